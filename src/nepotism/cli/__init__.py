@@ -1,0 +1,49 @@
+"""The ``nepotism`` command line: nouns with verb subcommands, each docstring its ``--help``.
+
+Every module in this package that defines a module-level ``command`` (a click command or group) is
+registered under that command's name, so adding a noun is adding one module. Modules keep heavy
+imports inside their functions so that ``nepotism --help`` stays fast. This package holds no
+logic of its own: it parses arguments, calls the library and prints.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import click
+
+from nepotism.errors import InputError
+
+__all__ = ["main"]
+
+
+class _Main(click.Group):
+    """Top-level group that turns an `InputError` into one line on stderr and exit status 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InputError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nepotism")
+def main() -> None:
+    """Measure how much LLM judges favour themselves, their family and their students."""
+
+
+def _register() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        command = getattr(module, "command", None)
+        if isinstance(command, click.Command):
+            main.add_command(command)
+
+
+_register()

@@ -1,0 +1,185 @@
+"""The records every layer passes around: instances, responses, judgments and references.
+
+Records are frozen dataclasses. Each has an ``id``: either given by the user (instances keep the id
+of their dataset) or a content hash of the fields that define it, so that the same content always
+gets the same id on every machine. This module knows nothing about files, databases or metrics;
+the table formats users write live in `nepotism.tables`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "JUDGMENT_STATUSES",
+    "PROTOCOLS",
+    "VERDICTS",
+    "Instance",
+    "Judgment",
+    "Message",
+    "Reference",
+    "Response",
+    "RubricItem",
+    "content_id",
+]
+
+#: Pairwise verdict labels as stored: the first shown candidate, the second, or a tie.
+VERDICTS = ("A", "B", "tie")
+#: A judgment is parsed (verdict or score present), unparsed (the model answered but no verdict
+#: could be read) or failed (no answer at all: timeout, refusal by the server, ...).
+JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
+PROTOCOLS = ("pairwise", "pointwise", "rubric", "recognition", "categorise")
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: _canonical(getattr(value, k)) for k in sorted(value.__dataclass_fields__)}
+    if isinstance(value, float) and value != value:  # NaN has no canonical JSON form
+        return "NaN"
+    return value
+
+
+def content_id(kind: str, payload: Any, *, length: int = 20) -> str:
+    """Return a stable hex id for ``payload`` (any JSON-able value, dataclasses included).
+
+    The id is the first ``length`` hex digits of SHA-256 over ``kind`` and the canonical JSON of
+    the payload (sorted keys, no whitespace), so it does not depend on dict order or platform.
+    """
+    text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{kind}\x00{text}".encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    """One binary criterion of an instance; negative ``points`` penalise meeting it (paper 002)."""
+
+    id: str
+    text: str
+    points: float = 1.0
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A prompt (or a message list) with what is known about a good answer to it."""
+
+    id: str
+    prompt: str | tuple[Message, ...]
+    reference_answer: str | None = None
+    rubric: tuple[RubricItem, ...] = ()
+    category: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The prompt as a message list (a plain prompt becomes one user message)."""
+        if isinstance(self.prompt, str):
+            return (Message("user", self.prompt),)
+        return self.prompt
+
+
+@dataclass(frozen=True)
+class Response:
+    """A generator's answer to an instance."""
+
+    instance_id: str
+    generator: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def id(self) -> str:
+        return content_id("response", [self.instance_id, self.generator, self.text])
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judge call and what was read from it.
+
+    ``candidates`` are the generators in the order the judge saw them (one for pointwise, rubric
+    and pointwise recognition; two for pairwise). ``verdict`` is ``"A"``, ``"B"`` or ``"tie"`` for
+    pairwise, a category label for categorisation, ``"yes"``/``"no"`` for rubric and recognition
+    calls; ``score`` holds a pointwise score. When nothing could be read, ``status`` is
+    ``"unparsed"`` (or ``"failed"`` when the call itself failed) and ``verdict`` and ``score`` are
+    ``None``: a failure is never turned into a tie or a zero.
+    """
+
+    instance_id: str
+    judge: str
+    protocol: str
+    candidates: tuple[str, ...]
+    status: str
+    verdict: str | None = None
+    score: float | None = None
+    raw_output: str | None = None
+    label_probs: Mapping[str, float] | None = field(default=None, compare=False, hash=False)
+    rubric_id: str | None = None
+    template_id: str | None = None
+    condition: str = "default"
+    replicate: int = 0
+    usage: Mapping[str, int] | None = field(default=None, compare=False, hash=False)
+    latency_s: float | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.status not in JUDGMENT_STATUSES:
+            raise ValueError(f"status must be one of {JUDGMENT_STATUSES}, not {self.status!r}")
+        if self.status != "parsed" and (self.verdict is not None or self.score is not None):
+            raise ValueError("an unparsed or failed judgment cannot carry a verdict or a score")
+        if self.protocol == "pairwise" and self.verdict is not None and self.verdict not in VERDICTS:
+            raise ValueError(f"pairwise verdict must be one of {VERDICTS}, not {self.verdict!r}")
+
+    @property
+    def id(self) -> str:
+        return content_id(
+            "judgment",
+            [
+                self.instance_id,
+                self.judge,
+                self.protocol,
+                list(self.candidates),
+                self.rubric_id,
+                self.template_id,
+                self.condition,
+                self.replicate,
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Ground truth for an instance: a human preference, a response's correctness or rubric truth.
+
+    ``kind`` is ``"preference"`` (``models`` = the two compared generators, ``winner`` one of them
+    or ``"tie"``), ``"correctness"`` (``models`` = one generator; ``correct`` and/or ``score``) or
+    ``"rubric"`` (``models`` = one generator, ``rubric_id``, ``met``).
+    """
+
+    instance_id: str
+    kind: Literal["preference", "correctness", "rubric"]
+    models: tuple[str, ...]
+    winner: str | None = None
+    correct: bool | None = None
+    score: float | None = None
+    rubric_id: str | None = None
+    met: bool | None = None
+    source: str | None = None
+
+    @property
+    def id(self) -> str:
+        return content_id("reference", [self.instance_id, self.kind, list(self.models), self.rubric_id])
