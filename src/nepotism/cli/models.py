@@ -1,0 +1,142 @@
+"""``nepotism models``: list, show and relate the models of the registry.
+
+This module only parses arguments and prints; all logic lives in `nepotism.models`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+__all__ = ["command"]
+
+_MODELS_OPTION = click.option(
+    "--models",
+    "model_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Extra registry TOML file, merged after the bundled one (repeatable).",
+)
+_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def _load(model_files: tuple[str, ...]):
+    from nepotism.models import default_registry, load_registry
+
+    return load_registry(model_files) if model_files else default_registry()
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def _print_list(registry, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([info.to_dict() for info in registry], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(registry)} models")
+    for name in ("id", "family", "series", "parent", "teachers"):
+        table.add_column(name, overflow="fold")
+    for info in registry:
+        table.add_row(info.id, info.family, info.series or "", info.parent or "", ", ".join(info.teachers))
+    _console().print(table)
+
+
+@click.group("models", invoke_without_command=True)
+@_MODELS_OPTION
+@_JSON_OPTION
+@click.pass_context
+def command(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> None:
+    """The model registry: families, lineage and judge/model relations.
+
+    Without a verb, behaves like `list`.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["model_files"] = model_files
+    ctx.obj["as_json"] = as_json
+    if ctx.invoked_subcommand is None:
+        _print_list(_load(model_files), as_json)
+
+
+def _merged(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> tuple[tuple[str, ...], bool]:
+    obj = ctx.obj or {}
+    return tuple(obj.get("model_files", ())) + model_files, as_json or obj.get("as_json", False)
+
+
+@command.command("list")
+@_MODELS_OPTION
+@_JSON_OPTION
+@click.pass_context
+def list_models(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> None:
+    """List every model: id, family, series, parent and teachers."""
+    files, as_json = _merged(ctx, model_files, as_json)
+    _print_list(_load(files), as_json)
+
+
+@command.command("show")
+@click.argument("name")
+@_MODELS_OPTION
+@_JSON_OPTION
+@click.pass_context
+def show(ctx: click.Context, name: str, model_files: tuple[str, ...], as_json: bool) -> None:
+    """Show every field of one model (NAME may be an id or an alias), with lineage sources."""
+    from nepotism.errors import InputError
+
+    files, as_json = _merged(ctx, model_files, as_json)
+    registry = _load(files)
+    if not registry.knows(name):
+        raise InputError(f"unknown model name {name!r}", field="NAME")
+    info = registry.get(name)
+    if as_json:
+        click.echo(json.dumps(info.to_dict(), indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=info.id, show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in info.to_dict().items():
+        if key == "sources":
+            continue
+        if isinstance(value, list):
+            value = ", ".join(value)
+        table.add_row(key, "" if value is None else str(value))
+    for edge, note in info.sources.items():
+        table.add_row(f"source: {edge}", note)
+    _console().print(table)
+
+
+@command.command("relation")
+@click.argument("judge")
+@click.argument("model")
+@_MODELS_OPTION
+@_JSON_OPTION
+@click.pass_context
+def relation(ctx: click.Context, judge: str, model: str, model_files: tuple[str, ...], as_json: bool) -> None:
+    """Print how JUDGE is related to MODEL (self, lineage, student, teacher, ..., unknown)."""
+    from nepotism.models import SCOPES
+
+    files, as_json = _merged(ctx, model_files, as_json)
+    registry = _load(files)
+    rel = registry.relation(judge, model)
+    known = registry.knows(judge) and registry.knows(model)
+    if as_json:
+        payload = {
+            "judge": judge,
+            "judge_id": registry.resolve(judge) if registry.knows(judge) else None,
+            "model": model,
+            "model_id": registry.resolve(model) if registry.knows(model) else None,
+            "relation": rel.value,
+            "scopes": {s: registry.related(judge, model, s) for s in SCOPES} if known else None,
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    left = registry.resolve(judge) if registry.knows(judge) else f"{judge} (unknown)"
+    right = registry.resolve(model) if registry.knows(model) else f"{model} (unknown)"
+    click.echo(f"{left} -> {right}: {rel.value}")

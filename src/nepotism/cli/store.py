@@ -1,0 +1,89 @@
+"""``nepotism store``: look inside a store file and export its tables.
+
+Only argument handling and printing live here; the work is done by `nepotism.store`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from nepotism.errors import InputError
+
+__all__ = ["command"]
+
+_STORE_HELP = "Store file (default: $NEPOTISM_STORE, else ./nepotism.db)."
+
+
+def _open_existing(path: Path | None):
+    from nepotism.store import Store, default_store_path
+
+    path = default_store_path() if path is None else path
+    if not path.is_file():
+        raise InputError("no store file here", path=str(path))
+    return Store(path)
+
+
+@click.group("store")
+def command() -> None:
+    """Inspect and export the SQLite store of runs, model calls and judgments."""
+
+
+@command.command("info")
+@click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def info(store_path: Path | None, as_json: bool) -> None:
+    """Show the schema version, size and row counts of a store."""
+    with _open_existing(store_path) as store:
+        summary = store.info()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    click.echo(f"store           {summary['path']}")
+    click.echo(f"schema version  {summary['schema_version']}")
+    click.echo(f"size            {summary['size_bytes'] / 1e6:.2f} MB")
+    click.echo("rows")
+    for table, count in summary["counts"].items():
+        click.echo(f"  {table:<14}{count:>10,}")
+    for title, key in (
+        ("calls by status", "call_status"),
+        ("judgments by status", "judgment_status"),
+        ("judgments by judge", "judgments_per_judge"),
+        ("runs by status", "run_status"),
+    ):
+        if summary[key]:
+            click.echo(title)
+            for name, count in summary[key].items():
+                click.echo(f"  {name:<40}{count:>10,}")
+
+
+@command.command("export")
+@click.argument("table")
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="File to write (replaced atomically).")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]), default=None,
+              help="Output format (default: from the file extension).")
+@click.option("--protocol", default=None,
+              help="With TABLE=judgments: which protocol's judgments to write.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def export(
+    table: str, out: Path, fmt: str | None, protocol: str | None, store_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Write TABLE to a parquet, CSV or JSON Lines file.
+
+    TABLE is judgments (public recorded-judgment format; pairwise, pointwise and rubric can be
+    named directly), or one of runs, instances, responses, calls, references, imports.
+    """
+    from nepotism.store.export import format_from_suffix
+
+    fmt = fmt or format_from_suffix(out)
+    with _open_existing(store_path) as store:
+        rows = store.export(table, out, fmt=fmt, protocol=protocol)
+    if as_json:
+        click.echo(json.dumps({"table": table, "out": str(out), "format": fmt, "rows": rows}))
+    else:
+        click.echo(f"wrote {rows:,} rows of {table} to {out}")

@@ -1,0 +1,252 @@
+"""Grade a whole file of responses into a reference table (the engine of ``nepotism grade``).
+
+The responses file (CSV, JSONL or Parquet; ``.gz`` for CSV/JSONL) has ``instance_id``, ``model``,
+``text`` and the task's truth columns:
+
+========  ====================================================================================
+task      truth columns
+========  ====================================================================================
+math      ``answer``
+mc        ``answer`` (the gold option letter)
+code      ``tests`` (assert lines, a JSON list of them, or a HumanEval ``check``), optional
+          ``entry_point`` and ``prompt`` (for bare HumanEval completions)
+ifeval    ``instruction_id_list`` and ``kwargs`` (JSON lists in CSV), or an instances file with
+          ``instance_id`` (or ``key``), ``instruction_id_list``, ``kwargs``
+========  ====================================================================================
+
+math / mc / code give a ``correctness-ref`` frame (``instance_id, model, correct`` plus the extracted
+answer and the method). A ``correctness-ref`` row cannot be empty, so ungradable responses are left
+out of it and returned apart (``BatchResult.ungradable``), counted. ifeval gives a ``rubric-ref``
+frame (one row per decided instruction; undecidable ones are returned apart, counted). Bad input raises `InputError`
+with the file, line and field. Left out: parallel execution.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nepotism.errors import InputError
+
+__all__ = ["TASKS", "BatchResult", "grade_file", "read_rows"]
+
+TASKS = ("math", "mc", "code", "ifeval")
+_TRUTH = {"math": ("answer",), "mc": ("answer",), "code": ("tests",), "ifeval": ()}
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The reference frame, its table kind, counts, and the rows that could not be graded."""
+
+    kind: str
+    frame: pd.DataFrame
+    counts: dict[str, int]
+    ungradable: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _open(path: Path) -> io.TextIOBase:
+    if path.suffix.lower() == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Return ``(line, row)`` pairs of a CSV / JSONL / Parquet file (line = physical line; CSV header = 1)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", path=str(path))
+    suffix = _suffix(path)
+    try:
+        if suffix == ".csv":
+            with _open(path) as handle:
+                reader = csv.DictReader(handle)
+                if reader.fieldnames is None:
+                    raise InputError("the file is empty (no header line)", path=str(path), line=1)
+                return [(reader.line_num, dict(row)) for row in reader if any((v or "").strip() for v in row.values())]
+        if suffix in (".jsonl", ".ndjson"):
+            rows = []
+            with _open(path) as handle:
+                for number, text in enumerate(handle, start=1):
+                    if not text.strip():
+                        continue
+                    try:
+                        value = json.loads(text)
+                    except json.JSONDecodeError as err:
+                        raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
+                    if not isinstance(value, dict):
+                        raise InputError("each line must be a JSON object", path=str(path), line=number)
+                    rows.append((number, value))
+            return rows
+        if suffix == ".parquet":
+            frame = pd.read_parquet(path)
+            frame = frame.astype(object).where(frame.notna(), None)
+            return [(i + 1, row) for i, row in enumerate(frame.to_dict("records"))]
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise InputError(f"not readable ({err})", path=str(path)) from None
+    except InputError:
+        raise
+    except Exception as err:  # pyarrow raises several unrelated types for a bad file
+        if suffix == ".parquet":
+            raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+        raise
+    raise InputError(f"unknown file type '{suffix or path.name}': use .csv, .jsonl or .parquet", path=str(path))
+
+
+def _value(row: dict, name: str, path: str, line: int, *, required: bool = True) -> Any:
+    value = row.get(name)
+    if value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise InputError("missing or empty value", path=path, line=line, field=name)
+        return None
+    return value
+
+
+def _json_list(value: Any, path: str, line: int, name: str) -> list:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise InputError("not a JSON list", path=path, line=line, field=name) from None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise InputError("not a list", path=path, line=line, field=name)
+    return list(value)
+
+
+def _tests(value: Any, path: str, line: int) -> str | list[str]:
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        return [str(t) for t in parsed] if isinstance(parsed, list) else value
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return [str(t) for t in value] if isinstance(value, (list, tuple)) else str(value)
+
+
+def _instances(path: str) -> dict[str, tuple[list, list]]:
+    table = {}
+    for line, row in read_rows(path):
+        key = row.get("instance_id", row.get("key"))
+        if key is None or str(key).strip() == "":
+            raise InputError("missing instance id", path=path, line=line, field="instance_id")
+        ids = _json_list(_value(row, "instruction_id_list", path, line), path, line, "instruction_id_list")
+        kwargs = _json_list(_value(row, "kwargs", path, line), path, line, "kwargs")
+        table[str(key).strip()] = (ids, kwargs)
+    return table
+
+
+def grade_file(
+    path: str | Path,
+    task: str,
+    *,
+    instances: str | Path | None = None,
+    runner: Callable[..., Any] | None = None,
+    timeout: float = 10.0,
+) -> BatchResult:
+    """Grade every response of ``path`` for ``task`` (one of `TASKS`)."""
+    if task not in TASKS:
+        raise InputError(f"unknown task '{task}'; tasks are {', '.join(TASKS)}", field="--task")
+    path = str(path)
+    rows = read_rows(path)
+    if not rows:
+        raise InputError("the file holds no responses", path=path)
+    known = _instances(str(instances)) if instances is not None else None
+    parsed = []
+    for line, row in rows:
+        base = {name: str(_value(row, name, path, line)).strip() for name in ("instance_id", "model")}
+        if "text" not in row:
+            raise InputError("missing column", path=path, line=line, field="text")
+        text = _value(row, "text", path, line, required=False) or ""
+        truth = {name: _value(row, name, path, line) for name in _TRUTH[task]}
+        if task == "ifeval":
+            if known is not None:
+                if base["instance_id"] not in known:
+                    raise InputError("instance_id not in the --instances file", path=path, line=line, field="instance_id")
+                truth["ids"], truth["kwargs"] = known[base["instance_id"]]
+            else:
+                truth["ids"] = _json_list(_value(row, "instruction_id_list", path, line), path, line, "instruction_id_list")
+                truth["kwargs"] = _json_list(_value(row, "kwargs", path, line), path, line, "kwargs")
+        if task == "code":
+            truth["tests"] = _tests(truth["tests"], path, line)
+            truth["entry_point"] = _value(row, "entry_point", path, line, required=False)
+            truth["prompt"] = _value(row, "prompt", path, line, required=False)
+        parsed.append((line, base, str(text), truth))
+    if task == "ifeval":
+        return _grade_ifeval(parsed, path)
+    return _grade_answers(parsed, task, path, runner, timeout)
+
+
+def _grade_answers(parsed, task, path, runner, timeout) -> BatchResult:
+    from nepotism.grading.code import grade_code
+    from nepotism.grading.math import grade_math
+    from nepotism.grading.multiple_choice import grade_multiple_choice
+
+    out, ungradable = [], []
+    counts = {"correct": 0, "incorrect": 0, "ungradable": 0}
+    for line, base, text, truth in parsed:
+        try:
+            if task == "math":
+                result = grade_math(text, str(truth["answer"]))
+            elif task == "mc":
+                result = grade_multiple_choice(text, str(truth["answer"]))
+            else:
+                result = grade_code(text, truth["tests"], entry_point=truth["entry_point"], prompt=truth["prompt"],
+                                    runner=runner, timeout=timeout)
+        except ValueError as err:
+            field_name = "tests" if task == "code" else "answer"
+            raise InputError(str(err), path=path, line=line, field=field_name) from None
+        if result.correct is None:
+            counts["ungradable"] += 1
+            ungradable.append({**base, "line": line, "method": result.method, "detail": result.detail})
+            continue
+        counts["correct" if result.correct else "incorrect"] += 1
+        row = {**base, "correct": result.correct, "method": result.method, "decided_by": result.decided_by}
+        if task != "code":
+            row["extracted"] = result.extracted
+        else:
+            row["detail"] = result.detail
+        out.append(row)
+    columns = ["instance_id", "model", "correct", "extracted", "method", "decided_by", "detail"]
+    frame = pd.DataFrame(out, columns=[c for c in columns if any(c in r for r in out)] or columns[:3])
+    return BatchResult("correctness-ref", frame, counts, ungradable)
+
+
+def _grade_ifeval(parsed, path) -> BatchResult:
+    from nepotism.grading.ifeval import grade_ifeval
+
+    out, ungradable = [], []
+    counts = {"met": 0, "not_met": 0, "ungradable": 0, "prompts_all_met": 0, "prompts": 0}
+    for line, base, text, truth in parsed:
+        try:
+            verdicts = grade_ifeval(text, truth["ids"], truth["kwargs"])
+        except ValueError as err:
+            raise InputError(str(err), path=path, line=line, field="kwargs") from None
+        counts["prompts"] += 1
+        counts["prompts_all_met"] += all(v is True for v in verdicts.values())
+        for rubric_id, met in verdicts.items():
+            key = "met" if met is True else "not_met" if met is False else "ungradable"
+            counts[key] += 1
+            if met is None:  # a rubric-ref row must hold true or false: listed apart, counted
+                ungradable.append({**base, "line": line, "rubric_id": rubric_id, "detail": "undecidable"})
+                continue
+            out.append({**base, "rubric_id": rubric_id, "met": met})
+    frame = pd.DataFrame(out, columns=["instance_id", "model", "rubric_id", "met"])
+    return BatchResult("rubric-ref", frame, counts, ungradable)

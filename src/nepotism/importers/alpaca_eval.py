@@ -1,0 +1,228 @@
+"""Import AlpacaEval annotations: the compact CSV of this project's data and AlpacaEval's own JSON.
+
+AlpacaEval judges each instruction once, in one order: ``output_1`` is the baseline's answer
+(``generator_1``, shown first, so ``model_a``) and ``output_2`` the evaluated model's
+(``generator_2``, ``model_b``). Every pair is therefore seen in a single order; position bias
+cannot be separated from preference with this data alone.
+
+``preference`` encoding, from AlpacaEval's ``src/alpaca_eval/metrics/helpers.py`` (tatsu-lab/
+alpaca_eval, ``BaseScoringRule.describe_head2head``): values are in [1, 2], ``1`` = output_1 better,
+``2`` = output_2 better, ``1.5`` = draw and ``0`` = draw (legacy, mapped to 1.5); a fractional value
+from a ``weighted_*`` annotator is ``1 + P(output_2 better)``. AlpacaEval counts ``n_wins`` as
+``p - 1 > 0.5``, ``n_wins_base`` as ``p - 1 < 0.5``, ``n_draws`` as ``p in {0, 1.5}`` and drops
+non-preferences (NaN). We map ``p < 1.5`` to verdict A, ``p > 1.5`` to B, a draw to tie, and keep
+``prob_a = 2 - p``, ``prob_b = p - 1`` for weighted annotators. A missing preference is an
+unparsed judgment (empty verdict), never a tie. These rules reproduce the ``n_wins``,
+``n_wins_base`` and ``n_draws`` columns of AlpacaEval's leaderboards (tested).
+
+Mapping: judge = the model behind the row's ``annotator`` (`ANNOTATOR_JUDGES`), condition = the
+annotator config name, instance_id = ``alpaca_eval/<instruction_id>``, category = ``dataset``.
+Generator names are kept as AlpacaEval spells them. Rows that compare a generator with itself get
+``@output_1`` / ``@output_2`` tags (the table forbids model_a == model_b). Exact duplicate rows
+(several upstream result folders hold the same annotations) are dropped and counted; repeated
+judgments of one key with different preferences become replicates 0, 1, ...
+
+Left out: the compact file has no texts (use ``alpaca-eval`` on an ``annotations.json`` for
+``--texts-out``); length-controlled win rates are not computed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nepotism.errors import InputError
+from nepotism.importers._common import Imported, is_missing, open_text, read_json_list, require
+
+__all__ = ["ANNOTATOR_JUDGES", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"]
+
+#: AlpacaEval annotator config -> the judge model, in AlpacaEval's generator spelling (the model
+#: registry knows these names as aliases).
+ANNOTATOR_JUDGES: dict[str, str] = {
+    # alpaca_eval_gpt4 (AlpacaEval 1.0 default) ran on GPT-4 as of spring 2023, i.e. gpt-4-0314;
+    # alpaca-eval 0.6.x later split it into evaluators_configs/alpaca_eval_gpt4_0314 and
+    # .../alpaca_eval_gpt4_0613 (file list of the alpaca-eval 0.6.1 sdist), and the annotator
+    # name alpaca_eval_gpt4_0613 appears separately in the data, so plain alpaca_eval_gpt4 is 0314.
+    "alpaca_eval_gpt4": "gpt4_0314",
+    "alpaca_eval_gpt4_0314": "gpt4_0314",
+    "alpaca_eval_gpt4_0613": "gpt4_0613",
+    # evaluators_configs/alpaca_eval_cot_gpt4_turbo_fn/configs.yaml: model_name "gpt-4-1106-preview".
+    "alpaca_eval_cot_gpt4_turbo_fn": "gpt4_1106_preview",
+    # evaluators_configs/{weighted_alpaca_eval_gpt4_turbo,alpaca_eval_gpt4_turbo_fn}/configs.yaml:
+    # model_name "gpt-4-turbo" at the time of these annotations = gpt-4-1106-preview (AlpacaEval 2.0,
+    # whose baseline gpt4_1106_preview is the same model).
+    "weighted_alpaca_eval_gpt4_turbo": "gpt4_1106_preview",
+    "alpaca_eval_gpt4_turbo_fn": "gpt4_1106_preview",
+    # bedrock_claude: Claude 2 served through AWS Bedrock (community-contributed annotator).
+    "bedrock_claude": "claude-2",
+}
+
+_DRAW = 1.5
+
+
+def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decode AlpacaEval preferences: return (verdict, prob_a, prob_b, bad) arrays.
+
+    ``bad`` marks values that are no AlpacaEval preference (outside {0} ∪ [1, 2]).
+    """
+    pref = np.asarray(pref, dtype=float)
+    missing = np.isnan(pref)
+    draw = (pref == 0) | (pref == _DRAW)
+    p = np.where(pref == 0, _DRAW, pref)
+    bad = ~missing & ~((p >= 1) & (p <= 2))
+    verdict = np.where(missing | bad, None, np.where(draw, "tie", np.where(p < _DRAW, "A", "B"))).astype(object)
+    keep = np.asarray(weighted, dtype=bool) & ~missing & ~bad & (pref != 0)
+    prob_b = np.where(keep, p - 1, np.nan)
+    prob_a = np.where(keep, 2 - p, np.nan)
+    return verdict, prob_a, prob_b, bad
+
+
+def _judge_of(annotators: pd.Series, lines: np.ndarray, path: Path, judge: str | None) -> pd.Series:
+    if judge is not None:
+        return pd.Series(judge, index=annotators.index, dtype=object)
+    unknown = ~annotators.isin(list(ANNOTATOR_JUDGES))
+    if unknown.any():
+        i = int(np.argmax(unknown.to_numpy()))
+        raise InputError(
+            f"unknown annotator '{annotators.iloc[i]}' (known: {', '.join(ANNOTATOR_JUDGES)}); "
+            "pass --judge to name the judge model",
+            path=str(path), line=int(lines[i]), field="annotator",
+        )
+    return annotators.map(ANNOTATOR_JUDGES)
+
+
+def _build(raw: pd.DataFrame, lines: np.ndarray, path: Path, judge: str | None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """raw columns: instance_id, annotator, generator_1, generator_2, preference, category."""
+    pref = pd.to_numeric(raw["preference"], errors="coerce")
+    nonnum = pref.isna() & raw["preference"].map(lambda v: not is_missing(v))
+    weighted = raw["annotator"].str.startswith("weighted_").to_numpy()
+    verdict, prob_a, prob_b, bad = decode_preferences(pref.to_numpy(), weighted)
+    bad = bad | nonnum.to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(
+            f"unknown preference '{raw['preference'].iloc[i]}': AlpacaEval uses 1, 2, 1.5 or 0 (draw), "
+            "or a value in [1, 2] for weighted annotators",
+            path=str(path), line=int(lines[i]), field="preference",
+        )
+    same = (raw["generator_1"] == raw["generator_2"]).to_numpy()
+    model_a = np.where(same, raw["generator_1"] + "@output_1", raw["generator_1"])
+    model_b = np.where(same, raw["generator_2"] + "@output_2", raw["generator_2"])
+    frame = pd.DataFrame({
+        "instance_id": raw["instance_id"].to_numpy(),
+        "judge": _judge_of(raw["annotator"], lines, path, judge).to_numpy(),
+        "model_a": model_a,
+        "model_b": model_b,
+        "verdict": verdict,
+        "prob_a": prob_a,
+        "prob_b": prob_b,
+        "condition": raw["annotator"].to_numpy(),
+        "category": raw["category"].to_numpy(),
+        "_pref": pref.to_numpy(),
+    })
+    keys = ["instance_id", "judge", "model_a", "model_b", "condition"]
+    before = len(frame)
+    frame = frame[~frame.duplicated(keys + ["_pref"], keep="first")]
+    dropped = before - len(frame)
+    frame = frame.assign(replicate=frame.groupby(keys, sort=False).cumcount().astype("int64"))
+    frame = frame.drop(columns="_pref").reset_index(drop=True)
+    counts = {
+        "rows_read": before,
+        "duplicates_dropped": dropped,
+        "self_pairs_tagged": int(same.sum()),
+        "unparsed": int(frame["verdict"].isna().sum()),
+        "ties": int((frame["verdict"] == "tie").sum()),
+    }
+    return frame, counts
+
+
+def import_alpaca_eval_compact(path: str | Path, *, judge: str | None = None, **_: Any) -> Imported:
+    """Import ``annotations_compact.csv(.gz)`` (one row per judged pair, no texts)."""
+    path = Path(path)
+    try:
+        with open_text(path) as handle:
+            raw = pd.read_csv(handle, dtype=str, keep_default_na=False)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
+        raise InputError(f"not readable as CSV ({err})", path=str(path)) from None
+    lines = np.arange(len(raw)) + 2  # header is line 1; the derived file has no multi-line cells
+    for column in ("annotator", "instruction_id", "dataset", "generator_1", "generator_2", "preference"):
+        if column not in raw.columns:
+            raise InputError("missing column", path=str(path), line=1, field=column)
+    for column in ("annotator", "instruction_id", "generator_1", "generator_2"):
+        empty = raw[column].str.strip() == ""
+        if empty.any():
+            i = int(np.argmax(empty.to_numpy()))
+            raise InputError("empty value where one is required", path=str(path), line=int(lines[i]), field=column)
+    raw = raw.assign(
+        instance_id="alpaca_eval/" + raw["instruction_id"].str.strip(),
+        category=raw["dataset"].replace({"": None}),
+        preference=raw["preference"].replace({"": None}),
+    )
+    frame, counts = _build(raw, lines, path, judge)
+    notes = ["AlpacaEval judges each pair once, baseline (generator_1) shown first as model_a"]
+    return Imported(tables={"pairwise": frame}, main="pairwise", counts=counts, notes=notes, source=str(path))
+
+
+def _instruction_ids(instructions: str | Path | None) -> dict[str, str] | None:
+    if instructions is None:
+        return None
+    path = Path(instructions)
+    mapping = {}
+    for number, record in read_json_list(path):
+        text = require(record, "instruction", path, number)
+        ident = require(record, "instruction_id", path, number)
+        mapping[str(text)] = str(ident)
+    return mapping
+
+
+def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructions: str | Path | None = None, **_: Any) -> Imported:
+    """Import AlpacaEval's ``annotations.json`` (a JSON list of judged pairs with their texts).
+
+    ``instructions``: a JSON list of ``{instruction_id, instruction}`` (like the project's
+    ``instructions.json``) to give instance ids that match the compact file; without it the id is
+    ``alpaca_eval/sha:<first 12 hex of SHA-256 of the instruction>``.
+    """
+    path = Path(path)
+    ids = _instruction_ids(instructions)
+    records = read_json_list(path)
+    rows, texts, lines = [], [], []
+    for number, record in records:
+        instruction = require(record, "instruction", path, number)
+        for key in ("generator_1", "generator_2", "annotator", "output_1", "output_2"):
+            require(record, key, path, number)
+        if "preference" not in record:
+            raise InputError("missing field", path=str(path), line=number, field="preference")
+        if ids is not None:
+            if instruction not in ids:
+                raise InputError("instruction not found in the instructions file", path=str(path), line=number, field="instruction")
+            instance = f"alpaca_eval/{ids[instruction]}"
+        else:
+            instance = "alpaca_eval/sha:" + hashlib.sha256(instruction.encode()).hexdigest()[:12]
+        preference = record["preference"]
+        if isinstance(preference, bool) or not (preference is None or isinstance(preference, (int, float))):
+            raise InputError(f"unknown preference {json.dumps(preference)}", path=str(path), line=number, field="preference")
+        rows.append({
+            "instance_id": instance,
+            "annotator": str(record["annotator"]),
+            "generator_1": str(record["generator_1"]),
+            "generator_2": str(record["generator_2"]),
+            "preference": np.nan if preference is None else float(preference),
+            "category": record.get("dataset"),
+        })
+        lines.append(number)
+        same = record["generator_1"] == record["generator_2"]
+        for side in ("1", "2"):
+            model = str(record[f"generator_{side}"]) + (f"@output_{side}" if same else "")
+            texts.append({"instance_id": instance, "prompt": instruction, "tests": None, "model": model,
+                          "text": str(record[f"output_{side}"])})
+    if not rows:
+        raise InputError("no annotations in the file", path=str(path))
+    frame, counts = _build(pd.DataFrame(rows), np.asarray(lines), path, judge)
+    text_frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True)
+    notes = ["AlpacaEval judges each pair once, baseline (generator_1) shown first as model_a"]
+    return Imported(tables={"pairwise": frame}, main="pairwise", texts=text_frame, counts=counts, notes=notes, source=str(path))

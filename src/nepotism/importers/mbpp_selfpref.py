@@ -1,0 +1,134 @@
+"""Import the MBPP self-preference file of paper 004 (Llama-3.3-70B judging its own code vs GPT-4o's).
+
+File ``<judge>_<other>_eval.jsonl``, one problem per line: ``unique_id``, ``problem`` (task text
+ending with the ``assert`` tests), ``assistent_1_answer`` (the judge's own solution),
+``assistent_2_answer`` (the other model's), ``assistent_{1,2}_is_correct`` (execution result),
+and two judging games ``game_{1,2}_output`` (the judge's one-token reply) with
+``game_{1,2}_spb_score`` (three probabilities).
+
+What the fields mean, and the evidence:
+
+* Label order of ``*_spb_score``: ``[A, T, B]`` = first shown better, tie, second shown better.
+  Paper 004 (appendix, verdict generation) has the judge emit one token among "A", "T", "B" and
+  keeps the probabilities of these three candidates. In the data every reply "A" has its largest
+  probability at index 0, every "T" at index 1 and every "B" at index 2 (all 378 rows, both games).
+* Order of presentation: game_1 shows assistant 1 (the judge's own answer) first, game_2 swaps
+  (assistant 2 first). Paper 004 (section 2) evaluates each prompt twice as j1 = J(x, y_A, y_B) and
+  j2 = J(x, y_B, y_A). The data agree: the mean log-odds log P(A)/P(B) is +0.89 in game_1 but -0.30
+  in game_2 (a pure position bias would give the same sign in both; a judge leaning to its own answer
+  with swapped order gives opposite signs), and the rank correlation of the two games' log-odds is
+  negative (Spearman -0.13, p = 0.01), as expected when the same answer changes side.
+
+Output: pairwise rows (two per problem, one per game, ``game`` column kept), verdict read from the
+reply when it is exactly A, B or T (else unparsed; code-fence replies such as a lone backtick run
+are common), probabilities into prob_a / prob_tie / prob_b of the *shown* order; correctness-ref
+rows (instance, model, correct); texts (problem, tests, both answers) for re-running the tests.
+Left out: the restyled answers (``assistent_1_answer_restyle*``) present on a few rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nepotism.errors import InputError
+from nepotism.importers._common import Imported, is_missing, read_jsonl, require
+
+__all__ = ["import_mbpp_selfpref", "split_tests"]
+
+_NAME = re.compile(r"^(?P<judge>.+?)_(?P<other>[^_]+)_eval\.jsonl(\.gz)?$")
+_LABELS = {"A": "A", "B": "B", "T": "tie"}
+_TESTS_HEADER = "Your code should satisfy these tests:"
+
+
+def split_tests(problem: str) -> list[str]:
+    """The ``assert`` lines that follow the tests header of an MBPP prompt (empty when absent)."""
+    if _TESTS_HEADER not in problem:
+        return []
+    tail = problem.split(_TESTS_HEADER, 1)[1]
+    return [line.strip() for line in tail.splitlines() if line.strip().startswith("assert")]
+
+
+def _probs(value: Any, path: Path, line: int, field: str) -> tuple[float, float, float]:
+    if value is None:
+        return (math.nan, math.nan, math.nan)
+    if not isinstance(value, list) or len(value) != 3:
+        raise InputError("expected a list of three probabilities [A, T, B]", path=str(path), line=line, field=field)
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or math.isnan(item) or not -1e-6 <= item <= 1 + 1e-6:
+            raise InputError(f"'{item}' is not a probability", path=str(path), line=line, field=field)
+        out.append(min(max(float(item), 0.0), 1.0))
+    return tuple(out)
+
+
+def _verdict(output: Any) -> str | None:
+    if is_missing(output):
+        return None
+    return _LABELS.get(str(output).strip())
+
+
+def _names(path: Path, judge: str | None, other: str | None) -> tuple[str, str]:
+    match = _NAME.match(path.name)
+    if judge is None or other is None:
+        if match is None:
+            raise InputError(
+                "cannot tell the two models from the file name (expected <judge>_<other>_eval.jsonl)",
+                path=str(path),
+            )
+        judge = judge or match["judge"]
+        other = other or match["other"]
+    if judge == other:
+        raise InputError("the judge's model and the other model have the same name", path=str(path))
+    return judge, other
+
+
+def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: str | None = None, **_: Any) -> Imported:
+    """Import one ``<judge>_<other>_eval.jsonl`` file (assistant 1 = the judge's own answers)."""
+    path = Path(path)
+    own, rival = _names(path, judge, other)
+    pairs, refs, texts = [], [], []
+    seen: dict[str, int] = {}
+    for line, record in read_jsonl(path):
+        uid = str(require(record, "unique_id", path, line))
+        if uid in seen:
+            raise InputError(f"unique_id repeats line {seen[uid]}", path=str(path), line=line, field="unique_id")
+        seen[uid] = line
+        instance = f"mbpp/{uid}"
+        problem = require(record, "problem", path, line)
+        answers = {own: require(record, "assistent_1_answer", path, line), rival: require(record, "assistent_2_answer", path, line)}
+        for model, key in ((own, "assistent_1_is_correct"), (rival, "assistent_2_is_correct")):
+            correct = require(record, key, path, line, allow_missing=True)
+            if correct is not None and not isinstance(correct, bool):
+                raise InputError(f"'{correct}' is not true/false", path=str(path), line=line, field=key)
+            if correct is not None:
+                refs.append({"instance_id": instance, "model": model, "correct": correct})
+        tests = split_tests(problem)
+        for model in (own, rival):
+            texts.append({"instance_id": instance, "prompt": problem, "tests": tests, "model": model, "text": answers[model]})
+        for game, (first, second) in ((1, (own, rival)), (2, (rival, own))):
+            output = require(record, f"game_{game}_output", path, line, allow_missing=True)
+            p_a, p_tie, p_b = _probs(require(record, f"game_{game}_spb_score", path, line, allow_missing=True),
+                                     path, line, f"game_{game}_spb_score")
+            pairs.append({
+                "instance_id": instance, "judge": own, "model_a": first, "model_b": second,
+                "verdict": _verdict(output), "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
+                "condition": "default", "replicate": 0, "category": "mbpp", "game": game,
+            })
+    if not pairs:
+        raise InputError("no records in the file", path=str(path))
+    pairwise = pd.DataFrame(pairs)
+    counts = {
+        "problems": len(seen),
+        "judgments": len(pairwise),
+        "unparsed": int(pairwise["verdict"].isna().sum()),
+    }
+    notes = ["each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps"]
+    return Imported(
+        tables={"pairwise": pairwise, "correctness-ref": pd.DataFrame(refs)},
+        main="pairwise", texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path),
+    )

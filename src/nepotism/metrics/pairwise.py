@@ -1,0 +1,151 @@
+"""Pairwise-verdict metrics: order aggregation, win rate, self-preference ratio, demographic parity.
+
+Pure functions on numpy arrays; data positional, options keyword-only; each returns an `Estimate`
+with a cluster bootstrap over prompts (``clusters`` = one instance label per row). Which rows a
+metric sees (which judge, which candidates count as "related") is decided by the caller
+(`nepotism.analyses`); these functions only count.
+
+Outcome codes used throughout, from the point of view of one candidate X of a comparison:
+``+1`` X preferred, ``0`` tie, ``-1`` the other preferred, ``NaN`` no usable verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics._estimate import Estimate
+
+__all__ = [
+    "aggregate_orders",
+    "demographic_parity_bias",
+    "self_preference_ratio",
+    "win_rate",
+]
+
+TIE_POLICIES = ("half", "exclude")
+
+
+def aggregate_orders(first: np.ndarray, second: np.ndarray, *, rule: str = "consistent") -> np.ndarray:
+    """Combine the verdicts of the two presentation orders of one comparison.
+
+    ``first`` and ``second`` are outcome codes for the same candidate X (already mapped back from
+    the shown position). Rules:
+
+    - ``"consistent"`` (paper 004, Eq. 1; the default): equal verdicts → that verdict; one decisive
+      and one tie → the decisive one; two opposite decisive verdicts → tie.
+    - ``"strict"`` (paper 003): valid only when both orders agree; otherwise NaN (*ambiguous*,
+      to be counted by the caller).
+
+    A NaN in either input gives NaN (the caller decides whether a missing twin means "use the
+    single order" — then it should not call this function — or "exclude").
+    """
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    out = np.full(np.broadcast(first, second).shape, np.nan)
+    both = ~(np.isnan(first) | np.isnan(second))
+    agree = both & (first == second)
+    out[agree] = first[agree]
+    if rule == "consistent":
+        first_tie = both & (first == 0) & (second != 0)
+        second_tie = both & (second == 0) & (first != 0)
+        out[first_tie] = second[first_tie]
+        out[second_tie] = first[second_tie]
+        opposite = both & (first != 0) & (second != 0) & (first != second)
+        out[opposite] = 0.0
+    elif rule != "strict":
+        raise ValueError(f"rule must be 'consistent' or 'strict', not {rule!r}")
+    return out
+
+
+def _ratio(totals: np.ndarray) -> np.ndarray:
+    return totals[..., 0] / totals[..., 1]
+
+
+def _boot_kwargs(kwargs: dict) -> dict:
+    allowed = {"n_resamples", "seed", "confidence", "method"}
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
+    return kwargs
+
+
+def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", **bootstrap) -> Estimate:
+    """Share of comparisons a generator wins under a judge.
+
+    Formula: WR = (wins + ½·ties) / (wins + ties + losses) with ``ties="half"`` (the AlpacaEval and
+    paper 000 convention, the default), or WR = wins / (wins + losses) with ``ties="exclude"``
+    (ties counted in ``excluded["tie"]``). ``outcome`` holds codes for the generator (+1 win,
+    0 tie, -1 loss, NaN = no usable verdict, excluded as ``"no verdict"``).
+    Zero division: no usable comparison → NaN with a note, never 0.
+    """
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"ties must be one of {TIE_POLICIES}")
+    outcome = np.asarray(outcome, dtype=float)
+    clusters = np.asarray(clusters)
+    missing = np.isnan(outcome)
+    excluded = {"no verdict": int(missing.sum())} if missing.any() else {}
+    keep = ~missing
+    if ties == "exclude":
+        tie = keep & (outcome == 0)
+        if tie.any():
+            excluded["tie"] = int(tie.sum())
+        keep &= ~tie
+    score = (outcome[keep] + 1.0) / 2.0  # +1 → 1, 0 → ½, -1 → 0
+    _, sums = cluster_sums(clusters[keep], np.column_stack([score, np.ones_like(score)]))
+    return cluster_bootstrap(
+        sums, _ratio, n=int(keep.sum()), n_excluded=int((~keep).sum()), excluded=excluded,
+        **_boot_kwargs(bootstrap),
+    )
+
+
+def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, **bootstrap) -> Estimate:
+    """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
+
+    Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
+    aggregated verdict codes from the related candidate's side (the judge's own answer for the
+    *self* scope); a tie is not a preference for the own answer, so ties stay in the denominator.
+    Rows with no usable verdict (NaN) are excluded and counted. Pooling all (G, x) comparisons is
+    Eq. 2 exactly when every G has the same |D|; with unequal coverage it weights G by its count.
+    """
+    outcome = np.asarray(outcome, dtype=float)
+    clusters = np.asarray(clusters)
+    keep = ~np.isnan(outcome)
+    wins = (outcome[keep] == 1).astype(float)
+    _, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
+    n_missing = int((~keep).sum())
+    return cluster_bootstrap(
+        sums, _ratio, n=int(keep.sum()), n_excluded=n_missing,
+        excluded={"no verdict": n_missing} if n_missing else {}, **_boot_kwargs(bootstrap),
+    )
+
+
+def _parity(totals: np.ndarray) -> np.ndarray:
+    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
+
+
+def demographic_parity_bias(
+    preference: np.ndarray, related: np.ndarray, clusters: np.ndarray, **bootstrap
+) -> Estimate:
+    """Demographic-parity self-preference bias: P(Y′=1 | S=1) − P(Y′=1 | S=0).
+
+    Paper 001, Eq. 4. One row per *candidate appearance*: ``preference`` is the judge's preference
+    for that candidate — 1 preferred, 0 not, ½ for a tie (or a probability score p(cand)/(p(A)+p(B))
+    averaged over both orders, paper 001 Eq. 3) — and ``related`` is S (the candidate is the
+    judge's own, or in the chosen relation). NaN preferences are excluded and counted.
+    In a comparison of one related and one unrelated candidate the two rows are s and 1−s, so the
+    bias is 2·mean(s) − 1: 0 means no preference, +1 the judge always picks its relative.
+    Zero division: no related or no unrelated candidate → NaN with a note.
+    """
+    preference = np.asarray(preference, dtype=float)
+    related = np.asarray(related, dtype=bool)
+    clusters = np.asarray(clusters)
+    keep = ~np.isnan(preference)
+    y, s = preference[keep], related[keep].astype(float)
+    columns = np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
+    _, sums = cluster_sums(clusters[keep], columns)
+    n_missing = int((~keep).sum())
+    return cluster_bootstrap(
+        sums, _parity, n=int(keep.sum()), n_excluded=n_missing,
+        excluded={"no verdict": n_missing} if n_missing else {}, **_boot_kwargs(bootstrap),
+    )

@@ -1,0 +1,93 @@
+"""The first report: the same audit records as JSON, CSV and one self-contained HTML page.
+
+The HTML page needs no network when viewed: styles are inline and the figure is an embedded PNG.
+Every model-provided string is escaped by jinja2's autoescape. Files are written only after all
+results exist, each atomically (temporary file, then rename). The full report with every plot and
+the judge card is `nepotism report` (a later module); this one keeps to what the audit computes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+__all__ = ["write_first_report"]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _figure(records: list[dict]) -> str | None:
+    rows = [r for r in records if r["metric"] == "self-preference-ratio" and r["value"] is not None]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"self": "#0072B2", "family": "#E69F00", "student": "#009E73", "family-student": "#CC79A7"}
+    labels = [f"{r['judge']}\n{r['condition']}\n{r['scope']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2), dpi=100)
+    for i, r in enumerate(rows):
+        value, low, high = 100 * r["value"], 100 * (r["ci_low"] or r["value"]), 100 * (r["ci_high"] or r["value"])
+        ax.barh(i, value, color=colours.get(r["scope"], "#999999"))
+        ax.errorbar(value, i, xerr=[[value - low], [high - value]], color="black", capsize=3)
+    ax.axvline(50, color="#555555", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("related candidate preferred (% of comparisons vs unrelated models)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _variant_text(variant: dict) -> str:
+    return "; ".join(f"{k}={v}" for k, v in sorted(variant.items()))
+
+
+def write_first_report(records: list[dict], summary: dict, lines: list[str], out_dir: str | Path, *,
+                       title: str = "nepotism audit", attribution: str | None = None) -> dict[str, Path]:
+    """Write ``results.json``, ``results.csv`` and ``report.html`` into ``out_dir``; return their paths."""
+    out = Path(out_dir)
+    environment = Environment(loader=PackageLoader("nepotism.report", "templates"),
+                              autoescape=select_autoescape(["html", "j2"]))
+    shown = [{**r, "variant_text": _variant_text(r.get("variant") or {})} for r in records]
+    html = environment.get_template("first_report.html.j2").render(
+        title=title, summary=summary, lines=lines, records=shown, figure=_figure(records),
+        attribution=attribution,
+    )
+    document = {"summary": summary, "findings": lines, "results": records}
+    flat = pd.DataFrame.from_records(records)
+    for column in ("variant", "excluded", "pair", "generators"):
+        if column in flat:
+            flat[column] = flat[column].map(lambda v: json.dumps(v, sort_keys=True) if v is not None else "")
+    payloads = {
+        "results.json": json.dumps(document, indent=2, sort_keys=True, default=str).encode(),
+        "results.csv": flat.to_csv(index=False).encode(),
+        "report.html": html.encode(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, data in payloads.items():
+        _atomic_write(out / name, data)
+        paths[name] = out / name
+    return paths

@@ -1,0 +1,168 @@
+"""Turning records into table rows and back (internal to the store).
+
+Column orders here match the ``INSERT`` and ``SELECT`` statements in `nepotism.store.database`.
+JSON columns are compact UTF-8 JSON with sorted keys; dataclasses nested in metadata become dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, is_dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from nepotism.records import Instance, Judgment, Message, Reference, Response, RubricItem
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _default(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot store a value of type {type(value).__name__} as JSON")
+
+
+def dumps(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _bool(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+INSTANCE_COLUMNS = "id, prompt, reference_answer, rubric, category, metadata"
+
+
+def instance_row(inst: Instance) -> tuple:
+    prompt = inst.prompt if isinstance(inst.prompt, str) else [asdict(m) for m in inst.prompt]
+    return (
+        inst.id,
+        dumps(prompt),
+        inst.reference_answer,
+        dumps([asdict(item) for item in inst.rubric]),
+        inst.category,
+        dumps(dict(inst.metadata)),
+    )
+
+
+def instance_from_row(row: tuple) -> Instance:
+    ident, prompt, reference, rubric, category, metadata = row
+    prompt = json.loads(prompt)
+    if not isinstance(prompt, str):
+        prompt = tuple(Message(m["role"], m["content"]) for m in prompt)
+    return Instance(
+        id=ident,
+        prompt=prompt,
+        reference_answer=reference,
+        rubric=tuple(RubricItem(**item) for item in json.loads(rubric)),
+        category=category,
+        metadata=json.loads(metadata),
+    )
+
+
+RESPONSE_COLUMNS = "id, instance_id, generator, text, metadata"
+
+
+def response_row(resp: Response) -> tuple:
+    return (resp.id, resp.instance_id, resp.generator, resp.text, dumps(dict(resp.metadata)))
+
+
+def response_from_row(row: tuple) -> Response:
+    _, instance_id, generator, text, metadata = row
+    return Response(instance_id, generator, text, json.loads(metadata))
+
+
+JUDGMENT_COLUMNS = (
+    "id, instance_id, judge, protocol, candidates, status, verdict, score, raw_output, "
+    "label_probs, rubric_id, template_id, condition, replicate, usage, latency_s"
+)
+
+
+def judgment_row(j: Judgment) -> tuple:
+    return (
+        j.id,
+        j.instance_id,
+        j.judge,
+        j.protocol,
+        dumps(list(j.candidates)),
+        j.status,
+        j.verdict,
+        None if j.score is None else float(j.score),
+        j.raw_output,
+        dumps(None if j.label_probs is None else dict(j.label_probs)),
+        j.rubric_id,
+        j.template_id,
+        j.condition,
+        int(j.replicate),
+        dumps(None if j.usage is None else dict(j.usage)),
+        j.latency_s,
+    )
+
+
+def judgment_from_row(row: tuple) -> Judgment:
+    (_, instance_id, judge, protocol, candidates, status, verdict, score, raw, probs, rubric_id,
+     template_id, condition, replicate, usage, latency) = row
+    return Judgment(
+        instance_id=instance_id,
+        judge=judge,
+        protocol=protocol,
+        candidates=tuple(json.loads(candidates)),
+        status=status,
+        verdict=verdict,
+        score=score,
+        raw_output=raw,
+        label_probs=loads(probs),
+        rubric_id=rubric_id,
+        template_id=template_id,
+        condition=condition,
+        replicate=replicate,
+        usage=loads(usage),
+        latency_s=latency,
+    )
+
+
+REFERENCE_COLUMNS = "id, instance_id, kind, models, winner, correct, score, rubric_id, met, source"
+
+
+def reference_row(ref: Reference) -> tuple:
+    return (
+        ref.id,
+        ref.instance_id,
+        ref.kind,
+        dumps(list(ref.models)),
+        ref.winner,
+        None if ref.correct is None else int(bool(ref.correct)),
+        None if ref.score is None else float(ref.score),
+        ref.rubric_id,
+        None if ref.met is None else int(bool(ref.met)),
+        ref.source,
+    )
+
+
+def reference_from_row(row: tuple) -> Reference:
+    _, instance_id, kind, models, winner, correct, score, rubric_id, met, source = row
+    return Reference(
+        instance_id=instance_id,
+        kind=kind,
+        models=tuple(json.loads(models)),
+        winner=winner,
+        correct=_bool(correct),
+        score=score,
+        rubric_id=rubric_id,
+        met=_bool(met),
+        source=source,
+    )

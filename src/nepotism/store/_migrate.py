@@ -1,0 +1,141 @@
+"""Opening a store's SQLite connection and bringing its schema up to date.
+
+Migrations are the package-data files ``migrations/NNNN_name.sql``, numbered from 1 without gaps.
+The ``_migrations`` table records each one applied (version, name, SHA-256 of its text, time).
+Applying is idempotent and safe when several processes open a fresh file at once: the check and
+the migration run inside one ``BEGIN IMMEDIATE`` transaction. A file whose schema is newer than
+this package knows is refused. Down-migrations are deliberately not supported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from nepotism.errors import InputError
+
+__all__ = ["StoreSchemaError"]
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+#: Seconds a connection waits for another writer's lock before giving up.
+BUSY_TIMEOUT_S = 60.0
+
+
+class StoreSchemaError(InputError):
+    """The store file was written by a newer nepotism (or its migration log is inconsistent)."""
+
+
+@dataclass(frozen=True)
+class _Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _known_migrations() -> tuple[_Migration, ...]:
+    found = []
+    for entry in resources.files("nepotism.store").joinpath("migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(_Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    if [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"store migrations are not numbered 1..n: {[m.version for m in found]}")
+    return tuple(found)
+
+
+MIGRATIONS = _known_migrations()
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _statements(sql: str):
+    """Split a migration script into complete statements (triggers included)."""
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip() and not all(
+        not ln.strip() or ln.strip().startswith("--") for ln in buffer.splitlines()
+    ):
+        raise RuntimeError("incomplete SQL statement at the end of a migration")
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode with WAL, ``synchronous=NORMAL`` and foreign keys on."""
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    except sqlite3.DatabaseError as err:
+        raise InputError(f"cannot open the store: {err}", path=str(path)) from err
+    if str(mode).lower() != "wal":
+        conn.close()
+        raise InputError(f"the store needs WAL journaling but SQLite chose {mode!r}", path=str(path))
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The highest applied migration (0 for an empty file)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    return conn.execute("SELECT COALESCE(MAX(version), 0) FROM _migrations").fetchone()[0]
+
+
+def _check_not_newer(version: int, path: Path) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"the store has schema version {version} but this nepotism knows only up to "
+            f"{SCHEMA_VERSION}; upgrade nepotism to open it",
+            path=str(path),
+        )
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> int:
+    """Apply every pending migration; return the schema version afterwards."""
+    version = schema_version(conn)
+    _check_not_newer(version, path)
+    if version == SCHEMA_VERSION:
+        return version
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, "
+            "name TEXT NOT NULL, sha256 TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        version = schema_version(conn)  # another process may have migrated meanwhile
+        _check_not_newer(version, path)
+        for migration in MIGRATIONS[version:]:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO _migrations (version, name, sha256, applied_at) VALUES (?, ?, ?, ?)",
+                (migration.version, migration.name, migration.sha256, _now()),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION

@@ -1,0 +1,394 @@
+"""`Store`: the SQLite file holding runs, instances, responses, model calls, judgments and imports.
+
+Each thread gets its own connection (opened on first use, all closed by `Store.close`); every
+write is one transaction, so a killed process leaves the file consistent, and WAL plus a busy
+timeout let several processes append to the same file. Open one `Store` per process (do not
+share one across ``fork``). What the store leaves out: it never decides whether a failed call
+should be retried and never interprets a call — judging and the runner do that.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nepotism.errors import InputError
+from nepotism.records import Instance, Judgment, Reference, Response
+from nepotism.store import _codec
+from nepotism.store._migrate import connect, migrate, schema_version
+from nepotism.store.calls import (
+    _CALL_COLUMNS,
+    CALL_STATUSES,
+    CachedCall,
+    _call_from_row,
+    call_key,
+    scrub_secrets,
+)
+
+__all__ = ["RUN_STATUSES", "TABLES", "Store", "default_store_path"]
+
+#: The data tables of a store, in dependency order.
+TABLES = ("runs", "instances", "responses", "calls", "judgments", "references", "imports")
+#: How a run can end.
+RUN_STATUSES = ("done", "failed", "interrupted")
+_KEY = re.compile(r"[0-9a-f]{64}")
+_BATCH = 500  # keys per SELECT ... IN (...)
+
+_FILTERS = {
+    "instances": ("id", "category"),
+    "responses": ("id", "instance_id", "generator"),
+    "judgments": (
+        "id", "instance_id", "judge", "protocol", "status", "verdict", "rubric_id", "template_id",
+        "condition", "replicate", "call_key", "source", "run_id",
+    ),
+    "references": ("id", "instance_id", "kind", "rubric_id", "winner", "source"),
+}
+
+
+def default_store_path() -> Path:
+    """``$NEPOTISM_STORE`` when set, else ``./nepotism.db``."""
+    return Path(os.environ.get("NEPOTISM_STORE") or "nepotism.db")
+
+
+def _where(table: str, filters: Mapping[str, Any]) -> tuple[str, list]:
+    clauses, params = [], []
+    for name, value in sorted(filters.items()):
+        if name not in _FILTERS[table]:
+            raise TypeError(f"cannot filter {table} by {name!r}; use one of {_FILTERS[table]}")
+        if value is None:
+            clauses.append(f"{name} IS NULL")
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            values = list(value)
+            clauses.append(f"{name} IN ({','.join('?' * len(values))})" if values else "0")
+            params.extend(values)
+        else:
+            clauses.append(f"{name} = ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+class Store:
+    """A nepotism store file; opening it creates it if needed and applies pending migrations."""
+
+    call_key = staticmethod(call_key)
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        self._closed = False
+        self.schema_version = migrate(self._conn(), self.path)
+
+    @classmethod
+    def open(cls, path: str | Path | None = None) -> Store:
+        """Open ``path``, or `default_store_path` when ``path`` is None."""
+        return cls(default_store_path() if path is None else path)
+
+    # -- connections and transactions -------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._guard:
+                if self._closed:
+                    raise RuntimeError(f"the store {self.path} is closed")
+                conn = connect(self.path)
+                self._connections.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _write_many(self, sql: str, rows: Iterable[tuple]) -> int:
+        """Run ``sql`` for every row in one transaction; return the rows changed."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            before = conn.total_changes
+            conn.executemany(sql, rows)
+            changed = conn.total_changes - before
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return changed
+
+    def close(self) -> None:
+        """Close every connection this store opened (from any thread)."""
+        with self._guard:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- the call cache -----------------------------------------------------------------------
+    def get_call(self, key: str) -> CachedCall | None:
+        """The stored call under ``key`` (ok or failed), or None."""
+        sql = f"SELECT {_CALL_COLUMNS} FROM calls WHERE key = ?"
+        row = self._conn().execute(sql, (key,)).fetchone()
+        return None if row is None else _call_from_row(row)
+
+    def get_calls(self, keys: Sequence[str]) -> dict[str, CachedCall]:
+        """The stored calls among ``keys``, by key; missing keys are simply absent."""
+        unique = list(dict.fromkeys(keys))
+        conn, found = self._conn(), {}
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start : start + _BATCH]
+            sql = f"SELECT {_CALL_COLUMNS} FROM calls WHERE key IN ({','.join('?' * len(chunk))})"
+            for row in conn.execute(sql, chunk):
+                found[row[0]] = _call_from_row(row)
+        return found
+
+    def put_call(
+        self,
+        key: str,
+        *,
+        request: Mapping[str, Any],
+        response: Mapping[str, Any] | None,
+        text: str | None,
+        logprobs: Any = None,
+        usage: Mapping[str, Any] | None = None,
+        latency_s: float | None = None,
+        status: str = "ok",
+        error: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Store one call, committed before returning; credentials in ``request`` are dropped.
+
+        An existing ok call is never replaced (the second put is a no-op); an existing failed
+        call is replaced by the new attempt. ``backend`` and ``model`` are read from ``request``.
+        """
+        row = _call_row(key=key, request=request, response=response, text=text,
+                        logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
+                        error=error, run_id=run_id)
+        try:
+            self._conn().execute(_PUT_CALL, row)
+        except sqlite3.IntegrityError as err:
+            raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
+
+    def put_calls(self, calls: Iterable[Mapping[str, Any]]) -> int:
+        """Store several calls in one transaction (much cheaper per call than `put_call`).
+
+        Each item holds ``key`` and the keyword arguments of `put_call`; the same rules apply.
+        Returns how many rows were added or replaced. Nothing is stored if any item is invalid.
+        """
+        rows = (_call_row(**call) for call in calls)
+        try:
+            return self._write_many(_PUT_CALL, rows)
+        except sqlite3.IntegrityError as err:
+            raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
+
+    # -- records ------------------------------------------------------------------------------
+    def add_instances(self, instances: Iterable[Instance]) -> int:
+        """Add instances (ignoring ids already stored); return how many were new."""
+        rows = (_codec.instance_row(i) + (_codec.now(),) for i in instances)
+        return self._write_many(
+            f"INSERT OR IGNORE INTO instances ({_codec.INSTANCE_COLUMNS}, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def add_responses(self, responses: Iterable[Response]) -> int:
+        """Add responses (ignoring ones already stored); return how many were new."""
+        rows = (_codec.response_row(r) + (_codec.now(),) for r in responses)
+        return self._write_many(
+            f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def add_judgments(
+        self,
+        judgments: Iterable[Judgment],
+        *,
+        source: str | None = None,
+        call_keys: Mapping[str, str] | None = None,
+        run_id: str | None = None,
+        replace: bool = False,
+    ) -> int:
+        """Add judgments, idempotent on `Judgment.id`; return how many rows were added or changed.
+
+        A stored judgment is kept unless it failed and the new one did not (a successful retry),
+        or ``replace`` is true. ``call_keys`` maps judgment ids to the call each was read from.
+        """
+        keys = call_keys or {}
+        rows = (
+            _codec.judgment_row(j) + (keys.get(j.id), source, run_id, _codec.now()) for j in judgments
+        )
+        columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
+        condition = "" if replace else " WHERE judgments.status = 'failed' AND excluded.status != 'failed'"
+        try:
+            return self._write_many(
+                f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * 20)}) "
+                f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
+                rows,
+            )
+        except sqlite3.IntegrityError as err:
+            raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
+
+    def add_references(self, refs: Iterable[Reference]) -> int:
+        """Add references (ignoring ids already stored); return how many were new."""
+        rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)
+        return self._write_many(
+            f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list:
+        where, params = _where(table, filters)
+        sql = f'SELECT {columns} FROM "{table}"{where} ORDER BY {order}'
+        return self._conn().execute(sql, params).fetchall()
+
+    def instances(self, **filters: Any) -> list[Instance]:
+        """Stored instances, by id; filter on ``id`` or ``category`` (a value or a list)."""
+        rows = self._select("instances", _codec.INSTANCE_COLUMNS, filters, "id")
+        return [_codec.instance_from_row(r) for r in rows]
+
+    def responses(self, **filters: Any) -> list[Response]:
+        """Stored responses; filter on ``id``, ``instance_id`` or ``generator``."""
+        rows = self._select("responses", _codec.RESPONSE_COLUMNS, filters, "instance_id, generator, id")
+        return [_codec.response_from_row(r) for r in rows]
+
+    def judgments(self, **filters: Any) -> list[Judgment]:
+        """Stored judgments; filter on any of their columns (``judge=[...]``, ``status=...``)."""
+        order = "instance_id, judge, protocol, condition, replicate, id"
+        rows = self._select("judgments", _codec.JUDGMENT_COLUMNS, filters, order)
+        return [_codec.judgment_from_row(r) for r in rows]
+
+    def references(self, **filters: Any) -> list[Reference]:
+        """Stored references; filter on ``instance_id``, ``kind``, ``rubric_id``, ``source``, ..."""
+        rows = self._select("references", _codec.REFERENCE_COLUMNS, filters, "instance_id, kind, id")
+        return [_codec.reference_from_row(r) for r in rows]
+
+    # -- runs and imports ---------------------------------------------------------------------
+    def start_run(self, config: Mapping[str, Any]) -> str:
+        """Record a new running run with ``config`` (credentials dropped); return its id."""
+        run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        self._conn().execute(
+            "INSERT INTO runs (id, started_at, config, status) VALUES (?, ?, ?, 'running')",
+            (run_id, _codec.now(), _codec.dumps(scrub_secrets(dict(config)))),
+        )
+        return run_id
+
+    def end_run(self, run_id: str, status: str = "done") -> None:
+        """Mark a run finished with ``status`` (``done``, ``failed`` or ``interrupted``)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
+        cursor = self._conn().execute(
+            "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
+        )
+        if cursor.rowcount == 0:
+            raise InputError(f"no run {run_id!r} in the store", path=str(self.path))
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run, oldest first, as dicts (``config`` decoded)."""
+        rows = self._conn().execute(
+            "SELECT id, started_at, ended_at, config, status FROM runs ORDER BY started_at, id"
+        )
+        keys = ("id", "started_at", "ended_at", "config", "status")
+        return [dict(zip(keys, r[:3] + (_codec.loads(r[3]), r[4]), strict=True)) for r in rows]
+
+    def record_import(self, path: str | Path, *, kind: str, rows: int, sha256: str) -> None:
+        """Log that ``path`` (a ``kind`` table of ``rows`` rows, hash ``sha256``) was loaded."""
+        self._conn().execute(
+            "INSERT INTO imports (path, sha256, kind, rows, imported_at) VALUES (?, ?, ?, ?, ?)",
+            (str(path), sha256, kind, int(rows), _codec.now()),
+        )
+
+    def imports(self) -> list[dict[str, Any]]:
+        """Every logged import, oldest first."""
+        rows = self._conn().execute(
+            "SELECT path, sha256, kind, rows, imported_at FROM imports ORDER BY id"
+        )
+        keys = ("path", "sha256", "kind", "rows", "imported_at")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    # -- summaries and export -----------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        """Schema version, path, size on disk, row counts and status breakdowns, as plain data."""
+        conn = self._conn()
+
+        def grouped(sql: str) -> dict[str, int]:
+            return {str(k): n for k, n in conn.execute(sql)}
+
+        size = sum(
+            p.stat().st_size
+            for p in (self.path, Path(f"{self.path}-wal"))
+            if p.exists()
+        )
+        return {
+            "path": str(self.path.resolve()),
+            "schema_version": schema_version(conn),
+            "size_bytes": size,
+            "counts": {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in TABLES},
+            "judgments_per_judge": grouped(
+                "SELECT judge, COUNT(*) FROM judgments GROUP BY judge ORDER BY judge"
+            ),
+            "judgment_status": grouped(
+                "SELECT status, COUNT(*) FROM judgments GROUP BY status ORDER BY status"
+            ),
+            "call_status": grouped("SELECT status, COUNT(*) FROM calls GROUP BY status ORDER BY status"),
+            "run_status": grouped("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"),
+        }
+
+    def export(self, table: str, out: str | Path, *, fmt: str, protocol: str | None = None) -> int:
+        """Write ``table`` to ``out`` atomically as parquet, csv or jsonl; return the row count.
+
+        Judgments are written in the public recorded-judgment format of their protocol (see
+        `nepotism.store.export`); pass ``protocol`` when the store holds several.
+        """
+        from nepotism.store.export import export_table
+
+        return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+_PUT_CALL = (
+    f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({','.join('?' * 13)}) "
+    "ON CONFLICT (key) DO UPDATE SET backend = excluded.backend, model = excluded.model, "
+    "request = excluded.request, response = excluded.response, text = excluded.text, "
+    "logprobs = excluded.logprobs, usage = excluded.usage, latency_s = excluded.latency_s, "
+    "status = excluded.status, error = excluded.error, created_at = excluded.created_at, "
+    "run_id = excluded.run_id WHERE calls.status = 'failed'"
+)
+
+
+def _call_row(
+    *, key: str, request: Mapping[str, Any], response: Mapping[str, Any] | None = None,
+    text: str | None = None, logprobs: Any = None, usage: Mapping[str, Any] | None = None,
+    latency_s: float | None = None, status: str = "ok", error: str | None = None,
+    run_id: str | None = None,
+) -> tuple:
+    if type(key) is not str or not _KEY.fullmatch(key):
+        raise ValueError(f"a call key is 64 lowercase hex digits, not {key!r}")
+    if status not in CALL_STATUSES:
+        raise ValueError(f"call status must be one of {CALL_STATUSES}, not {status!r}")
+    if status == "failed" and not error:
+        raise ValueError("a failed call needs an error saying why")
+    stored = scrub_secrets(request)
+    return (
+        key, _str_or_none(stored.get("backend")), _str_or_none(stored.get("model")),
+        _codec.dumps(stored), _codec.dumps(response), text, _codec.dumps(logprobs),
+        _codec.dumps(None if usage is None else dict(usage)), latency_s, status, error,
+        _codec.now(), run_id,
+    )

@@ -1,0 +1,456 @@
+"""The recorded-judgment table formats: the public input format of nepotism.
+
+One file holds one *kind* of table. Kinds and their columns (required, then optional):
+
+================  =========================================  ==========================================
+kind              required columns                           optional columns
+================  =========================================  ==========================================
+pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, prob_tie, condition,
+                  verdict (A | B | tie | empty = unparsed)   replicate, category
+pointwise         instance_id, judge, model, score           condition, replicate, category
+                  (number or empty = unparsed)
+rubric            instance_id, judge, model, rubric_id,      condition, replicate, category
+                  met (true | false | empty = unparsed)
+preference-ref    instance_id, model_a, model_b, winner      category
+                  (model_a, model_b or tie)
+correctness-ref   instance_id, model, and correct and/or     category
+                  score
+rubric-ref        instance_id, model, rubric_id, met
+rubric-items      instance_id, rubric_id, text, points       category
+================  =========================================  ==========================================
+
+Files are CSV, JSONL or Parquet (by extension; ``.gz`` allowed for CSV and JSONL). Extra columns are
+kept but ignored. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
+responses of one model; relations use the part before ``@``.
+
+The validated frame carries a ``_line`` column (the source line of each row) so that later checks
+can point at the right line too.
+
+Validation stops at the first problem with an `InputError` naming the file, the line (the physical
+line for CSV and JSONL, counting the CSV header as line 1; the 1-based row for Parquet) and the field.
+This module reads and checks tables; it computes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nepotism.errors import InputError
+
+__all__ = [
+    "KINDS",
+    "Table",
+    "detect_kind",
+    "read_table",
+    "write_table",
+]
+
+_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pairwise": (
+        ("instance_id", "judge", "model_a", "model_b", "verdict"),
+        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category"),
+    ),
+    "pointwise": (
+        ("instance_id", "judge", "model", "score"),
+        ("condition", "replicate", "category"),
+    ),
+    "rubric": (
+        ("instance_id", "judge", "model", "rubric_id", "met"),
+        ("condition", "replicate", "category"),
+    ),
+    "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category",)),
+    "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
+    "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
+    "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
+}
+KINDS = tuple(_COLUMNS)
+_JUDGED = ("pairwise", "pointwise", "rubric")
+_KEYS = {
+    "pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
+    "pointwise": ("instance_id", "judge", "model", "condition", "replicate"),
+    "rubric": ("instance_id", "judge", "model", "rubric_id", "condition", "replicate"),
+    "preference-ref": ("instance_id", "model_a", "model_b"),
+    "correctness-ref": ("instance_id", "model"),
+    "rubric-ref": ("instance_id", "model", "rubric_id"),
+    "rubric-items": ("instance_id", "rubric_id"),
+}
+_VERDICTS = {"a": "A", "b": "B", "tie": "tie"}
+_TRUE = {"true", "1", "yes", "t", "y"}
+_FALSE = {"false", "0", "no", "f", "n"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A validated table: its kind, its rows (normalised), where it came from."""
+
+    kind: str
+    frame: pd.DataFrame
+    path: str
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def detect_kind(columns: Iterable[str]) -> str | None:
+    """Return the kind implied by a set of column names, or None when no kind fits.
+
+    Raises `InputError` when the columns fit two judged kinds at once (mixed kinds).
+    """
+    cols = set(columns)
+    if "judge" in cols:
+        fits = [k for k in _JUDGED if set(_COLUMNS[k][0]) <= cols]
+        if len(fits) > 1:
+            raise InputError(
+                f"columns fit several kinds ({', '.join(fits)}); one file holds one kind — "
+                "split it or pass --kind",
+                field="columns",
+            )
+        return fits[0] if fits else None
+    if {"model_a", "model_b", "winner"} <= cols:
+        return "preference-ref"
+    if {"model", "rubric_id", "met"} <= cols:
+        return "rubric-ref"
+    if {"rubric_id", "text", "points"} <= cols:
+        return "rubric-items"
+    if "model" in cols and ({"correct", "score"} & cols):
+        return "correctness-ref"
+    return None
+
+
+# --------------------------------------------------------------------------------------- reading
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
+    """Read a file into string/object columns and return a row → line-number function."""
+    suffix = _base_suffix(path)
+    if suffix == ".csv":
+        try:
+            with _open_text(path) as handle:
+                reader = csv.reader(handle)
+                header = next(reader, None)
+                if header is None:
+                    raise InputError("the file is empty (no header line)", path=str(path), line=1)
+                rows, lines = [], []
+                for record in reader:
+                    if not record or all(not cell.strip() for cell in record):
+                        continue
+                    if len(record) != len(header):
+                        raise InputError(
+                            f"{len(record)} fields where the header has {len(header)}",
+                            path=str(path),
+                            line=reader.line_num,
+                        )
+                    rows.append(record)
+                    lines.append(reader.line_num)
+        except (UnicodeDecodeError, csv.Error) as err:
+            raise InputError(f"not readable as UTF-8 CSV ({err})", path=str(path)) from None
+        header = [h.strip() for h in header]
+        if len(set(header)) != len(header):
+            raise InputError("a column name appears twice in the header", path=str(path), line=1)
+        frame = pd.DataFrame(rows, columns=header, dtype=object)
+        frame = frame.replace({"": None})
+        return frame, lambda i: lines[i]
+    if suffix in (".jsonl", ".ndjson"):
+        records, lines = [], []
+        try:
+            with _open_text(path) as handle:
+                for number, text in enumerate(handle, start=1):
+                    if not text.strip():
+                        continue
+                    try:
+                        value = json.loads(text)
+                    except json.JSONDecodeError as err:
+                        raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
+                    if not isinstance(value, dict):
+                        raise InputError("each line must be a JSON object", path=str(path), line=number)
+                    records.append(value)
+                    lines.append(number)
+        except UnicodeDecodeError as err:
+            raise InputError(f"not readable as UTF-8 ({err})", path=str(path)) from None
+        frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+        frame = frame.astype(object).where(frame.notna(), None) if len(frame) else frame
+        _check_jsonl_kinds(records, lines, path)
+        return frame, lambda i: lines[i]
+    if suffix == ".parquet":
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several unrelated types for a bad file
+            raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+        frame = frame.astype(object).where(frame.notna(), None)
+        return frame, lambda i: i + 1
+    raise InputError(
+        f"unknown file type '{suffix or path.name}': use .csv, .jsonl or .parquet (optionally .gz)",
+        path=str(path),
+    )
+
+
+def _check_jsonl_kinds(records: list[dict], lines: list[int], path: Path) -> None:
+    first_kind = None
+    for record, line in zip(records, lines):
+        try:
+            kind = detect_kind(record)
+        except InputError as err:
+            raise InputError(err.message, path=str(path), line=line, field=err.field) from None
+        if kind is None:
+            continue
+        if first_kind is None:
+            first_kind = kind
+        elif kind != first_kind:
+            raise InputError(
+                f"this row is a {kind} row but earlier rows are {first_kind}: one file holds one kind",
+                path=str(path),
+                line=line,
+            )
+
+
+def read_table(path: str | os.PathLike, *, kind: str | None = None) -> Table:
+    """Read and validate a recorded table; ``kind`` overrides detection from the columns."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", path=str(path))
+    frame, line_of = _read_raw(path)
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
+    if kind is None:
+        try:
+            kind = detect_kind(frame.columns)
+        except InputError as err:
+            raise InputError(err.message, path=str(path), line=1, field=err.field) from None
+        if kind is None:
+            raise InputError(
+                "cannot tell the table kind from its columns "
+                f"({', '.join(map(str, frame.columns)) or 'none'}); see the formats in the README or pass --kind",
+                path=str(path),
+                line=1,
+            )
+    required, optional = _COLUMNS[kind]
+    for column in required:
+        if column not in frame.columns:
+            raise InputError(f"missing required column for a {kind} table", path=str(path), line=1, field=column)
+    if kind == "correctness-ref" and not ({"correct", "score"} & set(frame.columns)):
+        raise InputError("a correctness table needs 'correct' or 'score'", path=str(path), line=1, field="correct")
+    frame = _Validator(frame, kind, str(path), line_of).run()
+    return Table(kind=kind, frame=frame, path=str(path))
+
+
+class _Validator:
+    """Normalise and check one raw frame column by column, failing at the first bad cell."""
+
+    def __init__(self, frame: pd.DataFrame, kind: str, path: str, line_of: Callable[[int], int]):
+        self.frame = frame.reset_index(drop=True)
+        self.kind = kind
+        self.path = path
+        self.line_of = line_of
+
+    def fail(self, row: int, field: str, message: str) -> None:
+        raise InputError(message, path=self.path, line=self.line_of(row), field=field)
+
+    def run(self) -> pd.DataFrame:
+        frame = self.frame
+        required, optional = _COLUMNS[self.kind]
+        for column in ("instance_id", "judge", "model", "model_a", "model_b", "rubric_id"):
+            if column in required:
+                frame[column] = self.text(column)
+        for column in ("condition",):
+            if column in optional:
+                frame[column] = self.text(column, default="default") if column in frame else "default"
+        if "replicate" in optional:
+            frame["replicate"] = self.integer("replicate") if "replicate" in frame else 0
+        if "category" in frame:
+            frame["category"] = frame["category"].map(lambda v: None if v is None else str(v))
+        getattr(self, "kind_" + self.kind.replace("-", "_"))()
+        self.unique()
+        frame["_line"] = [self.line_of(i) for i in range(len(frame))]
+        return frame
+
+    # ---- cell types
+    def text(self, column: str, *, default: str | None = None) -> pd.Series:
+        values = self.frame[column].tolist()
+        out = []
+        for i, value in enumerate(values):
+            if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
+                if default is None:
+                    self.fail(i, column, "empty value where one is required")
+                out.append(default)
+                continue
+            out.append(str(value).strip() if not isinstance(value, str) else value.strip())
+        return pd.Series(out, dtype=object, index=self.frame.index)
+
+    def number(self, column: str, *, allow_empty: bool, low: float | None = None, high: float | None = None) -> pd.Series:
+        out = np.empty(len(self.frame), dtype=float)
+        for i, value in enumerate(self.frame[column].tolist()):
+            if value is None or (isinstance(value, str) and value.strip() == ""):
+                if not allow_empty:
+                    self.fail(i, column, "empty value where a number is required")
+                out[i] = np.nan
+                continue
+            if isinstance(value, bool):
+                self.fail(i, column, f"'{value}' is not a number")
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(i, column, f"'{value}' is not a number")
+            if np.isnan(number) and not allow_empty:
+                self.fail(i, column, "NaN where a number is required")
+            if (low is not None and number < low) or (high is not None and number > high):
+                self.fail(i, column, f"{number} is outside [{low}, {high}]")
+            out[i] = number
+        return pd.Series(out, index=self.frame.index)
+
+    def integer(self, column: str) -> pd.Series:
+        values = self.number(column, allow_empty=True)
+        out = []
+        for i, value in enumerate(values.tolist()):
+            if np.isnan(value):
+                out.append(0)
+            elif value != int(value) or value < 0:
+                self.fail(i, column, f"'{self.frame[column].iloc[i]}' is not a non-negative integer")
+            else:
+                out.append(int(value))
+        return pd.Series(out, index=self.frame.index, dtype="int64")
+
+    def boolean(self, column: str) -> pd.Series:
+        out = []
+        for i, value in enumerate(self.frame[column].tolist()):
+            if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value.strip()):
+                out.append(None)
+            elif isinstance(value, (bool, np.bool_)):
+                out.append(bool(value))
+            elif str(value).strip().lower() in _TRUE:
+                out.append(True)
+            elif str(value).strip().lower() in _FALSE:
+                out.append(False)
+            else:
+                self.fail(i, column, f"'{value}' is not true/false")
+        return pd.Series(out, index=self.frame.index, dtype=object)
+
+    # ---- kinds
+    def distinct_models(self) -> None:
+        same = (self.frame["model_a"] == self.frame["model_b"]).to_numpy()
+        if same.any():
+            self.fail(int(np.argmax(same)), "model_b", "model_b is the same as model_a; tag two responses of one model as NAME@tag")
+
+    def kind_pairwise(self) -> None:
+        frame = self.frame
+        self.distinct_models()
+        verdicts = []
+        for i, value in enumerate(frame["verdict"].tolist()):
+            if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
+                verdicts.append(None)
+                continue
+            label = _VERDICTS.get(str(value).strip().lower())
+            if label is None:
+                self.fail(i, "verdict", f"unknown verdict '{value}': use A, B, tie, or leave empty for unparsed")
+            verdicts.append(label)
+        frame["verdict"] = pd.Series(verdicts, dtype=object, index=frame.index)
+        for column in ("prob_a", "prob_b", "prob_tie"):
+            if column in frame:
+                frame[column] = self.number(column, allow_empty=True, low=0.0, high=1.0)
+
+    def kind_pointwise(self) -> None:
+        self.frame["score"] = self.number("score", allow_empty=True)
+
+    def kind_rubric(self) -> None:
+        self.frame["met"] = self.boolean("met")
+
+    def kind_preference_ref(self) -> None:
+        frame = self.frame
+        self.distinct_models()
+        winners = self.text("winner")
+        for i, (winner, a, b) in enumerate(zip(winners, frame["model_a"], frame["model_b"])):
+            if winner.lower() == "tie":
+                winners.iloc[i] = "tie"
+            elif winner not in (a, b):
+                self.fail(i, "winner", f"winner '{winner}' is neither model_a '{a}' nor model_b '{b}' nor 'tie'")
+        frame["winner"] = winners
+
+    def kind_correctness_ref(self) -> None:
+        frame = self.frame
+        if "correct" in frame:
+            frame["correct"] = self.boolean("correct")
+        if "score" in frame:
+            frame["score"] = self.number("score", allow_empty=True)
+        has_correct = frame["correct"].notna() if "correct" in frame else pd.Series(False, index=frame.index)
+        has_score = frame["score"].notna() if "score" in frame else pd.Series(False, index=frame.index)
+        empty = ~(has_correct | has_score)
+        if empty.any():
+            self.fail(int(np.argmax(empty.to_numpy())), "correct", "neither 'correct' nor 'score' is given")
+
+    def kind_rubric_ref(self) -> None:
+        self.frame["met"] = self.boolean("met")
+        missing = self.frame["met"].isna().to_numpy()
+        if missing.any():
+            self.fail(int(np.argmax(missing)), "met", "rubric truth must be true or false")
+
+    def kind_rubric_items(self) -> None:
+        self.frame["text"] = self.text("text")
+        self.frame["points"] = self.number("points", allow_empty=False)
+
+    def unique(self) -> None:
+        keys = [k for k in _KEYS[self.kind] if k in self.frame]
+        duplicated = self.frame.duplicated(subset=keys, keep="first").to_numpy()
+        if duplicated.any():
+            row = int(np.argmax(duplicated))
+            first = self.frame.index[
+                (self.frame[keys] == self.frame.loc[row, keys]).all(axis=1)
+            ][0]
+            self.fail(
+                row,
+                ",".join(keys),
+                f"duplicate row: the same ({', '.join(keys)}) as line {self.line_of(int(first))}",
+            )
+
+
+# --------------------------------------------------------------------------------------- writing
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` to ``path`` (CSV, JSONL or Parquet by extension), atomically.
+
+    The file appears complete or not at all: the rows go to a temporary file in the same folder
+    that replaces the target only once fully written.
+    """
+    path = Path(path)
+    suffix = _base_suffix(path)
+    if suffix not in (".csv", ".jsonl", ".parquet"):
+        raise InputError(f"unknown output type '{suffix or path.name}': use .csv, .jsonl or .parquet", path=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        compression = "gzip" if path.suffix == ".gz" else None
+        if suffix == ".csv":
+            frame.to_csv(tmp, index=False, compression=compression)
+        elif suffix == ".jsonl":
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, compression=compression)
+        else:
+            frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,127 @@
+"""``nepotism import``: outputs, validation, exit status 2, and nothing written on failure."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nepotism.cli import main
+from nepotism.tables import read_table
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
+MBPP = FIXTURES / "llama-3.3-70b_gpt-4o_eval.jsonl"
+ARENA = FIXTURES / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,judge_model=claude-3-haiku-20240307.jsonl.gz"
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["import", *map(str, args)])
+
+
+def test_help_lists_formats():
+    result = run("--help")
+    assert result.exit_code == 0 and "alpaca-eval-compact" in result.output and "judgebench" in result.output
+
+
+def test_mbpp_all_outputs(tmp_path):
+    out, ref, texts = tmp_path / "j.csv", tmp_path / "ref.csv", tmp_path / "texts.jsonl.gz"
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--reference-out", ref, "--texts-out", texts, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["outputs"][str(out)] == {"kind": "pairwise", "rows": 12}
+    assert read_table(out).kind == "pairwise" and read_table(ref).kind == "correctness-ref"
+    lines = [json.loads(line) for line in gzip.open(texts, "rt")]
+    assert len(lines) == 12 and lines[0]["instance_id"].startswith("mbpp/") and isinstance(lines[0]["tests"], list)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv", "ref.csv", "texts.jsonl.gz"]  # no temp files left
+
+
+def test_compact_parquet_and_human_summary(tmp_path):
+    out = tmp_path / "ae.parquet"
+    result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "pairwise rows" in result.output and "duplicates_dropped: 1" in result.output
+    assert len(read_table(out)) == 23
+
+
+def test_reference_not_written_is_reported(tmp_path):
+    result = run(ARENA, "--format", "judgebench", "--out", tmp_path / "p.csv")
+    assert result.exit_code == 0 and "--reference-out" in result.output
+
+
+def test_malformed_source_exit_2(tmp_path):
+    bad = tmp_path / "llama-3.3-70b_gpt-4o_eval.jsonl"
+    bad.write_text(MBPP.read_text().splitlines()[0] + "\n{not json\n")
+    result = run(bad, "--format", "mbpp-selfpref", "--out", tmp_path / "j.csv")
+    assert result.exit_code == 2
+    assert "line 2" in result.output and str(bad) in result.output
+
+
+def test_nothing_written_on_failure(tmp_path):
+    """A failure after the main table was produced leaves no output and no temp file."""
+    out, ref = tmp_path / "j.csv", tmp_path / "ref.csv"
+    out.write_text("old content\n")
+    # a texts output for a format without texts fails after the tables were built
+    result = run(ARENA, "--format", "judgebench", "--out", out, "--reference-out", ref, "--texts-out", tmp_path / "t.jsonl")
+    assert result.exit_code == 2
+    assert out.read_text() == "old content\n" and not ref.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv"]
+
+
+def test_invalid_output_table_writes_nothing(tmp_path, monkeypatch):
+    """If the re-read validation of any table fails, no output replaces its target."""
+    import nepotism.importers.mbpp_selfpref as mod
+
+    original = mod.import_mbpp_selfpref
+
+    def broken(path, **options):
+        result = original(path, **options)
+        result.tables["correctness-ref"].loc[0, "model"] = None  # the reference table is now invalid
+        return result
+
+    monkeypatch.setattr(mod, "import_mbpp_selfpref", broken)
+    out, ref = tmp_path / "j.csv", tmp_path / "ref.csv"
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--reference-out", ref)
+    assert result.exit_code == 2 and "invalid correctness-ref" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_output_extension_exit_2(tmp_path):
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", tmp_path / "j.txt")
+    assert result.exit_code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_same_target_twice_refused(tmp_path):
+    out = tmp_path / "j.csv"
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--reference-out", out)
+    assert result.exit_code == 2 and not out.exists()
+
+
+def test_alpaca_json_with_texts(tmp_path):
+    out, texts = tmp_path / "a.jsonl", tmp_path / "t.jsonl"
+    result = run(FIXTURES / "alpaca_eval_annotations.json", "--format", "alpaca-eval", "--out", out, "--texts-out", texts,
+                 "--instructions", FIXTURES / "alpaca_eval_instructions.json")
+    assert result.exit_code == 0, result.output
+    frame = read_table(out).frame
+    assert frame["instance_id"].str.match(r"^alpaca_eval/\d+$").all()
+    assert "\\/" not in texts.read_text()
+
+
+def test_canonical_names(tmp_path):
+    pytest.importorskip("nepotism.models", reason="model registry not installed")
+    from nepotism import models
+
+    if not hasattr(models, "default_registry"):
+        pytest.skip("nepotism.models.default_registry is not available yet")
+    out = tmp_path / "a.csv"
+    result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact", "--out", out,
+                 "--canonical", "--json")
+    assert result.exit_code == 0, result.output
+    frame = read_table(out).frame
+    registry = models.default_registry()
+    assert set(frame["judge"]) == {registry.resolve(n) for n in ("gpt4_0314", "gpt4_0613", "gpt4_1106_preview", "claude-2")}
+    tagged = frame[frame["model_a"].str.contains("@output_1")]
+    assert len(tagged) == 2 and all(m.split("@")[0] in registry.ids() for m in tagged["model_a"])

@@ -1,0 +1,96 @@
+"""``nepotism store info`` and ``nepotism store export`` through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+import nepotism.cli.store as store_cli
+from nepotism.cli import main
+from nepotism.records import Judgment
+from nepotism.store import Store
+
+
+def _filled(path):
+    with Store(path) as store:
+        store.add_judgments([
+            Judgment("q1", "judge-a", "pairwise", ("x", "y"), "parsed", verdict="A"),
+            Judgment("q2", "judge-a", "pairwise", ("x", "y"), "unparsed"),
+        ])
+        key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+        store.put_call(key, request={"model": "m"}, response=None, text="A")
+    return path
+
+
+def test_public_names():
+    assert store_cli.__all__ == ["command"]
+    assert "store" in main.commands
+
+
+def test_info_json(tmp_path):
+    path = _filled(tmp_path / "s.db")
+    result = CliRunner().invoke(main, ["store", "info", "--store", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["schema_version"] == 1
+    assert info["counts"]["judgments"] == 2 and info["counts"]["calls"] == 1
+    assert info["judgment_status"] == {"parsed": 1, "unparsed": 1}
+
+
+def test_info_text_uses_the_environment_store(tmp_path, monkeypatch):
+    path = _filled(tmp_path / "env.db")
+    monkeypatch.setenv("NEPOTISM_STORE", str(path))
+    result = CliRunner().invoke(main, ["store", "info"])
+    assert result.exit_code == 0, result.output
+    assert "schema version  1" in result.output
+    assert "judge-a" in result.output
+
+
+def test_info_on_a_missing_store_is_exit_2(tmp_path):
+    result = CliRunner().invoke(main, ["store", "info", "--store", str(tmp_path / "none.db")])
+    assert result.exit_code == 2
+    assert "no store file" in result.output
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_export_infers_the_format(tmp_path):
+    path = _filled(tmp_path / "s.db")
+    out = tmp_path / "judgments.parquet"
+    result = CliRunner().invoke(
+        main, ["store", "export", "judgments", "--out", str(out), "--store", str(path), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"table": "judgments", "out": str(out),
+                                         "format": "parquet", "rows": 2}
+    assert pq.read_table(out).column("verdict").to_pylist() == ["A", None]
+
+
+def test_export_explicit_format_and_protocol(tmp_path):
+    path = _filled(tmp_path / "s.db")
+    out = tmp_path / "j.out"
+    result = CliRunner().invoke(main, ["store", "export", "judgments", "--out", str(out),
+                                       "--format", "csv", "--protocol", "pairwise",
+                                       "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 rows" in result.output
+    assert out.read_text().startswith("instance_id,judge,model_a,model_b,verdict")
+
+
+def test_export_errors_are_exit_2(tmp_path):
+    path = _filled(tmp_path / "s.db")
+    runner = CliRunner()
+    bad_ext = runner.invoke(main, ["store", "export", "calls", "--out", str(tmp_path / "x.txt"),
+                                   "--store", str(path)])
+    assert bad_ext.exit_code == 2 and "extension" in bad_ext.output
+    bad_table = runner.invoke(main, ["store", "export", "nope", "--out", str(tmp_path / "x.csv"),
+                                     "--store", str(path)])
+    assert bad_table.exit_code == 2 and "unknown table" in bad_table.output
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_help_texts():
+    result = CliRunner().invoke(main, ["store", "export", "--help"])
+    assert result.exit_code == 0
+    assert "public recorded-judgment format" in result.output

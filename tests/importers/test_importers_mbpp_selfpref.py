@@ -1,0 +1,119 @@
+"""MBPP self-preference importer: both-order pairing, label order, correctness and texts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nepotism.errors import InputError
+from nepotism.importers import mbpp_selfpref
+from nepotism.importers.mbpp_selfpref import import_mbpp_selfpref, split_tests
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
+FIXTURE = FIXTURES / "llama-3.3-70b_gpt-4o_eval.jsonl"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mbpp_selfpref" / "llama-3.3-70b_gpt-4o_eval.jsonl"
+
+
+def test_all():
+    assert set(mbpp_selfpref.__all__) == {"import_mbpp_selfpref", "split_tests"}
+
+
+def _check_both_orders(result, n):
+    pairs = result.tables["pairwise"]
+    assert len(pairs) == 2 * n
+    assert set(pairs["judge"]) == {"llama-3.3-70b"}
+    for _, group in pairs.groupby("instance_id"):
+        assert sorted(group["game"]) == [1, 2]
+        g1 = group[group["game"] == 1].iloc[0]
+        g2 = group[group["game"] == 2].iloc[0]
+        assert (g1["model_a"], g1["model_b"]) == ("llama-3.3-70b", "gpt-4o")
+        assert (g2["model_a"], g2["model_b"]) == ("gpt-4o", "llama-3.3-70b")
+    probs = pairs[["prob_a", "prob_tie", "prob_b"]].to_numpy()
+    assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    # a parsed verdict always agrees with the label of the largest probability ([A, T, B] order)
+    parsed = pairs[pairs["verdict"].notna()]
+    top = np.array(["A", "tie", "B"])[np.argmax(parsed[["prob_a", "prob_tie", "prob_b"]].to_numpy(), axis=1)]
+    assert (parsed["verdict"].to_numpy() == top).all()
+
+
+def test_fixture_both_orders_and_refs():
+    result = import_mbpp_selfpref(FIXTURE)
+    _check_both_orders(result, 6)
+    raw = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    refs = result.tables["correctness-ref"]
+    assert len(refs) == 12
+    first = refs[refs["instance_id"] == f"mbpp/{raw[0]['unique_id']}"].set_index("model")["correct"]
+    assert first["llama-3.3-70b"] == raw[0]["assistent_1_is_correct"]
+    assert first["gpt-4o"] == raw[0]["assistent_2_is_correct"]
+    # game 1's reply "```" does not parse: unparsed, probabilities kept
+    row = result.tables["pairwise"].iloc[0]
+    assert raw[0]["game_1_output"] == "```" and pd.isna(row["verdict"])
+    assert row["prob_a"] == pytest.approx(raw[0]["game_1_spb_score"][0])
+    assert row["prob_b"] == pytest.approx(raw[0]["game_1_spb_score"][2])
+
+
+def test_texts_for_sandbox():
+    result = import_mbpp_selfpref(FIXTURE)
+    texts = result.texts
+    assert set(texts.columns) == {"instance_id", "prompt", "tests", "model", "text"}
+    assert len(texts) == 12
+    assert all(len(t) >= 1 and all(line.startswith("assert") for line in t) for t in texts["tests"])
+
+
+def test_split_tests():
+    assert split_tests("do x\n\nYour code should satisfy these tests:\nassert f(1) == 2\nassert f(2) == 3\n") == [
+        "assert f(1) == 2", "assert f(2) == 3"]
+    assert split_tests("no tests here") == []
+
+
+def test_tables_validate(tmp_path):
+    from nepotism.tables import read_table, write_table
+
+    result = import_mbpp_selfpref(FIXTURE)
+    for kind, frame in result.tables.items():
+        write_table(frame, tmp_path / f"{kind}.csv")
+        assert read_table(tmp_path / f"{kind}.csv").kind == kind
+
+
+def _bad_copy(tmp_path, mutate):
+    lines = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    mutate(lines)
+    path = tmp_path / FIXTURE.name
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    return path
+
+
+def test_missing_field_names_line(tmp_path):
+    path = _bad_copy(tmp_path, lambda rows: rows[2].pop("assistent_2_answer"))
+    with pytest.raises(InputError) as err:
+        import_mbpp_selfpref(path)
+    assert (err.value.line, err.value.field) == (3, "assistent_2_answer")
+
+
+def test_bad_probabilities(tmp_path):
+    path = _bad_copy(tmp_path, lambda rows: rows[1].__setitem__("game_2_spb_score", [0.5, 0.5]))
+    with pytest.raises(InputError) as err:
+        import_mbpp_selfpref(path)
+    assert (err.value.line, err.value.field) == (2, "game_2_spb_score")
+
+
+def test_file_name_must_name_models(tmp_path):
+    path = tmp_path / "selfpref.jsonl"
+    shutil.copy(FIXTURE, path)
+    with pytest.raises(InputError):
+        import_mbpp_selfpref(path)
+    assert len(import_mbpp_selfpref(path, judge="j", other="o").tables["pairwise"]) == 12
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/mbpp_selfpref is not present beside the repo")
+def test_real_file():
+    result = import_mbpp_selfpref(SHARED)
+    _check_both_orders(result, 378)
+    pairs = result.tables["pairwise"]
+    assert result.counts["unparsed"] == int(pairs["verdict"].isna().sum()) == 226
+    assert len(result.tables["correctness-ref"]) == 756

@@ -1,0 +1,196 @@
+"""Exporting tables in parquet, CSV and JSON Lines, judgments in the public recorded formats."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+import nepotism.store.export as export_mod
+from nepotism.errors import InputError
+from nepotism.records import Judgment, Reference, Response
+from nepotism.store.export import atomic_write, format_from_suffix
+
+FORMATS = ["parquet", "csv", "jsonl"]
+
+
+def _read(path, fmt):
+    if fmt == "parquet":
+        return pd.read_parquet(path)
+    if fmt == "csv":
+        return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"verdict": object})
+    return pd.read_json(path, lines=True)
+
+
+def _records(frame):
+    out = []
+    for row in frame.to_dict("records"):
+        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v)
+                    for k, v in row.items()})
+    return out
+
+
+def _add_mixed(store):
+    store.add_judgments([
+        Judgment("q1", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
+                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}),
+        Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie",
+                 condition="swapped"),
+        Judgment("q2", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?"),
+        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "failed", replicate=1),
+        Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25),
+        Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed"),
+        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
+        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2"),
+        Judgment("q1", "judge-a", "rubric", ("gen-y",), "unparsed", rubric_id="r1"),
+    ])
+
+
+def test_public_names():
+    assert set(export_mod.__all__) == {
+        "FORMATS", "JUDGMENT_COLUMNS", "atomic_write", "export_table", "format_from_suffix"
+    }
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pairwise_export_round_trip(store, tmp_path, fmt):
+    _add_mixed(store)
+    out = tmp_path / f"pairwise.{fmt}"
+    assert store.export("judgments", out, fmt=fmt, protocol="pairwise") == 4
+    frame = _read(out, fmt)
+    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict",
+                                   "prob_a", "prob_b", "prob_tie", "condition", "replicate"]
+    assert _records(frame) == [
+        {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
+         "verdict": "A", "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125,
+         "condition": "default", "replicate": 0},
+        {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x",
+         "verdict": "tie", "prob_a": None, "prob_b": None, "prob_tie": None,
+         "condition": "swapped", "replicate": 0},
+        {"instance_id": "q2", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
+         "verdict": None, "prob_a": None, "prob_b": None, "prob_tie": None,
+         "condition": "default", "replicate": 0},
+        {"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y",
+         "verdict": None, "prob_a": None, "prob_b": None, "prob_tie": None,
+         "condition": "default", "replicate": 1},
+    ]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pointwise_and_rubric_exports(store, tmp_path, fmt):
+    _add_mixed(store)
+    out = tmp_path / f"pointwise.{fmt}"
+    assert store.export("pointwise", out, fmt=fmt) == 2
+    frame = _read(out, fmt)
+    assert list(frame.columns) == ["instance_id", "judge", "model", "score", "condition", "replicate"]
+    assert _records(frame)[0] == {"instance_id": "q1", "judge": "judge-a", "model": "gen-x",
+                                  "score": 7.25, "condition": "default", "replicate": 0}
+    assert _records(frame)[1]["score"] is None
+
+    out = tmp_path / f"rubric.{fmt}"
+    assert store.export("judgments", out, fmt=fmt, protocol="rubric") == 3
+    frame = _read(out, fmt)
+    assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met",
+                                   "condition", "replicate"]
+    got = {(r["model"], r["rubric_id"]): r["met"] for r in _records(frame)}
+    assert got == {("gen-x", "r1"): True, ("gen-x", "r2"): False, ("gen-y", "r1"): None}
+
+
+def test_pairwise_without_probabilities_has_only_the_required_columns(store, tmp_path):
+    store.add_judgments([Judgment("q", "j", "pairwise", ("a", "b"), "parsed", verdict="B")])
+    out = tmp_path / "p.csv"
+    store.export("judgments", out, fmt="csv")
+    assert out.read_text().splitlines() == [
+        "instance_id,judge,model_a,model_b,verdict,condition,replicate",
+        "q,j,a,b,B,default,0",
+    ]
+
+
+def test_mixed_protocols_need_a_choice(store, tmp_path):
+    _add_mixed(store)
+    with pytest.raises(InputError, match="several protocols"):
+        store.export("judgments", tmp_path / "j.csv", fmt="csv")
+    with pytest.raises(InputError, match="unknown protocol"):
+        store.export("judgments", tmp_path / "j.csv", fmt="csv", protocol="telepathy")
+    assert not (tmp_path / "j.csv").exists()
+
+
+def test_other_protocols_use_the_generic_columns(store, tmp_path):
+    store.add_judgments([Judgment("q", "j", "recognition", ("a",), "parsed", verdict="yes")])
+    out = tmp_path / "r.jsonl"
+    assert store.export("judgments", out, fmt="jsonl") == 1
+    row = json.loads(out.read_text())
+    assert row == {"instance_id": "q", "judge": "j", "protocol": "recognition",
+                   "candidates": '["a"]', "verdict": "yes", "score": None,
+                   "condition": "default", "replicate": 0}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_raw_tables_round_trip(store, tmp_path, fmt):
+    store.add_responses([Response("q1", "gen-x", "line one\nline, two \"quoted\" ✓"),
+                         Response("q2", "gen-y", "")])
+    store.add_references([Reference("q1", "correctness", ("gen-x",), correct=True)])
+    out = tmp_path / f"responses.{fmt}"
+    assert store.export("responses", out, fmt=fmt) == 2
+    frame = _read(out, fmt)
+    assert list(frame.columns) == ["id", "instance_id", "generator", "text", "metadata", "created_at"]
+    texts = dict(zip(frame["generator"], frame["text"].fillna(""), strict=True))
+    assert texts == {"gen-x": "line one\nline, two \"quoted\" ✓", "gen-y": ""}
+    out = tmp_path / f"references.{fmt}"
+    assert store.export("references", out, fmt=fmt) == 1
+    assert _records(_read(out, fmt))[0]["correct"] == 1
+
+
+def test_calls_export_keeps_json_columns_as_text(store, tmp_path):
+    key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+    store.put_call(key, request={"model": "m"}, response={"x": 1}, text="A", latency_s=0.5)
+    out = tmp_path / "calls.parquet"
+    assert store.export("calls", out, fmt="parquet") == 1
+    row = pd.read_parquet(out).iloc[0]
+    assert row["key"] == key and json.loads(row["response"]) == {"x": 1} and row["latency_s"] == 0.5
+
+
+def test_bad_table_and_format_are_input_errors(store, tmp_path):
+    with pytest.raises(InputError, match="unknown table"):
+        store.export("secrets", tmp_path / "x.csv", fmt="csv")
+    with pytest.raises(InputError, match="format"):
+        store.export("calls", tmp_path / "x.csv", fmt="xlsx")
+    with pytest.raises(InputError, match="directory"):
+        store.export("calls", tmp_path / "missing" / "x.csv", fmt="csv")
+
+
+def test_format_from_suffix(tmp_path):
+    assert format_from_suffix(tmp_path / "a.PARQUET") == "parquet"
+    assert format_from_suffix(tmp_path / "a.ndjson") == "jsonl"
+    assert format_from_suffix(tmp_path / "a.csv") == "csv"
+    with pytest.raises(InputError, match="extension"):
+        format_from_suffix(tmp_path / "a.txt")
+
+
+def test_atomic_write_leaves_nothing_behind_on_failure(tmp_path):
+    out = tmp_path / "keep.csv"
+    out.write_text("old\n")
+
+    def broken(path):
+        path.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        atomic_write(out, broken)
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(("protocol", "rows"), [("pairwise", 4), ("pointwise", 2), ("rubric", 3)])
+def test_exports_are_readable_as_recorded_judgment_tables(store, tmp_path, fmt, protocol, rows):
+    from nepotism.tables import read_table
+
+    _add_mixed(store)
+    out = tmp_path / f"{protocol}.{fmt}"
+    store.export(protocol, out, fmt=fmt)
+    table = read_table(out)
+    assert table.kind == protocol
+    assert len(table.frame) == rows

@@ -1,0 +1,197 @@
+"""The recorded-judgment table formats: reading, kind detection and every error path."""
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from nepotism.errors import InputError
+from nepotism.tables import KINDS, detect_kind, read_table, write_table
+
+PAIRWISE = "instance_id,judge,model_a,model_b,verdict\n"
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "columns, kind",
+    [
+        (["instance_id", "judge", "model_a", "model_b", "verdict"], "pairwise"),
+        (["instance_id", "judge", "model", "score"], "pointwise"),
+        (["instance_id", "judge", "model", "rubric_id", "met"], "rubric"),
+        (["instance_id", "model_a", "model_b", "winner"], "preference-ref"),
+        (["instance_id", "model", "correct"], "correctness-ref"),
+        (["instance_id", "model", "score"], "correctness-ref"),
+        (["instance_id", "model", "rubric_id", "met"], "rubric-ref"),
+        (["instance_id", "rubric_id", "text", "points", "category"], "rubric-items"),
+        (["instance_id", "something"], None),
+    ],
+)
+def test_detect_kind(columns, kind):
+    assert detect_kind(columns) == kind
+
+
+def test_every_kind_is_detectable():
+    assert set(KINDS) == {"pairwise", "pointwise", "rubric", "preference-ref", "correctness-ref",
+                          "rubric-ref", "rubric-items"}
+
+
+def test_pairwise_csv_normalises(tmp_path):
+    path = write(tmp_path, "j.csv", PAIRWISE + "1,gpt-4,x,y,a\n1,gpt-4,y,x,TIE\n2,gpt-4,x,y,\n")
+    table = read_table(path)
+    assert table.kind == "pairwise"
+    assert table.frame["verdict"].tolist() == ["A", "tie", None]
+    assert table.frame["condition"].tolist() == ["default"] * 3
+    assert table.frame["replicate"].tolist() == [0, 0, 0]
+    assert table.frame["_line"].tolist() == [2, 3, 4]
+
+
+def test_csv_line_numbers_follow_multiline_cells(tmp_path):
+    text = PAIRWISE.replace("verdict", "verdict,category") + '1,j,x,y,A,"two\nlines"\n2,j,x,y,Q,c\n'
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "m.csv", text))
+    assert err.value.line == 4 and err.value.field == "verdict"
+
+
+@pytest.mark.parametrize(
+    "body, line, field, words",
+    [
+        ("1,j,x,y,maybe\n", 2, "verdict", "unknown verdict"),
+        ("1,j,x,x,A\n", 2, "model_b", "same as model_a"),
+        ("1,,x,y,A\n", 2, "judge", "empty value"),
+        ("1,j,x,y,A\n1,j,x,y,B\n", 3, None, "duplicate row"),
+        ("1,j,x,y\n", 2, None, "fields where the header has"),
+    ],
+)
+def test_pairwise_errors_name_file_line_field(tmp_path, body, line, field, words):
+    path = write(tmp_path, "bad.csv", PAIRWISE + body)
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.path == str(path)
+    assert err.value.line == line
+    if field:
+        assert err.value.field == field
+    assert words in str(err.value)
+
+
+def test_duplicate_message_points_at_first_occurrence(tmp_path):
+    path = write(tmp_path, "dup.csv", PAIRWISE + "1,j,x,y,A\n2,j,x,y,A\n1,j,x,y,B\n")
+    with pytest.raises(InputError, match="as line 2"):
+        read_table(path)
+
+
+def test_missing_column(tmp_path):
+    path = write(tmp_path, "m.csv", "instance_id,judge,model_a,model_b,verdict\n1,j,x,y,A\n")
+    with pytest.raises(InputError) as err:
+        read_table(path, kind="pointwise")
+    assert err.value.field == "model" and err.value.line == 1
+
+
+def test_probability_out_of_range(tmp_path):
+    path = write(tmp_path, "p.csv", "instance_id,judge,model_a,model_b,verdict,prob_a\n1,j,x,y,A,1.5\n")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.field == "prob_a" and "outside" in str(err.value)
+
+
+def test_non_numeric_score(tmp_path):
+    path = write(tmp_path, "s.csv", "instance_id,judge,model,score\n1,j,x,7\n2,j,x,seven\n")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert (err.value.line, err.value.field) == (3, "score")
+
+
+def test_pointwise_empty_score_is_unparsed_not_zero(tmp_path):
+    table = read_table(write(tmp_path, "s.csv", "instance_id,judge,model,score\n1,j,x,\n"))
+    assert table.frame["score"].isna().all()
+
+
+def test_rubric_met_values(tmp_path):
+    table = read_table(write(tmp_path, "r.csv", "instance_id,judge,model,rubric_id,met\n1,j,x,r1,true\n1,j,x,r2,0\n1,j,x,r3,\n"))
+    assert table.frame["met"].tolist() == [True, False, None]
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "r2.csv", "instance_id,judge,model,rubric_id,met\n1,j,x,r1,sometimes\n"))
+    assert err.value.field == "met"
+
+
+def test_mixed_kinds_in_columns(tmp_path):
+    path = write(tmp_path, "mix.csv", "instance_id,judge,model_a,model_b,verdict,model,score\n1,j,x,y,A,x,3\n")
+    with pytest.raises(InputError, match="several kinds"):
+        read_table(path)
+
+
+def test_mixed_kinds_in_jsonl_rows(tmp_path):
+    rows = [
+        {"instance_id": "1", "judge": "j", "model_a": "x", "model_b": "y", "verdict": "A"},
+        {"instance_id": "1", "judge": "j", "model": "x", "score": 3},
+    ]
+    path = write(tmp_path, "mix.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.line == 2 and "one file holds one kind" in str(err.value)
+
+
+def test_bad_json_line(tmp_path):
+    path = write(tmp_path, "b.jsonl", '{"instance_id": 1}\n{oops\n')
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.line == 2
+
+
+def test_unknown_extension_and_missing_file(tmp_path):
+    with pytest.raises(InputError, match="unknown file type"):
+        read_table(write(tmp_path, "x.txt", "a"))
+    with pytest.raises(InputError, match="no such file"):
+        read_table(tmp_path / "nope.csv")
+
+
+def test_unknown_columns_cannot_be_classified(tmp_path):
+    with pytest.raises(InputError, match="cannot tell the table kind"):
+        read_table(write(tmp_path, "u.csv", "a,b\n1,2\n"))
+
+
+def test_preference_reference_winner_must_be_a_candidate(tmp_path):
+    good = read_table(write(tmp_path, "p.csv", "instance_id,model_a,model_b,winner\n1,x,y,TIE\n2,x,y,y\n"))
+    assert good.frame["winner"].tolist() == ["tie", "y"]
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "q.csv", "instance_id,model_a,model_b,winner\n1,x,y,z\n"))
+    assert err.value.field == "winner"
+
+
+def test_correctness_reference_needs_a_value(tmp_path):
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "c.csv", "instance_id,model,correct\n1,x,\n"))
+    assert err.value.field == "correct"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".csv.gz", ".jsonl.gz"])
+def test_round_trip_every_format(tmp_path, suffix):
+    frame = pd.DataFrame({"instance_id": ["1", "1"], "judge": ["j", "j"], "model_a": ["x", "y"],
+                          "model_b": ["y", "x"], "verdict": ["A", None], "prob_a": [0.7, None]})
+    path = write_table(frame, tmp_path / f"out{suffix}")
+    table = read_table(path)
+    assert table.frame["verdict"].tolist() == ["A", None]
+    assert table.frame["prob_a"].iloc[0] == pytest.approx(0.7)
+
+
+def test_write_is_atomic_on_failure(tmp_path):
+    class Exploding(pd.DataFrame):
+        def to_csv(self, *args, **kwargs):
+            raise RuntimeError("disk full")
+
+    target = tmp_path / "out.csv"
+    with pytest.raises(RuntimeError):
+        write_table(Exploding({"a": [1]}), target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gzip_csv(tmp_path):
+    path = tmp_path / "j.csv.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(PAIRWISE + "1,j,x,y,B\n")
+    assert read_table(path).frame["verdict"].tolist() == ["B"]
