@@ -38,7 +38,7 @@ def test_detect_kind(columns, kind):
 
 def test_every_kind_is_detectable():
     assert set(KINDS) == {"pairwise", "pointwise", "rubric", "preference-ref", "correctness-ref",
-                          "rubric-ref", "rubric-items"}
+                          "rubric-ref", "rubric-items", "recognition", "recognition-pairwise"}
 
 
 def test_pairwise_csv_normalises(tmp_path):
@@ -195,3 +195,20 @@ def test_gzip_csv(tmp_path):
     with gzip.open(path, "wt") as handle:
         handle.write(PAIRWISE + "1,j,x,y,B\n")
     assert read_table(path).frame["verdict"].tolist() == ["B"]
+
+
+def test_recognition_kinds(tmp_path):
+    pointwise = read_table(write(tmp_path, "r.csv", "instance_id,judge,model,claimed\n1,j,j,yes\n1,j,x,\n"))
+    assert pointwise.kind == "recognition" and pointwise.frame["claimed"].tolist() == [True, None]
+    pairwise = read_table(write(tmp_path, "p.csv", "instance_id,judge,model_a,model_b,choice\n1,j,j,x,b\n"))
+    assert pairwise.kind == "recognition-pairwise" and pairwise.frame["choice"].tolist() == ["B"]
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "q.csv", "instance_id,judge,model_a,model_b,choice\n1,j,j,x,C\n"))
+    assert err.value.field == "choice"
+
+
+def test_perplexity_columns_must_be_at_least_one(tmp_path):
+    path = write(tmp_path, "pp.csv", PAIRWISE.replace("verdict", "verdict,perplexity_a") + "1,j,x,y,A,0.5\n")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.field == "perplexity_a"

@@ -32,7 +32,7 @@ VERDICTS = ("A", "B", "tie")
 #: A judgment is parsed (verdict or score present), unparsed (the model answered but no verdict
 #: could be read) or failed (no answer at all: timeout, refusal by the server, ...).
 JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
-PROTOCOLS = ("pairwise", "pointwise", "rubric", "recognition", "categorise")
+PROTOCOLS = ("pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise")
 
 
 def _canonical(value: Any) -> Any:

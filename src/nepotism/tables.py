@@ -6,11 +6,19 @@ One file holds one *kind* of table. Kinds and their columns (required, then opti
 kind              required columns                           optional columns
 ================  =========================================  ==========================================
 pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, prob_tie, condition,
-                  verdict (A | B | tie | empty = unparsed)   replicate, category
+                  verdict (A | B | tie | empty = unparsed)   replicate, category, perplexity_a,
+                                                             perplexity_b (the judge's perplexity of
+                                                             each response given the prompt)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)
 rubric            instance_id, judge, model, rubric_id,      condition, replicate, category
                   met (true | false | empty = unparsed)
+recognition       instance_id, judge, model, claimed         condition, replicate, category
+                  ("did you write this?": true | false |
+                  empty = unparsed)
+recognition-      instance_id, judge, model_a, model_b,      condition, replicate, category
+pairwise          choice ("which did you write?": A | B |
+                  empty = unparsed)
 preference-ref    instance_id, model_a, model_b, winner      category
                   (model_a, model_b or tie)
 correctness-ref   instance_id, model, and correct and/or     category
@@ -38,7 +46,6 @@ import gzip
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nepotism._files import atomic_write
 from nepotism.errors import InputError
 
 __all__ = [
@@ -59,7 +67,7 @@ __all__ = [
 _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "verdict"),
-        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category"),
+        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b"),
     ),
     "pointwise": (
         ("instance_id", "judge", "model", "score"),
@@ -69,17 +77,27 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("instance_id", "judge", "model", "rubric_id", "met"),
         ("condition", "replicate", "category"),
     ),
+    "recognition": (
+        ("instance_id", "judge", "model", "claimed"),
+        ("condition", "replicate", "category"),
+    ),
+    "recognition-pairwise": (
+        ("instance_id", "judge", "model_a", "model_b", "choice"),
+        ("condition", "replicate", "category"),
+    ),
     "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category",)),
     "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
     "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
     "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
 }
 KINDS = tuple(_COLUMNS)
-_JUDGED = ("pairwise", "pointwise", "rubric")
+_JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 _KEYS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "pointwise": ("instance_id", "judge", "model", "condition", "replicate"),
     "rubric": ("instance_id", "judge", "model", "rubric_id", "condition", "replicate"),
+    "recognition": ("instance_id", "judge", "model", "condition", "replicate"),
+    "recognition-pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "preference-ref": ("instance_id", "model_a", "model_b"),
     "correctness-ref": ("instance_id", "model"),
     "rubric-ref": ("instance_id", "model", "rubric_id"),
@@ -370,6 +388,24 @@ class _Validator:
         for column in ("prob_a", "prob_b", "prob_tie"):
             if column in frame:
                 frame[column] = self.number(column, allow_empty=True, low=0.0, high=1.0)
+        for column in ("perplexity_a", "perplexity_b"):
+            if column in frame:
+                frame[column] = self.number(column, allow_empty=True, low=1.0)
+
+    def kind_recognition(self) -> None:
+        self.frame["claimed"] = self.boolean("claimed")
+
+    def kind_recognition_pairwise(self) -> None:
+        self.distinct_models()
+        choices = []
+        for i, value in enumerate(self.frame["choice"].tolist()):
+            if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
+                choices.append(None)
+            elif str(value).strip().upper() in ("A", "B"):
+                choices.append(str(value).strip().upper())
+            else:
+                self.fail(i, "choice", f"unknown choice '{value}': use A, B, or leave empty for unparsed")
+        self.frame["choice"] = pd.Series(choices, dtype=object, index=self.frame.index)
 
     def kind_pointwise(self) -> None:
         self.frame["score"] = self.number("score", allow_empty=True)
@@ -438,19 +474,15 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     suffix = _base_suffix(path)
     if suffix not in (".csv", ".jsonl", ".parquet"):
         raise InputError(f"unknown output type '{suffix or path.name}': use .csv, .jsonl or .parquet", path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        compression = "gzip" if path.suffix == ".gz" else None
+    compression = "gzip" if path.suffix == ".gz" else None
+
+    def write(tmp: Path) -> None:
         if suffix == ".csv":
             frame.to_csv(tmp, index=False, compression=compression)
         elif suffix == ".jsonl":
             frame.to_json(tmp, orient="records", lines=True, force_ascii=False, compression=compression)
         else:
             frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    atomic_write(path, write)
     return path

@@ -11,6 +11,7 @@ import nepotism.cli.store as store_cli
 from nepotism.cli import main
 from nepotism.records import Judgment
 from nepotism.store import Store
+from nepotism.store._migrate import SCHEMA_VERSION
 
 
 def _filled(path):
@@ -34,7 +35,7 @@ def test_info_json(tmp_path):
     result = CliRunner().invoke(main, ["store", "info", "--store", str(path), "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
-    assert info["schema_version"] == 1
+    assert info["schema_version"] == SCHEMA_VERSION
     assert info["counts"]["judgments"] == 2 and info["counts"]["calls"] == 1
     assert info["judgment_status"] == {"parsed": 1, "unparsed": 1}
 
@@ -44,7 +45,7 @@ def test_info_text_uses_the_environment_store(tmp_path, monkeypatch):
     monkeypatch.setenv("NEPOTISM_STORE", str(path))
     result = CliRunner().invoke(main, ["store", "info"])
     assert result.exit_code == 0, result.output
-    assert "schema version  1" in result.output
+    assert f"schema version  {SCHEMA_VERSION}" in result.output
     assert "judge-a" in result.output
 
 

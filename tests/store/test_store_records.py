@@ -7,6 +7,7 @@ import pytest
 import nepotism.store.database as database_mod
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Message, Reference, Response, RubricItem
+from nepotism.store._migrate import SCHEMA_VERSION
 
 
 def _pairwise(instance="q1", judge="judge-a", verdict="A", status="parsed", replicate=0, **kw):
@@ -150,7 +151,7 @@ def test_imports_and_info(store):
         "path": "/data/x.csv", "sha256": "cd" * 32, "kind": "pairwise", "rows": 10, "imported_at": None
     }
     info = store.info()
-    assert info["schema_version"] == 1
+    assert info["schema_version"] == SCHEMA_VERSION
     assert info["path"].endswith("test.db") and info["size_bytes"] > 0
     assert info["counts"] == {"runs": 1, "instances": 0, "responses": 0, "calls": 1,
                               "judgments": 3, "references": 0, "imports": 1}

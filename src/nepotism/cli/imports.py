@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import click
+
+from nepotism._files import temp_beside
 
 __all__ = ["command"]
 
 _FORMATS = ("alpaca-eval-compact", "alpaca-eval", "mbpp-selfpref", "judgebench")
 _REFERENCE_KINDS = ("preference-ref", "correctness-ref", "rubric-ref")
-
-
-def _temp_beside(target: Path) -> Path:
-    """A fresh temporary path in the target's folder with the same suffixes (so the type is kept)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = "".join(target.suffixes[-2:]) if target.suffix == ".gz" else target.suffix
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(fd)
-    return Path(tmp)
 
 
 def _write_texts(texts, path: Path, *, gz: bool) -> None:
@@ -116,7 +108,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ca
                "notes": imported.notes}
     try:
         for kind, target in plan:
-            tmp = _temp_beside(target)
+            tmp = temp_beside(target)
             temps.append((tmp, target))
             write_table(imported.tables[kind], tmp)
             try:
@@ -126,7 +118,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ca
                                  path=str(target), line=err.line, field=err.field) from None
             summary["outputs"][str(target)] = {"kind": kind, "rows": len(table)}
         if texts_out is not None:
-            tmp = _temp_beside(texts_out)
+            tmp = temp_beside(texts_out)
             temps.append((tmp, texts_out))
             _write_texts(imported.texts, tmp, gz=texts_out.suffix == ".gz")
             summary["outputs"][str(texts_out)] = {"kind": "texts", "rows": len(imported.texts)}

@@ -87,3 +87,36 @@ def export(
         click.echo(json.dumps({"table": table, "out": str(out), "format": fmt, "rows": rows}))
     else:
         click.echo(f"wrote {rows:,} rows of {table} to {out}")
+
+
+@command.command("load")
+@click.argument("table", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--kind", default=None, help="Table kind, when the columns do not tell.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print what was loaded as JSON.")
+def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) -> None:
+    """Load a recorded table (judgments or references) into the store.
+
+    The table is validated completely before anything is written; loading the same file twice adds
+    nothing the second time (records are keyed by their content ids).
+    """
+    import hashlib
+
+    from nepotism.store import Store, default_store_path
+    from nepotism.table_records import _JUDGED, table_records
+    from nepotism.tables import read_table
+
+    parsed = read_table(table, kind=kind)
+    records = table_records(parsed)
+    digest = hashlib.sha256(table.read_bytes()).hexdigest()
+    with Store(default_store_path() if store_path is None else store_path) as store:
+        if parsed.kind in _JUDGED:
+            added = store.add_judgments(records, source=str(table))
+        else:
+            added = store.add_references(records)
+        store.record_import(table, kind=parsed.kind, rows=len(parsed), sha256=digest)
+    summary = {"file": str(table), "kind": parsed.kind, "rows": len(parsed), "added": added}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        click.echo(f"loaded {summary['rows']:,} {parsed.kind} rows from {table} ({added:,} new)")

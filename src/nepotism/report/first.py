@@ -11,25 +11,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from nepotism._files import atomic_write_bytes
+
 __all__ = ["write_first_report"]
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _figure(records: list[dict]) -> str | None:
@@ -60,6 +49,31 @@ def _figure(records: list[dict]) -> str | None:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def _win_rate_matrix(records: list[dict]) -> dict | None:
+    """Generators × (judge, condition) win rates, with each cell's relation to the judge."""
+    rows = [r for r in records if r["metric"] == "win-rate" and r["value"] is not None]
+    if not rows:
+        return None
+    columns = sorted({(r["judge"], r["condition"]) for r in rows})
+    cells: dict[str, dict] = {}
+    for r in rows:
+        cells.setdefault(r["generator"], {})[(r["judge"], r["condition"])] = r
+    ordered = sorted(cells, key=lambda g: -max(c["value"] for c in cells[g].values()))
+    table = []
+    for generator in ordered:
+        line = []
+        for column in columns:
+            cell = cells[generator].get(column)
+            if cell is None:
+                line.append(None)
+            else:
+                opponents = cell["variant"].get("opponents")
+                line.append({"value": cell["value"], "relation": cell.get("relation", ""), "n": cell["n"],
+                             "opponents": ", ".join(opponents) if isinstance(opponents, list) else opponents})
+        table.append((generator, line))
+    return {"columns": columns, "rows": table}
+
+
 def _variant_text(variant: dict) -> str:
     return "; ".join(f"{k}={v}" for k, v in sorted(variant.items()))
 
@@ -73,6 +87,7 @@ def write_first_report(records: list[dict], summary: dict, lines: list[str], out
     shown = [{**r, "variant_text": _variant_text(r.get("variant") or {})} for r in records]
     html = environment.get_template("first_report.html.j2").render(
         title=title, summary=summary, lines=lines, records=shown, figure=_figure(records),
+        matrix=_win_rate_matrix(records),
         attribution=attribution,
     )
     document = {"summary": summary, "findings": lines, "results": records}
@@ -88,6 +103,6 @@ def write_first_report(records: list[dict], summary: dict, lines: list[str], out
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name, data in payloads.items():
-        _atomic_write(out / name, data)
+        atomic_write_bytes(out / name, data)
         paths[name] = out / name
     return paths

@@ -22,13 +22,13 @@ import csv
 import json
 import os
 import sqlite3
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from nepotism._files import atomic_write as _atomic_write
 from nepotism.errors import InputError
 from nepotism.records import PROTOCOLS
 
@@ -67,14 +67,7 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file next to ``out``, then move it onto ``out``."""
     if not out.parent.is_dir():
         raise InputError("the output directory does not exist", path=str(out.parent))
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _atomic_write(out, write)
 
 
 def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], list[dict]]:

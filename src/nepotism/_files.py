@@ -1,0 +1,52 @@
+"""Atomic output files: a file appears complete or not at all.
+
+Every writer in nepotism goes through `atomic_write`: the content goes to a temporary file in the
+target's folder (same file system, same suffixes so type-sniffing writers still work), which then
+replaces the target with one rename. Temporary files get the usual permissions (0666 minus the
+umask), not mkstemp's 0600. Several outputs that must land together use `temp_beside` for each and
+rename them at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["atomic_write", "atomic_write_bytes", "temp_beside"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def temp_beside(target: str | os.PathLike) -> Path:
+    """A fresh, empty temporary file next to ``target`` with the same suffixes (``.csv.gz`` kept)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = "".join(target.suffixes[-2:]) if target.suffix == ".gz" else target.suffix
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())
+    return Path(tmp)
+
+
+def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it onto ``target``."""
+    target = Path(target)
+    tmp = temp_beside(target)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``target`` atomically."""
+    return atomic_write(target, lambda tmp: tmp.write_bytes(data))

@@ -1,0 +1,83 @@
+"""Recorded tables → records: judgments and references a store can hold.
+
+`table_records` turns a validated `nepotism.tables.Table` into `Judgment` or `Reference` records,
+one per row, keeping unparsed verdicts as ``status="unparsed"``. Rubric-item tables describe
+instances, not judgments or references, and are refused. This module does not touch a database.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nepotism.errors import InputError
+from nepotism.records import Judgment, Reference
+from nepotism.tables import Table
+
+_JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
+
+__all__ = ["table_records"]
+
+
+def _value(row, name):
+    value = getattr(row, name, None)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
+def _label_probs(row) -> dict[str, float] | None:
+    probs = {label: _value(row, f"prob_{key}") for label, key in (("A", "a"), ("B", "b"), ("tie", "tie"))}
+    probs = {k: float(v) for k, v in probs.items() if v is not None}
+    return probs or None
+
+
+def _judgment(kind: str, row) -> Judgment:
+    common = dict(instance_id=row.instance_id, judge=row.judge, condition=row.condition,
+                  replicate=int(row.replicate))
+    if kind == "pairwise":
+        verdict = _value(row, "verdict")
+        return Judgment(protocol="pairwise", candidates=(row.model_a, row.model_b),
+                        status="parsed" if verdict else "unparsed", verdict=verdict,
+                        label_probs=_label_probs(row), **common)
+    if kind == "pointwise":
+        score = _value(row, "score")
+        return Judgment(protocol="pointwise", candidates=(row.model,), status="parsed" if score is not None else "unparsed",
+                        score=None if score is None else float(score), **common)
+    if kind == "recognition":
+        claimed = _value(row, "claimed")
+        return Judgment(protocol="recognition", candidates=(row.model,),
+                        status="parsed" if claimed is not None else "unparsed",
+                        verdict=None if claimed is None else ("yes" if claimed else "no"), **common)
+    if kind == "recognition-pairwise":
+        choice = _value(row, "choice")
+        return Judgment(protocol="recognition-pairwise", candidates=(row.model_a, row.model_b),
+                        status="parsed" if choice else "unparsed", verdict=choice, **common)
+    met = _value(row, "met")
+    return Judgment(protocol="rubric", candidates=(row.model,), rubric_id=row.rubric_id,
+                    status="parsed" if met is not None else "unparsed",
+                    verdict=None if met is None else ("yes" if met else "no"), **common)
+
+
+def _reference(kind: str, row, source: str) -> Reference:
+    if kind == "preference-ref":
+        return Reference(instance_id=row.instance_id, kind="preference", models=(row.model_a, row.model_b),
+                         winner=row.winner, source=source)
+    if kind == "correctness-ref":
+        correct = _value(row, "correct")
+        score = _value(row, "score")
+        return Reference(instance_id=row.instance_id, kind="correctness", models=(row.model,),
+                         correct=None if correct is None else bool(correct),
+                         score=None if score is None else float(score), source=source)
+    return Reference(instance_id=row.instance_id, kind="rubric", models=(row.model,), rubric_id=row.rubric_id,
+                     met=bool(row.met), source=source)
+
+
+def table_records(table: Table) -> list[Judgment] | list[Reference]:
+    """One record per row of ``table`` (judgment kinds → `Judgment`, reference kinds → `Reference`)."""
+    if table.kind == "rubric-items":
+        raise InputError("rubric-item tables describe instances; load them with the dataset, not as records",
+                         path=table.path)
+    rows = table.frame.itertuples(index=False)
+    if table.kind in _JUDGED:
+        return [_judgment(table.kind, row) for row in rows]
+    return [_reference(table.kind, row, table.path) for row in rows]
