@@ -60,6 +60,7 @@ __all__ = [
     "KINDS",
     "Table",
     "detect_kind",
+    "read_rows",
     "read_table",
     "write_table",
 ]
@@ -162,6 +163,26 @@ def _base_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
+def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
+    """``(line, object)`` for each non-blank line of a JSONL file (optionally gzipped)."""
+    rows = []
+    try:
+        with _open_text(path) as handle:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError as err:
+                    raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
+                if not isinstance(value, dict):
+                    raise InputError("each line must be a JSON object", path=str(path), line=number)
+                rows.append((number, value))
+    except UnicodeDecodeError as err:
+        raise InputError(f"not readable as UTF-8 ({err})", path=str(path)) from None
+    return rows
+
+
 def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     """Read a file into string/object columns and return a row → line-number function."""
     suffix = _base_suffix(path)
@@ -193,25 +214,10 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         frame = frame.replace({"": None})
         return frame, lambda i: lines[i]
     if suffix in (".jsonl", ".ndjson"):
-        records, lines = [], []
-        try:
-            with _open_text(path) as handle:
-                for number, text in enumerate(handle, start=1):
-                    if not text.strip():
-                        continue
-                    try:
-                        value = json.loads(text)
-                    except json.JSONDecodeError as err:
-                        raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
-                    if not isinstance(value, dict):
-                        raise InputError("each line must be a JSON object", path=str(path), line=number)
-                    records.append(value)
-                    lines.append(number)
-        except UnicodeDecodeError as err:
-            raise InputError(f"not readable as UTF-8 ({err})", path=str(path)) from None
-        frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+        pairs = _jsonl_rows(path)
+        lines = [line for line, _ in pairs]
+        frame = pd.DataFrame.from_records([row for _, row in pairs]) if pairs else pd.DataFrame()
         frame = frame.astype(object).where(frame.notna(), None) if len(frame) else frame
-        _check_jsonl_kinds(records, lines, path)
         return frame, lambda i: lines[i]
     if suffix == ".parquet":
         try:
@@ -226,11 +232,12 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     )
 
 
-def _check_jsonl_kinds(records: list[dict], lines: list[int], path: Path) -> None:
+def _check_jsonl_kinds(frame: pd.DataFrame, line_of: Callable[[int], int], path: Path) -> None:
     first_kind = None
-    for record, line in zip(records, lines):
+    for i, record in enumerate(frame.to_dict("records")):
+        line = line_of(i)
         try:
-            kind = detect_kind(record)
+            kind = detect_kind(k for k, v in record.items() if v is not None)
         except InputError as err:
             raise InputError(err.message, path=str(path), line=line, field=err.field) from None
         if kind is None:
@@ -245,12 +252,30 @@ def _check_jsonl_kinds(records: list[dict], lines: list[int], path: Path) -> Non
             )
 
 
+def read_rows(path: str | os.PathLike) -> list[tuple[int, dict]]:
+    """``(line, row)`` for every row of a CSV, JSONL or Parquet file, without any kind checks.
+
+    For readers of other row formats (importers, graders, annotation files) that want the same
+    file handling and line numbers as `read_table`. CSV values are strings (empty = None); JSONL
+    rows are the parsed objects as they are; Parquet rows keep their types (nulls = None).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", path=str(path))
+    if _base_suffix(path) in (".jsonl", ".ndjson"):
+        return _jsonl_rows(path)
+    frame, line_of = _read_raw(path)
+    return [(line_of(i), row) for i, row in enumerate(frame.to_dict("records"))]
+
+
 def read_table(path: str | os.PathLike, *, kind: str | None = None) -> Table:
     """Read and validate a recorded table; ``kind`` overrides detection from the columns."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", path=str(path))
     frame, line_of = _read_raw(path)
+    if _base_suffix(path) in (".jsonl", ".ndjson"):
+        _check_jsonl_kinds(frame, line_of, path)
     if kind is not None and kind not in KINDS:
         raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
     if kind is None:

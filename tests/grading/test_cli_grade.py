@@ -23,7 +23,7 @@ def _run(*args):
 
 
 def test_all_is_exported():
-    assert set(batch.__all__) == {"TASKS", "BatchResult", "grade_file", "read_rows"}
+    assert set(batch.__all__) == {"TASKS", "BatchResult", "grade_file"}
 
 
 def test_math_cli_writes_correctness_reference(tmp_path):

@@ -23,9 +23,6 @@ with the file, line and field. Left out: parallel execution.
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,8 +32,9 @@ from typing import Any
 import pandas as pd
 
 from nepotism.errors import InputError
+from nepotism.tables import read_rows
 
-__all__ = ["TASKS", "BatchResult", "grade_file", "read_rows"]
+__all__ = ["TASKS", "BatchResult", "grade_file"]
 
 TASKS = ("math", "mc", "code", "ifeval")
 _TRUTH = {"math": ("answer",), "mc": ("answer",), "code": ("tests",), "ifeval": ()}
@@ -50,61 +48,6 @@ class BatchResult:
     frame: pd.DataFrame
     counts: dict[str, int]
     ungradable: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
-
-
-def _open(path: Path) -> io.TextIOBase:
-    if path.suffix.lower() == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
-
-
-def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """Return ``(line, row)`` pairs of a CSV / JSONL / Parquet file (line = physical line; CSV header = 1)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path=str(path))
-    suffix = _suffix(path)
-    try:
-        if suffix == ".csv":
-            with _open(path) as handle:
-                reader = csv.DictReader(handle)
-                if reader.fieldnames is None:
-                    raise InputError("the file is empty (no header line)", path=str(path), line=1)
-                return [(reader.line_num, dict(row)) for row in reader if any((v or "").strip() for v in row.values())]
-        if suffix in (".jsonl", ".ndjson"):
-            rows = []
-            with _open(path) as handle:
-                for number, text in enumerate(handle, start=1):
-                    if not text.strip():
-                        continue
-                    try:
-                        value = json.loads(text)
-                    except json.JSONDecodeError as err:
-                        raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
-                    if not isinstance(value, dict):
-                        raise InputError("each line must be a JSON object", path=str(path), line=number)
-                    rows.append((number, value))
-            return rows
-        if suffix == ".parquet":
-            frame = pd.read_parquet(path)
-            frame = frame.astype(object).where(frame.notna(), None)
-            return [(i + 1, row) for i, row in enumerate(frame.to_dict("records"))]
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise InputError(f"not readable ({err})", path=str(path)) from None
-    except InputError:
-        raise
-    except Exception as err:  # pyarrow raises several unrelated types for a bad file
-        if suffix == ".parquet":
-            raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
-        raise
-    raise InputError(f"unknown file type '{suffix or path.name}': use .csv, .jsonl or .parquet", path=str(path))
 
 
 def _value(row: dict, name: str, path: str, line: int, *, required: bool = True) -> Any:

@@ -38,22 +38,9 @@ def open_text(path: Path) -> io.TextIOBase:
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Return ``(line number, object)`` for each non-blank line; `InputError` on bad JSON."""
-    out = []
-    try:
-        with open_text(path) as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
-                if not isinstance(value, dict):
-                    raise InputError("each line must be a JSON object", path=str(path), line=number)
-                out.append((number, value))
-    except (UnicodeDecodeError, OSError) as err:
-        raise InputError(f"cannot read the file ({err})", path=str(path)) from None
-    return out
+    from nepotism.tables import read_rows
+
+    return read_rows(path)
 
 
 def read_json_list(path: Path) -> list[tuple[int, dict[str, Any]]]:
