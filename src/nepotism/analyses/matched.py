@@ -1,0 +1,299 @@
+"""Recorded tables + registry → `matched-bias` records (a judge against unrelated judges, same items).
+
+For every comparison a judge J made on item x between a candidate R related to J by a scope (self,
+family, student, teacher: `Registry.related`) and a candidate O with ``relation(J, O) = UNRELATED``,
+J's value for R is set against the mean value of the *reference judges* — every other judge K with
+``relation(K, R) = relation(K, O) = UNRELATED`` — on the same item, pair and condition:
+
+- pairwise: value = preference for R after aggregating both orders (paper 004 Eq. 1): 1, ½, 0;
+- pointwise: value = score(R) − score(O) by the same judge (leniency cancels);
+- rubric: value = met-rate(R) − met-rate(O) on the item's rubrics.
+
+Replicates are averaged. Subsets, when a truth table is given: ``harmful`` keeps comparisons whose
+truth says R is worse, ``legitimate`` those where R is better (truth from a ``preference-ref``,
+else a ``correctness-ref``'s ``correct`` — or ``score`` when there is no ``correct`` — else a
+``rubric-ref``'s met-rate). With a truth table the equal-sensitivity assumption is checked on J's
+*neutral* comparisons (both candidates unrelated to J): scope ``neutral``, variant
+``check: sensitivity`` (`nepotism.metrics.matched.sensitivity_gap`).
+
+Names the registry does not know are never treated as unrelated: such comparisons and judges are
+simply not used. Items with no reference judge are excluded and counted; a judge with no reference
+judge at all gets a NaN value with a note. This module reads no files; see `docs/matched-bias.md`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nepotism.analyses.comparisons import Comparisons, build_comparisons
+from nepotism.metrics.matched import matched_bias, sensitivity_gap
+
+__all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values", "run_matched",
+           "truth_codes"]
+
+SCOPES = ("self", "family", "student", "teacher")
+SUBSETS = ("all", "harmful", "legitimate")
+_PAIR = ["condition", "instance_id", "model_x", "model_y"]
+
+
+@dataclass(frozen=True)
+class MatchedRows:
+    """`matched_rows` output: the rows, and for each (condition, model_x, model_y) the judges that may
+    serve as references on it and gave a value."""
+
+    frame: pd.DataFrame
+    pair_judges: dict
+
+
+@dataclass(frozen=True)
+class MatchedOptions:
+    n_resamples: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+    method: str = "percentile"
+    scopes: tuple[str, ...] = SCOPES
+
+    def bootstrap(self) -> dict:
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence,
+                "method": self.method}
+
+
+# ------------------------------------------------------------------------------- per-pair values
+def _defaults(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    if "condition" not in frame:
+        frame["condition"] = "default"
+    if "replicate" not in frame:
+        frame["replicate"] = 0
+    return frame
+
+
+def _response_pairs(per_response: pd.DataFrame) -> pd.DataFrame:
+    """(judge, condition, instance, model, value) → one row per unordered pair with value(x) − value(y)."""
+    key = ["judge", "condition", "instance_id"]
+    merged = per_response.merge(per_response, on=key, suffixes=("_x", "_y"))
+    merged = merged[merged["model_x"] < merged["model_y"]]
+    return pd.DataFrame({"judge": merged["judge"], "condition": merged["condition"],
+                         "instance_id": merged["instance_id"], "model_x": merged["model_x"],
+                         "model_y": merged["model_y"], "value": merged["value_x"] - merged["value_y"]})
+
+
+def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> tuple[pd.DataFrame, float]:
+    """One row per (judge, condition, instance, unordered pair x < y) with the judge's value for x.
+
+    Returns (frame, centre): the value of y is ``2·centre − value`` (centre ½ for pairwise
+    preferences, 0 for pointwise and rubric differences). NaN = no usable verdict.
+    """
+    if kind == "pairwise":
+        comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
+        values = comp.assign(value=(comp["outcome"] + 1.0) / 2.0)
+        centre = 0.5
+    elif kind in ("pointwise", "rubric"):
+        frame = _defaults(frame)
+        if kind == "pointwise":
+            raw = pd.to_numeric(frame["score"], errors="coerce")
+        else:
+            raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float)
+        responses = pd.DataFrame({"judge": frame["judge"].astype(str), "condition": frame["condition"].astype(str),
+                                  "instance_id": frame["instance_id"].astype(str), "model": frame["model"].astype(str),
+                                  "value": raw.to_numpy(dtype=float)})
+        responses = responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)[
+            "value"].mean().reset_index()
+        values = _response_pairs(responses)
+        centre = 0.0
+    else:
+        raise ValueError(f"matched-bias has no design for {kind!r} tables")
+    values = pd.DataFrame({column: _text(values[column]) for column in ["judge"] + _PAIR}
+                          | {"value": values["value"].to_numpy(dtype=float)})
+    out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
+    return out.astype({column: object for column in ["judge"] + _PAIR}), centre
+
+
+def _text(column: pd.Series) -> np.ndarray:
+    return np.array([str(v) for v in column.to_numpy(dtype=object)], dtype=object)
+
+
+def truth_codes(references: dict | None) -> pd.DataFrame | None:
+    """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth."""
+    refs = references or {}
+    pref = refs.get("preference-ref")
+    if pref is not None and len(pref):
+        a, b = pref["model_a"].astype(str).to_numpy(), pref["model_b"].astype(str).to_numpy()
+        winner = pref["winner"].astype(str).to_numpy()
+        code_a = np.where(winner == a, 1.0, np.where(winner == b, -1.0, 0.0))
+        first = a < b
+        return pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
+                             "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+    per_model = None
+    corr = refs.get("correctness-ref")
+    if corr is not None and len(corr):
+        column = "correct" if "correct" in corr and corr["correct"].notna().any() else "score"
+        value = corr[column].map(lambda v: np.nan if v is None else float(v))
+        per_model = pd.DataFrame({"instance_id": corr["instance_id"].astype(str), "model": corr["model"].astype(str),
+                                  "value": value.to_numpy(dtype=float)})
+    elif refs.get("rubric-ref") is not None and len(refs["rubric-ref"]):
+        rub = refs["rubric-ref"]
+        per_model = pd.DataFrame({"instance_id": rub["instance_id"].astype(str), "model": rub["model"].astype(str),
+                                  "value": rub["met"].map(lambda v: np.nan if v is None else float(v)).astype(float)})
+        per_model = per_model.groupby(["instance_id", "model"], sort=False)["value"].mean().reset_index()
+    if per_model is None:
+        return None
+    merged = per_model.merge(per_model, on="instance_id", suffixes=("_x", "_y"))
+    merged = merged[merged["model_x"] < merged["model_y"]]
+    return pd.DataFrame({"instance_id": merged["instance_id"], "model_x": merged["model_x"],
+                         "model_y": merged["model_y"], "truth": np.sign(merged["value_x"] - merged["value_y"])})
+
+
+# ------------------------------------------------------------------------------- relations
+class _Relations:
+    def __init__(self, registry):
+        self.registry = registry
+        self._memo: dict = {}
+
+    def relation(self, judge: str, model: str) -> str:
+        key = ("relation", judge, model)
+        if key not in self._memo:
+            self._memo[key] = self.registry.relation(judge, model).name
+        return self._memo[key]
+
+    def related(self, judge: str, model: str, scope: str) -> bool:
+        key = (scope, judge, model)
+        if key not in self._memo:
+            try:
+                self._memo[key] = bool(self.registry.related(judge, model, scope))
+            except KeyError:
+                self._memo[key] = False
+        return self._memo[key]
+
+    def unrelated(self, judge: str, model: str) -> bool:
+        return self.relation(judge, model) == "UNRELATED"
+
+
+def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None,
+                 scopes=SCOPES) -> MatchedRows:
+    """Rows of the estimator: one per (judge, scope, comparison), oriented to the related candidate.
+
+    Columns: ``judge, condition, scope, instance_id, related, other, judge_value, reference_value``
+    (NaN when no reference judge gave a value), ``n_reference`` (judges averaged), ``truth`` (+1 R
+    better, −1 worse, 0 equal, NaN unknown). Scope ``neutral`` rows (both candidates unrelated to
+    the judge) are oriented to model_x, for the sensitivity check.
+    """
+    rel = _Relations(registry)
+    triples = values[["judge", "model_x", "model_y"]].drop_duplicates()
+    eligible = {}
+    orient = {scope: {} for scope in (*scopes, "neutral")}
+    for judge, x, y in triples.itertuples(index=False):
+        eligible[(judge, x, y)] = rel.unrelated(judge, x) and rel.unrelated(judge, y)
+        for scope in scopes:
+            code = 0.0
+            if rel.related(judge, x, scope) and rel.unrelated(judge, y):
+                code = 1.0
+            elif rel.related(judge, y, scope) and rel.unrelated(judge, x):
+                code = -1.0
+            orient[scope][(judge, x, y)] = code
+        orient["neutral"][(judge, x, y)] = 1.0 if eligible[(judge, x, y)] else 0.0
+    keys = list(zip(values["judge"], values["model_x"], values["model_y"]))
+    values = values.assign(eligible=np.array([eligible[k] for k in keys], dtype=bool))
+    usable = values[values["eligible"] & values["value"].notna()]
+    ref = usable.groupby(_PAIR, sort=False)["value"].agg(ref_sum="sum", ref_n="count").reset_index()
+    pair_judges = usable.groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
+    parts = []
+    for scope, table in orient.items():
+        code = np.array([table[k] for k in keys])
+        mine = values[code != 0].assign(orientation=code[code != 0])
+        if mine.empty:
+            continue
+        mine = mine.merge(ref, on=_PAIR, how="left")
+        own = (mine["eligible"] & mine["value"].notna()).to_numpy()
+        ref_sum = mine["ref_sum"].fillna(0.0).to_numpy() - np.where(own, mine["value"].fillna(0.0), 0.0)
+        ref_n = mine["ref_n"].fillna(0).to_numpy() - own
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ref_mean = np.where(ref_n > 0, ref_sum / np.maximum(ref_n, 1), np.nan)
+        flip = mine["orientation"].to_numpy() < 0
+        judge_value = mine["value"].to_numpy(dtype=float)
+        out = pd.DataFrame({
+            "judge": mine["judge"].to_numpy(), "condition": mine["condition"].to_numpy(), "scope": scope,
+            "instance_id": mine["instance_id"].to_numpy(),
+            "related": np.where(flip, mine["model_y"], mine["model_x"]),
+            "other": np.where(flip, mine["model_x"], mine["model_y"]),
+            "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
+            "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
+            "n_reference": ref_n.astype(int), "flip": flip,
+            "model_x": mine["model_x"].to_numpy(), "model_y": mine["model_y"].to_numpy(),
+        })
+        parts.append(out)
+    columns = ["judge", "condition", "scope", "instance_id", "related", "other", "judge_value", "reference_value",
+               "n_reference", "truth"]
+    if not parts:
+        return MatchedRows(pd.DataFrame(columns=columns + ["model_x", "model_y"]), pair_judges.to_dict())
+    rows = pd.concat(parts, ignore_index=True)
+    if truth is not None:
+        rows = rows.merge(truth, on=["instance_id", "model_x", "model_y"], how="left")
+        rows["truth"] = np.where(rows["flip"], -rows["truth"], rows["truth"])
+    else:
+        rows["truth"] = np.nan
+    return MatchedRows(rows[columns + ["model_x", "model_y"]], pair_judges.to_dict())
+
+
+# ------------------------------------------------------------------------------- records
+def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: str) -> list[str]:
+    found: set[str] = set()
+    used = group[group["reference_value"].notna()]
+    for key in used[["condition", "model_x", "model_y"]].drop_duplicates().itertuples(index=False):
+        found |= pair_judges.get(tuple(key), frozenset())
+    found.discard(judge)
+    return sorted(found)
+
+
+def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions | None = None) -> list[dict]:
+    """`matched-bias` records per (judge, condition, scope, subset) from `matched_rows`."""
+    options = options or MatchedOptions()
+    rows, pair_judges = matched.frame, matched.pair_judges
+    if rows.empty:
+        return []
+    has_truth = rows["truth"].notna().any()
+    records = []
+    for (judge, condition, scope), group in rows.groupby(["judge", "condition", "scope"], sort=True):
+        if scope == "neutral":
+            if not has_truth:
+                continue
+            est = sensitivity_gap(group["judge_value"].to_numpy(), group["reference_value"].to_numpy(),
+                                  group["truth"].to_numpy(), group["instance_id"].to_numpy(), **options.bootstrap())
+            records.append(_record(judge, condition, scope, est, group, pair_judges,
+                                   {"kind": kind, "check": "sensitivity"}))
+            continue
+        for subset in SUBSETS if has_truth else ("all",):
+            sub = group if subset == "all" else group[group["truth"] == (-1.0 if subset == "harmful" else 1.0)]
+            est = matched_bias(sub["judge_value"].to_numpy(), sub["reference_value"].to_numpy(),
+                               sub["instance_id"].to_numpy(), **options.bootstrap())
+            records.append(_record(judge, condition, scope, est, sub, pair_judges, {"kind": kind, "subset": subset}))
+    return records
+
+
+def _record(judge, condition, scope, est, group, pair_judges, variant) -> dict:
+    references = _reference_judges(group, pair_judges, judge)
+    with_ref = group.loc[group["reference_value"].notna() & group["judge_value"].notna(), "instance_id"]
+    items = group["instance_id"].unique()
+    n_items_excluded = int(items.size - with_ref.nunique())
+    note = est.note
+    if not references and len(group):
+        note = "no judge is unrelated to both candidates of these comparisons: no reference, no value"
+    record = {"metric": "matched-bias", "judge": judge, "condition": condition, "generator": None, "pair": None,
+              "scope": scope, "variant": variant, "related_models": sorted(group["related"].unique()),
+              "reference_judges": references, "n_reference_judges": len(references),
+              "n_items": int(with_ref.nunique()), "n_items_excluded": n_items_excluded}
+    record.update(est.as_dict())
+    record["note"] = note
+    return record
+
+
+def run_matched(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
+                options: MatchedOptions | None = None, rule: str = "consistent") -> list[dict]:
+    """`matched-bias` records for a recorded ``pairwise``, ``pointwise`` or ``rubric`` table."""
+    options = options or MatchedOptions()
+    values, centre = pair_values(frame, kind, rule=rule)
+    rows = matched_rows(values, registry, centre=centre, truth=truth_codes(references), scopes=options.scopes)
+    return matched_records(rows, kind=kind, options=options)

@@ -1,0 +1,179 @@
+"""`nepotism.analyses.matched`: recorded tables + registry → matched-bias rows and records."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nepotism.analyses import matched as module
+from nepotism.analyses.matched import MatchedOptions, pair_values, matched_rows, run_matched, truth_codes
+from nepotism.analyses.suite import SuiteOptions, run_suite
+from nepotism.models import load_registry
+
+REGISTRY = """
+[models.alpha]
+family = "a"
+[models.alpha-mini]
+family = "a"
+[models.pupil]
+family = "p"
+teachers = ["alpha"]
+[models.beta]
+family = "b"
+[models.gamma]
+family = "g"
+[models.x1]
+family = "x1"
+[models.x2]
+family = "x2"
+"""
+OPTS = MatchedOptions(n_resamples=200)
+
+
+@pytest.fixture()
+def registry(tmp_path):
+    path = tmp_path / "registry.toml"
+    path.write_text(REGISTRY)
+    return load_registry([str(path)])
+
+
+def _both_orders(instance, judge, x, y, preference):
+    """Two order rows whose aggregation gives ``preference`` for x (1, 0.5 or 0)."""
+    if preference == 1:
+        return [(instance, judge, x, y, "A"), (instance, judge, y, x, "B")]
+    if preference == 0:
+        return [(instance, judge, x, y, "B"), (instance, judge, y, x, "A")]
+    return [(instance, judge, x, y, "A"), (instance, judge, y, x, "A")]  # opposite decisive → tie
+
+
+def _table(spec):
+    rows = [r for item in spec for r in _both_orders(*item)]
+    return pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict"])
+
+
+def test_all_exported():
+    for name in module.__all__:
+        assert hasattr(module, name)
+
+
+def test_self_scope_value_against_unrelated_references(registry):
+    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 0), ("i1", "gamma", "alpha", "x1", 0.5),
+                    ("i2", "alpha", "alpha", "x1", 0.5), ("i2", "beta", "alpha", "x1", 0.5), ("i2", "gamma", "alpha", "x1", 0.5),
+                    ("i3", "alpha", "alpha", "x1", 1)])  # i3: no reference judge
+    records = run_matched(frame, "pairwise", registry, options=OPTS)
+    rec = next(r for r in records if r["judge"] == "alpha" and r["scope"] == "self")
+    # i1: 1 − mean(0, ½) = ¾ ; i2: ½ − ½ = 0 → mean ⅜
+    assert rec["value"] == pytest.approx(3 / 8)
+    assert rec["n"] == 2 and rec["n_items"] == 2 and rec["n_items_excluded"] == 1
+    assert rec["excluded"] == {"no reference judge": 1}
+    assert rec["reference_judges"] == ["beta", "gamma"] and rec["n_reference_judges"] == 2
+    assert rec["variant"] == {"kind": "pairwise", "subset": "all"} and rec["p_value"] is not None
+
+
+def test_orientation_when_related_model_sorts_second(registry):
+    # pupil sorts before x2: the related candidate is model_x
+    frame = _table([("i1", "alpha", "pupil", "x2", 0), ("i1", "beta", "pupil", "x2", 1)])
+    rows = matched_rows_of(frame, registry).frame
+    row = rows[(rows.judge == "alpha") & (rows.scope == "student")].iloc[0]
+    assert (row.related, row.other, row.judge_value, row.reference_value) == ("pupil", "x2", 0.0, 1.0)
+    # beta's own answer sorts after alpha (related is model_y): values are flipped to beta's side
+    frame = _table([("i1", "beta", "alpha", "beta", 1), ("i1", "gamma", "alpha", "beta", 0)])
+    rows = matched_rows_of(frame, registry).frame
+    row = rows[(rows.judge == "beta") & (rows.scope == "self")].iloc[0]
+    assert (row.related, row.other, row.judge_value, row.reference_value) == ("beta", "alpha", 0.0, 1.0)
+
+
+def _values(frame):
+    values, centre = pair_values(frame, "pairwise")
+    return values, centre
+
+
+def matched_rows_of(frame, registry):
+    values, centre = _values(frame)
+    return matched_rows(values, registry, centre=centre)
+
+
+def test_no_unrelated_reference_at_all_says_so(registry):
+    # alpha-mini is alpha's relative, so it cannot referee alpha vs x1
+    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "alpha-mini", "alpha", "x1", 1)])
+    rec = next(r for r in run_matched(frame, "pairwise", registry, options=OPTS)
+               if r["judge"] == "alpha" and r["scope"] == "self")
+    assert rec["value"] is None and "no reference" in rec["note"] and rec["n_reference_judges"] == 0
+
+
+def test_unknown_models_are_never_unrelated(registry):
+    frame = _table([("i1", "alpha", "alpha", "mystery", 1), ("i1", "beta", "alpha", "mystery", 0)])
+    assert run_matched(frame, "pairwise", registry, options=OPTS) == []
+
+
+def test_unparsed_verdict_is_counted_not_a_tie(registry):
+    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 0),
+                    ("i2", "alpha", "alpha", "x1", 1), ("i2", "beta", "alpha", "x1", 0)])
+    frame.loc[4, "verdict"] = None  # alpha's first order on i2 unparsed
+    rec = next(r for r in run_matched(frame, "pairwise", registry, options=OPTS) if r["scope"] == "self")
+    assert rec["value"] == pytest.approx(1.0) and rec["excluded"] == {"no verdict": 1}
+    frame.loc[2, "verdict"] = None  # beta's first order on i1: i1 loses its only reference
+    rec = next(r for r in run_matched(frame, "pairwise", registry, options=OPTS) if r["scope"] == "self")
+    assert rec["value"] is None and rec["excluded"] == {"no verdict": 1, "no reference judge": 1}
+    assert rec["n_items_excluded"] == 2
+
+
+def test_subsets_and_sensitivity_check_from_correctness(registry):
+    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 1),
+                    ("i2", "alpha", "alpha", "x1", 1), ("i2", "beta", "alpha", "x1", 0),
+                    ("i1", "alpha", "x1", "x2", 1), ("i1", "beta", "x1", "x2", 0.5)])
+    truth = pd.DataFrame({"instance_id": ["i1", "i1", "i1", "i2", "i2"], "model": ["alpha", "x1", "x2", "alpha", "x1"],
+                          "correct": [True, False, False, False, True]})
+    records = run_matched(frame, "pairwise", registry, references={"correctness-ref": truth}, options=OPTS)
+    by = {(r["judge"], r["scope"], r["variant"].get("subset", r["variant"].get("check"))): r for r in records}
+    assert by[("alpha", "self", "legitimate")]["value"] == pytest.approx(0.0)   # i1: both prefer the correct alpha
+    assert by[("alpha", "self", "harmful")]["value"] == pytest.approx(1.0)      # i2: alpha wrong, still preferred
+    assert by[("alpha", "self", "all")]["value"] == pytest.approx(0.5)
+    # x1 vs x2 is neutral for alpha but equal by truth (both incorrect): no ordered row
+    assert by[("alpha", "neutral", "sensitivity")]["value"] is None
+
+
+def test_truth_codes_priority():
+    pref = pd.DataFrame({"instance_id": ["i1"], "model_a": ["b"], "model_b": ["a"], "winner": ["b"]})
+    codes = truth_codes({"preference-ref": pref, "correctness-ref": pd.DataFrame({"instance_id": ["i1"], "model": ["a"], "correct": [True]})})
+    assert codes.to_dict("records") == [{"instance_id": "i1", "model_x": "a", "model_y": "b", "truth": -1.0}]
+    assert truth_codes(None) is None
+
+
+def test_pointwise_leniency_cancels_and_bias_shows(registry):
+    rows = []
+    for i in range(40):
+        quality = {"alpha": 1.0 + (i % 3), "x1": float(i % 5), "x2": 2.0}
+        for judge, lenient, own in (("alpha", 3.0, 1.0), ("beta", 0.0, 0.0), ("gamma", 0.0, 0.0)):
+            for model, q in quality.items():
+                rows.append((f"i{i}", judge, model, q + lenient + (own if model == judge else 0.0)))
+    frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model", "score"])
+    records = run_matched(frame, "pointwise", registry, options=OPTS)
+    by = {(r["judge"], r["scope"]): r for r in records}
+    assert by[("alpha", "self")]["value"] == pytest.approx(1.0)  # leniency 3 gone, self bonus 1 left
+    assert by[("alpha", "self")]["variant"]["kind"] == "pointwise"
+
+
+def test_rubric_met_rate_difference(registry):
+    rows = []
+    for i in range(10):
+        for judge in ("alpha", "beta"):
+            for model in ("alpha", "x1"):
+                for k in range(4):
+                    met = k < 2 or (judge == "alpha" and model == "alpha" and k == 2)
+                    rows.append((f"i{i}", judge, model, f"r{k}", met))
+    frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model", "rubric_id", "met"])
+    rec = next(r for r in run_matched(frame, "rubric", registry, options=OPTS) if r["scope"] == "self")
+    assert rec["value"] == pytest.approx(0.25)
+
+
+def test_suite_reports_matched_bias_for_pairwise(registry):
+    frame = _table([(f"i{i}", j, "alpha", "x1", p) for i in range(6) for j, p in (("alpha", 1), ("beta", i % 2))])
+    frame["condition"], frame["replicate"] = "default", 0
+    result = run_suite(frame, "pairwise", registry, options=SuiteOptions(n_resamples=50))
+    rows = [r for r in result.records if r["metric"] == "matched-bias"]
+    assert rows and rows[0]["value"] == pytest.approx(0.5)
+
+
+def test_unknown_kind_is_rejected():
+    with pytest.raises(ValueError):
+        pair_values(pd.DataFrame(), "recognition")
