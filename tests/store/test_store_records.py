@@ -159,3 +159,13 @@ def test_imports_and_info(store):
     assert info["judgment_status"] == {"parsed": 2, "unparsed": 1}
     assert info["call_status"] == {"failed": 1}
     assert info["run_status"] == {"done": 1}
+
+
+def test_judged_calls_counts_parsed_and_unparsed_not_failed(store):
+    k1, k2 = "1" * 64, "2" * 64
+    store.put_call(k1, request={"m": 1}, response={"r": 1}, text="[[A]]")
+    store.put_call(k2, request={"m": 2}, response=None, text=None, status="failed", error="timeout")
+    parsed = Judgment(instance_id="1", judge="j", protocol="pairwise", candidates=("x", "y"), status="parsed", verdict="A")
+    failed = Judgment(instance_id="2", judge="j", protocol="pairwise", candidates=("x", "y"), status="failed")
+    store.add_judgments([parsed, failed], call_keys={parsed.id: k1, failed.id: k2})
+    assert store.judged_calls() == {k1: 1}

@@ -242,6 +242,18 @@ class Store:
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
 
+    def judged_calls(self) -> dict[str, int]:
+        """How many parsed or unparsed judgments each call key backs (failed ones not counted).
+
+        The runner uses it to tell a replayed call whose judgments are all stored from one whose
+        judgment was lost when a run was killed between storing the call and its judgment.
+        """
+        rows = self._conn().execute(
+            "SELECT call_key, COUNT(*) FROM judgments WHERE call_key IS NOT NULL "
+            "AND status != 'failed' GROUP BY call_key"
+        )
+        return dict(rows)
+
     def add_references(self, refs: Iterable[Reference]) -> int:
         """Add references (ignoring ids already stored); return how many were new."""
         rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)

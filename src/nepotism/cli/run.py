@@ -1,0 +1,97 @@
+"""``nepotism run``: run (or, with --dry-run, price) an experiment file.
+
+Only argument handling and printing live here; the work is done by `nepotism.runner`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command("run")
+@click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (calls per model, estimated tokens and cost, what is cached) "
+                   "without calling any model.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (or plan) as JSON.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show the progress bar (default: when stderr is a terminal).")
+def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
+            progress: bool | None) -> None:
+    """Generate the missing responses and judge every planned comparison of EXPERIMENT_FILE.
+
+    Every model call is stored before it is used, so a run that is stopped (Ctrl-C, a crash, a
+    kill) resumes where it left off when started again, without repeating a completed call.
+    Judgments are exported in the recorded table formats to the experiment's output directory,
+    ready for ``nepotism metrics``. API keys are read from the environment variables the file
+    names and are never stored or printed.
+    """
+    import asyncio
+
+    from nepotism.experiment import load_experiment
+    from nepotism.runner import ProgressView
+    from nepotism.runner.experiment_run import dry_run as plan_only
+    from nepotism.runner.experiment_run import run_experiment
+    from nepotism.store import Store, default_store_path
+
+    experiment = load_experiment(experiment_file)
+    path = store_path or (Path(experiment.store) if experiment.store else default_store_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Store(path) as store:
+        if dry_run:
+            plan = plan_only(experiment, store)
+            _print_plan(plan, as_json)
+            return
+        view = ProgressView(enabled=progress)
+        try:
+            with view:
+                summary = asyncio.run(run_experiment(experiment, store, view=view))
+        except KeyboardInterrupt:
+            click.echo("interrupted: every completed call is stored; run again to resume", err=True)
+            sys.exit(130)
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2, sort_keys=True, default=str))
+        return
+    _print_summary(summary)
+
+
+def _print_plan(plan: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan, indent=2, sort_keys=True, default=str))
+        return
+    click.echo(f"experiment  {plan['experiment']}   instances {plan['instances']}   "
+               f"recorded responses {plan['recorded_responses']}")
+    click.echo(f"calls       {plan['generation_calls']} generation, {plan['judge_calls']} judge")
+    header = f"{'model':<32}{'gen':>7}{'judge':>8}{'cached':>8}{'to send':>9}{'prompt tok':>12}{'output tok':>12}{'cost $':>10}"
+    click.echo(header)
+    rows = list(plan["models"].items()) + [("total", plan["totals"] | {"generate": plan["generation_calls"],
+                                                                        "judge": plan["judge_calls"]})]
+    for name, m in rows:
+        cost = "n/a" if m["cost_usd"] is None else f"{m['cost_usd']:.4f}"
+        click.echo(f"{name:<32}{m['generate']:>7}{m['judge']:>8}{m['cached']:>8}{m['to_send']:>9}"
+                   f"{m['prompt_tokens']:>12,}{m['output_tokens']:>12,}{cost:>10}")
+    click.echo(f"estimates: {plan['estimate']}")
+
+
+def _print_summary(summary) -> None:
+    g, j = summary.generation, summary.judging
+    click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
+    for name, s in (("generation", g), ("judging", j)):
+        click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent, "
+                   f"{s['failed']} failed, {s['retries']} retries, ${s['spend_usd']:.4f}")
+        for err, n in s["errors"].items():
+            click.echo(f"      {err}: {n}")
+    click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))
+    if summary.generation_failures:
+        click.echo(f"  {len(summary.generation_failures)} responses could not be generated "
+                   "(their comparisons were left out)")
+    for protocol, file in summary.exports.items():
+        click.echo(f"  wrote {file} ({protocol})")

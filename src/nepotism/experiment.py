@@ -1,0 +1,472 @@
+"""The experiment file: one TOML file parsed once into frozen dataclasses.
+
+Tables and keys (paths are relative to the experiment file; ``*`` = required)::
+
+    [experiment]   name*, seed = 0, replicates = 1, registry = [extra registry TOML files],
+                   store = "path.db" (the CLI's --store wins)
+    [dataset]      exactly one of path = "items.jsonl" | bundled = "name" | from_store = true;
+                   limit = N (first N instances)
+    [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
+                   openai: base_url*, model (server-side name), api_key_env (the NAME of the
+                   environment variable holding the key), timeout = 60; gguf: model (a
+                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
+                   both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
+                   retry_max_delay_s = 30, params = {extra request parameters}
+    [generation]   generators = [model ids], max_tokens = 512, temperature = 0.0
+    [judging]      judges* = [model ids], conditions = ["default"] or [{name, options}]
+    [[judging.protocols]]  protocol* = pairwise | pointwise | rubric | recognition | categorise,
+                   the planner's arguments (pairs, both_orders, generators, all_rubrics,
+                   pairwise, target), replicates, options = {judging options}
+    [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
+
+The dataset file is JSON Lines: each row an instance (``id`` or ``instance_id``, ``prompt`` as a
+string or a list of ``{role, content}``, optional ``reference_answer``, ``category``, ``rubric``
+as a list of ``{id, text, points}``, ``metadata``), optionally with a recorded response
+(``model`` or ``generator`` plus ``text``) — so the texts file written by ``nepotism import
+--texts-out`` can be used as is. Every problem raises `InputError` naming the file and the key.
+API keys are never read here: only the variable's name is kept. This module starts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from nepotism.errors import InputError
+
+__all__ = [
+    "BACKENDS",
+    "PLANNER_ARGS",
+    "ConditionConfig",
+    "DatasetConfig",
+    "Experiment",
+    "GenerationConfig",
+    "ModelConfig",
+    "ProtocolConfig",
+    "dumps_config",
+    "load_experiment",
+    "parse_experiment",
+    "task_protocol",
+]
+
+BACKENDS = ("openai", "gguf")
+#: Planner arguments each protocol accepts in ``[[judging.protocols]]``.
+PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "pairwise": ("pairs", "both_orders"),
+    "pointwise": ("generators",),
+    "rubric": ("all_rubrics", "generators"),
+    "recognition": ("pairwise", "pairs", "both_orders", "generators"),
+    "categorise": ("target",),
+})
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "output")
+_OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """How to reach one model; ``id`` is its registry id (aliases resolved)."""
+
+    id: str
+    backend: str
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    path: str | None = None
+    sha256: str | None = None
+    n_ctx: int = 4096
+    n_threads: int = 2
+    timeout: float = 60.0
+    concurrency: int = 4
+    rpm: float | None = None
+    tpm: float | None = None
+    max_attempts: int = 4
+    retry_base_delay_s: float = 0.5
+    retry_max_delay_s: float = 30.0
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """Where the instances (and any recorded responses) come from."""
+
+    path: str | None = None
+    bundled: str | None = None
+    from_store: bool = False
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    generators: tuple[str, ...] = ()
+    max_tokens: int = 512
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class ConditionConfig:
+    """A named prompt condition: judging options layered over each protocol's own."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    protocol: str
+    args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    replicates: int = 1
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A whole experiment file, validated; `as_config` is what a run records."""
+
+    path: str
+    name: str
+    seed: int
+    registry_files: tuple[str, ...]
+    store: str | None
+    dataset: DatasetConfig
+    models: Mapping[str, ModelConfig]
+    generation: GenerationConfig
+    judges: tuple[str, ...]
+    conditions: tuple[ConditionConfig, ...]
+    protocols: tuple[ProtocolConfig, ...]
+    output_dir: str | None
+    output_format: str
+
+    def as_config(self) -> dict[str, Any]:
+        """Plain JSON-able data (no secrets: only environment variable names)."""
+        def plain(value: Any) -> Any:
+            if isinstance(value, Mapping):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [plain(v) for v in value]
+            if hasattr(value, "__dataclass_fields__"):
+                return {k: plain(getattr(value, k)) for k in value.__dataclass_fields__}
+            return value
+        return plain(self)
+
+
+class _Reader:
+    """Typed access to one TOML table, with errors naming the file and the dotted key."""
+
+    def __init__(self, table: Any, where: str, path: str) -> None:
+        if not isinstance(table, dict):
+            raise InputError("must be a table", path=path, field=where or None)
+        self.table, self.where, self.path, self.used = table, where, path, set()
+
+    def _field(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(message, path=self.path, field=self._field(key))
+
+    def get(self, key: str, kinds: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if required:
+                raise self.error(key, "is required")
+            return default
+        value = self.table[key]
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            raise self.error(key, f"must be {_names(kinds)}, not a boolean")
+        if not isinstance(value, kinds):
+            raise self.error(key, f"must be {_names(kinds)}, not {type(value).__name__}")
+        return value
+
+    def positive(self, key: str, default: Any, *, integer: bool = False, allow_none: bool = False) -> Any:
+        value = self.get(key, int if integer else (int, float), default)
+        if value is None:
+            if allow_none:
+                return None
+            raise self.error(key, "is required")
+        if value <= 0:
+            raise self.error(key, "must be positive")
+        return value if integer else float(value)
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.get(key, list, None)
+        if value is None:
+            return default
+        if not all(isinstance(v, str) and v for v in value):
+            raise self.error(key, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def finish(self, allowed: tuple[str, ...] | None = None) -> None:
+        known = set(allowed) if allowed is not None else self.used
+        unknown = sorted(set(self.table) - known)
+        if unknown:
+            raise self.error(unknown[0], f"unknown key; expected one of {sorted(known)}")
+
+
+def _names(kinds: type | tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+             list: "a list", dict: "a table"}
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _relative(base: Path, value: str | None) -> str | None:
+    if value is None:
+        return None
+    candidate = Path(value).expanduser()
+    return str(candidate if candidate.is_absolute() else (base / candidate))
+
+
+def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
+    r = _Reader(table, f"models.{model_id}", path)
+    backend = r.get("backend", str, required=True)
+    if backend not in BACKENDS:
+        raise r.error("backend", f"must be one of {BACKENDS}, not {backend!r}")
+    cfg: dict[str, Any] = {"id": model_id, "backend": backend}
+    if backend == "openai":
+        cfg["base_url"] = r.get("base_url", str, required=True)
+        if not cfg["base_url"].startswith(("http://", "https://")):
+            raise r.error("base_url", "must start with http:// or https://")
+        cfg["model"] = r.get("model", str)
+        cfg["api_key_env"] = r.get("api_key_env", str)
+        cfg["timeout"] = r.positive("timeout", 60.0)
+    else:
+        cfg["path"] = _relative(base, r.get("path", str))
+        cfg["model"] = r.get("model", str)
+        if (cfg["path"] is None) == (cfg["model"] is None):
+            raise r.error("model", "a gguf model needs exactly one of model (a packaged model id) "
+                          "and path (a .gguf file)")
+        cfg["sha256"] = r.get("sha256", str)
+        cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True)
+        cfg["n_threads"] = r.positive("n_threads", 2, integer=True)
+    cfg["concurrency"] = r.positive("concurrency", 4, integer=True)
+    cfg["rpm"] = r.positive("rpm", None, allow_none=True)
+    cfg["tpm"] = r.positive("tpm", None, allow_none=True)
+    cfg["max_attempts"] = r.positive("max_attempts", 4, integer=True)
+    cfg["retry_base_delay_s"] = float(r.get("retry_base_delay_s", (int, float), 0.5))
+    cfg["retry_max_delay_s"] = float(r.get("retry_max_delay_s", (int, float), 30.0))
+    if cfg["retry_base_delay_s"] < 0 or cfg["retry_max_delay_s"] < 0:
+        raise r.error("retry_base_delay_s", "retry delays must be >= 0")
+    params = r.get("params", dict, {})
+    from nepotism.store import is_secret_key
+
+    secret = [k for k in params if is_secret_key(k)]
+    if secret:
+        raise r.error(f"params.{secret[0]}", "looks like a credential; name an environment "
+                      "variable with api_key_env instead of writing a key in the file")
+    cfg["params"] = MappingProxyType(dict(params))
+    r.finish()
+    return ModelConfig(**cfg)
+
+
+def _conditions(judging: _Reader, path: str) -> tuple[ConditionConfig, ...]:
+    raw = judging.get("conditions", list, ["default"])
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str) and item:
+            out.append(ConditionConfig(item))
+            continue
+        r = _Reader(item, f"judging.conditions[{i}]", path)
+        name = r.get("name", str, required=True)
+        options = r.get("options", dict, {})
+        r.finish()
+        out.append(ConditionConfig(name, MappingProxyType(dict(options))))
+    names = [c.name for c in out]
+    if not out or len(set(names)) != len(names):
+        raise judging.error("conditions", "must name at least one condition, each once")
+    return tuple(out)
+
+
+def _protocols(judging: _Reader, path: str, replicates: int) -> tuple[ProtocolConfig, ...]:
+    raw = judging.get("protocols", list, required=True)
+    if not raw:
+        raise judging.error("protocols", "must list at least one protocol")
+    out = []
+    for i, item in enumerate(raw):
+        r = _Reader(item, f"judging.protocols[{i}]", path)
+        protocol = r.get("protocol", str, required=True)
+        if protocol not in PLANNER_ARGS:
+            raise r.error("protocol", f"must be one of {tuple(PLANNER_ARGS)}, not {protocol!r}")
+        args = {}
+        for name in PLANNER_ARGS[protocol]:
+            if name in item:
+                args[name] = _planner_arg(r, name)
+        options = r.get("options", dict, {})
+        reps = r.positive("replicates", replicates, integer=True)
+        r.finish(("protocol", "options", "replicates", *PLANNER_ARGS[protocol]))
+        out.append(ProtocolConfig(protocol, MappingProxyType(args), MappingProxyType(dict(options)), reps))
+    return tuple(out)
+
+
+def _planner_arg(r: _Reader, name: str) -> Any:
+    if name in ("both_orders", "all_rubrics", "pairwise"):
+        return r.get(name, bool)
+    if name == "generators":
+        return r.strings(name)
+    if name == "target":
+        value = r.get(name, str)
+        if value not in ("instance", "response"):
+            raise r.error(name, "must be 'instance' or 'response'")
+        return value
+    value = r.get(name, (str, list))  # pairs
+    if isinstance(value, str):
+        if value not in ("all", "judge-vs-others"):
+            raise r.error(name, "must be 'all', 'judge-vs-others' or a list of [a, b] pairs")
+        return value
+    if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in value):
+        raise r.error(name, "must be 'all', 'judge-vs-others' or a list of [a, b] pairs")
+    return tuple(tuple(p) for p in value)
+
+
+def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any = None) -> Experiment:
+    """Validate parsed TOML ``data`` (from ``path``) into an `Experiment`.
+
+    ``registry`` (a `nepotism.models.Registry`) resolves model names; by default the bundled one
+    plus the files the experiment lists under ``experiment.registry``.
+    """
+    path = Path(path)
+    where, base = str(path), path.parent
+    top = _Reader(dict(data), "", where)
+    top.finish(_TOP)
+    exp = _Reader(top.get("experiment", dict, required=True), "experiment", where)
+    name = exp.get("name", str, required=True)
+    seed = exp.get("seed", int, 0)
+    replicates = exp.positive("replicates", 1, integer=True)
+    registry_files = tuple(_relative(base, f) for f in exp.strings("registry"))
+    store = _relative(base, exp.get("store", str))
+    exp.finish()
+
+    ds = _Reader(top.get("dataset", dict, required=True), "dataset", where)
+    dataset = DatasetConfig(
+        path=_relative(base, ds.get("path", str)), bundled=ds.get("bundled", str),
+        from_store=ds.get("from_store", bool, False),
+        limit=ds.positive("limit", None, integer=True, allow_none=True),
+    )
+    ds.finish()
+    if sum([dataset.path is not None, dataset.bundled is not None, dataset.from_store]) != 1:
+        raise InputError("give exactly one of path, bundled and from_store", path=where, field="dataset")
+
+    if registry is None:
+        from nepotism.models import load_registry
+
+        for i, file in enumerate(registry_files):
+            if not Path(file).is_file():
+                raise InputError("registry file not found", path=where, field=f"experiment.registry[{i}]")
+        registry = load_registry(registry_files)
+
+    models_table = _Reader(top.get("models", dict, required=True), "models", where)
+    models: dict[str, ModelConfig] = {}
+    for raw_id, table in models_table.table.items():
+        if not registry.knows(raw_id):
+            hint = ""
+            if isinstance(table, dict) and "backend" not in table:
+                hint = '; quote ids that contain dots: [models."qwen2.5-7b"]'
+            raise models_table.error(raw_id, "is not in the model registry (add it to a registry "
+                                     f"file listed under experiment.registry){hint}")
+        model_id = registry.resolve(raw_id)
+        if model_id in models:
+            raise models_table.error(raw_id, f"names {model_id!r} a second time")
+        models[model_id] = _model(model_id, table, where, base)
+
+    def resolve(reader: _Reader, key: str, names: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for n in names:
+            if not registry.knows(n) or registry.resolve(n) not in models:
+                raise reader.error(key, f"{n!r} has no [models] entry")
+            out.append(registry.resolve(n))
+        if len(set(out)) != len(out):
+            raise reader.error(key, "names a model twice")
+        return tuple(out)
+
+    gen = _Reader(top.get("generation", dict, {}), "generation", where)
+    generation = GenerationConfig(
+        generators=resolve(gen, "generators", gen.strings("generators")),
+        max_tokens=gen.positive("max_tokens", 512, integer=True),
+        temperature=float(gen.get("temperature", (int, float), 0.0)),
+    )
+    if generation.temperature < 0:
+        raise gen.error("temperature", "must be >= 0")
+    gen.finish()
+
+    judging = _Reader(top.get("judging", dict, required=True), "judging", where)
+    judges = resolve(judging, "judges", judging.strings("judges"))
+    if not judges:
+        raise judging.error("judges", "must name at least one judge")
+    conditions = _conditions(judging, where)
+    protocols = tuple(_resolve_args(p, registry) for p in _protocols(judging, where, replicates))
+    judging.finish()
+    _check_options(protocols, conditions, where)
+
+    out = _Reader(top.get("output", dict, {}), "output", where)
+    output_dir = _relative(base, out.get("dir", str))
+    fmt = out.get("format", str, "csv")
+    if fmt not in _OUTPUT_FORMATS:
+        raise out.error("format", f"must be one of {_OUTPUT_FORMATS}")
+    out.finish()
+    return Experiment(
+        path=where, name=name, seed=seed, registry_files=registry_files, store=store,
+        dataset=dataset, models=MappingProxyType(models), generation=generation, judges=judges,
+        conditions=conditions, protocols=protocols, output_dir=output_dir, output_format=fmt,
+    )
+
+
+def _resolve_args(config: ProtocolConfig, registry: Any) -> ProtocolConfig:
+    """Registry ids for the generator names in ``generators`` and explicit ``pairs``."""
+    def one(name: str) -> str:
+        return registry.resolve(name) if registry.knows(name) else name
+
+    args = dict(config.args)
+    if "generators" in args:
+        args["generators"] = tuple(one(g) for g in args["generators"])
+    if isinstance(args.get("pairs"), tuple):
+        args["pairs"] = tuple((one(a), one(b)) for a, b in args["pairs"])
+    return ProtocolConfig(config.protocol, MappingProxyType(args), config.options, config.replicates)
+
+
+def task_protocol(config: ProtocolConfig) -> str:
+    """The judging task protocol a configured protocol plans (recognition may be pairwise...)."""
+    if config.protocol == "recognition" and config.args.get("pairwise"):
+        return "recognition-pairwise"
+    if config.protocol == "rubric" and config.args.get("all_rubrics"):
+        return "rubric-all"
+    return config.protocol
+
+
+def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[ConditionConfig, ...],
+                   where: str) -> None:
+    from nepotism.judging import normalise_options
+
+    for i, proto in enumerate(protocols):
+        for cond in conditions:
+            options = dict(proto.options) | dict(cond.options)
+            if proto.protocol == "categorise":
+                options.setdefault("target", proto.args.get("target", "instance"))
+            try:
+                normalise_options(task_protocol(proto), options)
+            except ValueError as err:
+                field = f"judging.protocols[{i}].options"
+                if cond.options:
+                    field += f" (with condition {cond.name!r})"
+                raise InputError(str(err), path=where, field=field) from None
+
+
+def load_experiment(path: str | Path, *, registry: Any = None) -> Experiment:
+    """Read and validate an experiment TOML file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("experiment file not found", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read the file ({err})", path=str(path)) from None
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML ({err})", path=str(path)) from None
+    return parse_experiment(data, path, registry=registry)
+
+
+def dumps_config(experiment: Experiment) -> str:
+    """The experiment's configuration as canonical JSON (for logs and run records)."""
+    return json.dumps(experiment.as_config(), sort_keys=True, default=str)

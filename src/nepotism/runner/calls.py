@@ -1,0 +1,372 @@
+"""Executing model calls through the store's cache: lookup, bounded concurrency, retries, commit.
+
+A `PlannedCall` is one request to one experiment model with its replicate index and cache key
+(`plan_call`). `CallExecutor.run` looks every key up in one batched `Store.get_calls`; stored ok
+calls are delivered straight from the cache, and the others (missing, or stored as failed by an
+earlier run) are sent through their model's `Endpoint`: ``concurrency`` workers, the endpoint's
+rate limits, and retries of transient failures with exponential backoff and jitter. Each call is
+committed to the store (ok, or failed with its last error, its attempt count and every attempt's
+error) *before* it is handed to the caller's ``on_result`` callback, so a crash between the two
+loses nothing: the next run finds the call in the cache. Cancellation leaves only whole rows.
+
+Left out: judging (callers interpret completions) and generation bookkeeping (see
+`nepotism.runner.engine`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nepotism.backends.base import Backend, Completion, Request, failed, is_secret_name
+from nepotism.runner.limits import Limiter, estimate_tokens
+from nepotism.runner.progress import RunStats
+from nepotism.runner.retry import RetryPolicy, is_retryable
+from nepotism.store import CachedCall, Store
+
+__all__ = [
+    "CallExecutor",
+    "CallResult",
+    "Endpoint",
+    "PlannedCall",
+    "call_record",
+    "completion_from_cached",
+    "plan_call",
+    "request_key",
+]
+
+_log = logging.getLogger("nepotism.runner")
+_KEY_PREFIX = b"nepotism-runner-call-v1\x00"
+# memo of the JSON of a request's parameters (few distinct ones per run), by their values
+_HEADS: dict[tuple, bytes] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@dataclass
+class Endpoint:
+    """One experiment model as the runner sees it: its backend, limits, retry policy and prices.
+
+    ``kind`` (``openai``, ``gguf``, ...) and ``served_model`` (the server-side name) go into cache
+    keys; the base URL and credentials do not, so moving a model to another server of the same
+    kind keeps the cache.
+    """
+
+    model: str
+    backend: Backend | None
+    kind: str
+    served_model: str | None = None
+    limiter: Limiter | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+
+    def cost(self, usage: Mapping[str, Any] | None) -> float:
+        """US dollars for a call's token ``usage`` (0 when the registry has no price)."""
+        if not usage:
+            return 0.0
+        cost = 0.0
+        if self.price_input_per_mtok:
+            cost += float(usage.get("prompt_tokens", 0) or 0) * self.price_input_per_mtok / 1e6
+        if self.price_output_per_mtok:
+            cost += float(usage.get("completion_tokens", 0) or 0) * self.price_output_per_mtok / 1e6
+        return cost
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    """One call the experiment needs: which model, what request, which replicate, its cache key."""
+
+    key: str
+    model: str
+    request: Request
+    replicate: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A call's outcome: its completion, whether it came from the cache, and how many attempts
+    this run made (0 for a cache hit)."""
+
+    call: PlannedCall
+    completion: Completion
+    cached: bool
+    attempts: int
+
+
+def _request_record(endpoint: Endpoint, request: Request, replicate: int) -> dict[str, Any]:
+    material = request.key_material()
+    material["backend"] = endpoint.kind
+    material["model"] = endpoint.model
+    material["served_model"] = endpoint.served_model
+    material["replicate"] = replicate
+    return material
+
+
+def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str:
+    """The 64-hex-digit cache key of sending ``request`` to ``endpoint`` as replicate ``replicate``.
+
+    SHA-256 over a canonical JSON header (backend kind, experiment model id, server-side model
+    name, every request parameter except credentials and except the texts), the message roles,
+    text lengths and replicate index, then the message texts (or the prompt) as UTF-8. Hashing
+    the texts raw rather than inside JSON keeps long prompts cheap; the lengths make the framing
+    unambiguous. Replicates are separate calls (real re-samples);
+    the base URL and credentials are left out, so moving a model to another server keeps the
+    cache.
+    """
+    if type(replicate) is not int or replicate < 0:
+        raise ValueError(f"replicate must be a non-negative integer, not {replicate!r}")
+    if request.messages is not None:
+        roles: tuple[str, ...] | None = tuple(m.role for m in request.messages)
+        texts = [m.content for m in request.messages]
+    else:
+        roles, texts = None, [request.prompt or ""]
+    extra = request.extra
+    static: tuple | None = None
+    head = None
+    if all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
+        static = (endpoint.kind, endpoint.model, endpoint.served_model, request.max_tokens,
+                  float(request.temperature), request.seed, request.labels, request.continuation,
+                  tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())))
+        head = _HEADS.get(static)
+    if head is None:
+        head = json.dumps({
+            "backend": endpoint.kind,
+            "model": endpoint.model,
+            "served_model": endpoint.served_model,
+            "max_tokens": request.max_tokens,
+            "temperature": float(request.temperature),
+            "seed": request.seed,
+            "labels": None if request.labels is None else list(request.labels),
+            "continuation": request.continuation,
+            "extra": {k: extra[k] for k in sorted(extra) if not is_secret_name(k)},
+        }, sort_keys=True, separators=(",", ":"), default=str).encode()
+        if static is not None and len(_HEADS) < 4096:
+            _HEADS[static] = head
+    shape = json.dumps([roles, [len(t) for t in texts], replicate], separators=(",", ":"))
+    digest = hashlib.sha256(_KEY_PREFIX)
+    digest.update(head)
+    digest.update(b"\x00")
+    digest.update(shape.encode())
+    for text in texts:
+        digest.update(b"\x00")
+        digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def plan_call(endpoint: Endpoint, request: Request, *, replicate: int = 0) -> PlannedCall:
+    """The `PlannedCall` (with its `request_key`) for sending ``request`` to ``endpoint``."""
+    return PlannedCall(request_key(endpoint, request, replicate), endpoint.model, request, replicate)
+
+
+def _read_record(completion: Completion) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if completion.label_logprobs is not None:
+        out["labels"] = dict(completion.label_logprobs)
+    if completion.continuation_logprobs is not None:
+        out["continuation"] = list(completion.continuation_logprobs)
+    if completion.finish_reason is not None:
+        out["finish_reason"] = completion.finish_reason
+    if completion.warnings:
+        out["warnings"] = list(completion.warnings)
+    return out
+
+
+def call_record(
+    endpoint: Endpoint, call: PlannedCall, completion: Completion, errors: Sequence[str] = (),
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The `Store.put_call` keyword arguments (plus ``key``) that store ``completion`` for
+    ``call``; ``errors`` are the errors of the attempts before the last (the last one too, for a
+    failed call)."""
+    return {"key": call.key, **_store_kwargs(endpoint, call, completion, list(errors), run_id)}
+
+
+def _store_kwargs(
+    endpoint: Endpoint, call: PlannedCall, completion: Completion, errors: list[str], run_id: str | None
+) -> dict[str, Any]:
+    response = {
+        "body": dict(completion.raw),
+        "attempts": len(errors) + (1 if completion.ok else 0),
+        "errors": list(errors),
+    }
+    return {
+        "request": _request_record(endpoint, call.request, call.replicate),
+        "response": response,
+        "text": completion.text,
+        "logprobs": _read_record(completion),
+        "usage": dict(completion.usage),
+        "latency_s": completion.latency_s,
+        "status": completion.status,
+        "error": completion.error,
+        "run_id": run_id,
+    }
+
+
+class _LazyJSON(Mapping):
+    """A read-only mapping decoded from JSON text on first use (cache replays rarely need it)."""
+
+    __slots__ = ("_text", "_path", "_value")
+
+    def __init__(self, text: str | None, path: str | None = None) -> None:
+        self._text, self._path, self._value = text, path, None
+
+    def _get(self) -> Mapping[str, Any]:
+        if self._value is None:
+            value = json.loads(self._text) if self._text else {}
+            if self._path is not None:
+                value = value.get(self._path) or {} if isinstance(value, dict) else {}
+            self._value = value if isinstance(value, Mapping) else {}
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(dict(self._get()))
+
+
+def completion_from_cached(cached: CachedCall) -> Completion:
+    """Rebuild the `Completion` a stored call was made from.
+
+    The stored columns: ``text``; ``logprobs`` = ``{labels, continuation, finish_reason,
+    warnings}`` (each only when present); ``usage``; ``response`` = ``{body, attempts, errors}``
+    where ``body`` is the server's raw answer. ``raw`` and ``usage`` are decoded on first use.
+    """
+    read = json.loads(cached.logprobs_json) if cached.logprobs_json else {}
+    labels = read.get("labels")
+    continuation = read.get("continuation")
+    ok = cached.status == "ok"
+    return Completion(
+        text=cached.text,
+        label_logprobs=labels,
+        continuation_logprobs=None if continuation is None else tuple(continuation),
+        usage=_LazyJSON(cached.usage_json),
+        latency_s=cached.latency_s or 0.0,
+        raw=_LazyJSON(cached.response_json, "body"),
+        status="ok" if ok else "failed",
+        error=None if ok else cached.error,
+        finish_reason=read.get("finish_reason"),
+        warnings=tuple(read.get("warnings") or ()),
+    )
+
+
+class CallExecutor:
+    """Run planned calls through the cache and the endpoints, committing each before use."""
+
+    def __init__(
+        self,
+        store: Store,
+        endpoints: Mapping[str, Endpoint],
+        *,
+        run_id: str | None = None,
+        stats: RunStats | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.store = store
+        self.endpoints = dict(endpoints)
+        self.run_id = run_id
+        self.stats = stats or RunStats()
+        self._rng = random.Random(seed)
+
+    def lookup(self, calls: Iterable[PlannedCall]) -> dict[str, CachedCall]:
+        """The stored calls among ``calls`` (ok and failed), by key, in one batched query."""
+        return self.store.get_calls([c.key for c in calls])
+
+    async def run(
+        self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]
+    ) -> None:
+        """Deliver a `CallResult` for every call to ``on_result`` (cached ones first).
+
+        Calls sharing a key are sent once and delivered to each of them. Calls whose model has
+        no endpoint raise `KeyError` before anything is sent.
+        """
+        missing = {c.model for c in calls} - set(self.endpoints)
+        if missing:
+            raise KeyError(f"no endpoint for model(s) {sorted(missing)}")
+        cached = self.lookup(calls)
+        pending: dict[str, list[PlannedCall]] = {}
+        for call in calls:
+            hit = cached.get(call.key)
+            if hit is not None and hit.ok:
+                self.stats.cached += 1
+                self.stats.done += 1
+                on_result(CallResult(call, completion_from_cached(hit), True, 0))
+            else:
+                pending.setdefault(call.key, []).append(call)
+        self.stats.refresh()
+        if not pending:
+            return
+        queues: dict[str, asyncio.Queue[list[PlannedCall]]] = {}
+        for group in pending.values():
+            queues.setdefault(group[0].model, asyncio.Queue()).put_nowait(group)
+        workers = []
+        for model, queue in queues.items():
+            endpoint = self.endpoints[model]
+            n = endpoint.limiter.concurrency if endpoint.limiter else 1
+            for _ in range(min(n, queue.qsize())):
+                workers.append(asyncio.create_task(self._worker(endpoint, queue, on_result)))
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _worker(
+        self, endpoint: Endpoint, queue: asyncio.Queue, on_result: Callable[[CallResult], None]
+    ) -> None:
+        while True:
+            try:
+                group = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            call = group[0]
+            completion, errors = await self._attempts(endpoint, call)
+            # commit first, then use: a crash after this line loses nothing
+            self.store.put_call(call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id))
+            attempts = len(errors) + (1 if completion.ok else 0)
+            self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
+            for same in group:
+                on_result(CallResult(same, completion, False, attempts))
+
+    async def _attempts(self, endpoint: Endpoint, call: PlannedCall) -> tuple[Completion, list[str]]:
+        errors: list[str] = []
+        tokens = estimate_tokens(call.request)
+        policy = endpoint.retry
+        while True:
+            completion = await self._send(endpoint, call.request, tokens)
+            if completion.ok:
+                return completion, errors
+            errors.append(completion.error or "unknown")
+            if not is_retryable(completion.error) or len(errors) >= policy.max_attempts:
+                return completion, errors
+            self.stats.retries += 1
+            self.stats.refresh()
+            await asyncio.sleep(policy.delay(len(errors), self._rng))
+
+    async def _send(self, endpoint: Endpoint, request: Request, tokens: int) -> Completion:
+        if endpoint.backend is None:
+            return failed("no_backend: the model has no backend configured")
+        limiter = endpoint.limiter
+        try:
+            if limiter is None:
+                return await endpoint.backend.complete(request)
+            async with limiter.slot(tokens):
+                return await endpoint.backend.complete(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a backend bug must not take the whole run down
+            _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
+            return failed(f"exception:{type(exc).__name__}: {str(exc)[:200]}")

@@ -1,0 +1,217 @@
+"""The two phases of an experiment run: generate the missing responses, then judge.
+
+`Runner.generate` asks each generator for an answer to each instance it has not answered yet
+(one cached call per pair); `Runner.judge` renders every judge task into a request, runs all
+requests through the cache and the endpoints (`CallExecutor`), and interprets each completion into
+a `Judgment` only after its call is committed. Judgments are written in batches with the key of
+the call they were read from; a call that failed after its retries becomes a ``failed`` judgment
+(the interpret function must say so: anything else is refused), never a verdict.
+
+The judging functions are parameters (``render(task, *, model) -> Request`` and
+``interpret(task, completion) -> [Judgment, ...]``), so this module knows no protocol. A task is any
+object with ``judge`` (an experiment model id) and ``replicate`` attributes. Left out: building
+the task list (see `nepotism.runner.experiment_run`) and metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nepotism.backends.base import Completion, Request
+from nepotism.records import Instance, Judgment, Response
+from nepotism.runner.calls import CallExecutor, CallResult, Endpoint, PlannedCall, plan_call
+from nepotism.runner.progress import RunStats
+from nepotism.store import Store
+
+__all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
+
+RenderFn = Callable[..., Request]
+InterpretFn = Callable[[Any, Completion], Sequence[Judgment]]
+
+
+@dataclass(frozen=True)
+class GenerationSpec:
+    """How one generator answers instances: its experiment model id and sampling parameters."""
+
+    model: str
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def request(self, instance: Instance) -> Request:
+        return Request(model=self.model, messages=instance.messages, max_tokens=self.max_tokens,
+                       temperature=self.temperature, seed=self.seed, extra=self.extra)
+
+
+@dataclass
+class GenerationOutcome:
+    """Responses made or found by `Runner.generate`, and the (instance, generator, error) misses."""
+
+    responses: list[Response]
+    failures: list[tuple[str, str, str]]
+    stats: RunStats
+
+
+@dataclass
+class JudgingOutcome:
+    """Judgments read by `Runner.judge` (in task order), the call key of each judgment written
+    in this run, and the phase's counters."""
+
+    judgments: list[Judgment]
+    call_keys: dict[str, str]
+    stats: RunStats
+
+
+class Runner:
+    """Runs generation and judging calls for one store, one set of endpoints and one run id."""
+
+    def __init__(
+        self,
+        store: Store,
+        endpoints: Mapping[str, Endpoint],
+        *,
+        run_id: str | None = None,
+        view: Any = None,
+        seed: int = 0,
+        source: str | None = None,
+        judgment_batch: int = 2048,
+    ) -> None:
+        self.store = store
+        self.endpoints = dict(endpoints)
+        self.run_id = run_id
+        self.view = view
+        self.seed = seed
+        self.source = source
+        self.judgment_batch = judgment_batch
+
+    def _executor(self, stats: RunStats) -> CallExecutor:
+        if self.view is not None:
+            self.view.track(stats)
+        return CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed)
+
+    # -- generation ---------------------------------------------------------------------------
+    def plan_generation(
+        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
+        have: Iterable[Response] = (),
+    ) -> list[tuple[PlannedCall, Instance, GenerationSpec]]:
+        """The generation calls needed: one per (instance, generator) without a response."""
+        answered = {(r.instance_id, r.generator) for r in have}
+        planned = []
+        for spec in generators:
+            endpoint = self.endpoints[spec.model]
+            for instance in instances:
+                if (instance.id, spec.model) in answered:
+                    continue
+                planned.append((plan_call(endpoint, spec.request(instance)), instance, spec))
+        return planned
+
+    async def generate(
+        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
+        have: Iterable[Response] = (),
+    ) -> GenerationOutcome:
+        """Make (or replay from the cache) the missing responses and add them to the store.
+
+        A call that failed, or answered with empty text, gives no response; it is listed in
+        ``failures`` with its reason, and tasks that need it cannot be judged.
+        """
+        have = list(have)
+        planned = self.plan_generation(instances, generators, have)
+        stats = RunStats(phase="generate", total=len(planned))
+        by_key = {call.key: (instance, spec) for call, instance, spec in planned}
+        made: list[Response] = []
+        failures: list[tuple[str, str, str]] = []
+
+        def take(result: CallResult) -> None:
+            instance, spec = by_key[result.call.key]
+            completion = result.completion
+            if not completion.ok:
+                failures.append((instance.id, spec.model, completion.error or "failed"))
+            elif not (completion.text or "").strip():
+                failures.append((instance.id, spec.model, "empty_text"))
+            else:
+                made.append(Response(instance.id, spec.model, completion.text,
+                                     metadata={"call_key": result.call.key}))
+
+        await self._executor(stats).run([call for call, _, _ in planned], take)
+        if made:
+            self.store.add_responses(made)
+        return GenerationOutcome(responses=have + made, failures=failures, stats=stats)
+
+    # -- judging -----------------------------------------------------------------------------
+    def plan_judging(self, tasks: Sequence[Any], render: RenderFn) -> list[PlannedCall]:
+        """One planned call per task (same order): ``render(task, model=task.judge)``."""
+        endpoints = self.endpoints
+        return [
+            plan_call(endpoints[task.judge], render(task, model=task.judge), replicate=task.replicate)
+            for task in tasks
+        ]
+
+    async def judge(
+        self, tasks: Sequence[Any], render: RenderFn, interpret: InterpretFn,
+        planned: Sequence[PlannedCall] | None = None,
+    ) -> JudgingOutcome:
+        """Judge every task; store and return the judgments (in task order).
+
+        ``interpret(task, completion)`` returns the task's judgments (a list: one call may cover
+        several rubric items). Judgments read from fresh calls are always written; those read
+        from replayed calls only when the store lacks them (a run killed between committing a
+        call and writing its judgment), so a fully cached rerun writes nothing.
+        """
+        calls = list(planned) if planned is not None else self.plan_judging(tasks, render)
+        stats = RunStats(phase="judge", total=len(calls))
+        slots: dict[int, int] = {id(call): i for i, call in enumerate(calls)}
+        per_task: list[list[Judgment] | None] = [None] * len(calls)
+        call_keys: dict[str, str] = {}
+        buffer: list[Judgment] = []
+        replayed: dict[str, list[Judgment]] = {}
+
+        def flush() -> None:
+            if buffer:
+                self.store.add_judgments(buffer, source=self.source, call_keys=call_keys,
+                                         run_id=self.run_id)
+                buffer.clear()
+
+        def take(result: CallResult) -> None:
+            index = slots[id(result.call)]
+            made = list(interpret(tasks[index], result.completion))
+            if not result.completion.ok and any(j.status != "failed" for j in made):
+                raise RuntimeError(
+                    f"interpret read a verdict from a failed call ({result.completion.error}); "
+                    "a failure must stay a failure"
+                )
+            per_task[index] = made
+            if result.cached:
+                replayed.setdefault(result.call.key, []).extend(made)
+                return
+            for judgment in made:
+                call_keys[judgment.id] = result.call.key
+            buffer.extend(made)
+            if len(buffer) >= self.judgment_batch:
+                flush()
+
+        try:
+            await self._executor(stats).run(calls, take)
+            if replayed:
+                judged = _judged_calls(self.store)
+                for key, made in replayed.items():
+                    if judged.get(key, 0) < len(made):
+                        for judgment in made:
+                            call_keys[judgment.id] = key
+                        buffer.extend(made)
+        finally:
+            flush()
+        done = [j for made in per_task if made for j in made]
+        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats)
+
+
+def _judged_calls(store: Store) -> dict[str, int]:
+    """How many parsed or unparsed judgments each call key already backs in ``store``.
+
+    A replayed call whose judgments are all stored needs no new write; one whose judgment is
+    missing (the run was killed between committing the call and writing the judgment) or only
+    failed gets it written. One grouped scan of the judgments table.
+    """
+    return store.judged_calls()

@@ -1,0 +1,382 @@
+"""Running an experiment file: endpoints, dataset, plan, generation, judging, export.
+
+`run_experiment` does a whole run against a store: it loads the dataset (adding its instances
+and any recorded responses to the store), records a run, generates the responses the listed
+generators still lack, plans every judge task (each protocol under each condition), judges them
+through the cache, ends the run (``done``, or ``interrupted`` when cancelled, ``failed`` on an
+error) and exports the judgments in the recorded table formats. `dry_run` builds the same plan
+without any backend and prices it. Left out: metrics (run ``nepotism metrics`` on the exports).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from nepotism.errors import InputError
+from nepotism.experiment import Experiment, ModelConfig
+from nepotism.records import Instance, Message, Response, RubricItem
+from nepotism.runner.calls import Endpoint, PlannedCall
+from nepotism.runner.engine import GenerationSpec, Runner
+from nepotism.runner.limits import Limiter, estimate_prompt_tokens
+from nepotism.runner.retry import RetryPolicy
+from nepotism.store import Store
+
+__all__ = [
+    "RunSummary",
+    "build_endpoints",
+    "dry_run",
+    "load_dataset",
+    "plan_tasks",
+    "run_experiment",
+]
+
+
+@dataclass
+class RunSummary:
+    """What a run did: its id and status, per-phase counters, failures and exported files."""
+
+    run_id: str
+    status: str
+    instances: int
+    generation: dict[str, Any]
+    judging: dict[str, Any]
+    judgments: dict[str, int]
+    generation_failures: list[dict[str, str]] = field(default_factory=list)
+    exports: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# -- endpoints -------------------------------------------------------------------------------
+
+def _backend(cfg: ModelConfig) -> Any:
+    if cfg.backend == "openai":
+        from nepotism.backends.openai_http import OpenAIHTTPBackend
+
+        return OpenAIHTTPBackend(cfg.base_url or "", model=cfg.model, api_key_env=cfg.api_key_env,
+                                 timeout=cfg.timeout, max_connections=cfg.concurrency,
+                                 extra=dict(cfg.params), name=cfg.id)
+    try:
+        from nepotism.backends import gguf
+    except ImportError as err:
+        raise InputError(f"the gguf backend is not available ({err}); install the 'local' extra",
+                         field=f"models.{cfg.id}.backend") from None
+    return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
+                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+
+
+def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = True) -> dict[str, Endpoint]:
+    """One `Endpoint` per configured model; without ``connect`` no backend is created."""
+    out = {}
+    for model_id, cfg in experiment.models.items():
+        info = registry.get(model_id) if registry.knows(model_id) else None
+        if cfg.backend == "openai":
+            served = cfg.model
+        else:  # the weights: a packaged id, or the file's hash (else its name)
+            served = cfg.model or cfg.sha256 or Path(cfg.path or "").name
+        out[model_id] = Endpoint(
+            model=model_id,
+            backend=_backend(cfg) if connect else None,
+            kind=cfg.backend,
+            served_model=served,
+            limiter=Limiter(cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm),
+            retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay_s=cfg.retry_base_delay_s,
+                              max_delay_s=cfg.retry_max_delay_s),
+            price_input_per_mtok=getattr(info, "price_input_per_mtok", None),
+            price_output_per_mtok=getattr(info, "price_output_per_mtok", None),
+        )
+    return out
+
+
+async def _close(endpoints: Mapping[str, Endpoint]) -> None:
+    for endpoint in endpoints.values():
+        if endpoint.backend is not None:
+            await endpoint.backend.aclose()
+
+
+# -- dataset -------------------------------------------------------------------------------
+
+def _dataset_file(experiment: Experiment) -> Path:
+    ds = experiment.dataset
+    if ds.path is not None:
+        return Path(ds.path)
+    for suffix in (".jsonl", ".jsonl.gz"):
+        candidate = resources.files("nepotism.data") / f"{ds.bundled}{suffix}"
+        if candidate.is_file():
+            return Path(str(candidate))
+    raise InputError(f"no bundled dataset named {ds.bundled!r}", path=experiment.path,
+                     field="dataset.bundled")
+
+
+def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
+    def bad(field_: str, message: str) -> InputError:
+        return InputError(message, path=path, line=line, field=field_)
+
+    ident = row.get("id", row.get("instance_id"))
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool) or ident == "":
+        raise bad("id", "each row needs an id (or instance_id)")
+    prompt = row.get("prompt")
+    if isinstance(prompt, list):
+        try:
+            prompt = tuple(Message(m["role"], m["content"]) for m in prompt)
+        except (KeyError, TypeError):
+            raise bad("prompt", "a message list holds {role, content} objects") from None
+        if not prompt or any(m.role not in ("system", "user", "assistant") or not isinstance(m.content, str)
+                             for m in prompt):
+            raise bad("prompt", "messages need a role (system, user, assistant) and string content")
+    elif not isinstance(prompt, str) or not prompt.strip():
+        raise bad("prompt", "each row needs a prompt (a string or a message list)")
+    rubric = []
+    for i, item in enumerate(row.get("rubric") or []):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise bad(f"rubric[{i}]", "a rubric item is {id, text, points}")
+        points = item.get("points", 1.0)
+        if isinstance(points, bool) or not isinstance(points, (int, float)):
+            raise bad(f"rubric[{i}].points", "must be a number")
+        rubric.append(RubricItem(str(item.get("id", f"r{i + 1}")), item["text"], float(points),
+                                 item.get("category")))
+    ref = row.get("reference_answer")
+    return Instance(str(ident), prompt, reference_answer=ref if isinstance(ref, str) else None,
+                    rubric=tuple(rubric), category=row.get("category") if isinstance(row.get("category"), str) else None,
+                    metadata=row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
+
+
+def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[list[Instance], list[Response]]:
+    """The experiment's instances (in file order, ``limit`` applied) and recorded responses."""
+    ds = experiment.dataset
+    if ds.from_store:
+        if store is None:
+            raise InputError("dataset.from_store needs a store", path=experiment.path, field="dataset")
+        instances = store.instances()
+        if ds.limit is not None:
+            instances = instances[: ds.limit]
+        if not instances:
+            raise InputError("the store holds no instances", path=str(store.path), field="dataset.from_store")
+        return instances, []
+    path = _dataset_file(experiment)
+    from nepotism.importers._common import read_jsonl
+
+    if not path.is_file():
+        raise InputError("dataset file not found", path=str(path))
+    instances: dict[str, Instance] = {}
+    responses: dict[tuple[str, str], Response] = {}
+    for line, row in read_jsonl(path):
+        if not isinstance(row, dict):
+            raise InputError("each line must be a JSON object", path=str(path), line=line)
+        inst = _instance(row, str(path), line)
+        known = instances.get(inst.id)
+        if known is None:
+            if ds.limit is not None and len(instances) >= ds.limit:
+                continue
+            instances[inst.id] = inst
+        elif known.prompt != inst.prompt:
+            raise InputError(f"instance {inst.id!r} appears with two different prompts",
+                             path=str(path), line=line, field="prompt")
+        generator = row.get("generator", row.get("model"))
+        text = row.get("text")
+        if generator is not None or text is not None:
+            if not isinstance(generator, str) or not generator or not isinstance(text, str):
+                raise InputError("a recorded response needs model (or generator) and text strings",
+                                 path=str(path), line=line, field="text")
+            if (inst.id, generator) in responses:
+                raise InputError(f"a second response of {generator!r} to {inst.id!r}",
+                                 path=str(path), line=line, field="model")
+            responses[(inst.id, generator)] = Response(inst.id, generator, text)
+    if not instances:
+        raise InputError("the dataset holds no instances", path=str(path))
+    return list(instances.values()), list(responses.values())
+
+
+# -- planning --------------------------------------------------------------------------------
+
+def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
+               judging: Any = None) -> list[Any]:
+    """Every judge task of the experiment: each protocol under each condition, in file order."""
+    judging = judging or _judging()
+    by_instance: dict[str, list[Response]] = {}
+    for r in responses:
+        by_instance.setdefault(r.instance_id, []).append(r)
+    tasks: list[Any] = []
+    for proto in experiment.protocols:
+        for cond in experiment.conditions:
+            options = dict(proto.options) | dict(cond.options)
+            common = {"condition": cond.name, "replicates": proto.replicates}
+            args = dict(proto.args)
+            judges = list(experiment.judges)
+            if proto.protocol == "pairwise":
+                tasks += judging.plan_pairwise(instances, by_instance, judges, options=options, **common, **args)
+            elif proto.protocol == "pointwise":
+                tasks += judging.plan_pointwise(instances, by_instance, judges, options=options, **common, **args)
+            elif proto.protocol == "rubric":
+                tasks += judging.plan_rubric(instances, by_instance, judges, options=options, **common, **args)
+            elif proto.protocol == "recognition":
+                tasks += judging.plan_recognition(instances, by_instance, judges, options=options, **common, **args)
+            else:
+                target = args.pop("target", "instance")
+                per = by_instance if target == "response" else None
+                tasks += judging.plan_categorise(instances, judges, responses_by_instance=per,
+                                                 options=options, **common)
+    return tasks
+
+
+def _judging() -> Any:
+    import nepotism.judging as judging
+
+    return judging
+
+
+def _generators(experiment: Experiment) -> list[GenerationSpec]:
+    gen = experiment.generation
+    return [GenerationSpec(model=g, max_tokens=gen.max_tokens, temperature=gen.temperature,
+                           seed=experiment.seed) for g in gen.generators]
+
+
+def _candidates(store: Store, experiment: Experiment, instances: Sequence[Instance],
+                recorded: Sequence[Response]) -> list[Response]:
+    ids = {i.id for i in instances}
+    gens = list(experiment.generation.generators)
+    stored = [r for r in store.responses(generator=gens) if r.instance_id in ids] if gens else []
+    recorded_keys = {(r.instance_id, r.generator) for r in recorded}
+    return list(recorded) + [r for r in stored if (r.instance_id, r.generator) not in recorded_keys]
+
+
+def _unique(responses: Sequence[Response]) -> list[Response]:
+    seen: dict[tuple[str, str], Response] = {}
+    for r in responses:
+        seen.setdefault((r.instance_id, r.generator), r)
+    return list(seen.values())
+
+
+# -- running ---------------------------------------------------------------------------------
+
+async def run_experiment(
+    experiment: Experiment, store: Store, *, view: Any = None, judging: Any = None,
+    registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
+) -> RunSummary:
+    """Run ``experiment`` against ``store`` (see the module docstring); returns a summary."""
+    from nepotism.models import load_registry
+
+    judging = judging or _judging()
+    registry = registry or load_registry(experiment.registry_files)
+    instances, recorded = load_dataset(experiment, store)
+    store.add_instances(instances)
+    if recorded:
+        store.add_responses(recorded)
+    run_id = store.start_run({"experiment": experiment.as_config()})
+    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry)
+    status = "failed"
+    try:
+        runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
+                        source=f"run:{experiment.name}")
+        have = _candidates(store, experiment, instances, recorded)
+        generated = await runner.generate(instances, _generators(experiment), have=have)
+        candidates = _unique(generated.responses)
+        tasks = plan_tasks(experiment, instances, candidates, judging)
+        judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+        status = "done"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "interrupted"
+        raise
+    finally:
+        store.end_run(run_id, status)
+        await _close(endpoints)
+    counts: dict[str, int] = {}
+    for j in judged.judgments:
+        counts[j.status] = counts.get(j.status, 0) + 1
+    summary = RunSummary(
+        run_id=run_id, status=status, instances=len(instances),
+        generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
+        generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
+    )
+    summary.exports = export_judgments(experiment, store, tasks)
+    return summary
+
+
+def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any]) -> dict[str, str]:
+    """Write each judged protocol's judgments (the whole store's) to ``output.dir``."""
+    if experiment.output_dir is None:
+        return {}
+    out_dir = Path(experiment.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for protocol in sorted({t.judgment_protocol for t in tasks}):
+        target = out_dir / f"{protocol}.{experiment.output_format}"
+        store.export("judgments", target, fmt=experiment.output_format, protocol=protocol)
+        written[protocol] = str(target)
+    return written
+
+
+# -- dry run ----------------------------------------------------------------------------------
+
+def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None) -> dict[str, Any]:
+    """Plan and price the experiment without calling anything.
+
+    Token counts are estimates: prompts are characters / 4; outputs are each request's
+    ``max_tokens`` (1 for label verdicts), an upper bound. Responses not generated yet are
+    assumed to be ``generation.max_tokens`` tokens long (4 characters each), so judge prompts
+    that will include them are estimated from placeholders, and those calls are never cached.
+    Costs use the registry's prices (USD per million tokens); models without a price show none.
+    """
+    from nepotism.models import load_registry
+
+    judging = judging or _judging()
+    registry = registry or load_registry(experiment.registry_files)
+    instances, recorded = load_dataset(experiment, store)
+    endpoints = build_endpoints(experiment, registry, connect=False)
+    runner = Runner(store, endpoints)
+    have = _candidates(store, experiment, instances, recorded)
+    gen_plan = runner.plan_generation(instances, _generators(experiment), have)
+    gen_calls = [call for call, _, _ in gen_plan]
+    cached = store.get_calls([c.key for c in gen_calls])
+    placeholders = []
+    for call, instance, spec in gen_plan:
+        hit = cached.get(call.key)
+        text = hit.text if hit is not None and hit.ok and hit.text else "x" * (4 * spec.max_tokens)
+        placeholders.append(Response(instance.id, spec.model, text))
+    candidates = _unique(list(have) + placeholders)
+    tasks = plan_tasks(experiment, instances, candidates, judging)
+    judge_calls = runner.plan_judging(tasks, judging.render)
+    cached.update(store.get_calls([c.key for c in judge_calls]))
+    models: dict[str, dict[str, Any]] = {}
+    for phase, calls in (("generate", gen_calls), ("judge", judge_calls)):
+        for call in calls:
+            _count(models, endpoints[call.model], phase, call, cached.get(call.key))
+    totals = {k: sum(m[k] for m in models.values()) for k in
+              ("calls", "cached", "to_send", "prompt_tokens", "output_tokens")}
+    priced = [m["cost_usd"] for m in models.values() if m["cost_usd"] is not None]
+    totals["cost_usd"] = round(sum(priced), 6) if priced else None
+    return {
+        "experiment": experiment.name, "instances": len(instances),
+        "recorded_responses": len(recorded), "generation_calls": len(gen_calls),
+        "judge_calls": len(judge_calls), "models": models, "totals": totals,
+        "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
+    }
+
+
+def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall,
+           hit: Any) -> None:
+    row = models.setdefault(endpoint.model, {
+        "generate": 0, "judge": 0, "calls": 0, "cached": 0, "to_send": 0, "prompt_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": None if endpoint.price_input_per_mtok is None
+        and endpoint.price_output_per_mtok is None else 0.0,
+    })
+    row[phase] += 1
+    row["calls"] += 1
+    if hit is not None and hit.ok:
+        row["cached"] += 1
+        return
+    row["to_send"] += 1
+    prompt = estimate_prompt_tokens(call.request)
+    output = 1 if call.request.mode != "generate" else call.request.max_tokens
+    row["prompt_tokens"] += prompt
+    row["output_tokens"] += output
+    if row["cost_usd"] is not None:
+        cost = endpoint.cost({"prompt_tokens": prompt, "completion_tokens": output})
+        row["cost_usd"] = round(row["cost_usd"] + cost, 6)

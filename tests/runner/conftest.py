@@ -1,0 +1,81 @@
+"""Shared fixtures of the runner tests: a scripted backend and small judge tasks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+
+from nepotism.backends.base import Completion, Request, failed
+from nepotism.records import Judgment, Message
+from nepotism.store import Store
+
+
+class ScriptedBackend:
+    """Answers from a script: ``faults[prompt]`` is a list of error classes returned, in turn,
+    before the call succeeds (``"raise"`` raises instead). Counts calls per prompt."""
+
+    name = "scripted"
+
+    def __init__(self, faults=None, delay: float = 0.0) -> None:
+        self.faults = {k: list(v) for k, v in (faults or {}).items()}
+        self.delay = delay
+        self.calls: Counter[str] = Counter()
+        self.in_flight = 0
+        self.peak = 0
+
+    async def complete(self, request: Request) -> Completion:
+        text = request.messages[-1].content
+        self.calls[text] += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= 1
+        script = self.faults.get(text)
+        if script:
+            fault = script.pop(0)
+            if fault == "raise":
+                raise RuntimeError("backend bug")
+            return failed(fault)
+        verdict = "A" if hash(text) % 2 == 0 else "B"
+        return Completion(text=f"I pick [[{verdict}]]", usage={"prompt_tokens": 10, "completion_tokens": 3},
+                          raw={"id": "x"}, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Task:
+    instance: str
+    judge: str
+    a: str = "m1"
+    b: str = "m2"
+    replicate: int = 0
+
+
+def render(task: Task, *, model: str) -> Request:
+    return Request(model=model, messages=(Message("user", f"{task.instance}|{task.a}|{task.b}"),),
+                   max_tokens=8)
+
+
+def interpret(task: Task, completion: Completion) -> list[Judgment]:
+    base = dict(instance_id=task.instance, judge=task.judge, protocol="pairwise",
+                candidates=(task.a, task.b), replicate=task.replicate)
+    if not completion.ok:
+        return [Judgment(status="failed", raw_output=completion.error, **base)]
+    text = completion.text or ""
+    for v in ("A", "B"):
+        if f"[[{v}]]" in text:
+            return [Judgment(status="parsed", verdict=v, raw_output=text, **base)]
+    return [Judgment(status="unparsed", raw_output=text, **base)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "s.db") as s:
+        yield s

@@ -1,0 +1,147 @@
+import asyncio
+
+import pytest
+
+from nepotism.backends.base import Request
+from nepotism.records import Message
+from nepotism.runner import CallExecutor, Endpoint, Limiter, RetryPolicy, plan_call, request_key
+from tests.runner.conftest import ScriptedBackend
+
+FAST = RetryPolicy(max_attempts=3, base_delay_s=0.0, max_delay_s=0.0)
+
+
+def _endpoint(backend, concurrency=4, retry=FAST):
+    return Endpoint("judge", backend, "openai", served_model="srv", limiter=Limiter(concurrency), retry=retry,
+                    price_input_per_mtok=1.0, price_output_per_mtok=2.0)
+
+
+def _calls(endpoint, texts, replicate=0):
+    return [plan_call(endpoint, Request(model="judge", messages=(Message("user", t),)), replicate=replicate)
+            for t in texts]
+
+
+def _run(store, endpoint, calls, seen=None):
+    results = []
+
+    def take(result):
+        # the call is committed before it is handed over
+        stored = store.get_call(result.call.key)
+        assert stored is not None and stored.status == result.completion.status
+        results.append(result)
+        if seen is not None:
+            seen.append(result.call.key)
+
+    executor = CallExecutor(store, {"judge": endpoint})
+    asyncio.run(executor.run(calls, take))
+    return results, executor.stats
+
+
+def test_key_depends_on_replicate_and_request_not_on_credentials():
+    ep = _endpoint(None)
+    req = Request(model="judge", messages=(Message("user", "q"),), extra={"api_key": "s1", "top_p": 0.5})
+    same = Request(model="judge", messages=(Message("user", "q"),), extra={"api_key": "s2", "top_p": 0.5})
+    other = Request(model="judge", messages=(Message("user", "q"),), extra={"top_p": 0.6})
+    assert request_key(ep, req) == request_key(ep, same)
+    assert request_key(ep, req) != request_key(ep, req, 1)
+    assert request_key(ep, req) != request_key(ep, other)
+    split = Request(model="judge", messages=(Message("user", "ab"), Message("user", "c")))
+    moved = Request(model="judge", messages=(Message("user", "a"), Message("user", "bc")))
+    assert request_key(ep, split) != request_key(ep, moved)
+    with pytest.raises(ValueError):
+        request_key(ep, req, -1)
+
+
+def test_retries_transient_failures_and_records_attempts(store):
+    backend = ScriptedBackend({"p0": ["http_5xx:503", "timeout"], "p1": ["http_429"] * 5,
+                               "p2": ["http_4xx:400"]})
+    ep = _endpoint(backend)
+    calls = _calls(ep, ["p0", "p1", "p2", "p3"])
+    results, stats = _run(store, ep, calls)
+    by_text = {r.call.request.messages[0].content: r for r in results}
+    assert by_text["p0"].completion.ok and by_text["p0"].attempts == 3
+    assert not by_text["p1"].completion.ok and by_text["p1"].attempts == 3  # capped at max_attempts
+    assert by_text["p1"].completion.error == "http_429"
+    assert not by_text["p2"].completion.ok and by_text["p2"].attempts == 1  # not retryable
+    assert backend.calls == {"p0": 3, "p1": 3, "p2": 1, "p3": 1}
+    stored = store.get_call(calls[1].key)
+    assert stored.status == "failed" and stored.error == "http_429"
+    assert stored.response["attempts"] == 3 and stored.response["errors"] == ["http_429"] * 3
+    assert store.get_call(calls[0].key).response["errors"] == ["http_5xx:503", "timeout"]
+    assert stats.failed == 2 and stats.retries == 4 and stats.sent == 4
+    assert stats.spend_usd == pytest.approx(2 * (10 * 1.0 + 3 * 2.0) / 1e6)
+
+
+def test_backend_exception_becomes_a_failed_call(store):
+    backend = ScriptedBackend({"boom": ["raise"]})
+    ep = _endpoint(backend)
+    results, _ = _run(store, ep, _calls(ep, ["boom"]))
+    assert results[0].completion.error.startswith("exception:RuntimeError")
+    assert store.get_call(results[0].call.key).status == "failed"
+
+
+def test_rerun_replays_ok_calls_and_retries_only_failed_ones(store):
+    backend = ScriptedBackend({"bad": ["http_4xx:400"]})
+    ep = _endpoint(backend)
+    calls = _calls(ep, ["a", "b", "bad"]) + _calls(ep, ["a"], replicate=1)
+    _run(store, ep, calls)
+    assert sum(backend.calls.values()) == 4
+    results, stats = _run(store, ep, calls)
+    assert backend.calls == {"a": 2, "b": 1, "bad": 2}  # only the failed call went out again
+    assert stats.cached == 3 and stats.sent == 1
+    assert all(r.completion.ok for r in results)
+    cached = [r for r in results if r.cached]
+    assert {r.completion.text for r in cached} <= {"I pick [[A]]", "I pick [[B]]"}
+    assert all(r.completion.finish_reason == "stop" and r.completion.usage["prompt_tokens"] == 10
+               for r in cached)
+
+
+def test_same_key_is_sent_once_and_delivered_to_each(store):
+    backend = ScriptedBackend()
+    ep = _endpoint(backend)
+    calls = _calls(ep, ["x", "x", "y"])
+    results, stats = _run(store, ep, calls)
+    assert backend.calls == {"x": 1, "y": 1}
+    assert len(results) == 3 and stats.done == 3
+
+
+def test_concurrency_per_endpoint_is_bounded(store):
+    backend = ScriptedBackend(delay=0.005)
+    ep = _endpoint(backend, concurrency=3)
+    _run(store, ep, _calls(ep, [f"q{i}" for i in range(30)]))
+    assert backend.peak == 3
+
+
+def test_unknown_model_is_refused_before_sending(store):
+    backend = ScriptedBackend()
+    ep = _endpoint(backend)
+    call = _calls(ep, ["x"])[0]
+    other = type(call)(call.key, "nobody", call.request)
+    with pytest.raises(KeyError):
+        asyncio.run(CallExecutor(store, {"judge": ep}).run([other], lambda r: None))
+    assert not backend.calls
+
+
+def test_cancellation_leaves_whole_rows_and_resume_repeats_nothing(store):
+    backend = ScriptedBackend(delay=0.01)
+    ep = _endpoint(backend, concurrency=2)
+    calls = _calls(ep, [f"q{i}" for i in range(20)])
+
+    async def cancel_midway():
+        executor = CallExecutor(store, {"judge": ep})
+        task = asyncio.create_task(executor.run(calls, lambda r: None))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+    done = store.get_calls([c.key for c in calls])
+    assert 0 < len(done) < len(calls)
+    assert all(c.status == "ok" and c.text for c in done.values())
+    sent_before = dict(backend.calls)
+    _run(store, ep, calls)
+    for call in calls:
+        text = call.request.messages[0].content
+        if call.key in done:
+            assert backend.calls[text] == sent_before[text]  # committed calls are never repeated
+    assert len(store.get_calls([c.key for c in calls])) == len(calls)

@@ -1,0 +1,265 @@
+"""Reliability of the runner against the loopback stand-in: injected faults, SIGKILLs, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from nepotism.experiment import load_experiment
+from nepotism.runner.experiment_run import run_experiment
+from nepotism.store import Store
+from nepotism.testing.standin import StandinConfig, StandinServer, standin_thread
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KEY = "sk-nepotism-planted-4f1c9e7a2b"
+
+
+def _experiment(tmp: Path, url: str, *, items: int, generators=("standin-alpha", "standin-beta"),
+                judges=("standin-alpha", "standin-beta"), conditions='["default"]', timeout=5.0,
+                attempts=4, extra_model="", recognition=True, concurrency=4) -> Path:
+    models = ""
+    for m in sorted(set(generators) | set(judges)):
+        models += (f'[models.{m}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
+                   f"concurrency = {concurrency}\ntimeout = {timeout}\nmax_attempts = {attempts}\n"
+                   f"retry_base_delay_s = 0.01\nretry_max_delay_s = 0.05\n{extra_model}\n")
+    protocols = ('[[judging.protocols]]\nprotocol = "pairwise"\npairs = "judge-vs-others"\n'
+                 'options = { mode = "labels", ways = 2 }\n')
+    if recognition:
+        protocols += '[[judging.protocols]]\nprotocol = "recognition"\n'
+    lines = (EXAMPLES / "standin_items.jsonl").read_text().splitlines()[:items]
+    (tmp / "items.jsonl").write_text("\n".join(lines) + "\n")
+    text = f"""
+[experiment]
+name = "reliability"
+registry = ["{EXAMPLES / 'standin_models.toml'}"]
+
+[dataset]
+path = "items.jsonl"
+
+{models}
+[generation]
+generators = {json.dumps(list(generators))}
+max_tokens = 32
+
+[judging]
+judges = {json.dumps(list(judges))}
+conditions = {conditions}
+{protocols}
+[output]
+dir = "out"
+format = "csv"
+"""
+    path = tmp / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Record every successful answer the stand-in gives: (model, messages JSON, time)."""
+    answers: list[tuple[str, str, float]] = []
+    original = StandinServer._chat
+
+    def chat(self, body, model, text):
+        answers.append((model, json.dumps(body["messages"], sort_keys=True), time.time()))
+        return original(self, body, model, text)
+
+    monkeypatch.setattr(StandinServer, "_chat", chat)
+    return answers
+
+
+def _invariants(store: Store) -> None:
+    calls = store._conn().execute("SELECT key, status, error FROM calls").fetchall()
+    status = {k: (s, e) for k, s, e in calls}
+    assert all(s == "ok" or (s == "failed" and e) for s, e in status.values())
+    rows = store._conn().execute("SELECT call_key, status, verdict, score FROM judgments").fetchall()
+    assert rows
+    for key, jstatus, verdict, score in rows:
+        assert key in status
+        if status[key][0] == "failed":
+            assert jstatus == "failed" and verdict is None and score is None
+        else:
+            assert jstatus != "failed"
+
+
+def test_fault_injection_every_call_resolved_or_failed_with_reason(tmp_path, served):
+    faults = {"http_500": 0.05, "http_503": 0.05, "hang": 0.05, "malformed": 0.02}
+    config = StandinConfig(latency_s=0.002, fault_rates=faults, seed=7, hang_s=2.0)
+    with standin_thread(config) as (url, server):
+        exp = load_experiment(_experiment(tmp_path, url, items=6, timeout=0.25, attempts=2,
+                                          conditions='["default", {name = "impartial", options = {impartial = true}}]'))
+        with Store(tmp_path / "s.db") as store:
+            summary = asyncio_run(run_experiment(exp, store))
+            stats = dict(server.stats)
+            _invariants(store)
+            calls = store._conn().execute("SELECT key, status, error, response FROM calls").fetchall()
+            failed = [c for c in calls if c[1] == "failed"]
+            retried = [c for c in calls if json.loads(c[3])["attempts"] > 1]
+            judgments = store.judgments()
+    assert stats.get("fault_hang", 0) and stats.get("fault_malformed", 0) and stats.get("fault_http_500", 0)
+    assert retried, "faults at these rates must cause retries"
+    assert summary.judging["total"] == len(judgments)
+    assert summary.judging["failed"] == sum(1 for j in judgments if j.status == "failed")
+    for _key, _status, error, response in failed:
+        attempts = json.loads(response)
+        assert attempts["attempts"] == len(attempts["errors"]) and attempts["errors"][-1] == error
+    # no ok call was answered twice: retries only follow failures
+    seen: dict[tuple[str, str], int] = {}
+    for model, messages, _t in served:
+        seen[(model, messages)] = seen.get((model, messages), 0) + 1
+    ok_requests = sum(1 for c in calls if c[1] == "ok")
+    assert sum(seen.values()) <= ok_requests + len(failed)
+    # a rerun against a healthy server resolves what failed and repeats no ok call
+    before = _committed(tmp_path / "s.db")
+    served.clear()
+    with standin_thread(StandinConfig(latency_s=0.002)) as (url2, _server):
+        exp2 = load_experiment(_experiment(tmp_path, url2, items=6, timeout=0.25, attempts=2,
+                                           conditions='["default", {name = "impartial", options = {impartial = true}}]'))
+        with Store(tmp_path / "s.db") as store:
+            asyncio_run(run_experiment(exp2, store))
+            _invariants(store)
+            after = store._conn().execute("SELECT status, COUNT(*) FROM calls GROUP BY status").fetchall()
+    assert dict(after).get("failed", 0) == 0
+    assert served, "the failed calls were sent again"
+    assert not [m for m, msgs, _t in served if (m, msgs) in before]
+
+
+def asyncio_run(coro):
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+def _committed(db: Path) -> dict[tuple[str, str], float]:
+    conn = sqlite3.connect(db)
+    out = {}
+    for request, created in conn.execute("SELECT request, created_at FROM calls WHERE status = 'ok'"):
+        req = json.loads(request)
+        messages = json.dumps(req["messages"], sort_keys=True)
+        stamp = datetime.fromisoformat(created).timestamp()
+        key = (req["served_model"], messages)
+        out[key] = max(out.get(key, 0.0), stamp)
+    conn.close()
+    return out
+
+
+def _count_calls(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+CLI = [sys.executable, "-c", "import sys; from nepotism.cli import main; sys.exit(main())"]
+
+
+def _cli(exp: Path, db: Path) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _judgments(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT id, status, verdict, score, raw_output FROM judgments ORDER BY id").fetchall()
+    conn.close()
+    return rows
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_then_resume_matches_uninterrupted_run(tmp_path, served):
+    rng = random.Random(2024)
+    with standin_thread(StandinConfig(latency_s=0.08)) as (url, _server):
+        exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=2)
+        clean = tmp_path / "clean.db"
+        done = subprocess.run([*CLI, "run", str(exp), "--store", str(clean), "--no-progress"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        served.clear()
+        db = tmp_path / "killed.db"
+        kills = 0
+        for attempt in range(30):
+            proc = _cli(exp, db)
+            if attempt < 3:  # a few blind kills, possibly during start-up
+                time.sleep(rng.uniform(0.05, 1.5))
+            else:  # then kill right after some more calls were committed
+                target = _count_calls(db) + rng.randint(1, 2)
+                while proc.poll() is None and _count_calls(db) < target:
+                    time.sleep(0.005)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                kills += 1
+            else:
+                proc.wait()
+                break
+            if kills >= 10:
+                break
+        final = subprocess.run([*CLI, "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True, text=True)
+        assert final.returncode == 0, final.stderr
+    assert kills >= 10
+    assert _judgments(db) == _judgments(clean)
+    # no completed (committed) call was ever requested again after its commit
+    committed = _committed(db)
+    late = [(m, t) for m, msgs, t in served if (m, msgs) in committed and t > committed[(m, msgs)]]
+    assert late == []
+    statuses = sqlite3.connect(db).execute("SELECT status FROM runs").fetchall()
+    assert ("running",) in statuses and ("done",) in statuses  # killed runs never got to end
+
+
+def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
+    env = os.environ | {"NEPOTISM_TEST_PLANTED_KEY": KEY}
+    with standin_thread(StandinConfig(latency_s=0.001, expected_api_key=KEY,
+                                      fault_rates={"http_500": 0.3})) as (url, server):
+        exp = _experiment(tmp_path, url, items=2, extra_model='api_key_env = "NEPOTISM_TEST_PLANTED_KEY"')
+        db = tmp_path / "s.db"
+        outputs = []
+        for args in (["--json"], ["--dry-run"]):
+            r = subprocess.run([*CLI, "run", str(exp), "--store", str(db), "--progress", *args],
+                               capture_output=True, text=True, env=env)
+            assert r.returncode == 0, r.stderr
+            outputs += [r.stdout, r.stderr]
+        assert server.stats["auth_ok"] > 0 and server.stats.get("auth_missing", 0) == 0
+        assert server.stats.get("fault_http_500", 0) > 0  # error paths were exercised too
+    with Store(db) as store:
+        for table in ("calls", "runs", "responses", "pairwise"):
+            store.export(table, tmp_path / f"{table}.jsonl", fmt="jsonl")
+        store.export("judgments", tmp_path / "recognition.jsonl", fmt="jsonl", protocol="recognition")
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".csv" for p in files)
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    for text in outputs:
+        assert KEY not in text
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path):
+    with standin_thread(StandinConfig(latency_s=0.2)) as (url, _server):
+        exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=1)
+        db = tmp_path / "s.db"
+        proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while proc.poll() is None and _count_calls(db) < 2:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "run again to resume" in err
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    assert conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok' AND text IS NOT NULL").fetchone()[0] >= 2
+    conn.close()
