@@ -15,7 +15,7 @@ def run_demo(tmp_path, *args):
 
 def test_demo_writes_json_csv_html_and_explains(tmp_path):
     result = run_demo(tmp_path / "out", "--bootstrap", "200")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"results.json", "results.csv", "report.html"}
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"results.json", "results.csv", "report.html", "report.md"}
     text = result.output
     assert "Judge gpt-4-1106-preview" in text and "its own answers" in text
     assert "95% CI" in text and "prompts" in text and "excluded" in text

@@ -139,7 +139,8 @@ def _scope_records(rows, judge, condition, relations, options) -> list[dict]:
             if subset.empty:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
                 empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0,
-                                          note=f"no comparison of a {scope} candidate with {what} model")
+                                          note=f"no comparison of a {scope} candidate with {what} model",
+                                          **options.bootstrap())
                 records.append(_record("self-preference-ratio", judge, condition, empty, relations, **base))
                 records.append(_record("demographic-parity-bias", judge, condition, empty, relations, **base))
                 continue

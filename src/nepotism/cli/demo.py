@@ -19,24 +19,21 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json):
 
     Prints each judge's preference for its own answers, its model family and models trained on
     its (or its relatives') outputs, with n and confidence intervals, next to how the same
-    comparisons fare under the other judges; writes JSON, CSV and an HTML page into --out.
+    comparisons fare under the other judges; writes the report (HTML and Markdown) and the results
+    (JSON and CSV) into --out.
     """
-    from nepotism.analyses.audit import AuditOptions
-    from nepotism.analyses.run_audit import run_audit
     from nepotism.data import ATTRIBUTION, demo_judgments
-    from nepotism.report.first import write_first_report
-    from nepotism.report.summary import describe
+    from nepotism.report.full import write_report
+    from nepotism.report.inputs import audit_judgments
 
     started = time.perf_counter()
-    options = AuditOptions(n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method)
-    result = run_audit(demo_judgments(), options=options)
-    lines = describe(result.records)
-    summary = {**result.summary, "source": "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"}
-    paths = write_first_report(result.records, summary, lines, out_dir,
-                               title="nepotism demo: AlpacaEval judges auditing their relatives",
-                               attribution=ATTRIBUTION)
+    records, summary, lines = audit_judgments(demo_judgments(), n_resamples=n_resamples, seed=seed,
+                                              confidence=confidence, method=ci_method)
+    summary = {**summary, "source": "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"}
+    paths = write_report(records, out_dir, summary=summary, findings=lines,
+                         title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
     if as_json:
-        echo_json({"summary": summary, "findings": lines, "results": result.records,
+        echo_json({"summary": summary, "findings": lines, "results": records,
                    "files": {k: str(v) for k, v in paths.items()}})
         return
     click.echo(f"nepotism demo — {summary['rows']:,} recorded AlpacaEval judgments, "

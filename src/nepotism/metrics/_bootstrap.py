@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["bootstrap_weights", "cluster_bootstrap", "cluster_sums"]
+__all__ = ["bootstrap_weights", "cluster_bootstrap", "cluster_sums", "finish_estimate"]
 
 Statistic = Callable[[np.ndarray], np.ndarray]
 
@@ -39,8 +40,13 @@ def cluster_sums(clusters: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray,
     columns = np.asarray(columns, dtype=float)
     if columns.ndim == 1:
         columns = columns[:, None]
-    labels, codes = np.unique(np.asarray(clusters), return_inverse=True)
-    codes = codes.ravel()
+    clusters = np.asarray(clusters)
+    if clusters.dtype.kind in "iub":
+        labels, codes = np.unique(clusters, return_inverse=True)
+    else:  # hashing, then sorting only the distinct labels: far faster than np.unique on strings
+        codes, labels = pd.factorize(clusters.astype(object) if clusters.dtype.kind != "O" else clusters, sort=True)
+        labels = np.asarray(labels)
+    codes = np.asarray(codes).ravel()
     sums = np.empty((labels.size, columns.shape[1]))
     for j in range(columns.shape[1]):  # bincount: far faster than np.add.at for millions of rows
         sums[:, j] = np.bincount(codes, weights=columns[:, j], minlength=labels.size)
@@ -50,8 +56,15 @@ def cluster_sums(clusters: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray,
 @lru_cache(maxsize=16)
 def _weights_cached(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_resamples)
-    weights = weights.astype(np.float32 if n_clusters < 2**24 else np.float64)
+    # n_clusters draws with replacement per resample, counted: multinomial(n, 1/n each) in law, and far
+    # faster than rng.multinomial's per-row loop for thousands of clusters
+    weights = np.empty((n_resamples, n_clusters), dtype=np.float32 if n_clusters < 2**24 else np.float64)
+    chunk = max(1, 2**22 // max(n_clusters, 1))
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        draws = rng.integers(0, n_clusters, size=(rows, n_clusters))
+        flat = (draws + (np.arange(rows) * n_clusters)[:, None]).ravel()
+        weights[start:start + rows] = np.bincount(flat, minlength=rows * n_clusters).reshape(rows, n_clusters)
     weights.setflags(write=False)
     return weights
 
@@ -140,8 +153,24 @@ def cluster_bootstrap(
                         None, note)
     weights = bootstrap_weights(n_clusters, n_resamples, seed)
     totals = weights @ sums.astype(weights.dtype)
+    return finish_estimate(value, totals, sums, statistic, n=n, n_excluded=n_excluded, excluded=excluded,
+                           n_resamples=n_resamples, confidence=confidence, method=method,
+                           alternative=alternative, null_value=null_value, note=note)
+
+
+def finish_estimate(
+    value: float, totals: np.ndarray, sums: np.ndarray, statistic: Statistic, *, n: int, n_excluded: int,
+    excluded: Mapping[str, int], n_resamples: int, confidence: float, method: str, alternative: str | None,
+    null_value: float, note: str | None,
+) -> Estimate:
+    """Turn resampled totals (B, k) into an `Estimate`: interval, dropped resamples, one-sided p.
+
+    Shared by `cluster_bootstrap` and the batched `BootstrapBatch`, so both give identical numbers.
+    """
+    nan = float("nan")
+    n_clusters = sums.shape[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        boot = np.asarray(statistic(totals.astype(float)), dtype=float)
+        boot = np.asarray(statistic(np.asarray(totals, dtype=float)), dtype=float)
     finite = np.isfinite(boot)
     dropped = int((~finite).sum())
     boot = boot[finite]
@@ -149,7 +178,7 @@ def cluster_bootstrap(
         extra = f"{dropped} of {n_resamples} resamples undefined and dropped"
         note = f"{note}; {extra}" if note else extra
     if boot.size < 2:
-        return Estimate(value, nan, nan, n, n_clusters, n_excluded, excluded, confidence, method,
+        return Estimate(value, nan, nan, n, n_clusters, n_excluded, dict(excluded), confidence, method,
                         n_resamples, None, note)
     if method == "bca":
         low, high = _bca_interval(boot, value, sums, statistic, confidence)
@@ -162,5 +191,5 @@ def cluster_bootstrap(
         p_value = float((np.sum(boot >= null_value) + 1) / (boot.size + 1))
     elif alternative is not None:
         raise ValueError("alternative must be None, 'greater' or 'less'")
-    return Estimate(value, low, high, n, n_clusters, n_excluded, excluded, confidence, method,
+    return Estimate(value, low, high, n, n_clusters, n_excluded, dict(excluded), confidence, method,
                     n_resamples, p_value, note)

@@ -107,6 +107,9 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, **bootstrap
     *self* scope); a tie is not a preference for the own answer, so ties stay in the denominator.
     Rows with no usable verdict (NaN) are excluded and counted. Pooling all (G, x) comparisons is
     Eq. 2 exactly when every G has the same |D|; with unequal coverage it weights G by its count.
+    Variants: ``scope`` (self, family, student, family-student: which candidates are "related"),
+    ``opponents`` (unrelated | any less related), ``paradigm`` pairwise | pointwise (the judge's two
+    direct-assessment scores on one instance stand for the verdict; equal scores are a tie).
     """
     outcome = np.asarray(outcome, dtype=float)
     clusters = np.asarray(clusters)

@@ -1,6 +1,9 @@
-"""Reports: plain-words findings and files (JSON, CSV, HTML) from result records."""
+"""Reports: plain-words findings and files (JSON, CSV, Markdown, HTML) and judge cards from result records."""
 
+from nepotism.report.card import judge_cards, load_thresholds, parse_thresholds
 from nepotism.report.first import write_first_report
+from nepotism.report.full import write_report
 from nepotism.report.summary import describe, format_estimate
 
-__all__ = ["describe", "format_estimate", "write_first_report"]
+__all__ = ["describe", "format_estimate", "judge_cards", "load_thresholds", "parse_thresholds",
+           "write_first_report", "write_report"]

@@ -1,0 +1,428 @@
+"""The metric suite: recorded judgments + references + registry → every metric whose inputs are present.
+
+Records are ``{metric, judge, condition, generator, pair, scope, variant, value, ci_low, ci_high, n,
+n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.catalogue` for ids).
+
+- pairwise judgments: the first audit (`audit_pairwise`: win-rate, self-preference-ratio,
+  demographic-parity-bias, paired-win-rate-gap), position-consistency and first-slot preference,
+  preference-leakage-score for every pair of judges with registered students; with a
+  ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
+  the humans; with ``perplexity_a/_b`` columns: perplexity-win-rate (judge, and humans with a
+  preference-ref); with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
+  harmful-self-preference-propensity.
+- rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
+  hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
+  score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference.
+- pointwise (direct-assessment) judgments: self-preference-ratio (paradigm pointwise); with a
+  ``correctness-ref``: instance-level overestimation-rate, hspp-ratio, mipa (DA), score-delta,
+  ranking-difference.
+- recognition tables: recognition-accuracy; with a ``pairwise`` table among the references:
+  recognition-preference-association (all own-vs-other comparisons, and the harmful ones with a
+  correctness-ref).
+- every kind: ranking-difference against a fixed leaderboard (``options.leaderboard``) or another
+  judge (``options.rank_against``); `correlate` gives Pearson r across judges between two metrics.
+- `committee` (majority vote as one judge, 002 §3) and `agreement_filter` (002 Fig. 4) transform
+  a frame before the suite runs; ``slices`` repeats the suite per column value or derived slice
+  (rubric polarity, rubric length).
+
+The rubric, pointwise and recognition parts live in private modules of `nepotism.metrics`
+(`_suite_tables`, `_suite_scores`, `_suite_recognition`) and run on integer codes with one
+weights-matrix product per (judge, condition). Left out: file reading and presentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from nepotism.analyses.audit import AuditOptions, audit_pairwise
+from nepotism.analyses.comparisons import build_comparisons
+from nepotism.metrics import leakage, recognition, reference, rubric
+from nepotism.metrics._estimate import Estimate
+from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
+from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
+from nepotism.metrics.stats import correlate_records
+
+__all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
+           "read_leaderboard", "run_suite"]
+
+_FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    n_resamples: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+    method: str = "percentile"
+    rule: str = "consistent"
+    slices: tuple[str, ...] = ()
+    include_audit: bool = True  # False when the caller already ran `audit_pairwise`
+    leaderboard: dict | None = None  # {model: score}: a reference leaderboard for ranking-difference
+    rank_against: str | None = None  # a judge whose leaderboard every other judge's is ranked against
+    recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
+    perplexity_bins: int = 5
+
+    def bootstrap(self) -> dict:
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence,
+                "method": self.method}
+
+
+@dataclass
+class SuiteResult:
+    records: list[dict] = field(default_factory=list)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame.from_records(self.records)
+
+
+def relation_table(registry, judges, models) -> dict:
+    return {(j, m): registry.relation(j, m).name for j in judges for m in models}
+
+
+def _record(metric, judge, condition, estimate: Estimate, **extra) -> dict:
+    record = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
+              "scope": None, "variant": {}}
+    record.update(extra)
+    record.update(estimate.as_dict())
+    return record
+
+
+# ------------------------------------------------------------------------------------ pairwise
+def _order_codes(frame: pd.DataFrame) -> pd.DataFrame:
+    a, b = frame["model_a"].astype(str).to_numpy(), frame["model_b"].astype(str).to_numpy()
+    v = frame["verdict"].to_numpy(dtype=object)
+    code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
+    a_first = a < b
+    out = pd.DataFrame({"instance_id": frame["instance_id"].astype(str).to_numpy(), "judge": frame["judge"].to_numpy(),
+                        "condition": frame["condition"].to_numpy(), "replicate": frame["replicate"].to_numpy(),
+                        "model_x": np.where(a_first, a, b), "model_y": np.where(a_first, b, a),
+                        "code": np.where(a_first, code_a, -code_a),
+                        "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)})
+    return out
+
+
+def _position_records(frame, options) -> list[dict]:
+    rows = _order_codes(frame)
+    key = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
+    rows["order"] = rows.groupby(key, sort=False).cumcount()
+    records = []
+    for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
+        first = group[group["order"] == 0].set_index(key)["code"]
+        second = group[group["order"] == 1].set_index(key)["code"]
+        both = first.to_frame("first").join(second.rename("second"), how="inner")
+        ids = both.index.get_level_values("instance_id").to_numpy()
+        est = recognition.position_consistency(both["first"].to_numpy(), both["second"].to_numpy(), ids,
+                                               **options.bootstrap())
+        records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
+        est = recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
+                                                **options.bootstrap())
+        records.append(_record("position-consistency", judge, condition, est,
+                               variant={"share": "first slot chosen", "ties": "exclude"}))
+    return records
+
+
+def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
+    judges = sorted(comp["judge"].unique())
+    models = set(comp["model_x"]) | set(comp["model_y"])
+    students = {j: sorted(m for m in models if registry.relation(j, m).name == "STUDENT") for j in judges}
+    records = []
+    for ii, ji in enumerate(judges):
+        for jj in judges[ii + 1:]:
+            for si in students[ji]:
+                for sj in students[jj]:
+                    if si == sj:
+                        continue
+                    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
+                        & comp["judge"].isin([ji, jj])
+                    for condition, sub in comp[mask].groupby("condition"):
+                        sign = np.where(sub["model_x"] == si, 1.0, -1.0)
+                        out_i = sub["outcome"].to_numpy() * sign
+                        judge_side = (sub["judge"] == jj).to_numpy().astype(int)
+                        ids = sub["instance_id"].to_numpy()
+                        for ties in ("half", "exclude"):
+                            est = leakage.preference_leakage_score(
+                                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
+                                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
+                                ties=ties, **options.bootstrap())
+                            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
+                                                   pair=[si, sj], scope="student", variant={"ties": ties}))
+    return records
+
+
+def _self_rows(comp: pd.DataFrame, relations: dict, scope_names: frozenset) -> pd.DataFrame:
+    """(judge's related candidate vs an unrelated other) comparisons, outcome from the related side."""
+    rel_x = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_x"])])
+    rel_y = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_y"])])
+    unrelated = ("UNRELATED", "UNKNOWN")
+    x_side = np.isin(rel_x, list(scope_names)) & np.isin(rel_y, unrelated)
+    y_side = np.isin(rel_y, list(scope_names)) & np.isin(rel_x, unrelated)
+    sub = comp[x_side | y_side].copy()
+    flip = y_side[x_side | y_side]
+    sub["related"] = np.where(flip, sub["model_y"], sub["model_x"])
+    sub["other"] = np.where(flip, sub["model_x"], sub["model_y"])
+    sub["outcome_related"] = np.where(flip, -sub["outcome"], sub["outcome"])
+    return sub
+
+
+def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
+    records = []
+    pref = refs.get("preference-ref")
+    corr = refs.get("correctness-ref")
+    scopes = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}), "family": _FAMILY}
+    if pref is not None:
+        p = pref.copy()
+        a, b = p["model_a"].astype(str), p["model_b"].astype(str)
+        first = a < b
+        w = p["winner"].astype(str)
+        code_a = np.where(w == a, 1.0, np.where(w == b, -1.0, 0.0))
+        ref = pd.DataFrame({"instance_id": p["instance_id"].astype(str), "model_x": np.where(first, a, b),
+                            "model_y": np.where(first, b, a), "human": np.where(first, code_a, -code_a)})
+        merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
+        for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
+            records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
+                                   group["instance_id"].to_numpy(), **options.bootstrap()), variant={"paradigm": "PWC"}))
+        for scope, names in scopes.items():
+            sub = _self_rows(merged, relations, names)
+            sub["human_related"] = np.where(sub["related"] == sub["model_x"], sub["human"], -sub["human"])
+            for (judge, condition), group in sub.groupby(["judge", "condition"], sort=True):
+                o, h = group["outcome_related"].to_numpy(), group["human_related"].to_numpy()
+                ids = group["instance_id"].to_numpy()
+                pref_rel = (o + 1) / 2
+                hum_rel = (h + 1) / 2
+                est = reference.equal_opportunity_bias(np.concatenate([pref_rel, 1 - pref_rel]),
+                                                       np.concatenate([hum_rel, 1 - hum_rel]),
+                                                       np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
+                                                       **options.bootstrap())
+                matrix = reference.confusion_matrix(pref_rel, hum_rel)
+                records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
+                                       variant={"judge_tie": "1/2"}, confusion_matrix=matrix))
+                records.append(_record("error-bias", judge, condition,
+                                       leakage.error_bias(o, h, ids, **options.bootstrap()), scope=scope))
+    if corr is not None and "correct" in corr:
+        c = corr[["instance_id", "model", "correct"]].copy()
+        c["instance_id"] = c["instance_id"].astype(str)
+        c["correct"] = c["correct"].map(lambda v: np.nan if v is None else float(v))
+        lookup = c.set_index(["instance_id", "model"])["correct"]
+        sub = _self_rows(comp, relations, frozenset({"SELF"}))
+        own = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["related"]])).to_numpy(dtype=float)
+        oth = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["other"]])).to_numpy(dtype=float)
+        sub["own_ok"], sub["other_ok"] = own, oth
+        for (judge, condition), g in sub.groupby(["judge", "condition"], sort=True):
+            args = (g["outcome_related"].to_numpy(), g["own_ok"].to_numpy(), g["other_ok"].to_numpy(),
+                    g["other"].to_numpy(), g["instance_id"].to_numpy())
+            for averaging in ("per-evaluatee", "pooled"):
+                for metric, fn in (("judge-accuracy", reference.judge_accuracy),
+                                   ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                                   ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+                    records.append(_record(metric, judge, condition, fn(*args, averaging=averaging, **options.bootstrap()),
+                                           scope="self", variant={"averaging": averaging}))
+    return records
+
+
+def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
+    comparisons = build_comparisons(frame, rule=options.rule)
+    audit = AuditOptions(n_resamples=options.n_resamples, seed=options.seed, confidence=options.confidence,
+                         method=options.method)
+    records = audit_pairwise(comparisons, registry, options=audit) if options.include_audit else []
+    comp = comparisons.frame.copy()
+    comp["instance_id"] = comp["instance_id"].astype(str)
+    judges = sorted(comp["judge"].unique())
+    models = sorted(set(comp["model_x"]) | set(comp["model_y"]))
+    relations = relation_table(registry, judges, models)
+    records += _position_records(frame, options)
+    records += _pls_records(comp, registry, options)
+    records += _reference_pairwise(comp, relations, refs, options)
+    records += pairwise_rank_records(comp, registry, options.bootstrap(), preference=refs.get("preference-ref"),
+                                     leaderboard=options.leaderboard, rank_against=options.rank_against)
+    records += perplexity_records(frame, registry, options.bootstrap(), preference=refs.get("preference-ref"),
+                                  bins=options.perplexity_bins)
+    from nepotism.analyses.matched import MatchedOptions, run_matched
+    records += run_matched(comparisons, "pairwise", registry, references=refs, options=MatchedOptions(**options.bootstrap()))
+    return records
+
+
+# ------------------------------------------------------------------------------------ rubric
+def _rubric_suite(frame, registry, refs, options) -> list[dict]:
+    return rubric_records(frame, registry, refs, options.bootstrap(), leaderboard=options.leaderboard)
+
+
+# ------------------------------------------------------------------------------------ transforms
+def committee(frame: pd.DataFrame, judges, *, name: str | None = None) -> pd.DataFrame:
+    """Majority vote of ``judges`` on each verdict, as one judge (002 §3, Fig. 3).
+
+    Rubric frames vote on ``met``; pairwise frames on ``verdict`` (A / B / tie, per presentation
+    order). A verdict needs a strict majority of the members' parsed verdicts; otherwise it is
+    unparsed (empty), never a tie broken at random. Returns rows for the committee under ``name``
+    (default ``committee(a+b+...)``) and — so that a member's committee-aggregated self-preference
+    can be measured (002 Fig. 3) — one copy per member under the member's name with the condition
+    ``"<condition> | <name>"`` (so the copies never mix with the member's own verdicts).
+    """
+    judges = list(judges)
+    rows = frame[frame["judge"].isin(judges)]
+    label = name or f"committee({'+'.join(judges)})"
+    if "verdict" in frame:
+        key = ["instance_id", "model_a", "model_b", "condition", "replicate"]
+        verdict = rows["verdict"].astype(object)
+        votes = pd.DataFrame({k: rows[k].astype(object).to_numpy() for k in key})
+        for option in ("A", "B", "tie"):
+            votes[option] = (verdict == option).to_numpy().astype(float)
+        votes["parsed"] = verdict.notna().to_numpy().astype(float)
+        agg = votes.groupby(key, sort=False)[["A", "B", "tie", "parsed"]].sum().reset_index()
+        winner = np.select([agg[o] * 2 > agg["parsed"] for o in ("A", "B", "tie")], ["A", "B", "tie"], "")
+        agg["verdict"] = pd.Series(np.where(winner == "", None, winner), dtype=object)
+        value = "verdict"
+    else:
+        key = ["instance_id", "model", "rubric_id", "condition", "replicate"]
+        votes = rows.assign(yes=rows["met"].map({True: 1.0, False: 0.0}).astype(float))
+        agg = votes.groupby(key, observed=True, sort=False)["yes"].agg(["sum", "count"]).reset_index()
+        met = np.where(agg["sum"] * 2 > agg["count"], True, np.where(agg["sum"] * 2 < agg["count"], False, None))
+        agg["met"] = pd.Series(met, dtype=object)
+        value = "met"
+    base = agg[key + [value]]
+    out = [base.assign(judge=label)]
+    for member in judges:
+        copy = base.assign(judge=member)
+        copy["condition"] = copy["condition"].astype(str) + f" | {label}"
+        out.append(copy)
+    return pd.concat(out, ignore_index=True)
+
+
+def agreement_filter(frame: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep rubrics whose inter-judge pairwise agreement is at least ``threshold`` (002 Fig. 4).
+
+    Agreement of a rubric (instance_id, rubric_id) = over its generators, the share of judge pairs
+    giving the same verdict (parsed verdicts only): with m "met" out of n judges, (C(m,2) +
+    C(n−m,2)) / C(n,2), pooled over generators. Returns (filtered frame, per-rubric agreement).
+    """
+    votes = frame.assign(yes=frame["met"].map({True: 1.0, False: 0.0}).astype(float))
+    cell = votes.groupby(["instance_id", "rubric_id", "model"], observed=True)["yes"].agg(["sum", "count"]).reset_index()
+    m, n = cell["sum"], cell["count"]
+    cell["agree"] = (m * (m - 1) + (n - m) * (n - m - 1)) / 2
+    cell["pairs"] = n * (n - 1) / 2
+    per = cell.groupby(["instance_id", "rubric_id"], observed=True)[["agree", "pairs"]].sum().reset_index()
+    per["agreement"] = per["agree"] / per["pairs"]
+    keep = per.loc[per["agreement"] >= threshold, ["instance_id", "rubric_id"]]
+    filtered = frame.merge(keep, on=["instance_id", "rubric_id"], how="inner")
+    return filtered, per[["instance_id", "rubric_id", "agreement"]]
+
+
+# ------------------------------------------------------------------------------------ entry point
+#: Slices computed from the rubric-items table rather than read from a judgment column.
+DERIVED_SLICES = ("rubric-polarity", "rubric-length")
+
+
+def _one(frame, kind, registry, refs, options) -> list[dict]:
+    boot = options.bootstrap()
+    if kind == "pairwise":
+        return _pairwise_suite(frame, registry, refs, options)
+    if kind == "rubric":
+        return _rubric_suite(frame, registry, refs, options)
+    if kind == "pointwise":
+        return pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
+                                 rank_against=options.rank_against)
+    if kind in ("recognition", "recognition-pairwise"):
+        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target)
+        if refs.get("pairwise") is not None:
+            pairwise = refs["pairwise"]
+            if "condition" not in pairwise:
+                pairwise = pairwise.assign(condition="default")
+            if "replicate" not in pairwise:
+                pairwise = pairwise.assign(replicate=0)
+            comparisons = build_comparisons(pairwise, rule=options.rule).frame
+            records += association_records(frame, kind, comparisons, registry, boot, target=options.recognition_target,
+                                           correctness=refs.get("correctness-ref"))
+        return records
+    return []
+
+
+def _derived_slice(frame: pd.DataFrame, name: str, refs: dict) -> pd.Series | None:
+    """rubric-polarity (points < 0 → negative) or rubric-length (word-count tertiles of the rubric text)."""
+    items = refs.get("rubric-items")
+    if items is None or "rubric_id" not in frame:
+        return None
+    items = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
+    if name == "rubric-polarity":
+        label = np.where(items["points"].to_numpy(dtype=float) < 0, "negative", "positive")
+    else:
+        words = items["text"].astype(str).str.split().str.len().to_numpy()
+        low, high = np.quantile(words, [1 / 3, 2 / 3])
+        label = np.where(words <= low, f"short (<= {low:g} words)",
+                         np.where(words <= high, f"medium (<= {high:g} words)", f"long (> {high:g} words)"))
+    lookup_table = pd.Series(label, index=pd.MultiIndex.from_frame(items[["instance_id", "rubric_id"]]))
+    keys = pd.MultiIndex.from_arrays([frame["instance_id"].astype(str), frame["rubric_id"].astype(str)])
+    return pd.Series(lookup_table.reindex(keys).to_numpy(dtype=object), index=frame.index)
+
+
+def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
+              options: SuiteOptions | None = None) -> SuiteResult:
+    """Every metric whose inputs are present, for every (judge, condition) of ``frame``.
+
+    ``kind`` is the table kind of ``frame`` (pairwise, pointwise, rubric, recognition,
+    recognition-pairwise). ``references`` maps a kind to its frame: the reference kinds
+    (``preference-ref``, ``correctness-ref``, ``rubric-ref``, ``rubric-items``) and, for a
+    recognition table, a ``pairwise`` table (for recognition-preference-association).
+    ``options.slices`` adds the records again per slice value with ``variant["slice"]``: any column
+    of ``frame`` (``category``, ``condition``, ...) or a `DERIVED_SLICES` name.
+    """
+    options = options or SuiteOptions()
+    refs = dict(references or {})
+    if "condition" not in frame:
+        frame = frame.assign(condition="default")
+    if "replicate" not in frame:
+        frame = frame.assign(replicate=0)
+    records = _one(frame, kind, registry, refs, options)
+    for column in options.slices:
+        values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame.get(column)
+        if values is None:
+            continue
+        for value, part in frame.groupby(values, observed=True, sort=True):
+            for r in _one(part, kind, registry, refs, options):
+                r["variant"] = {**r.get("variant", {}), "slice": {column: value}}
+                records.append(r)
+    return SuiteResult(records)
+
+
+def correlate(records: list[dict], x_metric: str, y_metric: str, *, confidence: float = 0.95) -> dict:
+    """Pearson r across judges between two metrics' headline values (e.g. 004 Fig. 1).
+
+    A judge's headline value of a metric is its first record with no generator, no pair, no slice
+    and scope ``self`` or none, in the suite's record order (the default variant). Returns
+    `nepotism.metrics.stats.correlate_records`'s dict (r, p, Fisher-z interval, n, keys).
+    """
+    def headline(r):
+        return r.get("generator") is None and r.get("pair") is None and r.get("scope") in (None, "self") \
+            and "slice" not in (r.get("variant") or {})
+
+    first: dict[tuple, dict] = {}
+    for r in records:
+        if r["metric"] in (x_metric, y_metric) and headline(r):
+            first.setdefault((r["metric"], r["judge"], r["condition"]), r)
+    return correlate_records(list(first.values()), x_metric, y_metric, key=("judge", "condition"),
+                             confidence=confidence)
+
+
+def read_leaderboard(path) -> dict:
+    """A leaderboard file: CSV with columns ``model, score`` (higher = better) → {model: score}."""
+    from nepotism.errors import InputError
+
+    try:
+        table = pd.read_csv(path, dtype={"model": str})
+    except (OSError, ValueError) as err:
+        raise InputError(f"not readable as a CSV leaderboard ({err})", path=str(path)) from None
+    for column in ("model", "score"):
+        if column not in table:
+            raise InputError("a leaderboard needs the columns model, score", path=str(path), line=1, field=column)
+    scores = pd.to_numeric(table["score"], errors="coerce")
+    bad = scores.isna() | table["model"].isna()
+    if bad.any():
+        row = int(np.argmax(bad.to_numpy()))
+        raise InputError("empty model or non-numeric score", path=str(path), line=row + 2,
+                         field="score" if table["model"].iloc[row] is not None else "model")
+    duplicated = table["model"].duplicated()
+    if duplicated.any():
+        row = int(np.argmax(duplicated.to_numpy()))
+        raise InputError("model listed twice", path=str(path), line=row + 2, field="model")
+    return dict(zip(table["model"].astype(str), scores.astype(float)))

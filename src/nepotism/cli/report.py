@@ -1,0 +1,57 @@
+"""``nepotism report``: the full report (HTML, Markdown, CSV, JSON and judge cards) from results or judgments."""
+
+from __future__ import annotations
+
+import click
+
+from nepotism.cli._common import bootstrap_options, echo_json, models_option
+
+
+@click.command("report")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Folder for report.html, report.md, results.csv and results.json.")
+@click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
+              help="Reference table (preference-ref, correctness-ref, rubric-ref, rubric-items) when SOURCE "
+                   "is judgments; repeatable.")
+@click.option("--kind", type=click.Choice(["pairwise", "pointwise", "rubric"]), help="Table kind, when the columns do not tell.")
+@click.option("--rule", type=click.Choice(["consistent", "strict"]), default="consistent", show_default=True,
+              help="How to combine the two presentation orders.")
+@click.option("--protocol", help="Which judgments to export when SOURCE is a store holding several protocols.")
+@click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False),
+              help="Thresholds TOML (or an experiment file with a [card] table) for the judge cards.")
+@click.option("--title", default="nepotism report", show_default=True, help="Title of the page.")
+@models_option
+@bootstrap_options
+@click.option("--json", "as_json", is_flag=True, help="Print the written paths and the card status as JSON.")
+def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, models_files, n_resamples, seed,
+            confidence, ci_method, as_json):
+    """Write the full report for SOURCE into --out.
+
+    SOURCE is a results JSON file (from `nepotism demo`, `nepotism metrics --json` or an earlier
+    `nepotism report`), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
+    metric whose inputs are present, plus --reference tables and --models registries) or a store
+    (its judgments are exported and audited). The page is self-contained (plots embedded, no
+    network when viewed) and opens with each judge's self, family and student bonus in plain
+    words; judge cards show pass/fail against --thresholds (see `nepotism card --help`).
+    """
+    from nepotism.report.card import load_thresholds
+    from nepotism.report.full import write_report
+    from nepotism.report.inputs import audit_judgments, is_results_file, is_store, load_results
+
+    thresholds = load_thresholds(thresholds_file) if thresholds_file else None
+    if is_results_file(source) and not is_store(source):
+        records, summary, findings = load_results(source)
+    else:
+        records, summary, findings = audit_judgments(
+            source, references=reference, models_files=models_files, kind=kind, rule=rule, protocol=protocol,
+            n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method)
+    paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
+    import json
+
+    status = json.loads(paths["results.json"].read_text())["cards"]["status"]
+    if as_json:
+        echo_json({"files": {k: str(v) for k, v in paths.items()}, "card_status": status, "results": len(records)})
+        return
+    click.echo(f"{len(records)} results; judge cards: {status}.")
+    click.echo(f"Wrote {', '.join(str(p) for p in paths.values())}")

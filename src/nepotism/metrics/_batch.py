@@ -1,0 +1,150 @@
+"""Many cluster-bootstrap estimates from ONE weights-matrix product.
+
+Every metric of one batch resamples the same clusters (the instances a judge evaluated), so the
+resampling weights W (B × n_clusters) are shared: the per-cluster sums of all metrics are stacked
+as columns of one matrix S and ``W @ S`` gives every metric's resampled totals at once. A
+statistic then reads its own columns. Blocks of columns can be shared by several statistics
+(e.g. the per-generator counts behind every generator's overestimation rate and the HSPP ratio).
+
+An instance that contributes nothing to one metric is still a resampled cluster of the batch: the
+bootstrap draws prompts of the study, and the number of units a metric sees varies across
+resamples (the usual cluster bootstrap for ratio estimators). Estimates of single metrics on
+their own rows (`cluster_bootstrap`) drop such empty clusters instead; both are consistent.
+
+What this module leaves out: building the sums (the suite does that) and any statistic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import bootstrap_weights, finish_estimate
+from nepotism.metrics._estimate import Estimate
+
+__all__ = ["BootstrapBatch", "RecordBatch"]
+
+
+@dataclass
+class _Item:
+    block: int
+    statistic: Callable[[np.ndarray], np.ndarray]
+    n: int
+    n_excluded: int
+    excluded: Mapping[str, int]
+    note: str | None
+    alternative: str | None
+    null_value: float
+    undefined_note: str | None = None
+
+
+@dataclass
+class BootstrapBatch:
+    """Collect (sums block, statistic) items over one cluster set; `run` returns their Estimates in order."""
+
+    n_clusters: int
+    n_resamples: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+    method: str = "percentile"
+    _blocks: list[np.ndarray] = field(default_factory=list)
+    _items: list[_Item] = field(default_factory=list)
+
+    def block(self, sums: np.ndarray) -> int:
+        """Register a (n_clusters, k) block of per-cluster sums; returns its handle."""
+        sums = np.asarray(sums, dtype=float)
+        if sums.ndim == 1:
+            sums = sums[:, None]
+        if sums.shape[0] != self.n_clusters:
+            raise ValueError(f"block has {sums.shape[0]} clusters, the batch {self.n_clusters}")
+        self._blocks.append(sums)
+        return len(self._blocks) - 1
+
+    def add(self, block: int | np.ndarray, statistic, *, n: int, n_excluded: int = 0,
+            excluded: Mapping[str, int] | None = None, note: str | None = None, alternative: str | None = None,
+            null_value: float = 0.0, undefined_note: str | None = None) -> int:
+        """Add a statistic of a block (a handle, or sums to register); returns the item's index.
+
+        ``undefined_note`` marks an item known to be undefined up front (it gets NaN with that note).
+        """
+        if not isinstance(block, (int, np.integer)):
+            block = self.block(block)
+        self._items.append(_Item(int(block), statistic, int(n), int(n_excluded), dict(excluded or {}), note,
+                                 alternative, null_value, undefined_note))
+        return len(self._items) - 1
+
+    def run(self) -> list[Estimate]:
+        """Point estimates, then one ``W @ S`` for all blocks, then each item's interval."""
+        nan = float("nan")
+        if not self._items:
+            return []
+        widths = [b.shape[1] for b in self._blocks]
+        offsets = np.concatenate([[0], np.cumsum(widths)])
+        stacked = np.concatenate(self._blocks, axis=1) if self._blocks else np.zeros((self.n_clusters, 0))
+        totals_full = stacked.sum(axis=0)
+        values = []
+        for item in self._items:
+            lo, hi = offsets[item.block], offsets[item.block + 1]
+            if item.undefined_note is not None or self.n_clusters == 0:
+                values.append(nan)
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values.append(float(np.asarray(item.statistic(totals_full[lo:hi]), dtype=float)))
+        resampled = None
+        if self.n_resamples > 0 and self.n_clusters > 0 and any(np.isfinite(values)):
+            weights = bootstrap_weights(self.n_clusters, self.n_resamples, self.seed)
+            resampled = weights @ stacked.astype(weights.dtype)
+        out = []
+        for item, value in zip(self._items, values):
+            lo, hi = offsets[item.block], offsets[item.block + 1]
+            common = (item.n, self.n_clusters, item.n_excluded, item.excluded, self.confidence)
+            if not np.isfinite(value):
+                note = item.undefined_note or item.note or "undefined: the denominator is empty"
+                out.append(Estimate(nan, nan, nan, *common, self.method, 0, None, note))
+            elif resampled is None:
+                out.append(Estimate(value, nan, nan, *common, "none", 0, None, item.note))
+            else:
+                out.append(finish_estimate(
+                    value, resampled[:, lo:hi], self._blocks[item.block], item.statistic, n=item.n,
+                    n_excluded=item.n_excluded, excluded=item.excluded, n_resamples=self.n_resamples,
+                    confidence=self.confidence, method=self.method, alternative=item.alternative,
+                    null_value=item.null_value, note=item.note))
+        return out
+
+
+class RecordBatch:
+    """A `BootstrapBatch` whose items become suite records ``{metric, judge, ..., value, ci_low, ...}``.
+
+    ``base`` holds the fields shared by every record (judge, condition); each item adds its own
+    (generator, pair, scope, variant, ...). Ready-made Estimates can be added too (`add_estimate`).
+    """
+
+    def __init__(self, base: Mapping, n_clusters: int, **bootstrap):
+        self.base = dict(base)
+        self.batch = BootstrapBatch(n_clusters, **bootstrap)
+        self._pending: list[tuple[str, dict, int | Estimate]] = []
+
+    def block(self, sums: np.ndarray) -> int:
+        return self.batch.block(sums)
+
+    def add(self, metric: str, block, statistic, *, n: int, n_excluded: int = 0, excluded=None, note=None,
+            alternative=None, undefined_note=None, **extra) -> None:
+        index = self.batch.add(block, statistic, n=n, n_excluded=n_excluded, excluded=excluded, note=note,
+                               alternative=alternative, undefined_note=undefined_note)
+        self._pending.append((metric, extra, index))
+
+    def add_estimate(self, metric: str, estimate: Estimate, **extra) -> None:
+        self._pending.append((metric, extra, estimate))
+
+    def records(self) -> list[dict]:
+        estimates = self.batch.run()
+        out = []
+        for metric, extra, item in self._pending:
+            estimate = estimates[item] if isinstance(item, int) else item
+            record = {"metric": metric, **self.base, "generator": None, "pair": None, "scope": None, "variant": {}}
+            record.update(extra)
+            record.update(estimate.as_dict())
+            out.append(record)
+        return out

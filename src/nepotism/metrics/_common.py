@@ -1,0 +1,58 @@
+"""Helpers shared by the metric modules: option checking, exclusions, per-group totals.
+
+Per-group totals are how statistics that need per-generator (or per-evaluatee) quantities stay a
+function of cluster totals: column ``2g`` holds group g's numerator, ``2g + 1`` its denominator,
+so one weights-matrix product resamples every group at once. Nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import cluster_bootstrap
+from nepotism.metrics._estimate import Estimate
+
+__all__ = ["boot_options", "group_sums", "mean_of_ratios", "undefined", "valid_rows"]
+
+_ALLOWED = {"n_resamples", "seed", "confidence", "method", "alternative"}
+
+
+def boot_options(kwargs: dict) -> dict:
+    unknown = set(kwargs) - _ALLOWED
+    if unknown:
+        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
+    return kwargs
+
+
+def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: dict | None = None, **bootstrap) -> Estimate:
+    """A NaN estimate with the reason in ``note`` (never a silent 0)."""
+    options = {k: v for k, v in boot_options(bootstrap).items() if k in ("confidence", "method")}
+    return cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=n, n_excluded=n_excluded,
+                             excluded=excluded, note=note, **options)
+
+
+def valid_rows(*arrays: np.ndarray, reason: str = "no verdict") -> tuple[np.ndarray, int, dict]:
+    """Rows where every float array is finite; returns (mask, n_excluded, excluded)."""
+    keep = np.ones(len(arrays[0]), dtype=bool)
+    for array in arrays:
+        keep &= np.isfinite(np.asarray(array, dtype=float))
+    n_missing = int((~keep).sum())
+    return keep, n_missing, ({reason: n_missing} if n_missing else {})
+
+
+def group_sums(groups: np.ndarray, numerator: np.ndarray, denominator: np.ndarray, n_groups: int) -> np.ndarray:
+    """Row columns (n_rows, 2·n_groups): group g's numerator in 2g, denominator in 2g+1."""
+    groups = np.asarray(groups, dtype=np.int64)
+    columns = np.zeros((groups.size, 2 * n_groups))
+    rows = np.arange(groups.size)
+    columns[rows, 2 * groups] = numerator
+    columns[rows, 2 * groups + 1] = denominator
+    return columns
+
+
+def mean_of_ratios(totals: np.ndarray, members: np.ndarray | None = None) -> np.ndarray:
+    """Mean over groups (optionally a boolean subset) of numerator/denominator."""
+    ratios = totals[..., 0::2] / totals[..., 1::2]
+    if members is not None:
+        ratios = ratios[..., np.asarray(members, dtype=bool)]
+    return ratios.mean(axis=-1)

@@ -1,0 +1,214 @@
+"""Recognition and perplexity parts of the metric suite (papers 000 §5.5, 001 §5, 003).
+
+- `recognition_records`: ``recognition`` tables ("did you write this?") and ``recognition-pairwise``
+  tables ("which of the two did you write?") → recognition-accuracy per (judge, condition), with
+  the truth taken from the registry (the answer is the judge's own, or its student's / family's
+  for ``target="student"`` / ``"family"``).
+- `association_records`: recognition answers joined with the judge's aggregated pairwise verdicts
+  on the same (instance, pair) → recognition-preference-association (003), on all own-vs-other
+  comparisons and, with a ``correctness-ref``, on the harmful ones (own answer wrong, other right).
+- `perplexity_records`: pairwise rows with ``perplexity_a``/``perplexity_b`` → perplexity-win-rate
+  (001 §5) for the judge and, with a ``preference-ref``, the humans; groups ``all``, ``self``
+  (the judge's own answer in the pair, re-oriented as response A, 001 Fig. 4) and ``other``.
+Left out: asking judges for recognition answers (the live engine) and file reading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from nepotism.metrics._codes import as_float
+from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
+from nepotism.metrics.reference import perplexity_win_rate
+
+__all__ = ["TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
+
+TARGETS = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}),
+           "family": frozenset({"SELF", "LINEAGE", "SAME_SERIES", "SAME_FAMILY"})}
+
+
+def _record(metric, judge, condition, estimate, **extra) -> dict:
+    record = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
+              "scope": None, "variant": {}}
+    record.update(extra)
+    record.update(estimate.as_dict())
+    return record
+
+
+def _is_target(registry, judges, models, target) -> np.ndarray:
+    memo = {}
+    out = np.empty(len(judges), dtype=bool)
+    for i, (j, m) in enumerate(zip(judges, models)):
+        key = (j, m)
+        if key not in memo:
+            memo[key] = registry.relation(j, m).name in TARGETS[target]
+        out[i] = memo[key]
+    return out
+
+
+def recognition_rows(frame: pd.DataFrame, kind: str, registry, target: str) -> pd.DataFrame:
+    """One row per recognition answer: judge, condition, instance_id, own model, other model (pairwise),
+    ``right`` (1/0, NaN unparsed or no truth) and ``reason`` for rows without a truth."""
+    judges = frame["judge"].astype(str).to_numpy()
+    out = pd.DataFrame({"judge": judges, "condition": frame["condition"].astype(str).to_numpy(),
+                        "instance_id": frame["instance_id"].astype(str).to_numpy()})
+    if kind == "recognition":
+        models = frame["model"].astype(str).to_numpy()
+        truth = _is_target(registry, judges, models, target).astype(float)
+        claimed = as_float(frame["claimed"])
+        out["own"] = np.where(truth == 1, models, None)
+        out["other"] = None
+        out["truth"] = truth
+        out["right"] = np.where(np.isfinite(claimed), (claimed == truth).astype(float), np.nan)
+        out["reason"] = np.where(np.isfinite(claimed), None, "unparsed")
+        return out
+    a = frame["model_a"].astype(str).to_numpy()
+    b = frame["model_b"].astype(str).to_numpy()
+    own_a = _is_target(registry, judges, a, target)
+    own_b = _is_target(registry, judges, b, target)
+    choice = frame["choice"].to_numpy(dtype=object)
+    claimed = np.select([choice == "A", choice == "B"], [0.0, 1.0], np.nan)
+    truth = np.where(own_a & ~own_b, 0.0, np.where(own_b & ~own_a, 1.0, np.nan))
+    out["own"] = np.where(own_a & ~own_b, a, np.where(own_b & ~own_a, b, None))
+    out["other"] = np.where(own_a & ~own_b, b, np.where(own_b & ~own_a, a, None))
+    out["truth"] = truth
+    out["right"] = np.where(np.isfinite(claimed) & np.isfinite(truth), (claimed == truth).astype(float), np.nan)
+    out["reason"] = np.where(~np.isfinite(truth), np.where(own_a & own_b, "both candidates are the judge's",
+                                                           "no candidate is the judge's"),
+                             np.where(np.isfinite(claimed), None, "unparsed"))
+    return out
+
+
+def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: dict, *, target: str = "self") -> list[dict]:
+    """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers."""
+    rows = recognition_rows(frame, kind, registry, target)
+    mode = "pointwise" if kind == "recognition" else "pairwise"
+    records = []
+    for (judge, condition), g in rows.groupby(["judge", "condition"], sort=True):
+        ids = g["instance_id"].to_numpy()
+        no_truth = g["reason"].isin(["both candidates are the judge's", "no candidate is the judge's"]).to_numpy()
+        subsets = {"all": np.ones(len(g), bool)}
+        if mode == "pointwise":
+            subsets.update({"own": (g["truth"] == 1).to_numpy(), "other": (g["truth"] == 0).to_numpy()})
+        for answers, member in subsets.items():
+            keep = member & ~no_truth
+            right = g["right"].to_numpy()[keep]
+            est = recognition_accuracy(right, np.ones_like(right), ids[keep], **boot)
+            if (member & no_truth).any():
+                reasons = {str(k): int(v) for k, v in g["reason"][member & no_truth].value_counts().items()}
+                est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()),
+                              excluded={**est.excluded, **reasons})
+            records.append(_record("recognition-accuracy", judge, condition, est, scope=target,
+                                   variant={"mode": mode, "answers": answers}))
+    return records
+
+
+def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry, boot: dict, *,
+                        target: str = "self", correctness: pd.DataFrame | None = None) -> list[dict]:
+    """recognition-preference-association (003): r between recognising the own answer and preferring it.
+
+    Items are own-vs-other comparisons of the pairwise table (aggregated over orders). Pairwise
+    recognition: recognised = every presentation order of that (instance, pair) named the own
+    answer (the strict reading of 003); pointwise: the judge claimed its own answer on that
+    instance. Preferred = the aggregated verdict is the own answer. An unparsed answer or verdict
+    excludes the item.
+    """
+    rows = recognition_rows(recog, kind, registry, target)
+    rows = rows[rows["own"].notna()]
+    if rows.empty or comparisons.empty:
+        return []
+    keys = ["judge", "instance_id", "own"] + (["other"] if kind == "recognition-pairwise" else [])
+    recognised = rows.groupby(keys, sort=False)["right"].agg(lambda v: np.nan if v.isna().any() else float(v.min()))
+    comp = comparisons.copy()
+    comp["instance_id"] = comp["instance_id"].astype(str)
+    x_own = _is_target(registry, comp["judge"].to_numpy(), comp["model_x"].to_numpy(), target)
+    y_own = _is_target(registry, comp["judge"].to_numpy(), comp["model_y"].to_numpy(), target)
+    comp = comp[x_own ^ y_own].copy()
+    flip = y_own[x_own ^ y_own]
+    comp["own"] = np.where(flip, comp["model_y"], comp["model_x"])
+    comp["other"] = np.where(flip, comp["model_x"], comp["model_y"])
+    outcome = comp["outcome"].to_numpy(dtype=float)
+    comp["preferred"] = np.where(np.isfinite(outcome), (np.where(flip, -outcome, outcome) == 1).astype(float), np.nan)
+    comp["recognised"] = recognised.reindex(pd.MultiIndex.from_frame(comp[keys])).to_numpy(dtype=float)
+    subsets = {"all own-vs-other comparisons": np.ones(len(comp), bool)}
+    if correctness is not None and "correct" in correctness:
+        truth = correctness.assign(instance_id=correctness["instance_id"].astype(str)).set_index(["instance_id", "model"])["correct"]
+        own_ok = truth.reindex(pd.MultiIndex.from_arrays([comp["instance_id"], comp["own"]])).map(
+            lambda v: np.nan if v is None or pd.isna(v) else float(v)).to_numpy(dtype=float)
+        other_ok = truth.reindex(pd.MultiIndex.from_arrays([comp["instance_id"], comp["other"]])).map(
+            lambda v: np.nan if v is None or pd.isna(v) else float(v)).to_numpy(dtype=float)
+        subsets["harmful (own wrong, other right)"] = (own_ok == 0) & (other_ok == 1)
+    records = []
+    for (judge, condition), g in comp.groupby(["judge", "condition"], sort=True):
+        idx = g.index
+        for subset, member in subsets.items():
+            m = pd.Series(member, index=comp.index)[idx].to_numpy()
+            est, extra = recognition_preference_association(g["recognised"].to_numpy()[m], g["preferred"].to_numpy()[m],
+                                                            g["instance_id"].to_numpy()[m], **boot)
+            records.append(_record("recognition-preference-association", judge, condition, est, scope=target,
+                                   variant={"subset": subset, "recognition": kind},
+                                   fisher_ci=[extra.get("ci_low"), extra.get("ci_high")] if extra else None,
+                                   chi2=extra.get("chi2"), chi2_p_value=extra.get("chi2_p_value"),
+                                   table=extra.get("table")))
+    return records
+
+
+def perplexity_records(frame: pd.DataFrame, registry, boot: dict, *, preference: pd.DataFrame | None = None,
+                       bins: int = 5) -> list[dict]:
+    """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans."""
+    if "perplexity_a" not in frame or "perplexity_b" not in frame:
+        return []
+    ppl_a = frame["perplexity_a"].to_numpy(dtype=float)
+    ppl_b = frame["perplexity_b"].to_numpy(dtype=float)
+    verdict = frame["verdict"].to_numpy(dtype=object)
+    judge_a = np.select([verdict == "A", verdict == "B", verdict == "tie"], [1.0, 0.0, 0.5], np.nan)
+    a = frame["model_a"].astype(str).to_numpy()
+    b = frame["model_b"].astype(str).to_numpy()
+    ids = frame["instance_id"].astype(str).to_numpy()
+    human_a = np.full(len(frame), np.nan)
+    if preference is not None:
+        p = preference.assign(instance_id=preference["instance_id"].astype(str))
+        w = p["winner"].astype(str)
+        code = pd.Series(np.where(w == p["model_a"], 1.0, np.where(w == p["model_b"], 0.0, 0.5)))
+        fwd = pd.Series(code.to_numpy(), index=pd.MultiIndex.from_arrays([p["instance_id"], p["model_a"], p["model_b"]]))
+        rev = pd.Series(1.0 - code.to_numpy(), index=pd.MultiIndex.from_arrays([p["instance_id"], p["model_b"], p["model_a"]]))
+        table = pd.concat([fwd, rev])
+        table = table[~table.index.duplicated()]
+        human_a = table.reindex(pd.MultiIndex.from_arrays([ids, a, b])).to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.log(ppl_a) - np.log(ppl_b)
+    judges = frame["judge"].astype(str).to_numpy()
+    conditions = frame["condition"].astype(str).to_numpy()
+    own_a = _is_target(registry, judges, a, "self")
+    own_b = _is_target(registry, judges, b, "self")
+    records = []
+    for judge, condition in sorted(set(zip(judges, conditions))):
+        sel = (judges == judge) & (conditions == condition) & np.isfinite(diff)
+        if sel.sum() < 2:
+            continue
+        edges = np.unique(np.quantile(diff[sel], np.linspace(0, 1, bins + 1)))
+        if edges.size < 2:
+            continue
+        self_rows = sel & (own_a ^ own_b)
+        flip = own_b & ~own_a  # own answer shown as B: re-orient so the own answer is "A"
+        groups = {"all": (sel, False), "self": (self_rows, True), "other": (sel & ~own_a & ~own_b, False)}
+        for group, (member, orient) in groups.items():
+            if not member.any():
+                continue
+            f = flip[member] if orient else np.zeros(member.sum(), bool)
+            j = np.where(f, 1.0 - judge_a[member], judge_a[member])
+            h = np.where(f, 1.0 - human_a[member], human_a[member])
+            d = np.where(f, -diff[member], diff[member])
+            for result in perplexity_win_rate(j, h, d, ids[member], bins=edges, **boot):
+                for rater in ("judge", "human"):
+                    est = result[rater]
+                    if rater == "human" and preference is None:
+                        continue
+                    records.append(_record("perplexity-win-rate", judge, condition, est, scope=group,
+                                           variant={"group": group, "rater": rater, "bin": result["bin"],
+                                                    "low": result["low"], "high": result["high"],
+                                                    "difference": "log perplexity of A − of B"}))
+    return records

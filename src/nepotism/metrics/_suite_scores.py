@@ -1,0 +1,204 @@
+"""Paper 002's metrics for one judge, batched: from (instance × generator) scores and rubric verdicts.
+
+Used by `nepotism.analyses.suite` for rubric tables (instance score = share of parsed rubrics
+met, the SR paradigm) and pointwise tables (instance score = the judge's direct-assessment score,
+DA). Everything is computed on integer codes, and every record of one judge comes out of one
+`RecordBatch`, i.e. one weights-matrix product. Formulas are those of `nepotism.metrics.rubric`
+(which documents them); this module only lays the per-instance sums out as columns.
+
+Left out: reading tables and relations (the suite passes ``relation`` per generator name).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._batch import RecordBatch
+from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
+
+__all__ = ["FAMILY", "SCOPES", "UNRELATED", "instance_level", "rubric_level", "pointwise_preference"]
+
+FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
+UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
+SCOPES = {"self": frozenset({"SELF"}), "family": FAMILY, "student": frozenset({"STUDENT"})}
+
+
+def _ratio(a: int, b: int):
+    return lambda t: t[..., a] / t[..., b]
+
+
+def _interleave(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """(n_i, g) numerators and denominators → (n_i, 2g) with group g in columns 2g, 2g+1."""
+    out = np.empty((num.shape[0], 2 * num.shape[1]))
+    out[:, 0::2] = num
+    out[:, 1::2] = den
+    return out
+
+
+def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, variant: dict) -> None:
+    """HSPP ratio records (002 Eq. 1–2) from a per-generator (numerator, at-risk) block."""
+    present = sums[:, 1::2].sum(axis=0) > 0
+    rel = [relation[n] for n in names]
+    selves = np.array([r == "SELF" for r in rel])
+    family = np.array([r in FAMILY for r in rel])
+    others = np.array([r in UNRELATED for r in rel])
+    never = int(((selves | family | others) & ~present).sum())
+    excluded = {"generator never at risk": never} if never else {}
+    n = int(sums[:, 1::2][:, selves | family | others].sum())
+    for scope, numerator, family_set in (("self", selves, None), ("family", family, "exclude judge"),
+                                         ("family", family | selves, "include judge")):
+        num, den = numerator & present, others & present
+        v = {**variant, **({"family_set": family_set} if family_set else {})}
+        undefined = None if num.any() and den.any() else "no generator at risk on one side of the ratio"
+
+        def statistic(t, num=num, den=den):
+            rates = t[..., 0::2] / t[..., 1::2]
+            return rates[..., num].mean(-1) / rates[..., den].mean(-1)
+
+        batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
+                  variant=v)
+
+
+def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, paradigm: str,
+                   delta_label: str = "count") -> None:
+    """Instance-level overestimation per generator (3 kinds), HSPP ratio, MIPA and score-delta.
+
+    ``s_j``/``s_r``: (n_instances, n_generators) judge and reference instance scores, NaN = none.
+    """
+    n_i, n_g = s_j.shape
+    w_j = np.sign(s_j[:, :, None] - s_j[:, None, :])
+    w_r = np.sign(s_r[:, :, None] - s_r[:, None, :])
+    eye = np.eye(n_g, dtype=bool)
+    w_j[:, eye] = np.nan
+    w_r[:, eye] = np.nan
+    for kind in OVERESTIMATION_KINDS:
+        over, risk = overestimation_counts(w_j, w_r, kind=kind)
+        sums = _interleave(over.sum(axis=2), risk.sum(axis=2))
+        block = batch.block(sums)
+        for g, name in enumerate(names):
+            n = int(sums[:, 2 * g + 1].sum())
+            batch.add("overestimation-rate", block, _ratio(2 * g, 2 * g + 1), n=n, generator=str(name),
+                      scope=relation[name].lower(), variant={"level": "instance", "kind": kind},
+                      undefined_note=None if n else "the reference never rates this generator below an opponent")
+        if kind == "any":
+            _hspp(batch, block, sums, names, relation, {"level": "instance"})
+    upper = np.triu(np.ones((n_g, n_g), bool), 1)
+    a, b = w_j[:, upper], w_r[:, upper]
+    valid = np.isfinite(a) & np.isfinite(b)
+    agree = valid & (a == b)
+    n_pairs = int(valid.sum())
+    batch.add("mipa", np.column_stack([agree.sum(1), valid.sum(1)]).astype(float), _ratio(0, 1), n=n_pairs,
+              n_excluded=int(upper.sum() * n_i - n_pairs), variant={"paradigm": paradigm},
+              undefined_note=None if n_pairs else "no comparison")
+    score_delta(batch, s_j, s_r, names, relation, weighting=delta_label)
+
+
+def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, weighting: str) -> None:
+    """Centred score delta (002 Fig. 5) per generator from instance scores; one shared block."""
+    n_g = s_j.shape[1]
+    valid = np.isfinite(s_j) & np.isfinite(s_r)
+    delta = np.where(valid, s_j - s_r, 0.0)
+    block = batch.block(np.concatenate([delta, valid.astype(float)], axis=1))
+    for g, name in enumerate(names):
+        def statistic(t, g=g):
+            d = t[..., :n_g] / t[..., n_g:]
+            return d[..., g] - d.mean(-1)
+
+        n = int(valid[:, g].sum())
+        batch.add("score-delta", block, statistic, n=n, n_excluded=int((~valid[:, g]).sum()), generator=str(name),
+                  scope=relation[name].lower(), variant={"weighting": weighting, "centred": True},
+                  undefined_note=None if n else "no instance scored by both")
+
+
+def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.ndarray, met_ref: np.ndarray,
+                 n_i: int, names, relation) -> None:
+    """MRA, rubric-level overestimation per generator and the rubric-level HSPP ratio."""
+    n_g = len(names)
+    valid = np.isfinite(met) & np.isfinite(met_ref)
+    equal = valid & (met == met_ref)
+    batch.add("mra", np.column_stack([np.bincount(li, equal, n_i), np.bincount(li, valid, n_i)]), _ratio(0, 1),
+              n=int(valid.sum()), n_excluded=int((~valid).sum()),
+              excluded={"no verdict": int((~valid).sum())} if (~valid).any() else {},
+              undefined_note=None if valid.any() else "no rubric verdict")
+    over, risk = overestimation_counts(2 * met - 1, 2 * met_ref - 1)
+    cell = li * n_g + gi
+    sums = _interleave(np.bincount(cell, over, n_i * n_g).reshape(n_i, n_g),
+                       np.bincount(cell, risk, n_i * n_g).reshape(n_i, n_g))
+    missing = np.bincount(gi, ~valid, n_g)
+    block = batch.block(sums)
+    for g, name in enumerate(names):
+        n = int(sums[:, 2 * g + 1].sum())
+        batch.add("overestimation-rate", block, _ratio(2 * g, 2 * g + 1), n=n, n_excluded=int(missing[g]),
+                  excluded={"no verdict": int(missing[g])} if missing[g] else {}, generator=str(name),
+                  scope=relation[name].lower(), variant={"level": "rubric", "kind": "any"},
+                  undefined_note=None if n else "the reference never marks a rubric of this generator unmet")
+    _hspp(batch, block, sums, names, relation, {"level": "rubric"})
+
+
+def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -> None:
+    """Pointwise self-preference ratio: share of (related, unrelated, instance) triples scored related > other.
+
+    The analogue of 004 Eq. 2 for direct assessment: the judge's two scores on the same instance
+    stand for a verdict; a tie (equal scores) is not a preference and stays in the denominator.
+    """
+    rel = [relation[n] for n in names]
+    other = np.array([r in UNRELATED for r in rel])
+    diff = s_j[:, :, None] - s_j[:, None, :]  # [x, related, other]
+    for scope, members in SCOPES.items():
+        mine = np.array([r in members for r in rel])
+        if not mine.any():
+            continue
+        d = diff[:, mine][:, :, other]
+        valid = np.isfinite(d)
+        wins = (valid & (d > 0)).sum(axis=(1, 2))
+        n = int(valid.sum())
+        batch.add("self-preference-ratio", np.column_stack([wins, valid.sum(axis=(1, 2))]).astype(float),
+                  _ratio(0, 1), n=n, n_excluded=int((~valid).sum()), scope=scope,
+                  variant={"paradigm": "pointwise", "opponents": "unrelated", "ties": "not preferred"},
+                  generators=[str(x) for x in np.asarray(names)[mine]],
+                  undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
+
+
+def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None, names, relation, *,
+            against: str, leaderboard: dict | None = None) -> None:
+    """Ranking difference (000 §5.4) of every generator: rank on the reference leaderboard − rank under the judge.
+
+    ``judged``/``reference``: (n_instances, n_generators) per-instance mean scores (NaN = none). The
+    judge's leaderboard is each generator's mean over its scored instances; the reference is the
+    same from ``reference`` (resampled with the same instances), or a fixed ``leaderboard``
+    {model: score} (not resampled). Ranks: 1 = best, ties share the average rank; only generators
+    present on both leaderboards are ranked.
+    """
+    from scipy.stats import rankdata
+
+    names = [str(n) for n in names]
+    if leaderboard is not None:
+        keep = np.array([n in leaderboard for n in names])
+        fixed = np.array([leaderboard[n] for n in names if n in leaderboard], dtype=float)
+        ref_ranks = rankdata(-fixed)
+        reference = np.zeros_like(judged)
+    else:
+        keep = np.isfinite(judged).any(0) & np.isfinite(reference).any(0)
+        ref_ranks = None
+    idx = np.flatnonzero(keep)
+    if idx.size < 2:
+        return
+    j = judged[:, idx]
+    r = reference[:, idx]
+    valid = np.isfinite(j) & (np.isfinite(r) if leaderboard is None else True)
+    g = idx.size
+    block = batch.block(np.concatenate([np.where(valid, j, 0.0), np.where(valid, r, 0.0), valid], axis=1))
+
+    for t, col in enumerate(idx):
+        def statistic(totals, t=t):
+            count = totals[..., 2 * g:]
+            # rounded so that exact ties stay ties whatever the summation order
+            rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
+            if ref_ranks is not None:
+                return ref_ranks[t] - rank_j[..., t]
+            rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
+            return rank_r[..., t] - rank_j[..., t]
+
+        name = names[col]
+        batch.add("ranking-difference", block, statistic, n=int(valid[:, t].sum()), generator=name,
+                  scope=relation[name].lower(), variant={"against": against})

@@ -1,0 +1,118 @@
+"""Recognition and position metrics: recognition accuracy, its association with preference, position consistency.
+
+- ``recognition-accuracy`` (000 §5.5, 003): share of recognition answers that are right —
+  pointwise ("did you write this?" vs the truth) or pairwise ("which of the two is yours?").
+- ``recognition-preference-association`` (003): Pearson r (the phi coefficient for two binary
+  variables) between recognising the own answer and preferring it, with a bootstrap interval, the
+  Fisher-z interval and a chi-square test of independence.
+- ``position-consistency``: share of comparisons whose two presentation orders agree, and the
+  first-slot preference.
+Prompting a judge for recognition answers is left to the live engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics._common import boot_options, undefined, valid_rows
+from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.stats import chi_square, pearson
+
+__all__ = ["first_slot_preference", "position_consistency", "recognition_accuracy",
+           "recognition_preference_association"]
+
+
+def _share(values, weights, clusters, options, n_excluded, excluded, what):
+    if weights.sum() == 0:
+        return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, **options)
+    _, sums = cluster_sums(clusters, np.column_stack([values, weights]))
+    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(weights.sum()), n_excluded=n_excluded,
+                             excluded=excluded, **options)
+
+
+def recognition_accuracy(claimed, truth, clusters, **bootstrap) -> Estimate:
+    """Share of recognition answers equal to the truth (000 §5.5 student recognition; 003 self-recognition).
+
+    Pointwise: ``claimed``/``truth`` are 1 (mine / my student's) or 0. Pairwise: the slot claimed
+    (0 = first, 1 = second) and the slot that is truly the judge's. Chance is ½ for pairwise and
+    for balanced pointwise sets. Unparsed answers (NaN) are excluded and counted.
+    Variants: ``mode`` pointwise | pairwise; ``answers`` all | own | other (pointwise: accuracy on
+    the judge's own answers = recall, on others' = specificity); ``target`` self | student | family.
+    """
+    claimed = np.asarray(claimed, dtype=float)
+    truth = np.asarray(truth, dtype=float)
+    keep, n_missing, excluded = valid_rows(claimed, truth)
+    right = (claimed[keep] == truth[keep]).astype(float)
+    return _share(right, np.ones(right.size), np.asarray(clusters)[keep], boot_options(bootstrap), n_missing,
+                  excluded, "recognition answer")
+
+
+def _correlation(totals: np.ndarray) -> np.ndarray:
+    n, sx, sy, sxy, sxx, syy = (totals[..., i] for i in range(6))
+    cov = sxy - sx * sy / n
+    return cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
+
+
+def recognition_preference_association(recognised, preferred, clusters, **bootstrap) -> tuple[Estimate, dict]:
+    """Pearson r between recognising one's answer and preferring it (003: r, 95% CI, chi-square).
+
+    ``recognised`` and ``preferred`` are 0/1 per item (003 uses the harmful cases, where the own
+    answer is wrong; the caller chooses the subset). Returns the Estimate of r with a cluster
+    bootstrap interval, and a dict with the Fisher-z interval, the t-test p-value of r and the
+    chi-square test of independence on the 2×2 table (``chi2``, ``dof``, ``chi2_p_value``, no
+    continuity correction). Zero variance in either variable → NaN r.
+    Variants: ``subset`` = all own-vs-other comparisons | harmful (own wrong, other right; 003).
+    """
+    x = np.asarray(recognised, dtype=float)
+    y = np.asarray(preferred, dtype=float)
+    keep, n_missing, excluded = valid_rows(x, y)
+    x, y = x[keep], y[keep]
+    options = boot_options(bootstrap)
+    if x.size < 3:
+        return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, **options), {}
+    columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
+    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    estimate = cluster_bootstrap(sums, _correlation, n=int(x.size), n_excluded=n_missing, excluded=excluded, **options)
+    extra = pearson(x, y, confidence=estimate.confidence)
+    table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
+    test = chi_square(table)
+    extra.update({"chi2": test["statistic"], "dof": test["dof"], "chi2_p_value": test["p_value"],
+                  "table": table.tolist()})
+    return estimate, extra
+
+
+def position_consistency(first, second, clusters, **bootstrap) -> Estimate:
+    """Share of comparisons whose two presentation orders give the same verdict.
+
+    ``first`` and ``second`` are the codes of the same candidate X in the two orders (+1, 0, -1;
+    mapped back from the slot). Equal codes (including two ties) are consistent. A comparison
+    with an unparsed order (NaN) is excluded and counted; single-order comparisons are not rows.
+    Variants: ``share`` = two orders agree (this function) | first slot chosen
+    (`first_slot_preference`). Setting: 004 Eq. 1 and 002 §2.2 judge both orders.
+    """
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    keep, n_missing, excluded = valid_rows(first, second)
+    same = (first[keep] == second[keep]).astype(float)
+    return _share(same, np.ones(same.size), np.asarray(clusters)[keep], boot_options(bootstrap), n_missing,
+                  excluded, "comparison with both orders")
+
+
+def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", **bootstrap) -> Estimate:
+    """Share of verdicts choosing the first slot: ½ = no position bias.
+
+    ``slot_verdict`` per row: 1 the first slot (A) chosen, 0 the second, ½ a tie, NaN unparsed.
+    ``ties="exclude"`` (default) drops ties (counted); ``"half"`` keeps them as ½.
+    """
+    v = np.asarray(slot_verdict, dtype=float)
+    keep, n_missing, excluded = valid_rows(v)
+    if ties == "exclude":
+        tie = keep & (v == 0.5)
+        if tie.any():
+            excluded["tie"] = int(tie.sum())
+        keep &= ~tie
+    elif ties != "half":
+        raise ValueError("ties must be 'exclude' or 'half'")
+    return _share(v[keep], np.ones(int(keep.sum())), np.asarray(clusters)[keep], boot_options(bootstrap),
+                  int((~keep).sum()), excluded, "verdict")

@@ -1,0 +1,199 @@
+"""Metrics that need a reference (human labels or ground-truth correctness): papers 001 and 004.
+
+- ``equal-opportunity-bias`` (001 Def. 4.1) with its confusion matrix;
+- ``perplexity-win-rate`` (001 §5): judge's and humans' first-slot win rates binned by the
+  perplexity difference of the two responses;
+- ``judge-accuracy``, ``legitimate-self-preference-ratio`` and
+  ``harmful-self-preference-propensity`` (004 Eq. 3–5) on D_diff.
+
+Pure functions on arrays returning `Estimate`s (cluster bootstrap over instances). Reading the
+reference files and matching them to judgments is left to `nepotism.analyses.suite`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics._common import boot_options, group_sums, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._estimate import Estimate
+
+__all__ = [
+    "confusion_matrix",
+    "equal_opportunity_bias",
+    "harmful_self_preference_propensity",
+    "judge_accuracy",
+    "legitimate_self_preference_ratio",
+    "perplexity_win_rate",
+]
+
+
+def _difference(totals: np.ndarray) -> np.ndarray:
+    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
+
+
+def equal_opportunity_bias(
+    judge_preferred: np.ndarray, human_preferred: np.ndarray, related: np.ndarray, clusters: np.ndarray, **bootstrap
+) -> Estimate:
+    """Equal-opportunity self-preference bias: P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1).
+
+    Paper 001 Def. 4.1. One row per candidate appearance: ``judge_preferred`` Y′ (1/0, ½ for a
+    judge tie — the expected value of a fair coin), ``human_preferred`` Y (1/0; a human tie row is
+    excluded as ``"human tie"``), ``related`` S (the judge's own, or in the chosen relation). So
+    the bias is recall on human-favoured related answers minus recall on human-favoured other
+    answers. Zero division: no human-favoured related (or other) answer → NaN with a note.
+    """
+    y_hat = np.asarray(judge_preferred, dtype=float)
+    y = np.asarray(human_preferred, dtype=float)
+    s = np.asarray(related, dtype=bool)
+    keep, _, excluded = valid_rows(y_hat, y)
+    tie = keep & (y == 0.5)
+    if tie.any():
+        excluded["human tie"] = int(tie.sum())
+    keep &= ~tie
+    positive = keep & (y == 1)
+    columns = np.column_stack([y_hat * (positive & s), positive & s, y_hat * (positive & ~s), positive & ~s])
+    columns = np.nan_to_num(columns)[keep]
+    options = boot_options(bootstrap)
+    n_excl = int((~keep).sum())
+    if not keep.any():
+        return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, **options)
+    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded, **options)
+
+
+def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, int]:
+    """001 Fig. 2's matrix for (own vs other) comparisons: human choice × judge choice.
+
+    ``judge_own`` / ``human_own``: 1 the own answer preferred, 0 the other; NaN or ½ (tie) rows are
+    left out. Recall on own = own_own/(own_own + own_other); on other = other_other/(other_own +
+    other_other); their difference is `equal_opportunity_bias` on the same comparisons.
+    """
+    j = np.asarray(judge_own, dtype=float)
+    h = np.asarray(human_own, dtype=float)
+    keep = np.isin(j, (0.0, 1.0)) & np.isin(h, (0.0, 1.0))
+    j, h = j[keep], h[keep]
+    return {
+        "human_own_judge_own": int(((h == 1) & (j == 1)).sum()),
+        "human_own_judge_other": int(((h == 1) & (j == 0)).sum()),
+        "human_other_judge_own": int(((h == 0) & (j == 1)).sum()),
+        "human_other_judge_other": int(((h == 0) & (j == 0)).sum()),
+    }
+
+
+def perplexity_win_rate(
+    judge_a_wins: np.ndarray, human_a_wins: np.ndarray, perplexity_difference: np.ndarray, clusters: np.ndarray, *,
+    bins: int | np.ndarray = 5, **bootstrap,
+) -> list[dict]:
+    """Share of rows where the judge (and the humans) pick response A, per perplexity-difference bin.
+
+    Paper 001 §5: ``perplexity_difference`` = log-perplexity of A minus that of B under the judge;
+    the judge's rate falling faster than the humans' as the difference grows is the perplexity
+    effect. ``bins`` = a number of equal-count (quantile) bins (default 5) or explicit edges.
+    A win code is 1 (A), 0 (B), ½ (tie). For the self/other split of 001 Fig. 4 call it on the
+    two subsets. Returns one dict per bin: ``{bin, low, high, judge: Estimate, human: Estimate}``;
+    an empty bin gives NaN estimates. Variants in suite records: ``bins`` (quantiles or edges),
+    ``group`` = all | self (own answer re-oriented as A) | other, ``rater`` = judge | human.
+    """
+    judge = np.asarray(judge_a_wins, dtype=float)
+    human = np.asarray(human_a_wins, dtype=float)
+    diff = np.asarray(perplexity_difference, dtype=float)
+    clusters = np.asarray(clusters)
+    ok = np.isfinite(diff)
+    edges = np.quantile(diff[ok], np.linspace(0, 1, bins + 1)) if np.isscalar(bins) else np.asarray(bins, dtype=float)
+    index = np.clip(np.searchsorted(edges, diff, side="right") - 1, 0, edges.size - 2)
+    out = []
+    options = boot_options(bootstrap)
+    for b in range(edges.size - 1):
+        member = ok & (index == b)
+        result = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
+        for name, values in (("judge", judge), ("human", human)):
+            rows = member & np.isfinite(values)
+            if not rows.any():
+                result[name] = undefined("empty bin", **options)
+                continue
+            _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
+            result[name] = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()),
+                                             n_excluded=int((member & ~rows).sum()), **options)
+        out.append(result)
+    return out
+
+
+def _d_diff(outcome, own_correct, other_correct, evaluatee):
+    outcome = np.asarray(outcome, dtype=float)
+    own = np.asarray(own_correct, dtype=float)
+    other = np.asarray(other_correct, dtype=float)
+    keep, _, excluded = valid_rows(outcome, own, other)
+    same = keep & (own == other)
+    if same.any():
+        excluded["not in D_diff (both or neither correct)"] = int(same.sum())
+    keep &= ~same
+    names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
+    return keep, excluded, outcome[keep], own[keep] == 1, names, codes
+
+
+def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, clusters, averaging, options):
+    if averaging not in ("per-evaluatee", "pooled"):
+        raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
+    n_excl = int((~keep).sum())
+    if not keep.any():
+        return undefined("no item in D_diff", n_excluded=n_excl, excluded=excluded, **options)
+    columns = group_sums(codes, numerator.astype(float), denominator.astype(float), names.size)
+    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    present = sums[:, 1::2].sum(axis=0) > 0
+    note = None
+    if not present.all():
+        dropped = ", ".join(map(str, names[~present]))
+        note = f"{name}: evaluatees with an empty denominator left out of the mean: {dropped}"
+        excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
+    if not present.any():
+        return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, **options)
+    if averaging == "pooled":
+        statistic = lambda t: t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1)  # noqa: E731
+    else:
+        statistic = lambda t: mean_of_ratios(t, present)  # noqa: E731
+    return cluster_bootstrap(sums, statistic, n=int(denominator.sum()), n_excluded=n_excl, excluded=excluded,
+                             note=note, **options)
+
+
+def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, averaging="per-evaluatee", **bootstrap):
+    """Judge accuracy on D_diff (paper 004 Eq. 3).
+
+    Rows are (judge's own answer vs evaluatee G's answer) comparisons: ``outcome`` the aggregated
+    verdict code from the *own* side (+1 own, -1 other, 0 tie), ``own_correct`` / ``other_correct``
+    the ground truth (1/0). D_diff keeps rows where exactly one is correct. Accuracy = share of
+    verdicts naming the correct answer (a tie is wrong). Default: per evaluatee, then averaged
+    over evaluatees (Eq. 3's 1/|S_G| Σ_G); ``averaging="pooled"`` pools all rows.
+    """
+    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
+    correct = np.where(own_ok, o == 1, o == -1)
+    return _per_evaluatee("judge-accuracy", correct, np.ones(o.size), keep, excluded, codes, names, clusters,
+                          averaging, boot_options(bootstrap))
+
+
+def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evaluatee, clusters, *,
+                                     averaging="per-evaluatee", **bootstrap):
+    """Among D_diff items where the judge prefers its own answer, the share where it is right (004 Eq. 4).
+
+    Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
+    evaluatee against which the judge never prefers itself has an empty denominator: it is left
+    out of the mean and counted (never treated as 0).
+    """
+    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
+    prefers_own = o == 1
+    return _per_evaluatee("legitimate-self-preference-ratio", prefers_own & own_ok, prefers_own, keep, excluded,
+                          codes, names, clusters, averaging, boot_options(bootstrap))
+
+
+def harmful_self_preference_propensity(outcome, own_correct, other_correct, evaluatee, clusters, *,
+                                       averaging="per-evaluatee", **bootstrap):
+    """Among D_diff items where the other answer is correct, the share where the judge prefers its own.
+
+    Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
+    or ``"pooled"``. Evaluatees with no item where they are right and the judge wrong are left out
+    of the mean and counted.
+    """
+    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
+    other_ok = ~own_ok
+    return _per_evaluatee("harmful-self-preference-propensity", (o == 1) & other_ok, other_ok, keep, excluded,
+                          codes, names, clusters, averaging, boot_options(bootstrap))

@@ -1,0 +1,203 @@
+"""Paper 002's metrics: overestimation, HSPP ratio, MIPA, MRA and the centred score delta.
+
+Instance level works on *orderings*: for a generator G, opponent G′ and instance x, the judge's
+outcome w_J = sgn(s_J(G,x) − s_J(G′,x)) and the reference's w* (002 Eq. 3). Rubric level works on
+verdicts b_J, b* ∈ {met, not met} (002 Eq. 4). `instance_outcomes` turns a dense score cube into
+those orderings. Relations (self, family) are decided by the caller; these functions only count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics._common import boot_options, group_sums, undefined, valid_rows
+from nepotism.metrics._estimate import Estimate
+
+__all__ = [
+    "OVERESTIMATION_KINDS",
+    "hspp_ratio",
+    "instance_outcomes",
+    "mipa",
+    "mra",
+    "overestimation_counts",
+    "overestimation_rate",
+    "score_delta",
+]
+
+#: Which judge outcomes count as an overestimation of a reference loss (002 Eq. 3 is "any").
+OVERESTIMATION_KINDS = {"any": (0.0, 1.0), "loss-to-win": (1.0,), "loss-to-tie": (0.0,)}
+
+
+def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From (n_instances, n_generators) scores, the (n_instances, G, G) outcome cubes w_J and w*.
+
+    Entry [x, g, h] is sgn(s(g,x) − s(h,x)); NaN where either score is missing; the diagonal is NaN.
+    """
+    judge = np.sign(judge_scores[:, :, None] - judge_scores[:, None, :])
+    reference = np.sign(reference_scores[:, :, None] - reference_scores[:, None, :])
+    diagonal = np.eye(judge_scores.shape[1], dtype=bool)
+    judge[:, diagonal] = np.nan
+    reference[:, diagonal] = np.nan
+    return judge, reference
+
+
+def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise (overestimated, at risk) indicators for outcome codes or verdicts.
+
+    Instance level: codes in {-1, 0, 1}; at risk = reference loss (w* = −1); overestimated = the
+    judge's outcome is better (0 or 1; ``kind`` narrows to loss→win or loss→tie). Rubric level:
+    pass verdicts as ±1 (met = 1, not met = −1); then at risk = b* = −1 and overestimated =
+    b_J = 1 (``kind="any"``; ``loss-to-tie`` is empty there). NaN anywhere → neither.
+    """
+    if kind not in OVERESTIMATION_KINDS:
+        raise ValueError(f"kind must be one of {tuple(OVERESTIMATION_KINDS)}")
+    judge = np.asarray(judge, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    valid = np.isfinite(judge) & np.isfinite(reference)
+    at_risk = valid & (reference == -1)
+    over = at_risk & np.isin(judge, OVERESTIMATION_KINDS[kind])
+    return over.astype(float), at_risk.astype(float)
+
+
+def overestimation_rate(judge, reference, clusters, *, kind: str = "any", **bootstrap) -> Estimate:
+    """O(J, G): among cases where the reference says G loses (or fails a rubric), the share the judge rates better.
+
+    002 Eq. 3 (instance level; rows = (G′, x) comparisons from G's side) and Eq. 4 (rubric level;
+    rows = rubric verdicts as ±1). ``kind`` = ``"any"`` (the paper), ``"loss-to-win"`` or
+    ``"loss-to-tie"`` (the split of the numerator). Zero division: G never loses → NaN.
+    """
+    over, at_risk = overestimation_counts(judge, reference, kind=kind)
+    keep, n_missing, excluded = valid_rows(judge, reference)
+    options = boot_options(bootstrap)
+    if at_risk.sum() == 0:
+        return undefined("the reference never rates this generator below an opponent / a rubric as unmet",
+                         n_excluded=n_missing, excluded=excluded, **options)
+    rows = keep & (at_risk > 0)
+    _, sums = cluster_sums(np.asarray(clusters)[rows], np.column_stack([over[rows], at_risk[rows]]))
+    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()), n_excluded=n_missing,
+                             excluded=excluded, **options)
+
+
+def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, **bootstrap) -> Estimate:
+    """HSPP ratio (002 Eq. 1–2): mean O(J,G) over ``numerator`` ÷ mean O(J,G) over ``denominator``.
+
+    ``overestimated`` / ``at_risk`` are per-row counts (indicators from `overestimation_counts`, or
+    already summed per (instance, generator)); ``generator`` names each row's G. Self scope:
+    numerator = {J}; family scope: numerator = F_J (002 Eq. 2's text excludes J; the variant with J
+    included is the caller's choice of set); denominator = S_J, generators outside J's family.
+    1 = no self-preference. Zero division: a listed generator never at risk is left out of its
+    mean (counted); an empty side, or a zero denominator mean, → NaN with a note.
+    Variants: ``scope`` self | family, ``level`` instance | rubric (which counts are passed),
+    ``family_set`` exclude judge (Eq. 2's text) | include judge (the published tables' form).
+    """
+    overestimated = np.asarray(overestimated, dtype=float)
+    at_risk = np.asarray(at_risk, dtype=float)
+    generator = np.asarray(generator)
+    options = boot_options(bootstrap)
+    wanted = set(numerator) | set(denominator)
+    keep = np.isin(generator, list(wanted)) & np.isfinite(overestimated) & np.isfinite(at_risk)
+    names, codes = np.unique(generator[keep], return_inverse=True)
+    num = np.isin(names, list(numerator))
+    den = np.isin(names, list(denominator))
+    if not num.any() or not den.any():
+        return undefined("no data for the numerator or the denominator generators", **options)
+    _, sums = cluster_sums(np.asarray(clusters)[keep], group_sums(codes, overestimated[keep], at_risk[keep], names.size))
+    present = sums[:, 1::2].sum(axis=0) > 0
+    excluded = {}
+    if not present.all():
+        excluded["generator never at risk"] = int((~present).sum())
+    num &= present
+    den &= present
+    if not num.any() or not den.any():
+        return undefined("no generator at risk on one side of the ratio", excluded=excluded, **options)
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        rates = totals[..., 0::2] / totals[..., 1::2]
+        return rates[..., num].mean(-1) / rates[..., den].mean(-1)
+
+    return cluster_bootstrap(sums, statistic, n=int(at_risk[keep].sum()), n_excluded=0, excluded=excluded,
+                             note=None, **options)
+
+
+def _share_equal(judge, reference, clusters, options, what):
+    judge = np.asarray(judge, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    keep, n_missing, excluded = valid_rows(judge, reference)
+    if not keep.any():
+        return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, **options)
+    equal = (judge[keep] == reference[keep]).astype(float)
+    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([equal, np.ones(equal.size)]))
+    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_missing,
+                             excluded=excluded, **options)
+
+
+def mipa(judge_outcome, reference_outcome, clusters, **bootstrap) -> Estimate:
+    """Mean instance pairwise accuracy (002 Eq. 5): share of (G < G′, x) whose orderings agree.
+
+    Codes in {-1, 0, 1}; a tie agrees only with a tie. One row per *unordered* pair and instance;
+    rows with a missing score or verdict are excluded and counted. Pooled over pairs, which is
+    Eq. 5 when every pair covers every instance. Variants: ``paradigm`` SR (rubric instance
+    scores), DA (direct-assessment scores) or PWC (pairwise verdicts against a preference-ref).
+    """
+    return _share_equal(judge_outcome, reference_outcome, clusters, boot_options(bootstrap), "comparison")
+
+
+def mra(judge_met, reference_met, clusters, **bootstrap) -> Estimate:
+    """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded."""
+    return _share_equal(judge_met, reference_met, clusters, boot_options(bootstrap), "rubric verdict")
+
+
+def _instance_scores(met, clusters, points):
+    """Per-row contributions so that cluster sums give Σ points·met and the normaliser."""
+    met = np.asarray(met, dtype=float)
+    if points is None:
+        return met, np.ones_like(met)
+    points = np.asarray(points, dtype=float)
+    return points * met, np.where(points > 0, points, 0.0)
+
+
+def score_delta(judge_met, reference_met, generator, clusters, *, points=None, centred: bool = True,
+                **bootstrap) -> dict:
+    """Judge's system score minus the reference's for every generator, centred by the judge's mean delta.
+
+    002 Fig. 5. Instance score s(G, x) = fraction of rubrics met (``points=None``), or with rubric
+    points (HealthBench weighting) Σ_k points_k·met_k / Σ_{k: points_k > 0} points_k clipped to
+    [0, 1]. System score = mean over instances; delta(G) = S_J(G) − S*(G); centred delta(G) =
+    delta(G) − mean over generators of delta (``centred=False`` for the raw delta). Rows with an
+    unparsed judge verdict are excluded (both sides lose that rubric, so the two scores stay
+    comparable). Returns {generator: Estimate}; one bootstrap for all generators.
+    """
+    judge_met = np.asarray(judge_met, dtype=float)
+    reference_met = np.asarray(reference_met, dtype=float)
+    keep, n_missing, excluded = valid_rows(judge_met, reference_met)
+    generator = np.asarray(generator)[keep]
+    clusters = np.asarray(clusters)[keep]
+    pts = None if points is None else np.asarray(points, dtype=float)[keep]
+    options = boot_options(bootstrap)
+    names, g_codes = np.unique(generator, return_inverse=True)
+    inst, i_codes = np.unique(clusters, return_inverse=True)
+    cell = i_codes * names.size + g_codes
+    size = inst.size * names.size
+    j_num, norm = _instance_scores(judge_met[keep], clusters, pts)
+    r_num, _ = _instance_scores(reference_met[keep], clusters, pts)
+    norm_sum = np.bincount(cell, weights=norm, minlength=size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_j = np.bincount(cell, weights=j_num, minlength=size) / norm_sum
+        s_r = np.bincount(cell, weights=r_num, minlength=size) / norm_sum
+    if pts is not None:
+        s_j, s_r = np.clip(s_j, 0, 1), np.clip(s_r, 0, 1)
+    present = np.bincount(cell, minlength=size) > 0
+    valid = present & np.isfinite(s_j) & np.isfinite(s_r)
+    s_j, s_r = np.where(valid, s_j, 0.0).reshape(inst.size, names.size), np.where(valid, s_r, 0.0).reshape(inst.size, names.size)
+    count = valid.reshape(inst.size, names.size).astype(float)
+    sums = np.concatenate([s_j - s_r, count], axis=1)  # already per cluster
+    out = {}
+    for g, name in enumerate(names):
+        def statistic(totals, g=g):
+            delta = totals[..., : names.size] / totals[..., names.size:]
+            return delta[..., g] - (delta.mean(-1) if centred else 0.0)
+
+        out[str(name)] = cluster_bootstrap(sums, statistic, n=int(count[:, g].sum()), n_excluded=n_missing,
+                                           excluded=excluded, **options)
+    return out

@@ -1,0 +1,142 @@
+"""Result records the report needs that the metric suite does not make (yet): leaderboard ranks and
+perplexity bins.
+
+- `leaderboard_records`: every generator's mean preference score (win 1, tie ½, loss 0 over all
+  the comparisons it took part in, pooled over judges and conditions) and its rank (1 = best,
+  average rank for ties), once with every judge (``variant.judges = "all"``) and once without the
+  judges related to either candidate of a comparison (``"unrelated"``: a judge whose registry
+  relation to a candidate is anything but UNRELATED/UNKNOWN is left out of that comparison). The
+  rank interval comes from the same seeded cluster bootstrap as every metric (prompts resampled,
+  `nepotism.metrics._bootstrap.bootstrap_weights`): the generators are ranked within each
+  resample and the interval is the percentile interval of those ranks.
+- `perplexity_records`: the list `nepotism.metrics.reference.perplexity_win_rate` returns, as
+  records ``metric = "perplexity-win-rate"`` with ``variant = {bin, low, high, rater: judge|human,
+  split: all|self|other}`` — the shape `nepotism.report.plots` draws.
+
+Leaderboards mix opponents: a generator compared only with strong models scores lower than the
+same generator compared with weak ones, so ranks are comparable only when every generator met the
+same opponents (as in a full round robin). The report says so; this module does not correct it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from nepotism.metrics._bootstrap import bootstrap_weights
+
+__all__ = ["leaderboard_records", "perplexity_records"]
+
+_UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
+
+
+def _side_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Two rows per decided comparison, one per candidate, with that candidate's score (1, ½, 0)."""
+    decided = frame[frame["outcome"].notna()]
+    x = pd.DataFrame({"instance_id": decided["instance_id"].astype(str), "judge": decided["judge"].astype(str),
+                      "generator": decided["model_x"].astype(str), "opponent": decided["model_y"].astype(str),
+                      "score": (decided["outcome"].to_numpy() + 1.0) / 2.0})
+    y = pd.DataFrame({"instance_id": decided["instance_id"].astype(str), "judge": decided["judge"].astype(str),
+                      "generator": decided["model_y"].astype(str), "opponent": decided["model_x"].astype(str),
+                      "score": (1.0 - decided["outcome"].to_numpy()) / 2.0})
+    return pd.concat([x, y], ignore_index=True)
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis, 1 = highest score, average ranks for ties, NaN stays NaN."""
+    return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
+
+
+def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
+           confidence: float) -> list[dict]:
+    if rows.empty:
+        return []
+    clusters, cluster_code = np.unique(rows["instance_id"].to_numpy(), return_inverse=True)
+    names, gen_code = np.unique(rows["generator"].astype(str).to_numpy(), return_inverse=True)
+    g = names.size
+    sums = np.zeros((clusters.size, 2 * g))
+    np.add.at(sums, (cluster_code, gen_code), rows["score"].to_numpy(dtype=float))
+    np.add.at(sums, (cluster_code, g + gen_code), 1.0)
+    total = sums.sum(axis=0)
+    score = total[:g] / total[g:]
+    rank = _ranks(score)
+    low = high = np.full(g, np.nan)
+    score_low = score_high = np.full(g, np.nan)
+    if n_resamples > 0 and clusters.size > 1:
+        weights = bootstrap_weights(clusters.size, n_resamples, seed)
+        boot = weights.astype(float) @ sums
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boot_score = boot[:, :g] / boot[:, g:]
+        boot_rank = _ranks(boot_score)
+        alpha = (1.0 - confidence) / 2.0
+        low, high = np.nanquantile(boot_rank, [alpha, 1 - alpha], axis=0)
+        score_low, score_high = np.nanquantile(boot_score, [alpha, 1 - alpha], axis=0)
+    per_gen = rows.groupby("generator")
+    judges = per_gen["judge"].agg(lambda s: sorted(set(map(str, s))))
+    prompts = per_gen["instance_id"].nunique()
+    records = []
+    for i, name in enumerate(names):
+        records.append({
+            "metric": "leaderboard-rank", "judge": "all judges" if variant == "all" else "unrelated judges",
+            "judge_id": None, "condition": "pooled", "generator": str(name), "pair": None, "scope": None,
+            "variant": {"judges": variant, "score": "mean preference (win 1, tie 1/2, loss 0)"},
+            "value": float(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
+            "score": float(score[i]), "score_ci_low": _clean(score_low[i]), "score_ci_high": _clean(score_high[i]),
+            "n": int(total[g + i]), "n_clusters": int(prompts[name]),
+            "n_excluded": int(n_excluded.get(str(name), 0)),
+            "excluded": {"judge related to a candidate": int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
+            "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
+            "n_resamples": n_resamples, "p_value": None, "note": None,
+        })
+    return records
+
+
+def _clean(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int = 1000, seed: int = 0,
+                        confidence: float = 0.95) -> list[dict]:
+    """Leaderboard ranks with bootstrap rank intervals, with all judges and with unrelated judges only.
+
+    ``comparisons`` is `nepotism.analyses.comparisons.Comparisons.frame` (one row per judge,
+    prompt and unordered pair; NaN outcomes are excluded). A generator no unrelated judge saw gets
+    no ``unrelated`` record.
+    """
+    rows = _side_rows(comparisons)
+    if rows.empty:
+        return []
+    cache: dict[tuple[str, str], bool] = {}
+
+    def related(judge: str, model: str) -> bool:
+        key = (judge, model)
+        if key not in cache:
+            try:
+                cache[key] = registry.relation(judge, model).name not in _UNRELATED
+            except (KeyError, ValueError, AttributeError):
+                cache[key] = False
+        return cache[key]
+
+    pairs = rows[["judge", "generator", "opponent"]].drop_duplicates()
+    pairs["drop"] = [related(j, g) or related(j, o) for j, g, o in pairs.itertuples(index=False)]
+    rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
+    kept = rows[~rows["drop"]]
+    dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
+    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+    return _board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
+
+
+def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:
+    """Records from `perplexity_win_rate`'s per-bin output (one per bin and rater)."""
+    records = []
+    for item in bins:
+        for rater in ("judge", "human"):
+            estimate = item[rater]
+            record = {"metric": "perplexity-win-rate", "judge": judge, "judge_id": None, "condition": condition,
+                      "generator": None, "pair": None, "scope": None if split == "all" else split,
+                      "variant": {"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
+                                  "rater": rater, "split": split}}
+            record.update(estimate.as_dict())
+            records.append(record)
+    return records

@@ -1,0 +1,457 @@
+"""The report's figures from result records, in one colour-blind-safe style, as embedded PNGs.
+
+Every function takes the records and returns a list of plots ``{id, title, png (base64), alt,
+caption}`` — empty when the records hold nothing to draw. Colours are the Okabe–Ito palette (scope
+→ colour is fixed: self blue, family orange, student green, family-student purple, unrelated
+grey); heatmaps use a blue–white–vermillion diverging map or cividis for counts; every axis names
+its quantity and unit. Model names are drawn as plain text (``text.parse_math`` off, so a ``$`` in
+a name is not TeX) and shortened to 40 characters. Figures are PNG so that the page can embed them
+as ``<img>`` (an SVG inlined into HTML could carry markup from a model name).
+
+What this module leaves out: choosing which records exist (the suite) and the page (`full`).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections import defaultdict
+from contextlib import contextmanager
+
+import numpy as np
+
+__all__ = ["OKABE_ITO", "SCOPE_COLOURS", "all_plots", "bias_bars", "confusion_matrices", "heatmaps",
+           "leaderboard", "mitigation", "perplexity"]
+
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
+             "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
+SCOPE_COLOURS = {"self": OKABE_ITO["blue"], "family": OKABE_ITO["orange"], "lineage": OKABE_ITO["orange"],
+                 "same_series": OKABE_ITO["orange"], "same_family": OKABE_ITO["orange"],
+                 "student": OKABE_ITO["green"], "family-student": OKABE_ITO["purple"],
+                 "family_student": OKABE_ITO["purple"], "teacher": OKABE_ITO["sky"]}
+_FAMILY = {"family", "lineage", "same_series", "same_family"}
+_STUDENT = {"student", "family-student", "family_student"}
+_MAX_ROWS = 40
+
+
+@contextmanager
+def _style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rc = {"text.parse_math": False, "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
+          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e5e5e5",
+          "axes.axisbelow": True, "figure.dpi": 100, "savefig.dpi": 110, "font.family": "DejaVu Sans",
+          "axes.prop_cycle": matplotlib.cycler(color=[OKABE_ITO[k] for k in
+                                                      ("blue", "orange", "green", "vermillion", "purple", "sky",
+                                                       "yellow", "black")])}
+    with plt.rc_context(rc):
+        yield plt
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _short(text, limit: int = 40) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _plot(id_, title, fig, alt, caption) -> dict:
+    return {"id": id_, "title": title, "png": _png(fig), "alt": alt, "caption": caption}
+
+
+def _judge_labels(records) -> dict:
+    """(judge, condition) → label; the condition shown only for judges with several."""
+    conditions = defaultdict(set)
+    for r in records:
+        conditions[str(r["judge"])].add(str(r.get("condition")))
+    return {(j, c): (_short(j) if len(cs) == 1 else f"{_short(j, 28)} / {_short(c, 24)}")
+            for j, cs in conditions.items() for c in cs}
+
+
+def _defined(records, metric):
+    return [r for r in records if r.get("metric") == metric and r.get("value") is not None]
+
+
+def _cmap():
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("nepotism-diverging", [OKABE_ITO["blue"], "#ffffff",
+                                                                    OKABE_ITO["vermillion"]])
+
+
+# ------------------------------------------------------------------------------------ heatmaps
+def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    matrix = np.array(values, dtype=float)
+    limit = float(np.nanmax(np.abs(matrix))) if np.isfinite(matrix).any() else 1.0
+    limit = limit or 1.0
+    fig, ax = plt.subplots(figsize=(min(2.5 + 0.42 * len(columns), 18), 1.6 + 0.42 * len(rows)))
+    ax.grid(False)
+    image = ax.imshow(np.ma.masked_invalid(matrix), cmap=_cmap(), vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_facecolor("#f0f0f0")
+    ax.set_xticks(range(len(columns)), [_short(c, 44) for c in columns], rotation=60, ha="right")
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_xlabel("generator (whose answers were judged)")
+    ax.set_ylabel("judge")
+    styles = {"self": "-", "family": "--", "student": ":"}
+    for (i, j), relation in relations.items():
+        kind = "self" if relation == "self" else "family" if relation in _FAMILY else "student" if relation in _STUDENT else None
+        if kind:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2,
+                                   linestyle=styles[kind]))
+    if matrix.size <= 400:
+        for (i, j), v in np.ndenumerate(matrix):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:+.1f}", ha="center", va="center", fontsize=7,
+                        color="white" if abs(v) > 0.6 * limit else "black")
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(unit)
+    handles = [Line2D([], [], color="black", linestyle=s, linewidth=2, label=f"{k} cell") for k, s in styles.items()]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(title, pad=24)
+    return _plot(id_, title, fig, f"Heatmap: {title}", caption)
+
+
+def heatmaps(records: list[dict]) -> list[dict]:
+    """Judge × generator: centred rubric score deltas, and win rates centred per generator across judges."""
+    out = []
+    labels = _judge_labels(records)
+    deltas = [r for r in _defined(records, "score-delta") if (r.get("variant") or {}).get("weighting", "count") == "count"
+              and (r.get("variant") or {}).get("centred", True)]
+    win = _defined(records, "win-rate")
+    with _style() as plt:
+        for kind, rows_in in (("score-delta", deltas), ("win-rate", win)):
+            if not rows_in:
+                continue
+            cells = {}
+            for r in rows_in:
+                column = str(r["generator"])
+                if kind == "win-rate":  # comparable only against the same opponents
+                    opponents = (r.get("variant") or {}).get("opponents")
+                    column = f"{column} (vs {', '.join(opponents) if isinstance(opponents, list) else opponents})"
+                cells[((str(r["judge"]), str(r.get("condition"))), column)] = r
+            judges = sorted({k[0] for k in cells})
+            generators = sorted({k[1] for k in cells})
+            if kind == "win-rate":  # centre per column over the judges that saw it; needs two judges
+                seen = {g: [j for j in judges if (j, g) in cells] for g in generators}
+                generators = [g for g in generators if len(seen[g]) >= 2]
+                if not generators:
+                    continue
+                related = {g for g in generators if any(cells[(j, g)].get("relation") not in ("unrelated", "unknown", None)
+                                                        for j in seen[g])}
+                generators.sort(key=lambda g: (g not in related, -len(seen[g]), g))
+                generators = sorted(generators[:_MAX_ROWS])
+                judges = [j for j in judges if any((j, g) in cells for g in generators)]
+            values, relations = [], {}
+            for i, j in enumerate(judges):
+                line = []
+                for k, g in enumerate(generators):
+                    r = cells.get((j, g))
+                    line.append(np.nan if r is None else 100 * r["value"])
+                    if r is not None:
+                        relations[(i, k)] = r.get("relation") if kind == "win-rate" else r.get("scope")
+                values.append(line)
+            matrix = np.array(values, dtype=float)
+            if kind == "win-rate":
+                matrix = matrix - np.nanmean(matrix, axis=0, keepdims=True)
+                title = "Win rate of each generator under each judge, centred on its mean over judges"
+                unit = "win rate − mean over judges (percentage points)"
+                caption = ("Each column is one generator against the same opponents, seen by at least two judges; a "
+                           "cell is that judge's win rate for it minus the mean over those judges, so a positive "
+                           "outlined cell is a judge rating its relative higher than the other judges do. Outlined "
+                           "cells: the generator is the judge itself (solid), its family (dashed) or its student "
+                           "(dotted). Generators met by different opponents under different judges are left out.")
+            else:
+                title = "Centred rubric score delta: judge score − reference score, centred per judge"
+                unit = "score delta (percentage points of rubrics met)"
+                caption = ("S_J(G) − S*(G) minus its mean over the judge's generators (paper 002 Fig. 5): positive means "
+                           "the judge grades that generator more generously than the reference does, relative to the "
+                           "others. Outlined cells: self (solid), family (dashed), student (dotted).")
+            out.append(_heatmap(plt, [labels[j] for j in judges], generators, matrix, relations, title=title,
+                                unit=unit, id_=f"heatmap-{kind}", caption=caption))
+    return out
+
+
+# ------------------------------------------------------------------------------------ bias bars
+def _variant(r) -> dict:
+    return r.get("variant") or {}
+
+
+_BARS = [
+    ("matched-bias", lambda r: True, 0.0, 100, "related preferred minus unrelated reference judges (points)"),
+    ("paired-win-rate-gap", lambda r: True, 0.0, 100, "win rate here minus under the other judge (percentage points)"),
+    ("self-preference-ratio", lambda r: True, 50.0, 100, "related candidate preferred (% of comparisons)"),
+    ("demographic-parity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
+     "P(prefer | related) − P(prefer | other) (percentage points)"),
+    ("equal-opportunity-bias", lambda r: True, 0.0, 100, "recall on related − recall on other (percentage points)"),
+    ("error-bias", lambda r: True, 0.0, 100, "errors for related − errors against it (percentage points)"),
+    ("score-delta", lambda r: r.get("scope") not in ("unrelated", "unknown", None)
+     and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
+    ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge", 1.0, 1,
+     "overestimation of related ÷ of unrelated generators (ratio)"),
+    ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee",
+     None, 100, "prefers own answer when the other is correct (%)"),
+    ("preference-leakage-score", lambda r: _variant(r).get("ties", "half") == "half", 0.0, 100,
+     "preference leakage score (%, relative)"),
+]
+#: Metric ids shown as bias bars (and compared across conditions).
+BIAS_METRICS = tuple(m for m, *_ in _BARS)
+
+
+def _row_label(r, labels) -> str:
+    judge = labels.get((str(r["judge"]), str(r.get("condition"))), _short(r["judge"]))
+    v = _variant(r)
+    extra = []
+    if r.get("pair"):
+        extra.append(" vs ".join(_short(p, 22) for p in r["pair"]))
+    elif r.get("generator"):
+        extra.append(_short(r["generator"], 24))
+    if "other_judge" in v:
+        extra.append(f"other judge {_short(v['other_judge'], 22)}")
+    for key in ("opponents", "level", "subset"):
+        if key in v and isinstance(v[key], str):
+            extra.append(f"{key} {v[key]}")
+    scope = r.get("scope") or ""
+    return _short(f"{judge} · {scope}" + (f" ({'; '.join(extra)})" if extra else ""), 80)
+
+
+def bias_bars(records: list[dict]) -> list[dict]:
+    """One forest plot per bias metric: every judge and scope with its CI, the no-bias value marked."""
+    labels = _judge_labels(records)
+    out = []
+    with _style() as plt:
+        for metric, keep, null, scale, xlabel in _BARS:
+            rows = [r for r in _defined(records, metric) if keep(r)]
+            if not rows:
+                continue
+            rows.sort(key=lambda r: (str(r["judge"]), str(r.get("condition")), str(r.get("scope")), -(r.get("n") or 0)))
+            dropped = max(0, len(rows) - _MAX_ROWS)
+            rows = rows[:_MAX_ROWS]
+            fig, ax = plt.subplots(figsize=(9.5, 1.1 + 0.3 * len(rows)))
+            for i, r in enumerate(rows):
+                colour = SCOPE_COLOURS.get(str(r.get("scope")), OKABE_ITO["grey"])
+                value = scale * r["value"]
+                ax.plot([value], [i], "o", color=colour, markersize=6)
+                if r.get("ci_low") is not None:
+                    ax.plot([scale * r["ci_low"], scale * r["ci_high"]], [i, i], "-", color=colour, linewidth=2.2)
+            if null is not None:
+                ax.axvline(null, color="#444444", linestyle="--", linewidth=1)
+            ax.set_yticks(range(len(rows)), [_row_label(r, labels) for r in rows], fontsize=7.5)
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            ax.set_xlabel(xlabel)
+            ax.grid(axis="y", visible=False)
+            scopes = sorted({str(r.get("scope")) for r in rows if str(r.get("scope")) in SCOPE_COLOURS})
+            if scopes:
+                from matplotlib.lines import Line2D
+
+                ax.legend(handles=[Line2D([], [], color=SCOPE_COLOURS[s], marker="o", label=s) for s in scopes],
+                          loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, title="scope",
+                          title_fontsize=8)
+            level = int(round(100 * (rows[0].get("confidence") or 0.95)))
+            ax.set_title(metric)
+            caption = (f"{metric}: dots are estimates, lines their {level}% cluster-bootstrap intervals"
+                       + (f"; the dashed line is no bias ({null:g})" if null is not None else "")
+                       + (f". {dropped} more rows are in the tables." if dropped else "."))
+            out.append(_plot(f"bias-{metric}", metric, fig, f"Forest plot of {metric} per judge and scope", caption))
+    return out
+
+
+# ------------------------------------------------------------------------------------ perplexity
+def perplexity(records: list[dict]) -> list[dict]:
+    """Perplexity-binned win rates: the judge's vs the humans' choice of A, per bin (and split)."""
+    rows = [r for r in records if r.get("metric") == "perplexity-win-rate"]
+    if not rows:
+        return []
+    labels = _judge_labels(records)
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(str(r["judge"]), str(r.get("condition")))].append(r)
+    out = []
+    with _style() as plt:
+        for (judge, condition), items in sorted(groups.items()):
+            splits = sorted({_variant(r).get("split", "all") for r in items}, key=lambda s: ("all", "self", "other").index(s)
+                            if s in ("all", "self", "other") else 9)
+            fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits) + 0.5, 3.4), squeeze=False)
+            for ax, split in zip(axes[0], splits):
+                for rater, colour, marker in (("judge", OKABE_ITO["blue"], "o"), ("human", OKABE_ITO["orange"], "s")):
+                    points = sorted((r for r in items if _variant(r).get("split", "all") == split
+                                     and _variant(r).get("rater", "judge") == rater), key=lambda r: _variant(r).get("bin", 0))
+                    if not points:
+                        continue
+                    x = np.arange(len(points))
+                    y = np.array([np.nan if r["value"] is None else 100 * r["value"] for r in points])
+                    low = np.array([np.nan if r.get("ci_low") is None else 100 * r["ci_low"] for r in points])
+                    high = np.array([np.nan if r.get("ci_high") is None else 100 * r["ci_high"] for r in points])
+                    ax.plot(x, y, marker=marker, color=colour, label=rater)
+                    ax.fill_between(x, low, high, color=colour, alpha=0.18, linewidth=0)
+                    ax.set_xticks(x, [f"{_variant(r).get('low', np.nan):.2g}…{_variant(r).get('high', np.nan):.2g}"
+                                      for r in points], rotation=30, fontsize=7)
+                ax.set_ylim(0, 100)
+                ax.set_title(f"{split} comparisons")
+                ax.set_xlabel("log-perplexity of A − of B under the judge (bin)")
+                ax.set_ylabel("A chosen (% of comparisons)")
+                ax.legend(fontsize=8)
+            fig.suptitle(labels.get((judge, condition), judge))
+            fig.tight_layout()
+            out.append(_plot(f"perplexity-{len(out)}", f"Perplexity-binned win rates: {labels.get((judge, condition), judge)}",
+                             fig, "Line plot of judge and human choice of A per perplexity bin",
+                             "Share of comparisons where the judge (blue) and the humans (orange) pick A, per bin of the "
+                             "judge's perplexity difference; a judge line falling faster than the human one means the "
+                             "judge favours text it finds familiar (paper 001 §5). Bands: bootstrap intervals."))
+    return out
+
+
+# ------------------------------------------------------------------------------------ confusion
+def confusion_matrices(records: list[dict]) -> list[dict]:
+    """The 2×2 human × judge matrices behind equal-opportunity bias, one panel per judge and scope."""
+    rows = [r for r in records if r.get("metric") == "equal-opportunity-bias" and r.get("confusion_matrix")]
+    if not rows:
+        return []
+    labels = _judge_labels(records)
+    rows = rows[:12]
+    cols = min(4, len(rows))
+    n_rows = -(-len(rows) // cols)
+    with _style() as plt:
+        fig, axes = plt.subplots(n_rows, cols, figsize=(3.0 * cols, 2.9 * n_rows), squeeze=False)
+        for ax in axes.ravel()[len(rows):]:
+            ax.axis("off")
+        for ax, r in zip(axes.ravel(), rows):
+            m = r["confusion_matrix"]
+            counts = np.array([[m["human_own_judge_own"], m["human_own_judge_other"]],
+                               [m["human_other_judge_own"], m["human_other_judge_other"]]], dtype=float)
+            share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+            ax.grid(False)
+            ax.imshow(share, cmap="cividis", vmin=0, vmax=1)
+            for (i, j), c in np.ndenumerate(counts):
+                ax.text(j, i, f"{int(c):,}\n{100 * share[i, j]:.0f}% of row", ha="center", va="center", fontsize=7.5,
+                        color="black" if share[i, j] > 0.55 else "white")
+            ax.set_xticks([0, 1], ["related", "other"])
+            ax.set_yticks([0, 1], ["related", "other"])
+            ax.set_xlabel("judge prefers")
+            ax.set_ylabel("human prefers")
+            ax.set_title(f"{labels.get((str(r['judge']), str(r.get('condition'))), r['judge'])}\nscope {r.get('scope')}",
+                         fontsize=8)
+        fig.tight_layout()
+        return [_plot("confusion", "Human × judge confusion matrices", fig,
+                      "Grid of two-by-two confusion matrices of human and judge preferences",
+                      "Rows: which answer the human label prefers; columns: which the judge prefers (ties left out). "
+                      "Equal-opportunity bias is the related row's recall minus the other row's (paper 001 Def. 4.1).")]
+
+
+# ------------------------------------------------------------------------------------ conditions
+def _group_key(r):
+    v = {k: x for k, x in _variant(r).items() if k not in ("baseline_condition", "condition")}
+    return (str(r["judge"]), r["metric"], str(r.get("scope")), str(r.get("generator")), json.dumps(r.get("pair")),
+            json.dumps(v, sort_keys=True, default=str))
+
+
+def mitigation(records: list[dict]) -> list[dict]:
+    """Bias metrics per condition: each group of like records measured under two or more conditions,
+    or records that already are a change against a baseline condition (``variant.baseline_condition``)."""
+    labels = _judge_labels(records)
+    out = []
+    with _style() as plt:
+        for metric, keep, null, scale, xlabel in _BARS:
+            rows = [r for r in _defined(records, metric) if keep(r)]
+            changes = [r for r in rows if "baseline_condition" in _variant(r)]
+            groups = defaultdict(list)
+            for r in rows:
+                if "baseline_condition" not in _variant(r):
+                    groups[_group_key(r)].append(r)
+            groups = {k: v for k, v in groups.items() if len({str(r.get("condition")) for r in v}) >= 2}
+            lines = [(f"{_row_label(r, labels)} — change vs {_variant(r)['baseline_condition']}", r, 0.0) for r in changes]
+            for key, items in sorted(groups.items()):
+                for r in sorted(items, key=lambda r: str(r.get("condition"))):
+                    lines.append((_row_label(r, labels), r, null))
+            if not lines:
+                continue
+            lines = lines[:_MAX_ROWS]
+            conditions = sorted({str(r.get("condition")) for _, r, _ in lines})
+            palette = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")]
+            colour = {c: palette[i % len(palette)] for i, c in enumerate(conditions)}
+            fig, ax = plt.subplots(figsize=(9.5, 1.2 + 0.3 * len(lines)))
+            for i, (_, r, _) in enumerate(lines):
+                c = colour[str(r.get("condition"))]
+                ax.plot([scale * r["value"]], [i], "o", color=c)
+                if r.get("ci_low") is not None:
+                    ax.plot([scale * r["ci_low"], scale * r["ci_high"]], [i, i], color=c, linewidth=2.2)
+            if null is not None or changes:
+                ax.axvline(null if null is not None else 0.0, color="#444444", linestyle="--", linewidth=1)
+            ax.set_yticks(range(len(lines)), [label for label, _, _ in lines], fontsize=7.5)
+            ax.set_ylim(len(lines) - 0.5, -0.5)
+            ax.set_xlabel(xlabel)
+            from matplotlib.lines import Line2D
+
+            ax.legend(handles=[Line2D([], [], color=colour[c], marker="o", label=_short(c, 30)) for c in conditions],
+                      title="condition", fontsize=7.5, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      frameon=False)
+            ax.set_title(f"{metric} per condition")
+            out.append(_plot(f"conditions-{metric}", f"{metric} per condition", fig,
+                             f"Forest plot of {metric} under each condition",
+                             "The same metric, judge and scope under each condition, with intervals computed per "
+                             "condition (not paired): a difference is reliable only when the conditions judged the same "
+                             "items. Records that already hold a paired change against a baseline say so in the label."))
+    return out
+
+
+# ------------------------------------------------------------------------------------ leaderboard
+def leaderboard(records: list[dict]) -> list[dict]:
+    """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals."""
+    rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None]
+    if not rows:
+        return []
+    by = defaultdict(dict)
+    for r in rows:
+        by[str(r["generator"])][_variant(r).get("judges")] = r
+    names = sorted(by, key=lambda g: (by[g].get("all", {}).get("value", 1e9), g))
+    if len(names) > _MAX_ROWS:
+        def change(g):
+            first = by[g].get("all", {}).get("value", 0)
+            return abs(first - by[g].get("unrelated", {}).get("value", first))
+
+        keep = set(names[:_MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[:_MAX_ROWS // 2])
+        names = [g for g in names if g in keep]
+    with _style() as plt:
+        fig, ax = plt.subplots(figsize=(9.5, 1.3 + 0.28 * len(names)))
+        for variant, colour, marker, offset, label in (("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
+                                                       ("unrelated", OKABE_ITO["vermillion"], "D", 0.17,
+                                                        "related judges left out")):
+            for i, g in enumerate(names):
+                r = by[g].get(variant)
+                if r is None:
+                    continue
+                ax.plot([r["value"]], [i + offset], marker, color=colour, markersize=5)
+                if r.get("ci_low") is not None:
+                    ax.plot([r["ci_low"], r["ci_high"]], [i + offset] * 2, color=colour, linewidth=2)
+            ax.plot([], [], marker, color=colour, label=label)
+        ax.set_yticks(range(len(names)), [_short(g) for g in names], fontsize=7.5)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_xlabel("rank (1 = best; mean preference score over its comparisons)")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.set_title("Leaderboard: all judges vs related judges left out")
+        level = int(round(100 * (rows[0].get("confidence") or 0.95)))
+        return [_plot("leaderboard", "Leaderboard before and after excluding related judges", fig,
+                      "Dot plot of each generator's rank with and without related judges",
+                      f"Each generator's rank with every judge (blue) and with the judges related to either candidate "
+                      f"left out (vermillion); lines are {level}% bootstrap rank intervals (prompts resampled)."
+                      + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""))]
+
+
+def all_plots(records: list[dict]) -> dict[str, list[dict]]:
+    """Every section's plots: ``{section: [plot, ...]}``."""
+    return {"heatmaps": heatmaps(records), "bias": bias_bars(records), "perplexity": perplexity(records),
+            "confusion": confusion_matrices(records), "conditions": mitigation(records),
+            "leaderboard": leaderboard(records)}

@@ -1,0 +1,310 @@
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nepotism.analyses import suite
+from nepotism.analyses.suite import SuiteOptions, agreement_filter, committee, run_suite
+from nepotism.metrics.catalogue import METRICS
+from nepotism.models import load_registry
+from nepotism.simulate import SimulationSpec, simulate
+
+
+def _setup(tmp_path, **kwargs):
+    spec = SimulationSpec(n_instances=60, **kwargs)
+    path = os.path.join(tmp_path, "r.toml")
+    with open(path, "w") as handle:
+        handle.write(spec.registry_toml())
+    return spec, simulate(spec, seed=2), load_registry([path])
+
+
+def test_all_exported():
+    for name in suite.__all__:
+        assert hasattr(suite, name)
+
+
+def test_records_use_catalogue_ids_and_fields(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=0.5)
+    result = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref,
+                       "rubric-items": sim.rubric_items}, options=SuiteOptions(n_resamples=50))
+    frame = result.frame()
+    assert set(frame["metric"]) <= set(METRICS)
+    for column in ("metric", "judge", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"):
+        assert column in frame
+    weights = {r["variant"].get("weighting") for r in result.records if r["metric"] == "score-delta"}
+    assert weights == {"count", "points"}
+    # centred deltas of one judge sum to zero
+    deltas = frame[(frame.metric == "score-delta") & (frame.judge == "judge-a")
+                   & (frame.variant.map(lambda v: v.get("weighting")) == "count")]
+    assert abs(deltas["value"].sum()) < 1e-9
+
+
+def test_row_order_does_not_change_records(tmp_path):
+    spec, sim, registry = _setup(tmp_path)
+    options = SuiteOptions(n_resamples=30)
+    a = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref}, options=options)
+    shuffled = sim.pairwise.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    b = run_suite(shuffled, "pairwise", registry, references={"preference-ref": sim.preference_ref}, options=options)
+    key = lambda r: (r["metric"], r["judge"], str(r.get("generator")), str(r.get("pair")), str(r.get("scope")), str(r["variant"]))  # noqa: E731
+    va = {key(r): r["value"] for r in a.records}
+    vb = {key(r): r["value"] for r in b.records}
+    assert va.keys() == vb.keys()
+    for k in va:
+        assert (va[k] is None and vb[k] is None) or np.isclose(va[k], vb[k])
+
+
+def test_committee_and_agreement_filter():
+    frame = pd.DataFrame({"instance_id": ["x"] * 6, "model": ["m"] * 6, "rubric_id": ["r1"] * 3 + ["r2"] * 3,
+                          "judge": ["a", "b", "c"] * 2, "met": [True, True, False, True, False, None],
+                          "condition": "default", "replicate": 0})
+    votes = committee(frame, ["a", "b", "c"], name="panel")
+    panel = votes[votes.judge == "panel"].set_index("rubric_id")["met"]
+    assert panel["r1"] is True or panel["r1"] == True  # noqa: E712
+    assert panel["r2"] is None  # split vote among parsed verdicts → unparsed
+    kept, agreement = agreement_filter(frame, 0.3)
+    assert set(kept["rubric_id"]) == {"r1"}
+    assert np.isclose(agreement.set_index("rubric_id")["agreement"]["r1"], 1 / 3)
+
+
+def test_slices_add_records(tmp_path):
+    spec, sim, registry = _setup(tmp_path)
+    frame = sim.rubric.copy()
+    frame["category"] = np.where(frame["instance_id"].astype(str) < "x00030", "a", "b")
+    result = run_suite(frame, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
+                       options=SuiteOptions(n_resamples=20, slices=("category",)))
+    sliced = {r["variant"]["slice"]["category"] for r in result.records if "slice" in r["variant"]}
+    assert sliced == {"a", "b"}
+
+
+# ---------------------------------------------------------------- new table kinds and options
+from scipy.special import expit  # noqa: E402
+
+from nepotism.analyses.suite import correlate, read_leaderboard  # noqa: E402
+from nepotism.metrics import rubric as rubric_metrics  # noqa: E402
+
+MODELS = ("judge-a", "judge-b", "other-1", "other-2", "other-3")
+
+
+def _registry(tmp_path):
+    path = os.path.join(tmp_path, "models.toml")
+    with open(path, "w") as handle:
+        handle.write("\n".join(f'[models."{m}"]\nfamily = "{m}"\n' for m in MODELS))
+    return load_registry([path])
+
+
+def _pointwise(n=300, self_bias=1.5, seed=0):
+    """DA scores: quality + noise, and judge-a adds ``self_bias`` to its own answers."""
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(size=(n, len(MODELS)))
+    rows = []
+    for judge in ("judge-a", "judge-b"):
+        noise = rng.normal(scale=0.5, size=quality.shape)
+        bias = np.array([self_bias if (m == judge and judge == "judge-a") else 0.0 for m in MODELS])
+        scores = np.round(5 + 2 * (quality + noise + bias), 1)
+        for g, model in enumerate(MODELS):
+            rows.append(pd.DataFrame({"instance_id": [f"x{i}" for i in range(n)], "judge": judge, "model": model,
+                                      "score": scores[:, g]}))
+    frame = pd.concat(rows, ignore_index=True)
+    ref = pd.DataFrame({"instance_id": np.tile([f"x{i}" for i in range(n)], len(MODELS)),
+                        "model": np.repeat(MODELS, n), "score": quality.T.ravel()})
+    return frame, ref
+
+
+def _by(records, metric, **match):
+    out = []
+    for r in records:
+        if r["metric"] != metric:
+            continue
+        ok = all((r.get(k) == v) if k != "variant" else all(r["variant"].get(a) == b for a, b in v.items())
+                 for k, v in match.items())
+        if ok:
+            out.append(r)
+    return out
+
+
+def test_pointwise_self_preference_and_instance_metrics(tmp_path):
+    registry = _registry(tmp_path)
+    frame, ref = _pointwise()
+    records = run_suite(frame, "pointwise", registry, references={"correctness-ref": ref},
+                        options=SuiteOptions(n_resamples=200)).records
+    assert set(r["metric"] for r in records) <= set(METRICS)
+    biased = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
+    fair = _by(records, "self-preference-ratio", judge="judge-b", scope="self")[0]
+    assert biased["ci_low"] > 0.6 and fair["ci_low"] < 0.5 < fair["ci_high"]
+    hspp_a = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"level": "instance"})[0]
+    hspp_b = _by(records, "hspp-ratio", judge="judge-b", scope="self", variant={"level": "instance"})[0]
+    assert hspp_a["ci_low"] > 1.5 and hspp_b["ci_low"] < 1 < hspp_b["ci_high"]
+    assert _by(records, "mipa", judge="judge-b", variant={"paradigm": "DA"})[0]["value"] > 0.6
+    deltas = _by(records, "score-delta", judge="judge-a")
+    assert abs(sum(r["value"] for r in deltas)) < 1e-9
+    own = _by(records, "score-delta", judge="judge-a", generator="judge-a")[0]
+    assert own["value"] > 0 and own["variant"]["weighting"] == "raw scale"
+    rank = _by(records, "ranking-difference", judge="judge-a", generator="judge-a",
+               variant={"against": "correctness-ref"})[0]
+    assert rank["value"] >= 0
+
+
+def test_pointwise_without_reference_and_unparsed_scores(tmp_path):
+    registry = _registry(tmp_path)
+    frame, _ = _pointwise(n=50)
+    frame.loc[::7, "score"] = np.nan
+    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(n_resamples=0)).records
+    assert {r["metric"] for r in records} == {"self-preference-ratio"}
+    spr = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
+    assert spr["n_excluded"] > 0 and spr["n"] + spr["n_excluded"] == 50 * 4  # 4 unrelated opponents
+
+
+def test_rubric_batch_matches_standalone_functions(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=0.7)
+    records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
+                        options=SuiteOptions(n_resamples=0)).records
+    judged = sim.rubric[sim.rubric.judge == "judge-a"].reset_index(drop=True)
+    truth = judged[["instance_id", "model", "rubric_id"]].merge(sim.rubric_ref, how="left")["met"].astype(float)
+    met = judged["met"].astype(float).to_numpy()
+    mra = rubric_metrics.mra(met, truth.to_numpy(), judged["instance_id"].astype(str).to_numpy(), n_resamples=0)
+    assert _by(records, "mra", judge="judge-a")[0]["value"] == pytest.approx(mra.value)
+    sel = (judged["model"] == "other-1").to_numpy()
+    over = rubric_metrics.overestimation_rate(2 * met[sel] - 1, 2 * truth.to_numpy()[sel] - 1,
+                                              judged["instance_id"].astype(str).to_numpy()[sel], n_resamples=0)
+    rec = _by(records, "overestimation-rate", judge="judge-a", generator="other-1", variant={"level": "rubric"})[0]
+    assert rec["value"] == pytest.approx(over.value)
+
+
+def test_same_seed_same_numbers_and_intervals(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=0.7)
+    refs = {"rubric-ref": sim.rubric_ref}
+    a = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=3))
+    b = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=3))
+    c = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=4))
+    assert [r["ci_low"] for r in a.records] == [r["ci_low"] for r in b.records]
+    assert [r["ci_low"] for r in a.records] != [r["ci_low"] for r in c.records]
+
+
+def _recognition(n=200, accuracy=0.9, seed=1):
+    rng = np.random.default_rng(seed)
+    rows, pairs = [], []
+    for i in range(n):
+        other = MODELS[2 + i % 3]
+        own_first = i % 2 == 0
+        a, b = ("judge-a", other) if own_first else (other, "judge-a")
+        right = rng.random() < accuracy
+        choice = ("A" if own_first else "B") if right else ("B" if own_first else "A")
+        pairs.append({"instance_id": f"x{i}", "judge": "judge-a", "model_a": a, "model_b": b, "choice": choice})
+        rows.append({"instance_id": f"x{i}", "judge": "judge-a", "model": "judge-a", "claimed": bool(right)})
+        rows.append({"instance_id": f"x{i}", "judge": "judge-a", "model": other, "claimed": bool(rng.random() > accuracy)})
+    return pd.DataFrame(rows), pd.DataFrame(pairs)
+
+
+def test_recognition_accuracy_recovers_planted_accuracy(tmp_path):
+    registry = _registry(tmp_path)
+    pointwise, pairwise_rec = _recognition(n=600, accuracy=0.8)
+    records = run_suite(pointwise, "recognition", registry, options=SuiteOptions(n_resamples=200)).records
+    own = _by(records, "recognition-accuracy", variant={"mode": "pointwise", "answers": "own"})[0]
+    assert own["ci_low"] <= 0.8 <= own["ci_high"]
+    records = run_suite(pairwise_rec, "recognition-pairwise", registry, options=SuiteOptions(n_resamples=200)).records
+    acc = _by(records, "recognition-accuracy", variant={"mode": "pairwise"})[0]
+    assert acc["ci_low"] <= 0.8 <= acc["ci_high"] and acc["n"] == 600
+
+
+def test_recognition_preference_association(tmp_path):
+    registry = _registry(tmp_path)
+    _, rec = _recognition(n=300, accuracy=0.6, seed=3)
+    right = np.where(rec["model_a"] == "judge-a", rec["choice"] == "A", rec["choice"] == "B")
+    # the judge prefers its own answer exactly when it recognised it: r = 1 on parsed items
+    verdict = np.where(right, np.where(rec["model_a"] == "judge-a", "A", "B"), np.where(rec["model_a"] == "judge-a", "B", "A"))
+    pairwise = rec.drop(columns="choice").assign(verdict=verdict)
+    correct = pd.DataFrame({"instance_id": np.repeat(rec["instance_id"], 2),
+                            "model": np.ravel(np.column_stack([rec["model_a"], rec["model_b"]])),
+                            "correct": np.ravel(np.column_stack([rec["model_a"] != "judge-a", rec["model_b"] != "judge-a"]))})
+    records = run_suite(rec, "recognition-pairwise", registry, references={"pairwise": pairwise, "correctness-ref": correct},
+                        options=SuiteOptions(n_resamples=100)).records
+    assoc = _by(records, "recognition-preference-association")
+    assert {r["variant"]["subset"] for r in assoc} == {"all own-vs-other comparisons", "harmful (own wrong, other right)"}
+    for r in assoc:
+        assert r["value"] == pytest.approx(1.0) and r["chi2_p_value"] < 1e-6 and r["n"] == 300
+
+
+def test_perplexity_win_rate_bins_and_self_split(tmp_path):
+    registry = _registry(tmp_path)
+    rng = np.random.default_rng(5)
+    n = 2000
+    others = np.array(MODELS[1:])
+    a = np.where(rng.random(n) < 0.5, "judge-a", rng.choice(others, n))
+    b = np.array([rng.choice([m for m in others if m != x]) for x in a])
+    log_diff = rng.normal(size=n)
+    says_a = rng.random(n) < expit(-2 * log_diff)  # the judge prefers the lower-perplexity answer
+    frame = pd.DataFrame({"instance_id": [f"x{i}" for i in range(n)], "judge": "judge-a", "model_a": a, "model_b": b,
+                          "verdict": np.where(says_a, "A", "B"), "perplexity_a": np.exp(1 + log_diff / 2),
+                          "perplexity_b": np.exp(1 - log_diff / 2)})
+    human = pd.DataFrame({"instance_id": frame["instance_id"], "model_a": a, "model_b": b,
+                          "winner": np.where(rng.random(n) < 0.5, a, b)})
+    records = run_suite(frame, "pairwise", registry, references={"preference-ref": human},
+                        options=SuiteOptions(n_resamples=50, perplexity_bins=4)).records
+    judge_rates = [r["value"] for r in sorted(_by(records, "perplexity-win-rate", variant={"group": "all", "rater": "judge"}),
+                                              key=lambda r: r["variant"]["bin"])]
+    assert len(judge_rates) == 4 and judge_rates[0] > 0.7 > 0.3 > judge_rates[-1]
+    humans = _by(records, "perplexity-win-rate", variant={"group": "all", "rater": "human"})
+    assert all(abs(r["value"] - 0.5) < 0.1 for r in humans)
+    assert _by(records, "perplexity-win-rate", variant={"group": "self"}) and _by(records, "perplexity-win-rate", variant={"group": "other"})
+
+
+def test_ranking_difference_against_leaderboard_humans_and_judge(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=2.0, ability={"judge-a": -0.7})
+    board = tmp_path / "board.csv"
+    board.write_text("model,score\n" + "\n".join(f"{m},{i}" for i, m in enumerate(spec.generators)) + "\n")
+    leaderboard = read_leaderboard(board)
+    records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
+                        options=SuiteOptions(n_resamples=30, leaderboard=leaderboard, rank_against="judge-b")).records
+    against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
+    assert against == {"preference-ref", "leaderboard", "judge judge-b"}
+    own = _by(records, "ranking-difference", judge="judge-a", generator="judge-a", variant={"against": "preference-ref"})[0]
+    assert own["value"] > 0  # a strong self-bias lifts the judge's own answers up its leaderboard
+    rows = _by(records, "ranking-difference", judge="judge-a", variant={"against": "leaderboard"})
+    assert len(rows) == len(spec.generators)
+
+
+def test_read_leaderboard_rejects_bad_rows(tmp_path):
+    from nepotism.errors import InputError
+
+    path = tmp_path / "b.csv"
+    path.write_text("model,score\na,1\nb,high\n")
+    with pytest.raises(InputError) as err:
+        read_leaderboard(path)
+    assert err.value.line == 3
+
+
+def test_pairwise_committee_and_member_copies(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=1.0)
+    votes = committee(sim.pairwise, ["judge-a", "judge-b"], name="panel")
+    assert set(votes["judge"]) == {"panel", "judge-a", "judge-b"}
+    member = votes[votes["judge"] == "judge-a"]
+    assert set(member["condition"]) == {"default | panel"}
+    two = pd.DataFrame({"instance_id": ["x"] * 2, "judge": ["a", "b"], "model_a": "m", "model_b": "n",
+                        "verdict": ["A", "B"], "condition": "default", "replicate": 0})
+    assert committee(two, ["a", "b"], name="p").query("judge == 'p'")["verdict"].iloc[0] is None
+
+
+def test_rubric_polarity_and_length_slices(tmp_path):
+    spec, sim, registry = _setup(tmp_path)
+    items = sim.rubric_items.copy()
+    items["text"] = [" ".join(["word"] * (2 + 3 * int(r[1:]))) for r in items["rubric_id"].astype(str)]
+    refs = {"rubric-ref": sim.rubric_ref, "rubric-items": items}
+    result = run_suite(sim.rubric, "rubric", registry, references=refs,
+                       options=SuiteOptions(n_resamples=0, slices=("rubric-polarity", "rubric-length")))
+    polarity = {r["variant"]["slice"]["rubric-polarity"] for r in result.records if "rubric-polarity" in r["variant"].get("slice", {})}
+    assert polarity == {"negative", "positive"}
+    lengths = {r["variant"]["slice"]["rubric-length"] for r in result.records if "rubric-length" in r["variant"].get("slice", {})}
+    assert len(lengths) == 3
+
+
+def test_correlate_across_judges():
+    records = [{"metric": "judge-accuracy", "judge": j, "condition": "default", "generator": None, "pair": None,
+                "scope": "self", "variant": {}, "value": v} for j, v in zip("abcde", [0.5, 0.6, 0.7, 0.8, 0.9])]
+    records += [{"metric": "self-preference-ratio", "judge": j, "condition": "default", "generator": None, "pair": None,
+                 "scope": "self", "variant": {}, "value": v} for j, v in zip("abcde", [0.9, 0.7, 0.65, 0.5, 0.4])]
+    records += [{"metric": "self-preference-ratio", "judge": "a", "condition": "default", "generator": None,
+                 "pair": None, "scope": "self", "variant": {"opponents": "any"}, "value": 0.0}]  # not the headline
+    result = correlate(records, "judge-accuracy", "self-preference-ratio")
+    assert result["n"] == 5 and result["r"] < -0.95
+    assert result["ci_low"] < result["r"] < result["ci_high"]

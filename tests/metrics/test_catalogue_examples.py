@@ -1,0 +1,167 @@
+"""Hand-computed worked examples for the metrics without a paper example, docstring checks, and the
+map saying where each catalogue id's worked example or planted-bias test lives."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from nepotism.metrics import leakage, pairwise, recognition, reference, rubric
+from nepotism.metrics.catalogue import METRICS
+
+TESTS = Path(__file__).resolve().parents[1]
+
+#: metric id -> "file::test" holding its worked example (this file) or planted-bias / paper test.
+WHERE = {
+    "win-rate": "metrics/test_catalogue_examples.py::test_win_rate",
+    "preference-leakage-score": "metrics/test_worked_examples.py::test_table8_pls_from_comparisons",
+    "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
+    "ranking-difference": "metrics/test_catalogue_examples.py::test_ranking_difference",
+    "equal-opportunity-bias": "metrics/test_worked_examples.py::test_001_confusion_counts",
+    "demographic-parity-bias": "metrics/test_catalogue_examples.py::test_demographic_parity_bias",
+    "perplexity-win-rate": "metrics/test_catalogue_examples.py::test_perplexity_win_rate",
+    "overestimation-rate": "metrics/test_catalogue_examples.py::test_overestimation_rate",
+    "hspp-ratio": "test_simulate.py::test_coverage_hspp_ratio",
+    "mipa": "metrics/test_catalogue_examples.py::test_mipa_and_mra",
+    "mra": "metrics/test_catalogue_examples.py::test_mipa_and_mra",
+    "score-delta": "metrics/test_catalogue_examples.py::test_score_delta",
+    "self-preference-ratio": "test_simulate.py::test_coverage_self_preference_ratio",
+    "judge-accuracy": "metrics/test_catalogue_examples.py::test_d_diff_metrics",
+    "legitimate-self-preference-ratio": "metrics/test_catalogue_examples.py::test_d_diff_metrics",
+    "harmful-self-preference-propensity": "metrics/test_catalogue_examples.py::test_d_diff_metrics",
+    "recognition-accuracy": "analyses/test_suite.py::test_recognition_accuracy_recovers_planted_accuracy",
+    "recognition-preference-association": "metrics/test_catalogue_examples.py::test_recognition_metrics",
+    "position-consistency": "metrics/test_catalogue_examples.py::test_recognition_metrics",
+    "matched-bias": "metrics/test_matched.py",
+}
+
+
+def test_every_metric_has_a_worked_example_or_planted_bias_test():
+    assert set(WHERE) >= set(METRICS)
+    for metric_id, where in WHERE.items():
+        path, _, name = where.partition("::")
+        text = (TESTS / path).read_text()
+        assert not name or f"def {name}(" in text, (metric_id, where)
+
+
+@pytest.mark.parametrize("metric_id", sorted(set(METRICS) - {"matched-bias"}))  # matched-bias: issue 9's own docs
+def test_docstring_names_paper_and_variants(metric_id):
+    info = METRICS[metric_id]
+    doc = info.function.__doc__ or ""
+    assert info.paper[:3] in doc, "the docstring must cite the paper"
+    for variant in info.variants:
+        if "=" in variant:
+            assert re.split(r"\s*=", variant)[0].strip() in doc, f"variant {variant!r} not documented"
+
+
+def test_win_rate():
+    outcome = np.array([1.0, 1.0, 0.0, -1.0, np.nan])
+    ids = np.arange(5)
+    half = pairwise.win_rate(outcome, ids, n_resamples=0)
+    assert half.value == pytest.approx(2.5 / 4) and half.excluded == {"no verdict": 1}
+    exclude = pairwise.win_rate(outcome, ids, ties="exclude", n_resamples=0)
+    assert exclude.value == pytest.approx(2 / 3) and exclude.excluded == {"no verdict": 1, "tie": 1}
+
+
+def test_error_bias():
+    judge = np.array([1, -1, 0, -1, 1, 1], dtype=float)
+    human = np.array([-1, -1, -1, 1, 1, 0], dtype=float)
+    est = leakage.error_bias(judge, human, np.arange(6), n_resamples=0)
+    assert est.value == pytest.approx(1 / 3 - 1 / 2) and est.excluded == {"human tie": 1}
+
+
+def test_ranking_difference():
+    gen = np.array(["g0", "g1", "g2"] * 2)
+    judged = np.array([1.0, 0.5, 0.0, 1.0, 0.5, 0.0])
+    ref = np.array([0.0, 0.5, 1.0, 0.0, 0.5, 1.0])
+    assert leakage.ranking_difference(judged, ref, gen, np.repeat([0, 1], 3), target="g0", n_resamples=0).value == 2
+    assert leakage.ranking_difference(judged, ref, gen, np.repeat([0, 1], 3), target="g1", n_resamples=0).value == 0
+
+
+def test_demographic_parity_bias():
+    pref = np.array([1, 1, 0, 1, 0, 0, 1, 0], dtype=float)
+    related = np.repeat([True, False], 4)
+    est = pairwise.demographic_parity_bias(pref, related, np.tile(np.arange(4), 2), n_resamples=0)
+    assert est.value == pytest.approx(0.75 - 0.25)
+
+
+def test_perplexity_win_rate():
+    judge = np.array([1.0, 1.0, 0.0, 1.0])
+    human = np.array([1.0, 0.0, 0.5, 1.0])
+    diff = np.array([-0.5, -0.2, 0.3, 0.8])
+    bins = reference.perplexity_win_rate(judge, human, diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]),
+                                         n_resamples=0)
+    assert [b["judge"].value for b in bins] == [1.0, 0.5]
+    assert [b["human"].value for b in bins] == [0.5, 0.75]
+
+
+def test_overestimation_rate():
+    judge = np.array([1, 0, -1, 1], dtype=float)
+    ref = np.array([-1, -1, -1, 1], dtype=float)
+    ids = np.arange(4)
+    assert rubric.overestimation_rate(judge, ref, ids, n_resamples=0).value == pytest.approx(2 / 3)
+    assert rubric.overestimation_rate(judge, ref, ids, kind="loss-to-win", n_resamples=0).value == pytest.approx(1 / 3)
+    assert rubric.overestimation_rate(judge, ref, ids, kind="loss-to-tie", n_resamples=0).value == pytest.approx(1 / 3)
+
+
+def test_mipa_and_mra():
+    assert rubric.mipa(np.array([1, 0, -1, 1.0]), np.array([1, 0, 1, -1.0]), np.arange(4), n_resamples=0).value == 0.5
+    est = rubric.mra(np.array([1, 0, 1, np.nan]), np.array([1, 1, 1, 0.0]), np.arange(4), n_resamples=0)
+    assert est.value == pytest.approx(2 / 3) and est.n_excluded == 1
+
+
+def test_score_delta():
+    judge = np.array([1, 1, 0, 0.0])
+    ref = np.array([1, 0, 0, 0.0])
+    gen = np.array(["g1", "g1", "g2", "g2"])
+    out = rubric.score_delta(judge, ref, gen, np.zeros(4), n_resamples=0)
+    assert out["g1"].value == pytest.approx(0.25) and out["g2"].value == pytest.approx(-0.25)
+    raw = rubric.score_delta(judge, ref, gen, np.zeros(4), centred=False, n_resamples=0)
+    assert raw["g1"].value == pytest.approx(0.5)
+
+
+def test_d_diff_metrics():
+    #                 own-side verdict, own correct, other correct, evaluatee
+    rows = np.array([(1, 1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, 1), (1, 1, 1),
+                     (0, 1, 0), (-1, 0, 1), (1, 1, 0)], dtype=float)
+    evaluatee = np.array(["e1"] * 5 + ["e2"] * 3)
+    args = (rows[:, 0], rows[:, 1], rows[:, 2], evaluatee, np.arange(8))
+    acc = reference.judge_accuracy(*args, n_resamples=0)
+    assert acc.value == pytest.approx((2 / 4 + 2 / 3) / 2)
+    assert acc.excluded == {"not in D_diff (both or neither correct)": 1}
+    assert reference.judge_accuracy(*args, averaging="pooled", n_resamples=0).value == pytest.approx(4 / 7)
+    assert reference.legitimate_self_preference_ratio(*args, n_resamples=0).value == pytest.approx((1 / 2 + 1) / 2)
+    assert reference.legitimate_self_preference_ratio(*args, averaging="pooled", n_resamples=0).value == pytest.approx(2 / 3)
+    assert reference.harmful_self_preference_propensity(*args, n_resamples=0).value == pytest.approx((1 / 2 + 0) / 2)
+    assert reference.harmful_self_preference_propensity(*args, averaging="pooled", n_resamples=0).value == pytest.approx(1 / 3)
+
+
+def test_recognition_metrics():
+    est = recognition.recognition_accuracy(np.array([1, 0, 1, np.nan]), np.array([1, 1, 1, 0.0]), np.arange(4),
+                                           n_resamples=0)
+    assert est.value == pytest.approx(2 / 3) and est.n_excluded == 1
+    x = np.array([1, 1, 0, 0, 1, 0, 1, 0, 1, 1], dtype=float)
+    y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 1, 1], dtype=float)
+    r, extra = recognition.recognition_preference_association(x, y, np.arange(10), n_resamples=0)
+    assert r.value == pytest.approx(stats.pearsonr(x, y).statistic)
+    table = [[3, 1], [1, 5]]
+    assert extra["table"] == table
+    assert extra["chi2"] == pytest.approx(stats.chi2_contingency(table, correction=False).statistic)
+    same = recognition.position_consistency(np.array([1, 0, -1, 1.0]), np.array([1, 0, 1, np.nan]), np.arange(4),
+                                            n_resamples=0)
+    assert same.value == pytest.approx(2 / 3) and same.n_excluded == 1
+    first = recognition.first_slot_preference(np.array([1, 1, 0, 0.5]), np.arange(4), n_resamples=0)
+    assert first.value == pytest.approx(2 / 3) and first.excluded == {"tie": 1}
+
+
+def test_correlate_records_pairs_by_key_and_drops_missing():
+    from nepotism.metrics.stats import correlate_records
+
+    records = [{"metric": "x", "judge": j, "value": v} for j, v in zip("abcdef", [1, 2, 3, 4, 5, None])]
+    records += [{"metric": "y", "judge": j, "value": v} for j, v in zip("abcdeg", [2, 4, 6, 8, 11, 1])]
+    result = correlate_records(records, "x", "y")
+    assert result["n"] == 5 and result["keys"] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert result["r"] == pytest.approx(stats.pearsonr([1, 2, 3, 4, 5], [2, 4, 6, 8, 11]).statistic)
+    assert result["ci_low"] < result["r"] < result["ci_high"]

@@ -1,0 +1,155 @@
+"""The full report: files, round trip, escaping of model strings, summary choices, sections."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pandas as pd
+import pytest
+
+from nepotism.report import full
+from nepotism.report.card import parse_thresholds
+from nepotism.report.full import build_report, format_value, write_report
+from nepotism.report.headline import headline
+from nepotism.report.inputs import load_results
+
+EVIL = "<script>window.__pwned=1</script>&\"'|`*"
+
+
+def test_all_exported():
+    for module in (full,):
+        for name in module.__all__:
+            assert hasattr(module, name)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory, records):
+    """The report of the simulated study, written once, with a threshold every judge fails."""
+    out = tmp_path_factory.mktemp("report")
+    thresholds = parse_thresholds({"card": {"max_self_preference_ratio": {"self": 0.01}}})
+    return out, write_report(records, out, summary={"source": "simulated"}, title="sim", thresholds=thresholds)
+
+
+def test_writes_four_files_and_round_trips(written, records):
+    out, paths = written
+    assert {p.name for p in out.iterdir()} == {"report.html", "report.md", "results.json", "results.csv"}
+    again, summary, _ = load_results(paths["results.json"])
+    assert again == json.loads(json.dumps(records, default=str))
+    assert summary["source"] == "simulated"
+    csv = pd.read_csv(paths["results.csv"])
+    assert len(csv) == len(records) and set(csv["metric"]) == {r["metric"] for r in records}
+    html = paths["report.html"].read_text()
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
+    assert "<script" not in html.lower()  # the page itself runs no script
+    assert html.count('src="data:image/png;base64,') >= 5
+    for section in ("summary", "heatmaps", "bias", "pls", "confusion", "cards", "results"):
+        assert f'id="{section}"' in html
+    md = paths["report.md"].read_text()
+    assert md.startswith("# sim") and "## Judge cards" in md and "## Preference leakage" in md
+
+
+def test_model_strings_are_escaped_everywhere(tmp_path, records):
+    keep = {"win-rate", "paired-win-rate-gap", "score-delta", "preference-leakage-score"}
+    hostile = copy.deepcopy([r for r in records if r["metric"] in keep])
+    for r in hostile:
+        r["judge"] = r["judge"].replace("judge-a", f"judge-a{EVIL}")
+        if r.get("generator"):
+            r["generator"] = r["generator"].replace("judge-a", f"judge-a{EVIL}")
+        r["condition"] = f"cond{EVIL}"
+    paths = write_report(hostile, tmp_path / "x", summary={"source": f"src{EVIL}"}, title=f"title{EVIL}")
+    html = paths["report.html"].read_text()
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    md = paths["report.md"].read_text()
+    assert "<script" not in md and "&lt;script&gt;" in md
+    assert "\\|" in md  # a pipe in a name does not split a table cell
+    csv = paths["results.csv"].read_text()
+    assert "judge-a<script>" in csv  # CSV keeps the data itself
+
+
+def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, records):
+    rows = copy.deepcopy(records[:3])
+    rows[0]["generator"] = "=HYPERLINK(\"x\")"
+    rows[1]["generator"] = "-3.5"
+    path = write_report(rows, tmp_path / "c")["results.csv"]
+    frame = pd.read_csv(path)
+    assert frame["generator"].iloc[0].startswith("'=")
+    assert float(frame["generator"].iloc[1]) == -3.5
+
+
+def _rec(metric, value, *, scope="self", judge="j", low=None, high=None, **extra):
+    return {"metric": metric, "judge": judge, "judge_id": judge, "condition": "c", "generator": extra.pop("generator", None),
+            "pair": extra.pop("pair", None), "scope": scope, "variant": extra.pop("variant", {}), "value": value,
+            "ci_low": low, "ci_high": high, "n": 100, "n_clusters": 50, "n_excluded": 0, "confidence": 0.95, **extra}
+
+
+def test_summary_prefers_matched_then_paired_then_reference_then_raw():
+    spr = _rec("self-preference-ratio", 0.8, low=0.7, high=0.9, variant={"opponents": "unrelated"})
+    delta = _rec("score-delta", 0.05, low=0.01, high=0.09, generator="j", variant={"weighting": "count"})
+    gap = _rec("paired-win-rate-gap", 0.061, low=0.032, high=0.09, generator="j", pair=["j", "o"],
+               variant={"other_judge": "k", "other_judge_relation": "unrelated",
+                        "other_judge_relation_to_opponent": "unrelated"})
+    matched = _rec("matched-bias", 0.061, low=0.032, high=0.090, variant={"subset": "all"}, n_reference_judges=3)
+
+    def pick(recs):
+        return headline(recs)[0]["lines"][0]
+
+    assert pick([spr])["kind"] == "raw" and "Raw" in pick([spr])["text"] and "80.0%" in pick([spr])["text"]
+    assert pick([spr, delta])["kind"] == "reference"
+    assert pick([spr, delta, gap])["kind"] == "paired"
+    line = pick([spr, delta, gap, matched])
+    assert line["kind"] == "matched"
+    assert "gives its own answers +6.1 points (95% CI +3.2 to +9.0) over what 3 unrelated judges give" in line["text"]
+    assert headline([spr])[0]["not_measured"] == ["family", "student"]
+
+
+def test_summary_paired_gap_prefers_clean_pairs_and_shows_the_median():
+    def gap(value, opponent, relation="unrelated"):
+        return _rec("paired-win-rate-gap", value, low=value - 0.02, high=value + 0.02, generator="j", pair=["j", opponent],
+                    variant={"other_judge": "k", "other_judge_relation": relation,
+                             "other_judge_relation_to_opponent": "unrelated"})
+    wins = [_rec("win-rate", 0.5, scope=None, generator=g, relation=rel)
+            for g, rel in (("o1", "unrelated"), ("o2", "unrelated"), ("o3", "unrelated"), ("s", "student"))]
+    recs = [gap(0.10, "o1"), gap(0.30, "o2"), gap(0.20, "o3"), gap(0.90, "s"), gap(0.95, "o1", relation="self")] + wins
+    line = headline(recs)[0]["lines"][0]
+    assert "(j vs o3) +20.0 points" in line["text"] and "median of 3" in line["text"]
+    assert "+10.0 to +30.0" in line["text"] and "not a clean comparison" not in line["text"]
+
+
+def test_format_value_units():
+    assert format_value(_rec("win-rate", 0.5, low=0.4, high=0.6)) == "50.0% (95% CI 40.0 to 60.0)"
+    assert format_value(_rec("matched-bias", -0.012, low=-0.03, high=0.01)) == "-1.2 pts (95% CI -3.0 to +1.0)"
+    assert format_value(_rec("hspp-ratio", 1.5)) == "1.5"
+    assert format_value(_rec("mra", None, note="empty")) == "undefined (empty)"
+
+
+def test_build_report_sections_follow_the_records(records):
+    few = [r for r in records if r["metric"] in ("equal-opportunity-bias", "preference-leakage-score")]
+    context = build_report(few)
+    present = {k for k, v in context["plots"].items() if v}
+    assert present == {"bias", "confusion"}
+    assert context["pls"] and all(r["metric"] == "preference-leakage-score" for r in context["pls"])
+    for plots in context["plots"].values():
+        for plot in plots:
+            assert base64.b64decode(plot["png"])[:8] == b"\x89PNG\r\n\x1a\n"
+            assert plot["alt"] and plot["caption"]
+
+
+def test_cards_in_report_follow_thresholds(written):
+    _, paths = written
+    document = json.loads(paths["results.json"].read_text())
+    assert document["cards"]["status"] == "fail"
+    assert {c["status"] for card in document["cards"]["judges"].values() for c in card["checks"]} == {"fail"}
+    assert "status-fail" in paths["report.html"].read_text()
+
+
+@pytest.mark.parametrize("bad", [[{"judge": "x", "value": 1}], {"results": "no"}, [{"metric": "m", "judge": "j", "value": "1"}]])
+def test_load_results_rejects_malformed(tmp_path, bad):
+    from nepotism.errors import InputError
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError):
+        load_results(path)
