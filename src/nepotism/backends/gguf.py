@@ -1,0 +1,330 @@
+"""In-process GGUF models through llama-cpp-python (the ``local`` extra).
+
+`GGUFBackend` serves one model: a packaged id from `nepotism.backends.local_models` (verified by
+SHA-256) or a path to a ``.gguf`` file (verified when ``sha256=`` is given). Models stay loaded
+for the life of the process and are shared by backends that ask for the same file and settings;
+each loaded model has one lock, and every model call runs in a worker thread
+(``asyncio.to_thread``) so the event loop stays free.
+
+Chat messages are rendered with the chat template stored in the GGUF file itself (the same one
+for every mode, so a label verdict and a generated verdict see the same prompt); a raw ``prompt``
+is tokenized as is, with the model's BOS token. Every request evaluates its prompt from the
+start, so the same request always gets the same numbers. ``reuse_prefix=True`` keeps the KV cache
+of the previous request and evaluates only the tokens after the common prefix: faster when many
+prompts share a template, but the figures then depend on the order of requests (llama.cpp's
+batched and one-token kernels round differently; SmolLM2 moved by ~0.03 nats in a test).
+
+* Label verdicts: the prompt is evaluated once, with no sampling, and each label gets its
+  log-probability under the full-vocabulary log-softmax at the next position. A label is spelled
+  two ways, ``label`` and ``" " + label``; each distinct token sequence counts, and their
+  probabilities are summed (they are disjoint continuations). A spelling of several tokens is
+  scored exactly by the chain rule (its tokens are evaluated after the prompt, then dropped).
+  ``extra={"label_spellings": "exact"}`` keeps the first spelling only. Labels whose token
+  sequences are prefixes of one another (``"1"`` and ``"10"``) overlap; a ``labels_overlap``
+  warning says so.
+* Generation: greedy at temperature 0, otherwise sampled with the request's seed (or the
+  backend's); other llama.cpp sampling parameters may go in ``extra``.
+* Continuation log-probabilities: the continuation is tokenized on its own (no BOS) after the
+  prompt tokens, and the log-probability of each of its tokens given everything before is
+  returned.
+
+Model failures (context overflow, a decode error, a missing or corrupted file) come back as
+failed completions. Not here: batching several requests into one decode, GPU offload, streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nepotism.backends.base import Completion, Request, failed, logsumexp
+from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
+
+__all__ = ["GGUFBackend", "loaded_models", "unload_all"]
+
+_TOP_K_RAW = 20
+
+
+@dataclass
+class _Loaded:
+    """A loaded llama.cpp model, its lock and its chat template renderer."""
+
+    llm: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    formatter: Any = None
+    n_vocab: int = 0
+
+
+_models: dict[tuple[str, int, int, int], _Loaded] = {}
+_models_lock = threading.Lock()
+
+
+def loaded_models() -> list[str]:
+    """Paths of the models this process holds loaded."""
+    return sorted({key[0] for key in _models})
+
+
+def unload_all() -> None:
+    """Free every loaded model (their memory returns when no backend still uses them)."""
+    with _models_lock:
+        for loaded in _models.values():
+            with loaded.lock:
+                loaded.llm.close()
+        _models.clear()
+
+
+def _load(path: str, n_ctx: int, n_threads: int, n_batch: int) -> _Loaded:
+    key = (path, n_ctx, n_threads, n_batch)
+    with _models_lock:
+        if key in _models:
+            return _models[key]
+        # llama.cpp's OpenMP workers spin while waiting by default; on a machine shared with other
+        # work that made 2 threads ~3x slower than 1 (15 vs 53 tokens/s). Passive waiting kept
+        # 2 threads at 43 tokens/s there. Takes effect only before OpenMP starts; a value the
+        # user set wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        llm = Llama(
+            model_path=path, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=n_threads,
+            n_threads_batch=n_threads, logits_all=False, verbose=False,
+        )
+        loaded = _Loaded(llm=llm, n_vocab=llm.n_vocab())
+        template = llm.metadata.get("tokenizer.chat_template")
+        if template:
+            eos, bos = llm.token_eos(), llm.token_bos()
+            loaded.formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        _models[key] = loaded
+        return loaded
+
+
+# -- low-level evaluation (the KV cache and llm.input_ids/n_tokens are kept consistent) --------
+
+
+def _truncate(llm: Any, n: int) -> None:
+    """Keep the first ``n`` evaluated tokens (all of them are dropped if the cache cannot cut)."""
+    if n > 0 and llm._ctx.kv_cache_seq_rm(-1, n, -1):
+        llm.n_tokens = n
+    else:
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        llm.n_tokens = 0
+    llm._requires_eval = True
+
+
+def _decode(llm: Any, tokens: list[int], n_vocab: int, all_rows: bool) -> np.ndarray:
+    """Evaluate ``tokens`` after the cached ones; logits of every token or of the last one."""
+    llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+    rows: list[np.ndarray] = []
+    for i in range(0, len(tokens), llm.n_batch):
+        chunk = tokens[i : i + llm.n_batch]
+        n_past = llm.n_tokens
+        llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=all_rows)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n_past : n_past + len(chunk)] = chunk
+        llm.n_tokens += len(chunk)
+        n_out = len(chunk) if all_rows else 1
+        if all_rows or i + llm.n_batch >= len(tokens):
+            out = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_out * n_vocab,))
+            rows.append(out.reshape(n_out, n_vocab).astype(np.float64))
+    llm._requires_eval = True  # our logits are not the sampler's: make generate() replay
+    return np.concatenate(rows) if all_rows else rows[-1][-1]
+
+
+def _eval_prompt(llm: Any, tokens: list[int], n_vocab: int, reuse: bool) -> tuple[np.ndarray, int]:
+    """Logits after ``tokens`` (reusing the cached common prefix if ``reuse``); (logits, cached)."""
+    limit = min(llm.n_tokens, len(tokens) - 1) if reuse else 0  # at least one token is evaluated for fresh logits
+    differ = np.flatnonzero(llm.input_ids[:limit] != np.asarray(tokens[:limit]))
+    _truncate(llm, int(differ[0]) if differ.size else limit)
+    cached = llm.n_tokens
+    return _decode(llm, tokens[cached:], n_vocab, all_rows=False), cached
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=-1, keepdims=True)
+    shifted = logits - top
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+class GGUFBackend:
+    """Serve one GGUF model in-process (see the module docstring for the rules of each mode)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        sha256: str | None = None,
+        name: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        n_batch: int = 512,
+        seed: int = 0,
+        reuse_prefix: bool = False,
+    ) -> None:
+        self.model = model
+        self._sha256 = sha256
+        self.name = name or f"gguf:{model}"
+        self.n_ctx, self.n_threads, self.n_batch, self.seed = n_ctx, n_threads, n_batch, seed
+        self.reuse_prefix = reuse_prefix
+        self._loaded: _Loaded | None = None
+
+    def __repr__(self) -> str:
+        return f"GGUFBackend(name={self.name!r}, model={self.model!r}, n_ctx={self.n_ctx})"
+
+    def _path(self) -> str:
+        if self.model in LOCAL_MODELS:
+            return str(model_path(self.model))
+        path = Path(self.model)
+        if not path.is_file():
+            raise ModelFileError(
+                f"{self.model!r} is neither a packaged model ({', '.join(sorted(LOCAL_MODELS))}) "
+                "nor a .gguf file"
+            )
+        return str(verify_sha256(path, self._sha256) if self._sha256 else path)
+
+    def load(self) -> None:
+        """Load (or find already loaded) the model; raises `ModelFileError` if unavailable."""
+        if self._loaded is None:
+            self._loaded = _load(self._path(), self.n_ctx, self.n_threads, self.n_batch)
+
+    async def aclose(self) -> None:
+        self._loaded = None  # the model stays cached for the process; see `unload_all`
+
+    async def complete(self, request: Request) -> Completion:
+        start = time.perf_counter()
+        try:
+            if self._loaded is None:
+                await asyncio.to_thread(self.load)
+        except (ModelFileError, ValueError, RuntimeError) as exc:
+            return failed(f"model_unavailable: {exc}"[:300], latency_s=time.perf_counter() - start)
+        assert self._loaded is not None
+        return await asyncio.to_thread(self._run, self._loaded, request, start)
+
+    # -- in the worker thread ------------------------------------------------------------------
+
+    def _prompt_tokens(self, loaded: _Loaded, request: Request) -> list[int]:
+        llm = loaded.llm
+        if request.messages is None:
+            return llm.tokenize(request.prompt.encode(), add_bos=True, special=True)
+        if loaded.formatter is None:
+            raise _Fail("unsupported:chat_template: the GGUF file has no chat template; send a prompt")
+        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+        rendered = loaded.formatter(messages=msgs)
+        return llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)
+
+    def _run(self, loaded: _Loaded, request: Request, start: float) -> Completion:
+        with loaded.lock:
+            try:
+                tokens = self._prompt_tokens(loaded, request)
+                if len(tokens) + (request.max_tokens if request.mode == "generate" else 8) > self.n_ctx:
+                    raise _Fail(f"context_overflow: {len(tokens)} prompt tokens with n_ctx={self.n_ctx}")
+                if request.mode == "labels":
+                    out = self._labels(loaded, request, tokens)
+                elif request.mode == "continuation":
+                    out = self._continuation(loaded, request, tokens)
+                else:
+                    out = self._generate(loaded, request, tokens)
+            except _Fail as exc:
+                return failed(exc.error, latency_s=time.perf_counter() - start)
+            except (RuntimeError, ValueError) as exc:
+                _truncate(loaded.llm, 0)  # the cache may be half-written: start clean next time
+                return failed(f"model_error: {exc}"[:300], latency_s=time.perf_counter() - start)
+        text, kwargs = out
+        return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
+
+    def _labels(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict]:
+        llm, n_vocab = loaded.llm, loaded.n_vocab
+        logits, cached = _eval_prompt(llm, tokens, n_vocab, self.reuse_prefix)
+        lsm = _log_softmax(logits)
+        spellings_mode = request.extra.get("label_spellings", "both")
+        if spellings_mode not in ("both", "exact"):
+            raise _Fail(f"unsupported:label_spellings={spellings_mode!r} (use 'both' or 'exact')")
+        out: dict[str, float] = {}
+        seqs: dict[str, list[tuple[int, ...]]] = {}
+        for label in request.labels or ():
+            spellings = [label] if spellings_mode == "exact" else [label, " " + label]
+            variants: list[tuple[int, ...]] = []
+            for spelling in spellings:
+                seq = tuple(llm.tokenize(spelling.encode(), add_bos=False, special=False))
+                if seq and seq not in variants:
+                    variants.append(seq)
+            seqs[label] = variants
+            out[label] = logsumexp([self._sequence_logprob(loaded, lsm, tokens, s) for s in variants])
+        all_seqs = [(lab, s) for lab, ss in seqs.items() for s in ss]
+        overlap = any(
+            a != b and len(sa) < len(sb) and sb[: len(sa)] == sa for a, sa in all_seqs for b, sb in all_seqs
+        )
+        best = int(np.argmax(lsm))
+        top = np.argpartition(-lsm, _TOP_K_RAW)[:_TOP_K_RAW]
+        top = top[np.argsort(-lsm[top])]
+        raw = {
+            "prompt_tokens": len(tokens),
+            "label_tokens": {lab: [list(s) for s in ss] for lab, ss in seqs.items()},
+            "top_logprobs": [[llm.detokenize([int(t)]).decode(errors="replace"), float(lsm[t])] for t in top],
+        }
+        usage = {"prompt_tokens": len(tokens), "completion_tokens": 0, "cached_tokens": cached}
+        return llm.detokenize([best]).decode(errors="replace"), {
+            "label_logprobs": out, "usage": usage, "raw": raw, "finish_reason": "length",
+            "warnings": ("labels_overlap",) if overlap else (),
+        }
+
+    def _sequence_logprob(self, loaded: _Loaded, lsm: np.ndarray, prompt: list[int], seq: tuple[int, ...]) -> float:
+        first = float(lsm[seq[0]])
+        if len(seq) == 1:
+            return first
+        llm = loaded.llm
+        rows = _log_softmax(_decode(llm, list(seq[:-1]), loaded.n_vocab, all_rows=True))
+        rest = sum(float(rows[i][seq[i + 1]]) for i in range(len(seq) - 1))
+        _truncate(llm, len(prompt))
+        return first + rest
+
+    def _continuation(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[None, dict]:
+        llm, n_vocab = loaded.llm, loaded.n_vocab
+        cont = llm.tokenize(request.continuation.encode(), add_bos=False, special=False)
+        if len(tokens) + len(cont) > self.n_ctx:
+            raise _Fail(f"context_overflow: {len(tokens) + len(cont)} tokens with n_ctx={self.n_ctx}")
+        logits, cached = _eval_prompt(llm, tokens, n_vocab, self.reuse_prefix)
+        lps = [float(_log_softmax(logits)[cont[0]])]
+        if len(cont) > 1:
+            rows = _log_softmax(_decode(llm, cont[:-1], n_vocab, all_rows=True))
+            lps.extend(float(rows[i][cont[i + 1]]) for i in range(len(cont) - 1))
+        usage = {"prompt_tokens": len(tokens), "continuation_tokens": len(cont), "cached_tokens": cached}
+        raw = {"prompt_tokens": len(tokens), "continuation_token_ids": cont}
+        return None, {"continuation_logprobs": tuple(lps), "usage": usage, "raw": raw}
+
+    def _generate(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict]:
+        params: dict[str, Any] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.0}
+        params.update({k: v for k, v in request.extra.items() if k != "label_spellings"})
+        seed = request.seed if request.seed is not None else self.seed
+        if request.temperature == 0:
+            params["top_k"] = 1  # greedy, whatever the other sampling settings say
+        if not self.reuse_prefix:
+            _truncate(loaded.llm, 0)  # create_completion would otherwise reuse the cached prefix
+        result = loaded.llm.create_completion(
+            prompt=tokens, max_tokens=request.max_tokens, temperature=float(request.temperature),
+            seed=seed, **params,
+        )
+        choice = result["choices"][0]
+        usage = {k: int(v) for k, v in result.get("usage", {}).items()}
+        return choice["text"], {"usage": usage, "raw": result, "finish_reason": choice.get("finish_reason")}
+
+
+class _Fail(Exception):
+    """A request this model cannot serve; ``error`` is the Completion's error string."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error

