@@ -1,0 +1,112 @@
+"""``nepotism mitigate``: run an experiment's audit under each mitigation of its ``[mitigate]`` table.
+
+Only argument handling and printing live here; the work is done by `nepotism.mitigations.run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command("mitigate")
+@click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Check the file and list the conditions without calling any model.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
+@click.option("--out", "out_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the records as JSON Lines here (default: <output.dir>/mitigations.jsonl).")
+@click.option("--json", "as_json", is_flag=True, help="Print the records and the summary as JSON.")
+@click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: on a terminal).")
+def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_path: Path | None,
+            as_json: bool, progress: bool | None) -> None:
+    """Run the audit of EXPERIMENT_FILE as a baseline and under each [[mitigate.conditions]].
+
+    For each mitigation it reports the change in every bias metric (self-preference, harmful
+    self-preference, judge accuracy, Error Bias) on the same instances and the same judge, with a
+    paired bootstrap interval, and, for perturbations, the same perturbed pairs judged by
+    third-party judges as a control. Records are written as JSON Lines (``metric =
+    mitigation-effect``). Every model call is cached in the store: a rerun repeats nothing.
+    """
+    import asyncio
+
+    from nepotism.mitigations.config import load_plan
+
+    plan = load_plan(experiment_file)
+    if dry_run:
+        listing = {"experiment": plan.experiment.name, "judges": list(plan.experiment.judges),
+                   "rewriter": plan.rewriter,
+                   "conditions": [{"name": c.name, "kind": c.kind, **dict(c.params)} for c in plan.conditions]}
+        if as_json:
+            click.echo(json.dumps(listing, indent=2, sort_keys=True, default=str))
+        else:
+            click.echo(f"experiment {listing['experiment']}: judges {', '.join(listing['judges'])}")
+            for c in listing["conditions"]:
+                click.echo(f"  {c['name']:<24}{c['kind']}")
+        return
+    from nepotism.mitigations.run import run_mitigations
+    from nepotism.runner import ProgressView
+    from nepotism.store import Store, default_store_path
+
+    exp = plan.experiment
+    path = store_path or (Path(exp.store) if exp.store else default_store_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Store(path) as store:
+        view = ProgressView(enabled=progress)
+        try:
+            with view:
+                result = asyncio.run(run_mitigations(plan, store, view=view))
+        except KeyboardInterrupt:
+            click.echo("interrupted: every completed call is stored; run again to resume", err=True)
+            sys.exit(130)
+    target = out_path or Path(exp.output_dir or ".") / "mitigations.jsonl"
+    _write_jsonl(target, result.records)
+    if as_json:
+        click.echo(json.dumps({"summary": result.summary, "records": result.records}, indent=2, sort_keys=True,
+                              default=str))
+        return
+    _print(result, target)
+
+
+def _write_jsonl(target: Path, records: list[dict]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _fmt(value) -> str:
+    return "   n/a" if value is None else f"{value:+.3f}"
+
+
+def _print(result, target: Path) -> None:
+    s = result.summary
+    click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {s['judge_calls']} judge calls")
+    for name, info in s.get("perturbations", {}).items():
+        failed = ", ".join(f"{k}: {v}" for k, v in info["failed"].items()) or "none"
+        click.echo(f"  {name}: {info['perturbed']}/{info['pairs']} pairs perturbed (failed: {failed})")
+    click.echo(f"{'condition':<22}{'judge':<30}{'scope':<22}{'metric':<29}{'change':>8}  {'CI':<18}{'n':>5}")
+    pooled = {r["condition"] for r in result.records if r["judge"] == "all"}
+    click.echo("(judges pooled where a condition has several; per-judge rows are in the JSON Lines file)")
+    for r in result.records:
+        if r["condition"] in pooled and r["judge"] != "all":
+            continue
+        v = r["variant"]
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
+        click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{v['base_metric']:<29}{_fmt(r['value']):>8}  "
+                   f"{ci:<18}{r['n']:>5}")
+    click.echo(f"wrote {target}")

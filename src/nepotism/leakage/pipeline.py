@@ -1,0 +1,314 @@
+"""`run_leakage`: the whole preference-leakage experiment of paper 000 against one store.
+
+Steps: read both pools and refuse overlap; the data generators answer the training pool (cached
+calls, as in `nepotism run`); write the synthetic data in the chosen trainer formats; make every
+student (ICL prompts, SFT/DPO LoRA training, external models), write their lineage into
+``students.toml`` and load the registry with it; the students answer the evaluation pool; every
+judge compares every pair of students of a group in both orders; then recognition, question-type
+and judgment-dimension labelling; PLS and the analyses become records, written as
+``results.json`` and ``results.csv`` with timings. A trained student whose every evaluation answer
+is already cached is not trained again. ``dry_run=True`` stops after planning and reports counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nepotism._files import atomic_write
+from nepotism.leakage.config import LeakageConfig, StudentConfig
+from nepotism.leakage.exports import SyntheticExample, export_dataset
+from nepotism.leakage.lineage import Student, registry_with_students, student_id, write_student_registry
+from nepotism.leakage.pools import check_disjoint, load_pool
+from nepotism.leakage.students import ICLSpec, data_digest, icl_demonstrations, mix_examples, preference_pairs
+from nepotism.records import Response
+from nepotism.runner.calls import Endpoint
+from nepotism.runner.engine import GenerationSpec, Runner
+from nepotism.runner.limits import Limiter
+
+__all__ = ["run_leakage"]
+
+
+def _spec(cfg: LeakageConfig, model: str, **over: Any) -> GenerationSpec:
+    gen = cfg.experiment.generation
+    return GenerationSpec(model=model, max_tokens=gen.max_tokens, temperature=gen.temperature,
+                          seed=cfg.experiment.seed, **over)
+
+
+def _examples(responses: Sequence[Response], prompts: Mapping[str, str]) -> dict[str, list[SyntheticExample]]:
+    out: dict[str, list[SyntheticExample]] = {}
+    for r in responses:
+        out.setdefault(r.generator, []).append(SyntheticExample(r.instance_id, prompts[r.instance_id], r.text,
+                                                                r.generator))
+    return {g: sorted(v, key=lambda e: e.instance_id) for g, v in out.items()}
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.phases: dict[str, dict[str, float]] = {}
+
+    def __call__(self, name: str):
+        timer = self
+
+        class _Phase:
+            def __enter__(self_inner):
+                self_inner.wall, self_inner.cpu = time.perf_counter(), time.process_time()
+
+            def __exit__(self_inner, *exc):
+                timer.phases[name] = {"wall_s": round(time.perf_counter() - self_inner.wall, 2),
+                                      "cpu_s": round(time.process_time() - self_inner.cpu, 2)}
+        return _Phase()
+
+
+def _training_sets(sc: StudentConfig, gen: str, synthetic: Mapping[str, list[SyntheticExample]],
+                   human: list[SyntheticExample], seed: int) -> list[tuple[dict, list[SyntheticExample]]]:
+    own = synthetic.get(gen, [])
+    if not sc.mix:
+        return [({}, own)]
+    if sc.mix_with == "human":
+        other, label = human, "human"
+    else:
+        other = [e for m in sc.mix_with for e in synthetic.get(m, [])]
+        label = "+".join(sc.mix_with)
+    total = sc.mix_total or max(1, len(own) // 2)
+    return [({"mix": r, "mix_with": label}, mix_examples(own, other, r, total, seed=seed)) for r in sc.mix]
+
+
+async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str, Endpoint], store: Any,
+                         synthetic: Mapping[str, list[SyntheticExample]], human: list[SyntheticExample],
+                         train_items: Sequence[Any], eval_instances: Sequence[Any], out_dir: Path,
+                         notes: list[str], dry: bool) -> tuple[list[Student], dict[str, GenerationSpec]]:
+    seed = cfg.experiment.seed
+    students: list[Student] = []
+    specs: dict[str, GenerationSpec] = {}
+    for sc in cfg.students:
+        gens = sc.generators or cfg.experiment.generation.generators
+        if sc.method == "external":
+            for gen, model in sc.models.items():
+                sid = model
+                students.append(Student(sid, "external", sc.base or model, gen, group=sc.name or "external",
+                                        how={"model": model}))
+                specs[sid] = _spec(cfg, model)
+            continue
+        pairs_by_gen: dict[str, Any] = {}
+        if sc.method == "dpo":
+            pairs_by_gen = await _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry)
+        for gen in gens:
+            sets = [({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo" else _training_sets(sc, gen, synthetic, human, seed)
+            for variant, data in sets:
+                suffix = "-".join(f"{k}{v}" for k, v in sorted(variant.items()) if k == "mix")
+                suffix = suffix.replace("0.", "") if suffix else ""
+                sid = student_id(sc.method, sc.base, gen, (sc.name or "") + suffix)
+                group = ":".join(x for x in (sc.name or sc.method, sc.base,
+                                             ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x)
+                how: dict[str, Any] = {"data_digest": data_digest(data) if data else None, "examples": len(data)}
+                if sc.method == "icl":
+                    how.update(k=sc.k, max_demo_chars=sc.max_demo_chars, prompt_format=sc.prompt_format)
+                    demos = () if dry else icl_demonstrations(data, sc.k, seed=seed, max_chars=sc.max_demo_chars)
+                    base_ep = endpoints[sc.base]
+                    endpoints[sid] = dataclasses.replace(
+                        base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}",
+                        limiter=Limiter(1))
+                    specs[sid] = ICLSpec(model=sid, max_tokens=cfg.experiment.generation.max_tokens,
+                                         temperature=cfg.experiment.generation.temperature, seed=seed,
+                                         demonstrations=demos, prompt_format=sc.prompt_format)
+                else:
+                    how.update(preset=sc.preset)
+                    served = f"{sc.base}+lora:{sc.method}:{sc.preset}:{how['data_digest']}"
+                    endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
+                                              limiter=Limiter(1))
+                    specs[sid] = _spec(cfg, sid)
+                    if not dry:
+                        planned = runner.plan_generation(eval_instances, [specs[sid]])
+                        cached = store.get_calls([c.key for c, _, _ in planned])
+                        if len(cached) == len(planned) and all(c.ok for c in cached.values()):
+                            how["training"] = "skipped: every evaluation answer is cached"
+                        elif not data:
+                            notes.append(f"{sid}: no training data; student left out")
+                            endpoints.pop(sid)
+                            specs.pop(sid)
+                            continue
+                        else:
+                            from nepotism.leakage.training import TrainedBackend, train_student
+
+                            model, tok, manifest = await asyncio.to_thread(
+                                train_student, sc.method, sc.base, data, out_dir / "students" / sid, config=sc.preset)
+                            endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
+                            how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
+                                       adapter=manifest["adapter"], final_loss=(manifest["losses"] or [None])[-1])
+                students.append(Student(sid, sc.method, sc.base, gen, group, variant, how))
+    return students, specs
+
+
+async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) -> dict[str, list]:
+    """Two sampled answers per training instruction; each generator labels them (both orders)."""
+    import nepotism.judging as judging
+
+    names = [f"{sc.pair_sampler}#sample{i}" for i in (1, 2)]
+    base_ep = endpoints[sc.pair_sampler]
+    for i, n in enumerate(names):
+        endpoints[n] = dataclasses.replace(base_ep, model=n, served_model=f"{base_ep.served_model}#{i + 1}")
+    if dry:
+        return {}
+    instances = [it.instance() for it in train_items]
+    specs = [_spec(cfg, n, temperature=max(0.7, cfg.experiment.generation.temperature)) for n in names]
+    specs = [dataclasses.replace(s, seed=cfg.experiment.seed + i + 1) for i, s in enumerate(specs)]
+    made = await runner.generate(instances, specs)
+    by_instance: dict[str, list[Response]] = {}
+    for r in made.responses:
+        by_instance.setdefault(r.instance_id, []).append(r)
+    prompts = {it.id: it.prompt for it in train_items}
+    samples = {(r.instance_id, r.generator): r.text for r in made.responses}
+    out = {}
+    for gen in gens:
+        tasks = judging.plan_pairwise(instances, by_instance, [gen], pairs=[tuple(names)], both_orders=True,
+                                      options=dict(cfg.judge_options), condition="dpo-feedback")
+        judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+        pairs, dropped = preference_pairs(judged.judgments, samples, prompts, gen)
+        if dropped:
+            notes.append(f"DPO pairs labelled by {gen}: dropped {dropped}")
+        out[gen] = pairs
+    return out
+
+
+def _write(out_dir: Path, result: dict[str, Any]) -> dict[str, str]:
+    body = json.dumps(result, indent=2, default=str, sort_keys=False)
+    files = {"json": str(atomic_write(out_dir / "results.json", lambda t: t.write_text(body, encoding="utf-8")))}
+    frame = pd.DataFrame.from_records(result["records"])
+    for column in ("variant", "excluded", "pair", "relation", "students", "judges"):
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+    files["csv"] = str(atomic_write(out_dir / "results.csv", lambda t: frame.to_csv(t, index=False)))
+    return files
+
+
+async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
+                      dry_run: bool = False, view: Any = None) -> dict[str, Any]:
+    """Run the experiment (see the module docstring) and return the result dict that is written."""
+    import nepotism.judging as judging
+    from nepotism.leakage import categories as cat
+    from nepotism.leakage.recognition import classifier_records, plan_student_recognition, recognition_records
+    from nepotism.leakage.scores import pls_records, comparisons_frame
+    from nepotism.models import load_registry
+    from nepotism.runner.experiment_run import build_endpoints
+
+    exp = cfg.experiment
+    timer = _Timer()
+    notes: list[str] = []
+    registry = registry or load_registry(exp.registry_files)
+    train = load_pool(cfg.train_pool, limit=cfg.train_limit)
+    evaluation = load_pool(exp.dataset.path, limit=exp.dataset.limit) if exp.dataset.path else None
+    if evaluation is None:
+        from nepotism.errors import InputError
+        raise InputError("the evaluation pool must be a file ([dataset] path)", path=exp.path, field="dataset")
+    check_disjoint(train, evaluation, train_path=cfg.train_pool, eval_path=exp.dataset.path)
+    out_dir = Path(exp.output_dir or Path(exp.path).parent / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
+    run_id = None if dry_run else store.start_run({"experiment": exp.as_config(), "kind": "leakage"})
+    runner = Runner(store, eps, run_id=run_id, view=view, seed=exp.seed, source=f"leakage:{exp.name}")
+    runner.endpoints = eps  # students are added to the same dict as they are made
+    train_instances = [it.instance() for it in train]
+    eval_instances = [it.instance() for it in evaluation]
+    store.add_instances(train_instances + eval_instances)
+    prompts = {it.id: it.prompt for it in train}
+    status = "failed"
+    try:
+        mixers = {m for sc in cfg.students if sc.mix and sc.mix_with != "human" for m in sc.mix_with}
+        data_models = list(dict.fromkeys([*exp.generation.generators, *sorted(mixers)]))
+        if dry_run:
+            synthetic = {g: [SyntheticExample(it.id, it.prompt, "x", g) for it in train] for g in data_models}
+        else:
+            with timer("synthetic data"):
+                made = await runner.generate(train_instances, [_spec(cfg, g) for g in data_models])
+            if made.failures:
+                notes.append(f"synthetic data: {len(made.failures)} generation calls failed")
+            synthetic = _examples(made.responses, prompts)
+            for gen, rows in synthetic.items():
+                for fmt in cfg.exports:
+                    export_dataset(rows, out_dir / "synthetic", gen, fmt)
+        human = [SyntheticExample(it.id, it.prompt, it.response, "human") for it in train if it.response]
+        with timer("students"):
+            students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
+                                                   eval_instances, out_dir, notes, dry_run)
+        reg_path = write_student_registry(students, registry, out_dir / "students.toml")
+        registry = registry_with_students(exp.registry_files, reg_path)
+        groups: dict[str, list[Student]] = {}
+        for s in students:
+            groups.setdefault(s.group, []).append(s)
+        pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1:]]
+        if dry_run:
+            n_eval = len(eval_instances)
+            return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
+                    "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
+                    "generation_calls": len(train) * len(data_models) + n_eval * len(students),
+                    "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges), "notes": notes}
+        with timer("student answers"):
+            answered = await runner.generate(eval_instances, list(specs.values()))
+        by_instance: dict[str, list[Response]] = {}
+        for r in answered.responses:
+            by_instance.setdefault(r.instance_id, []).append(r)
+        tasks = judging.plan_pairwise(eval_instances, by_instance, list(exp.judges), pairs=pairs, both_orders=True,
+                                      options=dict(cfg.judge_options))
+        a = cfg.analyses
+        if a.recognition:
+            tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
+                                              pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
+                                              options={"mode": cfg.judge_options.get("mode", "text")})
+        if a.categoriser and a.question_types:
+            tasks += cat.plan_question_types(eval_instances, a.categoriser,
+                                                 options={"mode": cfg.judge_options.get("mode", "text")})
+        with timer("judging"):
+            judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+        pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
+        dims: dict[str, str] = {}
+        if a.categoriser and a.dimensions:
+            dim_tasks = cat.plan_dimensions(eval_instances, pairwise, a.categoriser)
+            if not dim_tasks:
+                notes.append("dimensions: the judges wrote no rationale (use mode='text', reasoning='cot')")
+            with timer("dimension labels"):
+                dim_judged = await runner.judge(dim_tasks, judging.render, judging.interpret_all) if dim_tasks else None
+            if dim_judged:
+                dims, missing = cat.labels_from(dim_judged.judgments, target="response")
+        status = "done"
+    finally:
+        if run_id is not None:
+            store.end_run(run_id, status)
+        closed = set()
+        for ep in eps.values():
+            if ep.backend is not None and id(ep.backend) not in closed:
+                closed.add(id(ep.backend))
+                await ep.backend.aclose()
+    boot = {"n_resamples": cfg.n_resamples, "confidence": cfg.confidence, "seed": exp.seed}
+    with timer("metrics"):
+        comp = comparisons_frame(pairwise)
+        records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=("half", "exclude"))
+        if a.recognition:
+            records += recognition_records(judged.judgments, students, cfg.judge_of, bootstrap=boot)
+        if a.classifier:
+            try:
+                records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot)
+            except ImportError:
+                notes.append("classifier: scikit-learn is missing (install the 'train' extra)")
+        qtypes = cat.labels_from(judged.judgments, target="instance")[0] if a.categoriser and a.question_types else {}
+        records += cat.category_records(pairwise, students, cfg.judge_of, registry, question_types=qtypes,
+                                        dimensions=dims, bootstrap=boot)
+    if a.mitigation:
+        notes.append("mitigation (paper 000 §5.8): not run - the mitigations module (issue 6) is not available")
+    counts: dict[str, int] = {}
+    for j in judged.judgments:
+        counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1
+    result = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
+              "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
+              "train_instructions": len(train), "eval_instructions": len(eval_instances),
+              "judgments": counts, "generation_failures": len(answered.failures), "timings": timer.phases,
+              "notes": notes, "records": records}
+    result["files"] = _write(out_dir, result)
+    return result

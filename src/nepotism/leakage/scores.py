@@ -1,0 +1,133 @@
+"""Preference leakage scores of a leakage run: judgments → comparisons → PLS per generator pair.
+
+`pairwise_frame` turns pairwise `Judgment` records into the recorded pairwise table (one row per
+presentation order; an unparsed or failed verdict stays a row with no verdict, so it is counted
+as excluded, never as a tie). `pls_records` computes, for every group of comparable students
+(same method, base and variant), every pair of generators (g_i, g_j) and their related judges
+(J_i, J_j), paper 000's PLS (Eq. 5–6) with a cluster bootstrap over instructions, its CI and the
+one-sided test of PLS > 0 (App. D.4), plus the four win rates WR(student, judge) it is built from.
+Records use the standard shape ``{metric, judge, generator, pair, variant, value, ci_low, ci_high,
+n, n_excluded, ...}``. Not done here: running models, reading files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nepotism.analyses.comparisons import build_comparisons
+from nepotism.leakage.lineage import Student
+from nepotism.metrics import leakage
+from nepotism.metrics.pairwise import win_rate
+from nepotism.records import Judgment
+
+__all__ = ["comparisons_frame", "group_students", "pairwise_frame", "pls_records"]
+
+
+def pairwise_frame(judgments: Sequence[Judgment]) -> pd.DataFrame:
+    """The pairwise table (instance_id, judge, model_a, model_b, verdict, condition, replicate)."""
+    rows = [{"instance_id": j.instance_id, "judge": j.judge, "model_a": j.candidates[0],
+             "model_b": j.candidates[1], "verdict": j.verdict if j.status == "parsed" else None,
+             "prob_a": _prob(j, "A"), "prob_b": _prob(j, "B"),
+             "condition": j.condition, "replicate": j.replicate}
+            for j in judgments if j.protocol == "pairwise" and len(j.candidates) == 2]
+    columns = ["instance_id", "judge", "model_a", "model_b", "verdict", "prob_a", "prob_b", "condition", "replicate"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _prob(judgment: Judgment, label: str) -> float:
+    """A parsed judgment's label probability (NaN when it has none)."""
+    if judgment.status != "parsed" or not judgment.label_probs:
+        return float("nan")
+    return float(judgment.label_probs.get(label, float("nan")))
+
+
+def comparisons_frame(judgments: Sequence[Judgment], *, rule: str = "consistent") -> pd.DataFrame:
+    """One row per (instance, judge, condition, replicate, unordered student pair); see
+    `nepotism.analyses.comparisons.build_comparisons`."""
+    frame = pairwise_frame(judgments)
+    if frame.empty:
+        return pd.DataFrame(columns=["instance_id", "judge", "condition", "replicate", "model_x", "model_y",
+                                     "outcome", "n_orders"])
+    return build_comparisons(frame, rule=rule).frame
+
+
+def group_students(students: Sequence[Student]) -> dict[str, dict[str, Student]]:
+    """{group: {generator: student}}; a generator with two students in one group is an error."""
+    out: dict[str, dict[str, Student]] = {}
+    for s in students:
+        slot = out.setdefault(s.group, {})
+        if s.generator in slot:
+            raise ValueError(f"group {s.group!r} has two students of {s.generator!r}")
+        slot[s.generator] = s
+    return out
+
+
+def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: dict,
+               base: dict) -> dict:
+    est = win_rate(side, clusters, **boot)
+    return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None,
+            **est.as_dict()}
+
+
+def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mapping[str, str],
+                registry: Any, *, bootstrap: Mapping[str, Any] | None = None,
+                ties: Sequence[str] = ("half",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
+    """PLS and win-rate records for every group and generator pair (see the module docstring).
+
+    ``judge_of`` maps a generator to the judge related to it. ``comp`` is `comparisons_frame`
+    output (optionally a slice of it, e.g. one question category; ``extra_variant`` then names
+    the slice).
+    """
+    boot = dict(bootstrap or {})
+    records: list[dict] = []
+    for group, by_gen in sorted(group_students(students).items()):
+        gens = sorted(g for g in by_gen if g in judge_of)
+        for gi, gj in combinations(gens, 2):
+            ji, jj = judge_of[gi], judge_of[gj]
+            if ji == jj:
+                continue
+            si, sj = by_gen[gi].id, by_gen[gj].id
+            example = by_gen[gi]
+            variant = {"group": group, "method": example.method, "base": example.base,
+                       **dict(example.variant), **dict(extra_variant or {})}
+            relation = {ji: registry.relation(ji, gi).value, jj: registry.relation(jj, gj).value}
+            mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) |
+                    ((comp["model_x"] == sj) & (comp["model_y"] == si))) & comp["judge"].isin([ji, jj])
+            for condition, sub in comp[mask].groupby("condition", sort=True):
+                sign = np.where(sub["model_x"] == si, 1.0, -1.0)
+                out_i = sub["outcome"].to_numpy(dtype=float) * sign
+                side_j = (sub["judge"] == jj).to_numpy().astype(int)
+                ids = sub["instance_id"].astype(str).to_numpy()
+                base = {"condition": condition, "scope": "student", "relation": relation,
+                        "students": {gi: si, gj: sj}, "judges": {gi: ji, gj: jj}}
+                for tie_rule in ties:
+                    est = leakage.preference_leakage_score(
+                        np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
+                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]),
+                        ties=tie_rule, **boot)
+                    records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
+                                    "generator": f"{gi} & {gj}", "pair": [si, sj],
+                                    "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
+                                    **est.as_dict()})
+                if "prob_x" in sub and sub["prob_x"].notna().any():
+                    # paper 001 Eq. 3: p(X)/(p(A)+p(B)) averaged over both orders, as a soft outcome in
+                    # [-1, 1]; position bias cancels in the average instead of turning every pair into a tie
+                    soft_i = (2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0) * sign
+                    est = leakage.preference_leakage_score(
+                        np.concatenate([soft_i, -soft_i]), np.repeat([0, 1], len(sub)),
+                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]), ties="half", **boot)
+                    records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
+                                    "generator": f"{gi} & {gj}", "pair": [si, sj],
+                                    "variant": {**variant, "ties": "half", "preference": "probability"},
+                                    **est.as_dict()})
+                for judge in (ji, jj):
+                    jm = (sub["judge"] == judge).to_numpy()
+                    for student, signed in ((si, out_i), (sj, -out_i)):
+                        records.append(_wr_record(student, judge, signed[jm], ids[jm], boot,
+                                                  {**base, "variant": dict(variant)}))
+    return records

@@ -1,0 +1,245 @@
+"""SFT and DPO students with TRL and PEFT (LoRA), from a base model on disk (the ``train`` extra).
+
+The base is a Hugging Face model directory, or a GGUF file loaded through transformers
+(``gguf_file=``, dequantised to float32; needs the ``gguf`` package) — e.g. one of the packaged
+local models (`nepotism.backends.local_models`). Nothing is downloaded. `PRESETS` holds a
+``tiny`` configuration (a few optimiser steps on short sequences: a CPU smoke run that exercises
+the whole path, not a useful student) and a ``full`` one following paper 000 App. C.1 (3 epochs,
+lr 1e-5, cosine schedule with 10 % warm-up, sequences of 1024 tokens, batch 2 × 2 accumulation for
+SFT and 1 × 4 for DPO, bf16) for GPU users. `train_student` returns the trained model, its
+tokenizer and a manifest (method, base, data digest, settings, losses) that the run records, and
+saves the LoRA adapter and the manifest under ``out_dir``. `TrainedBackend` serves a trained
+student to the runner (greedy or seeded sampling through ``generate``). Left out: full
+fine-tuning, multi-GPU, quantised training.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from nepotism._files import atomic_write
+from nepotism.backends.base import Completion, Request, failed
+from nepotism.leakage.exports import PreferencePair, SyntheticExample
+from nepotism.leakage.students import data_digest
+
+__all__ = ["PRESETS", "TrainConfig", "TrainedBackend", "load_base", "train_student", "training_available"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training settings (LoRA on the attention and MLP projections by default)."""
+
+    max_steps: int = -1
+    epochs: float = 3.0
+    learning_rate: float = 1e-5
+    batch_size: int = 2
+    grad_accum: int = 2
+    max_length: int = 1024
+    warmup_ratio: float = 0.1
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    bf16: bool = False
+    beta: float = 0.1  # DPO
+    threads: int = 2
+    seed: int = 0
+
+
+PRESETS: Mapping[str, TrainConfig] = {
+    "tiny": TrainConfig(max_steps=4, epochs=1.0, learning_rate=2e-4, batch_size=2, grad_accum=1, max_length=128,
+                        lora_r=8, lora_alpha=16, lora_dropout=0.0),
+    "full": TrainConfig(max_steps=-1, epochs=3.0, learning_rate=1e-5, batch_size=2, grad_accum=2, max_length=1024,
+                        bf16=True),
+}
+_DPO_FULL = {"batch_size": 1, "grad_accum": 4}
+
+_BASES: dict[str, tuple[Any, Any]] = {}
+_BASES_LOCK = threading.Lock()
+
+
+def training_available() -> bool:
+    """Whether torch, transformers, peft, trl and datasets import."""
+    try:
+        import datasets  # noqa: F401
+        import peft  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _base_location(base: str) -> tuple[str, str | None]:
+    path = Path(base)
+    if path.suffix == ".gguf" and path.is_file():
+        return str(path.parent), path.name
+    if path.is_dir():
+        return str(path), None
+    from nepotism.backends.local_models import LOCAL_MODELS, model_path
+
+    if base in LOCAL_MODELS:
+        found = model_path(base)
+        return str(found.parent), found.name
+    raise FileNotFoundError(f"base model {base!r}: not a .gguf file, a model directory or a packaged model id")
+
+
+def load_base(base: str) -> tuple[Any, Any]:
+    """(model, tokenizer) of ``base``, loaded once per process; callers get a deep copy."""
+    with _BASES_LOCK:
+        if base not in _BASES:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            folder, gguf = _base_location(base)
+            kwargs = {"gguf_file": gguf} if gguf else {}
+            tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            if gguf:  # the weights are dequantised to float32: a plain model from here on
+                model.hf_quantizer = None
+                model.is_quantized = False
+                if hasattr(model.config, "quantization_config"):
+                    del model.config.quantization_config
+            _BASES[base] = (model, tokenizer)
+        model, tokenizer = _BASES[base]
+    return copy.deepcopy(model), tokenizer
+
+
+def _lora(config: TrainConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules="all-linear", task_type="CAUSAL_LM")
+
+
+def _common_args(config: TrainConfig, out_dir: Path) -> dict[str, Any]:
+    return {"output_dir": str(out_dir / "trainer"), "max_steps": config.max_steps,
+            "num_train_epochs": config.epochs, "learning_rate": config.learning_rate,
+            "per_device_train_batch_size": config.batch_size, "gradient_accumulation_steps": config.grad_accum,
+            "warmup_steps": float(config.warmup_ratio), "lr_scheduler_type": "cosine", "logging_steps": 1,
+            "save_strategy": "no", "report_to": [], "bf16": config.bf16, "seed": config.seed,
+            "use_cpu": not _cuda(), "dataloader_num_workers": 0, "max_length": config.max_length,
+            "disable_tqdm": True}
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def train_student(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
+                  *, config: TrainConfig | str = "tiny") -> tuple[Any, Any, dict[str, Any]]:
+    """Train a LoRA student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
+
+    Returns (model, tokenizer, manifest); the adapter and ``manifest.json`` are saved under
+    ``out_dir``. Raises `ImportError` when the ``train`` extra is missing.
+    """
+    import torch
+    from datasets import Dataset
+
+    if isinstance(config, str):
+        preset = PRESETS[config]
+        if method == "dpo" and config == "full":
+            preset = replace(preset, **_DPO_FULL)
+        config = preset
+    if not data:
+        raise ValueError("no training data")
+    torch.set_num_threads(config.threads)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    model, tokenizer = load_base(base)
+    if method == "sft":
+        from trl import SFTConfig, SFTTrainer
+
+        rows = [{"messages": [{"role": "user", "content": e.prompt}, {"role": "assistant", "content": e.response}]}
+                for e in data]
+        args = SFTConfig(**_common_args(config, out_dir), packing=False)
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                             processing_class=tokenizer, peft_config=_lora(config))
+    elif method == "dpo":
+        from trl import DPOConfig, DPOTrainer
+
+        rows = [{"prompt": [{"role": "user", "content": p.prompt}],
+                 "chosen": [{"role": "assistant", "content": p.chosen}],
+                 "rejected": [{"role": "assistant", "content": p.rejected}]} for p in data]
+        args = DPOConfig(**_common_args(config, out_dir), beta=config.beta)
+        trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                             processing_class=tokenizer, peft_config=_lora(config))
+    else:
+        raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
+    result = trainer.train()
+    trained = trainer.model
+    trained.eval()
+    trained.save_pretrained(str(out_dir / "adapter"))
+    losses = [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
+    manifest = {"method": method, "base": base, "data_digest": data_digest(list(data)), "examples": len(data),
+                "config": asdict(config), "steps": int(result.global_step), "losses": losses,
+                "seconds": round(time.perf_counter() - start, 1), "adapter": str(out_dir / "adapter"),
+                "libraries": _versions()}
+    body = json.dumps(manifest, indent=2, sort_keys=True)
+    atomic_write(out_dir / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
+    return trained, tokenizer, manifest
+
+
+def _versions() -> dict[str, str]:
+    import peft
+    import torch
+    import transformers
+    import trl
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
+            "trl": trl.__version__}
+
+
+class TrainedBackend:
+    """A runner backend over an in-memory trained model (one call at a time, in a worker thread)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str, threads: int = 2) -> None:
+        self.name = name
+        self._model, self._tokenizer, self._threads = model, tokenizer, threads
+        self._lock = threading.Lock()
+
+    def _run(self, request: Request) -> Completion:
+        import torch
+
+        if request.mode != "generate" or request.messages is None:
+            return failed("unsupported: a trained student only generates from chat messages")
+        started = time.perf_counter()
+        with self._lock, torch.no_grad():
+            torch.set_num_threads(self._threads)
+            messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            ids = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                      return_dict=True)
+            sample = request.temperature > 0
+            if sample and request.seed is not None:
+                torch.manual_seed(request.seed)
+            out = self._model.generate(**ids, max_new_tokens=request.max_tokens, do_sample=sample,
+                                       temperature=request.temperature if sample else None,
+                                       top_p=None, top_k=None, pad_token_id=self._tokenizer.pad_token_id)
+            new = out[0, ids["input_ids"].shape[1]:]
+            text = self._tokenizer.decode(new, skip_special_tokens=True)
+        n_out = int(new.shape[0])
+        finish = "length" if n_out >= request.max_tokens else "stop"
+        return Completion(text=text, usage={"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": n_out},
+                          latency_s=time.perf_counter() - started, finish_reason=finish)
+
+    async def complete(self, request: Request) -> Completion:
+        try:
+            return await asyncio.to_thread(self._run, request)
+        except Exception as err:  # a model failure is a failed completion, never an exception
+            return failed(f"model_error: {type(err).__name__}: {err}")
+
+    async def aclose(self) -> None:
+        return None

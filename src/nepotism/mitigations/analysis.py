@@ -1,0 +1,153 @@
+"""Mitigation-effect records from side rows: perturbations, judge options, juries, calibration.
+
+Every record has the standard shape ``{metric: "mitigation-effect", judge, condition, variant:
+{mitigation, base_metric, scope}, value, ci_low, ci_high, n, n_excluded, excluded, ...}`` plus
+``value_baseline`` and ``value_mitigated``. ``value`` is mitigated minus baseline on the same
+comparisons (same instances, same judge), with a paired cluster-bootstrap interval. Scopes:
+``self`` (the judge's verdicts on its own answer against each competitor), ``third-party-control``
+(the same pairs and the same perturbation judged by the other judges, paper 003 Fig. 9) and
+``self-minus-control`` (the difference of the two changes). ``judge = "all"`` pools the judges.
+Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import pandas as pd
+
+from nepotism.mitigations.calibration import calibrate
+from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect
+from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
+
+__all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
+
+THIRD_PARTY = "third-party"
+
+
+def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value: float, mit_value: float,
+            **extra) -> dict:
+    rec = {"metric": "mitigation-effect", "judge": judge, "condition": cfg.name,
+           "variant": {"mitigation": cfg.kind, "base_metric": base_metric, "scope": scope},
+           "params": {k: v for k, v in dict(cfg.params).items()}}
+    rec.update(estimate.as_dict())
+    rec["value_baseline"] = None if base_value != base_value else base_value
+    rec["value_mitigated"] = None if mit_value != mit_value else mit_value
+    rec.update(extra)
+    return rec
+
+
+def _self(rows: pd.DataFrame, condition_of: Callable[[str], str], judges: Sequence[str]) -> pd.DataFrame:
+    mask = (rows["judge"] == rows["side"]) & rows["judge"].isin(judges)
+    mask &= rows["condition"] == rows["judge"].map(condition_of)
+    return rows[mask]
+
+
+def _third_party(rows: pd.DataFrame, condition_of: Callable[[str], str]) -> pd.DataFrame:
+    mask = (rows["judge"] != rows["side"]) & (rows["judge"] != rows["opponent"])
+    mask &= rows["condition"] == rows["side"].map(condition_of)
+    return rows[mask]
+
+
+def _scoped(judges: Sequence[str]) -> list[tuple[str, list[str]]]:
+    return [(j, [j]) for j in judges] + ([("all", list(judges))] if len(judges) > 1 else [])
+
+
+def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+                         control: bool = True) -> list[dict]:
+    """Effects of a perturbation stored under conditions ``"<name>:<judge>"``."""
+    out = []
+    mitigated = lambda j: f"{cfg.name}:{j}"  # noqa: E731
+    for label, members in _scoped(judges):
+        sb = _self(rows, lambda j: baseline, members)
+        sm = _self(rows, mitigated, members)
+        for metric in BASE_METRICS:
+            est, b, m = paired_effect(sb, sm, metric, **boot)
+            out.append(_record(label, cfg, "self", metric, est, b, m))
+        if not control:
+            continue
+        cb = _third_party(rows, lambda s: THIRD_PARTY)
+        cm = _third_party(rows, mitigated)
+        cb, cm = cb[cb["side"].isin(members)], cm[cm["side"].isin(members)]
+        for metric in ("self-preference", "judge-accuracy"):
+            est, b, m = paired_effect(cb, cm, metric, **boot)
+            out.append(_record(label, cfg, "third-party-control", metric, est, b, m))
+        est = diff_in_diff(sb, sm, cb, cm, "self-preference", **boot)
+        out.append(_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
+    return out
+
+
+def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict) -> list[dict]:
+    """Effects of a judge-side option (condition ``<name>``) on the judges' self-evaluations."""
+    out = []
+    for label, members in _scoped(judges):
+        sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
+        for metric in BASE_METRICS:
+            est, b, m = paired_effect(sb, sm, metric, **boot)
+            out.append(_record(label, cfg, "self", metric, est, b, m))
+    return out
+
+
+def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> dict[str, float]:
+    fit = members[members["instance_id"].isin(heldout) & members["truth"].isin([-1.0, 1.0]) & members["outcome"].notna()]
+    return {j: float((g["outcome"] == g["truth"]).mean()) for j, g in fit.groupby("judge")}
+
+
+def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+                 relation: Callable[[str, str], str], familiarity: Mapping | None = None,
+                 split: Mapping[str, str] | None = None) -> tuple[list[dict], dict]:
+    """Each judge's self-evaluation verdicts replaced by a jury's (``jury`` / ``exclude-relatives``)."""
+    members = rows[rows["condition"].isin([baseline, THIRD_PARTY])]
+    vote = cfg.params.get("vote", "majority")
+    exclude = cfg.kind == "exclude-relatives" or cfg.params.get("exclude_related", False)
+    info: dict = {}
+    if exclude:
+        members, dropped = exclude_related(members, relation)
+        info["votes_dropped_as_related"] = dropped
+    weights, row_weights, evaluation = None, None, None
+    if vote == "weighted":
+        heldout = {i for i, role in (split or {}).items() if role == "heldout"}
+        weights = _accuracy_weights(members, heldout)
+        evaluation = {i for i, role in (split or {}).items() if role == "evaluation"}
+        info["weights"] = weights
+    elif vote == "perplexity":
+        row_weights = familiarity_weights(members, familiarity or {})
+    jury = jury_outcomes(members, vote=vote, weights=weights, row_weights=row_weights)
+    out = []
+    for label, group in _scoped(judges):
+        sb = _self(rows, lambda j: baseline, group)
+        if evaluation is not None:
+            sb = sb[sb["instance_id"].isin(evaluation)]
+        sm = sb[["judge", "instance_id", "side", "opponent", "truth"]].merge(
+            jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left")
+        for metric in BASE_METRICS:
+            est, b, m = paired_effect(sb, sm, metric, **boot)
+            out.append(_record(label, cfg, "self", metric, est, b, m))
+    info["items_without_jury_verdict"] = int(jury["outcome"].isna().sum())
+    return out, info
+
+
+def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+                        split: Mapping[str, str], contexts: Mapping[str, str]) -> tuple[list[dict], dict]:
+    """Per-judge calibration fitted on the held-out split, evaluated on the evaluation split."""
+    method = cfg.params.get("method", "auto")
+    self_rows = _self(rows, lambda j: baseline, judges)
+    parts, info = [], {"split": {"heldout": sum(1 for v in split.values() if v == "heldout"),
+                                 "evaluation": sum(1 for v in split.values() if v == "evaluation")}}
+    for judge, group in self_rows.groupby("judge", sort=True):
+        cal = calibrate(group["instance_id"], group["score"], group["truth"], split, method=method,
+                        contexts=[contexts.get(i, "") for i in group["instance_id"]])
+        info[judge] = {"bias": cal.bias, "context_bias": dict(cal.context_bias), "n_fit": cal.n_fit}
+        parts.append(group.assign(calibrated=cal.outcome, evaluation=cal.evaluation_mask))
+    if not parts:
+        return [], info
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame["evaluation"]]
+    out = []
+    for label, group in _scoped(judges):
+        sb = frame[frame["judge"].isin(group)]
+        sm = sb.assign(outcome=sb["calibrated"], prob=float("nan"))  # calibration gives verdicts only
+        for metric in BASE_METRICS:
+            est, b, m = paired_effect(sb, sm, metric, **boot)
+            out.append(_record(label, cfg, "self", metric, est, b, m))
+    return out, info

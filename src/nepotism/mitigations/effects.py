@@ -1,0 +1,162 @@
+"""The effect of a mitigation on each bias metric, with a paired cluster-bootstrap interval.
+
+Rows are comparisons from one side's point of view: ``instance_id``, ``side`` (the candidate whose
+treatment is measured: the judge's own answer, or a relative's), ``opponent``, ``outcome`` for the
+side (+1 / 0 / -1, NaN when unusable) and ``truth`` (+1 the side's answer is better, -1 the
+opponent's, 0 equal, NaN unknown). `paired_effect` matches the baseline rows and the mitigated rows
+on (judge, instance_id, side, opponent), keeps the pairs usable in both (the others are counted as
+excluded), and bootstraps ``metric(mitigated) - metric(baseline)`` resampling the same instances
+for both — same instances, same judge. `diff_in_diff` does the same for (self-evaluation change)
+minus (third-party change), paper 003 Fig. 9's control.
+
+Base metrics (each a ratio of per-instance sums): ``self-preference`` (the side's win rate, ties
+half), ``self-preference-probability`` (the mean over both orders of p(side) / (p(side) +
+p(opponent)) from label probabilities, paper 001 Eq. 3 — it moves even when every verdict is a
+tie), ``self-preference-ratio`` (paper 004 Eq. 2: share of outright wins, ties in the
+denominator), ``demographic-parity-bias`` (paper 001 Eq. 4 for side-vs-opponent comparisons:
+2 x win rate - 1), ``harmful-self-preference`` (the same on pairs whose truth is -1), ``judge-accuracy``
+(share of decisive-truth pairs the verdict gets right) and ``error-bias`` (paper 000 Eq. 10, target
+= the side). Left out: rank metrics, which are not sums over instances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics._estimate import Estimate
+
+__all__ = ["BASE_METRICS", "diff_in_diff", "metric_columns", "paired_effect", "statistic"]
+
+BASE_METRICS = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
+                "harmful-self-preference", "judge-accuracy", "error-bias")
+_KEY = ["judge", "instance_id", "side", "opponent"]
+_WIDTH = {"self-preference": 2, "self-preference-probability": 2, "self-preference-ratio": 2, "demographic-parity-bias": 2,
+          "harmful-self-preference": 2, "judge-accuracy": 2, "error-bias": 4}
+_NO_TRUTH = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias")
+#: The row column each metric reads (the others read ``outcome``).
+_VALUE = {"self-preference-probability": "prob"}
+
+
+def metric_columns(metric: str, outcome: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Per-row columns whose sums give the metric (see `statistic`)."""
+    o, t = np.asarray(outcome, dtype=float), np.asarray(truth, dtype=float)
+    if metric == "self-preference-probability":
+        return np.column_stack([o, np.ones_like(o)])  # here `outcome` holds p(side) in [0, 1]
+    if metric in ("self-preference", "demographic-parity-bias"):
+        return np.column_stack([(o + 1.0) / 2.0, np.ones_like(o)])
+    if metric == "self-preference-ratio":
+        return np.column_stack([(o == 1).astype(float), np.ones_like(o)])
+    if metric == "harmful-self-preference":
+        harmful = (t == -1).astype(float)
+        return np.column_stack([harmful * (o + 1.0) / 2.0, harmful])
+    if metric == "judge-accuracy":
+        decisive = np.isin(t, (-1.0, 1.0)).astype(float)
+        return np.column_stack([decisive * (o == t), decisive])
+    if metric == "error-bias":
+        return np.column_stack([(o == 1) & (t == -1), t == -1, (o == -1) & (t == 1), t == 1]).astype(float)
+    raise ValueError(f"unknown base metric {metric!r}; use one of {BASE_METRICS}")
+
+
+def statistic(metric: str, totals: np.ndarray) -> np.ndarray:
+    """The metric from column totals (works on (..., k) arrays)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric == "error-bias":
+            return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
+        if metric == "demographic-parity-bias":
+            return 2.0 * totals[..., 0] / totals[..., 1] - 1.0
+        return totals[..., 0] / totals[..., 1]
+
+
+def _needs_truth(metric: str) -> bool:
+    return metric not in _NO_TRUTH
+
+
+def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple, tuple]:
+    out: dict[tuple, tuple] = {}
+    keys = zip(*(frame[k].tolist() for k in _KEY))
+    values = zip(*(frame[c].tolist() if c in frame else [float("nan")] * len(frame) for c in columns)) \
+        if len(frame) else iter(())
+    for key, value in zip(keys, values):
+        out.setdefault(key, value)
+    return out
+
+
+def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+    value = _VALUE.get(metric, "outcome")
+    b = _keyed(base, [value, "truth"])
+    m = _keyed(mitigated, [value])
+    excluded: dict[str, int] = {}
+    for count, reason in ((len(b.keys() - m.keys()), "no mitigated comparison"),
+                          (len(m.keys() - b.keys()), "no baseline comparison")):
+        if count:
+            excluded[reason] = count
+    rows, unusable, unknown = [], 0, 0
+    for key, (outcome, truth) in b.items():
+        if key not in m:
+            continue
+        mit = m[key][0]
+        if _nan(outcome) or _nan(mit):
+            unusable += 1
+        elif _needs_truth(metric) and _nan(truth):
+            unknown += 1
+        else:
+            rows.append((key[1], outcome, mit, truth))
+    if unusable:
+        excluded["no usable verdict in one condition"] = unusable
+    if unknown:
+        excluded["no truth"] = unknown
+    frame = pd.DataFrame(rows, columns=["instance_id", "outcome_base", "outcome_mit", "truth"])
+    return frame, excluded
+
+
+def _nan(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, **bootstrap) -> tuple[Estimate, float, float]:
+    """(effect estimate, baseline value, mitigated value) on the matched pairs."""
+    joined, excluded = _matched(base, mitigated, metric)
+    k = _WIDTH[metric]
+    truth = joined["truth"].to_numpy(dtype=float)
+    cols = np.hstack([metric_columns(metric, joined["outcome_base"].to_numpy(dtype=float), truth),
+                      metric_columns(metric, joined["outcome_mit"].to_numpy(dtype=float), truth)])
+    n_excluded = sum(excluded.values())
+    if joined.empty:
+        empty = cluster_bootstrap(np.zeros((0, 2 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
+                                  excluded=excluded, note="no comparison usable in both conditions")
+        return empty, float("nan"), float("nan")
+    _, sums = cluster_sums(joined["instance_id"].to_numpy(dtype=str), cols)
+    estimate = cluster_bootstrap(
+        sums, lambda t: statistic(metric, t[..., k:]) - statistic(metric, t[..., :k]),
+        n=len(joined), n_excluded=n_excluded, excluded=excluded, **bootstrap)
+    total = sums.sum(axis=0)
+    return estimate, float(statistic(metric, total[:k])), float(statistic(metric, total[k:]))
+
+
+def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
+                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", **bootstrap) -> Estimate:
+    """(change under self-evaluation) - (change under third-party judges), same resampled instances."""
+    a, ex_a = _matched(self_base, self_mit, metric)
+    c, ex_c = _matched(ctrl_base, ctrl_mit, metric)
+    k = _WIDTH[metric]
+    excluded = {f"self: {r}": v for r, v in ex_a.items()} | {f"control: {r}": v for r, v in ex_c.items()}
+    n_excluded = sum(excluded.values())
+    if a.empty or c.empty:
+        return cluster_bootstrap(np.zeros((0, 4 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
+                                 excluded=excluded, note="no self-evaluation or no third-party comparison")
+    zeros_a, zeros_c = np.zeros((len(a), 2 * k)), np.zeros((len(c), 2 * k))
+    cols_a = np.hstack([metric_columns(metric, a["outcome_base"].to_numpy(float), a["truth"].to_numpy(float)),
+                        metric_columns(metric, a["outcome_mit"].to_numpy(float), a["truth"].to_numpy(float)), zeros_a])
+    cols_c = np.hstack([zeros_c,
+                        metric_columns(metric, c["outcome_base"].to_numpy(float), c["truth"].to_numpy(float)),
+                        metric_columns(metric, c["outcome_mit"].to_numpy(float), c["truth"].to_numpy(float))])
+    clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), c["instance_id"].to_numpy(dtype=str)])
+    _, sums = cluster_sums(clusters, np.vstack([cols_a, cols_c]))
+
+    def stat(t: np.ndarray) -> np.ndarray:
+        s = lambda i: statistic(metric, t[..., i * k:(i + 1) * k])  # noqa: E731
+        return (s(1) - s(0)) - (s(3) - s(2))
+
+    return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded, **bootstrap)

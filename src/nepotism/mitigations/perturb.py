@@ -1,0 +1,159 @@
+"""Apply one perturbation kind to the self-evaluation pairs of an experiment.
+
+A *pair* is (judge, instance, own response, opponent response): the judge's own answer and the
+competitor it was compared with. `perturb_pairs` returns, per pair, the two texts the judge will see
+under the mitigation (either may be unchanged) or the reason the perturbation failed. Model calls
+go through ``text_model(calls) -> [text or None]`` with ``calls`` a list of (model id, messages,
+max_tokens), so the store's cache and the runner's limits apply and tests can inject a fake. Texts
+are perturbed once per response (or per judge for judge paraphrase) and shared by every pair and
+by the third-party control. Left out: perturbing pointwise or rubric candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nepotism.mitigations.code_style import restyle_response, verify_equivalent
+from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, judge_paraphrase_prompt,
+                                          paraphrase_prompt, read_rewrite)
+from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
+                                           wordnet_choice)
+from nepotism.records import Instance, Message, Response
+
+__all__ = ["Pair", "PairTexts", "TextModel", "perturb_pairs", "question_text"]
+
+TextModel = Callable[[Sequence[tuple[str, tuple[Message, ...], int]]], Awaitable[list[str | None]]]
+
+
+@dataclass(frozen=True)
+class Pair:
+    judge: str
+    instance: Instance
+    own: Response
+    opponent: Response
+
+
+@dataclass(frozen=True)
+class PairTexts:
+    own: str | None
+    opponent: str | None
+    reason: str | None = None
+    detail: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.own is not None and self.opponent is not None
+
+
+def question_text(instance: Instance) -> str:
+    """The instance's prompt as plain text (user turns joined)."""
+    if isinstance(instance.prompt, str):
+        return instance.prompt
+    return "\n".join(m.content for m in instance.prompt if m.role == "user")
+
+
+def _budget(text: str) -> int:
+    return max(48, min(512, int(len(text) / 3)))
+
+
+async def _rewrite_each(texts: Mapping[Any, tuple[str, tuple[Message, ...], str]], text_model: TextModel,
+                        *, method: str, keep_label: bool) -> dict[Any, Perturbation]:
+    keys = list(texts)
+    outputs = await text_model([(texts[k][0], texts[k][1], _budget(texts[k][2])) for k in keys])
+    return {k: read_rewrite(texts[k][2], out, method=method, keep_label=keep_label) for k, out in zip(keys, outputs)}
+
+
+async def _synonyms(pairs, params, text_model, rewriter) -> dict[str, Perturbation]:
+    k = int(params.get("k", 2))
+    unique = {p.own.id: p for p in pairs}
+    out: dict[str, Perturbation] = {}
+    if params.get("chooser", "wordnet") == "model":
+        asked = {rid: (rewriter, synonym_prompt(question_text(p.instance), p.own.text, k=k), p.own.text)
+                 for rid, p in unique.items()}
+        keys = list(asked)
+        answers = await text_model([(asked[r][0], asked[r][1], 96) for r in keys])
+        for rid, text in zip(keys, answers):
+            p = unique[rid]
+            choice = parse_choice(text)
+            result = (apply_replacements(p.own.text, question_text(p.instance), choice, k=k, method="model")
+                      if choice is not None else Perturbation(None, False, reason="unreadable choice", method="model"))
+            if not result.ok and params.get("fallback", False):
+                fallback = apply_replacements(p.own.text, question_text(p.instance),
+                                              wordnet_choice(p.own.text, question_text(p.instance), k=k), k=k,
+                                              method="wordnet-fallback")
+                result = fallback if fallback.ok else result
+            out[rid] = result
+        return out
+    for rid, p in unique.items():
+        q = question_text(p.instance)
+        out[rid] = apply_replacements(p.own.text, q, wordnet_choice(p.own.text, q, k=k), k=k, method="wordnet")
+    return out
+
+
+def _restyle(pairs, sandbox_runner) -> dict[str, Perturbation]:
+    out: dict[str, Perturbation] = {}
+    for p in {p.own.id: p for p in pairs}.values():
+        tests = (p.instance.metadata or {}).get("tests")
+        if not tests:
+            out[p.own.id] = Perturbation(None, False, reason="the instance has no tests", method="code-restyle")
+            continue
+        result = restyle_response(p.own.text)
+        if result.ok:
+            same, detail = verify_equivalent(result.detail["original_code"], result.detail["code"], tests,
+                                             runner=sandbox_runner)
+            if not same:
+                result = Perturbation(None, False, reason="restyled code behaves differently on the tests",
+                                      method="code-restyle", detail=detail)
+        out[p.own.id] = result
+    return out
+
+
+async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pair], *, text_model: TextModel,
+                        rewriter: str | None = None, sandbox_runner=None) -> list[PairTexts]:
+    """The texts each pair is judged on under the mitigation (same order as ``pairs``)."""
+    if kind == "synonym":
+        done = await _synonyms(pairs, params, text_model, rewriter)
+        return [_own(p, done[p.own.id]) for p in pairs]
+    if kind == "code-restyle":
+        done = _restyle(pairs, sandbox_runner)
+        return [_own(p, done[p.own.id]) for p in pairs]
+    if kind in ("paraphrase", "ablate"):
+        both = kind == "paraphrase" and params.get("target") == "both"
+        prompt = paraphrase_prompt if kind == "paraphrase" else (lambda t: ablation_prompt(t, params["feature"]))
+        texts = {}
+        for p in pairs:
+            for r in (p.own, p.opponent) if both else (p.own,):
+                texts[r.id] = (rewriter, prompt(r.text), r.text)
+        done = await _rewrite_each(texts, text_model, method=kind, keep_label=True)
+        out = []
+        for p in pairs:
+            own = done[p.own.id]
+            opp = done[p.opponent.id] if both else Perturbation(p.opponent.text, True)
+            reason = own.reason or opp.reason
+            out.append(PairTexts(own.text if own.ok and opp.ok else None, opp.text if own.ok and opp.ok else None, reason))
+        return out
+    if kind == "judge-paraphrase":
+        texts = {(p.judge, p.opponent.id): (p.judge, judge_paraphrase_prompt(p.opponent.text), p.opponent.text)
+                 for p in pairs}
+        done = await _rewrite_each(texts, text_model, method=kind, keep_label=True)
+        out = []
+        for p in pairs:
+            opp = done[(p.judge, p.opponent.id)]
+            out.append(PairTexts(p.own.text, opp.text, None) if opp.ok else PairTexts(None, None, opp.reason))
+        return out
+    if kind == "cross-reason":
+        out = []
+        for p in pairs:
+            own, opp = cross_reason(p.own.text, p.opponent.text), cross_reason(p.opponent.text, p.own.text)
+            ok = own.ok and opp.ok
+            out.append(PairTexts(own.text if ok else None, opp.text if ok else None, own.reason or opp.reason))
+        return out
+    raise ValueError(f"{kind!r} is not a perturbation")
+
+
+def _own(pair: Pair, result: Perturbation) -> PairTexts:
+    if not result.ok:
+        return PairTexts(None, None, result.reason, result.detail)
+    return PairTexts(result.text, pair.opponent.text, None, {"changed": list(result.changed)})

@@ -1,0 +1,84 @@
+"""From pairwise judgments to side rows, and from graded responses to pairwise truth.
+
+`side_rows` combines the two presentation orders of each (judge, condition, instance, pair) with
+`nepotism.metrics.pairwise.aggregate_orders` (paper 004's rule; an order without its twin is used
+as it is) and returns two rows per comparison, one from each candidate's side: ``outcome`` for
+that side (+1 / 0 / -1, NaN for an unparsed or failed verdict), ``score`` = the mean over the
+orders of log p(side) - log p(opponent) from the label probabilities, and ``prob`` = the mean over
+the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN without probabilities.
+`pair_truth` says which of two candidates is better from their correctness (+1 / -1 / 0, NaN
+when either is ungraded). Left out: replicates beyond the first (each replicate is its own row).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from nepotism.metrics.pairwise import aggregate_orders
+from nepotism.records import Judgment
+
+__all__ = ["ROW_COLUMNS", "pair_truth", "side_rows"]
+
+ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
+               "n_orders"]
+_CODE = {"A": 1.0, "B": -1.0, "tie": 0.0}
+_EPS = 1e-6
+
+
+def _log_ratio(probs: Mapping[str, float] | None, first: bool) -> float:
+    if not probs:
+        return math.nan
+    a, b = float(probs.get("A", 0.0)), float(probs.get("B", 0.0))
+    value = math.log(max(a, _EPS)) - math.log(max(b, _EPS))
+    return value if first else -value
+
+
+def _share(probs: Mapping[str, float] | None, first: bool) -> float:
+    """p(x) / (p(A) + p(B)) for the candidate x shown first (``first``) or second (paper 001 Eq. 3)."""
+    if not probs:
+        return math.nan
+    a, b = float(probs.get("A", 0.0)), float(probs.get("B", 0.0))
+    if a + b <= 0:
+        return math.nan
+    return (a if first else b) / (a + b)
+
+
+def side_rows(judgments: Iterable[Judgment]) -> pd.DataFrame:
+    """Two rows per aggregated pairwise comparison (see the module docstring)."""
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for j in judgments:
+        if j.protocol != "pairwise" or len(j.candidates) != 2:
+            continue
+        x, y = sorted(j.candidates)
+        first = j.candidates[0] == x
+        code = _CODE.get(j.verdict, math.nan) if j.status == "parsed" else math.nan
+        code_x = code if first else -code
+        groups.setdefault((j.judge, j.condition, j.replicate, j.instance_id, x, y), []).append(
+            (code_x, _log_ratio(j.label_probs, first), _share(j.label_probs, first)))
+    rows = []
+    for (judge, condition, replicate, instance, x, y), orders in groups.items():
+        codes = [c for c, _, _ in orders[:2]]
+        outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]))) if len(codes) == 2 else codes[0]
+        scores = [s for _, s, _ in orders[:2] if not math.isnan(s)]
+        score = float(np.mean(scores)) if scores else math.nan
+        shares = [p for _, _, p in orders[:2] if not math.isnan(p)]
+        prob = float(np.mean(shares)) if shares else math.nan
+        rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes)))
+        rows.append((judge, condition, replicate, instance, y, x, -outcome if outcome == outcome else math.nan,
+                     -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes)))
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def pair_truth(rows: pd.DataFrame, correct: Mapping[tuple[str, str], bool | None]) -> np.ndarray:
+    """Truth per row from ``correct[(instance_id, generator)]`` (True / False / None)."""
+    out = np.full(len(rows), np.nan)
+    for i, (inst, side, opp) in enumerate(zip(rows["instance_id"], rows["side"], rows["opponent"])):
+        a, b = correct.get((inst, side)), correct.get((inst, opp))
+        if a is None or b is None:
+            continue
+        out[i] = 0.0 if a == b else (1.0 if a else -1.0)
+    return out

@@ -1,0 +1,294 @@
+"""Run an experiment's audit under each mitigation of its ``[mitigate]`` table.
+
+`run_mitigations` (1) generates the missing responses and judges the experiment's planned tasks
+(the baseline), (2) judges every self-evaluation pair also with the third-party judges (condition
+``third-party``), (3) for each perturbation builds the perturbed pairs (`perturb_pairs`) and judges
+them under ``"<name>:<judge>"`` by the judge and by the third-party judges, (4) judges the
+self-evaluation pairs again under each judge-side option, (5) grades every response where the
+instance allows it (a multiple-choice letter in ``reference_answer``, or ``metadata.tests`` run in
+the sandbox) and (6) computes the effect records (`nepotism.mitigations.analysis`). Every model
+call goes through the store's cache, so a rerun repeats nothing. The judging protocol functions,
+the endpoints, the text model and the sandbox runner can be injected (tests use fakes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from nepotism.mitigations.analysis import (THIRD_PARTY, calibration_records, jury_records, option_records,
+                                           perturbation_records)
+from nepotism.mitigations.calibration import split_heldout
+from nepotism.mitigations.config import PERTURBATIONS, MitigationPlan
+from nepotism.mitigations.perturb import Pair, TextModel, perturb_pairs
+from nepotism.mitigations.rows import pair_truth, side_rows
+from nepotism.mitigations.rubric import agreement_records, rubric_rows
+from nepotism.records import Instance, Response
+
+__all__ = ["MitigationResult", "grade_responses", "run_mitigations", "store_text_model"]
+
+
+@dataclass
+class MitigationResult:
+    records: list[dict]
+    summary: dict = field(default_factory=dict)
+
+
+def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None) -> TextModel:
+    """A `TextModel` that runs generation calls through the store's cache and the endpoints."""
+    from nepotism.backends.base import Request
+    from nepotism.runner import CallExecutor, RunStats, plan_call
+
+    async def call(calls):
+        planned = [plan_call(endpoints[m], Request(model=m, messages=msgs, max_tokens=max_tokens, temperature=0.0,
+                                                   seed=seed)) for m, msgs, max_tokens in calls]
+        out: list[str | None] = [None] * len(planned)
+        index = {id(c): i for i, c in enumerate(planned)}
+
+        def take(result) -> None:
+            done = result.completion
+            out[index[id(result.call)]] = done.text if done.ok and (done.text or "").strip() else None
+
+        run_stats = RunStats(phase="rewrite", total=len(planned))
+        await CallExecutor(store, endpoints, run_id=run_id, stats=run_stats, seed=seed).run(planned, take)
+        if stats is not None:
+            stats["rewrite_calls"] = stats.get("rewrite_calls", 0) + len(planned)
+            stats["rewrite_failed"] = stats.get("rewrite_failed", 0) + sum(o is None for o in out)
+        return out
+
+    return call
+
+
+async def _familiarity(store, endpoints, judges, instances, responses, run_id, seed) -> dict:
+    """Mean per-token log-probability of each response under each judge (paper 001's perplexity)."""
+    from nepotism.backends.base import Request
+    from nepotism.runner import CallExecutor, RunStats, plan_call
+
+    by_id = {i.id: i for i in instances}
+    planned, keys = [], []
+    for judge in judges:
+        for r in responses:
+            if r.text.strip():
+                req = Request(model=judge, messages=by_id[r.instance_id].messages, continuation=r.text, max_tokens=1)
+                planned.append(plan_call(endpoints[judge], req))
+                keys.append((judge, r.instance_id, r.generator))
+    out: dict = {}
+    index = {id(c): i for i, c in enumerate(planned)}
+
+    def take(result) -> None:
+        lps = result.completion.continuation_logprobs if result.completion.ok else None
+        if lps:
+            out[keys[index[id(result.call)]]] = float(sum(lps) / len(lps))
+
+    await CallExecutor(store, endpoints, run_id=run_id, stats=RunStats(phase="perplexity", total=len(planned)),
+                       seed=seed).run(planned, take)
+    return out
+
+
+def grade_responses(instances: Sequence[Instance], responses: Sequence[Response], *, sandbox_runner=None) -> dict:
+    """(instance_id, generator) -> correct (True / False / None when it cannot be graded)."""
+    from nepotism.grading.code import grade_code
+    from nepotism.grading.multiple_choice import grade_multiple_choice
+
+    by_id = {i.id: i for i in instances}
+    out: dict = {}
+    for r in responses:
+        inst = by_id.get(r.instance_id)
+        if inst is None:
+            continue
+        tests = (inst.metadata or {}).get("tests")
+        if tests:
+            result = grade_code(r.text, tests, entry_point=(inst.metadata or {}).get("entry_point"), runner=sandbox_runner)
+        elif inst.reference_answer and re.fullmatch(r"[A-Ja-j]", inst.reference_answer.strip()):
+            result = grade_multiple_choice(r.text, inst.reference_answer.strip().upper())
+        else:
+            continue
+        out[(r.instance_id, r.generator)] = result.correct
+    return out
+
+
+def _self_tasks(tasks, baseline: str) -> list:
+    return [t for t in tasks if t.protocol == "pairwise" and t.condition == baseline
+            and t.judge in {c.generator for c in t.candidates}]
+
+
+def _with(task, *, judge=None, candidates=None, condition=None, options=None):
+    from nepotism.judging import JudgeTask
+
+    return JudgeTask(task.protocol, judge or task.judge, task.instance, candidates or task.candidates,
+                     condition=condition or task.condition, replicate=task.replicate,
+                     options=options if options is not None else dict(task.options))
+
+
+def _third_party_judges(task, judges) -> list[str]:
+    names = {c.generator for c in task.candidates}
+    return [j for j in judges if j not in names]
+
+
+def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> dict:
+    opts = dict(task_options) | dict(extra)
+    if opts.get("reasoning", "none") != "none" and "mode" not in extra:
+        opts["mode"] = "text"
+    return opts
+
+
+async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoints=None, judging=None,
+                          text_model: TextModel | None = None, sandbox_runner=None, view=None) -> MitigationResult:
+    """Run the baseline and every mitigation; see the module docstring."""
+    from nepotism.models import load_registry
+    from nepotism.runner import GenerationSpec, Runner
+    from nepotism.runner.experiment_run import build_endpoints, load_dataset, plan_tasks
+
+    exp = plan.experiment
+    judging = judging or importlib.import_module("nepotism.judging")
+    registry = registry or load_registry(exp.registry_files)
+    instances, recorded = load_dataset(exp, store)
+    store.add_instances(instances)
+    if recorded:
+        store.add_responses(recorded)
+    run_id = store.start_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]})
+    own_endpoints = endpoints is None
+    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry)
+    stats: dict = {}
+    text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
+    status = "failed"
+    try:
+        runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
+        gens = list(exp.generation.generators)
+        ids = {i.id for i in instances}
+        recorded_keys = {(x.instance_id, x.generator) for x in recorded}
+        have = list(recorded) + [r for r in (store.responses(generator=gens) if gens else [])
+                                 if r.instance_id in ids and (r.instance_id, r.generator) not in recorded_keys]
+        specs = [GenerationSpec(model=g, max_tokens=exp.generation.max_tokens, temperature=exp.generation.temperature,
+                                seed=exp.seed) for g in gens]
+        generated = await runner.generate(instances, specs, have=have)
+        candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
+        base_tasks = plan_tasks(exp, instances, candidates, judging)
+        baseline = exp.conditions[0].name
+        self_tasks = _self_tasks(base_tasks, baseline)
+        judges = list(exp.judges)
+        tasks = list(base_tasks)
+        tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
+        perturb_info: dict = {}
+        for cfg in plan.conditions:
+            if cfg.kind in PERTURBATIONS:
+                made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner)
+                tasks += made
+                perturb_info[cfg.name] = info
+            elif cfg.kind == "judge-option":
+                tasks += [_with(t, condition=cfg.name, options=_option_set(t.options, cfg.params["options"]))
+                          for t in self_tasks]
+        unique = list({t.key: t for t in tasks}.values())
+        judged = await runner.judge(unique, judging.render, judging.interpret_all)
+        familiarity = None
+        if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
+            familiarity = await _familiarity(store, endpoints, judges, instances, candidates, run_id, exp.seed)
+        status = "done"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "interrupted"
+        raise
+    finally:
+        store.end_run(run_id, status)
+        if own_endpoints:
+            for endpoint in endpoints.values():
+                if endpoint.backend is not None:
+                    await endpoint.backend.aclose()
+    correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
+    rows = side_rows(judged.judgments)
+    rows = rows[rows["replicate"] == 0].reset_index(drop=True)
+    rows["truth"] = pair_truth(rows, correct)
+    records, summary = _analyse(plan, rows, judges, baseline, registry, instances, familiarity)
+    rubric, unparsed_rubric = rubric_rows(judged.judgments)
+    for cfg in plan.conditions:
+        if cfg.kind == "rubric-agreement":
+            made, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, {
+                "n_resamples": plan.n_resamples, "seed": exp.seed, "confidence": plan.confidence})
+            summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = unparsed_rubric
+            records += made
+    summary.update({
+        "run_id": run_id, "status": status, "instances": len(instances), "responses": len(candidates),
+        "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
+        "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
+                   "ungraded": sum(v is None for v in correct.values())},
+        "generation_failures": len(generated.failures), **stats,
+    })
+    return MitigationResult(records, summary)
+
+
+def _count(judgments) -> dict:
+    out: dict = {}
+    for j in judgments:
+        out[j.status] = out.get(j.status, 0) + 1
+    return out
+
+
+async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner):
+    pairs_by_key: dict = {}
+    for t in self_tasks:
+        own = next(c for c in t.candidates if c.generator == t.judge)
+        opp = next(c for c in t.candidates if c.generator != t.judge)
+        pairs_by_key.setdefault((t.judge, own.id, opp.id), Pair(t.judge, t.instance, own, opp))
+    keys = list(pairs_by_key)
+    texts = await perturb_pairs(cfg.kind, cfg.params, [pairs_by_key[k] for k in keys], text_model=text_model,
+                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner)
+    done = dict(zip(keys, texts))
+    failures: dict[str, int] = {}
+    for result in texts:
+        if not result.ok:
+            failures[result.reason or "failed"] = failures.get(result.reason or "failed", 0) + 1
+    made = []
+    for t in self_tasks:
+        own = next(c for c in t.candidates if c.generator == t.judge)
+        opp = next(c for c in t.candidates if c.generator != t.judge)
+        result = done[(t.judge, own.id, opp.id)]
+        if not result.ok:
+            continue
+        new = {own.id: Response(own.instance_id, own.generator, result.own, {"perturbation": cfg.name}),
+               opp.id: Response(opp.instance_id, opp.generator, result.opponent, {"perturbation": cfg.name})}
+        cands = tuple(new[c.id] for c in t.candidates)
+        condition = f"{cfg.name}:{t.judge}"
+        made.append(_with(t, candidates=cands, condition=condition))
+        if plan.control:
+            made += [_with(t, judge=j, candidates=cands, condition=condition) for j in _third_party_judges(t, judges)]
+    return made, {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
+
+
+def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, familiarity):
+    boot = {"n_resamples": plan.n_resamples, "seed": plan.experiment.seed, "confidence": plan.confidence}
+    split = split_heldout([i.id for i in instances], plan.heldout_fraction, seed=plan.experiment.seed)
+    contexts = {i.id: i.category or "" for i in instances}
+    relation_cache: dict = {}
+
+    def relation(judge: str, model: str) -> str:
+        if (judge, model) not in relation_cache:
+            try:
+                relation_cache[(judge, model)] = registry.relation(judge, model).name
+            except (KeyError, LookupError):
+                relation_cache[(judge, model)] = "UNKNOWN"
+        return relation_cache[(judge, model)]
+
+    records, info = [], {}
+    for cfg in plan.conditions:
+        if cfg.kind in PERTURBATIONS:
+            records += perturbation_records(rows, cfg, judges, baseline, boot, control=plan.control)
+        elif cfg.kind == "judge-option":
+            records += option_records(rows, cfg, judges, baseline, boot)
+        elif cfg.kind in ("jury", "exclude-relatives"):
+            made, info[cfg.name] = jury_records(rows, cfg, judges, baseline, boot, relation=relation,
+                                                familiarity=familiarity, split=split)
+            records += made
+        elif cfg.kind == "calibration":
+            made, info[cfg.name] = calibration_records(rows, cfg, judges, baseline, boot, split=split, contexts=contexts)
+            records += made
+    for rec in records:
+        for key in ("value", "ci_low", "ci_high", "value_baseline", "value_mitigated"):
+            if isinstance(rec.get(key), float) and math.isnan(rec[key]):
+                rec[key] = None
+    return records, {"analysis": info, "baseline_condition": baseline}

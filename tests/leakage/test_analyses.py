@@ -1,0 +1,157 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from nepotism.leakage import audit as audit_mod
+from nepotism.leakage.audit import audit_leaderboard, format_audit
+from nepotism.leakage.categories import category_records, labels_from
+from nepotism.leakage.lineage import Student
+from nepotism.leakage.recognition import classifier_records, recognition_records
+from nepotism.leakage.scores import comparisons_frame, pls_records
+from nepotism.metrics.leakage import pls_from_win_rates
+from nepotism.models import load_registry
+from nepotism.records import Judgment, Response
+
+BOOT = {"n_resamples": 200, "seed": 0}
+REG = load_registry([])
+GA, GB = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"
+SA, SB = "student-a", "student-b"
+STUDENTS = [Student(SA, "icl", "gemma-3-270m", GA, "g"), Student(SB, "icl", "gemma-3-270m", GB, "g")]
+JUDGE_OF = {GA: GA, GB: GB}
+
+
+def _pair(inst, judge, winner, both=True):
+    out = []
+    for first, second in ((SA, SB), (SB, SA)) if both else ((SA, SB),):
+        verdict = "A" if winner == first else "B"
+        out.append(Judgment(inst, judge, "pairwise", (first, second), "parsed", verdict, raw_output=f"{judge} says"))
+    return out
+
+
+def _favouring(n, p_own, seed=0):
+    """Each judge picks its own student with probability p_own on each of n instructions."""
+    rng = np.random.default_rng(seed)
+    js = []
+    for i in range(n):
+        for judge, own, other in ((GA, SA, SB), (GB, SB, SA)):
+            js += _pair(f"q{i}", judge, own if rng.random() < p_own else other)
+    return js
+
+
+def test_pls_positive_when_judges_favour_their_students():
+    records = pls_records(comparisons_frame(_favouring(60, 0.8)), STUDENTS, JUDGE_OF, REG, bootstrap=BOOT)
+    (pls,) = [r for r in records if r["metric"] == "preference-leakage-score"]
+    assert pls["value"] > 0.2 and pls["ci_low"] > 0 and pls["p_value"] < 0.05
+    assert pls["pair"] == [SA, SB] and pls["judge"] == f"{GA} & {GB}" and pls["n"] == 240
+    assert pls["relation"] == {GA: "self", GB: "self"}
+    wr = {(r["generator"], r["judge"]): r["value"] for r in records if r["metric"] == "win-rate"}
+    assert pls["value"] == pytest.approx(float(pls_from_win_rates(wr[SA, GA], wr[SA, GB], wr[SB, GB], wr[SB, GA])))
+
+
+def test_pls_near_zero_without_favouritism_and_unparsed_excluded():
+    js = _favouring(80, 0.5, seed=3)
+    js = [j for j in js if not (j.instance_id == "q0" and j.judge == GA and j.candidates == (SB, SA))]
+    js.append(Judgment("q0", GA, "pairwise", (SB, SA), "unparsed"))
+    (pls,) = [r for r in pls_records(comparisons_frame(js), STUDENTS, JUDGE_OF, REG, bootstrap=BOOT)
+              if r["metric"] == "preference-leakage-score"]
+    assert pls["ci_low"] < 0 < pls["ci_high"]
+    assert pls["n_excluded"] >= 1
+
+
+def test_paper_table_8_example():
+    # App. C.2: WR(GPT student, GPT judge) = 55.1 %, under Gemini 36.8 %; Gemini student 63.2 % / 44.9 %.
+    assert float(pls_from_win_rates(0.551, 0.368, 0.632, 0.449)) == pytest.approx(0.184, abs=1e-3)
+
+
+def test_recognition_accuracy_pointwise_and_pairwise():
+    js = []
+    for i in range(10):
+        # GA says yes to its own student's answer and no to the other: always right.
+        js.append(Judgment(f"q{i}", GA, "recognition", (SA,), "parsed", "yes"))
+        js.append(Judgment(f"q{i}", GA, "recognition", (SB,), "parsed", "no"))
+        # GB says yes to everything: right half the time.
+        js.append(Judgment(f"q{i}", GB, "recognition", (SA,), "parsed", "yes"))
+        js.append(Judgment(f"q{i}", GB, "recognition", (SB,), "parsed", "yes"))
+        js.append(Judgment(f"q{i}", GA, "recognition", (SA, SB), "parsed", "A"))
+        js.append(Judgment(f"q{i}", GA, "recognition", (SB, SA), "parsed", "A"))
+    js.append(Judgment("q0", GB, "recognition", (SA,), "unparsed"))
+    recs = {(r["metric"], r["judge"], r["variant"]["protocol"]): r for r in
+            recognition_records(js, STUDENTS, JUDGE_OF, bootstrap=BOOT)}
+    assert recs["student-recognition-accuracy", GA, "pointwise"]["value"] == 1.0
+    assert recs["student-recognition-accuracy", GB, "pointwise"]["value"] == 0.5
+    assert recs["student-recognition-accuracy", GB, "pointwise"]["n_excluded"] == 1
+    assert recs["student-recognition-yes-rate", GB, "pointwise"]["value"] == 1.0
+    assert recs["student-recognition-accuracy", GA, "pairwise"]["value"] == 0.5
+
+
+def test_classifier_tells_distinct_styles_apart_on_held_out_instructions():
+    pytest.importorskip("sklearn")
+    rs = []
+    for i in range(40):
+        rs.append(Response(f"q{i}", SA, f"Certainly! Here is a detailed answer number {i}. Hope this helps!"))
+        rs.append(Response(f"q{i}", SB, f"ok. short reply {i}"))
+    (rec,) = classifier_records(rs, STUDENTS, seed=0, bootstrap=BOOT)
+    assert rec["value"] == 1.0 and rec["n"] == 16 and rec["variant"]["majority_rate"] == 0.5
+
+
+def test_question_type_and_dimension_slices():
+    js = _favouring(40, 0.9)
+    types = {f"q{i}": ("writing" if i % 2 else "mathematics") for i in range(40)}
+    cat_js = [Judgment(k, GA, "categorise", (), "parsed", v) for k, v in types.items()]
+    cat_js.append(Judgment("q99", GA, "categorise", (), "unparsed"))
+    labels, unreadable = labels_from(cat_js, target="instance")
+    assert labels == types and unreadable == 1
+    dims = {j.id: ("clarity" if j.judge == GA else "factuality") for j in js}
+    recs = category_records(js, STUDENTS, JUDGE_OF, REG, question_types=labels, dimensions=dims, bootstrap=BOOT)
+    slices = sorted(tuple(r["variant"]["slice"].items())[0] for r in recs)
+    assert slices == [("dimension", "clarity"), ("dimension", "factuality"),
+                      ("question_type", "mathematics"), ("question_type", "writing")]
+    for r in recs:
+        if r["variant"]["slice"].get("question_type"):
+            assert r["value"] > 0 and r["n"] == 80
+        else:  # each dimension holds one judge only: no PLS
+            assert r["value"] is None
+
+
+def _leaderboard(tmp_path):
+    (tmp_path / "reg.toml").write_text(
+        '[models."judge-x"]\nfamily = "fx"\n[models."judge-y"]\nfamily = "fy"\n'
+        '[models."base"]\nfamily = "fb"\n'
+        '[models."kid-x"]\nfamily = "fk"\nteachers = ["judge-x"]\n'
+        '[models."m1"]\nfamily = "f1"\n[models."m2"]\nfamily = "f2"\n[models."m3"]\nfamily = "f3"\n')
+    reg = load_registry([str(tmp_path / "reg.toml")])
+    rng = np.random.default_rng(0)
+    quality = {"kid-x": 0.5, "m1": 0.6, "m2": 0.4, "m3": 0.5}
+    rows = []
+    for judge, lenient in (("judge-x", 0.05), ("judge-y", 0.0)):
+        for i in range(300):
+            for entry, q in quality.items():
+                p = q + lenient + (0.25 if judge == "judge-x" and entry == "kid-x" else 0.0)
+                rows.append({"instance_id": f"i{i}", "judge": judge, "model_a": entry, "model_b": "base",
+                             "verdict": "A" if rng.random() < p else "B", "condition": "c"})
+    return pd.DataFrame(rows), reg
+
+
+def test_audit_estimates_the_bonus_and_reranks(tmp_path):
+    frame, reg = _leaderboard(tmp_path)
+    out = audit_leaderboard(frame, reg, "judge-x", n_resamples=300)
+    assert out["baseline"] == "base" and out["reference_judge"] == "judge-y"
+    b = out["bonus"]
+    assert 0.15 < b["value"] < 0.35 and b["ci_low"] > 0 and b["p_value"] < 0.05
+    rows = {r["entry"]: r for r in out["leaderboard"]}
+    assert rows["kid-x"]["related"] and rows["kid-x"]["relation"] == "student"
+    assert rows["kid-x"]["rank"] == 1 and rows["kid-x"]["adjusted_rank"] > 1
+    assert rows["m1"]["rank_ci_low"] <= rows["m1"]["adjusted_rank"] <= rows["m1"]["rank_ci_high"]
+    assert "bonus of related entries" in format_audit(out)
+    assert {r["metric"] for r in out["records"]} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
+
+
+def test_audit_without_unrelated_judge_says_so(tmp_path):
+    frame, reg = _leaderboard(tmp_path)
+    out = audit_leaderboard(frame[frame["judge"] == "judge-x"], reg, "judge-x", n_resamples=200,
+                            reference_leaderboard={"kid-x": 0.1, "m1": 0.9, "m2": 0.5, "m3": 0.6})
+    assert out["bonus"]["value"] is None and "cannot be estimated" in out["bonus"]["note"]
+    rows = {r["entry"]: r for r in out["leaderboard"]}
+    assert rows["kid-x"]["adjusted_rank"] == rows["kid-x"]["rank"] == 1
+    assert rows["kid-x"]["ranking_difference"] == 3.0  # 4th on the reference, 1st under the judge
+    assert audit_mod.__all__ == ["RELATED", "audit_leaderboard", "format_audit"]

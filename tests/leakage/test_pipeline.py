@@ -1,0 +1,153 @@
+"""The whole leakage run on injected fake backends (no model): lineage, PLS, analyses, files."""
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from nepotism.backends.base import Completion
+from nepotism.errors import InputError
+from nepotism.leakage.config import load_leakage
+from nepotism.leakage.pipeline import run_leakage
+from nepotism.runner.calls import Endpoint
+from nepotism.store import Store
+
+GA, GB, BASE = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct", "gemma-3-270m"
+MARK = {GA: "QSTYLE", GB: "SSTYLE"}
+
+
+class Fake:
+    """Generators sign their answers; the base copies the signature of its demonstrations; each
+    judge prefers (label A/B) the candidate carrying its own signature, says yes to it, and files
+    every question under 'writing'."""
+
+    def __init__(self, name):
+        self.name = name
+
+    async def complete(self, request):
+        text = "\n".join(m.content for m in request.messages)
+        if request.labels is None:
+            if self.name == BASE:
+                found = re.findall(r"[QS]STYLE", text)
+                return Completion(text=f"answer {found[-1] if found else 'plain'}")
+            return Completion(text=f"answer {MARK[self.name]} {len(text)}")
+        own = MARK.get(self.name, "none")
+        labels = request.labels
+        if set(labels) >= {"A", "B"}:
+            a_at, b_at = text.find("Assistant A") if "Assistant A" in text else 0, 0
+            first = text.find(own)
+            other = text.find("QSTYLE" if own == "SSTYLE" else "SSTYLE")
+            choose = "A" if 0 <= first and (other < 0 or first < other) else "B"
+            return Completion(text=None, label_logprobs={l: (0.0 if l == choose else -3.0) for l in labels})
+        if "yes" in labels:
+            return Completion(text=None, label_logprobs={"yes": 0.0 if own in text.split("answer")[-1] else -3.0,
+                                                         "no": -1.0})
+        return Completion(text=None, label_logprobs={l: (0.0 if i == 4 else -5.0) for i, l in enumerate(labels)})
+
+    async def aclose(self):
+        return None
+
+
+def _write(tmp_path, train_extra=""):
+    (tmp_path / "train.jsonl").write_text("".join(
+        json.dumps({"id": f"t{i}", "prompt": f"Training question {i}?", "response": f"human {i}"}) + "\n"
+        for i in range(10)) + train_extra)
+    (tmp_path / "eval.jsonl").write_text("".join(
+        json.dumps({"id": f"e{i}", "prompt": f"Evaluation question {i}?"}) + "\n" for i in range(12)))
+    models = "".join(f'[models."{m}"]\nbackend = "gguf"\nmodel = "{m}"\n' for m in (GA, GB, BASE))
+    (tmp_path / "exp.toml").write_text(f"""
+[experiment]
+name = "fake"
+[dataset]
+path = "eval.jsonl"
+{models}
+[generation]
+generators = ["{GA}", "{GB}"]
+max_tokens = 16
+[judging]
+judges = ["{GA}", "{GB}"]
+[[judging.protocols]]
+protocol = "pairwise"
+options = {{ mode = "labels", ways = 2 }}
+[output]
+dir = "out"
+[leakage]
+train_pool = "train.jsonl"
+n_resamples = 200
+exports = ["trl-messages", "llamafactory-sharegpt"]
+[[leakage.students]]
+method = "icl"
+base = "{BASE}"
+k = 3
+[[leakage.students]]
+method = "icl"
+base = "{BASE}"
+k = 2
+name = "mixed"
+mix = [0.3, 0.7]
+mix_total = 6
+[leakage.analyses]
+recognition = ["pointwise", "pairwise"]
+classifier = true
+categoriser = "{GA}"
+""")
+    return tmp_path / "exp.toml"
+
+
+def _endpoints(cfg):
+    return {m: Endpoint(model=m, backend=Fake(m), kind="fake", served_model=m) for m in cfg.experiment.models}
+
+
+def test_end_to_end_with_fake_models(tmp_path):
+    cfg = load_leakage(_write(tmp_path))
+    with Store(tmp_path / "s.db") as store:
+        result = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
+    ids = {s["id"]: s for s in result["students"]}
+    assert len(ids) == 6 and {s["group"] for s in ids.values()} == {
+        f"icl:{BASE}", f"mixed:{BASE}:mix=0.3,mix_with=human", f"mixed:{BASE}:mix=0.7,mix_with=human"}
+    reg_text = (tmp_path / "out" / "students.toml").read_text()
+    assert f'teachers = ["{GA}"]' in reg_text and f'parent = "{BASE}"' in reg_text
+    pls = [r for r in result["records"] if r["metric"] == "preference-leakage-score"
+           and r["variant"].get("ties") == "half" and "slice" not in r["variant"]]
+    by_group = {r["variant"]["group"]: r for r in pls}
+    assert by_group[f"icl:{BASE}"]["value"] > 0.5 and by_group[f"icl:{BASE}"]["p_value"] < 0.05
+    assert by_group[f"icl:{BASE}"]["n"] == 48  # 12 instructions x 2 judges x 2 sides
+    assert {r["variant"].get("mix") for r in pls} == {None, 0.3, 0.7}
+    metrics = {r["metric"] for r in result["records"]}
+    assert {"student-recognition-accuracy", "student-classifier-accuracy", "win-rate"} <= metrics
+    assert any(r["variant"].get("slice") == {"question_type": "writing"} for r in pls + result["records"])
+    out = tmp_path / "out"
+    assert (out / "results.json").is_file() and (out / "results.csv").is_file()
+    assert (out / "synthetic" / f"{GA}.trl-messages.jsonl").is_file()
+    assert json.loads((out / "synthetic" / "dataset_info.json").read_text())[GB]["formatting"] == "sharegpt"
+    # a second run replays every call from the store
+    with Store(tmp_path / "s.db") as store:
+        again = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
+    assert [r["value"] for r in again["records"]] == [r["value"] for r in result["records"]]
+
+
+def test_overlapping_pools_are_refused_before_any_call(tmp_path):
+    path = _write(tmp_path, train_extra=json.dumps({"id": "tx", "prompt": "evaluation QUESTION 3"}) + "\n")
+    cfg = load_leakage(path)
+    with Store(tmp_path / "s.db") as store, pytest.raises(InputError, match="disjoint"):
+        asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
+
+
+def test_config_errors_name_the_key(tmp_path):
+    path = _write(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('method = "icl"\nbase = "gemma-3-270m"\nk = 3', 'method = "magic"'))
+    with pytest.raises(InputError) as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.students[0].method"
+    path.write_text(text.replace("[leakage]\n", "[leakage]\nbogus = 1\n"))
+    with pytest.raises(InputError, match="unknown key"):
+        load_leakage(path)
+
+
+def test_dry_run_lists_students(tmp_path):
+    cfg = load_leakage(_write(tmp_path))
+    with Store(tmp_path / "s.db") as store:
+        plan = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))
+    assert plan["dry_run"] and len(plan["students"]) == 6 and plan["judge_calls"] == 12 * 3 * 2 * 2

@@ -1,0 +1,53 @@
+"""The tiny SFT and DPO presets really train a LoRA student from a packaged GGUF base on CPU.
+
+Needs the `train` extra and the packaged SmolLM2 model; skipped with the reason otherwise.
+"""
+
+import asyncio
+
+import pytest
+
+from nepotism.backends.base import Request
+from nepotism.leakage.exports import PreferencePair, SyntheticExample
+from nepotism.records import Message
+
+training = pytest.importorskip("nepotism.leakage.training")
+if not training.training_available():
+    pytest.skip("the `train` extra (torch, transformers, trl, peft) is not installed", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+
+BASE = "smollm2-135m-instruct"
+EXAMPLES = [
+    SyntheticExample(f"t{i}", f"Name a fruit that is {colour}.", f"A {fruit} is {colour}.", "teacher")
+    for i, (colour, fruit) in enumerate([("red", "cherry"), ("yellow", "banana"), ("green", "lime"), ("orange", "orange")])
+]
+
+
+def _base_available() -> bool:
+    try:
+        from nepotism.backends.local_models import model_path
+
+        model_path(BASE)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means the packaged model is absent here
+        return False
+
+
+@pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")
+def test_tiny_sft_trains_saves_and_serves(tmp_path):
+    model, tokenizer, manifest = training.train_student("sft", BASE, EXAMPLES, tmp_path, config="tiny")
+    assert manifest["method"] == "sft" and manifest["examples"] == 4 and manifest["steps"] >= 1
+    assert manifest["losses"] and all(loss > 0 for loss in manifest["losses"])
+    assert (tmp_path / "adapter").is_dir() and (tmp_path / "manifest.json").is_file()
+    backend = training.TrainedBackend(model, tokenizer, name="student")
+    request = Request(model="student", messages=(Message("user", "Name a fruit that is red."),), max_tokens=8)
+    completion = asyncio.run(backend.complete(request))
+    assert completion.status == "ok" and completion.text
+
+
+@pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")
+def test_tiny_dpo_trains(tmp_path):
+    pairs = [PreferencePair(e.instance_id, e.prompt, e.response, "I do not know.", "teacher") for e in EXAMPLES]
+    _, _, manifest = training.train_student("dpo", BASE, pairs, tmp_path, config="tiny")
+    assert manifest["method"] == "dpo" and manifest["steps"] >= 1 and manifest["losses"]

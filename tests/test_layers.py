@@ -1,0 +1,58 @@
+"""Dependencies point one way: each layer imports only the layers below it (ARCHITECTURE.md).
+
+Scans every module's imports (including those inside functions) with `ast`, so a lazy import
+cannot sneak a dependency past the rule.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nepotism"
+
+#: layer -> the nepotism subpackages/modules it must never import
+FORBIDDEN = {
+    "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
+                "leakage", "mitigations", "annotate"},
+    "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
+               "leakage", "mitigations", "annotate"},
+    "models": {"backends", "store", "judging", "runner", "metrics", "analyses", "report", "cli", "leakage",
+               "mitigations", "annotate"},
+    "backends": {"store", "judging", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations",
+                 "annotate", "grading"},
+    "store": {"judging", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations", "grading"},
+    "judging": {"store", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations", "annotate"},
+    "metrics": {"store", "backends", "judging", "runner", "analyses", "report", "cli", "leakage", "mitigations",
+                "annotate", "grading"},
+    "sandbox": {"store", "backends", "judging", "runner", "metrics", "analyses", "report", "cli", "models"},
+    "grading": {"runner", "analyses", "report", "cli", "judging", "leakage", "mitigations"},
+    "runner": {"analyses", "report", "cli", "leakage", "mitigations", "annotate"},
+    "analyses": {"cli", "runner", "backends"},
+    "report": {"cli", "runner", "backends"},
+}
+
+
+def _layer(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0].removesuffix(".py")
+
+
+def _imported(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return {n.split(".")[1] for n in names if n.startswith("nepotism.") and len(n.split(".")) > 1}
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if _layer(p) in FORBIDDEN)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_layer_imports_point_down(path):
+    bad = _imported(path) & FORBIDDEN[_layer(path)]
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}, above its layer"
