@@ -50,6 +50,7 @@ __all__ = [
     "ProtocolConfig",
     "dumps_config",
     "load_experiment",
+    "read_toml",
     "parse_experiment",
     "task_protocol",
 ]
@@ -453,18 +454,22 @@ def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[Cond
                 raise InputError(str(err), path=where, field=field) from None
 
 
-def load_experiment(path: str | Path, *, registry: Any = None) -> Experiment:
-    """Read and validate an experiment TOML file."""
+def read_toml(path: str | Path) -> dict:
+    """Parse an experiment TOML file; a missing, unreadable or invalid file is an `InputError`."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("experiment file not found", path=str(path)) from None
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read the file ({err})", path=str(path)) from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML ({err})", path=str(path)) from None
-    return parse_experiment(data, path, registry=registry)
+
+
+def load_experiment(path: str | Path, *, registry: Any = None) -> Experiment:
+    """Read and validate an experiment TOML file."""
+    return parse_experiment(read_toml(path), Path(path), registry=registry)
 
 
 def dumps_config(experiment: Experiment) -> str:

@@ -17,15 +17,14 @@ checks and writes files; it samples nothing (see `nepotism.annotate.sampling`).
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from nepotism.errors import InputError
+from nepotism.tables import read_rows
 from nepotism.store.annotations import AnnotationItem
 from nepotism.store.export import atomic_write
 
@@ -44,7 +43,7 @@ TEXT_FIELDS = ("instance_id", "prompt", "model", "text")
 _KNOWN = (*PAIR_FIELDS, "category")
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+def _json_lines(path: Path) -> list[tuple[int, dict]]:
     if not path.is_file():
         raise InputError("no such file", path=str(path))
     suffixes = [s.lower() for s in path.suffixes]
@@ -52,21 +51,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
         suffixes = suffixes[:-1]
     if not suffixes or suffixes[-1] not in (".jsonl", ".ndjson"):
         raise InputError("expected a JSON Lines file (.jsonl, optionally .gz)", path=str(path))
-    raw = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
-    with io.TextIOWrapper(raw, encoding="utf-8") as handle:
-        try:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
-                if not isinstance(value, dict):
-                    raise InputError("each line must be a JSON object", path=str(path), line=number)
-                yield number, value
-        except UnicodeDecodeError as err:
-            raise InputError(f"not readable as UTF-8 ({err})", path=str(path)) from None
+    return read_rows(path)
 
 
 def _text(record: dict, key: str, path: Path, line: int, *, allow_empty: bool = False) -> str:

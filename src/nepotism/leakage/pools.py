@@ -11,13 +11,13 @@ be confused with preference leakage. Not done here: near-duplicate (fuzzy) detec
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nepotism.errors import InputError
+from nepotism.tables import read_rows
 from nepotism.records import Instance
 
 __all__ = ["PoolItem", "check_disjoint", "load_pool", "normalise_text"]
@@ -49,23 +49,11 @@ def normalise_text(text: str) -> str:
 def load_pool(path: str | Path, *, limit: int | None = None) -> list[PoolItem]:
     """Read a pool file (see the module docstring); ids must be unique, prompts non-empty."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError("pool file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read the pool ({err})", path=str(path)) from None
+    if not path.is_file():
+        raise InputError("pool file not found", path=str(path))
     items: list[PoolItem] = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
-        if not isinstance(row, dict):
-            raise InputError("each line must be a JSON object", path=str(path), line=number)
+    for number, row in read_rows(path):
         ident = row.get("id", row.get("instance_id"))
         if isinstance(ident, bool) or not isinstance(ident, (str, int)) or ident == "":
             raise InputError("each row needs an id", path=str(path), line=number, field="id")

@@ -26,7 +26,6 @@ inter-judge agreement is lower; needs a ``rubric`` protocol). Every problem rais
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,13 +173,6 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
 
 def load_plan(path: str | Path, *, registry: Any = None) -> MitigationPlan:
     """Read an experiment file with a ``[mitigate]`` table."""
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("experiment file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read the file ({err})", path=str(path)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML ({err})", path=str(path)) from None
-    return parse_plan(data, path, registry=registry)
+    from nepotism.experiment import read_toml
+
+    return parse_plan(read_toml(path), Path(path), registry=registry)
