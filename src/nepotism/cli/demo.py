@@ -1,4 +1,5 @@
-"""``nepotism demo``: audit real recorded judgments bundled with the package, in plain words."""
+"""``nepotism demo``: audit real recorded judgments bundled with the package, in plain words;
+``--live`` runs a small real self-preference experiment on the packaged local models first."""
 
 from __future__ import annotations
 
@@ -14,14 +15,27 @@ from nepotism.cli._common import bootstrap_options, echo_json
               help="Folder for results.json, results.csv and report.html.")
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON instead of sentences.")
-def command(out_dir, n_resamples, seed, confidence, ci_method, as_json):
+@click.option("--live", is_flag=True,
+              help="Run a real self-preference experiment offline with the local GGUF models (the `local` "
+                   "extra) and audit it, instead of the recorded AlpacaEval judgments. Resumes if stopped.")
+@click.option("--items", type=click.IntRange(1, 12), default=None,
+              help="With --live: use only the first N of the twelve bundled items (a quicker check).")
+def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, items):
     """Audit two GPT-4 judges and a Claude judge from real AlpacaEval judgments, bundled here.
 
     Prints each judge's preference for its own answers, its model family and models trained on
     its (or its relatives') outputs, with n and confidence intervals, next to how the same
     comparisons fare under the other judges; writes the report (HTML and Markdown) and the results
     (JSON and CSV) into --out.
+
+    With --live: two tiny local models (SmolLM2-135M, Qwen2.5-Coder-0.5B) answer twelve bundled
+    items and judge their own answers against each other's in both orders; every call is stored
+    in --out, so a second run repeats no call. Tiny judges are weak; the output says how weak.
     """
+    if live:
+        _live(out_dir, n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method, as_json=as_json,
+              items=items)
+        return
     from nepotism.data import ATTRIBUTION, demo_judgments
     from nepotism.report.full import write_report
     from nepotism.report.inputs import audit_judgments
@@ -49,5 +63,58 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json):
                "beyond what the other judge sees.")
     click.echo(f"AlpacaEval shows each pair in one order only ({summary['single_order_comparisons']:,} single-order "
                "comparisons), so position bias is not averaged out here.")
+    click.echo("")
+    click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")
+
+
+def _live(out_dir: str, *, n_resamples: int, seed: int, confidence: float, method: str, as_json: bool,
+          items: int | None) -> None:
+    import asyncio
+    import dataclasses
+    from pathlib import Path
+
+    from nepotism.data import live_experiment
+    from nepotism.experiment import load_experiment
+    from nepotism.report.full import write_report
+    from nepotism.report.inputs import audit_judgments
+    from nepotism.runner import ProgressView
+    from nepotism.runner.experiment_run import run_experiment
+    from nepotism.store import Store
+
+    started = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    experiment = load_experiment(live_experiment())
+    experiment = dataclasses.replace(experiment, output_dir=str(out / "judgments"),
+                                     dataset=dataclasses.replace(experiment.dataset, limit=items))
+    with Store(out / "nepotism.db") as store, ProgressView(enabled=None) as view:
+        run = asyncio.run(run_experiment(experiment, store, view=view))
+    records, summary, lines = audit_judgments(Path(run.exports["pairwise"]), n_resamples=n_resamples, seed=seed,
+                                              confidence=confidence, method=method)
+    summary = {**summary, "source": "nepotism demo --live (local GGUF models)"}
+    paths = write_report(records, out, summary=summary, findings=lines,
+                         title="nepotism live demo: two tiny local models judging themselves")
+    consistency = [r for r in records if r["metric"] == "position-consistency" and r["value"] is not None]
+    if as_json:
+        echo_json({"run": run.as_dict(), "summary": summary, "findings": lines, "results": records,
+                   "files": {k: str(v) for k, v in paths.items()}})
+        return
+    g, j = run.generation, run.judging
+    click.echo(f"live demo: {run.instances} items; generation {g['total']} calls ({g['cached']} cached), "
+               f"judging {j['total']} calls ({j['cached']} cached, {j['failed']} failed); "
+               f"judgments {dict(sorted(run.judgments.items()))}.")
+    click.echo("")
+    for line in lines:
+        click.echo(line)
+    click.echo("")
+    for r in consistency:
+        what = ("of pairs get the same verdict in both orders" if r["variant"].get("share") == "two orders agree"
+                else "of decisive verdicts pick the answer shown first")
+        click.echo(f"Position check, {r['judge']}: {100 * r['value']:.0f}% {what} (n={r['n']}).")
+    click.echo("How weak tiny judges are: models of 135M and 0.5B parameters mostly pick by position, not by "
+               "content. When the two orders disagree, paper 004's rule makes the pair a tie, so verdict-based "
+               "numbers sit near 'no preference' for lack of signal, not for lack of bias; the probability-based "
+               "demographic-parity line (paper 001 Eq. 3, averaged over both orders) is the more sensitive reading. "
+               "Use these models to check a pipeline, not to rank models.")
     click.echo("")
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")

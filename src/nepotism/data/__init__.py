@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["ATTRIBUTION", "demo_judgments"]
+__all__ = ["ATTRIBUTION", "demo_judgments", "live_experiment"]
 
 ATTRIBUTION = (
     "Judgments: AlpacaEval (Li, Zhang, Dubois et al., tatsu-lab/alpaca_eval @ cd543a1), annotations by "
@@ -20,3 +20,8 @@ ATTRIBUTION = (
 def demo_judgments() -> Path:
     """Path of the bundled AlpacaEval pairwise judgments (recorded format, Parquet)."""
     return Path(str(resources.files(__name__) / "alpaca_eval_judgments.parquet"))
+
+
+def live_experiment() -> Path:
+    """Path of the experiment file `nepotism demo --live` runs (items written for nepotism)."""
+    return Path(str(resources.files(__name__) / "live" / "self_preference.toml"))

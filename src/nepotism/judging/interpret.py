@@ -18,13 +18,15 @@ list of one otherwise. `interpret` returns that single judgment and refuses ``ru
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
-from nepotism.backends.base import Completion, logsumexp
+from nepotism.backends.base import Completion
 from nepotism.judging import parse
-from nepotism.judging.markers import Grammar, find_value, strip_reasoning
-from nepotism.judging.render import label_map, task_template_id
+from nepotism.judging.markers import Grammar, clean_value, find_value, strip_reasoning
+from nepotism.judging.render import _info
 from nepotism.judging.tasks import JudgeTask
 from nepotism.records import Judgment
 
@@ -40,17 +42,30 @@ def label_probabilities(logprobs: Mapping[str, float] | None, labels: Mapping[st
     if not logprobs:
         return None
     values: dict[str, float] = {}
+    get = logprobs.get
     for label, verdict in labels.items():
-        raw = logprobs.get(label, -math.inf)
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            value = -math.inf
-        values[verdict] = value if math.isfinite(value) else -math.inf
-    total = logsumexp(list(values.values()))
-    if total == -math.inf:
+        value = get(label, _NEG_INF)
+        if type(value) is not float:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                value = _NEG_INF
+        # not finite (NaN, +inf or -inf) counts as -inf: same test as math.isfinite
+        values[verdict] = value if _NEG_INF < value < _INF else _NEG_INF
+    # backends.base.logsumexp, with the same operations in the same order (so the same bits);
+    # a test holds the two equal
+    finite = [v for v in values.values() if v != _NEG_INF]
+    if not finite:
         return None
-    return {verdict: math.exp(v - total) if v != -math.inf else 0.0 for verdict, v in values.items()}
+    top = max(finite)
+    total = top + _log(sum([_exp(v - top) for v in finite]))
+    if total == _NEG_INF:
+        return None
+    return {verdict: _exp(v - total) if v != _NEG_INF else 0.0 for verdict, v in values.items()}
+
+
+_NEG_INF, _INF = -math.inf, math.inf
+_exp, _log = math.exp, math.log
 
 
 def _grammar(task: JudgeTask) -> Grammar:
@@ -80,6 +95,16 @@ def _sources(task: JudgeTask) -> list[str]:
     return [t for t in texts if t]
 
 
+_JUDGMENT_FIELDS = ("instance_id", "judge", "protocol", "candidates", "status", "verdict", "score",
+                    "raw_output", "label_probs", "rubric_id", "template_id", "condition", "replicate",
+                    "usage", "latency_s")
+# Judgments are assembled directly and then validated by their own __post_init__ (the generated
+# frozen __init__ sets 15 attributes one by one); only while the field list is the one above.
+_DIRECT = tuple(f.name for f in fields(Judgment)) == _JUDGMENT_FIELDS and not hasattr(Judgment, "__slots__")
+_new = object.__new__
+_set = object.__setattr__
+
+
 def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: str | None = None,
               score: float | None = None, probs: Mapping[str, float] | None = None,
               rubric_id: str | None = None) -> Judgment:
@@ -87,23 +112,31 @@ def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: 
         raw = completion.text
     else:
         raw = f"error: {completion.error}"
-    return Judgment(
-        instance_id=task.instance.id,
-        judge=task.judge,
-        protocol=task.judgment_protocol,
-        candidates=tuple(r.generator for r in task.candidates),
-        status=status,
-        verdict=verdict if status == "parsed" else None,
-        score=score if status == "parsed" else None,
-        raw_output=raw,
-        label_probs=None if probs is None else dict(probs),
-        rubric_id=rubric_id if rubric_id is not None else (task.rubric_item.id if task.rubric_item else None),
-        template_id=task_template_id(task),
-        condition=task.condition,
-        replicate=task.replicate,
-        usage=dict(completion.usage) if completion.usage else None,
-        latency_s=completion.latency_s,
-    )
+    usage = completion.usage
+    parsed = status == "parsed"
+    values = {
+        "instance_id": task.instance.id,
+        "judge": task.judge,
+        "protocol": task.judgment_protocol,
+        "candidates": tuple([r.generator for r in task.candidates]),
+        "status": status,
+        "verdict": verdict if parsed else None,
+        "score": score if parsed else None,
+        "raw_output": raw,
+        "label_probs": None if probs is None else dict(probs),
+        "rubric_id": rubric_id if rubric_id is not None else (task.rubric_item.id if task.rubric_item else None),
+        "template_id": _info(task).template_id,
+        "condition": task.condition,
+        "replicate": task.replicate,
+        "usage": dict(usage) if usage else None,
+        "latency_s": completion.latency_s,
+    }
+    if not _DIRECT:
+        return Judgment(**values)
+    judgment = _new(Judgment)
+    _set(judgment, "__dict__", values)
+    judgment.__post_init__()
+    return judgment
 
 
 def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
@@ -116,7 +149,12 @@ def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
 
 
 def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
-    probs = label_probabilities(completion.label_logprobs, label_map(task))
+    probs = label_probabilities(completion.label_logprobs, _info(task).label_map)
+    if probs is not None and task.protocol != "pointwise":  # the usual case, without detours
+        top = max(probs.values())
+        best = [v for v, p in probs.items() if p == top]
+        if len(best) == 1:
+            return _judgment(task, completion, status="parsed", probs=probs, verdict=best[0])
     if probs is None:
         return _judgment(task, completion, status="unparsed")
     top = max(probs.values())
@@ -126,10 +164,39 @@ def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
     return _judgment(task, completion, status="parsed", probs=probs, **_value_fields(task, best[0]))
 
 
+# A whole answer that is one double-bracket marker ("[[B]]", " [[tie]]\n"): the usual reply to a
+# verdict-only prompt. With nothing but a short plain value inside, short surroundings of blank
+# space, and no line the grammar's own ``Key: value`` pattern matches, `find_value` can find no
+# other marker (no quotes, JSON objects, fences, block quotes, dollars or boxes) and cannot call
+# it copied (that takes 30 characters around it), so its answer is this marker's value (or
+# "invalid value"). A property test holds `_sole_bracket` equal to the full search.
+_SOLE_BRACKET = re.compile(r"\s*\[\[([A-Za-z0-9 ._*-]{1,20})\]\]\s*")
+_NOT_SOLE = object()
+
+
+def _sole_bracket(text: str, grammar: Grammar) -> Any:
+    """The value `find_value` would read from ``text`` if it is a sole bracket marker, else
+    ``_NOT_SOLE``."""
+    if len(text) > 48:
+        return _NOT_SOLE
+    match = _SOLE_BRACKET.fullmatch(text)
+    if match is None or len(text) - (match.end(1) - match.start(1) + 4) >= 20:
+        return _NOT_SOLE
+    if grammar.line is not None and grammar.line.search(text) is not None:
+        return _NOT_SOLE
+    return grammar.normalise(clean_value(match.group(1)))
+
+
 def _from_text(task: JudgeTask, completion: Completion) -> Judgment:
     if not completion.text:
         return _judgment(task, completion, status="unparsed")
-    value, _reason = find_value(strip_reasoning(completion.text), _grammar(task), _sources(task))
+    grammar = _grammar(task)
+    value = _sole_bracket(completion.text, grammar)  # no "<": nothing for strip_reasoning to do
+    if value is not _NOT_SOLE:
+        if value is None:
+            return _judgment(task, completion, status="unparsed")
+        return _judgment(task, completion, status="parsed", **_value_fields(task, value))
+    value, _reason = find_value(strip_reasoning(completion.text), grammar, _sources(task))
     if value is None:
         return _judgment(task, completion, status="unparsed")
     return _judgment(task, completion, status="parsed", **_value_fields(task, value))

@@ -11,11 +11,13 @@ Nothing here calls a model.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import combinations
 from typing import Any, Literal
 
-from nepotism.judging.tasks import JudgeTask
+from nepotism.judging.tasks import JudgeTask, _shared_options
 from nepotism.records import Instance, Response
 
 __all__ = ["plan_categorise", "plan_pairwise", "plan_pointwise", "plan_recognition", "plan_rubric"]
@@ -58,6 +60,34 @@ def _pairs_for(judge: str, generators: Sequence[str], pairs: Pairs) -> list[tupl
     return out
 
 
+@contextmanager
+def _no_gc():
+    """Pause the cyclic garbage collector while a plan is built: the plan is thousands of
+    long-lived objects without cycles, and every collection meanwhile would rescan them all.
+    Afterwards, unless someone else has frozen objects, the new ones go straight to the oldest
+    generation (freeze, then unfreeze: no scan) instead of all being scanned at the next young
+    collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def _checked_once(protocol: str, options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The options checked and completed once, to be shared read-only by every task of a plan;
+    invalid options are passed on as given, so the first task raises as it always has."""
+    try:
+        return _shared_options(protocol, options)
+    except ValueError:
+        return dict(options or {})
+
+
 def _replicated(replicates: int, make: Any) -> list[JudgeTask]:
     if not isinstance(replicates, int) or replicates < 1:
         raise ValueError("replicates must be a positive integer")
@@ -69,15 +99,17 @@ def _two_candidate(protocol: str, instances: Iterable[Instance],
                    pairs: Pairs, both_orders: bool, condition: str, replicates: int,
                    options: Mapping[str, Any] | None) -> list[JudgeTask]:
     tasks: list[JudgeTask] = []
-    for inst in instances:
-        by_gen = _responses(inst, responses_by_instance)
-        for judge in judges:
-            for a, b in _pairs_for(judge, list(by_gen), pairs):
-                orders = [(a, b), (b, a)] if both_orders else [(a, b)]
-                for first, second in orders:
-                    cands = (by_gen[first], by_gen[second])
-                    tasks += _replicated(replicates, lambda rep, c=cands, j=judge, i=inst: JudgeTask(
-                        protocol, j, i, c, condition=condition, replicate=rep, options=dict(options or {})))
+    opts = _checked_once(protocol, options)
+    with _no_gc():
+        for inst in instances:
+            by_gen = _responses(inst, responses_by_instance)
+            for judge in judges:
+                for a, b in _pairs_for(judge, list(by_gen), pairs):
+                    orders = [(a, b), (b, a)] if both_orders else [(a, b)]
+                    for first, second in orders:
+                        cands = (by_gen[first], by_gen[second])
+                        tasks += _replicated(replicates, lambda rep, c=cands, j=judge, i=inst: JudgeTask(
+                            protocol, j, i, c, condition=condition, replicate=rep, options=opts))
     return tasks
 
 
@@ -100,16 +132,18 @@ def _single(protocol: str, instances: Iterable[Instance], responses_by_instance:
             judges: Sequence[str], *, generators: Sequence[str] | None, condition: str, replicates: int,
             options: Mapping[str, Any] | None, per_item: bool = False) -> list[JudgeTask]:
     tasks: list[JudgeTask] = []
-    for inst in instances:
-        by_gen = _responses(inst, responses_by_instance)
-        chosen = sorted(by_gen) if generators is None else [g for g in generators if g in by_gen]
-        for judge in judges:
-            for gen in chosen:
-                items = inst.rubric if per_item else (None,)
-                for item in items:
-                    tasks += _replicated(replicates, lambda rep, g=gen, j=judge, i=inst, it=item: JudgeTask(
-                        protocol, j, i, (by_gen[g],), rubric_item=it, condition=condition, replicate=rep,
-                        options=dict(options or {})))
+    opts = _checked_once(protocol, options)
+    with _no_gc():
+        for inst in instances:
+            by_gen = _responses(inst, responses_by_instance)
+            chosen = sorted(by_gen) if generators is None else [g for g in generators if g in by_gen]
+            for judge in judges:
+                for gen in chosen:
+                    items = inst.rubric if per_item else (None,)
+                    for item in items:
+                        tasks += _replicated(replicates, lambda rep, g=gen, j=judge, i=inst, it=item: JudgeTask(
+                            protocol, j, i, (by_gen[g],), rubric_item=it, condition=condition,
+                            replicate=rep, options=opts))
     return tasks
 
 

@@ -10,16 +10,29 @@ temperature turns into real re-samples.
 `task_template_id` is the id stored on every judgment: the template's id, tags for the options that
 change the prompt or the answer (``pairwise-3way-cot-impartial``) and the template hash. This
 module does not parse anything; `nepotism.judging.interpret` does.
+
+Speed (a cached rerun renders every prompt again to find its cache key): what depends only on a
+task's protocol and options (template name, labels, budget, template id) is worked out once per
+options object, and prompts are rendered through a `Skeleton` per *shape* — the options, the
+message roles, which free texts are empty, the rubric items' points. A shape's skeleton is made by
+rendering a copy of the task whose free texts are sentinels and whose other unrendered fields
+(ids, judge, condition) are placeholders, twice with sentinels of different lengths; it is used
+only if both renders give the same skeleton and filling it reproduces the full Jinja2 render of
+that first task exactly; otherwise the shape is always rendered in full. (A template that
+branched on a text's content in a way neither check exposes would defeat this; the shipped
+templates only print their texts, and a test compares both paths over many random tasks.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import fields
+from typing import Any, NamedTuple
 
 from nepotism.backends.base import Request
+from nepotism.judging.skeleton import Skeleton, sentinel
 from nepotism.judging.tasks import JudgeTask
 from nepotism.judging.templates import get_template, render_text
-from nepotism.records import Message, content_id
+from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
 __all__ = ["label_map", "render", "render_prompt", "task_template_id"]
 
@@ -136,9 +149,124 @@ def _variables(task: JudgeTask) -> dict[str, Any]:
     return base
 
 
+def _render_full(task: JudgeTask) -> str:
+    """The prompt rendered by Jinja2 from all of the task's variables (the reference path)."""
+    return render_text(_template_name(task), _variables(task))
+
+
+class _Info(NamedTuple):
+    """What a task's protocol and options decide, worked out once per options object."""
+
+    name: str
+    labels: tuple[str, ...] | None
+    label_map: dict[str, str] | None
+    max_tokens: int | None  # None: depends on the instance (rubric-all without a fixed budget)
+    temperature: float
+    template_id: str
+
+
+_INFO: dict[int, tuple[Any, str, _Info]] = {}  # id(options) -> (options kept alive, protocol, info)
+_INFO_LIMIT = 4096
+
+
+def _info(task: JudgeTask) -> _Info:
+    opts = task.options
+    hit = _INFO.get(id(opts))
+    if hit is not None and hit[0] is opts and hit[1] == task.protocol:
+        return hit[2]
+    labels = label_map(task) if opts["mode"] == "labels" else None
+    fixed = not (task.protocol == "rubric-all" and opts["max_tokens"] is None and opts["mode"] != "labels")
+    info = _Info(
+        name=_template_name(task),
+        labels=None if labels is None else tuple(labels),
+        label_map=labels,
+        max_tokens=_max_tokens(task) if fixed else None,
+        temperature=opts["temperature"],
+        template_id=task_template_id(task),
+    )
+    if len(_INFO) >= _INFO_LIMIT:
+        _forget()
+    _INFO[id(opts)] = (opts, task.protocol, info)
+    return info
+
+
+def _forget() -> None:
+    """Drop every memo keyed by an info object's id, together, so no id outlives its object."""
+    _INFO.clear()
+    _SKELETONS.clear()
+    _checked.clear()
+
+
+def _free_texts(task: JudgeTask) -> tuple[list[Any], tuple]:
+    """The task's free texts in a fixed order, and the rest of its shape besides the options."""
+    inst = task.instance
+    prompt = inst.prompt
+    if isinstance(prompt, str):
+        texts: list[Any] = [prompt]
+        roles: tuple[str, ...] = ("user",)
+    else:
+        texts = [m.content for m in prompt]
+        roles = tuple(m.role for m in prompt)
+    texts += [c.text for c in task.candidates]
+    texts.append(inst.reference_answer)
+    rubric = inst.rubric
+    if rubric:
+        texts += [item.text for item in rubric]
+    item = task.rubric_item
+    if item is not None:
+        texts.append(item.text)
+    shape = (roles, tuple(t if not t else True for t in texts),
+             tuple(r.points for r in rubric) if rubric else (),
+             None if item is None else item.points)
+    return texts, shape
+
+
+def _sentinel_task(task: JudgeTask, texts: list[Any], variant: int) -> JudgeTask:
+    """A copy of ``task`` with every non-empty free text replaced by its sentinel and every
+    other field the prompt should not depend on replaced by a placeholder."""
+    marks = iter([sentinel(i, variant) if t else t for i, t in enumerate(texts)])
+    inst = task.instance
+    messages = tuple(Message(m.role, next(marks)) for m in inst.messages)
+    candidates = tuple(Response("~", "~", next(marks)) for _ in task.candidates)
+    reference = next(marks)
+    rubric = tuple(RubricItem(f"~{k}", next(marks), item.points) for k, item in enumerate(inst.rubric))
+    item = None if task.rubric_item is None else RubricItem("~", next(marks), task.rubric_item.points)
+    blank = Instance("~", messages, reference_answer=reference, rubric=rubric)
+    return JudgeTask(task.protocol, "~", blank, candidates, rubric_item=item, condition="~",
+                     replicate=0, options=task.options)
+
+
+_SKELETONS: dict[tuple, Skeleton | None] = {}  # None: this shape is always rendered in full
+_SKELETON_LIMIT = 4096
+
+
+def _prompt(task: JudgeTask, info: _Info) -> str:
+    texts, shape = _free_texts(task)
+    key = (id(info), shape)
+    skeleton = _SKELETONS.get(key, False)
+    if skeleton is False:
+        full = _render_full(task)
+        try:
+            candidate = Skeleton.from_rendered(_render_full(_sentinel_task(task, texts, 0)))
+            other = Skeleton.from_rendered(_render_full(_sentinel_task(task, texts, 1)))
+            skeleton = candidate if candidate == other and candidate.fill(texts) == full else None
+        except (ValueError, TypeError):
+            skeleton = None
+        if len(_SKELETONS) >= _SKELETON_LIMIT:
+            _SKELETONS.clear()
+        _SKELETONS[key] = skeleton
+        return full
+    if skeleton is None:
+        return _render_full(task)
+    try:
+        return skeleton.fill(texts)
+    except TypeError:  # a non-string text: let Jinja2 render it as it always has
+        return _render_full(task)
+
+
 def render_prompt(task: JudgeTask) -> str:
     """The text of the judge prompt for ``task``."""
-    return render_text(_template_name(task), _variables(task))
+    return _prompt(task, _info(task))
 
 
 def _max_tokens(task: JudgeTask) -> int:
@@ -155,14 +283,41 @@ def _max_tokens(task: JudgeTask) -> int:
     return _TEXT_BUDGET[_template_name(task)] + extra
 
 
+_REQUEST_FIELDS = ("model", "messages", "prompt", "max_tokens", "temperature", "seed", "labels",
+                   "continuation", "extra")
+_MESSAGE_FIELDS = ("role", "content")
+_TRUSTED = (tuple(f.name for f in fields(Request)) == _REQUEST_FIELDS
+            and tuple(f.name for f in fields(Message)) == _MESSAGE_FIELDS
+            and not hasattr(Request, "__slots__") and not hasattr(Message, "__slots__"))
+_NO_EXTRA = Request(model="m", prompt="p").extra  # the frozen empty mapping Request makes
+_checked: set[tuple] = set()  # (model, id(info)) whose request was once built the checked way
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _request(model: str, prompt: str, info: _Info, max_tokens: int, seed: int) -> Request:
+    """`Request` for a judge prompt. Once per (model, options) it is built through the validating
+    constructor; after that the same checked values are assembled directly (a cached rerun builds
+    one request per call and nothing else about it can be invalid: the prompt is a string)."""
+    check = (model, id(info))
+    if not _TRUSTED or check not in _checked or type(prompt) is not str or type(seed) is not int:
+        request = Request(model=model, messages=(Message("user", prompt),), max_tokens=max_tokens,
+                          temperature=info.temperature, seed=seed, labels=info.labels)
+        if len(_checked) >= _INFO_LIMIT:
+            _forget()
+        _checked.add(check)
+        return request
+    message = _new(Message)
+    _set(message, "__dict__", {"role": "user", "content": prompt})
+    request = _new(Request)
+    _set(request, "__dict__", {"model": model, "messages": (message,), "prompt": None,
+                               "max_tokens": max_tokens, "temperature": info.temperature, "seed": seed,
+                               "labels": info.labels, "continuation": None, "extra": _NO_EXTRA})
+    return request
+
+
 def render(task: JudgeTask, *, model: str) -> Request:
     """The backend request for ``task`` sent to ``model`` (the backend's name for the judge)."""
-    labels = tuple(label_map(task)) if task.options["mode"] == "labels" else None
-    return Request(
-        model=model,
-        messages=(Message("user", render_prompt(task)),),
-        max_tokens=_max_tokens(task),
-        temperature=task.options["temperature"],
-        seed=task.replicate,
-        labels=labels,
-    )
+    info = _info(task)
+    max_tokens = info.max_tokens if info.max_tokens is not None else _max_tokens(task)
+    return _request(model, _prompt(task, info), info, max_tokens, task.replicate)

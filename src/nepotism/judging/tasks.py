@@ -140,6 +140,45 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
     return opts
 
 
+_NORMALISED: dict[tuple, MappingProxyType] = {}
+_SHARED: dict[int, tuple[MappingProxyType, str]] = {}  # id -> (a mapping in _NORMALISED, protocol)
+_NORMALISED_LIMIT = 1024
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def _typed(value: Any) -> tuple:
+    """A hashable key telling apart values that compare equal but normalise differently
+    (``1``, ``1.0`` and ``True``); `TypeError` for anything but scalars, tuples and lists."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:
+        return (kind, value)
+    if kind is tuple or kind is list:
+        return (kind, tuple(_typed(v) for v in value))
+    raise TypeError(kind)
+
+
+def _shared_options(protocol: str, options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`normalise_options` as a read-only mapping, shared by every task built with equal options
+    (a plan builds thousands of tasks from one options dict). Options that are not plain values
+    are normalised every time."""
+    hit = _SHARED.get(id(options))
+    if hit is not None and hit[0] is options and hit[1] == protocol:
+        return options  # already one of the shared, normalised mappings for this protocol
+    try:
+        key = (protocol, tuple((k, _typed(v)) for k, v in (options or {}).items()))
+    except TypeError:
+        return MappingProxyType(normalise_options(protocol, options))
+    shared = _NORMALISED.get(key)
+    if shared is None:
+        shared = MappingProxyType(normalise_options(protocol, options))
+        if len(_NORMALISED) >= _NORMALISED_LIMIT:
+            _NORMALISED.clear()
+            _SHARED.clear()
+        _NORMALISED[key] = shared
+        _SHARED[id(shared)] = (shared, protocol)
+    return shared
+
+
 @dataclass(frozen=True)
 class JudgeTask:
     """One planned judge call.
@@ -161,8 +200,8 @@ class JudgeTask:
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        opts = normalise_options(self.protocol, self.options)
-        object.__setattr__(self, "options", MappingProxyType(opts))
+        opts = _shared_options(self.protocol, self.options)
+        object.__setattr__(self, "options", opts)
         cands = tuple(self.candidates)
         object.__setattr__(self, "candidates", cands)
         if not isinstance(self.judge, str) or not self.judge:

@@ -61,6 +61,11 @@ def _scope_line(items: list[dict], scope: str) -> str | None:
                 f"{format_estimate(spr)}{tie_text}.")
         if dp:
             line += f"\n    Demographic-parity bias P(prefer | related) − P(prefer | other): {format_estimate(dp[0], percent=False)}."
+        soft = [r for r in items if r["metric"] == "demographic-parity-bias" and r["scope"] == scope
+                and r["variant"] == {"opponents": opponents, "preference": "probability"} and r["value"] is not None]
+        if soft:
+            line += ("\n    The same from label probabilities p(X)/(p(A)+p(B)), averaged over both orders (paper 001 "
+                     f"Eq. 3): {format_estimate(soft[0], percent=False)}.")
         return line
     return None
 

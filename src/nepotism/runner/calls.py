@@ -9,6 +9,11 @@ committed to the store (ok, or failed with its last error, its attempt count and
 error) *before* it is handed to the caller's ``on_result`` callback, so a crash between the two
 loses nothing: the next run finds the call in the cache. Cancellation leaves only whole rows.
 
+Cache hits are replayed synchronously in one loop (no task per call): the rows come from one
+batched read of only the columns a completion needs (`nepotism.store.fastread`), and each
+`Completion` is assembled from those already-validated values and checked by its own
+``__post_init__`` rather than rebuilt field by field.
+
 Left out: judging (callers interpret completions) and generation bookkeeping (see
 `nepotism.runner.engine`).
 """
@@ -25,10 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nepotism.backends.base import Backend, Completion, Request, failed, is_secret_name
+from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, is_retryable
 from nepotism.store import CachedCall, Store
+from nepotism.store.fastread import call_rows
 
 __all__ = [
     "CallExecutor",
@@ -46,6 +53,8 @@ _KEY_PREFIX = b"nepotism-runner-call-v1\x00"
 # memo of the JSON of a request's parameters (few distinct ones per run), by their values
 _HEADS: dict[tuple, bytes] = {}
 _SCALARS = (str, int, float, bool, type(None))
+# memo of the JSON of a tuple of message roles, by the tuple
+_ROLES: dict[tuple[str, ...], str] = {}
 
 
 @dataclass
@@ -129,10 +138,10 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
     extra = request.extra
     static: tuple | None = None
     head = None
-    if all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
+    if not extra or all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
         static = (endpoint.kind, endpoint.model, endpoint.served_model, request.max_tokens,
                   float(request.temperature), request.seed, request.labels, request.continuation,
-                  tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())))
+                  tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())) if extra else ())
         head = _HEADS.get(static)
     if head is None:
         head = json.dumps({
@@ -148,15 +157,31 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
         }, sort_keys=True, separators=(",", ":"), default=str).encode()
         if static is not None and len(_HEADS) < 4096:
             _HEADS[static] = head
-    shape = json.dumps([roles, [len(t) for t in texts], replicate], separators=(",", ":"))
     digest = hashlib.sha256(_KEY_PREFIX)
     digest.update(head)
     digest.update(b"\x00")
-    digest.update(shape.encode())
+    digest.update(_shape(roles, texts, replicate))
     for text in texts:
         digest.update(b"\x00")
         digest.update(text.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _shape(roles: tuple[str, ...] | None, texts: list[str], replicate: int) -> bytes:
+    """``json.dumps([roles, [len(t) for t in texts], replicate], separators=(",", ":"))`` as
+    bytes, with the roles' JSON memoised (a test holds the two equal)."""
+    if roles is None:
+        head = "null"
+    elif all(type(r) is str for r in roles):
+        head = _ROLES.get(roles)
+        if head is None:
+            head = json.dumps(list(roles), separators=(",", ":"))
+            if len(_ROLES) < 1024:
+                _ROLES[roles] = head
+    else:  # not what a Message should hold, but hashed as it always was
+        head = json.dumps(list(roles), separators=(",", ":"))
+    lengths = ",".join([str(len(t)) for t in texts])
+    return f"[{head},[{lengths}],{replicate}]".encode()
 
 
 def plan_call(endpoint: Endpoint, request: Request, *, replicate: int = 0) -> PlannedCall:
@@ -206,35 +231,6 @@ def _store_kwargs(
         "error": completion.error,
         "run_id": run_id,
     }
-
-
-class _LazyJSON(Mapping):
-    """A read-only mapping decoded from JSON text on first use (cache replays rarely need it)."""
-
-    __slots__ = ("_text", "_path", "_value")
-
-    def __init__(self, text: str | None, path: str | None = None) -> None:
-        self._text, self._path, self._value = text, path, None
-
-    def _get(self) -> Mapping[str, Any]:
-        if self._value is None:
-            value = json.loads(self._text) if self._text else {}
-            if self._path is not None:
-                value = value.get(self._path) or {} if isinstance(value, dict) else {}
-            self._value = value if isinstance(value, Mapping) else {}
-        return self._value
-
-    def __getitem__(self, key: str) -> Any:
-        return self._get()[key]
-
-    def __iter__(self):
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-    def __repr__(self) -> str:
-        return repr(dict(self._get()))
 
 
 def completion_from_cached(cached: CachedCall) -> Completion:
@@ -295,16 +291,24 @@ class CallExecutor:
         missing = {c.model for c in calls} - set(self.endpoints)
         if missing:
             raise KeyError(f"no endpoint for model(s) {sorted(missing)}")
-        cached = self.lookup(calls)
         pending: dict[str, list[PlannedCall]] = {}
-        for call in calls:
-            hit = cached.get(call.key)
-            if hit is not None and hit.ok:
-                self.stats.cached += 1
-                self.stats.done += 1
-                on_result(CallResult(call, completion_from_cached(hit), True, 0))
-            else:
-                pending.setdefault(call.key, []).append(call)
+        hits = 0
+        # reading and replaying the cache allocates much and frees little: no cycle scans meanwhile
+        paused = _pause_gc()
+        try:
+            rows = call_rows(self.store, [c.key for c in calls])
+            for call in calls:
+                row = rows.get(call.key)
+                if row is not None and row[5] == "ok":
+                    hits += 1
+                    on_result(CallResult(call, _replayed(row), True, 0))
+                else:
+                    pending.setdefault(call.key, []).append(call)
+        finally:
+            _resume_gc(paused)
+            self.stats.cached += hits
+            self.stats.done += hits
+        rows = None
         self.stats.refresh()
         if not pending:
             return

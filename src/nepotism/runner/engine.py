@@ -21,9 +21,18 @@ from typing import Any
 
 from nepotism.backends.base import Completion, Request
 from nepotism.records import Instance, Judgment, Response
-from nepotism.runner.calls import CallExecutor, CallResult, Endpoint, PlannedCall, plan_call
+from nepotism.runner.calls import (
+    CallExecutor,
+    CallResult,
+    Endpoint,
+    PlannedCall,
+    _pause_gc,
+    _resume_gc,
+    plan_call,
+)
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
+from nepotism.store.fastread import judged_counts
 
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
 
@@ -46,7 +55,7 @@ class GenerationSpec:
                        temperature=self.temperature, seed=self.seed, extra=self.extra)
 
 
-@dataclass
+@dataclass(repr=False)
 class GenerationOutcome:
     """Responses made or found by `Runner.generate`, and the (instance, generator, error) misses."""
 
@@ -54,8 +63,11 @@ class GenerationOutcome:
     failures: list[tuple[str, str, str]]
     stats: RunStats
 
+    def __repr__(self) -> str:
+        return f"GenerationOutcome({len(self.responses)} responses, {len(self.failures)} failures)"
 
-@dataclass
+
+@dataclass(repr=False)
 class JudgingOutcome:
     """Judgments read by `Runner.judge` (in task order), the call key of each judgment written
     in this run, and the phase's counters."""
@@ -63,6 +75,12 @@ class JudgingOutcome:
     judgments: list[Judgment]
     call_keys: dict[str, str]
     stats: RunStats
+
+    def __repr__(self) -> str:
+        # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
+        # included (signal.getsignal formats its SIGINT handler), which for a full dataclass
+        # repr of 100k judgments cost more than judging them from the cache
+        return f"JudgingOutcome({len(self.judgments)} judgments, {len(self.call_keys)} newly written)"
 
 
 class Runner:
@@ -144,10 +162,14 @@ class Runner:
     def plan_judging(self, tasks: Sequence[Any], render: RenderFn) -> list[PlannedCall]:
         """One planned call per task (same order): ``render(task, model=task.judge)``."""
         endpoints = self.endpoints
-        return [
-            plan_call(endpoints[task.judge], render(task, model=task.judge), replicate=task.replicate)
-            for task in tasks
-        ]
+        paused = _pause_gc()
+        try:
+            return [
+                plan_call(endpoints[task.judge], render(task, model=task.judge), replicate=task.replicate)
+                for task in tasks
+            ]
+        finally:
+            _resume_gc(paused)
 
     async def judge(
         self, tasks: Sequence[Any], render: RenderFn, interpret: InterpretFn,
@@ -195,23 +217,28 @@ class Runner:
         try:
             await self._executor(stats).run(calls, take)
             if replayed:
-                judged = _judged_calls(self.store)
-                for key, made in replayed.items():
-                    if judged.get(key, 0) < len(made):
-                        for judgment in made:
-                            call_keys[judgment.id] = key
-                        buffer.extend(made)
+                paused = _pause_gc()
+                try:
+                    judged = _judged_calls(self.store, list(replayed))
+                    for key, made in replayed.items():
+                        if judged.get(key, 0) < len(made):
+                            for judgment in made:
+                                call_keys[judgment.id] = key
+                            buffer.extend(made)
+                finally:
+                    _resume_gc(paused)
         finally:
             flush()
         done = [j for made in per_task if made for j in made]
         return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats)
 
 
-def _judged_calls(store: Store) -> dict[str, int]:
-    """How many parsed or unparsed judgments each call key already backs in ``store``.
+def _judged_calls(store: Store, keys: Sequence[str]) -> dict[str, int]:
+    """How many parsed or unparsed judgments each of the call ``keys`` already backs in ``store``.
 
     A replayed call whose judgments are all stored needs no new write; one whose judgment is
     missing (the run was killed between committing the call and writing the judgment) or only
-    failed gets it written. One grouped scan of the judgments table.
+    failed gets it written. `nepotism.store.fastread.judged_counts`: one pass over the judgments
+    table when the keys are most of it, batched index lookups of just these keys otherwise.
     """
-    return store.judged_calls()
+    return judged_counts(store, keys)

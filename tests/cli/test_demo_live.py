@@ -1,0 +1,43 @@
+"""``nepotism demo --live``: a real experiment on the packaged local models, audited and reported.
+
+Slow (real models on CPU); skipped with the reason when the `local` extra is not installed.
+"""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from nepotism.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def _local_models() -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+
+        from nepotism.backends.local_models import model_path
+
+        model_path("smollm2-135m-instruct")
+        model_path("qwen2.5-coder-0.5b-instruct")
+        return True
+    except Exception:  # noqa: BLE001 - any failure means the local models are not available here
+        return False
+
+
+@pytest.mark.skipif(not _local_models(), reason="the `local` extra (llama-cpp-python + packaged models) is absent")
+def test_live_demo_runs_audits_reports_and_resumes_without_calls(tmp_path):
+    out = tmp_path / "live"
+    first = CliRunner().invoke(main, ["demo", "--live", "--items", "2", "--out", str(out), "--bootstrap", "100"])
+    assert first.exit_code == 0, first.output
+    assert "How weak tiny judges are" in first.output and "Position check" in first.output
+    assert {"report.html", "report.md", "results.json", "results.csv", "nepotism.db"} <= {p.name for p in out.iterdir()}
+    results = json.loads((out / "results.json").read_text())["results"]
+    assert any(r["metric"] == "self-preference-ratio" and r["value"] is not None for r in results)
+    # 2 items x 2 generators; 2 judges x 2 items x 1 opponent x 2 orders
+    again = CliRunner().invoke(main, ["demo", "--live", "--items", "2", "--out", str(out), "--json", "--bootstrap", "0"])
+    assert again.exit_code == 0, again.output
+    run = json.loads(again.output)["run"]
+    assert run["judging"]["total"] == 8 and run["judging"]["sent"] == 0 and run["judging"]["cached"] == 8
+    assert run["generation"]["sent"] == 0
