@@ -248,7 +248,7 @@ def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
 
 
 def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path):
-    with standin_thread(StandinConfig(latency_s=0.2)) as (url, _server):
+    with standin_thread(StandinConfig(latency_s=1.0)) as (url, _server):
         exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=1)
         db = tmp_path / "s.db"
         proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress"],

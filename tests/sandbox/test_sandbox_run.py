@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 import pytest
 
@@ -91,7 +92,13 @@ def test_fresh_private_cwd_home_tmpdir():
     )
     first = run(code)
     second = run(code)
-    assert first.stdout == second.stdout == "True\n[]\n"
+    # an interpreter that itself lives under /tmp (a virtualenv there) is shown read-only inside
+    # the private /tmp; nothing else is
+    from nepotism.sandbox import _plan
+
+    shown = sorted({os.path.relpath(d, "/tmp").split(os.sep)[0]
+                    for d in _plan.dirs_under("/tmp", _plan.interpreter_dirs(sys.executable))})
+    assert first.stdout == second.stdout == f"True\n{shown}\n"
 
 
 def test_minimal_environment():

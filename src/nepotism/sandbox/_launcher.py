@@ -146,7 +146,21 @@ def _setup_mounts(cfg, ns):
             pass
     sid = cfg["uid"] if cfg["uid"] is not None else os.getuid()
     opts = f"size={cfg['tmpfs_mb']}m,mode=0700,uid={sid},gid={sid}"
-    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+    # The private /tmp is built aside (under the old /tmp, still visible), the interpreter's own
+    # directories that live under /tmp (a virtualenv in /tmp, say) are bound into it read-only,
+    # and the whole tree is then moved onto /tmp in one step.
+    fresh = cfg["fresh_tmp"]
+    _mount("tmpfs", fresh, "tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+    for path in cfg.get("tmp_expose", ()):
+        target = os.path.join(fresh, os.path.relpath(path, "/tmp"))
+        try:
+            os.makedirs(target, mode=0o755, exist_ok=True)
+            _mount(path, target, None, _MS_BIND | _MS_REC)
+            _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID)
+            steps[f"expose {path}"] = "ok (read-only, inside the private /tmp)"
+        except OSError as err:
+            steps[f"expose {path}"] = str(err)
+    _mount(fresh, "/tmp", None, _MS_MOVE)
     steps["private /tmp"] = f"tmpfs {cfg['tmpfs_mb']} MiB"
     for extra in ("/var/tmp", "/dev/shm"):
         if os.path.isdir(extra):

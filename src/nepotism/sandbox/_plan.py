@@ -85,6 +85,13 @@ def interpreter_dirs(python: str) -> tuple[str, ...]:
     return tuple(minimal)
 
 
+def dirs_under(root: str, dirs: tuple[str, ...]) -> list[str]:
+    """The directories of ``dirs`` inside ``root`` (e.g. a virtualenv under /tmp, which the
+    sandbox's private /tmp would otherwise hide from the interpreter)."""
+    real_root = os.path.realpath(root)
+    return [d for d in dirs if d != real_root and _is_within(d, real_root)]
+
+
 def _first_closed_ancestor(path: str) -> str | None:
     """The first directory on ``path`` that 'others' cannot traverse, if any."""
     current = "/"

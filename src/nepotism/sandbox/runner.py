@@ -252,6 +252,8 @@ def run(
         for i, (_hidden, exposed) in enumerate(hides):
             for j, _path in enumerate(exposed):
                 os.mkdir(os.path.join(stage, f"{i}-{j}"), 0o700)
+        fresh_tmp = os.path.join(run_root, "fresh-tmp")
+        os.mkdir(fresh_tmp, 0o700)
         work = os.path.join(run_root, "work")
         os.mkdir(work, 0o700)
         if uid is not None:
@@ -273,6 +275,8 @@ def run(
             "rlimits": rlimits,
             "hide": hides,
             "stage_dir": stage,
+            "fresh_tmp": fresh_tmp,
+            "tmp_expose": _plan.dirs_under("/tmp", _plan.interpreter_dirs(python)),
             "fallback_workdir": work,
             "tmpfs_mb": max(64, 4 * max_file_mb),
             "env": _ENV,
