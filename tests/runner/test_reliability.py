@@ -253,13 +253,17 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
         db = tmp_path / "s.db"
         proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        while proc.poll() is None and _count_calls(db) < 2:
+        # 36 calls at 1 s latency through 2 single-slot models take >= 18 s: interrupt once two
+        # calls are stored, or after 5 s at the latest (a busy machine may delay the count)
+        deadline = time.monotonic() + 5.0
+        while proc.poll() is None and _count_calls(db) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert proc.poll() is None, "the run finished before it could be interrupted"
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "run again to resume" in err
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
-    assert conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok' AND text IS NOT NULL").fetchone()[0] >= 2
+    assert conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok' AND text IS NOT NULL").fetchone()[0] >= 1
     conn.close()
