@@ -258,6 +258,15 @@ def completion_from_cached(cached: CachedCall) -> Completion:
     )
 
 
+def _raise_if_cancelled() -> None:
+    """Re-raise a cancellation (Ctrl-C) that a backend's client library turned into an ordinary
+    failure: aiohttp and ``asyncio.timeout`` can report a cancelled request as a timeout or a
+    dropped connection, which would otherwise be retried and the interrupt lost."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class CallExecutor:
     """Run planned calls through the cache and the endpoints, committing each before use."""
 
@@ -366,11 +375,14 @@ class CallExecutor:
         limiter = endpoint.limiter
         try:
             if limiter is None:
-                return await endpoint.backend.complete(request)
-            async with limiter.slot(tokens):
-                return await endpoint.backend.complete(request)
+                completion = await endpoint.backend.complete(request)
+            else:
+                async with limiter.slot(tokens):
+                    completion = await endpoint.backend.complete(request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a backend bug must not take the whole run down
             _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
-            return failed(f"exception:{type(exc).__name__}: {str(exc)[:200]}")
+            completion = failed(f"exception:{type(exc).__name__}: {str(exc)[:200]}")
+        _raise_if_cancelled()
+        return completion

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -83,7 +84,7 @@ def connect(path: Path) -> sqlite3.Connection:
             str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _journal_wal(conn)
     except sqlite3.DatabaseError as err:
         raise InputError(f"cannot open the store: {err}", path=str(path)) from err
     if str(mode).lower() != "wal":
@@ -92,6 +93,20 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _journal_wal(conn: sqlite3.Connection) -> str:
+    """Switch to WAL, retrying while another process holds the lock: SQLite does not call the busy
+    handler for a journal-mode change, so two processes creating one file at once would otherwise
+    fail at once with "database is locked"."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
