@@ -26,6 +26,7 @@ __all__ = [
     "Backend",
     "Completion",
     "Request",
+    "Secret",
     "failed",
     "is_retryable",
     "is_secret_name",
@@ -58,6 +59,21 @@ def is_retryable(error: str | None) -> bool:
         return False
     cls = error.split(": ", 1)[0]
     return cls in ("timeout", "connection", "http_429") or cls.startswith("http_5xx:")
+
+
+class Secret:
+    """Holds a credential; its repr never shows it, so vars() or logging of a backend stay clean."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    def reveal(self) -> str:
+        return self._value
 
 
 def logsumexp(values: list[float]) -> float:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, failed
+from nepotism.backends.base import Completion, Request, Secret, failed
 from nepotism.backends.openai_wire import build_body, read_body
 from nepotism.errors import InputError
 
@@ -53,19 +53,6 @@ def _litellm() -> Any:
     return litellm
 
 
-class _Secret:
-    """Holds a credential; its repr never shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def reveal(self) -> str:
-        return self._value
 
 
 class LiteLLMBackend:
@@ -99,7 +86,7 @@ class LiteLLMBackend:
         self.top_logprobs = top_logprobs
         self.extra = dict(extra or {})
         self.name = name or f"litellm:{model}"
-        self._key: _Secret | None = None
+        self._key: Secret | None = None
         if api_key_env is not None:
             key = os.environ.get(api_key_env)
             if not key:
@@ -108,7 +95,7 @@ class LiteLLMBackend:
                     path="<environment>",
                     field=api_key_env,
                 )
-            self._key = _Secret(key)
+            self._key = Secret(key)
 
     def __repr__(self) -> str:
         return (f"LiteLLMBackend(name={self.name!r}, model={self.model!r}, api_base={self.api_base!r}, "

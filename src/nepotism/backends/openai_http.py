@@ -40,7 +40,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from nepotism.backends.base import Completion, Request, failed
+from nepotism.backends.base import Completion, Request, Secret, failed
 from nepotism.backends.openai_wire import build_body, http_failure, read_body
 from nepotism.errors import InputError
 
@@ -49,19 +49,6 @@ __all__ = ["OpenAIHTTPBackend"]
 _REDACTED = "[redacted]"
 
 
-class _Secret:
-    """Holds a credential; its repr never shows it, so vars()/logging of a backend stay clean."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def reveal(self) -> str:
-        return self._value
 
 
 class _TransportFailure(Exception):
@@ -109,7 +96,7 @@ class OpenAIHTTPBackend:
         self.extra = dict(extra or {})
         self.name = name or f"openai_http:{model or self.base_url}"
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        self._key: _Secret | None = None
+        self._key: Secret | None = None
         if api_key_env is not None:
             key = os.environ.get(api_key_env)
             if not key:
@@ -118,7 +105,7 @@ class OpenAIHTTPBackend:
                     path="<environment>",
                     field=api_key_env,
                 )
-            self._key = _Secret(key)
+            self._key = Secret(key)
         self._session: aiohttp.ClientSession | None = None
         self._httpx: httpx.AsyncClient | None = None
         if transport is not None:
