@@ -251,8 +251,11 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
     with standin_thread(StandinConfig(latency_s=1.0)) as (url, _server):
         exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=1)
         db = tmp_path / "s.db"
+        # the child gets the default SIGINT disposition: a pytest worker may have inherited or set
+        # SIG_IGN, which a child would inherit and which Python (rightly) respects
         proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         # 36 calls at 1 s latency through 2 single-slot models take >= 18 s: interrupt once two
         # calls are stored, or after 5 s at the latest (a busy machine may delay the count)
         deadline = time.monotonic() + 5.0
