@@ -13,12 +13,14 @@ This module knows nothing about judging, stores, retries or rate limits: the run
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from nepotism.errors import InputError
 from nepotism.records import Message
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "is_retryable",
     "is_secret_name",
     "logsumexp",
+    "read_api_key",
 ]
 
 COMPLETION_STATUSES = ("ok", "failed")
@@ -74,6 +77,21 @@ class Secret:
 
     def reveal(self) -> str:
         return self._value
+
+
+def read_api_key(env: str | None) -> Secret | None:
+    """The API key held in environment variable ``env`` (None when no variable is named).
+
+    A named but unset or empty variable is an `InputError` naming it; the key itself is only ever
+    held in a `Secret`, so it cannot reach a repr, a log or the store.
+    """
+    if env is None:
+        return None
+    key = os.environ.get(env)
+    if not key:
+        raise InputError(f"environment variable {env} is not set (it should hold the API key)",
+                         path="<environment>", field=env)
+    return Secret(key)
 
 
 def logsumexp(values: list[float]) -> float:

@@ -27,9 +27,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, Secret, failed
+from nepotism.backends.base import Completion, Request, Secret, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, read_body
-from nepotism.errors import InputError
 
 __all__ = ["LiteLLMBackend", "litellm_available"]
 
@@ -86,16 +85,7 @@ class LiteLLMBackend:
         self.top_logprobs = top_logprobs
         self.extra = dict(extra or {})
         self.name = name or f"litellm:{model}"
-        self._key: Secret | None = None
-        if api_key_env is not None:
-            key = os.environ.get(api_key_env)
-            if not key:
-                raise InputError(
-                    f"environment variable {api_key_env} is not set (it should hold the API key)",
-                    path="<environment>",
-                    field=api_key_env,
-                )
-            self._key = Secret(key)
+        self._key: Secret | None = read_api_key(api_key_env)
 
     def __repr__(self) -> str:
         return (f"LiteLLMBackend(name={self.name!r}, model={self.model!r}, api_base={self.api_base!r}, "

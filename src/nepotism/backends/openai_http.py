@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -40,9 +39,8 @@ from typing import Any
 import aiohttp
 import httpx
 
-from nepotism.backends.base import Completion, Request, Secret, failed
+from nepotism.backends.base import Completion, Request, Secret, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, http_failure, read_body
-from nepotism.errors import InputError
 
 __all__ = ["OpenAIHTTPBackend"]
 
@@ -96,16 +94,7 @@ class OpenAIHTTPBackend:
         self.extra = dict(extra or {})
         self.name = name or f"openai_http:{model or self.base_url}"
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        self._key: Secret | None = None
-        if api_key_env is not None:
-            key = os.environ.get(api_key_env)
-            if not key:
-                raise InputError(
-                    f"environment variable {api_key_env} is not set (it should hold the API key)",
-                    path="<environment>",
-                    field=api_key_env,
-                )
-            self._key = Secret(key)
+        self._key: Secret | None = read_api_key(api_key_env)
         self._session: aiohttp.ClientSession | None = None
         self._httpx: httpx.AsyncClient | None = None
         if transport is not None:
