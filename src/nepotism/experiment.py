@@ -17,6 +17,12 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
     [[judging.protocols]]  protocol* = pairwise | pointwise | rubric | recognition | categorise,
                    the planner's arguments (pairs, both_orders, generators, all_rubrics,
                    pairwise, target), replicates, options = {judging options}
+    [grading]      task = "math" | "mc" | "code" | "ifeval" (every instance), or tasks = {category =
+                   task} (instances of other categories are not graded); timeout = 10 (code, seconds
+                   per program). Truth comes from each instance: math/mc ``reference_answer``;
+                   code ``metadata.tests`` (+ optional ``metadata.entry_point``,
+                   ``metadata.code_prompt``); ifeval ``metadata.instruction_id_list`` and
+                   ``metadata.kwargs``. The run grades every response after judging.
     [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
 
 The dataset file is JSON Lines: each row an instance (``id`` or ``instance_id``, ``prompt`` as a
@@ -46,6 +52,8 @@ __all__ = [
     "DatasetConfig",
     "Experiment",
     "GenerationConfig",
+    "GRADING_TASKS",
+    "GradingConfig",
     "ModelConfig",
     "ProtocolConfig",
     "dumps_config",
@@ -64,7 +72,9 @@ PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "recognition": ("pairwise", "pairs", "both_orders", "generators"),
     "categorise": ("target",),
 })
-_TOP = ("experiment", "dataset", "models", "generation", "judging", "output")
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "output")
+#: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
+GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
 
 
@@ -109,6 +119,21 @@ class GenerationConfig:
 
 
 @dataclass(frozen=True)
+class GradingConfig:
+    """How responses are graded: one ``task`` for all instances, or ``tasks`` by category."""
+
+    task: str | None = None
+    tasks: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    timeout: float = 10.0
+
+    def task_for(self, category: str | None) -> str | None:
+        """The grading task of an instance of ``category`` (None: not graded)."""
+        if self.task is not None:
+            return self.task
+        return self.tasks.get(category) if category is not None else None
+
+
+@dataclass(frozen=True)
 class ConditionConfig:
     """A named prompt condition: judging options layered over each protocol's own."""
 
@@ -141,6 +166,7 @@ class Experiment:
     protocols: tuple[ProtocolConfig, ...]
     output_dir: str | None
     output_format: str
+    grading: GradingConfig | None = None
 
     def as_config(self) -> dict[str, Any]:
         """Plain JSON-able data (no secrets: only environment variable names)."""
@@ -401,6 +427,8 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
     judging.finish()
     _check_options(protocols, conditions, where)
 
+    grading = _grading(top.get("grading", dict, None), where)
+
     out = _Reader(top.get("output", dict, {}), "output", where)
     output_dir = _relative(base, out.get("dir", str))
     fmt = out.get("format", str, "csv")
@@ -411,7 +439,24 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
         path=where, name=name, seed=seed, registry_files=registry_files, store=store,
         dataset=dataset, models=MappingProxyType(models), generation=generation, judges=judges,
         conditions=conditions, protocols=protocols, output_dir=output_dir, output_format=fmt,
+        grading=grading,
     )
+
+
+def _grading(table: Any, path: str) -> GradingConfig | None:
+    if table is None:
+        return None
+    r = _Reader(table, "grading", path)
+    task = r.get("task", str)
+    tasks = r.get("tasks", dict, {})
+    timeout = r.positive("timeout", 10.0)
+    r.finish()
+    if (task is None) == (not tasks):
+        raise r.error("task", "give exactly one of task (every instance) and tasks (by category)")
+    for key, value in ({"task": task} if task is not None else {f"tasks.{k}": v for k, v in tasks.items()}).items():
+        if value not in GRADING_TASKS:
+            raise r.error(key, f"must be one of {GRADING_TASKS}, not {value!r}")
+    return GradingConfig(task=task, tasks=MappingProxyType(dict(tasks)), timeout=timeout)
 
 
 def _resolve_args(config: ProtocolConfig, registry: Any) -> ProtocolConfig:

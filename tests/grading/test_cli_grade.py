@@ -23,7 +23,7 @@ def _run(*args):
 
 
 def test_all_is_exported():
-    assert set(batch.__all__) == {"TASKS", "BatchResult", "grade_file"}
+    assert set(batch.__all__) == {"TASKS", "BatchResult", "GradeRow", "grade_file", "grade_rows"}
 
 
 def test_math_cli_writes_correctness_reference(tmp_path):

@@ -78,6 +78,9 @@ def _print_plan(plan: dict, as_json: bool) -> None:
         cost = "n/a" if m["cost_usd"] is None else f"{m['cost_usd']:.4f}"
         click.echo(f"{name:<32}{m['generate']:>7}{m['judge']:>8}{m['cached']:>8}{m['to_send']:>9}"
                    f"{m['prompt_tokens']:>12,}{m['output_tokens']:>12,}{cost:>10}")
+    if plan.get("graded_instances"):
+        click.echo("grading     " + ", ".join(f"{n} {task}" for task, n in plan["graded_instances"].items())
+                   + " instances (truth checked)")
     click.echo(f"estimates: {plan['estimate']}")
 
 
@@ -93,5 +96,7 @@ def _print_summary(summary) -> None:
     if summary.generation_failures:
         click.echo(f"  {len(summary.generation_failures)} responses could not be generated "
                    "(their comparisons were left out)")
+    for task, counts in summary.grading.items():
+        click.echo(f"  graded     {task}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
     for protocol, file in summary.exports.items():
         click.echo(f"  wrote {file} ({protocol})")

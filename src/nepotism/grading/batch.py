@@ -27,17 +27,31 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from nepotism.errors import InputError
 from nepotism.tables import read_rows
 
-__all__ = ["TASKS", "BatchResult", "grade_file"]
+__all__ = ["TASKS", "BatchResult", "GradeRow", "grade_file", "grade_rows"]
 
 TASKS = ("math", "mc", "code", "ifeval")
 _TRUTH = {"math": ("answer",), "mc": ("answer",), "code": ("tests",), "ifeval": ()}
+
+
+class GradeRow(NamedTuple):
+    """One response to grade: where it came from, who wrote what, and the task's truth.
+
+    ``truth`` holds ``answer`` (math, mc); ``tests``, ``entry_point``, ``prompt`` (code); or
+    ``ids`` and ``kwargs`` (ifeval: the instruction ids and their arguments).
+    """
+
+    line: int | None
+    instance_id: str
+    model: str
+    text: str
+    truth: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -131,10 +145,18 @@ def grade_file(
             truth["tests"] = _tests(truth["tests"], path, line)
             truth["entry_point"] = _value(row, "entry_point", path, line, required=False)
             truth["prompt"] = _value(row, "prompt", path, line, required=False)
-        parsed.append((line, base, str(text), truth))
+        parsed.append(GradeRow(line, base["instance_id"], base["model"], str(text), truth))
+    return grade_rows(parsed, task, path=path, runner=runner, timeout=timeout)
+
+
+def grade_rows(rows: list[GradeRow], task: str, *, path: str | None = None,
+               runner: Callable[..., Any] | None = None, timeout: float = 10.0) -> BatchResult:
+    """Grade already-read ``rows`` for ``task``; a bad truth value raises `InputError` at ``path``."""
+    if task not in TASKS:
+        raise InputError(f"unknown task '{task}'; tasks are {', '.join(TASKS)}", field="--task")
     if task == "ifeval":
-        return _grade_ifeval(parsed, path)
-    return _grade_answers(parsed, task, path, runner, timeout)
+        return _grade_ifeval(rows, path)
+    return _grade_answers(rows, task, path, runner, timeout)
 
 
 def _grade_answers(parsed, task, path, runner, timeout) -> BatchResult:
@@ -144,7 +166,8 @@ def _grade_answers(parsed, task, path, runner, timeout) -> BatchResult:
 
     out, ungradable = [], []
     counts = {"correct": 0, "incorrect": 0, "ungradable": 0}
-    for line, base, text, truth in parsed:
+    for line, instance_id, model, text, truth in parsed:
+        base = {"instance_id": instance_id, "model": model}
         try:
             if task == "math":
                 result = grade_math(text, str(truth["answer"]))
@@ -177,7 +200,8 @@ def _grade_ifeval(parsed, path) -> BatchResult:
 
     out, ungradable = [], []
     counts = {"met": 0, "not_met": 0, "ungradable": 0, "prompts_all_met": 0, "prompts": 0}
-    for line, base, text, truth in parsed:
+    for line, instance_id, model, text, truth in parsed:
+        base = {"instance_id": instance_id, "model": model}
         try:
             verdicts = grade_ifeval(text, truth["ids"], truth["kwargs"])
         except ValueError as err:

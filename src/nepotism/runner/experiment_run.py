@@ -3,8 +3,10 @@
 `run_experiment` does a whole run against a store: it loads the dataset (adding its instances
 and any recorded responses to the store), records a run, generates the responses the listed
 generators still lack, plans every judge task (each protocol under each condition), judges them
-through the cache, ends the run (``done``, or ``interrupted`` when cancelled, ``failed`` on an
-error) and exports the judgments in the recorded table formats. `dry_run` builds the same plan
+through the cache, grades every response when the experiment has a ``[grading]`` table (its truth
+is checked before any call; see `nepotism.runner.grade_step`), ends the run (``done``, or
+``interrupted`` when cancelled, ``failed`` on an error) and exports the judgments in the recorded
+table formats, next to the graded references. `dry_run` builds the same plan
 without any backend and prices it. Left out: metrics (run ``nepotism metrics`` on the exports).
 """
 
@@ -22,6 +24,7 @@ from nepotism.experiment import Experiment, ModelConfig
 from nepotism.records import Instance, Message, Response, RubricItem
 from nepotism.runner.calls import Endpoint, PlannedCall
 from nepotism.runner.engine import GenerationSpec, Runner
+from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
 from nepotism.runner.retry import RetryPolicy
 from nepotism.store import Store
@@ -48,6 +51,7 @@ class RunSummary:
     judgments: dict[str, int]
     generation_failures: list[dict[str, str]] = field(default_factory=list)
     exports: dict[str, str] = field(default_factory=dict)
+    grading: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -265,6 +269,7 @@ async def run_experiment(
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = load_dataset(experiment, store)
+    truth = grading_truth(experiment, instances)
     store.add_instances(instances)
     if recorded:
         store.add_responses(recorded)
@@ -279,6 +284,7 @@ async def run_experiment(
         candidates = _unique(generated.responses)
         tasks = plan_tasks(experiment, instances, candidates, judging)
         judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+        graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
         status = "done"
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"
@@ -294,7 +300,8 @@ async def run_experiment(
         generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
         generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
     )
-    summary.exports = export_judgments(experiment, store, tasks)
+    summary.exports = export_judgments(experiment, store, tasks) | references
+    summary.grading = graded
     return summary
 
 
@@ -328,6 +335,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = load_dataset(experiment, store)
+    truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
     have = _candidates(store, experiment, instances, recorded)
@@ -355,6 +363,8 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
         "experiment": experiment.name, "instances": len(instances),
         "recorded_responses": len(recorded), "generation_calls": len(gen_calls),
         "judge_calls": len(judge_calls), "models": models, "totals": totals,
+        "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
+                             for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
     }
 
