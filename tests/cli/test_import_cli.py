@@ -38,6 +38,21 @@ def test_mbpp_all_outputs(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv", "ref.csv", "texts.jsonl.gz"]  # no temp files left
 
 
+def test_mbpp_verdicts_from_probabilities(tmp_path):
+    out = tmp_path / "j.csv"
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--verdicts", "probabilities", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["counts"]["unparsed"] == 0
+    assert read_table(out).frame["verdict"].notna().all()
+
+
+def test_verdicts_option_is_only_for_mbpp(tmp_path):
+    result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact",
+                 "--out", tmp_path / "x.csv", "--verdicts", "probabilities")
+    assert result.exit_code == 2 and "--verdicts" in result.output
+    assert not list(tmp_path.iterdir())
+
+
 def test_compact_parquet_and_human_summary(tmp_path):
     out = tmp_path / "ae.parquet"
     result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact", "--out", out)

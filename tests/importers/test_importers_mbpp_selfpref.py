@@ -20,7 +20,7 @@ SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mbpp_
 
 
 def test_all():
-    assert set(mbpp_selfpref.__all__) == {"import_mbpp_selfpref", "split_tests"}
+    assert set(mbpp_selfpref.__all__) == {"VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"}
 
 
 def _check_both_orders(result, n):
@@ -117,3 +117,39 @@ def test_real_file():
     pairs = result.tables["pairwise"]
     assert result.counts["unparsed"] == int(pairs["verdict"].isna().sum()) == 226
     assert len(result.tables["correctness-ref"]) == 756
+
+
+def test_verdicts_from_probabilities_fill_unparsed_replies_and_agree_with_parsed_ones():
+    by_reply = import_mbpp_selfpref(FIXTURE).tables["pairwise"]
+    by_prob = import_mbpp_selfpref(FIXTURE, verdicts="probabilities")
+    pairs = by_prob.tables["pairwise"]
+    assert pairs["verdict"].notna().all() and by_prob.counts["unparsed"] == 0
+    assert by_prob.counts["reply_disagrees"] == 0
+    parsed = by_reply["verdict"].notna()
+    assert (pairs["verdict"][parsed] == by_reply["verdict"][parsed]).all()
+    # the first game's reply is a code fence: its verdict now comes from [A, T, B] = its scores
+    raw = json.loads(FIXTURE.read_text().splitlines()[0])
+    assert pairs.iloc[0]["reply"] == "```"
+    assert pairs.iloc[0]["verdict"] == ["A", "tie", "B"][int(np.argmax(raw["game_1_spb_score"]))]
+
+
+def test_verdicts_from_probabilities_leave_games_without_scores_unparsed(tmp_path):
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    rows[0]["game_2_spb_score"] = None
+    rows[1]["game_1_spb_score"] = [0.4, 0.2, 0.4]  # a tie for the top is no verdict
+    path = tmp_path / "judge_other_eval.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = import_mbpp_selfpref(path, verdicts="probabilities")
+    assert result.counts["unparsed"] == 2
+
+
+def test_unknown_verdict_source_is_an_input_error():
+    with pytest.raises(InputError, match="verdicts"):
+        import_mbpp_selfpref(FIXTURE, verdicts="logits")
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/mbpp_selfpref is not present beside the repo")
+def test_real_file_from_probabilities():
+    result = import_mbpp_selfpref(SHARED, verdicts="probabilities")
+    assert result.counts["unparsed"] == 9  # games recorded without scores
+    assert result.counts["reply_disagrees"] == 0

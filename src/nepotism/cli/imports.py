@@ -68,9 +68,12 @@ def _canonicalise(imported) -> int:
 @click.option("--judge", default=None, help="Judge model name for every row (AlpacaEval: overrides the annotator map).")
 @click.option("--instructions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.")
+@click.option("--verdicts", type=click.Choice(["reply", "probabilities"]), default=None,
+              help="mbpp-selfpref only: read each verdict from the judge's reply (default) or as the most "
+                   "probable of the recorded [A, T, B] probabilities.")
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(sources, fmt, out, reference_out, texts_out, judge, instructions, canonical, as_json):
+def command(sources, fmt, out, reference_out, texts_out, judge, instructions, verdicts, canonical, as_json):
     """Import published judgments in SOURCE files into recorded tables.
 
     Formats: alpaca-eval-compact (this project's annotations_compact.csv.gz), alpaca-eval
@@ -87,6 +90,10 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ca
         options["judge"] = judge
     if instructions is not None:
         options["instructions"] = instructions
+    if verdicts is not None:
+        if fmt != "mbpp-selfpref":
+            raise InputError("--verdicts is only for --format mbpp-selfpref", field="--verdicts")
+        options["verdicts"] = verdicts
     imported = import_source(fmt, sources, **options)
     unknown = _canonicalise(imported) if canonical else 0
 

@@ -19,9 +19,18 @@ What the fields mean, and the evidence:
   with swapped order gives opposite signs), and the rank correlation of the two games' log-odds is
   negative (Spearman -0.13, p = 0.01), as expected when the same answer changes side.
 
-Output: pairwise rows (two per problem, one per game, ``game`` column kept), verdict read from the
-reply when it is exactly A, B or T (else unparsed; code-fence replies such as a lone backtick run
-are common), probabilities into prob_a / prob_tie / prob_b of the *shown* order; correctness-ref
+Output: pairwise rows (two per problem, one per game, ``game`` column kept), the judge's reply
+kept as ``reply``, probabilities into prob_a / prob_tie / prob_b of the *shown* order, and the
+verdict from one of two sources (``verdicts=``):
+
+* ``"reply"`` (default): the reply when it is exactly A, B or T, else unparsed (code-fence
+  replies such as a lone backtick run are common: 226 of 756 in the Llama-3.3-70B file).
+* ``"probabilities"``: the label with the largest of the three recorded probabilities, which is
+  how paper 004 reads a verdict from the candidates' probabilities; it gives every game with a
+  score a verdict. Where the reply is parseable the two sources agree in every row of the file
+  (checked on import and counted as ``reply_disagrees``). A game without scores stays unparsed.
+
+Also written: correctness-ref
 rows (instance, model, correct); texts (problem, tests, both answers) for re-running the tests.
 Left out: the restyled answers (``assistent_1_answer_restyle*``) present on a few rows.
 """
@@ -38,7 +47,7 @@ import pandas as pd
 from nepotism.errors import InputError
 from nepotism.importers._common import Imported, is_missing, read_jsonl, require
 
-__all__ = ["import_mbpp_selfpref", "split_tests"]
+__all__ = ["VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"]
 
 _NAME = re.compile(r"^(?P<judge>.+?)_(?P<other>[^_]+)_eval\.jsonl(\.gz)?$")
 _LABELS = {"A": "A", "B": "B", "T": "tie"}
@@ -72,6 +81,16 @@ def _verdict(output: Any) -> str | None:
     return _LABELS.get(str(output).strip())
 
 
+def _argmax(p_a: float, p_tie: float, p_b: float) -> str | None:
+    """The most probable of A, tie, B (None without scores or on an exact tie for the top)."""
+    probs = {"A": p_a, "tie": p_tie, "B": p_b}
+    if any(math.isnan(v) for v in probs.values()):
+        return None
+    top = max(probs.values())
+    best = [label for label, value in probs.items() if value == top]
+    return best[0] if len(best) == 1 else None
+
+
 def _names(path: Path, judge: str | None, other: str | None) -> tuple[str, str]:
     match = _NAME.match(path.name)
     if judge is None or other is None:
@@ -87,9 +106,20 @@ def _names(path: Path, judge: str | None, other: str | None) -> tuple[str, str]:
     return judge, other
 
 
-def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: str | None = None, **_: Any) -> Imported:
-    """Import one ``<judge>_<other>_eval.jsonl`` file (assistant 1 = the judge's own answers)."""
+VERDICT_SOURCES = ("reply", "probabilities")
+
+
+def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: str | None = None,
+                         verdicts: str = "reply", **_: Any) -> Imported:
+    """Import one ``<judge>_<other>_eval.jsonl`` file (assistant 1 = the judge's own answers).
+
+    ``verdicts`` is ``"reply"`` (the judge's token, default) or ``"probabilities"`` (argmax of the
+    recorded [A, T, B] probabilities); see the module docstring.
+    """
+    if verdicts not in VERDICT_SOURCES:
+        raise InputError(f"verdicts must be one of {', '.join(VERDICT_SOURCES)}, not {verdicts!r}", field="--verdicts")
     path = Path(path)
+    disagree = 0
     own, rival = _names(path, judge, other)
     pairs, refs, texts = [], [], []
     seen: dict[str, int] = {}
@@ -114,9 +144,13 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
             output = require(record, f"game_{game}_output", path, line, allow_missing=True)
             p_a, p_tie, p_b = _probs(require(record, f"game_{game}_spb_score", path, line, allow_missing=True),
                                      path, line, f"game_{game}_spb_score")
+            replied, likeliest = _verdict(output), _argmax(p_a, p_tie, p_b)
+            disagree += replied is not None and likeliest is not None and replied != likeliest
             pairs.append({
                 "instance_id": instance, "judge": own, "model_a": first, "model_b": second,
-                "verdict": _verdict(output), "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
+                "verdict": replied if verdicts == "reply" else likeliest,
+                "reply": None if is_missing(output) else str(output),
+                "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
                 "condition": "default", "replicate": 0, "category": "mbpp", "game": game,
             })
     if not pairs:
@@ -126,8 +160,10 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
         "problems": len(seen),
         "judgments": len(pairwise),
         "unparsed": int(pairwise["verdict"].isna().sum()),
+        "reply_disagrees": int(disagree),
     }
-    notes = ["each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps"]
+    notes = ["each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps",
+             f"verdicts from the judge's {'reply' if verdicts == 'reply' else 'recorded label probabilities (argmax)'}"]
     return Imported(
         tables={"pairwise": pairwise, "correctness-ref": pd.DataFrame(refs)},
         main="pairwise", texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path),
