@@ -44,6 +44,16 @@ def test_tiny_sft_trains_saves_and_serves(tmp_path):
     request = Request(model="student", messages=(Message("user", "Name a fruit that is red."),), max_tokens=8)
     completion = asyncio.run(backend.complete(request))
     assert completion.status == "ok" and completion.text
+    # the saved adapter is reused for the same inputs, and gives the same greedy answer
+    reused = training.load_trained("sft", BASE, EXAMPLES, tmp_path, config="tiny")
+    assert reused is not None and reused[2]["reused"] is True and reused[2]["data_digest"] == manifest["data_digest"]
+    again = asyncio.run(training.TrainedBackend(reused[0], reused[1], name="student").complete(request))
+    assert again.text == completion.text
+    # other data, other method or another preset: no match, so it would train again
+    assert training.load_trained("sft", BASE, EXAMPLES[:3], tmp_path, config="tiny") is None
+    assert training.load_trained("dpo", BASE, EXAMPLES, tmp_path, config="tiny") is None
+    assert training.load_trained("sft", BASE, EXAMPLES, tmp_path, config="full") is None
+    assert training.load_trained("sft", BASE, EXAMPLES, tmp_path / "elsewhere", config="tiny") is None
 
 
 @pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")

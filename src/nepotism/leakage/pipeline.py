@@ -7,7 +7,8 @@ student (ICL prompts, SFT/DPO LoRA training, external models), write their linea
 judge compares every pair of students of a group in both orders; then recognition, question-type
 and judgment-dimension labelling; PLS and the analyses become records, written as
 ``results.json`` and ``results.csv`` with timings. A trained student whose every evaluation answer
-is already cached is not trained again. ``dry_run=True`` stops after planning and reports counts.
+is already cached is not trained again, and one whose saved adapter matches its training data is
+reloaded instead of retrained. ``dry_run=True`` stops after planning and reports counts.
 """
 
 from __future__ import annotations
@@ -136,13 +137,20 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                             specs.pop(sid)
                             continue
                         else:
-                            from nepotism.leakage.training import TrainedBackend, train_student
+                            from nepotism.leakage.training import TrainedBackend, load_trained, train_student
 
-                            model, tok, manifest = await asyncio.to_thread(
-                                train_student, sc.method, sc.base, data, out_dir / "students" / sid, config=sc.preset)
+                            folder = out_dir / "students" / sid
+                            made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
+                                                           config=sc.preset)
+                            if made is None:
+                                made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
+                                                               config=sc.preset)
+                            model, tok, manifest = made
                             endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
                             how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
                                        adapter=manifest["adapter"], final_loss=(manifest["losses"] or [None])[-1])
+                            if manifest.get("reused"):
+                                how["training"] = "reused: the saved adapter matches this training data"
                 students.append(Student(sid, sc.method, sc.base, gen, group, variant, how))
     return students, specs
 

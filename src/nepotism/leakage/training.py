@@ -8,7 +8,9 @@ the whole path, not a useful student) and a ``full`` one following paper 000 App
 lr 1e-5, cosine schedule with 10 % warm-up, sequences of 1024 tokens, batch 2 × 2 accumulation for
 SFT and 1 × 4 for DPO, bf16) for GPU users. `train_student` returns the trained model, its
 tokenizer and a manifest (method, base, data digest, settings, losses) that the run records, and
-saves the LoRA adapter and the manifest under ``out_dir``. `TrainedBackend` serves a trained
+saves the LoRA adapter and the manifest under ``out_dir``; `load_trained` reloads that adapter
+instead of training again when the manifest matches (same method, base, data digest and settings),
+so a rerun, or a run killed after training, does not retrain. `TrainedBackend` serves a trained
 student to the runner (greedy or seeded sampling through ``generate``). Left out: full
 fine-tuning, multi-GPU, quantised training.
 """
@@ -30,7 +32,8 @@ from nepotism.backends.base import Completion, Request, failed
 from nepotism.leakage.exports import PreferencePair, SyntheticExample
 from nepotism.leakage.students import data_digest
 
-__all__ = ["PRESETS", "TrainConfig", "TrainedBackend", "load_base", "train_student", "training_available"]
+__all__ = ["PRESETS", "TrainConfig", "TrainedBackend", "load_base", "load_trained", "train_student",
+           "training_available"]
 
 
 @dataclass(frozen=True)
@@ -148,11 +151,7 @@ def train_student(method: str, base: str, data: Sequence[SyntheticExample | Pref
     import torch
     from datasets import Dataset
 
-    if isinstance(config, str):
-        preset = PRESETS[config]
-        if method == "dpo" and config == "full":
-            preset = replace(preset, **_DPO_FULL)
-        config = preset
+    config = _resolve(method, config)
     if not data:
         raise ValueError("no training data")
     torch.set_num_threads(config.threads)
@@ -191,6 +190,39 @@ def train_student(method: str, base: str, data: Sequence[SyntheticExample | Pref
     body = json.dumps(manifest, indent=2, sort_keys=True)
     atomic_write(out_dir / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
     return trained, tokenizer, manifest
+
+
+def _resolve(method: str, config: TrainConfig | str) -> TrainConfig:
+    if isinstance(config, str):
+        preset = PRESETS[config]
+        return replace(preset, **_DPO_FULL) if method == "dpo" and config == "full" else preset
+    return config
+
+
+def load_trained(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
+                 *, config: TrainConfig | str = "tiny") -> tuple[Any, Any, dict[str, Any]] | None:
+    """The student `train_student` saved under ``out_dir`` for exactly these inputs, or None.
+
+    The manifest is written only after the adapter is saved, so a run killed while training
+    leaves nothing that matches. The returned manifest is the saved one with ``reused`` = True.
+    """
+    out_dir = Path(out_dir)
+    try:
+        manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    wanted = {"method": method, "base": base, "data_digest": data_digest(list(data)),
+              "config": asdict(_resolve(method, config))}
+    if any(manifest.get(k) != v for k, v in wanted.items()) or not (out_dir / "adapter").is_dir():
+        return None
+    import torch
+    from peft import PeftModel
+
+    torch.set_num_threads(wanted["config"]["threads"])
+    model, tokenizer = load_base(base)
+    trained = PeftModel.from_pretrained(model, str(out_dir / "adapter"))
+    trained.eval()
+    return trained, tokenizer, manifest | {"reused": True}
 
 
 def _versions() -> dict[str, str]:
