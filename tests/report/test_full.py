@@ -122,15 +122,17 @@ def test_format_value_units():
     assert format_value(_rec("win-rate", 0.5, low=0.4, high=0.6)) == "50.0% (95% CI 40.0 to 60.0)"
     assert format_value(_rec("matched-bias", -0.012, low=-0.03, high=0.01)) == "-1.2 pts (95% CI -3.0 to +1.0)"
     assert format_value(_rec("hspp-ratio", 1.5)) == "1.5"
-    assert format_value(_rec("mra", None, note="empty")) == "undefined (empty)"
+    assert format_value(_rec("mra", None, note="empty")) == "n/a (empty; n=100)"
 
 
 def test_build_report_sections_follow_the_records(records):
     few = [r for r in records if r["metric"] in ("equal-opportunity-bias", "preference-leakage-score")]
     context = build_report(few)
     present = {k for k, v in context["plots"].items() if v}
-    assert present == {"bias", "confusion"}
+    assert present == {"bias", "confusion", "leakage"}
+    assert [p["id"] for p in context["plots"]["leakage"]] == ["leakage-pls"]
     assert context["pls"] and all(r["metric"] == "preference-leakage-score" for r in context["pls"])
+    assert context["leakage"]["pls"] and not context["mitigations"]["effects"]
     for plots in context["plots"].values():
         for plot in plots:
             assert base64.b64decode(plot["png"])[:8] == b"\x89PNG\r\n\x1a\n"

@@ -46,7 +46,9 @@ from nepotism.errors import InputError
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
 #: Metric ids made outside the catalogue that results can hold.
-EXTRA_METRICS = ("paired-win-rate-gap", "matched-bias", "leaderboard-rank")
+EXTRA_METRICS = ("paired-win-rate-gap", "matched-bias", "leaderboard-rank", "mitigation-effect",
+                 "leaderboard-leakage-bonus", "student-recognition-accuracy", "student-recognition-yes-rate",
+                 "student-classifier-accuracy")
 _STATISTICS = ("value", "ci_low", "ci_high")
 _MATCH_FIELDS = ("metric", "scope", "judge", "condition", "generator")
 #: What each bias metric measures, in a few words, for the card.
@@ -67,6 +69,10 @@ BIAS_WORDS = {
     "judge-accuracy": "share of verdicts naming the correct answer",
     "mipa": "agreement with the reference on which of two answers is better",
     "mra": "agreement with the reference rubric verdicts",
+    "mitigation-effect": "change of a bias metric under a mitigation, same items and judge",
+    "student-recognition-accuracy": "how often it recognises its own student's answers",
+    "student-recognition-yes-rate": "how often it says an answer is its student's",
+    "leaderboard-leakage-bonus": "leaderboard win-rate bonus of entries related to it",
 }
 
 
@@ -179,7 +185,11 @@ def load_thresholds(path: str | Path) -> Thresholds:
 
 def judges_of(record: dict) -> list[str]:
     """The judges a record belongs to (a preference-leakage record names two: ``a & b``)."""
+    if record.get("judge") is None:  # e.g. a classifier baseline or a correlation across judges
+        return []
     judge = str(record.get("judge"))
+    if record.get("metric") == "mitigation-effect" and judge == "all":  # judges pooled: each judge has its own
+        return []
     return judge.split(" & ") if record.get("metric") == "preference-leakage-score" else [judge]
 
 

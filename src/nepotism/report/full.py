@@ -24,44 +24,26 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from nepotism._files import atomic_write_bytes
-from nepotism.report.card import Thresholds, judge_cards
+from nepotism.report._format import format_value
+from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS, all_plots
+from nepotism.report.sections import (
+    coverage,
+    is_audit_rank,
+    leakage_tables,
+    mitigation_tables,
+    rubric_table,
+    verifiable_table,
+)
 
 __all__ = ["build_report", "format_value", "write_report"]
 
-_PERCENT = {"win-rate", "self-preference-ratio", "position-consistency", "judge-accuracy", "mipa", "mra",
-            "legitimate-self-preference-ratio", "harmful-self-preference-propensity", "overestimation-rate",
-            "recognition-accuracy", "perplexity-win-rate"}
-_POINTS = {"demographic-parity-bias", "equal-opportunity-bias", "error-bias", "paired-win-rate-gap",
-           "matched-bias", "score-delta", "preference-leakage-score"}
 _RAW_CAVEAT = ("Self-preference ratios, demographic-parity, equal-opportunity and HSPP-style metrics compare a judge "
                "with itself across items. They can come out positive for a judge with no bias at all whose own "
                "answers are strong: it wins its comparisons by wide margins and loses them by narrow ones. Numbers "
                "that compare the same items and pairs under other judges (matched bias, paired win-rate gaps) do not "
                "have that problem; the summary uses them where they exist and says when it could not.")
-
-
-def _unit(metric: str) -> tuple[float, str]:
-    if metric in _PERCENT:
-        return 100.0, "%"
-    if metric in _POINTS:
-        return 100.0, " pts"
-    return 1.0, ""
-
-
-def format_value(record: dict) -> str:
-    """``80.7% (95% CI 79.7–81.8)``, ``+6.1 pts (95% CI +3.2 to +9.0)`` or ``1.42 (…)`` by metric."""
-    if record.get("value") is None:
-        return f"undefined ({record.get('note') or 'no data'})"
-    scale, unit = _unit(record.get("metric", ""))
-    signed = unit == " pts"
-    fmt = (lambda x: f"{scale * x:+.1f}") if signed else (lambda x: f"{scale * x:.1f}" if scale != 1 else f"{x:.3g}")
-    text = f"{fmt(record['value'])}{unit}"
-    if record.get("ci_low") is not None and record.get("ci_high") is not None:
-        level = int(round(100 * (record.get("confidence") or 0.95)))
-        text += f" ({level}% CI {fmt(record['ci_low'])} to {fmt(record['ci_high'])})"
-    return text
 
 
 def _variant_text(variant) -> str:
@@ -91,7 +73,7 @@ def _rank(r):
 def _leaderboard_table(records) -> list[dict]:
     by = defaultdict(dict)
     for r in records:
-        if r.get("metric") == "leaderboard-rank":
+        if r.get("metric") == "leaderboard-rank" and not is_audit_rank(r):
             by[str(r["generator"])][(r.get("variant") or {}).get("judges")] = r
     rows = []
     for generator, sides in by.items():
@@ -108,8 +90,41 @@ def _leaderboard_table(records) -> list[dict]:
 def _sections(records) -> dict[str, bool]:
     metrics = {r.get("metric") for r in records}
     return {"perplexity": "perplexity-win-rate" in metrics, "confusion": any(r.get("confusion_matrix") for r in records),
-            "pls": "preference-leakage-score" in metrics, "leaderboard": "leaderboard-rank" in metrics,
+            "pls": "preference-leakage-score" in metrics,
+            "leaderboard": any(r.get("metric") == "leaderboard-rank" and not is_audit_rank(r) for r in records),
             "matched": "matched-bias" in metrics}
+
+
+#: The page's analysis sections in order: (id, name in the navigation, why a section can be missing).
+SECTIONS = (
+    ("heatmaps", "Heatmaps", "no generator was scored by two or more judges against the same opponents, and there "
+                             "are no rubric score deltas"),
+    ("bias", "Bias per judge", "no bias metric"),
+    ("verifiable", "Verifiable tasks", "LSPR, HSPP and judge accuracy need a correctness reference (correctness-ref) "
+                                       "for pairwise judgments"),
+    ("rubric", "Rubric metrics", "HSPP ratio, MIPA and MRA need rubric judgments with a reference grading (rubric-ref)"),
+    ("pls", "Preference leakage", "needs two judges that each have a registered student among the generators "
+                                  "(nepotism leakage run)"),
+    ("leakage-audit", "Leakage audit", "nepotism leakage audit writes these"),
+    ("perplexity", "Perplexity", "needs the judge's perplexity of each response and human labels"),
+    ("confusion", "Confusion matrices", "needs human preference labels (a preference-ref table)"),
+    ("conditions", "Conditions", "each bias metric was measured under one condition only"),
+    ("mitigations", "Mitigations", "nepotism mitigate writes these"),
+    ("leaderboard", "Leaderboard", "computed from pairwise judgments (run nepotism report on the judgments file)"),
+)
+
+
+def _shown(context: dict) -> dict[str, bool]:
+    plots, leak = context["plots"], context["leakage"]
+    return {"heatmaps": bool(plots["heatmaps"]), "bias": bool(plots["bias"]), "verifiable": bool(context["verifiable"]),
+            "rubric": bool(context["rubric"]), "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
+            "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]), "perplexity": bool(plots["perplexity"]),
+            "confusion": bool(plots["confusion"]), "conditions": bool(plots["conditions"]),
+            "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"])}
+
+
+#: Metric ids each generic plot draws (for the list of ids shown only in the all-results table).
+_DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "leaderboard-rank", "score-delta"}
 
 
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
@@ -120,17 +135,25 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     source = str(summary.get("source", ""))
     cards = judge_cards(records, thresholds, source=source)
     rows = [_row(r) for r in records]
-    bias_rows = [row for row, r in zip(rows, records) if r.get("metric") in BIAS_METRICS + ("matched-bias",)]
-    return {
+    bias_rows = [row for row, r in zip(rows, records) if r.get("metric") in BIAS_METRICS + ("matched-bias",)
+                 and r.get("metric") != "preference-leakage-score"]
+    drawn = _DRAWN | ({"equal-opportunity-bias"} if any(r.get("confusion_matrix") for r in records) else set())
+    context = {
+        "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
+        "verifiable": verifiable_table(records), "rubric": rubric_table(records),
+        "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
         "headline": headline(records), "caveat": _RAW_CAVEAT, "plots": all_plots(records),
         "cards": cards, "rows": rows, "bias_rows": bias_rows,
         "pls": [_row(r) for r in records if r.get("metric") == "preference-leakage-score"],
         "leaderboard": _leaderboard_table(records), "present": _sections(records),
         "metrics": sorted({str(r.get("metric")) for r in records}),
-        "judges": sorted({str(r.get("judge")) for r in records if r.get("metric") != "leaderboard-rank"}),
+        "judges": sorted({j for r in records if r.get("metric") != "leaderboard-rank" for j in judges_of(r)}),
         "n_records": len(records),
     }
+    shown = _shown(context)
+    context.update(sections=SECTIONS, shown=shown, missing=[s for s in SECTIONS if not shown[s[0]]])
+    return context
 
 
 # ------------------------------------------------------------------------------------ files
@@ -167,12 +190,13 @@ def _markdown(context: dict) -> str:
         if entry["not_measured"]:
             out.append(f"- {_md(entry['judge'])} ({_md(entry['condition'])}): not measured — "
                        f"{_md(', '.join(entry['not_measured']))}.")
-    out += ["", f"> {context['caveat']}", "", "## Bias metrics", ""]
+    out += ["", f"> {context['caveat']}", ""]
+    if context["missing"]:
+        out += ["Not in these results: " + "; ".join(f"{name} ({why})" for _, name, why in context["missing"]) + ".", ""]
+    out += ["## Bias metrics", ""]
     keys = ["metric", "judge", "condition", "scope", "target", "variant", "estimate", "n", "prompts", "excluded"]
     out += _md_table(keys, [[row[k] for k in keys] for row in context["bias_rows"]]) + [""]
-    if context["pls"]:
-        out += ["## Preference leakage", ""]
-        out += _md_table(keys + ["p_value"], [[row[k] for k in keys + ["p_value"]] for row in context["pls"]]) + [""]
+    out += _md_sections(context)
     if context["leaderboard"]:
         out += ["## Leaderboard (rank, interval)", ""]
         out += _md_table(["generator", "all judges", "related judges left out", "change"],
@@ -195,6 +219,60 @@ def _markdown(context: dict) -> str:
     out += ["", "## All results", ""]
     out += _md_table(keys + ["note"], [[row[k] for k in keys + ["note"]] for row in context["rows"]])
     return "\n".join(out) + "\n"
+
+
+def _cells(row: dict, columns: list[str]) -> list[str]:
+    return [row["cells"][c]["text"] + (f" (n={row['cells'][c]['n']})" if row["cells"][c]["n"] is not None else "")
+            for c in columns]
+
+
+def _md_sections(context: dict) -> list[str]:
+    """Markdown of the analysis sections (mitigations, leakage, papers 004 and 002)."""
+    out = []
+    for name, rows in (("Verifiable tasks (paper 004)", context["verifiable"]), ("Rubric metrics (paper 002)",
+                                                                                 context["rubric"])):
+        if rows:
+            columns = list(rows[0]["cells"])
+            out += [f"## {name}", ""]
+            out += _md_table(["judge", "condition"] + columns,
+                             [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]) + [""]
+    mit = context["mitigations"]
+    if mit["effects"]:
+        out += ["## Mitigation effects", ""]
+        out += _md_table(["condition", "mitigation", "results defined", "why undefined", "perturbed", "failed", "other"],
+                         [[c["condition"], c["mitigation"], f"{c['defined']} of {c['results']}", c["undefined"],
+                           c["perturbed"], c["failed"], c["other"]] for c in mit["conditions"]]) + [""]
+        cols = ["condition", "mitigation", "judge", "scope", "base_metric", "before", "after", "change", "n", "excluded"]
+        out += _md_table(cols, [[e[k] for k in cols] for e in mit["effects"]]) + [""]
+    leak = context["leakage"]
+    if leak["pls"] or leak["slices"] or leak["recognition"]:
+        out += ["## Preference leakage", ""]
+        cols = ["judges", "group", "students", "preference", "ties", "estimate", "p_value", "n", "excluded"]
+        if leak["pls"]:
+            out += _md_table(cols, [[r[k] for k in cols] for r in leak["pls"]]) + [""]
+        if leak["slices"]:
+            out += _md_table(["slice"] + cols, [[r[k] for k in ["slice"] + cols] for r in leak["slices"]]) + [""]
+        if leak["recognition"]:
+            cols = ["metric", "who", "what", "estimate", "chance", "n", "excluded"]
+            out += _md_table(cols, [[r[k] for k in cols] for r in leak["recognition"]]) + [""]
+    if leak["bonus"] or leak["audit_ranks"]:
+        out += ["## Leaderboard leakage audit", ""]
+        cols = ["judge", "condition", "baseline", "reference_judge", "estimate", "n", "related", "entries"]
+        out += _md_table(cols, [[r[k] for k in cols] for r in leak["bonus"]]) + [""]
+        for audit in leak["audit_ranks"]:
+            out += [f"### {_md(audit['judge'])} ({_md(audit['condition'])})", ""]
+            out += _md_table(["entry", "relation", "win rate", "adjusted", "rank", "adjusted rank", "n"],
+                             [[e["entry"], e["relation"], e["win_rate"], e["adjusted_win_rate"], _num(e["rank"]),
+                               _rank_text((e["adjusted_rank"], *e["ci"])) if e["adjusted_rank"] is not None else "n/a",
+                               e["n"]] for e in audit["entries"]]) + [""]
+    if context["generic_only"]:
+        out += [f"Shown only in the results table below (no plot or section of their own): "
+                f"{_md(', '.join(context['generic_only']))}.", ""]
+    return out
+
+
+def _num(x) -> str:
+    return "n/a" if x is None else f"{x:g}"
 
 
 def _csv_cell(value):

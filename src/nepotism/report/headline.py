@@ -30,6 +30,12 @@ _SCOPES = {
 }
 
 
+#: Records that are not one judge's bias estimate: they have sections of their own.
+_NOT_PER_JUDGE = frozenset({"leaderboard-rank", "preference-leakage-score", "mitigation-effect",
+                            "leaderboard-leakage-bonus", "student-recognition-accuracy", "student-recognition-yes-rate",
+                            "student-classifier-accuracy", "correlation"})
+
+
 def _points(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:+.1f}"
 
@@ -124,7 +130,7 @@ def headline(records: list[dict]) -> list[dict]:
     record}], not_measured: [scope, ...]}`` in a stable order."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in records:
-        if r.get("metric") in ("leaderboard-rank", "preference-leakage-score"):
+        if r.get("metric") in _NOT_PER_JUDGE or r.get("judge") is None:
             continue
         groups[(str(r["judge"]), str(r.get("condition")))].append(r)
     conditions = defaultdict(set)

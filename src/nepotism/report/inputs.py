@@ -1,8 +1,10 @@
 """What `nepotism report` and `nepotism card` read: saved results, or judgments to audit first.
 
-- `load_results`: a results JSON file — a list of records (``nepotism metrics --json``) or a
-  document with a ``results`` list (``nepotism demo``, ``nepotism report``), with its ``summary``
-  and ``findings`` when present. Records are checked for the fields the report needs.
+- `load_results`: a results JSON file — a list of records (``nepotism metrics --json``), a
+  document with a ``results`` list (``nepotism demo``, ``nepotism report``) or a ``records`` list
+  (``nepotism mitigate --json``, ``nepotism leakage run``'s results.json), with its ``summary``
+  and ``findings`` when present; the list of audits of ``nepotism leakage audit --json``; or JSON
+  Lines records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
 - `audit_judgments`: a recorded judgment table (CSV/JSONL/Parquet) or a store (SQLite file, its
   judgments exported in the recorded format first) → the audit and suite records, the
   leaderboard records (pairwise), a summary and the findings sentences.
@@ -34,27 +36,70 @@ def is_store(path: str | Path) -> bool:
 
 
 def is_results_file(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".json"
+    """A results JSON file (or the JSON Lines records of ``nepotism mitigate --out``)."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        return True
+    if path.suffix.lower() != ".jsonl":
+        return False
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        return '"metric"' in first and '"value"' in first
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _jsonl(path: Path) -> list:
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise InputError(f"not a JSON line: {err}", path=str(path), line=number) from None
+    return records
+
+
+def _audits(document: list) -> list[dict] | None:
+    """The records of ``nepotism leakage audit --json`` (a list of audits, each with its records)."""
+    if document and all(isinstance(a, dict) and isinstance(a.get("records"), list) and "metric" not in a
+                        for a in document):
+        return [r for audit in document for r in audit["records"]]
+    return None
 
 
 def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
     """``(records, summary, findings)`` from a results JSON file."""
     path = Path(path)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        if path.suffix.lower() == ".jsonl":
+            document = _jsonl(path)
+        else:
+            document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("results file not found", path=str(path)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"not a JSON results file: {err}", path=str(path)) from None
     summary, findings = {}, []
     if isinstance(document, dict):
-        if not isinstance(document.get("results"), list):
-            raise InputError("a results document needs a 'results' list of records", path=str(path), field="results")
-        records = document["results"]
+        key = "results" if isinstance(document.get("results"), list) else "records"
+        if not isinstance(document.get(key), list):
+            raise InputError("a results document needs a 'results' (or 'records') list of records", path=str(path),
+                             field="results")
+        records = document[key]
         summary = document.get("summary") or {}
+        if not isinstance(summary, dict):
+            summary = {}
+        if key == "records" and not document.get("summary"):  # `nepotism leakage run`: the run's facts
+            summary = {k: document[k] for k in ("experiment", "run_id", "generation_failures", "judgments", "notes")
+                       if k in document}
         findings = [str(x) for x in document.get("findings") or []]
     elif isinstance(document, list):
-        records = document
+        records = _audits(document)
+        if records is None:
+            records = document
     else:
         raise InputError("expected a list of result records or a document with 'results'", path=str(path))
     for i, record in enumerate(records):

@@ -70,11 +70,19 @@ def _plot(id_, title, fig, alt, caption) -> dict:
     return {"id": id_, "title": title, "png": _png(fig), "alt": alt, "caption": caption}
 
 
+def _min_span(ax, span: float):
+    """Widen the x range to at least ``span`` (estimates that are all 0 would otherwise get a ±0.04 axis)."""
+    low, high = ax.get_xlim()
+    if high - low < span:
+        mid = (low + high) / 2
+        ax.set_xlim(mid - span / 2, mid + span / 2)
+
+
 def _judge_labels(records) -> dict:
     """(judge, condition) → label; the condition shown only for judges with several."""
     conditions = defaultdict(set)
     for r in records:
-        conditions[str(r["judge"])].add(str(r.get("condition")))
+        conditions[str(r.get("judge"))].add(str(r.get("condition")))
     return {(j, c): (_short(j) if len(cs) == 1 else f"{_short(j, 28)} / {_short(c, 24)}")
             for j, cs in conditions.items() for c in cs}
 
@@ -108,6 +116,8 @@ def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption
     ax.set_ylabel("judge")
     styles = {"self": "-", "family": "--", "student": ":"}
     for (i, j), relation in relations.items():
+        if not isinstance(relation, str):  # e.g. leakage win rates carry a {judge: relation} mapping
+            continue
         kind = "self" if relation == "self" else "family" if relation in _FAMILY else "student" if relation in _STUDENT else None
         if kind:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2,
@@ -150,7 +160,8 @@ def heatmaps(records: list[dict]) -> list[dict]:
                 generators = [g for g in generators if len(seen[g]) >= 2]
                 if not generators:
                     continue
-                related = {g for g in generators if any(cells[(j, g)].get("relation") not in ("unrelated", "unknown", None)
+                related = {g for g in generators if any(isinstance(cells[(j, g)].get("relation"), str) and
+                                                        cells[(j, g)].get("relation") not in ("unrelated", "unknown")
                                                         for j in seen[g])}
                 generators.sort(key=lambda g: (g not in related, -len(seen[g]), g))
                 generators = sorted(generators[:_MAX_ROWS])
@@ -234,6 +245,8 @@ def bias_bars(records: list[dict]) -> list[dict]:
     out = []
     with _style() as plt:
         for metric, keep, null, scale, xlabel in _BARS:
+            if metric == "preference-leakage-score":  # drawn in the leakage section (section_plots)
+                continue
             rows = [r for r in _defined(records, metric) if keep(r)]
             if not rows:
                 continue
@@ -249,6 +262,7 @@ def bias_bars(records: list[dict]) -> list[dict]:
                     ax.plot([scale * r["ci_low"], scale * r["ci_high"]], [i, i], "-", color=colour, linewidth=2.2)
             if null is not None:
                 ax.axvline(null, color="#444444", linestyle="--", linewidth=1)
+            _min_span(ax, 4.0 if scale == 100 else 0.5)
             ax.set_yticks(range(len(rows)), [_row_label(r, labels) for r in rows], fontsize=7.5)
             ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.set_xlabel(xlabel)
@@ -410,7 +424,8 @@ def mitigation(records: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------------------------ leaderboard
 def leaderboard(records: list[dict]) -> list[dict]:
     """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals."""
-    rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None]
+    rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None
+            and "judges" in _variant(r)]  # not the ranks of `nepotism leakage audit` (section_plots)
     if not rows:
         return []
     by = defaultdict(dict)
@@ -451,7 +466,9 @@ def leaderboard(records: list[dict]) -> list[dict]:
 
 
 def all_plots(records: list[dict]) -> dict[str, list[dict]]:
-    """Every section's plots: ``{section: [plot, ...]}``."""
+    """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
+    from nepotism.report.section_plots import section_plots
+
     return {"heatmaps": heatmaps(records), "bias": bias_bars(records), "perplexity": perplexity(records),
             "confusion": confusion_matrices(records), "conditions": mitigation(records),
-            "leaderboard": leaderboard(records)}
+            "leaderboard": leaderboard(records), **section_plots(records)}
