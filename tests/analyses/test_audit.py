@@ -113,8 +113,11 @@ def test_same_seed_same_numbers_and_seed_matters():
     b = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(n_resamples=300, seed=7))
     c = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(n_resamples=300, seed=8))
     assert a == b
-    key = lambda rs: [r["ci_low"] for r in rs if r["ci_low"] is not None]
-    assert key(a) != key(c)
+    assert _lows(a) != _lows(c)
+
+
+def _lows(records):
+    return [r["ci_low"] for r in records if r["ci_low"] is not None]
 
 
 def test_paired_gap_compares_judges_on_the_same_items():

@@ -1,6 +1,5 @@
 """`nepotism.analyses.matched`: recorded tables + registry → matched-bias rows and records."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

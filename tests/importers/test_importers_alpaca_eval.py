@@ -12,7 +12,6 @@ import pytest
 from nepotism.errors import InputError
 from nepotism.importers import alpaca_eval
 from nepotism.importers.alpaca_eval import (
-    ANNOTATOR_JUDGES,
     decode_preferences,
     import_alpaca_eval,
     import_alpaca_eval_compact,

@@ -35,15 +35,14 @@ class Fake:
         own = MARK.get(self.name, "none")
         labels = request.labels
         if set(labels) >= {"A", "B"}:
-            a_at, b_at = text.find("Assistant A") if "Assistant A" in text else 0, 0
             first = text.find(own)
             other = text.find("QSTYLE" if own == "SSTYLE" else "SSTYLE")
             choose = "A" if 0 <= first and (other < 0 or first < other) else "B"
-            return Completion(text=None, label_logprobs={l: (0.0 if l == choose else -3.0) for l in labels})
+            return Completion(text=None, label_logprobs={lab: (0.0 if lab == choose else -3.0) for lab in labels})
         if "yes" in labels:
             return Completion(text=None, label_logprobs={"yes": 0.0 if own in text.split("answer")[-1] else -3.0,
                                                          "no": -1.0})
-        return Completion(text=None, label_logprobs={l: (0.0 if i == 4 else -5.0) for i, l in enumerate(labels)})
+        return Completion(text=None, label_logprobs={lab: (0.0 if i == 4 else -5.0) for i, lab in enumerate(labels)})
 
     async def aclose(self):
         return None

@@ -184,8 +184,12 @@ def _paired_gap(mine: pd.DataFrame, theirs: pd.DataFrame, options: AuditOptions)
     _, sums = cluster_sums(clusters, columns)
     estimate = cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
                                  excluded={"no verdict": n_missing} if n_missing else {}, **options.bootstrap())
-    mean = lambda v: float(v.mean()) if v.size else float("nan")
-    return estimate, mean(columns[: len(a), 0]), mean(columns[len(a):, 2])
+    return estimate, _mean(columns[: len(a), 0]), _mean(columns[len(a):, 2])
+
+
+def _mean(values: np.ndarray) -> float:
+    """Mean, or NaN for no values (undefined, not zero)."""
+    return float(values.mean()) if values.size else float("nan")
 
 
 def _paired_gaps(all_rows: pd.DataFrame, judge: str, condition: str, relations: _Relations,

@@ -34,17 +34,16 @@ failed completions. Not here: batching several requests into one decode, GPU off
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nepotism.backends.base import Completion, Request, failed, logsumexp
+from nepotism.backends._inprocess import InProcessBackend, Unservable
+from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
 
 __all__ = ["GGUFBackend", "loaded_models", "unload_all"]
@@ -159,8 +158,10 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
-class GGUFBackend:
+class GGUFBackend(InProcessBackend):
     """Serve one GGUF model in-process (see the module docstring for the rules of each mode)."""
+
+    _load_errors = (ModelFileError, ValueError, RuntimeError)
 
     def __init__(
         self,
@@ -203,16 +204,6 @@ class GGUFBackend:
     async def aclose(self) -> None:
         self._loaded = None  # the model stays cached for the process; see `unload_all`
 
-    async def complete(self, request: Request) -> Completion:
-        start = time.perf_counter()
-        try:
-            if self._loaded is None:
-                await asyncio.to_thread(self.load)
-        except (ModelFileError, ValueError, RuntimeError) as exc:
-            return failed(f"model_unavailable: {exc}"[:300], latency_s=time.perf_counter() - start)
-        assert self._loaded is not None
-        return await asyncio.to_thread(self._run, self._loaded, request, start)
-
     # -- in the worker thread ------------------------------------------------------------------
 
     def _prompt_tokens(self, loaded: _Loaded, request: Request) -> list[int]:
@@ -220,30 +211,19 @@ class GGUFBackend:
         if request.messages is None:
             return llm.tokenize(request.prompt.encode(), add_bos=True, special=True)
         if loaded.formatter is None:
-            raise _Fail("unsupported:chat_template: the GGUF file has no chat template; send a prompt")
+            raise Unservable("unsupported:chat_template: the GGUF file has no chat template; send a prompt")
         msgs = [{"role": m.role, "content": m.content} for m in request.messages]
         rendered = loaded.formatter(messages=msgs)
         return llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)
 
-    def _run(self, loaded: _Loaded, request: Request, start: float) -> Completion:
-        with loaded.lock:
-            try:
-                tokens = self._prompt_tokens(loaded, request)
-                if len(tokens) + (request.max_tokens if request.mode == "generate" else 8) > self.n_ctx:
-                    raise _Fail(f"context_overflow: {len(tokens)} prompt tokens with n_ctx={self.n_ctx}")
-                if request.mode == "labels":
-                    out = self._labels(loaded, request, tokens)
-                elif request.mode == "continuation":
-                    out = self._continuation(loaded, request, tokens)
-                else:
-                    out = self._generate(loaded, request, tokens)
-            except _Fail as exc:
-                return failed(exc.error, latency_s=time.perf_counter() - start)
-            except (RuntimeError, ValueError) as exc:
-                _truncate(loaded.llm, 0)  # the cache may be half-written: start clean next time
-                return failed(f"model_error: {exc}"[:300], latency_s=time.perf_counter() - start)
-        text, kwargs = out
-        return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
+    def _prepare(self, loaded: _Loaded, request: Request) -> list[int]:
+        tokens = self._prompt_tokens(loaded, request)
+        if len(tokens) + (request.max_tokens if request.mode == "generate" else 8) > self.n_ctx:
+            raise Unservable(f"context_overflow: {len(tokens)} prompt tokens with n_ctx={self.n_ctx}")
+        return tokens
+
+    def _on_model_error(self, loaded: _Loaded) -> None:
+        _truncate(loaded.llm, 0)  # the cache may be half-written: start clean next time
 
     def _labels(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict]:
         llm, n_vocab = loaded.llm, loaded.n_vocab
@@ -251,7 +231,7 @@ class GGUFBackend:
         lsm = _log_softmax(logits)
         spellings_mode = request.extra.get("label_spellings", "both")
         if spellings_mode not in ("both", "exact"):
-            raise _Fail(f"unsupported:label_spellings={spellings_mode!r} (use 'both' or 'exact')")
+            raise Unservable(f"unsupported:label_spellings={spellings_mode!r} (use 'both' or 'exact')")
         out: dict[str, float] = {}
         seqs: dict[str, list[tuple[int, ...]]] = {}
         for label in request.labels or ():
@@ -295,7 +275,7 @@ class GGUFBackend:
         llm, n_vocab = loaded.llm, loaded.n_vocab
         cont = llm.tokenize(request.continuation.encode(), add_bos=False, special=False)
         if len(tokens) + len(cont) > self.n_ctx:
-            raise _Fail(f"context_overflow: {len(tokens) + len(cont)} tokens with n_ctx={self.n_ctx}")
+            raise Unservable(f"context_overflow: {len(tokens) + len(cont)} tokens with n_ctx={self.n_ctx}")
         logits, cached = _eval_prompt(llm, tokens, n_vocab, self.reuse_prefix)
         lps = [float(_log_softmax(logits)[cont[0]])]
         if len(cont) > 1:
@@ -322,9 +302,3 @@ class GGUFBackend:
         return choice["text"], {"usage": usage, "raw": result, "finish_reason": choice.get("finish_reason")}
 
 
-class _Fail(Exception):
-    """A request this model cannot serve; ``error`` is the Completion's error string."""
-
-    def __init__(self, error: str) -> None:
-        super().__init__(error)
-        self.error = error

@@ -29,14 +29,13 @@ Failures come back as ``model_unavailable`` (missing or unreadable checkpoint),
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, failed, logsumexp
+from nepotism.backends._inprocess import InProcessBackend, Unservable
+from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
 
 __all__ = ["TransformersBackend", "loaded_models", "unload_all"]
@@ -95,8 +94,11 @@ def _load(folder: str, gguf_file: str | None, device: str) -> _Loaded:
         return loaded
 
 
-class TransformersBackend:
+class TransformersBackend(InProcessBackend):
     """Serve one on-disk Hugging Face checkpoint or GGUF file (rules in the module docstring)."""
+
+    _load_errors = (ImportError, ModelFileError, OSError, ValueError, RuntimeError, KeyError, TypeError)
+    _model_errors = (RuntimeError, ValueError, IndexError, TypeError)
 
     def __init__(
         self,
@@ -147,19 +149,10 @@ class TransformersBackend:
     async def aclose(self) -> None:
         self._loaded = None  # the model stays cached for the process; see `unload_all`
 
-    async def complete(self, request: Request) -> Completion:
-        start = time.perf_counter()
-        try:
-            if self._loaded is None:
-                await asyncio.to_thread(self.load)
-        except ImportError as exc:
-            return failed(f"model_unavailable: transformers/torch not installed ({exc})"[:300],
-                          latency_s=time.perf_counter() - start)
-        except (ModelFileError, OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            return failed(f"model_unavailable: {detail}"[:300], latency_s=time.perf_counter() - start)
-        assert self._loaded is not None
-        return await asyncio.to_thread(self._run, self._loaded, request, start)
+    def _load_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, ImportError):
+            return f"transformers/torch not installed ({exc})"
+        return f"{type(exc).__name__}: {exc}"
 
     # -- in the worker thread ------------------------------------------------------------------
 
@@ -168,37 +161,26 @@ class TransformersBackend:
         if request.messages is None:
             return list(tok(request.prompt, add_special_tokens=True)["input_ids"])
         if not getattr(tok, "chat_template", None):
-            raise _Fail("unsupported:chat_template: the tokenizer has no chat template; send a prompt")
+            raise Unservable("unsupported:chat_template: the tokenizer has no chat template; send a prompt")
         msgs = [{"role": m.role, "content": m.content} for m in request.messages]
         rendered = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
         return list(tok(rendered, add_special_tokens=False)["input_ids"])
 
     def _check_length(self, loaded: _Loaded, n: int) -> None:
         if loaded.max_positions is not None and n > loaded.max_positions:
-            raise _Fail(f"context_overflow: {n} tokens with a limit of {loaded.max_positions}")
+            raise Unservable(f"context_overflow: {n} tokens with a limit of {loaded.max_positions}")
 
-    def _run(self, loaded: _Loaded, request: Request, start: float) -> Completion:
+    def _enter(self, loaded: _Loaded) -> Any:
         import torch
 
-        with loaded.lock, torch.inference_mode():
-            torch.set_num_threads(self.threads)
-            try:
-                ids = self._prompt_ids(loaded, request)
-                if not ids:
-                    raise _Fail("model_error: the prompt tokenizes to nothing")
-                if request.mode == "labels":
-                    out = self._labels(loaded, request, ids)
-                elif request.mode == "continuation":
-                    out = self._continuation(loaded, request, ids)
-                else:
-                    out = self._generate(loaded, request, ids)
-            except _Fail as exc:
-                return failed(exc.error, latency_s=time.perf_counter() - start)
-            except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-                detail = f"{type(exc).__name__}: {exc}"
-                return failed(f"model_error: {detail}"[:300], latency_s=time.perf_counter() - start)
-        text, kwargs = out
-        return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
+        torch.set_num_threads(self.threads)
+        return _Serving(loaded.lock, torch.inference_mode())
+
+    def _prepare(self, loaded: _Loaded, request: Request) -> list[int]:
+        ids = self._prompt_ids(loaded, request)
+        if not ids:
+            raise Unservable("model_error: the prompt tokenizes to nothing")
+        return ids
 
     def _forward(self, loaded: _Loaded, ids: list[int], past: Any = None) -> Any:
         import torch
@@ -212,7 +194,7 @@ class TransformersBackend:
         self._check_length(loaded, len(ids) + 8)
         spellings_mode = request.extra.get("label_spellings", "both")
         if spellings_mode not in ("both", "exact"):
-            raise _Fail(f"unsupported:label_spellings={spellings_mode!r} (use 'both' or 'exact')")
+            raise Unservable(f"unsupported:label_spellings={spellings_mode!r} (use 'both' or 'exact')")
         tok = loaded.tokenizer
         out = self._forward(loaded, ids)
         cache = out.past_key_values
@@ -257,7 +239,7 @@ class TransformersBackend:
 
         cont = list(loaded.tokenizer(request.continuation, add_special_tokens=False)["input_ids"])
         if not cont:
-            raise _Fail("model_error: the continuation tokenizes to nothing")
+            raise Unservable("model_error: the continuation tokenizes to nothing")
         self._check_length(loaded, len(ids) + len(cont))
         logits = self._forward(loaded, ids + cont[:-1]).logits[0, len(ids) - 1 :].double()
         rows = torch.log_softmax(logits, dim=-1)
@@ -299,9 +281,18 @@ def _as_list(value: Any) -> list[int]:
     return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
 
 
-class _Fail(Exception):
-    """A request this model cannot serve; ``error`` is the Completion's error string."""
+class _Serving:
+    """Hold the model's lock and torch's inference mode for one request."""
 
-    def __init__(self, error: str) -> None:
-        super().__init__(error)
-        self.error = error
+    def __init__(self, lock: Any, mode: Any) -> None:
+        self.lock, self.mode = lock, mode
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.mode.__exit__(*exc)
+        finally:
+            self.lock.release()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path

@@ -1,0 +1,81 @@
+"""What every in-process model backend (llama.cpp, transformers) does the same way.
+
+`InProcessBackend.complete` loads the model once in a worker thread (a load failure becomes a
+``model_unavailable`` completion, never an exception), then serves the request in a worker thread
+under the model's lock through the subclass's ``_serve``, which dispatches on the request mode.
+`Unservable` is what the serving code raises for a request the model cannot serve; it becomes the
+completion's error string. What stays in the subclasses: loading, tokenising, the three modes and
+which library exceptions count as a model error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from nepotism.backends.base import Completion, Request, failed
+
+__all__ = ["InProcessBackend", "Unservable"]
+
+
+class Unservable(Exception):
+    """A request this model cannot serve; ``error`` is the Completion's error string."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class InProcessBackend:
+    """Shared ``complete`` for backends that hold the model in this process.
+
+    Subclasses set ``_loaded`` (None until `load`), ``_load_errors`` (exceptions of `load` that
+    mean the model is unavailable) and ``_model_errors`` (exceptions while serving that mean a
+    model error), and implement ``load``, ``_prepare`` (the prompt's token ids, raising
+    `Unservable`), ``_labels``, ``_continuation`` and ``_generate`` (each returning ``(text,
+    completion keyword arguments)``). ``_enter`` gives the context the request is served in.
+    """
+
+    _loaded: Any = None
+    _load_errors: tuple[type[BaseException], ...] = (ValueError, RuntimeError)
+    _model_errors: tuple[type[BaseException], ...] = (RuntimeError, ValueError)
+
+    def load(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _load_failure(self, exc: BaseException) -> str:
+        return str(exc)
+
+    def _on_model_error(self, loaded: Any) -> None:
+        """Hook run after a model error (e.g. to clear a half-written cache)."""
+
+    async def complete(self, request: Request) -> Completion:
+        start = time.perf_counter()
+        try:
+            if self._loaded is None:
+                await asyncio.to_thread(self.load)
+        except self._load_errors as exc:
+            return failed(f"model_unavailable: {self._load_failure(exc)}"[:300], latency_s=time.perf_counter() - start)
+        assert self._loaded is not None
+        return await asyncio.to_thread(self._serve, self._loaded, request, start)
+
+    def _enter(self, loaded: Any) -> Any:
+        return loaded.lock
+
+    def _serve(self, loaded: Any, request: Request, start: float) -> Completion:
+        with self._enter(loaded):
+            try:
+                ids = self._prepare(loaded, request)
+                if request.mode == "labels":
+                    text, kwargs = self._labels(loaded, request, ids)
+                elif request.mode == "continuation":
+                    text, kwargs = self._continuation(loaded, request, ids)
+                else:
+                    text, kwargs = self._generate(loaded, request, ids)
+            except Unservable as exc:
+                return failed(exc.error, latency_s=time.perf_counter() - start)
+            except self._model_errors as exc:
+                self._on_model_error(loaded)
+                return failed(f"model_error: {type(exc).__name__}: {exc}"[:300], latency_s=time.perf_counter() - start)
+        return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
