@@ -94,6 +94,33 @@ def _family_function(exclude_family: bool, family_of):
     return True, family_of if family_of is not None else _default_family_of()
 
 
+def _ballots(rows, *, item_of, models_of, vote_of, exclude: bool, family_of, counts: Counter) -> dict:
+    """Each item's votes per judge; related judges' verdicts (when excluding) and unparsed ones counted."""
+    per_judge: dict[tuple, dict[str, Counter]] = {}
+    for row in rows:
+        item = item_of(row)
+        per_judge.setdefault(item, {})
+        if exclude and _related(row.judge, models_of(row), family_of):
+            counts["excluded_verdicts"] += 1
+            continue
+        vote = vote_of(row)
+        if vote is None:
+            counts["unparsed_verdicts"] += 1
+            continue
+        per_judge[item].setdefault(str(row.judge), Counter())[vote] += 1
+    return per_judge
+
+
+def _pair_vote(row) -> str | None:
+    return {"A": str(row.model_a), "B": str(row.model_b), "tie": "tie"}.get(row.verdict) if isinstance(row.verdict, str) else None
+
+
+def _rubric_vote(row) -> bool | None:
+    if row.met is None or (isinstance(row.met, float) and row.met != row.met):
+        return None
+    return bool(row.met)
+
+
 def pairwise_jury(
     judgments: pd.DataFrame,
     *,
@@ -102,20 +129,12 @@ def pairwise_jury(
 ) -> JuryResult:
     """Majority-vote preference reference from a pairwise table frame (see module docstring)."""
     exclude, family_of = _family_function(exclude_family, family_of)
-    per_judge: dict[tuple, dict[str, Counter]] = {}
     counts = Counter()
-    for row in judgments[["instance_id", "judge", "model_a", "model_b", "verdict"]].itertuples(index=False):
-        pair = tuple(sorted((str(row.model_a), str(row.model_b))))
-        item = (str(row.instance_id), *pair)
-        per_judge.setdefault(item, {})
-        if exclude and _related(row.judge, pair, family_of):
-            counts["excluded_verdicts"] += 1
-            continue
-        if row.verdict not in ("A", "B", "tie"):
-            counts["unparsed_verdicts"] += 1
-            continue
-        vote = {"A": str(row.model_a), "B": str(row.model_b), "tie": "tie"}[row.verdict]
-        per_judge[item].setdefault(str(row.judge), Counter())[vote] += 1
+    per_judge = _ballots(
+        judgments[["instance_id", "judge", "model_a", "model_b", "verdict"]].itertuples(index=False),
+        item_of=lambda row: (str(row.instance_id), *sorted((str(row.model_a), str(row.model_b)))),
+        models_of=lambda row: tuple(sorted((str(row.model_a), str(row.model_b)))),
+        vote_of=_pair_vote, exclude=exclude, family_of=family_of, counts=counts)
     rows = []
     for (instance_id, first, second), judges in per_judge.items():
         votes = Counter()
@@ -150,18 +169,12 @@ def rubric_jury(
 ) -> JuryResult:
     """Majority-vote rubric reference (met True/False/None) from a rubric table frame."""
     exclude, family_of = _family_function(exclude_family, family_of)
-    per_judge: dict[tuple, dict[str, Counter]] = {}
     counts = Counter()
-    for row in judgments[["instance_id", "judge", "model", "rubric_id", "met"]].itertuples(index=False):
-        item = (str(row.instance_id), str(row.model), str(row.rubric_id))
-        per_judge.setdefault(item, {})
-        if exclude and _related(row.judge, (str(row.model),), family_of):
-            counts["excluded_verdicts"] += 1
-            continue
-        if row.met is None or (isinstance(row.met, float) and row.met != row.met):
-            counts["unparsed_verdicts"] += 1
-            continue
-        per_judge[item].setdefault(str(row.judge), Counter())[bool(row.met)] += 1
+    per_judge = _ballots(
+        judgments[["instance_id", "judge", "model", "rubric_id", "met"]].itertuples(index=False),
+        item_of=lambda row: (str(row.instance_id), str(row.model), str(row.rubric_id)),
+        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, exclude=exclude, family_of=family_of,
+        counts=counts)
     rows = []
     for (instance_id, model, rubric_id), judges in per_judge.items():
         votes = Counter()
