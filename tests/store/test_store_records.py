@@ -140,6 +140,34 @@ def test_runs_lifecycle(store):
         store.end_run("missing")
 
 
+def test_a_run_whose_process_was_killed_is_ended_by_the_next_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from nepotism.store import Store
+
+    path = tmp_path / "s.db"
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from nepotism.store import Store\n"
+        f"s = Store({str(path)!r})\n"
+        "print(s.start_run({'who': 'child'}), flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    killed = child.stdout.readline().strip()
+    with Store(path) as store:
+        assert store.abandon_dead_runs() == []  # the child is alive: its run is left running
+        mine = store.start_run({"who": "alive"})
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        other = store.start_run({"who": "next"})
+        runs = {r["id"]: r for r in store.runs()}
+    child.stdout.close()
+    assert {k: r["status"] for k, r in runs.items()} == {killed: "interrupted", mine: "running", other: "running"}
+    assert runs[killed]["end_note"].startswith(f"abandoned: process {child.pid} ") and runs[killed]["ended_at"]
+    assert runs[mine]["end_note"] is None
+
+
 def test_imports_and_info(store):
     store.record_import("/data/x.csv", kind="pairwise", rows=10, sha256="cd" * 32)
     store.add_judgments([_pairwise(judge="a"), _pairwise(judge="a", replicate=1),

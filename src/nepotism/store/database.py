@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sqlite3
 import threading
 import uuid
@@ -50,6 +51,17 @@ _FILTERS = {
     ),
     "references": ("id", "instance_id", "kind", "rubric_id", "winner", "source"),
 }
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (a process we may not signal still exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def default_store_path() -> Path:
@@ -291,13 +303,38 @@ class Store:
 
     # -- runs and imports ---------------------------------------------------------------------
     def start_run(self, config: Mapping[str, Any]) -> str:
-        """Record a new running run with ``config`` (credentials dropped); return its id."""
+        """Record a new running run with ``config`` (credentials dropped); return its id.
+
+        First ends every run still ``running`` that was started on this host by a process that no
+        longer exists (see `abandon_dead_runs`).
+        """
+        self.abandon_dead_runs()
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         self._conn().execute(
-            "INSERT INTO runs (id, started_at, config, status) VALUES (?, ?, ?, 'running')",
-            (run_id, _codec.now(), _codec.dumps(scrub_secrets(dict(config)))),
+            "INSERT INTO runs (id, started_at, config, status, pid, host) VALUES (?, ?, ?, 'running', ?, ?)",
+            (run_id, _codec.now(), _codec.dumps(scrub_secrets(dict(config))), os.getpid(), socket.gethostname()),
         )
         return run_id
+
+    def abandon_dead_runs(self) -> list[str]:
+        """End ``running`` runs of this host whose process is gone; return their ids.
+
+        They become ``interrupted`` with ``end_note`` "abandoned: ...". Runs of other hosts, or of
+        a process that still exists (or whose id was reused), are left alone: a run is never ended
+        while it might still be going.
+        """
+        host = socket.gethostname()
+        rows = self._conn().execute(
+            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", (host,)
+        ).fetchall()
+        dead = [run_id for run_id, pid in rows if not _alive(int(pid))]
+        pids = dict(rows)
+        for run_id in dead:
+            note = f"abandoned: process {pids[run_id]} on {host} ended without ending the run"
+            self._conn().execute(
+                "UPDATE runs SET status = 'interrupted', ended_at = ?, end_note = ? WHERE id = ? AND status = 'running'",
+                (_codec.now(), note, run_id))
+        return dead
 
     def end_run(self, run_id: str, status: str = "done") -> None:
         """Mark a run finished with ``status`` (``done``, ``failed`` or ``interrupted``)."""
@@ -312,10 +349,10 @@ class Store:
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first, as dicts (``config`` decoded)."""
         rows = self._conn().execute(
-            "SELECT id, started_at, ended_at, config, status FROM runs ORDER BY started_at, id"
+            "SELECT id, started_at, ended_at, config, status, end_note FROM runs ORDER BY started_at, id"
         )
-        keys = ("id", "started_at", "ended_at", "config", "status")
-        return [dict(zip(keys, r[:3] + (_codec.loads(r[3]), r[4]), strict=True)) for r in rows]
+        keys = ("id", "started_at", "ended_at", "config", "status", "end_note")
+        return [dict(zip(keys, r[:3] + (_codec.loads(r[3]), r[4], r[5]), strict=True)) for r in rows]
 
     def record_import(self, path: str | Path, *, kind: str, rows: int, sha256: str) -> None:
         """Log that ``path`` (a ``kind`` table of ``rows`` rows, hash ``sha256``) was loaded."""
