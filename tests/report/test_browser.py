@@ -127,18 +127,19 @@ def test_demo_report_renders(browser, tmp_path):
 
 @pytest.mark.slow
 def test_analysis_sections_render(browser, tmp_path):
-    """Mitigation effects, leakage (PLS, recognition, audit) and paper 004 sections from real-shaped records."""
+    """Mitigation effects, leakage (PLS, recognition, audit), paper 004 and human-label sections from
+    real-shaped records (tests/fixtures/report)."""
     from nepotism.report.inputs import load_results
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "report"
     mitigation, summary, _ = load_results(fixtures / "mitigations.json")
     records = list(mitigation)
-    for name in ("leakage_run.json", "leakage_audit.json", "mbpp_metrics.json"):
+    for name in ("leakage_run.json", "leakage_audit.json", "mbpp_metrics.json", "agreement.json"):
         records += load_results(fixtures / name)[0]
     paths = write_report(records, tmp_path / "sections", summary=summary, title="Mitigations, leakage, verifiable tasks")
     html = paths["report.html"].read_text()
     figures = ("mitigation-effects", "mitigation-control", "leakage-pls", "leakage-recognition", "leakage-audit-0",
-               "leakage-audit-1", "verifiable-004")
+               "leakage-audit-1", "verifiable-004", "humans")
     for figure in figures:
         assert f'<figure id="{figure}">' in html
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-sections.png")

@@ -28,8 +28,9 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
             confidence, ci_method, as_json):
     """Write the full report for SOURCE into --out.
 
-    SOURCE is a results JSON file (from `nepotism demo`, `nepotism metrics --json` or an earlier
-    `nepotism report`), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
+    SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
+    --json` or its JSON Lines --out, `nepotism leakage run`'s results.json, `nepotism leakage audit
+    --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
     metric whose inputs are present, plus --reference tables and --models registries) or a store
     (its judgments are exported and audited). The page is self-contained (plots embedded, no
     network when viewed) and opens with each judge's self, family and student bonus in plain

@@ -48,7 +48,8 @@ __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", 
 #: Metric ids made outside the catalogue that results can hold.
 EXTRA_METRICS = ("paired-win-rate-gap", "matched-bias", "leaderboard-rank", "mitigation-effect",
                  "leaderboard-leakage-bonus", "student-recognition-accuracy", "student-recognition-yes-rate",
-                 "student-classifier-accuracy")
+                 "student-classifier-accuracy", "annotator-agreement", "annotator-kappa", "judge-human-agreement",
+                 "judge-human-kappa")
 _STATISTICS = ("value", "ci_low", "ci_high")
 _MATCH_FIELDS = ("metric", "scope", "judge", "condition", "generator")
 #: What each bias metric measures, in a few words, for the card.
@@ -73,6 +74,8 @@ BIAS_WORDS = {
     "student-recognition-accuracy": "how often it recognises its own student's answers",
     "student-recognition-yes-rate": "how often it says an answer is its student's",
     "leaderboard-leakage-bonus": "leaderboard win-rate bonus of entries related to it",
+    "judge-human-agreement": "share of its verdicts that match the human majority",
+    "judge-human-kappa": "Cohen's kappa of its verdicts with the human majority",
 }
 
 

@@ -30,6 +30,7 @@ from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS, all_plots
 from nepotism.report.sections import (
     coverage,
+    human_tables,
     is_audit_rank,
     leakage_tables,
     mitigation_tables,
@@ -111,6 +112,7 @@ SECTIONS = (
     ("conditions", "Conditions", "each bias metric was measured under one condition only"),
     ("mitigations", "Mitigations", "nepotism mitigate writes these"),
     ("leaderboard", "Leaderboard", "computed from pairwise judgments (run nepotism report on the judgments file)"),
+    ("humans", "Human labels", "nepotism annotate agreement --json writes these"),
 )
 
 
@@ -120,7 +122,8 @@ def _shown(context: dict) -> dict[str, bool]:
             "rubric": bool(context["rubric"]), "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
             "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]), "perplexity": bool(plots["perplexity"]),
             "confusion": bool(plots["confusion"]), "conditions": bool(plots["conditions"]),
-            "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"])}
+            "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"]),
+            "humans": bool(context["humans"]["rows"])}
 
 
 #: Metric ids each generic plot draws (for the list of ids shown only in the all-results table).
@@ -141,6 +144,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "rubric": rubric_table(records),
+        "humans": human_tables(records, summary),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
         "headline": headline(records), "caveat": _RAW_CAVEAT, "plots": all_plots(records),
@@ -212,7 +216,7 @@ def _markdown(context: dict) -> str:
         if card["checks"]:
             out += _md_table(["rule", "scope", "condition", "target", "observed", "status"],
                              [[c["rule"], c["scope"], c["condition"], " vs ".join(c["pair"]) if c["pair"] else c["generator"],
-                               "—" if c["observed"] is None else f"{c['observed']:.4g}", c["status"]]
+                               "n/a" if c["observed"] is None else f"{c['observed']:.4g}", c["status"]]
                               for c in card["checks"]]) + [""]
     for rule in cards["unmatched_rules"]:
         out.append(f"- Threshold not measured for any judge: {_md(rule['rule'])}")
@@ -265,6 +269,10 @@ def _md_sections(context: dict) -> list[str]:
                              [[e["entry"], e["relation"], e["win_rate"], e["adjusted_win_rate"], _num(e["rank"]),
                                _rank_text((e["adjusted_rank"], *e["ci"])) if e["adjusted_rank"] is not None else "n/a",
                                e["n"]] for e in audit["entries"]]) + [""]
+    if context["humans"]["rows"]:
+        out += ["## Human labels: agreement", ""]
+        cols = ["who", "statistic", "estimate", "n", "excluded"]
+        out += _md_table(cols, [[r[k] for k in cols] for r in context["humans"]["rows"]]) + [""]
     if context["generic_only"]:
         out += [f"Shown only in the results table below (no plot or section of their own): "
                 f"{_md(', '.join(context['generic_only']))}.", ""]
@@ -294,7 +302,7 @@ def _csv(records: list[dict]) -> bytes:
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("nepotism.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["rank"] = _rank_text
-    env.filters["num"] = lambda x, d=4: "—" if x is None else f"{x:.{d}g}"
+    env.filters["num"] = lambda x, d=4: "n/a" if x is None else f"{x:.{d}g}"
     return env
 
 

@@ -33,7 +33,8 @@ _SCOPES = {
 #: Records that are not one judge's bias estimate: they have sections of their own.
 _NOT_PER_JUDGE = frozenset({"leaderboard-rank", "preference-leakage-score", "mitigation-effect",
                             "leaderboard-leakage-bonus", "student-recognition-accuracy", "student-recognition-yes-rate",
-                            "student-classifier-accuracy", "correlation"})
+                            "student-classifier-accuracy", "correlation", "judge-human-agreement",
+                            "judge-human-kappa", "annotator-agreement", "annotator-kappa"})
 
 
 def _points(x: float | None) -> str:

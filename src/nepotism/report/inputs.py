@@ -3,8 +3,10 @@
 - `load_results`: a results JSON file — a list of records (``nepotism metrics --json``), a
   document with a ``results`` list (``nepotism demo``, ``nepotism report``) or a ``records`` list
   (``nepotism mitigate --json``, ``nepotism leakage run``'s results.json), with its ``summary``
-  and ``findings`` when present; the list of audits of ``nepotism leakage audit --json``; or JSON
-  Lines records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
+  and ``findings`` when present; the list of audits of ``nepotism leakage audit --json``; the
+  agreement report of ``nepotism annotate agreement --json`` (made into ``annotator-agreement``,
+  ``annotator-kappa``, ``judge-human-agreement`` and ``judge-human-kappa`` records); or JSON Lines
+  records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
 - `audit_judgments`: a recorded judgment table (CSV/JSONL/Parquet) or a store (SQLite file, its
   judgments exported in the recorded format first) → the audit and suite records, the
   leaderboard records (pairwise), a summary and the findings sentences.
@@ -62,6 +64,39 @@ def _jsonl(path: Path) -> list:
     return records
 
 
+def _agreement(document: dict) -> tuple[list[dict], dict]:
+    """Records and summary from ``nepotism annotate agreement --json`` (humans with each other, judges with them)."""
+    collection = str(document.get("collection") or "labels")
+
+    def record(metric, estimate, judge=None, **variant):
+        return {**estimate, "metric": metric, "judge": judge, "condition": collection, "generator": None,
+                "pair": None, "scope": None, "variant": variant}
+
+    records = []
+    overall = document.get("overall") or {}
+    for key, metric, name in (("percent_agreement", "annotator-agreement", "percent agreement"),
+                              ("fleiss_kappa", "annotator-kappa", "Fleiss' kappa"),
+                              ("krippendorff_alpha", "annotator-kappa", "Krippendorff's alpha")):
+        if isinstance(overall.get(key), dict):
+            records.append(record(metric, overall[key], statistic=name, between="all annotators"))
+    for pair in document.get("pairs") or []:
+        between = " vs ".join(map(str, pair.get("annotators") or []))
+        if isinstance(pair.get("agreement"), dict):
+            records.append(record("annotator-agreement", pair["agreement"], statistic="percent agreement", between=between))
+        if isinstance(pair.get("cohen_kappa"), dict):
+            records.append(record("annotator-kappa", pair["cohen_kappa"], statistic="Cohen's kappa", between=between))
+    for judge, entry in (document.get("judges") or {}).items():
+        if isinstance(entry.get("agreement"), dict):
+            records.append(record("judge-human-agreement", entry["agreement"], judge=str(judge),
+                                  statistic="agreement with the human majority"))
+        if isinstance(entry.get("cohen_kappa"), dict):
+            records.append(record("judge-human-kappa", entry["cohen_kappa"], judge=str(judge),
+                                  statistic="Cohen's kappa with the human majority"))
+    summary = {"collection": collection, "items": document.get("n_items"), "annotators": document.get("annotators"),
+               "majority": document.get("majority"), "judgment_rows_unmatched": document.get("judgment_rows_unmatched")}
+    return records, {k: v for k, v in summary.items() if v is not None}
+
+
 def _audits(document: list) -> list[dict] | None:
     """The records of ``nepotism leakage audit --json`` (a list of audits, each with its records)."""
     if document and all(isinstance(a, dict) and isinstance(a.get("records"), list) and "metric" not in a
@@ -83,6 +118,9 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"not a JSON results file: {err}", path=str(path)) from None
     summary, findings = {}, []
+    if isinstance(document, dict) and isinstance(document.get("overall"), dict) and "annotators" in document:
+        records, summary = _agreement(document)
+        document = {"results": records, "summary": summary}
     if isinstance(document, dict):
         key = "results" if isinstance(document.get("results"), list) else "records"
         if not isinstance(document.get(key), list):

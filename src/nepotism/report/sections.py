@@ -1,0 +1,277 @@
+"""The tables of the report's analysis sections, from result records (plots are `section_plots`).
+
+- `mitigation_tables`: ``nepotism mitigate`` records (``metric = "mitigation-effect"``, variant
+  ``{mitigation, base_metric, scope}``): one row per condition, judge, scope and base metric with
+  the value before and after, the paired change and its CI, n and the excluded comparisons (and
+  the self-preference rows alone, the section's main table); and one row per condition with what
+  the run summary says failed (perturbations not made, jury items without a verdict, votes
+  dropped) and why its undefined changes are undefined.
+- `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
+  category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
+  records — the leaderboard bonus and each entry's rank before and after removing it.
+- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition.
+- `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
+- `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
+  each judge with the human majority, with the label counts.
+- `coverage`: which metric ids have a section of their own and which only reach "All results".
+
+Every estimate is written by `_format.format_value` (undefined → "n/a (why…)", never 0). What
+this module leaves out: computing anything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from nepotism.report._format import format_number, format_value, na_text
+
+__all__ = ["AUDIT_RANK", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage", "human_tables",
+           "is_audit_rank", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
+           "verifiable_records", "verifiable_table"]
+
+MITIGATION = "mitigation-effect"
+RECOGNITION = ("student-recognition-accuracy", "student-recognition-yes-rate", "student-classifier-accuracy")
+HUMANS = ("annotator-agreement", "annotator-kappa", "judge-human-agreement", "judge-human-kappa")
+AUDIT_RANK = "leaderboard-rank"
+VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harmful-self-preference-propensity",
+              "judge-accuracy")
+RUBRIC = ("hspp-ratio", "mipa", "mra")
+#: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
+SECTION_METRICS = {
+    "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
+    "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE, "rubric": RUBRIC,
+    "humans": HUMANS,
+}
+_SCOPE_ORDER = {"self": 0, "third-party-control": 1, "self-minus-control": 2}
+_BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
+               "harmful-self-preference", "judge-accuracy", "error-bias")
+
+
+def _v(record: dict) -> dict:
+    return record.get("variant") or {}
+
+
+def is_audit_rank(record: dict) -> bool:
+    """A ``leaderboard-rank`` record of ``nepotism leakage audit`` (not the report's own leaderboard)."""
+    return record.get("metric") == AUDIT_RANK and "baseline" in _v(record)
+
+
+def _excluded(record: dict) -> str:
+    n = record.get("n_excluded") or 0
+    excluded = record.get("excluded") or {}
+    if not n:
+        return "0"
+    why = ", ".join(f"{k}: {v:,}" for k, v in excluded.items()) if isinstance(excluded, dict) else ""
+    return f"{n:,}" + (f" ({why})" if why else "")
+
+
+# ------------------------------------------------------------------------------------ mitigations
+def _judge_key(judge) -> tuple:
+    return (judge == "all", str(judge))
+
+
+def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
+    """``{effects: [row], conditions: [row]}`` (empty lists when there is no mitigation record)."""
+    rows = [r for r in records if r.get("metric") == MITIGATION]
+    if not rows:
+        return {"effects": [], "conditions": [], "main": []}
+    order = {}
+    for r in rows:
+        order.setdefault(str(r.get("condition")), len(order))
+    base_rank = {m: i for i, m in enumerate(_BASE_ORDER)}
+    rows = sorted(rows, key=lambda r: (order[str(r.get("condition"))], _judge_key(r.get("judge")),
+                                       _SCOPE_ORDER.get(_v(r).get("scope"), 9),
+                                       base_rank.get(_v(r).get("base_metric"), 99), str(_v(r).get("base_metric"))))
+    effects = []
+    for r in rows:
+        v, base = _v(r), str(_v(r).get("base_metric"))
+        change = format_value(r) if r.get("value") is not None else na_text(r)
+        effects.append({"condition": r.get("condition"), "mitigation": v.get("mitigation"), "judge": r.get("judge"),
+                        "scope": v.get("scope"), "base_metric": base,
+                        "before": format_number(r.get("value_baseline"), base, signed=False),
+                        "after": format_number(r.get("value_mitigated"), base, signed=False),
+                        "change": change, "defined": r.get("value") is not None, "n": r.get("n"),
+                        "prompts": r.get("n_clusters"), "excluded": _excluded(r), "note": r.get("note") or ""})
+    summary = summary or {}
+    made = summary.get("perturbations") or {}
+    analysis = summary.get("analysis") or {}
+    conditions = []
+    for condition in order:
+        kinds = sorted({str(_v(r).get("mitigation")) for r in rows if str(r.get("condition")) == condition})
+        defined = sum(1 for r in rows if str(r.get("condition")) == condition and r.get("value") is not None)
+        total = sum(1 for r in rows if str(r.get("condition")) == condition)
+        p = made.get(condition) or {}
+        failed = p.get("failed") or {}
+        info = analysis.get(condition) or {}
+        other = [f"{k.replace('_', ' ')}: {v}" for k, v in info.items() if isinstance(v, int | float) and k != "threshold"]
+        notes = defaultdict(int)
+        for r in rows:
+            if str(r.get("condition")) == condition and r.get("value") is None:
+                notes[str(r.get("note") or "no data")] += 1
+        conditions.append({
+            "condition": condition, "mitigation": ", ".join(kinds), "defined": defined, "results": total,
+            "perturbed": (f"{p['perturbed']:,} of {p['pairs']:,} pairs" if "pairs" in p else "—"),
+            "failed": "; ".join(f"{reason}: {n:,}" for reason, n in sorted(failed.items(), key=lambda x: -x[1])) or
+                      ("0" if p else "—"),
+            "n_failed": sum(failed.values()) if failed else (0 if p else None),
+            "other": "; ".join(other),
+            "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1]))})
+    main = [e for e in effects if e["scope"] == "self" and e["base_metric"] == "self-preference"]
+    return {"effects": effects, "conditions": conditions, "main": main}
+
+
+# ------------------------------------------------------------------------------------ leakage
+def _students(record: dict) -> str:
+    pair = record.get("pair")
+    return " vs ".join(map(str, pair)) if pair else str(record.get("generator") or "")
+
+
+def leakage_tables(records: list[dict]) -> dict:
+    """``{pls, slices, recognition, bonus, audit_ranks}`` rows."""
+    pls, slices = [], []
+    for r in records:
+        if r.get("metric") != "preference-leakage-score":
+            continue
+        v = _v(r)
+        row = {"judges": r.get("judge"), "group": v.get("group") or "—", "method": v.get("method") or "",
+               "students": _students(r), "preference": v.get("preference", "verdict"), "ties": v.get("ties", "half"),
+               "condition": r.get("condition"), "estimate": format_value(r), "defined": r.get("value") is not None,
+               "p_value": r.get("p_value"), "n": r.get("n"), "prompts": r.get("n_clusters"), "excluded": _excluded(r)}
+        if isinstance(v.get("slice"), dict) and v["slice"]:
+            (kind, label), = list(v["slice"].items())[:1]
+            slices.append({**row, "slice": f"{kind} = {label}"})
+        else:
+            pls.append(row)
+    recognition = []
+    for r in records:
+        if r.get("metric") not in RECOGNITION:
+            continue
+        v = _v(r)
+        if r.get("metric") == "student-classifier-accuracy":
+            who = f"classifier ({v.get('classifier', '?')})"
+            what = f"group {v.get('group', '—')}; classes {', '.join(map(str, v.get('classes') or []))}"
+            chance = v.get("majority_rate")
+            chance_text = "—" if chance is None else f"{100 * chance:.1f}% (majority class)"
+        else:
+            who = str(r.get("judge"))
+            what = f"protocol {v.get('protocol', '—')}"
+            chance = v.get("chance")
+            chance_text = "—" if chance is None else f"{100 * chance:.1f}% (chance)"
+        recognition.append({"metric": r.get("metric"), "who": who, "what": what, "condition": r.get("condition"),
+                            "estimate": format_value(r), "chance": chance_text, "n": r.get("n"),
+                            "prompts": r.get("n_clusters"), "excluded": _excluded(r)})
+    bonus = [{"judge": r.get("judge"), "condition": r.get("condition"), "baseline": _v(r).get("baseline"),
+              "reference_judge": _v(r).get("reference_judge") or "—", "estimate": format_value(r),
+              "defined": r.get("value") is not None, "n": r.get("n"), "related": r.get("n_related"),
+              "entries": r.get("n_entries")} for r in records if r.get("metric") == "leaderboard-leakage-bonus"]
+    ranks = defaultdict(list)
+    for r in records:
+        if is_audit_rank(r):
+            ranks[(str(r.get("judge")), str(r.get("condition")))].append(r)
+    audit_ranks = []
+    for (judge, condition), items in sorted(ranks.items()):
+        items.sort(key=lambda r: (r.get("value") if r.get("value") is not None else float("inf"), str(r.get("generator"))))
+        audit_ranks.append({"judge": judge, "condition": condition, "entries": [{
+            "entry": r.get("generator"), "relation": r.get("relation") or "", "related": bool(r.get("related")),
+            "win_rate": format_number(r.get("win_rate"), "win-rate"),
+            "adjusted_win_rate": format_number(r.get("adjusted_win_rate"), "win-rate"),
+            "rank": r.get("original_rank"), "adjusted_rank": r.get("value"), "ci": (r.get("ci_low"), r.get("ci_high")),
+            "n": r.get("n"), "excluded": _excluded(r)} for r in items]})
+    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks}
+
+
+# ------------------------------------------------------------------------------------ human labels
+def human_tables(records: list[dict], summary: dict | None = None) -> dict:
+    """``{rows, annotators, majority}``: agreement among annotators and of each judge with their majority."""
+    rows = []
+    for r in records:
+        if r.get("metric") not in HUMANS:
+            continue
+        v = _v(r)
+        who = f"judge {r.get('judge')}" if r.get("judge") is not None else str(v.get("between", "annotators"))
+        rows.append({"who": who, "statistic": v.get("statistic", r["metric"]), "collection": r.get("condition"),
+                     "estimate": format_value(r), "defined": r.get("value") is not None, "n": r.get("n"),
+                     "prompts": r.get("n_clusters"), "excluded": _excluded(r), "note": r.get("note") or ""})
+    summary = summary or {}
+    annotators = [{"annotator": name, **{k: info.get(k) for k in ("labelled", "skipped", "labels_per_minute")}}
+                  for name, info in (summary.get("annotators") or {}).items() if isinstance(info, dict)] if rows else []
+    return {"rows": rows, "annotators": annotators, "majority": summary.get("majority") if rows else None}
+
+
+# ------------------------------------------------------------------------------------ papers 004 and 002
+def _pick(items: list[dict], metric: str, **variant) -> dict | None:
+    """The record of ``metric`` whose variant holds ``variant`` (values may be tuples of choices, first wins)."""
+    pool = [r for r in items if r.get("metric") == metric]
+    for key, choices in variant.items():
+        choices = choices if isinstance(choices, tuple) else (choices,)
+        for choice in choices:
+            hit = [r for r in pool if _v(r).get(key, choice if choice == "__default__" else None) == choice]
+            if hit:
+                pool = hit
+                break
+        else:
+            return None
+    return max(pool, key=lambda r: (r.get("value") is not None, r.get("n") or 0)) if pool else None
+
+
+def spr_record(items: list[dict], scope: str = "self") -> dict | None:
+    """Paper 004's SPR for a judge: scope ``self``, unrelated opponents when measured, else any."""
+    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("unrelated", "any"))
+
+
+def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
+    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging)."""
+    out = {"self-preference-ratio": spr_record(items)}
+    for metric in VERIFIABLE[1:]:
+        out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"))
+    return out
+
+
+def rubric_records(items: list[dict]) -> dict[str, dict | None]:
+    """``{column: record}``: HSPP ratio self/family × instance/rubric, MIPA SR/PWC, MRA."""
+    out = {}
+    for scope in ("self", "family"):
+        for level in ("instance", "rubric"):
+            pool = [r for r in items if r.get("scope") == scope]
+            extra = {"family_set": ("exclude judge", "__default__")} if scope == "family" else {}
+            out[f"hspp-ratio {scope} {level}"] = _pick(pool, "hspp-ratio", level=level, **extra)
+    for paradigm in ("SR", "PWC", "DA"):
+        out[f"mipa {paradigm}"] = _pick(items, "mipa", paradigm=paradigm)
+    out["mra"] = _pick(items, "mra")
+    return {k: v for k, v in out.items() if v is not None or not k.startswith("mipa DA")}
+
+
+def _by_judge(records: list[dict], metrics) -> dict[tuple[str, str], list[dict]]:
+    groups = defaultdict(list)
+    for r in records:
+        if r.get("metric") in metrics and r.get("judge") is not None:
+            groups[(str(r["judge"]), str(r.get("condition")))].append(r)
+    return dict(sorted(groups.items()))
+
+
+def _cell(record: dict | None) -> dict:
+    if record is None:
+        return {"text": "not measured", "n": None, "defined": False}
+    return {"text": format_value(record), "n": record.get("n"), "defined": record.get("value") is not None}
+
+
+def verifiable_table(records: list[dict]) -> list[dict]:
+    """One row per (judge, condition) with the four paper-004 metrics; empty unless LSPR/HSPP/accuracy exist."""
+    if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
+        return []
+    return [{"judge": j, "condition": c, "cells": {m: _cell(r) for m, r in verifiable_records(items).items()}}
+            for (j, c), items in _by_judge(records, VERIFIABLE).items()]
+
+
+def rubric_table(records: list[dict]) -> list[dict]:
+    """One row per (judge, condition) with HSPP ratios, MIPA and MRA; empty without such records."""
+    if not any(r.get("metric") in RUBRIC for r in records):
+        return []
+    return [{"judge": j, "condition": c, "cells": {k: _cell(r) for k, r in rubric_records(items).items()}}
+            for (j, c), items in _by_judge(records, RUBRIC).items()]
+
+
+def coverage(records: list[dict], drawn: set[str]) -> list[str]:
+    """Metric ids present in ``records`` that no section or plot shows (only the all-results table)."""
+    shown = set(drawn) | {m for ms in SECTION_METRICS.values() for m in ms}
+    return sorted({str(r.get("metric")) for r in records} - shown)
