@@ -89,7 +89,7 @@ def _text(cards) -> str:
         lines.append("  measured: " + ", ".join(f"{m['metric']} ({m['defined']}/{m['records']})" for m in card["measured"]))
         for c in card["checks"]:
             target = " vs ".join(c["pair"]) if c["pair"] else (c["generator"] or "")
-            observed = "undefined" if c["observed"] is None else f"{c['observed']:.4g}"
+            observed = "n/a" if c["observed"] is None else f"{c['observed']:.4g}"
             ci = (f" (CI {c['ci_low']:.4g} to {c['ci_high']:.4g})" if c["ci_low"] is not None else "")
             lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}"
                          f"{' · ' + target if target else ''}: {c['statistic']} = {observed}{ci}, n={c['n']}")
