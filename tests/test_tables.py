@@ -119,6 +119,18 @@ def test_rubric_met_values(tmp_path):
     assert err.value.field == "met"
 
 
+def test_rubric_setup_column(tmp_path):
+    head = "instance_id,judge,model,rubric_id,met,setup\n"
+    table = read_table(write(tmp_path, "s.csv", head + "1,j,x,r1,true,single-rubric\n1,j,x,r1,false,all-rubrics\n"))
+    assert table.frame["setup"].tolist() == ["single-rubric", "all-rubrics"]  # same key, two setups: allowed
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "d.csv", head + "1,j,x,r1,true,all-rubrics\n1,j,x,r1,false,all-rubrics\n"))
+    assert err.value.line == 3 and "duplicate" in err.value.message
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "b.csv", head + "1,j,x,r1,true,every-rubric\n"))
+    assert err.value.field == "setup" and err.value.line == 2
+
+
 def test_mixed_kinds_in_columns(tmp_path):
     path = write(tmp_path, "mix.csv", "instance_id,judge,model_a,model_b,verdict,model,score\n1,j,x,y,A,x,3\n")
     with pytest.raises(InputError, match="several kinds"):

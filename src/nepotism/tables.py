@@ -11,8 +11,9 @@ pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, pro
                                                              each response given the prompt)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)
-rubric            instance_id, judge, model, rubric_id,      condition, replicate, category
-                  met (true | false | empty = unparsed)
+rubric            instance_id, judge, model, rubric_id,      condition, replicate, category, setup
+                  met (true | false | empty = unparsed)      (single-rubric | all-rubrics: one item
+                                                             per call or all items in one call)
 recognition       instance_id, judge, model, claimed         condition, replicate, category
                   ("did you write this?": true | false |
                   empty = unparsed)
@@ -58,6 +59,7 @@ from nepotism.errors import InputError
 
 __all__ = [
     "KINDS",
+    "RUBRIC_SETUPS",
     "Table",
     "detect_kind",
     "read_rows",
@@ -76,7 +78,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "rubric": (
         ("instance_id", "judge", "model", "rubric_id", "met"),
-        ("condition", "replicate", "category"),
+        ("condition", "replicate", "category", "setup"),
     ),
     "recognition": (
         ("instance_id", "judge", "model", "claimed"),
@@ -96,7 +98,7 @@ _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwi
 _KEYS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "pointwise": ("instance_id", "judge", "model", "condition", "replicate"),
-    "rubric": ("instance_id", "judge", "model", "rubric_id", "condition", "replicate"),
+    "rubric": ("instance_id", "judge", "model", "rubric_id", "condition", "replicate", "setup"),
     "recognition": ("instance_id", "judge", "model", "condition", "replicate"),
     "recognition-pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "preference-ref": ("instance_id", "model_a", "model_b"),
@@ -104,6 +106,8 @@ _KEYS = {
     "rubric-ref": ("instance_id", "model", "rubric_id"),
     "rubric-items": ("instance_id", "rubric_id"),
 }
+#: How rubric verdicts were asked for (paper 002): one rubric item per call, or all in one call.
+RUBRIC_SETUPS = ("single-rubric", "all-rubrics")
 _VERDICTS = {"a": "A", "b": "B", "tie": "tie"}
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
@@ -437,6 +441,13 @@ class _Validator:
 
     def kind_rubric(self) -> None:
         self.frame["met"] = self.boolean("met")
+        if "setup" in self.frame:
+            setups = self.text("setup", default="single-rubric")
+            bad = ~setups.isin(RUBRIC_SETUPS)
+            if bad.any():
+                row = int(np.argmax(bad.to_numpy()))
+                self.fail(row, "setup", f"setup '{setups.iloc[row]}' is not one of {', '.join(RUBRIC_SETUPS)}")
+            self.frame["setup"] = setups
 
     def kind_preference_ref(self) -> None:
         frame = self.frame

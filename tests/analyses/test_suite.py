@@ -308,3 +308,23 @@ def test_correlate_across_judges():
     result = correlate(records, "judge-accuracy", "self-preference-ratio")
     assert result["n"] == 5 and result["r"] < -0.95
     assert result["ci_low"] < result["r"] < result["ci_high"]
+
+
+def test_rubric_setups_are_measured_apart_never_pooled(tmp_path):
+    # the same verdicts twice: once as single-rubric calls, once with every verdict "met" as if
+    # asked all at once; each setup keeps its own numbers, tagged variant.setup
+    spec, sim, registry = _setup(tmp_path, self_bias=0.7)
+    single = sim.rubric.assign(setup="single-rubric")
+    every = sim.rubric.assign(setup="all-rubrics", met=True)
+    both = pd.concat([single, every], ignore_index=True)
+    refs = {"rubric-ref": sim.rubric_ref}
+    records = run_suite(both, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=0)).records
+    alone = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=0)).records
+    for judge in ("judge-a", "judge-b"):
+        (mra_single,) = _by(records, "mra", judge=judge, variant={"setup": "single-rubric"})
+        (mra_alone,) = _by(alone, "mra", judge=judge)
+        assert mra_single["value"] == pytest.approx(mra_alone["value"])
+        (mra_all,) = _by(records, "mra", judge=judge, variant={"setup": "all-rubrics"})
+        truth_met = sim.rubric_ref["met"].astype(float).mean()
+        assert mra_all["value"] == pytest.approx(truth_met, abs=0.1)  # "always met" is right when the truth is met
+    assert all("setup" in r["variant"] for r in records)

@@ -43,7 +43,8 @@ def _add_mixed(store):
         Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25),
         Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed"),
         Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
-        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2"),
+        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2",
+                 template_id="rubric-all@0123456789ab"),
         Judgment("q1", "judge-a", "rubric", ("gen-y",), "unparsed", rubric_id="r1"),
     ])
 
@@ -93,9 +94,10 @@ def test_pointwise_and_rubric_exports(store, tmp_path, fmt):
     assert store.export("judgments", out, fmt=fmt, protocol="rubric") == 3
     frame = _read(out, fmt)
     assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met",
-                                   "condition", "replicate"]
-    got = {(r["model"], r["rubric_id"]): r["met"] for r in _records(frame)}
-    assert got == {("gen-x", "r1"): True, ("gen-x", "r2"): False, ("gen-y", "r1"): None}
+                                   "condition", "replicate", "setup"]
+    got = {(r["model"], r["rubric_id"]): (r["met"], r["setup"]) for r in _records(frame)}
+    assert got == {("gen-x", "r1"): (True, "single-rubric"), ("gen-x", "r2"): (False, "all-rubrics"),
+                   ("gen-y", "r1"): (None, "single-rubric")}
 
 
 def test_pairwise_without_probabilities_has_only_the_required_columns(store, tmp_path):

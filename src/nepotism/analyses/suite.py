@@ -275,7 +275,7 @@ def committee(frame: pd.DataFrame, judges, *, name: str | None = None) -> pd.Dat
         agg["verdict"] = pd.Series(np.where(winner == "", None, winner), dtype=object)
         value = "verdict"
     else:
-        key = ["instance_id", "model", "rubric_id", "condition", "replicate"]
+        key = ["instance_id", "model", "rubric_id", "condition", "replicate"] + (["setup"] if "setup" in rows else [])
         votes = rows.assign(yes=rows["met"].map({True: 1.0, False: 0.0}).astype(float))
         agg = votes.groupby(key, observed=True, sort=False)["yes"].agg(["sum", "count"]).reset_index()
         met = np.where(agg["sum"] * 2 > agg["count"], True, np.where(agg["sum"] * 2 < agg["count"], False, None))

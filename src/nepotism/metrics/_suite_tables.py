@@ -57,6 +57,22 @@ def _relations(registry, judge: str, names) -> dict:
 
 
 def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, leaderboard: dict | None = None) -> list[dict]:
+    """Rubric metrics per (judge, condition); per setup too when the table has a ``setup`` column.
+
+    Single-rubric and all-rubrics verdicts (paper 002 §2) are never pooled: each setup is its own
+    set of records, tagged ``variant.setup``.
+    """
+    if "setup" not in frame:
+        return _rubric_records(frame, registry, refs, boot, leaderboard=leaderboard)
+    records = []
+    for setup, part in frame.groupby("setup", sort=True):
+        for record in _rubric_records(part.reset_index(drop=True), registry, refs, boot, leaderboard=leaderboard):
+            record["variant"] = {**record["variant"], "setup": setup}
+            records.append(record)
+    return records
+
+
+def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, leaderboard: dict | None = None) -> list[dict]:
     ref = refs.get("rubric-ref")
     if ref is None or frame.empty:
         return []

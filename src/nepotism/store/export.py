@@ -7,8 +7,9 @@ Judgments are written in the public recorded-judgment formats (the ones importer
   ``verdict`` is ``A``, ``B``, ``tie`` or empty (null) when nothing was read (unparsed or failed
   calls alike); the probability columns appear only when some judgment has label probabilities;
 * pointwise: ``instance_id, judge, model, score, condition, replicate``;
-* rubric: ``instance_id, judge, model, rubric_id, met, condition, replicate`` (``met`` is a
-  boolean, empty when unparsed);
+* rubric: ``instance_id, judge, model, rubric_id, met, condition, replicate, setup`` (``met`` is
+  a boolean, empty when unparsed; ``setup`` is ``all-rubrics`` for verdicts of an all-items
+  template, ``single-rubric`` otherwise);
 * any other protocol: ``instance_id, judge, protocol, candidates, verdict, score, condition,
   replicate`` with ``candidates`` as a JSON list.
 
@@ -42,7 +43,7 @@ _PROBS = (("prob_a", "A"), ("prob_b", "B"), ("prob_tie", "tie"))
 JUDGMENT_COLUMNS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "verdict", "condition", "replicate"),
     "pointwise": ("instance_id", "judge", "model", "score", "condition", "replicate"),
-    "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "condition", "replicate"),
+    "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "condition", "replicate", "setup"),
 }
 _GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "condition", "replicate")
 _TYPES = {"replicate": _INT, "score": _FLOAT, "met": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
@@ -72,12 +73,12 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
 def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], list[dict]]:
     query = conn.execute(
         "SELECT instance_id, judge, candidates, verdict, score, label_probs, rubric_id, condition, "
-        "replicate, protocol FROM judgments WHERE protocol = ? "
+        "replicate, protocol, template_id FROM judgments WHERE protocol = ? "
         "ORDER BY instance_id, judge, condition, replicate, id",
         (protocol,),
     )
     rows, has_probs = [], False
-    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto in query:
+    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template in query:
         candidates = json.loads(cands)
         base = {"instance_id": inst, "judge": judge}
         tail = {"condition": cond, "replicate": rep}
@@ -91,7 +92,8 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
             rows.append(base | {"model": candidates[0], "score": score} | tail)
         elif protocol == "rubric":
             met = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
-            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | tail)
+            setup = "all-rubrics" if (template or "").startswith("rubric-all") else "single-rubric"
+            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | tail | {"setup": setup})
         else:
             generic = {"protocol": proto, "candidates": cands, "verdict": verdict, "score": score}
             rows.append(base | generic | tail)
