@@ -219,6 +219,18 @@ def test_rubric_table_hspp_mipa_mra_per_judge(records):
     assert sections.rubric_table([r for r in records if r["metric"] == "win-rate"]) == []
 
 
+def test_rubric_setups_show_side_by_side_not_one_picked(records):
+    keep = set(sections.RUBRIC)
+    single = [dict(r, variant={**r["variant"], "setup": "single-rubric"}) for r in copy.deepcopy(records)
+              if r["metric"] in keep]
+    every = [dict(r, variant={**r["variant"], "setup": "all-rubrics"}) for r in copy.deepcopy(records)
+             if r["metric"] in keep]
+    context = full.build_report(single + every)
+    conditions = {row["condition"] for row in context["rubric"]}
+    assert {c.split(" · ")[-1] for c in conditions} == {"single-rubric", "all-rubrics"}
+    assert len(context["rubric"]) == 2 * len({r["judge"] for r in single})
+
+
 def _small(mitigation, records):
     """Two mitigation conditions and the paper 004 / 002 records: every new section, quickly drawn."""
     keep = set(sections.VERIFIABLE) | set(sections.RUBRIC)

@@ -130,10 +130,23 @@ def _shown(context: dict) -> dict[str, bool]:
 _DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "leaderboard-rank", "score-delta"}
 
 
+def _setting(record: dict) -> dict:
+    """For display, a rubric setup (``variant.setup``) joins the condition: "default · all-rubrics".
+
+    Single-rubric and all-rubrics results are separate measurements (paper 002 §2); every section
+    that lays results out by condition then shows them side by side instead of picking one.
+    """
+    setup = (record.get("variant") or {}).get("setup")
+    if not setup:
+        return record
+    return {**record, "condition": f"{record.get('condition') or 'default'} · {setup}"}
+
+
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
                  thresholds: Thresholds | None = None, title: str = "nepotism report",
                  attribution: str | None = None) -> dict:
     """Everything the page and the other files show, as one dict (plots included)."""
+    records = [_setting(r) for r in records]
     summary = dict(summary or {})
     source = str(summary.get("source", ""))
     cards = judge_cards(records, thresholds, source=source)
