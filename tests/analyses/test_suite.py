@@ -328,3 +328,26 @@ def test_rubric_setups_are_measured_apart_never_pooled(tmp_path):
         truth_met = sim.rubric_ref["met"].astype(float).mean()
         assert mra_all["value"] == pytest.approx(truth_met, abs=0.1)  # "always met" is right when the truth is met
     assert all("setup" in r["variant"] for r in records)
+
+
+def test_d_diff_metrics_for_unrelated_and_any_opponents(tmp_path):
+    # judge-a compares its answer with other-1 (unrelated) and with student-a (its student); its
+    # own answer is wrong and the other right on every item, and it always prefers its own
+    _, _, registry = _setup(tmp_path)
+    rows, truth = [], []
+    for i in range(20):
+        for other in ("other-1", "student-a"):
+            rows += [(f"q{i}", "judge-a", "judge-a", other, "A"), (f"q{i}", "judge-a", other, "judge-a", "B")]
+            truth.append((f"q{i}", other, True))
+        truth.append((f"q{i}", "judge-a", False))
+    frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict"])
+    frame = frame.assign(condition="default", replicate=0)
+    ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
+    records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
+                        options=SuiteOptions(n_resamples=0)).records
+    unrelated = _by(records, "harmful-self-preference-propensity", judge="judge-a",
+                    variant={"averaging": "pooled", "opponents": "unrelated"})[0]
+    anyone = _by(records, "harmful-self-preference-propensity", judge="judge-a",
+                 variant={"averaging": "pooled", "opponents": "any"})[0]
+    assert unrelated["value"] == pytest.approx(1.0) and unrelated["n"] == 20
+    assert anyone["value"] == pytest.approx(1.0) and anyone["n"] == 40

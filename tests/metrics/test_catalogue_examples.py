@@ -165,3 +165,12 @@ def test_correlate_records_pairs_by_key_and_drops_missing():
     assert result["n"] == 5 and result["keys"] == [["a"], ["b"], ["c"], ["d"], ["e"]]
     assert result["r"] == pytest.approx(stats.pearsonr([1, 2, 3, 4, 5], [2, 4, 6, 8, 11]).statistic)
     assert result["ci_low"] < result["r"] < result["ci_high"]
+
+
+def test_d_diff_counts_a_missing_verdict_apart_from_an_ungraded_answer():
+    outcome = np.array([1, np.nan, 1, -1, 1])
+    own = np.array([1, 1, np.nan, 0, 1])
+    other = np.array([0, 0, 0, np.nan, 0])
+    acc = reference.judge_accuracy(outcome, own, other, np.array(["e"] * 5), np.arange(5), n_resamples=0)
+    assert acc.excluded == {"no verdict": 1, "own or other answer ungraded": 2}
+    assert acc.n_excluded == 3 and acc.n == 2 and acc.value == pytest.approx(1.0)

@@ -152,13 +152,22 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     return records
 
 
-def _self_rows(comp: pd.DataFrame, relations: dict, scope_names: frozenset) -> pd.DataFrame:
-    """(judge's related candidate vs an unrelated other) comparisons, outcome from the related side."""
+def _self_rows(comp: pd.DataFrame, relations: dict, scope_names: frozenset, *,
+               opponents: str = "unrelated") -> pd.DataFrame:
+    """(judge's related candidate vs another) comparisons, outcome from the related side.
+
+    ``opponents="unrelated"``: the other is unrelated to the judge (or unknown to the registry);
+    ``"any"``: any other candidate outside the scope (paper 004 counts every other answer).
+    """
     rel_x = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_x"])])
     rel_y = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_y"])])
     unrelated = ("UNRELATED", "UNKNOWN")
-    x_side = np.isin(rel_x, list(scope_names)) & np.isin(rel_y, unrelated)
-    y_side = np.isin(rel_y, list(scope_names)) & np.isin(rel_x, unrelated)
+    if opponents == "unrelated":
+        other_x, other_y = np.isin(rel_x, unrelated), np.isin(rel_y, unrelated)
+    else:
+        other_x, other_y = ~np.isin(rel_x, list(scope_names)), ~np.isin(rel_y, list(scope_names))
+    x_side = np.isin(rel_x, list(scope_names)) & other_y
+    y_side = np.isin(rel_y, list(scope_names)) & other_x & ~x_side
     sub = comp[x_side | y_side].copy()
     flip = y_side[x_side | y_side]
     sub["related"] = np.where(flip, sub["model_y"], sub["model_x"])
@@ -206,19 +215,27 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         c["instance_id"] = c["instance_id"].astype(str)
         c["correct"] = c["correct"].map(lambda v: np.nan if v is None else float(v))
         lookup = c.set_index(["instance_id", "model"])["correct"]
-        sub = _self_rows(comp, relations, frozenset({"SELF"}))
-        own = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["related"]])).to_numpy(dtype=float)
-        oth = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["other"]])).to_numpy(dtype=float)
-        sub["own_ok"], sub["other_ok"] = own, oth
-        for (judge, condition), g in sub.groupby(["judge", "condition"], sort=True):
-            args = (g["outcome_related"].to_numpy(), g["own_ok"].to_numpy(), g["other_ok"].to_numpy(),
-                    g["other"].to_numpy(), g["instance_id"].to_numpy())
-            for averaging in ("per-evaluatee", "pooled"):
-                for metric, fn in (("judge-accuracy", reference.judge_accuracy),
-                                   ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
-                                   ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
-                    records.append(_record(metric, judge, condition, fn(*args, averaging=averaging, **options.bootstrap()),
-                                           scope="self", variant={"averaging": averaging}))
+        for opponents in ("unrelated", "any"):
+            records += _d_diff_records(comp, relations, lookup, opponents, options)
+    return records
+
+
+def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[dict]:
+    """Paper 004 Eq. 3-5 per (judge, condition) against one opponent population (variant.opponents)."""
+    records = []
+    sub = _self_rows(comp, relations, frozenset({"SELF"}), opponents=opponents)
+    own = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["related"]])).to_numpy(dtype=float)
+    oth = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["other"]])).to_numpy(dtype=float)
+    sub["own_ok"], sub["other_ok"] = own, oth
+    for (judge, condition), g in sub.groupby(["judge", "condition"], sort=True):
+        args = (g["outcome_related"].to_numpy(), g["own_ok"].to_numpy(), g["other_ok"].to_numpy(),
+                g["other"].to_numpy(), g["instance_id"].to_numpy())
+        for averaging in ("per-evaluatee", "pooled"):
+            for metric, fn in (("judge-accuracy", reference.judge_accuracy),
+                               ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                               ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+                records.append(_record(metric, judge, condition, fn(*args, averaging=averaging, **options.bootstrap()),
+                                       scope="self", variant={"averaging": averaging, "opponents": opponents}))
     return records
 
 

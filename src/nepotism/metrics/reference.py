@@ -123,7 +123,14 @@ def _d_diff(outcome, own_correct, other_correct, evaluatee):
     outcome = np.asarray(outcome, dtype=float)
     own = np.asarray(own_correct, dtype=float)
     other = np.asarray(other_correct, dtype=float)
-    keep, _, excluded = valid_rows(outcome, own, other)
+    verdict = np.isfinite(outcome)
+    graded = np.isfinite(own) & np.isfinite(other)
+    keep = verdict & graded
+    excluded = {}
+    if (~verdict).any():
+        excluded["no verdict"] = int((~verdict).sum())
+    if (verdict & ~graded).any():  # a verdict, but one of the two answers has no correctness
+        excluded["own or other answer ungraded"] = int((verdict & ~graded).sum())
     same = keep & (own == other)
     if same.any():
         excluded["not in D_diff (both or neither correct)"] = int(same.sum())

@@ -213,7 +213,8 @@ _BARS = [
      and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
     ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge", 1.0, 1,
      "overestimation of related ÷ of unrelated generators (ratio)"),
-    ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee",
+    ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee"
+     and _variant(r).get("opponents", "unrelated") == "unrelated",
      None, 100, "prefers own answer when the other is correct (%)"),
     ("preference-leakage-score", lambda r: _variant(r).get("ties", "half") == "half", 0.0, 100,
      "preference leakage score (%, relative)"),

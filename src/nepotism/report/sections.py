@@ -223,7 +223,8 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
     """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
-        out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"))
+        out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
+                            opponents=("unrelated", "__default__", "any"))
     return out
 
 
