@@ -351,3 +351,20 @@ def test_d_diff_metrics_for_unrelated_and_any_opponents(tmp_path):
                  variant={"averaging": "pooled", "opponents": "any"})[0]
     assert unrelated["value"] == pytest.approx(1.0) and unrelated["n"] == 20
     assert anyone["value"] == pytest.approx(1.0) and anyone["n"] == 40
+
+
+def test_hspp_ratio_denominators_and_an_unmeasurable_family(tmp_path):
+    spec, sim, registry = _setup(tmp_path, self_bias=0.7)
+    records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
+                        options=SuiteOptions(n_resamples=0)).records
+    mine = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a"
+            and r["variant"]["level"] == "rubric"]
+    family = [r for r in mine if r["scope"] == "family"]
+    assert len(family) == 4  # exclude/include judge x two denominators: all undefined, none 0
+    assert all(r["value"] is None and r["note"].startswith("not measurable: no family generator") for r in family)
+    assert any("repeat the self ratio" in r["note"] for r in family if r["variant"]["family_set"] == "include judge")
+    self_ = {r["variant"]["denominator"]: r for r in mine if r["scope"] == "self"}
+    assert set(self_) == {"not-family", "unrelated"}
+    # student-a (trained on judge-a's outputs) is in 002's S_J but not among the unrelated
+    assert self_["not-family"]["value"] > 1 and self_["unrelated"]["value"] > 1
+    assert self_["not-family"]["n"] > self_["unrelated"]["n"]

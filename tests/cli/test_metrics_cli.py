@@ -173,7 +173,7 @@ def test_rubric_with_reference_committee_and_slices(tmp_path):
     slices = [r["variant"]["slice"] for r in records if "slice" in r["variant"]]
     assert {"category": "even"} in slices and {"rubric-polarity": "negative"} in slices
     hspp = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a" and r["scope"] == "self"
-            and r["condition"] == "default" and r["variant"] == {"level": "rubric"}][0]
+            and r["condition"] == "default" and r["variant"] == {"level": "rubric", "denominator": "not-family"}][0]
     assert hspp["value"] > 1.5
 
 

@@ -36,27 +36,53 @@ def _interleave(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, variant: dict) -> None:
-    """HSPP ratio records (002 Eq. 1–2) from a per-generator (numerator, at-risk) block."""
+    """HSPP ratio records (002 Eq. 1-2) from a per-generator (numerator, at-risk) block.
+
+    HSPP-R = mean over the numerator set of O(J, G) / mean over the denominator set S_J of O(J, G).
+    Numerator: the judge itself (scope self), or its family (scope family: lineage, series or
+    family; ``family_set`` "exclude judge" as in Eq. 2, "include judge" as a variant). Denominator
+    ``denominator``: "not-family" = every generator that is neither the judge nor its family
+    (002's S_J, the default); "unrelated" = only generators the registry marks unrelated (or does
+    not know), which also leaves out the judge's students and teachers (preference leakage).
+    A generator never at risk (the reference never rates it below another) is left out, counted.
+    """
     present = sums[:, 1::2].sum(axis=0) > 0
     rel = [relation[n] for n in names]
     selves = np.array([r == "SELF" for r in rel])
     family = np.array([r in FAMILY for r in rel])
-    others = np.array([r in UNRELATED for r in rel])
-    never = int(((selves | family | others) & ~present).sum())
-    excluded = {"generator never at risk": never} if never else {}
-    n = int(sums[:, 1::2][:, selves | family | others].sum())
-    for scope, numerator, family_set in (("self", selves, None), ("family", family, "exclude judge"),
-                                         ("family", family | selves, "include judge")):
-        num, den = numerator & present, others & present
-        v = {**variant, **({"family_set": family_set} if family_set else {})}
-        undefined = None if num.any() and den.any() else "no generator at risk on one side of the ratio"
+    denominators = {"not-family": ~(selves | family), "unrelated": np.array([r in UNRELATED for r in rel])}
+    numerators = (("self", selves, None), ("family", family, "exclude judge"), ("family", family | selves, "include judge"))
+    for denominator, others in denominators.items():
+        never = int(((selves | family | others) & ~present).sum())
+        excluded = {"generator never at risk": never} if never else {}
+        n = int(sums[:, 1::2][:, selves | family | others].sum())
+        for scope, numerator, family_set in numerators:
+            num, den = numerator & present, others & present
+            v = {**variant, **({"family_set": family_set} if family_set else {}), "denominator": denominator}
+            undefined = _hspp_undefined(scope, family_set, numerator, num, others, den, family, len(names))
 
-        def statistic(t, num=num, den=den):
-            rates = t[..., 0::2] / t[..., 1::2]
-            return rates[..., num].mean(-1) / rates[..., den].mean(-1)
+            def statistic(t, num=num, den=den):
+                rates = t[..., 0::2] / t[..., 1::2]
+                return rates[..., num].mean(-1) / rates[..., den].mean(-1)
 
-        batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
-                  variant=v)
+            batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
+                      variant=v)
+
+
+def _hspp_undefined(scope, family_set, numerator, num, others, den, family, n_generators) -> str | None:
+    """Why an HSPP ratio cannot be computed (None when it can): not measurable vs never at risk."""
+    if scope == "family" and not family.any():
+        what = "this variant would repeat the self ratio" if family_set == "include judge" else "nothing to measure"
+        return f"not measurable: no family generator among the {n_generators} judged ({what})"
+    if not numerator.any():
+        return f"not measurable: the judge's own answers are not among the {n_generators} generators judged"
+    if not others.any():
+        return f"not measurable: no generator of the comparison set among the {n_generators} judged"
+    if not num.any():
+        return f"no {scope} generator was ever at risk (the reference never rates it below another answer)"
+    if not den.any():
+        return "no generator of the comparison set was ever at risk (the reference never rates one below another)"
+    return None
 
 
 def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, paradigm: str,

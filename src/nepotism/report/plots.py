@@ -211,7 +211,8 @@ _BARS = [
     ("error-bias", lambda r: True, 0.0, 100, "errors for related − errors against it (percentage points)"),
     ("score-delta", lambda r: r.get("scope") not in ("unrelated", "unknown", None)
      and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
-    ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge", 1.0, 1,
+    ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge"
+     and _variant(r).get("denominator", "not-family") == "not-family", 1.0, 1,
      "overestimation of related ÷ of unrelated generators (ratio)"),
     ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee"
      and _variant(r).get("opponents", "unrelated") == "unrelated",

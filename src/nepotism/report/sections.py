@@ -235,6 +235,7 @@ def rubric_records(items: list[dict]) -> dict[str, dict | None]:
         for level in ("instance", "rubric"):
             pool = [r for r in items if r.get("scope") == scope]
             extra = {"family_set": ("exclude judge", "__default__")} if scope == "family" else {}
+            extra["denominator"] = ("not-family", "__default__")
             out[f"hspp-ratio {scope} {level}"] = _pick(pool, "hspp-ratio", level=level, **extra)
     for paradigm in ("SR", "PWC", "DA"):
         out[f"mipa {paradigm}"] = _pick(items, "mipa", paradigm=paradigm)
