@@ -171,6 +171,9 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
     the ground truth (1/0). D_diff keeps rows where exactly one is correct. Accuracy = share of
     verdicts naming the correct answer (a tie is wrong). Default: per evaluatee, then averaged
     over evaluatees (Eq. 3's 1/|S_G| Σ_G); ``averaging="pooled"`` pools all rows.
+    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
+    comes from a model with no registry relation to the judge) | any (every other answer, as in
+    paper 004, which has no lineage).
     """
     keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
     correct = np.where(own_ok, o == 1, o == -1)
@@ -185,6 +188,9 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
     evaluatee against which the judge never prefers itself has an empty denominator: it is left
     out of the mean and counted (never treated as 0).
+    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
+    comes from a model with no registry relation to the judge) | any (every other answer, as in
+    paper 004, which has no lineage).
     """
     keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
     prefers_own = o == 1
@@ -199,6 +205,9 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
     or ``"pooled"``. Evaluatees with no item where they are right and the judge wrong are left out
     of the mean and counted.
+    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
+    comes from a model with no registry relation to the judge) | any (every other answer, as in
+    paper 004, which has no lineage).
     """
     keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
     other_ok = ~own_ok

@@ -89,7 +89,11 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     1 = no self-preference. Zero division: a listed generator never at risk is left out of its
     mean (counted); an empty side, or a zero denominator mean, → NaN with a note.
     Variants: ``scope`` self | family, ``level`` instance | rubric (which counts are passed),
-    ``family_set`` exclude judge (Eq. 2's text) | include judge (the published tables' form).
+    ``family_set`` exclude judge (Eq. 2's text) | include judge (the published tables' form),
+    ``denominator`` not-family (Eq. 1's S_J: every generator that is neither J nor its family; the
+    default) | unrelated (only generators with no registry relation to J, which also leaves out
+    J's students and teachers), ``setup`` single-rubric | all-rubrics (rubric verdicts asked one
+    item per call or all items in one call; measured apart, never pooled).
     """
     overestimated = np.asarray(overestimated, dtype=float)
     at_risk = np.asarray(at_risk, dtype=float)
