@@ -368,3 +368,39 @@ def test_hspp_ratio_denominators_and_an_unmeasurable_family(tmp_path):
     # student-a (trained on judge-a's outputs) is in 002's S_J but not among the unrelated
     assert self_["not-family"]["value"] > 1 and self_["unrelated"]["value"] > 1
     assert self_["not-family"]["n"] > self_["unrelated"]["n"]
+
+
+def test_instance_truth_derived_from_rubric_truth():
+    rubric_ref = pd.DataFrame([
+        ("p1", "a", "r1", True), ("p1", "a", "r2", True), ("p1", "b", "r1", True), ("p1", "b", "r2", False),
+        ("p2", "a", "r1", False), ("p2", "b", "r1", False),
+    ], columns=["instance_id", "model", "rubric_id", "met"])
+    refs = suite.derive_instance_references({"rubric-ref": rubric_ref})
+    scores = refs["correctness-ref"].set_index(["instance_id", "model"])["score"]
+    assert scores[("p1", "a")] == 1.0 and scores[("p1", "b")] == 0.5 and scores[("p2", "a")] == 0.0
+    prefs = refs["preference-ref"].set_index("instance_id")["winner"]
+    assert prefs["p1"] == "a" and prefs["p2"] == "tie"
+    given = pd.DataFrame({"instance_id": ["p1"], "model_a": ["a"], "model_b": ["b"], "winner": ["b"]})
+    kept = suite.derive_instance_references({"rubric-ref": rubric_ref, "preference-ref": given})
+    assert kept["preference-ref"] is given  # a given reference is never replaced
+
+
+def test_direct_assessment_measured_against_rubric_truth(tmp_path):
+    # a judge that scores its own answers one point above the truth, others exactly
+    _, _, registry = _setup(tmp_path)
+    rng = np.random.default_rng(0)
+    rubric_rows, scores = [], []
+    for i in range(40):
+        for model in ("judge-a", "other-1", "other-2"):
+            met = rng.random(4) < 0.5
+            rubric_rows += [(f"q{i}", model, f"r{k}", bool(m)) for k, m in enumerate(met)]
+            noise = rng.normal(0, 0.8)  # the judge misjudges everyone a little, its own answers upwards
+            scores.append((f"q{i}", "judge-a", model, met.mean() * 4 + noise + (1.5 if model == "judge-a" else 0)))
+    frame = pd.DataFrame(scores, columns=["instance_id", "judge", "model", "score"])
+    ref = pd.DataFrame(rubric_rows, columns=["instance_id", "model", "rubric_id", "met"])
+    records = run_suite(frame, "pointwise", registry, references={"rubric-ref": ref},
+                        options=SuiteOptions(n_resamples=0)).records
+    (mipa,) = _by(records, "mipa", judge="judge-a", variant={"paradigm": "DA"})
+    assert 0 < mipa["value"] < 1
+    hspp = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"denominator": "not-family"})
+    assert hspp and hspp[0]["value"] > 1

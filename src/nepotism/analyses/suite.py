@@ -46,6 +46,7 @@ from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_reco
 from nepotism.metrics.stats import correlate_records
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
+           "derive_instance_references",
            "read_leaderboard", "run_suite"]
 
 _FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
@@ -373,6 +374,37 @@ def _derived_slice(frame: pd.DataFrame, name: str, refs: dict) -> pd.Series | No
     return pd.Series(lookup_table.reindex(keys).to_numpy(dtype=object), index=frame.index)
 
 
+def derive_instance_references(refs: dict) -> dict:
+    """Instance-level truth from rubric truth, where no direct reference is given (002 §2).
+
+    With a ``rubric-ref`` and no ``correctness-ref``: an answer's reference score s* is the share of
+    its rubric items met (for direct assessment: score-based overestimation, HSPP ratio, MIPA DA).
+    With no ``preference-ref`` either: for each pair of answers to one prompt the one meeting the
+    larger share wins and equal shares tie (w*, for pairwise MIPA PWC and equal-opportunity bias).
+    Only decided rubric verdicts count (rubric-ref rows are true or false); the derived frames say
+    where they came from in a ``derived_from`` column. Given references are never replaced.
+    """
+    rubric_ref = refs.get("rubric-ref")
+    if rubric_ref is None or rubric_ref.empty:
+        return refs
+    out = dict(refs)
+    met = rubric_ref.assign(instance_id=rubric_ref["instance_id"].astype(str), model=rubric_ref["model"].astype(str),
+                            met=rubric_ref["met"].astype(float))
+    shares = met.groupby(["instance_id", "model"], sort=True)["met"].mean().reset_index(name="score")
+    if "correctness-ref" not in out:
+        out["correctness-ref"] = shares.assign(derived_from="rubric-ref: share of rubric items met")
+    if "preference-ref" not in out:
+        pairs = shares.merge(shares, on="instance_id", suffixes=("_a", "_b"))
+        pairs = pairs[pairs["model_a"] < pairs["model_b"]]
+        winner = np.where(pairs["score_a"] > pairs["score_b"], pairs["model_a"],
+                          np.where(pairs["score_a"] < pairs["score_b"], pairs["model_b"], "tie"))
+        out["preference-ref"] = pd.DataFrame({
+            "instance_id": pairs["instance_id"].to_numpy(), "model_a": pairs["model_a"].to_numpy(),
+            "model_b": pairs["model_b"].to_numpy(), "winner": winner,
+            "derived_from": "rubric-ref: larger share of rubric items met"})
+    return out
+
+
 def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
               options: SuiteOptions | None = None) -> SuiteResult:
     """Every metric whose inputs are present, for every (judge, condition) of ``frame``.
@@ -382,10 +414,13 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
     (``preference-ref``, ``correctness-ref``, ``rubric-ref``, ``rubric-items``) and, for a
     recognition table, a ``pairwise`` table (for recognition-preference-association).
     ``options.slices`` adds the records again per slice value with ``variant["slice"]``: any column
-    of ``frame`` (``category``, ``condition``, ...) or a `DERIVED_SLICES` name.
+    of ``frame`` (``category``, ``condition``, ...) or a `DERIVED_SLICES` name. A pointwise or
+    pairwise table given only a ``rubric-ref`` is measured against the instance-level truth
+    derived from it (`derive_instance_references`).
     """
     options = options or SuiteOptions()
-    refs = dict(references or {})
+    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
+        else dict(references or {})
     if "condition" not in frame:
         frame = frame.assign(condition="default")
     if "replicate" not in frame:

@@ -101,7 +101,7 @@ class BootstrapBatch:
             lo, hi = offsets[item.block], offsets[item.block + 1]
             common = (item.n, self.n_clusters, item.n_excluded, item.excluded, self.confidence)
             if not np.isfinite(value):
-                note = item.undefined_note or item.note or "undefined: the denominator is empty"
+                note = item.undefined_note or item.note or "undefined: the denominator is zero or empty"
                 out.append(Estimate(nan, nan, nan, *common, self.method, 0, None, note))
             elif resampled is None:
                 out.append(Estimate(value, nan, nan, *common, "none", 0, None, item.note))

@@ -147,7 +147,7 @@ def cluster_bootstrap(
         value = float(np.asarray(statistic(sums.sum(axis=0)), dtype=float))
     if not np.isfinite(value):
         return Estimate(nan, nan, nan, n, n_clusters, n_excluded, excluded, confidence, method, 0,
-                        None, note or "undefined: the denominator is empty")
+                        None, note or "undefined: the denominator is zero or empty")
     if n_resamples <= 0:
         return Estimate(value, nan, nan, n, n_clusters, n_excluded, excluded, confidence, "none", 0,
                         None, note)

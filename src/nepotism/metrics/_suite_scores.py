@@ -60,6 +60,12 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, var
             num, den = numerator & present, others & present
             v = {**variant, **({"family_set": family_set} if family_set else {}), "denominator": denominator}
             undefined = _hspp_undefined(scope, family_set, numerator, num, others, den, family, len(names))
+            if undefined is None:
+                totals = sums.sum(axis=0)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    if (totals[0::2] / totals[1::2])[den].mean() == 0:
+                        undefined = ("undefined: the judge never overestimates a generator of the comparison "
+                                     "set, so the ratio's denominator is 0")
 
             def statistic(t, num=num, den=den):
                 rates = t[..., 0::2] / t[..., 1::2]
