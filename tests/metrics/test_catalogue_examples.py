@@ -174,3 +174,20 @@ def test_d_diff_counts_a_missing_verdict_apart_from_an_ungraded_answer():
     acc = reference.judge_accuracy(outcome, own, other, np.array(["e"] * 5), np.arange(5), n_resamples=0)
     assert acc.excluded == {"no verdict": 1, "own or other answer ungraded": 2}
     assert acc.n_excluded == 3 and acc.n == 2 and acc.value == pytest.approx(1.0)
+
+
+def test_hspp_ratio_bootstrap_leaves_out_a_generator_absent_from_a_resample():
+    # g2 is at risk in one prompt only: a resample without that prompt must leave g2 out of the
+    # denominator's mean (as the point estimate does with a generator never at risk), not drop
+    # the whole resample
+    clusters = np.repeat(np.arange(20), 3)
+    generator = np.tile(["self", "g1", "g2"], 20)
+    at_risk = np.where(generator == "g2", 0.0, 1.0)
+    at_risk[2] = 1.0  # g2 at risk in prompt 0 only
+    over = np.where(generator == "self", 1.0, 0.0)
+    over[np.arange(1, 60, 3)[:10]] = 1.0  # g1 overestimated in half the prompts
+    est = rubric.hspp_ratio(over, at_risk, generator, clusters, numerator=["self"], denominator=["g1", "g2"],
+                            n_resamples=500, seed=0)
+    assert est.value == pytest.approx(1 / ((10 / 20 + 0 / 1) / 2))
+    assert est.note is None  # no resample dropped
+    assert np.isfinite(est.ci_low) and est.ci_low <= est.value <= est.ci_high

@@ -7,12 +7,14 @@ so one weights-matrix product resamples every group at once. Nothing here comput
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from nepotism.metrics._bootstrap import cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["boot_options", "group_sums", "mean_of_ratios", "undefined", "valid_rows"]
+__all__ = ["boot_options", "group_sums", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
 
 _ALLOWED = {"n_resamples", "seed", "confidence", "method", "alternative"}
 
@@ -56,3 +58,16 @@ def mean_of_ratios(totals: np.ndarray, members: np.ndarray | None = None) -> np.
     if members is not None:
         ratios = ratios[..., np.asarray(members, dtype=bool)]
     return ratios.mean(axis=-1)
+
+
+def ratio_of_mean_rates(totals: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """mean over ``num`` groups of numerator/denominator ÷ the same over ``den`` groups.
+
+    A group whose denominator is 0 (in a bootstrap resample: none of its rows drawn) is left out
+    of its mean, as the point estimate leaves out a group never at risk; a side left empty gives
+    NaN (the resample is undefined and dropped, counted by the bootstrap).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rates = totals[..., 0::2] / totals[..., 1::2]
+        return np.nanmean(rates[..., num], -1) / np.nanmean(rates[..., den], -1)

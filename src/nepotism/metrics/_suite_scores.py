@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from nepotism.metrics._batch import RecordBatch
+from nepotism.metrics._common import ratio_of_mean_rates
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
 __all__ = ["FAMILY", "SCOPES", "UNRELATED", "instance_level", "rubric_level", "pointwise_preference"]
@@ -68,8 +69,7 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, var
                                      "set, so the ratio's denominator is 0")
 
             def statistic(t, num=num, den=den):
-                rates = t[..., 0::2] / t[..., 1::2]
-                return rates[..., num].mean(-1) / rates[..., den].mean(-1)
+                return ratio_of_mean_rates(t, num, den)
 
             batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
                       variant=v)
@@ -113,7 +113,7 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, 
                       scope=relation[name].lower(), variant={"level": "instance", "kind": kind},
                       undefined_note=None if n else "the reference never rates this generator below an opponent")
         if kind == "any":
-            _hspp(batch, block, sums, names, relation, {"level": "instance"})
+            _hspp(batch, block, sums, names, relation, {"level": "instance", "paradigm": paradigm})
     upper = np.triu(np.ones((n_g, n_g), bool), 1)
     a, b = w_j[:, upper], w_r[:, upper]
     valid = np.isfinite(a) & np.isfinite(b)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, group_sums, undefined, valid_rows
+from nepotism.metrics._common import ratio_of_mean_rates, boot_options, group_sums, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -117,8 +117,7 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
         return undefined("no generator at risk on one side of the ratio", excluded=excluded, **options)
 
     def statistic(totals: np.ndarray) -> np.ndarray:
-        rates = totals[..., 0::2] / totals[..., 1::2]
-        return rates[..., num].mean(-1) / rates[..., den].mean(-1)
+        return ratio_of_mean_rates(totals, num, den)
 
     return cluster_bootstrap(sums, statistic, n=int(at_risk[keep].sum()), n_excluded=0, excluded=excluded,
                              note=None, **options)

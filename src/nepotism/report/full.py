@@ -239,7 +239,9 @@ def _markdown(context: dict) -> str:
 
 
 def _cells(row: dict, columns: list[str]) -> list[str]:
-    return [row["cells"][c]["text"] + (f" (n={row['cells'][c]['n']})" if row["cells"][c]["n"] is not None else "")
+    # an undefined value's text already carries its n and reason (format_value)
+    return [row["cells"][c]["text"] + (f" (n={row['cells'][c]['n']})" if row["cells"][c]["n"] is not None
+                                       and row["cells"][c]["defined"] else "")
             for c in columns]
 
 

@@ -269,8 +269,12 @@ def rubric_table(records: list[dict]) -> list[dict]:
     """One row per (judge, condition) with HSPP ratios, MIPA and MRA; empty without such records."""
     if not any(r.get("metric") in RUBRIC for r in records):
         return []
-    return [{"judge": j, "condition": c, "cells": {k: _cell(r) for k, r in rubric_records(items).items()}}
-            for (j, c), items in _by_judge(records, RUBRIC).items()]
+    groups = [((j, c), rubric_records(items)) for (j, c), items in _by_judge(records, RUBRIC).items()]
+    order = list(rubric_records([]))  # self before family, instance before rubric, then MIPA and MRA
+    present = {k for _, found in groups for k in found}
+    columns = sorted(present, key=lambda k: order.index(k) if k in order else len(order))
+    return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}}
+            for (j, c), found in groups]
 
 
 def coverage(records: list[dict], drawn: set[str]) -> list[str]:
