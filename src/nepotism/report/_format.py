@@ -12,7 +12,7 @@ What this module leaves out: choosing records and laying them out (`full`, `sect
 
 from __future__ import annotations
 
-__all__ = ["PERCENT", "POINTS", "SIGNED_PERCENT", "format_number", "format_value", "na_text", "unit"]
+__all__ = ["PERCENT", "POINTS", "SIGNED_PERCENT", "format_number", "format_value", "na_text", "relation_words", "unit"]
 
 PERCENT = frozenset({
     "win-rate", "self-preference-ratio", "position-consistency", "judge-accuracy", "mipa", "mra",
@@ -78,3 +78,16 @@ def format_value(record: dict) -> str:
         level = int(round(100 * (record.get("confidence") or 0.95)))
         text += f" ({level}% CI {_number(record['ci_low'], scale, signed)} to {_number(record['ci_high'], scale, signed)})"
     return text
+
+
+#: What a model is to a judge, by the registry relation (judge, model), in words.
+_RELATION_WORDS = {
+    "self": "the judge itself", "lineage": "of its lineage", "student": "its student", "teacher": "its teacher",
+    "family_student": "a student of its family", "same_series": "of its series", "same_family": "of its family",
+    "unrelated": "unrelated to it", "unknown": "not in the registry",
+}
+
+
+def relation_words(relation: str) -> str:
+    """What ``model`` is to the judge, in words, for a registry relation (judge, model)."""
+    return _RELATION_WORDS.get(str(relation).lower(), str(relation).replace("_", " "))

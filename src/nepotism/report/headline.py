@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from nepotism.report._format import relation_words
+
 __all__ = ["headline"]
 
 _SCOPES = {
@@ -76,6 +78,9 @@ def _matched(records, scope, words, name):
 
 def _paired(records, scope, words, name):
     rows = [r for r in _defined(records, metric="paired-win-rate-gap") if r.get("scope") in _SCOPES[scope][1]]
+    # prefer the other judge under the same condition: a gap across conditions mixes two effects
+    same = [r for r in rows if r["variant"].get("other_condition") in (None, r.get("condition"))]
+    rows = same or rows
     if not rows:
         return None
     # this judge's relation to each generator, from its win-rate records
@@ -88,9 +93,13 @@ def _paired(records, scope, words, name):
     r = pool[(len(pool) - 1) // 2]  # the (lower) median pair: neither the best nor the worst case
     generator, opponent = r["pair"]
     other = r["variant"]["other_judge"]
-    caveat = "" if clean else (f" — but not a clean comparison: {other} is {r['variant']['other_judge_relation']} to "
-                               f"{generator} and {r['variant']['other_judge_relation_to_opponent']} to {opponent}, and "
-                               f"{opponent} is {relation.get(str(opponent), 'unknown')} to this judge")
+    if r["variant"].get("other_condition") not in (None, r.get("condition")):
+        other = f"{other} (under condition '{r['variant']['other_condition']}')"
+    caveat = "" if clean else (
+        f" — but not a clean comparison: for {other}, {generator} is "
+        f"{relation_words(r['variant']['other_judge_relation'])} and {opponent} is "
+        f"{relation_words(r['variant']['other_judge_relation_to_opponent'])}; for this judge {opponent} is "
+        f"{relation_words(relation.get(str(opponent), 'unknown'))}")
     more = ""
     if len(pool) > 1:
         more = (f" This is the median of {len(pool)} such pairs, whose gaps run from {_points(pool[0]['value'])} to "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from nepotism.report._format import relation_words
+
 __all__ = ["describe", "format_estimate"]
 
 _SCOPE_WORDS = {
@@ -100,20 +102,8 @@ def describe(records: list[dict]) -> list[str]:
                 f"  - same prompts, other judge: {generator} ({gap['scope']}) vs {opponent} wins "
                 f"{_pct(gap['win_rate_this_judge'])} here and {_pct(gap['win_rate_other_judge'])} under "
                 f"{variant['other_judge']} ('{variant['other_condition']}'; for that judge {generator} is "
-                f"{_relation_words(variant['other_judge_relation'])} and {opponent} is "
-                f"{_relation_words(variant['other_judge_relation_to_opponent'])})"
+                f"{relation_words(variant['other_judge_relation'])} and {opponent} is "
+                f"{relation_words(variant['other_judge_relation_to_opponent'])})"
                 f"{samples}; difference {format_estimate(gap, percent=False)}."
             )
     return lines
-
-
-#: What a model is to a judge, by the registry relation (judge, model), in words.
-_RELATION_WORDS = {
-    "self": "the judge itself", "lineage": "of its lineage", "student": "its student", "teacher": "its teacher",
-    "family_student": "a student of its family", "same_series": "of its series", "same_family": "of its family",
-    "unrelated": "unrelated to it", "unknown": "not in the registry",
-}
-
-
-def _relation_words(relation: str) -> str:
-    return _RELATION_WORDS.get(str(relation).lower(), str(relation).replace("_", " "))
