@@ -96,7 +96,7 @@ def _paired(records, scope, words, name):
     if r["variant"].get("other_condition") not in (None, r.get("condition")):
         other = f"{other} (under condition '{r['variant']['other_condition']}')"
     caveat = "" if clean else (
-        f" — but not a clean comparison: for {other}, {generator} is "
+        f" — but not a clean comparison: for {r['variant']['other_judge']}, {generator} is "
         f"{relation_words(r['variant']['other_judge_relation'])} and {opponent} is "
         f"{relation_words(r['variant']['other_judge_relation_to_opponent'])}; for this judge {opponent} is "
         f"{relation_words(relation.get(str(opponent), 'unknown'))}")
