@@ -191,3 +191,15 @@ def test_hspp_ratio_bootstrap_leaves_out_a_generator_absent_from_a_resample():
     assert est.value == pytest.approx(1 / ((10 / 20 + 0 / 1) / 2))
     assert est.note is None  # no resample dropped
     assert np.isfinite(est.ci_low) and est.ci_low <= est.value <= est.ci_high
+
+
+def test_d_diff_clusters_count_only_prompts_in_the_denominator():
+    # HSPP's denominator is "the other answer is correct": prompts where only the judge's own is
+    # correct are in D_diff but not in HSPP's denominator, so they are not HSPP's clusters
+    outcome = np.array([1.0, -1.0, 1.0, 1.0])
+    own = np.array([0.0, 0.0, 1.0, 1.0])
+    other = np.array([1.0, 1.0, 0.0, 0.0])
+    est = reference.harmful_self_preference_propensity(outcome, own, other, np.array(["e"] * 4), np.arange(4),
+                                                       averaging="pooled", n_resamples=200)
+    assert est.value == pytest.approx(0.5) and est.n == 2 and est.n_clusters == 2
+    assert "evaluatee with empty denominator" not in est.excluded

@@ -53,11 +53,18 @@ def group_sums(groups: np.ndarray, numerator: np.ndarray, denominator: np.ndarra
 
 
 def mean_of_ratios(totals: np.ndarray, members: np.ndarray | None = None) -> np.ndarray:
-    """Mean over groups (optionally a boolean subset) of numerator/denominator."""
-    ratios = totals[..., 0::2] / totals[..., 1::2]
-    if members is not None:
-        ratios = ratios[..., np.asarray(members, dtype=bool)]
-    return ratios.mean(axis=-1)
+    """Mean over groups (optionally a boolean subset) of numerator/denominator.
+
+    A group whose denominator is 0 in these totals (in a bootstrap resample: none of its rows
+    drawn) is left out of the mean, as the point estimate leaves out a group never at risk; with
+    every group left out the value is NaN (an undefined resample, dropped and counted).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ratios = totals[..., 0::2] / totals[..., 1::2]
+        if members is not None:
+            ratios = ratios[..., np.asarray(members, dtype=bool)]
+        return np.nanmean(ratios, axis=-1)
 
 
 def ratio_of_mean_rates(totals: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:

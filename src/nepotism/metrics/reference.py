@@ -147,9 +147,10 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
         return undefined("no item in D_diff", n_excluded=n_excl, excluded=excluded, **options)
     columns = group_sums(codes, numerator.astype(float), denominator.astype(float), names.size)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    sums = sums[sums[:, 1::2].sum(axis=1) > 0]  # prompts outside every denominator carry nothing
     present = sums[:, 1::2].sum(axis=0) > 0
     note = None
-    if not present.all():
+    if not present.all() and averaging == "per-evaluatee":  # pooled has no mean to leave one out of
         dropped = ", ".join(map(str, names[~present]))
         note = f"{name}: evaluatees with an empty denominator left out of the mean: {dropped}"
         excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
