@@ -64,7 +64,8 @@ def _with_committees(table, committees):
 @click.option("--rule", type=click.Choice(["consistent", "strict"]), default="consistent", show_default=True,
               help="How to combine the two presentation orders: paper 004 Eq. 1, or paper 003's strict agreement.")
 @click.option("--opponents", type=click.Choice(["unrelated", "any"]), default="unrelated", show_default=True,
-              help="Which opponents count when measuring preference for related candidates.")
+              help="Which opponents count in the self-preference ratio and demographic-parity bias of related "
+                   "candidates. (Paper 004's D_diff metrics always come for both, as variant opponents.)")
 @click.option("--leaderboard", type=click.Path(dir_okay=False),
               help="Reference leaderboard CSV with columns model, score (higher = better) for ranking-difference.")
 @click.option("--rank-against", metavar="JUDGE", help="Rank every judge's leaderboard against this judge's.")

@@ -248,11 +248,19 @@ def _cells(row: dict, columns: list[str]) -> list[str]:
 def _md_sections(context: dict) -> list[str]:
     """Markdown of the analysis sections (mitigations, leakage, papers 004 and 002)."""
     out = []
+    captions = {
+        "Verifiable tasks (paper 004)": "Self scope, averaged per evaluatee, against unrelated opponents (SPR falls "
+                                        "back to any opponent where no unrelated one was compared); the 'any "
+                                        "opponent' variants are in the results table.",
+        "Rubric metrics (paper 002)": "HSPP ratios with 002's comparison set S_J (every generator that is neither "
+                                      "the judge nor its family); the 'unrelated only' denominator is in the results "
+                                      "table. A rubric setup (single-rubric, all-rubrics) follows the condition.",
+    }
     for name, rows in (("Verifiable tasks (paper 004)", context["verifiable"]), ("Rubric metrics (paper 002)",
                                                                                  context["rubric"])):
         if rows:
             columns = list(rows[0]["cells"])
-            out += [f"## {name}", ""]
+            out += [f"## {name}", "", captions[name], ""]
             out += _md_table(["judge", "condition"] + columns,
                              [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]) + [""]
     mit = context["mitigations"]
