@@ -404,3 +404,18 @@ def test_direct_assessment_measured_against_rubric_truth(tmp_path):
     assert 0 < mipa["value"] < 1
     hspp = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"denominator": "not-family"})
     assert hspp and hspp[0]["value"] > 1
+
+
+def test_pairwise_verdicts_get_an_hspp_ratio_against_the_preference_reference(tmp_path):
+    # 002 Eq. 3 for PWC: overestimation from the verdicts themselves; a planted self-bias must
+    # raise the self ratio above the unbiased judge's
+    ratios = {}
+    for bias in (0.0, 1.5):
+        spec, sim, registry = _setup(tmp_path, self_bias=bias)
+        records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
+                            options=SuiteOptions(n_resamples=0)).records
+        (r,) = _by(records, "hspp-ratio", judge="judge-a", scope="self",
+                   variant={"paradigm": "PWC", "denominator": "not-family"})
+        ratios[bias] = r["value"]
+        assert not _by(records, "mipa", judge="judge-a", variant={"paradigm": "PWC", "level": "instance"})
+    assert ratios[1.5] > 1.2 and ratios[1.5] > ratios[0.0]

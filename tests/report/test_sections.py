@@ -213,7 +213,8 @@ def test_rubric_table_hspp_mipa_mra_per_judge(records):
     table = sections.rubric_table(records)
     assert {r["judge"] for r in table} == {"judge-a", "judge-b", "judge-c"}
     assert list(table[0]["cells"]) == ["hspp-ratio self instance", "hspp-ratio self rubric", "hspp-ratio family instance",
-                                       "hspp-ratio family rubric", "mipa SR", "mipa PWC", "mra"]
+                                       "hspp-ratio family rubric", "hspp-ratio self instance PWC",
+                                       "hspp-ratio family instance PWC", "mipa SR", "mipa PWC", "mra"]
     assert all(row["cells"]["mra"]["defined"] for row in table)
     assert [p["id"] for p in section_plots.rubric_metrics(records)] == ["rubric-hspp", "rubric-agreement"]
     assert sections.rubric_table([r for r in records if r["metric"] == "win-rate"]) == []

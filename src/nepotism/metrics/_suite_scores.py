@@ -17,7 +17,7 @@ from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._common import ratio_of_mean_rates
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
-__all__ = ["FAMILY", "SCOPES", "UNRELATED", "instance_level", "rubric_level", "pointwise_preference"]
+__all__ = ["FAMILY", "SCOPES", "UNRELATED", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
 
 FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
 UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
@@ -103,6 +103,20 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, 
     eye = np.eye(n_g, dtype=bool)
     w_j[:, eye] = np.nan
     w_r[:, eye] = np.nan
+    outcome_level(batch, w_j, w_r, names, relation, paradigm=paradigm)
+    score_delta(batch, s_j, s_r, names, relation, weighting=delta_label)
+
+
+def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names, relation, *, paradigm: str,
+                  mipa: bool = True) -> None:
+    """Instance-level overestimation per generator (3 kinds), HSPP ratio and MIPA from outcome cubes.
+
+    ``w_j``/``w_r``: (n_instances, n_generators, n_generators) outcome codes of G (row) against G′
+    (column): +1 win, 0 tie, −1 loss, NaN = not compared (002 Eq. 3). For single ratings (SR, DA)
+    they come from score differences; for pairwise verdicts (PWC) from the verdicts themselves
+    (``mipa=False`` there: the pairwise suite computes PWC MIPA on the comparisons directly).
+    """
+    n_i, n_g = w_j.shape[:2]
     for kind in OVERESTIMATION_KINDS:
         over, risk = overestimation_counts(w_j, w_r, kind=kind)
         sums = _interleave(over.sum(axis=2), risk.sum(axis=2))
@@ -114,6 +128,8 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, 
                       undefined_note=None if n else "the reference never rates this generator below an opponent")
         if kind == "any":
             _hspp(batch, block, sums, names, relation, {"level": "instance", "paradigm": paradigm})
+    if not mipa:
+        return
     upper = np.triu(np.ones((n_g, n_g), bool), 1)
     a, b = w_j[:, upper], w_r[:, upper]
     valid = np.isfinite(a) & np.isfinite(b)
@@ -122,7 +138,6 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, 
     batch.add("mipa", np.column_stack([agree.sum(1), valid.sum(1)]).astype(float), _ratio(0, 1), n=n_pairs,
               n_excluded=int(upper.sum() * n_i - n_pairs), variant={"paradigm": paradigm},
               undefined_note=None if n_pairs else "no comparison")
-    score_delta(batch, s_j, s_r, names, relation, weighting=delta_label)
 
 
 def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, weighting: str) -> None:

@@ -18,7 +18,14 @@ import pandas as pd
 
 from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._codes import as_float, codes, lookup, recode
-from nepotism.metrics._suite_scores import instance_level, pointwise_preference, ranking, rubric_level, score_delta
+from nepotism.metrics._suite_scores import (
+    instance_level,
+    outcome_level,
+    pointwise_preference,
+    ranking,
+    rubric_level,
+    score_delta,
+)
 
 __all__ = ["groups", "local_codes", "pointwise_records", "rubric_records"]
 
@@ -200,6 +207,18 @@ def _against_judge(cubes: dict, other: str, m_labels, registry, boot) -> list[di
     return records
 
 
+def _outcome_cube(inst: np.ndarray, gx: np.ndarray, gy: np.ndarray, outcome: np.ndarray, n_i: int, n_g: int) -> np.ndarray:
+    """(n_i, n_g, n_g) outcome codes of G against G′ from comparisons (x's outcome; replicates averaged, then signed)."""
+    total = np.zeros((n_i, n_g, n_g))
+    count = np.zeros((n_i, n_g, n_g))
+    ok = np.isfinite(outcome)
+    for a, b, sign in ((gx, gy, 1.0), (gy, gx, -1.0)):
+        np.add.at(total, (inst[ok], a[ok], b[ok]), sign * outcome[ok])
+        np.add.at(count, (inst[ok], a[ok], b[ok]), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.sign(total / count), np.nan)
+
+
 def pairwise_rank_records(comp: pd.DataFrame, registry, boot: dict, *, preference: pd.DataFrame | None = None,
                           leaderboard: dict | None = None, rank_against: str | None = None) -> list[dict]:
     """ranking-difference from aggregated comparisons (``model_x < model_y``, ``outcome`` for x).
@@ -249,6 +268,10 @@ def pairwise_rank_records(comp: pd.DataFrame, registry, boot: dict, *, preferenc
             humans = _cell_mean(cell, np.r_[np.where(both, (h + 1) / 2, np.nan), np.where(both, (1 - h) / 2, np.nan)],
                                 n_i * n_g).reshape(n_i, n_g)
             ranking(batch, judged, humans, names, relation, against="preference-ref")
+            n_rows = rows.size
+            w_j = _outcome_cube(li[:n_rows], lg[:n_rows], lg[n_rows:], np.where(both, o, np.nan), n_i, n_g)
+            w_r = _outcome_cube(li[:n_rows], lg[:n_rows], lg[n_rows:], np.where(both, h, np.nan), n_i, n_g)
+            outcome_level(batch, w_j, w_r, names, relation, paradigm="PWC", mipa=False)
         if leaderboard:
             ranking(batch, s_j, None, names, relation, against="leaderboard", leaderboard=leaderboard)
         records += batch.records()

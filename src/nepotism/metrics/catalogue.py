@@ -47,7 +47,8 @@ _ROWS = [
                "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)",
                ("scope=self|family", "level=instance|rubric", "family_set=exclude judge (Eq. 2 text)|include judge",
                 "denominator=not-family (Eq. 1: S_J = not the judge, not its family)|unrelated (also without "
-                "students and teachers)", "setup=single-rubric|all-rubrics (rubric tables with a setup column)")),
+                "students and teachers)", "setup=single-rubric|all-rubrics (rubric tables with a setup column)",
+                "paradigm=SR|DA|PWC (instance level: rubric verdicts, direct scores or pairwise verdicts)")),
     MetricInfo("mipa", rubric.mipa, "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", ("paradigm=SR|PWC|DA",)),
     MetricInfo("mra", rubric.mra, "002 Eq. 6", "share of rubric verdicts b_J = b*"),
     MetricInfo("score-delta", rubric.score_delta, "002 Fig. 5",

@@ -93,7 +93,9 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     ``denominator`` not-family (Eq. 1's S_J: every generator that is neither J nor its family; the
     default) | unrelated (only generators with no registry relation to J, which also leaves out
     J's students and teachers), ``setup`` single-rubric | all-rubrics (rubric verdicts asked one
-    item per call or all items in one call; measured apart, never pooled).
+    item per call or all items in one call; measured apart, never pooled), ``paradigm`` SR | DA |
+    PWC at instance level (outcomes from rubric verdicts, direct scores, or pairwise verdicts
+    against a preference reference, 002 Eq. 3).
     """
     overestimated = np.asarray(overestimated, dtype=float)
     at_risk = np.asarray(at_risk, dtype=float)

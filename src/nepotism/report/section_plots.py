@@ -22,6 +22,7 @@ from nepotism.report.sections import (
     MITIGATION,
     RECOGNITION,
     is_audit_rank,
+    RUBRIC_COLUMNS,
     rubric_records,
     verifiable_records,
 )
@@ -388,7 +389,7 @@ def rubric_metrics(records: list[dict]) -> list[dict]:
             for column, r in rubric_records([r for r in items if str(r.get("condition")) == condition]).items():
                 if r is not None:
                     picked[(column, judge, condition)] = r
-    order = list(rubric_records([]))  # the fixed column order: self before family, instance before rubric
+    order = list(RUBRIC_COLUMNS)  # the fixed column order: self before family, instance before rubric
     columns = sorted({k[0] for k in picked}, key=lambda c: order.index(c) if c in order else len(order))
     if not columns:
         return []

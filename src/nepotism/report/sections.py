@@ -228,6 +228,14 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
     return out
 
 
+#: Column order of the rubric table: self before family, rubric verdicts before direct scores and
+#: pairwise verdicts at instance level, then rubric level, MIPA and MRA.
+RUBRIC_COLUMNS = tuple(
+    [f"hspp-ratio {scope} {level}" for scope in ("self", "family") for level in ("instance", "rubric")]
+    + [f"hspp-ratio {scope} instance {p}" for scope in ("self", "family") for p in ("DA", "PWC")]
+    + ["mipa SR", "mipa PWC", "mipa DA", "mra"])
+
+
 def rubric_records(items: list[dict]) -> dict[str, dict | None]:
     """``{column: record}``: HSPP ratio self/family × instance/rubric, MIPA SR/PWC, MRA."""
     out = {}
@@ -236,11 +244,19 @@ def rubric_records(items: list[dict]) -> dict[str, dict | None]:
             pool = [r for r in items if r.get("scope") == scope]
             extra = {"family_set": ("exclude judge", "__default__")} if scope == "family" else {}
             extra["denominator"] = ("not-family", "__default__")
+            if level == "instance":  # rubric verdicts (SR) first; direct scores and pairwise verdicts apart
+                extra["paradigm"] = ("SR", "__default__")
             out[f"hspp-ratio {scope} {level}"] = _pick(pool, "hspp-ratio", level=level, **extra)
+            if level == "instance":
+                for paradigm in ("DA", "PWC"):
+                    out[f"hspp-ratio {scope} instance {paradigm}"] = _pick(
+                        pool, "hspp-ratio", level=level, **{**extra, "paradigm": paradigm})
     for paradigm in ("SR", "PWC", "DA"):
         out[f"mipa {paradigm}"] = _pick(items, "mipa", paradigm=paradigm)
     out["mra"] = _pick(items, "mra")
-    return {k: v for k, v in out.items() if v is not None or not k.startswith("mipa DA")}
+    optional = ("mipa DA", "hspp-ratio self instance DA", "hspp-ratio self instance PWC",
+                "hspp-ratio family instance DA", "hspp-ratio family instance PWC")
+    return {k: v for k, v in out.items() if v is not None or k not in optional}
 
 
 def _by_judge(records: list[dict], metrics) -> dict[tuple[str, str], list[dict]]:
@@ -270,7 +286,7 @@ def rubric_table(records: list[dict]) -> list[dict]:
     if not any(r.get("metric") in RUBRIC for r in records):
         return []
     groups = [((j, c), rubric_records(items)) for (j, c), items in _by_judge(records, RUBRIC).items()]
-    order = list(rubric_records([]))  # self before family, instance before rubric, then MIPA and MRA
+    order = RUBRIC_COLUMNS
     present = {k for _, found in groups for k in found}
     columns = sorted(present, key=lambda k: order.index(k) if k in order else len(order))
     return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}}
