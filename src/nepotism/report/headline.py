@@ -27,8 +27,8 @@ __all__ = ["headline"]
 _SCOPES = {
     "self": ("its own answers", frozenset({"self"})),
     "family": ("its family's answers", frozenset({"family", "lineage", "same_series", "same_family"})),
-    "student": ("answers of its students (models trained on its outputs)", frozenset({"student", "family-student",
-                                                                                      "family_student"})),
+    "student": ("answers of its students (models trained on its or its family's outputs)",
+                frozenset({"student", "family-student", "family_student"})),
 }
 
 
