@@ -419,3 +419,26 @@ def test_pairwise_verdicts_get_an_hspp_ratio_against_the_preference_reference(tm
         ratios[bias] = r["value"]
         assert not _by(records, "mipa", judge="judge-a", variant={"paradigm": "PWC", "level": "instance"})
     assert ratios[1.5] > 1.2 and ratios[1.5] > ratios[0.0]
+
+
+def test_d_diff_metrics_read_label_probabilities_when_verdicts_are_positional(tmp_path):
+    # a judge that always answers "A" (so both orders combine to a tie) but whose label
+    # probabilities lean to its own answer: the verdict HSPP is 0, the probability HSPP is not
+    _, _, registry = _setup(tmp_path)
+    rows, truth = [], []
+    for i in range(30):
+        own_first = (f"q{i}", "judge-a", "judge-a", "other-1", "A", 0.8, 0.2)  # p(A)=.8: first slot and own
+        own_second = (f"q{i}", "judge-a", "other-1", "judge-a", "A", 0.55, 0.45)  # position pulls, own still .45
+        rows += [own_first, own_second]
+        truth += [(f"q{i}", "judge-a", False), (f"q{i}", "other-1", True)]
+    frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict", "prob_a", "prob_b"])
+    frame = frame.assign(condition="default", replicate=0)
+    ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
+    records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
+                        options=SuiteOptions(n_resamples=0)).records
+    (by_verdict,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",
+                        variant={"averaging": "pooled", "opponents": "unrelated"}) [:1]
+    (by_prob,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",
+                     variant={"averaging": "pooled", "opponents": "unrelated", "preference": "probability"})
+    assert "preference" not in by_verdict["variant"] and by_verdict["value"] == pytest.approx(0.0)
+    assert by_prob["value"] == pytest.approx((0.8 + 0.45) / 2)

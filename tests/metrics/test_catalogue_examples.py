@@ -203,3 +203,27 @@ def test_d_diff_clusters_count_only_prompts_in_the_denominator():
                                                        averaging="pooled", n_resamples=200)
     assert est.value == pytest.approx(0.5) and est.n == 2 and est.n_clusters == 2
     assert "evaluatee with empty denominator" not in est.excluded
+
+
+def test_d_diff_metrics_from_label_probabilities():
+    # P(own) per D_diff row; own correct in rows 0-1, the other correct in rows 2-3
+    p_own = np.array([0.9, 0.7, 0.6, 0.2])
+    own = np.array([1.0, 1.0, 0.0, 0.0])
+    other = 1 - own
+    args = (p_own, own, other, np.array(["e"] * 4), np.arange(4))
+    acc = reference.judge_accuracy(*args, preference="probability", n_resamples=0)
+    assert acc.value == pytest.approx((0.9 + 0.7 + 0.4 + 0.8) / 4)
+    hspp = reference.harmful_self_preference_propensity(*args, preference="probability", n_resamples=0)
+    assert hspp.value == pytest.approx((0.6 + 0.2) / 2)
+    lspr = reference.legitimate_self_preference_ratio(*args, preference="probability", n_resamples=0)
+    assert lspr.value == pytest.approx((0.9 + 0.7) / (0.9 + 0.7 + 0.6 + 0.2))
+    # verdicts as 0/1 probabilities give the verdict metrics back
+    hard = np.array([1.0, 1.0, 0.0, 1.0])
+    soft = reference.harmful_self_preference_propensity(hard, own, other, np.array(["e"] * 4), np.arange(4),
+                                                        preference="probability", n_resamples=0)
+    codes = reference.harmful_self_preference_propensity(2 * hard - 1, own, other, np.array(["e"] * 4), np.arange(4),
+                                                         n_resamples=0)
+    assert soft.value == pytest.approx(codes.value) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="P\\(own answer\\)"):
+        reference.judge_accuracy(np.array([1.5]), own[:1], other[:1], np.array(["e"]), np.arange(1),
+                                 preference="probability", n_resamples=0)

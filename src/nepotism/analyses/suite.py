@@ -228,15 +228,23 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
     own = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["related"]])).to_numpy(dtype=float)
     oth = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["other"]])).to_numpy(dtype=float)
     sub["own_ok"], sub["other_ok"] = own, oth
+    prob_x = sub["prob_x"].to_numpy(dtype=float) if "prob_x" in sub else np.full(len(sub), np.nan)
+    sub["p_own"] = np.where(sub["related"] == sub["model_x"], prob_x, 1 - prob_x)
     for (judge, condition), g in sub.groupby(["judge", "condition"], sort=True):
-        args = (g["outcome_related"].to_numpy(), g["own_ok"].to_numpy(), g["other_ok"].to_numpy(),
-                g["other"].to_numpy(), g["instance_id"].to_numpy())
-        for averaging in ("per-evaluatee", "pooled"):
-            for metric, fn in (("judge-accuracy", reference.judge_accuracy),
-                               ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
-                               ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
-                records.append(_record(metric, judge, condition, fn(*args, averaging=averaging, **options.bootstrap()),
-                                       scope="self", variant={"averaging": averaging, "opponents": opponents}))
+        rest = (g["own_ok"].to_numpy(), g["other_ok"].to_numpy(), g["other"].to_numpy(), g["instance_id"].to_numpy())
+        readings = [("verdict", g["outcome_related"].to_numpy())]
+        if np.isfinite(g["p_own"].to_numpy(dtype=float)).any():  # label probabilities were recorded
+            readings.append(("probability", g["p_own"].to_numpy(dtype=float)))
+        for preference, outcome in readings:
+            for averaging in ("per-evaluatee", "pooled"):
+                for metric, fn in (("judge-accuracy", reference.judge_accuracy),
+                                   ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                                   ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+                    est = fn(outcome, *rest, averaging=averaging, preference=preference, **options.bootstrap())
+                    variant = {"averaging": averaging, "opponents": opponents}
+                    if preference == "probability":
+                        variant["preference"] = "probability"
+                    records.append(_record(metric, judge, condition, est, scope="self", variant=variant))
     return records
 
 

@@ -119,8 +119,12 @@ def perplexity_win_rate(
     return out
 
 
-def _d_diff(outcome, own_correct, other_correct, evaluatee):
+def _d_diff(outcome, own_correct, other_correct, evaluatee, preference="verdict"):
+    if preference not in ("verdict", "probability"):
+        raise ValueError("preference must be 'verdict' or 'probability'")
     outcome = np.asarray(outcome, dtype=float)
+    if preference == "probability" and np.any((outcome < 0) | (outcome > 1)):
+        raise ValueError("with preference='probability', outcome holds P(own answer) in [0, 1]")
     own = np.asarray(own_correct, dtype=float)
     other = np.asarray(other_correct, dtype=float)
     verdict = np.isfinite(outcome)
@@ -128,7 +132,7 @@ def _d_diff(outcome, own_correct, other_correct, evaluatee):
     keep = verdict & graded
     excluded = {}
     if (~verdict).any():
-        excluded["no verdict"] = int((~verdict).sum())
+        excluded["no verdict" if preference == "verdict" else "no label probabilities"] = int((~verdict).sum())
     if (verdict & ~graded).any():  # a verdict, but one of the two answers has no correctness
         excluded["own or other answer ungraded"] = int((verdict & ~graded).sum())
     same = keep & (own == other)
@@ -136,7 +140,11 @@ def _d_diff(outcome, own_correct, other_correct, evaluatee):
         excluded["not in D_diff (both or neither correct)"] = int(same.sum())
     keep &= ~same
     names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
-    return keep, excluded, outcome[keep], own[keep] == 1, names, codes
+    o = outcome[keep]
+    # how much the judge gives the own and the other answer: its verdict (a tie gives neither), or
+    # the label-probability share of each
+    p_own, p_other = ((o == 1).astype(float), (o == -1).astype(float)) if preference == "verdict" else (o, 1 - o)
+    return keep, excluded, p_own, p_other, own[keep] == 1, names, codes
 
 
 def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, clusters, averaging, options):
@@ -164,7 +172,8 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
                              note=note, **options)
 
 
-def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, averaging="per-evaluatee", **bootstrap):
+def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, averaging="per-evaluatee",
+                   preference="verdict", **bootstrap):
     """Judge accuracy on D_diff (paper 004 Eq. 3).
 
     Rows are (judge's own answer vs evaluatee G's answer) comparisons: ``outcome`` the aggregated
@@ -175,15 +184,20 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
     Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
     comes from a model with no registry relation to the judge) | any (every other answer, as in
     paper 004, which has no lineage).
+    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
+    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
+    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
+    and every indicator "prefers own" / "names the correct answer" becomes that probability.
     """
-    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
-    correct = np.where(own_ok, o == 1, o == -1)
-    return _per_evaluatee("judge-accuracy", correct, np.ones(o.size), keep, excluded, codes, names, clusters,
+    keep, excluded, p_own, p_other, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
+                                                                   preference)
+    correct = np.where(own_ok, p_own, p_other)
+    return _per_evaluatee("judge-accuracy", correct, np.ones(p_own.size), keep, excluded, codes, names, clusters,
                           averaging, boot_options(bootstrap))
 
 
 def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                     averaging="per-evaluatee", **bootstrap):
+                                     averaging="per-evaluatee", preference="verdict", **bootstrap):
     """Among D_diff items where the judge prefers its own answer, the share where it is right (004 Eq. 4).
 
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
@@ -192,15 +206,19 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
     Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
     comes from a model with no registry relation to the judge) | any (every other answer, as in
     paper 004, which has no lineage).
+    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
+    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
+    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
+    and every indicator "prefers own" / "names the correct answer" becomes that probability.
     """
-    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
-    prefers_own = o == 1
-    return _per_evaluatee("legitimate-self-preference-ratio", prefers_own & own_ok, prefers_own, keep, excluded,
+    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
+                                                             preference)
+    return _per_evaluatee("legitimate-self-preference-ratio", p_own * own_ok, p_own, keep, excluded,
                           codes, names, clusters, averaging, boot_options(bootstrap))
 
 
 def harmful_self_preference_propensity(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                       averaging="per-evaluatee", **bootstrap):
+                                       averaging="per-evaluatee", preference="verdict", **bootstrap):
     """Among D_diff items where the other answer is correct, the share where the judge prefers its own.
 
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
@@ -209,8 +227,13 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
     Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
     comes from a model with no registry relation to the judge) | any (every other answer, as in
     paper 004, which has no lineage).
+    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
+    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
+    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
+    and every indicator "prefers own" / "names the correct answer" becomes that probability.
     """
-    keep, excluded, o, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee)
+    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
+                                                             preference)
     other_ok = ~own_ok
-    return _per_evaluatee("harmful-self-preference-propensity", (o == 1) & other_ok, other_ok, keep, excluded,
-                          codes, names, clusters, averaging, boot_options(bootstrap))
+    return _per_evaluatee("harmful-self-preference-propensity", p_own * other_ok, other_ok.astype(float), keep,
+                          excluded, codes, names, clusters, averaging, boot_options(bootstrap))

@@ -215,7 +215,8 @@ _BARS = [
      and _variant(r).get("denominator", "not-family") == "not-family", 1.0, 1,
      "overestimation of related ÷ of unrelated generators (ratio)"),
     ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee"
-     and _variant(r).get("opponents", "unrelated") == "unrelated",
+     and _variant(r).get("opponents", "unrelated") == "unrelated"
+     and _variant(r).get("preference", "verdict") == "verdict",
      None, 100, "prefers own answer when the other is correct (%)"),
     ("preference-leakage-score", lambda r: _variant(r).get("ties", "half") == "half", 0.0, 100,
      "preference leakage score (%, relative)"),

@@ -224,7 +224,7 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
         out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("unrelated", "__default__", "any"))
+                            opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"))
     return out
 
 
