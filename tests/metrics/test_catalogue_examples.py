@@ -227,3 +227,11 @@ def test_d_diff_metrics_from_label_probabilities():
     with pytest.raises(ValueError, match="P\\(own answer\\)"):
         reference.judge_accuracy(np.array([1.5]), own[:1], other[:1], np.array(["e"]), np.arange(1),
                                  preference="probability", n_resamples=0)
+
+
+def test_probability_variant_counts_rows_not_probability_mass():
+    p_own = np.array([0.3, 0.3, 0.3])
+    own = np.array([1.0, 0.0, 1.0])
+    lspr = reference.legitimate_self_preference_ratio(p_own, own, 1 - own, np.array(["e"] * 3), np.arange(3),
+                                                      preference="probability", n_resamples=0)
+    assert lspr.n == 3 and lspr.value == pytest.approx(2 / 3)

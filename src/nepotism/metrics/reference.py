@@ -168,7 +168,8 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
         statistic = lambda t: t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1)  # noqa: E731
     else:
         statistic = lambda t: mean_of_ratios(t, present)  # noqa: E731
-    return cluster_bootstrap(sums, statistic, n=int(denominator.sum()), n_excluded=n_excl, excluded=excluded,
+    n_used = int((np.asarray(denominator) > 0).sum())  # rows that weigh in (probabilities are weights)
+    return cluster_bootstrap(sums, statistic, n=n_used, n_excluded=n_excl, excluded=excluded,
                              note=note, **options)
 
 
