@@ -238,9 +238,12 @@ format = "csv"
     assert spr and all(r["variant"]["opponents"] == "unrelated" for r in spr)
     # paper 004's D_diff metrics come for both opponent populations and both averagings in one run
     for metric in D_DIFF:
-        rows = [r for r in records if r["metric"] == metric]
+        rows = [r for r in records if r["metric"] == metric and "preference" not in r["variant"]]
         tags = sorted((r["variant"].get("opponents"), r["variant"].get("averaging")) for r in rows)
         assert tags == sorted((o, a) for o in ("unrelated", "any") for a in ("per-evaluatee", "pooled")), metric
+        # the verdict-only condition reads label probabilities too: the same records from P(own answer)
+        soft = [r for r in records if r["metric"] == metric and r["variant"].get("preference") == "probability"]
+        assert len(soft) in (0, 4), metric  # 2 opponent sets x 2 averagings when labels were read
     for r in records:
         if r["metric"] == "judge-accuracy":  # one combined comparison (vs human-written): used or excluded
             assert r["n"] + r["n_excluded"] == 1, r
