@@ -6,6 +6,16 @@
 - ``judge-accuracy``, ``legitimate-self-preference-ratio`` and
   ``harmful-self-preference-propensity`` (004 Eq. 3–5) on D_diff.
 
+Variants of the three D_diff metrics:
+
+- ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer comes
+  from a model with no registry relation to the judge) | any (every other answer, as in paper
+  004, which has no lineage).
+- ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all by
+  position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the judge's
+  label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3), and
+  every indicator "prefers own" / "names the correct answer" becomes that probability.
+
 Pure functions on arrays returning `Estimate`s (cluster bootstrap over instances). Reading the
 reference files and matching them to judgments is left to `nepotism.analyses.suite`.
 """
@@ -182,13 +192,8 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
     the ground truth (1/0). D_diff keeps rows where exactly one is correct. Accuracy = share of
     verdicts naming the correct answer (a tie is wrong). Default: per evaluatee, then averaged
     over evaluatees (Eq. 3's 1/|S_G| Σ_G); ``averaging="pooled"`` pools all rows.
-    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
-    comes from a model with no registry relation to the judge) | any (every other answer, as in
-    paper 004, which has no lineage).
-    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
-    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
-    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
-    and every indicator "prefers own" / "names the correct answer" becomes that probability.
+    Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
+    module docstring.
     """
     keep, excluded, p_own, p_other, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                                    preference)
@@ -204,13 +209,8 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
     evaluatee against which the judge never prefers itself has an empty denominator: it is left
     out of the mean and counted (never treated as 0).
-    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
-    comes from a model with no registry relation to the judge) | any (every other answer, as in
-    paper 004, which has no lineage).
-    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
-    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
-    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
-    and every indicator "prefers own" / "names the correct answer" becomes that probability.
+    Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
+    module docstring.
     """
     keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                              preference)
@@ -225,13 +225,8 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
     or ``"pooled"``. Evaluatees with no item where they are right and the judge wrong are left out
     of the mean and counted.
-    Variant ``opponents`` (chosen by the caller, which passes the rows): unrelated (the other answer
-    comes from a model with no registry relation to the judge) | any (every other answer, as in
-    paper 004, which has no lineage).
-    Variant ``preference`` (beyond the paper, for judges whose verdicts are uninformative, e.g. all
-    by position): "verdict" (default) | "probability", where ``outcome`` is P(own answer), the
-    judge's label-probability share p(own)/(p(own)+p(other)) averaged over both orders (001 Eq. 3),
-    and every indicator "prefers own" / "names the correct answer" becomes that probability.
+    Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
+    module docstring.
     """
     keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                              preference)
