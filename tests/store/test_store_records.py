@@ -197,3 +197,17 @@ def test_judged_calls_counts_parsed_and_unparsed_not_failed(store):
     failed = Judgment(instance_id="2", judge="j", protocol="pairwise", candidates=("x", "y"), status="failed")
     store.add_judgments([parsed, failed], call_keys={parsed.id: k1, failed.id: k2})
     assert store.judged_calls() == {k1: 1}
+
+
+@pytest.mark.parametrize(("raised", "status"), [(None, "done"), (KeyboardInterrupt, "interrupted"),
+                                                 (RuntimeError, "failed")])
+def test_recording_run_ends_with_the_status_of_the_block(store, raised, status):
+    try:
+        with store.recording_run({"who": "block"}) as run_id:
+            assert store.runs()[-1]["status"] == "running"
+            if raised is not None:
+                raise raised()
+    except (KeyboardInterrupt, RuntimeError) as err:
+        assert type(err) is raised  # re-raised, never swallowed
+    (row,) = [r for r in store.runs() if r["id"] == run_id]
+    assert row["status"] == status and row["ended_at"]

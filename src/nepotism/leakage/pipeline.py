@@ -18,6 +18,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -220,75 +221,72 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     out_dir = Path(exp.output_dir or Path(exp.path).parent / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
-    run_id = None if dry_run else store.start_run({"experiment": exp.as_config(), "kind": "leakage"})
-    runner = Runner(store, eps, run_id=run_id, view=view, seed=exp.seed, source=f"leakage:{exp.name}")
-    runner.endpoints = eps  # students are added to the same dict as they are made
     train_instances = [it.instance() for it in train]
     eval_instances = [it.instance() for it in evaluation]
     store.add_instances(train_instances + eval_instances)
     prompts = {it.id: it.prompt for it in train}
-    status = "failed"
+    recording = nullcontext() if dry_run else store.recording_run({"experiment": exp.as_config(), "kind": "leakage"})
     try:
-        mixers = {m for sc in cfg.students if sc.mix and sc.mix_with != "human" for m in sc.mix_with}
-        data_models = list(dict.fromkeys([*exp.generation.generators, *sorted(mixers)]))
-        if dry_run:
-            synthetic = {g: [SyntheticExample(it.id, it.prompt, "x", g) for it in train] for g in data_models}
-        else:
-            with timer("synthetic data"):
-                made = await runner.generate(train_instances, [_spec(cfg, g) for g in data_models])
-            if made.failures:
-                notes.append(f"synthetic data: {len(made.failures)} generation calls failed")
-            synthetic = _examples(made.responses, prompts)
-            for gen, rows in synthetic.items():
-                for fmt in cfg.exports:
-                    export_dataset(rows, out_dir / "synthetic", gen, fmt)
-        human = [SyntheticExample(it.id, it.prompt, it.response, "human") for it in train if it.response]
-        with timer("students"):
-            students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
-                                                   eval_instances, out_dir, notes, dry_run)
-        reg_path = write_student_registry(students, registry, out_dir / "students.toml")
-        registry = registry_with_students(exp.registry_files, reg_path)
-        groups: dict[str, list[Student]] = {}
-        for s in students:
-            groups.setdefault(s.group, []).append(s)
-        pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1:]]
-        if dry_run:
-            n_eval = len(eval_instances)
-            return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
-                    "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
-                    "generation_calls": len(train) * len(data_models) + n_eval * len(students),
-                    "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges), "notes": notes}
-        with timer("student answers"):
-            answered = await runner.generate(eval_instances, list(specs.values()))
-        by_instance: dict[str, list[Response]] = {}
-        for r in answered.responses:
-            by_instance.setdefault(r.instance_id, []).append(r)
-        tasks = judging.plan_pairwise(eval_instances, by_instance, list(exp.judges), pairs=pairs, both_orders=True,
-                                      options=dict(cfg.judge_options))
-        a = cfg.analyses
-        if a.recognition:
-            tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
-                                              pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
-                                              options={"mode": cfg.judge_options.get("mode", "text")})
-        if a.categoriser and a.question_types:
-            tasks += cat.plan_question_types(eval_instances, a.categoriser,
-                                                 options={"mode": cfg.judge_options.get("mode", "text")})
-        with timer("judging"):
-            judged = await runner.judge(tasks, judging.render, judging.interpret_all)
-        pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
-        dims: dict[str, str] = {}
-        if a.categoriser and a.dimensions:
-            dim_tasks = cat.plan_dimensions(eval_instances, pairwise, a.categoriser)
-            if not dim_tasks:
-                notes.append("dimensions: the judges wrote no rationale (use mode='text', reasoning='cot')")
-            with timer("dimension labels"):
-                dim_judged = await runner.judge(dim_tasks, judging.render, judging.interpret_all) if dim_tasks else None
-            if dim_judged:
-                dims, missing = cat.labels_from(dim_judged.judgments, target="response")
-        status = "done"
+        with recording as run_id:
+            runner = Runner(store, eps, run_id=run_id, view=view, seed=exp.seed, source=f"leakage:{exp.name}")
+            runner.endpoints = eps  # students are added to the same dict as they are made
+            mixers = {m for sc in cfg.students if sc.mix and sc.mix_with != "human" for m in sc.mix_with}
+            data_models = list(dict.fromkeys([*exp.generation.generators, *sorted(mixers)]))
+            if dry_run:
+                synthetic = {g: [SyntheticExample(it.id, it.prompt, "x", g) for it in train] for g in data_models}
+            else:
+                with timer("synthetic data"):
+                    made = await runner.generate(train_instances, [_spec(cfg, g) for g in data_models])
+                if made.failures:
+                    notes.append(f"synthetic data: {len(made.failures)} generation calls failed")
+                synthetic = _examples(made.responses, prompts)
+                for gen, rows in synthetic.items():
+                    for fmt in cfg.exports:
+                        export_dataset(rows, out_dir / "synthetic", gen, fmt)
+            human = [SyntheticExample(it.id, it.prompt, it.response, "human") for it in train if it.response]
+            with timer("students"):
+                students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
+                                                       eval_instances, out_dir, notes, dry_run)
+            reg_path = write_student_registry(students, registry, out_dir / "students.toml")
+            registry = registry_with_students(exp.registry_files, reg_path)
+            groups: dict[str, list[Student]] = {}
+            for s in students:
+                groups.setdefault(s.group, []).append(s)
+            pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1:]]
+            if dry_run:
+                n_eval = len(eval_instances)
+                return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
+                        "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
+                        "generation_calls": len(train) * len(data_models) + n_eval * len(students),
+                        "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges), "notes": notes}
+            with timer("student answers"):
+                answered = await runner.generate(eval_instances, list(specs.values()))
+            by_instance: dict[str, list[Response]] = {}
+            for r in answered.responses:
+                by_instance.setdefault(r.instance_id, []).append(r)
+            tasks = judging.plan_pairwise(eval_instances, by_instance, list(exp.judges), pairs=pairs, both_orders=True,
+                                          options=dict(cfg.judge_options))
+            a = cfg.analyses
+            if a.recognition:
+                tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
+                                                  pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
+                                                  options={"mode": cfg.judge_options.get("mode", "text")})
+            if a.categoriser and a.question_types:
+                tasks += cat.plan_question_types(eval_instances, a.categoriser,
+                                                     options={"mode": cfg.judge_options.get("mode", "text")})
+            with timer("judging"):
+                judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+            pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
+            dims: dict[str, str] = {}
+            if a.categoriser and a.dimensions:
+                dim_tasks = cat.plan_dimensions(eval_instances, pairwise, a.categoriser)
+                if not dim_tasks:
+                    notes.append("dimensions: the judges wrote no rationale (use mode='text', reasoning='cot')")
+                with timer("dimension labels"):
+                    dim_judged = await runner.judge(dim_tasks, judging.render, judging.interpret_all) if dim_tasks else None
+                if dim_judged:
+                    dims, missing = cat.labels_from(dim_judged.judgments, target="response")
     finally:
-        if run_id is not None:
-            store.end_run(run_id, status)
         closed = set()
         for ep in eps.values():
             if ep.backend is not None and id(ep.backend) not in closed:
@@ -309,7 +307,8 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         records += cat.category_records(pairwise, students, cfg.judge_of, registry, question_types=qtypes,
                                         dimensions=dims, bootstrap=boot)
     if a.mitigation:
-        notes.append("mitigation (paper 000 §5.8): not run - the mitigations module (issue 6) is not available")
+        notes.append("mitigation (paper 000 §5.8): not part of this pipeline - run `nepotism mitigate` with the "
+                     "students as judges or generators")
     counts: dict[str, int] = {}
     for j in judged.judgments:
         counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1

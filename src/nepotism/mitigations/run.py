@@ -13,7 +13,6 @@ the endpoints, the text model and the sandbox runner can be injected (tests use 
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import math
 import re
@@ -153,49 +152,44 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     store.add_instances(instances)
     if recorded:
         store.add_responses(recorded)
-    run_id = store.start_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]})
     own_endpoints = endpoints is None
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry)
     stats: dict = {}
-    text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
-    status = "failed"
     try:
-        runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
-        gens = list(exp.generation.generators)
-        ids = {i.id for i in instances}
-        recorded_keys = {(x.instance_id, x.generator) for x in recorded}
-        have = list(recorded) + [r for r in (store.responses(generator=gens) if gens else [])
-                                 if r.instance_id in ids and (r.instance_id, r.generator) not in recorded_keys]
-        specs = [GenerationSpec(model=g, max_tokens=exp.generation.max_tokens, temperature=exp.generation.temperature,
-                                seed=exp.seed) for g in gens]
-        generated = await runner.generate(instances, specs, have=have)
-        candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
-        base_tasks = plan_tasks(exp, instances, candidates, judging)
-        baseline = exp.conditions[0].name
-        self_tasks = _self_tasks(base_tasks, baseline)
-        judges = list(exp.judges)
-        tasks = list(base_tasks)
-        tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
-        perturb_info: dict = {}
-        for cfg in plan.conditions:
-            if cfg.kind in PERTURBATIONS:
-                made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner)
-                tasks += made
-                perturb_info[cfg.name] = info
-            elif cfg.kind == "judge-option":
-                tasks += [_with(t, condition=cfg.name, options=_option_set(t.options, cfg.params["options"]))
-                          for t in self_tasks]
-        unique = list({t.key: t for t in tasks}.values())
-        judged = await runner.judge(unique, judging.render, judging.interpret_all)
-        familiarity = None
-        if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
-            familiarity = await _familiarity(store, endpoints, judges, instances, candidates, run_id, exp.seed)
-        status = "done"
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "interrupted"
-        raise
+        with store.recording_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]}) \
+                as run_id:
+            text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
+            runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
+            gens = list(exp.generation.generators)
+            ids = {i.id for i in instances}
+            recorded_keys = {(x.instance_id, x.generator) for x in recorded}
+            have = list(recorded) + [r for r in (store.responses(generator=gens) if gens else [])
+                                     if r.instance_id in ids and (r.instance_id, r.generator) not in recorded_keys]
+            specs = [GenerationSpec(model=g, max_tokens=exp.generation.max_tokens, temperature=exp.generation.temperature,
+                                    seed=exp.seed) for g in gens]
+            generated = await runner.generate(instances, specs, have=have)
+            candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
+            base_tasks = plan_tasks(exp, instances, candidates, judging)
+            baseline = exp.conditions[0].name
+            self_tasks = _self_tasks(base_tasks, baseline)
+            judges = list(exp.judges)
+            tasks = list(base_tasks)
+            tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
+            perturb_info: dict = {}
+            for cfg in plan.conditions:
+                if cfg.kind in PERTURBATIONS:
+                    made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner)
+                    tasks += made
+                    perturb_info[cfg.name] = info
+                elif cfg.kind == "judge-option":
+                    tasks += [_with(t, condition=cfg.name, options=_option_set(t.options, cfg.params["options"]))
+                              for t in self_tasks]
+            unique = list({t.key: t for t in tasks}.values())
+            judged = await runner.judge(unique, judging.render, judging.interpret_all)
+            familiarity = None
+            if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
+                familiarity = await _familiarity(store, endpoints, judges, instances, candidates, run_id, exp.seed)
     finally:
-        store.end_run(run_id, status)
         if own_endpoints:
             for endpoint in endpoints.values():
                 if endpoint.backend is not None:
@@ -213,7 +207,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = unparsed_rubric
             records += made
     summary.update({
-        "run_id": run_id, "status": status, "instances": len(instances), "responses": len(candidates),
+        "run_id": run_id, "status": "done", "instances": len(instances), "responses": len(candidates),
         "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},

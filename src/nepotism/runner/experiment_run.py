@@ -12,7 +12,6 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -273,30 +272,24 @@ async def run_experiment(
     store.add_instances(instances)
     if recorded:
         store.add_responses(recorded)
-    run_id = store.start_run({"experiment": experiment.as_config()})
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry)
-    status = "failed"
     try:
-        runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
-                        source=f"run:{experiment.name}")
-        have = _candidates(store, experiment, instances, recorded)
-        generated = await runner.generate(instances, _generators(experiment), have=have)
-        candidates = _unique(generated.responses)
-        tasks = plan_tasks(experiment, instances, candidates, judging)
-        judged = await runner.judge(tasks, judging.render, judging.interpret_all)
-        graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
-        status = "done"
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "interrupted"
-        raise
+        with store.recording_run({"experiment": experiment.as_config()}) as run_id:
+            runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
+                            source=f"run:{experiment.name}")
+            have = _candidates(store, experiment, instances, recorded)
+            generated = await runner.generate(instances, _generators(experiment), have=have)
+            candidates = _unique(generated.responses)
+            tasks = plan_tasks(experiment, instances, candidates, judging)
+            judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+            graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
     finally:
-        store.end_run(run_id, status)
         await _close(endpoints)
     counts: dict[str, int] = {}
     for j in judged.judgments:
         counts[j.status] = counts.get(j.status, 0) + 1
     summary = RunSummary(
-        run_id=run_id, status=status, instances=len(instances),
+        run_id=run_id, status="done", instances=len(instances),
         generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
         generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
     )

@@ -9,13 +9,15 @@ should be retried and never interprets a call — judging and the runner do that
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -335,6 +337,21 @@ class Store:
                 "UPDATE runs SET status = 'interrupted', ended_at = ?, end_note = ? WHERE id = ? AND status = 'running'",
                 (_codec.now(), note, run_id))
         return dead
+
+    @contextmanager
+    def recording_run(self, config: Mapping[str, Any]) -> Iterator[str]:
+        """Record a run around a block: yields its id; ends it ``done`` when the block completes,
+        ``interrupted`` on Ctrl-C or cancellation, ``failed`` on any other error (re-raised)."""
+        run_id = self.start_run(config)
+        status = "failed"
+        try:
+            yield run_id
+            status = "done"
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status = "interrupted"
+            raise
+        finally:
+            self.end_run(run_id, status)
 
     def end_run(self, run_id: str, status: str = "done") -> None:
         """Mark a run finished with ``status`` (``done``, ``failed`` or ``interrupted``)."""
