@@ -1,4 +1,5 @@
-"""Options shared by several commands (bootstrap settings, --json, --models)."""
+"""What several commands share: options (bootstrap settings, --json, --models), the store an
+experiment command opens, and running a live job under a progress bar with Ctrl-C handled."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 import click
 
-__all__ = ["bootstrap_options", "echo_json", "models_option"]
+__all__ = ["bootstrap_options", "echo_json", "experiment_store", "models_option", "run_live"]
 
 
 def bootstrap_options(function):
@@ -32,3 +33,31 @@ def models_option(function):
 def echo_json(value) -> None:
     """Print JSON (NaN-free, sorted keys) to stdout."""
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def experiment_store(store_path, experiment):
+    """The store file of an experiment command, its folder created: --store, else the experiment's
+    ``store``, else $NEPOTISM_STORE, else ./nepotism.db."""
+    from pathlib import Path
+
+    from nepotism.store import default_store_path
+
+    path = Path(store_path) if store_path else (Path(experiment.store) if experiment.store else default_store_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def run_live(job, *, progress: bool | None):
+    """``asyncio.run(job(view))`` under a progress view; Ctrl-C prints that every completed call is
+    stored and exits 130 (the run resumes when started again)."""
+    import asyncio
+
+    from nepotism.runner import ProgressView
+
+    view = ProgressView(enabled=progress)
+    try:
+        with view:
+            return asyncio.run(job(view))
+    except KeyboardInterrupt:
+        click.echo("interrupted: every completed call is stored; run again to resume", err=True)
+        sys.exit(130)

@@ -33,26 +33,26 @@ def command() -> None:
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool) -> None:
+@click.option("--progress/--no-progress", default=None,
+              help="Show the progress bar (default: when stderr is a terminal).")
+def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool, progress: bool | None) -> None:
     """Generate synthetic data, make students, judge every student pair, and compute PLS and the analyses.
 
     Results go to the experiment's output directory: results.json / results.csv (standard
     records), students.toml (the students' lineage, a registry file), synthetic/ (the
     generators' data in trainer formats) and students/ (trained adapters and manifests).
     """
-    import asyncio
 
     from nepotism.leakage.config import load_leakage
     from nepotism.leakage.pipeline import run_leakage
     from nepotism.leakage.report import analyses_table, pls_table
-    from nepotism.store import Store, default_store_path
+    from nepotism.cli._common import experiment_store, run_live
+    from nepotism.store import Store
 
     cfg = load_leakage(experiment_file)
-    exp = cfg.experiment
-    path = store_path or (Path(exp.store) if exp.store else default_store_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with Store(path) as store:
-        result = asyncio.run(run_leakage(cfg, store, dry_run=dry_run))
+    with Store(experiment_store(store_path, cfg.experiment)) as store:
+        result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
+                          progress=False if dry_run else progress)
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -35,7 +34,6 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     third-party judges as a control. Records are written as JSON Lines (``metric =
     mitigation-effect``). Every model call is cached in the store: a rerun repeats nothing.
     """
-    import asyncio
 
     from nepotism.mitigations.config import load_plan
 
@@ -52,20 +50,12 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
                 click.echo(f"  {c['name']:<24}{c['kind']}")
         return
     from nepotism.mitigations.run import run_mitigations
-    from nepotism.runner import ProgressView
-    from nepotism.store import Store, default_store_path
+    from nepotism.cli._common import experiment_store, run_live
+    from nepotism.store import Store
 
     exp = plan.experiment
-    path = store_path or (Path(exp.store) if exp.store else default_store_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with Store(path) as store:
-        view = ProgressView(enabled=progress)
-        try:
-            with view:
-                result = asyncio.run(run_mitigations(plan, store, view=view))
-        except KeyboardInterrupt:
-            click.echo("interrupted: every completed call is stored; run again to resume", err=True)
-            sys.exit(130)
+    with Store(experiment_store(store_path, exp)) as store:
+        result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress)
     target = out_path or Path(exp.output_dir or ".") / "mitigations.jsonl"
     _write_jsonl(target, result.records)
     if as_json:

@@ -6,7 +6,6 @@ Only argument handling and printing live here; the work is done by `nepotism.run
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -34,29 +33,19 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     ready for ``nepotism metrics``. API keys are read from the environment variables the file
     names and are never stored or printed.
     """
-    import asyncio
-
+    from nepotism.cli._common import experiment_store, run_live
     from nepotism.experiment import load_experiment
-    from nepotism.runner import ProgressView
     from nepotism.runner.experiment_run import dry_run as plan_only
     from nepotism.runner.experiment_run import run_experiment
-    from nepotism.store import Store, default_store_path
+    from nepotism.store import Store
 
     experiment = load_experiment(experiment_file)
-    path = store_path or (Path(experiment.store) if experiment.store else default_store_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with Store(path) as store:
+    with Store(experiment_store(store_path, experiment)) as store:
         if dry_run:
             plan = plan_only(experiment, store)
             _print_plan(plan, as_json)
             return
-        view = ProgressView(enabled=progress)
-        try:
-            with view:
-                summary = asyncio.run(run_experiment(experiment, store, view=view))
-        except KeyboardInterrupt:
-            click.echo("interrupted: every completed call is stored; run again to resume", err=True)
-            sys.exit(130)
+        summary = run_live(lambda view: run_experiment(experiment, store, view=view), progress=progress)
     if as_json:
         click.echo(json.dumps(summary.as_dict(), indent=2, sort_keys=True, default=str))
         return
