@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 from nepotism.backends.base import Completion
@@ -28,6 +27,7 @@ from nepotism.judging import parse
 from nepotism.judging.markers import Grammar, clean_value, find_value, strip_reasoning
 from nepotism.judging.render import _info
 from nepotism.judging.tasks import JudgeTask
+from nepotism._frozen import builder
 from nepotism.records import Judgment
 
 __all__ = ["interpret", "interpret_all", "label_probabilities"]
@@ -98,11 +98,7 @@ def _sources(task: JudgeTask) -> list[str]:
 _JUDGMENT_FIELDS = ("instance_id", "judge", "protocol", "candidates", "status", "verdict", "score",
                     "raw_output", "label_probs", "rubric_id", "template_id", "condition", "replicate",
                     "usage", "latency_s")
-# Judgments are assembled directly and then validated by their own __post_init__ (the generated
-# frozen __init__ sets 15 attributes one by one); only while the field list is the one above.
-_DIRECT = tuple(f.name for f in fields(Judgment)) == _JUDGMENT_FIELDS and not hasattr(Judgment, "__slots__")
-_new = object.__new__
-_set = object.__setattr__
+_build_judgment = builder(Judgment, _JUDGMENT_FIELDS)  # see nepotism._frozen
 
 
 def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: str | None = None,
@@ -131,12 +127,7 @@ def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: 
         "usage": dict(usage) if usage else None,
         "latency_s": completion.latency_s,
     }
-    if not _DIRECT:
-        return Judgment(**values)
-    judgment = _new(Judgment)
-    _set(judgment, "__dict__", values)
-    judgment.__post_init__()
-    return judgment
+    return _build_judgment(values)
 
 
 def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:

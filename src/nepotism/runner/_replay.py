@@ -15,9 +15,9 @@ from __future__ import annotations
 import gc
 import json
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
+from nepotism._frozen import builder
 from nepotism.backends.base import Completion
 
 __all__: list[str] = []
@@ -93,10 +93,7 @@ class _LazyJSON(Mapping):
 
 _COMPLETION_FIELDS = ("text", "label_logprobs", "continuation_logprobs", "usage", "latency_s", "raw",
                       "status", "error", "finish_reason", "warnings")
-_DIRECT = (tuple(f.name for f in fields(Completion)) == _COMPLETION_FIELDS
-           and not hasattr(Completion, "__slots__"))
-_new = object.__new__
-_set = object.__setattr__
+_build_completion = builder(Completion, _COMPLETION_FIELDS)  # see nepotism._frozen
 
 
 def _replayed(row: tuple) -> Completion:
@@ -121,9 +118,4 @@ def _replayed(row: tuple) -> Completion:
         "finish_reason": read.get("finish_reason"),
         "warnings": tuple(warnings) if warnings else (),
     }
-    if not _DIRECT:
-        return Completion(**values)
-    completion = _new(Completion)
-    _set(completion, "__dict__", values)
-    completion.__post_init__()
-    return completion
+    return _build_completion(values)
