@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_bytes", "temp_beside"]
+__all__ = ["atomic_write", "atomic_write_bytes", "temp_beside", "write_files"]
 
 
 def _umask() -> int:
@@ -50,3 +50,10 @@ def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Pa
 def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``target`` atomically."""
     return atomic_write(target, lambda tmp: tmp.write_bytes(data))
+
+
+def write_files(folder: str | os.PathLike, payloads: dict[str, bytes]) -> dict[str, Path]:
+    """Write each ``{name: bytes}`` into ``folder`` (created) atomically; return the paths by name."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    return {name: atomic_write_bytes(out / name, data) for name, data in payloads.items()}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from nepotism._files import atomic_write_bytes
+from nepotism._files import write_files
 
 __all__ = ["write_first_report"]
 
@@ -81,7 +81,6 @@ def _variant_text(variant: dict) -> str:
 def write_first_report(records: list[dict], summary: dict, lines: list[str], out_dir: str | Path, *,
                        title: str = "nepotism audit", attribution: str | None = None) -> dict[str, Path]:
     """Write ``results.json``, ``results.csv`` and ``report.html`` into ``out_dir``; return their paths."""
-    out = Path(out_dir)
     environment = Environment(loader=PackageLoader("nepotism.report", "templates"),
                               autoescape=select_autoescape(["html", "j2"]))
     shown = [{**r, "variant_text": _variant_text(r.get("variant") or {})} for r in records]
@@ -100,9 +99,4 @@ def write_first_report(records: list[dict], summary: dict, lines: list[str], out
         "results.csv": flat.to_csv(index=False).encode(),
         "report.html": html.encode(),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, data in payloads.items():
-        atomic_write_bytes(out / name, data)
-        paths[name] = out / name
-    return paths
+    return write_files(out_dir, payloads)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from nepotism._files import atomic_write_bytes
+from nepotism._files import write_files
 from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
@@ -343,10 +343,4 @@ def write_report(records: list[dict], out_dir: str | Path, *, summary: dict | No
     payloads = {"report.html": html.encode(), "report.md": _markdown(context).encode(),
                 "results.json": json.dumps(document, indent=2, sort_keys=True, default=str).encode(),
                 "results.csv": _csv(records)}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, data in payloads.items():
-        atomic_write_bytes(out / name, data)
-        paths[name] = out / name
-    return paths
+    return write_files(out_dir, payloads)
