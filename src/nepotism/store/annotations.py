@@ -203,6 +203,15 @@ def add_collection(store: Store, collection: str, items: Iterable[AnnotationItem
     return len(items)
 
 
+def _stored_order(conn, collection: str, item_id: str, annotator: str) -> str | None:
+    """The side stored as shown first to this annotator on this item, or None."""
+    row = conn.execute(
+        "SELECT shown_first FROM annotation_orders WHERE collection = ? AND item_id = ? AND annotator = ?",
+        (collection, item_id, annotator),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def shown_first(
     store: Store, collection: str, item_id: str, annotator: str, draw: Callable[[], str]
 ) -> str:
@@ -212,13 +221,9 @@ def shown_first(
     yet, and if two requests race, the first stored order wins for both.
     """
     conn = store._conn()
-    row = conn.execute(
-        "SELECT shown_first FROM annotation_orders WHERE collection = ? AND item_id = ? "
-        "AND annotator = ?",
-        (collection, item_id, annotator),
-    ).fetchone()
-    if row is not None:
-        return row[0]
+    stored = _stored_order(conn, collection, item_id, annotator)
+    if stored is not None:
+        return stored
     side = draw()
     if side not in _SIDES:
         raise ValueError(f"an order draw must return one of {_SIDES}, not {side!r}")
@@ -227,11 +232,7 @@ def shown_first(
         "created_at) VALUES (?, ?, ?, ?, ?)",
         (collection, item_id, validate_annotator(annotator), side, _codec.now()),
     )
-    return conn.execute(
-        "SELECT shown_first FROM annotation_orders WHERE collection = ? AND item_id = ? "
-        "AND annotator = ?",
-        (collection, item_id, annotator),
-    ).fetchone()[0]
+    return _stored_order(conn, collection, item_id, annotator)
 
 
 def _winner(pressed: str, first: str) -> str | None:
@@ -254,14 +255,9 @@ def add_label(
     if pressed not in PRESSES:
         raise InputError(f"a label is one of {PRESSES}, not {pressed!r}", field="label")
     conn = store._conn()
-    row = conn.execute(
-        "SELECT shown_first FROM annotation_orders WHERE collection = ? AND item_id = ? "
-        "AND annotator = ?",
-        (collection, item_id, annotator),
-    ).fetchone()
-    if row is None:
+    first = _stored_order(conn, collection, item_id, annotator)
+    if first is None:
         raise InputError("this item was never shown to this annotator", field="item")
-    first = row[0]
     if elapsed_ms is not None:
         elapsed_ms = max(0, int(elapsed_ms))
     cursor = conn.execute(
