@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,6 @@ from nepotism.annotate.pairs import load_pairs
 from nepotism.store import Store
 from nepotism.store.annotations import add_collection
 
-CHROMIUM = os.environ.get("NEPOTISM_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("NEPOTISM_CHROMEDRIVER", "/usr/bin/chromedriver")
 #: Model names that must never reach a page.
 MODEL_A, MODEL_B = "zeta-secret-model", "omega-hidden-model"
 SCRIPT = "<script>document.title = 'pwned'; window.__pwned = 1;</script>"
@@ -91,41 +88,3 @@ def server_factory():
     yield start
     for server in servers:
         server.stop()
-
-
-def _browser_missing() -> str | None:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (Path(path).is_file() and os.access(path, os.X_OK)):
-            return (f"{path} not found: install Debian's chromium and chromium-driver "
-                    "(scripts/install_browser.sh)")
-    return None
-
-
-@pytest.fixture
-def browser_factory(tmp_path_factory):
-    """Start headless Chromium sessions driven by Selenium; skipped when Chromium is absent."""
-    reason = _browser_missing()
-    if reason:
-        pytest.skip(reason)
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    drivers = []
-
-    def start():
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        profile = tmp_path_factory.mktemp("chromium-profile")
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--window-size=1280,900",
-                     f"--user-data-dir={profile}"):
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(20)
-        drivers.append(driver)
-        return driver
-
-    yield start
-    for driver in drivers:
-        driver.quit()

@@ -22,38 +22,12 @@ from nepotism.metrics.reference import perplexity_win_rate
 from nepotism.report.derived import leaderboard_records, perplexity_records
 from nepotism.report.full import write_report
 
-CHROMIUM = os.environ.get("NEPOTISM_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("NEPOTISM_CHROMEDRIVER", "/usr/bin/chromedriver")
 EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
 
 
-def _missing() -> str | None:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.exists(path) or shutil.which(path)):
-            return f"{path} not found: run scripts/install_browser.sh (Debian chromium, chromium-driver)"
-    return None
-
-
 @pytest.fixture
-def browser(tmp_path_factory):
-    reason = _missing()
-    if reason:
-        pytest.skip(reason)
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,900", f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
+def browser(browser_factory):
+    return browser_factory()
 
 
 def _check_page(driver, html: Path, shot: Path) -> dict:
