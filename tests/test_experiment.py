@@ -121,3 +121,16 @@ def test_gguf_model_needs_model_or_path(tmp_path):
     with pytest.raises(InputError) as err:
         load_experiment(_write(tmp_path, both))
     assert err.value.field == "models.standin-alpha.model"
+
+
+def test_dataset_file_is_the_path_or_a_bundled_file_or_none(tmp_path):
+    exp = load_experiment(_write(tmp_path, BASE))
+    assert exp.dataset_file() == tmp_path / "items.jsonl"
+    live = load_experiment(_write(tmp_path, BASE.replace('path = "items.jsonl"', 'bundled = "live/items"')))
+    assert live.dataset_file().name == "items.jsonl" and live.dataset_file().is_file()
+    missing = load_experiment(_write(tmp_path, BASE.replace('path = "items.jsonl"', 'bundled = "nothing-here"')))
+    with pytest.raises(InputError) as err:
+        missing.dataset_file()
+    assert err.value.field == "dataset.bundled"
+    store = load_experiment(_write(tmp_path, BASE.replace('path = "items.jsonl"', "from_store = true")))
+    assert store.dataset_file() is None

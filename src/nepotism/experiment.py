@@ -168,6 +168,21 @@ class Experiment:
     output_format: str
     grading: GradingConfig | None = None
 
+    def dataset_file(self) -> Path | None:
+        """The JSON Lines file of the instances (``path`` or a bundled one); None for a store dataset."""
+        ds = self.dataset
+        if ds.path is not None:
+            return Path(ds.path)
+        if ds.bundled is None:
+            return None
+        from importlib import resources
+
+        for suffix in (".jsonl", ".jsonl.gz"):
+            candidate = resources.files("nepotism.data") / f"{ds.bundled}{suffix}"
+            if candidate.is_file():
+                return Path(str(candidate))
+        raise InputError(f"no bundled dataset named {ds.bundled!r}", path=self.path, field="dataset.bundled")
+
     def as_config(self) -> dict[str, Any]:
         """Plain JSON-able data (no secrets: only environment variable names)."""
         def plain(value: Any) -> Any:

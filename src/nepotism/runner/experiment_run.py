@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -105,18 +104,6 @@ async def _close(endpoints: Mapping[str, Endpoint]) -> None:
 
 # -- dataset -------------------------------------------------------------------------------
 
-def _dataset_file(experiment: Experiment) -> Path:
-    ds = experiment.dataset
-    if ds.path is not None:
-        return Path(ds.path)
-    for suffix in (".jsonl", ".jsonl.gz"):
-        candidate = resources.files("nepotism.data") / f"{ds.bundled}{suffix}"
-        if candidate.is_file():
-            return Path(str(candidate))
-    raise InputError(f"no bundled dataset named {ds.bundled!r}", path=experiment.path,
-                     field="dataset.bundled")
-
-
 def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
     def bad(field_: str, message: str) -> InputError:
         return InputError(message, path=path, line=line, field=field_)
@@ -162,7 +149,7 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
         if not instances:
             raise InputError("the store holds no instances", path=str(store.path), field="dataset.from_store")
         return instances, []
-    path = _dataset_file(experiment)
+    path = experiment.dataset_file()
     from nepotism.importers._common import read_jsonl
 
     if not path.is_file():

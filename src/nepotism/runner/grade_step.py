@@ -31,14 +31,20 @@ Truth = dict[str, tuple[str, dict[str, Any], int | None]]
 _OUTPUTS = {"correctness-ref": "reference", "rubric-ref": "rubric-reference"}
 
 
+def _source(experiment: Experiment) -> str:
+    """Where the instances come from, for error messages: the dataset file, or the store."""
+    path = experiment.dataset_file()
+    return str(path) if path is not None else (experiment.store or "store")
+
+
 def _lines(experiment: Experiment) -> tuple[str, dict[str, int]]:
     """The dataset file and the first line of each instance id in it (empty for store datasets)."""
-    if experiment.dataset.path is None:
-        return experiment.store or "store", {}
+    path = experiment.dataset_file()
+    if path is None:
+        return _source(experiment), {}
     from nepotism.importers._common import read_jsonl
 
     first: dict[str, int] = {}
-    path = Path(experiment.dataset.path)
     if path.is_file():
         for line, row in read_jsonl(path):
             if isinstance(row, dict):
@@ -119,7 +125,7 @@ def grade_run(experiment: Experiment, truth: Truth, responses: Sequence[Response
     from nepotism.grading.batch import GradeRow, grade_rows
     from nepotism.tables import write_table
 
-    path, _ = _lines(experiment)
+    path = _source(experiment)  # each row's line is in the truth already: no second read of the file
     by_task: dict[str, list[GradeRow]] = {}
     for r in responses:
         if r.instance_id in truth:
