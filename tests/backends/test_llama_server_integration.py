@@ -68,9 +68,11 @@ def server_url():
             proc.wait(20)
 
 
-def run(backend, *requests):
+def run(backend, *requests, sequential=False):
     async def go():
         try:
+            if sequential:
+                return [await backend.complete(r) for r in requests]
             return await asyncio.gather(*(backend.complete(r) for r in requests))
         finally:
             await backend.aclose()
@@ -79,20 +81,28 @@ def run(backend, *requests):
 
 
 def test_chat_and_label_logprobs_through_the_real_server(server_url):
-    backend = OpenAIHTTPBackend(server_url, model="smollm2", timeout=120, max_connections=4)
-    chat, labels = run(
+    # One request at a time, label request first: llama.cpp's server keeps the previous prompt in its
+    # KV cache and re-evaluates only the new suffix, which moves these log-probs by up to ~0.09 nats
+    # (measured: B -2.297 cold, -2.385 after any earlier request with the same prompt). The cold
+    # call must match the in-process backend; the warm one only within that drift.
+    backend = OpenAIHTTPBackend(server_url, model="smollm2", timeout=120, max_connections=1)
+    labels_cold, chat, labels_warm = run(
         backend,
+        Request("smollm2", messages=JUDGE, labels=("A", "B")),
         Request("smollm2", messages=JUDGE, max_tokens=8),
         Request("smollm2", messages=JUDGE, labels=("A", "B")),
+        sequential=True,
     )
     assert chat.ok and chat.text and chat.usage["completion_tokens"] >= 1
-    assert labels.ok, labels.error
-    assert all(math.isfinite(v) for v in labels.label_logprobs.values())
-    assert 0 < sum(math.exp(v) for v in labels.label_logprobs.values()) <= 1
+    for labels in (labels_cold, labels_warm):
+        assert labels.ok, labels.error
+        assert all(math.isfinite(v) for v in labels.label_logprobs.values())
+        assert 0 < sum(math.exp(v) for v in labels.label_logprobs.values()) <= 1
     # the server and the in-process backend render the same chat (chatml) and should agree
     (local,) = asyncio.run(_local(Request("smollm2", messages=JUDGE, labels=("A", "B"))))
     for label in ("A", "B"):
-        assert labels.label_logprobs[label] == pytest.approx(local.label_logprobs[label], abs=0.05)
+        assert labels_cold.label_logprobs[label] == pytest.approx(local.label_logprobs[label], abs=0.01)
+        assert labels_warm.label_logprobs[label] == pytest.approx(local.label_logprobs[label], abs=0.15)
 
 
 async def _local(request):
