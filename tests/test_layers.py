@@ -30,6 +30,8 @@ FORBIDDEN = {
     "runner": {"analyses", "report", "cli", "leakage", "mitigations", "annotate"},
     "analyses": {"cli", "runner", "backends"},
     "report": {"cli", "runner", "backends"},
+    "importers": {"analyses", "runner", "report", "cli", "backends", "store", "judging", "metrics", "leakage",
+                  "mitigations", "annotate", "grading"},
 }
 
 

@@ -224,3 +224,28 @@ def test_perplexity_columns_must_be_at_least_one(tmp_path):
     with pytest.raises(InputError) as err:
         read_table(path)
     assert err.value.field == "perplexity_a"
+
+
+def test_key_columns_are_public_and_checked():
+    from nepotism.tables import key_columns
+
+    assert key_columns("pointwise") == ("instance_id", "judge", "model", "condition", "replicate")
+    assert key_columns("preference-ref") == ("instance_id", "model_a", "model_b", "annotator")
+    with pytest.raises(InputError):
+        key_columns("nope")
+
+
+def test_preference_reference_annotators(tmp_path):
+    """Several annotators of one pair are rows of their own; the same annotator twice is a duplicate."""
+    path = tmp_path / "ref.csv"
+    path.write_text("instance_id,model_a,model_b,winner,annotator\n1,x,y,x,expert_1\n1,x,y,tie,expert_2\n1,x,y,y,\n")
+    frame = read_table(path).frame
+    assert frame["annotator"].tolist()[:2] == ["expert_1", "expert_2"] and pd.isna(frame["annotator"].iloc[2])
+    path.write_text("instance_id,model_a,model_b,winner,annotator\n1,x,y,x,expert_1\n1,x,y,y,expert_1\n")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.line == 3 and "line 2" in err.value.message
+    path.write_text("instance_id,model_a,model_b,winner,annotator\n1,x,y,x,\n1,x,y,y,\n")
+    with pytest.raises(InputError) as err:  # two votes without annotator ids cannot be told apart
+        read_table(path)
+    assert err.value.line == 3 and "line 2" in err.value.message

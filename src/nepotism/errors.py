@@ -17,8 +17,10 @@ class NepotismError(Exception):
 class InputError(NepotismError, ValueError):
     """A user-supplied file or value is malformed.
 
-    ``path`` is the file (or a description such as ``"<registry>"``), ``line`` the 1-based line or
-    record number when known, ``field`` the column or key at fault when known.
+    ``path`` is the file (or a description such as ``"<registry>"``), ``line`` the 1-based line
+    when known, ``field`` the column or key at fault when known. For a file that is one JSON array,
+    where a line says little, ``record`` is the 1-based position of the object in the array and
+    the message says "record N" instead of "line N".
     """
 
     def __init__(
@@ -28,11 +30,13 @@ class InputError(NepotismError, ValueError):
         path: str | None = None,
         line: int | None = None,
         field: str | None = None,
+        record: int | None = None,
     ) -> None:
         self.message = message
         self.path = path
         self.line = line
         self.field = field
+        self.record = record
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -41,6 +45,8 @@ class InputError(NepotismError, ValueError):
             where.append(str(self.path))
         if self.line is not None:
             where.append(f"line {self.line}")
+        if self.record is not None:
+            where.append(f"record {self.record}")
         if self.field is not None:
             where.append(f"field '{self.field}'")
         prefix = ", ".join(where)

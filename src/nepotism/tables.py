@@ -20,8 +20,9 @@ recognition       instance_id, judge, model, claimed         condition, replicat
 recognition-      instance_id, judge, model_a, model_b,      condition, replicate, category
 pairwise          choice ("which did you write?": A | B |
                   empty = unparsed)
-preference-ref    instance_id, model_a, model_b, winner      category
-                  (model_a, model_b or tie)
+preference-ref    instance_id, model_a, model_b, winner      category, annotator (who gave the label:
+                  (model_a, model_b or tie)                  several annotators of one pair are
+                                                             rows of their own)
 correctness-ref   instance_id, model, and correct and/or     category
                   score
 rubric-ref        instance_id, model, rubric_id, met
@@ -62,6 +63,7 @@ __all__ = [
     "RUBRIC_SETUPS",
     "Table",
     "detect_kind",
+    "key_columns",
     "read_rows",
     "read_table",
     "write_table",
@@ -88,7 +90,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("instance_id", "judge", "model_a", "model_b", "choice"),
         ("condition", "replicate", "category"),
     ),
-    "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category",)),
+    "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category", "annotator")),
     "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
     "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
     "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
@@ -101,7 +103,7 @@ _KEYS = {
     "rubric": ("instance_id", "judge", "model", "rubric_id", "condition", "replicate", "setup"),
     "recognition": ("instance_id", "judge", "model", "condition", "replicate"),
     "recognition-pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
-    "preference-ref": ("instance_id", "model_a", "model_b"),
+    "preference-ref": ("instance_id", "model_a", "model_b", "annotator"),
     "correctness-ref": ("instance_id", "model"),
     "rubric-ref": ("instance_id", "model", "rubric_id"),
     "rubric-items": ("instance_id", "rubric_id"),
@@ -123,6 +125,13 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+
+def key_columns(kind: str) -> tuple[str, ...]:
+    """The columns that identify one row of a ``kind`` table (two rows may not share them all)."""
+    if kind not in _KEYS:
+        raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
+    return _KEYS[kind]
 
 
 def detect_kind(columns: Iterable[str]) -> str | None:
@@ -327,8 +336,9 @@ class _Validator:
                 frame[column] = self.text(column, default="default") if column in frame else "default"
         if "replicate" in optional:
             frame["replicate"] = self.integer("replicate") if "replicate" in frame else 0
-        if "category" in frame:
-            frame["category"] = frame["category"].map(lambda v: None if v is None else str(v))
+        for column in ("category", "annotator"):
+            if column in frame:
+                frame[column] = frame[column].map(lambda v: None if v is None else str(v))
         getattr(self, "kind_" + self.kind.replace("-", "_"))()
         self.unique()
         frame["_line"] = [self.line_of(i) for i in range(len(frame))]
@@ -487,9 +497,8 @@ class _Validator:
         duplicated = self.frame.duplicated(subset=keys, keep="first").to_numpy()
         if duplicated.any():
             row = int(np.argmax(duplicated))
-            first = self.frame.index[
-                (self.frame[keys] == self.frame.loc[row, keys]).all(axis=1)
-            ][0]
+            group = self.frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+            first = int(np.flatnonzero(group == group[row])[0])
             self.fail(
                 row,
                 ",".join(keys),

@@ -21,9 +21,15 @@ def run(*args):
     return CliRunner().invoke(main, ["import", *map(str, args)])
 
 
-def test_help_lists_formats():
-    result = run("--help")
-    assert result.exit_code == 0 and "alpaca-eval-compact" in result.output and "judgebench" in result.output
+def test_list_shows_every_format():
+    result = run("--list")
+    assert result.exit_code == 0
+    for name in ("alpaca-eval-compact", "judgebench", "fastchat-single", "fastchat-pair", "mt-bench-human",
+                 "arena-hard", "arena-battles", "reward-pairs"):
+        assert f"{name}\n" in result.output
+    listed = json.loads(run("--list", "--json").output)
+    assert {row["format"] for row in listed} >= {"fastchat-single", "reward-pairs"}
+    assert all(row["summary"] and row["tables"] and row["upstream"] for row in listed)
 
 
 def test_mbpp_all_outputs(tmp_path):
@@ -87,16 +93,18 @@ def test_nothing_written_on_failure(tmp_path):
 
 def test_invalid_output_table_writes_nothing(tmp_path, monkeypatch):
     """If the re-read validation of any table fails, no output replaces its target."""
-    import nepotism.importers.mbpp_selfpref as mod
+    import dataclasses
 
-    original = mod.import_mbpp_selfpref
+    import nepotism.importers as importers
+
+    spec = importers.get_format("mbpp-selfpref")
 
     def broken(path, **options):
-        result = original(path, **options)
+        result = spec.read(path, **options)
         result.tables["correctness-ref"].loc[0, "model"] = None  # the reference table is now invalid
         return result
 
-    monkeypatch.setattr(mod, "import_mbpp_selfpref", broken)
+    monkeypatch.setattr(importers, "_REGISTRY", {**importers.formats(), "mbpp-selfpref": dataclasses.replace(spec, read=broken)})
     out, ref = tmp_path / "j.csv", tmp_path / "ref.csv"
     result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--reference-out", ref)
     assert result.exit_code == 2 and "invalid correctness-ref" in result.output

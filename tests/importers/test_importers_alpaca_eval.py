@@ -23,7 +23,7 @@ needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/al
 
 
 def test_all_is_public_api():
-    assert set(alpaca_eval.__all__) == {"ANNOTATOR_JUDGES", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"}
+    assert set(alpaca_eval.__all__) == {"ANNOTATOR_JUDGES", "FORMATS", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"}
     for name in alpaca_eval.__all__:
         assert hasattr(alpaca_eval, name)
 
@@ -144,7 +144,7 @@ def test_annotations_json_missing_field(tmp_path):
     path.write_text(json.dumps(raw))
     with pytest.raises(InputError) as err:
         import_alpaca_eval(path)
-    assert (err.value.line, err.value.field) == (2, "output_2")
+    assert (err.value.record, err.value.field) == (2, "output_2") and "record 2" in str(err.value)
 
 
 def test_annotations_json_bad_preference_type(tmp_path):
@@ -154,7 +154,7 @@ def test_annotations_json_bad_preference_type(tmp_path):
     path.write_text(json.dumps(raw))
     with pytest.raises(InputError) as err:
         import_alpaca_eval(path)
-    assert (err.value.line, err.value.field) == (1, "preference")
+    assert (err.value.record, err.value.field) == (1, "preference") and "record 1" in str(err.value)
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +197,29 @@ def test_real_compact_file_counts(real_compact):
     assert result.counts["rows_read"] == 108665
     assert int(frame["verdict"].isna().sum()) == 64  # the 64 NaN preferences stay unparsed
     assert set(frame["judge"]) == {"gpt4_0314", "gpt4_0613", "gpt4_1106_preview", "claude-2"}
+
+
+def test_annotations_json_empty_output_is_a_recorded_empty(tmp_path):
+    """One empty output does not reject the file: it is an answer (empty), and its judgment stands."""
+    raw = json.loads((FIXTURES / "alpaca_eval_annotations.json").read_text())
+    raw[1]["output_2"] = ""
+    raw[2]["output_1"] = None
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(raw))
+    result = import_alpaca_eval(path)
+    assert result.counts["empty_outputs"] == 2 and any("empty" in n for n in result.notes)
+    assert len(result.tables["pairwise"]) == len(import_alpaca_eval(FIXTURES / "alpaca_eval_annotations.json").tables["pairwise"])
+    texts = result.texts.set_index(["instance_id", "model"])
+    instance = result.tables["pairwise"]["instance_id"].iloc[1]
+    assert texts.loc[(instance, raw[1]["generator_2"]), "text"] == ""
+    assert list(result.tables["pairwise"]["source_record"][:3]) == [1, 2, 3]
+
+
+def test_annotations_json_output_must_be_text(tmp_path):
+    raw = json.loads((FIXTURES / "alpaca_eval_annotations.json").read_text())
+    raw[2]["output_1"] = {"text": "x"}
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(InputError) as err:
+        import_alpaca_eval(path)
+    assert (err.value.record, err.value.field) == (3, "output_1") and "record 3" in str(err.value)

@@ -25,12 +25,14 @@ def _raw(path):
 
 
 def test_all():
-    assert judgebench.__all__ == ["import_judgebench"]
+    assert judgebench.__all__ == ["FORMATS", "import_judgebench"]
 
 
 def test_data_file_gives_preference_ref():
     result = import_judgebench(DATA)
-    assert result.main == "preference-ref" and list(result.tables) == ["preference-ref"]
+    assert result.main == "preference-ref" and list(result.tables) == ["preference-ref", "correctness-ref"]
+    correct = result.tables["correctness-ref"]
+    assert len(correct) == 2 * len(result.tables["preference-ref"]) and correct["correct"].sum() == len(correct) // 2
     refs = result.tables["preference-ref"]
     raw = _raw(DATA)
     for row, record in zip(refs.itertuples(), raw):

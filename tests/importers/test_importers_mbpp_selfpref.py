@@ -20,7 +20,7 @@ SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mbpp_
 
 
 def test_all():
-    assert set(mbpp_selfpref.__all__) == {"VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"}
+    assert set(mbpp_selfpref.__all__) == {"FORMATS", "VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"}
 
 
 def _check_both_orders(result, n):

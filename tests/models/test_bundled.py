@@ -86,6 +86,15 @@ def test_alpaca_eval_judges_are_gpt4():
         ("DeepSeek-R1", "DeepSeek-R1-Distill-Qwen-7B", Relation.STUDENT),
         ("alpaca-7b", "text_davinci_003", Relation.TEACHER),
         ("gpt-4", "not-a-model", Relation.UNKNOWN),
+        # arena-bench v1: the GPT-4 judge and its relatives, students and strangers
+        ("gpt-4", "openchat_3.5", Relation.STUDENT),
+        ("gpt-4", "Starling-LM-7B-alpha", Relation.STUDENT),
+        ("gpt-4", "vicuna-33b-v1.3", Relation.FAMILY_STUDENT),
+        ("gpt-4", "gpt-4-0314", Relation.SAME_SERIES),
+        ("gpt-4", "gpt-3.5-turbo-1106", Relation.SAME_FAMILY),
+        ("gpt-4", "mistralai/Mixtral-8x7B-Instruct-v0.1", Relation.UNRELATED),
+        ("gpt-4", "claude-instant-1", Relation.UNRELATED),
+        ("gpt-4", "palm-2-chat-bison-001", Relation.UNRELATED),
     ],
 )
 def test_documented_lineage(judge, model, expected):

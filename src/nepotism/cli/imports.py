@@ -12,7 +12,6 @@ from nepotism._files import temp_beside
 
 __all__ = ["command"]
 
-_FORMATS = ("alpaca-eval-compact", "alpaca-eval", "mbpp-selfpref", "judgebench")
 _REFERENCE_KINDS = ("preference-ref", "correctness-ref", "rubric-ref")
 
 
@@ -28,12 +27,8 @@ def _write_texts(texts, path: Path, *, gz: bool) -> None:
 
 def _canonicalise(imported) -> int:
     """Replace model and judge names with registry ids, keeping @tags; return how many stayed unknown."""
-    from nepotism.errors import InputError
+    from nepotism.models import default_registry
 
-    try:
-        from nepotism.models import default_registry
-    except ImportError:
-        raise InputError("--canonical needs the model registry (nepotism.models.default_registry)") from None
     registry = default_registry()
     unknown: set[str] = set()
 
@@ -56,44 +51,88 @@ def _canonicalise(imported) -> int:
     return len(unknown)
 
 
+def _print_formats(as_json: bool) -> None:
+    from nepotism.importers import formats
+
+    rows = [{"format": f.name, "tables": list(f.tables), "options": [f"--{o}" for o in f.options],
+             "summary": f.summary, "upstream": f.upstream} for f in formats().values()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['format']}\n  {row['summary']}\n  tables: {', '.join(row['tables'])}"
+                   + (f"; options: {' '.join(row['options'])}" if row["options"] else "")
+                   + f"\n  upstream: {row['upstream']}")
+
+
+def _invalid(err, kind: str, target: Path, tmp: Path):
+    """The read-back error of a written table, pointing at the upstream row it came from when known."""
+    from nepotism.errors import InputError
+    from nepotism.tables import read_rows
+
+    origin = ""
+    if err.line is not None:
+        try:
+            row = dict(read_rows(tmp)).get(err.line)
+        except InputError:
+            row = None
+        if row and row.get("source_file") is not None:
+            line, record = row.get("source_line"), row.get("source_record")
+            at = f"line {line}" if line is not None else f"record {record}"
+            origin = f" (it came from {row['source_file']} {at})"
+    return InputError(f"the importer produced an invalid {kind} table{origin}: {err.message}",
+                      path=str(target), line=err.line, field=err.field)
+
+
 @click.command("import")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", required=True, type=click.Choice(_FORMATS), help="Source format.")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.argument("sources", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", help="Source format (see --list).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Main table (.csv, .jsonl or .parquet; .gz allowed for CSV/JSONL).")
 @click.option("--reference-out", type=click.Path(dir_okay=False, path_type=Path),
               help="Companion reference table (preference-ref or correctness-ref), when the source has one.")
 @click.option("--texts-out", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL of texts: instance_id, prompt, tests, model, text.")
-@click.option("--judge", default=None, help="Judge model name for every row (AlpacaEval: overrides the annotator map).")
+@click.option("--judge", default=None, help="Judge model for every row (overrides what the file says).")
+@click.option("--baseline", default=None, help="arena-hard: the baseline model, when the records do not name it.")
+@click.option("--benchmark", default=None, help="Prefix of the instance ids (<benchmark>/<question id>).")
+@click.option("--generator", default=None, help="reward-pairs: name for responses whose generator the file omits.")
 @click.option("--instructions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.")
 @click.option("--verdicts", type=click.Choice(["reply", "probabilities"]), default=None,
               help="mbpp-selfpref only: read each verdict from the judge's reply (default) or as the most "
                    "probable of the recorded [A, T, B] probabilities.")
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
+@click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(sources, fmt, out, reference_out, texts_out, judge, instructions, verdicts, canonical, as_json):
+def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchmark, generator, instructions,
+            verdicts, canonical, list_formats, as_json):
     """Import published judgments in SOURCE files into recorded tables.
 
-    Formats: alpaca-eval-compact (this project's annotations_compact.csv.gz), alpaca-eval
-    (AlpacaEval annotations.json), mbpp-selfpref (paper 004's <judge>_<other>_eval.jsonl),
-    judgebench (JudgeBench data or judge-output .jsonl). Every table is validated by reading it back
-    before any output replaces its target: nothing is written if anything fails.
+    `nepotism import --list` shows every format (FastChat single and pair grades, MT-Bench human
+    judgments, Arena-Hard-Auto, Chatbot Arena battles, reward-model pairs, AlpacaEval, JudgeBench,
+    paper 004's MBPP file), the tables each yields and its options; docs/importers.md gives each
+    column mapping. Several SOURCE files of one format become one table (a judgment repeated
+    exactly is kept once). Every table is validated by reading it back before any output replaces
+    its target: nothing is written if anything fails, and a malformed source is named with its
+    line (or record) and field, exit status 2.
     """
     from nepotism.errors import InputError
-    from nepotism.importers import import_source
+    from nepotism.importers import get_format, import_source
     from nepotism.tables import read_table, write_table
 
-    options = {}
-    if judge is not None:
-        options["judge"] = judge
-    if instructions is not None:
-        options["instructions"] = instructions
-    if verdicts is not None:
-        if fmt != "mbpp-selfpref":
-            raise InputError("--verdicts is only for --format mbpp-selfpref", field="--verdicts")
-        options["verdicts"] = verdicts
+    if list_formats:
+        _print_formats(as_json)
+        return
+    if not sources:
+        raise InputError("give one or more SOURCE files (or --list)", field="SOURCES")
+    if fmt is None:
+        raise InputError("--format is required (see nepotism import --list)", field="--format")
+    if out is None:
+        raise InputError("--out is required", field="--out")
+    get_format(fmt)
+    options = {"judge": judge, "baseline": baseline, "benchmark": benchmark, "generator": generator,
+               "instructions": instructions, "verdicts": verdicts}
     imported = import_source(fmt, sources, **options)
     unknown = _canonicalise(imported) if canonical else 0
 
@@ -105,7 +144,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ve
                              field="--reference-out")
         plan.append((references[0], reference_out))
     if texts_out is not None and imported.texts is None:
-        raise InputError(f"the {fmt} source carries no texts (use --format alpaca-eval for AlpacaEval texts)", field="--texts-out")
+        raise InputError(f"the {fmt} source carries no texts", field="--texts-out")
     targets = [p.resolve() for _, p in plan] + ([texts_out.resolve()] if texts_out is not None else [])
     if len(set(targets)) != len(targets):
         raise InputError("two outputs name the same file", field="--out")
@@ -121,8 +160,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ve
             try:
                 table = read_table(tmp, kind=kind)
             except InputError as err:
-                raise InputError(f"the importer produced an invalid {kind} table: {err.message}",
-                                 path=str(target), line=err.line, field=err.field) from None
+                raise _invalid(err, kind, target, tmp) from None
             summary["outputs"][str(target)] = {"kind": kind, "rows": len(table)}
         if texts_out is not None:
             tmp = temp_beside(texts_out)
@@ -134,7 +172,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ve
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
-    skipped = [k for k in references if reference_out is None]
+    skipped = references[1:] if reference_out is not None else references
     if canonical:
         summary["unknown_models"] = unknown
     if as_json:
@@ -147,6 +185,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, instructions, ve
     for note in imported.notes:
         click.echo(f"  note: {note}")
     for kind in skipped:
-        click.echo(f"  not written: the {kind} table (pass --reference-out FILE)")
+        hint = "only the first companion is written" if reference_out is not None else "pass --reference-out FILE"
+        click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")

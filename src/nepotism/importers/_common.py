@@ -1,4 +1,11 @@
-"""Shared helpers of the importers: the `Imported` result and line-aware JSON readers."""
+"""Shared helpers of the importers: the `Imported` result, position-aware readers and field checks.
+
+A position is where a row came from: a line number (JSONL, CSV; Parquet rows count as lines) or,
+for a file that is one JSON array, a `RecordNo` (the 1-based position of the object in the
+array). `fail` and `require` turn a position into an `InputError` that says "line N" or
+"record N" accordingly; `provenance` gives the ``source_file`` / ``source_line`` or
+``source_record`` columns every importer row carries.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import gzip
 import io
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +22,46 @@ import pandas as pd
 
 from nepotism.errors import InputError
 
-__all__ = ["Imported", "is_missing", "open_text", "read_json_list", "read_jsonl", "require"]
+__all__ = [
+    "OPTIONS",
+    "Format",
+    "Imported",
+    "RecordNo",
+    "conversation_texts",
+    "fail",
+    "is_missing",
+    "message_text",
+    "number_or_none",
+    "open_text",
+    "provenance",
+    "read_json_list",
+    "read_jsonl",
+    "read_records",
+    "require",
+    "status_counts",
+    "votes_import",
+]
+
+
+class RecordNo(int):
+    """A 1-based record number in a JSON array (an `int` that reports itself as "record N")."""
+
+
+def _where(path: Path | str, position: int | None) -> dict[str, Any]:
+    if isinstance(position, RecordNo):
+        return {"path": str(path), "record": int(position)}
+    return {"path": str(path), "line": None if position is None else int(position)}
+
+
+def fail(message: str, path: Path | str, position: int | None = None, field: str | None = None) -> InputError:
+    """An `InputError` at ``position`` of ``path`` (a line, or a `RecordNo`); raise it."""
+    return InputError(message, field=field, **_where(path, position))
+
+
+def provenance(path: Path | str, position: int) -> dict[str, Any]:
+    """The provenance columns of a row read at ``position`` of ``path``."""
+    key = "source_record" if isinstance(position, RecordNo) else "source_line"
+    return {"source_file": str(path), key: int(position)}
 
 
 @dataclass
@@ -29,11 +76,37 @@ class Imported:
     source: str = ""
 
 
+#: Every option a format may accept (the ``nepotism import`` flags of the same names).
+OPTIONS = ("judge", "instructions", "verdicts", "baseline", "benchmark", "generator")
+
+
+@dataclass(frozen=True)
+class Format:
+    """One importable source format.
+
+    ``read(path, **options) -> Imported`` reads one file; ``tables`` lists the table kinds it can
+    produce (the main kind first); ``options`` the keyword options it accepts (a subset of
+    `OPTIONS`); ``upstream`` names the harness and the code that defines the schema.
+    """
+
+    name: str
+    summary: str
+    read: Callable[..., Imported]
+    tables: tuple[str, ...]
+    upstream: str
+    options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.options) - set(OPTIONS)
+        if unknown:
+            raise ValueError(f"format {self.name!r} declares unknown options {sorted(unknown)}")
+
+
 def open_text(path: Path) -> io.TextIOBase:
-    """Open a text file, transparently gunzipping ``.gz``."""
+    """Open a text file (UTF-8, a leading BOM skipped), transparently gunzipping ``.gz``."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -43,21 +116,59 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return read_rows(path)
 
 
-def read_json_list(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Read a JSON array of objects; return ``(record number, object)`` (1-based numbers)."""
+def _load_json(path: Path) -> Any:
     try:
         with open_text(path) as handle:
-            value = json.load(handle)
+            return json.load(handle)
     except json.JSONDecodeError as err:
         raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=err.lineno) from None
-    except (UnicodeDecodeError, OSError) as err:
+    except (UnicodeDecodeError, OSError, EOFError) as err:
         raise InputError(f"cannot read the file ({err})", path=str(path)) from None
+
+
+def _array_records(value: Any, path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not isinstance(value, list):
         raise InputError("expected a JSON list of objects", path=str(path))
     for number, item in enumerate(value, start=1):
         if not isinstance(item, dict):
-            raise InputError("each record must be a JSON object", path=str(path), line=number)
-    return list(enumerate(value, start=1))
+            raise InputError("each record must be a JSON object", path=str(path), record=number)
+    return [(RecordNo(number), item) for number, item in enumerate(value, start=1)]
+
+
+def read_json_list(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Read a JSON array of objects; return ``(RecordNo, object)`` pairs (1-based numbers)."""
+    return _array_records(_load_json(path), path)
+
+
+def _columns_to_records(value: dict, path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """A dict of equal-length lists (one list per column, scalars shared by all rows) as records."""
+    lists = {k: v for k, v in value.items() if isinstance(v, list)}
+    if not lists:
+        raise InputError("expected a JSON list of objects or an object of column lists", path=str(path))
+    lengths = {len(v) for v in lists.values()}
+    if len(lengths) != 1:
+        raise InputError(f"the column lists differ in length ({sorted(lengths)})", path=str(path))
+    shared = {k: v for k, v in value.items() if not isinstance(v, list)}
+    size = lengths.pop()
+    return [(RecordNo(i + 1), {**shared, **{k: v[i] for k, v in lists.items()}}) for i in range(size)]
+
+
+def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(position, object)`` for every record of a JSONL, CSV, Parquet or JSON file.
+
+    A ``.json`` file is either one JSON array of objects (positions are `RecordNo`) or one object
+    of column lists, as ``datasets.Dataset.to_dict()`` writes it (scalar members are shared by
+    every row). Other suffixes go through `nepotism.tables.read_rows` (line numbers).
+    """
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    if not suffixes or suffixes[-1] != ".json":
+        return read_jsonl(path)
+    value = _load_json(path)
+    if isinstance(value, dict):
+        return _columns_to_records(value, path)
+    return _array_records(value, path)
 
 
 def is_missing(value: Any) -> bool:
@@ -70,10 +181,62 @@ def is_missing(value: Any) -> bool:
 
 
 def require(record: dict[str, Any], key: str, path: Path, line: int, *, allow_missing: bool = False) -> Any:
-    """Return ``record[key]``; `InputError` naming file, line and field when absent or empty."""
+    """Return ``record[key]``; `InputError` naming file, line (or record) and field when absent or empty."""
     if key not in record:
-        raise InputError("missing field", path=str(path), line=line, field=key)
+        raise fail("missing field", path, line, key)
     value = record[key]
     if not allow_missing and is_missing(value):
-        raise InputError("empty value where one is required", path=str(path), line=line, field=key)
+        raise fail("empty value where one is required", path, line, key)
     return value
+
+
+def number_or_none(value: Any, path: Path, line: int, field: str) -> float | None:
+    """A finite JSON number as float, None for null; `InputError` for text, booleans, NaN or infinity."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(f"{json.dumps(value)[:40]} is not a number", path, line, field)
+    if not math.isfinite(value):
+        raise fail(f"{value} is not a finite number", path, line, field)
+    return float(value)
+
+
+def status_counts(frame: pd.DataFrame) -> dict[str, int]:
+    """How many rows of an importer's table are ``unparsed`` and ``failed`` (its ``status`` column)."""
+    return {status: int((frame["status"] == status).sum()) for status in ("unparsed", "failed")}
+
+
+def message_text(conversation: Any, role: str, turn: int = 1) -> str | None:
+    """The ``turn``-th message of ``role`` in a chat (a list of ``{role, content}``), None when absent."""
+    if conversation is None or isinstance(conversation, str):
+        return None
+    messages = [m for m in list(conversation) if isinstance(m, dict) and m.get("role") == role]
+    return str(messages[turn - 1].get("content")) if len(messages) >= turn else None
+
+
+def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str, str], turn: int = 1) -> list[dict]:
+    """Texts rows (prompt = the turn's user message, text = the answer) of ``conversation_a`` / ``_b``."""
+    rows = []
+    for side, model in zip("ab", models):
+        conversation = record.get(f"conversation_{side}")
+        answer = message_text(conversation, "assistant", turn)
+        if answer is not None:
+            rows.append({"instance_id": instance, "prompt": message_text(conversation, "user", turn), "tests": None,
+                         "model": model, "text": answer})
+    return rows
+
+
+def votes_import(pairs: list[dict], refs: list[dict], texts: list[dict], *, counts: dict[str, int], notes: list[str],
+                 path: Path) -> Imported:
+    """A votes file's import: model-judged rows → pairwise (the main table when present), human votes →
+    preference-ref; texts kept once per (instance, model)."""
+    if not pairs and not refs:
+        raise InputError("no votes or judgments in the file", path=str(path))
+    tables: dict[str, pd.DataFrame] = {}
+    if pairs:
+        tables["pairwise"] = pd.DataFrame(pairs)
+    if refs:
+        tables["preference-ref"] = pd.DataFrame(refs)
+    frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True) if texts else None
+    return Imported(tables=tables, main="pairwise" if pairs else "preference-ref", texts=frame, counts=counts,
+                    notes=notes, source=str(path))

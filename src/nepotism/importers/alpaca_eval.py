@@ -12,7 +12,8 @@ from a ``weighted_*`` annotator is ``1 + P(output_2 better)``. AlpacaEval counts
 ``p - 1 > 0.5``, ``n_wins_base`` as ``p - 1 < 0.5``, ``n_draws`` as ``p in {0, 1.5}`` and drops
 non-preferences (NaN). We map ``p < 1.5`` to verdict A, ``p > 1.5`` to B, a draw to tie, and keep
 ``prob_a = 2 - p``, ``prob_b = p - 1`` for weighted annotators. A missing preference is an
-unparsed judgment (empty verdict), never a tie. These rules reproduce the ``n_wins``,
+unparsed judgment (empty verdict, ``status`` unparsed, ``reason`` ``no_preference``), never a
+tie. These rules reproduce the ``n_wins``,
 ``n_wins_base`` and ``n_draws`` columns of AlpacaEval's leaderboards (tested).
 
 Mapping: judge = the model behind the row's ``annotator`` (`ANNOTATOR_JUDGES`), condition = the
@@ -21,6 +22,10 @@ Generator names are kept as AlpacaEval spells them. Rows that compare a generato
 ``@output_1`` / ``@output_2`` tags (the table forbids model_a == model_b). Exact duplicate rows
 (several upstream result folders hold the same annotations) are dropped and counted; repeated
 judgments of one key with different preferences become replicates 0, 1, ...
+
+In ``annotations.json`` an empty output (``""`` or null) is a recorded empty answer: the row and
+its preference stand, the text is ``""`` and the count ``empty_outputs`` says how many; errors in
+that file name the record ("record 12": the file is one JSON array).
 
 Left out: the compact file has no texts (use ``alpaca-eval`` on an ``annotations.json`` for
 ``--texts-out``); length-controlled win rates are not computed here.
@@ -37,9 +42,18 @@ import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError
-from nepotism.importers._common import Imported, is_missing, open_text, read_json_list, require
+from nepotism.importers._common import (
+    Format,
+    Imported,
+    fail,
+    is_missing,
+    open_text,
+    provenance,
+    read_json_list,
+    require,
+)
 
-__all__ = ["ANNOTATOR_JUDGES", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"]
+__all__ = ["ANNOTATOR_JUDGES", "FORMATS", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"]
 
 #: AlpacaEval annotator config -> the judge model, in AlpacaEval's generator spelling (the model
 #: registry knows these names as aliases).
@@ -82,22 +96,21 @@ def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarr
     return verdict, prob_a, prob_b, bad
 
 
-def _judge_of(annotators: pd.Series, lines: np.ndarray, path: Path, judge: str | None) -> pd.Series:
+def _judge_of(annotators: pd.Series, positions: list[int], path: Path, judge: str | None) -> pd.Series:
     if judge is not None:
         return pd.Series(judge, index=annotators.index, dtype=object)
     unknown = ~annotators.isin(list(ANNOTATOR_JUDGES))
     if unknown.any():
         i = int(np.argmax(unknown.to_numpy()))
-        raise InputError(
-            f"unknown annotator '{annotators.iloc[i]}' (known: {', '.join(ANNOTATOR_JUDGES)}); "
-            "pass --judge to name the judge model",
-            path=str(path), line=int(lines[i]), field="annotator",
-        )
+        raise fail(f"unknown annotator '{annotators.iloc[i]}' (known: {', '.join(ANNOTATOR_JUDGES)}); "
+                   "pass --judge to name the judge model", path, positions[i], "annotator")
     return annotators.map(ANNOTATOR_JUDGES)
 
 
-def _build(raw: pd.DataFrame, lines: np.ndarray, path: Path, judge: str | None) -> tuple[pd.DataFrame, dict[str, int]]:
-    """raw columns: instance_id, annotator, generator_1, generator_2, preference, category."""
+def _build(raw: pd.DataFrame, positions: list[int], path: Path, judge: str | None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """raw columns: instance_id, annotator, generator_1, generator_2, preference, category.
+
+    ``positions``: the source line (or `RecordNo`) of each raw row, for errors and provenance."""
     pref = pd.to_numeric(raw["preference"], errors="coerce")
     nonnum = pref.isna() & raw["preference"].map(lambda v: not is_missing(v))
     weighted = raw["annotator"].str.startswith("weighted_").to_numpy()
@@ -105,17 +118,14 @@ def _build(raw: pd.DataFrame, lines: np.ndarray, path: Path, judge: str | None) 
     bad = bad | nonnum.to_numpy()
     if bad.any():
         i = int(np.argmax(bad))
-        raise InputError(
-            f"unknown preference '{raw['preference'].iloc[i]}': AlpacaEval uses 1, 2, 1.5 or 0 (draw), "
-            "or a value in [1, 2] for weighted annotators",
-            path=str(path), line=int(lines[i]), field="preference",
-        )
+        raise fail(f"unknown preference '{raw['preference'].iloc[i]}': AlpacaEval uses 1, 2, 1.5 or 0 (draw), "
+                   "or a value in [1, 2] for weighted annotators", path, positions[i], "preference")
     same = (raw["generator_1"] == raw["generator_2"]).to_numpy()
     model_a = np.where(same, raw["generator_1"] + "@output_1", raw["generator_1"])
     model_b = np.where(same, raw["generator_2"] + "@output_2", raw["generator_2"])
     frame = pd.DataFrame({
         "instance_id": raw["instance_id"].to_numpy(),
-        "judge": _judge_of(raw["annotator"], lines, path, judge).to_numpy(),
+        "judge": _judge_of(raw["annotator"], positions, path, judge).to_numpy(),
         "model_a": model_a,
         "model_b": model_b,
         "verdict": verdict,
@@ -123,6 +133,9 @@ def _build(raw: pd.DataFrame, lines: np.ndarray, path: Path, judge: str | None) 
         "prob_b": prob_b,
         "condition": raw["annotator"].to_numpy(),
         "category": raw["category"].to_numpy(),
+        "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
+        "reason": np.where(pd.isna(verdict), "no_preference", None),
+        **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
         "_pref": pref.to_numpy(),
     })
     keys = ["instance_id", "judge", "model_a", "model_b", "condition"]
@@ -131,6 +144,7 @@ def _build(raw: pd.DataFrame, lines: np.ndarray, path: Path, judge: str | None) 
     dropped = before - len(frame)
     frame = frame.assign(replicate=frame.groupby(keys, sort=False).cumcount().astype("int64"))
     frame = frame.drop(columns="_pref").reset_index(drop=True)
+    frame["status"] = frame["status"].astype(object)
     counts = {
         "rows_read": before,
         "duplicates_dropped": dropped,
@@ -149,7 +163,7 @@ def import_alpaca_eval_compact(path: str | Path, *, judge: str | None = None, **
             raw = pd.read_csv(handle, dtype=str, keep_default_na=False)
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
         raise InputError(f"not readable as CSV ({err})", path=str(path)) from None
-    lines = np.arange(len(raw)) + 2  # header is line 1; the derived file has no multi-line cells
+    lines = [int(n) for n in np.arange(len(raw)) + 2]  # header is line 1; the derived file has no multi-line cells
     for column in ("annotator", "instruction_id", "dataset", "generator_1", "generator_2", "preference"):
         if column not in raw.columns:
             raise InputError("missing column", path=str(path), line=1, field=column)
@@ -157,7 +171,7 @@ def import_alpaca_eval_compact(path: str | Path, *, judge: str | None = None, **
         empty = raw[column].str.strip() == ""
         if empty.any():
             i = int(np.argmax(empty.to_numpy()))
-            raise InputError("empty value where one is required", path=str(path), line=int(lines[i]), field=column)
+            raise fail("empty value where one is required", path, lines[i], column)
     raw = raw.assign(
         instance_id="alpaca_eval/" + raw["instruction_id"].str.strip(),
         category=raw["dataset"].replace({"": None}),
@@ -191,21 +205,27 @@ def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructio
     ids = _instruction_ids(instructions)
     records = read_json_list(path)
     rows, texts, lines = [], [], []
+    empty = 0
     for number, record in records:
         instruction = require(record, "instruction", path, number)
-        for key in ("generator_1", "generator_2", "annotator", "output_1", "output_2"):
+        for key in ("generator_1", "generator_2", "annotator"):
             require(record, key, path, number)
+        for key in ("output_1", "output_2"):  # an empty answer is a recorded answer, not a broken file
+            output = require(record, key, path, number, allow_missing=True)
+            if output is not None and not isinstance(output, str):
+                raise fail("expected the output text (a string, possibly empty)", path, number, key)
+            empty += is_missing(output)
         if "preference" not in record:
-            raise InputError("missing field", path=str(path), line=number, field="preference")
+            raise fail("missing field", path, number, "preference")
         if ids is not None:
             if instruction not in ids:
-                raise InputError("instruction not found in the instructions file", path=str(path), line=number, field="instruction")
+                raise fail("instruction not found in the instructions file", path, number, "instruction")
             instance = f"alpaca_eval/{ids[instruction]}"
         else:
             instance = "alpaca_eval/sha:" + hashlib.sha256(instruction.encode()).hexdigest()[:12]
         preference = record["preference"]
         if isinstance(preference, bool) or not (preference is None or isinstance(preference, (int, float))):
-            raise InputError(f"unknown preference {json.dumps(preference)}", path=str(path), line=number, field="preference")
+            raise fail(f"unknown preference {json.dumps(preference)}", path, number, "preference")
         rows.append({
             "instance_id": instance,
             "annotator": str(record["annotator"]),
@@ -218,11 +238,35 @@ def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructio
         same = record["generator_1"] == record["generator_2"]
         for side in ("1", "2"):
             model = str(record[f"generator_{side}"]) + (f"@output_{side}" if same else "")
+            output = record[f"output_{side}"]
             texts.append({"instance_id": instance, "prompt": instruction, "tests": None, "model": model,
-                          "text": str(record[f"output_{side}"])})
+                          "text": "" if output is None else str(output)})
     if not rows:
         raise InputError("no annotations in the file", path=str(path))
-    frame, counts = _build(pd.DataFrame(rows), np.asarray(lines), path, judge)
+    frame, counts = _build(pd.DataFrame(rows), lines, path, judge)
+    counts["empty_outputs"] = empty
     text_frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True)
     notes = ["AlpacaEval judges each pair once, baseline (generator_1) shown first as model_a"]
+    if empty:
+        notes.append(f"{empty} outputs are empty: kept as recorded empty answers (the judgment of them stands)")
     return Imported(tables={"pairwise": frame}, main="pairwise", texts=text_frame, counts=counts, notes=notes, source=str(path))
+
+
+FORMATS = (
+    Format(
+        name="alpaca-eval-compact",
+        summary="this project's AlpacaEval annotations_compact.csv.gz (one row per judged pair, no texts)",
+        read=import_alpaca_eval_compact,
+        tables=("pairwise",),
+        upstream="tatsu-lab/alpaca_eval results/*/*/annotations.json (derived, see ../shared/data/PROVENANCE.md)",
+        options=("judge",),
+    ),
+    Format(
+        name="alpaca-eval",
+        summary="AlpacaEval annotations.json (instruction, output_1/2, generator_1/2, annotator, preference)",
+        read=import_alpaca_eval,
+        tables=("pairwise",),
+        upstream="tatsu-lab/alpaca_eval src/alpaca_eval/annotators (annotations.json), metrics/helpers.py",
+        options=("judge", "instructions"),
+    ),
+)

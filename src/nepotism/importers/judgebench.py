@@ -13,7 +13,7 @@ games, as JudgeBench's ``run_judge.py`` runs them — game 1 shows (A, B), game 
   pair, verdict A / B / tie / empty (unparsed and failed games both stay empty, counted apart).
 * ``judge_name=reward_model``: ``judgment.scores`` = [score of first shown, score of second shown].
   -> pointwise rows, one per response per game (replicate = game - 1).
-* no judge (the data files): -> preference-ref rows only.
+* no judge (the data files): -> preference-ref rows (and a correctness-ref) only.
 
 Both responses are one model's, so they are named ``MODEL@A`` and ``MODEL@B`` (the table forbids
 model_a == model_b). instance_id = ``judgebench/<pair_id>``, category = ``source``. The objective label
@@ -29,9 +29,9 @@ from typing import Any
 import pandas as pd
 
 from nepotism.errors import InputError
-from nepotism.importers._common import Imported, read_jsonl, require
+from nepotism.importers._common import Format, Imported, provenance, read_jsonl, require
 
-__all__ = ["import_judgebench"]
+__all__ = ["FORMATS", "import_judgebench"]
 
 _DECISIONS = {"A>B": "A", "B>A": "B", "A=B": "tie"}
 
@@ -49,7 +49,7 @@ def _judgments(record: dict[str, Any], path: Path, line: int) -> list[dict[str, 
 def import_judgebench(path: str | Path, **_: Any) -> Imported:
     """Import one JudgeBench data or output file (see the module docstring for what each yields)."""
     path = Path(path)
-    refs, pairwise, pointwise = [], [], []
+    refs, correct, pairwise, pointwise = [], [], [], []
     judge_kind = None
     counts = {"pairs": 0, "failed": 0, "unparsed": 0}
     seen: dict[str, int] = {}
@@ -65,8 +65,12 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
         if label not in ("A>B", "B>A"):
             raise InputError(f"unknown label '{label}': expected A>B or B>A", path=str(path), line=line, field="label")
         category = record.get("source")
+        where = provenance(path, line)
         refs.append({"instance_id": instance, "model_a": tag["A"], "model_b": tag["B"],
-                     "winner": tag[label[0]], "category": category})
+                     "winner": tag[label[0]], "category": category, **where})
+        for side in ("A", "B"):
+            correct.append({"instance_id": instance, "model": tag[side], "correct": side == label[0],
+                            "category": category, **where})
         counts["pairs"] += 1
         name = record.get("judge_name")
         if name is None:
@@ -98,10 +102,12 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
                     raise InputError(f"unknown decision '{decision}'", path=str(path), line=line, field=f"judgments[{number - 1}].decision")
                 if decision is None and game is not None:
                     counts["unparsed"] += 1
+                status = "failed" if game is None else ("parsed" if decision is not None else "unparsed")
                 pairwise.append({
                     "instance_id": instance, "judge": judge, "model_a": tag[shown[0]], "model_b": tag[shown[1]],
                     "verdict": _DECISIONS.get(decision), "condition": "arena_hard", "replicate": 0,
-                    "category": category, "game": number,
+                    "category": category, "game": number, "status": status,
+                    "reason": {"failed": "call_failed", "unparsed": "no_verdict"}.get(status), **where,
                 })
             else:
                 scores = [math.nan, math.nan] if judgment is None else judgment.get("scores")
@@ -113,10 +119,12 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
                         "instance_id": instance, "judge": judge, "model": tag[position], "score": float(score),
                         "condition": "reward_model", "replicate": number - 1, "category": category,
                         "shown": "first" if position == shown[0] else "second",
+                        "status": "failed" if judgment is None else "parsed",
+                        "reason": "call_failed" if judgment is None else None, **where,
                     })
     if not refs:
         raise InputError("no pairs in the file", path=str(path))
-    tables = {"preference-ref": pd.DataFrame(refs)}
+    tables = {"preference-ref": pd.DataFrame(refs), "correctness-ref": pd.DataFrame(correct)}
     main = "preference-ref"
     notes = []
     if judge_kind == "pairwise":
@@ -124,7 +132,8 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
         main = "pairwise"
         notes.append("each pair is judged in both orders: game 1 shows response A first, game 2 response B")
     elif judge_kind == "pointwise":
-        tables = {"pointwise": pd.DataFrame(pointwise), **tables}
+        tables = {"pointwise": pd.DataFrame(pointwise), "correctness-ref": tables["correctness-ref"],
+                  "preference-ref": tables["preference-ref"]}
         main = "pointwise"
         notes.append("reward-model scores: one row per response per game (replicate 0 = A shown first)")
     return Imported(tables=tables, main=main, counts=counts, notes=notes, source=str(path))
@@ -135,3 +144,14 @@ def _judge_from_name(path: Path) -> str:
         if part.startswith("judge_model="):
             return part.split("=", 1)[1].split(".jsonl", 1)[0]
     raise InputError("a failed game names no judge and the file name has no judge_model=", path=str(path))
+
+
+FORMATS = (
+    Format(
+        name="judgebench",
+        summary="JudgeBench pairs and judge outputs (arena_hard judges in both orders, reward-model scores)",
+        read=import_judgebench,
+        tables=("pairwise", "pointwise", "preference-ref", "correctness-ref"),
+        upstream="ScalerLab/JudgeBench run_judge.py, utils/metrics.py (data/, outputs/)",
+    ),
+)

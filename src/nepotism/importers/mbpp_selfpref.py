@@ -45,9 +45,9 @@ from typing import Any
 import pandas as pd
 
 from nepotism.errors import InputError
-from nepotism.importers._common import Imported, is_missing, read_jsonl, require
+from nepotism.importers._common import Format, Imported, is_missing, provenance, read_jsonl, require
 
-__all__ = ["VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"]
+__all__ = ["FORMATS", "VERDICT_SOURCES", "import_mbpp_selfpref", "split_tests"]
 
 _NAME = re.compile(r"^(?P<judge>.+?)_(?P<other>[^_]+)_eval\.jsonl(\.gz)?$")
 _LABELS = {"A": "A", "B": "B", "T": "tie"}
@@ -136,7 +136,7 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
             if correct is not None and not isinstance(correct, bool):
                 raise InputError(f"'{correct}' is not true/false", path=str(path), line=line, field=key)
             if correct is not None:
-                refs.append({"instance_id": instance, "model": model, "correct": correct})
+                refs.append({"instance_id": instance, "model": model, "correct": correct, **provenance(path, line)})
         tests = split_tests(problem)
         for model in (own, rival):
             texts.append({"instance_id": instance, "prompt": problem, "tests": tests, "model": model, "text": answers[model]})
@@ -152,6 +152,7 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
                 "reply": None if is_missing(output) else str(output),
                 "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
                 "condition": "default", "replicate": 0, "category": "mbpp", "game": game,
+                **provenance(path, line),
             })
     if not pairs:
         raise InputError("no records in the file", path=str(path))
@@ -168,3 +169,15 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
         tables={"pairwise": pairwise, "correctness-ref": pd.DataFrame(refs)},
         main="pairwise", texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path),
     )
+
+
+FORMATS = (
+    Format(
+        name="mbpp-selfpref",
+        summary="paper 004's MBPP self-preference file <judge>_<other>_eval.jsonl (both games, correctness)",
+        read=import_mbpp_selfpref,
+        tables=("pairwise", "correctness-ref"),
+        upstream="Taslim-M/mitigating_self_preference task_mbpp/data/*_eval.jsonl",
+        options=("judge", "verdicts"),
+    ),
+)
