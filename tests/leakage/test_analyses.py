@@ -155,3 +155,39 @@ def test_audit_without_unrelated_judge_says_so(tmp_path):
     assert rows["kid-x"]["adjusted_rank"] == rows["kid-x"]["rank"] == 1
     assert rows["kid-x"]["ranking_difference"] == 3.0  # 4th on the reference, 1st under the judge
     assert audit_mod.__all__ == ["RELATED", "audit_leaderboard", "format_audit"]
+
+
+def _pointwise(frame: pd.DataFrame, rng) -> pd.DataFrame:
+    """The same leaderboard graded pointwise on a 1-10 scale: judge-x adds 1.5 points to its student."""
+    quality = {"kid-x": 5.0, "m1": 6.0, "m2": 4.0, "m3": 5.0}
+    rows = []
+    for judge, lenient in (("judge-x", 0.5), ("judge-y", 0.0)):
+        for i in range(200):
+            for entry, q in quality.items():
+                bonus = 1.5 if judge == "judge-x" and entry == "kid-x" else 0.0
+                rows.append({"instance_id": f"i{i}", "judge": judge, "model": entry,
+                             "score": float(np.clip(round(q + lenient + bonus + rng.normal(0, 1.5)), 1, 10))})
+    return pd.DataFrame(rows)
+
+
+def test_audit_pointwise_bonus_against_an_unrelated_judge(tmp_path):
+    _, reg = _leaderboard(tmp_path)
+    frame = _pointwise(pd.DataFrame(), np.random.default_rng(1))
+    out = audit_leaderboard(frame, reg, "judge-x", n_resamples=300)
+    assert out["baseline"] is None and out["reference_judge"] == "judge-y"
+    b = out["bonus"]
+    assert 1.0 < b["value"] < 2.0 and b["ci_low"] > 0 and b["variant"]["measure"] == "mean score"
+    rows = {r["entry"]: r for r in out["leaderboard"]}
+    assert rows["kid-x"]["rank"] == 1 and rows["kid-x"]["adjusted_rank"] > 1
+    assert "win_rate" not in rows["kid-x"] and rows["kid-x"]["score"] > rows["m1"]["score"]
+    assert "pointwise scores" in format_audit(out)
+
+
+def test_audit_pointwise_single_judge_flags_from_lineage(tmp_path):
+    _, reg = _leaderboard(tmp_path)
+    frame = _pointwise(pd.DataFrame(), np.random.default_rng(2))
+    out = audit_leaderboard(frame[frame["judge"] == "judge-x"], reg, "judge-x", n_resamples=100)
+    assert out["bonus"]["value"] is None and "lineage alone" in out["bonus"]["note"]
+    rows = {r["entry"]: r for r in out["leaderboard"]}
+    assert rows["kid-x"]["related"] and rows["kid-x"]["relation"] == "student"
+    assert all(r["adjusted_rank"] == r["rank"] for r in rows.values())

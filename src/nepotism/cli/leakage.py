@@ -91,7 +91,9 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
           as_json: bool) -> None:
     """Flag leaderboard entries related to the judge, estimate their bonus, re-rank without it (with rank CIs).
 
-    TABLE is a recorded pairwise table (every entry compared with one baseline per judge).
+    TABLE is a recorded pairwise table (every entry compared with one baseline per judge) or a
+    pointwise table (every entry graded alone, e.g. imported MT-Bench or arena-bench grades). With no
+    unrelated judge on the same entries, the related entries are flagged from the registry alone.
     """
     from nepotism.analyses.suite import read_leaderboard
     from nepotism.errors import InputError
@@ -108,8 +110,9 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
     frame = read_table(table).frame
     registry = load_registry([str(p) for p in registry_files])
     reference = read_leaderboard(reference_leaderboard) if reference_leaderboard else None
+    entries = ["model"] if "model" in frame else ["model_a", "model_b"]
     chosen = list(judges) or sorted(j for j, g in frame.groupby("judge")
-                                     if len(set(g["model_a"]) | set(g["model_b"])) > 2)
+                                     if len(set().union(*(set(g[c]) for c in entries))) > 2)
     results = []
     for judge in chosen:
         try:

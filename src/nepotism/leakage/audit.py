@@ -1,10 +1,11 @@
 """Leaderboard leakage audit: no training, only recorded leaderboard judgments and the registry.
 
-For one judge of a recorded pairwise leaderboard (every entry compared with one baseline, as in
-AlpacaEval), `audit_leaderboard`:
+For one judge of a recorded leaderboard, `audit_leaderboard`:
 
-1. builds the leaderboard: each entry's win rate against the baseline (ties count ½; a missing or
-   unreadable verdict is excluded and counted), ranked 1 = best;
+1. builds the leaderboard, ranked 1 = best: from a pairwise table (every entry compared with one
+   baseline, as in AlpacaEval) each entry's win rate against the baseline (ties count ½); from a
+   pointwise table (every entry graded alone, as in MT-Bench or arena-bench) each entry's mean
+   score. A missing or unreadable verdict or score is excluded and counted;
 2. flags every entry related to the judge in the registry (self, lineage, student, teacher,
    family student, same series, same family — `RELATED` by default; unregistered entries are
    ``unknown``, never assumed unrelated);
@@ -18,7 +19,9 @@ AlpacaEval), `audit_leaderboard`:
 
 With a reference leaderboard (``{model: score}``, e.g. a human-vote leaderboard), each flagged
 entry also gets paper 000 §5.4's ranking difference (reference rank minus judge rank). Records use
-the standard shape. Left out: leaderboards without a common baseline (Elo-style arenas).
+the standard shape. The entry measure is ``score`` in every row (``win_rate`` too for pairwise
+tables); a pointwise bonus is on the judge's score scale. Left out: leaderboards without a common
+baseline (Elo-style arenas).
 """
 
 from __future__ import annotations
@@ -56,6 +59,18 @@ def _scores(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table.groupby(["instance_id", "entry"], sort=True)["score"].mean().unstack("entry")
 
 
+def _point_scores(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (instance, entry): the entry's mean score (replicates averaged), NaN when unscored."""
+    table = pd.DataFrame({"instance_id": rows["instance_id"].astype(str).to_numpy(),
+                          "entry": rows["model"].astype(str).to_numpy(),
+                          "score": pd.to_numeric(rows["score"], errors="coerce").to_numpy(dtype=float)})
+    return table.groupby(["instance_id", "entry"], sort=True)["score"].mean().unstack("entry")
+
+
+def _is_pointwise(frame: pd.DataFrame) -> bool:
+    return "score" in frame and "model" in frame and "verdict" not in frame
+
+
 def _choose_rows(frame: pd.DataFrame, judge: str, condition: str | None) -> tuple[pd.DataFrame, str]:
     rows = frame[frame["judge"] == judge]
     if rows.empty:
@@ -81,21 +96,27 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
                       baseline: str | None = None, related: Sequence[str] = RELATED,
                       reference_judge: str | None = None, reference_leaderboard: Mapping[str, float] | None = None,
                       n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
-    """Audit ``judge``'s leaderboard in ``frame`` (a recorded pairwise table); see module docstring.
+    """Audit ``judge``'s leaderboard in ``frame`` (a recorded pairwise or pointwise table); see module docstring.
 
     Returns ``{"judge", "condition", "baseline", "reference_judge", "bonus": record,
-    "leaderboard": [row per entry], "records": [standard records], "notes": [...]}``.
+    "leaderboard": [row per entry], "records": [standard records], "notes": [...]}``
+    (``baseline`` is None for a pointwise table).
     """
     rows, condition = _choose_rows(frame, judge, condition)
-    baseline = baseline or _baseline(rows)
-    if baseline is None:
-        raise ValueError(f"{judge!r} under {condition!r} has no model present in every comparison; pass baseline=")
-    with_base = (rows["model_a"].astype(str) == baseline) | (rows["model_b"].astype(str) == baseline)
     notes: list[str] = []
-    if not with_base.all():
-        notes.append(f"{int((~with_base).sum())} comparisons without the baseline {baseline!r} left out")
-    rows = rows[with_base]
-    table = _scores(rows, baseline)
+    pointwise = _is_pointwise(frame)
+    if pointwise:
+        baseline = None
+        table = _point_scores(rows)
+    else:
+        baseline = baseline or _baseline(rows)
+        if baseline is None:
+            raise ValueError(f"{judge!r} under {condition!r} has no model present in every comparison; pass baseline=")
+        with_base = (rows["model_a"].astype(str) == baseline) | (rows["model_b"].astype(str) == baseline)
+        if not with_base.all():
+            notes.append(f"{int((~with_base).sum())} comparisons without the baseline {baseline!r} left out")
+        rows = rows[with_base]
+        table = _scores(rows, baseline)
     entries = list(table.columns)
     relation = {e: _relation(registry, judge, e) for e in entries}
     is_related = np.array([relation[e] in related for e in entries])
@@ -103,9 +124,13 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
 
     def shared(other: str) -> pd.DataFrame | None:
         other_rows, _ = _choose_rows(frame, other, None)
-        if _baseline(other_rows) != baseline:
+        if pointwise:
+            found = _point_scores(other_rows)
+        elif _baseline(other_rows) != baseline:
             return None
-        found = _scores(other_rows, baseline).reindex(index=table.index, columns=entries)
+        else:
+            found = _scores(other_rows, baseline)
+        found = found.reindex(index=table.index, columns=entries)
         judged = found.notna().any(axis=0).to_numpy()
         return found if (judged & is_related).any() and (judged & ~is_related).any() else None
 
@@ -118,16 +143,17 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
         ref_table = shared(reference_judge)
         if ref_table is None:
             notes.append(f"reference judge {reference_judge!r} shares no related and unrelated entries "
-                         f"with the same baseline")
+                         + ("on the same instances" if pointwise else "with the same baseline"))
             reference_judge = None
     if reference_judge is not None:
         if _relation(registry, judge, reference_judge) != "UNRELATED":
             notes.append(f"reference judge {reference_judge!r} is related to {judge!r} "
                          f"({_relation(registry, judge, reference_judge).lower()}): the bonus is not clean")
     else:
-        notes.append("no judge unrelated to this one judged the same entries against the same baseline: "
-                     "the bonus cannot be estimated from these judgments (add an unrelated judge's "
-                     "judgments, e.g. from `nepotism run`)")
+        notes.append("no judge unrelated to this one judged the same entries "
+                     + ("on the same instances" if pointwise else "against the same baseline")
+                     + ": the bonus cannot be estimated from these judgments, the related entries are flagged from "
+                     "the registry's lineage alone (add an unrelated judge's judgments, e.g. from `nepotism run`)")
     s = table.to_numpy(dtype=float)
     count = (~np.isnan(s)).astype(float)
     s0 = np.nan_to_num(s)
@@ -164,8 +190,10 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
             ref_rank = {n: (float(rr[i]), float(jr[i])) for i, n in enumerate(names)}
     board = []
     for k, e in enumerate(entries):
-        row = {"entry": e, "relation": relation[e].lower(), "related": bool(is_related[k]),
-               "win_rate": float(wr[0, k]), "adjusted_win_rate": float(adjusted[0, k]),
+        measure = {"score": float(wr[0, k]), "adjusted_score": float(adjusted[0, k])}
+        if not pointwise:
+            measure.update(win_rate=measure["score"], adjusted_win_rate=measure["adjusted_score"])
+        row = {"entry": e, "relation": relation[e].lower(), "related": bool(is_related[k]), **measure,
                "rank": float(ranks_before[0, k]), "adjusted_rank": float(ranks_after[0, k]),
                "rank_ci_low": float(lo[k]), "rank_ci_high": float(hi[k]), "n": int(count[:, k].sum()),
                "n_excluded": int(n_inst - count[:, k].sum())}
@@ -181,16 +209,19 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
                         "p_value": one_sided, "note": None}
     else:
         bonus_record = {"value": None, "ci_low": None, "ci_high": None, "p_value": None, "note": notes[-1]}
+    scale = "mean score" if pointwise else f"win rate against {baseline}"
     base = {"judge": judge, "condition": condition, "pair": None,
-            "variant": {"baseline": baseline, "reference_judge": reference_judge, "related": list(related)}}
+            "variant": {"baseline": baseline, "reference_judge": reference_judge, "related": list(related),
+                        "measure": scale}}
     bonus_record = {**base, "metric": "leaderboard-leakage-bonus", "generator": None, "n": n_inst,
                     "n_excluded": 0, "n_related": int(is_related.sum()), "n_entries": len(entries),
                     "confidence": confidence, "n_resamples": n_resamples, **bonus_record}
     records = [bonus_record] + [
         {**base, "metric": "leaderboard-rank", "generator": r["entry"], "value": r["adjusted_rank"],
          "ci_low": r["rank_ci_low"], "ci_high": r["rank_ci_high"], "n": r["n"], "n_excluded": r["n_excluded"],
-         "relation": r["relation"], "related": r["related"], "win_rate": r["win_rate"],
-         "adjusted_win_rate": r["adjusted_win_rate"], "original_rank": r["rank"],
+         "relation": r["relation"], "related": r["related"],
+         **{k: r[k] for k in ("score", "adjusted_score", "win_rate", "adjusted_win_rate") if k in r},
+         "original_rank": r["rank"],
          **({"ranking_difference": r["ranking_difference"]} if "ranking_difference" in r else {})}
         for r in board]
     return {"judge": judge, "condition": condition, "baseline": baseline, "reference_judge": reference_judge,
@@ -204,7 +235,8 @@ def _clean(x: float) -> float | None:
 def format_audit(result: Mapping[str, Any], *, top: int | None = None) -> str:
     """A plain-text report of `audit_leaderboard`'s result."""
     b = result["bonus"]
-    lines = [f"judge {result['judge']} ({result['condition']}), baseline {result['baseline']}: "
+    against = f"baseline {result['baseline']}" if result["baseline"] is not None else "pointwise scores"
+    lines = [f"judge {result['judge']} ({result['condition']}), {against}: "
              f"{b['n_related']} of {b['n_entries']} entries related to the judge"]
     if b["value"] is None:
         lines.append(f"bonus: not estimated - {b['note']}")
@@ -214,9 +246,10 @@ def format_audit(result: Mapping[str, Any], *, top: int | None = None) -> str:
     for note in result["notes"]:
         if note != b.get("note"):
             lines.append(f"note: {note}")
-    lines.append(f"{'rank':>5} {'95% CI':>13} {'was':>5}  {'win rate':>8}  {'relation':<15} entry")
+    header = "win rate" if result["baseline"] is not None else "score"
+    lines.append(f"{'rank':>5} {'95% CI':>13} {'was':>5}  {header:>8}  {'relation':<15} entry")
     for r in result["leaderboard"][: top or None]:
         flag = r["relation"] if r["related"] else ""
         lines.append(f"{r['adjusted_rank']:>5g} [{r['rank_ci_low']:>4g}, {r['rank_ci_high']:>4g}] {r['rank']:>5g}  "
-                     f"{r['adjusted_win_rate']:>8.3f}  {flag:<15} {r['entry']}")
+                     f"{r['adjusted_score']:>8.3f}  {flag:<15} {r['entry']}")
     return "\n".join(lines)
