@@ -180,6 +180,7 @@ def test_audit_pointwise_bonus_against_an_unrelated_judge(tmp_path):
     rows = {r["entry"]: r for r in out["leaderboard"]}
     assert rows["kid-x"]["rank"] == 1 and rows["kid-x"]["adjusted_rank"] > 1
     assert "win_rate" not in rows["kid-x"] and rows["kid-x"]["score"] > rows["m1"]["score"]
+    assert all(r["score_ci_low"] <= r["score"] <= r["score_ci_high"] for r in rows.values())
     assert "pointwise scores" in format_audit(out)
 
 

@@ -15,7 +15,8 @@ For one judge of a recorded leaderboard, `audit_leaderboard`:
    entries (a difference in differences, so a judge that is simply more lenient shows no bonus);
    with no such reference judge the bonus is not estimated and the report says so;
 4. re-ranks the leaderboard with the bonus taken off the related entries, with percentile
-   bootstrap CIs of every rank (and of the bonus) from resampling instructions.
+   bootstrap CIs of every rank (and of the bonus and of each entry's unadjusted score) from
+   resampling instructions.
 
 With a reference leaderboard (``{model: score}``, e.g. a human-vote leaderboard), each flagged
 entry also gets paper 000 §5.4's ranking difference (reference rank minus judge rank). Records use
@@ -180,6 +181,9 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
     ranks_before, ranks_after = _rank(wr), _rank(adjusted)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.nanquantile(ranks_after[1:], [alpha, 1 - alpha], axis=0, method="inverted_cdf")
+    with warnings.catch_warnings():  # an entry no resample scored has no interval (NaN, reported as None)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        score_lo, score_hi = np.nanquantile(wr[1:], [alpha, 1 - alpha], axis=0)
     ref_rank = None
     if reference_leaderboard:
         known = {e: reference_leaderboard[e] for e in entries if e in reference_leaderboard}
@@ -190,7 +194,8 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
             ref_rank = {n: (float(rr[i]), float(jr[i])) for i, n in enumerate(names)}
     board = []
     for k, e in enumerate(entries):
-        measure = {"score": float(wr[0, k]), "adjusted_score": float(adjusted[0, k])}
+        measure = {"score": float(wr[0, k]), "score_ci_low": _clean(score_lo[k]), "score_ci_high": _clean(score_hi[k]),
+                   "adjusted_score": float(adjusted[0, k])}
         if not pointwise:
             measure.update(win_rate=measure["score"], adjusted_win_rate=measure["adjusted_score"])
         row = {"entry": e, "relation": relation[e].lower(), "related": bool(is_related[k]), **measure,
@@ -220,7 +225,8 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
         {**base, "metric": "leaderboard-rank", "generator": r["entry"], "value": r["adjusted_rank"],
          "ci_low": r["rank_ci_low"], "ci_high": r["rank_ci_high"], "n": r["n"], "n_excluded": r["n_excluded"],
          "relation": r["relation"], "related": r["related"],
-         **{k: r[k] for k in ("score", "adjusted_score", "win_rate", "adjusted_win_rate") if k in r},
+         **{k: r[k] for k in ("score", "score_ci_low", "score_ci_high", "adjusted_score", "win_rate",
+                              "adjusted_win_rate") if k in r},
          "original_rank": r["rank"],
          **({"ranking_difference": r["ranking_difference"]} if "ranking_difference" in r else {})}
         for r in board]
