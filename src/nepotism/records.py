@@ -17,6 +17,7 @@ from typing import Any, Literal
 __all__ = [
     "JUDGMENT_STATUSES",
     "PROTOCOLS",
+    "UNPARSED_REASONS",
     "VERDICTS",
     "Instance",
     "Judgment",
@@ -25,6 +26,7 @@ __all__ = [
     "Response",
     "RubricItem",
     "content_id",
+    "exclusion_label",
 ]
 
 #: Pairwise verdict labels as stored: the first shown candidate, the second, or a tie.
@@ -32,7 +34,27 @@ VERDICTS = ("A", "B", "tie")
 #: A judgment is parsed (verdict or score present), unparsed (the model answered but no verdict
 #: could be read) or failed (no answer at all: timeout, refusal by the server, ...).
 JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
+#: Why a judgment is unparsed (`Judgment.reason`): a text reply gave no verdict (``empty_reply``,
+#: ``no_verdict``, ``quoted_only`` — every marker was quoted from a candidate —, ``conflicting``,
+#: ``invalid_verdict``, ``negated``, ``unfinished_reasoning``; docs/verdicts.md); an all-rubrics list
+#: could not place the item (``no_list``, ``misnumbered``, ``too_many_entries``, ``too_few_entries``);
+#: label log-probabilities gave none (``no_label_logprobs``, ``tied_labels``, ``low_label_mass``).
+#: A failed judgment's reason is the call's error class (``timeout``, ``http_5xx:503``, ...).
+UNPARSED_REASONS = (
+    "empty_reply", "no_verdict", "quoted_only", "conflicting", "invalid_verdict", "negated", "unfinished_reasoning",
+    "no_list", "misnumbered", "too_many_entries", "too_few_entries",
+    "no_label_logprobs", "tied_labels", "low_label_mass",
+)
 PROTOCOLS = ("pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise")
+
+
+def exclusion_label(status: str, reason: str | None) -> str:
+    """How a judgment without a verdict is counted in exclusions: ``<status>-<reason>`` in words
+    joined by hyphens (``unparsed-conflicting``, ``unparsed-low-label-mass``, ``failed-timeout``),
+    or the status alone when no reason was recorded."""
+    if not reason:
+        return status
+    return f"{status}-{reason.replace('_', '-')}"
 
 
 def _canonical(value: Any) -> Any:
@@ -117,7 +139,16 @@ class Judgment:
     pairwise, a category label for categorisation, ``"yes"``/``"no"`` for rubric and recognition
     calls; ``score`` holds a pointwise score. When nothing could be read, ``status`` is
     ``"unparsed"`` (or ``"failed"`` when the call itself failed) and ``verdict`` and ``score`` are
-    ``None``: a failure is never turned into a tie or a zero.
+    ``None``: a failure is never turned into a tie or a zero. ``reason`` says why (one of
+    `UNPARSED_REASONS`, or the failed call's error class); None for a parsed judgment, and for
+    unparsed rows imported without one.
+
+    Label verdicts also keep what the probabilities rest on: ``label_logprobs`` (the raw natural-log
+    probability of each label as shown to the model, ``-inf`` when the backend could not see it),
+    ``label_mass`` (the total next-token probability the labels held, before renormalising),
+    ``label_top_k`` (per shown label, whether the backend saw it among its top-k next tokens; None
+    when the backend does not say) and ``warnings`` (the backend's, e.g.
+    ``label_not_in_top_k:B``). None of these enter `id`, so stored runs keep their ids.
     """
 
     instance_id: str
@@ -135,12 +166,19 @@ class Judgment:
     replicate: int = 0
     usage: Mapping[str, int] | None = field(default=None, compare=False, hash=False)
     latency_s: float | None = field(default=None, compare=False)
+    reason: str | None = None
+    label_mass: float | None = field(default=None, compare=False)
+    label_logprobs: Mapping[str, float] | None = field(default=None, compare=False, hash=False)
+    label_top_k: Mapping[str, bool] | None = field(default=None, compare=False, hash=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in JUDGMENT_STATUSES:
             raise ValueError(f"status must be one of {JUDGMENT_STATUSES}, not {self.status!r}")
         if self.status != "parsed" and (self.verdict is not None or self.score is not None):
             raise ValueError("an unparsed or failed judgment cannot carry a verdict or a score")
+        if self.status == "parsed" and self.reason is not None:
+            raise ValueError("a parsed judgment has no reason (reasons say why there is no verdict)")
         if self.protocol == "pairwise" and self.verdict is not None and self.verdict not in VERDICTS:
             raise ValueError(f"pairwise verdict must be one of {VERDICTS}, not {self.verdict!r}")
 

@@ -109,3 +109,11 @@ def test_http_backend_satisfies_protocol():
 )
 def test_retryable_classes(error, retry):
     assert base.is_retryable(error) is retry
+
+
+def test_in_process_label_warnings():
+    from nepotism.backends._inprocess import label_warnings
+
+    seqs = {"A": [(5,), (9, 5)], "B": [(7,)], "10": [(1, 0)], "1": [(1,)]}
+    assert label_warnings(seqs, [9, 1, 3]) == ("label_not_in_top_k:B", "labels_overlap")
+    assert label_warnings({"A": [(5,)], "B": [(7,)]}, [5, 7]) == ()

@@ -106,7 +106,17 @@ def test_overlapping_labels_are_flagged(smol):
     if c.raw["label_tokens"]["10"][0][:1] == c.raw["label_tokens"]["1"][0]:
         assert "labels_overlap" in c.warnings
     else:  # this tokenizer has a single token for "10": no overlap to flag
-        assert c.warnings == ()
+        assert "labels_overlap" not in c.warnings
+
+
+def test_labels_outside_the_top_k_are_flagged_as_over_http(smol):
+    (c,) = run(smol, Request(SMOL, messages=JUDGE, labels=("A", "B", "Quixotically")))
+    shown = {token for token, _ in c.raw["top_logprobs"]}
+    for label in ("A", "B"):
+        if label in shown or " " + label in shown:
+            assert f"label_not_in_top_k:{label}" not in c.warnings
+    assert "label_not_in_top_k:Quixotically" in c.warnings
+    assert c.label_logprobs["Quixotically"] > -float("inf")  # still exact: the warning only says "unlikely"
 
 
 @pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one

@@ -6,6 +6,7 @@ import pytest
 
 from nepotism.backends.base import Completion, failed
 from nepotism.judging import JudgeTask, interpret, interpret_all, label_probabilities, task_template_id
+from nepotism.judging.interpret import label_mass
 
 LN = math.log
 
@@ -30,20 +31,58 @@ def test_label_probabilities_normalise_over_labels(pair):
 def test_missing_labels_are_minus_infinity(pair):
     j = interpret(pair, Completion(text="B", label_logprobs={"B": -0.5}))
     assert j.verdict == "B" and j.label_probs == {"A": 0.0, "B": 1.0, "tie": 0.0}
-    j = interpret(pair, Completion(text="B", label_logprobs={"A": -math.inf, "B": -2.0, "C": float("nan")}))
-    assert j.verdict == "B" and j.label_probs["tie"] == 0.0
+    assert j.label_logprobs == {"A": -math.inf, "B": -0.5, "C": -math.inf} and j.label_mass == pytest.approx(math.exp(-0.5))
+    loose = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "min_label_mass": 0})
+    j = interpret(loose, Completion(text="B", label_logprobs={"A": -math.inf, "B": -2.0, "C": float("nan")}))
+    assert j.verdict == "B" and j.label_probs["tie"] == 0.0 and j.label_logprobs["C"] == -math.inf
 
 
 @pytest.mark.parametrize("logprobs", [None, {}, {"A": -math.inf, "B": -math.inf}, {"X": -0.1}])
 def test_no_usable_label_is_unparsed(pair, logprobs):
     j = interpret(pair, Completion(text="X", label_logprobs=logprobs))
     assert j.status == "unparsed" and j.verdict is None and j.label_probs is None and j.raw_output == "X"
+    assert j.reason == "no_label_logprobs"
 
 
 def test_tied_top_labels_are_unparsed_but_keep_probabilities(pair):
     j = interpret(pair, Completion(text="A", label_logprobs={"A": -1.0, "B": -1.0, "C": -3.0}))
-    assert j.status == "unparsed" and j.verdict is None
+    assert j.status == "unparsed" and j.verdict is None and j.reason == "tied_labels"
     assert j.label_probs["A"] == pytest.approx(j.label_probs["B"])
+
+
+def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed(pair):
+    # the example: A holds 0.09% of the next-token mass, B is not even in the top-k
+    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0},
+                            warnings=("label_not_in_top_k:B",))
+    j = interpret(pair, completion)
+    assert j.status == "unparsed" and j.reason == "low_label_mass" and j.verdict is None
+    assert j.label_probs is None  # renormalised probabilities would claim a certainty the model lacked
+    assert j.label_mass == pytest.approx(math.exp(-7.0) + math.exp(-9.0))
+    assert j.label_logprobs == {"A": -7.0, "B": -math.inf, "C": -9.0}
+    assert j.label_top_k == {"A": True, "B": False, "C": True} and j.warnings == ("label_not_in_top_k:B",)
+
+
+@pytest.mark.parametrize("mass, threshold, status", [(0.6, 0.5, "parsed"), (0.4, 0.5, "unparsed"), (0.4, 0.3, "parsed"),
+                                                     (0.01, 0.0, "parsed"), (0.5, 0.5, "parsed")])
+def test_min_label_mass_is_an_option(pair, mass, threshold, status):
+    task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates,
+                     options={"mode": "labels", "min_label_mass": threshold})
+    j = interpret(task, Completion(text="A", label_logprobs={"A": math.log(mass * 0.75), "B": math.log(mass * 0.25)}))
+    assert j.status == status and j.label_mass == pytest.approx(mass)
+    assert (j.verdict == "A") == (status == "parsed")
+    assert ("minmass" in j.template_id) == (threshold != 0.5)  # a non-default threshold reads differently
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "half", True, float("nan")])
+def test_min_label_mass_must_be_a_share(pair, value):
+    with pytest.raises(ValueError, match="min_label_mass"):
+        JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "min_label_mass": value})
+
+
+def test_label_mass_helper():
+    assert label_mass({"A": math.log(0.2), "B": math.log(0.3), "X": 0.0}, ["A", "B"]) == pytest.approx(0.5)
+    assert label_mass({"A": float("nan"), "B": "junk"}, ["A", "B"]) == 0.0
+    assert label_mass(None, ["A"]) is None
 
 
 def test_label_probabilities_helper():
@@ -56,6 +95,7 @@ def test_failed_completion_is_failed_never_a_verdict(instance, responses, mode):
     task = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]), options={"mode": mode})
     j = interpret(task, failed("timeout: read timed out", latency_s=30.0))
     assert j.status == "failed" and j.verdict is None and j.score is None and j.label_probs is None
+    assert j.reason == "timeout"
     assert j.raw_output == "error: timeout: read timed out" and j.latency_s == 30.0
     # a failed completion that somehow carries label log-probs still never yields a verdict
     odd = Completion(text=None, label_logprobs={"A": 0.0}, status="failed", error="http_5xx:503")

@@ -55,4 +55,8 @@ def test_interpret_never_raises(text, index):
 def test_own_last_verdict_wins_over_quoted_candidate(prefix, label):
     text = f"{prefix}\n\nMy final verdict: [[{label}]]"
     expected = {"A": "A", "B": "B", "C": "tie"}[label]
-    assert interpret(TASKS[0], Completion(text=text)).verdict == expected
+    j = interpret(TASKS[0], Completion(text=text))
+    if label == "B":  # candidate A holds "[[B]]": the judge's identical statement is masked as a quote
+        assert j.status == "unparsed" and j.reason == "quoted_only"
+    else:
+        assert j.verdict == expected

@@ -38,8 +38,8 @@ def _add_mixed(store):
                  label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}),
         Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie",
                  condition="swapped"),
-        Judgment("q2", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?"),
-        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "failed", replicate=1),
+        Judgment("q2", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="no_verdict"),
+        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "failed", replicate=1, reason="timeout"),
         Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25),
         Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed"),
         Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
@@ -61,22 +61,46 @@ def test_pairwise_export_round_trip(store, tmp_path, fmt):
     out = tmp_path / f"pairwise.{fmt}"
     assert store.export("judgments", out, fmt=fmt, protocol="pairwise") == 4
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict",
-                                   "prob_a", "prob_b", "prob_tie", "condition", "replicate"]
+    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason",
+                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate"]
     assert _records(frame) == [
         {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": "A", "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125,
-         "condition": "default", "replicate": 0},
+         "verdict": "A", "status": "parsed", "reason": None, "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125,
+         "label_mass": None, "condition": "default", "replicate": 0},
         {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x",
-         "verdict": "tie", "prob_a": None, "prob_b": None, "prob_tie": None,
-         "condition": "swapped", "replicate": 0},
+         "verdict": "tie", "status": "parsed", "reason": None, "prob_a": None, "prob_b": None, "prob_tie": None,
+         "label_mass": None, "condition": "swapped", "replicate": 0},
         {"instance_id": "q2", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": None, "prob_a": None, "prob_b": None, "prob_tie": None,
-         "condition": "default", "replicate": 0},
+         "verdict": None, "status": "unparsed", "reason": "no_verdict", "prob_a": None, "prob_b": None,
+         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 0},
         {"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": None, "prob_a": None, "prob_b": None, "prob_tie": None,
-         "condition": "default", "replicate": 1},
+         "verdict": None, "status": "failed", "reason": "timeout", "prob_a": None, "prob_b": None,
+         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 1},
     ]
+
+
+def test_export_keeps_the_label_mass_of_a_low_mass_verdict_and_reads_back(store, tmp_path):
+    from nepotism.tables import read_table
+
+    store.add_judgments([
+        Judgment("q", "j", "pairwise", ("a", "b"), "parsed", verdict="A", label_probs={"A": 0.8, "B": 0.2},
+                 label_mass=0.9, label_logprobs={"A": -0.3, "B": -1.7}),
+        Judgment("q", "j", "pairwise", ("b", "a"), "unparsed", reason="low_label_mass", label_mass=0.001,
+                 label_logprobs={"A": -7.0, "B": -math.inf}, label_top_k={"A": True, "B": False},
+                 warnings=("label_not_in_top_k:B",)),
+    ])
+    out = tmp_path / "p.csv"
+    store.export("judgments", out, fmt="csv")
+    header, *lines = out.read_text().splitlines()
+    assert header == "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate"
+    assert sorted(lines) == ["q,j,a,b,A,parsed,,0.8,0.2,,0.9,default,0",
+                             "q,j,b,a,,unparsed,low_label_mass,,,,0.001,default,0"]
+    frame = read_table(out).frame.sort_values("model_a")
+    assert frame["status"].tolist() == ["parsed", "unparsed"] and frame["reason"].tolist() == [None, "low_label_mass"]
+    assert frame["label_mass"].tolist() == [0.9, 0.001]
+    stored = store.judgments(reason="low_label_mass")[0]
+    assert stored.label_top_k == {"A": True, "B": False} and stored.warnings == ("label_not_in_top_k:B",)
+    assert stored.label_logprobs == {"A": -7.0, "B": -math.inf} and stored.label_probs is None
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -85,15 +109,16 @@ def test_pointwise_and_rubric_exports(store, tmp_path, fmt):
     out = tmp_path / f"pointwise.{fmt}"
     assert store.export("pointwise", out, fmt=fmt) == 2
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model", "score", "condition", "replicate"]
-    assert _records(frame)[0] == {"instance_id": "q1", "judge": "judge-a", "model": "gen-x",
-                                  "score": 7.25, "condition": "default", "replicate": 0}
+    assert list(frame.columns) == ["instance_id", "judge", "model", "score", "status", "reason", "condition",
+                                   "replicate"]
+    assert _records(frame)[0] == {"instance_id": "q1", "judge": "judge-a", "model": "gen-x", "score": 7.25,
+                                  "status": "parsed", "reason": None, "condition": "default", "replicate": 0}
     assert _records(frame)[1]["score"] is None
 
     out = tmp_path / f"rubric.{fmt}"
     assert store.export("judgments", out, fmt=fmt, protocol="rubric") == 3
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met",
+    assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met", "status", "reason",
                                    "condition", "replicate", "setup"]
     got = {(r["model"], r["rubric_id"]): (r["met"], r["setup"]) for r in _records(frame)}
     assert got == {("gen-x", "r1"): (True, "single-rubric"), ("gen-x", "r2"): (False, "all-rubrics"),
@@ -105,8 +130,8 @@ def test_pairwise_without_probabilities_has_only_the_required_columns(store, tmp
     out = tmp_path / "p.csv"
     store.export("judgments", out, fmt="csv")
     assert out.read_text().splitlines() == [
-        "instance_id,judge,model_a,model_b,verdict,condition,replicate",
-        "q,j,a,b,B,default,0",
+        "instance_id,judge,model_a,model_b,verdict,status,reason,condition,replicate",
+        "q,j,a,b,B,parsed,,default,0",
     ]
 
 
@@ -125,7 +150,7 @@ def test_other_protocols_use_the_generic_columns(store, tmp_path):
     assert store.export("judgments", out, fmt="jsonl") == 1
     row = json.loads(out.read_text())
     assert row == {"instance_id": "q", "judge": "j", "protocol": "recognition",
-                   "candidates": '["a"]', "verdict": "yes", "score": None,
+                   "candidates": '["a"]', "verdict": "yes", "score": None, "status": "parsed", "reason": None,
                    "condition": "default", "replicate": 0}
 
 

@@ -12,11 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nepotism.backends.base import Completion, Request, failed
 
-__all__ = ["InProcessBackend", "Unservable"]
+__all__ = ["InProcessBackend", "Unservable", "label_warnings"]
+
+
+def label_warnings(seqs: Mapping[str, Sequence[Sequence[int]]], top_ids: Iterable[int]) -> tuple[str, ...]:
+    """The warnings of a label read from the full next-token distribution.
+
+    ``seqs`` maps each label to the token sequences of its spellings; ``top_ids`` are the most
+    probable next tokens (the top-k). ``label_not_in_top_k:<label>`` (the same warning the HTTP backends
+    give) when no spelling of the label starts with one of them: its probability is still exact
+    here, but the model hardly considered it; ``labels_overlap`` when one label's tokens are a
+    prefix of another's (``"1"`` and ``"10"``), so their probabilities overlap.
+    """
+    top = {int(t) for t in top_ids}
+    out = [f"label_not_in_top_k:{label}" for label, spellings in seqs.items()
+           if not any(seq and int(seq[0]) in top for seq in spellings)]
+    flat = [(label, tuple(seq)) for label, spellings in seqs.items() for seq in spellings]
+    if any(a != b and len(sa) < len(sb) and sb[: len(sa)] == sa for a, sa in flat for b, sb in flat):
+        out.append("labels_overlap")
+    return tuple(out)
 
 
 class Unservable(Exception):

@@ -21,7 +21,9 @@ batched and one-token kernels round differently; SmolLM2 moved by ~0.03 nats in 
   scored exactly by the chain rule (its tokens are evaluated after the prompt, then dropped).
   ``extra={"label_spellings": "exact"}`` keeps the first spelling only. Labels whose token
   sequences are prefixes of one another (``"1"`` and ``"10"``) overlap; a ``labels_overlap``
-  warning says so.
+  warning says so. A label none of whose spellings starts with one of the 20 most probable next
+  tokens gets a ``label_not_in_top_k:<label>`` warning, as over HTTP (its log-probability is still
+  exact here).
 * Generation: greedy at temperature 0, otherwise sampled with the request's seed (or the
   backend's); other llama.cpp sampling parameters may go in ``extra``.
 * Continuation log-probabilities: the continuation is tokenized on its own (no BOS) after the
@@ -42,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from nepotism.backends._inprocess import InProcessBackend, Unservable
+from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
 
@@ -243,10 +245,6 @@ class GGUFBackend(InProcessBackend):
                     variants.append(seq)
             seqs[label] = variants
             out[label] = logsumexp([self._sequence_logprob(loaded, lsm, tokens, s) for s in variants])
-        all_seqs = [(lab, s) for lab, ss in seqs.items() for s in ss]
-        overlap = any(
-            a != b and len(sa) < len(sb) and sb[: len(sa)] == sa for a, sa in all_seqs for b, sb in all_seqs
-        )
         best = int(np.argmax(lsm))
         top = np.argpartition(-lsm, _TOP_K_RAW)[:_TOP_K_RAW]
         top = top[np.argsort(-lsm[top])]
@@ -258,7 +256,7 @@ class GGUFBackend(InProcessBackend):
         usage = {"prompt_tokens": len(tokens), "completion_tokens": 0, "cached_tokens": cached}
         return llm.detokenize([best]).decode(errors="replace"), {
             "label_logprobs": out, "usage": usage, "raw": raw, "finish_reason": "length",
-            "warnings": ("labels_overlap",) if overlap else (),
+            "warnings": label_warnings(seqs, top),
         }
 
     def _sequence_logprob(self, loaded: _Loaded, lsm: np.ndarray, prompt: list[int], seq: tuple[int, ...]) -> float:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nepotism.backends._inprocess import InProcessBackend, Unservable
+from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
 
@@ -218,10 +218,6 @@ class TransformersBackend(InProcessBackend):
                     score += sum(float(rows[i, seq[i + 1]]) for i in range(len(seq) - 1))
                 scores.append(score)
             result[label] = logsumexp(scores)
-        all_seqs = [(lab, s) for lab, ss in seqs.items() for s in ss]
-        overlap = any(
-            a != b and len(sa) < len(sb) and sb[: len(sa)] == sa for a, sa in all_seqs for b, sb in all_seqs
-        )
         top_lp, top_ids = torch.topk(lsm, min(_TOP_K_RAW, lsm.shape[0]))
         raw = {
             "prompt_tokens": len(ids),
@@ -231,7 +227,7 @@ class TransformersBackend(InProcessBackend):
         usage = {"prompt_tokens": len(ids), "completion_tokens": 0}
         return tok.decode([int(top_ids[0])]), {
             "label_logprobs": result, "usage": usage, "raw": raw, "finish_reason": "length",
-            "warnings": ("labels_overlap",) if overlap else (),
+            "warnings": label_warnings(seqs, top_ids.tolist()),
         }
 
     def _continuation(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[None, dict]:

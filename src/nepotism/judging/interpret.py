@@ -1,15 +1,24 @@
 """Turn a judge's `Completion` into `Judgment` records, never raising for bad model output.
 
 * A failed call (``completion.status == "failed"``) gives a ``failed`` judgment whose
-  ``raw_output`` is ``"error: <error class and detail>"``; it never carries a verdict.
-* Label mode reads ``completion.label_logprobs``: a label that is missing, NaN or ``-inf`` has
-  probability 0; the rest are normalised over the task's labels into ``label_probs`` (keyed by the
-  stored verdicts: ``A``/``B``/``tie``, ``yes``/``no``, scale values, category names) and the
-  verdict is the most probable label. No usable label, or two labels tied for the top, gives
-  ``unparsed`` (with whatever probabilities there were kept).
-* Text mode strips reasoning blocks (``raw_output`` keeps the full text) and reads the last
-  marker the judge wrote (`nepotism.judging.markers`); the candidates' and prompt's texts are
-  passed along so markers copied from them are ignored.
+  ``raw_output`` is ``"error: <error class and detail>"`` and whose ``reason`` is the error class;
+  it never carries a verdict.
+* Label mode reads ``completion.label_logprobs``. Every label-mode judgment keeps the raw
+  log-probabilities (``label_logprobs``, by label as shown), the *label mass* (the total
+  next-token probability the labels held: Σ exp(log p), before any renormalising), whether the
+  backend saw each label among its top-k candidates (``label_top_k``, from its
+  ``label_not_in_top_k:<label>`` warnings) and the backend's warnings. A label that is missing,
+  NaN or ``-inf`` has probability 0; the rest are normalised over the task's labels into
+  ``label_probs`` (keyed by the stored verdicts: ``A``/``B``/``tie``, ``yes``/``no``, scale values,
+  category names) and the verdict is the most probable label. Unparsed, with the reason: no usable
+  label (``no_label_logprobs``); mass below the task's ``min_label_mass`` (``low_label_mass``: the
+  model wanted to say something else, so the renormalised probabilities would claim a certainty it
+  did not have — they are not kept); two labels tied for the top (``tied_labels``, probabilities
+  kept).
+* Text mode reads the judge's final verdict statement with `nepotism.judging.markers.read_verdict`
+  (reasoning blocks removed, markers quoted from the candidates, question or reference masked,
+  conflicting statements unparsed); ``raw_output`` keeps the full text, ``reason`` says why nothing
+  was read.
 
 `interpret_all` is the general entry point: one judgment per rubric item for ``rubric-all``, a
 list of one otherwise. `interpret` returns that single judgment and refuses ``rubric-all``.
@@ -24,13 +33,13 @@ from typing import Any
 
 from nepotism.backends.base import Completion
 from nepotism.judging import parse
-from nepotism.judging.markers import Grammar, clean_value, find_value, strip_reasoning
+from nepotism.judging.markers import Grammar, Sources, clean_value, read_verdict
 from nepotism.judging.render import _info
 from nepotism.judging.tasks import JudgeTask
 from nepotism._frozen import builder
 from nepotism.records import Judgment
 
-__all__ = ["interpret", "interpret_all", "label_probabilities"]
+__all__ = ["interpret", "interpret_all", "label_mass", "label_probabilities"]
 
 
 def label_probabilities(logprobs: Mapping[str, float] | None, labels: Mapping[str, str]) -> dict[str, float] | None:
@@ -64,6 +73,31 @@ def label_probabilities(logprobs: Mapping[str, float] | None, labels: Mapping[st
     return {verdict: _exp(v - total) if v != _NEG_INF else 0.0 for verdict, v in values.items()}
 
 
+def label_mass(logprobs: Mapping[str, float] | None, labels: Mapping[str, str] | Any) -> float | None:
+    """Σ exp(log p) over the shown ``labels``: the next-token probability they held together.
+
+    Missing, NaN, infinite or non-numeric log-probabilities count as 0; None when ``logprobs`` is
+    None or empty. Over HTTP, labels outside the server's top-k are ``-inf``, so the mass is a lower
+    bound there (the warnings say which labels were not seen).
+    """
+    if not logprobs:
+        return None
+    total = 0.0
+    for label in labels:
+        value = _finite(logprobs.get(label))
+        if value is not None:
+            total += _exp(value)
+    return min(total, 1.0)
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if _NEG_INF < value < _INF else None
+
+
 _NEG_INF, _INF = -math.inf, math.inf
 _exp, _log = math.exp, math.log
 
@@ -84,32 +118,28 @@ def _grammar(task: JudgeTask) -> Grammar:
             return parse.fraction_grammar(len(task.instance.rubric))
         return parse.scale_grammar(*opts["scale"])
     if task.protocol == "categorise":
-        return parse.category_grammar([name for name, _ in opts["categories"]])
+        return parse.category_grammar(tuple(name for name, _ in opts["categories"]))
     raise ValueError(f"no single-answer grammar for {task.protocol}")
-
-
-def _sources(task: JudgeTask) -> list[str]:
-    texts = [r.text for r in task.candidates] + [m.content for m in task.instance.messages]
-    if task.instance.reference_answer:
-        texts.append(task.instance.reference_answer)
-    return [t for t in texts if t]
 
 
 _JUDGMENT_FIELDS = ("instance_id", "judge", "protocol", "candidates", "status", "verdict", "score",
                     "raw_output", "label_probs", "rubric_id", "template_id", "condition", "replicate",
-                    "usage", "latency_s")
+                    "usage", "latency_s", "reason", "label_mass", "label_logprobs", "label_top_k", "warnings")
 _build_judgment = builder(Judgment, _JUDGMENT_FIELDS)  # see nepotism._frozen
 
 
 def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: str | None = None,
               score: float | None = None, probs: Mapping[str, float] | None = None,
-              rubric_id: str | None = None) -> Judgment:
+              rubric_id: str | None = None, reason: str | None = None,
+              labels: Mapping[str, Any] | None = None) -> Judgment:
     if completion.ok:
         raw = completion.text
     else:
         raw = f"error: {completion.error}"
+        reason = completion.error_class
     usage = completion.usage
     parsed = status == "parsed"
+    labels = labels or _NO_LABELS
     values = {
         "instance_id": task.instance.id,
         "judge": task.judge,
@@ -126,8 +156,17 @@ def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: 
         "replicate": task.replicate,
         "usage": dict(usage) if usage else None,
         "latency_s": completion.latency_s,
+        "reason": None if parsed else reason,
+        "label_mass": labels.get("mass"),
+        "label_logprobs": labels.get("logprobs"),
+        "label_top_k": labels.get("top_k"),
+        "warnings": tuple(completion.warnings),
     }
     return _build_judgment(values)
+
+
+_NO_LABELS: Mapping[str, Any] = {}
+_NOT_IN_TOP_K = "label_not_in_top_k:"
 
 
 def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
@@ -139,67 +178,92 @@ def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
     return {"verdict": value}
 
 
+def _label_record(completion: Completion, shown: Mapping[str, str]) -> dict[str, Any]:
+    """Raw log-probabilities, mass and top-k presence of the shown labels."""
+    lps = completion.label_logprobs or {}
+    raw = {}
+    for label in shown:
+        value = lps.get(label)
+        number = _finite(value)
+        raw[label] = number if number is not None else _NEG_INF
+    missing = {w[len(_NOT_IN_TOP_K):] for w in completion.warnings if w.startswith(_NOT_IN_TOP_K)}
+    return {"logprobs": raw, "mass": label_mass(lps, shown) if lps else None,
+            "top_k": {label: label not in missing for label in shown}}
+
+
 def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
-    probs = label_probabilities(completion.label_logprobs, _info(task).label_map)
-    if probs is not None and task.protocol != "pointwise":  # the usual case, without detours
-        top = max(probs.values())
-        best = [v for v, p in probs.items() if p == top]
-        if len(best) == 1:
-            return _judgment(task, completion, status="parsed", probs=probs, verdict=best[0])
+    shown = _info(task).label_map
+    labels = _label_record(completion, shown)
+    probs = label_probabilities(completion.label_logprobs, shown)
     if probs is None:
-        return _judgment(task, completion, status="unparsed")
+        return _judgment(task, completion, status="unparsed", reason="no_label_logprobs", labels=labels)
+    if labels["mass"] < task.options["min_label_mass"]:
+        return _judgment(task, completion, status="unparsed", reason="low_label_mass", labels=labels)
     top = max(probs.values())
     best = [v for v, p in probs.items() if p == top]
     if len(best) != 1:
-        return _judgment(task, completion, status="unparsed", probs=probs)
-    return _judgment(task, completion, status="parsed", probs=probs, **_value_fields(task, best[0]))
+        return _judgment(task, completion, status="unparsed", probs=probs, reason="tied_labels", labels=labels)
+    return _judgment(task, completion, status="parsed", probs=probs, labels=labels, **_value_fields(task, best[0]))
 
 
 # A whole answer that is one double-bracket marker ("[[B]]", " [[tie]]\n"): the usual reply to a
 # verdict-only prompt. With nothing but a short plain value inside, short surroundings of blank
-# space, and no line the grammar's own ``Key: value`` pattern matches, `find_value` can find no
-# other marker (no quotes, JSON objects, fences, block quotes, dollars or boxes) and cannot call
-# it copied (that takes 30 characters around it), so its answer is this marker's value (or
-# "invalid value"). A property test holds `_sole_bracket` equal to the full search.
+# space, and no line the grammar's statement or hint patterns match, `read_verdict` can find no
+# other marker (no quotes, JSON objects, fences, block quotes, dollars or boxes); a reply that is
+# nothing but one value is read even when a candidate holds the same text, so its answer is this
+# marker's value (or "invalid_verdict"). A property test holds `_sole_bracket` equal to the full search.
 _SOLE_BRACKET = re.compile(r"\s*\[\[([A-Za-z0-9 ._*-]{1,20})\]\]\s*")
 _NOT_SOLE = object()
 
-
 def _sole_bracket(text: str, grammar: Grammar) -> Any:
-    """The value `find_value` would read from ``text`` if it is a sole bracket marker, else
+    """The value `read_verdict` would read from ``text`` if it is a sole bracket marker, else
     ``_NOT_SOLE``."""
     if len(text) > 48:
         return _NOT_SOLE
     match = _SOLE_BRACKET.fullmatch(text)
     if match is None or len(text) - (match.end(1) - match.start(1) + 4) >= 20:
         return _NOT_SOLE
-    if grammar.line is not None and grammar.line.search(text) is not None:
-        return _NOT_SOLE
+    for line in (grammar.line, grammar.weak_line):
+        if line is not None and line.search(text) is not None:
+            return _NOT_SOLE
     return grammar.normalise(clean_value(match.group(1)))
 
 
+def _sources(task: JudgeTask) -> Sources:
+    texts = [r.text for r in task.candidates] + [m.content for m in task.instance.messages]
+    if task.instance.reference_answer:
+        texts.append(task.instance.reference_answer)
+    return Sources(texts)
+
+
 def _from_text(task: JudgeTask, completion: Completion) -> Judgment:
-    if not completion.text:
-        return _judgment(task, completion, status="unparsed")
     grammar = _grammar(task)
-    value = _sole_bracket(completion.text, grammar)  # no "<": nothing for strip_reasoning to do
-    if value is not _NOT_SOLE:
-        if value is None:
-            return _judgment(task, completion, status="unparsed")
-        return _judgment(task, completion, status="parsed", **_value_fields(task, value))
-    value, _reason = find_value(strip_reasoning(completion.text), grammar, _sources(task))
-    if value is None:
-        return _judgment(task, completion, status="unparsed")
-    return _judgment(task, completion, status="parsed", **_value_fields(task, value))
+    text = completion.text
+    if text:
+        value = _sole_bracket(text, grammar)  # no "<": nothing for the reasoning step to do
+        if value is not _NOT_SOLE:
+            if value is None:
+                return _judgment(task, completion, status="unparsed", reason="invalid_verdict")
+            return _judgment(task, completion, status="parsed", **_value_fields(task, value))
+    reading = read_verdict(text, grammar, _sources(task))
+    if reading.value is None:
+        return _judgment(task, completion, status="unparsed", reason=reading.reason)
+    return _judgment(task, completion, status="parsed", **_value_fields(task, reading.value))
 
 
 def _rubric_all(task: JudgeTask, completion: Completion) -> list[Judgment]:
     items = task.instance.rubric
     if not completion.ok:
         return [_judgment(task, completion, status="failed", rubric_id=item.id) for item in items]
-    verdicts, _note = parse.parse_rubric_list(completion.text or "", len(items))
+    text = completion.text or ""
+    if not text.strip():
+        verdicts, note = [None] * len(items), "empty_reply"
+    else:
+        verdicts, note = parse.parse_rubric_list(text, len(items), _sources(task))
+    reason = note.replace(" ", "_") or "invalid_verdict"  # no note: that item's entry was not yes/no
     return [
-        _judgment(task, completion, status="unparsed" if v is None else "parsed", verdict=v, rubric_id=item.id)
+        _judgment(task, completion, status="unparsed" if v is None else "parsed", verdict=v, rubric_id=item.id,
+                  reason=reason)
         for item, v in zip(items, verdicts, strict=True)
     ]
 

@@ -1,23 +1,52 @@
-"""Find the verdict a judge wrote in its own words, binding to the last marker it wrote.
+"""Read the verdict a judge wrote in its own words: its final verdict statement, never a quote.
 
-A *grammar* says how one protocol's answer may be written: which JSON keys carry it, what a
-``Key: value`` line looks like, and how a raw value (``"A"``, ``"Answer B"``, ``"7/10"``,
-``"true"``) becomes a canonical value or is rejected. `find_value` then looks for every marker in
-the judge's visible output (reasoning-model ``<think>`` blocks removed by `strip_reasoning`):
+This module knows no protocol: a `Grammar` (defined per protocol in `nepotism.judging.parse`)
+says which JSON keys and ``Keyword: value`` lines carry an answer and which raw values are valid.
+`read_verdict` reads one reply in four steps (docs/verdicts.md says the same for users):
 
-* ``[[X]]`` and JSON fields bind even when their value is invalid (an invalid or ambiguous last
-  marker makes the output unparsed rather than falling back on an earlier one);
-* ``$$X$$``, ``\\boxed{X}`` and ``Key: value`` lines bind only with a valid value, since the same
-  shapes occur in ordinary prose and mathematics;
-* a whole output that is just a value (``"B"``, ``"**Yes.**"``) is a marker too, and, when nothing
-  else was found, a value opening the first line (``"B\n\nB is better because"``, ``"No, I..."``).
+1. **Reasoning is removed.** ``<think>…</think>`` blocks (also ``thinking``/``reasoning``) go; a
+   closing tag without an opening one (the chat template opened the block) drops everything before
+   it; an opening tag never closed drops everything after it (reason ``unfinished_reasoning`` when
+   no verdict is left). Only tags the judge wrote count: not one in a code fence, block quote,
+   ``<<< >>>`` block, JSON object or inline quotation, nor one copied from a candidate together
+   with the text around it (`_tag_copied`).
+2. **Markers are found.** *Statements*: ``[[X]]``, ``$$X$$``, ``\\boxed{X}``, a JSON field with
+   one of the grammar's keys (in a parsed object, or a ``"key": value`` pair of broken JSON), and
+   ``Keyword: value`` lines with a verdict keyword (``Final verdict: A``, ``Rating: 7``; the value
+   is the first clause after the keyword, at most one line break away). *Hints*: lines with a weak
+   keyword (``Answer: A``, ``Score: 7``), used only when there is no statement. *Positional*: a
+   reply that is nothing but a value (``B``, ``**A.**``, ``[[B]]``, at most ``_BARE_MAX``
+   characters, no reasoning block) and, in a reply without any marker at all, a value opening its
+   first line (``B\n\nB is better because``).
+3. **Quotes are masked.** A marker does not count when it lies in text the judge quotes: a fenced
+   code block other than JSON, a Markdown block quote, a ``<<< >>>`` block, an inline quotation
+   holding more than the marker, or a string inside a JSON object. Above all, a marker whose text
+   also occurs in a candidate (or in the question or reference answer shown to the judge) is
+   masked, at any length down to the marker itself: the comparison (`Sources.contains`) ignores
+   whitespace, ``*``, ``_`` and backticks and is a plain substring test (a quote cut inside a word
+   is still a quote). A line marker is compared from its last keyword word on (``verdict: A`` for
+   ``My final verdict: A``; an unreadable one by its keyword and first word), a JSON field as its
+   ``key": "value`` without the outer quotation marks, a bracket, dollar or box holding more than
+   its value (``\\boxed{A"}``) up to the value — so a quote cut inside a marker and closed by the
+   judge's own punctuation is still recognised. The one exception is a whole reply that is nothing
+   but one value: there is nothing else in it to quote from. A first-line value is masked when a
+   candidate holds it followed by the same punctuation or a line end.
+4. **The final statement decides.** Among the judge's own statements (else its hints, else the
+   positional forms), negated ones (``not [[A]]``, ``[[B]] is incorrect``, ``Verdict: B is
+   wrong``) state nothing; the last of the rest is the verdict. It is ``conflicting`` when another
+   of them holds a different valid value, or a marker copied from a candidate stands on the same
+   line with a different value (``[[A]] or [[B]]``); ``invalid_verdict`` when it holds a value the
+   protocol does not allow (a tie in a two-way task, a rating of 11). A line marker whose value is
+   not a clean value (``Verdict: B is incorrect; A wins``) is a statement only when written with a
+   colon or ``=``; otherwise it is prose and ignored. Two markers of one statement (``Rating:
+   [[7]]``) are one: a line marker overlapping a bracket, dollar, box or JSON marker gives way.
+   With nothing to read the reason is ``no_verdict``, ``negated`` (only negated statements), or
+   ``quoted_only`` when every marker in the reply was masked as quoted.
 
-Markers the judge only *quotes* are ignored where that can be seen: inside fenced code blocks other
-than JSON, in Markdown block quotes, inside an inline quotation that holds more than the marker,
-inside the string values of a parsed JSON object, and inside any span of at least
-``_QUOTE_CONTEXT`` characters copied verbatim from a candidate or the prompt. The last remaining
-marker decides; a different valid value on the same line makes it ambiguous. This module knows
-no protocol; `nepotism.judging.parse` defines the grammars.
+The adversarial corpus (``tests/judging/corpus.py``) and the property tests hold the invariant:
+what is read is the judge's own verdict or nothing. What this module leaves out: protocol grammars
+(`nepotism.judging.parse`), building judgments (`nepotism.judging.interpret`), label
+log-probabilities (read in `interpret`).
 """
 
 from __future__ import annotations
@@ -25,60 +54,240 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["Grammar", "Marker", "clean_value", "find_json", "find_markers", "find_value", "strip_reasoning"]
+__all__ = [
+    "Grammar",
+    "Marker",
+    "Reading",
+    "Sources",
+    "clean_value",
+    "cut_clause",
+    "find_json",
+    "find_markers",
+    "find_value",
+    "read_verdict",
+    "strip_reasoning",
+]
 
-_QUOTE_CONTEXT = 30
 _MAX_JSON_ATTEMPTS = 500
-_THINK_TAGS = ("think", "thinking", "reasoning")
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_THINK_TAG = re.compile(r"<(/?)(think|thinking|reasoning)>", re.IGNORECASE)
+_TAG_QUOTE_MIN, _TAG_QUOTE_LONG = 3, 40
+_WALK_SKIP = frozenset(" \t\r\n*_")
+_QUOTE_EDGES = frozenset("\"“”'‘’`()[]<>{}:")
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_ANGLE_BLOCK = re.compile(r"<<<.*?>>>", re.DOTALL)
 _INLINE_QUOTE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 _BRACKET = re.compile(r"\[\[([^\[\]\n]{1,80})\]\]")
 _DOLLAR = re.compile(r"\$\$([^$\n]{1,80})\$\$")
 _BOXED = re.compile(r"\\boxed\{([^{}\n]{1,80})\}")
+_JSON_SCALAR = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
 _BARE_MAX = 60
 _LEADING_MAX = 30
+# kinds that are statements in their own right (containers); a line marker overlapping one gives way
+_CONTAINERS = ("bracket", "dollar", "boxed", "json", "json-field")
+# negation in the clause before a marker, and a negative predicate right after it
+_NEG_BEFORE = re.compile(r"\b(?:not|never|no\s+longer|rather\s+than|instead\s+of|against)\b|n't\b", re.IGNORECASE)
+_NEG_AFTER = re.compile(
+    r"[\s*_\"'`)\]]*(?:is|was|are|were)\s+(?:not\b|n't|incorrect|wrong|worse|inferior|weaker|flawed|bad\b|"
+    r"poor|less\b|false\b|invalid|mistaken)", re.IGNORECASE)
+_NEG_WORDS = re.compile(r"\b(?:incorrect|wrong|worse|inferior)\b", re.IGNORECASE)
+_CLAUSE_START = re.compile(r"[.;,!?:\n]")
+_CLAUSE_END = re.compile(
+    r"[;,!?(\n\"“”`]|\.(?=\s|$|[*_`\"'])|:(?=\s|$)|\s[-–—]\s|\s(?:because|since|as|but|though|although|while|given|"
+    r"due|for)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Grammar:
-    """How one protocol's answer is written. ``normalise`` returns a canonical value or None."""
+    """How one protocol's answer is written. ``normalise`` returns a canonical value or None.
+
+    ``line`` matches verdict statements and ``weak_line`` hints; both must define the groups
+    ``k`` (the keyword), ``s`` (what separates it from the value) and ``v`` (the rest of the line,
+    cut to its first clause by `cut_clause`; with ``whole_line`` the whole rest is tried when the
+    clause is not a value).
+    """
 
     normalise: Callable[[str], Any]
     json_keys: frozenset[str] = frozenset()
-    line: re.Pattern[str] | None = None  # must define a group named "v"
+    line: re.Pattern[str] | None = None
+    weak_line: re.Pattern[str] | None = None
+    whole_line: bool = False  # values may hold clause marks (category names): try the whole line too
 
 
 @dataclass(frozen=True)
 class Marker:
-    """One place where the judge wrote an answer; ``value`` is None when it was not valid."""
+    """One place where the judge (or a quote) wrote an answer; ``value`` is None when not valid.
+
+    ``core`` is the text compared with the candidates to tell a quote; ``tier`` is
+    ``"statement"``, ``"hint"`` or ``"positional"``; ``note`` is ``"negated"`` for a negated
+    marker; ``masked`` says why it does not count (``"quoted"``, ``"copied"``), or is empty.
+    """
 
     start: int
     end: int
     value: Any
     kind: str
-    conflicting: bool = field(default=False, compare=False)
+    core: str = ""
+    tier: str = "statement"
+    note: str = ""
+    masked: str = ""
 
 
-def strip_reasoning(text: str) -> str:
-    """Remove ``<think>…</think>`` (and ``thinking``/``reasoning``) blocks from ``text``.
+@dataclass(frozen=True)
+class Reading:
+    """What `read_verdict` read: the value, or None with a reason (`nepotism.records.UNPARSED_REASONS`).
 
-    A closing tag without an opening one (the chat template opened the block) drops everything up
-    to it; an opening tag that is never closed (the budget ran out while thinking) drops
-    everything from it on, so half a thought is never parsed as a verdict.
+    ``marker`` is the deciding marker (None when nothing decided); ``n_masked`` how many markers
+    were ignored as quotes.
     """
-    for tag in _THINK_TAGS:
-        text = re.sub(rf"<{tag}>.*?</{tag}>", "", text, flags=re.DOTALL | re.IGNORECASE)
-        closes = [m.end() for m in re.finditer(rf"</{tag}>", text, flags=re.IGNORECASE)]
-        if closes:
-            text = text[closes[-1]:]
-        opened = re.search(rf"<{tag}>", text, flags=re.IGNORECASE)
-        if opened:
-            text = text[: opened.start()]
-    return text
+
+    value: Any
+    reason: str = ""
+    marker: Marker | None = None
+    n_masked: int = 0
+
+
+# ---------------------------------------------------------------------------------- quotes
+
+_SPACES = re.compile(r"\s+")
+_IGNORED = re.compile(r"[*_`\x00]")
+_PUNCT_SPACE = re.compile(r" ?([^\w ]) ?")
+
+
+@lru_cache(maxsize=8192)
+def _squash(text: str) -> str:
+    """``text`` as compared for quotes: no ``*``/``_``/backticks, one space per whitespace run,
+    none next to punctuation."""
+    return _PUNCT_SPACE.sub(r"\1", _SPACES.sub(" ", _IGNORED.sub("", text)).strip())
+
+
+class Sources:
+    """The texts shown to the judge as material (candidates, question, reference answer).
+
+    `contains` tells whether a fragment of the reply also occurs in one of them, both compared
+    after `_squash` (a plain substring test: a fragment cut in the middle of a source's word still
+    counts as copied).
+    """
+
+    __slots__ = ("_joined", "texts")
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self.texts = tuple(t for t in texts if t)
+        self._joined: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.texts)
+
+    def contains(self, fragment: str) -> bool:
+        if not self.texts:
+            return False
+        core = _squash(fragment)
+        if not core:
+            return False
+        if self._joined is None:
+            self._joined = "\x00".join(_squash(t) for t in self.texts)
+        return core in self._joined
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _as_sources(sources: Sources | Sequence[str]) -> Sources:
+    return sources if isinstance(sources, Sources) else Sources(sources)
+
+
+# ---------------------------------------------------------------------------------- reasoning
+
+
+def _walk(reply: str, i: int, src: str, j: int, step: int) -> tuple[int, bool]:
+    """How many characters of ``reply`` from ``i`` match ``src`` from ``j`` walking by ``step``
+    (whitespace, ``*`` and ``_`` skipped on both sides), and whether the match ends at a quote's
+    edge in the reply: its end, a line break, or a quotation mark or bracket."""
+    count, newline, n, m = 0, False, len(reply), len(src)
+    while True:
+        while 0 <= i < n and reply[i] in _WALK_SKIP:
+            newline |= reply[i] == "\n"
+            i += step
+        while 0 <= j < m and src[j] in _WALK_SKIP:
+            j += step
+        if not 0 <= i < n or not 0 <= j < m:  # the reply or the candidate ends: so does the quote
+            return count, True
+        if reply[i] != src[j]:
+            return count, newline or _quote_edge(reply, i)
+        count, newline = count + 1, False
+        i += step
+        j += step
+
+
+def _quote_edge(text: str, i: int) -> bool:
+    """A quotation mark or bracket at ``text[i]`` (an apostrophe only when not inside a word)."""
+    char = text[i]
+    if char in "'’":
+        return not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum())
+    return char in _QUOTE_EDGES
+
+
+def _tag_copied(text: str, start: int, end: int, sources: Sources) -> bool:
+    """True when a reasoning tag is part of a quote: inside a quotation mark pair on its line, or
+    copied from a source together with its neighbouring text — at least `_TAG_QUOTE_MIN` characters
+    ending at the quote's edges on both sides, or `_TAG_QUOTE_LONG` characters in any case."""
+    if _in_inline_quote(text, start, end, ""):
+        return True
+    tag = text[start:end].lower()
+    for src in sources.texts:
+        lowered = src.lower()
+        at = lowered.find(tag)
+        while at >= 0:
+            right, right_edge = _walk(text, end, src, at + len(tag), 1)
+            left, left_edge = _walk(text, start - 1, src, at - 1, -1)
+            if left + right >= _TAG_QUOTE_LONG or (left_edge and right_edge and left + right >= _TAG_QUOTE_MIN):
+                return True
+            at = lowered.find(tag, at + 1)
+    return False
+
+
+def _strip(text: str, sources: Sources) -> tuple[str, bool]:
+    """(visible text, whether an unclosed reasoning block was dropped)."""
+    if "<" not in text:
+        return text, False
+    masked = _spans_masked(text)
+    if "{" in text:
+        masked += [(start, end) for start, end, _ in find_json(text, masked)]
+    tags = [m for m in _THINK_TAG.finditer(text)
+            if not (_inside(masked, m.start(), m.end()) or _tag_copied(text, m.start(), m.end(), sources))]
+    if not tags:
+        return text, False
+    kept: list[str] = []
+    pos, open_at, open_name = 0, -1, ""
+    for m in tags:
+        closing, name = m.group(1) == "/", m.group(2).lower()
+        if not closing and open_at < 0:
+            kept.append(text[pos:m.start()])
+            open_at, open_name = m.start(), name
+        elif closing and open_at >= 0 and name == open_name:
+            open_at, pos = -1, m.end()
+        elif closing and open_at < 0:  # the chat template opened the block: all before it is reasoning
+            kept, pos = [], m.end()
+    if open_at >= 0:
+        return "".join(kept), True
+    kept.append(text[pos:])
+    return "".join(kept), False
+
+
+def strip_reasoning(text: str, sources: Sources | Sequence[str] = ()) -> str:
+    """``text`` without the judge's reasoning blocks (see step 1 of the module docstring).
+
+    Tags copied from ``sources`` together with their neighbouring text are left as text.
+    """
+    return _strip(text, _as_sources(sources))[0]
+
+
+# ---------------------------------------------------------------------------------- values
 
 
 def clean_value(raw: str) -> str:
@@ -86,67 +295,15 @@ def clean_value(raw: str) -> str:
     return raw.strip().strip("*_`'\"“”[]()").strip().rstrip(".!,;:").strip().strip("*_`'\"“”").strip()
 
 
-def _spans_masked(text: str) -> list[tuple[int, int]]:
-    spans = [(m.start(), m.end()) for m in _FENCE.finditer(text)
-             if m.group(1).lower() not in ("", "json", "json5", "jsonc")]
-    spans += [(m.start(), m.end()) for m in _BLOCKQUOTE.finditer(text)]
-    return spans
-
-
-def _inside(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
-    return any(s <= start and end <= e for s, e in spans)
-
-
-def _longest(fits, limit: int) -> int:
-    """Largest n in [0, limit] with fits(n) true, for fits monotone (true up to some n)."""
-    low, high = 0, limit
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _copied(text: str, start: int, end: int, sources: Sequence[str]) -> bool:
-    """True when the marker sits in a span of at least ``_QUOTE_CONTEXT`` characters more than the
-    marker itself that was copied verbatim from a candidate or the prompt."""
-    marker = text[start:end]
-    for src in sources:
-        if marker not in src:
-            continue
-        left = _longest(lambda n: text[start - n:end] in src, start)
-        right = _longest(lambda n: text[start:end + n] in src, len(text) - end)
-        if left + right >= _QUOTE_CONTEXT and text[start - left:end + right] in src:
-            return True
-        if max(left, right) >= _QUOTE_CONTEXT:
-            return True
-    return False
-
-
-def _in_inline_quote(text: str, start: int, end: int, raw_value: str) -> bool:
-    """True when the marker lies inside a quotation that holds more than its value."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    value = clean_value(raw_value)
-    for q in _INLINE_QUOTE.finditer(text, line_start, line_end):
-        if q.start() <= start and end <= q.end() and clean_value(q.group(0)[1:-1]) != value:
-            return True
-    return False
+def cut_clause(rest: str) -> str:
+    """The first clause of a line's remainder: up to ``;``, ``,``, ``!``, ``?``, ``(``, a full stop
+    or colon followed by space, a dash between spaces, or ``because``/``since``/``but``/...."""
+    match = _CLAUSE_END.search(rest)
+    return rest[: match.start()] if match else rest
 
 
 def _norm_key(key: str) -> str:
     return re.sub(r"[\s\-]+", "_", key.strip().lower())
-
-
-def _scalar(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    return None
 
 
 def find_json(text: str, masked: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int, Any]]:
@@ -154,15 +311,16 @@ def find_json(text: str, masked: Sequence[tuple[int, int]] = ()) -> list[tuple[i
     decoder = json.JSONDecoder()
     found: list[tuple[int, int, Any]] = []
     attempts, pos = 0, 0
+    opener = re.compile(r"[{\[]")
     while attempts < _MAX_JSON_ATTEMPTS:
-        match = re.compile(r"[{\[]").search(text, pos)
+        match = opener.search(text, pos)
         if match is None:
             break
         start = match.start()
         attempts += 1
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             pos = start + 1
             continue
         if not _inside(masked, start, end) and isinstance(value, (dict, list)):
@@ -177,24 +335,218 @@ def _has_object(value: Any, depth: int = 0) -> bool:
     return isinstance(value, list) and depth < 4 and any(_has_object(v, depth + 1) for v in value)
 
 
-def _key_values(value: Any, keys: frozenset[str], depth: int = 0) -> list[Any]:
-    out: list[Any] = []
-    if depth > 3:
-        return out
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if _norm_key(str(k)) in keys and _scalar(v) is not None:
-                out.append(v)
-            elif isinstance(v, (dict, list)):
-                out.extend(_key_values(v, keys, depth + 1))
-    elif isinstance(value, list):
-        for v in value:
-            out.extend(_key_values(v, keys, depth + 1))
+def _json_members(text: str, start: int, end: int, keys: frozenset[str]) -> list[tuple[int, int, str]]:
+    """``(key start, value end, raw value)`` for each member of the valid JSON ``text[start:end]``
+    whose key is in ``keys`` and whose value is a string, number or boolean."""
+    scan = json.decoder.scanstring
+    out: list[tuple[int, int, str]] = []
+    stack: list[str] = []
+    expect_key = False
+    i = start
+    while i < end:
+        char = text[i]
+        if char == '"':
+            string, after = scan(text, i + 1)
+            if expect_key and stack and stack[-1] == "{":
+                colon = text.index(":", after)
+                value_at = colon + 1
+                while text[value_at] in " \t\r\n":
+                    value_at += 1
+                expect_key = False
+                if _norm_key(string) in keys:
+                    if text[value_at] == '"':
+                        raw, value_end = scan(text, value_at + 1)
+                        out.append((i, value_end, raw))
+                    else:
+                        scalar = _JSON_SCALAR.match(text, value_at)
+                        if scalar is not None and scalar.group() != "null":
+                            out.append((i, scalar.end(), scalar.group()))
+                i = value_at
+                continue
+            i = after
+            continue
+        if char == "{":
+            stack.append("{")
+            expect_key = True
+        elif char == "[":
+            stack.append("[")
+        elif char in "}]":
+            stack.pop()
+        elif char == ",":
+            expect_key = bool(stack) and stack[-1] == "{"
+        i += 1
     return out
 
 
-def _leading(text: str, grammar: Grammar) -> Marker | None:
-    """A value that opens the output on its own first line (``"B\n\nB is better because..."``)
+# ---------------------------------------------------------------------------------- markers
+
+
+def _spans_masked(text: str) -> list[tuple[int, int]]:
+    spans = [(m.start(), m.end()) for m in _FENCE.finditer(text)
+             if m.group(1).lower() not in ("", "json", "json5", "jsonc")]
+    spans += [(m.start(), m.end()) for m in _BLOCKQUOTE.finditer(text)]
+    if "<<<" in text:
+        spans += [(m.start(), m.end()) for m in _ANGLE_BLOCK.finditer(text)]
+    return spans
+
+
+def _inside(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
+    return any(s <= start and end <= e for s, e in spans)
+
+
+def _overlaps(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
+    return any(s < end and start < e for s, e in spans)
+
+
+def _in_inline_quote(text: str, start: int, end: int, raw_value: str) -> bool:
+    """True when the marker lies inside a quotation that holds more than its value."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    value = clean_value(raw_value)
+    for q in _INLINE_QUOTE.finditer(text, line_start, line_end):
+        if q.start() <= start and end <= q.end() and clean_value(q.group(0)[1:-1]) != value:
+            return True
+    return False
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    """A negation word in the marker's clause before it, or a negative predicate right after it."""
+    before = text[max(0, start - 60):start]
+    boundary = None
+    for boundary in _CLAUSE_START.finditer(before):
+        pass
+    clause = before[boundary.end():] if boundary is not None else before
+    return bool(_NEG_BEFORE.search(clause)) or bool(_NEG_AFTER.match(text, end))
+
+
+def _value(grammar: Grammar, raw: str) -> Any:
+    return grammar.normalise(clean_value(raw))
+
+
+def _line_markers(text: str, grammar: Grammar, pattern: re.Pattern[str], tier: str) -> list[Marker]:
+    out = []
+    for m in pattern.finditer(text):
+        rest = m.group("v")
+        clause = cut_clause(rest)
+        value = _value(grammar, clause)
+        if value is None and grammar.whole_line:
+            whole = _value(grammar, rest)
+            if whole is not None:
+                clause, value = rest, whole
+        if not clean_value(clause):
+            continue
+        end = m.start("v") + len(clause.rstrip())
+        keyword = m.group("k")
+        words = keyword.split()
+        first = m.start("k") + (len(keyword) - len(words[-1]) if words else 0)
+        core = text[first:end]
+        explicit = bool(re.search(r"[:=]", m.group("s")))
+        note = ""
+        if value is not None and _NEG_AFTER.match(text, end):
+            value, note = None, "negated"
+        elif value is None and (_NEG_BEFORE.search(clause) or _NEG_WORDS.search(clause)):
+            note = "negated"
+        if value is None:
+            if not (explicit and tier == "statement"):
+                continue
+            # an unreadable statement is compared with the candidates by its keyword and first word
+            # only, so a quote cut anywhere after them is still recognised as a quote
+            head = re.match(r"\s*\S+", clause)
+            core = text[first:m.start("v") + (head.end() if head else 0)]
+        out.append(Marker(m.start(), end, value, "line" if tier == "statement" else "hint", core, tier, note))
+    return out
+
+
+def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] = ()) -> list[Marker]:
+    """Every statement and hint marker in ``text`` (already stripped of reasoning), in order of
+    their end, masked ones included (with ``masked`` set). Positional forms are not included."""
+    sources = _as_sources(sources)
+    masked = _spans_masked(text)
+    markers: list[Marker] = []
+    json_spans: list[tuple[int, int]] = []
+    if "{" in text:
+        for start, end, value in find_json(text, masked):
+            if not _has_object(value):
+                continue  # [[1]] or [[7]] decode as JSON but are bracket markers
+            json_spans.append((start, end))
+            for key_at, value_end, raw in _json_members(text, start, end, grammar.json_keys):
+                markers.append(Marker(key_at, value_end, _value(grammar, raw), "json", text[key_at:value_end]))
+    blocked = masked + json_spans
+    if grammar.json_keys and '"' in text:
+        keys = "|".join(sorted((re.escape(k).replace("_", "[_ ]") for k in grammar.json_keys), key=len, reverse=True))
+        field_re = re.compile(rf'"(?i:{keys})"\s*:\s*(?:"([^"\n]{{0,80}})"|(true|false|-?\d+(?:\.\d+)?))')
+        for m in field_re.finditer(text):
+            if not _overlaps(json_spans, m.start(), m.end()):
+                raw = m.group(1) if m.group(1) is not None else m.group(2)
+                markers.append(Marker(m.start(), m.end(), _value(grammar, raw), "json-field", m.group(0)))
+    for kind, pattern, binds_invalid in (("bracket", _BRACKET, True), ("dollar", _DOLLAR, False),
+                                         ("boxed", _BOXED, False)):
+        for m in pattern.finditer(text):
+            raw = m.group(1)
+            value = _value(grammar, raw)
+            if value is not None or binds_invalid:
+                core = m.group(0)
+                cleaned = clean_value(raw)
+                if value is not None and cleaned != raw.strip():
+                    # quotes or emphasis inside the delimiters ("\boxed{A"}" where a quote cut
+                    # before the brace was closed by the judge's own text): compared up to the value
+                    core = text[m.start():m.start(1) + raw.find(cleaned) + len(cleaned)]
+                markers.append(Marker(m.start(), m.end(), value, kind, core))
+    containers = [(mk.start, mk.end) for mk in markers]
+    if grammar.line is not None:
+        markers += [mk for mk in _line_markers(text, grammar, grammar.line, "statement")
+                    if not _overlaps(containers, mk.start, mk.end)]
+    if grammar.weak_line is not None:
+        markers += [mk for mk in _line_markers(text, grammar, grammar.weak_line, "hint")
+                    if not _overlaps(containers, mk.start, mk.end)]
+    out = []
+    for mk in markers:
+        why = ""
+        if mk.kind not in ("json",) and _inside(blocked, mk.start, mk.end):
+            why = "quoted"
+        elif mk.kind in ("json",) and _inside(masked, mk.start, mk.end):
+            why = "quoted"
+        elif sources.contains(mk.core.strip('"') if mk.kind in ("json", "json-field") else mk.core):
+            # a JSON field without its outer quotes: a quote cut inside a key or a string value and
+            # closed by the judge's own quotation mark is still the candidate's text
+            why = "copied"
+        note = mk.note
+        if not note and mk.value is not None and mk.kind in _CONTAINERS and _negated(text, mk.start, mk.end):
+            note = "negated"
+        value = None if note == "negated" else mk.value
+        out.append(Marker(mk.start, mk.end, value, mk.kind, mk.core, mk.tier, note, why))
+    out.sort(key=lambda mk: (mk.end, mk.start))
+    return out
+
+
+def _bare(reply: str, grammar: Grammar) -> Marker | None:
+    """The whole reply as one value (``B``, ``**A.**``, ``[[B]]``), or None."""
+    if len(reply.strip()) > _BARE_MAX:
+        return None
+    value = _value(grammar, reply)
+    if value is None:
+        inner = _BRACKET.fullmatch(clean_value(reply))
+        value = None if inner is None else _value(grammar, inner.group(1))
+    if value is None:
+        return None
+    return Marker(0, len(reply), value, "bare", reply.strip(), "positional")
+
+
+def _leading_copied(text: str, start: int, end: int, sources: Sources) -> bool:
+    """True when a source holds the leading value followed by what follows it in the reply: the
+    same punctuation mark, or a line end."""
+    piece = _squash(text[start:end])
+    if not piece:
+        return False
+    after = re.match(r"[ \t*_`]*(\S?)", text[end:])
+    follow = re.escape(after.group(1)) if after and after.group(1) else r"(?:\r?\n|$)"
+    pattern = re.compile(("(?<!\\w)" if _is_word(piece[0]) else "") + re.escape(piece) + r"[ \t*_`]*" + follow)
+    return any(pattern.search(_IGNORED.sub("", src)) for src in sources.texts)
+
+
+def _leading(text: str, grammar: Grammar, sources: Sources) -> Marker | None:
+    """A value that opens the visible text on its own first line (``"B\n\nB is better because..."``)
     or before the first comma, colon or full stop of it (``"No, I did not write this."``)."""
     match = re.search(r"\S[^\n]*", text)
     if match is None or _inside(_spans_masked(text), match.start(), match.end()):
@@ -203,83 +555,67 @@ def _leading(text: str, grammar: Grammar) -> Marker | None:
     head = re.split(r"[,;:!]|\.[*_`]*(?:\s|$)| - ", line, maxsplit=1)[0]
     for piece in (line, head):
         if len(piece) <= _LEADING_MAX:
-            value = grammar.normalise(clean_value(piece))
+            value = _value(grammar, piece)
             if value is not None:
-                return Marker(match.start(), match.end(), value, "leading")
+                start, end = match.start(), match.start() + len(piece.rstrip())
+                if _leading_copied(text, start, end, sources):
+                    return Marker(start, end, value, "leading", piece, "positional", "", "copied")
+                if _NEG_AFTER.match(text, end):
+                    return Marker(start, end, None, "leading", piece, "positional", "negated")
+                return Marker(start, end, value, "leading", piece, "positional")
     return None
 
 
-def find_markers(text: str, grammar: Grammar, sources: Sequence[str] = ()) -> list[Marker]:
-    """Every marker the judge itself wrote in ``text`` (already stripped of reasoning), in order."""
-    masked = _spans_masked(text)
-    markers: list[Marker] = []
-    json_spans: list[tuple[int, int]] = []
-    for start, end, value in find_json(text, masked):
-        if not _has_object(value):
-            continue  # [[1]] or [[7]] decode as JSON but are bracket markers
-        raw = text[start:end]
-        if len(raw) >= _QUOTE_CONTEXT and any(raw in src for src in sources):
-            masked.append((start, end))
-            continue
-        json_spans.append((start, end))
-        values = {grammar.normalise(clean_value(_scalar(v) or "")) for v in _key_values(value, grammar.json_keys)}
-        if values:
-            single = next(iter(values)) if len(values) == 1 else None
-            markers.append(Marker(start, end, single, "json", conflicting=len(values) > 1))
-    blocked = masked + json_spans
-    if grammar.json_keys:
-        keys = "|".join(sorted((re.escape(k).replace("_", "[_ ]") for k in grammar.json_keys), key=len, reverse=True))
-        field_re = re.compile(rf'"(?i:{keys})"\s*:\s*(?:"([^"\n]{{0,80}})"|(true|false|-?\d+(?:\.\d+)?))')
-        for m in field_re.finditer(text):
-            if not _inside(blocked, m.start(), m.end()) and not _copied(text, m.start(), m.end(), sources):
-                raw = m.group(1) if m.group(1) is not None else m.group(2)
-                markers.append(Marker(m.start(), m.end(), grammar.normalise(clean_value(raw)), "json-field"))
-    patterns: list[tuple[str, re.Pattern[str], bool]] = [
-        ("bracket", _BRACKET, True), ("dollar", _DOLLAR, False), ("boxed", _BOXED, False),
-    ]
-    if grammar.line is not None:
-        patterns.append(("line", grammar.line, False))
-    for kind, pattern, binds_invalid in patterns:
-        for m in pattern.finditer(text):
-            start, end = m.start(), m.end()
-            raw = m.group("v") if "v" in pattern.groupindex else m.group(1)
-            if _inside(blocked, start, end) or _in_inline_quote(text, start, end, raw) \
-                    or _copied(text, start, end, sources):
-                continue
-            value = grammar.normalise(clean_value(raw))
-            if value is not None or binds_invalid:
-                markers.append(Marker(start, end, value, kind))
-    if not markers and len(text.strip()) <= _BARE_MAX:
-        value = grammar.normalise(clean_value(text))
-        if value is not None:
-            markers.append(Marker(0, len(text), value, "bare"))
-    if not markers:
-        leading = _leading(text, grammar)
-        if leading is not None:
-            markers.append(leading)
-    markers.sort(key=lambda mk: (mk.end, mk.start))
-    return markers
+def _same_line(text: str, a: Marker, b: Marker) -> bool:
+    return "\n" not in text[min(a.start, b.start):max(a.end, b.end)]
 
 
-def find_value(text: str, grammar: Grammar, sources: Sequence[str] = ()) -> tuple[Any, str]:
-    """``(value, "")`` read from the last marker, or ``(None, reason)`` when there is none to read.
+def _decide(pool: list[Marker], n_masked: int, text: str = "", copied: Sequence[Marker] = ()) -> Reading:
+    """The reading of the judge's own markers ``pool`` (in order): negated markers are no
+    statements; the last of the rest decides unless another disagrees, or a marker copied from a
+    candidate stands on its line with a different value."""
+    stated = [mk for mk in pool if mk.note != "negated"]
+    if not stated:
+        return Reading(None, "negated", pool[-1], n_masked)
+    final = stated[-1]
+    if final.value is None:
+        return Reading(None, "invalid_verdict", final, n_masked)
+    if any(mk.value is not None and mk.value != final.value for mk in stated):
+        return Reading(None, "conflicting", final, n_masked)
+    if any(mk.value is not None and mk.value != final.value and _same_line(text, mk, final) for mk in copied):
+        return Reading(None, "conflicting", final, n_masked)
+    return Reading(final.value, "", final, n_masked)
 
-    Reasons: ``"no marker"``, ``"invalid value"`` (the last marker holds something the protocol
-    does not allow), ``"ambiguous"`` (two different answers in the last marker or on its line).
-    """
-    markers = find_markers(text, grammar, sources)
-    if not markers:
-        return None, "no marker"
-    last = markers[-1]
-    if last.conflicting:
-        return None, "ambiguous"
-    if last.value is None:
-        return None, "invalid value"
-    line_start = text.rfind("\n", 0, last.start) + 1
-    line_end = text.find("\n", last.end)
-    line_end = len(text) if line_end < 0 else line_end
-    for other in markers[:-1]:
-        if other.value is not None and other.value != last.value \
-                and other.end > line_start and other.start < line_end:
-            return None, "ambiguous"
-    return last.value, ""
+
+def read_verdict(reply: str | None, grammar: Grammar, sources: Sources | Sequence[str] = ()) -> Reading:
+    """The judge's own verdict in ``reply`` (see the module docstring), or why there is none."""
+    if reply is None or not reply.strip():
+        return Reading(None, "empty_reply")
+    sources = _as_sources(sources)
+    visible, unfinished = _strip(reply, sources)
+    markers = find_markers(visible, grammar, sources)
+    own = [mk for mk in markers if not mk.masked]
+    copied = [mk for mk in markers if mk.masked == "copied"]
+    n_masked = len(markers) - len(own)
+    for tier in ("statement", "hint"):
+        pool = [mk for mk in own if mk.tier == tier]
+        if pool:
+            return _decide(pool, n_masked, visible, copied)
+    if visible == reply:
+        bare = _bare(reply, grammar)
+        if bare is not None:
+            return Reading(bare.value, "", bare, n_masked)
+    if n_masked:  # the judge quoted markers: no positional guess in such a reply
+        return Reading(None, "quoted_only", None, n_masked)
+    leading = _leading(visible, grammar, sources)
+    if leading is not None and not leading.masked:
+        return _decide([leading], n_masked, visible, copied)
+    if leading is not None:
+        return Reading(None, "quoted_only", None, 1)
+    return Reading(None, "unfinished_reasoning" if unfinished else "no_verdict", None, n_masked)
+
+
+def find_value(text: str, grammar: Grammar, sources: Sources | Sequence[str] = ()) -> tuple[Any, str]:
+    """``(value, "")`` or ``(None, reason)``: `read_verdict` without the details."""
+    reading = read_verdict(text, grammar, sources)
+    return reading.value, reading.reason

@@ -1,18 +1,28 @@
 """The answer grammars of every protocol, and the all-rubrics list reader.
 
-Accepted written forms, besides a whole output that is only the value:
+Where a verdict may be written, what makes it conflicting and how quotes are told apart is the same
+for every protocol and lives in `nepotism.judging.markers` (docs/verdicts.md in prose). This module
+says, per protocol, which values are valid and which keywords introduce them:
 
-* pairwise / pairwise recognition: ``[[A]]``, ``$$A$$``, ``\\boxed{A}``, a JSON field
-  (``"verdict"``, ``"winner"``, ``"preferred"``, ``"outcome"``, ... holding ``"A"``,
-  ``"Answer A"`` or ``"A is better"``), ``Final verdict: A`` / ``Verdict: B``, and the
-  ``[[A>B]]``/``[[A=B]]`` style. Three-way ties are written ``C`` (the label the prompts ask for),
-  ``T`` or ``tie``; a tie in a two-way task is not a valid answer. Numbered labels read ``1``/``2``.
-* scale: ``Rating: [[7]]``, ``[[7/10]]``, ``"rating": 7``, ``Score: 7``; out of range is invalid.
-* fraction: ``{"met": "2/3"}``, ``[[2/3]]``, ``Met: 2/3``; the denominator must be the number of
-  rubric items.
-* yes/no (rubric, recognition): ``{"criterion_met": true}``, ``[[yes]]``, ``Verdict: no``,
-  ``Answer: yes``; ``true``/``false`` and ``met``/``not met`` count as yes/no.
-* category: ``{"category": "Maths"}``, ``[[Maths]]``, ``Category: 2``; names match ignoring case.
+* pairwise / pairwise recognition: ``A``/``B`` (``1``/``2`` with numbered labels), optionally
+  named (``Answer A``, ``Assistant B``) and optionally followed by a positive predicate (``is
+  better``, ``is slightly better``, ``wins``, ``is better than B``, recognition: ``is mine``);
+  the arena forms ``A>B``, ``B>>A``, ``A=B``; three-way ties ``C`` (the label the prompts ask
+  for), ``T``, ``tie``, ``a tie``, ``draw``, ``neither``, ``equal``, ``both are equal``. A tie in a
+  two-way task is not valid, nor is anything else: ``B is incorrect``, ``A is worse than B``,
+  ``Neither A nor B is correct`` are never read as a letter. Statement keywords: ``Final
+  verdict``, ``Verdict``, ``Decision``, ``Winner``, ``The better answer`` (recognition: ``My
+  answer``, ``Mine``); hints: ``Answer:``, ``Final answer:``, ``Choice:`` (on multiple-choice items
+  they often name a candidate's answer, so they never outweigh a statement).
+  JSON keys: ``verdict``, ``winner``, ``preferred``, ``outcome``, ``choice``, ``answer``, ...
+* scale: ``7``, ``7/10``, ``7 out of 10`` within the scale (the denominator must be its top);
+  statements ``Rating``, ``Final rating``, ``Overall score``...; hints ``Score``, ``Grade``.
+* fraction: ``X/Y`` with Y the number of rubric items; statements ``Met``, ``Criteria met``;
+  hints ``Score``, ``Count``.
+* yes/no (rubric, recognition): ``yes``/``no``, ``true``/``false``, ``met``/``not met``;
+  statements ``Verdict``, ``Criterion met`` (recognition: ``Judgment``); hint ``Answer:``.
+* category: a category name (ignoring case and spacing) or its 1-based number; statement
+  ``Category``; hint ``Label``.
 
 Nothing here builds judgments; `nepotism.judging.interpret` does.
 """
@@ -21,9 +31,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from nepotism.judging.markers import Grammar, clean_value, find_json, strip_reasoning
+from nepotism.judging.markers import Grammar, Sources, clean_value, find_json, strip_reasoning
 
 __all__ = [
     "category_grammar",
@@ -35,7 +46,6 @@ __all__ = [
 ]
 
 _WHO = r"(?:answer|reply|response|assistant|option|candidate|output)"
-_TIE_WORDS = {"c", "t", "tie", "draw", "equal", "neither", "same", "tied"}
 _YES = {"yes", "y", "true", "met", "mine", "1"}
 _NO = {"no", "n", "false", "not met", "unmet", "not mine", "0"}
 _VERDICT_KEYS = frozenset({
@@ -43,16 +53,34 @@ _VERDICT_KEYS = frozenset({
     "better", "better_answer", "better_response", "outcome", "choice", "decision", "judgment",
     "judgement", "answer", "final_answer",
 })
-_KEYWORD_TAIL = r"\s*(?:(?:is|was)\b\s*)?[:=\-–]?\s*[*_\"'`\[$]*\s*"
+# keyword, then what separates it from the value: emphasis, "is", a colon, quotes or brackets
+_SEP = r"(?P<s>[*_]*[ \t]*(?:(?:is|was)\b[ \t]*)?[:=\-–]?[*_]*[ \t]*\n?[ \t]*[*_\"'`\[$(]*[ \t]*)"
+_REST = r"(?P<v>[^\n]{0,160})"
+_DEGREE = r"(?:(?:slightly|significantly|much|clearly|far|somewhat|marginally|a\s+bit|a\s+little|overall)\s+)?"
+_POSITIVE = (rf"\s+(?:(?:is|was)\s+(?:the\s+)?{_DEGREE}(?:better|preferred|superior|stronger|best|winner)"
+             r"(?:\s+(?:one|answer|reply|response|choice|option))?|wins)")
+_MINE = r"\s+(?:is|was)\s+(?:mine|my\s+own|written\s+by\s+me|the\s+one\s+i\s+wrote)"
+_TIE = re.compile(
+    r"(?:it\s*(?:'s|is)\s+)?(?:a\s+)?(?:c|t|tie|tied|draw)|equal|same|about\s+the\s+same|"
+    r"neither(?:\s+(?:one|answer|response|reply))?(?:\s+is\s+(?:clearly\s+)?better)?|"
+    r"both\s+are\s+(?:equal|equally\s+good|about\s+the\s+same)|(?:they\s+are\s+)?(?:equally\s+good|equal)")
 
 
+def _line(words: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w])(?P<k>(?i:{words})){_SEP}{_REST}")
+
+
+@lru_cache(maxsize=256)
 def pairwise_grammar(*, ways: int = 3, numbers: bool = False, recognition: bool = False) -> Grammar:
     """Grammar for A/B(/tie) answers; values are ``"A"``, ``"B"`` and ``"tie"``."""
     first, second = ("1", "2") if numbers else ("a", "b")
     names = {first: "A", second: "B"}
+    label = rf"(?:{_WHO}\s*)?([a-z0-9]+)"
+    predicate = _POSITIVE + (f"|{_MINE}" if recognition else "")
+    plain = re.compile(rf"{label}(?:{predicate})?(?:\s+than\s+{label})?")
 
     def normalise(raw: str) -> str | None:
-        text = raw.strip().lower()
+        text = re.sub(r"\s+", " ", raw.strip().lower()).rstrip(".!")
         arena = re.fullmatch(r"([a-z0-9])\s*(>>|>|=|<<|<)\s*([a-z0-9])", text)
         if arena:
             left, op, right = arena.groups()
@@ -61,31 +89,30 @@ def pairwise_grammar(*, ways: int = 3, numbers: bool = False, recognition: bool 
             if op == "=":
                 return "tie" if ways == 3 else None
             return names[left] if op.startswith(">") else names[right]
-        match = re.fullmatch(rf"(?:{_WHO}\s*)?([a-z0-9]+)(?:\s+is\s+(?:the\s+)?(?:better|preferred|mine)"
-                             r"(?:\s+one)?)?", text)
-        if not match:
-            return "tie" if ways == 3 and text in ("both are equal", "about the same") else None
-        token = match.group(1)
-        if token in names:
-            return names[token]
-        if token in _TIE_WORDS and ways == 3 and not numbers:
-            return "tie"
-        return None
+        if _TIE.fullmatch(text):
+            return "tie" if ways == 3 and not numbers else None
+        match = plain.fullmatch(text)
+        if not match or match.group(1) not in names:
+            return None
+        other = match.group(2)
+        if other is not None and (other not in names or other == match.group(1)):
+            return None
+        return names[match.group(1)]
 
     keys = _VERDICT_KEYS | ({"yours", "mine", "written_by_me", "author", "which", "own"} if recognition else set())
-    value = r"(?P<v>[12])\b" if numbers else r"(?P<v>(?i:(?:answer|reply|response|assistant)\s+)?[A-Z]\b|(?i:tie)\b)"
-    words = r"final\s+verdict|verdict|decision|winner|(?:the\s+)?better\s+(?:answer|reply|response)"
+    words = r"final\s+verdict|verdict|decision|winner|(?:the\s+)?(?:better|preferred)\s+(?:answer|reply|response|assistant|one)"
     if recognition:
-        words += r"|my\s+(?:own\s+)?answer|mine"
-    line = re.compile(rf"(?:(?i:{words}){_KEYWORD_TAIL}|(?i:answer|choice):\s*[*_\"'`\[$]*\s*){value}")
-    return Grammar(normalise, keys, line)
+        words += r"|my\s+(?:own\s+)?answer|mine|written\s+by\s+me"
+    # "Answer:" and "Final answer:" often name a candidate's answer (multiple choice), not a verdict
+    return Grammar(normalise, keys, _line(words), _line(r"(?:final\s+)?(?:answer|choice)(?=\s*:)"))
 
 
+@lru_cache(maxsize=256)
 def scale_grammar(low: int, high: int) -> Grammar:
     """Grammar for a number on the scale low..high (``7``, ``7/10``, ``7 out of 10``)."""
 
     def normalise(raw: str) -> float | None:
-        match = re.fullmatch(r"(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+))?", raw.strip().lower())
+        match = re.fullmatch(r"(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+))?(?:\s+points?)?", raw.strip().lower())
         if not match:
             return None
         if match.group(2) is not None and int(match.group(2)) != high:
@@ -93,11 +120,12 @@ def scale_grammar(low: int, high: int) -> Grammar:
         value = float(match.group(1))
         return value if low <= value <= high else None
 
-    line = re.compile(rf"(?i:rating|score|grade){_KEYWORD_TAIL}"
-                      r"(?P<v>-?\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?)")
-    return Grammar(normalise, frozenset({"rating", "score", "grade", "overall_rating", "overall_score"}), line)
+    words = r"(?:final\s+|overall\s+)?rating|final\s+score|overall\s+score|final\s+grade"
+    return Grammar(normalise, frozenset({"rating", "score", "grade", "overall_rating", "overall_score"}),
+                   _line(words), _line(r"score|grade"))
 
 
+@lru_cache(maxsize=256)
 def fraction_grammar(items: int) -> Grammar:
     """Grammar for ``X/Y`` rubric items met; the value is ``(X, Y)`` with Y equal to ``items``."""
 
@@ -108,9 +136,8 @@ def fraction_grammar(items: int) -> Grammar:
         met, total = int(match.group(1)), int(match.group(2))
         return (met, total) if total == items and met <= total else None
 
-    line = re.compile(rf"(?i:criteria\s+met|items\s+met|met|score|count){_KEYWORD_TAIL}(?P<v>\d+\s*/\s*\d+)")
     keys = frozenset({"met", "score", "count", "criteria_met", "items_met", "fraction", "result"})
-    return Grammar(normalise, keys, line)
+    return Grammar(normalise, keys, _line(r"criteria\s+met|items\s+met|met"), _line(r"score|count"))
 
 
 def _yes_no(raw: str) -> str | None:
@@ -122,39 +149,43 @@ def _yes_no(raw: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def yes_no_grammar(*, recognition: bool = False) -> Grammar:
     """Grammar for yes/no answers (rubric criteria, pointwise recognition)."""
     if recognition:
         keys = {"answer", "judgment", "judgement", "verdict", "wrote_it", "written_by_me", "is_mine",
                 "mine", "yours", "by_me", "is_student", "student"}
-        words = r"verdict|judge?ment"
+        words = r"final\s+verdict|verdict|judge?ment"
     else:
         keys = {"criterion_met", "criteria_met", "met", "meets_criterion", "meets_criteria", "verdict",
                 "answer", "result"}
-        words = r"criteri(?:on|a)\s+met|verdict"
-    line = re.compile(rf"(?:(?i:{words}){_KEYWORD_TAIL}|(?i:answer):\s*[*_\"'`\[$]*\s*)"
-                      r"(?P<v>(?i:yes|no|true|false))\b")
-    return Grammar(_yes_no, frozenset(keys), line)
+        words = r"criteri(?:on|a)\s+met|final\s+verdict|verdict"
+    return Grammar(_yes_no, frozenset(keys), _line(words), _line(r"(?:final\s+)?answer(?=\s*:)"))
 
 
 def category_grammar(names: Sequence[str]) -> Grammar:
     """Grammar for one of ``names`` (by name ignoring case and spacing, or by 1-based number)."""
+    return _category_grammar(tuple(names))
+
+
+@lru_cache(maxsize=256)
+def _category_grammar(names: tuple[str, ...]) -> Grammar:
     folded = {re.sub(r"\s+", " ", n).casefold(): n for n in names}
 
-    def normalise(raw: str) -> str | None:
-        text = re.sub(r"\s+", " ", raw.strip()).casefold()
+    def one(text: str) -> str | None:
+        text = re.sub(r"\s+", " ", text.strip()).casefold()
         if text.isdigit():
             index = int(text)
             return names[index - 1] if 1 <= index <= len(names) else None
-        text = re.sub(r"^\d+\s*[.)]\s*", "", text)
-        text = clean_value(text).casefold()
+        text = clean_value(re.sub(r"^\d+\s*[.)]\s*", "", text)).casefold()
         if text in folded:
             return folded[text]
-        head = clean_value(text.split(":", 1)[0]).casefold()
-        return folded.get(head)
+        return folded.get(clean_value(text.split(":", 1)[0]).casefold())
 
-    line = re.compile(r"(?i:category|label)\s*[:=]\s*(?P<v>[^\n]{1,80})")
-    return Grammar(normalise, frozenset({"category", "label", "class", "question_category", "type"}), line)
+    line = re.compile(r"(?<![\w])(?P<k>(?i:category))(?P<s>\s*[:=]\s*)(?P<v>[^\n]{1,80})")
+    weak = re.compile(r"(?<![\w])(?P<k>(?i:label))(?P<s>\s*[:=]\s*)(?P<v>[^\n]{1,80})")
+    keys = frozenset({"category", "label", "class", "question_category", "type"})
+    return Grammar(one, keys, line, weak, whole_line=True)
 
 
 def _entry(value: Any) -> tuple[int | None, str | None]:
@@ -192,26 +223,9 @@ def _results_list(value: Any) -> list[Any] | None:
     return None
 
 
-def parse_rubric_list(text: str, items: int) -> tuple[list[str | None], str]:
-    """Per-item ``"yes"``/``"no"``/None from an all-rubrics answer, and a note on what was off.
-
-    The last JSON list of results in the visible output is used (``{"results": [...]}`` or a bare
-    list); entries are booleans, yes/no strings or objects with ``criterion_met`` and optionally
-    an ``item`` number. Numbered entries are placed by number (a repeated number makes that item
-    unparsed); unnumbered ones by position. A list longer than the rubric cannot be aligned, so
-    every item is unparsed; a shorter one leaves the missing items unparsed. When no list can be
-    decoded (a truncated answer) the ``"criterion_met": true|false`` fields are read in order.
-    """
-    visible = strip_reasoning(text)
+def _place(entries: list[tuple[int | None, str | None]], items: int) -> tuple[list[str | None], str]:
+    """Per-item verdicts from a list's entries, and a note on what was off."""
     out: list[str | None] = [None] * items
-    lists = [lst for _, _, v in find_json(visible) if (lst := _results_list(v)) is not None]
-    if lists:
-        entries = [_entry(v) for v in lists[-1]]
-    else:
-        found = re.findall(r'"criteri(?:on|a)_met"\s*:\s*"?(true|false|yes|no)"?', visible, re.IGNORECASE)
-        entries = [(None, _yes_no(v)) for v in found]
-        if not entries:
-            return out, "no list"
     if entries and all(number is not None for number, _ in entries):
         counts: dict[int, int] = {}
         for number, _ in entries:
@@ -226,3 +240,45 @@ def parse_rubric_list(text: str, items: int) -> tuple[list[str | None], str]:
     for i, (_, verdict) in enumerate(entries):
         out[i] = verdict
     return out, "" if len(entries) == items else "too few entries"
+
+
+_CRITERION_FIELD = re.compile(r'"criteri(?:on|a)_met"\s*:\s*"?(true|false|yes|no)"?', re.IGNORECASE)
+
+
+def parse_rubric_list(text: str, items: int, sources: Sources | Sequence[str] = ()) -> tuple[list[str | None], str]:
+    """Per-item ``"yes"``/``"no"``/None from an all-rubrics answer, and a note on what was off.
+
+    Results lists are JSON lists in the visible output (``{"results": [...]}`` or a bare list)
+    with at least one readable entry; entries are booleans, yes/no strings or objects with
+    ``criterion_met`` and optionally an ``item`` number. A list whose text also occurs in
+    ``sources`` (the answer being graded, the question) is a quote and never counts
+    (``"quoted_only"`` when it was the only one); two of the judge's own lists that place
+    different verdicts make every item unparsed (``"conflicting"``). Numbered entries are placed
+    by number (a repeated number makes that item unparsed); unnumbered ones by position. A list
+    longer than the rubric cannot be aligned, so every item is unparsed; a shorter one leaves the
+    missing items unparsed. When no list can be decoded (a truncated answer) the
+    ``"criterion_met": true|false`` fields the judge wrote are read in order.
+    """
+    sources = sources if isinstance(sources, Sources) else Sources(sources)
+    visible = strip_reasoning(text, sources)
+    none: list[str | None] = [None] * items
+    placed, quoted = [], False
+    for start, end, value in find_json(visible):
+        lst = _results_list(value)
+        if lst is None:
+            continue
+        entries = [_entry(v) for v in lst]
+        if not any(verdict is not None for _, verdict in entries):
+            continue
+        if sources.contains(visible[start:end]):
+            quoted = True
+            continue
+        placed.append(_place(entries, items))
+    if placed:
+        if len({tuple(verdicts) for verdicts, _ in placed}) > 1:
+            return none, "conflicting"
+        return placed[-1]
+    fields = [m for m in _CRITERION_FIELD.finditer(visible) if not sources.contains(m.group(0))]
+    if not fields:
+        return none, "quoted_only" if quoted or _CRITERION_FIELD.search(visible) else "no list"
+    return _place([(None, _yes_no(m.group(1))) for m in fields], items)

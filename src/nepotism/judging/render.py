@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from nepotism.backends.base import Request
 from nepotism.judging.skeleton import Skeleton, sentinel
-from nepotism.judging.tasks import JudgeTask
+from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
 from nepotism.judging.templates import get_template, render_text
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
@@ -100,6 +100,8 @@ def task_template_id(task: JudgeTask) -> str:
         tags.append("ref")
     if opts["mode"] == "labels":
         tags.append("labels")
+        if opts["min_label_mass"] != DEFAULT_MIN_LABEL_MASS:  # reads the answer differently
+            tags.append(f"minmass{opts['min_label_mass']:g}")
     if opts["reasoning"] != "none":
         tags.append(opts["reasoning"])
     if opts["impartial"]:

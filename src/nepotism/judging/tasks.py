@@ -17,6 +17,7 @@ from typing import Any
 from nepotism.records import Instance, Response, RubricItem, content_id
 
 __all__ = [
+    "DEFAULT_MIN_LABEL_MASS",
     "JUDGMENT_PROTOCOL",
     "TASK_PROTOCOLS",
     "JudgeTask",
@@ -38,7 +39,12 @@ JUDGMENT_PROTOCOL = MappingProxyType({
     "categorise": "categorise",
 })
 
-_COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0}
+#: Least total next-token probability the labels must hold for a label verdict to count (option
+#: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Why this
+#: value: docs/verdicts.md ("Label mass").
+DEFAULT_MIN_LABEL_MASS = 0.5
+_COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
+           "min_label_mass": DEFAULT_MIN_LABEL_MASS}
 _SPECIFIC: dict[str, dict[str, Any]] = {
     "pairwise": {"ways": 3, "label_style": "letters", "show_rubric": False, "show_reference": False},
     "pointwise": {"kind": "scale", "scale": (1, 10), "show_reference": False},
@@ -111,6 +117,10 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
             or opts["temperature"] < 0:
         raise ValueError("option temperature must be a number >= 0")
     opts["temperature"] = float(opts["temperature"])
+    mass = opts["min_label_mass"]
+    if isinstance(mass, bool) or not isinstance(mass, (int, float)) or not 0.0 <= mass <= 1.0:
+        raise ValueError(f"option min_label_mass must be a number from 0 to 1, not {mass!r}")
+    opts["min_label_mass"] = float(mass)
     labels = opts["mode"] == "labels"
     if labels and opts["reasoning"] != "none":
         raise ValueError("label verdicts (mode='labels') read one token: use reasoning='none'")

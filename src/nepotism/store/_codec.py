@@ -88,7 +88,8 @@ def response_from_row(row: tuple) -> Response:
 
 JUDGMENT_COLUMNS = (
     "id, instance_id, judge, protocol, candidates, status, verdict, score, raw_output, "
-    "label_probs, rubric_id, template_id, condition, replicate, usage, latency_s"
+    "label_probs, rubric_id, template_id, condition, replicate, usage, latency_s, "
+    "reason, label_mass, label_logprobs, label_top_k, warnings"
 )
 
 
@@ -110,12 +111,17 @@ def judgment_row(j: Judgment) -> tuple:
         int(j.replicate),
         dumps(None if j.usage is None else dict(j.usage)),
         j.latency_s,
+        j.reason,
+        None if j.label_mass is None else float(j.label_mass),
+        dumps(None if j.label_logprobs is None else dict(j.label_logprobs)),
+        dumps(None if j.label_top_k is None else dict(j.label_top_k)),
+        dumps(list(j.warnings)) if j.warnings else None,
     )
 
 
 def judgment_from_row(row: tuple) -> Judgment:
     (_, instance_id, judge, protocol, candidates, status, verdict, score, raw, probs, rubric_id,
-     template_id, condition, replicate, usage, latency) = row
+     template_id, condition, replicate, usage, latency, reason, mass, logprobs, top_k, warnings) = row
     return Judgment(
         instance_id=instance_id,
         judge=judge,
@@ -132,6 +138,11 @@ def judgment_from_row(row: tuple) -> Judgment:
         replicate=replicate,
         usage=loads(usage),
         latency_s=latency,
+        reason=reason,
+        label_mass=mass,
+        label_logprobs=loads(logprobs),
+        label_top_k=loads(top_k),
+        warnings=tuple(loads(warnings) or ()),
     )
 
 

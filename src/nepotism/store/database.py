@@ -48,7 +48,7 @@ _FILTERS = {
     "instances": ("id", "category"),
     "responses": ("id", "instance_id", "generator"),
     "judgments": (
-        "id", "instance_id", "judge", "protocol", "status", "verdict", "rubric_id", "template_id",
+        "id", "instance_id", "judge", "protocol", "status", "reason", "verdict", "rubric_id", "template_id",
         "condition", "replicate", "call_key", "source", "run_id",
     ),
     "references": ("id", "instance_id", "kind", "rubric_id", "winner", "source"),
@@ -249,7 +249,7 @@ class Store:
         condition = "" if replace else " WHERE judgments.status = 'failed' AND excluded.status != 'failed'"
         try:
             return self._write_many(
-                f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * 20)}) "
+                f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
                 f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
                 rows,
             )

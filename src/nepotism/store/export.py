@@ -2,16 +2,19 @@
 
 Judgments are written in the public recorded-judgment formats (the ones importers read):
 
-* pairwise: ``instance_id, judge, model_a, model_b, verdict, [prob_a, prob_b, prob_tie,]
-  condition, replicate`` — ``model_a``/``model_b`` are the candidates in the order shown,
-  ``verdict`` is ``A``, ``B``, ``tie`` or empty (null) when nothing was read (unparsed or failed
-  calls alike); the probability columns appear only when some judgment has label probabilities;
-* pointwise: ``instance_id, judge, model, score, condition, replicate``;
-* rubric: ``instance_id, judge, model, rubric_id, met, condition, replicate, setup`` (``met`` is
-  a boolean, empty when unparsed; ``setup`` is ``all-rubrics`` for verdicts of an all-items
-  template, ``single-rubric`` otherwise);
-* any other protocol: ``instance_id, judge, protocol, candidates, verdict, score, condition,
-  replicate`` with ``candidates`` as a JSON list.
+* pairwise: ``instance_id, judge, model_a, model_b, verdict, status, reason, [prob_a, prob_b,
+  prob_tie, label_mass,] condition, replicate`` — ``model_a``/``model_b`` are the candidates in
+  the order shown, ``verdict`` is ``A``, ``B``, ``tie`` or empty (null) when nothing was read;
+  ``status`` (parsed | unparsed | failed) and ``reason`` tell the two apart and say why; the
+  probability columns appear only when some judgment has label probabilities or a label mass
+  (a verdict unparsed for low label mass has a mass but no probabilities);
+* pointwise: ``instance_id, judge, model, score, status, reason, [label_mass,] condition,
+  replicate``;
+* rubric: ``instance_id, judge, model, rubric_id, met, status, reason, [label_mass,] condition,
+  replicate, setup`` (``met`` is a boolean, empty when unparsed; ``setup`` is ``all-rubrics`` for
+  verdicts of an all-items template, ``single-rubric`` otherwise);
+* any other protocol: ``instance_id, judge, protocol, candidates, verdict, score, status, reason,
+  [label_mass,] condition, replicate`` with ``candidates`` as a JSON list.
 
 Other tables are written column for column; JSON columns stay JSON text. In CSV an empty cell is
 null, booleans are ``true``/``false``. The output appears under its name only once complete.
@@ -41,13 +44,16 @@ _PROBS = (("prob_a", "A"), ("prob_b", "B"), ("prob_tie", "tie"))
 
 #: Public column lists per protocol (pairwise without its optional probability columns).
 JUDGMENT_COLUMNS = {
-    "pairwise": ("instance_id", "judge", "model_a", "model_b", "verdict", "condition", "replicate"),
-    "pointwise": ("instance_id", "judge", "model", "score", "condition", "replicate"),
-    "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "condition", "replicate", "setup"),
+    "pairwise": ("instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason", "condition",
+                 "replicate"),
+    "pointwise": ("instance_id", "judge", "model", "score", "status", "reason", "condition", "replicate"),
+    "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "status", "reason", "condition", "replicate",
+               "setup"),
 }
-_GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "condition", "replicate")
+_GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "status", "reason", "condition",
+            "replicate")
 _TYPES = {"replicate": _INT, "score": _FLOAT, "met": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
-          "prob_tie": _FLOAT}
+          "prob_tie": _FLOAT, "label_mass": _FLOAT}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
 
 
@@ -73,33 +79,40 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
 def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], list[dict]]:
     query = conn.execute(
         "SELECT instance_id, judge, candidates, verdict, score, label_probs, rubric_id, condition, "
-        "replicate, protocol, template_id FROM judgments WHERE protocol = ? "
+        "replicate, protocol, template_id, status, reason, label_mass FROM judgments WHERE protocol = ? "
         "ORDER BY instance_id, judge, condition, replicate, id",
         (protocol,),
     )
-    rows, has_probs = [], False
-    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template in query:
+    rows, has_probs, has_mass = [], False, False
+    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass \
+            in query:
         candidates = json.loads(cands)
         base = {"instance_id": inst, "judge": judge}
+        state = {"status": status, "reason": reason, "label_mass": mass}
+        has_mass = has_mass or mass is not None
         tail = {"condition": cond, "replicate": rep}
         if protocol == "pairwise":
             probs = json.loads(probs) if probs else {}
             has_probs = has_probs or any(label in probs for _, label in _PROBS)
             extra = {col: probs.get(label) for col, label in _PROBS}
             pair = {"model_a": candidates[0], "model_b": candidates[1], "verdict": verdict}
-            rows.append(base | pair | extra | tail)
+            rows.append(base | pair | state | extra | tail)
         elif protocol == "pointwise":
-            rows.append(base | {"model": candidates[0], "score": score} | tail)
+            rows.append(base | {"model": candidates[0], "score": score} | state | tail)
         elif protocol == "rubric":
             met = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
             setup = "all-rubrics" if (template or "").startswith("rubric-all") else "single-rubric"
-            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | tail | {"setup": setup})
+            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | state | tail
+                        | {"setup": setup})
         else:
             generic = {"protocol": proto, "candidates": cands, "verdict": verdict, "score": score}
-            rows.append(base | generic | tail)
+            rows.append(base | generic | state | tail)
     columns = list(JUDGMENT_COLUMNS.get(protocol, _GENERIC))
-    if protocol == "pairwise" and has_probs:
-        columns[5:5] = [col for col, _ in _PROBS]
+    at = columns.index("reason") + 1
+    if protocol == "pairwise" and (has_probs or has_mass):
+        columns[at:at] = [col for col, _ in _PROBS] + ["label_mass"]
+    elif has_mass:
+        columns[at:at] = ["label_mass"]
     return columns, rows
 
 
