@@ -1,7 +1,8 @@
 """Recorded tables → records: judgments and references a store can hold.
 
 `table_records` turns a validated `nepotism.tables.Table` into `Judgment` or `Reference` records,
-one per row, keeping unparsed verdicts as ``status="unparsed"``. Rubric-item tables describe
+one per row, keeping each row's ``status`` (unparsed and failed rows stay what they are) with its
+``reason`` and ``label_mass``. Rubric-item tables describe
 instances, not judgments or references, and are refused. This module does not touch a database.
 """
 
@@ -32,29 +33,26 @@ def _label_probs(row) -> dict[str, float] | None:
 
 
 def _judgment(kind: str, row) -> Judgment:
+    mass = _value(row, "label_mass")
     common = dict(instance_id=row.instance_id, judge=row.judge, condition=row.condition,
-                  replicate=int(row.replicate))
+                  replicate=int(row.replicate), status=row.status, reason=_value(row, "reason"),
+                  label_mass=None if mass is None else float(mass))
     if kind == "pairwise":
-        verdict = _value(row, "verdict")
-        return Judgment(protocol="pairwise", candidates=(row.model_a, row.model_b),
-                        status="parsed" if verdict else "unparsed", verdict=verdict,
+        return Judgment(protocol="pairwise", candidates=(row.model_a, row.model_b), verdict=_value(row, "verdict"),
                         label_probs=_label_probs(row), **common)
     if kind == "pointwise":
         score = _value(row, "score")
-        return Judgment(protocol="pointwise", candidates=(row.model,), status="parsed" if score is not None else "unparsed",
-                        score=None if score is None else float(score), **common)
+        return Judgment(protocol="pointwise", candidates=(row.model,), score=None if score is None else float(score),
+                        **common)
     if kind == "recognition":
         claimed = _value(row, "claimed")
         return Judgment(protocol="recognition", candidates=(row.model,),
-                        status="parsed" if claimed is not None else "unparsed",
                         verdict=None if claimed is None else ("yes" if claimed else "no"), **common)
     if kind == "recognition-pairwise":
-        choice = _value(row, "choice")
         return Judgment(protocol="recognition-pairwise", candidates=(row.model_a, row.model_b),
-                        status="parsed" if choice else "unparsed", verdict=choice, **common)
+                        verdict=_value(row, "choice"), **common)
     met = _value(row, "met")
     return Judgment(protocol="rubric", candidates=(row.model,), rubric_id=row.rubric_id,
-                    status="parsed" if met is not None else "unparsed",
                     verdict=None if met is None else ("yes" if met else "no"), **common)
 
 

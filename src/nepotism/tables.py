@@ -29,6 +29,12 @@ rubric-ref        instance_id, model, rubric_id, met
 rubric-items      instance_id, rubric_id, text, points       category
 ================  =========================================  ==========================================
 
+Every judged kind also takes ``status`` (parsed | unparsed | failed; by default parsed where the
+verdict column holds a value, unparsed where it is empty; a failed row is a call that got no answer),
+``reason`` (why a row has no verdict: ``conflicting``, ``low_label_mass``, ``timeout``, ...; see
+docs/verdicts.md) and ``label_mass`` (0-1: how much of the judge's next-token probability its
+labels held); after validation these three columns are always present.
+
 Files are CSV, JSONL or Parquet (by extension; ``.gz`` allowed for CSV and JSONL). Extra columns are
 kept but ignored. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
 responses of one model; relations use the part before ``@``.
@@ -61,6 +67,7 @@ from nepotism.errors import InputError
 __all__ = [
     "KINDS",
     "RUBRIC_SETUPS",
+    "VERDICT_COLUMN",
     "Table",
     "detect_kind",
     "key_columns",
@@ -69,26 +76,29 @@ __all__ = [
     "write_table",
 ]
 
+#: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
+_STATUS_COLUMNS = ("status", "reason", "label_mass")
 _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "verdict"),
-        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b"),
+        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b",
+         *_STATUS_COLUMNS),
     ),
     "pointwise": (
         ("instance_id", "judge", "model", "score"),
-        ("condition", "replicate", "category"),
+        ("condition", "replicate", "category", *_STATUS_COLUMNS),
     ),
     "rubric": (
         ("instance_id", "judge", "model", "rubric_id", "met"),
-        ("condition", "replicate", "category", "setup"),
+        ("condition", "replicate", "category", "setup", *_STATUS_COLUMNS),
     ),
     "recognition": (
         ("instance_id", "judge", "model", "claimed"),
-        ("condition", "replicate", "category"),
+        ("condition", "replicate", "category", *_STATUS_COLUMNS),
     ),
     "recognition-pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "choice"),
-        ("condition", "replicate", "category"),
+        ("condition", "replicate", "category", *_STATUS_COLUMNS),
     ),
     "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category", "annotator")),
     "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
@@ -97,6 +107,9 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 KINDS = tuple(_COLUMNS)
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
+#: The column holding each judged kind's verdict (empty = no verdict).
+VERDICT_COLUMN = {"pairwise": "verdict", "pointwise": "score", "rubric": "met", "recognition": "claimed",
+                  "recognition-pairwise": "choice"}
 _KEYS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "pointwise": ("instance_id", "judge", "model", "condition", "replicate"),
@@ -111,6 +124,7 @@ _KEYS = {
 #: How rubric verdicts were asked for (paper 002): one rubric item per call, or all in one call.
 RUBRIC_SETUPS = ("single-rubric", "all-rubrics")
 _VERDICTS = {"a": "A", "b": "B", "tie": "tie"}
+_STATUSES = ("parsed", "unparsed", "failed")
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 
@@ -340,6 +354,8 @@ class _Validator:
             if column in frame:
                 frame[column] = frame[column].map(lambda v: None if v is None else str(v))
         getattr(self, "kind_" + self.kind.replace("-", "_"))()
+        if self.kind in VERDICT_COLUMN:
+            self.verdict_status()
         self.unique()
         frame["_line"] = [self.line_of(i) for i in range(len(frame))]
         return frame
@@ -491,6 +507,34 @@ class _Validator:
     def kind_rubric_items(self) -> None:
         self.frame["text"] = self.text("text")
         self.frame["points"] = self.number("points", allow_empty=False)
+
+    def verdict_status(self) -> None:
+        """``status`` (parsed | unparsed | failed; default: parsed where the verdict is given, else
+        unparsed), ``reason`` (why there is no verdict; only on rows without one) and ``label_mass``
+        (the labels' next-token probability, 0-1), always present after validation."""
+        frame = self.frame
+        has = frame[VERDICT_COLUMN[self.kind]].notna().to_numpy()
+        if "status" in frame:
+            given = self.text("status", default="")
+            status = []
+            for i, value in enumerate(given.tolist()):
+                value = value.lower() or ("parsed" if has[i] else "unparsed")
+                if value not in _STATUSES:
+                    self.fail(i, "status", f"unknown status '{value}': use {', '.join(_STATUSES)}")
+                if (value == "parsed") != bool(has[i]):
+                    self.fail(i, "status", f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
+                              f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
+                status.append(value)
+        else:
+            status = ["parsed" if h else "unparsed" for h in has]
+        frame["status"] = pd.Series(status, dtype=object, index=frame.index)
+        reasons = self.text("reason", default="") if "reason" in frame else pd.Series("", index=frame.index)
+        for i, (value, state) in enumerate(zip(reasons.tolist(), status)):
+            if value and state == "parsed":
+                self.fail(i, "reason", "a parsed row has no reason (a reason says why there is no verdict)")
+        frame["reason"] = pd.Series([v or None for v in reasons.tolist()], dtype=object, index=frame.index)
+        frame["label_mass"] = (self.number("label_mass", allow_empty=True, low=0.0, high=1.0)
+                               if "label_mass" in frame else np.nan)
 
     def unique(self) -> None:
         keys = [k for k in _KEYS[self.kind] if k in self.frame]

@@ -137,4 +137,10 @@ def test_excluded_comparisons_are_counted_in_the_metrics():
     records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(n_resamples=0))
     wins = [r for r in records if r["metric"] == "win-rate" and r["judge"] == "j1"]
     assert sum(r["n_excluded"] for r in wins) > 0
-    assert all(r["excluded"].get("no verdict", 0) == r["n_excluded"] for r in wins)
+    # counted by status and reason: these rows were made unparsed without a recorded reason
+    assert all(r["excluded"].get("unparsed", 0) == r["n_excluded"] for r in wins)
+    df["status"] = np.where(df["verdict"].isna(), "failed", "parsed")
+    df["reason"] = np.where(df["verdict"].isna(), "timeout", None)
+    records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(n_resamples=0))
+    wins = [r for r in records if r["metric"] == "win-rate" and r["judge"] == "j1"]
+    assert all(r["excluded"].get("failed-timeout", 0) == r["n_excluded"] > 0 for r in wins if r["n_excluded"])

@@ -55,7 +55,42 @@ def test_single_order_used_as_is_and_counted():
 def test_unparsed_order_excludes_the_comparison_never_a_tie():
     result = build_comparisons(frame([("1", "j", "x", "y", "A"), ("1", "j", "y", "x", None)]))
     assert np.isnan(result.frame["outcome"].iloc[0])
-    assert result.excluded_for("j", "default") == {"unparsed verdict": 1}
+    assert result.excluded_for("j", "default") == {"unparsed": 1}  # no reason recorded
+
+
+def test_exclusions_are_counted_by_status_and_reason():
+    df = frame([("1", "j", "x", "y", "A"), ("1", "j", "y", "x", None), ("2", "j", "x", "y", None),
+                ("2", "j", "y", "x", None), ("3", "j", "x", "y", None), ("3", "j", "y", "x", "A")])
+    df["status"] = ["parsed", "unparsed", "failed", "unparsed", "unparsed", "parsed"]
+    df["reason"] = [None, "conflicting", "timeout", "low_label_mass", "low_label_mass", None]
+    result = build_comparisons(df)
+    assert result.excluded_for("j", "default") == {"unparsed-conflicting": 1, "failed-timeout": 1,
+                                                   "unparsed-low-label-mass": 1}
+    assert list(result.frame["excluded_reason"]) == ["unparsed-conflicting", "failed-timeout",
+                                                     "unparsed-low-label-mass"]
+
+
+def test_a_pair_with_an_order_without_probabilities_has_no_probability():
+    df = frame([("1", "j", "x", "y", "A"), ("1", "j", "y", "x", None), ("2", "j", "x", "y", "A"),
+                ("2", "j", "y", "x", "B"), ("3", "j", "x", "y", "B")])
+    df["status"] = ["parsed", "unparsed", "parsed", "parsed", "parsed"]
+    df["reason"] = [None, "low_label_mass", None, None, None]
+    df["prob_a"] = [0.9, np.nan, 0.6, np.nan, 0.3]
+    df["prob_b"] = [0.1, np.nan, 0.4, np.nan, 0.7]
+    result = build_comparisons(df).frame
+    assert np.isnan(result["prob_x"]).tolist() == [True, True, False]  # never a one-order average
+    assert list(result["prob_excluded_reason"]) == ["unparsed-low-label-mass", "no label probabilities", None]
+    assert result["prob_x"].iloc[2] == pytest.approx(0.3)  # a single-order comparison uses its order
+
+
+def test_with_reasons_splits_the_generic_count():
+    from nepotism.analyses.comparisons import with_reasons
+    from nepotism.metrics._estimate import Estimate
+
+    est = Estimate(0.5, 0.4, 0.6, 10, 5, n_excluded=3, excluded={"no verdict": 2, "tie": 1})
+    out = with_reasons(est, [None, "unparsed-conflicting", "failed-timeout", None])
+    assert out.excluded == {"failed-timeout": 1, "unparsed-conflicting": 1, "tie": 1} and out.n_excluded == 3
+    assert with_reasons(est, ["unparsed-conflicting"]) is est  # the counts do not match: left alone
 
 
 def test_probabilities_average_over_orders():

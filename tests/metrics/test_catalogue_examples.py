@@ -35,6 +35,7 @@ WHERE = {
     "recognition-preference-association": "metrics/test_catalogue_examples.py::test_recognition_metrics",
     "position-consistency": "metrics/test_catalogue_examples.py::test_recognition_metrics",
     "matched-bias": "metrics/test_matched.py",
+    "excluded-verdicts": "metrics/test_catalogue_examples.py::test_excluded_verdicts",
 }
 
 
@@ -46,7 +47,7 @@ def test_every_metric_has_a_worked_example_or_planted_bias_test():
         assert not name or f"def {name}(" in text, (metric_id, where)
 
 
-@pytest.mark.parametrize("metric_id", sorted(set(METRICS) - {"matched-bias"}))  # matched-bias: issue 9's own docs
+@pytest.mark.parametrize("metric_id", sorted(set(METRICS) - {"matched-bias", "excluded-verdicts"}))  # own docs
 def test_docstring_names_paper_and_variants(metric_id):
     info = METRICS[metric_id]
     doc = info.function.__doc__ or ""
@@ -235,3 +236,18 @@ def test_probability_variant_counts_rows_not_probability_mass():
     lspr = reference.legitimate_self_preference_ratio(p_own, own, 1 - own, np.array(["e"] * 3), np.arange(3),
                                                       preference="probability", n_resamples=0)
     assert lspr.n == 3 and lspr.value == pytest.approx(2 / 3)
+
+
+def test_excluded_verdicts():
+    from nepotism.metrics.coverage import excluded_share
+
+    # 6 judgments on 3 prompts; 2 without a verdict: share 1/3, counted per reason
+    est = excluded_share(np.array([False, True, False, False, True, False]), np.array([1, 1, 2, 2, 3, 3]),
+                         reasons=[None, "unparsed-low-label-mass", None, None, "failed-timeout", None], n_resamples=200)
+    assert est.value == pytest.approx(1 / 3) and est.n == 6 and est.n_clusters == 3 and est.n_excluded == 2
+    assert est.excluded == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
+    assert excluded_share(np.array([True]), np.array([1])).excluded == {"no reason recorded": 1}
+    with pytest.raises(ValueError, match="booleans"):
+        excluded_share(np.array([0.5]), np.array([1]))
+    with pytest.raises(ValueError, match="same length"):
+        excluded_share(np.array([True]), np.array([1, 2]))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import Comparisons
+from nepotism.analyses.comparisons import Comparisons, with_reasons
 from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
@@ -100,17 +100,21 @@ def _record(metric: str, judge: str, condition: str, estimate: Estimate, relatio
 
 def _generator_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Two rows per comparison: one from each candidate's side (outcome sign flipped for Y)."""
+    reasons = {column: frame[column] if column in frame else None
+               for column in ("excluded_reason", "prob_excluded_reason")}
     x = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_x"],
-                      "opponent": frame["model_y"], "outcome": frame["outcome"], "prob": frame["prob_x"]})
+                      "opponent": frame["model_y"], "outcome": frame["outcome"], "prob": frame["prob_x"], **reasons})
     y = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_y"],
-                      "opponent": frame["model_x"], "outcome": -frame["outcome"], "prob": 1.0 - frame["prob_x"]})
+                      "opponent": frame["model_x"], "outcome": -frame["outcome"], "prob": 1.0 - frame["prob_x"],
+                      **reasons})
     return pd.concat([x, y], ignore_index=True)
 
 
 def _win_rates(rows, judge, condition, relations, options) -> list[dict]:
     records = []
     for generator, group in rows.groupby("generator", sort=True):
-        estimate = win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(), **options.bootstrap())
+        estimate = with_reasons(win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(),
+                                         **options.bootstrap()), group["excluded_reason"])
         opponents = sorted(group["opponent"].unique())
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
         records.append(_record("win-rate", judge, condition, estimate, relations, generator=generator,
@@ -147,19 +151,23 @@ def _scope_records(rows, judge, condition, relations, options) -> list[dict]:
             clusters = subset["instance_id"].to_numpy()
             outcomes = subset["outcome"].to_numpy()
             decided = outcomes[~np.isnan(outcomes)]
-            spr = self_preference_ratio(outcomes, clusters, **options.bootstrap())
+            spr = with_reasons(self_preference_ratio(outcomes, clusters, **options.bootstrap()),
+                               subset["excluded_reason"])
             records.append(_record("self-preference-ratio", judge, condition, spr, relations,
                                    tie_share=float(np.mean(decided == 0)) if decided.size else None, **base))
             related = np.repeat([True, False], len(subset))
             both = np.concatenate([clusters, clusters])
             score = (outcomes + 1.0) / 2.0
-            dp = demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both, **options.bootstrap())
+            dp = with_reasons(demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both,
+                                                      **options.bootstrap()),
+                              np.concatenate([subset["excluded_reason"].to_numpy()] * 2))
             records.append(_record("demographic-parity-bias", judge, condition, dp, relations,
                                    **{**base, "variant": {**base["variant"], "preference": "verdict"}}))
             if subset["prob"].notna().any():
                 prob = subset["prob"].to_numpy()
-                dp_prob = demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both,
-                                                  **options.bootstrap())
+                dp_prob = with_reasons(demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both,
+                                                               **options.bootstrap()),
+                                       np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
                 records.append(_record("demographic-parity-bias", judge, condition, dp_prob, relations,
                                        **{**base, "variant": {**base["variant"], "preference": "probability"}}))
     return records
@@ -174,6 +182,7 @@ def _paired_gap(mine: pd.DataFrame, theirs: pd.DataFrame, options: AuditOptions)
     a = mine[mine["instance_id"].isin(shared)]
     b = theirs[theirs["instance_id"].isin(shared)]
     n_missing = int(a["outcome"].isna().sum() + b["outcome"].isna().sum())
+    reasons = pd.concat([a["excluded_reason"], b["excluded_reason"]])
     a, b = a[a["outcome"].notna()], b[b["outcome"].notna()]
     columns = np.zeros((len(a) + len(b), 4))
     columns[: len(a), 0] = (a["outcome"].to_numpy() + 1) / 2
@@ -182,8 +191,9 @@ def _paired_gap(mine: pd.DataFrame, theirs: pd.DataFrame, options: AuditOptions)
     columns[len(a):, 3] = 1
     clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), b["instance_id"].to_numpy(dtype=str)])
     _, sums = cluster_sums(clusters, columns)
-    estimate = cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
-                                 excluded={"no verdict": n_missing} if n_missing else {}, **options.bootstrap())
+    estimate = with_reasons(cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
+                                              excluded={"no verdict": n_missing} if n_missing else {},
+                                              **options.bootstrap()), reasons)
     return estimate, _mean(columns[: len(a), 0]), _mean(columns[len(a):, 2])
 
 

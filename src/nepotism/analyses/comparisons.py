@@ -4,22 +4,30 @@ A *comparison* is one judge's verdict on one unordered pair of candidates for on
 one condition and replicate. Its two presentation orders are combined with
 `nepotism.metrics.pairwise.aggregate_orders` (paper 004 Eq. 1 by default, paper 003's strict rule as
 a variant). A row whose twin order is absent is used as it is and counted as single-order. A pair
-with an unparsed order is excluded and counted — an unparsed verdict never becomes a tie.
+with an order without a verdict is excluded and counted under that order's
+`nepotism.records.exclusion_label` (``unparsed-conflicting``, ``failed-timeout``, ...) — an
+unparsed verdict never becomes a tie.
 
-Label probabilities, where given, become paper 001's score p(X)/(p(A)+p(B)) averaged over the
-orders present. This module reads no files and knows no registry.
+Label probabilities, where given, become paper 001's score p(X)/(p(A)+p(B)) averaged over both
+orders; a pair with an order whose probabilities are missing (a verdict unparsed for low label
+mass keeps none) has no score, counted in ``prob_excluded_reason`` — never a one-order average.
+`with_reasons` puts these reasons into a metric's exclusion counts. This module reads no files
+and knows no registry.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
+from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
+from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons"]
+__all__ = ["Comparisons", "build_comparisons", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 
@@ -28,7 +36,8 @@ _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 class Comparisons:
     """Aggregated comparisons as a frame with columns ``instance_id, judge, condition, replicate,
     model_x, model_y`` (model_x < model_y), ``outcome`` (code for model_x: +1, 0, -1), ``prob_x``
-    (NaN when no probabilities), ``n_orders`` (1 or 2), ``excluded_reason`` (None, or why ``outcome`` is NaN) and
+    (NaN when no probabilities), ``n_orders`` (1 or 2), ``excluded_reason`` (None, or why ``outcome`` is NaN),
+    ``prob_excluded_reason`` (None, or why ``prob_x`` is NaN) and
     ``category`` when given; plus the count of comparisons excluded per reason, per
     (judge, condition). Excluded comparisons stay in the frame with a NaN outcome so that every
     metric counts them in its ``n_excluded``."""
@@ -39,6 +48,18 @@ class Comparisons:
 
     def excluded_for(self, judge: str, condition: str) -> dict[str, int]:
         return dict(self.excluded.get((judge, condition), {}))
+
+
+def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: why it has no verdict and why no probability (None where it has one)."""
+    n = len(frame)
+    status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(n, "unparsed", dtype=object)
+    reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
+    labels = np.array([exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
+                       for s, r in zip(status, reason)], dtype=object)
+    why = np.where(np.isnan(code), labels, None)
+    prob_why = np.where(np.isnan(prob), np.where(status == "parsed", "no label probabilities", labels), None)
+    return why, prob_why
 
 
 def _row_codes(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -80,9 +101,10 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     keyed, code, prob = _row_codes(frame)
     keyed["code"] = code
     keyed["prob"] = prob
+    keyed["why"], keyed["prob_why"] = _row_reasons(frame, code, prob)
     keyed["order"] = keyed.groupby(_KEY, sort=False).cumcount()
     first = keyed[keyed["order"] == 0].set_index(_KEY)
-    second = keyed[keyed["order"] == 1].set_index(_KEY)[["code", "prob"]]
+    second = keyed[keyed["order"] == 1].set_index(_KEY)[["code", "prob", "why", "prob_why"]]
     joined = first.merge(second, left_index=True, right_index=True, how="left", suffixes=("", "_2"))
     has_twin = joined.index.isin(second.index)
     code1 = joined["code"].to_numpy(dtype=float)
@@ -90,22 +112,47 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     unparsed = np.isnan(code1) | (has_twin & np.isnan(code2))
     outcome = np.where(has_twin, aggregate_orders(code1, code2, rule=rule), code1)
     ambiguous = has_twin & ~unparsed & np.isnan(outcome)
-    probs = np.vstack([joined["prob"].to_numpy(dtype=float), joined["prob_2"].to_numpy(dtype=float)])
-    counts = np.sum(~np.isnan(probs), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prob_x = np.where(counts > 0, np.nansum(probs, axis=0) / counts, np.nan)
+    prob1 = joined["prob"].to_numpy(dtype=float)
+    prob2 = joined["prob_2"].to_numpy(dtype=float)
+    prob_x = np.where(has_twin, (prob1 + prob2) / 2.0, prob1)  # NaN when an order has none
+    first_why = joined["why"].to_numpy(dtype=object)
+    second_why = joined["why_2"].to_numpy(dtype=object)
+    prob_why = np.where(pd.isna(joined["prob_why"]).to_numpy(), joined["prob_why_2"].to_numpy(dtype=object),
+                        joined["prob_why"].to_numpy(dtype=object))
     result = joined.reset_index()[_KEY + (["category"] if "category" in joined else [])].copy()
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)
+    result["prob_excluded_reason"] = _labels(np.where(np.isnan(prob_x), prob_why, None), result.index)
     bad = unparsed | ambiguous
     excluded: dict[tuple[str, str], dict[str, int]] = {}
-    reasons = np.where(unparsed, "unparsed verdict", "ambiguous orders (strict rule)")
+    reasons = np.where(unparsed, np.where(pd.isna(first_why), second_why, first_why),
+                       "ambiguous orders (strict rule)")
     for (judge, condition, reason), count in (
         pd.DataFrame({"judge": result["judge"][bad], "condition": result["condition"][bad], "reason": reasons[bad]})
         .value_counts()
         .items()
     ):
         excluded.setdefault((judge, condition), {})[reason] = int(count)
-    result["excluded_reason"] = np.where(bad, reasons, None)
+    result["excluded_reason"] = _labels(np.where(bad, reasons, None), result.index)
     return Comparisons(frame=result, excluded=excluded, rule=rule)
+
+
+def _labels(values: np.ndarray, index: pd.Index) -> pd.Series:
+    """Labels as an object column with None (not NaN) where there is none."""
+    return pd.Series([v if isinstance(v, str) else None for v in values], dtype=object, index=index)
+
+
+_GENERIC = ("no verdict", "no label probabilities")
+
+
+def with_reasons(estimate: Estimate, reasons) -> Estimate:
+    """``estimate`` with its generic exclusion count (``no verdict``, ``no label probabilities``)
+    split by the rows' reasons (``reasons``: one label or None per row the metric saw, e.g. a
+    comparison frame's ``excluded_reason``). Left as it is when the counts do not match."""
+    counts = Counter(r for r in reasons if r is not None and not (isinstance(r, float) and np.isnan(r)))
+    generic = sum(estimate.excluded.get(k, 0) for k in _GENERIC)
+    if not counts or sum(counts.values()) != generic:
+        return estimate
+    rest = {k: v for k, v in estimate.excluded.items() if k not in _GENERIC}
+    return replace(estimate, excluded={**dict(sorted(counts.items())), **rest})

@@ -19,7 +19,8 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
 - recognition tables: recognition-accuracy; with a ``pairwise`` table among the references:
   recognition-preference-association (all own-vs-other comparisons, and the harmful ones with a
   correctness-ref).
-- every kind: ranking-difference against a fixed leaderboard (``options.leaderboard``) or another
+- every kind: excluded-verdicts (the share of judgments without a verdict, counted per
+  status-reason: what every other metric leaves out); ranking-difference against a fixed leaderboard (``options.leaderboard``) or another
   judge (``options.rank_against``); `correlate` gives Pearson r across judges between two metrics.
 - `committee` (majority vote as one judge, 002 §3) and `agreement_filter` (002 Fig. 4) transform
   a frame before the suite runs; ``slices`` repeats the suite per column value or derived slice
@@ -38,12 +39,15 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import build_comparisons
+from nepotism.analyses.comparisons import build_comparisons, with_reasons
 from nepotism.metrics import leakage, recognition, reference, rubric
+from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
+from nepotism.records import exclusion_label
+from nepotism.tables import VERDICT_COLUMN
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
            "derive_instance_references",
@@ -232,15 +236,17 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
     sub["p_own"] = np.where(sub["related"] == sub["model_x"], prob_x, 1 - prob_x)
     for (judge, condition), g in sub.groupby(["judge", "condition"], sort=True):
         rest = (g["own_ok"].to_numpy(), g["other_ok"].to_numpy(), g["other"].to_numpy(), g["instance_id"].to_numpy())
-        readings = [("verdict", g["outcome_related"].to_numpy())]
+        readings = [("verdict", g["outcome_related"].to_numpy(), g.get("excluded_reason"))]
         if np.isfinite(g["p_own"].to_numpy(dtype=float)).any():  # label probabilities were recorded
-            readings.append(("probability", g["p_own"].to_numpy(dtype=float)))
-        for preference, outcome in readings:
+            readings.append(("probability", g["p_own"].to_numpy(dtype=float), g.get("prob_excluded_reason")))
+        for preference, outcome, reasons in readings:
             for averaging in ("per-evaluatee", "pooled"):
                 for metric, fn in (("judge-accuracy", reference.judge_accuracy),
                                    ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
                                    ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
                     est = fn(outcome, *rest, averaging=averaging, preference=preference, **options.bootstrap())
+                    if reasons is not None:  # the rows without a verdict or probability, by reason
+                        est = with_reasons(est, reasons)
                     variant = {"averaging": averaging, "opponents": opponents}
                     if preference == "probability":
                         variant["preference"] = "probability"
@@ -340,7 +346,32 @@ def agreement_filter(frame: pd.DataFrame, threshold: float) -> tuple[pd.DataFram
 DERIVED_SLICES = ("rubric-polarity", "rubric-length")
 
 
+def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
+    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason."""
+    column = VERDICT_COLUMN.get(kind)
+    if column is None or column not in frame or frame.empty:
+        return []
+    records = []
+    keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
+    for key, group in frame.groupby(keys, sort=True):
+        judge, condition = key[0], key[1]
+        variant = {"kind": kind} | ({"setup": key[2]} if len(keys) == 3 else {})
+        missing = group[column].isna().to_numpy()
+        status = group["status"] if "status" in group else pd.Series("unparsed", index=group.index)
+        reason = group["reason"] if "reason" in group else pd.Series(None, index=group.index, dtype=object)
+        labels = [exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
+                  for s, r in zip(status, reason)]
+        est = excluded_share(missing, group["instance_id"].astype(str).to_numpy(), reasons=labels,
+                             **options.bootstrap())
+        records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
+    return records
+
+
 def _one(frame, kind, registry, refs, options) -> list[dict]:
+    return exclusion_records(frame, kind, options) + _metrics(frame, kind, registry, refs, options)
+
+
+def _metrics(frame, kind, registry, refs, options) -> list[dict]:
     boot = options.bootstrap()
     if kind == "pairwise":
         return _pairwise_suite(frame, registry, refs, options)

@@ -93,7 +93,9 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
     recognition-pairwise). Give a recognition table together with a pairwise table to get
-    recognition-preference-association. Each result is a record {metric, judge, condition,
+    recognition-preference-association. Judgments without a verdict are left out of every metric
+    and listed by reason (unparsed-conflicting, unparsed-low-label-mass, failed-timeout, ...;
+    records of metric excluded-verdicts). Each result is a record {metric, judge, condition,
     generator, pair, scope, variant, value, ci_low, ci_high, n, n_clusters, n_excluded, excluded}.
     Intervals come from a seeded bootstrap that resamples prompts (instances), not rows: the same
     --seed gives the same numbers. --correlate adds records with metric "correlation" (Pearson r
@@ -166,6 +168,20 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     _print(records, judgments, pairwise="pairwise" in by_kind)
 
 
+def exclusion_lines(records) -> list[str]:
+    """``Judgments without a verdict`` then one line per judge, condition and kind, by reason."""
+    rows = [r for r in records if r["metric"] == "excluded-verdicts" and "slice" not in (r.get("variant") or {})]
+    if not rows:
+        return []
+    lines = ["Judgments without a verdict (left out of every metric above), by reason:"]
+    for r in rows:
+        variant = r.get("variant") or {}
+        where = ", ".join(str(v) for v in (r.get("condition"), variant.get("kind"), variant.get("setup")) if v)
+        reasons = ", ".join(f"{k} {v:,}" for k, v in (r.get("excluded") or {}).items()) or "none"
+        lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
+    return lines
+
+
 def _clean(x):
     import math
 
@@ -190,6 +206,8 @@ def _print(records, judgments, *, pairwise: bool) -> None:
         table.add_row(r["metric"], str(r.get("judge") or ""), str(r.get("condition") or ""), r.get("scope") or "",
                       target, variant, value, ci, str(r["n"]), str(r["n_excluded"]))
     console.print(table)
+    for line in exclusion_lines(records):
+        console.print(line, markup=False, highlight=False)
     if pairwise:
         for line in describe([r for r in records if r["metric"] != "correlation" and r.get("judge")]):
             console.print(line, markup=False, highlight=False)

@@ -23,6 +23,7 @@ is also returned as a preference-ref table for every file. Left out: the judge p
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
                     "instance_id": instance, "judge": judge, "model_a": tag[shown[0]], "model_b": tag[shown[1]],
                     "verdict": _DECISIONS.get(decision), "condition": "arena_hard", "replicate": 0,
                     "category": category, "game": number, "status": status,
-                    "reason": {"failed": "call_failed", "unparsed": "no_verdict"}.get(status), **where,
+                    "reason": _reason(status, judgment), **where,
                 })
             else:
                 scores = [math.nan, math.nan] if judgment is None else judgment.get("scores")
@@ -137,6 +138,19 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
         main = "pointwise"
         notes.append("reward-model scores: one row per response per game (replicate 0 = A shown first)")
     return Imported(tables=tables, main=main, counts=counts, notes=notes, source=str(path))
+
+
+_LABEL = re.compile(r"\[\[([AB<>=]+)\]\]")
+
+
+def _reason(status: str, judgment: dict | None) -> str | None:
+    """Why an arena-hard game has no decision: ``call_failed``; or, by JudgeBench's own rule
+    (``ArenaHard.get_score``), ``no_verdict`` with no ``[[...]]`` label in the reply and
+    ``conflicting`` with several different ones."""
+    if status != "unparsed":
+        return {"failed": "call_failed"}.get(status)
+    labels = {m for m in _LABEL.findall(str((judgment or {}).get("response") or "")) if m}
+    return "conflicting" if len(labels) > 1 else "no_verdict"
 
 
 def _judge_from_name(path: Path) -> str:

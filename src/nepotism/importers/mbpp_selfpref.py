@@ -23,8 +23,9 @@ Output: pairwise rows (two per problem, one per game, ``game`` column kept), the
 kept as ``reply``, probabilities into prob_a / prob_tie / prob_b of the *shown* order, and the
 verdict from one of two sources (``verdicts=``):
 
-* ``"reply"`` (default): the reply when it is exactly A, B or T, else unparsed (code-fence
-  replies such as a lone backtick run are common: 226 of 756 in the Llama-3.3-70B file).
+* ``"reply"`` (default): the reply when it is exactly A, B or T, else unparsed with reason
+  ``no_verdict`` (code-fence replies such as a lone backtick run are common: 226 of 756 in the
+  Llama-3.3-70B file; their label probabilities are still kept) or ``empty_reply``.
 * ``"probabilities"``: the label with the largest of the three recorded probabilities, which is
   how paper 004 reads a verdict from the candidates' probabilities; it gives every game with a
   score a verdict. Where the reply is parseable the two sources agree in every row of the file
@@ -146,9 +147,16 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
                                      path, line, f"game_{game}_spb_score")
             replied, likeliest = _verdict(output), _argmax(p_a, p_tie, p_b)
             disagree += replied is not None and likeliest is not None and replied != likeliest
+            verdict = replied if verdicts == "reply" else likeliest
+            if verdict is not None:
+                reason = None
+            elif verdicts == "probabilities":
+                reason = "no_label_logprobs"
+            else:
+                reason = "empty_reply" if is_missing(output) or not str(output).strip() else "no_verdict"
             pairs.append({
                 "instance_id": instance, "judge": own, "model_a": first, "model_b": second,
-                "verdict": replied if verdicts == "reply" else likeliest,
+                "verdict": verdict, "status": "parsed" if verdict is not None else "unparsed", "reason": reason,
                 "reply": None if is_missing(output) else str(output),
                 "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
                 "condition": "default", "replicate": 0, "category": "mbpp", "game": game,

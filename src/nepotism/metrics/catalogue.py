@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nepotism.metrics import leakage, matched, pairwise, recognition, reference, rubric
+from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric
 
 __all__ = ["METRICS", "MetricInfo", "metric"]
 
@@ -79,6 +79,10 @@ _ROWS = [
                "mean_c [p_J(c) − mean_{K unrelated to both candidates} p_K(c)], c = (item, related vs unrelated candidate)",
                ("scope=self|family|student|teacher", "subset=all|harmful|legitimate", "kind=pairwise|pointwise|rubric",
                 "check=sensitivity (scope neutral)", "one-sided bootstrap p for value > 0")),
+    MetricInfo("excluded-verdicts", coverage.excluded_share, "nepotism bookkeeping (docs/verdicts.md)",
+               "judgments without a verdict / all judgments; excluded per status-reason "
+               "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, ...)",
+               ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
 ]
 
 METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS}

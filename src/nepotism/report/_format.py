@@ -18,7 +18,7 @@ PERCENT = frozenset({
     "win-rate", "self-preference-ratio", "position-consistency", "judge-accuracy", "mipa", "mra",
     "legitimate-self-preference-ratio", "harmful-self-preference-propensity", "overestimation-rate",
     "recognition-accuracy", "perplexity-win-rate", "student-recognition-accuracy", "student-recognition-yes-rate",
-    "student-classifier-accuracy",
+    "student-classifier-accuracy", "excluded-verdicts",
     # base metrics of mitigation effects (their before/after values)
     "self-preference", "self-preference-probability", "harmful-self-preference", "rubric-self-overestimation",
     # human labels (`nepotism annotate agreement`)

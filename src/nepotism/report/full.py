@@ -30,6 +30,7 @@ from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS, all_plots
 from nepotism.report.sections import (
     coverage,
+    exclusion_table,
     human_tables,
     is_audit_rank,
     leakage_tables,
@@ -113,6 +114,7 @@ SECTIONS = (
     ("mitigations", "Mitigations", "nepotism mitigate writes these"),
     ("leaderboard", "Leaderboard", "computed from pairwise judgments (run nepotism report on the judgments file)"),
     ("humans", "Human labels", "nepotism annotate agreement --json writes these"),
+    ("exclusions", "Verdicts left out", "no judgment tables (the records hold no excluded-verdicts)"),
 )
 
 
@@ -123,7 +125,7 @@ def _shown(context: dict) -> dict[str, bool]:
             "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]), "perplexity": bool(plots["perplexity"]),
             "confusion": bool(plots["confusion"]), "conditions": bool(plots["conditions"]),
             "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"]),
-            "humans": bool(context["humans"]["rows"])}
+            "humans": bool(context["humans"]["rows"]), "exclusions": bool(context["exclusions"])}
 
 
 #: Metric ids each generic plot draws (for the list of ids shown only in the all-results table).
@@ -157,7 +159,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "rubric": rubric_table(records),
-        "humans": human_tables(records, summary),
+        "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
         "headline": headline(records), "caveat": _RAW_CAVEAT, "plots": all_plots(records),
@@ -296,6 +298,12 @@ def _md_sections(context: dict) -> list[str]:
         out += ["## Human labels: agreement", ""]
         cols = ["who", "statistic", "estimate", "n", "excluded"]
         out += _md_table(cols, [[r[k] for k in cols] for r in context["humans"]["rows"]]) + [""]
+    if context["exclusions"]:
+        out += ["## Verdicts left out", "", "Judgments without a verdict are left out of every metric; "
+                "the reasons are in docs/verdicts.md.", ""]
+        cols = ["judge", "condition", "kind", "judgments", "without", "share", "reasons"]
+        out += _md_table(["judge", "condition", "kind", "judgments", "without a verdict", "share", "by reason"],
+                         [[r[k] for k in cols] for r in context["exclusions"]]) + [""]
     if context["generic_only"]:
         out += [f"Shown only in the results table below (no plot or section of their own): "
                 f"{_md(', '.join(context['generic_only']))}.", ""]

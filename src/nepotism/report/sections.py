@@ -13,6 +13,8 @@
 - `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
+- `exclusion_table`: ``excluded-verdicts`` records — per judge, condition and table kind, how many
+  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...).
 - `coverage`: which metric ids have a section of their own and which only reach "All results".
 
 Every estimate is written by `_format.format_value` (undefined → "n/a (why…)", never 0). What
@@ -25,7 +27,8 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage", "human_tables",
+__all__ = ["AUDIT_RANK", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+           "exclusion_table", "human_tables",
            "is_audit_rank", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
 
@@ -36,11 +39,12 @@ AUDIT_RANK = "leaderboard-rank"
 VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harmful-self-preference-propensity",
               "judge-accuracy")
 RUBRIC = ("hspp-ratio", "mipa", "mra")
+EXCLUSIONS = "excluded-verdicts"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
     "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE, "rubric": RUBRIC,
-    "humans": HUMANS,
+    "humans": HUMANS, "exclusions": (EXCLUSIONS,),
 }
 _SCOPE_ORDER = {"self": 0, "third-party-control": 1, "self-minus-control": 2}
 _BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
@@ -291,6 +295,21 @@ def rubric_table(records: list[dict]) -> list[dict]:
     columns = sorted(present, key=lambda k: order.index(k) if k in order else len(order))
     return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}}
             for (j, c), found in groups]
+
+
+def exclusion_table(records: list[dict]) -> list[dict]:
+    """One row per ``excluded-verdicts`` record (no slices): judge, condition, kind, how many
+    judgments, how many without a verdict, the share with its CI, and the count per reason."""
+    rows = []
+    for r in records:
+        variant = _v(r)
+        if r.get("metric") != EXCLUSIONS or "slice" in variant:
+            continue
+        reasons = r.get("excluded") or {}
+        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
+                     "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
+                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"})
+    return rows
 
 
 def coverage(records: list[dict], drawn: set[str]) -> list[str]:

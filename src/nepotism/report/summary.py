@@ -25,7 +25,7 @@ def _pct(x: float | None) -> str:
 
 
 def format_estimate(record: dict, *, percent: bool = True) -> str:
-    """``value (95% CI low–high; n=…, k prompts, m excluded)`` for one record."""
+    """``value (95% CI low–high; n=…, k prompts, m excluded: why)`` for one record."""
     if record["value"] is None:
         return f"undefined ({record.get('note') or 'no data'})"
     level = int(round(100 * record.get("confidence", 0.95)))
@@ -36,8 +36,10 @@ def format_estimate(record: dict, *, percent: bool = True) -> str:
         value = f"{100 * record['value']:+.1f} points"
         ci = (f"{100 * record['ci_low']:+.1f} to {100 * record['ci_high']:+.1f}"
               if record["ci_low"] is not None else "no CI")
+    excluded = record.get("excluded") or {}
+    why = f": {', '.join(f'{k} {v:,}' for k, v in excluded.items())}" if record["n_excluded"] and excluded else ""
     return (f"{value} ({level}% CI {ci}; n={record['n']:,} over {record['n_clusters']:,} prompts, "
-            f"{record['n_excluded']:,} excluded)")
+            f"{record['n_excluded']:,} excluded{why})")
 
 
 def _names(names: list[str], limit: int = 3) -> str:
