@@ -27,7 +27,7 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons", "with_reasons"]
+__all__ = ["Comparisons", "build_comparisons", "row_exclusions", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 
@@ -50,13 +50,20 @@ class Comparisons:
         return dict(self.excluded.get((judge, condition), {}))
 
 
-def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: why it has no verdict and why no probability (None where it has one)."""
+def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
+    """Per row of a judgment table, the `exclusion_label` it would be counted under without a
+    verdict (its status and reason; ``unparsed`` where the table says nothing)."""
     n = len(frame)
     status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(n, "unparsed", dtype=object)
     reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
-    labels = np.array([exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
-                       for s, r in zip(status, reason)], dtype=object)
+    return np.array([exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
+                     for s, r in zip(status, reason)], dtype=object)
+
+
+def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: why it has no verdict and why no probability (None where it has one)."""
+    labels = row_exclusions(frame)
+    status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(len(frame), "unparsed")
     why = np.where(np.isnan(code), labels, None)
     prob_why = np.where(np.isnan(prob), np.where(status == "parsed", "no label probabilities", labels), None)
     return why, prob_why

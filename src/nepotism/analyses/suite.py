@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import build_comparisons, with_reasons
+from nepotism.analyses.comparisons import build_comparisons, row_exclusions, with_reasons
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
@@ -106,6 +106,7 @@ def _order_codes(frame: pd.DataFrame) -> pd.DataFrame:
                         "model_x": np.where(a_first, a, b), "model_y": np.where(a_first, b, a),
                         "code": np.where(a_first, code_a, -code_a),
                         "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)})
+    out["why"] = np.where(np.isnan(code_a), row_exclusions(frame), None)
     return out
 
 
@@ -115,15 +116,16 @@ def _position_records(frame, options) -> list[dict]:
     rows["order"] = rows.groupby(key, sort=False).cumcount()
     records = []
     for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
-        first = group[group["order"] == 0].set_index(key)["code"]
-        second = group[group["order"] == 1].set_index(key)["code"]
-        both = first.to_frame("first").join(second.rename("second"), how="inner")
+        first = group[group["order"] == 0].set_index(key)[["code", "why"]]
+        second = group[group["order"] == 1].set_index(key)[["code", "why"]]
+        both = first.add_suffix("_1").join(second.add_suffix("_2"), how="inner")
         ids = both.index.get_level_values("instance_id").to_numpy()
-        est = recognition.position_consistency(both["first"].to_numpy(), both["second"].to_numpy(), ids,
+        est = recognition.position_consistency(both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids,
                                                **options.bootstrap())
+        est = with_reasons(est, both["why_1"].where(both["why_1"].notna(), both["why_2"]))
         records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
-        est = recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
-                                                **options.bootstrap())
+        est = with_reasons(recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
+                                                             **options.bootstrap()), group["why"])
         records.append(_record("position-consistency", judge, condition, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records

@@ -207,7 +207,7 @@ def _print(records, judgments, *, pairwise: bool) -> None:
                       target, variant, value, ci, str(r["n"]), str(r["n_excluded"]))
     console.print(table)
     for line in exclusion_lines(records):
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line per judge in a CI log
     if pairwise:
         for line in describe([r for r in records if r["metric"] != "correlation" and r.get("judge")]):
             console.print(line, markup=False, highlight=False)

@@ -1,0 +1,82 @@
+"""Verdicts left out, by reason, as a user sees them: import → metrics → report, and bad status input.
+
+Runs the installed ``nepotism`` executable. The JudgeBench journey reads the real Claude-3-Haiku
+arena-hard file beside the repository (skipped when absent); the table journey a small file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NEPOTISM = str(Path(sys.executable).parent / "nepotism")
+HAIKU = (Path(__file__).resolve().parents[3] / "shared" / "data" / "judgebench"
+         / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
+           "judge_model=claude-3-haiku-20240307.jsonl.gz")
+
+
+def nepotism(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([NEPOTISM, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_judgebench_import_metrics_report_count_exclusions_by_reason(tmp_path):
+    if not HAIKU.exists():
+        pytest.skip("JudgeBench outputs not found beside the repository")
+    table, ref = tmp_path / "judgments.csv", tmp_path / "ref.csv"
+    done = nepotism("import", HAIKU, "--format", "judgebench", "--out", table, "--reference-out", ref)
+    assert done.returncode == 0, done.stderr
+    text = nepotism("metrics", table, "--reference", ref, "--bootstrap", "50")
+    assert text.returncode == 0, text.stderr
+    assert "claude-3-haiku-20240307 (arena_hard, pairwise): 13 of 540 — unparsed-conflicting 13" in text.stdout
+    records = json.loads(nepotism("metrics", table, "--reference", ref, "--bootstrap", "50", "--json").stdout)
+    (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
+    assert excluded["n"] == 540 and excluded["n_excluded"] == 13
+    assert excluded["excluded"] == {"unparsed-conflicting": 13}
+    # the comparisons those 13 games spoil are counted under the same reason in every metric
+    spoiled = [r for r in records if r["n_excluded"] and r["metric"] in ("win-rate", "position-consistency")]
+    assert spoiled and all(r["excluded"].get("unparsed-conflicting") == 13 for r in spoiled)
+    out = tmp_path / "report"
+    done = nepotism("report", table, "--reference", ref, "--out", out)
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Verdicts left out" in page and "| 540 | 13 |" in page and "unparsed-conflicting: 13" in page
+    assert 'id="exclusions-table"' in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_status_and_reason_columns_journey(tmp_path):
+    table = tmp_path / "pairwise.csv"
+    table.write_text(
+        "instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n"
+        "q1,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.97\n"
+        "q1,gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,0.003\n"
+        "q2,gpt-4o,gpt-4o,claude-3-opus,,failed,timeout,\n"
+        "q2,gpt-4o,claude-3-opus,gpt-4o,B,,,\n"
+        "q3,gpt-4o,gpt-4o,claude-3-opus,A,,,\n"
+        "q3,gpt-4o,claude-3-opus,gpt-4o,B,,,\n", encoding="utf-8")
+    done = nepotism("metrics", table, "--bootstrap", "50")
+    assert done.returncode == 0, done.stderr
+    assert "gpt-4o (default, pairwise): 2 of 6 — failed-timeout 1, unparsed-low-label-mass 1" in done.stdout
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)
+    (spr,) = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
+              and r["variant"]["opponents"] == "unrelated"]
+    assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
+
+
+@pytest.mark.parametrize("row, field, message", [
+    ("q1,j,a,b,A,unparsed,,", "status", "status 'unparsed' but the verdict is given"),
+    ("q1,j,a,b,,parsed,,", "status", "status 'parsed' but the verdict is empty"),
+    ("q1,j,a,b,,lost,,", "status", "unknown status 'lost'"),
+    ("q1,j,a,b,A,,conflicting,", "reason", "a parsed row has no reason"),
+    ("q1,j,a,b,,unparsed,low_label_mass,1.5", "label_mass", "outside [0.0, 1.0]"),
+])
+def test_bad_status_input_names_file_line_and_field(tmp_path, row, field, message):
+    table = tmp_path / "bad.csv"
+    table.write_text("instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n" + row + "\n",
+                     encoding="utf-8")
+    done = nepotism("metrics", table)
+    assert done.returncode == 2
+    assert f"{table}" in done.stderr and "line 2" in done.stderr and field in done.stderr and message in done.stderr
