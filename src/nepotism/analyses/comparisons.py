@@ -56,7 +56,8 @@ def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
     n = len(frame)
     status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(n, "unparsed", dtype=object)
     reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
-    return np.array([exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
+    return np.array([exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed",
+                                     r if isinstance(r, str) else None)
                      for s, r in zip(status, reason)], dtype=object)
 
 

@@ -46,7 +46,6 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
-from nepotism.records import exclusion_label
 from nepotism.tables import VERDICT_COLUMN
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
@@ -359,10 +358,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
         judge, condition = key[0], key[1]
         variant = {"kind": kind} | ({"setup": key[2]} if len(keys) == 3 else {})
         missing = group[column].isna().to_numpy()
-        status = group["status"] if "status" in group else pd.Series("unparsed", index=group.index)
-        reason = group["reason"] if "reason" in group else pd.Series(None, index=group.index, dtype=object)
-        labels = [exclusion_label("unparsed" if s == "parsed" else s, r if isinstance(r, str) else None)
-                  for s, r in zip(status, reason)]
+        labels = row_exclusions(group)
         est = excluded_share(missing, group["instance_id"].astype(str).to_numpy(), reasons=labels,
                              **options.bootstrap())
         records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))

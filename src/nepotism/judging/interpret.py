@@ -42,6 +42,35 @@ from nepotism.records import Judgment
 __all__ = ["interpret", "interpret_all", "label_mass", "label_probabilities"]
 
 
+def _raw_values(logprobs: Mapping[str, float], labels: Mapping[str, str] | Any) -> dict[str, float]:
+    """Each shown label's log-probability as a float; missing, NaN, infinite or non-numeric: -inf."""
+    values: dict[str, float] = {}
+    get = logprobs.get
+    for label in labels:
+        value = get(label, _NEG_INF)
+        if type(value) is not float:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                value = _NEG_INF
+        # not finite (NaN, +inf or -inf) counts as -inf: same test as math.isfinite
+        values[label] = value if _NEG_INF < value < _INF else _NEG_INF
+    return values
+
+
+def _normalised(raw: Mapping[str, float], labels: Mapping[str, str]) -> dict[str, float] | None:
+    # backends.base.logsumexp, with the same operations in the same order (so the same bits);
+    # a test holds the two equal
+    finite = [v for v in raw.values() if v != _NEG_INF]
+    if not finite:
+        return None
+    top = max(finite)
+    total = top + _log(sum([_exp(v - top) for v in finite]))
+    if total == _NEG_INF:
+        return None
+    return {labels[label]: _exp(v - total) if v != _NEG_INF else 0.0 for label, v in raw.items()}
+
+
 def label_probabilities(logprobs: Mapping[str, float] | None, labels: Mapping[str, str]) -> dict[str, float] | None:
     """Normalised probabilities keyed by stored verdict, or None when no label has a finite log-prob.
 
@@ -50,27 +79,7 @@ def label_probabilities(logprobs: Mapping[str, float] | None, labels: Mapping[st
     """
     if not logprobs:
         return None
-    values: dict[str, float] = {}
-    get = logprobs.get
-    for label, verdict in labels.items():
-        value = get(label, _NEG_INF)
-        if type(value) is not float:
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                value = _NEG_INF
-        # not finite (NaN, +inf or -inf) counts as -inf: same test as math.isfinite
-        values[verdict] = value if _NEG_INF < value < _INF else _NEG_INF
-    # backends.base.logsumexp, with the same operations in the same order (so the same bits);
-    # a test holds the two equal
-    finite = [v for v in values.values() if v != _NEG_INF]
-    if not finite:
-        return None
-    top = max(finite)
-    total = top + _log(sum([_exp(v - top) for v in finite]))
-    if total == _NEG_INF:
-        return None
-    return {verdict: _exp(v - total) if v != _NEG_INF else 0.0 for verdict, v in values.items()}
+    return _normalised(_raw_values(logprobs, labels), labels)
 
 
 def label_mass(logprobs: Mapping[str, float] | None, labels: Mapping[str, str] | Any) -> float | None:
@@ -82,20 +91,15 @@ def label_mass(logprobs: Mapping[str, float] | None, labels: Mapping[str, str] |
     """
     if not logprobs:
         return None
+    return _mass(_raw_values(logprobs, labels))
+
+
+def _mass(raw: Mapping[str, float]) -> float:
     total = 0.0
-    for label in labels:
-        value = _finite(logprobs.get(label))
-        if value is not None:
+    for value in raw.values():
+        if value != _NEG_INF:
             total += _exp(value)
-    return min(total, 1.0)
-
-
-def _finite(value: Any) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if _NEG_INF < value < _INF else None
+    return total if total < 1.0 else 1.0
 
 
 _NEG_INF, _INF = -math.inf, math.inf
@@ -160,7 +164,7 @@ def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: 
         "label_mass": labels.get("mass"),
         "label_logprobs": labels.get("logprobs"),
         "label_top_k": labels.get("top_k"),
-        "warnings": tuple(completion.warnings),
+        "warnings": warnings if type(warnings := completion.warnings) is tuple else tuple(warnings),
     }
     return _build_judgment(values)
 
@@ -178,23 +182,15 @@ def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
     return {"verdict": value}
 
 
-def _label_record(completion: Completion, shown: Mapping[str, str]) -> dict[str, Any]:
-    """Raw log-probabilities, mass and top-k presence of the shown labels."""
-    lps = completion.label_logprobs or {}
-    raw = {}
-    for label in shown:
-        value = lps.get(label)
-        number = _finite(value)
-        raw[label] = number if number is not None else _NEG_INF
-    missing = {w[len(_NOT_IN_TOP_K):] for w in completion.warnings if w.startswith(_NOT_IN_TOP_K)}
-    return {"logprobs": raw, "mass": label_mass(lps, shown) if lps else None,
-            "top_k": {label: label not in missing for label in shown}}
-
-
 def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
     shown = _info(task).label_map
-    labels = _label_record(completion, shown)
-    probs = label_probabilities(completion.label_logprobs, shown)
+    lps = completion.label_logprobs
+    if not lps:
+        labels = {"logprobs": dict.fromkeys(shown, _NEG_INF), "mass": None, "top_k": _top_k(completion, shown)}
+        return _judgment(task, completion, status="unparsed", reason="no_label_logprobs", labels=labels)
+    raw = _raw_values(lps, shown)
+    labels = {"logprobs": raw, "mass": _mass(raw), "top_k": _top_k(completion, shown)}
+    probs = _normalised(raw, shown)
     if probs is None:
         return _judgment(task, completion, status="unparsed", reason="no_label_logprobs", labels=labels)
     if labels["mass"] < task.options["min_label_mass"]:
@@ -204,6 +200,14 @@ def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
     if len(best) != 1:
         return _judgment(task, completion, status="unparsed", probs=probs, reason="tied_labels", labels=labels)
     return _judgment(task, completion, status="parsed", probs=probs, labels=labels, **_value_fields(task, best[0]))
+
+
+def _top_k(completion: Completion, shown: Mapping[str, str]) -> dict[str, bool]:
+    """Per shown label, whether the backend saw it among its top-k (no ``label_not_in_top_k``)."""
+    if not completion.warnings:
+        return dict.fromkeys(shown, True)
+    missing = {w[len(_NOT_IN_TOP_K):] for w in completion.warnings if w.startswith(_NOT_IN_TOP_K)}
+    return {label: label not in missing for label in shown}
 
 
 # A whole answer that is one double-bracket marker ("[[B]]", " [[tie]]\n"): the usual reply to a
