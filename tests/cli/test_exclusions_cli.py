@@ -80,3 +80,27 @@ def test_bad_status_input_names_file_line_and_field(tmp_path, row, field, messag
     done = nepotism("metrics", table)
     assert done.returncode == 2
     assert f"{table}" in done.stderr and "line 2" in done.stderr and field in done.stderr and message in done.stderr
+
+
+def test_probability_metrics_leave_out_low_mass_verdicts_and_say_how_many(tmp_path):
+    # paper 001's probability reading (demographic parity from P(own answer)) and paper 004's
+    # D_diff metrics by probability: a pair with a low-mass order has no probability, counted
+    table, ref = tmp_path / "pairwise.csv", tmp_path / "ref.csv"
+    rows = ["instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,label_mass"]
+    for i in range(6):
+        low = i < 2  # the second order of q0 and q1 was read with too little label mass
+        rows.append(f"q{i},gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.7,0.3,0.95")
+        rows.append(f"q{i},gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,,,0.01" if low
+                    else f"q{i},gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.4,0.6,0.9")
+    table.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    ref.write_text("instance_id,model,correct\n" + "".join(
+        f"q{i},gpt-4o,{str(i % 2 == 0).lower()}\nq{i},claude-3-opus,{str(i % 2 == 1).lower()}\n" for i in range(6)),
+        encoding="utf-8")
+    done = nepotism("metrics", table, "--reference", ref, "--bootstrap", "30", "--json")
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)
+    (dp,) = [r for r in records if r["metric"] == "demographic-parity-bias" and r["scope"] == "self"
+             and r["variant"].get("preference") == "probability" and r["variant"]["opponents"] == "unrelated"]
+    assert dp["n"] == 8 and dp["excluded"] == {"unparsed-low-label-mass": 4}  # 2 pairs, both sides
+    accuracy = [r for r in records if r["metric"] == "judge-accuracy" and r["variant"].get("preference") == "probability"]
+    assert accuracy and all(r["excluded"].get("unparsed-low-label-mass") == 2 for r in accuracy)
