@@ -79,6 +79,10 @@ def test_minimal_file_and_defaults(tmp_path):
     (('protocol = "pairwise"', 'protocol = "pairwise"\ngenerators = ["a"]'), "judging.protocols[0].generators"),
     (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", reasoning = "cot" }'),
      "judging.protocols[0].options"),
+    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = 1.5 }'),
+     "judging.protocols[0].options"),
+    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = "high" }'),
+     "judging.protocols[0].options"),
     (("[models.standin-alpha]", "[models.gpt-unknown-9]"), "models.gpt-unknown-9"),
     (('name = "t"', 'name = 3'), "experiment.name"),
     (("[experiment]", "[extras]\nx = 1\n[experiment]"), "extras"),
@@ -89,6 +93,12 @@ def test_errors_name_the_file_and_the_key(tmp_path, change, field):
         load_experiment(path)
     assert err.value.path == str(path)
     assert err.value.field == field, str(err.value)
+
+
+def test_min_label_mass_is_an_experiment_option(tmp_path):
+    body = BASE.replace('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = 0.2 }')
+    exp = load_experiment(_write(tmp_path, body))
+    assert exp.protocols[0].options["min_label_mass"] == 0.2
 
 
 def test_dataset_needs_exactly_one_source(tmp_path):
