@@ -148,3 +148,58 @@ def test_canonical_names(tmp_path):
     assert set(frame["judge"]) == {registry.resolve(n) for n in ("gpt4_0314", "gpt4_0613", "gpt4_1106_preview", "claude-2")}
     tagged = frame[frame["model_a"].str.contains("@output_1")]
     assert len(tagged) == 2 and all(m.split("@")[0] in registry.ids() for m in tagged["model_a"])
+
+
+UPSTREAM = FIXTURES / "upstream"
+
+
+def _lines_with(source: Path, line: int, old: str, new: str) -> str:
+    rows = source.read_text(encoding="utf-8").splitlines()
+    assert old in rows[line - 1]
+    rows[line - 1] = rows[line - 1].replace(old, new)
+    return "\n".join(rows) + "\n"
+
+
+def _record_with(source: Path, record: int, key: str, value) -> str:
+    rows = json.loads(source.read_text(encoding="utf-8"))
+    rows[record - 1][key] = value
+    return json.dumps(rows)
+
+
+MALFORMED = [
+    # (format, file name, malformed text, options, where: "line N" / "record N", field)
+    ("fastchat-single", "gpt-4_single.jsonl",
+     lambda: _lines_with(UPSTREAM / "gpt-4_single.jsonl", 2, '"score": 10', '"score": "ten"'), (), "line 2", "score"),
+    ("fastchat-pair", "gpt-4_pair.jsonl",
+     lambda: _lines_with(UPSTREAM / "gpt-4_pair.jsonl", 3, '"g2_winner": "model_1"', '"g2_winner": "B"'), (),
+     "line 3", "g2_winner"),
+    ("mt-bench-human", "mt_bench_human.jsonl",
+     lambda: _lines_with(UPSTREAM / "mt_bench_human.jsonl", 4, '"winner": "tie (bothbad)"', '"winner": "neither"'),
+     (), "line 4", "winner"),
+    ("arena-hard", "judgment.jsonl",
+     lambda: _lines_with(UPSTREAM / "arena-hard-v2.0_gpt-4o-mini.jsonl", 2, '"baseline": "gemini-2.0-flash-001", ', ""),
+     (), "line 2", "baseline"),
+    ("arena-battles", "clean_battle.json",
+     lambda: _record_with(UPSTREAM / "clean_battle_sample.json", 3, "winner", "model_c"), (), "record 3", "winner"),
+    ("reward-pairs", "LLMBar.json",
+     lambda: _record_with(UPSTREAM / "LLMBar__Natural_sample.json", 2, "label", 0), (), "record 2", "label"),
+    ("reward-pairs", "scores.jsonl",
+     lambda: '{"prompt": "p", "chosen": "a", "rejected": "b", "score_chosen": 1.5, "score_rejected": "low", '
+             '"model": "rm"}\n', (), "line 1", "score_rejected"),
+    ("alpaca-eval", "annotations.json",
+     lambda: _record_with(FIXTURES / "alpaca_eval_annotations.json", 2, "preference", "first"), (), "record 2",
+     "preference"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "name", "text", "options", "where", "field"), MALFORMED,
+                         ids=[f"{m[0]}-{m[1]}" for m in MALFORMED])
+def test_malformed_upstream_files_name_file_place_and_field(tmp_path, fmt, name, text, options, where, field):
+    source = tmp_path / "in" / name
+    source.parent.mkdir()
+    source.write_text(text(), encoding="utf-8")
+    out = tmp_path / "out" / "table.csv"
+    result = run(source, "--format", fmt, *options, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert f"{source}, {where}, field '{field}'" in result.output
+    assert not out.parent.exists() or not list(out.parent.iterdir())
