@@ -42,7 +42,7 @@ def test_v01_games():
     assert g.loc[(2, 1), "verdict"] == "tie" and pd.isna(g.loc[(2, 1), "strength"])
     assert g.loc[(2, 2), "status"] == "unparsed" and g.loc[(2, 2), "reason"] == "no_verdict"
     assert (g.loc[(3, 1), "verdict"], g.loc[(3, 1), "label"]) == ("A", "B<<A")
-    assert g.loc[(3, 2), "reason"] == "unknown_label" and g.loc[(3, 2), "label"] == "A>>>B"
+    assert g.loc[(3, 2), "reason"] == "invalid_verdict" and g.loc[(3, 2), "label"] == "A>>>B"
 
 
 def test_v20_failed_game_and_categories():

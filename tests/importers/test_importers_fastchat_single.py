@@ -39,7 +39,7 @@ def test_upstream_schema_mapping():
     assert (turn2["score"], turn2["turn"], turn2["judge_prompt"]) == (7.0, 2, "single-v1-multi-turn")
     assert frame.loc[("fastchat/111", "claude-v1"), "score"] == 9.5
     no_rating = frame.loc[("fastchat/81", "claude-v1")]  # FastChat's -1: no [[rating]] in the reply
-    assert no_rating["status"] == "unparsed" and no_rating["reason"] == "no_rating" and no_rating["score"] != no_rating["score"]
+    assert no_rating["status"] == "unparsed" and no_rating["reason"] == "no_verdict" and no_rating["score"] != no_rating["score"]
     failed = frame.loc[("fastchat/111", "gpt-4")]  # $ERROR$: the call failed after every retry
     assert failed["status"] == "failed" and failed["reason"] == "call_failed"
     assert result.counts == {"judgments": 6, "unparsed": 1, "failed": 1}

@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "number_or_none",
     "open_text",
     "provenance",
+    "reason_from_reply",
     "read_json_list",
     "read_jsonl",
     "read_records",
@@ -240,3 +242,11 @@ def votes_import(pairs: list[dict], refs: list[dict], texts: list[dict], *, coun
     frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True) if texts else None
     return Imported(tables=tables, main="pairwise" if pairs else "preference-ref", texts=frame, counts=counts,
                     notes=notes, source=str(path))
+
+
+def reason_from_reply(reply: Any, pattern: re.Pattern[str]) -> str:
+    """Why the source found no verdict in ``reply``, by the source's own marker ``pattern``:
+    ``conflicting`` when the reply holds several different markers, else ``no_verdict`` (the
+    reasons of docs/verdicts.md)."""
+    found = {m for m in pattern.findall(reply if isinstance(reply, str) else "") if m}
+    return "conflicting" if len(found) > 1 else "no_verdict"

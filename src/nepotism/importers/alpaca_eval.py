@@ -12,7 +12,7 @@ from a ``weighted_*`` annotator is ``1 + P(output_2 better)``. AlpacaEval counts
 ``p - 1 > 0.5``, ``n_wins_base`` as ``p - 1 < 0.5``, ``n_draws`` as ``p in {0, 1.5}`` and drops
 non-preferences (NaN). We map ``p < 1.5`` to verdict A, ``p > 1.5`` to B, a draw to tie, and keep
 ``prob_a = 2 - p``, ``prob_b = p - 1`` for weighted annotators. A missing preference is an
-unparsed judgment (empty verdict, ``status`` unparsed, ``reason`` ``no_preference``), never a
+unparsed judgment (empty verdict, ``status`` unparsed, ``reason`` ``no_verdict``), never a
 tie. These rules reproduce the ``n_wins``,
 ``n_wins_base`` and ``n_draws`` columns of AlpacaEval's leaderboards (tested).
 
@@ -134,7 +134,7 @@ def _build(raw: pd.DataFrame, positions: list[int], path: Path, judge: str | Non
         "condition": raw["annotator"].to_numpy(),
         "category": raw["category"].to_numpy(),
         "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
-        "reason": np.where(pd.isna(verdict), "no_preference", None),
+        "reason": np.where(pd.isna(verdict), "no_verdict", None),
         **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
         "_pref": pref.to_numpy(),
     })

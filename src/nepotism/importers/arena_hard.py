@@ -22,7 +22,8 @@ field               becomes
 ``games[i].score``  ``verdict`` in the shown order (A, B, tie), the label itself in ``label`` and its
                     strength in ``strength`` (``strong`` for ``>>``/``<<``, ``weak`` for ``>``/``<``,
                     empty for ties). Null → empty verdict, ``status`` unparsed, ``reason``
-                    ``no_verdict``; a label outside the list → unparsed, ``unknown_label``; a null
+                    ``conflicting`` when the reply holds two different ``[[...]]`` labels, else
+                    ``no_verdict``; a label outside the list → unparsed, ``invalid_verdict``; a null
                     game → ``status`` failed, ``call_failed``
 ==================  ================================================================================
 
@@ -47,6 +48,7 @@ from nepotism.importers._common import (
     is_missing,
     provenance,
     read_records,
+    reason_from_reply,
     require,
     status_counts,
 )
@@ -60,6 +62,8 @@ LABELS: dict[str, tuple[str, str | None]] = {
     "A<<B": ("B", "strong"), "A<B": ("B", "weak"), "B=A": ("tie", None), "B<A": ("A", "weak"), "B<<A": ("A", "strong"),
 }
 _SPACE = re.compile(r"\s+")
+#: The judge's verdict markers, as arena-hard-auto's judge configs extract them (``[[A>B]]``).
+_MARKER = re.compile(r"\[\[([AB<>=]+)\]\]")
 
 
 def _game(game: Any, shown: tuple[str, str], path: Path, line: int, index: int) -> dict[str, Any]:
@@ -75,12 +79,14 @@ def _game(game: Any, shown: tuple[str, str], path: Path, line: int, index: int) 
         raise fail("a numeric score: this is a single-grading file (no baseline); arena-hard pairwise files hold "
                    "labels such as A>B", path, line, f"games[{index}].score")
     if is_missing(score):
-        return {**base, "verdict": None, "status": "unparsed", "reason": "no_verdict"}
+        reply = game.get("judgment")
+        reply = reply.get("answer") if isinstance(reply, dict) else reply
+        return {**base, "verdict": None, "status": "unparsed", "reason": reason_from_reply(reply, _MARKER)}
     if not isinstance(score, str):
         raise fail(f"expected a verdict label such as A>B, not {score!r}", path, line, f"games[{index}].score")
     label = _SPACE.sub("", score).upper()
     if label not in LABELS:
-        return {**base, "label": score, "verdict": None, "status": "unparsed", "reason": "unknown_label"}
+        return {**base, "label": score, "verdict": None, "status": "unparsed", "reason": "invalid_verdict"}
     verdict, strength = LABELS[label]
     return {**base, "label": label, "verdict": verdict, "strength": strength, "status": "parsed", "reason": None}
 

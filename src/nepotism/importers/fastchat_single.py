@@ -13,7 +13,8 @@ field               becomes
                     → ``gpt-4``, FastChat's default judge, said in a note; ``--judge`` overrides
 ``score``           ``score``. FastChat writes ``-1`` when no ``[[rating]]`` was found and
                     arena-bench ``null`` when no single rating was; both stay as rows with an empty
-                    score, ``status`` = unparsed, ``reason`` = ``no_rating``
+                    score, ``status`` = unparsed, ``reason`` = ``conflicting`` when the reply holds
+                    two different ``[[ratings]]``, else ``no_verdict``
 ``judgment``        not copied; ``$ERROR$`` (FastChat's text for a call that failed after every
                     retry) makes the row ``status`` = failed, ``reason`` = ``call_failed``
 ``turn``            ``turn`` (1 when absent)
@@ -28,6 +29,7 @@ if needed: FastChat uses the reference-answer prompts for math, reasoning and co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +43,17 @@ from nepotism.importers._common import (
     number_or_none,
     provenance,
     read_records,
+    reason_from_reply,
     require,
     status_counts,
 )
 from nepotism.importers._fastchat import API_ERROR, DEFAULT_BENCHMARK, instance_id, judge_of, note_assumed, turn_of
 
 __all__ = ["FORMATS", "import_fastchat_single"]
+
+
+#: FastChat's rating marker (``one_score_pattern`` in fastchat/llm_judge/common.py).
+_RATING = re.compile(r"\[\[(\d+\.?\d*)\]\]")
 
 
 def _score(value: Any, path: Path, line: int) -> float | None:
@@ -77,7 +84,8 @@ def import_fastchat_single(path: str | Path, *, judge: str | None = None, benchm
             "instance_id": instance_id(benchmark, question, turn), "judge": name, "model": model,
             "score": None if failed else score, "condition": "default", "replicate": 0,
             "turn": turn, "judge_prompt": prompt, "status": status,
-            "reason": {"failed": "call_failed", "unparsed": "no_rating"}.get(status),
+            "reason": ("call_failed" if status == "failed" else
+                       reason_from_reply(record.get("judgment"), _RATING) if status == "unparsed" else None),
             **provenance(path, line),
         })
     if not rows:

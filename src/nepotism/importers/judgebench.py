@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from nepotism.errors import InputError
-from nepotism.importers._common import Format, Imported, provenance, read_jsonl, require
+from nepotism.importers._common import Format, Imported, provenance, read_jsonl, reason_from_reply, require
 
 __all__ = ["FORMATS", "import_judgebench"]
 
@@ -149,8 +149,7 @@ def _reason(status: str, judgment: dict | None) -> str | None:
     ``conflicting`` with several different ones."""
     if status != "unparsed":
         return {"failed": "call_failed"}.get(status)
-    labels = {m for m in _LABEL.findall(str((judgment or {}).get("response") or "")) if m}
-    return "conflicting" if len(labels) > 1 else "no_verdict"
+    return reason_from_reply(str((judgment or {}).get("response") or ""), _LABEL)
 
 
 def _judge_from_name(path: Path) -> str:

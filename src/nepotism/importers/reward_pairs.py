@@ -28,7 +28,7 @@ label               preference-ref ``winner`` (the better response), correctness
 ``subset``          ``category``
 scores              pointwise ``score`` of each response, ``judge`` = ``--judge`` or the file's
                     ``model``; a null score stays a row, ``status`` unparsed, ``reason``
-                    ``no_score``
+                    ``no_verdict``
 ==================  ================================================================================
 
 Main table: pointwise when the file has scores (its companion: the correctness-ref, whose pairing
@@ -149,7 +149,7 @@ def import_reward_pairs(path: str | Path, *, judge: str | None = None, generator
             points.append({"instance_id": instance, "judge": str(name).strip(), "model": model, "score": score,
                            "condition": "default", "replicate": 0, "category": category,
                            "status": "parsed" if score is not None else "unparsed",
-                           "reason": None if score is not None else "no_score", **where})
+                           "reason": None if score is not None else "no_verdict", **where})
     if not prefs:
         raise InputError("no pairs in the file", path=str(path))
     if points and len(points) != 2 * len(prefs):
