@@ -13,6 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nepotism"
 
 #: layer -> the nepotism subpackages/modules it must never import
 FORBIDDEN = {
+    "credentials": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
+                    "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
     "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
                 "leakage", "mitigations", "annotate"},
     "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",

@@ -43,6 +43,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from nepotism.credentials import is_secret_name
 from nepotism.errors import InputError
 
 __all__ = [
@@ -293,9 +294,7 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
     if cfg["retry_base_delay_s"] < 0 or cfg["retry_max_delay_s"] < 0:
         raise r.error("retry_base_delay_s", "retry delays must be >= 0")
     params = r.get("params", dict, {})
-    from nepotism.store import is_secret_key
-
-    secret = [k for k in params if is_secret_key(k)]
+    secret = [k for k in params if is_secret_name(k)]
     if secret:
         raise r.error(f"params.{secret[0]}", "looks like a credential; name an environment "
                       "variable with api_key_env instead of writing a key in the file")

@@ -61,17 +61,6 @@ def test_key_material_is_json_and_leaves_out_secrets():
     assert Request("m", messages=MSG, seed=4).key_material() != Request("m", messages=MSG, seed=3).key_material()
 
 
-@pytest.mark.parametrize(
-    "name,secret",
-    [("api_key", True), ("apikey", True), ("OPENAI_API_KEY", True), ("key", True), ("token", True),
-     ("access_token", True), ("client_secret", True), ("password", True), ("authorization", True),
-     ("max_tokens", False), ("stop_token", False), ("top_logprobs", False), ("keywords", False),
-     ("temperature", False), ("top_k", False)],
-)
-def test_secret_names(name, secret):
-    assert base.is_secret_name(name) is secret
-
-
 def test_extra_is_read_only():
     r = Request("m", prompt="p", extra={"a": 1})
     with pytest.raises(TypeError):

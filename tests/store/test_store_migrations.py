@@ -15,7 +15,7 @@ from nepotism.store._migrate import MIGRATIONS, _statements
 def test_public_names():
     assert set(store_pkg.__all__) == {
         "RUN_STATUSES", "SCHEMA_VERSION", "TABLES", "CachedCall", "Store", "StoreSchemaError",
-        "call_key", "default_store_path", "is_secret_key", "scrub_secrets",
+        "call_key", "default_store_path",
     }
     for name in store_pkg.__all__:
         assert hasattr(store_pkg, name)

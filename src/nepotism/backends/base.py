@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from nepotism.credentials import Secret, is_secret_name
 from nepotism.errors import InputError
 from nepotism.records import Message
 
@@ -28,33 +28,13 @@ __all__ = [
     "Backend",
     "Completion",
     "Request",
-    "Secret",
     "failed",
     "is_retryable",
-    "is_secret_name",
     "logsumexp",
     "read_api_key",
 ]
 
 COMPLETION_STATUSES = ("ok", "failed")
-
-# Names of `extra` keys that may hold credentials. They are sent to the backend but never hashed
-# into cache keys, stored in ``raw`` or shown in a repr.
-_SECRET_NAME = re.compile(
-    r"(api_?key|secret|password|passwd|authorization|credentials?)$"
-    r"|^(key|token|auth)$|(access|auth|bearer|refresh|id|session)_token$",
-    re.IGNORECASE,
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """True when a parameter named ``name`` may carry a credential (``api_key``, ``x_token``, ...).
-
-    The rule is narrow on purpose (``stop_token`` or ``max_tokens`` are not secrets), since a key
-    wrongly judged secret would be left out of the cache key.
-    """
-    return bool(_SECRET_NAME.search(name))
-
 
 def is_retryable(error: str | None) -> bool:
     """True for failure classes that may succeed on a later try (timeouts, 429, 5xx, resets)."""
@@ -62,21 +42,6 @@ def is_retryable(error: str | None) -> bool:
         return False
     cls = error.split(": ", 1)[0]
     return cls in ("timeout", "connection", "http_429") or cls.startswith("http_5xx:")
-
-
-class Secret:
-    """Holds a credential; its repr never shows it, so vars() or logging of a backend stay clean."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def reveal(self) -> str:
-        return self._value
 
 
 def read_api_key(env: str | None) -> Secret | None:

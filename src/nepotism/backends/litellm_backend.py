@@ -27,12 +27,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, Secret, failed, read_api_key
+from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, read_body
+from nepotism.credentials import Secret, redact_text
 
 __all__ = ["LiteLLMBackend", "litellm_available"]
 
-_REDACTED = "[redacted]"
 _JSON_ERROR = re.compile(r"Expecting value|Unterminated string|JSONDecodeError|Expecting ',' delimiter")
 
 
@@ -100,9 +100,6 @@ class LiteLLMBackend:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key.reveal(), _REDACTED) if self._key else text
-
     async def complete(self, request: Request) -> Completion:
         built = build_body(request, model=self.model, extra=self.extra, top_logprobs=self.top_logprobs)
         if isinstance(built, Completion):
@@ -131,7 +128,7 @@ class LiteLLMBackend:
         latency = time.perf_counter() - start
         data: Any = None
         try:
-            data = json.loads(self._scrub(json.dumps(_to_dict(response), default=str)))
+            data = json.loads(redact_text(json.dumps(_to_dict(response), default=str)))
             if not isinstance(data, dict):
                 raise TypeError("the answer is not a JSON object")
             data.pop("_hidden_params", None)
@@ -144,7 +141,7 @@ class LiteLLMBackend:
         """An error class for a LiteLLM exception (checked by type first, then HTTP status)."""
         import litellm.exceptions as le
 
-        detail = self._scrub(f"{type(exc).__name__}: {exc}")[:200]
+        detail = redact_text(f"{type(exc).__name__}: {exc}")[:200]
         if isinstance(exc, (le.Timeout, TimeoutError)):
             return "timeout"
         causes = _chain(exc)

@@ -24,8 +24,9 @@ request mode uses:
 Failures come back as values with an error class (``timeout``, ``connection``, ``http_429``,
 ``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``unsupported:<what>``); retries,
 rate limits and caching belong to the runner. The API key is read from the environment variable
-named in the configuration and only ever placed in the ``Authorization`` header: it is scrubbed
-from bodies and error texts and never shown in a repr.
+named in the configuration and only ever placed in the ``Authorization`` header: it is redacted
+from every response body and error text before decoding, in any spelling JSON allows
+(`nepotism.credentials.redact_text`), and never shown in a repr.
 """
 
 from __future__ import annotations
@@ -39,14 +40,11 @@ from typing import Any
 import aiohttp
 import httpx
 
-from nepotism.backends.base import Completion, Request, Secret, failed, read_api_key
+from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, http_failure, read_body
+from nepotism.credentials import Secret, redact_text
 
 __all__ = ["OpenAIHTTPBackend"]
-
-_REDACTED = "[redacted]"
-
-
 
 
 class _TransportFailure(Exception):
@@ -178,12 +176,11 @@ class OpenAIHTTPBackend:
             else:
                 status, content = await self._post_aiohttp(path, payload)
         except _TransportFailure as exc:
-            error = exc.kind if not exc.detail else f"{exc.kind}: {self._scrub(exc.detail)[:200]}"
+            error = exc.kind if not exc.detail else f"{exc.kind}: {redact_text(exc.detail)[:200]}"
             return failed(error, latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start
-        text = content.decode("utf-8", errors="replace")
-        if self._key is not None and self._key.reveal() in text:
-            text = text.replace(self._key.reveal(), _REDACTED)
+        # every known key, in any spelling JSON allows (``\\/``, ``\\uXXXX``), goes before decoding
+        text = redact_text(content.decode("utf-8", errors="replace"))
         if status != 200:
             return http_failure(status, text, latency, request)
         data: Any = None
@@ -196,6 +193,3 @@ class OpenAIHTTPBackend:
             raw = data if isinstance(data, dict) else {"text": text[:2000]}
             detail = f"{type(exc).__name__}: {exc}"[:200]
             return failed(f"malformed_body: {detail}", latency_s=latency, raw=raw)
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key.reveal(), _REDACTED) if self._key else text

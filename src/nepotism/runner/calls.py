@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nepotism.backends.base import Backend, Completion, Request, failed, is_secret_name
+from nepotism.backends.base import Backend, Completion, Request, failed
+from nepotism.credentials import is_secret_name, redact_text
 from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
@@ -383,6 +384,6 @@ class CallExecutor:
             raise
         except Exception as exc:  # a backend bug must not take the whole run down
             _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
-            completion = failed(f"exception:{type(exc).__name__}: {str(exc)[:200]}")
+            completion = failed(f"exception:{type(exc).__name__}: {redact_text(str(exc))[:200]}")
         _raise_if_cancelled()
         return completion

@@ -2,12 +2,13 @@
 
 `Store` opens (and migrates) the file; its call cache is keyed by `call_key`, which hashes the
 canonical request so that re-running an experiment replays stored calls instead of paying for
-them again. Credentials never reach the file (`scrub_secrets`). `Store.export` writes tables in
+them again. Credentials never reach the file: every row is scrubbed (`nepotism.credentials.scrub`)
+before it is written. `Store.export` writes tables in
 the public recorded-judgment formats. This package does not call models or parse their output.
 """
 
 from nepotism.store._migrate import SCHEMA_VERSION, StoreSchemaError
-from nepotism.store.calls import CachedCall, call_key, is_secret_key, scrub_secrets
+from nepotism.store.calls import CachedCall, call_key
 from nepotism.store.database import RUN_STATUSES, TABLES, Store, default_store_path
 
 __all__ = [
@@ -19,6 +20,4 @@ __all__ = [
     "StoreSchemaError",
     "call_key",
     "default_store_path",
-    "is_secret_key",
-    "scrub_secrets",
 ]

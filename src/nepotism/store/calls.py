@@ -1,56 +1,26 @@
-"""The model-call cache's pieces that need no database: cache keys, secret scrubbing, cached rows.
+"""The model-call cache's pieces that need no database: cache keys and cached rows.
 
 A call's key is the SHA-256 of the canonical JSON (sorted keys, no whitespace, integral floats
 written as integers) of ``{backend, model, parameters, messages, replicate}``, so dict order and
 ``0`` versus ``0.0`` do not matter while every other change does. Credentials are removed from
-the parameters before hashing (rotating an API key keeps the cache) and from every request before
-it is stored. Recognising a credential is a heuristic on key names (see `is_secret_key`); secrets
-hidden inside values such as URLs are not detected.
+the parameters before hashing (rotating an API key keeps the cache); the store scrubs every row
+it writes (`nepotism.credentials`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
-__all__ = ["CALL_STATUSES", "CachedCall", "call_key", "is_secret_key", "scrub_secrets"]
+from nepotism.credentials import is_secret_name
+
+__all__ = ["CALL_STATUSES", "CachedCall", "call_key"]
 
 CALL_STATUSES = ("ok", "failed")
-
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_ALWAYS_SECRET = ("secret", "password", "passwd", "authorization", "credential", "cookie", "bearer")
-_KEY_QUALIFIERS = {"api", "subscription", "access", "secret", "private", "auth", "session"}
-# "<x>_token" names a credential unless <x> is a tokenizer's special token ("eos_token").
-_SPECIAL_TOKENS = {"eos", "bos", "pad", "unk", "sep", "cls", "mask", "stop", "start", "end"}
-
-
-@lru_cache(maxsize=4096)
-def is_secret_key(name: str) -> bool:
-    """Whether a mapping key looks like it names a credential.
-
-    Secret: anything containing ``secret``, ``password``, ``authorization``, ``credential``,
-    ``cookie`` or ``bearer``; ``api_key``/``apiKey``/``x-api-key`` and other ``<qualifier>_key``
-    names; ``token`` alone or as the last word (``access_token``, ``hf_token``, ``X-Auth-Token``).
-    Not secret: counts and ids such as ``max_tokens``, ``total_tokens`` or ``stop_token_ids``, and
-    tokenizer special tokens such as ``eos_token`` (so generation parameters are kept).
-    """
-    lowered = name.lower()
-    if any(word in lowered for word in _ALWAYS_SECRET) or "apikey" in lowered:
-        return True
-    words = [w.lower() for w in _WORDS.findall(name)]
-    if not words:
-        return False
-    last, before = words[-1], (words[-2] if len(words) > 1 else None)
-    if last == "key":
-        return before is None or before in _KEY_QUALIFIERS
-    if last == "token":
-        return before not in _SPECIAL_TOKENS
-    return False
 
 
 def _plain(value: Any, *, scrub: bool, numbers: bool) -> Any:
@@ -66,7 +36,7 @@ def _plain(value: Any, *, scrub: bool, numbers: bool) -> Any:
         for key, item in value.items():
             key = str(key)
             if scrub and (
-                is_secret_key(key)
+                is_secret_name(key)
                 or (type(item) is str and item[:7].lower() == "bearer ")
             ):
                 continue
@@ -78,15 +48,6 @@ def _plain(value: Any, *, scrub: bool, numbers: bool) -> Any:
         fields = {k: getattr(value, k) for k in value.__dataclass_fields__}
         return _plain(fields, scrub=scrub, numbers=numbers)
     return value
-
-
-def scrub_secrets(value: Any) -> Any:
-    """A copy of ``value`` with every mapping entry whose key looks like a credential removed.
-
-    Works through nested mappings, lists and tuples; dataclasses become dicts. String values that
-    start with ``Bearer `` are dropped too (an authorization header under an unusual name).
-    """
-    return _plain(value, scrub=True, numbers=False)
 
 
 def call_key(

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
@@ -32,7 +33,6 @@ from nepotism.store.calls import (
     CachedCall,
     _call_from_row,
     call_key,
-    scrub_secrets,
 )
 
 __all__ = ["RUN_STATUSES", "TABLES", "Store", "default_store_path"]
@@ -119,7 +119,9 @@ class Store:
         return conn
 
     def _write_many(self, sql: str, rows: Iterable[tuple]) -> int:
-        """Run ``sql`` for every row in one transaction; return the rows changed."""
+        """Run ``sql`` for every row in one transaction (known secrets redacted from every text
+        value, `_clean`); return the rows changed."""
+        rows = map(_clean, rows)
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -191,7 +193,7 @@ class Store:
                         logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
                         error=error, run_id=run_id)
         try:
-            self._conn().execute(_PUT_CALL, row)
+            self._conn().execute(_PUT_CALL, _clean(row))
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
@@ -314,7 +316,7 @@ class Store:
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         self._conn().execute(
             "INSERT INTO runs (id, started_at, config, status, pid, host) VALUES (?, ?, ?, 'running', ?, ?)",
-            (run_id, _codec.now(), _codec.dumps(scrub_secrets(dict(config))), os.getpid(), socket.gethostname()),
+            (run_id, _codec.now(), _codec.dumps(scrub(dict(config))), os.getpid(), socket.gethostname()),
         )
         return run_id
 
@@ -425,6 +427,14 @@ class Store:
         return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol)
 
 
+def _clean(row: tuple) -> tuple:
+    """``row`` with every known secret value redacted from its text values (JSON columns
+    included, in any JSON spelling); the row itself when no secret is known."""
+    if not known_secrets():
+        return row
+    return tuple(redact_text(v) if type(v) is str else v for v in row)
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -451,7 +461,7 @@ def _call_row(
         raise ValueError(f"call status must be one of {CALL_STATUSES}, not {status!r}")
     if status == "failed" and not error:
         raise ValueError("a failed call needs an error saying why")
-    stored = scrub_secrets(request)
+    stored = scrub(request)
     return (
         key, _str_or_none(stored.get("backend")), _str_or_none(stored.get("model")),
         _codec.dumps(stored), _codec.dumps(response), text, _codec.dumps(logprobs),

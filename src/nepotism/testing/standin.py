@@ -7,6 +7,10 @@ per-token log-probabilities of an echoed prompt. Faults are injected at seeded r
 503 / 429, hangs that the client must time out on, malformed bodies), or on demand: a message
 or prompt containing ``<<standin:fault=NAME>>`` always gets fault ``NAME``. ``GET /standin/stats``
 returns counters, including how many requests carried the expected ``Authorization`` header.
+Hostile habits for leak tests: ``echo_headers`` copies the request's headers (the
+``Authorization`` header with the key included) into every answer text, body and error message,
+and ``escape_slashes`` writes ``/`` as ``\\/`` in its JSON (valid JSON that a naive scrubber of
+the raw text misses).
 
 It is built on aiohttp's low-level server (no router, no middlewares) so that it stays far below
 one core at a few thousand requests per second. It runs in a background thread (cheap to start,
@@ -54,6 +58,8 @@ class StandinConfig:
     seed: int = 0
     hang_s: float = 3600.0
     expected_api_key: str | None = None
+    echo_headers: bool = False
+    escape_slashes: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.fault_rates) - set(FAULTS)
@@ -126,7 +132,7 @@ class StandinServer:
         elif self.config.expected_api_key and auth == f"Bearer {self.config.expected_api_key}":
             self._count("auth_ok")
         if self.config.expected_api_key and auth != f"Bearer {self.config.expected_api_key}":
-            return web.json_response({"error": {"message": "bad credentials"}}, status=401)
+            return self._json({"error": {"message": f"bad credentials{self._echo(request)}"}}, 401)
         if request.method != "POST" or request.path not in ("/v1/chat/completions", "/v1/completions"):
             return web.json_response({"error": {"message": "not found"}}, status=404)
         try:
@@ -173,15 +179,34 @@ class StandinServer:
             return web.Response(status=504, text="hung")
         if fault in ("http_500", "http_503", "http_429"):
             status = int(fault[5:])
-            return web.json_response({"error": {"message": f"injected {status}"}}, status=status)
+            return self._json({"error": {"message": f"injected {status}{self._echo(request)}"}}, status)
         if fault == "malformed":
             return web.Response(status=200, text='{"choices": [{"message": ', content_type="application/json")
         model = str(body.get("model", ""))
         answer = self._chat(body, model, text) if chat else self._completion(body, model, text)
         if fault == "empty_choices":
             answer["choices"] = []
+        if self.config.echo_headers:
+            answer["echo"] = dict(request.headers)
+            message = answer["choices"][0].get("message") if answer["choices"] else None
+            if message is not None and body.get("logprobs") is None:
+                message["content"] += self._echo(request)
         self._count("ok")
-        return web.json_response(answer, dumps=json.dumps)
+        return self._json(answer, 200)
+
+    def _echo(self, request: Any) -> str:
+        """The request's headers as text when ``echo_headers`` is on (else nothing)."""
+        if not self.config.echo_headers:
+            return ""
+        return " [" + "; ".join(f"{k}: {v}" for k, v in request.headers.items()) + "]"
+
+    def _json(self, data: Any, status: int) -> Any:
+        from aiohttp import web
+
+        text = json.dumps(data)
+        if self.config.escape_slashes:
+            text = text.replace("/", "\\/")
+        return web.Response(status=status, text=text, content_type="application/json")
 
     def _envelope(self, kind: str, model: str, text: str, choice: dict, n_out: int) -> dict:
         n_in = len(_TOKEN.findall(text))

@@ -1,0 +1,181 @@
+"""Credentials: the one rule for secret-looking names, and redaction of known secret values.
+
+Two defences, applied before anything is stored, logged, exported or put into a prompt:
+
+* **By name** (`is_secret_name`): a mapping entry whose key names a credential (``api_key``,
+  ``x-api-key``, ``hf_token``, ``Authorization``, ``cookie``, ``private_key``, ...) is dropped by
+  `scrub`, left out of cache keys, and refused in an experiment file's ``params``.
+* **By value** (`Secret`, `redact`, `redact_text`): every `Secret` registers its value for the
+  life of the process. `redact` replaces it with ``[redacted]`` in every string of a decoded
+  structure (keys included, recursively); `redact_text` does the same in raw text such as an
+  undecoded HTTP body, in every spelling JSON allows for it — ``/`` written ``\\/``, any character
+  written ``\\uXXXX`` (either case of hex digits), ``"`` and ``\\`` escaped — so a server that
+  escapes the key differently from the client cannot carry it past the check.
+
+Left out: secrets that were never held in a `Secret` (a key typed into a dataset), and values
+split across several strings.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["MIN_REDACTED_LENGTH", "REDACTED", "Secret", "is_secret_name", "known_secrets", "redact", "redact_text", "scrub"]
+
+REDACTED = "[redacted]"
+#: Secret values shorter than this are not redacted by value (they would match ordinary words);
+#: real API keys are far longer.
+MIN_REDACTED_LENGTH = 8
+
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_ALWAYS_SECRET = ("secret", "password", "passwd", "authorization", "credential", "cookie", "bearer")
+_KEY_QUALIFIERS = {"api", "subscription", "access", "secret", "private", "auth", "session"}
+# "<x>_token" names a credential unless <x> is a tokenizer's special token ("eos_token").
+_SPECIAL_TOKENS = {"eos", "bos", "pad", "unk", "sep", "cls", "mask", "stop", "start", "end"}
+
+
+@lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter, header or mapping key named ``name`` looks like it holds a credential.
+
+    Secret: anything containing ``secret``, ``password``, ``passwd``, ``authorization``,
+    ``credential``, ``cookie`` or ``bearer``; ``api_key``/``apiKey``/``x-api-key``, ``key`` alone
+    and ``<qualifier>_key`` names (api, subscription, access, secret, private, auth, session);
+    ``token`` alone or as the last word (``access_token``, ``hf_token``, ``X-Auth-Token``).
+    Not secret: counts and ids such as ``max_tokens``, ``total_tokens`` or ``stop_token_ids``,
+    tokenizer special tokens such as ``eos_token``, and other keys (``cache_key``), so generation
+    parameters stay in cache keys and stored requests.
+    """
+    lowered = name.lower()
+    if any(word in lowered for word in _ALWAYS_SECRET) or "apikey" in lowered:
+        return True
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if not words:
+        return False
+    last, before = words[-1], (words[-2] if len(words) > 1 else None)
+    if last == "key":
+        return before is None or before in _KEY_QUALIFIERS
+    if last == "token":
+        return before not in _SPECIAL_TOKENS
+    return False
+
+
+# -- known secret values ---------------------------------------------------------------------
+
+_lock = threading.Lock()
+_known: tuple[str, ...] = ()
+_pattern: re.Pattern[str] | None = None
+
+
+class Secret:
+    """Holds a credential; its repr never shows it, and its value is redacted wherever nepotism
+    stores or shows text (see `redact`) for the rest of the process."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError("a Secret holds a non-empty string")
+        self._value = value
+        if len(value) >= MIN_REDACTED_LENGTH:
+            _register(value)
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    def reveal(self) -> str:
+        return self._value
+
+
+def known_secrets() -> int:
+    """How many distinct secret values this process has seen (for tests and diagnostics)."""
+    return len(_known)
+
+
+def _spellings(char: str) -> str:
+    """A regex alternative matching ``char`` as JSON may write it inside a string."""
+    code = ord(char)
+    forms = [re.escape(char)]
+    if code < 0x10000:
+        hexa = f"{code:04x}"
+        forms.append(r"\\u" + "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in hexa))
+    else:  # outside the BMP JSON writes a surrogate pair
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms.append(r"\\u" + f"(?i:{high:04x})" + r"\\u" + f"(?i:{low:04x})")
+    if char in '/"\\':
+        forms.append(re.escape("\\" + char))
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _register(value: str) -> None:
+    global _known, _pattern
+    with _lock:
+        if value in _known:
+            return
+        known = tuple(sorted((*_known, value), key=len, reverse=True))  # longest first
+        # each secret as itself (fast path) or in any JSON spelling of its characters
+        alternatives = [re.escape(v) for v in known] + ["".join(_spellings(c) for c in v) for v in known]
+        _pattern = re.compile("|".join(alternatives))
+        _known = known
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every known secret value, in any JSON spelling, replaced by ``[redacted]``."""
+    pattern = _pattern
+    if pattern is None or not text:
+        return text
+    return pattern.sub(REDACTED, text)
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with known secret values redacted from every string in it (mapping
+    keys too), through nested mappings, lists and tuples; other values are returned as they are.
+    Returns ``value`` itself when no secret is known or none occurs."""
+    if _pattern is None:
+        return value
+    return _redact(value)
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {_redact(k): _redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_redact(v) for v in value)
+    return value
+
+
+def scrub(value: Any) -> Any:
+    """A plain JSON-able copy of ``value`` without credentials: entries whose key looks like one
+    (`is_secret_name`) and string values starting with ``Bearer `` are dropped, and known secret
+    values are redacted from the strings that remain. Mappings become dicts with str keys,
+    tuples lists, dataclasses dicts; the input is left alone."""
+    return _scrubbed(value, _pattern is not None)
+
+
+def _scrubbed(value: Any, values: bool) -> Any:
+    kind = type(value)
+    if kind is str:
+        return redact_text(value) if values else value
+    if kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            key = str(key)
+            if is_secret_name(key) or (type(item) is str and item[:7].lower() == "bearer "):
+                continue
+            out[redact_text(key) if values else key] = _scrubbed(item, values)
+        return out
+    if kind is list or kind is tuple:
+        return [_scrubbed(item, values) for item in value]
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        return _scrubbed({k: getattr(value, k) for k in value.__dataclass_fields__}, values)
+    return value

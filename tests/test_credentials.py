@@ -1,0 +1,114 @@
+"""One rule for secret-looking names; known secret values redacted in every spelling JSON allows."""
+
+import json
+
+import pytest
+
+from nepotism import credentials
+from nepotism.credentials import REDACTED, Secret, is_secret_name, redact, redact_text, scrub
+
+KEY = "sk-cred/TEST+9f8e7d6c5b4a/xyz"
+Secret(KEY)  # registered for the whole test process, as a backend would
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["api_key", "API_KEY", "apiKey", "apikey", "OPENAI_API_KEY", "x-api-key", "Authorization",
+     "proxy-authorization", "access_token", "hf_token", "HF_TOKEN", "X-Auth-Token", "token", "key",
+     "client_secret", "password", "passwd", "Ocp-Apim-Subscription-Key", "Cookie", "set-cookie",
+     "private_key", "session_key", "refresh_token", "id_token", "bearer", "credentials"],
+)
+def test_credential_names_are_recognised(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["max_tokens", "max_new_tokens", "total_tokens", "prompt_tokens", "stop_token_ids",
+     "eos_token", "stop_token", "top_logprobs", "temperature", "model", "cache_key", "headers",
+     "messages", "keywords", "top_k", "seed"],
+)
+def test_generation_parameters_are_not_credentials(name):
+    assert not is_secret_name(name)
+
+
+def test_one_rule_only():
+    """The backends, the runner, the store and the experiment file share this one function."""
+    from nepotism.backends import base
+    from nepotism.runner import calls
+    from nepotism.store import calls as store_calls
+
+    assert base.is_secret_name is calls.is_secret_name is store_calls.is_secret_name is is_secret_name
+    import nepotism.store as store_pkg
+
+    assert not hasattr(store_pkg, "is_secret_key") and not hasattr(store_pkg, "scrub_secrets")
+
+
+def _escape_all(text: str, upper: bool = False) -> str:
+    out = "".join(f"\\u{ord(c):04x}" for c in text)
+    return out.upper().replace("\\U", "\\u") if upper else out
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [KEY, KEY.replace("/", "\\/"), _escape_all(KEY), _escape_all(KEY, upper=True),
+     KEY.replace("/", "\\u002f"), KEY.replace("/", "\\u002F").replace("+", "\\u002b")],
+    ids=["plain", "slash", "all-u", "all-U", "slash-u", "mixed"],
+)
+def test_raw_text_is_redacted_in_every_json_spelling(spelling):
+    body = '{"error": {"message": "invalid header Bearer ' + spelling + '"}}'
+    clean = redact_text(body)
+    assert clean == '{"error": {"message": "invalid header Bearer ' + REDACTED + '"}}'
+    assert KEY not in json.dumps(json.loads(clean))
+
+
+def test_the_ordinary_json_spellings_decode_to_the_key():
+    # the cases above are real: a JSON decoder turns each of them back into the key
+    for spelling in (KEY.replace("/", "\\/"), _escape_all(KEY)):
+        assert json.loads(f'"{spelling}"') == KEY
+
+
+def test_characters_outside_the_bmp_and_quotes():
+    odd = "sk-\U0001f511-\"quoted\\-0123456789"
+    Secret(odd)
+    text = json.dumps({"k": odd})  # ensure_ascii: a surrogate pair and escaped quotes
+    assert "\\ud83d\\udd11" in text
+    assert redact_text(text) == json.dumps({"k": REDACTED})
+    assert redact_text(json.dumps({"k": odd}, ensure_ascii=False)) == json.dumps({"k": REDACTED})
+
+
+def test_decoded_structures_are_redacted_recursively_keys_included():
+    value = {"a": [f"x {KEY} y", ("t", KEY)], KEY: {"deep": [[{"s": KEY}]]}, "n": 3, "f": 1.5}
+    out = redact(value)
+    assert KEY not in json.dumps(out)
+    assert out["a"] == [f"x {REDACTED} y", ("t", REDACTED)] and out["n"] == 3
+    assert KEY in value["a"][0]  # the input is left alone
+
+
+def test_scrub_drops_named_credentials_and_redacts_values():
+    request = {
+        "model": "m",
+        "api_key": KEY,
+        "headers": {"Authorization": f"Bearer {KEY}", "X-Trace": "1", "weird": f"Bearer {KEY}"},
+        "extra": [{"hf_token": KEY, "max_tokens": 3, "note": f"see {KEY}"}],
+        "cookie": "a=b",
+        "private_key": "pem",
+    }
+    clean = scrub(request)
+    assert clean == {"model": "m", "headers": {"X-Trace": "1"},
+                     "extra": [{"max_tokens": 3, "note": f"see {REDACTED}"}]}
+    assert request["api_key"] == KEY
+
+
+def test_short_values_are_not_redacted_by_value():
+    before = credentials.known_secrets()
+    Secret("abc")
+    assert credentials.known_secrets() == before
+    assert redact_text("abc abc") == "abc abc"
+
+
+def test_secret_repr_never_shows_the_value():
+    s = Secret("sk-hidden-value-123")
+    assert repr(s) == "<secret>" and "hidden" not in str(s) and s.reveal() == "sk-hidden-value-123"
+    with pytest.raises(ValueError):
+        Secret("")
