@@ -157,6 +157,20 @@ def test_pointwise_without_reference_and_unparsed_scores(tmp_path):
     assert spr["n_excluded"] > 0 and spr["n"] + spr["n_excluded"] == 50 * 4  # 4 unrelated opponents
 
 
+def test_pointwise_scope_without_generators_says_why(tmp_path):
+    """A judge that graded only other models: the self scope is a record without a value and a reason."""
+    registry = _registry(tmp_path)
+    frame, _ = _pointwise(n=40)
+    frame = frame[frame["model"] != "judge-a"]
+    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(n_resamples=20)).records
+    own = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
+    assert own["value"] is None and own["n"] == 0
+    assert own["note"] == "not measurable: the judge's own answers are not among the 4 generators it scored"
+    family = _by(records, "self-preference-ratio", judge="judge-a", scope="family")[0]
+    assert family["value"] is None and "no family generator of the judge" in family["note"]
+    assert _by(records, "self-preference-ratio", judge="judge-b", scope="self")[0]["value"] is not None
+
+
 def test_rubric_batch_matches_standalone_functions(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},

@@ -111,9 +111,18 @@ def test_invalid_output_table_writes_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_bad_output_extension_exit_2(tmp_path):
-    result = run(MBPP, "--format", "mbpp-selfpref", "--out", tmp_path / "j.txt")
+@pytest.mark.parametrize(("option", "name"), [
+    ("--out", "j.txt"), ("--out", "imp"), ("--out", "j.parquet.gz"), ("--out", ".csv"),
+    ("--reference-out", "ref"), ("--texts-out", "texts.csv"),
+])
+def test_bad_output_extension_exit_2(tmp_path, option, name):
+    """The error names the user's path (never a temporary file) and the suffixes allowed."""
+    target = tmp_path / name
+    args = {"--out": tmp_path / "j.csv", option: target}
+    result = run(MBPP, "--format", "mbpp-selfpref", *[x for pair in args.items() for x in pair])
     assert result.exit_code == 2
+    assert f"{target}, field '{option}': unknown output type (the name must end in " in result.output
+    assert (".jsonl, .jsonl.gz)" if option == "--texts-out" else ".csv, .jsonl, .parquet, .csv.gz") in result.output
     assert list(tmp_path.iterdir()) == []
 
 

@@ -33,9 +33,13 @@ def test_arena_bench_import_then_metrics(tmp_path):
     assert metrics.returncode == 0, metrics.stderr
     records = {r["scope"]: r for r in json.loads(metrics.stdout)
                if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4"}
-    # the judge ("gpt-4", i.e. gpt-4-0613 when arena-bench ran) is not among the 16 generators: no self
-    # scope; its family (GPT-4-0314, GPT-4-Turbo, both GPT-3.5) and students (OpenChat-3.5, Starling) are
-    assert set(records) == {"family", "student"}
+    # the judge ("gpt-4", i.e. gpt-4-0613 when arena-bench ran) is not among the 16 generators: the self
+    # scope is not measurable, and says so; its family (GPT-4-0314, GPT-4-Turbo, both GPT-3.5) and students
+    # (OpenChat-3.5, Starling) are
+    assert set(records) == {"self", "family", "student"}
+    assert records["self"]["value"] is None
+    assert records["self"]["note"] == ("not measurable: the judge's own answers are not among the 16 generators "
+                                       "it scored")
     for scope, generators in (("family", {"gpt-4-0314", "gpt-4-1106-preview", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"}),
                               ("student", {"openchat_3.5", "Starling-LM-7B-alpha"})):
         record = records[scope]
@@ -43,6 +47,8 @@ def test_arena_bench_import_then_metrics(tmp_path):
         assert record["ci_low"] < record["value"] < record["ci_high"] and record["n_clusters"] == 300
     human = nepotism("metrics", out, cwd=ROOT)
     assert human.returncode == 0 and "nepotism metrics" in human.stdout
+    assert ("gpt-4: self-preference-ratio (self) — not measurable: the judge's own answers are not among the 16 "
+            "generators it scored") in human.stdout
 
 
 def test_malformed_upstream_file_exit_2_nothing_written(tmp_path):

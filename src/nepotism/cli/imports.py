@@ -25,6 +25,21 @@ def _write_texts(texts, path: Path, *, gz: bool) -> None:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+_TABLE_SUFFIXES = (".csv", ".jsonl", ".parquet", ".csv.gz", ".jsonl.gz")
+
+
+def _check_suffix(path: Path | None, option: str, allowed: tuple[str, ...]) -> None:
+    """An output whose name does not say its format is an error naming the user's path and the allowed suffixes."""
+    from nepotism.errors import InputError
+
+    if path is None:
+        return
+    name = path.name.lower()
+    if not any(name.endswith(s) and len(name) > len(s) for s in allowed):
+        raise InputError(f"unknown output type (the name must end in {', '.join(allowed)})", path=str(path),
+                         field=option)
+
+
 def _canonicalise(imported) -> int:
     """Replace model and judge names with registry ids, keeping @tags; return how many stayed unknown."""
     from nepotism.models import default_registry
@@ -131,6 +146,9 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
     if out is None:
         raise InputError("--out is required", field="--out")
     get_format(fmt)
+    _check_suffix(out, "--out", _TABLE_SUFFIXES)
+    _check_suffix(reference_out, "--reference-out", _TABLE_SUFFIXES)
+    _check_suffix(texts_out, "--texts-out", (".jsonl", ".jsonl.gz"))
     options = {"judge": judge, "baseline": baseline, "benchmark": benchmark, "generator": generator,
                "instructions": instructions, "verdicts": verdicts}
     imported = import_source(fmt, sources, **options)

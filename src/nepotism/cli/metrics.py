@@ -139,6 +139,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                                  perplexity_bins=perplexity_bins)
     by_kind = {t.kind: t for t in tables}
     records = []
+    unexplained = []
     for table in tables:
         table = _with_committees(table, groups)
         refs = dict(references)
@@ -148,7 +149,10 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
             options = AuditOptions(n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method,
                                    opponents=(opponents,))
             records += audit_pairwise(build_comparisons(table.frame, rule=rule), registry, options=options)
-        records += run_suite(table.frame, table.kind, registry, references=refs, options=suite_options).records
+        found = run_suite(table.frame, table.kind, registry, references=refs, options=suite_options).records
+        records += found
+        if table.kind != "pairwise":  # pairwise tables: the plain-words summary says what is not measurable
+            unexplained += found
         if agreement is not None and table.kind == "rubric":
             filtered, _ = agreement_filter(table.frame, agreement)
             for r in run_suite(filtered, "rubric", registry, references=refs, options=suite_options).records:
@@ -165,7 +169,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     if as_json:
         echo_json(records)
         return
-    _print(records, judgments, pairwise="pairwise" in by_kind)
+    _print(records, judgments, pairwise="pairwise" in by_kind, unexplained=unexplained)
 
 
 def exclusion_lines(records) -> list[str]:
@@ -182,13 +186,27 @@ def exclusion_lines(records) -> list[str]:
     return lines
 
 
+def undefined_lines(records) -> list[str]:
+    """One line per record without a value that says why (e.g. self scope when the judge graded only others)."""
+    rows = [r for r in records if r.get("value") is None and r.get("note") and r.get("judge")
+            and "slice" not in (r.get("variant") or {})]
+    if not rows:
+        return []
+    lines = ["Not measured (no value above), and why:"]
+    for r in rows:
+        what = r["metric"] + (f" ({r['scope']})" if r.get("scope") else "")
+        target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")
+        lines.append(f"  {r['judge']}: {what}{' ' + target if target else ''} — {r['note']}")
+    return lines
+
+
 def _clean(x):
     import math
 
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _print(records, judgments, *, pairwise: bool) -> None:
+def _print(records, judgments, *, pairwise: bool, unexplained=()) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -206,7 +224,7 @@ def _print(records, judgments, *, pairwise: bool) -> None:
         table.add_row(r["metric"], str(r.get("judge") or ""), str(r.get("condition") or ""), r.get("scope") or "",
                       target, variant, value, ci, str(r["n"]), str(r["n_excluded"]))
     console.print(table)
-    for line in exclusion_lines(records):
+    for line in exclusion_lines(records) + undefined_lines(unexplained):
         console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line per judge in a CI log
     if pairwise:
         for line in describe([r for r in records if r["metric"] != "correlation" and r.get("judge")]):

@@ -187,21 +187,28 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
 
     The analogue of 004 Eq. 2 for direct assessment: the judge's two scores on the same instance
     stand for a verdict; a tie (equal scores) is not a preference and stays in the denominator.
+    A scope with no generator among those judged (e.g. self, when the judge graded only other
+    models) gets a record without a value whose note says why, never no record at all.
     """
     rel = [relation[n] for n in names]
     other = np.array([r in UNRELATED for r in rel])
     diff = s_j[:, :, None] - s_j[:, None, :]  # [x, related, other]
+    variant = {"paradigm": "pointwise", "opponents": "unrelated", "ties": "not preferred"}
     for scope, members in SCOPES.items():
         mine = np.array([r in members for r in rel])
         if not mine.any():
+            whose = ("the judge's own answers are not" if scope == "self"
+                     else f"no {scope} generator of the judge is")
+            batch.add("self-preference-ratio", np.zeros((s_j.shape[0], 2)), _ratio(0, 1), n=0, scope=scope,
+                      variant=variant, generators=[],
+                      undefined_note=f"not measurable: {whose} among the {len(names)} generators it scored")
             continue
         d = diff[:, mine][:, :, other]
         valid = np.isfinite(d)
         wins = (valid & (d > 0)).sum(axis=(1, 2))
         n = int(valid.sum())
         batch.add("self-preference-ratio", np.column_stack([wins, valid.sum(axis=(1, 2))]).astype(float),
-                  _ratio(0, 1), n=n, n_excluded=int((~valid).sum()), scope=scope,
-                  variant={"paradigm": "pointwise", "opponents": "unrelated", "ties": "not preferred"},
+                  _ratio(0, 1), n=n, n_excluded=int((~valid).sum()), scope=scope, variant=variant,
                   generators=[str(x) for x in np.asarray(names)[mine]],
                   undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
 
