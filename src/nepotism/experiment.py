@@ -29,13 +29,17 @@ The dataset file is JSON Lines: each row an instance (``id`` or ``instance_id``,
 string or a list of ``{role, content}``, optional ``reference_answer``, ``category``, ``rubric``
 as a list of ``{id, text, points}``, ``metadata``), optionally with a recorded response
 (``model`` or ``generator`` plus ``text``) — so the texts file written by ``nepotism import
---texts-out`` can be used as is. Every problem raises `InputError` naming the file and the key.
+--texts-out`` can be used as is. Every problem raises `InputError` naming the file and the key;
+every number must be finite and in its range (timeouts and delays at most a day, temperature in
+[0, 10], ...; the error states the range), and free-form ``params`` and judging ``options`` may
+not hold ``nan`` or infinities.
 API keys are never read here: only the variable's name is kept. This module starts nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -77,6 +81,10 @@ _TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "
 #: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
 GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
+# upper bounds of numeric options (a day of waiting; values past these are typos)
+_MAX_TIMEOUT_S = 86_400.0
+_MAX_REPLICATES = 10_000
+_MAX_TEMPERATURE = 10.0
 
 
 @dataclass(frozen=True)
@@ -224,15 +232,30 @@ class _Reader:
             raise self.error(key, f"must be {_names(kinds)}, not {type(value).__name__}")
         return value
 
-    def positive(self, key: str, default: Any, *, integer: bool = False, allow_none: bool = False) -> Any:
+    def number(self, key: str, default: Any, *, low: float, high: float, integer: bool = False,
+               low_open: bool = False, allow_none: bool = False, unit: str = "") -> Any:
+        """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``); an integer when
+        ``integer``. Errors name the allowed range, so ``nan``, ``inf`` and out-of-range values
+        are refused before anything starts."""
         value = self.get(key, int if integer else (int, float), default)
         if value is None:
             if allow_none:
                 return None
             raise self.error(key, "is required")
-        if value <= 0:
-            raise self.error(key, "must be positive")
-        return value if integer else float(value)
+        span = f"{'(' if low_open else '['}{_fmt(low)}, {_fmt(high)}]{' ' + unit if unit else ''}"
+        kind = "an integer" if integer else "a finite number"
+        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
+            raise self.error(key, f"must be {kind} in {span}, not {value!r}")
+        return int(value) if integer else float(value)
+
+    def positive(self, key: str, default: Any, *, integer: bool = False, allow_none: bool = False,
+                 high: float = 1e9, unit: str = "") -> Any:
+        """A finite number above 0 (an integer from 1 when ``integer``) and at most ``high``."""
+        if integer:
+            return self.number(key, default, low=1, high=high, integer=True, allow_none=allow_none,
+                               unit=unit)
+        return self.number(key, default, low=0, high=high, low_open=True, allow_none=allow_none,
+                           unit=unit)
 
     def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = self.get(key, list, None)
@@ -247,6 +270,23 @@ class _Reader:
         unknown = sorted(set(self.table) - known)
         if unknown:
             raise self.error(unknown[0], f"unknown key; expected one of {sorted(known)}")
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+def _finite(value: Any, where: str, path: str) -> None:
+    """Refuse ``nan`` and infinities anywhere in a table of free-form options (sent to servers
+    as JSON, where they are not valid)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"must be a finite number, not {value!r}", path=path, field=where)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{where}.{k}", path)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, f"{where}[{i}]", path)
 
 
 def _names(kinds: type | tuple[type, ...]) -> str:
@@ -275,7 +315,7 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
             raise r.error("base_url", "must start with http:// or https://")
         cfg["model"] = r.get("model", str)
         cfg["api_key_env"] = r.get("api_key_env", str)
-        cfg["timeout"] = r.positive("timeout", 60.0)
+        cfg["timeout"] = r.positive("timeout", 60.0, high=_MAX_TIMEOUT_S, unit="seconds")
     else:
         cfg["path"] = _relative(base, r.get("path", str))
         cfg["model"] = r.get("model", str)
@@ -283,17 +323,17 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
             raise r.error("model", "a gguf model needs exactly one of model (a packaged model id) "
                           "and path (a .gguf file)")
         cfg["sha256"] = r.get("sha256", str)
-        cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True)
-        cfg["n_threads"] = r.positive("n_threads", 2, integer=True)
-    cfg["concurrency"] = r.positive("concurrency", 4, integer=True)
-    cfg["rpm"] = r.positive("rpm", None, allow_none=True)
-    cfg["tpm"] = r.positive("tpm", None, allow_none=True)
-    cfg["max_attempts"] = r.positive("max_attempts", 4, integer=True)
-    cfg["retry_base_delay_s"] = float(r.get("retry_base_delay_s", (int, float), 0.5))
-    cfg["retry_max_delay_s"] = float(r.get("retry_max_delay_s", (int, float), 30.0))
-    if cfg["retry_base_delay_s"] < 0 or cfg["retry_max_delay_s"] < 0:
-        raise r.error("retry_base_delay_s", "retry delays must be >= 0")
+        cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True, high=1 << 21, unit="tokens")
+        cfg["n_threads"] = r.positive("n_threads", 2, integer=True, high=1024)
+    cfg["concurrency"] = r.positive("concurrency", 4, integer=True, high=4096)
+    cfg["rpm"] = r.positive("rpm", None, allow_none=True, high=1e9, unit="requests per minute")
+    cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")
+    cfg["max_attempts"] = r.positive("max_attempts", 4, integer=True, high=100)
+    cfg["retry_base_delay_s"] = r.number("retry_base_delay_s", 0.5, low=0, high=3600, unit="seconds")
+    cfg["retry_max_delay_s"] = r.number("retry_max_delay_s", 30.0, low=0, high=_MAX_TIMEOUT_S,
+                                        unit="seconds")
     params = r.get("params", dict, {})
+    _finite(params, f"models.{model_id}.params", path)
     secret = [k for k in params if is_secret_name(k)]
     if secret:
         raise r.error(f"params.{secret[0]}", "looks like a credential; name an environment "
@@ -314,6 +354,7 @@ def _conditions(judging: _Reader, path: str) -> tuple[ConditionConfig, ...]:
         name = r.get("name", str, required=True)
         options = r.get("options", dict, {})
         r.finish()
+        _finite(options, f"judging.conditions[{i}].options", path)
         out.append(ConditionConfig(name, MappingProxyType(dict(options))))
     names = [c.name for c in out]
     if not out or len(set(names)) != len(names):
@@ -336,7 +377,8 @@ def _protocols(judging: _Reader, path: str, replicates: int) -> tuple[ProtocolCo
             if name in item:
                 args[name] = _planner_arg(r, name)
         options = r.get("options", dict, {})
-        reps = r.positive("replicates", replicates, integer=True)
+        reps = r.positive("replicates", replicates, integer=True, high=_MAX_REPLICATES)
+        _finite(options, f"judging.protocols[{i}].options", path)
         r.finish(("protocol", "options", "replicates", *PLANNER_ARGS[protocol]))
         out.append(ProtocolConfig(protocol, MappingProxyType(args), MappingProxyType(dict(options)), reps))
     return tuple(out)
@@ -374,8 +416,8 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
     top.finish(_TOP)
     exp = _Reader(top.get("experiment", dict, required=True), "experiment", where)
     name = exp.get("name", str, required=True)
-    seed = exp.get("seed", int, 0)
-    replicates = exp.positive("replicates", 1, integer=True)
+    seed = exp.number("seed", 0, low=0, high=2**63 - 1, integer=True)
+    replicates = exp.positive("replicates", 1, integer=True, high=_MAX_REPLICATES)
     registry_files = tuple(_relative(base, f) for f in exp.strings("registry"))
     store = _relative(base, exp.get("store", str))
     exp.finish()
@@ -384,7 +426,7 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
     dataset = DatasetConfig(
         path=_relative(base, ds.get("path", str)), bundled=ds.get("bundled", str),
         from_store=ds.get("from_store", bool, False),
-        limit=ds.positive("limit", None, integer=True, allow_none=True),
+        limit=ds.positive("limit", None, integer=True, allow_none=True, high=2**63 - 1),
     )
     ds.finish()
     if sum([dataset.path is not None, dataset.bundled is not None, dataset.from_store]) != 1:
@@ -425,11 +467,9 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
     gen = _Reader(top.get("generation", dict, {}), "generation", where)
     generation = GenerationConfig(
         generators=resolve(gen, "generators", gen.strings("generators")),
-        max_tokens=gen.positive("max_tokens", 512, integer=True),
-        temperature=float(gen.get("temperature", (int, float), 0.0)),
+        max_tokens=gen.positive("max_tokens", 512, integer=True, high=1 << 20, unit="tokens"),
+        temperature=gen.number("temperature", 0.0, low=0, high=_MAX_TEMPERATURE),
     )
-    if generation.temperature < 0:
-        raise gen.error("temperature", "must be >= 0")
     gen.finish()
 
     judging = _Reader(top.get("judging", dict, required=True), "judging", where)
@@ -463,7 +503,7 @@ def _grading(table: Any, path: str) -> GradingConfig | None:
     r = _Reader(table, "grading", path)
     task = r.get("task", str)
     tasks = r.get("tasks", dict, {})
-    timeout = r.positive("timeout", 10.0)
+    timeout = r.positive("timeout", 10.0, high=_MAX_TIMEOUT_S, unit="seconds")
     r.finish()
     if (task is None) == (not tasks):
         raise r.error("task", "give exactly one of task (every instance) and tasks (by category)")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -81,8 +82,8 @@ class OpenAIHTTPBackend:
         name: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if max_connections < 1 or top_logprobs < 1 or timeout <= 0:
-            raise ValueError("max_connections, top_logprobs and timeout must be positive")
+        if max_connections < 1 or top_logprobs < 1 or not 0 < timeout < math.inf:
+            raise ValueError("max_connections, top_logprobs and timeout must be positive (timeout finite)")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env

@@ -13,6 +13,7 @@ back. Left out: sharing limits across processes, and adapting to a server's rate
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -57,12 +58,12 @@ class TokenBucket:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        if rate_per_min <= 0:
-            raise ValueError("a token bucket's rate must be positive")
+        if not 0 < rate_per_min < math.inf:
+            raise ValueError("a token bucket's rate must be positive and finite")
         self.rate = rate_per_min / 60.0
         self.capacity = float(capacity if capacity is not None else rate_per_min)
-        if self.capacity <= 0:
-            raise ValueError("a token bucket's capacity must be positive")
+        if not 0 < self.capacity < math.inf:
+            raise ValueError("a token bucket's capacity must be positive and finite")
         self._level = self.capacity
         self._stamp: float | None = None
         self._lock = asyncio.Lock()
@@ -99,8 +100,8 @@ class Limiter:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
         self._slots = asyncio.Semaphore(concurrency)
-        self._requests = TokenBucket(rpm) if rpm else None
-        self._tokens = TokenBucket(tpm) if tpm else None
+        self._requests = TokenBucket(rpm) if rpm is not None else None
+        self._tokens = TokenBucket(tpm) if tpm is not None else None
 
     @asynccontextmanager
     async def slot(self, tokens: int = 1) -> AsyncIterator[None]:

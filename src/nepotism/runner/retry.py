@@ -9,6 +9,7 @@ jitter, so that many clients hit by the same outage do not come back together). 
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -38,8 +39,8 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        if self.base_delay_s < 0 or self.max_delay_s < 0:
-            raise ValueError("retry delays must be >= 0")
+        if not (0 <= self.base_delay_s < math.inf and 0 <= self.max_delay_s < math.inf):
+            raise ValueError("retry delays must be finite and >= 0")
         if not 0 <= self.jitter <= 1:
             raise ValueError("jitter must be between 0 and 1")
 
