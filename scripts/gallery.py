@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""Regenerate the gallery of real audits (docs/gallery/PAGE.md) from the data beside the repository.
+
+    .venv/bin/python scripts/gallery.py arena-bench            # rewrite docs/gallery/arena-bench.md
+    .venv/bin/python scripts/gallery.py --all                  # every page
+    .venv/bin/python scripts/gallery.py arena-bench --check    # exit 1 when the page differs from the data
+    .venv/bin/python scripts/gallery.py arena-bench --json     # print the page's headline figures
+
+Each page runs the installed ``nepotism`` executable (the one beside this Python) exactly as the
+page shows it, in a temporary folder, on the files of ``../shared/data`` (``--data`` to point
+elsewhere), and fills the page's text with the numbers it printed (``--json`` output). Nothing
+here computes a metric: the page only words what the commands returned. ``tests/docs/
+test_gallery.py`` runs every page and fails when a committed page or a headline figure moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT / ".." / "shared" / "data"
+GALLERY = ROOT / "docs" / "gallery"
+SHOWN_DATA = "../shared/data"  # how a page names the data folder (relative to the repository)
+EXE = Path(sys.executable).with_name("nepotism")
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the commands a page shows
+
+
+@dataclass(frozen=True)
+class Data:
+    """A file (or a glob) under the data folder."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``nepotism`` command; ``save`` names the file its standard output is written to."""
+
+    args: tuple[Any, ...]
+    save: str | None = None
+
+    def shown(self) -> str:
+        words = ["nepotism"] + [f"{SHOWN_DATA}/{a.path}" if isinstance(a, Data) else str(a) for a in self.args]
+        return " ".join(words) + (f" > {self.save}" if self.save else "")
+
+    def argv(self, data: Path) -> list[str]:
+        out = [str(EXE)]
+        for a in self.args:
+            if isinstance(a, Data):
+                found = sorted(glob.glob(str(data / a.path)))
+                if not found:
+                    raise SystemExit(f"gallery: {data / a.path} is absent (see {SHOWN_DATA}/PROVENANCE.md)")
+                out += found
+            else:
+                out.append(str(a))
+        return out
+
+
+def run_steps(steps: list[Step], data: Path, work: Path) -> dict[str, Any]:
+    """Run each step in ``work``; the JSON each saved output holds, by file name."""
+    outputs: dict[str, Any] = {}
+    for step in steps:
+        done = subprocess.run(step.argv(data), cwd=work, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"gallery: `{step.shown()}` failed ({done.returncode}):\n{done.stderr}")
+        if step.save:
+            (work / step.save).write_text(done.stdout)
+            outputs[step.save] = json.loads(done.stdout)
+    return outputs
+
+
+# ---------------------------------------------------------------------------------------------
+# Wording numbers
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def ci_pct(r: dict) -> str:
+    """``67.4% (95% CI 65.5–69.4%)``."""
+    return f"{pct(r['value'])} (95% CI {100 * r['ci_low']:.1f}–{pct(r['ci_high'])})"
+
+
+def num(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}"
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def rounded(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def estimate(r: dict) -> dict[str, Any]:
+    """A record's headline figures, rounded for the regression test."""
+    return {"value": rounded(r["value"]), "ci_low": rounded(r["ci_low"]), "ci_high": rounded(r["ci_high"]),
+            "n": r["n"], "n_excluded": r["n_excluded"]}
+
+
+def pick(records: list[dict], metric: str, **match: Any) -> dict:
+    """The one record of ``metric`` whose fields (and variant items) equal ``match``."""
+    def ok(r: dict) -> bool:
+        for key, want in match.items():
+            if key == "variant":
+                if any((r.get("variant") or {}).get(k) != v for k, v in want.items()):
+                    return False
+            elif r.get(key) != want:
+                return False
+        return True
+
+    found = [r for r in records if r["metric"] == metric and ok(r)]
+    if len(found) != 1:
+        raise SystemExit(f"gallery: expected one {metric} record matching {match}, found {len(found)}")
+    return found[0]
+
+
+def commands_block(steps: list[Step]) -> str:
+    return "```bash\n" + "\n".join(s.shown() for s in steps) + "\n```"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pages
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    title: str
+    steps: list[Step]
+    render: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
+    needs: tuple[str, ...] = field(default=())
+
+
+def header(page: Page, summary: str) -> str:
+    return (f"# {page.title}\n\n"
+            f"{summary}\n\n"
+            f"Regenerate this page (seconds to a minute on 2 cores; it runs the commands below in a temporary "
+            f"folder and rewrites the page from their `--json` output):\n\n"
+            f"```bash\n.venv/bin/python scripts/gallery.py {page.name}\n```\n")
+
+
+BOOTSTRAP = ("Intervals: 95% percentile intervals from 1,000 bootstrap resamples of the questions "
+             "(clusters, not rows), seed 0 — `nepotism`'s defaults, so the commands give these numbers.")
+
+
+ARENA_STEPS = [
+    Step(("import", Data("arena_bench_v1/model_judgment/*.jsonl.gz"), "--format", "fastchat-single",
+          "--out", "grades.csv", "--json"), save="import.json"),
+    Step(("metrics", "grades.csv", "--json"), save="metrics.json"),
+    Step(("leakage", "audit", "grades.csv", "--json"), save="audit.json"),
+]
+
+
+def render_arena(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    imported, records, audit = out["import.json"], out["metrics.json"], out["audit.json"][0]
+    counts = imported["counts"]
+    rows = next(iter(imported["outputs"].values()))["rows"]
+    judge = audit["judge"]
+    spr = {s: pick(records, "self-preference-ratio", judge=judge, scope=s) for s in ("self", "family", "student")}
+    excluded = pick(records, "excluded-verdicts", judge=judge)
+    board = audit["leaderboard"]
+    bonus = audit["bonus"]
+    by_relation: dict[str, list[dict]] = {}
+    for e in board:
+        by_relation.setdefault(e["relation"], []).append(e)
+    unrelated = by_relation.get("unrelated", [])
+    best_unrelated = max(unrelated, key=lambda e: e["score"])
+    gpt4 = [e for e in board if e["relation"] in ("same_series", "self")]
+    gpt35 = by_relation.get("same_family", [])
+    students = by_relation.get("student", [])
+
+    def overlapping(e: dict) -> list[str]:
+        """Unrelated entries whose rank interval overlaps ``e``'s."""
+        return [u["entry"] for u in unrelated
+                if u["rank_ci_low"] <= e["rank_ci_high"] and e["rank_ci_low"] <= u["rank_ci_high"]]
+
+    def names(items) -> str:
+        items = list(items)
+        return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+    gpt35_peers = list(dict.fromkeys(n for e in gpt35 for n in overlapping(e)))
+    above = [u["entry"] for u in unrelated if u["score_ci_low"] > max(e["score_ci_high"] for e in students)]
+    below = [u["entry"] for u in unrelated if u["score_ci_high"] < min(e["score_ci_low"] for e in students)]
+    clear = min(e["score_ci_low"] for e in gpt4) > best_unrelated["score_ci_high"]
+
+    def entry(e: dict) -> str:
+        return f"{e['entry']} {num(e['score'])} [{num(e['score_ci_low'])}, {num(e['score_ci_high'])}]"
+
+    table = ["| rank (95% CI) | entry | relation to the judge | mean score [95% CI] | graded | no score |",
+             "|---|---|---|---|---|---|"]
+    for e in board:
+        relation = e["relation"].replace("_", " ") if e["related"] else "unrelated"
+        table.append(f"| {e['rank']:g} ({e['rank_ci_low']:g}–{e['rank_ci_high']:g}) | {e['entry']} | {relation} | "
+                     f"{num(e['score'])} [{num(e['score_ci_low'])}, {num(e['score_ci_high'])}] | {e['n']} | "
+                     f"{e['n_excluded']} |")
+    family, student = spr["family"], spr["student"]
+    text = f"""{header(PAGES["arena-bench"], "A GPT-4 judge grading 16 chatbots on a 1–10 scale against GPT-4's own "
+    "reference answers: how much higher it scores its own family and the models trained on GPT outputs, and what "
+    "these judgments cannot tell apart.")}
+## The data
+
+`{SHOWN_DATA}/arena_bench_v1/` (see `{SHOWN_DATA}/PROVENANCE.md`): the early "arena-bench" stage of
+lmarena/arena-hard-auto (Apache-2.0; the answers are also subject to their providers' terms). 300
+hard user questions; each of 16 models' answers was graded once by a GPT-4 judge (configuration
+`judge_model: gpt-4`, `reference: True`, `ref_model: gpt-4`) in FastChat's single-grading format:
+the judge sees the question, **GPT-4's own reference answer** and the model's answer, and writes a
+rating `[[1]]`…`[[10]]`. The records do not name the judge; the importer takes FastChat's default
+`{judge}` and says so (in autumn 2023 the name `gpt-4` meant the snapshot gpt-4-0613).
+
+## The commands
+
+{commands_block(ARENA_STEPS)}
+
+Without `--json` the same commands print a table and plain-word lines. The import read
+{count(counts["judgments"])} judgments from 17 files and wrote {count(rows)} rows: one file
+(`gpt-4_single.jsonl.gz`) repeats the {count(counts["repeats_dropped"])} GPT-3.5-Turbo judgments of
+another exactly and is kept once. {counts["unparsed"]} replies hold no single rating and 1 call failed
+(`$ERROR$`): they stay rows without a score (unparsed, failed) and are left out of every number
+below, counted ({excluded["n_excluded"]} of {count(excluded["n"])}, {pct(excluded["value"])}).
+
+## Findings
+
+Relatives by the model registry (`nepotism models`): the judge's **family** is GPT-4-0314,
+GPT-4-Turbo (gpt-4-1106-preview) and both GPT-3.5-Turbo snapshots; its **students** (trained on GPT
+outputs, the registry's lineage) are OpenChat-3.5 and Starling-LM-7B-alpha; Vicuna-33B learned from
+ChatGPT conversations (a *family student*, left out of both comparison sets). {len(unrelated)}
+generators are unrelated.
+
+* **Family: the judge scores an OpenAI answer above an unrelated model's answer to the same
+  question in {ci_pct(family)} of the comparisons** (self-preference ratio for direct assessment:
+  share of (family answer, unrelated answer, question) triples where the family answer gets the
+  higher score; equal scores count as not preferred; n = {count(family["n"])} triples over
+  {family["n_clusters"]} questions, {family["n_excluded"]} left out because one of the two has no
+  score).
+* **The effect comes from GPT-4's own series.** GPT-4-Turbo and GPT-4-0314 get mean scores of
+  {" and ".join(num(e["score"]) for e in gpt4)} (ranks 1 and 2, intervals
+  {" and ".join(f"[{num(e['score_ci_low'])}, {num(e['score_ci_high'])}]" for e in gpt4)}),
+  {"with intervals clear of" if clear else "against"} the best unrelated model's
+  ({entry(best_unrelated)}). The two GPT-3.5-Turbo snapshots ({", ".join(entry(e) for e in gpt35)})
+  are not told apart from the unrelated {names(gpt35_peers)}: their rank intervals overlap.
+* **Students: {ci_pct(student)}** (n = {count(student["n"])} triples). OpenChat-3.5 and Starling-7B,
+  both trained on GPT outputs, score in the middle ({", ".join(entry(e) for e in students)}):
+  below {names(above)}, above {names(below)} (intervals apart). A ratio under one half is no
+  evidence either way here: which unrelated models a student meets decides it.
+* **Self: not measurable** — {spr["self"]["note"].removeprefix("not measurable: ")}: the judge is
+  `{judge}` (gpt-4-0613 when arena-bench ran) and the generators are other snapshots;
+  `nepotism metrics` says so on a line of its own.
+
+The leaderboard under this judge (`nepotism leakage audit`; ranks with 95% bootstrap intervals;
+mean score over the questions with a score):
+
+{chr(10).join(table)}
+
+## What these judgments cannot say
+
+* **Favouritism or better answers?** Only one judge graded these answers. An OpenAI answer that is
+  simply better also wins these comparisons, so the ratios above measure "the judge scores its
+  relatives higher", not "higher than they deserve". The leaderboard leakage audit needs a judge
+  unrelated to GPT-4 grading the same answers to estimate a bonus; there is none, so it reports
+  *{bonus["note"].split(":")[0]}* and flags the {bonus["n_related"]} related entries from the
+  registry's lineage alone. Human labels or a second, unrelated judge (e.g. `nepotism run` with a
+  Claude or Llama judge on `{SHOWN_DATA}/arena_bench_v1/model_answer/`) would settle it.
+* **The reference-answer confound.** The judge grades each answer *against GPT-4's own reference
+  answer*. An answer that says what GPT-4 says earns agreement credit, whoever wrote it. GPT-4's
+  snapshots and the models trained on GPT outputs write answers closest to that reference, so the
+  family and student effects above mix three things these data cannot separate: answer quality,
+  self-preference of the judge, and closeness to the reference the judge was told to trust.
+* **Self-preference proper** (the judge's own snapshot among the generators) is absent.
+* 300 questions, one grade per answer, one prompt: no replicates, no position effect (single
+  grading has no order), no per-category breakdown (the records carry no category).
+
+{BOOTSTRAP}
+"""
+    figures = {
+        "rows": rows, "unparsed": counts["unparsed"], "failed": counts["failed"],
+        "repeats_dropped": counts["repeats_dropped"], "judge": judge,
+        "self": {"value": spr["self"]["value"], "note": spr["self"]["note"]},
+        "family": estimate(family), "student": estimate(student),
+        "leaderboard": [[e["entry"], e["relation"], rounded(e["score"])] for e in board],
+        "bonus": bonus["value"], "n_related": bonus["n_related"],
+    }
+    return text, figures
+
+
+PAGES: dict[str, Page] = {
+    "arena-bench": Page("arena-bench", "arena-bench v1: a GPT-4 judge grading its family and its students",
+                        ARENA_STEPS, render_arena, ("arena_bench_v1",)),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def build(name: str, data: Path) -> tuple[str, dict[str, Any]]:
+    page = PAGES[name]
+    with tempfile.TemporaryDirectory(prefix=f"gallery-{name}-") as work:
+        outputs = run_steps(page.steps, data.resolve(), Path(work))
+    return page.render(outputs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"one of {', '.join(PAGES)}")
+    parser.add_argument("--all", action="store_true", help="every page")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
+    parser.add_argument("--out", type=Path, default=GALLERY, help="folder of the pages (default docs/gallery)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page differs")
+    parser.add_argument("--json", action="store_true", help="print the headline figures of each page as JSON")
+    args = parser.parse_args(argv)
+    names = list(PAGES) if args.all else args.pages
+    if not names:
+        parser.error("name a PAGE or --all")
+    for name in names:
+        if name not in PAGES:
+            parser.error(f"unknown page {name!r}: pages are {', '.join(PAGES)}")
+    if not EXE.exists():
+        parser.error(f"the nepotism executable is not installed beside {sys.executable}")
+    status, figures = 0, {}
+    for name in names:
+        text, figures[name] = build(name, args.data)
+        target = args.out / f"{name}.md"
+        if args.check:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                print(f"{target} differs from what the data gives now: run scripts/gallery.py {name}", file=sys.stderr)
+                status = 1
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            if not args.json:
+                print(f"wrote {target}")
+    if args.json:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

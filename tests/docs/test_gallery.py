@@ -1,0 +1,86 @@
+"""The gallery of real audits (docs/gallery/): every page regenerates from ../shared/data to exactly the
+committed text, its headline figures are the ones below, and the README and the index link every page.
+
+A failure here means a number on a published page moved (a metric, an importer or the data changed):
+look at why, then rerun `.venv/bin/python scripts/gallery.py PAGE` and update the figures below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / ".." / "shared" / "data"
+GALLERY = ROOT / "docs" / "gallery"
+SCRIPT = ROOT / "scripts" / "gallery.py"
+
+#: page -> (data folder it needs, headline figures: value, ci_low, ci_high, n)
+EXPECTED = {
+    "arena-bench": ("arena_bench_v1", {
+        "rows": 4800, "unparsed": 39, "failed": 1, "repeats_dropped": 300, "judge": "gpt-4",
+        "family": (0.674, 0.655, 0.694, 10653), "student": (0.418, 0.389, 0.448, 5293),
+        "self": "not measurable: the judge's own answers are not among the 16 generators it scored",
+        "n_related": 7, "bonus": None,
+    }),
+}
+
+
+def _figures_match(got: dict, want: dict) -> None:
+    for key, value in want.items():
+        if isinstance(value, tuple):
+            assert (got[key]["value"], got[key]["ci_low"], got[key]["ci_high"], got[key]["n"]) == value, key
+        elif key == "self":
+            assert got[key] == {"value": None, "note": value}
+        else:
+            assert got[key] == value, key
+
+
+@pytest.mark.parametrize("page", sorted(EXPECTED))
+def test_page_regenerates_to_the_committed_text_and_figures(page, tmp_path):
+    needs, want = EXPECTED[page]
+    if not (DATA / needs).exists():
+        pytest.skip(f"../shared/data/{needs} is absent")
+    done = subprocess.run([sys.executable, str(SCRIPT), page, "--check", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    _figures_match(json.loads(done.stdout)[page], want)
+
+
+def test_every_page_is_tested_indexed_and_says_how_to_regenerate():
+    pages = sorted(p.stem for p in GALLERY.glob("*.md") if p.name != "README.md")
+    assert pages == sorted(EXPECTED)
+    index = (GALLERY / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for page in pages:
+        text = (GALLERY / f"{page}.md").read_text(encoding="utf-8")
+        assert f"scripts/gallery.py {page}\n" in text
+        assert "## What these judgments cannot say" in text and "95% CI" in text
+        assert f"({page}.md)" in index and f"(docs/gallery/{page}.md)" in readme
+
+
+def test_check_fails_on_a_stale_page(tmp_path):
+    if not (DATA / "arena_bench_v1").exists():
+        pytest.skip("../shared/data/arena_bench_v1 is absent")
+    (tmp_path / "arena-bench.md").write_text("stale\n")
+    done = subprocess.run([sys.executable, str(SCRIPT), "arena-bench", "--check", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1 and "differs from what the data gives now" in done.stderr
+    assert (tmp_path / "arena-bench.md").read_text() == "stale\n"
+
+
+def test_unknown_page_is_an_error():
+    done = subprocess.run([sys.executable, str(SCRIPT), "no-such-page"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown page 'no-such-page'" in done.stderr
+
+
+def test_readme_setup_is_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", setup, flags=re.S)
+    assert [b.strip().count("\n") for b in blocks] == [0, 0]
