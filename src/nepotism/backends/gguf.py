@@ -36,6 +36,7 @@ failed completions. Not here: batching several requests into one decode, GPU off
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -81,6 +82,34 @@ def unload_all() -> None:
         _models.clear()
 
 
+@contextlib.contextmanager
+def _plain_cpu_weights():
+    """Load weights into plain CPU buffers, without llama.cpp's "extra buffer types".
+
+    On a CPU with AMX (Intel Sapphire Rapids and later) a native build repacks Q4_0/Q4_1/Q8_0
+    weights for the AMX kernels, and evaluating a prompt through them crashed the process with a
+    segmentation fault in ``llama_decode`` (SmolLM2-135M Q4_1, llama-cpp-python 0.3.36; the same
+    build and model ran on a CPU without AMX). Repacking only buys speed, and without it the
+    same file gives the same log-probabilities on every x86 machine. ``Llama()`` offers no switch,
+    so the default model parameters it starts from are adjusted while it loads (under
+    ``_models_lock``: one load at a time).
+    """
+    from llama_cpp import llama_cpp  # the low-level module `Llama()` reads its defaults from
+
+    default = llama_cpp.llama_model_default_params
+
+    def without_repacking():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    llama_cpp.llama_model_default_params = without_repacking
+    try:
+        yield
+    finally:
+        llama_cpp.llama_model_default_params = default
+
+
 def _load(path: str, n_ctx: int, n_threads: int, n_batch: int) -> _Loaded:
     key = (path, n_ctx, n_threads, n_batch)
     with _models_lock:
@@ -94,10 +123,11 @@ def _load(path: str, n_ctx: int, n_threads: int, n_batch: int) -> _Loaded:
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        llm = Llama(
-            model_path=path, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=n_threads,
-            n_threads_batch=n_threads, logits_all=False, verbose=False,
-        )
+        with _plain_cpu_weights():
+            llm = Llama(
+                model_path=path, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=n_threads,
+                n_threads_batch=n_threads, logits_all=False, verbose=False,
+            )
         loaded = _Loaded(llm=llm, n_vocab=llm.n_vocab())
         template = llm.metadata.get("tokenizer.chat_template")
         if template:
