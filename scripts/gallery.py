@@ -45,10 +45,12 @@ class Data:
 
 @dataclass(frozen=True)
 class Step:
-    """One ``nepotism`` command; ``save`` names the file its standard output is written to."""
+    """One ``nepotism`` command; ``save`` names the file its standard output is written to, ``reads`` a
+    JSON file it writes that the page uses."""
 
     args: tuple[Any, ...]
     save: str | None = None
+    reads: str | None = None
 
     def shown(self) -> str:
         words = ["nepotism"] + [f"{SHOWN_DATA}/{a.path}" if isinstance(a, Data) else str(a) for a in self.args]
@@ -77,6 +79,8 @@ def run_steps(steps: list[Step], data: Path, work: Path) -> dict[str, Any]:
         if step.save:
             (work / step.save).write_text(done.stdout)
             outputs[step.save] = json.loads(done.stdout)
+        if step.reads:
+            outputs[step.reads] = json.loads((work / step.reads).read_text())
     return outputs
 
 
@@ -162,11 +166,16 @@ ARENA_STEPS = [
           "--out", "grades.csv", "--json"), save="import.json"),
     Step(("metrics", "grades.csv", "--json"), save="metrics.json"),
     Step(("leakage", "audit", "grades.csv", "--json"), save="audit.json"),
+    Step(("report", "grades.csv", "--out", "report"), reads="report/results.json"),
 ]
 
 
 def render_arena(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     imported, records, audit = out["import.json"], out["metrics.json"], out["audit.json"][0]
+    adjusted = {r["generator"]: r for r in out["report/results.json"]["results"]
+                if r["metric"] == "leaderboard-rank" and (r.get("variant") or {}).get("judges") == "unrelated"}
+    flagged = [g for g, r in adjusted.items() if r.get("lineage_only")]
+    re_estimated = [g for g, r in adjusted.items() if r["value"] is not None]
     counts = imported["counts"]
     rows = next(iter(imported["outputs"].values()))["rows"]
     judge = audit["judge"]
@@ -200,13 +209,15 @@ def render_arena(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     def entry(e: dict) -> str:
         return f"{e['entry']} {num(e['score'])} [{num(e['score_ci_low'])}, {num(e['score_ci_high'])}]"
 
-    table = ["| rank (95% CI) | entry | relation to the judge | mean score [95% CI] | graded | no score |",
-             "|---|---|---|---|---|---|"]
+    table = ["| rank (95% CI) | entry | relation to the judge | mean score [95% CI] | graded | no score | "
+             "without related judges |", "|---|---|---|---|---|---|---|"]
     for e in board:
         relation = e["relation"].replace("_", " ") if e["related"] else "unrelated"
+        a = adjusted[e["entry"]]
+        without = "lineage only" if a.get("lineage_only") else num(a["score"])
         table.append(f"| {e['rank']:g} ({e['rank_ci_low']:g}–{e['rank_ci_high']:g}) | {e['entry']} | {relation} | "
                      f"{num(e['score'])} [{num(e['score_ci_low'])}, {num(e['score_ci_high'])}] | {e['n']} | "
-                     f"{e['n_excluded']} |")
+                     f"{e['n_excluded']} | {without} |")
     family, student = spr["family"], spr["student"]
     text = f"""{header(PAGES["arena-bench"], "A GPT-4 judge grading 16 chatbots on a 1–10 scale against GPT-4's own "
     "reference answers: how much higher it scores its own family and the models trained on GPT outputs, and what "
@@ -261,7 +272,11 @@ generators are unrelated.
   `nepotism metrics` says so on a line of its own.
 
 The leaderboard under this judge (`nepotism leakage audit`; ranks with 95% bootstrap intervals;
-mean score over the questions with a score):
+mean score over the questions with a score). The last column is the relatedness-adjusted
+leaderboard of `nepotism report` (its `results.json`): each generator's score re-estimated from the
+judges unrelated to it. With one judge there is nothing to re-estimate the {len(flagged)} relatives
+from, so they are flagged from the registry's lineage alone ("lineage only"); the
+{len(re_estimated)} unrelated generators keep the judge's score.
 
 {chr(10).join(table)}
 
@@ -291,7 +306,7 @@ mean score over the questions with a score):
         "self": {"value": spr["self"]["value"], "note": spr["self"]["note"]},
         "family": estimate(family), "student": estimate(student),
         "leaderboard": [[e["entry"], e["relation"], rounded(e["score"])] for e in board],
-        "bonus": bonus["value"], "n_related": bonus["n_related"],
+        "bonus": bonus["value"], "n_related": bonus["n_related"], "lineage_only": sorted(flagged),
     }
     return text, figures
 

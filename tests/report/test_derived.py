@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nepotism.analyses.comparisons import build_comparisons
 from nepotism.report import derived
 from nepotism.report.derived import leaderboard_records
@@ -37,3 +39,81 @@ def test_leaderboard_without_bootstrap_has_no_intervals(simulated):
     sim, registry, _ = simulated
     records = leaderboard_records(build_comparisons(sim.pairwise).frame, registry, n_resamples=0)
     assert records and all(r["ci_low"] is None and r["value"] >= 1 for r in records)
+
+
+def _pointwise_registry(tmp_path):
+    from nepotism.models import load_registry
+
+    path = tmp_path / "models.toml"
+    path.write_text('[models."judge-a"]\nfamily = "a"\n[models."judge-b"]\nfamily = "b"\n'
+                    '[models."other"]\nfamily = "o"\n'
+                    '[models."student-a"]\nfamily = "s"\nteachers = ["judge-a"]\n')
+    return load_registry([str(path)])
+
+
+def _pointwise_frame(n=200, seed=0):
+    """judge-a adds 2 points to its own answers; judge-b is fair; only judge-a scored student-a."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    quality = {"judge-a": 6.0, "judge-b": 6.0, "other": 5.0, "student-a": 5.0}
+    rows = []
+    for i in range(n):
+        for judge in ("judge-a", "judge-b"):
+            for model, q in quality.items():
+                if model == "student-a" and judge == "judge-b":
+                    continue
+                bonus = 2.0 if model == judge == "judge-a" else 0.0
+                rows.append({"instance_id": f"q{i}", "judge": judge, "model": model,
+                             "score": q + bonus + rng.normal(scale=0.5)})
+    frame = pd.DataFrame(rows)
+    frame.loc[2, "score"] = np.nan  # an unparsed grade (of "other", by judge-a): left out
+    return frame
+
+
+def test_pointwise_leaderboard_without_related_judges(tmp_path):
+    from nepotism.report.derived import pointwise_leaderboard_records
+
+    registry = _pointwise_registry(tmp_path)
+    frame = _pointwise_frame()
+    records = pointwise_leaderboard_records(frame, registry, n_resamples=200, seed=1)
+    board = {(r["variant"]["judges"], r["generator"]): r for r in records}
+    assert {r["variant"]["score"] for r in records} == {"mean score (the judges' scores averaged)"}
+    # judge-a's own answers: +1 on average with both judges, the fair 6 once judge-a is left out
+    own_all, own_unrelated = board[("all", "judge-a")], board[("unrelated", "judge-a")]
+    assert own_all["score"] == pytest.approx(7.0, abs=0.1) and own_unrelated["score"] == pytest.approx(6.0, abs=0.1)
+    assert own_unrelated["judges_used"] == ["judge-b"] and own_unrelated["n_excluded"] == 200
+    assert own_all["value"] == 1 and own_unrelated["ci_low"] <= own_unrelated["value"] <= own_unrelated["ci_high"]
+    assert board[("all", "other")]["n"] == 399  # the unparsed grade left out
+    # student-a: only its teacher's judge scored it: flagged from lineage alone, never dropped silently
+    student = board[("unrelated", "student-a")]
+    assert student["value"] is None and student["score"] is None and student["lineage_only"]
+    assert student["related_judges"] == {"judge-a": "student"} and student["n_excluded"] == 200
+    assert student["note"].startswith("flagged from lineage alone: every judge that scored it is related to it "
+                                      "(judge-a: student)")
+    assert pointwise_leaderboard_records(frame, registry, n_resamples=200, seed=1) == records
+
+
+def test_pointwise_report_shows_the_flag(tmp_path):
+    from nepotism.report.full import _flag_text, _leaderboard_table
+    from nepotism.report.derived import pointwise_leaderboard_records
+
+    records = pointwise_leaderboard_records(_pointwise_frame(n=30), _pointwise_registry(tmp_path), n_resamples=20)
+    rows = {r["generator"]: r for r in _leaderboard_table(records)}
+    assert rows["student-a"]["unrelated"] is None and _flag_text(rows["student-a"]) == "lineage only (judge-a: student)"
+    assert all(r["change"] is None for r in rows.values())  # ranks among fewer generators are not compared
+    assert rows["judge-b"]["unrelated"] is not None
+
+
+def test_pairwise_generator_only_related_judges_saw_is_flagged(simulated):
+    sim, registry, _ = simulated
+    comparisons = build_comparisons(sim.pairwise).frame
+    one_judge = comparisons[comparisons["judge"] == "judge-a"]
+    records = leaderboard_records(one_judge, registry, n_resamples=0)
+    flagged = {r["generator"]: r for r in records if r.get("lineage_only")}
+    assert "judge-a" in flagged and flagged["judge-a"]["related_judges"] == {"judge-a": "self"}
+    assert flagged["judge-a"]["note"].startswith("flagged from lineage alone: every judge that judged each of its "
+                                                 "comparisons is related to it or to its opponent")
+    unflagged = {r["generator"] for r in records if r["variant"]["judges"] == "unrelated" and r["value"] is not None}
+    assert set(sim.spec.generators) == unflagged | set(flagged)

@@ -9,6 +9,12 @@ perplexity bins.
   rank interval comes from the same seeded cluster bootstrap as every metric (prompts resampled,
   `nepotism.metrics._bootstrap.bootstrap_weights`): the generators are ranked within each
   resample and the interval is the percentile interval of those ranks.
+- `pointwise_leaderboard_records`: the same two leaderboards from a pointwise table (every
+  generator graded alone, e.g. MT-Bench or arena-bench grades): each generator's mean score over
+  the judges' scores, once with every judge and once without the judges related to it. In both,
+  a generator only related judges scored has no score without them: it gets an ``unrelated``
+  record without a value whose note names its judges and relations — flagged from the registry's
+  lineage alone, never silently left off the board.
 - `perplexity_records`: the list `nepotism.metrics.reference.perplexity_win_rate` returns, as
   records ``metric = "perplexity-win-rate"`` with ``variant = {bin, low, high, rater: judge|human,
   split: all|self|other}`` — the shape `nepotism.report.plots` draws.
@@ -26,7 +32,10 @@ from scipy import stats
 
 from nepotism.metrics._bootstrap import bootstrap_weights
 
-__all__ = ["leaderboard_records", "perplexity_records"]
+__all__ = ["leaderboard_records", "perplexity_records", "pointwise_leaderboard_records"]
+
+_PREFERENCE = "mean preference (win 1, tie 1/2, loss 0)"
+_MEAN_SCORE = "mean score (the judges' scores averaged)"
 
 _UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
 
@@ -49,7 +58,7 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
-           confidence: float) -> list[dict]:
+           confidence: float, measure: str = _PREFERENCE) -> list[dict]:
     if rows.empty:
         return []
     clusters, cluster_code = np.unique(rows["instance_id"].to_numpy(), return_inverse=True)
@@ -80,16 +89,96 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
         records.append({
             "metric": "leaderboard-rank", "judge": "all judges" if variant == "all" else "unrelated judges",
             "judge_id": None, "condition": "pooled", "generator": str(name), "pair": None, "scope": None,
-            "variant": {"judges": variant, "score": "mean preference (win 1, tie 1/2, loss 0)"},
+            "variant": {"judges": variant, "score": measure},
             "value": float(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
             "score": float(score[i]), "score_ci_low": _clean(score_low[i]), "score_ci_high": _clean(score_high[i]),
             "n": int(total[g + i]), "n_clusters": int(prompts[name]),
             "n_excluded": int(n_excluded.get(str(name), 0)),
-            "excluded": {"judge related to a candidate": int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
+            "excluded": {_reason(measure): int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
             "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
             "n_resamples": n_resamples, "p_value": None, "note": None,
         })
     return records
+
+
+def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: str, confidence: float,
+                  n_resamples: int) -> list[dict]:
+    """``unrelated`` records without a value for the generators only related judges scored."""
+    records = []
+    pairwise = "opponent" in rows
+    for name in sorted(set(rows["generator"]) - set(kept["generator"])):
+        mine = rows[rows["generator"] == name]
+        judges = sorted(set(map(str, mine["judge"])))
+        why = ", ".join(f"{j}: {relation(j, name).lower()}" for j in judges)
+        whom = ("judged each of its comparisons is related to it or to its opponent" if pairwise
+                else "scored it is related to it")
+        records.append({
+            "metric": "leaderboard-rank", "judge": "unrelated judges", "judge_id": None, "condition": "pooled",
+            "generator": str(name), "pair": None, "scope": None, "variant": {"judges": "unrelated", "score": measure},
+            "value": None, "ci_low": None, "ci_high": None, "score": None, "score_ci_low": None, "score_ci_high": None,
+            "n": 0, "n_clusters": 0, "n_excluded": len(mine), "excluded": {_reason(measure): len(mine)},
+            "judges_used": [], "confidence": confidence, "method": "percentile of bootstrap ranks",
+            "n_resamples": n_resamples, "p_value": None, "lineage_only": True,
+            "related_judges": {j: relation(j, name).lower() for j in judges},
+            "note": f"flagged from lineage alone: every judge that {whom} ({why}), so no score "
+                    "without related judges can be estimated; add an unrelated judge's judgments",
+        })
+    return records
+
+
+class _Relations:
+    """Cached registry relation names (``UNKNOWN`` when the registry cannot say)."""
+
+    def __init__(self, registry):
+        self.registry, self.cache = registry, {}
+
+    def __call__(self, judge: str, model: str) -> str:
+        key = (judge, model)
+        if key not in self.cache:
+            try:
+                self.cache[key] = self.registry.relation(judge, model).name
+            except (KeyError, ValueError, AttributeError):
+                self.cache[key] = "UNKNOWN"
+        return self.cache[key]
+
+    def related(self, judge: str, model: str) -> bool:
+        return self(judge, model) not in _UNRELATED
+
+
+def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, n_resamples: int = 1000, seed: int = 0,
+                                  confidence: float = 0.95) -> list[dict]:
+    """Leaderboard ranks of a pointwise table, with all judges and without the judges related to each generator.
+
+    ``frame`` is a recorded pointwise table (``instance_id, judge, model, score``; rows without a
+    score are left out). A generator's score is the mean of its scores over instances and judges
+    (replicates and judges pooled, as `leaderboard_records` pools comparisons); the ``unrelated``
+    board drops every score given by a judge whose registry relation to that generator is anything
+    but UNRELATED/UNKNOWN. Judges are assumed to share the score scale: a generator re-estimated
+    from a stricter set of judges loses points (the per-judge leakage audit's difference in
+    differences, `nepotism.leakage.audit`, is the estimate that removes leniency).
+    """
+    score = pd.to_numeric(frame["score"], errors="coerce")
+    scored = frame[score.notna()]
+    rows = pd.DataFrame({"instance_id": scored["instance_id"].astype(str).to_numpy(),
+                         "judge": scored["judge"].astype(str).to_numpy(),
+                         "generator": scored["model"].astype(str).to_numpy(),
+                         "score": score[score.notna()].to_numpy(dtype=float)})
+    if rows.empty:
+        return []
+    relation = _Relations(registry)
+    pairs = rows[["judge", "generator"]].drop_duplicates()
+    pairs["drop"] = [relation.related(j, g) for j, g in pairs.itertuples(index=False)]
+    rows = rows.merge(pairs, on=["judge", "generator"], how="left")
+    kept = rows[~rows["drop"]]
+    dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
+    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "measure": _MEAN_SCORE}
+    return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
+            + _lineage_only(rows, kept, relation, measure=_MEAN_SCORE, confidence=confidence,
+                            n_resamples=n_resamples))
+
+
+def _reason(measure: str) -> str:
+    return "judge related to a candidate" if measure == _PREFERENCE else "judge related to the generator"
 
 
 def _clean(x: float) -> float | None:
@@ -102,29 +191,21 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int
 
     ``comparisons`` is `nepotism.analyses.comparisons.Comparisons.frame` (one row per judge,
     prompt and unordered pair; NaN outcomes are excluded). A generator no unrelated judge saw gets
-    no ``unrelated`` record.
+    an ``unrelated`` record without a value, flagged from lineage alone (its note says why).
     """
     rows = _side_rows(comparisons)
     if rows.empty:
         return []
-    cache: dict[tuple[str, str], bool] = {}
-
-    def related(judge: str, model: str) -> bool:
-        key = (judge, model)
-        if key not in cache:
-            try:
-                cache[key] = registry.relation(judge, model).name not in _UNRELATED
-            except (KeyError, ValueError, AttributeError):
-                cache[key] = False
-        return cache[key]
-
+    relation = _Relations(registry)
     pairs = rows[["judge", "generator", "opponent"]].drop_duplicates()
-    pairs["drop"] = [related(j, g) or related(j, o) for j, g, o in pairs.itertuples(index=False)]
+    pairs["drop"] = [relation.related(j, g) or relation.related(j, o) for j, g, o in pairs.itertuples(index=False)]
     rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
     options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
-    return _board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
+    return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
+            + _lineage_only(rows, kept, relation, measure=_PREFERENCE, confidence=confidence,
+                            n_resamples=n_resamples))
 
 
 def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:

@@ -69,7 +69,7 @@ def _row(record: dict) -> dict:
 
 
 def _rank(r):
-    return None if r is None else (r["value"], r.get("ci_low"), r.get("ci_high"))
+    return None if r is None or r.get("value") is None else (r["value"], r.get("ci_low"), r.get("ci_high"))
 
 
 def _leaderboard_table(records) -> list[dict]:
@@ -84,7 +84,12 @@ def _leaderboard_table(records) -> list[dict]:
                      "score_all": a and a.get("score"), "score_unrelated": u and u.get("score"),
                      "n_all": a and a.get("n"), "n_unrelated": u and u.get("n"),
                      "dropped": u.get("n_excluded") if u else None,
-                     "change": (a["value"] - u["value"]) if a and u else None})
+                     "flag": u.get("note") if u and u.get("value") is None else None,
+                     "related_judges": (u or {}).get("related_judges"),
+                     "change": (a["value"] - u["value"]) if a and u and u.get("value") is not None else None})
+    if any(r["flag"] for r in rows):  # ranks among fewer generators: a change of rank would mislead
+        for r in rows:
+            r["change"] = None
     rows.sort(key=lambda r: (r["all"][0] if r["all"] else math.inf, r["generator"]))
     return rows
 
@@ -191,6 +196,12 @@ def _md_table(columns: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
+def _flag_text(row) -> str:
+    """``lineage only (gpt-4: same_series)``: no judge unrelated to the generator scored it."""
+    judges = row.get("related_judges") or {}
+    return "lineage only" + (f" ({', '.join(f'{j}: {v}' for j, v in judges.items())})" if judges else "")
+
+
 def _rank_text(rank) -> str:
     if rank is None:
         return "—"
@@ -219,7 +230,8 @@ def _markdown(context: dict) -> str:
     if context["leaderboard"]:
         out += ["## Leaderboard (rank, interval)", ""]
         out += _md_table(["generator", "all judges", "related judges left out", "change"],
-                         [[r["generator"], _rank_text(r["all"]), _rank_text(r["unrelated"]),
+                         [[r["generator"], _rank_text(r["all"]),
+                           _flag_text(r) if r["flag"] else _rank_text(r["unrelated"]),
                            "" if r["change"] is None else f"{r['change']:+g}"] for r in context["leaderboard"]]) + [""]
     out += ["## Judge cards", ""]
     cards = context["cards"]

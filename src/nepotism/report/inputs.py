@@ -175,7 +175,7 @@ def audit_judgments(path: str | Path, *, references: Sequence[str | Path] = (), 
     from nepotism.analyses.run_audit import run_audit
     from nepotism.analyses.suite import SuiteOptions, run_suite
     from nepotism.models import load_registry
-    from nepotism.report.derived import leaderboard_records
+    from nepotism.report.derived import leaderboard_records, pointwise_leaderboard_records
     from nepotism.report.summary import describe
     from nepotism.tables import read_table
 
@@ -202,7 +202,8 @@ def audit_judgments(path: str | Path, *, references: Sequence[str | Path] = (), 
         leaderboard = leaderboard_records(comparisons.frame, registry, n_resamples=n_resamples, seed=seed,
                                           confidence=confidence)
     else:
-        leaderboard = []
+        leaderboard = (pointwise_leaderboard_records(table.frame, registry, n_resamples=n_resamples, seed=seed,
+                                                     confidence=confidence) if table.kind == "pointwise" else [])
         summary.update({"instances": int(table.frame["instance_id"].nunique()),
                         "judges": sorted(map(str, table.frame["judge"].unique()))})
     suite = run_suite(table.frame, table.kind, registry, references=refs,

@@ -457,7 +457,8 @@ def leaderboard(records: list[dict]) -> list[dict]:
             ax.plot([], [], marker, color=colour, label=label)
         ax.set_yticks(range(len(names)), [_short(g) for g in names], fontsize=7.5)
         ax.set_ylim(len(names) - 0.5, -0.5)
-        ax.set_xlabel("rank (1 = best; mean preference score over its comparisons)")
+        measure = _variant(rows[0]).get("score") or "mean preference"
+        ax.set_xlabel(f"rank (1 = best; {measure})")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_title("Leaderboard: all judges vs related judges left out")
         level = int(round(100 * (rows[0].get("confidence") or 0.95)))
