@@ -22,8 +22,9 @@ request mode uses:
   (llama-cpp-python issue #1983); for llama.cpp models use `nepotism.backends.gguf` instead.
 
 Failures come back as values with an error class (``timeout``, ``connection``, ``http_429``,
-``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``unsupported:<what>``); retries,
-rate limits and caching belong to the runner. The API key is read from the environment variable
+``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``unsupported:<what>``); a 429 or
+503 that says how long to wait (``Retry-After``, ...) carries the wait in ``raw["retry_after_s"]``.
+Retries, rate limits and caching belong to the runner. The API key is read from the environment variable
 named in the configuration and only ever placed in the ``Authorization`` header: it is redacted
 from every response body and error text before decoding, in any spelling JSON allows
 (`nepotism.credentials.redact_text`), and never shown in a repr.
@@ -124,7 +125,7 @@ class OpenAIHTTPBackend:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # -- transports: each returns (status, body bytes) or raises _TransportFailure ------------
+    # -- transports: each returns (status, body bytes, headers) or raises _TransportFailure ---
 
     def _all_headers(self) -> dict[str, str]:
         if self._key is None:
@@ -142,21 +143,21 @@ class OpenAIHTTPBackend:
         )
         return self._session
 
-    async def _post_aiohttp(self, path: str, payload: bytes) -> tuple[int, bytes]:
+    async def _post_aiohttp(self, path: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
         session = self._session or self._open_session()
         try:
             async with session.post(self.base_url + path, data=payload) as resp:
-                return resp.status, await resp.read()
+                return resp.status, await resp.read(), resp.headers
         except (asyncio.TimeoutError, TimeoutError) as exc:
             raise _TransportFailure("timeout") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc
 
-    async def _post_httpx(self, path: str, payload: bytes) -> tuple[int, bytes]:
+    async def _post_httpx(self, path: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
         assert self._httpx is not None
         try:
             resp = await self._httpx.post(path, content=payload)
-            return resp.status_code, resp.content
+            return resp.status_code, resp.content, resp.headers
         except httpx.TimeoutException as exc:
             raise _TransportFailure("timeout") from exc
         except httpx.TransportError as exc:
@@ -173,9 +174,9 @@ class OpenAIHTTPBackend:
         start = time.perf_counter()
         try:
             if self._httpx is not None:
-                status, content = await self._post_httpx(path, payload)
+                status, content, headers = await self._post_httpx(path, payload)
             else:
-                status, content = await self._post_aiohttp(path, payload)
+                status, content, headers = await self._post_aiohttp(path, payload)
         except _TransportFailure as exc:
             error = exc.kind if not exc.detail else f"{exc.kind}: {redact_text(exc.detail)[:200]}"
             return failed(error, latency_s=time.perf_counter() - start)
@@ -183,7 +184,7 @@ class OpenAIHTTPBackend:
         # every known key, in any spelling JSON allows (``\\/``, ``\\uXXXX``), goes before decoding
         text = redact_text(content.decode("utf-8", errors="replace"))
         if status != 200:
-            return http_failure(status, text, latency, request)
+            return http_failure(status, text, latency, request, headers)
         data: Any = None
         try:
             data = json.loads(text)

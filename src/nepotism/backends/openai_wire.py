@@ -2,20 +2,26 @@
 
 Pure functions, no I/O: `build_body` turns a `Request` into an endpoint path and a JSON body;
 `read_body` turns a 200 response body into a `Completion` (raising on a malformed body, which the
-caller reports as ``malformed_body``); `http_failure` classifies a non-200 answer. The rules for
-labels and continuations are described in `nepotism.backends.openai_http`.
+caller reports as ``malformed_body``); `http_failure` classifies a non-200 answer and, for 429 and
+503, reads how long the server asked the client to wait (`retry_after_s`: ``Retry-After`` in
+seconds or as an HTTP-date, ``retry-after-ms``, OpenAI's ``x-ratelimit-reset-requests`` /
+``-tokens`` durations such as ``6m0s``) into ``raw["retry_after_s"]``. The rules for labels and
+continuations are described in `nepotism.backends.openai_http`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import time
 from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from nepotism.backends.base import Completion, Request, failed, logsumexp
 
-__all__ = ["build_body", "http_failure", "read_body"]
+__all__ = ["build_body", "http_failure", "read_body", "retry_after_s"]
 
 _UNSUPPORTED_CHAT_CONTINUATION = (
     "unsupported:continuation_logprobs: over HTTP a raw prompt is needed "
@@ -70,12 +76,73 @@ def _error_message(body: Any) -> str | None:
     return None
 
 
-def http_failure(status: int, text: str, latency: float, request: Request) -> Completion:
-    """A failed Completion classifying a non-200 answer (``http_429``, ``http_5xx:503``, ...)."""
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
+# a wait longer than this is not a wait but a misreading (a Unix time sent as seconds, ...)
+_MAX_WAIT_S = 7 * 86_400.0
+
+
+def _duration(text: str) -> float | None:
+    """Seconds in a Go-style duration (``1h2m3.5s``, ``20ms``, ``6m0s``); None if not one."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """How many seconds a server asked the client to wait, from its response ``headers``.
+
+    Read, the longest of: ``Retry-After`` (delta-seconds, or an HTTP-date relative to ``now``,
+    RFC 9110 §10.2.3), ``retry-after-ms`` (milliseconds; OpenAI and Azure), and
+    ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens`` (durations such as ``1s``,
+    ``6m0s``, ``20ms``; OpenAI). Header names are matched case-insensitively; unreadable,
+    negative, non-finite or absurd values (over a week) are ignored. None when nothing applies.
+    """
+    found: list[float] = []
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    value = lowered.get("retry-after")
+    if value is not None:
+        value = value.strip()
+        try:
+            found.append(float(value))
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError):
+                when = None
+            if when is not None and when.tzinfo is not None:
+                found.append(when.timestamp() - (time.time() if now is None else now))
+    if "retry-after-ms" in lowered:
+        try:
+            found.append(float(lowered["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
+        if name in lowered:
+            seconds = _duration(lowered[name])
+            if seconds is not None:
+                found.append(seconds)
+    usable = [max(0.0, v) for v in found if math.isfinite(v) and v <= _MAX_WAIT_S]
+    return max(usable) if usable else None
+
+
+def http_failure(status: int, text: str, latency: float, request: Request,
+                 headers: Mapping[str, str] | None = None) -> Completion:
+    """A failed Completion classifying a non-200 answer (``http_429``, ``http_5xx:503``, ...).
+
+    For 429 and 503 the wait the server asked for (`retry_after_s`) goes into
+    ``raw["retry_after_s"]``, for the runner's retry policy to honour.
+    """
     try:
         raw: dict[str, Any] = {"status_code": status, "body": json.loads(text)}
     except ValueError:
         raw = {"status_code": status, "body": {"text": text[:2000]}}
+    if status in (429, 503) and headers:
+        wait = retry_after_s(headers)
+        if wait is not None:
+            raw["retry_after_s"] = round(wait, 3)
     if status == 429:
         cls = "http_429"
     elif 500 <= status < 600:

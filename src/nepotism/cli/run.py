@@ -79,6 +79,9 @@ def _print_summary(summary) -> None:
     for name, s in (("generation", g), ("judging", j)):
         click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent, "
                    f"{s['failed']} failed, {s['retries']} retries, ${s['spend_usd']:.4f}")
+        if s.get("server_waits"):
+            click.echo(f"      {s['server_waits']} retries waited {s['waited_s']:.1f} s in all, "
+                       "as the server asked (Retry-After)")
         for err, n in s["errors"].items():
             click.echo(f"      {err}: {n}")
     click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))

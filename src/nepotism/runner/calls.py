@@ -34,7 +34,7 @@ from nepotism.credentials import is_secret_name, redact_text
 from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
-from nepotism.runner.retry import RetryPolicy, is_retryable
+from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
 from nepotism.store import CachedCall, Store
 from nepotism.store.fastread import call_rows
 
@@ -366,9 +366,20 @@ class CallExecutor:
             errors.append(completion.error or "unknown")
             if not is_retryable(completion.error) or len(errors) >= policy.max_attempts:
                 return completion, errors
+            delay = policy.delay(len(errors), self._rng)
+            asked = asked_wait(completion)
+            if asked is not None:
+                if asked > policy.max_retry_after_s:
+                    return completion, errors
+                # never earlier than the server asked; the endpoint's other sends wait too
+                delay = max(delay, asked)
+                if endpoint.limiter is not None:
+                    endpoint.limiter.hold(asked)
+                self.stats.server_waits += 1
+                self.stats.waited_s += asked
             self.stats.retries += 1
             self.stats.refresh()
-            await asyncio.sleep(policy.delay(len(errors), self._rng))
+            await asyncio.sleep(delay)
 
     async def _send(self, endpoint: Endpoint, request: Request, tokens: int) -> Completion:
         if endpoint.backend is None:

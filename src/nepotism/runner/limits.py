@@ -4,10 +4,10 @@
 ``rate_per_min / 60`` units per second up to ``capacity`` (one minute's worth by default), and
 `TokenBucket.acquire` waits until enough units are there. `Limiter` combines an
 ``asyncio.Semaphore`` (bounded concurrency) with an optional requests-per-minute bucket and an
-optional tokens-per-minute bucket. Token costs are estimates made before the call (see
-`estimate_tokens`: characters / 4 of the prompt plus ``max_tokens``); the real usage is not fed
-back. Left out: sharing limits across processes, and adapting to a server's rate-limit headers
-(429 answers are handled by the retry policy instead).
+optional tokens-per-minute bucket, and `Limiter.hold`: after a server asked for a pause (a 429
+with ``Retry-After``), no request of that endpoint starts before the pause is over. Token costs
+are estimates made before the call (see `estimate_tokens`: characters / 4 of the prompt plus
+``max_tokens``); the real usage is not fed back. Left out: sharing limits across processes.
 """
 
 from __future__ import annotations
@@ -102,11 +102,21 @@ class Limiter:
         self._slots = asyncio.Semaphore(concurrency)
         self._requests = TokenBucket(rpm) if rpm is not None else None
         self._tokens = TokenBucket(tpm) if tpm is not None else None
+        self._resume_at = -math.inf  # loop time before which no request starts
+
+    def hold(self, seconds: float) -> None:
+        """Start no request for ``seconds`` from now (a server asked for a pause)."""
+        if seconds > 0:
+            self._resume_at = max(self._resume_at, asyncio.get_running_loop().time() + seconds)
 
     @asynccontextmanager
     async def slot(self, tokens: int = 1) -> AsyncIterator[None]:
         """Hold one concurrency slot for the body, after paying the rate limits."""
         async with self._slots:
+            if self._resume_at > -math.inf:
+                loop = asyncio.get_running_loop()
+                while (pause := self._resume_at - loop.time()) > 0:
+                    await asyncio.sleep(pause)
             if self._requests is not None:
                 await self._requests.acquire(1)
             if self._tokens is not None:

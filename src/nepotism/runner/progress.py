@@ -21,7 +21,9 @@ __all__ = ["ProgressView", "RunStats"]
 
 @dataclass
 class RunStats:
-    """Counters of one phase of a run. ``spend_usd`` counts only calls made in this run."""
+    """Counters of one phase of a run. ``spend_usd`` counts only calls made in this run;
+    ``server_waits`` and ``waited_s`` count the retries that waited because a server asked for a
+    pause (``Retry-After``) and the seconds it asked for."""
 
     phase: str = "calls"
     total: int = 0
@@ -30,6 +32,8 @@ class RunStats:
     sent: int = 0
     failed: int = 0
     retries: int = 0
+    server_waits: int = 0
+    waited_s: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     spend_usd: float = 0.0
@@ -58,6 +62,7 @@ class RunStats:
         return {
             "phase": self.phase, "total": self.total, "done": self.done, "cached": self.cached,
             "sent": self.sent, "failed": self.failed, "retries": self.retries,
+            "server_waits": self.server_waits, "waited_s": round(self.waited_s, 3),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "spend_usd": round(self.spend_usd, 6), "errors": dict(sorted(self.errors.items())),
         }
@@ -87,6 +92,7 @@ class ProgressView:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             TextColumn("failed {task.fields[failed]}  cached {task.fields[cached]}"),
+            TextColumn("{task.fields[waited]}"),
             TextColumn("${task.fields[spend]:.4f}"),
             TimeElapsedColumn(),
             console=console,
@@ -106,7 +112,7 @@ class ProgressView:
     def track(self, stats: RunStats) -> None:
         """Show ``stats`` as a new bar and keep it updated."""
         task = self._progress.add_task(stats.phase, total=stats.total or None, rate="", failed=0,
-                                       cached=0, spend=0.0)
+                                       cached=0, spend=0.0, waited="")
         self._tasks[id(stats)] = task
         stats.view = self
         self.update(stats)
@@ -119,4 +125,5 @@ class ProgressView:
         speed = shown.speed if shown is not None else None
         rate = f"{speed:,.1f}/s" if speed else ""
         self._progress.update(task, completed=stats.done, total=stats.total or None, rate=rate,
-                              failed=stats.failed, cached=stats.cached, spend=stats.spend_usd)
+                              failed=stats.failed, cached=stats.cached, spend=stats.spend_usd,
+                              waited=f"waited {stats.waited_s:.1f}s (server asked)" if stats.server_waits else "")

@@ -10,7 +10,10 @@ returns counters, including how many requests carried the expected ``Authorizati
 Hostile habits for leak tests: ``echo_headers`` copies the request's headers (the
 ``Authorization`` header with the key included) into every answer text, body and error message,
 and ``escape_slashes`` writes ``/`` as ``\\/`` in its JSON (valid JSON that a naive scrubber of
-the raw text misses).
+the raw text misses). ``retry_after`` is sent as the ``Retry-After`` header of every 429, and
+``log_requests`` keeps ``(time.time(), fingerprint, status)`` of every answered request in
+``StandinServer.log`` (the fingerprint hashes endpoint, model and prompt), so tests can check
+*when* the server was asked again.
 
 It is built on aiohttp's low-level server (no router, no middlewares) so that it stays far below
 one core at a few thousand requests per second. It runs in a background thread (cheap to start,
@@ -60,6 +63,8 @@ class StandinConfig:
     expected_api_key: str | None = None
     echo_headers: bool = False
     escape_slashes: bool = False
+    retry_after: str | None = None
+    log_requests: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.fault_rates) - set(FAULTS)
@@ -100,6 +105,7 @@ class StandinServer:
             "requests": 0, "auth_ok": 0, "auth_missing": 0, "in_flight": 0, "peak_in_flight": 0,
         }
         self._hanging: set[asyncio.Future[None]] = set()
+        self.log: list[tuple[float, str, int]] = []
 
     def _count(self, key: str) -> None:
         self.stats[key] = self.stats.get(key, 0) + 1
@@ -155,9 +161,13 @@ class StandinServer:
         stats["in_flight"] += 1
         stats["peak_in_flight"] = max(stats["peak_in_flight"], stats["in_flight"])
         try:
-            return await self._answer(request, body, chat, text, fault)
+            response = await self._answer(request, body, chat, text, fault)
         finally:
             stats["in_flight"] -= 1
+        if self.config.log_requests:
+            print_ = f"{request.path}\x1f{body.get('model', '')}\x1f{text}"
+            self.log.append((time.time(), f"{_hash64(print_):016x}", response.status))
+        return response
 
     async def _answer(self, request: Any, body: dict, chat: bool, text: str, fault: str | None) -> Any:
         from aiohttp import web
@@ -179,7 +189,10 @@ class StandinServer:
             return web.Response(status=504, text="hung")
         if fault in ("http_500", "http_503", "http_429"):
             status = int(fault[5:])
-            return self._json({"error": {"message": f"injected {status}{self._echo(request)}"}}, status)
+            answer = self._json({"error": {"message": f"injected {status}{self._echo(request)}"}}, status)
+            if status == 429 and self.config.retry_after is not None:
+                answer.headers["Retry-After"] = self.config.retry_after
+            return answer
         if fault == "malformed":
             return web.Response(status=200, text='{"choices": [{"message": ', content_type="application/json")
         model = str(body.get("model", ""))
