@@ -97,6 +97,15 @@ def ci_pct(r: dict) -> str:
     return f"{pct(r['value'])} (95% CI {100 * r['ci_low']:.1f}–{pct(r['ci_high'])})"
 
 
+def standing(r: dict) -> str:
+    """How a ties-count-half share compares with one half, by its interval."""
+    if r["ci_low"] > 0.5:
+        return "ahead (the interval is above 50%)"
+    if r["ci_high"] < 0.5:
+        return "behind (the interval is below 50%)"
+    return "even (the interval holds 50%)"
+
+
 def num(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
@@ -179,7 +188,10 @@ def render_arena(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     counts = imported["counts"]
     rows = next(iter(imported["outputs"].values()))["rows"]
     judge = audit["judge"]
-    spr = {s: pick(records, "self-preference-ratio", judge=judge, scope=s) for s in ("self", "family", "student")}
+    spr = {s: pick(records, "self-preference-ratio", judge=judge, scope=s, variant={"ties": "not preferred"})
+           for s in ("self", "family", "student")}
+    half = {s: pick(records, "self-preference-ratio", judge=judge, scope=s, variant={"ties": "half"})
+            for s in ("family", "student")}
     excluded = pick(records, "excluded-verdicts", judge=judge)
     board = audit["leaderboard"]
     bonus = audit["bonus"]
@@ -256,17 +268,20 @@ generators are unrelated.
   share of (family answer, unrelated answer, question) triples where the family answer gets the
   higher score; equal scores count as not preferred; n = {count(family["n"])} triples over
   {family["n_clusters"]} questions, {family["n_excluded"]} left out because one of the two has no
-  score).
+  score). Counting equal scores as half a preference (variant `ties=half`, where 50% means no
+  preference): {ci_pct(half["family"])}.
 * **The effect comes from GPT-4's own series.** GPT-4-Turbo and GPT-4-0314 get mean scores of
   {" and ".join(num(e["score"]) for e in gpt4)} (ranks 1 and 2, intervals
   {" and ".join(f"[{num(e['score_ci_low'])}, {num(e['score_ci_high'])}]" for e in gpt4)}),
   {"with intervals clear of" if clear else "against"} the best unrelated model's
   ({entry(best_unrelated)}). The two GPT-3.5-Turbo snapshots ({", ".join(entry(e) for e in gpt35)})
   are not told apart from the unrelated {names(gpt35_peers)}: their rank intervals overlap.
-* **Students: {ci_pct(student)}** (n = {count(student["n"])} triples). OpenChat-3.5 and Starling-7B,
+* **Students: {ci_pct(student)}**, ties as half {ci_pct(half["student"])} (n = {count(student["n"])}
+  triples). OpenChat-3.5 and Starling-7B,
   both trained on GPT outputs, score in the middle ({", ".join(entry(e) for e in students)}):
-  below {names(above)}, above {names(below)} (intervals apart). A ratio under one half is no
-  evidence either way here: which unrelated models a student meets decides it.
+  below {names(above)}, above {names(below)} (intervals apart). Against this mix of
+  unrelated models they come out {standing(half["student"])}; which unrelated models a student meets
+  decides such a ratio, so on its own it says little about leakage.
 * **Self: not measurable** — {spr["self"]["note"].removeprefix("not measurable: ")}: the judge is
   `{judge}` (gpt-4-0613 when arena-bench ran) and the generators are other snapshots;
   `nepotism metrics` says so on a line of its own.
@@ -305,6 +320,7 @@ from, so they are flagged from the registry's lineage alone ("lineage only"); th
         "repeats_dropped": counts["repeats_dropped"], "judge": judge,
         "self": {"value": spr["self"]["value"], "note": spr["self"]["note"]},
         "family": estimate(family), "student": estimate(student),
+        "family_ties_half": estimate(half["family"]), "student_ties_half": estimate(half["student"]),
         "leaderboard": [[e["entry"], e["relation"], rounded(e["score"])] for e in board],
         "bonus": bonus["value"], "n_related": bonus["n_related"], "lineage_only": sorted(flagged),
     }

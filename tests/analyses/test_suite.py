@@ -171,6 +171,17 @@ def test_pointwise_scope_without_generators_says_why(tmp_path):
     assert _by(records, "self-preference-ratio", judge="judge-b", scope="self")[0]["value"] is not None
 
 
+def test_pointwise_ties_count_half_in_a_variant(tmp_path):
+    """Equal scores: not a preference (default), or half of one (variant ties = half)."""
+    registry = _registry(tmp_path)
+    rows = [{"instance_id": f"x{i}", "judge": "judge-a", "model": m, "score": s}
+            for i in range(4) for m, s in (("judge-a", 5.0), ("other-1", [5.0, 5.0, 4.0, 6.0][i]))]
+    records = run_suite(pd.DataFrame(rows), "pointwise", registry, options=SuiteOptions(n_resamples=0)).records
+    strict = _by(records, "self-preference-ratio", scope="self", variant={"ties": "not preferred"})[0]
+    half = _by(records, "self-preference-ratio", scope="self", variant={"ties": "half"})[0]
+    assert (strict["value"], half["value"]) == (0.25, 0.5) and strict["n"] == half["n"] == 4
+
+
 def test_rubric_batch_matches_standalone_functions(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},

@@ -32,7 +32,8 @@ def test_arena_bench_import_then_metrics(tmp_path):
     metrics = nepotism("metrics", out, "--json", "--bootstrap", "200", cwd=ROOT)
     assert metrics.returncode == 0, metrics.stderr
     records = {r["scope"]: r for r in json.loads(metrics.stdout)
-               if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4"}
+               if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4"
+               and r["variant"]["ties"] == "not preferred"}
     # the judge ("gpt-4", i.e. gpt-4-0613 when arena-bench ran) is not among the 16 generators: the self
     # scope is not measurable, and says so; its family (GPT-4-0314, GPT-4-Turbo, both GPT-3.5) and students
     # (OpenChat-3.5, Starling) are

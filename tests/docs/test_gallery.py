@@ -25,6 +25,7 @@ EXPECTED = {
     "arena-bench": ("arena_bench_v1", {
         "rows": 4800, "unparsed": 39, "failed": 1, "repeats_dropped": 300, "judge": "gpt-4",
         "family": (0.674, 0.655, 0.694, 10653), "student": (0.418, 0.389, 0.448, 5293),
+        "family_ties_half": (0.764, 0.749, 0.779, 10653), "student_ties_half": (0.539, 0.514, 0.564, 5293),
         "self": "not measurable: the judge's own answers are not among the 16 generators it scored",
         "n_related": 7, "bonus": None,
         "lineage_only": ["Starling-LM-7B-alpha", "gpt-3.5-turbo", "gpt-3.5-turbo-1106", "gpt-4-0314",

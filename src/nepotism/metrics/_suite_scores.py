@@ -186,7 +186,10 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
     """Pointwise self-preference ratio: share of (related, unrelated, instance) triples scored related > other.
 
     The analogue of 004 Eq. 2 for direct assessment: the judge's two scores on the same instance
-    stand for a verdict; a tie (equal scores) is not a preference and stays in the denominator.
+    stand for a verdict; a tie (equal scores) is not a preference and stays in the denominator
+    (variant ``ties = not preferred``). Coarse scales tie often (1–10 grades), so the variant
+    ``ties = half`` counts a tie ½ (like a pairwise tie in the win rate): 0.5 there means the judge
+    scores related and unrelated answers alike, and the two variants differ by half the tie share.
     A scope with no generator among those judged (e.g. self, when the judge graded only other
     models) gets a record without a value whose note says why, never no record at all.
     """
@@ -206,11 +209,14 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
         d = diff[:, mine][:, :, other]
         valid = np.isfinite(d)
         wins = (valid & (d > 0)).sum(axis=(1, 2))
+        ties = (valid & (d == 0)).sum(axis=(1, 2))
         n = int(valid.sum())
-        batch.add("self-preference-ratio", np.column_stack([wins, valid.sum(axis=(1, 2))]).astype(float),
-                  _ratio(0, 1), n=n, n_excluded=int((~valid).sum()), scope=scope, variant=variant,
-                  generators=[str(x) for x in np.asarray(names)[mine]],
-                  undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
+        block = batch.block(np.column_stack([wins, wins + 0.5 * ties, valid.sum(axis=(1, 2))]).astype(float))
+        for numerator, counted in ((0, "not preferred"), (1, "half")):
+            batch.add("self-preference-ratio", block, _ratio(numerator, 2), n=n, n_excluded=int((~valid).sum()),
+                      scope=scope, variant={**variant, "ties": counted},
+                      generators=[str(x) for x in np.asarray(names)[mine]],
+                      undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
 
 
 def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None, names, relation, *,
