@@ -166,8 +166,9 @@ def header(page: Page, summary: str) -> str:
             f"```bash\n.venv/bin/python scripts/gallery.py {page.name}\n```\n")
 
 
-BOOTSTRAP = ("Intervals: 95% percentile intervals from 1,000 bootstrap resamples of the questions "
-             "(clusters, not rows), seed 0 — `nepotism`'s defaults, so the commands give these numbers.")
+def bootstrap(clusters: str = "questions") -> str:
+    return (f"Intervals: 95% percentile intervals from 1,000 bootstrap resamples of the {clusters} "
+            "(clusters, not rows), seed 0 — `nepotism`'s defaults, so the commands give these numbers.")
 
 
 ARENA_STEPS = [
@@ -313,7 +314,7 @@ from, so they are flagged from the registry's lineage alone ("lineage only"); th
 * 300 questions, one grade per answer, one prompt: no replicates, no position effect (single
   grading has no order), no per-category breakdown (the records carry no category).
 
-{BOOTSTRAP}
+{bootstrap()}
 """
     figures = {
         "rows": rows, "unparsed": counts["unparsed"], "failed": counts["failed"],
@@ -327,9 +328,104 @@ from, so they are flagged from the registry's lineage alone ("lineage only"); th
     return text, figures
 
 
+ROUTELLM_STEPS = [
+    Step(("import", Data("routellm/judgements.jsonl.gz"), "--format", "fastchat-single", "--benchmark", "mt_bench",
+          "--out", "grades.csv", "--json"), save="import.json"),
+    Step(("metrics", "grades.csv", "--slice", "judge_prompt", "--json"), save="metrics.json"),
+    Step(("leakage", "audit", "grades.csv", "--judge", "gpt-4", "--json"), save="audit.json"),
+]
+
+#: FastChat's judge prompts (fastchat/llm_judge/data/judge_prompts.jsonl): the math ones hold GPT-4's
+#: reference answer (MT-Bench's math, reasoning and coding questions), the others do not.
+PROMPTS = (("single-v1", "general, turn 1", False), ("single-v1-multi-turn", "general, turn 2", False),
+           ("single-math-v1", "with GPT-4's reference answer, turn 1", True),
+           ("single-math-v1-multi-turn", "with GPT-4's reference answer, turn 2", True))
+
+
+def render_routellm(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    imported, records, audit = out["import.json"], out["metrics.json"], out["audit.json"][0]
+    judge = audit["judge"]
+    rows = next(iter(imported["outputs"].values()))["rows"]
+    strict = pick(records, "self-preference-ratio", judge=judge, scope="family",
+                  variant={"ties": "not preferred", "slice": None})
+    half = pick(records, "self-preference-ratio", judge=judge, scope="family", variant={"ties": "half", "slice": None})
+    own = pick(records, "self-preference-ratio", judge=judge, scope="self", variant={"slice": None})
+    sliced = {name: {t: pick(records, "self-preference-ratio", judge=judge, scope="family",
+                             variant={"ties": t, "slice": {"judge_prompt": name}}) for t in ("not preferred", "half")}
+              for name, _, _ in PROMPTS}
+    board = {e["entry"]: e for e in audit["leaderboard"]}
+    turbo, mixtral = board["gpt-4-1106-preview"], board["mistralai/Mixtral-8x7B-Instruct-v0.1"]
+    lower, higher = strict["value"], 1 - 2 * half["value"] + strict["value"]  # P(other higher) = 1 - P(fam) - P(tie)
+    table = ["| judge prompt | questions | GPT-4-Turbo higher | ties as half |", "|---|---|---|---|"]
+    for name, what, _ in PROMPTS:
+        r = sliced[name]
+        table.append(f"| `{name}` ({what}) | {r['half']['n_clusters']} | {ci_pct(r['not preferred'])} | "
+                     f"{ci_pct(r['half'])} |")
+    with_ref = [sliced[n]["half"] for n, _, ref in PROMPTS if ref]
+    without = [sliced[n]["half"] for n, _, ref in PROMPTS if not ref]
+    apart = min(r["ci_low"] for r in with_ref) > max(r["ci_high"] for r in without)
+    text = f"""{header(PAGES["routellm"], "RouteLLM's MT-Bench grades: a GPT-4 judge scoring GPT-4-Turbo and "
+    "Mixtral-8x7B on the 80 MT-Bench questions, both turns — the judge's family against one unrelated model, and "
+    "how much of the gap sits on the questions graded against GPT-4's reference answers.")}
+## The data
+
+`{SHOWN_DATA}/routellm/judgements.jsonl.gz` (lm-sys/RouteLLM, Apache-2.0; see
+`{SHOWN_DATA}/PROVENANCE.md`): FastChat single grades (1–10) by `gpt-4` (FastChat's judge name in
+2024; the exact snapshot is not recorded) of the answers of gpt-4-1106-preview (GPT-4-Turbo) and
+Mixtral-8x7B-Instruct to the 80 MT-Bench questions, first and second turn: {count(rows)} grades.
+FastChat grades math, reasoning and coding questions with a prompt that includes GPT-4's reference
+answer (`single-math-v1`), the others without (`single-v1`).
+
+## The commands
+
+{commands_block(ROUTELLM_STEPS)}
+
+`--slice judge_prompt` repeats every metric per judge prompt (the importer keeps FastChat's prompt
+name in the column `judge_prompt`). Every grade parsed ({imported["counts"].get("unparsed", 0)}
+unparsed, {imported["counts"].get("failed", 0)} failed).
+
+## Findings
+
+* **GPT-4-Turbo is scored higher than Mixtral on {ci_pct(strict)} of the {strict["n"]} question-turns,
+  equal on {pct(2 * (half["value"] - strict["value"]))} and lower on {pct(higher)}**; counting ties as
+  half a preference, {ci_pct(half)} (50% = no preference). Mean scores:
+  GPT-4-Turbo {num(turbo["score"])} [{num(turbo["score_ci_low"])}, {num(turbo["score_ci_high"])}],
+  Mixtral {num(mixtral["score"])} [{num(mixtral["score_ci_low"])}, {num(mixtral["score_ci_high"])}]
+  (`nepotism leakage audit`). The tie and lower shares are the difference of the two ratios, without
+  intervals of their own.
+* **The gap is larger on the questions graded against GPT-4's reference answer**
+  ({"the intervals are apart" if apart else "the intervals overlap: suggestive, not established"}):
+
+{chr(10).join(table)}
+
+* **Self: not measurable** — {own["note"].removeprefix("not measurable: ")}.
+
+## What these judgments cannot say
+
+* **Family favouritism or a better model?** GPT-4-Turbo is widely held to be the stronger model,
+  and one judge with two generators cannot tell a deserved gap from a favoured one: there is no
+  unrelated judge ({audit["bonus"]["note"].split(":")[0]}) and no human label here.
+* **The reference-answer confound, and a category confound.** On the reference prompts the judge
+  is told to compare each answer with GPT-4's own answer, which a GPT-4 model is likelier to match;
+  but those prompts are also exactly the math, reasoning and coding questions, where Mixtral is
+  known to be weaker. The larger gap there fits either reading.
+* Two generators only, one grade per answer: the family ratio compares one related model with one
+  unrelated model; it is not a property of the judge alone.
+
+{bootstrap("question-turns (MT-Bench's second turn is an instance of its own)")}
+"""
+    figures = {"rows": rows, "family": estimate(strict), "family_ties_half": estimate(half),
+               "slices": {n: estimate(sliced[n]["half"]) for n, _, _ in PROMPTS},
+               "mean_scores": [rounded(turbo["score"]), rounded(mixtral["score"])],
+               "self": {"value": own["value"], "note": own["note"]}}
+    return text, figures
+
+
 PAGES: dict[str, Page] = {
     "arena-bench": Page("arena-bench", "arena-bench v1: a GPT-4 judge grading its family and its students",
                         ARENA_STEPS, render_arena, ("arena_bench_v1",)),
+    "routellm": Page("routellm", "RouteLLM MT-Bench: a GPT-4 judge grading GPT-4-Turbo against Mixtral",
+                     ROUTELLM_STEPS, render_routellm, ("routellm",)),
 }
 
 

@@ -31,6 +31,13 @@ EXPECTED = {
         "lineage_only": ["Starling-LM-7B-alpha", "gpt-3.5-turbo", "gpt-3.5-turbo-1106", "gpt-4-0314",
                          "gpt-4-1106-preview", "openchat_3.5", "vicuna-33b-v1.3"],
     }),
+    "routellm": ("routellm", {
+        "rows": 320, "family": (0.331, 0.256, 0.4, 160), "family_ties_half": (0.628, 0.581, 0.672, 160),
+        "slices": {"single-v1": (0.57, 0.5, 0.64, 50), "single-v1-multi-turn": (0.58, 0.5, 0.65, 50),
+                   "single-math-v1": (0.717, 0.617, 0.817, 30), "single-math-v1-multi-turn": (0.717, 0.617, 0.817, 30)},
+        "mean_scores": [9.228, 8.341],
+        "self": "not measurable: the judge's own answers are not among the 2 generators it scored",
+    }),
 }
 
 
@@ -40,6 +47,9 @@ def _figures_match(got: dict, want: dict) -> None:
             assert (got[key]["value"], got[key]["ci_low"], got[key]["ci_high"], got[key]["n"]) == value, key
         elif key == "self":
             assert got[key] == {"value": None, "note": value}
+        elif isinstance(value, dict):
+            assert set(got[key]) == set(value), key
+            _figures_match(got[key], value)
         else:
             assert got[key] == value, key
 
