@@ -421,11 +421,122 @@ unparsed, {imported["counts"].get("failed", 0)} failed).
     return text, figures
 
 
+JUDGEBENCH_STEPS = [
+    Step(("import", Data("judgebench/*judge_name=arena_hard*"), "--format", "judgebench", "--out", "llm-judges.csv",
+          "--reference-out", "labels.csv", "--json"), save="import-llm.json"),
+    Step(("import", Data("judgebench/*judge_name=reward_model*"), "--format", "judgebench", "--out",
+          "reward-models.csv", "--reference-out", "correct.csv", "--json"), save="import-rm.json"),
+    Step(("metrics", "llm-judges.csv", "--reference", "labels.csv", "--json"), save="metrics-llm.json"),
+    Step(("metrics", "reward-models.csv", "--reference", "correct.csv", "--json"), save="metrics-rm.json"),
+]
+
+#: LLM judge -> the model whose two responses it compared (JudgeBench pairs come from one model).
+JUDGEBENCH_PAIRS = {"o1-mini-2024-09-12": "GPT-4o", "claude-3-haiku-20240307": "Claude-3.5-Sonnet"}
+
+
+def render_judgebench(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    llm, rm = out["metrics-llm.json"], out["metrics-rm.json"]
+    rows = []
+    figures: dict[str, Any] = {"llm": {}, "reward_models": {}}
+    for judge, pairs in JUDGEBENCH_PAIRS.items():
+        acc = pick(llm, "mipa", judge=judge, variant={"paradigm": "PWC"})
+        agree = pick(llm, "position-consistency", judge=judge, variant={"share": "two orders agree"})
+        first = pick(llm, "position-consistency", judge=judge, variant={"share": "first slot chosen"})
+        ties = first["excluded"].get("tie", 0)
+        games = first["n"] + first["n_excluded"]
+        rows.append(f"| {judge} | {pairs} | {ci_pct(acc)} | {acc['n']} ({acc['n_excluded']} left out) | "
+                    f"{ci_pct(agree)} | {ci_pct(first)} | {ties} of {games} ({pct(ties / games)}) |")
+        figures["llm"][judge] = {"accuracy": estimate(acc), "orders_agree": estimate(agree),
+                                 "first_slot": estimate(first), "tie_games": ties}
+    haiku = figures["llm"]["claude-3-haiku-20240307"]["accuracy"]
+    rm_rows = []
+    scored = sorted((r for r in rm if r["metric"] == "mipa" and r["variant"].get("paradigm") == "DA"),
+                    key=lambda r: -r["value"])
+    for r in scored:
+        rm_rows.append(f"| {r['judge']} | {ci_pct(r)} | {r['n']} |")
+        figures["reward_models"][r["judge"]] = estimate(r)
+    best, worst = scored[0], scored[-1]
+    haiku_first = pick(llm, "position-consistency", judge="claude-3-haiku-20240307",
+                       variant={"share": "first slot chosen"})
+    o1_acc = pick(llm, "mipa", judge="o1-mini-2024-09-12", variant={"paradigm": "PWC"})
+    together = scored + [o1_acc]
+    overlap = all(a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"] for a in together for b in together)
+    o1 = figures["llm"]["o1-mini-2024-09-12"]["accuracy"]
+    text = f"""{header(PAGES["judgebench"], "JudgeBench: how often LLM judges and reward models pick the objectively "
+    "correct one of two responses on hard knowledge, reasoning, math and coding questions — accuracy, position "
+    "effects, and why these files cannot show self-preference.")}
+## The data
+
+`{SHOWN_DATA}/judgebench/` (ScalerLab/JudgeBench; the repository has no licence file, see
+`{SHOWN_DATA}/PROVENANCE.md`): pairs of responses to one question, **both written by the same
+model** (GPT-4o for 350 pairs, Claude-3.5-Sonnet for 270), with an objective label saying which
+response is correct. The judge outputs stored here: o1-mini on the GPT-4o pairs and Claude-3-Haiku
+on the Claude pairs (the Arena-Hard judge prompt, each pair judged twice with the responses swapped),
+and five reward models scoring the GPT-4o pairs. The importer names the two responses
+`MODEL@A` and `MODEL@B` and writes the label as a preference reference (LLM judges) or as a
+correctness reference (reward models).
+
+## The commands
+
+{commands_block(JUDGEBENCH_STEPS)}
+
+## Findings
+
+LLM judges (accuracy: MIPA, paper 002 Eq. 5 — the share of pairs whose verdict, both orders
+combined as in paper 004 Eq. 1, names the correct response; a tie counts as wrong. Orders agree:
+share of pairs whose two games give the same verdict. First slot: share of decided games won by
+the response shown first, 50% = no position effect):
+
+| judge | pairs from | accuracy | pairs | orders agree | first slot chosen | tie games |
+|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+* **o1-mini picks the correct GPT-4o response in {ci_pct({**o1})} of {o1["n"]} pairs**; this is
+  JudgeBench's own accuracy (its `utils/metrics.py` gives the same {pct(o1["value"])}: both count a
+  pair whose two games disagree, or tie, as not correct).
+* **Claude-3-Haiku is right on {ci_pct({**haiku})} of the Claude pairs**, below the 50% a coin
+  would reach: it declares a tie in {pct(haiku_first["excluded"]["tie"] / (haiku_first["n"] + haiku_first["n_excluded"]))}
+  of its games and gives {pct(haiku_first["value"])} of the others to the response shown first. {haiku["n_excluded"]} pairs
+  have a game whose reply holds conflicting verdicts (unparsed, reason `conflicting`) and are left
+  out and counted; JudgeBench reads such a pair from its other game and keeps it in the
+  denominator, which gives 87 of 270 (32.2%) — the same finding.
+
+Reward models on the 350 GPT-4o pairs (accuracy: MIPA for direct assessment — the share of pairs
+where the model scores the correct response higher; equal scores count as wrong):
+
+| reward model | accuracy | pairs |
+|---|---|---|
+{chr(10).join(rm_rows)}
+
+All five reward models sit between {pct(worst["value"])} and {pct(best["value"])};
+{"their intervals overlap each other and o1-mini's: on these pairs none is shown better than another"
+ if overlap else "some intervals are apart (see the table)"}.
+
+## What these judgments cannot say
+
+* **No self-preference, by design.** Both responses of a pair come from one model, so a judge
+  cannot favour one of them for its authorship: these files measure accuracy and position effects,
+  not nepotism. Each LLM judge here is of the response model's family by the registry
+  (`nepotism models relation o1-mini-2024-09-12 gpt-4o-2024-05-13`: same_family; Claude-3-Haiku
+  and Claude-3.5-Sonnet likewise); the files that would contrast that with an unrelated
+  judge on the same pairs (GPT-4o on Claude pairs and the reverse) are 4 MiB or more upstream and
+  were not copied.
+* **Judges on different pairs are not comparable**: o1-mini and Claude-3-Haiku saw different
+  questions answered by different models.
+* The label is objective (the response whose final answer is correct), not a human preference.
+
+{bootstrap("pairs")}
+"""
+    return text, figures
+
+
 PAGES: dict[str, Page] = {
     "arena-bench": Page("arena-bench", "arena-bench v1: a GPT-4 judge grading its family and its students",
                         ARENA_STEPS, render_arena, ("arena_bench_v1",)),
     "routellm": Page("routellm", "RouteLLM MT-Bench: a GPT-4 judge grading GPT-4-Turbo against Mixtral",
                      ROUTELLM_STEPS, render_routellm, ("routellm",)),
+    "judgebench": Page("judgebench", "JudgeBench: judge accuracy on objectively labelled pairs",
+                       JUDGEBENCH_STEPS, render_judgebench, ("judgebench",)),
 }
 
 

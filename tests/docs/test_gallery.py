@@ -7,6 +7,7 @@ look at why, then rerun `.venv/bin/python scripts/gallery.py PAGE` and update th
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -38,7 +39,55 @@ EXPECTED = {
         "mean_scores": [9.228, 8.341],
         "self": "not measurable: the judge's own answers are not among the 2 generators it scored",
     }),
+    "judgebench": ("judgebench", {
+        "llm": {
+            "claude-3-haiku-20240307": {"accuracy": (0.323, 0.265, 0.377, 257), "first_slot": (0.633, 0.589, 0.681, 335),
+                                        "orders_agree": (0.525, 0.463, 0.588, 257), "tie_games": 192},
+            "o1-mini-2024-09-12": {"accuracy": (0.657, 0.609, 0.709, 350), "first_slot": (0.559, 0.533, 0.587, 656),
+                                   "orders_agree": (0.686, 0.643, 0.737, 350), "tie_games": 44},
+        },
+        "reward_models": {
+            "Ray2333/GRM-Gemma-2B-rewardmodel-ft": (0.594, 0.546, 0.646, 350),
+            "Skywork/Skywork-Reward-Gemma-2-27B": (0.643, 0.589, 0.691, 350),
+            "Skywork/Skywork-Reward-Llama-3.1-8B": (0.623, 0.569, 0.671, 350),
+            "internlm/internlm2-20b-reward": (0.634, 0.583, 0.683, 350),
+            "internlm/internlm2-7b-reward": (0.594, 0.54, 0.646, 350),
+        },
+    }),
 }
+
+
+def _judgebench_upstream_accuracy(path: Path) -> tuple[int, int, int]:
+    """(correct, pairs, pairs with a null game) by JudgeBench's utils/metrics.py compute_final_metrics:
+    game 2 flipped back, +1 per game naming the label, -1 per game naming the other; correct when > 0."""
+    flip = {"A>B": "B>A", "B>A": "A>B"}
+    correct = pairs = nulls = 0
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            pair = json.loads(line)
+            first, second = pair["judgments"]
+            d1 = first["decision"] if first else None
+            d2 = second["decision"] if second else None
+            d2 = flip.get(d2, d2)
+            nulls += d1 is None or d2 is None
+            votes = sum(1 if d == pair["label"] else -1 if d == flip[pair["label"]] else 0 for d in (d1, d2))
+            correct += votes > 0
+            pairs += 1
+    return correct, pairs, nulls
+
+
+def test_judgebench_accuracy_is_judgebench_own(tmp_path):
+    """The page's o1-mini accuracy is what JudgeBench's own metric gives; for Claude-3-Haiku the page states
+    the upstream count (87 of 270) beside ours (its 13 pairs with an unreadable game are left out here)."""
+    folder = DATA / "judgebench"
+    if not folder.exists():
+        pytest.skip("../shared/data/judgebench is absent")
+    o1 = _judgebench_upstream_accuracy(next(folder.glob("*judge_model=o1-mini*")))
+    haiku = _judgebench_upstream_accuracy(next(folder.glob("*judge_model=claude-3-haiku*")))
+    assert o1 == (230, 350, 0) and round(230 / 350, 3) == EXPECTED["judgebench"][1]["llm"]["o1-mini-2024-09-12"]["accuracy"][0]
+    assert haiku == (87, 270, 13)
+    page = (GALLERY / "judgebench.md").read_text(encoding="utf-8")
+    assert "87 of 270 (32.2%)" in page and "its `utils/metrics.py` gives the same 65.7%" in page
 
 
 def _figures_match(got: dict, want: dict) -> None:
