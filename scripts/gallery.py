@@ -530,6 +530,110 @@ All five reward models sit between {pct(worst["value"])} and {pct(best["value"])
     return text, figures
 
 
+MBPP_FILE = "mbpp_selfpref/llama-3.3-70b_gpt-4o_eval.jsonl"
+MBPP_STEPS = [
+    step
+    for source in ("reply", "probabilities")
+    for step in (
+        Step(("import", Data(MBPP_FILE), "--format", "mbpp-selfpref", "--canonical", "--verdicts", source,
+              "--out", f"judgments-{source}.csv", "--reference-out", "recorded-correctness.csv", "--json"),
+             save=f"import-{source}.json"),
+        Step(("metrics", f"judgments-{source}.csv", "--reference", "recorded-correctness.csv", "--json"),
+             save=f"results-{source}.json"),
+    )
+]
+
+_MBPP_METRICS = (("self-preference-ratio", "SPR"), ("judge-accuracy", "judge accuracy (D_diff)"),
+                 ("legitimate-self-preference-ratio", "LSPR"), ("harmful-self-preference-propensity", "HSPP"))
+
+
+def render_mbpp(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    judge = "llama-3.3-70b-instruct"
+    readings = {}
+    for source in ("reply", "probabilities"):
+        records = out[f"results-{source}.json"]
+        found = {"SPR": pick(records, "self-preference-ratio", judge=judge, scope="self",
+                             variant={"opponents": "unrelated"})}
+        for metric, label in _MBPP_METRICS[1:]:
+            found[label] = pick(records, metric, judge=judge, scope="self",
+                                variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": None})
+        readings[source] = found
+    share = {label: pick(out["results-reply.json"], metric, judge=judge, scope="self",
+                         variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": "probability"})
+             for metric, label in _MBPP_METRICS[1:]}
+    counts = out["import-reply.json"]["counts"]
+
+    def cell(r: dict) -> str:
+        return f"{num(r['value'], 3)} ({num(r['ci_low'], 3)}–{num(r['ci_high'], 3)}), n={r['n']}"
+
+    table = ["| verdicts from | SPR | judge accuracy (D_diff) | LSPR | HSPP |", "|---|---|---|---|---|"]
+    for source, what in (("reply", "the judge's reply"), ("probabilities", "label probabilities (most probable)")):
+        r = readings[source]
+        table.append(f"| {what} | " + " | ".join(cell(r[label]) for _, label in _MBPP_METRICS) + " |")
+    table.append("| label probabilities (P(own) share, `preference=probability`) | — | "
+                 + " | ".join(cell(share[label]) for _, label in _MBPP_METRICS[1:]) + " |")
+    reply, probs = readings["reply"], readings["probabilities"]
+    text = f"""{header(PAGES["mbpp"], "Paper 004's recorded MBPP data: Llama-3.3-70B judging its own code against "
+    "GPT-4o's, with the recorded test results as ground truth — how often it prefers its own code, and how often "
+    "it does so when its own code fails and GPT-4o's passes.")}
+## The data
+
+`{SHOWN_DATA}/{MBPP_FILE}` (Taslim-M/mitigating_self_preference; the repository has no licence
+file, so the file is read from beside the repository and not bundled): {counts["problems"]} MBPP
+problems with the code of Llama-3.3-70B (the judge) and of GPT-4o, whether each passed its tests,
+and the judge's verdict on each pair in both presentation orders, with its probabilities for
+"first", "tie" and "second". The same audit with our own sandboxed re-execution of the code is
+[`examples/mbpp_audit/`](../../examples/mbpp_audit/README.md) (`bash examples/mbpp_audit/audit.sh`,
+about 4.5 minutes; this page leaves the sandbox out).
+
+## The commands
+
+{commands_block(MBPP_STEPS)}
+
+## Findings
+
+Paper 004's metrics (SPR Eq. 2: share of problems whose verdict, both orders combined by Eq. 1, is
+the judge's own code; on D_diff, the problems where exactly one of the two programs passes: judge
+accuracy Eq. 3, LSPR Eq. 4 = P(own correct | own preferred), HSPP Eq. 5 = P(own preferred | GPT-4o
+correct)); value (95% CI), n problems:
+
+{chr(10).join(table)}
+
+* **Reading the reply loses many problems**: {counts["unparsed"]} of {counts["judgments"]} replies are not
+  one of A / T / B (mostly a bare code fence), so {reply["SPR"]["n_excluded"]} of
+  {counts["problems"]} problems have an unreadable order and are left out, counted. Where a reply
+  parses and scores were recorded it equals the most probable label every time (the importer counts
+  `reply_disagrees`: {counts["reply_disagrees"]}), so the probability reading is the same verdict on
+  {probs["SPR"]["n"]} problems.
+* **Overall self-preference is low**: the judge picks its own code on {ci_pct(reply["SPR"])} of
+  the problems (reply) or {ci_pct(probs["SPR"])} (probabilities); a tie counts as not own.
+* **When its own code fails and GPT-4o's passes, it still prefers its own** in {ci_pct(reply["HSPP"])}
+  (reply, n = {reply["HSPP"]["n"]}) to {ci_pct(probs["HSPP"])} (probabilities, n = {probs["HSPP"]["n"]})
+  of those problems; read as a probability share with the position effect averaged out, it gives its
+  failing code {ci_pct(share["HSPP"])} of the probability against GPT-4o's passing code (n = {share["HSPP"]["n"]}).
+
+## What these judgments cannot say
+
+* **Small D_diff**: only {share["judge accuracy (D_diff)"]["n"]} problems have exactly one passing
+  program ({probs["judge accuracy (D_diff)"]["n"]} of them with recorded probabilities,
+  {reply["judge accuracy (D_diff)"]["n"]} with a readable reply), so LSPR and HSPP intervals are wide;
+  the LSPR from the reply rests on {reply["LSPR"]["n"]} problems.
+* **One judge, one opponent**: Llama-3.3-70B against GPT-4o only. A low SPR could be a judge that
+  prefers the stronger model's code or one that ties a lot; without a second judge on the same pairs
+  nothing separates self-preference from the judge's taste in code.
+* **The ground truth is the recorded test result**, stronger (MBPP+ style) tests than the three
+  `assert` lines in the prompt; re-running the visible tests in our sandbox agreed with it on 84%
+  of responses when the example last ran (its README; not recomputed by this page).
+
+{bootstrap("problems")}
+"""
+    figures = {"counts": {k: counts[k] for k in ("problems", "judgments", "unparsed", "reply_disagrees")},
+               **{f"{source}_{label.split()[0].lower()}": estimate(readings[source][label])
+                  for source in readings for _, label in _MBPP_METRICS},
+               **{f"share_{label.split()[0].lower()}": estimate(share[label]) for _, label in _MBPP_METRICS[1:]}}
+    return text, figures
+
+
 PAGES: dict[str, Page] = {
     "arena-bench": Page("arena-bench", "arena-bench v1: a GPT-4 judge grading its family and its students",
                         ARENA_STEPS, render_arena, ("arena_bench_v1",)),
@@ -537,6 +641,8 @@ PAGES: dict[str, Page] = {
                      ROUTELLM_STEPS, render_routellm, ("routellm",)),
     "judgebench": Page("judgebench", "JudgeBench: judge accuracy on objectively labelled pairs",
                        JUDGEBENCH_STEPS, render_judgebench, ("judgebench",)),
+    "mbpp": Page("mbpp", "MBPP: Llama-3.3-70B judging its own code against GPT-4o's (paper 004's data)",
+                 MBPP_STEPS, render_mbpp, ("mbpp_selfpref",)),
 }
 
 
