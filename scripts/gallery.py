@@ -97,6 +97,12 @@ def ci_pct(r: dict) -> str:
     return f"{pct(r['value'])} (95% CI {100 * r['ci_low']:.1f}–{pct(r['ci_high'])})"
 
 
+def names(items) -> str:
+    """``a, b and c``."""
+    items = list(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
 def standing(r: dict) -> str:
     """How a ties-count-half share compares with one half, by its interval."""
     if r["ci_low"] > 0.5:
@@ -209,10 +215,6 @@ def render_arena(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Unrelated entries whose rank interval overlaps ``e``'s."""
         return [u["entry"] for u in unrelated
                 if u["rank_ci_low"] <= e["rank_ci_high"] and e["rank_ci_low"] <= u["rank_ci_high"]]
-
-    def names(items) -> str:
-        items = list(items)
-        return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
 
     gpt35_peers = list(dict.fromkeys(n for e in gpt35 for n in overlapping(e)))
     above = [u["entry"] for u in unrelated if u["score_ci_low"] > max(e["score_ci_high"] for e in students)]
@@ -634,6 +636,139 @@ correct)); value (95% CI), n problems:
     return text, figures
 
 
+ALPACA_STEPS = [
+    Step(("import", Data("alpaca_eval/annotations_compact.csv.gz"), "--format", "alpaca-eval-compact",
+          "--out", "judgments.parquet", "--json"), save="import.json"),
+    Step(("metrics", "judgments.parquet", "--json"), save="metrics.json"),
+    Step(("leakage", "audit", "judgments.parquet", "--json"), save="audit.json"),
+]
+
+#: AlpacaEval annotator configs: (judge, config, baseline, what it is), in the order the page lists them.
+ALPACA_CONFIGS = (
+    ("gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", "gpt4_1106_preview", "AlpacaEval 2.0's default"),
+    ("gpt4_1106_preview", "alpaca_eval_gpt4_turbo_fn", "gpt4_1106_preview", "GPT-4-Turbo, function calling"),
+    ("gpt4_1106_preview", "alpaca_eval_cot_gpt4_turbo_fn", "gpt4_1106_preview", "GPT-4-Turbo, chain of thought"),
+    ("gpt4_0314", "alpaca_eval_gpt4", "text_davinci_003", "AlpacaEval 1.0's default"),
+    ("gpt4_0613", "alpaca_eval_gpt4_0613", "text_davinci_003", "GPT-4-0613"),
+    ("claude-2", "bedrock_claude", "text_davinci_003", "Claude 2 on AWS Bedrock (community)"),
+)
+
+
+def render_alpaca(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    imported, records, audits = out["import.json"], out["metrics.json"], out["audit.json"]
+    counts = imported["counts"]
+    rows = next(iter(imported["outputs"].values()))["rows"]
+    configs = ["| judge | annotator config | baseline (every comparison) | judged pairs | no verdict |",
+               "|---|---|---|---|---|"]
+    for judge, config, baseline, what in ALPACA_CONFIGS:
+        ex = pick(records, "excluded-verdicts", judge=judge, condition=config)
+        configs.append(f"| {judge} | `{config}` ({what}) | {baseline} | {count(ex['n'])} | {ex['n_excluded']} |")
+
+    def spr(judge: str, config: str, scope: str) -> dict:
+        return pick(records, "self-preference-ratio", judge=judge, condition=config, scope=scope,
+                    variant={"opponents": "unrelated"})
+
+    turbo = {config: spr(judge, config, "self") for judge, config, _, _ in ALPACA_CONFIGS[:3]}
+    weighted = turbo["weighted_alpaca_eval_gpt4_turbo"]
+    family = spr("gpt4_0314", "alpaca_eval_gpt4", "family")
+    claude = spr("claude-2", "bedrock_claude", "self")
+    same_texts = pick(records, "paired-win-rate-gap", judge="gpt4_1106_preview",
+                      condition="weighted_alpaca_eval_gpt4_turbo")
+    claude_gap = pick(records, "paired-win-rate-gap", judge="claude-2", condition="bedrock_claude")
+    flagged = {a["judge"]: (a["bonus"]["n_related"], a["bonus"]["n_entries"], a["baseline"]) for a in audits}
+
+    def points(r: dict) -> str:
+        return f"{100 * r['value']:+.1f} points (95% CI {100 * r['ci_low']:+.1f} to {100 * r['ci_high']:+.1f})"
+
+    text = f"""{header(PAGES["alpaca-eval"], "AlpacaEval's recorded judgments: GPT-4-Turbo, GPT-4 and Claude 2 judging "
+    "up to 60 chatbots against a baseline answer — how often a judge prefers its own answers, whether it does so "
+    "more than another judge on the same pair, and what a single-baseline leaderboard cannot show.")}
+## The data
+
+`{SHOWN_DATA}/alpaca_eval/annotations_compact.csv.gz` (tatsu-lab/alpaca_eval; the AlpacaEval
+set is CC BY-NC 4.0, the outputs are subject to their providers' terms; a **derived** file, see
+`{SHOWN_DATA}/PROVENANCE.md`: one row per judged pair, the texts dropped; annotation files of 4 MiB
+and more were not copied, so some configurations are partial). AlpacaEval compares every
+generator's answer to each of 805 instructions with one **baseline** answer and records which of
+the two the judge preferred. It randomises, pair by pair, which answer the judge sees first and
+stores the preference relative to `output_1` (the baseline) after undoing the shuffle; the order
+actually shown is not in the file. The importer writes the baseline as `model_a`, which is
+therefore *not* the answer shown first, and every pair is judged once.
+
+| | |
+|---|---|
+| rows read | {count(counts["rows_read"])} |
+| exact repeats dropped (the same annotations in several result folders) | {count(counts["duplicates_dropped"])} |
+| judged pairs written | {count(rows)} |
+| no preference recorded (unparsed, left out and counted) | {counts["unparsed"]} |
+
+{chr(10).join(configs)}
+
+## The commands
+
+{commands_block(ALPACA_STEPS)}
+
+## Findings
+
+* **AlpacaEval 2.0's judge grades everyone against its own answers.** The judge (gpt-4-1106-preview)
+  and the baseline are the same model, so every comparison pits the judge's own answer against
+  another model's. It prefers its own answer over an unrelated model's in {ci_pct(weighted)} of
+  {count(weighted["n"])} comparisons (`weighted_alpaca_eval_gpt4_turbo`; with function calling
+  {ci_pct(turbo["alpaca_eval_gpt4_turbo_fn"])}, with chain of thought
+  {ci_pct(turbo["alpaca_eval_cot_gpt4_turbo_fn"])}). That is mostly the strength of GPT-4-Turbo's
+  answers; the next finding is the comparison that can separate the two.
+* **On identical texts, no extra self-preference is visible.** One pair — GPT-4-Turbo's answers
+  against text-davinci-003's, the very same texts — was judged by both GPT-4-Turbo and GPT-4-0314.
+  GPT-4-Turbo prefers its own answers in {pct(same_texts["win_rate_this_judge"])} of the
+  instructions, GPT-4-0314 in {pct(same_texts["win_rate_other_judge"])}: a gap of
+  {points(same_texts)} (ties half, n = {count(same_texts["n"])} judgments over
+  {same_texts["n_clusters"]} instructions). Both are close to 100%, so a ceiling leaves little room
+  for a difference to show; and GPT-4-0314 is of the judge's own series, not unrelated.
+* **Claude 2 is harder on its own answers than GPT-4 is.** Claude 2 judging its own answers
+  against text-davinci-003's prefers them in {pct(claude_gap["win_rate_this_judge"])} of the
+  instructions (ties half; {ci_pct(claude)} with ties as not preferred); GPT-4-0314 prefers Claude 2's
+  answers to the same baseline in {pct(claude_gap["win_rate_other_judge"])} — a gap of
+  {points(claude_gap)}. The two judges saw different samples of Claude 2 (`bedrock_claude` and
+  `claude-2` are separate runs), so part of this can be the samples, not the judge.
+* **AlpacaEval 1.0's judge and its family**: under GPT-4-0314 the only family answers that meet an
+  unrelated model's are the baseline's ({names(family["generators"])}; every other entry meets only
+  the baseline), and it prefers them in only {ci_pct(family)} of {count(family["n"])} comparisons —
+  an old, weak model; no family favour large enough to lift it.
+* **The leaderboards, flagged** (`nepotism leakage audit`): under GPT-4-0314 (baseline
+  {flagged["gpt4_0314"][2]}) {flagged["gpt4_0314"][0]} of {flagged["gpt4_0314"][1]} entries are related to the
+  judge by the registry (itself, its series, its family, and models trained on GPT outputs); under
+  GPT-4-Turbo (baseline {flagged["gpt4_1106_preview"][2]}) {flagged["gpt4_1106_preview"][0]} of
+  {flagged["gpt4_1106_preview"][1]}. No unrelated judge judged the same entries against the same
+  baseline, so the audit cannot estimate their bonus and flags them from lineage alone.
+
+## What these judgments cannot say
+
+* **Position effects**: the order shown to the judge is not recorded and each pair is judged once,
+  so no position correction (paper 004 Eq. 1) is possible; AlpacaEval's randomisation makes the
+  position effect noise rather than bias toward the baseline, but it stays in every number.
+* **Quality versus favouritism** for a judge whose own answer is the baseline: only the identical-text
+  pair above compares two judges on the same answers, and it sits at the ceiling.
+* **Partial configurations**: 165 annotation files of 4 MiB and more (mostly
+  `weighted_alpaca_eval_gpt4_turbo`) were not copied (`{SHOWN_DATA}/alpaca_eval/annotation_files_index.json`),
+  so that leaderboard is incomplete here.
+* Length-controlled win rates (AlpacaEval 2.0's headline) are not computed; the texts are not in
+  this file (AlpacaEval's `annotations.json` with `--format alpaca-eval` keeps them).
+
+{bootstrap("instructions")}
+"""
+    figures = {
+        "counts": {k: counts[k] for k in ("rows_read", "duplicates_dropped", "unparsed")}, "rows": rows,
+        "turbo_self": {c: estimate(r) for c, r in turbo.items()}, "gpt4_0314_family": estimate(family),
+        "claude_self": estimate(claude),
+        "identical_texts_gap": {**estimate(same_texts), "this": rounded(same_texts["win_rate_this_judge"]),
+                                "other": rounded(same_texts["win_rate_other_judge"])},
+        "claude_gap": {**estimate(claude_gap), "this": rounded(claude_gap["win_rate_this_judge"]),
+                       "other": rounded(claude_gap["win_rate_other_judge"])},
+        "flagged": {j: [v[0], v[1]] for j, v in flagged.items()},
+    }
+    return text, figures
+
+
 PAGES: dict[str, Page] = {
     "arena-bench": Page("arena-bench", "arena-bench v1: a GPT-4 judge grading its family and its students",
                         ARENA_STEPS, render_arena, ("arena_bench_v1",)),
@@ -641,6 +776,8 @@ PAGES: dict[str, Page] = {
                      ROUTELLM_STEPS, render_routellm, ("routellm",)),
     "judgebench": Page("judgebench", "JudgeBench: judge accuracy on objectively labelled pairs",
                        JUDGEBENCH_STEPS, render_judgebench, ("judgebench",)),
+    "alpaca-eval": Page("alpaca-eval", "AlpacaEval: GPT-4-Turbo, GPT-4 and Claude 2 judging against a baseline",
+                        ALPACA_STEPS, render_alpaca, ("alpaca_eval",)),
     "mbpp": Page("mbpp", "MBPP: Llama-3.3-70B judging its own code against GPT-4o's (paper 004's data)",
                  MBPP_STEPS, render_mbpp, ("mbpp_selfpref",)),
 }

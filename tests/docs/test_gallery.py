@@ -63,6 +63,18 @@ EXPECTED = {
         "share_judge": (0.495, 0.404, 0.582, 48), "share_lspr": (0.375, 0.213, 0.555, 48),
         "share_hspp": (0.45, 0.352, 0.558, 29),
     }),
+    "alpaca-eval": ("alpaca_eval", {
+        "counts": {"rows_read": 108665, "duplicates_dropped": 3220, "unparsed": 64}, "rows": 105445,
+        "turbo_self": {"weighted_alpaca_eval_gpt4_turbo": (0.807, 0.796, 0.818, 22539),
+                       "alpaca_eval_gpt4_turbo_fn": (0.774, 0.756, 0.793, 4830),
+                       "alpaca_eval_cot_gpt4_turbo_fn": (0.836, 0.82, 0.853, 4829)},
+        "gpt4_0314_family": (0.173, 0.161, 0.186, 17677), "claude_self": (0.763, 0.733, 0.791, 805),
+        "identical_texts_gap": {"value": 0.003, "ci_low": -0.007, "ci_high": 0.014, "n": 1609, "n_excluded": 1,
+                                "this": 0.98, "other": 0.977},
+        "claude_gap": {"value": -0.145, "ci_low": -0.179, "ci_high": -0.11, "n": 1609, "n_excluded": 1,
+                       "this": 0.768, "other": 0.914},
+        "flagged": {"gpt4_0314": [30, 52], "gpt4_1106_preview": [29, 57]},
+    }),
 }
 
 
