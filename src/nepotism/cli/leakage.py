@@ -77,7 +77,8 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
 @command.command("audit")
 @click.argument("table", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--demo", is_flag=True, help="Audit the bundled AlpacaEval judgments.")
-@click.option("--judge", "judges", multiple=True, help="Judge to audit (default: every judge with >= 2 entries).")
+@click.option("--judge", "judges", multiple=True,
+              help="Judge to audit (default: every judge that ranks two or more entries).")
 @click.option("--registry", "registry_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
               help="Extra registry TOML files (lineage of the entries).")
 @click.option("--reference-judge", default=None, help="An unrelated judge to estimate the bonus against.")
@@ -110,9 +111,15 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
     frame = read_table(table).frame
     registry = load_registry([str(p) for p in registry_files])
     reference = read_leaderboard(reference_leaderboard) if reference_leaderboard else None
-    entries = ["model"] if "model" in frame else ["model_a", "model_b"]
+    pointwise = "model" in frame
+    entries = ["model"] if pointwise else ["model_a", "model_b"]
+    least = 2 if pointwise else 3  # a pairwise leaderboard's models include its baseline
     chosen = list(judges) or sorted(j for j, g in frame.groupby("judge")
-                                     if len(set().union(*(set(g[c]) for c in entries))) > 2)
+                                     if len(set().union(*(set(g[c]) for c in entries))) >= least)
+    if not chosen:
+        what = "models graded" if pointwise else "models besides a baseline"
+        raise InputError(f"no judge ranks two or more entries ({what}): nothing to audit", path=str(table),
+                         field="judge")
     results = []
     for judge in chosen:
         try:

@@ -6,8 +6,9 @@ Upstream: lmarena/arena-hard-auto ``gen_judgment.py`` (v0.1: ``question_id``, ``
 ``model_judgment/<judge>/``. Each record compares the model with the baseline twice: game 1 shows
 the baseline as Assistant A and the model as B, game 2 swaps them. ``games[i].score`` is the label
 the judge wrote: ``A>>B``, ``A>B``, ``A=B``, ``B>A``, ``B>>A`` (``show_result.py`` also accepts
-``A<<B``, ``A<B``, ``B=A``, ``B<<A``, ``B<A``), or null when the reply held no label or two
-different ones; a game is null in v2.0 when the call failed.
+``A<<B``, ``A<B``, ``B=A``, ``B<<A``, ``B<A``), or null when the reply held no label (and, in v0.1,
+when it held two different ones: its ``get_score``; v2.0's keeps the last label of the upper-cased
+reply); a game is null in v2.0 when the call failed.
 
 ==================  ================================================================================
 field               becomes
