@@ -273,7 +273,7 @@ generators are unrelated.
   {family["n_clusters"]} questions, {family["n_excluded"]} left out because one of the two has no
   score). Counting equal scores as half a preference (variant `ties=half`, where 50% means no
   preference): {ci_pct(half["family"])}.
-* **The effect comes from GPT-4's own series.** GPT-4-Turbo and GPT-4-0314 get mean scores of
+* **Most of the effect comes from GPT-4's own series.** GPT-4-Turbo and GPT-4-0314 get mean scores of
   {" and ".join(num(e["score"]) for e in gpt4)} (ranks 1 and 2, intervals
   {" and ".join(f"[{num(e['score_ci_low'])}, {num(e['score_ci_high'])}]" for e in gpt4)}),
   {"with intervals clear of" if clear else "against"} the best unrelated model's
