@@ -167,3 +167,27 @@ def test_readme_setup_is_two_commands():
     setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", setup, flags=re.S)
     assert [b.strip().count("\n") for b in blocks] == [0, 0]
+
+
+def test_readme_gallery_figures_are_the_pages():
+    """The README's one-line summaries quote the pages' headline figures (rounded), held above."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Gallery", 1)[1].split("\n## ", 1)[0]
+
+    def p(x: float) -> str:
+        return f"{round(100 * x)}"
+
+    arena, judgebench = EXPECTED["arena-bench"][1], EXPECTED["judgebench"][1]
+    mbpp, alpaca = EXPECTED["mbpp"][1], EXPECTED["alpaca-eval"][1]
+    rms = [v[0] for v in judgebench["reward_models"].values()]
+    quoted = [
+        f"in {p(arena['family'][0])}% of comparisons (students:\n  {p(arena['student'][0])}%)",
+        f"o1-mini\n  {p(judgebench['llm']['o1-mini-2024-09-12']['accuracy'][0])}%",
+        f"Claude-3-Haiku {p(judgebench['llm']['claude-3-haiku-20240307']['accuracy'][0])}%",
+        f"reward models {p(min(rms))}–{p(max(rms))}%",
+        f"({p(mbpp['reply_spr'][0])}–{p(mbpp['probabilities_spr'][0])}%)",
+        f"in {p(mbpp['reply_hspp'][0])}–{p(mbpp['probabilities_hspp'][0])}% of such problems",
+        f"in {p(alpaca['turbo_self']['weighted_alpaca_eval_gpt4_turbo'][0])}% of comparisons",
+    ]
+    for text in quoted:
+        assert text in section, text
