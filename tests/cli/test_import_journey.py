@@ -76,18 +76,39 @@ def test_list(tmp_path):
     assert result.returncode == 0 and "fastchat-single" in result.stdout and "reward-pairs" in result.stdout
 
 
-@pytest.mark.parametrize(("source", "fmt", "extra", "kind", "rows", "ref_kind"), [
-    ("gpt-4_pair.jsonl", "fastchat-pair", (), "pairwise", 8, None),
-    ("mt_bench_human.jsonl", "mt-bench-human", (), "pairwise", 1, "preference-ref"),
-    ("arena-hard-v0.1_gpt-4-0613.jsonl", "arena-hard", ("--baseline", "gpt-4-0314"), "pairwise", 6, None),
-    ("clean_battle_sample.json", "arena-battles", (), "pairwise", 2, "preference-ref"),
-    ("LLMBar__Natural_sample.json", "reward-pairs", (), "preference-ref", 4, "correctness-ref"),
-    ("rewardbench_scores.json", "reward-pairs", (), "pointwise", 4, "correctness-ref"),
-])
+FIXTURES = UPSTREAM.parent
+#: One file per format (and per upstream shape of a format) in its upstream schema, or a real extract:
+#: (file under tests/fixtures/importers, format, options, main kind, rows, companion reference kind).
+JOURNEYS = [
+    ("upstream/gpt-4_single.jsonl", "fastchat-single", (), "pointwise", 6, None),
+    ("upstream/gpt-4_pair.jsonl", "fastchat-pair", (), "pairwise", 8, None),
+    ("upstream/mt_bench_human.jsonl", "mt-bench-human", (), "pairwise", 1, "preference-ref"),
+    ("upstream/arena-hard-v0.1_gpt-4-0613.jsonl", "arena-hard", ("--baseline", "gpt-4-0314"), "pairwise", 6, None),
+    ("upstream/arena-hard-v2.0_gpt-4o-mini.jsonl", "arena-hard", (), "pairwise", 4, None),
+    ("upstream/clean_battle_sample.json", "arena-battles", (), "pairwise", 2, "preference-ref"),
+    ("upstream/LLMBar__Natural_sample.json", "reward-pairs", (), "preference-ref", 4, "correctness-ref"),
+    ("upstream/rewardbench_filtered.jsonl", "reward-pairs", (), "preference-ref", 3, "correctness-ref"),
+    ("upstream/rewardbench_scores.json", "reward-pairs", (), "pointwise", 4, "correctness-ref"),
+    ("alpaca_eval_annotations.json", "alpaca-eval",
+     ("--instructions", FIXTURES / "alpaca_eval_instructions.json"), "pairwise", 7, None),
+    ("annotations_compact_sample.csv.gz", "alpaca-eval-compact", (), "pairwise", 23, None),
+    ("dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
+     "judge_model=claude-3-haiku-20240307.jsonl.gz", "judgebench", (), "pairwise", 8, "preference-ref"),
+    ("llama-3.3-70b_gpt-4o_eval.jsonl", "mbpp-selfpref", (), "pairwise", 12, "correctness-ref"),
+]
+
+
+def test_every_format_has_a_journey():
+    from nepotism.importers import formats
+
+    assert {fmt for _, fmt, *_ in JOURNEYS} == set(formats())
+
+
+@pytest.mark.parametrize(("source", "fmt", "extra", "kind", "rows", "ref_kind"), JOURNEYS)
 def test_each_upstream_format_in_one_command(tmp_path, source, fmt, extra, kind, rows, ref_kind):
     out, ref = tmp_path / "main.jsonl", tmp_path / "ref.csv"
     with_ref = ("--reference-out", ref) if ref_kind else ()
-    result = nepotism("import", UPSTREAM / source, "--format", fmt, *extra, "--out", out, *with_ref, "--json",
+    result = nepotism("import", FIXTURES / source, "--format", fmt, *extra, "--out", out, *with_ref, "--json",
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     outputs = json.loads(result.stdout)["outputs"]
