@@ -249,3 +249,13 @@ def test_preference_reference_annotators(tmp_path):
     with pytest.raises(InputError) as err:  # two votes without annotator ids cannot be told apart
         read_table(path)
     assert err.value.line == 3 and "line 2" in err.value.message
+
+
+def test_presentation_defaults_to_a_first_and_rejects_other_values(tmp_path):
+    path = write(tmp_path, "o.csv", "instance_id,judge,model_a,model_b,verdict,presentation\n"
+                                    "1,j,x,y,A,unknown\n2,j,x,y,B,\n")
+    assert read_table(path).frame["presentation"].tolist() == ["unknown", "a-first"]
+    bad = write(tmp_path, "b.csv", "instance_id,judge,model_a,model_b,verdict,presentation\n1,j,x,y,A,random\n")
+    with pytest.raises(InputError) as err:
+        read_table(bad)
+    assert err.value.line == 2 and err.value.field == "presentation" and "a-first, unknown" in str(err.value)

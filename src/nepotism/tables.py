@@ -8,7 +8,10 @@ kind              required columns                           optional columns
 pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, prob_tie, condition,
                   verdict (A | B | tie | empty = unparsed)   replicate, category, perplexity_a,
                                                              perplexity_b (the judge's perplexity of
-                                                             each response given the prompt)
+                                                             each response given the prompt),
+                                                             presentation (a-first: model_a was shown
+                                                             first, the default | unknown: the order
+                                                             was randomised or not recorded)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)
 rubric            instance_id, judge, model, rubric_id,      condition, replicate, category, setup
@@ -66,6 +69,7 @@ from nepotism.errors import InputError
 
 __all__ = [
     "KINDS",
+    "PRESENTATIONS",
     "RUBRIC_SETUPS",
     "VERDICT_COLUMN",
     "Table",
@@ -82,7 +86,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "verdict"),
         ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b",
-         *_STATUS_COLUMNS),
+         "presentation", *_STATUS_COLUMNS),
     ),
     "pointwise": (
         ("instance_id", "judge", "model", "score"),
@@ -123,6 +127,10 @@ _KEYS = {
 }
 #: How rubric verdicts were asked for (paper 002): one rubric item per call, or all in one call.
 RUBRIC_SETUPS = ("single-rubric", "all-rubrics")
+#: Whether a pairwise row knows which answer the judge saw first: ``a-first`` (model_a was shown
+#: first) or ``unknown`` (the harness randomised the order and kept only the preference, as
+#: AlpacaEval does). Position metrics use ``a-first`` rows only.
+PRESENTATIONS = ("a-first", "unknown")
 _VERDICTS = {"a": "A", "b": "B", "tie": "tie"}
 _STATUSES = ("parsed", "unparsed", "failed")
 _TRUE = {"true", "1", "yes", "t", "y"}
@@ -446,6 +454,14 @@ class _Validator:
         for column in ("perplexity_a", "perplexity_b"):
             if column in frame:
                 frame[column] = self.number(column, allow_empty=True, low=1.0)
+        if "presentation" in frame:
+            shown = self.text("presentation", default="a-first")
+            bad = ~shown.isin(PRESENTATIONS)
+            if bad.any():
+                row = int(np.argmax(bad.to_numpy()))
+                self.fail(row, "presentation",
+                          f"presentation '{shown.iloc[row]}' is not one of {', '.join(PRESENTATIONS)}")
+            frame["presentation"] = shown
 
     def kind_recognition(self) -> None:
         self.frame["claimed"] = self.boolean("claimed")

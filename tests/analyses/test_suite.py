@@ -469,3 +469,35 @@ def test_d_diff_metrics_read_label_probabilities_when_verdicts_are_positional(tm
                      variant={"averaging": "pooled", "opponents": "unrelated", "preference": "probability"})
     assert "preference" not in by_verdict["variant"] and by_verdict["value"] == pytest.approx(0.0)
     assert by_prob["value"] == pytest.approx((0.8 + 0.45) / 2)
+
+
+def test_position_metrics_only_from_rows_whose_order_is_known(tmp_path):
+    """A harness that randomised the order (AlpacaEval) gives rows with presentation = unknown: they
+    weigh in every preference metric but never in a position metric."""
+    spec, sim, registry = _setup(tmp_path)
+    options = SuiteOptions(n_resamples=0)
+    frame = sim.pairwise.copy()
+    known = run_suite(frame, "pairwise", registry, options=options)
+    assert any(r["metric"] == "position-consistency" for r in known.records)
+    frame["presentation"] = "unknown"
+    unknown = run_suite(frame, "pairwise", registry, options=options)
+    assert not any(r["metric"] == "position-consistency" for r in unknown.records)
+    spr = lambda result: sorted((r["judge"], str(r["scope"]), str(r["variant"]), r["value"])  # noqa: E731
+                                for r in result.records if r["metric"] == "self-preference-ratio")
+    assert spr(known) == spr(unknown)  # preferences do not depend on knowing the order
+    # half the judges with a known order: only they get position records
+    judges = sorted(frame["judge"].unique())
+    frame["presentation"] = np.where(frame["judge"] == judges[0], "a-first", "unknown")
+    mixed = run_suite(frame, "pairwise", registry, options=options)
+    assert {r["judge"] for r in mixed.records if r["metric"] == "position-consistency"} == {judges[0]}
+
+
+def test_an_unknown_slice_column_is_an_error_naming_the_columns(tmp_path):
+    from nepotism.errors import InputError
+
+    spec, sim, registry = _setup(tmp_path)
+    with pytest.raises(InputError) as err:
+        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(n_resamples=0, slices=("nosuchcol",)))
+    assert err.value.field == "--slice" and "nosuchcol" in str(err.value) and "instance_id" in str(err.value)
+    with pytest.raises(InputError, match="rubric-items"):
+        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(n_resamples=0, slices=("rubric-polarity",)))

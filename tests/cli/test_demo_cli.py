@@ -27,6 +27,9 @@ def test_demo_writes_json_csv_html_and_explains(tmp_path):
     spr = [r for r in document["results"] if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
            and r["condition"] == "weighted_alpaca_eval_gpt4_turbo" and r["variant"]["opponents"] == "unrelated"]
     assert len(spr) == 1 and 0.75 < spr[0]["value"] < 0.85 and spr[0]["n_clusters"] == 805
+    # AlpacaEval randomised the order each judge saw: no position metric, and the text says why
+    assert "position-consistency" not in metrics
+    assert "random order" in " ".join(text.split())
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<img" in html and "data:image/png;base64," in html and "http://" not in html.replace("http://www.w3.org", "")
 

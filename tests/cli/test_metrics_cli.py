@@ -33,6 +33,26 @@ def test_metrics_json_records(tmp_path):
     assert spr[0]["n"] == 30 and spr[0]["n_clusters"] == 30
 
 
+def test_piped_output_keeps_every_record_on_one_unwrapped_line(tmp_path):
+    """Piped (a CI log, `| cat`): no box drawing, no wrapping at 80 columns, one line per record,
+    and an undefined value says why."""
+    path = write_judgments(tmp_path / "j.csv")
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    records = json.loads(CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--json"]).output)
+    lines = result.output.splitlines()
+    assert not any(ch in result.output for ch in "│┃━─")
+    header = next(i for i, line in enumerate(lines) if line.startswith("metric "))
+    rows = lines[header + 1: header + 1 + len(records)]
+    assert [row.split()[0] for row in rows] == [r["metric"] for r in records]
+    undefined = [row for row, r in zip(rows, records) if r["value"] is None]
+    assert all("— (" in row for row in undefined)
+    tsv = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--format", "tsv"])
+    table = [line.split("\t") for line in tsv.output.splitlines()]
+    assert table[0][0] == "metric" and len(table) == len(records) + 1
+    assert {len(row) for row in table} == {10}
+
+
 def test_metrics_table_output(tmp_path):
     path = write_judgments(tmp_path / "j.csv")
     result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50"], env={"COLUMNS": "250"})

@@ -93,3 +93,20 @@ def test_missing_api_key_variable_is_an_input_error(tmp_path, flag, monkeypatch)
     # a dry run needs no key
     dry = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db"), flag])
     assert dry.exit_code == 0, dry.output
+
+
+def test_a_run_whose_calls_fail_exits_3_naming_the_cause(tmp_path):
+    """A server that answers every call with HTTP 500: the summary still prints, every failure is
+    stored, and the exit status says the run is not complete; --max-failure-rate 1 accepts it."""
+    with standin_thread(StandinConfig(latency_s=0.001, fault_rates={"http_500": 1.0})) as (url, _server):
+        exp = _exp(tmp_path, url)
+        exp.write_text(exp.read_text().replace("concurrency = 8\n", "concurrency = 8\nretry_base_delay_s = 0\n"))
+        store = tmp_path / "s.db"
+        failed = CliRunner().invoke(main, ["run", str(exp), "--store", str(store), "--no-progress", "--json"])
+        assert failed.exit_code == 3, failed.output
+        summary = json.loads(failed.stdout)  # stdout is still exactly one JSON document
+        assert summary["generation"]["failed"] == summary["generation"]["total"] > 0
+        assert "calls failed" in failed.stderr and "--max-failure-rate" in failed.stderr
+        allowed = CliRunner().invoke(main, ["run", str(exp), "--store", str(store), "--no-progress",
+                                            "--max-failure-rate", "1"])
+        assert allowed.exit_code == 0, allowed.output

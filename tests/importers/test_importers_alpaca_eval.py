@@ -74,6 +74,8 @@ def test_compact_rows_validate_as_pairwise_table(tmp_path):
     write_table(frame, tmp_path / "t.csv")
     table = read_table(tmp_path / "t.csv")
     assert table.kind == "pairwise" and len(table) == len(frame)
+    # AlpacaEval randomised the order the judge saw and stored the preference against output_1
+    assert set(table.frame["presentation"]) == {"unknown"}
 
 
 def _write_csv(tmp_path, rows, header="annotator_config,annotator,instruction_id,dataset,generator_1,generator_2,preference"):

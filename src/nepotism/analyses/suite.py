@@ -40,6 +40,7 @@ import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, row_exclusions, with_reasons
+from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
@@ -110,6 +111,14 @@ def _order_codes(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _position_records(frame, options) -> list[dict]:
+    """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
+
+    Rows of a harness that randomised the order and kept only the preference (AlpacaEval) say
+    nothing about slots, so a judge with only such rows gets no position record."""
+    if "presentation" in frame:
+        frame = frame[frame["presentation"].fillna("a-first").to_numpy() == "a-first"]
+    if frame.empty:
+        return []
     rows = _order_codes(frame)
     key = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
     rows["order"] = rows.groupby(key, sort=False).cumcount()
@@ -462,11 +471,18 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
         frame = frame.assign(condition="default")
     if "replicate" not in frame:
         frame = frame.assign(replicate=0)
+    for column in options.slices:
+        if column in DERIVED_SLICES:
+            if kind != "rubric" or "rubric-items" not in refs:
+                raise InputError(f"slice '{column}' needs a rubric table and a rubric-items reference",
+                                 field="--slice")
+        elif column not in frame or column.startswith("_"):
+            usable = sorted(c for c in frame.columns if not c.startswith("_")) + sorted(DERIVED_SLICES)
+            raise InputError(f"unknown slice column '{column}'; this {kind} table has: {', '.join(usable)}",
+                             field="--slice")
     records = _one(frame, kind, registry, refs, options)
     for column in options.slices:
-        values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame.get(column)
-        if values is None:
-            continue
+        values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame[column]
         for value, part in frame.groupby(values, observed=True, sort=True):
             for r in _one(part, kind, registry, refs, options):
                 r["variant"] = {**r.get("variant", {}), "slice": {column: value}}

@@ -20,11 +20,21 @@ __all__ = ["main"]
 
 
 class _Main(click.Group):
-    """Top-level group that turns an `InputError` into one line on stderr and exit status 2."""
+    """Top-level group that turns an `InputError` into one line on stderr and exit status 2, and keeps
+    stdout for the one JSON document when a command is given ``--json``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["nepotism.json"] = "--json" in args
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
+        import contextlib
+
+        from nepotism.cli._common import json_stdout
+
         try:
-            return super().invoke(ctx)
+            with json_stdout() if ctx.meta.get("nepotism.json") else contextlib.nullcontext():
+                return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)
             sys.exit(2)

@@ -1,14 +1,21 @@
-"""What several commands share: options (bootstrap settings, --json, --models), the store an
-experiment command opens, and running a live job under a progress bar with Ctrl-C handled."""
+"""What several commands share: options (bootstrap settings, --json, --models, --format), printing a
+table that stays readable when piped, the store an experiment command opens, and running a live job
+under a progress bar with Ctrl-C handled."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
 import click
 
-__all__ = ["bootstrap_options", "echo_json", "experiment_store", "models_option", "run_live"]
+__all__ = ["bootstrap_options", "echo_json", "experiment_store", "format_option", "json_stdout", "models_option",
+           "print_table", "run_live"]
+
+#: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
+#: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
+FORMATS = ("auto", "table", "plain", "tsv")
 
 
 def bootstrap_options(function):
@@ -30,9 +37,66 @@ def models_option(function):
                         help="Extra model registry TOML file (repeatable); extends the bundled one.")(function)
 
 
+def format_option(function):
+    """Add --format auto|table|plain|tsv (how rows are printed; --json stays the machine format)."""
+    return click.option("--format", "output_format", type=click.Choice(FORMATS), default="auto", show_default=True,
+                        help="auto: a table on a terminal, plain aligned rows when piped (never wrapped); "
+                             "tsv: tab-separated with a header line.")(function)
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:
+    """Print rows under ``header``. On a terminal (``auto``) or with ``table``: a rich table that folds
+    long cells to the terminal's width. Piped (``auto``) or ``plain``: the title, then one line per row
+    with columns padded to their widest cell, never wrapped, so a CI log keeps every row on one line
+    and ``grep`` finds it. ``tsv``: a header line and tab-separated rows (tabs and newlines inside a
+    cell become spaces)."""
+    if output_format == "auto":
+        output_format = "table" if sys.stdout.isatty() else "plain"
+    if output_format == "table":
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title)
+        for name in header:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        Console(highlight=False).print(table)
+        return
+    clean = [[" ".join(str(cell).split()) for cell in row] for row in rows]
+    if output_format == "tsv":
+        for row in [header, *clean]:
+            click.echo("\t".join(row))
+        return
+    widths = [max([len(name)] + [len(row[i]) for row in clean]) for i, name in enumerate(header)]
+    click.echo(title)
+    for row in [header, *clean]:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+#: The real stdout while a ``--json`` command runs (`json_stdout`), else None.
+_JSON_STDOUT = None
+
+
+@contextlib.contextmanager
+def json_stdout():
+    """While a ``--json`` command runs, anything else written to stdout (a library's or a trainer's
+    log lines, progress text) goes to stderr, so stdout carries exactly the one document
+    `echo_json` writes."""
+    global _JSON_STDOUT
+    _JSON_STDOUT = sys.stdout
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _JSON_STDOUT = None
+
+
 def echo_json(value) -> None:
-    """Print JSON (NaN-free, sorted keys) to stdout."""
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+    """Print one JSON document (indented, sorted keys) to stdout — the real one under `json_stdout`."""
+    stream = _JSON_STDOUT or sys.stdout
+    stream.write(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+    stream.flush()
 
 
 def experiment_store(store_path, experiment):

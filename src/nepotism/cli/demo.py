@@ -61,8 +61,10 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, it
                "raw self-preference mixes bias with quality. The 'same items, other judge' lines compare two "
                "judges on identical prompts and pairs; a positive gap for a judge's own answer is favouritism "
                "beyond what the other judge sees.")
-    click.echo(f"AlpacaEval shows each pair in one order only ({summary['single_order_comparisons']:,} single-order "
-               "comparisons), so position bias is not averaged out here.")
+    click.echo(f"AlpacaEval judged each pair once ({summary['single_order_comparisons']:,} single-order comparisons), "
+               "showing the two answers in a random order seeded by the instruction and storing the preference "
+               "against the baseline; which answer a judge saw first is not recorded, so no position metric is "
+               "computed here, and position bias is spread over both candidates rather than measured.")
     click.echo("")
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")
 

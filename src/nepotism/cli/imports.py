@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from nepotism.cli._common import echo_json
+
 from nepotism._files import temp_beside
 
 __all__ = ["command"]
@@ -72,7 +74,7 @@ def _print_formats(as_json: bool) -> None:
     rows = [{"format": f.name, "tables": list(f.tables), "options": [f"--{o}" for o in f.options],
              "summary": f.summary, "upstream": f.upstream} for f in formats().values()]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     for row in rows:
         click.echo(f"{row['format']}\n  {row['summary']}\n  tables: {', '.join(row['tables'])}"
@@ -194,7 +196,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
     if canonical:
         summary["unknown_models"] = unknown
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        echo_json(summary)
         return
     for path, info in summary["outputs"].items():
         click.echo(f"wrote {info['rows']} {info['kind']} rows to {path}")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from nepotism.cli._common import echo_json, experiment_store, run_live
+
 __all__ = ["command"]
 
 
@@ -46,7 +48,6 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
     from nepotism.leakage.config import load_leakage
     from nepotism.leakage.pipeline import run_leakage
     from nepotism.leakage.report import analyses_table, pls_table
-    from nepotism.cli._common import experiment_store, run_live
     from nepotism.store import Store
 
     cfg = load_leakage(experiment_file)
@@ -54,7 +55,7 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
                           progress=False if dry_run else progress)
     if as_json:
-        click.echo(json.dumps(result, indent=2, default=str))
+        echo_json(result)
         return
     if dry_run:
         click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
@@ -128,6 +129,6 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
         except ValueError as err:
             raise InputError(str(err), path=str(table), field="judge") from None
     if as_json:
-        click.echo(json.dumps(results, indent=2, default=str))
+        echo_json(results)
         return
     click.echo("\n\n".join(format_audit(r, top=top) for r in results))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, models_option
+from nepotism.cli._common import bootstrap_options, echo_json, format_option, models_option, print_table
 
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 
@@ -86,9 +86,10 @@ def _with_committees(table, committees):
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
+@format_option
 def command(judgments, reference, kind, rule, opponents, leaderboard, rank_against, committees, slices, agreement,
             recognition_target, perplexity_bins, correlate, models_files, n_resamples, seed, confidence, ci_method,
-            as_json):
+            as_json, output_format):
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
@@ -169,7 +170,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     if as_json:
         echo_json(records)
         return
-    _print(records, judgments, pairwise="pairwise" in by_kind, unexplained=unexplained)
+    _print(records, judgments, pairwise="pairwise" in by_kind, output_format=output_format, unexplained=unexplained)
 
 
 def exclusion_lines(records) -> list[str]:
@@ -206,26 +207,24 @@ def _clean(x):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _print(records, judgments, *, pairwise: bool, unexplained=()) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def _print(records, judgments, *, pairwise: bool, output_format: str, unexplained=()) -> None:
     from nepotism.report.summary import describe
 
-    console = Console()
-    table = Table(title=f"nepotism metrics — {', '.join(judgments)}", show_lines=False)
-    for column in ("metric", "judge", "condition", "scope", "generator / pair", "variant", "value", "CI", "n", "excl."):
-        table.add_column(column, overflow="fold")
+    rows = []
     for r in records:
         ci = f"{r['ci_low']:.3f} – {r['ci_high']:.3f}" if r.get("ci_low") is not None else ""
-        value = f"{r['value']:.3f}" if r["value"] is not None else "—"
+        value = f"{r['value']:.3f}" if r["value"] is not None else f"— ({r.get('note') or 'undefined'})"
         target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")
         variant = ", ".join(f"{k}={v}" for k, v in (r.get("variant") or {}).items() if not isinstance(v, (list, dict)))
-        table.add_row(r["metric"], str(r.get("judge") or ""), str(r.get("condition") or ""), r.get("scope") or "",
-                      target, variant, value, ci, str(r["n"]), str(r["n_excluded"]))
-    console.print(table)
+        rows.append([r["metric"], str(r.get("judge") or ""), str(r.get("condition") or ""), r.get("scope") or "",
+                     target, variant, value, ci, str(r["n"]), str(r["n_excluded"])])
+    print_table(f"nepotism metrics — {', '.join(judgments)}",
+                ["metric", "judge", "condition", "scope", "generator / pair", "variant", "value", "CI", "n", "excl."],
+                rows, output_format=output_format)
+    if output_format == "tsv":
+        return
     for line in exclusion_lines(records) + undefined_lines(unexplained):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line per judge in a CI log
+        click.echo(line)  # one line per judge in a CI log
     if pairwise:
         for line in describe([r for r in records if r["metric"] != "correlation" and r.get("judge")]):
-            console.print(line, markup=False, highlight=False)
+            click.echo(line)

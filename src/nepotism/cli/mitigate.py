@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from nepotism.cli._common import echo_json, experiment_store, run_live
+
 __all__ = ["command"]
 
 
@@ -43,14 +45,13 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
                    "rewriter": plan.rewriter,
                    "conditions": [{"name": c.name, "kind": c.kind, **dict(c.params)} for c in plan.conditions]}
         if as_json:
-            click.echo(json.dumps(listing, indent=2, sort_keys=True, default=str))
+            echo_json(listing)
         else:
             click.echo(f"experiment {listing['experiment']}: judges {', '.join(listing['judges'])}")
             for c in listing["conditions"]:
                 click.echo(f"  {c['name']:<24}{c['kind']}")
         return
     from nepotism.mitigations.run import run_mitigations
-    from nepotism.cli._common import experiment_store, run_live
     from nepotism.store import Store
 
     exp = plan.experiment
@@ -59,8 +60,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     target = out_path or Path(exp.output_dir or ".") / "mitigations.jsonl"
     _write_jsonl(target, result.records)
     if as_json:
-        click.echo(json.dumps({"summary": result.summary, "records": result.records}, indent=2, sort_keys=True,
-                              default=str))
+        echo_json({"summary": result.summary, "records": result.records})
         return
     _print(result, target)
 

@@ -5,10 +5,10 @@ This module only parses arguments and prints; all logic lives in `nepotism.model
 
 from __future__ import annotations
 
-import json
-import sys
 
 import click
+
+from nepotism.cli._common import echo_json, print_table
 
 __all__ = ["command"]
 
@@ -28,24 +28,13 @@ def _load(model_files: tuple[str, ...]):
     return load_registry(model_files) if model_files else default_registry()
 
 
-def _console():
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
-
-
 def _print_list(registry, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps([info.to_dict() for info in registry], indent=2))
+        echo_json([info.to_dict() for info in registry])
         return
-    from rich.table import Table
-
-    table = Table(title=f"{len(registry)} models")
-    for name in ("id", "family", "series", "parent", "teachers"):
-        table.add_column(name, overflow="fold")
-    for info in registry:
-        table.add_row(info.id, info.family, info.series or "", info.parent or "", ", ".join(info.teachers))
-    _console().print(table)
+    print_table(f"{len(registry)} models", ["id", "family", "series", "parent", "teachers"],
+                [[info.id, info.family, info.series or "", info.parent or "", ", ".join(info.teachers)]
+                 for info in registry])
 
 
 @click.group("models", invoke_without_command=True)
@@ -94,22 +83,17 @@ def show(ctx: click.Context, name: str, model_files: tuple[str, ...], as_json: b
         raise InputError(f"unknown model name {name!r}", field="NAME")
     info = registry.get(name)
     if as_json:
-        click.echo(json.dumps(info.to_dict(), indent=2))
+        echo_json(info.to_dict())
         return
-    from rich.table import Table
-
-    table = Table(title=info.id, show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
+    rows = []
     for key, value in info.to_dict().items():
         if key == "sources":
             continue
         if isinstance(value, list):
             value = ", ".join(value)
-        table.add_row(key, "" if value is None else str(value))
-    for edge, note in info.sources.items():
-        table.add_row(f"source: {edge}", note)
-    _console().print(table)
+        rows.append([key, "" if value is None else str(value)])
+    rows += [[f"source: {edge}", note] for edge, note in info.sources.items()]
+    print_table(info.id, ["field", "value"], rows)
 
 
 @command.command("relation")
@@ -135,7 +119,7 @@ def relation(ctx: click.Context, judge: str, model: str, model_files: tuple[str,
             "relation": rel.value,
             "scopes": {s: registry.related(judge, model, s) for s in SCOPES} if known else None,
         }
-        click.echo(json.dumps(payload, indent=2))
+        echo_json(payload)
         return
     left = registry.resolve(judge) if registry.knows(judge) else f"{judge} (unknown)"
     right = registry.resolve(model) if registry.knows(model) else f"{model} (unknown)"

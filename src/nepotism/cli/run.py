@@ -5,10 +5,12 @@ Only argument handling and printing live here; the work is done by `nepotism.run
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import click
+
+from nepotism.cli._common import echo_json, experiment_store, run_live
 
 __all__ = ["command"]
 
@@ -23,8 +25,10 @@ __all__ = ["command"]
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or plan) as JSON.")
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
+@click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Share of the run's calls (generation and judging) allowed to fail without exit status 3.")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
-            progress: bool | None) -> None:
+            progress: bool | None, max_failure_rate: float) -> None:
     """Generate the missing responses and judge every planned comparison of EXPERIMENT_FILE.
 
     Every model call is stored before it is used, so a run that is stopped (Ctrl-C, a crash, a
@@ -32,8 +36,11 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     Judgments are exported in the recorded table formats to the experiment's output directory,
     ready for ``nepotism metrics``. API keys are read from the environment variables the file
     names and are never stored or printed.
+
+    Exit status: 0 when the run is complete; 2 for a bad experiment or dataset file (nothing is
+    called or written); 3 when more than --max-failure-rate of the calls failed (the summary is
+    still printed and the failures are stored: run again to retry them); 130 when interrupted.
     """
-    from nepotism.cli._common import experiment_store, run_live
     from nepotism.experiment import load_experiment
     from nepotism.runner.experiment_run import dry_run as plan_only
     from nepotism.runner.experiment_run import run_experiment
@@ -47,14 +54,35 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
             return
         summary = run_live(lambda view: run_experiment(experiment, store, view=view), progress=progress)
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), indent=2, sort_keys=True, default=str))
-        return
-    _print_summary(summary)
+        echo_json(summary.as_dict())
+    else:
+        _print_summary(summary)
+    failed, total = _failures(summary)
+    if total and failed / total > max_failure_rate:
+        click.echo(f"error: {failed} of {total} calls failed ({_top_errors(summary)}); fix the cause and run "
+                   f"again to retry them (completed calls are not repeated), or allow some with "
+                   f"--max-failure-rate", err=True)
+        sys.exit(3)
+
+
+def _failures(summary) -> tuple[int, int]:
+    """Failed and total calls of a run, generation and judging together."""
+    phases = (summary.generation, summary.judging)
+    return sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
+
+
+def _top_errors(summary) -> str:
+    counts: dict[str, int] = {}
+    for phase in (summary.generation, summary.judging):
+        for err, n in phase["errors"].items():
+            counts[err] = counts.get(err, 0) + n
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{err} {n}" for err, n in top) or "no error recorded"
 
 
 def _print_plan(plan: dict, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(plan, indent=2, sort_keys=True, default=str))
+        echo_json(plan)
         return
     click.echo(f"experiment  {plan['experiment']}   instances {plan['instances']}   "
                f"recorded responses {plan['recorded_responses']}")

@@ -6,10 +6,11 @@ candidate did, and 2 only for bad input (a missing file).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from nepotism.cli._common import echo_json
 
 from nepotism.errors import InputError
 
@@ -55,7 +56,7 @@ def run_cmd(file: str, tests_file: str | None, timeout: float, memory_mb: int, a
         raise InputError("--memory-mb must be at least 32", field="memory-mb")
     result = run(code, tests=tests, timeout=timeout, memory_mb=memory_mb)
     if as_json:
-        click.echo(json.dumps(asdict(result), indent=2))
+        echo_json(asdict(result))
         return
     click.echo(f"status: {result.status} ({result.detail})")
     click.echo(f"returncode: {result.returncode}  signal: {result.signal}  duration: {result.duration_s:.2f}s")
@@ -75,7 +76,7 @@ def check_cmd(as_json: bool) -> None:
 
     caps = sandbox_capabilities()
     if as_json:
-        click.echo(json.dumps(caps, indent=2))
+        echo_json(caps)
         return
     for key, value in caps.items():
         if key == "notes":

@@ -5,10 +5,11 @@ Only argument handling and printing live here; the work is done by `nepotism.sto
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from nepotism.cli._common import echo_json
 
 from nepotism.errors import InputError
 
@@ -39,7 +40,7 @@ def info(store_path: Path | None, as_json: bool) -> None:
     with _open_existing(store_path) as store:
         summary = store.info()
     if as_json:
-        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+        echo_json(summary)
         return
     click.echo(f"store           {summary['path']}")
     click.echo(f"schema version  {summary['schema_version']}")
@@ -84,7 +85,7 @@ def export(
     with _open_existing(store_path) as store:
         rows = store.export(table, out, fmt=fmt, protocol=protocol)
     if as_json:
-        click.echo(json.dumps({"table": table, "out": str(out), "format": fmt, "rows": rows}))
+        echo_json({"table": table, "out": str(out), "format": fmt, "rows": rows})
     else:
         click.echo(f"wrote {rows:,} rows of {table} to {out}")
 
@@ -117,6 +118,6 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
         store.record_import(table, kind=parsed.kind, rows=len(parsed), sha256=digest)
     summary = {"file": str(table), "kind": parsed.kind, "rows": len(parsed), "added": added}
     if as_json:
-        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+        echo_json(summary)
     else:
         click.echo(f"loaded {summary['rows']:,} {parsed.kind} rows from {table} ({added:,} new)")

@@ -1,9 +1,12 @@
 """Import AlpacaEval annotations: the compact CSV of this project's data and AlpacaEval's own JSON.
 
-AlpacaEval judges each instruction once, in one order: ``output_1`` is the baseline's answer
-(``generator_1``, shown first, so ``model_a``) and ``output_2`` the evaluated model's
-(``generator_2``, ``model_b``). Every pair is therefore seen in a single order; position bias
-cannot be separated from preference with this data alone.
+AlpacaEval judges each instruction once per pair. Its pairwise annotators randomise which output
+the judge sees first (``is_randomize_output_order``, on by default, seeded by the instruction) and
+undo the switch before storing ``preference``, so the stored preference is always relative to
+``output_1`` (the baseline, ``generator_1`` → ``model_a``) whatever the judge saw. The order the
+judge saw is not recorded: every row gets ``presentation = unknown`` and no position metric is
+computed from it (checked against ``alpaca_eval/annotators/pairwise_evaluator.py``: the
+``RandomSwitchTwoColumnsProcessor`` and ``shuffle_pairwise_preferences`` in ``_postprocess``).
 
 ``preference`` encoding, from AlpacaEval's ``src/alpaca_eval/metrics/helpers.py`` (tatsu-lab/
 alpaca_eval, ``BaseScoringRule.describe_head2head``): values are in [1, 2], ``1`` = output_1 better,
@@ -79,6 +82,10 @@ ANNOTATOR_JUDGES: dict[str, str] = {
 _DRAW = 1.5
 
 
+_ORDER_NOTE = ("AlpacaEval judges each pair once and randomises which answer is shown first; the preference is "
+               "stored against the baseline (generator_1 = model_a), the order seen is unknown (presentation = unknown)")
+
+
 def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Decode AlpacaEval preferences: return (verdict, prob_a, prob_b, bad) arrays.
 
@@ -133,6 +140,7 @@ def _build(raw: pd.DataFrame, positions: list[int], path: Path, judge: str | Non
         "prob_b": prob_b,
         "condition": raw["annotator"].to_numpy(),
         "category": raw["category"].to_numpy(),
+        "presentation": "unknown",
         "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
         "reason": np.where(pd.isna(verdict), "no_verdict", None),
         **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
@@ -178,7 +186,7 @@ def import_alpaca_eval_compact(path: str | Path, *, judge: str | None = None, **
         preference=raw["preference"].replace({"": None}),
     )
     frame, counts = _build(raw, lines, path, judge)
-    notes = ["AlpacaEval judges each pair once, baseline (generator_1) shown first as model_a"]
+    notes = [_ORDER_NOTE]
     return Imported(tables={"pairwise": frame}, main="pairwise", counts=counts, notes=notes, source=str(path))
 
 
@@ -246,7 +254,7 @@ def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructio
     frame, counts = _build(pd.DataFrame(rows), lines, path, judge)
     counts["empty_outputs"] = empty
     text_frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True)
-    notes = ["AlpacaEval judges each pair once, baseline (generator_1) shown first as model_a"]
+    notes = [_ORDER_NOTE]
     if empty:
         notes.append(f"{empty} outputs are empty: kept as recorded empty answers (the judgment of them stands)")
     return Imported(tables={"pairwise": frame}, main="pairwise", texts=text_frame, counts=counts, notes=notes, source=str(path))

@@ -1,0 +1,45 @@
+"""What commands share: --json keeps stdout for one document, tables readable when piped."""
+
+import json
+
+import click
+from click.testing import CliRunner
+
+from nepotism.cli import main
+from nepotism.cli._common import echo_json, print_table
+
+
+def test_json_stdout_sends_library_prints_to_stderr():
+    """A library or trainer that prints to stdout (transformers' loss dicts) must not spoil the
+    JSON document of a --json command."""
+
+    @click.command("noisy")
+    @click.option("--json", "as_json", is_flag=True)
+    def noisy(as_json):
+        print({"loss": "2.683"})  # what a trainer's log callback does
+        if as_json:
+            echo_json({"ok": True})
+        else:
+            click.echo("done")
+
+    main.add_command(noisy)
+    try:
+        result = CliRunner().invoke(main, ["noisy", "--json"])
+        plain = CliRunner().invoke(main, ["noisy"])
+    finally:
+        main.commands.pop("noisy")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"ok": True}
+    assert "loss" in result.stderr
+    assert "loss" in plain.stdout and "done" in plain.stdout  # without --json nothing is moved
+
+
+def test_print_table_plain_and_tsv(capsys):
+    rows = [["win-rate", "a very long cell " * 10], ["x", "tab\there\nnext"]]
+    print_table("title", ["metric", "value"], rows, output_format="plain")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "title" and out[1].split() == ["metric", "value"]
+    assert out[2].startswith("win-rate") and out[2].endswith("a very long cell")
+    print_table("title", ["metric", "value"], rows, output_format="tsv")
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["metric\tvalue", "win-rate\t" + " ".join(["a very long cell"] * 10), "x\ttab here next"]
