@@ -369,5 +369,26 @@ async def _main(cfg_json: str) -> None:
     await runner.cleanup()
 
 
+async def serve_until_stopped(config: StandinConfig, *, host: str = "127.0.0.1", port: int = 0,
+                              on_ready: Any = None) -> None:
+    """Serve until SIGINT or SIGTERM (the public ``nepotism standin`` command); ``on_ready(url)`` is
+    called once the port is bound. Hanging requests are released before the server stops."""
+    import signal
+
+    server = StandinServer(config)
+    runner, url = await server.serve(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if on_ready is not None:
+        on_ready(url)
+    try:
+        await stop.wait()
+    finally:
+        server.release_hangs()
+        await runner.cleanup()
+
+
 if __name__ == "__main__":
     asyncio.run(_main(sys.argv[1] if len(sys.argv) > 1 else "{}"))

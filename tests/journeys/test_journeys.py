@@ -1,0 +1,155 @@
+"""User journeys through the installed ``nepotism`` executable, chained as the README documents them.
+
+Each test runs real subprocesses (no CliRunner): the stand-in server a user starts with
+``nepotism standin``, ``run`` against it, ``metrics`` on what ``run`` wrote, ``report`` and ``card``
+on the results; ``import`` then ``metrics``; the demo then ``report`` and ``card``. They assert on
+exit codes, on stdout being exactly one JSON document under ``--json``, and on piped output a
+person can read in a CI log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+FIXTURES = ROOT / "tests" / "fixtures"
+NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
+
+
+def nep(*args: str, cwd: Path, expect: int | None = 0, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``nepotism ARGS`` as a user would (stdout a pipe, not a terminal)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"COLUMNS": "80"}
+    done = subprocess.run([NEPOTISM, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    if expect is not None:
+        assert done.returncode == expect, f"nepotism {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture
+def standin(tmp_path):
+    """``nepotism standin --port 0`` in the background; yields its base URL, stops it with SIGTERM."""
+    proc = subprocess.Popen([NEPOTISM, "standin", "--port", "0", "--latency", "0.001"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), proc.stderr.read()
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0  # a clean stop, no traceback
+        assert "Traceback" not in proc.stderr.read()
+
+
+def _example(tmp_path: Path, url: str) -> Path:
+    """The README's stand-in example, copied as a user would, pointed at the running stand-in."""
+    work = tmp_path / "work"
+    shutil.copytree(EXAMPLES, work / "examples", ignore=shutil.ignore_patterns("results", "*.db"))
+    exp = work / "examples" / "standin.toml"
+    exp.write_text(exp.read_text().replace("http://127.0.0.1:8765/v1", url)
+                   .replace("[dataset]\n", "[dataset]\nlimit = 3\n"))
+    return work
+
+
+def test_standin_run_metrics_report_card(tmp_path, standin):
+    work = _example(tmp_path, standin)
+    plan = nep("run", "examples/standin.toml", "--dry-run", "--json", cwd=work)
+    assert json.loads(plan.stdout)["judge_calls"] > 0
+    first = nep("run", "examples/standin.toml", "--no-progress", cwd=work)
+    assert "done" in first.stdout and "wrote" in first.stdout
+    again = nep("run", "examples/standin.toml", "--no-progress", "--json", cwd=work)
+    summary = json.loads(again.stdout)  # exactly one JSON document on stdout
+    assert summary["judging"]["cached"] == summary["judging"]["total"] > 0  # nothing asked twice
+    pairwise = summary["exports"]["pairwise"]
+
+    table = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", cwd=work)
+    lines = table.stdout.splitlines()
+    assert any(line.startswith("self-preference-ratio ") for line in lines)  # one record per line, unwrapped
+    assert not any(ch in table.stdout for ch in "│┃")
+    results = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--json",
+                  cwd=work)
+    records = json.loads(results.stdout)
+    (work / "results.json").write_text(results.stdout)
+    assert {"win-rate", "self-preference-ratio", "excluded-verdicts"} <= {r["metric"] for r in records}
+
+    nep("report", "results.json", "--out", "report", cwd=work)
+    assert (work / "report" / "report.html").stat().st_size > 0
+
+    spr = [r["value"] for r in records if r["metric"] == "self-preference-ratio" and r["value"] is not None]
+    assert spr, "the stand-in run measured no self-preference ratio"
+    (work / "lenient.toml").write_text("max_self_preference_ratio = 1.0\n")
+    nep("card", "results.json", "--thresholds", "lenient.toml", "--check", cwd=work)
+    (work / "strict.toml").write_text(f"max_self_preference_ratio = {max(spr) / 2}\n")
+    failed = nep("card", "results.json", "--thresholds", "strict.toml", "--check", cwd=work, expect=1)
+    assert "fail" in failed.stdout
+
+
+def test_a_run_whose_server_fails_every_call_exits_3(tmp_path):
+    """A server that is not there: every call fails; the exit status says so in one line."""
+    work = _example(tmp_path, "http://127.0.0.1:9/v1")
+    exp = work / "examples" / "standin.toml"
+    exp.write_text(exp.read_text().replace("max_attempts = 4", "max_attempts = 1"))
+    done = nep("run", "examples/standin.toml", "--no-progress", cwd=work, expect=3)
+    assert "calls failed" in done.stderr and "--max-failure-rate" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_import_then_metrics(tmp_path):
+    source = FIXTURES / "importers" / "annotations_compact_sample.csv.gz"
+    nep("import", str(source), "--format", "alpaca-eval-compact", "--out", "judgments.csv", cwd=tmp_path)
+    records = json.loads(nep("metrics", "judgments.csv", "--bootstrap", "50", "--json", cwd=tmp_path).stdout)
+    metrics = {r["metric"] for r in records}
+    assert "win-rate" in metrics
+    assert "position-consistency" not in metrics  # AlpacaEval randomised the order: no position metric
+
+
+def test_demo_then_report_and_card(tmp_path):
+    demo = nep("demo", "--out", "demo", "--bootstrap", "50", cwd=tmp_path, timeout=600)
+    assert "random order" in " ".join(demo.stdout.split())
+    nep("report", "demo/results.json", "--out", "report", cwd=tmp_path)
+    (tmp_path / "t.toml").write_text("max_self_preference_ratio = 1.0\n")
+    nep("card", "demo/results.json", "--thresholds", "t.toml", "--check", cwd=tmp_path)
+
+
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
+    (tmp_path / "bad.csv").write_text("instance_id,judge,model_a,model_b,verdict\n1,gpt-4,x,y,maybe\n")
+    done = nep("metrics", "bad.csv", "--json", cwd=tmp_path, expect=2)
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
+    assert "bad.csv" in done.stderr and "line 2" in done.stderr and "verdict" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def _readme_commands() -> list[tuple[list[str], list[str]]]:
+    """(command words, options) of every row of the README's command table."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("| `nepotism"):
+            continue
+        cell = line.split("|")[1]
+        for snippet in cell.split("`")[1::2]:
+            words = snippet.replace("\\|", "|").split()
+            command = [w for w in words[1:3] if w.isalpha() and w.islower() and w not in ("list", "show")][:2]
+            options = [w.strip("[]").split("=")[0] for w in words if w.strip("[]").startswith("--")]
+            rows.append((command, options))
+    return rows
+
+
+@pytest.mark.parametrize("command, options", _readme_commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_every_readme_command_exists_with_the_options_it_documents(tmp_path, command, options):
+    """A README row naming a command or flag that does not exist is a bug."""
+    assert command, "a README command row without a command"
+    done = nep(*command, "--help", cwd=tmp_path, expect=None)
+    if done.returncode != 0:  # a noun whose second word is an argument, not a verb
+        done = nep(command[0], "--help", cwd=tmp_path)
+    for option in options:
+        assert option in done.stdout, f"README documents {option} for nepotism {' '.join(command)}"
