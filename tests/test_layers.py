@@ -15,6 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nepotism"
 FORBIDDEN = {
     "credentials": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
                     "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
+    "extras": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
+               "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers",
+               "credentials"},
     "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
                 "leakage", "mitigations", "annotate"},
     "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",

@@ -45,7 +45,8 @@ def test_dry_run_then_run_then_cached_rerun(tmp_path):
         dry = runner.invoke(main, ["run", str(exp), "--store", str(store), "--dry-run", "--json"])
         assert dry.exit_code == 0, dry.output
         plan = json.loads(dry.output)
-        assert server.stats["requests"] == 0
+        assert server.stats["requests"] == 1  # one GET of /models: the server is reachable; no completion
+        assert plan["problems"] == {}
         assert plan["instances"] == 3 and plan["generation_calls"] == 9
         # per judge: 2 own-vs-other pairs x 2 orders x 3 items x 2 conditions, plus recognition
         # of 3 responses x 3 items x 2 conditions
@@ -86,13 +87,28 @@ def test_human_summary(tmp_path):
 @pytest.mark.parametrize("flag", ["--dry-run"])
 def test_missing_api_key_variable_is_an_input_error(tmp_path, flag, monkeypatch):
     monkeypatch.delenv("NEPOTISM_NO_SUCH_KEY", raising=False)
+    with standin_thread(StandinConfig(latency_s=0.001)) as (url, server):
+        exp = _exp(tmp_path, url)
+        exp.write_text(exp.read_text().replace('model = "alpha"\n', 'model = "alpha"\napi_key_env = "NEPOTISM_NO_SUCH_KEY"\n'))
+        result = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db")])
+        assert result.exit_code == 2 and "NEPOTISM_NO_SUCH_KEY" in result.output
+        # a dry run needs no key, writes no file and sends no paid call
+        dry = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "dry.db"), flag])
+        assert dry.exit_code == 0, dry.output
+        assert not (tmp_path / "dry.db").exists()
+        assert server.stats["requests"] == 1  # one GET of /models (all models share the server), no completion
+
+
+def test_dry_run_says_which_model_cannot_be_reached_or_loaded(tmp_path):
     exp = _exp(tmp_path, "http://127.0.0.1:9/v1")
-    exp.write_text(exp.read_text().replace('model = "alpha"\n', 'model = "alpha"\napi_key_env = "NEPOTISM_NO_SUCH_KEY"\n'))
-    result = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db")])
-    assert result.exit_code == 2 and "NEPOTISM_NO_SUCH_KEY" in result.output
-    # a dry run needs no key
-    dry = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db"), flag])
-    assert dry.exit_code == 0, dry.output
+    beta = '[models.standin-beta]\nbackend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "beta"\n'
+    assert beta in exp.read_text()
+    exp.write_text(exp.read_text().replace(beta, '[models.standin-beta]\nbackend = "gguf"\npath = "no-such-file.gguf"\n'))
+    dry = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db"), "--dry-run"])
+    assert dry.exit_code == 2, dry.output
+    assert "model 'standin-alpha' cannot be used: cannot reach http://127.0.0.1:9/v1" in dry.output
+    assert "model 'standin-beta' cannot be used" in dry.output and "no-such-file.gguf" in dry.output
+    assert not (tmp_path / "s.db").exists()
 
 
 def test_a_run_whose_calls_fail_exits_3_naming_the_cause(tmp_path):

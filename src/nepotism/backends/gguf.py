@@ -228,6 +228,10 @@ class GGUFBackend(InProcessBackend):
             )
         return str(verify_sha256(path, self._sha256) if self._sha256 else path)
 
+    def check(self) -> None:
+        """Raise `ModelFileError` if the model file is missing or fails its SHA-256 (nothing is loaded)."""
+        self._path()
+
     def load(self) -> None:
         """Load (or find already loaded) the model; raises `ModelFileError` if unavailable."""
         if self._loaded is None:

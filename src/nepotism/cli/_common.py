@@ -11,7 +11,7 @@ import sys
 import click
 
 __all__ = ["bootstrap_options", "echo_json", "experiment_store", "format_option", "json_stdout", "models_option",
-           "print_table", "run_live"]
+           "print_table", "run_live", "store_path_of"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -99,14 +99,19 @@ def echo_json(value) -> None:
     stream.flush()
 
 
-def experiment_store(store_path, experiment):
-    """The store file of an experiment command, its folder created: --store, else the experiment's
-    ``store``, else $NEPOTISM_STORE, else ./nepotism.db."""
+def store_path_of(store_path, experiment):
+    """The store file of an experiment command: --store, else the experiment's ``store``, else
+    $NEPOTISM_STORE, else ./nepotism.db (nothing is created)."""
     from pathlib import Path
 
     from nepotism.store import default_store_path
 
-    path = Path(store_path) if store_path else (Path(experiment.store) if experiment.store else default_store_path())
+    return Path(store_path) if store_path else (Path(experiment.store) if experiment.store else default_store_path())
+
+
+def experiment_store(store_path, experiment):
+    """`store_path_of`, its folder created."""
+    path = store_path_of(store_path, experiment)
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -33,6 +33,9 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, it
     in --out, so a second run repeats no call. Tiny judges are weak; the output says how weak.
     """
     if live:
+        from nepotism.extras import require
+
+        require("local", purpose="nepotism demo --live (two packaged GGUF models)")
         _live(out_dir, n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method, as_json=as_json,
               items=items)
         return

@@ -51,6 +51,11 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
     from nepotism.store import Store
 
     cfg = load_leakage(experiment_file)
+    trained = sorted({s.method for s in cfg.students} & {"sft", "dpo"})
+    if trained and not dry_run:
+        from nepotism.extras import require
+
+        require("train", purpose=f"nepotism leakage run ({'/'.join(trained)} students are trained)")
     with Store(experiment_store(store_path, cfg.experiment)) as store:
         result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
                           progress=False if dry_run else progress)

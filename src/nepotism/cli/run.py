@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, experiment_store, run_live
+from nepotism.cli._common import echo_json, experiment_store, run_live, store_path_of
 
 __all__ = ["command"]
 
@@ -19,7 +19,8 @@ __all__ = ["command"]
 @click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (calls per model, estimated tokens and cost, what is cached) "
-                   "without calling any model.")
+                   "without calling any model or writing any file; checks that every model can be "
+                   "loaded (GGUF file and hash) or reached (HTTP), exit 2 if not.")
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or plan) as JSON.")
@@ -42,16 +43,14 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     still printed and the failures are stored: run again to retry them); 130 when interrupted.
     """
     from nepotism.experiment import load_experiment
-    from nepotism.runner.experiment_run import dry_run as plan_only
     from nepotism.runner.experiment_run import run_experiment
     from nepotism.store import Store
 
     experiment = load_experiment(experiment_file)
+    if dry_run:
+        _dry_run(experiment, store_path, as_json)
+        return
     with Store(experiment_store(store_path, experiment)) as store:
-        if dry_run:
-            plan = plan_only(experiment, store)
-            _print_plan(plan, as_json)
-            return
         summary = run_live(lambda view: run_experiment(experiment, store, view=view), progress=progress)
     if as_json:
         echo_json(summary.as_dict())
@@ -78,6 +77,25 @@ def _top_errors(summary) -> str:
             counts[err] = counts.get(err, 0) + n
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
     return ", ".join(f"{err} {n}" for err, n in top) or "no error recorded"
+
+
+def _dry_run(experiment, store_path, as_json: bool) -> None:
+    """Plan against the store if it exists (to count cached calls), else against a throw-away one:
+    a dry run leaves no file behind. Exit 2 when a model cannot be loaded or reached."""
+    import tempfile
+
+    from nepotism.runner.experiment_run import dry_run as plan_only
+    from nepotism.store import Store
+
+    path = store_path_of(store_path, experiment)
+    with tempfile.TemporaryDirectory(prefix="nepotism-dry-run-") as scratch:
+        with Store(path if path.exists() else Path(scratch) / "plan.db") as store:
+            plan = plan_only(experiment, store)
+    _print_plan(plan, as_json)
+    for model_id, problem in plan["problems"].items():
+        click.echo(f"error: model '{model_id}' cannot be used: {problem}", err=True)
+    if plan["problems"]:
+        sys.exit(2)
 
 
 def _print_plan(plan: dict, as_json: bool) -> None:

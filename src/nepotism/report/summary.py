@@ -20,6 +20,15 @@ _SCOPE_WORDS = {
 }
 
 
+#: One relative of the judge, in words (never the scope id).
+_SCOPE_NOUNS = {
+    "self": "the judge itself",
+    "family": "the judge's family",
+    "student": "trained on the judge's outputs",
+    "family-student": "trained on its relatives' outputs",
+}
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
@@ -94,14 +103,14 @@ def describe(records: list[dict]) -> list[str]:
                 missing.append(scope)
         if missing:
             lines.append(f"  - not measurable here (no such candidates, or no opponent outside the scope): "
-                         f"{', '.join(missing)}.")
+                         f"{'; '.join(_SCOPE_WORDS[scope] for scope in missing)}.")
         for gap in (r for r in items if r["metric"] == "paired-win-rate-gap" and r["value"] is not None):
             generator, opponent = gap["pair"]
             variant = gap["variant"]
             samples = "" if variant["texts"] == "identical" else (
                 f" (the other judge saw other samples of these models: {', '.join(gap['other_generator_names'])})")
             lines.append(
-                f"  - same prompts, other judge: {generator} ({gap['scope']}) vs {opponent} wins "
+                f"  - same prompts, other judge: {generator} ({_SCOPE_NOUNS.get(gap['scope'], gap['scope'])}) vs {opponent} wins "
                 f"{_pct(gap['win_rate_this_judge'])} here and {_pct(gap['win_rate_other_judge'])} under "
                 f"{variant['other_judge']} ('{variant['other_condition']}'; for that judge {generator} is "
                 f"{relation_words(variant['other_judge_relation'])} and {opponent} is "

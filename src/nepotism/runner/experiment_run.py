@@ -64,11 +64,10 @@ def _backend(cfg: ModelConfig) -> Any:
         return OpenAIHTTPBackend(cfg.base_url or "", model=cfg.model, api_key_env=cfg.api_key_env,
                                  timeout=cfg.timeout, max_connections=cfg.concurrency,
                                  extra=dict(cfg.params), name=cfg.id)
-    try:
-        from nepotism.backends import gguf
-    except ImportError as err:
-        raise InputError(f"the gguf backend is not available ({err}); install the 'local' extra",
-                         field=f"models.{cfg.id}.backend") from None
+    from nepotism.backends import gguf
+    from nepotism.extras import require
+
+    require("local", purpose=f"model '{cfg.id}' (backend gguf, run in-process by llama.cpp)")
     return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
                             n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
 
@@ -301,6 +300,40 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any])
 
 # -- dry run ----------------------------------------------------------------------------------
 
+def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
+    """Why each configured model could not be used, by model id (empty when every one can).
+
+    A GGUF model: llama.cpp (the ``local`` extra) is missing, or its file is missing or fails its
+    SHA-256 (checked without loading it). An HTTP model: its server cannot be reached (one GET of
+    ``<base_url>/models``; any HTTP answer, even 401 or 404, counts as reached). Nothing is
+    generated or judged, so nothing is paid.
+    """
+    import httpx
+
+    from nepotism.backends.local_models import ModelFileError
+    from nepotism.extras import MissingExtra
+
+    problems: dict[str, str] = {}
+    reached: dict[str, str | None] = {}
+    for model_id, cfg in experiment.models.items():
+        if cfg.backend == "openai":
+            url = (cfg.base_url or "").rstrip("/")
+            if url not in reached:
+                try:
+                    httpx.get(f"{url}/models", timeout=timeout)
+                    reached[url] = None
+                except httpx.HTTPError as err:
+                    reached[url] = f"cannot reach {url} ({type(err).__name__}: {err})"
+            if reached[url]:
+                problems[model_id] = reached[url]
+            continue
+        try:
+            _backend(cfg).check()
+        except (MissingExtra, ModelFileError) as err:
+            problems[model_id] = str(err)
+    return problems
+
+
 def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None) -> dict[str, Any]:
     """Plan and price the experiment without calling anything.
 
@@ -346,6 +379,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
         "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
                              for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
+        "problems": model_problems(experiment),
     }
 
 
