@@ -28,6 +28,16 @@ JUDGE = (
 )
 
 
+_SERVE = """
+import sys
+from llama_cpp.server.__main__ import main
+from nepotism.backends.gguf import plain_cpu_weights
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+with plain_cpu_weights():
+    main()
+"""
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,7 +52,9 @@ def server_url():
         pytest.skip(str(exc))
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
+        # llama_cpp.server, loading the model as GGUFBackend does (plain CPU buffers; see
+        # gguf.plain_cpu_weights: the AMX repack crashes llama_decode on this machine's CPU)
+        [sys.executable, "-c", _SERVE, "--model", str(path), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "1024", "--n_threads", "2", "--logits_all", "true",
          "--model_alias", "smollm2", "--chat_format", "chatml"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -49,7 +49,7 @@ from nepotism.backends._inprocess import InProcessBackend, Unservable, label_war
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
 
-__all__ = ["GGUFBackend", "loaded_models", "unload_all"]
+__all__ = ["GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
 
 _TOP_K_RAW = 20
 
@@ -83,7 +83,7 @@ def unload_all() -> None:
 
 
 @contextlib.contextmanager
-def _plain_cpu_weights():
+def plain_cpu_weights():
     """Load weights into plain CPU buffers, without llama.cpp's "extra buffer types".
 
     On a CPU with AMX (Intel Sapphire Rapids and later) a native build repacks Q4_0/Q4_1/Q8_0
@@ -92,7 +92,8 @@ def _plain_cpu_weights():
     build and model ran on a CPU without AMX). Repacking only buys speed, and without it the
     same file gives the same log-probabilities on every x86 machine. ``Llama()`` offers no switch,
     so the default model parameters it starts from are adjusted while it loads (under
-    ``_models_lock``: one load at a time).
+    ``_models_lock``: one load at a time). Use it around any other ``Llama()`` too, e.g. when
+    serving a model with ``llama_cpp.server`` in the same process.
     """
     from llama_cpp import llama_cpp  # the low-level module `Llama()` reads its defaults from
 
@@ -123,7 +124,7 @@ def _load(path: str, n_ctx: int, n_threads: int, n_batch: int) -> _Loaded:
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        with _plain_cpu_weights():
+        with plain_cpu_weights():
             llm = Llama(
                 model_path=path, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=n_threads,
                 n_threads_batch=n_threads, logits_all=False, verbose=False,

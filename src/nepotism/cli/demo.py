@@ -57,13 +57,15 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, it
                f"{summary['comparisons']:,} comparisons over {summary['instances']:,} prompts.")
     click.echo(ATTRIBUTION)
     click.echo("")
+    click.echo("Read the 'same prompts, other judge' lines first: they compare two judges on identical prompts and "
+               "pairs, so a gap there is favouritism the other judge does not share. The shares below them are not "
+               "favouritism alone: AlpacaEval compares every generator with one baseline (text-davinci-003 in 1.0, "
+               "GPT-4-Turbo in 2.0), so a judge's own answers winning most comparisons mixes how much better they "
+               "are than that baseline with any bias.")
+    click.echo("")
     for line in lines:
         click.echo(line)
     click.echo("")
-    click.echo("How to read this: a judge that writes better answers should win more of its own comparisons, so "
-               "raw self-preference mixes bias with quality. The 'same items, other judge' lines compare two "
-               "judges on identical prompts and pairs; a positive gap for a judge's own answer is favouritism "
-               "beyond what the other judge sees.")
     click.echo(f"AlpacaEval judged each pair once ({summary['single_order_comparisons']:,} single-order comparisons), "
                "showing the two answers in a random order seeded by the instruction and storing the preference "
                "against the baseline; which answer a judge saw first is not recorded, so no position metric is "

@@ -20,13 +20,10 @@ _SCOPE_WORDS = {
 }
 
 
-#: One relative of the judge, in words (never the scope id).
-_SCOPE_NOUNS = {
-    "self": "the judge itself",
-    "family": "the judge's family",
-    "student": "trained on the judge's outputs",
-    "family-student": "trained on its relatives' outputs",
-}
+def _relative_words(scope: str) -> str:
+    """What a related generator is to the judge, in words (a scope or a registry relation id)."""
+    return {"self": "the judge itself", "family": "of the judge's family", "student": "trained on the judge's outputs",
+            "family-student": "trained on its relatives' outputs"}.get(scope) or relation_words(scope)
 
 
 def _pct(x: float | None) -> str:
@@ -94,6 +91,20 @@ def describe(records: list[dict]) -> list[str]:
         name = judge_id if judge_id == judge else f"{judge_id} (named '{judge}' in the data)"
         seen = sorted({r["generator"] for r in items if r["metric"] == "win-rate"})
         lines.append(f"Judge {name}, condition '{condition}' — {len(seen)} generators judged:")
+        # the comparison that isolates favouritism first: same prompts and pair, another judge
+        for gap in (r for r in items if r["metric"] == "paired-win-rate-gap" and r["value"] is not None):
+            generator, opponent = gap["pair"]
+            variant = gap["variant"]
+            samples = "" if variant["texts"] == "identical" else (
+                f" (the other judge saw other samples of these models: {', '.join(gap['other_generator_names'])})")
+            lines.append(
+                f"  - same prompts, other judge: {generator} ({_relative_words(gap['scope'])}) vs {opponent} wins "
+                f"{_pct(gap['win_rate_this_judge'])} here and {_pct(gap['win_rate_other_judge'])} under "
+                f"{variant['other_judge']} ('{variant['other_condition']}'; for that judge {generator} is "
+                f"{relation_words(variant['other_judge_relation'])} and {opponent} is "
+                f"{relation_words(variant['other_judge_relation_to_opponent'])})"
+                f"{samples}; difference {format_estimate(gap, percent=False)}."
+            )
         missing = []
         for scope in _SCOPE_WORDS:
             line = _scope_line(items, scope)
@@ -104,17 +115,4 @@ def describe(records: list[dict]) -> list[str]:
         if missing:
             lines.append(f"  - not measurable here (no such candidates, or no opponent outside the scope): "
                          f"{'; '.join(_SCOPE_WORDS[scope] for scope in missing)}.")
-        for gap in (r for r in items if r["metric"] == "paired-win-rate-gap" and r["value"] is not None):
-            generator, opponent = gap["pair"]
-            variant = gap["variant"]
-            samples = "" if variant["texts"] == "identical" else (
-                f" (the other judge saw other samples of these models: {', '.join(gap['other_generator_names'])})")
-            lines.append(
-                f"  - same prompts, other judge: {generator} ({_SCOPE_NOUNS.get(gap['scope'], gap['scope'])}) vs {opponent} wins "
-                f"{_pct(gap['win_rate_this_judge'])} here and {_pct(gap['win_rate_other_judge'])} under "
-                f"{variant['other_judge']} ('{variant['other_condition']}'; for that judge {generator} is "
-                f"{relation_words(variant['other_judge_relation'])} and {opponent} is "
-                f"{relation_words(variant['other_judge_relation_to_opponent'])})"
-                f"{samples}; difference {format_estimate(gap, percent=False)}."
-            )
     return lines
