@@ -18,6 +18,8 @@ FORBIDDEN = {
     "extras": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
                "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers",
                "credentials"},
+    "run_folder": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report",
+                   "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
     "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
                 "leakage", "mitigations", "annotate"},
     "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",

@@ -77,7 +77,9 @@ PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "recognition": ("pairwise", "pairs", "both_orders", "generators"),
     "categorise": ("target",),
 })
-_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "output")
+#: ``card`` holds judge-card thresholds (`nepotism card --thresholds EXPERIMENT.toml`); the run ignores it
+#: and `report.card.load_thresholds` validates it.
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "output", "card")
 #: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
 GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")

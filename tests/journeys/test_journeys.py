@@ -69,6 +69,18 @@ def test_standin_run_metrics_report_card(tmp_path, standin):
     summary = json.loads(again.stdout)  # exactly one JSON document on stdout
     assert summary["judging"]["cached"] == summary["judging"]["total"] > 0  # nothing asked twice
     pairwise = summary["exports"]["pairwise"]
+    out = Path(pairwise).parent
+    assert set(summary["exports"]) == {"pairwise", "recognition"}
+    # the output folder describes itself: metrics and report need no other flag
+    folder = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
+    assert {"win-rate", "recognition-accuracy"} <= {r["metric"] for r in folder}
+    nep("report", str(out), "--out", "folder-report", "--bootstrap", "0", cwd=work)
+    # the dataset's categories survive run → export → metrics
+    sliced = json.loads(nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--slice", "category",
+                            "--bootstrap", "0", "--json", cwd=work).stdout)
+    items = [json.loads(line) for line in (EXAMPLES / "standin_items.jsonl").read_text().splitlines()[:3]]
+    assert {r["variant"]["slice"]["category"] for r in sliced if "slice" in r["variant"]} == \
+        {item["category"] for item in items}
 
     table = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", cwd=work)
     lines = table.stdout.splitlines()
@@ -125,6 +137,30 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
     assert "bad.csv" in done.stderr and "line 2" in done.stderr and "verdict" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def _readme_block(heading: str) -> list[str]:
+    """The command lines of the first ```bash block under ``heading`` in the README."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split(heading, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_offline_example_runs_as_written(tmp_path, standin):
+    """The README's "Try the engine offline" block, line by line through a shell, in a copy of the
+    repository's examples whose base_url points at the running stand-in (the README's port 8765
+    may be taken on a test machine)."""
+    work = _example(tmp_path, standin)
+    lines = _readme_block("### Try the engine offline")
+    assert lines[0] == "nepotism standin"  # the fixture runs it
+    env = os.environ | {"PATH": f"{Path(NEPOTISM).parent}{os.pathsep}{os.environ['PATH']}"}
+    for line in lines[1:]:
+        done = subprocess.run(["bash", "-c", line], cwd=work, capture_output=True, text=True, timeout=600, env=env)
+        allowed = (0, 1) if " --check" in line else (0,)  # a failing threshold is the gate working
+        assert done.returncode in allowed, f"{line} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+        assert "Traceback" not in done.stderr, line
+    assert (work / "report" / "report.html").is_file()
+    assert json.loads((work / "results.json").read_text())
 
 
 def _readme_commands() -> list[tuple[list[str], list[str]]]:

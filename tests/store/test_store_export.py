@@ -12,6 +12,7 @@ import nepotism.store.export as export_mod
 from nepotism.errors import InputError
 from nepotism.records import Judgment, Reference, Response
 from nepotism.store.export import atomic_write, format_from_suffix
+from nepotism.tables import read_table
 
 FORMATS = ["parquet", "csv", "jsonl"]
 
@@ -62,20 +63,20 @@ def test_pairwise_export_round_trip(store, tmp_path, fmt):
     assert store.export("judgments", out, fmt=fmt, protocol="pairwise") == 4
     frame = _read(out, fmt)
     assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason",
-                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate"]
+                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate", "category"]
     assert _records(frame) == [
         {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
          "verdict": "A", "status": "parsed", "reason": None, "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125,
-         "label_mass": None, "condition": "default", "replicate": 0},
+         "label_mass": None, "condition": "default", "replicate": 0, "category": None},
         {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x",
          "verdict": "tie", "status": "parsed", "reason": None, "prob_a": None, "prob_b": None, "prob_tie": None,
-         "label_mass": None, "condition": "swapped", "replicate": 0},
+         "label_mass": None, "condition": "swapped", "replicate": 0, "category": None},
         {"instance_id": "q2", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
          "verdict": None, "status": "unparsed", "reason": "no_verdict", "prob_a": None, "prob_b": None,
-         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 0},
+         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 0, "category": None},
         {"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y",
          "verdict": None, "status": "failed", "reason": "timeout", "prob_a": None, "prob_b": None,
-         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 1},
+         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 1, "category": None},
     ]
 
 
@@ -92,9 +93,9 @@ def test_export_keeps_the_label_mass_of_a_low_mass_verdict_and_reads_back(store,
     out = tmp_path / "p.csv"
     store.export("judgments", out, fmt="csv")
     header, *lines = out.read_text().splitlines()
-    assert header == "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate"
-    assert sorted(lines) == ["q,j,a,b,A,parsed,,0.8,0.2,,0.9,default,0",
-                             "q,j,b,a,,unparsed,low_label_mass,,,,0.001,default,0"]
+    assert header == "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category"
+    assert sorted(lines) == ["q,j,a,b,A,parsed,,0.8,0.2,,0.9,default,0,",
+                             "q,j,b,a,,unparsed,low_label_mass,,,,0.001,default,0,"]
     frame = read_table(out).frame.sort_values("model_a")
     assert frame["status"].tolist() == ["parsed", "unparsed"] and frame["reason"].tolist() == [None, "low_label_mass"]
     assert frame["label_mass"].tolist() == [0.9, 0.001]
@@ -110,16 +111,16 @@ def test_pointwise_and_rubric_exports(store, tmp_path, fmt):
     assert store.export("pointwise", out, fmt=fmt) == 2
     frame = _read(out, fmt)
     assert list(frame.columns) == ["instance_id", "judge", "model", "score", "status", "reason", "condition",
-                                   "replicate"]
+                                   "replicate", "category"]
     assert _records(frame)[0] == {"instance_id": "q1", "judge": "judge-a", "model": "gen-x", "score": 7.25,
-                                  "status": "parsed", "reason": None, "condition": "default", "replicate": 0}
+                                  "status": "parsed", "reason": None, "condition": "default", "replicate": 0, "category": None}
     assert _records(frame)[1]["score"] is None
 
     out = tmp_path / f"rubric.{fmt}"
     assert store.export("judgments", out, fmt=fmt, protocol="rubric") == 3
     frame = _read(out, fmt)
     assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met", "status", "reason",
-                                   "condition", "replicate", "setup"]
+                                   "condition", "replicate", "setup", "category"]
     got = {(r["model"], r["rubric_id"]): (r["met"], r["setup"]) for r in _records(frame)}
     assert got == {("gen-x", "r1"): (True, "single-rubric"), ("gen-x", "r2"): (False, "all-rubrics"),
                    ("gen-y", "r1"): (None, "single-rubric")}
@@ -130,8 +131,8 @@ def test_pairwise_without_probabilities_has_only_the_required_columns(store, tmp
     out = tmp_path / "p.csv"
     store.export("judgments", out, fmt="csv")
     assert out.read_text().splitlines() == [
-        "instance_id,judge,model_a,model_b,verdict,status,reason,condition,replicate",
-        "q,j,a,b,B,parsed,,default,0",
+        "instance_id,judge,model_a,model_b,verdict,status,reason,condition,replicate,category",
+        "q,j,a,b,B,parsed,,default,0,",
     ]
 
 
@@ -144,14 +145,33 @@ def test_mixed_protocols_need_a_choice(store, tmp_path):
     assert not (tmp_path / "j.csv").exists()
 
 
+def test_recognition_exports_as_the_two_table_kinds_metrics_reads(store, tmp_path):
+    """Both recognition questions are stored under protocol "recognition"; the single-answer one
+    exports as a recognition table, the two-answer one as recognition-pairwise."""
+    store.add_judgments([
+        Judgment("q", "j", "recognition", ("a",), "parsed", verdict="yes"),
+        Judgment("q", "j", "recognition", ("b",), "unparsed", reason="no_verdict"),
+        Judgment("q", "j", "recognition", ("a", "b"), "parsed", verdict="B"),
+    ])
+    single, pair = tmp_path / "recognition.csv", tmp_path / "recognition-pairwise.csv"
+    assert store.export("judgments", single, fmt="csv", protocol="recognition") == 2
+    assert store.export("judgments", pair, fmt="csv", protocol="recognition-pairwise") == 1
+    table = read_table(single)
+    assert table.kind == "recognition"
+    frame = table.frame.sort_values("model")
+    assert frame["claimed"].tolist() == [True, None] and frame["model"].tolist() == ["a", "b"]
+    table = read_table(pair)
+    assert table.kind == "recognition-pairwise" and table.frame["choice"].tolist() == ["B"]
+
+
 def test_other_protocols_use_the_generic_columns(store, tmp_path):
-    store.add_judgments([Judgment("q", "j", "recognition", ("a",), "parsed", verdict="yes")])
-    out = tmp_path / "r.jsonl"
+    store.add_judgments([Judgment("q", "j", "categorise", ("a",), "parsed", verdict="coding")])
+    out = tmp_path / "c.jsonl"
     assert store.export("judgments", out, fmt="jsonl") == 1
     row = json.loads(out.read_text())
-    assert row == {"instance_id": "q", "judge": "j", "protocol": "recognition",
-                   "candidates": '["a"]', "verdict": "yes", "score": None, "status": "parsed", "reason": None,
-                   "condition": "default", "replicate": 0}
+    assert row == {"instance_id": "q", "judge": "j", "protocol": "categorise",
+                   "candidates": '["a"]', "verdict": "coding", "score": None, "status": "parsed", "reason": None,
+                   "condition": "default", "replicate": 0, "category": None}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

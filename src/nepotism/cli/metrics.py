@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, format_option, models_option, print_table
+from nepotism.cli._common import (
+    bootstrap_options,
+    echo_json,
+    expand_run_folders,
+    format_option,
+    models_option,
+    print_table,
+)
 
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 
@@ -57,7 +64,7 @@ def _with_committees(table, committees):
 
 
 @click.command("metrics")
-@click.argument("judgments", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("judgments", nargs=-1, required=True, type=click.Path())
 @click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
               help="Reference table (preference-ref, correctness-ref, rubric-ref, rubric-items); repeatable.")
 @click.option("--kind", type=click.Choice(list(_JUDGED)), help="Table kind of a single JUDGMENTS file, when the columns do not tell.")
@@ -93,7 +100,8 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
-    recognition-pairwise). Give a recognition table together with a pairwise table to get
+    recognition-pairwise), or the output folder of `nepotism run` (its run.json names the tables,
+    the graded references and the models file, so no other flag is needed). Give a recognition table together with a pairwise table to get
     recognition-preference-association. Judgments without a verdict are left out of every metric
     and listed by reason (unparsed-conflicting, unparsed-low-label-mass, failed-timeout, ...;
     records of metric excluded-verdicts). Each result is a record {metric, judge, condition,
@@ -111,6 +119,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     from nepotism.models import load_registry
     from nepotism.tables import read_table
 
+    judgments, reference, models_files = expand_run_folders(judgments, reference, models_files)
     if kind and len(judgments) > 1:
         raise InputError("--kind applies to a single JUDGMENTS file", field="--kind")
     pairs = _split(correlate, "--correlate")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, models_option
+from nepotism.cli._common import bootstrap_options, echo_json, expand_run_folders, models_option
 
 
 @click.command("report")
-@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("source", type=click.Path())
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Folder for report.html, report.md, results.csv and results.json.")
 @click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
@@ -30,7 +30,8 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
 
     SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
     --json` or its JSON Lines --out, `nepotism leakage run`'s results.json, `nepotism leakage audit
-    --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
+    --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), the output folder
+    of `nepotism run` (its pairwise table with the run's references and models), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
     metric whose inputs are present, plus --reference tables and --models registries) or a store
     (its judgments are exported and audited). The page is self-contained (plots embedded, no
     network when viewed) and opens with each judge's self, family and student bonus in plain
@@ -41,6 +42,11 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     from nepotism.report.inputs import audit_judgments, is_results_file, is_store, load_results
 
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
+    tables, reference, models_files = expand_run_folders((source,), reference, models_files)
+    if tables != (source,):  # a run folder: the report audits its pairwise table (else the first one)
+        from pathlib import Path
+
+        source = next((t for t in tables if Path(t).name.startswith("pairwise.")), tables[0])
     if is_results_file(source) and not is_store(source):
         records, summary, findings = load_results(source)
     else:

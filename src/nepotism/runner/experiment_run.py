@@ -279,8 +279,14 @@ async def run_experiment(
         generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
         generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
     )
-    summary.exports = export_judgments(experiment, store, tasks) | references
+    tables = export_judgments(experiment, store, tasks)
+    summary.exports = tables | references
     summary.grading = graded
+    if experiment.output_dir is not None:
+        from nepotism.run_folder import write_manifest
+
+        write_manifest(experiment.output_dir, experiment=experiment.name, run_id=run_id, tables=tables,
+                       references=references, registry_files=experiment.registry_files)
     return summary
 
 
@@ -291,7 +297,9 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any])
     out_dir = Path(experiment.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
-    for protocol in sorted({t.judgment_protocol for t in tasks}):
+    # recognition questions of both shapes share a stored protocol but are two table kinds
+    kinds = {t.protocol if t.protocol.startswith("recognition") else t.judgment_protocol for t in tasks}
+    for protocol in sorted(kinds):
         target = out_dir / f"{protocol}.{experiment.output_format}"
         store.export("judgments", target, fmt=experiment.output_format, protocol=protocol)
         written[protocol] = str(target)

@@ -13,8 +13,15 @@ Judgments are written in the public recorded-judgment formats (the ones importer
 * rubric: ``instance_id, judge, model, rubric_id, met, status, reason, [label_mass,] condition,
   replicate, setup`` (``met`` is a boolean, empty when unparsed; ``setup`` is ``all-rubrics`` for
   verdicts of an all-items template, ``single-rubric`` otherwise);
-* any other protocol: ``instance_id, judge, protocol, candidates, verdict, score, status, reason,
-  [label_mass,] condition, replicate`` with ``candidates`` as a JSON list.
+* recognition ("did you write this?"): ``instance_id, judge, model, claimed, status, reason,
+  [label_mass,] condition, replicate`` (``claimed`` a boolean, empty when unparsed);
+* recognition-pairwise ("which did you write?"): ``instance_id, judge, model_a, model_b, choice,
+  status, reason, [label_mass,] condition, replicate`` (``choice`` ``A`` or ``B``);
+* any other protocol (categorise): ``instance_id, judge, protocol, candidates, verdict, score,
+  status, reason, [label_mass,] condition, replicate`` with ``candidates`` as a JSON list.
+
+Every judged table ends with ``category``, the instance's category from the store (empty when the
+dataset gave none), so ``nepotism metrics --slice category`` works on what ``run`` wrote.
 
 Other tables are written column for column; JSON columns stay JSON text. In CSV an empty cell is
 null, booleans are ``true``/``false``. The output appears under its name only once complete.
@@ -45,14 +52,18 @@ _PROBS = (("prob_a", "A"), ("prob_b", "B"), ("prob_tie", "tie"))
 #: Public column lists per protocol (pairwise without its optional probability columns).
 JUDGMENT_COLUMNS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason", "condition",
-                 "replicate"),
-    "pointwise": ("instance_id", "judge", "model", "score", "status", "reason", "condition", "replicate"),
+                 "replicate", "category"),
+    "pointwise": ("instance_id", "judge", "model", "score", "status", "reason", "condition", "replicate", "category"),
     "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "status", "reason", "condition", "replicate",
-               "setup"),
+               "setup", "category"),
+    "recognition": ("instance_id", "judge", "model", "claimed", "status", "reason", "condition", "replicate",
+                    "category"),
+    "recognition-pairwise": ("instance_id", "judge", "model_a", "model_b", "choice", "status", "reason",
+                             "condition", "replicate", "category"),
 }
 _GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "status", "reason", "condition",
-            "replicate")
-_TYPES = {"replicate": _INT, "score": _FLOAT, "met": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
+            "replicate", "category")
+_TYPES = {"replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
           "prob_tie": _FLOAT, "label_mass": _FLOAT}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
 
@@ -77,20 +88,26 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
 
 
 def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], list[dict]]:
+    # both recognition questions are stored under protocol "recognition": one candidate ("did you
+    # write this?") or two ("which did you write?"), exported as two table kinds
+    stored, width = {"recognition": ("recognition", 1),
+                     "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
     query = conn.execute(
-        "SELECT instance_id, judge, candidates, verdict, score, label_probs, rubric_id, condition, "
-        "replicate, protocol, template_id, status, reason, label_mass FROM judgments WHERE protocol = ? "
-        "ORDER BY instance_id, judge, condition, replicate, id",
-        (protocol,),
+        "SELECT j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
+        "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, i.category "
+        "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
+        "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) "
+        "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
+        (stored, width, width),
     )
     rows, has_probs, has_mass = [], False, False
-    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass \
-            in query:
+    for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
+            category in query:
         candidates = json.loads(cands)
         base = {"instance_id": inst, "judge": judge}
         state = {"status": status, "reason": reason, "label_mass": mass}
         has_mass = has_mass or mass is not None
-        tail = {"condition": cond, "replicate": rep}
+        tail = {"condition": cond, "replicate": rep, "category": category}
         if protocol == "pairwise":
             probs = json.loads(probs) if probs else {}
             has_probs = has_probs or any(label in probs for _, label in _PROBS)
@@ -102,8 +119,13 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
         elif protocol == "rubric":
             met = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
             setup = "all-rubrics" if (template or "").startswith("rubric-all") else "single-rubric"
-            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | state | tail
-                        | {"setup": setup})
+            rows.append(base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | state
+                        | {"setup": setup} | tail)
+        elif protocol == "recognition":
+            claimed = None if verdict is None else verdict.lower() in ("yes", "true", "mine", "1")
+            rows.append(base | {"model": candidates[0], "claimed": claimed} | state | tail)
+        elif protocol == "recognition-pairwise":
+            rows.append(base | {"model_a": candidates[0], "model_b": candidates[1], "choice": verdict} | state | tail)
         else:
             generic = {"protocol": proto, "candidates": cands, "verdict": verdict, "score": score}
             rows.append(base | generic | state | tail)

@@ -1,0 +1,94 @@
+"""A run's output folder describes itself: ``run.json`` lists its tables, references and models.
+
+``nepotism run`` writes the judgment tables and graded references into the experiment's output
+folder; `write_manifest` adds copies of the experiment's registry files (``models/``) and
+``run.json``, so that ``nepotism metrics RUN_DIR`` and ``nepotism report RUN_DIR`` need no other
+flag. `read_manifest` turns a folder back into paths, checking that each file is there. What a
+manifest leaves out: the store (it can be anywhere and large) and the experiment file itself
+(its relative paths would not resolve from the folder).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nepotism._files import atomic_write_bytes
+from nepotism.errors import InputError
+
+__all__ = ["MANIFEST", "RunFolder", "is_run_folder", "read_manifest", "write_manifest"]
+
+MANIFEST = "run.json"
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The files of a run's output folder: judgment tables by kind, references, registry files."""
+
+    path: Path
+    tables: Mapping[str, Path]
+    references: Mapping[str, Path]
+    models: tuple[Path, ...]
+    experiment: str
+
+
+def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables: Mapping[str, str],
+                   references: Mapping[str, str], registry_files: Sequence[str]) -> Path:
+    """Copy the registry files into ``out_dir/models/`` and write ``run.json`` (atomically)."""
+    out = Path(out_dir)
+    models = []
+    for i, source in enumerate(registry_files):
+        target = out / "models" / f"{i:02d}-{Path(source).name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        models.append(target.relative_to(out).as_posix())
+
+    def relative(files: Mapping[str, str]) -> dict[str, str]:
+        return {kind: Path(p).resolve().relative_to(out.resolve()).as_posix() for kind, p in sorted(files.items())}
+
+    document = {"schema_version": _VERSION, "experiment": experiment, "run_id": run_id,
+                "tables": relative(tables), "references": relative(references), "models": models}
+    return atomic_write_bytes(out / MANIFEST, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+
+
+def is_run_folder(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
+
+
+def read_manifest(path: str | Path) -> RunFolder:
+    """The folder's files; an `InputError` names the folder and what is wrong."""
+    folder = Path(path)
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise InputError(f"a folder given as input must be a run's output folder with {MANIFEST}; pass the "
+                         "table files instead", path=str(folder))
+    try:
+        document = json.loads(manifest.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"not readable ({err})", path=str(manifest)) from None
+    if not isinstance(document, dict) or document.get("schema_version") != _VERSION:
+        raise InputError(f"unknown manifest version (this nepotism reads version {_VERSION})", path=str(manifest),
+                         field="schema_version")
+
+    def files(field: str) -> dict[str, Path]:
+        entries = document.get(field, {})
+        if not isinstance(entries, dict):
+            raise InputError("expected an object of kind → file", path=str(manifest), field=field)
+        out = {}
+        for kind, name in entries.items():
+            target = folder / str(name)
+            if not target.is_file():
+                raise InputError(f"{MANIFEST} lists {name}, which is missing", path=str(manifest),
+                                 field=f"{field}.{kind}")
+            out[str(kind)] = target
+        return out
+
+    models = document.get("models", [])
+    if not isinstance(models, list) or not all((folder / str(m)).is_file() for m in models):
+        raise InputError("a listed registry file is missing", path=str(manifest), field="models")
+    return RunFolder(path=folder, tables=files("tables"), references=files("references"),
+                     models=tuple(folder / str(m) for m in models), experiment=str(document.get("experiment", "")))
