@@ -117,3 +117,42 @@ def test_pairwise_generator_only_related_judges_saw_is_flagged(simulated):
                                                  "comparisons is related to it or to its opponent")
     unflagged = {r["generator"] for r in records if r["variant"]["judges"] == "unrelated" and r["value"] is not None}
     assert set(sim.spec.generators) == unflagged | set(flagged)
+
+
+def test_only_generators_that_met_the_same_opponents_share_a_board():
+    """AlpacaEval-style: every generator against one baseline is one board; the baseline, which met
+    everyone, is on none; a round robin among three is one board."""
+    import pandas as pd
+
+    from nepotism.report.derived import opponent_boards
+
+    def rows(pairs):
+        return pd.DataFrame([{"generator": a, "opponent": b} for a, b in pairs]
+                            + [{"generator": b, "opponent": a} for a, b in pairs])
+
+    baseline = rows([("x", "base"), ("y", "base"), ("z", "base")])
+    assert opponent_boards(baseline) == {"base": None, "x": "vs base", "y": "vs base", "z": "vs base"}
+    two_baselines = rows([("x", "base1"), ("y", "base1"), ("u", "base2"), ("v", "base2")])
+    boards = opponent_boards(two_baselines)
+    assert boards["x"] == boards["y"] == "vs base1" and boards["u"] == boards["v"] == "vs base2"
+    robin = rows([("a", "b"), ("a", "c"), ("b", "c")])
+    assert set(opponent_boards(robin).values()) == {"round robin of 3"}
+
+
+def test_leaderboard_ranks_within_boards_and_says_why_one_is_unranked(simulated):
+    """Two AlpacaEval-style boards (x, y against base1; u, v against base2): ranks restart on each
+    board, and the baselines, which met everyone on their board, are unranked with a reason."""
+    import pandas as pd
+
+    from nepotism.report.derived import leaderboard_records
+
+    games = [("x", "base1", 1.0), ("y", "base1", -1.0), ("u", "base2", 1.0), ("v", "base2", 0.0)]
+    frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "j", "model_x": a, "model_y": b, "outcome": o}
+                          for a, b, o in games for i in range(10)])
+    _, registry, _ = simulated
+    records = [r for r in leaderboard_records(frame, registry, n_resamples=50) if r["variant"]["judges"] == "all"]
+    by = {r["generator"]: r for r in records}
+    assert (by["x"]["value"], by["y"]["value"], by["u"]["value"], by["v"]["value"]) == (1.0, 2.0, 1.0, 2.0)
+    assert by["x"]["variant"]["board"] == "vs base1" and by["u"]["variant"]["board"] == "vs base2"
+    for base in ("base1", "base2"):
+        assert by[base]["value"] is None and by[base]["score"] is not None and "not ranked" in by[base]["note"]

@@ -26,13 +26,15 @@ same opponents (as in a full round robin). The report says so; this module does 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from nepotism.metrics._bootstrap import bootstrap_weights
 
-__all__ = ["leaderboard_records", "perplexity_records", "pointwise_leaderboard_records"]
+__all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "pointwise_leaderboard_records"]
 
 _PREFERENCE = "mean preference (win 1, tie 1/2, loss 0)"
 _MEAN_SCORE = "mean score (the judges' scores averaged)"
@@ -57,8 +59,39 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
     return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
 
 
+def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
+    """Which generators can be ranked together: a label per generator, None for one that no other
+    generator can be compared with.
+
+    A mean preference depends on whom a generator met, so two generators are ranked on one board
+    only when they met the same opponents: the same set (every generator against one baseline, as
+    in AlpacaEval) or the same field counting themselves (a round robin). A generator matching no
+    other (the baseline itself, which met everyone) is on no board.
+    """
+    met = rows.groupby("generator")["opponent"].agg(lambda s: frozenset(map(str, s)))
+    boards: dict[str, str | None] = {str(g): None for g in met.index}
+
+    def name(opponents: frozenset) -> str:
+        names = sorted(opponents)
+        return "vs " + ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    for key_of, label_of in ((lambda g, opp: opp, name),  # the same opponents (one baseline)
+                             (lambda g, opp: opp | {g}, lambda field: f"round robin of {len(field)}")):
+        keys: dict[frozenset, list[str]] = {}
+        for g, opp in met.items():
+            if boards[str(g)] is None:
+                keys.setdefault(key_of(str(g), opp), []).append(str(g))
+        for key, members in keys.items():
+            if len(members) > 1:
+                for g in members:
+                    boards[g] = label_of(key)
+    return boards
+
+
 def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
-           confidence: float, measure: str = _PREFERENCE) -> list[dict]:
+           confidence: float, measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None) -> list[dict]:
+    """One record per generator; ranks are within each board of `opponent_boards` (all one board
+    when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
     if rows.empty:
         return []
     clusters, cluster_code = np.unique(rows["instance_id"].to_numpy(), return_inverse=True)
@@ -69,7 +102,16 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
     np.add.at(sums, (cluster_code, g + gen_code), 1.0)
     total = sums.sum(axis=0)
     score = total[:g] / total[g:]
-    rank = _ranks(score)
+    labels = np.array([("one board" if boards is None else boards.get(str(n))) for n in names], dtype=object)
+    board_columns = [labels == label for label in sorted({x for x in labels if x is not None})]
+
+    def ranked(values: np.ndarray) -> np.ndarray:
+        out = np.full(values.shape, np.nan)
+        for cols in board_columns:
+            out[..., cols] = _ranks(values[..., cols])
+        return out
+
+    rank = ranked(score)
     low = high = np.full(g, np.nan)
     score_low = score_high = np.full(g, np.nan)
     if n_resamples > 0 and clusters.size > 1:
@@ -77,9 +119,11 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
         boot = weights.astype(float) @ sums
         with np.errstate(invalid="ignore", divide="ignore"):
             boot_score = boot[:, :g] / boot[:, g:]
-        boot_rank = _ranks(boot_score)
+        boot_rank = ranked(boot_score)
         alpha = (1.0 - confidence) / 2.0
-        low, high = np.nanquantile(boot_rank, [alpha, 1 - alpha], axis=0)
+        with warnings.catch_warnings():  # a generator on no board has all-NaN ranks
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(boot_rank, [alpha, 1 - alpha], axis=0)
         score_low, score_high = np.nanquantile(boot_score, [alpha, 1 - alpha], axis=0)
     per_gen = rows.groupby("generator")
     judges = per_gen["judge"].agg(lambda s: sorted(set(map(str, s))))
@@ -89,14 +133,17 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
         records.append({
             "metric": "leaderboard-rank", "judge": "all judges" if variant == "all" else "unrelated judges",
             "judge_id": None, "condition": "pooled", "generator": str(name), "pair": None, "scope": None,
-            "variant": {"judges": variant, "score": measure},
-            "value": float(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
+            "variant": {"judges": variant, "score": measure} | ({} if boards is None else {"board": labels[i]}),
+            "value": _clean(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
             "score": float(score[i]), "score_ci_low": _clean(score_low[i]), "score_ci_high": _clean(score_high[i]),
             "n": int(total[g + i]), "n_clusters": int(prompts[name]),
             "n_excluded": int(n_excluded.get(str(name), 0)),
             "excluded": {_reason(measure): int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
             "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None, "note": None,
+            "n_resamples": n_resamples, "p_value": None,
+            "note": None if labels[i] is not None else (
+                "not ranked: no other generator met the same opponents, and a mean preference against other "
+                "opponents is not comparable (its score is kept)"),
         })
     return records
 
@@ -202,7 +249,7 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int
     rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
-    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "boards": opponent_boards(rows)}
     return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
             + _lineage_only(rows, kept, relation, measure=_PREFERENCE, confidence=confidence,
                             n_resamples=n_resamples))

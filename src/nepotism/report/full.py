@@ -80,7 +80,9 @@ def _leaderboard_table(records) -> list[dict]:
     rows = []
     for generator, sides in by.items():
         a, u = sides.get("all"), sides.get("unrelated")
-        rows.append({"generator": generator, "all": _rank(a), "unrelated": _rank(u),
+        rows.append({"generator": generator, "board": ((a or u or {}).get("variant") or {}).get("board"),
+                     "unranked": a.get("note") if a and a.get("value") is None else None,
+                     "all": _rank(a), "unrelated": _rank(u),
                      "score_all": a and a.get("score"), "score_unrelated": u and u.get("score"),
                      "n_all": a and a.get("n"), "n_unrelated": u and u.get("n"),
                      "dropped": u.get("n_excluded") if u else None,
@@ -90,7 +92,8 @@ def _leaderboard_table(records) -> list[dict]:
     if any(r["flag"] for r in rows):  # ranks among fewer generators: a change of rank would mislead
         for r in rows:
             r["change"] = None
-    rows.sort(key=lambda r: (r["all"][0] if r["all"] else math.inf, r["generator"]))
+    rows.sort(key=lambda r: (r["board"] is None, r["board"] or "", r["all"][0] if r["all"] else math.inf,
+                             r["generator"]))
     return rows
 
 
