@@ -184,7 +184,8 @@ def _judgments(db: Path) -> list[tuple]:
 @pytest.mark.slow
 def test_sigkill_at_random_points_then_resume_matches_uninterrupted_run(tmp_path, served):
     rng = random.Random(2024)
-    with standin_thread(StandinConfig(latency_s=0.25)) as (url, _server):  # slow enough that a loaded machine still sees 10 kills before the run ends
+    # calls slow enough that a loaded machine still gets 10 kills in before the run completes
+    with standin_thread(StandinConfig(latency_s=0.25)) as (url, _server):
         exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=2)
         clean = tmp_path / "clean.db"
         done = subprocess.run([*CLI, "run", str(exp), "--store", str(clean), "--no-progress"], capture_output=True, text=True)
