@@ -135,8 +135,8 @@ def test_coverage_preference_leakage_score():
     estimates = []
     for s in range(N_SIMS):
         out_i = np.r_[under_i[s], under_j[s]]
-        estimates.append(preference_leakage_score(np.r_[out_i, -out_i], student, judge, clusters,
-                                                  n_resamples=RESAMPLES, seed=s))
+        estimates.append(preference_leakage_score(np.r_[out_i, -out_i], student, judge, clusters, ties="half",
+                                                  n_resamples=RESAMPLES, seed=s))  # truth_win_score counts ½
     spec = SimulationSpec(student_bias=SPEC.student_bias, tie_rate=SPEC.tie_rate, position_bias=SPEC.position_bias)
     wr_ii = spec.truth_win_score("judge-a", "student-a", "student-b")
     wr_ij = spec.truth_win_score("judge-b", "student-a", "student-b")

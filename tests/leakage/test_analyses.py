@@ -103,9 +103,9 @@ def test_question_type_and_dimension_slices():
     assert labels == types and unreadable == 1
     dims = {j.id: ("clarity" if j.judge == GA else "factuality") for j in js}
     recs = category_records(js, STUDENTS, JUDGE_OF, REG, question_types=labels, dimensions=dims, bootstrap=BOOT)
-    slices = sorted(tuple(r["variant"]["slice"].items())[0] for r in recs)
-    assert slices == [("dimension", "clarity"), ("dimension", "factuality"),
-                      ("question_type", "mathematics"), ("question_type", "writing")]
+    slices = sorted(tuple(r["variant"]["slice"].items())[0] + (r["variant"]["ties"],) for r in recs)
+    assert slices == [(kind, label, ties) for kind, label in (("dimension", "clarity"), ("dimension", "factuality"),
+                      ("question_type", "mathematics"), ("question_type", "writing")) for ties in ("half", "loss")]
     for r in recs:
         if r["variant"]["slice"].get("question_type"):
             assert r["value"] > 0 and r["n"] == 80

@@ -16,7 +16,7 @@ TESTS = Path(__file__).resolve().parents[1]
 #: metric id -> "file::test" holding its worked example (this file) or planted-bias / paper test.
 WHERE = {
     "win-rate": "metrics/test_catalogue_examples.py::test_win_rate",
-    "preference-leakage-score": "metrics/test_worked_examples.py::test_table8_pls_from_comparisons",
+    "preference-leakage-score": "metrics/test_paper000_table1.py::test_arena_hard_cells_to_printed_precision_with_ties_as_losses",
     "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
     "ranking-difference": "metrics/test_catalogue_examples.py::test_ranking_difference",
     "equal-opportunity-bias": "metrics/test_worked_examples.py::test_001_confusion_counts",

@@ -157,7 +157,7 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
                         out_i = sub["outcome"].to_numpy() * sign
                         judge_side = (sub["judge"] == jj).to_numpy().astype(int)
                         ids = sub["instance_id"].to_numpy()
-                        for ties in ("half", "exclude"):
+                        for ties in leakage.PLS_TIE_RULES:
                             est = leakage.preference_leakage_score(
                                 np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
                                 np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),

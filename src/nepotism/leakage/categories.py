@@ -23,6 +23,10 @@ from nepotism.records import Instance, Judgment, Response
 __all__ = ["DIMENSIONS", "QUESTION_TYPES", "category_records", "labels_from", "plan_dimensions",
            "plan_question_types"]
 
+#: PLS tie rules per slice: paper 000's (ties = loss) and ½, which the report's verdict-vs-probability
+#: plot compares (the probability score is a soft outcome, ½-ties by construction).
+_SLICE_TIES = ("loss", "half")
+
 QUESTION_TYPES: tuple[tuple[str, str], ...] = (
     ("programming", "writing, explaining or fixing code; software and computing"),
     ("mathematics", "calculations, proofs, probability and statistics"),
@@ -99,7 +103,7 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
         labelled = comp["instance_id"].astype(str).map(question_types)
         for label in sorted(set(labelled.dropna())):
             part = comp[labelled == label]
-            for r in pls_records(part, students, judge_of, registry, bootstrap=bootstrap,
+            for r in pls_records(part, students, judge_of, registry, bootstrap=bootstrap, ties=_SLICE_TIES,
                                  extra_variant={"slice": {"question_type": label}}):
                 if r["metric"] == "preference-leakage-score":
                     records.append(r)
@@ -115,7 +119,7 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
             comp = comparisons_frame(chosen)
             if comp.empty:
                 continue
-            for r in pls_records(comp, students, judge_of, registry, bootstrap=bootstrap,
+            for r in pls_records(comp, students, judge_of, registry, bootstrap=bootstrap, ties=_SLICE_TIES,
                                  extra_variant={"slice": {"dimension": label}}):
                 if r["metric"] == "preference-leakage-score":
                     records.append(r)

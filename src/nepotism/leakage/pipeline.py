@@ -30,6 +30,7 @@ from nepotism.leakage.exports import SyntheticExample, export_dataset
 from nepotism.leakage.lineage import Student, registry_with_students, student_id, write_student_registry
 from nepotism.leakage.pools import check_disjoint, load_pool
 from nepotism.leakage.students import ICLSpec, data_digest, icl_demonstrations, mix_examples, preference_pairs
+from nepotism.metrics.leakage import PLS_TIE_RULES
 from nepotism.records import Response
 from nepotism.runner.calls import Endpoint
 from nepotism.runner.engine import GenerationSpec, Runner
@@ -295,7 +296,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     boot = {"n_resamples": cfg.n_resamples, "confidence": cfg.confidence, "seed": exp.seed}
     with timer("metrics"):
         comp = comparisons_frame(pairwise)
-        records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=("half", "exclude"))
+        records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=PLS_TIE_RULES)
         if a.recognition:
             records += recognition_records(judged.judgments, students, cfg.judge_of, bootstrap=boot)
         if a.classifier:

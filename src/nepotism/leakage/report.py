@@ -11,7 +11,7 @@ def _pct(x: float | None) -> str:
     return "   n/a" if x is None else f"{100 * x:+6.1f}%"
 
 
-def pls_table(records: Sequence[dict], *, ties: str = "half") -> str:
+def pls_table(records: Sequence[dict], *, ties: str = "loss") -> str:
     """PLS per group and generator/judge pair, with CI, one-sided p and n (slices excluded)."""
     rows = [r for r in records if r["metric"] == "preference-leakage-score"
             and r["variant"].get("ties") == ties and "slice" not in r["variant"]]
@@ -34,7 +34,7 @@ def analyses_table(records: Sequence[dict]) -> str:
             extra = f" (majority rate {v['majority_rate']:.2f})" if "majority_rate" in v else ""
             value = "n/a" if r["value"] is None else f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
             lines.append(f"{m:<30} {str(r.get('judge') or ''):<30} {str(what):<40} {value} n={r['n']}{extra}")
-        elif m == "preference-leakage-score" and "slice" in v and v.get("ties") == "half":
+        elif m == "preference-leakage-score" and "slice" in v and v.get("ties") == "loss":
             (kind, label), = v["slice"].items()
             lines.append(f"PLS by {kind:<13} {label:<16} {v['group'][:30]:<30} {_pct(r['value'])} "
                          f"[{_pct(r['ci_low'])},{_pct(r['ci_high'])}] n={r['n']}")

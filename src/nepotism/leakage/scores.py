@@ -76,7 +76,7 @@ def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray,
 
 def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mapping[str, str],
                 registry: Any, *, bootstrap: Mapping[str, Any] | None = None,
-                ties: Sequence[str] = ("half",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
+                ties: Sequence[str] = ("loss",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
     """PLS and win-rate records for every group and generator pair (see the module docstring).
 
     ``judge_of`` maps a generator to the judge related to it. ``comp`` is `comparisons_frame`

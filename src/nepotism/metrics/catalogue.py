@@ -27,8 +27,10 @@ _ROWS = [
     MetricInfo("win-rate", pairwise.win_rate, "000 (AlpacaEval convention)", "(wins + ½ ties) / n",
                ("ties=half (default)", "ties=exclude")),
     MetricInfo("preference-leakage-score", leakage.preference_leakage_score, "000 Eq. 5–6, App. C.2, D.4",
-               "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2",
-               ("ties=half (default)", "ties=exclude", "one-sided bootstrap p for PLS > 0")),
+               "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
+               "WR = wins / all games (a tie is a non-win: paper 000 Table 1)",
+               ("ties=loss (default; paper 000 Table 1)", "ties=half (AlpacaEval; soft outcomes)",
+                "ties=exclude", "one-sided bootstrap p for PLS > 0")),
     MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
                "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
     MetricInfo("ranking-difference", leakage.ranking_difference, "000 §5.4 Table 4",

@@ -15,7 +15,10 @@ from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
 from nepotism.metrics._common import boot_options, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["error_bias", "pls_from_win_rates", "preference_leakage_score", "ranking_difference"]
+__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_score", "ranking_difference"]
+
+#: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
+PLS_TIE_RULES = ("loss", "half", "exclude")
 
 
 def pls_from_win_rates(wr_ii, wr_ij, wr_jj, wr_ji):
@@ -36,30 +39,43 @@ def _pls_statistic(totals: np.ndarray) -> np.ndarray:
 
 def preference_leakage_score(
     outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, clusters: np.ndarray, *,
-    ties: str = "half", alternative: str | None = "greater", **bootstrap,
+    ties: str = "loss", alternative: str | None = "greater", **bootstrap,
 ) -> Estimate:
     """Preference leakage score of a pair of (teacher, student) sides i and j (paper 000 Eq. 5–6).
 
     One row per (comparison, student side): ``student`` is 0 for the student of side i and 1 for
     side j, ``judge`` 0 when judged by teacher i and 1 by teacher j, ``outcome`` the code for that
     student. A head-to-head comparison of the two students gives two rows (one per side), which
-    is how App. C.2 / Table 8 count (WR(j,i) = 1 − WR(i,i) there). WR = (wins + ½ ties)/n with
-    ``ties="half"`` (paper 000 / AlpacaEval, default) or wins/(wins + losses) with ``"exclude"``.
+    is how App. C.2 / Table 8 count (WR(j,i) = 1 − WR(i,i) there). How a tie counts (``ties``):
+
+    - ``"loss"`` (default): WR = wins / (wins + ties + losses) — a tie is a non-win. This is paper
+      000's convention: from the released per-judge win/tie/loss triples (App. D.1, Figs. 5–6) it
+      gives all six Arena-Hard cells of Table 1 to the printed 0.1 % (28.7, −1.5, 13.1, 37.1, 1.0,
+      25.4); ``"half"`` gives 17.7 where the paper prints 28.7 (tests/metrics/test_paper000_table1.py).
+      AlpacaEval 2.0 has no ties; its six cells are matched within the 0.1 % rounding of the shares.
+    - ``"half"``: WR = (wins + ½ ties) / n (the AlpacaEval convention; soft outcomes in [−1, 1],
+      e.g. paper 001's order-averaged probability score, need this rule).
+    - ``"exclude"``: WR = wins / (wins + losses), ties counted in ``excluded["tie"]``.
+
+    Without ties (AlpacaEval 2.0 has none) the three rules agree. ``"loss"`` takes outcome codes
+    −1/0/+1 only and raises ``ValueError`` on a soft outcome.
     ``alternative="greater"`` (default) adds the one-sided bootstrap p-value of PLS > 0
     (000 App. D.4, which uses 10,000 resamples). Swapping the sides leaves PLS unchanged.
     Zero division: a (student, judge) cell with no comparison, or AVG = 0 → NaN with a note.
     """
     outcome = np.asarray(outcome, dtype=float)
     keep, n_missing, excluded = valid_rows(outcome)
+    if ties not in PLS_TIE_RULES:
+        raise ValueError(f"ties must be one of {', '.join(PLS_TIE_RULES)}, not {ties!r}")
     if ties == "exclude":
         tie = keep & (outcome == 0)
         if tie.any():
             excluded["tie"] = int(tie.sum())
         keep &= ~tie
-    elif ties != "half":
-        raise ValueError("ties must be 'half' or 'exclude'")
+    if ties == "loss" and not np.isin(outcome[keep], (-1.0, 0.0, 1.0)).all():
+        raise ValueError("ties='loss' needs outcome codes -1, 0, +1; use ties='half' for soft outcomes")
     cell = 2 * np.asarray(student, dtype=int)[keep] + np.asarray(judge, dtype=int)[keep]
-    score = (outcome[keep] + 1.0) / 2.0
+    score = (outcome[keep] == 1.0).astype(float) if ties == "loss" else (outcome[keep] + 1.0) / 2.0
     columns = np.zeros((cell.size, 8))
     columns[np.arange(cell.size), 2 * cell] = score
     columns[np.arange(cell.size), 2 * cell + 1] = 1.0
