@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric
+from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 from nepotism.metrics.catalogue import METRICS
 from nepotism.metrics.stats import binomial_test, chi_square, paired_t_test, pearson
 
@@ -40,6 +40,7 @@ PROPERTIES = {
     "recognition-preference-association": (lambda r, c: recognition.recognition_preference_association(BIN[r], BIN2[r], c)[0], (-1, 1)),
     "position-consistency": (lambda r, c: recognition.position_consistency(CODES[r], CODES2[r], c), (0, 1)),
     "matched-bias": (lambda r, c: matched.matched_bias((CODES[r] + 1) / 2, BIN[r], c), (-1, 1)),
+    "task-accuracy": (lambda r, c: task.task_accuracy(BIN[r], c), (0, 1)),
     "excluded-verdicts": (lambda r, c: coverage.excluded_share(BIN[r] == 1, c, reasons=np.where(BIN[r] == 1, "x", None)),
                           (0, 1)),
 }

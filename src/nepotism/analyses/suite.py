@@ -9,7 +9,7 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
   ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
   the humans; with ``perplexity_a/_b`` columns: perplexity-win-rate (judge, and humans with a
   preference-ref); with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
-  harmful-self-preference-propensity.
+  harmful-self-preference-propensity, task-accuracy (per generator, and per judge of its own answers).
 - rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
   score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference.
@@ -47,6 +47,7 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
+from nepotism.metrics.task import task_accuracy_records
 from nepotism.tables import VERDICT_COLUMN
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
@@ -232,6 +233,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         lookup = c.set_index(["instance_id", "model"])["correct"]
         for opponents in ("unrelated", "any"):
             records += _d_diff_records(comp, relations, lookup, opponents, options)
+        records += task_accuracy_records(comp, corr, options.bootstrap())
     return records
 
 

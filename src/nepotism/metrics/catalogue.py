@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric
+from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
 __all__ = ["METRICS", "MetricInfo", "metric"]
 
@@ -70,6 +70,9 @@ _ROWS = [
     MetricInfo("harmful-self-preference-propensity", reference.harmful_self_preference_propensity, "004 Eq. 5",
                "mean_G P(judge prefers own | other correct, D_diff)",
                ("averaging=per-evaluatee (default)|pooled", "opponents=unrelated|any", "preference=verdict|probability")),
+    MetricInfo("task-accuracy", task.task_accuracy, "004 §3 (Figs. 1–4 x axis, Tables 7–9)",
+               "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)",
+               ("of=generator|judge's own answers (paired with judge-accuracy by --correlate)",)),
     MetricInfo("recognition-accuracy", recognition.recognition_accuracy, "000 §5.5, 003",
                "share of recognition answers equal to the truth",
                ("mode=pointwise|pairwise", "answers=all|own|other", "target=self|student|family")),

@@ -1,0 +1,101 @@
+"""task-accuracy (paper 004 §3): a planted table with hand-computed answers, through the metric, the
+suite, `correlate` and the installed ``nepotism metrics --correlate task-accuracy,judge-accuracy``."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nepotism.analyses.suite import SuiteOptions, correlate, run_suite
+from nepotism.metrics.task import task_accuracy
+from nepotism.models import load_registry
+
+JUDGES = ("judge-1", "judge-2", "judge-3")
+PROMPTS = ("p1", "p2", "p3", "p4")
+#: Which answers are correct. judge-3's answer to p4 has only a score: ungraded.
+CORRECT = {"judge-1": {"p1", "p2", "p3", "p4"}, "judge-2": {"p1", "p2"}, "judge-3": {"p1"}}
+UNGRADED = ("p4", "judge-3")
+
+
+def test_task_accuracy_worked_example():
+    # 5 answers to 4 prompts (two replicates of p1): 3 correct of 4 graded, one ungraded.
+    est = task_accuracy(np.array([1, 1, 0, 1, np.nan]), np.array(["p1", "p1", "p2", "p3", "p4"]),
+                        n_resamples=500, seed=0)
+    assert est.value == pytest.approx(3 / 4)
+    assert est.n == 4 and est.n_clusters == 3 and est.excluded == {"ungraded": 1}
+    assert est.ci_low <= 0.75 <= est.ci_high
+    empty = task_accuracy(np.array([np.nan]), np.array(["p1"]))
+    assert empty.value is None or np.isnan(empty.value)
+    assert empty.note == "no graded answer"
+    with pytest.raises(ValueError):
+        task_accuracy(np.array([0.5]), np.array(["p1"]))
+
+
+def _verdict(judge, a, b, prompt):
+    """judge-1 names the correct answer when exactly one is (else A); judge-2 and judge-3 always
+    pick their own answer (shown as A)."""
+    if judge == "judge-1":
+        ok_a, ok_b = prompt in CORRECT[a], prompt in CORRECT[b]
+        return "B" if ok_b and not ok_a else "A"
+    return "A"
+
+
+def _planted(tmp_path):
+    rows = [{"instance_id": p, "judge": j, "model_a": j, "model_b": o, "verdict": _verdict(j, j, o, p)}
+            for p in PROMPTS for j in JUDGES for o in JUDGES if o != j]
+    ref = [{"instance_id": p, "model": m, "correct": (p in CORRECT[m]) if (p, m) != UNGRADED else None,
+            "score": 0.5 if (p, m) == UNGRADED else None} for p in PROMPTS for m in JUDGES]
+    registry = tmp_path / "models.toml"
+    registry.write_text("".join(f'[models."{j}"]\nfamily = "{j}"\n\n' for j in JUDGES))
+    return pd.DataFrame(rows), pd.DataFrame(ref), registry
+
+
+# Hand-computed. Task accuracy: judge-1 4/4, judge-2 2/4, judge-3 1/3 (p4 ungraded).
+# Judge accuracy (004 Eq. 3, mean over evaluatees of the share of D_diff verdicts naming the correct
+# answer): judge-1 names it always → 1; judge-2 is wrong vs judge-1 (p3, p4: 0/2) and right vs
+# judge-3 (p2: 1/1) → ½; judge-3 is wrong vs judge-1 (p2, p3) and vs judge-2 (p2) → 0.
+TASK = {"judge-1": 1.0, "judge-2": 0.5, "judge-3": 1 / 3}
+JUDGE_ACC = {"judge-1": 1.0, "judge-2": 0.5, "judge-3": 0.0}
+# Pearson r of (1, ½, ⅓) and (1, ½, 0): Sxy = 1/3, Sxx = 13/54, Syy = ½.
+R = (1 / 3) / np.sqrt(13 / 54 * 0.5)
+
+
+def test_suite_task_accuracy_and_correlation_with_judge_accuracy(tmp_path):
+    frame, ref, registry = _planted(tmp_path)
+    ref["correct"] = ref["correct"].astype(object)
+    records = run_suite(frame, "pairwise", load_registry([str(registry)]), references={"correctness-ref": ref},
+                        options=SuiteOptions(n_resamples=200)).records
+    task = [r for r in records if r["metric"] == "task-accuracy"]
+    by_generator = {r["generator"]: r for r in task if r["judge"] is None}
+    assert {g: r["value"] for g, r in by_generator.items()} == pytest.approx(TASK)
+    assert by_generator["judge-3"]["n"] == 3 and by_generator["judge-3"]["excluded"] == {"ungraded": 1}
+    assert by_generator["judge-1"]["n_clusters"] == 4
+    own = {r["judge"]: r["value"] for r in task if r["judge"] is not None}
+    assert own == pytest.approx(TASK)
+    result = correlate(records, "task-accuracy", "judge-accuracy")
+    assert result["n"] == 3 and result["r"] == pytest.approx(R)
+    assert R == pytest.approx(0.96077, abs=1e-5)
+
+
+def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
+    frame, ref, registry = _planted(tmp_path)
+    frame.to_csv(tmp_path / "pairwise.csv", index=False)
+    ref.assign(correct=ref["correct"].map({True: "true", False: "false", None: ""})).to_csv(
+        tmp_path / "correct.csv", index=False)
+    exe = Path(sys.executable).with_name("nepotism")
+    done = subprocess.run([str(exe), "metrics", "pairwise.csv", "--reference", "correct.csv", "--models", str(registry),
+                           "--correlate", "task-accuracy,judge-accuracy", "--bootstrap", "100", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)
+    (corr,) = [r for r in records if r["metric"] == "correlation"]
+    assert corr["variant"]["x"] == "task-accuracy" and corr["n"] == 3
+    assert corr["value"] == pytest.approx(R)
+    accuracy = {r["judge"]: r["value"] for r in records if r["metric"] == "judge-accuracy"
+                and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
+                and r["variant"].get("preference", "verdict") == "verdict"}
+    assert accuracy == pytest.approx(JUDGE_ACC)
