@@ -501,3 +501,24 @@ def test_an_unknown_slice_column_is_an_error_naming_the_columns(tmp_path):
     assert err.value.field == "--slice" and "nosuchcol" in str(err.value) and "instance_id" in str(err.value)
     with pytest.raises(InputError, match="rubric-items"):
         run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(n_resamples=0, slices=("rubric-polarity",)))
+
+
+def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so():
+    """GPT-4 judging vicuna-13b (trained on ChatGPT outputs: a family-student) only against
+    text-davinci-003 (its own family): no unrelated opponent, so the record comes with
+    opponents=any and names the opponents, instead of vanishing."""
+    from nepotism.models import default_registry
+
+    n = 30
+    frame = pd.DataFrame({
+        "instance_id": [f"q{i}" for i in range(n)], "judge": "gpt-4-0613", "model_a": "vicuna-13b",
+        "model_b": "text-davinci-003", "verdict": ["A"] * 20 + ["B"] * 10, "condition": "default", "replicate": 0})
+    humans = pd.DataFrame({"instance_id": [f"q{i}" for i in range(n)], "model_a": "vicuna-13b",
+                           "model_b": "text-davinci-003", "winner": ["vicuna-13b"] * 10 + ["text-davinci-003"] * 20})
+    records = run_suite(frame, "pairwise", default_registry(), references={"preference-ref": humans},
+                        options=SuiteOptions(n_resamples=0)).records
+    eo = {r["scope"]: r for r in records if r["metric"] == "equal-opportunity-bias"}
+    # both sides are related to GPT-4: each is measured against the other, flagged opponents=any
+    assert {scope: r["variant"]["opponents"] for scope, r in eo.items()} == {"family-student": "any", "family": "any"}
+    assert eo["family-student"]["opponent_models"] == ["text-davinci-003"]
+    assert eo["family-student"]["value"] is not None

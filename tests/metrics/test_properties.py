@@ -50,6 +50,16 @@ def test_every_catalogue_id_has_a_property_row():
     assert set(METRICS) == set(PROPERTIES)
 
 
+def test_catalogue_value_ranges_cover_the_property_bounds():
+    """VALUE_RANGES (what `nepotism card` checks thresholds against) holds every bound seen here."""
+    from nepotism.metrics.catalogue import VALUE_RANGES
+
+    assert set(VALUE_RANGES) == set(METRICS)
+    for metric_id, (_, (low, high)) in PROPERTIES.items():
+        lo, hi = VALUE_RANGES[metric_id]
+        assert (lo is None or lo <= low) and (hi is None or high <= hi), metric_id
+
+
 @pytest.mark.parametrize("metric_id", sorted(PROPERTIES))
 def test_bounds_order_and_relabelling(metric_id):
     call, (low, high) = PROPERTIES[metric_id]

@@ -87,3 +87,20 @@ def test_experiment_file_card_table(tmp_path):
     bad.write_text("max_matched_bias = = 1\n")
     with pytest.raises(InputError, match="not valid TOML"):
         load_thresholds(bad)
+
+
+@pytest.mark.parametrize("table, field", [
+    ({"max_self_preference_ratio": 60}, "max_self_preference_ratio"),  # a percentage given for a fraction
+    ({"max_matched_bias": {"self": -2}}, "max_matched_bias.self"),
+    ({"max_win_rate": float("nan")}, "max_win_rate"),
+    ({"rule": [{"metric": "judge-accuracy", "min": 70}]}, "rule[0].min"),
+])
+def test_a_threshold_outside_what_the_metric_can_be_is_refused(table, field):
+    from nepotism.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        parse_thresholds(table, path="t.toml")
+    assert err.value.field == field and err.value.path == "t.toml"
+    assert "fractions" in str(err.value) or "finite" in str(err.value)
+    # unbounded metrics take any finite number
+    assert parse_thresholds({"max_ranking_difference": 5}).rules[0].max == 5

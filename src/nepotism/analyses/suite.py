@@ -196,7 +196,8 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     records = []
     pref = refs.get("preference-ref")
     corr = refs.get("correctness-ref")
-    scopes = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}), "family": _FAMILY}
+    scopes = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}), "family": _FAMILY,
+              "family-student": frozenset({"FAMILY_STUDENT"})}
     if pref is not None:
         p = pref.copy()
         a, b = p["model_a"].astype(str), p["model_b"].astype(str)
@@ -210,9 +211,15 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
                                    group["instance_id"].to_numpy(), **options.bootstrap()), variant={"paradigm": "PWC"}))
         for scope, names in scopes.items():
-            sub = _self_rows(merged, relations, names)
+            # against unrelated opponents; where a judge has none, against any less related one
+            # (variant opponents=any, flagged in its note), never silently nothing
+            unrelated = _self_rows(merged, relations, names)
+            measured = set(zip(unrelated["judge"], unrelated["condition"]))
+            fallback = _self_rows(merged, relations, names, opponents="any")
+            fallback = fallback[[key not in measured for key in zip(fallback["judge"], fallback["condition"])]]
+            sub = pd.concat([unrelated.assign(opponents="unrelated"), fallback.assign(opponents="any")])
             sub["human_related"] = np.where(sub["related"] == sub["model_x"], sub["human"], -sub["human"])
-            for (judge, condition), group in sub.groupby(["judge", "condition"], sort=True):
+            for (judge, condition, opponents), group in sub.groupby(["judge", "condition", "opponents"], sort=True):
                 o, h = group["outcome_related"].to_numpy(), group["human_related"].to_numpy()
                 ids = group["instance_id"].to_numpy()
                 pref_rel = (o + 1) / 2
@@ -222,10 +229,13 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                                                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
                                                        **options.bootstrap())
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
+                flag = {"opponent_models": sorted(map(str, set(group["other"])))}  # who the related side met
                 records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
-                                       variant={"judge_tie": "1/2"}, confusion_matrix=matrix))
+                                       variant={"judge_tie": "1/2", "opponents": opponents}, confusion_matrix=matrix,
+                                       **flag))
                 records.append(_record("error-bias", judge, condition,
-                                       leakage.error_bias(o, h, ids, **options.bootstrap()), scope=scope))
+                                       leakage.error_bias(o, h, ids, **options.bootstrap()), scope=scope,
+                                       variant={"opponents": opponents}, **flag))
     if corr is not None and "correct" in corr:
         c = corr[["instance_id", "model", "correct"]].copy()
         c["instance_id"] = c["instance_id"].astype(str)

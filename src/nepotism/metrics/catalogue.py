@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["METRICS", "MetricInfo", "metric"]
+__all__ = ["METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,21 @@ _ROWS = [
 ]
 
 METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS}
+
+#: The values each metric can take, (low, high), None = unbounded on that side. Shares and
+#: probabilities are fractions (0.6 = 60%), differences of shares lie in [-1, 1]; a
+#: ranking-difference counts places and a score-delta is in the judge's score units. `nepotism
+#: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught).
+VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "error-bias": (-1.0, 1.0),
+    "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
+    "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "overestimation-rate": (0.0, 1.0),
+    "hspp-ratio": (0.0, None), "mipa": (0.0, 1.0), "mra": (0.0, 1.0), "score-delta": (None, None),
+    "self-preference-ratio": (0.0, 1.0), "judge-accuracy": (0.0, 1.0), "legitimate-self-preference-ratio": (0.0, 1.0),
+    "harmful-self-preference-propensity": (0.0, 1.0), "recognition-accuracy": (0.0, 1.0),
+    "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
+    "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
+}
 
 
 def metric(metric_id: str) -> MetricInfo:

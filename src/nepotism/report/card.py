@@ -116,9 +116,19 @@ def _known_metrics() -> set[str]:
     return set(METRICS) | set(EXTRA_METRICS)
 
 
-def _number(value, path, name) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"threshold {name} must be a number, not {value!r}", path=path, field=name)
+def _number(value, path, name, metric: str | None = None) -> float:
+    """A finite threshold inside the values ``metric`` can take (`catalogue.VALUE_RANGES`)."""
+    import math
+
+    from nepotism.metrics.catalogue import VALUE_RANGES
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"threshold {name} must be a finite number, not {value!r}", path=path, field=name)
+    low, high = VALUE_RANGES.get(metric or "", (None, None))
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = f"{'-inf' if low is None else f'{low:g}'} to {'inf' if high is None else f'{high:g}'}"
+        raise InputError(f"threshold {name} = {value:g} is outside what {metric} can be ({span}); values are "
+                         "fractions (0.6 = 60%), differences in [-1, 1]", path=path, field=name)
     return float(value)
 
 
@@ -153,7 +163,7 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         for scope, limit in per_scope.items():
             match = {"metric": metric} | ({"scope": scope} if scope is not None else {})
             rules.append(Rule(match=match, statistic=statistic, source=key,
-                              **{bound: _number(limit, path, f"{key}.{scope}" if scope else key)}))
+                              **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)}))
     for i, raw in enumerate(table.get("rule", [])):
         name = f"rule[{i}]"
         if not isinstance(raw, dict) or "metric" not in raw:
@@ -163,14 +173,14 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
             raise InputError(f"{name}: unknown field(s) {', '.join(sorted(unknown))}", path=path, field=name)
         if "max" not in raw and "min" not in raw:
             raise InputError(f"{name} needs max and/or min", path=path, field=name)
-        _metric(str(raw["metric"]), path, name)
+        rule_metric = _metric(str(raw["metric"]), path, name)
         rule_statistic = raw.get("statistic", statistic)
         if rule_statistic not in _STATISTICS:
             raise InputError(f"{name}: statistic must be one of {', '.join(_STATISTICS)}", path=path, field=name)
         rules.append(Rule(match={k: raw[k] for k in _MATCH_FIELDS if k in raw},
                           variant=dict(raw.get("variant", {})), statistic=rule_statistic, source=name,
-                          max=_number(raw["max"], path, f"{name}.max") if "max" in raw else None,
-                          min=_number(raw["min"], path, f"{name}.min") if "min" in raw else None))
+                          max=_number(raw["max"], path, f"{name}.max", rule_metric) if "max" in raw else None,
+                          min=_number(raw["min"], path, f"{name}.min", rule_metric) if "min" in raw else None))
     return Thresholds(rules=tuple(rules), on_missing=on_missing, path=path)
 
 

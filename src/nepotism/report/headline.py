@@ -123,11 +123,11 @@ def _delta(records, scope, words, name):
 
 
 def _raw(records, scope, words, name):
-    rows = [r for r in _defined(records, metric="self-preference-ratio") if r.get("scope") == scope]
+    rows = [r for r in _defined(records, metric="self-preference-ratio") if r.get("scope") in _SCOPES[scope][1]]
     rows = ([r for r in rows if (r.get("variant") or {}).get("opponents") == "unrelated"] or rows)
     if not rows:
         return None
-    r = rows[0]
+    r = max(rows, key=lambda r: r.get("n") or 0)  # the scope with most comparisons (student or family-student)
     against = "unrelated models" if r["variant"].get("opponents") == "unrelated" else "less related models"
     return {"scope": scope, "metric": "self-preference-ratio", "record": r, "kind": "raw", "text":
             f"{name} prefers {words} over {against} in {100 * r['value']:.1f}% of comparisons "
