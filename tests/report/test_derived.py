@@ -156,3 +156,6 @@ def test_leaderboard_ranks_within_boards_and_says_why_one_is_unranked(simulated)
     assert by["x"]["variant"]["board"] == "vs base1" and by["u"]["variant"]["board"] == "vs base2"
     for base in ("base1", "base2"):
         assert by[base]["value"] is None and by[base]["score"] is not None and "not ranked" in by[base]["note"]
+    # none of these names is in the registry: every row says so (an entry like AlpacaEval's
+    # `example` is flagged, not ranked as if it were a known model)
+    assert not any(r["in_registry"] for r in records)

@@ -88,8 +88,16 @@ def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
     return boards
 
 
+def _unknown(registry, names) -> frozenset[str]:
+    """Generators the registry does not know (their lineage cannot be checked; AlpacaEval's
+    ``example`` is a test entry, not a model): flagged on the board, never silently ranked alike."""
+    known = getattr(registry, "knows", None)
+    return frozenset(str(n) for n in set(names) if known is not None and not known(str(n).split("@")[0]))
+
+
 def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
-           confidence: float, measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None) -> list[dict]:
+           confidence: float, measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None,
+           unknown: frozenset[str] = frozenset()) -> list[dict]:
     """One record per generator; ranks are within each board of `opponent_boards` (all one board
     when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
     if rows.empty:
@@ -140,7 +148,7 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
             "n_excluded": int(n_excluded.get(str(name), 0)),
             "excluded": {_reason(measure): int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
             "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None,
+            "n_resamples": n_resamples, "p_value": None, "in_registry": str(name) not in unknown,
             "note": None if labels[i] is not None else (
                 "not ranked: no other generator met the same opponents, and a mean preference against other "
                 "opponents is not comparable (its score is kept)"),
@@ -249,7 +257,8 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int
     rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
-    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "boards": opponent_boards(rows)}
+    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "boards": opponent_boards(rows),
+               "unknown": _unknown(registry, rows["generator"])}
     return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
             + _lineage_only(rows, kept, relation, measure=_PREFERENCE, confidence=confidence,
                             n_resamples=n_resamples))
