@@ -156,6 +156,19 @@ def test_leaderboard_ranks_within_boards_and_says_why_one_is_unranked(simulated)
     assert by["x"]["variant"]["board"] == "vs base1" and by["u"]["variant"]["board"] == "vs base2"
     for base in ("base1", "base2"):
         assert by[base]["value"] is None and by[base]["score"] is not None and "not ranked" in by[base]["note"]
-    # none of these names is in the registry: every row says so (an entry like AlpacaEval's
-    # `example` is flagged, not ranked as if it were a known model)
-    assert not any(r["in_registry"] for r in records)
+    # none of these names is in the registry: every row is flagged
+    assert all(r["flagged_entry"] for r in records)
+
+
+def test_the_adversarial_null_model_is_flagged_on_the_board(simulated):
+    """AlpacaEval's `example` (the registry's null-model: a constant adversarial string) is flagged."""
+    import pandas as pd
+
+    from nepotism.models import default_registry
+    from nepotism.report.derived import leaderboard_records
+
+    frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "gpt4_1106_preview", "model_x": m,
+                           "model_y": "gpt4_1106_preview", "outcome": 1.0} for m in ("example", "claude-2") for i in range(5)])
+    rows = {r["generator"]: r for r in leaderboard_records(frame, default_registry(), n_resamples=0)
+            if r["variant"]["judges"] == "all"}
+    assert rows["example"]["flagged_entry"] and not rows["claude-2"]["flagged_entry"]

@@ -88,11 +88,24 @@ def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
     return boards
 
 
+#: Registry families that are not language models (the adversarial constant-string "null model"
+#: AlpacaEval stores as ``example``): their rows are flagged on a leaderboard.
+NOT_MODELS = frozenset({"null-model"})
+
+
 def _unknown(registry, names) -> frozenset[str]:
-    """Generators the registry does not know (their lineage cannot be checked; AlpacaEval's
-    ``example`` is a test entry, not a model): flagged on the board, never silently ranked alike."""
-    known = getattr(registry, "knows", None)
-    return frozenset(str(n) for n in set(names) if known is not None and not known(str(n).split("@")[0]))
+    """Generators to flag on a board: unknown to the registry (lineage unchecked) or not a language
+    model at all (a `NOT_MODELS` family) — never ranked as if they were known models."""
+    flagged = set()
+    for name in set(map(str, names)):
+        try:
+            family = registry.get(name.split("@")[0]).family
+        except (KeyError, AttributeError):
+            flagged.add(name)
+            continue
+        if family in NOT_MODELS:
+            flagged.add(name)
+    return frozenset(flagged)
 
 
 def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
@@ -148,7 +161,7 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
             "n_excluded": int(n_excluded.get(str(name), 0)),
             "excluded": {_reason(measure): int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
             "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None, "in_registry": str(name) not in unknown,
+            "n_resamples": n_resamples, "p_value": None, "flagged_entry": str(name) in unknown,
             "note": None if labels[i] is not None else (
                 "not ranked: no other generator met the same opponents, and a mean preference against other "
                 "opponents is not comparable (its score is kept)"),
@@ -258,7 +271,7 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
     options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "boards": opponent_boards(rows),
-               "unknown": _unknown(registry, rows["generator"])}
+               "unknown": _unknown(registry, rows["generator"])}  # flagged: not in the registry, or not a model
     return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
             + _lineage_only(rows, kept, relation, measure=_PREFERENCE, confidence=confidence,
                             n_resamples=n_resamples))

@@ -81,7 +81,7 @@ def _leaderboard_table(records) -> list[dict]:
     for generator, sides in by.items():
         a, u = sides.get("all"), sides.get("unrelated")
         rows.append({"generator": generator, "board": ((a or u or {}).get("variant") or {}).get("board"),
-                     "unregistered": (a or u or {}).get("in_registry") is False,
+                     "flagged_entry": bool((a or u or {}).get("flagged_entry")),
                      "unranked": a.get("note") if a and a.get("value") is None else None,
                      "all": _rank(a), "unrelated": _rank(u),
                      "score_all": a and a.get("score"), "score_unrelated": u and u.get("score"),
