@@ -9,12 +9,14 @@ rename them at the end.
 
 from __future__ import annotations
 
+import gzip
 import os
 import tempfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_bytes", "temp_beside", "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "temp_beside", "write_files"]
 
 
 def _umask() -> int:
@@ -57,3 +59,21 @@ def write_files(folder: str | os.PathLike, payloads: dict[str, bytes]) -> dict[s
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     return {name: atomic_write_bytes(out / name, data) for name, data in payloads.items()}
+
+
+def bad_utf8_line(path: str | os.PathLike) -> int | None:
+    """The 1-based line holding the first invalid UTF-8 of a text file (gunzipped for ``.gz``),
+    for error messages that name a line rather than a byte offset; None if every line decodes or
+    the file cannot be read."""
+    path = Path(path)
+    try:
+        opener = gzip.open if path.suffix.lower() == ".gz" else open
+        with opener(path, "rb") as raw:
+            for number, line in enumerate(raw, start=1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    return number
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None

@@ -559,10 +559,14 @@ def read_toml(path: str | Path) -> dict:
     """Parse an experiment TOML file; a missing, unreadable or invalid file is an `InputError`."""
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is fine
     except FileNotFoundError:
         raise InputError("experiment file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
+        from nepotism._files import bad_utf8_line
+
+        raise InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path)) from None
+    except OSError as err:
         raise InputError(f"cannot read the file ({err})", path=str(path)) from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML ({err})", path=str(path)) from None

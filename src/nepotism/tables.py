@@ -38,8 +38,11 @@ verdict column holds a value, unparsed where it is empty; a failed row is a call
 docs/verdicts.md) and ``label_mass`` (0-1: how much of the judge's next-token probability its
 labels held); after validation these three columns are always present.
 
-Files are CSV, JSONL or Parquet (by extension; ``.gz`` allowed for CSV and JSONL). Extra columns are
-kept but ignored. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
+Files are CSV, JSONL or Parquet (by extension; ``.gz`` allowed for CSV and JSONL), UTF-8 with or
+without a byte-order mark. Extra columns are kept but ignored. Numbers must be finite (``nan`` and
+infinities are errors; an empty cell, or ``null``, is no value); a JSON key given twice in one
+object is an error; a CSV cell longer than 1 MiB (usually a broken quote) is an error naming the
+line where its record starts. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
 responses of one model; relations use the part before ``@``.
 
 The validated frame carries a ``_line`` column (the source line of each row) so that later checks
@@ -56,7 +59,9 @@ import csv
 import gzip
 import io
 import json
+import math
 import os
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nepotism._files import atomic_write
+from nepotism._files import atomic_write, bad_utf8_line
 from nepotism.errors import InputError
 
 __all__ = [
@@ -75,10 +80,14 @@ __all__ = [
     "Table",
     "detect_kind",
     "key_columns",
+    "parse_json_line",
     "read_rows",
     "read_table",
     "write_table",
 ]
+
+# the longest CSV cell read (Python's default is 128 KiB); a longer one is usually a broken quote
+_MAX_CELL = 1 << 20
 
 #: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
 _STATUS_COLUMNS = ("status", "reason", "label_mass")
@@ -186,9 +195,10 @@ def detect_kind(columns: Iterable[str]) -> str | None:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+    """The file as UTF-8 text (a leading byte-order mark dropped), gunzipped for ``.gz``."""
+    if path.suffix.lower() == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _base_suffix(path: Path) -> str:
@@ -196,6 +206,50 @@ def _base_suffix(path: Path) -> str:
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
     return suffixes[-1] if suffixes else ""
+
+
+def _unreadable(path: Path, err: BaseException, what: str) -> InputError:
+    """The `InputError` for a file that cannot be decoded: invalid UTF-8 (with its line), or a
+    ``.gz`` that is not (intact) gzip."""
+    if isinstance(err, UnicodeDecodeError):
+        return InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path))
+    if isinstance(err, (gzip.BadGzipFile, EOFError, zlib.error)):
+        return InputError(f"not a valid gzip file ({err or type(err).__name__}); "
+                          "a name ending in .gz needs gzip content", path=str(path))
+    return InputError(f"cannot read the file as {what} ({err})", path=str(path))
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_object(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object's dict, refusing a key that appears twice (JSON leaves it undefined; Python
+    would silently keep the last value)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return value
+
+
+def parse_json_line(text: str, path: str, line: int) -> object:
+    """One JSON value from one line of ``path``: `InputError` naming the line for invalid JSON,
+    a key repeated within an object (the key is the field), or nesting too deep to read."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON ({err.msg})", path=path, line=line) from None
+    except _DuplicateKey as err:
+        raise InputError("a key appears twice in one JSON object", path=path, line=line,
+                         field=err.key) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
 
 
 def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
@@ -206,22 +260,31 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=number) from None
+                value = parse_json_line(text, str(path), number)
                 if not isinstance(value, dict):
                     raise InputError("each line must be a JSON object", path=str(path), line=number)
                 rows.append((number, value))
-    except UnicodeDecodeError as err:
-        raise InputError(f"not readable as UTF-8 ({err})", path=str(path)) from None
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
+        raise _unreadable(path, err, "JSON Lines") from None
     return rows
+
+
+def _refuse_nan(pairs: list[tuple[int, dict]], path: Path) -> None:
+    """A ``NaN`` in a JSON Lines table is an error (naming line and field), not a missing value:
+    pandas would make it one, and an empty value means *unparsed* (write ``null`` for that)."""
+    for line, row in pairs:
+        for key, value in row.items():
+            if type(value) is float and value != value:
+                raise InputError("'NaN' is not a finite number (NaN and infinities are not values; "
+                                 "write null for no value)", path=str(path), line=line, field=key)
 
 
 def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     """Read a file into string/object columns and return a row → line-number function."""
     suffix = _base_suffix(path)
     if suffix == ".csv":
+        reader, started = None, 1
+        limit = csv.field_size_limit(_MAX_CELL)
         try:
             with _open_text(path) as handle:
                 reader = csv.reader(handle)
@@ -229,8 +292,10 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
                 if header is None:
                     raise InputError("the file is empty (no header line)", path=str(path), line=1)
                 rows, lines = [], []
+                started = reader.line_num + 1  # where the record being read began
                 for record in reader:
                     if not record or all(not cell.strip() for cell in record):
+                        started = reader.line_num + 1
                         continue
                     if len(record) != len(header):
                         raise InputError(
@@ -240,8 +305,17 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
                         )
                     rows.append(record)
                     lines.append(reader.line_num)
-        except (UnicodeDecodeError, csv.Error) as err:
-            raise InputError(f"not readable as UTF-8 CSV ({err})", path=str(path)) from None
+                    started = reader.line_num + 1
+        except csv.Error as err:
+            line = started if reader is not None and reader.line_num else 1
+            if "field larger than field limit" in str(err):
+                raise InputError(f"a cell longer than {_MAX_CELL:,} characters (a broken quote?)",
+                                 path=str(path), line=line) from None
+            raise InputError(f"not readable as CSV ({err})", path=str(path), line=line) from None
+        except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
+            raise _unreadable(path, err, "CSV") from None
+        finally:
+            csv.field_size_limit(limit)
         header = [h.strip() for h in header]
         if len(set(header)) != len(header):
             raise InputError("a column name appears twice in the header", path=str(path), line=1)
@@ -250,6 +324,7 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         return frame, lambda i: lines[i]
     if suffix in (".jsonl", ".ndjson"):
         pairs = _jsonl_rows(path)
+        _refuse_nan(pairs, path)
         lines = [line for line, _ in pairs]
         frame = pd.DataFrame.from_records([row for _, row in pairs]) if pairs else pd.DataFrame()
         frame = frame.astype(object).where(frame.notna(), None) if len(frame) else frame
@@ -395,10 +470,12 @@ class _Validator:
                 number = float(value)
             except (TypeError, ValueError):
                 self.fail(i, column, f"'{value}' is not a number")
-            if np.isnan(number) and not allow_empty:
-                self.fail(i, column, "NaN where a number is required")
+            if not math.isfinite(number):
+                self.fail(i, column, f"'{value}' is not a finite number (NaN and infinities are "
+                          "not values; leave the cell empty for no value)")
             if (low is not None and number < low) or (high is not None and number > high):
-                self.fail(i, column, f"{number} is outside [{low}, {high}]")
+                span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+                self.fail(i, column, f"{number} is outside {span}")
             out[i] = number
         return pd.Series(out, index=self.frame.index)
 

@@ -43,15 +43,18 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     still printed and the failures are stored: run again to retry them); 130 when interrupted.
     """
     from nepotism.experiment import load_experiment
-    from nepotism.runner.experiment_run import run_experiment
+    from nepotism.runner.experiment_run import check_inputs, run_experiment
     from nepotism.store import Store
 
     experiment = load_experiment(experiment_file)
+    # before any store file exists: a bad dataset, grading truth or key variable writes nothing
+    dataset = check_inputs(experiment, keys=not dry_run)
     if dry_run:
-        _dry_run(experiment, store_path, as_json)
+        _dry_run(experiment, store_path, as_json, dataset)
         return
     with Store(experiment_store(store_path, experiment)) as store:
-        summary = run_live(lambda view: run_experiment(experiment, store, view=view), progress=progress)
+        summary = run_live(lambda view: run_experiment(experiment, store, view=view, dataset=dataset),
+                           progress=progress)
     if as_json:
         echo_json(summary.as_dict())
     else:
@@ -79,7 +82,7 @@ def _top_errors(summary) -> str:
     return ", ".join(f"{err} {n}" for err, n in top) or "no error recorded"
 
 
-def _dry_run(experiment, store_path, as_json: bool) -> None:
+def _dry_run(experiment, store_path, as_json: bool, dataset=None) -> None:
     """Plan against the store if it exists (to count cached calls), else against a throw-away one:
     a dry run leaves no file behind. Exit 2 when a model cannot be loaded or reached."""
     import tempfile
@@ -90,7 +93,7 @@ def _dry_run(experiment, store_path, as_json: bool) -> None:
     path = store_path_of(store_path, experiment)
     with tempfile.TemporaryDirectory(prefix="nepotism-dry-run-") as scratch:
         with Store(path if path.exists() else Path(scratch) / "plan.db") as store:
-            plan = plan_only(experiment, store)
+            plan = plan_only(experiment, store, dataset=dataset)
     _print_plan(plan, as_json)
     for model_id, problem in plan["problems"].items():
         click.echo(f"error: model '{model_id}' cannot be used: {problem}", err=True)

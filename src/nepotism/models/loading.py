@@ -161,7 +161,7 @@ def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft]) -> None
     label = str(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(f"cannot read registry file: {err}", path=label) from err
     try:

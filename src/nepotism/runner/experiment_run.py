@@ -12,6 +12,7 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from nepotism.store import Store
 __all__ = [
     "RunSummary",
     "build_endpoints",
+    "check_inputs",
     "dry_run",
     "load_dataset",
     "plan_tasks",
@@ -128,6 +130,8 @@ def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
         points = item.get("points", 1.0)
         if isinstance(points, bool) or not isinstance(points, (int, float)):
             raise bad(f"rubric[{i}].points", "must be a number")
+        if not math.isfinite(points):
+            raise bad(f"rubric[{i}].points", f"must be a finite number, not {points!r}")
         rubric.append(RubricItem(str(item.get("id", f"r{i + 1}")), item["text"], float(points),
                                  item.get("category")))
     ref = row.get("reference_answer")
@@ -180,6 +184,26 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
     if not instances:
         raise InputError("the dataset holds no instances", path=str(path))
     return list(instances.values()), list(responses.values())
+
+
+def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Instance], list[Response]] | None:
+    """Read and check everything a run needs from outside the store *before* the store is opened,
+    so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth
+    and (with ``keys``; a dry run needs none) the API-key variables each model names. Returns the
+    dataset (None for a store dataset) to pass to `run_experiment` or `dry_run` as ``dataset``."""
+    from nepotism.backends.base import read_api_key
+
+    for model_id, cfg in experiment.models.items() if keys else ():
+        try:
+            read_api_key(cfg.api_key_env)
+        except InputError as err:
+            raise InputError(err.message, path=experiment.path,
+                             field=f"models.{model_id}.api_key_env") from None
+    if experiment.dataset.from_store:
+        return None
+    instances, recorded = load_dataset(experiment)
+    grading_truth(experiment, instances)
+    return instances, recorded
 
 
 # -- planning --------------------------------------------------------------------------------
@@ -247,13 +271,15 @@ def _unique(responses: Sequence[Response]) -> list[Response]:
 async def run_experiment(
     experiment: Experiment, store: Store, *, view: Any = None, judging: Any = None,
     registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
+    dataset: tuple[list[Instance], list[Response]] | None = None,
 ) -> RunSummary:
-    """Run ``experiment`` against ``store`` (see the module docstring); returns a summary."""
+    """Run ``experiment`` against ``store`` (see the module docstring); returns a summary.
+    ``dataset`` is what `check_inputs` returned (else the dataset is read here)."""
     from nepotism.models import load_registry
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
-    instances, recorded = load_dataset(experiment, store)
+    instances, recorded = dataset if dataset is not None else load_dataset(experiment, store)
     truth = grading_truth(experiment, instances)
     store.add_instances(instances)
     if recorded:
@@ -342,7 +368,8 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
     return problems
 
 
-def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None) -> dict[str, Any]:
+def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None,
+            dataset: tuple[list[Instance], list[Response]] | None = None) -> dict[str, Any]:
     """Plan and price the experiment without calling anything.
 
     Token counts are estimates: prompts are characters / 4; outputs are each request's
@@ -355,7 +382,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
-    instances, recorded = load_dataset(experiment, store)
+    instances, recorded = dataset if dataset is not None else load_dataset(experiment, store)
     truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
