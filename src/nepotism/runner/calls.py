@@ -8,6 +8,9 @@ rate limits, and retries of transient failures with exponential backoff and jitt
 committed to the store (ok, or failed with its last error, its attempt count and every attempt's
 error) *before* it is handed to the caller's ``on_result`` callback, so a crash between the two
 loses nothing: the next run finds the call in the cache. Cancellation leaves only whole rows.
+Before sending, a worker claims the call in the store (`Store.claim_call`, a renewed lease): a
+call another process is sending is not sent again but waited for and then read from the store,
+so two processes running the same experiment on one store never pay for one call twice.
 
 Cache hits are replayed synchronously in one loop (no task per call): the rows come from one
 batched read of only the columns a completion needs (`nepotism.store.fastread`), and each
@@ -24,7 +27,10 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import random
+import socket
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +41,7 @@ from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
-from nepotism.store import CachedCall, Store
+from nepotism.store import CLAIM_LEASE_S, CachedCall, Store
 from nepotism.store.fastread import call_rows
 
 __all__ = [
@@ -285,6 +291,12 @@ class CallExecutor:
         self.run_id = run_id
         self.stats = stats or RunStats()
         self._rng = random.Random(seed)
+        # claims on calls in the store: another process running the same calls waits instead of
+        # sending them again (see Store.claim_call)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.claim_lease_s = CLAIM_LEASE_S
+        self.claim_poll_s = 0.25
+        self._deferred: dict[str, list[list[PlannedCall]]] = {}
 
     def lookup(self, calls: Iterable[PlannedCall]) -> dict[str, CachedCall]:
         """The stored calls among ``calls`` (ok and failed), by key, in one batched query."""
@@ -331,29 +343,62 @@ class CallExecutor:
             n = endpoint.limiter.concurrency if endpoint.limiter else 1
             for _ in range(min(n, queue.qsize())):
                 workers.append(asyncio.create_task(self._worker(endpoint, queue, on_result)))
+        renewer = asyncio.create_task(self._renew_claims())
         try:
             await asyncio.gather(*workers)
         finally:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+            self.store.release_claims(self.owner)
+
+    async def _renew_claims(self) -> None:
+        """Keep this executor's claims alive while it runs (a third of the lease apart)."""
+        while True:
+            await asyncio.sleep(self.claim_lease_s / 3)
+            self.store.renew_claims(self.owner, lease_s=self.claim_lease_s)
 
     async def _worker(
         self, endpoint: Endpoint, queue: asyncio.Queue, on_result: Callable[[CallResult], None]
     ) -> None:
+        deferred = self._deferred.setdefault(endpoint.model, [])
         while True:
             try:
                 group = queue.get_nowait()
             except asyncio.QueueEmpty:
-                return
+                if not deferred:
+                    return
+                # calls another process is sending: ask again after a pause
+                group = deferred.pop(0)
+                await asyncio.sleep(self.claim_poll_s)
             call = group[0]
+            state = self.store.claim_call(call.key, self.owner, lease_s=self.claim_lease_s)
+            if state == "busy":
+                deferred.append(group)
+                continue
+            if state == "done":  # another process stored it meanwhile
+                cached = self.store.get_call(call.key)
+                if cached is not None and cached.ok:
+                    self._deliver_cached(group, completion_from_cached(cached), on_result)
+                    continue
             completion, errors = await self._attempts(endpoint, call)
             # commit first, then use: a crash after this line loses nothing
             self.store.put_call(call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id))
+            self.store.release_claims(self.owner, [call.key])
             attempts = len(errors) + (1 if completion.ok else 0)
             self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
             for same in group:
                 on_result(CallResult(same, completion, False, attempts))
+
+    def _deliver_cached(self, group: list[PlannedCall], completion: Completion,
+                        on_result: Callable[[CallResult], None]) -> None:
+        self.stats.cached += len(group)
+        self.stats.done += len(group)
+        self.stats.refresh()
+        for same in group:
+            on_result(CallResult(same, completion, True, 0))
 
     async def _attempts(self, endpoint: Endpoint, call: PlannedCall) -> tuple[Completion, list[str]]:
         errors: list[str] = []

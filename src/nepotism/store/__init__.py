@@ -9,9 +9,10 @@ the public recorded-judgment formats. This package does not call models or parse
 
 from nepotism.store._migrate import SCHEMA_VERSION, StoreSchemaError
 from nepotism.store.calls import CachedCall, call_key
-from nepotism.store.database import RUN_STATUSES, TABLES, Store, default_store_path
+from nepotism.store.database import CLAIM_LEASE_S, RUN_STATUSES, TABLES, Store, default_store_path
 
 __all__ = [
+    "CLAIM_LEASE_S",
     "RUN_STATUSES",
     "SCHEMA_VERSION",
     "TABLES",

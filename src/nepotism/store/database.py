@@ -15,6 +15,7 @@ import re
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ TABLES = ("runs", "instances", "responses", "calls", "judgments", "references", 
 RUN_STATUSES = ("done", "failed", "interrupted")
 _KEY = re.compile(r"[0-9a-f]{64}")
 _BATCH = 500  # keys per SELECT ... IN (...)
+#: Seconds a claim on a call being sent lasts unless its owner renews it (see `Store.claim_call`).
+CLAIM_LEASE_S = 60.0
 
 _FILTERS = {
     "instances": ("id", "category"),
@@ -208,6 +211,58 @@ class Store:
             return self._write_many(_PUT_CALL, rows)
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
+
+    # -- claims on calls being sent ----------------------------------------------------------
+    def claim_call(self, key: str, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> str:
+        """Claim the call ``key`` for ``owner`` before sending it; returns what to do:
+
+        ``"done"`` — the call is already stored ok (use it, send nothing); ``"busy"`` — another
+        owner holds a live claim (wait, then ask again); ``"claimed"`` — it is ``owner``'s for
+        ``lease_s`` seconds (renew with `renew_claims`, end with `release_claims`). A claim whose
+        lease has run out, or whose owner process no longer exists on this host, is taken over.
+        """
+        conn = self._conn()
+        host, pid = socket.gethostname(), os.getpid()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM calls WHERE key = ? AND status = 'ok'", (key,)).fetchone():
+                state = "done"
+            else:
+                row = conn.execute("SELECT owner, host, pid, expires_at FROM call_claims WHERE key = ?",
+                                   (key,)).fetchone()
+                now = time.time()
+                live = (row is not None and row[0] != owner and row[3] > now
+                        and not (row[1] == host and not _alive(int(row[2]))))
+                if live:
+                    state = "busy"
+                else:
+                    conn.execute(
+                        "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
+                        "pid = excluded.pid, expires_at = excluded.expires_at",
+                        (key, owner, host, pid, now + lease_s))
+                    state = "claimed"
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return state
+
+    def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
+        """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
+        cursor = self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
+                                      (time.time() + lease_s, owner))
+        return cursor.rowcount
+
+    def release_claims(self, owner: str, keys: Sequence[str] | None = None) -> None:
+        """End ``owner``'s claims on ``keys`` (all of them when None)."""
+        conn = self._conn()
+        if keys is None:
+            conn.execute("DELETE FROM call_claims WHERE owner = ?", (owner,))
+        else:
+            conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
+                             [(k, owner) for k in keys])
 
     # -- records ------------------------------------------------------------------------------
     def add_instances(self, instances: Iterable[Instance]) -> int:

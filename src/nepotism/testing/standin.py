@@ -12,8 +12,8 @@ Hostile habits for leak tests: ``echo_headers`` copies the request's headers (th
 and ``escape_slashes`` writes ``/`` as ``\\/`` in its JSON (valid JSON that a naive scrubber of
 the raw text misses). ``retry_after`` is sent as the ``Retry-After`` header of every 429, and
 ``log_requests`` keeps ``(time.time(), fingerprint, status)`` of every answered request in
-``StandinServer.log`` (the fingerprint hashes endpoint, model and prompt), so tests can check
-*when* the server was asked again.
+``StandinServer.log`` (the fingerprint hashes the endpoint and the whole request body), so tests
+can check *when*, and how often, the server was asked the same thing.
 
 It is built on aiohttp's low-level server (no router, no middlewares) so that it stays far below
 one core at a few thousand requests per second. It runs in a background thread (cheap to start,
@@ -165,7 +165,7 @@ class StandinServer:
         finally:
             stats["in_flight"] -= 1
         if self.config.log_requests:
-            print_ = f"{request.path}\x1f{body.get('model', '')}\x1f{text}"
+            print_ = f"{request.path}\x1f{json.dumps(body, sort_keys=True)}"
             self.log.append((time.time(), f"{_hash64(print_):016x}", response.status))
         return response
 
