@@ -522,3 +522,27 @@ def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so
     assert {scope: r["variant"]["opponents"] for scope, r in eo.items()} == {"family-student": "any", "family": "any"}
     assert eo["family-student"]["opponent_models"] == ["text-davinci-003"]
     assert eo["family-student"]["value"] is not None
+
+
+def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_scores():
+    """002 Eq. 5 (PWC): with only graded reference scores, w* is the higher-scored answer of each pair."""
+    from nepotism.analyses.suite import derive_instance_references
+
+    scores = pd.DataFrame({"instance_id": ["q1", "q1", "q2", "q2"], "model": ["x", "y", "x", "y"],
+                           "score": [8.0, 5.0, 6.0, 6.0]})
+    derived = derive_instance_references({"correctness-ref": scores})["preference-ref"]
+    assert sorted(zip(derived["instance_id"], derived["winner"])) == [("q1", "x"), ("q2", "tie")]
+    assert set(derived["derived_from"]) == {"correctness-ref: the higher reference score"}
+    # a given preference reference is never replaced
+    given = pd.DataFrame({"instance_id": ["q1"], "model_a": ["x"], "model_b": ["y"], "winner": ["y"]})
+    assert derive_instance_references({"correctness-ref": scores, "preference-ref": given})["preference-ref"] is given
+    # the judge agrees with the reference on q1 (x) and calls q2 a tie where the reference ties: MIPA = 1
+    from nepotism.models import default_registry
+
+    frame = pd.DataFrame({"instance_id": ["q1", "q1", "q2", "q2"], "judge": "gpt-4-0613",
+                          "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],
+                          "verdict": ["A", "B", "tie", "tie"], "condition": "default", "replicate": 0})
+    records = run_suite(frame, "pairwise", default_registry(), references={"correctness-ref": scores},
+                        options=SuiteOptions(n_resamples=0)).records
+    mipa = [r for r in records if r["metric"] == "mipa" and r["variant"].get("paradigm") == "PWC"]
+    assert len(mipa) == 1 and mipa[0]["value"] == 1.0

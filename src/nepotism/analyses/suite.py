@@ -432,34 +432,43 @@ def _derived_slice(frame: pd.DataFrame, name: str, refs: dict) -> pd.Series | No
     return pd.Series(lookup_table.reindex(keys).to_numpy(dtype=object), index=frame.index)
 
 
+def _preference_from_scores(scores: pd.DataFrame, source: str) -> pd.DataFrame:
+    """w* for every pair of answers to one prompt: the higher reference score wins, equal scores tie."""
+    pairs = scores.merge(scores, on="instance_id", suffixes=("_a", "_b"))
+    pairs = pairs[pairs["model_a"] < pairs["model_b"]]
+    winner = np.where(pairs["score_a"] > pairs["score_b"], pairs["model_a"],
+                      np.where(pairs["score_a"] < pairs["score_b"], pairs["model_b"], "tie"))
+    return pd.DataFrame({"instance_id": pairs["instance_id"].to_numpy(), "model_a": pairs["model_a"].to_numpy(),
+                         "model_b": pairs["model_b"].to_numpy(), "winner": winner, "derived_from": source})
+
+
 def derive_instance_references(refs: dict) -> dict:
-    """Instance-level truth from rubric truth, where no direct reference is given (002 §2).
+    """Instance-level truth from rubric truth or reference scores, where no direct reference is given (002 §2).
 
     With a ``rubric-ref`` and no ``correctness-ref``: an answer's reference score s* is the share of
     its rubric items met (for direct assessment: score-based overestimation, HSPP ratio, MIPA DA).
-    With no ``preference-ref`` either: for each pair of answers to one prompt the one meeting the
-    larger share wins and equal shares tie (w*, for pairwise MIPA PWC and equal-opportunity bias).
-    Only decided rubric verdicts count (rubric-ref rows are true or false); the derived frames say
-    where they came from in a ``derived_from`` column. Given references are never replaced.
+    With no ``preference-ref``: for each pair of answers to one prompt the one with the larger s*
+    wins and equal ones tie (w*, for pairwise MIPA PWC and equal-opportunity bias) — s* from the
+    rubric shares, else from a ``correctness-ref`` with a ``score`` column (a graded reference such
+    as MT-Bench's 1–10 grades). Only decided rubric verdicts and given scores count; the derived
+    frames say where they came from in a ``derived_from`` column. Given references are never replaced.
     """
-    rubric_ref = refs.get("rubric-ref")
-    if rubric_ref is None or rubric_ref.empty:
-        return refs
     out = dict(refs)
-    met = rubric_ref.assign(instance_id=rubric_ref["instance_id"].astype(str), model=rubric_ref["model"].astype(str),
-                            met=rubric_ref["met"].astype(float))
-    shares = met.groupby(["instance_id", "model"], sort=True)["met"].mean().reset_index(name="score")
-    if "correctness-ref" not in out:
-        out["correctness-ref"] = shares.assign(derived_from="rubric-ref: share of rubric items met")
-    if "preference-ref" not in out:
-        pairs = shares.merge(shares, on="instance_id", suffixes=("_a", "_b"))
-        pairs = pairs[pairs["model_a"] < pairs["model_b"]]
-        winner = np.where(pairs["score_a"] > pairs["score_b"], pairs["model_a"],
-                          np.where(pairs["score_a"] < pairs["score_b"], pairs["model_b"], "tie"))
-        out["preference-ref"] = pd.DataFrame({
-            "instance_id": pairs["instance_id"].to_numpy(), "model_a": pairs["model_a"].to_numpy(),
-            "model_b": pairs["model_b"].to_numpy(), "winner": winner,
-            "derived_from": "rubric-ref: larger share of rubric items met"})
+    rubric_ref = refs.get("rubric-ref")
+    if rubric_ref is not None and not rubric_ref.empty:
+        met = rubric_ref.assign(instance_id=rubric_ref["instance_id"].astype(str),
+                                model=rubric_ref["model"].astype(str), met=rubric_ref["met"].astype(float))
+        shares = met.groupby(["instance_id", "model"], sort=True)["met"].mean().reset_index(name="score")
+        if "correctness-ref" not in out:
+            out["correctness-ref"] = shares.assign(derived_from="rubric-ref: share of rubric items met")
+        if "preference-ref" not in out:
+            out["preference-ref"] = _preference_from_scores(shares, "rubric-ref: larger share of rubric items met")
+    corr = out.get("correctness-ref")
+    if "preference-ref" not in out and corr is not None and "score" in corr and corr["score"].notna().any():
+        scores = corr[corr["score"].notna()]
+        scores = pd.DataFrame({"instance_id": scores["instance_id"].astype(str), "model": scores["model"].astype(str),
+                               "score": scores["score"].astype(float)})
+        out["preference-ref"] = _preference_from_scores(scores, "correctness-ref: the higher reference score")
     return out
 
 
