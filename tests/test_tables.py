@@ -259,3 +259,22 @@ def test_presentation_defaults_to_a_first_and_rejects_other_values(tmp_path):
     with pytest.raises(InputError) as err:
         read_table(bad)
     assert err.value.line == 2 and err.value.field == "presentation" and "a-first, unknown" in str(err.value)
+
+
+def test_tsv_is_read_and_a_semicolon_or_tab_csv_is_hinted(tmp_path):
+    tsv = write(tmp_path, "t.tsv", "instance_id\tjudge\tmodel_a\tmodel_b\tverdict\n1\tj\tx\ty\tA\n")
+    assert read_table(tsv).frame["verdict"].tolist() == ["A"]
+    for name, sep, word in (("semi.csv", ";", "semicolon"), ("tab.csv", "\t", "tab")):
+        path = write(tmp_path, name, sep.join(["instance_id", "judge", "model_a", "model_b", "verdict"])
+                     + "\n" + sep.join(["1", "j", "x", "y", "A"]) + "\n")
+        with pytest.raises(InputError) as err:
+            read_table(path)
+        assert err.value.line == 1 and f"{word}-separated" in str(err.value)
+
+
+@pytest.mark.parametrize("name, text", [("h.csv", PAIRWISE), ("e.jsonl", "")])
+def test_a_table_with_no_rows_is_an_error(tmp_path, name, text):
+    path = write(tmp_path, name, text)
+    with pytest.raises(InputError) as err:
+        read_table(path, kind="pairwise")
+    assert "no rows" in str(err.value) or "empty" in str(err.value)

@@ -38,7 +38,8 @@ verdict column holds a value, unparsed where it is empty; a failed row is a call
 docs/verdicts.md) and ``label_mass`` (0-1: how much of the judge's next-token probability its
 labels held); after validation these three columns are always present.
 
-Files are CSV, JSONL or Parquet (by extension; ``.gz`` allowed for CSV and JSONL), UTF-8 with or
+Files are CSV, TSV, JSONL or Parquet (by extension; ``.gz`` allowed for all but Parquet; a file with no
+rows is an error), UTF-8 with or
 without a byte-order mark. Extra columns are kept but ignored. Numbers must be finite (``nan`` and
 infinities are errors; an empty cell, or ``null``, is no value); a JSON key given twice in one
 object is an error; a CSV cell longer than 1 MiB (usually a broken quote) is an error naming the
@@ -282,15 +283,22 @@ def _refuse_nan(pairs: list[tuple[int, dict]], path: Path) -> None:
 def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     """Read a file into string/object columns and return a row → line-number function."""
     suffix = _base_suffix(path)
-    if suffix == ".csv":
+    if suffix in (".csv", ".tsv"):
         reader, started = None, 1
         limit = csv.field_size_limit(_MAX_CELL)
         try:
             with _open_text(path) as handle:
-                reader = csv.reader(handle)
+                reader = csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ",")
                 header = next(reader, None)
                 if header is None:
                     raise InputError("the file is empty (no header line)", path=str(path), line=1)
+                if suffix == ".csv" and len(header) == 1:
+                    for sep, what in ((";", "semicolon"), ("\t", "tab")):
+                        if sep in header[0]:
+                            raise InputError(
+                                f"the header is one column holding '{sep}': the file looks {what}-separated "
+                                "(a spreadsheet's regional export?); save it as comma-separated CSV"
+                                + ("" if sep == ";" else ", or name it .tsv"), path=str(path), line=1)
                 rows, lines = [], []
                 started = reader.line_num + 1  # where the record being read began
                 for record in reader:
@@ -337,7 +345,7 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         frame = frame.astype(object).where(frame.notna(), None)
         return frame, lambda i: i + 1
     raise InputError(
-        f"unknown file type '{suffix or path.name}': use .csv, .jsonl or .parquet (optionally .gz)",
+        f"unknown file type '{suffix or path.name}': use .csv, .tsv, .jsonl or .parquet (optionally .gz)",
         path=str(path),
     )
 
@@ -384,6 +392,10 @@ def read_table(path: str | os.PathLike, *, kind: str | None = None) -> Table:
     if not path.exists():
         raise InputError("no such file", path=str(path))
     frame, line_of = _read_raw(path)
+    if len(frame) == 0:  # an audit of nothing is an input error, not an empty report
+        header = _base_suffix(path) in (".csv", ".tsv")
+        raise InputError("the table has no rows" + (" (only a header)" if header else ""), path=str(path),
+                         line=2 if header else 1)
     if _base_suffix(path) in (".jsonl", ".ndjson"):
         _check_jsonl_kinds(frame, line_of, path)
     if kind is not None and kind not in KINDS:
