@@ -35,7 +35,9 @@ Options (checked and completed with defaults when the task is built; unknown key
   ``"think"`` (a reasoning model: its ``<think>`` block is stripped before parsing and kept in
   ``raw_output``), labels mode needs ``"none"``; ``impartial`` (adds an instruction to ignore who
   wrote what, for mitigation experiments); ``max_tokens`` (overrides the protocol's budget);
-  ``temperature`` (0).
+  ``temperature`` (0); ``strip_think`` (false; true shows each candidate answer without its
+  ``<think>…</think>`` reasoning, as paper 004 App. A judges reasoning models' answers — only the
+  prompt changes, the stored response keeps its raw text; template tag ``nothink``).
 * pairwise: ``ways`` 3 (default; labels ``A``/``B``/``C``, where ``C`` is the tie label) or 2;
   ``label_style`` ``"letters"`` or ``"numbers"`` (``1``/``2``, two-way only); ``show_rubric``,
   ``show_reference`` (add the instance's rubric / reference answer to the prompt).

@@ -25,10 +25,11 @@ templates only print their texts, and a test compares both paths over many rando
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, NamedTuple
 
 from nepotism.backends.base import Request
+from nepotism.judging.markers import strip_reasoning
 from nepotism.judging.skeleton import Skeleton, sentinel
 from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
 from nepotism.judging.templates import get_template, render_text
@@ -106,6 +107,8 @@ def task_template_id(task: JudgeTask) -> str:
         tags.append(opts["reasoning"])
     if opts["impartial"]:
         tags.append("impartial")
+    if opts["strip_think"]:
+        tags.append("nothink")
     name = "-".join([template.id, *tags])
     return f"{name}@{template.template_id.split('@', 1)[1]}"
 
@@ -242,7 +245,23 @@ _SKELETONS: dict[tuple, Skeleton | None] = {}  # None: this shape is always rend
 _SKELETON_LIMIT = 4096
 
 
+def _answers_shown(task: JudgeTask) -> JudgeTask:
+    """``task`` with every candidate's reasoning blocks removed (option ``strip_think``, paper 004
+    App. A: a reasoning model's answer is judged without its ``<think>…</think>`` trace).
+
+    Uses `strip_reasoning` (the rules that strip a judge's own reasoning): a closing tag without an
+    opening one drops everything before it; a block never closed drops everything after its
+    opening tag, so an answer that never left its reasoning is shown empty. Only the prompt changes:
+    the task keeps the raw responses (their ids, and the stored text, are the generated ones).
+    """
+    shown = tuple(replace(c, text=strip_reasoning(c.text)) if isinstance(c.text, str) else c
+                  for c in task.candidates)
+    return replace(task, candidates=shown)
+
+
 def _prompt(task: JudgeTask, info: _Info) -> str:
+    if task.options["strip_think"]:
+        task = _answers_shown(task)
     texts, shape = _free_texts(task)
     key = (id(info), shape)
     skeleton = _SKELETONS.get(key, False)
