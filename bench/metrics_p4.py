@@ -19,6 +19,7 @@ from nepotism.analyses.suite import SuiteOptions, run_suite
 from nepotism.metrics import rubric
 from nepotism.models import load_registry
 from nepotism.simulate import SimulationSpec, simulate
+from nepotism.metrics import Bootstrap
 
 
 def _peak_gb() -> float:
@@ -64,7 +65,7 @@ def main() -> None:
     start = time.perf_counter()
     result = run_suite(sim.rubric, "rubric", registry,
                        references={"rubric-ref": sim.rubric_ref, "rubric-items": sim.rubric_items},
-                       options=SuiteOptions(n_resamples=args.resamples))
+                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=args.resamples)))
     seconds = time.perf_counter() - start
     print(f"verdicts={len(sim.rubric):,} judges={len(models)} generators={len(models)} instances={args.instances:,} "
           f"rubrics=10 resamples={args.resamples} records={len(result.records)} generate_s={generated:.1f} "

@@ -13,6 +13,7 @@ from nepotism.metrics.reference import equal_opportunity_bias
 from nepotism.metrics.rubric import hspp_ratio
 from nepotism.models import load_registry
 from nepotism.simulate import SimulationSpec, simulate
+from nepotism.metrics import Bootstrap
 
 N_SIMS = 1000
 N_ITEMS = 400
@@ -55,7 +56,7 @@ def test_suite_recovers_planted_rubric_effects(tmp_path):
                           students={})
     sim = simulate(spec, seed=4, kinds=("rubric",))
     result = run_suite(sim.rubric, "rubric", _registry(spec, tmp_path),
-                       references={"rubric-ref": sim.rubric_ref}, options=SuiteOptions(n_resamples=300))
+                       references={"rubric-ref": sim.rubric_ref}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)))
     frame = result.frame()
     rows = frame[(frame.metric == "hspp-ratio") & (frame.judge == "judge-a")]
     by = {(r.scope, r.variant["level"], r.variant.get("family_set")): r for r in rows.itertuples()}
@@ -75,7 +76,7 @@ def test_suite_recovers_planted_pairwise_effects(tmp_path):
     sim = simulate(spec, seed=5, kinds=("pairwise",))
     result = run_suite(sim.pairwise, "pairwise", _registry(spec, tmp_path),
                        references={"preference-ref": sim.preference_ref, "correctness-ref": sim.correctness_ref},
-                       options=SuiteOptions(n_resamples=300))
+                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)))
     frame = result.frame()
     spr = frame[(frame.metric == "self-preference-ratio") & (frame.judge == "judge-a") & (frame.scope == "self")].iloc[0]
     truth = np.mean([spec.truth_win_probability("judge-a", "judge-a", o) for o in ("other-1", "other-2", "judge-b", "student-b")])

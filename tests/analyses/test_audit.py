@@ -8,6 +8,7 @@ import pytest
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons
+from nepotism.metrics import Bootstrap
 
 
 class Rel(enum.Enum):
@@ -74,7 +75,7 @@ def test_planted_demographic_parity_bias_is_recovered_within_its_ci(bias):
     covered, values, spr = 0, [], []
     for seed in range(20):
         records = audit_pairwise(build_comparisons(simulate(bias, n=200, seed=seed)), TinyRegistry(),
-                                 options=AuditOptions(n_resamples=400, seed=seed))
+                                 options=AuditOptions(bootstrap=Bootstrap(n_resamples=400, seed=seed)))
         dp = find(records, "demographic-parity-bias", "j1", "self", opponents="unrelated", preference="verdict")
         covered += dp["ci_low"] <= bias <= dp["ci_high"]
         values.append(dp["value"])
@@ -87,14 +88,14 @@ def test_planted_demographic_parity_bias_is_recovered_within_its_ci(bias):
 
 
 def test_unbiased_judge_interval_covers_zero():
-    records = audit_pairwise(build_comparisons(simulate(0.4)), TinyRegistry(), options=AuditOptions(n_resamples=800))
+    records = audit_pairwise(build_comparisons(simulate(0.4)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=800)))
     # j2 never sees its own answers; its family (none present) and others are unmeasurable
     spr = find(records, "self-preference-ratio", "j2", "self", opponents="unrelated")
     assert spr["value"] is None and "no comparison" in spr["note"]
 
 
 def test_scopes_use_only_unrelated_opponents():
-    records = audit_pairwise(build_comparisons(simulate(0.2, n=50)), TinyRegistry(), options=AuditOptions(n_resamples=0))
+    records = audit_pairwise(build_comparisons(simulate(0.2, n=50)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=0)))
     self_record = find(records, "self-preference-ratio", "j1", "self", opponents="unrelated")
     # opponents f1 (family) and s1 (student) are excluded from the self scope by default
     assert self_record["generators"] == ["j1"]
@@ -109,9 +110,9 @@ def test_scopes_use_only_unrelated_opponents():
 
 def test_same_seed_same_numbers_and_seed_matters():
     comparisons = build_comparisons(simulate(0.3, n=200))
-    a = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(n_resamples=300, seed=7))
-    b = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(n_resamples=300, seed=7))
-    c = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(n_resamples=300, seed=8))
+    a = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=300, seed=7)))
+    b = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=300, seed=7)))
+    c = audit_pairwise(comparisons, TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=300, seed=8)))
     assert a == b
     assert _lows(a) != _lows(c)
 
@@ -121,7 +122,7 @@ def _lows(records):
 
 
 def test_paired_gap_compares_judges_on_the_same_items():
-    records = audit_pairwise(build_comparisons(simulate(0.5, n=300)), TinyRegistry(), options=AuditOptions(n_resamples=500))
+    records = audit_pairwise(build_comparisons(simulate(0.5, n=300)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=500)))
     gaps = [r for r in records if r["metric"] == "paired-win-rate-gap" and r["judge"] == "j1" and r["pair"] == ["j1", "u1"]]
     assert len(gaps) == 1
     gap = gaps[0]
@@ -134,13 +135,13 @@ def test_paired_gap_compares_judges_on_the_same_items():
 def test_excluded_comparisons_are_counted_in_the_metrics():
     df = simulate(0.0, n=40)
     df.loc[df.index[:6], "verdict"] = None  # unparsed rows
-    records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(n_resamples=0))
+    records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=0)))
     wins = [r for r in records if r["metric"] == "win-rate" and r["judge"] == "j1"]
     assert sum(r["n_excluded"] for r in wins) > 0
     # counted by status and reason: these rows were made unparsed without a recorded reason
     assert all(r["excluded"].get("unparsed", 0) == r["n_excluded"] for r in wins)
     df["status"] = np.where(df["verdict"].isna(), "failed", "parsed")
     df["reason"] = np.where(df["verdict"].isna(), "timeout", None)
-    records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(n_resamples=0))
+    records = audit_pairwise(build_comparisons(df), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=0)))
     wins = [r for r in records if r["metric"] == "win-rate" and r["judge"] == "j1"]
     assert all(r["excluded"].get("failed-timeout", 0) == r["n_excluded"] > 0 for r in wins if r["n_excluded"])

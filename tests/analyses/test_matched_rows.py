@@ -7,6 +7,7 @@ from nepotism.analyses import matched as module
 from nepotism.analyses.matched import MatchedOptions, pair_values, matched_rows, run_matched, truth_codes
 from nepotism.analyses.suite import SuiteOptions, run_suite
 from nepotism.models import load_registry
+from nepotism.metrics import Bootstrap
 
 REGISTRY = """
 [models.alpha]
@@ -25,7 +26,7 @@ family = "x1"
 [models.x2]
 family = "x2"
 """
-OPTS = MatchedOptions(n_resamples=200)
+OPTS = MatchedOptions(bootstrap=Bootstrap(n_resamples=200))
 
 
 @pytest.fixture()
@@ -168,7 +169,7 @@ def test_rubric_met_rate_difference(registry):
 def test_suite_reports_matched_bias_for_pairwise(registry):
     frame = _table([(f"i{i}", j, "alpha", "x1", p) for i in range(6) for j, p in (("alpha", 1), ("beta", i % 2))])
     frame["condition"], frame["replicate"] = "default", 0
-    result = run_suite(frame, "pairwise", registry, options=SuiteOptions(n_resamples=50))
+    result = run_suite(frame, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50)))
     rows = [r for r in result.records if r["metric"] == "matched-bias"]
     assert rows and rows[0]["value"] == pytest.approx(0.5)
 

@@ -27,7 +27,7 @@ def test_all_exported():
 def test_records_use_catalogue_ids_and_fields(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.5)
     result = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref,
-                       "rubric-items": sim.rubric_items}, options=SuiteOptions(n_resamples=50))
+                       "rubric-items": sim.rubric_items}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50)))
     frame = result.frame()
     assert set(frame["metric"]) <= set(METRICS)
     for column in ("metric", "judge", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"):
@@ -42,7 +42,7 @@ def test_records_use_catalogue_ids_and_fields(tmp_path):
 
 def test_row_order_does_not_change_records(tmp_path):
     spec, sim, registry = _setup(tmp_path)
-    options = SuiteOptions(n_resamples=30)
+    options = SuiteOptions(bootstrap=Bootstrap(n_resamples=30))
     a = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref}, options=options)
     shuffled = sim.pairwise.sample(frac=1.0, random_state=1).reset_index(drop=True)
     b = run_suite(shuffled, "pairwise", registry, references={"preference-ref": sim.preference_ref}, options=options)
@@ -72,7 +72,7 @@ def test_slices_add_records(tmp_path):
     frame = sim.rubric.copy()
     frame["category"] = np.where(frame["instance_id"].astype(str) < "x00030", "a", "b")
     result = run_suite(frame, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                       options=SuiteOptions(n_resamples=20, slices=("category",)))
+                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20), slices=("category",)))
     sliced = {r["variant"]["slice"]["category"] for r in result.records if "slice" in r["variant"]}
     assert sliced == {"a", "b"}
 
@@ -82,6 +82,7 @@ from scipy.special import expit  # noqa: E402
 
 from nepotism.analyses.suite import correlate, read_leaderboard  # noqa: E402
 from nepotism.metrics import rubric as rubric_metrics  # noqa: E402
+from nepotism.metrics import Bootstrap
 
 MODELS = ("judge-a", "judge-b", "other-1", "other-2", "other-3")
 
@@ -127,7 +128,7 @@ def test_pointwise_self_preference_and_instance_metrics(tmp_path):
     registry = _registry(tmp_path)
     frame, ref = _pointwise()
     records = run_suite(frame, "pointwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(n_resamples=200)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
     assert set(r["metric"] for r in records) <= set(METRICS)
     biased = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
     fair = _by(records, "self-preference-ratio", judge="judge-b", scope="self")[0]
@@ -149,7 +150,7 @@ def test_pointwise_without_reference_and_unparsed_scores(tmp_path):
     registry = _registry(tmp_path)
     frame, _ = _pointwise(n=50)
     frame.loc[::7, "score"] = np.nan
-    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(n_resamples=0)).records
+    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     assert {r["metric"] for r in records} == {"self-preference-ratio", "excluded-verdicts"}
     for r in _by(records, "excluded-verdicts"):  # the unparsed scores, counted (no reason was recorded)
         assert r["n_excluded"] == r["excluded"].get("unparsed", 0) and r["n"] > 0
@@ -185,7 +186,7 @@ def test_pointwise_ties_count_half_in_a_variant(tmp_path):
 def test_rubric_batch_matches_standalone_functions(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     judged = sim.rubric[sim.rubric.judge == "judge-a"].reset_index(drop=True)
     truth = judged[["instance_id", "model", "rubric_id"]].merge(sim.rubric_ref, how="left")["met"].astype(float)
     met = judged["met"].astype(float).to_numpy()
@@ -201,9 +202,9 @@ def test_rubric_batch_matches_standalone_functions(tmp_path):
 def test_same_seed_same_numbers_and_intervals(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     refs = {"rubric-ref": sim.rubric_ref}
-    a = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=3))
-    b = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=3))
-    c = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=100, seed=4))
+    a = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3)))
+    b = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3)))
+    c = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=4)))
     assert [r["ci_low"] for r in a.records] == [r["ci_low"] for r in b.records]
     assert [r["ci_low"] for r in a.records] != [r["ci_low"] for r in c.records]
 
@@ -226,10 +227,10 @@ def _recognition(n=200, accuracy=0.9, seed=1):
 def test_recognition_accuracy_recovers_planted_accuracy(tmp_path):
     registry = _registry(tmp_path)
     pointwise, pairwise_rec = _recognition(n=600, accuracy=0.8)
-    records = run_suite(pointwise, "recognition", registry, options=SuiteOptions(n_resamples=200)).records
+    records = run_suite(pointwise, "recognition", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
     own = _by(records, "recognition-accuracy", variant={"mode": "pointwise", "answers": "own"})[0]
     assert own["ci_low"] <= 0.8 <= own["ci_high"]
-    records = run_suite(pairwise_rec, "recognition-pairwise", registry, options=SuiteOptions(n_resamples=200)).records
+    records = run_suite(pairwise_rec, "recognition-pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
     acc = _by(records, "recognition-accuracy", variant={"mode": "pairwise"})[0]
     assert acc["ci_low"] <= 0.8 <= acc["ci_high"] and acc["n"] == 600
 
@@ -245,7 +246,7 @@ def test_recognition_preference_association(tmp_path):
                             "model": np.ravel(np.column_stack([rec["model_a"], rec["model_b"]])),
                             "correct": np.ravel(np.column_stack([rec["model_a"] != "judge-a", rec["model_b"] != "judge-a"]))})
     records = run_suite(rec, "recognition-pairwise", registry, references={"pairwise": pairwise, "correctness-ref": correct},
-                        options=SuiteOptions(n_resamples=100)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100))).records
     assoc = _by(records, "recognition-preference-association")
     assert {r["variant"]["subset"] for r in assoc} == {"all own-vs-other comparisons", "harmful (own wrong, other right)"}
     for r in assoc:
@@ -267,7 +268,7 @@ def test_perplexity_win_rate_bins_and_self_split(tmp_path):
     human = pd.DataFrame({"instance_id": frame["instance_id"], "model_a": a, "model_b": b,
                           "winner": np.where(rng.random(n) < 0.5, a, b)})
     records = run_suite(frame, "pairwise", registry, references={"preference-ref": human},
-                        options=SuiteOptions(n_resamples=50, perplexity_bins=4)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50), perplexity_bins=4)).records
     judge_rates = [r["value"] for r in sorted(_by(records, "perplexity-win-rate", variant={"group": "all", "rater": "judge"}),
                                               key=lambda r: r["variant"]["bin"])]
     assert len(judge_rates) == 4 and judge_rates[0] > 0.7 > 0.3 > judge_rates[-1]
@@ -282,7 +283,7 @@ def test_ranking_difference_against_leaderboard_humans_and_judge(tmp_path):
     board.write_text("model,score\n" + "\n".join(f"{m},{i}" for i, m in enumerate(spec.generators)) + "\n")
     leaderboard = read_leaderboard(board)
     records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
-                        options=SuiteOptions(n_resamples=30, leaderboard=leaderboard, rank_against="judge-b")).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=30), leaderboard=leaderboard, rank_against="judge-b")).records
     against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
     assert against == {"preference-ref", "leaderboard", "judge judge-b"}
     own = _by(records, "ranking-difference", judge="judge-a", generator="judge-a", variant={"against": "preference-ref"})[0]
@@ -318,7 +319,7 @@ def test_rubric_polarity_and_length_slices(tmp_path):
     items["text"] = [" ".join(["word"] * (2 + 3 * int(r[1:]))) for r in items["rubric_id"].astype(str)]
     refs = {"rubric-ref": sim.rubric_ref, "rubric-items": items}
     result = run_suite(sim.rubric, "rubric", registry, references=refs,
-                       options=SuiteOptions(n_resamples=0, slices=("rubric-polarity", "rubric-length")))
+                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity", "rubric-length")))
     polarity = {r["variant"]["slice"]["rubric-polarity"] for r in result.records if "rubric-polarity" in r["variant"].get("slice", {})}
     assert polarity == {"negative", "positive"}
     lengths = {r["variant"]["slice"]["rubric-length"] for r in result.records if "rubric-length" in r["variant"].get("slice", {})}
@@ -345,8 +346,8 @@ def test_rubric_setups_are_measured_apart_never_pooled(tmp_path):
     every = sim.rubric.assign(setup="all-rubrics", met=True)
     both = pd.concat([single, every], ignore_index=True)
     refs = {"rubric-ref": sim.rubric_ref}
-    records = run_suite(both, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=0)).records
-    alone = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(n_resamples=0)).records
+    records = run_suite(both, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    alone = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     for judge in ("judge-a", "judge-b"):
         (mra_single,) = _by(records, "mra", judge=judge, variant={"setup": "single-rubric"})
         (mra_alone,) = _by(alone, "mra", judge=judge)
@@ -371,7 +372,7 @@ def test_d_diff_metrics_for_unrelated_and_any_opponents(tmp_path):
     frame = frame.assign(condition="default", replicate=0)
     ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
     records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     unrelated = _by(records, "harmful-self-preference-propensity", judge="judge-a",
                     variant={"averaging": "pooled", "opponents": "unrelated"})[0]
     anyone = _by(records, "harmful-self-preference-propensity", judge="judge-a",
@@ -383,7 +384,7 @@ def test_d_diff_metrics_for_unrelated_and_any_opponents(tmp_path):
 def test_hspp_ratio_denominators_and_an_unmeasurable_family(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     mine = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a"
             and r["variant"]["level"] == "rubric"]
     family = [r for r in mine if r["scope"] == "family"]
@@ -426,7 +427,7 @@ def test_direct_assessment_measured_against_rubric_truth(tmp_path):
     frame = pd.DataFrame(scores, columns=["instance_id", "judge", "model", "score"])
     ref = pd.DataFrame(rubric_rows, columns=["instance_id", "model", "rubric_id", "met"])
     records = run_suite(frame, "pointwise", registry, references={"rubric-ref": ref},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     (mipa,) = _by(records, "mipa", judge="judge-a", variant={"paradigm": "DA"})
     assert 0 < mipa["value"] < 1
     hspp = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"denominator": "not-family"})
@@ -440,7 +441,7 @@ def test_pairwise_verdicts_get_an_hspp_ratio_against_the_preference_reference(tm
     for bias in (0.0, 1.5):
         spec, sim, registry = _setup(tmp_path, self_bias=bias)
         records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
-                            options=SuiteOptions(n_resamples=0)).records
+                            options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
         (r,) = _by(records, "hspp-ratio", judge="judge-a", scope="self",
                    variant={"paradigm": "PWC", "denominator": "not-family"})
         ratios[bias] = r["value"]
@@ -462,7 +463,7 @@ def test_d_diff_metrics_read_label_probabilities_when_verdicts_are_positional(tm
     frame = frame.assign(condition="default", replicate=0)
     ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
     records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     (by_verdict,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",
                         variant={"averaging": "pooled", "opponents": "unrelated"}) [:1]
     (by_prob,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",

@@ -11,8 +11,9 @@ from nepotism.leakage.scores import comparisons_frame, pls_records
 from nepotism.metrics.leakage import pls_from_win_rates
 from nepotism.models import load_registry
 from nepotism.records import Judgment, Response
+from nepotism.metrics import Bootstrap
 
-BOOT = {"n_resamples": 200, "seed": 0}
+BOOT = Bootstrap(n_resamples=200, seed=0)
 REG = load_registry([])
 GA, GB = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"
 SA, SB = "student-a", "student-b"

@@ -6,7 +6,7 @@ import pytest
 
 from nepotism.metrics import _codes
 from nepotism.metrics._batch import BootstrapBatch, RecordBatch
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums
 
 
 def _ratio(a, b):
@@ -19,21 +19,22 @@ def test_batch_equals_single_calls(method):
     ids = rng.integers(0, 50, 400)
     columns = np.column_stack([rng.random(400) < 0.3, np.ones(400), rng.random(400) < 0.6, np.ones(400)]).astype(float)
     _, sums = cluster_sums(ids, columns)
-    batch = BootstrapBatch(sums.shape[0], n_resamples=300, seed=7, method=method)
+    boot = Bootstrap(n_resamples=300, seed=7, method=method)
+    batch = BootstrapBatch(sums.shape[0], boot)
     block = batch.block(sums)
     batch.add(block, _ratio(0, 1), n=400)
     batch.add(block, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], n=400, alternative="less")
     one, two = batch.run()
-    single_one = cluster_bootstrap(sums[:, :2], _ratio(0, 1), n=400, n_resamples=300, seed=7, method=method)
+    single_one = cluster_bootstrap(sums[:, :2], _ratio(0, 1), n=400, bootstrap=boot)
     single_two = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], n=400,
-                                   n_resamples=300, seed=7, method=method, alternative="less")
+                                   bootstrap=boot, alternative="less")
     assert (one.value, one.ci_low, one.ci_high) == pytest.approx((single_one.value, single_one.ci_low, single_one.ci_high))
     assert (two.value, two.ci_low, two.ci_high, two.p_value) == pytest.approx(
         (single_two.value, single_two.ci_low, single_two.ci_high, single_two.p_value))
 
 
 def test_undefined_items_are_nan_with_note_and_records_carry_fields():
-    batch = RecordBatch({"judge": "j", "condition": "c"}, 3, n_resamples=50)
+    batch = RecordBatch({"judge": "j", "condition": "c"}, 3, Bootstrap(n_resamples=50))
     batch.add("mra", np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), _ratio(0, 1), n=0)
     batch.add("mra", np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 2.0]]), _ratio(0, 1), n=4, undefined_note="skipped",
               generator="g")

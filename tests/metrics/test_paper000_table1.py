@@ -19,6 +19,7 @@ import pytest
 from nepotism.analyses.suite import SuiteOptions, run_suite
 from nepotism.metrics.leakage import pls_from_win_rates, preference_leakage_score
 from nepotism.models import load_registry
+from nepotism.metrics import Bootstrap
 
 FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "paper000" / "table1_triples.json").read_text())
 TRIPLES, PRINTED = FIXTURE["benchmarks"], FIXTURE["table1_pls_percent"]
@@ -118,7 +119,7 @@ def _table(bench, base) -> pd.DataFrame:
 @pytest.mark.parametrize("bench,base", [("arena-hard", "Mistral-7B"), ("arena-hard", "Qwen-2.5-14B")])
 def test_suite_reproduces_table1_from_recorded_judgments(bench, base, tmp_path):
     records = run_suite(_table(bench, base), "pairwise", _registry(tmp_path, base),
-                        options=SuiteOptions(n_resamples=100)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100))).records
     pls = {(r["judge"], r["variant"]["ties"]): r for r in records if r["metric"] == "preference-leakage-score"}
     for pair in TRIPLES[bench][base]:
         judges = " & ".join(sorted(f"p000-{j}" for j in pair.split(" & ")))

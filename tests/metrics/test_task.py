@@ -13,6 +13,7 @@ import pytest
 from nepotism.analyses.suite import SuiteOptions, correlate, run_suite
 from nepotism.metrics.task import task_accuracy
 from nepotism.models import load_registry
+from nepotism.metrics import Bootstrap
 
 JUDGES = ("judge-1", "judge-2", "judge-3")
 PROMPTS = ("p1", "p2", "p3", "p4")
@@ -68,7 +69,7 @@ def test_suite_task_accuracy_and_correlation_with_judge_accuracy(tmp_path):
     frame, ref, registry = _planted(tmp_path)
     ref["correct"] = ref["correct"].astype(object)
     records = run_suite(frame, "pairwise", load_registry([str(registry)]), references={"correctness-ref": ref},
-                        options=SuiteOptions(n_resamples=200)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
     task = [r for r in records if r["metric"] == "task-accuracy"]
     by_generator = {r["generator"]: r for r in task if r["judge"] is None}
     assert {g: r["value"] for g, r in by_generator.items()} == pytest.approx(TASK)

@@ -1,10 +1,11 @@
 import pandas as pd
 
 from nepotism.mitigations.config import MitigationConfig
+from nepotism.metrics import Bootstrap
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Judgment
 
-BOOT = {"n_resamples": 200, "seed": 0}
+BOOT = Bootstrap(n_resamples=200, seed=0)
 
 
 def _j(judge, inst, item, model, verdict):

@@ -7,6 +7,7 @@ import pytest
 from nepotism.analyses.suite import SuiteOptions, run_suite
 from nepotism.models import load_registry
 from nepotism.simulate import SimulationSpec, simulate
+from nepotism.metrics import Bootstrap
 
 SPEC = SimulationSpec(
     judges=("judge-a", "judge-b", "judge-c"),
@@ -23,7 +24,7 @@ def study(tmp_dir, spec=SPEC, seed=0, n_resamples=60):
     path = tmp_dir / "models.toml"
     path.write_text(spec.registry_toml())
     registry = load_registry([path])
-    options = SuiteOptions(n_resamples=n_resamples, seed=0)
+    options = SuiteOptions(bootstrap=Bootstrap(n_resamples=n_resamples, seed=0))
     pairwise = run_suite(sim.pairwise, "pairwise", registry, options=options,
                          references={"preference-ref": sim.preference_ref, "correctness-ref": sim.correctness_ref})
     rubric = run_suite(sim.rubric, "rubric", registry, options=options,

@@ -21,6 +21,7 @@ from nepotism.analyses.comparisons import build_comparisons
 from nepotism.metrics.reference import perplexity_win_rate
 from nepotism.report.derived import leaderboard_records, perplexity_records
 from nepotism.report.full import write_report
+from nepotism.metrics import Bootstrap
 
 EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
 
@@ -92,7 +93,7 @@ def test_demo_report_renders(browser, tmp_path):
     from nepotism.data import ATTRIBUTION, demo_judgments
     from nepotism.report.inputs import audit_judgments
 
-    records, summary, findings = audit_judgments(demo_judgments(), n_resamples=100)
+    records, summary, findings = audit_judgments(demo_judgments(), bootstrap=Bootstrap(n_resamples=100))
     paths = write_report(records, tmp_path / "demo", summary=summary, findings=findings,
                          title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-demo.png")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.comparisons import Comparisons, with_reasons
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
 
@@ -55,15 +55,8 @@ _STRENGTH = ["SELF", "LINEAGE", "STUDENT", "TEACHER", "FAMILY_STUDENT", "SAME_SE
 class AuditOptions:
     """Bootstrap and variant options shared by every metric of one audit."""
 
-    n_resamples: int = 1000
-    seed: int = 0
-    confidence: float = 0.95
-    method: str = "percentile"
+    bootstrap: Bootstrap = Bootstrap()
     opponents: tuple[str, ...] = OPPONENT_POPULATIONS
-
-    def bootstrap(self) -> dict:
-        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence,
-                "method": self.method}
 
 
 class _Relations:
@@ -114,7 +107,7 @@ def _win_rates(rows, judge, condition, relations, options) -> list[dict]:
     records = []
     for generator, group in rows.groupby("generator", sort=True):
         estimate = with_reasons(win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(),
-                                         **options.bootstrap()), group["excluded_reason"])
+                                         bootstrap=options.bootstrap), group["excluded_reason"])
         opponents = sorted(group["opponent"].unique())
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
         records.append(_record("win-rate", judge, condition, estimate, relations, generator=generator,
@@ -144,14 +137,14 @@ def _scope_records(rows, judge, condition, relations, options) -> list[dict]:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
                 empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0,
                                           note=f"no comparison of a {scope} candidate with {what} model",
-                                          **options.bootstrap())
+                                          bootstrap=options.bootstrap)
                 records.append(_record("self-preference-ratio", judge, condition, empty, relations, **base))
                 records.append(_record("demographic-parity-bias", judge, condition, empty, relations, **base))
                 continue
             clusters = subset["instance_id"].to_numpy()
             outcomes = subset["outcome"].to_numpy()
             decided = outcomes[~np.isnan(outcomes)]
-            spr = with_reasons(self_preference_ratio(outcomes, clusters, **options.bootstrap()),
+            spr = with_reasons(self_preference_ratio(outcomes, clusters, bootstrap=options.bootstrap),
                                subset["excluded_reason"])
             records.append(_record("self-preference-ratio", judge, condition, spr, relations,
                                    tie_share=float(np.mean(decided == 0)) if decided.size else None, **base))
@@ -159,14 +152,14 @@ def _scope_records(rows, judge, condition, relations, options) -> list[dict]:
             both = np.concatenate([clusters, clusters])
             score = (outcomes + 1.0) / 2.0
             dp = with_reasons(demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both,
-                                                      **options.bootstrap()),
+                                                      bootstrap=options.bootstrap),
                               np.concatenate([subset["excluded_reason"].to_numpy()] * 2))
             records.append(_record("demographic-parity-bias", judge, condition, dp, relations,
                                    **{**base, "variant": {**base["variant"], "preference": "verdict"}}))
             if subset["prob"].notna().any():
                 prob = subset["prob"].to_numpy()
                 dp_prob = with_reasons(demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both,
-                                                               **options.bootstrap()),
+                                                               bootstrap=options.bootstrap),
                                        np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
                 records.append(_record("demographic-parity-bias", judge, condition, dp_prob, relations,
                                        **{**base, "variant": {**base["variant"], "preference": "probability"}}))
@@ -193,7 +186,7 @@ def _paired_gap(mine: pd.DataFrame, theirs: pd.DataFrame, options: AuditOptions)
     _, sums = cluster_sums(clusters, columns)
     estimate = with_reasons(cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
                                               excluded={"no verdict": n_missing} if n_missing else {},
-                                              **options.bootstrap()), reasons)
+                                              bootstrap=options.bootstrap), reasons)
     return estimate, _mean(columns[: len(a), 0]), _mean(columns[len(a):, 2])
 
 

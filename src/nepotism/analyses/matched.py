@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.comparisons import Comparisons, build_comparisons
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 
 __all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values", "run_matched",
@@ -50,15 +51,8 @@ class MatchedRows:
 
 @dataclass(frozen=True)
 class MatchedOptions:
-    n_resamples: int = 1000
-    seed: int = 0
-    confidence: float = 0.95
-    method: str = "percentile"
+    bootstrap: Bootstrap = Bootstrap()
     scopes: tuple[str, ...] = SCOPES
-
-    def bootstrap(self) -> dict:
-        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence,
-                "method": self.method}
 
 
 # ------------------------------------------------------------------------------- per-pair values
@@ -261,14 +255,14 @@ def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions 
             if not has_truth:
                 continue
             est = sensitivity_gap(group["judge_value"].to_numpy(), group["reference_value"].to_numpy(),
-                                  group["truth"].to_numpy(), group["instance_id"].to_numpy(), **options.bootstrap())
+                                  group["truth"].to_numpy(), group["instance_id"].to_numpy(), bootstrap=options.bootstrap)
             records.append(_record(judge, condition, scope, est, group, pair_judges,
                                    {"kind": kind, "check": "sensitivity"}))
             continue
         for subset in SUBSETS if has_truth else ("all",):
             sub = group if subset == "all" else group[group["truth"] == (-1.0 if subset == "harmful" else 1.0)]
             est = matched_bias(sub["judge_value"].to_numpy(), sub["reference_value"].to_numpy(),
-                               sub["instance_id"].to_numpy(), **options.bootstrap())
+                               sub["instance_id"].to_numpy(), bootstrap=options.bootstrap)
             records.append(_record(judge, condition, scope, est, sub, pair_judges, {"kind": kind, "subset": subset}))
     return records
 

@@ -85,6 +85,7 @@ def run_audit(
         "generators": int(len(set(frame["model_x"]) | set(frame["model_y"]))),
         "generators_not_in_registry": unknown,
         "aggregation_rule": rule,
-        "options": (options or AuditOptions()).__dict__,
+        "options": {**(options or AuditOptions()).bootstrap.as_dict(),
+                    "opponents": (options or AuditOptions()).opponents},
     }
     return AuditResult(records=records, summary=summary)

@@ -42,6 +42,7 @@ from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, row_exclusions, with_reasons
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
@@ -59,10 +60,7 @@ _FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
 
 @dataclass(frozen=True)
 class SuiteOptions:
-    n_resamples: int = 1000
-    seed: int = 0
-    confidence: float = 0.95
-    method: str = "percentile"
+    bootstrap: Bootstrap = Bootstrap()
     rule: str = "consistent"
     slices: tuple[str, ...] = ()
     include_audit: bool = True  # False when the caller already ran `audit_pairwise`
@@ -70,10 +68,6 @@ class SuiteOptions:
     rank_against: str | None = None  # a judge whose leaderboard every other judge's is ranked against
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
-
-    def bootstrap(self) -> dict:
-        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence,
-                "method": self.method}
 
 
 @dataclass
@@ -130,11 +124,11 @@ def _position_records(frame, options) -> list[dict]:
         both = first.add_suffix("_1").join(second.add_suffix("_2"), how="inner")
         ids = both.index.get_level_values("instance_id").to_numpy()
         est = recognition.position_consistency(both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids,
-                                               **options.bootstrap())
+                                               bootstrap=options.bootstrap)
         est = with_reasons(est, both["why_1"].where(both["why_1"].notna(), both["why_2"]))
         records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
         est = with_reasons(recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
-                                                             **options.bootstrap()), group["why"])
+                                                             bootstrap=options.bootstrap), group["why"])
         records.append(_record("position-consistency", judge, condition, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records
@@ -162,7 +156,7 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
                             est = leakage.preference_leakage_score(
                                 np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
                                 np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
-                                ties=ties, **options.bootstrap())
+                                ties=ties, bootstrap=options.bootstrap)
                             records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
                                                    pair=[si, sj], scope="student", variant={"ties": ties}))
     return records
@@ -209,7 +203,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
-                                   group["instance_id"].to_numpy(), **options.bootstrap()), variant={"paradigm": "PWC"}))
+                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap), variant={"paradigm": "PWC"}))
         for scope, names in scopes.items():
             # against unrelated opponents; where a judge has none, against any less related one
             # (variant opponents=any, flagged in its note), never silently nothing
@@ -227,14 +221,14 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                 est = reference.equal_opportunity_bias(np.concatenate([pref_rel, 1 - pref_rel]),
                                                        np.concatenate([hum_rel, 1 - hum_rel]),
                                                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
-                                                       **options.bootstrap())
+                                                       bootstrap=options.bootstrap)
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
                 flag = {"opponent_models": sorted(map(str, set(group["other"])))}  # who the related side met
                 records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
                                        variant={"judge_tie": "1/2", "opponents": opponents}, confusion_matrix=matrix,
                                        **flag))
                 records.append(_record("error-bias", judge, condition,
-                                       leakage.error_bias(o, h, ids, **options.bootstrap()), scope=scope,
+                                       leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
                                        variant={"opponents": opponents}, **flag))
     if corr is not None and "correct" in corr:
         c = corr[["instance_id", "model", "correct"]].copy()
@@ -243,7 +237,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         lookup = c.set_index(["instance_id", "model"])["correct"]
         for opponents in ("unrelated", "any"):
             records += _d_diff_records(comp, relations, lookup, opponents, options)
-        records += task_accuracy_records(comp, corr, options.bootstrap())
+        records += task_accuracy_records(comp, corr, options.bootstrap)
     return records
 
 
@@ -266,7 +260,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                 for metric, fn in (("judge-accuracy", reference.judge_accuracy),
                                    ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
                                    ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
-                    est = fn(outcome, *rest, averaging=averaging, preference=preference, **options.bootstrap())
+                    est = fn(outcome, *rest, averaging=averaging, preference=preference, bootstrap=options.bootstrap)
                     if reasons is not None:  # the rows without a verdict or probability, by reason
                         est = with_reasons(est, reasons)
                     variant = {"averaging": averaging, "opponents": opponents}
@@ -278,8 +272,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
 
 def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
     comparisons = build_comparisons(frame, rule=options.rule)
-    audit = AuditOptions(n_resamples=options.n_resamples, seed=options.seed, confidence=options.confidence,
-                         method=options.method)
+    audit = AuditOptions(bootstrap=options.bootstrap)
     records = audit_pairwise(comparisons, registry, options=audit) if options.include_audit else []
     comp = comparisons.frame.copy()
     comp["instance_id"] = comp["instance_id"].astype(str)
@@ -289,18 +282,18 @@ def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
     records += _position_records(frame, options)
     records += _pls_records(comp, registry, options)
     records += _reference_pairwise(comp, relations, refs, options)
-    records += pairwise_rank_records(comp, registry, options.bootstrap(), preference=refs.get("preference-ref"),
+    records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
                                      leaderboard=options.leaderboard, rank_against=options.rank_against)
-    records += perplexity_records(frame, registry, options.bootstrap(), preference=refs.get("preference-ref"),
+    records += perplexity_records(frame, registry, options.bootstrap, preference=refs.get("preference-ref"),
                                   bins=options.perplexity_bins)
     from nepotism.analyses.matched import MatchedOptions, run_matched
-    records += run_matched(comparisons, "pairwise", registry, references=refs, options=MatchedOptions(**options.bootstrap()))
+    records += run_matched(comparisons, "pairwise", registry, references=refs, options=MatchedOptions(bootstrap=options.bootstrap))
     return records
 
 
 # ------------------------------------------------------------------------------------ rubric
 def _rubric_suite(frame, registry, refs, options) -> list[dict]:
-    return rubric_records(frame, registry, refs, options.bootstrap(), leaderboard=options.leaderboard)
+    return rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
 
 
 # ------------------------------------------------------------------------------------ transforms
@@ -381,7 +374,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
         missing = group[column].isna().to_numpy()
         labels = row_exclusions(group)
         est = excluded_share(missing, group["instance_id"].astype(str).to_numpy(), reasons=labels,
-                             **options.bootstrap())
+                             bootstrap=options.bootstrap)
         records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
     return records
 
@@ -391,7 +384,7 @@ def _one(frame, kind, registry, refs, options) -> list[dict]:
 
 
 def _metrics(frame, kind, registry, refs, options) -> list[dict]:
-    boot = options.bootstrap()
+    boot = options.bootstrap
     if kind == "pairwise":
         return _pairwise_suite(frame, registry, refs, options)
     if kind == "rubric":

@@ -1,7 +1,7 @@
 """Inter-annotator agreement on nominal labels, with cluster-bootstrap intervals.
 
 Every statistic here is written as a function of per-item column totals, so the project's
-cluster bootstrap (`nepotism.metrics._bootstrap`) resamples prompts (instances) and recomputes
+cluster bootstrap (`nepotism.metrics.cluster_bootstrap`) resamples prompts (instances) and recomputes
 it in one matrix product. Labels are category codes 0..C-1 with -1 for "not labelled" (a skip
 or a missing annotator). Definitions:
 
@@ -28,8 +28,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._estimate import Estimate
+from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import settings
 
 __all__ = [
     "category_counts",
@@ -55,12 +55,12 @@ def category_counts(labels: np.ndarray, n_categories: int) -> np.ndarray:
 
 
 def _estimate(columns: np.ndarray, clusters: np.ndarray, statistic, n: int, empty: str,
-              bootstrap: dict) -> Estimate:
+              bootstrap: Bootstrap) -> Estimate:
     if columns.shape[0] == 0:
         nan = float("nan")
         return Estimate(nan, nan, nan, 0, 0, note=empty)
     _, sums = cluster_sums(np.asarray(clusters), columns)
-    estimate = cluster_bootstrap(sums, statistic, n=n, **bootstrap)
+    estimate = cluster_bootstrap(sums, statistic, n=n, bootstrap=bootstrap)
     if not estimate.defined and estimate.note is None:
         estimate = replace(estimate, note="undefined")
     return estimate
@@ -89,11 +89,11 @@ def _mean_agreement(t: np.ndarray) -> np.ndarray:
     return t[..., 1] / t[..., 0]
 
 
-def percent_agreement(counts: np.ndarray, clusters=None, **bootstrap) -> Estimate:
+def percent_agreement(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Mean share of agreeing annotator pairs per item (items with at least two labels)."""
     counts, m, clusters = _pairable(counts, clusters)
     columns = np.column_stack([np.ones(len(m)), _item_agreement(counts, m)]) if len(m) else np.empty((0, 2))
-    return _estimate(columns, clusters, _mean_agreement, len(m), _NO_PAIRS, bootstrap)
+    return _estimate(columns, clusters, _mean_agreement, len(m), _NO_PAIRS, settings(bootstrap, **fields))
 
 
 def _fleiss_statistic(k: int):
@@ -106,7 +106,7 @@ def _fleiss_statistic(k: int):
     return statistic
 
 
-def fleiss_kappa(counts: np.ndarray, clusters=None, **bootstrap) -> Estimate:
+def fleiss_kappa(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Fleiss' kappa from an (items, categories) count matrix; items with < 2 labels are left out."""
     counts, m, clusters = _pairable(counts, clusters)
     k = counts.shape[1]
@@ -114,7 +114,7 @@ def fleiss_kappa(counts: np.ndarray, clusters=None, **bootstrap) -> Estimate:
         columns = np.empty((0, k + 3))
     else:
         columns = np.column_stack([np.ones(len(m)), _item_agreement(counts, m), counts, m])
-    return _estimate(columns, clusters, _fleiss_statistic(k), len(m), _NO_PAIRS, bootstrap)
+    return _estimate(columns, clusters, _fleiss_statistic(k), len(m), _NO_PAIRS, settings(bootstrap, **fields))
 
 
 def _alpha_statistic(k: int):
@@ -127,7 +127,7 @@ def _alpha_statistic(k: int):
     return statistic
 
 
-def krippendorff_alpha(counts: np.ndarray, clusters=None, **bootstrap) -> Estimate:
+def krippendorff_alpha(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Krippendorff's alpha for nominal data from an (items, categories) count matrix.
 
     Items with fewer than two values are not pairable and are left out, as the definition says.
@@ -140,7 +140,7 @@ def krippendorff_alpha(counts: np.ndarray, clusters=None, **bootstrap) -> Estima
     else:
         diagonal = counts * (counts - 1) / (m - 1)[:, None]
         columns = np.column_stack([counts, diagonal])
-    return _estimate(columns, clusters, _alpha_statistic(k), int(m.sum()), _NO_PAIRS, bootstrap)
+    return _estimate(columns, clusters, _alpha_statistic(k), int(m.sum()), _NO_PAIRS, settings(bootstrap, **fields))
 
 
 # --------------------------------------------------------------------------- two annotators
@@ -174,22 +174,22 @@ def _both(x, y, clusters):
     return x[keep], y[keep], clusters[keep], int((~keep).sum())
 
 
-def cohen_kappa(x, y, n_categories: int, clusters=None, **bootstrap) -> Estimate:
+def cohen_kappa(x, y, n_categories: int, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Cohen's kappa between two label vectors (codes; -1 = missing, such items are left out)."""
     x, y, clusters, missing = _both(x, y, clusters)
     k = n_categories
     columns = _pair_columns(x, y, k) if len(x) else np.empty((0, 2 + 2 * k))
-    estimate = _estimate(columns, clusters, _cohen_statistic(k), len(x), _NO_SHARED, bootstrap)
+    estimate = _estimate(columns, clusters, _cohen_statistic(k), len(x), _NO_SHARED, settings(bootstrap, **fields))
     if missing:
         estimate = replace(estimate, n_excluded=missing, excluded={"not labelled by both": missing})
     return estimate
 
 
-def pair_agreement(x, y, clusters=None, **bootstrap) -> Estimate:
+def pair_agreement(x, y, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of items two annotators (or a judge and the humans) labelled alike."""
     x, y, clusters, missing = _both(x, y, clusters)
     columns = np.column_stack([np.ones(len(x)), (x == y).astype(float)]) if len(x) else np.empty((0, 2))
-    estimate = _estimate(columns, clusters, _mean_agreement, len(x), _NO_SHARED, bootstrap)
+    estimate = _estimate(columns, clusters, _mean_agreement, len(x), _NO_SHARED, settings(bootstrap, **fields))
     if missing:
         estimate = replace(estimate, n_excluded=missing, excluded={"not labelled by both": missing})
     return estimate

@@ -36,6 +36,7 @@ from nepotism.annotate.agreement import (
 )
 from nepotism.annotate.export import majority_frame
 from nepotism.annotate.sampling import pair_outcomes
+from nepotism.metrics import Bootstrap
 from nepotism.store.annotations import WINNERS, AnnotationItem, Label
 
 __all__ = ["agreement_report", "judge_agreement", "label_matrix"]
@@ -69,7 +70,8 @@ def _timing(labels: Sequence[Label], annotator: str) -> dict:
 
 
 def judge_agreement(
-    items: Sequence[AnnotationItem], majorities: pd.DataFrame, judgments: pd.DataFrame, **bootstrap
+    items: Sequence[AnnotationItem], majorities: pd.DataFrame, judgments: pd.DataFrame, *,
+    bootstrap: Bootstrap | None = None,
 ) -> tuple[dict[str, dict], int]:
     """Per judge: agreement and Cohen's kappa with the human majority; and the unmatched rows."""
     outcomes, unmatched, _ = pair_outcomes(items, judgments)
@@ -94,7 +96,7 @@ def judge_agreement(
         entry = {}
         for name, function in (("agreement", pair_agreement), ("cohen_kappa", cohen_kappa)):
             args = (codes, truth, len(WINNERS)) if name == "cohen_kappa" else (codes, truth)
-            estimate = function(*args, clusters=np.asarray(clusters, dtype=object), **bootstrap)
+            estimate = function(*args, clusters=np.asarray(clusters, dtype=object), bootstrap=bootstrap)
             estimate = replace(estimate, n_excluded=sum(excluded.values()), excluded=excluded)
             entry[name] = estimate.as_dict()
         results[judge] = entry
@@ -120,7 +122,7 @@ def agreement_report(
     *,
     judgments: pd.DataFrame | None = None,
     min_votes: int = 1,
-    **bootstrap,
+    bootstrap: Bootstrap | None = None,
 ) -> dict:
     """Everything `nepotism annotate agreement` prints, as plain data (NaN as None)."""
     matrix, annotators = label_matrix(items, labels)
@@ -132,9 +134,9 @@ def agreement_report(
         "categories": list(WINNERS),
         "annotators": {},
         "overall": {
-            "percent_agreement": percent_agreement(counts, clusters, **bootstrap).as_dict(),
-            "fleiss_kappa": fleiss_kappa(counts, clusters, **bootstrap).as_dict(),
-            "krippendorff_alpha": krippendorff_alpha(counts, clusters, **bootstrap).as_dict(),
+            "percent_agreement": percent_agreement(counts, clusters, bootstrap=bootstrap).as_dict(),
+            "fleiss_kappa": fleiss_kappa(counts, clusters, bootstrap=bootstrap).as_dict(),
+            "krippendorff_alpha": krippendorff_alpha(counts, clusters, bootstrap=bootstrap).as_dict(),
         },
         "pairs": [],
     }
@@ -148,14 +150,14 @@ def agreement_report(
         x, y = matrix[:, j], matrix[:, k]
         report["pairs"].append({
             "annotators": [first, second],
-            "agreement": pair_agreement(x, y, clusters, **bootstrap).as_dict(),
-            "cohen_kappa": cohen_kappa(x, y, len(WINNERS), clusters, **bootstrap).as_dict(),
+            "agreement": pair_agreement(x, y, clusters, bootstrap=bootstrap).as_dict(),
+            "cohen_kappa": cohen_kappa(x, y, len(WINNERS), clusters, bootstrap=bootstrap).as_dict(),
         })
     majorities = majority_frame(items, labels, min_votes=min_votes)
     report["majority"] = {o: int((majorities["outcome"] == o).sum())
                           for o in ("model_a", "model_b", "tie", "unresolved", "unlabelled")}
     if judgments is not None:
-        judges, unmatched = judge_agreement(items, majorities, judgments, **bootstrap)
+        judges, unmatched = judge_agreement(items, majorities, judgments, bootstrap=bootstrap)
         report["judges"] = judges
         report["judgment_rows_unmatched"] = unmatched
     return report

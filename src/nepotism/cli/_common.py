@@ -5,6 +5,7 @@ under a progress bar with Ctrl-C handled."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 
@@ -18,13 +19,22 @@ __all__ = ["bootstrap_options", "echo_json", "expand_run_folders", "experiment_s
 FORMATS = ("auto", "table", "plain", "tsv")
 
 
-def bootstrap_options(function):
-    """Add --bootstrap, --seed, --confidence and --ci-method."""
+def bootstrap_options(callback):
+    """Add --bootstrap, --seed, --confidence and --ci-method; the command receives them as one
+    ``bootstrap`` argument (a `nepotism.metrics.Bootstrap`)."""
+
+    @functools.wraps(callback)
+    def function(*args, n_resamples, seed, confidence, ci_method, **kwargs):
+        from nepotism.metrics.bootstrap import Bootstrap
+
+        settings = Bootstrap(n_resamples=n_resamples, confidence_level=confidence, method=ci_method, seed=seed)
+        return callback(*args, bootstrap=settings, **kwargs)
+
     function = click.option("--ci-method", type=click.Choice(["percentile", "bca"]), default="percentile",
                             show_default=True, help="Bootstrap interval method.")(function)
     function = click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
                             help="Confidence level of the intervals.")(function)
-    function = click.option("--seed", type=int, default=0, show_default=True,
+    function = click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
                             help="Seed of the bootstrap: the same seed gives the same numbers.")(function)
     function = click.option("--bootstrap", "n_resamples", type=click.IntRange(0, 100_000), default=1000,
                             show_default=True, help="Bootstrap resamples of prompts (0 = no intervals).")(function)

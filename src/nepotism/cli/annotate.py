@@ -248,7 +248,7 @@ def _fmt(estimate: dict) -> str:
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def agreement(store_path: Path | None, collection: str | None, judgments: Path | None, min_votes: int,
-              n_resamples: int, seed: int, confidence: float, ci_method: str, as_json: bool) -> None:
+              bootstrap, as_json: bool) -> None:
     """Agreement among annotators (pairwise, Cohen's and Fleiss' kappa, Krippendorff's alpha) and
     of each judge with the human majority, with bootstrap intervals over prompts."""
     from nepotism.annotate.report import agreement_report
@@ -260,9 +260,7 @@ def agreement(store_path: Path | None, collection: str | None, judgments: Path |
         name = _pick_collection(store, collection)
         items = collection_items(store, name)
         labels = label_history(store, name)
-    report = agreement_report(name, items, labels, judgments=frame, min_votes=min_votes,
-                              n_resamples=n_resamples, seed=seed, confidence=confidence,
-                              method=ci_method)
+    report = agreement_report(name, items, labels, judgments=frame, min_votes=min_votes, bootstrap=bootstrap)
     if as_json:
         echo_json(report)
         return

@@ -20,7 +20,7 @@ from nepotism.cli._common import bootstrap_options, echo_json
                    "extra) and audit it, instead of the recorded AlpacaEval judgments. Resumes if stopped.")
 @click.option("--items", type=click.IntRange(1, 12), default=None,
               help="With --live: use only the first N of the twelve bundled items (a quicker check).")
-def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, items):
+def command(out_dir, bootstrap, as_json, live, items):
     """Audit two GPT-4 judges and a Claude judge from real AlpacaEval judgments, bundled here.
 
     Prints each judge's preference for its own answers, its model family and models trained on
@@ -36,16 +36,14 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, it
         from nepotism.extras import require
 
         require("local", purpose="nepotism demo --live (two packaged GGUF models)")
-        _live(out_dir, n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method, as_json=as_json,
-              items=items)
+        _live(out_dir, bootstrap=bootstrap, as_json=as_json, items=items)
         return
     from nepotism.data import ATTRIBUTION, demo_judgments
     from nepotism.report.full import write_report
     from nepotism.report.inputs import audit_judgments
 
     started = time.perf_counter()
-    records, summary, lines = audit_judgments(demo_judgments(), n_resamples=n_resamples, seed=seed,
-                                              confidence=confidence, method=ci_method)
+    records, summary, lines = audit_judgments(demo_judgments(), bootstrap=bootstrap)
     summary = {**summary, "source": "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"}
     paths = write_report(records, out_dir, summary=summary, findings=lines,
                          title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
@@ -74,8 +72,7 @@ def command(out_dir, n_resamples, seed, confidence, ci_method, as_json, live, it
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")
 
 
-def _live(out_dir: str, *, n_resamples: int, seed: int, confidence: float, method: str, as_json: bool,
-          items: int | None) -> None:
+def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
     import asyncio
     import dataclasses
     from pathlib import Path
@@ -96,8 +93,7 @@ def _live(out_dir: str, *, n_resamples: int, seed: int, confidence: float, metho
                                      dataset=dataclasses.replace(experiment.dataset, limit=items))
     with Store(out / "nepotism.db") as store, ProgressView(enabled=None) as view:
         run = asyncio.run(run_experiment(experiment, store, view=view))
-    records, summary, lines = audit_judgments(Path(run.exports["pairwise"]), n_resamples=n_resamples, seed=seed,
-                                              confidence=confidence, method=method)
+    records, summary, lines = audit_judgments(Path(run.exports["pairwise"]), bootstrap=bootstrap)
     summary = {**summary, "source": "nepotism demo --live (local GGUF models)"}
     paths = write_report(records, out, summary=summary, findings=lines,
                          title="nepotism live demo: two tiny local models judging themselves")

@@ -21,7 +21,7 @@ from nepotism.cli._common import echo_json
 @click.option("--against", type=click.Path(dir_okay=False),
               help="math/mc/code: a recorded correctness reference to compare with (agreement rate with a "
                    "bootstrap interval over instances, and the 2x2 table).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --against bootstrap.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the --against bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and the ungradable rows as JSON.")
 def command(responses, task, out, instances, timeout, against, seed, as_json):
     """Grade RESPONSES (instance_id, model, text + the task's truth columns) into a reference table.
@@ -46,8 +46,9 @@ def command(responses, task, out, instances, timeout, against, seed, as_json):
     agreement = None
     if recorded is not None:
         from nepotism.grading.agreement import correctness_agreement
+        from nepotism.metrics import Bootstrap
 
-        agreement = correctness_agreement(result.frame, recorded, seed=seed)
+        agreement = correctness_agreement(result.frame, recorded, bootstrap=Bootstrap(seed=seed))
     if as_json:
         echo_json({"kind": result.kind, "out": out, "rows": len(result.frame), "counts": result.counts,
                    "ungradable": result.ungradable} | ({"agreement": agreement} if agreement else {}))

@@ -105,6 +105,7 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
     from nepotism.analyses.suite import read_leaderboard
     from nepotism.errors import InputError
     from nepotism.leakage.audit import audit_leaderboard, format_audit
+    from nepotism.metrics import Bootstrap
     from nepotism.models import load_registry
     from nepotism.tables import read_table
 
@@ -130,7 +131,8 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
     for judge in chosen:
         try:
             results.append(audit_leaderboard(frame, registry, judge, reference_judge=reference_judge,
-                                             reference_leaderboard=reference, n_resamples=resamples))
+                                             reference_leaderboard=reference,
+                                             bootstrap=Bootstrap(n_resamples=resamples)))
         except ValueError as err:
             raise InputError(str(err), path=str(table), field="judge") from None
     if as_json:

@@ -95,8 +95,7 @@ def _with_committees(table, committees):
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
 @format_option
 def command(judgments, reference, kind, rule, opponents, leaderboard, rank_against, committees, slices, agreement,
-            recognition_target, perplexity_bins, correlate, models_files, n_resamples, seed, confidence, ci_method,
-            as_json, output_format):
+            recognition_target, perplexity_bins, correlate, models_files, bootstrap, as_json, output_format):
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
@@ -143,8 +142,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     for table in tables:
         _check_judges(table, registry)
     board = read_leaderboard(leaderboard) if leaderboard else None
-    suite_options = SuiteOptions(n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method,
-                                 rule=rule, include_audit=False, slices=tuple(slices), leaderboard=board,
+    suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices), leaderboard=board,
                                  rank_against=rank_against, recognition_target=recognition_target,
                                  perplexity_bins=perplexity_bins)
     by_kind = {t.kind: t for t in tables}
@@ -156,8 +154,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
         if table.kind in ("recognition", "recognition-pairwise") and "pairwise" in by_kind:
             refs["pairwise"] = by_kind["pairwise"].frame
         if table.kind == "pairwise":
-            options = AuditOptions(n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method,
-                                   opponents=(opponents,))
+            options = AuditOptions(bootstrap=bootstrap, opponents=(opponents,))
             records += audit_pairwise(build_comparisons(table.frame, rule=rule), registry, options=options)
         found = run_suite(table.frame, table.kind, registry, references=refs, options=suite_options).records
         records += found
@@ -169,7 +166,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                 r["variant"] = {**r["variant"], "agreement_at_least": agreement}
                 records.append(r)
     for x, y in pairs:
-        result = correlate_fn(records, x, y, confidence=confidence)
+        result = correlate_fn(records, x, y, confidence=bootstrap.confidence_level)
         records.append({"metric": "correlation", "judge": None, "condition": None, "generator": None, "pair": None,
                         "scope": None, "variant": {"x": x, "y": y, "across": "judges", "interval": "Fisher z"},
                         "value": _clean(result["r"]), "ci_low": _clean(result["ci_low"]),

@@ -24,8 +24,8 @@ from nepotism.cli._common import bootstrap_options, echo_json, expand_run_folder
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths and the card status as JSON.")
-def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, models_files, n_resamples, seed,
-            confidence, ci_method, as_json):
+def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, models_files, bootstrap,
+            as_json):
     """Write the full report for SOURCE into --out.
 
     SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
@@ -52,7 +52,7 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     else:
         records, summary, findings = audit_judgments(
             source, references=reference, models_files=models_files, kind=kind, rule=rule, protocol=protocol,
-            n_resamples=n_resamples, seed=seed, confidence=confidence, method=ci_method)
+            bootstrap=bootstrap)
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
     import json
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import settings
 
 __all__ = ["correctness_agreement"]
 
@@ -29,11 +30,12 @@ def _decided(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop_duplicates(subset=_KEY)
 
 
-def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, n_resamples: int = 1000,
-                          seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, bootstrap: Bootstrap | None = None,
+                          **fields: Any) -> dict[str, Any]:
     """Agreement of ``ours`` with ``recorded`` (both with instance_id, model, correct).
 
-    rate = #(ours == recorded) / #(rows decided by both); bootstrap over instances.
+    rate = #(ours == recorded) / #(rows decided by both); bootstrap over instances (``bootstrap``,
+    or its fields as keywords).
     Returns the estimate (value, ci_low, ci_high, n, n_clusters), the confusion counts
     ``both_correct``, ``both_incorrect``, ``ours_correct_recorded_incorrect``,
     ``ours_incorrect_recorded_correct``, and ``only_ours`` / ``only_recorded`` (left out).
@@ -56,7 +58,7 @@ def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, n_resam
         sums, lambda t: t[..., 0] / t[..., 1], n=len(both),
         n_excluded=counts["only_ours"] + counts["only_recorded"],
         excluded={k: counts[k] for k in ("only_ours", "only_recorded") if counts[k]},
-        n_resamples=n_resamples, seed=seed, confidence=confidence,
+        bootstrap=settings(bootstrap, **fields),
     )
     return {"metric": "grading-agreement", "value": estimate.value, "ci_low": estimate.ci_low,
             "ci_high": estimate.ci_high, "n": estimate.n, "n_clusters": estimate.n_clusters,

@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nepotism.metrics.bootstrap import Bootstrap, settings
+
 __all__ = ["RELATED", "audit_leaderboard", "format_audit"]
 
 RELATED = ("SELF", "LINEAGE", "STUDENT", "TEACHER", "FAMILY_STUDENT", "SAME_SERIES", "SAME_FAMILY")
@@ -96,13 +98,15 @@ def _relation(registry: Any, judge: str, model: str) -> str:
 def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str | None = None,
                       baseline: str | None = None, related: Sequence[str] = RELATED,
                       reference_judge: str | None = None, reference_leaderboard: Mapping[str, float] | None = None,
-                      n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+                      bootstrap: Bootstrap | None = None, **fields: Any) -> dict[str, Any]:
     """Audit ``judge``'s leaderboard in ``frame`` (a recorded pairwise or pointwise table); see module docstring.
 
     Returns ``{"judge", "condition", "baseline", "reference_judge", "bonus": record,
     "leaderboard": [row per entry], "records": [standard records], "notes": [...]}``
     (``baseline`` is None for a pointwise table).
     """
+    boot = settings(bootstrap, **fields)
+    n_resamples, confidence, seed = boot.n_resamples, boot.confidence_level, boot.seed
     rows, condition = _choose_rows(frame, judge, condition)
     notes: list[str] = []
     pointwise = _is_pointwise(frame)

@@ -17,6 +17,7 @@ from typing import Any
 
 from nepotism.judging import plan_categorise
 from nepotism.leakage.lineage import Student
+from nepotism.metrics import Bootstrap
 from nepotism.leakage.scores import comparisons_frame, pls_records
 from nepotism.records import Instance, Judgment, Response
 
@@ -95,7 +96,7 @@ def labels_from(judgments: Sequence[Judgment], *, target: str) -> tuple[dict[str
 def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], judge_of: Mapping[str, str],
                      registry: Any, *, question_types: Mapping[str, str] | None = None,
                      dimensions: Mapping[str, str] | None = None,
-                     bootstrap: Mapping[str, Any] | None = None) -> list[dict]:
+                     bootstrap: Bootstrap | None = None) -> list[dict]:
     """PLS records per question type and per judgment dimension (``variant.slice``)."""
     records: list[dict] = []
     if question_types:

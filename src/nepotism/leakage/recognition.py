@@ -23,6 +23,7 @@ import numpy as np
 
 from nepotism.judging import plan_recognition
 from nepotism.leakage.lineage import Student
+from nepotism.metrics import Bootstrap
 from nepotism.leakage.scores import group_students
 from nepotism.metrics.pairwise import win_rate
 from nepotism.records import Instance, Judgment, Response
@@ -63,9 +64,9 @@ def _own(judge: str, student: str, owner: Mapping[str, str], judge_of: Mapping[s
 
 
 def recognition_records(judgments: Sequence[Judgment], students: Sequence[Student],
-                        judge_of: Mapping[str, str], *, bootstrap: Mapping[str, Any] | None = None) -> list[dict]:
+                        judge_of: Mapping[str, str], *, bootstrap: Bootstrap | None = None) -> list[dict]:
     """Accuracy of each judge's pointwise and pairwise student recognition (see module docstring)."""
-    boot = dict(bootstrap or {})
+    boot = bootstrap or Bootstrap()
     owner = {s.id: s.generator for s in students}
     rows: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
     for j in judgments:
@@ -87,14 +88,14 @@ def recognition_records(judgments: Sequence[Judgment], students: Sequence[Studen
     for (judge, kind), items in sorted(rows.items()):
         codes = np.array([c for c, _, _ in items], dtype=float)
         clusters = np.array([i for _, i, _ in items])
-        est = win_rate(codes, clusters, **boot)
+        est = win_rate(codes, clusters, bootstrap=boot)
         records.append({"metric": "student-recognition-accuracy", "judge": judge, "generator": None,
                         "pair": None, "condition": "default",
                         "variant": {"protocol": kind, "chance": 0.5 if kind == "pairwise" else None},
                         **est.as_dict()})
         if kind == "pointwise":
             yes = np.array([y for _, _, y in items], dtype=float)
-            est = win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, **boot)
+            est = win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, bootstrap=boot)
             records.append({"metric": "student-recognition-yes-rate", "judge": judge, "generator": None,
                             "pair": None, "condition": "default", "variant": {"protocol": kind},
                             **est.as_dict()})
@@ -102,12 +103,12 @@ def recognition_records(judgments: Sequence[Judgment], students: Sequence[Studen
 
 
 def classifier_records(responses: Sequence[Response], students: Sequence[Student], *, test_share: float = 0.2,
-                       seed: int = 0, bootstrap: Mapping[str, Any] | None = None) -> list[dict]:
+                       seed: int = 0, bootstrap: Bootstrap | None = None) -> list[dict]:
     """Held-out accuracy of a TF-IDF + logistic-regression generator classifier, per student group."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    boot = dict(bootstrap or {})
+    boot = bootstrap or Bootstrap()
     records = []
     for group, by_gen in sorted(group_students(students).items()):
         label_of = {s.id: g for g, s in by_gen.items()}
@@ -132,7 +133,7 @@ def classifier_records(responses: Sequence[Response], students: Sequence[Student
         model.fit(x_train, [y for _, y in train])
         predicted = model.predict(vectoriser.transform([t for _, t, _ in test]))
         correct = np.array([1.0 if p == y else -1.0 for p, (_, _, y) in zip(predicted, test)])
-        est = win_rate(correct, np.array([i for i, _, _ in test]), **boot)
+        est = win_rate(correct, np.array([i for i, _, _ in test]), bootstrap=boot)
         labels = [y for _, y in train]
         majority = max(labels.count(y) for y in set(labels)) / len(labels)
         records.append({**base, "variant": {"group": group, "classifier": "tfidf-logreg",

@@ -21,6 +21,7 @@ import pandas as pd
 
 from nepotism.analyses.comparisons import build_comparisons
 from nepotism.leakage.lineage import Student
+from nepotism.metrics import Bootstrap
 from nepotism.metrics import leakage
 from nepotism.metrics.pairwise import win_rate
 from nepotism.records import Judgment
@@ -67,15 +68,15 @@ def group_students(students: Sequence[Student]) -> dict[str, dict[str, Student]]
     return out
 
 
-def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: dict,
+def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap,
                base: dict) -> dict:
-    est = win_rate(side, clusters, **boot)
+    est = win_rate(side, clusters, bootstrap=boot)
     return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None,
             **est.as_dict()}
 
 
 def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mapping[str, str],
-                registry: Any, *, bootstrap: Mapping[str, Any] | None = None,
+                registry: Any, *, bootstrap: Bootstrap | None = None,
                 ties: Sequence[str] = ("loss",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
     """PLS and win-rate records for every group and generator pair (see the module docstring).
 
@@ -83,7 +84,7 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
     output (optionally a slice of it, e.g. one question category; ``extra_variant`` then names
     the slice).
     """
-    boot = dict(bootstrap or {})
+    boot = bootstrap or Bootstrap()
     records: list[dict] = []
     for group, by_gen in sorted(group_students(students).items()):
         gens = sorted(g for g in by_gen if g in judge_of)
@@ -109,7 +110,7 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                     est = leakage.preference_leakage_score(
                         np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
                         np.concatenate([side_j, side_j]), np.concatenate([ids, ids]),
-                        ties=tie_rule, **boot)
+                        ties=tie_rule, bootstrap=boot)
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
@@ -120,7 +121,7 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                     soft_i = (2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0) * sign
                     est = leakage.preference_leakage_score(
                         np.concatenate([soft_i, -soft_i]), np.repeat([0, 1], len(sub)),
-                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]), ties="half", **boot)
+                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]), ties="half", bootstrap=boot)
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": "half", "preference": "probability"},

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import bootstrap_weights, finish_estimate
+from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, finish_estimate
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["BootstrapBatch", "RecordBatch"]
@@ -45,10 +45,7 @@ class BootstrapBatch:
     """Collect (sums block, statistic) items over one cluster set; `run` returns their Estimates in order."""
 
     n_clusters: int
-    n_resamples: int = 1000
-    seed: int = 0
-    confidence: float = 0.95
-    method: str = "percentile"
+    bootstrap: Bootstrap = field(default_factory=Bootstrap)
     _blocks: list[np.ndarray] = field(default_factory=list)
     _items: list[_Item] = field(default_factory=list)
 
@@ -93,23 +90,23 @@ class BootstrapBatch:
             with np.errstate(divide="ignore", invalid="ignore"):
                 values.append(float(np.asarray(item.statistic(totals_full[lo:hi]), dtype=float)))
         resampled = None
-        if self.n_resamples > 0 and self.n_clusters > 0 and any(np.isfinite(values)):
-            weights = bootstrap_weights(self.n_clusters, self.n_resamples, self.seed)
+        boot = self.bootstrap
+        if boot.n_resamples > 0 and self.n_clusters > 0 and any(np.isfinite(values)):
+            weights = bootstrap_weights(self.n_clusters, boot.n_resamples, boot.seed)
             resampled = weights @ stacked.astype(weights.dtype)
         out = []
         for item, value in zip(self._items, values):
             lo, hi = offsets[item.block], offsets[item.block + 1]
-            common = (item.n, self.n_clusters, item.n_excluded, item.excluded, self.confidence)
+            common = (item.n, self.n_clusters, item.n_excluded, item.excluded, boot.confidence_level)
             if not np.isfinite(value):
                 note = item.undefined_note or item.note or "undefined: the denominator is zero or empty"
-                out.append(Estimate(nan, nan, nan, *common, self.method, 0, None, note))
+                out.append(Estimate(nan, nan, nan, *common, boot.method, 0, None, note))
             elif resampled is None:
                 out.append(Estimate(value, nan, nan, *common, "none", 0, None, item.note))
             else:
                 out.append(finish_estimate(
                     value, resampled[:, lo:hi], self._blocks[item.block], item.statistic, n=item.n,
-                    n_excluded=item.n_excluded, excluded=item.excluded, n_resamples=self.n_resamples,
-                    confidence=self.confidence, method=self.method, alternative=item.alternative,
+                    n_excluded=item.n_excluded, excluded=item.excluded, bootstrap=boot, alternative=item.alternative,
                     null_value=item.null_value, note=item.note))
         return out
 
@@ -121,9 +118,9 @@ class RecordBatch:
     (generator, pair, scope, variant, ...). Ready-made Estimates can be added too (`add_estimate`).
     """
 
-    def __init__(self, base: Mapping, n_clusters: int, **bootstrap):
+    def __init__(self, base: Mapping, n_clusters: int, bootstrap: Bootstrap):
         self.base = dict(base)
-        self.batch = BootstrapBatch(n_clusters, **bootstrap)
+        self.batch = BootstrapBatch(n_clusters, bootstrap)
         self._pending: list[tuple[str, dict, int | Estimate]] = []
 
     def block(self, sums: np.ndarray) -> int:

@@ -11,26 +11,17 @@ import warnings
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["boot_options", "group_sums", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
-
-_ALLOWED = {"n_resamples", "seed", "confidence", "method", "alternative"}
+__all__ = ["group_sums", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
 
 
-def boot_options(kwargs: dict) -> dict:
-    unknown = set(kwargs) - _ALLOWED
-    if unknown:
-        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
-    return kwargs
-
-
-def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: dict | None = None, **bootstrap) -> Estimate:
+def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: dict | None = None,
+              bootstrap: Bootstrap | None = None) -> Estimate:
     """A NaN estimate with the reason in ``note`` (never a silent 0)."""
-    options = {k: v for k, v in boot_options(bootstrap).items() if k in ("confidence", "method")}
     return cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=n, n_excluded=n_excluded,
-                             excluded=excluded, note=note, **options)
+                             excluded=excluded, note=note, bootstrap=bootstrap)
 
 
 def valid_rows(*arrays: np.ndarray, reason: str = "no verdict") -> tuple[np.ndarray, int, dict]:

@@ -1,7 +1,7 @@
 """`Estimate`: what every metric returns — a value with its bootstrap interval, n and exclusions.
 
 A value that cannot be computed (an empty denominator) is NaN with the reason in ``note``; it is
-never replaced by 0. This module only defines the record; `_bootstrap` fills it.
+never replaced by 0. This module only defines the record; `bootstrap` fills it.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics._codes import as_float
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
 from nepotism.metrics.reference import perplexity_win_rate
 
@@ -82,7 +83,7 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry, target: str) -> p
     return out
 
 
-def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: dict, *, target: str = "self") -> list[dict]:
+def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: Bootstrap, *, target: str = "self") -> list[dict]:
     """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers."""
     rows = recognition_rows(frame, kind, registry, target)
     mode = "pointwise" if kind == "recognition" else "pairwise"
@@ -96,7 +97,7 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: dict, *,
         for answers, member in subsets.items():
             keep = member & ~no_truth
             right = g["right"].to_numpy()[keep]
-            est = recognition_accuracy(right, np.ones_like(right), ids[keep], **boot)
+            est = recognition_accuracy(right, np.ones_like(right), ids[keep], bootstrap=boot)
             if (member & no_truth).any():
                 reasons = {str(k): int(v) for k, v in g["reason"][member & no_truth].value_counts().items()}
                 est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()),
@@ -106,7 +107,7 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: dict, *,
     return records
 
 
-def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry, boot: dict, *,
+def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry, boot: Bootstrap, *,
                         target: str = "self", correctness: pd.DataFrame | None = None) -> list[dict]:
     """recognition-preference-association (003): r between recognising the own answer and preferring it.
 
@@ -147,7 +148,7 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
         for subset, member in subsets.items():
             m = pd.Series(member, index=comp.index)[idx].to_numpy()
             est, extra = recognition_preference_association(g["recognised"].to_numpy()[m], g["preferred"].to_numpy()[m],
-                                                            g["instance_id"].to_numpy()[m], **boot)
+                                                            g["instance_id"].to_numpy()[m], bootstrap=boot)
             records.append(_record("recognition-preference-association", judge, condition, est, scope=target,
                                    variant={"subset": subset, "recognition": kind},
                                    fisher_ci=[extra.get("ci_low"), extra.get("ci_high")] if extra else None,
@@ -156,7 +157,7 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
     return records
 
 
-def perplexity_records(frame: pd.DataFrame, registry, boot: dict, *, preference: pd.DataFrame | None = None,
+def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
                        bins: int = 5) -> list[dict]:
     """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans."""
     if "perplexity_a" not in frame or "perplexity_b" not in frame:
@@ -202,7 +203,7 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: dict, *, preference:
             j = np.where(f, 1.0 - judge_a[member], judge_a[member])
             h = np.where(f, 1.0 - human_a[member], human_a[member])
             d = np.where(f, -diff[member], diff[member])
-            for result in perplexity_win_rate(j, h, d, ids[member], bins=edges, **boot):
+            for result in perplexity_win_rate(j, h, d, ids[member], bins=edges, bootstrap=boot):
                 for rater in ("judge", "human"):
                     est = result[rater]
                     if rater == "human" and preference is None:

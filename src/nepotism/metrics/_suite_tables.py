@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics._batch import RecordBatch
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._codes import as_float, codes, lookup, recode
 from nepotism.metrics._suite_scores import (
     instance_level,
@@ -63,7 +64,7 @@ def _relations(registry, judge: str, names) -> dict:
     return {str(n): registry.relation(judge, str(n)).name for n in names}
 
 
-def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, leaderboard: dict | None = None) -> list[dict]:
+def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None) -> list[dict]:
     """Rubric metrics per (judge, condition); per setup too when the table has a ``setup`` column.
 
     Single-rubric and all-rubrics verdicts (paper 002 §2) are never pooled: each setup is its own
@@ -79,7 +80,7 @@ def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, lea
     return records
 
 
-def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, leaderboard: dict | None = None) -> list[dict]:
+def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None) -> list[dict]:
     ref = refs.get("rubric-ref")
     if ref is None or frame.empty:
         return []
@@ -107,7 +108,7 @@ def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, le
         names = m_labels[gens]
         relation = _relations(registry, judge, names)
         n_i, n_g = inst.size, gens.size
-        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, **boot)
+        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, boot)
         m, mr = met[rows], met_ref[rows]
         rubric_level(batch, li, lg, m, mr, n_i, names, relation)
         cell = li * n_g + lg
@@ -152,7 +153,7 @@ def _reference_scores(ref: pd.DataFrame) -> np.ndarray:
     return score
 
 
-def pointwise_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, leaderboard: dict | None = None,
+def pointwise_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None,
                       rank_against: str | None = None) -> list[dict]:
     if frame.empty:
         return []
@@ -173,7 +174,7 @@ def pointwise_records(frame: pd.DataFrame, registry, refs: dict, boot: dict, *, 
         cell = li * n_g + lg
         s_j = _cell_mean(cell, score[rows], n_i * n_g).reshape(n_i, n_g)  # replicates averaged
         cubes[(judge, condition)] = (inst, gens, s_j)
-        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, **boot)
+        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, boot)
         pointwise_preference(batch, s_j, names, relation)
         if ref_score is not None:
             s_r = _cell_mean(cell, ref_score[rows], n_i * n_g).reshape(n_i, n_g)
@@ -200,7 +201,7 @@ def _against_judge(cubes: dict, other: str, m_labels, registry, boot) -> list[di
         if shared_i.size == 0 or shared_g.size < 2:
             continue
         names = m_labels[shared_g]
-        batch = RecordBatch({"judge": judge, "condition": condition}, shared_i.size, **boot)
+        batch = RecordBatch({"judge": judge, "condition": condition}, shared_i.size, boot)
         ranking(batch, s_j[np.ix_(a_i, a_g)], o_s[np.ix_(b_i, b_g)], names, _relations(registry, judge, names),
                 against=f"judge {other}")
         records += batch.records()
@@ -219,7 +220,7 @@ def _outcome_cube(inst: np.ndarray, gx: np.ndarray, gy: np.ndarray, outcome: np.
         return np.where(count > 0, np.sign(total / count), np.nan)
 
 
-def pairwise_rank_records(comp: pd.DataFrame, registry, boot: dict, *, preference: pd.DataFrame | None = None,
+def pairwise_rank_records(comp: pd.DataFrame, registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
                           leaderboard: dict | None = None, rank_against: str | None = None) -> list[dict]:
     """ranking-difference from aggregated comparisons (``model_x < model_y``, ``outcome`` for x).
 
@@ -259,7 +260,7 @@ def pairwise_rank_records(comp: pd.DataFrame, registry, boot: dict, *, preferenc
         cubes[(judge, condition)] = (inst, gens, s_j)
         names = m_labels[gens]
         relation = _relations(registry, judge, names)
-        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, **boot)
+        batch = RecordBatch({"judge": judge, "condition": condition}, n_i, boot)
         if preference is not None:
             h = human[rows]
             both = np.isfinite(o) & np.isfinite(h)

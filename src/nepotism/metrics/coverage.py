@@ -13,14 +13,14 @@ from collections import Counter
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, undefined
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import undefined
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["excluded_share"]
 
 
-def excluded_share(excluded, clusters, *, reasons=None, **bootstrap) -> Estimate:
+def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of judgments without a verdict: Σ excluded / n, with a cluster bootstrap over prompts.
 
     ``excluded`` is one boolean per judgment (True: no verdict), ``clusters`` its instance;
@@ -33,7 +33,7 @@ def excluded_share(excluded, clusters, *, reasons=None, **bootstrap) -> Estimate
     >>> est.value, est.n, est.n_excluded, dict(est.excluded)
     (0.5, 4, 2, {'failed-timeout': 1, 'unparsed-conflicting': 1})
     """
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     flags = np.asarray(excluded)
     clusters = np.asarray(clusters)
     if flags.ndim != 1 or clusters.shape != flags.shape:
@@ -48,7 +48,7 @@ def excluded_share(excluded, clusters, *, reasons=None, **bootstrap) -> Estimate
     counts = Counter(str(r) if isinstance(r, str) and r else "no reason recorded"
                      for r, flag in zip(labels, flags) if flag)
     if flags.size == 0:
-        return undefined("no judgments", **options)
+        return undefined("no judgments", bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
     return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(flags.size), n_excluded=int(flags.sum()),
-                             excluded=dict(sorted(counts.items())), **options)
+                             excluded=dict(sorted(counts.items())), bootstrap=options)

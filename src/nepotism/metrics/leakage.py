@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_score", "ranking_difference"]
@@ -39,7 +39,7 @@ def _pls_statistic(totals: np.ndarray) -> np.ndarray:
 
 def preference_leakage_score(
     outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, clusters: np.ndarray, *,
-    ties: str = "loss", alternative: str | None = "greater", **bootstrap,
+    ties: str = "loss", alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields,
 ) -> Estimate:
     """Preference leakage score of a pair of (teacher, student) sides i and j (paper 000 Eq. 5–6).
 
@@ -79,22 +79,22 @@ def preference_leakage_score(
     columns = np.zeros((cell.size, 8))
     columns[np.arange(cell.size), 2 * cell] = score
     columns[np.arange(cell.size), 2 * cell + 1] = 1.0
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     n_excl = int((~keep).sum())
     if cell.size == 0:
-        return undefined("no comparison", n_excluded=n_excl, excluded=excluded, **options)
+        return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
     empty = [name for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4)) if sums[:, 2 * c + 1].sum() == 0]
     note = f"no comparison for {', '.join(empty)}" if empty else None
     return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             alternative=alternative, note=note, **options)
+                             alternative=alternative, note=note, bootstrap=options)
 
 
 def _error_bias_statistic(totals: np.ndarray) -> np.ndarray:
     return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
 
-def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: np.ndarray, **bootstrap) -> Estimate:
+def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Error Bias (paper 000 Eq. 10), lower is better.
 
     EB = N(judge prefers target | human: other wins)/N(other wins)
@@ -113,17 +113,17 @@ def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: n
     keep &= ~human_tie
     j, h = judge_outcome[keep], human_outcome[keep]
     columns = np.column_stack([(j == 1) & (h == -1), h == -1, (j == -1) & (h == 1), h == 1]).astype(float)
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     if not keep.any():
-        return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, **options)
+        return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
     return cluster_bootstrap(sums, _error_bias_statistic, n=int(keep.sum()), n_excluded=int((~keep).sum()),
-                             excluded=excluded, **options)
+                             excluded=excluded, bootstrap=options)
 
 
 def ranking_difference(
     judged_score: np.ndarray, reference_score: np.ndarray, generator: np.ndarray, clusters: np.ndarray, *,
-    target, **bootstrap,
+    target, bootstrap: Bootstrap | None = None, **fields,
 ) -> Estimate:
     """Rank of ``target`` on the reference leaderboard minus its rank on the judge's (paper 000 §5.4).
 
@@ -139,9 +139,9 @@ def ranking_difference(
     reference_score = np.asarray(reference_score, dtype=float)
     keep, n_missing, excluded = valid_rows(judged_score, reference_score)
     names, codes = np.unique(np.asarray(generator)[keep], return_inverse=True)
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     if target not in set(names.tolist()):
-        return undefined(f"no scored row for {target!r}", n_excluded=n_missing, excluded=excluded, **options)
+        return undefined(f"no scored row for {target!r}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     t = int(np.flatnonzero(names == target)[0])
     g = names.size
     columns = np.zeros((codes.size, 3 * g))
@@ -159,4 +159,4 @@ def ranking_difference(
         return rank_r[..., t] - rank_j[..., t]
 
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded, **options)
+    return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded, bootstrap=options)

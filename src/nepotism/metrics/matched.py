@@ -26,19 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["matched_bias", "sensitivity_gap"]
-
-_OPTIONS = {"n_resamples", "seed", "confidence", "method", "alternative"}
-
-
-def _options(kwargs: dict, default_alternative: str | None) -> dict:
-    unknown = set(kwargs) - _OPTIONS
-    if unknown:
-        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
-    return {"alternative": default_alternative, **kwargs}
 
 
 def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, dict, str | None]:
@@ -61,7 +52,7 @@ def _mean(totals: np.ndarray) -> np.ndarray:
 
 
 def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray, clusters: np.ndarray,
-                 **options) -> Estimate:
+                 *, alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Mean over comparisons of (judge's preference − reference judges' mean preference) for the related candidate.
 
     One row per comparison of a related candidate R with an unrelated candidate O on one item:
@@ -81,21 +72,22 @@ def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray,
     judge = np.asarray(judge_preference, dtype=float)
     reference = np.asarray(reference_preference, dtype=float)
     clusters = np.asarray(clusters)
-    boot = _options(options, "greater")
+    boot = settings(bootstrap, **fields)
     keep, excluded, note = _exclusions(judge, reference, clusters)
     n_excluded = int((~keep).sum())
     if not keep.any():
         return cluster_bootstrap(np.zeros((0, 1)), _mean, n=0, n_excluded=n_excluded, excluded=excluded,
                                  note="no comparison with an unrelated reference judge",
-                                 **{k: v for k, v in boot.items() if k in ("confidence", "method")})
+                                 bootstrap=boot)
     difference = judge[keep] - reference[keep]
     _, sums = cluster_sums(clusters[keep], np.column_stack([difference, np.ones_like(difference)]))
     return cluster_bootstrap(sums, _mean, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
-                             note=note, **boot)
+                             note=note, bootstrap=boot, alternative=alternative)
 
 
 def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarray, orientation: np.ndarray,
-                    clusters: np.ndarray, **options) -> Estimate:
+                    clusters: np.ndarray, *, alternative: str | None = None, bootstrap: Bootstrap | None = None,
+                    **fields) -> Estimate:
     """Check of the equal-sensitivity assumption: how much more the judge agrees with the truth than the references.
 
     Use it on comparisons where *neither* candidate is related to the judge (so no relatedness bias
@@ -113,7 +105,7 @@ def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarr
     reference = np.asarray(reference_preference, dtype=float)
     orientation = np.asarray(orientation, dtype=float)
     clusters = np.asarray(clusters)
-    boot = _options(options, None)
+    boot = settings(bootstrap, **fields)
     keep, excluded, note = _exclusions(judge, reference, clusters)
     unordered = keep & ~(np.isfinite(orientation) & (orientation != 0))
     if unordered.any():
@@ -123,8 +115,8 @@ def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarr
     if not keep.any():
         return cluster_bootstrap(np.zeros((0, 1)), _mean, n=0, n_excluded=n_excluded, excluded=excluded,
                                  note="no ordered comparison with an unrelated reference judge",
-                                 **{k: v for k, v in boot.items() if k in ("confidence", "method")})
+                                 bootstrap=boot)
     gap = np.sign(orientation[keep]) * (judge[keep] - reference[keep])
     _, sums = cluster_sums(clusters[keep], np.column_stack([gap, np.ones_like(gap)]))
     return cluster_bootstrap(sums, _mean, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
-                             note=note, **boot)
+                             note=note, bootstrap=boot, alternative=alternative)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -70,7 +70,7 @@ def _boot_kwargs(kwargs: dict) -> dict:
     return kwargs
 
 
-def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", **bootstrap) -> Estimate:
+def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of comparisons a generator wins under a judge.
 
     Formula: WR = (wins + ½·ties) / (wins + ties + losses) with ``ties="half"`` (the AlpacaEval and
@@ -95,11 +95,11 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", *
     _, sums = cluster_sums(clusters[keep], np.column_stack([score, np.ones_like(score)]))
     return cluster_bootstrap(
         sums, _ratio, n=int(keep.sum()), n_excluded=int((~keep).sum()), excluded=excluded,
-        **_boot_kwargs(bootstrap),
+        bootstrap=settings(bootstrap, **fields),
     )
 
 
-def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, **bootstrap) -> Estimate:
+def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
 
     Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
@@ -119,7 +119,7 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, **bootstrap
     n_missing = int((~keep).sum())
     return cluster_bootstrap(
         sums, _ratio, n=int(keep.sum()), n_excluded=n_missing,
-        excluded={"no verdict": n_missing} if n_missing else {}, **_boot_kwargs(bootstrap),
+        excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=settings(bootstrap, **fields),
     )
 
 
@@ -128,7 +128,7 @@ def _parity(totals: np.ndarray) -> np.ndarray:
 
 
 def demographic_parity_bias(
-    preference: np.ndarray, related: np.ndarray, clusters: np.ndarray, **bootstrap
+    preference: np.ndarray, related: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields
 ) -> Estimate:
     """Demographic-parity self-preference bias: P(Y′=1 | S=1) − P(Y′=1 | S=0).
 
@@ -150,5 +150,5 @@ def demographic_parity_bias(
     n_missing = int((~keep).sum())
     return cluster_bootstrap(
         sums, _parity, n=int(keep.sum()), n_excluded=n_missing,
-        excluded={"no verdict": n_missing} if n_missing else {}, **_boot_kwargs(bootstrap),
+        excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=settings(bootstrap, **fields),
     )

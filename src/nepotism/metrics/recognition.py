@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.stats import chi_square, pearson
 
@@ -25,13 +25,13 @@ __all__ = ["first_slot_preference", "position_consistency", "recognition_accurac
 
 def _share(values, weights, clusters, options, n_excluded, excluded, what):
     if weights.sum() == 0:
-        return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, **options)
+        return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([values, weights]))
     return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(weights.sum()), n_excluded=n_excluded,
-                             excluded=excluded, **options)
+                             excluded=excluded, bootstrap=options)
 
 
-def recognition_accuracy(claimed, truth, clusters, **bootstrap) -> Estimate:
+def recognition_accuracy(claimed, truth, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of recognition answers equal to the truth (000 §5.5 student recognition; 003 self-recognition).
 
     Pointwise: ``claimed``/``truth`` are 1 (mine / my student's) or 0. Pairwise: the slot claimed
@@ -44,7 +44,7 @@ def recognition_accuracy(claimed, truth, clusters, **bootstrap) -> Estimate:
     truth = np.asarray(truth, dtype=float)
     keep, n_missing, excluded = valid_rows(claimed, truth)
     right = (claimed[keep] == truth[keep]).astype(float)
-    return _share(right, np.ones(right.size), np.asarray(clusters)[keep], boot_options(bootstrap), n_missing,
+    return _share(right, np.ones(right.size), np.asarray(clusters)[keep], settings(bootstrap, **fields), n_missing,
                   excluded, "recognition answer")
 
 
@@ -54,7 +54,7 @@ def _correlation(totals: np.ndarray) -> np.ndarray:
     return cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
 
 
-def recognition_preference_association(recognised, preferred, clusters, **bootstrap) -> tuple[Estimate, dict]:
+def recognition_preference_association(recognised, preferred, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> tuple[Estimate, dict]:
     """Pearson r between recognising one's answer and preferring it (003: r, 95% CI, chi-square).
 
     ``recognised`` and ``preferred`` are 0/1 per item (003 uses the harmful cases, where the own
@@ -68,12 +68,12 @@ def recognition_preference_association(recognised, preferred, clusters, **bootst
     y = np.asarray(preferred, dtype=float)
     keep, n_missing, excluded = valid_rows(x, y)
     x, y = x[keep], y[keep]
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     if x.size < 3:
-        return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, **options), {}
+        return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, bootstrap=options), {}
     columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    estimate = cluster_bootstrap(sums, _correlation, n=int(x.size), n_excluded=n_missing, excluded=excluded, **options)
+    estimate = cluster_bootstrap(sums, _correlation, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options)
     extra = pearson(x, y, confidence=estimate.confidence)
     table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
     test = chi_square(table)
@@ -82,7 +82,7 @@ def recognition_preference_association(recognised, preferred, clusters, **bootst
     return estimate, extra
 
 
-def position_consistency(first, second, clusters, **bootstrap) -> Estimate:
+def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of comparisons whose two presentation orders give the same verdict.
 
     ``first`` and ``second`` are the codes of the same candidate X in the two orders (+1, 0, -1;
@@ -95,11 +95,11 @@ def position_consistency(first, second, clusters, **bootstrap) -> Estimate:
     second = np.asarray(second, dtype=float)
     keep, n_missing, excluded = valid_rows(first, second)
     same = (first[keep] == second[keep]).astype(float)
-    return _share(same, np.ones(same.size), np.asarray(clusters)[keep], boot_options(bootstrap), n_missing,
+    return _share(same, np.ones(same.size), np.asarray(clusters)[keep], settings(bootstrap, **fields), n_missing,
                   excluded, "comparison with both orders")
 
 
-def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", **bootstrap) -> Estimate:
+def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of verdicts choosing the first slot: ½ = no position bias.
 
     ``slot_verdict`` per row: 1 the first slot (A) chosen, 0 the second, ½ a tie, NaN unparsed.
@@ -114,5 +114,5 @@ def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", **bo
         keep &= ~tie
     elif ties != "half":
         raise ValueError("ties must be 'exclude' or 'half'")
-    return _share(v[keep], np.ones(int(keep.sum())), np.asarray(clusters)[keep], boot_options(bootstrap),
+    return _share(v[keep], np.ones(int(keep.sum())), np.asarray(clusters)[keep], settings(bootstrap, **fields),
                   int((~keep).sum()), excluded, "verdict")

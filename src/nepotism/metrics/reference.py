@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, group_sums, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import group_sums, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -43,7 +43,8 @@ def _difference(totals: np.ndarray) -> np.ndarray:
 
 
 def equal_opportunity_bias(
-    judge_preferred: np.ndarray, human_preferred: np.ndarray, related: np.ndarray, clusters: np.ndarray, **bootstrap
+    judge_preferred: np.ndarray, human_preferred: np.ndarray, related: np.ndarray, clusters: np.ndarray, *,
+    alternative: str | None = None, bootstrap: Bootstrap | None = None, **fields,
 ) -> Estimate:
     """Equal-opportunity self-preference bias: P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1).
 
@@ -52,6 +53,7 @@ def equal_opportunity_bias(
     excluded as ``"human tie"``), ``related`` S (the judge's own, or in the chosen relation). So
     the bias is recall on human-favoured related answers minus recall on human-favoured other
     answers. Zero division: no human-favoured related (or other) answer → NaN with a note.
+    ``alternative="greater"`` adds the one-sided bootstrap p-value of a bias > 0.
     """
     y_hat = np.asarray(judge_preferred, dtype=float)
     y = np.asarray(human_preferred, dtype=float)
@@ -64,12 +66,13 @@ def equal_opportunity_bias(
     positive = keep & (y == 1)
     columns = np.column_stack([y_hat * (positive & s), positive & s, y_hat * (positive & ~s), positive & ~s])
     columns = np.nan_to_num(columns)[keep]
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     n_excl = int((~keep).sum())
     if not keep.any():
-        return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, **options)
+        return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded, **options)
+    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+                             bootstrap=options, alternative=alternative)
 
 
 def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, int]:
@@ -93,7 +96,7 @@ def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, 
 
 def perplexity_win_rate(
     judge_a_wins: np.ndarray, human_a_wins: np.ndarray, perplexity_difference: np.ndarray, clusters: np.ndarray, *,
-    bins: int | np.ndarray = 5, **bootstrap,
+    bins: int | np.ndarray = 5, bootstrap: Bootstrap | None = None, **fields,
 ) -> list[dict]:
     """Share of rows where the judge (and the humans) pick response A, per perplexity-difference bin.
 
@@ -113,18 +116,18 @@ def perplexity_win_rate(
     edges = np.quantile(diff[ok], np.linspace(0, 1, bins + 1)) if np.isscalar(bins) else np.asarray(bins, dtype=float)
     index = np.clip(np.searchsorted(edges, diff, side="right") - 1, 0, edges.size - 2)
     out = []
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     for b in range(edges.size - 1):
         member = ok & (index == b)
         result = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
         for name, values in (("judge", judge), ("human", human)):
             rows = member & np.isfinite(values)
             if not rows.any():
-                result[name] = undefined("empty bin", **options)
+                result[name] = undefined("empty bin", bootstrap=options)
                 continue
             _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
             result[name] = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()),
-                                             n_excluded=int((member & ~rows).sum()), **options)
+                                             n_excluded=int((member & ~rows).sum()), bootstrap=options)
         out.append(result)
     return out
 
@@ -162,7 +165,7 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
         raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
     n_excl = int((~keep).sum())
     if not keep.any():
-        return undefined("no item in D_diff", n_excluded=n_excl, excluded=excluded, **options)
+        return undefined("no item in D_diff", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     columns = group_sums(codes, numerator.astype(float), denominator.astype(float), names.size)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
     sums = sums[sums[:, 1::2].sum(axis=1) > 0]  # prompts outside every denominator carry nothing
@@ -173,18 +176,18 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
         note = f"{name}: evaluatees with an empty denominator left out of the mean: {dropped}"
         excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
     if not present.any():
-        return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, **options)
+        return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     if averaging == "pooled":
         statistic = lambda t: t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1)  # noqa: E731
     else:
         statistic = lambda t: mean_of_ratios(t, present)  # noqa: E731
     n_used = int((np.asarray(denominator) > 0).sum())  # rows that weigh in (probabilities are weights)
     return cluster_bootstrap(sums, statistic, n=n_used, n_excluded=n_excl, excluded=excluded,
-                             note=note, **options)
+                             note=note, bootstrap=options)
 
 
 def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, averaging="per-evaluatee",
-                   preference="verdict", **bootstrap):
+                   preference="verdict", bootstrap: Bootstrap | None = None, **fields):
     """Judge accuracy on D_diff (paper 004 Eq. 3).
 
     Rows are (judge's own answer vs evaluatee G's answer) comparisons: ``outcome`` the aggregated
@@ -199,11 +202,11 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
                                                                    preference)
     correct = np.where(own_ok, p_own, p_other)
     return _per_evaluatee("judge-accuracy", correct, np.ones(p_own.size), keep, excluded, codes, names, clusters,
-                          averaging, boot_options(bootstrap))
+                          averaging, settings(bootstrap, **fields))
 
 
 def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                     averaging="per-evaluatee", preference="verdict", **bootstrap):
+                                     averaging="per-evaluatee", preference="verdict", bootstrap: Bootstrap | None = None, **fields):
     """Among D_diff items where the judge prefers its own answer, the share where it is right (004 Eq. 4).
 
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
@@ -215,11 +218,11 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
     keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                              preference)
     return _per_evaluatee("legitimate-self-preference-ratio", p_own * own_ok, p_own, keep, excluded,
-                          codes, names, clusters, averaging, boot_options(bootstrap))
+                          codes, names, clusters, averaging, settings(bootstrap, **fields))
 
 
 def harmful_self_preference_propensity(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                       averaging="per-evaluatee", preference="verdict", **bootstrap):
+                                       averaging="per-evaluatee", preference="verdict", bootstrap: Bootstrap | None = None, **fields):
     """Among D_diff items where the other answer is correct, the share where the judge prefers its own.
 
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
@@ -232,4 +235,4 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
                                                              preference)
     other_ok = ~own_ok
     return _per_evaluatee("harmful-self-preference-propensity", p_own * other_ok, other_ok.astype(float), keep,
-                          excluded, codes, names, clusters, averaging, boot_options(bootstrap))
+                          excluded, codes, names, clusters, averaging, settings(bootstrap, **fields))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import ratio_of_mean_rates, boot_options, group_sums, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import ratio_of_mean_rates, group_sums, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -60,7 +60,7 @@ def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str
     return over.astype(float), at_risk.astype(float)
 
 
-def overestimation_rate(judge, reference, clusters, *, kind: str = "any", **bootstrap) -> Estimate:
+def overestimation_rate(judge, reference, clusters, *, kind: str = "any", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """O(J, G): among cases where the reference says G loses (or fails a rubric), the share the judge rates better.
 
     002 Eq. 3 (instance level; rows = (G′, x) comparisons from G's side) and Eq. 4 (rubric level;
@@ -69,17 +69,17 @@ def overestimation_rate(judge, reference, clusters, *, kind: str = "any", **boot
     """
     over, at_risk = overestimation_counts(judge, reference, kind=kind)
     keep, n_missing, excluded = valid_rows(judge, reference)
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     if at_risk.sum() == 0:
         return undefined("the reference never rates this generator below an opponent / a rubric as unmet",
-                         n_excluded=n_missing, excluded=excluded, **options)
+                         n_excluded=n_missing, excluded=excluded, bootstrap=options)
     rows = keep & (at_risk > 0)
     _, sums = cluster_sums(np.asarray(clusters)[rows], np.column_stack([over[rows], at_risk[rows]]))
     return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()), n_excluded=n_missing,
-                             excluded=excluded, **options)
+                             excluded=excluded, bootstrap=options)
 
 
-def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, **bootstrap) -> Estimate:
+def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """HSPP ratio (002 Eq. 1–2): mean O(J,G) over ``numerator`` ÷ mean O(J,G) over ``denominator``.
 
     ``overestimated`` / ``at_risk`` are per-row counts (indicators from `overestimation_counts`, or
@@ -100,14 +100,14 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     overestimated = np.asarray(overestimated, dtype=float)
     at_risk = np.asarray(at_risk, dtype=float)
     generator = np.asarray(generator)
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     wanted = set(numerator) | set(denominator)
     keep = np.isin(generator, list(wanted)) & np.isfinite(overestimated) & np.isfinite(at_risk)
     names, codes = np.unique(generator[keep], return_inverse=True)
     num = np.isin(names, list(numerator))
     den = np.isin(names, list(denominator))
     if not num.any() or not den.any():
-        return undefined("no data for the numerator or the denominator generators", **options)
+        return undefined("no data for the numerator or the denominator generators", bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], group_sums(codes, overestimated[keep], at_risk[keep], names.size))
     present = sums[:, 1::2].sum(axis=0) > 0
     excluded = {}
@@ -116,13 +116,13 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     num &= present
     den &= present
     if not num.any() or not den.any():
-        return undefined("no generator at risk on one side of the ratio", excluded=excluded, **options)
+        return undefined("no generator at risk on one side of the ratio", excluded=excluded, bootstrap=options)
 
     def statistic(totals: np.ndarray) -> np.ndarray:
         return ratio_of_mean_rates(totals, num, den)
 
     return cluster_bootstrap(sums, statistic, n=int(at_risk[keep].sum()), n_excluded=0, excluded=excluded,
-                             note=None, **options)
+                             note=None, bootstrap=options)
 
 
 def _share_equal(judge, reference, clusters, options, what):
@@ -130,14 +130,14 @@ def _share_equal(judge, reference, clusters, options, what):
     reference = np.asarray(reference, dtype=float)
     keep, n_missing, excluded = valid_rows(judge, reference)
     if not keep.any():
-        return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, **options)
+        return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     equal = (judge[keep] == reference[keep]).astype(float)
     _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([equal, np.ones(equal.size)]))
     return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_missing,
-                             excluded=excluded, **options)
+                             excluded=excluded, bootstrap=options)
 
 
-def mipa(judge_outcome, reference_outcome, clusters, **bootstrap) -> Estimate:
+def mipa(judge_outcome, reference_outcome, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Mean instance pairwise accuracy (002 Eq. 5): share of (G < G′, x) whose orderings agree.
 
     Codes in {-1, 0, 1}; a tie agrees only with a tie. One row per *unordered* pair and instance;
@@ -145,12 +145,12 @@ def mipa(judge_outcome, reference_outcome, clusters, **bootstrap) -> Estimate:
     Eq. 5 when every pair covers every instance. Variants: ``paradigm`` SR (rubric instance
     scores), DA (direct-assessment scores) or PWC (pairwise verdicts against a preference-ref).
     """
-    return _share_equal(judge_outcome, reference_outcome, clusters, boot_options(bootstrap), "comparison")
+    return _share_equal(judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison")
 
 
-def mra(judge_met, reference_met, clusters, **bootstrap) -> Estimate:
+def mra(judge_met, reference_met, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded."""
-    return _share_equal(judge_met, reference_met, clusters, boot_options(bootstrap), "rubric verdict")
+    return _share_equal(judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict")
 
 
 def _instance_scores(met, clusters, points):
@@ -163,7 +163,7 @@ def _instance_scores(met, clusters, points):
 
 
 def score_delta(judge_met, reference_met, generator, clusters, *, points=None, centred: bool = True,
-                **bootstrap) -> dict:
+                bootstrap: Bootstrap | None = None, **fields) -> dict:
     """Judge's system score minus the reference's for every generator, centred by the judge's mean delta.
 
     002 Fig. 5. Instance score s(G, x) = fraction of rubrics met (``points=None``), or with rubric
@@ -179,7 +179,7 @@ def score_delta(judge_met, reference_met, generator, clusters, *, points=None, c
     generator = np.asarray(generator)[keep]
     clusters = np.asarray(clusters)[keep]
     pts = None if points is None else np.asarray(points, dtype=float)[keep]
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     names, g_codes = np.unique(generator, return_inverse=True)
     inst, i_codes = np.unique(clusters, return_inverse=True)
     cell = i_codes * names.size + g_codes
@@ -204,5 +204,5 @@ def score_delta(judge_met, reference_met, generator, clusters, *, points=None, c
             return delta[..., g] - (delta.mean(-1) if centred else 0.0)
 
         out[str(name)] = cluster_bootstrap(sums, statistic, n=int(count[:, g].sum()), n_excluded=n_missing,
-                                           excluded=excluded, **options)
+                                           excluded=excluded, bootstrap=options)
     return out

@@ -1,7 +1,7 @@
 """Classical tests the papers report next to the bootstrap: Pearson r with a Fisher-z interval,
 paired t-test, chi-square test of independence, exact binomial test (all via scipy).
 
-Each returns a plain dict (JSON-able floats). Nothing here resamples; `_bootstrap` does that.
+Each returns a plain dict (JSON-able floats). Nothing here resamples; `bootstrap` does that.
 """
 
 from __future__ import annotations

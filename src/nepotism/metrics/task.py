@@ -9,15 +9,13 @@ own task accuracy as a generator, which `nepotism.analyses.suite.correlate` pair
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
-from nepotism.metrics._common import boot_options, undefined, valid_rows
+from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 
 __all__ = ["task_accuracy", "task_accuracy_records"]
 
@@ -28,7 +26,8 @@ def _ratio(totals: np.ndarray) -> np.ndarray:
     return totals[..., 0] / totals[..., 1]
 
 
-def task_accuracy(correct: np.ndarray, clusters: np.ndarray, **bootstrap) -> Estimate:
+def task_accuracy(correct: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
+                  **fields) -> Estimate:
     """Share of a generator's answers graded correct (paper 004 §3: "task accuracy", Tables 7–9).
 
     Formula: TA(G) = Σ_x 1{G's answer to x is correct} / |graded answers of G|. ``correct`` holds
@@ -39,13 +38,14 @@ def task_accuracy(correct: np.ndarray, clusters: np.ndarray, **bootstrap) -> Est
     correct = np.asarray(correct, dtype=float)
     clusters = np.asarray(clusters)
     keep, n_missing, excluded = valid_rows(correct, reason=UNGRADED)
-    options = boot_options(bootstrap)
+    options = settings(bootstrap, **fields)
     if not np.isin(correct[keep], (0.0, 1.0)).all():
         raise ValueError("correct must be 1, 0 or NaN (ungraded)")
     if not keep.any():
-        return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, **options)
+        return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters[keep], np.column_stack([correct[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, _ratio, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded, **options)
+    return cluster_bootstrap(sums, _ratio, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+                             bootstrap=options)
 
 
 def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
@@ -62,7 +62,7 @@ def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
     return answers.drop_duplicates(["instance_id", "model"])
 
 
-def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstrap: Mapping[str, Any]) -> list[dict]:
+def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstrap: Bootstrap) -> list[dict]:
     """``task-accuracy`` records: per generator (``generator`` = the model, ``judge`` None) and per
     (judge, condition) of ``comp`` whose judge answered too (``judge`` = it, ``scope`` self,
     ``variant.of`` = "judge's own answers"; the same value under every condition).
@@ -73,7 +73,7 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
     answers = _answers(comp, correctness)
     estimates = {}
     for model, g in answers.groupby("model", sort=True):
-        estimates[model] = task_accuracy(g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), **bootstrap)
+        estimates[model] = task_accuracy(g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
     base = {"metric": "task-accuracy", "pair": None}
     records = [{**base, "judge": None, "condition": None, "generator": model, "scope": None,
                 "variant": {"of": "generator"}, **est.as_dict()} for model, est in estimates.items()]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
 from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
@@ -53,7 +54,7 @@ def _scoped(judges: Sequence[str]) -> list[tuple[str, list[str]]]:
     return [(j, [j]) for j in judges] + ([("all", list(judges))] if len(judges) > 1 else [])
 
 
-def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
                          control: bool = True) -> list[dict]:
     """Effects of a perturbation stored under conditions ``"<name>:<judge>"``."""
     out = []
@@ -62,7 +63,7 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
         sb = _self(rows, lambda j: baseline, members)
         sm = _self(rows, mitigated, members)
         for metric in BASE_METRICS:
-            est, b, m = paired_effect(sb, sm, metric, **boot)
+            est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, "self", metric, est, b, m))
         if not control:
             continue
@@ -70,20 +71,20 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
         cm = _third_party(rows, mitigated)
         cb, cm = cb[cb["side"].isin(members)], cm[cm["side"].isin(members)]
         for metric in ("self-preference", "judge-accuracy"):
-            est, b, m = paired_effect(cb, cm, metric, **boot)
+            est, b, m = paired_effect(cb, cm, metric, bootstrap=boot)
             out.append(_record(label, cfg, "third-party-control", metric, est, b, m))
-        est = diff_in_diff(sb, sm, cb, cm, "self-preference", **boot)
+        est = diff_in_diff(sb, sm, cb, cm, "self-preference", bootstrap=boot)
         out.append(_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
     return out
 
 
-def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict) -> list[dict]:
+def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap) -> list[dict]:
     """Effects of a judge-side option (condition ``<name>``) on the judges' self-evaluations."""
     out = []
     for label, members in _scoped(judges):
         sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
         for metric in BASE_METRICS:
-            est, b, m = paired_effect(sb, sm, metric, **boot)
+            est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, "self", metric, est, b, m))
     return out
 
@@ -93,7 +94,7 @@ def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> dict[str, flo
     return {j: float((g["outcome"] == g["truth"]).mean()) for j, g in fit.groupby("judge")}
 
 
-def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
                  relation: Callable[[str, str], str], familiarity: Mapping | None = None,
                  split: Mapping[str, str] | None = None) -> tuple[list[dict], dict]:
     """Each judge's self-evaluation verdicts replaced by a jury's (``jury`` / ``exclude-relatives``)."""
@@ -121,13 +122,13 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
         sm = sb[["judge", "instance_id", "side", "opponent", "truth"]].merge(
             jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left")
         for metric in BASE_METRICS:
-            est, b, m = paired_effect(sb, sm, metric, **boot)
+            est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, "self", metric, est, b, m))
     info["items_without_jury_verdict"] = int(jury["outcome"].isna().sum())
     return out, info
 
 
-def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict, *,
+def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
                         split: Mapping[str, str], contexts: Mapping[str, str]) -> tuple[list[dict], dict]:
     """Per-judge calibration fitted on the held-out split, evaluated on the evaluation split."""
     method = cfg.params.get("method", "auto")
@@ -148,6 +149,6 @@ def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline
         sb = frame[frame["judge"].isin(group)]
         sm = sb.assign(outcome=sb["calibrated"], prob=float("nan"))  # calibration gives verdicts only
         for metric in BASE_METRICS:
-            est, b, m = paired_effect(sb, sm, metric, **boot)
+            est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, "self", metric, est, b, m))
     return out, info

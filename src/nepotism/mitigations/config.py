@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nepotism.errors import InputError
+from nepotism.metrics.bootstrap import Bootstrap
 
 __all__ = ["KINDS", "PARAMS", "PERTURBATIONS", "MitigationConfig", "MitigationPlan", "load_plan", "parse_plan"]
 
@@ -70,8 +71,7 @@ class MitigationPlan:
     conditions: tuple[MitigationConfig, ...]
     rewriter: str | None = None
     heldout_fraction: float = 0.5
-    n_resamples: int = 1000
-    confidence: float = 0.95
+    bootstrap: Bootstrap = Bootstrap()  # n_resamples and confidence from [mitigate], the experiment's seed
     control: bool = True
 
 
@@ -168,7 +168,8 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     if not pairwise:
         raise InputError("mitigations are measured on a [[judging.protocols]] with protocol = \"pairwise\"",
                          path=where, field="judging.protocols")
-    return MitigationPlan(experiment, parsed, rewriter, float(fraction), resamples, float(confidence), control)
+    bootstrap = Bootstrap(n_resamples=resamples, confidence_level=float(confidence), seed=experiment.seed)
+    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control)
 
 
 def load_plan(path: str | Path, *, registry: Any = None) -> MitigationPlan:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["BASE_METRICS", "diff_in_diff", "metric_columns", "paired_effect", "statistic"]
@@ -115,7 +115,8 @@ def _nan(value) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
-def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, **bootstrap) -> tuple[Estimate, float, float]:
+def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, *,
+                  bootstrap: Bootstrap | None = None) -> tuple[Estimate, float, float]:
     """(effect estimate, baseline value, mitigated value) on the matched pairs."""
     joined, excluded = _matched(base, mitigated, metric)
     k = _WIDTH[metric]
@@ -125,18 +126,19 @@ def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, **bo
     n_excluded = sum(excluded.values())
     if joined.empty:
         empty = cluster_bootstrap(np.zeros((0, 2 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
-                                  excluded=excluded, note="no comparison usable in both conditions")
+                                  excluded=excluded, note="no comparison usable in both conditions", bootstrap=bootstrap)
         return empty, float("nan"), float("nan")
     _, sums = cluster_sums(joined["instance_id"].to_numpy(dtype=str), cols)
     estimate = cluster_bootstrap(
         sums, lambda t: statistic(metric, t[..., k:]) - statistic(metric, t[..., :k]),
-        n=len(joined), n_excluded=n_excluded, excluded=excluded, **bootstrap)
+        n=len(joined), n_excluded=n_excluded, excluded=excluded, bootstrap=bootstrap)
     total = sums.sum(axis=0)
     return estimate, float(statistic(metric, total[:k])), float(statistic(metric, total[k:]))
 
 
 def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
-                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", **bootstrap) -> Estimate:
+                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
+                 bootstrap: Bootstrap | None = None) -> Estimate:
     """(change under self-evaluation) - (change under third-party judges), same resampled instances."""
     a, ex_a = _matched(self_base, self_mit, metric)
     c, ex_c = _matched(ctrl_base, ctrl_mit, metric)
@@ -145,7 +147,8 @@ def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.
     n_excluded = sum(excluded.values())
     if a.empty or c.empty:
         return cluster_bootstrap(np.zeros((0, 4 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
-                                 excluded=excluded, note="no self-evaluation or no third-party comparison")
+                                 excluded=excluded, note="no self-evaluation or no third-party comparison",
+                                 bootstrap=bootstrap)
     zeros_a, zeros_c = np.zeros((len(a), 2 * k)), np.zeros((len(c), 2 * k))
     cols_a = np.hstack([metric_columns(metric, a["outcome_base"].to_numpy(float), a["truth"].to_numpy(float)),
                         metric_columns(metric, a["outcome_mit"].to_numpy(float), a["truth"].to_numpy(float)), zeros_a])
@@ -159,4 +162,5 @@ def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.
         s = lambda i: statistic(metric, t[..., i * k:(i + 1) * k])  # noqa: E731
         return (s(1) - s(0)) - (s(3) - s(2))
 
-    return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded, **bootstrap)
+    return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded,
+                             bootstrap=bootstrap)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics._bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.records import Judgment
 
 __all__ = ["agreement_records", "rubric_rows"]
@@ -44,7 +44,7 @@ def _reference(frame: pd.DataFrame, judge: str) -> pd.DataFrame:
     return agg[["instance_id", "rubric_id", "model", "ref_met"]]
 
 
-def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: dict) -> tuple[list[dict], dict]:
+def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap) -> tuple[list[dict], dict]:
     """``mitigation-effect`` records of filtering rubric items below ``cfg.params['threshold']``."""
     from nepotism.analyses.suite import agreement_filter
 
@@ -76,7 +76,7 @@ def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline:
 
         est = cluster_bootstrap(sums, stat, n=len(joined), n_excluded=n_excluded, excluded=excluded,
                                 note=None if len(joined) else "no rubric verdict on the judge's own responses",
-                                **boot)
+                                bootstrap=boot)
         total = sums.sum(axis=0) if len(sums) else np.zeros(4)
         with np.errstate(invalid="ignore", divide="ignore"):
             before, after = total[0] / total[1], total[2] / total[3]

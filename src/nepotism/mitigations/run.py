@@ -202,8 +202,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     rubric, unparsed_rubric = rubric_rows(judged.judgments)
     for cfg in plan.conditions:
         if cfg.kind == "rubric-agreement":
-            made, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, {
-                "n_resamples": plan.n_resamples, "seed": exp.seed, "confidence": plan.confidence})
+            made, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, plan.bootstrap)
             summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = unparsed_rubric
             records += made
     summary.update({
@@ -255,7 +254,7 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
 
 
 def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, familiarity):
-    boot = {"n_resamples": plan.n_resamples, "seed": plan.experiment.seed, "confidence": plan.confidence}
+    boot = plan.bootstrap
     split = split_heldout([i.id for i in instances], plan.heldout_fraction, seed=plan.experiment.seed)
     contexts = {i.id: i.category or "" for i in instances}
     relation_cache: dict = {}

@@ -7,7 +7,7 @@ perplexity bins.
   judges related to either candidate of a comparison (``"unrelated"``: a judge whose registry
   relation to a candidate is anything but UNRELATED/UNKNOWN is left out of that comparison). The
   rank interval comes from the same seeded cluster bootstrap as every metric (prompts resampled,
-  `nepotism.metrics._bootstrap.bootstrap_weights`): the generators are ranked within each
+  `nepotism.metrics.bootstrap.bootstrap_weights`): the generators are ranked within each
   resample and the interval is the percentile interval of those ranks.
 - `pointwise_leaderboard_records`: the same two leaderboards from a pointwise table (every
   generator graded alone, e.g. MT-Bench or arena-bench grades): each generator's mean score over
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nepotism.metrics._bootstrap import bootstrap_weights
+from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, settings
 
 __all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "pointwise_leaderboard_records"]
 
@@ -108,13 +108,14 @@ def _unknown(registry, names) -> frozenset[str]:
     return frozenset(flagged)
 
 
-def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: int, seed: int,
-           confidence: float, measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None,
+def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, bootstrap: Bootstrap, *,
+           measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None,
            unknown: frozenset[str] = frozenset()) -> list[dict]:
     """One record per generator; ranks are within each board of `opponent_boards` (all one board
     when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
     if rows.empty:
         return []
+    n_resamples, seed, confidence = bootstrap.n_resamples, bootstrap.seed, bootstrap.confidence_level
     clusters, cluster_code = np.unique(rows["instance_id"].to_numpy(), return_inverse=True)
     names, gen_code = np.unique(rows["generator"].astype(str).to_numpy(), return_inverse=True)
     g = names.size
@@ -169,8 +170,8 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, *, n_resamples: i
     return records
 
 
-def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: str, confidence: float,
-                  n_resamples: int) -> list[dict]:
+def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: str,
+                  bootstrap: Bootstrap) -> list[dict]:
     """``unrelated`` records without a value for the generators only related judges scored."""
     records = []
     pairwise = "opponent" in rows
@@ -185,8 +186,9 @@ def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: 
             "generator": str(name), "pair": None, "scope": None, "variant": {"judges": "unrelated", "score": measure},
             "value": None, "ci_low": None, "ci_high": None, "score": None, "score_ci_low": None, "score_ci_high": None,
             "n": 0, "n_clusters": 0, "n_excluded": len(mine), "excluded": {_reason(measure): len(mine)},
-            "judges_used": [], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None, "lineage_only": True,
+            "judges_used": [], "confidence": bootstrap.confidence_level,
+            "method": "percentile of bootstrap ranks", "n_resamples": bootstrap.n_resamples, "p_value": None,
+            "lineage_only": True,
             "related_judges": {j: relation(j, name).lower() for j in judges},
             "note": f"flagged from lineage alone: every judge that {whom} ({why}), so no score "
                     "without related judges can be estimated; add an unrelated judge's judgments",
@@ -213,8 +215,8 @@ class _Relations:
         return self(judge, model) not in _UNRELATED
 
 
-def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, n_resamples: int = 1000, seed: int = 0,
-                                  confidence: float = 0.95) -> list[dict]:
+def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
+                                  **fields) -> list[dict]:
     """Leaderboard ranks of a pointwise table, with all judges and without the judges related to each generator.
 
     ``frame`` is a recorded pointwise table (``instance_id, judge, model, score``; rows without a
@@ -239,10 +241,10 @@ def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, n_resamples:
     rows = rows.merge(pairs, on=["judge", "generator"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
-    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "measure": _MEAN_SCORE}
-    return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
-            + _lineage_only(rows, kept, relation, measure=_MEAN_SCORE, confidence=confidence,
-                            n_resamples=n_resamples))
+    bootstrap = settings(bootstrap, **fields)
+    return (_board(rows, "all", {}, bootstrap, measure=_MEAN_SCORE)
+            + _board(kept, "unrelated", dropped, bootstrap, measure=_MEAN_SCORE)
+            + _lineage_only(rows, kept, relation, measure=_MEAN_SCORE, bootstrap=bootstrap))
 
 
 def _reason(measure: str) -> str:
@@ -253,9 +255,12 @@ def _clean(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int = 1000, seed: int = 0,
-                        confidence: float = 0.95) -> list[dict]:
+def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
+                        **fields) -> list[dict]:
     """Leaderboard ranks with bootstrap rank intervals, with all judges and with unrelated judges only.
+
+    Rank intervals are percentiles of the resampled ranks whatever ``bootstrap.method`` says (a
+    rank has no BCa jackknife here).
 
     ``comparisons`` is `nepotism.analyses.comparisons.Comparisons.frame` (one row per judge,
     prompt and unordered pair; NaN outcomes are excluded). A generator no unrelated judge saw gets
@@ -270,11 +275,11 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, n_resamples: int
     rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
-    options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "boards": opponent_boards(rows),
+    bootstrap = settings(bootstrap, **fields)
+    options = {"boards": opponent_boards(rows),
                "unknown": _unknown(registry, rows["generator"])}  # flagged: not in the registry, or not a model
-    return (_board(rows, "all", {}, **options) + _board(kept, "unrelated", dropped, **options)
-            + _lineage_only(rows, kept, relation, measure=_PREFERENCE, confidence=confidence,
-                            n_resamples=n_resamples))
+    return (_board(rows, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
+            + _lineage_only(rows, kept, relation, measure=_PREFERENCE, bootstrap=bootstrap))
 
 
 def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:

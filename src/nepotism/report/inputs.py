@@ -20,8 +20,12 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nepotism.errors import InputError
+
+if TYPE_CHECKING:
+    from nepotism.metrics.bootstrap import Bootstrap
 
 __all__ = ["audit_judgments", "is_results_file", "is_store", "load_results"]
 
@@ -167,13 +171,13 @@ def _store_table(path: Path, protocol: str | None, workdir: Path) -> Path:
 
 def audit_judgments(path: str | Path, *, references: Sequence[str | Path] = (), models_files: Sequence[str | Path] = (),
                     kind: str | None = None, rule: str = "consistent", protocol: str | None = None,
-                    n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-                    method: str = "percentile") -> tuple[list[dict], dict, list[str]]:
+                    bootstrap: Bootstrap | None = None) -> tuple[list[dict], dict, list[str]]:
     """Audit recorded judgments (or a store's) with every metric whose inputs are present."""
     from nepotism.analyses.audit import AuditOptions
     from nepotism.analyses.comparisons import build_comparisons
     from nepotism.analyses.run_audit import run_audit
     from nepotism.analyses.suite import SuiteOptions, run_suite
+    from nepotism.metrics.bootstrap import Bootstrap
     from nepotism.models import load_registry
     from nepotism.report.derived import leaderboard_records, pointwise_leaderboard_records
     from nepotism.report.summary import describe
@@ -190,24 +194,23 @@ def audit_judgments(path: str | Path, *, references: Sequence[str | Path] = (), 
     with tempfile.TemporaryDirectory() as tmp:
         source = _store_table(path, protocol, Path(tmp)) if is_store(path) else path
         table = read_table(source, kind=kind)
-    boot = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, "method": method}
-    summary = {"source": str(path), "rows": len(table), "kind": table.kind, "options": dict(boot),
+    boot = bootstrap or Bootstrap()
+    summary = {"source": str(path), "rows": len(table), "kind": table.kind, "options": boot.as_dict(),
                "references": [str(p) for p in references]}
     records: list[dict] = []
     if table.kind == "pairwise":
-        audit = run_audit(table, registry=registry, rule=rule, options=AuditOptions(**boot))
+        audit = run_audit(table, registry=registry, rule=rule, options=AuditOptions(bootstrap=boot))
         records += audit.records
         summary.update({k: v for k, v in audit.summary.items() if k not in ("source", "options")})
         comparisons = build_comparisons(table.frame, rule=rule)
-        leaderboard = leaderboard_records(comparisons.frame, registry, n_resamples=n_resamples, seed=seed,
-                                          confidence=confidence)
+        leaderboard = leaderboard_records(comparisons.frame, registry, bootstrap=boot)
     else:
-        leaderboard = (pointwise_leaderboard_records(table.frame, registry, n_resamples=n_resamples, seed=seed,
-                                                     confidence=confidence) if table.kind == "pointwise" else [])
+        leaderboard = (pointwise_leaderboard_records(table.frame, registry, bootstrap=boot)
+                       if table.kind == "pointwise" else [])
         summary.update({"instances": int(table.frame["instance_id"].nunique()),
                         "judges": sorted(map(str, table.frame["judge"].unique()))})
     suite = run_suite(table.frame, table.kind, registry, references=refs,
-                      options=SuiteOptions(**boot, rule=rule, include_audit=table.kind != "pairwise"))
+                      options=SuiteOptions(bootstrap=boot, rule=rule, include_audit=table.kind != "pairwise"))
     records += suite.records + leaderboard
     first = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
     return records, summary, describe([r for r in records if r.get("metric") in first])

@@ -11,14 +11,32 @@ Intervals: percentile (default) or BCa (bias-corrected and accelerated, with a l
 jackknife for the acceleration, also vectorised). Resamples whose statistic is undefined (an empty
 denominator in that resample) are dropped and counted in ``Estimate.note``.
 
+Settings travel as one frozen `Bootstrap` (SciPy's names: ``n_resamples``, ``confidence_level``,
+``method``, plus ``seed``), validated when built; metric functions take it as ``bootstrap=`` or, for
+brevity in a notebook, its fields as keywords (`settings` turns either into a `Bootstrap`).
+
 What this module leaves out: deciding which rows belong to which cluster or which rows are excluded
 — the metric functions do that and pass the counts in.
+
+Adding a metric: sum per-row quantities per cluster, write the statistic of totals, call
+`cluster_bootstrap`:
+
+>>> import numpy as np
+>>> clusters = np.array(["p1", "p1", "p2", "p3", "p3", "p4"])
+>>> won = np.array([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+>>> _, sums = cluster_sums(clusters, np.column_stack([won, np.ones_like(won)]))
+>>> estimate = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=6,
+...                              bootstrap=Bootstrap(n_resamples=200, seed=1))
+>>> round(estimate.value, 3), estimate.n_clusters, estimate.n_resamples
+(0.667, 4, 200)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,9 +44,82 @@ from scipy import stats
 
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["bootstrap_weights", "cluster_bootstrap", "cluster_sums", "finish_estimate"]
+__all__ = ["METHODS", "Bootstrap", "bootstrap_weights", "cluster_bootstrap", "cluster_sums", "finish_estimate",
+           "settings"]
 
 Statistic = Callable[[np.ndarray], np.ndarray]
+
+#: Interval methods: percentile, or bias-corrected and accelerated (``"bca"``).
+METHODS = ("percentile", "bca")
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How every interval is resampled: the one settings object of the package.
+
+    Field names follow `scipy.stats.bootstrap`: ``n_resamples`` (0 gives point estimates with NaN
+    intervals), ``confidence_level`` in (0, 1), ``method`` (``"percentile"`` or ``"bca"``), and
+    ``seed`` (a non-negative integer: the same seed gives the same resamples, and every metric
+    computed on the same prompts with the same seed uses the same resamples). Invalid values raise
+    `ValueError` (or `TypeError` for a wrong type) when the object is built.
+
+    >>> Bootstrap(n_resamples=2000, confidence_level=0.9, seed=7)
+    Bootstrap(n_resamples=2000, confidence_level=0.9, method='percentile', seed=7)
+    >>> Bootstrap(confidence_level=95)
+    Traceback (most recent call last):
+    ...
+    ValueError: confidence_level must be in (0, 1), not 95
+    """
+
+    n_resamples: int = 1000
+    confidence_level: float = 0.95
+    method: str = "percentile"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_resamples", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, not {value}")
+            object.__setattr__(self, name, int(value))
+        level = self.confidence_level
+        if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)):
+            raise TypeError(f"confidence_level must be a number, not {level!r}")
+        if not 0.0 < float(level) < 1.0:
+            raise ValueError(f"confidence_level must be in (0, 1), not {level}")
+        object.__setattr__(self, "confidence_level", float(level))
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON outputs have always written them (``confidence`` for the level, as
+        in every result record)."""
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence_level,
+                "method": self.method}
+
+
+_FIELDS = frozenset({"n_resamples", "confidence_level", "method", "seed"})
+
+
+def settings(bootstrap: Bootstrap | None = None, **fields: Any) -> Bootstrap:
+    """The `Bootstrap` a metric function was given: ``bootstrap=`` or its fields as keywords.
+
+    ``win_rate(o, c, bootstrap=Bootstrap(n_resamples=200))`` and ``win_rate(o, c, n_resamples=200)``
+    are the same call; giving both, or a keyword that is not a field, is a `TypeError`.
+    """
+    unknown = set(fields) - _FIELDS
+    if unknown:
+        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))} (bootstrap fields: "
+                        f"{', '.join(sorted(_FIELDS))})")
+    if bootstrap is None:
+        return Bootstrap(**fields)
+    if not isinstance(bootstrap, Bootstrap):
+        raise TypeError(f"bootstrap must be a Bootstrap, not {type(bootstrap).__name__}")
+    if fields:
+        raise TypeError("give either bootstrap= or its fields as keywords, not both")
+    return bootstrap
 
 
 def cluster_sums(clusters: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,10 +206,7 @@ def cluster_bootstrap(
     n: int,
     n_excluded: int = 0,
     excluded: Mapping[str, int] | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    method: str = "percentile",
+    bootstrap: Bootstrap | None = None,
     alternative: str | None = None,
     null_value: float = 0.0,
     note: str | None = None,
@@ -128,12 +216,14 @@ def cluster_bootstrap(
     ``sums`` is (n_clusters, k) from `cluster_sums`. ``statistic`` maps an array (..., k) of totals
     to (...). ``alternative="greater"`` adds a one-sided bootstrap p-value for value > null_value
     (the share of resamples at or below the null, with the +1 correction); ``"less"`` the mirror.
-    ``n_resamples=0`` gives the point estimate with a NaN interval.
+    ``bootstrap`` holds the settings (default `Bootstrap()`); ``n_resamples=0`` gives the point
+    estimate with a NaN interval.
     """
-    if method not in ("percentile", "bca"):
-        raise ValueError(f"method must be 'percentile' or 'bca', not {method!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be in (0, 1)")
+    bootstrap = settings(bootstrap)
+    n_resamples, seed = bootstrap.n_resamples, bootstrap.seed
+    confidence, method = bootstrap.confidence_level, bootstrap.method
+    if alternative not in (None, "greater", "less"):
+        raise ValueError("alternative must be None, 'greater' or 'less'")
     sums = np.asarray(sums, dtype=float)
     if sums.ndim == 1:
         sums = sums[:, None]
@@ -154,20 +244,20 @@ def cluster_bootstrap(
     weights = bootstrap_weights(n_clusters, n_resamples, seed)
     totals = weights @ sums.astype(weights.dtype)
     return finish_estimate(value, totals, sums, statistic, n=n, n_excluded=n_excluded, excluded=excluded,
-                           n_resamples=n_resamples, confidence=confidence, method=method,
-                           alternative=alternative, null_value=null_value, note=note)
+                           bootstrap=bootstrap, alternative=alternative, null_value=null_value, note=note)
 
 
 def finish_estimate(
     value: float, totals: np.ndarray, sums: np.ndarray, statistic: Statistic, *, n: int, n_excluded: int,
-    excluded: Mapping[str, int], n_resamples: int, confidence: float, method: str, alternative: str | None,
-    null_value: float, note: str | None,
+    excluded: Mapping[str, int], bootstrap: Bootstrap, alternative: str | None, null_value: float,
+    note: str | None,
 ) -> Estimate:
     """Turn resampled totals (B, k) into an `Estimate`: interval, dropped resamples, one-sided p.
 
     Shared by `cluster_bootstrap` and the batched `BootstrapBatch`, so both give identical numbers.
     """
     nan = float("nan")
+    n_resamples, confidence, method = bootstrap.n_resamples, bootstrap.confidence_level, bootstrap.method
     n_clusters = sums.shape[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = np.asarray(statistic(np.asarray(totals, dtype=float)), dtype=float)
