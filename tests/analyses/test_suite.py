@@ -163,7 +163,7 @@ def test_pointwise_scope_without_generators_says_why(tmp_path):
     registry = _registry(tmp_path)
     frame, _ = _pointwise(n=40)
     frame = frame[frame["model"] != "judge-a"]
-    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(n_resamples=20)).records
+    records = run_suite(frame, "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20))).records
     own = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
     assert own["value"] is None and own["n"] == 0
     assert own["note"] == "not measurable: the judge's own answers are not among the 4 generators it scored"
@@ -177,7 +177,7 @@ def test_pointwise_ties_count_half_in_a_variant(tmp_path):
     registry = _registry(tmp_path)
     rows = [{"instance_id": f"x{i}", "judge": "judge-a", "model": m, "score": s}
             for i in range(4) for m, s in (("judge-a", 5.0), ("other-1", [5.0, 5.0, 4.0, 6.0][i]))]
-    records = run_suite(pd.DataFrame(rows), "pointwise", registry, options=SuiteOptions(n_resamples=0)).records
+    records = run_suite(pd.DataFrame(rows), "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     strict = _by(records, "self-preference-ratio", scope="self", variant={"ties": "not preferred"})[0]
     half = _by(records, "self-preference-ratio", scope="self", variant={"ties": "half"})[0]
     assert (strict["value"], half["value"]) == (0.25, 0.5) and strict["n"] == half["n"] == 4
