@@ -49,6 +49,7 @@ from nepotism.metrics._suite_recognition import association_records, perplexity_
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import task_accuracy_records
+from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
@@ -70,12 +71,12 @@ class SuiteOptions:
     perplexity_bins: int = 5
 
 
-@dataclass
-class SuiteResult:
-    records: list[dict] = field(default_factory=list)
+class SuiteResult(Results):
+    """`Results` of `run_suite`; ``records`` holds the same records as dicts (the JSON shape)."""
 
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame.from_records(self.records)
+    def __init__(self, records: list[dict] | None = None):
+        super().__init__(records or [])
+        self.records: list[dict] = self._given
 
 
 def relation_table(registry, judges, models) -> dict:

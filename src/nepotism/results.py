@@ -1,0 +1,242 @@
+"""Typed results: one frozen `Record` per number, and `Results`, the collection every audit returns.
+
+A `Record` is one estimate of one metric: ``metric`` (a catalogue id), ``judge``, ``condition``,
+``scope`` (self, family, student, family-student, ...), the subject (``generator`` — one model —
+or ``pair`` — two), ``value`` with its interval ``ci_low``/``ci_high`` (None when undefined, never
+a silent 0), ``n`` units from ``n_clusters`` prompts, ``n_excluded`` left out with ``excluded``
+counting them per reason, the bootstrap that made the interval (``confidence``, ``method``,
+``n_resamples``), ``p_value`` and ``note`` where set, the ``variant`` (which reading of the
+metric: opponents, ties, paradigm, ...) and ``extra`` (fields only some metrics have, such as
+``judge_id`` or ``tie_share``).
+
+`Record.to_dict` gives exactly the dict the JSON and CSV outputs have always held (the same keys,
+in the same order, ``variant`` nested); `Record.from_dict` reads one back. `Results` adds
+`Results.frame` (a tidy DataFrame whose variant fields are flat columns), `Results.to_json` (the
+records with ``schema_version``) and `Results.select`.
+
+>>> r = Record(metric="self-preference-ratio", judge="gpt-4", condition="default", scope="self",
+...            value=0.62, ci_low=0.55, ci_high=0.69, n=400, n_clusters=200,
+...            variant={"opponents": "unrelated"})
+>>> results = Results([r])
+>>> results.select(metric="self-preference-ratio", scope="self")[0].value
+0.62
+>>> results.frame()[["metric", "scope", "opponents", "value"]].to_dict("records")
+[{'metric': 'self-preference-ratio', 'scope': 'self', 'opponents': 'unrelated', 'value': 0.62}]
+
+This module sits beside `records` and `tables` at the bottom of the layers: it imports nothing
+else from the package, so every layer that emits results can build them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, overload
+
+__all__ = ["SCHEMA_VERSION", "Record", "Results"]
+
+#: Version of the `Results.to_json` document. 1: ``{"schema_version", "summary", "results"}``
+#: with each result in the shape of `Record.to_dict` (the shape every earlier output used).
+SCHEMA_VERSION = 1
+
+
+
+def _number(value: Any, name: str) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or None, not {value!r}")
+    if not isinstance(value, (int, float)):
+        try:
+            value = float(value)  # numpy scalars
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number or None, not {value!r}") from None
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an integer, not {value!r}") from None
+    if count != value or count < 0:
+        raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+    return count
+
+
+@dataclass(frozen=True)
+class Record:
+    """One estimate of one metric (see the module docstring for the fields)."""
+
+    metric: str
+    judge: str | None = None
+    condition: str | None = None
+    scope: str | None = None
+    generator: str | None = None
+    pair: tuple[str, ...] | None = None
+    variant: Mapping[str, Any] = field(default_factory=dict)
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    n_clusters: int = 0
+    n_excluded: int = 0
+    excluded: Mapping[str, int] = field(default_factory=dict)
+    confidence: float | None = None
+    method: str | None = None
+    n_resamples: int | None = None
+    p_value: float | None = None
+    note: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the key order of `to_dict` (the order the record was built in); not part of equality
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metric, str) or not self.metric:
+            raise TypeError(f"metric must be a non-empty string, not {self.metric!r}")
+        for name in ("value", "ci_low", "ci_high", "p_value", "confidence"):
+            object.__setattr__(self, name, _number(getattr(self, name), name))
+        for name in ("n", "n_clusters", "n_excluded"):
+            object.__setattr__(self, name, _count(getattr(self, name), name))
+        if self.n_resamples is not None:
+            object.__setattr__(self, "n_resamples", _count(self.n_resamples, "n_resamples"))
+        if self.pair is not None:
+            object.__setattr__(self, "pair", tuple(self.pair))
+        excluded = {str(k): _count(v, f"excluded[{k!r}]") for k, v in dict(self.excluded or {}).items()}
+        object.__setattr__(self, "excluded", MappingProxyType(excluded))
+        object.__setattr__(self, "variant", MappingProxyType(dict(self.variant or {})))
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra or {})))
+
+    @property
+    def subject(self) -> str | None:
+        """What the number is about: the generator, or the pair as ``"a vs b"``."""
+        if self.generator is not None:
+            return self.generator
+        return " vs ".join(map(str, self.pair)) if self.pair else None
+
+    @property
+    def defined(self) -> bool:
+        return self.value is not None
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Record:
+        """Read a record in the shape of `to_dict` (unknown keys go to ``extra``)."""
+        if "metric" not in record:
+            raise ValueError("a result record needs a 'metric'")
+        known = {f.name for f in fields(cls)} - {"extra", "keys"}
+        core = {k: v for k, v in record.items() if k in known}
+        extra = {k: v for k, v in record.items() if k not in known}
+        return cls(**core, extra=extra, keys=tuple(record))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the JSON and CSV outputs hold it: flat fields, ``variant`` and ``excluded``
+        nested, ``pair`` a list, undefined numbers None, extra fields at the top level."""
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "keys")}
+        values["variant"] = dict(self.variant)
+        values["excluded"] = dict(self.excluded)
+        values["pair"] = list(self.pair) if self.pair is not None else None
+        values.update(self.extra)
+        if not self.keys:
+            return values
+        return {k: values[k] for k in self.keys if k in values}
+
+
+class Results(Sequence[Record]):
+    """The records of one audit (a read-only sequence of `Record`), with the audit's summary."""
+
+    def __init__(self, records: Iterable[Record | Mapping[str, Any]] = (), *,
+                 summary: Mapping[str, Any] | None = None, findings: Sequence[str] = ()):
+        self._given = list(records)
+        self._typed: tuple[Record, ...] | None = None
+        self.summary: dict[str, Any] = dict(summary or {})
+        self.findings: list[str] = list(findings)
+
+    @property
+    def _records(self) -> tuple[Record, ...]:
+        if self._typed is None:  # dicts are read (and validated) when first used as records
+            self._typed = tuple(r if isinstance(r, Record) else Record.from_dict(r) for r in self._given)
+        return self._typed
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+    @overload
+    def __getitem__(self, index: slice) -> Results: ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Results(self._records[index], summary=self.summary, findings=self.findings)
+        return self._records[index]
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Results):
+            return self._records == other._records
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        metrics = sorted({r.metric for r in self._records})
+        return f"Results({len(self)} records: {', '.join(metrics[:6])}{', ...' if len(metrics) > 6 else ''})"
+
+    def select(self, metric: str | Iterable[str] | None = None, *, scope: str | Iterable[str] | None = None,
+               judge: str | Iterable[str] | None = None, condition: str | Iterable[str] | None = None,
+               **variant: Any) -> Results:
+        """The records matching every criterion given (a value, or several to accept any of them);
+        other keywords match variant fields, e.g. ``select(metric="win-rate", ties="half")``."""
+
+        def accepted(wanted):
+            return None if wanted is None else ({wanted} if isinstance(wanted, str) else set(wanted))
+
+        tests = {"metric": accepted(metric), "scope": accepted(scope), "judge": accepted(judge),
+                 "condition": accepted(condition)}
+        out = []
+        for record in self._records:
+            if any(allowed is not None and getattr(record, name) not in allowed for name, allowed in tests.items()):
+                continue
+            if any(record.variant.get(k) != v for k, v in variant.items()):
+                continue
+            out.append(record)
+        return Results(out, summary=self.summary, findings=self.findings)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Every record as `Record.to_dict` (the list the JSON outputs hold under ``results``)."""
+        return [r.to_dict() for r in self._records]
+
+    def frame(self):
+        """A tidy DataFrame: one row per record, variant fields as flat columns (a variant field
+        named like a record field becomes ``variant_<name>``; the whole variant stays in the
+        ``variant`` column), ``excluded`` a dict column, ``subject`` the generator or the pair."""
+        import pandas as pd
+
+        core = [f.name for f in fields(Record) if f.name not in ("variant", "extra", "keys")]
+        rows = []
+        for record in self._records:
+            row = {name: getattr(record, name) for name in core}
+            row["excluded"] = dict(record.excluded)
+            row["pair"] = list(record.pair) if record.pair is not None else None
+            row["subject"] = record.subject
+            row["variant"] = dict(record.variant)
+            for key, value in record.variant.items():
+                row[f"variant_{key}" if key in row else key] = value
+            for key, value in record.extra.items():
+                row.setdefault(key, value)
+            rows.append(row)
+        return pd.DataFrame.from_records(rows, columns=None if rows else [*core, "subject"])
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """``{"schema_version", "summary", "findings", "results"}`` as JSON (what `nepotism report`
+        reads back); the records in the shape every earlier output used."""
+        document = {"schema_version": SCHEMA_VERSION, "summary": self.summary, "findings": self.findings,
+                    "results": self.to_dicts()}
+        return json.dumps(document, indent=indent, sort_keys=True, default=str)
