@@ -22,6 +22,7 @@ FORBIDDEN = {
                    "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
     "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
                 "leakage", "mitigations", "annotate"},
+    "api": {"cli"},
     "results": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
                 "analyses", "report", "cli", "leakage", "mitigations", "annotate", "importers", "experiment",
                 "sandbox"},

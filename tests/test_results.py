@@ -11,7 +11,8 @@ import pytest
 from nepotism import results as results_module
 from nepotism.data import demo_judgments
 from nepotism.metrics import Bootstrap
-from nepotism.report.inputs import audit_judgments, load_results
+from nepotism.api import audit
+from nepotism.report.inputs import load_results
 from nepotism.results import SCHEMA_VERSION, Record, Results
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
@@ -19,8 +20,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "report"
 
 @pytest.fixture(scope="module")
 def demo_records():
-    records, summary, findings = audit_judgments(demo_judgments(), bootstrap=Bootstrap(n_resamples=30))
-    return records, summary, findings
+    results = audit(demo_judgments(), bootstrap=Bootstrap(n_resamples=30))
+    return results.to_dicts(), results.summary, results.findings
 
 
 def _fixture_records():

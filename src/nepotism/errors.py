@@ -7,7 +7,7 @@ module deliberately holds no formatting for the terminal: the CLI decides how to
 
 from __future__ import annotations
 
-__all__ = ["InputError", "NepotismError"]
+__all__ = ["InputError", "NepotismError", "ValidationError"]
 
 
 class NepotismError(Exception):
@@ -51,3 +51,29 @@ class InputError(NepotismError, ValueError):
             where.append(f"field '{self.field}'")
         prefix = ", ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class ValidationError(InputError):
+    """Judgments or references that break the table formats or name a model the registry lacks.
+
+    The same checks run on a file and on a DataFrame (`nepotism.tables.validate`): an error in a
+    file names the file, line and field; an error in a frame names the ``row`` (its index label)
+    and the column (``field``).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None, record: int | None = None, row: object | None = None) -> None:
+        self.row = row
+        super().__init__(message, path=path, line=line, field=field, record=record)
+
+    @property
+    def column(self) -> str | None:
+        return self.field
+
+    def __str__(self) -> str:
+        if self.row is None or self.path is not None:
+            return super().__str__()
+        where = [f"row {self.row!r}" if not isinstance(self.row, int) else f"row {self.row}"]
+        if self.field is not None:
+            where.append(f"column '{self.field}'")
+        return f"{', '.join(where)}: {self.message}"

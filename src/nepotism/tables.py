@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism._files import atomic_write, bad_utf8_line
-from nepotism.errors import InputError
+from nepotism.errors import InputError, ValidationError
 
 __all__ = [
     "KINDS",
@@ -84,6 +84,7 @@ __all__ = [
     "parse_json_line",
     "read_rows",
     "read_table",
+    "validate",
     "write_table",
 ]
 
@@ -153,7 +154,15 @@ class Table:
 
     kind: str
     frame: pd.DataFrame
-    path: str
+    path: str | None  # None for a validated DataFrame (``_line`` then holds each row's index label)
+
+    def where(self, position: int, field: str | None = None) -> dict:
+        """Keywords of a `ValidationError` pointing at a row: file and line, or the frame's row."""
+        origin = self.frame["_line"].iloc[position]
+        origin = origin.item() if hasattr(origin, "item") else origin  # numpy scalar → int or str
+        if self.path is None:
+            return {"row": origin, "field": field}
+        return {"path": self.path, "line": int(origin), "field": field}
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -412,27 +421,69 @@ def read_table(path: str | os.PathLike, *, kind: str | None = None) -> Table:
                 path=str(path),
                 line=1,
             )
+    return _validated(frame, kind, str(path), line_of)
+
+
+def validate(frame: pd.DataFrame, kind: str | None = None) -> Table:
+    """Check and normalise a DataFrame exactly as `read_table` checks a file of the same rows.
+
+    Kinds, values, verdicts, duplicates: the same rules, the same messages; a `ValidationError`
+    names the row (the frame's index label) and the column instead of a file, line and field.
+    ``frame`` is not modified.
+
+    >>> import pandas as pd
+    >>> validate(pd.DataFrame({"instance_id": ["q1"], "judge": ["gpt-4"], "model_a": ["gpt-4"],
+    ...                        "model_b": ["claude-2"], "verdict": ["X"]}))
+    Traceback (most recent call last):
+    ...
+    nepotism.errors.ValidationError: row 0, column 'verdict': unknown verdict 'X': use A, B, tie, or leave empty for unparsed
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame, not {type(frame).__name__}")
+    if kind is not None and kind not in KINDS:
+        raise ValidationError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="kind")
+    labels = list(frame.index)
+    raw = frame.drop(columns=[c for c in ("_line",) if c in frame.columns]).reset_index(drop=True).copy()
+    if kind is None:
+        try:
+            kind = detect_kind(raw.columns)
+        except ValidationError:
+            raise
+        except InputError as err:
+            raise ValidationError(err.message, field=err.field) from None
+        if kind is None:
+            raise ValidationError("cannot tell the table kind from the columns "
+                                  f"({', '.join(map(str, raw.columns)) or 'none'}); pass kind=")
+    return _validated(raw, kind, None, lambda i: labels[i])
+
+
+def _validated(frame: pd.DataFrame, kind: str, path: str | None, locate: Callable[[int], object]) -> Table:
+    """The one validation of a table, for a file (``path`` and ``locate`` giving the line of a row)
+    and for a frame (no path; ``locate`` giving the row's index label)."""
+    where = {"path": path, "line": 1} if path is not None else {}
     required, optional = _COLUMNS[kind]
     for column in required:
         if column not in frame.columns:
-            raise InputError(f"missing required column for a {kind} table", path=str(path), line=1, field=column)
+            raise ValidationError(f"missing required column for a {kind} table", field=column, **where)
     if kind == "correctness-ref" and not ({"correct", "score"} & set(frame.columns)):
-        raise InputError("a correctness table needs 'correct' or 'score'", path=str(path), line=1, field="correct")
-    frame = _Validator(frame, kind, str(path), line_of).run()
-    return Table(kind=kind, frame=frame, path=str(path))
+        raise ValidationError("a correctness table needs 'correct' or 'score'", field="correct", **where)
+    frame = _Validator(frame, kind, path, locate).run()
+    return Table(kind=kind, frame=frame, path=path)
 
 
 class _Validator:
     """Normalise and check one raw frame column by column, failing at the first bad cell."""
 
-    def __init__(self, frame: pd.DataFrame, kind: str, path: str, line_of: Callable[[int], int]):
+    def __init__(self, frame: pd.DataFrame, kind: str, path: str | None, line_of: Callable[[int], object]):
         self.frame = frame.reset_index(drop=True)
         self.kind = kind
         self.path = path
-        self.line_of = line_of
+        self.line_of = line_of  # a row's source line (file) or index label (frame)
 
     def fail(self, row: int, field: str, message: str) -> None:
-        raise InputError(message, path=self.path, line=self.line_of(row), field=field)
+        if self.path is None:
+            raise ValidationError(message, row=self.line_of(row), field=field)
+        raise ValidationError(message, path=self.path, line=self.line_of(row), field=field)
 
     def run(self) -> pd.DataFrame:
         frame = self.frame
@@ -651,7 +702,8 @@ class _Validator:
             self.fail(
                 row,
                 ",".join(keys),
-                f"duplicate row: the same ({', '.join(keys)}) as line {self.line_of(int(first))}",
+                f"duplicate row: the same ({', '.join(keys)}) as {'line' if self.path else 'row'} "
+                f"{self.line_of(int(first))}",
             )
 
 

@@ -91,9 +91,10 @@ def test_simulated_full_report_renders(browser, simulated, tmp_path):
 @pytest.mark.slow
 def test_demo_report_renders(browser, tmp_path):
     from nepotism.data import ATTRIBUTION, demo_judgments
-    from nepotism.report.inputs import audit_judgments
+    from nepotism.api import audit
 
-    records, summary, findings = audit_judgments(demo_judgments(), bootstrap=Bootstrap(n_resamples=100))
+    results = audit(demo_judgments(), bootstrap=Bootstrap(n_resamples=100))
+    records, summary, findings = results.to_dicts(), results.summary, results.findings
     paths = write_report(records, tmp_path / "demo", summary=summary, findings=findings,
                          title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-demo.png")

@@ -40,10 +40,11 @@ def command(out_dir, bootstrap, as_json, live, items):
         return
     from nepotism.data import ATTRIBUTION, demo_judgments
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import audit_judgments
+    from nepotism.api import audit
 
     started = time.perf_counter()
-    records, summary, lines = audit_judgments(demo_judgments(), bootstrap=bootstrap)
+    results = audit(demo_judgments(), bootstrap=bootstrap)
+    records, summary, lines = results.to_dicts(), results.summary, results.findings
     summary = {**summary, "source": "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"}
     paths = write_report(records, out_dir, summary=summary, findings=lines,
                          title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
@@ -80,7 +81,7 @@ def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
     from nepotism.data import live_experiment
     from nepotism.experiment import load_experiment
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import audit_judgments
+    from nepotism.api import audit
     from nepotism.runner import ProgressView
     from nepotism.runner.experiment_run import run_experiment
     from nepotism.store import Store
@@ -93,7 +94,8 @@ def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
                                      dataset=dataclasses.replace(experiment.dataset, limit=items))
     with Store(out / "nepotism.db") as store, ProgressView(enabled=None) as view:
         run = asyncio.run(run_experiment(experiment, store, view=view))
-    records, summary, lines = audit_judgments(Path(run.exports["pairwise"]), bootstrap=bootstrap)
+    results = audit(Path(run.exports["pairwise"]), bootstrap=bootstrap)
+    records, summary, lines = results.to_dicts(), results.summary, results.findings
     summary = {**summary, "source": "nepotism demo --live (local GGUF models)"}
     paths = write_report(records, out, summary=summary, findings=lines,
                          title="nepotism live demo: two tiny local models judging themselves")

@@ -14,6 +14,11 @@ from nepotism.cli._common import (
 )
 
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
+_OPPONENTS = {"both": ("unrelated", "any"), "unrelated": ("unrelated",), "any": ("any",)}
+_ARGUMENT = {"source": "JUDGMENTS", "correlate": "--correlate", "committee": "--committee", "kind": "--kind",
+             "agreement": "--agreement"}
+#: records of the first pairwise audit: the plain-words summary says what they leave unmeasured
+_PAIRWISE_AUDIT = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
 
 
 def _split(values, option):
@@ -28,41 +33,6 @@ def _split(values, option):
     return out
 
 
-def _check_judges(table, registry, allowed=()) -> None:
-    from nepotism.errors import InputError
-
-    frame = table.frame
-    for judge in frame["judge"].unique():
-        if judge not in allowed and not registry.knows(judge):
-            row = int((frame["judge"] == judge).to_numpy().argmax())
-            raise InputError(f"judge '{judge}' is not in the model registry; add it to a --models file "
-                             "(see `nepotism models`)", path=table.path, line=int(frame["_line"].iloc[row]),
-                             field="judge")
-
-
-def _with_committees(table, committees):
-    """The table with each committee's majority-vote rows added (002 §3)."""
-    import pandas as pd
-
-    from nepotism.analyses.suite import committee
-    from nepotism.errors import InputError
-    from nepotism.tables import Table
-
-    if not committees:
-        return table
-    if table.kind not in ("rubric", "pairwise"):
-        raise InputError(f"--committee needs a rubric or pairwise table, not {table.kind}", path=table.path,
-                         field="--committee")
-    frames = [table.frame]
-    for members in committees:
-        missing = sorted(set(members) - set(table.frame["judge"]))
-        if missing:
-            raise InputError(f"committee member(s) not among the judges: {', '.join(missing)}", path=table.path,
-                             field="--committee")
-        frames.append(committee(table.frame, members))
-    return Table(kind=table.kind, frame=pd.concat(frames, ignore_index=True), path=table.path)
-
-
 @click.command("metrics")
 @click.argument("judgments", nargs=-1, required=True, type=click.Path())
 @click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
@@ -70,9 +40,10 @@ def _with_committees(table, committees):
 @click.option("--kind", type=click.Choice(list(_JUDGED)), help="Table kind of a single JUDGMENTS file, when the columns do not tell.")
 @click.option("--rule", type=click.Choice(["consistent", "strict"]), default="consistent", show_default=True,
               help="How to combine the two presentation orders: paper 004 Eq. 1, or paper 003's strict agreement.")
-@click.option("--opponents", type=click.Choice(["unrelated", "any"]), default="unrelated", show_default=True,
+@click.option("--opponents", type=click.Choice(["both", "unrelated", "any"]), default="both", show_default=True,
               help="Which opponents count in the self-preference ratio and demographic-parity bias of related "
-                   "candidates. (Paper 004's D_diff metrics always come for both, as variant opponents.)")
+                   "candidates: unrelated models, any less related model, or both (records carry variant "
+                   "opponents). (Paper 004's D_diff metrics always come for both.)")
 @click.option("--leaderboard", type=click.Path(dir_okay=False),
               help="Reference leaderboard CSV with columns model, score (higher = better) for ranking-difference.")
 @click.option("--rank-against", metavar="JUDGE", help="Rank every judge's leaderboard against this judge's.")
@@ -109,74 +80,39 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     --seed gives the same numbers. --correlate adds records with metric "correlation" (Pearson r
     with a Fisher-z interval across judges).
     """
-    from nepotism.analyses.audit import AuditOptions, audit_pairwise
-    from nepotism.analyses.comparisons import build_comparisons
-    from nepotism.analyses.suite import SuiteOptions, agreement_filter, read_leaderboard, run_suite
-    from nepotism.analyses.suite import correlate as correlate_fn
+    from nepotism.analyses.suite import read_leaderboard
+    from nepotism.api import audit
     from nepotism.errors import InputError
-    from nepotism.metrics.catalogue import METRICS
-    from nepotism.models import load_registry
-    from nepotism.tables import read_table
 
     judgments, reference, models_files = expand_run_folders(judgments, reference, models_files)
     if kind and len(judgments) > 1:
         raise InputError("--kind applies to a single JUDGMENTS file", field="--kind")
     pairs = _split(correlate, "--correlate")
     for pair in pairs:
-        unknown = [m for m in pair[:2] if m not in METRICS]
-        if unknown or len(pair) != 2:
+        if len(pair) != 2:
             raise InputError(f"--correlate takes two metric ids, e.g. judge-accuracy,self-preference-ratio; "
-                             f"unknown: {', '.join(unknown) or pair}", field="--correlate")
-    groups = _split(committees, "--committee")
-    references = {}
-    for path in reference:
-        ref = read_table(path)
-        if ref.kind in _JUDGED:
-            raise InputError(f"a {ref.kind} table is a judgment table: pass it as JUDGMENTS", path=path)
-        references[ref.kind] = ref.frame
-    registry = load_registry(models_files)
-    tables = [read_table(path, kind=kind) for path in judgments]
-    kinds = [t.kind for t in tables]
-    for dup in {k for k in kinds if kinds.count(k) > 1}:
-        raise InputError(f"two {dup} tables given; merge them into one file", field="JUDGMENTS")
-    for table in tables:
-        _check_judges(table, registry)
-    board = read_leaderboard(leaderboard) if leaderboard else None
-    suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices), leaderboard=board,
-                                 rank_against=rank_against, recognition_target=recognition_target,
-                                 perplexity_bins=perplexity_bins)
-    by_kind = {t.kind: t for t in tables}
-    records = []
-    unexplained = []
-    for table in tables:
-        table = _with_committees(table, groups)
-        refs = dict(references)
-        if table.kind in ("recognition", "recognition-pairwise") and "pairwise" in by_kind:
-            refs["pairwise"] = by_kind["pairwise"].frame
-        if table.kind == "pairwise":
-            options = AuditOptions(bootstrap=bootstrap, opponents=(opponents,))
-            records += audit_pairwise(build_comparisons(table.frame, rule=rule), registry, options=options)
-        found = run_suite(table.frame, table.kind, registry, references=refs, options=suite_options).records
-        records += found
-        if table.kind != "pairwise":  # pairwise tables: the plain-words summary says what is not measurable
-            unexplained += found
-        if agreement is not None and table.kind == "rubric":
-            filtered, _ = agreement_filter(table.frame, agreement)
-            for r in run_suite(filtered, "rubric", registry, references=refs, options=suite_options).records:
-                r["variant"] = {**r["variant"], "agreement_at_least": agreement}
-                records.append(r)
-    for x, y in pairs:
-        result = correlate_fn(records, x, y, confidence=bootstrap.confidence_level)
-        records.append({"metric": "correlation", "judge": None, "condition": None, "generator": None, "pair": None,
-                        "scope": None, "variant": {"x": x, "y": y, "across": "judges", "interval": "Fisher z"},
-                        "value": _clean(result["r"]), "ci_low": _clean(result["ci_low"]),
-                        "ci_high": _clean(result["ci_high"]), "n": result["n"], "n_clusters": result["n"],
-                        "n_excluded": 0, "excluded": {}, "p_value": _clean(result["p_value"]),
-                        "note": result.get("note"), "keys": result["keys"]})
+                             f"got {pair}", field="--correlate")
+    try:
+        results = audit(list(judgments), references=list(reference), models=list(models_files),
+                        bootstrap=bootstrap, kind=kind, rule=rule, opponents=_OPPONENTS[opponents],
+                        leaderboard=read_leaderboard(leaderboard) if leaderboard else None,
+                        rank_against=rank_against, slices=tuple(slices), recognition_target=recognition_target,
+                        perplexity_bins=perplexity_bins, committees=_split(committees, "--committee"),
+                        agreement=agreement, correlate=[tuple(p) for p in pairs])
+    except InputError as err:  # name the command's own argument or option
+        if err.field in _ARGUMENT:
+            err.field = _ARGUMENT[err.field]
+            err.args = (str(err),)
+        raise
+    records = results.to_dicts()
     if as_json:
         echo_json(records)
         return
-    _print(records, judgments, pairwise="pairwise" in by_kind, output_format=output_format, unexplained=unexplained)
+    kinds = {t["kind"] for t in results.summary.get("tables", [])} or {results.summary["kind"]}
+    # records a plain-words line explains: the pairwise summary speaks for the pairwise audit and the boards
+    skip = {"leaderboard-rank"} | (set(_PAIRWISE_AUDIT) if "pairwise" in kinds else set())
+    unexplained = [r for r in records if r["metric"] not in skip] if kinds != {"pairwise"} else []
+    _print(records, judgments, pairwise="pairwise" in kinds, output_format=output_format, unexplained=unexplained)
 
 
 def exclusion_lines(records) -> list[str]:
@@ -205,12 +141,6 @@ def undefined_lines(records) -> list[str]:
         target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")
         lines.append(f"  {r['judge']}: {what}{' ' + target if target else ''} — {r['note']}")
     return lines
-
-
-def _clean(x):
-    import math
-
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
 def _print(records, judgments, *, pairwise: bool, output_format: str, unexplained=()) -> None:

@@ -37,9 +37,10 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     network when viewed) and opens with each judge's self, family and student bonus in plain
     words; judge cards show pass/fail against --thresholds (see `nepotism card --help`).
     """
+    from nepotism.api import audit
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import audit_judgments, is_results_file, is_store, load_results
+    from nepotism.report.inputs import is_results_file, is_store, load_results
 
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
     tables, reference, models_files = expand_run_folders((source,), reference, models_files)
@@ -50,9 +51,9 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     if is_results_file(source) and not is_store(source):
         records, summary, findings = load_results(source)
     else:
-        records, summary, findings = audit_judgments(
-            source, references=reference, models_files=models_files, kind=kind, rule=rule, protocol=protocol,
-            bootstrap=bootstrap)
+        results = audit(source, references=list(reference), models=list(models_files), kind=kind, rule=rule,
+                        protocol=protocol, bootstrap=bootstrap)
+        records, summary, findings = results.to_dicts(), results.summary, results.findings
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
     import json
 

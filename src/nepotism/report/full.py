@@ -1,6 +1,6 @@
 """The full report: one self-contained HTML page, the same numbers as Markdown, CSV and JSON.
 
-`write_report` takes result records (any mix of `run_audit`, `run_suite` and `derived` records)
+`write_report` takes result records (any mix of `nepotism.audit`, `run_suite` and `derived` records)
 and writes ``report.html`` (summary first, then every section whose records exist, then the
 judge cards and all results; plots are embedded PNGs, styles inline, no script, nothing fetched
 when viewed), ``report.md``, ``results.csv`` and ``results.json`` (``{summary, findings,

@@ -7,27 +7,19 @@
   agreement report of ``nepotism annotate agreement --json`` (made into ``annotator-agreement``,
   ``annotator-kappa``, ``judge-human-agreement`` and ``judge-human-kappa`` records); or JSON Lines
   records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
-- `audit_judgments`: a recorded judgment table (CSV/JSONL/Parquet) or a store (SQLite file, its
-  judgments exported in the recorded format first) → the audit and suite records, the
-  leaderboard records (pairwise), a summary and the findings sentences.
 
-What this module leaves out: rendering (`full`), thresholds (`card`).
+Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves out: rendering
+(`full`), thresholds (`card`).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nepotism.errors import InputError
 
-if TYPE_CHECKING:
-    from nepotism.metrics.bootstrap import Bootstrap
-
-__all__ = ["audit_judgments", "is_results_file", "is_store", "load_results"]
+__all__ = ["is_results_file", "is_store", "load_results"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -157,60 +149,3 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         record.setdefault("condition", "default")
     summary.setdefault("source", str(path))
     return records, summary, findings
-
-
-def _store_table(path: Path, protocol: str | None, workdir: Path) -> Path:
-    from nepotism.store import Store
-
-    out = workdir / "judgments.parquet"
-    with Store(path) as store:
-        if store.export("judgments", out, fmt="parquet", protocol=protocol) == 0:
-            raise InputError("the store holds no judgments", path=str(path))
-    return out
-
-
-def audit_judgments(path: str | Path, *, references: Sequence[str | Path] = (), models_files: Sequence[str | Path] = (),
-                    kind: str | None = None, rule: str = "consistent", protocol: str | None = None,
-                    bootstrap: Bootstrap | None = None) -> tuple[list[dict], dict, list[str]]:
-    """Audit recorded judgments (or a store's) with every metric whose inputs are present."""
-    from nepotism.analyses.audit import AuditOptions
-    from nepotism.analyses.comparisons import build_comparisons
-    from nepotism.analyses.run_audit import run_audit
-    from nepotism.analyses.suite import SuiteOptions, run_suite
-    from nepotism.metrics.bootstrap import Bootstrap
-    from nepotism.models import load_registry
-    from nepotism.report.derived import leaderboard_records, pointwise_leaderboard_records
-    from nepotism.report.summary import describe
-    from nepotism.tables import read_table
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", path=str(path))
-    registry = load_registry(models_files)
-    refs = {}
-    for ref_path in references:
-        ref = read_table(ref_path)
-        refs[ref.kind] = ref.frame
-    with tempfile.TemporaryDirectory() as tmp:
-        source = _store_table(path, protocol, Path(tmp)) if is_store(path) else path
-        table = read_table(source, kind=kind)
-    boot = bootstrap or Bootstrap()
-    summary = {"source": str(path), "rows": len(table), "kind": table.kind, "options": boot.as_dict(),
-               "references": [str(p) for p in references]}
-    records: list[dict] = []
-    if table.kind == "pairwise":
-        audit = run_audit(table, registry=registry, rule=rule, options=AuditOptions(bootstrap=boot))
-        records += audit.records
-        summary.update({k: v for k, v in audit.summary.items() if k not in ("source", "options")})
-        comparisons = build_comparisons(table.frame, rule=rule)
-        leaderboard = leaderboard_records(comparisons.frame, registry, bootstrap=boot)
-    else:
-        leaderboard = (pointwise_leaderboard_records(table.frame, registry, bootstrap=boot)
-                       if table.kind == "pointwise" else [])
-        summary.update({"instances": int(table.frame["instance_id"].nunique()),
-                        "judges": sorted(map(str, table.frame["judge"].unique()))})
-    suite = run_suite(table.frame, table.kind, registry, references=refs,
-                      options=SuiteOptions(bootstrap=boot, rule=rule, include_audit=table.kind != "pairwise"))
-    records += suite.records + leaderboard
-    first = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
-    return records, summary, describe([r for r in records if r.get("metric") in first])
