@@ -14,7 +14,35 @@ import numpy as np
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["group_sums", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
+__all__ = ["checked", "group_sums", "labels", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
+
+
+def checked(values, name: str, *, low: float, high: float, n: int | None = None) -> np.ndarray:
+    """``values`` as a 1-D float array whose entries are in [low, high] or NaN (no verdict);
+    ``n``: the length it must have. Anything else is a `ValueError` naming the argument and the
+    first offending position (inf, out of range, wrong shape, not a number)."""
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers (NaN for no verdict)") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, not of shape {array.shape}")
+    if n is not None and array.size != n:
+        raise ValueError(f"{name} has {array.size} entries; expected {n} (one per row)")
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(array) | (array < low) | (array > high)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}] or NaN (no verdict); {name}[{i}] is {float(array[i])!r}")
+    return array
+
+
+def labels(values, name: str, *, n: int) -> np.ndarray:
+    """``values`` (cluster labels, one per row) as a 1-D array of length ``n``."""
+    array = np.asarray(values)
+    if array.ndim != 1 or array.size != n:
+        raise ValueError(f"{name} must hold one label per row: {n} expected, got shape {array.shape}")
+    return array
 
 
 def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: dict | None = None,

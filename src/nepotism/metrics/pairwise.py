@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics._common import checked, labels
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -77,12 +78,21 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", b
     paper 000 convention, the default), or WR = wins / (wins + losses) with ``ties="exclude"``
     (ties counted in ``excluded["tie"]``). ``outcome`` holds codes for the generator (+1 win,
     0 tie, -1 loss, NaN = no usable verdict, excluded as ``"no verdict"``).
-    Zero division: no usable comparison → NaN with a note, never 0.
+    Zero division: no usable comparison → NaN with a note, never 0. Codes outside [-1, 1] (or a
+    clusters array of another length) are refused.
+
+    >>> est = win_rate([1, 0, -1, 1, float("nan")], ["p1", "p1", "p2", "p3", "p3"], n_resamples=0)
+    >>> est.value, est.n, dict(est.excluded)
+    (0.625, 4, {'no verdict': 1})
+    >>> win_rate([2, 1, 5], ["p1", "p2", "p3"])
+    Traceback (most recent call last):
+    ...
+    ValueError: outcome must be in [-1, 1] or NaN (no verdict); outcome[0] is 2.0
     """
     if ties not in TIE_POLICIES:
         raise ValueError(f"ties must be one of {TIE_POLICIES}")
-    outcome = np.asarray(outcome, dtype=float)
-    clusters = np.asarray(clusters)
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    clusters = labels(clusters, "clusters", n=outcome.size)
     missing = np.isnan(outcome)
     excluded = {"no verdict": int(missing.sum())} if missing.any() else {}
     keep = ~missing
@@ -110,9 +120,12 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstra
     Variants: ``scope`` (self, family, student, family-student: which candidates are "related"),
     ``opponents`` (unrelated | any less related), ``paradigm`` pairwise | pointwise (the judge's two
     direct-assessment scores on one instance stand for the verdict; equal scores are a tie).
+
+    >>> self_preference_ratio([1, 1, 0, -1], ["q1", "q2", "q3", "q4"], n_resamples=0).value
+    0.5
     """
-    outcome = np.asarray(outcome, dtype=float)
-    clusters = np.asarray(clusters)
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    clusters = labels(clusters, "clusters", n=outcome.size)
     keep = ~np.isnan(outcome)
     wins = (outcome[keep] == 1).astype(float)
     _, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
@@ -139,10 +152,17 @@ def demographic_parity_bias(
     In a comparison of one related and one unrelated candidate the two rows are s and 1−s, so the
     bias is 2·mean(s) − 1: 0 means no preference, +1 the judge always picks its relative.
     Zero division: no related or no unrelated candidate → NaN with a note.
+
+    >>> demographic_parity_bias([1, 0, 1, 0], [True, False, True, False], ["q1", "q1", "q2", "q2"],
+    ...                         n_resamples=0).value
+    1.0
     """
-    preference = np.asarray(preference, dtype=float)
-    related = np.asarray(related, dtype=bool)
-    clusters = np.asarray(clusters)
+    preference = checked(preference, "preference", low=0.0, high=1.0)
+    related = checked(related, "related", low=0.0, high=1.0, n=preference.size)
+    if np.isnan(related).any() or not np.isin(related, (0.0, 1.0)).all():
+        raise ValueError("related must hold booleans (True: the candidate is the judge's own or related)")
+    related = related.astype(bool)
+    clusters = labels(clusters, "clusters", n=preference.size)
     keep = ~np.isnan(preference)
     y, s = preference[keep], related[keep].astype(float)
     columns = np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
