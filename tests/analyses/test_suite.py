@@ -476,7 +476,7 @@ def test_position_metrics_only_from_rows_whose_order_is_known(tmp_path):
     """A harness that randomised the order (AlpacaEval) gives rows with presentation = unknown: they
     weigh in every preference metric but never in a position metric."""
     spec, sim, registry = _setup(tmp_path)
-    options = SuiteOptions(n_resamples=0)
+    options = SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
     frame = sim.pairwise.copy()
     known = run_suite(frame, "pairwise", registry, options=options)
     assert any(r["metric"] == "position-consistency" for r in known.records)
@@ -498,10 +498,10 @@ def test_an_unknown_slice_column_is_an_error_naming_the_columns(tmp_path):
 
     spec, sim, registry = _setup(tmp_path)
     with pytest.raises(InputError) as err:
-        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(n_resamples=0, slices=("nosuchcol",)))
+        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("nosuchcol",)))
     assert err.value.field == "--slice" and "nosuchcol" in str(err.value) and "instance_id" in str(err.value)
     with pytest.raises(InputError, match="rubric-items"):
-        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(n_resamples=0, slices=("rubric-polarity",)))
+        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity",)))
 
 
 def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so():
@@ -517,7 +517,7 @@ def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so
     humans = pd.DataFrame({"instance_id": [f"q{i}" for i in range(n)], "model_a": "vicuna-13b",
                            "model_b": "text-davinci-003", "winner": ["vicuna-13b"] * 10 + ["text-davinci-003"] * 20})
     records = run_suite(frame, "pairwise", default_registry(), references={"preference-ref": humans},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     eo = {r["scope"]: r for r in records if r["metric"] == "equal-opportunity-bias"}
     # both sides are related to GPT-4: each is measured against the other, flagged opponents=any
     assert {scope: r["variant"]["opponents"] for scope, r in eo.items()} == {"family-student": "any", "family": "any"}
