@@ -544,6 +544,6 @@ def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_sc
                           "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],
                           "verdict": ["A", "B", "tie", "tie"], "condition": "default", "replicate": 0})
     records = run_suite(frame, "pairwise", default_registry(), references={"correctness-ref": scores},
-                        options=SuiteOptions(n_resamples=0)).records
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     mipa = [r for r in records if r["metric"] == "mipa" and r["variant"].get("paradigm") == "PWC"]
     assert len(mipa) == 1 and mipa[0]["value"] == 1.0
