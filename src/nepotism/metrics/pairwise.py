@@ -63,14 +63,6 @@ def _ratio(totals: np.ndarray) -> np.ndarray:
     return totals[..., 0] / totals[..., 1]
 
 
-def _boot_kwargs(kwargs: dict) -> dict:
-    allowed = {"n_resamples", "seed", "confidence", "method"}
-    unknown = set(kwargs) - allowed
-    if unknown:
-        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
-    return kwargs
-
-
 def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Share of comparisons a generator wins under a judge.
 
