@@ -41,6 +41,9 @@ FORBIDDEN = {
     "runner": {"analyses", "report", "cli", "leakage", "mitigations", "annotate"},
     "analyses": {"cli", "runner", "backends"},
     "report": {"cli", "runner", "backends"},
+    "experiment": {"runner", "analyses", "report", "cli", "leakage", "mitigations", "annotate", "api"},
+    "leakage": {"report", "cli", "api"},
+    "mitigations": {"report", "cli", "api"},
     "importers": {"analyses", "runner", "report", "cli", "backends", "store", "judging", "metrics", "leakage",
                   "mitigations", "annotate", "grading"},
 }
@@ -51,14 +54,18 @@ def _layer(path: Path) -> str:
     return relative.parts[0].removesuffix(".py")
 
 
-def _imported(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _imported(path: Path, text: str | None = None) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):  # relative: resolve against the module's own package
+            package = ["nepotism", *path.relative_to(PACKAGE).parent.parts]
+            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            names.add(".".join(base + ([node.module] if node.module else [])))
     return {n.split(".")[1] for n in names if n.startswith("nepotism.") and len(n.split(".")) > 1}
 
 
@@ -69,3 +76,10 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if _layer(p) in FORBIDDEN)
 def test_layer_imports_point_down(path):
     bad = _imported(path) & FORBIDDEN[_layer(path)]
     assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}, above its layer"
+
+
+def test_relative_and_lazy_imports_are_seen():
+    where = PACKAGE / "leakage" / "pipeline.py"
+    assert _imported(where, "from ..report import full\n") == {"report"}
+    assert _imported(where, "def f():\n    from .audit import x\n") == {"leakage"}
+    assert _imported(PACKAGE / "metrics" / "pairwise.py", "from . import bootstrap\n") == {"metrics"}
