@@ -4,7 +4,9 @@ Every writer in nepotism goes through `atomic_write`: the content goes to a temp
 target's folder (same file system, same suffixes so type-sniffing writers still work), which then
 replaces the target with one rename. Temporary files get the usual permissions (0666 minus the
 umask), not mkstemp's 0600. Several outputs that must land together use `temp_beside` for each and
-rename them at the end.
+rename them at the end. A temporary file's name holds the writer's process id
+(``.NAME.PID.XXXX.SUFFIX``): a writer first removes the temporary files of the same target left by
+processes that no longer exist (a killed export), so they do not pile up.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "temp_beside", "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "remove_stale_temps", "temp_beside",
+           "write_files"]
 
 
 def _umask() -> int:
@@ -30,10 +33,45 @@ def temp_beside(target: str | os.PathLike) -> Path:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     suffix = "".join(target.suffixes[-2:]) if target.suffix == ".gz" else target.suffix
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())
     return Path(tmp)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temps(target: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of ``target`` (see `temp_beside`) whose writing process no
+    longer exists on this machine; return them. Files of live processes are left alone."""
+    target = Path(target)
+    removed = []
+    prefix = f".{target.name}."
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                entry.unlink()
+                removed.append(entry)
+            except OSError:
+                pass
+    return removed
 
 
 def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:

@@ -24,7 +24,7 @@ def _open_existing(path: Path | None):
     path = default_store_path() if path is None else path
     if not path.is_file():
         raise InputError("no store file here", path=str(path))
-    return Store(path)
+    return Store.read_only(path)  # read-only where it cannot be written (info and export only read)
 
 
 @click.group("store")

@@ -41,7 +41,7 @@ from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
-from nepotism.store import CLAIM_LEASE_S, CachedCall, Store
+from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreWriteError
 from nepotism.store.fastread import call_rows
 
 __all__ = [
@@ -352,7 +352,13 @@ class CallExecutor:
             await asyncio.gather(*workers, return_exceptions=True)
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
-            self.store.release_claims(self.owner)
+            try:
+                self.store.release_claims(self.owner)
+            except StoreWriteError:
+                pass  # (a full disk: the claims expire on their own)
+        if self.store.low_space:
+            raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
+                                  "(none lost); free space and run again to resume", path=str(self.store.path))
 
     async def _renew_claims(self) -> None:
         """Keep this executor's claims alive while it runs (a third of the lease apart)."""
@@ -364,7 +370,7 @@ class CallExecutor:
         self, endpoint: Endpoint, queue: asyncio.Queue, on_result: Callable[[CallResult], None]
     ) -> None:
         deferred = self._deferred.setdefault(endpoint.model, [])
-        while True:
+        while not self.store.low_space:  # a full disk: send nothing more, keep what is answered
             try:
                 group = queue.get_nowait()
             except asyncio.QueueEmpty:

@@ -285,6 +285,7 @@ async def run_experiment(
     if recorded:
         store.add_responses(recorded)
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry)
+    store.reserve_space()  # room for the calls answered when the disk fills up (none lost)
     try:
         with store.recording_run({"experiment": experiment.as_config()}) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
@@ -295,24 +296,28 @@ async def run_experiment(
             tasks = plan_tasks(experiment, instances, candidates, judging)
             judged = await runner.judge(tasks, judging.render, judging.interpret_all)
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
-    finally:
-        await _close(endpoints)
-    counts: dict[str, int] = {}
-    for j in judged.judgments:
-        counts[j.status] = counts.get(j.status, 0) + 1
-    summary = RunSummary(
-        run_id=run_id, status="done", instances=len(instances),
-        generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
-        generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
-    )
-    tables = export_judgments(experiment, store, tasks)
-    summary.exports = tables | references
-    summary.grading = graded
-    if experiment.output_dir is not None:
-        from nepotism.run_folder import write_manifest
+            counts: dict[str, int] = {}
+            for j in judged.judgments:
+                counts[j.status] = counts.get(j.status, 0) + 1
+            summary = RunSummary(
+                run_id=run_id, status="done", instances=len(instances),
+                generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
+                generation_failures=[{"instance_id": i, "generator": g, "error": e}
+                                     for i, g, e in generated.failures],
+            )
+            # inside the run: an export that fails (a full or read-only output folder) fails the run
+            tables = export_judgments(experiment, store, tasks)
+            summary.exports = tables | references
+            summary.grading = graded
+            if experiment.output_dir is not None:
+                from nepotism.run_folder import write_manifest
 
-        write_manifest(experiment.output_dir, experiment=experiment.name, run_id=run_id, tables=tables,
-                       references=references, registry_files=experiment.registry_files)
+                write_manifest(experiment.output_dir, experiment=experiment.name, run_id=run_id,
+                               tables=tables, references=references,
+                               registry_files=experiment.registry_files)
+    finally:
+        store.drop_reserve()
+        await _close(endpoints)
     return summary
 
 
@@ -321,13 +326,20 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any])
     if experiment.output_dir is None:
         return {}
     out_dir = Path(experiment.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot create the output folder ({err.strerror or err})", path=str(out_dir)) from None
     written = {}
     # recognition questions of both shapes share a stored protocol but are two table kinds
     kinds = {t.protocol if t.protocol.startswith("recognition") else t.judgment_protocol for t in tasks}
     for protocol in sorted(kinds):
         target = out_dir / f"{protocol}.{experiment.output_format}"
-        store.export("judgments", target, fmt=experiment.output_format, protocol=protocol)
+        try:
+            store.export("judgments", target, fmt=experiment.output_format, protocol=protocol)
+        except OSError as err:
+            raise InputError(f"cannot write the output ({err.strerror or err}); the judgments are "
+                             "in the store (nepotism store export)", path=str(target)) from None
         written[protocol] = str(target)
     return written
 

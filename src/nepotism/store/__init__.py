@@ -7,7 +7,7 @@ before it is written. `Store.export` writes tables in
 the public recorded-judgment formats. This package does not call models or parse their output.
 """
 
-from nepotism.store._migrate import SCHEMA_VERSION, StoreSchemaError
+from nepotism.store._migrate import SCHEMA_VERSION, StoreSchemaError, StoreWriteError
 from nepotism.store.calls import CachedCall, call_key
 from nepotism.store.database import CLAIM_LEASE_S, RUN_STATUSES, TABLES, Store, default_store_path
 
@@ -19,6 +19,7 @@ __all__ = [
     "CachedCall",
     "Store",
     "StoreSchemaError",
+    "StoreWriteError",
     "call_key",
     "default_store_path",
 ]

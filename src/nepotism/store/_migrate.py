@@ -20,7 +20,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["StoreSchemaError"]
+__all__ = ["StoreSchemaError", "StoreWriteError"]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 #: Seconds a connection waits for another writer's lock before giving up.
@@ -29,6 +29,45 @@ BUSY_TIMEOUT_S = 60.0
 
 class StoreSchemaError(InputError):
     """The store file was written by a newer nepotism (or its migration log is inconsistent)."""
+
+
+class StoreWriteError(InputError):
+    """The store cannot be written: its disk is full, it is read-only, or the disk failed.
+
+    One line naming the store and SQLite's cause; everything committed before stays in the file.
+    """
+
+
+# SQLite's messages for a store that cannot be written, whatever the statement
+_WRITE_FAILURES = ("database or disk is full", "disk i/o error", "attempt to write a readonly database",
+                   "unable to open database file", "database disk image is malformed")
+
+
+def _write_failure(err: sqlite3.OperationalError, path: str) -> Exception:
+    cause = str(err)
+    if not any(text in cause.lower() for text in _WRITE_FAILURES):
+        return err
+    return StoreWriteError(f"cannot write the store ({cause}); everything committed before is kept",
+                           path=path)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose write failures (full disk, read-only file, I/O error) are
+    `StoreWriteError` values naming the store, instead of bare ``OperationalError``."""
+
+    store_path = ""
+
+    def execute(self, *args):  # type: ignore[override]
+        try:
+            return super().execute(*args)
+        except sqlite3.OperationalError as err:
+            raise _write_failure(err, self.store_path) from None
+
+    def executemany(self, *args):  # type: ignore[override]
+        try:
+            return super().executemany(*args)
+        except sqlite3.OperationalError as err:
+            raise _write_failure(err, self.store_path) from None
 
 
 @dataclass(frozen=True)
@@ -77,22 +116,52 @@ def _statements(sql: str):
         raise RuntimeError("incomplete SQL statement at the end of a migration")
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open ``path`` in autocommit mode with WAL, ``synchronous=NORMAL`` and foreign keys on."""
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode with WAL, ``synchronous=NORMAL`` and foreign keys on.
+
+    ``readonly`` opens it for reading only, so that nothing is ever written: ``immutable=1`` for a
+    cleanly closed store (no ``-wal`` file), else ``mode=ro`` (which reads the WAL; on a read-only
+    file system, where SQLite cannot create the ``-shm`` file, immutable after all)."""
+    if readonly:
+        return _connect_readonly(path)
     try:
         conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+            factory=_Connection,
         )
+        conn.store_path = str(path)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         mode = _journal_wal(conn)
-    except sqlite3.DatabaseError as err:
-        raise InputError(f"cannot open the store: {err}", path=str(path)) from err
+    except (sqlite3.DatabaseError, StoreWriteError) as err:
+        raise InputError(f"cannot open the store: {getattr(err, 'message', err)}", path=str(path)) from None
     if str(mode).lower() != "wal":
         conn.close()
         raise InputError(f"the store needs WAL journaling but SQLite chose {mode!r}", path=str(path))
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    from urllib.parse import quote
+
+    last: Exception | None = None
+    # without a WAL (a cleanly closed store) nothing needs SQLite's shared memory: immutable,
+    # which creates no -wal/-shm file; with one, read it through mode=ro
+    wal = Path(f"{path}-wal").exists()
+    for flags in (("mode=ro", "mode=ro&immutable=1") if wal else ("mode=ro&immutable=1",)):
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{flags}", uri=True,
+                                   timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False, factory=_Connection)
+            conn.store_path = str(path)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            conn.execute("PRAGMA query_only = ON")
+            return conn
+        except (sqlite3.DatabaseError, StoreWriteError) as err:
+            last = err
+    raise InputError(f"cannot open the store for reading: {getattr(last, 'message', last)}",
+                     path=str(path)) from None
 
 
 def _journal_wal(conn: sqlite3.Connection) -> str:
@@ -128,12 +197,17 @@ def _check_not_newer(version: int, path: Path) -> None:
         )
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> int:
-    """Apply every pending migration; return the schema version afterwards."""
+def migrate(conn: sqlite3.Connection, path: Path, *, readonly: bool = False) -> int:
+    """Apply every pending migration; return the schema version afterwards. A ``readonly``
+    store must already be up to date (it cannot be migrated)."""
     version = schema_version(conn)
     _check_not_newer(version, path)
     if version == SCHEMA_VERSION:
         return version
+    if readonly:
+        raise StoreSchemaError(f"the store has schema version {version} and needs upgrading to "
+                               f"{SCHEMA_VERSION}, but it is read-only; open it once where it can be "
+                               "written", path=str(path))
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(

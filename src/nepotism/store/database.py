@@ -27,7 +27,7 @@ from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
-from nepotism.store._migrate import connect, migrate, schema_version
+from nepotism.store._migrate import StoreWriteError, connect, migrate, schema_version
 from nepotism.store.calls import (
     _CALL_COLUMNS,
     CALL_STATUSES,
@@ -46,6 +46,8 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _BATCH = 500  # keys per SELECT ... IN (...)
 #: Seconds a claim on a call being sent lasts unless its owner renews it (see `Store.claim_call`).
 CLAIM_LEASE_S = 60.0
+#: Bytes set aside beside a store during a run for calls answered when its disk fills up.
+RESERVE_BYTES = 8 << 20
 
 _FILTERS = {
     "instances": ("id", "category"),
@@ -96,18 +98,30 @@ class Store:
 
     call_key = staticmethod(call_key)
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        #: opened for reading only (`read_only`): nothing is written, not even a migration
+        self.readonly = readonly
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._closed = False
-        self.schema_version = migrate(self._conn(), self.path)
+        #: True once a full disk used up the reserve (see `reserve_space`): send no more calls
+        self.low_space = False
+        self.schema_version = migrate(self._conn(), self.path, readonly=readonly)
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
         """Open ``path``, or `default_store_path` when ``path`` is None."""
         return cls(default_store_path() if path is None else path)
+
+    @classmethod
+    def read_only(cls, path: str | Path) -> Store:
+        """Open an existing store for reading: read-only when the file or its folder cannot be
+        written (a read-only mount, a shared copy), else as usual."""
+        path = Path(path)
+        writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+        return cls(path, readonly=not writable)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -116,7 +130,7 @@ class Store:
             with self._guard:
                 if self._closed:
                     raise RuntimeError(f"the store {self.path} is closed")
-                conn = connect(self.path)
+                conn = connect(self.path, readonly=self.readonly)
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
@@ -133,7 +147,8 @@ class Store:
             changed = conn.total_changes - before
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite has already rolled back after a full disk
+                conn.execute("ROLLBACK")
             raise
         return changed
 
@@ -196,7 +211,14 @@ class Store:
                         logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
                         error=error, run_id=run_id)
         try:
-            self._conn().execute(_PUT_CALL, _clean(row))
+            try:
+                self._conn().execute(_PUT_CALL, _clean(row))
+            except StoreWriteError:
+                # a full disk: give back the space set aside (`reserve_space`) so that this
+                # answered, paid-for call is kept, then let the caller stop (`low_space`)
+                if not self._release_reserve():
+                    raise
+                self._conn().execute(_PUT_CALL, _clean(row))
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
@@ -211,6 +233,36 @@ class Store:
             return self._write_many(_PUT_CALL, rows)
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
+
+    # -- space set aside for answered calls ---------------------------------------------------
+    @property
+    def _reserve_path(self) -> Path:
+        return self.path.with_name(self.path.name + "-reserve")
+
+    def reserve_space(self, nbytes: int = RESERVE_BYTES) -> None:
+        """Set ``nbytes`` of disk aside beside the store (a ``-reserve`` file) for the calls that
+        are answered when the disk fills up: `put_call` frees it on a full disk, stores the call
+        and sets `low_space`, so a full disk loses no answered call. A no-op if it cannot be
+        written (the disk is already full: then the first failed write says so)."""
+        try:
+            with open(self._reserve_path, "wb") as handle:
+                handle.write(b"\0" * nbytes)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:
+            self._reserve_path.unlink(missing_ok=True)
+
+    def drop_reserve(self) -> None:
+        """Remove the reserve file (at the end of a run)."""
+        self._reserve_path.unlink(missing_ok=True)
+
+    def _release_reserve(self) -> bool:
+        """Free the reserve after a full disk; True when there was one to free."""
+        if not self._reserve_path.exists():
+            return False
+        self._reserve_path.unlink(missing_ok=True)
+        self.low_space = True
+        return True
 
     # -- claims on calls being sent ----------------------------------------------------------
     def claim_call(self, key: str, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> str:
