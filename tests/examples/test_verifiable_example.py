@@ -235,7 +235,8 @@ format = "csv"
     assert metrics.exit_code == 0, metrics.output
     records = [r for r in json.loads(metrics.output) if r["judge"] == "smollm2-135m-instruct"]
     spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"]
-    assert spr and all(r["variant"]["opponents"] == "unrelated" for r in spr)
+    # nepotism metrics gives both opponent populations by default (the records of nepotism report)
+    assert spr and {r["variant"]["opponents"] for r in spr} == {"unrelated", "any"}
     # paper 004's D_diff metrics come for both opponent populations and both averagings in one run
     for metric in D_DIFF:
         rows = [r for r in records if r["metric"] == metric and "preference" not in r["variant"]]
