@@ -80,3 +80,15 @@ def test_names_with_tex_and_long_text_render():
     out = plots.bias_bars([record])
     assert len(out) == 1
     _png(out[0])
+
+
+def test_pls_is_drawn_with_paper_000s_tie_rule_when_present():
+    """PLS now defaults to ties=loss (Table 1's convention); older results carry only ties=half."""
+    from nepotism.report.plots import pls_tie_rule
+
+    def pls(ties):
+        return {"metric": "preference-leakage-score", "variant": {"ties": ties}, "value": 0.1}
+
+    assert pls_tie_rule([pls("half"), pls("loss"), pls("exclude")]) == "loss"
+    assert pls_tie_rule([pls("half")]) == "half"
+    assert pls_tie_rule([]) == "half"

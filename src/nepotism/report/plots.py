@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 
 __all__ = ["OKABE_ITO", "SCOPE_COLOURS", "all_plots", "bias_bars", "confusion_matrices", "heatmaps",
-           "leaderboard", "mitigation", "perplexity"]
+           "leaderboard", "mitigation", "perplexity", "pls_tie_rule"]
 
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
@@ -218,7 +218,7 @@ _BARS = [
      and _variant(r).get("opponents", "unrelated") == "unrelated"
      and _variant(r).get("preference", "verdict") == "verdict",
      None, 100, "prefers own answer when the other is correct (%)"),
-    ("preference-leakage-score", lambda r: _variant(r).get("ties", "half") == "half", 0.0, 100,
+    ("preference-leakage-score", lambda r: True, 0.0, 100,  # one tie rule: see pls_tie_rule
      "preference leakage score (%, relative)"),
 ]
 #: Metric ids shown as bias bars (and compared across conditions).
@@ -240,6 +240,13 @@ def _row_label(r, labels) -> str:
             extra.append(f"{key} {v[key]}")
     scope = r.get("scope") or ""
     return _short(f"{judge} · {scope}" + (f" ({'; '.join(extra)})" if extra else ""), 80)
+
+
+def pls_tie_rule(records: list[dict]) -> str:
+    """The tie rule PLS is drawn with: paper 000's default ``loss`` (a tie is a non-win) when the
+    records carry it, else ``half`` (results written before ``loss`` was the default)."""
+    loss = any(r.get("metric") == "preference-leakage-score" and _variant(r).get("ties") == "loss" for r in records)
+    return "loss" if loss else "half"
 
 
 def bias_bars(records: list[dict]) -> list[dict]:
@@ -383,6 +390,9 @@ def mitigation(records: list[dict]) -> list[dict]:
     with _style() as plt:
         for metric, keep, null, scale, xlabel in _BARS:
             rows = [r for r in _defined(records, metric) if keep(r)]
+            if metric == "preference-leakage-score":
+                rule = pls_tie_rule(records)
+                rows = [r for r in rows if _variant(r).get("ties", "half") == rule]
             changes = [r for r in rows if "baseline_condition" in _variant(r)]
             groups = defaultdict(list)
             for r in rows:

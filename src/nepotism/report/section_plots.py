@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from nepotism.report.plots import OKABE_ITO, _min_span, _plot, _short, _style
+from nepotism.report.plots import OKABE_ITO, _min_span, _plot, _short, _style, pls_tie_rule
 from nepotism.report.sections import (
     HUMANS,
     MITIGATION,
@@ -199,7 +199,8 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
 def leakage_plots(records: list[dict]) -> list[dict]:
     """PLS per student group (and category slice), verdict vs probability; recognition and classifier."""
     out = []
-    pls = [r for r in records if r.get("metric") == "preference-leakage-score" and _v(r).get("ties", "half") == "half"]
+    rule = pls_tie_rule(records)
+    pls = [r for r in records if r.get("metric") == "preference-leakage-score" and _v(r).get("ties", "half") == rule]
     with _style() as plt:
         if pls:
             cells, rows = {}, []
