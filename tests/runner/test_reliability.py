@@ -18,50 +18,15 @@ import pytest
 from nepotism.experiment import load_experiment
 from nepotism.runner.experiment_run import run_experiment
 from nepotism.store import Store
+from nepotism.testing.experiments import standin_experiment
 from nepotism.testing.standin import StandinConfig, StandinServer, standin_thread
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = "sk-nepotism-planted-4f1c9e7a2b"
 
 
-def _experiment(tmp: Path, url: str, *, items: int, generators=("standin-alpha", "standin-beta"),
-                judges=("standin-alpha", "standin-beta"), conditions='["default"]', timeout=5.0,
-                attempts=4, extra_model="", recognition=True, concurrency=4) -> Path:
-    models = ""
-    for m in sorted(set(generators) | set(judges)):
-        models += (f'[models.{m}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
-                   f"concurrency = {concurrency}\ntimeout = {timeout}\nmax_attempts = {attempts}\n"
-                   f"retry_base_delay_s = 0.01\nretry_max_delay_s = 0.05\n{extra_model}\n")
-    protocols = ('[[judging.protocols]]\nprotocol = "pairwise"\npairs = "judge-vs-others"\n'
-                 'options = { mode = "labels", ways = 2 }\n')
-    if recognition:
-        protocols += '[[judging.protocols]]\nprotocol = "recognition"\n'
-    lines = (EXAMPLES / "standin_items.jsonl").read_text().splitlines()[:items]
-    (tmp / "items.jsonl").write_text("\n".join(lines) + "\n")
-    text = f"""
-[experiment]
-name = "reliability"
-registry = ["{EXAMPLES / 'standin_models.toml'}"]
-
-[dataset]
-path = "items.jsonl"
-
-{models}
-[generation]
-generators = {json.dumps(list(generators))}
-max_tokens = 32
-
-[judging]
-judges = {json.dumps(list(judges))}
-conditions = {conditions}
-{protocols}
-[output]
-dir = "out"
-format = "csv"
-"""
-    path = tmp / "exp.toml"
-    path.write_text(text)
-    return path
+def _experiment(tmp: Path, url: str, *, items: int, extra_model: str = "", **options) -> Path:
+    """The stand-in experiment of `nepotism.testing.experiments` (generated items, both stand-in models)."""
+    return standin_experiment(tmp, url, items=items, model_options=extra_model, name="reliability", **options)
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ def standin_experiment(
     generators: Sequence[str] = ("standin-alpha", "standin-beta"),
     judges: Sequence[str] = ("standin-alpha", "standin-beta"),
     recognition: bool = True,
+    conditions: str = '["default"]',
     model_options: str = "",
     timeout: float = 5.0,
     attempts: int = 4,
@@ -55,7 +56,8 @@ def standin_experiment(
 ) -> Path:
     """Write ``folder/exp.toml`` (plus its registry and ``items.jsonl``) and return its path.
 
-    ``model_options`` is TOML appended to every ``[models.X]`` table (``api_key_env = "..."``).
+    ``model_options`` is TOML appended to every ``[models.X]`` table (``api_key_env = "..."``);
+    ``conditions`` is the TOML value of ``judging.conditions``.
     Items are ``items`` generated questions with distinct prompts.
     """
     folder = Path(folder)
@@ -88,6 +90,7 @@ max_tokens = 32
 
 [judging]
 judges = {json.dumps(list(judges))}
+conditions = {conditions}
 {protocols}
 [output]
 dir = "out"
