@@ -114,6 +114,17 @@ def test_question_type_and_dimension_slices():
             assert r["value"] is None
 
 
+def test_comparisons_without_a_question_type_are_counted():
+    js = _favouring(40, 0.9)
+    labels = {f"q{i}": "writing" for i in range(30)}  # ten instances have no question type
+    recs = category_records(js, STUDENTS, JUDGE_OF, REG, question_types=labels, bootstrap=BOOT)
+    coverage = [r for r in recs if r["metric"] == "category-coverage"]
+    assert len(coverage) == 1
+    n = coverage[0]["n"]  # comparisons of the 40 instances; a quarter of them unlabelled
+    assert n > 0 and coverage[0]["n_excluded"] == n // 4 and coverage[0]["value"] == 0.25
+    assert coverage[0]["excluded"] == {"unlabelled": n // 4}
+
+
 def _leaderboard(tmp_path):
     (tmp_path / "reg.toml").write_text(
         '[models."judge-x"]\nfamily = "fx"\n[models."judge-y"]\nfamily = "fy"\n'

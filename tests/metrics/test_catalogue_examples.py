@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from nepotism.metrics import leakage, pairwise, recognition, reference, rubric
-from nepotism.metrics.catalogue import METRICS
+from nepotism.metrics.catalogue import ESTIMATORS, METRICS
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -37,6 +37,21 @@ WHERE = {
     "position-consistency": "metrics/test_catalogue_examples.py::test_recognition_metrics",
     "matched-bias": "metrics/test_matched.py",
     "excluded-verdicts": "metrics/test_catalogue_examples.py::test_excluded_verdicts",
+    # derived ids: computed by procedures on judgments or records, tested where they are made
+    "paired-win-rate-gap": "analyses/test_audit.py::test_paired_gap_compares_judges_on_the_same_items",
+    "leaderboard-rank": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
+    "leaderboard-leakage-bonus": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
+    "mitigation-effect": "mitigations/test_run.py::test_records_have_the_standard_shape",
+    "student-recognition-accuracy": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
+    "student-recognition-yes-rate": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
+    "student-classifier-accuracy": "leakage/test_analyses.py::test_classifier_tells_distinct_styles_apart_on_held_out_instructions",
+    "category-coverage": "leakage/test_analyses.py::test_comparisons_without_a_question_type_are_counted",
+    "grading-agreement": "grading/test_agreement.py::test_counts_and_rate_by_hand",
+    "annotator-agreement": "annotate/test_agreement.py::test_fleiss_kappa_hand_example",
+    "annotator-kappa": "annotate/test_agreement.py::test_fleiss_kappa_hand_example",
+    "judge-human-agreement": "report/test_sections.py::test_annotate_agreement_becomes_records_and_a_section",
+    "judge-human-kappa": "annotate/test_agreement.py::test_cohen_kappa_two_by_two_table",
+    "correlation": "metrics/test_task.py::test_suite_task_accuracy_and_correlation_with_judge_accuracy",
 }
 
 
@@ -48,7 +63,16 @@ def test_every_metric_has_a_worked_example_or_planted_bias_test():
         assert not name or f"def {name}(" in text, (metric_id, where)
 
 
-@pytest.mark.parametrize("metric_id", sorted(set(METRICS) - {"matched-bias", "excluded-verdicts"}))  # own docs
+def test_derived_rows_name_an_importable_documented_procedure():
+    derived = [info for info in METRICS.values() if info.kind == "derived"]
+    assert derived and set(METRICS) == set(ESTIMATORS) | {info.id for info in derived}
+    for info in derived:
+        function = info.resolve()
+        assert callable(function) and function.__doc__, info.id
+    assert all(info.kind == "estimator" and callable(info.function) for info in ESTIMATORS.values())
+
+
+@pytest.mark.parametrize("metric_id", sorted(set(ESTIMATORS) - {"matched-bias", "excluded-verdicts"}))  # own docs
 def test_docstring_names_paper_and_variants(metric_id):
     info = METRICS[metric_id]
     doc = info.function.__doc__ or ""

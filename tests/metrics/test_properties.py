@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
-from nepotism.metrics.catalogue import METRICS
+from nepotism.metrics.catalogue import ESTIMATORS, METRICS
 from nepotism.metrics.stats import binomial_test, chi_square, paired_t_test, pearson
 
 rng = np.random.default_rng(3)
@@ -46,8 +46,8 @@ PROPERTIES = {
 }
 
 
-def test_every_catalogue_id_has_a_property_row():
-    assert set(METRICS) == set(PROPERTIES)
+def test_every_estimator_has_a_property_row():
+    assert set(ESTIMATORS) == set(PROPERTIES)
 
 
 def test_catalogue_value_ranges_cover_the_property_bounds():

@@ -111,7 +111,7 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
         missing = int(labelled.isna().sum())
         if missing:
             records.append({"metric": "category-coverage", "judge": None, "generator": None, "pair": None,
-                            "variant": {"slice": "question_type"}, "value": None, "ci_low": None,
+                            "variant": {"slice": "question_type"}, "value": missing / len(comp), "ci_low": None,
                             "ci_high": None, "n": int(len(comp)), "n_excluded": missing,
                             "excluded": {"unlabelled": missing}, "note": "comparisons without a question type"})
     if dimensions:

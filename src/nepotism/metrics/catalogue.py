@@ -1,26 +1,46 @@
 """The catalogue of metric ids (the public interface): id → function, paper, formula, variants.
 
-`METRICS` is what ``nepotism metrics`` and the docs list; tests check that every id has a
-property row. Computing is left to the functions named here and to `nepotism.analyses.suite`.
+`METRICS` holds every metric id the package emits in a result record — a test scans the source and
+fails when a record names an id missing here. Two kinds of rows:
+
+- ``estimator``: a pure function on arrays in `nepotism.metrics` (data positional, options keyword
+  only, an `Estimate` out); each has a property row and a worked example in the tests.
+- ``derived``: a number a procedure computes from judgments or from other records (a leaderboard
+  rank, a paired gap between judges, a mitigation's effect, an agreement statistic); ``function``
+  is the dotted path of the procedure, in a higher layer this module must not import
+  (`MetricInfo.resolve` imports it on demand).
+
+Computing is left to the functions named here and to `nepotism.analyses.suite`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
+__all__ = ["ESTIMATORS", "METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
 class MetricInfo:
+    """One metric id: the function computing it, its source, its formula and its named variants."""
+
     id: str
-    function: Callable
+    function: Callable | str
     paper: str
     formula: str
     variants: tuple[str, ...] = ()
+    kind: str = "estimator"  # "estimator" (pure array function) | "derived" (a procedure; see the module doc)
+
+    def resolve(self) -> Callable:
+        """The computing function (a derived row's dotted path imported now)."""
+        if callable(self.function):
+            return self.function
+        module, _, name = self.function.rpartition(".")
+        return getattr(importlib.import_module(module), name)
 
 
 _ROWS = [
@@ -91,7 +111,63 @@ _ROWS = [
                ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
 ]
 
-METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS}
+_DERIVED = [
+    MetricInfo("paired-win-rate-gap", "nepotism.analyses.audit.audit_pairwise", "new; isolates 000/004 favouritism",
+               "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
+               ("other_judge=each other judge", "texts=identical|same models, other samples", "ties=half"),
+               kind="derived"),
+    MetricInfo("leaderboard-rank", "nepotism.report.derived.leaderboard_records", "000 §5.4 (leaderboards)",
+               "rank of a generator's mean score among generators that met the same opponents (1 = best); "
+               "CI = percentiles of bootstrap ranks over prompts",
+               ("judges=all|unrelated", "board=opponent set", "audit: adjusted rank without the judge's relatives' bonus"),
+               kind="derived"),
+    MetricInfo("leaderboard-leakage-bonus", "nepotism.leakage.audit.audit_leaderboard", "000 §5.4",
+               "mean over related entries of (score under the judge − score under the reference judge) "
+               "− the same for unrelated entries; one-sided bootstrap p for > 0", ("measure=win rate|mean score",),
+               kind="derived"),
+    MetricInfo("mitigation-effect", "nepotism.mitigations.analysis.perturbation_records", "003 §5 (Figs. 7–9), 000 §6",
+               "metric(mitigated) − metric(baseline) on the same prompts and judge (paired cluster bootstrap); "
+               "third-party control as a difference in differences",
+               ("base_metric=self-preference (win-rate, ties ½)|self-preference-probability (001 Eq. 3)|"
+                "self-preference-ratio|demographic-parity-bias|harmful-self-preference "
+                "(harmful-self-preference-propensity, pooled)|judge-accuracy (pooled)|error-bias|"
+                "rubric-self-overestimation (overestimation-rate on own answers)",
+                "mitigation=perturbation|option|jury|calibration|rubric agreement", "scope=self|family|third-party"),
+               kind="derived"),
+    MetricInfo("student-recognition-accuracy", "nepotism.leakage.recognition.recognition_records", "000 §5.5 Table 5",
+               "share of recognition questions answered right: is this your student's answer / which is",
+               ("protocol=pointwise|pairwise (chance ½)",), kind="derived"),
+    MetricInfo("student-recognition-yes-rate", "nepotism.leakage.recognition.recognition_records", "000 §5.5",
+               "share of pointwise recognition questions answered yes (a yes-bias check)", ("protocol=pointwise",),
+               kind="derived"),
+    MetricInfo("student-classifier-accuracy", "nepotism.leakage.recognition.classifier_records", "000 §5.5 Table 6",
+               "held-out accuracy of a TF-IDF + logistic-regression classifier naming which student wrote a text",
+               ("group=student group",), kind="derived"),
+    MetricInfo("category-coverage", "nepotism.leakage.categories.category_records", "000 §5.3 (Fig. 5–6)",
+               "comparisons without a category label / all comparisons (the PLS per category leaves them out)",
+               ("slice=question_type|dimension",), kind="derived"),
+    MetricInfo("grading-agreement", "nepotism.grading.agreement.correctness_agreement", "004 §3 (graded truth)",
+               "share of answers both graders decided on which our grader and the recorded grade agree",
+               kind="derived"),
+    MetricInfo("annotator-agreement", "nepotism.annotate.agreement.percent_agreement", "human study (003 §4.3)",
+               "mean over items of the share of annotator pairs giving the same label",
+               ("between=all annotators|one pair",), kind="derived"),
+    MetricInfo("annotator-kappa", "nepotism.annotate.agreement.fleiss_kappa", "human study (003 §4.3)",
+               "chance-corrected agreement: Fleiss' κ, Krippendorff's α (nominal) or Cohen's κ for a pair",
+               ("statistic=Fleiss' kappa|Krippendorff's alpha|Cohen's kappa",), kind="derived"),
+    MetricInfo("judge-human-agreement", "nepotism.annotate.agreement.pair_agreement", "001 §4 (human labels)",
+               "share of items where the judge's verdict equals the human majority", kind="derived"),
+    MetricInfo("judge-human-kappa", "nepotism.annotate.agreement.cohen_kappa", "001 §4 (human labels)",
+               "Cohen's κ between the judge's verdicts and the human majority", kind="derived"),
+    MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
+               "Pearson r between two metrics' per-judge values, Fisher-z CI", ("x=metric id", "y=metric id"),
+               kind="derived"),
+]
+
+#: Pure array functions in `nepotism.metrics` (property rows and worked examples in the tests).
+ESTIMATORS: dict[str, MetricInfo] = {row.id: row for row in _ROWS}
+#: Every metric id the package emits.
+METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 
 #: The values each metric can take, (low, high), None = unbounded on that side. Shares and
 #: probabilities are fractions (0.6 = 60%), differences of shares lie in [-1, 1]; a
@@ -107,6 +183,12 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "harmful-self-preference-propensity": (0.0, 1.0), "recognition-accuracy": (0.0, 1.0),
     "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
     "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
+    "paired-win-rate-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
+    "mitigation-effect": (None, None), "student-recognition-accuracy": (0.0, 1.0),
+    "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
+    "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
+    "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
+    "correlation": (-1.0, 1.0),
 }
 
 
@@ -115,3 +197,31 @@ def metric(metric_id: str) -> MetricInfo:
         return METRICS[metric_id]
     except KeyError:
         raise KeyError(f"unknown metric {metric_id!r}; known: {', '.join(METRICS)}") from None
+
+
+def markdown() -> str:
+    """docs/metrics.md: every metric id with its source, formula, variants and where it is computed.
+
+    Regenerate with ``python -c 'from nepotism.metrics.catalogue import markdown; print(markdown(), end="")' > docs/metrics.md`` (a test keeps it current).
+    """
+    lines = ["# Metrics: every id nepotism emits", "",
+             "Generated from `nepotism.metrics.catalogue` (`markdown()`; regenerate with",
+             "`python -c 'from nepotism.metrics.catalogue import markdown; print(markdown(), end=\"\")' > docs/metrics.md`;",
+             "a test keeps it current, and another fails when the package emits an id missing here). Papers",
+             "000–004 are listed in [papers.md](papers.md). *Estimators* are pure functions on arrays in",
+             "`nepotism.metrics` (data positional, options keyword-only, an `Estimate` with n, a cluster-bootstrap",
+             "CI over prompts and excluded counts with reasons); *derived* numbers are computed by the procedure",
+             "named, from judgments or from other records.", ""]
+    for kind, title in (("estimator", "Estimators"), ("derived", "Derived numbers")):
+        lines += [f"## {title}", "", "| id | source | formula | variants | computed by | values |", "|---|---|---|---|---|---|"]
+        for info in METRICS.values():
+            if info.kind != kind:
+                continue
+            where = info.function if isinstance(info.function, str) else \
+                f"{info.function.__module__}.{info.function.__qualname__}"
+            low, high = VALUE_RANGES[info.id]
+            span = f"{'−∞' if low is None else f'{low:g}'} … {'∞' if high is None else f'{high:g}'}"
+            cells = [f"`{info.id}`", info.paper, info.formula, "; ".join(info.variants) or "—", f"`{where}`", span]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -45,11 +45,6 @@ from nepotism.errors import InputError
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
-#: Metric ids made outside the catalogue that results can hold.
-EXTRA_METRICS = ("paired-win-rate-gap", "matched-bias", "leaderboard-rank", "mitigation-effect",
-                 "leaderboard-leakage-bonus", "student-recognition-accuracy", "student-recognition-yes-rate",
-                 "student-classifier-accuracy", "annotator-agreement", "annotator-kappa", "judge-human-agreement",
-                 "judge-human-kappa")
 _STATISTICS = ("value", "ci_low", "ci_high")
 _MATCH_FIELDS = ("metric", "scope", "judge", "condition", "generator")
 #: What each bias metric measures, in a few words, for the card.
@@ -113,7 +108,7 @@ class Thresholds:
 def _known_metrics() -> set[str]:
     from nepotism.metrics.catalogue import METRICS
 
-    return set(METRICS) | set(EXTRA_METRICS)
+    return set(METRICS)
 
 
 def _number(value, path, name, metric: str | None = None) -> float:
