@@ -26,10 +26,14 @@ __all__ = ["command"]
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or plan) as JSON.")
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
+@click.option("--shard", "shard_spec", default=None, metavar="K/N",
+              help="Run only shard K of N (K from 0): the instances whose id hashes to K, each with "
+                   "all its calls; the default store gets .shard-K-of-N before its suffix and the "
+                   "exports go to output.dir/shard-K-of-N. Join the stores with nepotism store merge.")
 @click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
               help="Share of the run's calls (generation and judging) allowed to fail without exit status 3.")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
-            progress: bool | None, max_failure_rate: float) -> None:
+            progress: bool | None, shard_spec: str | None, max_failure_rate: float) -> None:
     """Generate the missing responses and judge every planned comparison of EXPERIMENT_FILE.
 
     Every model call is stored before it is used, so a run that is stopped (Ctrl-C, a crash, a
@@ -44,16 +48,21 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     """
     from nepotism.experiment import load_experiment
     from nepotism.runner.experiment_run import check_inputs, run_experiment
+    from nepotism.runner.shards import Shard, shard_store_path
     from nepotism.store import Store
 
+    shard = Shard.parse(shard_spec) if shard_spec is not None else None
     experiment = load_experiment(experiment_file)
     # before any store file exists: a bad dataset, grading truth or key variable writes nothing
     dataset = check_inputs(experiment, keys=not dry_run)
+    if shard is not None and store_path is None:
+        store_path = shard_store_path(store_path_of(None, experiment), shard)
     if dry_run:
-        _dry_run(experiment, store_path, as_json, dataset)
+        _dry_run(experiment, store_path, as_json, dataset, shard)
         return
     with Store(experiment_store(store_path, experiment)) as store:
-        summary = run_live(lambda view: run_experiment(experiment, store, view=view, dataset=dataset),
+        summary = run_live(lambda view: run_experiment(experiment, store, view=view, dataset=dataset,
+                                                       shard=shard),
                            progress=progress)
     if as_json:
         echo_json(summary.as_dict())
@@ -82,7 +91,7 @@ def _top_errors(summary) -> str:
     return ", ".join(f"{err} {n}" for err, n in top) or "no error recorded"
 
 
-def _dry_run(experiment, store_path, as_json: bool, dataset=None) -> None:
+def _dry_run(experiment, store_path, as_json: bool, dataset=None, shard=None) -> None:
     """Plan against the store if it exists (to count cached calls), else against a throw-away one:
     a dry run leaves no file behind. Exit 2 when a model cannot be loaded or reached."""
     import tempfile
@@ -93,7 +102,7 @@ def _dry_run(experiment, store_path, as_json: bool, dataset=None) -> None:
     path = store_path_of(store_path, experiment)
     with tempfile.TemporaryDirectory(prefix="nepotism-dry-run-") as scratch:
         with Store(path if path.exists() else Path(scratch) / "plan.db") as store:
-            plan = plan_only(experiment, store, dataset=dataset)
+            plan = plan_only(experiment, store, dataset=dataset, shard=shard)
     _print_plan(plan, as_json)
     for model_id, problem in plan["problems"].items():
         click.echo(f"error: model '{model_id}' cannot be used: {problem}", err=True)

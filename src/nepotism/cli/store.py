@@ -121,3 +121,35 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
         echo_json(summary)
     else:
         click.echo(f"loaded {summary['rows']:,} {parsed.kind} rows from {table} ({added:,} new)")
+
+
+@command.command("merge")
+@click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="New store file to write (refused if it exists; appears only when complete).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was merged as JSON.")
+def merge(stores: tuple[Path, ...], out: Path, as_json: bool) -> None:
+    """Merge STORES (e.g. the stores of an experiment's shards) into the new store --out.
+
+    Every table is copied (runs, instances, responses, calls, judgments, references, imports,
+    annotations); rows present in several stores with the same content are kept once. The same
+    key with different content (two answers to one call, two verdicts under one judgment id) is
+    a conflict: exit 2 naming the store, table and key, and nothing is written.
+    """
+    from nepotism.store.merge import merge_stores
+
+    summary = merge_stores(stores, out)
+    if as_json:
+        echo_json(summary.as_dict())
+        return
+    click.echo(f"merged {len(summary.inputs)} stores into {summary.out}")
+    for table, added in summary.added.items():
+        extra = []
+        if summary.duplicates.get(table):
+            extra.append(f"{summary.duplicates[table]:,} duplicates skipped")
+        if summary.upgraded.get(table):
+            extra.append(f"{summary.upgraded[table]:,} failed rows replaced by successful ones")
+        click.echo(f"  {table:<18}{added:>10,} rows" + (f" ({', '.join(extra)})" if extra else ""))
+    if summary.unfinished_runs:
+        click.echo(f"warning: {len(summary.unfinished_runs)} run(s) had not ended in their store "
+                   f"({', '.join(summary.unfinished_runs)}): the merge holds what they had stored", err=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
 from nepotism.runner.retry import RetryPolicy
+from nepotism.runner.shards import Shard, shard_output_dir
 from nepotism.store import Store
 
 __all__ = [
@@ -259,6 +260,16 @@ def _candidates(store: Store, experiment: Experiment, instances: Sequence[Instan
     return list(recorded) + [r for r in stored if (r.instance_id, r.generator) not in recorded_keys]
 
 
+def _in_shard(shard: Shard | None, instances: Sequence[Instance],
+              recorded: Sequence[Response]) -> tuple[list[Instance], list[Response]]:
+    """The instances (and their recorded responses) of ``shard``; everything without one."""
+    if shard is None:
+        return list(instances), list(recorded)
+    mine = [i for i in instances if shard.holds(i.id)]
+    ids = {i.id for i in mine}
+    return mine, [r for r in recorded if r.instance_id in ids]
+
+
 def _unique(responses: Sequence[Response]) -> list[Response]:
     seen: dict[tuple[str, str], Response] = {}
     for r in responses:
@@ -271,15 +282,20 @@ def _unique(responses: Sequence[Response]) -> list[Response]:
 async def run_experiment(
     experiment: Experiment, store: Store, *, view: Any = None, judging: Any = None,
     registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
-    dataset: tuple[list[Instance], list[Response]] | None = None,
+    dataset: tuple[list[Instance], list[Response]] | None = None, shard: Shard | None = None,
 ) -> RunSummary:
     """Run ``experiment`` against ``store`` (see the module docstring); returns a summary.
-    ``dataset`` is what `check_inputs` returned (else the dataset is read here)."""
+    ``dataset`` is what `check_inputs` returned (else the dataset is read here). With ``shard``
+    only that shard's instances are generated and judged (`nepotism.runner.shards`), and the
+    exports go to the shard's own folder inside ``output.dir``."""
     from nepotism.models import load_registry
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = dataset if dataset is not None else load_dataset(experiment, store)
+    instances, recorded = _in_shard(shard, instances, recorded)
+    if shard is not None:
+        experiment = replace(experiment, output_dir=shard_output_dir(experiment.output_dir, shard))
     truth = grading_truth(experiment, instances)
     store.add_instances(instances)
     if recorded:
@@ -287,7 +303,10 @@ async def run_experiment(
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry)
     store.reserve_space()  # room for the calls answered when the disk fills up (none lost)
     try:
-        with store.recording_run({"experiment": experiment.as_config()}) as run_id:
+        config = {"experiment": experiment.as_config()}
+        if shard is not None:
+            config["shard"] = {"index": shard.index, "count": shard.count}
+        with store.recording_run(config) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
                             source=f"run:{experiment.name}")
             have = _candidates(store, experiment, instances, recorded)
@@ -381,7 +400,8 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
 
 
 def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None,
-            dataset: tuple[list[Instance], list[Response]] | None = None) -> dict[str, Any]:
+            dataset: tuple[list[Instance], list[Response]] | None = None,
+            shard: Shard | None = None) -> dict[str, Any]:
     """Plan and price the experiment without calling anything.
 
     Token counts are estimates: prompts are characters / 4; outputs are each request's
@@ -389,12 +409,14 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     assumed to be ``generation.max_tokens`` tokens long (4 characters each), so judge prompts
     that will include them are estimated from placeholders, and those calls are never cached.
     Costs use the registry's prices (USD per million tokens); models without a price show none.
+    With ``shard``, the plan of that shard only.
     """
     from nepotism.models import load_registry
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = dataset if dataset is not None else load_dataset(experiment, store)
+    instances, recorded = _in_shard(shard, instances, recorded)
     truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)

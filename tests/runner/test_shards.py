@@ -1,0 +1,129 @@
+"""Shards: `nepotism run --shard K/N` in separate processes, merged, equals one unsharded run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nepotism.errors import InputError
+from nepotism.runner.shards import Shard, shard_of, shard_output_dir, shard_store_path
+from nepotism.testing.experiments import standin_experiment
+from nepotism.testing.standin import StandinConfig, standin_process
+
+NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
+
+
+def nep(*args: str, cwd: Path, expect: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([NEPOTISM, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == expect, f"nepotism {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_parse_counts_from_zero_and_refuses_bad_specs():
+    assert Shard.parse("3/8") == Shard(3, 8)
+    assert Shard.parse(" 0 / 1 ") == Shard(0, 1)
+    for bad in ("8/8", "1/0", "-1/4", "a/b", "3", "", "1/2/3"):
+        with pytest.raises(InputError) as err:
+            Shard.parse(bad)
+        assert err.value.field == "--shard"
+    with pytest.raises(ValueError):
+        Shard(2, 2)
+
+
+def test_split_is_stable_and_covers_every_instance_once():
+    ids = [f"item-{i}" for i in range(2000)] + ["ünïcode", "", "1"]
+    shards = [Shard(k, 8) for k in range(8)]
+    for ident in ids:
+        assert sum(s.holds(ident) for s in shards) == 1
+    # the hash is of the id alone (SHA-256, first 8 bytes big-endian): fixed across processes and versions
+    assert [shard_of(f"item-{i}", 8) for i in range(8)] == [
+        int.from_bytes(__import__("hashlib").sha256(f"item-{i}".encode()).digest()[:8], "big") % 8 for i in range(8)]
+    code = "from nepotism.runner.shards import shard_of; print([shard_of(f'item-{i}', 8) for i in range(50)])"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env=os.environ | {"PYTHONHASHSEED": "123"})
+    assert json.loads(other.stdout) == [shard_of(f"item-{i}", 8) for i in range(50)]
+    sizes = [sum(s.holds(i) for i in ids) for s in shards]
+    assert min(sizes) > 200  # roughly even
+
+
+def test_default_store_and_output_folder_name_the_shard(tmp_path):
+    shard = Shard(3, 8)
+    assert shard_store_path(Path("runs/audit.db"), shard) == Path("runs/audit.shard-3-of-8.db")
+    assert shard_store_path(Path("nepotism"), shard) == Path("nepotism.shard-3-of-8.db")
+    assert shard_output_dir("out", shard) == str(Path("out") / "shard-3-of-8")
+    assert shard_output_dir(None, shard) is None
+
+
+def test_dry_run_plans_of_the_shards_add_up_to_the_whole(tmp_path):
+    from nepotism.experiment import load_experiment
+    from nepotism.runner.experiment_run import dry_run
+    from nepotism.store import Store
+
+    exp = load_experiment(standin_experiment(tmp_path, "http://127.0.0.1:9/v1", items=20))
+    with Store(tmp_path / "plan.db") as store:
+        whole = dry_run(exp, store)
+        parts = [dry_run(exp, store, shard=Shard(k, 8)) for k in range(8)]
+    for field in ("instances", "generation_calls", "judge_calls"):
+        assert sum(p[field] for p in parts) == whole[field] > 0
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
+    """The issue's done-means: 8 shards as separate `nepotism` processes with separate stores,
+    merged; `store export` and `metrics --json` byte-identical to one unsharded run."""
+    with standin_process(StandinConfig(latency_s=0.001)) as url:
+        exp = standin_experiment(tmp_path, url, items=16)
+        whole = json.loads(nep("run", str(exp), "--store", "whole.db", "--no-progress", "--json", cwd=tmp_path).stdout)
+        assert whole["status"] == "done" and whole["instances"] == 16
+        procs = [subprocess.Popen([NEPOTISM, "run", str(exp), "--shard", f"{k}/8", "--no-progress", "--json"],
+                                  cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for k in range(8)]
+        outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    summaries = [json.loads(out) for out, _ in outs]
+    assert sum(s["instances"] for s in summaries) == 16
+    stores = [tmp_path / f"nepotism.shard-{k}-of-8.db" for k in range(8)]
+    # every shard wrote only its own instances, and every call of an instance is in its shard
+    seen: set[str] = set()
+    for k, store in enumerate(stores):
+        ids = {i for (i,) in _rows(store, "SELECT DISTINCT instance_id FROM judgments")}
+        assert ids and all(Shard(k, 8).holds(i) for i in ids) and not ids & seen
+        seen |= ids
+        assert Path(summaries[k]["exports"]["pairwise"]).parent == tmp_path / "out" / f"shard-{k}-of-8"
+    assert len(seen) == 16
+
+    merged = json.loads(nep("store", "merge", *map(str, stores), "--out", "all.db", "--json", cwd=tmp_path).stdout)
+    assert merged["added"]["runs"] == 8 and merged["unfinished_runs"] == []
+    assert merged["added"]["judgments"] == len(_rows(tmp_path / "whole.db", "SELECT id FROM judgments"))
+    for table in ("pairwise", "recognition"):
+        for db in ("whole", "all"):
+            (tmp_path / db).mkdir(exist_ok=True)
+            nep("store", "export", table, "--store", f"{db}.db", "--out", f"{db}/{table}.csv", cwd=tmp_path)
+        assert (tmp_path / "all" / f"{table}.csv").read_bytes() == (tmp_path / "whole" / f"{table}.csv").read_bytes()
+    metrics = {}
+    for db in ("whole", "all"):
+        metrics[db] = nep("metrics", "pairwise.csv", "recognition.csv", "--models", "../standin_models.toml",
+                          "--bootstrap", "200", "--json", cwd=tmp_path / db).stdout
+    assert metrics["all"] == metrics["whole"]
+    assert {r["metric"] for r in json.loads(metrics["all"])} >= {"win-rate", "recognition-accuracy"}
+    # the merged store finishes the run from the cache: nothing is sent, the output folder is whole
+    again = json.loads(nep("run", str(exp), "--store", "all.db", "--no-progress", "--json", cwd=tmp_path).stdout)
+    assert again["judging"]["sent"] == again["generation"]["sent"] == 0
+    assert (tmp_path / "out" / "pairwise.csv").read_bytes() == (tmp_path / "whole" / "pairwise.csv").read_bytes()
+
+
+def test_bad_shard_is_one_line_exit_2_and_writes_nothing(tmp_path):
+    exp = standin_experiment(tmp_path, "http://127.0.0.1:9/v1")
+    done = nep("run", str(exp), "--shard", "8/8", cwd=tmp_path, expect=2)
+    assert "--shard" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("*.db"))
