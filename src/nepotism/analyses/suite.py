@@ -51,6 +51,7 @@ from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import task_accuracy_records
 from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
+from nepotism.votes import decide
 
 __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
            "derive_instance_references",
@@ -319,15 +320,15 @@ def committee(frame: pd.DataFrame, judges, *, name: str | None = None) -> pd.Dat
             votes[option] = (verdict == option).to_numpy().astype(float)
         votes["parsed"] = verdict.notna().to_numpy().astype(float)
         agg = votes.groupby(key, sort=False)[["A", "B", "tie", "parsed"]].sum().reset_index()
-        winner = np.select([agg[o] * 2 > agg["parsed"] for o in ("A", "B", "tie")], ["A", "B", "tie"], "")
-        agg["verdict"] = pd.Series(np.where(winner == "", None, winner), dtype=object)
+        column = decide(agg[["A", "B", "tie"]].to_numpy(), rule="majority")
+        agg["verdict"] = pd.Series([None if c < 0 else ("A", "B", "tie")[c] for c in column], dtype=object)
         value = "verdict"
     else:
         key = ["instance_id", "model", "rubric_id", "condition", "replicate"] + (["setup"] if "setup" in rows else [])
         votes = rows.assign(yes=rows["met"].map({True: 1.0, False: 0.0}).astype(float))
         agg = votes.groupby(key, observed=True, sort=False)["yes"].agg(["sum", "count"]).reset_index()
-        met = np.where(agg["sum"] * 2 > agg["count"], True, np.where(agg["sum"] * 2 < agg["count"], False, None))
-        agg["met"] = pd.Series(met, dtype=object)
+        column = decide(np.column_stack([agg["sum"], agg["count"] - agg["sum"]]), rule="majority")
+        agg["met"] = pd.Series([None if c < 0 else c == 0 for c in column], dtype=object)
         value = "met"
     base = agg[key + [value]]
     out = [base.assign(judge=label)]

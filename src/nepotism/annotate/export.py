@@ -31,6 +31,7 @@ from nepotism.errors import InputError
 from nepotism.records import Reference
 from nepotism.store.annotations import WINNERS, AnnotationItem, Label
 from nepotism.tables import write_table
+from nepotism.votes import decide_one
 
 __all__ = [
     "OUTCOMES",
@@ -51,10 +52,8 @@ def majority(winners: Iterable[str | None], *, min_votes: int = 1) -> str:
     votes = Counter(w for w in winners if w is not None)
     if sum(votes.values()) < min_votes or not votes:
         return "unlabelled"
-    ranked = votes.most_common()
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return "unresolved"
-    return ranked[0][0]
+    winner = decide_one(votes)  # plurality; a shared top count is undecided (`nepotism.votes`)
+    return "unresolved" if winner is None else str(winner)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """A reference made by a jury of judges: majority vote per item, optionally without related judges.
 
 `pairwise_jury` turns a ``pairwise`` table into a ``preference-ref`` table, `rubric_jury` a
-``rubric`` table into a ``rubric-ref`` table. Votes are taken in two steps:
+``rubric`` table into a ``rubric-ref`` table. Votes are taken in two steps
+(both through `nepotism.votes`, plurality rule):
 
 1. each judge gets one vote per item: the majority of its own parsed verdicts on that item (both
    presentation orders and all replicates of a pair count for the same unordered pair). A judge
@@ -27,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
+
+from nepotism.votes import decide_one
 
 __all__ = ["JuryResult", "pairwise_jury", "rubric_jury"]
 
@@ -76,16 +79,6 @@ def _related(judge: str, models: tuple[str, ...], family_of: Callable[[str], str
         return False
     judge_family = family_of(judge_base)
     return judge_family is not None and any(family_of(_base(m)) == judge_family for m in models)
-
-
-def _majority(votes: Counter) -> tuple[object | None, bool]:
-    """Return (top option, True) or (None, False) when the top count is shared or there are no votes."""
-    ranked = votes.most_common()
-    if not ranked:
-        return None, False
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return None, False
-    return ranked[0][0], True
 
 
 def _family_function(exclude_family: bool, family_of):
@@ -139,12 +132,12 @@ def pairwise_jury(
     for (instance_id, first, second), judges in per_judge.items():
         votes = Counter()
         for own in judges.values():
-            choice, clear = _majority(own)
-            votes[choice if clear else "tie"] += 1
+            votes[decide_one(own, split="tie", tie="tie")] += 1
         if not votes:
             counts["no_votes"] += 1
             continue
-        winner, clear = _majority(votes)
+        winner = decide_one(votes)
+        clear = winner is not None
         decision = "majority" if clear and winner != "tie" else ("majority-tie" if clear else "vote-tie")
         counts[decision] += 1
         rows.append(
@@ -179,15 +172,16 @@ def rubric_jury(
     for (instance_id, model, rubric_id), judges in per_judge.items():
         votes = Counter()
         for own in judges.values():
-            choice, clear = _majority(own)
-            if clear:
+            choice = decide_one(own)
+            if choice is not None:
                 votes[choice] += 1
             else:
                 counts["judge_abstained"] += 1
         if not votes:
             counts["no_votes"] += 1
             continue
-        met, clear = _majority(votes)
+        met = decide_one(votes)
+        clear = met is not None
         counts["majority" if clear else "vote-tie"] += 1
         rows.append(
             {

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from nepotism.votes import decide
+
 __all__ = ["VOTES", "exclude_related", "familiarity_weights", "jury_outcomes"]
 
 VOTES = ("majority", "weighted", "perplexity")
@@ -85,17 +87,7 @@ def jury_outcomes(rows: pd.DataFrame, *, vote: str = "majority", weights: Mappin
     agg = frame.groupby(_KEY, sort=True).agg(win=("win", "sum"), tie=("tie", "sum"), loss=("loss", "sum"),
                                              n_votes=("votes", "sum"), total=("weight", "sum"),
                                              members=("judge", lambda s: ",".join(sorted(set(s)))))
-    totals = agg[["win", "tie", "loss"]].to_numpy()
-    codes = np.array([1.0, 0.0, -1.0])
-    outcome = np.full(len(agg), np.nan)
-    for i, row in enumerate(totals):
-        top = row.max()
-        if agg["n_votes"].iloc[i] == 0 or top <= 0:
-            continue
-        if vote == "majority":
-            if top * 2 > agg["total"].iloc[i]:
-                outcome[i] = codes[int(row.argmax())]
-        elif np.sum(row == top) == 1:
-            outcome[i] = codes[int(row.argmax())]
-    agg["outcome"] = outcome
+    # a plain vote needs a strict majority; weighted votes a unique plurality (`nepotism.votes`)
+    column = decide(agg[["win", "tie", "loss"]].to_numpy(), rule="majority" if vote == "majority" else "plurality")
+    agg["outcome"] = np.where(column >= 0, np.array([1.0, 0.0, -1.0])[np.maximum(column, 0)], np.nan)
     return agg.reset_index()[_KEY + ["outcome", "n_votes", "members"]]

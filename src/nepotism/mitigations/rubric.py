@@ -18,6 +18,7 @@ import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.records import Judgment
+from nepotism.votes import decide
 
 __all__ = ["agreement_records", "rubric_rows"]
 
@@ -39,8 +40,8 @@ def _reference(frame: pd.DataFrame, judge: str) -> pd.DataFrame:
     """Majority of the other judges per (instance, rubric item, model); even splits dropped."""
     others = frame[frame["judge"] != judge]
     agg = others.groupby(["instance_id", "rubric_id", "model"])["met"].agg(["sum", "count"]).reset_index()
-    agg = agg[agg["sum"] * 2 != agg["count"]]
-    agg["ref_met"] = agg["sum"] * 2 > agg["count"]
+    column = decide(np.column_stack([agg["sum"], agg["count"] - agg["sum"]]), rule="majority")
+    agg = agg[column >= 0].assign(ref_met=column[column >= 0] == 0)
     return agg[["instance_id", "rubric_id", "model", "ref_met"]]
 
 
