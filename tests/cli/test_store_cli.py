@@ -12,6 +12,7 @@ from nepotism.cli import main
 from nepotism.records import Judgment
 from nepotism.store import Store
 from nepotism.store._migrate import SCHEMA_VERSION
+from tests.store.keys import opaque_key
 
 
 def _filled(path):
@@ -20,7 +21,7 @@ def _filled(path):
             Judgment("q1", "judge-a", "pairwise", ("x", "y"), "parsed", verdict="A"),
             Judgment("q2", "judge-a", "pairwise", ("x", "y"), "unparsed"),
         ])
-        key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+        key = opaque_key("p")
         store.put_call(key, request={"model": "m"}, response=None, text="A")
     return path
 

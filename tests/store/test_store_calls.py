@@ -1,12 +1,12 @@
-"""The call cache: key stability and sensitivity, round trips, no double storage, secrets."""
+"""The call cache: round trips, no double storage, secrets (keys: tests/runner/test_request_key.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 import nepotism.store.calls as calls_mod
-from nepotism.records import Message
-from nepotism.store import Store, call_key
+from nepotism.store import Store
+from tests.store.keys import opaque_key
 
 SECRET = "sk-PLANTED-d41d8cd98f00b204e9800998ecf8427e"
 BASE = {
@@ -19,7 +19,7 @@ BASE = {
 
 
 def _key(**changes):
-    return call_key(**(BASE | changes))
+    return opaque_key(repr(sorted(changes.items())))
 
 
 def _put(store, key, text="A", **kw):
@@ -29,49 +29,8 @@ def _put(store, key, text="A", **kw):
 
 def test_public_names():
     assert set(calls_mod.__all__) == {
-        "CALL_STATUSES", "CachedCall", "call_key"
+        "CALL_STATUSES", "CachedCall"
     }
-
-
-def test_key_is_stable_and_ignores_dict_order_and_integral_floats():
-    key = _key()
-    assert len(key) == 64 and int(key, 16) >= 0
-    # a fixed value: changing how keys are computed silently invalidates every user's cache
-    assert key == "7017e4690525e86405bba138a926542743ffe431f512c83750b6737c7557bb05"
-    reordered = dict(reversed(list(BASE["parameters"].items())))
-    assert _key(parameters=reordered) == key
-    assert _key(parameters=BASE["parameters"] | {"temperature": 0}) == key
-    assert Store.call_key(**BASE) == key
-    # message dataclasses hash like the equivalent dicts
-    as_dataclasses = [Message(m["role"], m["content"]) for m in BASE["messages"]]
-    assert _key(messages=as_dataclasses) == key
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"backend": "vllm"},
-        {"model": "judge-8b"},
-        {"parameters": {"temperature": 0.7, "max_tokens": 16, "stop": ["\n"]}},
-        {"parameters": {"temperature": 0.0, "max_tokens": 17, "stop": ["\n"]}},
-        {"parameters": {"temperature": 0.0, "max_tokens": 16, "stop": ["\n"], "seed": 1}},
-        {"messages": [{"role": "user", "content": "A or B?"}]},
-        {"messages": [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "B or A?"}]},
-        {"messages": "A or B?"},
-        {"replicate": 1},
-    ],
-)
-def test_every_part_of_the_request_changes_the_key(change):
-    assert _key(**change) != _key()
-
-
-def test_credentials_do_not_change_the_key():
-    assert _key(parameters=BASE["parameters"] | {"api_key": SECRET}) == _key()
-
-
-def test_bad_replicate_is_rejected():
-    with pytest.raises(ValueError):
-        _key(replicate=-1)
 
 
 def test_put_get_round_trip(store):

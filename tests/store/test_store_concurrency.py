@@ -13,22 +13,24 @@ from pathlib import Path
 
 import nepotism
 from nepotism.records import Judgment
-from nepotism.store import Store, call_key
+from nepotism.store import Store
+from tests.store.keys import opaque_key
 
 _SRC = str(Path(nepotism.__file__).resolve().parents[1])
 
 _WRITER = textwrap.dedent(
     """
+    import hashlib
     import sys
     from nepotism.records import Judgment
-    from nepotism.store import Store, call_key
+    from nepotism.store import Store
 
     path, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with Store(path) as store:
         for i in range(n):
             # keys 0..49 are shared by both writers, the rest are their own
             tag = f"shared-{i}" if i < 50 else f"{name}-{i}"
-            key = call_key(backend="b", model="m", parameters={}, messages=tag)
+            key = hashlib.sha256(tag.encode()).hexdigest()
             store.put_call(key, request={"model": "m", "tag": tag}, response={"by": name},
                            text=tag)
             if i % 20 == 0:
@@ -59,7 +61,7 @@ def test_threads_share_one_store(store):
     def work(t: int) -> None:
         try:
             for i in range(100):
-                key = call_key(backend="b", model="m", parameters={}, messages=f"{t}-{i}")
+                key = opaque_key(f"{t}-{i}")
                 store.put_call(key, request={"t": t}, response=None, text=str(i))
                 assert store.get_call(key).text == str(i)
             store.add_judgments(
@@ -96,10 +98,10 @@ def test_two_processes_append_to_one_file(tmp_path):
         info = store.info()
         assert info["counts"]["calls"] == 50 + 2 * (n - 50)
         assert info["judgments_per_judge"] == {"w1": n // 20, "w2": n // 20}
-        shared = call_key(backend="b", model="m", parameters={}, messages="shared-7")
+        shared = opaque_key("shared-7")
         assert store.get_call(shared).response["by"] in ("w1", "w2")
         for name in ("w1", "w2"):
-            key = call_key(backend="b", model="m", parameters={}, messages=f"{name}-299")
+            key = opaque_key(f"{name}-299")
             assert store.get_call(key).response == {"by": name}
 
 

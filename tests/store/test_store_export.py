@@ -13,6 +13,7 @@ from nepotism.errors import InputError
 from nepotism.records import Judgment, Reference, Response
 from nepotism.store.export import atomic_write, format_from_suffix
 from nepotism.tables import read_table
+from tests.store.keys import opaque_key
 
 FORMATS = ["parquet", "csv", "jsonl"]
 
@@ -191,7 +192,7 @@ def test_raw_tables_round_trip(store, tmp_path, fmt):
 
 
 def test_calls_export_keeps_json_columns_as_text(store, tmp_path):
-    key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+    key = opaque_key("p")
     store.put_call(key, request={"model": "m"}, response={"x": 1}, text="A", latency_s=0.5)
     out = tmp_path / "calls.parquet"
     assert store.export("calls", out, fmt="parquet") == 1

@@ -8,6 +8,7 @@ import nepotism.store.database as database_mod
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Message, Reference, Response, RubricItem
 from nepotism.store._migrate import SCHEMA_VERSION
+from tests.store.keys import opaque_key
 
 
 def _pairwise(instance="q1", judge="judge-a", verdict="A", status="parsed", replicate=0, **kw):
@@ -93,7 +94,7 @@ def test_failed_judgment_is_replaced_by_a_successful_retry(store):
 
 def test_judgments_link_to_calls_and_runs(store):
     run = store.start_run({"x": 1})
-    key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+    key = opaque_key("p")
     store.put_call(key, request={"model": "m"}, response=None, text="[[A]]", run_id=run)
     judgment = _pairwise()
     store.add_judgments([judgment], call_keys={judgment.id: key}, run_id=run, source=run)
@@ -172,7 +173,7 @@ def test_imports_and_info(store):
     store.record_import("/data/x.csv", kind="pairwise", rows=10, sha256="cd" * 32)
     store.add_judgments([_pairwise(judge="a"), _pairwise(judge="a", replicate=1),
                          _pairwise(judge="b", status="unparsed", verdict=None)])
-    key = store.call_key(backend="b", model="m", parameters={}, messages="p")
+    key = opaque_key("p")
     store.put_call(key, request={}, response=None, text=None, status="failed", error="refused")
     store.end_run(store.start_run({}))
     assert store.imports()[0] | {"imported_at": None} == {

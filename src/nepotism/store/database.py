@@ -33,7 +33,6 @@ from nepotism.store.calls import (
     CALL_STATUSES,
     CachedCall,
     _call_from_row,
-    call_key,
 )
 
 __all__ = ["RUN_STATUSES", "TABLES", "Store", "default_store_path"]
@@ -96,7 +95,6 @@ def _where(table: str, filters: Mapping[str, Any]) -> tuple[str, list]:
 class Store:
     """A nepotism store file; opening it creates it if needed and applies pending migrations."""
 
-    call_key = staticmethod(call_key)
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
