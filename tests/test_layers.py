@@ -102,3 +102,49 @@ def test_relative_and_lazy_imports_are_seen():
     assert _imported(where, "from ..report import full\n") == {"report"}
     assert _imported(where, "def f():\n    from .audit import x\n") == {"leakage"}
     assert _imported(PACKAGE / "metrics" / "pairwise.py", "from . import bootstrap\n") == {"metrics"}
+
+
+def _module_name(path: Path) -> str:
+    parts = ["nepotism", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_edges() -> dict[str, set[str]]:
+    """Module → the nepotism modules it imports (anywhere in it), package __init__ files left out."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    package = name.split(".")[: -node.level]
+                    base = ".".join(package + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                targets.add(base)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        edges[name] = {t for t in targets if t in modules and t != name}
+    return edges
+
+
+def test_no_import_cycles_between_modules():
+    edges = _module_edges()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, trail):
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)

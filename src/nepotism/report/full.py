@@ -24,10 +24,12 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from nepotism._files import write_files
+from nepotism.report import plots
 from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
-from nepotism.report.plots import BIAS_METRICS, all_plots
+from nepotism.report.plots import BIAS_METRICS
+from nepotism.report.section_plots import section_plots
 from nepotism.report.sections import (
     coverage,
     exclusion_table,
@@ -152,6 +154,13 @@ def _setting(record: dict) -> dict:
         return record
     return {**record, "condition": f"{record.get('condition') or 'default'} · {setup}"}
 
+
+
+def all_plots(records: list[dict]) -> dict[str, list[dict]]:
+    """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
+    return {"heatmaps": plots.heatmaps(records), "bias": plots.bias_bars(records), "perplexity": plots.perplexity(records),
+            "confusion": plots.confusion_matrices(records), "conditions": plots.mitigation(records),
+            "leaderboard": plots.leaderboard(records), **section_plots(records)}
 
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
                  thresholds: Thresholds | None = None, title: str = "nepotism report",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["OKABE_ITO", "SCOPE_COLOURS", "all_plots", "bias_bars", "confusion_matrices", "heatmaps",
+__all__ = ["OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps",
            "leaderboard", "mitigation", "perplexity", "pls_tie_rule"]
 
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
@@ -477,12 +477,3 @@ def leaderboard(records: list[dict]) -> list[dict]:
                       f"Each generator's rank with every judge (blue) and with the judges related to either candidate "
                       f"left out (vermillion); lines are {level}% bootstrap rank intervals (prompts resampled)."
                       + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""))]
-
-
-def all_plots(records: list[dict]) -> dict[str, list[dict]]:
-    """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
-    from nepotism.report.section_plots import section_plots
-
-    return {"heatmaps": heatmaps(records), "bias": bias_bars(records), "perplexity": perplexity(records),
-            "confusion": confusion_matrices(records), "conditions": mitigation(records),
-            "leaderboard": leaderboard(records), **section_plots(records)}
