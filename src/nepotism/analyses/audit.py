@@ -18,6 +18,14 @@ Given aggregated comparisons and the model registry, this computes per (judge, c
   names that the registry resolves to one id) the variant says ``texts: same models, other samples``.
   The bootstrap resamples the shared instances.
 
+How it is computed: ids are turned into integer codes once; each record's per-prompt sums are built
+from those codes with the metric functions' own sum builders (`nepotism.metrics.pairwise`), and
+the bootstrap products of all records that resample the same number of prompts are one matrix
+product (`nepotism.metrics._batch.ClusterSetBatch`), which gives the numbers that calling
+`win_rate`, `self_preference_ratio`, `demographic_parity_bias` and `cluster_bootstrap` record by
+record gives, bit for bit (``tests/analyses/test_audit_fast.py`` checks this against that
+straightforward computation).
+
 Each record is ``{metric, judge, judge_id, condition, generator, pair, scope, variant, value, ci_low,
 ci_high, n, n_clusters, n_excluded, excluded, note, p_value}``. What this module leaves out: reading
 files (`nepotism.tables`) and presenting results (`nepotism.report`).
@@ -30,10 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import Comparisons, with_reasons
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.analyses.comparisons import Comparisons, with_reason_counts
+from nepotism.metrics._batch import ClusterSetBatch
+from nepotism.metrics._common import checked
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
+from nepotism.metrics.pairwise import _parity, _parity_sums, _ratio, _self_preference_sums, _win_rate_sums
 
 __all__ = ["OPPONENT_POPULATIONS", "SCOPE_RELATIONS", "AuditOptions", "audit_pairwise"]
 
@@ -91,141 +101,306 @@ def _record(metric: str, judge: str, condition: str, estimate: Estimate, relatio
     return record
 
 
-def _generator_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Two rows per comparison: one from each candidate's side (outcome sign flipped for Y)."""
-    reasons = {column: frame[column] if column in frame else None
-               for column in ("excluded_reason", "prob_excluded_reason")}
-    x = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_x"],
-                      "opponent": frame["model_y"], "outcome": frame["outcome"], "prob": frame["prob_x"], **reasons})
-    y = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_y"],
-                      "opponent": frame["model_x"], "outcome": -frame["outcome"], "prob": 1.0 - frame["prob_x"],
-                      **reasons})
-    return pd.concat([x, y], ignore_index=True)
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted labels) of a column of names."""
+    codes, labels = pd.factorize(np.asarray(values, dtype=object), sort=True)
+    return codes.astype(np.int64), np.asarray(labels, dtype=object)
 
 
-def _win_rates(rows, judge, condition, relations, options) -> list[dict]:
-    records = []
-    for generator, group in rows.groupby("generator", sort=True):
-        estimate = with_reasons(win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(),
-                                         bootstrap=options.bootstrap), group["excluded_reason"])
-        opponents = sorted(group["opponent"].unique())
+def _instance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Instance codes in the order `cluster_sums` sorts the labels as given (``native``) and as
+    strings (``text``; the paired gaps compare instances by their text)."""
+    if values.dtype.kind in "iub":
+        labels, native = np.unique(values, return_inverse=True)
+    else:
+        native, labels = pd.factorize(values.astype(object) if values.dtype.kind != "O" else values, sort=True)
+    native = np.asarray(native, dtype=np.int64).ravel()
+    text = np.asarray(labels).astype(str)
+    if text.size > 1 and not np.all(text[:-1] < text[1:]):
+        remap, _ = pd.factorize(text.astype(object), sort=True)
+        return native, np.asarray(remap, dtype=np.int64)[native]
+    return native, native
+
+
+class _Rows:
+    """Both candidates' rows of every comparison, arranged per (judge, condition) in sorted order: the
+    X-side rows of that judge and condition in frame order, then the Y-side rows (outcome flipped)."""
+
+    def __init__(self, frame: pd.DataFrame, relations: _Relations):
+        n = len(frame)
+        judge_codes, self.judges = _codes(frame["judge"].to_numpy())
+        condition_codes, self.conditions = _codes(frame["condition"].to_numpy())
+        present, jc = np.unique(judge_codes * len(self.conditions) + condition_codes, return_inverse=True)
+        jc = jc.ravel()
+        self.groups = [(str(self.judges[k // len(self.conditions)]), self.conditions[k % len(self.conditions)])
+                       for k in present]
+        order = np.argsort(np.concatenate([2 * jc, 2 * jc + 1]), kind="stable")
+        y_side = order >= n
+        source = np.where(y_side, order - n, order)
+        self.jc = jc[source]
+        self.bounds = np.searchsorted(self.jc, np.arange(len(present) + 1))
+        models, self.models = _codes(np.concatenate([frame["model_x"].to_numpy(dtype=object),
+                                                     frame["model_y"].to_numpy(dtype=object)]))
+        x, y = models[:n][source], models[n:][source]
+        self.gen = np.where(y_side, y, x)
+        self.opp = np.where(y_side, x, y)
+        outcome = checked(frame["outcome"].to_numpy(dtype=float), "outcome", low=-1.0, high=1.0)[source]
+        self.outcome = np.where(y_side, -outcome, outcome)
+        prob = frame["prob_x"].to_numpy(dtype=float)[source]
+        self.prob = np.where(y_side, 1.0 - prob, prob)
+        native, text = _instance_codes(frame["instance_id"].to_numpy())
+        self.instance, self.instance_text = native[source], text[source]
+        self.n_instances = int(text.max()) + 1 if n else 0
+        self.reason, self.reasons = self._reason_codes(frame, "excluded_reason", source)
+        self.prob_reason, self.prob_reasons = self._reason_codes(frame, "prob_excluded_reason", source)
+        ids = np.array([relations.canonical(str(m)) for m in self.models], dtype=object)
+        id_codes, self.ids = _codes(ids)
+        self.model_id = id_codes  # model code → id code
+        self.judge_id = [relations.canonical(judge) for judge, _ in self.groups]
+
+    @staticmethod
+    def _reason_codes(frame, column, source):
+        if column not in frame:
+            return np.full(source.size, -1, dtype=np.int64), np.array([], dtype=object)
+        values = frame[column].to_numpy(dtype=object)
+        keep = np.array([isinstance(v, str) for v in values], dtype=bool) if values.size else np.zeros(0, bool)
+        codes = np.full(values.size, -1, dtype=np.int64)
+        labels = np.array([], dtype=object)
+        if keep.any():
+            found, labels = _codes(values[keep])
+            codes[keep] = found
+        return codes[source], labels
+
+    def span(self, group: int) -> slice:
+        return slice(int(self.bounds[group]), int(self.bounds[group + 1]))
+
+
+def _counts(codes: np.ndarray, labels: np.ndarray, times: int = 1) -> dict[str, int]:
+    """{label: count} of the coded reasons (-1: none), sorted by label."""
+    codes = codes[codes >= 0]
+    if not codes.size:
+        return {}
+    counts = np.bincount(codes, minlength=labels.size)
+    return {str(labels[i]): int(counts[i]) * times for i in np.flatnonzero(counts)}
+
+
+class _Pending:
+    """Records whose estimates come from one `ClusterSetBatch`, in the order they were added."""
+
+    def __init__(self, bootstrap: Bootstrap):
+        self.batch = ClusterSetBatch(bootstrap)
+        self.records: list[tuple[dict, int | Estimate, dict[str, int] | None]] = []
+
+    def add(self, record: dict, parts, statistic, reasons: dict[str, int] | None) -> None:
+        _, sums, n, n_excluded, excluded = parts
+        index = self.batch.add(sums, statistic, n=n, n_excluded=n_excluded, excluded=excluded)
+        self.records.append((record, index, reasons))
+
+    def ready(self, record: dict, estimate: Estimate) -> None:
+        self.records.append((record, estimate, None))
+
+    def finish(self) -> list[dict]:
+        estimates = self.batch.run()
+        out = []
+        for record, item, reasons in self.records:
+            estimate = estimates[item] if isinstance(item, int) else item
+            if reasons is not None:
+                estimate = with_reason_counts(estimate, reasons)
+            record.update(estimate.as_dict())
+            out.append(record)
+        return out
+
+
+def _base(metric: str, judge: str, condition: str, relations: _Relations, **extra) -> dict:
+    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
+              "generator": None, "pair": None, "scope": None, "variant": {}}
+    record.update(extra)
+    return record
+
+
+def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending) -> None:
+    judge, condition = rows.groups[group]
+    span = rows.span(group)
+    gen = rows.gen[span]
+    order = np.argsort(gen, kind="stable")
+    models, starts = np.unique(gen[order], return_index=True)
+    for model, start, end in zip(models, starts, [*starts[1:], gen.size]):
+        take = order[start:end] + span.start
+        generator = str(rows.models[model])
+        outcome = rows.outcome[take]
+        opponents = [str(m) for m in rows.models[np.unique(rows.opp[take])]]
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
-        records.append(_record("win-rate", judge, condition, estimate, relations, generator=generator,
-                               variant=variant, relation=relations(judge, generator).lower(),
-                               n_ties=int((group["outcome"] == 0).sum())))
-    return records
+        record = _base("win-rate", judge, condition, relations, generator=generator, variant=variant,
+                       relation=relations(judge, generator).lower(), n_ties=int((outcome == 0).sum()))
+        pending.add(record, _win_rate_sums(outcome, rows.instance[take]), _ratio,
+                    _counts(rows.reason[take], rows.reasons))
 
 
-def _scope_records(rows, judge, condition, relations, options) -> list[dict]:
-    records = []
-    generator_relation = rows["generator"].map(lambda g: relations(judge, g))
-    opponent_relation = rows["opponent"].map(lambda g: relations(judge, g))
-    generator_strength = generator_relation.map(_STRENGTH.index)
-    opponent_strength = opponent_relation.map(_STRENGTH.index)
+def _relation_codes(rows: _Rows, judge: str, relations: _Relations) -> np.ndarray:
+    """The judge's relation to every model, as an index into `_STRENGTH`."""
+    return np.array([_STRENGTH.index(relations(judge, str(m))) for m in rows.models], dtype=np.int64)
+
+
+def _scope_records(rows: _Rows, group: int, relations: _Relations, options: AuditOptions, pending: _Pending) -> None:
+    judge, condition = rows.groups[group]
+    span = rows.span(group)
+    strength = _relation_codes(rows, judge, relations)
+    generator_strength = strength[rows.gen[span]]
+    opponent_strength = strength[rows.opp[span]]
+    unrelated = np.isin(opponent_strength, [_STRENGTH.index(r) for r in _UNRELATED])
     for scope, in_scope in SCOPE_RELATIONS.items():
+        codes = [_STRENGTH.index(r) for r in in_scope]
+        generator_in = np.isin(generator_strength, codes)
+        opponent_in = np.isin(opponent_strength, codes)
         for opponents in options.opponents:
-            mask = generator_relation.isin(in_scope)
             if opponents == "unrelated":
-                mask &= opponent_relation.isin(_UNRELATED)
+                mask = generator_in & unrelated
             else:
-                mask &= ~opponent_relation.isin(in_scope) & (opponent_strength > generator_strength)
-            subset = rows[mask]
+                mask = generator_in & ~opponent_in & (opponent_strength > generator_strength)
+            take = np.flatnonzero(mask) + span.start
             base = {"scope": scope, "variant": {"opponents": opponents},
-                    "generators": sorted(subset["generator"].unique()),
-                    "opponent_models": sorted(subset["opponent"].unique())[:20]}
-            if subset.empty:
+                    "generators": [str(m) for m in rows.models[np.unique(rows.gen[take])]],
+                    "opponent_models": [str(m) for m in rows.models[np.unique(rows.opp[take])]][:20]}
+            if not take.size:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
                 empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0,
                                           note=f"no comparison of a {scope} candidate with {what} model",
                                           bootstrap=options.bootstrap)
-                records.append(_record("self-preference-ratio", judge, condition, empty, relations, **base))
-                records.append(_record("demographic-parity-bias", judge, condition, empty, relations, **base))
+                pending.ready(_base("self-preference-ratio", judge, condition, relations, **base), empty)
+                pending.ready(_base("demographic-parity-bias", judge, condition, relations, **base), empty)
                 continue
-            clusters = subset["instance_id"].to_numpy()
-            outcomes = subset["outcome"].to_numpy()
+            clusters = rows.instance[take]
+            outcomes = rows.outcome[take]
             decided = outcomes[~np.isnan(outcomes)]
-            spr = with_reasons(self_preference_ratio(outcomes, clusters, bootstrap=options.bootstrap),
-                               subset["excluded_reason"])
-            records.append(_record("self-preference-ratio", judge, condition, spr, relations,
-                                   tie_share=float(np.mean(decided == 0)) if decided.size else None, **base))
-            related = np.repeat([True, False], len(subset))
+            reasons = _counts(rows.reason[take], rows.reasons)
+            pending.add(_base("self-preference-ratio", judge, condition, relations,
+                              tie_share=float(np.mean(decided == 0)) if decided.size else None, **base),
+                        _self_preference_sums(outcomes, clusters), _ratio, reasons)
+            related = np.repeat([True, False], take.size)
             both = np.concatenate([clusters, clusters])
             score = (outcomes + 1.0) / 2.0
-            dp = with_reasons(demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both,
-                                                      bootstrap=options.bootstrap),
-                              np.concatenate([subset["excluded_reason"].to_numpy()] * 2))
-            records.append(_record("demographic-parity-bias", judge, condition, dp, relations,
-                                   **{**base, "variant": {**base["variant"], "preference": "verdict"}}))
-            if subset["prob"].notna().any():
-                prob = subset["prob"].to_numpy()
-                dp_prob = with_reasons(demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both,
-                                                               bootstrap=options.bootstrap),
-                                       np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
-                records.append(_record("demographic-parity-bias", judge, condition, dp_prob, relations,
-                                       **{**base, "variant": {**base["variant"], "preference": "probability"}}))
-    return records
+            pending.add(_base("demographic-parity-bias", judge, condition, relations,
+                              **{**base, "variant": {**base["variant"], "preference": "verdict"}}),
+                        _parity_sums(np.concatenate([score, 1.0 - score]), related, both), _parity,
+                        {k: 2 * v for k, v in reasons.items()})
+            prob = rows.prob[take]
+            if (~np.isnan(prob)).any():
+                pending.add(_base("demographic-parity-bias", judge, condition, relations,
+                                  **{**base, "variant": {**base["variant"], "preference": "probability"}}),
+                            _parity_sums(checked(np.concatenate([prob, 1.0 - prob]), "preference", low=0.0, high=1.0),
+                                         related, both), _parity,
+                            _counts(rows.prob_reason[take], rows.prob_reasons, times=2))
 
 
 def _gap(totals: np.ndarray) -> np.ndarray:
     return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
 
-def _paired_gap(mine: pd.DataFrame, theirs: pd.DataFrame, options: AuditOptions) -> tuple[Estimate, float, float]:
-    shared = np.intersect1d(mine["instance_id"].to_numpy(dtype=str), theirs["instance_id"].to_numpy(dtype=str))
-    a = mine[mine["instance_id"].isin(shared)]
-    b = theirs[theirs["instance_id"].isin(shared)]
-    n_missing = int(a["outcome"].isna().sum() + b["outcome"].isna().sum())
-    reasons = pd.concat([a["excluded_reason"], b["excluded_reason"]])
-    a, b = a[a["outcome"].notna()], b[b["outcome"].notna()]
-    columns = np.zeros((len(a) + len(b), 4))
-    columns[: len(a), 0] = (a["outcome"].to_numpy() + 1) / 2
-    columns[: len(a), 1] = 1
-    columns[len(a):, 2] = (b["outcome"].to_numpy() + 1) / 2
-    columns[len(a):, 3] = 1
-    clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), b["instance_id"].to_numpy(dtype=str)])
-    _, sums = cluster_sums(clusters, columns)
-    estimate = with_reasons(cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
-                                              excluded={"no verdict": n_missing} if n_missing else {},
-                                              bootstrap=options.bootstrap), reasons)
-    return estimate, _mean(columns[: len(a), 0]), _mean(columns[len(a):, 2])
+class _Blocks:
+    """Per (judge, condition, generator id, opponent id) block: its rows summed per instance (text
+    order), the names it holds, its first row, and the rows carrying an exclusion reason."""
+
+    def __init__(self, rows: _Rows):
+        n_ids = max(len(rows.ids), 1)
+        gid, oid = rows.model_id[rows.gen], rows.model_id[rows.opp]
+        code = (rows.jc * n_ids + gid) * n_ids + oid
+        self.codes, first, block = np.unique(code, return_index=True, return_inverse=True)
+        block = block.ravel()
+        self.first = first
+        self.group = self.codes // (n_ids * n_ids)
+        self.pair = self.codes % (n_ids * n_ids)
+        self.gid, self.oid = self.pair // n_ids, self.pair % n_ids
+        width = max(rows.n_instances, 1)
+        cell, where = np.unique(block * width + rows.instance_text, return_inverse=True)
+        where = where.ravel()
+        decided = ~np.isnan(rows.outcome)
+        self.score = np.bincount(where, weights=np.where(decided, (rows.outcome + 1.0) / 2.0, 0.0), minlength=cell.size)
+        self.count = np.bincount(where, weights=decided, minlength=cell.size)
+        self.missing = np.bincount(where, weights=~decided, minlength=cell.size)
+        self.instance = cell % width
+        self.starts = np.searchsorted(cell // width, np.arange(self.codes.size + 1))
+        flagged = np.flatnonzero(rows.reason >= 0)
+        order = flagged[np.argsort(block[flagged], kind="stable")]
+        self.reason_instance, self.reason = rows.instance_text[order], rows.reason[order]
+        self.reason_starts = np.searchsorted(block[order], np.arange(self.codes.size + 1))
+        self.generators = self._names(block, rows.gen, rows.models)
+        self.opponents = self._names(block, rows.opp, rows.models)
+        self.by_pair: dict[int, list[int]] = {}
+        for b, pair in enumerate(self.pair.tolist()):
+            self.by_pair.setdefault(pair, []).append(b)  # blocks are sorted by group: so is each list
+
+    def _names(self, block, models, labels) -> list[frozenset[str]]:
+        pairs = np.unique(block * len(labels) + models)
+        out: list[set[str]] = [set() for _ in range(self.codes.size)]
+        for b, m in zip((pairs // len(labels)).tolist(), (pairs % len(labels)).tolist()):
+            out[b].add(str(labels[m]))
+        return [frozenset(names) for names in out]
+
+    def cells(self, b: int) -> slice:
+        return slice(int(self.starts[b]), int(self.starts[b + 1]))
 
 
-def _mean(values: np.ndarray) -> float:
-    """Mean, or NaN for no values (undefined, not zero)."""
-    return float(values.mean()) if values.size else float("nan")
+def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
+    """(parts for `_gap`, n, reasons, this judge's rate, the other judge's rate) on the shared instances."""
+    a, b = blocks.cells(mine), blocks.cells(theirs)
+    ia_all, ib_all = blocks.instance[a], blocks.instance[b]
+    if ia_all.size == ib_all.size and np.array_equal(ia_all, ib_all):
+        common, ia, ib = ia_all, np.arange(ia_all.size), np.arange(ib_all.size)
+    else:
+        common, ia, ib = np.intersect1d(ia_all, ib_all, assume_unique=True, return_indices=True)
+    score_a, count_a = blocks.score[a][ia], blocks.count[a][ia]
+    score_b, count_b = blocks.score[b][ib], blocks.count[b][ib]
+    n_a, n_b = int(count_a.sum()), int(count_b.sum())
+    n_missing = int(blocks.missing[a][ia].sum() + blocks.missing[b][ib].sum())
+    keep = (count_a + count_b) > 0
+    sums = np.column_stack([score_a[keep], count_a[keep], score_b[keep], count_b[keep]])
+    reasons = {}
+    for block in (mine, theirs):
+        lo, hi = blocks.reason_starts[block], blocks.reason_starts[block + 1]
+        if hi > lo:
+            shared = np.isin(blocks.reason_instance[lo:hi], common)
+            for label, count in _counts(blocks.reason[lo:hi][shared], rows.reasons).items():
+                reasons[label] = reasons.get(label, 0) + count
+    parts = (common[keep], sums, n_a + n_b, n_missing, {"no verdict": n_missing} if n_missing else {})
+    rate_a = float(score_a.sum() / n_a) if n_a else float("nan")
+    rate_b = float(score_b.sum() / n_b) if n_b else float("nan")
+    return parts, reasons, rate_a, rate_b
 
 
-def _paired_gaps(all_rows: pd.DataFrame, judge: str, condition: str, relations: _Relations,
-                 options: AuditOptions) -> list[dict]:
+def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations, pending: _Pending) -> None:
     """Win-rate gap of related candidates under this judge vs each other judge, same items and pair."""
-    mine = all_rows[(all_rows["judge"] == judge) & (all_rows["condition"] == condition)]
-    others = all_rows[all_rows["judge_id"] != relations.canonical(judge)]
-    records = []
-    if mine.empty or others.empty:
-        return records
-    for (generator_id, opponent_id), group in mine.groupby(["generator_id", "opponent_id"], sort=True):
-        generator, opponent = group["generator"].iloc[0], group["opponent"].iloc[0]
+    judge, condition = rows.groups[group]
+    judge_id = rows.judge_id[group]
+    if all(other == judge_id for other in rows.judge_id):
+        return
+    for mine in np.flatnonzero(blocks.group == group).tolist():
+        first = blocks.first[mine]
+        generator, opponent = str(rows.models[rows.gen[first]]), str(rows.models[rows.opp[first]])
         strength = _STRENGTH.index(relations(judge, generator))
         if relations(judge, generator) in _UNRELATED or strength > _STRENGTH.index(relations(judge, opponent)):
             continue  # report each pair once, from its more strongly related side
-        theirs_all = others[(others["generator_id"] == generator_id) & (others["opponent_id"] == opponent_id)]
-        for (other_judge, other_condition), theirs in theirs_all.groupby(["judge", "condition"], sort=True):
-            estimate, this_rate, other_rate = _paired_gap(group, theirs, options)
-            if estimate.n == 0 and estimate.n_excluded == 0:
+        for theirs in blocks.by_pair[int(blocks.pair[mine])]:
+            other = int(blocks.group[theirs])
+            if rows.judge_id[other] == judge_id:
                 continue
-            same_texts = set(group["generator"]) == set(theirs["generator"]) and set(group["opponent"]) == set(theirs["opponent"])
-            records.append(_record(
-                "paired-win-rate-gap", judge, condition, estimate, relations, generator=generator,
+            parts, reasons, this_rate, other_rate = _paired(blocks, mine, theirs, rows)
+            if parts[2] == 0 and parts[3] == 0:
+                continue
+            other_judge, other_condition = rows.groups[other]
+            same_texts = (blocks.generators[mine] == blocks.generators[theirs]
+                          and blocks.opponents[mine] == blocks.opponents[theirs])
+            record = _base(
+                "paired-win-rate-gap", judge, condition, relations, generator=generator,
                 pair=[generator, opponent], scope=relations(judge, generator).lower(),
                 variant={"other_judge": other_judge, "other_condition": other_condition,
                          "other_judge_relation": relations(other_judge, generator).lower(),
                          "other_judge_relation_to_opponent": relations(other_judge, opponent).lower(),
                          "texts": "identical" if same_texts else "same models, other samples",
                          "ties": "half"},
-                other_generator_names=sorted(set(theirs["generator"])),
+                other_generator_names=sorted(blocks.generators[theirs]),
                 win_rate_this_judge=this_rate, win_rate_other_judge=other_rate,
-            ))
-    return records
+            )
+            pending.add(record, parts, _gap, reasons)
 
 
 def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions | None = None) -> list[dict]:
@@ -238,18 +413,11 @@ def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions 
     if frame.empty:
         return []
     relations = _Relations(registry)
-    parts = []
-    for (judge, condition), group in frame.groupby(["judge", "condition"], sort=True):
-        rows = _generator_rows(group)
-        rows["judge"], rows["condition"] = judge, condition
-        parts.append(rows)
-    all_rows = pd.concat(parts, ignore_index=True)
-    all_rows["generator_id"] = all_rows["generator"].map(relations.canonical)
-    all_rows["opponent_id"] = all_rows["opponent"].map(relations.canonical)
-    all_rows["judge_id"] = all_rows["judge"].map(relations.canonical)
-    records: list[dict] = []
-    for (judge, condition), rows in all_rows.groupby(["judge", "condition"], sort=True):
-        records.extend(_win_rates(rows, judge, condition, relations, options))
-        records.extend(_scope_records(rows, judge, condition, relations, options))
-        records.extend(_paired_gaps(all_rows, judge, condition, relations, options))
-    return records
+    rows = _Rows(frame, relations)
+    blocks = _Blocks(rows)
+    pending = _Pending(options.bootstrap)
+    for group in range(len(rows.groups)):
+        _win_rates(rows, group, relations, pending)
+        _scope_records(rows, group, relations, options, pending)
+        _paired_gaps(rows, blocks, group, relations, pending)
+    return pending.finish()

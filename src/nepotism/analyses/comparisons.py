@@ -27,7 +27,7 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons", "row_exclusions", "with_reasons"]
+__all__ = ["Comparisons", "build_comparisons", "row_exclusions", "with_reason_counts", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 
@@ -159,6 +159,11 @@ def with_reasons(estimate: Estimate, reasons) -> Estimate:
     split by the rows' reasons (``reasons``: one label or None per row the metric saw, e.g. a
     comparison frame's ``excluded_reason``). Left as it is when the counts do not match."""
     counts = Counter(r for r in reasons if r is not None and not (isinstance(r, float) and np.isnan(r)))
+    return with_reason_counts(estimate, dict(counts))
+
+
+def with_reason_counts(estimate: Estimate, counts: dict[str, int]) -> Estimate:
+    """`with_reasons` from counts already made ({reason: rows})."""
     generic = sum(estimate.excluded.get(k, 0) for k in _GENERIC)
     if not counts or sum(counts.values()) != generic:
         return estimate

@@ -11,6 +11,15 @@ bootstrap draws prompts of the study, and the number of units a metric sees vari
 resamples (the usual cluster bootstrap for ratio estimators). Estimates of single metrics on
 their own rows (`cluster_bootstrap`) drop such empty clusters instead; both are consistent.
 
+`ClusterSetBatch` is the other kind: estimates identical, bit for bit, to calling `cluster_bootstrap`
+item by item (each on its own clusters, empty ones dropped), computed with one product per number
+of clusters instead of one per item: the weights depend only on that number (and the seed), so
+items with as many clusters share them; their columns
+are stacked (equal columns once) and multiplied together. This is exact, not approximate: the
+product is float32, and a column of half-integer sums whose resampled totals stay below 2**23 is
+summed without rounding in any order; a column that is not (e.g. label probabilities) is resampled
+on its own, as `cluster_bootstrap` would.
+
 What this module leaves out: building the sums (the suite does that) and any statistic.
 """
 
@@ -21,10 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, finish_estimate
+from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, cluster_bootstrap, finish_estimate
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["BootstrapBatch", "RecordBatch"]
+__all__ = ["BootstrapBatch", "ClusterSetBatch", "RecordBatch"]
 
 
 @dataclass
@@ -145,3 +154,100 @@ class RecordBatch:
             record.update(estimate.as_dict())
             out.append(record)
         return out
+
+
+@dataclass
+class _SetItem:
+    columns: list[int]
+    value: float
+    statistic: Callable[[np.ndarray], np.ndarray]
+    options: dict
+
+
+class _ClusterSet:
+    """The distinct sum columns of the items resampling the same number of clusters."""
+
+    def __init__(self, n_clusters: int):
+        self.n_clusters = n_clusters
+        self.index: dict[bytes, int] = {}
+        self.keys: list[bytes] = []
+        self.items: list[int] = []
+
+    def column(self, values: np.ndarray) -> int:
+        key = np.ascontiguousarray(values, dtype=float).tobytes()
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def sums(self, columns: list[int]) -> np.ndarray:
+        return np.column_stack([np.frombuffer(self.keys[c], dtype=float) for c in columns])
+
+
+_EXACT = 2.0**23  # float32 sums of multiples of ½ below this are exact in any order
+
+
+class ClusterSetBatch:
+    """Estimates equal to ``cluster_bootstrap(sums, statistic, ...)`` per item, one product per cluster count.
+
+    ``add(sums, statistic, ...)`` takes the item's (n_clusters, k) sums (from `cluster_sums`) with
+    `cluster_bootstrap`'s keywords; `run` returns the Estimates in the order they were added.
+    """
+
+    def __init__(self, bootstrap: Bootstrap):
+        self.bootstrap = bootstrap
+        self._sets: dict[int, _ClusterSet] = {}
+        self._items: list[tuple[_ClusterSet | None, _SetItem | Estimate]] = []
+
+    def add(self, sums: np.ndarray, statistic, *, n: int, n_excluded: int = 0,
+            excluded: Mapping[str, int] | None = None, alternative: str | None = None, null_value: float = 0.0,
+            note: str | None = None) -> int:
+        sums = np.asarray(sums, dtype=float)
+        if sums.ndim == 1:
+            sums = sums[:, None]
+        options = dict(n=n, n_excluded=n_excluded, excluded=excluded, bootstrap=self.bootstrap,
+                       alternative=alternative, null_value=null_value, note=note)
+        value = float("nan")
+        if sums.shape[0]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = float(np.asarray(statistic(sums.sum(axis=0)), dtype=float))
+        if not sums.shape[0] or not np.isfinite(value) or self.bootstrap.n_resamples <= 0:
+            self._items.append((None, cluster_bootstrap(sums, statistic, **options)))  # no product needed
+            return len(self._items) - 1
+        group = self._sets.get(sums.shape[0])
+        if group is None:
+            group = self._sets[sums.shape[0]] = _ClusterSet(sums.shape[0])
+        columns = [group.column(sums[:, j]) for j in range(sums.shape[1])]
+        group.items.append(len(self._items))
+        self._items.append((group, _SetItem(columns, value, statistic, options)))
+        return len(self._items) - 1
+
+    def run(self) -> list[Estimate]:
+        out: list[Estimate | None] = [item if group is None else None for group, item in self._items]
+        boot = self.bootstrap
+        for group in self._sets.values():
+            weights = bootstrap_weights(group.n_clusters, boot.n_resamples, boot.seed)
+            stacked = np.column_stack([np.frombuffer(k, dtype=float) for k in group.keys])
+            top = float(weights.max()) if weights.size else 0.0
+            halves = stacked * 2.0
+            exact = np.all(halves == np.round(halves), axis=0) & (top * np.abs(stacked).sum(axis=0) < _EXACT)
+            if weights.dtype != np.float32:
+                exact[:] = False
+            shared = np.flatnonzero(exact)
+            position = np.full(stacked.shape[1], -1)
+            position[shared] = np.arange(shared.size)
+            totals = weights @ stacked[:, shared].astype(weights.dtype) if shared.size else None
+            del stacked, halves
+            for index in group.items:
+                item = self._items[index][1]
+                cols = position[item.columns]
+                if (cols < 0).any():  # not exact in a shared product: resampled alone, as cluster_bootstrap does
+                    out[index] = cluster_bootstrap(group.sums(item.columns), item.statistic, **item.options)
+                    continue
+                sums = group.sums(item.columns) if boot.method == "bca" else np.empty((group.n_clusters, 0))
+                options = dict(item.options)
+                options.pop("bootstrap")
+                out[index] = finish_estimate(item.value, totals[:, cols], sums, item.statistic,
+                                             bootstrap=boot, **{**options, "excluded": dict(options["excluded"] or {})})
+        return out  # type: ignore[return-value]

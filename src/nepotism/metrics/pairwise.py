@@ -85,6 +85,14 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", b
         raise ValueError(f"ties must be one of {TIE_POLICIES}")
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
+    _, sums, n, n_excluded, excluded = _win_rate_sums(outcome, clusters, ties=ties)
+    return cluster_bootstrap(sums, _ratio, n=n, n_excluded=n_excluded, excluded=excluded,
+                             bootstrap=settings(bootstrap, **fields))
+
+
+def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half"):
+    """`win_rate`'s per-cluster sums on checked arrays: (cluster labels, sums (n_clusters, 2) for
+    `_ratio`, n, n_excluded, excluded). Shared with the batched audit (`nepotism.analyses.audit`)."""
     missing = np.isnan(outcome)
     excluded = {"no verdict": int(missing.sum())} if missing.any() else {}
     keep = ~missing
@@ -94,11 +102,8 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", b
             excluded["tie"] = int(tie.sum())
         keep &= ~tie
     score = (outcome[keep] + 1.0) / 2.0  # +1 → 1, 0 → ½, -1 → 0
-    _, sums = cluster_sums(clusters[keep], np.column_stack([score, np.ones_like(score)]))
-    return cluster_bootstrap(
-        sums, _ratio, n=int(keep.sum()), n_excluded=int((~keep).sum()), excluded=excluded,
-        bootstrap=settings(bootstrap, **fields),
-    )
+    found, sums = cluster_sums(clusters[keep], np.column_stack([score, np.ones_like(score)]))
+    return found, sums, int(keep.sum()), int((~keep).sum()), excluded
 
 
 def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
@@ -118,14 +123,18 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstra
     """
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
+    _, sums, n, n_excluded, excluded = _self_preference_sums(outcome, clusters)
+    return cluster_bootstrap(sums, _ratio, n=n, n_excluded=n_excluded, excluded=excluded,
+                             bootstrap=settings(bootstrap, **fields))
+
+
+def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray):
+    """`self_preference_ratio`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
     keep = ~np.isnan(outcome)
     wins = (outcome[keep] == 1).astype(float)
-    _, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
+    found, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
     n_missing = int((~keep).sum())
-    return cluster_bootstrap(
-        sums, _ratio, n=int(keep.sum()), n_excluded=n_missing,
-        excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=settings(bootstrap, **fields),
-    )
+    return found, sums, int(keep.sum()), n_missing, ({"no verdict": n_missing} if n_missing else {})
 
 
 def _parity(totals: np.ndarray) -> np.ndarray:
@@ -155,12 +164,16 @@ def demographic_parity_bias(
         raise ValueError("related must hold booleans (True: the candidate is the judge's own or related)")
     related = related.astype(bool)
     clusters = labels(clusters, "clusters", n=preference.size)
+    _, sums, n, n_excluded, excluded = _parity_sums(preference, related, clusters)
+    return cluster_bootstrap(sums, _parity, n=n, n_excluded=n_excluded, excluded=excluded,
+                             bootstrap=settings(bootstrap, **fields))
+
+
+def _parity_sums(preference: np.ndarray, related: np.ndarray, clusters: np.ndarray):
+    """`demographic_parity_bias`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
     keep = ~np.isnan(preference)
     y, s = preference[keep], related[keep].astype(float)
     columns = np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
-    _, sums = cluster_sums(clusters[keep], columns)
+    found, sums = cluster_sums(clusters[keep], columns)
     n_missing = int((~keep).sum())
-    return cluster_bootstrap(
-        sums, _parity, n=int(keep.sum()), n_excluded=n_missing,
-        excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=settings(bootstrap, **fields),
-    )
+    return found, sums, int(keep.sum()), n_missing, ({"no verdict": n_missing} if n_missing else {})
