@@ -43,3 +43,13 @@ def test_print_table_plain_and_tsv(capsys):
     print_table("title", ["metric", "value"], rows, output_format="tsv")
     out = capsys.readouterr().out.splitlines()
     assert out == ["metric\tvalue", "win-rate\t" + " ".join(["a very long cell"] * 10), "x\ttab here next"]
+
+
+def test_a_long_cell_overflows_its_own_row_only(capsys):
+    why = "— (no comparison of a self candidate with an unrelated model, and nothing else to say)"
+    rows = [["win-rate", "0.482", "257"], ["self-preference-ratio", why, "0"], ["win-rate", "0.518", "257"]]
+    print_table("t", ["metric", "value", "n"], rows, output_format="plain")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "win-rate               0.482  257"
+    assert lines[3] == f"self-preference-ratio  {why}  0" and len(lines[3]) > 40
+    assert len(lines[4]) == len(lines[2])

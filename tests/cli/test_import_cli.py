@@ -212,3 +212,32 @@ def test_malformed_upstream_files_name_file_place_and_field(tmp_path, fmt, name,
     assert result.exit_code == 2, result.output
     assert f"{source}, {where}, field '{field}'" in result.output
     assert not out.parent.exists() or not list(out.parent.iterdir())
+
+
+def test_both_judgebench_companions_are_written_in_order_or_by_name(tmp_path):
+    out, pref, corr = tmp_path / "j.csv", tmp_path / "pref.csv", tmp_path / "corr.csv"
+    result = run(ARENA, "--format", "judgebench", "--out", out, "--reference-out", pref, "--reference-out", corr,
+                 "--json")
+    assert result.exit_code == 0, result.output
+    outputs = json.loads(result.output)["outputs"]
+    assert outputs[str(pref)]["kind"] == "preference-ref" and outputs[str(corr)]["kind"] == "correctness-ref"
+    assert read_table(corr, kind="correctness-ref").kind == "correctness-ref"
+    named = tmp_path / "named.csv"
+    result = run(ARENA, "--format", "judgebench", "--out", out, "--reference-out", f"correctness-ref={named}")
+    assert result.exit_code == 0, result.output
+    assert read_table(named).kind == "correctness-ref"
+    assert "not written: the preference-ref table (add --reference-out preference-ref=FILE)" in result.output
+
+
+@pytest.mark.parametrize("values, message", [
+    (["rubric-ref={ref}"], "no rubric-ref table"),
+    (["{ref}", "{ref2}", "{ref3}"], "3 --reference-out files for 2 companion tables"),
+    (["correctness-ref={ref}", "correctness-ref={ref2}"], "named twice"),
+])
+def test_reference_outputs_that_do_not_fit_the_companions_are_refused(tmp_path, values, message):
+    out = tmp_path / "j.csv"
+    names = {k: tmp_path / f"{k}.csv" for k in ("ref", "ref2", "ref3")}
+    args = [a for v in values for a in ("--reference-out", v.format(**names))]
+    result = run(ARENA, "--format", "judgebench", "--out", out, *args)
+    assert result.exit_code == 2 and message in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

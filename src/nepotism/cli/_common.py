@@ -54,6 +54,10 @@ def format_option(function):
                              "tsv: tab-separated with a header line.")(function)
 
 
+#: Plain tables pad a column to its widest cell up to this length; longer cells overflow their row only.
+_PAD_CAP = 40
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:
     """Print rows under ``header``. On a terminal (``auto``) or with ``table``: a rich table that folds
     long cells to the terminal's width. Piped (``auto``) or ``plain``: the title, then one line per row
@@ -78,7 +82,8 @@ def print_table(title: str, header: list[str], rows: list[list[str]], *, output_
         for row in [header, *clean]:
             click.echo("\t".join(row))
         return
-    widths = [max([len(name)] + [len(row[i]) for row in clean]) for i, name in enumerate(header)]
+    widths = [max([len(name)] + [len(row[i]) for row in clean if len(row[i]) <= _PAD_CAP])
+              for i, name in enumerate(header)]
     click.echo(title)
     for row in [header, *clean]:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

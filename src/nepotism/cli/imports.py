@@ -101,13 +101,42 @@ def _invalid(err, kind: str, target: Path, tmp: Path):
                       path=str(target), line=err.line, field=err.field)
 
 
+def _reference_targets(values) -> list[tuple[str | None, Path]]:
+    """``--reference-out`` values as (kind or None, path): ``KIND=FILE`` names the companion table."""
+    out = []
+    for value in values:
+        kind, sep, rest = str(value).partition("=")
+        out.append((kind, Path(rest)) if sep and kind in _REFERENCE_KINDS else (None, Path(value)))
+    return out
+
+
+def _assign_references(targets: list[tuple[str | None, Path]], references: list[str]) -> list[tuple[str, Path]]:
+    """Each ``--reference-out`` with its companion table: named ones first, the rest in order."""
+    from nepotism.errors import InputError
+
+    named = {kind for kind, _ in targets if kind is not None}
+    for kind in named - set(references):
+        raise InputError(f"the source has no {kind} table (its companions: {', '.join(references) or 'none'})",
+                         field="--reference-out")
+    if len(named) != sum(kind is not None for kind, _ in targets):
+        raise InputError("a companion table is named twice", field="--reference-out")
+    free = [k for k in references if k not in named]
+    unnamed = [path for kind, path in targets if kind is None]
+    if len(unnamed) > len(free):
+        raise InputError(f"{len(targets)} --reference-out files for {len(references)} companion tables "
+                         f"({', '.join(references)})", field="--reference-out")
+    pairs = dict(zip(free, unnamed))
+    return [(kind, path) for kind, path in targets if kind is not None] + list(pairs.items())
+
+
 @click.command("import")
 @click.argument("sources", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", help="Source format (see --list).")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Main table (.csv, .jsonl or .parquet; .gz allowed for CSV/JSONL).")
-@click.option("--reference-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Companion reference table (preference-ref or correctness-ref), when the source has one.")
+@click.option("--reference-out", "reference_outs", multiple=True, metavar="[KIND=]FILE",
+              help="Companion reference table(s), when the source has them; repeat for several (JudgeBench has a "
+                   "preference-ref and a correctness-ref): in the order --list gives, or named as KIND=FILE.")
 @click.option("--texts-out", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL of texts: instance_id, prompt, tests, model, text.")
 @click.option("--judge", default=None, help="Judge model for every row (overrides what the file says).")
@@ -122,7 +151,7 @@ def _invalid(err, kind: str, target: Path, tmp: Path):
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
 @click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchmark, generator, instructions,
+def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, benchmark, generator, instructions,
             verdicts, canonical, list_formats, as_json):
     """Import published judgments in SOURCE files into recorded tables.
 
@@ -149,7 +178,9 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
         raise InputError("--out is required", field="--out")
     get_format(fmt)
     _check_suffix(out, "--out", _TABLE_SUFFIXES)
-    _check_suffix(reference_out, "--reference-out", _TABLE_SUFFIXES)
+    reference_out = _reference_targets(reference_outs)
+    for _, path in reference_out:
+        _check_suffix(path, "--reference-out", _TABLE_SUFFIXES)
     _check_suffix(texts_out, "--texts-out", (".jsonl", ".jsonl.gz"))
     options = {"judge": judge, "baseline": baseline, "benchmark": benchmark, "generator": generator,
                "instructions": instructions, "verdicts": verdicts}
@@ -158,11 +189,10 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
 
     references = [k for k in imported.tables if k in _REFERENCE_KINDS and k != imported.main]
     plan: list[tuple[str, Path]] = [(imported.main, out)]
-    if reference_out is not None:
-        if not references:
-            raise InputError(f"the {fmt} source has no companion reference table (its main table is {imported.main})",
-                             field="--reference-out")
-        plan.append((references[0], reference_out))
+    if reference_out and not references:
+        raise InputError(f"the {fmt} source has no companion reference table (its main table is {imported.main})",
+                         field="--reference-out")
+    plan += _assign_references(reference_out, references)
     if texts_out is not None and imported.texts is None:
         raise InputError(f"the {fmt} source carries no texts", field="--texts-out")
     targets = [p.resolve() for _, p in plan] + ([texts_out.resolve()] if texts_out is not None else [])
@@ -192,7 +222,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
-    skipped = references[1:] if reference_out is not None else references
+    skipped = [k for k in references if k not in {kind for kind, _ in plan}]
     if canonical:
         summary["unknown_models"] = unknown
     if as_json:
@@ -205,7 +235,7 @@ def command(sources, fmt, out, reference_out, texts_out, judge, baseline, benchm
     for note in imported.notes:
         click.echo(f"  note: {note}")
     for kind in skipped:
-        hint = "only the first companion is written" if reference_out is not None else "pass --reference-out FILE"
+        hint = f"add --reference-out {kind}=FILE"
         click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")

@@ -39,8 +39,9 @@ What every format shares:
   naming both places.
 - **Names.** Model and judge names are kept as the source spells them; `--canonical` writes
   registry ids instead. `nepotism metrics` resolves names through the model registry.
-- **Companions.** A format that also yields a reference table (human votes, the correct answer)
-  writes it with `--reference-out`, and texts (prompt and answers) with `--texts-out`.
+- **Companions.** A format that also yields reference tables (human votes, the correct answer)
+  writes them with `--reference-out FILE`, repeated for each in the order listed here, or named
+  (`--reference-out correctness-ref=FILE`); texts (prompt and answers) go to `--texts-out`.
 
 Example, the arena-bench v1 files of `../shared/data` (GPT-4 grading 16 generators):
 
