@@ -92,3 +92,21 @@ def test_pls_is_drawn_with_paper_000s_tie_rule_when_present():
     assert pls_tie_rule([pls("half"), pls("loss"), pls("exclude")]) == "loss"
     assert pls_tie_rule([pls("half")]) == "half"
     assert pls_tie_rule([]) == "half"
+
+
+def test_leaderboard_draws_one_figure_per_board_and_only_ranked_generators():
+    from nepotism.report.plots import leaderboard
+
+    def rank(generator, board, judges, value):
+        return {"metric": "leaderboard-rank", "generator": generator, "value": value, "ci_low": value,
+                "ci_high": value + 1 if value is not None else None, "confidence": 0.95,
+                "variant": {"judges": judges, "score": "win rate", "board": board}}
+
+    records = [rank(g, "vs base-1", j, v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0)) for j in ("all", "unrelated")]
+    records += [rank(g, "vs base-2", j, v) for g, v in (("n1", 1.0), ("n2", 2.0)) for j in ("all", "unrelated")]
+    records += [rank("base-1", None, "all", None)]  # a baseline: a score, no rank, not drawn
+    plots = leaderboard(records)
+    assert [p["id"] for p in plots] == ["leaderboard-1", "leaderboard-2"]
+    assert "(vs base-1)" in plots[0]["title"] and "(vs base-2)" in plots[1]["title"]
+    single = leaderboard([r for r in records if r["variant"]["board"] == "vs base-2"])
+    assert [p["id"] for p in single] == ["leaderboard"] and "vs base-2" not in single[0]["title"]

@@ -436,11 +436,20 @@ def mitigation(records: list[dict]) -> list[dict]:
 
 # ------------------------------------------------------------------------------------ leaderboard
 def leaderboard(records: list[dict]) -> list[dict]:
-    """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals."""
+    """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals: one figure
+    per board (generators ranked against the same opponents; `report.derived.opponent_boards`), since
+    ranks on different boards are not comparable."""
     rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None
             and "judges" in _variant(r)]  # not the ranks of `nepotism leakage audit` (section_plots)
-    if not rows:
-        return []
+    boards: dict = defaultdict(list)
+    for r in rows:
+        boards[_variant(r).get("board")].append(r)
+    several = len(boards) > 1
+    return [_board_plot(board_rows, board if several else None, k if several else None)
+            for k, (board, board_rows) in enumerate(sorted(boards.items(), key=lambda kv: (-len(kv[1]), str(kv[0]))))]
+
+
+def _board_plot(rows: list[dict], board: str | None, number: int | None) -> dict:
     by = defaultdict(dict)
     for r in rows:
         by[str(r["generator"])][_variant(r).get("judges")] = r
@@ -452,6 +461,7 @@ def leaderboard(records: list[dict]) -> list[dict]:
 
         keep = set(names[:_MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[:_MAX_ROWS // 2])
         names = [g for g in names if g in keep]
+    where = "" if board is None else f" ({board})"
     with _style() as plt:
         fig, ax = plt.subplots(figsize=(9.5, 1.3 + 0.28 * len(names)))
         for variant, colour, marker, offset, label in (("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
@@ -470,10 +480,12 @@ def leaderboard(records: list[dict]) -> list[dict]:
         measure = _variant(rows[0]).get("score") or "mean preference"
         ax.set_xlabel(f"rank (1 = best; {measure})")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        ax.set_title("Leaderboard: all judges vs related judges left out")
+        ax.set_title(f"Leaderboard{where}: all judges vs related judges left out")
         level = int(round(100 * (rows[0].get("confidence") or 0.95)))
-        return [_plot("leaderboard", "Leaderboard before and after excluding related judges", fig,
-                      "Dot plot of each generator's rank with and without related judges",
-                      f"Each generator's rank with every judge (blue) and with the judges related to either candidate "
-                      f"left out (vermillion); lines are {level}% bootstrap rank intervals (prompts resampled)."
-                      + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""))]
+        return _plot("leaderboard" if number is None else f"leaderboard-{number + 1}",
+                     f"Leaderboard{where} before and after excluding related judges", fig,
+                     f"Dot plot of each generator's rank{where} with and without related judges",
+                     f"Each generator's rank with every judge (blue) and with the judges related to either candidate "
+                     f"left out (vermillion); lines are {level}% bootstrap rank intervals (prompts resampled)."
+                     + ("" if board is None else " Only generators that met the same opponents are ranked together.")
+                     + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""))
