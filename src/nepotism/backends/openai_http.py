@@ -46,7 +46,11 @@ from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, http_failure, read_body
 from nepotism.credentials import Secret, redact_text
 
-__all__ = ["OpenAIHTTPBackend"]
+__all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
+
+#: How many top next-token log-probabilities a label verdict asks for (OpenAI's maximum); batch
+#: files (`nepotism.runner.batch`) ask for the same, so a call has one body however it is sent.
+TOP_LOGPROBS = 20
 
 
 class _TransportFailure(Exception):
@@ -78,7 +82,7 @@ class OpenAIHTTPBackend:
         api_key_env: str | None = None,
         timeout: float = 60.0,
         max_connections: int = 256,
-        top_logprobs: int = 20,
+        top_logprobs: int = TOP_LOGPROBS,
         extra: Mapping[str, Any] | None = None,
         name: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from nepotism.cli._common import echo_json, experiment_store, run_live, store_path_of
+from nepotism.errors import InputError
 
 __all__ = ["command"]
 
@@ -30,10 +31,17 @@ __all__ = ["command"]
               help="Run only shard K of N (K from 0): the instances whose id hashes to K, each with "
                    "all its calls; the default store gets .shard-K-of-N before its suffix and the "
                    "exports go to output.dir/shard-K-of-N. Join the stores with nepotism store merge.")
+@click.option("--batch-out", "batch_out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Call nothing: write every call still to send as OpenAI Batch-API JSONL files "
+                   "(custom_id = the call's cache key) into this folder (docs/scale.md).")
+@click.option("--batch-in", "batch_in", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="Store a batch's results file (repeatable) as calls, then finish the run from the store "
+                   "without calling anything (or write the next round with --batch-out).")
 @click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
               help="Share of the run's calls (generation and judging) allowed to fail without exit status 3.")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
-            progress: bool | None, shard_spec: str | None, max_failure_rate: float) -> None:
+            progress: bool | None, shard_spec: str | None, batch_out: Path | None,
+            batch_in: tuple[Path, ...], max_failure_rate: float) -> None:
     """Generate the missing responses and judge every planned comparison of EXPERIMENT_FILE.
 
     Every model call is stored before it is used, so a run that is stopped (Ctrl-C, a crash, a
@@ -54,15 +62,31 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     shard = Shard.parse(shard_spec) if shard_spec is not None else None
     experiment = load_experiment(experiment_file)
     # before any store file exists: a bad dataset, grading truth or key variable writes nothing
-    dataset = check_inputs(experiment, keys=not dry_run)
+    batch = batch_out is not None or bool(batch_in)
+    if batch and dry_run:
+        raise InputError("--dry-run does not combine with --batch-out or --batch-in", field="--dry-run")
+    dataset = check_inputs(experiment, keys=not (dry_run or batch))  # batch mode sends nothing
     if shard is not None and store_path is None:
         store_path = shard_store_path(store_path_of(None, experiment), shard)
     if dry_run:
         _dry_run(experiment, store_path, as_json, dataset, shard)
         return
     with Store(experiment_store(store_path, experiment)) as store:
+        if batch:
+            from nepotism.runner.batch import plan_round, read_results, store_results
+
+            report: dict = {}
+            if batch_in:
+                records, counts = read_results(plan_round(experiment, store, dataset=dataset, shard=shard),
+                                               batch_in)
+                store_results(store, records)
+                report["stored"] = counts
+            round_ = plan_round(experiment, store, dataset=dataset, shard=shard)
+            if batch_out is not None or not round_.complete:
+                _batch_round(experiment, round_, batch_out, report, as_json)
+                return
         summary = run_live(lambda view: run_experiment(experiment, store, view=view, dataset=dataset,
-                                                       shard=shard),
+                                                       shard=shard, offline=batch),
                            progress=progress)
     if as_json:
         echo_json(summary.as_dict())
@@ -74,6 +98,37 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
                    f"again to retry them (completed calls are not repeated), or allow some with "
                    f"--max-failure-rate", err=True)
         sys.exit(3)
+
+
+def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_json: bool) -> None:
+    """Write the round's calls to send (with --batch-out), or say what is still missing."""
+    from nepotism.runner.batch import write_batch
+
+    stored = report.get("stored")
+    report |= {"phase": round_.phase, "missing": round_.missing, "to_send": len(round_.to_send)}
+    if batch_out is not None:
+        report["batch"] = write_batch(experiment, round_, batch_out)
+    if as_json:
+        echo_json(report)
+        return
+    if stored:
+        click.echo(f"stored {stored['ok']} answered and {stored['failed']} failed calls from the results"
+                   + (f" ({stored['already']} were stored already)" if stored["already"] else ""))
+    if batch_out is None:
+        click.echo(f"{round_.missing} calls of the {round_.phase} phase have no answer yet: write them with "
+                   "--batch-out DIR, send the files, then --batch-in the results")
+        return
+    written = report["batch"]
+    if not written["files"]:
+        click.echo("nothing to send: every call is stored; run with --batch-in (or live) to finish")
+        return
+    click.echo(f"wrote {written['requests']} {round_.phase} requests to {batch_out}:")
+    for f in written["files"]:
+        click.echo(f"  {f['file']}  {f['requests']} requests, {f['bytes'] / 1e6:.1f} MB ({f['model']}, {f['url']})")
+    for reason, n in written["unsupported"].items():
+        click.echo(f"  not written: {n} calls ({reason})")
+    if round_.phase == "generate":
+        click.echo("the judge requests follow once these answers are stored (a second round)")
 
 
 def _failures(summary) -> tuple[int, int]:

@@ -285,6 +285,7 @@ class CallExecutor:
         run_id: str | None = None,
         stats: RunStats | None = None,
         seed: int = 0,
+        offline: bool = False,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -297,6 +298,9 @@ class CallExecutor:
         self.claim_lease_s = CLAIM_LEASE_S
         self.claim_poll_s = 0.25
         self._deferred: dict[str, list[list[PlannedCall]]] = {}
+        #: send nothing: calls stored as failed are delivered as those failures, and a call not
+        #: stored at all is an error (a run finished from batch results, `nepotism.runner.batch`)
+        self.offline = offline
 
     def lookup(self, calls: Iterable[PlannedCall]) -> dict[str, CachedCall]:
         """The stored calls among ``calls`` (ok and failed), by key, in one batched query."""
@@ -334,6 +338,9 @@ class CallExecutor:
         self.stats.refresh()
         if not pending:
             return
+        if self.offline:
+            self._replay_failures(pending, on_result)
+            return
         queues: dict[str, asyncio.Queue[list[PlannedCall]]] = {}
         for group in pending.values():
             queues.setdefault(group[0].model, asyncio.Queue()).put_nowait(group)
@@ -359,6 +366,24 @@ class CallExecutor:
         if self.store.low_space:
             raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
                                   "(none lost); free space and run again to resume", path=str(self.store.path))
+
+    def _replay_failures(self, pending: Mapping[str, list[PlannedCall]],
+                         on_result: Callable[[CallResult], None]) -> None:
+        """Offline: deliver each stored failure as it was stored (counted as failed, not sent)."""
+        stored = self.store.get_calls(list(pending))
+        missing = [key for key in pending if key not in stored]
+        if missing:
+            raise RuntimeError(f"{len(missing)} calls have no stored answer (first {missing[0][:12]}…); "
+                               "an offline run needs every call stored")
+        for key, group in pending.items():
+            completion = completion_from_cached(stored[key])
+            cls = completion.error_class or "unknown"
+            self.stats.done += len(group)
+            self.stats.failed += len(group)
+            self.stats.errors[cls] = self.stats.errors.get(cls, 0) + len(group)
+            for same in group:
+                on_result(CallResult(same, completion, True, 0))
+        self.stats.refresh()
 
     async def _renew_claims(self) -> None:
         """Keep this executor's claims alive while it runs (a third of the lease apart)."""

@@ -96,6 +96,7 @@ class Runner:
         seed: int = 0,
         source: str | None = None,
         judgment_batch: int = 2048,
+        offline: bool = False,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -104,11 +105,14 @@ class Runner:
         self.seed = seed
         self.source = source
         self.judgment_batch = judgment_batch
+        #: replay stored calls only, failures included; send nothing (see `CallExecutor.offline`)
+        self.offline = offline
 
     def _executor(self, stats: RunStats) -> CallExecutor:
         if self.view is not None:
             self.view.track(stats)
-        return CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed)
+        return CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
+                            offline=self.offline)
 
     # -- generation ---------------------------------------------------------------------------
     def plan_generation(

@@ -283,11 +283,14 @@ async def run_experiment(
     experiment: Experiment, store: Store, *, view: Any = None, judging: Any = None,
     registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
     dataset: tuple[list[Instance], list[Response]] | None = None, shard: Shard | None = None,
+    offline: bool = False,
 ) -> RunSummary:
     """Run ``experiment`` against ``store`` (see the module docstring); returns a summary.
     ``dataset`` is what `check_inputs` returned (else the dataset is read here). With ``shard``
     only that shard's instances are generated and judged (`nepotism.runner.shards`), and the
-    exports go to the shard's own folder inside ``output.dir``."""
+    exports go to the shard's own folder inside ``output.dir``. With ``offline`` nothing is sent:
+    every call must be stored already (ok, or failed: then it stays a failure), as after reading
+    batch results (`nepotism.runner.batch`); no backend is created."""
     from nepotism.models import load_registry
 
     judging = judging or _judging()
@@ -300,7 +303,8 @@ async def run_experiment(
     store.add_instances(instances)
     if recorded:
         store.add_responses(recorded)
-    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry)
+    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry,
+                                                                              connect=not offline)
     store.reserve_space()  # room for the calls answered when the disk fills up (none lost)
     try:
         config = {"experiment": experiment.as_config()}
@@ -308,7 +312,7 @@ async def run_experiment(
             config["shard"] = {"index": shard.index, "count": shard.count}
         with store.recording_run(config) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
-                            source=f"run:{experiment.name}")
+                            source=f"run:{experiment.name}", offline=offline)
             have = _candidates(store, experiment, instances, recorded)
             generated = await runner.generate(instances, _generators(experiment), have=have)
             candidates = _unique(generated.responses)

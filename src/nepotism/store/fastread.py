@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from nepotism.store.database import Store
 
-__all__ = ["ROW_FIELDS", "call_rows", "judged_counts"]
+__all__ = ["ROW_FIELDS", "call_rows", "call_statuses", "judged_counts"]
 
 #: The fields of each `call_rows` tuple, in order.
 ROW_FIELDS = ("text", "logprobs", "usage", "response", "latency_s", "status", "error")
@@ -85,3 +85,14 @@ def judged_counts(store: Store, keys: Sequence[str]) -> dict[str, int]:
                f"({marks}) AND status != 'failed' GROUP BY call_key")
         out.update(conn.execute(sql, chunk))
     return out
+
+
+def call_statuses(store: Store, keys: Sequence[str]) -> dict[str, str]:
+    """``{key: status}`` (``ok`` or ``failed``) of the stored calls among ``keys``; missing keys
+    are absent. Reads only the key and status columns."""
+    conn = _connection(store)
+    found: dict[str, str] = {}
+    for chunk, marks in _chunks(set(keys)):
+        for key, status in conn.execute(f"SELECT key, status FROM calls WHERE key IN ({marks})", chunk):
+            found[key] = status
+    return found
