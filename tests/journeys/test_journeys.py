@@ -189,3 +189,31 @@ def test_every_readme_command_exists_with_the_options_it_documents(tmp_path, com
         done = nep(command[0], "--help", cwd=tmp_path)
     for option in options:
         assert option in done.stdout, f"README documents {option} for nepotism {' '.join(command)}"
+
+
+def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, standin):
+    """Paper 003: recognition asked again on perturbed texts; metrics and report give it per condition."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=4)
+    text = exp.read_text().replace('protocol = "recognition"\n',
+                                   'protocol = "recognition"\npairwise = true\noptions = { mode = "labels" }\n')
+    exp.write_text(text + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "synonyms"\n'
+                          'kind = "synonym"\nk = 2\n')
+    work = exp.parent
+    done = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work)
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["perturbations"]["synonyms"]["recognition_questions"] > 0
+    assert set(summary["exports"]) == {"pairwise", "recognition-pairwise"}
+    out = work / "out"
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
+    conditions = {(r["judge"], r["condition"]) for r in records if r["metric"] == "recognition-accuracy"}
+    assert conditions == {(j, c) for j in ("standin-alpha", "standin-beta") for c in ("default", f"synonyms:{j}")}
+    assert {(r["judge"], r["condition"]) for r in records
+            if r["metric"] == "recognition-preference-association"} == conditions
+    nep("report", str(out), "--out", "report", "--bootstrap", "0", cwd=work)
+    md = (work / "report" / "report.md").read_text()
+    section = md.split("## Self-recognition (paper 003)")[1].split("\n## ")[0]
+    for judge in ("standin-alpha", "standin-beta"):
+        assert f"| {judge} | default | texts as generated |" in section
+        assert f"| {judge} | synonyms | perturbed: synonyms |" in section

@@ -115,16 +115,18 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
     recognition: recognised = every presentation order of that (instance, pair) named the own
     answer (the strict reading of 003); pointwise: the judge claimed its own answer on that
     instance. Preferred = the aggregated verdict is the own answer. An unparsed answer or verdict
-    excludes the item.
+    excludes the item. Answers and verdicts are matched within a condition: a perturbation's
+    recognition answers go with the verdicts on the same perturbed texts (003 Figs. 7/11/14).
     """
     rows = recognition_rows(recog, kind, registry, target)
     rows = rows[rows["own"].notna()]
     if rows.empty or comparisons.empty:
         return []
-    keys = ["judge", "instance_id", "own"] + (["other"] if kind == "recognition-pairwise" else [])
+    keys = ["judge", "condition", "instance_id", "own"] + (["other"] if kind == "recognition-pairwise" else [])
     recognised = rows.groupby(keys, sort=False)["right"].agg(lambda v: np.nan if v.isna().any() else float(v.min()))
     comp = comparisons.copy()
     comp["instance_id"] = comp["instance_id"].astype(str)
+    comp["condition"] = comp["condition"].astype(str)
     x_own = _is_target(registry, comp["judge"].to_numpy(), comp["model_x"].to_numpy(), target)
     y_own = _is_target(registry, comp["judge"].to_numpy(), comp["model_y"].to_numpy(), target)
     comp = comp[x_own ^ y_own].copy()

@@ -6,7 +6,11 @@
 them under ``"<name>:<judge>"`` by the judge and by the third-party judges, (4) judges the
 self-evaluation pairs again under each judge-side option, (5) grades every response where the
 instance allows it (a multiple-choice letter in ``reference_answer``, or ``metadata.tests`` run in
-the sandbox) and (6) computes the effect records (`nepotism.mitigations.analysis`). Every model
+the sandbox), (6) computes the effect records (`nepotism.mitigations.analysis`) and (7) writes the
+judgment tables, the graded answers and ``run.json`` into the output folder (`export_run`). When
+the experiment asks recognition questions, each perturbation asks them again on the perturbed
+texts (`_perturbed_recognition`), so recognition and its association with preference can be
+compared before and after. Every model
 call goes through the store's cache, so a rerun repeats nothing. The judging protocol functions,
 the endpoints, the text model and the sandbox runner can be injected (tests use fakes).
 """
@@ -31,7 +35,7 @@ from nepotism.mitigations.rows import pair_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
 
-__all__ = ["MitigationResult", "grade_responses", "run_mitigations", "store_text_model"]
+__all__ = ["MitigationResult", "export_run", "grade_responses", "run_mitigations", "store_text_model"]
 
 
 @dataclass
@@ -113,6 +117,30 @@ def grade_responses(instances: Sequence[Instance], responses: Sequence[Response]
     return out
 
 
+def export_run(exp, store, tasks, correct: Mapping, run_id: str) -> dict[str, str]:
+    """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``), the graded
+    answers as a ``correctness-ref`` table and ``run.json`` into the experiment's output folder, so
+    that ``nepotism metrics`` and ``nepotism report`` take the folder (recognition per condition)."""
+    if exp.output_dir is None:
+        return {}
+    from pathlib import Path
+
+    from nepotism.run_folder import write_manifest
+    from nepotism.runner.experiment_run import export_judgments
+    from nepotism.tables import write_table
+
+    tables = export_judgments(exp, store, tasks)
+    references = {}
+    graded = [(i, m, bool(v)) for (i, m), v in sorted(correct.items()) if v is not None]
+    if graded:
+        target = Path(exp.output_dir) / f"reference.{exp.output_format}"
+        write_table(pd.DataFrame(graded, columns=["instance_id", "model", "correct"]), target)
+        references["correctness-ref"] = str(target)
+    write_manifest(exp.output_dir, experiment=exp.name, run_id=run_id, tables=tables, references=references,
+                   registry_files=exp.registry_files)
+    return tables | references
+
+
 def _self_tasks(tasks, baseline: str) -> list:
     return [t for t in tasks if t.protocol == "pairwise" and t.condition == baseline
             and t.judge in {c.generator for c in t.candidates}]
@@ -176,9 +204,11 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             tasks = list(base_tasks)
             tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
             perturb_info: dict = {}
+            recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
-                    made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner)
+                    made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner,
+                                                        recognition)
                     tasks += made
                     perturb_info[cfg.name] = info
                 elif cfg.kind == "judge-option":
@@ -195,6 +225,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                 if endpoint.backend is not None:
                     await endpoint.backend.aclose()
     correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
+    exports = export_run(exp, store, unique, correct, run_id)
     rows = side_rows(judged.judgments)
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
     rows["truth"] = pair_truth(rows, correct)
@@ -210,7 +241,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
-        "generation_failures": len(generated.failures), **stats,
+        "generation_failures": len(generated.failures), "exports": exports, **stats,
     })
     return MitigationResult(records, summary)
 
@@ -222,7 +253,7 @@ def _count(judgments) -> dict:
     return out
 
 
-async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner):
+async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=()):
     pairs_by_key: dict = {}
     for t in self_tasks:
         own = next(c for c in t.candidates if c.generator == t.judge)
@@ -250,7 +281,44 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         made.append(_with(t, candidates=cands, condition=condition))
         if plan.control:
             made += [_with(t, judge=j, candidates=cands, condition=condition) for j in _third_party_judges(t, judges)]
-    return made, {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
+    asked = _perturbed_recognition(cfg.name, recognition, done)
+    info = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
+    if recognition:
+        info["recognition_questions"] = len(asked)
+    return made + asked, info
+
+
+def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
+    """The recognition questions of the baseline asked again on the perturbed texts (003 Figs. 7/11/14).
+
+    A judge is asked about a text only as the perturbation showed it to that judge: a two-answer
+    question ("which did you write?") about its own answer and an opponent takes that pair's two
+    perturbed texts; a one-answer question ("did you write this?") takes the text the response had
+    in the first perturbed pair it is in. Questions about texts the judge never saw perturbed
+    (failed perturbations, pairs not judged by it) are not asked under the condition.
+    """
+    by_pair = {(judge, own, opp): r for (judge, own, opp), r in done.items() if r.ok}
+    by_text: dict = {}
+    for (judge, own, opp), r in by_pair.items():
+        by_text.setdefault((judge, own), r.own)
+        by_text.setdefault((judge, opp), r.opponent)
+    made = []
+    for t in recognition:
+        texts = None
+        if len(t.candidates) == 2:
+            own = [c for c in t.candidates if c.generator == t.judge]
+            if len(own) == 1:
+                opp = next(c for c in t.candidates if c is not own[0])
+                r = by_pair.get((t.judge, own[0].id, opp.id))
+                texts = None if r is None else {own[0].id: r.own, opp.id: r.opponent}
+        else:
+            text = by_text.get((t.judge, t.candidates[0].id))
+            texts = None if text is None else {t.candidates[0].id: text}
+        if texts is None:
+            continue
+        cands = tuple(Response(c.instance_id, c.generator, texts[c.id], {"perturbation": name}) for c in t.candidates)
+        made.append(_with(t, candidates=cands, condition=f"{name}:{t.judge}"))
+    return made
 
 
 def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, familiarity):

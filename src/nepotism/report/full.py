@@ -29,6 +29,8 @@ from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS
+from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
+from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
 from nepotism.report.sections import (
     coverage,
@@ -116,6 +118,8 @@ SECTIONS = (
     ("verifiable", "Verifiable tasks", "LSPR, HSPP and judge accuracy need a correctness reference (correctness-ref) "
                                        "for pairwise judgments"),
     ("rubric", "Rubric metrics", "HSPP ratio, MIPA and MRA need rubric judgments with a reference grading (rubric-ref)"),
+    ("recognition", "Self-recognition", "needs recognition judgments (a [[judging.protocols]] with protocol = "
+                                        "\"recognition\"); with a perturbation, nepotism mitigate asks them again"),
     ("pls", "Preference leakage", "needs two judges that each have a registered student among the generators "
                                   "(nepotism leakage run)"),
     ("leakage-audit", "Leakage audit", "nepotism leakage audit writes these"),
@@ -132,7 +136,7 @@ SECTIONS = (
 def _shown(context: dict) -> dict[str, bool]:
     plots, leak = context["plots"], context["leakage"]
     return {"heatmaps": bool(plots["heatmaps"]), "bias": bool(plots["bias"]), "verifiable": bool(context["verifiable"]),
-            "rubric": bool(context["rubric"]), "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
+            "rubric": bool(context["rubric"]), "recognition": bool(context["recognition"]["rows"]), "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
             "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]), "perplexity": bool(plots["perplexity"]),
             "confusion": bool(plots["confusion"]), "conditions": bool(plots["conditions"]),
             "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"]),
@@ -177,6 +181,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "rubric": rubric_table(records),
+        "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
@@ -290,6 +295,7 @@ def _md_sections(context: dict) -> list[str]:
             out += [f"## {name}", "", captions[name], ""]
             out += _md_table(["judge", "condition"] + columns,
                              [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]) + [""]
+    out += recognition_markdown(context["recognition"], _md_table)
     mit = context["mitigations"]
     if mit["effects"]:
         out += ["## Mitigation effects", ""]

@@ -45,6 +45,7 @@ SECTION_METRICS = {
     "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE, "rubric": RUBRIC,
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
+    "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
 _SCOPE_ORDER = {"self": 0, "third-party-control": 1, "self-minus-control": 2}
 _BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
