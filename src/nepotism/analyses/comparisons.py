@@ -52,13 +52,23 @@ class Comparisons:
 
 def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
     """Per row of a judgment table, the `exclusion_label` it would be counted under without a
-    verdict (its status and reason; ``unparsed`` where the table says nothing)."""
+    verdict (its status and reason; ``unparsed`` where the table says nothing). Computed once per
+    distinct (status, reason), not per row."""
     n = len(frame)
     status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(n, "unparsed", dtype=object)
     reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
-    return np.array([exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed",
-                                     r if isinstance(r, str) else None)
-                     for s, r in zip(status, reason)], dtype=object)
+    status_codes, statuses = pd.factorize(status, use_na_sentinel=True)
+    reason_codes, reasons = pd.factorize(reason, use_na_sentinel=True)
+    pairs, where = np.unique(status_codes.astype(np.int64) * (len(reasons) + 1) + reason_codes + 1,
+                             return_inverse=True)
+    labels = []
+    for pair in pairs.tolist():
+        s_code, r_code = divmod(pair, len(reasons) + 1)
+        s = statuses[s_code] if s_code >= 0 else None
+        r = reasons[r_code - 1] if r_code >= 1 else None
+        labels.append(exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed",
+                                      r if isinstance(r, str) else None))
+    return np.array(labels, dtype=object)[where.ravel()] if n else np.array([], dtype=object)
 
 
 def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -70,10 +80,11 @@ def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tup
     return why, prob_why
 
 
-def _row_codes(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     a = frame["model_a"].to_numpy(dtype=object)
     b = frame["model_b"].to_numpy(dtype=object)
-    a_first = a < b
+    codes, _ = pd.factorize(np.concatenate([a, b]), sort=True)  # sorted: code order is name order
+    a_first = codes[: len(a)] < codes[len(a):]
     verdict = frame["verdict"].to_numpy(dtype=object)
     code_a = np.full(len(frame), np.nan)
     code_a[verdict == "A"] = 1.0
@@ -87,19 +98,36 @@ def _row_codes(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
         with np.errstate(invalid="ignore", divide="ignore"):
             share_a = pa / (pa + pb)
         prob_x = np.where(a_first, share_a, 1.0 - share_a)
-    keyed = pd.DataFrame(
-        {
-            "instance_id": frame["instance_id"].to_numpy(dtype=object),
-            "judge": frame["judge"].to_numpy(dtype=object),
-            "condition": frame["condition"].to_numpy(dtype=object),
-            "replicate": frame["replicate"].to_numpy(),
-            "model_x": np.where(a_first, a, b),
-            "model_y": np.where(a_first, b, a),
-        }
-    )
+    keyed = {
+        "instance_id": frame["instance_id"].to_numpy(dtype=object),
+        "judge": frame["judge"].to_numpy(dtype=object),
+        "condition": frame["condition"].to_numpy(dtype=object),
+        "replicate": frame["replicate"].to_numpy(),
+        "model_x": np.where(a_first, a, b),
+        "model_y": np.where(a_first, b, a),
+    }
     if "category" in frame:
         keyed["category"] = frame["category"].to_numpy(dtype=object)
     return keyed, code_x, prob_x
+
+
+def _twins(keyed: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows that are the first of their comparison key, in frame order; each one's second row or -1)."""
+    key = np.zeros(len(keyed["judge"]), dtype=np.int64)
+    for column in _KEY:
+        codes, labels = pd.factorize(keyed[column])
+        key = key * max(len(labels), 1) + codes
+        key, _ = pd.factorize(key)  # dense again: the combined key never overflows
+        key = key.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    ranked = key[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+    twin = np.full(key.size, -1, dtype=np.int64)
+    paired = starts[(starts + 1 < key.size)]
+    paired = paired[ranked[np.minimum(paired + 1, key.size - 1)] == ranked[paired]]
+    twin[order[paired]] = order[paired + 1]
+    first = np.sort(order[starts])
+    return first, twin[first]
 
 
 def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Comparisons:
@@ -107,27 +135,25 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     if rule not in ("consistent", "strict"):
         raise ValueError("rule must be 'consistent' or 'strict'")
     keyed, code, prob = _row_codes(frame)
-    keyed["code"] = code
-    keyed["prob"] = prob
-    keyed["why"], keyed["prob_why"] = _row_reasons(frame, code, prob)
-    keyed["order"] = keyed.groupby(_KEY, sort=False).cumcount()
-    first = keyed[keyed["order"] == 0].set_index(_KEY)
-    second = keyed[keyed["order"] == 1].set_index(_KEY)[["code", "prob", "why", "prob_why"]]
-    joined = first.merge(second, left_index=True, right_index=True, how="left", suffixes=("", "_2"))
-    has_twin = joined.index.isin(second.index)
-    code1 = joined["code"].to_numpy(dtype=float)
-    code2 = joined["code_2"].to_numpy(dtype=float)
+    why, row_prob_why = _row_reasons(frame, code, prob)
+    first, second = _twins(keyed)
+    has_twin = second >= 0
+    other = np.where(has_twin, second, 0)
+    nan = np.full(first.size, np.nan)
+    code1 = code[first]
+    code2 = np.where(has_twin, code[other], nan) if first.size else nan
     unparsed = np.isnan(code1) | (has_twin & np.isnan(code2))
     outcome = np.where(has_twin, aggregate_orders(code1, code2, rule=rule), code1)
     ambiguous = has_twin & ~unparsed & np.isnan(outcome)
-    prob1 = joined["prob"].to_numpy(dtype=float)
-    prob2 = joined["prob_2"].to_numpy(dtype=float)
+    prob1 = prob[first]
+    prob2 = np.where(has_twin, prob[other], nan) if first.size else nan
     prob_x = np.where(has_twin, (prob1 + prob2) / 2.0, prob1)  # NaN when an order has none
-    first_why = joined["why"].to_numpy(dtype=object)
-    second_why = joined["why_2"].to_numpy(dtype=object)
-    prob_why = np.where(pd.isna(joined["prob_why"]).to_numpy(), joined["prob_why_2"].to_numpy(dtype=object),
-                        joined["prob_why"].to_numpy(dtype=object))
-    result = joined.reset_index()[_KEY + (["category"] if "category" in joined else [])].copy()
+    first_why = why[first]
+    second_why = np.where(has_twin, why[other], None) if first.size else np.full(0, None, dtype=object)
+    prob_why_1 = row_prob_why[first]
+    prob_why_2 = np.where(has_twin, row_prob_why[other], None) if first.size else np.full(0, None, dtype=object)
+    prob_why = np.where(pd.isna(prob_why_1), prob_why_2, prob_why_1)
+    result = pd.DataFrame({column: values[first] for column, values in keyed.items()})
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)
@@ -148,7 +174,12 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
 
 def _labels(values: np.ndarray, index: pd.Index) -> pd.Series:
     """Labels as an object column with None (not NaN) where there is none."""
-    return pd.Series([v if isinstance(v, str) else None for v in values], dtype=object, index=index)
+    values = np.asarray(values, dtype=object)
+    codes, labels = pd.factorize(values, use_na_sentinel=True)
+    keep = np.array([isinstance(v, str) for v in labels] + [False], dtype=bool)  # the last: no label
+    table = np.append(np.asarray(labels, dtype=object), None)
+    table[~keep] = None
+    return pd.Series(table[np.where(codes >= 0, codes, len(labels))], dtype=object, index=index)
 
 
 _GENERIC = ("no verdict", "no label probabilities")
