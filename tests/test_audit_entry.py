@@ -104,6 +104,34 @@ def test_a_run_folder_is_audited_with_its_references(recorded):
     assert canonical(whole.to_dicts()) == canonical(alone.to_dicts())
 
 
+def test_a_run_folder_brings_its_tables_references_and_registry(recorded, tmp_path):
+    """A folder with run.json (as `nepotism run` writes it) needs no other argument, from Python and
+    from `nepotism metrics` / `nepotism report`, and every table it lists is audited."""
+    from nepotism.run_folder import write_manifest
+
+    folder, tables = recorded
+    out = tmp_path / "run-out"
+    out.mkdir()
+    listed = {}
+    for kind in ("pairwise", "recognition", "rubric"):
+        listed[kind] = str(out / tables[kind][1].name)
+        Path(listed[kind]).write_bytes(tables[kind][1].read_bytes())
+    ref = tables["rubric"][2][0]
+    (out / ref.name).write_bytes(ref.read_bytes())
+    write_manifest(out, experiment="planted", run_id="r1", tables=listed,
+                   references={"rubric-ref": str(out / ref.name)}, registry_files=[str(folder / "models.toml")])
+    explicit = nepotism.audit([tables[k][1] for k in listed], references=[ref], models=[folder / "models.toml"],
+                              bootstrap=BOOT)
+    from_folder = nepotism.audit(out, bootstrap=BOOT)
+    assert canonical(from_folder.to_dicts()) == canonical(explicit.to_dicts())
+    assert {"recognition-accuracy", "mra", "self-preference-ratio"} <= {r.metric for r in from_folder}
+    cli = json.loads(run("metrics", out, "--bootstrap", 40, "--seed", 3, "--json", cwd=tmp_path))
+    assert canonical(cli) == canonical(json.loads(json.dumps(explicit.to_dicts(), default=str)))
+    run("report", out, "--out", tmp_path / "rep", "--bootstrap", 40, "--seed", 3, cwd=tmp_path)
+    reported = json.loads((tmp_path / "rep" / "results.json").read_text())["results"]
+    assert {"recognition-accuracy", "mra"} <= {r["metric"] for r in reported}
+
+
 def _pairwise_frame():
     return pd.DataFrame({"instance_id": ["q1", "q1", "q2"], "judge": ["gpt-4"] * 3,
                          "model_a": ["gpt-4", "claude-2", "gpt-4"], "model_b": ["claude-2", "gpt-4", "claude-2"],

@@ -5,8 +5,10 @@ the same input gives the same records whichever way it comes in.
 
 ``source`` is a DataFrame (a recorded table of any judged kind), a `nepotism.tables.Table`, the
 path of a recorded table (CSV, JSONL, Parquet), the path of a store (its judgments exported in
-the recorded format), a run's output folder (every table in it: judgment tables are audited,
-reference tables used as references), or a list of these (one table per judged kind).
+the recorded format), a run's output folder (the tables its ``run.json`` lists: judgment tables
+are audited, reference tables used as references, and its copies of the experiment's registry
+files extend the registry), another folder (every table in it), or a list of these (one table per
+judged kind).
 
 Validation happens before anything is computed, with the same rules for frames and files
 (`nepotism.tables.validate`): kinds, values, verdicts, duplicate keys, then registry membership
@@ -39,6 +41,7 @@ from nepotism.errors import InputError, ValidationError
 from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics.catalogue import METRICS
 from nepotism.results import Results
+from nepotism.run_folder import is_run_folder, read_manifest
 from nepotism.tables import Table, read_table, validate
 
 __all__ = ["JUDGED_KINDS", "audit", "check_registry", "read_source"]
@@ -85,6 +88,10 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
     if not isinstance(source, (str, Path)):
         raise TypeError(f"source must be a DataFrame, a Table, a path or a list of them, not {type(source).__name__}")
     path = Path(source)
+    if is_run_folder(path):
+        folder = read_manifest(path)
+        return ([read_table(p, kind=k) for k, p in folder.tables.items()]
+                + [read_table(p, kind=k) for k, p in folder.references.items()])
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TABLE_SUFFIXES))
         if not files:
@@ -95,6 +102,13 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
     if _is_store(path):
         return [_store_table(path, protocol, kind)]
     return [read_table(path, kind=kind)]
+
+
+def run_folder_models(source: Source | Sequence[Source]) -> list[str]:
+    """The registry files of every run output folder among ``source`` (`nepotism.run_folder`)."""
+    items = source if isinstance(source, (list, tuple)) else [source]
+    return [str(p) for item in items if isinstance(item, (str, Path)) and is_run_folder(item)
+            for p in read_manifest(item).models]
 
 
 def check_registry(table: Table, registry, *, also: Iterable[str] = ()) -> None:
@@ -202,7 +216,8 @@ def audit(
     if registry is None:
         from nepotism.models import load_registry
 
-        registry = load_registry(list(models))
+        files = [str(m) for m in models]
+        registry = load_registry(files + [m for m in run_folder_models(source) if m not in files])
     if agreement is not None and not 0.0 <= agreement <= 1.0:
         raise InputError("agreement must be in [0, 1]", field="agreement")
     for pair in correlate:

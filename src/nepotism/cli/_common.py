@@ -11,7 +11,7 @@ import sys
 
 import click
 
-__all__ = ["bootstrap_options", "echo_json", "expand_run_folders", "experiment_store", "format_option", "json_stdout", "models_option",
+__all__ = ["bootstrap_options", "echo_json", "experiment_store", "format_option", "json_stdout", "models_option",
            "print_table", "run_live", "store_path_of"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
@@ -105,23 +105,6 @@ def json_stdout():
             yield
     finally:
         _JSON_STDOUT = None
-
-
-def expand_run_folders(paths, references=(), models_files=()):
-    """Replace each run output folder among ``paths`` by the tables its ``run.json`` lists, adding
-    its references and registry files: ``(tables, references, models_files)``. Plain files pass."""
-    from nepotism.run_folder import is_run_folder, read_manifest
-
-    tables, refs, models = [], list(references), list(models_files)
-    for path in paths:
-        if not is_run_folder(path):
-            tables.append(path)
-            continue
-        folder = read_manifest(path)
-        tables += [str(p) for p in folder.tables.values()]
-        refs += [str(p) for p in folder.references.values() if str(p) not in refs]
-        models += [str(p) for p in folder.models if str(p) not in models]
-    return tuple(tables), tuple(refs), tuple(models)
 
 
 def echo_json(value) -> None:

@@ -7,7 +7,6 @@ import click
 from nepotism.cli._common import (
     bootstrap_options,
     echo_json,
-    expand_run_folders,
     format_option,
     models_option,
     print_table,
@@ -84,7 +83,6 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     from nepotism.api import audit
     from nepotism.errors import InputError
 
-    judgments, reference, models_files = expand_run_folders(judgments, reference, models_files)
     if kind and len(judgments) > 1:
         raise InputError("--kind applies to a single JUDGMENTS file", field="--kind")
     pairs = _split(correlate, "--correlate")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, expand_run_folders, models_option
+from nepotism.cli._common import bootstrap_options, echo_json, models_option
 
 
 @click.command("report")
@@ -31,7 +31,7 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
     --json` or its JSON Lines --out, `nepotism leakage run`'s results.json, `nepotism leakage audit
     --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), the output folder
-    of `nepotism run` or `nepotism mitigate` (all its tables with the run's references and models), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
+    of `nepotism run` or `nepotism mitigate` (every table it lists, with the run's references and models), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
     metric whose inputs are present, plus --reference tables and --models registries) or a store
     (its judgments are exported and audited). The page is self-contained (plots embedded, no
     network when viewed) and opens with each judge's self, family and student bonus in plain
@@ -43,13 +43,10 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     from nepotism.report.inputs import is_results_file, is_store, load_results
 
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
-    tables, reference, models_files = expand_run_folders((source,), reference, models_files)
-    folder = tables != (source,)  # a run folder: the report audits all its tables (recognition too), as metrics does
-    if not folder and is_results_file(source) and not is_store(source):
+    if is_results_file(source) and not is_store(source):
         records, summary, findings = load_results(source)
     else:
-        results = audit(list(tables) if folder else source, references=list(reference), models=list(models_files),
-                        kind=kind, rule=rule,
+        results = audit(source, references=list(reference), models=list(models_files), kind=kind, rule=rule,
                         protocol=protocol, bootstrap=bootstrap)
         records, summary, findings = results.to_dicts(), results.summary, results.findings
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
