@@ -5,27 +5,19 @@ This module only parses arguments and prints; all logic lives in `nepotism.model
 
 from __future__ import annotations
 
-
 import click
 
-from nepotism.cli._common import echo_json, print_table
+from nepotism.cli._common import echo_json, models_option, print_table
 
 __all__ = ["command"]
 
-_MODELS_OPTION = click.option(
-    "--models",
-    "model_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Extra registry TOML file, merged after the bundled one (repeatable).",
-)
 _JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
-def _load(model_files: tuple[str, ...]):
+def _load(models_files: tuple[str, ...]):
     from nepotism.models import default_registry, load_registry
 
-    return load_registry(model_files) if model_files else default_registry()
+    return load_registry(models_files) if models_files else default_registry()
 
 
 def _print_list(registry, as_json: bool) -> None:
@@ -38,46 +30,46 @@ def _print_list(registry, as_json: bool) -> None:
 
 
 @click.group("models", invoke_without_command=True)
-@_MODELS_OPTION
+@models_option
 @_JSON_OPTION
 @click.pass_context
-def command(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> None:
+def command(ctx: click.Context, models_files: tuple[str, ...], as_json: bool) -> None:
     """The model registry: families, lineage and judge/model relations.
 
     Without a verb, behaves like `list`.
     """
     ctx.ensure_object(dict)
-    ctx.obj["model_files"] = model_files
+    ctx.obj["models_files"] = models_files
     ctx.obj["as_json"] = as_json
     if ctx.invoked_subcommand is None:
-        _print_list(_load(model_files), as_json)
+        _print_list(_load(models_files), as_json)
 
 
-def _merged(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> tuple[tuple[str, ...], bool]:
+def _merged(ctx: click.Context, models_files: tuple[str, ...], as_json: bool) -> tuple[tuple[str, ...], bool]:
     obj = ctx.obj or {}
-    return tuple(obj.get("model_files", ())) + model_files, as_json or obj.get("as_json", False)
+    return tuple(obj.get("models_files", ())) + models_files, as_json or obj.get("as_json", False)
 
 
 @command.command("list")
-@_MODELS_OPTION
+@models_option
 @_JSON_OPTION
 @click.pass_context
-def list_models(ctx: click.Context, model_files: tuple[str, ...], as_json: bool) -> None:
+def list_models(ctx: click.Context, models_files: tuple[str, ...], as_json: bool) -> None:
     """List every model: id, family, series, parent and teachers."""
-    files, as_json = _merged(ctx, model_files, as_json)
+    files, as_json = _merged(ctx, models_files, as_json)
     _print_list(_load(files), as_json)
 
 
 @command.command("show")
 @click.argument("name")
-@_MODELS_OPTION
+@models_option
 @_JSON_OPTION
 @click.pass_context
-def show(ctx: click.Context, name: str, model_files: tuple[str, ...], as_json: bool) -> None:
+def show(ctx: click.Context, name: str, models_files: tuple[str, ...], as_json: bool) -> None:
     """Show every field of one model (NAME may be an id or an alias), with lineage sources."""
     from nepotism.errors import InputError
 
-    files, as_json = _merged(ctx, model_files, as_json)
+    files, as_json = _merged(ctx, models_files, as_json)
     registry = _load(files)
     if not registry.knows(name):
         raise InputError(f"unknown model name {name!r}", field="NAME")
@@ -99,14 +91,14 @@ def show(ctx: click.Context, name: str, model_files: tuple[str, ...], as_json: b
 @command.command("relation")
 @click.argument("judge")
 @click.argument("model")
-@_MODELS_OPTION
+@models_option
 @_JSON_OPTION
 @click.pass_context
-def relation(ctx: click.Context, judge: str, model: str, model_files: tuple[str, ...], as_json: bool) -> None:
+def relation(ctx: click.Context, judge: str, model: str, models_files: tuple[str, ...], as_json: bool) -> None:
     """Print how JUDGE is related to MODEL (self, lineage, student, teacher, ..., unknown)."""
     from nepotism.models import SCOPES
 
-    files, as_json = _merged(ctx, model_files, as_json)
+    files, as_json = _merged(ctx, models_files, as_json)
     registry = _load(files)
     rel = registry.relation(judge, model)
     known = registry.knows(judge) and registry.knows(model)
