@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 
-from nepotism.errors import InputError
+from nepotism.errors import InputError, ValidationError
 from nepotism.records import Judgment, Reference
 from nepotism.tables import Table
 
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 
-__all__ = ["table_records"]
+__all__ = ["instance_categories", "table_records"]
 
 
 def _value(row, name):
@@ -79,3 +79,21 @@ def table_records(table: Table) -> list[Judgment] | list[Reference]:
     if table.kind in _JUDGED:
         return [_judgment(table.kind, row) for row in rows]
     return [_reference(table.kind, row, table.path) for row in rows]
+
+
+def instance_categories(table: Table) -> dict[str, str]:
+    """instance id → category from a judged table's ``category`` column (rows without one skipped).
+
+    An instance given two categories is a `ValidationError` at the row of the second one.
+    """
+    if "category" not in table.frame:
+        return {}
+    out: dict[str, str] = {}
+    for position, (instance, category) in enumerate(zip(table.frame["instance_id"], table.frame["category"])):
+        if category is None or (isinstance(category, float) and math.isnan(category)) or str(category) == "":
+            continue
+        instance, category = str(instance), str(category)
+        if out.setdefault(instance, category) != category:
+            raise ValidationError(f"instance {instance!r} has category {out[instance]!r} on an earlier row and "
+                                  f"{category!r} here", **table.where(position, "category"))
+    return out

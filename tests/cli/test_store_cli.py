@@ -96,3 +96,47 @@ def test_help_texts():
     result = CliRunner().invoke(main, ["store", "export", "--help"])
     assert result.exit_code == 0
     assert "public recorded-judgment format" in result.output
+
+
+PAIRS = ("instance_id,judge,model_a,model_b,verdict,category\n"
+         "q1,judge-a,x,y,A,coding\nq1,judge-a,y,x,B,coding\nq2,judge-a,x,y,tie,\nq3,judge-a,x,y,B,maths\n")
+
+
+def test_load_then_export_keeps_the_category_and_merge_carries_it(tmp_path):
+    table = tmp_path / "pairs.csv"
+    table.write_text(PAIRS)
+    store, out = tmp_path / "s.db", tmp_path / "out.csv"
+    for _ in range(2):  # loading twice adds nothing
+        done = CliRunner().invoke(main, ["store", "load", str(table), "--store", str(store)])
+        assert done.exit_code == 0, done.output
+    done = CliRunner().invoke(main, ["store", "export", "pairwise", "--store", str(store), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    import pandas as pd
+
+    exported = pd.read_csv(out, keep_default_na=False)
+    assert dict(zip(exported["instance_id"], exported["category"])) == {"q1": "coding", "q2": "", "q3": "maths"}
+    with Store(store) as opened:
+        assert opened.info()["schema_version"] == SCHEMA_VERSION
+    merged = tmp_path / "merged.db"
+    done = CliRunner().invoke(main, ["store", "merge", str(store), "--out", str(merged)])
+    assert done.exit_code == 0, done.output
+    again = tmp_path / "again.csv"
+    CliRunner().invoke(main, ["store", "export", "pairwise", "--store", str(merged), "--out", str(again)])
+    assert again.read_text() == out.read_text()
+
+
+def test_a_category_that_contradicts_the_store_or_the_table_writes_nothing(tmp_path):
+    store = tmp_path / "s.db"
+    first = tmp_path / "a.csv"
+    first.write_text(PAIRS)
+    assert CliRunner().invoke(main, ["store", "load", str(first), "--store", str(store)]).exit_code == 0
+    other = tmp_path / "b.csv"
+    other.write_text("instance_id,judge,model_a,model_b,verdict,category\nq1,judge-b,x,y,A,writing\n")
+    done = CliRunner().invoke(main, ["store", "load", str(other), "--store", str(store)])
+    assert done.exit_code == 2 and "'q1' is already in the store with category 'coding'" in done.output
+    with Store(store) as opened:
+        assert {j.judge for j in opened.judgments()} == {"judge-a"}
+    torn = tmp_path / "c.csv"
+    torn.write_text("instance_id,judge,model_a,model_b,verdict,category\nq9,j,x,y,A,one\nq9,j,y,x,B,two\n")
+    done = CliRunner().invoke(main, ["store", "load", str(torn), "--store", str(tmp_path / "fresh.db")])
+    assert done.exit_code == 2 and "c.csv" in done.output and "line 3" in done.output and "category" in done.output

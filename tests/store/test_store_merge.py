@@ -58,9 +58,11 @@ def test_disjoint_stores_merge_into_one_with_every_table(tmp_path):
         shown_first(store, "human", item.item_id, "ann", lambda: "model_a")
         add_label(store, "human", item.item_id, "ann", "A", elapsed_ms=5)
         store.record_import("table.csv", kind="pairwise", rows=3, sha256="0" * 64)
+        store.add_instance_categories({"q7": "loaded"}, source="table.csv")
     summary = merge_stores([a, b], tmp_path / "all.db")
     assert summary.added == {"runs": 2, "instances": 2, "responses": 4, "calls": 2, "judgments": 2, "references": 2,
-                             "imports": 1, "annotation_items": 1, "annotation_orders": 1, "annotation_labels": 1}
+                             "imports": 1, "instance_categories": 1, "annotation_items": 1, "annotation_orders": 1,
+                             "annotation_labels": 1}
     assert sum(summary.duplicates.values()) == 0 and summary.unfinished_runs == ()
     with Store(tmp_path / "all.db") as merged:
         assert {j.instance_id for j in merged.judgments()} == {"q1", "q2"}

@@ -99,19 +99,22 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
     """Load a recorded table (judgments or references) into the store.
 
     The table is validated completely before anything is written; loading the same file twice adds
-    nothing the second time (records are keyed by their content ids).
+    nothing the second time (records are keyed by their content ids). A judged table's ``category``
+    column is kept per instance, so `nepotism store export` writes it back.
     """
     import hashlib
 
     from nepotism.store import Store, default_store_path
-    from nepotism.table_records import _JUDGED, table_records
+    from nepotism.table_records import _JUDGED, instance_categories, table_records
     from nepotism.tables import read_table
 
     parsed = read_table(table, kind=kind)
     records = table_records(parsed)
+    categories = instance_categories(parsed) if parsed.kind in _JUDGED else {}
     digest = hashlib.sha256(table.read_bytes()).hexdigest()
     with Store(default_store_path() if store_path is None else store_path) as store:
         if parsed.kind in _JUDGED:
+            store.add_instance_categories(categories, source=str(table))  # checked before any judgment is written
             added = store.add_judgments(records, source=str(table))
         else:
             added = store.add_references(records)

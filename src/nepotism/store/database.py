@@ -478,6 +478,31 @@ class Store:
         keys = ("id", "started_at", "ended_at", "config", "status", "end_note")
         return [dict(zip(keys, r[:3] + (_codec.loads(r[3]), r[4], r[5]), strict=True)) for r in rows]
 
+    def add_instance_categories(self, categories: Mapping[str, str], *, source: str | None = None) -> int:
+        """Record the category of instances the store knows only from a loaded table; return how
+        many were new. An instance already recorded under another category (here or among the
+        store's instances) is an `InputError` naming it, and nothing is written."""
+        if not categories:
+            return 0
+        conn = self._conn()
+        known: dict[str, str] = {}
+        ids = list(categories)
+        for start in range(0, len(ids), _BATCH):
+            chunk = ids[start:start + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            for table, column in (("instances", "id"), ("instance_categories", "instance_id")):
+                rows = conn.execute(f"SELECT {column}, category FROM {table} WHERE {column} IN ({marks}) "
+                                    "AND category IS NOT NULL", chunk)
+                known.update({str(i): str(c) for i, c in rows})
+        for instance, category in categories.items():
+            if instance in known and known[instance] != category:
+                raise InputError(f"instance {instance!r} is already in the store with category {known[instance]!r}, "
+                                 f"not {category!r}", path=source, field="category")
+        now = _codec.now()
+        return self._write_many(
+            "INSERT OR IGNORE INTO instance_categories (instance_id, category, source, created_at) VALUES (?, ?, ?, ?)",
+            [(i, c, source, now) for i, c in categories.items() if i not in known])
+
     def record_import(self, path: str | Path, *, kind: str, rows: int, sha256: str) -> None:
         """Log that ``path`` (a ``kind`` table of ``rows`` rows, hash ``sha256``) was loaded."""
         self._conn().execute(

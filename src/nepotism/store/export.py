@@ -20,7 +20,8 @@ Judgments are written in the public recorded-judgment formats (the ones importer
 * any other protocol (categorise): ``instance_id, judge, protocol, candidates, verdict, score,
   status, reason, [label_mass,] condition, replicate`` with ``candidates`` as a JSON list.
 
-Every judged table ends with ``category``, the instance's category from the store (empty when the
+Every judged table ends with ``category``, the instance's category from the store (the instance's
+own, else the one a loaded table gave, `Store.add_instance_categories`; empty when the
 dataset gave none), so ``nepotism metrics --slice category`` works on what ``run`` wrote.
 
 Other tables are written column for column; JSON columns stay JSON text. In CSV an empty cell is
@@ -94,8 +95,9 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
                      "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
     query = conn.execute(
         "SELECT j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
-        "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, i.category "
+        "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category) "
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
+        "LEFT JOIN instance_categories c ON c.instance_id = j.instance_id "
         "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) "
         "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
         (stored, width, width),

@@ -65,6 +65,7 @@ _TABLES = (
     _Table("references", ("id",), ("instance_id", "kind", "models", "winner", "correct", "score", "rubric_id",
                                    "met")),
     _Table("imports", ()),
+    _Table("instance_categories", ("instance_id",), ("category",)),
     _Table("annotation_items", ("collection", "item_id"), ("*",), ignored=("created_at",)),
     _Table("annotation_orders", ("collection", "item_id", "annotator"), ("*",), ignored=("created_at",)),
     _Table("annotation_labels", ()),
