@@ -52,6 +52,8 @@ WHERE = {
     "judge-human-agreement": "report/test_sections.py::test_annotate_agreement_becomes_records_and_a_section",
     "judge-human-kappa": "annotate/test_agreement.py::test_cohen_kappa_two_by_two_table",
     "correlation": "metrics/test_task.py::test_suite_task_accuracy_and_correlation_with_judge_accuracy",
+    "own-win-rate": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
+    "win-rate-overestimation": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
 }
 
 

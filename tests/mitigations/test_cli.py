@@ -75,7 +75,26 @@ kind = "calibration"
     assert out.exit_code == 0, out.output
     written = tmp_path / "out" / "mitigations.jsonl"
     records = [json.loads(line) for line in written.read_text().splitlines()]
-    assert {r["condition"] for r in records} == {"para", "imp", "jury", "cal"}
-    assert all(r["metric"] == "mitigation-effect" for r in records)
+    effects = [r for r in records if r["metric"] == "mitigation-effect"]
+    assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal"}
+    # the answers are graded (multiple choice): the baseline's accuracy figures come along (paper 003)
+    assert {r["metric"] for r in records if r["metric"] != "mitigation-effect"} == {
+        "judge-accuracy", "task-accuracy", "own-win-rate", "win-rate-overestimation"}
+    assert "baseline accuracy" in out.output
     assert "pairs perturbed" in out.output
     assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def test_rule_strict_from_the_command_line_and_a_bad_rule_in_the_file(tmp_path):
+    out = CliRunner().invoke(_cli(), ["mitigate", str(EXAMPLE), "--dry-run", "--json", "--rule", "strict"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["rule"] == "strict"
+    default = json.loads(CliRunner().invoke(_cli(), ["mitigate", str(EXAMPLE), "--dry-run", "--json"]).output)
+    assert default["rule"] == "consistent"
+    import shutil
+
+    shutil.copytree(EXAMPLE.parent, tmp_path / "ex")
+    bad = tmp_path / "ex" / "bad.toml"
+    bad.write_text(EXAMPLE.read_text().replace("[mitigate]\n", '[mitigate]\nrule = "lenient"\n', 1))
+    out = CliRunner().invoke(_cli(), ["mitigate", str(bad), "--dry-run"])
+    assert out.exit_code == 2 and "mitigate.rule" in out.output

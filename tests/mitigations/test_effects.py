@@ -64,7 +64,7 @@ def test_diff_in_diff():
 def test_base_metrics_listed():
     assert set(BASE_METRICS) == {"self-preference", "self-preference-probability", "self-preference-ratio",
                                  "demographic-parity-bias",
-                                 "harmful-self-preference", "judge-accuracy", "error-bias"}
+                                 "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias"}
 
 
 def test_audit_metrics_match_their_definitions():

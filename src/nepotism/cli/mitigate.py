@@ -26,23 +26,34 @@ __all__ = ["command"]
               help="Write the records as JSON Lines here (default: <output.dir>/mitigations.jsonl).")
 @click.option("--json", "as_json", is_flag=True, help="Print the records and the summary as JSON.")
 @click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: on a terminal).")
+@click.option("--rule", type=click.Choice(["consistent", "strict"]), default=None,
+              help="How the two presentation orders combine (default: [mitigate] rule, else consistent = paper 004 "
+                   "Eq. 1; strict = paper 003: both orders must agree, a disagreement is ambiguous and left out).")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_path: Path | None,
-            as_json: bool, progress: bool | None) -> None:
+            as_json: bool, progress: bool | None, rule: str | None) -> None:
     """Run the audit of EXPERIMENT_FILE as a baseline and under each [[mitigate.conditions]].
 
     For each mitigation it reports the change in every bias metric (self-preference, harmful
     self-preference, judge accuracy, Error Bias) on the same instances and the same judge, with a
     paired bootstrap interval, and, for perturbations, the same perturbed pairs judged by
     third-party judges as a control. Records are written as JSON Lines (``metric =
-    mitigation-effect``). Every model call is cached in the store: a rerun repeats nothing.
+    mitigation-effect``), followed, when the answers can be graded, by the baseline's judge accuracy
+    (self-evaluation, third-party, all examples), task accuracy and own win rate by ground truth and
+    by the judge's own judgment (paper 003). The output folder also gets the judgment tables and
+    run.json: `nepotism metrics` and `nepotism report` take it (recognition per condition). Every
+    model call is cached in the store: a rerun repeats nothing.
     """
 
     from nepotism.mitigations.config import load_plan
 
     plan = load_plan(experiment_file)
+    if rule is not None:
+        from dataclasses import replace
+
+        plan = replace(plan, rule=rule)
     if dry_run:
         listing = {"experiment": plan.experiment.name, "judges": list(plan.experiment.judges),
-                   "rewriter": plan.rewriter,
+                   "rewriter": plan.rewriter, "rule": plan.rule,
                    "conditions": [{"name": c.name, "kind": c.kind, **dict(c.params)} for c in plan.conditions]}
         if as_json:
             echo_json(listing)
@@ -58,9 +69,9 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     with Store(experiment_store(store_path, exp)) as store:
         result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress)
     target = out_path or Path(exp.output_dir or ".") / "mitigations.jsonl"
-    _write_jsonl(target, result.records)
+    _write_jsonl(target, result.records + result.baseline)
     if as_json:
-        echo_json({"summary": result.summary, "records": result.records})
+        echo_json({"summary": result.summary, "records": result.records + result.baseline})
         return
     _print(result, target)
 
@@ -86,17 +97,30 @@ def _fmt(value) -> str:
 def _print(result, target: Path) -> None:
     s = result.summary
     click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {s['judge_calls']} judge calls")
+    if s.get("rule") == "strict":
+        ambiguous = ", ".join(f"{c}: {n}" for c, n in s.get("ambiguous_comparisons", {}).items()) or "none"
+        click.echo(f"strict rule: comparisons whose two orders disagree are left out (ambiguous: {ambiguous})")
     for name, info in s.get("perturbations", {}).items():
         failed = ", ".join(f"{k}: {v}" for k, v in info["failed"].items()) or "none"
         click.echo(f"  {name}: {info['perturbed']}/{info['pairs']} pairs perturbed (failed: {failed})")
     click.echo(f"{'condition':<22}{'judge':<30}{'scope':<22}{'metric':<29}{'change':>8}  {'CI':<18}{'n':>5}")
-    pooled = {r["condition"] for r in result.records if r["judge"] == "all"}
+    effects = result.records
+    pooled = {r["condition"] for r in effects if r["judge"] == "all"}
     click.echo("(judges pooled where a condition has several; per-judge rows are in the JSON Lines file)")
-    for r in result.records:
+    for r in effects:
         if r["condition"] in pooled and r["judge"] != "all":
             continue
         v = r["variant"]
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
         click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{v['base_metric']:<29}{_fmt(r['value']):>8}  "
                    f"{ci:<18}{r['n']:>5}")
+    baseline = result.baseline
+    if baseline:
+        click.echo("baseline accuracy (paper 003 Figs. 2, 4, 5):")
+        for r in baseline:
+            what = ", ".join(str(v) for k, v in r["variant"].items() if k not in ("averaging", "source"))
+            ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+            value = "   n/a" if r["value"] is None else f"{r['value']:.3f}"
+            click.echo(f"  {r['metric']:<26}{str(r['judge'] or r['generator']):<30}{what:<22}{value:>8}  {ci:<14}"
+                       f"{r['n']:>5}")
     click.echo(f"wrote {target}")

@@ -83,7 +83,8 @@ _ROWS = [
     MetricInfo("judge-accuracy", reference.judge_accuracy, "004 Eq. 3",
                "mean_G share of D_diff verdicts naming the correct answer",
                ("averaging=per-evaluatee|pooled", "opponents=unrelated|any (004: every other answer)",
-                "preference=verdict|probability (label-probability share, beyond the paper)")),
+                "preference=verdict|probability (label-probability share, beyond the paper)",
+                "examples=self-evaluation|third-party|all examples (nepotism mitigate's baseline, 003 Figs. 2, 5)")),
     MetricInfo("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio, "004 Eq. 4",
                "mean_G P(own correct | judge prefers own, D_diff)",
                ("averaging=per-evaluatee|pooled", "opponents=unrelated|any", "preference=verdict|probability")),
@@ -130,9 +131,11 @@ _DERIVED = [
                "third-party control as a difference in differences",
                ("base_metric=self-preference (win-rate, ties ½)|self-preference-probability (001 Eq. 3)|"
                 "self-preference-ratio|demographic-parity-bias|harmful-self-preference "
-                "(harmful-self-preference-propensity, pooled)|judge-accuracy (pooled)|error-bias|"
+                "(harmful-self-preference-propensity, pooled)|judge-accuracy (pooled)|harmful-judge-accuracy (003 Figs. 5, 8: "
+                "judge accuracy on pairs whose own answer is wrong; self scope carries a paired t-test)|error-bias|"
                 "rubric-self-overestimation (overestimation-rate on own answers)",
-                "mitigation=perturbation|option|jury|calibration|rubric agreement", "scope=self|family|third-party"),
+                "mitigation=perturbation|option|jury|calibration|rubric agreement", "scope=self|family|third-party",
+                "rule=consistent (004 Eq. 1)|strict (003: both orders agree, else ambiguous and left out)"),
                kind="derived"),
     MetricInfo("student-recognition-accuracy", "nepotism.leakage.recognition.recognition_records", "000 §5.5 Table 5",
                "share of recognition questions answered right: is this your student's answer / which is",
@@ -159,6 +162,13 @@ _DERIVED = [
                "share of items where the judge's verdict equals the human majority", kind="derived"),
     MetricInfo("judge-human-kappa", "nepotism.annotate.agreement.cohen_kappa", "001 §4 (human labels)",
                "Cohen's κ between the judge's verdicts and the human majority", kind="derived"),
+    MetricInfo("own-win-rate", "nepotism.mitigations.accuracy.own_win_rates", "003 §3 Fig. 4",
+               "over a judge's self-evaluation pairs with one answer correct and a usable verdict: ground truth = "
+               "share where its answer is the correct one; own judgment = share where it prefers its answer "
+               "(tie ½)", ("by=ground truth|own judgment",), kind="derived"),
+    MetricInfo("win-rate-overestimation", "nepotism.mitigations.accuracy.own_win_rates", "003 §3 Fig. 4",
+               "own-win-rate by own judgment − by ground truth on the same pairs (> 0: the judge overestimates "
+               "its answers; paired cluster bootstrap)", kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
                "Pearson r between two metrics' per-judge values, Fisher-z CI", ("x=metric id", "y=metric id"),
                kind="derived"),
@@ -188,7 +198,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
     "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
-    "correlation": (-1.0, 1.0),
+    "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
 }
 
 

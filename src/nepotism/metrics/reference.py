@@ -196,7 +196,8 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
     verdicts naming the correct answer (a tie is wrong). Default: per evaluatee, then averaged
     over evaluatees (Eq. 3's 1/|S_G| Σ_G); ``averaging="pooled"`` pools all rows.
     Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
-    module docstring.
+    module docstring; ``examples`` (self-evaluation | third-party | all examples, paper 003 Figs. 2
+    and 5) is the set of pairs ``nepotism mitigate`` passes (`nepotism.mitigations.accuracy`).
     """
     keep, excluded, p_own, p_other, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                                    preference)

@@ -7,6 +7,8 @@ comparisons (same instances, same judge), with a paired cluster-bootstrap interv
 ``self`` (the judge's verdicts on its own answer against each competitor), ``third-party-control``
 (the same pairs and the same perturbation judged by the other judges, paper 003 Fig. 9) and
 ``self-minus-control`` (the difference of the two changes). ``judge = "all"`` pools the judges.
+Self-scope records of perturbations and judge options also carry ``t_test``: the paired t-test of
+the per-comparison values (`nepotism.mitigations.effects.paired_t`, paper 003 Fig. 8).
 Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
 """
 
@@ -18,7 +20,7 @@ import pandas as pd
 
 from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
-from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect
+from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
 
 __all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
@@ -64,7 +66,7 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
         sm = _self(rows, mitigated, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m))
+            out.append(_record(label, cfg, "self", metric, est, b, m, t_test=paired_t(sb, sm, metric)))
         if not control:
             continue
         cb = _third_party(rows, lambda s: THIRD_PARTY)
@@ -85,7 +87,7 @@ def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str
         sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m))
+            out.append(_record(label, cfg, "self", metric, est, b, m, t_test=paired_t(sb, sm, metric)))
     return out
 
 

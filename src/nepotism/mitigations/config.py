@@ -8,6 +8,8 @@
     n_resamples = 1000         # paired bootstrap resamples (0 = no intervals)
     confidence = 0.95
     control = true             # judge every perturbed pair by third-party judges as well
+    rule = "consistent"        # how the two presentation orders combine: "consistent" (004 Eq. 1) or
+                               # "strict" (003: both orders must agree, else ambiguous and left out)
 
     [[mitigate.conditions]]
     name = "synonyms"          # the condition name the judgments are stored under
@@ -73,6 +75,7 @@ class MitigationPlan:
     heldout_fraction: float = 0.5
     bootstrap: Bootstrap = Bootstrap()  # n_resamples and confidence from [mitigate], the experiment's seed
     control: bool = True
+    rule: str = "consistent"  # "consistent" (paper 004 Eq. 1) | "strict" (paper 003's agreement rule)
 
 
 def _condition(i: int, table: Any, path: str, rewriter: str | None) -> MitigationConfig:
@@ -126,7 +129,7 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
         raise InputError("the file needs a [mitigate] table with at least one [[mitigate.conditions]]",
                          path=where, field="mitigate")
     experiment = parse_experiment(data, path, registry=registry)
-    known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions"}
+    known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions", "rule"}
     for key in table:
         if key not in known:
             raise InputError(f"unknown key; expected one of {sorted(known)}", path=where, field=f"mitigate.{key}")
@@ -168,8 +171,11 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     if not pairwise:
         raise InputError("mitigations are measured on a [[judging.protocols]] with protocol = \"pairwise\"",
                          path=where, field="judging.protocols")
+    rule = table.get("rule", "consistent")
+    if rule not in ("consistent", "strict"):
+        raise InputError("must be \"consistent\" or \"strict\"", path=where, field="mitigate.rule")
     bootstrap = Bootstrap(n_resamples=resamples, confidence_level=float(confidence), seed=experiment.seed)
-    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control)
+    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule)
 
 
 def load_plan(path: str | Path, *, registry: Any = None) -> MitigationPlan:

@@ -15,7 +15,9 @@ p(opponent)) from label probabilities, paper 001 Eq. 3 — it moves even when ev
 tie), ``self-preference-ratio`` (paper 004 Eq. 2: share of outright wins, ties in the
 denominator), ``demographic-parity-bias`` (paper 001 Eq. 4 for side-vs-opponent comparisons:
 2 x win rate - 1), ``harmful-self-preference`` (the same on pairs whose truth is -1), ``judge-accuracy``
-(share of decisive-truth pairs the verdict gets right) and ``error-bias`` (paper 000 Eq. 10, target
+(share of decisive-truth pairs the verdict gets right), ``harmful-judge-accuracy`` (the same on the
+harmful cases, where the side's answer is the wrong one: paper 003 Fig. 5 and Fig. 8, with a
+paired t-test, `paired_t`) and ``error-bias`` (paper 000 Eq. 10, target
 = the side). Left out: rank metrics, which are not sums over instances.
 """
 
@@ -26,14 +28,15 @@ import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.stats import paired_t_test
 
-__all__ = ["BASE_METRICS", "diff_in_diff", "metric_columns", "paired_effect", "statistic"]
+__all__ = ["BASE_METRICS", "diff_in_diff", "metric_columns", "paired_effect", "paired_t", "statistic"]
 
 BASE_METRICS = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
-                "harmful-self-preference", "judge-accuracy", "error-bias")
+                "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
 _KEY = ["judge", "instance_id", "side", "opponent"]
 _WIDTH = {"self-preference": 2, "self-preference-probability": 2, "self-preference-ratio": 2, "demographic-parity-bias": 2,
-          "harmful-self-preference": 2, "judge-accuracy": 2, "error-bias": 4}
+          "harmful-self-preference": 2, "judge-accuracy": 2, "harmful-judge-accuracy": 2, "error-bias": 4}
 _NO_TRUTH = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias")
 #: The row column each metric reads (the others read ``outcome``).
 _VALUE = {"self-preference-probability": "prob"}
@@ -54,6 +57,9 @@ def metric_columns(metric: str, outcome: np.ndarray, truth: np.ndarray) -> np.nd
     if metric == "judge-accuracy":
         decisive = np.isin(t, (-1.0, 1.0)).astype(float)
         return np.column_stack([decisive * (o == t), decisive])
+    if metric == "harmful-judge-accuracy":
+        harmful = (t == -1).astype(float)
+        return np.column_stack([harmful * (o == t), harmful])
     if metric == "error-bias":
         return np.column_stack([(o == 1) & (t == -1), t == -1, (o == -1) & (t == 1), t == 1]).astype(float)
     raise ValueError(f"unknown base metric {metric!r}; use one of {BASE_METRICS}")
@@ -164,3 +170,34 @@ def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.
 
     return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded,
                              bootstrap=bootstrap)
+
+
+def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict | None:
+    """Paired t-test of the per-comparison values, mitigated − baseline (paper 003 Fig. 8: "a paired
+    t-test revealed a significant difference ... between the original and perturbed conditions").
+
+    The comparisons are those `paired_effect` matches; a comparison counts when it is in the
+    metric's denominator (e.g. a harmful case for ``harmful-judge-accuracy``), its value being the
+    numerator (1 right / 0 wrong, a win ½ for a tie, p(side) for the probability). Returns
+    ``{statistic, p_value, df, mean_difference, n}`` (NaN statistic when every difference is equal),
+    or None for ``error-bias`` (a difference of two ratios, no per-comparison value). Comparisons
+    are treated as independent, as in the paper; the bootstrap interval of `paired_effect` resamples prompts.
+    """
+    if _WIDTH[metric] != 2:
+        return None
+    joined, _ = _matched(base, mitigated, metric)
+    truth = joined["truth"].to_numpy(dtype=float)
+    b = metric_columns(metric, joined["outcome_base"].to_numpy(dtype=float), truth)
+    m = metric_columns(metric, joined["outcome_mit"].to_numpy(dtype=float), truth)
+    keep = (b[:, 1] == 1) & (m[:, 1] == 1)
+    n = int(keep.sum())
+    if n < 2:
+        return {"statistic": None, "p_value": None, "df": None, "mean_difference": None, "n": n,
+                "note": "fewer than 2 comparisons"}
+    diff = m[keep, 0] - b[keep, 0]
+    if np.allclose(diff, diff[0]):
+        return {"statistic": None, "p_value": None, "df": n - 1, "mean_difference": float(diff.mean()), "n": n,
+                "note": "every difference is equal"}
+    test = paired_t_test(m[keep, 0], b[keep, 0])
+    clean = {k: (None if isinstance(v, float) and v != v else v) for k, v in test.items()}
+    return {**clean, "n": n, "note": None if clean["statistic"] is not None else "every difference is equal"}

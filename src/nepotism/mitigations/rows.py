@@ -1,8 +1,8 @@
 """From pairwise judgments to side rows, and from graded responses to pairwise truth.
 
 `side_rows` combines the two presentation orders of each (judge, condition, instance, pair) with
-`nepotism.metrics.pairwise.aggregate_orders` (paper 004's rule; an order without its twin is used
-as it is) and returns two rows per comparison, one from each candidate's side: ``outcome`` for
+`nepotism.metrics.pairwise.aggregate_orders` (paper 004's rule, or paper 003's strict rule; an order
+without its twin is used as it is) and returns two rows per comparison, one from each candidate's side: ``outcome`` for
 that side (+1 / 0 / -1, NaN for an unparsed or failed verdict), ``score`` = the mean over the
 orders of log p(side) - log p(opponent) from the label probabilities, and ``prob`` = the mean over
 the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN without probabilities.
@@ -24,7 +24,7 @@ from nepotism.records import Judgment
 __all__ = ["ROW_COLUMNS", "pair_truth", "side_rows"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
-               "n_orders"]
+               "n_orders", "ambiguous"]
 _CODE = {"A": 1.0, "B": -1.0, "tie": 0.0}
 _EPS = 1e-6
 
@@ -47,8 +47,14 @@ def _share(probs: Mapping[str, float] | None, first: bool) -> float:
     return (a if first else b) / (a + b)
 
 
-def side_rows(judgments: Iterable[Judgment]) -> pd.DataFrame:
-    """Two rows per aggregated pairwise comparison (see the module docstring)."""
+def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.DataFrame:
+    """Two rows per aggregated pairwise comparison (see the module docstring).
+
+    ``rule`` combines the two orders as `nepotism.metrics.pairwise.aggregate_orders` does for every
+    pairwise metric: ``"consistent"`` (paper 004 Eq. 1) or ``"strict"`` (paper 003: the two orders
+    must agree; a disagreement is *ambiguous*, NaN, and flagged in the ``ambiguous`` column)."""
+    if rule not in ("consistent", "strict"):
+        raise ValueError("rule must be 'consistent' or 'strict'")
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for j in judgments:
         if j.protocol != "pairwise" or len(j.candidates) != 2:
@@ -62,14 +68,17 @@ def side_rows(judgments: Iterable[Judgment]) -> pd.DataFrame:
     rows = []
     for (judge, condition, replicate, instance, x, y), orders in groups.items():
         codes = [c for c, _, _ in orders[:2]]
-        outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]))) if len(codes) == 2 else codes[0]
+        outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]), rule=rule)) if len(codes) == 2 \
+            else codes[0]
+        ambiguous = len(codes) == 2 and not any(math.isnan(c) for c in codes) and math.isnan(outcome)
         scores = [s for _, s, _ in orders[:2] if not math.isnan(s)]
         score = float(np.mean(scores)) if scores else math.nan
         shares = [p for _, _, p in orders[:2] if not math.isnan(p)]
         prob = float(np.mean(shares)) if shares else math.nan
-        rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes)))
+        rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes), ambiguous))
         rows.append((judge, condition, replicate, instance, y, x, -outcome if outcome == outcome else math.nan,
-                     -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes)))
+                     -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes),
+                     ambiguous))
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 

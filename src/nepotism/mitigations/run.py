@@ -10,7 +10,9 @@ the sandbox), (6) computes the effect records (`nepotism.mitigations.analysis`) 
 judgment tables, the graded answers and ``run.json`` into the output folder (`export_run`). When
 the experiment asks recognition questions, each perturbation asks them again on the perturbed
 texts (`_perturbed_recognition`), so recognition and its association with preference can be
-compared before and after. Every model
+compared before and after. With graded answers, the records also hold the baseline's accuracy
+figures (`nepotism.mitigations.accuracy`: judge accuracy on self-evaluation, third-party and all
+examples, task accuracy, own win rate by ground truth and by the judge's own judgment). Every model
 call goes through the store's cache, so a rerun repeats nothing. The judging protocol functions,
 the endpoints, the text model and the sandbox runner can be injected (tests use fakes).
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from nepotism.mitigations.accuracy import accuracy_records
 from nepotism.mitigations.analysis import (THIRD_PARTY, calibration_records, jury_records, option_records,
                                            perturbation_records)
 from nepotism.mitigations.calibration import split_heldout
@@ -40,8 +43,9 @@ __all__ = ["MitigationResult", "export_run", "grade_responses", "run_mitigations
 
 @dataclass
 class MitigationResult:
-    records: list[dict]
+    records: list[dict]  # mitigation-effect records
     summary: dict = field(default_factory=dict)
+    baseline: list[dict] = field(default_factory=list)  # the baseline's accuracy records (`.accuracy`)
 
 
 def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None) -> TextModel:
@@ -226,10 +230,13 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                     await endpoint.backend.aclose()
     correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
     exports = export_run(exp, store, unique, correct, run_id)
-    rows = side_rows(judged.judgments)
+    rows = side_rows(judged.judgments, rule=plan.rule)
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
+    ambiguous = {str(c): int(n) // 2 for c, n in rows[rows["ambiguous"]].groupby("condition").size().items()}
     rows["truth"] = pair_truth(rows, correct)
     records, summary = _analyse(plan, rows, judges, baseline, registry, instances, familiarity)
+    accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
+        if any(v is not None for v in correct.values()) else []
     rubric, unparsed_rubric = rubric_rows(judged.judgments)
     for cfg in plan.conditions:
         if cfg.kind == "rubric-agreement":
@@ -241,9 +248,10 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
-        "generation_failures": len(generated.failures), "exports": exports, **stats,
+        "generation_failures": len(generated.failures), "exports": exports, "rule": plan.rule,
+        "ambiguous_comparisons": ambiguous, **stats,
     })
-    return MitigationResult(records, summary)
+    return MitigationResult(records, summary, accuracy)
 
 
 def _count(judgments) -> dict:
@@ -348,8 +356,12 @@ def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, fa
         elif cfg.kind == "calibration":
             made, info[cfg.name] = calibration_records(rows, cfg, judges, baseline, boot, split=split, contexts=contexts)
             records += made
+    return _no_nan(records), {"analysis": info, "baseline_condition": baseline}
+
+
+def _no_nan(records: list[dict]) -> list[dict]:
     for rec in records:
         for key in ("value", "ci_low", "ci_high", "value_baseline", "value_mitigated"):
             if isinstance(rec.get(key), float) and math.isnan(rec[key]):
                 rec[key] = None
-    return records, {"analysis": info, "baseline_condition": baseline}
+    return records

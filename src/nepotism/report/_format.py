@@ -21,11 +21,12 @@ PERCENT = frozenset({
     "student-classifier-accuracy", "excluded-verdicts",
     # base metrics of mitigation effects (their before/after values)
     "self-preference", "self-preference-probability", "harmful-self-preference", "rubric-self-overestimation",
+    "harmful-judge-accuracy", "own-win-rate",
     # human labels (`nepotism annotate agreement`)
     "annotator-agreement", "judge-human-agreement"})
 POINTS = frozenset({
     "demographic-parity-bias", "equal-opportunity-bias", "error-bias", "paired-win-rate-gap", "matched-bias",
-    "score-delta", "mitigation-effect", "leaderboard-leakage-bonus"})
+    "score-delta", "mitigation-effect", "leaderboard-leakage-bonus", "win-rate-overestimation"})
 #: Relative changes: signed percent (PLS is relative to the average win rate, paper 000 Eq. 5–6).
 SIGNED_PERCENT = frozenset({"preference-leakage-score"})
 

@@ -49,7 +49,7 @@ SECTION_METRICS = {
 }
 _SCOPE_ORDER = {"self": 0, "third-party-control": 1, "self-minus-control": 2}
 _BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
-               "harmful-self-preference", "judge-accuracy", "error-bias")
+               "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
 
 
 def _v(record: dict) -> dict:

@@ -1,0 +1,121 @@
+"""Accuracy figures of ``nepotism mitigate``'s baseline (paper 003 §3, Figs. 2, 4 and 5).
+
+From the side rows of the baseline (`nepotism.mitigations.rows`, the truth from the graded
+answers) and the graded answers themselves:
+
+- ``judge-accuracy`` per judge on the pairs whose answers differ in correctness (paper 003's
+  "comparable answers" are left out), pooled over pairs, for three sets of examples: the judge's
+  self-evaluation (its own answer against each other one), the same pairs of *other* generators
+  judged as a third party (condition ``third-party``), and all of them ("all examples", Fig. 2);
+- ``task-accuracy`` per generator: the share of its answers graded correct (Fig. 2's x axis);
+- ``own-win-rate`` per judge on its self-evaluation pairs with a decisive truth and a usable
+  verdict: by the ground truth (its answer is the better one) and by its own judgment (it prefers
+  its answer; a tie counts ½), and ``win-rate-overestimation`` = own judgment − ground truth on the
+  same pairs (Fig. 4: strong models overestimate, weak ones underestimate), paired cluster bootstrap.
+
+Every estimate resamples prompts; pairs left out are counted with their reason. Left out: the
+judge's decisiveness (Fig. 3; position consistency is a metric of `nepotism metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.metrics.reference import judge_accuracy
+from nepotism.metrics.task import task_accuracy
+
+__all__ = ["accuracy_records", "own_win_rates"]
+
+
+def _record(metric: str, judge, generator, condition, estimate, **variant) -> dict:
+    rec = {"metric": metric, "judge": judge, "generator": generator, "condition": condition, "pair": None,
+           "scope": "self" if judge is not None and judge == generator else None, "variant": variant}
+    rec.update(estimate.as_dict())
+    return rec
+
+
+def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = None) -> dict:
+    """Paper 003 Fig. 4 on one judge's self-evaluation pairs: ``{"ground truth", "own judgment",
+    "overestimation"}`` estimates.
+
+    ``outcome``: the judge's aggregated verdict from its own side (+1 own, 0 tie, -1 other, NaN
+    unusable); ``truth``: +1 its answer is the better one, -1 the other's, 0 comparable, NaN ungraded.
+    Kept pairs: decisive truth and a usable verdict (the others are counted as ``comparable answers``,
+    ``no truth``, ``no usable verdict``). Ground truth = mean 1{truth = +1}; own judgment = mean
+    (outcome + 1) / 2; overestimation = own judgment − ground truth, on the same pairs.
+    """
+    o = np.asarray(outcome, dtype=float)
+    t = np.asarray(truth, dtype=float)
+    clusters = np.asarray(clusters)
+    excluded = {}
+    for reason, mask in (("no truth", np.isnan(t)), ("comparable answers", t == 0),
+                         ("no usable verdict", np.isnan(o) & np.isin(t, (-1.0, 1.0)))):
+        if mask.any():
+            excluded[reason] = int(mask.sum())
+    keep = np.isin(t, (-1.0, 1.0)) & ~np.isnan(o)
+    n_excluded = int((~keep).sum())
+    cols = np.column_stack([(t[keep] == 1).astype(float), (o[keep] + 1.0) / 2.0, np.ones(int(keep.sum()))])
+    if not keep.any():
+        cols = np.zeros((0, 3))
+        note = "no self-evaluation pair with a decisive truth and a usable verdict"
+    else:
+        note = None
+    _, sums = cluster_sums(clusters[keep], cols) if keep.any() else (None, np.zeros((0, 3)))
+    common = {"n": int(keep.sum()), "n_excluded": n_excluded, "excluded": excluded, "bootstrap": bootstrap}
+    if note:
+        common["note"] = note
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"ground truth": cluster_bootstrap(sums, lambda s: s[..., 0] / s[..., 2], **common),
+                "own judgment": cluster_bootstrap(sums, lambda s: s[..., 1] / s[..., 2], **common),
+                "overestimation": cluster_bootstrap(sums, lambda s: (s[..., 1] - s[..., 0]) / s[..., 2], **common)}
+
+
+def _one_orientation(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["side"].astype(str) < rows["opponent"].astype(str)]
+
+
+def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
+    """Pooled judge accuracy (`nepotism.metrics.reference.judge_accuracy`) from the side's point of view.
+
+    ``truth`` +1 = the side's answer is correct and the opponent's wrong, -1 the reverse, 0 equal
+    correctness (outside D_diff: dropped and counted), NaN ungraded."""
+    truth = rows["truth"].to_numpy(dtype=float)
+    side_ok = np.where(np.isnan(truth), np.nan, (truth >= 0).astype(float))
+    other_ok = np.where(np.isnan(truth), np.nan, (truth <= 0).astype(float))
+    return judge_accuracy(rows["outcome"].to_numpy(dtype=float), side_ok, other_ok,
+                          rows["opponent"].astype(str).to_numpy(), rows["instance_id"].astype(str).to_numpy(),
+                          averaging="pooled", bootstrap=boot)
+
+
+def accuracy_records(rows: pd.DataFrame, judges: Sequence[str], baseline: str, third_party: str,
+                     correct: Mapping[tuple[str, str], bool | None], boot: Bootstrap) -> list[dict]:
+    """``judge-accuracy`` (self-evaluation / third-party / all examples), ``task-accuracy`` per
+    generator, ``own-win-rate`` and ``win-rate-overestimation`` per judge (see the module docstring)."""
+    out = []
+    for judge in judges:
+        mine = rows[rows["judge"] == judge]
+        self_rows = mine[(mine["condition"] == baseline) & (mine["side"] == judge)]
+        others = mine[(mine["side"] != judge) & (mine["opponent"] != judge)
+                      & mine["condition"].isin([baseline, third_party])]
+        others = _one_orientation(others).drop_duplicates(["instance_id", "side", "opponent"])
+        sets = {"self-evaluation": self_rows, "third-party": others,
+                "all examples": pd.concat([self_rows, others], ignore_index=True)}
+        for examples, frame in sets.items():
+            out.append(_record("judge-accuracy", judge, None, baseline, _accuracy(frame, boot),
+                               examples=examples, averaging="pooled", source="nepotism mitigate"))
+        rates = own_win_rates(self_rows["outcome"].to_numpy(dtype=float), self_rows["truth"].to_numpy(dtype=float),
+                              self_rows["instance_id"].astype(str).to_numpy(), bootstrap=boot)
+        for by in ("ground truth", "own judgment"):
+            out.append(_record("own-win-rate", judge, judge, baseline, rates[by], by=by))
+        out.append(_record("win-rate-overestimation", judge, judge, baseline, rates["overestimation"]))
+    graded: dict[str, list[tuple[str, float]]] = {}
+    for (instance, model), value in sorted(correct.items()):
+        graded.setdefault(model, []).append((instance, np.nan if value is None else float(bool(value))))
+    for model, items in sorted(graded.items()):
+        est = task_accuracy(np.array([v for _, v in items]), np.array([i for i, _ in items]), bootstrap=boot)
+        out.append(_record("task-accuracy", None, model, None, est, of="generator"))
+    return out
