@@ -7,7 +7,7 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
     [dataset]      exactly one of path = "items.jsonl" | bundled = "name" | from_store = true;
                    limit = N (first N instances)
     [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
-                   openai: base_url*, model (server-side name), api_key_env (the NAME of the
+                   openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
                    environment variable holding the key), timeout = 60; gguf: model (a
                    packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
                    both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
@@ -96,6 +96,8 @@ class ModelConfig:
     id: str
     backend: str
     base_url: str | None = None
+    #: every endpoint of the model (replicas), ``base_url`` first; ``(base_url,)`` for one
+    base_urls: tuple[str, ...] = ()
     model: str | None = None
     api_key_env: str | None = None
     path: str | None = None
@@ -312,9 +314,23 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
         raise r.error("backend", f"must be one of {BACKENDS}, not {backend!r}")
     cfg: dict[str, Any] = {"id": model_id, "backend": backend}
     if backend == "openai":
-        cfg["base_url"] = r.get("base_url", str, required=True)
-        if not cfg["base_url"].startswith(("http://", "https://")):
-            raise r.error("base_url", "must start with http:// or https://")
+        urls = r.get("base_urls", list)
+        if urls is None:
+            urls = [r.get("base_url", str, required=True)]
+            name = "base_url"
+        else:
+            name = "base_urls"
+            if "base_url" in table:
+                raise r.error("base_urls", "give base_url (one endpoint) or base_urls (replicas), not both")
+            if not urls:
+                raise r.error("base_urls", "must list at least one URL")
+        for i, url in enumerate(urls):
+            where = name if name == "base_url" else f"base_urls[{i}]"
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise r.error(where, "must start with http:// or https://")
+            if url.rstrip("/") in [u.rstrip("/") for u in urls[:i]]:
+                raise r.error(where, f"lists {url} twice")
+        cfg["base_url"], cfg["base_urls"] = urls[0], tuple(urls)
         cfg["model"] = r.get("model", str)
         cfg["api_key_env"] = r.get("api_key_env", str)
         cfg["timeout"] = r.positive("timeout", 60.0, high=_MAX_TIMEOUT_S, unit="seconds")

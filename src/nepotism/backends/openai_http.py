@@ -21,6 +21,15 @@ request mode uses:
   llama-cpp-python's own server (0.3.36) echoes log-probabilities shifted by one position
   (llama-cpp-python issue #1983); for llama.cpp models use `nepotism.backends.gguf` instead.
 
+Replicas: ``base_url`` may be a list of endpoints serving the same model (the replicas of a vLLM
+deployment, several routers). Each call goes to the replica with the fewest requests in flight
+(then the fewest sent). A replica that fails with a connection error or a 5xx answer is backed off
+(1 s, doubling with each further failure, up to 30 s; a success ends it) and the call fails over at
+once to another replica not tried for it yet; only when every replica failed does the call come
+back failed (for the runner's retries). Timeouts back a replica off but do not fail over (the call
+already waited its whole timeout). `endpoint_stats` counts, per replica, requests, answers,
+failures and calls moved away. With one URL none of this applies.
+
 Failures come back as values with an error class (``timeout``, ``connection``, ``http_429``,
 ``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``unsupported:<what>``); a 429 or
 503 that says how long to wait (``Retry-After``, ...) carries the wait in ``raw["retry_after_s"]``.
@@ -36,7 +45,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -53,6 +62,10 @@ __all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
 TOP_LOGPROBS = 20
 
 
+def _transport_error(exc: _TransportFailure) -> str:
+    return exc.kind if not exc.detail else f"{exc.kind}: {redact_text(exc.detail)[:200]}"
+
+
 class _TransportFailure(Exception):
     """A call that got no HTTP answer; ``kind`` is ``timeout`` or ``connection``."""
 
@@ -62,10 +75,38 @@ class _TransportFailure(Exception):
         self.detail = detail
 
 
+_BACKOFF_S = 1.0
+_BACKOFF_MAX_S = 30.0
+
+
+class _Replica:
+    """One endpoint of a model: requests in flight, counters and health."""
+
+    __slots__ = ("url", "inflight", "requests", "answered", "failed", "failed_over", "strikes", "down_until")
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.inflight = self.requests = self.answered = self.failed = self.failed_over = self.strikes = 0
+        self.down_until = 0.0
+
+    def strike(self) -> None:
+        """A connection error, timeout or 5xx: back off, longer with each failure in a row."""
+        self.failed += 1
+        self.strikes += 1
+        wait = min(_BACKOFF_S * 2 ** (self.strikes - 1), _BACKOFF_MAX_S)
+        self.down_until = time.monotonic() + wait
+
+    def healthy_answer(self) -> None:
+        self.answered += 1
+        self.strikes = 0
+        self.down_until = 0.0
+
+
 class OpenAIHTTPBackend:
     """Talk to one OpenAI-compatible server.
 
-    ``base_url`` ends before the endpoint (``http://127.0.0.1:8000/v1``). ``model``, when given,
+    ``base_url`` ends before the endpoint (``http://127.0.0.1:8000/v1``), or is a list of such
+    URLs (replicas of one model, see the module docstring). ``model``, when given,
     is the server-side model name sent for every request; otherwise ``Request.model`` is sent.
     ``api_key_env`` names the environment variable holding the key (read once, here). ``timeout``
     bounds connecting and each wait for response bytes; waiting for a free pooled connection is
@@ -76,7 +117,7 @@ class OpenAIHTTPBackend:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         *,
         model: str | None = None,
         api_key_env: str | None = None,
@@ -89,7 +130,11 @@ class OpenAIHTTPBackend:
     ) -> None:
         if max_connections < 1 or top_logprobs < 1 or not 0 < timeout < math.inf:
             raise ValueError("max_connections, top_logprobs and timeout must be positive (timeout finite)")
-        self.base_url = base_url.rstrip("/")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise ValueError("base_url needs at least one URL")
+        self._replicas = [_Replica(u.rstrip("/")) for u in urls]
+        self.base_url = self._replicas[0].url
         self.model = model
         self.api_key_env = api_key_env
         self.timeout = timeout
@@ -112,7 +157,7 @@ class OpenAIHTTPBackend:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIHTTPBackend(name={self.name!r}, base_url={self.base_url!r}, "
+            f"OpenAIHTTPBackend(name={self.name!r}, base_url={[r.url for r in self._replicas] if len(self._replicas) > 1 else self.base_url!r}, "
             f"model={self.model!r}, api_key_env={self.api_key_env!r})"
         )
 
@@ -147,20 +192,20 @@ class OpenAIHTTPBackend:
         )
         return self._session
 
-    async def _post_aiohttp(self, path: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+    async def _post_aiohttp(self, url: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
         session = self._session or self._open_session()
         try:
-            async with session.post(self.base_url + path, data=payload) as resp:
+            async with session.post(url, data=payload) as resp:
                 return resp.status, await resp.read(), resp.headers
         except (asyncio.TimeoutError, TimeoutError) as exc:
             raise _TransportFailure("timeout") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc
 
-    async def _post_httpx(self, path: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+    async def _post_httpx(self, url: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
         assert self._httpx is not None
         try:
-            resp = await self._httpx.post(path, content=payload)
+            resp = await self._httpx.post(url, content=payload)
             return resp.status_code, resp.content, resp.headers
         except httpx.TimeoutException as exc:
             raise _TransportFailure("timeout") from exc
@@ -175,16 +220,72 @@ class OpenAIHTTPBackend:
             return built
         path, body = built
         payload = json.dumps(body, ensure_ascii=False).encode()
+        if len(self._replicas) == 1:
+            start = time.perf_counter()
+            try:
+                status, content, headers = await self._post(self.base_url + path, payload)
+            except _TransportFailure as exc:
+                return failed(_transport_error(exc), latency_s=time.perf_counter() - start)
+            return self._read(status, content, headers, request, time.perf_counter() - start)
+        return await self._complete_replicated(path, payload, request)
+
+    async def _post(self, url: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+        if self._httpx is not None:
+            return await self._post_httpx(url, payload)
+        return await self._post_aiohttp(url, payload)
+
+    def _pick(self, tried: list[_Replica]) -> _Replica | None:
+        """The untried replica with the fewest requests in flight (then sent) among the healthy
+        ones; if none is healthy, the one whose back-off ends first (a probe); None when every
+        replica was tried."""
+        left = [r for r in self._replicas if r not in tried]
+        if not left:
+            return None
+        now = time.monotonic()
+        healthy = [r for r in left if r.down_until <= now]
+        if not healthy:
+            return min(left, key=lambda r: r.down_until)
+        return min(healthy, key=lambda r: (r.inflight, r.requests))
+
+    async def _complete_replicated(self, path: str, payload: bytes, request: Request) -> Completion:
+        tried: list[_Replica] = []
         start = time.perf_counter()
-        try:
-            if self._httpx is not None:
-                status, content, headers = await self._post_httpx(path, payload)
+        while True:
+            replica = self._pick(tried)
+            assert replica is not None
+            tried.append(replica)
+            replica.inflight += 1
+            replica.requests += 1
+            try:
+                status, content, headers = await self._post(replica.url + path, payload)
+            except _TransportFailure as exc:
+                replica.strike()
+                outcome = failed(_transport_error(exc), latency_s=time.perf_counter() - start)
+                if exc.kind == "timeout" or len(tried) == len(self._replicas):
+                    return outcome
+                replica.failed_over += 1
+                continue
+            finally:
+                replica.inflight -= 1
+            if status >= 500 and len(tried) < len(self._replicas):
+                replica.strike()
+                replica.failed_over += 1
+                continue
+            if status >= 500:
+                replica.strike()
             else:
-                status, content, headers = await self._post_aiohttp(path, payload)
-        except _TransportFailure as exc:
-            error = exc.kind if not exc.detail else f"{exc.kind}: {redact_text(exc.detail)[:200]}"
-            return failed(error, latency_s=time.perf_counter() - start)
-        latency = time.perf_counter() - start
+                replica.healthy_answer()
+            return self._read(status, content, headers, request, time.perf_counter() - start)
+
+    def endpoint_stats(self) -> dict[str, dict[str, int]]:
+        """Per replica URL: ``requests`` sent, ``answered`` (an HTTP answer below 500),
+        ``failed`` (connection error, timeout or 5xx) and ``failed_over`` (calls it failed that
+        went on to another replica)."""
+        return {r.url: {"requests": r.requests, "answered": r.answered, "failed": r.failed,
+                        "failed_over": r.failed_over} for r in self._replicas}
+
+    def _read(self, status: int, content: bytes, headers: Mapping[str, str], request: Request,
+              latency: float) -> Completion:
         # every known key, in any spelling JSON allows (``\\/``, ``\\uXXXX``), goes before decoding
         text = redact_text(content.decode("utf-8", errors="replace"))
         if status != 200:

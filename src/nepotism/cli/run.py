@@ -197,6 +197,11 @@ def _print_summary(summary) -> None:
                        "as the server asked (Retry-After)")
         for err, n in s["errors"].items():
             click.echo(f"      {err}: {n}")
+    for model, urls in getattr(summary, "endpoints", {}).items():
+        click.echo(f"  endpoints of {model}:")
+        for url, c in urls.items():
+            click.echo(f"      {url}  {c['requests']} requests, {c['answered']} answered, {c['failed']} failed, "
+                       f"{c['failed_over']} moved to another endpoint")
     click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))
     if summary.generation_failures:
         click.echo(f"  {len(summary.generation_failures)} responses could not be generated "

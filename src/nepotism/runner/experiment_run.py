@@ -53,6 +53,8 @@ class RunSummary:
     generation_failures: list[dict[str, str]] = field(default_factory=list)
     exports: dict[str, str] = field(default_factory=dict)
     grading: dict[str, Any] = field(default_factory=dict)
+    #: per model with several endpoints (replicas): per URL, requests, answers, failures, failovers
+    endpoints: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -64,7 +66,8 @@ def _backend(cfg: ModelConfig) -> Any:
     if cfg.backend == "openai":
         from nepotism.backends.openai_http import OpenAIHTTPBackend
 
-        return OpenAIHTTPBackend(cfg.base_url or "", model=cfg.model, api_key_env=cfg.api_key_env,
+        urls = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
+        return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env,
                                  timeout=cfg.timeout, max_connections=cfg.concurrency,
                                  extra=dict(cfg.params), name=cfg.id)
     from nepotism.backends import gguf
@@ -332,6 +335,7 @@ async def run_experiment(
             tables = export_judgments(experiment, store, tasks)
             summary.exports = tables | references
             summary.grading = graded
+            summary.endpoints = _replica_counts(endpoints)
             if experiment.output_dir is not None:
                 from nepotism.run_folder import write_manifest
 
@@ -342,6 +346,17 @@ async def run_experiment(
         store.drop_reserve()
         await _close(endpoints)
     return summary
+
+
+def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per model served by several endpoints, the backend's per-endpoint counters."""
+    out = {}
+    for model, endpoint in endpoints.items():
+        stats = getattr(endpoint.backend, "endpoint_stats", None)
+        counts = stats() if stats is not None else {}
+        if len(counts) > 1:
+            out[model] = counts
+    return out
 
 
 def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any]) -> dict[str, str]:
@@ -373,8 +388,8 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
     """Why each configured model could not be used, by model id (empty when every one can).
 
     A GGUF model: llama.cpp (the ``local`` extra) is missing, or its file is missing or fails its
-    SHA-256 (checked without loading it). An HTTP model: its server cannot be reached (one GET of
-    ``<base_url>/models``; any HTTP answer, even 401 or 404, counts as reached). Nothing is
+    SHA-256 (checked without loading it). An HTTP model: none of its servers can be reached (one
+    GET of ``<base_url>/models`` each; any HTTP answer, even 401 or 404, counts as reached). Nothing is
     generated or judged, so nothing is paid.
     """
     import httpx
@@ -386,15 +401,17 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
     reached: dict[str, str | None] = {}
     for model_id, cfg in experiment.models.items():
         if cfg.backend == "openai":
-            url = (cfg.base_url or "").rstrip("/")
-            if url not in reached:
-                try:
-                    httpx.get(f"{url}/models", timeout=timeout)
-                    reached[url] = None
-                except httpx.HTTPError as err:
-                    reached[url] = f"cannot reach {url} ({type(err).__name__}: {err})"
-            if reached[url]:
-                problems[model_id] = reached[url]
+            why = []
+            for url in [u.rstrip("/") for u in (cfg.base_urls or (cfg.base_url or "",))]:
+                if url not in reached:
+                    try:
+                        httpx.get(f"{url}/models", timeout=timeout)
+                        reached[url] = None
+                    except httpx.HTTPError as err:
+                        reached[url] = f"cannot reach {url} ({type(err).__name__}: {err})"
+                why.append(reached[url])
+            if all(why):  # replicas: usable while one of them answers
+                problems[model_id] = "; ".join(why)
             continue
         try:
             _backend(cfg).check()
