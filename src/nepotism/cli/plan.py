@@ -1,0 +1,117 @@
+"""``nepotism plan``: how many prompts an audit needs to detect a self-preference, its calls and cost."""
+
+from __future__ import annotations
+
+import click
+
+from nepotism.cli._common import echo_json, format_option, models_option, print_table
+
+_SCOPES = ("self", "family", "student", "family-student")
+
+
+def _names(value: str, option: str) -> list[str]:
+    from nepotism.errors import InputError
+
+    names = [p.strip() for p in value.split(",") if p.strip()]
+    if not names:
+        raise InputError(f"expected comma-separated model names, got '{value}'", field=option)
+    return names
+
+
+def _effects(values) -> dict[str, float]:
+    from nepotism.errors import InputError
+
+    effects = {}
+    for value in values or ("self=0.05",):
+        scope, _, size = value.partition("=")
+        scope = scope.strip()
+        try:
+            effects[scope] = float(size)
+        except ValueError:
+            raise InputError(f"expected SCOPE=SIZE (e.g. self=0.05), got '{value}'", field="--effect") from None
+        if scope not in _SCOPES:
+            raise InputError(f"unknown scope '{scope}'; scopes are {', '.join(_SCOPES)}", field="--effect")
+    return effects
+
+
+@click.command("plan")
+@click.option("--judges", required=True, metavar="J1,J2", help="Judges of the audit (comma-separated).")
+@click.option("--generators", required=True, metavar="G1,G2,...",
+              help="Generators whose answers every judge compares, all pairs (comma-separated).")
+@click.option("--effect", "effects", multiple=True, metavar="SCOPE=SIZE",
+              help="Win-rate shift to detect in a scope (self, family, student, family-student), e.g. self=0.05 "
+                   "for a 5-point self-bonus; repeatable.  [default: self=0.05]")
+@click.option("--alpha", type=click.FloatRange(0.0001, 0.5), default=0.05, show_default=True,
+              help="Two-sided significance level.")
+@click.option("--power", type=click.FloatRange(0.5, 0.999), default=0.8, show_default=True,
+              help="Probability of detecting the effect when it is there.")
+@click.option("--baseline", type=click.FloatRange(0.01, 0.99), default=0.5, show_default=True,
+              help="Win rate without the effect (0.5: no preference).")
+@click.option("--icc", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
+              help="Assumed correlation of the comparisons of one prompt (replaced by the pilot's).")
+@click.option("--tie-rate", type=click.FloatRange(0.0, 0.99), default=0.0, show_default=True,
+              help="Assumed share of ties after combining both orders (replaced by the pilot's).")
+@click.option("--pilot", type=click.Path(dir_okay=False),
+              help="Pilot pairwise judgments: their tie share and within-prompt correlation, per judge and scope.")
+@click.option("--orders", type=click.IntRange(1, 2), default=2, show_default=True,
+              help="Presentation orders judged per pair.")
+@click.option("--generate/--no-generation", default=True, show_default=True,
+              help="Count the calls generating the answers (off when they exist already).")
+@click.option("--prompt-tokens", type=click.IntRange(0), default=200, show_default=True, help="Tokens per prompt.")
+@click.option("--answer-tokens", type=click.IntRange(0), default=400, show_default=True, help="Tokens per answer.")
+@click.option("--verdict-tokens", type=click.IntRange(0), default=100, show_default=True,
+              help="Tokens per judge reply.")
+@click.option("--template-tokens", type=click.IntRange(0), default=250, show_default=True,
+              help="Tokens of the judge template around the prompt and answers.")
+@click.option("--price-input", type=click.FloatRange(0.0), default=0.0, show_default=True,
+              help="Price per 1,000 input tokens (0: no cost estimate).")
+@click.option("--price-output", type=click.FloatRange(0.0), default=0.0, show_default=True,
+              help="Price per 1,000 output tokens.")
+@models_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@format_option
+def command(judges, generators, effects, alpha, power, baseline, icc, tie_rate, pilot, orders, generate,
+            prompt_tokens, answer_tokens, verdict_tokens, template_tokens, price_input, price_output, models_files,
+            as_json, output_format):
+    """Plan an audit before paying for it: the prompts needed to detect a self-preference of a given
+    size in each scope, at a significance level and power, and the calls, tokens and cost.
+
+    The design is every judge comparing all pairs of the generators on every prompt; scopes follow
+    the registry (--models). The formula is the standard two-sided test of a proportion from
+    clustered data with a design effect (docs/planning.md); --pilot replaces
+    the assumed tie share and within-prompt correlation by those of pilot judgments.
+    """
+    from nepotism.analyses.comparisons import build_comparisons
+    from nepotism.analyses.power import Costs, plan_audit
+    from nepotism.errors import InputError
+    from nepotism.models import load_registry
+    from nepotism.tables import read_table
+
+    registry = load_registry(list(models_files))
+    comparisons = None
+    if pilot:
+        comparisons = build_comparisons(read_table(pilot, kind="pairwise").frame).frame
+    costs = Costs(prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, verdict_tokens=verdict_tokens,
+                  template_tokens=template_tokens, price_input=price_input, price_output=price_output)
+    try:
+        plan = plan_audit(_names(judges, "--judges"), _names(generators, "--generators"), registry,
+                          effects=_effects(effects), alpha=alpha, power=power, baseline=baseline, icc=icc,
+                          tie_rate=tie_rate, orders=orders, generate=generate, costs=costs, pilot=comparisons)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    if as_json:
+        echo_json(plan.as_dict())
+        return
+    rows = [[s.judge, s.scope, f"{s.effect:+g}", str(s.per_prompt),
+             "-" if s.design_effect is None else f"{s.design_effect:.2f}", f"{s.icc:.3f}", f"{s.tie_rate:.3f}",
+             s.source, "-" if s.prompts is None else f"{s.prompts:,}", s.note or ""] for s in plan.scopes]
+    print_table(f"Prompts needed (alpha {alpha:g}, power {power:g}, two-sided)",
+                ["judge", "scope", "effect", "comparisons/prompt", "design effect", "icc", "ties", "from",
+                 "prompts", "note"], rows, output_format=output_format)
+    click.echo(f"prompts: {plan.prompts:,}")
+    click.echo(f"judge calls: {plan.judge_calls:,} ({len(plan.settings['judges'])} judges x "
+               f"{len(plan.settings['generators']) * (len(plan.settings['generators']) - 1) // 2} pairs x "
+               f"{orders} orders x {plan.prompts:,} prompts)")
+    click.echo(f"answers to generate: {plan.generation_calls:,}")
+    click.echo(f"tokens: {plan.input_tokens:,} in, {plan.output_tokens:,} out")
+    click.echo(f"estimated cost: {'not priced (--price-input/--price-output)' if plan.cost is None else f'{plan.cost:,.2f}'}")
