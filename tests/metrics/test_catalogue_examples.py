@@ -54,6 +54,7 @@ WHERE = {
     "correlation": "metrics/test_task.py::test_suite_task_accuracy_and_correlation_with_judge_accuracy",
     "own-win-rate": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
     "win-rate-overestimation": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
+    "perturbation-quality-preference": "mitigations/test_paper003_mitigate.py::test_human_quality_binomial_test_by_hand",
 }
 
 

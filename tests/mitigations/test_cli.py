@@ -69,6 +69,10 @@ kind = "jury"
 [[mitigate.conditions]]
 name = "cal"
 kind = "calibration"
+[[mitigate.conditions]]
+name = "typos"
+kind = "spelling"
+rate = 0.2
 """)
         out = CliRunner().invoke(_cli(), ["mitigate", str(tmp_path / "exp.toml"), "--store", str(tmp_path / "s.db"),
                                           "--no-progress"])
@@ -76,11 +80,12 @@ kind = "calibration"
     written = tmp_path / "out" / "mitigations.jsonl"
     records = [json.loads(line) for line in written.read_text().splitlines()]
     effects = [r for r in records if r["metric"] == "mitigation-effect"]
-    assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal"}
+    assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal", "typos"}
     # the answers are graded (multiple choice): the baseline's accuracy figures come along (paper 003)
     assert {r["metric"] for r in records if r["metric"] != "mitigation-effect"} == {
         "judge-accuracy", "task-accuracy", "own-win-rate", "win-rate-overestimation"}
     assert "baseline accuracy" in out.output
+    assert "typos: " in out.output and "pairs perturbed" in out.output
     assert "pairs perturbed" in out.output
     assert not list((tmp_path / "out").glob(".*.tmp"))
 

@@ -98,3 +98,67 @@ def test_baseline_accuracy_records_by_hand():
     assert over["value"] == pytest.approx(1 / 3) and over["excluded"] == {"comparable answers": 1}
     task = {r["generator"]: r["value"] for r in records if r["metric"] == "task-accuracy"}
     assert task == {"j": 0.5, "k": 0.5, "o": 0.0}
+
+
+def test_spelling_errors_are_seeded_typos_at_the_given_rate():
+    import random
+
+    from nepotism.mitigations.spelling import misspell, typo
+
+    assert typo("abcd", random.Random(0)) == "acbd"  # the one inner pair that can swap
+    assert typo("abbd", random.Random(0)) is None and typo("cat", random.Random(0)) is None
+    answer = "The elephant quickly crossed the river.\nAnswer: B"
+    question = "Which animal crossed?"
+    one = misspell(answer, question, rate=0.34, seed=7, key="r1")  # round(0.34 x 3 words) = 1
+    assert one.ok and len(one.changed) == 1
+    (word, wrong), = one.changed
+    assert word in {"elephant", "quickly", "river"} and wrong != word
+    assert (wrong[0], wrong[-1], sorted(wrong)) == (word[0], word[-1], sorted(word))
+    assert one.text.endswith("Answer: B") and "crossed" in one.text  # labels and question words untouched
+    assert misspell(answer, question, rate=0.34, seed=7, key="r1") == one  # same seed, same text
+    every = misspell(answer, question, rate=1.0, seed=7, key="r1")
+    assert sorted(w for w, _ in every.changed) == ["elephant", "quickly", "river"]
+    assert not misspell("Yes it is.", "Is it?", rate=0.5).ok
+    with pytest.raises(ValueError):
+        misspell(answer, question, rate=0)
+
+
+def test_human_quality_binomial_test_by_hand():
+    from nepotism.mitigations.human_study import quality_test
+
+    rows = ([("m", "m@syn", "m@syn")] * 3 + [("m@syn", "m", "m")] * 7  # 3 of 10 prefer the perturbed text
+            + [("m", "m@syn", "tie"), ("m", "k", "m"), ("m", "m@para", "m")])
+    labels = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"]).assign(instance_id="q")
+    rec = quality_test(labels, "syn")
+    assert (rec["successes"], rec["n"], rec["value"]) == (3, 10, 0.3)
+    # two-sided exact p for 3 of 10 at ½: 2 x P(X <= 3) = 2 x (1 + 10 + 45 + 120) / 1024 = 352/1024
+    assert rec["p_value"] == pytest.approx(352 / 1024)
+    assert rec["ci_low"] < 0.3 < rec["ci_high"]
+    assert rec["excluded"] == {"tie": 1, "not an original-vs-perturbed pair": 2}
+    assert quality_test(labels, "other")["value"] is None
+
+
+def test_human_study_files_named_in_the_experiment(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from nepotism.errors import InputError
+    from nepotism.mitigations.config import load_plan
+    from nepotism.mitigations.run import human_study_records
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "mitigations"
+    shutil.copytree(example, tmp_path / "ex")
+    (tmp_path / "ex" / "labels.csv").write_text(
+        "instance_id,model_a,model_b,winner,annotator\n"
+        + "".join(f"q{i},m,m@synonyms-wordnet,{'m' if i % 2 else 'm@synonyms-wordnet'},ann{i}\n" for i in range(6)))
+    text = (example / "mitigations.toml").read_text()
+    exp = tmp_path / "ex" / "exp.toml"
+    exp.write_text(text.replace("[mitigate]\n", '[mitigate]\nhuman_study = "labels.csv"\n', 1))
+    plan = load_plan(exp)
+    names = [c.name for c in plan.conditions]
+    assert "synonyms-wordnet" in names, names
+    records = {r["condition"]: r for r in human_study_records(plan)}
+    assert records["synonyms-wordnet"]["successes"] == 3 and records["synonyms-wordnet"]["n"] == 6 and records["synonyms-wordnet"]["p_value"] == 1.0
+    exp.write_text(text.replace("[mitigate]\n", '[mitigate]\nhuman_study = "missing.csv"\n', 1))
+    with pytest.raises(InputError, match="human_study"):
+        load_plan(exp)

@@ -169,6 +169,11 @@ _DERIVED = [
     MetricInfo("win-rate-overestimation", "nepotism.mitigations.accuracy.own_win_rates", "003 §3 Fig. 4",
                "own-win-rate by own judgment − by ground truth on the same pairs (> 0: the judge overestimates "
                "its answers; paired cluster bootstrap)", kind="derived"),
+    MetricInfo("perturbation-quality-preference", "nepotism.mitigations.human_study.quality_test",
+               "003 §5 (human study as quality control)",
+               "share of human labels of (answer, its perturbed version) preferring the perturbed one (ties left "
+               "out); exact two-sided binomial test against ½, Clopper–Pearson interval",
+               ("condition=the perturbation's name (labels compare M with M@<name>)",), kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
                "Pearson r between two metrics' per-judge values, Fisher-z CI", ("x=metric id", "y=metric id"),
                kind="derived"),
@@ -199,6 +204,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
     "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
+    "perturbation-quality-preference": (0.0, 1.0),
 }
 
 

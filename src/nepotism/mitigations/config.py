@@ -10,6 +10,8 @@
     control = true             # judge every perturbed pair by third-party judges as well
     rule = "consistent"        # how the two presentation orders combine: "consistent" (004 Eq. 1) or
                                # "strict" (003: both orders must agree, else ambiguous and left out)
+    human_study = ["labels.csv"]  # annotation exports (preference-ref rows): M vs M@<condition name>,
+                               # a binomial test per perturbation (nepotism.mitigations.human_study)
 
     [[mitigate.conditions]]
     name = "synonyms"          # the condition name the judgments are stored under
@@ -19,7 +21,8 @@
 Kinds and parameters (defaults in `PARAMS`): ``synonym`` (``k``, ``chooser`` = ``"wordnet"``
 offline or ``"model"`` = the rewriter, ``fallback`` = use WordNet when the model's choice breaks
 the contract), ``paraphrase`` (``target`` = ``"own"`` or ``"both"``), ``judge-paraphrase``,
-``cross-reason``, ``code-restyle``, ``ablate`` (``feature`` = style / format / wording),
+``cross-reason``, ``code-restyle``, ``ablate`` (``feature`` = style / format / wording), ``spelling``
+(``rate``: the share of the judge's eligible words given a typo, offline and seeded, 003 Fig. 15),
 ``judge-option`` (``options``: judging options such as ``impartial``, ``reasoning``), ``exclude-relatives``,
 ``jury`` (``vote`` = majority / weighted / perplexity, ``exclude_related``), ``calibration``
 (``method`` = auto / contextual), ``rubric-agreement`` (``threshold``: drop rubric items whose
@@ -40,7 +43,7 @@ from nepotism.metrics.bootstrap import Bootstrap
 __all__ = ["KINDS", "PARAMS", "PERTURBATIONS", "MitigationConfig", "MitigationPlan", "load_plan", "parse_plan"]
 
 #: Mitigations that change the candidates' texts (judged again, with a third-party control).
-PERTURBATIONS = ("synonym", "paraphrase", "judge-paraphrase", "cross-reason", "code-restyle", "ablate")
+PERTURBATIONS = ("synonym", "paraphrase", "judge-paraphrase", "cross-reason", "code-restyle", "ablate", "spelling")
 KINDS = PERTURBATIONS + ("judge-option", "exclude-relatives", "jury", "calibration", "rubric-agreement")
 PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "synonym": {"k": 2, "chooser": "wordnet", "fallback": False},
@@ -49,6 +52,7 @@ PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "cross-reason": {},
     "code-restyle": {},
     "ablate": {"feature": "style"},
+    "spelling": {"rate": 0.1},
     "judge-option": {"options": {}},
     "exclude-relatives": {},
     "jury": {"vote": "majority", "exclude_related": False},
@@ -76,6 +80,7 @@ class MitigationPlan:
     bootstrap: Bootstrap = Bootstrap()  # n_resamples and confidence from [mitigate], the experiment's seed
     control: bool = True
     rule: str = "consistent"  # "consistent" (paper 004 Eq. 1) | "strict" (paper 003's agreement rule)
+    human_study: tuple[Path, ...] = ()  # annotation label files for the perturbations' quality test
 
 
 def _condition(i: int, table: Any, path: str, rewriter: str | None) -> MitigationConfig:
@@ -99,6 +104,8 @@ def _condition(i: int, table: Any, path: str, rewriter: str | None) -> Mitigatio
             raise InputError(f"must be one of {list(_CHOICES[key])}", path=path, field=f"{where}.{key}")
         if key == "threshold" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
             raise InputError("must be a number in [0, 1]", path=path, field=f"{where}.threshold")
+        if key == "rate" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+            raise InputError("must be a number in (0, 1]", path=path, field=f"{where}.rate")
         if key == "k" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise InputError("must be a positive integer", path=path, field=f"{where}.k")
         if key in ("fallback", "exclude_related") and not isinstance(value, bool):
@@ -129,7 +136,8 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
         raise InputError("the file needs a [mitigate] table with at least one [[mitigate.conditions]]",
                          path=where, field="mitigate")
     experiment = parse_experiment(data, path, registry=registry)
-    known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions", "rule"}
+    known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions", "rule",
+             "human_study"}
     for key in table:
         if key not in known:
             raise InputError(f"unknown key; expected one of {sorted(known)}", path=where, field=f"mitigate.{key}")
@@ -174,8 +182,17 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     rule = table.get("rule", "consistent")
     if rule not in ("consistent", "strict"):
         raise InputError("must be \"consistent\" or \"strict\"", path=where, field="mitigate.rule")
+    study = table.get("human_study", [])
+    if isinstance(study, str):
+        study = [study]
+    if not isinstance(study, list) or not all(isinstance(f, str) for f in study):
+        raise InputError("must be a file or a list of files", path=where, field="mitigate.human_study")
+    human_study = tuple(Path(where).parent / f for f in study)
+    for i, f in enumerate(human_study):
+        if not f.is_file():
+            raise InputError(f"file not found: {f}", path=where, field=f"mitigate.human_study[{i}]")
     bootstrap = Bootstrap(n_resamples=resamples, confidence_level=float(confidence), seed=experiment.seed)
-    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule)
+    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule, human_study)
 
 
 def load_plan(path: str | Path, *, registry: Any = None) -> MitigationPlan:

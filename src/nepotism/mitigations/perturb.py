@@ -18,6 +18,7 @@ from typing import Any
 from nepotism.mitigations.code_style import restyle_response, verify_equivalent
 from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, judge_paraphrase_prompt,
                                           paraphrase_prompt, read_rewrite)
+from nepotism.mitigations.spelling import misspell
 from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
                                            wordnet_choice)
 from nepotism.records import Instance, Message, Response
@@ -111,8 +112,13 @@ def _restyle(pairs, sandbox_runner) -> dict[str, Perturbation]:
 
 
 async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pair], *, text_model: TextModel,
-                        rewriter: str | None = None, sandbox_runner=None) -> list[PairTexts]:
-    """The texts each pair is judged on under the mitigation (same order as ``pairs``)."""
+                        rewriter: str | None = None, sandbox_runner=None, seed: int = 0) -> list[PairTexts]:
+    """The texts each pair is judged on under the mitigation (same order as ``pairs``); ``seed``
+    seeds the offline random perturbations (spelling errors)."""
+    if kind == "spelling":
+        done = {p.own.id: misspell(p.own.text, question_text(p.instance), rate=float(params.get("rate", 0.1)),
+                                   seed=seed, key=p.own.id) for p in pairs}
+        return [_own(p, done[p.own.id]) for p in pairs]
     if kind == "synonym":
         done = await _synonyms(pairs, params, text_model, rewriter)
         return [_own(p, done[p.own.id]) for p in pairs]

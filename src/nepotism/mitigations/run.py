@@ -145,6 +145,17 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str) -> dict[str, st
     return tables | references
 
 
+def human_study_records(plan: MitigationPlan) -> list[dict]:
+    """The human quality test of each perturbation whose name tags labels of ``[mitigate] human_study``."""
+    if not plan.human_study:
+        return []
+    from nepotism.mitigations.human_study import quality_test
+    from nepotism.tables import read_table
+
+    labels = pd.concat([read_table(f, kind="preference-ref").frame for f in plan.human_study], ignore_index=True)
+    return [quality_test(labels, cfg.name) for cfg in plan.conditions if cfg.kind in PERTURBATIONS]
+
+
 def _self_tasks(tasks, baseline: str) -> list:
     return [t for t in tasks if t.protocol == "pairwise" and t.condition == baseline
             and t.judge in {c.generator for c in t.candidates}]
@@ -237,6 +248,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     records, summary = _analyse(plan, rows, judges, baseline, registry, instances, familiarity)
     accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
         if any(v is not None for v in correct.values()) else []
+    accuracy += human_study_records(plan)
     rubric, unparsed_rubric = rubric_rows(judged.judgments)
     for cfg in plan.conditions:
         if cfg.kind == "rubric-agreement":
@@ -269,7 +281,7 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         pairs_by_key.setdefault((t.judge, own.id, opp.id), Pair(t.judge, t.instance, own, opp))
     keys = list(pairs_by_key)
     texts = await perturb_pairs(cfg.kind, cfg.params, [pairs_by_key[k] for k in keys], text_model=text_model,
-                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner)
+                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner, seed=plan.experiment.seed)
     done = dict(zip(keys, texts))
     failures: dict[str, int] = {}
     for result in texts:

@@ -21,7 +21,7 @@ PERCENT = frozenset({
     "student-classifier-accuracy", "excluded-verdicts",
     # base metrics of mitigation effects (their before/after values)
     "self-preference", "self-preference-probability", "harmful-self-preference", "rubric-self-overestimation",
-    "harmful-judge-accuracy", "own-win-rate",
+    "harmful-judge-accuracy", "own-win-rate", "perturbation-quality-preference",
     # human labels (`nepotism annotate agreement`)
     "annotator-agreement", "judge-human-agreement"})
 POINTS = frozenset({
