@@ -108,9 +108,11 @@ kind = "judge-paraphrase"
 [[mitigate.conditions]]
 name = "xr"
 kind = "cross-reason"
+cross_reason = "splice"
 [[mitigate.conditions]]
 name = "restyle"
 kind = "code-restyle"
+restyle = "ast"
 [[mitigate.conditions]]
 name = "imp"
 kind = "judge-option"

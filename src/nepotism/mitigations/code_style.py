@@ -14,8 +14,12 @@ the sandbox (`nepotism.sandbox.run`, or an injected runner with the same signatu
 the restyle only when every test has the same status for both; a mismatch, a program that does
 not parse, or a restyle that changed nothing is a counted failure, never used.
 
-Left out: model-based restyling (use `nepotism.mitigations.rewrite` prompts with a code model)
-and keeping comments.
+Paper 003 restyles with a model ("idiomatic style variations ... we also maintain the original
+comments"): `restyle_prompt` asks a code model for that, and `read_restyle` takes its reply (the
+first fenced block, or the whole reply) and accepts it only when it parses, changed the code and
+kept every comment of the original (each ``# ...`` text, in order); the caller then runs
+`verify_equivalent`. The ``ast`` renaming above is the mechanical variant (``restyle = "ast"``),
+which drops comments.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from nepotism.records import Message
+
 from nepotism.mitigations.synonyms import Perturbation
 
-__all__ = ["restyle_code", "restyle_response", "split_tests", "verify_equivalent"]
+__all__ = ["code_of", "comments", "read_restyle", "restyle_code", "restyle_prompt", "restyle_response", "split_tests",
+           "verify_equivalent"]
 
 _BUILTINS = frozenset(dir(builtins))
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -153,3 +160,53 @@ def verify_equivalent(original: str, restyled: str, tests: str | Sequence[str], 
         after.append(str(runner(restyled, tests=test, timeout=timeout, memory_mb=memory_mb).status))
     same = before == after and bool(before)
     return same, {"before": before, "after": after, "n_tests": len(before)}
+
+
+def code_of(text: str) -> tuple[str, re.Match | None]:
+    """The code a response holds (its first fenced block, else the whole text) and the fence match."""
+    match = _FENCE.search(text or "")
+    return (match.group(1) if match else (text or "")), match
+
+
+def comments(code: str) -> list[str]:
+    """The text of each ``#`` comment of a Python program, in order (tokenize: not ``#`` in strings)."""
+    import io
+    import tokenize
+
+    try:
+        return [tok.string.lstrip("#").strip() for tok in tokenize.generate_tokens(io.StringIO(code).readline)
+                if tok.type == tokenize.COMMENT and tok.string.lstrip("#").strip()]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+
+
+def restyle_prompt(code: str) -> tuple[Message, ...]:
+    """Ask a code model to restyle ``code`` idiomatically, same behaviour, comments kept."""
+    return (Message("user", "Rewrite the following Python code in a different idiomatic style (for example "
+                            "turn loops into comprehensions or built-in calls, or imperative steps into "
+                            "declarative ones) without changing what it does: keep the function names, their "
+                            "parameters and their results, and keep every comment exactly as it is. Reply with "
+                            "the code only, in one ```python block.\n\nCODE:\n```python\n" + code.rstrip()
+                            + "\n```\n"),)
+
+
+def read_restyle(text: str, output: str | None) -> Perturbation:
+    """The response ``text`` with its code replaced by the model's restyle, or a counted failure."""
+    method = "code-restyle"
+    if output is None:
+        return Perturbation(None, False, reason="the restyling call failed", method=method)
+    original, match = code_of(text)
+    new, _ = code_of(output)
+    new = new.strip("\n") + "\n"
+    try:
+        ast.parse(new)
+    except SyntaxError as err:
+        return Perturbation(None, False, reason=f"the restyled code does not parse: {err.msg}", method=method)
+    if new.strip() == original.strip():
+        return Perturbation(None, False, reason="restyling changed nothing", method=method)
+    kept, dropped = comments(new), [c for c in comments(original)]
+    it = iter(kept)
+    if not all(any(c == k for k in it) for c in dropped):
+        return Perturbation(None, False, reason="the restyle dropped or changed a comment", method=method)
+    out = text[: match.start(1)] + new + text[match.end(1):] if match else new
+    return Perturbation(out, True, method=method, detail={"code": new, "original_code": original})

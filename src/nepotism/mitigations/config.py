@@ -21,7 +21,11 @@
 Kinds and parameters (defaults in `PARAMS`): ``synonym`` (``k``, ``chooser`` = ``"wordnet"``
 offline or ``"model"`` = the rewriter, ``fallback`` = use WordNet when the model's choice breaks
 the contract), ``paraphrase`` (``target`` = ``"own"`` or ``"both"``), ``judge-paraphrase``,
-``cross-reason``, ``code-restyle``, ``ablate`` (``feature`` = style / format / wording), ``spelling``
+``cross-reason`` (``cross_reason`` = ``"model"``: each option gets a reason written for it by the
+other side's model, ``writer = "competitor"`` as in paper 003, or by the rewriter, ``writer =
+"rewriter"``; ``"splice"``: the other answer's reasoning as written), ``code-restyle`` (``restyle`` =
+``"model"``: the rewriter restyles idiomatically keeping comments; ``"ast"``: mechanical renaming;
+both verified by the task's tests in the sandbox), ``ablate`` (``feature`` = style / format / wording), ``spelling``
 (``rate``: the share of the judge's eligible words given a typo, offline and seeded, 003 Fig. 15),
 ``judge-option`` (``options``: judging options such as ``impartial``, ``reasoning``), ``exclude-relatives``,
 ``jury`` (``vote`` = majority / weighted / perplexity, ``exclude_related``), ``calibration``
@@ -49,8 +53,8 @@ PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "synonym": {"k": 2, "chooser": "wordnet", "fallback": False},
     "paraphrase": {"target": "own"},
     "judge-paraphrase": {},
-    "cross-reason": {},
-    "code-restyle": {},
+    "cross-reason": {"cross_reason": "model", "writer": "competitor"},
+    "code-restyle": {"restyle": "model"},
     "ablate": {"feature": "style"},
     "spelling": {"rate": 0.1},
     "judge-option": {"options": {}},
@@ -60,7 +64,8 @@ PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "rubric-agreement": {"threshold": 0.75},
 })
 _CHOICES = {"chooser": ("wordnet", "model"), "target": ("own", "both"), "feature": ("style", "format", "wording"),
-            "vote": ("majority", "weighted", "perplexity"), "method": ("auto", "contextual")}
+            "vote": ("majority", "weighted", "perplexity"), "method": ("auto", "contextual"),
+            "cross_reason": ("model", "splice"), "writer": ("competitor", "rewriter"), "restyle": ("model", "ast")}
 _NEEDS_REWRITER = {"paraphrase", "ablate"}
 
 
@@ -113,7 +118,10 @@ def _condition(i: int, table: Any, path: str, rewriter: str | None) -> Mitigatio
         if key == "options" and not isinstance(value, dict):
             raise InputError("must be a table of judging options", path=path, field=f"{where}.options")
         params[key] = value
-    if rewriter is None and (kind in _NEEDS_REWRITER or (kind == "synonym" and params["chooser"] == "model")):
+    if rewriter is None and (kind in _NEEDS_REWRITER or (kind == "synonym" and params["chooser"] == "model")
+                             or (kind == "code-restyle" and params["restyle"] == "model")
+                             or (kind == "cross-reason" and params["cross_reason"] == "model"
+                                 and params["writer"] == "rewriter")):
         raise InputError(f"kind {kind!r} needs mitigate.rewriter", path=path, field=f"{where}.kind")
     if kind == "judge-option":
         from nepotism.judging import normalise_options

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nepotism.mitigations.code_style import restyle_response, verify_equivalent
-from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, judge_paraphrase_prompt,
-                                          paraphrase_prompt, read_rewrite)
+from nepotism.mitigations.code_style import code_of, read_restyle, restyle_prompt, restyle_response, verify_equivalent
+from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, cross_reason_prompt, judge_paraphrase_prompt,
+                                          paraphrase_prompt, read_reason, read_rewrite, split_label)
 from nepotism.mitigations.spelling import misspell
 from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
                                            wordnet_choice)
@@ -93,14 +93,22 @@ async def _synonyms(pairs, params, text_model, rewriter) -> dict[str, Perturbati
     return out
 
 
-def _restyle(pairs, sandbox_runner) -> dict[str, Perturbation]:
+async def _restyle(pairs, sandbox_runner, params, text_model, rewriter) -> dict[str, Perturbation]:
     out: dict[str, Perturbation] = {}
-    for p in {p.own.id: p for p in pairs}.values():
+    unique = {p.own.id: p for p in pairs}
+    with_tests = {rid: p for rid, p in unique.items() if (p.instance.metadata or {}).get("tests")}
+    restyled: dict[str, Perturbation] = {}
+    if params.get("restyle", "model") == "model":
+        keys = list(with_tests)
+        replies = await text_model([(rewriter, restyle_prompt(code_of(with_tests[k].own.text)[0]),
+                                     _budget(with_tests[k].own.text) * 2) for k in keys])
+        restyled = {k: read_restyle(with_tests[k].own.text, reply) for k, reply in zip(keys, replies)}
+    for p in unique.values():
         tests = (p.instance.metadata or {}).get("tests")
         if not tests:
             out[p.own.id] = Perturbation(None, False, reason="the instance has no tests", method="code-restyle")
             continue
-        result = restyle_response(p.own.text)
+        result = restyled.get(p.own.id) or restyle_response(p.own.text)
         if result.ok:
             same, detail = verify_equivalent(result.detail["original_code"], result.detail["code"], tests,
                                              runner=sandbox_runner)
@@ -112,9 +120,11 @@ def _restyle(pairs, sandbox_runner) -> dict[str, Perturbation]:
 
 
 async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pair], *, text_model: TextModel,
-                        rewriter: str | None = None, sandbox_runner=None, seed: int = 0) -> list[PairTexts]:
+                        rewriter: str | None = None, sandbox_runner=None, seed: int = 0,
+                        callable_models: set[str] | None = None) -> list[PairTexts]:
     """The texts each pair is judged on under the mitigation (same order as ``pairs``); ``seed``
-    seeds the offline random perturbations (spelling errors)."""
+    seeds the offline random perturbations (spelling errors); ``callable_models`` are the models
+    a text can be asked of (None: any), so that a recorded answer's author is not called."""
     if kind == "spelling":
         done = {p.own.id: misspell(p.own.text, question_text(p.instance), rate=float(params.get("rate", 0.1)),
                                    seed=seed, key=p.own.id) for p in pairs}
@@ -123,7 +133,7 @@ async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pa
         done = await _synonyms(pairs, params, text_model, rewriter)
         return [_own(p, done[p.own.id]) for p in pairs]
     if kind == "code-restyle":
-        done = _restyle(pairs, sandbox_runner)
+        done = await _restyle(pairs, sandbox_runner, params, text_model, rewriter)
         return [_own(p, done[p.own.id]) for p in pairs]
     if kind in ("paraphrase", "ablate"):
         both = kind == "paraphrase" and params.get("target") == "both"
@@ -149,6 +159,8 @@ async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pa
             opp = done[(p.judge, p.opponent.id)]
             out.append(PairTexts(p.own.text, opp.text, None) if opp.ok else PairTexts(None, None, opp.reason))
         return out
+    if kind == "cross-reason" and params.get("cross_reason", "model") == "model":
+        return await _cross_reason_model(pairs, params, text_model, rewriter, callable_models)
     if kind == "cross-reason":
         out = []
         for p in pairs:
@@ -157,6 +169,41 @@ async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pa
             out.append(PairTexts(own.text if ok else None, opp.text if ok else None, own.reason or opp.reason))
         return out
     raise ValueError(f"{kind!r} is not a perturbation")
+
+
+async def _cross_reason_model(pairs, params, text_model, rewriter, callable_models) -> list[PairTexts]:
+    """Paper 003's cross-reason: the judge's option with a reason written by the competitor (or the
+    rewriter), the competitor's option with a reason written by the judge (or the rewriter)."""
+    third = params.get("writer", "competitor") == "rewriter"
+    asks: dict[tuple, tuple] = {}
+    plan: list = []
+    for p in pairs:
+        own_label, opp_label = split_label(p.own.text)[0], split_label(p.opponent.text)[0]
+        if own_label is None or opp_label is None:
+            plan.append(("an answer has no 'Answer: X' line", None, None))
+            continue
+        own_writer = rewriter if third else p.opponent.generator
+        opp_writer = rewriter if third else p.judge
+        if callable_models is not None and not {own_writer, opp_writer} <= callable_models:
+            plan.append(("the reason's writer is not a model the experiment can call", None, None))
+            continue
+        question = question_text(p.instance)
+        own_key, opp_key = (own_writer, p.instance.id, own_label), (opp_writer, p.instance.id, opp_label)
+        for key in (own_key, opp_key):
+            asks.setdefault(key, (key[0], cross_reason_prompt(question, key[2]), 256))
+        plan.append((None, own_key, opp_key))
+    keys = list(asks)
+    replies = dict(zip(keys, await text_model([asks[k] for k in keys]))) if keys else {}
+    out = []
+    for reason, own_key, opp_key in plan:
+        if reason is not None:
+            out.append(PairTexts(None, None, reason))
+            continue
+        own, opp = read_reason(replies[own_key], own_key[2]), read_reason(replies[opp_key], opp_key[2])
+        ok = own.ok and opp.ok
+        out.append(PairTexts(own.text if ok else None, opp.text if ok else None, own.reason or opp.reason,
+                             {"writers": [own_key[0], opp_key[0]]}))
+    return out
 
 
 def _own(pair: Pair, result: Perturbation) -> PairTexts:

@@ -6,7 +6,11 @@ for the rewriting model) and `read_rewrite`, which takes the model's text and re
 from the original's) is counted, never used. Which model rewrites is the caller's choice: a
 third-party model for `paraphrase_prompt` and `ablation_prompt` (paper 003; paper 000 §5.7), the
 judge itself for `judge_paraphrase_prompt` (003: the judge rewrites the competitor's answer in its
-own words). `cross_reason` needs no model: it pairs one answer's label with the other's reasoning.
+own words). Cross-reason (paper 003 §5: the option chosen by the judge paired with a reasoning
+written by the competitor, and vice versa) asks a writing model for a reason *for the option it is
+attached to* (`cross_reason_prompt`, checked by `read_reason`: a reason that names another option is
+a failure); `cross_reason` is the mechanical variant (``cross_reason = "splice"``), which pairs one
+answer's label with the other answer's reasoning as written.
 
 Left out: checking that a rewrite kept the meaning (the third-party control judges measure what a
 rewrite did to quality).
@@ -19,8 +23,8 @@ import re
 from nepotism.mitigations.synonyms import Perturbation
 from nepotism.records import Message
 
-__all__ = ["ABLATIONS", "ablation_prompt", "cross_reason", "judge_paraphrase_prompt", "paraphrase_prompt",
-           "read_rewrite", "split_label"]
+__all__ = ["ABLATIONS", "ablation_prompt", "cross_reason", "cross_reason_prompt", "judge_paraphrase_prompt",
+           "paraphrase_prompt", "read_reason", "read_rewrite", "split_label"]
 
 #: What each ablation neutralises, in the rewriting model's instructions (paper 000 §5.7).
 ABLATIONS = {
@@ -101,3 +105,24 @@ def cross_reason(label_from: str, reasoning_from: str) -> Perturbation:
         return Perturbation(None, False, reason="no reasoning to borrow", method="cross-reason")
     return Perturbation(f"Answer: {label}\n{reasoning}", True, changed=((other_label, label),),
                         method="cross-reason")
+
+
+def cross_reason_prompt(question: str, option: str) -> tuple[Message, ...]:
+    """Ask a model to argue for ``option`` (a letter) of a multiple-choice question, in its own words."""
+    return (Message("user", "Here is a multiple-choice question. Explain in a short paragraph why option "
+                            f"{option} is the correct answer. Argue for option {option} only, even if you would "
+                            f"choose another one; do not mention that you were asked to. End with the line "
+                            f"'Answer: {option}'.\n\nQUESTION:\n{question}\n"),)
+
+
+def read_reason(output: str | None, option: str, *, method: str = "cross-reason") -> Perturbation:
+    """The answer ``Answer: <option>`` + the model's reasoning, or a counted failure: the call failed,
+    no reasoning, or the text names another option (it does not argue for the one it is attached to)."""
+    if output is None:
+        return Perturbation(None, False, reason="the reason-writing call failed", method=method)
+    label, reasoning = split_label(output.strip())
+    if label is not None and label != option:
+        return Perturbation(None, False, reason="the reason argues for another option", method=method)
+    if len(reasoning.split()) < 3:
+        return Perturbation(None, False, reason="no reasoning to borrow", method=method)
+    return Perturbation(f"Answer: {option}\n{reasoning}", True, method=method)

@@ -223,7 +223,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
                     made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner,
-                                                        recognition)
+                                                        recognition, callable_models=set(endpoints))
                     tasks += made
                     perturb_info[cfg.name] = info
                 elif cfg.kind == "judge-option":
@@ -273,7 +273,8 @@ def _count(judgments) -> dict:
     return out
 
 
-async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=()):
+async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=(),
+                           callable_models=None):
     pairs_by_key: dict = {}
     for t in self_tasks:
         own = next(c for c in t.candidates if c.generator == t.judge)
@@ -281,7 +282,8 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         pairs_by_key.setdefault((t.judge, own.id, opp.id), Pair(t.judge, t.instance, own, opp))
     keys = list(pairs_by_key)
     texts = await perturb_pairs(cfg.kind, cfg.params, [pairs_by_key[k] for k in keys], text_model=text_model,
-                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner, seed=plan.experiment.seed)
+                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner, seed=plan.experiment.seed,
+                                callable_models=callable_models)
     done = dict(zip(keys, texts))
     failures: dict[str, int] = {}
     for result in texts:
