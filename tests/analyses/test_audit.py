@@ -1,6 +1,7 @@
 """The first audit: planted biases are recovered, numbers are reproducible, scopes follow the registry."""
 
-import enum
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,36 +10,32 @@ import pytest
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons
 from nepotism.metrics import Bootstrap
+from nepotism.models import load_registry
 
 
-class Rel(enum.Enum):
-    SELF = 1
-    LINEAGE = 2
-    STUDENT = 3
-    TEACHER = 4
-    FAMILY_STUDENT = 5
-    SAME_SERIES = 6
-    SAME_FAMILY = 7
-    UNRELATED = 8
-    UNKNOWN = 9
+_TOML = """
+[models.j1]
+family = "F"
+[models.f1]
+family = "F"
+[models.j2]
+family = "G"
+[models.s1]
+family = "H"
+teachers = ["j1"]
+[models.u1]
+family = "U1"
+[models.u2]
+family = "U2"
+"""
 
 
-class TinyRegistry:
-    """Test double: judge j1 is family of f1, teacher of s1; everything else unrelated."""
-
-    families = {"j1": "F", "f1": "F", "j2": "G"}
-
-    def relation(self, judge, model):
-        if judge == model:
-            return Rel.SELF
-        if judge == "j1" and model == "s1":
-            return Rel.STUDENT
-        if self.families.get(judge) and self.families.get(judge) == self.families.get(model):
-            return Rel.SAME_FAMILY
-        return Rel.UNRELATED
-
-    def knows(self, name):
-        return True
+def TinyRegistry():
+    """Judge j1 is family of f1, teacher of s1; everything else unrelated (a real registry file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tiny.toml"
+        path.write_text(_TOML)
+        return load_registry([path], include_default=False)
 
 
 def simulate(bias, *, n=600, seed=0, opponents=("u1", "u2", "f1", "s1")):

@@ -19,13 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nepotism.analyses.audit import (_STRENGTH, _UNRELATED, SCOPE_RELATIONS, AuditOptions, _Relations,
-                                     audit_pairwise)
+from nepotism.analyses.audit import _STRENGTH, SCOPES, AuditOptions, _Relations, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, with_reasons
 from nepotism.metrics import Bootstrap
 from nepotism.metrics.bootstrap import cluster_bootstrap, cluster_sums
 from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
-from nepotism.models import load_registry
+from nepotism.models import less_related, load_registry
 from nepotism.simulate import SimulationSpec, simulate
 from nepotism.tables import validate
 
@@ -64,17 +63,15 @@ def _win_rates(rows, judge, condition, relations, options):
 
 def _scope_records(rows, judge, condition, relations, options):
     records = []
-    generator_relation = rows["generator"].map(lambda g: relations(judge, g))
-    opponent_relation = rows["opponent"].map(lambda g: relations(judge, g))
-    generator_strength = generator_relation.map(_STRENGTH.index)
-    opponent_strength = opponent_relation.map(_STRENGTH.index)
-    for scope, in_scope in SCOPE_RELATIONS.items():
+    generator_scope = rows["generator"].map(lambda g: relations.scope(judge, g))
+    opponent_scope = rows["opponent"].map(lambda g: relations.scope(judge, g))
+    for scope in SCOPES:
         for opponents in options.opponents:
-            mask = generator_relation.isin(in_scope)
+            mask = generator_scope == scope
             if opponents == "unrelated":
-                mask &= opponent_relation.isin(_UNRELATED)
+                mask &= opponent_scope.isin(["unrelated", "unknown"])
             else:
-                mask &= ~opponent_relation.isin(in_scope) & (opponent_strength > generator_strength)
+                mask &= opponent_scope.map(lambda o: less_related(o, scope))
             subset = rows[mask]
             base = {"scope": scope, "variant": {"opponents": opponents},
                     "generators": sorted(subset["generator"].unique()),
@@ -149,7 +146,7 @@ def _paired_gaps(all_rows, judge, condition, relations, options):
     for (generator_id, opponent_id), group in mine.groupby(["generator_id", "opponent_id"], sort=True):
         generator, opponent = group["generator"].iloc[0], group["opponent"].iloc[0]
         strength = _STRENGTH.index(relations(judge, generator))
-        if relations(judge, generator) in _UNRELATED or strength > _STRENGTH.index(relations(judge, opponent)):
+        if relations(judge, generator) in ("UNRELATED", "UNKNOWN") or strength > _STRENGTH.index(relations(judge, opponent)):
             continue
         theirs_all = others[(others["generator_id"] == generator_id) & (others["opponent_id"] == opponent_id)]
         for (other_judge, other_condition), theirs in theirs_all.groupby(["judge", "condition"], sort=True):

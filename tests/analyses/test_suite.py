@@ -506,8 +506,10 @@ def test_an_unknown_slice_column_is_an_error_naming_the_columns(tmp_path):
 
 def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so():
     """GPT-4 judging vicuna-13b (trained on ChatGPT outputs: a family-student) only against
-    text-davinci-003 (its own family): no unrelated opponent, so the record comes with
-    opponents=any and names the opponents, instead of vanishing."""
+    text-davinci-003 (its own family): no unrelated opponent. The family candidate is measured
+    against the less related family-student (opponents=any, named); the family-student meets only a
+    more related candidate, so its record has no value and says why, instead of vanishing — and
+    never counts the judge's own family as a "less related" opponent (issue 14)."""
     from nepotism.models import default_registry
 
     n = 30
@@ -519,10 +521,12 @@ def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so
     records = run_suite(frame, "pairwise", default_registry(), references={"preference-ref": humans},
                         options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     eo = {r["scope"]: r for r in records if r["metric"] == "equal-opportunity-bias"}
-    # both sides are related to GPT-4: each is measured against the other, flagged opponents=any
     assert {scope: r["variant"]["opponents"] for scope, r in eo.items()} == {"family-student": "any", "family": "any"}
-    assert eo["family-student"]["opponent_models"] == ["text-davinci-003"]
-    assert eo["family-student"]["value"] is not None
+    assert eo["family"]["opponent_models"] == ["vicuna-13b"] and eo["family"]["value"] is not None
+    assert eo["family-student"]["value"] is None and eo["family-student"]["opponent_models"] == []
+    assert "at least as related" in eo["family-student"]["note"]
+    errors = {r["scope"]: r for r in records if r["metric"] == "error-bias"}
+    assert errors["family-student"]["value"] is None and errors["family"]["value"] is not None
 
 
 def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_scores():

@@ -8,7 +8,8 @@ from nepotism.models import SCOPES, Relation
 
 def test_public_api():
     assert set(models.__all__) == {
-        "BUNDLED_REGISTRY", "SCOPES", "ModelInfo", "Registry", "Relation", "default_registry", "load_registry",
+        "AUDITED_SCOPES", "BUNDLED_REGISTRY", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation",
+        "default_registry", "less_related", "load_registry",
     }
     assert SCOPES == ("self", "family", "student", "teacher", "lineage")
 
@@ -133,3 +134,21 @@ def test_get_and_lists(toy):
     assert toy.teachers_of("stranger") == [] and toy.students_of("stranger") == []
     d = info.to_dict()
     assert d["aliases"] == ["Chat-Model", "chat_v1"] and d["sources"] == {"parent": "toy card"}
+
+
+def test_scope_is_the_strongest_relation_and_a_name_is_always_itself(toy):
+    """`Registry.scope`, the one rule every metric uses: exclusive scopes from the precedence order."""
+    from nepotism.models import SCOPE_LADDER, less_related
+
+    names = [m.id for m in toy]
+    expected = {"SELF": "self", "LINEAGE": "family", "SAME_SERIES": "family", "SAME_FAMILY": "family",
+                "STUDENT": "student", "FAMILY_STUDENT": "family-student", "TEACHER": "teacher",
+                "UNRELATED": "unrelated", "UNKNOWN": "unknown"}
+    for judge in names:
+        for model in names + ["not-registered"]:
+            assert toy.scope(judge, model) == expected[toy.relation(judge, model).name], (judge, model)
+    assert toy.scope("not-registered", "not-registered@sample2") == "self"  # unknown to the registry, still itself
+    assert toy.relation("not-registered", "not-registered").name == "UNKNOWN"
+    assert set(SCOPE_LADDER) == set(expected.values())
+    assert [s for s in SCOPE_LADDER if less_related(s, "family-student")] == ["teacher", "unrelated", "unknown"]
+    assert not less_related("unknown", "unrelated") and not less_related("family", "family")

@@ -43,22 +43,16 @@ from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics._common import checked
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
+from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
 from nepotism.metrics.pairwise import _parity, _parity_sums, _ratio, _self_preference_sums, _win_rate_sums
 
-__all__ = ["OPPONENT_POPULATIONS", "SCOPE_RELATIONS", "AuditOptions", "audit_pairwise"]
+__all__ = ["OPPONENT_POPULATIONS", "SCOPES", "AuditOptions", "audit_pairwise"]
 
-#: Which registry relations (`nepotism.models.Relation` names) put a candidate in each scope.
-SCOPE_RELATIONS: dict[str, frozenset[str]] = {
-    "self": frozenset({"SELF"}),
-    "family": frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"}),
-    "student": frozenset({"STUDENT"}),
-    "family-student": frozenset({"FAMILY_STUDENT"}),
-}
+#: The scopes audited (membership: `nepotism.models.Registry.scope`, the one rule).
+SCOPES = AUDITED_SCOPES
 OPPONENT_POPULATIONS = ("unrelated", "any")
-_UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
-#: Strongest relation first (the registry's precedence), used to orient paired gaps.
-_STRENGTH = ["SELF", "LINEAGE", "STUDENT", "TEACHER", "FAMILY_STUDENT", "SAME_SERIES", "SAME_FAMILY",
-             "UNRELATED", "UNKNOWN"]
+#: Strongest relation first (the registry's precedence, `nepotism.models.Relation` order): orients paired gaps.
+_STRENGTH = [relation.name for relation in Relation]
 
 
 @dataclass(frozen=True)
@@ -81,6 +75,12 @@ class _Relations:
         key = (judge, model)
         if key not in self._relation:
             self._relation[key] = self.registry.relation(judge, model).name
+        return self._relation[key]
+
+    def scope(self, judge: str, model: str) -> str:
+        key = ("scope", judge, model)
+        if key not in self._relation:
+            self._relation[key] = self.registry.scope(judge, model)
         return self._relation[key]
 
     def canonical(self, name: str) -> str:
@@ -236,27 +236,21 @@ def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending
                     _counts(rows.reason[take], rows.reasons))
 
 
-def _relation_codes(rows: _Rows, judge: str, relations: _Relations) -> np.ndarray:
-    """The judge's relation to every model, as an index into `_STRENGTH`."""
-    return np.array([_STRENGTH.index(relations(judge, str(m))) for m in rows.models], dtype=np.int64)
-
-
 def _scope_records(rows: _Rows, group: int, relations: _Relations, options: AuditOptions, pending: _Pending) -> None:
     judge, condition = rows.groups[group]
     span = rows.span(group)
-    strength = _relation_codes(rows, judge, relations)
-    generator_strength = strength[rows.gen[span]]
-    opponent_strength = strength[rows.opp[span]]
-    unrelated = np.isin(opponent_strength, [_STRENGTH.index(r) for r in _UNRELATED])
-    for scope, in_scope in SCOPE_RELATIONS.items():
-        codes = [_STRENGTH.index(r) for r in in_scope]
-        generator_in = np.isin(generator_strength, codes)
-        opponent_in = np.isin(opponent_strength, codes)
+    ladder = np.array([SCOPE_LADDER.index(relations.scope(judge, str(m))) for m in rows.models], dtype=np.int64)
+    generator_rung = ladder[rows.gen[span]]
+    opponent_rung = ladder[rows.opp[span]]
+    unrelated = opponent_rung >= SCOPE_LADDER.index("unrelated")
+    for scope in SCOPES:
+        rung = SCOPE_LADDER.index(scope)
+        generator_in = generator_rung == rung
         for opponents in options.opponents:
             if opponents == "unrelated":
                 mask = generator_in & unrelated
-            else:
-                mask = generator_in & ~opponent_in & (opponent_strength > generator_strength)
+            else:  # any candidate less related to the judge (`nepotism.models.less_related`)
+                mask = generator_in & (opponent_rung > rung)
             take = np.flatnonzero(mask) + span.start
             base = {"scope": scope, "variant": {"opponents": opponents},
                     "generators": [str(m) for m in rows.models[np.unique(rows.gen[take])]],
@@ -377,7 +371,8 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
         first = blocks.first[mine]
         generator, opponent = str(rows.models[rows.gen[first]]), str(rows.models[rows.opp[first]])
         strength = _STRENGTH.index(relations(judge, generator))
-        if relations(judge, generator) in _UNRELATED or strength > _STRENGTH.index(relations(judge, opponent)):
+        if relations.scope(judge, generator) in ("unrelated", "unknown") \
+                or strength > _STRENGTH.index(relations(judge, opponent)):
             continue  # report each pair once, from its more strongly related side
         for theirs in blocks.by_pair[int(blocks.pair[mine])]:
             other = int(blocks.group[theirs])

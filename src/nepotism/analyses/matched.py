@@ -154,13 +154,11 @@ class _Relations:
         return self._memo[key]
 
     def related(self, judge: str, model: str, scope: str) -> bool:
-        key = (scope, judge, model)
+        """Whether ``model`` is in the judge's ``scope`` (the one rule: `nepotism.models.Registry.scope`)."""
+        key = ("scope", judge, model)
         if key not in self._memo:
-            try:
-                self._memo[key] = bool(self.registry.related(judge, model, scope))
-            except KeyError:
-                self._memo[key] = False
-        return self._memo[key]
+            self._memo[key] = self.registry.scope(judge, model)
+        return self._memo[key] == scope
 
     def unrelated(self, judge: str, model: str) -> bool:
         return self.relation(judge, model) == "UNRELATED"

@@ -42,13 +42,14 @@ from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, row_exclusions, with_reasons
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
-from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import task_accuracy_records
+from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
 from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
 from nepotism.votes import decide
@@ -57,7 +58,6 @@ __all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", 
            "derive_instance_references",
            "read_leaderboard", "run_suite"]
 
-_FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,9 @@ class SuiteResult(Results):
         self.records: list[dict] = self._given
 
 
-def relation_table(registry, judges, models) -> dict:
-    return {(j, m): registry.relation(j, m).name for j in judges for m in models}
+def scope_table(registry, judges, models) -> dict:
+    """(judge, model) → the one scope rule's answer (`nepotism.models.Registry.scope`)."""
+    return {(j, m): registry.scope(j, m) for j in judges for m in models}
 
 
 def _record(metric, judge, condition, estimate: Estimate, **extra) -> dict:
@@ -139,7 +140,7 @@ def _position_records(frame, options) -> list[dict]:
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     judges = sorted(comp["judge"].unique())
     models = set(comp["model_x"]) | set(comp["model_y"])
-    students = {j: sorted(m for m in models if registry.relation(j, m).name == "STUDENT") for j in judges}
+    students = {j: sorted(m for m in models if registry.scope(j, m) == "student") for j in judges}
     records = []
     for ii, ji in enumerate(judges):
         for jj in judges[ii + 1:]:
@@ -164,22 +165,23 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     return records
 
 
-def _self_rows(comp: pd.DataFrame, relations: dict, scope_names: frozenset, *,
-               opponents: str = "unrelated") -> pd.DataFrame:
-    """(judge's related candidate vs another) comparisons, outcome from the related side.
+def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str = "unrelated") -> pd.DataFrame:
+    """(judge's ``scope`` candidate vs another) comparisons, outcome from the related side.
 
     ``opponents="unrelated"``: the other is unrelated to the judge (or unknown to the registry);
-    ``"any"``: any other candidate outside the scope (paper 004 counts every other answer).
+    ``"any"``: any less related candidate (`nepotism.models.less_related`; for ``self``, every other
+    answer, as paper 004 counts them). ``scopes`` maps (judge, model) to `Registry.scope`.
     """
-    rel_x = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_x"])])
-    rel_y = np.array([relations.get((j, m), "UNKNOWN") for j, m in zip(comp["judge"], comp["model_y"])])
-    unrelated = ("UNRELATED", "UNKNOWN")
+    rung = {name: i for i, name in enumerate(SCOPE_LADDER)}
+    sc_x = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_x"])], dtype=int)
+    sc_y = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_y"])], dtype=int)
+    mine = rung[scope]
     if opponents == "unrelated":
-        other_x, other_y = np.isin(rel_x, unrelated), np.isin(rel_y, unrelated)
+        other_x, other_y = sc_x >= rung["unrelated"], sc_y >= rung["unrelated"]
     else:
-        other_x, other_y = ~np.isin(rel_x, list(scope_names)), ~np.isin(rel_y, list(scope_names))
-    x_side = np.isin(rel_x, list(scope_names)) & other_y
-    y_side = np.isin(rel_y, list(scope_names)) & other_x & ~x_side
+        other_x, other_y = sc_x > mine, sc_y > mine
+    x_side = (sc_x == mine) & other_y
+    y_side = (sc_y == mine) & other_x & ~x_side
     sub = comp[x_side | y_side].copy()
     flip = y_side[x_side | y_side]
     sub["related"] = np.where(flip, sub["model_y"], sub["model_x"])
@@ -192,8 +194,6 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     records = []
     pref = refs.get("preference-ref")
     corr = refs.get("correctness-ref")
-    scopes = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}), "family": _FAMILY,
-              "family-student": frozenset({"FAMILY_STUDENT"})}
     if pref is not None:
         p = pref.copy()
         a, b = p["model_a"].astype(str), p["model_b"].astype(str)
@@ -206,12 +206,12 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
                                    group["instance_id"].to_numpy(), bootstrap=options.bootstrap), variant={"paradigm": "PWC"}))
-        for scope, names in scopes.items():
+        for scope in AUDITED_SCOPES:
             # against unrelated opponents; where a judge has none, against any less related one
             # (variant opponents=any, flagged in its note), never silently nothing
-            unrelated = _self_rows(merged, relations, names)
+            unrelated = _self_rows(merged, relations, scope)
             measured = set(zip(unrelated["judge"], unrelated["condition"]))
-            fallback = _self_rows(merged, relations, names, opponents="any")
+            fallback = _self_rows(merged, relations, scope, opponents="any")
             fallback = fallback[[key not in measured for key in zip(fallback["judge"], fallback["condition"])]]
             sub = pd.concat([unrelated.assign(opponents="unrelated"), fallback.assign(opponents="any")])
             sub["human_related"] = np.where(sub["related"] == sub["model_x"], sub["human"], -sub["human"])
@@ -232,6 +232,20 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                 records.append(_record("error-bias", judge, condition,
                                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
                                        variant={"opponents": opponents}, **flag))
+            # a judge with candidates in this scope but none less related to meet: say so, not nothing
+            judged = set(zip(sub["judge"], sub["condition"]))
+            present = {(j, c) for j, c, x, y in zip(merged["judge"], merged["condition"], merged["model_x"],
+                                                    merged["model_y"])
+                       if scope in (relations.get((j, x)), relations.get((j, y)))}
+            for judge, condition in sorted(present - judged):
+                why = (f"every {scope} candidate of this judge met only candidates at least as related to it "
+                       "(no unrelated or less related opponent), so a preference for it cannot be told from one for them")
+                for metric, variant in (("equal-opportunity-bias", {"judge_tie": "1/2", "opponents": "any"}),
+                                        ("error-bias", {"opponents": "any"})):
+                    empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0, note=why,
+                                              bootstrap=options.bootstrap)
+                    records.append(_record(metric, judge, condition, empty, scope=scope, variant=variant,
+                                           opponent_models=[]))
     if corr is not None and "correct" in corr:
         c = corr[["instance_id", "model", "correct"]].copy()
         c["instance_id"] = c["instance_id"].astype(str)
@@ -246,7 +260,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
 def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[dict]:
     """Paper 004 Eq. 3-5 per (judge, condition) against one opponent population (variant.opponents)."""
     records = []
-    sub = _self_rows(comp, relations, frozenset({"SELF"}), opponents=opponents)
+    sub = _self_rows(comp, relations, "self", opponents=opponents)
     own = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["related"]])).to_numpy(dtype=float)
     oth = lookup.reindex(pd.MultiIndex.from_arrays([sub["instance_id"], sub["other"]])).to_numpy(dtype=float)
     sub["own_ok"], sub["other_ok"] = own, oth
@@ -280,7 +294,7 @@ def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
     comp["instance_id"] = comp["instance_id"].astype(str)
     judges = sorted(comp["judge"].unique())
     models = sorted(set(comp["model_x"]) | set(comp["model_y"]))
-    relations = relation_table(registry, judges, models)
+    relations = scope_table(registry, judges, models)
     records += _position_records(frame, options)
     records += _pls_records(comp, registry, options)
     records += _reference_pairwise(comp, relations, refs, options)

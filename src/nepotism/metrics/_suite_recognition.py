@@ -27,8 +27,8 @@ from nepotism.metrics.reference import perplexity_win_rate
 
 __all__ = ["TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
 
-TARGETS = {"self": frozenset({"SELF"}), "student": frozenset({"STUDENT"}),
-           "family": frozenset({"SELF", "LINEAGE", "SAME_SERIES", "SAME_FAMILY"})}
+#: Which scopes (`nepotism.models.Registry.scope`, the one rule) count as the recognition target.
+TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
 
 
 def _record(metric, judge, condition, estimate, **extra) -> dict:
@@ -45,7 +45,7 @@ def _is_target(registry, judges, models, target) -> np.ndarray:
     for i, (j, m) in enumerate(zip(judges, models)):
         key = (j, m)
         if key not in memo:
-            memo[key] = registry.relation(j, m).name in TARGETS[target]
+            memo[key] = registry.scope(j, m) in TARGETS[target]
         out[i] = memo[key]
     return out
 

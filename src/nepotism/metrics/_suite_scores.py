@@ -17,11 +17,12 @@ from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._common import ratio_of_mean_rates
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
-__all__ = ["FAMILY", "SCOPES", "UNRELATED", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
+__all__ = ["SCOPES", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
 
-FAMILY = frozenset({"LINEAGE", "SAME_SERIES", "SAME_FAMILY"})
-UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
-SCOPES = {"self": frozenset({"SELF"}), "family": FAMILY, "student": frozenset({"STUDENT"})}
+#: The scopes a pointwise self-preference ratio is computed for; membership is the one rule
+#: (`nepotism.models.Registry.scope`), passed in as ``relation[("scope", name)]``.
+SCOPES = ("self", "family", "student")
+_UNRELATED = ("unrelated", "unknown")
 
 
 def _ratio(a: int, b: int):
@@ -48,10 +49,10 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, var
     A generator never at risk (the reference never rates it below another) is left out, counted.
     """
     present = sums[:, 1::2].sum(axis=0) > 0
-    rel = [relation[n] for n in names]
-    selves = np.array([r == "SELF" for r in rel])
-    family = np.array([r in FAMILY for r in rel])
-    denominators = {"not-family": ~(selves | family), "unrelated": np.array([r in UNRELATED for r in rel])}
+    scope = [relation[("scope", n)] for n in names]
+    selves = np.array([r == "self" for r in scope])
+    family = np.array([r == "family" for r in scope])
+    denominators = {"not-family": ~(selves | family), "unrelated": np.array([r in _UNRELATED for r in scope])}
     numerators = (("self", selves, None), ("family", family, "exclude judge"), ("family", family | selves, "include judge"))
     for denominator, others in denominators.items():
         never = int(((selves | family | others) & ~present).sum())
@@ -193,12 +194,12 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
     A scope with no generator among those judged (e.g. self, when the judge graded only other
     models) gets a record without a value whose note says why, never no record at all.
     """
-    rel = [relation[n] for n in names]
-    other = np.array([r in UNRELATED for r in rel])
+    scope_of = [relation[("scope", n)] for n in names]
+    other = np.array([r in _UNRELATED for r in scope_of])
     diff = s_j[:, :, None] - s_j[:, None, :]  # [x, related, other]
     variant = {"paradigm": "pointwise", "opponents": "unrelated", "ties": "not preferred"}
-    for scope, members in SCOPES.items():
-        mine = np.array([r in members for r in rel])
+    for scope in SCOPES:
+        mine = np.array([r == scope for r in scope_of])
         if not mine.any():
             whose = ("the judge's own answers are not" if scope == "self"
                      else f"no {scope} generator of the judge is")

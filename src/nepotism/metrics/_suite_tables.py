@@ -61,7 +61,13 @@ def _cell_mean(cell: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
 
 def _relations(registry, judge: str, names) -> dict:
-    return {str(n): registry.relation(judge, str(n)).name for n in names}
+    """Per generator name: the registry relation's name (the label its records carry) and, under
+    ``("scope", name)``, the one scope rule's answer (`nepotism.models.Registry.scope`)."""
+    out: dict = {}
+    for n in names:
+        out[str(n)] = registry.relation(judge, str(n)).name
+        out[("scope", str(n))] = registry.scope(judge, str(n))
+    return out
 
 
 def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None) -> list[dict]:

@@ -10,14 +10,17 @@ metadata from a hub, is deliberately left out.
 from __future__ import annotations
 
 from nepotism.models.loading import BUNDLED_REGISTRY, default_registry, load_registry
-from nepotism.models.registry import SCOPES, ModelInfo, Registry, Relation
+from nepotism.models.registry import AUDITED_SCOPES, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation, less_related
 
 __all__ = [
+    "AUDITED_SCOPES",
     "BUNDLED_REGISTRY",
     "SCOPES",
+    "SCOPE_LADDER",
     "ModelInfo",
     "Registry",
     "Relation",
     "default_registry",
+    "less_related",
     "load_registry",
 ]

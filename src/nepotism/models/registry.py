@@ -22,10 +22,16 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["SCOPES", "ModelInfo", "Registry", "Relation"]
+__all__ = ["AUDITED_SCOPES", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation", "less_related"]
 
 SCOPES: tuple[str, ...] = ("self", "family", "student", "teacher", "lineage")
-"""Scopes accepted by `Registry.related`; see that method for their exact meaning."""
+"""Predicates accepted by `Registry.related`; see that method for their exact meaning."""
+
+#: The scopes every metric audits, strongest first (`Registry.scope`).
+AUDITED_SCOPES: tuple[str, ...] = ("self", "family", "student", "family-student")
+#: Every value `Registry.scope` returns, from the most to the least related: an ``opponents=any``
+#: comparison pairs a candidate with one strictly lower on this ladder (`less_related`).
+SCOPE_LADDER: tuple[str, ...] = ("self", "family", "student", "family-student", "teacher", "unrelated", "unknown")
 
 
 class Relation(enum.Enum):
@@ -246,6 +252,21 @@ class Registry:
             return Relation.SAME_FAMILY
         return Relation.UNRELATED
 
+    def scope(self, judge: str, model: str) -> str:
+        """The one scope rule every metric uses: the scope of the strongest `relation`.
+
+        ``self`` (SELF); ``family`` (LINEAGE, SAME_SERIES, SAME_FAMILY); ``student`` (STUDENT);
+        ``family-student`` (FAMILY_STUDENT); ``teacher`` (TEACHER); ``unrelated``; ``unknown``
+        (a name the registry does not know). Scopes are exclusive: a model in two relations counts
+        in the strongest only (a fine-tune of the judge that also learned from it is family, since
+        LINEAGE comes first). A name is always ``self`` to itself, known or not (``@tag`` suffixes
+        ignored). `related` answers the overlapping lineage predicates instead (e.g. for
+        ``nepotism models relate``); no metric uses it.
+        """
+        if judge.split("@", 1)[0] == model.split("@", 1)[0]:
+            return "self"
+        return _SCOPE_OF[self.relation(judge, model)]
+
     def related(self, judge: str, model: str, scope: str) -> bool:
         """Whether ``model`` is inside the judge's ``scope``; scopes are predicates, independent of
         the precedence of `relation` (a model can be both a descendant and a student):
@@ -271,3 +292,21 @@ class Registry:
         if scope == "teacher":
             return self._is_student(m, j)
         return self._lineage(j, m)
+
+
+_SCOPE_OF = {Relation.SELF: "self", Relation.LINEAGE: "family", Relation.SAME_SERIES: "family",
+             Relation.SAME_FAMILY: "family", Relation.STUDENT: "student", Relation.FAMILY_STUDENT: "family-student",
+             Relation.TEACHER: "teacher", Relation.UNRELATED: "unrelated", Relation.UNKNOWN: "unknown"}
+
+
+def less_related(opponent_scope: str, scope: str) -> bool:
+    """Whether an opponent in ``opponent_scope`` is strictly less related to the judge than a
+    candidate in ``scope`` (the ``opponents=any`` population): lower on the ladder self > family >
+    student > family-student > teacher > unrelated / unknown. A family-student's opponents are thus
+    never the judge's family.
+
+    >>> less_related("family", "family-student"), less_related("unrelated", "family-student")
+    (False, True)
+    """
+    return SCOPE_LADDER.index(opponent_scope) > SCOPE_LADDER.index(scope) and not (
+        {opponent_scope, scope} == {"unrelated", "unknown"})

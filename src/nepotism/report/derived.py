@@ -39,7 +39,6 @@ __all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "poin
 _PREFERENCE = "mean preference (win 1, tie 1/2, loss 0)"
 _MEAN_SCORE = "mean score (the judges' scores averaged)"
 
-_UNRELATED = frozenset({"UNRELATED", "UNKNOWN"})
 
 
 def _side_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -212,7 +211,11 @@ class _Relations:
         return self.cache[key]
 
     def related(self, judge: str, model: str) -> bool:
-        return self(judge, model) not in _UNRELATED
+        """In any of the judge's scopes (the one rule: `nepotism.models.Registry.scope`)."""
+        key = ("scope", judge, model)
+        if key not in self.cache:
+            self.cache[key] = self.registry.scope(judge, model)
+        return self.cache[key] not in ("unrelated", "unknown")
 
 
 def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
