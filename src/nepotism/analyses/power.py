@@ -2,8 +2,8 @@
 
 The design planned is the package's pairwise audit: every judge compares every pair of generators
 on every prompt (in both presentation orders by default), and the headline test for a judge and a
-*scope* (``self``, ``family``, ``student``, ``family-student``: the registry relations of
-`nepotism.analyses.audit.SCOPE_RELATIONS`) is whether the judge's win rate for its related
+*scope* (``self``, ``family``, ``student``, ``family-student``: membership by the one scope
+rule, `nepotism.models.Registry.scope`) is whether the judge's win rate for its related
 candidates against unrelated opponents (ties count ½, both orders combined) differs from
 ``baseline`` (½: no preference; equivalently a demographic-parity bias of 0).
 
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nepotism.analyses.audit import _UNRELATED, SCOPE_RELATIONS
+from nepotism.models import AUDITED_SCOPES
 
 __all__ = ["BudgetPlan", "Costs", "ScopePlan", "pilot_estimates", "plan_audit", "prompts_needed"]
 
@@ -176,9 +176,9 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
     Raises ValueError when no judge can be measured in any scope asked for.
     """
     effects = dict(effects or {"self": 0.05})
-    unknown = set(effects) - set(SCOPE_RELATIONS)
+    unknown = set(effects) - set(AUDITED_SCOPES)
     if unknown:
-        raise ValueError(f"unknown scope(s) {', '.join(sorted(unknown))}; scopes are {', '.join(SCOPE_RELATIONS)}")
+        raise ValueError(f"unknown scope(s) {', '.join(sorted(unknown))}; scopes are {', '.join(AUDITED_SCOPES)}")
     judges, generators = list(dict.fromkeys(judges)), list(dict.fromkeys(generators))
     if not judges or len(generators) < 2:
         raise ValueError("a plan needs at least one judge and two generators")
@@ -187,10 +187,10 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
     costs = costs or Costs()
     plans = []
     for judge in judges:
-        relation = {g: registry.relation(judge, g).name for g in generators}
-        opponents = tuple(g for g in generators if relation[g] in _UNRELATED)
+        scope_of = {g: registry.scope(judge, g) for g in generators}
+        opponents = tuple(g for g in generators if scope_of[g] in ("unrelated", "unknown"))
         for scope, effect in effects.items():
-            related = tuple(g for g in generators if relation[g] in SCOPE_RELATIONS[scope])
+            related = tuple(g for g in generators if scope_of[g] == scope)
             m = len(related) * len(opponents)
             common = dict(judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents,
                           per_prompt=m)
