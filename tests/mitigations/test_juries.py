@@ -40,7 +40,7 @@ def test_perplexity_weights_downweight_the_most_familiar_items():
 
 def test_related_judges_are_excluded():
     rows = _rows([1.0, 1.0, -1.0], judges=("m1", "m1-sibling", "other"))
-    relation = lambda j, m: "SELF" if j == m else ("SAME_FAMILY" if j.startswith(m) else "UNRELATED")  # noqa: E731
+    relation = lambda j, m: "self" if j == m else ("family" if j.startswith(m) else "unrelated")  # noqa: E731
     kept, dropped = exclude_related(rows, relation)
     assert dropped == 2 and list(kept["judge"]) == ["other"]
     assert jury_outcomes(kept)["outcome"].iloc[0] == -1.0

@@ -31,11 +31,12 @@ __all__ = ["VOTES", "exclude_related", "familiarity_weights", "jury_outcomes"]
 
 VOTES = ("majority", "weighted", "perplexity")
 _KEY = ["instance_id", "side", "opponent"]
-_UNRELATED = {"UNRELATED", "UNKNOWN"}
+_UNRELATED = {"unrelated", "unknown"}  # `Registry.scope` values of a model outside every scope
 
 
 def exclude_related(rows: pd.DataFrame, relation: Callable[[str, str], str]) -> tuple[pd.DataFrame, int]:
-    """Rows whose judge is unrelated to both candidates, and how many were dropped."""
+    """Rows whose judge is unrelated to both candidates, and how many were dropped; ``relation``
+    gives `nepotism.models.Registry.scope` of (judge, model)."""
     if rows.empty:
         return rows, 0
     related = [relation(j, s) not in _UNRELATED or relation(j, o) not in _UNRELATED

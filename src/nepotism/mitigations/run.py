@@ -349,12 +349,9 @@ def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, fa
     contexts = {i.id: i.category or "" for i in instances}
     relation_cache: dict = {}
 
-    def relation(judge: str, model: str) -> str:
+    def relation(judge: str, model: str) -> str:  # the one scope rule (`Registry.scope`)
         if (judge, model) not in relation_cache:
-            try:
-                relation_cache[(judge, model)] = registry.relation(judge, model).name
-            except (KeyError, LookupError):
-                relation_cache[(judge, model)] = "UNKNOWN"
+            relation_cache[(judge, model)] = registry.scope(judge, model)
         return relation_cache[(judge, model)]
 
     records, info = [], {}
