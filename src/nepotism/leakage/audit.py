@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nepotism.metrics.bootstrap import Bootstrap, settings
+from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, settings
 
 __all__ = ["RELATED", "audit_leaderboard", "format_audit"]
 
@@ -162,9 +162,8 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judge: str, *, conditi
     s = table.to_numpy(dtype=float)
     count = (~np.isnan(s)).astype(float)
     s0 = np.nan_to_num(s)
-    rng = np.random.default_rng(seed)
-    n_inst = s.shape[0]
-    weights = np.vstack([np.ones(n_inst), rng.multinomial(n_inst, np.full(n_inst, 1.0 / n_inst), size=n_resamples)])
+    n_inst = s.shape[0]  # the same resamples of instructions as every metric (`metrics.bootstrap`)
+    weights = np.vstack([np.ones(n_inst), bootstrap_weights(n_inst, n_resamples, seed)])
 
     def bonus_of(w: np.ndarray) -> np.ndarray | None:
         if ref_table is None:

@@ -40,6 +40,7 @@ from nepotism.errors import InputError
 from nepotism.experiment import Experiment, parse_experiment
 from nepotism.leakage.exports import FORMATS
 from nepotism.leakage.lineage import METHODS
+from nepotism.metrics.bootstrap import Bootstrap
 
 __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
@@ -87,8 +88,7 @@ class LeakageConfig:
     analyses: AnalysesConfig
     exports: tuple[str, ...]
     judge_options: Mapping[str, Any]
-    n_resamples: int = 1000
-    confidence: float = 0.95
+    bootstrap: Bootstrap = Bootstrap()  # [leakage] n_resamples and confidence, seeded by the experiment
 
 
 def _err(path: str, key: str, message: str) -> InputError:
@@ -269,4 +269,4 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         students=students, analyses=AnalysesConfig(tuple(rec), flags["classifier"], categoriser,
                                                    flags["question_types"], flags["dimensions"], flags["mitigation"]),
         exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),
-        n_resamples=n_resamples, confidence=confidence)
+        bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed))

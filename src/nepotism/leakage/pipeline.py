@@ -29,7 +29,6 @@ from nepotism.leakage.config import LeakageConfig, StudentConfig
 from nepotism.leakage.exports import SyntheticExample, export_dataset
 from nepotism.leakage.lineage import Student, registry_with_students, student_id, write_student_registry
 from nepotism.leakage.pools import check_disjoint, load_pool
-from nepotism.metrics import Bootstrap
 from nepotism.leakage.students import ICLSpec, data_digest, icl_demonstrations, mix_examples, preference_pairs
 from nepotism.metrics.leakage import PLS_TIE_RULES
 from nepotism.records import Response
@@ -294,7 +293,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             if ep.backend is not None and id(ep.backend) not in closed:
                 closed.add(id(ep.backend))
                 await ep.backend.aclose()
-    boot = Bootstrap(n_resamples=cfg.n_resamples, confidence_level=cfg.confidence, seed=exp.seed)
+    boot = cfg.bootstrap
     with timer("metrics"):
         comp = comparisons_frame(pairwise)
         records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=PLS_TIE_RULES)
