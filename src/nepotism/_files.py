@@ -28,7 +28,7 @@ def _umask() -> int:
     return mask
 
 
-def temp_beside(target: str | os.PathLike) -> Path:
+def temp_beside(target: str | os.PathLike[str]) -> Path:
     """A fresh, empty temporary file next to ``target`` with the same suffixes (``.csv.gz`` kept)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -50,11 +50,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(target: str | os.PathLike) -> list[Path]:
+def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files of ``target`` (see `temp_beside`) whose writing process no
     longer exists on this machine; return them. Files of live processes are left alone."""
     target = Path(target)
-    removed = []
+    removed: list[Path] = []
     prefix = f".{target.name}."
     try:
         entries = list(target.parent.iterdir())
@@ -74,7 +74,7 @@ def remove_stale_temps(target: str | os.PathLike) -> list[Path]:
     return removed
 
 
-def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+def atomic_write(target: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it onto ``target``."""
     target = Path(target)
     tmp = temp_beside(target)
@@ -87,19 +87,19 @@ def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Pa
     return target
 
 
-def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> Path:
+def atomic_write_bytes(target: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``target`` atomically."""
     return atomic_write(target, lambda tmp: tmp.write_bytes(data))
 
 
-def write_files(folder: str | os.PathLike, payloads: dict[str, bytes]) -> dict[str, Path]:
+def write_files(folder: str | os.PathLike[str], payloads: dict[str, bytes]) -> dict[str, Path]:
     """Write each ``{name: bytes}`` into ``folder`` (created) atomically; return the paths by name."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     return {name: atomic_write_bytes(out / name, data) for name, data in payloads.items()}
 
 
-def bad_utf8_line(path: str | os.PathLike) -> int | None:
+def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
     """The 1-based line holding the first invalid UTF-8 of a text file (gunzipped for ``.gz``),
     for error messages that name a line rather than a byte offset; None if every line decodes or
     the file cannot be read."""

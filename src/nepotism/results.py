@@ -167,7 +167,7 @@ class Results(Sequence[Record]):
     @overload
     def __getitem__(self, index: slice) -> Results: ...
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Record | Results:
         if isinstance(index, slice):
             return Results(self._records[index], summary=self.summary, findings=self.findings)
         return self._records[index]
@@ -195,7 +195,7 @@ class Results(Sequence[Record]):
         """The records matching every criterion given (a value, or several to accept any of them);
         other keywords match variant fields, e.g. ``select(metric="win-rate", ties="half")``."""
 
-        def accepted(wanted):
+        def accepted(wanted: str | Iterable[str] | None) -> set[str] | None:
             return None if wanted is None else ({wanted} if isinstance(wanted, str) else set(wanted))
 
         tests = {"metric": accepted(metric), "scope": accepted(scope), "judge": accepted(judge),
@@ -213,7 +213,7 @@ class Results(Sequence[Record]):
         """Every record as `Record.to_dict` (the list the JSON outputs hold under ``results``)."""
         return [r.to_dict() for r in self._records]
 
-    def frame(self):
+    def frame(self) -> Any:  # a pandas.DataFrame (pandas is imported on first use)
         """A tidy DataFrame: one row per record, variant fields as flat columns (a variant field
         named like a record field becomes ``variant_<name>``; the whole variant stays in the
         ``variant`` column), ``excluded`` a dict column, ``subject`` the generator or the pair."""

@@ -25,6 +25,7 @@ seniority or accuracy (weighted votes do that through their weights).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ RULES = ("plurality", "majority")
 SPLITS = ("undecided", "tie")
 
 
-def decide(counts, *, rule: str = "plurality", split: str = "undecided", tie: int | None = None) -> np.ndarray:
+def decide(counts: Any, *, rule: str = "plurality", split: str = "undecided", tie: int | None = None) -> np.ndarray:
     """The winning option's column for each row of ``counts`` (items × options vote weights); -1 = undecided.
 
     >>> decide([[3, 1, 0], [2, 2, 0], [0, 0, 0], [2, 1, 1]], rule="majority").tolist()

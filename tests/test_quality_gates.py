@@ -1,0 +1,14 @@
+"""Quality gates CI runs through the test command: mypy --strict on the typed core (the files listed
+under [tool.mypy] in pyproject.toml)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_typed_core_passes_mypy_strict():
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
