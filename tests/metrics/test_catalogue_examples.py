@@ -55,6 +55,9 @@ WHERE = {
     "own-win-rate": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
     "win-rate-overestimation": "mitigations/test_paper003_mitigate.py::test_own_win_rates_fig4_by_hand",
     "perturbation-quality-preference": "mitigations/test_paper003_mitigate.py::test_human_quality_binomial_test_by_hand",
+    "rubric-precision": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
+    "rubric-recall": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
+    "rubric-f1": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
 }
 
 

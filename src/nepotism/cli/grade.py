@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import echo_json
+from nepotism.cli._common import bootstrap_options, echo_json, models_option
 
 
 @click.command("grade")
 @click.argument("responses", type=click.Path(dir_okay=False))
-@click.option("--task", required=True, type=click.Choice(["math", "mc", "code", "ifeval"]),
+@click.option("--task", type=click.Choice(["math", "mc", "code", "ifeval"]),
               help="How to grade: math final answers, multiple-choice letters, code run against its tests "
-                   "(in the sandbox), or IFEval instructions.")
+                   "(in the sandbox), or IFEval instructions. Not with --jury.")
+@click.option("--jury", help="Instead of grading: a rubric reference from the majority of these judges "
+                             "(comma-separated) over RESPONSES, a rubric judgments table (paper 002); every judge "
+                             "of the table is then meta-evaluated against it (precision, recall, F1 of 'met').")
+@click.option("--rubrics", type=click.Path(dir_okay=False),
+              help="--jury: the rubric-items table (points), to meta-evaluate positive and negative items apart.")
+@click.option("--keep-related", is_flag=True,
+              help="--jury: let a juror vote on answers of its own family (default: it does not, paper 002 §2.4).")
+@models_option
+@bootstrap_options
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="Reference table to write (.csv, .jsonl or .parquet): correctness-ref, or rubric-ref for ifeval.")
 @click.option("--instances", type=click.Path(dir_okay=False),
@@ -21,10 +30,13 @@ from nepotism.cli._common import echo_json
 @click.option("--against", type=click.Path(dir_okay=False),
               help="math/mc/code: a recorded correctness reference to compare with (agreement rate with a "
                    "bootstrap interval over instances, and the 2x2 table).")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the --against bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and the ungradable rows as JSON.")
-def command(responses, task, out, instances, timeout, against, seed, as_json):
-    """Grade RESPONSES (instance_id, model, text + the task's truth columns) into a reference table.
+def command(responses, task, jury, rubrics, keep_related, models_files, bootstrap, out, instances, timeout, against,
+            as_json):
+    """Grade RESPONSES (instance_id, model, text + the task's truth columns) into a reference table,
+    or, with --jury, build a rubric reference from a jury of judges' verdicts (RESPONSES is then a
+    rubric judgments table, e.g. `nepotism import FILE --format healthbench`) and meta-evaluate
+    every judge against it.
 
     Truth columns: math and mc need `answer`; code needs `tests` (assert lines, a JSON list of
     them, or a HumanEval check function) and optionally `entry_point` and `prompt`; ifeval needs
@@ -36,6 +48,14 @@ def command(responses, task, out, instances, timeout, against, seed, as_json):
     from nepotism.grading.batch import grade_file
     from nepotism.tables import read_table, write_table
 
+    if jury is not None:
+        if task is not None or instances is not None or against is not None:
+            raise InputError("--jury builds a rubric reference from judgments: not with --task, --instances or "
+                             "--against", field="--jury")
+        _jury(responses, jury, rubrics, keep_related, models_files, bootstrap, out, as_json)
+        return
+    if task is None:
+        raise InputError("give --task (grade responses) or --jury (a rubric reference from judges)", field="--task")
     if instances is not None and task != "ifeval":
         raise InputError("--instances is only for --task ifeval", field="--instances")
     if against is not None and task == "ifeval":
@@ -46,9 +66,7 @@ def command(responses, task, out, instances, timeout, against, seed, as_json):
     agreement = None
     if recorded is not None:
         from nepotism.grading.agreement import correctness_agreement
-        from nepotism.metrics import Bootstrap
-
-        agreement = correctness_agreement(result.frame, recorded, bootstrap=Bootstrap(seed=seed))
+        agreement = correctness_agreement(result.frame, recorded, bootstrap=bootstrap)
     if as_json:
         echo_json({"kind": result.kind, "out": out, "rows": len(result.frame), "counts": result.counts,
                    "ungradable": result.ungradable} | ({"agreement": agreement} if agreement else {}))
@@ -68,3 +86,48 @@ def command(responses, task, out, instances, timeout, against, seed, as_json):
                    f"we say correct / they say incorrect: {c['ours_correct_recorded_incorrect']}, the reverse: "
                    f"{c['ours_incorrect_recorded_correct']}; decided by one side only: {c['only_ours']} ours, "
                    f"{c['only_recorded']} theirs")
+
+
+def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, out, as_json) -> None:
+    """``--jury``: the rubric reference and the judges' meta-evaluation (library: grading.rubric_reference)."""
+    from nepotism.errors import InputError
+    from nepotism.grading.rubric_reference import jury_reference, meta_evaluation
+    from nepotism.models import load_registry
+    from nepotism.tables import read_table, write_table
+
+    members = [j.strip() for j in jury.split(",") if j.strip()]
+    if len(members) < 2 or len(set(members)) != len(members):
+        raise InputError("name at least two distinct judges, comma-separated", field="--jury")
+    judgments = read_table(judgments_file, kind="rubric").frame
+    items = read_table(rubrics, kind="rubric-items").frame if rubrics else None
+    registry = load_registry(list(models_files))
+    unknown = [m for m in members if not registry.knows(m)]
+    if unknown and not keep_related:
+        raise InputError(f"jury member(s) {', '.join(unknown)} not in the model registry: their relatives cannot be "
+                         "told (add them with --models, or --keep-related)", field="--jury")
+    try:
+        result = jury_reference(judgments, members, exclude_related=not keep_related,
+                                family_of=lambda m: registry.family_of(m) if registry.knows(m) else None)
+    except ValueError as err:
+        raise InputError(str(err), path=str(judgments_file), field="--jury") from None
+    reference = result.decided[["instance_id", "model", "rubric_id", "met"]]
+    write_table(reference, out)
+    name = f"jury of {len(members)}" + ("" if keep_related else ", relatives excluded")
+    records = meta_evaluation(judgments, result.frame, items=items, jury=members, reference_name=name,
+                              bootstrap=bootstrap)
+    if as_json:
+        echo_json({"kind": "rubric-ref", "out": out, "rows": len(reference), "jury": members,
+                   "exclude_related": not keep_related, "counts": result.counts, "records": records})
+        return
+    c = result.counts
+    click.echo(f"jury {', '.join(members)}{'' if keep_related else ' (a juror does not vote on its family)'}: "
+               f"{c.get('majority', 0)} items decided, {c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} "
+               f"without a vote left out; {c.get('excluded_verdicts', 0)} related verdicts excluded, "
+               f"{c.get('unparsed_verdicts', 0)} unparsed")
+    click.echo(f"wrote {len(reference)} rubric-ref rows to {out}")
+    click.echo(f"{'judge':<32}{'polarity':<10}{'metric':<18}{'value':>7}  {'CI':<16}{'n':>5}  juror")
+    for r in records:
+        value = "   n/a" if r["value"] is None else f"{r['value']:.3f}"
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        click.echo(f"{r['judge']:<32}{r['variant']['polarity']:<10}{r['metric']:<18}{value:>7}  {ci:<16}{r['n']:>5}  "
+                   f"{'yes' if r['in_jury'] else 'no'}")

@@ -174,6 +174,18 @@ _DERIVED = [
                "share of human labels of (answer, its perturbed version) preferring the perturbed one (ties left "
                "out); exact two-sided binomial test against ½, Clopper–Pearson interval",
                ("condition=the perturbation's name (labels compare M with M@<name>)",), kind="derived"),
+    MetricInfo("rubric-precision", "nepotism.metrics.meta_eval.rubric_verdict_scores", "002 §2.4, App. C",
+               "TP / (TP + FP) of a judge's rubric verdicts ('met' positive) against a reference (a jury's majority)",
+               ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
+               kind="derived"),
+    MetricInfo("rubric-recall", "nepotism.metrics.meta_eval.rubric_verdict_scores", "002 §2.4, App. C",
+               "TP / (TP + FN) of a judge's rubric verdicts against the reference",
+               ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
+               kind="derived"),
+    MetricInfo("rubric-f1", "nepotism.metrics.meta_eval.rubric_verdict_scores", "002 §2.4, App. C",
+               "2 TP / (2 TP + FP + FN) of a judge's rubric verdicts against the reference",
+               ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
+               kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
                "Pearson r between two metrics' per-judge values, Fisher-z CI", ("x=metric id", "y=metric id"),
                kind="derived"),
@@ -204,7 +216,8 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
     "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
-    "perturbation-quality-preference": (0.0, 1.0),
+    "perturbation-quality-preference": (0.0, 1.0), "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0),
+    "rubric-f1": (0.0, 1.0),
 }
 
 

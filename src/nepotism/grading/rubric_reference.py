@@ -1,0 +1,79 @@
+"""A rubric reference from a jury of judges and the judges' meta-evaluation against it (paper 002).
+
+Paper 002 §4 has no ground truth for HealthBench's rubric items: the reference is the majority of
+a jury (the largest judge of each family), and a judge related to the generator should not vote on
+that generator's answers (§2.4). `jury_reference` builds that reference from a ``rubric`` table
+with `nepotism.grading.jury.rubric_jury` (the one vote function, `nepotism.votes`), relatives told
+apart by the registry's families. `meta_evaluation` then scores every judge of the table against
+the reference (`nepotism.metrics.meta_eval.rubric_verdict_scores`: precision, recall and F1 of
+"met", cluster bootstrap over prompts), on all rubric items and, with the rubric items' points,
+on the positive and the negative ones apart (paper 002 App. C; §4 slices by polarity). A judge
+that sits on the jury is scored against a reference it voted in: its records say so (``in_jury``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from nepotism.grading.jury import JuryResult, rubric_jury
+from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics.meta_eval import rubric_verdict_scores
+from nepotism.votes import decide_one
+
+__all__ = ["jury_reference", "meta_evaluation"]
+
+_KEY = ["instance_id", "model", "rubric_id"]
+METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
+
+
+def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, family_of: Callable[[str], str | None],
+                   exclude_related: bool = True) -> JuryResult:
+    """The jury's majority per (instance, model, rubric item); ``ValueError`` naming a juror with no verdict."""
+    judges = set(judgments["judge"].astype(str))
+    missing = [j for j in jury if j not in judges]
+    if missing:
+        raise ValueError(f"no rubric verdict of jury member(s) {', '.join(missing)} in the table")
+    votes = judgments[judgments["judge"].astype(str).isin(list(jury))]
+    return rubric_jury(votes, exclude_family=exclude_related, family_of=family_of)
+
+
+def _one_verdict(judgments: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per judge and item: the majority of its verdicts (replicates, conditions); a split is NaN."""
+    rows = []
+    for (judge, *key), g in judgments.groupby(["judge"] + _KEY, sort=True):
+        votes = pd.Series([bool(v) for v in g["met"] if v is not None and v == v]).value_counts().to_dict()
+        choice = decide_one(votes) if votes else None
+        rows.append((str(judge), *map(str, key), np.nan if choice is None else float(choice)))
+    return pd.DataFrame(rows, columns=["judge"] + _KEY + ["met"])
+
+
+def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: pd.DataFrame | None = None,
+                    jury: Sequence[str] = (), reference_name: str = "jury",
+                    bootstrap: Bootstrap | None = None) -> list[dict]:
+    """``rubric-precision``, ``rubric-recall`` and ``rubric-f1`` records per judge × polarity."""
+    own = _one_verdict(judgments)
+    ref = reference.assign(**{k: reference[k].astype(str) for k in _KEY})[_KEY + ["met"]]
+    ref = ref.assign(ref=ref["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
+    joined = own.merge(ref[_KEY + ["ref"]], on=_KEY, how="left")
+    polarity = {"all": np.ones(len(joined), bool)}
+    if items is not None:
+        points = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
+        points = points.set_index(["instance_id", "rubric_id"])["points"]
+        p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
+        polarity.update({"positive": p > 0, "negative": p < 0})
+    records = []
+    for judge, g in joined.groupby("judge", sort=True):
+        for name, member in polarity.items():
+            m = member[g.index]
+            scores = rubric_verdict_scores(g["met"].to_numpy(float)[m], g["ref"].to_numpy(float)[m],
+                                           g["instance_id"].to_numpy()[m], bootstrap=bootstrap)
+            for stat, est in scores.items():
+                rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None, "condition": None,
+                       "pair": None, "scope": None,
+                       "variant": {"polarity": name, "reference": reference_name}, "in_jury": judge in set(jury)}
+                rec.update(est.as_dict())
+                records.append(rec)
+    return records

@@ -1,0 +1,68 @@
+"""Meta-evaluation of a judge's rubric verdicts against a reference (paper 002 §2.4, Appendix C).
+
+Paper 002 has no ground truth on HealthBench and takes the majority of a jury of judges as the
+reference; a judge is then evaluated by how its verdicts ("the response meets this rubric item")
+agree with the reference's. `rubric_verdict_scores` gives, for one judge, the three usual scores
+with "met" as the positive class:
+
+- precision = TP / (TP + FP): of the items the judge says are met, the share the reference says are met;
+- recall = TP / (TP + FN): of the items the reference says are met, the share the judge says are met;
+- F1 = 2 TP / (2 TP + FP + FN).
+
+Each is a ratio of per-prompt sums, so one cluster bootstrap over prompts (instances) gives the
+three intervals. Rows without a judge verdict or without a reference verdict are excluded and
+counted. Variants: ``polarity`` = positive | negative | all (rubric items with positive points,
+negative points — criteria a response is penalised for meeting — or both, scored separately as
+paper 002 §4 slices HealthBench); ``reference`` = the jury (with or without the judge's relatives).
+Zero division (no positive prediction, no positive reference) → NaN with a note, never 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+
+__all__ = ["STATISTICS", "rubric_verdict_scores"]
+
+STATISTICS = ("precision", "recall", "f1")
+
+
+def _ratio(num: int, den: int):
+    return lambda t: t[..., num] / t[..., den]
+
+
+def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap | None = None,
+                          **fields) -> dict[str, Estimate]:
+    """``{"precision", "recall", "f1"}`` of a judge's rubric verdicts against a reference (paper 002 App. C).
+
+    ``judged`` and ``reference`` are 1 (met), 0 (not met) or NaN (no verdict: excluded and
+    counted); ``clusters`` are the prompts. Variants ``polarity`` (positive | negative | all
+    rubric items) and ``reference`` (which jury) are chosen by the caller's rows: see the module
+    docstring.
+    """
+    j = np.asarray(judged, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    keep = np.isfinite(j) & np.isfinite(r)
+    excluded = {k: int(v) for k, v in (("no judge verdict", (~np.isfinite(j)).sum()),
+                                       ("no reference verdict", (np.isfinite(j) & ~np.isfinite(r)).sum())) if v}
+    n_missing = int((~keep).sum())
+    j, r = j[keep], r[keep]
+    if not (np.isin(j, (0.0, 1.0)).all() and np.isin(r, (0.0, 1.0)).all()):
+        raise ValueError("verdicts must be 1, 0 or NaN")
+    tp, fp, fn = j * r, j * (1 - r), (1 - j) * r
+    cols = np.column_stack([tp, tp + fp, tp + fn, 2 * tp, 2 * tp + fp + fn]) if j.size else np.zeros((0, 5))
+    clusters = np.asarray(clusters)[keep]
+    sums = cluster_sums(clusters, cols)[1] if j.size else np.zeros((0, 5))
+    options = settings(bootstrap, **fields)
+    out = {}
+    notes = {"precision": "the judge says no item is met", "recall": "the reference says no item is met",
+             "f1": "no item is met by either"}
+    for name, (num, den) in zip(STATISTICS, ((0, 1), (0, 2), (3, 4))):
+        total = sums[:, den].sum() if sums.size else 0.0
+        note = notes[name] if total == 0 else None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = cluster_bootstrap(sums, _ratio(num, den), n=int(j.size), n_excluded=n_missing,
+                                          excluded=excluded, note=note, bootstrap=options)
+    return out
