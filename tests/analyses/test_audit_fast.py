@@ -106,6 +106,12 @@ def _scope_records(rows, judge, condition, relations, options):
                                        np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
                 records.append(_record("demographic-parity-bias", judge, condition, dp_prob, relations,
                                        **{**base, "variant": {**base["variant"], "preference": "probability"}}))
+                chosen = np.where(np.isnan(prob), np.nan, np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5)))
+                dp_arg = with_reasons(demographic_parity_bias(np.concatenate([chosen, 1.0 - chosen]), related, both,
+                                                              bootstrap=options.bootstrap),
+                                      np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
+                records.append(_record("demographic-parity-bias", judge, condition, dp_arg, relations,
+                                       **{**base, "variant": {**base["variant"], "preference": "probability-argmax"}}))
     return records
 
 

@@ -551,3 +551,27 @@ def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_sc
                         options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     mipa = [r for r in records if r["metric"] == "mipa" and r["variant"].get("paradigm") == "PWC"]
     assert len(mipa) == 1 and mipa[0]["value"] == 1.0
+
+
+def test_equal_opportunity_bias_from_the_argmax_of_order_averaged_probabilities():
+    """001 Eq. 3: a judge whose verdicts are all ties but whose label probabilities lean to its own
+    answer has no verdict-based bias and a full probability-argmax one. Hand count: humans prefer
+    the judge's answer on q0–q9 and the other on q10–q19; the probabilities always favour its own
+    (p_own = 0.7 in both orders), so recall on own = 10/10 and on other = 0/10: bias = 1."""
+    from nepotism.models import default_registry
+
+    rows = []
+    for i in range(20):
+        for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
+            p_first = 0.7 if first == "gpt-4-0613" else 0.3
+            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
+                         "verdict": "tie", "prob_a": p_first, "prob_b": 1 - p_first, "condition": "default",
+                         "replicate": 0})
+    humans = pd.DataFrame({"instance_id": [f"q{i}" for i in range(20)], "model_a": "gpt-4-0613", "model_b": "claude-2",
+                           "winner": ["gpt-4-0613"] * 10 + ["claude-2"] * 10})
+    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(), references={"preference-ref": humans},
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    eo = {r["variant"].get("preference", "verdict"): r for r in records
+          if r["metric"] == "equal-opportunity-bias" and r["scope"] == "self"}
+    assert eo["verdict"]["value"] == pytest.approx(0.0)
+    assert eo["probability-argmax"]["value"] == pytest.approx(1.0) and eo["probability-argmax"]["n"] == 40

@@ -279,11 +279,13 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
                         {k: 2 * v for k, v in reasons.items()})
             prob = rows.prob[take]
             if (~np.isnan(prob)).any():
-                pending.add(_base("demographic-parity-bias", judge, condition, relations,
-                                  **{**base, "variant": {**base["variant"], "preference": "probability"}}),
-                            _parity_sums(checked(np.concatenate([prob, 1.0 - prob]), "preference", low=0.0, high=1.0),
-                                         related, both), _parity,
-                            _counts(rows.prob_reason[take], rows.prob_reasons, times=2))
+                prob = checked(prob, "preference", low=0.0, high=1.0)
+                chosen = np.where(np.isnan(prob), np.nan, np.sign(prob - 0.5) / 2 + 0.5)  # 001 Eq. 3's argmax
+                for reading, values in (("probability", prob), ("probability-argmax", chosen)):
+                    pending.add(_base("demographic-parity-bias", judge, condition, relations,
+                                      **{**base, "variant": {**base["variant"], "preference": reading}}),
+                                _parity_sums(np.concatenate([values, 1.0 - values]), related, both), _parity,
+                                _counts(rows.prob_reason[take], rows.prob_reasons, times=2))
 
 
 def _gap(totals: np.ndarray) -> np.ndarray:

@@ -232,6 +232,19 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                 records.append(_record("error-bias", judge, condition,
                                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
                                        variant={"opponents": opponents}, **flag))
+                prob_x = group["prob_x"].to_numpy(dtype=float) if "prob_x" in group else np.full(len(group), np.nan)
+                if np.isfinite(prob_x).any():  # 001 Eq. 3: the choice is the argmax of the order-averaged score
+                    p_rel = np.where(group["related"] == group["model_x"], prob_x, 1.0 - prob_x)
+                    chosen = np.where(np.isnan(p_rel), np.nan, np.sign(p_rel - 0.5) / 2 + 0.5)
+                    est = reference.equal_opportunity_bias(
+                        np.concatenate([chosen, 1 - chosen]), np.concatenate([hum_rel, 1 - hum_rel]),
+                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
+                    reasons = group["prob_excluded_reason"] if "prob_excluded_reason" in group else None
+                    if reasons is not None:
+                        est = with_reasons(est, pd.concat([reasons, reasons]))
+                    records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
+                                           variant={"judge_tie": "1/2", "opponents": opponents,
+                                                    "preference": "probability-argmax"}, **flag))
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
             judged = set(zip(sub["judge"], sub["condition"]))
             present = {(j, c) for j, c, x, y in zip(merged["judge"], merged["condition"], merged["model_x"],

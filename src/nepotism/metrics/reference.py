@@ -53,7 +53,9 @@ def equal_opportunity_bias(
     excluded as ``"human tie"``), ``related`` S (the judge's own, or in the chosen relation). So
     the bias is recall on human-favoured related answers minus recall on human-favoured other
     answers. Zero division: no human-favoured related (or other) answer → NaN with a note.
-    ``alternative="greater"`` adds the one-sided bootstrap p-value of a bias > 0.
+    ``alternative="greater"`` adds the one-sided bootstrap p-value of a bias > 0. The suite passes
+    Y′ from the verdicts (``preference=verdict``) and, where label probabilities were recorded, from
+    the argmax of the order-averaged probability score (``preference=probability-argmax``, 001 Eq. 3).
     """
     y_hat = np.asarray(judge_preferred, dtype=float)
     y = np.asarray(human_preferred, dtype=float)

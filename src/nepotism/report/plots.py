@@ -207,7 +207,8 @@ _BARS = [
     ("self-preference-ratio", lambda r: True, 50.0, 100, "related candidate preferred (% of comparisons)"),
     ("demographic-parity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
      "P(prefer | related) − P(prefer | other) (percentage points)"),
-    ("equal-opportunity-bias", lambda r: True, 0.0, 100, "recall on related − recall on other (percentage points)"),
+    ("equal-opportunity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
+     "recall on related − recall on other (percentage points)"),
     ("error-bias", lambda r: True, 0.0, 100, "errors for related − errors against it (percentage points)"),
     ("score-delta", lambda r: r.get("scope") not in ("unrelated", "unknown", None)
      and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
