@@ -575,3 +575,48 @@ def test_equal_opportunity_bias_from_the_argmax_of_order_averaged_probabilities(
           if r["metric"] == "equal-opportunity-bias" and r["scope"] == "self"}
     assert eo["verdict"]["value"] == pytest.approx(0.0)
     assert eo["probability-argmax"]["value"] == pytest.approx(1.0) and eo["probability-argmax"]["n"] == 40
+
+
+def test_d_diff_metrics_per_evaluatee_as_paper_004_tables():
+    """Judge gpt-4-0613 against claude-2 and llama-2-70b-chat on 8 prompts each; its own answer is right
+    and the other's wrong on 4 of them, the reverse on the other 4. Against claude-2 it prefers its
+    own answer everywhere (accuracy 4/8, LSPR 4/8, HSPP 1); against llama it picks the right answer
+    everywhere (accuracy 8/8, LSPR 1, HSPP 0). Hand-computed per evaluatee."""
+    from nepotism.models import default_registry
+
+    judge, rows, correct = "gpt-4-0613", [], []
+    for other, picks_right in (("claude-2", False), ("llama-2-70b-chat", True)):
+        for i in range(8):
+            own_right = i < 4
+            own_wins = own_right if picks_right else True
+            for first, second in ((judge, other), (other, judge)):
+                verdict = "A" if (first == judge) == own_wins else "B"
+                rows.append({"instance_id": f"{other}-q{i}", "judge": judge, "model_a": first, "model_b": second,
+                             "verdict": verdict, "condition": "default", "replicate": 0})
+            correct += [{"instance_id": f"{other}-q{i}", "model": judge, "correct": own_right},
+                        {"instance_id": f"{other}-q{i}", "model": other, "correct": not own_right}]
+    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(),
+                        references={"correctness-ref": pd.DataFrame(correct)},
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    table = {(r["metric"], r["generator"]): r["value"] for r in records
+             if (r.get("variant") or {}).get("averaging") == "one evaluatee"
+             and r["variant"]["opponents"] == "unrelated"}
+    assert table == pytest.approx({
+        ("judge-accuracy", "claude-2"): 0.5, ("legitimate-self-preference-ratio", "claude-2"): 0.5,
+        ("harmful-self-preference-propensity", "claude-2"): 1.0,
+        ("judge-accuracy", "llama-2-70b-chat"): 1.0, ("legitimate-self-preference-ratio", "llama-2-70b-chat"): 1.0,
+        ("harmful-self-preference-propensity", "llama-2-70b-chat"): 0.0})
+    from nepotism.report.full import write_report
+    from nepotism.report.sections import evaluatee_table
+
+    rows = evaluatee_table(records)
+    assert [(r["evaluatee"], r["cells"]["judge-accuracy"]["text"][:4]) for r in rows] == [
+        ("claude-2", "50.0"), ("llama-2-70b-chat", "100.")]
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_report(records, Path(tmp) / "rep")
+        markdown = paths["report.md"].read_text()
+        html = paths["report.html"].read_text()
+    assert "### Per evaluatee (paper 004's tables)" in markdown and 'id="evaluatee-table"' in html

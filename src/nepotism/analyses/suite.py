@@ -296,6 +296,19 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                     if preference == "probability":
                         variant["preference"] = "probability"
                     records.append(_record(metric, judge, condition, est, scope="self", variant=variant))
+        # paper 004's tables: the same three numbers per evaluatee (the model the judge's answer met)
+        for evaluatee, part in g.groupby("other", sort=True):
+            rest = (part["own_ok"].to_numpy(), part["other_ok"].to_numpy(), part["other"].to_numpy(),
+                    part["instance_id"].to_numpy())
+            for metric, fn in (("judge-accuracy", reference.judge_accuracy),
+                               ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                               ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+                est = fn(part["outcome_related"].to_numpy(), *rest, averaging="pooled", bootstrap=options.bootstrap)
+                if "excluded_reason" in part:
+                    est = with_reasons(est, part["excluded_reason"])
+                records.append(_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
+                                       variant={"averaging": "one evaluatee", "opponents": opponents,
+                                                "evaluatee": str(evaluatee)}))
     return records
 
 

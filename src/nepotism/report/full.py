@@ -40,6 +40,7 @@ from nepotism.report.sections import (
     leakage_tables,
     mitigation_tables,
     rubric_table,
+    evaluatee_table,
     verifiable_table,
 )
 
@@ -180,7 +181,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     drawn = _DRAWN | ({"equal-opportunity-bias"} if any(r.get("confusion_matrix") for r in records) else set())
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
-        "verifiable": verifiable_table(records), "rubric": rubric_table(records),
+        "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
@@ -295,6 +296,13 @@ def _md_sections(context: dict) -> list[str]:
             out += [f"## {name}", "", captions[name], ""]
             out += _md_table(["judge", "condition"] + columns,
                              [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]) + [""]
+    if context.get("evaluatees"):
+        columns = list(context["evaluatees"][0]["cells"])
+        out += ["### Per evaluatee (paper 004's tables)", "",
+                "The judge's answers against each unrelated evaluatee's, pooled over that evaluatee's prompts.", ""]
+        out += _md_table(["judge", "condition", "evaluatee"] + columns,
+                         [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
+                          for r in context["evaluatees"]]) + [""]
     out += recognition_markdown(context["recognition"], _md_table)
     mit = context["mitigations"]
     if mit["effects"]:

@@ -27,7 +27,7 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+__all__ = ["AUDIT_RANK", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage", "evaluatee_table",
            "exclusion_table", "human_tables",
            "is_audit_rank", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
@@ -284,6 +284,21 @@ def verifiable_table(records: list[dict]) -> list[dict]:
         return []
     return [{"judge": j, "condition": c, "cells": {m: _cell(r) for m, r in verifiable_records(items).items()}}
             for (j, c), items in _by_judge(records, VERIFIABLE).items()]
+
+
+def evaluatee_table(records: list[dict]) -> list[dict]:
+    """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with judge accuracy,
+    LSPR and HSPP on the comparisons of the judge's answers with that evaluatee's (unrelated
+    opponents; empty without such records)."""
+    rows: dict = defaultdict(dict)
+    for r in records:
+        variant = r.get("variant") or {}
+        if r.get("metric") in VERIFIABLE[1:] and variant.get("averaging") == "one evaluatee" \
+                and variant.get("opponents") == "unrelated":
+            rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][r["metric"]] = r
+    return [{"judge": j, "condition": c, "evaluatee": e,
+             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE[1:]}}
+            for (j, c, e), found in sorted(rows.items())]
 
 
 def rubric_table(records: list[dict]) -> list[dict]:
