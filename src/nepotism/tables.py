@@ -289,6 +289,29 @@ def _refuse_nan(pairs: list[tuple[int, dict]], path: Path) -> None:
                                  "write null for no value)", path=str(path), line=line, field=key)
 
 
+class _Lines:
+    """Row → source line: ``lines[i]`` (CSV, JSONL) or ``i + 1`` (Parquet); `all` gives every row's at once."""
+
+    def __init__(self, lines: list[int] | None = None):
+        self.lines = lines
+
+    def __call__(self, i: int) -> int:
+        return self.lines[i] if self.lines is not None else i + 1
+
+    def all(self, n: int) -> np.ndarray:
+        return np.asarray(self.lines[:n], dtype=np.int64) if self.lines is not None else np.arange(1, n + 1)
+
+
+def _shared_objects(column: pd.Series) -> pd.Series:
+    """A column as Python objects (None where missing); a text column holds one object per
+    distinct value, not one per row (a 10M-row table of a few hundred names stays small)."""
+    if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        table = np.append(np.asarray(uniques, dtype=object), None)
+        return pd.Series(table[codes], index=column.index, dtype=object)
+    return column.astype(object).where(column.notna(), None)
+
+
 def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     """Read a file into string/object columns and return a row → line-number function."""
     suffix = _base_suffix(path)
@@ -338,21 +361,21 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
             raise InputError("a column name appears twice in the header", path=str(path), line=1)
         frame = pd.DataFrame(rows, columns=header, dtype=object)
         frame = frame.replace({"": None})
-        return frame, lambda i: lines[i]
+        return frame, _Lines(lines)
     if suffix in (".jsonl", ".ndjson"):
         pairs = _jsonl_rows(path)
         _refuse_nan(pairs, path)
         lines = [line for line, _ in pairs]
         frame = pd.DataFrame.from_records([row for _, row in pairs]) if pairs else pd.DataFrame()
         frame = frame.astype(object).where(frame.notna(), None) if len(frame) else frame
-        return frame, lambda i: lines[i]
+        return frame, _Lines(lines)
     if suffix == ".parquet":
         try:
             frame = pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
-        frame = frame.astype(object).where(frame.notna(), None)
-        return frame, lambda i: i + 1
+        frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns}, index=frame.index)
+        return frame, _Lines()
     raise InputError(
         f"unknown file type '{suffix or path.name}': use .csv, .tsv, .jsonl or .parquet (optionally .gz)",
         path=str(path),
@@ -471,6 +494,38 @@ def _validated(frame: pd.DataFrame, kind: str, path: str | None, locate: Callabl
     return Table(kind=kind, frame=frame, path=path)
 
 
+def _distinct_texts(column: pd.Series) -> tuple[np.ndarray, list[str]] | None:
+    """(codes, distinct values) of a column whose values are all str or missing (code -1 = the
+    missing ones), so that a rule runs once per distinct value; None for any other column."""
+    try:
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    except TypeError:
+        return None
+    uniques = list(np.asarray(uniques, dtype=object))
+    if not all(type(u) is str for u in uniques):
+        return None
+    return np.asarray(codes, dtype=np.int64), uniques
+
+
+def _plain_numbers(column: pd.Series) -> np.ndarray | None:
+    """The column as floats (NaN = None) when it holds only ints, floats and None, else None."""
+    if column.dtype.kind in "iu":
+        return column.to_numpy(dtype=float)
+    if column.dtype.kind == "f":
+        values = column.to_numpy(dtype=float)
+        return None if np.isnan(values).any() else values  # a frame's NaN is refused, which the loop says
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind not in ("integer", "floating", "mixed-integer-float", "empty"):
+        return None
+    values = column.to_numpy(dtype=object)
+    none = np.equal(values, None)
+    numbers = np.full(values.size, np.nan)
+    numbers[~none] = values[~none].astype(float)
+    if np.isnan(numbers[~none]).any():
+        return None  # a NaN value (not an empty cell): refused by the loop
+    return numbers
+
+
 class _Validator:
     """Normalise and check one raw frame column by column, failing at the first bad cell."""
 
@@ -503,11 +558,23 @@ class _Validator:
         if self.kind in VERDICT_COLUMN:
             self.verdict_status()
         self.unique()
-        frame["_line"] = [self.line_of(i) for i in range(len(frame))]
+        frame["_line"] = (self.line_of.all(len(frame)) if isinstance(self.line_of, _Lines)
+                          else [self.line_of(i) for i in range(len(frame))])
         return frame
 
     # ---- cell types
     def text(self, column: str, *, default: str | None = None) -> pd.Series:
+        found = _distinct_texts(self.frame[column])
+        if found is not None:  # the same rule, applied once per distinct value
+            codes, uniques = found
+            cleaned = np.array([u.strip() or None for u in uniques] + [None], dtype=object)
+            missing = pd.isna(cleaned)[codes]
+            if missing.any():
+                if default is None:
+                    self.fail(int(np.argmax(missing)), column, "empty value where one is required")
+                cleaned[-1] = default
+                codes = np.where(missing, len(uniques), codes)
+            return pd.Series(cleaned[codes], dtype=object, index=self.frame.index)
         values = self.frame[column].tolist()
         out = []
         for i, value in enumerate(values):
@@ -520,6 +587,17 @@ class _Validator:
         return pd.Series(out, dtype=object, index=self.frame.index)
 
     def number(self, column: str, *, allow_empty: bool, low: float | None = None, high: float | None = None) -> pd.Series:
+        fast = _plain_numbers(self.frame[column])
+        if fast is not None:  # ints and floats only (None: empty): checked at once; any problem → the loop below
+            empty = np.isnan(fast)
+            with np.errstate(invalid="ignore"):
+                bad = (empty & (not allow_empty)) | np.isinf(fast)
+                if low is not None:
+                    bad |= fast < low
+                if high is not None:
+                    bad |= fast > high
+            if not bad.any():
+                return pd.Series(fast, index=self.frame.index)
         out = np.empty(len(self.frame), dtype=float)
         for i, value in enumerate(self.frame[column].tolist()):
             if value is None or (isinstance(value, str) and value.strip() == ""):
@@ -544,6 +622,10 @@ class _Validator:
 
     def integer(self, column: str) -> pd.Series:
         values = self.number(column, allow_empty=True)
+        numbers = values.to_numpy(dtype=float)
+        whole = np.where(np.isnan(numbers), 0.0, numbers)
+        if np.all((whole == np.floor(whole)) & (whole >= 0) & (whole < 2**63)):
+            return pd.Series(whole.astype(np.int64), index=self.frame.index, dtype="int64")
         out = []
         for i, value in enumerate(values.tolist()):
             if np.isnan(value):
@@ -578,6 +660,18 @@ class _Validator:
     def kind_pairwise(self) -> None:
         frame = self.frame
         self.distinct_models()
+        found = _distinct_texts(frame["verdict"])
+        if found is not None:  # once per distinct value: the loop's rule
+            codes, uniques = found
+            labels = [_VERDICTS.get(u.strip().lower()) if u.strip() else None for u in uniques]
+            unknown = np.array([bool(u.strip()) and label is None for u, label in zip(uniques, labels)] + [False])
+            if unknown[codes].any():
+                row = int(np.argmax(unknown[codes]))
+                self.fail(row, "verdict", f"unknown verdict '{uniques[codes[row]]}': use A, B, tie, or leave empty "
+                          "for unparsed")
+            frame["verdict"] = pd.Series(np.array(labels + [None], dtype=object)[codes], dtype=object, index=frame.index)
+            self._pairwise_numbers()
+            return
         verdicts = []
         for i, value in enumerate(frame["verdict"].tolist()):
             if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
@@ -588,6 +682,10 @@ class _Validator:
                 self.fail(i, "verdict", f"unknown verdict '{value}': use A, B, tie, or leave empty for unparsed")
             verdicts.append(label)
         frame["verdict"] = pd.Series(verdicts, dtype=object, index=frame.index)
+        self._pairwise_numbers()
+
+    def _pairwise_numbers(self) -> None:
+        frame = self.frame
         for column in ("prob_a", "prob_b", "prob_tie"):
             if column in frame:
                 frame[column] = self.number(column, allow_empty=True, low=0.0, high=1.0)
@@ -682,13 +780,19 @@ class _Validator:
                               f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
                 status.append(value)
         else:
-            status = ["parsed" if h else "unparsed" for h in has]
+            status = np.where(has, "parsed", "unparsed").astype(object)
+        status = np.asarray(status, dtype=object)
         frame["status"] = pd.Series(status, dtype=object, index=frame.index)
-        reasons = self.text("reason", default="") if "reason" in frame else pd.Series("", index=frame.index)
-        for i, (value, state) in enumerate(zip(reasons.tolist(), status)):
-            if value and state == "parsed":
-                self.fail(i, "reason", "a parsed row has no reason (a reason says why there is no verdict)")
-        frame["reason"] = pd.Series([v or None for v in reasons.tolist()], dtype=object, index=frame.index)
+        if "reason" in frame:
+            reasons = self.text("reason", default="").to_numpy(dtype=object)
+            given = reasons != ""
+            wrong = given & (status == "parsed")
+            if wrong.any():
+                self.fail(int(np.argmax(wrong)), "reason",
+                          "a parsed row has no reason (a reason says why there is no verdict)")
+            frame["reason"] = pd.Series(np.where(given, reasons, None), dtype=object, index=frame.index)
+        else:
+            frame["reason"] = pd.Series(np.full(len(frame), None, dtype=object), dtype=object, index=frame.index)
         frame["label_mass"] = (self.number("label_mass", allow_empty=True, low=0.0, high=1.0)
                                if "label_mass" in frame else np.nan)
 
