@@ -41,18 +41,6 @@ _MEAN_SCORE = "mean score (the judges' scores averaged)"
 
 
 
-def _side_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Two rows per decided comparison, one per candidate, with that candidate's score (1, ½, 0)."""
-    decided = frame[frame["outcome"].notna()]
-    x = pd.DataFrame({"instance_id": decided["instance_id"].astype(str), "judge": decided["judge"].astype(str),
-                      "generator": decided["model_x"].astype(str), "opponent": decided["model_y"].astype(str),
-                      "score": (decided["outcome"].to_numpy() + 1.0) / 2.0})
-    y = pd.DataFrame({"instance_id": decided["instance_id"].astype(str), "judge": decided["judge"].astype(str),
-                      "generator": decided["model_y"].astype(str), "opponent": decided["model_x"].astype(str),
-                      "score": (1.0 - decided["outcome"].to_numpy()) / 2.0})
-    return pd.concat([x, y], ignore_index=True)
-
-
 def _ranks(scores: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, 1 = highest score, average ranks for ties, NaN stays NaN."""
     return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
@@ -68,7 +56,12 @@ def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
     other (the baseline itself, which met everyone) is on no board.
     """
     met = rows.groupby("generator")["opponent"].agg(lambda s: frozenset(map(str, s)))
-    boards: dict[str, str | None] = {str(g): None for g in met.index}
+    return _boards({str(g): opp for g, opp in met.items()})
+
+
+def _boards(met: dict[str, frozenset]) -> dict[str, str | None]:
+    """`opponent_boards` from each generator's set of opponents."""
+    boards: dict[str, str | None] = {g: None for g in met}
 
     def name(opponents: frozenset) -> str:
         names = sorted(opponents)
@@ -78,13 +71,53 @@ def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
                              (lambda g, opp: opp | {g}, lambda field: f"round robin of {len(field)}")):
         keys: dict[frozenset, list[str]] = {}
         for g, opp in met.items():
-            if boards[str(g)] is None:
-                keys.setdefault(key_of(str(g), opp), []).append(str(g))
+            if boards[g] is None:
+                keys.setdefault(key_of(g, opp), []).append(g)
         for key, members in keys.items():
             if len(members) > 1:
                 for g in members:
                     boards[g] = label_of(key)
     return boards
+
+
+def _text_codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels): each value's text, coded in sorted text order (as `np.unique` sorts them)."""
+    first, uniques = pd.factorize(np.asarray(values, dtype=object))
+    text = np.array([str(u) for u in uniques], dtype=object)
+    recoded, labels = pd.factorize(text, sort=True)
+    return np.asarray(recoded, dtype=np.int64)[first], np.asarray(labels, dtype=object)
+
+
+class _Side:
+    """Leaderboard rows as integer codes: instance, judge, generator (, opponent) and score."""
+
+    def __init__(self, instance, judge, generator, score, names, judges, opponent=None):
+        self.instance, self.judge, self.generator, self.score = instance, judge, generator, score
+        self.names, self.judges, self.opponent = names, judges, opponent
+
+    @classmethod
+    def of_frame(cls, rows: pd.DataFrame) -> "_Side":
+        instance, _ = _text_codes(rows["instance_id"].to_numpy())
+        judge, judges = _text_codes(rows["judge"].to_numpy())
+        generator, names = _text_codes(rows["generator"].to_numpy())
+        return cls(instance, judge, generator, rows["score"].to_numpy(dtype=float), names, judges)
+
+    def subset(self, mask: np.ndarray) -> "_Side":
+        return _Side(self.instance[mask], self.judge[mask], self.generator[mask], self.score[mask], self.names,
+                     self.judges, None if self.opponent is None else self.opponent[mask])
+
+    def count(self, mask: np.ndarray | None = None) -> dict[str, int]:
+        """Rows per generator name (where ``mask``), only the generators that have some."""
+        codes = self.generator if mask is None else self.generator[mask]
+        counts = np.bincount(codes, minlength=len(self.names))
+        return {str(self.names[i]): int(counts[i]) for i in np.flatnonzero(counts)}
+
+    def judges_of(self) -> dict[int, list[str]]:
+        pairs = np.unique(self.generator * len(self.judges) + self.judge)
+        out: dict[int, list[str]] = {}
+        for gen, judge in zip((pairs // len(self.judges)).tolist(), (pairs % len(self.judges)).tolist()):
+            out.setdefault(gen, []).append(str(self.judges[judge]))
+        return {gen: sorted(set(names)) for gen, names in out.items()}
 
 
 #: Registry families that are not language models (the adversarial constant-string "null model"
@@ -107,20 +140,24 @@ def _unknown(registry, names) -> frozenset[str]:
     return frozenset(flagged)
 
 
-def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, bootstrap: Bootstrap, *,
+def _board(rows: pd.DataFrame | _Side, variant: str, n_excluded: dict, bootstrap: Bootstrap, *,
            measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None,
            unknown: frozenset[str] = frozenset()) -> list[dict]:
     """One record per generator; ranks are within each board of `opponent_boards` (all one board
     when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
-    if rows.empty:
+    side = rows if isinstance(rows, _Side) else (_Side.of_frame(rows) if not rows.empty else None)
+    if side is None or not side.score.size:
         return []
     n_resamples, seed, confidence = bootstrap.n_resamples, bootstrap.seed, bootstrap.confidence_level
-    clusters, cluster_code = np.unique(rows["instance_id"].to_numpy(), return_inverse=True)
-    names, gen_code = np.unique(rows["generator"].astype(str).to_numpy(), return_inverse=True)
+    clusters, cluster_code = np.unique(side.instance, return_inverse=True)
+    present, gen_code = np.unique(side.generator, return_inverse=True)
+    cluster_code, gen_code = cluster_code.ravel(), gen_code.ravel()
+    names = side.names[present]
     g = names.size
     sums = np.zeros((clusters.size, 2 * g))
-    np.add.at(sums, (cluster_code, gen_code), rows["score"].to_numpy(dtype=float))
-    np.add.at(sums, (cluster_code, g + gen_code), 1.0)
+    width = clusters.size * 2 * g
+    sums += np.bincount(cluster_code * 2 * g + gen_code, weights=side.score, minlength=width).reshape(sums.shape)
+    sums += np.bincount(cluster_code * 2 * g + g + gen_code, minlength=width).reshape(sums.shape)
     total = sums.sum(axis=0)
     score = total[:g] / total[g:]
     labels = np.array([("one board" if boards is None else boards.get(str(n))) for n in names], dtype=object)
@@ -146,22 +183,22 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, bootstrap: Bootst
             warnings.simplefilter("ignore", RuntimeWarning)
             low, high = np.nanquantile(boot_rank, [alpha, 1 - alpha], axis=0)
         score_low, score_high = np.nanquantile(boot_score, [alpha, 1 - alpha], axis=0)
-    per_gen = rows.groupby("generator")
-    judges = per_gen["judge"].agg(lambda s: sorted(set(map(str, s))))
-    prompts = per_gen["instance_id"].nunique()
+    judges = side.judges_of()
+    prompts = np.bincount(np.unique(gen_code * clusters.size + cluster_code) // clusters.size, minlength=g)
     records = []
     for i, name in enumerate(names):
+        name = str(name)
         records.append({
             "metric": "leaderboard-rank", "judge": "all judges" if variant == "all" else "unrelated judges",
-            "judge_id": None, "condition": "pooled", "generator": str(name), "pair": None, "scope": None,
+            "judge_id": None, "condition": "pooled", "generator": name, "pair": None, "scope": None,
             "variant": {"judges": variant, "score": measure} | ({} if boards is None else {"board": labels[i]}),
             "value": _clean(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
             "score": float(score[i]), "score_ci_low": _clean(score_low[i]), "score_ci_high": _clean(score_high[i]),
-            "n": int(total[g + i]), "n_clusters": int(prompts[name]),
-            "n_excluded": int(n_excluded.get(str(name), 0)),
-            "excluded": {_reason(measure): int(n_excluded.get(str(name), 0))} if n_excluded.get(str(name)) else {},
-            "judges_used": judges[name], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None, "flagged_entry": str(name) in unknown,
+            "n": int(total[g + i]), "n_clusters": int(prompts[i]),
+            "n_excluded": int(n_excluded.get(name, 0)),
+            "excluded": {_reason(measure): int(n_excluded.get(name, 0))} if n_excluded.get(name) else {},
+            "judges_used": judges[int(present[i])], "confidence": confidence, "method": "percentile of bootstrap ranks",
+            "n_resamples": n_resamples, "p_value": None, "flagged_entry": name in unknown,
             "note": None if labels[i] is not None else (
                 "not ranked: no other generator met the same opponents, and a mean preference against other "
                 "opponents is not comparable (its score is kept)"),
@@ -169,14 +206,23 @@ def _board(rows: pd.DataFrame, variant: str, n_excluded: dict, bootstrap: Bootst
     return records
 
 
-def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: str,
+def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, relation, *, measure: str,
                   bootstrap: Bootstrap) -> list[dict]:
     """``unrelated`` records without a value for the generators only related judges scored."""
     records = []
-    pairwise = "opponent" in rows
-    for name in sorted(set(rows["generator"]) - set(kept["generator"])):
-        mine = rows[rows["generator"] == name]
-        judges = sorted(set(map(str, mine["judge"])))
+    if isinstance(rows, _Side):
+        pairwise = rows.opponent is not None
+        counts, left = rows.count(), set(kept.count())
+        judges_of = rows.judges_of()
+        missing = [(name, judges_of[int(np.flatnonzero(rows.names == name)[0])], counts[name])
+                   for name in sorted(set(counts) - left)]
+    else:
+        pairwise = "opponent" in rows
+        missing = []
+        for name in sorted(set(rows["generator"]) - set(kept["generator"])):
+            mine = rows[rows["generator"] == name]
+            missing.append((name, sorted(set(map(str, mine["judge"]))), len(mine)))
+    for name, judges, n_rows in missing:
         why = ", ".join(f"{j}: {relation(j, name).lower()}" for j in judges)
         whom = ("judged each of its comparisons is related to it or to its opponent" if pairwise
                 else "scored it is related to it")
@@ -184,7 +230,7 @@ def _lineage_only(rows: pd.DataFrame, kept: pd.DataFrame, relation, *, measure: 
             "metric": "leaderboard-rank", "judge": "unrelated judges", "judge_id": None, "condition": "pooled",
             "generator": str(name), "pair": None, "scope": None, "variant": {"judges": "unrelated", "score": measure},
             "value": None, "ci_low": None, "ci_high": None, "score": None, "score_ci_low": None, "score_ci_high": None,
-            "n": 0, "n_clusters": 0, "n_excluded": len(mine), "excluded": {_reason(measure): len(mine)},
+            "n": 0, "n_clusters": 0, "n_excluded": n_rows, "excluded": {_reason(measure): n_rows},
             "judges_used": [], "confidence": bootstrap.confidence_level,
             "method": "percentile of bootstrap ranks", "n_resamples": bootstrap.n_resamples, "p_value": None,
             "lineage_only": True,
@@ -269,20 +315,33 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     prompt and unordered pair; NaN outcomes are excluded). A generator no unrelated judge saw gets
     an ``unrelated`` record without a value, flagged from lineage alone (its note says why).
     """
-    rows = _side_rows(comparisons)
-    if rows.empty:
+    decided = comparisons[comparisons["outcome"].notna()]
+    if decided.empty:
         return []
+    outcome = decided["outcome"].to_numpy(dtype=float)
+    instance, _ = _text_codes(decided["instance_id"].to_numpy())
+    judge, judges = _text_codes(decided["judge"].to_numpy())
+    n = len(decided)
+    models, names = _text_codes(np.concatenate([decided["model_x"].to_numpy(dtype=object),
+                                                decided["model_y"].to_numpy(dtype=object)]))
+    x, y = models[:n], models[n:]
+    side = _Side(np.concatenate([instance, instance]), np.concatenate([judge, judge]), np.concatenate([x, y]),
+                 np.concatenate([(outcome + 1.0) / 2.0, (1.0 - outcome) / 2.0]), names, judges,
+                 opponent=np.concatenate([y, x]))
     relation = _Relations(registry)
-    pairs = rows[["judge", "generator", "opponent"]].drop_duplicates()
-    pairs["drop"] = [relation.related(j, g) or relation.related(j, o) for j, g, o in pairs.itertuples(index=False)]
-    rows = rows.merge(pairs, on=["judge", "generator", "opponent"], how="left")
-    kept = rows[~rows["drop"]]
-    dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
+    related = np.array([[relation.related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
+    drop = related[side.judge, side.generator] | related[side.judge, side.opponent]
+    kept = side.subset(~drop)
+    dropped = side.count(drop)
     bootstrap = settings(bootstrap, **fields)
-    options = {"boards": opponent_boards(rows),
-               "unknown": _unknown(registry, rows["generator"])}  # flagged: not in the registry, or not a model
-    return (_board(rows, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
-            + _lineage_only(rows, kept, relation, measure=_PREFERENCE, bootstrap=bootstrap))
+    met_pairs = np.unique(side.generator * len(names) + side.opponent)
+    met: dict[str, set[str]] = {}
+    for gen, opp in zip((met_pairs // len(names)).tolist(), (met_pairs % len(names)).tolist()):
+        met.setdefault(str(names[gen]), set()).add(str(names[opp]))
+    options = {"boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
+               "unknown": _unknown(registry, names)}  # flagged: not in the registry, or not a model
+    return (_board(side, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
+            + _lineage_only(side, kept, relation, measure=_PREFERENCE, bootstrap=bootstrap))
 
 
 def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:
