@@ -620,3 +620,23 @@ def test_d_diff_metrics_per_evaluatee_as_paper_004_tables():
         markdown = paths["report.md"].read_text()
         html = paths["report.html"].read_text()
     assert "### Per evaluatee (paper 004's tables)" in markdown and 'id="evaluatee-table"' in html
+
+
+def test_log_perplexity_gap_from_a_pairwise_table_counts_each_response_once():
+    """Fig. 5 of paper 001 from perplexity columns: gpt-4-0613's own answers have perplexity e^1, the
+    others e^3, each pair shown in both orders (so each response appears twice): gap = 1 − 3 = −2,
+    n = one row per response (2 per prompt × 10 prompts)."""
+    from nepotism.models import default_registry
+
+    rows = []
+    for i in range(10):
+        for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
+            ppl = {"gpt-4-0613": np.e, "claude-2": np.e ** 3}
+            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
+                         "verdict": "A", "perplexity_a": ppl[first], "perplexity_b": ppl[second],
+                         "condition": "default", "replicate": 0})
+    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(),
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50))).records
+    gap = [r for r in records if r["metric"] == "log-perplexity-gap"]
+    assert len(gap) == 1 and gap[0]["value"] == pytest.approx(-2.0) and gap[0]["n"] == 20
+    assert gap[0]["n_clusters"] == 10

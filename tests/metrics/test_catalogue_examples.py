@@ -22,6 +22,7 @@ WHERE = {
     "equal-opportunity-bias": "metrics/test_worked_examples.py::test_001_confusion_counts",
     "demographic-parity-bias": "metrics/test_catalogue_examples.py::test_demographic_parity_bias",
     "perplexity-win-rate": "metrics/test_catalogue_examples.py::test_perplexity_win_rate",
+    "log-perplexity-gap": "metrics/test_catalogue_examples.py::test_log_perplexity_gap",
     "overestimation-rate": "metrics/test_catalogue_examples.py::test_overestimation_rate",
     "hspp-ratio": "test_simulate.py::test_coverage_hspp_ratio",
     "mipa": "metrics/test_catalogue_examples.py::test_mipa_and_mra",
@@ -282,3 +283,15 @@ def test_excluded_verdicts():
         excluded_share(np.array([0.5]), np.array([1]))
     with pytest.raises(ValueError, match="same length"):
         excluded_share(np.array([True]), np.array([1, 2]))
+
+
+def test_log_perplexity_gap():
+    """001 Fig. 5 by hand: own responses log-PPL 1 and 2, others 3 and 5 → 1.5 − 4 = −2.5; a NaN is
+    excluded and counted; no own response → undefined with a reason."""
+    est = reference.log_perplexity_gap([1.0, 2.0, 3.0, 5.0, np.nan], [True, True, False, False, True],
+                                       np.array([0, 1, 0, 1, 2]), n_resamples=0)
+    assert est.value == pytest.approx(-2.5) and est.excluded == {"no perplexity": 1}
+    undefined = reference.log_perplexity_gap([1.0, 2.0], [False, False], np.arange(2), n_resamples=0)
+    assert np.isnan(undefined.value) and "own responses" in undefined.note
+    with pytest.raises(ValueError, match="log_perplexity"):
+        reference.log_perplexity_gap([1.0, np.inf], [True, False], np.arange(2))

@@ -23,7 +23,7 @@ import pandas as pd
 from nepotism.metrics._codes import as_float
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
-from nepotism.metrics.reference import perplexity_win_rate
+from nepotism.metrics.reference import log_perplexity_gap, perplexity_win_rate
 
 __all__ = ["TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
 
@@ -187,7 +187,7 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, prefer
     conditions = frame["condition"].astype(str).to_numpy()
     own_a = _is_target(registry, judges, a, "self")
     own_b = _is_target(registry, judges, b, "self")
-    records = []
+    records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot)
     for judge, condition in sorted(set(zip(judges, conditions))):
         sel = (judges == judge) & (conditions == condition) & np.isfinite(diff)
         if sel.sum() < 2:
@@ -214,4 +214,25 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, prefer
                                            variant={"group": group, "rater": rater, "bin": result["bin"],
                                                     "low": result["low"], "high": result["high"],
                                                     "difference": "log perplexity of A − of B"}))
+    return records
+
+
+def _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot) -> list[dict]:
+    """log-perplexity-gap per (judge, condition): one row per response (its perplexity under the
+    judge averaged over the pairs and orders it appeared in), own vs other (001 Fig. 5)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a, log_b = np.log(ppl_a), np.log(ppl_b)
+    ids = frame["instance_id"].astype(str).to_numpy()
+    rows = pd.DataFrame({"judge": np.concatenate([judges, judges]), "condition": np.concatenate([conditions] * 2),
+                         "instance_id": np.concatenate([ids, ids]),
+                         "model": np.concatenate([frame["model_a"].astype(str), frame["model_b"].astype(str)]),
+                         "log_ppl": np.concatenate([log_a, log_b]), "own": np.concatenate([own_a, own_b])})
+    per_response = rows.groupby(["judge", "condition", "instance_id", "model"], sort=True).agg(
+        log_ppl=("log_ppl", "mean"), own=("own", "first")).reset_index()
+    records = []
+    for (judge, condition), g in per_response.groupby(["judge", "condition"], sort=True):
+        est = log_perplexity_gap(g["log_ppl"].to_numpy(dtype=float), g["own"].to_numpy(dtype=bool),
+                                 g["instance_id"].to_numpy(), bootstrap=boot)
+        records.append(_record("log-perplexity-gap", judge, condition, est, scope="self",
+                               variant={"unit": "mean log perplexity, own − other"}))
     return records

@@ -67,6 +67,8 @@ _ROWS = [
     MetricInfo("perplexity-win-rate", reference.perplexity_win_rate, "001 §5 Fig. 3–4",
                "P(judge picks A | perplexity-difference bin) vs humans",
                ("bins=quantiles (default 5)|explicit edges", "group=all|self|other", "rater=judge|human")),
+    MetricInfo("log-perplexity-gap", reference.log_perplexity_gap, "001 §5 Fig. 5",
+               "mean log PPL_J(own responses) − mean log PPL_J(other responses), one row per response"),
     MetricInfo("overestimation-rate", rubric.overestimation_rate, "002 Eq. 3 (instance), Eq. 4 (rubric)",
                "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}", ("level=instance|rubric", "kind=any|loss-to-win|loss-to-tie")),
     MetricInfo("hspp-ratio", rubric.hspp_ratio, "002 Eq. 1–2",
@@ -210,7 +212,7 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "error-bias": (-1.0, 1.0),
     "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
-    "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "overestimation-rate": (0.0, 1.0),
+    "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "overestimation-rate": (0.0, 1.0),
     "hspp-ratio": (0.0, None), "mipa": (0.0, 1.0), "mra": (0.0, 1.0), "score-delta": (None, None),
     "self-preference-ratio": (0.0, 1.0), "judge-accuracy": (0.0, 1.0), "task-accuracy": (0.0, 1.0),
     "legitimate-self-preference-ratio": (0.0, 1.0),

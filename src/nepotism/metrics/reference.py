@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
-from nepotism.metrics._common import group_sums, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._common import checked, group_sums, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "harmful_self_preference_propensity",
     "judge_accuracy",
     "legitimate_self_preference_ratio",
+    "log_perplexity_gap",
     "perplexity_win_rate",
 ]
 
@@ -239,3 +240,30 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
     other_ok = ~own_ok
     return _per_evaluatee("harmful-self-preference-propensity", p_own * other_ok, other_ok.astype(float), keep,
                           excluded, codes, names, clusters, averaging, settings(bootstrap, **fields))
+
+
+def log_perplexity_gap(log_perplexity: np.ndarray, own: np.ndarray, clusters: np.ndarray, *,
+                       bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+    """Mean log-perplexity of the judge's own responses minus that of other responses, under the judge.
+
+    Paper 001 §5 Fig. 5 (each evaluator's average log-perplexity of its own responses vs others'):
+    mean(log PPL | own) − mean(log PPL | other), one row per response, clustered by prompt. A
+    negative gap means the judge finds its own texts more familiar (001 finds this for every
+    evaluator). A NaN log-perplexity is excluded as ``no perplexity``.
+
+    >>> round(log_perplexity_gap([1.0, 2.0, 3.0, 5.0], [True, True, False, False], [0, 1, 0, 1], n_resamples=0).value, 6)
+    -2.5
+    """
+    values = checked(log_perplexity, "log_perplexity", low=-np.inf, high=np.inf)
+    mine = np.asarray(own, dtype=bool)
+    if mine.shape != values.shape:
+        raise ValueError(f"own has {mine.size} entries; expected {values.size} (one per row)")
+    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    options = settings(bootstrap, **fields)
+    if not (keep & mine).any() or not (keep & ~mine).any():
+        return undefined("needs the judge's own responses and other responses with a perplexity", n_excluded=n_excl,
+                         excluded=excluded, bootstrap=options)
+    v, m = values[keep], mine[keep]
+    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([v * m, m, v * ~m, ~m]).astype(float))
+    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+                             bootstrap=options)
