@@ -14,24 +14,24 @@ revision REV (its ``src`` from ``git archive``, put first on ``PYTHONPATH``) in 
 whether both printed the same JSON, byte for byte. Nothing is asserted about speed.
 
 Measured on the 2-core, 24 GB team machine on 2026-11-25, with other agents' test runs sharing
-the CPU (load average 5-9 on 2 cores, so seconds are pessimistic and noisy; peak RSS is not):
+the CPU (load average 4-9 on 2 cores, so seconds are pessimistic and noisy; peak RSS is not).
+Latest run of this script (``--rows 1e6 --before 77e4e5d``, then ``--rows 1e7``; load ≈ 5):
 
-=====  ===========================================  =============================================
-rows   main at 77e4e5d (before)                       after
-=====  ===========================================  =============================================
-100k   14.5 s, 0.36 GB                               6.7 s (audit batched)
-1M     134.6 s, 1.30 GB (under cProfile, 1 BLAS       26.1 s, 1.31 GB (audit batched); 28.7 s, 0.97 GB
-       thread; the issue measured 55-146 s)           (+ comparisons, table reading); 54.7 s, 0.92 GB
-                                                      at load average 9 (this script)
-10M    not run (5M passed 4.8 GB in the issue)        509.8 s, 10.1 GB (audit batched only; load ~5)
-=====  ===========================================  =============================================
+=====  ================================  ===================================================
+rows   main at 77e4e5d (before)          after (main at ac3d70b)
+=====  ================================  ===================================================
+1M     135.9 s, 1.25 GB                  14.4 s, 0.92 GB — same JSON, byte for byte
+10M    not run (the issue: 5M rows        188 s, 6.45 GB (510 s, 10.1 GB with only the audit
+       passed 4.8 GB before finishing)    batched)
+=====  ================================  ===================================================
 
-The JSON printed before and after is identical byte for byte at 100k and 1M when both run with the
-same number of BLAS threads (``matched-bias`` intervals, computed with float32 products of
-non-integer sums outside the audit, move in the ninth digit with the thread count). Where the time
-goes after these changes (1M rows, cProfile): the audit itself ~2.6 s; the rest of the suite
-(position consistency, matched bias, exclusions, a second `build_comparisons`) ~12 s; the
-leaderboard ~3 s. The 10M target (<= 60 s, <= 4 GB) is not reached yet.
+Earlier in the session: 100k rows 14.5 s, 0.36 GB before and 6.7 s after the audit alone.
+(``matched-bias`` intervals, computed with float32 products of non-integer sums outside the
+audit, move in the ninth digit with the number of BLAS threads: compare runs with the same
+``OPENBLAS_NUM_THREADS``.) Where the 1M run's time goes now (cProfile, 18 s in all): the rest of
+the pairwise suite 8.9 s (position consistency 3.0, matched bias 2.7, order codes 1.0, PLS 0.7,
+exclusions 0.7), two `build_comparisons` 2.1, importing scipy 2.3, the audit 1.9, reading and
+checking the table 1.7, the leaderboard 0.5. The 10M target (<= 60 s, <= 4 GB) is not reached yet.
 """
 
 from __future__ import annotations
