@@ -107,7 +107,10 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
 
 
 def _text(column: pd.Series) -> np.ndarray:
-    return np.array([str(v) for v in column.to_numpy(dtype=object)], dtype=object)
+    values = column.to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string" and all(type(v) is str for v in pd.unique(values)):
+        return values.copy()  # already text: str(v) is v
+    return np.array([str(v) for v in values], dtype=object)
 
 
 def truth_codes(references: dict | None) -> pd.DataFrame | None:
@@ -187,14 +190,16 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
                 code = -1.0
             orient[scope][(judge, x, y)] = code
         orient["neutral"][(judge, x, y)] = 1.0 if eligible[(judge, x, y)] else 0.0
-    keys = list(zip(values["judge"], values["model_x"], values["model_y"]))
-    values = values.assign(eligible=np.array([eligible[k] for k in keys], dtype=bool))
+    # each row's (judge, x, y) as the number of its first appearance: look-ups once per triple, not per row
+    triple = values.groupby(["judge", "model_x", "model_y"], sort=False).ngroup().to_numpy()
+    keys = list(triples.itertuples(index=False, name=None))
+    values = values.assign(eligible=np.array([eligible[k] for k in keys], dtype=bool)[triple])
     usable = values[values["eligible"] & values["value"].notna()]
     ref = usable.groupby(_PAIR, sort=False)["value"].agg(ref_sum="sum", ref_n="count").reset_index()
     pair_judges = usable.groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
     parts = []
     for scope, table in orient.items():
-        code = np.array([table[k] for k in keys])
+        code = np.array([table[k] for k in keys], dtype=float)[triple]
         mine = values[code != 0].assign(orientation=code[code != 0])
         if mine.empty:
             continue
