@@ -11,7 +11,9 @@ pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, pro
                                                              each response given the prompt),
                                                              presentation (a-first: model_a was shown
                                                              first, the default | unknown: the order
-                                                             was randomised or not recorded)
+                                                             was randomised or not recorded),
+                                                             reasoning_tokens (tokens the judge wrote
+                                                             in its reply, paper 004 Fig. 5)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)
 rubric            instance_id, judge, model, rubric_id,      condition, replicate, category, setup
@@ -97,7 +99,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "verdict"),
         ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b",
-         "presentation", *_STATUS_COLUMNS),
+         "presentation", "reasoning_tokens", *_STATUS_COLUMNS),
     ),
     "pointwise": (
         ("instance_id", "judge", "model", "score"),
@@ -692,6 +694,8 @@ class _Validator:
         for column in ("perplexity_a", "perplexity_b"):
             if column in frame:
                 frame[column] = self.number(column, allow_empty=True, low=1.0)
+        if "reasoning_tokens" in frame:
+            frame["reasoning_tokens"] = self.number("reasoning_tokens", allow_empty=True, low=0.0)
         if "presentation" in frame:
             shown = self.text("presentation", default="a-first")
             bad = ~shown.isin(PRESENTATIONS)

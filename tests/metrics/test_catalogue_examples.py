@@ -33,6 +33,7 @@ WHERE = {
     "legitimate-self-preference-ratio": "metrics/test_catalogue_examples.py::test_d_diff_metrics",
     "harmful-self-preference-propensity": "metrics/test_catalogue_examples.py::test_d_diff_metrics",
     "task-accuracy": "metrics/test_task.py::test_suite_task_accuracy_and_correlation_with_judge_accuracy",
+    "reasoning-length": "metrics/test_task.py::test_reasoning_length_all_and_on_harmful_cases",
     "recognition-accuracy": "analyses/test_suite.py::test_recognition_accuracy_recovers_planted_accuracy",
     "recognition-preference-association": "metrics/test_catalogue_examples.py::test_recognition_metrics",
     "position-consistency": "metrics/test_catalogue_examples.py::test_recognition_metrics",

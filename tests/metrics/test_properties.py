@@ -41,6 +41,7 @@ PROPERTIES = {
     "recognition-preference-association": (lambda r, c: recognition.recognition_preference_association(BIN[r], BIN2[r], c)[0], (-1, 1)),
     "position-consistency": (lambda r, c: recognition.position_consistency(CODES[r], CODES2[r], c), (0, 1)),
     "matched-bias": (lambda r, c: matched.matched_bias((CODES[r] + 1) / 2, BIN[r], c), (-1, 1)),
+    "reasoning-length": (lambda r, c: task.reasoning_length((CODES[r] + 1) * 100, c), (0, 200)),
     "task-accuracy": (lambda r, c: task.task_accuracy(BIN[r], c), (0, 1)),
     "excluded-verdicts": (lambda r, c: coverage.excluded_share(BIN[r] == 1, c, reasons=np.where(BIN[r] == 1, "x", None)),
                           (0, 1)),

@@ -100,3 +100,37 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
                 and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
                 and r["variant"].get("preference", "verdict") == "verdict"}
     assert accuracy == pytest.approx(JUDGE_ACC)
+
+
+def test_reasoning_length_all_and_on_harmful_cases(tmp_path):
+    """Paper 004 Fig. 5 on a planted table: gpt-4-0613 writes 100 tokens when its own answer is right
+    and 400 when it is wrong (the harmful cases: its answer wrong, claude-2's right), two orders per
+    prompt, one row without a count. All: (5 × 100 + 4 × 400) / 9; harmful: 400 on 4 rows."""
+    from nepotism.metrics.bootstrap import Bootstrap
+    from nepotism.models import default_registry
+
+    rows, correct = [], []
+    for i in range(5):
+        own_right = i < 3
+        for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
+            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
+                         "verdict": "A", "reasoning_tokens": 100 if own_right else 400})
+        correct += [{"instance_id": f"q{i}", "model": "gpt-4-0613", "correct": own_right},
+                    {"instance_id": f"q{i}", "model": "claude-2", "correct": not own_right}]
+    rows[0]["reasoning_tokens"] = None  # not counted: excluded
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    from nepotism.tables import read_table
+
+    table = read_table(path)
+    records = run_suite(table.frame, "pairwise", default_registry(), references={"correctness-ref": pd.DataFrame(correct)},
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    got = {r["variant"]["subset"]: r for r in records if r["metric"] == "reasoning-length"}
+    assert got["all"]["value"] == pytest.approx((5 * 100 + 4 * 400) / 9) and got["all"]["excluded"] == {"not counted": 1}
+    assert got["harmful"]["value"] == pytest.approx(400.0) and got["harmful"]["n"] == 4
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame(rows[1:]).assign(reasoning_tokens=-3).to_csv(bad, index=False)
+    from nepotism.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="reasoning_tokens"):
+        read_table(bad)

@@ -48,7 +48,7 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
-from nepotism.metrics.task import task_accuracy_records
+from nepotism.metrics.task import reasoning_length_records, task_accuracy_records
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
 from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
@@ -324,6 +324,7 @@ def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
     records += _position_records(frame, options)
     records += _pls_records(comp, registry, options)
     records += _reference_pairwise(comp, relations, refs, options)
+    records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
     records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
                                      leaderboard=options.leaderboard, rank_against=options.rank_against)
     records += perplexity_records(frame, registry, options.bootstrap, preference=refs.get("preference-ref"),

@@ -17,7 +17,7 @@ from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 
-__all__ = ["task_accuracy", "task_accuracy_records"]
+__all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "task_accuracy_records"]
 
 UNGRADED = "ungraded"
 
@@ -81,4 +81,66 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
         if str(judge) in estimates:
             records.append({**base, "judge": judge, "condition": condition, "generator": None, "scope": "self",
                             "variant": {"of": "judge's own answers"}, **estimates[str(judge)].as_dict()})
+    return records
+
+
+def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
+                     **fields) -> Estimate:
+    """Mean number of tokens a judge wrote per judgment (paper 004 §5, Fig. 5, Tables 13–18).
+
+    Formula: RL = Σ tokens / |judgments with a token count|, clustered by prompt. ``tokens`` holds
+    each judgment's output-token count (its reasoning and its verdict; ``reasoning_tokens`` in a
+    pairwise table) or NaN when the backend did not count them (excluded as ``"not counted"``).
+    The suite computes it on every judgment (``subset=all``) and on the harmful cases, the judge's
+    own answer wrong and the other's right (``subset=harmful``, the cases of 004's HSPP).
+
+    >>> reasoning_length([100, 300, np.nan], [0, 1, 2], n_resamples=0).value
+    200.0
+    """
+    from nepotism.metrics._common import checked
+
+    values = checked(tokens, "tokens", low=0.0, high=np.inf)
+    clusters = np.asarray(clusters)
+    keep, n_missing, excluded = valid_rows(values, reason="not counted")
+    options = settings(bootstrap, **fields)
+    if not keep.any():
+        return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    _, sums = cluster_sums(clusters[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
+    return cluster_bootstrap(sums, _ratio, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+                             bootstrap=options)
+
+
+def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: dict,
+                             bootstrap: Bootstrap) -> list[dict]:
+    """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``) and,
+    with a correctness reference, over the harmful cases of paper 004's Fig. 5 (the judge's own
+    answer wrong, the other's right; ``subset=harmful``). ``scopes`` maps (judge, model) to
+    `Registry.scope`."""
+    if "reasoning_tokens" not in frame:
+        return []
+    rows = frame.assign(instance_id=frame["instance_id"].astype(str))
+    tokens = rows["reasoning_tokens"].to_numpy(dtype=float)
+    subsets = {"all": np.ones(len(rows), dtype=bool)}
+    if correctness is not None and "correct" in correctness:
+        ok = correctness.assign(instance_id=correctness["instance_id"].astype(str)) \
+            .set_index(["instance_id", "model"])["correct"].map(lambda v: np.nan if v is None else float(v))
+        ok = ok[~ok.index.duplicated()]
+
+        def graded(models):
+            return ok.reindex(pd.MultiIndex.from_arrays([rows["instance_id"], models])).to_numpy(dtype=float)
+
+        a_ok, b_ok = graded(rows["model_a"].astype(str)), graded(rows["model_b"].astype(str))
+        own_a = np.array([scopes.get((j, m)) == "self" for j, m in zip(rows["judge"], rows["model_a"])])
+        own_b = np.array([scopes.get((j, m)) == "self" for j, m in zip(rows["judge"], rows["model_b"])])
+        subsets["harmful"] = (own_a & (a_ok == 0) & (b_ok == 1)) | (own_b & (b_ok == 0) & (a_ok == 1))
+    records = []
+    for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
+        at = group.index.to_numpy()
+        position = rows.index.get_indexer(at)
+        for subset, member in subsets.items():
+            take = position[member[position]]
+            est = reasoning_length(tokens[take], rows["instance_id"].to_numpy()[take], bootstrap=bootstrap)
+            records.append({"metric": "reasoning-length", "judge": judge, "condition": condition, "generator": None,
+                            "pair": None, "scope": "self" if subset == "harmful" else None,
+                            "variant": {"subset": subset, "unit": "tokens per judgment"}, **est.as_dict()})
     return records

@@ -64,7 +64,7 @@ JUDGMENT_COLUMNS = {
 }
 _GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "status", "reason", "condition",
             "replicate", "category")
-_TYPES = {"replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
+_TYPES = {"reasoning_tokens": _INT, "replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
           "prob_tie": _FLOAT, "label_mass": _FLOAT}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
 
@@ -95,16 +95,17 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
                      "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
     query = conn.execute(
         "SELECT j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
-        "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category) "
+        "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category), "
+        "j.usage "
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
         "LEFT JOIN instance_categories c ON c.instance_id = j.instance_id "
         "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) "
         "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
         (stored, width, width),
     )
-    rows, has_probs, has_mass = [], False, False
+    rows, has_probs, has_mass, has_tokens = [], False, False, False
     for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
-            category in query:
+            category, usage in query:
         candidates = json.loads(cands)
         base = {"instance_id": inst, "judge": judge}
         state = {"status": status, "reason": reason, "label_mass": mass}
@@ -115,7 +116,9 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
             has_probs = has_probs or any(label in probs for _, label in _PROBS)
             extra = {col: probs.get(label) for col, label in _PROBS}
             pair = {"model_a": candidates[0], "model_b": candidates[1], "verdict": verdict}
-            rows.append(base | pair | state | extra | tail)
+            tokens = _output_tokens(usage)
+            has_tokens = has_tokens or tokens is not None
+            rows.append(base | pair | state | extra | tail | {"reasoning_tokens": tokens})
         elif protocol == "pointwise":
             rows.append(base | {"model": candidates[0], "score": score} | state | tail)
         elif protocol == "rubric":
@@ -137,7 +140,19 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
         columns[at:at] = [col for col, _ in _PROBS] + ["label_mass"]
     elif has_mass:
         columns[at:at] = ["label_mass"]
+    if protocol == "pairwise" and has_tokens:
+        columns.append("reasoning_tokens")
     return columns, rows
+
+
+def _output_tokens(usage: str | None) -> int | None:
+    """The tokens the judge wrote (its reasoning and verdict) from a call's recorded usage; None
+    when the backend did not count them (a label-probability call writes none: 0 is left out too)."""
+    if not usage:
+        return None
+    counted = json.loads(usage)
+    value = counted.get("completion_tokens", counted.get("output_tokens")) if isinstance(counted, dict) else None
+    return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def _pick_protocol(conn: sqlite3.Connection, protocol: str | None) -> str:
