@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT / ".." / "shared" / "data"
@@ -357,7 +358,7 @@ def render_routellm(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
               for name, _, _ in PROMPTS}
     board = {e["entry"]: e for e in audit["leaderboard"]}
     turbo, mixtral = board["gpt-4-1106-preview"], board["mistralai/Mixtral-8x7B-Instruct-v0.1"]
-    lower, higher = strict["value"], 1 - 2 * half["value"] + strict["value"]  # P(other higher) = 1 - P(fam) - P(tie)
+    higher = 1 - 2 * half["value"] + strict["value"]  # P(other higher) = 1 - P(fam) - P(tie)
     table = ["| judge prompt | questions | GPT-4-Turbo higher | ties as half |", "|---|---|---|---|"]
     for name, what, _ in PROMPTS:
         r = sliced[name]

@@ -13,7 +13,6 @@ students and families.
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pandas as pd

@@ -33,7 +33,7 @@ weights-matrix product per (judge, condition). Left out: file reading and presen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd

@@ -41,7 +41,6 @@ from every response body and error text before decoding, in any spelling JSON al
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import time
@@ -197,7 +196,7 @@ class OpenAIHTTPBackend:
         try:
             async with session.post(url, data=payload) as resp:
                 return resp.status, await resp.read(), resp.headers
-        except (asyncio.TimeoutError, TimeoutError) as exc:
+        except TimeoutError as exc:
             raise _TransportFailure("timeout") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc

@@ -96,13 +96,13 @@ class _Side:
         self.names, self.judges, self.opponent = names, judges, opponent
 
     @classmethod
-    def of_frame(cls, rows: pd.DataFrame) -> "_Side":
+    def of_frame(cls, rows: pd.DataFrame) -> _Side:
         instance, _ = _text_codes(rows["instance_id"].to_numpy())
         judge, judges = _text_codes(rows["judge"].to_numpy())
         generator, names = _text_codes(rows["generator"].to_numpy())
         return cls(instance, judge, generator, rows["score"].to_numpy(dtype=float), names, judges)
 
-    def subset(self, mask: np.ndarray) -> "_Side":
+    def subset(self, mask: np.ndarray) -> _Side:
         return _Side(self.instance[mask], self.judge[mask], self.generator[mask], self.score[mask], self.names,
                      self.judges, None if self.opponent is None else self.opponent[mask])
 
