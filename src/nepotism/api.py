@@ -256,6 +256,7 @@ def audit(
         table_refs = dict(refs)
         if table.kind in ("recognition", "recognition-pairwise") and "pairwise" in by_kind:
             table_refs["pairwise"] = by_kind["pairwise"].frame
+        comparisons = None
         if table.kind == "pairwise":
             from nepotism.report.derived import leaderboard_records
 
@@ -270,7 +271,8 @@ def audit(
             from nepotism.report.derived import pointwise_leaderboard_records
 
             boards += pointwise_leaderboard_records(table.frame, registry, bootstrap=bootstrap)
-        records += run_suite(table.frame, table.kind, registry, references=table_refs, options=suite_options).records
+        records += run_suite(table.frame, table.kind, registry, references=table_refs, options=suite_options,
+                             comparisons=comparisons).records
         if agreement is not None and table.kind == "rubric":
             filtered, _ = agreement_filter(table.frame, agreement)
             for r in run_suite(filtered, "rubric", registry, references=table_refs, options=suite_options).records:

@@ -640,3 +640,20 @@ def test_log_perplexity_gap_from_a_pairwise_table_counts_each_response_once():
     gap = [r for r in records if r["metric"] == "log-perplexity-gap"]
     assert len(gap) == 1 and gap[0]["value"] == pytest.approx(-2.0) and gap[0]["n"] == 20
     assert gap[0]["n_clusters"] == 10
+
+
+def test_given_comparisons_give_the_same_records_as_building_them(tmp_path):
+    """`nepotism.audit` passes the comparisons it built to the suite (not built twice): same records."""
+    import json
+
+    from nepotism.analyses.comparisons import build_comparisons
+
+    _, sim, registry = _setup(tmp_path, self_bias=0.4)
+    options = SuiteOptions(bootstrap=Bootstrap(n_resamples=30, seed=2))
+    built = run_suite(sim.pairwise, "pairwise", registry, options=options).records
+    given = run_suite(sim.pairwise, "pairwise", registry, options=options,
+                      comparisons=build_comparisons(sim.pairwise, rule=options.rule)).records
+    assert json.dumps(built, sort_keys=True, default=str) == json.dumps(given, sort_keys=True, default=str)
+    with pytest.raises(ValueError, match="options.rule"):
+        run_suite(sim.pairwise, "pairwise", registry, options=options,
+                  comparisons=build_comparisons(sim.pairwise, rule="strict"))

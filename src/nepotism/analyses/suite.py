@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import build_comparisons, row_exclusions, with_reasons
+from nepotism.analyses.comparisons import Comparisons, build_comparisons, row_exclusions, with_reasons
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
@@ -312,8 +312,9 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
     return records
 
 
-def _pairwise_suite(frame, registry, refs, options) -> list[dict]:
-    comparisons = build_comparisons(frame, rule=options.rule)
+def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[dict]:
+    if comparisons is None:
+        comparisons = build_comparisons(frame, rule=options.rule)
     audit = AuditOptions(bootstrap=options.bootstrap)
     records = audit_pairwise(comparisons, registry, options=audit) if options.include_audit else []
     comp = comparisons.frame.copy()
@@ -422,14 +423,14 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
     return records
 
 
-def _one(frame, kind, registry, refs, options) -> list[dict]:
-    return exclusion_records(frame, kind, options) + _metrics(frame, kind, registry, refs, options)
+def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
+    return exclusion_records(frame, kind, options) + _metrics(frame, kind, registry, refs, options, comparisons)
 
 
-def _metrics(frame, kind, registry, refs, options) -> list[dict]:
+def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
     boot = options.bootstrap
     if kind == "pairwise":
-        return _pairwise_suite(frame, registry, refs, options)
+        return _pairwise_suite(frame, registry, refs, options, comparisons)
     if kind == "rubric":
         return _rubric_suite(frame, registry, refs, options)
     if kind == "pointwise":
@@ -509,11 +510,13 @@ def derive_instance_references(refs: dict) -> dict:
 
 
 def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
-              options: SuiteOptions | None = None) -> SuiteResult:
+              options: SuiteOptions | None = None, comparisons: Comparisons | None = None) -> SuiteResult:
     """Every metric whose inputs are present, for every (judge, condition) of ``frame``.
 
     ``kind`` is the table kind of ``frame`` (pairwise, pointwise, rubric, recognition,
-    recognition-pairwise). ``references`` maps a kind to its frame: the reference kinds
+    recognition-pairwise). ``comparisons``: a pairwise frame's `build_comparisons` under
+    ``options.rule`` when the caller already has it (`nepotism.audit` does), so it is not built
+    twice. ``references`` maps a kind to its frame: the reference kinds
     (``preference-ref``, ``correctness-ref``, ``rubric-ref``, ``rubric-items``) and, for a
     recognition table, a ``pairwise`` table (for recognition-preference-association).
     ``options.slices`` adds the records again per slice value with ``variant["slice"]``: any column
@@ -537,7 +540,9 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
             usable = sorted(c for c in frame.columns if not c.startswith("_")) + sorted(DERIVED_SLICES)
             raise InputError(f"unknown slice column '{column}'; this {kind} table has: {', '.join(usable)}",
                              field="--slice")
-    records = _one(frame, kind, registry, refs, options)
+    if comparisons is not None and (kind != "pairwise" or comparisons.rule != options.rule):
+        raise ValueError("comparisons must be the pairwise frame's, built under options.rule")
+    records = _one(frame, kind, registry, refs, options, comparisons)
     for column in options.slices:
         values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame[column]
         for value, part in frame.groupby(values, observed=True, sort=True):
