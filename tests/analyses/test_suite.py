@@ -657,3 +657,64 @@ def test_given_comparisons_give_the_same_records_as_building_them(tmp_path):
     with pytest.raises(ValueError, match="options.rule"):
         run_suite(sim.pairwise, "pairwise", registry, options=options,
                   comparisons=build_comparisons(sim.pairwise, rule="strict"))
+
+
+def _old_position_records(frame, options):
+    """The per-group reference computation the integer-key version replaced (kept to check equality)."""
+    from nepotism.analyses.comparisons import row_exclusions, with_reasons
+    from nepotism.analyses.suite import _record
+    from nepotism.metrics import recognition
+
+    if "presentation" in frame:
+        frame = frame[frame["presentation"].fillna("a-first").to_numpy() == "a-first"]
+    a, b = frame["model_a"].astype(str).to_numpy(), frame["model_b"].astype(str).to_numpy()
+    v = frame["verdict"].to_numpy(dtype=object)
+    code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
+    a_first = a < b
+    rows = pd.DataFrame({"instance_id": frame["instance_id"].astype(str).to_numpy(), "judge": frame["judge"].to_numpy(),
+                         "condition": frame["condition"].to_numpy(), "replicate": frame["replicate"].to_numpy(),
+                         "model_x": np.where(a_first, a, b), "model_y": np.where(a_first, b, a),
+                         "code": np.where(a_first, code_a, -code_a),
+                         "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)})
+    rows["why"] = np.where(np.isnan(code_a), row_exclusions(frame), None)
+    key = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
+    rows["order"] = rows.groupby(key, sort=False).cumcount()
+    records = []
+    for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
+        first = group[group["order"] == 0].set_index(key)[["code", "why"]]
+        second = group[group["order"] == 1].set_index(key)[["code", "why"]]
+        both = first.add_suffix("_1").join(second.add_suffix("_2"), how="inner")
+        ids = both.index.get_level_values("instance_id").to_numpy()
+        est = recognition.position_consistency(both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids,
+                                               bootstrap=options.bootstrap)
+        est = with_reasons(est, both["why_1"].where(both["why_1"].notna(), both["why_2"]))
+        records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
+        est = with_reasons(recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
+                                                             bootstrap=options.bootstrap), group["why"])
+        records.append(_record("position-consistency", judge, condition, est,
+                               variant={"share": "first slot chosen", "ties": "exclude"}))
+    return records
+
+
+def test_position_records_equal_the_per_group_computation(tmp_path):
+    import json
+
+    from nepotism.analyses.suite import _position_records
+
+    _, sim, _ = _setup(tmp_path, self_bias=0.3, tie_rate=0.2)
+    frame = sim.pairwise.copy()
+    rng = np.random.default_rng(9)
+    drop = rng.random(len(frame)) < 0.08  # some comparisons keep one order only
+    frame = frame[~drop].reset_index(drop=True)
+    unparsed = rng.random(len(frame)) < 0.05
+    frame["verdict"] = frame["verdict"].astype(object).where(~unparsed, None)
+    frame["status"] = np.where(unparsed, "unparsed", "parsed")
+    frame["reason"] = np.where(unparsed, rng.choice(["no_marker", "conflicting_markers"], len(frame)), None)
+    frame["condition"] = np.where(rng.random(len(frame)) < 0.3, "cot", "default")
+    frame["presentation"] = np.where(rng.random(len(frame)) < 0.1, "unknown", "a-first")
+    frame = pd.concat([frame, frame.iloc[:40].assign(replicate=1)], ignore_index=True)  # replicates
+    options = SuiteOptions(bootstrap=Bootstrap(n_resamples=40, seed=5))
+    old = _old_position_records(frame.assign(replicate=frame["replicate"].fillna(0)), options)
+    new = _position_records(frame.assign(replicate=frame["replicate"].fillna(0)), options)
+    assert len(new) == len(old) > 4
+    assert json.dumps(new, sort_keys=True, default=str) == json.dumps(old, sort_keys=True, default=str)

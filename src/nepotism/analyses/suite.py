@@ -94,45 +94,54 @@ def _record(metric, judge, condition, estimate: Estimate, **extra) -> dict:
 
 
 # ------------------------------------------------------------------------------------ pairwise
-def _order_codes(frame: pd.DataFrame) -> pd.DataFrame:
-    a, b = frame["model_a"].astype(str).to_numpy(), frame["model_b"].astype(str).to_numpy()
-    v = frame["verdict"].to_numpy(dtype=object)
-    code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
-    a_first = a < b
-    out = pd.DataFrame({"instance_id": frame["instance_id"].astype(str).to_numpy(), "judge": frame["judge"].to_numpy(),
-                        "condition": frame["condition"].to_numpy(), "replicate": frame["replicate"].to_numpy(),
-                        "model_x": np.where(a_first, a, b), "model_y": np.where(a_first, b, a),
-                        "code": np.where(a_first, code_a, -code_a),
-                        "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)})
-    out["why"] = np.where(np.isnan(code_a), row_exclusions(frame), None)
-    return out
+def _codes_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, labels = pd.factorize(values, sort=True)
+    return codes.astype(np.int64), np.asarray(labels, dtype=object)
 
 
 def _position_records(frame, options) -> list[dict]:
     """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
 
     Rows of a harness that randomised the order and kept only the preference (AlpacaEval) say
-    nothing about slots, so a judge with only such rows gets no position record."""
+    nothing about slots, so a judge with only such rows gets no position record. A comparison is
+    one (instance, judge, condition, replicate, unordered pair); its first two rows in table order
+    are its two presentations (integer keys throughout: no per-row Python)."""
     if "presentation" in frame:
         frame = frame[frame["presentation"].fillna("a-first").to_numpy() == "a-first"]
     if frame.empty:
         return []
-    rows = _order_codes(frame)
-    key = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
-    rows["order"] = rows.groupby(key, sort=False).cumcount()
+    a, b = frame["model_a"].astype(str).to_numpy(dtype=object), frame["model_b"].astype(str).to_numpy(dtype=object)
+    v = frame["verdict"].to_numpy(dtype=object)
+    code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
+    a_first = a < b
+    code = np.where(a_first, code_a, -code_a)
+    slot = np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)
+    why = np.where(np.isnan(code_a), row_exclusions(frame), None)
+    instance, instances = _codes_of(frame["instance_id"].astype(str).to_numpy(dtype=object))
+    judge, judges = _codes_of(frame["judge"].to_numpy(dtype=object))
+    condition, conditions = _codes_of(frame["condition"].to_numpy(dtype=object))
+    replicate, _ = _codes_of(frame["replicate"].to_numpy())
+    pair, _ = _codes_of(np.where(a_first, a, b) + "\x00" + np.where(a_first, b, a))
+    key = (((instance * len(judges) + judge) * len(conditions) + condition) * (replicate.max() + 1)
+           + replicate) * (pair.max() + 1) + pair
+    order = np.argsort(key, kind="stable")  # table order kept within a comparison
+    starts = np.r_[True, key[order][1:] != key[order][:-1]]
+    rank = np.arange(order.size) - np.maximum.accumulate(np.where(starts, np.arange(order.size), 0))
+    first, second = order[rank == 0], order[rank == 1]
+    has_second = np.isin(key[first], key[second])
+    first = first[has_second]  # both sorted by key, so first[i] and second[i] are one comparison
+    group_of_row = judge * len(conditions) + condition
     records = []
-    for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
-        first = group[group["order"] == 0].set_index(key)[["code", "why"]]
-        second = group[group["order"] == 1].set_index(key)[["code", "why"]]
-        both = first.add_suffix("_1").join(second.add_suffix("_2"), how="inner")
-        ids = both.index.get_level_values("instance_id").to_numpy()
-        est = recognition.position_consistency(both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids,
-                                               bootstrap=options.bootstrap)
-        est = with_reasons(est, both["why_1"].where(both["why_1"].notna(), both["why_2"]))
-        records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
-        est = with_reasons(recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
-                                                             bootstrap=options.bootstrap), group["why"])
-        records.append(_record("position-consistency", judge, condition, est,
+    for g in np.unique(group_of_row):
+        name, cond = judges[g // len(conditions)], conditions[g % len(conditions)]
+        f, s = first[group_of_row[first] == g], second[group_of_row[second] == g]
+        est = recognition.position_consistency(code[f], code[s], instances[instance[f]], bootstrap=options.bootstrap)
+        est = with_reasons(est, np.where(pd.isna(why[f]), why[s], why[f]))
+        records.append(_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
+        rows = np.flatnonzero(group_of_row == g)
+        est = with_reasons(recognition.first_slot_preference(slot[rows], instances[instance[rows]],
+                                                             bootstrap=options.bootstrap), why[rows])
+        records.append(_record("position-consistency", name, cond, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records
 
