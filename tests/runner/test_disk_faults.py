@@ -28,15 +28,25 @@ def _fill_after(monkeypatch, calls: int) -> dict:
     ``max_page_count``), until the reserve file is freed, which gives the space back."""
     state = {"stored": 0, "full": False}
     original_put = Store.put_call
+    original_puts = Store.put_calls
     original_release = Store._release_reserve
 
-    def put_call(self, key, **kwargs):
-        original_put(self, key, **kwargs)
-        state["stored"] += 1
-        if state["stored"] == calls and not state["full"]:
+    def filled(self, n):
+        state["stored"] += n
+        if state["stored"] >= calls and not state["full"]:
             state["full"] = True
             pages = self._conn().execute("PRAGMA page_count").fetchone()[0]
             self._conn().execute(f"PRAGMA max_page_count = {pages}")
+
+    def put_call(self, key, **kwargs):
+        original_put(self, key, **kwargs)
+        filled(self, 1)
+
+    def put_calls(self, calls_, **kwargs):  # the runner's group commit
+        calls_ = list(calls_)
+        changed = original_puts(self, calls_, **kwargs)
+        filled(self, len(calls_))
+        return changed
 
     def release(self):
         freed = original_release(self)
@@ -45,6 +55,7 @@ def _fill_after(monkeypatch, calls: int) -> dict:
         return freed
 
     monkeypatch.setattr(Store, "put_call", put_call)
+    monkeypatch.setattr(Store, "put_calls", put_calls)
     monkeypatch.setattr(Store, "_release_reserve", release)
     return state
 

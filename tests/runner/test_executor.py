@@ -145,3 +145,42 @@ def test_cancellation_leaves_whole_rows_and_resume_repeats_nothing(store):
         if call.key in done:
             assert backend.calls[text] == sent_before[text]  # committed calls are never repeated
     assert len(store.get_calls([c.key for c in calls])) == len(calls)
+
+
+def test_calls_answered_together_are_committed_together_before_use(store):
+    """Group commit: 40 calls answered in the same turns of the loop are stored in a few
+    transactions, each call before it is handed over (`_run` checks), claims all ended."""
+    backend = ScriptedBackend(delay=0.01)
+    endpoint = _endpoint(backend, concurrency=40)
+    transactions = []
+    put_calls = store.put_calls
+
+    def counting(calls, **kwargs):
+        calls = list(calls)
+        transactions.append(len(calls))
+        return put_calls(calls, **kwargs)
+
+    store.put_calls = counting
+    results, stats = _run(store, endpoint, _calls(endpoint, [f"q{i}" for i in range(40)]))
+    assert len(results) == stats.sent == sum(transactions) == 40
+    assert len(transactions) < 40 and max(transactions) > 1
+    assert store._conn().execute("SELECT COUNT(*) FROM call_claims").fetchone()[0] == 0
+
+
+def test_the_collector_is_restored_after_sending(store):
+    import gc
+
+    before = gc.get_threshold()
+    backend = ScriptedBackend()
+    endpoint = _endpoint(backend)
+    _run(store, endpoint, _calls(endpoint, ["a", "b"]))
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_disabled_progress_view_tracks_nothing():
+    from nepotism.runner import ProgressView, RunStats
+
+    stats = RunStats(phase="judge", total=3)
+    with ProgressView(enabled=False) as view:
+        view.track(stats)
+    assert stats.view is None

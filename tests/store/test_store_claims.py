@@ -57,3 +57,18 @@ def test_a_dead_owner_on_this_host_is_taken_over_at_once(tmp_path):
             ("c" * 64, "far", "another-host", dead.pid, time.time() + 3600))
         assert store.claim_call(KEY, "me") == "claimed"
         assert store.claim_call("c" * 64, "me") == "busy"  # another host's process may be alive
+
+
+def test_claim_calls_answers_each_key_in_one_transaction(tmp_path):
+    keys = ["b" * 64, "c" * 64, "d" * 64]
+    with Store(tmp_path / "s.db") as store:
+        _ok(store, keys[0])
+        assert store.claim_call(keys[1], "other") == "claimed"
+        assert store.claim_calls(keys + [keys[2]], "me") == {keys[0]: "done", keys[1]: "busy", keys[2]: "claimed"}
+        assert store.claim_call(keys[2], "other") == "busy"
+        # storing calls with release_owner ends that owner's claims in the same transaction
+        store.put_calls([{"key": keys[2], "request": {"backend": "b", "model": "m"}, "response": None,
+                          "text": "A"}], release_owner="me")
+        rows = store._conn().execute("SELECT key, owner FROM call_claims ORDER BY key").fetchall()
+        assert rows == [(keys[1], "other")]
+        assert store.claim_call(keys[2], "other") == "done"

@@ -8,9 +8,16 @@ rate limits, and retries of transient failures with exponential backoff and jitt
 committed to the store (ok, or failed with its last error, its attempt count and every attempt's
 error) *before* it is handed to the caller's ``on_result`` callback, so a crash between the two
 loses nothing: the next run finds the call in the cache. Cancellation leaves only whole rows.
-Before sending, a worker claims the call in the store (`Store.claim_call`, a renewed lease): a
+Before sending, a worker claims the call in the store (`Store.claim_calls`, a renewed lease, for
+the next calls of its queue at once): a
 call another process is sending is not sent again but waited for and then read from the store,
 so two processes running the same experiment on one store never pay for one call twice.
+
+Sending costs little CPU besides the HTTP client: claims are taken for the next calls of a queue
+in one transaction (`Store.claim_calls`), the calls answered in one turn of the event loop are
+committed together in one transaction that also ends their claims (group commit, `_commit`),
+and while calls are in flight the objects made before (the plan) are frozen out of the garbage
+collector's scans (`_freeze_gc`).
 
 Cache hits are replayed synchronously in one loop (no task per call): the rows come from one
 batched read of only the columns a completion needs (`nepotism.store.fastread`), and each
@@ -31,13 +38,15 @@ import os
 import random
 import socket
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from nepotism.backends.base import Backend, Completion, Request, failed
 from nepotism.credentials import is_secret_name, redact_text
-from nepotism.runner._replay import _LazyJSON, _pause_gc, _replayed, _resume_gc
+from nepotism.runner._replay import _freeze_gc, _LazyJSON, _pause_gc, _replayed, _resume_gc, _thaw_gc
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
@@ -297,6 +306,11 @@ class CallExecutor:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.claim_lease_s = CLAIM_LEASE_S
         self.claim_poll_s = 0.25
+        #: calls claimed in one store transaction (see `_claim`)
+        self.claim_chunk = 64
+        self._states: dict[str, str] = {}
+        self._batch: list[dict[str, Any]] = []
+        self._flushed: asyncio.Future[None] | None = None
         self._deferred: dict[str, list[list[PlannedCall]]] = {}
         #: send nothing: calls stored as failed are delivered as those failures, and a call not
         #: stored at all is an error (a run finished from batch results, `nepotism.runner.batch`)
@@ -341,19 +355,21 @@ class CallExecutor:
         if self.offline:
             self._replay_failures(pending, on_result)
             return
-        queues: dict[str, asyncio.Queue[list[PlannedCall]]] = {}
+        queues: dict[str, deque[list[PlannedCall]]] = {}
         for group in pending.values():
-            queues.setdefault(group[0].model, asyncio.Queue()).put_nowait(group)
+            queues.setdefault(group[0].model, deque()).append(group)
         workers = []
         for model, queue in queues.items():
             endpoint = self.endpoints[model]
             n = endpoint.limiter.concurrency if endpoint.limiter else 1
-            for _ in range(min(n, queue.qsize())):
+            for _ in range(min(n, len(queue))):
                 workers.append(asyncio.create_task(self._worker(endpoint, queue, on_result)))
         renewer = asyncio.create_task(self._renew_claims())
+        frozen = _freeze_gc()
         try:
             await asyncio.gather(*workers)
         finally:
+            _thaw_gc(frozen)
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
@@ -391,21 +407,62 @@ class CallExecutor:
             await asyncio.sleep(self.claim_lease_s / 3)
             self.store.renew_claims(self.owner, lease_s=self.claim_lease_s)
 
+    async def _commit(self, record: dict[str, Any]) -> None:
+        """Store one answered call and end this executor's claim on it; return once committed.
+
+        Group commit: the calls answered in the same turn of the event loop are stored in one
+        transaction (`Store.put_calls`), written after the turn's other callbacks (the first
+        caller schedules it); every caller waits for that commit, so none uses its call before it
+        is stored, and a failed commit (a full disk) raises in each of them."""
+        self._batch.append(record)
+        if self._flushed is None:
+            loop = asyncio.get_running_loop()
+            self._flushed = loop.create_future()
+            loop.call_soon(self._flush)
+        await asyncio.shield(self._flushed)
+
+    def _flush(self) -> None:
+        batch, flushed = self._batch, self._flushed
+        self._batch, self._flushed = [], None
+        try:
+            self.store.put_calls(batch, release_owner=self.owner)
+        except BaseException as exc:  # every waiting worker raises it
+            flushed.set_exception(exc)
+            flushed.exception()  # retrieved here too: no "never retrieved" warning if all were cancelled
+            return
+        flushed.set_result(None)
+
+    def _claim(self, group: list[PlannedCall], queue: deque[list[PlannedCall]]) -> str:
+        """The claim state of ``group``'s call: claimed ahead together with the next calls in
+        ``queue`` (up to `claim_chunk` in one store transaction, `Store.claim_calls`), so a run
+        does not pay one transaction per call; another process running the same calls still
+        gets the ones this one has not reached."""
+        key = group[0].key
+        state = self._states.pop(key, None)
+        if state is None:
+            keys = [key] + [g[0].key for g in islice(queue, self.claim_chunk - 1)]
+            states = self.store.claim_calls(keys, self.owner, lease_s=self.claim_lease_s)
+            state = states.pop(key)
+            self._states.update(states)
+        return state
+
     async def _worker(
-        self, endpoint: Endpoint, queue: asyncio.Queue, on_result: Callable[[CallResult], None]
+        self, endpoint: Endpoint, queue: deque[list[PlannedCall]], on_result: Callable[[CallResult], None]
     ) -> None:
         deferred = self._deferred.setdefault(endpoint.model, [])
         while not self.store.low_space:  # a full disk: send nothing more, keep what is answered
-            try:
-                group = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            if queue:
+                group = queue.popleft()
+                call = group[0]
+                state = self._claim(group, queue)
+            else:
                 if not deferred:
                     return
                 # calls another process is sending: ask again after a pause
                 group = deferred.pop(0)
                 await asyncio.sleep(self.claim_poll_s)
-            call = group[0]
-            state = self.store.claim_call(call.key, self.owner, lease_s=self.claim_lease_s)
+                call = group[0]
+                state = self.store.claim_call(call.key, self.owner, lease_s=self.claim_lease_s)
             if state == "busy":
                 deferred.append(group)
                 continue
@@ -416,8 +473,7 @@ class CallExecutor:
                     continue
             completion, errors = await self._attempts(endpoint, call)
             # commit first, then use: a crash after this line loses nothing
-            self.store.put_call(call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id))
-            self.store.release_claims(self.owner, [call.key])
+            await self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)})
             attempts = len(errors) + (1 if completion.ok else 0)
             self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
             for same in group:

@@ -10,6 +10,7 @@ has them).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +102,7 @@ class ProgressView:
             transient=False,
         )
         self._tasks: dict[int, Any] = {}
+        self._updated: dict[Any, float] = {}
 
     def __enter__(self) -> ProgressView:
         self._progress.start()
@@ -110,7 +112,10 @@ class ProgressView:
         self._progress.stop()
 
     def track(self, stats: RunStats) -> None:
-        """Show ``stats`` as a new bar and keep it updated."""
+        """Show ``stats`` as a new bar and keep it updated. A disabled view (``--no-progress``,
+        or stderr not a terminal) tracks nothing, so a call costs no progress bookkeeping."""
+        if not self.enabled:
+            return
         task = self._progress.add_task(stats.phase, total=stats.total or None, rate="", failed=0,
                                        cached=0, spend=0.0, waited="")
         self._tasks[id(stats)] = task
@@ -121,6 +126,12 @@ class ProgressView:
         task = self._tasks.get(id(stats))
         if task is None:
             return
+        # the bar redraws 4 times a second: its speed (a sum over recent samples) is worth
+        # computing about that often, not once per call; the last update always goes through
+        now = time.monotonic()
+        if now - self._updated.get(task, -1.0) < 0.05 and stats.done < stats.total:
+            return
+        self._updated[task] = now
         shown = next((t for t in self._progress.tasks if t.id == task), None)
         speed = shown.speed if shown is not None else None
         rate = f"{speed:,.1f}/s" if speed else ""

@@ -220,17 +220,44 @@ class Store:
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
-    def put_calls(self, calls: Iterable[Mapping[str, Any]]) -> int:
+    def put_calls(self, calls: Iterable[Mapping[str, Any]], *, release_owner: str | None = None) -> int:
         """Store several calls in one transaction (much cheaper per call than `put_call`).
 
         Each item holds ``key`` and the keyword arguments of `put_call`; the same rules apply.
         Returns how many rows were added or replaced. Nothing is stored if any item is invalid.
+        With ``release_owner``, that owner's claims on these calls end in the same transaction
+        (see `claim_calls`). A full disk is met as `put_call` meets it: the reserve is given back
+        and the calls are stored (`low_space` set).
         """
-        rows = (_call_row(**call) for call in calls)
+        rows = [_clean(_call_row(**call)) for call in calls]
+        if not rows:
+            return 0
         try:
-            return self._write_many(_PUT_CALL, rows)
+            try:
+                return self._put_rows(rows, release_owner)
+            except StoreWriteError:
+                if not self._release_reserve():
+                    raise
+                return self._put_rows(rows, release_owner)
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
+
+    def _put_rows(self, rows: list[tuple], release_owner: str | None) -> int:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            before = conn.total_changes
+            conn.executemany(_PUT_CALL, rows)
+            changed = conn.total_changes - before
+            if release_owner is not None:
+                conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
+                                 [(row[0], release_owner) for row in rows])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # SQLite has already rolled back after a full disk
+                conn.execute("ROLLBACK")
+            raise
+        return changed
 
     # -- space set aside for answered calls ---------------------------------------------------
     @property
@@ -271,33 +298,43 @@ class Store:
         ``lease_s`` seconds (renew with `renew_claims`, end with `release_claims`). A claim whose
         lease has run out, or whose owner process no longer exists on this host, is taken over.
         """
+        return self.claim_calls([key], owner, lease_s=lease_s)[key]
+
+    def claim_calls(self, keys: Sequence[str], owner: str, *, lease_s: float = CLAIM_LEASE_S) -> dict[str, str]:
+        """`claim_call` for several calls in one transaction: ``{key: "done" | "busy" | "claimed"}``."""
         conn = self._conn()
         host, pid = socket.gethostname(), os.getpid()
+        unique = list(dict.fromkeys(keys))
+        marks = ",".join("?" * len(unique))
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if conn.execute("SELECT 1 FROM calls WHERE key = ? AND status = 'ok'", (key,)).fetchone():
-                state = "done"
-            else:
-                row = conn.execute("SELECT owner, host, pid, expires_at FROM call_claims WHERE key = ?",
-                                   (key,)).fetchone()
-                now = time.time()
-                live = (row is not None and row[0] != owner and row[3] > now
-                        and not (row[1] == host and not _alive(int(row[2]))))
-                if live:
-                    state = "busy"
+            done = {k for (k,) in conn.execute(
+                f"SELECT key FROM calls WHERE status = 'ok' AND key IN ({marks})", unique)}
+            now = time.time()
+            held = {row[0]: row[1:] for row in conn.execute(
+                f"SELECT key, owner, host, pid, expires_at FROM call_claims WHERE key IN ({marks})", unique)}
+            states: dict[str, str] = {}
+            for key in unique:
+                row = held.get(key)
+                if key in done:
+                    states[key] = "done"
+                elif (row is not None and row[0] != owner and row[3] > now
+                      and not (row[1] == host and not _alive(int(row[2])))):
+                    states[key] = "busy"
                 else:
-                    conn.execute(
-                        "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?) "
-                        "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
-                        "pid = excluded.pid, expires_at = excluded.expires_at",
-                        (key, owner, host, pid, now + lease_s))
-                    state = "claimed"
+                    states[key] = "claimed"
+            claimed = [(k, owner, host, pid, now + lease_s) for k, state in states.items() if state == "claimed"]
+            if claimed:
+                conn.executemany(
+                    "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
+                    "pid = excluded.pid, expires_at = excluded.expires_at", claimed)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        return state
+        return states
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
@@ -310,6 +347,8 @@ class Store:
         conn = self._conn()
         if keys is None:
             conn.execute("DELETE FROM call_claims WHERE owner = ?", (owner,))
+        elif len(keys) == 1:  # the runner's case, once per call: one statement, no executemany
+            conn.execute("DELETE FROM call_claims WHERE key = ? AND owner = ?", (keys[0], owner))
         else:
             conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
                              [(k, owner) for k in keys])
@@ -348,9 +387,10 @@ class Store:
         or ``replace`` is true. ``call_keys`` maps judgment ids to the call each was read from.
         """
         keys = call_keys or {}
-        rows = (
-            _codec.judgment_row(j) + (keys.get(j.id), source, run_id, _codec.now()) for j in judgments
-        )
+        # the row's first value is the judgment's id: computed once per judgment (a hash of its
+        # canonical JSON), not again for the call-key lookup
+        rows = ((row := _codec.judgment_row(j)) + (keys.get(row[0]), source, run_id, _codec.now())
+                for j in judgments)
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
         condition = "" if replace else " WHERE judgments.status = 'failed' AND excluded.status != 'failed'"
