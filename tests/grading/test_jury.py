@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 import nepotism.grading.jury as jury
 from nepotism.grading.jury import pairwise_jury, rubric_jury
 
 FAMILY = {"gpt-4o": "openai", "gpt-4o-mini": "openai", "claude-3": "anthropic", "llama-3": "meta", "qwen": "alibaba"}
+
+
+def _same_family(judge, model):
+    """A test predicate: the judge and the model share a family in FAMILY (tags ignored)."""
+    return FAMILY.get(judge.split("@")[0]) is not None and FAMILY.get(judge.split("@")[0]) == FAMILY.get(model.split("@")[0])
 
 
 def _pairwise(rows):
@@ -20,7 +24,7 @@ def _rubric(rows):
 
 
 def test_all_is_exported():
-    assert set(jury.__all__) == {"JuryResult", "pairwise_jury", "rubric_jury"}
+    assert set(jury.__all__) == {"JuryResult", "pairwise_jury", "registry_related", "rubric_jury"}
 
 
 def test_pairwise_majority_merges_orders_and_counts():
@@ -60,7 +64,7 @@ def test_family_exclusion_changes_the_verdict():
         ("q1", "claude-3", "gpt-4o@s1", "llama-3", "B"),
     ])
     assert pairwise_jury(frame).frame.loc[0, "winner"] == "gpt-4o@s1"
-    result = pairwise_jury(frame, exclude_family=True, family_of=FAMILY.get)
+    result = pairwise_jury(frame, exclude_related=True, related=_same_family)
     assert result.frame.loc[0, "winner"] == "llama-3"
     assert result.counts["excluded_verdicts"] == 2
 
@@ -81,18 +85,22 @@ def test_rubric_majority_and_tie_is_none():
     assert "r3" not in met.index
     assert list(result.decided["rubric_id"]) == ["r1"]
     assert result.counts == {"majority": 1, "vote-tie": 1, "no_votes": 1, "unparsed_verdicts": 1}
-    excluded = rubric_jury(frame, exclude_family=True, family_of={"gpt-4o": "openai", "claude-3": "openai"}.get)
+    excluded = rubric_jury(frame, exclude_related=True, related=lambda j, m: {j, m} == {"gpt-4o", "claude-3"})
     assert excluded.frame.set_index("rubric_id").loc["r1", "votes"] == 2
 
 
-def test_default_family_function_uses_registry():
-    models = pytest.importorskip("nepotism.models")
-    if not hasattr(models, "default_registry"):
-        pytest.skip("registry not available")
-    registry = models.default_registry()
-    known = [name for name in ("gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet-20240620") if registry.knows(name)]
-    if len(known) < 2:
-        pytest.skip("registry lacks the sample models")
-    frame = _pairwise([("q1", known[0], known[0], "some-unknown-model", "A")])
-    result = pairwise_jury(frame, exclude_family=True)
-    assert result.counts.get("excluded_verdicts") == 1 and result.frame.empty
+def test_by_default_related_judges_are_told_by_the_registry_scope_rule(tmp_path):
+    """The default exclusion is `Registry.scope`: a juror does not vote on itself, its family or its
+    students (a real registry file, not a family table)."""
+    from nepotism.models import load_registry
+
+    (tmp_path / "r.toml").write_text('[models.judge-a]\nfamily = "A"\n[models.kin-a]\nfamily = "A"\n'
+                                     '[models.pupil]\nfamily = "P"\nteachers = ["judge-a"]\n'
+                                     '[models.other]\nfamily = "O"\n[models.judge-b]\nfamily = "B"\n')
+    registry = load_registry([tmp_path / "r.toml"], include_default=False)
+    frame = _pairwise([("q1", "judge-a", "judge-a@s1", "other", "A"), ("q2", "judge-a", "kin-a", "other", "A"),
+                       ("q3", "judge-a", "pupil", "other", "A"), ("q4", "judge-a", "other", "judge-b", "A"),
+                       ("q4", "judge-b", "other", "judge-b", "B")])
+    result = pairwise_jury(frame, exclude_related=True, related=jury.registry_related(registry))
+    assert result.counts["excluded_verdicts"] == 4  # itself, its family, its student; judge-b on itself
+    assert result.frame.set_index("instance_id")["winner"].to_dict() == {"q4": "other"}

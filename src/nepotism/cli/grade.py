@@ -18,7 +18,7 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
 @click.option("--rubrics", type=click.Path(dir_okay=False),
               help="--jury: the rubric-items table (points), to meta-evaluate positive and negative items apart.")
 @click.option("--keep-related", is_flag=True,
-              help="--jury: let a juror vote on answers of its own family (default: it does not, paper 002 §2.4).")
+              help="--jury: let a juror vote on answers of models related to it (default: it does not; paper 002 §2.4 asks this for its family, the registry adds students and teachers).")
 @models_option
 @bootstrap_options
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
@@ -91,6 +91,7 @@ def command(responses, task, jury, rubrics, keep_related, models_files, bootstra
 def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, out, as_json) -> None:
     """``--jury``: the rubric reference and the judges' meta-evaluation (library: grading.rubric_reference)."""
     from nepotism.errors import InputError
+    from nepotism.grading.jury import registry_related
     from nepotism.grading.rubric_reference import jury_reference, meta_evaluation
     from nepotism.models import load_registry
     from nepotism.tables import read_table, write_table
@@ -107,7 +108,7 @@ def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, 
                          "told (add them with --models, or --keep-related)", field="--jury")
     try:
         result = jury_reference(judgments, members, exclude_related=not keep_related,
-                                family_of=lambda m: registry.family_of(m) if registry.knows(m) else None)
+                                related=registry_related(registry))
     except ValueError as err:
         raise InputError(str(err), path=str(judgments_file), field="--jury") from None
     reference = result.decided[["instance_id", "model", "rubric_id", "met"]]
@@ -120,7 +121,7 @@ def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, 
                    "exclude_related": not keep_related, "counts": result.counts, "records": records})
         return
     c = result.counts
-    click.echo(f"jury {', '.join(members)}{'' if keep_related else ' (a juror does not vote on its family)'}: "
+    click.echo(f"jury {', '.join(members)}{'' if keep_related else ' (a juror does not vote on answers of models related to it)'}: "
                f"{c.get('majority', 0)} items decided, {c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} "
                f"without a vote left out; {c.get('excluded_verdicts', 0)} related verdicts excluded, "
                f"{c.get('unparsed_verdicts', 0)} unparsed")

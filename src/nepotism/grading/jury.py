@@ -11,9 +11,11 @@
    ``tie`` has the most votes (``decision="majority-tie"``) or two options share the top count
    (``decision="vote-tie"``). Rubric: met True/False, or None when the vote is even.
 
-With ``exclude_family=True`` a judge does not vote on items involving a model of its own family
-(itself included), as paper 002 §2.4 recommends; ``family_of`` maps a model name to its family
-(default: `nepotism.models` registry). Names may carry an ``@tag`` suffix, ignored for families.
+With ``exclude_related=True`` a judge does not vote on items involving a model it is related to —
+itself, its family, its students, its teachers: the one scope rule, `nepotism.models.Registry.scope`
+(not unrelated, not unknown) — as paper 002 §2.4 asks for a judge's own family. ``related`` is
+that predicate (default: `registry_related` of the bundled registry; `registry_related(registry)`
+for another one). Names may carry an ``@tag`` suffix (the registry ignores it).
 Items left with no vote are dropped from the reference and counted in ``JuryResult.counts``.
 A rubric vote tie stays in the frame with ``met=None``; `JuryResult.decided` drops such rows
 (a ``rubric-ref`` file must say true or false).
@@ -31,7 +33,7 @@ import pandas as pd
 
 from nepotism.votes import decide_one
 
-__all__ = ["JuryResult", "pairwise_jury", "rubric_jury"]
+__all__ = ["JuryResult", "pairwise_jury", "registry_related", "rubric_jury"]
 
 
 @dataclass(frozen=True)
@@ -49,51 +51,37 @@ class JuryResult:
         return self.frame[self.frame["met"].notna()].reset_index(drop=True)
 
 
-def _base(name: str) -> str:
-    return str(name).split("@", 1)[0]
-
-
-def _default_family_of() -> Callable[[str], str | None]:
-    try:
+def registry_related(registry=None) -> Callable[[str, str], bool]:
+    """(judge, model) → whether the judge is related to the model by `Registry.scope` (anything but
+    unrelated or unknown); ``registry`` defaults to the bundled one."""
+    if registry is None:
         from nepotism.models import default_registry
-    except ImportError as err:
-        raise RuntimeError(
-            "exclude_family needs a family_of function or the nepotism.models registry"
-        ) from err
-    registry = default_registry() if callable(default_registry) else default_registry
 
-    def family_of(name: str) -> str | None:
-        try:
-            return registry.family_of(name)
-        except (KeyError, LookupError):
-            return None
+        registry = default_registry()
+    memo: dict[tuple[str, str], bool] = {}
 
-    return family_of
+    def related(judge: str, model: str) -> bool:
+        key = (judge, model)
+        if key not in memo:
+            memo[key] = registry.scope(judge, model) not in ("unrelated", "unknown")
+        return memo[key]
+
+    return related
 
 
-def _related(judge: str, models: tuple[str, ...], family_of: Callable[[str], str | None] | None) -> bool:
-    judge_base = _base(judge)
-    if any(judge_base == _base(m) for m in models):
-        return True
-    if family_of is None:
-        return False
-    judge_family = family_of(judge_base)
-    return judge_family is not None and any(family_of(_base(m)) == judge_family for m in models)
-
-
-def _family_function(exclude_family: bool, family_of):
-    if not exclude_family:
+def _exclusion(exclude_related: bool, related):
+    if not exclude_related:
         return False, None
-    return True, family_of if family_of is not None else _default_family_of()
+    return True, related if related is not None else registry_related()
 
 
-def _ballots(rows, *, item_of, models_of, vote_of, exclude: bool, family_of, counts: Counter) -> dict:
+def _ballots(rows, *, item_of, models_of, vote_of, exclude: bool, related, counts: Counter) -> dict:
     """Each item's votes per judge; related judges' verdicts (when excluding) and unparsed ones counted."""
     per_judge: dict[tuple, dict[str, Counter]] = {}
     for row in rows:
         item = item_of(row)
         per_judge.setdefault(item, {})
-        if exclude and _related(row.judge, models_of(row), family_of):
+        if exclude and any(related(str(row.judge), m) for m in models_of(row)):
             counts["excluded_verdicts"] += 1
             continue
         vote = vote_of(row)
@@ -117,17 +105,17 @@ def _rubric_vote(row) -> bool | None:
 def pairwise_jury(
     judgments: pd.DataFrame,
     *,
-    exclude_family: bool = False,
-    family_of: Callable[[str], str | None] | None = None,
+    exclude_related: bool = False,
+    related: Callable[[str, str], bool] | None = None,
 ) -> JuryResult:
     """Majority-vote preference reference from a pairwise table frame (see module docstring)."""
-    exclude, family_of = _family_function(exclude_family, family_of)
+    exclude, related = _exclusion(exclude_related, related)
     counts = Counter()
     per_judge = _ballots(
         judgments[["instance_id", "judge", "model_a", "model_b", "verdict"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), *sorted((str(row.model_a), str(row.model_b)))),
         models_of=lambda row: tuple(sorted((str(row.model_a), str(row.model_b)))),
-        vote_of=_pair_vote, exclude=exclude, family_of=family_of, counts=counts)
+        vote_of=_pair_vote, exclude=exclude, related=related, counts=counts)
     rows = []
     for (instance_id, first, second), judges in per_judge.items():
         votes = Counter()
@@ -157,16 +145,16 @@ def pairwise_jury(
 def rubric_jury(
     judgments: pd.DataFrame,
     *,
-    exclude_family: bool = False,
-    family_of: Callable[[str], str | None] | None = None,
+    exclude_related: bool = False,
+    related: Callable[[str, str], bool] | None = None,
 ) -> JuryResult:
     """Majority-vote rubric reference (met True/False/None) from a rubric table frame."""
-    exclude, family_of = _family_function(exclude_family, family_of)
+    exclude, related = _exclusion(exclude_related, related)
     counts = Counter()
     per_judge = _ballots(
         judgments[["instance_id", "judge", "model", "rubric_id", "met"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), str(row.model), str(row.rubric_id)),
-        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, exclude=exclude, family_of=family_of,
+        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, exclude=exclude, related=related,
         counts=counts)
     rows = []
     for (instance_id, model, rubric_id), judges in per_judge.items():

@@ -29,7 +29,7 @@ _KEY = ["instance_id", "model", "rubric_id"]
 METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
 
 
-def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, family_of: Callable[[str], str | None],
+def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, related: Callable[[str, str], bool] | None = None,
                    exclude_related: bool = True) -> JuryResult:
     """The jury's majority per (instance, model, rubric item); ``ValueError`` naming a juror with no verdict."""
     judges = set(judgments["judge"].astype(str))
@@ -37,7 +37,7 @@ def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, family_of: C
     if missing:
         raise ValueError(f"no rubric verdict of jury member(s) {', '.join(missing)} in the table")
     votes = judgments[judgments["judge"].astype(str).isin(list(jury))]
-    return rubric_jury(votes, exclude_family=exclude_related, family_of=family_of)
+    return rubric_jury(votes, exclude_related=exclude_related, related=related)
 
 
 def _one_verdict(judgments: pd.DataFrame) -> pd.DataFrame:
