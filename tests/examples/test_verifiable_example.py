@@ -238,8 +238,12 @@ format = "csv"
     # nepotism metrics gives both opponent populations by default (the records of nepotism report)
     assert spr and {r["variant"]["opponents"] for r in spr} == {"unrelated", "any"}
     # paper 004's D_diff metrics come for both opponent populations and both averagings in one run
+    # (and per evaluatee, paper 004's table layout: checked below)
     for metric in D_DIFF:
-        rows = [r for r in records if r["metric"] == metric and "preference" not in r["variant"]]
+        rows = [r for r in records if r["metric"] == metric and "preference" not in r["variant"]
+                and r["variant"].get("averaging") != "one evaluatee"]
+        per_evaluatee = [r for r in records if r["metric"] == metric and r["variant"].get("averaging") == "one evaluatee"]
+        assert per_evaluatee and all(r["generator"] == r["variant"]["evaluatee"] for r in per_evaluatee), metric
         tags = sorted((r["variant"].get("opponents"), r["variant"].get("averaging")) for r in rows)
         assert tags == sorted((o, a) for o in ("unrelated", "any") for a in ("per-evaluatee", "pooled")), metric
         # the verdict-only condition reads label probabilities too: the same records from P(own answer)
