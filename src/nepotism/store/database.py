@@ -10,6 +10,7 @@ should be retried and never interprets a call — judging and the runner do that
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -137,18 +138,24 @@ class Store:
         """Run ``sql`` for every row in one transaction (known secrets redacted from every text
         value, `_clean`); return the rows changed."""
         rows = map(_clean, rows)
+        with self._transaction() as conn:
+            before = conn.total_changes
+            conn.executemany(sql, rows)
+            return conn.total_changes - before
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` on this thread's connection; any exception rolls back
+        (unless SQLite already has, as after a full disk) and propagates."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            before = conn.total_changes
-            conn.executemany(sql, rows)
-            changed = conn.total_changes - before
+            yield conn
             conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:  # SQLite has already rolled back after a full disk
+            if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        return changed
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
@@ -243,20 +250,13 @@ class Store:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
 
     def _put_rows(self, rows: list[tuple], release_owner: str | None) -> int:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             before = conn.total_changes
             conn.executemany(_PUT_CALL, rows)
             changed = conn.total_changes - before
             if release_owner is not None:
                 conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
                                  [(row[0], release_owner) for row in rows])
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:  # SQLite has already rolled back after a full disk
-                conn.execute("ROLLBACK")
-            raise
         return changed
 
     # -- space set aside for answered calls ---------------------------------------------------
@@ -306,8 +306,7 @@ class Store:
         host, pid = socket.gethostname(), os.getpid()
         unique = list(dict.fromkeys(keys))
         marks = ",".join("?" * len(unique))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             done = {k for (k,) in conn.execute(
                 f"SELECT key FROM calls WHERE status = 'ok' AND key IN ({marks})", unique)}
             now = time.time()
@@ -329,11 +328,6 @@ class Store:
                     "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
                     "pid = excluded.pid, expires_at = excluded.expires_at", claimed)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         return states
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
