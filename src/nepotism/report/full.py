@@ -29,6 +29,7 @@ from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS
+from nepotism.report.paradigms import accuracy_bias_table
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
@@ -183,6 +184,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
+        "paradigms": accuracy_bias_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
@@ -303,6 +305,10 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]
+    if context["paradigms"]:
+        cols = ["condition", "paradigm", "level", "accuracy", "bias", "n_judges", "r", "p_value", "points"]
+        out += ["### Accuracy against self-preference across paradigms (paper 002 Fig. 2)", ""]
+        out += _md_table(cols, [[r[k] for k in cols] for r in context["paradigms"]]) + [""]
     out += recognition_markdown(context["recognition"], _md_table)
     mit = context["mitigations"]
     if mit["effects"]:

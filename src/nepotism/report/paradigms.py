@@ -1,0 +1,52 @@
+"""The report's accuracy-vs-bias panel across judging paradigms (paper 002 Fig. 2).
+
+Paper 002 plots, per paradigm (rubric verdicts SR / AR, direct assessment DA, pairwise PWC), each
+judge's accuracy against its self-preference bias: instance level MIPA vs the HSPP-instance ratio,
+rubric level MRA vs the HSPP-rubric ratio. `accuracy_bias_table` reads the rubric metrics of
+``nepotism metrics`` (picked as the rubric section picks them, `sections.rubric_records`) and gives,
+per condition (a rubric setup such as all-rubrics follows the condition) and paradigm, the Pearson
+r across judges with its Fisher-z interval and p-value (`nepotism.metrics.stats.pearson`), the
+number of judges and the points themselves. Fewer than three judges with both values → r is
+"n/a" with the reason. Left out: the scatter plot itself.
+"""
+
+from __future__ import annotations
+
+from nepotism.metrics.stats import pearson
+from nepotism.report.sections import RUBRIC, _by_judge, rubric_records
+
+__all__ = ["PAIRS", "accuracy_bias_table"]
+
+#: (paradigm, level, accuracy column, bias column) of `sections.rubric_records`.
+PAIRS = (("SR", "instance", "mipa SR", "hspp-ratio self instance"),
+         ("SR", "rubric", "mra", "hspp-ratio self rubric"),
+         ("DA", "instance", "mipa DA", "hspp-ratio self instance DA"),
+         ("PWC", "instance", "mipa PWC", "hspp-ratio self instance PWC"))
+
+
+def accuracy_bias_table(records: list[dict]) -> list[dict]:
+    """One row per (condition, paradigm, level) with any judge measured on both; empty without rubric records."""
+    by_condition: dict[str, dict[str, dict]] = {}
+    for (judge, condition), items in _by_judge(records, RUBRIC).items():
+        by_condition.setdefault(condition, {})[judge] = rubric_records(items)
+    rows = []
+    for condition, judges in sorted(by_condition.items()):
+        for paradigm, level, acc, bias in PAIRS:
+            points = []
+            for judge, found in sorted(judges.items()):
+                a, b = found.get(acc), found.get(bias)
+                if a is not None and b is not None and a.get("value") is not None and b.get("value") is not None:
+                    points.append((judge, float(a["value"]), float(b["value"])))
+            if not points:
+                continue
+            test = pearson([p[1] for p in points], [p[2] for p in points])
+            defined = test["r"] == test["r"]
+            r_text = (f"{test['r']:+.2f}" + (f" (95% CI {test['ci_low']:+.2f} to {test['ci_high']:+.2f})"
+                                              if test["ci_low"] == test["ci_low"] else "")
+                      if defined else f"n/a ({test['note']})")
+            rows.append({"condition": condition, "paradigm": paradigm, "level": level,
+                         "accuracy": acc.split(" ")[0].upper(), "bias": bias.replace("hspp-ratio self ", "HSPP-"),
+                         "n_judges": len(points), "r": r_text,
+                         "p_value": f"{test['p_value']:.3g}" if defined else "n/a",
+                         "points": "; ".join(f"{j}: {x:.2f}, {y:.2f}" for j, x, y in points)})
+    return rows
