@@ -95,6 +95,7 @@ JOURNEYS = [
     ("dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
      "judge_model=claude-3-haiku-20240307.jsonl.gz", "judgebench", (), "pairwise", 8, "preference-ref"),
     ("llama-3.3-70b_gpt-4o_eval.jsonl", "mbpp-selfpref", (), "pairwise", 12, "correctness-ref"),
+    ("healthbench_sample.jsonl", "healthbench", (), "rubric", 32, "rubric-items"),
 ]
 
 
