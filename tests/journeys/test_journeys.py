@@ -123,6 +123,16 @@ def test_import_then_metrics(tmp_path):
     assert "position-consistency" not in metrics  # AlpacaEval randomised the order: no position metric
 
 
+def test_leakage_audit_demo_then_report(tmp_path):
+    """README row `nepotism leakage audit --demo`: one JSON document, then a report from it."""
+    audits = json.loads(nep("leakage", "audit", "--demo", "--json", cwd=tmp_path).stdout)
+    assert audits and all(a["records"] for a in audits)
+    assert {r["metric"] for a in audits for r in a["records"]} >= {"leaderboard-leakage-bonus", "leaderboard-rank"}
+    (tmp_path / "audit.json").write_text(json.dumps(audits))
+    report = json.loads(nep("report", "audit.json", "--out", "report", "--json", cwd=tmp_path).stdout)
+    assert (tmp_path / "report" / "report.html").exists() and report["results"] > 0
+
+
 def test_demo_then_report_and_card(tmp_path):
     demo = nep("demo", "--out", "demo", "--bootstrap", "50", cwd=tmp_path, timeout=600)
     assert "random order" in " ".join(demo.stdout.split())
