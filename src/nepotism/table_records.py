@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from nepotism.errors import InputError, ValidationError
 from nepotism.records import Judgment, Reference
 from nepotism.tables import Table
@@ -88,12 +90,16 @@ def instance_categories(table: Table) -> dict[str, str]:
     """
     if "category" not in table.frame:
         return {}
-    out: dict[str, str] = {}
-    for position, (instance, category) in enumerate(zip(table.frame["instance_id"], table.frame["category"])):
-        if category is None or (isinstance(category, float) and math.isnan(category)) or str(category) == "":
-            continue
-        instance, category = str(instance), str(category)
-        if out.setdefault(instance, category) != category:
-            raise ValidationError(f"instance {instance!r} has category {out[instance]!r} on an earlier row and "
-                                  f"{category!r} here", **table.where(position, "category"))
-    return out
+    labelled = pd.DataFrame({"instance_id": table.frame["instance_id"].astype(str).to_numpy(),
+                             "category": table.frame["category"].to_numpy(dtype=object)})
+    labelled = labelled[labelled["category"].map(lambda c: c is not None and c == c and str(c) != "")]
+    labelled = labelled.assign(category=labelled["category"].astype(str)).reset_index()  # "index": row position
+    distinct = labelled.drop_duplicates(["instance_id", "category"])
+    clash = distinct["instance_id"].duplicated()
+    if clash.any():
+        row = distinct[clash].iloc[0]
+        first = distinct[distinct["instance_id"] == row["instance_id"]].iloc[0]["category"]
+        raise ValidationError(f"instance {row['instance_id']!r} has category {first!r} on an earlier row and "
+                              f"{row['category']!r} here",
+                              **table.where(int(row["index"]), "category"))
+    return dict(zip(distinct["instance_id"], distinct["category"]))

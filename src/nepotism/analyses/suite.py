@@ -215,6 +215,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
                                    group["instance_id"].to_numpy(), bootstrap=options.bootstrap), variant={"paradigm": "PWC"}))
+        pairs = merged[["judge", "condition", "model_x", "model_y"]].drop_duplicates()  # scopes once per pair
         for scope in AUDITED_SCOPES:
             # against unrelated opponents; where a judge has none, against any less related one
             # (variant opponents=any, flagged in its note), never silently nothing
@@ -256,8 +257,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                                                     "preference": "probability-argmax"}, **flag))
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
             judged = set(zip(sub["judge"], sub["condition"]))
-            present = {(j, c) for j, c, x, y in zip(merged["judge"], merged["condition"], merged["model_x"],
-                                                    merged["model_y"])
+            present = {(j, c) for j, c, x, y in pairs.itertuples(index=False)
                        if scope in (relations.get((j, x)), relations.get((j, y)))}
             for judge, condition in sorted(present - judged):
                 why = (f"every {scope} candidate of this judge met only candidates at least as related to it "

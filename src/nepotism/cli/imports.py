@@ -115,8 +115,9 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
     from nepotism.errors import InputError
 
     named = {kind for kind, _ in targets if kind is not None}
-    for kind in named - set(references):
-        raise InputError(f"the source has no {kind} table (its companions: {', '.join(references) or 'none'})",
+    unknown = sorted(named - set(references))
+    if unknown:
+        raise InputError(f"the source has no {unknown[0]} table (its companions: {', '.join(references) or 'none'})",
                          field="--reference-out")
     if len(named) != sum(kind is not None for kind, _ in targets):
         raise InputError("a companion table is named twice", field="--reference-out")

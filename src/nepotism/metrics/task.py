@@ -110,6 +110,14 @@ def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Boo
                              bootstrap=options)
 
 
+def _is_own(judges: pd.Series, models: pd.Series, scopes: dict) -> np.ndarray:
+    """Per row: the model is the judge itself (``scopes[(judge, model)] == "self"``), looked up once per pair."""
+    pairs = pd.MultiIndex.from_arrays([judges.astype(str), models.astype(str)])
+    codes, unique = pd.factorize(pairs)
+    own = np.array([scopes.get(pair) == "self" for pair in unique], dtype=bool)
+    return own[codes] if len(codes) else np.zeros(0, dtype=bool)
+
+
 def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: dict,
                              bootstrap: Bootstrap) -> list[dict]:
     """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``) and,
@@ -130,13 +138,11 @@ def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | No
             return ok.reindex(pd.MultiIndex.from_arrays([rows["instance_id"], models])).to_numpy(dtype=float)
 
         a_ok, b_ok = graded(rows["model_a"].astype(str)), graded(rows["model_b"].astype(str))
-        own_a = np.array([scopes.get((j, m)) == "self" for j, m in zip(rows["judge"], rows["model_a"])])
-        own_b = np.array([scopes.get((j, m)) == "self" for j, m in zip(rows["judge"], rows["model_b"])])
+        own_a, own_b = (_is_own(rows["judge"], rows[column], scopes) for column in ("model_a", "model_b"))
         subsets["harmful"] = (own_a & (a_ok == 0) & (b_ok == 1)) | (own_b & (b_ok == 0) & (a_ok == 1))
     records = []
-    for (judge, condition), group in rows.groupby(["judge", "condition"], sort=True):
-        at = group.index.to_numpy()
-        position = rows.index.get_indexer(at)
+    groups = rows.reset_index(drop=True).groupby(["judge", "condition"], sort=True).indices
+    for (judge, condition), position in groups.items():
         for subset, member in subsets.items():
             take = position[member[position]]
             est = reasoning_length(tokens[take], rows["instance_id"].to_numpy()[take], bootstrap=bootstrap)
