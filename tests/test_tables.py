@@ -29,6 +29,7 @@ def write(tmp_path, name, text):
         (["instance_id", "model", "score"], "correctness-ref"),
         (["instance_id", "model", "rubric_id", "met"], "rubric-ref"),
         (["instance_id", "rubric_id", "text", "points", "category"], "rubric-items"),
+        (["instance_id", "scorer", "model", "perplexity"], "perplexity"),
         (["instance_id", "something"], None),
     ],
 )
@@ -38,7 +39,18 @@ def test_detect_kind(columns, kind):
 
 def test_every_kind_is_detectable():
     assert set(KINDS) == {"pairwise", "pointwise", "rubric", "preference-ref", "correctness-ref",
-                          "rubric-ref", "rubric-items", "recognition", "recognition-pairwise"}
+                          "rubric-ref", "rubric-items", "recognition", "recognition-pairwise", "perplexity"}
+
+
+def test_perplexity_table_checks_values_and_statuses(tmp_path):
+    head = "instance_id,scorer,model,perplexity,status,reason\n"
+    table = read_table(write(tmp_path, "p.csv", head + "1,j,x,2.5,ok,\n1,j,y,,failed,timeout\n"))
+    assert table.kind == "perplexity" and table.frame["status"].tolist() == ["ok", "failed"]
+    for body, line, field in (("1,j,x,0.5,ok,\n", 2, "perplexity"), ("1,j,x,,ok,\n", 2, "perplexity"),
+                              ("1,j,x,2,,\n1,j,y,3,maybe,\n", 3, "status"), ("1,j,x,2,,\n1,j,x,3,,\n", 3, None)):
+        with pytest.raises(InputError) as err:
+            read_table(write(tmp_path, "bad.csv", head + body))
+        assert err.value.line == line and (field is None or err.value.field == field)
 
 
 def test_pairwise_csv_normalises(tmp_path):

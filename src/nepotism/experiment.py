@@ -23,6 +23,13 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    code ``metadata.tests`` (+ optional ``metadata.entry_point``,
                    ``metadata.code_prompt``); ifeval ``metadata.instruction_id_list`` and
                    ``metadata.kwargs``. The run grades every response after judging.
+    [perplexity]   scorers = [model ids] (default: the judges), responses = "judged" (default:
+                   each scorer scores the candidate responses of the tasks it judges; a scorer
+                   that judges nothing scores those of every task) | "all" (every candidate
+                   response of the run), generators = [names] (only their responses), prompt =
+                   "auto" (default: chat messages for in-process models, raw text over HTTP) |
+                   "chat" | "raw". Each scorer's perplexity of each response given its prompt
+                   (paper 001 §5; `nepotism.runner.perplexity`) is one cached continuation call.
     [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
 
 The dataset file is JSON Lines: each row an instance (``id`` or ``instance_id``, ``prompt`` as a
@@ -60,6 +67,8 @@ __all__ = [
     "GRADING_TASKS",
     "GradingConfig",
     "ModelConfig",
+    "PERPLEXITY_PROMPTS",
+    "PerplexityConfig",
     "ProtocolConfig",
     "dumps_config",
     "load_experiment",
@@ -79,10 +88,15 @@ PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 #: ``card`` holds judge-card thresholds (`nepotism card --thresholds EXPERIMENT.toml`); the run ignores it
 #: and `report.card.load_thresholds` validates it.
-_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "output", "card")
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "perplexity", "output", "card")
 #: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
 GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
+#: How a ``[perplexity]`` scorer is shown the prompt: ``chat`` (the instance's messages through the
+#: model's chat template; in-process models only), ``raw`` (the prompt text, for HTTP servers),
+#: ``auto`` (chat for in-process models, raw over HTTP).
+PERPLEXITY_PROMPTS = ("auto", "chat", "raw")
+_PERPLEXITY_RESPONSES = ("judged", "all")
 # upper bounds of numeric options (a day of waiting; values past these are typos)
 _MAX_TIMEOUT_S = 86_400.0
 _MAX_REPLICATES = 10_000
@@ -147,6 +161,19 @@ class GradingConfig:
 
 
 @dataclass(frozen=True)
+class PerplexityConfig:
+    """Which models score which responses' perplexity (``[perplexity]``; module docstring).
+
+    ``scorers`` empty = the judges; ``generators`` empty = every generator's responses.
+    """
+
+    scorers: tuple[str, ...] = ()
+    responses: str = "judged"
+    generators: tuple[str, ...] = ()
+    prompt: str = "auto"
+
+
+@dataclass(frozen=True)
 class ConditionConfig:
     """A named prompt condition: judging options layered over each protocol's own."""
 
@@ -180,6 +207,7 @@ class Experiment:
     output_dir: str | None
     output_format: str
     grading: GradingConfig | None = None
+    perplexity: PerplexityConfig | None = None
 
     def dataset_file(self) -> Path | None:
         """The JSON Lines file of the instances (``path`` or a bundled one); None for a store dataset."""
@@ -500,6 +528,7 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
     _check_options(protocols, conditions, where)
 
     grading = _grading(top.get("grading", dict, None), where)
+    perplexity = _perplexity(top.get("perplexity", dict, None), where, resolve, registry, models, judges)
 
     out = _Reader(top.get("output", dict, {}), "output", where)
     output_dir = _relative(base, out.get("dir", str))
@@ -511,8 +540,34 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
         path=where, name=name, seed=seed, registry_files=registry_files, store=store,
         dataset=dataset, models=MappingProxyType(models), generation=generation, judges=judges,
         conditions=conditions, protocols=protocols, output_dir=output_dir, output_format=fmt,
-        grading=grading,
+        grading=grading, perplexity=perplexity,
     )
+
+
+def _perplexity(table: Any, path: str, resolve: Any, registry: Any,
+                models: Mapping[str, ModelConfig], judges: tuple[str, ...]) -> PerplexityConfig | None:
+    if table is None:
+        return None
+    r = _Reader(table, "perplexity", path)
+    scorers = resolve(r, "scorers", r.strings("scorers"))
+    if "scorers" in table and not scorers:
+        raise r.error("scorers", "must name at least one model (leave it out to use the judges)")
+    responses = r.get("responses", str, "judged")
+    if responses not in _PERPLEXITY_RESPONSES:
+        raise r.error("responses", f"must be one of {_PERPLEXITY_RESPONSES}, not {responses!r}")
+    generators = tuple(registry.resolve(g) if registry.knows(g) else g for g in r.strings("generators"))
+    if "generators" in table and not generators:
+        raise r.error("generators", "must name at least one generator (leave it out for all)")
+    prompt = r.get("prompt", str, "auto")
+    if prompt not in PERPLEXITY_PROMPTS:
+        raise r.error("prompt", f"must be one of {PERPLEXITY_PROMPTS}, not {prompt!r}")
+    r.finish(("scorers", "responses", "generators", "prompt"))
+    if prompt == "chat":
+        http = [s for s in scorers or judges if models[s].backend == "openai"]
+        if http:
+            raise r.error("prompt", f"'chat' needs in-process models, but {http[0]!r} is served over HTTP, where "
+                          "the server's chat template is not visible; use 'raw' or 'auto'")
+    return PerplexityConfig(scorers=scorers, responses=responses, generators=generators, prompt=prompt)
 
 
 def _grading(table: Any, path: str) -> GradingConfig | None:

@@ -32,6 +32,11 @@ correctness-ref   instance_id, model, and correct and/or     category
                   score
 rubric-ref        instance_id, model, rubric_id, met
 rubric-items      instance_id, rubric_id, text, points       category
+perplexity        instance_id, scorer, model, perplexity     log_perplexity, tokens, status (ok |
+                  (the scorer's perplexity of the model's    failed), reason (why a failed row has no
+                  response given the prompt; empty =         perplexity), category
+                  failed; written by ``nepotism run``'s
+                  ``[perplexity]`` step)
 ================  =========================================  ==========================================
 
 Every judged kind also takes ``status`` (parsed | unparsed | failed; by default parsed where the
@@ -121,6 +126,8 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
     "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
     "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
+    "perplexity": (("instance_id", "scorer", "model", "perplexity"), ("log_perplexity", "tokens", "status", "reason",
+                                                                      "category")),
 }
 KINDS = tuple(_COLUMNS)
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
@@ -137,6 +144,7 @@ _KEYS = {
     "correctness-ref": ("instance_id", "model"),
     "rubric-ref": ("instance_id", "model", "rubric_id"),
     "rubric-items": ("instance_id", "rubric_id"),
+    "perplexity": ("instance_id", "scorer", "model"),
 }
 #: How rubric verdicts were asked for (paper 002): one rubric item per call, or all in one call.
 RUBRIC_SETUPS = ("single-rubric", "all-rubrics")
@@ -200,6 +208,8 @@ def detect_kind(columns: Iterable[str]) -> str | None:
         return "rubric-items"
     if "model" in cols and ({"correct", "score"} & cols):
         return "correctness-ref"
+    if {"scorer", "model", "perplexity"} <= cols:
+        return "perplexity"
     return None
 
 
@@ -545,7 +555,7 @@ class _Validator:
     def run(self) -> pd.DataFrame:
         frame = self.frame
         required, optional = _COLUMNS[self.kind]
-        for column in ("instance_id", "judge", "model", "model_a", "model_b", "rubric_id"):
+        for column in ("instance_id", "judge", "model", "model_a", "model_b", "rubric_id", "scorer"):
             if column in required:
                 frame[column] = self.text(column)
         for column in ("condition",):
@@ -761,6 +771,22 @@ class _Validator:
         missing = self.frame["met"].isna().to_numpy()
         if missing.any():
             self.fail(int(np.argmax(missing)), "met", "rubric truth must be true or false")
+
+    def kind_perplexity(self) -> None:
+        frame = self.frame
+        frame["perplexity"] = self.number("perplexity", allow_empty=True, low=1.0)
+        if "log_perplexity" in frame:
+            frame["log_perplexity"] = self.number("log_perplexity", allow_empty=True, low=0.0)
+        status = self.text("status", default="ok") if "status" in frame else pd.Series("ok", index=frame.index)
+        bad = ~status.isin(("ok", "failed"))
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            self.fail(row, "status", f"status '{status.iloc[row]}' is not ok or failed")
+        empty = (status == "ok").to_numpy() & frame["perplexity"].isna().to_numpy()
+        if empty.any():
+            self.fail(int(np.argmax(empty)), "perplexity", "an ok row needs a perplexity (mark a row without one "
+                      "status=failed with a reason)")
+        frame["status"] = status
 
     def kind_rubric_items(self) -> None:
         self.frame["text"] = self.text("text")

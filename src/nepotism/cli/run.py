@@ -132,14 +132,14 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
 
 
 def _failures(summary) -> tuple[int, int]:
-    """Failed and total calls of a run, generation and judging together."""
-    phases = (summary.generation, summary.judging)
+    """Failed and total calls of a run, generation, judging and perplexity together."""
+    phases = (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ())
     return sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
 
 
 def _top_errors(summary) -> str:
     counts: dict[str, int] = {}
-    for phase in (summary.generation, summary.judging):
+    for phase in (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ()):
         for err, n in phase["errors"].items():
             counts[err] = counts.get(err, 0) + n
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
@@ -171,7 +171,8 @@ def _print_plan(plan: dict, as_json: bool) -> None:
         return
     click.echo(f"experiment  {plan['experiment']}   instances {plan['instances']}   "
                f"recorded responses {plan['recorded_responses']}")
-    click.echo(f"calls       {plan['generation_calls']} generation, {plan['judge_calls']} judge")
+    click.echo(f"calls       {plan['generation_calls']} generation, {plan['judge_calls']} judge"
+               + (f", {plan['perplexity_calls']} perplexity" if plan.get("perplexity_calls") else ""))
     header = f"{'model':<32}{'gen':>7}{'judge':>8}{'cached':>8}{'to send':>9}{'prompt tok':>12}{'output tok':>12}{'cost $':>10}"
     click.echo(header)
     rows = list(plan["models"].items()) + [("total", plan["totals"] | {"generate": plan["generation_calls"],
@@ -189,7 +190,8 @@ def _print_plan(plan: dict, as_json: bool) -> None:
 def _print_summary(summary) -> None:
     g, j = summary.generation, summary.judging
     click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
-    for name, s in (("generation", g), ("judging", j)):
+    phases = [("generation", g), ("judging", j)] + ([("perplexity", summary.perplexity)] if summary.perplexity else [])
+    for name, s in phases:
         click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent, "
                    f"{s['failed']} failed, {s['retries']} retries, ${s['spend_usd']:.4f}")
         if s.get("server_waits"):
@@ -206,6 +208,8 @@ def _print_summary(summary) -> None:
     if summary.generation_failures:
         click.echo(f"  {len(summary.generation_failures)} responses could not be generated "
                    "(their comparisons were left out)")
+    if summary.perplexity:
+        click.echo("  perplexity scores  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.perplexity["scores"].items())))
     for task, counts in summary.grading.items():
         click.echo(f"  graded     {task}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
     for protocol, file in summary.exports.items():

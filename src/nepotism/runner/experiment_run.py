@@ -55,6 +55,8 @@ class RunSummary:
     grading: dict[str, Any] = field(default_factory=dict)
     #: per model with several endpoints (replicas): per URL, requests, answers, failures, failovers
     endpoints: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    #: the ``[perplexity]`` step: its call counters and scores by status (empty without the table)
+    perplexity: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -321,6 +323,11 @@ async def run_experiment(
             candidates = _unique(generated.responses)
             tasks = plan_tasks(experiment, instances, candidates, judging)
             judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+            scored = None
+            if experiment.perplexity is not None:
+                from nepotism.runner.perplexity import score_perplexity
+
+                scored = await score_perplexity(runner, experiment, instances, candidates, tasks)
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
             counts: dict[str, int] = {}
             for j in judged.judgments:
@@ -333,6 +340,11 @@ async def run_experiment(
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
             tables = export_judgments(experiment, store, tasks)
+            if scored is not None:
+                from nepotism.runner.perplexity import export_perplexity
+
+                summary.perplexity = {**scored.stats.as_dict(), "scores": scored.counts()}
+                references = references | export_perplexity(experiment, scored.scores, tables)
             summary.exports = tables | references
             summary.grading = graded
             summary.endpoints = _replica_counts(endpoints)
@@ -453,9 +465,15 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     candidates = _unique(list(have) + placeholders)
     tasks = plan_tasks(experiment, instances, candidates, judging)
     judge_calls = runner.plan_judging(tasks, judging.render)
-    cached.update(store.get_calls([c.key for c in judge_calls]))
+    ppl_calls: list[PlannedCall] = []
+    if experiment.perplexity is not None:
+        from nepotism.runner.perplexity import plan_perplexity, planned_calls
+
+        ppl_calls = planned_calls(runner, experiment, plan_perplexity(experiment.perplexity, experiment.judges,
+                                                                      instances, candidates, tasks))
+    cached.update(store.get_calls([c.key for c in judge_calls + ppl_calls]))
     models: dict[str, dict[str, Any]] = {}
-    for phase, calls in (("generate", gen_calls), ("judge", judge_calls)):
+    for phase, calls in (("generate", gen_calls), ("judge", judge_calls), ("perplexity", ppl_calls)):
         for call in calls:
             _count(models, endpoints[call.model], phase, call, cached.get(call.key))
     totals = {k: sum(m[k] for m in models.values()) for k in
@@ -465,7 +483,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     return {
         "experiment": experiment.name, "instances": len(instances),
         "recorded_responses": len(recorded), "generation_calls": len(gen_calls),
-        "judge_calls": len(judge_calls), "models": models, "totals": totals,
+        "judge_calls": len(judge_calls), "perplexity_calls": len(ppl_calls), "models": models, "totals": totals,
         "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
                              for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
@@ -476,7 +494,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
 def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall,
            hit: Any) -> None:
     row = models.setdefault(endpoint.model, {
-        "generate": 0, "judge": 0, "calls": 0, "cached": 0, "to_send": 0, "prompt_tokens": 0,
+        "generate": 0, "judge": 0, "perplexity": 0, "calls": 0, "cached": 0, "to_send": 0, "prompt_tokens": 0,
         "output_tokens": 0,
         "cost_usd": None if endpoint.price_input_per_mtok is None
         and endpoint.price_output_per_mtok is None else 0.0,
