@@ -72,6 +72,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, NoReturn, cast
 from pathlib import Path
 
 import numpy as np
@@ -166,7 +167,7 @@ class Table:
     frame: pd.DataFrame
     path: str | None  # None for a validated DataFrame (``_line`` then holds each row's index label)
 
-    def where(self, position: int, field: str | None = None) -> dict:
+    def where(self, position: int, field: str | None = None) -> dict[str, Any]:
         """Keywords of a `ValidationError` pointing at a row: file and line, or the frame's row."""
         origin = self.frame["_line"].iloc[position]
         origin = origin.item() if hasattr(origin, "item") else origin  # numpy scalar → int or str
@@ -247,7 +248,7 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
-def _unique_object(pairs: list[tuple[str, object]]) -> dict:
+def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object's dict, refusing a key that appears twice (JSON leaves it undefined; Python
     would silently keep the last value)."""
     value = dict(pairs)
@@ -274,7 +275,7 @@ def parse_json_line(text: str, path: str, line: int) -> object:
         raise InputError("JSON nested too deeply to read", path=path, line=line) from None
 
 
-def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
+def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """``(line, object)`` for each non-blank line of a JSONL file (optionally gzipped)."""
     rows = []
     try:
@@ -291,7 +292,7 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
     return rows
 
 
-def _refuse_nan(pairs: list[tuple[int, dict]], path: Path) -> None:
+def _refuse_nan(pairs: list[tuple[int, dict[str, Any]]], path: Path) -> None:
     """A ``NaN`` in a JSON Lines table is an error (naming line and field), not a missing value:
     pandas would make it one, and an empty value means *unparsed* (write ``null`` for that)."""
     for line, row in pairs:
@@ -319,7 +320,7 @@ def _shared_objects(column: pd.Series) -> pd.Series:
     distinct value, not one per row (a 10M-row table of a few hundred names stays small)."""
     if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        table = np.append(np.asarray(uniques, dtype=object), None)
+        table = np.append(np.asarray(uniques, dtype=object), np.array([None], dtype=object))
         return pd.Series(table[codes], index=column.index, dtype=object)
     return column.astype(object).where(column.notna(), None)
 
@@ -414,7 +415,7 @@ def _check_jsonl_kinds(frame: pd.DataFrame, line_of: Callable[[int], int], path:
             )
 
 
-def read_rows(path: str | os.PathLike) -> list[tuple[int, dict]]:
+def read_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
     """``(line, row)`` for every row of a CSV, JSONL or Parquet file, without any kind checks.
 
     For readers of other row formats (importers, graders, annotation files) that want the same
@@ -430,7 +431,7 @@ def read_rows(path: str | os.PathLike) -> list[tuple[int, dict]]:
     return [(line_of(i), row) for i, row in enumerate(frame.to_dict("records"))]
 
 
-def read_table(path: str | os.PathLike, *, kind: str | None = None) -> Table:
+def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Table:
     """Read and validate a recorded table; ``kind`` overrides detection from the columns."""
     path = Path(path)
     if not path.exists():
@@ -495,13 +496,13 @@ def validate(frame: pd.DataFrame, kind: str | None = None) -> Table:
 def _validated(frame: pd.DataFrame, kind: str, path: str | None, locate: Callable[[int], object]) -> Table:
     """The one validation of a table, for a file (``path`` and ``locate`` giving the line of a row)
     and for a frame (no path; ``locate`` giving the row's index label)."""
-    where = {"path": path, "line": 1} if path is not None else {}
+    line = 1 if path is not None else None
     required, optional = _COLUMNS[kind]
     for column in required:
         if column not in frame.columns:
-            raise ValidationError(f"missing required column for a {kind} table", field=column, **where)
+            raise ValidationError(f"missing required column for a {kind} table", field=column, path=path, line=line)
     if kind == "correctness-ref" and not ({"correct", "score"} & set(frame.columns)):
-        raise ValidationError("a correctness table needs 'correct' or 'score'", field="correct", **where)
+        raise ValidationError("a correctness table needs 'correct' or 'score'", field="correct", path=path, line=line)
     frame = _Validator(frame, kind, path, locate).run()
     return Table(kind=kind, frame=frame, path=path)
 
@@ -522,7 +523,7 @@ def _distinct_texts(column: pd.Series) -> tuple[np.ndarray, list[str]] | None:
 def _plain_numbers(column: pd.Series) -> np.ndarray | None:
     """The column as floats (NaN = None) when it holds only ints, floats and None, else None."""
     if column.dtype.kind in "iu":
-        return column.to_numpy(dtype=float)
+        return np.asarray(column.to_numpy(dtype=float))
     if column.dtype.kind == "f":
         values = column.to_numpy(dtype=float)
         return None if np.isnan(values).any() else values  # a frame's NaN is refused, which the loop says
@@ -530,7 +531,7 @@ def _plain_numbers(column: pd.Series) -> np.ndarray | None:
     if kind not in ("integer", "floating", "mixed-integer-float", "empty"):
         return None
     values = column.to_numpy(dtype=object)
-    none = np.equal(values, None)
+    none = np.equal(values, np.array(None, dtype=object)).astype(bool)
     numbers = np.full(values.size, np.nan)
     numbers[~none] = values[~none].astype(float)
     if np.isnan(numbers[~none]).any():
@@ -547,10 +548,10 @@ class _Validator:
         self.path = path
         self.line_of = line_of  # a row's source line (file) or index label (frame)
 
-    def fail(self, row: int, field: str, message: str) -> None:
+    def fail(self, row: int, field: str, message: str) -> NoReturn:
         if self.path is None:
             raise ValidationError(message, row=self.line_of(row), field=field)
-        raise ValidationError(message, path=self.path, line=self.line_of(row), field=field)
+        raise ValidationError(message, path=self.path, line=cast(int, self.line_of(row)), field=field)
 
     def run(self) -> pd.DataFrame:
         frame = self.frame
@@ -649,7 +650,7 @@ class _Validator:
         return pd.Series(out, index=self.frame.index, dtype="int64")
 
     def boolean(self, column: str) -> pd.Series:
-        out = []
+        out: list[bool | None] = []
         for i, value in enumerate(self.frame[column].tolist()):
             if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value.strip()):
                 out.append(None)
@@ -684,7 +685,7 @@ class _Validator:
             frame["verdict"] = pd.Series(np.array(labels + [None], dtype=object)[codes], dtype=object, index=frame.index)
             self._pairwise_numbers()
             return
-        verdicts = []
+        verdicts: list[str | None] = []
         for i, value in enumerate(frame["verdict"].tolist()):
             if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
                 verdicts.append(None)
@@ -720,7 +721,7 @@ class _Validator:
 
     def kind_recognition_pairwise(self) -> None:
         self.distinct_models()
-        choices = []
+        choices: list[str | None] = []
         for i, value in enumerate(self.frame["choice"].tolist()):
             if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
                 choices.append(None)
@@ -800,7 +801,7 @@ class _Validator:
         has = frame[VERDICT_COLUMN[self.kind]].notna().to_numpy()
         if "status" in frame:
             given = self.text("status", default="")
-            status = []
+            listed: list[str] = []
             for i, value in enumerate(given.tolist()):
                 value = value.lower() or ("parsed" if has[i] else "unparsed")
                 if value not in _STATUSES:
@@ -808,10 +809,10 @@ class _Validator:
                 if (value == "parsed") != bool(has[i]):
                     self.fail(i, "status", f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
                               f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
-                status.append(value)
+                listed.append(value)
+            status = np.asarray(listed, dtype=object)
         else:
             status = np.where(has, "parsed", "unparsed").astype(object)
-        status = np.asarray(status, dtype=object)
         frame["status"] = pd.Series(status, dtype=object, index=frame.index)
         if "reason" in frame:
             reasons = self.text("reason", default="").to_numpy(dtype=object)
@@ -844,7 +845,7 @@ class _Validator:
 # --------------------------------------------------------------------------------------- writing
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write ``frame`` to ``path`` (CSV, JSONL or Parquet by extension), atomically.
 
     The file appears complete or not at all: the rows go to a temporary file in the same folder

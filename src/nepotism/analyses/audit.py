@@ -41,10 +41,10 @@ import pandas as pd
 from nepotism.analyses.comparisons import Comparisons, with_reason_counts
 from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics._common import checked
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, difference_of_ratios, ratio_of_totals
 from nepotism.metrics._estimate import Estimate
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
-from nepotism.metrics.pairwise import _parity, _parity_sums, _ratio, _self_preference_sums, _win_rate_sums
+from nepotism.metrics.pairwise import _parity_sums, _self_preference_sums, _win_rate_sums
 
 __all__ = ["OPPONENT_POPULATIONS", "SCOPES", "AuditOptions", "audit_pairwise"]
 
@@ -232,7 +232,7 @@ def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
         record = _base("win-rate", judge, condition, relations, generator=generator, variant=variant,
                        relation=relations(judge, generator).lower(), n_ties=int((outcome == 0).sum()))
-        pending.add(record, _win_rate_sums(outcome, rows.instance[take]), _ratio,
+        pending.add(record, _win_rate_sums(outcome, rows.instance[take]), ratio_of_totals,
                     _counts(rows.reason[take], rows.reasons))
 
 
@@ -269,13 +269,13 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             reasons = _counts(rows.reason[take], rows.reasons)
             pending.add(_base("self-preference-ratio", judge, condition, relations,
                               tie_share=float(np.mean(decided == 0)) if decided.size else None, **base),
-                        _self_preference_sums(outcomes, clusters), _ratio, reasons)
+                        _self_preference_sums(outcomes, clusters), ratio_of_totals, reasons)
             related = np.repeat([True, False], take.size)
             both = np.concatenate([clusters, clusters])
             score = (outcomes + 1.0) / 2.0
             pending.add(_base("demographic-parity-bias", judge, condition, relations,
                               **{**base, "variant": {**base["variant"], "preference": "verdict"}}),
-                        _parity_sums(np.concatenate([score, 1.0 - score]), related, both), _parity,
+                        _parity_sums(np.concatenate([score, 1.0 - score]), related, both), difference_of_ratios,
                         {k: 2 * v for k, v in reasons.items()})
             prob = rows.prob[take]
             if (~np.isnan(prob)).any():
@@ -284,12 +284,8 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
                 for reading, values in (("probability", prob), ("probability-argmax", chosen)):
                     pending.add(_base("demographic-parity-bias", judge, condition, relations,
                                       **{**base, "variant": {**base["variant"], "preference": reading}}),
-                                _parity_sums(np.concatenate([values, 1.0 - values]), related, both), _parity,
+                                _parity_sums(np.concatenate([values, 1.0 - values]), related, both), difference_of_ratios,
                                 _counts(rows.prob_reason[take], rows.prob_reasons, times=2))
-
-
-def _gap(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
 
 class _Blocks:
@@ -337,7 +333,7 @@ class _Blocks:
 
 
 def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
-    """(parts for `_gap`, n, reasons, this judge's rate, the other judge's rate) on the shared instances."""
+    """(parts for `difference_of_ratios`, n, reasons, this judge's rate, the other judge's rate) on the shared instances."""
     a, b = blocks.cells(mine), blocks.cells(theirs)
     ia_all, ib_all = blocks.instance[a], blocks.instance[b]
     if ia_all.size == ib_all.size and np.array_equal(ia_all, ib_all):
@@ -397,7 +393,7 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
                 other_generator_names=sorted(blocks.generators[theirs]),
                 win_rate_this_judge=this_rate, win_rate_other_judge=other_rate,
             )
-            pending.add(record, parts, _gap, reasons)
+            pending.add(record, parts, difference_of_ratios, reasons)
 
 
 def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions | None = None) -> list[dict]:

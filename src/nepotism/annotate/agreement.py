@@ -29,7 +29,9 @@ from dataclasses import replace
 import numpy as np
 
 from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
-from nepotism.metrics.bootstrap import settings
+from nepotism.metrics.bootstrap import column_ratio, settings
+
+_MEAN_AGREEMENT = column_ratio(1, 0)  # agreeing pairs / pairs (count in column 0)
 
 __all__ = [
     "category_counts",
@@ -85,15 +87,11 @@ def _item_agreement(counts: np.ndarray, m: np.ndarray) -> np.ndarray:
     return (counts * (counts - 1)).sum(axis=1) / (m * (m - 1))
 
 
-def _mean_agreement(t: np.ndarray) -> np.ndarray:
-    return t[..., 1] / t[..., 0]
-
-
 def percent_agreement(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
     """Mean share of agreeing annotator pairs per item (items with at least two labels)."""
     counts, m, clusters = _pairable(counts, clusters)
     columns = np.column_stack([np.ones(len(m)), _item_agreement(counts, m)]) if len(m) else np.empty((0, 2))
-    return _estimate(columns, clusters, _mean_agreement, len(m), _NO_PAIRS, settings(bootstrap, **fields))
+    return _estimate(columns, clusters, _MEAN_AGREEMENT, len(m), _NO_PAIRS, settings(bootstrap, **fields))
 
 
 def _fleiss_statistic(k: int):
@@ -189,7 +187,7 @@ def pair_agreement(x, y, clusters=None, *, bootstrap: Bootstrap | None = None, *
     """Share of items two annotators (or a judge and the humans) labelled alike."""
     x, y, clusters, missing = _both(x, y, clusters)
     columns = np.column_stack([np.ones(len(x)), (x == y).astype(float)]) if len(x) else np.empty((0, 2))
-    estimate = _estimate(columns, clusters, _mean_agreement, len(x), _NO_SHARED, settings(bootstrap, **fields))
+    estimate = _estimate(columns, clusters, _MEAN_AGREEMENT, len(x), _NO_SHARED, settings(bootstrap, **fields))
     if missing:
         estimate = replace(estimate, n_excluded=missing, excluded={"not labelled by both": missing})
     return estimate

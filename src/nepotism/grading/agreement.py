@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
-from nepotism.metrics.bootstrap import settings
+from nepotism.metrics.bootstrap import ratio_of_totals, settings
 
 __all__ = ["correctness_agreement"]
 
@@ -55,7 +55,7 @@ def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, bootstr
     _, sums = cluster_sums(both["instance_id"].to_numpy(dtype=object),
                            np.column_stack([(mine == theirs).astype(float), np.ones(len(both))]))
     estimate = cluster_bootstrap(
-        sums, lambda t: t[..., 0] / t[..., 1], n=len(both),
+        sums, ratio_of_totals, n=len(both),
         n_excluded=counts["only_ours"] + counts["only_recorded"],
         excluded={k: counts[k] for k in ("only_ours", "only_recorded") if counts[k]},
         bootstrap=settings(bootstrap, **fields),

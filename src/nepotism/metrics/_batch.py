@@ -25,12 +25,14 @@ What this module leaves out: building the sums (the suite does that) and any sta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, cluster_bootstrap, finish_estimate
+from nepotism.metrics.bootstrap import Bootstrap, Statistic, bootstrap_weights, cluster_bootstrap, finish_estimate
+from nepotism.metrics._common import Row
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["BootstrapBatch", "ClusterSetBatch", "RecordBatch"]
@@ -39,7 +41,7 @@ __all__ = ["BootstrapBatch", "ClusterSetBatch", "RecordBatch"]
 @dataclass
 class _Item:
     block: int
-    statistic: Callable[[np.ndarray], np.ndarray]
+    statistic: Statistic
     n: int
     n_excluded: int
     excluded: Mapping[str, int]
@@ -68,7 +70,7 @@ class BootstrapBatch:
         self._blocks.append(sums)
         return len(self._blocks) - 1
 
-    def add(self, block: int | np.ndarray, statistic, *, n: int, n_excluded: int = 0,
+    def add(self, block: int | np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
             excluded: Mapping[str, int] | None = None, note: str | None = None, alternative: str | None = None,
             null_value: float = 0.0, undefined_note: str | None = None) -> int:
         """Add a statistic of a block (a handle, or sums to register); returns the item's index.
@@ -127,24 +129,25 @@ class RecordBatch:
     (generator, pair, scope, variant, ...). Ready-made Estimates can be added too (`add_estimate`).
     """
 
-    def __init__(self, base: Mapping, n_clusters: int, bootstrap: Bootstrap):
+    def __init__(self, base: Mapping[str, Any], n_clusters: int, bootstrap: Bootstrap):
         self.base = dict(base)
         self.batch = BootstrapBatch(n_clusters, bootstrap)
-        self._pending: list[tuple[str, dict, int | Estimate]] = []
+        self._pending: list[tuple[str, dict[str, Any], int | Estimate]] = []
 
     def block(self, sums: np.ndarray) -> int:
         return self.batch.block(sums)
 
-    def add(self, metric: str, block, statistic, *, n: int, n_excluded: int = 0, excluded=None, note=None,
-            alternative=None, undefined_note=None, **extra) -> None:
+    def add(self, metric: str, block: int | np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
+            excluded: Mapping[str, int] | None = None, note: str | None = None, alternative: str | None = None,
+            undefined_note: str | None = None, **extra: Any) -> None:
         index = self.batch.add(block, statistic, n=n, n_excluded=n_excluded, excluded=excluded, note=note,
                                alternative=alternative, undefined_note=undefined_note)
         self._pending.append((metric, extra, index))
 
-    def add_estimate(self, metric: str, estimate: Estimate, **extra) -> None:
+    def add_estimate(self, metric: str, estimate: Estimate, **extra: Any) -> None:
         self._pending.append((metric, extra, estimate))
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[Row]:
         estimates = self.batch.run()
         out = []
         for metric, extra, item in self._pending:
@@ -160,8 +163,8 @@ class RecordBatch:
 class _SetItem:
     columns: list[int]
     value: float
-    statistic: Callable[[np.ndarray], np.ndarray]
-    options: dict
+    statistic: Statistic
+    options: dict[str, Any]
 
 
 class _ClusterSet:
@@ -200,13 +203,13 @@ class ClusterSetBatch:
         self._sets: dict[int, _ClusterSet] = {}
         self._items: list[tuple[_ClusterSet | None, _SetItem | Estimate]] = []
 
-    def add(self, sums: np.ndarray, statistic, *, n: int, n_excluded: int = 0,
+    def add(self, sums: np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
             excluded: Mapping[str, int] | None = None, alternative: str | None = None, null_value: float = 0.0,
             note: str | None = None) -> int:
         sums = np.asarray(sums, dtype=float)
         if sums.ndim == 1:
             sums = sums[:, None]
-        options = dict(n=n, n_excluded=n_excluded, excluded=excluded, bootstrap=self.bootstrap,
+        options: dict[str, Any] = dict(n=n, n_excluded=n_excluded, excluded=excluded, bootstrap=self.bootstrap,
                        alternative=alternative, null_value=null_value, note=note)
         value = float("nan")
         if sums.shape[0]:
@@ -224,7 +227,7 @@ class ClusterSetBatch:
         return len(self._items) - 1
 
     def run(self) -> list[Estimate]:
-        out: list[Estimate | None] = [item if group is None else None for group, item in self._items]
+        out: list[Estimate | None] = [item if isinstance(item, Estimate) else None for _, item in self._items]
         boot = self.bootstrap
         for group in self._sets.values():
             weights = bootstrap_weights(group.n_clusters, boot.n_resamples, boot.seed)
@@ -237,10 +240,11 @@ class ClusterSetBatch:
             shared = np.flatnonzero(exact)
             position = np.full(stacked.shape[1], -1)
             position[shared] = np.arange(shared.size)
-            totals = weights @ stacked[:, shared].astype(weights.dtype) if shared.size else None
+            totals = weights @ stacked[:, shared].astype(weights.dtype) if shared.size else np.empty((weights.shape[0], 0))
             del stacked, halves
             for index in group.items:
                 item = self._items[index][1]
+                assert isinstance(item, _SetItem)
                 cols = position[item.columns]
                 if (cols < 0).any():  # not exact in a shared product: resampled alone, as cluster_bootstrap does
                     out[index] = cluster_bootstrap(group.sums(item.columns), item.statistic, **item.options)
@@ -250,4 +254,6 @@ class ClusterSetBatch:
                 options.pop("bootstrap")
                 out[index] = finish_estimate(item.value, totals[:, cols], sums, item.statistic,
                                              bootstrap=boot, **{**options, "excluded": dict(options["excluded"] or {})})
-        return out  # type: ignore[return-value]
+        done = [estimate for estimate in out if estimate is not None]
+        assert len(done) == len(out), "every item is estimated"
+        return done

@@ -8,16 +8,26 @@ so one weights-matrix product resamples every group at once. Nothing here comput
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["checked", "group_sums", "labels", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
+#: One metric record as the suite builds it (``metric``, ``judge``, ``value``, ``ci_low`` …);
+#: `nepotism.results.Record` is its typed form.
+Row = dict[str, Any]
+#: Per generator name: its registry relation's name (key ``name``) and its scope (key
+#: ``("scope", name)``, from `nepotism.models.Registry.scope`), as the suite passes them down.
+Relations = dict[object, Any]
+
+__all__ = ["Relations", "Row", "checked", "group_sums", "labels", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
 
 
-def checked(values, name: str, *, low: float, high: float, n: int | None = None) -> np.ndarray:
+def checked(values: ArrayLike, name: str, *, low: float, high: float, n: int | None = None) -> np.ndarray:
     """``values`` as a 1-D float array whose entries are in [low, high] or NaN (no verdict);
     ``n``: the length it must have. Anything else is a `ValueError` naming the argument and the
     first offending position (inf, out of range, wrong shape, not a number)."""
@@ -37,7 +47,7 @@ def checked(values, name: str, *, low: float, high: float, n: int | None = None)
     return array
 
 
-def labels(values, name: str, *, n: int) -> np.ndarray:
+def labels(values: ArrayLike, name: str, *, n: int) -> np.ndarray:
     """``values`` (cluster labels, one per row) as a 1-D array of length ``n``."""
     array = np.asarray(values)
     if array.ndim != 1 or array.size != n:
@@ -45,14 +55,14 @@ def labels(values, name: str, *, n: int) -> np.ndarray:
     return array
 
 
-def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: dict | None = None,
+def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: Mapping[str, int] | None = None,
               bootstrap: Bootstrap | None = None) -> Estimate:
     """A NaN estimate with the reason in ``note`` (never a silent 0)."""
     return cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=n, n_excluded=n_excluded,
                              excluded=excluded, note=note, bootstrap=bootstrap)
 
 
-def valid_rows(*arrays: np.ndarray, reason: str = "no verdict") -> tuple[np.ndarray, int, dict]:
+def valid_rows(*arrays: np.ndarray, reason: str = "no verdict") -> tuple[np.ndarray, int, dict[str, int]]:
     """Rows where every float array is finite; returns (mask, n_excluded, excluded)."""
     keep = np.ones(len(arrays[0]), dtype=bool)
     for array in arrays:
@@ -83,7 +93,7 @@ def mean_of_ratios(totals: np.ndarray, members: np.ndarray | None = None) -> np.
         ratios = totals[..., 0::2] / totals[..., 1::2]
         if members is not None:
             ratios = ratios[..., np.asarray(members, dtype=bool)]
-        return np.nanmean(ratios, axis=-1)
+        return np.asarray(np.nanmean(ratios, axis=-1))
 
 
 def ratio_of_mean_rates(totals: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -96,4 +106,4 @@ def ratio_of_mean_rates(totals: np.ndarray, num: np.ndarray, den: np.ndarray) ->
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rates = totals[..., 0::2] / totals[..., 1::2]
-        return np.nanmean(rates[..., num], -1) / np.nanmean(rates[..., den], -1)
+        return np.asarray(np.nanmean(rates[..., num], -1) / np.nanmean(rates[..., den], -1))

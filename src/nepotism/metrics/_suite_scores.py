@@ -11,10 +11,14 @@ Left out: reading tables and relations (the suite passes ``relation`` per genera
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from nepotism.metrics._batch import RecordBatch
-from nepotism.metrics._common import ratio_of_mean_rates
+from nepotism.metrics._common import Relations, ratio_of_mean_rates
+from nepotism.metrics.bootstrap import column_ratio
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
 __all__ = ["SCOPES", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
@@ -25,10 +29,6 @@ SCOPES = ("self", "family", "student")
 _UNRELATED = ("unrelated", "unknown")
 
 
-def _ratio(a: int, b: int):
-    return lambda t: t[..., a] / t[..., b]
-
-
 def _interleave(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """(n_i, g) numerators and denominators → (n_i, 2g) with group g in columns 2g, 2g+1."""
     out = np.empty((num.shape[0], 2 * num.shape[1]))
@@ -37,7 +37,7 @@ def _interleave(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, variant: dict) -> None:
+def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names: np.ndarray, relation: Relations, variant: dict[str, Any]) -> None:
     """HSPP ratio records (002 Eq. 1-2) from a per-generator (numerator, at-risk) block.
 
     HSPP-R = mean over the numerator set of O(J, G) / mean over the denominator set S_J of O(J, G).
@@ -49,10 +49,10 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, var
     A generator never at risk (the reference never rates it below another) is left out, counted.
     """
     present = sums[:, 1::2].sum(axis=0) > 0
-    scope = [relation[("scope", n)] for n in names]
-    selves = np.array([r == "self" for r in scope])
-    family = np.array([r == "family" for r in scope])
-    denominators = {"not-family": ~(selves | family), "unrelated": np.array([r in _UNRELATED for r in scope])}
+    scopes = [relation[("scope", n)] for n in names]
+    selves = np.array([r == "self" for r in scopes])
+    family = np.array([r == "family" for r in scopes])
+    denominators = {"not-family": ~(selves | family), "unrelated": np.array([r in _UNRELATED for r in scopes])}
     numerators = (("self", selves, None), ("family", family, "exclude judge"), ("family", family | selves, "include judge"))
     for denominator, others in denominators.items():
         never = int(((selves | family | others) & ~present).sum())
@@ -69,14 +69,15 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names, relation, var
                         undefined = ("undefined: the judge never overestimates a generator of the comparison "
                                      "set, so the ratio's denominator is 0")
 
-            def statistic(t, num=num, den=den):
+            def statistic(t: np.ndarray, num: np.ndarray = num, den: np.ndarray = den) -> np.ndarray:
                 return ratio_of_mean_rates(t, num, den)
 
             batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
                       variant=v)
 
 
-def _hspp_undefined(scope, family_set, numerator, num, others, den, family, n_generators) -> str | None:
+def _hspp_undefined(scope: str, family_set: str | None, numerator: np.ndarray, num: np.ndarray, others: np.ndarray,
+                    den: np.ndarray, family: np.ndarray, n_generators: int) -> str | None:
     """Why an HSPP ratio cannot be computed (None when it can): not measurable vs never at risk."""
     if scope == "family" and not family.any():
         what = "this variant would repeat the self ratio" if family_set == "include judge" else "nothing to measure"
@@ -92,7 +93,7 @@ def _hspp_undefined(scope, family_set, numerator, num, others, den, family, n_ge
     return None
 
 
-def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, paradigm: str,
+def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, paradigm: str,
                    delta_label: str = "count") -> None:
     """Instance-level overestimation per generator (3 kinds), HSPP ratio, MIPA and score-delta.
 
@@ -108,7 +109,7 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, 
     score_delta(batch, s_j, s_r, names, relation, weighting=delta_label)
 
 
-def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names, relation, *, paradigm: str,
+def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: np.ndarray, relation: Relations, *, paradigm: str,
                   mipa: bool = True) -> None:
     """Instance-level overestimation per generator (3 kinds), HSPP ratio and MIPA from outcome cubes.
 
@@ -124,7 +125,7 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names, r
         block = batch.block(sums)
         for g, name in enumerate(names):
             n = int(sums[:, 2 * g + 1].sum())
-            batch.add("overestimation-rate", block, _ratio(2 * g, 2 * g + 1), n=n, generator=str(name),
+            batch.add("overestimation-rate", block, column_ratio(2 * g, 2 * g + 1), n=n, generator=str(name),
                       scope=relation[name].lower(), variant={"level": "instance", "kind": kind},
                       undefined_note=None if n else "the reference never rates this generator below an opponent")
         if kind == "any":
@@ -136,21 +137,21 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names, r
     valid = np.isfinite(a) & np.isfinite(b)
     agree = valid & (a == b)
     n_pairs = int(valid.sum())
-    batch.add("mipa", np.column_stack([agree.sum(1), valid.sum(1)]).astype(float), _ratio(0, 1), n=n_pairs,
+    batch.add("mipa", np.column_stack([agree.sum(1), valid.sum(1)]).astype(float), column_ratio(0, 1), n=n_pairs,
               n_excluded=int(upper.sum() * n_i - n_pairs), variant={"paradigm": paradigm},
               undefined_note=None if n_pairs else "no comparison")
 
 
-def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, relation, *, weighting: str) -> None:
+def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, weighting: str) -> None:
     """Centred score delta (002 Fig. 5) per generator from instance scores; one shared block."""
     n_g = s_j.shape[1]
     valid = np.isfinite(s_j) & np.isfinite(s_r)
     delta = np.where(valid, s_j - s_r, 0.0)
     block = batch.block(np.concatenate([delta, valid.astype(float)], axis=1))
     for g, name in enumerate(names):
-        def statistic(t, g=g):
+        def statistic(t: np.ndarray, g: int = g) -> np.ndarray:
             d = t[..., :n_g] / t[..., n_g:]
-            return d[..., g] - d.mean(-1)
+            return np.asarray(d[..., g] - d.mean(-1))
 
         n = int(valid[:, g].sum())
         batch.add("score-delta", block, statistic, n=n, n_excluded=int((~valid[:, g]).sum()), generator=str(name),
@@ -159,12 +160,12 @@ def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names, rel
 
 
 def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.ndarray, met_ref: np.ndarray,
-                 n_i: int, names, relation) -> None:
+                 n_i: int, names: np.ndarray, relation: Relations) -> None:
     """MRA, rubric-level overestimation per generator and the rubric-level HSPP ratio."""
     n_g = len(names)
     valid = np.isfinite(met) & np.isfinite(met_ref)
     equal = valid & (met == met_ref)
-    batch.add("mra", np.column_stack([np.bincount(li, equal, n_i), np.bincount(li, valid, n_i)]), _ratio(0, 1),
+    batch.add("mra", np.column_stack([np.bincount(li, equal, n_i), np.bincount(li, valid, n_i)]), column_ratio(0, 1),
               n=int(valid.sum()), n_excluded=int((~valid).sum()),
               excluded={"no verdict": int((~valid).sum())} if (~valid).any() else {},
               undefined_note=None if valid.any() else "no rubric verdict")
@@ -176,14 +177,14 @@ def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.nda
     block = batch.block(sums)
     for g, name in enumerate(names):
         n = int(sums[:, 2 * g + 1].sum())
-        batch.add("overestimation-rate", block, _ratio(2 * g, 2 * g + 1), n=n, n_excluded=int(missing[g]),
+        batch.add("overestimation-rate", block, column_ratio(2 * g, 2 * g + 1), n=n, n_excluded=int(missing[g]),
                   excluded={"no verdict": int(missing[g])} if missing[g] else {}, generator=str(name),
                   scope=relation[name].lower(), variant={"level": "rubric", "kind": "any"},
                   undefined_note=None if n else "the reference never marks a rubric of this generator unmet")
     _hspp(batch, block, sums, names, relation, {"level": "rubric"})
 
 
-def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -> None:
+def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names: np.ndarray, relation: Relations) -> None:
     """Pointwise self-preference ratio: share of (related, unrelated, instance) triples scored related > other.
 
     The analogue of 004 Eq. 2 for direct assessment: the judge's two scores on the same instance
@@ -203,7 +204,7 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
         if not mine.any():
             whose = ("the judge's own answers are not" if scope == "self"
                      else f"no {scope} generator of the judge is")
-            batch.add("self-preference-ratio", np.zeros((s_j.shape[0], 2)), _ratio(0, 1), n=0, scope=scope,
+            batch.add("self-preference-ratio", np.zeros((s_j.shape[0], 2)), column_ratio(0, 1), n=0, scope=scope,
                       variant=variant, generators=[],
                       undefined_note=f"not measurable: {whose} among the {len(names)} generators it scored")
             continue
@@ -214,14 +215,14 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names, relation) -
         n = int(valid.sum())
         block = batch.block(np.column_stack([wins, wins + 0.5 * ties, valid.sum(axis=(1, 2))]).astype(float))
         for numerator, counted in ((0, "not preferred"), (1, "half")):
-            batch.add("self-preference-ratio", block, _ratio(numerator, 2), n=n, n_excluded=int((~valid).sum()),
+            batch.add("self-preference-ratio", block, column_ratio(numerator, 2), n=n, n_excluded=int((~valid).sum()),
                       scope=scope, variant={**variant, "ties": counted},
                       generators=[str(x) for x in np.asarray(names)[mine]],
                       undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
 
 
-def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None, names, relation, *,
-            against: str, leaderboard: dict | None = None) -> None:
+def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None, names: np.ndarray, relation: Relations, *,
+            against: str, leaderboard: Mapping[str, float] | None = None) -> None:
     """Ranking difference (000 §5.4) of every generator: rank on the reference leaderboard − rank under the judge.
 
     ``judged``/``reference``: (n_instances, n_generators) per-instance mean scores (NaN = none). The
@@ -232,12 +233,14 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     """
     from scipy.stats import rankdata
 
-    names = [str(n) for n in names]
+    labels = [str(n) for n in names]
     if leaderboard is not None:
-        keep = np.array([n in leaderboard for n in names])
-        fixed = np.array([leaderboard[n] for n in names if n in leaderboard], dtype=float)
+        keep = np.array([n in leaderboard for n in labels])
+        fixed = np.array([leaderboard[n] for n in labels if n in leaderboard], dtype=float)
         ref_ranks = rankdata(-fixed)
         reference = np.zeros_like(judged)
+    elif reference is None:
+        raise ValueError("ranking needs a reference score matrix or a fixed leaderboard")
     else:
         keep = np.isfinite(judged).any(0) & np.isfinite(reference).any(0)
         ref_ranks = None
@@ -251,15 +254,15 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     block = batch.block(np.concatenate([np.where(valid, j, 0.0), np.where(valid, r, 0.0), valid], axis=1))
 
     for t, col in enumerate(idx):
-        def statistic(totals, t=t):
+        def statistic(totals: np.ndarray, t: int = t) -> np.ndarray:
             count = totals[..., 2 * g:]
             # rounded so that exact ties stay ties whatever the summation order
             rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
             if ref_ranks is not None:
-                return ref_ranks[t] - rank_j[..., t]
+                return np.asarray(ref_ranks[t] - rank_j[..., t])
             rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
-            return rank_r[..., t] - rank_j[..., t]
+            return np.asarray(rank_r[..., t] - rank_j[..., t])
 
-        name = names[col]
+        name = labels[col]
         batch.add("ranking-difference", block, statistic, n=int(valid[:, t].sum()), generator=name,
                   scope=relation[name].lower(), variant={"against": against})

@@ -13,10 +13,14 @@ looked up by code. Left out: pairwise tables (`nepotism.analyses.suite`), file r
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from nepotism.metrics._batch import RecordBatch
+from nepotism.metrics._common import Relations, Row
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._codes import as_float, codes, lookup, recode
 from nepotism.metrics._suite_scores import (
@@ -28,10 +32,16 @@ from nepotism.metrics._suite_scores import (
     score_delta,
 )
 
+if TYPE_CHECKING:
+    from nepotism.models import Registry
+
+#: One judge's scored cube: (instance codes, generator codes, scores (n_instances, n_generators)).
+_Cube = tuple[np.ndarray, np.ndarray, np.ndarray]
+
 __all__ = ["groups", "local_codes", "pointwise_records", "rubric_records"]
 
 
-def groups(frame: pd.DataFrame):
+def groups(frame: pd.DataFrame) -> Iterator[tuple[str, str, np.ndarray]]:
     """Yield (judge, condition, row indices) per (judge, condition), sorted by name."""
     j, j_labels = codes(frame["judge"])
     c, c_labels = codes(frame["condition"]) if "condition" in frame else (np.zeros(len(frame), np.int64), np.array(["default"]))
@@ -60,17 +70,18 @@ def _cell_mean(cell: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         return np.bincount(cell, np.where(ok, values, 0.0), size) / count
 
 
-def _relations(registry, judge: str, names) -> dict:
+def _relations(registry: Registry, judge: str, names: Iterable[object]) -> Relations:
     """Per generator name: the registry relation's name (the label its records carry) and, under
     ``("scope", name)``, the one scope rule's answer (`nepotism.models.Registry.scope`)."""
-    out: dict = {}
+    out: Relations = {}
     for n in names:
         out[str(n)] = registry.relation(judge, str(n)).name
         out[("scope", str(n))] = registry.scope(judge, str(n))
     return out
 
 
-def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None) -> list[dict]:
+def rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
+                   leaderboard: Mapping[str, float] | None = None) -> list[Row]:
     """Rubric metrics per (judge, condition); per setup too when the table has a ``setup`` column.
 
     Single-rubric and all-rubrics verdicts (paper 002 §2) are never pooled: each setup is its own
@@ -86,7 +97,8 @@ def rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *
     return records
 
 
-def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None) -> list[dict]:
+def _rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
+                    leaderboard: Mapping[str, float] | None = None) -> list[Row]:
     ref = refs.get("rubric-ref")
     if ref is None or frame.empty:
         return []
@@ -145,7 +157,7 @@ def _rubric_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, 
     return records
 
 
-def pointwise_scores(frame: pd.DataFrame):
+def pointwise_scores(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Codes and float scores of a pointwise frame: (instance codes, labels, model codes, labels, scores)."""
     ic, i_labels = codes(frame["instance_id"])
     mc, m_labels = codes(frame["model"])
@@ -159,8 +171,9 @@ def _reference_scores(ref: pd.DataFrame) -> np.ndarray:
     return score
 
 
-def pointwise_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap, *, leaderboard: dict | None = None,
-                      rank_against: str | None = None) -> list[dict]:
+def pointwise_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
+                      leaderboard: Mapping[str, float] | None = None,
+                      rank_against: str | None = None) -> list[Row]:
     if frame.empty:
         return []
     ic, i_labels, mc, m_labels, score = pointwise_scores(frame)
@@ -194,7 +207,8 @@ def pointwise_records(frame: pd.DataFrame, registry, refs: dict, boot: Bootstrap
     return records
 
 
-def _against_judge(cubes: dict, other: str, m_labels, registry, boot) -> list[dict]:
+def _against_judge(cubes: Mapping[tuple[str, str], _Cube], other: str, m_labels: np.ndarray, registry: Registry,
+                   boot: Bootstrap) -> list[Row]:
     """ranking-difference of each judge's leaderboard against judge ``other``'s, on shared instances."""
     records = []
     theirs = {c: v for (j, c), v in cubes.items() if j == other}
@@ -226,8 +240,8 @@ def _outcome_cube(inst: np.ndarray, gx: np.ndarray, gy: np.ndarray, outcome: np.
         return np.where(count > 0, np.sign(total / count), np.nan)
 
 
-def pairwise_rank_records(comp: pd.DataFrame, registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
-                          leaderboard: dict | None = None, rank_against: str | None = None) -> list[dict]:
+def pairwise_rank_records(comp: pd.DataFrame, registry: Registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
+                          leaderboard: Mapping[str, float] | None = None, rank_against: str | None = None) -> list[Row]:
     """ranking-difference from aggregated comparisons (``model_x < model_y``, ``outcome`` for x).
 
     The judge's leaderboard scores a generator by its win score (win 1, tie ½, loss 0), averaged

@@ -25,8 +25,7 @@ Adding a metric: sum per-row quantities per cluster, write the statistic of tota
 >>> clusters = np.array(["p1", "p1", "p2", "p3", "p3", "p4"])
 >>> won = np.array([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
 >>> _, sums = cluster_sums(clusters, np.column_stack([won, np.ones_like(won)]))
->>> estimate = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=6,
-...                              bootstrap=Bootstrap(n_resamples=200, seed=1))
+>>> estimate = cluster_bootstrap(sums, ratio_of_totals, n=6, bootstrap=Bootstrap(n_resamples=200, seed=1))
 >>> round(estimate.value, 3), estimate.n_clusters, estimate.n_resamples
 (0.667, 4, 200)
 """
@@ -44,10 +43,28 @@ from scipy import stats
 
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["METHODS", "Bootstrap", "bootstrap_weights", "cluster_bootstrap", "cluster_sums", "finish_estimate",
-           "settings"]
+__all__ = ["METHODS", "Bootstrap", "Statistic", "bootstrap_weights", "cluster_bootstrap", "cluster_sums",
+           "column_ratio", "difference_of_ratios", "finish_estimate", "ratio_of_totals", "settings"]
 
+#: A statistic of cluster totals: (..., k) totals → (...) values.
 Statistic = Callable[[np.ndarray], np.ndarray]
+
+
+def ratio_of_totals(totals: np.ndarray) -> np.ndarray:
+    """total₀ / total₁: a mean or a share (numerator in column 0, count in column 1)."""
+    return np.asarray(totals[..., 0] / totals[..., 1])
+
+
+def difference_of_ratios(totals: np.ndarray) -> np.ndarray:
+    """total₀ / total₁ − total₂ / total₃: the gap between two shares (e.g. one group's rate − another's)."""
+    return np.asarray(totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3])
+
+
+def column_ratio(numerator: int, denominator: int) -> Statistic:
+    """The statistic total[numerator] / total[denominator] (columns of a wider block)."""
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        return np.asarray(totals[..., numerator] / totals[..., denominator])
+    return statistic
 
 #: Interval methods: percentile, or bias-corrected and accelerated (``"bca"``).
 METHODS = ("percentile", "bca")

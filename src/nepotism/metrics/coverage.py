@@ -10,17 +10,18 @@ missing for one kind of candidate biases every number built on the rest.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 from nepotism.metrics._common import undefined
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["excluded_share"]
 
 
-def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of judgments without a verdict: Σ excluded / n, with a cluster bootstrap over prompts.
 
     ``excluded`` is one boolean per judgment (True: no verdict), ``clusters`` its instance;
@@ -50,5 +51,5 @@ def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | N
     if flags.size == 0:
         return undefined("no judgments", bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(flags.size), n_excluded=int(flags.sum()),
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(flags.size), n_excluded=int(flags.sum()),
                              excluded=dict(sorted(counts.items())), bootstrap=options)

@@ -9,9 +9,10 @@ no usable verdict.
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 from scipy import stats
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, settings
 from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
@@ -90,11 +91,7 @@ def preference_leakage_score(
                              alternative=alternative, note=note, bootstrap=options)
 
 
-def _error_bias_statistic(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
-
-
-def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Error Bias (paper 000 Eq. 10), lower is better.
 
     EB = N(judge prefers target | human: other wins)/N(other wins)
@@ -117,7 +114,7 @@ def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: n
     if not keep.any():
         return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, _error_bias_statistic, n=int(keep.sum()), n_excluded=int((~keep).sum()),
+    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=int((~keep).sum()),
                              excluded=excluded, bootstrap=options)
 
 

@@ -25,8 +25,9 @@ one-sided bootstrap p-value for value > 0 (``alternative="greater"``, the defaul
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["matched_bias", "sensitivity_gap"]
@@ -47,12 +48,8 @@ def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) 
     return keep, excluded, note
 
 
-def _mean(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1]
-
-
 def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray, clusters: np.ndarray,
-                 *, alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+                 *, alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean over comparisons of (judge's preference − reference judges' mean preference) for the related candidate.
 
     One row per comparison of a related candidate R with an unrelated candidate O on one item:
@@ -76,18 +73,18 @@ def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray,
     keep, excluded, note = _exclusions(judge, reference, clusters)
     n_excluded = int((~keep).sum())
     if not keep.any():
-        return cluster_bootstrap(np.zeros((0, 1)), _mean, n=0, n_excluded=n_excluded, excluded=excluded,
+        return cluster_bootstrap(np.zeros((0, 1)), ratio_of_totals, n=0, n_excluded=n_excluded, excluded=excluded,
                                  note="no comparison with an unrelated reference judge",
                                  bootstrap=boot)
     difference = judge[keep] - reference[keep]
     _, sums = cluster_sums(clusters[keep], np.column_stack([difference, np.ones_like(difference)]))
-    return cluster_bootstrap(sums, _mean, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
                              note=note, bootstrap=boot, alternative=alternative)
 
 
 def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarray, orientation: np.ndarray,
                     clusters: np.ndarray, *, alternative: str | None = None, bootstrap: Bootstrap | None = None,
-                    **fields) -> Estimate:
+                    **fields: Any) -> Estimate:
     """Check of the equal-sensitivity assumption: how much more the judge agrees with the truth than the references.
 
     Use it on comparisons where *neither* candidate is related to the judge (so no relatedness bias
@@ -113,10 +110,10 @@ def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarr
     keep &= ~unordered
     n_excluded = int((~keep).sum())
     if not keep.any():
-        return cluster_bootstrap(np.zeros((0, 1)), _mean, n=0, n_excluded=n_excluded, excluded=excluded,
+        return cluster_bootstrap(np.zeros((0, 1)), ratio_of_totals, n=0, n_excluded=n_excluded, excluded=excluded,
                                  note="no ordered comparison with an unrelated reference judge",
                                  bootstrap=boot)
     gap = np.sign(orientation[keep]) * (judge[keep] - reference[keep])
     _, sums = cluster_sums(clusters[keep], np.column_stack([gap, np.ones_like(gap)]))
-    return cluster_bootstrap(sums, _mean, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
                              note=note, bootstrap=boot, alternative=alternative)

@@ -20,21 +20,18 @@ Zero division (no positive prediction, no positive reference) → NaN with a not
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, column_ratio, settings
 
 __all__ = ["STATISTICS", "rubric_verdict_scores"]
 
 STATISTICS = ("precision", "recall", "f1")
 
 
-def _ratio(num: int, den: int):
-    return lambda t: t[..., num] / t[..., den]
-
-
 def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap | None = None,
-                          **fields) -> dict[str, Estimate]:
+                          **fields: Any) -> dict[str, Estimate]:
     """``{"precision", "recall", "f1"}`` of a judge's rubric verdicts against a reference (paper 002 App. C).
 
     ``judged`` and ``reference`` are 1 (met), 0 (not met) or NaN (no verdict: excluded and
@@ -63,6 +60,6 @@ def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap |
         total = sums[:, den].sum() if sums.size else 0.0
         note = notes[name] if total == 0 else None
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[name] = cluster_bootstrap(sums, _ratio(num, den), n=int(j.size), n_excluded=n_missing,
+            out[name] = cluster_bootstrap(sums, column_ratio(num, den), n=int(j.size), n_excluded=n_missing,
                                           excluded=excluded, note=note, bootstrap=options)
     return out

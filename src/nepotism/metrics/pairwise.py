@@ -12,8 +12,16 @@ Outcome codes used throughout, from the point of view of one candidate X of a co
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import (
+    Bootstrap,
+    cluster_bootstrap,
+    cluster_sums,
+    difference_of_ratios,
+    ratio_of_totals,
+    settings,
+)
 from nepotism.metrics._common import checked, labels
 from nepotism.metrics._estimate import Estimate
 
@@ -59,11 +67,7 @@ def aggregate_orders(first: np.ndarray, second: np.ndarray, *, rule: str = "cons
     return out
 
 
-def _ratio(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1]
-
-
-def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of comparisons a generator wins under a judge.
 
     Formula: WR = (wins + ½·ties) / (wins + ties + losses) with ``ties="half"`` (the AlpacaEval and
@@ -86,13 +90,13 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", b
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
     _, sums, n, n_excluded, excluded = _win_rate_sums(outcome, clusters, ties=ties)
-    return cluster_bootstrap(sums, _ratio, n=n, n_excluded=n_excluded, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
                              bootstrap=settings(bootstrap, **fields))
 
 
 def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half"):
     """`win_rate`'s per-cluster sums on checked arrays: (cluster labels, sums (n_clusters, 2) for
-    `_ratio`, n, n_excluded, excluded). Shared with the batched audit (`nepotism.analyses.audit`)."""
+    `ratio_of_totals`, n, n_excluded, excluded). Shared with the batched audit (`nepotism.analyses.audit`)."""
     missing = np.isnan(outcome)
     excluded = {"no verdict": int(missing.sum())} if missing.any() else {}
     keep = ~missing
@@ -106,7 +110,7 @@ def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "ha
     return found, sums, int(keep.sum()), int((~keep).sum()), excluded
 
 
-def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
 
     Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
@@ -124,7 +128,7 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstra
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
     _, sums, n, n_excluded, excluded = _self_preference_sums(outcome, clusters)
-    return cluster_bootstrap(sums, _ratio, n=n, n_excluded=n_excluded, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
                              bootstrap=settings(bootstrap, **fields))
 
 
@@ -135,10 +139,6 @@ def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray):
     found, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
     n_missing = int((~keep).sum())
     return found, sums, int(keep.sum()), n_missing, ({"no verdict": n_missing} if n_missing else {})
-
-
-def _parity(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
 
 def demographic_parity_bias(
@@ -165,7 +165,7 @@ def demographic_parity_bias(
     related = related.astype(bool)
     clusters = labels(clusters, "clusters", n=preference.size)
     _, sums, n, n_excluded, excluded = _parity_sums(preference, related, clusters)
-    return cluster_bootstrap(sums, _parity, n=n, n_excluded=n_excluded, excluded=excluded,
+    return cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=excluded,
                              bootstrap=settings(bootstrap, **fields))
 
 

@@ -13,8 +13,9 @@ Prompting a judge for recognition answers is left to the live engine.
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 from nepotism.metrics._common import undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.stats import chi_square, pearson
@@ -27,11 +28,11 @@ def _share(values, weights, clusters, options, n_excluded, excluded, what):
     if weights.sum() == 0:
         return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([values, weights]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(weights.sum()), n_excluded=n_excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(weights.sum()), n_excluded=n_excluded,
                              excluded=excluded, bootstrap=options)
 
 
-def recognition_accuracy(claimed, truth, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def recognition_accuracy(claimed, truth, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of recognition answers equal to the truth (000 §5.5 student recognition; 003 self-recognition).
 
     Pointwise: ``claimed``/``truth`` are 1 (mine / my student's) or 0. Pairwise: the slot claimed
@@ -54,7 +55,7 @@ def _correlation(totals: np.ndarray) -> np.ndarray:
     return cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
 
 
-def recognition_preference_association(recognised, preferred, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> tuple[Estimate, dict]:
+def recognition_preference_association(recognised, preferred, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> tuple[Estimate, dict]:
     """Pearson r between recognising one's answer and preferring it (003: r, 95% CI, chi-square).
 
     ``recognised`` and ``preferred`` are 0/1 per item (003 uses the harmful cases, where the own
@@ -82,7 +83,7 @@ def recognition_preference_association(recognised, preferred, clusters, *, boots
     return estimate, extra
 
 
-def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of comparisons whose two presentation orders give the same verdict.
 
     ``first`` and ``second`` are the codes of the same candidate X in the two orders (+1, 0, -1;
@@ -99,7 +100,7 @@ def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None
                   excluded, "comparison with both orders")
 
 
-def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of verdicts choosing the first slot: ½ = no position bias.
 
     ``slot_verdict`` per row: 1 the first slot (A) chosen, 0 the second, ½ a tie, NaN unparsed.

@@ -9,8 +9,9 @@ those orderings. Relations (self, family) are decided by the caller; these funct
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 from nepotism.metrics._common import ratio_of_mean_rates, group_sums, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
@@ -60,7 +61,7 @@ def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str
     return over.astype(float), at_risk.astype(float)
 
 
-def overestimation_rate(judge, reference, clusters, *, kind: str = "any", bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def overestimation_rate(judge, reference, clusters, *, kind: str = "any", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """O(J, G): among cases where the reference says G loses (or fails a rubric), the share the judge rates better.
 
     002 Eq. 3 (instance level; rows = (G′, x) comparisons from G's side) and Eq. 4 (rubric level;
@@ -75,11 +76,11 @@ def overestimation_rate(judge, reference, clusters, *, kind: str = "any", bootst
                          n_excluded=n_missing, excluded=excluded, bootstrap=options)
     rows = keep & (at_risk > 0)
     _, sums = cluster_sums(np.asarray(clusters)[rows], np.column_stack([over[rows], at_risk[rows]]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()), n_excluded=n_missing,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(rows.sum()), n_excluded=n_missing,
                              excluded=excluded, bootstrap=options)
 
 
-def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """HSPP ratio (002 Eq. 1–2): mean O(J,G) over ``numerator`` ÷ mean O(J,G) over ``denominator``.
 
     ``overestimated`` / ``at_risk`` are per-row counts (indicators from `overestimation_counts`, or
@@ -133,11 +134,11 @@ def _share_equal(judge, reference, clusters, options, what):
         return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     equal = (judge[keep] == reference[keep]).astype(float)
     _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([equal, np.ones(equal.size)]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_missing,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing,
                              excluded=excluded, bootstrap=options)
 
 
-def mipa(judge_outcome, reference_outcome, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def mipa(judge_outcome, reference_outcome, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean instance pairwise accuracy (002 Eq. 5): share of (G < G′, x) whose orderings agree.
 
     Codes in {-1, 0, 1}; a tie agrees only with a tie. One row per *unordered* pair and instance;
@@ -148,7 +149,7 @@ def mipa(judge_outcome, reference_outcome, clusters, *, bootstrap: Bootstrap | N
     return _share_equal(judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison")
 
 
-def mra(judge_met, reference_met, clusters, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def mra(judge_met, reference_met, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded."""
     return _share_equal(judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict")
 
@@ -163,7 +164,7 @@ def _instance_scores(met, clusters, points):
 
 
 def score_delta(judge_met, reference_met, generator, clusters, *, points=None, centred: bool = True,
-                bootstrap: Bootstrap | None = None, **fields) -> dict:
+                bootstrap: Bootstrap | None = None, **fields: Any) -> dict:
     """Judge's system score minus the reference's for every generator, centred by the judge's mean delta.
 
     002 Fig. 5. Instance score s(G, x) = fraction of rubrics met (``points=None``), or with rubric

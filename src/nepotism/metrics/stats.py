@@ -7,25 +7,28 @@ Each returns a plain dict (JSON-able floats). Nothing here resamples; `bootstrap
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = ["binomial_test", "chi_square", "correlate_records", "paired_t_test", "pearson"]
 
 
-def pearson(x, y, *, confidence: float = 0.95) -> dict:
+def pearson(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95) -> dict[str, Any]:
     """Pearson r, its two-sided p-value and the Fisher-z interval (n ≥ 4 for an interval)."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    n = int(x.size)
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    xs, ys = xs[ok], ys[ok]
+    n = int(xs.size)
     nan = float("nan")
-    if n < 3 or np.std(x) == 0 or np.std(y) == 0:
+    if n < 3 or np.std(xs) == 0 or np.std(ys) == 0:
         return {"r": nan, "p_value": nan, "ci_low": nan, "ci_high": nan, "n": n,
                 "note": "fewer than 3 points or a constant variable"}
-    result = stats.pearsonr(x, y)
+    result = stats.pearsonr(xs, ys)
     r = float(result.statistic)
     low = high = nan
     if n > 3 and abs(r) < 1:
@@ -35,27 +38,27 @@ def pearson(x, y, *, confidence: float = 0.95) -> dict:
     return {"r": r, "p_value": float(result.pvalue), "ci_low": low, "ci_high": high, "n": n, "note": None}
 
 
-def paired_t_test(a, b, *, alternative: str = "two-sided") -> dict:
+def paired_t_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided") -> dict[str, Any]:
     """Paired t-test of mean(a − b) = 0 (003 compares preference before and after a perturbation)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    ok = np.isfinite(a) & np.isfinite(b)
-    result = stats.ttest_rel(a[ok], b[ok], alternative=alternative)
+    first = np.asarray(a, dtype=float)
+    second = np.asarray(b, dtype=float)
+    ok = np.isfinite(first) & np.isfinite(second)
+    result = stats.ttest_rel(first[ok], second[ok], alternative=alternative)
     return {"statistic": float(result.statistic), "p_value": float(result.pvalue), "df": int(ok.sum() - 1),
-            "mean_difference": float(np.mean(a[ok] - b[ok])) if ok.any() else float("nan")}
+            "mean_difference": float(np.mean(first[ok] - second[ok])) if ok.any() else float("nan")}
 
 
-def chi_square(table) -> dict:
+def chi_square(table: ArrayLike) -> dict[str, Any]:
     """Chi-square test of independence on a contingency table (no continuity correction)."""
-    table = np.asarray(table, dtype=float)
-    if (table.sum(axis=0) == 0).any() or (table.sum(axis=1) == 0).any():
+    counts = np.asarray(table, dtype=float)
+    if (counts.sum(axis=0) == 0).any() or (counts.sum(axis=1) == 0).any():
         return {"statistic": float("nan"), "p_value": float("nan"), "dof": None,
                 "note": "a row or column of the table is empty"}
-    result = stats.chi2_contingency(table, correction=False)
+    result = stats.chi2_contingency(counts, correction=False)
     return {"statistic": float(result.statistic), "p_value": float(result.pvalue), "dof": int(result.dof), "note": None}
 
 
-def binomial_test(successes: int, trials: int, *, p: float = 0.5, alternative: str = "two-sided") -> dict:
+def binomial_test(successes: int, trials: int, *, p: float = 0.5, alternative: str = "two-sided") -> dict[str, Any]:
     """Exact binomial test (e.g. first-slot preference against ½)."""
     result = stats.binomtest(int(successes), int(trials), p, alternative=alternative)
     ci = result.proportion_ci()
@@ -63,16 +66,19 @@ def binomial_test(successes: int, trials: int, *, p: float = 0.5, alternative: s
             "ci_high": float(ci.high), "n": int(trials)}
 
 
-def correlate_records(records, x_metric: str, y_metric: str, *, key=("judge",), confidence: float = 0.95,
-                      where=None) -> dict:
+def correlate_records(records: Iterable[Mapping[str, Any]], x_metric: str, y_metric: str, *,
+                      key: tuple[str, ...] = ("judge",), confidence: float = 0.95,
+                      where: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[str, Any]:
     """Pearson r across judges between two metrics' values (e.g. judge-accuracy vs a task accuracy, 004 Fig. 1).
 
     ``records`` are suite records; ``key`` the fields that pair a value of x with a value of y;
     ``where`` an optional predicate on records. Pairs with a missing value are dropped.
     """
-    def table(metric):
-        out = {}
-        for r in records:
+    rows = list(records)
+
+    def table(metric: str) -> dict[tuple[Any, ...], Any]:
+        out: dict[tuple[Any, ...], Any] = {}
+        for r in rows:
             if r["metric"] == metric and (where is None or where(r)) and r.get("value") is not None:
                 out.setdefault(tuple(r.get(k) for k in key), r["value"])
         return out

@@ -9,25 +9,23 @@ own task accuracy as a generator, which `nepotism.analyses.suite.correlate` pair
 
 from __future__ import annotations
 
+from typing import Any
+
 
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics._common import undefined, valid_rows
+from nepotism.metrics._common import Row, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 
 __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "task_accuracy_records"]
 
 UNGRADED = "ungraded"
 
 
-def _ratio(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1]
-
-
 def task_accuracy(correct: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
-                  **fields) -> Estimate:
+                  **fields: Any) -> Estimate:
     """Share of a generator's answers graded correct (paper 004 §3: "task accuracy", Tables 7–9).
 
     Formula: TA(G) = Σ_x 1{G's answer to x is correct} / |graded answers of G|. ``correct`` holds
@@ -44,7 +42,7 @@ def task_accuracy(correct: np.ndarray, clusters: np.ndarray, *, bootstrap: Boots
     if not keep.any():
         return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters[keep], np.column_stack([correct[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, _ratio, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
                              bootstrap=options)
 
 
@@ -62,7 +60,7 @@ def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
     return answers.drop_duplicates(["instance_id", "model"])
 
 
-def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstrap: Bootstrap) -> list[dict]:
+def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstrap: Bootstrap) -> list[Row]:
     """``task-accuracy`` records: per generator (``generator`` = the model, ``judge`` None) and per
     (judge, condition) of ``comp`` whose judge answered too (``judge`` = it, ``scope`` self,
     ``variant.of`` = "judge's own answers"; the same value under every condition).
@@ -85,7 +83,7 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
 
 
 def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
-                     **fields) -> Estimate:
+                     **fields: Any) -> Estimate:
     """Mean number of tokens a judge wrote per judgment (paper 004 §5, Fig. 5, Tables 13–18).
 
     Formula: RL = Σ tokens / |judgments with a token count|, clustered by prompt. ``tokens`` holds
@@ -106,7 +104,7 @@ def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Boo
     if not keep.any():
         return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, _ratio, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
                              bootstrap=options)
 
 
@@ -119,7 +117,7 @@ def _is_own(judges: pd.Series, models: pd.Series, scopes: dict) -> np.ndarray:
 
 
 def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: dict,
-                             bootstrap: Bootstrap) -> list[dict]:
+                             bootstrap: Bootstrap) -> list[Row]:
     """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``) and,
     with a correctness reference, over the harmful cases of paper 004's Fig. 5 (the judge's own
     answer wrong, the other's right; ``subset=harmful``). ``scopes`` maps (judge, model) to
