@@ -8,6 +8,8 @@ Nothing here knows about metrics.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -39,11 +41,11 @@ def recode(series: pd.Series, labels: np.ndarray) -> np.ndarray:
 def as_float(series: pd.Series) -> np.ndarray:
     """True/False/None (object or bool) or numbers → float with NaN for missing."""
     if series.dtype == bool:
-        return series.to_numpy().astype(float)
+        return np.asarray(series.to_numpy(), dtype=float)
     if isinstance(series.dtype, pd.BooleanDtype):
-        return series.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+        return np.asarray(series.astype("Float64").to_numpy(dtype=float, na_value=np.nan))
     if series.dtype.kind in "fiu":
-        return series.to_numpy(dtype=float)
+        return np.asarray(series.to_numpy(dtype=float))
     values = series.to_numpy(dtype=object)
     missing = pd.isna(values)
     out = np.full(values.size, np.nan)
@@ -58,10 +60,10 @@ def lookup(table_codes: list[np.ndarray], table_values: np.ndarray, sizes: list[
     ``sizes`` bounds each code (codes in [0, size)); rows with a -1 code never match.
     """
     total = int(np.prod(np.asarray(sizes, dtype=np.float64)))
-    dtype = np.int32 if total < 2**31 else np.int64
+    dtype: type[np.signedinteger[Any]] = np.int32 if total < 2**31 else np.int64
 
-    def key(parts):
-        k = np.zeros(parts[0].size, dtype=dtype)
+    def key(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        k: np.ndarray = np.zeros(parts[0].size, dtype=dtype)
         valid = np.ones(parts[0].size, dtype=bool)
         for part, size in zip(parts, sizes):
             if part.size and part.min() < 0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
@@ -29,18 +30,19 @@ class MetricInfo:
     """One metric id: the function computing it, its source, its formula and its named variants."""
 
     id: str
-    function: Callable | str
+    function: Callable[..., Any] | str
     paper: str
     formula: str
     variants: tuple[str, ...] = ()
     kind: str = "estimator"  # "estimator" (pure array function) | "derived" (a procedure; see the module doc)
 
-    def resolve(self) -> Callable:
+    def resolve(self) -> Callable[..., Any]:
         """The computing function (a derived row's dotted path imported now)."""
         if callable(self.function):
             return self.function
         module, _, name = self.function.rpartition(".")
-        return getattr(importlib.import_module(module), name)
+        found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+        return found
 
 
 _ROWS = [

@@ -10,9 +10,11 @@ missing for one kind of candidate biases every number built on the rest.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 from nepotism.metrics._common import undefined
@@ -21,7 +23,8 @@ from nepotism.metrics._estimate import Estimate
 __all__ = ["excluded_share"]
 
 
-def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterable[object] | None = None,
+                   bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of judgments without a verdict: Σ excluded / n, with a cluster bootstrap over prompts.
 
     ``excluded`` is one boolean per judgment (True: no verdict), ``clusters`` its instance;
@@ -43,11 +46,11 @@ def excluded_share(excluded, clusters, *, reasons=None, bootstrap: Bootstrap | N
         if not np.isin(flags, (0, 1, True, False)).all():
             raise ValueError("excluded must hold booleans (True: the judgment has no verdict)")
         flags = flags.astype(bool)
-    labels = [None] * flags.size if reasons is None else list(reasons)
-    if len(labels) != flags.size:
+    why: list[object] = [None] * flags.size if reasons is None else list(reasons)
+    if len(why) != flags.size:
         raise ValueError("reasons must have one label per judgment")
     counts = Counter(str(r) if isinstance(r, str) and r else "no reason recorded"
-                     for r, flag in zip(labels, flags) if flag)
+                     for r, flag in zip(why, flags) if flag)
     if flags.size == 0:
         return undefined("no judgments", bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))

@@ -8,12 +8,14 @@ no usable verdict.
 
 from __future__ import annotations
 
-import numpy as np
 from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, settings
-from nepotism.metrics._common import undefined, valid_rows
+from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_score", "ranking_difference"]
@@ -22,15 +24,22 @@ __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leak
 PLS_TIE_RULES = ("loss", "half", "exclude")
 
 
-def pls_from_win_rates(wr_ii, wr_ij, wr_jj, wr_ji):
+def pls_from_win_rates(wr_ii: ArrayLike, wr_ij: ArrayLike, wr_jj: ArrayLike, wr_ji: ArrayLike) -> np.ndarray:
     """PLS(i, j) = ½[(WR(i,i) − AVG(i,j))/AVG(i,j) + (WR(j,j) − AVG(j,i))/AVG(j,i)].
 
     Paper 000 Eq. 5–6 with AVG(i,j) = (WR(i,i) + WR(i,j))/2; WR(i,j) is the win rate of the student
     of generator i under judge j. Works elementwise on arrays (the bootstrap passes (B,) arrays).
+
+    Each student wins 0.5 and 0.6 under its own teacher, 0.4 and 0.3 under the other one:
+
+    >>> round(float(pls_from_win_rates(0.5, 0.4, 0.6, 0.3)), 4)
+    0.2222
     """
-    avg_ij = (np.asarray(wr_ii) + wr_ij) / 2.0
-    avg_ji = (np.asarray(wr_jj) + wr_ji) / 2.0
-    return ((wr_ii - avg_ij) / avg_ij + (wr_jj - avg_ji) / avg_ji) / 2.0
+    ii, ij = np.asarray(wr_ii, dtype=float), np.asarray(wr_ij, dtype=float)
+    jj, ji = np.asarray(wr_jj, dtype=float), np.asarray(wr_ji, dtype=float)
+    avg_ij = (ii + ij) / 2.0
+    avg_ji = (jj + ji) / 2.0
+    return np.asarray(((ii - avg_ij) / avg_ij + (jj - avg_ji) / avg_ji) / 2.0)
 
 
 def _pls_statistic(totals: np.ndarray) -> np.ndarray:
@@ -39,8 +48,8 @@ def _pls_statistic(totals: np.ndarray) -> np.ndarray:
 
 
 def preference_leakage_score(
-    outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, clusters: np.ndarray, *,
-    ties: str = "loss", alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields,
+    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, *,
+    ties: str = "loss", alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields: Any,
 ) -> Estimate:
     """Preference leakage score of a pair of (teacher, student) sides i and j (paper 000 Eq. 5–6).
 
@@ -63,11 +72,23 @@ def preference_leakage_score(
     ``alternative="greater"`` (default) adds the one-sided bootstrap p-value of PLS > 0
     (000 App. D.4, which uses 10,000 resamples). Swapping the sides leaves PLS unchanged.
     Zero division: a (student, judge) cell with no comparison, or AVG = 0 → NaN with a note.
+    ``student`` and ``judge`` other than 0/1, codes outside [-1, 1] or arrays of unequal length are refused.
+
+    Student i wins 2 of 3 under its teacher i and 1 of 3 under judge j; student j the mirror:
+
+    >>> won = [1, 1, -1, 1, -1, -1] * 2
+    >>> side = [0] * 6 + [1] * 6
+    >>> teacher = [0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0]
+    >>> round(preference_leakage_score(won, side, teacher, [f"p{k}" for k in range(12)], n_resamples=0).value, 4)
+    0.3333
     """
-    outcome = np.asarray(outcome, dtype=float)
-    keep, n_missing, excluded = valid_rows(outcome)
     if ties not in PLS_TIE_RULES:
         raise ValueError(f"ties must be one of {', '.join(PLS_TIE_RULES)}, not {ties!r}")
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    sides = _sides(student, "student", outcome.size)
+    judges = _sides(judge, "judge", outcome.size)
+    groups = labels(clusters, "clusters", n=outcome.size)
+    keep, n_missing, excluded = valid_rows(outcome)
     if ties == "exclude":
         tie = keep & (outcome == 0)
         if tie.any():
@@ -75,7 +96,7 @@ def preference_leakage_score(
         keep &= ~tie
     if ties == "loss" and not np.isin(outcome[keep], (-1.0, 0.0, 1.0)).all():
         raise ValueError("ties='loss' needs outcome codes -1, 0, +1; use ties='half' for soft outcomes")
-    cell = 2 * np.asarray(student, dtype=int)[keep] + np.asarray(judge, dtype=int)[keep]
+    cell = 2 * sides[keep] + judges[keep]
     score = (outcome[keep] == 1.0).astype(float) if ties == "loss" else (outcome[keep] + 1.0) / 2.0
     columns = np.zeros((cell.size, 8))
     columns[np.arange(cell.size), 2 * cell] = score
@@ -84,14 +105,25 @@ def preference_leakage_score(
     n_excl = int((~keep).sum())
     if cell.size == 0:
         return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    _, sums = cluster_sums(groups[keep], columns)
     empty = [name for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4)) if sums[:, 2 * c + 1].sum() == 0]
     note = f"no comparison for {', '.join(empty)}" if empty else None
     return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              alternative=alternative, note=note, bootstrap=options)
 
 
-def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def _sides(values: ArrayLike, name: str, n: int) -> np.ndarray:
+    """``values`` as 0/1 integers, one per row (which side of the pair)."""
+    array = checked(values, name, low=0.0, high=1.0, n=n)
+    odd = ~np.isin(array, (0.0, 1.0))
+    if odd.any():
+        i = int(np.argmax(odd))
+        raise ValueError(f"{name} must hold 0 (side i) or 1 (side j); {name}[{i}] is {float(array[i])!r}")
+    return array.astype(np.int64)
+
+
+def error_bias(judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: ArrayLike, *,
+               bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Error Bias (paper 000 Eq. 10), lower is better.
 
     EB = N(judge prefers target | human: other wins)/N(other wins)
@@ -100,9 +132,19 @@ def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: n
     preferred, -1 other preferred, 0 tie. Rows with a human tie are excluded (counted
     ``"human tie"``): Eq. 10 conditions on a human winner. A judge tie is neither preference and
     stays in the denominators. Zero division: no human win for one side → NaN with a note.
+
+    Humans pick the other answer twice (the judge agrees once) and the target twice (the judge
+    disagrees once): EB = ½ − ½ = 0; a judge that always prefers the target gets 1:
+
+    >>> humans = [-1, -1, 1, 1]
+    >>> error_bias([1, -1, -1, 1], humans, ["p1", "p2", "p3", "p4"], n_resamples=0).value
+    0.0
+    >>> error_bias([1, 1, 1, 1], humans, ["p1", "p2", "p3", "p4"], n_resamples=0).value
+    1.0
     """
-    judge_outcome = np.asarray(judge_outcome, dtype=float)
-    human_outcome = np.asarray(human_outcome, dtype=float)
+    judge_outcome = checked(judge_outcome, "judge_outcome", low=-1.0, high=1.0)
+    human_outcome = checked(human_outcome, "human_outcome", low=-1.0, high=1.0, n=judge_outcome.size)
+    groups = labels(clusters, "clusters", n=judge_outcome.size)
     keep, _, excluded = valid_rows(judge_outcome, human_outcome)
     human_tie = keep & (human_outcome == 0)
     if human_tie.any():
@@ -113,14 +155,14 @@ def error_bias(judge_outcome: np.ndarray, human_outcome: np.ndarray, clusters: n
     options = settings(bootstrap, **fields)
     if not keep.any():
         return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    _, sums = cluster_sums(groups[keep], columns)
     return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=int((~keep).sum()),
                              excluded=excluded, bootstrap=options)
 
 
 def ranking_difference(
-    judged_score: np.ndarray, reference_score: np.ndarray, generator: np.ndarray, clusters: np.ndarray, *,
-    target, bootstrap: Bootstrap | None = None, **fields,
+    judged_score: ArrayLike, reference_score: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
+    target: str, bootstrap: Bootstrap | None = None, **fields: Any,
 ) -> Estimate:
     """Rank of ``target`` on the reference leaderboard minus its rank on the judge's (paper 000 §5.4).
 
@@ -131,11 +173,19 @@ def ranking_difference(
     score are excluded. A generator without rows is dropped from both leaderboards.
     Variants (``against`` in suite records): the reference leaderboard comes from a preference-ref
     (humans), a rubric-ref / correctness-ref, a fixed leaderboard file, or another judge.
+    Infinite scores or arrays of unequal length are refused.
+
+    The judge ranks "S" first, the reference last of three:
+
+    >>> ranking_difference([3, 2, 1], [1, 2, 3], ["S", "G", "H"], ["p1", "p1", "p1"], target="S", n_resamples=0).value
+    2.0
     """
-    judged_score = np.asarray(judged_score, dtype=float)
-    reference_score = np.asarray(reference_score, dtype=float)
+    judged_score = checked(judged_score, "judged_score", low=-np.inf, high=np.inf)
+    reference_score = checked(reference_score, "reference_score", low=-np.inf, high=np.inf, n=judged_score.size)
+    names_of = labels(generator, "generator", n=judged_score.size)
+    groups = labels(clusters, "clusters", n=judged_score.size)
     keep, n_missing, excluded = valid_rows(judged_score, reference_score)
-    names, codes = np.unique(np.asarray(generator)[keep], return_inverse=True)
+    names, codes = np.unique(names_of[keep], return_inverse=True)
     options = settings(bootstrap, **fields)
     if target not in set(names.tolist()):
         return undefined(f"no scored row for {target!r}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
@@ -153,7 +203,7 @@ def ranking_difference(
         reference = totals[..., g:2 * g] / count
         rank_j = stats.rankdata(-judged, axis=-1)
         rank_r = stats.rankdata(-reference, axis=-1)
-        return rank_r[..., t] - rank_j[..., t]
+        return np.asarray(rank_r[..., t] - rank_j[..., t])
 
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    _, sums = cluster_sums(groups[keep], columns)
     return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded, bootstrap=options)

@@ -24,21 +24,29 @@ one-sided bootstrap p-value for value > 0 (``alternative="greater"``, the defaul
 
 from __future__ import annotations
 
-import numpy as np
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
+from nepotism.metrics._common import checked, labels
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["matched_bias", "sensitivity_gap"]
 
 
-def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, dict, str | None]:
+def _finite(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray:
+    """A preference (or preference difference) column: any finite number, NaN for none."""
+    return checked(values, name, low=-np.inf, high=np.inf, n=n)
+
+
+def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, dict[str, int], str | None]:
     """Rows to keep, the excluded counts per reason and a note counting items left with no row."""
     no_verdict = ~np.isfinite(judge)
     no_reference = np.isfinite(judge) & ~np.isfinite(reference)
     keep = ~(no_verdict | no_reference)
-    excluded = {}
+    excluded: dict[str, int] = {}
     if no_verdict.any():
         excluded["no verdict"] = int(no_verdict.sum())
     if no_reference.any():
@@ -48,7 +56,7 @@ def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) 
     return keep, excluded, note
 
 
-def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray, clusters: np.ndarray,
+def matched_bias(judge_preference: ArrayLike, reference_preference: ArrayLike, clusters: ArrayLike,
                  *, alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean over comparisons of (judge's preference − reference judges' mean preference) for the related candidate.
 
@@ -64,11 +72,16 @@ def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray,
     the one-sided p-value tests MB > 0.
     Rows with a NaN judge preference are excluded as ``"no verdict"``; rows with no reference
     judge (NaN reference) as ``"no reference judge"``; items left with no row are counted in the
-    note. No row at all → NaN with a note, never 0.
+    note. No row at all → NaN with a note, never 0. Infinite values or arrays of unequal length are refused.
+
+    The judge prefers its relative on both items, the unrelated references on half of the cases:
+
+    >>> matched_bias([1, 1, 0.5], [0.5, 0.5, 0.5], ["x1", "x2", "x2"], n_resamples=0).value
+    0.3333333333333333
     """
-    judge = np.asarray(judge_preference, dtype=float)
-    reference = np.asarray(reference_preference, dtype=float)
-    clusters = np.asarray(clusters)
+    judge = _finite(judge_preference, "judge_preference")
+    reference = _finite(reference_preference, "reference_preference", n=judge.size)
+    clusters = labels(clusters, "clusters", n=judge.size)
     boot = settings(bootstrap, **fields)
     keep, excluded, note = _exclusions(judge, reference, clusters)
     n_excluded = int((~keep).sum())
@@ -82,8 +95,8 @@ def matched_bias(judge_preference: np.ndarray, reference_preference: np.ndarray,
                              note=note, bootstrap=boot, alternative=alternative)
 
 
-def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarray, orientation: np.ndarray,
-                    clusters: np.ndarray, *, alternative: str | None = None, bootstrap: Bootstrap | None = None,
+def sensitivity_gap(judge_preference: ArrayLike, reference_preference: ArrayLike, orientation: ArrayLike,
+                    clusters: ArrayLike, *, alternative: str | None = None, bootstrap: Bootstrap | None = None,
                     **fields: Any) -> Estimate:
     """Check of the equal-sensitivity assumption: how much more the judge agrees with the truth than the references.
 
@@ -97,11 +110,14 @@ def sensitivity_gap(judge_preference: np.ndarray, reference_preference: np.ndarr
     that are stronger than their opponents, `matched_bias` on ``all``/``legitimate`` comparisons is
     pushed up and on ``harmful`` comparisons pushed down. No one-sided test unless ``alternative``
     is given.
+
+    >>> sensitivity_gap([1, 0], [0.5, 0.5], [1, -1], ["x1", "x2"], n_resamples=0).value
+    0.5
     """
-    judge = np.asarray(judge_preference, dtype=float)
-    reference = np.asarray(reference_preference, dtype=float)
-    orientation = np.asarray(orientation, dtype=float)
-    clusters = np.asarray(clusters)
+    judge = _finite(judge_preference, "judge_preference")
+    reference = _finite(reference_preference, "reference_preference", n=judge.size)
+    orientation = checked(orientation, "orientation", low=-1.0, high=1.0, n=judge.size)
+    clusters = labels(clusters, "clusters", n=judge.size)
     boot = settings(bootstrap, **fields)
     keep, excluded, note = _exclusions(judge, reference, clusters)
     unordered = keep & ~(np.isfinite(orientation) & (orientation != 0))

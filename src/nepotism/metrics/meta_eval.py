@@ -19,9 +19,12 @@ Zero division (no positive prediction, no positive reference) → NaN with a not
 
 from __future__ import annotations
 
-import numpy as np
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from nepotism.metrics._common import checked, labels
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, column_ratio, settings
 
@@ -30,7 +33,7 @@ __all__ = ["STATISTICS", "rubric_verdict_scores"]
 STATISTICS = ("precision", "recall", "f1")
 
 
-def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap | None = None,
+def rubric_verdict_scores(judged: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
                           **fields: Any) -> dict[str, Estimate]:
     """``{"precision", "recall", "f1"}`` of a judge's rubric verdicts against a reference (paper 002 App. C).
 
@@ -38,9 +41,16 @@ def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap |
     counted); ``clusters`` are the prompts. Variants ``polarity`` (positive | negative | all
     rubric items) and ``reference`` (which jury) are chosen by the caller's rows: see the module
     docstring.
+
+    Two of three met items found, one false alarm: precision = recall = F1 = ⅔.
+
+    >>> scores = rubric_verdict_scores([1, 1, 0, 1], [1, 1, 1, 0], ["p1", "p1", "p2", "p2"], n_resamples=0)
+    >>> {name: round(est.value, 3) for name, est in scores.items()}
+    {'precision': 0.667, 'recall': 0.667, 'f1': 0.667}
     """
-    j = np.asarray(judged, dtype=float)
-    r = np.asarray(reference, dtype=float)
+    j = checked(judged, "judged", low=0.0, high=1.0)
+    r = checked(reference, "reference", low=0.0, high=1.0, n=j.size)
+    groups = labels(clusters, "clusters", n=j.size)
     keep = np.isfinite(j) & np.isfinite(r)
     excluded = {k: int(v) for k, v in (("no judge verdict", (~np.isfinite(j)).sum()),
                                        ("no reference verdict", (np.isfinite(j) & ~np.isfinite(r)).sum())) if v}
@@ -50,10 +60,9 @@ def rubric_verdict_scores(judged, reference, clusters, *, bootstrap: Bootstrap |
         raise ValueError("verdicts must be 1, 0 or NaN")
     tp, fp, fn = j * r, j * (1 - r), (1 - j) * r
     cols = np.column_stack([tp, tp + fp, tp + fn, 2 * tp, 2 * tp + fp + fn]) if j.size else np.zeros((0, 5))
-    clusters = np.asarray(clusters)[keep]
-    sums = cluster_sums(clusters, cols)[1] if j.size else np.zeros((0, 5))
+    sums = cluster_sums(groups[keep], cols)[1] if j.size else np.zeros((0, 5))
     options = settings(bootstrap, **fields)
-    out = {}
+    out: dict[str, Estimate] = {}
     notes = {"precision": "the judge says no item is met", "recall": "the reference says no item is met",
              "f1": "no item is met by either"}
     for name, (num, den) in zip(STATISTICS, ((0, 1), (0, 2), (3, 4))):

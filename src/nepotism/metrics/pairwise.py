@@ -11,8 +11,10 @@ Outcome codes used throughout, from the point of view of one candidate X of a co
 
 from __future__ import annotations
 
-import numpy as np
 from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics.bootstrap import (
     Bootstrap,
@@ -34,8 +36,11 @@ __all__ = [
 
 TIE_POLICIES = ("half", "exclude")
 
+#: Per-cluster sums of a metric: (cluster labels, sums (n_clusters, k), n, n_excluded, excluded per reason).
+_Sums = tuple[np.ndarray, np.ndarray, int, int, dict[str, int]]
 
-def aggregate_orders(first: np.ndarray, second: np.ndarray, *, rule: str = "consistent") -> np.ndarray:
+
+def aggregate_orders(first: ArrayLike, second: ArrayLike, *, rule: str = "consistent") -> np.ndarray:
     """Combine the verdicts of the two presentation orders of one comparison.
 
     ``first`` and ``second`` are outcome codes for the same candidate X (already mapped back from
@@ -67,7 +72,8 @@ def aggregate_orders(first: np.ndarray, second: np.ndarray, *, rule: str = "cons
     return out
 
 
-def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def win_rate(outcome: ArrayLike, clusters: ArrayLike, *, ties: str = "half", bootstrap: Bootstrap | None = None,
+             **fields: Any) -> Estimate:
     """Share of comparisons a generator wins under a judge.
 
     Formula: WR = (wins + ½·ties) / (wins + ties + losses) with ``ties="half"`` (the AlpacaEval and
@@ -94,7 +100,7 @@ def win_rate(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half", b
                              bootstrap=settings(bootstrap, **fields))
 
 
-def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half"):
+def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half") -> _Sums:
     """`win_rate`'s per-cluster sums on checked arrays: (cluster labels, sums (n_clusters, 2) for
     `ratio_of_totals`, n, n_excluded, excluded). Shared with the batched audit (`nepotism.analyses.audit`)."""
     missing = np.isnan(outcome)
@@ -110,7 +116,8 @@ def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "ha
     return found, sums, int(keep.sum()), int((~keep).sum()), excluded
 
 
-def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
+                          **fields: Any) -> Estimate:
     """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
 
     Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
@@ -132,7 +139,7 @@ def self_preference_ratio(outcome: np.ndarray, clusters: np.ndarray, *, bootstra
                              bootstrap=settings(bootstrap, **fields))
 
 
-def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray):
+def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray) -> _Sums:
     """`self_preference_ratio`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
     keep = ~np.isnan(outcome)
     wins = (outcome[keep] == 1).astype(float)
@@ -142,7 +149,7 @@ def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray):
 
 
 def demographic_parity_bias(
-    preference: np.ndarray, related: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None, **fields
+    preference: ArrayLike, related: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
 ) -> Estimate:
     """Demographic-parity self-preference bias: P(Y′=1 | S=1) − P(Y′=1 | S=0).
 
@@ -169,7 +176,7 @@ def demographic_parity_bias(
                              bootstrap=settings(bootstrap, **fields))
 
 
-def _parity_sums(preference: np.ndarray, related: np.ndarray, clusters: np.ndarray):
+def _parity_sums(preference: np.ndarray, related: np.ndarray, clusters: np.ndarray) -> _Sums:
     """`demographic_parity_bias`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
     keep = ~np.isnan(preference)
     y, s = preference[keep], related[keep].astype(float)

@@ -12,11 +12,14 @@ Prompting a judge for recognition answers is left to the live engine.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
-from nepotism.metrics._common import undefined, valid_rows
+from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.stats import chi_square, pearson
 
@@ -24,7 +27,8 @@ __all__ = ["first_slot_preference", "position_consistency", "recognition_accurac
            "recognition_preference_association"]
 
 
-def _share(values, weights, clusters, options, n_excluded, excluded, what):
+def _share(values: np.ndarray, weights: np.ndarray, clusters: np.ndarray, options: Bootstrap, n_excluded: int,
+           excluded: Mapping[str, int], what: str) -> Estimate:
     if weights.sum() == 0:
         return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([values, weights]))
@@ -32,7 +36,8 @@ def _share(values, weights, clusters, options, n_excluded, excluded, what):
                              excluded=excluded, bootstrap=options)
 
 
-def recognition_accuracy(claimed, truth, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
+                         **fields: Any) -> Estimate:
     """Share of recognition answers equal to the truth (000 §5.5 student recognition; 003 self-recognition).
 
     Pointwise: ``claimed``/``truth`` are 1 (mine / my student's) or 0. Pairwise: the slot claimed
@@ -40,22 +45,40 @@ def recognition_accuracy(claimed, truth, clusters, *, bootstrap: Bootstrap | Non
     for balanced pointwise sets. Unparsed answers (NaN) are excluded and counted.
     Variants: ``mode`` pointwise | pairwise; ``answers`` all | own | other (pointwise: accuracy on
     the judge's own answers = recall, on others' = specificity); ``target`` self | student | family.
+    Answers other than 0, 1 or NaN are refused.
+
+    >>> est = recognition_accuracy([1, 0, 1, float("nan")], [1, 1, 1, 0], ["p1", "p2", "p3", "p4"], n_resamples=0)
+    >>> round(est.value, 3), est.n, dict(est.excluded)
+    (0.667, 3, {'no verdict': 1})
     """
-    claimed = np.asarray(claimed, dtype=float)
-    truth = np.asarray(truth, dtype=float)
-    keep, n_missing, excluded = valid_rows(claimed, truth)
-    right = (claimed[keep] == truth[keep]).astype(float)
-    return _share(right, np.ones(right.size), np.asarray(clusters)[keep], settings(bootstrap, **fields), n_missing,
+    said = _binary(claimed, "claimed")
+    true = _binary(truth, "truth", n=said.size)
+    groups = labels(clusters, "clusters", n=said.size)
+    keep, n_missing, excluded = valid_rows(said, true)
+    right = (said[keep] == true[keep]).astype(float)
+    return _share(right, np.ones(right.size), groups[keep], settings(bootstrap, **fields), n_missing,
                   excluded, "recognition answer")
+
+
+def _binary(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray:
+    """``values`` checked to hold only 0, 1 and NaN (no answer)."""
+    array = checked(values, name, low=0.0, high=1.0, n=n)
+    odd = np.isfinite(array) & (array != 0) & (array != 1)
+    if odd.any():
+        i = int(np.argmax(odd))
+        raise ValueError(f"{name} must hold 0, 1 or NaN (no answer); {name}[{i}] is {float(array[i])!r}")
+    return array
 
 
 def _correlation(totals: np.ndarray) -> np.ndarray:
     n, sx, sy, sxy, sxx, syy = (totals[..., i] for i in range(6))
     cov = sxy - sx * sy / n
-    return cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
+    return np.asarray(cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n)))
 
 
-def recognition_preference_association(recognised, preferred, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> tuple[Estimate, dict]:
+def recognition_preference_association(recognised: ArrayLike, preferred: ArrayLike, clusters: ArrayLike, *,
+                                       bootstrap: Bootstrap | None = None,
+                                       **fields: Any) -> tuple[Estimate, dict[str, Any]]:
     """Pearson r between recognising one's answer and preferring it (003: r, 95% CI, chi-square).
 
     ``recognised`` and ``preferred`` are 0/1 per item (003 uses the harmful cases, where the own
@@ -64,16 +87,22 @@ def recognition_preference_association(recognised, preferred, clusters, *, boots
     chi-square test of independence on the 2×2 table (``chi2``, ``dof``, ``chi2_p_value``, no
     continuity correction). Zero variance in either variable → NaN r.
     Variants: ``subset`` = all own-vs-other comparisons | harmful (own wrong, other right; 003).
+
+    >>> est, extra = recognition_preference_association([1, 1, 0, 0], [1, 1, 0, 1], ["p1", "p2", "p3", "p4"],
+    ...                                                  n_resamples=0)
+    >>> round(est.value, 4), extra["table"]
+    (0.5774, [[1, 1], [0, 2]])
     """
-    x = np.asarray(recognised, dtype=float)
-    y = np.asarray(preferred, dtype=float)
+    x = _binary(recognised, "recognised")
+    y = _binary(preferred, "preferred", n=x.size)
+    groups = labels(clusters, "clusters", n=x.size)
     keep, n_missing, excluded = valid_rows(x, y)
     x, y = x[keep], y[keep]
     options = settings(bootstrap, **fields)
     if x.size < 3:
         return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, bootstrap=options), {}
     columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    _, sums = cluster_sums(groups[keep], columns)
     estimate = cluster_bootstrap(sums, _correlation, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options)
     extra = pearson(x, y, confidence=estimate.confidence)
     table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
@@ -83,7 +112,8 @@ def recognition_preference_association(recognised, preferred, clusters, *, boots
     return estimate, extra
 
 
-def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def position_consistency(first: ArrayLike, second: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
+                         **fields: Any) -> Estimate:
     """Share of comparisons whose two presentation orders give the same verdict.
 
     ``first`` and ``second`` are the codes of the same candidate X in the two orders (+1, 0, -1;
@@ -91,22 +121,32 @@ def position_consistency(first, second, clusters, *, bootstrap: Bootstrap | None
     with an unparsed order (NaN) is excluded and counted; single-order comparisons are not rows.
     Variants: ``share`` = two orders agree (this function) | first slot chosen
     (`first_slot_preference`). Setting: 004 Eq. 1 and 002 §2.2 judge both orders.
+
+    >>> position_consistency([1, 0, -1, 1], [1, 0, 1, float("nan")], ["p1", "p2", "p3", "p4"], n_resamples=0).value
+    0.6666666666666666
     """
-    first = np.asarray(first, dtype=float)
-    second = np.asarray(second, dtype=float)
-    keep, n_missing, excluded = valid_rows(first, second)
-    same = (first[keep] == second[keep]).astype(float)
-    return _share(same, np.ones(same.size), np.asarray(clusters)[keep], settings(bootstrap, **fields), n_missing,
+    one = checked(first, "first", low=-1.0, high=1.0)
+    two = checked(second, "second", low=-1.0, high=1.0, n=one.size)
+    groups = labels(clusters, "clusters", n=one.size)
+    keep, n_missing, excluded = valid_rows(one, two)
+    same = (one[keep] == two[keep]).astype(float)
+    return _share(same, np.ones(same.size), groups[keep], settings(bootstrap, **fields), n_missing,
                   excluded, "comparison with both orders")
 
 
-def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def first_slot_preference(slot_verdict: ArrayLike, clusters: ArrayLike, *, ties: str = "exclude",
+                          bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of verdicts choosing the first slot: ½ = no position bias.
 
     ``slot_verdict`` per row: 1 the first slot (A) chosen, 0 the second, ½ a tie, NaN unparsed.
     ``ties="exclude"`` (default) drops ties (counted); ``"half"`` keeps them as ½.
+
+    >>> est = first_slot_preference([1, 1, 0, 0.5], ["p1", "p2", "p3", "p4"], n_resamples=0)
+    >>> round(est.value, 3), dict(est.excluded)
+    (0.667, {'tie': 1})
     """
-    v = np.asarray(slot_verdict, dtype=float)
+    v = checked(slot_verdict, "slot_verdict", low=0.0, high=1.0)
+    groups = labels(clusters, "clusters", n=v.size)
     keep, n_missing, excluded = valid_rows(v)
     if ties == "exclude":
         tie = keep & (v == 0.5)
@@ -115,5 +155,5 @@ def first_slot_preference(slot_verdict, clusters, *, ties: str = "exclude", boot
         keep &= ~tie
     elif ties != "half":
         raise ValueError("ties must be 'exclude' or 'half'")
-    return _share(v[keep], np.ones(int(keep.sum())), np.asarray(clusters)[keep], settings(bootstrap, **fields),
+    return _share(v[keep], np.ones(int(keep.sum())), groups[keep], settings(bootstrap, **fields),
                   int((~keep).sum()), excluded, "verdict")

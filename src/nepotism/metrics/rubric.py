@@ -8,11 +8,15 @@ those orderings. Relations (self, family) are decided by the caller; these funct
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from collections.abc import Collection
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
-from nepotism.metrics._common import ratio_of_mean_rates, group_sums, undefined, valid_rows
+from nepotism.metrics._common import checked, group_sums, labels, ratio_of_mean_rates, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -43,7 +47,7 @@ def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) ->
     return judge, reference
 
 
-def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
+def overestimation_counts(judge: ArrayLike, reference: ArrayLike, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
     """Elementwise (overestimated, at risk) indicators for outcome codes or verdicts.
 
     Instance level: codes in {-1, 0, 1}; at risk = reference loss (w* = −1); overestimated = the
@@ -53,34 +57,44 @@ def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str
     """
     if kind not in OVERESTIMATION_KINDS:
         raise ValueError(f"kind must be one of {tuple(OVERESTIMATION_KINDS)}")
-    judge = np.asarray(judge, dtype=float)
-    reference = np.asarray(reference, dtype=float)
-    valid = np.isfinite(judge) & np.isfinite(reference)
-    at_risk = valid & (reference == -1)
-    over = at_risk & np.isin(judge, OVERESTIMATION_KINDS[kind])
+    judged = np.asarray(judge, dtype=float)
+    truth = np.asarray(reference, dtype=float)
+    valid = np.isfinite(judged) & np.isfinite(truth)
+    at_risk = valid & (truth == -1)
+    over = at_risk & np.isin(judged, OVERESTIMATION_KINDS[kind])
     return over.astype(float), at_risk.astype(float)
 
 
-def overestimation_rate(judge, reference, clusters, *, kind: str = "any", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def overestimation_rate(judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, kind: str = "any",
+                        bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """O(J, G): among cases where the reference says G loses (or fails a rubric), the share the judge rates better.
 
     002 Eq. 3 (instance level; rows = (G′, x) comparisons from G's side) and Eq. 4 (rubric level;
     rows = rubric verdicts as ±1). ``kind`` = ``"any"`` (the paper), ``"loss-to-win"`` or
     ``"loss-to-tie"`` (the split of the numerator). Zero division: G never loses → NaN.
+    Codes outside [-1, 1], or a ``clusters`` of another length, are refused.
+
+    >>> overestimation_rate([1, -1, 0, 1], [-1, -1, -1, 1], ["p1", "p1", "p2", "p3"], n_resamples=0).value
+    0.6666666666666666
     """
-    over, at_risk = overestimation_counts(judge, reference, kind=kind)
-    keep, n_missing, excluded = valid_rows(judge, reference)
+    judged = checked(judge, "judge", low=-1.0, high=1.0)
+    truth = checked(reference, "reference", low=-1.0, high=1.0, n=judged.size)
+    groups = labels(clusters, "clusters", n=judged.size)
+    over, at_risk = overestimation_counts(judged, truth, kind=kind)
+    keep, n_missing, excluded = valid_rows(judged, truth)
     options = settings(bootstrap, **fields)
     if at_risk.sum() == 0:
         return undefined("the reference never rates this generator below an opponent / a rubric as unmet",
                          n_excluded=n_missing, excluded=excluded, bootstrap=options)
     rows = keep & (at_risk > 0)
-    _, sums = cluster_sums(np.asarray(clusters)[rows], np.column_stack([over[rows], at_risk[rows]]))
+    _, sums = cluster_sums(groups[rows], np.column_stack([over[rows], at_risk[rows]]))
     return cluster_bootstrap(sums, ratio_of_totals, n=int(rows.sum()), n_excluded=n_missing,
                              excluded=excluded, bootstrap=options)
 
 
-def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denominator, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
+               numerator: Collection[str], denominator: Collection[str], bootstrap: Bootstrap | None = None,
+               **fields: Any) -> Estimate:
     """HSPP ratio (002 Eq. 1–2): mean O(J,G) over ``numerator`` ÷ mean O(J,G) over ``denominator``.
 
     ``overestimated`` / ``at_risk`` are per-row counts (indicators from `overestimation_counts`, or
@@ -96,20 +110,27 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     J's students and teachers), ``setup`` single-rubric | all-rubrics (rubric verdicts asked one
     item per call or all items in one call; measured apart, never pooled), ``paradigm`` SR | DA |
     PWC at instance level (outcomes from rubric verdicts, direct scores, or pairwise verdicts
-    against a preference reference, 002 Eq. 3).
+    against a preference reference, 002 Eq. 3). Negative or infinite counts are refused.
+
+    Judge "J" overestimates itself in 1 of 2 risky cases, generators "G" and "H" in 1 of 4:
+
+    >>> hspp_ratio([1, 0, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1], ["J", "J", "G", "G", "H", "H"], ["p1", "p2"] * 3,
+    ...            numerator={"J"}, denominator={"G", "H"}, n_resamples=0).value
+    2.0
     """
-    overestimated = np.asarray(overestimated, dtype=float)
-    at_risk = np.asarray(at_risk, dtype=float)
-    generator = np.asarray(generator)
+    over = checked(overestimated, "overestimated", low=0.0, high=math.inf)
+    risk = checked(at_risk, "at_risk", low=0.0, high=math.inf, n=over.size)
+    names_of = labels(generator, "generator", n=over.size)
+    groups = labels(clusters, "clusters", n=over.size)
     options = settings(bootstrap, **fields)
     wanted = set(numerator) | set(denominator)
-    keep = np.isin(generator, list(wanted)) & np.isfinite(overestimated) & np.isfinite(at_risk)
-    names, codes = np.unique(generator[keep], return_inverse=True)
+    keep = np.isin(names_of, list(wanted)) & np.isfinite(over) & np.isfinite(risk)
+    names, codes = np.unique(names_of[keep], return_inverse=True)
     num = np.isin(names, list(numerator))
     den = np.isin(names, list(denominator))
     if not num.any() or not den.any():
         return undefined("no data for the numerator or the denominator generators", bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], group_sums(codes, overestimated[keep], at_risk[keep], names.size))
+    _, sums = cluster_sums(groups[keep], group_sums(codes, over[keep], risk[keep], names.size))
     present = sums[:, 1::2].sum(axis=0) > 0
     excluded = {}
     if not present.all():
@@ -122,49 +143,63 @@ def hspp_ratio(overestimated, at_risk, generator, clusters, *, numerator, denomi
     def statistic(totals: np.ndarray) -> np.ndarray:
         return ratio_of_mean_rates(totals, num, den)
 
-    return cluster_bootstrap(sums, statistic, n=int(at_risk[keep].sum()), n_excluded=0, excluded=excluded,
+    return cluster_bootstrap(sums, statistic, n=int(risk[keep].sum()), n_excluded=0, excluded=excluded,
                              note=None, bootstrap=options)
 
 
-def _share_equal(judge, reference, clusters, options, what):
-    judge = np.asarray(judge, dtype=float)
-    reference = np.asarray(reference, dtype=float)
-    keep, n_missing, excluded = valid_rows(judge, reference)
+def _share_equal(judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike, options: Bootstrap, what: str, *,
+                 low: float) -> Estimate:
+    judged = checked(judge, "judge", low=low, high=1.0)
+    truth = checked(reference, "reference", low=low, high=1.0, n=judged.size)
+    groups = labels(clusters, "clusters", n=judged.size)
+    keep, n_missing, excluded = valid_rows(judged, truth)
     if not keep.any():
         return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    equal = (judge[keep] == reference[keep]).astype(float)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([equal, np.ones(equal.size)]))
+    equal = (judged[keep] == truth[keep]).astype(float)
+    _, sums = cluster_sums(groups[keep], np.column_stack([equal, np.ones(equal.size)]))
     return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing,
                              excluded=excluded, bootstrap=options)
 
 
-def mipa(judge_outcome, reference_outcome, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def mipa(judge_outcome: ArrayLike, reference_outcome: ArrayLike, clusters: ArrayLike, *,
+         bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean instance pairwise accuracy (002 Eq. 5): share of (G < G′, x) whose orderings agree.
 
     Codes in {-1, 0, 1}; a tie agrees only with a tie. One row per *unordered* pair and instance;
     rows with a missing score or verdict are excluded and counted. Pooled over pairs, which is
     Eq. 5 when every pair covers every instance. Variants: ``paradigm`` SR (rubric instance
     scores), DA (direct-assessment scores) or PWC (pairwise verdicts against a preference-ref).
+
+    >>> mipa([1, -1, 0, float("nan")], [1, 1, 0, 1], ["p1", "p1", "p2", "p2"], n_resamples=0).value
+    0.6666666666666666
     """
-    return _share_equal(judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison")
+    return _share_equal(judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison",
+                        low=-1.0)
 
 
-def mra(judge_met, reference_met, clusters, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
-    """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded."""
-    return _share_equal(judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict")
+def mra(judge_met: ArrayLike, reference_met: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
+        **fields: Any) -> Estimate:
+    """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded.
+
+    Verdicts are 1 (met), 0 (not met) or NaN (unparsed); anything else is refused.
+
+    >>> est = mra([1, 0, 1, float("nan")], [1, 1, 1, 0], ["p1", "p1", "p2", "p2"], n_resamples=0)
+    >>> round(est.value, 3), dict(est.excluded)
+    (0.667, {'no verdict': 1})
+    """
+    return _share_equal(judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict", low=0.0)
 
 
-def _instance_scores(met, clusters, points):
+def _instance_scores(met: np.ndarray, points: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Per-row contributions so that cluster sums give Σ points·met and the normaliser."""
-    met = np.asarray(met, dtype=float)
     if points is None:
         return met, np.ones_like(met)
-    points = np.asarray(points, dtype=float)
     return points * met, np.where(points > 0, points, 0.0)
 
 
-def score_delta(judge_met, reference_met, generator, clusters, *, points=None, centred: bool = True,
-                bootstrap: Bootstrap | None = None, **fields: Any) -> dict:
+def score_delta(judge_met: ArrayLike, reference_met: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
+                points: ArrayLike | None = None, centred: bool = True,
+                bootstrap: Bootstrap | None = None, **fields: Any) -> dict[str, Estimate]:
     """Judge's system score minus the reference's for every generator, centred by the judge's mean delta.
 
     002 Fig. 5. Instance score s(G, x) = fraction of rubrics met (``points=None``), or with rubric
@@ -173,20 +208,24 @@ def score_delta(judge_met, reference_met, generator, clusters, *, points=None, c
     delta(G) − mean over generators of delta (``centred=False`` for the raw delta). Rows with an
     unparsed judge verdict are excluded (both sides lose that rubric, so the two scores stay
     comparable). Returns {generator: Estimate}; one bootstrap for all generators.
+
+    >>> deltas = score_delta([1, 1, 0, 0], [1, 0, 0, 0], ["G", "G", "H", "H"], ["p1", "p2", "p1", "p2"], n_resamples=0)
+    >>> {name: est.value for name, est in deltas.items()}
+    {'G': 0.25, 'H': -0.25}
     """
-    judge_met = np.asarray(judge_met, dtype=float)
-    reference_met = np.asarray(reference_met, dtype=float)
-    keep, n_missing, excluded = valid_rows(judge_met, reference_met)
-    generator = np.asarray(generator)[keep]
-    clusters = np.asarray(clusters)[keep]
-    pts = None if points is None else np.asarray(points, dtype=float)[keep]
+    judged = checked(judge_met, "judge_met", low=0.0, high=1.0)
+    truth = checked(reference_met, "reference_met", low=0.0, high=1.0, n=judged.size)
+    keep, n_missing, excluded = valid_rows(judged, truth)
+    generator = labels(generator, "generator", n=judged.size)[keep]
+    groups = labels(clusters, "clusters", n=judged.size)[keep]
+    pts = None if points is None else checked(points, "points", low=-math.inf, high=math.inf, n=judged.size)[keep]
     options = settings(bootstrap, **fields)
     names, g_codes = np.unique(generator, return_inverse=True)
-    inst, i_codes = np.unique(clusters, return_inverse=True)
+    inst, i_codes = np.unique(groups, return_inverse=True)
     cell = i_codes * names.size + g_codes
     size = inst.size * names.size
-    j_num, norm = _instance_scores(judge_met[keep], clusters, pts)
-    r_num, _ = _instance_scores(reference_met[keep], clusters, pts)
+    j_num, norm = _instance_scores(judged[keep], pts)
+    r_num, _ = _instance_scores(truth[keep], pts)
     norm_sum = np.bincount(cell, weights=norm, minlength=size)
     with np.errstate(divide="ignore", invalid="ignore"):
         s_j = np.bincount(cell, weights=j_num, minlength=size) / norm_sum
@@ -200,9 +239,9 @@ def score_delta(judge_met, reference_met, generator, clusters, *, points=None, c
     sums = np.concatenate([s_j - s_r, count], axis=1)  # already per cluster
     out = {}
     for g, name in enumerate(names):
-        def statistic(totals, g=g):
+        def statistic(totals: np.ndarray, g: int = g) -> np.ndarray:
             delta = totals[..., : names.size] / totals[..., names.size:]
-            return delta[..., g] - (delta.mean(-1) if centred else 0.0)
+            return np.asarray(delta[..., g] - (delta.mean(-1) if centred else 0.0))
 
         out[str(name)] = cluster_bootstrap(sums, statistic, n=int(count[:, g].sum()), n_excluded=n_missing,
                                            excluded=excluded, bootstrap=options)

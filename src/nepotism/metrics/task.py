@@ -9,13 +9,14 @@ own task accuracy as a generator, which `nepotism.analyses.suite.correlate` pair
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
-
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from nepotism.metrics._common import Row, undefined, valid_rows
+from nepotism.metrics._common import Row, checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 
@@ -24,7 +25,7 @@ __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "tas
 UNGRADED = "ungraded"
 
 
-def task_accuracy(correct: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
+def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
                   **fields: Any) -> Estimate:
     """Share of a generator's answers graded correct (paper 004 §3: "task accuracy", Tables 7–9).
 
@@ -32,16 +33,20 @@ def task_accuracy(correct: np.ndarray, clusters: np.ndarray, *, bootstrap: Boots
     1 (correct), 0 (wrong) or NaN (no grade: excluded and counted as ``"ungraded"``, never as
     wrong); ``clusters`` are the prompts, so several answers to one prompt (replicates) resample
     together. Zero division: no graded answer → NaN with a note, never 0.
+
+    >>> est = task_accuracy([1, 0, 1, float("nan")], ["p1", "p2", "p3", "p4"], n_resamples=0)
+    >>> round(est.value, 3), dict(est.excluded)
+    (0.667, {'ungraded': 1})
     """
-    correct = np.asarray(correct, dtype=float)
-    clusters = np.asarray(clusters)
-    keep, n_missing, excluded = valid_rows(correct, reason=UNGRADED)
+    grades = checked(correct, "correct", low=0.0, high=1.0)
+    groups = labels(clusters, "clusters", n=grades.size)
+    keep, n_missing, excluded = valid_rows(grades, reason=UNGRADED)
     options = settings(bootstrap, **fields)
-    if not np.isin(correct[keep], (0.0, 1.0)).all():
+    if not np.isin(grades[keep], (0.0, 1.0)).all():
         raise ValueError("correct must be 1, 0 or NaN (ungraded)")
     if not keep.any():
         return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(clusters[keep], np.column_stack([correct[keep], np.ones(int(keep.sum()))]))
+    _, sums = cluster_sums(groups[keep], np.column_stack([grades[keep], np.ones(int(keep.sum()))]))
     return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
                              bootstrap=options)
 
@@ -69,9 +74,9 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
     comparisons; a judged answer the reference does not grade is excluded as ``"ungraded"``.
     """
     answers = _answers(comp, correctness)
-    estimates = {}
+    estimates: dict[str, Estimate] = {}
     for model, g in answers.groupby("model", sort=True):
-        estimates[model] = task_accuracy(g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
+        estimates[str(model)] = task_accuracy(g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
     base = {"metric": "task-accuracy", "pair": None}
     records = [{**base, "judge": None, "condition": None, "generator": model, "scope": None,
                 "variant": {"of": "generator"}, **est.as_dict()} for model, est in estimates.items()]
@@ -82,7 +87,7 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
     return records
 
 
-def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
+def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
                      **fields: Any) -> Estimate:
     """Mean number of tokens a judge wrote per judgment (paper 004 §5, Fig. 5, Tables 13–18).
 
@@ -95,20 +100,18 @@ def reasoning_length(tokens: np.ndarray, clusters: np.ndarray, *, bootstrap: Boo
     >>> reasoning_length([100, 300, np.nan], [0, 1, 2], n_resamples=0).value
     200.0
     """
-    from nepotism.metrics._common import checked
-
     values = checked(tokens, "tokens", low=0.0, high=np.inf)
-    clusters = np.asarray(clusters)
+    groups = labels(clusters, "clusters", n=values.size)
     keep, n_missing, excluded = valid_rows(values, reason="not counted")
     options = settings(bootstrap, **fields)
     if not keep.any():
         return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(clusters[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
+    _, sums = cluster_sums(groups[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
     return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
                              bootstrap=options)
 
 
-def _is_own(judges: pd.Series, models: pd.Series, scopes: dict) -> np.ndarray:
+def _is_own(judges: pd.Series, models: pd.Series, scopes: Mapping[tuple[str, str], str]) -> np.ndarray:
     """Per row: the model is the judge itself (``scopes[(judge, model)] == "self"``), looked up once per pair."""
     pairs = pd.MultiIndex.from_arrays([judges.astype(str), models.astype(str)])
     codes, unique = pd.factorize(pairs)
@@ -116,7 +119,7 @@ def _is_own(judges: pd.Series, models: pd.Series, scopes: dict) -> np.ndarray:
     return own[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
-def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: dict,
+def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: Mapping[tuple[str, str], str],
                              bootstrap: Bootstrap) -> list[Row]:
     """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``) and,
     with a correctness reference, over the harmful cases of paper 004's Fig. 5 (the judge's own
@@ -132,8 +135,8 @@ def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | No
             .set_index(["instance_id", "model"])["correct"].map(lambda v: np.nan if v is None else float(v))
         ok = ok[~ok.index.duplicated()]
 
-        def graded(models):
-            return ok.reindex(pd.MultiIndex.from_arrays([rows["instance_id"], models])).to_numpy(dtype=float)
+        def graded(models: pd.Series) -> np.ndarray:
+            return np.asarray(ok.reindex(pd.MultiIndex.from_arrays([rows["instance_id"], models])).to_numpy(dtype=float))
 
         a_ok, b_ok = graded(rows["model_a"].astype(str)), graded(rows["model_b"].astype(str))
         own_a, own_b = (_is_own(rows["judge"], rows[column], scopes) for column in ("model_a", "model_b"))
