@@ -8,6 +8,13 @@ behind), then times the rerun: planning the tasks with `plan_pairwise`, renderin
 and its cache key, the batched cache lookup, rebuilding each completion and interpreting it,
 and the check that every judgment is already stored. Nothing is sent and nothing is written.
 
+With ``--ablate`` the rerun is also timed with each fast path turned off on its own (the plain
+twin it stands in for runs instead), interleaved with the normal rerun round by round, so a fast
+path's worth is read as a ratio measured side by side: the frozen-dataclass builders
+(`nepotism._frozen`), the prompt skeletons (`nepotism.judging.skeleton`), the replay of cached
+rows (`nepotism.runner._replay._replayed` vs `completion_from_cached`), the narrow batched read
+(`nepotism.store.fastread.call_rows` vs `Store.get_calls`) and the collector pauses.
+
 Prints a small table: the best rerun's calls/s (wall clock) and CPU microseconds per call
 (`time.process_time`, less sensitive to other load on the machine than wall time), the CPU time
 of each phase, and, measured in the same run, the bound: a plain ``for`` loop over the same keys
@@ -19,11 +26,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib
 import math
 import random
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
 
 from nepotism.backends.base import Completion
 from nepotism.judging import interpret_all, plan_pairwise, render
@@ -118,13 +130,67 @@ def _rerun(store, endpoints, instances, by_instance, n) -> dict[str, float]:
     return out
 
 
+def _plain_rows(store: Store, keys) -> dict[str, tuple]:
+    """`call_rows`' result read through the full `Store.get_calls` records (the plain twin)."""
+    return {key: (c.text, c.logprobs_json, c.usage_json, c.response_json, c.latency_s, c.status, c.error)
+            for key, c in store.get_calls(list(keys)).items()}
+
+
+def _plain_replay(row: tuple):
+    """`_replayed`'s plain twin: the completion rebuilt by `completion_from_cached`."""
+    from nepotism.runner.calls import completion_from_cached
+
+    text, logprobs, usage, response, latency, status, error = row
+    return completion_from_cached(SimpleNamespace(text=text, logprobs_json=logprobs, usage_json=usage,
+                                                  response_json=response, latency_s=latency, status=status,
+                                                  error=error))
+
+
+def _no_skeleton(*_args, **_kwargs):
+    raise ValueError("skeletons turned off for the ablation")
+
+
+@contextlib.contextmanager
+def _without(fast_path: str) -> Iterator[None]:
+    """Run with one fast path replaced by the plain code it stands in for."""
+    from nepotism.backends.base import Completion as _Completion
+    render_module = importlib.import_module("nepotism.judging.render")
+    from nepotism.records import Judgment
+
+    patches = {
+        "frozen builders": [mock.patch("nepotism.judging.interpret._build_judgment", lambda v: Judgment(**v)),
+                            mock.patch("nepotism.runner._replay._build_completion", lambda v: _Completion(**v))],
+        "prompt skeletons": [mock.patch.object(render_module.Skeleton, "from_rendered", _no_skeleton),
+                             mock.patch.dict(render_module._SKELETONS, clear=True)],
+        "cached-row replay": [mock.patch("nepotism.runner.calls._replayed", _plain_replay)],
+        "narrow batched read": [mock.patch("nepotism.runner.calls.call_rows",
+                                           lambda store, keys: _plain_rows(store, keys))],
+        "collector pauses": [mock.patch("nepotism.runner.calls._pause_gc", lambda: False),
+                             mock.patch("nepotism.runner.engine._pause_gc", lambda: False),
+                             mock.patch("nepotism.runner.calls._freeze_gc", lambda: None)],
+    }
+    patches["builders + replay + narrow read"] = (patches["frozen builders"] + patches["cached-row replay"]
+                                                  + patches["narrow batched read"])
+    with contextlib.ExitStack() as stack:
+        for patch in patches[fast_path]:
+            stack.enter_context(patch)
+        yield
+
+
+ABLATIONS = ("frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read", "collector pauses",
+             "builders + replay + narrow read")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", nargs="?", type=int, default=100_000)
     parser.add_argument("--keep", type=Path, default=None,
                         help="store file to write and keep (reused as is when it already holds the calls)")
     parser.add_argument("--repeat", type=int, default=3, help="timed reruns (the best is reported)")
+    parser.add_argument("--ablate", action="store_true",
+                        help="also time the rerun with each fast path turned off, side by side")
     args = parser.parse_args()
+    ablated: dict[str, list[dict[str, float]]] = {name: [] for name in ABLATIONS} if args.ablate else {}
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "p2.db"
         with Store(path) as store:
@@ -143,6 +209,9 @@ def main() -> None:
                 r = runs[-1]
                 print(f"cached rerun: {r['n']:,} judge calls in {r['wall']:.2f} s = {r['n'] / r['wall']:,.0f} calls/s, "
                       f"{r['cpu'] / r['n'] * 1e6:.1f} us CPU/call")
+                for name in ablated:
+                    with _without(name):
+                        ablated[name].append(_rerun(store, endpoints, instances, by_instance, args.n))
             bound_rate, bound_cpu = _bound(store, keys, args.repeat)
     n = runs[0]["n"]
     best = max(runs, key=lambda r: r["n"] / r["wall"])
@@ -161,6 +230,13 @@ def main() -> None:
         print(f"{name:<46} {rate:>10} {per:>12}")
     print(f"{'rerun / bound (wall)':<46} {best['n'] / best['wall'] / bound_rate:>10.4f}")
     print(f"{'calls/s from CPU time (1e6 / us CPU per call)':<46} {1e6 / cpu:>10,.0f}   target >= 20,000")
+    if ablated:
+        print()
+        print(f"{'without one fast path (best CPU of ' + str(args.repeat) + ')':<46} {'calls/s':>10} {'us CPU/call':>12} "
+              f"{'x slower':>9}")
+        for name, measured in ablated.items():
+            off = min(r["cpu"] for r in measured) / n * 1e6
+            print(f"{'  ' + name:<46} {1e6 / off:>10,.0f} {off:>12.1f} {off / cpu:>9.2f}")
 
 
 if __name__ == "__main__":
