@@ -40,6 +40,7 @@ from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism.errors import InputError, ValidationError
 from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics.catalogue import METRICS
+from nepotism.metrics.stats import pearson_across
 from nepotism.results import Results
 from nepotism.run_folder import is_run_folder, read_manifest
 from nepotism.tables import Table, read_table, validate
@@ -173,13 +174,16 @@ def _clean(x):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _correlation_record(records: list[dict], x: str, y: str, confidence: float) -> dict:
-    result = correlate_metrics(records, x, y, confidence=confidence)
+def _correlation_record(records: list[dict], x: str, y: str, bootstrap: Bootstrap) -> dict:
+    """Pearson r across judges (004 Figs. 1–4): its interval resamples the judges (`pearson_across`);
+    the Fisher-z interval and the t-test p-value of the same r ride along."""
+    result = correlate_metrics(records, x, y, confidence=bootstrap.confidence_level)
+    xs, ys = result["x"], result["y"]
+    estimate = pearson_across(xs, ys, bootstrap=bootstrap).as_dict()
     return {"metric": "correlation", "judge": None, "condition": None, "generator": None, "pair": None,
-            "scope": None, "variant": {"x": x, "y": y, "across": "judges", "interval": "Fisher z"},
-            "value": _clean(result["r"]), "ci_low": _clean(result["ci_low"]), "ci_high": _clean(result["ci_high"]),
-            "n": result["n"], "n_clusters": result["n"], "n_excluded": 0, "excluded": {},
-            "p_value": _clean(result["p_value"]), "note": result.get("note"), "keys": result["keys"]}
+            "scope": None, "variant": {"x": x, "y": y, "across": "judges", "interval": "bootstrap over judges"},
+            **estimate, "p_value": _clean(result["p_value"]),
+            "fisher_z_ci": [_clean(result["ci_low"]), _clean(result["ci_high"])], "keys": result["keys"]}
 
 
 def audit(
@@ -285,7 +289,7 @@ def audit(
         summary["committees"] = names
     records += boards
     for x, y in correlate:
-        records.append(_correlation_record(records, x, y, bootstrap.confidence_level))
+        records.append(_correlation_record(records, x, y, bootstrap))
     from nepotism.report.summary import describe
 
     findings = describe([r for r in records if r.get("metric") in _FIRST])

@@ -96,6 +96,10 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
     (corr,) = [r for r in records if r["metric"] == "correlation"]
     assert corr["variant"]["x"] == "task-accuracy" and corr["n"] == 3
     assert corr["value"] == pytest.approx(R)
+    # the interval resamples the 3 judges (percentile, --bootstrap 100); Fisher z rides along
+    assert corr["variant"]["interval"] == "bootstrap over judges" and corr["n_resamples"] == 100
+    # (3 judges: a resample draws them all, giving R up to float32 rounding, or two, giving ±1 or none)
+    assert corr["ci_low"] <= R + 1e-6 and R - 1e-6 <= corr["ci_high"] and len(corr["fisher_z_ci"]) == 2
     accuracy = {r["judge"]: r["value"] for r in records if r["metric"] == "judge-accuracy"
                 and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
                 and r["variant"].get("preference", "verdict") == "verdict"}

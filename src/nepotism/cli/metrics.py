@@ -77,7 +77,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     generator, pair, scope, variant, value, ci_low, ci_high, n, n_clusters, n_excluded, excluded}.
     Intervals come from a seeded bootstrap that resamples prompts (instances), not rows: the same
     --seed gives the same numbers. --correlate adds records with metric "correlation" (Pearson r
-    with a Fisher-z interval across judges).
+    across judges, its interval from resampling the judges, the Fisher-z interval alongside).
     """
     from nepotism.analyses.suite import read_leaderboard
     from nepotism.api import audit

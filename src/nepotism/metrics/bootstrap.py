@@ -44,7 +44,7 @@ from scipy import stats
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["METHODS", "Bootstrap", "Statistic", "bootstrap_weights", "cluster_bootstrap", "cluster_sums",
-           "column_ratio", "difference_of_ratios", "finish_estimate", "ratio_of_totals", "settings"]
+           "column_ratio", "difference_of_ratios", "finish_estimate", "pearson_of_totals", "ratio_of_totals", "settings"]
 
 #: A statistic of cluster totals: (..., k) totals → (...) values.
 Statistic = Callable[[np.ndarray], np.ndarray]
@@ -58,6 +58,13 @@ def ratio_of_totals(totals: np.ndarray) -> np.ndarray:
 def difference_of_ratios(totals: np.ndarray) -> np.ndarray:
     """total₀ / total₁ − total₂ / total₃: the gap between two shares (e.g. one group's rate − another's)."""
     return np.asarray(totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3])
+
+
+def pearson_of_totals(totals: np.ndarray) -> np.ndarray:
+    """Pearson r from the totals of the columns (1, x, y, x·y, x², y²): cov / (sd_x · sd_y)."""
+    n, sx, sy, sxy, sxx, syy = (totals[..., i] for i in range(6))
+    cov = sxy - sx * sy / n
+    return np.asarray(cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n)))
 
 
 def column_ratio(numerator: int, denominator: int) -> Statistic:

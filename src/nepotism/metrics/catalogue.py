@@ -201,7 +201,7 @@ _DERIVED = [
                ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
                kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
-               "Pearson r between two metrics' per-judge values, Fisher-z CI", ("x=metric id", "y=metric id"),
+               "Pearson r between two metrics' per-judge values; CI: bootstrap over judges (Fisher z alongside)", ("x=metric id", "y=metric id"),
                kind="derived"),
 ]
 

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
+from nepotism.metrics.bootstrap import (
+    Bootstrap,
+    cluster_bootstrap,
+    cluster_sums,
+    pearson_of_totals,
+    ratio_of_totals,
+    settings,
+)
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.stats import chi_square, pearson
@@ -70,12 +77,6 @@ def _binary(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray
     return array
 
 
-def _correlation(totals: np.ndarray) -> np.ndarray:
-    n, sx, sy, sxy, sxx, syy = (totals[..., i] for i in range(6))
-    cov = sxy - sx * sy / n
-    return np.asarray(cov / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n)))
-
-
 def recognition_preference_association(recognised: ArrayLike, preferred: ArrayLike, clusters: ArrayLike, *,
                                        bootstrap: Bootstrap | None = None,
                                        **fields: Any) -> tuple[Estimate, dict[str, Any]]:
@@ -103,7 +104,7 @@ def recognition_preference_association(recognised: ArrayLike, preferred: ArrayLi
         return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, bootstrap=options), {}
     columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
     _, sums = cluster_sums(groups[keep], columns)
-    estimate = cluster_bootstrap(sums, _correlation, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    estimate = cluster_bootstrap(sums, pearson_of_totals, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options)
     extra = pearson(x, y, confidence=estimate.confidence)
     table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
     test = chi_square(table)
