@@ -143,6 +143,17 @@ def test_config_errors_name_the_key(tmp_path):
     path.write_text(text.replace("[leakage]\n", "[leakage]\nbogus = 1\n"))
     with pytest.raises(InputError, match="unknown key"):
         load_leakage(path)
+    # full-parameter fine-tuning is a setting of trained students only, spelled lora | full
+    path.write_text(text.replace('k = 3\n', 'k = 3\ntuning = "full"\n', 1))
+    with pytest.raises(InputError, match="only trained students") as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.students[0].tuning"
+    sft = f'[[leakage.students]]\nmethod = "sft"\nbase = "{BASE}"\ntuning = "TUNING"\n[leakage.analyses]'
+    path.write_text(text.replace("[leakage.analyses]", sft.replace("TUNING", "half"), 1))
+    with pytest.raises(InputError, match="must be 'lora' or 'full'"):
+        load_leakage(path)
+    path.write_text(text.replace("[leakage.analyses]", sft.replace("TUNING", "full"), 1))
+    assert [s.tuning for s in load_leakage(path).students] == ["lora", "lora", "full"]
 
 
 def test_dry_run_lists_students(tmp_path):

@@ -61,3 +61,30 @@ def test_tiny_dpo_trains(tmp_path):
     pairs = [PreferencePair(e.instance_id, e.prompt, e.response, "I do not know.", "teacher") for e in EXAMPLES]
     _, _, manifest = training.train_student("dpo", BASE, pairs, tmp_path, config="tiny")
     assert manifest["method"] == "dpo" and manifest["steps"] >= 1 and manifest["losses"]
+
+
+@pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")
+def test_tiny_full_fine_tuning_changes_every_weight_and_is_reused(tmp_path):
+    """tuning="full" (paper 000 App. C.1 fine-tunes all parameters): no adapter, the weights and the
+    tokenizer are saved, the base's weights move, and a rerun reloads the same student."""
+    import torch
+
+    model, tokenizer, manifest = training.train_student("sft", BASE, EXAMPLES, tmp_path, config="tiny", tuning="full")
+    assert manifest["config"]["tuning"] == "full" and manifest["steps"] >= 1 and "adapter" not in manifest
+    assert (tmp_path / "weights" / "config.json").is_file() and not (tmp_path / "adapter").exists()
+    assert not hasattr(model, "peft_config")
+    base, _ = training.load_base(BASE)
+    trained_params, base_params = dict(model.named_parameters()), dict(base.named_parameters())
+    assert trained_params.keys() == base_params.keys()
+    moved = [name for name in base_params if not torch.equal(trained_params[name], base_params[name])]
+    assert len(moved) > len(base_params) // 2  # full fine-tuning moves (nearly) every tensor, LoRA none
+    request = Request(model="student", messages=(Message("user", "Name a fruit that is red."),), max_tokens=8)
+    first = asyncio.run(training.TrainedBackend(model, tokenizer, name="student").complete(request))
+    reused = training.load_trained("sft", BASE, EXAMPLES, tmp_path, config="tiny", tuning="full")
+    assert reused is not None and reused[2]["reused"] is True
+    again = asyncio.run(training.TrainedBackend(reused[0], reused[1], name="student").complete(request))
+    assert first.status == again.status == "ok" and again.text == first.text
+    # a LoRA student of the same data is another student
+    assert training.load_trained("sft", BASE, EXAMPLES, tmp_path, config="tiny") is None
+    with pytest.raises(ValueError, match="tuning must be one of"):
+        training.TrainConfig(tuning="half")

@@ -16,7 +16,8 @@ answers and the students'). The first pairwise protocol's options are the judgin
     [[leakage.students]]  method* = icl | sft | dpo | external, base (a registry id; for icl a
                           configured model), k = 4 (icl), max_demo_chars = 600, prompt_format =
                           "chat" | "completion" (icl: raw few-shot prompt for base models), preset = "tiny" |
-                          "full" (sft, dpo), pair_sampler (dpo: a configured model that samples
+                          "full" (sft, dpo), tuning = "lora" | "full" (sft, dpo: a LoRA adapter, the
+                          default, or full-parameter fine-tuning for bases that fit), pair_sampler (dpo: a configured model that samples
                           the two answers), generators (default all), mix = [0.1, 0.3, ...],
                           mix_with = "human" | [configured model ids], mix_total = N,
                           models = { generator = configured model id } (external students)
@@ -44,7 +45,7 @@ from nepotism.metrics.bootstrap import Bootstrap
 
 __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
-_STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "pair_sampler", "generators", "mix",
+_STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
                  "mix_with", "mix_total", "models", "name")
 _ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "mitigation")
 _LEAKAGE_KEYS = ("train_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
@@ -59,6 +60,7 @@ class StudentConfig:
     max_demo_chars: int = 600
     prompt_format: str = "chat"
     preset: str = "tiny"
+    tuning: str = "lora"
     pair_sampler: str | None = None
     generators: tuple[str, ...] = ()
     mix: tuple[float, ...] = ()
@@ -141,6 +143,12 @@ def _student(i: int, raw: Any, registry: Any, exp: Experiment, path: str) -> Stu
         if raw["preset"] not in ("tiny", "full"):
             raise _err(path, f"{key}.preset", "must be 'tiny' or 'full'")
         cfg["preset"] = raw["preset"]
+    if "tuning" in raw:
+        if method not in ("sft", "dpo"):
+            raise _err(path, f"{key}.tuning", "only trained students (sft, dpo) have a tuning")
+        if raw["tuning"] not in ("lora", "full"):
+            raise _err(path, f"{key}.tuning", "must be 'lora' or 'full'")
+        cfg["tuning"] = raw["tuning"]
     if method == "dpo":
         sampler = raw.get("pair_sampler")
         if not isinstance(sampler, str):

@@ -123,8 +123,8 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                                          temperature=cfg.experiment.generation.temperature, seed=seed,
                                          demonstrations=demos, prompt_format=sc.prompt_format)
                 else:
-                    how.update(preset=sc.preset)
-                    served = f"{sc.base}+lora:{sc.method}:{sc.preset}:{how['data_digest']}"
+                    how.update(preset=sc.preset, tuning=sc.tuning)
+                    served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
                     endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
                                               limiter=Limiter(1))
                     specs[sid] = _spec(cfg, sid)
@@ -143,16 +143,17 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
 
                             folder = out_dir / "students" / sid
                             made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
-                                                           config=sc.preset)
+                                                           config=sc.preset, tuning=sc.tuning)
                             if made is None:
                                 made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
-                                                               config=sc.preset)
+                                                               config=sc.preset, tuning=sc.tuning)
                             model, tok, manifest = made
                             endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
                             how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
-                                       adapter=manifest["adapter"], final_loss=(manifest["losses"] or [None])[-1])
+                                       final_loss=(manifest["losses"] or [None])[-1])
+                            how.update({k: manifest[k] for k in ("adapter", "weights") if k in manifest})
                             if manifest.get("reused"):
-                                how["training"] = "reused: the saved adapter matches this training data"
+                                how["training"] = "reused: the saved student matches this training data"
                 students.append(Student(sid, sc.method, sc.base, gen, group, variant, how))
     return students, specs
 

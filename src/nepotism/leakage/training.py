@@ -1,4 +1,5 @@
-"""SFT and DPO students with TRL and PEFT (LoRA), from a base model on disk (the ``train`` extra).
+"""SFT and DPO students with TRL, as LoRA adapters (PEFT) or fully fine-tuned, from a base model on disk
+(the ``train`` extra).
 
 The base is a Hugging Face model directory, or a GGUF file loaded through transformers
 (``gguf_file=``, dequantised to float32; needs the ``gguf`` package) — e.g. one of the packaged
@@ -8,11 +9,13 @@ the whole path, not a useful student) and a ``full`` one following paper 000 App
 lr 1e-5, cosine schedule with 10 % warm-up, sequences of 1024 tokens, batch 2 × 2 accumulation for
 SFT and 1 × 4 for DPO, bf16) for GPU users. `train_student` returns the trained model, its
 tokenizer and a manifest (method, base, data digest, settings, losses) that the run records, and
-saves the LoRA adapter and the manifest under ``out_dir``; `load_trained` reloads that adapter
-instead of training again when the manifest matches (same method, base, data digest and settings),
-so a rerun, or a run killed after training, does not retrain. `TrainedBackend` serves a trained
-student to the runner (greedy or seeded sampling through ``generate``). Left out: full
-fine-tuning, multi-GPU, quantised training.
+saves the LoRA adapter (``tuning="lora"``, the default) or every weight with the tokenizer
+(``tuning="full"``: full-parameter fine-tuning, paper 000 App. C.1's setting, for bases that fit in
+memory — a 135M model takes ~2 GB with its optimiser state) and the manifest under ``out_dir``;
+`load_trained` reloads them instead of training again when the manifest matches (same method,
+base, data digest and settings), so a rerun, or a run killed after training, does not retrain.
+`TrainedBackend` serves a trained student to the runner (greedy or seeded sampling through
+``generate``). Left out: multi-GPU, quantised training.
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ from nepotism.backends.base import Completion, Request, failed
 from nepotism.leakage.exports import PreferencePair, SyntheticExample
 from nepotism.leakage.students import data_digest
 
-__all__ = ["PRESETS", "TrainConfig", "TrainedBackend", "load_base", "load_trained", "train_student",
+__all__ = ["PRESETS", "TUNINGS", "TrainConfig", "TrainedBackend", "load_base", "load_trained", "train_student",
            "training_available"]
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Training settings (LoRA on the attention and MLP projections by default)."""
+    """Training settings: LoRA on every linear projection (``tuning="lora"``) or all weights (``"full"``)."""
 
     max_steps: int = -1
     epochs: float = 3.0
@@ -54,6 +57,15 @@ class TrainConfig:
     beta: float = 0.1  # DPO
     threads: int = 2
     seed: int = 0
+    tuning: str = "lora"  # "lora" (an adapter) | "full" (every weight)
+
+    def __post_init__(self) -> None:
+        if self.tuning not in TUNINGS:
+            raise ValueError(f"tuning must be one of {', '.join(TUNINGS)}, not {self.tuning!r}")
+
+
+#: What training changes: a LoRA adapter, or every weight of the base.
+TUNINGS = ("lora", "full")
 
 
 PRESETS: Mapping[str, TrainConfig] = {
@@ -119,6 +131,9 @@ def load_base(base: str) -> tuple[Any, Any]:
 
 
 def _lora(config: TrainConfig) -> Any:
+    """The PEFT adapter to train, or None for full fine-tuning (the trainer then updates every weight)."""
+    if config.tuning == "full":
+        return None
     from peft import LoraConfig
 
     return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
@@ -142,16 +157,17 @@ def _cuda() -> bool:
 
 
 def train_student(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                  *, config: TrainConfig | str = "tiny") -> tuple[Any, Any, dict[str, Any]]:
-    """Train a LoRA student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
+                  *, config: TrainConfig | str = "tiny", tuning: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """Train a student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
 
-    Returns (model, tokenizer, manifest); the adapter and ``manifest.json`` are saved under
-    ``out_dir``. Raises `ImportError` when the ``train`` extra is missing.
+    Returns (model, tokenizer, manifest); the adapter (LoRA) or the weights and tokenizer (full)
+    and ``manifest.json`` are saved under ``out_dir``. Raises `ImportError` when the ``train``
+    extra is missing. ``tuning`` ("lora" | "full") overrides the configuration's.
     """
     import torch
     from datasets import Dataset
 
-    config = _resolve(method, config)
+    config = _resolve(method, config, tuning)
     if not data:
         raise ValueError("no training data")
     torch.set_num_threads(config.threads)
@@ -181,26 +197,29 @@ def train_student(method: str, base: str, data: Sequence[SyntheticExample | Pref
     result = trainer.train()
     trained = trainer.model
     trained.eval()
-    trained.save_pretrained(str(out_dir / "adapter"))
+    saved = out_dir / _SAVED[config.tuning]
+    trained.save_pretrained(str(saved))
+    if config.tuning == "full":
+        tokenizer.save_pretrained(str(saved))
     losses = [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
     manifest = {"method": method, "base": base, "data_digest": data_digest(list(data)), "examples": len(data),
                 "config": asdict(config), "steps": int(result.global_step), "losses": losses,
-                "seconds": round(time.perf_counter() - start, 1), "adapter": str(out_dir / "adapter"),
+                "seconds": round(time.perf_counter() - start, 1), _SAVED[config.tuning]: str(saved),
                 "libraries": _versions()}
     body = json.dumps(manifest, indent=2, sort_keys=True)
     atomic_write(out_dir / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
     return trained, tokenizer, manifest
 
 
-def _resolve(method: str, config: TrainConfig | str) -> TrainConfig:
+def _resolve(method: str, config: TrainConfig | str, tuning: str | None = None) -> TrainConfig:
     if isinstance(config, str):
         preset = PRESETS[config]
-        return replace(preset, **_DPO_FULL) if method == "dpo" and config == "full" else preset
-    return config
+        config = replace(preset, **_DPO_FULL) if method == "dpo" and config == "full" else preset
+    return config if tuning is None else replace(config, tuning=tuning)
 
 
 def load_trained(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                 *, config: TrainConfig | str = "tiny") -> tuple[Any, Any, dict[str, Any]] | None:
+                 *, config: TrainConfig | str = "tiny", tuning: str | None = None) -> tuple[Any, Any, dict[str, Any]] | None:
     """The student `train_student` saved under ``out_dir`` for exactly these inputs, or None.
 
     The manifest is written only after the adapter is saved, so a run killed while training
@@ -211,18 +230,30 @@ def load_trained(method: str, base: str, data: Sequence[SyntheticExample | Prefe
         manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    wanted = {"method": method, "base": base, "data_digest": data_digest(list(data)),
-              "config": asdict(_resolve(method, config))}
-    if any(manifest.get(k) != v for k, v in wanted.items()) or not (out_dir / "adapter").is_dir():
+    resolved = _resolve(method, config, tuning)
+    wanted = {"method": method, "base": base, "data_digest": data_digest(list(data)), "config": asdict(resolved)}
+    saved = out_dir / _SAVED[resolved.tuning]
+    if any(manifest.get(k) != v for k, v in wanted.items()) or not saved.is_dir():
         return None
     import torch
-    from peft import PeftModel
 
-    torch.set_num_threads(wanted["config"]["threads"])
-    model, tokenizer = load_base(base)
-    trained = PeftModel.from_pretrained(model, str(out_dir / "adapter"))
+    torch.set_num_threads(resolved.threads)
+    if resolved.tuning == "full":
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        trained = AutoModelForCausalLM.from_pretrained(str(saved), dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(str(saved))
+    else:
+        from peft import PeftModel
+
+        model, tokenizer = load_base(base)
+        trained = PeftModel.from_pretrained(model, str(saved))
     trained.eval()
     return trained, tokenizer, manifest | {"reused": True}
+
+
+#: The folder under ``out_dir`` (and the manifest key) holding what training produced.
+_SAVED = {"lora": "adapter", "full": "weights"}
 
 
 def _versions() -> dict[str, str]:
