@@ -161,3 +161,90 @@ def test_dry_run_lists_students(tmp_path):
     with Store(tmp_path / "s.db") as store:
         plan = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))
     assert plan["dry_run"] and len(plan["students"]) == 6 and plan["judge_calls"] == 12 * 3 * 2 * 2
+
+
+class _Counting:
+    """Counts the calls that reach the fake backends (a replayed call never does)."""
+
+    def __init__(self, cfg):
+        self.calls = 0
+        self.endpoints = {m: Endpoint(model=m, backend=self._wrap(Fake(m)), kind="fake", served_model=m)
+                          for m in cfg.experiment.models}
+
+    def _wrap(self, fake):
+        outer = self
+
+        class Wrapped:
+            async def complete(self, request):
+                outer.calls += 1
+                return await fake.complete(request)
+
+            async def aclose(self):
+                return None
+        return Wrapped()
+
+
+@pytest.mark.parametrize("instructions", ["same", "different"])
+def test_inheritance_students_learn_from_students_and_carry_the_leak(tmp_path, instructions):
+    """Paper 000 §5.2: the ICL students of each generator answer instructions (the training pool
+    again, or other ones) and new students learn from those answers. The grand-students keep their
+    generator's signature, so each judge still prefers its own generator's line (PLS > 0); the
+    registry follows the chain (grand-student → student → generator) and calls it a student."""
+    path = _write(tmp_path)
+    (tmp_path / "other.jsonl").write_text("".join(
+        json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8)))
+    text = path.read_text().replace('k = 3\n', 'k = 3\nname = "first"\n', 1)
+    text = text.replace("[leakage.analyses]", f'''[[leakage.students]]
+method = "icl"
+base = "{BASE}"
+k = 3
+name = "second"
+inherit = "first"
+instructions = "{instructions}"
+[leakage.analyses]''', 1).replace('train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n')
+    path.write_text(text)
+    cfg = load_leakage(path)
+    counting = _Counting(cfg)
+    with Store(tmp_path / "s.db") as store:
+        result = asyncio.run(run_leakage(cfg, store, endpoints=counting.endpoints))
+    second = [s for s in result["students"] if s["group"].startswith("second:")]
+    first = {s["generator"]: s["id"] for s in result["students"] if s["group"].startswith("first:")}
+    assert len(second) == 2 and {s["teacher"] for s in second} == set(first.values())
+    for s in second:
+        assert s["teacher"] == first[s["generator"]] and s["variant"] == {"inherit": "first", "instructions": instructions}
+        assert s["how"]["examples"] == (10 if instructions == "same" else 8)  # the instructions the parent answered
+    reg_text = (tmp_path / "out" / "students.toml").read_text()
+    assert all(f'teachers = ["{first[s["generator"]]}"]' in reg_text for s in second)
+    from nepotism.models import load_registry
+
+    registry = load_registry([str(tmp_path / "out" / "students.toml")])
+    for s in second:
+        assert registry.scope(s["generator"], s["id"]) == "student"  # through the parent student
+    pls = [r for r in result["records"] if r["metric"] == "preference-leakage-score"
+           and r["variant"].get("group", "").startswith("second:") and "slice" not in r["variant"]
+           and r["variant"].get("ties") == "loss"]
+    assert pls and pls[0]["value"] > 0.5 and pls[0]["p_value"] < 0.05
+    # a rerun replays every call, the parents' answers to the inherited instructions included
+    made = counting.calls
+    assert made > 0
+    with Store(tmp_path / "s.db") as store:
+        again = asyncio.run(run_leakage(cfg, store, endpoints=counting.endpoints))
+    assert counting.calls == made
+    assert [r["value"] for r in again["records"]] == [r["value"] for r in result["records"]]
+
+
+def test_inheritance_config_errors(tmp_path):
+    path = _write(tmp_path)
+    text = path.read_text()
+    child = f'[[leakage.students]]\nmethod = "icl"\nbase = "{BASE}"\nINHERIT\n[leakage.analyses]'
+    cases = [
+        ('inherit = "nobody"', "students[2].inherit", "not the name of an earlier"),
+        ('inherit = "mixed"\ninstructions = "different"', "students[2].instructions", r"needs \[leakage\] inherit_pool"),
+        ('inherit = "mixed"\ninstructions = "other"', "students[2].instructions", "must be 'same' or 'different'"),
+        ('instructions = "same"', "students[2].instructions", "only an inheriting student"),
+    ]
+    for line, field, message in cases:
+        path.write_text(text.replace("[leakage.analyses]", child.replace("INHERIT", line), 1))
+        with pytest.raises(InputError, match=message) as err:
+            load_leakage(path)
+        assert err.value.field == f"leakage.{field}"

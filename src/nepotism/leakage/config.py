@@ -20,7 +20,12 @@ answers and the students'). The first pairwise protocol's options are the judgin
                           default, or full-parameter fine-tuning for bases that fit), pair_sampler (dpo: a configured model that samples
                           the two answers), generators (default all), mix = [0.1, 0.3, ...],
                           mix_with = "human" | [configured model ids], mix_total = N,
-                          models = { generator = configured model id } (external students)
+                          models = { generator = configured model id } (external students),
+                          inherit = "NAME" (an earlier entry's name: each of its students answers
+                          instructions and this entry's students learn from those answers — paper 000
+                          §5.2's inheritance), instructions = "same" (the training pool again, the
+                          default) | "different" (the inherit_pool's instructions)
+    inherit_pool = "other.jsonl"     instructions for instructions = "different" (disjoint from both pools)
     [leakage.analyses]    recognition = ["pointwise", "pairwise"], classifier = true,
                           categoriser = model id, question_types = true, dimensions = false,
                           mitigation = false
@@ -46,9 +51,9 @@ from nepotism.metrics.bootstrap import Bootstrap
 __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
 _STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
-                 "mix_with", "mix_total", "models", "name")
+                 "mix_with", "mix_total", "models", "name", "inherit", "instructions")
 _ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "mitigation")
-_LEAKAGE_KEYS = ("train_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
+_LEAKAGE_KEYS = ("train_pool", "inherit_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
                  "analyses")
 
 
@@ -68,6 +73,8 @@ class StudentConfig:
     mix_total: int | None = None
     models: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     name: str | None = None
+    inherit: str | None = None  # an earlier entry's name: its students generate this entry's data
+    instructions: str = "same"  # inheritance: "same" (training pool) | "different" (inherit_pool)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class LeakageConfig:
     exports: tuple[str, ...]
     judge_options: Mapping[str, Any]
     bootstrap: Bootstrap = Bootstrap()  # [leakage] n_resamples and confidence, seeded by the experiment
+    inherit_pool: str | None = None  # instructions of inheriting students with instructions = "different"
 
 
 def _err(path: str, key: str, message: str) -> InputError:
@@ -180,7 +188,42 @@ def _student(i: int, raw: Any, registry: Any, exp: Experiment, path: str) -> Stu
         if not isinstance(raw["name"], str) or not raw["name"].strip():
             raise _err(path, f"{key}.name", "must be a non-empty string")
         cfg["name"] = raw["name"]
+    if "instructions" in raw and "inherit" not in raw:
+        raise _err(path, f"{key}.instructions", "only an inheriting student (inherit = ...) has instructions")
+    if "inherit" in raw:
+        if method not in ("sft", "icl"):
+            raise _err(path, f"{key}.inherit", "an inheriting student learns from answers: method sft or icl")
+        if not isinstance(raw["inherit"], str) or not raw["inherit"].strip():
+            raise _err(path, f"{key}.inherit", "must name an earlier [[leakage.students]] entry (its name)")
+        if "mix" in raw or "generators" in raw:
+            raise _err(path, f"{key}.inherit", "an inheriting student takes its generators from the entry it inherits")
+        cfg["inherit"] = raw["inherit"]
+        instructions = raw.get("instructions", "same")
+        if instructions not in ("same", "different"):
+            raise _err(path, f"{key}.instructions", "must be 'same' or 'different'")
+        cfg["instructions"] = instructions
     return StudentConfig(**cfg)
+
+
+def _check_inheritance(students: tuple[StudentConfig, ...], inherit_pool: str | None, path: str) -> None:
+    """Each ``inherit`` names an earlier entry (by name) that is not external; "different"
+    instructions need the inherit_pool."""
+    earlier: dict[str, StudentConfig] = {}
+    for i, sc in enumerate(students):
+        if sc.inherit is not None:
+            parent = earlier.get(sc.inherit)
+            if parent is None:
+                raise _err(path, f"students[{i}].inherit",
+                           f"{sc.inherit!r} is not the name of an earlier [[leakage.students]] entry")
+            if parent.method == "external":
+                raise _err(path, f"students[{i}].inherit", "an external student cannot be inherited from here")
+            if sc.instructions == "different" and inherit_pool is None:
+                raise _err(path, f"students[{i}].instructions",
+                           "instructions = 'different' needs [leakage] inherit_pool (other instructions)")
+        if sc.name:
+            if sc.name in earlier:
+                raise _err(path, f"students[{i}].name", f"{sc.name!r} names two entries")
+            earlier[sc.name] = sc
 
 
 def _judge_of(raw: Any, registry: Any, exp: Experiment, path: str) -> dict[str, str]:
@@ -240,6 +283,12 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
     if not isinstance(students_raw, list) or not students_raw:
         raise _err(where, "students", "list at least one [[leakage.students]] table")
     students = tuple(_student(i, s, registry, exp, where) for i, s in enumerate(students_raw))
+    inherit_pool = raw.get("inherit_pool")
+    if inherit_pool is not None:
+        if not isinstance(inherit_pool, str):
+            raise _err(where, "inherit_pool", "must be the path of a JSON Lines file of instructions")
+        inherit_pool = str(inherit_pool if Path(inherit_pool).is_absolute() else path.parent / inherit_pool)
+    _check_inheritance(students, inherit_pool, where)
     a = raw.get("analyses", {})
     if not isinstance(a, dict) or set(a) - set(_ANALYSES_KEYS):
         raise _err(where, "analyses", f"must be a table with keys among {sorted(_ANALYSES_KEYS)}")
@@ -277,4 +326,5 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         students=students, analyses=AnalysesConfig(tuple(rec), flags["classifier"], categoriser,
                                                    flags["question_types"], flags["dimensions"], flags["mitigation"]),
         exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),
-        bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed))
+        bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed),
+        inherit_pool=inherit_pool)

@@ -3,8 +3,9 @@
 A `Student` records how it was made (method, base model, generator, data digest, mixing, training
 settings, where its weights or endpoint are). `write_student_registry` writes one registry TOML
 with a ``[models."<student>"]`` table per student: ``family``/``series`` of its base,
-``parent = base``, ``teachers = [generator]``, a source note per edge and a ``notes`` line saying
-how it was made. The leakage run loads the bundled registry, the experiment's own files and this
+``parent = base``, ``teachers = [teacher]`` (the generator, or for an inheriting student the
+student whose answers it learned from, written earlier in the same file: the registry follows the
+chain back to the generator), a source note per edge and a ``notes`` line saying how it was made. The leakage run loads the bundled registry, the experiment's own files and this
 file together (`registry_with_students`), so `Registry.relation(judge, student)` says STUDENT for
 the judge that generated its data, for every metric of the library. An ICL student has no weights
 of its own: its ``parent`` edge means "runs on the base's weights". Not done here: choosing
@@ -33,8 +34,9 @@ _SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 class Student:
     """One student: ``id`` (registry id), ``method``, ``base`` and ``generator`` (registry ids),
     ``group`` (students compared with each other share it: same method, base and variant),
-    ``variant`` (e.g. ``{"mix": 0.3, "other": "human"}``) and ``how`` (method details: k, data
-    digest, training configuration, adapter or endpoint)."""
+    ``variant`` (e.g. ``{"mix": 0.3, "other": "human"}``), ``how`` (method details: k, data
+    digest, training configuration, adapter or endpoint) and ``teacher`` (whose answers it learned
+    from when that is not ``generator`` itself: the parent student of paper 000 §5.2's inheritance)."""
 
     id: str
     method: str
@@ -43,10 +45,12 @@ class Student:
     group: str
     variant: Mapping[str, Any] = field(default_factory=dict)
     how: Mapping[str, Any] = field(default_factory=dict)
+    teacher: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "method": self.method, "base": self.base, "generator": self.generator,
-                "group": self.group, "variant": dict(self.variant), "how": dict(self.how)}
+                "group": self.group, "variant": dict(self.variant), "how": dict(self.how),
+                "teacher": self.teacher or self.generator}
 
 
 def student_id(method: str, base: str, generator: str, suffix: str = "") -> str:
@@ -85,8 +89,11 @@ def write_student_registry(students: Sequence[Student], registry: Any, path: str
         if registry.knows(s.id):
             raise InputError(f"student id {s.id!r} is already a registered model; rename the student",
                              field="leakage.students")
+        if s.teacher is not None and s.teacher not in seen:
+            raise InputError(f"teacher {s.teacher!r} of student {s.id!r} must be a student listed before it",
+                             field="leakage.students.inherit")
         base = registry.get(s.base)
-        gen = registry.resolve(s.generator)
+        gen = s.teacher if s.teacher is not None else registry.resolve(s.generator)
         lines.append(f"[models.{_toml_str(s.id)}]")
         lines.append(f"family = {_toml_str(base.family)}")
         if base.series:
@@ -97,7 +104,9 @@ def write_student_registry(students: Sequence[Student], registry: Any, path: str
                        if s.method == "icl" else f"{s.method} of the base model")
         lines.append("sources = { parent = " + _toml_str(parent_note) + ", "
                      + _toml_str(f"teachers.{gen}") + " = "
-                     + _toml_str(f"learned from {gen}'s synthetic data ({s.method})") + " }")
+                     + _toml_str(f"learned from {gen}'s synthetic data ({s.method})"
+                                 + ("" if s.teacher is None else f"; {gen} descends from {s.generator}"))
+                     + " }")
         lines.append(f"notes = {_toml_str(_describe(s))}")
         lines.append("")
     text = "\n".join(lines)

@@ -2,7 +2,8 @@
 
 Steps: read both pools and refuse overlap; the data generators answer the training pool (cached
 calls, as in `nepotism run`); write the synthetic data in the chosen trainer formats; make every
-student (ICL prompts, SFT/DPO LoRA training, external models), write their lineage into
+student (ICL prompts, SFT/DPO training, external models; an inheriting entry's students learn from
+the answers of an earlier entry's students, paper 000 §5.2), write their lineage into
 ``students.toml`` and load the registry with it; the students answer the evaluation pool; every
 judge compares every pair of students of a group in both orders; then recognition, question-type
 and judgment-dimension labelling; PLS and the analyses become records, written as
@@ -84,77 +85,125 @@ def _training_sets(sc: StudentConfig, gen: str, synthetic: Mapping[str, list[Syn
     return [({"mix": r, "mix_with": label}, mix_examples(own, other, r, total, seed=seed)) for r in sc.mix]
 
 
+def _inheritance_items(sc: StudentConfig, train_items: Sequence[Any], inherit_items: Sequence[Any]) -> Sequence[Any]:
+    """The instructions an inheriting entry's parents answer: the training pool again, or other ones."""
+    return train_items if sc.instructions == "same" else inherit_items
+
+
+async def _inherited_sets(cfg: LeakageConfig, sc: StudentConfig, runner: Runner, parents: Sequence[Student],
+                          specs: Mapping[str, GenerationSpec], items: Sequence[Any], notes: list[str],
+                          dry: bool) -> list[tuple[str, dict[str, Any], list[SyntheticExample], str]]:
+    """Paper 000 §5.2: each parent student answers ``items``; its answers teach a new student of the
+    same generator. Returns (generator, variant, examples, teacher = the parent) per parent."""
+    variant = {"inherit": sc.inherit, "instructions": sc.instructions}
+    live = [p for p in parents if p.id in specs]
+    if dry:
+        return [(p.generator, variant, [SyntheticExample(it.id, it.prompt, "x", p.id) for it in items], p.id)
+                for p in live]
+    prompts = {it.id: it.prompt for it in items}
+    made = await runner.generate([it.instance() for it in items], [specs[p.id] for p in live])
+    if made.failures:
+        notes.append(f"inheritance {sc.inherit} -> {sc.name or sc.method}: {len(made.failures)} parent answers failed")
+    answers = _examples(made.responses, prompts)
+    return [(p.generator, variant, answers.get(p.id, []), p.id) for p in live]
+
+
 async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str, Endpoint], store: Any,
                          synthetic: Mapping[str, list[SyntheticExample]], human: list[SyntheticExample],
                          train_items: Sequence[Any], eval_instances: Sequence[Any], out_dir: Path,
-                         notes: list[str], dry: bool) -> tuple[list[Student], dict[str, GenerationSpec]]:
+                         notes: list[str], dry: bool,
+                         inherit_items: Sequence[Any] = ()) -> tuple[list[Student], dict[str, GenerationSpec]]:
     seed = cfg.experiment.seed
     students: list[Student] = []
     specs: dict[str, GenerationSpec] = {}
+    by_name: dict[str, list[Student]] = {}
+    # instructions a named entry's students must answer for the entries inheriting from it
+    answers_for: dict[str, list[Any]] = {}
+    for sc in cfg.students:
+        if sc.inherit is not None:
+            answers_for.setdefault(sc.inherit, []).extend(_inheritance_items(sc, train_items, inherit_items))
     for sc in cfg.students:
         gens = sc.generators or cfg.experiment.generation.generators
+        made_here: list[Student] = []
         if sc.method == "external":
             for gen, model in sc.models.items():
                 sid = model
-                students.append(Student(sid, "external", sc.base or model, gen, group=sc.name or "external",
-                                        how={"model": model}))
+                made_here.append(Student(sid, "external", sc.base or model, gen, group=sc.name or "external",
+                                         how={"model": model}))
                 specs[sid] = _spec(cfg, model)
+            students += made_here
+            if sc.name:
+                by_name[sc.name] = made_here
             continue
         pairs_by_gen: dict[str, Any] = {}
         if sc.method == "dpo":
             pairs_by_gen = await _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry)
-        for gen in gens:
-            sets = [({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo" else _training_sets(sc, gen, synthetic, human, seed)
-            for variant, data in sets:
-                suffix = "-".join(f"{k}{v}" for k, v in sorted(variant.items()) if k == "mix")
-                suffix = suffix.replace("0.", "") if suffix else ""
-                sid = student_id(sc.method, sc.base, gen, (sc.name or "") + suffix)
-                group = ":".join(x for x in (sc.name or sc.method, sc.base,
-                                             ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x)
-                how: dict[str, Any] = {"data_digest": data_digest(data) if data else None, "examples": len(data)}
-                if sc.method == "icl":
-                    how.update(k=sc.k, max_demo_chars=sc.max_demo_chars, prompt_format=sc.prompt_format)
-                    demos = () if dry else icl_demonstrations(data, sc.k, seed=seed, max_chars=sc.max_demo_chars)
-                    base_ep = endpoints[sc.base]
-                    endpoints[sid] = dataclasses.replace(
-                        base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}",
-                        limiter=Limiter(1))
-                    specs[sid] = ICLSpec(model=sid, max_tokens=cfg.experiment.generation.max_tokens,
-                                         temperature=cfg.experiment.generation.temperature, seed=seed,
-                                         demonstrations=demos, prompt_format=sc.prompt_format)
-                else:
-                    how.update(preset=sc.preset, tuning=sc.tuning)
-                    served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
-                    endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
-                                              limiter=Limiter(1))
-                    specs[sid] = _spec(cfg, sid)
-                    if not dry:
-                        planned = runner.plan_generation(eval_instances, [specs[sid]])
-                        cached = store.get_calls([c.key for c, _, _ in planned])
-                        if len(cached) == len(planned) and all(c.ok for c in cached.values()):
-                            how["training"] = "skipped: every evaluation answer is cached"
-                        elif not data:
-                            notes.append(f"{sid}: no training data; student left out")
-                            endpoints.pop(sid)
-                            specs.pop(sid)
-                            continue
-                        else:
-                            from nepotism.leakage.training import TrainedBackend, load_trained, train_student
+        if sc.inherit is not None:
+            jobs = await _inherited_sets(cfg, sc, runner, by_name.get(sc.inherit, []), specs,
+                                         _inheritance_items(sc, train_items, inherit_items), notes, dry)
+        else:
+            jobs = [(gen, variant, data, None) for gen in gens
+                    for variant, data in ([({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo"
+                                          else _training_sets(sc, gen, synthetic, human, seed))]
+        for gen, variant, data, teacher in jobs:
+            suffix = "-".join(f"{k}{v}" for k, v in sorted(variant.items()) if k == "mix")
+            suffix = suffix.replace("0.", "") if suffix else ""
+            if sc.inherit is not None and not sc.name:
+                suffix = f"inherits-{sc.inherit}-{sc.instructions}"
+            sid = student_id(sc.method, sc.base, gen, (sc.name or "") + suffix)
+            group = ":".join(x for x in (sc.name or sc.method, sc.base,
+                                         ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x)
+            how: dict[str, Any] = {"data_digest": data_digest(data) if data else None, "examples": len(data)}
+            if teacher is not None:
+                how.update(teacher=teacher, instructions=sc.instructions)
+            if sc.method == "icl":
+                how.update(k=sc.k, max_demo_chars=sc.max_demo_chars, prompt_format=sc.prompt_format)
+                demos = () if dry else icl_demonstrations(data, sc.k, seed=seed, max_chars=sc.max_demo_chars)
+                base_ep = endpoints[sc.base]
+                endpoints[sid] = dataclasses.replace(
+                    base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}",
+                    limiter=Limiter(1))
+                specs[sid] = ICLSpec(model=sid, max_tokens=cfg.experiment.generation.max_tokens,
+                                     temperature=cfg.experiment.generation.temperature, seed=seed,
+                                     demonstrations=demos, prompt_format=sc.prompt_format)
+            else:
+                how.update(preset=sc.preset, tuning=sc.tuning)
+                served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
+                endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
+                                          limiter=Limiter(1))
+                specs[sid] = _spec(cfg, sid)
+                if not dry:
+                    # a parent of an inheriting entry must also answer that entry's instructions
+                    wanted = [*eval_instances, *(it.instance() for it in answers_for.get(sc.name or "", []))]
+                    planned = runner.plan_generation(wanted, [specs[sid]])
+                    cached = store.get_calls([c.key for c, _, _ in planned])
+                    if len(cached) == len(planned) and all(c.ok for c in cached.values()):
+                        how["training"] = "skipped: every evaluation answer is cached"
+                    elif not data:
+                        notes.append(f"{sid}: no training data; student left out")
+                        endpoints.pop(sid)
+                        specs.pop(sid)
+                        continue
+                    else:
+                        from nepotism.leakage.training import TrainedBackend, load_trained, train_student
 
-                            folder = out_dir / "students" / sid
-                            made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
+                        folder = out_dir / "students" / sid
+                        made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
+                                                       config=sc.preset, tuning=sc.tuning)
+                        if made is None:
+                            made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
                                                            config=sc.preset, tuning=sc.tuning)
-                            if made is None:
-                                made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
-                                                               config=sc.preset, tuning=sc.tuning)
-                            model, tok, manifest = made
-                            endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
-                            how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
-                                       final_loss=(manifest["losses"] or [None])[-1])
-                            how.update({k: manifest[k] for k in ("adapter", "weights") if k in manifest})
-                            if manifest.get("reused"):
-                                how["training"] = "reused: the saved student matches this training data"
-                students.append(Student(sid, sc.method, sc.base, gen, group, variant, how))
+                        model, tok, manifest = made
+                        endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
+                        how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
+                                   final_loss=(manifest["losses"] or [None])[-1])
+                        how.update({k: manifest[k] for k in ("adapter", "weights") if k in manifest})
+                        if manifest.get("reused"):
+                            how["training"] = "reused: the saved student matches this training data"
+            made_here.append(Student(sid, sc.method, sc.base, gen, group, variant, how, teacher=teacher))
+        students += made_here
+        if sc.name:
+            by_name[sc.name] = made_here
     return students, specs
 
 
@@ -220,12 +269,16 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         from nepotism.errors import InputError
         raise InputError("the evaluation pool must be a file ([dataset] path)", path=exp.path, field="dataset")
     check_disjoint(train, evaluation, train_path=cfg.train_pool, eval_path=exp.dataset.path)
+    inherit = load_pool(cfg.inherit_pool) if cfg.inherit_pool else []
+    if inherit:
+        check_disjoint(inherit, evaluation, train_path=cfg.inherit_pool, eval_path=exp.dataset.path)
+        check_disjoint(train, inherit, train_path=cfg.train_pool, eval_path=cfg.inherit_pool)
     out_dir = Path(exp.output_dir or Path(exp.path).parent / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
     train_instances = [it.instance() for it in train]
     eval_instances = [it.instance() for it in evaluation]
-    store.add_instances(train_instances + eval_instances)
+    store.add_instances(train_instances + eval_instances + [it.instance() for it in inherit])
     prompts = {it.id: it.prompt for it in train}
     recording = nullcontext() if dry_run else store.recording_run({"experiment": exp.as_config(), "kind": "leakage"})
     try:
@@ -248,7 +301,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             human = [SyntheticExample(it.id, it.prompt, it.response, "human") for it in train if it.response]
             with timer("students"):
                 students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
-                                                       eval_instances, out_dir, notes, dry_run)
+                                                       eval_instances, out_dir, notes, dry_run, inherit)
             reg_path = write_student_registry(students, registry, out_dir / "students.toml")
             registry = registry_with_students(exp.registry_files, reg_path)
             groups: dict[str, list[Student]] = {}
