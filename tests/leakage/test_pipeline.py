@@ -248,3 +248,62 @@ def test_inheritance_config_errors(tmp_path):
         with pytest.raises(InputError, match=message) as err:
             load_leakage(path)
         assert err.value.field == f"leakage.{field}"
+
+
+class _Rewriter(Fake):
+    """The base model, except that asked to rewrite it drops the generators' signatures (as removing
+    a spurious style would), and breaks every fifth rewrite (an empty reply). Its answers as a
+    student name the question's length, so that no two are the same call."""
+
+    rewrites = 0
+
+    async def complete(self, request):
+        text = "\n".join(m.content for m in request.messages)
+        if request.labels is None and "Rewrite the text" in text:
+            original = text.split("TEXT:\n", 1)[1].strip()
+            self.rewrites += 1
+            if self.rewrites % 5 == 0:
+                return Completion(text="")
+            return Completion(text=re.sub(r"[QS]STYLE", "NEUTRAL", original))
+        done = await super().complete(request)
+        if request.labels is None:  # one answer per question (the base's own answers all look alike)
+            return Completion(text=f"{done.text} to {len(text)}")
+        return done
+
+
+def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path):
+    """Paper 000 §5.7 on the fake models: the students' answers carry their generator's signature
+    (the spurious feature each judge prefers); a rewriter removes it (condition no-style) and PLS
+    drops to about 0. preference-leakage-change is that drop, paired on the same prompts; a broken
+    rewrite leaves its answer out of the condition and says so."""
+    path = _write(tmp_path)
+    path.write_text(path.read_text().replace(
+        "[leakage.analyses]\n", f'[leakage.analyses]\nablations = ["style"]\nrewriter = "{BASE}"\n'))
+    cfg = load_leakage(path)
+    endpoints = _endpoints(cfg)
+    endpoints[BASE] = Endpoint(model=BASE, backend=_Rewriter(BASE), kind="fake", served_model=BASE)
+    with Store(tmp_path / "s.db") as store:
+        result = asyncio.run(run_leakage(cfg, store, endpoints=endpoints))
+    records = result["records"]
+    group = f"icl:{BASE}"
+
+    def one(metric, condition):
+        (found,) = [r for r in records if r["metric"] == metric and r["condition"] == condition
+                    and r["variant"].get("group") == group and r["variant"].get("ties") == "half"
+                    and r["variant"].get("preference", "verdict") == "verdict" and "slice" not in r["variant"]]
+        return found
+
+    # without the signature the fake judges answer B in both orders: every comparison a tie, so PLS
+    # is 0 with ties = ½ (with ties = loss it is undefined: every win rate is 0, and it says so)
+    before, after = one("preference-leakage-score", "default"), one("preference-leakage-score", "no-style")
+    assert before["value"] > 0.5 and after["value"] == pytest.approx(0.0)
+    change = one("preference-leakage-change", "no-style")
+    assert change["variant"]["against"] == "default"
+    assert change["value"] == pytest.approx(after["value"] - before["value"])
+    assert change["ci_high"] < 0  # the paired interval excludes no change
+    # the broken rewrites' comparisons are missing, not guessed: 144 judgments per condition in full
+    assert 144 < result["judgments"]["pairwise:parsed"] < 2 * 144
+    assert any(note.startswith("no-style:") and "rewriting call failed" in note for note in result["notes"])
+    # the other analyses still read the original answers only
+    assert all(r["condition"] in (None, "default") for r in records
+               if r["metric"] not in ("preference-leakage-score", "preference-leakage-change", "win-rate"))

@@ -16,6 +16,8 @@ TESTS = Path(__file__).resolve().parents[1]
 #: metric id -> "file::test" holding its worked example (this file) or planted-bias / paper test.
 WHERE = {
     "win-rate": "metrics/test_catalogue_examples.py::test_win_rate",
+    "preference-leakage-change":
+        "leakage/test_pipeline.py::test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes",
     "preference-leakage-score": "metrics/test_paper000_table1.py::test_arena_hard_cells_to_printed_precision_with_ties_as_losses",
     "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
     "ranking-difference": "metrics/test_catalogue_examples.py::test_ranking_difference",

@@ -22,6 +22,8 @@ JUDGE = rng.integers(0, 2, N)
 PROPERTIES = {
     "win-rate": (lambda r, c: pairwise.win_rate(CODES[r], c), (0, 1)),
     "preference-leakage-score": (lambda r, c: leakage.preference_leakage_score(CODES[r], STUDENT[r], JUDGE[r], c), (-1, 1)),
+    "preference-leakage-change": (lambda r, c: leakage.preference_leakage_change(
+        CODES[r], STUDENT[r], JUDGE[r], BIN[r], c, ties="half"), (-2, 2)),
     "error-bias": (lambda r, c: leakage.error_bias(CODES[r], CODES2[r], c), (-1, 1)),
     "ranking-difference": (lambda r, c: leakage.ranking_difference(BIN[r], BIN2[r], GEN[r], c, target="g1"), (-3, 3)),
     "equal-opportunity-bias": (lambda r, c: reference.equal_opportunity_bias(BIN[r], BIN2[r], STUDENT[r] == 1, c), (-1, 1)),

@@ -28,7 +28,9 @@ answers and the students'). The first pairwise protocol's options are the judgin
     inherit_pool = "other.jsonl"     instructions for instructions = "different" (disjoint from both pools)
     [leakage.analyses]    recognition = ["pointwise", "pairwise"], classifier = true,
                           categoriser = model id, question_types = true, dimensions = false,
-                          mitigation = false
+                          mitigation = false, ablations = ["style", "format", "wording"] with
+                          rewriter = model id (paper 000 §5.7: the rewriter removes one spurious
+                          feature from every student answer; judged again as condition no-<feature>)
 
 Everything else is an error naming the key. Not done here: running anything.
 """
@@ -52,7 +54,8 @@ __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
 _STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
                  "mix_with", "mix_total", "models", "name", "inherit", "instructions")
-_ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "mitigation")
+_ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "mitigation",
+                  "ablations", "rewriter")
 _LEAKAGE_KEYS = ("train_pool", "inherit_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
                  "analyses")
 
@@ -85,6 +88,8 @@ class AnalysesConfig:
     question_types: bool = True
     dimensions: bool = False
     mitigation: bool = False
+    ablations: tuple[str, ...] = ()  # spurious features removed from the students' answers (000 §5.7)
+    rewriter: str | None = None  # the model that rewrites them
 
 
 @dataclass(frozen=True)
@@ -308,6 +313,16 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         flags[name] = value
     if (flags["question_types"] or flags["dimensions"]) and categoriser is None and "categoriser" in a:
         raise _err(where, "analyses.categoriser", "name a configured model")
+    from nepotism.mitigations.rewrite import ABLATIONS
+
+    ablations = a.get("ablations", [])
+    if not isinstance(ablations, list) or set(ablations) - set(ABLATIONS) or len(set(ablations)) != len(ablations):
+        raise _err(where, "analyses.ablations", f"must be a list of distinct features among {sorted(ABLATIONS)}")
+    rewriter = a.get("rewriter")
+    if ablations and rewriter is None:
+        raise _err(where, "analyses.rewriter", "ablations need a rewriter: a configured model that rewrites the answers")
+    if rewriter is not None:
+        rewriter = _ids([rewriter], registry, exp.models, where, "analyses.rewriter")[0]
     exports = raw.get("exports", ["trl-messages", "llamafactory-alpaca"])
     if not isinstance(exports, list) or set(exports) - set(FORMATS):
         raise _err(where, "exports", f"must be a list among {FORMATS}")
@@ -324,7 +339,8 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
     return LeakageConfig(
         experiment=exp, train_pool=pool_path, train_limit=limit, judge_of=MappingProxyType(judge_of),
         students=students, analyses=AnalysesConfig(tuple(rec), flags["classifier"], categoriser,
-                                                   flags["question_types"], flags["dimensions"], flags["mitigation"]),
+                                                   flags["question_types"], flags["dimensions"], flags["mitigation"],
+                                                   tuple(ablations), rewriter),
         exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),
         bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed),
         inherit_pool=inherit_pool)

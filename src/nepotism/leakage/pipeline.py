@@ -238,6 +238,38 @@ async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) 
     return out
 
 
+async def _ablated_answers(features: Sequence[str], rewriter: str | None, responses: Sequence[Response], store: Any,
+                           endpoints: Mapping[str, Endpoint], run_id: Any, seed: int,
+                           notes: list[str]) -> dict[str, list[Response]]:
+    """Paper 000 §5.7: every student answer rewritten by ``rewriter`` without one spurious feature,
+    per feature (condition ``no-<feature>``). A rewrite that fails its checks
+    (`nepotism.mitigations.rewrite.read_rewrite`) leaves that answer out of the condition, counted
+    in the notes; the comparisons it would have entered are then missing, not guessed."""
+    from nepotism.mitigations.rewrite import ablation_prompt, read_rewrite, rewrite_budget
+    from nepotism.mitigations.run import store_text_model
+
+    assert rewriter is not None, "the config requires a rewriter with ablations"
+    text_model = store_text_model(store, endpoints, run_id=run_id, seed=seed)
+    answers = [r for r in responses if r.text and r.text.strip()]
+    out: dict[str, list[Response]] = {}
+    for feature in features:
+        condition = f"no-{feature}"
+        texts = await text_model([(rewriter, ablation_prompt(r.text, feature), rewrite_budget(r.text))
+                                  for r in answers])
+        kept, reasons = [], {}
+        for r, text in zip(answers, texts):
+            result = read_rewrite(r.text, text, method=condition)
+            if result.ok and result.text is not None:
+                kept.append(dataclasses.replace(r, text=result.text))
+            else:
+                reasons[result.reason] = reasons.get(result.reason, 0) + 1
+        if reasons:
+            notes.append(f"{condition}: {sum(reasons.values())} of {len(answers)} rewrites unusable ("
+                         + ", ".join(f"{why}: {n}" for why, n in sorted(reasons.items(), key=str)) + ")")
+        out[condition] = kept
+    return out
+
+
 def _write(out_dir: Path, result: dict[str, Any]) -> dict[str, str]:
     body = json.dumps(result, indent=2, default=str, sort_keys=False)
     files = {"json": str(atomic_write(out_dir / "results.json", lambda t: t.write_text(body, encoding="utf-8")))}
@@ -313,7 +345,9 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
                 return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
                         "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
                         "generation_calls": len(train) * len(data_models) + n_eval * len(students),
-                        "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges), "notes": notes}
+                        "rewrite_calls": n_eval * len(students) * len(cfg.analyses.ablations),
+                        "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges) * (1 + len(cfg.analyses.ablations)),
+                        "notes": notes}
             with timer("student answers"):
                 answered = await runner.generate(eval_instances, list(specs.values()))
             by_instance: dict[str, list[Response]] = {}
@@ -322,6 +356,17 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             tasks = judging.plan_pairwise(eval_instances, by_instance, list(exp.judges), pairs=pairs, both_orders=True,
                                           options=dict(cfg.judge_options))
             a = cfg.analyses
+            if a.ablations:
+                with timer("ablation rewrites"):
+                    rewritten = await _ablated_answers(a.ablations, a.rewriter, answered.responses, store, eps,
+                                                       run_id, exp.seed, notes)
+                for condition, responses in rewritten.items():
+                    ablated_by_instance: dict[str, list[Response]] = {}
+                    for r in responses:
+                        ablated_by_instance.setdefault(r.instance_id, []).append(r)
+                    tasks += judging.plan_pairwise(eval_instances, ablated_by_instance, list(exp.judges), pairs=pairs,
+                                                   both_orders=True, condition=condition,
+                                                   options=dict(cfg.judge_options))
             if a.recognition:
                 tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
                                                   pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
@@ -332,9 +377,11 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             with timer("judging"):
                 judged = await runner.judge(tasks, judging.render, judging.interpret_all)
             pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
+            # the other analyses read the students' own answers (the ablations only add PLS conditions)
+            original = [j for j in pairwise if j.condition == "default"]
             dims: dict[str, str] = {}
             if a.categoriser and a.dimensions:
-                dim_tasks = cat.plan_dimensions(eval_instances, pairwise, a.categoriser)
+                dim_tasks = cat.plan_dimensions(eval_instances, original, a.categoriser)
                 if not dim_tasks:
                     notes.append("dimensions: the judges wrote no rationale (use mode='text', reasoning='cot')")
                 with timer("dimension labels"):
@@ -359,7 +406,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             except ImportError:
                 notes.append("classifier: scikit-learn is missing (install the 'train' extra)")
         qtypes = cat.labels_from(judged.judgments, target="instance")[0] if a.categoriser and a.question_types else {}
-        records += cat.category_records(pairwise, students, cfg.judge_of, registry, question_types=qtypes,
+        records += cat.category_records(original, students, cfg.judge_of, registry, question_types=qtypes,
                                         dimensions=dims, bootstrap=boot)
     if a.mitigation:
         notes.append("mitigation (paper 000 §5.8): not part of this pipeline - run `nepotism mitigate` with the "

@@ -75,6 +75,38 @@ def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray,
             **est.as_dict()}
 
 
+def _pls_inputs(sub: pd.DataFrame, si: str, jj: str) -> tuple[np.ndarray, ...]:
+    """Both students' rows of comparisons ``sub`` (``preference_leakage_score``'s inputs, in order:
+    outcome, student side, judge side, prompt) with the comparisons' positions repeated."""
+    sign = np.where(sub["model_x"] == si, 1.0, -1.0)
+    out_i = sub["outcome"].to_numpy(dtype=float) * sign
+    side_j = (sub["judge"] == jj).to_numpy().astype(int)
+    ids = sub["instance_id"].astype(str).to_numpy()
+    return (np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([side_j, side_j]),
+            np.concatenate([ids, ids]))
+
+
+def _change_records(chosen: pd.DataFrame, si: str, ji: str, jj: str, ties: Sequence[str], boot: Bootstrap,
+                    base: Mapping[str, Any], variant: Mapping[str, Any]) -> list[dict]:
+    """preference-leakage-change of every ablation condition against the default one (paper 000
+    Table 6): both conditions' rows in one paired estimate per tie rule."""
+    conditions = sorted(set(chosen["condition"]) - {"default"})
+    if not conditions or not (chosen["condition"] == "default").any():
+        return []
+    baseline = _pls_inputs(chosen[chosen["condition"] == "default"], si, jj)
+    out = []
+    for condition in conditions:
+        after = _pls_inputs(chosen[chosen["condition"] == condition], si, jj)
+        flags = np.concatenate([np.zeros(baseline[0].size, int), np.ones(after[0].size, int)])
+        for tie_rule in ties:
+            est = leakage.preference_leakage_change(*(np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3])),
+                                                    flags, np.concatenate([baseline[3], after[3]]),
+                                                    ties=tie_rule, bootstrap=boot)
+            out.append({**base, "condition": condition,
+                        "variant": {**variant, "ties": tie_rule, "against": "default"}, **est.as_dict()})
+    return out
+
+
 def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mapping[str, str],
                 registry: Any, *, bootstrap: Bootstrap | None = None,
                 ties: Sequence[str] = ("loss",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
@@ -99,7 +131,13 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
             relation = {ji: registry.relation(ji, gi).value, jj: registry.relation(jj, gj).value}
             mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) |
                     ((comp["model_x"] == sj) & (comp["model_y"] == si))) & comp["judge"].isin([ji, jj])
-            for condition, sub in comp[mask].groupby("condition", sort=True):
+            chosen = comp[mask]
+            records += _change_records(chosen, si, ji, jj, ties, boot,
+                                       {"scope": "student", "relation": relation, "students": {gi: si, gj: sj},
+                                        "judges": {gi: ji, gj: jj}, "metric": "preference-leakage-change",
+                                        "judge": f"{ji} & {jj}", "generator": f"{gi} & {gj}", "pair": [si, sj]},
+                                       variant)
+            for condition, sub in chosen.groupby("condition", sort=True):
                 sign = np.where(sub["model_x"] == si, 1.0, -1.0)
                 out_i = sub["outcome"].to_numpy(dtype=float) * sign
                 side_j = (sub["judge"] == jj).to_numpy().astype(int)

@@ -53,6 +53,10 @@ _ROWS = [
                "WR = wins / all games (a tie is a non-win: paper 000 Table 1)",
                ("ties=loss (default; paper 000 Table 1)", "ties=half (AlpacaEval; soft outcomes)",
                 "ties=exclude", "one-sided bootstrap p for PLS > 0")),
+    MetricInfo("preference-leakage-change", leakage.preference_leakage_change, "000 §5.7 Table 6",
+               "PLS on rewritten student answers − PLS on the originals, same prompts (paired cluster bootstrap)",
+               ("ablation=no-style|no-format|no-wording (the rewriting model removes one spurious feature)",
+                "ties=loss|half|exclude (as PLS)")),
     MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
                "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
     MetricInfo("ranking-difference", leakage.ranking_difference, "000 §5.4 Table 4",
@@ -215,7 +219,7 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: ranking-difference counts places and a score-delta is in the judge's score units. `nepotism
 #: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught).
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "error-bias": (-1.0, 1.0),
+    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0), "error-bias": (-1.0, 1.0),
     "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
     "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "overestimation-rate": (0.0, 1.0),
     "hspp-ratio": (0.0, None), "mipa": (0.0, 1.0), "mra": (0.0, 1.0), "score-delta": (None, None),

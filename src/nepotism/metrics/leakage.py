@@ -18,7 +18,8 @@ from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sum
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_score", "ranking_difference"]
+__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_score",
+           "ranking_difference"]
 
 #: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
 PLS_TIE_RULES = ("loss", "half", "exclude")
@@ -82,13 +83,28 @@ def preference_leakage_score(
     >>> round(preference_leakage_score(won, side, teacher, [f"p{k}" for k in range(12)], n_resamples=0).value, 4)
     0.3333
     """
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    groups = labels(clusters, "clusters", n=outcome.size)
+    keep, excluded, columns = _pls_rows(outcome, student, judge, ties)
+    options = settings(bootstrap, **fields)
+    n_excl = int((~keep).sum())
+    if columns.shape[0] == 0:
+        return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
+    _, sums = cluster_sums(groups[keep], columns)
+    empty = [name for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4)) if sums[:, 2 * c + 1].sum() == 0]
+    note = f"no comparison for {', '.join(empty)}" if empty else None
+    return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+                             alternative=alternative, note=note, bootstrap=options)
+
+
+def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, ties: str
+              ) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+    """Rows kept, exclusions, and the kept rows' 8 columns: (score, 1) in the (student, judge) cell's pair."""
     if ties not in PLS_TIE_RULES:
         raise ValueError(f"ties must be one of {', '.join(PLS_TIE_RULES)}, not {ties!r}")
-    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     sides = _sides(student, "student", outcome.size)
     judges = _sides(judge, "judge", outcome.size)
-    groups = labels(clusters, "clusters", n=outcome.size)
-    keep, n_missing, excluded = valid_rows(outcome)
+    keep, _, excluded = valid_rows(outcome)
     if ties == "exclude":
         tie = keep & (outcome == 0)
         if tie.any():
@@ -101,15 +117,57 @@ def preference_leakage_score(
     columns = np.zeros((cell.size, 8))
     columns[np.arange(cell.size), 2 * cell] = score
     columns[np.arange(cell.size), 2 * cell + 1] = 1.0
+    return keep, excluded, columns
+
+
+def preference_leakage_change(
+    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, ablated: ArrayLike, clusters: ArrayLike, *,
+    ties: str = "loss", bootstrap: Bootstrap | None = None, **fields: Any,
+) -> Estimate:
+    """PLS under an ablation minus PLS at baseline, on the same prompts (paper 000 §5.7, Table 6).
+
+    Rows as in `preference_leakage_score`, from both conditions at once: ``ablated`` is 0 for a row
+    judged on the students' own answers and 1 for a row judged on the rewritten ones (style, format
+    or wording removed). Formula: ΔPLS = PLS(ablated rows) − PLS(baseline rows). Both PLS come from
+    the same resample of prompts (a paired cluster bootstrap), so the interval is that of the
+    change, not of two independent scores. Negative = the ablation removed leakage. ``ties`` as
+    in `preference_leakage_score`; the ``ablation`` (which feature was removed) is the caller's condition.
+    Zero division: a cell with no comparison in either condition → NaN with a note.
+
+    The baseline rows leak (PLS = ⅓, as in `preference_leakage_score`'s example); after the
+    rewrite every student wins half of its games under either judge (PLS = 0):
+
+    >>> won = [1, 1, -1, 1, -1, -1] * 2 + [1, -1] * 6
+    >>> side = ([0] * 6 + [1] * 6) * 2
+    >>> teacher = [0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0] + [0, 0, 1, 1] * 3
+    >>> ablated = [0] * 12 + [1] * 12
+    >>> prompts = [f"p{k}" for k in range(12)] * 2
+    >>> round(preference_leakage_change(won, side, teacher, ablated, prompts, n_resamples=0).value, 4)
+    -0.3333
+    """
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    after = _sides(ablated, "ablated", outcome.size)
+    groups = labels(clusters, "clusters", n=outcome.size)
+    keep, excluded, columns = _pls_rows(outcome, student, judge, ties)
     options = settings(bootstrap, **fields)
     n_excl = int((~keep).sum())
-    if cell.size == 0:
+    if columns.shape[0] == 0:
         return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], columns)
-    empty = [name for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4)) if sums[:, 2 * c + 1].sum() == 0]
+    wide = np.zeros((columns.shape[0], 16))
+    rows_after = after[keep] == 1
+    wide[~rows_after, :8] = columns[~rows_after]
+    wide[rows_after, 8:] = columns[rows_after]
+    _, sums = cluster_sums(groups[keep], wide)
+    empty = [f"{name} {cond}" for cond, offset in (("baseline", 0), ("ablated", 8))
+             for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4))
+             if sums[:, offset + 2 * c + 1].sum() == 0]
     note = f"no comparison for {', '.join(empty)}" if empty else None
-    return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             alternative=alternative, note=note, bootstrap=options)
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        return np.asarray(_pls_statistic(totals[..., 8:]) - _pls_statistic(totals[..., :8]))
+
+    return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+                             note=note, bootstrap=options)
 
 
 def _sides(values: ArrayLike, name: str, n: int) -> np.ndarray:

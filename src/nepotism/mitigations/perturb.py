@@ -17,7 +17,8 @@ from typing import Any
 
 from nepotism.mitigations.code_style import code_of, read_restyle, restyle_prompt, restyle_response, verify_equivalent
 from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, cross_reason_prompt, judge_paraphrase_prompt,
-                                          paraphrase_prompt, read_reason, read_rewrite, split_label)
+                                          paraphrase_prompt, read_reason, read_rewrite, rewrite_budget,
+                                          split_label)
 from nepotism.mitigations.spelling import misspell
 from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
                                            wordnet_choice)
@@ -55,14 +56,10 @@ def question_text(instance: Instance) -> str:
     return "\n".join(m.content for m in instance.prompt if m.role == "user")
 
 
-def _budget(text: str) -> int:
-    return max(48, min(512, int(len(text) / 3)))
-
-
 async def _rewrite_each(texts: Mapping[Any, tuple[str, tuple[Message, ...], str]], text_model: TextModel,
                         *, method: str, keep_label: bool) -> dict[Any, Perturbation]:
     keys = list(texts)
-    outputs = await text_model([(texts[k][0], texts[k][1], _budget(texts[k][2])) for k in keys])
+    outputs = await text_model([(texts[k][0], texts[k][1], rewrite_budget(texts[k][2])) for k in keys])
     return {k: read_rewrite(texts[k][2], out, method=method, keep_label=keep_label) for k, out in zip(keys, outputs)}
 
 
@@ -101,7 +98,7 @@ async def _restyle(pairs, sandbox_runner, params, text_model, rewriter) -> dict[
     if params.get("restyle", "model") == "model":
         keys = list(with_tests)
         replies = await text_model([(rewriter, restyle_prompt(code_of(with_tests[k].own.text)[0]),
-                                     _budget(with_tests[k].own.text) * 2) for k in keys])
+                                     rewrite_budget(with_tests[k].own.text) * 2) for k in keys])
         restyled = {k: read_restyle(with_tests[k].own.text, reply) for k, reply in zip(keys, replies)}
     for p in unique.values():
         tests = (p.instance.metadata or {}).get("tests")

@@ -23,7 +23,7 @@ import re
 from nepotism.mitigations.synonyms import Perturbation
 from nepotism.records import Message
 
-__all__ = ["ABLATIONS", "ablation_prompt", "cross_reason", "cross_reason_prompt", "judge_paraphrase_prompt",
+__all__ = ["ABLATIONS", "ablation_prompt", "rewrite_budget", "cross_reason", "cross_reason_prompt", "judge_paraphrase_prompt",
            "paraphrase_prompt", "read_reason", "read_rewrite", "split_label"]
 
 #: What each ablation neutralises, in the rewriting model's instructions (paper 000 §5.7).
@@ -36,6 +36,12 @@ ABLATIONS = {
                 "expressions, keeping the sentence structure, the layout and the facts."),
 }
 _CLOSING = "\nReply with the rewritten text only, nothing before or after it."
+
+
+def rewrite_budget(text: str) -> int:
+    """The max_tokens a rewrite of ``text`` may use: about its length in tokens (¼ of its characters,
+    with room), between 48 and 512."""
+    return max(48, min(512, int(len(text) / 3)))
 
 
 def paraphrase_prompt(text: str) -> tuple[Message, ...]:
