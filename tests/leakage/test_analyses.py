@@ -4,13 +4,19 @@ import pytest
 
 from nepotism.leakage import audit as audit_mod
 from nepotism.leakage.audit import audit_leaderboard, format_audit
-from nepotism.leakage.categories import category_records, labels_from
+from nepotism.leakage.categories import (
+    DIMENSIONS,
+    category_records,
+    dimension_flags,
+    labels_from,
+    plan_dimension_flags,
+)
 from nepotism.leakage.lineage import Student
 from nepotism.leakage.recognition import classifier_records, recognition_records
 from nepotism.leakage.scores import comparisons_frame, pls_records
 from nepotism.metrics.leakage import pls_from_win_rates
 from nepotism.models import load_registry
-from nepotism.records import Judgment, Response
+from nepotism.records import Instance, Judgment, Response
 from nepotism.metrics import Bootstrap
 
 BOOT = Bootstrap(n_resamples=200, seed=0)
@@ -112,6 +118,35 @@ def test_question_type_and_dimension_slices():
             assert r["value"] > 0 and r["n"] == 80
         else:  # each dimension holds one judge only: no PLS
             assert r["value"] is None
+
+
+def test_several_dimensions_per_rationale():
+    """Paper 000 §5.6 maps a rationale to "one or multiple" dimensions: one yes/no call per rationale
+    and dimension, and a comparison counts in every dimension its rationale weighs."""
+    js = _favouring(40, 0.9)
+    instances = [Instance(f"q{i}", f"question {i}") for i in range(40)]
+    tasks = plan_dimension_flags(instances, js, GA)
+    named = [name for name, _ in DIMENSIONS if name != "other"]
+    assert len(tasks) == len(js) * len(named)
+    assert {t.condition for t in tasks} == {f"dimension:{name}" for name in named}
+    assert {tuple(c for c, _ in t.options["categories"]) for t in tasks} == {("yes", "no")}
+    # every rationale weighs clarity; GA's also weigh factuality; one answer is unreadable
+    answers = []
+    for j in js:
+        answers.append(Judgment(j.instance_id, GA, "categorise", (j.id,), "parsed", "yes", condition="dimension:clarity"))
+        answers.append(Judgment(j.instance_id, GA, "categorise", (j.id,), "parsed",
+                                "yes" if j.judge == GA else "no", condition="dimension:factuality"))
+    answers.append(Judgment("q0", GA, "categorise", (js[0].id,), "unparsed", condition="dimension:richness"))
+    answers.append(Judgment("q0", GA, "categorise", (), "parsed", "writing"))  # a question type: not a flag
+    flags, unreadable = dimension_flags(answers)
+    assert unreadable == 1
+    assert all(flags[j.id] == ({"clarity", "factuality"} if j.judge == GA else {"clarity"}) for j in js)
+    recs = category_records(js, STUDENTS, JUDGE_OF, REG, dimensions=flags, bootstrap=BOOT)
+    by_slice = {(r["variant"]["slice"]["dimension"], r["variant"]["ties"]): r for r in recs}
+    assert set(by_slice) == {(d, t) for d in ("clarity", "factuality") for t in ("half", "loss")}
+    # clarity holds every comparison (both judges: a PLS), factuality only GA's (no PLS)
+    assert by_slice["clarity", "loss"]["n"] == 160 and by_slice["clarity", "loss"]["value"] > 0
+    assert by_slice["factuality", "loss"]["value"] is None
 
 
 def test_comparisons_without_a_question_type_are_counted():

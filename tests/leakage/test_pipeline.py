@@ -154,6 +154,13 @@ def test_config_errors_name_the_key(tmp_path):
         load_leakage(path)
     path.write_text(text.replace("[leakage.analyses]", sft.replace("TUNING", "full"), 1))
     assert [s.tuning for s in load_leakage(path).students] == ["lora", "lora", "full"]
+    # judgment dimensions: the main one per rationale, or every one it weighs
+    path.write_text(text.replace("[leakage.analyses]\n", '[leakage.analyses]\ndimension_labels = "many"\n'))
+    with pytest.raises(InputError, match="must be 'main' or 'several'") as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.analyses.dimension_labels"
+    path.write_text(text.replace("[leakage.analyses]\n", '[leakage.analyses]\ndimension_labels = "several"\n'))
+    assert load_leakage(path).analyses.dimension_labels == "several"
 
 
 def test_dry_run_lists_students(tmp_path):

@@ -3,16 +3,18 @@
 Question types: a categoriser model sorts each evaluation instruction into one of
 `QUESTION_TYPES` (the ``categorise`` protocol, target = the instruction). Judgment dimensions:
 the categoriser sorts each pairwise judgment's written rationale (needs judges that write one:
-``reasoning = "cot"`` in text mode) into one of `DIMENSIONS` (target = the rationale). The paper
-lets one rationale touch several dimensions; the categorise protocol gives one label per call,
-the rationale's main dimension. PLS is then recomputed on the comparisons of each label
+``reasoning = "cot"`` in text mode) into `DIMENSIONS` (target = the rationale). Paper 000 maps a
+rationale to "one or multiple" dimensions; two ways here: ``labels = "main"`` (`plan_dimensions`:
+one categorise call per rationale, its main dimension) or ``"several"`` (`plan_dimension_flags`:
+one yes/no categorise call per rationale and dimension, so a rationale belongs to every dimension
+it is said to weigh; 8× the calls). PLS is then recomputed on the comparisons of each label
 (`category_records`); a label with too few comparisons gets an undefined estimate with its note,
 not a number. An unreadable label leaves its item out, counted under ``unlabelled``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from nepotism.judging import plan_categorise
@@ -21,8 +23,12 @@ from nepotism.metrics import Bootstrap
 from nepotism.leakage.scores import comparisons_frame, pls_records
 from nepotism.records import Instance, Judgment, Response
 
-__all__ = ["DIMENSIONS", "QUESTION_TYPES", "category_records", "labels_from", "plan_dimensions",
-           "plan_question_types"]
+__all__ = ["DIMENSIONS", "DIMENSION_LABELS", "QUESTION_TYPES", "category_records", "dimension_flags",
+           "labels_from", "plan_dimension_flags", "plan_dimensions", "plan_question_types"]
+
+#: How judgment dimensions are labelled: the main one per rationale, or every one it weighs.
+DIMENSION_LABELS = ("main", "several")
+_FLAG = "dimension:"  # the condition of a yes/no dimension task: "dimension:<name>"
 
 #: PLS tie rules per slice: paper 000's (ties = loss) and ½, which the report's verdict-vs-probability
 #: plot compares (the probability score is a soft outcome, ½-ties by construction).
@@ -64,15 +70,60 @@ def plan_dimensions(instances: Sequence[Instance], judgments: Sequence[Judgment]
 
     The rationale goes in as a response whose generator name is the judgment id, so labels map
     back to judgments (`labels_from`)."""
-    by_instance: dict[str, list[Response]] = {}
-    for j in judgments:
-        if j.protocol == "pairwise" and j.status == "parsed" and (j.raw_output or "").strip():
-            by_instance.setdefault(j.instance_id, []).append(Response(j.instance_id, j.id, j.raw_output or ""))
+    by_instance = _rationales(judgments)
     if not by_instance:
         return []
     opts = {"categories": DIMENSIONS, **dict(options or {})}
     wanted = [i for i in instances if i.id in by_instance]
     return plan_categorise(wanted, [categoriser], responses_by_instance=by_instance, options=opts)
+
+
+def _rationales(judgments: Sequence[Judgment]) -> dict[str, list[Response]]:
+    """Each parsed pairwise judgment's written text, as a response named by the judgment's id."""
+    by_instance: dict[str, list[Response]] = {}
+    for j in judgments:
+        if j.protocol == "pairwise" and j.status == "parsed" and (j.raw_output or "").strip():
+            by_instance.setdefault(j.instance_id, []).append(Response(j.instance_id, j.id, j.raw_output or ""))
+    return by_instance
+
+
+def plan_dimension_flags(instances: Sequence[Instance], judgments: Sequence[Judgment], categoriser: str, *,
+                         options: Mapping[str, Any] | None = None) -> list[Any]:
+    """For every rationale and every dimension but "other": does the rationale weigh it? (yes | no)
+
+    Each dimension's tasks carry condition ``dimension:<name>`` so `dimension_flags` can tell them
+    apart; a rationale may then belong to several dimensions, as paper 000 §5.6 allows."""
+    by_instance = _rationales(judgments)
+    if not by_instance:
+        return []
+    wanted = [i for i in instances if i.id in by_instance]
+    tasks: list[Any] = []
+    for name, description in DIMENSIONS:
+        if name == "other":
+            continue
+        categories = (("yes", f"the text weighs {name}: {description}"),
+                      ("no", f"the text does not weigh {name}"))
+        tasks += plan_categorise(wanted, [categoriser], responses_by_instance=by_instance, condition=_FLAG + name,
+                                 options={"categories": categories, **dict(options or {})})
+    return tasks
+
+
+def dimension_flags(judgments: Sequence[Judgment]) -> tuple[dict[str, set[str]], int]:
+    """{pairwise judgment id: the dimensions its rationale weighs} from `plan_dimension_flags`'s
+    judgments, and the number of yes/no answers that could not be read (those leave the rationale
+    out of that dimension only). A rationale said to weigh none is in no slice."""
+    flags: dict[str, set[str]] = {}
+    unreadable = 0
+    for j in judgments:
+        if j.protocol != "categorise" or not j.condition.startswith(_FLAG) or not j.candidates:
+            continue
+        if j.status != "parsed" or not j.verdict:
+            unreadable += 1
+            continue
+        weighed = flags.setdefault(j.candidates[0], set())
+        if j.verdict == "yes":
+            weighed.add(j.condition[len(_FLAG):])
+    return flags, unreadable
 
 
 def labels_from(judgments: Sequence[Judgment], *, target: str) -> tuple[dict[str, str], int]:
@@ -95,9 +146,12 @@ def labels_from(judgments: Sequence[Judgment], *, target: str) -> tuple[dict[str
 
 def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], judge_of: Mapping[str, str],
                      registry: Any, *, question_types: Mapping[str, str] | None = None,
-                     dimensions: Mapping[str, str] | None = None,
+                     dimensions: Mapping[str, str | Collection[str]] | None = None,
                      bootstrap: Bootstrap | None = None) -> list[dict]:
-    """PLS records per question type and per judgment dimension (``variant.slice``)."""
+    """PLS records per question type and per judgment dimension (``variant.slice``).
+
+    ``dimensions`` maps a pairwise judgment's id to its dimension (main label) or to the set of
+    dimensions its rationale weighs (several labels: the comparison then counts in each)."""
     records: list[dict] = []
     if question_types:
         comp = comparisons_frame(pairwise)
@@ -115,8 +169,9 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
                             "ci_high": None, "n": int(len(comp)), "n_excluded": missing,
                             "excluded": {"unlabelled": missing}, "note": "comparisons without a question type"})
     if dimensions:
-        for label in sorted(set(dimensions.values())):
-            chosen = [j for j in pairwise if dimensions.get(j.id) == label]
+        sets = {key: ({value} if isinstance(value, str) else set(value)) for key, value in dimensions.items()}
+        for label in sorted(set().union(*sets.values())):
+            chosen = [j for j in pairwise if label in sets.get(j.id, ())]
             comp = comparisons_frame(chosen)
             if comp.empty:
                 continue

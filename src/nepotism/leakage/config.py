@@ -28,7 +28,8 @@ answers and the students'). The first pairwise protocol's options are the judgin
     inherit_pool = "other.jsonl"     instructions for instructions = "different" (disjoint from both pools)
     [leakage.analyses]    recognition = ["pointwise", "pairwise"], classifier = true,
                           categoriser = model id, question_types = true, dimensions = false,
-                          mitigation = false, ablations = ["style", "format", "wording"] with
+                          dimension_labels = "main" | "several" (one dimension per rationale, or
+                          every one it weighs: a yes/no call per dimension), mitigation = false, ablations = ["style", "format", "wording"] with
                           rewriter = model id (paper 000 §5.7: the rewriter removes one spurious
                           feature from every student answer; judged again as condition no-<feature>)
 
@@ -54,8 +55,8 @@ __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
 _STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
                  "mix_with", "mix_total", "models", "name", "inherit", "instructions")
-_ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "mitigation",
-                  "ablations", "rewriter")
+_ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "dimension_labels",
+                  "mitigation", "ablations", "rewriter")
 _LEAKAGE_KEYS = ("train_pool", "inherit_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
                  "analyses")
 
@@ -90,6 +91,7 @@ class AnalysesConfig:
     mitigation: bool = False
     ablations: tuple[str, ...] = ()  # spurious features removed from the students' answers (000 §5.7)
     rewriter: str | None = None  # the model that rewrites them
+    dimension_labels: str = "main"  # "main" (one per rationale) | "several" (every one it weighs)
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,9 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         flags[name] = value
     if (flags["question_types"] or flags["dimensions"]) and categoriser is None and "categoriser" in a:
         raise _err(where, "analyses.categoriser", "name a configured model")
+    dimension_labels = a.get("dimension_labels", "main")
+    if dimension_labels not in ("main", "several"):
+        raise _err(where, "analyses.dimension_labels", "must be 'main' or 'several'")
     from nepotism.mitigations.rewrite import ABLATIONS
 
     ablations = a.get("ablations", [])
@@ -340,7 +345,7 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         experiment=exp, train_pool=pool_path, train_limit=limit, judge_of=MappingProxyType(judge_of),
         students=students, analyses=AnalysesConfig(tuple(rec), flags["classifier"], categoriser,
                                                    flags["question_types"], flags["dimensions"], flags["mitigation"],
-                                                   tuple(ablations), rewriter),
+                                                   tuple(ablations), rewriter, dimension_labels),
         exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),
         bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed),
         inherit_pool=inherit_pool)

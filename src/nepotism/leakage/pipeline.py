@@ -379,15 +379,20 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
             # the other analyses read the students' own answers (the ablations only add PLS conditions)
             original = [j for j in pairwise if j.condition == "default"]
-            dims: dict[str, str] = {}
+            dims: dict[str, Any] = {}
             if a.categoriser and a.dimensions:
-                dim_tasks = cat.plan_dimensions(eval_instances, original, a.categoriser)
+                several = a.dimension_labels == "several"
+                plan = cat.plan_dimension_flags if several else cat.plan_dimensions
+                dim_tasks = plan(eval_instances, original, a.categoriser)
                 if not dim_tasks:
                     notes.append("dimensions: the judges wrote no rationale (use mode='text', reasoning='cot')")
                 with timer("dimension labels"):
                     dim_judged = await runner.judge(dim_tasks, judging.render, judging.interpret_all) if dim_tasks else None
                 if dim_judged:
-                    dims, missing = cat.labels_from(dim_judged.judgments, target="response")
+                    dims, missing = (cat.dimension_flags(dim_judged.judgments) if several
+                                     else cat.labels_from(dim_judged.judgments, target="response"))
+                    if missing:
+                        notes.append(f"dimensions: {missing} labels unreadable (those rationales left out of them)")
     finally:
         closed = set()
         for ep in eps.values():
