@@ -414,8 +414,8 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         records += cat.category_records(original, students, cfg.judge_of, registry, question_types=qtypes,
                                         dimensions=dims, bootstrap=boot)
     if a.mitigation:
-        notes.append("mitigation (paper 000 §5.8): not part of this pipeline - run `nepotism mitigate` with the "
-                     "students as judges or generators")
+        notes.append("mitigation (paper 000 §5.8): run `nepotism mitigate` on the students' answers with "
+                     "[mitigate] target = \"student\" and human labels as preference_ref (Error Bias per mitigation)")
     counts: dict[str, int] = {}
     for j in judged.judgments:
         counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1

@@ -41,7 +41,10 @@ def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value:
 
 
 def _self(rows: pd.DataFrame, condition_of: Callable[[str], str], judges: Sequence[str]) -> pd.DataFrame:
-    mask = (rows["judge"] == rows["side"]) & rows["judge"].isin(judges)
+    """The rows from the side of the answer the judge may favour: its own (``side == judge``), or the
+    relative ``[mitigate] target`` names (the ``own`` column the run adds)."""
+    own = rows["own"].astype(bool) if "own" in rows else rows["judge"] == rows["side"]
+    mask = own & rows["judge"].isin(judges)
     mask &= rows["condition"] == rows["judge"].map(condition_of)
     return rows[mask]
 

@@ -12,6 +12,11 @@
                                # "strict" (003: both orders must agree, else ambiguous and left out)
     human_study = ["labels.csv"]  # annotation exports (preference-ref rows): M vs M@<condition name>,
                                # a binomial test per perturbation (nepotism.mitigations.human_study)
+    target = "self"            # whose answers the judge may favour: "self" (its own), or a relative the
+                               # registry names: "student" (paper 000 §5.8: a student of the judge),
+                               # "family"; the third-party control is for "self" only
+    preference_ref = ["humans.csv"]  # human labels (preference-ref rows) as the truth of each pair, where
+                               # given (else the correctness grades): Error Bias against humans (000 §5.8)
 
     [[mitigate.conditions]]
     name = "synonyms"          # the condition name the judgments are stored under
@@ -44,10 +49,12 @@ from typing import Any
 from nepotism.errors import InputError
 from nepotism.metrics.bootstrap import Bootstrap
 
-__all__ = ["KINDS", "PARAMS", "PERTURBATIONS", "MitigationConfig", "MitigationPlan", "load_plan", "parse_plan"]
+__all__ = ["KINDS", "PARAMS", "PERTURBATIONS", "TARGETS", "MitigationConfig", "MitigationPlan", "load_plan", "parse_plan"]
 
 #: Mitigations that change the candidates' texts (judged again, with a third-party control).
 PERTURBATIONS = ("synonym", "paraphrase", "judge-paraphrase", "cross-reason", "code-restyle", "ablate", "spelling")
+#: Whose answers a mitigation protects the comparison from: the judge's own, or a relative's.
+TARGETS = ("self", "student", "family")
 KINDS = PERTURBATIONS + ("judge-option", "exclude-relatives", "jury", "calibration", "rubric-agreement")
 PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "synonym": {"k": 2, "chooser": "wordnet", "fallback": False},
@@ -86,6 +93,8 @@ class MitigationPlan:
     control: bool = True
     rule: str = "consistent"  # "consistent" (paper 004 Eq. 1) | "strict" (paper 003's agreement rule)
     human_study: tuple[Path, ...] = ()  # annotation label files for the perturbations' quality test
+    target: str = "self"  # the judge's favoured side: its own answers, or a relative's (Registry.scope)
+    preference_ref: tuple[Path, ...] = ()  # human preference labels used as the truth of a pair
 
 
 def _condition(i: int, table: Any, path: str, rewriter: str | None) -> MitigationConfig:
@@ -145,7 +154,7 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
                          path=where, field="mitigate")
     experiment = parse_experiment(data, path, registry=registry)
     known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions", "rule",
-             "human_study"}
+             "human_study", "target", "preference_ref"}
     for key in table:
         if key not in known:
             raise InputError(f"unknown key; expected one of {sorted(known)}", path=where, field=f"mitigate.{key}")
@@ -176,9 +185,15 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     confidence = table.get("confidence", 0.95)
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence < 1:
         raise InputError("must be in [0.5, 1)", path=where, field="mitigate.confidence")
-    control = table.get("control", True)
+    target = table.get("target", "self")
+    if target not in TARGETS:
+        raise InputError(f"must be one of {list(TARGETS)}", path=where, field="mitigate.target")
+    control = table.get("control", target == "self")
     if not isinstance(control, bool):
         raise InputError("must be true or false", path=where, field="mitigate.control")
+    if control and target != "self":
+        raise InputError("the third-party control compares a judge's own answers with how others judge them: "
+                         "it needs target = \"self\"", path=where, field="mitigate.control")
     if any(c.kind == "rubric-agreement" for c in parsed) and not any(
             p.protocol == "rubric" for p in experiment.protocols):
         raise InputError("rubric-agreement needs a [[judging.protocols]] with protocol = \"rubric\"",
@@ -190,17 +205,25 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     rule = table.get("rule", "consistent")
     if rule not in ("consistent", "strict"):
         raise InputError("must be \"consistent\" or \"strict\"", path=where, field="mitigate.rule")
-    study = table.get("human_study", [])
-    if isinstance(study, str):
-        study = [study]
-    if not isinstance(study, list) or not all(isinstance(f, str) for f in study):
-        raise InputError("must be a file or a list of files", path=where, field="mitigate.human_study")
-    human_study = tuple(Path(where).parent / f for f in study)
-    for i, f in enumerate(human_study):
-        if not f.is_file():
-            raise InputError(f"file not found: {f}", path=where, field=f"mitigate.human_study[{i}]")
+    human_study = _files(table, "human_study", where)
+    preference_ref = _files(table, "preference_ref", where)
     bootstrap = Bootstrap(n_resamples=resamples, confidence_level=float(confidence), seed=experiment.seed)
-    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule, human_study)
+    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule, human_study,
+                          target, preference_ref)
+
+
+def _files(table: Mapping[str, Any], key: str, where: str) -> tuple[Path, ...]:
+    """``[mitigate] key``: one file or a list of files, relative to the experiment file, each present."""
+    given = table.get(key, [])
+    if isinstance(given, str):
+        given = [given]
+    if not isinstance(given, list) or not all(isinstance(f, str) for f in given):
+        raise InputError("must be a file or a list of files", path=where, field=f"mitigate.{key}")
+    files = tuple(Path(where).parent / f for f in given)
+    for i, f in enumerate(files):
+        if not f.is_file():
+            raise InputError(f"file not found: {f}", path=where, field=f"mitigate.{key}[{i}]")
+    return files
 
 
 def load_plan(path: str | Path, *, registry: Any = None) -> MitigationPlan:

@@ -7,12 +7,14 @@ that side (+1 / 0 / -1, NaN for an unparsed or failed verdict), ``score`` = the 
 orders of log p(side) - log p(opponent) from the label probabilities, and ``prob`` = the mean over
 the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN without probabilities.
 `pair_truth` says which of two candidates is better from their correctness (+1 / -1 / 0, NaN
-when either is ungraded). Left out: replicates beyond the first (each replicate is its own row).
+when either is ungraded); `preference_truth` says it from human preference labels (the annotators'
+plurality winner, paper 000 §5.8's Error Bias against humans). Left out: replicates beyond the first (each replicate is its own row).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -20,8 +22,9 @@ import pandas as pd
 
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import Judgment
+from nepotism.votes import decide_one
 
-__all__ = ["ROW_COLUMNS", "pair_truth", "side_rows"]
+__all__ = ["ROW_COLUMNS", "pair_truth", "preference_truth", "side_rows"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
                "n_orders", "ambiguous"]
@@ -90,4 +93,22 @@ def pair_truth(rows: pd.DataFrame, correct: Mapping[tuple[str, str], bool | None
         if a is None or b is None:
             continue
         out[i] = 0.0 if a == b else (1.0 if a else -1.0)
+    return out
+
+
+def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
+    """Truth per row from human preference labels (a validated ``preference-ref`` frame: one row per
+    annotator and pair): the plurality winner of the (instance, pair) — +1 the side, -1 the opponent,
+    0 a tie. NaN where the pair is unlabelled or the annotators split evenly (`nepotism.votes`: a
+    split vote decides nothing; it is not made a tie)."""
+    votes: dict[tuple[str, frozenset[str]], Counter[str]] = {}
+    for inst, a, b, winner in zip(labels["instance_id"].astype(str), labels["model_a"].astype(str),
+                                  labels["model_b"].astype(str), labels["winner"].astype(str)):
+        votes.setdefault((inst, frozenset((a, b))), Counter())[winner] += 1
+    decided = {key: decide_one(counts) for key, counts in votes.items()}
+    out = np.full(len(rows), np.nan)
+    for i, (inst, side, opp) in enumerate(zip(rows["instance_id"].astype(str), rows["side"], rows["opponent"])):
+        winner = decided.get((inst, frozenset((side, opp))))
+        if winner is not None:
+            out[i] = 1.0 if winner == side else -1.0 if winner == opp else 0.0
     return out

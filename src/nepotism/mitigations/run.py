@@ -22,10 +22,11 @@ from __future__ import annotations
 import importlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nepotism.mitigations.accuracy import accuracy_records
@@ -34,7 +35,7 @@ from nepotism.mitigations.analysis import (THIRD_PARTY, calibration_records, jur
 from nepotism.mitigations.calibration import split_heldout
 from nepotism.mitigations.config import PERTURBATIONS, MitigationPlan
 from nepotism.mitigations.perturb import Pair, TextModel, perturb_pairs
-from nepotism.mitigations.rows import pair_truth, side_rows
+from nepotism.mitigations.rows import pair_truth, preference_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
 
@@ -156,9 +157,10 @@ def human_study_records(plan: MitigationPlan) -> list[dict]:
     return [quality_test(labels, cfg.name) for cfg in plan.conditions if cfg.kind in PERTURBATIONS]
 
 
-def _self_tasks(tasks, baseline: str) -> list:
+def _self_tasks(tasks, baseline: str, is_target: Callable[[str, str], bool]) -> list:
+    """The baseline pairwise tasks with exactly one candidate the judge may favour (``is_target``)."""
     return [t for t in tasks if t.protocol == "pairwise" and t.condition == baseline
-            and t.judge in {c.generator for c in t.candidates}]
+            and sum(is_target(t.judge, c.generator) for c in t.candidates) == 1]
 
 
 def _with(task, *, judge=None, candidates=None, condition=None, options=None):
@@ -214,7 +216,14 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
             base_tasks = plan_tasks(exp, instances, candidates, judging)
             baseline = exp.conditions[0].name
-            self_tasks = _self_tasks(base_tasks, baseline)
+            scopes: dict[tuple[str, str], str] = {}
+
+            def is_target(judge: str, model: str) -> bool:  # the one scope rule (`Registry.scope`)
+                if (judge, model) not in scopes:
+                    scopes[(judge, model)] = registry.scope(judge, model)
+                return scopes[(judge, model)] == plan.target
+
+            self_tasks = _self_tasks(base_tasks, baseline, is_target)
             judges = list(exp.judges)
             tasks = list(base_tasks)
             tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
@@ -223,7 +232,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
                     made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner,
-                                                        recognition, callable_models=set(endpoints))
+                                                        recognition, callable_models=set(endpoints),
+                                                        is_target=is_target)
                     tasks += made
                     perturb_info[cfg.name] = info
                 elif cfg.kind == "judge-option":
@@ -245,6 +255,14 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
     ambiguous = {str(c): int(n) // 2 for c, n in rows[rows["ambiguous"]].groupby("condition").size().items()}
     rows["truth"] = pair_truth(rows, correct)
+    if plan.preference_ref:  # human labels decide the pairs they cover (paper 000 §5.8)
+        from nepotism.tables import read_table
+
+        labels = pd.concat([read_table(f, kind="preference-ref").frame for f in plan.preference_ref],
+                           ignore_index=True)
+        human = preference_truth(rows, labels)
+        rows["truth"] = np.where(np.isfinite(human), human, rows["truth"])
+    rows["own"] = [is_target(j, s) for j, s in zip(rows["judge"], rows["side"])]
     records, summary = _analyse(plan, rows, judges, baseline, registry, instances, familiarity)
     accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
         if any(v is not None for v in correct.values()) else []
@@ -274,11 +292,12 @@ def _count(judgments) -> dict:
 
 
 async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=(),
-                           callable_models=None):
+                           callable_models=None, is_target=None):
+    is_target = is_target or (lambda judge, model: judge == model)
     pairs_by_key: dict = {}
     for t in self_tasks:
-        own = next(c for c in t.candidates if c.generator == t.judge)
-        opp = next(c for c in t.candidates if c.generator != t.judge)
+        own = next(c for c in t.candidates if is_target(t.judge, c.generator))
+        opp = next(c for c in t.candidates if not is_target(t.judge, c.generator))
         pairs_by_key.setdefault((t.judge, own.id, opp.id), Pair(t.judge, t.instance, own, opp))
     keys = list(pairs_by_key)
     texts = await perturb_pairs(cfg.kind, cfg.params, [pairs_by_key[k] for k in keys], text_model=text_model,
@@ -291,8 +310,8 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
             failures[result.reason or "failed"] = failures.get(result.reason or "failed", 0) + 1
     made = []
     for t in self_tasks:
-        own = next(c for c in t.candidates if c.generator == t.judge)
-        opp = next(c for c in t.candidates if c.generator != t.judge)
+        own = next(c for c in t.candidates if is_target(t.judge, c.generator))
+        opp = next(c for c in t.candidates if not is_target(t.judge, c.generator))
         result = done[(t.judge, own.id, opp.id)]
         if not result.ok:
             continue
