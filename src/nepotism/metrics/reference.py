@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
-from nepotism.metrics._common import checked, group_sums, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -57,10 +57,18 @@ def equal_opportunity_bias(
     ``alternative="greater"`` adds the one-sided bootstrap p-value of a bias > 0. The suite passes
     Y′ from the verdicts (``preference=verdict``) and, where label probabilities were recorded, from
     the argmax of the order-averaged probability score (``preference=probability-argmax``, 001 Eq. 3).
+    Preferences outside [0, 1], or arrays of unequal length, are refused.
+
+    The judge picks both human-favoured related answers but one of two human-favoured others:
+
+    >>> equal_opportunity_bias([1, 1, 1, 0], [1, 1, 1, 1], [True, True, False, False], ["p1", "p2", "p3", "p4"],
+    ...                        n_resamples=0).value
+    0.5
     """
-    y_hat = np.asarray(judge_preferred, dtype=float)
-    y = np.asarray(human_preferred, dtype=float)
-    s = np.asarray(related, dtype=bool)
+    y_hat = checked(judge_preferred, "judge_preferred", low=0.0, high=1.0)
+    y = checked(human_preferred, "human_preferred", low=0.0, high=1.0, n=y_hat.size)
+    s = checked(related, "related", low=0.0, high=1.0, n=y_hat.size).astype(bool)
+    clusters = labels(clusters, "clusters", n=y_hat.size)
     keep, _, excluded = valid_rows(y_hat, y)
     tie = keep & (y == 0.5)
     if tie.any():
@@ -141,8 +149,10 @@ def _d_diff(outcome, own_correct, other_correct, evaluatee, preference="verdict"
     outcome = np.asarray(outcome, dtype=float)
     if preference == "probability" and np.any((outcome < 0) | (outcome > 1)):
         raise ValueError("with preference='probability', outcome holds P(own answer) in [0, 1]")
-    own = np.asarray(own_correct, dtype=float)
-    other = np.asarray(other_correct, dtype=float)
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    own = checked(own_correct, "own_correct", low=0.0, high=1.0, n=outcome.size)
+    other = checked(other_correct, "other_correct", low=0.0, high=1.0, n=outcome.size)
+    labels(evaluatee, "evaluatee", n=outcome.size)
     verdict = np.isfinite(outcome)
     graded = np.isfinite(own) & np.isfinite(other)
     keep = verdict & graded
@@ -201,6 +211,13 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
     Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
     module docstring; ``examples`` (self-evaluation | third-party | all examples, paper 003 Figs. 2
     and 5) is the set of pairs ``nepotism mitigate`` passes (`nepotism.mitigations.accuracy`).
+
+    Five D_diff items against one evaluatee: right on three (own right and chosen twice, other right
+    and chosen once), wrong on two (own chosen while the other is right; a tie):
+
+    >>> judge_accuracy([1, -1, 1, 0, 1], [1, 0, 0, 1, 1], [0, 1, 1, 0, 0], ["G"] * 5, [f"p{k}" for k in range(5)],
+    ...                n_resamples=0).value
+    0.6
     """
     keep, excluded, p_own, p_other, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                                    preference)
@@ -218,6 +235,12 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
     out of the mean and counted (never treated as 0).
     Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
     module docstring.
+
+    On `judge_accuracy`'s five items the judge prefers its own answer three times, rightly twice:
+
+    >>> round(legitimate_self_preference_ratio([1, -1, 1, 0, 1], [1, 0, 0, 1, 1], [0, 1, 1, 0, 0], ["G"] * 5,
+    ...                                        [f"p{k}" for k in range(5)], n_resamples=0).value, 4)
+    0.6667
     """
     keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                              preference)
@@ -234,6 +257,12 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
     of the mean and counted.
     Variants ``opponents`` (unrelated | any) and ``preference`` (verdict | probability): see the
     module docstring.
+
+    On `judge_accuracy`'s five items the other answer is right twice; the judge prefers its own once:
+
+    >>> harmful_self_preference_propensity([1, -1, 1, 0, 1], [1, 0, 0, 1, 1], [0, 1, 1, 0, 0], ["G"] * 5,
+    ...                                    [f"p{k}" for k in range(5)], n_resamples=0).value
+    0.5
     """
     keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
                                                              preference)
