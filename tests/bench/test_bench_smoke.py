@@ -1,0 +1,31 @@
+"""The benchmarks still run (at a tiny size): a benchmark that crashes measures nothing.
+
+Only their own checks are asserted (a fully cached rerun, shards adding up), never a time.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _run(*argv: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCH / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_cached_rerun_benchmark_with_its_ablations():
+    out = _run("runner_p2.py", "240", "--repeat", "1", "--ablate")
+    assert "cached rerun: 240 judge calls" in out
+    for fast_path in ("frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read",
+                      "collector pauses", "builders + replay + narrow read"):
+        assert fast_path in out
+
+
+def test_sharded_planning_benchmark_adds_up():
+    out = _run("shards_plan.py", "--prompts", "12", "--generators", "4", "--judges", "2", "--shards", "3")
+    assert "expected 288 judge calls; whole plan 288; shards sum 288" in out
+    assert "FAIL" not in out and out.count("  ok ") == 4
