@@ -84,22 +84,30 @@ def preference_leakage_score(
     0.3333
     """
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
-    groups = labels(clusters, "clusters", n=outcome.size)
-    keep, excluded, columns = _pls_rows(outcome, student, judge, ties)
+    keep, excluded, columns, groups = _pls_rows(outcome, student, judge, clusters, ties)
     options = settings(bootstrap, **fields)
     n_excl = int((~keep).sum())
     if columns.shape[0] == 0:
         return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], columns)
-    empty = [name for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4)) if sums[:, 2 * c + 1].sum() == 0]
-    note = f"no comparison for {', '.join(empty)}" if empty else None
+    _, sums = cluster_sums(groups, columns)
+    note = _empty_cells(sums, ("",))
     return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              alternative=alternative, note=note, bootstrap=options)
 
 
-def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, ties: str
-              ) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
-    """Rows kept, exclusions, and the kept rows' 8 columns: (score, 1) in the (student, judge) cell's pair."""
+def _empty_cells(sums: np.ndarray, conditions: tuple[str, ...]) -> str | None:
+    """The note naming the (student, judge) cells without a comparison, per block of 8 columns."""
+    empty = [f"{name}{' ' + condition if condition else ''}" for b, condition in enumerate(conditions)
+             for c, name in enumerate(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"))
+             if sums[:, 8 * b + 2 * c + 1].sum() == 0]
+    return f"no comparison for {', '.join(empty)}" if empty else None
+
+
+def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
+              ) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+    """Rows kept, exclusions, the kept rows' 8 columns ((score, 1) in the (student, judge) cell's
+    pair) and the kept rows' clusters."""
+    groups = labels(clusters, "clusters", n=outcome.size)
     if ties not in PLS_TIE_RULES:
         raise ValueError(f"ties must be one of {', '.join(PLS_TIE_RULES)}, not {ties!r}")
     sides = _sides(student, "student", outcome.size)
@@ -117,7 +125,7 @@ def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, ties: s
     columns = np.zeros((cell.size, 8))
     columns[np.arange(cell.size), 2 * cell] = score
     columns[np.arange(cell.size), 2 * cell + 1] = 1.0
-    return keep, excluded, columns
+    return keep, excluded, columns, groups[keep]
 
 
 def preference_leakage_change(
@@ -147,8 +155,7 @@ def preference_leakage_change(
     """
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     after = _sides(ablated, "ablated", outcome.size)
-    groups = labels(clusters, "clusters", n=outcome.size)
-    keep, excluded, columns = _pls_rows(outcome, student, judge, ties)
+    keep, excluded, columns, groups = _pls_rows(outcome, student, judge, clusters, ties)
     options = settings(bootstrap, **fields)
     n_excl = int((~keep).sum())
     if columns.shape[0] == 0:
@@ -157,11 +164,8 @@ def preference_leakage_change(
     rows_after = after[keep] == 1
     wide[~rows_after, :8] = columns[~rows_after]
     wide[rows_after, 8:] = columns[rows_after]
-    _, sums = cluster_sums(groups[keep], wide)
-    empty = [f"{name} {cond}" for cond, offset in (("baseline", 0), ("ablated", 8))
-             for name, c in zip(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"), range(4))
-             if sums[:, offset + 2 * c + 1].sum() == 0]
-    note = f"no comparison for {', '.join(empty)}" if empty else None
+    _, sums = cluster_sums(groups, wide)
+    note = _empty_cells(sums, ("baseline", "ablated"))
 
     def statistic(totals: np.ndarray) -> np.ndarray:
         return np.asarray(_pls_statistic(totals[..., 8:]) - _pls_statistic(totals[..., :8]))
