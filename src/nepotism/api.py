@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import build_comparisons
+from nepotism.analyses.comparisons import build_comparisons, candidates
 from nepotism.analyses.suite import SuiteOptions, agreement_filter, committee, run_suite
 from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism.errors import InputError, ValidationError
@@ -157,7 +157,7 @@ def _with_committees(table: Table, committees: Sequence[Sequence[str]]) -> Table
 
 def _pairwise_summary(table: Table, comparisons, registry, rule: str) -> dict[str, Any]:
     frame = comparisons.frame
-    models = set(frame["model_x"]) | set(frame["model_y"])
+    models = candidates(frame)
     return {
         "comparisons": int(len(frame)),
         "single_order_comparisons": int((frame["n_orders"] == 1).sum()),

@@ -27,9 +27,10 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons", "row_exclusions", "with_reason_counts", "with_reasons"]
+__all__ = ["Comparisons", "build_comparisons", "candidates", "text_values", "row_exclusions", "with_reason_counts", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
+_NAMES = ("instance_id", "judge", "condition", "model_x", "model_y")  # never empty in a validated table
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,21 @@ class Comparisons:
 
     def excluded_for(self, judge: str, condition: str) -> dict[str, int]:
         return dict(self.excluded.get((judge, condition), {}))
+
+
+def text_values(column: pd.Series) -> np.ndarray:
+    """A column's values as an object array of str: the column's own objects when they are all
+    text already (as in a validated table), else each value turned into its text."""
+    values = column.to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values
+    return np.array([str(v) for v in values], dtype=object)
+
+
+def candidates(frame: pd.DataFrame) -> list[str]:
+    """The distinct candidate names of a comparisons frame (``model_x`` and ``model_y``), sorted."""
+    names = pd.unique(np.concatenate([frame["model_x"].to_numpy(dtype=object), frame["model_y"].to_numpy(dtype=object)]))
+    return sorted(str(m) for m in names)
 
 
 def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
@@ -153,7 +169,10 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     prob_why_1 = row_prob_why[first]
     prob_why_2 = np.where(has_twin, row_prob_why[other], None) if first.size else np.full(0, None, dtype=object)
     prob_why = np.where(pd.isna(prob_why_1), prob_why_2, prob_why_1)
-    result = pd.DataFrame({column: values[first] for column, values in keyed.items()})
+    # names stay Python objects (one per distinct name): pandas would copy them into Arrow strings,
+    # and every metric reads them back as objects
+    result = pd.DataFrame({column: _names(values[first]) if column in _NAMES else values[first]
+                           for column, values in keyed.items()})
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)
@@ -170,6 +189,11 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
         excluded.setdefault((judge, condition), {})[reason] = int(count)
     result["excluded_reason"] = _labels(np.where(bad, reasons, None), result.index)
     return Comparisons(frame=result, excluded=excluded, rule=rule)
+
+
+def _names(values: np.ndarray):
+    """A text column as a Series of the same Python objects; any other column as pandas infers it."""
+    return pd.Series(values, dtype=object) if pd.api.types.infer_dtype(values, skipna=False) == "string" else values
 
 
 def _labels(values: np.ndarray, index: pd.Index) -> pd.Series:

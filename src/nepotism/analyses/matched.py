@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import Comparisons, build_comparisons
+from nepotism.analyses.comparisons import Comparisons, build_comparisons, text_values
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 
@@ -107,10 +107,7 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
 
 
 def _text(column: pd.Series) -> np.ndarray:
-    values = column.to_numpy(dtype=object)
-    if pd.api.types.infer_dtype(values, skipna=False) == "string" and all(type(v) is str for v in pd.unique(values)):
-        return values.copy()  # already text: str(v) is v
-    return np.array([str(v) for v in values], dtype=object)
+    return text_values(column).copy()
 
 
 def truth_codes(references: dict | None) -> pd.DataFrame | None:

@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import Comparisons, build_comparisons, row_exclusions, with_reasons
+from nepotism.analyses.comparisons import (Comparisons, build_comparisons, candidates, row_exclusions,
+                                           text_values, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
@@ -110,18 +111,20 @@ def _position_records(frame, options) -> list[dict]:
         frame = frame[frame["presentation"].fillna("a-first").to_numpy() == "a-first"]
     if frame.empty:
         return []
-    a, b = frame["model_a"].astype(str).to_numpy(dtype=object), frame["model_b"].astype(str).to_numpy(dtype=object)
-    v = frame["verdict"].to_numpy(dtype=object)
-    code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
+    models, _ = pd.factorize(np.concatenate([text_values(frame["model_a"]), text_values(frame["model_b"])]), sort=True)
+    a, b = models[: len(frame)].astype(np.int64), models[len(frame):].astype(np.int64)  # codes in name order
+    verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
+    as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
+    code_a = as_a[verdicts]  # the sentinel -1 (no verdict) reads the appended NaN
     a_first = a < b
     code = np.where(a_first, code_a, -code_a)
-    slot = np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)
+    slot = np.where(np.isnan(code_a), np.nan, (code_a + 1.0) / 2.0)  # A → 1, B → 0, tie → ½
     why = np.where(np.isnan(code_a), row_exclusions(frame), None)
-    instance, instances = _codes_of(frame["instance_id"].astype(str).to_numpy(dtype=object))
+    instance, _ = _codes_of(text_values(frame["instance_id"]))
     judge, judges = _codes_of(frame["judge"].to_numpy(dtype=object))
     condition, conditions = _codes_of(frame["condition"].to_numpy(dtype=object))
     replicate, _ = _codes_of(frame["replicate"].to_numpy())
-    pair, _ = _codes_of(np.where(a_first, a, b) + "\x00" + np.where(a_first, b, a))
+    pair = np.minimum(a, b) * (models.max() + 1) + np.maximum(a, b)
     key = (((instance * len(judges) + judge) * len(conditions) + condition) * (replicate.max() + 1)
            + replicate) * (pair.max() + 1) + pair
     order = np.argsort(key, kind="stable")  # table order kept within a comparison
@@ -135,11 +138,11 @@ def _position_records(frame, options) -> list[dict]:
     for g in np.unique(group_of_row):
         name, cond = judges[g // len(conditions)], conditions[g % len(conditions)]
         f, s = first[group_of_row[first] == g], second[group_of_row[second] == g]
-        est = recognition.position_consistency(code[f], code[s], instances[instance[f]], bootstrap=options.bootstrap)
+        est = recognition.position_consistency(code[f], code[s], instance[f], bootstrap=options.bootstrap)
         est = with_reasons(est, np.where(pd.isna(why[f]), why[s], why[f]))
         records.append(_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
         rows = np.flatnonzero(group_of_row == g)
-        est = with_reasons(recognition.first_slot_preference(slot[rows], instances[instance[rows]],
+        est = with_reasons(recognition.first_slot_preference(slot[rows], instance[rows],
                                                              bootstrap=options.bootstrap), why[rows])
         records.append(_record("position-consistency", name, cond, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
@@ -148,7 +151,7 @@ def _position_records(frame, options) -> list[dict]:
 
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     judges = sorted(comp["judge"].unique())
-    models = set(comp["model_x"]) | set(comp["model_y"])
+    models = candidates(comp)
     students = {j: sorted(m for m in models if registry.scope(j, m) == "student") for j in judges}
     records = []
     for ii, ji in enumerate(judges):
@@ -329,7 +332,7 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     comp = comparisons.frame.copy()
     comp["instance_id"] = comp["instance_id"].astype(str)
     judges = sorted(comp["judge"].unique())
-    models = sorted(set(comp["model_x"]) | set(comp["model_y"]))
+    models = candidates(comp)
     relations = scope_table(registry, judges, models)
     records += _position_records(frame, options)
     records += _pls_records(comp, registry, options)
@@ -419,15 +422,28 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
     column = VERDICT_COLUMN.get(kind)
     if column is None or column not in frame or frame.empty:
         return []
-    records = []
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
-    for key, group in frame.groupby(keys, sort=True):
-        judge, condition = key[0], key[1]
-        variant = {"kind": kind} | ({"setup": key[2]} if len(keys) == 3 else {})
-        missing = group[column].isna().to_numpy()
-        labels = row_exclusions(group)
-        est = excluded_share(missing, group["instance_id"].astype(str).to_numpy(), reasons=labels,
-                             bootstrap=options.bootstrap)
+    group = np.zeros(len(frame), dtype=np.int64)
+    names = []
+    for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
+        codes, labels = pd.factorize(frame[key].to_numpy(dtype=object), sort=True)
+        group = group * len(labels) + codes
+        names.append(np.asarray(labels, dtype=object))
+    missing = frame[column].isna().to_numpy()
+    labels = row_exclusions(frame)
+    instance, _ = _codes_of(text_values(frame["instance_id"]))  # in the order of the instances' text
+    order = np.argsort(group, kind="stable")
+    present, starts = np.unique(group[order], return_index=True)
+    records = []
+    for g, start, end in zip(present.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)]):
+        rows = order[start:end]
+        parts = []
+        for labels_of in reversed(names):
+            g, code = divmod(g, len(labels_of))
+            parts.append(labels_of[code])
+        judge, condition, *setup = reversed(parts)
+        variant = {"kind": kind} | ({"setup": setup[0]} if setup else {})
+        est = excluded_share(missing[rows], instance[rows], reasons=labels[rows], bootstrap=options.bootstrap)
         records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
     return records
 
