@@ -41,6 +41,8 @@ FORBIDDEN = {
     "results": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
                 "analyses", "report", "cli", "leakage", "mitigations", "annotate", "importers", "experiment",
                 "sandbox"},
+    "datasets": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report",
+                 "cli", "leakage", "mitigations", "annotate", "api"},
     "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
                "leakage", "mitigations", "annotate"},
     "models": {"backends", "store", "judging", "runner", "metrics", "analyses", "report", "cli", "leakage",

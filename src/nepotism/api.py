@@ -7,8 +7,10 @@ the same input gives the same records whichever way it comes in.
 path of a recorded table (CSV, JSONL, Parquet), the path of a store (its judgments exported in
 the recorded format), a run's output folder (the tables its ``run.json`` lists: judgment tables
 are audited, reference tables used as references, and its copies of the experiment's registry
-files extend the registry), another folder (every table in it), or a list of these (one table per
-judged kind).
+files extend the registry), a partitioned Parquet dataset — a folder of ``column=value``
+subfolders such as ``nepotism store export judgments --partition-by judge`` writes, or a glob
+pattern of Parquet files (`nepotism.datasets`: one table, each file validated and named in
+errors) — another folder (every table in it), or a list of these (one table per judged kind).
 
 Validation happens before anything is computed, with the same rules for frames and files
 (`nepotism.tables.validate`): kinds, values, verdicts, duplicate keys, then registry membership
@@ -37,6 +39,7 @@ from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pa
 from nepotism.analyses.comparisons import build_comparisons, candidates
 from nepotism.analyses.suite import SuiteOptions, agreement_filter, committee, run_suite
 from nepotism.analyses.suite import correlate as correlate_metrics
+from nepotism.datasets import is_dataset, is_pattern, read_dataset
 from nepotism.errors import InputError, ValidationError
 from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics.catalogue import METRICS
@@ -88,11 +91,15 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
         return [validate(source, kind)]
     if not isinstance(source, (str, Path)):
         raise TypeError(f"source must be a DataFrame, a Table, a path or a list of them, not {type(source).__name__}")
+    if is_pattern(source):
+        return [read_dataset(source, kind=kind)]
     path = Path(source)
     if is_run_folder(path):
         folder = read_manifest(path)
         return ([read_table(p, kind=k) for k, p in folder.tables.items()]
                 + [read_table(p, kind=k) for k, p in folder.references.items()])
+    if is_dataset(path):
+        return [read_dataset(path, kind=kind)]
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TABLE_SUFFIXES))
         if not files:
@@ -121,8 +128,11 @@ def check_registry(table: Table, registry, *, also: Iterable[str] = ()) -> None:
         if judge in known or registry.knows(judge):
             continue
         position = int((judges == judge).argmax())
+        where = table.where(position, "judge")
+        if "_file" in table.frame:  # a dataset: the row's own file
+            where["path"] = table.frame["_file"].iloc[position]
         raise ValidationError(f"judge '{judge}' is not in the model registry; add it to a models file "
-                              "(--models; see `nepotism models`)", **table.where(position, "judge"))
+                              "(--models; see `nepotism models`)", **where)
 
 
 def _references(references, judged_refs: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[str]]:

@@ -53,7 +53,8 @@ def _add_mixed(store):
 
 def test_public_names():
     assert set(export_mod.__all__) == {
-        "FORMATS", "JUDGMENT_COLUMNS", "atomic_write", "export_table", "format_from_suffix"
+        "FORMATS", "JUDGMENT_COLUMNS", "PARTITION_COLUMNS", "atomic_write", "export_table", "format_from_suffix",
+        "partition_folder", "write_partitioned",
     }
 
 

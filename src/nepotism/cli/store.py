@@ -62,32 +62,43 @@ def info(store_path: Path | None, as_json: bool) -> None:
 
 @command.command("export")
 @click.argument("table")
-@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              help="File to write (replaced atomically).")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="File to write (replaced atomically); with --partition-by, the dataset folder to create.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]), default=None,
-              help="Output format (default: from the file extension).")
+              help="Output format (default: from the file extension; parquet with --partition-by).")
 @click.option("--protocol", default=None,
               help="With TABLE=judgments: which protocol's judgments to write.")
+@click.option("--partition-by", "partition_by", type=click.Choice(["judge"]), default=None,
+              help="Write judgments as a Parquet dataset folder with one judge=NAME subfolder per judge "
+                   "(for `nepotism metrics FOLDER`). The folder appears only when complete.")
+@click.option("--replace", is_flag=True, help="With --partition-by: replace an existing dataset folder.")
 @click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 def export(
-    table: str, out: Path, fmt: str | None, protocol: str | None, store_path: Path | None,
-    as_json: bool,
+    table: str, out: Path, fmt: str | None, protocol: str | None, partition_by: str | None, replace: bool,
+    store_path: Path | None, as_json: bool,
 ) -> None:
-    """Write TABLE to a parquet, CSV or JSON Lines file.
+    """Write TABLE to a parquet, CSV or JSON Lines file, or judgments to a partitioned Parquet dataset.
 
     TABLE is judgments (public recorded-judgment format; pairwise, pointwise and rubric can be
     named directly), or one of runs, instances, responses, calls, references, imports.
+    With --partition-by judge, --out is a new folder (an existing one is refused, exit 2, unless
+    --replace).
     """
     from nepotism.store.export import format_from_suffix
 
-    fmt = fmt or format_from_suffix(out)
+    if replace and partition_by is None:
+        raise InputError("--replace goes with --partition-by (a file export always replaces its file)",
+                         field="--replace")
+    fmt = fmt or ("parquet" if partition_by else format_from_suffix(out))
     with _open_existing(store_path) as store:
-        rows = store.export(table, out, fmt=fmt, protocol=protocol)
+        rows = store.export(table, out, fmt=fmt, protocol=protocol, partition_by=partition_by, replace=replace)
+    summary = {"table": table, "out": str(out), "format": fmt, "rows": rows}
     if as_json:
-        echo_json({"table": table, "out": str(out), "format": fmt, "rows": rows})
+        echo_json(summary | ({"partition_by": partition_by} if partition_by else {}))
     else:
-        click.echo(f"wrote {rows:,} rows of {table} to {out}")
+        what = f" as a dataset partitioned by {partition_by}" if partition_by else ""
+        click.echo(f"wrote {rows:,} rows of {table} to {out}{what}")
 
 
 @command.command("load")

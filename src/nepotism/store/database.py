@@ -580,15 +580,19 @@ class Store:
             "run_status": grouped("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"),
         }
 
-    def export(self, table: str, out: str | Path, *, fmt: str, protocol: str | None = None) -> int:
+    def export(self, table: str, out: str | Path, *, fmt: str, protocol: str | None = None,
+               partition_by: str | None = None, replace: bool = False) -> int:
         """Write ``table`` to ``out`` atomically as parquet, csv or jsonl; return the row count.
 
         Judgments are written in the public recorded-judgment format of their protocol (see
         `nepotism.store.export`); pass ``protocol`` when the store holds several.
+        ``partition_by="judge"`` writes a Parquet dataset folder instead (one subfolder per judge;
+        an existing folder only with ``replace``: `nepotism.store.export.write_partitioned`).
         """
         from nepotism.store.export import export_table
 
-        return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol)
+        return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol, partition_by=partition_by,
+                            replace=replace)
 
 
 def _clean(row: tuple) -> tuple:

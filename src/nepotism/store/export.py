@@ -32,18 +32,24 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 
+from nepotism._files import _umask
 from nepotism._files import atomic_write as _atomic_write
 from nepotism.errors import InputError
 from nepotism.records import PROTOCOLS
 
-__all__ = ["FORMATS", "JUDGMENT_COLUMNS", "atomic_write", "export_table", "format_from_suffix"]
+__all__ = ["FORMATS", "JUDGMENT_COLUMNS", "PARTITION_COLUMNS", "atomic_write", "export_table", "format_from_suffix",
+           "partition_folder", "write_partitioned"]
 
 FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -88,7 +94,7 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     _atomic_write(out, write)
 
 
-def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], list[dict]]:
+def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None) -> tuple[list[str], list[dict]]:
     # both recognition questions are stored under protocol "recognition": one candidate ("did you
     # write this?") or two ("which did you write?"), exported as two table kinds
     stored, width = {"recognition": ("recognition", 1),
@@ -99,9 +105,9 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
         "j.usage "
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
         "LEFT JOIN instance_categories c ON c.instance_id = j.instance_id "
-        "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) "
+        "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) AND (? IS NULL OR j.judge = ?) "
         "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
-        (stored, width, width),
+        (stored, width, width, judge, judge),
     )
     rows, has_probs, has_mass, has_tokens = [], False, False, False
     for inst, judge, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
@@ -134,6 +140,11 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
         else:
             generic = {"protocol": proto, "candidates": cands, "verdict": verdict, "score": score}
             rows.append(base | generic | state | tail)
+    return _judgment_columns(protocol, has_probs=has_probs, has_mass=has_mass, has_tokens=has_tokens), rows
+
+
+def _judgment_columns(protocol: str, *, has_probs: bool, has_mass: bool, has_tokens: bool) -> list[str]:
+    """The exported columns of a protocol: the public ones plus the optional columns some row fills."""
     columns = list(JUDGMENT_COLUMNS.get(protocol, _GENERIC))
     at = columns.index("reason") + 1
     if protocol == "pairwise" and (has_probs or has_mass):
@@ -142,7 +153,7 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str) -> tuple[list[str], 
         columns[at:at] = ["label_mass"]
     if protocol == "pairwise" and has_tokens:
         columns.append("reasoning_tokens")
-    return columns, rows
+    return columns
 
 
 def _output_tokens(usage: str | None) -> int | None:
@@ -185,12 +196,15 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+def _arrow(columns: Sequence[str], rows: list[dict], types: dict) -> pa.Table:
+    return pa.table({c: pa.array([r.get(c) for r in rows], type=types.get(c, _STR)) for c in columns})
+
+
 def _write(path: Path, fmt: str, columns: Sequence[str], rows: list[dict], types: dict) -> None:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        arrays = {c: pa.array([r[c] for r in rows], type=types.get(c, _STR)) for c in columns}
-        pq.write_table(pa.table(arrays), path)
+        pq.write_table(_arrow(columns, rows, types), path)
     elif fmt == "csv":
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
@@ -203,14 +217,30 @@ def _write(path: Path, fmt: str, columns: Sequence[str], rows: list[dict], types
 
 
 def export_table(
-    conn: sqlite3.Connection, table: str, out: Path, *, fmt: str, protocol: str | None = None
+    conn: sqlite3.Connection, table: str, out: Path, *, fmt: str, protocol: str | None = None,
+    partition_by: str | None = None, replace: bool = False,
 ) -> int:
     """Write ``table`` (a store table, or ``pairwise``/``pointwise``/``rubric`` for judgments of
-    that protocol) to ``out`` in format ``fmt``; return the number of rows written."""
+    that protocol) to ``out`` in format ``fmt``; return the number of rows written.
+
+    ``partition_by="judge"`` writes judgments as a Parquet dataset instead of one file: the folder
+    ``out`` with one hive-style subfolder per judge (see `write_partitioned`)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}; use one of {FORMATS}")
     if table in JUDGMENT_COLUMNS:
         table, protocol = "judgments", table
+    if partition_by is not None:
+        if partition_by not in PARTITION_COLUMNS:
+            raise InputError(f"cannot partition by {partition_by!r}; use one of {PARTITION_COLUMNS}",
+                             field="--partition-by")
+        if fmt != "parquet":
+            raise InputError("a partitioned export is a Parquet dataset: use --format parquet", field="--format")
+        if table != "judgments":
+            raise InputError(f"only judgments can be partitioned, not {table!r}", field="--partition-by")
+        return write_partitioned(conn, _pick_protocol(conn, protocol), out, replace=replace)
+    if out.is_dir():
+        raise InputError("the output is a folder: give a file name (or --partition-by for a dataset folder)",
+                         path=str(out))
     if table == "judgments":
         columns, rows = _judgment_rows(conn, _pick_protocol(conn, protocol))
         types = _TYPES
@@ -221,3 +251,72 @@ def export_table(
         raise InputError(f"unknown table {table!r}; use one of {choices}")
     atomic_write(out, lambda path: _write(path, fmt, columns, rows, types))
     return len(rows)
+
+
+#: Columns a judgments export can be partitioned by.
+PARTITION_COLUMNS = ("judge",)
+
+
+def partition_folder(column: str, value: str) -> str:
+    """The hive-style folder name of one partition: ``judge=NAME``, the value percent-encoded
+    (``/`` and every character outside letters, digits and ``_.-~``), as pyarrow and Spark read it."""
+    return f"{column}={quote(value, safe='')}"
+
+
+def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, replace: bool = False) -> int:
+    """Write the judgments of ``protocol`` as a Parquet dataset partitioned by judge; return the rows.
+
+    ``out`` becomes a folder holding ``judge=NAME/part-0.parquet`` per judge (hive partitioning:
+    the judge is in the folder name, not in the file), each file with the columns and row order
+    of the single-file export restricted to that judge (every file has the same columns: the
+    optional ones when any judge has them, null elsewhere). Rows are read one judge at a time.
+    The dataset is written into a temporary folder beside ``out`` and renamed onto it only when
+    complete; an existing ``out`` is refused unless ``replace`` (then it is swapped out after the
+    new folder is complete, and removed). `nepotism.audit` and ``nepotism metrics`` read the
+    folder as one table.
+    """
+    import pyarrow.parquet as pq
+
+    if out.exists() and not replace:
+        raise InputError("the output exists; give a new folder, or --replace to replace it", path=str(out))
+    if not out.parent.is_dir():
+        raise InputError("the output directory does not exist", path=str(out.parent))
+    stored, width = {"recognition": ("recognition", 1),
+                     "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
+    judges = [j for (j,) in conn.execute(
+        "SELECT DISTINCT judge FROM judgments WHERE protocol = ? AND (? IS NULL OR json_array_length(candidates) = ?) "
+        "ORDER BY judge", (stored, width, width))]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent))
+    try:
+        written: dict[Path, list[str]] = {}
+        flags = {"has_probs": False, "has_mass": False, "has_tokens": False}
+        total = 0
+        for judge in judges:
+            columns, rows = _judgment_rows(conn, protocol, judge=judge)
+            folder = tmp / partition_folder("judge", judge)
+            folder.mkdir()
+            path = folder / "part-0.parquet"
+            pq.write_table(_arrow([c for c in columns if c != "judge"], rows, _TYPES), path)
+            written[path] = columns
+            flags["has_probs"] |= "prob_a" in columns
+            flags["has_mass"] |= "label_mass" in columns
+            flags["has_tokens"] |= "reasoning_tokens" in columns
+            total += len(rows)
+        final = [c for c in _judgment_columns(protocol, **flags) if c != "judge"]
+        for path, columns in written.items():  # a judge without the optional columns gets them empty
+            if [c for c in columns if c != "judge"] != final:
+                table = pq.read_table(path)
+                pq.write_table(pa.table({c: table.column(c) if c in table.column_names
+                                         else pa.nulls(len(table), type=_TYPES.get(c, _STR)) for c in final}), path)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.old.", dir=out.parent))
+            os.rename(out, old / out.name)
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return total

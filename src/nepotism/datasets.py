@@ -1,0 +1,125 @@
+"""A partitioned Parquet dataset read as one recorded table.
+
+A *dataset* is a folder of hive-style partitions — ``judge=NAME/part-0.parquet`` per judge, as
+``nepotism store export judgments --partition-by judge`` writes it (Spark, DuckDB and pyarrow
+write the same layout) — or a glob pattern naming Parquet files (``"out/judge=*/*.parquet"``).
+A folder segment ``column=value`` (value percent-encoded) gives every row of the files below it
+that column; a column both in a file and in its path is refused.
+
+Each file is checked with `nepotism.tables.validate` (kinds, values, verdicts, duplicate keys:
+the rules and messages of a single table), and an error names the file, its line (row) and field
+and the partition; then the files are checked against each other for duplicate keys. The table
+is the files' rows in file-name order (partition folders sorted by name), each file in its own
+order, with a ``_file`` column naming each row's file (so that a later error, such as a judge
+the registry lacks, names the file and its line). `read_dataset` reads the whole dataset into
+memory: the metrics then run as on one file.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pandas as pd
+
+from nepotism.errors import InputError, ValidationError
+from nepotism.tables import KINDS, Table, _shared_objects, detect_kind, key_columns, validate
+
+__all__ = ["dataset_files", "is_dataset", "is_pattern", "read_dataset"]
+
+
+def _partitions(parts) -> dict[str, str]:
+    found = {}
+    for part in parts:
+        if "=" in part and not part.startswith("."):
+            column, value = part.split("=", 1)
+            if column:
+                found[unquote(column)] = unquote(value)
+    return found
+
+
+def is_pattern(source) -> bool:
+    """Whether ``source`` is a glob pattern (a string with ``*``, ``?`` or ``[``) naming no existing path."""
+    return isinstance(source, str) and glob.has_magic(source) and not Path(source).exists()
+
+
+def is_dataset(path: Path) -> bool:
+    """Whether ``path`` is a folder holding hive-style partition folders (``column=value``)."""
+    return path.is_dir() and any(p.is_dir() and "=" in p.name and not p.name.startswith(".") for p in path.iterdir())
+
+
+def dataset_files(source: str | Path) -> list[tuple[Path, dict[str, str]]]:
+    """(file, {column: value} from its path) for every Parquet file of a dataset folder or glob, sorted."""
+    if is_pattern(source):
+        files = sorted(Path(p) for p in glob.glob(str(source), recursive=True) if Path(p).is_file())
+        return [(f, _partitions(f.parts[:-1])) for f in files]
+    root = Path(source)
+    files = sorted(p for p in root.rglob("*.parquet")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return [(f, _partitions(f.relative_to(root).parts[:-1])) for f in files]
+
+
+def _where(partitions: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in partitions.items()) or "no partition"
+
+
+def _read_file(path: Path, partitions: dict[str, str]) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+    for column, value in partitions.items():
+        if column in frame.columns:
+            raise InputError(f"column '{column}' is both in the file and in its folder name ({column}={value})",
+                             path=str(path), field=column)
+        frame[column] = value
+    frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns})
+    frame.index = pd.RangeIndex(1, len(frame) + 1)  # a row's label is its line in the file (as for one Parquet file)
+    return frame
+
+
+def read_dataset(source: str | Path, *, kind: str | None = None) -> Table:
+    """Read and validate every file of a dataset folder or glob (module docstring) as one `Table`."""
+    files = dataset_files(source)
+    if not files:
+        raise InputError("the dataset holds no Parquet file (.parquet)", path=str(source))
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
+    frames, owner = [], []
+    for number, (path, partitions) in enumerate(files):
+        raw = _read_file(path, partitions)
+        if not len(raw):
+            continue
+        if kind is None:
+            try:
+                kind = detect_kind(raw.columns)
+            except InputError as err:
+                raise InputError(err.message, path=str(path), line=1, field=err.field) from None
+            if kind is None:
+                raise InputError("cannot tell the table kind from its columns "
+                                 f"({', '.join(map(str, raw.columns))}); pass --kind", path=str(path), line=1)
+        try:
+            table = validate(raw, kind)
+        except ValidationError as err:
+            raise ValidationError(f"{err.message} (partition {_where(partitions)})", path=str(path),
+                                  line=err.row if isinstance(err.row, int) else None, field=err.field) from None
+        frames.append(table.frame.assign(_file=str(path)))
+        owner.append(np.full(len(table.frame), number))
+    if not frames:
+        raise InputError("the dataset has no rows", path=str(source))
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        keys = [k for k in key_columns(kind) if k in frame]
+        duplicated = frame.duplicated(subset=keys, keep=False).to_numpy()
+        if duplicated.any():
+            rows = np.flatnonzero(duplicated)
+            file_of = np.concatenate(owner)
+            first, second = rows[0], rows[1:][(frame.iloc[rows[1:]][keys].to_numpy() ==
+                                              frame.iloc[[rows[0]]][keys].to_numpy()).all(axis=1)][0]
+            (path, partitions), other = files[file_of[second]], files[file_of[first]][0]
+            raise ValidationError(f"duplicate row: the same ({', '.join(keys)}) as {other} line "
+                                  f"{frame['_line'].iloc[first]} (partition {_where(partitions)})",
+                                  path=str(path), line=int(frame["_line"].iloc[second]), field=",".join(keys))
+    return Table(kind=kind, frame=frame, path=str(source))
