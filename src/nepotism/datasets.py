@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError, ValidationError
-from nepotism.tables import KINDS, Table, _shared_objects, detect_kind, key_columns, validate
+from nepotism.tables import KINDS, Table, _read_raw, detect_kind, key_columns, validate
 
 __all__ = ["dataset_files", "is_dataset", "is_pattern", "read_dataset"]
 
@@ -66,16 +66,12 @@ def _where(partitions: dict[str, str]) -> str:
 
 
 def _read_file(path: Path, partitions: dict[str, str]) -> pd.DataFrame:
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as err:  # pyarrow raises several unrelated types for a bad file
-        raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+    frame, _ = _read_raw(path)  # as `read_table` reads one Parquet file
     for column, value in partitions.items():
         if column in frame.columns:
             raise InputError(f"column '{column}' is both in the file and in its folder name ({column}={value})",
                              path=str(path), field=column)
-        frame[column] = value
-    frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns})
+        frame[column] = pd.Series(np.full(len(frame), value, dtype=object), index=frame.index, dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1)  # a row's label is its line in the file (as for one Parquet file)
     return frame
 

@@ -318,6 +318,9 @@ class _Lines:
 def _shared_objects(column: pd.Series) -> pd.Series:
     """A column as Python objects (None where missing); a text column holds one object per
     distinct value, not one per row (a 10M-row table of a few hundred names stays small)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):  # e.g. a Parquet dictionary column
+        table = np.append(np.asarray(column.cat.categories.astype(object), dtype=object), None)
+        return pd.Series(table[column.cat.codes.to_numpy()], index=column.index, dtype=object)
     if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
         table = np.append(np.asarray(uniques, dtype=object), np.array([None], dtype=object))
@@ -383,11 +386,16 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         frame = frame.astype(object).where(frame.notna(), None) if len(frame) else frame
         return frame, _Lines(lines)
     if suffix == ".parquet":
-        try:
-            frame = pd.read_parquet(path)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:  # text columns read as codes and distinct values (dictionaries): no string per row
+            text = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            frame = pd.read_parquet(path, read_dictionary=text)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
         frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns}, index=frame.index)
+        pa.default_memory_pool().release_unused()  # the file's buffers, kept by Arrow's allocator otherwise
         return frame, _Lines()
     raise InputError(
         f"unknown file type '{suffix or path.name}': use .csv, .tsv, .jsonl or .parquet (optionally .gz)",
