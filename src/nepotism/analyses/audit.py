@@ -20,8 +20,9 @@ Given aggregated comparisons and the model registry, this computes per (judge, c
 
 How it is computed: ids are turned into integer codes once; each record's per-prompt sums are built
 from those codes with the metric functions' own sum builders (`nepotism.metrics.pairwise`), and
-the bootstrap products of all records that resample the same number of prompts are one matrix
-product (`nepotism.metrics._batch.ClusterSetBatch`), which gives the numbers that calling
+the bootstrap products of a (judge, condition)'s records that resample the same number of prompts
+are one matrix product (`nepotism.metrics._batch.ClusterSetBatch`; one batch per judge and
+condition, so only that group's per-prompt sums are held at once), which gives the numbers that calling
 `win_rate`, `self_preference_ratio`, `demographic_parity_bias` and `cluster_bootstrap` record by
 record gives, bit for bit (``tests/analyses/test_audit_fast.py`` checks this against that
 straightforward computation).
@@ -408,9 +409,11 @@ def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions 
     relations = _Relations(registry)
     rows = _Rows(frame, relations)
     blocks = _Blocks(rows)
-    pending = _Pending(options.bootstrap)
-    for group in range(len(rows.groups)):
+    records: list[dict] = []
+    for group in range(len(rows.groups)):  # one batch per (judge, condition): its per-prompt sums only
+        pending = _Pending(options.bootstrap)
         _win_rates(rows, group, relations, pending)
         _scope_records(rows, group, relations, options, pending)
         _paired_gaps(rows, blocks, group, relations, pending)
-    return pending.finish()
+        records += pending.finish()
+    return records

@@ -100,8 +100,8 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
         centre = 0.0
     else:
         raise ValueError(f"matched-bias has no design for {kind!r} tables")
-    values = pd.DataFrame({column: _text(values[column]) for column in ["judge"] + _PAIR}
-                          | {"value": values["value"].to_numpy(dtype=float)})
+    values = pd.DataFrame({column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
+                          | {"value": values["value"].to_numpy(dtype=float)})  # text stays objects (no Arrow copy)
     out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
     return out.astype({column: object for column in ["judge"] + _PAIR}), centre
 
@@ -165,13 +165,14 @@ class _Relations:
 
 
 def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None,
-                 scopes=SCOPES) -> MatchedRows:
+                 scopes=SCOPES, neutral: bool = True) -> MatchedRows:
     """Rows of the estimator: one per (judge, scope, comparison), oriented to the related candidate.
 
     Columns: ``judge, condition, scope, instance_id, related, other, judge_value, reference_value``
     (NaN when no reference judge gave a value), ``n_reference`` (judges averaged), ``truth`` (+1 R
     better, −1 worse, 0 equal, NaN unknown). Scope ``neutral`` rows (both candidates unrelated to
-    the judge) are oriented to model_x, for the sensitivity check.
+    the judge) are oriented to model_x, for the sensitivity check; ``neutral=False`` leaves them
+    out (without a truth table no record reads them).
     """
     rel = _Relations(registry)
     triples = values[["judge", "model_x", "model_y"]].drop_duplicates()
@@ -194,8 +195,11 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
     usable = values[values["eligible"] & values["value"].notna()]
     ref = usable.groupby(_PAIR, sort=False)["value"].agg(ref_sum="sum", ref_n="count").reset_index()
     pair_judges = usable.groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
+    del usable
     parts = []
     for scope, table in orient.items():
+        if scope == "neutral" and not neutral:
+            continue
         code = np.array([table[k] for k in keys], dtype=float)[triple]
         mine = values[code != 0].assign(orientation=code[code != 0])
         if mine.empty:
@@ -208,15 +212,16 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
             ref_mean = np.where(ref_n > 0, ref_sum / np.maximum(ref_n, 1), np.nan)
         flip = mine["orientation"].to_numpy() < 0
         judge_value = mine["value"].to_numpy(dtype=float)
+        text = lambda values: pd.Series(values, dtype=object)  # noqa: E731 - names stay objects (no Arrow copy)
         out = pd.DataFrame({
-            "judge": mine["judge"].to_numpy(), "condition": mine["condition"].to_numpy(), "scope": scope,
-            "instance_id": mine["instance_id"].to_numpy(),
-            "related": np.where(flip, mine["model_y"], mine["model_x"]),
-            "other": np.where(flip, mine["model_x"], mine["model_y"]),
+            "judge": text(mine["judge"].to_numpy()), "condition": text(mine["condition"].to_numpy()), "scope": scope,
+            "instance_id": text(mine["instance_id"].to_numpy()),
+            "related": text(np.where(flip, mine["model_y"], mine["model_x"])),
+            "other": text(np.where(flip, mine["model_x"], mine["model_y"])),
             "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
             "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
             "n_reference": ref_n.astype(int), "flip": flip,
-            "model_x": mine["model_x"].to_numpy(), "model_y": mine["model_y"].to_numpy(),
+            "model_x": text(mine["model_x"].to_numpy()), "model_y": text(mine["model_y"].to_numpy()),
         })
         parts.append(out)
     columns = ["judge", "condition", "scope", "instance_id", "related", "other", "judge_value", "reference_value",
@@ -224,6 +229,7 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
     if not parts:
         return MatchedRows(pd.DataFrame(columns=columns + ["model_x", "model_y"]), pair_judges.to_dict())
     rows = pd.concat(parts, ignore_index=True)
+    del parts
     if truth is not None:
         rows = rows.merge(truth, on=["instance_id", "model_x", "model_y"], how="left")
         rows["truth"] = np.where(rows["flip"], -rows["truth"], rows["truth"])
@@ -289,5 +295,6 @@ def run_matched(frame: pd.DataFrame, kind: str, registry, *, references: dict | 
     """`matched-bias` records for a recorded ``pairwise``, ``pointwise`` or ``rubric`` table."""
     options = options or MatchedOptions()
     values, centre = pair_values(frame, kind, rule=rule)
-    rows = matched_rows(values, registry, centre=centre, truth=truth_codes(references), scopes=options.scopes)
+    truth = truth_codes(references)
+    rows = matched_rows(values, registry, centre=centre, truth=truth, scopes=options.scopes, neutral=truth is not None)
     return matched_records(rows, kind=kind, options=options)
