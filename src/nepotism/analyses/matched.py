@@ -83,7 +83,8 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
     """
     if kind == "pairwise":
         comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
-        values = comp.assign(value=(comp["outcome"] + 1.0) / 2.0)
+        values = {column: comp[column] for column in ["judge"] + _PAIR}  # no copy of the whole frame
+        values["value"] = (comp["outcome"] + 1.0) / 2.0
         centre = 0.5
     elif kind in ("pointwise", "rubric"):
         frame = _defaults(frame)

@@ -330,7 +330,7 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     audit = AuditOptions(bootstrap=options.bootstrap)
     records = audit_pairwise(comparisons, registry, options=audit) if options.include_audit else []
     comp = comparisons.frame.copy()
-    comp["instance_id"] = comp["instance_id"].astype(str)
+    comp["instance_id"] = pd.Series(text_values(comp["instance_id"]), index=comp.index, dtype=object)  # str, no Arrow copy
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
     relations = scope_table(registry, judges, models)
