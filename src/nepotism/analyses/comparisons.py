@@ -27,7 +27,8 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons", "candidates", "text_values", "row_exclusions", "with_reason_counts", "with_reasons"]
+__all__ = ["Comparisons", "build_comparisons", "candidates", "exclusions_where", "row_exclusions", "text_values",
+           "with_reason_counts", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 _NAMES = ("instance_id", "judge", "condition", "model_x", "model_y")  # never empty in a validated table
@@ -89,11 +90,21 @@ def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
 
 def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: why it has no verdict and why no probability (None where it has one)."""
-    labels = row_exclusions(frame)
-    status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(len(frame), "unparsed")
-    why = np.where(np.isnan(code), labels, None)
-    prob_why = np.where(np.isnan(prob), np.where(status == "parsed", "no label probabilities", labels), None)
+    parsed = (frame["status"].to_numpy(dtype=object) == "parsed") if "status" in frame else np.zeros(len(frame), bool)
+    why = exclusions_where(frame, np.isnan(code))
+    no_prob = np.isnan(prob)
+    prob_why = exclusions_where(frame, no_prob & ~parsed)
+    prob_why[no_prob & parsed] = "no label probabilities"
     return why, prob_why
+
+
+def exclusions_where(frame: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+    """`row_exclusions` of the rows where ``mask`` holds, None elsewhere (labels only where needed)."""
+    out = np.full(len(frame), None, dtype=object)
+    rows = np.flatnonzero(mask)
+    if rows.size:
+        out[rows] = row_exclusions(frame[[c for c in ("status", "reason") if c in frame]].iloc[rows])
+    return out
 
 
 def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
@@ -101,11 +112,9 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
     b = frame["model_b"].to_numpy(dtype=object)
     codes, _ = pd.factorize(np.concatenate([a, b]), sort=True)  # sorted: code order is name order
     a_first = codes[: len(a)] < codes[len(a):]
-    verdict = frame["verdict"].to_numpy(dtype=object)
-    code_a = np.full(len(frame), np.nan)
-    code_a[verdict == "A"] = 1.0
-    code_a[verdict == "B"] = -1.0
-    code_a[verdict == "tie"] = 0.0
+    verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
+    as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
+    code_a = as_a[verdicts]  # the sentinel -1 (no verdict) reads the appended NaN
     code_x = np.where(a_first, code_a, -code_a)
     prob_x = np.full(len(frame), np.nan)
     if "prob_a" in frame and "prob_b" in frame:
@@ -124,17 +133,26 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
     }
     if "category" in frame:
         keyed["category"] = frame["category"].to_numpy(dtype=object)
+    keyed["_codes"] = {"model_x": np.where(a_first, codes[: len(a)], codes[len(a):]),  # the names, coded once
+                       "model_y": np.where(a_first, codes[len(a):], codes[: len(a)])}
     return keyed, code_x, prob_x
 
 
 def _twins(keyed: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(rows that are the first of their comparison key, in frame order; each one's second row or -1)."""
     key = np.zeros(len(keyed["judge"]), dtype=np.int64)
+    size = 1  # key < size
+    known = keyed.get("_codes", {})
     for column in _KEY:
-        codes, labels = pd.factorize(keyed[column])
-        key = key * max(len(labels), 1) + codes
-        key, _ = pd.factorize(key)  # dense again: the combined key never overflows
-        key = key.astype(np.int64)
+        codes = known.get(column)
+        if codes is None:
+            codes, _ = pd.factorize(keyed[column])
+        width = int(codes.max()) + 1 if codes.size else 1
+        if size * width >= 2**62:  # dense again: the combined key never overflows
+            key, _ = pd.factorize(key)
+            key, size = key.astype(np.int64), int(key.max()) + 1
+        key = key * width + codes
+        size *= width
     order = np.argsort(key, kind="stable")
     ranked = key[order]
     starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
@@ -172,7 +190,7 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     # names stay Python objects (one per distinct name): pandas would copy them into Arrow strings,
     # and every metric reads them back as objects
     result = pd.DataFrame({column: _names(values[first]) if column in _NAMES else values[first]
-                           for column, values in keyed.items()})
+                           for column, values in keyed.items() if column != "_codes"})
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)

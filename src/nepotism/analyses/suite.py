@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import (Comparisons, build_comparisons, candidates, row_exclusions,
-                                           text_values, with_reasons)
+from nepotism.analyses.comparisons import (Comparisons, build_comparisons, candidates, exclusions_where,
+                                           row_exclusions, text_values, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
@@ -119,7 +119,7 @@ def _position_records(frame, options) -> list[dict]:
     a_first = a < b
     code = np.where(a_first, code_a, -code_a)
     slot = np.where(np.isnan(code_a), np.nan, (code_a + 1.0) / 2.0)  # A → 1, B → 0, tie → ½
-    why = np.where(np.isnan(code_a), row_exclusions(frame), None)
+    why = exclusions_where(frame, np.isnan(code_a))
     instance, _ = _codes_of(text_values(frame["instance_id"]))
     judge, judges = _codes_of(frame["judge"].to_numpy(dtype=object))
     condition, conditions = _codes_of(frame["condition"].to_numpy(dtype=object))
