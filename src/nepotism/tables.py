@@ -319,7 +319,7 @@ def _shared_objects(column: pd.Series) -> pd.Series:
     """A column as Python objects (None where missing); a text column holds one object per
     distinct value, not one per row (a 10M-row table of a few hundred names stays small)."""
     if isinstance(column.dtype, pd.CategoricalDtype):  # e.g. a Parquet dictionary column
-        table = np.append(np.asarray(column.cat.categories.astype(object), dtype=object), None)
+        table = np.array([*column.cat.categories.astype(object), None], dtype=object)
         return pd.Series(table[column.cat.codes.to_numpy()], index=column.index, dtype=object)
     if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
