@@ -86,6 +86,9 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
         values = {column: comp[column] for column in ["judge"] + _PAIR}  # no copy of the whole frame
         values["value"] = (comp["outcome"] + 1.0) / 2.0
         centre = 0.5
+        if comp["replicate"].nunique() <= 1:  # one comparison per (judge, condition, instance, pair): no mean to take
+            return pd.DataFrame({column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
+                                | {"value": values["value"].to_numpy(dtype=float)}), centre
     elif kind in ("pointwise", "rubric"):
         frame = _defaults(frame)
         if kind == "pointwise":
@@ -192,39 +195,42 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
     # each row's (judge, x, y) as the number of its first appearance: look-ups once per triple, not per row
     triple = values.groupby(["judge", "model_x", "model_y"], sort=False).ngroup().to_numpy()
     keys = list(triples.itertuples(index=False, name=None))
-    values = values.assign(eligible=np.array([eligible[k] for k in keys], dtype=bool)[triple])
-    usable = values[values["eligible"] & values["value"].notna()]
-    ref = usable.groupby(_PAIR, sort=False)["value"].agg(ref_sum="sum", ref_n="count").reset_index()
-    pair_judges = usable.groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
-    del usable
+    is_eligible = np.array([eligible[k] for k in keys], dtype=bool)[triple]
+    value = values["value"].to_numpy(dtype=float)
+    own = is_eligible & ~np.isnan(value)  # rows a reference mean may use (the judge's own, taken out below)
+    # every row's (condition, instance, x, y) coded once: the reference sums are looked up by code, not joined
+    pair = values.groupby(_PAIR, sort=False).ngroup().to_numpy()
+    sums = pd.Series(value[own]).groupby(pair[own], sort=False).agg(["sum", "count"])
+    ref_sum_of, ref_n_of = np.zeros(int(pair.max()) + 1 if pair.size else 0), np.zeros(int(pair.max()) + 1 if pair.size else 0)
+    ref_sum_of[sums.index.to_numpy()] = sums["sum"].to_numpy()
+    ref_n_of[sums.index.to_numpy()] = sums["count"].to_numpy()
+    pair_judges = values[own].groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
+    text = {column: values[column].to_numpy(dtype=object) for column in ["judge", *_PAIR]}
     parts = []
     for scope, table in orient.items():
         if scope == "neutral" and not neutral:
             continue
         code = np.array([table[k] for k in keys], dtype=float)[triple]
-        mine = values[code != 0].assign(orientation=code[code != 0])
-        if mine.empty:
+        rows = np.flatnonzero(code != 0)
+        if not rows.size:
             continue
-        mine = mine.merge(ref, on=_PAIR, how="left")
-        own = (mine["eligible"] & mine["value"].notna()).to_numpy()
-        ref_sum = mine["ref_sum"].fillna(0.0).to_numpy() - np.where(own, mine["value"].fillna(0.0), 0.0)
-        ref_n = mine["ref_n"].fillna(0).to_numpy() - own
+        mine = own[rows]
+        ref_sum = ref_sum_of[pair[rows]] - np.where(mine, value[rows], 0.0)
+        ref_n = ref_n_of[pair[rows]] - mine
         with np.errstate(invalid="ignore", divide="ignore"):
             ref_mean = np.where(ref_n > 0, ref_sum / np.maximum(ref_n, 1), np.nan)
-        flip = mine["orientation"].to_numpy() < 0
-        judge_value = mine["value"].to_numpy(dtype=float)
-        text = lambda values: pd.Series(values, dtype=object)  # noqa: E731 - names stay objects (no Arrow copy)
-        out = pd.DataFrame({
-            "judge": text(mine["judge"].to_numpy()), "condition": text(mine["condition"].to_numpy()), "scope": scope,
-            "instance_id": text(mine["instance_id"].to_numpy()),
-            "related": text(np.where(flip, mine["model_y"], mine["model_x"])),
-            "other": text(np.where(flip, mine["model_x"], mine["model_y"])),
+        flip = code[rows] < 0
+        judge_value = value[rows]
+        x, y = text["model_x"][rows], text["model_y"][rows]
+        names = lambda values: pd.Series(values, dtype=object)  # noqa: E731 - names stay objects (no Arrow copy)
+        parts.append(pd.DataFrame({
+            "judge": names(text["judge"][rows]), "condition": names(text["condition"][rows]), "scope": scope,
+            "instance_id": names(text["instance_id"][rows]),
+            "related": names(np.where(flip, y, x)), "other": names(np.where(flip, x, y)),
             "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
             "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
-            "n_reference": ref_n.astype(int), "flip": flip,
-            "model_x": text(mine["model_x"].to_numpy()), "model_y": text(mine["model_y"].to_numpy()),
-        })
-        parts.append(out)
+            "n_reference": ref_n.astype(int), "flip": flip, "model_x": names(x), "model_y": names(y),
+        }))
     columns = ["judge", "condition", "scope", "instance_id", "related", "other", "judge_value", "reference_value",
                "n_reference", "truth"]
     if not parts:
