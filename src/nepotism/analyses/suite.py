@@ -329,8 +329,8 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
         comparisons = build_comparisons(frame, rule=options.rule)
     audit = AuditOptions(bootstrap=options.bootstrap)
     records = audit_pairwise(comparisons, registry, options=audit) if options.include_audit else []
-    comp = comparisons.frame.copy()
-    comp["instance_id"] = pd.Series(text_values(comp["instance_id"]), index=comp.index, dtype=object)  # str, no Arrow copy
+    frame_ids = comparisons.frame["instance_id"]  # ids as str objects, no Arrow copy; other columns shared (copy on write)
+    comp = comparisons.frame.assign(instance_id=pd.Series(text_values(frame_ids), index=frame_ids.index, dtype=object))
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
     relations = scope_table(registry, judges, models)
