@@ -86,7 +86,8 @@ def one_file(data: Path, out: Path) -> Path:
 
 def run_metrics(source: Path, registry: Path, out: Path) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak RSS in GB, exit status) of one ``nepotism metrics`` child."""
-    command = [shutil.which("nepotism") or str(Path(sys.executable).with_name("nepotism")),
+    beside = Path(sys.executable).with_name("nepotism")  # this interpreter's own executable first
+    command = [str(beside) if beside.exists() else (shutil.which("nepotism") or "nepotism"),
                "metrics", str(source), "--models", str(registry), "--json"]
     start = time.perf_counter()
     with open(out, "wb") as handle:

@@ -29,3 +29,9 @@ def test_sharded_planning_benchmark_adds_up():
     out = _run("shards_plan.py", "--prompts", "12", "--generators", "4", "--judges", "2", "--shards", "3")
     assert "expected 288 judge calls; whole plan 288; shards sum 288" in out
     assert "FAIL" not in out and out.count("  ok ") == 4
+
+
+def test_partitioned_metrics_benchmark_gives_the_file_records(tmp_path):
+    out = _run("metrics_partitioned.py", "--rows", "5000", "--data", str(tmp_path), "--compare-file")
+    assert "rows=4,752 dataset:" in out and "exit 0" in out
+    assert "(same JSON as the dataset: yes)" in out
