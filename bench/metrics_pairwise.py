@@ -33,7 +33,7 @@ the pairwise suite 8.9 s (position consistency 3.0, matched bias 2.7, order code
 exclusions 0.7), two `build_comparisons` 2.1, importing scipy 2.3, the audit 1.9, reading and
 checking the table 1.7, the leaderboard 0.5. The 10M target (<= 60 s, <= 4 GB) is not reached yet.
 
-Later the same day (load 3-6, same JSON byte for byte as 7772f1f): 1M rows 11.8 s, 0.77 GB; 10M rows
+Later the same day (load 3-6, same JSON byte for byte as 7772f1f): 1M rows 11.8 s, 0.74 GB; 10M rows
 82 s of CPU (143 s wall at load 4-5), 3.90 GB — from 105.8 s, 5.90 GB at 7772f1f measured with the
 machine nearly idle. Per-phase figures and what is left: docs/scale.md.
 """
