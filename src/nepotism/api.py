@@ -31,7 +31,7 @@ import math
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
@@ -48,6 +48,10 @@ from nepotism.results import Results
 from nepotism.run_folder import is_run_folder, read_manifest
 from nepotism.tables import Table, read_table, validate
 
+if TYPE_CHECKING:
+    from nepotism.analyses.comparisons import Comparisons
+    from nepotism.models import Registry
+
 __all__ = ["JUDGED_KINDS", "audit", "check_registry", "read_source"]
 
 #: Table kinds that hold judgments (the others are references).
@@ -55,7 +59,8 @@ JUDGED_KINDS = ("pairwise", "pointwise", "rubric", "recognition", "recognition-p
 _TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet", ".csv.gz", ".jsonl.gz")
 _FIRST = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
 
-Source = pd.DataFrame | Table | str | Path
+#: What `audit` reads: a frame, a validated table, or a path (file, store, run folder, dataset).
+Source: TypeAlias = "pd.DataFrame | Table | str | Path"
 
 
 def _is_store(path: Path) -> bool:
@@ -119,7 +124,7 @@ def run_folder_models(source: Source | Sequence[Source]) -> list[str]:
             for p in read_manifest(item).models]
 
 
-def check_registry(table: Table, registry, *, also: Iterable[str] = ()) -> None:
+def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()) -> None:
     """Every judge of ``table`` must be a model the registry knows (or one of ``also``, e.g. a
     committee's name); raises a `ValidationError` at the judge's first row."""
     known = set(also)
@@ -135,9 +140,10 @@ def check_registry(table: Table, registry, *, also: Iterable[str] = ()) -> None:
                               "(--models; see `nepotism models`)", **where)
 
 
-def _references(references, judged_refs: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def _references(references: Sequence[Source] | Mapping[str, Source], judged_refs: Mapping[str, pd.DataFrame]
+                ) -> tuple[dict[str, pd.DataFrame], list[str]]:
     refs = dict(judged_refs)
-    names = []
+    names: list[str] = []
     items = references.items() if isinstance(references, Mapping) else [(None, r) for r in references]
     for kind, ref in items:
         table = ref if isinstance(ref, Table) else (validate(ref, kind) if isinstance(ref, pd.DataFrame)
@@ -165,7 +171,7 @@ def _with_committees(table: Table, committees: Sequence[Sequence[str]]) -> Table
     return Table(kind=table.kind, frame=pd.concat(frames, ignore_index=True), path=table.path)
 
 
-def _pairwise_summary(table: Table, comparisons, registry, rule: str) -> dict[str, Any]:
+def _pairwise_summary(table: Table, comparisons: Comparisons, registry: Registry, rule: str) -> dict[str, Any]:
     frame = comparisons.frame
     models = candidates(frame)
     return {
@@ -180,11 +186,11 @@ def _pairwise_summary(table: Table, comparisons, registry, rule: str) -> dict[st
     }
 
 
-def _clean(x):
+def _clean(x: Any) -> Any:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _correlation_record(records: list[dict], x: str, y: str, bootstrap: Bootstrap) -> dict:
+def _correlation_record(records: list[dict[str, Any]], x: str, y: str, bootstrap: Bootstrap) -> dict[str, Any]:
     """Pearson r across judges (004 Figs. 1–4): its interval resamples the judges (`pearson_across`);
     the Fisher-z interval and the t-test p-value of the same r ride along."""
     result = correlate_metrics(records, x, y, confidence=bootstrap.confidence_level)
@@ -201,7 +207,7 @@ def audit(
     *,
     references: Sequence[Source] | Mapping[str, Source] = (),
     models: Sequence[str | Path] = (),
-    registry=None,
+    registry: Registry | None = None,
     bootstrap: Bootstrap | None = None,
     kind: str | None = None,
     rule: str = "consistent",
@@ -256,8 +262,8 @@ def audit(
                                  leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
                                  recognition_target=recognition_target, perplexity_bins=perplexity_bins)
     by_kind = {t.kind: t for t in judged}
-    records: list[dict] = []
-    boards: list[dict] = []
+    records: list[dict[str, Any]] = []
+    boards: list[dict[str, Any]] = []
     first = judged[0]
     summary: dict[str, Any] = {"source": str(first.path) if first.path else "<DataFrame>",
                                "rows": len(first), "kind": first.kind, "options": bootstrap.as_dict(),
