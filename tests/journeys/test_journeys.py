@@ -215,6 +215,26 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
     summary = json.loads(done.stdout)["summary"]
     assert summary["perturbations"]["synonyms"]["recognition_questions"] > 0
     assert set(summary["exports"]) == {"pairwise", "recognition-pairwise"}
+    # the perturbed texts beside their originals, as pairs for `nepotism annotate` (the human quality check)
+    from nepotism.annotate.pairs import load_pairs
+
+    items = load_pairs(work / "out" / "perturbed-pairs.jsonl")
+    assert len(items) == summary["perturbed_pairs"]["items"] > 0
+    assert all(i.model_b == f"{i.model_a}@synonyms" and i.text_a != i.text_b for i in items)
+    serve = subprocess.Popen([NEPOTISM, "annotate", "serve", "out/perturbed-pairs.jsonl", "--annotator", "ann",
+                              "--store", "labels.db", "--port", "0"], cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        url = serve.stdout.readline().split("open ", 1)[1].split("/ ", 1)[0].rstrip("/")
+        import httpx
+
+        page = httpx.get(url + "/", follow_redirects=True, timeout=30)
+        assert page.status_code == 200 and f"Item 1 of {len(items)}" in page.text
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+        serve.stdout.close()
+        serve.stderr.close()
     out = work / "out"
     records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
     conditions = {(r["judge"], r["condition"]) for r in records if r["metric"] == "recognition-accuracy"}

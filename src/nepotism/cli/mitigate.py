@@ -103,6 +103,9 @@ def _print(result, target: Path) -> None:
     for name, info in s.get("perturbations", {}).items():
         failed = ", ".join(f"{k}: {v}" for k, v in info["failed"].items()) or "none"
         click.echo(f"  {name}: {info['perturbed']}/{info['pairs']} pairs perturbed (failed: {failed})")
+    pairs = s.get("perturbed_pairs") or {}
+    if pairs.get("file"):
+        click.echo(f"  wrote {pairs['file']}: {pairs['items']} original-vs-perturbed pairs for `nepotism annotate serve`")
     click.echo(f"{'condition':<22}{'judge':<30}{'scope':<22}{'metric':<29}{'change':>8}  {'CI':<18}{'n':>5}")
     effects = result.records
     pooled = {r["condition"] for r in effects if r["judge"] == "all"}

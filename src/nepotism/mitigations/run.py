@@ -35,6 +35,7 @@ from nepotism.mitigations.analysis import (THIRD_PARTY, calibration_records, jur
 from nepotism.mitigations.calibration import split_heldout
 from nepotism.mitigations.config import PERTURBATIONS, MitigationPlan
 from nepotism.mitigations.perturb import Pair, TextModel, perturb_pairs
+from nepotism.mitigations.perturbed_pairs import perturbed_pair_items
 from nepotism.mitigations.rows import pair_truth, preference_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
@@ -146,6 +147,19 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str) -> dict[str, st
     return tables | references
 
 
+def _export_pairs(exp, items: list) -> dict:
+    """``perturbed-pairs.jsonl`` in the output folder: every perturbed text beside its original, as
+    `nepotism annotate` pairs (`nepotism.mitigations.perturbed_pairs`); the file and the item count."""
+    if exp.output_dir is None or not items:
+        return {"items": len(items)}
+    from pathlib import Path
+
+    from nepotism.mitigations.perturbed_pairs import write_perturbed_pairs
+
+    target = Path(exp.output_dir) / "perturbed-pairs.jsonl"
+    return {"file": str(target), "items": write_perturbed_pairs(items, target)}
+
+
 def human_study_records(plan: MitigationPlan) -> list[dict]:
     """The human quality test of each perturbation whose name tags labels of ``[mitigate] human_study``."""
     if not plan.human_study:
@@ -228,14 +242,16 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             tasks = list(base_tasks)
             tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
             perturb_info: dict = {}
+            pair_items: list = []
             recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
-                    made, info = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner,
-                                                        recognition, callable_models=set(endpoints),
-                                                        is_target=is_target)
+                    made, info, items = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model,
+                                                               sandbox_runner, recognition,
+                                                               callable_models=set(endpoints), is_target=is_target)
                     tasks += made
                     perturb_info[cfg.name] = info
+                    pair_items += items
                 elif cfg.kind == "judge-option":
                     tasks += [_with(t, condition=cfg.name, options=_option_set(t.options, cfg.params["options"]))
                               for t in self_tasks]
@@ -251,6 +267,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                     await endpoint.backend.aclose()
     correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
     exports = export_run(exp, store, unique, correct, run_id)
+    perturbed_pairs = _export_pairs(exp, pair_items)
     rows = side_rows(judged.judgments, rule=plan.rule)
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
     ambiguous = {str(c): int(n) // 2 for c, n in rows[rows["ambiguous"]].groupby("condition").size().items()}
@@ -279,7 +296,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
         "generation_failures": len(generated.failures), "exports": exports, "rule": plan.rule,
-        "ambiguous_comparisons": ambiguous, **stats,
+        "ambiguous_comparisons": ambiguous, "perturbed_pairs": perturbed_pairs, **stats,
     })
     return MitigationResult(records, summary, accuracy)
 
@@ -326,7 +343,8 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
     info = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
     if recognition:
         info["recognition_questions"] = len(asked)
-    return made + asked, info
+    items = perturbed_pair_items(cfg.name, [pairs_by_key[k] for k in keys], texts)
+    return made + asked, info, items
 
 
 def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
