@@ -38,3 +38,18 @@ def test_the_panel_is_in_the_report(tmp_path):
     assert "### Accuracy against self-preference across paradigms (paper 002 Fig. 2)" in md
     assert "| default | SR | instance | MIPA | HSPP-instance | 4 |" in md
 
+
+
+def test_the_figure_is_drawn_per_condition_in_the_rubric_section(tmp_path):
+    from nepotism.report.paradigms import accuracy_bias_plots
+
+    other = [dict(r, condition="impartial") for r in RECORDS]
+    plots = accuracy_bias_plots(RECORDS + other)
+    assert [p["id"] for p in plots] == ["paradigms-0", "paradigms-1"]
+    assert [p["title"] for p in plots] == ["Accuracy against self-preference (default)",
+                                           "Accuracy against self-preference (impartial)"]
+    assert all(len(p["png"]) > 1000 for p in plots)
+    assert accuracy_bias_plots([_rec("win-rate", "a", 0.5)]) == []
+    html = write_report(RECORDS, tmp_path)["report.html"].read_text()
+    rubric = html.split('<h2 id="rubric">')[1].split("<h2 ")[0]
+    assert 'paradigms-0' in rubric

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from nepotism.report.paradigms import accuracy_bias_plots
 from nepotism.report.plots import OKABE_ITO, _min_span, _plot, _short, _style, pls_tie_rule
 from nepotism.report.sections import (
     HUMANS,
@@ -464,4 +465,4 @@ def section_plots(records: list[dict]) -> dict[str, list[dict]]:
     """``{section: [plot, ...]}`` for the sections this module draws."""
     return {"mitigations": mitigation_effects(records), "leakage": leakage_plots(records),
             "leakage_audit": leakage_audit(records), "verifiable": verifiable_metrics(records),
-            "rubric": rubric_metrics(records), "humans": human_agreement(records)}
+            "rubric": rubric_metrics(records) + accuracy_bias_plots(records), "humans": human_agreement(records)}
