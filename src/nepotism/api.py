@@ -218,6 +218,7 @@ def audit(
     slices: Sequence[str] = (),
     recognition_target: str = "self",
     perplexity_bins: int = 5,
+    perplexity_difference: str = "perplexity",
     committees: Sequence[Sequence[str]] = (),
     agreement: float | None = None,
     correlate: Sequence[tuple[str, str]] = (),
@@ -233,6 +234,8 @@ def audit(
     with ``summary`` (what was read and what was left out) and ``findings`` (plain sentences).
     """
     bootstrap = settings(bootstrap)
+    if perplexity_difference not in ("perplexity", "log"):
+        raise InputError("perplexity_difference must be 'perplexity' or 'log'", field="perplexity_difference")
     if registry is None:
         from nepotism.models import load_registry
 
@@ -260,7 +263,8 @@ def audit(
 
     suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices),
                                  leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
-                                 recognition_target=recognition_target, perplexity_bins=perplexity_bins)
+                                 recognition_target=recognition_target, perplexity_bins=perplexity_bins,
+                                 perplexity_difference=perplexity_difference)
     by_kind = {t.kind: t for t in judged}
     records: list[dict[str, Any]] = []
     boards: list[dict[str, Any]] = []

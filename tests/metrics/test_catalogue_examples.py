@@ -25,6 +25,7 @@ WHERE = {
     "demographic-parity-bias": "metrics/test_catalogue_examples.py::test_demographic_parity_bias",
     "perplexity-win-rate": "metrics/test_catalogue_examples.py::test_perplexity_win_rate",
     "log-perplexity-gap": "metrics/test_catalogue_examples.py::test_log_perplexity_gap",
+    "mean-log-perplexity": "metrics/test_catalogue_examples.py::test_mean_log_perplexity",
     "overestimation-rate": "metrics/test_catalogue_examples.py::test_overestimation_rate",
     "hspp-ratio": "test_simulate.py::test_coverage_hspp_ratio",
     "mipa": "metrics/test_catalogue_examples.py::test_mipa_and_mra",
@@ -131,6 +132,18 @@ def test_perplexity_win_rate():
                                          n_resamples=0)
     assert [b["judge"].value for b in bins] == [1.0, 0.5]
     assert [b["human"].value for b in bins] == [0.5, 0.75]
+
+
+def test_mean_log_perplexity():
+    """001 Fig. 5's bars by hand: log-PPL 1, 2 and 6 on two prompts → 3; a NaN is excluded and counted;
+    no value → undefined; the own and other means differ by exactly the gap."""
+    est = reference.mean_log_perplexity([1.0, 2.0, 6.0, np.nan], np.array([0, 1, 1, 2]), n_resamples=0)
+    assert est.value == pytest.approx(3.0) and est.n == 3 and est.n_clusters == 2 and est.excluded == {"no perplexity": 1}
+    assert np.isnan(reference.mean_log_perplexity([np.nan], [0], n_resamples=0).value)
+    values, own, ids = np.array([1.0, 2.0, 3.0, 5.0]), np.array([True, True, False, False]), np.array([0, 1, 0, 1])
+    gap = reference.log_perplexity_gap(values, own, ids, n_resamples=0).value
+    means = [reference.mean_log_perplexity(values[m], ids[m], n_resamples=0).value for m in (own, ~own)]
+    assert gap == pytest.approx(means[0] - means[1])
 
 
 def test_overestimation_rate():

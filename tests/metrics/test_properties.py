@@ -30,6 +30,7 @@ PROPERTIES = {
     "demographic-parity-bias": (lambda r, c: pairwise.demographic_parity_bias(BIN[r], STUDENT[r] == 1, c), (-1, 1)),
     "perplexity-win-rate": (lambda r, c: reference.perplexity_win_rate(BIN[r], BIN2[r], CODES2[r] + BIN[r] * 0.1, c, bins=np.array([-2, -0.5, 0.5, 2]))[1]["judge"], (0, 1)),
     "log-perplexity-gap": (lambda r, c: reference.log_perplexity_gap(CODES[r] * 2.0, BIN[r] == 1, c), (-4, 4)),
+    "mean-log-perplexity": (lambda r, c: reference.mean_log_perplexity((CODES[r] + 1) * 2.0, c), (0, 4)),
     "overestimation-rate": (lambda r, c: rubric.overestimation_rate(CODES[r], CODES2[r], c), (0, 1)),
     "hspp-ratio": (lambda r, c: rubric.hspp_ratio(*rubric.overestimation_counts(CODES[r], CODES2[r]), GEN[r], c, numerator=["g0"], denominator=["g2", "g3"]), (0, np.inf)),
     "mipa": (lambda r, c: rubric.mipa(CODES[r], CODES2[r], c), (0, 1)),

@@ -7,8 +7,8 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
   demographic-parity-bias, paired-win-rate-gap), position-consistency and first-slot preference,
   preference-leakage-score for every pair of judges with registered students; with a
   ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
-  the humans; with ``perplexity_a/_b`` columns: perplexity-win-rate (judge, and humans with a
-  preference-ref); with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
+  the humans; with ``perplexity_a/_b`` columns or a ``perplexity`` table: perplexity-win-rate
+  (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
   harmful-self-preference-propensity, task-accuracy (per generator, and per judge of its own answers).
 - rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
@@ -71,6 +71,7 @@ class SuiteOptions:
     rank_against: str | None = None  # a judge whose leaderboard every other judge's is ranked against
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
+    perplexity_difference: str = "perplexity"  # what perplexity-win-rate bins: perplexity | log (001 §5)
 
 
 class SuiteResult(Results):
@@ -341,7 +342,8 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
                                      leaderboard=options.leaderboard, rank_against=options.rank_against)
     records += perplexity_records(frame, registry, options.bootstrap, preference=refs.get("preference-ref"),
-                                  bins=options.perplexity_bins)
+                                  bins=options.perplexity_bins, difference=options.perplexity_difference,
+                                  perplexity=refs.get("perplexity"))
     from nepotism.analyses.matched import MatchedOptions, run_matched
     records += run_matched(comparisons, "pairwise", registry, references=refs, options=MatchedOptions(bootstrap=options.bootstrap))
     return records

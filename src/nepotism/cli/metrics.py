@@ -58,6 +58,9 @@ def _split(values, option):
               show_default=True, help="Whose answer a recognition question is about.")
 @click.option("--perplexity-bins", type=click.IntRange(1, 100), default=5, show_default=True,
               help="Equal-count bins of the perplexity difference for perplexity-win-rate.")
+@click.option("--perplexity-difference", type=click.Choice(["perplexity", "log"]), default="perplexity",
+              show_default=True, help="What perplexity-win-rate bins: PPL(A) − PPL(B) (paper 001) or "
+              "log PPL(A) − log PPL(B).")
 @click.option("--correlate", multiple=True, metavar="METRIC_X,METRIC_Y",
               help="Also report Pearson r across judges between two metrics' headline values; repeatable.")
 @models_option
@@ -65,7 +68,7 @@ def _split(values, option):
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
 @format_option
 def command(judgments, reference, kind, rule, opponents, leaderboard, rank_against, committees, slices, agreement,
-            recognition_target, perplexity_bins, correlate, models_files, bootstrap, as_json, output_format):
+            recognition_target, perplexity_bins, perplexity_difference, correlate, models_files, bootstrap, as_json, output_format):
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
@@ -95,7 +98,8 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                         bootstrap=bootstrap, kind=kind, rule=rule, opponents=_OPPONENTS[opponents],
                         leaderboard=read_leaderboard(leaderboard) if leaderboard else None,
                         rank_against=rank_against, slices=tuple(slices), recognition_target=recognition_target,
-                        perplexity_bins=perplexity_bins, committees=_split(committees, "--committee"),
+                        perplexity_bins=perplexity_bins,
+                        perplexity_difference=perplexity_difference, committees=_split(committees, "--committee"),
                         agreement=agreement, correlate=[tuple(p) for p in pairs])
     except InputError as err:  # name the command's own argument or option
         if err.field in _ARGUMENT:

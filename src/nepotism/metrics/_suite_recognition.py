@@ -7,9 +7,13 @@
 - `association_records`: recognition answers joined with the judge's aggregated pairwise verdicts
   on the same (instance, pair) → recognition-preference-association (003), on all own-vs-other
   comparisons and, with a ``correctness-ref``, on the harmful ones (own answer wrong, other right).
-- `perplexity_records`: pairwise rows with ``perplexity_a``/``perplexity_b`` → perplexity-win-rate
-  (001 §5) for the judge and, with a ``preference-ref``, the humans; groups ``all``, ``self``
-  (the judge's own answer in the pair, re-oriented as response A, 001 Fig. 4) and ``other``.
+- `perplexity_records`: pairwise rows with ``perplexity_a``/``perplexity_b`` (or a ``perplexity``
+  table of scorer × response, which also fills those columns from the judge's own scores) →
+  perplexity-win-rate (001 §5) for the judge and, with a ``preference-ref``, the humans; groups
+  ``all``, ``self`` (the judge's own answer in the pair, re-oriented as response A, 001 Fig. 4)
+  and ``other``; log-perplexity-gap and mean-log-perplexity of own vs other responses (Fig. 5),
+  from the ``perplexity`` table when there is one (every response the judge scored), else from
+  the pairwise rows.
 Left out: asking judges for recognition answers (the live engine) and file reading.
 """
 
@@ -23,9 +27,12 @@ import pandas as pd
 from nepotism.metrics._codes import as_float
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
-from nepotism.metrics.reference import log_perplexity_gap, perplexity_win_rate
+from nepotism.metrics.reference import log_perplexity_gap, mean_log_perplexity, perplexity_win_rate
 
-__all__ = ["TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
+#: What `perplexity_records` bins: the paper's difference of perplexities (default) or of their logs.
+DIFFERENCES = {"perplexity": "perplexity of A − of B", "log": "log perplexity of A − of B"}
+
+__all__ = ["DIFFERENCES", "TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
 
 #: Which scopes (`nepotism.models.Registry.scope`, the one rule) count as the recognition target.
 TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
@@ -160,8 +167,18 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
 
 
 def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
-                       bins: int = 5) -> list[dict]:
-    """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans."""
+                       bins: int = 5, difference: str = "perplexity", perplexity: pd.DataFrame | None = None) -> list[dict]:
+    """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans;
+    log-perplexity-gap and mean-log-perplexity (own, other) per (judge, condition).
+
+    ``difference``: ``perplexity`` (PPL(A) − PPL(B), paper 001's words, default) or ``log``.
+    ``perplexity``: a per-response table (kind ``perplexity``) filling missing ``perplexity_a/_b``
+    with the judge's own scores and feeding the Fig. 5 records.
+    """
+    if difference not in DIFFERENCES:
+        raise ValueError(f"difference must be one of {tuple(DIFFERENCES)}, not {difference!r}")
+    if perplexity is not None and ("perplexity_a" not in frame or "perplexity_b" not in frame):
+        frame = with_slot_perplexities(frame, perplexity)
     if "perplexity_a" not in frame or "perplexity_b" not in frame:
         return []
     ppl_a = frame["perplexity_a"].to_numpy(dtype=float)
@@ -182,12 +199,15 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, prefer
         table = table[~table.index.duplicated()]
         human_a = table.reindex(pd.MultiIndex.from_arrays([ids, a, b])).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        diff = np.log(ppl_a) - np.log(ppl_b)
+        diff = np.log(ppl_a) - np.log(ppl_b) if difference == "log" else ppl_a - ppl_b
     judges = frame["judge"].astype(str).to_numpy()
     conditions = frame["condition"].astype(str).to_numpy()
     own_a = _is_target(registry, judges, a, "self")
     own_b = _is_target(registry, judges, b, "self")
-    records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot)
+    if perplexity is not None:
+        records = _table_gap_records(perplexity, sorted(set(zip(judges, conditions))), registry, boot)
+    else:
+        records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot)
     for judge, condition in sorted(set(zip(judges, conditions))):
         sel = (judges == judge) & (conditions == condition) & np.isfinite(diff)
         if sel.sum() < 2:
@@ -213,7 +233,8 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, prefer
                     records.append(_record("perplexity-win-rate", judge, condition, est, scope=group,
                                            variant={"group": group, "rater": rater, "bin": result["bin"],
                                                     "low": result["low"], "high": result["high"],
-                                                    "difference": "log perplexity of A − of B"}))
+                                                    "difference": DIFFERENCES[difference],
+                                                    "bins": "quantiles"}))
     return records
 
 
@@ -229,10 +250,55 @@ def _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot) ->
                          "log_ppl": np.concatenate([log_a, log_b]), "own": np.concatenate([own_a, own_b])})
     per_response = rows.groupby(["judge", "condition", "instance_id", "model"], sort=True).agg(
         log_ppl=("log_ppl", "mean"), own=("own", "first")).reset_index()
+    return _own_other_records(per_response, boot, "the pairwise rows")
+
+
+def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str) -> list[dict]:
+    """Fig. 5's records per (judge, condition) from one row per response (``log_ppl``, ``own``)."""
     records = []
     for (judge, condition), g in per_response.groupby(["judge", "condition"], sort=True):
-        est = log_perplexity_gap(g["log_ppl"].to_numpy(dtype=float), g["own"].to_numpy(dtype=bool),
-                                 g["instance_id"].to_numpy(), bootstrap=boot)
+        values, own, ids = g["log_ppl"].to_numpy(dtype=float), g["own"].to_numpy(dtype=bool), g["instance_id"].to_numpy()
+        est = log_perplexity_gap(values, own, ids, bootstrap=boot)
         records.append(_record("log-perplexity-gap", judge, condition, est, scope="self",
-                               variant={"unit": "mean log perplexity, own − other"}))
+                               variant={"unit": "mean log perplexity, own − other", "source": source}))
+        for name, member in (("own", own), ("other", ~own)):
+            est = mean_log_perplexity(values[member], ids[member], bootstrap=boot)
+            records.append(_record("mean-log-perplexity", judge, condition, est, scope="self",
+                                   variant={"responses": name, "source": source}))
     return records
+
+
+def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registry, boot: Bootstrap) -> list[dict]:
+    """Fig. 5 from a ``perplexity`` table: every response each judge scored (failed rows excluded
+    as ``no perplexity``), repeated for each condition the judge judged under (perplexity does not
+    depend on the judging prompt)."""
+    scorers = table["scorer"].astype(str).to_numpy()
+    parts = []
+    for judge, condition in keys:
+        g = table[scorers == judge]
+        if g.empty:
+            continue
+        models = g["model"].astype(str).to_numpy()
+        log_ppl = (g["log_perplexity"].to_numpy(dtype=float) if "log_perplexity" in g
+                   else np.log(g["perplexity"].to_numpy(dtype=float)))
+        parts.append(pd.DataFrame({"judge": judge, "condition": condition,
+                                   "instance_id": g["instance_id"].astype(str).to_numpy(), "model": models,
+                                   "log_ppl": np.where(g["perplexity"].notna().to_numpy(), log_ppl, np.nan),
+                                   "own": _is_target(registry, np.full(len(g), judge), models, "self")}))
+    if not parts:
+        return []
+    return _own_other_records(pd.concat(parts, ignore_index=True), boot, "the perplexity table")
+
+
+def with_slot_perplexities(frame: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (pairwise) with ``perplexity_a/_b`` = the judge's own score of each slot's response
+    from a ``perplexity`` table (NaN where the judge scored none or its call failed)."""
+    ok = table[table["perplexity"].notna()]
+    index = pd.MultiIndex.from_arrays([ok["scorer"].astype(str), ok["instance_id"].astype(str), ok["model"].astype(str)])
+    scores = pd.Series(ok["perplexity"].to_numpy(dtype=float), index=index)
+    out = frame.copy()
+    for side in ("a", "b"):
+        keys = pd.MultiIndex.from_arrays([frame["judge"].astype(str), frame["instance_id"].astype(str),
+                                          frame[f"model_{side}"].astype(str)])
+        out[f"perplexity_{side}"] = scores.reindex(keys).to_numpy(dtype=float)
+    return out

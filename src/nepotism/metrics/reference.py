@@ -35,6 +35,7 @@ __all__ = [
     "judge_accuracy",
     "legitimate_self_preference_ratio",
     "log_perplexity_gap",
+    "mean_log_perplexity",
     "perplexity_win_rate",
 ]
 
@@ -111,13 +112,20 @@ def perplexity_win_rate(
 ) -> list[dict]:
     """Share of rows where the judge (and the humans) pick response A, per perplexity-difference bin.
 
-    Paper 001 §5: ``perplexity_difference`` = log-perplexity of A minus that of B under the judge;
-    the judge's rate falling faster than the humans' as the difference grows is the perplexity
-    effect. ``bins`` = a number of equal-count (quantile) bins (default 5) or explicit edges.
-    A win code is 1 (A), 0 (B), ½ (tie). For the self/other split of 001 Fig. 4 call it on the
-    two subsets. Returns one dict per bin: ``{bin, low, high, judge: Estimate, human: Estimate}``;
-    an empty bin gives NaN estimates. Variants in suite records: ``bins`` (quantiles or edges),
-    ``group`` = all | self (own answer re-oriented as A) | other, ``rater`` = judge | human.
+    Paper 001 §5: "we computed the perplexities of responses conditioned on the prompt, and took
+    the difference between response A and B", so ``perplexity_difference`` = PPL_J(A) − PPL_J(B)
+    under the judge J (PPL = exp(−mean token log-probability of the response given the prompt),
+    `nepotism.runner.perplexity`); the suite's variant ``difference=log`` passes
+    log PPL(A) − log PPL(B) instead (scale-free: a ratio of perplexities). The paper then "divided
+    the perplexity differences into bins" without printing the edges; ``bins`` = a number of
+    equal-count (quantile) bins (default 5: each bin holds about as many comparisons, so every
+    rate has similar precision) or explicit edges (e.g. equal-width). The judge's rate falling
+    faster than the humans' as the difference grows is the perplexity effect (Fig. 3); calling it
+    on the self and other subsets with shared edges gives Fig. 4. A win code is 1 (A), 0 (B), ½
+    (tie). Returns one dict per bin: ``{bin, low, high, judge: Estimate, human: Estimate}``; an
+    empty bin gives NaN estimates. Variants in suite records: ``difference`` (perplexity | log),
+    ``bins`` (quantiles), ``group`` = all | self (own answer re-oriented as A) | other, ``rater`` =
+    judge | human.
     """
     judge = np.asarray(judge_a_wins, dtype=float)
     human = np.asarray(human_a_wins, dtype=float)
@@ -278,7 +286,10 @@ def log_perplexity_gap(log_perplexity: np.ndarray, own: np.ndarray, clusters: np
     Paper 001 §5 Fig. 5 (each evaluator's average log-perplexity of its own responses vs others'):
     mean(log PPL | own) − mean(log PPL | other), one row per response, clustered by prompt. A
     negative gap means the judge finds its own texts more familiar (001 finds this for every
-    evaluator). A NaN log-perplexity is excluded as ``no perplexity``.
+    evaluator). A NaN log-perplexity is excluded as ``no perplexity``. Variant in suite records:
+    ``source`` = the perplexity table (every response the judge scored, from a run's
+    ``[perplexity]`` step) | the pairwise rows (each response's ``perplexity_a/_b``, averaged
+    over the pairs it appeared in).
 
     >>> round(log_perplexity_gap([1.0, 2.0, 3.0, 5.0], [True, True, False, False], [0, 1, 0, 1], n_resamples=0).value, 6)
     -2.5
@@ -296,3 +307,25 @@ def log_perplexity_gap(log_perplexity: np.ndarray, own: np.ndarray, clusters: np
     _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([v * m, m, v * ~m, ~m]).astype(float))
     return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              bootstrap=options)
+
+
+def mean_log_perplexity(log_perplexity: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
+                        **fields) -> Estimate:
+    """Mean log-perplexity of a set of responses under one scorer (paper 001 §5 Fig. 5's bars).
+
+    mean(log PPL) over the rows, one row per response, log PPL = −mean token log-probability of
+    the response given the prompt; the suite computes it for the judge's own responses and for
+    the others (variant ``responses`` = own | other), whose difference is `log_perplexity_gap`. A
+    NaN is excluded as ``no perplexity``. ``source`` as in `log_perplexity_gap`.
+
+    >>> round(mean_log_perplexity([1.0, 2.0, 6.0], [0, 1, 1], n_resamples=0).value, 6)
+    3.0
+    """
+    values = checked(log_perplexity, "log_perplexity", low=-np.inf, high=np.inf)
+    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    options = settings(bootstrap, **fields)
+    if not keep.any():
+        return undefined("no response with a perplexity", n_excluded=n_excl, excluded=excluded, bootstrap=options)
+    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
+    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_excl,
+                             excluded=excluded, bootstrap=options)
