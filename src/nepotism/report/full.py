@@ -106,7 +106,7 @@ def _leaderboard_table(records) -> list[dict]:
 
 def _sections(records) -> dict[str, bool]:
     metrics = {r.get("metric") for r in records}
-    return {"perplexity": "perplexity-win-rate" in metrics, "confusion": any(r.get("confusion_matrix") for r in records),
+    return {"perplexity": bool({"perplexity-win-rate", "mean-log-perplexity"} & metrics), "confusion": any(r.get("confusion_matrix") for r in records),
             "pls": "preference-leakage-score" in metrics,
             "leaderboard": any(r.get("metric") == "leaderboard-rank" and not is_audit_rank(r) for r in records),
             "matched": "matched-bias" in metrics}
@@ -125,7 +125,8 @@ SECTIONS = (
     ("pls", "Preference leakage", "needs two judges that each have a registered student among the generators "
                                   "(nepotism leakage run)"),
     ("leakage-audit", "Leakage audit", "nepotism leakage audit writes these"),
-    ("perplexity", "Perplexity", "needs the judge's perplexity of each response and human labels"),
+    ("perplexity", "Perplexity", "needs the judge's perplexity of each response (a [perplexity] table in the "
+                                 "experiment, or perplexity_a/_b columns); the human line needs a preference-ref"),
     ("confusion", "Confusion matrices", "needs human preference labels (a preference-ref table)"),
     ("conditions", "Conditions", "each bias metric was measured under one condition only"),
     ("mitigations", "Mitigations", "nepotism mitigate writes these"),
@@ -146,7 +147,8 @@ def _shown(context: dict) -> dict[str, bool]:
 
 
 #: Metric ids each generic plot draws (for the list of ids shown only in the all-results table).
-_DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "leaderboard-rank", "score-delta"}
+_DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "mean-log-perplexity", "leaderboard-rank",
+                              "score-delta"}
 
 
 def _setting(record: dict) -> dict:

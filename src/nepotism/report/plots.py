@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 
 __all__ = ["OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps",
-           "leaderboard", "mitigation", "perplexity", "pls_tie_rule"]
+           "leaderboard", "mitigation", "perplexity", "perplexity_means", "pls_tie_rule"]
 
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
@@ -295,11 +295,27 @@ def bias_bars(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ perplexity
+def _group(r) -> str:
+    """A perplexity-win-rate record's group: ``all`` | ``self`` | ``other`` (suite: ``group``;
+    `nepotism.report.derived.perplexity_records`: ``split``)."""
+    v = _variant(r)
+    return str(v.get("group", v.get("split", "all")))
+
+
+def _bin_line(ax, points, colour, marker, label, linestyle="-") -> None:
+    x = np.array([_variant(r).get("bin", i) for i, r in enumerate(points)], dtype=float)
+    y = np.array([np.nan if r["value"] is None else 100 * r["value"] for r in points])
+    low = np.array([np.nan if r.get("ci_low") is None else 100 * r["ci_low"] for r in points])
+    high = np.array([np.nan if r.get("ci_high") is None else 100 * r["ci_high"] for r in points])
+    ax.plot(x, y, marker=marker, color=colour, label=label, linestyle=linestyle)
+    ax.fill_between(x, low, high, color=colour, alpha=0.15, linewidth=0)
+
+
 def perplexity(records: list[dict]) -> list[dict]:
-    """Perplexity-binned win rates: the judge's vs the humans' choice of A, per bin (and split)."""
+    """Paper 001 §5 per judge: Fig. 3 (the judge's and the humans' choice of A per bin of the
+    judge's perplexity difference) beside Fig. 4 (the judge on pairs holding its own answer, shown
+    as A, vs pairs without it), then Fig. 5 (mean log-perplexity of own vs other responses)."""
     rows = [r for r in records if r.get("metric") == "perplexity-win-rate"]
-    if not rows:
-        return []
     labels = _judge_labels(records)
     groups = defaultdict(list)
     for r in rows:
@@ -307,36 +323,87 @@ def perplexity(records: list[dict]) -> list[dict]:
     out = []
     with _style() as plt:
         for (judge, condition), items in sorted(groups.items()):
-            splits = sorted({_variant(r).get("split", "all") for r in items}, key=lambda s: ("all", "self", "other").index(s)
-                            if s in ("all", "self", "other") else 9)
-            fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits) + 0.5, 3.4), squeeze=False)
-            for ax, split in zip(axes[0], splits):
-                for rater, colour, marker in (("judge", OKABE_ITO["blue"], "o"), ("human", OKABE_ITO["orange"], "s")):
-                    points = sorted((r for r in items if _variant(r).get("split", "all") == split
-                                     and _variant(r).get("rater", "judge") == rater), key=lambda r: _variant(r).get("bin", 0))
-                    if not points:
-                        continue
-                    x = np.arange(len(points))
-                    y = np.array([np.nan if r["value"] is None else 100 * r["value"] for r in points])
-                    low = np.array([np.nan if r.get("ci_low") is None else 100 * r["ci_low"] for r in points])
-                    high = np.array([np.nan if r.get("ci_high") is None else 100 * r["ci_high"] for r in points])
-                    ax.plot(x, y, marker=marker, color=colour, label=rater)
-                    ax.fill_between(x, low, high, color=colour, alpha=0.18, linewidth=0)
-                    ax.set_xticks(x, [f"{_variant(r).get('low', np.nan):.2g}…{_variant(r).get('high', np.nan):.2g}"
-                                      for r in points], rotation=30, fontsize=7)
+            def line(group, rater, items=items):
+                return sorted((r for r in items if _group(r) == group and _variant(r).get("rater", "judge") == rater),
+                              key=lambda r: _variant(r).get("bin", 0))
+
+            panels = [("Judge vs human (Fig. 3)", [("all", "judge", OKABE_ITO["blue"], "o", "judge", "-"),
+                                                   ("all", "human", OKABE_ITO["orange"], "s", "human", "-")]),
+                      ("Own vs other pairs (Fig. 4)", [("self", "judge", OKABE_ITO["vermillion"], "o",
+                                                        "judge, own answer as A", "-"),
+                                                       ("other", "judge", OKABE_ITO["blue"], "o",
+                                                        "judge, pairs without its answer", "-"),
+                                                       ("self", "human", OKABE_ITO["vermillion"], "s",
+                                                        "human, own answer as A", ":")])]
+            panels = [(t, [spec for spec in specs if line(spec[0], spec[1])]) for t, specs in panels]
+            panels = [(t, specs) for t, specs in panels if specs]
+            if not panels:
+                continue
+            reference = line("all", "judge") or next(line(g, r) for _, specs in panels for g, r, *_ in specs)
+            difference = _variant(reference[0]).get("difference", "log perplexity of A − of B")
+            fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.5, 3.6), squeeze=False)
+            for ax, (title, specs) in zip(axes[0], panels):
+                for group, rater, colour, marker, label, style in specs:
+                    _bin_line(ax, line(group, rater), colour, marker, label, style)
+                ticks = [_variant(r).get("bin", i) for i, r in enumerate(reference)]
+                ax.set_xticks(ticks, [f"{_variant(r).get('low', np.nan):.2g}…{_variant(r).get('high', np.nan):.2g}"
+                                      for r in reference], rotation=30, fontsize=7)
                 ax.set_ylim(0, 100)
-                ax.set_title(f"{split} comparisons")
-                ax.set_xlabel("log-perplexity of A − of B under the judge (bin)")
+                ax.axhline(50, color="#444444", linestyle="--", linewidth=0.8)
+                ax.set_title(title, fontsize=9)
+                ax.set_xlabel(f"{difference} under the judge (bin)", fontsize=8)
                 ax.set_ylabel("A chosen (% of comparisons)")
-                ax.legend(fontsize=8)
+                ax.legend(fontsize=7)
             fig.suptitle(labels.get((judge, condition), judge))
             fig.tight_layout()
             out.append(_plot(f"perplexity-{len(out)}", f"Perplexity-binned win rates: {labels.get((judge, condition), judge)}",
-                             fig, "Line plot of judge and human choice of A per perplexity bin",
-                             "Share of comparisons where the judge (blue) and the humans (orange) pick A, per bin of the "
-                             "judge's perplexity difference; a judge line falling faster than the human one means the "
-                             "judge favours text it finds familiar (paper 001 §5). Bands: bootstrap intervals."))
+                             fig, "Line plots of the share of comparisons where A is chosen, per bin of the judge's "
+                             "perplexity difference",
+                             "Left: the judge (blue) and the humans (orange) pick A, per equal-count bin of the judge's "
+                             f"{difference}; a judge line falling faster than the human one means the judge favours text "
+                             "it finds familiar (paper 001 Fig. 3). Right: the judge on pairs holding its own answer "
+                             "(shown as A) and on pairs without it, with the same bins; lines that coincide mean the "
+                             "perplexity, not the authorship, drives the choice (Fig. 4). Bands: bootstrap intervals "
+                             "over prompts."))
+    out += perplexity_means(records)
     return out
+
+
+def perplexity_means(records: list[dict]) -> list[dict]:
+    """Paper 001 Fig. 5: each judge's mean log-perplexity of its own and of other responses, with CIs."""
+    rows = [r for r in records if r.get("metric") == "mean-log-perplexity" and r.get("value") is not None]
+    if not rows:
+        return []
+    labels = _judge_labels(records)
+    keys = sorted({(str(r["judge"]), str(r.get("condition"))) for r in rows})[:_MAX_ROWS]
+    gaps = {(str(r["judge"]), str(r.get("condition"))): r for r in records if r.get("metric") == "log-perplexity-gap"}
+    with _style() as plt:
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(keys) + 2.0), 3.6))
+        width = 0.38
+        for offset, name, colour in ((-width / 2, "own", OKABE_ITO["vermillion"]), (width / 2, "other", OKABE_ITO["blue"])):
+            for i, key in enumerate(keys):
+                r = next((r for r in rows if (str(r["judge"]), str(r.get("condition"))) == key
+                          and _variant(r).get("responses") == name), None)
+                if r is None:
+                    continue
+                ax.bar(i + offset, r["value"], width, color=colour, label=name if i == 0 else None)
+                if r.get("ci_low") is not None and r.get("ci_high") is not None:
+                    ax.errorbar(i + offset, r["value"], yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
+                                color="#222222", capsize=3, linewidth=1)
+        ax.set_xticks(range(len(keys)), [labels.get(k, k[0]) for k in keys], rotation=20, fontsize=7.5)
+        ax.set_ylabel("mean log-perplexity (nats per token)")
+        ax.legend(title="responses", fontsize=8, title_fontsize=8)
+        ax.set_title("Own vs other responses under each judge (paper 001 Fig. 5)", fontsize=9)
+        fig.tight_layout()
+        gap_text = "; ".join(f"{labels.get(k, k[0])}: gap {gaps[k]['value']:+.3g}"
+                             + (f" [{gaps[k]['ci_low']:+.3g}, {gaps[k]['ci_high']:+.3g}]"
+                                if gaps[k].get("ci_low") is not None else "")
+                             for k in keys if k in gaps and gaps[k].get("value") is not None)
+        return [_plot("perplexity-own-other", "Mean log-perplexity of own vs other responses", fig,
+                      "Bar chart of each judge's mean log-perplexity of its own and of other responses",
+                      "Red: the judge's own responses; blue: other models' responses; error bars are cluster-bootstrap "
+                      "intervals over prompts. Lower means more familiar to the judge; paper 001 finds every evaluator's "
+                      "own responses lower." + (f" Own − other: {gap_text}." if gap_text else ""))]
 
 
 # ------------------------------------------------------------------------------------ confusion
