@@ -247,3 +247,40 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
     for judge in ("standin-alpha", "standin-beta"):
         assert f"| {judge} | default | texts as generated |" in section
         assert f"| {judge} | synonyms | perturbed: synonyms |" in section
+
+
+def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, standin):
+    """Paper 001 §5 from a run: [perplexity] → perplexity.csv and perplexity_a/_b → the folder's metrics
+    (Figs. 3–5 records) → the report's perplexity section; the rerun sends no call."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=6, recognition=False)
+    exp.write_text(exp.read_text().replace("[output]", "[perplexity]\nresponses = \"all\"\n\n[output]"))
+    work = exp.parent
+    plan = json.loads(nep("run", "exp.toml", "--store", "s.db", "--dry-run", "--json", cwd=work).stdout)
+    assert plan["perplexity_calls"] == 2 * 6 * 2  # each judge scores both generators' answers
+    first = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    # the stand-in may give two models the same answer: one call then scores both (same cache key)
+    assert first["perplexity"]["done"] == 24 and 0 < first["perplexity"]["sent"] <= 24
+    assert first["perplexity"]["scores"] == {"ok": 24}
+    again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    assert again["generation"]["sent"] == again["generation"]["total"] == 0  # the answers are stored
+    for phase in ("judging", "perplexity"):
+        assert again[phase]["sent"] == 0 and again[phase]["cached"] == again[phase]["total"] > 0
+    out = work / "out"
+    assert json.loads((out / "run.json").read_text())["references"]["perplexity"] == "perplexity.csv"
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "50", "--json", cwd=work).stdout)
+    for judge in ("standin-alpha", "standin-beta"):
+        wins = [r for r in records if r["metric"] == "perplexity-win-rate" and r["judge"] == judge]
+        assert {r["variant"]["group"] for r in wins} == {"all", "self"}  # judge-vs-others: every pair holds its own
+        assert {r["variant"]["difference"] for r in wins} == {"perplexity of A − of B"}
+        means = {r["variant"]["responses"]: r for r in records if r["metric"] == "mean-log-perplexity"
+                 and r["judge"] == judge}
+        assert set(means) == {"own", "other"} and all(m["n"] == 6 and m["ci_low"] is not None for m in means.values())
+    logged = nep("metrics", str(out), "--bootstrap", "0", "--perplexity-difference", "log", "--json", cwd=work)
+    assert {r["variant"]["difference"] for r in json.loads(logged.stdout)
+            if r["metric"] == "perplexity-win-rate"} == {"log perplexity of A − of B"}
+    nep("report", str(out), "--out", "report", "--bootstrap", "50", cwd=work)
+    html = (work / "report" / "report.html").read_text()
+    for figure in ("perplexity-0", "perplexity-1", "perplexity-own-other"):  # Figs. 3–4 per judge, then Fig. 5
+        assert f'<figure id="{figure}">' in html
