@@ -38,7 +38,7 @@ __all__ = ["command"]
               help="Store a batch's results file (repeatable) as calls, then finish the run from the store "
                    "without calling anything (or write the next round with --batch-out).")
 @click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
-              help="Share of the run's calls (generation and judging) allowed to fail without exit status 3.")
+              help="Share of the run's calls (generation, judging, perplexity) allowed to fail without exit status 3.")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
             progress: bool | None, shard_spec: str | None, batch_out: Path | None,
             batch_in: tuple[Path, ...], max_failure_rate: float) -> None:
