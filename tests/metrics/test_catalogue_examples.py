@@ -132,6 +132,11 @@ def test_perplexity_win_rate():
                                          n_resamples=0)
     assert [b["judge"].value for b in bins] == [1.0, 0.5]
     assert [b["human"].value for b in bins] == [0.5, 0.75]
+    judge[1] = np.nan  # an unparsed verdict is left out and counted
+    bins = reference.perplexity_win_rate(judge, np.full(4, np.nan), diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]),
+                                         n_resamples=0)
+    assert bins[0]["judge"].value == 1.0 and bins[0]["judge"].excluded == {"no verdict": 1}
+    assert np.isnan(bins[0]["human"].value) and bins[0]["human"].excluded == {"no human label": 2}
 
 
 def test_mean_log_perplexity():

@@ -122,8 +122,9 @@ def perplexity_win_rate(
     rate has similar precision) or explicit edges (e.g. equal-width). The judge's rate falling
     faster than the humans' as the difference grows is the perplexity effect (Fig. 3); calling it
     on the self and other subsets with shared edges gives Fig. 4. A win code is 1 (A), 0 (B), ½
-    (tie). Returns one dict per bin: ``{bin, low, high, judge: Estimate, human: Estimate}``; an
-    empty bin gives NaN estimates. Variants in suite records: ``difference`` (perplexity | log),
+    (tie); a NaN (no verdict, or no human label) is excluded and counted under that reason.
+    Returns one dict per bin: ``{bin, low, high, judge: Estimate, human: Estimate}``; an empty bin
+    gives NaN estimates. Variants in suite records: ``difference`` (perplexity | log),
     ``bins`` (quantiles), ``group`` = all | self (own answer re-oriented as A) | other, ``rater`` =
     judge | human.
     """
@@ -139,14 +140,17 @@ def perplexity_win_rate(
     for b in range(edges.size - 1):
         member = ok & (index == b)
         result = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
-        for name, values in (("judge", judge), ("human", human)):
+        for name, values, reason in (("judge", judge, "no verdict"), ("human", human, "no human label")):
             rows = member & np.isfinite(values)
+            missing = int((member & ~rows).sum())
+            excluded = {reason: missing} if missing else {}
             if not rows.any():
-                result[name] = undefined("empty bin", bootstrap=options)
+                result[name] = undefined("empty bin" if not missing else f"every row of the bin has {reason}",
+                                         n_excluded=missing, excluded=excluded, bootstrap=options)
                 continue
             _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
             result[name] = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()),
-                                             n_excluded=int((member & ~rows).sum()), bootstrap=options)
+                                             n_excluded=missing, excluded=excluded, bootstrap=options)
         out.append(result)
     return out
 
