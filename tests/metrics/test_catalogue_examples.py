@@ -137,6 +137,11 @@ def test_perplexity_win_rate():
                                          n_resamples=0)
     assert bins[0]["judge"].value == 1.0 and bins[0]["judge"].excluded == {"no verdict": 1}
     assert np.isnan(bins[0]["human"].value) and bins[0]["human"].excluded == {"no human label": 2}
+    for bad, message in (({"judge_a_wins": [2.0, 1.0, 0.0, 1.0]}, "judge_a_wins"), ({"bins": 0}, "bins"),
+                         ({"bins": np.array([1.0, 0.0])}, "edges"), ({"clusters": np.arange(3)}, "clusters")):
+        args = {"judge_a_wins": judge, "human_a_wins": human, "perplexity_difference": diff, "clusters": np.arange(4)} | bad
+        with pytest.raises(ValueError, match=message):
+            reference.perplexity_win_rate(**args)
 
 
 def test_mean_log_perplexity():

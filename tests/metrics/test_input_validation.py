@@ -92,8 +92,7 @@ def test_docstring_examples_run():
     assert result.attempted >= 4 and result.failed == 0
 
 
-# perplexity-win-rate's example waits for its new binning (paper 001 Figs. 3-4) to land.
-_WITHOUT_EXAMPLE = {"perplexity-win-rate"}
+_WITHOUT_EXAMPLE: set[str] = set()
 
 
 @pytest.mark.parametrize("metric_id", sorted(ESTIMATORS))

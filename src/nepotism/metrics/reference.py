@@ -127,13 +127,27 @@ def perplexity_win_rate(
     gives NaN estimates. Variants in suite records: ``difference`` (perplexity | log),
     ``bins`` (quantiles), ``group`` = all | self (own answer re-oriented as A) | other, ``rater`` =
     judge | human.
+
+    >>> bins = perplexity_win_rate([1, 1, 0, 1], [1, 0, 0.5, 1], [-0.5, -0.2, 0.3, 0.8], [0, 1, 2, 3],
+    ...                            bins=np.array([-1.0, 0.0, 1.0]), n_resamples=0)
+    >>> [(b["low"], b["high"], b["judge"].value, b["human"].value) for b in bins]
+    [(-1.0, 0.0, 1.0, 0.5), (0.0, 1.0, 0.5, 0.75)]
     """
-    judge = np.asarray(judge_a_wins, dtype=float)
-    human = np.asarray(human_a_wins, dtype=float)
-    diff = np.asarray(perplexity_difference, dtype=float)
-    clusters = np.asarray(clusters)
+    judge = checked(judge_a_wins, "judge_a_wins", low=0.0, high=1.0)
+    human = checked(human_a_wins, "human_a_wins", low=0.0, high=1.0, n=judge.size)
+    diff = checked(perplexity_difference, "perplexity_difference", low=-np.inf, high=np.inf, n=judge.size)
+    clusters = labels(clusters, "clusters", n=judge.size)
     ok = np.isfinite(diff)
-    edges = np.quantile(diff[ok], np.linspace(0, 1, bins + 1)) if np.isscalar(bins) else np.asarray(bins, dtype=float)
+    if np.isscalar(bins):
+        if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 1:
+            raise ValueError(f"bins must be a positive number of bins or an array of edges, not {bins!r}")
+        if not ok.any():
+            return []
+        edges = np.quantile(diff[ok], np.linspace(0, 1, int(bins) + 1))
+    else:
+        edges = np.asarray(bins, dtype=float)
+        if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+            raise ValueError("bin edges must be at least two finite, increasing numbers")
     index = np.clip(np.searchsorted(edges, diff, side="right") - 1, 0, edges.size - 2)
     out = []
     options = settings(bootstrap, **fields)
