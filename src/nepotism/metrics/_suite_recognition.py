@@ -20,14 +20,20 @@ Left out: asking judges for recognition answers (the live engine) and file readi
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from nepotism.metrics._codes import as_float
+from nepotism.metrics._common import Row
+from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
 from nepotism.metrics.reference import log_perplexity_gap, mean_log_perplexity, perplexity_win_rate
+
+if TYPE_CHECKING:
+    from nepotism.models import Registry
 
 #: What `perplexity_records` bins: the paper's difference of perplexities (default) or of their logs.
 DIFFERENCES = {"perplexity": "perplexity of A − of B", "log": "log perplexity of A − of B"}
@@ -38,16 +44,16 @@ __all__ = ["DIFFERENCES", "TARGETS", "association_records", "perplexity_records"
 TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
 
 
-def _record(metric, judge, condition, estimate, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
+def _record(metric: str, judge: str | None, condition: str | None, estimate: Estimate, **extra: Any) -> Row:
+    record: Row = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
               "scope": None, "variant": {}}
     record.update(extra)
     record.update(estimate.as_dict())
     return record
 
 
-def _is_target(registry, judges, models, target) -> np.ndarray:
-    memo = {}
+def _is_target(registry: Registry, judges: np.ndarray, models: np.ndarray, target: str) -> np.ndarray:
+    memo: dict[tuple[str, str], bool] = {}
     out = np.empty(len(judges), dtype=bool)
     for i, (j, m) in enumerate(zip(judges, models)):
         key = (j, m)
@@ -57,7 +63,7 @@ def _is_target(registry, judges, models, target) -> np.ndarray:
     return out
 
 
-def recognition_rows(frame: pd.DataFrame, kind: str, registry, target: str) -> pd.DataFrame:
+def recognition_rows(frame: pd.DataFrame, kind: str, registry: Registry, target: str) -> pd.DataFrame:
     """One row per recognition answer: judge, condition, instance_id, own model, other model (pairwise),
     ``right`` (1/0, NaN unparsed or no truth) and ``reason`` for rows without a truth."""
     judges = frame["judge"].astype(str).to_numpy()
@@ -71,7 +77,7 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry, target: str) -> p
         out["other"] = None
         out["truth"] = truth
         out["right"] = np.where(np.isfinite(claimed), (claimed == truth).astype(float), np.nan)
-        out["reason"] = np.where(np.isfinite(claimed), None, "unparsed")
+        out["reason"] = np.where(np.isfinite(claimed), np.array(None, dtype=object), "unparsed")
         return out
     a = frame["model_a"].astype(str).to_numpy()
     b = frame["model_b"].astype(str).to_numpy()
@@ -86,11 +92,12 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry, target: str) -> p
     out["right"] = np.where(np.isfinite(claimed) & np.isfinite(truth), (claimed == truth).astype(float), np.nan)
     out["reason"] = np.where(~np.isfinite(truth), np.where(own_a & own_b, "both candidates are the judge's",
                                                            "no candidate is the judge's"),
-                             np.where(np.isfinite(claimed), None, "unparsed"))
+                             np.where(np.isfinite(claimed), np.array(None, dtype=object), "unparsed"))
     return out
 
 
-def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: Bootstrap, *, target: str = "self") -> list[dict]:
+def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot: Bootstrap, *,
+                        target: str = "self") -> list[Row]:
     """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers."""
     rows = recognition_rows(frame, kind, registry, target)
     mode = "pointwise" if kind == "recognition" else "pairwise"
@@ -114,8 +121,9 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry, boot: Bootstra
     return records
 
 
-def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry, boot: Bootstrap, *,
-                        target: str = "self", correctness: pd.DataFrame | None = None) -> list[dict]:
+def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry: Registry,
+                        boot: Bootstrap, *, target: str = "self",
+                        correctness: pd.DataFrame | None = None) -> list[Row]:
     """recognition-preference-association (003): r between recognising the own answer and preferring it.
 
     Items are own-vs-other comparisons of the pairwise table (aggregated over orders). Pairwise
@@ -166,8 +174,9 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
     return records
 
 
-def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
-                       bins: int = 5, difference: str = "perplexity", perplexity: pd.DataFrame | None = None) -> list[dict]:
+def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap, *,
+                       preference: pd.DataFrame | None = None, bins: int = 5, difference: str = "perplexity",
+                       perplexity: pd.DataFrame | None = None) -> list[Row]:
     """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans;
     log-perplexity-gap and mean-log-perplexity (own, other) per (judge, condition).
 
@@ -238,7 +247,8 @@ def perplexity_records(frame: pd.DataFrame, registry, boot: Bootstrap, *, prefer
     return records
 
 
-def _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot) -> list[dict]:
+def _gap_records(frame: pd.DataFrame, ppl_a: np.ndarray, ppl_b: np.ndarray, judges: np.ndarray,
+                 conditions: np.ndarray, own_a: np.ndarray, own_b: np.ndarray, boot: Bootstrap) -> list[Row]:
     """log-perplexity-gap per (judge, condition): one row per response (its perplexity under the
     judge averaged over the pairs and orders it appeared in), own vs other (001 Fig. 5)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -253,7 +263,7 @@ def _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot) ->
     return _own_other_records(per_response, boot, "the pairwise rows")
 
 
-def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str) -> list[dict]:
+def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str) -> list[Row]:
     """Fig. 5's records per (judge, condition) from one row per response (``log_ppl``, ``own``)."""
     records = []
     for (judge, condition), g in per_response.groupby(["judge", "condition"], sort=True):
@@ -268,7 +278,8 @@ def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str)
     return records
 
 
-def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registry, boot: Bootstrap) -> list[dict]:
+def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registry: Registry,
+                       boot: Bootstrap) -> list[Row]:
     """Fig. 5 from a ``perplexity`` table: every response each judge scored (failed rows excluded
     as ``no perplexity``), repeated for each condition the judge judged under (perplexity does not
     depend on the judging prompt)."""

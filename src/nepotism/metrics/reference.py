@@ -22,9 +22,19 @@ reference files and matching them to judgments is left to `nepotism.analyses.sui
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
+import numpy as np
+from numpy.typing import ArrayLike
+
+from nepotism.metrics.bootstrap import (
+    Bootstrap,
+    cluster_bootstrap,
+    cluster_sums,
+    difference_of_ratios,
+    ratio_of_totals,
+    settings,
+)
 from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
@@ -40,13 +50,9 @@ __all__ = [
 ]
 
 
-def _difference(totals: np.ndarray) -> np.ndarray:
-    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
-
-
 def equal_opportunity_bias(
-    judge_preferred: np.ndarray, human_preferred: np.ndarray, related: np.ndarray, clusters: np.ndarray, *,
-    alternative: str | None = None, bootstrap: Bootstrap | None = None, **fields,
+    judge_preferred: ArrayLike, human_preferred: ArrayLike, related: ArrayLike, clusters: ArrayLike, *,
+    alternative: str | None = None, bootstrap: Bootstrap | None = None, **fields: Any,
 ) -> Estimate:
     """Equal-opportunity self-preference bias: P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1).
 
@@ -83,7 +89,7 @@ def equal_opportunity_bias(
     if not keep.any():
         return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              bootstrap=options, alternative=alternative)
 
 
@@ -107,9 +113,9 @@ def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, 
 
 
 def perplexity_win_rate(
-    judge_a_wins: np.ndarray, human_a_wins: np.ndarray, perplexity_difference: np.ndarray, clusters: np.ndarray, *,
-    bins: int | np.ndarray = 5, bootstrap: Bootstrap | None = None, **fields,
-) -> list[dict]:
+    judge_a_wins: ArrayLike, human_a_wins: ArrayLike, perplexity_difference: ArrayLike, clusters: ArrayLike, *,
+    bins: int | ArrayLike = 5, bootstrap: Bootstrap | None = None, **fields: Any,
+) -> list[dict[str, Any]]:
     """Share of rows where the judge (and the humans) pick response A, per perplexity-difference bin.
 
     Paper 001 §5: "we computed the perplexities of responses conditioned on the prompt, and took
@@ -153,7 +159,7 @@ def perplexity_win_rate(
     options = settings(bootstrap, **fields)
     for b in range(edges.size - 1):
         member = ok & (index == b)
-        result = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
+        result: dict[str, Any] = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
         for name, values, reason in (("judge", judge, "no verdict"), ("human", human, "no human label")):
             rows = member & np.isfinite(values)
             missing = int((member & ~rows).sum())
@@ -163,13 +169,15 @@ def perplexity_win_rate(
                                          n_excluded=missing, excluded=excluded, bootstrap=options)
                 continue
             _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
-            result[name] = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(rows.sum()),
+            result[name] = cluster_bootstrap(sums, ratio_of_totals, n=int(rows.sum()),
                                              n_excluded=missing, excluded=excluded, bootstrap=options)
         out.append(result)
     return out
 
 
-def _d_diff(outcome, own_correct, other_correct, evaluatee, preference="verdict"):
+def _d_diff(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
+            preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray, np.ndarray]:
     if preference not in ("verdict", "probability"):
         raise ValueError("preference must be 'verdict' or 'probability'")
     outcome = np.asarray(outcome, dtype=float)
@@ -199,7 +207,9 @@ def _d_diff(outcome, own_correct, other_correct, evaluatee, preference="verdict"
     return keep, excluded, p_own, p_other, own[keep] == 1, names, codes
 
 
-def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, clusters, averaging, options):
+def _per_evaluatee(name: str, numerator: np.ndarray, denominator: np.ndarray, keep: np.ndarray,
+                   excluded: dict[str, int], codes: np.ndarray, names: np.ndarray, clusters: ArrayLike,
+                   averaging: str, options: Bootstrap) -> Estimate:
     if averaging not in ("per-evaluatee", "pooled"):
         raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
     n_excl = int((~keep).sum())
@@ -216,17 +226,19 @@ def _per_evaluatee(name, numerator, denominator, keep, excluded, codes, names, c
         excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
     if not present.any():
         return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    if averaging == "pooled":
-        statistic = lambda t: t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1)  # noqa: E731
-    else:
-        statistic = lambda t: mean_of_ratios(t, present)  # noqa: E731
+    def statistic(t: np.ndarray) -> np.ndarray:
+        if averaging == "pooled":
+            return np.asarray(t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1))
+        return mean_of_ratios(t, present)
+
     n_used = int((np.asarray(denominator) > 0).sum())  # rows that weigh in (probabilities are weights)
     return cluster_bootstrap(sums, statistic, n=n_used, n_excluded=n_excl, excluded=excluded,
                              note=note, bootstrap=options)
 
 
-def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, averaging="per-evaluatee",
-                   preference="verdict", bootstrap: Bootstrap | None = None, **fields):
+def judge_accuracy(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
+                   clusters: ArrayLike, *, averaging: str = "per-evaluatee", preference: str = "verdict",
+                   bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Judge accuracy on D_diff (paper 004 Eq. 3).
 
     Rows are (judge's own answer vs evaluatee G's answer) comparisons: ``outcome`` the aggregated
@@ -252,8 +264,10 @@ def judge_accuracy(outcome, own_correct, other_correct, evaluatee, clusters, *, 
                           averaging, settings(bootstrap, **fields))
 
 
-def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                     averaging="per-evaluatee", preference="verdict", bootstrap: Bootstrap | None = None, **fields):
+def legitimate_self_preference_ratio(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike,
+                                     evaluatee: ArrayLike, clusters: ArrayLike, *, averaging: str = "per-evaluatee",
+                                     preference: str = "verdict", bootstrap: Bootstrap | None = None,
+                                     **fields: Any) -> Estimate:
     """Among D_diff items where the judge prefers its own answer, the share where it is right (004 Eq. 4).
 
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
@@ -274,8 +288,10 @@ def legitimate_self_preference_ratio(outcome, own_correct, other_correct, evalua
                           codes, names, clusters, averaging, settings(bootstrap, **fields))
 
 
-def harmful_self_preference_propensity(outcome, own_correct, other_correct, evaluatee, clusters, *,
-                                       averaging="per-evaluatee", preference="verdict", bootstrap: Bootstrap | None = None, **fields):
+def harmful_self_preference_propensity(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike,
+                                       evaluatee: ArrayLike, clusters: ArrayLike, *, averaging: str = "per-evaluatee",
+                                       preference: str = "verdict", bootstrap: Bootstrap | None = None,
+                                       **fields: Any) -> Estimate:
     """Among D_diff items where the other answer is correct, the share where the judge prefers its own.
 
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
@@ -297,8 +313,8 @@ def harmful_self_preference_propensity(outcome, own_correct, other_correct, eval
                           excluded, codes, names, clusters, averaging, settings(bootstrap, **fields))
 
 
-def log_perplexity_gap(log_perplexity: np.ndarray, own: np.ndarray, clusters: np.ndarray, *,
-                       bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def log_perplexity_gap(log_perplexity: ArrayLike, own: ArrayLike, clusters: ArrayLike, *,
+                       bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Mean log-perplexity of the judge's own responses minus that of other responses, under the judge.
 
     Paper 001 §5 Fig. 5 (each evaluator's average log-perplexity of its own responses vs others'):
@@ -323,12 +339,12 @@ def log_perplexity_gap(log_perplexity: np.ndarray, own: np.ndarray, clusters: np
                          excluded=excluded, bootstrap=options)
     v, m = values[keep], mine[keep]
     _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([v * m, m, v * ~m, ~m]).astype(float))
-    return cluster_bootstrap(sums, _difference, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
+    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              bootstrap=options)
 
 
-def mean_log_perplexity(log_perplexity: np.ndarray, clusters: np.ndarray, *, bootstrap: Bootstrap | None = None,
-                        **fields) -> Estimate:
+def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
+                        **fields: Any) -> Estimate:
     """Mean log-perplexity of a set of responses under one scorer (paper 001 §5 Fig. 5's bars).
 
     mean(log PPL) over the rows, one row per response, log PPL = −mean token log-probability of
