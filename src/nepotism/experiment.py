@@ -16,7 +16,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
     [judging]      judges* = [model ids], conditions = ["default"] or [{name, options}]
     [[judging.protocols]]  protocol* = pairwise | pointwise | rubric | recognition | categorise,
                    the planner's arguments (pairs, both_orders, generators, all_rubrics,
-                   pairwise, target), replicates, options = {judging options}
+                   pairwise, target), replicates, options = {judging options; template =
+                   "file.toml" names a user judge template, checked when the file is read:
+                   docs/judge-templates.md} (conditions' options may name one too)
     [grading]      task = "math" | "mc" | "code" | "ifeval" (every instance), or tasks = {category =
                    task} (instances of other categories are not graded); timeout = 10 (code, seconds
                    per program). Truth comes from each instance: math/mc ``reference_answer``;
@@ -398,7 +400,7 @@ def _conditions(judging: _Reader, path: str) -> tuple[ConditionConfig, ...]:
             continue
         r = _Reader(item, f"judging.conditions[{i}]", path)
         name = r.get("name", str, required=True)
-        options = r.get("options", dict, {})
+        options = _template_path(r.get("options", dict, {}), path)
         r.finish()
         _finite(options, f"judging.conditions[{i}].options", path)
         out.append(ConditionConfig(name, MappingProxyType(dict(options))))
@@ -422,12 +424,19 @@ def _protocols(judging: _Reader, path: str, replicates: int) -> tuple[ProtocolCo
         for name in PLANNER_ARGS[protocol]:
             if name in item:
                 args[name] = _planner_arg(r, name)
-        options = r.get("options", dict, {})
+        options = _template_path(r.get("options", dict, {}), path)
         reps = r.positive("replicates", replicates, integer=True, high=_MAX_REPLICATES)
         _finite(options, f"judging.protocols[{i}].options", path)
         r.finish(("protocol", "options", "replicates", *PLANNER_ARGS[protocol]))
         out.append(ProtocolConfig(protocol, MappingProxyType(args), MappingProxyType(dict(options)), reps))
     return tuple(out)
+
+
+def _template_path(options: dict, path: str) -> dict:
+    """Options with a ``template`` file (a user judge template) resolved against the experiment's folder."""
+    if isinstance(options.get("template"), str) and options["template"].strip():
+        return options | {"template": _relative(Path(path).parent, options["template"])}
+    return options
 
 
 def _planner_arg(r: _Reader, name: str) -> Any:
@@ -618,12 +627,16 @@ def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[Cond
             if proto.protocol == "categorise":
                 options.setdefault("target", proto.args.get("target", "instance"))
             try:
-                normalise_options(task_protocol(proto), options)
+                normalised = normalise_options(task_protocol(proto), options)
             except ValueError as err:
                 field = f"judging.protocols[{i}].options"
                 if cond.options:
                     field += f" (with condition {cond.name!r})"
                 raise InputError(str(err), path=where, field=field) from None
+            if normalised["template"] is not None:  # a user judge template: its placeholders, now
+                from nepotism.judging.templates import check_user_template, template_slot
+
+                check_user_template(normalised["template"], template_slot(task_protocol(proto), normalised))
 
 
 def read_toml(path: str | Path) -> dict:

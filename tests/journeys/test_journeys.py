@@ -284,3 +284,29 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
     html = (work / "report" / "report.html").read_text()
     for figure in ("perplexity-0", "perplexity-1", "perplexity-own-other"):  # Figs. 3–4 per judge, then Fig. 5
         assert f'<figure id="{figure}">' in html
+
+
+def test_a_user_judge_template_as_a_condition(tmp_path, standin):
+    """Paper 000 D.3: the same judges under the shipped and a user's pairwise template (a condition);
+    the rerun sends nothing, an edited template is new calls, a bad one exits 2 before anything is written."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=3, recognition=False,
+                             conditions='["default", { name = "terse", options = { template = "pairwise-terse.toml" } }]')
+    work = exp.parent
+    shutil.copy(EXAMPLES / "templates" / "pairwise-terse.toml", work)
+    first = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    assert first["judging"]["sent"] > 0 and again["judging"]["sent"] == 0
+    records = json.loads(nep("metrics", "out/pairwise.csv", "--models", "standin_models.toml", "--bootstrap", "0",
+                             "--json", cwd=work).stdout)
+    assert {r["condition"] for r in records if r["metric"] == "excluded-verdicts"} == {"default", "terse"}
+    template = work / "pairwise-terse.toml"
+    template.write_text(template.read_text().replace("Question:", "The question:"))
+    edited = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    assert edited["judging"]["sent"] == first["judging"]["sent"] // 2  # the terse condition's calls only
+    template.write_text(template.read_text().replace("{{ m.quoted(second) }}", "{{ m.quoted(secnd) }}"))
+    bad = nep("run", "exp.toml", "--store", "fresh.db", "--no-progress", cwd=work, expect=2)
+    line = template.read_text().splitlines().index("{{ m.quoted(secnd) }}") + 1
+    assert f"pairwise-terse.toml, line {line}, field 'template': unknown placeholder {{{{ secnd }}}}" in bad.stderr
+    assert not (work / "fresh.db").exists()

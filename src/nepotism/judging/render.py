@@ -32,7 +32,7 @@ from nepotism.backends.base import Request
 from nepotism.judging.markers import strip_reasoning
 from nepotism.judging.skeleton import Skeleton, sentinel
 from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
-from nepotism.judging.templates import get_template, render_text
+from nepotism.judging.templates import Template, get_template, render_text, render_user, user_template
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
 __all__ = ["label_map", "render", "render_prompt", "task_template_id"]
@@ -49,6 +49,12 @@ def _template_name(task: JudgeTask) -> str:
     if task.protocol == "pointwise" and task.options["kind"] == "fraction":
         return "pointwise-fraction"
     return task.protocol
+
+
+def _template(task: JudgeTask) -> Template:
+    """The task's template: the user's file of option ``template``, else the shipped one of its slot."""
+    user = task.options.get("template")
+    return user_template(user, _template_name(task)) if user else get_template(_template_name(task))
 
 
 def _names(task: JudgeTask) -> tuple[str, str]:
@@ -82,7 +88,7 @@ def label_map(task: JudgeTask) -> dict[str, str]:
 def task_template_id(task: JudgeTask) -> str:
     """The template id stored on the task's judgments, e.g. ``pairwise-3way-cot@66aabe2108a0``."""
     opts = task.options
-    template = get_template(_template_name(task))
+    template = _template(task)
     tags: list[str] = []
     if task.protocol == "pairwise":
         tags.append(f"{opts['ways']}way")
@@ -156,6 +162,9 @@ def _variables(task: JudgeTask) -> dict[str, Any]:
 
 def _render_full(task: JudgeTask) -> str:
     """The prompt rendered by Jinja2 from all of the task's variables (the reference path)."""
+    user = task.options.get("template")
+    if user:
+        return render_user(user, _template_name(task), _variables(task))
     return render_text(_template_name(task), _variables(task))
 
 
@@ -178,7 +187,9 @@ def _info(task: JudgeTask) -> _Info:
     opts = task.options
     hit = _INFO.get(id(opts))
     if hit is not None and hit[0] is opts and hit[1] == task.protocol:
-        return hit[2]
+        if not opts["template"] or hit[2].template_id.endswith(_template(task).template_id.split("@", 1)[1]):
+            return hit[2]
+        _forget()  # the user's template file changed: every memo of this process starts again
     labels = label_map(task) if opts["mode"] == "labels" else None
     fixed = not (task.protocol == "rubric-all" and opts["max_tokens"] is None and opts["mode"] != "labels")
     info = _Info(

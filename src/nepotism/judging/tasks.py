@@ -44,7 +44,7 @@ JUDGMENT_PROTOCOL = MappingProxyType({
 #: value: docs/verdicts.md ("Label mass").
 DEFAULT_MIN_LABEL_MASS = 0.5
 _COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
-           "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False}
+           "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False, "template": None}
 _SPECIFIC: dict[str, dict[str, Any]] = {
     "pairwise": {"ways": 3, "label_style": "letters", "show_rubric": False, "show_reference": False},
     "pointwise": {"kind": "scale", "scale": (1, 10), "show_reference": False},
@@ -111,6 +111,8 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
     for name in ("impartial", "show_rubric", "show_reference", "strip_think"):
         if name in opts and not isinstance(opts[name], bool):
             raise ValueError(f"option {name} must be true or false")
+    if opts["template"] is not None and (not isinstance(opts["template"], str) or not opts["template"].strip()):
+        raise ValueError("option template must be the path of a judge template file")
     if opts["max_tokens"] is not None and (not isinstance(opts["max_tokens"], int) or opts["max_tokens"] < 1):
         raise ValueError("option max_tokens must be a positive integer or None")
     if isinstance(opts["temperature"], bool) or not isinstance(opts["temperature"], (int, float)) \
