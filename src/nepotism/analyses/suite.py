@@ -428,12 +428,14 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
     group = np.zeros(len(frame), dtype=np.int64)
     names = []
     for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
-        codes, labels = pd.factorize(frame[key].to_numpy(dtype=object), sort=True)
+        codes, labels = pd.factorize(frame[key], sort=True)  # the column's own dtype: no object copy
         group = group * len(labels) + codes
         names.append(np.asarray(labels, dtype=object))
     missing = frame[column].isna().to_numpy()
-    labels = row_exclusions(frame)
-    instance, _ = _codes_of(text_values(frame["instance_id"]))  # in the order of the instances' text
+    labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
+    if missing.any():
+        labels[missing] = row_exclusions(frame[missing])
+    instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
     order = np.argsort(group, kind="stable")
     present, starts = np.unique(group[order], return_index=True)
     records = []

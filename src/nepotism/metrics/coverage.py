@@ -46,11 +46,10 @@ def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterabl
         if not np.isin(flags, (0, 1, True, False)).all():
             raise ValueError("excluded must hold booleans (True: the judgment has no verdict)")
         flags = flags.astype(bool)
-    why: list[object] = [None] * flags.size if reasons is None else list(reasons)
-    if len(why) != flags.size:
+    why = np.full(flags.size, None, dtype=object) if reasons is None else np.asarray(reasons if isinstance(reasons, (np.ndarray, list, tuple)) else list(reasons), dtype=object)
+    if why.shape != flags.shape:
         raise ValueError("reasons must have one label per judgment")
-    counts = Counter(str(r) if isinstance(r, str) and r else "no reason recorded"
-                     for r, flag in zip(why, flags) if flag)
+    counts = Counter(str(r) if isinstance(r, str) and r else "no reason recorded" for r in why[flags])
     if flags.size == 0:
         return undefined("no judgments", bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
