@@ -32,6 +32,11 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    "auto" (default: chat messages for in-process models, raw text over HTTP) |
                    "chat" | "raw". Each scorer's perplexity of each response given its prompt
                    (paper 001 §5; `nepotism.runner.perplexity`) is one cached continuation call.
+    [reference]    jury = [judge ids] (at least two of judging.judges; needs a rubric protocol): the
+                   rubric reference is the majority of these judges' verdicts (paper 002 §4), a
+                   juror not voting on answers of models related to it unless keep_related = true;
+                   the run writes it as ``rubric-reference.<fmt>`` (not with ``[grading]`` ifeval,
+                   which writes that reference from the instructions)
     [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
 
 The dataset file is JSON Lines: each row an instance (``id`` or ``instance_id``, ``prompt`` as a
@@ -72,6 +77,7 @@ __all__ = [
     "PERPLEXITY_PROMPTS",
     "PerplexityConfig",
     "ProtocolConfig",
+    "ReferenceConfig",
     "dumps_config",
     "load_experiment",
     "read_toml",
@@ -90,7 +96,8 @@ PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 #: ``card`` holds judge-card thresholds (`nepotism card --thresholds EXPERIMENT.toml`); the run ignores it
 #: and `report.card.load_thresholds` validates it.
-_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "perplexity", "output", "card")
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "perplexity", "reference", "output",
+        "card")
 #: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
 GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
@@ -176,6 +183,14 @@ class PerplexityConfig:
 
 
 @dataclass(frozen=True)
+class ReferenceConfig:
+    """A rubric reference made by a jury of the experiment's judges (``[reference]``)."""
+
+    jury: tuple[str, ...]
+    keep_related: bool = False
+
+
+@dataclass(frozen=True)
 class ConditionConfig:
     """A named prompt condition: judging options layered over each protocol's own."""
 
@@ -210,6 +225,7 @@ class Experiment:
     output_format: str
     grading: GradingConfig | None = None
     perplexity: PerplexityConfig | None = None
+    reference: ReferenceConfig | None = None
 
     def dataset_file(self) -> Path | None:
         """The JSON Lines file of the instances (``path`` or a bundled one); None for a store dataset."""
@@ -538,6 +554,7 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
 
     grading = _grading(top.get("grading", dict, None), where)
     perplexity = _perplexity(top.get("perplexity", dict, None), where, resolve, registry, models, judges)
+    reference = _reference(top.get("reference", dict, None), where, resolve, judges, protocols, grading)
 
     out = _Reader(top.get("output", dict, {}), "output", where)
     output_dir = _relative(base, out.get("dir", str))
@@ -549,7 +566,7 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
         path=where, name=name, seed=seed, registry_files=registry_files, store=store,
         dataset=dataset, models=MappingProxyType(models), generation=generation, judges=judges,
         conditions=conditions, protocols=protocols, output_dir=output_dir, output_format=fmt,
-        grading=grading, perplexity=perplexity,
+        grading=grading, perplexity=perplexity, reference=reference,
     )
 
 
@@ -577,6 +594,27 @@ def _perplexity(table: Any, path: str, resolve: Any, registry: Any,
             raise r.error("prompt", f"'chat' needs in-process models, but {http[0]!r} is served over HTTP, where "
                           "the server's chat template is not visible; use 'raw' or 'auto'")
     return PerplexityConfig(scorers=scorers, responses=responses, generators=generators, prompt=prompt)
+
+
+def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], protocols: tuple[ProtocolConfig, ...],
+               grading: GradingConfig | None) -> ReferenceConfig | None:
+    if table is None:
+        return None
+    r = _Reader(table, "reference", path)
+    jury = resolve(r, "jury", r.strings("jury"))
+    keep_related = r.get("keep_related", bool, False)
+    r.finish(("jury", "keep_related"))
+    if len(jury) < 2:
+        raise r.error("jury", "must name at least two judges")
+    outside = [j for j in jury if j not in judges]
+    if outside:
+        raise r.error("jury", f"{outside[0]!r} is not one of judging.judges: a juror votes with its own rubric verdicts")
+    if not any(p.protocol == "rubric" for p in protocols):
+        raise r.error("jury", "a jury votes on rubric verdicts: add a [[judging.protocols]] with protocol = \"rubric\"")
+    if grading is not None and "ifeval" in ((grading.task,) if grading.task else tuple(grading.tasks.values())):
+        raise r.error("jury", "[grading] ifeval already makes the rubric reference (from the instructions): "
+                      "use one of the two")
+    return ReferenceConfig(jury=jury, keep_related=keep_related)
 
 
 def _grading(table: Any, path: str) -> GradingConfig | None:

@@ -71,7 +71,7 @@ def test_jury_reference_and_meta_evaluation_from_the_cli(tmp_path):
     assert result["counts"]["excluded_verdicts"] == 8 and result["counts"]["majority"] == 4
     assert result["counts"]["vote-tie"] == 4 and result["rows"] == 4
     ref = (tmp_path / "ref.csv").read_text().splitlines()
-    assert ref[0] == "instance_id,model,rubric_id,met" and len(ref) == 5
+    assert ref[0] == "instance_id,model,rubric_id,met,jurors" and len(ref) == 5
     records = {(r["judge"], r["variant"]["polarity"], r["metric"]): r for r in result["records"]}
     # gpt-4o against the 4 decided items: TP 2, FP 1, FN 0
     assert records[("gpt-4o", "all", "rubric-precision")]["value"] == pytest.approx(2 / 3)

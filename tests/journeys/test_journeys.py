@@ -286,6 +286,46 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
         assert f'<figure id="{figure}">' in html
 
 
+def test_rubric_jury_in_the_experiment_run_metrics_report(tmp_path, standin):
+    """Paper 002: ``[reference] jury`` in the experiment → run writes the jury's rubric reference → metrics
+    RUN_DIR meta-evaluates every judge against it → report shows the table; the same reference as
+    ``nepotism grade --jury`` on the exported verdicts, and a rerun calls no model."""
+    from nepotism.testing.experiments import standin_experiment
+
+    judges = ("standin-alpha", "standin-alpha-mini", "standin-beta")
+    exp = standin_experiment(tmp_path / "work", standin, items=3, generators=judges, judges=judges, recognition=False)
+    work = exp.parent
+    rows = [{"id": f"q{i}", "prompt": f"Question {i}: name a prime above {10 * i}.",
+             "rubric": [{"id": "prime", "text": "Names a prime.", "points": 2},
+                        {"id": "rude", "text": "Is rude.", "points": -1}]} for i in range(1, 4)]
+    (work / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = exp.read_text().replace('protocol = "pairwise"\npairs = "judge-vs-others"\noptions = { mode = "labels", ways = 2 }',
+                                   'protocol = "rubric"')
+    exp.write_text(text.replace("[output]", f"[reference]\njury = {json.dumps(list(judges))}\n\n[output]"))
+    summary = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    assert summary["reference"]["jury"] == list(judges) and summary["reference"]["rows"] > 0
+    assert set(summary["exports"]) == {"rubric", "rubric-ref", "rubric-items"}
+    assert json.loads((work / "out" / "run.json").read_text())["references"] == {
+        "rubric-ref": "rubric-reference.csv", "rubric-items": "rubric-items.csv"}
+    nep("grade", "out/rubric.csv", "--jury", ",".join(judges), "--models", "standin_models.toml", "--out", "ref.csv",
+        cwd=work)
+    assert (work / "ref.csv").read_text().splitlines()[1:] != []
+    assert sorted((work / "ref.csv").read_text().splitlines()) == sorted(
+        (work / "out" / "rubric-reference.csv").read_text().splitlines())
+    again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    assert again["judging"]["sent"] == 0 and again["reference"] == summary["reference"]
+    records = json.loads(nep("metrics", "out", "--bootstrap", "50", "--json", cwd=work).stdout)
+    meta = [r for r in records if r["metric"] == "rubric-f1" and r["variant"].get("reference") == "jury"]
+    assert {(r["judge"], r["variant"]["polarity"]) for r in meta} == {
+        (j, p) for j in judges for p in ("all", "positive", "negative")}
+    assert all(r["in_jury"] for r in meta)
+    nep("report", "out", "--out", "report", "--bootstrap", "50", cwd=work)
+    md = (work / "report" / "report.md").read_text()
+    section = md.split("### Each judge against the rubric reference (paper 002 App. C)")[1].split("\n#")[0]
+    for judge in judges:
+        assert f"| {judge} | default · single-rubric | jury | negative | yes |" in section
+
+
 def test_a_user_judge_template_as_a_condition(tmp_path, standin):
     """Paper 000 D.3: the same judges under the shipped and a user's pairwise template (a condition);
     the rerun sends nothing, an edited template is new calls, a bad one exits 2 before anything is written."""

@@ -12,7 +12,9 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
   harmful-self-preference-propensity, task-accuracy (per generator, and per judge of its own answers).
 - rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
-  score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference.
+  score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference;
+  rubric-precision, rubric-recall and rubric-f1 of each judge's verdicts against the reference (per
+  polarity with ``rubric-items``; ``in_jury`` when the reference's ``jurors`` column names the judge).
 - pointwise (direct-assessment) judgments: self-preference-ratio (paradigm pointwise); with a
   ``correctness-ref``: instance-level overestimation-rate, hspp-ratio, mipa (DA), score-delta,
   ranking-difference.
@@ -351,7 +353,15 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
 
 # ------------------------------------------------------------------------------------ rubric
 def _rubric_suite(frame, registry, refs, options) -> list[dict]:
-    return rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
+    records = rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
+    reference = refs.get("rubric-ref")
+    if reference is not None and not reference.empty:  # each judge's verdicts against the reference (002 App. C)
+        from nepotism.grading.rubric_reference import jurors_of, meta_evaluation
+
+        records += meta_evaluation(frame, reference, items=refs.get("rubric-items"),
+                                   reference_name="jury" if jurors_of(reference) else "rubric-ref",
+                                   bootstrap=options.bootstrap)
+    return records
 
 
 # ------------------------------------------------------------------------------------ transforms

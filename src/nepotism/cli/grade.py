@@ -92,7 +92,7 @@ def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, 
     """``--jury``: the rubric reference and the judges' meta-evaluation (library: grading.rubric_reference)."""
     from nepotism.errors import InputError
     from nepotism.grading.jury import registry_related
-    from nepotism.grading.rubric_reference import jury_reference, meta_evaluation
+    from nepotism.grading.rubric_reference import jury_reference, meta_evaluation, reference_frame
     from nepotism.models import load_registry
     from nepotism.tables import read_table, write_table
 
@@ -111,7 +111,7 @@ def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, 
                                 related=registry_related(registry))
     except ValueError as err:
         raise InputError(str(err), path=str(judgments_file), field="--jury") from None
-    reference = result.decided[["instance_id", "model", "rubric_id", "met"]]
+    reference = reference_frame(result)
     write_table(reference, out)
     name = f"jury of {len(members)}" + ("" if keep_related else ", relatives excluded")
     records = meta_evaluation(judgments, result.frame, items=items, jury=members, reference_name=name,

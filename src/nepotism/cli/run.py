@@ -212,5 +212,14 @@ def _print_summary(summary) -> None:
         click.echo("  perplexity scores  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.perplexity["scores"].items())))
     for task, counts in summary.grading.items():
         click.echo(f"  graded     {task}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+    jury = getattr(summary, "reference", {})
+    if jury.get("no_rubric_verdicts"):
+        click.echo(f"  jury       no rubric verdict of {', '.join(jury['no_rubric_verdicts'])}: no reference made")
+    elif jury:
+        c = jury["counts"]
+        click.echo(f"  jury       {', '.join(jury['jury'])}: {jury['rows']} rubric items decided, "
+                   f"{c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} without a vote left out; "
+                   + ("jurors vote on answers of related models too" if jury["keep_related"]
+                      else f"{c.get('excluded_verdicts', 0)} verdicts of jurors related to the answer's model excluded"))
     for protocol, file in summary.exports.items():
         click.echo(f"  wrote {file} ({protocol})")

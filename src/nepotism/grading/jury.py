@@ -18,7 +18,8 @@ that predicate (default: `registry_related` of the bundled registry; `registry_r
 for another one). Names may carry an ``@tag`` suffix (the registry ignores it).
 Items left with no vote are dropped from the reference and counted in ``JuryResult.counts``.
 A rubric vote tie stays in the frame with ``met=None``; `JuryResult.decided` drops such rows
-(a ``rubric-ref`` file must say true or false).
+(a ``rubric-ref`` file must say true or false). A rubric row's ``jurors`` names the judges whose
+vote counted on it (comma-separated), so that a judge's meta-evaluation can say it voted.
 
 Left out: weighting judges by their accuracy; pointwise scores.
 """
@@ -158,11 +159,12 @@ def rubric_jury(
         counts=counts)
     rows = []
     for (instance_id, model, rubric_id), judges in per_judge.items():
-        votes = Counter()
-        for own in judges.values():
+        votes, voters = Counter(), []
+        for judge, own in judges.items():
             choice = decide_one(own)
             if choice is not None:
                 votes[choice] += 1
+                voters.append(judge)
             else:
                 counts["judge_abstained"] += 1
         if not votes:
@@ -178,6 +180,8 @@ def rubric_jury(
                 "rubric_id": rubric_id,
                 "met": met if clear else None,
                 "votes": sum(votes.values()),
+                "jurors": ",".join(sorted(voters)),
             }
         )
-    return JuryResult(pd.DataFrame(rows, columns=["instance_id", "model", "rubric_id", "met", "votes"]), dict(counts))
+    columns = ["instance_id", "model", "rubric_id", "met", "votes", "jurors"]
+    return JuryResult(pd.DataFrame(rows, columns=columns), dict(counts))

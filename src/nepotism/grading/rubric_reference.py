@@ -21,9 +21,9 @@ import pandas as pd
 from nepotism.grading.jury import JuryResult, rubric_jury
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
-from nepotism.votes import decide_one
+from nepotism.votes import decide
 
-__all__ = ["jury_reference", "meta_evaluation"]
+__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "reference_frame"]
 
 _KEY = ["instance_id", "model", "rubric_id"]
 METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
@@ -40,21 +40,43 @@ def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, related: Cal
     return rubric_jury(votes, exclude_related=exclude_related, related=related)
 
 
-def _one_verdict(judgments: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per judge and item: the majority of its verdicts (replicates, conditions); a split is NaN."""
-    rows = []
-    for (judge, *key), g in judgments.groupby(["judge"] + _KEY, sort=True):
-        votes = pd.Series([bool(v) for v in g["met"] if v is not None and v == v]).value_counts().to_dict()
-        choice = decide_one(votes) if votes else None
-        rows.append((str(judge), *map(str, key), np.nan if choice is None else float(choice)))
-    return pd.DataFrame(rows, columns=["judge"] + _KEY + ["met"])
+def reference_frame(result: JuryResult) -> pd.DataFrame:
+    """The ``rubric-ref`` table of a jury: its decided items (instance_id, model, rubric_id, met) and
+    who voted on each (``jurors``, an extra column a reference table may carry)."""
+    return result.decided[_KEY + ["met", "jurors"]].reset_index(drop=True)
+
+
+def jurors_of(reference: pd.DataFrame) -> set[str]:
+    """The judges named in a reference's ``jurors`` column (none when it has no such column)."""
+    if "jurors" not in reference:
+        return set()
+    return {j for cell in reference["jurors"].dropna().astype(str) for j in cell.split(",") if j}
+
+
+def _one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One verdict per judge and item: the majority of its verdicts (replicates), by `nepotism.votes.decide`;
+    a split, or no parsed verdict, is NaN."""
+    met = judgments["met"]
+    valid = met.notna().to_numpy()
+    yes = np.zeros(len(judgments), dtype=int)
+    yes[valid] = met[valid].astype(bool).to_numpy()
+    frame = judgments[keys].astype(str).assign(no=valid.astype(int) - yes, yes=yes)
+    counts = frame.groupby(keys, sort=True)[["no", "yes"]].sum()
+    choice = decide(counts.to_numpy())
+    return counts.index.to_frame(index=False).assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
 
 
 def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: pd.DataFrame | None = None,
                     jury: Sequence[str] = (), reference_name: str = "jury",
                     bootstrap: Bootstrap | None = None) -> list[dict]:
-    """``rubric-precision``, ``rubric-recall`` and ``rubric-f1`` records per judge × polarity."""
-    own = _one_verdict(judgments)
+    """``rubric-precision``, ``rubric-recall`` and ``rubric-f1`` records per judge × condition × polarity.
+
+    A judge's verdicts are pooled over replicates, not over conditions or setups (each its own
+    records: ``condition``, ``variant.setup``). ``in_jury``: the judge is one of ``jury`` or named
+    in the reference's ``jurors`` column.
+    """
+    groups = [c for c in ("condition", "setup") if c in judgments]
+    own = _one_verdict(judgments, ["judge"] + groups + _KEY)
     ref = reference.assign(**{k: reference[k].astype(str) for k in _KEY})[_KEY + ["met"]]
     ref = ref.assign(ref=ref["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
     joined = own.merge(ref[_KEY + ["ref"]], on=_KEY, how="left")
@@ -64,16 +86,21 @@ def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: 
         points = points.set_index(["instance_id", "rubric_id"])["points"]
         p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
         polarity.update({"positive": p > 0, "negative": p < 0})
+    members = set(jury) | jurors_of(reference)
     records = []
-    for judge, g in joined.groupby("judge", sort=True):
+    for key, g in joined.groupby(["judge"] + groups, sort=True):
+        judge, *rest = key
+        where = dict(zip(groups, rest))
+        setup = {"setup": where["setup"]} if "setup" in where else {}
         for name, member in polarity.items():
             m = member[g.index]
             scores = rubric_verdict_scores(g["met"].to_numpy(float)[m], g["ref"].to_numpy(float)[m],
                                            g["instance_id"].to_numpy()[m], bootstrap=bootstrap)
             for stat, est in scores.items():
-                rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None, "condition": None,
-                       "pair": None, "scope": None,
-                       "variant": {"polarity": name, "reference": reference_name}, "in_jury": judge in set(jury)}
+                rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None,
+                       "condition": where.get("condition"), "pair": None, "scope": None,
+                       "variant": {"polarity": name, "reference": reference_name} | setup,
+                       "in_jury": judge in members}
                 rec.update(est.as_dict())
                 records.append(rec)
     return records

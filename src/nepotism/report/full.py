@@ -29,6 +29,7 @@ from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
 from nepotism.report.headline import headline
 from nepotism.report.plots import BIAS_METRICS
+from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
@@ -186,7 +187,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
-        "paradigms": accuracy_bias_table(records),
+        "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
@@ -307,6 +308,13 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]
+    if context.get("meta_evaluation"):
+        out += ["### Each judge against the rubric reference (paper 002 App. C)", "",
+                "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "
+                "scored against a reference it voted in.", ""]
+        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1"],
+                         [[r["judge"], r["condition"], r["reference"], r["polarity"], r["juror"]]
+                          + _cells(r, ["precision", "recall", "f1"]) for r in context["meta_evaluation"]]) + [""]
     if context["paradigms"]:
         cols = ["condition", "paradigm", "level", "accuracy", "bias", "n_judges", "r", "p_value", "points"]
         out += ["### Accuracy against self-preference across paradigms (paper 002 Fig. 2)", ""]

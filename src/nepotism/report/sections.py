@@ -43,7 +43,8 @@ EXCLUSIONS = "excluded-verdicts"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
     "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
-    "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE, "rubric": RUBRIC,
+    "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
+    "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }

@@ -6,7 +6,8 @@ generators still lack, plans every judge task (each protocol under each conditio
 through the cache, grades every response when the experiment has a ``[grading]`` table (its truth
 is checked before any call; see `nepotism.runner.grade_step`), ends the run (``done``, or
 ``interrupted`` when cancelled, ``failed`` on an error) and exports the judgments in the recorded
-table formats, next to the graded references. `dry_run` builds the same plan
+table formats, next to the graded references and the jury's rubric reference (``[reference]``,
+`nepotism.runner.reference_step`). `dry_run` builds the same plan
 without any backend and prices it. Left out: metrics (run ``nepotism metrics`` on the exports).
 """
 
@@ -25,6 +26,7 @@ from nepotism.runner.calls import Endpoint, PlannedCall
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
+from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
 from nepotism.runner.shards import Shard, shard_output_dir
 from nepotism.store import Store
@@ -53,6 +55,8 @@ class RunSummary:
     generation_failures: list[dict[str, str]] = field(default_factory=list)
     exports: dict[str, str] = field(default_factory=dict)
     grading: dict[str, Any] = field(default_factory=dict)
+    #: the ``[reference] jury`` step: jurors, rows of the reference, how its items were decided
+    reference: dict[str, Any] = field(default_factory=dict)
     #: per model with several endpoints (replicas): per URL, requests, answers, failures, failovers
     endpoints: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     #: the ``[perplexity]`` step: its call counters and scores by status (empty without the table)
@@ -345,6 +349,8 @@ async def run_experiment(
 
                 summary.perplexity = {**scored.stats.as_dict(), "scores": scored.counts()}
                 references = references | export_perplexity(experiment, scored.scores, tables)
+            summary.reference, jury_refs = jury_step(experiment, store, registry, tables, instances)
+            references = references | jury_refs
             summary.exports = tables | references
             summary.grading = graded
             summary.endpoints = _replica_counts(endpoints)

@@ -2,7 +2,8 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/completions`` (and ``GET /v1/models``)
 after a configurable latency, with answers derived deterministically from the request: the same
-prompt always gets the same verdict text, the same label log-probabilities and the same
+prompt always gets the same verdict text (``[[A]]``-style, or ``{"criterion_met": true}`` when
+asked for one rubric item's JSON verdict), the same label log-probabilities and the same
 per-token log-probabilities of an echoed prompt. Faults are injected at seeded rates (HTTP 500 /
 503 / 429, hangs that the client must time out on, malformed bodies), or on demand: a message
 or prompt containing ``<<standin:fault=NAME>>`` always gets fault ``NAME``. ``GET /standin/stats``
@@ -243,8 +244,12 @@ class StandinServer:
             choice = {"index": 0, "message": {"role": "assistant", "content": first},
                       "logprobs": {"content": content}, "finish_reason": "length"}
             return self._envelope("chat.completion", model, text, choice, 1)
-        verdict = next(t for t, _ in dist if t in ("A", "B", "C"))
-        words = f"Having weighed both answers, the better one is [[{verdict}]].".split(" ")
+        if '"criterion_met"' in text and '"results"' not in text:  # one rubric item: a JSON verdict
+            met = next(t for t, _ in dist if t in ("yes", "no")) == "yes"
+            words = [f'{{"criterion_met": {"true" if met else "false"}}}']
+        else:
+            verdict = next(t for t, _ in dist if t in ("A", "B", "C"))
+            words = f"Having weighed both answers, the better one is [[{verdict}]].".split(" ")
         out = " ".join(words[:max_tokens])
         reason = "stop" if max_tokens >= len(words) else "length"
         choice = {"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": reason}
