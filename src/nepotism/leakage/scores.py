@@ -75,11 +75,12 @@ def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray,
             **est.as_dict()}
 
 
-def _pls_inputs(sub: pd.DataFrame, si: str, jj: str) -> tuple[np.ndarray, ...]:
+def _pls_inputs(sub: pd.DataFrame, si: str, jj: str, values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Both students' rows of comparisons ``sub`` (``preference_leakage_score``'s inputs, in order:
-    outcome, student side, judge side, prompt) with the comparisons' positions repeated."""
+    outcome, student side, judge side, prompt) with the comparisons' positions repeated; ``values``
+    replaces ``outcome`` as x's score (the soft probability outcome)."""
     sign = np.where(sub["model_x"] == si, 1.0, -1.0)
-    out_i = sub["outcome"].to_numpy(dtype=float) * sign
+    out_i = (sub["outcome"].to_numpy(dtype=float) if values is None else values) * sign
     side_j = (sub["judge"] == jj).to_numpy().astype(int)
     ids = sub["instance_id"].astype(str).to_numpy()
     return (np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([side_j, side_j]),
@@ -138,17 +139,12 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                                         "judge": f"{ji} & {jj}", "generator": f"{gi} & {gj}", "pair": [si, sj]},
                                        variant)
             for condition, sub in chosen.groupby("condition", sort=True):
-                sign = np.where(sub["model_x"] == si, 1.0, -1.0)
-                out_i = sub["outcome"].to_numpy(dtype=float) * sign
-                side_j = (sub["judge"] == jj).to_numpy().astype(int)
-                ids = sub["instance_id"].astype(str).to_numpy()
+                rows = _pls_inputs(sub, si, jj)
+                out_i, ids = rows[0][: len(sub)], rows[3][: len(sub)]  # student i's side of each comparison
                 base = {"condition": condition, "scope": "student", "relation": relation,
                         "students": {gi: si, gj: sj}, "judges": {gi: ji, gj: jj}}
                 for tie_rule in ties:
-                    est = leakage.preference_leakage_score(
-                        np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
-                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]),
-                        ties=tie_rule, bootstrap=boot)
+                    est = leakage.preference_leakage_score(*rows, ties=tie_rule, bootstrap=boot)
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
@@ -156,10 +152,8 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                 if "prob_x" in sub and sub["prob_x"].notna().any():
                     # paper 001 Eq. 3: p(X)/(p(A)+p(B)) averaged over both orders, as a soft outcome in
                     # [-1, 1]; position bias cancels in the average instead of turning every pair into a tie
-                    soft_i = (2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0) * sign
-                    est = leakage.preference_leakage_score(
-                        np.concatenate([soft_i, -soft_i]), np.repeat([0, 1], len(sub)),
-                        np.concatenate([side_j, side_j]), np.concatenate([ids, ids]), ties="half", bootstrap=boot)
+                    soft = _pls_inputs(sub, si, jj, 2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0)
+                    est = leakage.preference_leakage_score(*soft, ties="half", bootstrap=boot)
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": "half", "preference": "probability"},
