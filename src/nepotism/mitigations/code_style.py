@@ -181,13 +181,16 @@ def comments(code: str) -> list[str]:
 
 
 def restyle_prompt(code: str) -> tuple[Message, ...]:
-    """Ask a code model to restyle ``code`` idiomatically, same behaviour, comments kept."""
-    return (Message("user", "Rewrite the following Python code in a different idiomatic style (for example "
-                            "turn loops into comprehensions or built-in calls, or imperative steps into "
-                            "declarative ones) without changing what it does: keep the function names, their "
-                            "parameters and their results, and keep every comment exactly as it is. Reply with "
-                            "the code only, in one ```python block.\n\nCODE:\n```python\n" + code.rstrip()
-                            + "\n```\n"),)
+    """Ask a code model to restyle ``code`` idiomatically, same behaviour, comments kept.
+
+    The code comes first and the instruction after it: asked the other way round,
+    Qwen2.5-Coder-0.5B-Instruct replied with a bare expression, without the ``def`` line or any
+    comment (tests/fixtures/mitigations/model_probes.json records what it does with this one)."""
+    return (Message("user", "Here is a Python program with comments:\n```python\n" + code.rstrip() + "\n```\n"
+                            "Rewrite the whole program in a different idiomatic style (for example a comprehension "
+                            "or a built-in call instead of a loop). Keep every def line unchanged, keep the same "
+                            "behaviour, and keep every comment exactly as it is (copy each # comment into the new "
+                            "code). Reply with the complete program in one ```python block and nothing else."),)
 
 
 def read_restyle(text: str, output: str | None) -> Perturbation:

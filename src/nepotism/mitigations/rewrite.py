@@ -123,11 +123,13 @@ def cross_reason_prompt(question: str, option: str) -> tuple[Message, ...]:
 
 def read_reason(output: str | None, option: str, *, method: str = "cross-reason") -> Perturbation:
     """The answer ``Answer: <option>`` + the model's reasoning, or a counted failure: the call failed,
-    no reasoning, or the text names another option (it does not argue for the one it is attached to)."""
+    no reasoning, or a line of the text gives another option as the answer (``Answer: X``, ``the
+    answer is X``: it does not argue for the one it is attached to)."""
     if output is None:
         return Perturbation(None, False, reason="the reason-writing call failed", method=method)
     label, reasoning = split_label(output.strip())
-    if label is not None and label != option:
+    named = {m.group(1).upper() for m in _LABEL.finditer(output)}
+    if named - {option}:  # any line giving another option as the answer, not only the first
         return Perturbation(None, False, reason="the reason argues for another option", method=method)
     if len(reasoning.split()) < 3:
         return Perturbation(None, False, reason="no reasoning to borrow", method=method)
