@@ -210,3 +210,41 @@ def test_a_rerun_is_served_from_the_cache(result):
     assert again.summary["judge_calls"] == out.summary["judge_calls"]
     strip = lambda recs: [{k: v for k, v in r.items()} for r in recs]  # noqa: E731
     assert strip(again.records) == strip(out.records)
+
+
+def test_jury_familiarity_is_minus_the_log_perplexity_of_the_perplexity_step(tmp_path):
+    """The perplexity-weighted jury's familiarity comes from `nepotism.runner.perplexity` (one place):
+    mean per-token log-probability = −log-perplexity, the request shaped per endpoint kind (raw
+    text over HTTP, the chat template in-process), failures and empty answers left out."""
+    from nepotism.mitigations.run import _familiarity
+    from nepotism.records import Instance, Response
+    from nepotism.runner import Runner
+
+    seen = []
+
+    class Scorer:
+        async def complete(self, request):
+            seen.append(request)
+            if "broken" in request.continuation:
+                return Completion(text=None, status="failed", error="model_error: planted")
+            return Completion(text=None, continuation_logprobs=(-0.5, -1.5) if request.prompt else (-2.0,))
+
+        async def aclose(self):
+            return None
+
+    exp = _plan(tmp_path).experiment
+    endpoints = {JUDGES[0]: Endpoint(model=JUDGES[0], backend=Scorer(), kind="openai", served_model=JUDGES[0]),
+                 JUDGES[1]: Endpoint(model=JUDGES[1], backend=Scorer(), kind="gguf", served_model=JUDGES[1])}
+    instances = [Instance("q1", "Pick one.\nA. x\nB. y"), Instance("q2", "Say hi.")]
+    responses = [Response("q1", "human-written", "Answer: A\nx it is."), Response("q2", "human-written", "broken"),
+                 Response("q2", JUDGES[0], "")]
+    with Store(tmp_path / "f.db") as store:
+        fam = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
+        again = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
+    assert fam == again == {(JUDGES[0], "q1", "human-written"): -1.0, (JUDGES[1], "q1", "human-written"): -2.0}
+    # 2 judges x 2 non-empty answers; the rerun is served from the store except the failed calls
+    assert sorted((r.model, r.continuation) for r in seen) == sorted(
+        [(j, "Answer: A\nx it is.") for j in JUDGES] + [(j, "broken") for j in JUDGES] * 2)
+    shapes = {(r.model, r.prompt is not None) for r in seen}
+    assert shapes == {(JUDGES[0], True), (JUDGES[1], False)}
+    assert all(r.continuation in ("Answer: A\nx it is.", "broken") for r in seen)

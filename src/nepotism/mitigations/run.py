@@ -75,30 +75,19 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
     return call
 
 
-async def _familiarity(store, endpoints, judges, instances, responses, run_id, seed) -> dict:
-    """Mean per-token log-probability of each response under each judge (paper 001's perplexity)."""
-    from nepotism.backends.base import Request
-    from nepotism.runner import CallExecutor, RunStats, plan_call
+async def _familiarity(runner, exp, instances, responses) -> dict:
+    """Each judge's familiarity with each response: its mean per-token log-probability, i.e. minus
+    the log-perplexity (paper 001), scored by the run's perplexity step
+    (`nepotism.runner.perplexity.score_perplexity`: the same calls and cache as a ``[perplexity]``
+    table with ``responses = "all"`` and the experiment's ``prompt``). Failed scores are left out
+    (their rows get weight 1 in `familiarity_weights`)."""
+    from nepotism.experiment import PerplexityConfig
+    from nepotism.runner.perplexity import score_perplexity
 
-    by_id = {i.id: i for i in instances}
-    planned, keys = [], []
-    for judge in judges:
-        for r in responses:
-            if r.text.strip():
-                req = Request(model=judge, messages=by_id[r.instance_id].messages, continuation=r.text, max_tokens=1)
-                planned.append(plan_call(endpoints[judge], req))
-                keys.append((judge, r.instance_id, r.generator))
-    out: dict = {}
-    index = {id(c): i for i, c in enumerate(planned)}
-
-    def take(result) -> None:
-        lps = result.completion.continuation_logprobs if result.completion.ok else None
-        if lps:
-            out[keys[index[id(result.call)]]] = float(sum(lps) / len(lps))
-
-    await CallExecutor(store, endpoints, run_id=run_id, stats=RunStats(phase="perplexity", total=len(planned)),
-                       seed=seed).run(planned, take)
-    return out
+    config = PerplexityConfig(responses="all", prompt=exp.perplexity.prompt if exp.perplexity else "auto")
+    scored = await score_perplexity(runner, exp, instances, responses, (), config=config)
+    return {(s.scorer, s.instance_id, s.model): -s.log_perplexity for s in scored.scores
+            if s.status == "ok" and s.log_perplexity is not None}
 
 
 def grade_responses(instances: Sequence[Instance], responses: Sequence[Response], *, sandbox_runner=None) -> dict:
@@ -230,12 +219,10 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
             base_tasks = plan_tasks(exp, instances, candidates, judging)
             baseline = exp.conditions[0].name
-            scopes: dict[tuple[str, str], str] = {}
+            relation = _scopes(registry)
 
-            def is_target(judge: str, model: str) -> bool:  # the one scope rule (`Registry.scope`)
-                if (judge, model) not in scopes:
-                    scopes[(judge, model)] = registry.scope(judge, model)
-                return scopes[(judge, model)] == plan.target
+            def is_target(judge: str, model: str) -> bool:
+                return relation(judge, model) == plan.target
 
             self_tasks = _self_tasks(base_tasks, baseline, is_target)
             judges = list(exp.judges)
@@ -259,7 +246,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             judged = await runner.judge(unique, judging.render, judging.interpret_all)
             familiarity = None
             if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
-                familiarity = await _familiarity(store, endpoints, judges, instances, candidates, run_id, exp.seed)
+                familiarity = await _familiarity(runner, exp, instances, candidates)
     finally:
         if own_endpoints:
             for endpoint in endpoints.values():
@@ -280,7 +267,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         human = preference_truth(rows, labels)
         rows["truth"] = np.where(np.isfinite(human), human, rows["truth"])
     rows["own"] = [is_target(j, s) for j, s in zip(rows["judge"], rows["side"])]
-    records, summary = _analyse(plan, rows, judges, baseline, registry, instances, familiarity)
+    records, summary = _analyse(plan, rows, judges, baseline, relation, instances, familiarity)
     accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
         if any(v is not None for v in correct.values()) else []
     accuracy += human_study_records(plan)
@@ -380,17 +367,22 @@ def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
     return made
 
 
-def _analyse(plan, rows: pd.DataFrame, judges, baseline, registry, instances, familiarity):
+def _scopes(registry) -> Callable[[str, str], str]:
+    """``relation(judge, model)``: `Registry.scope` (the one scope rule), each pair asked once."""
+    memo: dict[tuple[str, str], str] = {}
+
+    def relation(judge: str, model: str) -> str:
+        if (judge, model) not in memo:
+            memo[(judge, model)] = registry.scope(judge, model)
+        return memo[(judge, model)]
+
+    return relation
+
+
+def _analyse(plan, rows: pd.DataFrame, judges, baseline, relation, instances, familiarity):
     boot = plan.bootstrap
     split = split_heldout([i.id for i in instances], plan.heldout_fraction, seed=plan.experiment.seed)
     contexts = {i.id: i.category or "" for i in instances}
-    relation_cache: dict = {}
-
-    def relation(judge: str, model: str) -> str:  # the one scope rule (`Registry.scope`)
-        if (judge, model) not in relation_cache:
-            relation_cache[(judge, model)] = registry.scope(judge, model)
-        return relation_cache[(judge, model)]
-
     records, info = [], {}
     for cfg in plan.conditions:
         if cfg.kind in PERTURBATIONS:

@@ -24,6 +24,8 @@ A failed call, a completion without log-probabilities or with a non-finite one i
 model, perplexity, log_perplexity, tokens, status, reason``) and adds ``perplexity_a`` /
 ``perplexity_b`` (the *judge's* perplexity of the response in each slot) to the run's exported
 pairwise table. Left out: the metrics (`nepotism.metrics.reference`, read from those tables).
+`nepotism mitigate`'s perplexity-weighted jury (``vote = "perplexity"``) scores through
+`score_perplexity` too, so its calls are the ones a run's ``[perplexity]`` step would send.
 """
 
 from __future__ import annotations
@@ -160,20 +162,25 @@ def _score(scorer: str, response: Response, result: CallResult) -> PerplexitySco
     return PerplexityScore(**base, perplexity=ppl, log_perplexity=log_ppl, tokens=tokens, status="ok")
 
 
-def planned_calls(runner: Any, experiment: Experiment, plan: Sequence[tuple[str, Instance, Response]]) -> list[PlannedCall]:
-    """One planned call per triple of ``plan`` (same order)."""
-    prompt = experiment.perplexity.prompt if experiment.perplexity else "auto"
+def planned_calls(runner: Any, experiment: Experiment, plan: Sequence[tuple[str, Instance, Response]],
+                  prompt: str | None = None) -> list[PlannedCall]:
+    """One planned call per triple of ``plan`` (same order); ``prompt`` (auto, chat, raw) defaults
+    to the experiment's ``[perplexity] prompt``."""
+    if prompt is None:
+        prompt = experiment.perplexity.prompt if experiment.perplexity else "auto"
     return [plan_call(runner.endpoints[scorer], perplexity_request(scorer, runner.endpoints[scorer].kind,
                                                                    instance, response, prompt))
             for scorer, instance, response in plan]
 
 
 async def score_perplexity(runner: Any, experiment: Experiment, instances: Sequence[Instance],
-                           responses: Sequence[Response], tasks: Sequence[Any]) -> PerplexityOutcome:
-    """Score every planned (scorer, response) through ``runner``'s executor (cache first)."""
-    config = experiment.perplexity or PerplexityConfig()
+                           responses: Sequence[Response], tasks: Sequence[Any],
+                           config: PerplexityConfig | None = None) -> PerplexityOutcome:
+    """Score every planned (scorer, response) through ``runner``'s executor (cache first);
+    ``config`` defaults to the experiment's ``[perplexity]`` table."""
+    config = config or experiment.perplexity or PerplexityConfig()
     plan = plan_perplexity(config, experiment.judges, instances, responses, tasks)
-    calls = planned_calls(runner, experiment, plan)
+    calls = planned_calls(runner, experiment, plan, config.prompt)
     stats = RunStats(phase="perplexity", total=len(calls))
     slots = {id(call): i for i, call in enumerate(calls)}
     scores: list[PerplexityScore | None] = [None] * len(calls)
