@@ -11,7 +11,14 @@ time, so the total in flight is ``--concurrency``). For (b) the wall time includ
 start, reading the dataset, planning, generation, judging, the store and the exports — what a
 user waits for; the CPU time is the child's user + system time (resource.getrusage), per call.
 
+While the run goes on, the child's resident memory (``/proc/PID/status``) and the number of calls
+stored so far (``MAX(rowid)`` of the store's calls table, read-only) are sampled every 0.2 s; after
+the round table, the last round's timeline is printed per 10% of the calls sent: the time each
+tenth was stored, the calls/s within it and the resident memory then (flat calls/s and flat
+memory are what a large run needs). ``--no-bare`` skips the bare client (a memory run at 200k).
+
 Usage: python bench/run_p1.py [--calls 5000] [--concurrency 256] [--latency 0.1] [--rounds 3]
+       [--no-bare]
 Nothing is asserted; read the figures as ratios (the machine is shared).
 """
 
@@ -21,6 +28,7 @@ import argparse
 import asyncio
 import json
 import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,20 +51,73 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _nepotism_run(url: str, folder: Path, items: int, concurrency: int) -> tuple[float, int, float]:
+def _rss_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _stored(db: Path) -> int:
+    """Calls stored so far (rowids only grow: a failed call replaced is not counted twice here)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return conn.execute("SELECT MAX(rowid) FROM calls").fetchone()[0] or 0
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _nepotism_run(url: str, folder: Path, items: int, concurrency: int
+                  ) -> tuple[float, int, float, list[tuple[float, int, float]]]:
     exp = standin_experiment(folder, url, items=items, concurrency=concurrency, timeout=60.0)
+    db = folder / "s.db"
     cpu0, t0 = _children_cpu(), time.perf_counter()
-    done = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(folder / "s.db"), "--no-progress", "--json"],
-                          cwd=folder, capture_output=True, text=True)
+    child = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    samples: list[tuple[float, int, float]] = []  # (seconds, calls stored, RSS MB)
+    while child.poll() is None:
+        rss = _rss_mb(child.pid)
+        if rss is not None:
+            samples.append((time.perf_counter() - t0, _stored(db), rss))
+        time.sleep(0.2)
+    out, err = child.communicate()
     secs, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
-    if done.returncode != 0:
-        raise SystemExit(f"nepotism run failed ({done.returncode}): {done.stderr[-2000:]}")
-    summary = json.loads(done.stdout)
+    if child.returncode != 0:
+        raise SystemExit(f"nepotism run failed ({child.returncode}): {err[-2000:]}")
+    summary = json.loads(out)
     sent = summary["generation"]["sent"] + summary["judging"]["sent"]
     failed = summary["generation"]["failed"] + summary["judging"]["failed"]
     if failed:
         raise SystemExit(f"nepotism run: {failed} calls failed")
-    return secs, sent, cpu
+    return secs, sent, cpu, samples
+
+
+def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float) -> None:
+    """Per tenth of the calls sent: when it was stored, its calls/s, the RSS then; peak RSS."""
+    if not samples:
+        return
+    print(f"timeline of the last round ({secs:.1f} s wall, peak RSS {max(s[2] for s in samples):.0f} MB; "
+          f"first sample {samples[0][0]:.1f} s, {samples[0][2]:.0f} MB)")
+    print(f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}")
+    prev_t, prev_n = None, 0
+    for tenth in range(1, 11):
+        goal = sent * tenth // 10
+        hit = next((s for s in samples if s[1] >= goal), None)
+        if hit is None:
+            break
+        if prev_t is None:  # the first tenth: from the first call stored
+            first = next(s for s in samples if s[1] > 0)
+            prev_t = first[0] - 0.2
+        rate = (hit[1] - prev_n) / max(hit[0] - prev_t, 1e-9)
+        print(f"{tenth * 10:>7}%{hit[0]:>8.1f}{rate:>18.0f}{hit[2]:>8.0f}")
+        prev_t, prev_n = hit[0], hit[1]
 
 
 def main() -> None:
@@ -65,6 +126,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-bare", action="store_true", help="time nepotism run only (memory runs)")
     args = parser.parse_args()
     items = max(1, args.calls // CALLS_PER_ITEM)
     rows = []
@@ -72,9 +134,13 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch:
         for r in range(args.rounds):
             server0 = _server_cpu(url)
-            run_s, sent, run_cpu = _nepotism_run(url, Path(scratch) / f"round{r}", items, args.concurrency // 2)
+            run_s, sent, run_cpu, samples = _nepotism_run(url, Path(scratch) / f"round{r}", items,
+                                                          args.concurrency // 2)
             server1 = _server_cpu(url)
-            bare_s, ok, bare_cpu = asyncio.run(_bare_aiohttp(url, args.concurrency, sent))
+            if args.no_bare:
+                bare_s, ok, bare_cpu = float("nan"), sent, float("nan")
+            else:
+                bare_s, ok, bare_cpu = asyncio.run(_bare_aiohttp(url, args.concurrency, sent))
             server2 = _server_cpu(url)
             if ok != sent:
                 raise SystemExit(f"bare aiohttp: only {ok}/{sent} calls succeeded")
@@ -89,6 +155,7 @@ def main() -> None:
               f"{srv_run:>20.3f}, {srv_bare:.3f}")
     ratios = sorted(r[0] / r[1] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f}")
+    _timeline(samples, rows[-1][4], run_s)
 
 
 if __name__ == "__main__":
