@@ -16,9 +16,12 @@ stored so far (``MAX(rowid)`` of the store's calls table, read-only) are sampled
 the round table, the last round's timeline is printed per 10% of the calls sent: the time each
 tenth was stored, the calls/s within it and the resident memory then (flat calls/s and flat
 memory are what a large run needs). ``--no-bare`` skips the bare client (a memory run at 200k).
+``--baseline-src DIR`` also times, in each round, ``nepotism run`` importing the package from
+``DIR`` (the ``src`` folder of another checkout, e.g. ``git archive <commit> src | tar -x -C
+/tmp/base``) through ``PYTHONPATH``: a change measured side by side with what it replaces.
 
 Usage: python bench/run_p1.py [--calls 5000] [--concurrency 256] [--latency 0.1] [--rounds 3]
-       [--no-bare]
+       [--no-bare] [--baseline-src DIR]
 Nothing is asserted; read the figures as ratios (the machine is shared).
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import sqlite3
 import subprocess
@@ -74,13 +78,14 @@ def _stored(db: Path) -> int:
         return 0
 
 
-def _nepotism_run(url: str, folder: Path, items: int, concurrency: int
+def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str | None = None
                   ) -> tuple[float, int, float, list[tuple[float, int, float]]]:
     exp = standin_experiment(folder, url, items=items, concurrency=concurrency, timeout=60.0)
     db = folder / "s.db"
     cpu0, t0 = _children_cpu(), time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     child = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
-                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     samples: list[tuple[float, int, float]] = []  # (seconds, calls stored, RSS MB)
     while child.poll() is None:
         rss = _rss_mb(child.pid)
@@ -127,12 +132,18 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="time nepotism run only (memory runs)")
+    parser.add_argument("--baseline-src", help="also time nepotism run with the package from this src folder")
     args = parser.parse_args()
     items = max(1, args.calls // CALLS_PER_ITEM)
     rows = []
+    baseline: list[tuple[float, float]] = []
     with standin_process(StandinConfig(latency_s=args.latency)) as url, \
             tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch:
         for r in range(args.rounds):
+            if args.baseline_src:
+                base_s, base_sent, base_cpu, _ = _nepotism_run(url, Path(scratch) / f"base{r}", items,
+                                                               args.concurrency // 2, args.baseline_src)
+                baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3))
             server0 = _server_cpu(url)
             run_s, sent, run_cpu, samples = _nepotism_run(url, Path(scratch) / f"round{r}", items,
                                                           args.concurrency // 2)
@@ -153,6 +164,10 @@ def main() -> None:
     for i, (run_rate, bare_rate, run_cpu, bare_cpu, _, srv_run, srv_bare) in enumerate(rows, 1):
         print(f"{i:<7}{run_rate:>16.0f}{bare_rate:>16.0f}{run_rate / bare_rate:>8.2f}{run_cpu:>17.3f}{bare_cpu:>18.3f}"
               f"{srv_run:>20.3f}, {srv_bare:.3f}")
+        if baseline:
+            base_rate, base_cpu = baseline[i - 1]
+            print(f"{'  base':<7}{base_rate:>16.0f}{'':>16}{base_rate / bare_rate:>8.2f}{base_cpu:>17.3f}"
+                  f"   (nepotism run from {args.baseline_src})")
     ratios = sorted(r[0] / r[1] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f}")
     _timeline(samples, rows[-1][4], run_s)

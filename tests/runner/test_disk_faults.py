@@ -25,18 +25,33 @@ from nepotism.testing.standin import StandinConfig, standin_thread
 
 def _fill_after(monkeypatch, calls: int) -> dict:
     """After ``calls`` stored calls, the store's disk is full: SQLite may use no new page (its
-    ``max_page_count``), until the reserve file is freed, which gives the space back."""
-    state = {"stored": 0, "full": False}
+    ``max_page_count``, set on every connection of the store: the writer thread's and any opened
+    later), until the reserve file is freed, which gives the space back."""
+    state = {"stored": 0, "full": False, "freed": False, "pages": 0}
     original_put = Store.put_call
     original_puts = Store.put_calls
     original_release = Store._release_reserve
+    original_conn = Store._conn
+    limited: set[int] = set()
+
+    def limit(conn, pages):
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    def conn(self):
+        opened = original_conn(self)
+        if state["full"] and not state["freed"] and id(opened) not in limited:
+            limited.add(id(opened))
+            limit(opened, state["pages"])
+        return opened
 
     def filled(self, n):
         state["stored"] += n
         if state["stored"] >= calls and not state["full"]:
             state["full"] = True
-            pages = self._conn().execute("PRAGMA page_count").fetchone()[0]
-            self._conn().execute(f"PRAGMA max_page_count = {pages}")
+            state["pages"] = original_conn(self).execute("PRAGMA page_count").fetchone()[0]
+            for opened in list(self._connections):
+                limited.add(id(opened))
+                limit(opened, state["pages"])
 
     def put_call(self, key, **kwargs):
         original_put(self, key, **kwargs)
@@ -51,12 +66,15 @@ def _fill_after(monkeypatch, calls: int) -> dict:
     def release(self):
         freed = original_release(self)
         if freed:
-            self._conn().execute("PRAGMA max_page_count = 1073741823")
+            state["freed"] = True
+            for opened in list(self._connections):
+                limit(opened, 1073741823)
         return freed
 
     monkeypatch.setattr(Store, "put_call", put_call)
     monkeypatch.setattr(Store, "put_calls", put_calls)
     monkeypatch.setattr(Store, "_release_reserve", release)
+    monkeypatch.setattr(Store, "_conn", conn)
     return state
 
 

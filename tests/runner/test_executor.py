@@ -184,3 +184,49 @@ def test_a_disabled_progress_view_tracks_nothing():
     with ProgressView(enabled=False) as view:
         view.track(stats)
     assert stats.view is None
+
+
+def test_the_loop_keeps_sending_while_a_commit_is_written(store):
+    """Store writes run on the writer thread: while the first group commit is held up, the loop
+    goes on sending other calls; none of the held calls is used before its commit ends."""
+    import threading
+
+    backend = ScriptedBackend(delay=0.001)
+    endpoint = _endpoint(backend, concurrency=2)
+    calls = _calls(endpoint, [f"q{i}" for i in range(12)])
+    release = threading.Event()
+    sent_meanwhile = []
+    held: list[str] = []
+    put_calls = store.put_calls
+
+    def slow_first(calls_, **kwargs):
+        calls_ = list(calls_)
+        if not held:
+            held.extend(c["key"] for c in calls_)
+            before = sum(backend.calls.values())
+            # wait (up to 10 s) for the loop to send more calls meanwhile
+            for _ in range(1000):
+                if sum(backend.calls.values()) > before + 2 or release.wait(0.01):
+                    break
+            sent_meanwhile.append(sum(backend.calls.values()) - before)
+        return put_calls(calls_, **kwargs)
+
+    store.put_calls = slow_first
+    results, stats = _run(store, endpoint, calls)  # `_run` checks each call is stored before use
+    assert sent_meanwhile and sent_meanwhile[0] > 2
+    assert len(results) == stats.sent == 12
+
+
+def test_a_failed_commit_stops_the_run_and_its_calls_are_never_used(store):
+    backend = ScriptedBackend(delay=0.001)
+    endpoint = _endpoint(backend, concurrency=2)
+    used = []
+
+    def broken(calls_, **kwargs):
+        raise OSError("disk gone")
+
+    store.put_calls = broken
+    executor = CallExecutor(store, {"judge": endpoint})
+    with pytest.raises(OSError, match="disk gone"):
+        asyncio.run(executor.run(_calls(endpoint, [f"q{i}" for i in range(6)]), used.append))
+    assert used == []

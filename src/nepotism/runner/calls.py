@@ -7,7 +7,10 @@ earlier run) are sent through their model's `Endpoint`: ``concurrency`` workers,
 rate limits, and retries of transient failures with exponential backoff and jitter. Each call is
 committed to the store (ok, or failed with its last error, its attempt count and every attempt's
 error) *before* it is handed to the caller's ``on_result`` callback, so a crash between the two
-loses nothing: the next run finds the call in the cache. Cancellation leaves only whole rows.
+loses nothing used: the next run finds the call in the cache. The commits run on a store writer
+thread (`nepotism.store.writer.StoreWriter`): a worker hands its answered call over and sends
+the next one, and the call is delivered when its transaction is reported committed. Cancellation
+leaves only whole rows, and the calls answered before it are still committed (never delivered).
 Before sending, a worker claims the call in the store (`Store.claim_calls`, a renewed lease, for
 the next calls of its queue at once): a
 call another process is sending is not sent again but waited for and then read from the store,
@@ -15,7 +18,8 @@ so two processes running the same experiment on one store never pay for one call
 
 Sending costs little CPU besides the HTTP client: claims are taken for the next calls of a queue
 in one transaction (`Store.claim_calls`), the calls answered in one turn of the event loop are
-committed together in one transaction that also ends their claims (group commit, `_commit`),
+committed together in one transaction that also ends their claims (group commit, `_commit`, on
+the writer thread; when it falls behind by `StoreWriter.max_pending` groups the workers wait),
 and while calls are in flight the objects made before (the plan) are frozen out of the garbage
 collector's scans (`_freeze_gc`).
 
@@ -52,6 +56,7 @@ from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
 from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreWriteError
 from nepotism.store.fastread import call_rows
+from nepotism.store.writer import StoreWriter
 
 __all__ = [
     "CallExecutor",
@@ -295,6 +300,7 @@ class CallExecutor:
         stats: RunStats | None = None,
         seed: int = 0,
         offline: bool = False,
+        writer: StoreWriter | None = None,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -309,8 +315,17 @@ class CallExecutor:
         #: calls claimed in one store transaction (see `_claim`)
         self.claim_chunk = 64
         self._states: dict[str, str] = {}
+        #: the store writes of the live calls run here, off the event loop (see `_commit`); a
+        #: caller may share its own (the judging phase writes its judgments there too)
+        self.writer = writer
+        self._writing: StoreWriter | None = None
         self._batch: list[dict[str, Any]] = []
-        self._flushed: asyncio.Future[None] | None = None
+        self._waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]] = []
+        self._flush_due = False
+        self._on_result: Callable[[CallResult], None] | None = None
+        self._delivering = False
+        self._error: BaseException | None = None
+        self._workers: list[asyncio.Task[None]] = []
         self._deferred: dict[str, list[list[PlannedCall]]] = {}
         #: send nothing: calls stored as failed are delivered as those failures, and a call not
         #: stored at all is an error (a run finished from batch results, `nepotism.runner.batch`)
@@ -358,21 +373,35 @@ class CallExecutor:
         queues: dict[str, deque[list[PlannedCall]]] = {}
         for group in pending.values():
             queues.setdefault(group[0].model, deque()).append(group)
-        workers = []
+        own_writer = self.writer is None
+        self._writing = writer = StoreWriter(self.store) if own_writer else self.writer
+        self._on_result, self._delivering, self._error = on_result, True, None
+        workers = self._workers = []
         for model, queue in queues.items():
             endpoint = self.endpoints[model]
             n = endpoint.limiter.concurrency if endpoint.limiter else 1
             for _ in range(min(n, len(queue))):
-                workers.append(asyncio.create_task(self._worker(endpoint, queue, on_result)))
+                workers.append(asyncio.create_task(self._worker(endpoint, queue)))
         renewer = asyncio.create_task(self._renew_claims())
         frozen = _freeze_gc()
         try:
-            await asyncio.gather(*workers)
+            await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for worker in workers:
+                if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                    raise worker.exception()  # type: ignore[misc]
+            self._flush()
+            await writer.drain()  # every answered call committed and delivered
+            if self._error is not None:
+                raise self._error
         finally:
+            self._delivering = False  # from here on calls are still committed, never used
             _thaw_gc(frozen)
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            self._flush()
+            if own_writer:
+                writer.close()  # runs the writes still queued: an answered call is kept
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
             try:
@@ -407,30 +436,58 @@ class CallExecutor:
             await asyncio.sleep(self.claim_lease_s / 3)
             self.store.renew_claims(self.owner, lease_s=self.claim_lease_s)
 
-    async def _commit(self, record: dict[str, Any]) -> None:
-        """Store one answered call and end this executor's claim on it; return once committed.
+    def _commit(self, record: dict[str, Any], delivery: tuple[Endpoint, list[PlannedCall], Completion, int]) -> None:
+        """Store one answered call, then (once committed) deliver it; returns at once.
 
         Group commit: the calls answered in the same turn of the event loop are stored in one
-        transaction (`Store.put_calls`), written after the turn's other callbacks (the first
-        caller schedules it); every caller waits for that commit, so none uses its call before it
-        is stored, and a failed commit (a full disk) raises in each of them."""
+        transaction (`Store.put_calls`, which also ends this executor's claims on them) on the
+        store writer's thread (`nepotism.store.writer.StoreWriter`), so the loop goes on sending
+        meanwhile. Only when that transaction has committed are the calls counted and handed to
+        ``on_result`` (`_committed`): none is used before it is stored. A failed commit (a full
+        disk) stops the run with that error."""
         self._batch.append(record)
-        if self._flushed is None:
-            loop = asyncio.get_running_loop()
-            self._flushed = loop.create_future()
-            loop.call_soon(self._flush)
-        await asyncio.shield(self._flushed)
+        self._waiting.append(delivery)
+        if not self._flush_due:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
-        batch, flushed = self._batch, self._flushed
-        self._batch, self._flushed = [], None
-        try:
-            self.store.put_calls(batch, release_owner=self.owner)
-        except BaseException as exc:  # every waiting worker raises it
-            flushed.set_exception(exc)
-            flushed.exception()  # retrieved here too: no "never retrieved" warning if all were cancelled
+        self._flush_due = False
+        if not self._batch:
             return
-        flushed.set_result(None)
+        batch, waiting = self._batch, self._waiting
+        self._batch, self._waiting = [], []
+        store, owner = self.store, self.owner
+        assert self._writing is not None
+        self._writing.submit(lambda: store.put_calls(batch, release_owner=owner),
+                             lambda error: self._committed(waiting, error))
+
+    def _committed(self, waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]],
+                   error: BaseException | None) -> None:
+        """On the loop, once a group of calls is committed (or failed to be): count and deliver
+        them, unless the run is ending; any error stops the run (`_fail`)."""
+        if error is not None:
+            self._fail(error)
+            return
+        if not self._delivering:
+            return
+        on_result = self._on_result
+        assert on_result is not None
+        try:
+            for endpoint, group, completion, attempts in waiting:
+                self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
+                for same in group:
+                    on_result(CallResult(same, completion, False, attempts))
+        except BaseException as exc:  # raised by run(), as if the worker had raised it
+            self._fail(exc)
+
+    def _fail(self, error: BaseException) -> None:
+        """Stop the run: keep the first error (`run` raises it) and cancel the workers."""
+        if self._error is None:
+            self._error = error
+        self._delivering = False
+        for worker in self._workers:
+            worker.cancel()
 
     def _claim(self, group: list[PlannedCall], queue: deque[list[PlannedCall]]) -> str:
         """The claim state of ``group``'s call: claimed ahead together with the next calls in
@@ -446,9 +503,10 @@ class CallExecutor:
             self._states.update(states)
         return state
 
-    async def _worker(
-        self, endpoint: Endpoint, queue: deque[list[PlannedCall]], on_result: Callable[[CallResult], None]
-    ) -> None:
+    async def _worker(self, endpoint: Endpoint, queue: deque[list[PlannedCall]]) -> None:
+        on_result = self._on_result
+        assert on_result is not None and self._writing is not None
+        writer = self._writing
         deferred = self._deferred.setdefault(endpoint.model, [])
         while not self.store.low_space:  # a full disk: send nothing more, keep what is answered
             if queue:
@@ -472,12 +530,12 @@ class CallExecutor:
                     self._deliver_cached(group, completion_from_cached(cached), on_result)
                     continue
             completion, errors = await self._attempts(endpoint, call)
-            # commit first, then use: a crash after this line loses nothing
-            await self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)})
+            # committed first, used after (in `_committed`): a crash in between loses nothing used
             attempts = len(errors) + (1 if completion.ok else 0)
-            self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
-            for same in group:
-                on_result(CallResult(same, completion, False, attempts))
+            self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)},
+                         (endpoint, group, completion, attempts))
+            if writer.pending >= writer.max_pending:
+                await writer.room()  # the writer is behind: send no more until it catches up
 
     def _deliver_cached(self, group: list[PlannedCall], completion: Completion,
                         on_result: Callable[[CallResult], None]) -> None:

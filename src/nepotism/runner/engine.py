@@ -4,7 +4,8 @@
 (one cached call per pair); `Runner.judge` renders every judge task into a request, runs all
 requests through the cache and the endpoints (`CallExecutor`), and interprets each completion into
 a `Judgment` only after its call is committed. Judgments are written in batches with the key of
-the call they were read from; a call that failed after its retries becomes a ``failed`` judgment
+the call they were read from, on the store writer thread that commits the calls (after them), and
+the phase returns once every batch is committed; a call that failed after its retries becomes a ``failed`` judgment
 (the interpret function must say so: anything else is refused), never a verdict.
 
 The judging functions are parameters (``render(task, *, model) -> Request`` and
@@ -33,6 +34,7 @@ from nepotism.runner.calls import (
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
 from nepotism.store.fastread import judged_counts
+from nepotism.store.writer import StoreWriter
 
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
 
@@ -108,11 +110,11 @@ class Runner:
         #: replay stored calls only, failures included; send nothing (see `CallExecutor.offline`)
         self.offline = offline
 
-    def _executor(self, stats: RunStats) -> CallExecutor:
+    def _executor(self, stats: RunStats, writer: StoreWriter | None = None) -> CallExecutor:
         if self.view is not None:
             self.view.track(stats)
         return CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
-                            offline=self.offline)
+                            offline=self.offline, writer=writer)
 
     # -- generation ---------------------------------------------------------------------------
     def plan_generation(
@@ -193,12 +195,21 @@ class Runner:
         call_keys: dict[str, str] = {}
         buffer: list[Judgment] = []
         replayed: dict[str, list[Judgment]] = {}
+        # judgments are written on the thread that commits the calls, after them (their rows
+        # name the calls); ``call_keys`` is only read there, and only for judgments already in it
+        writer = StoreWriter(self.store)
+        failures: list[BaseException] = []
+
+        def written(error: BaseException | None) -> None:
+            if error is not None and not failures:
+                failures.append(error)
 
         def flush() -> None:
             if buffer:
-                self.store.add_judgments(buffer, source=self.source, call_keys=call_keys,
-                                         run_id=self.run_id)
+                batch = list(buffer)
                 buffer.clear()
+                writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=call_keys,
+                                                               run_id=self.run_id), written)
 
         def take(result: CallResult) -> None:
             index = slots[id(result.call)]
@@ -219,7 +230,7 @@ class Runner:
                 flush()
 
         try:
-            await self._executor(stats).run(calls, take)
+            await self._executor(stats, writer).run(calls, take)
             if replayed:
                 paused = _pause_gc()
                 try:
@@ -231,8 +242,13 @@ class Runner:
                             buffer.extend(made)
                 finally:
                     _resume_gc(paused)
-        finally:
             flush()
+            await writer.drain()
+            if failures:
+                raise failures[0]
+        finally:
+            flush()  # what was read before an error or a cancellation is kept too
+            writer.close()  # (blocks until the queued writes are done)
         done = [j for made in per_task if made for j in made]
         return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats)
 

@@ -157,6 +157,18 @@ class Store:
                 conn.execute("ROLLBACK")
             raise
 
+    def _close_thread_connection(self) -> None:
+        """Close the calling thread's connection, if it has one (a thread that wrote for a while,
+        `nepotism.store.writer.StoreWriter`, ends with it); the store stays open."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            return
+        self._local.conn = None
+        with self._guard:
+            if conn in self._connections:
+                self._connections.remove(conn)
+        conn.close()
+
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
         with self._guard:
