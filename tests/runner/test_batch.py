@@ -188,3 +188,36 @@ def test_results_of_the_first_round_say_the_next_round_is_missing(tmp_path):
     assert "2 were stored already" in plain and "--batch-out" in plain
     with Store(db) as store:
         assert store.info()["counts"]["judgments"] == 0 and store.runs() == []  # no run was started
+
+
+def _with_perplexity(exp: Path, prompt: str = "auto") -> Path:
+    exp.write_text(exp.read_text() + f'\n[perplexity]\nresponses = "all"\nprompt = "{prompt}"\n')
+    return exp
+
+
+def test_perplexity_calls_go_in_the_judge_round_and_give_the_live_runs_scores(tmp_path):
+    with standin_thread(StandinConfig(latency_s=0.0)) as (url, server):
+        live_dir, batch_dir = tmp_path / "live", tmp_path / "batch"
+        live = _with_perplexity(standin_experiment(live_dir, url, items=3, recognition=False))
+        nep("run", str(live), "--store", "live.db", "--no-progress", cwd=live_dir)
+        exp = _with_perplexity(standin_experiment(batch_dir, DEAD, items=3, recognition=False))
+        first = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-out", "round1", "--json",
+                               cwd=batch_dir).stdout)
+        assert first["phase"] == "generate" and first["batch"]["requests"] == 6
+        answer_batch(batch_dir / "round1", url, batch_dir / "out1.jsonl")
+        second = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out1.jsonl",
+                                "--batch-out", "round2", "--json", cwd=batch_dir).stdout)
+        files = second["batch"]["files"]
+        # 2 scorers x 3 items x 2 answers continuation calls, one completions file per model
+        scoring = [f for f in files if f["url"] == "/v1/completions"]
+        assert sorted((f["model"], f["requests"]) for f in scoring) == [("standin-alpha", 6), ("standin-beta", 6)]
+        lines = [json.loads(x) for f in scoring for x in (batch_dir / "round2" / f["file"]).read_text().splitlines()]
+        assert all(x["body"]["echo"] is True and x["body"]["logprobs"] == 1 and x["body"]["max_tokens"] == 1
+                   for x in lines)
+        answer_batch(batch_dir / "round2", url, batch_dir / "out2.jsonl")
+    done = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json",
+                          cwd=batch_dir).stdout)
+    assert done["perplexity"]["sent"] == 0 and done["perplexity"]["scores"] == {"ok": 12}
+    for table in ("perplexity", "pairwise"):  # pairwise carries perplexity_a / _b
+        assert (batch_dir / "out" / f"{table}.csv").read_bytes() == (live_dir / "out" / f"{table}.csv").read_bytes()
+

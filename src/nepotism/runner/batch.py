@@ -3,15 +3,18 @@
 A batch run goes in rounds, because judge prompts hold the generated answers:
 
 1. `plan_round` plans what can be planned now: the generation calls, and — once every generation
-   call has an answer stored (ok or failed) — the judge calls too. Calls whose answer is stored ok
-   are done; the others (never answered, or stored as failed) are to send.
+   call has an answer stored (ok or failed) — the judge calls too, with the ``[perplexity]``
+   step's continuation calls (`nepotism.runner.perplexity`; they score the same answers). Calls
+   whose answer is stored ok are done; the others (never answered, or stored as failed) are to send.
 2. `write_batch` writes every call to send as OpenAI Batch-API request lines
    (``{"custom_id", "method": "POST", "url", "body"}``), ``custom_id`` being the call's cache key
    (`nepotism.runner.calls.request_key`) and ``body`` exactly what the HTTP backend would send
    (`nepotism.backends.openai_wire.build_body` with the model's server-side name and parameters).
    One file per model and endpoint (a batch holds one model), split at the provider's limits
    (50,000 requests, 200 MB); ``batch.json`` lists the files. Nothing is called and the store is
-   not written.
+   not written. A perplexity call goes to ``/v1/completions`` with ``echo`` and ``logprobs`` (the
+   raw prompt followed by the response, as the live HTTP backend sends it; ``[perplexity] prompt
+   = "chat"`` for a model served over HTTP is refused when the experiment file is read).
 3. `read_results` reads the provider's output files (``{"custom_id", "response": {"status_code",
    "body"}, "error"}`` per line) into call records: every ``custom_id`` must be a call of the plan
    and appear once (else an `InputError` naming the file and line, and nothing is stored); a 200
@@ -99,8 +102,14 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
         hit = texts.get(call.key)
         if hit is not None and (hit.text or "").strip():
             made.append(Response(instance.id, spec.model, hit.text))
-    tasks = er.plan_tasks(experiment, instances, er._unique(list(have) + made), judging)
+    candidates = er._unique(list(have) + made)
+    tasks = er.plan_tasks(experiment, instances, candidates, judging)
     judge_calls = runner.plan_judging(tasks, judging.render)
+    if experiment.perplexity is not None:  # the perplexity step scores the same answers: same round
+        from nepotism.runner.perplexity import plan_perplexity, planned_calls
+
+        judge_calls += planned_calls(runner, experiment, plan_perplexity(experiment.perplexity, experiment.judges,
+                                                                         instances, candidates, tasks))
     status |= call_statuses(store, [c.key for c in judge_calls])
     missing = sum(1 for c in _unique(judge_calls) if c.key not in status)
     planned = gen_calls + judge_calls
@@ -134,8 +143,8 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
                 max_requests: int = MAX_FILE_REQUESTS, max_bytes: int = MAX_FILE_BYTES) -> dict[str, Any]:
     """Write ``round_.to_send`` as Batch-API request files in ``out_dir``; return the manifest
     (also written as ``out_dir/batch.json``). Refuses a folder that already holds ``.jsonl``
-    files (the files of another round). Calls the wire format cannot express (a continuation
-    over chat) are not written and are counted under ``unsupported``."""
+    files (the files of another round). Calls the wire format cannot express are not written and
+    are counted under ``unsupported``."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("--batch-out must be a folder", path=str(out))
