@@ -202,6 +202,37 @@ def _correlation_record(records: list[dict[str, Any]], x: str, y: str, bootstrap
             "fisher_z_ci": [_clean(result["ci_low"]), _clean(result["ci_high"])], "keys": result["keys"]}
 
 
+def _streamed(source: Source | Sequence[Source], *, references: Sequence[Source] | Mapping[str, Source],
+              registry: Registry, bootstrap: Bootstrap, kind: str | None, rule: str, opponents: Sequence[str],
+              ranked: bool, slices: Sequence[str], committees: Sequence[Sequence[str]], agreement: float | None,
+              correlate: Sequence[tuple[str, str]]) -> Results:
+    """`audit` of a pairwise dataset read one partition at a time (`nepotism.analyses.stream`)."""
+    from nepotism.analyses.stream import stream_pairwise
+
+    items = list(source) if isinstance(source, (list, tuple)) else [source]
+    if len(items) != 1 or not isinstance(items[0], (str, Path)) \
+            or not (is_pattern(items[0]) or is_dataset(Path(items[0]))):
+        raise InputError("--stream reads one partitioned Parquet dataset (a folder of judge=NAME folders, as "
+                         "`nepotism store export judgments --partition-by judge` writes, or a glob of Parquet "
+                         "files); run without --stream for other sources", field="--stream")
+    for given, option in ((slices, "--slice"), (committees, "--committee"), (agreement is not None, "--agreement")):
+        if given:
+            raise InputError(f"{option} is not available with --stream (it needs the whole table in memory): run "
+                             "without --stream", field=option)
+    refs, ref_names = _references(references, {})
+    records, summary = stream_pairwise(items[0], registry, bootstrap=bootstrap, rule=rule, opponents=tuple(opponents),
+                                       kind=kind, reference_kinds=tuple(refs), ranked=ranked,
+                                       check=lambda table: check_registry(table, registry))
+    summary = {"source": str(items[0]), **summary, "options": bootstrap.as_dict(),
+               "references": [str(p) for p in ref_names]}
+    for x, y in correlate:
+        records.append(_correlation_record(records, x, y, bootstrap))
+    from nepotism.report.summary import describe
+
+    findings = describe([r for r in records if r.get("metric") in _FIRST and r.get("judge")])
+    return Results(records, summary=summary, findings=findings)
+
+
 def audit(
     source: Source | Sequence[Source],
     *,
@@ -222,6 +253,7 @@ def audit(
     committees: Sequence[Sequence[str]] = (),
     agreement: float | None = None,
     correlate: Sequence[tuple[str, str]] = (),
+    stream: bool = False,
 ) -> Results:
     """Audit recorded judgments with every metric whose inputs are present (module docstring).
 
@@ -232,6 +264,10 @@ def audit(
     Eq. 1, or ``strict``, paper 003). ``opponents``: which opponent populations the self-preference
     ratio and demographic-parity bias of related candidates use. Returns `nepotism.results.Results`
     with ``summary`` (what was read and what was left out) and ``findings`` (plain sentences).
+    ``stream``: read a pairwise dataset (folder or glob) one partition at a time, keeping per-prompt
+    sums instead of rows (`nepotism.analyses.stream`): the first audit, excluded-verdicts and
+    position-consistency, identical to the in-memory records; every other metric is listed as not
+    computed (a record without a value saying why, and ``summary["not_computed_when_streaming"]``).
     """
     bootstrap = settings(bootstrap)
     if perplexity_difference not in ("perplexity", "log"):
@@ -248,6 +284,10 @@ def audit(
         if unknown or len(pair) != 2:
             raise InputError("correlate takes pairs of metric ids, e.g. (judge-accuracy, self-preference-ratio); "
                              f"unknown: {', '.join(unknown) or pair}", field="correlate")
+    if stream:
+        return _streamed(source, references=references, registry=registry, bootstrap=bootstrap, kind=kind,
+                         rule=rule, opponents=opponents, ranked=bool(leaderboard or rank_against), slices=slices,
+                         committees=committees, agreement=agreement, correlate=correlate)
     tables = read_source(source, kind=kind, protocol=protocol)
     judged = [t for t in tables if t.kind in JUDGED_KINDS]
     folder_refs = {t.kind: t.frame for t in tables if t.kind not in JUDGED_KINDS}

@@ -27,7 +27,7 @@ import pandas as pd
 from nepotism.errors import InputError, ValidationError
 from nepotism.tables import KINDS, Table, _read_raw, detect_kind, key_columns, validate
 
-__all__ = ["dataset_files", "is_dataset", "is_pattern", "read_dataset"]
+__all__ = ["dataset_files", "dataset_partitions", "is_dataset", "is_pattern", "read_dataset", "read_files"]
 
 
 def _partitions(parts) -> dict[str, str]:
@@ -76,16 +76,43 @@ def _read_file(path: Path, partitions: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
+def dataset_partitions(source: str | Path) -> list[tuple[dict[str, str], list[Path]]]:
+    """The files of a dataset folder or glob grouped by partition (the same ``column=value`` folders),
+    in file order: ``[({column: value}, [file, ...]), ...]`` (a partition's files may be several)."""
+    groups: dict[tuple[tuple[str, str], ...], list[Path]] = {}
+    for path, partitions in dataset_files(source):
+        groups.setdefault(tuple(partitions.items()), []).append(path)
+    return [(dict(key), files) for key, files in groups.items()]
+
+
 def read_dataset(source: str | Path, *, kind: str | None = None) -> Table:
     """Read and validate every file of a dataset folder or glob (module docstring) as one `Table`."""
     files = dataset_files(source)
     if not files:
         raise InputError("the dataset holds no Parquet file (.parquet)", path=str(source))
+    table = read_files(files, kind=kind, source=source)
+    if table is None:
+        raise InputError("the dataset has no rows", path=str(source))
+    return table
+
+
+def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = None,
+               source: str | Path | None = None) -> Table | None:
+    """Read and validate ``files`` ((file, partition values), as `dataset_files` gives them) as one
+    `Table` (None when they hold no row): each file checked with `nepotism.tables.validate`, then
+    the files against each other for duplicate keys. `read_dataset` reads every file of a dataset
+    this way; the streaming metrics (`nepotism.analyses.stream`) one partition at a time."""
     if kind is not None and kind not in KINDS:
         raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
     frames, owner = [], []
     for number, (path, partitions) in enumerate(files):
-        raw = _read_file(path, partitions)
+        try:
+            raw = _read_file(path, partitions)
+        except ValidationError:
+            raise
+        except InputError as err:
+            raise InputError(f"{err.message} (partition {_where(partitions)})", path=err.path, line=err.line,
+                             field=err.field) from None
         if not len(raw):
             continue
         if kind is None:
@@ -104,7 +131,7 @@ def read_dataset(source: str | Path, *, kind: str | None = None) -> Table:
         frames.append(table.frame.assign(_file=str(path)))
         owner.append(np.full(len(table.frame), number))
     if not frames:
-        raise InputError("the dataset has no rows", path=str(source))
+        return None
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if len(frames) > 1:
         keys = [k for k in key_columns(kind) if k in frame]
@@ -118,4 +145,4 @@ def read_dataset(source: str | Path, *, kind: str | None = None) -> Table:
             raise ValidationError(f"duplicate row: the same ({', '.join(keys)}) as {other} line "
                                   f"{frame['_line'].iloc[first]} (partition {_where(partitions)})",
                                   path=str(path), line=int(frame["_line"].iloc[second]), field=",".join(keys))
-    return Table(kind=kind, frame=frame, path=str(source))
+    return Table(kind=kind, frame=frame, path=str(source if source is not None else files[0][0]))

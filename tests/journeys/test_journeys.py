@@ -149,6 +149,72 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
 
 
+def test_store_export_partitioned_then_metrics_stream(tmp_path):
+    """A pairwise store exported as a judge=NAME dataset, then ``metrics --stream``: the streamed
+    metrics are the in-memory ones byte for byte, the others are listed as not computed; bad files
+    on the streaming path exit 2 naming file, line, field and partition, printing nothing."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from nepotism.simulate import SimulationSpec, simulate
+
+    spec = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=25, self_bias=0.6,
+                          family_bias=0.3, tie_rate=0.1)
+    table = simulate(spec, seed=2, kinds=("pairwise",)).pairwise
+    table.loc[table.index % 17 == 0, "verdict"] = None
+    table.to_csv(tmp_path / "pairwise.csv", index=False)
+    (tmp_path / "registry.toml").write_text(spec.registry_toml())
+    nep("store", "load", "pairwise.csv", "--store", "s.db", cwd=tmp_path)
+    nep("store", "export", "judgments", "--store", "s.db", "--out", "ds", "--partition-by", "judge", cwd=tmp_path)
+    common = ("--models", "registry.toml", "--bootstrap", "200", "--json")
+    whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)
+    streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)
+    computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
+                "excluded-verdicts", "position-consistency"}
+    same = [r for r in whole if r["metric"] in computed]
+    assert {r["metric"] for r in same} == computed
+    assert json.dumps(same) == json.dumps([r for r in streamed if r["metric"] in computed])
+    skipped = [r for r in streamed if r["metric"] not in computed]
+    assert {r["metric"] for r in skipped} >= {"leaderboard-rank", "matched-bias"}
+    assert all(r["value"] is None and "not computed when streaming" in r["note"] for r in skipped)
+    text = nep("metrics", "ds", "--stream", "--models", "registry.toml", "--bootstrap", "50", cwd=tmp_path).stdout
+    assert "Not computed when streaming:" in text and "leaderboard-rank (" in text
+
+    files = sorted((tmp_path / "ds").rglob("*.parquet"))
+    assert len(files) == 3
+    third = files[2]
+    original = pq.read_table(third).to_pandas()
+
+    def bad(name, write, *expected):
+        shutil.rmtree(tmp_path / "bad", ignore_errors=True)
+        shutil.copytree(tmp_path / "ds", tmp_path / "bad")
+        write(tmp_path / "bad" / third.relative_to(tmp_path / "ds"))
+        before = sorted(p.name for p in tmp_path.iterdir())
+        done = nep("metrics", "bad", "--stream", *common, cwd=tmp_path, expect=2)
+        assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, name
+        for text in (str(Path("bad") / third.relative_to(tmp_path / "ds")), "(partition judge=other-1)", *expected):
+            assert text in done.stderr, (name, done.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+    def with_cell(column, value):
+        def write(path):
+            frame = original.copy()
+            frame[column] = frame[column].astype(object)
+            frame.loc[3, column] = value
+            frame.to_parquet(path, index=False)
+        return write
+
+    bad("unknown verdict", with_cell("verdict", "maybe"), "line 4", "field 'verdict'", "unknown verdict 'maybe'")
+    bad("NaN name", with_cell("model_a", np.nan), "line 4", "field 'model_a'", "empty value")
+    bad("infinite probability", lambda path: original.assign(prob_a=np.where(original.index == 5, np.inf, 0.5))
+        .to_parquet(path, index=False), "line 6", "field 'prob_a'", "not a finite number")
+    bad("empty file", lambda path: path.write_bytes(b""), "not readable as Parquet")
+    bad("BOM-ish junk", lambda path: path.write_bytes(b"\xef\xbb\xbfinstance_id,verdict\n1,A\n"),
+        "not readable as Parquet")
+    assert pd.read_parquet(tmp_path / "ds").shape[0] == len(table)  # the good dataset is untouched
+
+
 def _readme_block(heading: str) -> list[str]:
     """The command lines of the first ```bash block under ``heading`` in the README."""
     text = (ROOT / "README.md").read_text()

@@ -63,12 +63,18 @@ def _split(values, option):
               "log PPL(A) − log PPL(B).")
 @click.option("--correlate", multiple=True, metavar="METRIC_X,METRIC_Y",
               help="Also report Pearson r across judges between two metrics' headline values; repeatable.")
+@click.option("--stream", is_flag=True,
+              help="Read a partitioned Parquet dataset (a folder of judge=NAME folders, or a glob) one partition at "
+                   "a time, keeping per-prompt sums instead of rows, for tables larger than memory: the first audit, "
+                   "excluded-verdicts and position-consistency (the same records as without --stream); the metrics "
+                   "it does not compute are listed as such.")
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
 @format_option
 def command(judgments, reference, kind, rule, opponents, leaderboard, rank_against, committees, slices, agreement,
-            recognition_target, perplexity_bins, perplexity_difference, correlate, models_files, bootstrap, as_json, output_format):
+            recognition_target, perplexity_bins, perplexity_difference, correlate, stream, models_files, bootstrap, as_json,
+            output_format):
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
@@ -100,7 +106,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                         rank_against=rank_against, slices=tuple(slices), recognition_target=recognition_target,
                         perplexity_bins=perplexity_bins,
                         perplexity_difference=perplexity_difference, committees=_split(committees, "--committee"),
-                        agreement=agreement, correlate=[tuple(p) for p in pairs])
+                        agreement=agreement, correlate=[tuple(p) for p in pairs], stream=stream)
     except InputError as err:  # name the command's own argument or option
         if err.field in _ARGUMENT:
             err.field = _ARGUMENT[err.field]
@@ -115,6 +121,15 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     skip = {"leaderboard-rank"} | (set(_PAIRWISE_AUDIT) if "pairwise" in kinds else set())
     unexplained = [r for r in records if r["metric"] not in skip] if kinds != {"pairwise"} else []
     _print(records, judgments, pairwise="pairwise" in kinds, output_format=output_format, unexplained=unexplained)
+    if output_format != "tsv":
+        for line in streaming_lines(results.summary):
+            click.echo(line)
+
+
+def streaming_lines(summary) -> list[str]:
+    """``Not computed when streaming:`` then one line per metric and why (``--stream`` only)."""
+    missing = summary.get("not_computed_when_streaming") or []
+    return ["Not computed when streaming:"] + [f"  {line}" for line in missing] if missing else []
 
 
 def exclusion_lines(records) -> list[str]:
