@@ -119,3 +119,10 @@ def test_what_cannot_stream_is_refused_naming_the_option(tmp_path, registry):
     table[table["judge"] == "judge-a"].head(4).to_parquet(split / "extra.parquet", index=False)
     with pytest.raises(InputError, match="judge 'judge-a', condition 'default' has rows in two partitions"):
         audit(str(split), registry=registry, stream=True)
+
+
+def test_a_dataset_of_another_kind_is_refused(tmp_path, registry):
+    rubric = simulate(SPEC, seed=1, kinds=("rubric",)).rubric
+    write_dataset(rubric, tmp_path / "rubric")
+    with pytest.raises(InputError, match="--stream computes pairwise metrics; this is a rubric table"):
+        audit(str(tmp_path / "rubric"), registry=registry, stream=True)

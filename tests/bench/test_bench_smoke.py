@@ -33,5 +33,11 @@ def test_sharded_planning_benchmark_adds_up():
 
 def test_partitioned_metrics_benchmark_gives_the_file_records(tmp_path):
     out = _run("metrics_partitioned.py", "--rows", "5000", "--data", str(tmp_path), "--compare-file")
-    assert "rows=4,752 dataset:" in out and "exit 0" in out
+    assert "rows=4,752 judges=12 in memory:" in out and "exit 0" in out
     assert "(same JSON as the dataset: yes)" in out
+
+
+def test_partitioned_metrics_benchmark_streams_the_in_memory_records(tmp_path):
+    out = _run("metrics_partitioned.py", "--rows", "6000", "--judges", "14", "--data", str(tmp_path),
+               "--memory", "--stream")
+    assert "judges=14 --stream:" in out and "same JSON as in memory: yes" in out and "exit 0" in out

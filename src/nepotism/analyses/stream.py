@@ -297,9 +297,13 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     instance_labels: list[np.ndarray] = []
     has_perplexity = False
     for values, files in partitions:
-        table = read_files([(path, values) for path in files], kind="pairwise", source=source)
+        table = read_files([(path, values) for path in files], kind=kind, source=source)
         if table is None:
             continue
+        if table.kind != "pairwise":
+            raise InputError(f"--stream computes pairwise metrics; this is a {table.kind} table: run without --stream",
+                             path=str(files[0]), field="--stream")
+        kind = "pairwise"  # the first partition tells; the others are read as that kind
         if check is not None:
             check(table)
         frame = table.frame
