@@ -279,11 +279,13 @@ def completion_from_cached(cached: CachedCall) -> Completion:
     )
 
 
-def _raise_if_cancelled() -> None:
+def _raise_if_cancelled(task: asyncio.Task[Any] | None = None) -> None:
     """Re-raise a cancellation (Ctrl-C) that a backend's client library turned into an ordinary
     failure: aiohttp and ``asyncio.timeout`` can report a cancelled request as a timeout or a
-    dropped connection, which would otherwise be retried and the interrupt lost."""
-    task = asyncio.current_task()
+    dropped connection, which would otherwise be retried and the interrupt lost. ``task`` is the
+    current task when the caller knows it (a worker looks it up once, not once per call)."""
+    if task is None:
+        task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
 
@@ -507,6 +509,7 @@ class CallExecutor:
         on_result = self._on_result
         assert on_result is not None and self._writing is not None
         writer = self._writing
+        me = asyncio.current_task()
         deferred = self._deferred.setdefault(endpoint.model, [])
         while not self.store.low_space:  # a full disk: send nothing more, keep what is answered
             if queue:
@@ -529,7 +532,7 @@ class CallExecutor:
                 if cached is not None and cached.ok:
                     self._deliver_cached(group, completion_from_cached(cached), on_result)
                     continue
-            completion, errors = await self._attempts(endpoint, call)
+            completion, errors = await self._attempts(endpoint, call, me)
             # committed first, used after (in `_committed`): a crash in between loses nothing used
             attempts = len(errors) + (1 if completion.ok else 0)
             self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)},
@@ -545,12 +548,15 @@ class CallExecutor:
         for same in group:
             on_result(CallResult(same, completion, True, 0))
 
-    async def _attempts(self, endpoint: Endpoint, call: PlannedCall) -> tuple[Completion, list[str]]:
+    async def _attempts(self, endpoint: Endpoint, call: PlannedCall,
+                        task: asyncio.Task[Any] | None = None) -> tuple[Completion, list[str]]:
         errors: list[str] = []
-        tokens = estimate_tokens(call.request)
+        limiter = endpoint.limiter
+        # the estimate only matters to a tokens-per-minute limit
+        tokens = estimate_tokens(call.request) if limiter is not None and limiter.counts_tokens else 1
         policy = endpoint.retry
         while True:
-            completion = await self._send(endpoint, call.request, tokens)
+            completion = await self._send(endpoint, call.request, tokens, task)
             if completion.ok:
                 return completion, errors
             errors.append(completion.error or "unknown")
@@ -571,7 +577,8 @@ class CallExecutor:
             self.stats.refresh()
             await asyncio.sleep(delay)
 
-    async def _send(self, endpoint: Endpoint, request: Request, tokens: int) -> Completion:
+    async def _send(self, endpoint: Endpoint, request: Request, tokens: int,
+                    task: asyncio.Task[Any] | None = None) -> Completion:
         if endpoint.backend is None:
             return failed("no_backend: the model has no backend configured")
         limiter = endpoint.limiter
@@ -586,5 +593,5 @@ class CallExecutor:
         except Exception as exc:  # a backend bug must not take the whole run down
             _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
             completion = failed(f"exception:{type(exc).__name__}: {redact_text(str(exc))[:200]}")
-        _raise_if_cancelled()
+        _raise_if_cancelled(task)
         return completion

@@ -194,6 +194,7 @@ class Runner:
         per_task: list[list[Judgment] | None] = [None] * len(calls)
         call_keys: dict[str, str] = {}
         buffer: list[Judgment] = []
+        ids: list[str] = []  # buffer's judgment ids (hashes, computed once)
         replayed: dict[str, list[Judgment]] = {}
         # judgments are written on the thread that commits the calls, after them (their rows
         # name the calls); ``call_keys`` is only read there, and only for judgments already in it
@@ -206,10 +207,11 @@ class Runner:
 
         def flush() -> None:
             if buffer:
-                batch = list(buffer)
+                batch, batch_ids = list(buffer), list(ids)
                 buffer.clear()
+                ids.clear()
                 writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=call_keys,
-                                                               run_id=self.run_id), written)
+                                                               run_id=self.run_id, ids=batch_ids), written)
 
         def take(result: CallResult) -> None:
             index = slots[id(result.call)]
@@ -223,8 +225,11 @@ class Runner:
             if result.cached:
                 replayed.setdefault(result.call.key, []).extend(made)
                 return
+            key = result.call.key
             for judgment in made:
-                call_keys[judgment.id] = result.call.key
+                ident = judgment.id
+                call_keys[ident] = key
+                ids.append(ident)
             buffer.extend(made)
             if len(buffer) >= self.judgment_batch:
                 flush()
@@ -238,7 +243,9 @@ class Runner:
                     for key, made in replayed.items():
                         if judged.get(key, 0) < len(made):
                             for judgment in made:
-                                call_keys[judgment.id] = key
+                                ident = judgment.id
+                                call_keys[ident] = key
+                                ids.append(ident)
                             buffer.extend(made)
                 finally:
                     _resume_gc(paused)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 
 from nepotism.backends.base import Request
 
@@ -109,10 +108,15 @@ class Limiter:
         if seconds > 0:
             self._resume_at = max(self._resume_at, asyncio.get_running_loop().time() + seconds)
 
-    @asynccontextmanager
-    async def slot(self, tokens: int = 1) -> AsyncIterator[None]:
-        """Hold one concurrency slot for the body, after paying the rate limits."""
-        async with self._slots:
+    def slot(self, tokens: int = 1) -> _Slot:
+        """Hold one concurrency slot for the body (``async with limiter.slot(tokens):``), after
+        paying the rate limits. A plain object rather than a generator-based context manager:
+        it is entered once per call sent."""
+        return _Slot(self, tokens)
+
+    async def _enter(self, tokens: int) -> None:
+        await self._slots.acquire()
+        try:
             if self._resume_at > -math.inf:
                 loop = asyncio.get_running_loop()
                 while (pause := self._resume_at - loop.time()) > 0:
@@ -121,4 +125,24 @@ class Limiter:
                 await self._requests.acquire(1)
             if self._tokens is not None:
                 await self._tokens.acquire(tokens)
-            yield
+        except BaseException:
+            self._slots.release()
+            raise
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether a tokens-per-minute limit needs each request's estimated tokens."""
+        return self._tokens is not None
+
+
+class _Slot:
+    __slots__ = ("_limiter", "_tokens")
+
+    def __init__(self, limiter: Limiter, tokens: int) -> None:
+        self._limiter, self._tokens = limiter, tokens
+
+    async def __aenter__(self) -> None:
+        await self._limiter._enter(self._tokens)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._limiter._slots.release()

@@ -93,9 +93,10 @@ JUDGMENT_COLUMNS = (
 )
 
 
-def judgment_row(j: Judgment) -> tuple:
+def judgment_row(j: Judgment, ident: str | None = None) -> tuple:
+    """``j``'s row; ``ident`` is ``j.id`` when the caller already computed it (a hash)."""
     return (
-        j.id,
+        j.id if ident is None else ident,
         j.instance_id,
         j.judge,
         j.protocol,

@@ -248,7 +248,8 @@ class Store:
         (see `claim_calls`). A full disk is met as `put_call` meets it: the reserve is given back
         and the calls are stored (`low_space` set).
         """
-        rows = [_clean(_call_row(**call)) for call in calls]
+        at = _codec.now()  # one time for the rows of one transaction
+        rows = [_clean(_call_row(**call, created_at=at)) for call in calls]
         if not rows:
             return 0
         try:
@@ -386,17 +387,24 @@ class Store:
         call_keys: Mapping[str, str] | None = None,
         run_id: str | None = None,
         replace: bool = False,
+        ids: Sequence[str] | None = None,
     ) -> int:
         """Add judgments, idempotent on `Judgment.id`; return how many rows were added or changed.
 
         A stored judgment is kept unless it failed and the new one did not (a successful retry),
         or ``replace`` is true. ``call_keys`` maps judgment ids to the call each was read from.
+        ``ids``, when given, are the judgments' `Judgment.id` in the same order, already computed
+        by the caller (each is a hash; the runner needs them for ``call_keys`` anyway).
         """
         keys = call_keys or {}
+        at = _codec.now()  # one time for the rows of one transaction
         # the row's first value is the judgment's id: computed once per judgment (a hash of its
         # canonical JSON), not again for the call-key lookup
-        rows = ((row := _codec.judgment_row(j)) + (keys.get(row[0]), source, run_id, _codec.now())
-                for j in judgments)
+        if ids is None:
+            rows = ((row := _codec.judgment_row(j)) + (keys.get(row[0]), source, run_id, at) for j in judgments)
+        else:
+            rows = (_codec.judgment_row(j, i) + (keys.get(i), source, run_id, at)
+                    for j, i in zip(judgments, ids, strict=True))
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
         condition = "" if replace else " WHERE judgments.status = 'failed' AND excluded.status != 'failed'"
@@ -633,7 +641,7 @@ def _call_row(
     *, key: str, request: Mapping[str, Any], response: Mapping[str, Any] | None = None,
     text: str | None = None, logprobs: Any = None, usage: Mapping[str, Any] | None = None,
     latency_s: float | None = None, status: str = "ok", error: str | None = None,
-    run_id: str | None = None,
+    run_id: str | None = None, created_at: str | None = None,
 ) -> tuple:
     if type(key) is not str or not _KEY.fullmatch(key):
         raise ValueError(f"a call key is 64 lowercase hex digits, not {key!r}")
@@ -646,5 +654,5 @@ def _call_row(
         key, _str_or_none(stored.get("backend")), _str_or_none(stored.get("model")),
         _codec.dumps(stored), _codec.dumps(response), text, _codec.dumps(logprobs),
         _codec.dumps(None if usage is None else dict(usage)), latency_s, status, error,
-        _codec.now(), run_id,
+        created_at or _codec.now(), run_id,
     )
