@@ -8,6 +8,7 @@ model through the installed ``nepotism mitigate``."""
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +17,12 @@ import pytest
 
 from nepotism.mitigations.code_style import comments, read_restyle, restyle_prompt, verify_equivalent
 from nepotism.mitigations.perturb import Pair, perturb_pairs
-from nepotism.mitigations.rewrite import cross_reason_prompt, read_reason, split_label
+from nepotism.mitigations.rewrite import cross_reason_prompt, option_texts, read_reason, split_label
 from nepotism.records import Instance, Response
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads((ROOT / "tests" / "fixtures" / "mitigations" / "model_probes.json").read_text())
-QUESTION = RECORDED["question"]["prompt"]
-OPTION_TEXT = {"A": "green", "B": "blue"}
+QUESTION = RECORDED["questions"][0]["prompt"]
 MODEL = "qwen2.5-coder-0.5b-instruct"
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
@@ -31,10 +31,10 @@ def _fenced(code):
     return f"```python\n{code}```"
 
 
-def _reply(option):
-    """The recorded reply of the model asked to argue for ``option``."""
+def _reply(question, option):
+    """The recorded reply of the model asked to argue for ``option`` of ``question``."""
     (call,) = [c for c in RECORDED["cross_reason"] if c["messages"][0]["content"]
-               == cross_reason_prompt(QUESTION, option)[0].content]
+               == cross_reason_prompt(question, option)[0].content]
     return call["completion"]
 
 
@@ -55,7 +55,7 @@ def test_the_recording_names_the_packaged_model_its_hash_and_how_to_record_it_ag
 def test_the_recorded_prompts_are_the_ones_the_probes_send_today():
     # a prompt changed since the recording makes the fixture stale: re-run scripts/record_probes.py
     asked = sorted(c["messages"][0]["content"] for c in RECORDED["cross_reason"])
-    assert asked == sorted(cross_reason_prompt(QUESTION, o)[0].content for o in "AB")
+    assert asked == sorted(cross_reason_prompt(q["prompt"], o)[0].content for q in RECORDED["questions"] for o in "AB")
     assert [c["messages"][0]["content"] for c in RECORDED["code_restyle"]] == [
         restyle_prompt(p["own"])[0].content for p in RECORDED["programs"]]
     assert all(c["completion"] and c["error"] is None for c in RECORDED["cross_reason"] + RECORDED["code_restyle"])
@@ -68,23 +68,48 @@ def test_cross_reason_prompt_asks_for_a_reason_for_the_option():
     assert message.content.rstrip().endswith(QUESTION.splitlines()[-1])
 
 
-@pytest.mark.parametrize("option", ["A", "B"])
-def test_each_recorded_reason_argues_for_the_option_it_is_attached_to(option):
-    reply = _reply(option)
-    other = "B" if option == "A" else "A"
-    ok = read_reason(reply, option)
-    assert ok.ok and ok.text.startswith(f"Answer: {option}\n")
-    # every answer line of the reply names the option, and its reasoning is about that option's
-    # content, never the other's (0.5B argues "the sky is green" when asked to)
-    _, reasoning = split_label(reply)
-    assert OPTION_TEXT[option] in reasoning.lower() and OPTION_TEXT[other] not in reasoning.lower()
-    contrary = read_reason(reply, other)
-    assert not contrary.ok and contrary.reason == "the reason argues for another option"
+def _mentions(text, phrase):
+    return re.search(r"(?<![\w.])" + re.escape(phrase.lower()) + r"(?![\w])", text.lower()) is not None
+
+
+def test_what_the_recorded_reasons_argue_for():
+    """Each of the 6 replies (3 questions x 2 options) as the probe reads it, and by hand: does its
+    reasoning speak of its option's answer and never of the other's? The 0.5B model argues "the sky
+    is green" when asked to, but for "B. Mercury" it argues that Mars is closest (the probe refuses
+    it), and for "A. 54" it writes "7 multiplied by 8 equals 56" (the probe keeps it: a reasoning
+    naming both answers could be a refutation)."""
+    tally = {}
+    for q in RECORDED["questions"]:
+        options = option_texts(q["prompt"])
+        assert {k: v.lower() for k, v in options.items()} == q["options"]
+        for option in "AB":
+            reply, other = _reply(q["prompt"], option), "B" if option == "A" else "A"
+            read = read_reason(reply, option, options=options)
+            _, reasoning = split_label(reply)
+            by_hand = _mentions(reasoning, q["options"][option]) and not _mentions(reasoning, q["options"][other])
+            tally[(q["id"], option)] = (read.ok, read.reason, by_hand)
+            assert not read_reason(reply, other, options=options).ok  # never a reason for the other option
+            if read.ok:
+                assert read.text.startswith(f"Answer: {option}\n")
+    assert tally == {
+        ("sky", "A"): (True, None, True), ("sky", "B"): (True, None, True),
+        ("planet", "A"): (True, None, True),
+        ("planet", "B"): (False, "the reasoning names another option's answer, not its own", False),
+        ("product", "A"): (True, None, False), ("product", "B"): (True, None, True),
+    }
 
 
 def test_a_reason_naming_another_option_anywhere_is_refused():
     later = "Answer: B\nThe sky scatters blue light.\nSo the answer is A."
     assert read_reason(later, "B").reason == "the reason argues for another option"
+    options = option_texts(QUESTION)
+    assert options == {"A": "green", "B": "blue"} and option_texts("Say hi.\nA. only one") == {}
+    grass = "Answer: B\nLike grass, the sky is green on a clear day."
+    assert read_reason(grass, "B", options=options).reason == "the reasoning names another option's answer, not its own"
+    assert read_reason(grass, "B").ok  # without the options only the answer lines are checked
+    both = "Answer: B\nNot green: the sky looks blue because air scatters short wavelengths."
+    assert read_reason(both, "B", options=options).ok
+    assert read_reason("Answer: B\nThe sky is bluish-green today.", "B", options=options).reason is not None
     assert read_reason(None, "B").reason == "the reason-writing call failed"
     assert read_reason("Answer: B", "B").reason == "no reasoning to borrow"
 
@@ -100,12 +125,16 @@ def test_the_recorded_restyles_in_the_sandbox():
         same, detail = verify_equivalent(program["own"], new_code, program["tests"])
         assert detail["before"] == ["passed"] * 3  # the original passes its tests
         tally[program["id"]] = (done.ok, done.reason, same, comments(new_code))
-    # evens: the loop became sum(1 for ...), the tests still pass, but the inline "# even" comment
-    # went with the loop line: excluded and counted. squares: a comprehension, same results, its
-    # one comment kept: used.
+    # every restyle behaves as the original on the tests; the comment rule is what excludes them:
+    # evens loses its inline "# even" with the loop line, vowels rewrites "one more for each vowel",
+    # flatten drops its only comment, largest_gap comes back unchanged; squares is used.
+    kept = "the restyle dropped or changed a comment"
     assert tally == {
-        "evens": (False, "the restyle dropped or changed a comment", True, ["count the even numbers"]),
+        "evens": (False, kept, True, ["count the even numbers"]),
         "squares": (True, None, True, ["keep the odd values and square them"]),
+        "vowels": (False, kept, True, ["vowels in both cases", "count the number of vowels in the text"]),
+        "gap": (False, "restyling changed nothing", True, ["fewer than two values: no gap", "the gap between neighbours"]),
+        "flatten": (False, kept, True, []),
     }
 
 
@@ -221,13 +250,13 @@ def _models_available() -> bool:
 
 
 def _experiment(work: Path) -> Path:
-    """Three items (the question and the two programs of the recording), the judge's answers and
-    hand-written competitors recorded in the dataset; Qwen judges (label verdicts, both orders) and
-    rewrites (SmolLM2 puts too little probability on the labels to give verdicts here)."""
-    q, rows = RECORDED["question"], []
+    """Three items (the first question and the first two programs of the recording), the judge's
+    answers and hand-written competitors recorded in the dataset; Qwen judges (label verdicts, both
+    orders) and rewrites (SmolLM2 puts too little probability on the labels to give verdicts here)."""
+    q, rows = RECORDED["questions"][0], []
     rows.append({"id": q["id"], "prompt": q["prompt"], "reference_answer": q["reference_answer"]})
     rows += [{**rows[0], "model": m, "text": q[side]} for m, side in ((MODEL, "own"), ("human-written", "other"))]
-    for p in RECORDED["programs"]:
+    for p in RECORDED["programs"][:2]:
         item = {"id": p["id"], "prompt": p["prompt"], "metadata": {"tests": p["tests"]}}
         rows += [item] + [{**item, "model": m, "text": _fenced(p[side])}
                           for m, side in ((MODEL, "own"), ("human-written", "other"))]
@@ -287,8 +316,8 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path):
              for row in map(json.loads, (tmp_path / "out" / "perturbed-pairs.jsonl").read_text().splitlines())}
     squares = RECORDED["programs"][1]
     assert shown == {
-        ("sky", f"{MODEL}@cross-reason"): read_reason(_reply("A"), "A").text,
-        ("sky", "human-written@cross-reason"): read_reason(_reply("B"), "B").text,
+        ("sky", f"{MODEL}@cross-reason"): read_reason(_reply(QUESTION, "A"), "A").text,
+        ("sky", "human-written@cross-reason"): read_reason(_reply(QUESTION, "B"), "B").text,
         ("squares", f"{MODEL}@code-restyle"): read_restyle(_fenced(squares["own"]),
                                                            RECORDED["code_restyle"][1]["completion"]).text,
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 from nepotism.mitigations.code_style import code_of, read_restyle, restyle_prompt, restyle_response, verify_equivalent
 from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, cross_reason_prompt, judge_paraphrase_prompt,
-                                          paraphrase_prompt, read_reason, read_rewrite, rewrite_budget,
+                                          option_texts, paraphrase_prompt, read_reason, read_rewrite, rewrite_budget,
                                           split_label)
 from nepotism.mitigations.spelling import misspell
 from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
@@ -177,26 +177,27 @@ async def _cross_reason_model(pairs, params, text_model, rewriter, callable_mode
     for p in pairs:
         own_label, opp_label = split_label(p.own.text)[0], split_label(p.opponent.text)[0]
         if own_label is None or opp_label is None:
-            plan.append(("an answer has no 'Answer: X' line", None, None))
+            plan.append(("an answer has no 'Answer: X' line", None, None, None))
             continue
         own_writer = rewriter if third else p.opponent.generator
         opp_writer = rewriter if third else p.judge
         if callable_models is not None and not {own_writer, opp_writer} <= callable_models:
-            plan.append(("the reason's writer is not a model the experiment can call", None, None))
+            plan.append(("the reason's writer is not a model the experiment can call", None, None, None))
             continue
         question = question_text(p.instance)
         own_key, opp_key = (own_writer, p.instance.id, own_label), (opp_writer, p.instance.id, opp_label)
         for key in (own_key, opp_key):
             asks.setdefault(key, (key[0], cross_reason_prompt(question, key[2]), 256))
-        plan.append((None, own_key, opp_key))
+        plan.append((None, option_texts(question), own_key, opp_key))
     keys = list(asks)
     replies = dict(zip(keys, await text_model([asks[k] for k in keys]))) if keys else {}
     out = []
-    for reason, own_key, opp_key in plan:
+    for reason, options, own_key, opp_key in plan:
         if reason is not None:
             out.append(PairTexts(None, None, reason))
             continue
-        own, opp = read_reason(replies[own_key], own_key[2]), read_reason(replies[opp_key], opp_key[2])
+        own = read_reason(replies[own_key], own_key[2], options=options)
+        opp = read_reason(replies[opp_key], opp_key[2], options=options)
         ok = own.ok and opp.ok
         out.append(PairTexts(own.text if ok else None, opp.text if ok else None, own.reason or opp.reason,
                              {"writers": [own_key[0], opp_key[0]]}))

@@ -24,7 +24,7 @@ from nepotism.mitigations.synonyms import Perturbation
 from nepotism.records import Message
 
 __all__ = ["ABLATIONS", "ablation_prompt", "rewrite_budget", "cross_reason", "cross_reason_prompt", "judge_paraphrase_prompt",
-           "paraphrase_prompt", "read_reason", "read_rewrite", "split_label"]
+           "option_texts", "paraphrase_prompt", "read_reason", "read_rewrite", "split_label"]
 
 #: What each ablation neutralises, in the rewriting model's instructions (paper 000 §5.7).
 ABLATIONS = {
@@ -121,10 +121,28 @@ def cross_reason_prompt(question: str, option: str) -> tuple[Message, ...]:
                             f"'Answer: {option}'.\n\nQUESTION:\n{question}\n"),)
 
 
-def read_reason(output: str | None, option: str, *, method: str = "cross-reason") -> Perturbation:
+_OPTION = re.compile(r"(?m)^\s*\(?([A-J])[.)]\s+(\S.*?)\s*$")
+
+
+def option_texts(question: str) -> dict[str, str]:
+    """The options of a multiple-choice question, ``{letter: text}``, from its ``A. text`` /
+    ``(B) text`` lines (empty when it has fewer than two)."""
+    found = {m.group(1): m.group(2) for m in _OPTION.finditer(question or "")}
+    return found if len(found) >= 2 else {}
+
+
+def _names(text: str, phrase: str) -> bool:
+    return re.search(r"(?<![\w.])" + re.escape(phrase.lower()) + r"(?![\w])", text.lower()) is not None
+
+
+def read_reason(output: str | None, option: str, *, method: str = "cross-reason",
+                options: dict[str, str] | None = None) -> Perturbation:
     """The answer ``Answer: <option>`` + the model's reasoning, or a counted failure: the call failed,
-    no reasoning, or a line of the text gives another option as the answer (``Answer: X``, ``the
-    answer is X``: it does not argue for the one it is attached to)."""
+    no reasoning, a line of the text gives another option as the answer (``Answer: X``, ``the
+    answer is X``), or — with the question's ``options`` (`option_texts`) — the reasoning names
+    another option's text and never its own (a reason labelled B that argues for A's content).
+    Either way the text does not argue for the option it is attached to. A reasoning that names
+    both (a refutation, or a self-contradiction) is kept: the check cannot tell them apart."""
     if output is None:
         return Perturbation(None, False, reason="the reason-writing call failed", method=method)
     label, reasoning = split_label(output.strip())
@@ -133,4 +151,9 @@ def read_reason(output: str | None, option: str, *, method: str = "cross-reason"
         return Perturbation(None, False, reason="the reason argues for another option", method=method)
     if len(reasoning.split()) < 3:
         return Perturbation(None, False, reason="no reasoning to borrow", method=method)
+    own = (options or {}).get(option)
+    others = [text for letter, text in (options or {}).items() if letter != option]
+    if own and not _names(reasoning, own) and any(_names(reasoning, text) for text in others):
+        return Perturbation(None, False, reason="the reasoning names another option's answer, not its own",
+                            method=method)
     return Perturbation(f"Answer: {option}\n{reasoning}", True, method=method)
