@@ -126,3 +126,13 @@ def test_a_dataset_of_another_kind_is_refused(tmp_path, registry):
     write_dataset(rubric, tmp_path / "rubric")
     with pytest.raises(InputError, match="--stream computes pairwise metrics; this is a rubric table"):
         audit(str(tmp_path / "rubric"), registry=registry, stream=True)
+
+
+def test_leaderboards_stream_with_a_generator_only_related_judges_saw(tmp_path, registry):
+    table = planted()
+    seen_by_others = table["judge"].ne("judge-a") & (table["model_a"].eq("student-a") | table["model_b"].eq("student-a"))
+    write_dataset(table[~seen_by_others], tmp_path / "ds")
+    whole = audit(str(tmp_path / "ds"), registry=registry)
+    flagged = [r for r in whole.to_dicts() if r["metric"] == "leaderboard-rank" and r.get("lineage_only")]
+    assert [r["generator"] for r in flagged] == ["student-a"]
+    assert _streamed_only(audit(str(tmp_path / "ds"), registry=registry, stream=True)) == _streamed_only(whole)

@@ -171,15 +171,15 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
     whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)
     streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)
     computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-                "excluded-verdicts", "position-consistency"}
+                "excluded-verdicts", "position-consistency", "leaderboard-rank"}
     same = [r for r in whole if r["metric"] in computed]
     assert {r["metric"] for r in same} == computed
     assert json.dumps(same) == json.dumps([r for r in streamed if r["metric"] in computed])
     skipped = [r for r in streamed if r["metric"] not in computed]
-    assert {r["metric"] for r in skipped} >= {"leaderboard-rank", "matched-bias"}
+    assert {r["metric"] for r in skipped} >= {"matched-bias"}
     assert all(r["value"] is None and "not computed when streaming" in r["note"] for r in skipped)
     text = nep("metrics", "ds", "--stream", "--models", "registry.toml", "--bootstrap", "50", cwd=tmp_path).stdout
-    assert "Not computed when streaming:" in text and "leaderboard-rank (" in text
+    assert "Not computed when streaming:" in text and "matched-bias (" in text
 
     files = sorted((tmp_path / "ds").rglob("*.parquet"))
     assert len(files) == 3

@@ -13,6 +13,9 @@ the partition's files), its presentation orders are combined by
   functions (`nepotism.analyses.audit`) on that partition's comparisons: every number of a group
   comes from that group's rows only, so it is the number the whole table gives;
 - excluded-verdicts and position-consistency likewise (`nepotism.analyses.suite`);
+- leaderboard-rank (every judge, and the unrelated judges only) from per (prompt, judge, generator)
+  sums of the preference scores and counts, through `nepotism.report.derived.pairwise_boards` (the
+  in-memory leaderboards' own code, rows weighted by the count they stand for);
 - for paired-win-rate-gap, which sets one judge against every other, the per-prompt sums of every
   (judge, condition, generator, opponent) block whose generator is related to some judge of the
   dataset are kept (prompt code, 2 × wins, decided and undecided counts: 10 bytes a cell, not
@@ -26,8 +29,8 @@ must sit in one partition. Memory: the largest partition as the in-memory path h
 0.4 GB per million rows), plus the kept sums.
 
 Not computed when streaming (each reported as a record without a value whose note says why, and
-listed in the summary): metrics that pool judges per prompt or need a reference table —
-`NOT_STREAMED`.
+listed in the summary): metrics that set judges against each other per prompt and pair (matched
+bias, preference-leakage score) or need a reference table — `NOT_STREAMED`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 
 from nepotism.analyses.audit import AuditOptions, _Blocks, _Pending, _paired_gaps, _Relations, _Rows, _scope_records, _win_rates
@@ -46,22 +50,24 @@ from nepotism.analyses.suite import SuiteOptions, _position_records, exclusion_r
 from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
+from nepotism.report.derived import _Relations as _BoardRelations
+from nepotism.report.derived import _Side, pairwise_boards
 from nepotism.tables import Table
 
 __all__ = ["NOT_STREAMED", "STREAMED", "stream_pairwise"]
 
 #: The metrics a streamed audit computes (identical records to the in-memory path).
 STREAMED = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-            "excluded-verdicts", "position-consistency")
-_POOLED = "it pools every judge's comparisons of a prompt, which one partition at a time does not hold"
+            "excluded-verdicts", "position-consistency", "leaderboard-rank")
+_RANKED = ("it ranks each judge's leaderboard against a reference or another judge's, whose per-prompt scores "
+           "are not kept when streaming")
 _REFERENCE = "it joins the judgments with a reference table row by row"
 #: metric → why it is not computed when streaming
 NOT_STREAMED = {
-    "leaderboard-rank": _POOLED,
     "matched-bias": "it sets each comparison against the unrelated judges' verdicts on the same prompt and pair, "
                     "held in other partitions",
     "preference-leakage-score": "it compares two judges' verdicts on their students' comparisons, held in two partitions",
-    "ranking-difference": _POOLED,
+    "ranking-difference": _RANKED,
     "mipa": _REFERENCE, "equal-opportunity-bias": _REFERENCE, "error-bias": _REFERENCE,
     "judge-accuracy": _REFERENCE, "legitimate-self-preference-ratio": _REFERENCE,
     "harmful-self-preference-propensity": _REFERENCE, "task-accuracy": _REFERENCE, "reasoning-length": _REFERENCE,
@@ -230,6 +236,72 @@ class _MergedRows:
         self.reasons = blocks.reasons
 
 
+class _Boards:
+    """The leaderboards' per-prompt sums (`nepotism.report.derived.leaderboard_records`), one
+    partition at a time: per (prompt, judge, generator) the summed preference score and the count
+    of comparisons, with every judge and with the unrelated judges only; rows dropped per
+    generator; whom each generator met."""
+
+    def __init__(self, registry: Any):
+        self.registry = registry
+        self.relation = _BoardRelations(registry)
+        # per partition: (its prompt, judge, generator labels), (their codes and 4 sums per present cell)
+        self.parts: list[tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]] = []
+        self.dropped: dict[str, int] = {}
+        self.met: dict[str, set[str]] = {}
+
+    def add(self, comparisons: pd.DataFrame) -> None:
+        outcome = comparisons["outcome"].to_numpy(dtype=float)
+        decided = np.flatnonzero(~np.isnan(outcome))
+        if not decided.size:
+            return
+        outcome = outcome[decided]
+        instance, labels = pd.factorize(text_values(comparisons["instance_id"])[decided], sort=True)
+        judge, judges = pd.factorize(text_values(comparisons["judge"])[decided], sort=True)
+        n = decided.size
+        models, names = pd.factorize(np.concatenate([text_values(comparisons["model_x"])[decided],
+                                                     text_values(comparisons["model_y"])[decided]]), sort=True)
+        gen, opp = models, np.concatenate([models[n:], models[:n]])
+        score2 = np.concatenate([outcome + 1.0, 1.0 - outcome])  # twice the preference: whole numbers
+        both_judge, both_instance = np.concatenate([judge, judge]), np.concatenate([instance, instance])
+        related = np.array([[self.relation.related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
+        drop = related[both_judge, gen] | related[both_judge, opp]
+        width = len(labels) * len(judges) * len(names)
+        cell = (both_instance.astype(np.int64) * len(judges) + both_judge) * len(names) + gen
+        sums = [np.bincount(cell, weights=w, minlength=width)
+                for w in (score2, None, np.where(drop, 0.0, score2), (~drop).astype(float))]
+        present = np.flatnonzero(sums[1] > 0)
+        rest, g = np.divmod(present, len(names))
+        i, j = np.divmod(rest, len(judges))
+        self.parts.append(((np.asarray(labels, dtype=object), np.asarray(judges, dtype=object),
+                            np.asarray(names, dtype=object)),
+                           (i.astype(np.int32), j.astype(np.int32), g.astype(np.int32),
+                            *(_small(s[present]) for s in sums))))
+        for code, count in zip(*np.unique(gen[drop], return_counts=True)):
+            self.dropped[str(names[code])] = self.dropped.get(str(names[code]), 0) + int(count)
+        for pair in np.unique(gen.astype(np.int64) * len(names) + opp).tolist():
+            self.met.setdefault(str(names[pair // len(names)]), set()).add(str(names[pair % len(names)]))
+
+    def records(self, bootstrap: Bootstrap) -> list[dict[str, Any]]:
+        if not self.parts:
+            return []
+        # every partition's codes in the sorted labels of all partitions (text order, as in memory)
+        every = [np.unique(np.concatenate([part[0][k] for part in self.parts])) for k in range(3)]
+        codes = [np.concatenate([np.searchsorted(every[k], part[0][k]).astype(np.int64)[part[1][k]]
+                                 for part in self.parts]) for k in range(3)]
+        score2, count, kept_score2, kept_count = (np.concatenate([part[1][k] for part in self.parts]).astype(float)
+                                                  for k in range(3, 7))
+        self.parts = []
+        instance, judge, generator = codes
+        names, judges = np.asarray(every[2], dtype=object), np.asarray(every[1], dtype=object)
+        # the opponent codes are not read by the boards, only whether the rows are pairwise
+        side = _Side(instance, judge, generator, score2 / 2.0, names, judges, opponent=np.zeros(len(instance)),
+                     weight=count)
+        kept = side.subset(kept_count > 0)
+        kept.score, kept.weight = kept_score2[kept_count > 0] / 2.0, kept_count[kept_count > 0]
+        dropped = {name: self.dropped[name] for name in sorted(self.dropped)}
+        return pairwise_boards(side, kept, dropped, self.met, self.registry, self.relation, bootstrap)
+
 def _dataset_judges(partitions: list[tuple[dict[str, str], list[Path]]]) -> set[str]:
     """Every judge of the dataset, from the partition folders or (else) the files' judge column."""
     judges: set[str] = set()
@@ -290,6 +362,7 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     excluded: dict[tuple[str, str], list[dict[str, Any]]] = {}
     position: dict[tuple[str, str], list[dict[str, Any]]] = {}
     kept: list[_Kept] = []
+    boards = _Boards(registry)
     where: dict[tuple[str, str], str] = {}
     totals = {"rows": 0, "comparisons": 0, "single_order_comparisons": 0}
     excluded_comparisons: dict[str, dict[str, int]] = {}
@@ -324,6 +397,7 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         labels = np.unique(text_values(comparisons.frame["instance_id"]))
         instance_labels.append(labels)
         kept.append(_keep(rows, _Blocks(rows), labels, related))
+        boards.add(comparisons.frame)
         for record in exclusion_records(frame, "pairwise", suite_options):
             excluded.setdefault((record["judge"], record["condition"]), []).append(record)
         for record in _position_records(frame, suite_options):
@@ -350,8 +424,10 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         records += excluded.get(key, [])
     for key in groups:
         records += position.get(key, [])
+    del blocks, merged, kept
+    records += boards.records(bootstrap)
 
-    missing = ["leaderboard-rank", "matched-bias"]
+    missing = ["matched-bias"]
     students = {r["judge"] for group in audit.values() for r in group
                 if r["metric"] == "self-preference-ratio" and r["scope"] == "student" and r.get("generators")}
     if len(students) >= 2:

@@ -89,11 +89,14 @@ def _text_codes(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Side:
-    """Leaderboard rows as integer codes: instance, judge, generator (, opponent) and score."""
+    """Leaderboard rows as integer codes: instance, judge, generator (, opponent) and score.
 
-    def __init__(self, instance, judge, generator, score, names, judges, opponent=None):
+    ``weight``: how many rows each entry stands for (its ``score`` is then their sum), for rows
+    already summed per (instance, judge, generator) — the streamed metrics (`nepotism.analyses.stream`)."""
+
+    def __init__(self, instance, judge, generator, score, names, judges, opponent=None, weight=None):
         self.instance, self.judge, self.generator, self.score = instance, judge, generator, score
-        self.names, self.judges, self.opponent = names, judges, opponent
+        self.names, self.judges, self.opponent, self.weight = names, judges, opponent, weight
 
     @classmethod
     def of_frame(cls, rows: pd.DataFrame) -> _Side:
@@ -104,12 +107,14 @@ class _Side:
 
     def subset(self, mask: np.ndarray) -> _Side:
         return _Side(self.instance[mask], self.judge[mask], self.generator[mask], self.score[mask], self.names,
-                     self.judges, None if self.opponent is None else self.opponent[mask])
+                     self.judges, None if self.opponent is None else self.opponent[mask],
+                     None if self.weight is None else self.weight[mask])
 
     def count(self, mask: np.ndarray | None = None) -> dict[str, int]:
         """Rows per generator name (where ``mask``), only the generators that have some."""
         codes = self.generator if mask is None else self.generator[mask]
-        counts = np.bincount(codes, minlength=len(self.names))
+        weight = self.weight if self.weight is None or mask is None else self.weight[mask]
+        counts = np.bincount(codes, weights=weight, minlength=len(self.names))
         return {str(self.names[i]): int(counts[i]) for i in np.flatnonzero(counts)}
 
     def judges_of(self) -> dict[int, list[str]]:
@@ -157,7 +162,7 @@ def _board(rows: pd.DataFrame | _Side, variant: str, n_excluded: dict, bootstrap
     sums = np.zeros((clusters.size, 2 * g))
     width = clusters.size * 2 * g
     sums += np.bincount(cluster_code * 2 * g + gen_code, weights=side.score, minlength=width).reshape(sums.shape)
-    sums += np.bincount(cluster_code * 2 * g + g + gen_code, minlength=width).reshape(sums.shape)
+    sums += np.bincount(cluster_code * 2 * g + g + gen_code, weights=side.weight, minlength=width).reshape(sums.shape)
     total = sums.sum(axis=0)
     score = total[:g] / total[g:]
     labels = np.array([("one board" if boards is None else boards.get(str(n))) for n in names], dtype=object)
@@ -333,13 +338,20 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     drop = related[side.judge, side.generator] | related[side.judge, side.opponent]
     kept = side.subset(~drop)
     dropped = side.count(drop)
-    bootstrap = settings(bootstrap, **fields)
     met_pairs = np.unique(side.generator * len(names) + side.opponent)
     met: dict[str, set[str]] = {}
     for gen, opp in zip((met_pairs // len(names)).tolist(), (met_pairs % len(names)).tolist()):
         met.setdefault(str(names[gen]), set()).add(str(names[opp]))
+    return pairwise_boards(side, kept, dropped, met, registry, relation, settings(bootstrap, **fields))
+
+
+def pairwise_boards(side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry, relation: _Relations,
+                    bootstrap: Bootstrap) -> list[dict]:
+    """`leaderboard_records` from its two sides (every judge; the unrelated judges' rows), the rows
+    dropped per generator and each generator's opponents (also built from per-prompt sums, weighted
+    sides, by `nepotism.analyses.stream`)."""
     options = {"boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
-               "unknown": _unknown(registry, names)}  # flagged: not in the registry, or not a model
+               "unknown": _unknown(registry, side.names)}  # flagged: not in the registry, or not a model
     return (_board(side, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
             + _lineage_only(side, kept, relation, measure=_PREFERENCE, bootstrap=bootstrap))
 
