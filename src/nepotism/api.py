@@ -265,8 +265,8 @@ def audit(
     ratio and demographic-parity bias of related candidates use. Returns `nepotism.results.Results`
     with ``summary`` (what was read and what was left out) and ``findings`` (plain sentences).
     ``stream``: read a pairwise dataset (folder or glob) one partition at a time, keeping per-prompt
-    sums instead of rows (`nepotism.analyses.stream`): the first audit, excluded-verdicts and
-    position-consistency, identical to the in-memory records; every other metric is listed as not
+    sums instead of rows (`nepotism.analyses.stream`): the first audit, excluded-verdicts,
+    position-consistency and the leaderboards, identical to the in-memory records; every other metric is listed as not
     computed (a record without a value saying why, and ``summary["not_computed_when_streaming"]``).
     """
     bootstrap = settings(bootstrap)

@@ -66,8 +66,8 @@ def _split(values, option):
 @click.option("--stream", is_flag=True,
               help="Read a partitioned Parquet dataset (a folder of judge=NAME folders, or a glob) one partition at "
                    "a time, keeping per-prompt sums instead of rows, for tables larger than memory: the first audit, "
-                   "excluded-verdicts and position-consistency (the same records as without --stream); the metrics "
-                   "it does not compute are listed as such.")
+                   "leaderboards, excluded-verdicts and position-consistency (the same records as without --stream); "
+                   "the metrics it does not compute are listed as such.")
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
