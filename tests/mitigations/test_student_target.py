@@ -127,3 +127,48 @@ def test_a_non_self_target_refuses_the_third_party_control(tmp_path):
     with pytest.raises(InputError, match="must be one of") as err:
         parse_plan(tomllib.loads(text), tmp_path / "exp.toml")
     assert err.value.field == "mitigate.target"
+
+
+def test_student_target_and_human_labels_through_the_installed_executable(tmp_path):
+    """`[mitigate] target` and `preference_ref` as a user runs them: `nepotism mitigate` against the
+    loopback stand-in (text verdicts; they are arbitrary but deterministic, so what is checked is
+    what the keys do: only the student's pairs are judged, by its teacher and never as a "third
+    party", and the humans' labels are the truth of judge accuracy and Error Bias)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from nepotism.testing.standin import StandinConfig, standin_thread
+
+    nepotism = str(Path(sys.executable).with_name("nepotism"))
+    _plan(tmp_path)
+    exp = tmp_path / "exp.toml"
+
+    def mitigate(text, store):
+        exp.write_text(text)
+        return subprocess.run([nepotism, "mitigate", str(exp), "--store", str(tmp_path / store), "--json",
+                               "--no-progress"], capture_output=True, text=True, timeout=300)
+
+    with standin_thread(StandinConfig(latency_s=0.0)) as (url, _server):
+        text = exp.read_text().replace("http://127.0.0.1:9/v1", url).replace('mode = "labels"', 'mode = "text"')
+        with_humans = mitigate(text, "a.db")
+        without = mitigate(text.replace('preference_ref = ["humans.csv"]\n', ""), "b.db")
+        bad = mitigate(text.replace('target = "student"', 'target = "cousin"'), "c.db")
+    assert with_humans.returncode == 0 and without.returncode == 0, with_humans.stderr + without.stderr
+
+    def effect(done, metric):
+        (rec,) = [r for r in json.loads(done.stdout)["records"] if r["metric"] == "mitigation-effect"
+                  and r["judge"] == JUDGE and r["variant"] == {"mitigation": "judge-option",
+                                                               "base_metric": metric, "scope": "self"}]
+        return rec
+
+    # 12 items x both orders x (baseline, impartial); the teacher is no third party of its student
+    summary = json.loads(with_humans.stdout)["summary"]
+    assert summary["judge_calls"] == 2 * 2 * N and sum(summary["judgments"].values()) == 2 * 2 * N
+    # only the humans say which answer is right: without them the comparisons have no truth
+    labelled = effect(with_humans, "judge-accuracy")
+    assert labelled["n"] > 0 and "no truth" not in labelled["excluded"]
+    unlabelled = effect(without, "judge-accuracy")
+    assert unlabelled["n"] == 0 and unlabelled["excluded"]["no truth"] == labelled["n"]
+    assert effect(without, "error-bias")["excluded"]["no truth"] == labelled["n"]
+    assert bad.returncode == 2 and "mitigate.target" in bad.stderr and not (tmp_path / "c.db").exists()

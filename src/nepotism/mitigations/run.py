@@ -174,9 +174,11 @@ def _with(task, *, judge=None, candidates=None, condition=None, options=None):
                      options=options if options is not None else dict(task.options))
 
 
-def _third_party_judges(task, judges) -> list[str]:
+def _third_party_judges(task, judges, is_target: Callable[[str, str], bool]) -> list[str]:
+    """The judges that wrote neither answer and are not the target relation (self, teacher, family)
+    of either: a teacher judging its student's pair is not a third party."""
     names = {c.generator for c in task.candidates}
-    return [j for j in judges if j not in names]
+    return [j for j in judges if j not in names and not any(is_target(j, g) for g in names)]
 
 
 def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> dict:
@@ -227,7 +229,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             self_tasks = _self_tasks(base_tasks, baseline, is_target)
             judges = list(exp.judges)
             tasks = list(base_tasks)
-            tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks for j in _third_party_judges(t, judges)]
+            tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks
+                      for j in _third_party_judges(t, judges, is_target)]
             perturb_info: dict = {}
             pair_items: list = []
             recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
@@ -325,7 +328,8 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         condition = f"{cfg.name}:{t.judge}"
         made.append(_with(t, candidates=cands, condition=condition))
         if plan.control:
-            made += [_with(t, judge=j, candidates=cands, condition=condition) for j in _third_party_judges(t, judges)]
+            made += [_with(t, judge=j, candidates=cands, condition=condition)
+                     for j in _third_party_judges(t, judges, is_target)]
     asked = _perturbed_recognition(cfg.name, recognition, done)
     info = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
     if recognition:
