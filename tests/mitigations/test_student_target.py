@@ -147,7 +147,7 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     def mitigate(text, store):
         exp.write_text(text)
         return subprocess.run([nepotism, "mitigate", str(exp), "--store", str(tmp_path / store), "--json",
-                               "--no-progress"], capture_output=True, text=True, timeout=300)
+                               "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
     with standin_thread(StandinConfig(latency_s=0.0)) as (url, _server):
         text = exp.read_text().replace("http://127.0.0.1:9/v1", url).replace('mode = "labels"', 'mode = "text"')
@@ -172,3 +172,4 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     assert unlabelled["n"] == 0 and unlabelled["excluded"]["no truth"] == labelled["n"]
     assert effect(without, "error-bias")["excluded"]["no truth"] == labelled["n"]
     assert bad.returncode == 2 and "mitigate.target" in bad.stderr and not (tmp_path / "c.db").exists()
+    assert (tmp_path / "mitigations.jsonl").is_file()  # no [output] dir: the records go to the working folder
