@@ -203,6 +203,8 @@ def test_exclusion_drops_related_votes_and_calibration_reports_its_split(result)
     assert analysis["ex"]["votes_dropped_as_related"] > 0
     assert analysis["cal"]["split"]["heldout"] + analysis["cal"]["split"]["evaluation"] == 3
     assert set(analysis["w"]["weights"]) <= set(JUDGES) | {"human-written"}
+    # the perplexity-weighted jury: each judge scored every answer (2 judges x 3 items x 3 answers)
+    assert out.summary["familiarity_scores"] == {"ok": 18, "failed": {}}
 
 
 def test_a_rerun_is_served_from_the_cache(result):
@@ -239,9 +241,10 @@ def test_jury_familiarity_is_minus_the_log_perplexity_of_the_perplexity_step(tmp
     responses = [Response("q1", "human-written", "Answer: A\nx it is."), Response("q2", "human-written", "broken"),
                  Response("q2", JUDGES[0], "")]
     with Store(tmp_path / "f.db") as store:
-        fam = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
-        again = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
+        fam, counts = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
+        again, _ = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
     assert fam == again == {(JUDGES[0], "q1", "human-written"): -1.0, (JUDGES[1], "q1", "human-written"): -2.0}
+    assert counts == {"ok": 2, "failed": {"model_error: planted": 2}}  # failures are counted with their reason
     # 2 judges x 2 non-empty answers; the rerun is served from the store except the failed calls
     assert sorted((r.model, r.continuation) for r in seen) == sorted(
         [(j, "Answer: A\nx it is.") for j in JUDGES] + [(j, "broken") for j in JUDGES] * 2)

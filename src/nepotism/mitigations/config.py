@@ -33,7 +33,9 @@ other side's model, ``writer = "competitor"`` as in paper 003, or by the rewrite
 both verified by the task's tests in the sandbox), ``ablate`` (``feature`` = style / format / wording), ``spelling``
 (``rate``: the share of the judge's eligible words given a typo, offline and seeded, 003 Fig. 15),
 ``judge-option`` (``options``: judging options such as ``impartial``, ``reasoning``), ``exclude-relatives``,
-``jury`` (``vote`` = majority / weighted / perplexity, ``exclude_related``), ``calibration``
+``jury`` (``vote`` = majority / weighted / perplexity — each vote weighted down by the judge's
+familiarity with the answers, scored by the run's perplexity step; the summary's
+``familiarity_scores`` counts them, failures with reasons —, ``exclude_related``), ``calibration``
 (``method`` = auto / contextual), ``rubric-agreement`` (``threshold``: drop rubric items whose
 inter-judge agreement is lower; needs a ``rubric`` protocol). Every problem raises `InputError` naming the key.
 """

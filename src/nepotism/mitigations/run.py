@@ -75,19 +75,25 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
     return call
 
 
-async def _familiarity(runner, exp, instances, responses) -> dict:
+async def _familiarity(runner, exp, instances, responses) -> tuple[dict, dict]:
     """Each judge's familiarity with each response: its mean per-token log-probability, i.e. minus
     the log-perplexity (paper 001), scored by the run's perplexity step
     (`nepotism.runner.perplexity.score_perplexity`: the same calls and cache as a ``[perplexity]``
-    table with ``responses = "all"`` and the experiment's ``prompt``). Failed scores are left out
-    (their rows get weight 1 in `familiarity_weights`)."""
+    table with ``responses = "all"`` and the experiment's ``prompt``); and the scores' counts
+    (``ok``, ``failed`` with each reason). Failed scores are left out of the mapping (their rows
+    get weight 1 in `familiarity_weights`)."""
     from nepotism.experiment import PerplexityConfig
     from nepotism.runner.perplexity import score_perplexity
 
     config = PerplexityConfig(responses="all", prompt=exp.perplexity.prompt if exp.perplexity else "auto")
     scored = await score_perplexity(runner, exp, instances, responses, (), config=config)
-    return {(s.scorer, s.instance_id, s.model): -s.log_perplexity for s in scored.scores
-            if s.status == "ok" and s.log_perplexity is not None}
+    familiarity = {(s.scorer, s.instance_id, s.model): -s.log_perplexity for s in scored.scores
+                   if s.status == "ok" and s.log_perplexity is not None}
+    reasons: dict[str, int] = {}
+    for s in scored.scores:
+        if s.status != "ok":
+            reasons[s.reason or "failed"] = reasons.get(s.reason or "failed", 0) + 1
+    return familiarity, {"ok": len(familiarity), "failed": reasons}
 
 
 def grade_responses(instances: Sequence[Instance], responses: Sequence[Response], *, sandbox_runner=None) -> dict:
@@ -247,9 +253,9 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                               for t in self_tasks]
             unique = list({t.key: t for t in tasks}.values())
             judged = await runner.judge(unique, judging.render, judging.interpret_all)
-            familiarity = None
+            familiarity, familiarity_counts = None, None
             if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
-                familiarity = await _familiarity(runner, exp, instances, candidates)
+                familiarity, familiarity_counts = await _familiarity(runner, exp, instances, candidates)
     finally:
         if own_endpoints:
             for endpoint in endpoints.values():
@@ -288,6 +294,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         "generation_failures": len(generated.failures), "exports": exports, "rule": plan.rule,
         "ambiguous_comparisons": ambiguous, "perturbed_pairs": perturbed_pairs, **stats,
     })
+    if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
+        summary["familiarity_scores"] = familiarity_counts
     return MitigationResult(records, summary, accuracy)
 
 
