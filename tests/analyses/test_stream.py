@@ -93,6 +93,15 @@ def test_every_other_metric_is_listed_as_not_computed(tmp_path, registry):
     assert listed <= set(NOT_STREAMED)
 
 
+def test_paired_gaps_estimated_a_few_at_a_time_give_the_same_records(tmp_path, registry, monkeypatch):
+    import nepotism.analyses.stream as stream
+
+    write_dataset(planted(), tmp_path / "ds")
+    whole = audit(str(tmp_path / "ds"), registry=registry, stream=True)
+    monkeypatch.setattr(stream, "CHUNK", 3)
+    assert json.dumps(audit(str(tmp_path / "ds"), registry=registry, stream=True).to_dicts()) == json.dumps(whole.to_dicts())
+
+
 def test_strict_rule_and_one_opponent_population_stream_too(tmp_path, registry):
     write_dataset(planted(), tmp_path / "ds", files=3)
     options = dict(rule="strict", opponents=("any",))

@@ -84,6 +84,8 @@ _BY_REFERENCE = {
     "perplexity": ("perplexity-win-rate", "log-perplexity-gap", "mean-log-perplexity"),
 }
 _PARTITION_COLUMNS = ("judge", "condition")
+#: paired gaps estimated together (their per-prompt sums held at once)
+CHUNK = 256
 
 
 @dataclass
@@ -302,6 +304,25 @@ class _Boards:
         dropped = {name: self.dropped[name] for name in sorted(self.dropped)}
         return pairwise_boards(side, kept, dropped, self.met, self.registry, self.relation, bootstrap)
 
+class _Chunked(_Pending):
+    """A `_Pending` estimated every ``size`` items: `ClusterSetBatch` estimates are those of each
+    item alone, so the numbers are the same, and only ``size`` items' per-prompt sums are held (a
+    judge of a 48-judge table has thousands of paired gaps, each with two columns per prompt)."""
+
+    def __init__(self, bootstrap: Bootstrap, size: int | None = None):
+        super().__init__(bootstrap)
+        self.bootstrap, self.size, self.done = bootstrap, size or CHUNK, []
+
+    def add(self, record: dict, parts: Any, statistic: Any, reasons: dict[str, int] | None) -> None:
+        super().add(record, parts, statistic, reasons)
+        if len(self.records) >= self.size:
+            self.done += super().finish()
+            self.batch, self.records = _Pending(self.bootstrap).batch, []
+
+    def finish(self) -> list[dict]:
+        return self.done + super().finish()
+
+
 def _dataset_judges(partitions: list[tuple[dict[str, str], list[Path]]]) -> set[str]:
     """Every judge of the dataset, from the partition folders or (else) the files' judge column."""
     judges: set[str] = set()
@@ -417,7 +438,7 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     merged = _MergedRows(groups, blocks, relations)
     records: list[dict[str, Any]] = []
     for number, key in enumerate(groups):
-        pending = _Pending(bootstrap)
+        pending = _Chunked(bootstrap)
         _paired_gaps(merged, blocks, number, relations, pending)  # type: ignore[arg-type]
         records += audit[key] + pending.finish()
     for key in groups:
