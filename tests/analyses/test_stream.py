@@ -145,3 +145,19 @@ def test_leaderboards_stream_with_a_generator_only_related_judges_saw(tmp_path, 
     flagged = [r for r in whole.to_dicts() if r["metric"] == "leaderboard-rank" and r.get("lineage_only")]
     assert [r["generator"] for r in flagged] == ["student-a"]
     assert _streamed_only(audit(str(tmp_path / "ds"), registry=registry, stream=True)) == _streamed_only(whole)
+
+
+def test_an_unknown_judge_is_named_with_its_file_and_correlations_use_the_streamed_records(tmp_path, registry):
+    from nepotism.errors import ValidationError
+
+    table = planted()
+    write_dataset(table.assign(judge=table["judge"].replace({"other-1": "nobody"})), tmp_path / "unknown")
+    with pytest.raises(ValidationError, match="judge 'nobody' is not in the model registry") as caught:
+        audit(str(tmp_path / "unknown"), registry=registry, stream=True)
+    assert "judge=nobody" in str(caught.value.path)
+    write_dataset(table, tmp_path / "ds")
+    pair = [("self-preference-ratio", "demographic-parity-bias")]
+    whole = audit(str(tmp_path / "ds"), registry=registry, correlate=pair).to_dicts()
+    streamed = audit(str(tmp_path / "ds"), registry=registry, correlate=pair, stream=True).to_dicts()
+    found = [r for r in streamed if r["metric"] == "correlation"]
+    assert found == [r for r in whole if r["metric"] == "correlation"] and found[0]["n"] == 6  # 3 judges × 2 conditions
