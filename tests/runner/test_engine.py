@@ -93,3 +93,25 @@ def test_generate_makes_only_missing_responses(store):
                                                          have=have))
     assert backend.calls == {"first": 1, "second": 2}
     assert again.stats.cached == 1
+
+
+def test_judging_without_keeping_stores_and_counts_every_judgment(store):
+    """``keep=False`` (what `nepotism run` uses): nothing is held after it is written; the
+    store gets the same judgments, with the same call keys, as a run that keeps them."""
+    kept_store_path = store.path.with_name("kept.db")
+    from nepotism.store import Store
+
+    out = asyncio.run(_runner(store, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(
+        _tasks(), render, interpret, keep=False))
+    assert out.judgments == [] and out.call_keys == {}
+    with Store(kept_store_path) as other:
+        kept = asyncio.run(_runner(other, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(
+            _tasks(), render, interpret))
+        rows = "SELECT id, status, verdict, call_key FROM judgments ORDER BY id"
+        assert store._conn().execute(rows).fetchall() == other._conn().execute(rows).fetchall()
+    statuses = [j.status for j in kept.judgments]
+    assert out.counts == kept.counts == {s: statuses.count(s) for s in sorted(set(statuses))}
+    assert sum(out.counts.values()) == 16
+    # a rerun counts the replayed judgments too (the failed call is sent again, and now answers)
+    again = asyncio.run(_runner(store, ScriptedBackend()).judge(_tasks(), render, interpret, keep=False))
+    assert again.counts == {"parsed": 16} and again.stats.cached == 15 and again.stats.sent == 1

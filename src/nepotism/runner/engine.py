@@ -72,11 +72,13 @@ class GenerationOutcome:
 @dataclass(repr=False)
 class JudgingOutcome:
     """Judgments read by `Runner.judge` (in task order), the call key of each judgment written
-    in this run, and the phase's counters."""
+    in this run, and the phase's counters; ``counts`` is the number of judgments read by status
+    (also when the judgments themselves were not kept: ``judge(..., keep=False)``)."""
 
     judgments: list[Judgment]
     call_keys: dict[str, str]
     stats: RunStats
+    counts: dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
@@ -179,25 +181,30 @@ class Runner:
 
     async def judge(
         self, tasks: Sequence[Any], render: RenderFn, interpret: InterpretFn,
-        planned: Sequence[PlannedCall] | None = None,
+        planned: Sequence[PlannedCall] | None = None, *, keep: bool = True,
     ) -> JudgingOutcome:
         """Judge every task; store and return the judgments (in task order).
 
         ``interpret(task, completion)`` returns the task's judgments (a list: one call may cover
         several rubric items). Judgments read from fresh calls are always written; those read
         from replayed calls only when the store lacks them (a run killed between committing a
-        call and writing its judgment), so a fully cached rerun writes nothing.
+        call and writing its judgment), so a fully cached rerun writes nothing. With ``keep``
+        false the judgments are only stored and counted (``counts``), not returned
+        (``judgments`` and ``call_keys`` empty): a large run then holds no judgment after it is
+        written.
         """
         calls = list(planned) if planned is not None else self.plan_judging(tasks, render)
         stats = RunStats(phase="judge", total=len(calls))
         slots: dict[int, int] = {id(call): i for i, call in enumerate(calls)}
-        per_task: list[list[Judgment] | None] = [None] * len(calls)
+        per_task: list[list[Judgment] | None] = [None] * len(calls) if keep else []
         call_keys: dict[str, str] = {}
+        counts: dict[str, int] = {}
         buffer: list[Judgment] = []
         ids: list[str] = []  # buffer's judgment ids (hashes, computed once)
+        keys: list[str] = []  # and the keys of the calls they were read from
         replayed: dict[str, list[Judgment]] = {}
         # judgments are written on the thread that commits the calls, after them (their rows
-        # name the calls); ``call_keys`` is only read there, and only for judgments already in it
+        # name the calls)
         writer = StoreWriter(self.store)
         failures: list[BaseException] = []
 
@@ -207,10 +214,13 @@ class Runner:
 
         def flush() -> None:
             if buffer:
-                batch, batch_ids = list(buffer), list(ids)
+                batch, batch_ids, batch_keys = list(buffer), list(ids), dict(zip(ids, keys, strict=True))
                 buffer.clear()
                 ids.clear()
-                writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=call_keys,
+                keys.clear()
+                if keep:
+                    call_keys.update(batch_keys)
+                writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=batch_keys,
                                                                run_id=self.run_id, ids=batch_ids), written)
 
         def take(result: CallResult) -> None:
@@ -221,15 +231,17 @@ class Runner:
                     f"interpret read a verdict from a failed call ({result.completion.error}); "
                     "a failure must stay a failure"
                 )
-            per_task[index] = made
+            if keep:
+                per_task[index] = made
+            for judgment in made:
+                counts[judgment.status] = counts.get(judgment.status, 0) + 1
             if result.cached:
                 replayed.setdefault(result.call.key, []).extend(made)
                 return
             key = result.call.key
             for judgment in made:
-                ident = judgment.id
-                call_keys[ident] = key
-                ids.append(ident)
+                ids.append(judgment.id)
+                keys.append(key)
             buffer.extend(made)
             if len(buffer) >= self.judgment_batch:
                 flush()
@@ -243,9 +255,8 @@ class Runner:
                     for key, made in replayed.items():
                         if judged.get(key, 0) < len(made):
                             for judgment in made:
-                                ident = judgment.id
-                                call_keys[ident] = key
-                                ids.append(ident)
+                                ids.append(judgment.id)
+                                keys.append(key)
                             buffer.extend(made)
                 finally:
                     _resume_gc(paused)
@@ -257,7 +268,7 @@ class Runner:
             flush()  # what was read before an error or a cancellation is kept too
             writer.close()  # (blocks until the queued writes are done)
         done = [j for made in per_task if made for j in made]
-        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats)
+        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())))
 
 
 def _judged_calls(store: Store, keys: Sequence[str]) -> dict[str, int]:

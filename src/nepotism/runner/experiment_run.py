@@ -326,16 +326,14 @@ async def run_experiment(
             generated = await runner.generate(instances, _generators(experiment), have=have)
             candidates = _unique(generated.responses)
             tasks = plan_tasks(experiment, instances, candidates, judging)
-            judged = await runner.judge(tasks, judging.render, judging.interpret_all)
+            judged = await runner.judge(tasks, judging.render, judging.interpret_all, keep=False)
             scored = None
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity
 
                 scored = await score_perplexity(runner, experiment, instances, candidates, tasks)
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
-            counts: dict[str, int] = {}
-            for j in judged.judgments:
-                counts[j.status] = counts.get(j.status, 0) + 1
+            counts = judged.counts  # (the judgments are in the store, not kept in memory)
             summary = RunSummary(
                 run_id=run_id, status="done", instances=len(instances),
                 generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
