@@ -16,12 +16,13 @@ stored so far (``MAX(rowid)`` of the store's calls table, read-only) are sampled
 the round table, the last round's timeline is printed per 10% of the calls sent: the time each
 tenth was stored, the calls/s within it and the resident memory then (flat calls/s and flat
 memory are what a large run needs). ``--no-bare`` skips the bare client (a memory run at 200k).
-``--baseline-src DIR`` also times, in each round, ``nepotism run`` importing the package from
+``--rerun`` then times ``nepotism run`` again on the last round's store: every call cached (the
+end-to-end cached rerun, process start and exports included). ``--baseline-src DIR`` also times, in each round, ``nepotism run`` importing the package from
 ``DIR`` (the ``src`` folder of another checkout, e.g. ``git archive <commit> src | tar -x -C
 /tmp/base``) through ``PYTHONPATH``: a change measured side by side with what it replaces.
 
 Usage: python bench/run_p1.py [--calls 5000] [--concurrency 256] [--latency 0.1] [--rounds 3]
-       [--no-bare] [--baseline-src DIR]
+       [--no-bare] [--rerun] [--baseline-src DIR]
 Nothing is asserted; read the figures as ratios (the machine is shared).
 """
 
@@ -94,6 +95,8 @@ def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str
         time.sleep(0.2)
     out, err = child.communicate()
     secs, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    if samples:  # the calls stored by the end (the last ones may come after the last sample)
+        samples.append((secs, _stored(db), samples[-1][2]))
     if child.returncode != 0:
         raise SystemExit(f"nepotism run failed ({child.returncode}): {err[-2000:]}")
     summary = json.loads(out)
@@ -102,6 +105,20 @@ def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str
     if failed:
         raise SystemExit(f"nepotism run: {failed} calls failed")
     return secs, sent, cpu, samples
+
+
+def _cached_rerun(folder: Path) -> tuple[float, int, float]:
+    """``nepotism run`` again on ``folder``'s store: (seconds, calls planned, CPU seconds)."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
+    done = subprocess.run([NEPOTISM, "run", str(folder / "exp.toml"), "--store", str(folder / "s.db"),
+                           "--no-progress", "--json"], cwd=folder, capture_output=True, text=True)
+    secs, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    if done.returncode != 0:
+        raise SystemExit(f"cached rerun failed ({done.returncode}): {done.stderr[-2000:]}")
+    summary = json.loads(done.stdout)
+    if summary["generation"]["sent"] + summary["judging"]["sent"]:
+        raise SystemExit("the rerun sent calls: it was not fully cached")
+    return secs, summary["generation"]["total"] + summary["judging"]["total"], cpu
 
 
 def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float) -> None:
@@ -132,6 +149,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="time nepotism run only (memory runs)")
+    parser.add_argument("--rerun", action="store_true", help="time a fully cached rerun of the last round")
     parser.add_argument("--baseline-src", help="also time nepotism run with the package from this src folder")
     args = parser.parse_args()
     items = max(1, args.calls // CALLS_PER_ITEM)
@@ -148,6 +166,8 @@ def main() -> None:
             run_s, sent, run_cpu, samples = _nepotism_run(url, Path(scratch) / f"round{r}", items,
                                                           args.concurrency // 2)
             server1 = _server_cpu(url)
+            if args.rerun and r == args.rounds - 1:
+                rerun = _cached_rerun(Path(scratch) / f"round{r}")
             if args.no_bare:
                 bare_s, ok, bare_cpu = float("nan"), sent, float("nan")
             else:
@@ -171,6 +191,9 @@ def main() -> None:
     ratios = sorted(r[0] / r[1] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f}")
     _timeline(samples, rows[-1][4], run_s)
+    if args.rerun:
+        print(f"cached rerun of the last round: {rerun[0]:.2f} s wall = {rerun[1] / rerun[0]:,.0f} calls/s, "
+              f"{rerun[2] / rerun[1] * 1e3:.3f} ms CPU/call ({rerun[1]:,} calls planned, 0 sent)")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,17 @@ def _run(*argv: str) -> str:
 def test_cached_rerun_benchmark_with_its_ablations():
     out = _run("runner_p2.py", "240", "--repeat", "1", "--ablate")
     assert "cached rerun: 240 judge calls" in out
+    assert "reading the rows from SQLite" in out
     for fast_path in ("frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read",
                       "collector pauses", "builders + replay + narrow read"):
         assert fast_path in out
+
+
+def test_end_to_end_run_benchmark_with_its_timeline_and_cached_rerun():
+    out = _run("run_p1.py", "--calls", "200", "--concurrency", "8", "--latency", "0.001", "--rounds", "1",
+               "--rerun")
+    assert "median ratio" in out and "   100%" in out  # the run's last tenth is in the timeline
+    assert "cached rerun of the last round" in out and "0 sent" in out
 
 
 def test_sharded_planning_benchmark_adds_up():
