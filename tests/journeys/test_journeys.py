@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,21 +31,6 @@ def nep(*args: str, cwd: Path, expect: int | None = 0, timeout: float = 300) -> 
     if expect is not None:
         assert done.returncode == expect, f"nepotism {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
-
-
-@pytest.fixture
-def standin(tmp_path):
-    """``nepotism standin --port 0`` in the background; yields its base URL, stops it with SIGTERM."""
-    proc = subprocess.Popen([NEPOTISM, "standin", "--port", "0", "--latency", "0.001"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), proc.stderr.read()
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0  # a clean stop, no traceback
-        assert "Traceback" not in proc.stderr.read()
 
 
 def _example(tmp_path: Path, url: str) -> Path:

@@ -239,3 +239,24 @@ def test_audit_pointwise_single_judge_flags_from_lineage(tmp_path):
     rows = {r["entry"]: r for r in out["leaderboard"]}
     assert rows["kid-x"]["related"] and rows["kid-x"]["relation"] == "student"
     assert all(r["adjusted_rank"] == r["rank"] for r in rows.values())
+
+
+def test_pls_table_names_each_condition_and_lists_the_ablation_changes():
+    """The `nepotism leakage` table printed one row per group and condition without the condition, so
+    the ablations' rows (no-<feature>) could not be told from the original answers' row."""
+    from nepotism.leakage.report import pls_table
+
+    def record(metric, condition, value, **variant):
+        return {"metric": metric, "condition": condition, "generator": "a & b", "value": value, "ci_low": value,
+                "ci_high": value, "p_value": None, "n": 12, "variant": {"group": "icl:base", "ties": "loss", **variant}}
+
+    text = pls_table([record("preference-leakage-score", "default", 0.25),
+                      record("preference-leakage-change", "no-style", -0.2, against="default"),
+                      record("preference-leakage-score", "no-style", 0.05),
+                      record("preference-leakage-score", "default", 0.3, ties="half")])
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["group", "condition"] and len(lines) == 4
+    assert lines[1].split()[:2] == ["icl:base", "default"] and "+25.0%" in lines[1]
+    assert lines[2].split()[:2] == ["icl:base", "no-style"] and "+5.0%" in lines[2]
+    assert lines[3].split()[:4] == ["icl:base", "no-style", "−", "default"] and "change" in lines[3]
+    assert "-20.0%" in lines[3]

@@ -170,6 +170,27 @@ def test_dry_run_lists_students(tmp_path):
     assert plan["dry_run"] and len(plan["students"]) == 6 and plan["judge_calls"] == 12 * 3 * 2 * 2
 
 
+@pytest.mark.parametrize("instructions, answered", [("same", 10), ("different", 8)])
+def test_dry_run_counts_the_parents_answers_an_inheriting_entry_learns_from(tmp_path, instructions, answered):
+    """Each parent student answers the instructions its inheritors learn from: generation calls the
+    dry run announces (they were missing from its count)."""
+    path = _write(tmp_path)
+    (tmp_path / "other.jsonl").write_text("".join(
+        json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8)))
+    text = path.read_text().replace('k = 3\n', 'k = 3\nname = "first"\n', 1)
+    inheriting = "".join(f'[[leakage.students]]\nmethod = "icl"\nbase = "{BASE}"\nname = "{name}"\n'
+                         f'inherit = "first"\ninstructions = "{instructions}"\n' for name in ("second", "third"))
+    path.write_text(text.replace("[leakage.analyses]", inheriting + "[leakage.analyses]", 1)
+                    .replace('train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n'))
+    cfg = load_leakage(path)
+    with Store(tmp_path / "s.db") as store:
+        plan = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))
+    assert len(plan["students"]) == 6 + 2 * 2
+    # generators on the training pool + the two parents once (both entries inherit the same answers)
+    # + every student on the evaluation pool
+    assert plan["generation_calls"] == 10 * 2 + 2 * answered + 12 * 10
+
+
 class _Counting:
     """Counts the calls that reach the fake backends (a replayed call never does)."""
 
@@ -255,6 +276,25 @@ def test_inheritance_config_errors(tmp_path):
         with pytest.raises(InputError, match=message) as err:
             load_leakage(path)
         assert err.value.field == f"leakage.{field}"
+
+
+def test_two_entries_whose_students_would_share_ids_are_refused(tmp_path):
+    """Two unnamed entries of one method and base (k differs) made the same student ids: the run
+    stopped with a traceback after calling the generators. Now the file is refused, naming the entry;
+    a name, other generators or other mix shares tell them apart."""
+    path = _write(tmp_path)
+    text = path.read_text()
+    second = f'[[leakage.students]]\nmethod = "icl"\nbase = "{BASE}"\nk = 1\nEXTRA\n[leakage.analyses]'
+    path.write_text(text.replace("[leakage.analyses]", second.replace("EXTRA", ""), 1))
+    with pytest.raises(InputError, match=r"same ids as those of students\[0\].*give one of the entries a name") as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.students[2]"
+    for extra in ('name = "k1"', f'generators = ["{GB}"]\nmix = [0.5]'):
+        path.write_text(text.replace("[leakage.analyses]", second.replace("EXTRA", extra), 1))
+        load_leakage(path)
+    path.write_text(text.replace("[leakage.analyses]", second.replace("EXTRA", 'name = "mixed"\nmix = [0.3]'), 1))
+    with pytest.raises(InputError, match="names two entries|same ids"):
+        load_leakage(path)
 
 
 class _Rewriter(Fake):

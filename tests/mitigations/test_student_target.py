@@ -129,6 +129,20 @@ def test_a_non_self_target_refuses_the_third_party_control(tmp_path):
     assert err.value.field == "mitigate.target"
 
 
+@pytest.mark.parametrize("target", ["student", "family"])
+def test_a_relative_target_needs_pairs_that_can_hold_the_relative(tmp_path, target):
+    """pairs = "judge-vs-others" pairs only the judge's own answers: no pair holds a relative, and every
+    effect came out undefined without a word. Refused, naming the protocol's field; "self" keeps it."""
+    _plan(tmp_path)
+    text = (tmp_path / "exp.toml").read_text().replace('target = "student"', f'target = "{target}"')
+    text = text.replace('protocol = "pairwise"\n', 'protocol = "pairwise"\npairs = "judge-vs-others"\n')
+    with pytest.raises(InputError, match='use pairs = "all"') as err:
+        parse_plan(tomllib.loads(text), tmp_path / "exp.toml")
+    assert err.value.field == "judging.protocols[0].pairs"
+    self_target = text.replace(f'target = "{target}"', 'target = "self"')
+    assert parse_plan(tomllib.loads(self_target), tmp_path / "exp.toml").target == "self"
+
+
 def test_student_target_and_human_labels_through_the_installed_executable(tmp_path):
     """`[mitigate] target` and `preference_ref` as a user runs them: `nepotism mitigate` against the
     loopback stand-in (text verdicts; they are arbitrary but deterministic, so what is checked is

@@ -172,6 +172,27 @@ def test_leakage_plots(leakage_run):
     assert section_plots.leakage_plots([]) == []
 
 
+def test_leakage_ablation_conditions_keep_their_own_rows(leakage_run, monkeypatch):
+    """Paper 000 §5.7: PLS under condition no-<feature> beside the default. The plot keyed its rows by
+    group only, so an ablation's PLS silently replaced the default's under the group's label, and the
+    tables showed two rows per group that nothing told apart."""
+    records = leakage_run[0]
+    pls = [r for r in records if r["metric"] == "preference-leakage-score"]
+    ablated = [dict(copy.deepcopy(r), condition="no-style", value=-0.5) for r in pls]
+    rows_seen = []
+    real_forest = section_plots._forest
+    monkeypatch.setattr(section_plots, "_forest", lambda ax, rows, *a, **k: (rows_seen.append(list(rows)),
+                                                                             real_forest(ax, rows, *a, **k)))
+    section_plots.leakage_plots(records + ablated)
+    groups = {str(r["variant"]["group"]) for r in pls if "slice" not in r["variant"]}
+    assert all(g in rows_seen[0] and f"{g} · no-style" in rows_seen[0] for g in groups)
+    tables = sections.leakage_tables(records + ablated)
+    assert {r["condition"] for r in tables["pls"]} == {"default", "no-style"}
+    md = full._markdown(build_report(records + ablated, summary=leakage_run[1]))
+    table = md.split("## Preference leakage")[1]
+    assert "| judges | group | condition | students |" in table and " | no-style | " in table
+
+
 def test_leakage_audit_section_is_not_the_report_leaderboard(leakage_audit):
     records, summary, findings = leakage_audit
     context = build_report(records, summary=summary, findings=findings)

@@ -65,7 +65,9 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
     if dry_run:
         click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
                    f"{result['eval_instructions']} evaluation instructions, {len(result['students'])} students, "
-                   f"~{result['generation_calls']} generation and {result['judge_calls']} pairwise judge calls")
+                   f"~{result['generation_calls']} generation"
+                   + (f", {result['rewrite_calls']} rewrite" if result["rewrite_calls"] else "")
+                   + f" and {result['judge_calls']} pairwise judge calls")
         for s in result["students"]:
             click.echo(f"  {s['id']}  ({s['method']}, group {s['group']})")
         return

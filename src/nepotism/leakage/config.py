@@ -233,6 +233,24 @@ def _check_inheritance(students: tuple[StudentConfig, ...], inherit_pool: str | 
             earlier[sc.name] = sc
 
 
+def _check_distinct(students: tuple[StudentConfig, ...], generators: tuple[str, ...], path: str) -> None:
+    """Two entries whose students would get the same registry ids (same method and base, neither
+    named apart, a generator and a mix share in common) are refused: give one a ``name``."""
+    seen: list[tuple[int, tuple, set[str], set[float | None]]] = []
+    for i, sc in enumerate(students):
+        if sc.method == "external":
+            continue
+        tag = sc.name or (f"inherits-{sc.inherit}-{sc.instructions}" if sc.inherit else "")
+        key = (sc.method, sc.base, tag)
+        gens = set(sc.generators or generators)
+        shares = set(sc.mix) if sc.mix else {None}
+        for j, other_key, other_gens, other_shares in seen:
+            if key == other_key and gens & other_gens and shares & other_shares:
+                raise _err(path, f"students[{i}]", f"its students would have the same ids as those of students[{j}] "
+                           "(same method and base): give one of the entries a name")
+        seen.append((i, key, gens, shares))
+
+
 def _judge_of(raw: Any, registry: Any, exp: Experiment, path: str) -> dict[str, str]:
     if raw is not None:
         if not isinstance(raw, dict):
@@ -296,6 +314,7 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
             raise _err(where, "inherit_pool", "must be the path of a JSON Lines file of instructions")
         inherit_pool = str(inherit_pool if Path(inherit_pool).is_absolute() else path.parent / inherit_pool)
     _check_inheritance(students, inherit_pool, where)
+    _check_distinct(students, exp.generation.generators, where)
     a = raw.get("analyses", {})
     if not isinstance(a, dict) or set(a) - set(_ANALYSES_KEYS):
         raise _err(where, "analyses", f"must be a table with keys among {sorted(_ANALYSES_KEYS)}")

@@ -342,9 +342,12 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1:]]
             if dry_run:
                 n_eval = len(eval_instances)
+                # paper 000 §5.2: each parent student answers the instructions its inheritors learn from
+                inherited = {(s.teacher, s.variant.get("instructions")) for s in students if s.variant.get("inherit")}
+                parent_calls = sum(len(train) if how == "same" else len(inherit) for _, how in inherited)
                 return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
                         "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
-                        "generation_calls": len(train) * len(data_models) + n_eval * len(students),
+                        "generation_calls": len(train) * len(data_models) + parent_calls + n_eval * len(students),
                         "rewrite_calls": n_eval * len(students) * len(cfg.analyses.ablations),
                         "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges) * (1 + len(cfg.analyses.ablations)),
                         "notes": notes}

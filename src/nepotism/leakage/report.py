@@ -12,15 +12,23 @@ def _pct(x: float | None) -> str:
 
 
 def pls_table(records: Sequence[dict], *, ties: str = "loss") -> str:
-    """PLS per group and generator/judge pair, with CI, one-sided p and n (slices excluded)."""
-    rows = [r for r in records if r["metric"] == "preference-leakage-score"
+    """PLS per group, condition and generator/judge pair, with CI, one-sided p and n (slices excluded),
+    then the change of PLS under each spurious-feature ablation (paper 000 Table 6: condition
+    ``no-<feature>`` minus ``default``, paired on the same prompts)."""
+    wanted = ("preference-leakage-score", "preference-leakage-change")
+    rows = [r for r in records if r["metric"] in wanted
             and r["variant"].get("ties") == ties and "slice" not in r["variant"]]
-    lines = [f"{'group':<40} {'generators (= judges)':<58} {'from':<11} {'PLS':>7} {'95% CI':>17} {'p':>7} {'n':>5}"]
+    rows.sort(key=lambda r: wanted.index(r["metric"]))  # stable: the scores first, then their changes
+    lines = [f"{'group':<40} {'condition':<20} {'generators (= judges)':<40} {'from':<11} {'PLS':>7} {'95% CI':>17} "
+             f"{'p':>7} {'n':>5}"]
     for r in rows:
         p = "n/a" if r.get("p_value") is None else f"{r['p_value']:.3f}"
         source = r["variant"].get("preference", "verdict")
-        lines.append(f"{r['variant']['group'][:40]:<40} {r['generator'][:58]:<58} {source:<11} {_pct(r['value'])} "
-                     f"[{_pct(r['ci_low'])},{_pct(r['ci_high'])}] {p:>7} {r['n']:>5}")
+        condition = str(r.get("condition") or "default")
+        if r["metric"] == "preference-leakage-change":
+            condition, source = f"{condition} − {r['variant'].get('against', 'default')}", "change"
+        lines.append(f"{r['variant']['group'][:40]:<40} {condition[:20]:<20} {r['generator'][:40]:<40} {source:<11} "
+                     f"{_pct(r['value'])} [{_pct(r['ci_low'])},{_pct(r['ci_high'])}] {p:>7} {r['n']:>5}")
     return "\n".join(lines)
 
 

@@ -204,6 +204,11 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     if not pairwise:
         raise InputError("mitigations are measured on a [[judging.protocols]] with protocol = \"pairwise\"",
                          path=where, field="judging.protocols")
+    if target != "self" and all(p.args.get("pairs") == "judge-vs-others" for p in pairwise):
+        index = experiment.protocols.index(pairwise[0])
+        raise InputError(f"target = {target!r} measures pairs holding the judge's {target}, and pairs = "
+                         "\"judge-vs-others\" only pairs the judge's own answers: use pairs = \"all\" (or list them)",
+                         path=where, field=f"judging.protocols[{index}].pairs")
     rule = table.get("rule", "consistent")
     if rule not in ("consistent", "strict"):
         raise InputError("must be \"consistent\" or \"strict\"", path=where, field="mitigate.rule")

@@ -331,7 +331,7 @@ def _md_sections(context: dict) -> list[str]:
     leak = context["leakage"]
     if leak["pls"] or leak["slices"] or leak["recognition"]:
         out += ["## Preference leakage", ""]
-        cols = ["judges", "group", "students", "preference", "ties", "estimate", "p_value", "n", "excluded"]
+        cols = ["judges", "group", "condition", "students", "preference", "ties", "estimate", "p_value", "n", "excluded"]
         if leak["pls"]:
             out += _md_table(cols, [[r[k] for k in cols] for r in leak["pls"]]) + [""]
         if leak["slices"]:

@@ -209,6 +209,8 @@ def leakage_plots(records: list[dict]) -> list[dict]:
             for r in pls:
                 v = _v(r)
                 label = str(v.get("group") or "students")
+                if (r.get("condition") or "default") != "default":  # an ablation (no-<feature>): its own row
+                    label += f" · {r.get('condition')}"
                 if len(pairs) > 1:
                     label = f"{_short(r.get('judge'), 36)} · {label}"
                 if isinstance(v.get("slice"), dict) and v["slice"]:
