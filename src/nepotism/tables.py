@@ -807,20 +807,23 @@ class _Validator:
         (the labels' next-token probability, 0-1), always present after validation."""
         frame = self.frame
         has = frame[VERDICT_COLUMN[self.kind]].notna().to_numpy()
-        if "status" in frame:
-            given = self.text("status", default="")
-            listed: list[str] = []
-            for i, value in enumerate(given.tolist()):
-                value = value.lower() or ("parsed" if has[i] else "unparsed")
-                if value not in _STATUSES:
+        if "status" in frame:  # each distinct status checked once; the first bad row is the one reported
+            codes, distinct = pd.factorize(self.text("status", default="").to_numpy(dtype=object))
+            table = np.array([str(v).lower() for v in distinct] + ["parsed", "unparsed"], dtype=object)
+            empty = np.append(table[:-2] == "", [False, False])
+            codes = np.where(empty[codes], np.where(has, len(table) - 2, len(table) - 1), codes)
+            unknown = np.array([v not in _STATUSES for v in table], dtype=bool)[codes]
+            mismatch = (table == "parsed")[codes] != has
+            if (unknown | mismatch).any():
+                i = int(np.argmax(unknown | mismatch))
+                value = table[codes[i]]
+                if unknown[i]:
                     self.fail(i, "status", f"unknown status '{value}': use {', '.join(_STATUSES)}")
-                if (value == "parsed") != bool(has[i]):
-                    self.fail(i, "status", f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
-                              f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
-                listed.append(value)
-            status = np.asarray(listed, dtype=object)
+                self.fail(i, "status", f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
+                          f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
+            status = table[codes]
         else:
-            status = np.where(has, "parsed", "unparsed").astype(object)
+            status = np.array(["unparsed", "parsed"], dtype=object)[np.asarray(has, dtype=np.intp)]  # two str objects, shared
         frame["status"] = pd.Series(status, dtype=object, index=frame.index)
         if "reason" in frame:
             reasons = self.text("reason", default="").to_numpy(dtype=object)

@@ -27,11 +27,41 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "build_comparisons", "candidates", "exclusions_where", "row_exclusions", "text_values",
-           "with_reason_counts", "with_reasons"]
+__all__ = ["Comparisons", "RowPairs", "build_comparisons", "candidates", "exclusions_where", "row_exclusions",
+           "text_values", "with_reason_counts", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 _NAMES = ("instance_id", "judge", "condition", "model_x", "model_y")  # never empty in a validated table
+
+
+@dataclass(frozen=True, eq=False)
+class RowPairs:
+    """How `build_comparisons` read its table's rows, kept so that the row-level metrics
+    (position consistency, excluded verdicts) use the same pairing of the two orders and the same
+    integer codes instead of hashing the text columns again. One entry per table row, except
+    ``first``/``second`` (one per comparison, as the comparisons frame's rows).
+
+    ``code_a``: the verdict for the candidate shown first (+1 A, -1 B, 0 tie, NaN none);
+    ``a_first``: the row shows ``model_x`` (the name sorting first) as A; ``instance``: codes in
+    the instances' text order; ``group``: judge code × len(conditions) + condition code, both in
+    name order; ``why``: the code of the row's `exclusion_label` in ``reasons`` (-1: it has a
+    verdict); ``first``/``second``: each comparison's row and its other order's row (-1: none)."""
+
+    code_a: np.ndarray
+    a_first: np.ndarray
+    instance: np.ndarray
+    group: np.ndarray
+    judges: np.ndarray
+    conditions: np.ndarray
+    why: np.ndarray
+    reasons: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+    def why_labels(self, rows: np.ndarray) -> np.ndarray:
+        """The exclusion labels of ``rows`` (None where the row has a verdict)."""
+        table = np.append(self.reasons.astype(object), None)
+        return table[np.where(self.why[rows] >= 0, self.why[rows], len(self.reasons))]
 
 
 @dataclass(frozen=True)
@@ -47,6 +77,7 @@ class Comparisons:
     frame: pd.DataFrame
     excluded: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     rule: str = "consistent"
+    rows: RowPairs | None = field(default=None, repr=False, compare=False)
 
     def excluded_for(self, judge: str, condition: str) -> dict[str, int]:
         return dict(self.excluded.get((judge, condition), {}))
@@ -71,6 +102,12 @@ def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
     """Per row of a judgment table, the `exclusion_label` it would be counted under without a
     verdict (its status and reason; ``unparsed`` where the table says nothing). Computed once per
     distinct (status, reason), not per row."""
+    codes, labels = _exclusion_codes(frame)
+    return labels.astype(object)[codes] if len(frame) else np.array([], dtype=object)
+
+
+def _exclusion_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """`row_exclusions` as (a code per row, the distinct labels)."""
     n = len(frame)
     status = frame["status"].to_numpy(dtype=object) if "status" in frame else np.full(n, "unparsed", dtype=object)
     reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
@@ -85,37 +122,54 @@ def row_exclusions(frame: pd.DataFrame) -> np.ndarray:
         r = reasons[r_code - 1] if r_code >= 1 else None
         labels.append(exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed",
                                       r if isinstance(r, str) else None))
-    return np.array(labels, dtype=object)[where.ravel()] if n else np.array([], dtype=object)
+    distinct, merged = np.unique(np.array(labels, dtype=object), return_inverse=True) if labels \
+        else (np.array([], dtype=object), np.zeros(0, dtype=np.int64))
+    return np.asarray(merged, dtype=np.int64).ravel()[where.ravel()] if n else np.zeros(0, dtype=np.int64), distinct
 
 
-def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: why it has no verdict and why no probability (None where it has one)."""
+def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: why it has no verdict (codes into the returned labels, -1: it has one) and why no
+    probability (a label, None where it has one)."""
     parsed = (frame["status"].to_numpy(dtype=object) == "parsed") if "status" in frame else np.zeros(len(frame), bool)
-    why = exclusions_where(frame, np.isnan(code))
+    why, reasons = _exclusion_codes_where(frame, np.isnan(code))
     no_prob = np.isnan(prob)
     prob_why = exclusions_where(frame, no_prob & ~parsed)
     prob_why[no_prob & parsed] = "no label probabilities"
-    return why, prob_why
+    return why, reasons, prob_why
 
 
 def exclusions_where(frame: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
     """`row_exclusions` of the rows where ``mask`` holds, None elsewhere (labels only where needed)."""
-    out = np.full(len(frame), None, dtype=object)
+    codes, labels = _exclusion_codes_where(frame, mask)
+    return np.append(labels.astype(object), None)[np.where(codes >= 0, codes, len(labels))]
+
+
+def _exclusion_codes_where(frame: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`exclusions_where` as (a code per row, -1 where ``mask`` does not hold; the distinct labels)."""
+    out = np.full(len(frame), -1, dtype=np.int32)
     rows = np.flatnonzero(mask)
-    if rows.size:
-        out[rows] = row_exclusions(frame[[c for c in ("status", "reason") if c in frame]].iloc[rows])
-    return out
+    if not rows.size:
+        return out, np.array([], dtype=object)
+    codes, labels = _exclusion_codes(frame[[c for c in ("status", "reason") if c in frame]].iloc[rows])
+    out[rows] = codes
+    return out, labels
 
 
-def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 codes, labels) of a column, the labels in sorted order (codes follow name order)."""
+    codes, labels = pd.factorize(values, sort=True)
+    return codes.astype(np.int32 if len(labels) < 2**31 else np.int64), np.asarray(labels, dtype=object)
+
+
+def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     a = frame["model_a"].to_numpy(dtype=object)
     b = frame["model_b"].to_numpy(dtype=object)
-    codes, _ = pd.factorize(np.concatenate([a, b]), sort=True)  # sorted: code order is name order
+    codes, _ = _sorted_codes(np.concatenate([a, b]))  # sorted: code order is name order
     a_first = codes[: len(a)] < codes[len(a):]
     verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
     as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
     code_a = as_a[verdicts]  # the sentinel -1 (no verdict) reads the appended NaN
-    code_x = np.where(a_first, code_a, -code_a)
+    del verdicts
     prob_x = np.full(len(frame), np.nan)
     if "prob_a" in frame and "prob_b" in frame:
         pa = frame["prob_a"].to_numpy(dtype=float)
@@ -128,14 +182,19 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
         "judge": frame["judge"].to_numpy(dtype=object),
         "condition": frame["condition"].to_numpy(dtype=object),
         "replicate": frame["replicate"].to_numpy(),
-        "model_x": np.where(a_first, a, b),
-        "model_y": np.where(a_first, b, a),
+        "model_x": a,  # as model_a/model_b here: `build_comparisons` orients them at the comparisons' rows only
+        "model_y": b,
     }
     if "category" in frame:
         keyed["category"] = frame["category"].to_numpy(dtype=object)
-    keyed["_codes"] = {"model_x": np.where(a_first, codes[: len(a)], codes[len(a):]),  # the names, coded once
-                       "model_y": np.where(a_first, codes[len(a):], codes[: len(a)])}
-    return keyed, code_x, prob_x
+    known = {"model_x": np.where(a_first, codes[: len(a)], codes[len(a):]),  # the names, coded once
+             "model_y": np.where(a_first, codes[len(a):], codes[: len(a)])}
+    labels_of = {}
+    for column in ("instance_id", "judge", "condition"):  # in name order, for the row-level metrics
+        known[column], labels_of[column] = _sorted_codes(keyed[column])
+    keyed["_codes"] = known
+    keyed["_labels"] = labels_of
+    return keyed, code_a, a_first, prob_x
 
 
 def _twins(keyed: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -168,8 +227,10 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     """Aggregate a validated pairwise table (`nepotism.tables.read_table(...).frame`)."""
     if rule not in ("consistent", "strict"):
         raise ValueError("rule must be 'consistent' or 'strict'")
-    keyed, code, prob = _row_codes(frame)
-    why, row_prob_why = _row_reasons(frame, code, prob)
+    keyed, code_a, a_first, prob = _row_codes(frame)
+    code = np.where(a_first, code_a, -code_a)
+    why_code, why_labels, row_prob_why = _row_reasons(frame, code, prob)
+    why = np.append(why_labels.astype(object), None)  # a code's label; the last (code -1): none
     first, second = _twins(keyed)
     has_twin = second >= 0
     other = np.where(has_twin, second, 0)
@@ -182,15 +243,18 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     prob1 = prob[first]
     prob2 = np.where(has_twin, prob[other], nan) if first.size else nan
     prob_x = np.where(has_twin, (prob1 + prob2) / 2.0, prob1)  # NaN when an order has none
-    first_why = why[first]
-    second_why = np.where(has_twin, why[other], None) if first.size else np.full(0, None, dtype=object)
+    first_why = why[why_code[first]]
+    second_why = np.where(has_twin, why[why_code[other]], None) if first.size else np.full(0, None, dtype=object)
     prob_why_1 = row_prob_why[first]
     prob_why_2 = np.where(has_twin, row_prob_why[other], None) if first.size else np.full(0, None, dtype=object)
     prob_why = np.where(pd.isna(prob_why_1), prob_why_2, prob_why_1)
     # names stay Python objects (one per distinct name): pandas would copy them into Arrow strings,
     # and every metric reads them back as objects
-    result = pd.DataFrame({column: _names(values[first]) if column in _NAMES else values[first]
-                           for column, values in keyed.items() if column != "_codes"})
+    at_first = {column: values[first] for column, values in keyed.items() if not column.startswith("_")}
+    x_first, a_names, b_names = a_first[first], at_first["model_x"], at_first["model_y"]
+    at_first["model_x"], at_first["model_y"] = np.where(x_first, a_names, b_names), np.where(x_first, b_names, a_names)
+    result = pd.DataFrame({column: _names(values) if column in _NAMES else values for column, values in at_first.items()})
+    del at_first, a_names, b_names
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)
@@ -206,7 +270,14 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     ):
         excluded.setdefault((judge, condition), {})[reason] = int(count)
     result["excluded_reason"] = _labels(np.where(bad, reasons, None), result.index)
-    return Comparisons(frame=result, excluded=excluded, rule=rule)
+    known, labels = keyed["_codes"], keyed["_labels"]
+    n_conditions = max(len(labels["condition"]), 1)
+    small = np.int32 if len(frame) < 2**31 else np.int64
+    rows = RowPairs(code_a=code_a.astype(np.float32), a_first=a_first, instance=known["instance_id"].astype(small),
+                    group=(known["judge"] * n_conditions + known["condition"]).astype(small),
+                    judges=labels["judge"], conditions=labels["condition"], why=why_code, reasons=why_labels,
+                    first=first.astype(small), second=second.astype(small))
+    return Comparisons(frame=result, excluded=excluded, rule=rule, rows=rows)
 
 
 def _names(values: np.ndarray):

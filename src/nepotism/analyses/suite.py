@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
-from nepotism.analyses.comparisons import (Comparisons, build_comparisons, candidates, exclusions_where,
-                                           row_exclusions, text_values, with_reasons)
+from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
+                                           text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
@@ -103,53 +103,58 @@ def _codes_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(labels, dtype=object)
 
 
-def _position_records(frame, options) -> list[dict]:
+def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict]:
     """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
 
     Rows of a harness that randomised the order and kept only the preference (AlpacaEval) say
-    nothing about slots, so a judge with only such rows gets no position record. A comparison is
-    one (instance, judge, condition, replicate, unordered pair); its first two rows in table order
-    are its two presentations (integer keys throughout: no per-row Python)."""
+    nothing about slots, so a judge with only such rows gets no position record. A comparison's
+    two presentations are the rows `build_comparisons` paired (``rows``: its `RowPairs` for this
+    ``frame``; paired here when not given or when rows are left out)."""
     if "presentation" in frame:
         frame = frame[frame["presentation"].fillna("a-first").to_numpy() == "a-first"]
+        rows = None
     if frame.empty:
         return []
-    models, _ = pd.factorize(np.concatenate([text_values(frame["model_a"]), text_values(frame["model_b"])]), sort=True)
-    a, b = models[: len(frame)].astype(np.int64), models[len(frame):].astype(np.int64)  # codes in name order
-    verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
-    as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
-    code_a = as_a[verdicts]  # the sentinel -1 (no verdict) reads the appended NaN
-    a_first = a < b
-    code = np.where(a_first, code_a, -code_a)
-    slot = np.where(np.isnan(code_a), np.nan, (code_a + 1.0) / 2.0)  # A → 1, B → 0, tie → ½
-    why = exclusions_where(frame, np.isnan(code_a))
-    instance, _ = _codes_of(text_values(frame["instance_id"]))
-    judge, judges = _codes_of(frame["judge"].to_numpy(dtype=object))
-    condition, conditions = _codes_of(frame["condition"].to_numpy(dtype=object))
-    replicate, _ = _codes_of(frame["replicate"].to_numpy())
-    pair = np.minimum(a, b) * (models.max() + 1) + np.maximum(a, b)
-    key = (((instance * len(judges) + judge) * len(conditions) + condition) * (replicate.max() + 1)
-           + replicate) * (pair.max() + 1) + pair
-    order = np.argsort(key, kind="stable")  # table order kept within a comparison
-    starts = np.r_[True, key[order][1:] != key[order][:-1]]
-    rank = np.arange(order.size) - np.maximum.accumulate(np.where(starts, np.arange(order.size), 0))
-    first, second = order[rank == 0], order[rank == 1]
-    has_second = np.isin(key[first], key[second])
-    first = first[has_second]  # both sorted by key, so first[i] and second[i] are one comparison
-    group_of_row = judge * len(conditions) + condition
+    if rows is None:
+        rows = build_comparisons(frame, rule=options.rule).rows
+        assert rows is not None
+    code_a = rows.code_a.astype(np.float64)
+    code = np.where(rows.a_first, code_a, -code_a)
+    slot = (code_a + 1.0) / 2.0  # A → 1, B → 0, tie → ½, no verdict NaN
+    paired = rows.second >= 0
+    first, second = rows.first[paired], rows.second[paired]
+    both_why = np.where(rows.why[first] >= 0, rows.why[first], rows.why[second])
+    n_conditions = len(rows.conditions)
+    by_row = _spans(rows.group)
+    by_pair = _spans(rows.group[first])
     records = []
-    for g in np.unique(group_of_row):
-        name, cond = judges[g // len(conditions)], conditions[g % len(conditions)]
-        f, s = first[group_of_row[first] == g], second[group_of_row[second] == g]
-        est = recognition.position_consistency(code[f], code[s], instance[f], bootstrap=options.bootstrap)
-        est = with_reasons(est, np.where(pd.isna(why[f]), why[s], why[f]))
+    for g, rows_g in by_row.items():
+        name, cond = rows.judges[g // n_conditions], rows.conditions[g % n_conditions]
+        pairs = by_pair.get(g, np.zeros(0, dtype=np.int64))
+        f, s_ = first[pairs], second[pairs]
+        est = recognition.position_consistency(code[f], code[s_], rows.instance[f], bootstrap=options.bootstrap)
+        est = with_reason_counts(est, _reason_counts(both_why[pairs], rows.reasons))
         records.append(_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
-        rows = np.flatnonzero(group_of_row == g)
-        est = with_reasons(recognition.first_slot_preference(slot[rows], instance[rows],
-                                                             bootstrap=options.bootstrap), why[rows])
+        est = with_reason_counts(recognition.first_slot_preference(slot[rows_g], rows.instance[rows_g],
+                                                                   bootstrap=options.bootstrap),
+                                 _reason_counts(rows.why[rows_g], rows.reasons))
         records.append(_record("position-consistency", name, cond, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records
+
+
+def _spans(group: np.ndarray) -> dict[int, np.ndarray]:
+    """{group code: the positions holding it, in order}, groups in code order."""
+    order = np.argsort(group, kind="stable")
+    present, starts = np.unique(group[order], return_index=True)
+    ends = [*starts[1:].tolist(), order.size]
+    return {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends)}
+
+
+def _reason_counts(codes: np.ndarray, labels: np.ndarray) -> dict[str, int]:
+    """{label: rows} of coded exclusion reasons (-1: none)."""
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels)) if len(labels) else np.zeros(0, dtype=np.int64)
+    return {str(labels[i]): int(counts[i]) for i in np.flatnonzero(counts)}
 
 
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
@@ -337,7 +342,7 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
     relations = scope_table(registry, judges, models)
-    records += _position_records(frame, options)
+    records += _position_records(frame, options, comparisons.rows)
     records += _pls_records(comp, registry, options)
     records += _reference_pairwise(comp, relations, refs, options)
     records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
@@ -429,11 +434,16 @@ def agreement_filter(frame: pd.DataFrame, threshold: float) -> tuple[pd.DataFram
 DERIVED_SLICES = ("rubric-polarity", "rubric-length")
 
 
-def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
-    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason."""
+def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | None = None) -> list[dict]:
+    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason.
+
+    ``rows``: a pairwise ``frame``'s `RowPairs` (from its `build_comparisons`), whose codes and
+    exclusion labels are the ones computed here otherwise."""
     column = VERDICT_COLUMN.get(kind)
     if column is None or column not in frame or frame.empty:
         return []
+    if rows is not None and kind == "pairwise":
+        return _pairwise_exclusions(rows, options)
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
     group = np.zeros(len(frame), dtype=np.int64)
     names = []
@@ -462,8 +472,26 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options) -> list[dict]:
     return records
 
 
+def _pairwise_exclusions(rows: RowPairs, options) -> list[dict]:
+    """`exclusion_records` of a pairwise table from its `RowPairs` (the same records)."""
+    missing = np.isnan(rows.code_a)
+    n_conditions = len(rows.conditions)
+    records = []
+    for g, where in _spans(rows.group).items():
+        reasons = np.full(where.size, None, dtype=object)
+        gone = missing[where]
+        reasons[gone] = rows.why_labels(where[gone])
+        est = excluded_share(gone, rows.instance[where], reasons=reasons, bootstrap=options.bootstrap)
+        records.append(_record("excluded-verdicts", rows.judges[g // n_conditions], rows.conditions[g % n_conditions],
+                               est, variant={"kind": "pairwise"}))
+    return records
+
+
 def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
-    return exclusion_records(frame, kind, options) + _metrics(frame, kind, registry, refs, options, comparisons)
+    if kind == "pairwise" and comparisons is None:
+        comparisons = build_comparisons(frame, rule=options.rule)  # paired once: excluded verdicts use it too
+    return (exclusion_records(frame, kind, options, comparisons.rows if comparisons is not None else None)
+            + _metrics(frame, kind, registry, refs, options, comparisons))
 
 
 def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:

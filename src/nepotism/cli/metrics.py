@@ -88,10 +88,12 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     --seed gives the same numbers. --correlate adds records with metric "correlation" (Pearson r
     across judges, its interval from resampling the judges, the Fisher-z interval alongside).
     """
+    from nepotism._malloc import reuse_freed_memory
     from nepotism.analyses.suite import read_leaderboard
     from nepotism.api import audit
     from nepotism.errors import InputError
 
+    reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     if kind and len(judgments) > 1:
         raise InputError("--kind applies to a single JUDGMENTS file", field="--kind")
     pairs = _split(correlate, "--correlate")

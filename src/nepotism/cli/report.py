@@ -37,11 +37,13 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     network when viewed) and opens with each judge's self, family and student bonus in plain
     words; judge cards show pass/fail against --thresholds (see `nepotism card --help`).
     """
+    from nepotism._malloc import reuse_freed_memory
     from nepotism.api import audit
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
     from nepotism.report.inputs import is_results_file, is_store, load_results
 
+    reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
     if is_results_file(source) and not is_store(source):
         records, summary, findings = load_results(source)
