@@ -138,19 +138,20 @@ class _Rows:
         order = np.argsort(np.concatenate([2 * jc, 2 * jc + 1]), kind="stable")
         y_side = order >= n
         source = np.where(y_side, order - n, order)
-        self.jc = jc[source]
+        self.jc = jc[source].astype(np.int32)  # per-row codes as int32: the rows are the table's twice over
         self.bounds = np.searchsorted(self.jc, np.arange(len(present) + 1))
         models, self.models = _codes(np.concatenate([frame["model_x"].to_numpy(dtype=object),
                                                      frame["model_y"].to_numpy(dtype=object)]))
         x, y = models[:n][source], models[n:][source]
-        self.gen = np.where(y_side, y, x)
-        self.opp = np.where(y_side, x, y)
+        self.gen = np.where(y_side, y, x).astype(np.int32)
+        self.opp = np.where(y_side, x, y).astype(np.int32)
+        del x, y
         outcome = checked(frame["outcome"].to_numpy(dtype=float), "outcome", low=-1.0, high=1.0)[source]
         self.outcome = np.where(y_side, -outcome, outcome)
         prob = frame["prob_x"].to_numpy(dtype=float)[source]
         self.prob = np.where(y_side, 1.0 - prob, prob)
         native, text = _instance_codes(frame["instance_id"].to_numpy())
-        self.instance, self.instance_text = native[source], text[source]
+        self.instance, self.instance_text = native[source].astype(np.int32), text[source].astype(np.int32)
         self.n_instances = int(text.max()) + 1 if n else 0
         self.reason, self.reasons = self._reason_codes(frame, "excluded_reason", source)
         self.prob_reason, self.prob_reasons = self._reason_codes(frame, "prob_excluded_reason", source)
@@ -164,8 +165,8 @@ class _Rows:
         if column not in frame:
             return np.full(source.size, -1, dtype=np.int64), np.array([], dtype=object)
         values = frame[column].to_numpy(dtype=object)
-        keep = np.array([isinstance(v, str) for v in values], dtype=bool) if values.size else np.zeros(0, bool)
-        codes = np.full(values.size, -1, dtype=np.int64)
+        keep = np.asarray(pd.notna(values), dtype=bool)  # a comparisons frame's labels: str, or None for none
+        codes = np.full(values.size, -1, dtype=np.int32)
         labels = np.array([], dtype=object)
         if keep.any():
             found, labels = _codes(values[keep])
@@ -296,7 +297,7 @@ class _Blocks:
     def __init__(self, rows: _Rows):
         n_ids = max(len(rows.ids), 1)
         gid, oid = rows.model_id[rows.gen], rows.model_id[rows.opp]
-        code = (rows.jc * n_ids + gid) * n_ids + oid
+        code = (rows.jc.astype(np.int64) * n_ids + gid) * n_ids + oid
         self.codes, first, block = np.unique(code, return_index=True, return_inverse=True)
         block = block.ravel()
         self.first = first
