@@ -104,6 +104,8 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     assert plan["rewrite_calls"] == 3 * 6 * 2 and plan["judge_calls"] == 3 * 2 * 2 * 3 * 3
     text = nep("leakage", "exp.toml", "--dry-run", cwd=work).stdout
     assert "~40 generation, 36 rewrite and 108 pairwise judge calls" in text
+    assert sorted(p.name for p in work.iterdir()) == ["eval.jsonl", "exp.toml", "inherit.jsonl", "models.toml",
+                                                      "train.jsonl"]  # the dry runs left no file behind
 
     before = _answered(standin)
     table = nep("leakage", "exp.toml", "--no-progress", cwd=work).stdout
@@ -199,6 +201,7 @@ def test_the_leakage_examples_dry_run_as_its_readme_shows(tmp_path):
     text = nep("leakage", "examples/leakage/leakage.toml", "--dry-run", cwd=tmp_path).stdout
     assert text.startswith("leakage-local: 16 training and 12 evaluation instructions, 4 students")
     assert "(sft, group sft:smollm2-135m-instruct)" in text and "(icl, group icl:gemma-3-270m)" in text
+    assert not (tmp_path / "examples" / "leakage" / "results").exists()  # no store, no students.toml
 
 
 def _mitigate_experiment(work: Path, url: str, *, target: str = "family") -> Path:

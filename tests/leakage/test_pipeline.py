@@ -168,6 +168,7 @@ def test_dry_run_lists_students(tmp_path):
     with Store(tmp_path / "s.db") as store:
         plan = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))
     assert plan["dry_run"] and len(plan["students"]) == 6 and plan["judge_calls"] == 12 * 3 * 2 * 2
+    assert not (tmp_path / "out").exists()  # no output folder, no students.toml: a dry run leaves no file
 
 
 @pytest.mark.parametrize("instructions, answered", [("same", 10), ("different", 8)])

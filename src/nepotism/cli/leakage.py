@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, experiment_store, run_live
+from nepotism.cli._common import echo_json, experiment_store, run_live, store_path_of
 
 __all__ = ["command"]
 
@@ -31,7 +32,7 @@ def command() -> None:
 
 @command.command("run")
 @click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls.")
+@click.option("--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls (no file is written).")
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -56,9 +57,14 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         from nepotism.extras import require
 
         require("train", purpose=f"nepotism leakage run ({'/'.join(trained)} students are trained)")
-    with Store(experiment_store(store_path, cfg.experiment)) as store:
-        result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
-                          progress=False if dry_run else progress)
+    with tempfile.TemporaryDirectory(prefix="nepotism-leakage-dry-run-") as scratch:
+        # a dry run plans against the store if it exists, else against a throw-away one: no file is left
+        existing = store_path_of(store_path, cfg.experiment)
+        path = (existing if existing.exists() else Path(scratch) / "plan.db") if dry_run else \
+            experiment_store(store_path, cfg.experiment)
+        with Store(path) as store:
+            result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
+                              progress=False if dry_run else progress)
     if as_json:
         echo_json(result)
         return

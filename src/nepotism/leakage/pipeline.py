@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -306,7 +307,8 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         check_disjoint(inherit, evaluation, train_path=cfg.inherit_pool, eval_path=exp.dataset.path)
         check_disjoint(train, inherit, train_path=cfg.train_pool, eval_path=cfg.inherit_pool)
     out_dir = Path(exp.output_dir or Path(exp.path).parent / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not dry_run:  # a dry run leaves no file behind (its students' registry goes to a scratch folder)
+        out_dir.mkdir(parents=True, exist_ok=True)
     eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
     train_instances = [it.instance() for it in train]
     eval_instances = [it.instance() for it in evaluation]
@@ -334,8 +336,12 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             with timer("students"):
                 students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
                                                        eval_instances, out_dir, notes, dry_run, inherit)
-            reg_path = write_student_registry(students, registry, out_dir / "students.toml")
-            registry = registry_with_students(exp.registry_files, reg_path)
+            if dry_run:  # written all the same: it checks the students' ids and lineage
+                with tempfile.TemporaryDirectory(prefix="nepotism-leakage-dry-run-") as scratch:
+                    write_student_registry(students, registry, Path(scratch) / "students.toml")
+            else:
+                reg_path = write_student_registry(students, registry, out_dir / "students.toml")
+                registry = registry_with_students(exp.registry_files, reg_path)
             groups: dict[str, list[Student]] = {}
             for s in students:
                 groups.setdefault(s.group, []).append(s)
