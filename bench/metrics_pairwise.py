@@ -68,8 +68,8 @@ def make_table(rows: int, folder: Path) -> tuple[Path, Path, int]:
     return table, registry, instances * ROWS_PER_INSTANCE
 
 
-def run_metrics(table: Path, registry: Path, out: Path, *, source: Path | None = None) -> tuple[float, float, int]:
-    """(seconds, peak RSS in GB, exit status) of one ``nepotism metrics`` child process."""
+def run_metrics(table: Path, registry: Path, out: Path, *, source: Path | None = None) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in GiB, exit status) of one ``nepotism metrics`` child process."""
     env = dict(os.environ)
     if source is None:
         command = [shutil.which("nepotism") or str(Path(sys.executable).with_name("nepotism"))]
@@ -82,7 +82,7 @@ def run_metrics(table: Path, registry: Path, out: Path, *, source: Path | None =
         child = subprocess.Popen(command, stdout=handle, env=env)
         _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
-    return seconds, usage.ru_maxrss / 1024**2, os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024**2, os.waitstatus_to_exitcode(status)
 
 
 def _summary(path: Path) -> str:
@@ -110,14 +110,14 @@ def main() -> None:
         for rows in args.rows:
             table, registry, n = make_table(int(rows), args.data / f"{int(rows)}")
             after_out = args.data / f"{int(rows)}" / "after.json"
-            seconds, peak, status = run_metrics(table, registry, after_out)
-            print(f"rows={n:,} after:  {seconds:7.1f} s  peak RSS {peak:5.2f} GB  exit {status}  "
+            seconds, cpu, peak, status = run_metrics(table, registry, after_out)
+            print(f"rows={n:,} after:  {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
                   f"({_summary(after_out) if status == 0 else 'failed'})", flush=True)
             if before is not None:
                 before_out = args.data / f"{int(rows)}" / "before.json"
-                seconds, peak, status = run_metrics(table, registry, before_out, source=before)
+                seconds, cpu, peak, status = run_metrics(table, registry, before_out, source=before)
                 same = status == 0 and before_out.read_bytes() == after_out.read_bytes()
-                print(f"rows={n:,} before: {seconds:7.1f} s  peak RSS {peak:5.2f} GB  exit {status}  "
+                print(f"rows={n:,} before: {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
                       f"(same JSON as after: {'yes' if same else 'NO'})", flush=True)
     finally:
         if before is not None:

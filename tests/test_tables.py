@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from nepotism.errors import InputError
-from nepotism.tables import KINDS, detect_kind, read_table, write_table
+from nepotism.errors import InputError, ValidationError
+from nepotism.tables import KINDS, detect_kind, read_table, validate, write_table
 
 PAIRWISE = "instance_id,judge,model_a,model_b,verdict\n"
 
@@ -290,3 +290,17 @@ def test_a_table_with_no_rows_is_an_error(tmp_path, name, text):
     with pytest.raises(InputError) as err:
         read_table(path, kind="pairwise")
     assert "no rows" in str(err.value) or "empty" in str(err.value)
+
+
+def test_duplicates_are_found_on_the_cleaned_values_of_every_key_column():
+    """Keys compare after stripping (" x" is x); another replicate, condition or order is no duplicate."""
+    base = {"instance_id": "q1", "judge": "j", "model_a": "x", "model_b": "y", "verdict": "A", "condition": "default",
+            "replicate": 0}
+    rows = [base, {**base, "replicate": 1}, {**base, "condition": "swap"}, {**base, "model_a": "y", "model_b": "x"}]
+    assert len(validate(pd.DataFrame(rows), "pairwise").frame) == 4
+    for other in ({**base, "model_a": " x "}, {**base, "instance_id": "q1\t", "verdict": "B"},
+                  {**base, "condition": " default", "verdict": "tie"}):
+        with pytest.raises(ValidationError) as err:
+            validate(pd.DataFrame([base, {"instance_id": "q0", **{k: v for k, v in base.items() if k != "instance_id"}},
+                                   other]), "pairwise")
+        assert err.value.row == 2 and "duplicate row" in err.value.message and "row 0" in err.value.message

@@ -547,6 +547,23 @@ def _plain_numbers(column: pd.Series) -> np.ndarray | None:
     return numbers
 
 
+def _duplicated(columns: list[np.ndarray | pd.Series]) -> np.ndarray:
+    """Per row: whether an earlier row has the same values in every column (as
+    `pandas.DataFrame.duplicated`, missing values equal), from integer codes."""
+    key = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
+    size = 1  # key < size
+    for column in columns:
+        codes = column if isinstance(column, np.ndarray) and column.dtype.kind in "iu" \
+            else pd.factorize(column, use_na_sentinel=False)[0]
+        width = int(codes.max()) + 1 if len(codes) else 1
+        if size * width >= 2**62:  # dense again: the combined key never overflows
+            key, _ = pd.factorize(key)
+            key, size = key.astype(np.int64), int(key.max()) + 1
+        key = key * width + codes
+        size *= width
+    return np.asarray(pd.Series(key).duplicated(keep="first").to_numpy(), dtype=bool)
+
+
 class _Validator:
     """Normalise and check one raw frame column by column, failing at the first bad cell."""
 
@@ -555,6 +572,7 @@ class _Validator:
         self.kind = kind
         self.path = path
         self.line_of = line_of  # a row's source line (file) or index label (frame)
+        self.codes: dict[str, np.ndarray] = {}  # a column's integer codes, equal values equal codes (`text`)
 
     def fail(self, row: int, field: str, message: str) -> NoReturn:
         if self.path is None:
@@ -595,6 +613,8 @@ class _Validator:
                     self.fail(int(np.argmax(missing)), column, "empty value where one is required")
                 cleaned[-1] = default
                 codes = np.where(missing, len(uniques), codes)
+            same, _ = pd.factorize(cleaned, use_na_sentinel=False)  # " a" and "a" are one value once stripped
+            self.codes[column] = same[codes]
             return pd.Series(cleaned[codes], dtype=object, index=self.frame.index)
         values = self.frame[column].tolist()
         out = []
@@ -840,7 +860,7 @@ class _Validator:
 
     def unique(self) -> None:
         keys = [k for k in _KEYS[self.kind] if k in self.frame]
-        duplicated = self.frame.duplicated(subset=keys, keep="first").to_numpy()
+        duplicated = _duplicated([self.codes[k] if k in self.codes else self.frame[k] for k in keys])
         if duplicated.any():
             row = int(np.argmax(duplicated))
             group = self.frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
