@@ -419,9 +419,9 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         instance_labels.append(labels)
         kept.append(_keep(rows, _Blocks(rows), labels, related))
         boards.add(comparisons.frame)
-        for record in exclusion_records(frame, "pairwise", suite_options):
+        for record in exclusion_records(frame, "pairwise", suite_options, comparisons.rows):  # paired once
             excluded.setdefault((record["judge"], record["condition"]), []).append(record)
-        for record in _position_records(frame, suite_options):
+        for record in _position_records(frame, suite_options, comparisons.rows):
             position.setdefault((record["judge"], record["condition"]), []).append(record)
         totals["rows"] += len(frame)
         totals["comparisons"] += len(comparisons.frame)
