@@ -36,6 +36,10 @@ checking the table 1.7, the leaderboard 0.5. The 10M target (<= 60 s, <= 4 GB) i
 Later the same day (load 3-6, same JSON byte for byte as 7772f1f): 1M rows 11.8 s, 0.74 GB; 10M rows
 82 s of CPU (143 s wall at load 4-5), 3.90 GB — from 105.8 s, 5.90 GB at 7772f1f measured with the
 machine nearly idle. Per-phase figures and what is left: docs/scale.md.
+
+2026-11-26, ``--rows 1e7 --before 319d0fa`` twice at load 1-2 (now with CPU seconds): after (e9000db)
+64.5 / 66.7 s wall, 70.5 / 72.9 s CPU, 3.50 / 3.52 GB; before 93.1 / 111.6 s wall, 99.3 / 118.0 s CPU,
+3.92 / 3.93 GB; the same JSON. 1M rows: 10.0 / 9.1 s vs 10.7 / 10.1 s, 0.57 vs 0.61 GB.
 """
 
 from __future__ import annotations
