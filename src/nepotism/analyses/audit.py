@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import Comparisons, with_reason_counts
+from nepotism.analyses.comparisons import Comparisons, name_codes, reason_counts, with_reason_counts
 from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics._common import checked
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, difference_of_ratios, ratio_of_totals
@@ -102,12 +102,6 @@ def _record(metric: str, judge: str, condition: str, estimate: Estimate, relatio
     return record
 
 
-def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, sorted labels) of a column of names."""
-    codes, labels = pd.factorize(np.asarray(values, dtype=object), sort=True)
-    return codes.astype(np.int64), np.asarray(labels, dtype=object)
-
-
 def _instance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Instance codes in the order `cluster_sums` sorts the labels as given (``native``) and as
     strings (``text``; the paired gaps compare instances by their text)."""
@@ -129,8 +123,8 @@ class _Rows:
 
     def __init__(self, frame: pd.DataFrame, relations: _Relations):
         n = len(frame)
-        judge_codes, self.judges = _codes(frame["judge"].to_numpy())
-        condition_codes, self.conditions = _codes(frame["condition"].to_numpy())
+        judge_codes, self.judges = name_codes(frame["judge"].to_numpy())
+        condition_codes, self.conditions = name_codes(frame["condition"].to_numpy())
         present, jc = np.unique(judge_codes * len(self.conditions) + condition_codes, return_inverse=True)
         jc = jc.ravel()
         self.groups = [(str(self.judges[k // len(self.conditions)]), self.conditions[k % len(self.conditions)])
@@ -140,7 +134,7 @@ class _Rows:
         source = np.where(y_side, order - n, order)
         self.jc = jc[source].astype(np.int32)  # per-row codes as int32: the rows are the table's twice over
         self.bounds = np.searchsorted(self.jc, np.arange(len(present) + 1))
-        models, self.models = _codes(np.concatenate([frame["model_x"].to_numpy(dtype=object),
+        models, self.models = name_codes(np.concatenate([frame["model_x"].to_numpy(dtype=object),
                                                      frame["model_y"].to_numpy(dtype=object)]))
         x, y = models[:n][source], models[n:][source]
         self.gen = np.where(y_side, y, x).astype(np.int32)
@@ -156,7 +150,7 @@ class _Rows:
         self.reason, self.reasons = self._reason_codes(frame, "excluded_reason", source)
         self.prob_reason, self.prob_reasons = self._reason_codes(frame, "prob_excluded_reason", source)
         ids = np.array([relations.canonical(str(m)) for m in self.models], dtype=object)
-        id_codes, self.ids = _codes(ids)
+        id_codes, self.ids = name_codes(ids)
         self.model_id = id_codes  # model code → id code
         self.judge_id = [relations.canonical(judge) for judge, _ in self.groups]
 
@@ -169,21 +163,12 @@ class _Rows:
         codes = np.full(values.size, -1, dtype=np.int32)
         labels = np.array([], dtype=object)
         if keep.any():
-            found, labels = _codes(values[keep])
+            found, labels = name_codes(values[keep])
             codes[keep] = found
         return codes[source], labels
 
     def span(self, group: int) -> slice:
         return slice(int(self.bounds[group]), int(self.bounds[group + 1]))
-
-
-def _counts(codes: np.ndarray, labels: np.ndarray, times: int = 1) -> dict[str, int]:
-    """{label: count} of the coded reasons (-1: none), sorted by label."""
-    codes = codes[codes >= 0]
-    if not codes.size:
-        return {}
-    counts = np.bincount(codes, minlength=labels.size)
-    return {str(labels[i]): int(counts[i]) * times for i in np.flatnonzero(counts)}
 
 
 class _Pending:
@@ -235,7 +220,7 @@ def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending
         record = _base("win-rate", judge, condition, relations, generator=generator, variant=variant,
                        relation=relations(judge, generator).lower(), n_ties=int((outcome == 0).sum()))
         pending.add(record, _win_rate_sums(outcome, rows.instance[take]), ratio_of_totals,
-                    _counts(rows.reason[take], rows.reasons))
+                    reason_counts(rows.reason[take], rows.reasons))
 
 
 def _scope_records(rows: _Rows, group: int, relations: _Relations, options: AuditOptions, pending: _Pending) -> None:
@@ -268,7 +253,7 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             clusters = rows.instance[take]
             outcomes = rows.outcome[take]
             decided = outcomes[~np.isnan(outcomes)]
-            reasons = _counts(rows.reason[take], rows.reasons)
+            reasons = reason_counts(rows.reason[take], rows.reasons)
             pending.add(_base("self-preference-ratio", judge, condition, relations,
                               tie_share=float(np.mean(decided == 0)) if decided.size else None, **base),
                         _self_preference_sums(outcomes, clusters), ratio_of_totals, reasons)
@@ -287,7 +272,7 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
                     pending.add(_base("demographic-parity-bias", judge, condition, relations,
                                       **{**base, "variant": {**base["variant"], "preference": reading}}),
                                 _parity_sums(np.concatenate([values, 1.0 - values]), related, both), difference_of_ratios,
-                                _counts(rows.prob_reason[take], rows.prob_reasons, times=2))
+                                reason_counts(rows.prob_reason[take], rows.prob_reasons, times=2))
 
 
 class _Blocks:
@@ -353,7 +338,7 @@ def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
         lo, hi = blocks.reason_starts[block], blocks.reason_starts[block + 1]
         if hi > lo:
             shared = np.isin(blocks.reason_instance[lo:hi], common)
-            for label, count in _counts(blocks.reason[lo:hi][shared], rows.reasons).items():
+            for label, count in reason_counts(blocks.reason[lo:hi][shared], rows.reasons).items():
                 reasons[label] = reasons.get(label, 0) + count
     parts = (common[keep], sums, n_a + n_b, n_missing, {"no verdict": n_missing} if n_missing else {})
     rate_a = float(score_a.sum() / n_a) if n_a else float("nan")

@@ -27,8 +27,8 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 
-__all__ = ["Comparisons", "RowPairs", "build_comparisons", "candidates", "exclusions_where", "row_exclusions",
-           "text_values", "with_reason_counts", "with_reasons"]
+__all__ = ["Comparisons", "RowPairs", "build_comparisons", "candidates", "exclusions_where", "name_codes",
+           "reason_counts", "row_exclusions", "text_values", "with_reason_counts", "with_reasons"]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 _NAMES = ("instance_id", "judge", "condition", "model_x", "model_y")  # never empty in a validated table
@@ -155,16 +155,16 @@ def _exclusion_codes_where(frame: pd.DataFrame, mask: np.ndarray) -> tuple[np.nd
     return out, labels
 
 
-def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 codes, labels) of a column, the labels in sorted order (codes follow name order)."""
-    codes, labels = pd.factorize(values, sort=True)
+def name_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(integer codes, labels) of a column of names, the labels sorted (codes follow name order)."""
+    codes, labels = pd.factorize(np.asarray(values, dtype=object), sort=True)
     return codes.astype(np.int32 if len(labels) < 2**31 else np.int64), np.asarray(labels, dtype=object)
 
 
 def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     a = frame["model_a"].to_numpy(dtype=object)
     b = frame["model_b"].to_numpy(dtype=object)
-    codes, _ = _sorted_codes(np.concatenate([a, b]))  # sorted: code order is name order
+    codes, _ = name_codes(np.concatenate([a, b]))  # sorted: code order is name order
     a_first = codes[: len(a)] < codes[len(a):]
     verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
     as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
@@ -191,7 +191,7 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
              "model_y": np.where(a_first, codes[len(a):], codes[: len(a)])}
     labels_of = {}
     for column in ("instance_id", "judge", "condition"):  # in name order, for the row-level metrics
-        known[column], labels_of[column] = _sorted_codes(keyed[column])
+        known[column], labels_of[column] = name_codes(keyed[column])
     keyed["_codes"] = known
     keyed["_labels"] = labels_of
     return keyed, code_a, a_first, prob_x
@@ -304,6 +304,15 @@ def with_reasons(estimate: Estimate, reasons) -> Estimate:
     comparison frame's ``excluded_reason``). Left as it is when the counts do not match."""
     counts = Counter(r for r in reasons if r is not None and not (isinstance(r, float) and np.isnan(r)))
     return with_reason_counts(estimate, dict(counts))
+
+
+def reason_counts(codes: np.ndarray, labels: np.ndarray, *, times: int = 1) -> dict[str, int]:
+    """{label: count × ``times``} of coded exclusion reasons (-1: none), in label order."""
+    codes = codes[codes >= 0]
+    if not codes.size:
+        return {}
+    counts = np.bincount(codes, minlength=len(labels))
+    return {str(labels[i]): int(counts[i]) * times for i in np.flatnonzero(counts)}
 
 
 def with_reason_counts(estimate: Estimate, counts: dict[str, int]) -> Estimate:

@@ -42,7 +42,7 @@ import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
-                                           text_values, with_reason_counts, with_reasons)
+                                           reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
@@ -98,11 +98,6 @@ def _record(metric, judge, condition, estimate: Estimate, **extra) -> dict:
 
 
 # ------------------------------------------------------------------------------------ pairwise
-def _codes_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    codes, labels = pd.factorize(values, sort=True)
-    return codes.astype(np.int64), np.asarray(labels, dtype=object)
-
-
 def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict]:
     """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
 
@@ -133,11 +128,11 @@ def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict
         pairs = by_pair.get(g, np.zeros(0, dtype=np.int64))
         f, s_ = first[pairs], second[pairs]
         est = recognition.position_consistency(code[f], code[s_], rows.instance[f], bootstrap=options.bootstrap)
-        est = with_reason_counts(est, _reason_counts(both_why[pairs], rows.reasons))
+        est = with_reason_counts(est, reason_counts(both_why[pairs], rows.reasons))
         records.append(_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
         est = with_reason_counts(recognition.first_slot_preference(slot[rows_g], rows.instance[rows_g],
                                                                    bootstrap=options.bootstrap),
-                                 _reason_counts(rows.why[rows_g], rows.reasons))
+                                 reason_counts(rows.why[rows_g], rows.reasons))
         records.append(_record("position-consistency", name, cond, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records
@@ -149,12 +144,6 @@ def _spans(group: np.ndarray) -> dict[int, np.ndarray]:
     present, starts = np.unique(group[order], return_index=True)
     ends = [*starts[1:].tolist(), order.size]
     return {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends)}
-
-
-def _reason_counts(codes: np.ndarray, labels: np.ndarray) -> dict[str, int]:
-    """{label: rows} of coded exclusion reasons (-1: none)."""
-    counts = np.bincount(codes[codes >= 0], minlength=len(labels)) if len(labels) else np.zeros(0, dtype=np.int64)
-    return {str(labels[i]): int(counts[i]) for i in np.flatnonzero(counts)}
 
 
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
@@ -456,11 +445,8 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     if missing.any():
         labels[missing] = row_exclusions(frame[missing])
     instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
-    order = np.argsort(group, kind="stable")
-    present, starts = np.unique(group[order], return_index=True)
     records = []
-    for g, start, end in zip(present.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)]):
-        rows = order[start:end]
+    for g, rows in _spans(group).items():
         parts = []
         for labels_of in reversed(names):
             g, code = divmod(g, len(labels_of))
