@@ -41,8 +41,8 @@ import pandas as pd
 
 from nepotism.analyses.comparisons import Comparisons, name_codes, reason_counts, with_reason_counts
 from nepotism.metrics._batch import ClusterSetBatch
-from nepotism.metrics._common import checked
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, difference_of_ratios, ratio_of_totals
+from nepotism.metrics._common import checked, undefined
+from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios, ratio_of_totals
 from nepotism.metrics._estimate import Estimate
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
 from nepotism.metrics.pairwise import _parity_sums, _self_preference_sums, _win_rate_sums
@@ -244,9 +244,8 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
                     "opponent_models": [str(m) for m in rows.models[np.unique(rows.opp[take])]][:20]}
             if not take.size:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
-                empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0,
-                                          note=f"no comparison of a {scope} candidate with {what} model",
-                                          bootstrap=options.bootstrap)
+                empty = undefined(f"no comparison of a {scope} candidate with {what} model",
+                                  bootstrap=options.bootstrap)
                 pending.ready(_base("self-preference-ratio", judge, condition, relations, **base), empty)
                 pending.ready(_base("demographic-parity-bias", judge, condition, relations, **base), empty)
                 continue

@@ -49,7 +49,8 @@ from nepotism.analyses.comparisons import build_comparisons, candidates, text_va
 from nepotism.analyses.suite import SuiteOptions, _position_records, exclusion_records
 from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
+from nepotism.metrics._common import undefined
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.report.derived import _Relations as _BoardRelations
 from nepotism.report.derived import _Side, pairwise_boards
 from nepotism.tables import Table
@@ -341,7 +342,7 @@ def _dataset_judges(partitions: list[tuple[dict[str, str], list[Path]]]) -> set[
 
 def _not_computed(metric: str, bootstrap: Bootstrap) -> dict[str, Any]:
     why = f"not computed when streaming: {NOT_STREAMED[metric]}; run without --stream"
-    estimate = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0, note=why, bootstrap=bootstrap)
+    estimate = undefined(why, bootstrap=bootstrap)
     return {"metric": metric, "judge": None, "condition": None, "generator": None, "pair": None, "scope": None,
             "variant": {"streaming": "not computed"}, **estimate.as_dict()}
 

@@ -45,7 +45,8 @@ from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparis
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap
+from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics._common import undefined
 from nepotism.metrics.coverage import excluded_share
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
@@ -264,8 +265,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                        "(no unrelated or less related opponent), so a preference for it cannot be told from one for them")
                 for metric, variant in (("equal-opportunity-bias", {"judge_tie": "1/2", "opponents": "any"}),
                                         ("error-bias", {"opponents": "any"})):
-                    empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0, note=why,
-                                              bootstrap=options.bootstrap)
+                    empty = undefined(why, bootstrap=options.bootstrap)
                     records.append(_record(metric, judge, condition, empty, scope=scope, variant=variant,
                                            opponent_models=[]))
     if corr is not None and "correct" in corr:
