@@ -92,6 +92,7 @@ __all__ = [
     "parse_json_line",
     "read_rows",
     "read_table",
+    "row_keys",
     "validate",
     "write_table",
 ]
@@ -547,21 +548,28 @@ def _plain_numbers(column: pd.Series) -> np.ndarray | None:
     return numbers
 
 
-def _duplicated(columns: list[np.ndarray | pd.Series]) -> np.ndarray:
-    """Per row: whether an earlier row has the same values in every column (as
-    `pandas.DataFrame.duplicated`, missing values equal), from integer codes."""
+def row_keys(columns: list[np.ndarray | pd.Series]) -> np.ndarray:
+    """One int64 per row, equal for two rows exactly when every column is (missing values equal):
+    non-negative integer arrays are taken as codes, anything else is coded with `pandas.factorize`; the codes
+    are combined in mixed radix, made dense again before the key could overflow."""
     key = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
     size = 1  # key < size
     for column in columns:
         codes = column if isinstance(column, np.ndarray) and column.dtype.kind in "iu" \
             else pd.factorize(column, use_na_sentinel=False)[0]
         width = int(codes.max()) + 1 if len(codes) else 1
-        if size * width >= 2**62:  # dense again: the combined key never overflows
+        if size * width >= 2**62:
             key, _ = pd.factorize(key)
             key, size = key.astype(np.int64), int(key.max()) + 1
         key = key * width + codes
         size *= width
-    return np.asarray(pd.Series(key).duplicated(keep="first").to_numpy(), dtype=bool)
+    return key
+
+
+def _duplicated(columns: list[np.ndarray | pd.Series]) -> np.ndarray:
+    """Per row: whether an earlier row has the same values in every column (as
+    `pandas.DataFrame.duplicated`, missing values equal)."""
+    return np.asarray(pd.Series(row_keys(columns)).duplicated(keep="first").to_numpy(), dtype=bool)
 
 
 class _Validator:

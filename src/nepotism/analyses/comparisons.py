@@ -26,6 +26,7 @@ import pandas as pd
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
+from nepotism.tables import row_keys
 
 __all__ = ["Comparisons", "RowPairs", "build_comparisons", "candidates", "exclusions_where", "name_codes",
            "reason_counts", "row_exclusions", "text_values", "with_reason_counts", "with_reasons"]
@@ -199,19 +200,8 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
 
 def _twins(keyed: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(rows that are the first of their comparison key, in frame order; each one's second row or -1)."""
-    key = np.zeros(len(keyed["judge"]), dtype=np.int64)
-    size = 1  # key < size
     known = keyed.get("_codes", {})
-    for column in _KEY:
-        codes = known.get(column)
-        if codes is None:
-            codes, _ = pd.factorize(keyed[column])
-        width = int(codes.max()) + 1 if codes.size else 1
-        if size * width >= 2**62:  # dense again: the combined key never overflows
-            key, _ = pd.factorize(key)
-            key, size = key.astype(np.int64), int(key.max()) + 1
-        key = key * width + codes
-        size *= width
+    key = row_keys([known[column] if column in known else keyed[column] for column in _KEY])
     order = np.argsort(key, kind="stable")
     ranked = key[order]
     starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
