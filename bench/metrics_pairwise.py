@@ -40,6 +40,8 @@ machine nearly idle. Per-phase figures and what is left: docs/scale.md.
 2026-11-26, ``--rows 1e7 --before 319d0fa`` twice at load 1-2 (now with CPU seconds): after (e9000db)
 64.5 / 66.7 s wall, 70.5 / 72.9 s CPU, 3.50 / 3.52 GB; before 93.1 / 111.6 s wall, 99.3 / 118.0 s CPU,
 3.92 / 3.93 GB; the same JSON. 1M rows: 10.0 / 9.1 s vs 10.7 / 10.1 s, 0.57 vs 0.61 GB.
+2026-11-26 04:04, ``--rows 1e7 --before 319d0fa`` at load ≈ 1: after (25c5092) 44.3 s wall, 44.3 s
+CPU, 3.50 GB (41.3 s alone just before); before 84.2 s wall, 63.4 s CPU, 3.91 GB; the same JSON.
 """
 
 from __future__ import annotations
