@@ -252,6 +252,7 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
                       ("standin-alpha", "impartial"): 12}
     effects = [r for r in summary["records"] if r["metric"] == "mitigation-effect"]
     assert {r["condition"] for r in effects} == {"impartial", "calibrated"}
+    assert {r["variant"]["scope"] for r in effects} == {"family"}  # the relation measured, not "self"
     beta = [r for r in effects if r["judge"] == "standin-beta"]
     assert beta and all(r["value"] is None and r["n"] == 0 for r in beta)  # no relative: nothing measured
     alpha = {(r["condition"], r["variant"]["base_metric"]): r for r in effects if r["judge"] == "standin-alpha"}
@@ -271,6 +272,10 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
     md = (work / "report" / "report.md").read_text()
     section = md.split("## Mitigation effects", 1)[1].split("\n## ", 1)[0]
     assert "| impartial | judge-option |" in section and "| calibrated | calibration |" in section
+    assert "| impartial | judge-option | standin-alpha | family | self-preference |" in section
+    assert "| self |" not in section
+    html = (work / "report" / "report.html").read_text()
+    assert "win rate for its family member&#39;s answer" in html or "win rate for its family member's answer" in html
 
 
 @pytest.mark.parametrize("target", ["family", "student"])

@@ -173,7 +173,7 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     def effect(done, metric):
         (rec,) = [r for r in json.loads(done.stdout)["records"] if r["metric"] == "mitigation-effect"
                   and r["judge"] == JUDGE and r["variant"] == {"mitigation": "judge-option",
-                                                               "base_metric": metric, "scope": "self"}]
+                                                               "base_metric": metric, "scope": "student"}]
         return rec
 
     # 12 items x both orders x (baseline, impartial); the teacher is no third party of its student

@@ -3,11 +3,13 @@
 Every record has the standard shape ``{metric: "mitigation-effect", judge, condition, variant:
 {mitigation, base_metric, scope}, value, ci_low, ci_high, n, n_excluded, excluded, ...}`` plus
 ``value_baseline`` and ``value_mitigated``. ``value`` is mitigated minus baseline on the same
-comparisons (same instances, same judge), with a paired cluster-bootstrap interval. Scopes:
-``self`` (the judge's verdicts on its own answer against each competitor), ``third-party-control``
-(the same pairs and the same perturbation judged by the other judges, paper 003 Fig. 9) and
-``self-minus-control`` (the difference of the two changes). ``judge = "all"`` pools the judges.
-Self-scope records of perturbations and judge options also carry ``t_test``: the paired t-test of
+comparisons (same instances, same judge), with a paired cluster-bootstrap interval. Scopes: the
+relation measured, ``[mitigate] target`` — ``self`` (the judge's verdicts on its own answer against
+each competitor), ``family`` or ``student`` (its verdicts on that relative's answer) —,
+``third-party-control`` (the same pairs and the same perturbation judged by the other judges, paper
+003 Fig. 9; for ``self`` only) and ``self-minus-control`` (the difference of the two changes).
+``judge = "all"`` pools the judges. Target-scope records of perturbations and judge options also
+carry ``t_test``: the paired t-test of
 the per-comparison values (`nepotism.mitigations.effects.paired_t`, paper 003 Fig. 8).
 Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
 """
@@ -60,8 +62,9 @@ def _scoped(judges: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                         control: bool = True) -> list[dict]:
-    """Effects of a perturbation stored under conditions ``"<name>:<judge>"``."""
+                         control: bool = True, target: str = "self") -> list[dict]:
+    """Effects of a perturbation stored under conditions ``"<name>:<judge>"``; ``target`` is the
+    scope of the judged side's records (``[mitigate] target``)."""
     out = []
     mitigated = lambda j: f"{cfg.name}:{j}"  # noqa: E731
     for label, members in _scoped(judges):
@@ -69,7 +72,7 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
         sm = _self(rows, mitigated, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
         if not control:
             continue
         cb = _third_party(rows, lambda s: THIRD_PARTY)
@@ -83,14 +86,15 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
     return out
 
 
-def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap) -> list[dict]:
-    """Effects of a judge-side option (condition ``<name>``) on the judges' self-evaluations."""
+def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
+                   target: str = "self") -> list[dict]:
+    """Effects of a judge-side option (condition ``<name>``) on the judges' verdicts on ``target``."""
     out = []
     for label, members in _scoped(judges):
         sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
     return out
 
 
@@ -101,7 +105,7 @@ def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> dict[str, flo
 
 def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
                  relation: Callable[[str, str], str], familiarity: Mapping | None = None,
-                 split: Mapping[str, str] | None = None) -> tuple[list[dict], dict]:
+                 split: Mapping[str, str] | None = None, target: str = "self") -> tuple[list[dict], dict]:
     """Each judge's self-evaluation verdicts replaced by a jury's (``jury`` / ``exclude-relatives``)."""
     members = rows[rows["condition"].isin([baseline, THIRD_PARTY])]
     vote = cfg.params.get("vote", "majority")
@@ -128,13 +132,14 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
             jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left")
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m))
+            out.append(_record(label, cfg, target, metric, est, b, m))
     info["items_without_jury_verdict"] = int(jury["outcome"].isna().sum())
     return out, info
 
 
 def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                        split: Mapping[str, str], contexts: Mapping[str, str]) -> tuple[list[dict], dict]:
+                        split: Mapping[str, str], contexts: Mapping[str, str],
+                        target: str = "self") -> tuple[list[dict], dict]:
     """Per-judge calibration fitted on the held-out split, evaluated on the evaluation split."""
     method = cfg.params.get("method", "auto")
     self_rows = _self(rows, lambda j: baseline, judges)
@@ -155,5 +160,5 @@ def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline
         sm = sb.assign(outcome=sb["calibrated"], prob=float("nan"))  # calibration gives verdicts only
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "self", metric, est, b, m))
+            out.append(_record(label, cfg, target, metric, est, b, m))
     return out, info

@@ -392,23 +392,24 @@ def _scopes(registry) -> Callable[[str, str], str]:
 
 
 def _analyse(plan, rows: pd.DataFrame, judges, baseline, relation, instances, familiarity):
-    boot = plan.bootstrap
+    boot, target = plan.bootstrap, plan.target
     split = split_heldout([i.id for i in instances], plan.heldout_fraction, seed=plan.experiment.seed)
     contexts = {i.id: i.category or "" for i in instances}
     records, info = [], {}
     for cfg in plan.conditions:
         if cfg.kind in PERTURBATIONS:
-            records += perturbation_records(rows, cfg, judges, baseline, boot, control=plan.control)
+            records += perturbation_records(rows, cfg, judges, baseline, boot, control=plan.control, target=target)
         elif cfg.kind == "judge-option":
-            records += option_records(rows, cfg, judges, baseline, boot)
+            records += option_records(rows, cfg, judges, baseline, boot, target=target)
         elif cfg.kind in ("jury", "exclude-relatives"):
             made, info[cfg.name] = jury_records(rows, cfg, judges, baseline, boot, relation=relation,
-                                                familiarity=familiarity, split=split)
+                                                familiarity=familiarity, split=split, target=target)
             records += made
         elif cfg.kind == "calibration":
-            made, info[cfg.name] = calibration_records(rows, cfg, judges, baseline, boot, split=split, contexts=contexts)
+            made, info[cfg.name] = calibration_records(rows, cfg, judges, baseline, boot, split=split, contexts=contexts,
+                                                       target=target)
             records += made
-    return _no_nan(records), {"analysis": info, "baseline_condition": baseline}
+    return _no_nan(records), {"analysis": info, "baseline_condition": baseline, "target": target}
 
 
 def _no_nan(records: list[dict]) -> list[dict]:

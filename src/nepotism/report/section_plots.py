@@ -23,6 +23,8 @@ from nepotism.report.sections import (
     MITIGATION,
     RECOGNITION,
     is_audit_rank,
+    is_judged_side,
+    judged_side_words,
     RUBRIC_COLUMNS,
     rubric_records,
     verifiable_records,
@@ -128,13 +130,12 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
     colours = _series_colours(judges)
     level = _level(rows)
     out = []
-    present = {str(_v(r).get("base_metric")) for r in rows if _v(r).get("scope") == "self"}
+    present = {str(_v(r).get("base_metric")) for r in rows if is_judged_side(r)}
     panels = [m for m in _PLOT_ORDER if m in present] + sorted(present - set(_PLOT_ORDER) - {"demographic-parity-bias"})
     # panels measured on the same conditions share a figure (a filter with its own base metric gets its own)
     by_rows = defaultdict(list)
     for metric in panels:
-        measured = {str(r.get("condition")) for r in rows if _v(r).get("scope") == "self"
-                    and _v(r).get("base_metric") == metric}
+        measured = {str(r.get("condition")) for r in rows if is_judged_side(r) and _v(r).get("base_metric") == metric}
         by_rows[tuple(c for c in conditions if c in measured)].append(metric)
     with _style() as plt:
         for index, (shown, group) in enumerate(sorted(by_rows.items(), key=lambda x: -len(x[0]))):
@@ -146,7 +147,7 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
             for i, metric in enumerate(group):
                 ax = axes[i // ncols][i % ncols]
                 cells = {(labels[str(r.get("condition"))], str(r.get("judge"))): r for r in rows
-                         if _v(r).get("scope") == "self" and _v(r).get("base_metric") == metric}
+                         if is_judged_side(r) and _v(r).get("base_metric") == metric}
                 _forest(ax, [labels[c] for c in shown], judges, cells, colours=colours, scale=100, null=0.0)
                 _min_span(ax, 4.0)
                 ax.set_title(f"{metric}\n({_BASE_WORDS.get(metric, metric)})", fontsize=8.5)
@@ -157,7 +158,8 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
             _legend(fig, axes[0][0], "judge ('all' = judges pooled)")
             which = ", ".join(group)
             out.append(_plot("mitigation-effects" if index == 0 else f"mitigation-effects-{index}",
-                             "Mitigation effects on the judges' self-evaluations" + ("" if index == 0 else f": {which}"),
+                             f"Mitigation effects on the judges' verdicts on {judged_side_words(rows)}"
+                             + ("" if index == 0 else f": {which}"),
                              fig, f"Dot plots: change in {which} per mitigation and judge, with intervals",
                              f"Each dot is a bias metric under the mitigation minus the same metric at baseline, on the "
                              f"same comparisons by the same judge, in percentage points; bars are {level}% paired "

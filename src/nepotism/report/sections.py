@@ -1,9 +1,11 @@
 """The tables of the report's analysis sections, from result records (plots are `section_plots`).
 
 - `mitigation_tables`: ``nepotism mitigate`` records (``metric = "mitigation-effect"``, variant
-  ``{mitigation, base_metric, scope}``): one row per condition, judge, scope and base metric with
-  the value before and after, the paired change and its CI, n and the excluded comparisons (and
-  the self-preference rows alone, the section's main table); and one row per condition with what
+  ``{mitigation, base_metric, scope}``, the scope being the judged side — ``self``, ``family`` or
+  ``student`` as ``[mitigate] target`` says — or a third-party control): one row per condition,
+  judge, scope and base metric with the value before and after, the paired change and its CI, n
+  and the excluded comparisons (and the judged side's win-rate rows alone, the section's main
+  table); and one row per condition with what
   the run summary says failed (perturbations not made, jury items without a verdict, votes
   dropped) and why its undefined changes are undefined.
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
@@ -27,9 +29,9 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage", "evaluatee_table",
-           "exclusion_table", "human_tables",
-           "is_audit_rank", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
+__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+           "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
+           "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
 
 MITIGATION = "mitigation-effect"
@@ -48,7 +50,11 @@ SECTION_METRICS = {
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
-_SCOPE_ORDER = {"self": 0, "third-party-control": 1, "self-minus-control": 2}
+#: Scopes of the third-party control of a perturbation; every other scope is the judged side, ``[mitigate] target``.
+CONTROL_SCOPES = ("third-party-control", "self-minus-control")
+_SCOPE_ORDER = {"self": 0, "family": 0, "student": 0, "third-party-control": 1, "self-minus-control": 2}
+_JUDGED_SIDE = {"self": "its own answer (self-evaluation)", "family": "its family member's answer (target family)",
+                "student": "its student's answer (target student)"}
 _BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
                "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
 
@@ -76,11 +82,25 @@ def _judge_key(judge) -> tuple:
     return (judge == "all", str(judge))
 
 
+def is_judged_side(record: dict) -> bool:
+    """A mitigation effect on the judge's verdicts on the side it may favour (scope ``self``,
+    ``family`` or ``student``: ``[mitigate] target``), not a third-party control."""
+    return _v(record).get("scope") not in CONTROL_SCOPES
+
+
+def judged_side_words(records: list[dict]) -> str:
+    """Whose answer the mitigation effects of ``records`` measure, in words."""
+    scopes = sorted({str(_v(r).get("scope")) for r in records if r.get("metric") == MITIGATION and is_judged_side(r)},
+                    key=lambda s: (_SCOPE_ORDER.get(s, 9), s))
+    return " / ".join(_JUDGED_SIDE.get(s, f"the {s} answer") for s in scopes) or _JUDGED_SIDE["self"]
+
+
 def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
-    """``{effects: [row], conditions: [row]}`` (empty lists when there is no mitigation record)."""
+    """``{effects: [row], conditions: [row], main: [row], judged: words}`` (empty lists when there is
+    no mitigation record); ``main`` holds the win-rate rows of the judged side (`is_judged_side`)."""
     rows = [r for r in records if r.get("metric") == MITIGATION]
     if not rows:
-        return {"effects": [], "conditions": [], "main": []}
+        return {"effects": [], "conditions": [], "main": [], "judged": judged_side_words([])}
     order = {}
     for r in rows:
         order.setdefault(str(r.get("condition")), len(order))
@@ -122,8 +142,8 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
             "n_failed": sum(failed.values()) if failed else (0 if p else None),
             "other": "; ".join(other),
             "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1]))})
-    main = [e for e in effects if e["scope"] == "self" and e["base_metric"] == "self-preference"]
-    return {"effects": effects, "conditions": conditions, "main": main}
+    main = [e for e in effects if e["scope"] not in CONTROL_SCOPES and e["base_metric"] == "self-preference"]
+    return {"effects": effects, "conditions": conditions, "main": main, "judged": judged_side_words(rows)}
 
 
 # ------------------------------------------------------------------------------------ leakage
