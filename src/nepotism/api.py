@@ -322,7 +322,7 @@ def audit(
             table_refs["pairwise"] = by_kind["pairwise"].frame
         comparisons = None
         if table.kind == "pairwise":
-            from nepotism.report.derived import leaderboard_records
+            from nepotism.analyses.derived import leaderboard_records
 
             comparisons = build_comparisons(table.frame, rule=rule)
             options = AuditOptions(bootstrap=bootstrap, opponents=tuple(opponents))
@@ -332,7 +332,7 @@ def audit(
                 summary.update(_pairwise_summary(table, comparisons, registry, rule))
                 summarised = True
         elif table.kind == "pointwise":
-            from nepotism.report.derived import pointwise_leaderboard_records
+            from nepotism.analyses.derived import pointwise_leaderboard_records
 
             boards += pointwise_leaderboard_records(table.frame, registry, bootstrap=bootstrap)
         records += run_suite(table.frame, table.kind, registry, references=table_refs, options=suite_options,

@@ -19,7 +19,7 @@ import pytest
 
 from nepotism.analyses.comparisons import build_comparisons
 from nepotism.metrics.reference import perplexity_win_rate
-from nepotism.report.derived import leaderboard_records, perplexity_records
+from nepotism.analyses.derived import leaderboard_records, perplexity_records
 from nepotism.report.full import write_report
 from nepotism.metrics import Bootstrap
 

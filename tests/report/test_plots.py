@@ -8,7 +8,7 @@ import numpy as np
 
 from nepotism.metrics.reference import perplexity_win_rate
 from nepotism.report import plots
-from nepotism.report.derived import perplexity_records
+from nepotism.analyses.derived import perplexity_records
 
 
 def _png(plot) -> bytes:

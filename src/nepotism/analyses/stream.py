@@ -14,7 +14,7 @@ the partition's files), its presentation orders are combined by
   comes from that group's rows only, so it is the number the whole table gives;
 - excluded-verdicts and position-consistency likewise (`nepotism.analyses.suite`);
 - leaderboard-rank (every judge, and the unrelated judges only) from per (prompt, judge, generator)
-  sums of the preference scores and counts, through `nepotism.report.derived.pairwise_boards` (the
+  sums of the preference scores and counts, through `nepotism.analyses.derived.pairwise_boards` (the
   in-memory leaderboards' own code, rows weighted by the count they stand for);
 - for paired-win-rate-gap, which sets one judge against every other, the per-prompt sums of every
   (judge, condition, generator, opponent) block whose generator is related to some judge of the
@@ -51,8 +51,8 @@ from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
 from nepotism.metrics._common import undefined
 from nepotism.metrics.bootstrap import Bootstrap
-from nepotism.report.derived import _Relations as _BoardRelations
-from nepotism.report.derived import _Side, pairwise_boards
+from nepotism.analyses.derived import _Relations as _BoardRelations
+from nepotism.analyses.derived import _Side, pairwise_boards
 from nepotism.tables import Table
 
 __all__ = ["NOT_STREAMED", "STREAMED", "stream_pairwise"]
@@ -240,7 +240,7 @@ class _MergedRows:
 
 
 class _Boards:
-    """The leaderboards' per-prompt sums (`nepotism.report.derived.leaderboard_records`), one
+    """The leaderboards' per-prompt sums (`nepotism.analyses.derived.leaderboard_records`), one
     partition at a time: per (prompt, judge, generator) the summed preference score and the count
     of comparisons, with every judge and with the unrelated judges only; rows dropped per
     generator; whom each generator met."""

@@ -142,7 +142,7 @@ _DERIVED = [
                "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
                ("other_judge=each other judge", "texts=identical|same models, other samples", "ties=half"),
                kind="derived"),
-    MetricInfo("leaderboard-rank", "nepotism.report.derived.leaderboard_records", "000 §5.4 (leaderboards)",
+    MetricInfo("leaderboard-rank", "nepotism.analyses.derived.leaderboard_records", "000 §5.4 (leaderboards)",
                "rank of a generator's mean score among generators that met the same opponents (1 = best); "
                "CI = percentiles of bootstrap ranks over prompts",
                ("judges=all|unrelated", "board=opponent set", "audit: adjusted rank without the judge's relatives' bonus"),

@@ -297,7 +297,7 @@ def bias_bars(records: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------------------------ perplexity
 def _group(r) -> str:
     """A perplexity-win-rate record's group: ``all`` | ``self`` | ``other`` (suite: ``group``;
-    `nepotism.report.derived.perplexity_records`: ``split``)."""
+    `nepotism.analyses.derived.perplexity_records`: ``split``)."""
     v = _variant(r)
     return str(v.get("group", v.get("split", "all")))
 
@@ -505,7 +505,7 @@ def mitigation(records: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------------------------ leaderboard
 def leaderboard(records: list[dict]) -> list[dict]:
     """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals: one figure
-    per board (generators ranked against the same opponents; `report.derived.opponent_boards`), since
+    per board (generators ranked against the same opponents; `analyses.derived.opponent_boards`), since
     ranks on different boards are not comparable."""
     rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None
             and "judges" in _variant(r)]  # not the ranks of `nepotism leakage audit` (section_plots)

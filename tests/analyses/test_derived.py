@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nepotism.analyses.comparisons import build_comparisons
-from nepotism.report import derived
-from nepotism.report.derived import leaderboard_records
+from nepotism.analyses import derived
+from nepotism.analyses.derived import leaderboard_records
 
 
 def test_all_exported():
@@ -73,7 +73,7 @@ def _pointwise_frame(n=200, seed=0):
 
 
 def test_pointwise_leaderboard_without_related_judges(tmp_path):
-    from nepotism.report.derived import pointwise_leaderboard_records
+    from nepotism.analyses.derived import pointwise_leaderboard_records
 
     registry = _pointwise_registry(tmp_path)
     frame = _pointwise_frame()
@@ -97,7 +97,7 @@ def test_pointwise_leaderboard_without_related_judges(tmp_path):
 
 def test_pointwise_report_shows_the_flag(tmp_path):
     from nepotism.report.full import _flag_text, _leaderboard_table
-    from nepotism.report.derived import pointwise_leaderboard_records
+    from nepotism.analyses.derived import pointwise_leaderboard_records
 
     records = pointwise_leaderboard_records(_pointwise_frame(n=30), _pointwise_registry(tmp_path), n_resamples=20)
     rows = {r["generator"]: r for r in _leaderboard_table(records)}
@@ -124,7 +124,7 @@ def test_only_generators_that_met_the_same_opponents_share_a_board():
     everyone, is on none; a round robin among three is one board."""
     import pandas as pd
 
-    from nepotism.report.derived import opponent_boards
+    from nepotism.analyses.derived import opponent_boards
 
     def rows(pairs):
         return pd.DataFrame([{"generator": a, "opponent": b} for a, b in pairs]
@@ -144,7 +144,7 @@ def test_leaderboard_ranks_within_boards_and_says_why_one_is_unranked(simulated)
     board, and the baselines, which met everyone on their board, are unranked with a reason."""
     import pandas as pd
 
-    from nepotism.report.derived import leaderboard_records
+    from nepotism.analyses.derived import leaderboard_records
 
     games = [("x", "base1", 1.0), ("y", "base1", -1.0), ("u", "base2", 1.0), ("v", "base2", 0.0)]
     frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "j", "model_x": a, "model_y": b, "outcome": o}
@@ -165,7 +165,7 @@ def test_the_adversarial_null_model_is_flagged_on_the_board(simulated):
     import pandas as pd
 
     from nepotism.models import default_registry
-    from nepotism.report.derived import leaderboard_records
+    from nepotism.analyses.derived import leaderboard_records
 
     frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "gpt4_1106_preview", "model_x": m,
                            "model_y": "gpt4_1106_preview", "outcome": 1.0} for m in ("example", "claude-2") for i in range(5)])

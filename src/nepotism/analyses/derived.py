@@ -1,5 +1,5 @@
-"""Result records the report needs that the metric suite does not make (yet): leaderboard ranks and
-perplexity bins.
+"""Result records beside the per-judge metrics: leaderboard ranks (pairwise and pointwise) and
+perplexity bins — what `nepotism.audit` adds to the suite's records and the report draws.
 
 - `leaderboard_records`: every generator's mean preference score (win 1, tie ½, loss 0 over all
   the comparisons it took part in, pooled over judges and conditions) and its rank (1 = best,
