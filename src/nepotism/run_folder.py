@@ -3,7 +3,9 @@
 ``nepotism run`` writes the judgment tables and graded references into the experiment's output
 folder; `write_manifest` adds copies of the experiment's registry files (``models/``) and
 ``run.json``, so that ``nepotism metrics RUN_DIR`` and ``nepotism report RUN_DIR`` need no other
-flag. `read_manifest` turns a folder back into paths, checking that each file is there. What a
+flag. ``results`` lists files of result records the tables cannot give back (``nepotism
+mitigate``'s ``mitigations.jsonl`` under ``mitigation-effects``), which ``nepotism report RUN_DIR``
+adds to its audit. `read_manifest` turns a folder back into paths, checking that each file is there. What a
 manifest leaves out: the store (it can be anywhere and large) and the experiment file itself
 (its relative paths would not resolve from the folder).
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nepotism._files import atomic_write_bytes
@@ -34,11 +36,14 @@ class RunFolder:
     references: Mapping[str, Path]
     models: tuple[Path, ...]
     experiment: str
+    results: Mapping[str, Path] = field(default_factory=dict)  # result-record files by kind
 
 
 def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables: Mapping[str, str],
-                   references: Mapping[str, str], registry_files: Sequence[str]) -> Path:
-    """Copy the registry files into ``out_dir/models/`` and write ``run.json`` (atomically)."""
+                   references: Mapping[str, str], registry_files: Sequence[str],
+                   results: Mapping[str, str] | None = None) -> Path:
+    """Copy the registry files into ``out_dir/models/`` and write ``run.json`` (atomically); every
+    file listed (tables, references, results) must be inside ``out_dir``."""
     out = Path(out_dir)
     models = []
     for i, source in enumerate(registry_files):
@@ -52,6 +57,8 @@ def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables:
 
     document = {"schema_version": _VERSION, "experiment": experiment, "run_id": run_id,
                 "tables": relative(tables), "references": relative(references), "models": models}
+    if results:
+        document["results"] = relative(results)
     return atomic_write_bytes(out / MANIFEST, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
 
 
@@ -91,4 +98,5 @@ def read_manifest(path: str | Path) -> RunFolder:
     if not isinstance(models, list) or not all((folder / str(m)).is_file() for m in models):
         raise InputError("a listed registry file is missing", path=str(manifest), field="models")
     return RunFolder(path=folder, tables=files("tables"), references=files("references"),
-                     models=tuple(folder / str(m) for m in models), experiment=str(document.get("experiment", "")))
+                     models=tuple(folder / str(m) for m in models), experiment=str(document.get("experiment", "")),
+                     results=files("results"))

@@ -271,6 +271,12 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
     nep("report", "out/mitigations.jsonl", "--out", "report", "--bootstrap", "0", cwd=work)
     md = (work / "report" / "report.md").read_text()
     section = md.split("## Mitigation effects", 1)[1].split("\n## ", 1)[0]
+    # the folder's run.json lists mitigations.jsonl: the folder's report has the same section beside its audit
+    assert json.loads((work / "out" / "run.json").read_text())["results"] == {"mitigation-effects": "mitigations.jsonl"}
+    nep("report", "out", "--out", "folder-report", "--bootstrap", "0", cwd=work)
+    folder_md = (work / "folder-report" / "report.md").read_text()
+    assert "## Mitigation effects" in folder_md and "## Verdicts left out" in folder_md
+    assert folder_md.split("## Mitigation effects", 1)[1].split("\n## ", 1)[0] == section
     assert "| impartial | judge-option |" in section and "| calibrated | calibration |" in section
     assert "| impartial | judge-option | standin-alpha | family | self-preference |" in section
     assert "| self |" not in section

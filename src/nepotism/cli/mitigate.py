@@ -5,9 +5,6 @@ Only argument handling and printing live here; the work is done by `nepotism.mit
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -23,7 +20,8 @@ __all__ = ["command"]
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
 @click.option("--out", "out_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Write the records as JSON Lines here (default: <output.dir>/mitigations.jsonl).")
+              help="Also write the records as JSON Lines here (the output folder always gets mitigations.jsonl, "
+                   "listed in its run.json; without [output] dir, default ./mitigations.jsonl).")
 @click.option("--json", "as_json", is_flag=True, help="Print the records and the summary as JSON.")
 @click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: on a terminal).")
 @click.option("--rule", type=click.Choice(["consistent", "strict"]), default=None,
@@ -40,7 +38,8 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     mitigation-effect``), followed, when the answers can be graded, by the baseline's judge accuracy
     (self-evaluation, third-party, all examples), task accuracy and own win rate by ground truth and
     by the judge's own judgment (paper 003). The output folder also gets the judgment tables and
-    run.json: `nepotism metrics` and `nepotism report` take it (recognition per condition). Every
+    run.json listing them and mitigations.jsonl: `nepotism metrics` and `nepotism report` take it
+    (recognition per condition; the report adds the mitigation effects). Every
     model call is cached in the store: a rerun repeats nothing.
     """
 
@@ -62,32 +61,20 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
             for c in listing["conditions"]:
                 click.echo(f"  {c['name']:<24}{c['kind']}")
         return
-    from nepotism.mitigations.run import run_mitigations
+    from nepotism.mitigations.run import RECORDS_FILE, run_mitigations, write_records
     from nepotism.store import Store
 
     exp = plan.experiment
     with Store(experiment_store(store_path, exp)) as store:
         result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress)
-    target = out_path or Path(exp.output_dir or ".") / "mitigations.jsonl"
-    _write_jsonl(target, result.records + result.baseline)
+    written = result.summary.get("records_file")  # the output folder's copy, listed in its run.json
+    target = out_path or Path(written or RECORDS_FILE)
+    if written is None or target.resolve() != Path(written).resolve():
+        write_records(target, result.records + result.baseline)
     if as_json:
         echo_json({"summary": result.summary, "records": result.records + result.baseline})
         return
     _print(result, target)
-
-
-def _write_jsonl(target: Path, records: list[dict]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _fmt(value) -> str:

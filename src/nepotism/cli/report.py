@@ -31,7 +31,8 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
     --json` or its JSON Lines --out, `nepotism leakage run`'s results.json, `nepotism leakage audit
     --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), the output folder
-    of `nepotism run` or `nepotism mitigate` (every table it lists, with the run's references and models), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
+    of `nepotism run` or `nepotism mitigate` (every table it lists, with the run's references and models,
+    and the mitigation effects its run.json lists), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
     metric whose inputs are present, plus --reference tables and --models registries) or a store
     (its judgments are exported and audited). The page is self-contained (plots embedded, no
     network when viewed) and opens with each judge's self, family and student bonus in plain
@@ -41,7 +42,7 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     from nepotism.api import audit
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import is_results_file, is_store, load_results
+    from nepotism.report.inputs import folder_results, is_results_file, is_store, load_results
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
@@ -51,6 +52,7 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
         results = audit(source, references=list(reference), models=list(models_files), kind=kind, rule=rule,
                         protocol=protocol, bootstrap=bootstrap)
         records, summary, findings = results.to_dicts(), results.summary, results.findings
+        records += folder_results(source, records)  # a run folder's listed results (mitigation effects)
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
     import json
 

@@ -7,7 +7,8 @@ them under ``"<name>:<judge>"`` by the judge and by the third-party judges, (4) 
 self-evaluation pairs again under each judge-side option, (5) grades every response where the
 instance allows it (a multiple-choice letter in ``reference_answer``, or ``metadata.tests`` run in
 the sandbox), (6) computes the effect records (`nepotism.mitigations.analysis`) and (7) writes the
-judgment tables, the graded answers and ``run.json`` into the output folder (`export_run`). When
+judgment tables, the graded answers, the records (``mitigations.jsonl``, `write_records`) and
+``run.json`` listing them into the output folder (`export_run`). When
 the experiment asks recognition questions, each perturbation asks them again on the perturbed
 texts (`_perturbed_recognition`), so recognition and its association with preference can be
 compared before and after. With graded answers, the records also hold the baseline's accuracy
@@ -20,10 +21,12 @@ the endpoints, the text model and the sandbox runner can be injected (tests use 
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +43,11 @@ from nepotism.mitigations.rows import pair_truth, preference_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
 
-__all__ = ["MitigationResult", "export_run", "grade_responses", "run_mitigations", "store_text_model"]
+__all__ = ["RECORDS_FILE", "MitigationResult", "export_run", "grade_responses", "run_mitigations", "store_text_model",
+           "write_records"]
+
+#: The records' file in the output folder, listed in its ``run.json`` under ``results``.
+RECORDS_FILE = "mitigations.jsonl"
 
 
 @dataclass
@@ -118,13 +125,23 @@ def grade_responses(instances: Sequence[Instance], responses: Sequence[Response]
     return out
 
 
-def export_run(exp, store, tasks, correct: Mapping, run_id: str) -> dict[str, str]:
+def write_records(target, records: Sequence[Mapping]) -> Path:
+    """``records`` as JSON Lines (one record a line, keys sorted), written atomically."""
+    from nepotism._files import atomic_write_bytes
+
+    body = "".join(json.dumps(rec, sort_keys=True, default=str) + "\n" for rec in records)
+    return atomic_write_bytes(target, body.encode("utf-8"))
+
+
+def export_run(exp, store, tasks, correct: Mapping, run_id: str,
+               records: Sequence[Mapping] | None = None) -> dict[str, str]:
     """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``), the graded
-    answers as a ``correctness-ref`` table and ``run.json`` into the experiment's output folder, so
-    that ``nepotism metrics`` and ``nepotism report`` take the folder (recognition per condition)."""
+    answers as a ``correctness-ref`` table, ``records`` as `RECORDS_FILE` and ``run.json`` listing
+    them into the experiment's output folder, so that ``nepotism metrics`` and ``nepotism report``
+    take the folder (recognition per condition; the report adds the mitigation effects). Returns the
+    tables and references written."""
     if exp.output_dir is None:
         return {}
-    from pathlib import Path
 
     from nepotism.run_folder import write_manifest
     from nepotism.runner.experiment_run import export_judgments
@@ -137,8 +154,11 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str) -> dict[str, st
         target = Path(exp.output_dir) / f"reference.{exp.output_format}"
         write_table(pd.DataFrame(graded, columns=["instance_id", "model", "correct"]), target)
         references["correctness-ref"] = str(target)
+    results = {}
+    if records is not None:
+        results["mitigation-effects"] = str(write_records(Path(exp.output_dir) / RECORDS_FILE, records))
     write_manifest(exp.output_dir, experiment=exp.name, run_id=run_id, tables=tables, references=references,
-                   registry_files=exp.registry_files)
+                   registry_files=exp.registry_files, results=results)
     return tables | references
 
 
@@ -147,8 +167,6 @@ def _export_pairs(exp, items: list) -> dict:
     `nepotism annotate` pairs (`nepotism.mitigations.perturbed_pairs`); the file and the item count."""
     if exp.output_dir is None or not items:
         return {"items": len(items)}
-    from pathlib import Path
-
     from nepotism.mitigations.perturbed_pairs import write_perturbed_pairs
 
     target = Path(exp.output_dir) / "perturbed-pairs.jsonl"
@@ -262,8 +280,6 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                 if endpoint.backend is not None:
                     await endpoint.backend.aclose()
     correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
-    exports = export_run(exp, store, unique, correct, run_id)
-    perturbed_pairs = _export_pairs(exp, pair_items)
     rows = side_rows(judged.judgments, rule=plan.rule)
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
     ambiguous = {str(c): int(n) // 2 for c, n in rows[rows["ambiguous"]].groupby("condition").size().items()}
@@ -291,11 +307,15 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
-        "generation_failures": len(generated.failures), "exports": exports, "rule": plan.rule,
-        "ambiguous_comparisons": ambiguous, "perturbed_pairs": perturbed_pairs, **stats,
+        "generation_failures": len(generated.failures), "rule": plan.rule,
+        "ambiguous_comparisons": ambiguous, **stats,
     })
     if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
         summary["familiarity_scores"] = familiarity_counts
+    summary["exports"] = export_run(exp, store, unique, correct, run_id, records=records + accuracy)
+    summary["perturbed_pairs"] = _export_pairs(exp, pair_items)
+    if exp.output_dir is not None:
+        summary["records_file"] = str(Path(exp.output_dir) / RECORDS_FILE)
     return MitigationResult(records, summary, accuracy)
 
 

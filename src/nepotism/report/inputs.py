@@ -8,6 +8,10 @@
   ``annotator-kappa``, ``judge-human-agreement`` and ``judge-human-kappa`` records); or JSON Lines
   records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
 
+- `folder_results`: the result records a run's output folder lists in its ``run.json``
+  (``results``: ``nepotism mitigate``'s ``mitigations.jsonl``), for the report to add to the
+  folder's audit — every record but those of a metric the audit already measured from the tables.
+
 Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves out: rendering
 (`full`), thresholds (`card`).
 """
@@ -19,7 +23,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["is_results_file", "is_store", "load_results"]
+__all__ = ["folder_results", "is_results_file", "is_store", "load_results"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -149,3 +153,19 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         record.setdefault("condition", "default")
     summary.setdefault("source", str(path))
     return records, summary, findings
+
+
+def folder_results(path: str | Path, audited: list[dict]) -> list[dict]:
+    """The records of the result files listed in the run folder's ``run.json`` (none for another
+    source), leaving out metrics present in ``audited`` (the folder's audit measures those from its
+    tables: one number each, not two)."""
+    from nepotism.run_folder import is_run_folder, read_manifest
+
+    if not is_run_folder(path):
+        return []
+    measured = {r.get("metric") for r in audited}
+    out = []
+    for file in read_manifest(path).results.values():
+        records, _, _ = load_results(file)
+        out += [r for r in records if r.get("metric") not in measured]
+    return out

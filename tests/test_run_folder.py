@@ -1,0 +1,43 @@
+"""run.json lists a folder's result-record files (``results``) beside its tables; a listed file must exist."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nepotism.errors import InputError
+from nepotism.report.inputs import folder_results
+from nepotism.run_folder import read_manifest, write_manifest
+
+
+def _folder(tmp_path, **results):
+    (tmp_path / "pairwise.csv").write_text("instance_id,judge,model_a,model_b,verdict\n")
+    (tmp_path / "models.toml").write_text("")
+    for name, records in results.items():
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_manifest(tmp_path, experiment="e", run_id="r", tables={"pairwise": str(tmp_path / "pairwise.csv")},
+                   references={}, registry_files=[str(tmp_path / "models.toml")],
+                   results={"mitigation-effects": str(tmp_path / name) for name in results})
+    return tmp_path
+
+
+def test_listed_results_round_trip_and_the_report_adds_what_the_audit_did_not_measure(tmp_path):
+    effect = {"metric": "mitigation-effect", "judge": "j", "value": 0.1, "variant": {"scope": "family"}}
+    accuracy = {"metric": "judge-accuracy", "judge": "j", "value": 0.5}
+    folder = _folder(tmp_path, **{"mitigations.jsonl": [effect, accuracy]})
+    assert read_manifest(folder).results == {"mitigation-effects": folder / "mitigations.jsonl"}
+    added = folder_results(folder, audited=[{"metric": "judge-accuracy"}])
+    assert [r["metric"] for r in added] == ["mitigation-effect"]  # judge accuracy: the audit's own number
+    assert folder_results(folder / "pairwise.csv", audited=[]) == []  # not a run folder: nothing added
+
+
+def test_a_folder_without_results_reads_as_before_and_a_missing_listed_file_is_named(tmp_path):
+    folder = _folder(tmp_path)
+    assert "results" not in json.loads((folder / "run.json").read_text()) and read_manifest(folder).results == {}
+    (tmp_path / "b").mkdir()
+    folder = _folder(tmp_path / "b", **{"mitigations.jsonl": []})
+    (folder / "mitigations.jsonl").unlink()
+    with pytest.raises(InputError, match="mitigations.jsonl, which is missing") as err:
+        read_manifest(folder)
+    assert err.value.field == "results.mitigation-effects"
