@@ -18,7 +18,7 @@ def _folder(tmp_path, **results):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     write_manifest(tmp_path, experiment="e", run_id="r", tables={"pairwise": str(tmp_path / "pairwise.csv")},
                    references={}, registry_files=[str(tmp_path / "models.toml")],
-                   results={"mitigation-effects": str(tmp_path / name) for name in results})
+                   results={"mitigation-effects": str(tmp_path / next(iter(results)))} if results else {})
     return tmp_path
 
 
@@ -41,3 +41,21 @@ def test_a_folder_without_results_reads_as_before_and_a_missing_listed_file_is_n
     with pytest.raises(InputError, match="mitigations.jsonl, which is missing") as err:
         read_manifest(folder)
     assert err.value.field == "results.mitigation-effects"
+
+
+def test_records_instead_finds_result_records_given_as_judgments_and_nothing_else(tmp_path):
+    from nepotism.report.inputs import records_instead
+
+    judgments = tmp_path / "judgments"
+    judgments.mkdir()
+    (judgments / "pairwise.csv").write_text("instance_id,judge,model_a,model_b,verdict\nq1,j,a,b,A\n")
+    (judgments / "results.json").write_text(json.dumps([{"metric": "win-rate", "judge": "j", "value": 0.5}]))
+    assert records_instead(judgments) is None  # a folder's .json is not read as a table
+    assert records_instead(judgments / "pairwise.csv") is None
+    assert records_instead(judgments / "results.json") == (judgments / "results.json",) * 2
+    leak = tmp_path / "leak"
+    leak.mkdir()
+    (leak / "results.csv").write_text("metric,judge,value,ci_low,ci_high\nwin-rate,j,0.5,,\n")
+    assert records_instead(leak) == (leak / "results.csv", None)  # no JSON form beside it
+    (leak / "results.json").write_text(json.dumps({"records": [{"metric": "win-rate", "judge": "j", "value": 0.5}]}))
+    assert records_instead(leak) == (leak / "results.csv", leak / "results.json")
