@@ -166,6 +166,11 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     assert _answered(standin) == before
     assert [r.get("value") for r in again["records"]] == [r.get("value") for r in records]
 
+    # the folder holds results, not judgments: `metrics` says which file and what to run instead
+    for given in ("out", "out/results.csv", "out/results.json"):
+        refused = nep("metrics", given, cwd=work, expect=2)
+        assert refused.stderr.startswith("error: out/results.") and "not judgments" in refused.stderr
+        assert "`nepotism report out/results.json --out report`" in refused.stderr and "Traceback" not in refused.stderr
     nep("report", "out/results.json", "--out", "report", "--bootstrap", "0", cwd=work)
     md = (work / "report" / "report.md").read_text()
     section = md.split("## Preference leakage", 1)[1].split("\n## ", 1)[0]

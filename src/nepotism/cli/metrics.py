@@ -94,6 +94,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     from nepotism.errors import InputError
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
+    _refuse_results(judgments)
     if kind and len(judgments) > 1:
         raise InputError("--kind applies to a single JUDGMENTS file", field="--kind")
     pairs = _split(correlate, "--correlate")
@@ -126,6 +127,24 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     if output_format != "tsv":
         for line in streaming_lines(results.summary):
             click.echo(line)
+
+
+def _refuse_results(judgments) -> None:
+    """Result records given as judgments (``nepotism leakage``'s output folder, a results file):
+    exit 2 naming the file and the command that reads it."""
+    from nepotism.errors import InputError
+    from nepotism.report.inputs import records_instead
+
+    for source in judgments:
+        found = records_instead(source)
+        if found is None:
+            continue
+        file, results = found
+        what = (f"`nepotism report {results} --out report` shows them (and `nepotism card {results} "
+                f"--thresholds FILE` checks them)" if results is not None else
+                "`nepotism report` reads their JSON form (results.json, `--json` output)")
+        raise InputError(f"holds result records (metric, value, ci_low, ...), not judgments, so there is nothing "
+                         f"for `nepotism metrics` to compute: {what}", path=str(file))
 
 
 def streaming_lines(summary) -> list[str]:

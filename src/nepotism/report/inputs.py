@@ -12,6 +12,10 @@
   (``results``: ``nepotism mitigate``'s ``mitigations.jsonl``), for the report to add to the
   folder's audit — every record but those of a metric the audit already measured from the tables.
 
+- `records_instead`: for something given as judgments that holds result records instead (``nepotism
+  leakage``'s output folder, a ``results.csv`` / ``results.json`` / ``mitigations.jsonl``), the
+  file ``nepotism report`` reads, so that ``nepotism metrics`` can say what to run.
+
 Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves out: rendering
 (`full`), thresholds (`card`).
 """
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["folder_results", "is_results_file", "is_store", "load_results"]
+__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -169,3 +173,49 @@ def folder_results(path: str | Path, audited: list[dict]) -> list[dict]:
         records, _, _ = load_results(file)
         out += [r for r in records if r.get("metric") not in measured]
     return out
+
+
+#: Columns every result record has and no judgment table needs together.
+_RECORD_COLUMNS = frozenset({"metric", "value", "ci_low", "ci_high"})
+
+
+def _holds_records(path: Path) -> bool:
+    """A CSV or JSON Lines file whose first line is a header / record of result-record fields."""
+    if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        return False
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            first = handle.readline()
+        if path.suffix.lower() == ".csv":
+            return _RECORD_COLUMNS <= {c.strip().strip('"') for c in first.rstrip("\r\n").split(",")}
+        return isinstance(row := json.loads(first), dict) and _RECORD_COLUMNS <= set(row)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def records_instead(source: str | Path) -> tuple[Path, Path | None] | None:
+    """``(file, results file)`` when ``source`` — a table file, or a folder without ``run.json``
+    whose tables are read — holds result records (`load_results`'s input, e.g. ``nepotism
+    leakage``'s ``results.csv``) where judgments were expected. The results file is the one
+    ``nepotism report`` reads: the file itself (JSON, JSON Lines) or a CSV's sibling ``.json``
+    (None when there is none). None for anything else."""
+    from nepotism.run_folder import is_run_folder
+
+    path = Path(source)
+    if path.is_dir() and not is_run_folder(path):
+        files = sorted(p for p in path.iterdir() if p.is_file() and _holds_records(p))
+    elif path.is_file() and path.suffix.lower() == ".json":
+        try:
+            load_results(path)
+        except InputError:
+            return None
+        return path, path
+    else:
+        files = [path] if path.is_file() and _holds_records(path) else []
+    if not files:
+        return None
+    file = files[0]
+    if file.suffix.lower() != ".csv":
+        return file, file
+    sibling = file.with_suffix(".json")
+    return file, sibling if sibling.is_file() and is_results_file(sibling) else None
