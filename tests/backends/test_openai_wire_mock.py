@@ -68,6 +68,22 @@ def test_generation_body_and_parse():
     assert c.ok and c.text == "[[A]]" and c.finish_reason == "stop" and c.usage["total_tokens"] == 4
 
 
+def test_request_body_bytes_are_json_dumps_of_the_built_body():
+    from nepotism.backends.openai_wire import build_body
+
+    sent = []
+    backend_request = Request("m", messages=(Message("user", 'Ünïcode "quoted" \\ \n é 漢'),), labels=("A", "B"),
+                              seed=3, extra={"stop": ["\u2028"], "top_p": 0.5})
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        sent.append(req.content)
+        return ok_chat()(req)
+
+    call(handler, backend_request, model="srv", extra={"n": 1})
+    _, body = build_body(backend_request, model="srv", extra={"n": 1}, top_logprobs=20)
+    assert sent == [json.dumps(body, ensure_ascii=False).encode()]
+
+
 def test_label_request_body_and_spellings_summed():
     top = [{"token": "A", "logprob": math.log(0.5)}, {"token": " A", "logprob": math.log(0.1)},
            {"token": "B", "logprob": math.log(0.3)}]

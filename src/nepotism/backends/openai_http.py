@@ -56,6 +56,9 @@ from nepotism.credentials import Secret, redact_text
 
 __all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
 
+# ``json.dumps(body, ensure_ascii=False)`` without building an encoder for every request
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 #: How many top next-token log-probabilities a label verdict asks for (OpenAI's maximum); batch
 #: files (`nepotism.runner.batch`) ask for the same, so a call has one body however it is sent.
 TOP_LOGPROBS = 20
@@ -218,7 +221,7 @@ class OpenAIHTTPBackend:
         if isinstance(built, Completion):
             return built
         path, body = built
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = _BODY_ENCODER.encode(body).encode()
         if len(self._replicas) == 1:
             start = time.perf_counter()
             try:

@@ -247,9 +247,11 @@ def _labels_from_top(
     labels: tuple[str, ...], pairs: list[tuple[str, float]]
 ) -> tuple[dict[str, float], tuple[str, ...]]:
     """Each label's log-probability: the spellings ``label`` and ``" " + label`` summed."""
+    spellings = {label for label in labels} | {" " + label for label in labels}
     by_token: dict[str, list[float]] = {}
     for token, lp in pairs:
-        by_token.setdefault(token, []).append(lp)
+        if token in spellings:  # only the labels' spellings are read (2-4 of the top 20)
+            by_token.setdefault(token, []).append(lp)
     out: dict[str, float] = {}
     warnings: list[str] = []
     for label in labels:

@@ -2,12 +2,17 @@
 
 Column orders here match the ``INSERT`` and ``SELECT`` statements in `nepotism.store.database`.
 JSON columns are compact UTF-8 JSON with sorted keys; dataclasses nested in metadata become dicts.
+`dumps` writes exactly what ``json.dumps(value, default=..., sort_keys=True, separators=(",",
+":"), ensure_ascii=False)`` writes, through one encoder made once (``json.dumps`` with options
+builds a new encoder object for every value: a third of the cost of encoding a small column, and
+a stored call or judgment has four or five JSON columns).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, is_dataclass
+from json.encoder import encode_basestring
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,17 +28,38 @@ def _default(value: Any) -> Any:
         return asdict(value)
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=str)
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if hasattr(value, "tolist"):
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (a scalar's tolist is its value)
         return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
     raise TypeError(f"cannot store a value of type {type(value).__name__} as JSON")
 
 
+_ENCODER = json.JSONEncoder(default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            check_circular=False)
+try:  # the C encoder that ``_ENCODER.encode`` would build for every value, built once
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # pragma: no cover - CPython always has it
+    _c_make_encoder = None
+_ITERENCODE = None if _c_make_encoder is None else _c_make_encoder(
+    None, _default, encode_basestring, None, ":", ",", True, False, True)
+
+
 def dumps(value: Any) -> str | None:
+    """``value`` as compact JSON with sorted keys and unescaped non-ASCII text (None stays None).
+
+    Byte for byte ``json.dumps(value, default=_default, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)``; NaN and infinities are written ``NaN``/``Infinity`` as there. No
+    check for circular containers (what is stored comes from JSON or records): one would raise
+    RecursionError instead of ValueError.
+    """
     if value is None:
         return None
-    return json.dumps(value, default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if type(value) is str:
+        return encode_basestring(value)
+    if _ITERENCODE is None:  # pragma: no cover
+        return _ENCODER.encode(value)
+    return "".join(_ITERENCODE(value, 0))
 
 
 def loads(text: str | None) -> Any:
