@@ -230,3 +230,35 @@ def test_a_failed_commit_stops_the_run_and_its_calls_are_never_used(store):
     with pytest.raises(OSError, match="disk gone"):
         asyncio.run(executor.run(_calls(endpoint, [f"q{i}" for i in range(6)]), used.append))
     assert used == []
+
+
+def test_claims_run_on_the_writer_thread_each_key_once(store, monkeypatch):
+    """A claim waits for SQLite's write lock while the writer thread holds it: made on the event
+    loop it stopped every call in flight, so claims go to the writer thread; the workers share
+    a claim on its way (each key claimed once, ahead of the workers, in chunks)."""
+    import threading
+
+    from nepotism.store import Store
+
+    claimed: list[tuple[str, list[str]]] = []
+    real = Store.claim_calls
+
+    def spy(self, keys, owner, **kw):
+        claimed.append((threading.current_thread().name, list(keys)))
+        return real(self, keys, owner, **kw)
+
+    monkeypatch.setattr(Store, "claim_calls", spy)
+    backend = ScriptedBackend({})
+    ep = _endpoint(backend, concurrency=16)
+    calls = _calls(ep, [f"c{i}" for i in range(300)])
+    executor = CallExecutor(store, {"judge": ep})
+    executor.claim_chunk = 20
+    results = []
+    asyncio.run(executor.run(calls, results.append))
+    assert len(results) == 300 and all(r.completion.ok for r in results)
+    assert claimed and all(name.startswith("nepotism-writer") for name, _ in claimed)
+    keys = [k for _, chunk in claimed for k in chunk]
+    assert sorted(keys) == sorted(c.key for c in calls)  # every key claimed, none twice
+    assert max(len(chunk) for _, chunk in claimed) == 20
+    assert not executor._claiming and not executor._states
+    assert store.claim_call(calls[0].key, "someone-else") == "done"  # claims ended with the commits

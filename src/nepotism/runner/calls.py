@@ -16,10 +16,12 @@ the next calls of its queue at once): a
 call another process is sending is not sent again but waited for and then read from the store,
 so two processes running the same experiment on one store never pay for one call twice.
 
-Sending costs little CPU besides the HTTP client: claims are taken for the next calls of a queue
-in one transaction (`Store.claim_calls`), the calls answered in one turn of the event loop are
-committed together in one transaction that also ends their claims (group commit, `_commit`, on
-the writer thread; when it falls behind by `StoreWriter.max_pending` groups the workers wait),
+Sending costs little CPU besides the HTTP client, and the event loop never waits for SQLite:
+claims are taken for the next calls of a queue in one transaction (`Store.claim_calls`) on the
+store writer's thread, half a chunk ahead of the workers (`_claim`), the calls answered in one
+turn of the event loop are committed together in one transaction that also ends their claims
+(group commit, `_commit`, on the writer thread; when it falls behind by
+`StoreWriter.max_pending` groups the workers wait),
 and while calls are in flight the objects made before (the plan) are frozen out of the garbage
 collector's scans (`_freeze_gc`).
 
@@ -279,6 +281,13 @@ def completion_from_cached(cached: CachedCall) -> Completion:
     )
 
 
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """Mark a claim's error as seen (it is raised to the workers that wait for that claim; a
+    claim made ahead that nobody waited for would otherwise be logged as never retrieved)."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _raise_if_cancelled(task: asyncio.Task[Any] | None = None) -> None:
     """Re-raise a cancellation (Ctrl-C) that a backend's client library turned into an ordinary
     failure: aiohttp and ``asyncio.timeout`` can report a cancelled request as a timeout or a
@@ -317,6 +326,8 @@ class CallExecutor:
         #: calls claimed in one store transaction (see `_claim`)
         self.claim_chunk = 64
         self._states: dict[str, str] = {}
+        #: keys whose claim is on its way (on the writer thread), to the future of that claim
+        self._claiming: dict[str, asyncio.Future[None]] = {}
         #: the store writes of the live calls run here, off the event loop (see `_commit`); a
         #: caller may share its own (the judging phase writes its judgments there too)
         self.writer = writer
@@ -433,10 +444,13 @@ class CallExecutor:
         self.stats.refresh()
 
     async def _renew_claims(self) -> None:
-        """Keep this executor's claims alive while it runs (a third of the lease apart)."""
+        """Keep this executor's claims alive while it runs (a third of the lease apart), on the
+        writer thread (see `_claim`); a renewal that fails is left to the next one."""
+        assert self._writing is not None
+        store, owner, writer = self.store, self.owner, self._writing
         while True:
             await asyncio.sleep(self.claim_lease_s / 3)
-            self.store.renew_claims(self.owner, lease_s=self.claim_lease_s)
+            writer.submit(lambda: store.renew_claims(owner, lease_s=self.claim_lease_s), lambda error: None)
 
     def _commit(self, record: dict[str, Any], delivery: tuple[Endpoint, list[PlannedCall], Completion, int]) -> None:
         """Store one answered call, then (once committed) deliver it; returns at once.
@@ -491,19 +505,60 @@ class CallExecutor:
         for worker in self._workers:
             worker.cancel()
 
-    def _claim(self, group: list[PlannedCall], queue: deque[list[PlannedCall]]) -> str:
+    async def _claim(self, group: list[PlannedCall], queue: deque[list[PlannedCall]]) -> str:
         """The claim state of ``group``'s call: claimed ahead together with the next calls in
         ``queue`` (up to `claim_chunk` in one store transaction, `Store.claim_calls`), so a run
         does not pay one transaction per call; another process running the same calls still
-        gets the ones this one has not reached."""
+        gets the ones this one has not reached.
+
+        The claims run on the store writer's thread, in order with the calls' writes: on the
+        event loop a claim waited for SQLite's write lock whenever the writer held it (the busy
+        handler sleeping 1, 2, 5, 10... ms), and nothing was sent or read meanwhile. A call whose
+        claim is on its way waits for that claim, not for one of its own; when fewer than half
+        a chunk of claimed calls is left ahead in ``queue``, the next chunk is claimed at once."""
         key = group[0].key
-        state = self._states.pop(key, None)
-        if state is None:
-            keys = [key] + [g[0].key for g in islice(queue, self.claim_chunk - 1)]
-            states = self.store.claim_calls(keys, self.owner, lease_s=self.claim_lease_s)
-            state = states.pop(key)
-            self._states.update(states)
+        while (state := self._states.pop(key, None)) is None:
+            waiting = self._claiming.get(key)
+            if waiting is None:
+                waiting = self._claim_ahead([key] + [g[0].key for g in islice(queue, self.claim_chunk - 1)])
+            await asyncio.shield(waiting)
+        if len(queue) > self.claim_chunk // 2:  # claim the next chunk before the workers reach it
+            ahead = queue[self.claim_chunk // 2][0].key
+            if ahead not in self._states and ahead not in self._claiming:
+                keys = []
+                for g in queue:
+                    k = g[0].key
+                    if k not in self._states and k not in self._claiming:
+                        keys.append(k)
+                        if len(keys) == self.claim_chunk:
+                            break
+                self._claim_ahead(keys)
         return state
+
+    def _claim_ahead(self, keys: list[str]) -> asyncio.Future[None]:
+        """Claim ``keys`` on the writer thread; the future is done once their states are known
+        (in `_states`), or carries the store's error."""
+        assert self._writing is not None
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieved)
+        found: dict[str, str] = {}
+        store, owner, lease = self.store, self.owner, self.claim_lease_s
+        for k in keys:
+            self._claiming[k] = done
+
+        def reported(error: BaseException | None) -> None:
+            for k in keys:
+                self._claiming.pop(k, None)
+            if error is not None:
+                if not done.done():
+                    done.set_exception(error)
+                return
+            self._states.update(found)
+            if not done.done():
+                done.set_result(None)
+
+        self._writing.submit(lambda: found.update(store.claim_calls(keys, owner, lease_s=lease)), reported)
+        return done
 
     async def _worker(self, endpoint: Endpoint, queue: deque[list[PlannedCall]]) -> None:
         on_result = self._on_result
@@ -515,7 +570,7 @@ class CallExecutor:
             if queue:
                 group = queue.popleft()
                 call = group[0]
-                state = self._claim(group, queue)
+                state = await self._claim(group, queue)
             else:
                 if not deferred:
                     return
