@@ -300,3 +300,19 @@ def test_mitigate_on_a_relative_with_pairs_of_the_judge_only_exits_2(tmp_path, s
     done = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work, expect=2)
     assert "field 'judging.protocols[0].pairs'" in done.stderr and 'use pairs = "all"' in done.stderr
     assert _answered(standin) == before and not (work / "s.db").exists() and not (work / "out").exists()
+
+
+def test_leakage_recognition_reads_label_verdicts_with_the_judging_min_label_mass(tmp_path, standin):
+    """The pairwise protocol's ``min_label_mass`` reads every label verdict of the run: with a
+    threshold no stand-in verdict reaches, the student-recognition questions are unparsed too (they
+    took the default 0.5 and counted verdicts the comparisons refused)."""
+    exp = _leakage_experiment(tmp_path / "work", standin)
+    exp.write_text(exp.read_text()
+                   .replace('options = { mode = "text", reasoning = "cot" }',
+                            'options = { mode = "labels", min_label_mass = 0.999 }')
+                   .replace("recognition = []", 'recognition = ["pairwise"]').replace("dimensions = true", "dimensions = false")
+                   .replace('ablations = ["style", "format"]', "ablations = []"))
+    result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=exp.parent).stdout)
+    assert result["judgments"] == {"pairwise:unparsed": 36, "recognition:unparsed": 36}
+    recognition = [r for r in result["records"] if r["metric"] == "student-recognition-accuracy"]
+    assert recognition and all(r["n"] == 0 and r["value"] is None for r in recognition)
