@@ -316,3 +316,30 @@ def test_leakage_recognition_reads_label_verdicts_with_the_judging_min_label_mas
     assert result["judgments"] == {"pairwise:unparsed": 36, "recognition:unparsed": 36}
     recognition = [r for r in result["records"] if r["metric"] == "student-recognition-accuracy"]
     assert recognition and all(r["n"] == 0 and r["value"] is None for r in recognition)
+
+
+def test_mitigate_says_how_many_rewrite_and_judge_calls_were_sent_and_how_many_came_from_the_cache(tmp_path, standin):
+    """A paraphrase condition rewrites through the rewriter: the summary keeps the planned counts
+    (``rewrite_calls``, ``judge_calls``) and says how many were sent and how many the store's cache
+    answered; a rerun sends nothing and says so."""
+    exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False)
+    exp.write_text(exp.read_text() + '\n[mitigate]\nrewriter = "standin-beta"\nn_resamples = 0\n'
+                   '[[mitigate.conditions]]\nname = "para"\nkind = "paraphrase"\n')
+    work = exp.parent
+
+    def run():
+        before = _answered(standin)
+        summary = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+        return summary["summary"], _answered(standin) - before
+
+    first, answered = run()
+    assert first["rewrite_calls"] > 0 and 0 < first["rewrite_calls_sent"] <= first["rewrite_calls"]
+    assert first["rewrite_calls_sent"] + first["judge_calls_sent"] == answered - 4 * 2  # and 4 x 2 answers
+    again, answered = run()
+    assert answered == 0 and again["rewrite_calls"] == first["rewrite_calls"]
+    assert again["rewrite_calls_sent"] == 0 and again["rewrite_calls_cached"] == again["rewrite_calls"]
+    assert again["judge_calls_sent"] == 0 and again["judge_calls_cached"] == again["judge_calls"]
+    text = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work).stdout.splitlines()
+    assert text[0].endswith(f"{again['judge_calls']} judge calls (0 sent, {again['judge_calls']} from the store's cache)")
+    assert text[1] == (f"  rewrites: {again['rewrite_calls']} rewrite calls (0 sent, {again['rewrite_calls']} from "
+                       "the store's cache), 0 without a usable text")

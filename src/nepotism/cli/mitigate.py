@@ -77,13 +77,24 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     _print(result, target)
 
 
+def _calls(summary: dict, what: str) -> str:
+    """``N judge calls (S sent, C from the store's cache, D the answer of an identical call)``:
+    planned, and how each was answered."""
+    planned, sent, cached = (summary.get(f"{what}_calls{k}", 0) for k in ("", "_sent", "_cached"))
+    shared = planned - sent - cached
+    return (f"{planned} {what} calls ({sent} sent, {cached} from the store's cache"
+            + (f", {shared} the answer of an identical call" if shared > 0 else "") + ")")
+
+
 def _fmt(value) -> str:
     return "   n/a" if value is None else f"{value:+.3f}"
 
 
 def _print(result, target: Path) -> None:
     s = result.summary
-    click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {s['judge_calls']} judge calls")
+    click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {_calls(s, 'judge')}")
+    if s.get("rewrite_calls"):
+        click.echo(f"  rewrites: {_calls(s, 'rewrite')}, {s.get('rewrite_failed', 0)} without a usable text")
     if s.get("rule") == "strict":
         ambiguous = ", ".join(f"{c}: {n}" for c, n in s.get("ambiguous_comparisons", {}).items()) or "none"
         click.echo(f"strict rule: comparisons whose two orders disagree are left out (ambiguous: {ambiguous})")

@@ -74,9 +74,11 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
 
         run_stats = RunStats(phase="rewrite", total=len(planned))
         await CallExecutor(store, endpoints, run_id=run_id, stats=run_stats, seed=seed).run(planned, take)
-        if stats is not None:
-            stats["rewrite_calls"] = stats.get("rewrite_calls", 0) + len(planned)
-            stats["rewrite_failed"] = stats.get("rewrite_failed", 0) + sum(o is None for o in out)
+        if stats is not None:  # planned (as judge_calls), and how many of them were sent or came from the cache
+            for key, n in (("rewrite_calls", len(planned)), ("rewrite_calls_sent", run_stats.sent),
+                           ("rewrite_calls_cached", run_stats.cached),
+                           ("rewrite_failed", sum(o is None for o in out))):
+                stats[key] = stats.get(key, 0) + n
         return out
 
     return call
@@ -304,7 +306,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             records += made
     summary.update({
         "run_id": run_id, "status": "done", "instances": len(instances), "responses": len(candidates),
-        "judge_calls": len(unique), "judgments": _count(judged.judgments), "perturbations": perturb_info,
+        "judge_calls": len(unique), "judge_calls_sent": judged.stats.sent, "judge_calls_cached": judged.stats.cached,
+        "judgments": _count(judged.judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
         "generation_failures": len(generated.failures), "rule": plan.rule,
