@@ -30,6 +30,10 @@ load < 1) 4,328 calls ran at 0.48-0.55 of the bare client with 0.65-0.68 ms of C
 (bare 0.16); 43,328 calls side by side at load 10-12 (``--baseline-src``): 93 calls/s before,
 161 after the store writer thread and the per-call savings (1.7x); ``--no-bare --rerun`` at 50k:
 resident memory flat at 221-228 MB while judging (peak 231 MB), the cached rerun 3,715 calls/s.
+Second session, ``--calls 58000 --rounds 1 --baseline-src`` (25c5092's src), 50,196 calls, load
+6-10: 763 calls/s and 0.575 ms CPU/call before, 910 calls/s and 0.497 ms with the claims on the
+store writer thread and the cheaper encoders (bc32ad5); bare client 1,654 calls/s, 0.176 ms: ratio
+0.46 -> 0.55 at that load.
 """
 
 from __future__ import annotations
