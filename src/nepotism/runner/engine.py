@@ -84,6 +84,8 @@ class JudgingOutcome:
         # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
         # included (signal.getsignal formats its SIGINT handler), which for a full dataclass
         # repr of 100k judgments cost more than judging them from the cache
+        if not self.judgments and self.counts:  # judge(..., keep=False): stored and counted, not returned
+            return f"JudgingOutcome({sum(self.counts.values())} judgments read, not kept)"
         return f"JudgingOutcome({len(self.judgments)} judgments, {len(self.call_keys)} newly written)"
 
 
