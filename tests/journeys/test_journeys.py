@@ -400,3 +400,40 @@ def test_a_user_judge_template_as_a_condition(tmp_path, standin):
     line = template.read_text().splitlines().index("{{ m.quoted(secnd) }}") + 1
     assert f"pairwise-terse.toml, line {line}, field 'template': unknown placeholder {{{{ secnd }}}}" in bad.stderr
     assert not (work / "fresh.db").exists()
+
+
+def test_a_rerun_after_editing_a_judge_option_exports_the_new_judgments_only(tmp_path, standin):
+    """Issue 21: the output folder holds this run's plan, not every judgment of the store: an option
+    that changes how a cached call is read (new judgments, no call sent), then one that changes the
+    request (new calls, the same judgments read again), each rerun on the same store."""
+    from nepotism.store import Store
+
+    work = _example(tmp_path, standin)
+    exp = work / "examples" / "standin.toml"
+    first = json.loads(nep("run", "examples/standin.toml", "--no-progress", "--json", cwd=work).stdout)
+    pairwise = work / first["exports"]["pairwise"]
+    rows = len(pairwise.read_text().splitlines())
+    assert rows > 1
+    exp.write_text(exp.read_text().replace("min_label_mass = 0.2 }", "min_label_mass = 0.25 }"))
+    edited = json.loads(nep("run", "examples/standin.toml", "--no-progress", "--json", cwd=work).stdout)
+    assert edited["judging"]["sent"] == 0  # the same calls, read under the new option
+    assert len(pairwise.read_text().splitlines()) == rows
+    nep("metrics", str(pairwise.parent), "--bootstrap", "0", "--json", cwd=work)  # exit 0: no duplicates
+    db = work / "examples" / "results" / "standin" / "nepotism.db"
+    with Store.read_only(db) as store:
+        stored = [j for j in store.judgments(protocol="pairwise")]
+    assert len(stored) == 2 * (rows - 1)  # both versions are in the store, one in the folder
+    assert sum("minmass0.25" in (j.template_id or "") for j in stored) == rows - 1
+    exp.write_text(exp.read_text().replace("min_label_mass = 0.25 }", "min_label_mass = 0.25, temperature = 0.5 }"))
+    hotter = json.loads(nep("run", "examples/standin.toml", "--no-progress", "--json", cwd=work).stdout)
+    assert hotter["judging"]["sent"] > 0  # new requests; their judgments have the same ids as before
+    assert len(pairwise.read_text().splitlines()) == rows
+    nep("metrics", str(pairwise.parent), "--bootstrap", "0", "--json", cwd=work)
+    with Store.read_only(db) as store:
+        latest = {r["id"] for r in store.runs()[-1:]}
+        read = [j for j in store.judgments(protocol="pairwise") if "minmass0.25" in (j.template_id or "")]
+        keys = {k for (k,) in store._conn().execute(
+            "SELECT call_key FROM judgments WHERE template_id LIKE '%minmass0.25%' AND protocol = 'pairwise'")}
+        runs = {r for (r,) in store._conn().execute(
+            f"SELECT DISTINCT run_id FROM calls WHERE key IN ({','.join('?' * len(keys))})", list(keys))}
+    assert len(read) == rows - 1 and runs == latest  # each read from the latest run's call

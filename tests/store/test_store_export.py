@@ -243,3 +243,29 @@ def test_exports_are_readable_as_recorded_judgment_tables(store, tmp_path, fmt, 
     table = read_table(out)
     assert table.kind == protocol
     assert len(table.frame) == rows
+
+
+def test_an_export_with_a_plan_writes_only_the_plans_judgments(store, tmp_path):
+    _add_mixed(store)
+    everything = tmp_path / "all.csv"
+    store.export("judgments", everything, fmt="csv", protocol="pairwise")
+    kept = [j for j in store.judgments(protocol="pairwise") if j.instance_id == "q1"]
+    plan = store.open_plan()
+    store.add_plan_ids(plan, [j.id for j in kept])
+    store.add_plan_ids(plan, [kept[0].id, "not-a-stored-id"])  # repeats and unknown ids are harmless
+    out = tmp_path / "plan.csv"
+    assert store.export("judgments", out, fmt="csv", protocol="pairwise", plan=plan) == 2
+    rows = _records(_read(out, "csv"))
+    assert [(r["instance_id"], r["condition"]) for r in rows] == [("q1", "default"), ("q1", "swapped")]
+    # the plan's rows are those of the full export, byte for byte, in the same order
+    assert out.read_text().splitlines() == everything.read_text().splitlines()[:3]
+    every_id = store.open_plan()
+    store.add_plan_ids(every_id, [j.id for j in store.judgments(protocol="pairwise")])
+    same = tmp_path / "same.csv"
+    store.export("judgments", same, fmt="csv", protocol="pairwise", plan=every_id)
+    assert same.read_bytes() == everything.read_bytes()
+    store.drop_plan(plan)
+    with pytest.raises(Exception, match="no such table"):
+        store.export("judgments", out, fmt="csv", protocol="pairwise", plan=plan)
+    with pytest.raises(ValueError, match="not a plan name"):
+        store.add_plan_ids('x"; DROP TABLE judgments; --', [])

@@ -212,3 +212,21 @@ def test_recording_run_ends_with_the_status_of_the_block(store, raised, status):
         assert type(err) is raised  # re-raised, never swallowed
     (row,) = [r for r in store.runs() if r["id"] == run_id]
     assert row["status"] == status and row["ended_at"]
+
+
+def test_a_judgment_read_from_another_call_replaces_the_stored_one(store):
+    """An edit the judgment id does not show (a judge's temperature): the latest call's reading wins,
+    as a reading from the same call never does (idempotent), and one without a call key neither."""
+    k1, k2 = "1" * 64, "2" * 64
+    for key in (k1, k2):
+        store.put_call(key, request={"k": key}, response={"r": 1}, text="[[A]]")
+    first = Judgment(instance_id="1", judge="j", protocol="pairwise", candidates=("x", "y"), status="parsed", verdict="A")
+    later = Judgment(instance_id="1", judge="j", protocol="pairwise", candidates=("x", "y"), status="parsed", verdict="B")
+    assert first.id == later.id
+    store.add_judgments([first], call_keys={first.id: k1})
+    assert store.add_judgments([later], call_keys={later.id: k1}) == 0  # same call: kept
+    assert [j.verdict for j in store.judgments()] == ["A"]
+    assert store.add_judgments([later]) == 0  # no call key (an import): kept
+    assert store.add_judgments([later], call_keys={later.id: k2}) == 1  # another call: replaced
+    assert [j.verdict for j in store.judgments()] == ["B"]
+    assert store.judged_calls() == {k2: 1}

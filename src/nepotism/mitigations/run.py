@@ -136,8 +136,9 @@ def write_records(target, records: Sequence[Mapping]) -> Path:
 
 
 def export_run(exp, store, tasks, correct: Mapping, run_id: str,
-               records: Sequence[Mapping] | None = None) -> dict[str, str]:
-    """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``), the graded
+               records: Sequence[Mapping] | None = None, plan: str | None = None) -> dict[str, str]:
+    """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``; with
+    ``plan``, `JudgingOutcome.plan`, only the judgments of this run's calls), the graded
     answers as a ``correctness-ref`` table, ``records`` as `RECORDS_FILE` and ``run.json`` listing
     them into the experiment's output folder, so that ``nepotism metrics`` and ``nepotism report``
     take the folder (recognition per condition; the report adds the mitigation effects). Returns the
@@ -149,7 +150,7 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str,
     from nepotism.runner.experiment_run import export_judgments
     from nepotism.tables import write_table
 
-    tables = export_judgments(exp, store, tasks)
+    tables = export_judgments(exp, store, tasks, plan=plan)
     references = {}
     graded = [(i, m, bool(v)) for (i, m), v in sorted(correct.items()) if v is not None]
     if graded:
@@ -315,7 +316,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     })
     if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
         summary["familiarity_scores"] = familiarity_counts
-    summary["exports"] = export_run(exp, store, unique, correct, run_id, records=records + accuracy)
+    summary["exports"] = export_run(exp, store, unique, correct, run_id, records=records + accuracy,
+                                    plan=judged.plan)
     summary["perturbed_pairs"] = _export_pairs(exp, pair_items)
     if exp.output_dir is not None:
         summary["records_file"] = str(Path(exp.output_dir) / RECORDS_FILE)

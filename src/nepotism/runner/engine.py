@@ -33,7 +33,7 @@ from nepotism.runner.calls import (
 )
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
-from nepotism.store.fastread import judged_counts
+from nepotism.store.fastread import judged_ids
 from nepotism.store.writer import StoreWriter
 
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
@@ -79,6 +79,9 @@ class JudgingOutcome:
     call_keys: dict[str, str]
     stats: RunStats
     counts: dict[str, int] = field(default_factory=dict)
+    #: the set of this phase's call keys in the store (`Store.open_plan`), for exporting the
+    #: judgments of these calls only (``Store.export(..., plan=)``)
+    plan: str | None = None
 
     def __repr__(self) -> str:
         # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
@@ -189,13 +192,18 @@ class Runner:
 
         ``interpret(task, completion)`` returns the task's judgments (a list: one call may cover
         several rubric items). Judgments read from fresh calls are always written; those read
-        from replayed calls only when the store lacks them (a run killed between committing a
-        call and writing its judgment), so a fully cached rerun writes nothing. With ``keep``
+        from replayed calls only when the store lacks them, by id, as read from that call or
+        stored failed (a run killed between committing a call and writing its judgment; an
+        experiment edited so that a cached call is read as another judgment), so a fully cached
+        rerun writes nothing. The ids of every judgment read go into a set in the store
+        (``plan``, `Store.open_plan`), so the run's exports can hold its own judgments only. With ``keep``
         false the judgments are only stored and counted (``counts``), not returned
         (``judgments`` and ``call_keys`` empty): a large run then holds no judgment after it is
         written.
         """
         calls = list(planned) if planned is not None else self.plan_judging(tasks, render)
+        plan = self.store.open_plan()
+        planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
         stats = RunStats(phase="judge", total=len(calls))
         slots: dict[int, int] = {id(call): i for i, call in enumerate(calls)}
         per_task: list[list[Judgment] | None] = [None] * len(calls) if keep else []
@@ -235,31 +243,38 @@ class Runner:
                 )
             if keep:
                 per_task[index] = made
+            made_ids = [judgment.id for judgment in made]
+            planned_ids.extend(made_ids)
+            if len(planned_ids) >= self.judgment_batch:
+                self.store.add_plan_ids(plan, planned_ids)
+                planned_ids.clear()
             for judgment in made:
                 counts[judgment.status] = counts.get(judgment.status, 0) + 1
             if result.cached:
-                replayed.setdefault(result.call.key, []).extend(made)
+                replayed.setdefault(result.call.key, []).append((made, made_ids))
                 return
             key = result.call.key
-            for judgment in made:
-                ids.append(judgment.id)
-                keys.append(key)
+            ids.extend(made_ids)
+            keys.extend([key] * len(made))
             buffer.extend(made)
             if len(buffer) >= self.judgment_batch:
                 flush()
 
         try:
             await self._executor(stats, writer).run(calls, take)
+            self.store.add_plan_ids(plan, planned_ids)
+            planned_ids.clear()
             if replayed:
                 paused = _pause_gc()
                 try:
-                    judged = _judged_calls(self.store, list(replayed))
-                    for key, made in replayed.items():
-                        if judged.get(key, 0) < len(made):
-                            for judgment in made:
-                                ids.append(judgment.id)
-                                keys.append(key)
-                            buffer.extend(made)
+                    stored = judged_ids(self.store, list(replayed))
+                    for key, reads in replayed.items():
+                        for made, made_ids in reads:
+                            for judgment, ident in zip(made, made_ids, strict=True):
+                                if (key, ident) not in stored:
+                                    buffer.append(judgment)
+                                    ids.append(ident)
+                                    keys.append(key)
                 finally:
                     _resume_gc(paused)
             flush()
@@ -270,15 +285,6 @@ class Runner:
             flush()  # what was read before an error or a cancellation is kept too
             writer.close()  # (blocks until the queued writes are done)
         done = [j for made in per_task if made for j in made]
-        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())))
+        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())),
+                              plan=plan)
 
-
-def _judged_calls(store: Store, keys: Sequence[str]) -> dict[str, int]:
-    """How many parsed or unparsed judgments each of the call ``keys`` already backs in ``store``.
-
-    A replayed call whose judgments are all stored needs no new write; one whose judgment is
-    missing (the run was killed between committing the call and writing the judgment) or only
-    failed gets it written. `nepotism.store.fastread.judged_counts`: one pass over the judgments
-    table when the keys are most of it, batched index lookups of just these keys otherwise.
-    """
-    return judged_counts(store, keys)

@@ -341,7 +341,8 @@ async def run_experiment(
                                      for i, g, e in generated.failures],
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
-            tables = export_judgments(experiment, store, tasks)
+            tables = export_judgments(experiment, store, tasks, plan=judged.plan)
+            store.drop_plan(judged.plan)
             if scored is not None:
                 from nepotism.runner.perplexity import export_perplexity
 
@@ -375,8 +376,13 @@ def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, di
     return out
 
 
-def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any]) -> dict[str, str]:
-    """Write each judged protocol's judgments (the whole store's) to ``output.dir``."""
+def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None
+                     ) -> dict[str, str]:
+    """Write each judged protocol's judgments to ``output.dir``: those read from the calls of
+    ``plan`` (`JudgingOutcome.plan`, the run's own), else every one of the store's.
+
+    A store that has run an earlier version of the experiment (a judge option edited since) holds
+    that version's judgments too; with ``plan`` they stay out of this run's tables."""
     if experiment.output_dir is None:
         return {}
     out_dir = Path(experiment.output_dir)
@@ -390,7 +396,7 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any])
     for protocol in sorted(kinds):
         target = out_dir / f"{protocol}.{experiment.output_format}"
         try:
-            store.export("judgments", target, fmt=experiment.output_format, protocol=protocol)
+            store.export("judgments", target, fmt=experiment.output_format, protocol=protocol, plan=plan)
         except OSError as err:
             raise InputError(f"cannot write the output ({err.strerror or err}); the judgments are "
                              "in the store (nepotism store export)", path=str(target)) from None

@@ -392,7 +392,10 @@ class Store:
         """Add judgments, idempotent on `Judgment.id`; return how many rows were added or changed.
 
         A stored judgment is kept unless it failed and the new one did not (a successful retry),
-        or ``replace`` is true. ``call_keys`` maps judgment ids to the call each was read from.
+        it was read from another call than the new one (both with a call key: the experiment was
+        edited in a way its judgment ids do not show, e.g. a judge's ``temperature``, and the
+        latest plan's call wins, so an export of that plan finds its judgment), or ``replace`` is
+        true. ``call_keys`` maps judgment ids to the call each was read from.
         ``ids``, when given, are the judgments' `Judgment.id` in the same order, already computed
         by the caller (each is a hash; the runner needs them for ``call_keys`` anyway).
         """
@@ -407,7 +410,9 @@ class Store:
                     for j, i in zip(judgments, ids, strict=True))
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
-        condition = "" if replace else " WHERE judgments.status = 'failed' AND excluded.status != 'failed'"
+        condition = "" if replace else (
+            " WHERE (judgments.status = 'failed' AND excluded.status != 'failed')"
+            " OR judgments.call_key != excluded.call_key")  # (false when either is NULL)
         try:
             return self._write_many(
                 f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
@@ -428,6 +433,37 @@ class Store:
             "AND status != 'failed' GROUP BY call_key"
         )
         return dict(rows)
+
+    # -- the judgments of one plan -----------------------------------------------------------
+    def open_plan(self) -> str:
+        """A new, empty set of judgment ids (a temporary table of this thread's connection, gone
+        when it closes); returns its name, for `add_plan_ids`, `export` (``plan=``) and `drop_plan`.
+
+        A run adds the ids of the judgments its plan reads, as it goes, so that its exports hold
+        those judgments only (not every judgment in the store: an earlier version of the
+        experiment run on the same store left its own), while the ids are kept on disk, not in
+        memory. Use it from the thread that opened it."""
+        self._plans = getattr(self, "_plans", 0) + 1
+        name = f"plan_{self._plans}_{uuid.uuid4().hex[:8]}"
+        self._conn().execute(f'CREATE TEMP TABLE "{name}" (id TEXT PRIMARY KEY) WITHOUT ROWID')
+        return name
+
+    def add_plan_ids(self, plan: str, ids: Iterable[str]) -> None:
+        """Add judgment ``ids`` to the set `open_plan` named ``plan`` (ids already in it are ignored)."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) VALUES (?)',
+                             ((i,) for i in ids))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def drop_plan(self, plan: str) -> None:
+        """Forget the set of judgment ids ``plan`` (`open_plan`)."""
+        self._conn().execute(f'DROP TABLE IF EXISTS temp."{_plan_name(plan)}"')
 
     def add_references(self, refs: Iterable[Reference]) -> int:
         """Add references (ignoring ids already stored); return how many were new."""
@@ -601,18 +637,29 @@ class Store:
         }
 
     def export(self, table: str, out: str | Path, *, fmt: str, protocol: str | None = None,
-               partition_by: str | None = None, replace: bool = False) -> int:
+               partition_by: str | None = None, replace: bool = False, plan: str | None = None) -> int:
         """Write ``table`` to ``out`` atomically as parquet, csv or jsonl; return the row count.
 
         Judgments are written in the public recorded-judgment format of their protocol (see
-        `nepotism.store.export`); pass ``protocol`` when the store holds several.
+        `nepotism.store.export`); pass ``protocol`` when the store holds several. With ``plan``
+        (a set of judgment ids, `open_plan`) only those judgments are written.
         ``partition_by="judge"`` writes a Parquet dataset folder instead (one subfolder per judge;
         an existing folder only with ``replace``: `nepotism.store.export.write_partitioned`).
         """
         from nepotism.store.export import export_table
 
         return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol, partition_by=partition_by,
-                            replace=replace)
+                            replace=replace, plan=None if plan is None else _plan_name(plan))
+
+
+_PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
+
+
+def _plan_name(plan: str) -> str:
+    """``plan`` checked to be a name `Store.open_plan` makes (it is spliced into SQL)."""
+    if not _PLAN_NAME.fullmatch(plan):
+        raise ValueError(f"not a plan name: {plan!r}")
+    return plan
 
 
 def _clean(row: tuple) -> tuple:

@@ -94,7 +94,8 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     _atomic_write(out, write)
 
 
-def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None) -> tuple[list[str], list[dict]]:
+def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
+                   plan: str | None = None) -> tuple[list[str], list[dict]]:
     # both recognition questions are stored under protocol "recognition": one candidate ("did you
     # write this?") or two ("which did you write?"), exported as two table kinds
     stored, width = {"recognition": ("recognition", 1),
@@ -106,7 +107,8 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
         "LEFT JOIN instance_categories c ON c.instance_id = j.instance_id "
         "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) AND (? IS NULL OR j.judge = ?) "
-        "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
+        + ("" if plan is None else f'AND j.id IN (SELECT id FROM temp."{plan}") ')
+        + "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
         (stored, width, width, judge, judge),
     )
     rows, has_probs, has_mass, has_tokens = [], False, False, False
@@ -218,10 +220,13 @@ def _write(path: Path, fmt: str, columns: Sequence[str], rows: list[dict], types
 
 def export_table(
     conn: sqlite3.Connection, table: str, out: Path, *, fmt: str, protocol: str | None = None,
-    partition_by: str | None = None, replace: bool = False,
+    partition_by: str | None = None, replace: bool = False, plan: str | None = None,
 ) -> int:
     """Write ``table`` (a store table, or ``pairwise``/``pointwise``/``rubric`` for judgments of
     that protocol) to ``out`` in format ``fmt``; return the number of rows written.
+
+    ``plan`` names a temporary table of judgment ids on ``conn`` (`Store.open_plan`): only those
+    judgments are then written (a run's exports hold its own plan's).
 
     ``partition_by="judge"`` writes judgments as a Parquet dataset instead of one file: the folder
     ``out`` with one hive-style subfolder per judge (see `write_partitioned`)."""
@@ -237,12 +242,14 @@ def export_table(
             raise InputError("a partitioned export is a Parquet dataset: use --format parquet", field="--format")
         if table != "judgments":
             raise InputError(f"only judgments can be partitioned, not {table!r}", field="--partition-by")
+        if plan is not None:
+            raise ValueError("a partitioned export writes every judgment of the protocol (no plan)")
         return write_partitioned(conn, _pick_protocol(conn, protocol), out, replace=replace)
     if out.is_dir():
         raise InputError("the output is a folder: give a file name (or --partition-by for a dataset folder)",
                          path=str(out))
     if table == "judgments":
-        columns, rows = _judgment_rows(conn, _pick_protocol(conn, protocol))
+        columns, rows = _judgment_rows(conn, _pick_protocol(conn, protocol), plan=plan)
         types = _TYPES
     elif table in _RAW_TABLES:
         columns, rows, types = _raw_rows(conn, table)

@@ -3,7 +3,8 @@
 `Store.get_calls` returns full `CachedCall` records (13 columns, the stored request included);
 a rerun that finds every call cached needs only what rebuilds each completion, so `call_rows`
 selects those columns and leaves the JSON undecoded. `judged_counts` is `Store.judged_calls`
-restricted to given call keys (an index lookup per key rather than a scan of every judgment).
+restricted to given call keys (an index lookup per key rather than a scan of every judgment), and
+`judged_ids` the judgments themselves (call key and id) read from given calls.
 Both read; nothing here writes. When the keys asked for are a large share of the table (a rerun
 of the experiment that filled it), one sequential scan of the table is cheaper than an index seek
 per key, so the table is scanned and filtered (the size comes from ``MAX(rowid)``, an O(log n)
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 from nepotism.store.database import Store
 
-__all__ = ["ROW_FIELDS", "call_rows", "call_statuses", "judged_counts"]
+__all__ = ["ROW_FIELDS", "call_rows", "call_statuses", "judged_counts", "judged_ids"]
 
 #: The fields of each `call_rows` tuple, in order.
 ROW_FIELDS = ("text", "logprobs", "usage", "response", "latency_s", "status", "error")
@@ -83,6 +84,23 @@ def judged_counts(store: Store, keys: Sequence[str]) -> dict[str, int]:
     for chunk, marks in _chunks(wanted):
         sql = ("SELECT call_key, COUNT(*) FROM judgments WHERE call_key IN "
                f"({marks}) AND status != 'failed' GROUP BY call_key")
+        out.update(conn.execute(sql, chunk))
+    return out
+
+
+def judged_ids(store: Store, keys: Sequence[str]) -> set[tuple[str, str]]:
+    """``(call key, judgment id)`` of the parsed or unparsed judgments read from the calls
+    ``keys`` (a judgment stored failed, or read from another call, is absent)."""
+    conn = _connection(store)
+    out: set[tuple[str, str]] = set()
+    wanted = set(keys)
+    if wanted and _scan(conn, "judgments", len(wanted)):
+        rows = conn.execute("SELECT call_key, id FROM judgments NOT INDEXED "
+                            "WHERE call_key IS NOT NULL AND status != 'failed'")
+        out.update(row for row in rows if row[0] in wanted)
+        return out
+    for chunk, marks in _chunks(wanted):
+        sql = f"SELECT call_key, id FROM judgments WHERE call_key IN ({marks}) AND status != 'failed'"
         out.update(conn.execute(sql, chunk))
     return out
 
