@@ -1,7 +1,7 @@
 """Executing model calls through the store's cache: lookup, bounded concurrency, retries, commit.
 
 A `PlannedCall` is one request to one experiment model with its replicate index and cache key
-(`plan_call`). `CallExecutor.run` looks every key up in one batched `Store.get_calls`; stored ok
+(`plan_call`). `CallExecutor.run` looks every key up in one batched read; stored ok
 calls are delivered straight from the cache, and the others (missing, or stored as failed by an
 earlier run) are sent through their model's `Endpoint`: ``concurrency`` workers, the endpoint's
 rate limits, and retries of transient failures with exponential backoff and jitter. Each call is
@@ -15,6 +15,11 @@ Before sending, a worker claims the call in the store (`Store.claim_calls`, a re
 the next calls of its queue at once): a
 call another process is sending is not sent again but waited for and then read from the store,
 so two processes running the same experiment on one store never pay for one call twice.
+`CallExecutor.run_windows` takes the calls a window at a time (the judging phase renders each
+window only when it is asked for): a window is looked up and its cached calls delivered, its other
+calls queued, and the next window taken as soon as fewer than ``refill_below`` calls wait, so the
+queues never drain between windows; a key already queued or in flight is joined, not sent again,
+and a key that failed earlier in the run is delivered as that failure.
 
 Sending costs little CPU besides the HTTP client, and the event loop never waits for SQLite:
 claims are taken for the next calls of a queue in one transaction (`Store.claim_calls`) on the
@@ -340,6 +345,16 @@ class CallExecutor:
         self._error: BaseException | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._deferred: dict[str, list[list[PlannedCall]]] = {}
+        # the windows of one `run_windows`: calls waiting per model, how many, keys queued or in
+        # flight (a later call with the key joins them), keys failed in this run
+        self._queues: dict[str, deque[list[PlannedCall]]] = {}
+        self._queued = 0
+        self._refill_below = 0
+        self._live: dict[str, list[PlannedCall]] = {}
+        self._failed_here: dict[str, Completion] = {}
+        self._producing = False
+        self._want = asyncio.Event()
+        self._wake = asyncio.Event()
         #: send nothing: calls stored as failed are delivered as those failures, and a call not
         #: stored at all is an error (a run finished from batch results, `nepotism.runner.batch`)
         self.offline = offline
@@ -356,74 +371,156 @@ class CallExecutor:
         Calls sharing a key are sent once and delivered to each of them. Calls whose model has
         no endpoint raise `KeyError` before anything is sent.
         """
-        missing = {c.model for c in calls} - set(self.endpoints)
-        if missing:
-            raise KeyError(f"no endpoint for model(s) {sorted(missing)}")
-        pending: dict[str, list[PlannedCall]] = {}
-        hits = 0
-        # reading and replaying the cache allocates much and frees little: no cycle scans meanwhile
-        paused = _pause_gc()
-        try:
-            rows = call_rows(self.store, [c.key for c in calls])
-            for call in calls:
-                row = rows.get(call.key)
-                if row is not None and row[5] == "ok":
-                    hits += 1
-                    on_result(CallResult(call, _replayed(row), True, 0))
-                else:
-                    pending.setdefault(call.key, []).append(call)
-        finally:
-            _resume_gc(paused)
-            self.stats.cached += hits
-            self.stats.done += hits
-        rows = None
-        self.stats.refresh()
-        if not pending:
-            return
-        if self.offline:
-            self._replay_failures(pending, on_result)
-            return
-        queues: dict[str, deque[list[PlannedCall]]] = {}
-        for group in pending.values():
-            queues.setdefault(group[0].model, deque()).append(group)
-        own_writer = self.writer is None
-        self._writing = writer = StoreWriter(self.store) if own_writer else self.writer
+        await self.run_windows([calls], on_result)
+
+    async def run_windows(
+        self, windows: Iterable[Sequence[PlannedCall]], on_result: Callable[[CallResult], None],
+        *, refill_below: int = 2048,
+    ) -> None:
+        """`run` over calls that come a window at a time (``windows`` may be a generator that
+        renders each window when asked for it), so the calls never all exist at once.
+
+        Each window is looked up in the cache in one batched read, its cached calls delivered at
+        once and the others queued; the next window is taken as soon as fewer than
+        ``refill_below`` calls wait to be sent, so the queues are refilled before they drain and
+        every slot stays busy across windows. A key queued or in flight is not sent again for a
+        later window: the later call joins it and is delivered with it; a key answered earlier in
+        the run is read back from the store (a failure of this run is delivered as that failure,
+        not sent again).
+        """
         self._on_result, self._delivering, self._error = on_result, True, None
-        workers = self._workers = []
-        for model, queue in queues.items():
-            endpoint = self.endpoints[model]
-            n = endpoint.limiter.concurrency if endpoint.limiter else 1
-            for _ in range(min(n, len(queue))):
-                workers.append(asyncio.create_task(self._worker(endpoint, queue)))
-        renewer = asyncio.create_task(self._renew_claims())
-        frozen = _freeze_gc()
+        self._queues, self._live, self._failed_here, self._queued = {}, {}, {}, 0
+        self._refill_below = refill_below
+        self._producing = True
+        self._want = asyncio.Event()  # set when the queues run low (or the run fails)
+        self._wake = asyncio.Event()  # replaced after each refill: idle workers wait on it
+        self._workers = workers = []
+        per_model: dict[str, int] = {}
+        writer: StoreWriter | None = None
+        own_writer = self.writer is None
+        renewer: asyncio.Task[None] | None = None
+        frozen = None
         try:
+            for window in windows:
+                pending = self._take_window(window, on_result)
+                if not pending:
+                    continue
+                if self.offline:
+                    self._replay_failures(pending, on_result)
+                    continue
+                if writer is None:  # the first call to send: start the sending machinery
+                    self._writing = writer = StoreWriter(self.store) if own_writer else self.writer
+                    renewer = asyncio.create_task(self._renew_claims())
+                    frozen = _freeze_gc()
+                for key, group in pending.items():
+                    self._live[key] = group
+                    self._queues.setdefault(group[0].model, deque()).append(group)
+                self._queued += len(pending)
+                for model, queue in self._queues.items():
+                    endpoint = self.endpoints[model]
+                    n = endpoint.limiter.concurrency if endpoint.limiter else 1
+                    have = per_model.get(model, 0)
+                    for _ in range(min(n, have + len(queue)) - have):
+                        worker = asyncio.create_task(self._worker(endpoint, queue))
+                        worker.add_done_callback(self._worker_done)
+                        workers.append(worker)
+                    per_model[model] = max(have, min(n, have + len(queue)))
+                self._wake.set()
+                self._wake = asyncio.Event()
+                await asyncio.sleep(0)  # let the workers send what is queued before the next window
+                while self._queued >= refill_below and self._error is None and not self.store.low_space \
+                        and not all(w.done() for w in workers):
+                    self._want.clear()
+                    await self._want.wait()
+                if self._error is not None:
+                    raise self._error
+                if self.store.low_space:
+                    break  # (a full disk: the workers send nothing more; raised below)
+            self._producing = False
+            self._wake.set()
+            if not workers:
+                return
             await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for worker in workers:
                 if worker.done() and not worker.cancelled() and worker.exception() is not None:
                     raise worker.exception()  # type: ignore[misc]
+            if self._error is not None:
+                raise self._error
             self._flush()
+            assert writer is not None
             await writer.drain()  # every answered call committed and delivered
             if self._error is not None:
                 raise self._error
         finally:
+            self._producing = False
             self._delivering = False  # from here on calls are still committed, never used
             _thaw_gc(frozen)
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            self._flush()
-            if own_writer:
-                writer.close()  # runs the writes still queued: an answered call is kept
-            renewer.cancel()
-            await asyncio.gather(renewer, return_exceptions=True)
-            try:
-                self.store.release_claims(self.owner)
-            except StoreWriteError:
-                pass  # (a full disk: the claims expire on their own)
+            if writer is not None:
+                self._flush()
+                if own_writer:
+                    writer.close()  # runs the writes still queued: an answered call is kept
+            if renewer is not None:
+                renewer.cancel()
+                await asyncio.gather(renewer, return_exceptions=True)
+                try:
+                    self.store.release_claims(self.owner)
+                except StoreWriteError:
+                    pass  # (a full disk: the claims expire on their own)
         if self.store.low_space:
             raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
                                   "(none lost); free space and run again to resume", path=str(self.store.path))
+
+    def _take_window(self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]
+                     ) -> dict[str, list[PlannedCall]]:
+        """Look ``calls`` up in one batched read and deliver the stored ok ones; return the
+        others grouped by key, leaving out those that join a call queued or in flight (`_live`)
+        or that failed earlier in this run (delivered that failure)."""
+        missing = {c.model for c in calls} - set(self.endpoints)
+        if missing:
+            raise KeyError(f"no endpoint for model(s) {sorted(missing)}")
+        pending: dict[str, list[PlannedCall]] = {}
+        hits = 0
+        live, failed_here = self._live, self._failed_here
+        # reading and replaying the cache allocates much and frees little: no cycle scans meanwhile
+        paused = _pause_gc()
+        try:
+            rows = call_rows(self.store, [c.key for c in calls])
+            for call in calls:
+                key = call.key
+                row = rows.get(key)
+                if row is not None and row[5] == "ok":
+                    hits += 1
+                    on_result(CallResult(call, _replayed(row), True, 0))
+                elif key in live:
+                    live[key].append(call)
+                elif key in failed_here:
+                    self._deliver_copy(call, failed_here[key], on_result)
+                else:
+                    pending.setdefault(key, []).append(call)
+        finally:
+            _resume_gc(paused)
+            self.stats.cached += hits
+            self.stats.done += hits
+        self.stats.refresh()
+        return pending
+
+    def _deliver_copy(self, call: PlannedCall, completion: Completion,
+                      on_result: Callable[[CallResult], None]) -> None:
+        """Deliver a call that failed earlier in this run to a later call with its key (not sent again)."""
+        cls = completion.error_class or "unknown"
+        self.stats.done += 1
+        self.stats.failed += 1
+        self.stats.errors[cls] = self.stats.errors.get(cls, 0) + 1
+        on_result(CallResult(call, completion, False, 0))
+
+    def _worker_done(self, worker: asyncio.Task[None]) -> None:
+        """A worker that raised stops the run (`_fail`), also while windows are still coming."""
+        if not worker.cancelled() and worker.exception() is not None:
+            self._fail(worker.exception())  # type: ignore[arg-type]
+        self._want.set()  # (the windows wait on the workers: let them look again)
 
     def _replay_failures(self, pending: Mapping[str, list[PlannedCall]],
                          on_result: Callable[[CallResult], None]) -> None:
@@ -491,6 +588,10 @@ class CallExecutor:
         assert on_result is not None
         try:
             for endpoint, group, completion, attempts in waiting:
+                key = group[0].key
+                self._live.pop(key, None)
+                if not completion.ok:
+                    self._failed_here[key] = completion
                 self.stats.record(completion, endpoint.cost(completion.usage), copies=len(group))
                 for same in group:
                     on_result(CallResult(same, completion, False, attempts))
@@ -502,6 +603,7 @@ class CallExecutor:
         if self._error is None:
             self._error = error
         self._delivering = False
+        self._want.set()
         for worker in self._workers:
             worker.cancel()
 
@@ -569,22 +671,30 @@ class CallExecutor:
         while not self.store.low_space:  # a full disk: send nothing more, keep what is answered
             if queue:
                 group = queue.popleft()
+                self._queued -= 1
+                if self._queued < self._refill_below:
+                    self._want.set()  # the next window, before the queues drain
                 call = group[0]
                 state = await self._claim(group, queue)
-            else:
-                if not deferred:
-                    return
+            elif deferred:
                 # calls another process is sending: ask again after a pause
                 group = deferred.pop(0)
                 await asyncio.sleep(self.claim_poll_s)
                 call = group[0]
                 state = self.store.claim_call(call.key, self.owner, lease_s=self.claim_lease_s)
+            elif self._producing:  # more windows are coming
+                self._want.set()
+                await self._wake.wait()
+                continue
+            else:
+                return
             if state == "busy":
                 deferred.append(group)
                 continue
             if state == "done":  # another process stored it meanwhile
                 cached = self.store.get_call(call.key)
                 if cached is not None and cached.ok:
+                    self._live.pop(call.key, None)
                     self._deliver_cached(group, completion_from_cached(cached), on_result)
                     continue
             completion, errors = await self._attempts(endpoint, call, me)

@@ -1,9 +1,11 @@
 """The two phases of an experiment run: generate the missing responses, then judge.
 
 `Runner.generate` asks each generator for an answer to each instance it has not answered yet
-(one cached call per pair); `Runner.judge` renders every judge task into a request, runs all
-requests through the cache and the endpoints (`CallExecutor`), and interprets each completion into
-a `Judgment` only after its call is committed. Judgments are written in batches with the key of
+(one cached call per pair); `Runner.judge` renders the judge tasks into requests a window at a
+time, runs them through the cache and the endpoints (`CallExecutor.run_windows`: the next window
+is rendered while the queues still hold calls, so memory does not grow with the plan and the first
+call goes out after one window), and interprets each completion into a `Judgment` only after its
+call is committed. Judgments are written in batches with the key of
 the call they were read from, on the store writer thread that commits the calls (after them), and
 the phase returns once every batch is committed; a call that failed after its retries becomes a ``failed`` judgment
 (the interpret function must say so: anything else is refused), never a verdict.
@@ -16,7 +18,7 @@ the task list (see `nepotism.runner.experiment_run`) and metrics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +108,7 @@ class Runner:
         source: str | None = None,
         judgment_batch: int = 2048,
         offline: bool = False,
+        judge_window: int = 1024,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -116,6 +119,8 @@ class Runner:
         self.judgment_batch = judgment_batch
         #: replay stored calls only, failures included; send nothing (see `CallExecutor.offline`)
         self.offline = offline
+        #: judge tasks rendered, looked up and queued at a time (`judge`)
+        self.judge_window = judge_window
 
     def _executor(self, stats: RunStats, writer: StoreWriter | None = None) -> CallExecutor:
         if self.view is not None:
@@ -196,27 +201,35 @@ class Runner:
         stored failed (a run killed between committing a call and writing its judgment; an
         experiment edited so that a cached call is read as another judgment), so a fully cached
         rerun writes nothing. The ids of every judgment read go into a set in the store
-        (``plan``, `Store.open_plan`), so the run's exports can hold its own judgments only. With ``keep``
-        false the judgments are only stored and counted (``counts``), not returned
+        (``plan``, `Store.open_plan`), so the run's exports can hold its own judgments only.
+        With ``keep`` false the judgments are only stored and counted (``counts``), not returned
         (``judgments`` and ``call_keys`` empty): a large run then holds no judgment after it is
         written.
+
+        The tasks are rendered, looked up, replayed and sent a window of `judge_window` at a
+        time (`CallExecutor.run_windows`): the first call goes out once the first window is
+        rendered, the next window is rendered while the queues still hold calls, and a rendered
+        request is dropped once its call is delivered, so memory does not grow with the number
+        of tasks (``planned``, when given, is used as is).
         """
-        calls = list(planned) if planned is not None else self.plan_judging(tasks, render)
+        total = len(tasks)
+        stats = RunStats(phase="judge", total=total)
         plan = self.store.open_plan()
         planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
-        stats = RunStats(phase="judge", total=len(calls))
-        slots: dict[int, int] = {id(call): i for i, call in enumerate(calls)}
-        per_task: list[list[Judgment] | None] = [None] * len(calls) if keep else []
+        live: dict[int, int] = {}  # id(call) -> its task's index, for calls not yet delivered
+        per_task: list[list[Judgment] | None] = [None] * total if keep else []
         call_keys: dict[str, str] = {}
         counts: dict[str, int] = {}
         buffer: list[Judgment] = []
         ids: list[str] = []  # buffer's judgment ids (hashes, computed once)
         keys: list[str] = []  # and the keys of the calls they were read from
-        replayed: dict[str, list[Judgment]] = {}
+        # judgments read from replayed calls, written if the store lacks them (`check_replayed`)
+        replayed: list[tuple[str, Judgment, str]] = []
         # judgments are written on the thread that commits the calls, after them (their rows
         # name the calls)
         writer = StoreWriter(self.store)
         failures: list[BaseException] = []
+        window = max(1, self.judge_window)
 
         def written(error: BaseException | None) -> None:
             if error is not None and not failures:
@@ -233,8 +246,26 @@ class Runner:
                 writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=batch_keys,
                                                                run_id=self.run_id, ids=batch_ids), written)
 
+        def check_replayed() -> None:
+            """Queue for writing the replayed judgments the store lacks (one batched read)."""
+            if not replayed:
+                return
+            paused = _pause_gc()
+            try:
+                stored = judged_ids(self.store, list({key for key, _, _ in replayed}))
+                for key, judgment, ident in replayed:
+                    if (key, ident) not in stored:
+                        buffer.append(judgment)
+                        ids.append(ident)
+                        keys.append(key)
+                replayed.clear()
+            finally:
+                _resume_gc(paused)
+            if len(buffer) >= self.judgment_batch:
+                flush()
+
         def take(result: CallResult) -> None:
-            index = slots[id(result.call)]
+            index = live.pop(id(result.call))
             made = list(interpret(tasks[index], result.completion))
             if not result.completion.ok and any(j.status != "failed" for j in made):
                 raise RuntimeError(
@@ -250,33 +281,30 @@ class Runner:
                 planned_ids.clear()
             for judgment in made:
                 counts[judgment.status] = counts.get(judgment.status, 0) + 1
-            if result.cached:
-                replayed.setdefault(result.call.key, []).append((made, made_ids))
-                return
             key = result.call.key
+            if result.cached:
+                replayed.extend(zip([key] * len(made), made, made_ids, strict=True))
+                return
             ids.extend(made_ids)
             keys.extend([key] * len(made))
             buffer.extend(made)
             if len(buffer) >= self.judgment_batch:
                 flush()
 
+        def windows() -> Iterator[Sequence[PlannedCall]]:
+            for start in range(0, total, window):
+                chunk = tasks[start:start + window]
+                calls = planned[start:start + window] if planned is not None else self.plan_judging(chunk, render)
+                for i, call in enumerate(calls, start):
+                    live[id(call)] = i
+                yield calls
+                check_replayed()  # (the window's cached calls are delivered by now)
+
         try:
-            await self._executor(stats, writer).run(calls, take)
+            await self._executor(stats, writer).run_windows(windows(), take, refill_below=2 * window)
+            check_replayed()
             self.store.add_plan_ids(plan, planned_ids)
             planned_ids.clear()
-            if replayed:
-                paused = _pause_gc()
-                try:
-                    stored = judged_ids(self.store, list(replayed))
-                    for key, reads in replayed.items():
-                        for made, made_ids in reads:
-                            for judgment, ident in zip(made, made_ids, strict=True):
-                                if (key, ident) not in stored:
-                                    buffer.append(judgment)
-                                    ids.append(ident)
-                                    keys.append(key)
-                finally:
-                    _resume_gc(paused)
             flush()
             await writer.drain()
             if failures:
@@ -287,4 +315,3 @@ class Runner:
         done = [j for made in per_task if made for j in made]
         return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())),
                               plan=plan)
-

@@ -1,0 +1,110 @@
+"""Judging a window at a time (`Runner.judge`, `CallExecutor.run_windows`): bounded memory, the
+first call before the whole plan is rendered, and every guarantee of a single window kept across
+window boundaries (one send per key, judgments written when missing, failures not sent twice)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nepotism.backends.base import Request
+from nepotism.records import Message
+from nepotism.runner import Endpoint, Limiter, RetryPolicy, Runner
+from tests.runner.conftest import ScriptedBackend, Task, interpret, render
+
+FAST = RetryPolicy(max_attempts=2, base_delay_s=0.0)
+
+
+def _runner(store, backend, *, window, concurrency=4, **kw):
+    eps = {m: Endpoint(m, backend, "openai", limiter=Limiter(concurrency), retry=FAST) for m in ("j1", "j2")}
+    return Runner(store, eps, judge_window=window, **kw)
+
+
+def _shared(task: Task, *, model: str) -> Request:
+    """Tasks ``iN#x`` and ``iN#y`` render the same request: one call, two judgments."""
+    return Request(model=model, messages=(Message("user", f"{task.instance.split('#')[0]}|{task.a}|{task.b}"),),
+                   max_tokens=8)
+
+
+def test_the_calls_rendered_but_not_delivered_stay_bounded_and_the_first_goes_out_early(store):
+    backend = ScriptedBackend(delay=0.001)
+    tasks = [Task(f"i{i}", judge) for i in range(600) for judge in ("j1", "j2")]
+    rendered, delivered, at_first_send = [0], [0], []
+
+    def counting_render(task, *, model):
+        rendered[0] += 1
+        return render(task, model=model)
+
+    def counting_interpret(task, completion):
+        delivered[0] += 1
+        return interpret(task, completion)
+
+    original = backend.complete
+
+    async def complete(request):
+        if not at_first_send:
+            at_first_send.append(rendered[0])
+        return await original(request)
+
+    backend.complete = complete
+    outstanding = []
+
+    def watch(task, *, model):
+        outstanding.append(rendered[0] - delivered[0])
+        return counting_render(task, model=model)
+
+    window, concurrency = 8, 4
+    out = asyncio.run(_runner(store, backend, window=window, concurrency=concurrency).judge(
+        tasks, watch, counting_interpret, keep=False))
+    assert out.stats.sent == out.stats.done == 1200 and out.counts == {"parsed": 1200}
+    assert at_first_send == [window]  # the first call went out after one window, not 1,200 renders
+    # by construction: queued (under two windows when the next is taken) + that window + in flight
+    # (two models) + answered calls awaiting their commit (at most StoreWriter.max_pending groups,
+    # each of at most the calls in flight); all of the plan, 1,200, before windows
+    assert max(outstanding) <= 3 * window + 2 * concurrency + 64 * 2 * concurrency < len(tasks)
+    assert len(store.judgments()) == 1200
+
+
+def test_a_key_in_two_windows_is_sent_once_and_both_judgments_are_written(store):
+    backend = ScriptedBackend(delay=0.01)
+    # i0#x opens the first window, i0#y the last: the same call, far apart
+    tasks = [Task("i0#x", "j1")] + [Task(f"i{i}", "j1") for i in range(1, 20)] + [Task("i0#y", "j1")]
+    out = asyncio.run(_runner(store, backend, window=4).judge(tasks, _shared, interpret))
+    assert backend.calls["i0|m1|m2"] == 1 and sum(backend.calls.values()) == 20
+    assert out.stats.done == 21 and len(out.judgments) == 21
+    assert {j.instance_id for j in store.judgments()} >= {"i0#x", "i0#y"}
+    # a rerun: all cached; drop one of the two judgments the shared call backs: only it is written
+    store._conn().execute("DELETE FROM judgments WHERE instance_id = 'i0#y'")
+    again = asyncio.run(_runner(store, backend, window=4).judge(tasks, _shared, interpret))
+    assert again.stats.cached == 21 and sum(backend.calls.values()) == 20
+    assert sorted(again.call_keys) == sorted(j.id for j in again.judgments if j.instance_id == "i0#y")
+    assert len(store.judgments()) == 21
+
+
+def test_a_key_in_flight_when_its_twin_is_rendered_joins_it(store):
+    """Window one's call still in flight when window two holds the same key: sent once."""
+    backend = ScriptedBackend(delay=0.05)
+    tasks = [Task("i0#x", "j1"), Task("i1", "j1"), Task("i0#y", "j1"), Task("i2", "j1")]
+    out = asyncio.run(_runner(store, backend, window=2).judge(tasks, _shared, interpret))
+    assert backend.calls["i0|m1|m2"] == 1
+    assert out.stats.sent == 3 and out.stats.done == 4
+
+
+def test_a_call_that_failed_is_not_sent_again_for_a_later_window(store):
+    backend = ScriptedBackend({"i0|m1|m2": ["http_4xx:400"] * 5}, delay=0.001)
+    tasks = [Task("i0#x", "j1")] + [Task(f"i{i}", "j1") for i in range(1, 12)] + [Task("i0#y", "j1")]
+    out = asyncio.run(_runner(store, backend, window=3).judge(tasks, _shared, interpret))
+    assert backend.calls["i0|m1|m2"] == 1  # a 4xx is not retried, and not sent again for i0#y
+    assert out.stats.failed == 2 and out.counts == {"failed": 2, "parsed": 11}
+    assert sorted(j.instance_id for j in store.judgments(status="failed")) == ["i0#x", "i0#y"]
+
+
+def test_windows_give_the_judgments_and_counts_of_one_window(store, tmp_path):
+    from nepotism.store import Store
+
+    tasks = [Task(f"i{i % 7}#{i}", judge, replicate=i % 2) for i in range(60) for judge in ("j1", "j2")]
+    one = asyncio.run(_runner(store, ScriptedBackend(), window=10_000).judge(tasks, _shared, interpret))
+    with Store(tmp_path / "other.db") as other:
+        many = asyncio.run(_runner(other, ScriptedBackend(), window=5).judge(tasks, _shared, interpret))
+        assert sorted(j.id for j in other.judgments()) == sorted(j.id for j in store.judgments())
+    assert many.judgments == one.judgments and many.counts == one.counts
+    assert many.stats.sent == one.stats.sent and many.stats.done == one.stats.done == 120
