@@ -262,3 +262,21 @@ def test_sole_bracket_shortcut_is_taken_for_the_usual_answers():
     assert imod._sole_bracket("[[D]]", grammar) is None  # a marker with an invalid value binds
     assert imod._sole_bracket("[[A]] because", grammar) is imod._NOT_SOLE
     assert imod._sole_bracket('[["A"]]', grammar) is imod._NOT_SOLE
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_judgment_ids_from_the_task_equal_the_ids_of_what_interpret_all_gives(seed):
+    """`judgment_ids` (a cached rerun counts stored judgments by them without interpreting) names
+    exactly what `interpret_all` returns, for every protocol and any answer: ok, unreadable, failed."""
+    from nepotism.judging import judgment_ids
+
+    instances, responses = _world(seed)
+    answers = [Completion(text="[[A]] yes 7/10 1"), Completion(text=""), failed("timeout: slow"),
+               Completion(text="A", label_logprobs={"A": -0.1, "B": -2.5, "C": -4.0, "1": -3.0, "yes": -0.2})]
+    protocols = set()
+    for task in _tasks(instances, responses):
+        protocols.add(task.protocol)
+        for answer in answers:
+            assert judgment_ids(task) == [j.id for j in interpret_all(task, answer)]
+    assert protocols == {"pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise",
+                         "categorise"}

@@ -108,3 +108,60 @@ def test_windows_give_the_judgments_and_counts_of_one_window(store, tmp_path):
         assert sorted(j.id for j in other.judgments()) == sorted(j.id for j in store.judgments())
     assert many.judgments == one.judgments and many.counts == one.counts
     assert many.stats.sent == one.stats.sent and many.stats.done == one.stats.done == 120
+
+
+def _identify(task):
+    from nepotism.backends.base import failed
+
+    return [j.id for j in interpret(task, failed("timeout: any"))]  # ids name the question, not the answer
+
+
+def test_a_rerun_counts_stored_judgments_without_reading_or_interpreting_their_calls(store, monkeypatch):
+    import nepotism.runner.calls as calls_mod
+
+    backend = ScriptedBackend({"i3|m1|m2": ["http_4xx:400"]})
+    tasks = [Task(f"i{i}", judge) for i in range(10) for judge in ("j1", "j2")]
+    first = asyncio.run(_runner(store, backend, window=6).judge(tasks, render, interpret, keep=False))
+    assert first.counts == {"failed": 1, "parsed": 19}
+    store._conn().execute("DELETE FROM judgments WHERE instance_id = 'i5' AND judge = 'j2'")  # a killed run
+    interpreted, replayed = [], []
+    monkeypatch.setattr(calls_mod, "_replayed", lambda row, f=calls_mod._replayed: replayed.append(row) or f(row))
+
+    def watching(task, completion):
+        interpreted.append(task)
+        return interpret(task, completion)
+
+    again = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, watching, keep=False,
+                                                                          identify=_identify))
+    # only the failed call (sent again) and the call whose judgment was lost are read and interpreted
+    assert sorted((t.instance, t.judge) for t in interpreted) == [("i3", "j1"), ("i5", "j2")]
+    assert len(replayed) == 1 and again.stats.sent == 1 and again.stats.cached == 19
+    assert again.counts == {"parsed": 20} and len(store.judgments()) == 20
+    plain = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, interpret, keep=False))
+    fast = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, interpret, keep=False,
+                                                                         identify=_identify))
+    assert plain.counts == fast.counts == again.counts and plain.stats.cached == fast.stats.cached == 20
+    # an export of the shortcut's plan holds every judgment of the plan
+    out = store._conn().execute(f'SELECT COUNT(*) FROM temp."{fast.plan}"').fetchone()[0]
+    assert out == 20
+
+
+def test_a_renamed_condition_is_new_judgments_of_the_same_calls(store):
+    """Same requests, other judgment ids: nothing sent, every judgment written (not counted as stored)."""
+    import dataclasses
+
+    tasks = [Task(f"i{i}", "j1") for i in range(8)]
+    asyncio.run(_runner(store, ScriptedBackend(), window=3).judge(tasks, render, interpret, keep=False))
+
+    def renamed(task, completion):
+        return [dataclasses.replace(j, condition="renamed") for j in interpret(task, completion)]
+
+    def identify(task):
+        from nepotism.backends.base import failed
+
+        return [j.id for j in renamed(task, failed("timeout: any"))]
+
+    out = asyncio.run(_runner(store, ScriptedBackend(), window=3).judge(tasks, render, renamed, keep=False,
+                                                                        identify=identify))
+    assert out.stats.sent == 0 and out.stats.cached == 8 and out.counts == {"parsed": 8}
+    assert sorted(j.condition for j in store.judgments()) == ["default"] * 8 + ["renamed"] * 8

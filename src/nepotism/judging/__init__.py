@@ -8,6 +8,7 @@ The runner relies on this interface::
     request = render(task, model=name)    # backends.base.Request
     judgments = interpret_all(task, completion)   # list[Judgment]; never raises for model output
     judgment = interpret(task, completion)        # the single judgment (not for "rubric-all")
+    judgment_ids(task)                    # the ids of what interpret_all gives, from the task alone
     template_ids()                        # {template id: "<id>@<12 hex of its sha256>"}
 
 plus the planners `plan_pairwise`, `plan_pointwise`, `plan_rubric`, `plan_recognition` and
@@ -57,7 +58,7 @@ neither carries a verdict or a score. Pairwise aggregation over both orders and 
 probability score are computed later from the stored judgments, not here.
 """
 
-from nepotism.judging.interpret import interpret, interpret_all, label_probabilities
+from nepotism.judging.interpret import interpret, interpret_all, judgment_ids, label_probabilities
 from nepotism.judging.planning import (
     plan_categorise,
     plan_pairwise,
@@ -75,6 +76,7 @@ __all__ = [
     "JudgeTask",
     "interpret",
     "interpret_all",
+    "judgment_ids",
     "label_map",
     "label_probabilities",
     "normalise_options",

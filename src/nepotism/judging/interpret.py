@@ -26,6 +26,8 @@ list of one otherwise. `interpret` returns that single judgment and refuses ``ru
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -37,9 +39,9 @@ from nepotism.judging.markers import Grammar, Sources, clean_value, read_verdict
 from nepotism.judging.render import _info
 from nepotism.judging.tasks import JudgeTask
 from nepotism._frozen import builder
-from nepotism.records import Judgment
+from nepotism.records import Judgment, content_id
 
-__all__ = ["interpret", "interpret_all", "label_mass", "label_probabilities"]
+__all__ = ["interpret", "interpret_all", "judgment_ids", "label_mass", "label_probabilities"]
 
 
 def _raw_values(logprobs: Mapping[str, float], labels: Mapping[str, str] | Any) -> dict[str, float]:
@@ -277,6 +279,30 @@ def interpret_all(task: JudgeTask, completion: Completion) -> list[Judgment]:
     if task.protocol == "rubric-all":
         return _rubric_all(task, completion)
     return [interpret(task, completion)]
+
+
+def judgment_ids(task: JudgeTask) -> list[str]:
+    """The ids of the judgments `interpret_all` gives for ``task``, whatever the completion: an
+    id names the question (instance, judge, protocol, candidates, rubric item, template, condition,
+    replicate), not the answer (`Judgment.id`). A cached rerun uses them to find a call whose
+    judgments are all stored without reading or interpreting the call (a test holds them equal
+    to the ids of what `interpret_all` returns, for every protocol)."""
+    head = [task.instance.id, task.judge, task.judgment_protocol, [r.generator for r in task.candidates]]
+    tail = [_info(task).template_id, task.condition, task.replicate]
+    if task.protocol == "rubric-all":
+        items: list[str | None] = [item.id for item in task.instance.rubric]
+    else:
+        items = [task.rubric_item.id if task.rubric_item else None]
+    if all(type(v) is str for v in head[:3]) and all(type(g) is str for g in head[3]) \
+            and all(type(v) is str for v in tail[:2]) and type(tail[2]) is int:
+        # `content_id` of these plain values without its canonicalising walk (the same JSON)
+        return [_sha256(_ID_PREFIX + _dumps([*head, item, *tail]).encode()).hexdigest()[:20] for item in items]
+    return [content_id("judgment", [*head, item, *tail]) for item in items]
+
+
+_ID_PREFIX = b"judgment\x00"
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_sha256 = hashlib.sha256
 
 
 def interpret(task: JudgeTask, completion: Completion) -> Judgment:

@@ -35,7 +35,7 @@ from nepotism.runner.calls import (
 )
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
-from nepotism.store.fastread import judged_ids
+from nepotism.store.fastread import judged
 from nepotism.store.writer import StoreWriter
 
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
@@ -192,6 +192,7 @@ class Runner:
     async def judge(
         self, tasks: Sequence[Any], render: RenderFn, interpret: InterpretFn,
         planned: Sequence[PlannedCall] | None = None, *, keep: bool = True,
+        identify: Callable[[Any], Sequence[str]] | None = None,
     ) -> JudgingOutcome:
         """Judge every task; store and return the judgments (in task order).
 
@@ -204,7 +205,11 @@ class Runner:
         (``plan``, `Store.open_plan`), so the run's exports can hold its own judgments only.
         With ``keep`` false the judgments are only stored and counted (``counts``), not returned
         (``judgments`` and ``call_keys`` empty): a large run then holds no judgment after it is
-        written.
+        written. ``identify(task)``, when given with ``keep`` false, returns the ids of the
+        judgments ``interpret`` gives for the task whatever the answer (`nepotism.judging.judgment_ids`):
+        a task whose judgments are all stored, parsed or unparsed, as read from its call (one
+        batched read per window, `nepotism.store.fastread.judged`) is then counted from the store
+        (cached, by stored status) without reading or interpreting its call.
 
         The tasks are rendered, looked up, replayed and sent a window of `judge_window` at a
         time (`CallExecutor.run_windows`): the first call goes out once the first window is
@@ -252,7 +257,7 @@ class Runner:
                 return
             paused = _pause_gc()
             try:
-                stored = judged_ids(self.store, list({key for key, _, _ in replayed}))
+                stored = judged(self.store, list({key for key, _, _ in replayed}))
                 for key, judgment, ident in replayed:
                     if (key, ident) not in stored:
                         buffer.append(judgment)
@@ -291,14 +296,46 @@ class Runner:
             if len(buffer) >= self.judgment_batch:
                 flush()
 
+        shortcut = identify is not None and not keep
+
         def windows() -> Iterator[Sequence[PlannedCall]]:
             for start in range(0, total, window):
                 chunk = tasks[start:start + window]
                 calls = planned[start:start + window] if planned is not None else self.plan_judging(chunk, render)
-                for i, call in enumerate(calls, start):
-                    live[id(call)] = i
+                if shortcut:
+                    calls = stored_already(chunk, calls, start)
+                else:
+                    for i, call in enumerate(calls, start):
+                        live[id(call)] = i
                 yield calls
                 check_replayed()  # (the window's cached calls are delivered by now)
+
+        def stored_already(chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int) -> list[PlannedCall]:
+            """Count the tasks whose judgments are all stored as read from their call; return
+            the calls of the others (to look up, replay or send as usual)."""
+            assert identify is not None
+            stored = judged(self.store, [call.key for call in calls])
+            rest: list[PlannedCall] = []
+            hits = 0
+            for i, (task, call) in enumerate(zip(chunk, calls, strict=True), start):
+                key = call.key
+                wanted = identify(task)
+                found = [stored.get((key, ident)) for ident in wanted]
+                if wanted and None not in found:
+                    hits += 1
+                    planned_ids.extend(wanted)
+                    for status in found:
+                        counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
+                else:
+                    live[id(call)] = i
+                    rest.append(call)
+            stats.cached += hits
+            stats.done += hits
+            stats.refresh()
+            if len(planned_ids) >= self.judgment_batch:
+                self.store.add_plan_ids(plan, planned_ids)
+                planned_ids.clear()
+            return rest
 
         try:
             await self._executor(stats, writer).run_windows(windows(), take, refill_below=2 * window)

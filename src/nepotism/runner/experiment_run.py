@@ -326,7 +326,8 @@ async def run_experiment(
             generated = await runner.generate(instances, _generators(experiment), have=have)
             candidates = _unique(generated.responses)
             tasks = plan_tasks(experiment, instances, candidates, judging)
-            judged = await runner.judge(tasks, judging.render, judging.interpret_all, keep=False)
+            judged = await runner.judge(tasks, judging.render, judging.interpret_all, keep=False,
+                                        identify=getattr(judging, "judgment_ids", None))
             scored = None
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity

@@ -4,7 +4,7 @@
 a rerun that finds every call cached needs only what rebuilds each completion, so `call_rows`
 selects those columns and leaves the JSON undecoded. `judged_counts` is `Store.judged_calls`
 restricted to given call keys (an index lookup per key rather than a scan of every judgment), and
-`judged_ids` the judgments themselves (call key and id) read from given calls.
+`judged` the judgments themselves (call key, id and status) read from given calls.
 Both read; nothing here writes. When the keys asked for are a large share of the table (a rerun
 of the experiment that filled it), one sequential scan of the table is cheaper than an index seek
 per key, so the table is scanned and filtered (the size comes from ``MAX(rowid)``, an O(log n)
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from nepotism.store.database import Store
 
-__all__ = ["ROW_FIELDS", "call_rows", "call_statuses", "judged_counts", "judged_ids"]
+__all__ = ["ROW_FIELDS", "call_rows", "call_statuses", "judged", "judged_counts"]
 
 #: The fields of each `call_rows` tuple, in order.
 ROW_FIELDS = ("text", "logprobs", "usage", "response", "latency_s", "status", "error")
@@ -88,20 +88,23 @@ def judged_counts(store: Store, keys: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def judged_ids(store: Store, keys: Sequence[str]) -> set[tuple[str, str]]:
-    """``(call key, judgment id)`` of the parsed or unparsed judgments read from the calls
-    ``keys`` (a judgment stored failed, or read from another call, is absent)."""
+def judged(store: Store, keys: Sequence[str]) -> dict[tuple[str, str], str]:
+    """``{(call key, judgment id): status}`` of the parsed or unparsed judgments read from the
+    calls ``keys`` (a judgment stored failed, or read from another call, is absent)."""
     conn = _connection(store)
-    out: set[tuple[str, str]] = set()
+    out: dict[tuple[str, str], str] = {}
     wanted = set(keys)
     if wanted and _scan(conn, "judgments", len(wanted)):
-        rows = conn.execute("SELECT call_key, id FROM judgments NOT INDEXED "
+        rows = conn.execute("SELECT call_key, id, status FROM judgments NOT INDEXED "
                             "WHERE call_key IS NOT NULL AND status != 'failed'")
-        out.update(row for row in rows if row[0] in wanted)
+        for key, ident, status in rows:
+            if key in wanted:
+                out[key, ident] = status
         return out
     for chunk, marks in _chunks(wanted):
-        sql = f"SELECT call_key, id FROM judgments WHERE call_key IN ({marks}) AND status != 'failed'"
-        out.update(conn.execute(sql, chunk))
+        sql = f"SELECT call_key, id, status FROM judgments WHERE call_key IN ({marks}) AND status != 'failed'"
+        for key, ident, status in conn.execute(sql, chunk):
+            out[key, ident] = status
     return out
 
 
