@@ -35,6 +35,10 @@ Second session, ``--calls 58000 --rounds 1 --baseline-src`` (25c5092's src), 50,
 store writer thread and the cheaper encoders (bc32ad5); bare client 1,654 calls/s, 0.176 ms: ratio
 0.46 -> 0.55 at that load. Again at load 3.5-6: 862 -> 1,034 calls/s (1.20x), 0.636 -> 0.546 ms
 CPU/call, bare 1,476 calls/s: ratio 0.58 -> 0.70.
+With the judge plan rendered a window at a time (``--no-bare --rerun``, load ≈ 8.6): 167-174 MB
+resident while judging at 50k, 219-280 MB at 200k (173,192 calls; peak 396 MB after the last call
+was stored), and the cached rerun at 0.085 ms of CPU per call at 50k, 0.064 ms at 200k (0.112 at
+the start of the session). docs/scale.md "Run throughput" has the details.
 """
 
 from __future__ import annotations

@@ -4,13 +4,16 @@ Usage: ``python bench/runner_p2.py [N] [--keep PATH]``. Builds a synthetic but r
 sized pairwise experiment (3 generators, 2 judges, each judge's own answer against each other
 one in both orders, label verdicts; prompts ~150 characters, answers ~700), fills a fresh store
 with one stored call and one judgment per task (not timed: this is what a first run leaves
-behind), then times the rerun: planning the tasks with `plan_pairwise`, rendering every request
-and its cache key, the batched cache lookup, rebuilding each completion and interpreting it,
-and the check that every judgment is already stored. Nothing is sent and nothing is written.
+behind), then times the rerun as `nepotism run` judges (``keep=False``, ``identify=judgment_ids``):
+planning the tasks with `plan_pairwise`, rendering every request and its cache key, then, a
+window at a time, finding each task's judgments in the store by id (counted from their stored
+statuses; a task lacking one would have its call read and interpreted). Nothing is sent and
+nothing is written.
 
 With ``--ablate`` the rerun is also timed with each fast path turned off on its own (the plain
 twin it stands in for runs instead), interleaved with the normal rerun round by round, so a fast
-path's worth is read as a ratio measured side by side: the frozen-dataclass builders
+path's worth is read as a ratio measured side by side: the stored-judgment counts (without
+them every cached call is read and interpreted), the frozen-dataclass builders
 (`nepotism._frozen`), the prompt skeletons (`nepotism.judging.skeleton`), the replay of cached
 rows (`nepotism.runner._replay._replayed` vs `completion_from_cached`), the narrow batched read
 (`nepotism.store.fastread.call_rows` vs `Store.get_calls`) and the collector pauses.
@@ -21,7 +24,9 @@ of each phase, and, measured in the same run, the bound: a plain ``for`` loop ov
 doing one dict lookup each and returning the stored text, and reading the same rows from SQLite
 (one ``SELECT`` of the replayed columns on a fresh connection; at 50,000 calls and load ≈ 10 on
 2026-11-26 the rerun ran at 13.8k calls/s, 0.10 of that read at 135k rows/s; issue 21 asks for
-0.5). Nothing is asserted about speed
+0.5). Later that day, at load ≈ 8, 25c5092 then the stored-judgment counts: 43.2 → 29.9 µs of
+CPU per call (the judging phase 28.2 → 14.6), 0.08 → 0.18 of the SQLite read (wall, noisy at
+that load); without the counts (``--ablate``) 74.9 µs. Nothing is asserted about speed
 (tests never check wall-clock times); the rerun is checked to be fully cached.
 """
 
