@@ -56,7 +56,9 @@ def test_the_calls_rendered_but_not_delivered_stay_bounded_and_the_first_goes_ou
     out = asyncio.run(_runner(store, backend, window=window, concurrency=concurrency).judge(
         tasks, watch, counting_interpret, keep=False))
     assert out.stats.sent == out.stats.done == 1200 and out.counts == {"parsed": 1200}
-    assert at_first_send == [window]  # the first call went out after one window, not 1,200 renders
+    # the first call went out after a few windows (its claim is taken on the writer thread while the
+    # next windows are rendered, up to `refill_below` = two windows queued), not after 1,200 renders
+    assert at_first_send and at_first_send[0] <= 3 * window
     # by construction: queued (under two windows when the next is taken) + that window + in flight
     # (two models) + answered calls awaiting their commit (at most StoreWriter.max_pending groups,
     # each of at most the calls in flight); all of the plan, 1,200, before windows

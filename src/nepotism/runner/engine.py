@@ -4,7 +4,7 @@
 (one cached call per pair); `Runner.judge` renders the judge tasks into requests a window at a
 time, runs them through the cache and the endpoints (`CallExecutor.run_windows`: the next window
 is rendered while the queues still hold calls, so memory does not grow with the plan and the first
-call goes out after one window), and interprets each completion into a `Judgment` only after its
+call goes out after the first windows, not after the whole plan), and interprets each completion into a `Judgment` only after its
 call is committed. Judgments are written in batches with the key of
 the call they were read from, on the store writer thread that commits the calls (after them), and
 the phase returns once every batch is committed; a call that failed after its retries becomes a ``failed`` judgment
@@ -212,8 +212,8 @@ class Runner:
         (cached, by stored status) without reading or interpreting its call.
 
         The tasks are rendered, looked up, replayed and sent a window of `judge_window` at a
-        time (`CallExecutor.run_windows`): the first call goes out once the first window is
-        rendered, the next window is rendered while the queues still hold calls, and a rendered
+        time (`CallExecutor.run_windows`): the first call goes out once the first windows are
+        rendered (not the whole plan), the next window is rendered while the queues still hold calls, and a rendered
         request is dropped once its call is delivered, so memory does not grow with the number
         of tasks (``planned``, when given, is used as is).
         """
