@@ -271,16 +271,18 @@ async def _ablated_answers(features: Sequence[str], rewriter: str | None, respon
     return out
 
 
-#: The judging options that say how an answer is read rather than what is asked.
-_READING = ("mode", "min_label_mass", "strip_think", "temperature")
+#: The judge's options that hold for every question it is asked, not only the pairwise comparison:
+#: how its answer is read (mode, min_label_mass, strip_think) and how it samples (temperature).
+_JUDGE_WIDE = ("mode", "min_label_mass", "strip_think", "temperature")
 
 
-def _reading_options(judge_options: Mapping[str, Any]) -> dict[str, Any]:
-    """The pairwise protocol's reading options (`_READING`) for the run's other questions (student
-    recognition, question types), so that every judgment of a run is read by one rule: a label
-    verdict whose labels hold less than ``min_label_mass`` is unparsed (``low_label_mass``) in
-    the recognition questions too, as in the pairwise comparisons."""
-    return {"mode": "text"} | {k: judge_options[k] for k in _READING if k in judge_options}
+def _judge_wide_options(judge_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The pairwise protocol's judge-wide options (`_JUDGE_WIDE`) for the run's other questions
+    (student recognition, question types), so that every judgment of a run is read by one rule —
+    a label verdict whose labels hold less than ``min_label_mass`` is unparsed (``low_label_mass``)
+    in the recognition questions too, as in the pairwise comparisons — and sampled alike (a
+    ``temperature`` given for the judge changes these questions' requests, hence their cache keys)."""
+    return {"mode": "text"} | {k: judge_options[k] for k in _JUDGE_WIDE if k in judge_options}
 
 
 def _write(out_dir: Path, result: dict[str, Any]) -> dict[str, str]:
@@ -391,10 +393,10 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             if a.recognition:
                 tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
                                                   pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
-                                                  options=_reading_options(cfg.judge_options))
+                                                  options=_judge_wide_options(cfg.judge_options))
             if a.categoriser and a.question_types:
                 tasks += cat.plan_question_types(eval_instances, a.categoriser,
-                                                 options=_reading_options(cfg.judge_options))
+                                                 options=_judge_wide_options(cfg.judge_options))
             with timer("judging"):
                 judged = await runner.judge(tasks, judging.render, judging.interpret_all)
             pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
