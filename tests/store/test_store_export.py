@@ -269,3 +269,44 @@ def test_an_export_with_a_plan_writes_only_the_plans_judgments(store, tmp_path):
         store.export("judgments", out, fmt="csv", protocol="pairwise", plan=plan)
     with pytest.raises(ValueError, match="not a plan name"):
         store.add_plan_ids('x"; DROP TABLE judgments; --', [])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_export_is_written_as_it_is_read_in_row_groups(store, tmp_path, monkeypatch, fmt):
+    """Rows stream from SQLite into the file (Parquet a row group at a time): the same rows and
+    columns as a table built whole, and an optional column that only the last row fills is still
+    there (the columns are decided by a first pass before any row is written)."""
+    monkeypatch.setattr(export_mod, "_ROWS_PER_GROUP", 4)
+    monkeypatch.setattr(export_mod, "_ROWS_PER_CHUNK", 3)
+    judgments = [Judgment(f"q{i:02d}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="AB"[i % 2])
+                 for i in range(10)]
+    judgments.append(Judgment("q99", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed",
+                              reason="low_label_mass", label_mass=0.25))
+    store.add_judgments(judgments)
+    out = tmp_path / f"p.{fmt}"
+    assert store.export("judgments", out, fmt=fmt) == 11
+    frame = _read(out, fmt)
+    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason",
+                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate",
+                                   "category"]
+    assert list(frame["instance_id"]) == [f"q{i:02d}" for i in range(10)] + ["q99"]
+    assert list(frame["verdict"][:10]) == ["AB"[i % 2] for i in range(10)]
+    assert frame["label_mass"].isna().sum() == 10 and frame["label_mass"].iloc[-1] == 0.25
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        groups = pq.ParquetFile(out)
+        assert groups.num_row_groups > 1
+        assert max(groups.metadata.row_group(i).num_rows for i in range(groups.num_row_groups)) <= 4
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_empty_export_has_its_columns(store, tmp_path, fmt):
+    out = tmp_path / f"p.{fmt}"
+    assert store.export("judgments", out, fmt=fmt, protocol="pairwise") == 0
+    if fmt == "parquet":
+        assert list(pd.read_parquet(out).columns) == list(export_mod.JUDGMENT_COLUMNS["pairwise"])
+    elif fmt == "csv":
+        assert out.read_text().splitlines() == [",".join(export_mod.JUDGMENT_COLUMNS["pairwise"])]
+    else:
+        assert out.read_text() == ""
