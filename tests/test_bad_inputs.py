@@ -47,6 +47,23 @@ def _pt_json(value: str, *extra: tuple[str, str]) -> str:
 PT_JSON_OK = _pt_json("7").replace('"q2"', '"q1"')
 
 
+def _parquet(**columns) -> bytes:
+    """A Parquet file of ``columns`` (lists of values; a float NaN stays a NaN, None is a null)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue()
+
+
+def _pw_parquet(column: str, values: list) -> bytes:
+    return _parquet(instance_id=["q1", "q1"], judge=[J, J], model_a=[A, B], model_b=[B, A], verdict=["A", "B"],
+                    **{column: values})
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -118,6 +135,28 @@ def _table_cases() -> list[Case]:
         Case("csv-duplicate-row", "scores.csv", (PT + PT_OK + PT_OK.splitlines()[0] + "\n").encode(), line=4),
         Case("unknown-suffix", "scores.txt", (PT + PT_OK).encode(), words=".csv"),
         Case("parquet-not-parquet", "scores.parquet", b"PAR1 not really", words="Parquet"),
+        # a NaN in Parquet is no null (pandas reads both as NaN: it was an empty cell, replicate 0)
+        Case("parquet-replicate-nan", "pairs.parquet", _pw_parquet("replicate", [0.0, float("nan")]), line=2,
+             field="replicate", words="finite"),
+        Case("parquet-score-nan", "scores.parquet", _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A],
+                                                             score=[7.0, float("nan")]),
+             line=2, field="score", words="finite"),
+        Case("parquet-prob-nan", "pairs.parquet", _pw_parquet("prob_a", [0.5, float("nan")]), line=2,
+             field="prob_a", words="finite"),
+        Case("parquet-replicate-fraction", "pairs.parquet", _pw_parquet("replicate", [0.0, 1.5]), line=2,
+             field="replicate", words="integer"),
+        Case("parquet-replicate-huge", "pairs.parquet", _pw_parquet("replicate", [0.0, 1e30]), line=2,
+             field="replicate", words="integer"),
+        Case("csv-replicate-nan", "pairs.csv", (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,0\n"
+                                                 f"q1,{J},{B},{A},B,NaN\n").encode(), line=3, field="replicate",
+             words="finite"),
+        Case("csv-replicate-huge", "pairs.csv", (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,1e30\n").encode(),
+             line=2, field="replicate", words="integer"),
+        Case("csv-reasoning-tokens-fraction", "pairs.csv",
+             (PW.strip() + ",reasoning_tokens\n" + f"q1,{J},{A},{B},A,12.5\n").encode(), line=2,
+             field="reasoning_tokens", words="integer"),
+        Case("jsonl-replicate-nan", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("replicate", "NaN"))), line=2,
+             field="replicate", words="finite"),
         Case("load-score-nan", "scores.csv", (PT + PT_OK + f"q2,{J},{A},nan\n").encode(), command="load",
              line=4, field="score"),
         Case("load-duplicate-key", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("score", "3"))), command="load",

@@ -132,6 +132,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                                       "category")),
 }
 KINDS = tuple(_COLUMNS)
+_KNOWN_COLUMNS = frozenset(c for required, optional in _COLUMNS.values() for c in (*required, *optional))
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 #: The column holding each judged kind's verdict (empty = no verdict).
 VERDICT_COLUMN = {"pairwise": "verdict", "pointwise": "score", "rubric": "met", "recognition": "claimed",
@@ -303,6 +304,20 @@ def _refuse_nan(pairs: list[tuple[int, dict[str, Any]]], path: Path) -> None:
                                  "write null for no value)", path=str(path), line=line, field=key)
 
 
+def _refuse_parquet_nan(table: Any, path: Path) -> None:
+    """A NaN in a float column of a recorded table's Parquet file is an error (naming the row and
+    field), as in JSON Lines: pandas would read it as a null, i.e. an empty cell. Columns no table
+    kind reads are left alone (extra columns are ignored)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, column in zip(table.column_names, table.columns):
+        if name in _KNOWN_COLUMNS and pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+            row = int(pc.index(pc.fill_null(pc.is_nan(column), False), True).as_py())
+            raise InputError("'NaN' is not a finite number (NaN and infinities are not values; write null for no "
+                             "value)", path=str(path), line=row + 1, field=name)
+
+
 class _Lines:
     """Row → source line: ``lines[i]`` (CSV, JSONL) or ``i + 1`` (Parquet); `all` gives every row's at once."""
 
@@ -392,9 +407,12 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
 
         try:  # text columns read as codes and distinct values (dictionaries): no string per row
             text = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-            frame = pd.read_parquet(path, read_dictionary=text)
+            table = pq.read_table(path, read_dictionary=text, use_pandas_metadata=True)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+        _refuse_parquet_nan(table, path)
+        frame = table.to_pandas()
+        del table
         frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns}, index=frame.index)
         pa.default_memory_pool().release_unused()  # the file's buffers, kept by Arrow's allocator otherwise
         return frame, _Lines()
@@ -669,21 +687,23 @@ class _Validator:
             out[i] = number
         return pd.Series(out, index=self.frame.index)
 
-    def integer(self, column: str) -> pd.Series:
+    def counts(self, column: str) -> pd.Series:
+        """A column of non-negative whole numbers below 2**63 (a count, a replicate), as floats: NaN
+        where empty; a fraction, a negative, a non-finite or a too large value fails its row."""
         values = self.number(column, allow_empty=True)
         numbers = values.to_numpy(dtype=float)
-        whole = np.where(np.isnan(numbers), 0.0, numbers)
-        if np.all((whole == np.floor(whole)) & (whole >= 0) & (whole < 2**63)):
-            return pd.Series(whole.astype(np.int64), index=self.frame.index, dtype="int64")
-        out = []
-        for i, value in enumerate(values.tolist()):
-            if np.isnan(value):
-                out.append(0)
-            elif value != int(value) or value < 0:
-                self.fail(i, column, f"'{self.frame[column].iloc[i]}' is not a non-negative integer")
-            else:
-                out.append(int(value))
-        return pd.Series(out, index=self.frame.index, dtype="int64")
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(numbers) & ((numbers != np.floor(numbers)) | (numbers < 0) | (numbers >= 2**63))
+        if bad.any():
+            i = int(np.argmax(bad))
+            self.fail(i, column, f"'{self.frame[column].iloc[i]}' is not a non-negative integer")
+        return values
+
+    def integer(self, column: str) -> pd.Series:
+        """`counts` with an empty cell as 0, as int64."""
+        numbers = self.counts(column).to_numpy(dtype=float)
+        return pd.Series(np.where(np.isnan(numbers), 0.0, numbers).astype(np.int64), index=self.frame.index,
+                         dtype="int64")
 
     def boolean(self, column: str) -> pd.Series:
         out: list[bool | None] = []
@@ -742,7 +762,7 @@ class _Validator:
             if column in frame:
                 frame[column] = self.number(column, allow_empty=True, low=1.0)
         if "reasoning_tokens" in frame:
-            frame["reasoning_tokens"] = self.number("reasoning_tokens", allow_empty=True, low=0.0)
+            frame["reasoning_tokens"] = self.counts("reasoning_tokens")
         if "presentation" in frame:
             shown = self.text("presentation", default="a-first")
             bad = ~shown.isin(PRESENTATIONS)
@@ -814,6 +834,8 @@ class _Validator:
         frame["perplexity"] = self.number("perplexity", allow_empty=True, low=1.0)
         if "log_perplexity" in frame:
             frame["log_perplexity"] = self.number("log_perplexity", allow_empty=True, low=0.0)
+        if "tokens" in frame:
+            frame["tokens"] = self.counts("tokens")
         status = self.text("status", default="ok") if "status" in frame else pd.Series("ok", index=frame.index)
         bad = ~status.isin(("ok", "failed"))
         if bad.any():
