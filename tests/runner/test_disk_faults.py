@@ -32,15 +32,17 @@ def _fill_after(monkeypatch, calls: int) -> dict:
     original_puts = Store.put_calls
     original_release = Store._release_reserve
     original_conn = Store._conn
-    limited: set[int] = set()
+    # the connections limited so far, held (not their ids: a closed connection's id is reused by
+    # the next one opened, e.g. the judging phase's writer thread's, which then went unlimited)
+    limited: list = []
 
     def limit(conn, pages):
         conn.execute(f"PRAGMA max_page_count = {pages}")
 
     def conn(self):
         opened = original_conn(self)
-        if state["full"] and not state["freed"] and id(opened) not in limited:
-            limited.add(id(opened))
+        if state["full"] and not state["freed"] and not any(c is opened for c in limited):
+            limited.append(opened)
             limit(opened, state["pages"])
         return opened
 
@@ -50,7 +52,7 @@ def _fill_after(monkeypatch, calls: int) -> dict:
             state["full"] = True
             state["pages"] = original_conn(self).execute("PRAGMA page_count").fetchone()[0]
             for opened in list(self._connections):
-                limited.add(id(opened))
+                limited.append(opened)
                 limit(opened, state["pages"])
 
     def put_call(self, key, **kwargs):
