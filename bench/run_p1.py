@@ -39,6 +39,11 @@ With the judge plan rendered a window at a time (``--no-bare --rerun``, load ≈
 resident while judging at 50k, 219-280 MB at 200k (173,192 calls; peak 396 MB after the last call
 was stored), and the cached rerun at 0.085 ms of CPU per call at 50k, 0.064 ms at 200k (0.112 at
 the start of the session). docs/scale.md "Run throughput" has the details.
+
+End of the second session (9185b59, docs/scale.md): ``--calls 58000 --rounds 2 --baseline-src``
+25c5092 at load 1.2-3: 0.65 / 0.62 of the bare client against 0.69 / 0.69 for 25c5092 (faster only
+under load); ``--calls 1000000 --rounds 1 --no-bare --rerun`` at load 3-8: 867,068 calls, peak
+637 MB resident (flat 546-595 MB while judging), cached rerun 9,897 calls/s.
 """
 
 from __future__ import annotations
