@@ -510,10 +510,7 @@ class CallExecutor:
     def _deliver_copy(self, call: PlannedCall, completion: Completion,
                       on_result: Callable[[CallResult], None]) -> None:
         """Deliver a call that failed earlier in this run to a later call with its key (not sent again)."""
-        cls = completion.error_class or "unknown"
-        self.stats.done += 1
-        self.stats.failed += 1
-        self.stats.errors[cls] = self.stats.errors.get(cls, 0) + 1
+        self.stats.failure_delivered(completion)
         on_result(CallResult(call, completion, False, 0))
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:
@@ -532,10 +529,7 @@ class CallExecutor:
                                "an offline run needs every call stored")
         for key, group in pending.items():
             completion = completion_from_cached(stored[key])
-            cls = completion.error_class or "unknown"
-            self.stats.done += len(group)
-            self.stats.failed += len(group)
-            self.stats.errors[cls] = self.stats.errors.get(cls, 0) + len(group)
+            self.stats.failure_delivered(completion, copies=len(group))
             for same in group:
                 on_result(CallResult(same, completion, True, 0))
         self.stats.refresh()

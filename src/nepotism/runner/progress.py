@@ -50,10 +50,19 @@ class RunStats:
         self.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
         self.spend_usd += cost
         if not completion.ok:
-            self.failed += copies
-            cls = completion.error_class or "unknown"
-            self.errors[cls] = self.errors.get(cls, 0) + copies
+            self._count_failure(completion, copies)
         self.refresh()
+
+    def failure_delivered(self, completion: Completion, *, copies: int = 1) -> None:
+        """Count a failed call delivered to ``copies`` planned calls without being sent (a stored
+        failure replayed offline, or a failure of this run shared with a later call of its key)."""
+        self.done += copies
+        self._count_failure(completion, copies)
+
+    def _count_failure(self, completion: Completion, copies: int) -> None:
+        self.failed += copies
+        cls = completion.error_class or "unknown"
+        self.errors[cls] = self.errors.get(cls, 0) + copies
 
     def refresh(self) -> None:
         if self.view is not None:
