@@ -221,6 +221,13 @@ class Runner:
         stats = RunStats(phase="judge", total=total)
         plan = self.store.open_plan()
         planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
+
+        def in_plan(judgment_ids: Iterable[str], *, last: bool = False) -> None:
+            """Add the ids of judgments read to ``plan``, `judgment_batch` at a time (all with ``last``)."""
+            planned_ids.extend(judgment_ids)
+            if planned_ids and (last or len(planned_ids) >= self.judgment_batch):
+                self.store.add_plan_ids(plan, planned_ids)
+                planned_ids.clear()
         live: dict[int, int] = {}  # id(call) -> its task's index, for calls not yet delivered
         per_task: list[list[Judgment] | None] = [None] * total if keep else []
         call_keys: dict[str, str] = {}
@@ -280,10 +287,7 @@ class Runner:
             if keep:
                 per_task[index] = made
             made_ids = [judgment.id for judgment in made]
-            planned_ids.extend(made_ids)
-            if len(planned_ids) >= self.judgment_batch:
-                self.store.add_plan_ids(plan, planned_ids)
-                planned_ids.clear()
+            in_plan(made_ids)
             for judgment in made:
                 counts[judgment.status] = counts.get(judgment.status, 0) + 1
             key = result.call.key
@@ -323,7 +327,7 @@ class Runner:
                 found = [stored.get((key, ident)) for ident in wanted]
                 if wanted and None not in found:
                     hits += 1
-                    planned_ids.extend(wanted)
+                    in_plan(wanted)
                     for status in found:
                         counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
                 else:
@@ -332,16 +336,12 @@ class Runner:
             stats.cached += hits
             stats.done += hits
             stats.refresh()
-            if len(planned_ids) >= self.judgment_batch:
-                self.store.add_plan_ids(plan, planned_ids)
-                planned_ids.clear()
             return rest
 
         try:
             await self._executor(stats, writer).run_windows(windows(), take, refill_below=2 * window)
             check_replayed()
-            self.store.add_plan_ids(plan, planned_ids)
-            planned_ids.clear()
+            in_plan((), last=True)
             flush()
             await writer.drain()
             if failures:
