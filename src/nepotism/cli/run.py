@@ -125,8 +125,6 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
     click.echo(f"wrote {written['requests']} {round_.phase} requests to {batch_out}:")
     for f in written["files"]:
         click.echo(f"  {f['file']}  {f['requests']} requests, {f['bytes'] / 1e6:.1f} MB ({f['model']}, {f['url']})")
-    for reason, n in written["unsupported"].items():
-        click.echo(f"  not written: {n} calls ({reason})")
     if round_.phase == "generate":
         click.echo("the judge requests follow once these answers are stored (a second round)")
 

@@ -126,7 +126,7 @@ def _to_send(calls: Sequence[PlannedCall], status: dict[str, str]) -> list[Plann
 
 # -- writing requests ----------------------------------------------------------------------------
 
-def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any]] | Completion:
+def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any]]:
     from nepotism.backends.openai_http import TOP_LOGPROBS
     from nepotism.backends.openai_wire import build_body
 
@@ -136,15 +136,20 @@ def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any
                          "OpenAI-compatible models (run it live, or serve it over HTTP)",
                          path=experiment.path, field=f"models.{call.model}.backend")
     # the arguments `experiment_run._backend` gives the live HTTP backend
-    return build_body(call.request, model=cfg.model, extra=dict(cfg.params), top_logprobs=TOP_LOGPROBS)
+    built = build_body(call.request, model=cfg.model, extra=dict(cfg.params), top_logprobs=TOP_LOGPROBS)
+    if isinstance(built, Completion):  # a chat continuation: the experiment file refuses it for a model
+        # served over HTTP ([perplexity] prompt = "chat"); a plan holding one stops, nothing written
+        raise InputError(f"model '{call.model}': {built.error}; a batch file cannot hold this call",
+                         path=experiment.path, field="perplexity.prompt")
+    return built
 
 
 def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path, *,
                 max_requests: int = MAX_FILE_REQUESTS, max_bytes: int = MAX_FILE_BYTES) -> dict[str, Any]:
     """Write ``round_.to_send`` as Batch-API request files in ``out_dir``; return the manifest
     (also written as ``out_dir/batch.json``). Refuses a folder that already holds ``.jsonl``
-    files (the files of another round). Calls the wire format cannot express are not written and
-    are counted under ``unsupported``."""
+    files (the files of another round), and a call the wire format cannot express (`_body`),
+    before writing anything."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("--batch-out must be a folder", path=str(out))
@@ -152,13 +157,8 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
         raise InputError("the folder already holds .jsonl files (another round's?); choose a new one",
                          path=str(out))
     groups: dict[tuple[str, str], list[bytes]] = {}
-    unsupported: dict[str, int] = {}
     for call in round_.to_send:
-        built = _body(experiment, call)
-        if isinstance(built, Completion):
-            unsupported[built.error_class or "unsupported"] = unsupported.get(built.error_class or "unsupported", 0) + 1
-            continue
-        path, body = built
+        path, body = _body(experiment, call)
         line = {"custom_id": call.key, "method": "POST", "url": "/v1" + path, "body": body}
         groups.setdefault((call.model, "/v1" + path), []).append(
             (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
@@ -186,7 +186,7 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
                           "url": url, "requests": len(part), "bytes": len(data)})
     manifest = {
         "experiment": experiment.name, "phase": round_.phase, "requests": sum(f["requests"] for f in files),
-        "files": files, "unsupported": unsupported,
+        "files": files,
         "next": "send each file as a batch (OpenAI Batch API, or vLLM's run_batch), then "
                 "nepotism run EXPERIMENT --batch-in OUTPUT.jsonl...",
     }
