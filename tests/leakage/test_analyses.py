@@ -81,14 +81,21 @@ def test_recognition_accuracy_pointwise_and_pairwise():
         js.append(Judgment(f"q{i}", GB, "recognition", (SB,), "parsed", "yes"))
         js.append(Judgment(f"q{i}", GA, "recognition", (SA, SB), "parsed", "A"))
         js.append(Judgment(f"q{i}", GA, "recognition", (SB, SA), "parsed", "A"))
-    js.append(Judgment("q0", GB, "recognition", (SA,), "unparsed"))
+    js.append(Judgment("q0", GB, "recognition", (SA,), "unparsed", reason="low_label_mass"))
+    js.append(Judgment("q1", GB, "recognition", (SA,), "failed", reason="timeout"))
+    js.append(Judgment("q1", GA, "recognition", (SA, SB), "parsed", "tie"))
     recs = {(r["metric"], r["judge"], r["variant"]["protocol"]): r for r in
             recognition_records(js, STUDENTS, JUDGE_OF, bootstrap=BOOT)}
     assert recs["student-recognition-accuracy", GA, "pointwise"]["value"] == 1.0
     assert recs["student-recognition-accuracy", GB, "pointwise"]["value"] == 0.5
-    assert recs["student-recognition-accuracy", GB, "pointwise"]["n_excluded"] == 1
+    # excluded answers are counted under their own reasons (not a generic "no verdict")
+    for metric in ("student-recognition-accuracy", "student-recognition-yes-rate"):
+        rec = recs[metric, GB, "pointwise"]
+        assert rec["n_excluded"] == 2
+        assert rec["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
     assert recs["student-recognition-yes-rate", GB, "pointwise"]["value"] == 1.0
     assert recs["student-recognition-accuracy", GA, "pairwise"]["value"] == 0.5
+    assert recs["student-recognition-accuracy", GA, "pairwise"]["excluded"] == {"off-protocol-verdict": 1}
 
 
 def test_classifier_tells_distinct_styles_apart_on_held_out_instructions():

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from nepotism.analyses.comparisons import with_reasons
 from nepotism.judging import plan_recognition
 from nepotism.leakage.lineage import Student
 from nepotism.metrics import Bootstrap
 from nepotism.leakage.scores import group_students
 from nepotism.metrics.pairwise import win_rate
-from nepotism.records import Instance, Judgment, Response
+from nepotism.records import Instance, Judgment, Response, exclusion_label
 
 __all__ = ["classifier_records", "plan_student_recognition", "recognition_records"]
 
@@ -63,12 +64,20 @@ def _own(judge: str, student: str, owner: Mapping[str, str], judge_of: Mapping[s
     return gen is not None and judge_of.get(gen) == judge
 
 
+def _why(j: Judgment) -> str:
+    """Why a recognition answer counts as no answer: its status and reason (`exclusion_label`), or
+    ``off-protocol-verdict`` for a parsed "which wrote it?" answer that names neither candidate."""
+    if j.status == "parsed":
+        return "off-protocol-verdict"
+    return exclusion_label(j.status, j.reason)
+
+
 def recognition_records(judgments: Sequence[Judgment], students: Sequence[Student],
                         judge_of: Mapping[str, str], *, bootstrap: Bootstrap | None = None) -> list[dict]:
     """Accuracy of each judge's pointwise and pairwise student recognition (see module docstring)."""
     boot = bootstrap or Bootstrap()
     owner = {s.id: s.generator for s in students}
-    rows: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
+    rows: dict[tuple[str, str], list[tuple[float, str, float, str | None]]] = {}
     for j in judgments:
         if j.protocol != "recognition":
             continue
@@ -83,19 +92,20 @@ def recognition_records(judgments: Sequence[Judgment], students: Sequence[Studen
             said_first = None if j.status != "parsed" or j.verdict not in ("A", "B") else j.verdict == "A"
             code = np.nan if said_first is None else (1.0 if said_first == truth_first else -1.0)
             yes = np.nan
-        rows.setdefault((j.judge, kind), []).append((code, j.instance_id, yes))
+        rows.setdefault((j.judge, kind), []).append((code, j.instance_id, yes, _why(j) if code != code else None))
     records = []
     for (judge, kind), items in sorted(rows.items()):
-        codes = np.array([c for c, _, _ in items], dtype=float)
-        clusters = np.array([i for _, i, _ in items])
-        est = win_rate(codes, clusters, bootstrap=boot)
+        codes = np.array([c for c, _, _, _ in items], dtype=float)
+        clusters = np.array([i for _, i, _, _ in items])
+        why = [w for _, _, _, w in items]
+        est = with_reasons(win_rate(codes, clusters, bootstrap=boot), why)
         records.append({"metric": "student-recognition-accuracy", "judge": judge, "generator": None,
                         "pair": None, "condition": "default",
                         "variant": {"protocol": kind, "chance": 0.5 if kind == "pairwise" else None},
                         **est.as_dict()})
         if kind == "pointwise":
-            yes = np.array([y for _, _, y in items], dtype=float)
-            est = win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, bootstrap=boot)
+            yes = np.array([y for _, _, y, _ in items], dtype=float)
+            est = with_reasons(win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, bootstrap=boot), why)
             records.append({"metric": "student-recognition-yes-rate", "judge": judge, "generator": None,
                             "pair": None, "condition": "default", "variant": {"protocol": kind},
                             **est.as_dict()})
