@@ -7,6 +7,7 @@ import json
 import pytest
 
 from nepotism.errors import InputError
+from nepotism.metrics import Bootstrap
 from nepotism.report.inputs import folder_results
 from nepotism.run_folder import read_manifest, write_manifest
 
@@ -59,3 +60,20 @@ def test_records_instead_finds_result_records_given_as_judgments_and_nothing_els
     assert records_instead(leak) == (leak / "results.csv", None)  # no JSON form beside it
     (leak / "results.json").write_text(json.dumps({"records": [{"metric": "win-rate", "judge": "j", "value": 0.5}]}))
     assert records_instead(leak) == (leak / "results.csv", leak / "results.json")
+
+
+def test_report_records_of_a_run_folder_are_its_audit_plus_the_results_it_lists(tmp_path):
+    from nepotism.report.inputs import report_records
+
+    effect = {"metric": "mitigation-effect", "judge": "j", "value": 0.1, "variant": {"scope": "family"}}
+    folder = _folder(tmp_path, **{"mitigations.jsonl": [effect]})
+    rows = "".join(f"q{i},j,{a},{b},{v}\n" for i in range(6)
+                   for a, b, v in (("j", "k", "A" if i % 3 else "B"), ("k", "j", "B")))
+    (folder / "pairwise.csv").write_text("instance_id,judge,model_a,model_b,verdict\n" + rows)
+    (folder / "models" / "00-models.toml").write_text('[models.j]\nfamily = "F"\n[models.k]\nfamily = "G"\n')
+    records, summary, _ = report_records(folder, bootstrap=Bootstrap(n_resamples=0))
+    metrics = {r["metric"] for r in records}
+    assert "mitigation-effect" in metrics and "win-rate" in metrics  # the listed effect beside the audit
+    assert [r for r in records if r["metric"] == "mitigation-effect"] == [{**effect, "condition": "default"}]
+    alone, _, _ = report_records(folder / "mitigations.jsonl")  # a results file: loaded as it is
+    assert [r["metric"] for r in alone] == ["mitigation-effect"]

@@ -39,20 +39,14 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     words; judge cards show pass/fail against --thresholds (see `nepotism card --help`).
     """
     from nepotism._malloc import reuse_freed_memory
-    from nepotism.api import audit
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import folder_results, is_results_file, is_store, load_results
+    from nepotism.report.inputs import report_records
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
-    if is_results_file(source) and not is_store(source):
-        records, summary, findings = load_results(source)
-    else:
-        results = audit(source, references=list(reference), models=list(models_files), kind=kind, rule=rule,
-                        protocol=protocol, bootstrap=bootstrap)
-        records, summary, findings = results.to_dicts(), results.summary, results.findings
-        records += folder_results(source, records)  # a run folder's listed results (mitigation effects)
+    records, summary, findings = report_records(source, references=reference, models=models_files, kind=kind,
+                                                rule=rule, protocol=protocol, bootstrap=bootstrap)
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
     import json
 

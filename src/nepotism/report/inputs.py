@@ -16,6 +16,10 @@
   leakage``'s output folder, a ``results.csv`` / ``results.json`` / ``mitigations.jsonl``), the
   file ``nepotism report`` reads, so that ``nepotism metrics`` can say what to run.
 
+- `report_records`: everything above put together for one source, as ``nepotism report SOURCE``
+  reads it — a results file loaded, anything else audited (`nepotism.audit`) with the results
+  its run folder lists added.
+
 Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves out: rendering
 (`full`), thresholds (`card`).
 """
@@ -23,11 +27,16 @@ Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nepotism.errors import InputError
 
-__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead"]
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
+
+__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -157,6 +166,23 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         record.setdefault("condition", "default")
     summary.setdefault("source", str(path))
     return records, summary, findings
+
+
+def report_records(source: str | Path, *, references: Sequence[str | Path] = (), models: Sequence[str | Path] = (),
+                   kind: str | None = None, rule: str = "consistent", protocol: str | None = None,
+                   bootstrap: Bootstrap | None = None) -> tuple[list[dict], dict, list[str]]:
+    """``(records, summary, findings)`` of what ``nepotism report SOURCE`` reports: a results file
+    (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
+    ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
+    the result records the run folder lists (`folder_results`: e.g. mitigation effects)."""
+    if is_results_file(source) and not is_store(source):
+        return load_results(source)
+    from nepotism.api import audit
+
+    results = audit(source, references=list(references), models=list(models), kind=kind, rule=rule,
+                    protocol=protocol, bootstrap=bootstrap)
+    records = results.to_dicts()
+    return records + folder_results(source, records), results.summary, results.findings
 
 
 def folder_results(path: str | Path, audited: list[dict]) -> list[dict]:
