@@ -33,6 +33,7 @@ from nepotism.runner.calls import (
     _resume_gc,
     plan_call,
 )
+from nepotism.runner.plan_memo import plan_memo
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
 from nepotism.store.fastread import judged
@@ -84,6 +85,8 @@ class JudgingOutcome:
     #: the set of this phase's call keys in the store (`Store.open_plan`), for exporting the
     #: judgments of these calls only (``Store.export(..., plan=)``)
     plan: str | None = None
+    #: tasks counted from the judge-plan memo (`nepotism.runner.plan_memo`): not rendered or keyed
+    memo_hits: int = 0
 
     def __repr__(self) -> str:
         # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
@@ -109,6 +112,7 @@ class Runner:
         judgment_batch: int = 2048,
         offline: bool = False,
         judge_window: int = 1024,
+        judge_memo: bool = True,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -121,6 +125,8 @@ class Runner:
         self.offline = offline
         #: judge tasks rendered, looked up and queued at a time (`judge`)
         self.judge_window = judge_window
+        #: count fully stored windows through the judge-plan memo (`judge`, `nepotism.runner.plan_memo`)
+        self.judge_memo = judge_memo
 
     def _executor(self, stats: RunStats, writer: StoreWriter | None = None) -> CallExecutor:
         if self.view is not None:
@@ -210,6 +216,13 @@ class Runner:
         a task whose judgments are all stored, parsed or unparsed, as read from its call (one
         batched read per window, `nepotism.store.fastread.judged`) is then counted from the store
         (cached, by stored status) without reading or interpreting its call.
+
+        With ``identify`` the package's `nepotism.judging.judgment_ids`, ``render`` its
+        `nepotism.judging.render` and ``keep`` false, each window is first looked up in the
+        judge-plan memo (`nepotism.runner.plan_memo`; off with ``Runner(judge_memo=False)``): a
+        window whose inputs digest to a memo row whose every call and judgment is stored is
+        counted from the store in SQL, nothing rendered or keyed (``memo_hits``); any other
+        window takes the path below, which records its row for the next rerun.
 
         The tasks are rendered, looked up, replayed and sent a window of `judge_window` at a
         time (`CallExecutor.run_windows`): the first call goes out once the first windows are
@@ -302,28 +315,55 @@ class Runner:
 
         shortcut = identify is not None and not keep
 
+        memo = plan_memo(self, render, identify, keep=keep, planned=planned)
+
         def windows() -> Iterator[Sequence[PlannedCall]]:
             for start in range(0, total, window):
                 chunk = tasks[start:start + window]
+                digest = memo.digest(chunk) if memo is not None else None
+                if digest is not None and memo_counted(digest, len(chunk)):
+                    continue
                 calls = planned[start:start + window] if planned is not None else self.plan_judging(chunk, render)
                 if shortcut:
-                    calls = stored_already(chunk, calls, start)
+                    calls = stored_already(chunk, calls, start, digest)
                 else:
                     for i, call in enumerate(calls, start):
                         live[id(call)] = i
                 yield calls
                 check_replayed()  # (the window's cached calls are delivered by now)
 
-        def stored_already(chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int) -> list[PlannedCall]:
+        def memo_counted(digest: str, n: int) -> bool:
+            """Count a window from its memo row when everything it names is stored (the judge-plan
+            memo: nothing rendered, keyed or identified); False when it must take the normal path."""
+            assert memo is not None
+            found = memo.counted(digest, n, plan)
+            if found is None:
+                return False
+            for status, k in found.items():
+                counts[status] = counts.get(status, 0) + k
+            stats.cached += n
+            stats.done += n
+            stats.refresh()
+            return True
+
+        def stored_already(chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int,
+                           digest: str | None = None) -> list[PlannedCall]:
             """Count the tasks whose judgments are all stored as read from their call; return
-            the calls of the others (to look up, replay or send as usual)."""
+            the calls of the others (to look up, replay or send as usual). With the window's memo
+            ``digest``, record its (call key, judgment id) pairs for the next rerun."""
             assert identify is not None
             stored = judged(self.store, [call.key for call in calls])
             rest: list[PlannedCall] = []
             hits = 0
+            pairs: list[tuple[str, str]] | None = [] if digest is not None else None
             for i, (task, call) in enumerate(zip(chunk, calls, strict=True), start):
                 key = call.key
                 wanted = identify(task)
+                if pairs is not None:
+                    if wanted:
+                        pairs.extend([(key, ident) for ident in wanted])
+                    else:
+                        pairs = None
                 found = [stored.get((key, ident)) for ident in wanted]
                 if wanted and None not in found:
                     hits += 1
@@ -336,6 +376,9 @@ class Runner:
             stats.cached += hits
             stats.done += hits
             stats.refresh()
+            if pairs is not None and memo is not None and digest is not None:
+                memo_pairs, memo_digest, n = pairs, digest, len(chunk)
+                writer.submit(lambda: memo.write(memo_digest, n, memo_pairs), written)
             return rest
 
         try:
@@ -351,4 +394,4 @@ class Runner:
             writer.close()  # (blocks until the queued writes are done)
         done = [j for made in per_task if made for j in made]
         return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())),
-                              plan=plan)
+                              plan=plan, memo_hits=memo.hits if memo is not None else 0)
