@@ -22,11 +22,11 @@ def _only(*allowed: str) -> set[str]:
 
 #: layer -> the nepotism subpackages/modules it must never import
 FORBIDDEN = {
-    "errors": _only(), "_malloc": _only(), "_files": _only("errors"), "_frozen": _only(), "votes": _only(), "data": _only(),
+    "errors": _only(), "_malloc": _only(), "_loop": _only(), "_files": _only("errors"), "_frozen": _only(), "votes": _only(), "data": _only(),
     "table_records": _only("errors", "records", "tables", "_files"),
     "simulate": _only("errors", "records", "tables", "_files"),
     "annotate": _only("errors", "records", "tables", "_files", "metrics", "store", "votes", "models", "credentials"),
-    "testing": _only("errors", "records", "tables", "_files", "credentials"),
+    "testing": _only("errors", "records", "tables", "_files", "credentials", "_loop"),
     "cli": set(),  # the top: commands parse arguments and print
     "credentials": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
                     "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},

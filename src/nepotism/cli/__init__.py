@@ -40,8 +40,20 @@ class _Main(click.Group):
             sys.exit(2)
 
 
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    from nepotism._loop import loop_name
+
+    click.echo(f"nepotism, version {version('nepotism')}\nevent loop: {loop_name()}")
+    ctx.exit()
+
+
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="nepotism")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and the event loop runs use (uvloop, else asyncio's), and exit.")
 def main() -> None:
     """Measure how much LLM judges favour themselves, their family and their students."""
 

@@ -132,16 +132,16 @@ def experiment_store(store_path, experiment):
 
 
 def run_live(job, *, progress: bool | None):
-    """``asyncio.run(job(view))`` under a progress view; Ctrl-C prints that every completed call is
-    stored and exits 130 (the run resumes when started again)."""
-    import asyncio
-
+    """``asyncio.run(job(view))`` under a progress view, on uvloop where installed (`nepotism._loop`);
+    Ctrl-C prints that every completed call is stored and exits 130 (the run resumes when started
+    again)."""
+    from nepotism._loop import run
     from nepotism.runner import ProgressView
 
     view = ProgressView(enabled=progress)
     try:
         with view:
-            return asyncio.run(job(view))
+            return run(job(view))
     except KeyboardInterrupt:
         click.echo("interrupted: every completed call is stored; run again to resume", err=True)
         sys.exit(130)

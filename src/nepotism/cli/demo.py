@@ -74,10 +74,10 @@ def command(out_dir, bootstrap, as_json, live, items):
 
 
 def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
-    import asyncio
     import dataclasses
     from pathlib import Path
 
+    from nepotism._loop import run as run_loop
     from nepotism.data import live_experiment
     from nepotism.experiment import load_experiment
     from nepotism.report.full import write_report
@@ -93,7 +93,7 @@ def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
     experiment = dataclasses.replace(experiment, output_dir=str(out / "judgments"),
                                      dataset=dataclasses.replace(experiment.dataset, limit=items))
     with Store(out / "nepotism.db") as store, ProgressView(enabled=None) as view:
-        run = asyncio.run(run_experiment(experiment, store, view=view))
+        run = run_loop(run_experiment(experiment, store, view=view))
     results = audit(Path(run.exports["pairwise"]), bootstrap=bootstrap)
     records, summary, lines = results.to_dicts(), results.summary, results.findings
     summary = {**summary, "source": "nepotism demo --live (local GGUF models)"}

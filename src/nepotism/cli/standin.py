@@ -24,8 +24,7 @@ def command(port: int, latency: float, faults: tuple[str, ...], seed: int) -> No
     It is no model: use it to try `nepotism run` on examples/standin.toml, which points at port 8765,
     or to rehearse failures with --fault. Prints its base URL on the first line of stdout.
     """
-    import asyncio
-
+    from nepotism._loop import run
     from nepotism.errors import InputError
     from nepotism.testing.standin import StandinConfig, serve_until_stopped
 
@@ -44,7 +43,7 @@ def command(port: int, latency: float, faults: tuple[str, ...], seed: int) -> No
     except ValueError as err:
         raise InputError(str(err), field="--fault") from None
     try:
-        asyncio.run(serve_until_stopped(config, port=port, on_ready=lambda url: click.echo(url)))
+        run(serve_until_stopped(config, port=port, on_ready=lambda url: click.echo(url)))
     except OSError as err:
         raise InputError(f"cannot listen on 127.0.0.1:{port} ({err.strerror or err}); pick another --port "
                          "and set base_url in the experiment file to match", field="--port") from None

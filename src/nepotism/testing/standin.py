@@ -396,4 +396,6 @@ async def serve_until_stopped(config: StandinConfig, *, host: str = "127.0.0.1",
 
 
 if __name__ == "__main__":
-    asyncio.run(_main(sys.argv[1] if len(sys.argv) > 1 else "{}"))
+    from nepotism._loop import run
+
+    run(_main(sys.argv[1] if len(sys.argv) > 1 else "{}"))

@@ -1,0 +1,50 @@
+"""The event loop the commands run their calls on: uvloop where it is installed, else asyncio's.
+
+A run spends most of its CPU around the calls in the event loop and the HTTP client on it. uvloop
+(libuv under asyncio's API) does the loop's own work — polling sockets, reading and writing them,
+scheduling callbacks — in C: on the loopback stand-in at C = 256 `nepotism run` used ≈ 0.50 ms of
+CPU per call on uvloop against ≈ 0.58 ms on asyncio's default loop (docs/scale.md, "Run
+throughput"). uvloop is a dependency on Linux and macOS (it does not build on Windows); when it
+cannot be imported the commands run on asyncio's own loop, and ``nepotism --version`` says which.
+
+Nothing here changes a process-wide setting (no event-loop policy is installed): `run` makes one
+loop for one coroutine, the way `asyncio.run` does (same Ctrl-C handling: the main task is
+cancelled and KeyboardInterrupt raised). The library's async entry points (`run_experiment`,
+...) run on whatever loop their caller made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["loop_name", "new_loop", "run"]
+
+T = TypeVar("T")
+
+
+def _uvloop() -> Any:
+    try:
+        import uvloop
+    except ImportError:  # Windows, or a platform without a wheel: asyncio's loop
+        return None
+    return uvloop
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop: uvloop's when it is importable, else asyncio's default."""
+    uvloop = _uvloop()
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
+
+
+def loop_name() -> str:
+    """Which loop `run` uses: ``uvloop 0.23.0``, or ``asyncio (uvloop not installed)``."""
+    uvloop = _uvloop()
+    return f"uvloop {uvloop.__version__}" if uvloop is not None else "asyncio (uvloop not installed)"
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on a loop from `new_loop`."""
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        return runner.run(main)
