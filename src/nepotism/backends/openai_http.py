@@ -51,8 +51,8 @@ import aiohttp
 import httpx
 
 from nepotism.backends.base import Completion, Request, failed, read_api_key
-from nepotism.backends.openai_wire import build_body, http_failure, read_body
-from nepotism.credentials import Secret, redact_text
+from nepotism.backends.openai_wire import build_body, http_failure, parse_json, read_body
+from nepotism.credentials import Secret, known_secrets, redact_text
 
 __all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
 
@@ -289,16 +289,17 @@ class OpenAIHTTPBackend:
     def _read(self, status: int, content: bytes, headers: Mapping[str, str], request: Request,
               latency: float) -> Completion:
         # every known key, in any spelling JSON allows (``\\/``, ``\\uXXXX``), goes before decoding
-        text = redact_text(content.decode("utf-8", errors="replace"))
+        if known_secrets():
+            content = redact_text(content.decode("utf-8", errors="replace")).encode()
         if status != 200:
-            return http_failure(status, text, latency, request, headers)
+            return http_failure(status, content.decode("utf-8", errors="replace"), latency, request, headers)
         data: Any = None
         try:
-            data = json.loads(text)
+            data = parse_json(content)
             if not isinstance(data, dict):
                 raise TypeError("the body is not a JSON object")
             return read_body(data, request, latency)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            raw = data if isinstance(data, dict) else {"text": text[:2000]}
+            raw = data if isinstance(data, dict) else {"text": content.decode("utf-8", errors="replace")[:2000]}
             detail = f"{type(exc).__name__}: {exc}"[:200]
             return failed(f"malformed_body: {detail}", latency_s=latency, raw=raw)
