@@ -84,6 +84,9 @@ _INLINE_QUOTE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 _BRACKET = re.compile(r"\[\[([^\[\]\n]{1,80})\]\]")
 _DOLLAR = re.compile(r"\$\$([^$\n]{1,80})\$\$")
 _BOXED = re.compile(r"\\boxed\{([^{}\n]{1,80})\}")
+#: (kind, pattern, whether an invalid value still makes a marker, a literal every match holds)
+_CONTAINER_PATTERNS = (("bracket", _BRACKET, True, "[["), ("dollar", _DOLLAR, False, "$$"),
+                       ("boxed", _BOXED, False, "\\boxed{"))
 _JSON_SCALAR = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
 _BARE_MAX = 60
 _LEADING_MAX = 30
@@ -382,9 +385,11 @@ def _json_members(text: str, start: int, end: int, keys: frozenset[str]) -> list
 
 
 def _spans_masked(text: str) -> list[tuple[int, int]]:
+    # each pattern is searched only when the text holds the literal every match of it contains
     spans = [(m.start(), m.end()) for m in _FENCE.finditer(text)
-             if m.group(1).lower() not in ("", "json", "json5", "jsonc")]
-    spans += [(m.start(), m.end()) for m in _BLOCKQUOTE.finditer(text)]
+             if m.group(1).lower() not in ("", "json", "json5", "jsonc")] if "```" in text else []
+    if ">" in text:
+        spans += [(m.start(), m.end()) for m in _BLOCKQUOTE.finditer(text)]
     if "<<<" in text:
         spans += [(m.start(), m.end()) for m in _ANGLE_BLOCK.finditer(text)]
     return spans
@@ -480,8 +485,9 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
             if not _overlaps(json_spans, m.start(), m.end()):
                 raw = m.group(1) if m.group(1) is not None else m.group(2)
                 markers.append(Marker(m.start(), m.end(), _value(grammar, raw), "json-field", m.group(0)))
-    for kind, pattern, binds_invalid in (("bracket", _BRACKET, True), ("dollar", _DOLLAR, False),
-                                         ("boxed", _BOXED, False)):
+    for kind, pattern, binds_invalid, literal in _CONTAINER_PATTERNS:
+        if literal not in text:  # every match holds it
+            continue
         for m in pattern.finditer(text):
             raw = m.group(1)
             value = _value(grammar, raw)
