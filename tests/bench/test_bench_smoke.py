@@ -20,6 +20,7 @@ def _run(*argv: str) -> str:
 def test_cached_rerun_benchmark_with_its_ablations():
     out = _run("runner_p2.py", "240", "--repeat", "1", "--ablate")
     assert "cached rerun: 240 judge calls" in out
+    assert "cached rerun from the memo: 240 judge calls" in out  # (the script checks every window hit)
     assert "reading the rows from SQLite" in out
     for fast_path in ("frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read",
                       "collector pauses", "builders + replay + narrow read"):
@@ -31,6 +32,7 @@ def test_end_to_end_run_benchmark_with_its_timeline_and_cached_rerun():
                "--rerun")
     assert "median ratio" in out and "   100%" in out  # the run's last tenth is in the timeline
     assert "cached rerun of the last round" in out and "0 sent" in out
+    assert "cached rerun of the last round without the judge-plan memo" in out
 
 
 def test_sharded_planning_benchmark_adds_up():
