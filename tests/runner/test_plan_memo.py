@@ -355,3 +355,29 @@ def test_nepotism_run_from_the_memo_exports_the_same_bytes_and_counts_and_merge_
         assert _exports(tmp_path) == fresh and _same_counts(merged) == _same_counts(plain)
         with sqlite3.connect(tmp_path / "merged.db") as conn:
             assert conn.execute("SELECT COUNT(*) FROM judge_memo").fetchone()[0] > 0
+
+
+def test_run_experiment_counts_a_repeated_rerun_from_the_memo(tmp_path, monkeypatch):
+    """In process, `run_experiment` as `nepotism run` calls it: by the second rerun every judge
+    task is counted from the memo (the first rerun writes rows for the windows it judges)."""
+    from nepotism.experiment import load_experiment
+    from nepotism.runner.experiment_run import run_experiment
+
+    outcomes = []
+    judge = Runner.judge
+
+    async def spy(self, *args, **kwargs):
+        out = await judge(self, *args, **kwargs)
+        outcomes.append(out)
+        return out
+
+    monkeypatch.setattr(Runner, "judge", spy)
+    with standin_process(StandinConfig(latency_s=0.001)) as url:
+        exp = load_experiment(standin_experiment(tmp_path, url, items=12))
+        summaries = []
+        for _ in range(3):
+            with Store(tmp_path / "inproc.db") as store:
+                summaries.append(asyncio.run(run_experiment(exp, store)))
+    last = outcomes[-1]
+    assert last.stats.total > 0 and last.memo_hits == last.stats.total == last.stats.cached
+    assert summaries[2].judgments == summaries[1].judgments == summaries[0].judgments
