@@ -45,6 +45,13 @@ End of the second session (9185b59, docs/scale.md): ``--calls 58000 --rounds 2 -
 25c5092 at load 1.2-3: 0.65 / 0.62 of the bare client against 0.69 / 0.69 for 25c5092 (faster only
 under load); ``--calls 1000000 --rounds 1 --no-bare --rerun`` at load 3-8: 867,068 calls, peak
 637 MB resident (flat 546-595 MB while judging), cached rerun 9,897 calls/s.
+
+Third session (docs/scale.md, "Third session"): ``nepotism run`` on uvloop with answers parsed by
+orjson; each round also times the bare client on uvloop ("ours": the limit on the same loop).
+``--calls 58000 --rounds 2 --baseline-src`` 4921a88 (the commit before), 50,196 calls, load 3.9-5.2:
+906 / 961 calls/s, 0.659 / 0.657 ms CPU per call (before: 1,031 / 839, 0.646 / 0.728); bare
+1,488 / 1,804 calls/s on asyncio, 1,674 / 1,848 on uvloop: ratios 0.61 / 0.53 (0.54 / 0.52 to the
+bare client on uvloop) -- no change the load lets a side by side resolve.
 """
 
 from __future__ import annotations
