@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -429,9 +429,100 @@ def _value(grammar: Grammar, raw: str) -> Any:
     return grammar.normalise(clean_value(raw))
 
 
+# a line pattern as `nepotism.judging.parse` writes them: a keyword alternation matched ignoring case
+_LINE_SHAPE = re.compile(r"\(\?<!\[\\w\]\)\(\?P<k>\(\?i:(.*)\)\)\(\?P<s>", re.DOTALL)
+
+
+def _alternatives(words: str) -> list[str] | None:
+    """``words`` split at its top-level ``|`` (None if it holds an escaped parenthesis or a class)."""
+    if "\\(" in words or "\\)" in words or "[" in words:
+        return None
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(words):
+        depth += (char == "(") - (char == ")")
+        if char == "|" and depth == 0:
+            parts.append(words[start:i])
+            start = i + 1
+    return [*parts, words[start:]]
+
+
+def _literal_first(words: str, budget: int = 64) -> list[str] | None:
+    """Alternatives matching what ``words`` matches, each starting with a letter: a leading group
+    is distributed (``(?:a|b)x`` -> ``ax|bx``; ``(?:a)?x`` -> ``ax|x``). A pattern whose
+    alternatives all start with a letter is searched by the regex engine from their first letters
+    only (in C), not tried at every position. None when ``words`` has another shape."""
+    alternatives = _alternatives(words)
+    if alternatives is None:
+        return None
+    out: list[str] = []
+    for alt in alternatives:
+        if alt[:1].isalpha():
+            out.append(alt)
+            continue
+        if not alt.startswith("(?:"):
+            return None
+        depth, close = 0, -1
+        for i, char in enumerate(alt):
+            depth += (char == "(") - (char == ")")
+            if depth == 0:
+                close = i
+                break
+        inner, rest = alt[3:close], alt[close + 1:]
+        inner_alts = _alternatives(inner)
+        if inner_alts is None or "(?" in inner and any(a.startswith("(?=") or a.startswith("(?!") for a in inner_alts):
+            return None
+        if rest.startswith("?") and not rest.startswith("??"):
+            expanded = [a + rest[1:] for a in inner_alts] + [rest[1:]]
+        elif rest[:1] in ("*", "+", "{", "?"):
+            return None
+        else:
+            expanded = [a + rest for a in inner_alts]
+        if any(not e for e in expanded):
+            return None
+        more = _literal_first("|".join(expanded), budget - 1) if budget > 0 else None
+        if more is None:
+            return None
+        out.extend(more)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _keyword_finder(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """For a line pattern ``(?<![\\w])(?P<k>(?i:WORDS))(?P<s>...`` whose WORDS hold no capital
+    letter: WORDS as letter-first alternatives (`_literal_first`) matching case-sensitively, which
+    in a lowercased ASCII text finds exactly the places where the pattern's keyword matches the
+    original text (None for other patterns)."""
+    shape = _LINE_SHAPE.match(pattern.pattern)
+    if shape is None or pattern.flags & re.IGNORECASE or shape.group(1) != shape.group(1).lower():
+        return None
+    alternatives = _literal_first(shape.group(1))
+    return None if alternatives is None else re.compile("|".join(alternatives))
+
+
+def _line_matches(text: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)``, the same matches. In an ASCII text (what judges write) the
+    pattern is tried only where its keyword occurs: a plain keyword search over the lowercased text
+    runs in C from the keywords' first letters, where the pattern, which starts with a look-behind
+    and a case-insensitive alternation, is tried at every position (over half of reading a 2-4 KB
+    reply). Lowercasing an ASCII text keeps every index, and an ASCII character matches a
+    lowercase letter ignoring case exactly when its lowercase is that letter."""
+    finder = _keyword_finder(pattern) if text.isascii() else None
+    if finder is None:
+        yield from pattern.finditer(text)
+        return
+    lowered, pos = text.lower(), 0
+    while (hit := finder.search(lowered, pos)) is not None:
+        match = pattern.match(text, hit.start())  # the look-behind sees the text before the start
+        if match is None:
+            pos = hit.start() + 1
+            continue
+        yield match
+        pos = match.end()  # never empty: it holds the keyword
+
+
 def _line_markers(text: str, grammar: Grammar, pattern: re.Pattern[str], tier: str) -> list[Marker]:
     out = []
-    for m in pattern.finditer(text):
+    for m in _line_matches(text, pattern):
         rest = m.group("v")
         clause = cut_clause(rest)
         value = _value(grammar, clause)
