@@ -12,13 +12,19 @@ processes that no longer exist (a killed export), so they do not pile up.
 from __future__ import annotations
 
 import gzip
+import io
+import json
 import os
 import tempfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "remove_stale_temps", "temp_beside",
+from nepotism.errors import InputError
+
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "jsonl_rows", "parse_json_line",
+           "remove_stale_temps", "temp_beside",
            "write_files"]
 
 
@@ -115,3 +121,84 @@ def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
     except (OSError, EOFError, zlib.error):
         return None
     return None
+
+
+# -- reading JSON Lines (no pandas: a run reads its dataset without importing it) -----------
+
+def _open_text(path: Path) -> io.TextIOBase:
+    """The file as UTF-8 text (a leading byte-order mark dropped), gunzipped for ``.gz``."""
+    if path.suffix.lower() == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def base_suffix(path: Path) -> str:
+    """The file's type suffix, lower case, under a ``.gz`` (``x.JSONL.gz`` -> ``.jsonl``)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _unreadable(path: Path, err: BaseException, what: str) -> InputError:
+    """The `InputError` for a file that cannot be decoded: invalid UTF-8 (with its line), or a
+    ``.gz`` that is not (intact) gzip."""
+    if isinstance(err, UnicodeDecodeError):
+        return InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path))
+    if isinstance(err, (gzip.BadGzipFile, EOFError, zlib.error)):
+        return InputError(f"not a valid gzip file ({err or type(err).__name__}); "
+                          "a name ending in .gz needs gzip content", path=str(path))
+    return InputError(f"cannot read the file as {what} ({err})", path=str(path))
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object's dict, refusing a key that appears twice (JSON leaves it undefined; Python
+    would silently keep the last value)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return value
+
+
+def parse_json_line(text: str, path: str, line: int) -> object:
+    """One JSON value from one line of ``path``: `InputError` naming the line for invalid JSON,
+    a key repeated within an object (the key is the field), or nesting too deep to read."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON ({err.msg})", path=path, line=line) from None
+    except _DuplicateKey as err:
+        raise InputError("a key appears twice in one JSON object", path=path, line=line,
+                         field=err.key) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+
+
+def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line, object)`` for each non-blank line of a JSONL file (optionally gzipped); an
+    `InputError` naming the file and line for invalid UTF-8 or JSON, a line that is not an object
+    or a key repeated in one (the field). The readers of tables, importers and a run's dataset
+    share it; it needs no pandas (a run that reads a JSON Lines dataset does not import it)."""
+    rows = []
+    try:
+        with _open_text(path) as handle:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                value = parse_json_line(text, str(path), number)
+                if not isinstance(value, dict):
+                    raise InputError("each line must be a JSON object", path=str(path), line=number)
+                rows.append((number, value))
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
+        raise _unreadable(path, err, "JSON Lines") from None
+    return rows

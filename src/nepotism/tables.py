@@ -64,9 +64,6 @@ This module reads and checks tables; it computes nothing.
 from __future__ import annotations
 
 import csv
-import gzip
-import io
-import json
 import math
 import os
 import zlib
@@ -78,7 +75,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nepotism._files import atomic_write, bad_utf8_line
+from nepotism._files import _open_text, _unreadable, atomic_write, parse_json_line
+from nepotism._files import base_suffix as _base_suffix
+from nepotism._files import jsonl_rows as _jsonl_rows
 from nepotism.errors import InputError, ValidationError
 
 __all__ = [
@@ -217,81 +216,6 @@ def detect_kind(columns: Iterable[str]) -> str | None:
 
 
 # --------------------------------------------------------------------------------------- reading
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    """The file as UTF-8 text (a leading byte-order mark dropped), gunzipped for ``.gz``."""
-    if path.suffix.lower() == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
-
-def _base_suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
-
-
-def _unreadable(path: Path, err: BaseException, what: str) -> InputError:
-    """The `InputError` for a file that cannot be decoded: invalid UTF-8 (with its line), or a
-    ``.gz`` that is not (intact) gzip."""
-    if isinstance(err, UnicodeDecodeError):
-        return InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path))
-    if isinstance(err, (gzip.BadGzipFile, EOFError, zlib.error)):
-        return InputError(f"not a valid gzip file ({err or type(err).__name__}); "
-                          "a name ending in .gz needs gzip content", path=str(path))
-    return InputError(f"cannot read the file as {what} ({err})", path=str(path))
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object's dict, refusing a key that appears twice (JSON leaves it undefined; Python
-    would silently keep the last value)."""
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return value
-
-
-def parse_json_line(text: str, path: str, line: int) -> object:
-    """One JSON value from one line of ``path``: `InputError` naming the line for invalid JSON,
-    a key repeated within an object (the key is the field), or nesting too deep to read."""
-    try:
-        return json.loads(text, object_pairs_hook=_unique_object)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=path, line=line) from None
-    except _DuplicateKey as err:
-        raise InputError("a key appears twice in one JSON object", path=path, line=line,
-                         field=err.key) from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
-
-
-def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line, object)`` for each non-blank line of a JSONL file (optionally gzipped)."""
-    rows = []
-    try:
-        with _open_text(path) as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                value = parse_json_line(text, str(path), number)
-                if not isinstance(value, dict):
-                    raise InputError("each line must be a JSON object", path=str(path), line=number)
-                rows.append((number, value))
-    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
-        raise _unreadable(path, err, "JSON Lines") from None
-    return rows
 
 
 def _refuse_nan(pairs: list[tuple[int, dict[str, Any]]], path: Path) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nepotism._files import base_suffix, jsonl_rows
 from nepotism.errors import InputError
 from nepotism.experiment import Experiment, ModelConfig
 from nepotism.records import Instance, Message, Response, RubricItem
@@ -150,6 +151,16 @@ def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
                     metadata=row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
 
 
+def _dataset_rows(path: Path) -> list[tuple[int, Any]]:
+    """``(line, row)`` of the dataset file: JSON Lines read without pandas (importing it cost a
+    run ≈ 0.5 s before its first call), any other table format through `nepotism.tables.read_rows`."""
+    if base_suffix(path) in (".jsonl", ".ndjson"):
+        return jsonl_rows(path)
+    from nepotism.tables import read_rows
+
+    return read_rows(path)
+
+
 def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[list[Instance], list[Response]]:
     """The experiment's instances (in file order, ``limit`` applied) and recorded responses."""
     ds = experiment.dataset
@@ -163,13 +174,11 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             raise InputError("the store holds no instances", path=str(store.path), field="dataset.from_store")
         return instances, []
     path = experiment.dataset_file()
-    from nepotism.importers._common import read_jsonl
-
     if not path.is_file():
         raise InputError("dataset file not found", path=str(path))
     instances: dict[str, Instance] = {}
     responses: dict[tuple[str, str], Response] = {}
-    for line, row in read_jsonl(path):
+    for line, row in _dataset_rows(path):
         if not isinstance(row, dict):
             raise InputError("each line must be a JSON object", path=str(path), line=line)
         inst = _instance(row, str(path), line)
