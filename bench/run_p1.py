@@ -156,12 +156,20 @@ def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, in
     return secs, summary["generation"]["total"] + summary["judging"]["total"], cpu
 
 
-def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float) -> None:
-    """Per tenth of the calls sent: when it was stored, its calls/s, the RSS then; peak RSS."""
+def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, what: str = "the last round"
+              ) -> None:
+    """Per tenth of the calls sent: when it was stored, its calls/s, the RSS then; peak RSS; when
+    the first call was stored (process start, reading, planning) and how long the process ran
+    after the last one (exports), to the 0.2 s of the sampling."""
     if not samples:
         return
-    print(f"timeline of the last round ({secs:.1f} s wall, peak RSS {max(s[2] for s in samples):.0f} MB; "
+    print(f"timeline of {what} ({secs:.1f} s wall, peak RSS {max(s[2] for s in samples):.0f} MB; "
           f"first sample {samples[0][0]:.1f} s, {samples[0][2]:.0f} MB)")
+    first = next((s[0] for s in samples if s[1] > 0), None)
+    last = next((s[0] for s in samples if s[1] >= samples[-1][1]), None)
+    if first is not None and last is not None:
+        print(f"first call stored by {first:.1f} s, the last by {last:.1f} s; the process ran "
+              f"{secs - last:.1f} s after it")
     print(f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}")
     prev_t, prev_n = None, 0
     for tenth in range(1, 11):
@@ -190,12 +198,15 @@ def main() -> None:
     items = max(1, args.calls // CALLS_PER_ITEM)
     rows = []
     baseline: list[tuple[float, float]] = []
+    base_samples: list[tuple[float, int, float]] = []
+    base_secs, base_n = 0.0, 0
     with standin_process(StandinConfig(latency_s=args.latency)) as url, \
             tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch:
         for r in range(args.rounds):
             if args.baseline_src:
-                base_s, base_sent, base_cpu, _ = _nepotism_run(url, Path(scratch) / f"base{r}", items,
-                                                               args.concurrency // 2, args.baseline_src)
+                base_s, base_sent, base_cpu, base_samples = _nepotism_run(url, Path(scratch) / f"base{r}", items,
+                                                                          args.concurrency // 2, args.baseline_src)
+                base_secs, base_n = base_s, base_sent
                 baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3))
             server0 = _server_cpu(url)
             run_s, sent, run_cpu, samples = _nepotism_run(url, Path(scratch) / f"round{r}", items,
@@ -236,6 +247,8 @@ def main() -> None:
     ratios = sorted(r[0] / r[1] for r in rows)
     fast = sorted(r[0] / r[7] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f} (to the bare client on our loop: {fast[len(fast) // 2]:.2f})")
+    if base_samples:
+        _timeline(base_samples, base_n, base_secs, f"the last round from {args.baseline_src}")
     _timeline(samples, rows[-1][4], run_s)
     if args.rerun:
         for label, (secs, planned, cpu) in (("", rerun), (" without the judge-plan memo", rerun_plain)):

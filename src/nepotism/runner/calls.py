@@ -50,7 +50,7 @@ import random
 import socket
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -355,9 +355,13 @@ class CallExecutor:
         self._producing = False
         self._want = asyncio.Event()
         self._wake = asyncio.Event()
+        self._failed = asyncio.Event()  # set by `_fail`
         #: send nothing: calls stored as failed are delivered as those failures, and a call not
         #: stored at all is an error (a run finished from batch results, `nepotism.runner.batch`)
         self.offline = offline
+        #: freeze the collector while calls are in flight (`_freeze_gc`); off when the caller
+        #: does it for several executors at once (`Runner.generate_and_judge`)
+        self.manage_gc = True
 
     def lookup(self, calls: Iterable[PlannedCall]) -> dict[str, CachedCall]:
         """The stored calls among ``calls`` (ok and failed), by key, in one batched query."""
@@ -374,11 +378,15 @@ class CallExecutor:
         await self.run_windows([calls], on_result)
 
     async def run_windows(
-        self, windows: Iterable[Sequence[PlannedCall]], on_result: Callable[[CallResult], None],
-        *, refill_below: int = 2048,
+        self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]],
+        on_result: Callable[[CallResult], None], *, refill_below: int = 2048,
     ) -> None:
         """`run` over calls that come a window at a time (``windows`` may be a generator that
         renders each window when asked for it), so the calls never all exist at once.
+        ``windows`` may also be an asynchronous iterable whose windows come as they become
+        ready (judging while the responses it needs are still generated,
+        `Runner.generate_and_judge`): the calls already queued go on meanwhile, and a failure
+        of theirs stops the run without waiting for the next window.
 
         Each window is looked up in the cache in one batched read, its cached calls delivered at
         once and the others queued; the next window is taken as soon as fewer than
@@ -393,6 +401,7 @@ class CallExecutor:
         self._refill_below = refill_below
         self._producing = True
         self._want = asyncio.Event()  # set when the queues run low (or the run fails)
+        self._failed = asyncio.Event()  # set when the run fails (`_fail`)
         self._wake = asyncio.Event()  # replaced after each refill: idle workers wait on it
         self._workers = workers = []
         per_model: dict[str, int] = {}
@@ -400,8 +409,9 @@ class CallExecutor:
         own_writer = self.writer is None
         renewer: asyncio.Task[None] | None = None
         frozen = None
+        each = self._each(windows)
         try:
-            for window in windows:
+            async for window in each:
                 pending = self._take_window(window, on_result)
                 if not pending:
                     continue
@@ -411,7 +421,7 @@ class CallExecutor:
                 if writer is None:  # the first call to send: start the sending machinery
                     self._writing = writer = StoreWriter(self.store) if own_writer else self.writer
                     renewer = asyncio.create_task(self._renew_claims())
-                    frozen = _freeze_gc()
+                    frozen = _freeze_gc() if self.manage_gc else None
                 for key, group in pending.items():
                     self._live[key] = group
                     self._queues.setdefault(group[0].model, deque()).append(group)
@@ -452,6 +462,7 @@ class CallExecutor:
             if self._error is not None:
                 raise self._error
         finally:
+            await each.aclose()  # (a window source left unfinished by an error is closed)
             self._producing = False
             self._delivering = False  # from here on calls are still committed, never used
             _thaw_gc(frozen)
@@ -472,6 +483,42 @@ class CallExecutor:
         if self.store.low_space:
             raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
                                   "(none lost); free space and run again to resume", path=str(self.store.path))
+
+    async def _each(self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]]
+                    ) -> AsyncIterator[Sequence[PlannedCall]]:
+        """The windows of `run_windows`, one at a time. An asynchronous iterable's next window
+        is awaited together with the run's failure (`_fail`): a worker that raises while the
+        windows are still to come stops the run at once."""
+        if not isinstance(windows, AsyncIterable):
+            for window in windows:
+                yield window
+            return
+        source = aiter(windows)
+        try:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                upcoming = asyncio.ensure_future(anext(source))
+                failure = asyncio.ensure_future(self._failed.wait())
+                try:
+                    await asyncio.wait((upcoming, failure), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    failure.cancel()
+                    if not upcoming.done():
+                        upcoming.cancel()
+                        await asyncio.gather(upcoming, return_exceptions=True)
+                if upcoming.cancelled():
+                    assert self._error is not None
+                    raise self._error
+                try:
+                    window = upcoming.result()
+                except StopAsyncIteration:
+                    return
+                yield window
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
 
     def _take_window(self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]
                      ) -> dict[str, list[PlannedCall]]:
@@ -598,6 +645,7 @@ class CallExecutor:
             self._error = error
         self._delivering = False
         self._want.set()
+        self._failed.set()
         for worker in self._workers:
             worker.cancel()
 

@@ -9,6 +9,10 @@ call is committed. Judgments are written in batches with the key of
 the call they were read from, on the store writer thread that commits the calls (after them), and
 the phase returns once every batch is committed; a call that failed after its retries becomes a ``failed`` judgment
 (the interpret function must say so: anything else is refused), never a verdict.
+`Runner.generate_and_judge` runs the two phases at once: an instance's judge tasks are planned and
+sent as soon as all its responses are made and stored, so the slots do not drain between the
+phases (a run of ``nepotism run`` goes this way; the phases one after the other remain for callers
+that need every response first).
 
 The judging functions are parameters (``render(task, *, model) -> Request`` and
 ``interpret(task, completion) -> [Judgment, ...]``), so this module knows no protocol. A task is any
@@ -18,7 +22,8 @@ the task list (see `nepotism.runner.experiment_run`) and metrics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +34,10 @@ from nepotism.runner.calls import (
     CallResult,
     Endpoint,
     PlannedCall,
+    _freeze_gc,
     _pause_gc,
     _resume_gc,
+    _thaw_gc,
     plan_call,
 )
 from nepotism.runner.plan_memo import plan_memo
@@ -97,6 +104,31 @@ class JudgingOutcome:
         return f"JudgingOutcome({len(self.judgments)} judgments, {len(self.call_keys)} newly written)"
 
 
+class _Ready:
+    """Instances handed from generation to judging (`Runner.generate_and_judge`): chunks of
+    (instances, their candidate responses) in the order they were put, then the end, or an
+    error; and the store writer both phases share."""
+
+    def __init__(self, writer: StoreWriter) -> None:
+        self.writer = writer
+        self._queue: asyncio.Queue[tuple[list[Instance], list[Response]] | BaseException | None] = asyncio.Queue()
+
+    def put(self, instances: list[Instance], candidates: list[Response]) -> None:
+        self._queue.put_nowait((instances, candidates))
+
+    def end(self) -> None:
+        self._queue.put_nowait(None)
+
+    def fail(self, error: BaseException) -> None:
+        self._queue.put_nowait(error)
+
+    async def chunks(self) -> AsyncIterator[tuple[list[Instance], list[Response]]]:
+        while (item := await self._queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
 class Runner:
     """Runs generation and judging calls for one store, one set of endpoints and one run id."""
 
@@ -113,6 +145,7 @@ class Runner:
         offline: bool = False,
         judge_window: int = 1024,
         judge_memo: bool = True,
+        ready_chunk: int = 128,
     ) -> None:
         self.store = store
         self.endpoints = dict(endpoints)
@@ -127,12 +160,19 @@ class Runner:
         self.judge_window = judge_window
         #: count fully stored windows through the judge-plan memo (`judge`, `nepotism.runner.plan_memo`)
         self.judge_memo = judge_memo
+        #: instances handed from generation to judging at a time (`generate_and_judge`)
+        self.ready_chunk = ready_chunk
 
-    def _executor(self, stats: RunStats, writer: StoreWriter | None = None) -> CallExecutor:
+    def _executor(self, stats: RunStats, writer: StoreWriter | None = None, *, shared: bool = False
+                  ) -> CallExecutor:
+        """An executor for one phase; ``shared``: it runs beside the other phase on ``writer``
+        (`generate_and_judge`, which freezes the collector for both)."""
         if self.view is not None:
             self.view.track(stats)
-        return CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
-                            offline=self.offline, writer=writer)
+        executor = CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
+                                offline=self.offline, writer=writer)
+        executor.manage_gc = not shared
+        return executor
 
     # -- generation ---------------------------------------------------------------------------
     def plan_generation(
@@ -152,12 +192,19 @@ class Runner:
 
     async def generate(
         self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
-        have: Iterable[Response] = (),
+        have: Iterable[Response] = (), *, ready: _Ready | None = None,
     ) -> GenerationOutcome:
         """Make (or replay from the cache) the missing responses and add them to the store.
 
         A call that failed, or answered with empty text, gives no response; it is listed in
         ``failures`` with its reason, and tasks that need it cannot be judged.
+
+        With ``ready`` (`generate_and_judge`), the instances are handed on as they become
+        ready: an instance is ready once every generation call it needs has been delivered (ok
+        or failed); `ready_chunk` ready instances at a time (the rest with the last call) have
+        their new responses written on ``ready``'s store writer and are then passed with their
+        candidates (``have`` and the new responses) to ``ready.put``, in that order, so a
+        response is stored before any judge call that shows it; ``ready.end`` follows the last.
         """
         have = list(have)
         planned = self.plan_generation(instances, generators, have)
@@ -165,22 +212,140 @@ class Runner:
         by_key = {call.key: (instance, spec) for call, instance, spec in planned}
         made: list[Response] = []
         failures: list[tuple[str, str, str]] = []
+        hand_on = None if ready is None else self._hand_on(instances, planned, have, ready)
 
         def take(result: CallResult) -> None:
             instance, spec = by_key[result.call.key]
             completion = result.completion
+            response = None
             if not completion.ok:
                 failures.append((instance.id, spec.model, completion.error or "failed"))
             elif not (completion.text or "").strip():
                 failures.append((instance.id, spec.model, "empty_text"))
             else:
-                made.append(Response(instance.id, spec.model, completion.text,
-                                     metadata={"call_key": result.call.key}))
+                response = Response(instance.id, spec.model, completion.text, metadata={"call_key": result.call.key})
+                made.append(response)
+            if hand_on is not None:
+                hand_on(instance, spec.model, response)
 
-        await self._executor(stats).run([call for call, _, _ in planned], take)
-        if made:
+        executor = self._executor(stats, None if ready is None else ready.writer, shared=ready is not None)
+        await executor.run([call for call, _, _ in planned], take)
+        if made and ready is None:
             self.store.add_responses(made)
         return GenerationOutcome(responses=have + made, failures=failures, stats=stats)
+
+    def _hand_on(self, instances: Sequence[Instance], planned: Sequence[tuple[PlannedCall, Instance, Any]],
+                 have: Sequence[Response], ready: _Ready) -> Callable[[Instance, str, Response | None], None]:
+        """`generate`'s bookkeeping of ready instances (see there): returns the function that
+        takes each delivered generation call's instance, generator and response (None: failed)."""
+        left: dict[str, set[str]] = {}  # the generators each instance still waits for
+        for _, instance, spec in planned:
+            left.setdefault(instance.id, set()).add(spec.model)
+        candidates: dict[str, list[Response]] = {}
+        for r in have:
+            candidates.setdefault(r.instance_id, []).append(r)
+        waiting = [i for i in instances if i.id not in left]  # nothing to generate: ready now
+        handed: set[str] = set()
+        new: list[Response] = []
+        delivered = 0
+        store, writer = self.store, ready.writer
+
+        def cut(last: bool) -> None:
+            """Write the new responses of the ready instances, then pass them on."""
+            if last:  # with the last call every instance is ready (also one whose count a shared key upset)
+                waiting.extend(i for i in instances if i.id in left)
+            chunk = []
+            for i in waiting:
+                if i.id not in handed:
+                    handed.add(i.id)
+                    chunk.append(i)
+            waiting.clear()
+            rows = list(new)
+            new.clear()
+            given = [r for i in chunk for r in candidates.pop(i.id, ())]
+
+            def written(error: BaseException | None) -> None:
+                if error is not None:
+                    ready.fail(error)
+                    return
+                if chunk:
+                    ready.put(chunk, given)
+                if last:
+                    ready.end()
+
+            writer.submit((lambda: store.add_responses(rows)) if rows else (lambda: None), written)
+
+        def take(instance: Instance, generator: str, response: Response | None) -> None:
+            nonlocal delivered
+            delivered += 1
+            if response is not None:
+                new.append(response)
+                candidates.setdefault(instance.id, []).append(response)
+            wanted = left[instance.id]
+            if wanted:
+                wanted.discard(generator)
+                if not wanted:
+                    waiting.append(instance)
+            if delivered == len(planned):
+                cut(True)
+            elif len(waiting) >= self.ready_chunk:
+                cut(False)
+
+        while len(waiting) > self.ready_chunk:  # the instances answered already, a chunk at a time
+            rest = waiting[self.ready_chunk:]
+            del waiting[self.ready_chunk:]
+            cut(False)
+            waiting.extend(rest)
+        if not planned:
+            cut(True)
+        elif waiting:
+            cut(False)
+        return take
+
+    # -- both at once -------------------------------------------------------------------------
+    async def generate_and_judge(
+        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec], have: Iterable[Response],
+        plan: Callable[[list[Instance], list[Response]], Sequence[Any]], render: RenderFn,
+        interpret: InterpretFn, *, keep: bool = True, identify: Callable[[Any], Sequence[str]] | None = None,
+    ) -> tuple[GenerationOutcome, JudgingOutcome]:
+        """`generate`, and `judge` the tasks ``plan(instances, candidates)`` of each chunk of
+        instances as soon as all its responses are made (and stored), while the others are still
+        generated: the endpoints' slots stay busy from the first generation call to the last judge
+        call, instead of draining at the end of generation and waiting for the whole judge plan.
+
+        Both phases send through the same endpoints (each endpoint's ``concurrency`` bounds the
+        calls of both together) and write on one store writer thread, in order: a chunk's
+        responses are committed before its tasks are planned, and each call before it is used.
+        The calls, their cache keys and the judgments are those of `generate` then `judge` on
+        the whole plan (``plan`` must give, over the chunks, the tasks it gives for all the
+        instances at once: the planners are per instance); only the order in which the tasks
+        are judged differs. The outcomes are those of the two phases (``judgments``, with
+        ``keep``, in the order judged). An error in either phase stops both.
+        """
+        writer = StoreWriter(self.store)
+        ready = _Ready(writer)
+        frozen = _freeze_gc()  # for both phases (their executors leave the collector alone)
+
+        async def tasks() -> AsyncIterator[Sequence[Any]]:
+            async for chunk, candidates in ready.chunks():
+                yield plan(chunk, candidates)
+
+        def generated_or_failed(done: asyncio.Future[GenerationOutcome]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                ready.fail(done.exception())  # type: ignore[arg-type]
+
+        generation = asyncio.ensure_future(self.generate(instances, generators, have, ready=ready))
+        generation.add_done_callback(generated_or_failed)
+        try:
+            judged = await self.judge(tasks(), render, interpret, keep=keep, identify=identify, writer=writer)
+            made = await generation
+        finally:
+            if not generation.done():
+                generation.cancel()
+            await asyncio.gather(generation, return_exceptions=True)
+            writer.close()  # (blocks until the queued writes are done)
+            _thaw_gc(frozen)
+        return made, judged
 
     # -- judging -----------------------------------------------------------------------------
     def plan_judging(self, tasks: Sequence[Any], render: RenderFn) -> list[PlannedCall]:
@@ -196,9 +361,9 @@ class Runner:
             _resume_gc(paused)
 
     async def judge(
-        self, tasks: Sequence[Any], render: RenderFn, interpret: InterpretFn,
+        self, tasks: Sequence[Any] | AsyncIterable[Sequence[Any]], render: RenderFn, interpret: InterpretFn,
         planned: Sequence[PlannedCall] | None = None, *, keep: bool = True,
-        identify: Callable[[Any], Sequence[str]] | None = None,
+        identify: Callable[[Any], Sequence[str]] | None = None, writer: StoreWriter | None = None,
     ) -> JudgingOutcome:
         """Judge every task; store and return the judgments (in task order).
 
@@ -229,8 +394,17 @@ class Runner:
         rendered (not the whole plan), the next window is rendered while the queues still hold calls, and a rendered
         request is dropped once its call is delivered, so memory does not grow with the number
         of tasks (``planned``, when given, is used as is).
+
+        ``tasks`` may also come as an asynchronous iterable of task lists, each judged as it
+        comes (`generate_and_judge`: the tasks of instances whose responses are all made, while
+        the others are still generated); the phase's ``total`` then grows with them, and
+        ``judgments`` (with ``keep``) are in the order they came. ``writer``: a store writer to
+        share (the caller closes it); else the phase has its own.
         """
-        total = len(tasks)
+        streamed = isinstance(tasks, AsyncIterable)
+        if streamed and planned is not None:
+            raise ValueError("planned calls need the task list, not a stream of tasks")
+        total = 0 if streamed else len(tasks)  # type: ignore[arg-type]
         stats = RunStats(phase="judge", total=total)
         plan = self.store.open_plan()
         planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
@@ -241,7 +415,7 @@ class Runner:
             if planned_ids and (last or len(planned_ids) >= self.judgment_batch):
                 self.store.add_plan_ids(plan, planned_ids)
                 planned_ids.clear()
-        live: dict[int, int] = {}  # id(call) -> its task's index, for calls not yet delivered
+        live: dict[int, tuple[int, Any]] = {}  # id(call) -> its task and index, for calls not yet delivered
         per_task: list[list[Judgment] | None] = [None] * total if keep else []
         call_keys: dict[str, str] = {}
         counts: dict[str, int] = {}
@@ -252,7 +426,8 @@ class Runner:
         replayed: list[tuple[str, Judgment, str]] = []
         # judgments are written on the thread that commits the calls, after them (their rows
         # name the calls)
-        writer = StoreWriter(self.store)
+        own_writer = writer is None
+        writer = StoreWriter(self.store) if writer is None else writer
         failures: list[BaseException] = []
         window = max(1, self.judge_window)
 
@@ -290,8 +465,8 @@ class Runner:
                 flush()
 
         def take(result: CallResult) -> None:
-            index = live.pop(id(result.call))
-            made = list(interpret(tasks[index], result.completion))
+            index, task = live.pop(id(result.call))
+            made = list(interpret(task, result.completion))
             if not result.completion.ok and any(j.status != "failed" for j in made):
                 raise RuntimeError(
                     f"interpret read a verdict from a failed call ({result.completion.error}); "
@@ -317,20 +492,38 @@ class Runner:
 
         memo = plan_memo(self, render, identify, keep=keep, planned=planned)
 
+        def window_calls(chunk: Sequence[Any], start: int) -> Sequence[PlannedCall]:
+            """The calls of the window of tasks ``chunk`` (from task ``start`` on), rendered; none
+            when the judge-plan memo counted the window (`memo_counted`)."""
+            digest = memo.digest(chunk) if memo is not None else None
+            if digest is not None and memo_counted(digest, len(chunk)):
+                return []
+            calls = planned[start:start + len(chunk)] if planned is not None else self.plan_judging(chunk, render)
+            if shortcut:
+                return stored_already(chunk, calls, start, digest)
+            for i, task, call in zip(range(start, start + len(chunk)), chunk, calls, strict=True):
+                live[id(call)] = (i, task)
+            return calls
+
         def windows() -> Iterator[Sequence[PlannedCall]]:
+            assert not streamed
             for start in range(0, total, window):
-                chunk = tasks[start:start + window]
-                digest = memo.digest(chunk) if memo is not None else None
-                if digest is not None and memo_counted(digest, len(chunk)):
-                    continue
-                calls = planned[start:start + window] if planned is not None else self.plan_judging(chunk, render)
-                if shortcut:
-                    calls = stored_already(chunk, calls, start, digest)
-                else:
-                    for i, call in enumerate(calls, start):
-                        live[id(call)] = i
-                yield calls
+                yield window_calls(tasks[start:start + window], start)  # type: ignore[index]
                 check_replayed()  # (the window's cached calls are delivered by now)
+
+        async def streamed_windows() -> AsyncIterator[Sequence[PlannedCall]]:
+            start = 0
+            async for part in tasks:  # type: ignore[union-attr]
+                part = list(part)
+                stats.total += len(part)
+                if keep:
+                    per_task.extend([None] * len(part))
+                for first in range(0, len(part), window):
+                    chunk = part[first:first + window]
+                    yield window_calls(chunk, start)
+                    start += len(chunk)
+                    check_replayed()
+                stats.refresh()
 
         def memo_counted(digest: str, n: int) -> bool:
             """Count a window from its memo row when everything it names is stored (the judge-plan
@@ -371,7 +564,7 @@ class Runner:
                     for status in found:
                         counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
                 else:
-                    live[id(call)] = i
+                    live[id(call)] = (i, task)
                     rest.append(call)
             stats.cached += hits
             stats.done += hits
@@ -382,7 +575,8 @@ class Runner:
             return rest
 
         try:
-            await self._executor(stats, writer).run_windows(windows(), take, refill_below=2 * window)
+            await self._executor(stats, writer, shared=not own_writer).run_windows(
+                streamed_windows() if streamed else windows(), take, refill_below=2 * window)
             check_replayed()
             in_plan((), last=True)
             flush()
@@ -391,7 +585,8 @@ class Runner:
                 raise failures[0]
         finally:
             flush()  # what was read before an error or a cancellation is kept too
-            writer.close()  # (blocks until the queued writes are done)
+            if own_writer:
+                writer.close()  # (blocks until the queued writes are done)
         done = [j for made in per_task if made for j in made]
         return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())),
                               plan=plan, memo_hits=memo.hits if memo is not None else 0)

@@ -2,8 +2,9 @@
 
 `run_experiment` does a whole run against a store: it loads the dataset (adding its instances
 and any recorded responses to the store), records a run, generates the responses the listed
-generators still lack, plans every judge task (each protocol under each condition), judges them
-through the cache, grades every response when the experiment has a ``[grading]`` table (its truth
+generators still lack and, while it does, plans the judge tasks (each protocol under each
+condition) of each instance whose responses are all made and judges them through the cache
+(`Runner.generate_and_judge`), grades every response when the experiment has a ``[grading]`` table (its truth
 is checked before any call; see `nepotism.runner.grade_step`), ends the run (``done``, or
 ``interrupted`` when cancelled, ``failed`` on an error) and exports the judgments in the recorded
 table formats, next to the graded references and the jury's rubric reference (``[reference]``,
@@ -14,7 +15,7 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -332,15 +333,23 @@ async def run_experiment(
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
                             source=f"run:{experiment.name}", offline=offline)
             have = _candidates(store, experiment, instances, recorded)
-            generated = await runner.generate(instances, _generators(experiment), have=have)
+            kinds: set[str] = set()  # the exported tables, from the tasks planned
+
+            def plan(chunk: list[Instance], responses: list[Response]) -> list[Any]:
+                tasks = plan_tasks(experiment, chunk, _unique(responses), judging)
+                kinds.update(_table_kind(t) for t in tasks)
+                return tasks
+
+            # each instance is judged once its responses are made, while the others are generated
+            generated, judged = await runner.generate_and_judge(
+                instances, _generators(experiment), have, plan, judging.render, judging.interpret_all,
+                keep=False, identify=getattr(judging, "judgment_ids", None))
             candidates = _unique(generated.responses)
-            tasks = plan_tasks(experiment, instances, candidates, judging)
-            judged = await runner.judge(tasks, judging.render, judging.interpret_all, keep=False,
-                                        identify=getattr(judging, "judgment_ids", None))
             scored = None
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity
 
+                tasks = plan_tasks(experiment, instances, candidates, judging)  # the whole plan, in order
                 scored = await score_perplexity(runner, experiment, instances, candidates, tasks)
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
             counts = judged.counts  # (the judgments are in the store, not kept in memory)
@@ -351,7 +360,7 @@ async def run_experiment(
                                      for i, g, e in generated.failures],
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
-            tables = export_judgments(experiment, store, tasks, plan=judged.plan)
+            tables = export_judgments(experiment, store, (), plan=judged.plan, kinds=kinds)
             store.drop_plan(judged.plan)
             if scored is not None:
                 from nepotism.runner.perplexity import export_perplexity
@@ -386,10 +395,17 @@ def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, di
     return out
 
 
-def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None
-                     ) -> dict[str, str]:
+def _table_kind(task: Any) -> str:
+    """The exported table a task's judgments go to: recognition questions of both shapes share a
+    stored protocol but are two table kinds."""
+    return task.protocol if task.protocol.startswith("recognition") else task.judgment_protocol
+
+
+def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None,
+                     *, kinds: Iterable[str] = ()) -> dict[str, str]:
     """Write each judged protocol's judgments to ``output.dir``: those read from the calls of
-    ``plan`` (`JudgingOutcome.plan`, the run's own), else every one of the store's.
+    ``plan`` (`JudgingOutcome.plan`, the run's own), else every one of the store's. The tables
+    are those of ``tasks``' protocols and ``kinds`` (`_table_kind`).
 
     A store that has run an earlier version of the experiment (a judge option edited since) holds
     that version's judgments too; with ``plan`` they stay out of this run's tables."""
@@ -401,9 +417,7 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any],
     except OSError as err:
         raise InputError(f"cannot create the output folder ({err.strerror or err})", path=str(out_dir)) from None
     written = {}
-    # recognition questions of both shapes share a stored protocol but are two table kinds
-    kinds = {t.protocol if t.protocol.startswith("recognition") else t.judgment_protocol for t in tasks}
-    for protocol in sorted(kinds):
+    for protocol in sorted({_table_kind(t) for t in tasks} | set(kinds)):
         target = out_dir / f"{protocol}.{experiment.output_format}"
         try:
             store.export("judgments", target, fmt=experiment.output_format, protocol=protocol, plan=plan)
