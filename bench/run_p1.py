@@ -15,7 +15,8 @@ While the run goes on, the child's resident memory (``/proc/PID/status``) and th
 stored so far (``MAX(rowid)`` of the store's calls table, read-only) are sampled every 0.2 s; after
 the round table, the last round's timeline is printed per 10% of the calls sent: the time each
 tenth was stored, the calls/s within it and the resident memory then (flat calls/s and flat
-memory are what a large run needs). ``--no-bare`` skips the bare client (a memory run at 200k).
+memory are what a large run needs), with ``--baseline-src`` the baseline's too, and when the
+first call was stored and how long the process ran after the last one (the fixed costs). ``--no-bare`` skips the bare client (a memory run at 200k).
 ``--rerun`` then times ``nepotism run`` again on the last round's store: every call cached (the
 end-to-end cached rerun, process start and exports included), counted from the judge-plan memo
 the run wrote, then once more with the memo's rows deleted first (the normal path). ``--baseline-src DIR`` also times, in each round, ``nepotism run`` importing the package from
@@ -52,6 +53,13 @@ orjson; each round also times the bare client on uvloop ("ours": the limit on th
 906 / 961 calls/s, 0.659 / 0.657 ms CPU per call (before: 1,031 / 839, 0.646 / 0.728); bare
 1,488 / 1,804 calls/s on asyncio, 1,674 / 1,848 on uvloop: ratios 0.61 / 0.53 (0.54 / 0.52 to the
 bare client on uvloop) -- no change the load lets a side by side resolve.
+
+Third session, judging while generating (docs/scale.md "Judging while generating"), ``--calls
+58000 --rounds 1 --baseline-src`` main c1b0810 at load 6-8: 637 -> 716 calls/s (1.12x; 0.44 ->
+0.49 of the bare client at that load), peak RSS 220 -> 143 MB, calls/s per tenth 1111 980 610 452
+555 ... (main: the dip at the switch) against 812 858 886 816 871 625 ... (no dip); first call
+stored by 2.2 -> 1.6 s, the process ran 2.1 -> 1.6 s after the last one (no pandas or pyarrow
+imported by a run with a JSON Lines dataset and CSV exports).
 """
 
 from __future__ import annotations
