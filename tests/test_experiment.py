@@ -144,3 +144,19 @@ def test_dataset_file_is_the_path_or_a_bundled_file_or_none(tmp_path):
     assert err.value.field == "dataset.bundled"
     store = load_experiment(_write(tmp_path, BASE.replace('path = "items.jsonl"', "from_store = true")))
     assert store.dataset_file() is None
+
+
+def test_two_protocol_entries_whose_judgments_would_share_ids_are_refused(tmp_path):
+    """Judgment ids name the protocol, template, prompt-changing options, condition and replicate —
+    not temperature: two entries differing only there would overwrite each other's judgments."""
+    twice = BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { temperature = 0.7 }\n'
+    with pytest.raises(InputError, match=r"protocols\[0\] and \[1\].*differ in temperature.*conditions") as err:
+        load_experiment(_write(tmp_path, twice))
+    assert err.value.field == "judging.protocols[1].options"
+    # entries whose judgments are told apart by their ids are fine: another template (cot), or the
+    # variant as a condition, or the same request twice
+    for body in (BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { reasoning = "cot" }\n',
+                 BASE.replace("[judging]", '[judging]\nconditions = ["default", '
+                              '{ name = "warm", options = { temperature = 0.7 } }]'),
+                 BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { temperature = 0.0 }\n'):
+        load_experiment(_write(tmp_path, body))

@@ -18,7 +18,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    the planner's arguments (pairs, both_orders, generators, all_rubrics,
                    pairwise, target), replicates, options = {judging options; template =
                    "file.toml" names a user judge template, checked when the file is read:
-                   docs/judge-templates.md} (conditions' options may name one too)
+                   docs/judge-templates.md} (conditions' options may name one too). Two entries
+                   of one protocol that differ only in options a judgment's id does not name
+                   (temperature, max_tokens) are refused: make such variants conditions
     [grading]      task = "math" | "mc" | "code" | "ifeval" (every instance), or tasks = {category =
                    task} (instances of other categories are not graded); timeout = 10 (code, seconds
                    per program). Truth comes from each instance: math/mc ``reference_answer``;
@@ -659,6 +661,7 @@ def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[Cond
                    where: str) -> None:
     from nepotism.judging import normalise_options
 
+    seen: dict[tuple[str, str, str], tuple[int, dict[str, Any]]] = {}
     for i, proto in enumerate(protocols):
         for cond in conditions:
             options = dict(proto.options) | dict(cond.options)
@@ -675,6 +678,36 @@ def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[Cond
                 from nepotism.judging.templates import check_user_template, template_slot
 
                 check_user_template(normalised["template"], template_slot(task_protocol(proto), normalised))
+            _check_distinct_ids(seen, i, proto, cond, normalised, where)
+
+
+def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, Any]]], i: int, proto: ProtocolConfig,
+                        cond: ConditionConfig, normalised: dict[str, Any], where: str) -> None:
+    """Refuse a second ``[[judging.protocols]]`` entry whose judgments would take the ids of an
+    earlier one's while asking something else: a judgment's id names the protocol, the template
+    and the options that change the prompt or how the answer is read (`judging.task_template_id`),
+    the condition and the replicate — not, e.g., ``temperature`` or ``max_tokens``. Two such entries
+    would store one judgment per id, the last call's, and lose the other silently; variants of one
+    protocol are conditions (each condition's judgments are its own)."""
+    from types import SimpleNamespace
+
+    from nepotism.judging import task_template_id
+
+    # the template id depends on a task's protocol and options only
+    template = task_template_id(SimpleNamespace(protocol=task_protocol(proto), options=normalised))  # type: ignore[arg-type]
+    key = (task_protocol(proto), template, cond.name)
+    if key not in seen:
+        seen[key] = (i, normalised)
+        return
+    first, earlier = seen[key]
+    differ = sorted(k for k in set(earlier) | set(normalised) if earlier.get(k) != normalised.get(k))
+    if differ:
+        raise InputError(
+            f"judging.protocols[{first}] and [{i}] plan the same {task_protocol(proto)!r} judgments (same template "
+            f"{template!r}, condition {cond.name!r}) but differ in {', '.join(differ)}: their judgments would share "
+            f"ids and one would overwrite the other. Make the variants conditions instead, e.g. "
+            f"conditions = [\"default\", {{ name = \"variant\", options = {{ {differ[0]} = ... }} }}]",
+            path=where, field=f"judging.protocols[{i}].options")
 
 
 def read_toml(path: str | Path) -> dict:
