@@ -1,4 +1,4 @@
-"""`markers._line_matches`: the matches of ``pattern.finditer``, found from the keywords only.
+"""`markers._line_matches` and `markers._block_quotes`: the matches of ``finditer``, found faster.
 
 Every grammar's statement and hint patterns are compared with ``finditer`` on generated replies
 built from their keywords in any case, separators and noise, ASCII and not (span and groups of
@@ -88,3 +88,10 @@ def test_a_pattern_of_another_shape_is_searched_as_before():
 @pytest.mark.parametrize(("name", "pattern"), PATTERNS, ids=[n for n, _ in PATTERNS])
 def test_line_matches_on_chosen_replies(text, name, pattern):
     assert _matches(markers._line_matches(text, pattern)) == _matches(pattern.finditer(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([">", " ", "\t", "\n", "\r", "x", "[[A>B]]", "> quote", "  >", "\r\n", "é", ""])
+                | st.text(max_size=3), max_size=40).map("".join))
+def test_block_quotes_are_the_patterns_matches(text):
+    assert markers._block_quotes(text) == [m.span() for m in markers._BLOCKQUOTE.finditer(text)]

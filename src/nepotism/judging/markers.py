@@ -389,9 +389,25 @@ def _spans_masked(text: str) -> list[tuple[int, int]]:
     spans = [(m.start(), m.end()) for m in _FENCE.finditer(text)
              if m.group(1).lower() not in ("", "json", "json5", "jsonc")] if "```" in text else []
     if ">" in text:
-        spans += [(m.start(), m.end()) for m in _BLOCKQUOTE.finditer(text)]
+        spans += _block_quotes(text)
     if "<<<" in text:
         spans += [(m.start(), m.end()) for m in _ANGLE_BLOCK.finditer(text)]
+    return spans
+
+
+def _block_quotes(text: str) -> list[tuple[int, int]]:
+    """The spans ``_BLOCKQUOTE.finditer(text)`` gives (lines whose first non-blank character is
+    ``>``, line break excluded), found from the ``>`` characters rather than by trying the pattern
+    at every position (a verdict such as ``[[A>B]]`` puts one in most replies)."""
+    spans = []
+    gt = text.find(">")
+    while gt >= 0:
+        start = text.rfind("\n", 0, gt) + 1
+        end = text.find("\n", gt)
+        end = len(text) if end < 0 else end
+        if not text[start:gt].strip(" \t"):
+            spans.append((start, end))
+        gt = text.find(">", end)
     return spans
 
 
