@@ -156,6 +156,9 @@ def test_recognition_exports_as_the_two_table_kinds_metrics_reads(store, tmp_pat
         Judgment("q", "j", "recognition", ("a", "b"), "parsed", verdict="B"),
     ])
     single, pair = tmp_path / "recognition.csv", tmp_path / "recognition-pairwise.csv"
+    # without --protocol, the two kinds are a choice to make (it was the one-answer kind, silently)
+    with pytest.raises(InputError, match=r"several protocols \['recognition', 'recognition-pairwise'\]"):
+        store.export("judgments", single, fmt="csv")
     assert store.export("judgments", single, fmt="csv", protocol="recognition") == 2
     assert store.export("judgments", pair, fmt="csv", protocol="recognition-pairwise") == 1
     table = read_table(single)

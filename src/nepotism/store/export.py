@@ -100,13 +100,18 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     _atomic_write(out, write)
 
 
+def _stored_as(protocol: str) -> tuple[str, int | None]:
+    """(stored protocol, number of candidates or None for any) of an exported table kind: both
+    recognition questions are stored under protocol "recognition" — one candidate ("did you write
+    this?") or two ("which did you write?") — and exported as two kinds."""
+    return {"recognition": ("recognition", 1),
+            "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
+
+
 def _judgment_query(conn: sqlite3.Connection, protocol: str, select: str, *, judge: str | None = None,
                     plan: str | None = None) -> sqlite3.Cursor:
     """The stored judgments of an exported ``protocol`` (in export order), ``select`` columns."""
-    # both recognition questions are stored under protocol "recognition": one candidate ("did you
-    # write this?") or two ("which did you write?"), exported as two table kinds
-    stored, width = {"recognition": ("recognition", 1),
-                     "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
+    stored, width = _stored_as(protocol)
     return conn.execute(
         f"SELECT {select} "
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
@@ -195,7 +200,10 @@ def _output_tokens(usage: str | None) -> int | None:
 
 
 def _pick_protocol(conn: sqlite3.Connection, protocol: str | None) -> str:
-    present = [p for (p,) in conn.execute("SELECT DISTINCT protocol FROM judgments ORDER BY protocol")]
+    # the exported kinds present (the two recognition questions are two kinds: `_stored_as`)
+    present = sorted({p if p != "recognition" or n != 2 else "recognition-pairwise" for p, n in conn.execute(
+        "SELECT DISTINCT protocol, CASE WHEN protocol = 'recognition' THEN json_array_length(candidates) END "
+        "FROM judgments")})
     if protocol is not None:
         if protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {protocol!r}; use one of {PROTOCOLS}")
@@ -351,8 +359,7 @@ def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, rep
         raise InputError("the output exists; give a new folder, or --replace to replace it", path=str(out))
     if not out.parent.is_dir():
         raise InputError("the output directory does not exist", path=str(out.parent))
-    stored, width = {"recognition": ("recognition", 1),
-                     "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
+    stored, width = _stored_as(protocol)
     judges = [j for (j,) in conn.execute(
         "SELECT DISTINCT judge FROM judgments WHERE protocol = ? AND (? IS NULL OR json_array_length(candidates) = ?) "
         "ORDER BY judge", (stored, width, width))]
