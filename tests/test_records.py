@@ -1,8 +1,14 @@
 """Records: content ids are stable and content-sensitive; failures cannot carry verdicts."""
 
-import pytest
+import hashlib
+import json
+import math
 
-from nepotism.records import Instance, Judgment, Message, Response, content_id
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nepotism.records import Instance, Judgment, Message, Response, _canonical, content_id
 
 
 def test_content_id_ignores_dict_order_and_is_stable():
@@ -11,6 +17,34 @@ def test_content_id_ignores_dict_order_and_is_stable():
     assert content_id("response", ["1", "gpt-4", "hello"]) == content_id("response", ["1", "gpt-4", "hello"])
     assert len(content_id("k", 1)) == 20
     assert content_id("k", 1) != content_id("j", 1)
+
+
+def test_content_ids_keep_their_values():
+    """Values computed before `content_id` skipped the canonicalising walk for plain lists: a
+    stored run's ids must not change."""
+    assert content_id("response", ["1", "gpt-4", "hello"]) == "0067abdac7923570e6cb"
+    judgment = Judgment(instance_id="1", judge="j", protocol="pairwise", candidates=("x", "y"), status="parsed",
+                        verdict="A", template_id="t", condition="c", replicate=2)
+    assert judgment.id == "e85f8a837effa2dbceb9"
+    assert content_id("k", {"a": [1.5, math.nan], "b": ("x",)}) == "d3ff5231e25dd29a8b81"
+
+
+def _reference_id(kind, payload, length=20):
+    """`content_id` as first written: the canonical walk, then ``json.dumps`` with its options."""
+    text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{kind}\x00{text}".encode()).hexdigest()[:length]
+
+
+_SCALAR = st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=True)
+_PAYLOAD = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                        | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | st.booleans() | st.integers() | st.text() | st.lists(st.text(), max_size=3), max_size=8)
+       | _PAYLOAD)
+def test_content_id_equals_the_canonical_walk_on_any_payload(payload):
+    assert content_id("judgment", payload) == _reference_id("judgment", payload)
 
 
 @pytest.mark.parametrize("field, value", [("instance_id", "2"), ("generator", "claude"), ("text", "hi!")])

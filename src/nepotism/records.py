@@ -69,13 +69,35 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+# ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` without building
+# an encoder for every id
+_ID_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(payload: Any) -> bool:
+    """A list of strings, ints, bools, Nones and lists of strings: `_canonical` would give back
+    the same JSON (ids of judgments, responses, references), so its walk is skipped."""
+    if type(payload) is not list:
+        return False
+    for value in payload:
+        kind = type(value)
+        if kind is list:
+            for item in value:
+                if type(item) is not str:
+                    return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
 def content_id(kind: str, payload: Any, *, length: int = 20) -> str:
     """Return a stable hex id for ``payload`` (any JSON-able value, dataclasses included).
 
     The id is the first ``length`` hex digits of SHA-256 over ``kind`` and the canonical JSON of
     the payload (sorted keys, no whitespace), so it does not depend on dict order or platform.
     """
-    text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _ID_JSON(payload if _plain(payload) else _canonical(payload))
     return hashlib.sha256(f"{kind}\x00{text}".encode()).hexdigest()[:length]
 
 

@@ -26,8 +26,6 @@ list of one otherwise. `interpret` returns that single judgment and refuses ``ru
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -293,16 +291,7 @@ def judgment_ids(task: JudgeTask) -> list[str]:
         items: list[str | None] = [item.id for item in task.instance.rubric]
     else:
         items = [task.rubric_item.id if task.rubric_item else None]
-    if all(type(v) is str for v in head[:3]) and all(type(g) is str for g in head[3]) \
-            and all(type(v) is str for v in tail[:2]) and type(tail[2]) is int:
-        # `content_id` of these plain values without its canonicalising walk (the same JSON)
-        return [_sha256(_ID_PREFIX + _dumps([*head, item, *tail]).encode()).hexdigest()[:20] for item in items]
     return [content_id("judgment", [*head, item, *tail]) for item in items]
-
-
-_ID_PREFIX = b"judgment\x00"
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-_sha256 = hashlib.sha256
 
 
 def interpret(task: JudgeTask, completion: Completion) -> Judgment:
