@@ -152,3 +152,64 @@ def test_an_error_while_judging_stops_generation(store):
         asyncio.run(_runner(store, backend).generate_and_judge(
             _instances(300), GENERATORS, (), plan, render, broken, keep=False))
     assert sum(v for k, v in backend.calls.items() if k.startswith("question ")) < 600
+
+
+def test_a_fresh_runs_windows_serve_its_first_rerun_from_the_memo(tmp_path, monkeypatch):
+    """The chunks handed on are fixed by dataset order, not by which generations came back first:
+    the first cached rerun judges the same windows as the fresh run, so the judge-plan memo the
+    fresh run wrote counts every task of it (`nepotism.runner.plan_memo`)."""
+    from nepotism.experiment import load_experiment
+    from nepotism.runner.experiment_run import run_experiment
+    from nepotism.testing.experiments import standin_experiment
+    from nepotism.testing.standin import StandinConfig, standin_process
+
+    outcomes = []
+    judge, init = Runner.judge, Runner.__init__
+
+    async def spy(self, *args, **kwargs):
+        outcomes.append(await judge(self, *args, **kwargs))
+        return outcomes[-1]
+
+    def small_chunks(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.ready_chunk = 7
+
+    monkeypatch.setattr(Runner, "judge", spy)
+    monkeypatch.setattr(Runner, "__init__", small_chunks)
+    with standin_process(StandinConfig(latency_s=0.002)) as url:
+        exp = load_experiment(standin_experiment(tmp_path, url, items=40, concurrency=8))
+        summaries = []
+        for _ in range(2):
+            with Store(tmp_path / "memo.db") as store:
+                summaries.append(asyncio.run(run_experiment(exp, store)))
+    fresh, rerun = outcomes
+    assert fresh.stats.sent > 0 and rerun.stats.sent == 0
+    assert rerun.memo_hits == rerun.stats.total == fresh.stats.total
+    assert summaries[0].judgments == summaries[1].judgments
+
+
+def test_the_chunks_are_fixed_by_dataset_order_whatever_comes_back_first(store):
+    """A slow first instance holds back its own chunk only; the chunks planned (hence the windows
+    judged) are the same in a fresh run and in its cached rerun."""
+    backend = ScriptedBackend(delay=0.001)
+    original = backend.complete
+
+    async def complete(request):
+        if request.messages[-1].content == "question 0":
+            await asyncio.sleep(0.2)  # the first instance's generations come back last
+        return await original(request)
+
+    backend.complete = complete
+    seen: list[list[list[str]]] = []
+
+    def recording(instances, candidates):
+        seen[-1].append([i.id for i in instances])
+        return plan(instances, candidates)
+
+    for _ in range(2):
+        seen.append([])
+        asyncio.run(_runner(store, backend, ready_chunk=4).generate_and_judge(
+            _instances(12), GENERATORS, (), recording, render, interpret, keep=False))
+    fresh, rerun = seen
+    fixed = [[f"i{i}" for i in range(k, k + 4)] for k in (0, 4, 8)]
+    assert sorted(fresh) == sorted(rerun) == fixed  # (i0's chunk came last in the fresh run)

@@ -201,10 +201,11 @@ class Runner:
 
         With ``ready`` (`generate_and_judge`), the instances are handed on as they become
         ready: an instance is ready once every generation call it needs has been delivered (ok
-        or failed); `ready_chunk` ready instances at a time (the rest with the last call) have
-        their new responses written on ``ready``'s store writer and are then passed with their
-        candidates (``have`` and the new responses) to ``ready.put``, in that order, so a
-        response is stored before any judge call that shows it; ``ready.end`` follows the last.
+        or failed); each chunk of `ready_chunk` instances (in dataset order) whose instances are
+        all ready has the responses made so far written on ``ready``'s store writer and is then
+        passed with its candidates (``have`` and the new responses) to ``ready.put``, in that
+        order, so a response is stored before any judge call that shows it; ``ready.end``
+        follows the last.
         """
         have = list(have)
         planned = self.plan_generation(instances, generators, have)
@@ -237,29 +238,36 @@ class Runner:
     def _hand_on(self, instances: Sequence[Instance], planned: Sequence[tuple[PlannedCall, Instance, Any]],
                  have: Sequence[Response], ready: _Ready) -> Callable[[Instance, str, Response | None], None]:
         """`generate`'s bookkeeping of ready instances (see there): returns the function that
-        takes each delivered generation call's instance, generator and response (None: failed)."""
+        takes each delivered generation call's instance, generator and response (None: failed).
+
+        The chunks are fixed in advance, `ready_chunk` instances in dataset order each, and a
+        chunk is handed on once all its instances are ready (in whatever order the chunks get
+        there): the windows judged are the same in every run of the plan, fresh, resumed or
+        cached, so a judge-plan memo written by one run serves the next (`nepotism.runner.plan_memo`)."""
         left: dict[str, set[str]] = {}  # the generators each instance still waits for
         for _, instance, spec in planned:
             left.setdefault(instance.id, set()).add(spec.model)
         candidates: dict[str, list[Response]] = {}
         for r in have:
             candidates.setdefault(r.instance_id, []).append(r)
-        waiting = [i for i in instances if i.id not in left]  # nothing to generate: ready now
+        size = max(1, self.ready_chunk)
+        chunks = [list(instances[k:k + size]) for k in range(0, len(instances), size)]
+        chunk_of = {i.id: n for n, chunk in enumerate(chunks) for i in chunk}
+        unready = [sum(1 for i in {i.id for i in chunk} if i in left) for chunk in chunks]
         handed: set[str] = set()
+        released = [False] * len(chunks)
         new: list[Response] = []
         delivered = 0
         store, writer = self.store, ready.writer
 
-        def cut(last: bool) -> None:
-            """Write the new responses of the ready instances, then pass them on."""
-            if last:  # with the last call every instance is ready (also one whose count a shared key upset)
-                waiting.extend(i for i in instances if i.id in left)
+        def release(n: int) -> None:
+            """Write the responses made so far, then hand chunk ``n`` on with its candidates."""
+            released[n] = True
             chunk = []
-            for i in waiting:
+            for i in chunks[n]:
                 if i.id not in handed:
                     handed.add(i.id)
                     chunk.append(i)
-            waiting.clear()
             rows = list(new)
             new.clear()
             given = [r for i in chunk for r in candidates.pop(i.id, ())]
@@ -267,13 +275,17 @@ class Runner:
             def written(error: BaseException | None) -> None:
                 if error is not None:
                     ready.fail(error)
-                    return
-                if chunk:
+                elif chunk:
                     ready.put(chunk, given)
-                if last:
-                    ready.end()
 
             writer.submit((lambda: store.add_responses(rows)) if rows else (lambda: None), written)
+
+        def release_all() -> None:
+            """With the last call every instance is ready (also one whose count a shared key upset)."""
+            for n, done in enumerate(released):
+                if not done:
+                    release(n)
+            writer.submit(lambda: None, lambda error: ready.fail(error) if error is not None else ready.end())
 
         def take(instance: Instance, generator: str, response: Response | None) -> None:
             nonlocal delivered
@@ -285,21 +297,18 @@ class Runner:
             if wanted:
                 wanted.discard(generator)
                 if not wanted:
-                    waiting.append(instance)
+                    n = chunk_of[instance.id]
+                    unready[n] -= 1
+                    if unready[n] == 0 and not released[n]:
+                        release(n)
             if delivered == len(planned):
-                cut(True)
-            elif len(waiting) >= self.ready_chunk:
-                cut(False)
+                release_all()
 
-        while len(waiting) > self.ready_chunk:  # the instances answered already, a chunk at a time
-            rest = waiting[self.ready_chunk:]
-            del waiting[self.ready_chunk:]
-            cut(False)
-            waiting.extend(rest)
+        for n, count in enumerate(unready):  # the chunks answered already (recorded responses)
+            if count == 0:
+                release(n)
         if not planned:
-            cut(True)
-        elif waiting:
-            cut(False)
+            release_all()
         return take
 
     # -- both at once -------------------------------------------------------------------------
