@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nepotism import credentials
 from nepotism.credentials import REDACTED, Secret, is_secret_name, redact, redact_text, scrub
@@ -121,3 +123,15 @@ def test_secret_repr_never_shows_the_value():
     assert repr(s) == "<secret>" and "hidden" not in str(s) and s.reveal() == "sk-hidden-value-123"
     with pytest.raises(ValueError):
         Secret("")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([KEY, KEY[:-1], KEY[1:], "\\", "\\u", "u", "/", "\\/", '"', "\\\"", "\\\\", "x", " ",
+                                 "\n", "\\n", "é", KEY.replace("/", "\\/"), _escape_all(KEY[:3]) + KEY[3:],
+                                 KEY[:4] + "\\u00" + format(ord(KEY[4]), "x") + KEY[5:]]), max_size=12))
+def test_the_shortcut_past_the_pattern_never_changes_what_is_redacted(parts):
+    """`redact_text` skips the pattern when the text holds no marker (a known secret as it is, or
+    an escape that could spell one of its characters): the result is always the pattern's own."""
+    text = "".join(parts)
+    pattern, _ = credentials._matcher
+    assert redact_text(text) == pattern.sub(REDACTED, text)

@@ -68,7 +68,9 @@ def is_secret_name(name: str) -> bool:
 
 _lock = threading.Lock()
 _known: tuple[str, ...] = ()
-_pattern: re.Pattern[str] | None = None
+#: (the pattern of every known secret in every JSON spelling, the markers one of which any match
+#: contains), replaced as one value so that a reader never sees a pattern with another's markers
+_matcher: tuple[re.Pattern[str], tuple[str, ...]] | None = None
 
 
 class Secret:
@@ -112,30 +114,41 @@ def _spellings(char: str) -> str:
 
 
 def _register(value: str) -> None:
-    global _known, _pattern
+    global _known, _matcher
     with _lock:
         if value in _known:
             return
         known = tuple(sorted((*_known, value), key=len, reverse=True))  # longest first
         # each secret as itself (fast path) or in any JSON spelling of its characters
         alternatives = [re.escape(v) for v in known] + ["".join(_spellings(c) for c in v) for v in known]
-        _pattern = re.compile("|".join(alternatives))
+        # a match is a secret written as itself, or with at least one character escaped: a \u
+        # escape, or a backslash before one of its characters / " \ (`_spellings`)
+        escapes = ("\\u", *("\\" + c for c in '/"\\' if any(c in v for v in known)))
+        _matcher = (re.compile("|".join(alternatives)), (*known, *escapes))
         _known = known
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every known secret value, in any JSON spelling, replaced by ``[redacted]``."""
-    pattern = _pattern
-    if pattern is None or not text:
+    """``text`` with every known secret value, in any JSON spelling, replaced by ``[redacted]``.
+
+    Text holding neither a known secret as it is nor any escape that could spell one of its
+    characters cannot match, and is returned without running the pattern (substring searches
+    are ≈ 10× cheaper than the pattern on a 2 KB answer)."""
+    matcher = _matcher
+    if matcher is None or not text:
         return text
-    return pattern.sub(REDACTED, text)
+    pattern, markers = matcher
+    for marker in markers:
+        if marker in text:
+            return pattern.sub(REDACTED, text)
+    return text
 
 
 def redact(value: Any) -> Any:
     """A copy of ``value`` with known secret values redacted from every string in it (mapping
     keys too), through nested mappings, lists and tuples; other values are returned as they are.
     Returns ``value`` itself when no secret is known or none occurs."""
-    if _pattern is None:
+    if _matcher is None:
         return value
     return _redact(value)
 
@@ -157,7 +170,7 @@ def scrub(value: Any) -> Any:
     (`is_secret_name`) and string values starting with ``Bearer `` are dropped, and known secret
     values are redacted from the strings that remain. Mappings become dicts with str keys,
     tuples lists, dataclasses dicts; the input is left alone."""
-    return _scrubbed(value, _pattern is not None)
+    return _scrubbed(value, _matcher is not None)
 
 
 def _scrubbed(value: Any, values: bool) -> Any:
