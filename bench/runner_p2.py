@@ -36,7 +36,9 @@ counted from the memo (tasks planned, each window digested and checked in SQL). 
 50,000 calls, load 4.9-5.6 (d193a48): normal path 24.6 µs of CPU per call (plan 3.7, render and
 keys 9.6, stored-judgment counts 11.3), 40.1k calls/s; from the memo **11.7 µs** (plan 3.8, memo
 digest + SQL 7.9), 82.2k calls/s; the rerun that wrote the memo 35.7 µs. Reading the rows from
-SQLite: 309.8k rows/s, so 0.129 → **0.265** of it (wall); the issue's 0.5 is not reached.
+SQLite: 309.8k rows/s, so 0.129 → **0.265** of it (wall); the issue's 0.5 is not reached. Again
+on 535bfa7 at load 1.7-1.8: 18.7 → 9.2 µs per call, 53.5k → 108.4k calls/s, 0.150 → 0.304 of the
+SQLite read (356.9k rows/s).
 """
 
 from __future__ import annotations
