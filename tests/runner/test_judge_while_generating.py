@@ -110,14 +110,21 @@ def test_failed_generations_are_counted_and_their_tasks_left_out(store):
 
 
 def test_instances_sharing_a_prompt_are_all_handed_on(store, tmp_path):
-    """Two instances with one prompt share each generation call (one key): the bookkeeping of ready
-    instances still hands every instance on, and the plan is that of generating first."""
+    """Two instances with one prompt share each generation call (one key, sent once): each of them
+    gets its own response from it and is judged — it used to go to the last of them only, and the
+    others were left out of the plan without a word — whether judging waits or not."""
     instances = _instances(8, prompt=lambda i: f"question {i % 5}")
-    made, judged = _both(store, ScriptedBackend(delay=0.001), instances, ready_chunk=2)
+    backend = ScriptedBackend(delay=0.001)
+    made, judged = _both(store, backend, instances, ready_chunk=2)
+    assert sum(n for text, n in backend.calls.items() if text.startswith("question ")) == 2 * 5  # paid once
+    assert sorted((r.instance_id, r.generator) for r in made.responses) == \
+        sorted((i.id, g.model) for i in instances for g in GENERATORS)
+    assert {j.instance_id for j in judged.judgments} == {i.id for i in instances}
     with Store(tmp_path / "other.db") as other:
-        _, judged2 = _one_after_the_other(other, ScriptedBackend(), instances)
+        made2, judged2 = _one_after_the_other(other, ScriptedBackend(), instances)
+        assert len(made2.responses) == 16 and len({r.id for r in other.responses()}) == 16
     assert sorted(j.id for j in judged.judgments) == sorted(j.id for j in judged2.judgments)
-    assert judged.stats.total == judged2.stats.total
+    assert judged.stats.total == judged2.stats.total == 8 * 4
 
 
 def test_a_rerun_sends_nothing_and_counts_the_same(store):

@@ -210,13 +210,15 @@ class Runner:
         have = list(have)
         planned = self.plan_generation(instances, generators, have)
         stats = RunStats(phase="generate", total=len(planned))
-        by_key = {call.key: (instance, spec) for call, instance, spec in planned}
+        # by the planned call itself, not its key: instances with the same prompt share one call
+        # (sent once) and each gets its own response from it
+        by_call = {id(call): (instance, spec) for call, instance, spec in planned}
         made: list[Response] = []
         failures: list[tuple[str, str, str]] = []
         hand_on = None if ready is None else self._hand_on(instances, planned, have, ready)
 
         def take(result: CallResult) -> None:
-            instance, spec = by_key[result.call.key]
+            instance, spec = by_call[id(result.call)]
             completion = result.completion
             response = None
             if not completion.ok:
