@@ -63,6 +63,13 @@ imported by a run with a JSON Lines dataset and CSV exports).
 Once landed (f5bfc36 against b9b39af, with ``--rerun``, load 6-7): 552 -> 705 calls/s, ratio
 0.53 -> 0.68 (0.77 to the bare client on uvloop), peak 227 -> 144 MB, first call stored by 3.5 ->
 1.4 s.
+
+End of the third session, idle (load 0.6-1.0, no other agent): ``--calls 58000 --rounds 2 --rerun
+--baseline-src`` 43654a5 (the session's start) with main at 5c056b4: 1,902 / 1,889 calls/s, 0.424
+/ 0.423 ms CPU per call (start: 1,793 / 1,832, 0.477 / 0.456); bare 2,347 / 2,362 on asyncio,
+2,362 / 2,349 on uvloop: ratios **0.81 / 0.80** (start 0.76 / 0.78); peak RSS 143 MB (218); the
+cached rerun 22,223 calls/s, 0.045 ms CPU per call from the judge-plan memo (15,934, 0.063 ms
+without).
 """
 
 from __future__ import annotations
