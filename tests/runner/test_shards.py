@@ -127,3 +127,22 @@ def test_bad_shard_is_one_line_exit_2_and_writes_nothing(tmp_path):
     done = nep("run", str(exp), "--shard", "8/8", cwd=tmp_path, expect=2)
     assert "--shard" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.glob("*.db"))
+
+
+def test_dry_run_counts_a_call_planned_twice_once_as_the_run_sends_it(tmp_path):
+    """Two instances with one prompt share their generation calls and then their judge calls: the
+    dry run prices what the run sends (it counted every planned call as one to send)."""
+    from nepotism.experiment import load_experiment
+    from nepotism.runner.experiment_run import dry_run
+    from nepotism.store import Store
+
+    path = standin_experiment(tmp_path, "http://127.0.0.1:9/v1", items=3, recognition=False)
+    rows = [{"id": "q1", "prompt": "Same?"}, {"id": "q2", "prompt": "Same?"}, {"id": "q3", "prompt": "Other?"}]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Store(tmp_path / "plan.db") as store:
+        plan = dry_run(load_experiment(path), store)
+    totals = plan["totals"]
+    assert plan["generation_calls"] == 6 and plan["judge_calls"] == 12  # 2 generators; 2 judges x both orders
+    # sent once: 2 prompts x 2 generators, and the judge calls of 2 distinct (prompt, answers)
+    assert totals["to_send"] == 4 + 8 and totals["shared"] == 2 + 4 and totals["cached"] == 0
+    assert totals["calls"] == totals["to_send"] + totals["shared"]

@@ -171,18 +171,20 @@ def _print_plan(plan: dict, as_json: bool) -> None:
                f"recorded responses {plan['recorded_responses']}")
     click.echo(f"calls       {plan['generation_calls']} generation, {plan['judge_calls']} judge"
                + (f", {plan['perplexity_calls']} perplexity" if plan.get("perplexity_calls") else ""))
-    header = f"{'model':<32}{'gen':>7}{'judge':>8}{'cached':>8}{'to send':>9}{'prompt tok':>12}{'output tok':>12}{'cost $':>10}"
+    header = (f"{'model':<32}{'gen':>7}{'judge':>8}{'cached':>8}{'shared':>8}{'to send':>9}{'prompt tok':>12}"
+              f"{'output tok':>12}{'cost $':>10}")
     click.echo(header)
     rows = list(plan["models"].items()) + [("total", plan["totals"] | {"generate": plan["generation_calls"],
                                                                         "judge": plan["judge_calls"]})]
     for name, m in rows:
         cost = "n/a" if m["cost_usd"] is None else f"{m['cost_usd']:.4f}"
-        click.echo(f"{name:<32}{m['generate']:>7}{m['judge']:>8}{m['cached']:>8}{m['to_send']:>9}"
+        click.echo(f"{name:<32}{m['generate']:>7}{m['judge']:>8}{m['cached']:>8}{m['shared']:>8}{m['to_send']:>9}"
                    f"{m['prompt_tokens']:>12,}{m['output_tokens']:>12,}{cost:>10}")
     if plan.get("graded_instances"):
         click.echo("grading     " + ", ".join(f"{n} {task}" for task, n in plan["graded_instances"].items())
                    + " instances (truth checked)")
-    click.echo(f"estimates: {plan['estimate']}")
+    click.echo(f"estimates: {plan['estimate']}"
+               + ("; shared: calls planned more than once (same request), sent once" if plan["totals"]["shared"] else ""))
 
 
 def _print_summary(summary) -> None:

@@ -475,8 +475,10 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     ``max_tokens`` (1 for label verdicts), an upper bound. Responses not generated yet are
     assumed to be ``generation.max_tokens`` tokens long (4 characters each), so judge prompts
     that will include them are estimated from placeholders, and those calls are never cached.
-    Costs use the registry's prices (USD per million tokens); models without a price show none.
-    With ``shard``, the plan of that shard only.
+    A call whose key was already planned (instances with the same prompt share their generation
+    calls, then their judge calls) is counted as ``shared``, not again as to send: the run sends it
+    once. Costs use the registry's prices (USD per million tokens); models without a price show
+    none. With ``shard``, the plan of that shard only.
     """
     from nepotism.models import load_registry
 
@@ -494,7 +496,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     placeholders = []
     for call, instance, spec in gen_plan:
         hit = cached.get(call.key)
-        text = hit.text if hit is not None and hit.ok and hit.text else "x" * (4 * spec.max_tokens)
+        text = hit.text if hit is not None and hit.ok and hit.text else _placeholder(call.key, spec.max_tokens)
         placeholders.append(Response(instance.id, spec.model, text))
     candidates = _unique(list(have) + placeholders)
     tasks = plan_tasks(experiment, instances, candidates, judging)
@@ -507,11 +509,13 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
                                                                       instances, candidates, tasks))
     cached.update(store.get_calls([c.key for c in judge_calls + ppl_calls]))
     models: dict[str, dict[str, Any]] = {}
+    counted: set[str] = set()  # keys already counted: a call planned twice is sent (and paid) once
     for phase, calls in (("generate", gen_calls), ("judge", judge_calls), ("perplexity", ppl_calls)):
         for call in calls:
-            _count(models, endpoints[call.model], phase, call, cached.get(call.key))
+            _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=call.key in counted)
+            counted.add(call.key)
     totals = {k: sum(m[k] for m in models.values()) for k in
-              ("calls", "cached", "to_send", "prompt_tokens", "output_tokens")}
+              ("calls", "cached", "shared", "to_send", "prompt_tokens", "output_tokens")}
     priced = [m["cost_usd"] for m in models.values() if m["cost_usd"] is not None]
     totals["cost_usd"] = round(sum(priced), 6) if priced else None
     return {
@@ -525,11 +529,22 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     }
 
 
+def _placeholder(key: str, max_tokens: int) -> str:
+    """A response not generated yet, for pricing the judge calls that will show it: as long as
+    ``max_tokens`` tokens (4 characters each) and told apart by its generation call's key, so that
+    the judge prompts of different responses differ (both orders of a pair are two calls) and those
+    of one shared generation call (instances with the same prompt) are one call, as in the run."""
+    size = 4 * max_tokens
+    return (f"[{key[:16]}] " + "x" * size)[:size]
+
+
 def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall,
-           hit: Any) -> None:
+           hit: Any, *, again: bool = False) -> None:
+    """Count ``call`` in its model's row: cached, ``shared`` (``again``: its key was planned
+    before in this plan, so the run sends it once) or to send, with its estimated tokens and cost."""
     row = models.setdefault(endpoint.model, {
-        "generate": 0, "judge": 0, "perplexity": 0, "calls": 0, "cached": 0, "to_send": 0, "prompt_tokens": 0,
-        "output_tokens": 0,
+        "generate": 0, "judge": 0, "perplexity": 0, "calls": 0, "cached": 0, "shared": 0, "to_send": 0,
+        "prompt_tokens": 0, "output_tokens": 0,
         "cost_usd": None if endpoint.price_input_per_mtok is None
         and endpoint.price_output_per_mtok is None else 0.0,
     })
@@ -537,6 +552,9 @@ def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, ca
     row["calls"] += 1
     if hit is not None and hit.ok:
         row["cached"] += 1
+        return
+    if again:
+        row["shared"] += 1
         return
     row["to_send"] += 1
     prompt = estimate_prompt_tokens(call.request)
