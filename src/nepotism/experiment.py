@@ -685,16 +685,13 @@ def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, An
                         cond: ConditionConfig, normalised: dict[str, Any], where: str) -> None:
     """Refuse a second ``[[judging.protocols]]`` entry whose judgments would take the ids of an
     earlier one's while asking something else: a judgment's id names the protocol, the template
-    and the options that change the prompt or how the answer is read (`judging.task_template_id`),
+    and the options that change the prompt or how the answer is read (`judging.template_id_of`),
     the condition and the replicate — not, e.g., ``temperature`` or ``max_tokens``. Two such entries
     would store one judgment per id, the last call's, and lose the other silently; variants of one
     protocol are conditions (each condition's judgments are its own)."""
-    from types import SimpleNamespace
+    from nepotism.judging import template_id_of
 
-    from nepotism.judging import task_template_id
-
-    # the template id depends on a task's protocol and options only
-    template = task_template_id(SimpleNamespace(protocol=task_protocol(proto), options=normalised))  # type: ignore[arg-type]
+    template = template_id_of(task_protocol(proto), normalised)
     key = (task_protocol(proto), template, cond.name)
     if key not in seen:
         seen[key] = (i, normalised)

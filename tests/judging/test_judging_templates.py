@@ -150,3 +150,36 @@ def test_recognition_and_categorise_prompts(instance, responses):
     a = task_template_id(JudgeTask("categorise", "a", instance, (), options={"categories": ["x", "y"]}))
     b = task_template_id(JudgeTask("categorise", "a", instance, (), options={"categories": ["x", "z"]}))
     assert a != b and a.startswith("categorise-instance-cats")
+
+
+@pytest.mark.parametrize(("protocol", "options", "pieces"), [
+    ("pairwise", {}, 2), ("pairwise", {"ways": 2, "reasoning": "cot", "impartial": True}, 2),
+    ("pairwise", {"ways": 2, "label_style": "numbers", "mode": "labels", "min_label_mass": 0.9}, 2),
+    ("pointwise", {"kind": "scale", "scale": [1, 5]}, 1), ("pointwise", {"kind": "scale", "scale": [0, 10], "reasoning": "cot"}, 1),
+    ("recognition", {"subject": "student"}, 1), ("recognition-pairwise", {}, 2),
+    ("rubric", {"impartial": True, "mode": "labels"}, 1),
+    ("categorise", {"categories": ["x", "y"], "target": "response"}, 1),
+])
+def test_template_id_of_a_protocol_and_options_is_the_id_of_every_such_task(instance, responses, protocol,
+                                                                           options, pieces):
+    # the id stored on judgments needs only the protocol and the completed options: a plan can be
+    # checked for entries sharing ids (nepotism.experiment) before any task is built
+    from nepotism.judging import template_id_of
+
+    candidates = (responses["alpha"], responses["beta"])[:pieces]
+    item = instance.rubric[0] if protocol == "rubric" else None
+    task = JudgeTask(protocol, "a", instance, candidates, rubric_item=item, options=options)
+    assert template_id_of(task.protocol, task.options) == task_template_id(task)
+    other = JudgeTask(protocol, "b", instance, candidates[::-1], rubric_item=item, options=options, condition="x",
+                      replicate=1)
+    assert task_template_id(other) == task_template_id(task)
+
+
+def test_template_id_of_reads_the_template_slot_from_the_options():
+    from nepotism.judging import template_id_of
+    from nepotism.judging.tasks import normalise_options
+
+    fraction = template_id_of("pointwise", normalise_options("pointwise", {"kind": "fraction"}))
+    scale = template_id_of("pointwise", normalise_options("pointwise", {"kind": "scale", "scale": [1, 5]}))
+    assert fraction.startswith("pointwise-fraction") and scale.startswith("pointwise-1to5@")
+    assert fraction.split("@")[1] == template_ids()["pointwise-fraction"].split("@")[1]

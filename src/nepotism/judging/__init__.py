@@ -66,7 +66,7 @@ from nepotism.judging.planning import (
     plan_recognition,
     plan_rubric,
 )
-from nepotism.judging.render import label_map, render, render_prompt, task_template_id
+from nepotism.judging.render import label_map, render, render_prompt, task_template_id, template_id_of
 from nepotism.judging.tasks import JUDGMENT_PROTOCOL, TASK_PROTOCOLS, JudgeTask, normalise_options
 from nepotism.judging.templates import template_ids
 
@@ -88,5 +88,6 @@ __all__ = [
     "render",
     "render_prompt",
     "task_template_id",
+    "template_id_of",
     "template_ids",
 ]

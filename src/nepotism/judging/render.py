@@ -25,6 +25,7 @@ templates only print their texts, and a test compares both paths over many rando
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any, NamedTuple
 
@@ -35,7 +36,7 @@ from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
 from nepotism.judging.templates import Template, get_template, render_text, render_user, user_template
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
-__all__ = ["label_map", "render", "render_prompt", "task_template_id"]
+__all__ = ["label_map", "render", "render_prompt", "task_template_id", "template_id_of"]
 
 _TEXT_BUDGET = {"pairwise": 16, "recognition-pairwise": 16, "recognition": 16, "pointwise": 24,
                 "pointwise-fraction": 48,
@@ -45,16 +46,23 @@ _THINK_BUDGET = 4096
 _PER_ITEM = 24  # tokens per rubric item in an all-rubrics JSON answer
 
 
-def _template_name(task: JudgeTask) -> str:
-    if task.protocol == "pointwise" and task.options["kind"] == "fraction":
+def _template_name(protocol: str, options: Mapping[str, Any]) -> str:
+    if protocol == "pointwise" and options["kind"] == "fraction":
         return "pointwise-fraction"
-    return task.protocol
+    return protocol
+
+
+def _template_of(protocol: str, options: Mapping[str, Any]) -> Template:
+    """The template of a task of ``protocol`` with completed ``options``: the user's file of option
+    ``template``, else the shipped one of its slot."""
+    user = options.get("template")
+    name = _template_name(protocol, options)
+    return user_template(user, name) if user else get_template(name)
 
 
 def _template(task: JudgeTask) -> Template:
-    """The task's template: the user's file of option ``template``, else the shipped one of its slot."""
-    user = task.options.get("template")
-    return user_template(user, _template_name(task)) if user else get_template(_template_name(task))
+    """The task's template (`_template_of` its protocol and options)."""
+    return _template_of(task.protocol, task.options)
 
 
 def _names(task: JudgeTask) -> tuple[str, str]:
@@ -86,15 +94,24 @@ def label_map(task: JudgeTask) -> dict[str, str]:
 
 
 def task_template_id(task: JudgeTask) -> str:
-    """The template id stored on the task's judgments, e.g. ``pairwise-3way-cot@66aabe2108a0``."""
-    opts = task.options
-    template = _template(task)
+    """The template id stored on the task's judgments, e.g. ``pairwise-3way-cot@66aabe2108a0``
+    (`template_id_of` the task's protocol and options)."""
+    return template_id_of(task.protocol, task.options)
+
+
+def template_id_of(protocol: str, options: Mapping[str, Any]) -> str:
+    """The template id of the judgments of a ``protocol`` task with completed ``options``: the
+    template's id, tags for the options that change the prompt or how the answer is read, and the
+    template's content hash. Depends on nothing else of a task (so a plan can be checked for
+    tasks that would share ids before any is built)."""
+    opts = options
+    template = _template_of(protocol, options)
     tags: list[str] = []
-    if task.protocol == "pairwise":
+    if protocol == "pairwise":
         tags.append(f"{opts['ways']}way")
-    if task.protocol == "pointwise" and opts["kind"] == "scale":
+    if protocol == "pointwise" and opts["kind"] == "scale":
         tags.append(f"{opts['scale'][0]}to{opts['scale'][1]}")
-    if task.protocol == "categorise":
+    if protocol == "categorise":
         tags.append(opts["target"])
         tags.append("cats" + content_id("categories", opts["categories"], length=8))
     if opts.get("subject") == "student":
@@ -164,8 +181,8 @@ def _render_full(task: JudgeTask) -> str:
     """The prompt rendered by Jinja2 from all of the task's variables (the reference path)."""
     user = task.options.get("template")
     if user:
-        return render_user(user, _template_name(task), _variables(task))
-    return render_text(_template_name(task), _variables(task))
+        return render_user(user, _template_name(task.protocol, task.options), _variables(task))
+    return render_text(_template_name(task.protocol, task.options), _variables(task))
 
 
 class _Info(NamedTuple):
@@ -193,7 +210,7 @@ def _info(task: JudgeTask) -> _Info:
     labels = label_map(task) if opts["mode"] == "labels" else None
     fixed = not (task.protocol == "rubric-all" and opts["max_tokens"] is None and opts["mode"] != "labels")
     info = _Info(
-        name=_template_name(task),
+        name=_template_name(task.protocol, task.options),
         labels=None if labels is None else tuple(labels),
         label_map=labels,
         max_tokens=_max_tokens(task) if fixed else None,
@@ -312,7 +329,7 @@ def _max_tokens(task: JudgeTask) -> int:
         return _COT_BUDGET + extra
     if opts["reasoning"] == "think":
         return _THINK_BUDGET + extra
-    return _TEXT_BUDGET[_template_name(task)] + extra
+    return _TEXT_BUDGET[_template_name(task.protocol, task.options)] + extra
 
 
 _REQUEST_FIELDS = ("model", "messages", "prompt", "max_tokens", "temperature", "seed", "labels",
