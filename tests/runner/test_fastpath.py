@@ -174,6 +174,45 @@ def test_resuming_the_collector_leaves_objects_someone_else_froze_frozen():
     assert after == 0 if baseline == 0 else after <= baseline
 
 
+def test_resuming_while_calls_are_sent_does_not_walk_the_frozen_objects(monkeypatch):
+    """While the runner's own freeze is in force (calls in flight, the plan frozen), pausing and
+    resuming the collector around a window never asks ``gc.get_freeze_count()``, which walks
+    every frozen object (a run did so several times per window of judge calls); the young
+    threshold is the live one and everything is restored after."""
+    from nepotism import _gc
+
+    was = gc.isenabled()
+    gc.enable()
+    if gc.get_freeze_count():
+        pytest.skip("another test in this worker left objects frozen")
+    before = gc.get_threshold()
+    frozen = cmod._freeze_gc()
+    try:
+        assert frozen == before and gc.get_threshold()[0] == max(before[0], _gc.LIVE_GEN0)
+        plan = [[i] for i in range(2000)]
+
+        def walked() -> int:
+            raise AssertionError("gc.get_freeze_count() walked the frozen objects")
+
+        monkeypatch.setattr(gc, "get_freeze_count", walked)
+        for _ in range(3):
+            paused = cmod._pause_gc()
+            window = [[i] for i in range(1000)]
+            cmod._resume_gc(paused)
+            assert gc.isenabled()
+        assert cmod._freeze_gc() is None  # (nested: a no-op, as when someone else froze)
+        monkeypatch.undo()
+        assert gc.get_freeze_count() >= len(plan)  # the plan stayed frozen
+        del window
+    finally:
+        cmod._thaw_gc(frozen)
+        gc.enable() if was else gc.disable()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    paused = cmod._pause_gc()  # with nothing frozen, the count is asked again (and is 0)
+    cmod._resume_gc(paused)
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_failing_callback_still_counts_the_hits_it_got_to(tmp_path):
     from nepotism.store import Store
 

@@ -11,12 +11,12 @@ Nothing here calls a model.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import combinations
 from typing import Any, Literal
 
+from nepotism._gc import pause, resume
 from nepotism.judging.tasks import JudgeTask, _shared_options
 from nepotism.records import Instance, Response
 
@@ -63,20 +63,14 @@ def _pairs_for(judge: str, generators: Sequence[str], pairs: Pairs) -> list[tupl
 @contextmanager
 def _no_gc():
     """Pause the cyclic garbage collector while a plan is built: the plan is thousands of
-    long-lived objects without cycles, and every collection meanwhile would rescan them all.
-    Afterwards, unless someone else has frozen objects, the new ones go straight to the oldest
-    generation (freeze, then unfreeze: no scan) instead of all being scanned at the next young
-    collection."""
-    was = gc.isenabled()
-    gc.disable()
+    long-lived objects without cycles, and every collection meanwhile would rescan them all
+    (`nepotism._gc`: afterwards the new objects go straight to the oldest generation unless
+    objects are frozen)."""
+    was = pause()
     try:
         yield
     finally:
-        if was:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+        resume(was)
 
 
 def _checked_once(protocol: str, options: Mapping[str, Any] | None) -> Mapping[str, Any]:

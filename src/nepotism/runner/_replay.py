@@ -5,15 +5,13 @@ that `nepotism.runner.calls.completion_from_cached` would rebuild from the full 
 label/continuation log-probabilities and usage decoded, the raw response body left as JSON until
 first read (`_LazyJSON`), and the object assembled from those values and checked by its own
 ``__post_init__`` (the generated frozen ``__init__`` would set ten attributes one by one), only
-while `Completion`'s field list is the one this module knows. `_pause_gc` / `_resume_gc` bracket
-the synchronous loops (planning, replay) that build many long-lived objects without cycles;
-`_freeze_gc` / `_thaw_gc` bracket the sending of live calls.
+while `Completion`'s field list is the one this module knows. (Pausing and freezing the
+garbage collector around planning, replay and sending: `nepotism._gc`.)
 Private to the runner; tests hold every shortcut equal to the plain path.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -22,54 +20,6 @@ from nepotism._frozen import builder
 from nepotism.backends.base import Completion
 
 __all__: list[str] = []
-
-
-def _pause_gc() -> bool:
-    """Turn the cyclic garbage collector off; return whether it was on (for `_resume_gc`).
-
-    Used around synchronous loops that build many long-lived objects and no cycles (planning
-    and replaying cached calls): each collection there would rescan everything built so far."""
-    was = gc.isenabled()
-    gc.disable()
-    return was
-
-
-def _resume_gc(was: bool) -> None:
-    """Turn the collector back on if `_pause_gc` found it on.
-
-    The objects made while paused would all be scanned by the next young collection; when no
-    one else has frozen objects, they are moved to the oldest generation instead (freeze, then
-    unfreeze at once: no scan), where the next full collection looks at them as usual."""
-    if was:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
-
-
-#: young-generation threshold while calls are in flight (Python's default is 700)
-_LIVE_GEN0 = 20_000
-
-
-def _freeze_gc() -> tuple[int, int, int] | None:
-    """While calls are sent: move every object made so far (the plan, the tasks, replayed
-    calls) out of the collector's reach (`gc.freeze`) and collect the young generation less
-    often, so that collections scan only what the live calls allocate, not the whole plan again
-    and again as it grows. Returns what `_thaw_gc` restores; None (a no-op) when someone else
-    has frozen objects or the collector is off."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        return None
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], _LIVE_GEN0), *thresholds[1:])
-    return thresholds
-
-
-def _thaw_gc(thresholds: tuple[int, int, int] | None) -> None:
-    """Undo `_freeze_gc`: the frozen objects go back to the oldest generation, as usual."""
-    if thresholds is not None:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 class _LazyJSON(Mapping):

@@ -55,9 +55,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from nepotism._gc import freeze as _freeze_gc, pause as _pause_gc, resume as _resume_gc, thaw as _thaw_gc
 from nepotism.backends.base import Backend, Completion, Request, failed
 from nepotism.credentials import is_secret_name, redact_text
-from nepotism.runner._replay import _freeze_gc, _LazyJSON, _pause_gc, _replayed, _resume_gc, _thaw_gc
+from nepotism.runner._replay import _LazyJSON, _replayed
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
