@@ -70,6 +70,11 @@ End of the third session, idle (load 0.6-1.0, no other agent): ``--calls 58000 -
 2,362 / 2,349 on uvloop: ratios **0.81 / 0.80** (start 0.76 / 0.78); peak RSS 143 MB (218); the
 cached rerun 22,223 calls/s, 0.045 ms CPU per call from the judge-plan memo (15,934, 0.063 ms
 without).
+
+Fourth session (docs/scale.md, "Fourth session"): the collector resumed without walking the
+frozen plan and its live young threshold 20k -> 100k. ``--calls 58000 --rounds 1 --baseline-src``
+3c1ae1c at load 5.3-5.7 (a full test suite running): 1,110 -> 1,329 calls/s, 0.422 -> 0.379 ms
+CPU per call; bare 1,780 calls/s (2,112 on uvloop), 0.130 ms: ratio 0.62 -> 0.75 at that load.
 """
 
 from __future__ import annotations
