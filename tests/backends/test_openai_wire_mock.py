@@ -68,20 +68,28 @@ def test_generation_body_and_parse():
     assert c.ok and c.text == "[[A]]" and c.finish_reason == "stop" and c.usage["total_tokens"] == 4
 
 
-def test_request_body_bytes_are_json_dumps_of_the_built_body():
-    from nepotism.backends.openai_wire import build_body
+def test_request_body_bytes_are_the_json_of_the_built_body():
+    """The bytes sent are `encode_body` of the built body: the JSON value ``json.dumps`` writes
+    (orjson's spelling of it); a body orjson cannot write alike (a NaN) is json.dumps' bytes."""
+    from nepotism.backends.openai_wire import build_body, encode_body
 
-    sent = []
-    backend_request = Request("m", messages=(Message("user", 'Ünïcode "quoted" \\ \n é 漢'),), labels=("A", "B"),
-                              seed=3, extra={"stop": ["\u2028"], "top_p": 0.5})
+    for extra in ({"stop": ["\u2028"], "top_p": 0.5}, {"top_p": math.nan}):
+        sent = []
+        backend_request = Request("m", messages=(Message("user", 'Ünïcode "quoted" \\ \n é 漢'),),
+                                  labels=("A", "B"), seed=3, extra=extra)
 
-    def handler(req: httpx.Request) -> httpx.Response:
-        sent.append(req.content)
-        return ok_chat()(req)
+        def handler(req: httpx.Request) -> httpx.Response:
+            sent.append(req.content)
+            return ok_chat()(req)
 
-    call(handler, backend_request, model="srv", extra={"n": 1})
-    _, body = build_body(backend_request, model="srv", extra={"n": 1}, top_logprobs=20)
-    assert sent == [json.dumps(body, ensure_ascii=False).encode()]
+        call(handler, backend_request, model="srv", extra={"n": 1})
+        _, body = build_body(backend_request, model="srv", extra={"n": 1}, top_logprobs=20)
+        old = json.dumps(body, ensure_ascii=False).encode()
+        assert sent == [encode_body(body)]
+        if math.isnan(extra["top_p"]):
+            assert sent == [old]
+        else:
+            assert json.loads(sent[0]) == json.loads(old) and list(json.loads(sent[0])) == list(body)
 
 
 def test_label_request_body_and_spellings_summed():

@@ -41,7 +41,6 @@ from every response body and error text before decoding, in any spelling JSON al
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -51,13 +50,10 @@ import aiohttp
 import httpx
 
 from nepotism.backends.base import Completion, Request, failed, read_api_key
-from nepotism.backends.openai_wire import build_body, http_failure, parse_json, read_body
+from nepotism.backends.openai_wire import build_body, encode_body, http_failure, parse_json, read_body
 from nepotism.credentials import Secret, known_secrets, redact_text
 
 __all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
-
-# ``json.dumps(body, ensure_ascii=False)`` without building an encoder for every request
-_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 #: How many top next-token log-probabilities a label verdict asks for (OpenAI's maximum); batch
 #: files (`nepotism.runner.batch`) ask for the same, so a call has one body however it is sent.
@@ -221,7 +217,7 @@ class OpenAIHTTPBackend:
         if isinstance(built, Completion):
             return built
         path, body = built
-        payload = _BODY_ENCODER.encode(body).encode()
+        payload = encode_body(body)
         if len(self._replicas) == 1:
             start = time.perf_counter()
             try:
