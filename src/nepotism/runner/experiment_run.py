@@ -15,7 +15,7 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -258,6 +258,18 @@ def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
     return tasks
 
 
+def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
+               judging: Any = None, *, chunk: int = 512) -> Iterator[Any]:
+    """`plan_tasks`, ``chunk`` instances at a time: the same tasks (each instance's tasks depend on
+    it and its responses alone), grouped by chunk, and never all in memory at once."""
+    by_instance: dict[str, list[Response]] = {}
+    for r in responses:
+        by_instance.setdefault(r.instance_id, []).append(r)
+    for start in range(0, len(instances), chunk):
+        part = instances[start:start + chunk]
+        yield from plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
+
+
 def _judging() -> Any:
     import nepotism.judging as judging
 
@@ -349,7 +361,7 @@ async def run_experiment(
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity
 
-                tasks = plan_tasks(experiment, instances, candidates, judging)  # the whole plan, in order
+                tasks = iter_tasks(experiment, instances, candidates, judging)  # the plan, read once
                 scored = await score_perplexity(runner, experiment, instances, candidates, tasks)
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
             counts = judged.counts  # (the judgments are in the store, not kept in memory)
@@ -468,8 +480,9 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
 
 def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None,
             dataset: tuple[list[Instance], list[Response]] | None = None,
-            shard: Shard | None = None) -> dict[str, Any]:
-    """Plan and price the experiment without calling anything.
+            shard: Shard | None = None, chunk: int = 32) -> dict[str, Any]:
+    """Plan and price the experiment without calling anything, ``chunk`` instances at a time
+    (memory grows with the instances and the distinct keys planned, not with the calls' prompts).
 
     Token counts are estimates: prompts are characters / 4; outputs are each request's
     ``max_tokens`` (1 for label verdicts), an upper bound. Responses not generated yet are
@@ -489,39 +502,63 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    have = _candidates(store, experiment, instances, recorded)
-    gen_plan = runner.plan_generation(instances, _generators(experiment), have)
-    gen_calls = [call for call, _, _ in gen_plan]
-    cached = store.get_calls([c.key for c in gen_calls])
-    placeholders = []
-    for call, instance, spec in gen_plan:
-        hit = cached.get(call.key)
-        text = hit.text if hit is not None and hit.ok and hit.text else _placeholder(call.key, spec.max_tokens)
-        placeholders.append(Response(instance.id, spec.model, text))
-    candidates = _unique(list(have) + placeholders)
-    tasks = plan_tasks(experiment, instances, candidates, judging)
-    judge_calls = runner.plan_judging(tasks, judging.render)
-    ppl_calls: list[PlannedCall] = []
-    if experiment.perplexity is not None:
-        from nepotism.runner.perplexity import plan_perplexity, planned_calls
-
-        ppl_calls = planned_calls(runner, experiment, plan_perplexity(experiment.perplexity, experiment.judges,
-                                                                      instances, candidates, tasks))
-    cached.update(store.get_calls([c.key for c in judge_calls + ppl_calls]))
+    have_by: dict[str, list[Response]] = {}
+    for r in _candidates(store, experiment, instances, recorded):
+        have_by.setdefault(r.instance_id, []).append(r)
     models: dict[str, dict[str, Any]] = {}
-    counted: set[str] = set()  # keys already counted: a call planned twice is sent (and paid) once
-    for phase, calls in (("generate", gen_calls), ("judge", judge_calls), ("perplexity", ppl_calls)):
+    counted: set[bytes] = set()  # keys (64 hex digits, as 32 bytes) already counted: a call planned
+    # twice (instances with the same prompt share their calls) is sent, and paid, once
+    planned = {"generate": 0, "judge": 0, "perplexity": 0}
+
+    def count(phase: str, calls: Sequence[PlannedCall], cached: Mapping[str, Any]) -> None:
+        planned[phase] += len(calls)
         for call in calls:
-            _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=call.key in counted)
-            counted.add(call.key)
+            key = bytes.fromhex(call.key)
+            _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=key in counted)
+            counted.add(key)
+
+    from nepotism.runner.perplexity import perplexity_triples, planned_calls, shown_to_scorers
+
+    seen: Any = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
+    made: list[Response] = []  # every candidate (perplexity scores them)
+    # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
+    for start in range(0, len(instances), chunk):
+        part = instances[start:start + chunk]
+        have = [r for i in part for r in have_by.get(i.id, ())]
+        gen_plan = runner.plan_generation(part, _generators(experiment), have)
+        gen_calls = [call for call, _, _ in gen_plan]
+        cached = store.get_calls([c.key for c in gen_calls])
+        placeholders = []
+        for call, instance, spec in gen_plan:
+            hit = cached.get(call.key)
+            text = hit.text if hit is not None and hit.ok and hit.text else _placeholder(call.key, spec.max_tokens)
+            placeholders.append(Response(instance.id, spec.model, text))
+        candidates = _unique(list(have) + placeholders)
+        tasks = plan_tasks(experiment, part, candidates, judging)
+        judge_calls = runner.plan_judging(tasks, judging.render)
+        cached.update(store.get_calls([c.key for c in judge_calls]))
+        if experiment.perplexity is not None:
+            shown_to_scorers(tasks, seen)
+            made += candidates
+        count("generate", gen_calls, cached)
+        count("judge", judge_calls, cached)
+    if experiment.perplexity is not None:  # what the whole plan shows: scored once each, after judging
+        ppl_calls = planned_calls(runner, experiment, perplexity_triples(experiment.perplexity, experiment.judges,
+                                                                         instances, made, seen))
+        count("perplexity", ppl_calls, store.get_calls([c.key for c in ppl_calls]))
+    by_model = {endpoint.model: endpoint for endpoint in endpoints.values()}
+    for model, row in models.items():  # priced once from its token totals (the price is linear in them)
+        if row["cost_usd"] is not None:
+            row["cost_usd"] = round(by_model[model].cost({"prompt_tokens": row["prompt_tokens"],
+                                                          "completion_tokens": row["output_tokens"]}), 6)
     totals = {k: sum(m[k] for m in models.values()) for k in
               ("calls", "cached", "shared", "to_send", "prompt_tokens", "output_tokens")}
     priced = [m["cost_usd"] for m in models.values() if m["cost_usd"] is not None]
     totals["cost_usd"] = round(sum(priced), 6) if priced else None
     return {
         "experiment": experiment.name, "instances": len(instances),
-        "recorded_responses": len(recorded), "generation_calls": len(gen_calls),
-        "judge_calls": len(judge_calls), "perplexity_calls": len(ppl_calls), "models": models, "totals": totals,
+        "recorded_responses": len(recorded), "generation_calls": planned["generate"],
+        "judge_calls": planned["judge"], "perplexity_calls": planned["perplexity"], "models": models, "totals": totals,
         "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
                              for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
@@ -541,7 +578,8 @@ def _placeholder(key: str, max_tokens: int) -> str:
 def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall,
            hit: Any, *, again: bool = False) -> None:
     """Count ``call`` in its model's row: cached, ``shared`` (``again``: its key was planned
-    before in this plan, so the run sends it once) or to send, with its estimated tokens and cost."""
+    before in this plan, so the run sends it once) or to send, with its estimated tokens (the
+    row's cost is priced from its token totals at the end)."""
     row = models.setdefault(endpoint.model, {
         "generate": 0, "judge": 0, "perplexity": 0, "calls": 0, "cached": 0, "shared": 0, "to_send": 0,
         "prompt_tokens": 0, "output_tokens": 0,
@@ -561,6 +599,3 @@ def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, ca
     output = 1 if call.request.mode != "generate" else call.request.max_tokens
     row["prompt_tokens"] += prompt
     row["output_tokens"] += output
-    if row["cost_usd"] is not None:
-        cost = endpoint.cost({"prompt_tokens": prompt, "completion_tokens": output})
-        row["cost_usd"] = round(row["cost_usd"] + cost, 6)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,8 @@ from nepotism.records import Instance, Response
 from nepotism.runner.calls import CallResult, PlannedCall, plan_call
 from nepotism.runner.progress import RunStats
 
-__all__ = ["PerplexityOutcome", "PerplexityScore", "export_perplexity", "perplexity_of", "perplexity_request",
-           "plan_perplexity", "score_perplexity"]
+__all__ = ["PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
+           "perplexity_request", "perplexity_triples", "plan_perplexity", "score_perplexity", "shown_to_scorers"]
 
 #: The per-response table's columns, in order.
 COLUMNS = ("instance_id", "scorer", "model", "perplexity", "log_perplexity", "tokens", "status", "reason")
@@ -120,23 +120,42 @@ def perplexity_request(scorer: str, kind: str, instance: Instance, response: Res
 
 
 def plan_perplexity(config: PerplexityConfig, judges: Sequence[str], instances: Sequence[Instance],
-                    responses: Sequence[Response], tasks: Sequence[Any]) -> list[tuple[str, Instance, Response]]:
+                    responses: Sequence[Response], tasks: Iterable[Any]) -> list[tuple[str, Instance, Response]]:
     """The (scorer, instance, response) triples to score, each once, in a stable order.
 
     ``responses="judged"``: a scorer scores the candidates of the tasks it judges (a scorer that
     judges nothing: the candidates of every task); ``"all"``: every candidate response. Empty
     texts are skipped (nothing to score); ``generators`` keeps only those generators' responses.
+    ``tasks`` is read once (a generator planning a chunk at a time will do); `shown_to_scorers`
+    and `perplexity_triples` are the two halves, for a plan seen chunk by chunk.
     """
-    scorers = list(config.scorers or judges)
-    keep = set(config.generators)
-    by_id = {i.id: i for i in instances}
-    every = {(r.instance_id, r.generator): r for r in responses}
-    judged: dict[str, dict[tuple[str, str], Response]] = {}
-    shown: dict[tuple[str, str], Response] = {}
+    return perplexity_triples(config, judges, instances, responses, shown_to_scorers(tasks))
+
+
+#: Per judge, the candidate responses of the tasks it judges; and every task's candidates. Both
+#: keyed by (instance id, generator).
+Shown = tuple[dict[str, dict[tuple[str, str], Response]], dict[tuple[str, str], Response]]
+
+
+def shown_to_scorers(tasks: Iterable[Any], into: Shown | None = None) -> Shown:
+    """What ``tasks`` show to whom (`Shown`), added to ``into`` when given (the same result
+    whatever the chunks and their order: a key names one response of a plan)."""
+    judged, shown = into if into is not None else ({}, {})
     for task in tasks:
         for r in getattr(task, "candidates", ()):
             judged.setdefault(task.judge, {})[(r.instance_id, r.generator)] = r
             shown[(r.instance_id, r.generator)] = r
+    return judged, shown
+
+
+def perplexity_triples(config: PerplexityConfig, judges: Sequence[str], instances: Sequence[Instance],
+                       responses: Sequence[Response], seen: Shown) -> list[tuple[str, Instance, Response]]:
+    """`plan_perplexity`'s triples from what the whole plan showed (`shown_to_scorers`)."""
+    scorers = list(config.scorers or judges)
+    keep = set(config.generators)
+    by_id = {i.id: i for i in instances}
+    every = {(r.instance_id, r.generator): r for r in responses}
+    judged, shown = seen
     out = []
     for scorer in scorers:
         pool = every if config.responses == "all" else judged.get(scorer, shown)
@@ -174,7 +193,7 @@ def planned_calls(runner: Any, experiment: Experiment, plan: Sequence[tuple[str,
 
 
 async def score_perplexity(runner: Any, experiment: Experiment, instances: Sequence[Instance],
-                           responses: Sequence[Response], tasks: Sequence[Any],
+                           responses: Sequence[Response], tasks: Iterable[Any],
                            config: PerplexityConfig | None = None) -> PerplexityOutcome:
     """Score every planned (scorer, response) through ``runner``'s executor (cache first);
     ``config`` defaults to the experiment's ``[perplexity]`` table."""
