@@ -3,6 +3,8 @@
 import asyncio
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -185,3 +187,19 @@ def test_seeded_fault_rates_are_reproducible():
     assert first == errors()
     assert 5 < first.count("http_5xx:503") < 35 and 2 < first.count("malformed_body") < 25
     assert first.count(None) > 10
+
+
+def test_httpx_is_imported_only_for_a_transport():
+    """A backend over aiohttp (what `nepotism run` makes) does not import httpx (≈ 50-100 ms of
+    every command); one given an httpx transport does, and sends through it."""
+    code = (
+        "import sys\n"
+        "from nepotism.backends.openai_http import OpenAIHTTPBackend\n"
+        "OpenAIHTTPBackend('http://127.0.0.1:9/v1')\n"
+        "print('httpx' in sys.modules)\n"
+        "import httpx\n"
+        "OpenAIHTTPBackend('http://127.0.0.1:9/v1', transport=httpx.MockTransport(lambda r: httpx.Response(200)))\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "ok"]

@@ -44,14 +44,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import httpx
 
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, encode_body, http_failure, parse_json, read_body
 from nepotism.credentials import Secret, known_secrets, redact_text
+
+if TYPE_CHECKING:  # httpx is imported only by a backend given a transport (≈ 50-100 ms a command)
+    import httpx
 
 __all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
 
@@ -145,6 +147,8 @@ class OpenAIHTTPBackend:
         self._session: aiohttp.ClientSession | None = None
         self._httpx: httpx.AsyncClient | None = None
         if transport is not None:
+            import httpx
+
             self._httpx = httpx.AsyncClient(
                 base_url=self.base_url,
                 headers=self._all_headers(),
@@ -201,6 +205,8 @@ class OpenAIHTTPBackend:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc
 
     async def _post_httpx(self, url: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+        import httpx
+
         assert self._httpx is not None
         try:
             resp = await self._httpx.post(url, content=payload)
