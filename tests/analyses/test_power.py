@@ -91,13 +91,17 @@ def test_pilot_without_the_effect_and_the_calls_and_costs(tmp_path):
     ties, icc, prompts = pilot_estimates(pilot, "judge", ["judge"], ["u1", "u2", "u3", "u4"])
     assert prompts == 200 and 0.0 < ties < 0.5 and 0.0 <= icc <= 1.0
     assert pilot_estimates(pilot, "judge", ["nobody"], ["u1"]) is None
-    costs = Costs(price_input=1.0, price_output=2.0)
+    costs = Costs(price_input_per_mtok=1.0, price_output_per_mtok=2.0)
     plan = plan_audit(["judge"], GENERATORS, registry, effects={"self": 0.05}, costs=costs, orders=2)
     assert plan.judge_calls == plan.prompts * 1 * 10 * 2 and plan.generation_calls == plan.prompts * 5
     judge_in = 250 + 200 + 2 * 400
     assert plan.input_tokens == plan.judge_calls * judge_in + plan.generation_calls * 200
     assert plan.output_tokens == plan.judge_calls * 100 + plan.generation_calls * 400
-    assert plan.cost == pytest.approx((plan.input_tokens * 1.0 + plan.output_tokens * 2.0) / 1000)
+    # the simulated world's registry prices nothing: every model at the given USD per million tokens
+    assert plan.cost == pytest.approx((plan.input_tokens * 1.0 + plan.output_tokens * 2.0) / 1e6)
+    assert plan.unpriced == () and set(plan.model_costs) == set(GENERATORS)
+    unpriced = plan_audit(["judge"], GENERATORS, registry, effects={"self": 0.05})
+    assert unpriced.cost is None and unpriced.unpriced == GENERATORS
     with pytest.raises(ValueError, match="no judge has a related candidate"):
         plan_audit(["judge"], GENERATORS, registry, effects={"family": 0.05})
     with pytest.raises(ValueError, match="unknown scope"):
@@ -113,10 +117,10 @@ def test_plan_command(tmp_path):
     table = tmp_path / "pilot.csv"
     simulate(_spec(0.0, 40), seed=1, kinds=("pairwise",)).pairwise.to_csv(table, index=False)
     args = [_nepotism(), "plan", "--judges", "judge", "--generators", ",".join(GENERATORS), "--models",
-            str(tmp_path / "registry.toml"), "--effect", "self=0.05", "--price-input", "0.5"]
+            str(tmp_path / "registry.toml"), "--effect", "self=0.05", "--price-input-per-mtok", "0.5"]
     result = subprocess.run([*args, "--json"], capture_output=True, text=True, check=True)
     plan = json.loads(result.stdout)
-    expected = plan_audit(["judge"], GENERATORS, registry, costs=Costs(price_input=0.5))
+    expected = plan_audit(["judge"], GENERATORS, registry, costs=Costs(price_input_per_mtok=0.5))
     assert plan["prompts"] == expected.prompts and plan["cost"] == pytest.approx(expected.cost)
     assert plan["scopes"][0]["source"] == "assumed"
     piloted = json.loads(subprocess.run([*args, "--json", "--pilot", str(table)], capture_output=True, text=True,
@@ -128,3 +132,45 @@ def test_plan_command(tmp_path):
     assert bad.returncode == 2 and "unknown scope 'kin'" in bad.stderr and not bad.stdout
     none = subprocess.run([*args[:-4], "--effect", "family=0.05"], capture_output=True, text=True)
     assert none.returncode == 2 and "no judge has a related candidate" in none.stderr
+
+
+def test_the_registry_prices_each_model_as_a_dry_run_does():
+    """Judge calls at the judge's prices, answers at each generator's, in USD per million tokens
+    from the registry (the built-in one prices these API models); the flags price only the
+    models it does not."""
+    registry = load_registry([])
+    gens = ["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "claude-3-5-sonnet-20240620", "mistral-large-2407"]
+    plan = plan_audit(["gpt-4o-2024-08-06"], gens, registry, effects={"self": 0.05})
+    calls = plan.prompts * 6 * 2  # 6 pairs, both orders
+    judge_in, judge_out = calls * (250 + 200 + 800), calls * 100
+    price = {m: (registry.get(m).price_input_per_mtok, registry.get(m).price_output_per_mtok) for m in gens}
+    expected = {m: plan.prompts * (200 * price[m][0] + 400 * price[m][1]) / 1e6 for m in gens}
+    expected["gpt-4o-2024-08-06"] += (judge_in * 2.5 + judge_out * 10.0) / 1e6
+    assert plan.model_costs == pytest.approx(expected) and plan.cost == pytest.approx(sum(expected.values()))
+    mixed = plan_audit(["gpt-4o-2024-08-06"], [*gens[:2], "my-model"], registry, effects={"self": 0.05})
+    assert mixed.cost is None and mixed.unpriced == ("my-model",)
+    assert mixed.model_costs["gpt-4o-2024-08-06"] is not None
+    fallback = plan_audit(["gpt-4o-2024-08-06"], [*gens[:2], "my-model"], registry, effects={"self": 0.05},
+                          costs=Costs(price_input_per_mtok=1.0))
+    assert fallback.model_costs["my-model"] == pytest.approx(fallback.prompts * 200 / 1e6)
+    assert fallback.model_costs["gpt-4o-2024-08-06"] == mixed.model_costs["gpt-4o-2024-08-06"]
+
+
+def test_the_documented_plan_commands_run(tmp_path):
+    """docs/planning.md's examples, as printed, through the installed executable."""
+    doc = (Path(__file__).parents[2] / "docs" / "planning.md").read_text(encoding="utf-8")
+    block = doc.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    commands = [line.split() for line in block.splitlines() if line.startswith("nepotism plan")]
+    assert len(commands) == 2
+    (tmp_path / "mine.toml").write_text("".join(f'[models."{m}"]\nfamily = "{m}"\n' for m in ("my-judge", "a", "b", "c")))
+    pilot = simulate(SimulationSpec(judges=("my-judge",), generators=("my-judge", "a", "b", "c"),
+                                    families={g: g for g in ("my-judge", "a", "b", "c")}, students={},
+                                    n_instances=30, self_bias=0.5), seed=2, kinds=("pairwise",)).pairwise
+    pilot.to_csv(tmp_path / "pilot.csv", index=False)
+    first = subprocess.run([_nepotism(), *commands[0][1:]], capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "estimated cost: USD " in first.stdout and "gpt-4o-2024-08-06" in first.stdout
+    second = subprocess.run([_nepotism(), *commands[1][1:]], capture_output=True, text=True, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    plan = json.loads(second.stdout)
+    assert plan["cost"] is not None and plan["unpriced"] == [] and plan["scopes"][0]["source"].startswith("pilot")

@@ -27,8 +27,11 @@ The audit needs the largest of these over the judges and scopes asked for. ρ an
 share of ties and ρ comes from the pilot's design effect (the cluster-robust variance of its win
 rate over the variance of independent comparisons; ρ = (DE − 1)/(m̄ − 1), clipped to [0, 1]).
 Calls: prompts × judges × pairs × orders judge calls, plus prompts × generators answers unless they
-exist already. Cost: tokens per call (judge call: template + prompt + two answers in, a verdict out;
-answer: prompt in, answer out) × the prices per 1,000 tokens. What this module leaves out: other
+exist already. Cost: per model, its tokens (judge call: template + prompt + two answers in, a
+verdict out; answer: prompt in, answer out) × its prices in USD per million tokens — the
+registry's (`nepotism.models.ModelInfo`, as `nepotism run --dry-run` prices), else the prices of
+`Costs` for the models the registry does not price; the total only when every model with calls
+has a price (else None, and ``unpriced`` names the others). What this module leaves out: other
 metrics' power (paired gaps, matched bias) and rate limits.
 """
 
@@ -49,14 +52,15 @@ __all__ = ["BudgetPlan", "Costs", "ScopePlan", "pilot_estimates", "plan_audit", 
 
 @dataclass(frozen=True)
 class Costs:
-    """Token estimates per call and prices (per 1,000 tokens, any currency; 0 = not priced)."""
+    """Token estimates per call, and the prices (USD per million tokens, as in the registry) of
+    the models the registry does not price (both 0: those models are not priced)."""
 
     prompt_tokens: int = 200
     answer_tokens: int = 400
     verdict_tokens: int = 100
     template_tokens: int = 250
-    price_input: float = 0.0
-    price_output: float = 0.0
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -86,7 +90,9 @@ class ScopePlan:
 
 @dataclass(frozen=True)
 class BudgetPlan:
-    """Prompts, calls, tokens and cost of the audit; ``scopes`` says which judge and scope needs what."""
+    """Prompts, calls, tokens and cost of the audit; ``scopes`` says which judge and scope needs what.
+    ``model_costs``: USD per model with calls (None: no price for it, in ``unpriced``); ``cost``
+    their sum, or None while a model is unpriced."""
 
     scopes: tuple[ScopePlan, ...]
     prompts: int
@@ -96,12 +102,15 @@ class BudgetPlan:
     output_tokens: int
     cost: float | None
     settings: dict = field(default_factory=dict)
+    model_costs: dict = field(default_factory=dict)
+    unpriced: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         out = asdict(self)
         out["scopes"] = [asdict(s) for s in self.scopes]
         for s in out["scopes"]:
             s["related"], s["opponents"] = list(s["related"]), list(s["opponents"])
+        out["unpriced"] = list(self.unpriced)
         return out
 
 
@@ -220,9 +229,33 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
     judge_in = costs.template_tokens + costs.prompt_tokens + 2 * costs.answer_tokens
     input_tokens = judge_calls * judge_in + generation_calls * costs.prompt_tokens
     output_tokens = judge_calls * costs.verdict_tokens + generation_calls * costs.answer_tokens
-    priced = costs.price_input > 0 or costs.price_output > 0
-    cost = (input_tokens * costs.price_input + output_tokens * costs.price_output) / 1000.0 if priced else None
+    tokens: dict[str, list[int]] = {}  # model -> [input, output]
+    for judge in judges:
+        calls = prompts * pairs * orders
+        tokens.setdefault(judge, [0, 0])
+        tokens[judge][0] += calls * judge_in
+        tokens[judge][1] += calls * costs.verdict_tokens
+    for generator in generators if generate else ():
+        tokens.setdefault(generator, [0, 0])
+        tokens[generator][0] += prompts * costs.prompt_tokens
+        tokens[generator][1] += prompts * costs.answer_tokens
+    model_costs = {model: _priced(registry, model, costs, used[0], used[1]) for model, used in tokens.items()}
+    unpriced = tuple(model for model, cost in model_costs.items() if cost is None)
+    cost = None if unpriced else round(sum(c for c in model_costs.values() if c is not None), 6)
     settings = {"alpha": alpha, "power": power, "baseline": baseline, "orders": orders, "generate": generate,
                 "judges": judges, "generators": generators, "effects": effects, **asdict(costs),
                 "pilot": pilot is not None}
-    return BudgetPlan(tuple(plans), prompts, judge_calls, generation_calls, input_tokens, output_tokens, cost, settings)
+    return BudgetPlan(tuple(plans), prompts, judge_calls, generation_calls, input_tokens, output_tokens, cost, settings,
+                      model_costs, unpriced)
+
+
+def _priced(registry, model: str, costs: Costs, input_tokens: int, output_tokens: int) -> float | None:
+    """USD for ``model``'s tokens at the registry's prices, else at those of ``costs``; None when
+    neither prices it. A registry entry with one price counts the other as 0 (as a run does)."""
+    info = registry.get(model) if registry.knows(model) else None
+    prices = (info.price_input_per_mtok, info.price_output_per_mtok) if info is not None else (None, None)
+    if prices == (None, None):
+        prices = (costs.price_input_per_mtok, costs.price_output_per_mtok)
+        if not any(prices):
+            return None
+    return round((input_tokens * (prices[0] or 0.0) + output_tokens * (prices[1] or 0.0)) / 1e6, 6)

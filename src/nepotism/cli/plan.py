@@ -63,10 +63,10 @@ def _effects(values) -> dict[str, float]:
               help="Tokens per judge reply.")
 @click.option("--template-tokens", type=click.IntRange(0), default=250, show_default=True,
               help="Tokens of the judge template around the prompt and answers.")
-@click.option("--price-input", type=click.FloatRange(0.0), default=0.0, show_default=True,
-              help="Price per 1,000 input tokens (0: no cost estimate).")
-@click.option("--price-output", type=click.FloatRange(0.0), default=0.0, show_default=True,
-              help="Price per 1,000 output tokens.")
+@click.option("--price-input-per-mtok", "price_input", type=click.FloatRange(0.0), default=0.0, show_default=True,
+              help="USD per million input tokens, for the models the registry does not price.")
+@click.option("--price-output-per-mtok", "price_output", type=click.FloatRange(0.0), default=0.0,
+              show_default=True, help="USD per million output tokens, for the models the registry does not price.")
 @models_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @format_option
@@ -92,7 +92,8 @@ def command(judges, generators, effects, alpha, power, baseline, icc, tie_rate, 
     if pilot:
         comparisons = build_comparisons(read_table(pilot, kind="pairwise").frame).frame
     costs = Costs(prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, verdict_tokens=verdict_tokens,
-                  template_tokens=template_tokens, price_input=price_input, price_output=price_output)
+                  template_tokens=template_tokens, price_input_per_mtok=price_input,
+                  price_output_per_mtok=price_output)
     try:
         plan = plan_audit(_names(judges, "--judges"), _names(generators, "--generators"), registry,
                           effects=_effects(effects), alpha=alpha, power=power, baseline=baseline, icc=icc,
@@ -114,4 +115,9 @@ def command(judges, generators, effects, alpha, power, baseline, icc, tie_rate, 
                f"{orders} orders x {plan.prompts:,} prompts)")
     click.echo(f"answers to generate: {plan.generation_calls:,}")
     click.echo(f"tokens: {plan.input_tokens:,} in, {plan.output_tokens:,} out")
-    click.echo(f"estimated cost: {'not priced (--price-input/--price-output)' if plan.cost is None else f'{plan.cost:,.2f}'}")
+    priced = ", ".join(f"{m} {c:,.2f}" for m, c in plan.model_costs.items() if c is not None)
+    if plan.cost is not None:
+        click.echo(f"estimated cost: USD {plan.cost:,.2f} ({priced})")
+    else:
+        click.echo(f"estimated cost: not priced: no price for {', '.join(plan.unpriced)} in the registry (--models) "
+                   "or from --price-input-per-mtok / --price-output-per-mtok" + (f"; priced: {priced}" if priced else ""))
