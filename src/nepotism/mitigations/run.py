@@ -219,7 +219,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                           text_model: TextModel | None = None, sandbox_runner=None, view=None) -> MitigationResult:
     """Run the baseline and every mitigation; see the module docstring."""
     from nepotism.models import load_registry
-    from nepotism.runner import GenerationSpec, Runner
+    from nepotism.runner import Runner
+    from nepotism.runner import experiment_run as er
     from nepotism.runner.experiment_run import build_endpoints, load_dataset, plan_tasks
 
     exp = plan.experiment
@@ -237,15 +238,10 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                 as run_id:
             text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
-            gens = list(exp.generation.generators)
-            ids = {i.id for i in instances}
-            recorded_keys = {(x.instance_id, x.generator) for x in recorded}
-            have = list(recorded) + [r for r in (store.responses(generator=gens) if gens else [])
-                                     if r.instance_id in ids and (r.instance_id, r.generator) not in recorded_keys]
-            specs = [GenerationSpec(model=g, max_tokens=exp.generation.max_tokens, temperature=exp.generation.temperature,
-                                    seed=exp.seed) for g in gens]
-            generated = await runner.generate(instances, specs, have=have)
-            candidates = list({(r.instance_id, r.generator): r for r in reversed(generated.responses)}.values())
+            # the responses a run of the experiment would judge, found and made as it finds and makes them
+            have = er._candidates(store, exp, instances, recorded)
+            generated = await runner.generate(instances, er._generators(exp), have=have)
+            candidates = er._unique(generated.responses)
             base_tasks = plan_tasks(exp, instances, candidates, judging)
             baseline = exp.conditions[0].name
             relation = _scopes(registry)
