@@ -9,7 +9,9 @@ generators, two judges, pairwise label verdicts in both orders and recognition) 
 ``--calls`` calls, every model at concurrency ``--concurrency / 2`` (two models are busy at a
 time, so the total in flight is ``--concurrency``). For (b) the wall time includes the process
 start, reading the dataset, planning, generation, judging, the store and the exports — what a
-user waits for; the CPU time is the child's user + system time (resource.getrusage), per call.
+user waits for; the CPU time is the child's user + system time (resource.getrusage), per call,
+and split between the thread running the event loop and the others (the store writer) from
+``/proc/PID/task/*/stat`` sampled every 0.2 s (so the last fraction of a second is not counted).
 
 While the run goes on, the child's resident memory (``/proc/PID/status``) and the number of calls
 stored so far (``MAX(rowid)`` of the store's calls table, read-only) are sampled every 0.2 s; after
@@ -119,6 +121,26 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _thread_cpu(pid: int) -> tuple[float, float] | None:
+    """CPU seconds so far of the process's first thread (the event loop's) and of all its other
+    threads together, ended ones included (the store writer; aiohttp's resolver threads idle):
+    ``/proc/PID/task/PID/stat`` and the whole process's ``/proc/PID/stat`` minus it; None once
+    the process is gone."""
+    def seconds(path: str) -> float:
+        with open(path) as handle:
+            fields = handle.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK  # utime + stime
+
+    try:
+        loop, everything = seconds(f"/proc/{pid}/task/{pid}/stat"), seconds(f"/proc/{pid}/stat")
+    except (OSError, ValueError, IndexError):
+        return None
+    return loop, max(0.0, everything - loop)
+
+
 def _stored(db: Path) -> int:
     """Calls stored so far (rowids only grow: a failed call replaced is not counted twice here)."""
     try:
@@ -132,7 +154,7 @@ def _stored(db: Path) -> int:
 
 
 def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str | None = None
-                  ) -> tuple[float, int, float, list[tuple[float, int, float]]]:
+                  ) -> tuple[float, int, float, list[tuple[float, int, float]], tuple[float, float]]:
     exp = standin_experiment(folder, url, items=items, concurrency=concurrency, timeout=60.0)
     db = folder / "s.db"
     cpu0, t0 = _children_cpu(), time.perf_counter()
@@ -140,10 +162,12 @@ def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str
     child = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
                              cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     samples: list[tuple[float, int, float]] = []  # (seconds, calls stored, RSS MB)
+    threads = (0.0, 0.0)  # CPU seconds of the loop's thread and the others, at the last sample
     while child.poll() is None:
         rss = _rss_mb(child.pid)
         if rss is not None:
             samples.append((time.perf_counter() - t0, _stored(db), rss))
+        threads = _thread_cpu(child.pid) or threads
         time.sleep(0.2)
     out, err = child.communicate()
     secs, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
@@ -156,7 +180,7 @@ def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str
     failed = summary["generation"]["failed"] + summary["judging"]["failed"]
     if failed:
         raise SystemExit(f"nepotism run: {failed} calls failed")
-    return secs, sent, cpu, samples
+    return secs, sent, cpu, samples, threads
 
 
 def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, int, float]:
@@ -227,12 +251,13 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch:
         for r in range(args.rounds):
             if args.baseline_src:
-                base_s, base_sent, base_cpu, base_samples = _nepotism_run(url, Path(scratch) / f"base{r}", items,
+                base_s, base_sent, base_cpu, base_samples, base_threads = _nepotism_run(url, Path(scratch) / f"base{r}", items,
                                                                           args.concurrency // 2, args.baseline_src)
                 base_secs, base_n = base_s, base_sent
-                baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3))
+                baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3,
+                                 *(t / base_sent * 1e3 for t in base_threads)))
             server0 = _server_cpu(url)
-            run_s, sent, run_cpu, samples = _nepotism_run(url, Path(scratch) / f"round{r}", items,
+            run_s, sent, run_cpu, samples, threads = _nepotism_run(url, Path(scratch) / f"round{r}", items,
                                                           args.concurrency // 2)
             server1 = _server_cpu(url)
             if args.rerun and r == args.rounds - 1:
@@ -251,22 +276,26 @@ def main() -> None:
                 raise SystemExit(f"bare aiohttp: only {min(ok, fast_ok)}/{sent} calls succeeded")
             rows.append((sent / run_s, sent / bare_s, run_cpu / sent * 1e3, bare_cpu / sent * 1e3, sent,
                          (server1 - server0) / sent * 1e3, (server2 - server1) / sent / 2 * 1e3,
-                         sent / fast_s, fast_cpu / sent * 1e3))
+                         sent / fast_s, fast_cpu / sent * 1e3, *(t / sent * 1e3 for t in threads)))
     print(f"calls sent per run {rows[0][4]}, concurrency {args.concurrency}, stand-in latency "
           f"{args.latency * 1e3:.0f} ms, rounds {args.rounds}")
     print(f"nepotism run's event loop: {loop_name()}; the bare client runs on asyncio's default loop, "
           f"and again on {loop_name().split()[0]} ('bare on our loop': the limit for the same loop)")
     print(f"{'round':<7}{'nepotism run/s':>16}{'bare aiohttp/s':>16}{'ratio':>8}{'run ms CPU/call':>17}"
           f"{'bare ms CPU/call':>18}{'stand-in ms/call (run, bare)':>30}")
-    for i, (run_rate, bare_rate, run_cpu, bare_cpu, _, srv_run, srv_bare, fast_rate, fast_cpu) in enumerate(rows, 1):
+    for i, (run_rate, bare_rate, run_cpu, bare_cpu, _, srv_run, srv_bare, fast_rate, fast_cpu, run_loop,
+            run_others) in enumerate(rows, 1):
         print(f"{i:<7}{run_rate:>16.0f}{bare_rate:>16.0f}{run_rate / bare_rate:>8.2f}{run_cpu:>17.3f}{bare_cpu:>18.3f}"
               f"{srv_run:>20.3f}, {srv_bare:.3f}")
+        print(f"{'':<7}{'':>16}{'':>16}{'':>8}{'':>17}   of which the loop's thread {run_loop:.3f}, "
+              f"the others (store writer) {run_others:.3f} ms/call (to the last 0.2 s sample)")
         print(f"{'  ours':<7}{'':>16}{fast_rate:>16.0f}{run_rate / fast_rate:>8.2f}{'':>17}{fast_cpu:>18.3f}"
               f"   (bare client on our loop; ratio of nepotism run to it)")
         if baseline:
-            base_rate, base_cpu = baseline[i - 1]
+            base_rate, base_cpu, base_loop, base_others = baseline[i - 1]
             print(f"{'  base':<7}{base_rate:>16.0f}{'':>16}{base_rate / bare_rate:>8.2f}{base_cpu:>17.3f}"
-                  f"   (nepotism run from {args.baseline_src})")
+                  f"   (nepotism run from {args.baseline_src}; loop's thread {base_loop:.3f}, others "
+                  f"{base_others:.3f})")
     ratios = sorted(r[0] / r[1] for r in rows)
     fast = sorted(r[0] / r[7] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f} (to the bare client on our loop: {fast[len(fast) // 2]:.2f})")

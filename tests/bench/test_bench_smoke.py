@@ -31,6 +31,7 @@ def test_end_to_end_run_benchmark_with_its_timeline_and_cached_rerun():
     out = _run("run_p1.py", "--calls", "200", "--concurrency", "8", "--latency", "0.001", "--rounds", "1",
                "--rerun")
     assert "median ratio" in out and "   100%" in out  # the run's last tenth is in the timeline
+    assert "of which the loop's thread" in out  # the CPU per call split by thread
     assert "cached rerun of the last round" in out and "0 sent" in out
     assert "cached rerun of the last round without the judge-plan memo" in out
 
