@@ -88,7 +88,7 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
     instances, recorded = er._in_shard(shard, instances, recorded)
     endpoints = er.build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    have = er._candidates(store, experiment, instances, recorded)
+    have = er._candidates(store, experiment, instances, recorded, endpoints)
     gen_plan = runner.plan_generation(instances, er._generators(experiment), have)
     gen_calls = [call for call, _, _ in gen_plan]
     status = call_statuses(store, [c.key for c in gen_calls])

@@ -24,7 +24,7 @@ from nepotism._files import base_suffix, jsonl_rows
 from nepotism.errors import InputError
 from nepotism.experiment import Experiment, ModelConfig
 from nepotism.records import Instance, Message, Response, RubricItem
-from nepotism.runner.calls import Endpoint, PlannedCall
+from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
@@ -283,12 +283,30 @@ def _generators(experiment: Experiment) -> list[GenerationSpec]:
 
 
 def _candidates(store: Store, experiment: Experiment, instances: Sequence[Instance],
-                recorded: Sequence[Response]) -> list[Response]:
-    ids = {i.id for i in instances}
-    gens = list(experiment.generation.generators)
-    stored = [r for r in store.responses(generator=gens) if r.instance_id in ids] if gens else []
+                recorded: Sequence[Response], endpoints: Mapping[str, Endpoint]) -> list[Response]:
+    """The responses a run starts from: the dataset's recorded ones, then the stored responses of
+    the experiment's generators that the plan's own generation call made. A stored response made
+    by another call (the item's prompt or a generation option edited since) answers another
+    request: it is left out, so its call is planned (sent, or replayed from the store) as in a
+    fresh store. A stored response with no call key (loaded, recorded) is kept."""
+    by_id = {i.id: i for i in instances}
+    specs = {spec.model: spec for spec in _generators(experiment)}
     recorded_keys = {(r.instance_id, r.generator) for r in recorded}
-    return list(recorded) + [r for r in stored if (r.instance_id, r.generator) not in recorded_keys]
+    keys: dict[tuple[str, str], str] = {}
+    stored = []
+    for r in store.responses(generator=list(specs)) if specs else ():
+        instance = by_id.get(r.instance_id)
+        if instance is None or (r.instance_id, r.generator) in recorded_keys:
+            continue
+        made_by = r.metadata.get("call_key")
+        if made_by is not None:
+            pair = (r.instance_id, r.generator)
+            if pair not in keys:
+                keys[pair] = plan_call(endpoints[r.generator], specs[r.generator].request(instance)).key
+            if made_by != keys[pair]:
+                continue
+        stored.append(r)
+    return list(recorded) + stored
 
 
 def _in_shard(shard: Shard | None, instances: Sequence[Instance],
@@ -344,7 +362,7 @@ async def run_experiment(
         with store.recording_run(config) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
                             source=f"run:{experiment.name}", offline=offline)
-            have = _candidates(store, experiment, instances, recorded)
+            have = _candidates(store, experiment, instances, recorded, endpoints)
             kinds: set[str] = set()  # the exported tables, from the tasks planned
 
             def plan(chunk: list[Instance], responses: list[Response]) -> list[Any]:
@@ -503,7 +521,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
     have_by: dict[str, list[Response]] = {}
-    for r in _candidates(store, experiment, instances, recorded):
+    for r in _candidates(store, experiment, instances, recorded, endpoints):
         have_by.setdefault(r.instance_id, []).append(r)
     models: dict[str, dict[str, Any]] = {}
     counted: set[bytes] = set()  # keys (64 hex digits, as 32 bytes) already counted: a call planned

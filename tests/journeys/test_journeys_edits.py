@@ -1,0 +1,62 @@
+"""Reruns on the same store after the user edited the inputs, through the installed ``nepotism``:
+the rerun must end where a fresh run of the edited inputs ends (the same exports), sending only the
+calls the edit made new."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.journeys.test_journeys import nep
+
+
+def _run(exp: Path) -> dict:
+    return json.loads(nep("run", exp.name, "--no-progress", "--json", cwd=exp.parent).stdout)
+
+
+def _exports(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.csv"))}
+
+
+def _fresh(tmp_path: Path, exp: Path) -> dict[str, bytes]:
+    """The exports of the edited experiment run from scratch, in a copy of its folder without the store."""
+    fresh = tmp_path / "fresh"
+    shutil.copytree(exp.parent, fresh, ignore=shutil.ignore_patterns("out", "*.db"))
+    _run(fresh / exp.name)
+    return _exports(fresh / "out")
+
+
+def test_a_rerun_after_editing_an_items_prompt_answers_the_new_prompt(tmp_path, standin):
+    """The stored answers to the old prompt are not the edited item's answers: both generators are
+    asked again, and the judges see the new answers (before, the old answers were judged under the
+    new prompt: 0 generation calls, exports unlike a fresh run's)."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=3, recognition=False)
+    first = _run(exp)
+    assert first["generation"]["sent"] == 6
+    items = exp.parent / "items.jsonl"
+    rows = [json.loads(line) for line in items.read_text().splitlines()]
+    rows[1]["prompt"] = "Question 2, edited: name an even prime."
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plan = json.loads(nep("run", exp.name, "--dry-run", "--json", cwd=exp.parent).stdout)
+    assert plan["generation_calls"] == 2  # priced as it is sent
+    edited = _run(exp)
+    assert (edited["generation"]["total"], edited["generation"]["sent"]) == (2, 2)
+    assert _exports(exp.parent / "out") == _fresh(tmp_path, exp)
+    again = _run(exp)
+    assert again["generation"]["total"] == 0 and again["judging"]["sent"] == 0
+
+
+def test_a_rerun_after_editing_a_generation_option_answers_again(tmp_path, standin):
+    """``generation.max_tokens`` is part of every generation request: a rerun after editing it makes
+    the responses of the new requests, as a fresh store would, rather than reusing the old ones."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=2, recognition=False)
+    _run(exp)
+    exp.write_text(exp.read_text().replace("max_tokens = 32", "max_tokens = 48"))
+    edited = _run(exp)
+    assert (edited["generation"]["total"], edited["generation"]["sent"]) == (4, 4)
+    assert _exports(exp.parent / "out") == _fresh(tmp_path, exp)
