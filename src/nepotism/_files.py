@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import os
+import re
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -170,11 +171,39 @@ def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return value
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: object, field: str | None = None) -> tuple[str | None] | None:
+    """``(field,)`` of the first string in ``value`` (a key or a value; ``field`` the top-level key
+    holding it) with a lone UTF-16 surrogate, else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return (field,)
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            top = key if field is None else field
+            found = _lone_surrogate(key, top) or _lone_surrogate(item, top)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = _lone_surrogate(item, field)
+            if found:
+                return found
+    return None
+
+
 def parse_json_line(text: str, path: str, line: int) -> object:
     """One JSON value from one line of ``path``: `InputError` naming the line for invalid JSON,
-    a key repeated within an object (the key is the field), or nesting too deep to read."""
+    a key repeated within an object (the key is the field), nesting too deep to read, or a
+    ``\\uD800``-style escape of a lone surrogate (valid JSON, but no text: it cannot be written as
+    UTF-8 anywhere, so it would fail later in a store, a table or a report)."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_object)
+        value = json.loads(text, object_pairs_hook=_unique_object)
     except json.JSONDecodeError as err:
         raise InputError(f"not valid JSON ({err.msg})", path=path, line=line) from None
     except _DuplicateKey as err:
@@ -182,6 +211,15 @@ def parse_json_line(text: str, path: str, line: int) -> object:
                          field=err.key) from None
     except RecursionError:
         raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+    if _SURROGATE_ESCAPE.search(text):  # only an escape can make one (the line itself is UTF-8)
+        try:
+            found = _lone_surrogate(value)
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+        if found:
+            raise InputError("a \\u escape of a lone surrogate (no character: the text is not valid Unicode)",
+                             path=path, line=line, field=found[0])
+    return value
 
 
 def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
