@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from nepotism.errors import InputError
-from nepotism.runner.shards import Shard, shard_of, shard_output_dir, shard_store_path
+from nepotism.records import Instance, Message
+from nepotism.runner.shards import Shard, shard_key, shard_of, shard_output_dir, shard_store_path
 from nepotism.testing.experiments import standin_experiment
 from nepotism.testing.standin import StandinConfig, standin_process
 
@@ -41,7 +42,7 @@ def test_split_is_stable_and_covers_every_instance_once():
     shards = [Shard(k, 8) for k in range(8)]
     for ident in ids:
         assert sum(s.holds(ident) for s in shards) == 1
-    # the hash is of the id alone (SHA-256, first 8 bytes big-endian): fixed across processes and versions
+    # the hash is of the key alone (SHA-256, first 8 bytes big-endian): fixed across processes and versions
     assert [shard_of(f"item-{i}", 8) for i in range(8)] == [
         int.from_bytes(__import__("hashlib").sha256(f"item-{i}".encode()).digest()[:8], "big") % 8 for i in range(8)]
     code = "from nepotism.runner.shards import shard_of; print([shard_of(f'item-{i}', 8) for i in range(50)])"
@@ -50,6 +51,35 @@ def test_split_is_stable_and_covers_every_instance_once():
     assert json.loads(other.stdout) == [shard_of(f"item-{i}", 8) for i in range(50)]
     sizes = [sum(s.holds(i) for i in ids) for s in shards]
     assert min(sizes) > 200  # roughly even
+
+
+def test_the_shard_key_is_the_request_so_instances_sharing_a_prompt_share_a_shard():
+    same = [Instance(f"item-{i}", "Name a prime.") for i in range(40)]
+    assert len({shard_key(i) for i in same}) == 1
+    assert shard_key(Instance("a", "Name a prime.")) == shard_key(Instance("b", (Message("user", "Name a prime."),)))
+    assert shard_key(Instance("a", "Name a prime.")) != shard_key(Instance("a", (Message("system", "Name a prime."),)))
+    assert len({shard_of(shard_key(Instance("x", f"Question {i}")), 8) for i in range(40)}) == 8
+
+
+def test_instances_sharing_a_prompt_are_sent_by_one_shard(tmp_path):
+    """Instances with one prompt and different ids share their generation and judge calls (one key
+    each): split by id, each shard sent them, and a server that samples answers each differently, so
+    `store merge` refused the shards (the same key, different text). By request, one shard sends them."""
+    ids = [f"item-{i}" for i in range(40)]
+    apart = [next(i for i in ids if shard_of(i, 2) == k) for k in range(2)]  # the ids' hashes split them
+    with standin_process(StandinConfig(latency_s=0.001)) as url:
+        exp = standin_experiment(tmp_path, url, recognition=False)
+        rows = [{"id": apart[0], "prompt": "Name a prime."}, {"id": apart[1], "prompt": "Name a prime."},
+                {"id": "other", "prompt": "Name an even number."}]
+        (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        for k in range(2):
+            nep("run", str(exp), "--shard", f"{k}/2", "--no-progress", cwd=tmp_path)
+    stores = [tmp_path / f"nepotism.shard-{k}-of-2.db" for k in range(2)]
+    keys = [{key for (key,) in _rows(store, "SELECT key FROM calls")} for store in stores]
+    assert keys[0] and keys[1] and not keys[0] & keys[1]
+    holding = [k for k in range(2) if {apart[0], apart[1]} <= {i for (i,) in _rows(
+        stores[k], "SELECT DISTINCT instance_id FROM judgments")}]
+    assert len(holding) == 1
 
 
 def test_default_store_and_output_folder_name_the_shard(tmp_path):
@@ -82,25 +112,27 @@ def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
     """The issue's done-means: 8 shards as separate `nepotism` processes with separate stores,
     merged; `store export` and `metrics --json` byte-identical to one unsharded run."""
     with standin_process(StandinConfig(latency_s=0.001)) as url:
-        exp = standin_experiment(tmp_path, url, items=16)
+        exp = standin_experiment(tmp_path, url, items=21)  # every shard of 8 holds one or more of these prompts
         whole = json.loads(nep("run", str(exp), "--store", "whole.db", "--no-progress", "--json", cwd=tmp_path).stdout)
-        assert whole["status"] == "done" and whole["instances"] == 16
+        assert whole["status"] == "done" and whole["instances"] == 21
         procs = [subprocess.Popen([NEPOTISM, "run", str(exp), "--shard", f"{k}/8", "--no-progress", "--json"],
                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for k in range(8)]
         outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
     summaries = [json.loads(out) for out, _ in outs]
-    assert sum(s["instances"] for s in summaries) == 16
+    assert sum(s["instances"] for s in summaries) == 21
     stores = [tmp_path / f"nepotism.shard-{k}-of-8.db" for k in range(8)]
+    prompts = {row["id"]: Instance(row["id"], row["prompt"])
+               for row in map(json.loads, (tmp_path / "items.jsonl").read_text().splitlines())}
     # every shard wrote only its own instances, and every call of an instance is in its shard
     seen: set[str] = set()
     for k, store in enumerate(stores):
         ids = {i for (i,) in _rows(store, "SELECT DISTINCT instance_id FROM judgments")}
-        assert ids and all(Shard(k, 8).holds(i) for i in ids) and not ids & seen
+        assert ids and all(Shard(k, 8).holds(shard_key(prompts[i])) for i in ids) and not ids & seen
         seen |= ids
         assert Path(summaries[k]["exports"]["pairwise"]).parent == tmp_path / "out" / f"shard-{k}-of-8"
-    assert len(seen) == 16
+    assert len(seen) == 21
 
     merged = json.loads(nep("store", "merge", *map(str, stores), "--out", "all.db", "--json", cwd=tmp_path).stdout)
     assert merged["added"]["runs"] == 8 and merged["unfinished_runs"] == []

@@ -28,7 +28,7 @@ __all__ = ["command"]
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
 @click.option("--shard", "shard_spec", default=None, metavar="K/N",
-              help="Run only shard K of N (K from 0): the instances whose id hashes to K, each with "
+              help="Run only shard K of N (K from 0): the instances whose prompt hashes to K, each with "
                    "all its calls; the default store gets .shard-K-of-N before its suffix and the "
                    "exports go to output.dir/shard-K-of-N. Join the stores with nepotism store merge.")
 @click.option("--batch-out", "batch_out", type=click.Path(path_type=Path, file_okay=False), default=None,

@@ -30,7 +30,7 @@ from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
-from nepotism.runner.shards import Shard, shard_output_dir
+from nepotism.runner.shards import Shard, shard_key, shard_output_dir
 from nepotism.store import Store
 
 __all__ = [
@@ -314,7 +314,7 @@ def _in_shard(shard: Shard | None, instances: Sequence[Instance],
     """The instances (and their recorded responses) of ``shard``; everything without one."""
     if shard is None:
         return list(instances), list(recorded)
-    mine = [i for i in instances if shard.holds(i.id)]
+    mine = [i for i in instances if shard.holds(shard_key(i))]
     ids = {i.id for i in mine}
     return mine, [r for r in recorded if r.instance_id in ids]
 

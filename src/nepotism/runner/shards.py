@@ -1,11 +1,16 @@
 """Splitting an experiment's plan into shards that run as separate processes.
 
 A `Shard` ``k/N`` holds the instances whose stable hash lands on ``k`` (0 ≤ k < N): the first
-eight bytes of SHA-256 of the instance id, as an unsigned big-endian integer, modulo ``N``. The
-split is by *instance*, so every generator's response to an item, both presentation orders of
-every pair and every judge of that item are planned in the same shard; nothing a metric pairs up
-is split across shards. The hash depends only on the id, never on the file order, the process or
-Python's hash seed, so every machine computes the same split. ``k`` counts from 0 like a Slurm
+eight bytes of SHA-256 of the instance's request (`shard_key`: its messages, roles and texts, as
+compact JSON), as an unsigned big-endian integer, modulo ``N``. The split is by *instance*, so
+every generator's response to an item, both presentation orders of every pair and every judge of
+that item are planned in the same shard; nothing a metric pairs up is split across shards. It
+hashes the request rather than the id so that instances sharing a prompt, which share their
+generation call and then their judge calls (one cache key each), land in one shard: split, two
+shards would each send the same request, a server that samples (any real one) would answer them
+differently, and `nepotism store merge` would refuse the two answers under one key. The hash
+depends only on the request, never on the id, the file order, the process or Python's hash seed,
+so every machine computes the same split. ``k`` counts from 0 like a Slurm
 ``$SLURM_ARRAY_TASK_ID`` of ``--array=0-(N-1)`` or a Kubernetes indexed Job's
 ``$JOB_COMPLETION_INDEX``.
 
@@ -18,13 +23,15 @@ scheduling — running the shards is the job of an existing scheduler (docs/scal
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from nepotism.errors import InputError
+from nepotism.records import Instance
 
-__all__ = ["Shard", "shard_output_dir", "shard_store_path"]
+__all__ = ["Shard", "shard_key", "shard_output_dir", "shard_store_path"]
 
 _SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -54,9 +61,9 @@ class Shard:
                              f"{max(count, 1) - 1}/{max(count, 1)})", field="--shard")
         return cls(index, count)
 
-    def holds(self, instance_id: str) -> bool:
-        """Whether the instance ``instance_id`` belongs to this shard."""
-        return shard_of(instance_id, self.count) == self.index
+    def holds(self, key: str) -> bool:
+        """Whether the instance whose `shard_key` is ``key`` belongs to this shard."""
+        return shard_of(key, self.count) == self.index
 
     @property
     def label(self) -> str:
@@ -64,9 +71,16 @@ class Shard:
         return f"shard-{self.index}-of-{self.count}"
 
 
-def shard_of(instance_id: str, count: int) -> int:
-    """The shard (0 to ``count - 1``) that instance ``instance_id`` lands on."""
-    digest = hashlib.sha256(str(instance_id).encode("utf-8", "surrogatepass")).digest()
+def shard_key(instance: Instance) -> str:
+    """What a shard hashes of ``instance``: its request's messages (role and text) as compact JSON,
+    the same for every instance that shares a prompt."""
+    return json.dumps([[m.role, m.content] for m in instance.messages], ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def shard_of(key: str, count: int) -> int:
+    """The shard (0 to ``count - 1``) that the instance whose `shard_key` is ``key`` lands on."""
+    digest = hashlib.sha256(str(key).encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") % count
 
 
