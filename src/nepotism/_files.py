@@ -197,15 +197,16 @@ def _lone_surrogate(value: object, field: str | None = None) -> tuple[str | None
     return None
 
 
-def parse_json_line(text: str, path: str, line: int) -> object:
-    """One JSON value from one line of ``path``: `InputError` naming the line for invalid JSON,
+def parse_json_line(text: str, path: str, line: int | None) -> object:
+    """One JSON value from one line of ``path`` (``line`` None: ``text`` is the whole file, and a
+    syntax error names its own line): `InputError` naming the line for invalid JSON,
     a key repeated within an object (the key is the field), nesting too deep to read, or a
     ``\\uD800``-style escape of a lone surrogate (valid JSON, but no text: it cannot be written as
     UTF-8 anywhere, so it would fail later in a store, a table or a report)."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_object)
     except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=path, line=line) from None
+        raise InputError(f"not valid JSON ({err.msg})", path=path, line=err.lineno if line is None else line) from None
     except _DuplicateKey as err:
         raise InputError("a key appears twice in one JSON object", path=path, line=line,
                          field=err.key) from None

@@ -61,3 +61,28 @@ def test_format_records_are_complete():
         assert spec.summary and spec.upstream and spec.tables and callable(spec.read)
     with pytest.raises(ValueError):
         importers.Format(name="x", summary="s", read=print, tables=("pairwise",), upstream="u", options=("nope",))
+
+
+BATTLE = ('{"question_id": "q1", "model_a": "gpt-4o-2024-05-13", "model_b": "claude-3-opus-20240229", '
+          '"winner": "model_a", "judge": "gpt-4o-2024-05-13"}')
+
+
+@pytest.mark.parametrize(("record", "field", "words"), [
+    (BATTLE.replace('"winner": "model_a"', '"winner": "model_a", "winner": "model_b"'), "winner", "twice"),
+    (BATTLE.replace('"q1"', '"q\\ud800"'), "question_id", "surrogate"),
+])
+def test_a_json_file_is_checked_as_json_lines_are(tmp_path, record, field, words):
+    """A ``.json`` source (one array) had neither check of the JSON Lines reader: a key given twice kept
+    its last value silently, a lone-surrogate escape was a traceback. Through the installed executable:
+    one line naming the file and field, exit 2, nothing written."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "battles.json"
+    source.write_text(f"[{BATTLE},\n {record}]\n")
+    done = subprocess.run([str(Path(sys.executable).with_name("nepotism")), "import", str(source), "--format",
+                           "arena-battles", "--out", str(tmp_path / "out.csv")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert "battles.json" in done.stderr and f"field '{field}'" in done.stderr and words in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["battles.json"]

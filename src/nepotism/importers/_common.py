@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from nepotism._files import parse_json_line
 from nepotism.errors import InputError
 
 __all__ = [
@@ -119,13 +120,15 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _load_json(path: Path) -> Any:
+    """A whole JSON file, checked as every JSON Lines line is (`nepotism._files.parse_json_line`:
+    a key given twice or a lone-surrogate escape is an `InputError`, not the last value or a
+    traceback later)."""
     try:
         with open_text(path) as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=str(path), line=err.lineno) from None
+            text = handle.read()
     except (UnicodeDecodeError, OSError, EOFError) as err:
         raise InputError(f"cannot read the file ({err})", path=str(path)) from None
+    return parse_json_line(text, str(path), None)
 
 
 def _array_records(value: Any, path: Path) -> list[tuple[int, dict[str, Any]]]:
