@@ -172,6 +172,30 @@ def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate_escape(text: str | bytes) -> bool:
+    """Whether JSON ``text`` holds a ``\\uD800``-``\\uDFFF`` escape: the only way a parsed JSON
+    value can hold a lone surrogate (half of a pair, or a pair's halves in the wrong order)."""
+    if isinstance(text, bytes):
+        return _SURROGATE_ESCAPE_BYTES.search(text) is not None
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Parsed JSON ``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD,
+    as bytes that are not UTF-8 are read: it is no character, and no UTF-8 file or SQLite row can
+    hold it. A model server's answer is data, not input to refuse (`has_surrogate_escape` says when
+    to call this)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
 
 
 def _lone_surrogate(value: object, field: str | None = None) -> tuple[str | None] | None:
@@ -212,7 +236,7 @@ def parse_json_line(text: str, path: str, line: int | None) -> object:
                          field=err.key) from None
     except RecursionError:
         raise InputError("JSON nested too deeply to read", path=path, line=line) from None
-    if _SURROGATE_ESCAPE.search(text):  # only an escape can make one (the line itself is UTF-8)
+    if has_surrogate_escape(text):  # only an escape can make one (the line itself is UTF-8)
         try:
             found = _lone_surrogate(value)
         except RecursionError:

@@ -182,3 +182,24 @@ def test_a_server_echoing_the_key_is_redacted(monkeypatch):
 
     c, _ = call(echo_ok, Request("m", messages=MSG), api_key_env="MOCK_KEY")
     assert c.ok and KEY not in json.dumps(c.raw) and KEY not in c.text
+
+
+def test_a_lone_surrogate_in_an_answer_is_read_as_u_fffd_and_the_call_can_be_stored(tmp_path):
+    """A body escaping half of a surrogate pair (a server cutting an emoji) parses to a string no UTF-8
+    can hold: the store's writer raised UnicodeEncodeError and the run died with a traceback, on every
+    rerun again. Read as U+FFFD, as bytes that are not UTF-8 are."""
+    from nepotism.runner.calls import Endpoint, call_record, plan_call
+    from nepotism.store import Store
+
+    text = b'{"choices": [{"message": {"role": "assistant", "content": "ok \\ud83d [[A]]"}, "finish_reason": "stop"}]}'
+    request = Request("m", messages=MSG)
+    c, _ = call(lambda req: httpx.Response(200, content=text, headers={"content-type": "application/json"}), request)
+    assert c.ok and c.text == "ok \ufffd [[A]]" and c.raw["choices"][0]["message"]["content"] == c.text
+    error = b'{"error": {"message": "bad \\udc80 input"}}'
+    failed, _ = call(lambda req: httpx.Response(500, content=error), request)
+    assert failed.status == "failed" and "\ufffd" in failed.error
+    endpoint = Endpoint("m", None, "openai", "m")
+    with Store(tmp_path / "s.db") as store:
+        for completion in (c, failed):
+            record = call_record(endpoint, plan_call(endpoint, request), completion)
+            store.put_call(record.pop("key"), **record)

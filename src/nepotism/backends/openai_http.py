@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from nepotism._files import has_surrogate_escape, without_lone_surrogates
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, encode_body, http_failure, parse_json, read_body
 from nepotism.credentials import Secret, known_secrets, redact_text
@@ -300,6 +301,8 @@ class OpenAIHTTPBackend:
             data = parse_json(content)
             if not isinstance(data, dict):
                 raise TypeError("the body is not a JSON object")
+            if has_surrogate_escape(content):  # no text: U+FFFD, or the store could not write the call
+                data = without_lone_surrogates(data)
             return read_body(data, request, latency)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raw = data if isinstance(data, dict) else {"text": content.decode("utf-8", errors="replace")[:2000]}

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from nepotism._files import has_surrogate_escape, without_lone_surrogates
 from nepotism.backends.base import Completion, Request, failed, logsumexp
 
 __all__ = ["build_body", "encode_body", "http_failure", "parse_json", "read_body", "retry_after_s"]
@@ -219,6 +220,8 @@ def http_failure(status: int, text: str, latency: float, request: Request,
     """
     try:
         raw: dict[str, Any] = {"status_code": status, "body": json.loads(text)}
+        if has_surrogate_escape(text):
+            raw["body"] = without_lone_surrogates(raw["body"])
     except ValueError:
         raw = {"status_code": status, "body": {"text": text[:2000]}}
     if status in (429, 503) and headers:
