@@ -57,9 +57,12 @@ from types import SimpleNamespace
 from unittest import mock
 
 from nepotism.backends.base import Completion
+from nepotism.experiment import ConditionConfig, DatasetConfig, Experiment, GenerationConfig, ProtocolConfig
 from nepotism.judging import interpret_all, judgment_ids, plan_pairwise, render
 from nepotism.records import Instance, Response
 from nepotism.runner import Endpoint, Limiter, Runner, call_record
+from nepotism.runner.experiment_run import _unique
+from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.store import Store
 from nepotism.store.fastread import call_rows
 
@@ -169,24 +172,40 @@ def _rerun(store, endpoints, instances, by_instance, n) -> dict[str, float]:
     return out
 
 
+def _experiment() -> Experiment:
+    """The experiment whose judge plan `_plan` builds: one pairwise protocol, judge vs others."""
+    return Experiment(path="bench/runner_p2.py", name="p2", seed=0, registry_files=(), store=None,
+                      dataset=DatasetConfig(), models={}, generation=GenerationConfig(generators=GENERATORS),
+                      judges=JUDGES, conditions=(ConditionConfig("default"),),
+                      protocols=(ProtocolConfig("pairwise", args={"pairs": "judge-vs-others"}, options=OPTIONS),),
+                      output_dir=None, output_format="csv")
+
+
 def _rerun_memo(store, endpoints, instances, by_instance, n) -> dict[str, float]:
-    """One timed cached rerun as `nepotism run` judges it, the judge-plan memo on (the default):
-    the tasks planned, then each window counted from its memo row when everything it names is
-    stored (`nepotism.runner.plan_memo`), else rendered, keyed and counted as above (writing the
-    row). Nothing is passed pre-rendered, so a window that misses pays its rendering here."""
+    """One timed cached rerun as `nepotism run` judges it (`run_experiment`): nothing to generate,
+    each chunk of `Runner.ready_chunk` instances handed to the judge phase as a `ChunkPlan`,
+    counted from its memo row when its inputs digest to one whose every call and judgment is
+    stored (`nepotism.runner.plan_memo`: nothing planned, rendered or keyed), else planned,
+    rendered, keyed and counted as above (writing the row). Planning is inside the timed phase."""
+    import nepotism.judging as judging
+
     out: dict[str, float] = {}
+    experiment = _experiment()
+    responses = [r for inst in instances for r in by_instance[inst.id]]
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    tasks = _plan(instances, by_instance, n)
-    cpu1 = time.process_time()
-    result = asyncio.run(Runner(store, endpoints, judge_memo=True).judge(
-        tasks, render, interpret_all, keep=False, identify=judgment_ids))
+
+    def plan(chunk, candidates):  # as `run_experiment` plans a chunk
+        return ChunkPlan(experiment, chunk, _unique(candidates), judging)
+
+    _, result = asyncio.run(Runner(store, endpoints, judge_memo=True).generate_and_judge(
+        instances, [], responses, plan, render, interpret_all, keep=False, identify=judgment_ids))
     wall2, cpu2 = time.perf_counter(), time.process_time()
-    assert result.stats.cached == len(tasks) and result.stats.sent == 0, "the rerun was not fully cached"
-    assert sum(result.counts.values()) == len(tasks)
+    assert result.stats.total == n, "the chunks planned other tasks than the bench's plan"
+    assert result.stats.cached == n and result.stats.sent == 0, "the rerun was not fully cached"
+    assert sum(result.counts.values()) == n
     store.drop_plan(result.plan)
-    out["n"], out["hits"] = len(tasks), result.memo_hits
+    out["n"], out["hits"] = n, result.memo_hits
     out["wall"], out["cpu"] = wall2 - wall0, cpu2 - cpu0
-    out["plan"], out["judge"] = cpu1 - cpu0, cpu2 - cpu1
     return out
 
 
@@ -254,6 +273,8 @@ def main() -> None:
     parser.add_argument("--ablate", action="store_true",
                         help="also time the rerun with each fast path turned off, side by side")
     args = parser.parse_args()
+    per_instance = len(JUDGES) * 2 * 2
+    args.n = math.ceil(args.n / per_instance) * per_instance  # (whole instances: the chunks plan every task of theirs)
     ablated: dict[str, list[dict[str, float]]] = {name: [] for name in ABLATIONS} if args.ablate else {}
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "p2.db"
@@ -304,8 +325,6 @@ def main() -> None:
         ("cached rerun from the memo (best wall)", f"{memo_best['n'] / memo_best['wall']:,.0f}",
          f"{memo_best['cpu'] / n * 1e6:.1f}"),
         ("cached rerun from the memo (best CPU)", f"{1e6 / memo_cpu:,.0f}", f"{memo_cpu:.1f}"),
-        ("  plan tasks", "", f"{min(r['plan'] for r in memo_runs) / n * 1e6:.1f}"),
-        ("  judge: memo digest + SQL check and counts", "", f"{min(r['judge'] for r in memo_runs) / n * 1e6:.1f}"),
         ("bound: plain loop of dict lookups", f"{bound_rate:,.0f}", f"{bound_cpu:.2f}"),
         ("bound: reading the rows from SQLite", f"{sqlite_rate:,.0f}", ""),
     ]

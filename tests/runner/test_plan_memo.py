@@ -250,20 +250,31 @@ def test_a_failed_judgment_is_not_counted_from_the_memo(tmp_path):
     assert reruns[True] == reruns[False]
 
 
+def _pairs_text(conn, digest: str) -> str:
+    return " ".join(f"{k} {i}" for k, i in conn.execute(
+        "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE digest = ? ORDER BY seq", (digest,)))
+
+
 def test_a_damaged_or_moved_memo_row_is_not_used(store):
     world, backend = _world(), ScriptedBackend()
     _judge(store, world, backend)
     conn = store._conn()
     digests = [d for (d,) in conn.execute("SELECT digest FROM judge_memo ORDER BY digest")]
-    # damage: one pair's judgment id changed (the checksum no longer matches)
-    rows = conn.execute("SELECT rows FROM judge_memo WHERE digest = ?", (digests[0],)).fetchone()[0]
-    conn.execute("UPDATE judge_memo SET rows = ? WHERE digest = ?", (rows.replace('"]', 'x"]', 1), digests[0]))
-    # moved: another window's intact row under this digest (the checksum covers the digest)
-    other = conn.execute("SELECT tasks, rows, checksum FROM judge_memo WHERE digest = ?", (digests[2],)).fetchone()
-    conn.execute("UPDATE judge_memo SET tasks = ?, rows = ?, checksum = ? WHERE digest = ?", (*other, digests[1]))
+    # damage: one pair's judgment id changed (not stored, and the checksum no longer matches)
+    conn.execute("UPDATE judge_memo_pairs SET judgment_id = judgment_id || 'x' WHERE digest = ? AND seq = 0",
+                 (digests[0],))
+    # moved: another window's intact row (header and pairs) under this digest (the checksum covers it)
+    other = conn.execute("SELECT tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?", (digests[2],)).fetchone()
+    conn.execute("UPDATE judge_memo SET tasks = ?, pairs = ?, tags = ?, checksum = ? WHERE digest = ?",
+                 (*other, digests[1]))
+    conn.execute("DELETE FROM judge_memo_pairs WHERE digest = ?", (digests[1],))
+    conn.execute("INSERT INTO judge_memo_pairs SELECT ?, seq, call_key, judgment_id FROM judge_memo_pairs "
+                 "WHERE digest = ?", (digests[1], digests[2]))
+    # damaged tags (the checksum covers them): the row is not used either
+    conn.execute("UPDATE judge_memo SET tags = '[\"pointwise\"]' WHERE digest = ?", (digests[3],))
     again, n, _ = _judge(store, world, backend)
-    assert again.memo_hits == n - 2 * WINDOW and again.stats.sent == 0
-    # both rows were rewritten by the normal path: the next rerun counts everything from the memo
+    assert again.memo_hits == n - 3 * WINDOW and again.stats.sent == 0
+    # the rows were rewritten by the normal path: the next rerun counts everything from the memo
     assert _judge(store, world, backend)[0].memo_hits == n
 
 
@@ -271,12 +282,12 @@ def test_a_row_naming_pairs_that_are_not_stored_cannot_skip_a_call(store):
     world, backend = _world(), ScriptedBackend()
     _judge(store, world, backend)
     conn = store._conn()
-    digest, tasks, rows = conn.execute("SELECT digest, tasks, rows FROM judge_memo LIMIT 1").fetchone()
+    digest, tasks, tags = conn.execute("SELECT digest, tasks, tags FROM judge_memo LIMIT 1").fetchone()
+    key = conn.execute("SELECT call_key FROM judge_memo_pairs WHERE digest = ? AND seq = 0", (digest,)).fetchone()[0]
     # a row with a valid checksum whose first call key is one nothing stores
-    forged = '[["' + "f" * 64 + rows[rows.index('",'):]
-    conn.execute("UPDATE judge_memo SET rows = ?, checksum = ? WHERE digest = ?",
-                 (forged, memo_checksum(digest, tasks, forged), digest))
-    key = rows[3:67]
+    conn.execute("UPDATE judge_memo_pairs SET call_key = ? WHERE digest = ? AND seq = 0", ("f" * 64, digest))
+    conn.execute("UPDATE judge_memo SET checksum = ? WHERE digest = ?",
+                 (memo_checksum(digest, tasks, tags, _pairs_text(conn, digest)), digest))
     conn.execute("DELETE FROM judgments WHERE call_key = ?", (key,))
     conn.execute("DELETE FROM calls WHERE key = ?", (key,))
     sent = sum(backend.calls.values())
@@ -381,3 +392,191 @@ def test_run_experiment_counts_a_repeated_rerun_from_the_memo(tmp_path, monkeypa
     last = outcomes[-1]
     assert last.stats.total > 0 and last.memo_hits == last.stats.total == last.stats.cached
     assert summaries[2].judgments == summaries[1].judgments == summaries[0].judgments
+
+
+# -- the chunk plans of `nepotism run`: a chunk digested from its inputs, counted without planning --
+
+CHUNK = 3  # instances handed to judging at a time (`Runner.ready_chunk`)
+STANDIN = ("standin-alpha", "standin-beta")
+
+
+@dataclasses.dataclass
+class Chunked:
+    """What a `ChunkPlan` is made of and what renders and keys its calls, editable by a test."""
+
+    experiment: object
+    instances: list[Instance]
+    responses: list[Response]
+    seed: int = 0
+    kinds: dict = dataclasses.field(default_factory=lambda: {j: "openai" for j in STANDIN})
+    served: dict = dataclasses.field(default_factory=lambda: {j: j for j in STANDIN})
+
+
+def _chunked(tmp_path: Path, items: int = 7) -> Chunked:
+    from nepotism.experiment import load_experiment
+    from nepotism.runner.experiment_run import load_dataset
+
+    exp = load_experiment(standin_experiment(tmp_path, "http://127.0.0.1:9/v1", items=items))
+    instances, _ = load_dataset(exp)
+    responses = [Response(i.id, g, f"{g} answers {i.id} at length") for i in instances for g in STANDIN]
+    return Chunked(exp, instances, responses)
+
+
+def _judge_chunks(store: Store, c: Chunked, backend: ScriptedBackend, monkeypatch, *, judging=None,
+                  memo: bool = True):
+    """`Runner.generate_and_judge` as `run_experiment` calls it (nothing to generate): returns the
+    judging outcome, the number of chunks planned (`plan_tasks` called) and the chunks' kinds."""
+    import nepotism.judging as package_judging
+    from nepotism.runner import judge_plan
+    from nepotism.runner.plan_memo import ChunkPlan
+
+    planned = []
+    real = judge_plan.plan_tasks
+    monkeypatch.setattr(judge_plan, "plan_tasks", lambda *a, **k: planned.append(1) or real(*a, **k))
+    eps = {j: Endpoint(j, backend, c.kinds[j], served_model=c.served[j], limiter=Limiter(4), retry=FAST)
+           for j in STANDIN}
+    runner = Runner(store, eps, judge_window=WINDOW, seed=c.seed, judge_memo=memo, ready_chunk=CHUNK)
+    parts: list[ChunkPlan] = []
+
+    def plan(chunk, responses):
+        parts.append(ChunkPlan(c.experiment, chunk, responses, judging or package_judging))
+        return parts[-1]
+
+    _, out = asyncio.run(runner.generate_and_judge(c.instances, [], c.responses, plan, render, interpret_all,
+                                                   keep=False, identify=judgment_ids))
+    ids = {i for (i,) in store._conn().execute(f'SELECT id FROM temp."{out.plan}"')}
+    store.drop_plan(out.plan)
+    monkeypatch.setattr(judge_plan, "plan_tasks", real)
+    return out, len(planned), sorted({k for p in parts for k in p.kinds}), ids
+
+
+def _protocol(index: int, **changes):
+    def edit(c: Chunked):
+        protocols = list(c.experiment.protocols)
+        protocols[index] = dataclasses.replace(protocols[index], **changes)
+        c.experiment = dataclasses.replace(c.experiment, protocols=tuple(protocols))
+    return edit
+
+
+def _experiment(**changes):
+    def edit(c: Chunked):
+        c.experiment = dataclasses.replace(c.experiment, **changes)
+    return edit
+
+
+def _condition(**changes):
+    def edit(c: Chunked):
+        c.experiment = dataclasses.replace(
+            c.experiment, conditions=(dataclasses.replace(c.experiment.conditions[0], **changes),))
+    return edit
+
+
+def _chunk_instance(**changes):
+    def edit(c: Chunked):
+        c.instances[4] = dataclasses.replace(c.instances[4], **changes)
+    return edit
+
+
+def _chunk_response(c: Chunked):
+    c.responses[3] = dataclasses.replace(c.responses[3], text="another answer")
+
+
+def _chunk_endpoint(table: str, value):
+    def edit(c: Chunked):
+        getattr(c, table)["standin-alpha"] = value
+    return edit
+
+
+# (edit, whether it changes a prompt or request, so that new calls are sent)
+CHUNK_EDITS = {
+    "protocol option": (_protocol(0, options={"mode": "labels", "ways": 3}), True),
+    "protocol args": (_protocol(0, args={"pairs": "all"}), False),  # (two generators: the same pairs)
+    "protocol replicates": (_protocol(0, replicates=2), True),
+    "protocol kind": (_protocol(1, protocol="pointwise"), True),
+    "a protocol dropped": (lambda c: setattr(c, "experiment", dataclasses.replace(
+        c.experiment, protocols=c.experiment.protocols[:1])), False),
+    "condition name": (_condition(name="other"), False),
+    "condition options": (_condition(options={"temperature": 0.5}), True),
+    "judges": (_experiment(judges=("standin-beta",)), False),
+    "experiment seed": (_experiment(seed=7), False),
+    "an unrelated field of the experiment": (_experiment(output_format="jsonl"), False),
+    "instance prompt": (_chunk_instance(prompt="Another question?"), True),
+    "instance reference": (_chunk_instance(reference_answer="a reference"), False),
+    "instance category": (_chunk_instance(category="other"), False),
+    "instance metadata": (_chunk_instance(metadata={"k": 1}), False),
+    "response text": (_chunk_response, True),
+    "response metadata": (lambda c: c.responses.__setitem__(0, dataclasses.replace(
+        c.responses[0], metadata={"call_key": "k"})), False),
+    "runner seed": (lambda c: setattr(c, "seed", 7), False),
+    "served model": (_chunk_endpoint("served", "served-elsewhere"), True),
+    "backend kind": (_chunk_endpoint("kinds", "gguf"), True),
+}
+
+
+@pytest.mark.parametrize("name", list(CHUNK_EDITS))
+def test_a_chunk_is_counted_without_planning_until_any_input_changes(tmp_path, monkeypatch, name):
+    c, backend = _chunked(tmp_path), ScriptedBackend()
+    chunks = -(-len(c.instances) // CHUNK)
+    with Store(tmp_path / "chunks.db") as store:
+        first, planned, kinds, ids = _judge_chunks(store, c, backend, monkeypatch)
+        n = first.stats.total
+        assert planned == chunks and first.stats.sent == n and kinds == ["pairwise", "recognition"]
+        assert store._conn().execute("SELECT COUNT(*) FROM judge_memo").fetchone()[0] == chunks
+        hit, planned, hit_kinds, hit_ids = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 0 and hit.memo_hits == hit.stats.total == hit.stats.cached == n  # nothing planned
+        assert hit.counts == first.counts and hit_kinds == kinds and hit_ids == ids and len(ids) == n
+        edit, sends = CHUNK_EDITS[name]
+        edit(c)
+        sent = sum(backend.calls.values())
+        edited, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned > 0 and edited.memo_hits < edited.stats.total  # at least one chunk planned
+        assert sum(edited.counts.values()) == edited.stats.done == edited.stats.total
+        if sends:
+            assert edited.stats.sent > 0 and sum(backend.calls.values()) > sent
+        again, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 0 and again.memo_hits == again.stats.total == edited.stats.total
+        assert again.counts == edited.counts
+
+
+def test_a_chunk_misses_when_a_user_template_changes_and_only_with_the_package_judging(tmp_path, monkeypatch):
+    import nepotism.judging as package_judging
+
+    c, backend = _chunked(tmp_path), ScriptedBackend()
+    template = tmp_path / "mine.toml"
+    shutil.copy(Path(__file__).resolve().parents[2] / "src/nepotism/judging/templates/pairwise.toml", template)
+    _protocol(0, options={"mode": "labels", "ways": 2, "template": str(template)})(c)
+    with Store(tmp_path / "chunks.db") as store:
+        first, _, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        hit, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 0 and hit.memo_hits == first.stats.total
+        template.write_text(template.read_text().replace("Decide which answer is better",
+                                                         "Decide, carefully, which answer is better"))
+        edited, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned > 0 and edited.memo_hits < edited.stats.total and edited.stats.sent > 0
+        # another judging module (a caller's planners): every chunk is planned, none counted
+        own = type(package_judging)("own_judging")
+        own.__dict__.update({k: v for k, v in vars(package_judging).items() if not k.startswith("__")})
+        other, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch, judging=own)
+        assert planned == -(-len(c.instances) // CHUNK) and other.memo_hits < other.stats.total
+        # and with the memo turned off, nor the code of the package another (`code_digest`)
+        off, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch, memo=False)
+        assert planned > 0 and off.memo_hits == 0 and off.stats.cached == off.stats.total
+        monkeypatch.setattr(plan_memo_module, "code_digest", lambda root=None: "0" * 64)
+        code, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned > 0 and code.memo_hits == 0 and code.stats.cached == code.stats.total
+
+
+def test_a_chunk_with_a_judgment_or_call_missing_is_planned_and_judged(tmp_path, monkeypatch):
+    c, backend = _chunked(tmp_path), ScriptedBackend()
+    with Store(tmp_path / "chunks.db") as store:
+        first, _, _, ids = _judge_chunks(store, c, backend, monkeypatch)
+        conn = store._conn()
+        key = conn.execute("SELECT call_key FROM judge_memo_pairs ORDER BY digest, seq LIMIT 1").fetchone()[0]
+        conn.execute("DELETE FROM judgments WHERE call_key = ?", (key,))
+        conn.execute("DELETE FROM calls WHERE key = ?", (key,))
+        sent = sum(backend.calls.values())
+        again, planned, _, again_ids = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 1 and again.stats.sent == 1 and sum(backend.calls.values()) == sent + 1
+        assert again.counts == first.counts and again_ids == ids
+        third, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 0 and third.memo_hits == third.stats.total

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from nepotism.backends.base import Completion, Request
@@ -40,7 +41,7 @@ from nepotism.runner.calls import (
     _thaw_gc,
     plan_call,
 )
-from nepotism.runner.plan_memo import plan_memo
+from nepotism.runner.plan_memo import ChunkPlan, plan_memo
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
 from nepotism.store.fastread import judged
@@ -316,7 +317,7 @@ class Runner:
     # -- both at once -------------------------------------------------------------------------
     async def generate_and_judge(
         self, instances: Sequence[Instance], generators: Sequence[GenerationSpec], have: Iterable[Response],
-        plan: Callable[[list[Instance], list[Response]], Sequence[Any]], render: RenderFn,
+        plan: Callable[[list[Instance], list[Response]], Sequence[Any] | ChunkPlan], render: RenderFn,
         interpret: InterpretFn, *, keep: bool = True, identify: Callable[[Any], Sequence[str]] | None = None,
     ) -> tuple[GenerationOutcome, JudgingOutcome]:
         """`generate`, and `judge` the tasks ``plan(instances, candidates)`` of each chunk of
@@ -329,7 +330,9 @@ class Runner:
         responses are committed before its tasks are planned, and each call before it is used.
         The calls, their cache keys and the judgments are those of `generate` then `judge` on
         the whole plan (``plan`` must give, over the chunks, the tasks it gives for all the
-        instances at once: the planners are per instance); only the order in which the tasks
+        instances at once: the planners are per instance; or a `ChunkPlan` of them, planned by
+        the judge phase only when the judge-plan memo does not count the chunk from its inputs);
+        only the order in which the tasks
         are judged differs. The outcomes are those of the two phases (``judgments``, with
         ``keep``, in the order judged). An error in either phase stops both.
         """
@@ -398,7 +401,12 @@ class Runner:
         judge-plan memo (`nepotism.runner.plan_memo`; off with ``Runner(judge_memo=False)``): a
         window whose inputs digest to a memo row whose every call and judgment is stored is
         counted from the store in SQL, nothing rendered or keyed (``memo_hits``); any other
-        window takes the path below, which records its row for the next rerun.
+        window takes the path below, which records its row for the next rerun. A streamed part
+        that is a `ChunkPlan` (`nepotism run`) is one memo unit, digested from its inputs (the
+        experiment, the instances, the responses) before any task is planned: counted from its
+        row, it is neither planned nor rendered; else its tasks are planned and judged window by
+        window and its row recorded. The ids of the judgments counted from memo rows go into
+        ``plan`` in one statement at the end of the phase.
 
         The tasks are rendered, looked up, replayed and sent a window of `judge_window` at a
         time (`CallExecutor.run_windows`): the first call goes out once the first windows are
@@ -503,15 +511,16 @@ class Runner:
 
         memo = plan_memo(self, render, identify, keep=keep, planned=planned)
 
-        def window_calls(chunk: Sequence[Any], start: int) -> Sequence[PlannedCall]:
+        def window_calls(chunk: Sequence[Any], start: int, unit: list[Any] | None = None) -> Sequence[PlannedCall]:
             """The calls of the window of tasks ``chunk`` (from task ``start`` on), rendered; none
-            when the judge-plan memo counted the window (`memo_counted`)."""
-            digest = memo.digest(chunk) if memo is not None else None
+            when the judge-plan memo counted the window (`memo_counted`). ``unit``: the window is
+            part of a memo unit (a chunk plan) whose pairs it adds to ``unit[0]``."""
+            digest = memo.digest(chunk) if memo is not None and unit is None else None
             if digest is not None and memo_counted(digest, len(chunk)):
                 return []
             calls = planned[start:start + len(chunk)] if planned is not None else self.plan_judging(chunk, render)
             if shortcut:
-                return stored_already(chunk, calls, start, digest)
+                return stored_already(chunk, calls, start, digest, unit)
             for i, task, call in zip(range(start, start + len(chunk)), chunk, calls, strict=True):
                 live[id(call)] = (i, task)
             return calls
@@ -525,41 +534,61 @@ class Runner:
         async def streamed_windows() -> AsyncIterator[Sequence[PlannedCall]]:
             start = 0
             async for part in tasks:  # type: ignore[union-attr]
+                # a chunk plan (`nepotism run`) is first looked up in the memo by its inputs: counted
+                # from there, nothing is planned; else its tasks are planned and its pairs recorded
+                digest = memo.unit(part) if memo is not None else None
+                if digest is not None and memo_counted(digest, None, part):
+                    continue
+                kinds = None
+                if isinstance(part, ChunkPlan):
+                    chunk_plan, part = part, part.tasks()
+                    kinds = chunk_plan.kinds
                 part = list(part)
                 stats.total += len(part)
                 if keep:
                     per_task.extend([None] * len(part))
+                unit: list[Any] | None = [[]] if digest is not None else None
                 for first in range(0, len(part), window):
                     chunk = part[first:first + window]
-                    yield window_calls(chunk, start)
+                    yield window_calls(chunk, start, unit)
                     start += len(chunk)
                     check_replayed()
+                if unit is not None and unit[0] and memo is not None and digest is not None:
+                    # (bound now: this generator's locals change with the next part before the write runs)
+                    writer.submit(partial(memo.write, digest, len(part), unit[0], kinds or ()), written)
                 stats.refresh()
 
-        def memo_counted(digest: str, n: int) -> bool:
-            """Count a window from its memo row when everything it names is stored (the judge-plan
-            memo: nothing rendered, keyed or identified); False when it must take the normal path."""
+        def memo_counted(digest: str, n: int | None, part: Any = None) -> bool:
+            """Count a unit (a window of ``n`` tasks, or a chunk plan ``part``) from its memo row
+            when everything it names is stored (the judge-plan memo: nothing planned, rendered,
+            keyed or identified); False when it must take the normal path."""
             assert memo is not None
-            found = memo.counted(digest, n, plan)
+            found = memo.counted(digest, n)
             if found is None:
                 return False
-            for status, k in found.items():
+            n, by_status, tags = found
+            for status, k in by_status.items():
                 counts[status] = counts.get(status, 0) + k
+            if part is not None:
+                stats.total += n
+                part.kinds = tags
             stats.cached += n
             stats.done += n
             stats.refresh()
             return True
 
         def stored_already(chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int,
-                           digest: str | None = None) -> list[PlannedCall]:
+                           digest: str | None = None, unit: list[Any] | None = None) -> list[PlannedCall]:
             """Count the tasks whose judgments are all stored as read from their call; return
             the calls of the others (to look up, replay or send as usual). With the window's memo
-            ``digest``, record its (call key, judgment id) pairs for the next rerun."""
+            ``digest``, record its (call key, judgment id) pairs for the next rerun; with a memo
+            ``unit``, add them to its pairs (``unit[0]``; None once a task names no judgment)."""
             assert identify is not None
             stored = judged(self.store, [call.key for call in calls])
             rest: list[PlannedCall] = []
             hits = 0
-            pairs: list[tuple[str, str]] | None = [] if digest is not None else None
+            pairs: list[tuple[str, str]] | None = (
+                [] if digest is not None else unit[0] if unit is not None else None)
             for i, (task, call) in enumerate(zip(chunk, calls, strict=True), start):
                 key = call.key
                 wanted = identify(task)
@@ -580,7 +609,9 @@ class Runner:
             stats.cached += hits
             stats.done += hits
             stats.refresh()
-            if pairs is not None and memo is not None and digest is not None:
+            if unit is not None:
+                unit[0] = pairs
+            elif pairs is not None and memo is not None and digest is not None:
                 memo_pairs, memo_digest, n = pairs, digest, len(chunk)
                 writer.submit(lambda: memo.write(memo_digest, n, memo_pairs), written)
             return rest
@@ -590,6 +621,8 @@ class Runner:
                 streamed_windows() if streamed else windows(), take, refill_below=2 * window)
             check_replayed()
             in_plan((), last=True)
+            if memo is not None:
+                memo.resolve(plan)  # the judgment ids of the units counted from the memo
             flush()
             await writer.drain()
             if failures:

@@ -28,6 +28,8 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
+from nepotism.runner.judge_plan import _judging, _table_kind, plan_tasks
+from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
 from nepotism.runner.shards import Shard, shard_key, shard_output_dir
@@ -228,36 +230,6 @@ def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Ins
 
 # -- planning --------------------------------------------------------------------------------
 
-def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-               judging: Any = None) -> list[Any]:
-    """Every judge task of the experiment: each protocol under each condition, in file order."""
-    judging = judging or _judging()
-    by_instance: dict[str, list[Response]] = {}
-    for r in responses:
-        by_instance.setdefault(r.instance_id, []).append(r)
-    tasks: list[Any] = []
-    for proto in experiment.protocols:
-        for cond in experiment.conditions:
-            options = dict(proto.options) | dict(cond.options)
-            common = {"condition": cond.name, "replicates": proto.replicates}
-            args = dict(proto.args)
-            judges = list(experiment.judges)
-            if proto.protocol == "pairwise":
-                tasks += judging.plan_pairwise(instances, by_instance, judges, options=options, **common, **args)
-            elif proto.protocol == "pointwise":
-                tasks += judging.plan_pointwise(instances, by_instance, judges, options=options, **common, **args)
-            elif proto.protocol == "rubric":
-                tasks += judging.plan_rubric(instances, by_instance, judges, options=options, **common, **args)
-            elif proto.protocol == "recognition":
-                tasks += judging.plan_recognition(instances, by_instance, judges, options=options, **common, **args)
-            else:
-                target = args.pop("target", "instance")
-                per = by_instance if target == "response" else None
-                tasks += judging.plan_categorise(instances, judges, responses_by_instance=per,
-                                                 options=options, **common)
-    return tasks
-
-
 def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
                judging: Any = None, *, chunk: int = 512) -> Iterator[Any]:
     """`plan_tasks`, ``chunk`` instances at a time: the same tasks (each instance's tasks depend on
@@ -268,12 +240,6 @@ def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
     for start in range(0, len(instances), chunk):
         part = instances[start:start + chunk]
         yield from plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
-
-
-def _judging() -> Any:
-    import nepotism.judging as judging
-
-    return judging
 
 
 def _generators(experiment: Experiment) -> list[GenerationSpec]:
@@ -363,12 +329,12 @@ async def run_experiment(
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
                             source=f"run:{experiment.name}", offline=offline)
             have = _candidates(store, experiment, instances, recorded, endpoints)
-            kinds: set[str] = set()  # the exported tables, from the tasks planned
+            chunks: list[ChunkPlan] = []  # (their kinds: the exported tables, from the tasks planned)
 
-            def plan(chunk: list[Instance], responses: list[Response]) -> list[Any]:
-                tasks = plan_tasks(experiment, chunk, _unique(responses), judging)
-                kinds.update(_table_kind(t) for t in tasks)
-                return tasks
+            def plan(chunk: list[Instance], responses: list[Response]) -> ChunkPlan:
+                # planned by the judge phase, unless the judge-plan memo counts the chunk
+                chunks.append(ChunkPlan(experiment, chunk, _unique(responses), judging))
+                return chunks[-1]
 
             # each instance is judged once its responses are made, while the others are generated
             generated, judged = await runner.generate_and_judge(
@@ -390,6 +356,7 @@ async def run_experiment(
                                      for i, g, e in generated.failures],
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
+            kinds = {kind for part in chunks for kind in part.kinds}
             tables = export_judgments(experiment, store, (), plan=judged.plan, kinds=kinds)
             store.drop_plan(judged.plan)
             if scored is not None:
@@ -423,12 +390,6 @@ def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, di
         if len(counts) > 1:
             out[model] = counts
     return out
-
-
-def _table_kind(task: Any) -> str:
-    """The exported table a task's judgments go to: recognition questions of both shapes share a
-    stored protocol but are two table kinds."""
-    return task.protocol if task.protocol.startswith("recognition") else task.judgment_protocol
 
 
 def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None,

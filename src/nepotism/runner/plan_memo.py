@@ -1,4 +1,4 @@
-"""The judge-plan memo's digest: everything that renders and keys a window of judge tasks, in one hash.
+"""The judge-plan memo's digest: everything that plans, renders and keys a unit of judge tasks, in one hash.
 
 A fully cached rerun of a judge plan used to render every prompt, hash it into its cache key and
 hash every judgment id again, task by task, only to find that all of them were stored. Those keys
@@ -32,6 +32,23 @@ the outputs depend on:
   unrelated, therefore misses every memo once: the price of not having to argue which modules
   rendering and keying reach.
 
+**A chunk, one level up.** `nepotism run` hands the judge phase each chunk of instances as a
+`ChunkPlan`: its tasks are ``plan_tasks(experiment, instances, responses, judging)``
+(`nepotism.runner.judge_plan`), so they, and through them the keys and ids above, depend on the
+experiment, the chunk's instances and responses, the judging module and the code. A chunk plan
+is digested (`PlanMemo.unit`), before anything is planned, from: the head above (code, endpoints,
+seed); the whole `nepotism.experiment.Experiment` by content — every field of it and of its
+nested configs, recursively (protocols with their kind, args, options and replicates;
+conditions; judges; models; generation; dataset; output; grading...), so no argument is needed
+about which of them `plan_tasks` reads, at the price of a miss when an unrelated field changes
+— with the bytes of every user template a protocol's or condition's options name; each instance
+and each response by content, in the order given. It is memoised only when ``judging`` is the
+package's `nepotism.judging` module (a caller's planners are not digested), the render and
+identify functions are the package's and the task fields are those above (`plan_memo`): then
+the tasks are a function of the digested values and the code, and the keys and ids a function
+of the tasks as argued above. The chunk's row also keeps its table kinds (tags), a function of
+the same tasks. A chunk whose digest cannot be made is planned and memoised window by window.
+
 Values are serialised injectively (JSON of tagged type names and values; no ``str()`` of
 arbitrary objects: anything but dataclasses of the package's records, mappings with string keys,
 tuples, lists and scalars makes the window unmemoable, which is a miss). Equal digests thus mean
@@ -55,10 +72,11 @@ from types import MappingProxyType
 from typing import Any
 
 from nepotism.records import Instance, Response
+from nepotism.runner import judge_plan
 from nepotism.store import Store
-from nepotism.store.memo import count_memo, read_memo, write_memo
+from nepotism.store.memo import MemoCount, count_memo, plan_memo_ids, write_memo
 
-__all__ = ["PlanMemo", "code_digest", "plan_memo"]
+__all__ = ["ChunkPlan", "PlanMemo", "code_digest", "plan_memo"]
 
 #: The JudgeTask fields this module digests, in declaration order.
 _TASK_FIELDS = ("protocol", "judge", "instance", "candidates", "rubric_item", "condition", "replicate", "options")
@@ -69,6 +87,8 @@ _INSTANCE_FIELDS = ("id", "prompt", "reference_answer", "rubric", "category", "m
 _FAST = (tuple(f.name for f in fields(Response)) == _RESPONSE_FIELDS
          and tuple(f.name for f in fields(Instance)) == _INSTANCE_FIELDS)
 _OPTIONAL = (str, type(None))
+#: The modules whose dataclasses `_plain` digests field by field (records; the experiment's config).
+_RECORD_MODULES = ("nepotism.records", "nepotism.experiment")
 _CODE: dict[str, str] = {}
 
 
@@ -116,13 +136,14 @@ def _plain(value: Any) -> Any:
         if not all(type(k) is str for k in value):
             raise _Unmemoable("a mapping with non-string keys")
         return ["map", [[k, _plain(value[k])] for k in sorted(value)]]
-    if is_dataclass(value) and not isinstance(value, type) and kind.__module__ == "nepotism.records":
+    if is_dataclass(value) and not isinstance(value, type) and kind.__module__ in _RECORD_MODULES:
         return [kind.__qualname__, [[f.name, _plain(getattr(value, f.name))] for f in fields(value)]]
     raise _Unmemoable(f"a {kind.__qualname__} value")
 
 
 def _content(value: Any) -> str:
-    """SHA-256 (hex) of ``value``'s content. A response without metadata, and an instance with a
+    """SHA-256 (hex) of ``value``'s content. A response without metadata or with string metadata
+    only (a stored response names its call), and an instance with a
     plain prompt and no rubric or metadata (the common cases), are pickled as a tagged tuple of
     their other fields instead of going through `_plain`: the same fields, injectively (pickle
     round-trips builtin strings and None exactly), several times faster; `_FAST` checks the
@@ -131,6 +152,12 @@ def _content(value: Any) -> str:
     if _FAST and kind is Response and not value.metadata and type(value.metadata) is dict \
             and type(value.instance_id) is str and type(value.generator) is str and type(value.text) is str:
         data = pickle.dumps(("Response", value.instance_id, value.generator, value.text), protocol=5)
+    elif _FAST and kind is Response and type(value.metadata) is dict \
+            and all(type(k) is str and type(v) is str for k, v in value.metadata.items()) \
+            and type(value.instance_id) is str and type(value.generator) is str and type(value.text) is str:
+        # (a stored response: its call key as string metadata)
+        data = pickle.dumps(("Response+", value.instance_id, value.generator, value.text,
+                             tuple(sorted(value.metadata.items()))), protocol=5)
     elif _FAST and kind is Instance and not value.metadata and type(value.metadata) is dict \
             and value.rubric == () and type(value.id) is str and type(value.prompt) is str \
             and type(value.reference_answer) in _OPTIONAL and type(value.category) in _OPTIONAL:
@@ -154,6 +181,31 @@ def _options(options: Mapping[str, Any]) -> str:
     return text
 
 
+class ChunkPlan:
+    """The judge tasks of a chunk of instances, planned only when the memo cannot count the chunk.
+
+    What `nepotism run` hands `Runner.judge` per chunk of instances whose responses are made:
+    ``tasks()`` is ``plan_tasks(experiment, instances, responses, judging)``
+    (`nepotism.runner.judge_plan`) and sets ``kinds``, the exported table kinds of those
+    tasks; when the chunk is counted from its memo row instead, nothing is planned and ``kinds``
+    are the row's tags (recorded from ``tasks()`` by the run that wrote it)."""
+
+    __slots__ = ("experiment", "instances", "responses", "judging", "kinds")
+
+    def __init__(self, experiment: Any, instances: Sequence[Instance], responses: Sequence[Response],
+                 judging: Any) -> None:
+        self.experiment = experiment
+        self.instances = instances
+        self.responses = responses
+        self.judging = judging
+        self.kinds: list[str] = []
+
+    def tasks(self) -> list[Any]:
+        tasks = judge_plan.plan_tasks(self.experiment, self.instances, self.responses, self.judging)
+        self.kinds = sorted({judge_plan._table_kind(t) for t in tasks})
+        return tasks
+
+
 class PlanMemo:
     """Digests windows of one judge phase's tasks and serves or records their memo rows."""
 
@@ -165,7 +217,9 @@ class PlanMemo:
         self._digests: dict[int, str] = {}  # id(object) -> its content digest
         self._alive: list[Any] = []  # (the objects of _digests, so that their ids stay theirs)
         self._valid: set[str] = set()  # digests whose row was read intact (no need to write it)
-        #: tasks counted from memo rows, and windows of them
+        self._counted: list[str] = []  # digests of the units counted, for the plan (`resolve`)
+        self._experiments: dict[int, bytes] = {}  # id(experiment) -> its digest
+        #: tasks counted from memo rows
         self.hits = 0
 
     def _ref(self, value: Any, options: bool = False) -> str:
@@ -196,22 +250,61 @@ class PlanMemo:
         h.update(pickle.dumps(rows, protocol=5))
         return h.hexdigest()
 
-    def counted(self, digest: str, tasks: int, plan: str | None) -> dict[str, int] | None:
-        """Judgments by status of a window whose memo row is intact and all stored (their ids
-        added to ``plan``); None otherwise (nothing counted or added)."""
-        rows = read_memo(self.store, digest, tasks)
-        if rows is None:
+    def unit(self, part: Any) -> str | None:
+        """The digest of a `ChunkPlan` from its inputs (nothing planned), or None: not a chunk
+        plan, another judging module than the package's, or an input that cannot be digested."""
+        import nepotism.judging
+
+        if type(part) is not ChunkPlan or part.judging is not nepotism.judging:
+            return None
+        try:
+            exp = self._experiments.get(id(part.experiment))
+            if exp is None:
+                exp = self._experiment(part.experiment)
+            get, ref = self._digests.get, self._ref
+            rows = ([get(id(i)) or ref(i) for i in part.instances], [get(id(r)) or ref(r) for r in part.responses])
+        except _Unmemoable:
+            return None
+        h = hashlib.sha256(self._head)
+        h.update(b"\x00chunk\x00" + exp)
+        h.update(pickle.dumps(rows, protocol=5))
+        return h.hexdigest()
+
+    def _experiment(self, experiment: Any) -> bytes:
+        """The experiment's digest: every field, recursively (`_plain`), and the bytes of each user
+        template a protocol or condition names (read now, as `_options` reads them)."""
+        from nepotism.experiment import Experiment
+
+        if type(experiment) is not Experiment:
+            raise _Unmemoable("not an Experiment")
+        h = hashlib.sha256(json.dumps(_plain(experiment), separators=(",", ":"), allow_nan=True).encode())
+        for options in [p.options for p in experiment.protocols] + [c.options for c in experiment.conditions]:
+            h.update(_options(options).encode())
+        self._experiments[id(experiment)] = out = h.digest()
+        self._alive.append(experiment)
+        return out
+
+    def counted(self, digest: str, tasks: int | None = None) -> MemoCount | None:
+        """(tasks, judgments by status, tags) of a unit whose memo row is intact and all stored
+        (its ids go into the run's plan at `resolve`); None otherwise (nothing counted)."""
+        found = count_memo(self.store, digest, tasks)
+        if found is None:
             return None
         self._valid.add(digest)
-        found = count_memo(self.store, rows, plan)
-        if found is not None:
-            self.hits += tasks
+        self._counted.append(digest)
+        self.hits += found[0]
         return found
 
-    def write(self, digest: str, tasks: int, pairs: Sequence[tuple[str, str]]) -> None:
-        """Record the window's pairs (on the store's writer thread), unless its row was read intact."""
-        if digest not in self._valid:
-            write_memo(self.store, digest, tasks, pairs)
+    def write(self, digest: str, tasks: int, pairs: Sequence[tuple[str, str]], tags: Sequence[str] = ()) -> None:
+        """Record the unit's pairs (on the store's writer thread), unless its row was read intact."""
+        if digest not in self._valid and pairs:
+            write_memo(self.store, digest, tasks, pairs, tags)
+
+    def resolve(self, plan: str | None) -> None:
+        """Add the judgment ids of every unit counted so far to ``plan`` (one statement)."""
+        if plan is not None and self._counted:
+            plan_memo_ids(self.store, plan, self._counted)
+        self._counted = []
 
 
 def plan_memo(runner: Any, render: Any, identify: Any, *, keep: bool, planned: Any) -> PlanMemo | None:

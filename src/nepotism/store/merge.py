@@ -22,8 +22,8 @@ input, the table, the key and the differing column. What counts as content, per 
 * imports and annotation labels (logs without a natural key): a row equal in every column but its
   row number is a duplicate; annotation items and orders: every column but the time.
 
-The judge-plan memo (``judge_memo``, `nepotism.store.memo`) is not copied: it is a cache of what a
-window of judge tasks needs, which the merged store's first rerun of the experiment writes again.
+The judge-plan memo (``judge_memo`` and ``judge_memo_pairs``, `nepotism.store.memo`) is not
+copied: it is a cache of what a chunk or window of judge tasks needs, which the merged store's first rerun of the experiment writes again.
 
 Every input must be a nepotism store at this package's schema version (open an older one once
 with this version, e.g. ``nepotism store info --store OLD.db``, to migrate it). The output must
