@@ -252,7 +252,12 @@ def test_a_failed_judgment_is_not_counted_from_the_memo(tmp_path):
 
 def _pairs_text(conn, digest: str) -> str:
     return " ".join(f"{k} {i}" for k, i in conn.execute(
-        "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE digest = ? ORDER BY seq", (digest,)))
+        "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE memo = (SELECT id FROM judge_memo WHERE digest = ?) "
+        "ORDER BY seq", (digest,)))
+
+
+def _memo_id(conn, digest: str) -> int:
+    return conn.execute("SELECT id FROM judge_memo WHERE digest = ?", (digest,)).fetchone()[0]
 
 
 def test_a_damaged_or_moved_memo_row_is_not_used(store):
@@ -261,15 +266,15 @@ def test_a_damaged_or_moved_memo_row_is_not_used(store):
     conn = store._conn()
     digests = [d for (d,) in conn.execute("SELECT digest FROM judge_memo ORDER BY digest")]
     # damage: one pair's judgment id changed (not stored, and the checksum no longer matches)
-    conn.execute("UPDATE judge_memo_pairs SET judgment_id = judgment_id || 'x' WHERE digest = ? AND seq = 0",
-                 (digests[0],))
+    conn.execute("UPDATE judge_memo_pairs SET judgment_id = judgment_id || 'x' WHERE memo = ? AND seq = 0",
+                 (_memo_id(conn, digests[0]),))
     # moved: another window's intact row (header and pairs) under this digest (the checksum covers it)
     other = conn.execute("SELECT tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?", (digests[2],)).fetchone()
     conn.execute("UPDATE judge_memo SET tasks = ?, pairs = ?, tags = ?, checksum = ? WHERE digest = ?",
                  (*other, digests[1]))
-    conn.execute("DELETE FROM judge_memo_pairs WHERE digest = ?", (digests[1],))
+    conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", (_memo_id(conn, digests[1]),))
     conn.execute("INSERT INTO judge_memo_pairs SELECT ?, seq, call_key, judgment_id FROM judge_memo_pairs "
-                 "WHERE digest = ?", (digests[1], digests[2]))
+                 "WHERE memo = ?", (_memo_id(conn, digests[1]), _memo_id(conn, digests[2])))
     # damaged tags (the checksum covers them): the row is not used either
     conn.execute("UPDATE judge_memo SET tags = '[\"pointwise\"]' WHERE digest = ?", (digests[3],))
     again, n, _ = _judge(store, world, backend)
@@ -283,9 +288,10 @@ def test_a_row_naming_pairs_that_are_not_stored_cannot_skip_a_call(store):
     _judge(store, world, backend)
     conn = store._conn()
     digest, tasks, tags = conn.execute("SELECT digest, tasks, tags FROM judge_memo LIMIT 1").fetchone()
-    key = conn.execute("SELECT call_key FROM judge_memo_pairs WHERE digest = ? AND seq = 0", (digest,)).fetchone()[0]
+    memo = _memo_id(conn, digest)
+    key = conn.execute("SELECT call_key FROM judge_memo_pairs WHERE memo = ? AND seq = 0", (memo,)).fetchone()[0]
     # a row with a valid checksum whose first call key is one nothing stores
-    conn.execute("UPDATE judge_memo_pairs SET call_key = ? WHERE digest = ? AND seq = 0", ("f" * 64, digest))
+    conn.execute("UPDATE judge_memo_pairs SET call_key = ? WHERE memo = ? AND seq = 0", ("f" * 64, memo))
     conn.execute("UPDATE judge_memo SET checksum = ? WHERE digest = ?",
                  (memo_checksum(digest, tasks, tags, _pairs_text(conn, digest)), digest))
     conn.execute("DELETE FROM judgments WHERE call_key = ?", (key,))
@@ -571,7 +577,7 @@ def test_a_chunk_with_a_judgment_or_call_missing_is_planned_and_judged(tmp_path,
     with Store(tmp_path / "chunks.db") as store:
         first, _, _, ids = _judge_chunks(store, c, backend, monkeypatch)
         conn = store._conn()
-        key = conn.execute("SELECT call_key FROM judge_memo_pairs ORDER BY digest, seq LIMIT 1").fetchone()[0]
+        key = conn.execute("SELECT call_key FROM judge_memo_pairs ORDER BY memo, seq LIMIT 1").fetchone()[0]
         conn.execute("DELETE FROM judgments WHERE call_key = ?", (key,))
         conn.execute("DELETE FROM calls WHERE key = ?", (key,))
         sent = sum(backend.calls.values())

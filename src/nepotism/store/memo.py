@@ -4,8 +4,8 @@ A cached rerun spends most of its time finding again, task by task, cache keys a
 that are a pure function of inputs it can digest in bulk (`nepotism.runner.plan_memo` makes the
 digest of a unit — a chunk of instances as the experiment plans them, or a window of tasks — and
 argues why it covers every input). This module stores that function's values in the tables
-``judge_memo`` (one row per digest) and ``judge_memo_pairs`` (one row per pair, keyed by digest and
-position; migration 0009) and answers, in SQL, whether what a value names is stored:
+``judge_memo`` (one row per digest) and ``judge_memo_pairs`` (one row per pair, keyed by the memo
+row's id and position; migration 0009) and answers, in SQL, whether what a value names is stored:
 
 * `write_memo` records ``digest -> [(call key, judgment id), ...]`` (task by task) with the
   unit's task count, the tags its planner attached (`nepotism.runner.plan_memo.ChunkPlan`: the
@@ -46,7 +46,7 @@ _COUNT = ("SELECT COUNT(*), COUNT(j.id), SUM(c.key IS NULL), SUM(j.status = 'par
           "SUM(j.status = 'unparsed'), group_concat(m.call_key || ' ' || m.judgment_id, ' ') "
           "FROM judge_memo_pairs AS m "
           "LEFT JOIN judgments AS j ON j.id = m.judgment_id AND j.call_key = m.call_key AND j.status != 'failed' "
-          "LEFT JOIN calls AS c ON c.key = m.call_key WHERE m.digest = ?")
+          "LEFT JOIN calls AS c ON c.key = m.call_key WHERE m.memo = ?")
 _MMAP_BYTES = 1 << 30
 
 #: What `count_memo` found: the unit's tasks, its judgments by status, its tags.
@@ -69,14 +69,16 @@ def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str,
     tag_text = json.dumps(sorted(tags))
     check = memo_checksum(digest, tasks, tag_text, " ".join([f"{k} {i}" for k, i in pairs]))
     with store._transaction() as conn:
-        conn.execute("DELETE FROM judge_memo_pairs WHERE digest = ?", (digest,))
-        conn.execute("INSERT INTO judge_memo (digest, tasks, pairs, tags, checksum, created_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?) "
-                     "ON CONFLICT (digest) DO UPDATE SET tasks = excluded.tasks, pairs = excluded.pairs, "
-                     "tags = excluded.tags, checksum = excluded.checksum, created_at = excluded.created_at",
-                     (digest, tasks, len(pairs), tag_text, check, _codec.now()))
-        conn.executemany("INSERT INTO judge_memo_pairs (digest, seq, call_key, judgment_id) VALUES (?, ?, ?, ?)",
-                         [(digest, n, key, ident) for n, (key, ident) in enumerate(pairs)])
+        old = conn.execute("SELECT id FROM judge_memo WHERE digest = ?", (digest,)).fetchone()
+        if old is not None:
+            conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", old)
+            conn.execute("DELETE FROM judge_memo WHERE id = ?", old)
+        memo = conn.execute("INSERT INTO judge_memo (digest, tasks, pairs, tags, checksum, created_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?)",
+                            (digest, tasks, len(pairs), tag_text, check, _codec.now())).lastrowid
+        conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", (memo,))  # (pairs left by a deleted row)
+        conn.executemany("INSERT INTO judge_memo_pairs (memo, seq, call_key, judgment_id) VALUES (?, ?, ?, ?)",
+                         [(memo, n, key, ident) for n, (key, ident) in enumerate(pairs)])
 
 
 def count_memo(store: Store, digest: str, tasks: int | None = None) -> MemoCount | None:
@@ -86,12 +88,12 @@ def count_memo(store: Store, digest: str, tasks: int | None = None) -> MemoCount
     conn = store._conn()
     if conn.execute("PRAGMA mmap_size").fetchone()[0] == 0:
         conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")  # (as `nepotism.store.fastread` reads)
-    head = conn.execute("SELECT tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?",
+    head = conn.execute("SELECT id, tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?",
                         (digest,)).fetchone()
-    if head is None or (tasks is not None and head[0] != tasks) or not head[1]:
+    if head is None or (tasks is not None and head[1] != tasks) or not head[2]:
         return None
-    n_tasks, n_pairs, tags, checksum = head
-    pairs, found, missing_calls, parsed, unparsed, text = conn.execute(_COUNT, (digest,)).fetchone()
+    memo, n_tasks, n_pairs, tags, checksum = head
+    pairs, found, missing_calls, parsed, unparsed, text = conn.execute(_COUNT, (memo,)).fetchone()
     if pairs != n_pairs or found != pairs or missing_calls or parsed + unparsed != pairs:
         return None
     if not isinstance(tags, str) or checksum != memo_checksum(digest, n_tasks, tags, text or ""):
@@ -112,8 +114,9 @@ def plan_memo_ids(store: Store, plan: str, digests: Sequence[str]) -> None:
     conn.execute("BEGIN")
     try:
         conn.execute(f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) '
-                     "SELECT judgment_id FROM judge_memo_pairs "
-                     "WHERE digest IN (SELECT value FROM json_each(?)) ORDER BY judgment_id",
+                     "SELECT judgment_id FROM judge_memo_pairs WHERE memo IN "
+                     "(SELECT id FROM judge_memo WHERE digest IN (SELECT value FROM json_each(?))) "
+                     "ORDER BY judgment_id",
                      (json.dumps(list(digests)),))
         conn.execute("COMMIT")
     except BaseException:

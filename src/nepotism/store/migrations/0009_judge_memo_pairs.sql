@@ -8,17 +8,19 @@
 -- next rerun writes them again. Neither table is copied by `nepotism store merge`.
 DROP TABLE IF EXISTS judge_memo;
 CREATE TABLE judge_memo (
-    digest      TEXT PRIMARY KEY,
+    id          INTEGER PRIMARY KEY,
+    digest      TEXT NOT NULL UNIQUE,
     tasks       INTEGER NOT NULL,
     pairs       INTEGER NOT NULL,
     tags        TEXT NOT NULL,
     checksum    TEXT NOT NULL,
     created_at  TEXT NOT NULL
 );
+-- (keyed by the row's integer id, not its 64-character digest: smaller rows, faster to write)
 CREATE TABLE judge_memo_pairs (
-    digest       TEXT NOT NULL,
+    memo         INTEGER NOT NULL,
     seq          INTEGER NOT NULL,
     call_key     TEXT NOT NULL,
     judgment_id  TEXT NOT NULL,
-    PRIMARY KEY (digest, seq)
+    PRIMARY KEY (memo, seq)
 ) WITHOUT ROWID;
