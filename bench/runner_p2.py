@@ -45,8 +45,8 @@ Since the memo went one level up, the memo rerun is timed as `nepotism run` judg
 per chunk of instances, so planning is inside the timed phase (and skipped on a hit: the chunk
 is digested from the experiment, its instances and responses). 2026-11-26 10:26, load 5.1-6.1,
 main's bench then this one: **8.8 → 3.4 µs of CPU per call**, 113.5k → 292.2k calls/s of CPU,
-**0.277 → 0.709** of the SQLite read (404.7k and 411.0k rows/s); issue 21's 0.5 is reached for the
-judge phase.
+**0.277 → 0.709** of the SQLite read (404.7k and 411.0k rows/s); again at 10:29 (main 3ea27a6, load
+6.4-6.9): 9.3 → 3.4 µs, 0.225 → 0.727. Issue 21's 0.5 is reached for the judge phase.
 """
 
 from __future__ import annotations
