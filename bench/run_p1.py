@@ -77,6 +77,11 @@ Fourth session (docs/scale.md, "Fourth session"): the collector resumed without 
 frozen plan and its live young threshold 20k -> 100k. ``--calls 58000 --rounds 1 --baseline-src``
 3c1ae1c at load 5.3-5.7 (a full test suite running): 1,110 -> 1,329 calls/s, 0.422 -> 0.379 ms
 CPU per call; bare 1,780 calls/s (2,112 on uvloop), 0.130 ms: ratio 0.62 -> 0.75 at that load.
+With the orjson request bodies and no httpx import too (dc713d0), ``--calls 58000 --rounds 2
+--baseline-src`` 3c1ae1c, twice, load 3.9-7.6: 0.414 / 0.426 / 0.411 / 0.436 ms CPU per call
+against 0.446 / 0.434 / 0.449 / 0.465, the loop's thread 0.276-0.295 against 0.313-0.326 and the
+others (the store writer) 0.134-0.139 on both; calls/s and ratios moved with the load (0.54-0.78
+against 0.48-0.63).
 """
 
 from __future__ import annotations
