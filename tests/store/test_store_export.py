@@ -248,7 +248,11 @@ def test_exports_are_readable_as_recorded_judgment_tables(store, tmp_path, fmt, 
     assert len(table.frame) == rows
 
 
-def test_an_export_with_a_plan_writes_only_the_plans_judgments(store, tmp_path):
+@pytest.mark.parametrize("share", [0.0, 1e9], ids=["judgments scanned, plan probed", "plan walked"])
+def test_an_export_with_a_plan_writes_only_the_plans_judgments(store, tmp_path, monkeypatch, share):
+    """Both ways of reading a plan (`export._plan_filter`, chosen by the plan's share of the
+    judgments) write the same rows."""
+    monkeypatch.setattr(export_mod, "_PLAN_SCAN_SHARE", share)
     _add_mixed(store)
     everything = tmp_path / "all.csv"
     store.export("judgments", everything, fmt="csv", protocol="pairwise")
@@ -313,3 +317,17 @@ def test_an_empty_export_has_its_columns(store, tmp_path, fmt):
         assert out.read_text().splitlines() == [",".join(export_mod.JUDGMENT_COLUMNS["pairwise"])]
     else:
         assert out.read_text() == ""
+
+
+def test_reasoning_tokens_are_read_from_each_usage_record_repeated_or_not(store, tmp_path):
+    """The output tokens of a usage record are decoded once per distinct text (`_judgment_rows`):
+    rows sharing a record get its value, and each record is read by the rules of `_output_tokens`."""
+    usages = [{"completion_tokens": 5}, {"completion_tokens": 5}, {"output_tokens": 3}, {"completion_tokens": 0},
+              None, {"prompt_tokens": 9}, {"completion_tokens": 5}, {"completion_tokens": 2.0}]
+    store.add_judgments([Judgment(f"q{n}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
+                                  usage=usage) for n, usage in enumerate(usages)])
+    out = tmp_path / "pairwise.jsonl"
+    store.export("judgments", out, fmt="jsonl", protocol="pairwise")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["reasoning_tokens"] for r in rows] == [5, 5, 3, None, None, None, 5, 2]
+    assert [r["model_a"] for r in rows] == ["gen-x"] * len(usages)

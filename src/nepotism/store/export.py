@@ -108,17 +108,35 @@ def _stored_as(protocol: str) -> tuple[str, int | None]:
             "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
 
 
+#: A plan holding at least this share of the store's judgments is checked row by row while the
+#: judgments are scanned in export order; a smaller one drives the query (each id looked up).
+_PLAN_SCAN_SHARE = 0.25
+
+
+def _plan_filter(conn: sqlite3.Connection, plan: str) -> str:
+    """The SQL condition keeping the judgments of ``plan``. SQLite's planner walks the plan's ids
+    and looks each judgment up (two B-tree searches a row, then a sort); when the plan is a large
+    share of the table (a run exporting its own store, the common case) it is cheaper to scan the
+    judgments by instance, as exported, and probe the plan for each (``+j.id``: no index on
+    ``j.id`` for that term). The same rows either way."""
+    size = conn.execute(f'SELECT COUNT(*) FROM temp."{plan}"').fetchone()[0]
+    most = conn.execute("SELECT MAX(rowid) FROM judgments").fetchone()[0] or 0
+    column = "+j.id" if size >= _PLAN_SCAN_SHARE * most else "j.id"
+    return f'AND {column} IN (SELECT id FROM temp."{plan}") '
+
+
 def _judgment_query(conn: sqlite3.Connection, protocol: str, select: str, *, judge: str | None = None,
-                    plan: str | None = None) -> sqlite3.Cursor:
-    """The stored judgments of an exported ``protocol`` (in export order), ``select`` columns."""
+                    plan: str | None = None, ordered: bool = True) -> sqlite3.Cursor:
+    """The stored judgments of an exported ``protocol`` (in export order unless not ``ordered``),
+    ``select`` columns."""
     stored, width = _stored_as(protocol)
     return conn.execute(
         f"SELECT {select} "
         "FROM judgments j LEFT JOIN instances i ON i.id = j.instance_id "
         "LEFT JOIN instance_categories c ON c.instance_id = j.instance_id "
         "WHERE j.protocol = ? AND (? IS NULL OR json_array_length(j.candidates) = ?) AND (? IS NULL OR j.judge = ?) "
-        + ("" if plan is None else f'AND j.id IN (SELECT id FROM temp."{plan}") ')
-        + "ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id",
+        + ("" if plan is None else _plan_filter(conn, plan))
+        + ("ORDER BY j.instance_id, j.judge, j.condition, j.replicate, j.id" if ordered else ""),
         (stored, width, width, judge, judge),
     )
 
@@ -129,14 +147,17 @@ def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: 
     (label probabilities, label mass, output tokens), so that the rows can then be written as
     they are read, never all held at once."""
     has_probs = has_mass = has_tokens = False
+    seen: set[str | None] = set()  # usage texts whose tokens were read already (most repeat)
     for probs, mass, usage in _judgment_query(conn, protocol, "j.label_probs, j.label_mass, j.usage",
-                                              judge=judge, plan=plan):
+                                              judge=judge, plan=plan, ordered=False):
         has_mass = has_mass or mass is not None
         if protocol == "pairwise":
             if not has_probs and probs:
                 parsed = json.loads(probs)
                 has_probs = any(label in parsed for _, label in _PROBS)
-            has_tokens = has_tokens or _output_tokens(usage) is not None
+            if not has_tokens and usage not in seen:
+                seen.add(usage)
+                has_tokens = _output_tokens(usage) is not None
         if has_mass and (protocol != "pairwise" or (has_probs and has_tokens)):
             break
     return _judgment_columns(protocol, has_probs=has_probs, has_mass=has_mass, has_tokens=has_tokens)
@@ -144,24 +165,36 @@ def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: 
 
 def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
                    plan: str | None = None) -> Iterator[dict]:
-    """The exported rows of ``protocol``, one dict each, as SQLite returns them."""
+    """The exported rows of ``protocol``, one dict each, as SQLite returns them. A candidates list
+    and a usage record are decoded once per distinct text (a run repeats a few of each), each
+    pairwise row built as one dict."""
     query = _judgment_query(
         conn, protocol,
         "j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
         "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category), "
         "j.usage", judge=judge, plan=plan)
+    decoded: dict[str, list] = {}  # candidates text -> the list (only read)
+    tokens_of: dict[str | None, int | None] = {}  # usage text -> its output tokens
+    loads = json.loads
     for inst, judge_, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
             category, usage in query:
-        candidates = json.loads(cands)
+        candidates = decoded.get(cands)
+        if candidates is None:
+            candidates = decoded[cands] = loads(cands)
+        if protocol == "pairwise":
+            probs = loads(probs) if probs else {}
+            tokens = tokens_of.get(usage, tokens_of)
+            if tokens is tokens_of:
+                tokens = tokens_of[usage] = _output_tokens(usage)
+            yield {"instance_id": inst, "judge": judge_, "model_a": candidates[0], "model_b": candidates[1],
+                   "verdict": verdict, "status": status, "reason": reason, "label_mass": mass,
+                   "prob_a": probs.get("A"), "prob_b": probs.get("B"), "prob_tie": probs.get("tie"),
+                   "condition": cond, "replicate": rep, "category": category, "reasoning_tokens": tokens}
+            continue
         base = {"instance_id": inst, "judge": judge_}
         state = {"status": status, "reason": reason, "label_mass": mass}
         tail = {"condition": cond, "replicate": rep, "category": category}
-        if protocol == "pairwise":
-            probs = json.loads(probs) if probs else {}
-            extra = {col: probs.get(label) for col, label in _PROBS}
-            pair = {"model_a": candidates[0], "model_b": candidates[1], "verdict": verdict}
-            yield base | pair | state | extra | tail | {"reasoning_tokens": _output_tokens(usage)}
-        elif protocol == "pointwise":
+        if protocol == "pointwise":
             yield base | {"model": candidates[0], "score": score} | state | tail
         elif protocol == "rubric":
             met = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
@@ -224,12 +257,10 @@ def _raw_rows(conn: sqlite3.Connection, table: str) -> tuple[list[str], Iterator
     return columns, (dict(zip(columns, r, strict=True)) for r in cursor), types
 
 
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
+def _csv_cells(values: list[Any]) -> list[Any]:
+    """A row's CSV cells: null as an empty cell, booleans as ``true``/``false``, the rest as is
+    (one comprehension per row, not a function call per cell)."""
+    return ["" if v is None else ("true" if v else "false") if v is True or v is False else v for v in values]
 
 
 def _arrow_type(name: str) -> Any:
@@ -274,8 +305,9 @@ def _write(path: Path, fmt: str, columns: Sequence[str], rows: Iterable[dict], t
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)
+            write = writer.writerow
             for row in rows:
-                writer.writerow([_csv_cell(row[c]) for c in columns])
+                write(_csv_cells([row[c] for c in columns]))
                 count += 1
     else:
         with path.open("w", encoding="utf-8") as handle:
