@@ -586,3 +586,27 @@ def test_a_chunk_with_a_judgment_or_call_missing_is_planned_and_judged(tmp_path,
         assert again.counts == first.counts and again_ids == ids
         third, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
         assert planned == 0 and third.memo_hits == third.stats.total
+
+
+def test_the_order_of_a_chunks_responses_neither_changes_its_plan_nor_misses_the_memo(tmp_path, monkeypatch):
+    """A fresh run hands a chunk's responses on in the order generation answered, its rerun in the
+    store's order: the planners give the same tasks either way, so the chunk digest takes the
+    responses as a set and the fresh run's rows serve the rerun."""
+    import random
+
+    import nepotism.judging as judging
+    from nepotism.runner.judge_plan import plan_tasks
+
+    c, backend = _chunked(tmp_path), ScriptedBackend()
+    _protocol(0, args={"pairs": "all"})(c)
+    shuffled = list(c.responses)
+    random.Random(3).shuffle(shuffled)
+    assert shuffled != c.responses
+    assert plan_tasks(c.experiment, c.instances, shuffled, judging) == plan_tasks(c.experiment, c.instances,
+                                                                                   c.responses, judging)
+    with Store(tmp_path / "chunks.db") as store:
+        first, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == -(-len(c.instances) // CHUNK)
+        c.responses = shuffled
+        again, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
+        assert planned == 0 and again.memo_hits == again.stats.total == first.stats.total

@@ -42,7 +42,10 @@ nested configs, recursively (protocols with their kind, args, options and replic
 conditions; judges; models; generation; dataset; output; grading...), so no argument is needed
 about which of them `plan_tasks` reads, at the price of a miss when an unrelated field changes
 — with the bytes of every user template a protocol's or condition's options name; each instance
-and each response by content, in the order given. It is memoised only when ``judging`` is the
+by content, in the order given; the responses by content as a set (sorted digests): the planners
+of `nepotism.judging.planning` key an instance's responses by generator and order candidates by
+generator name or by the given pairs, never by the order of the responses (a test shuffles them),
+and a fresh run hands a chunk's responses on in the order its generation calls answered. It is memoised only when ``judging`` is the
 package's `nepotism.judging` module (a caller's planners are not digested), the render and
 identify functions are the package's and the task fields are those above (`plan_memo`): then
 the tasks are a function of the digested values and the code, and the keys and ids a function
@@ -262,7 +265,10 @@ class PlanMemo:
             if exp is None:
                 exp = self._experiment(part.experiment)
             get, ref = self._digests.get, self._ref
-            rows = ([get(id(i)) or ref(i) for i in part.instances], [get(id(r)) or ref(r) for r in part.responses])
+            # the responses as a set: the planners key each instance's responses by generator, so their
+            # order never changes the plan (a fresh run hands them on in the order generation answered)
+            rows = ([get(id(i)) or ref(i) for i in part.instances],
+                    sorted([get(id(r)) or ref(r) for r in part.responses]))
         except _Unmemoable:
             return None
         h = hashlib.sha256(self._head)
