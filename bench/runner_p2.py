@@ -46,7 +46,9 @@ per chunk of instances, so planning is inside the timed phase (and skipped on a 
 is digested from the experiment, its instances and responses). 2026-11-26 10:26, load 5.1-6.1,
 main's bench then this one: **8.8 → 3.4 µs of CPU per call**, 113.5k → 292.2k calls/s of CPU,
 **0.277 → 0.709** of the SQLite read (404.7k and 411.0k rows/s); again at 10:29 (main 3ea27a6, load
-6.4-6.9): 9.3 → 3.4 µs, 0.225 → 0.727. Issue 21's 0.5 is reached for the judge phase.
+6.4-6.9): 9.3 → 3.4 µs, 0.225 → 0.727; at 11:19 (load 3.1-3.9, ``--repeat 3``, the session start's
+bench on 3c1ae1c then this one on 7aff999): 10.8 → 4.2 µs, 0.241 → 0.742. Issue 21's 0.5 is reached
+for the judge phase.
 """
 
 from __future__ import annotations
