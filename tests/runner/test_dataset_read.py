@@ -84,3 +84,17 @@ def test_invalid_utf8_names_its_line(tmp_path):
     with pytest.raises(InputError) as err:
         load_dataset(exp)
     assert err.value.line == 2 and "UTF-8" in err.value.message
+
+
+def test_a_repeated_row_may_leave_out_or_add_what_the_first_did_not_say(tmp_path):
+    """Rows repeating an instance (one per recorded response) need not repeat its reference answer,
+    category or rubric; a later row that gives one the first did not is kept, not dropped."""
+    exp = _experiment(tmp_path, _jsonl([
+        {"id": "q1", "prompt": "2+2?", "model": "standin-alpha", "text": "4"},
+        {"id": "q1", "prompt": "2+2?", "model": "standin-beta", "text": "5", "reference_answer": "4",
+         "category": "math"},
+        {"id": "q1", "prompt": "2+2?", "reference_answer": "4"},
+    ]))
+    instances, recorded = load_dataset(exp)
+    assert [(i.id, i.reference_answer, i.category) for i in instances] == [("q1", "4", "math")]
+    assert len(recorded) == 2

@@ -119,6 +119,9 @@ async def _close(endpoints: Mapping[str, Endpoint]) -> None:
 
 # -- dataset -------------------------------------------------------------------------------
 
+_PLURAL = {"prompt": "prompts", "reference_answer": "reference answers", "category": "categories", "rubric": "rubrics"}
+
+
 def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
     def bad(field_: str, message: str) -> InputError:
         return InputError(message, path=path, line=line, field=field_)
@@ -190,9 +193,17 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             if ds.limit is not None and len(instances) >= ds.limit:
                 continue
             instances[inst.id] = inst
-        elif known.prompt != inst.prompt:
-            raise InputError(f"instance {inst.id!r} appears with two different prompts",
-                             path=str(path), line=line, field="prompt")
+        else:  # a row repeating the instance (another recorded response) may leave out what it said
+            merged = {}
+            for field_ in ("prompt", "reference_answer", "category", "rubric"):
+                given, before = getattr(inst, field_), getattr(known, field_)
+                if given and before and given != before or field_ == "prompt" and given != before:
+                    raise InputError(f"instance {inst.id!r} appears with two different {_PLURAL[field_]}",
+                                     path=str(path), line=line, field=field_)
+                if given and not before:
+                    merged[field_] = given
+            if merged:
+                instances[inst.id] = replace(known, **merged)
         generator = row.get("generator", row.get("model"))
         text = row.get("text")
         if generator is not None or text is not None:
