@@ -217,13 +217,15 @@ def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
         assert KEY not in text
 
 
-def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path):
+@pytest.mark.parametrize("flags", [(), ("--json",)])
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path, flags):
+    """With --json, stdout still holds exactly one JSON document (it was empty)."""
     with standin_thread(StandinConfig(latency_s=1.0)) as (url, _server):
         exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=1)
         db = tmp_path / "s.db"
         # the child gets the default SIGINT disposition: a pytest worker may have inherited or set
         # SIG_IGN, which a child would inherit and which Python (rightly) respects
-        proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress"],
+        proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress", *flags],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         # 36 calls at 1 s latency through 2 single-slot models take >= 18 s: interrupt once two
@@ -234,9 +236,13 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
             time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be interrupted"
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "run again to resume" in err
+    if flags:
+        assert json.loads(out)["status"] == "interrupted"
+    else:
+        assert out == ""
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
     assert conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok' AND text IS NOT NULL").fetchone()[0] >= 1

@@ -131,10 +131,10 @@ def experiment_store(store_path, experiment):
     return path
 
 
-def run_live(job, *, progress: bool | None):
+def run_live(job, *, progress: bool | None, as_json: bool = False):
     """``asyncio.run(job(view))`` under a progress view, on uvloop where installed (`nepotism._loop`);
     Ctrl-C prints that every completed call is stored and exits 130 (the run resumes when started
-    again)."""
+    again). With ``as_json`` stdout still gets its one document: ``{"status": "interrupted", ...}``."""
     from nepotism._loop import run
     from nepotism.runner import ProgressView
 
@@ -143,5 +143,8 @@ def run_live(job, *, progress: bool | None):
         with view:
             return run(job(view))
     except KeyboardInterrupt:
-        click.echo("interrupted: every completed call is stored; run again to resume", err=True)
+        message = "every completed call is stored; run again to resume"
+        click.echo(f"interrupted: {message}", err=True)
+        if as_json:
+            echo_json({"status": "interrupted", "message": message})
         sys.exit(130)

@@ -64,7 +64,7 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
             experiment_store(store_path, cfg.experiment)
         with Store(path) as store:
             result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
-                              progress=False if dry_run else progress)
+                              progress=False if dry_run else progress, as_json=as_json)
     if as_json:
         echo_json(result)
         return

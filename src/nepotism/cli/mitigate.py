@@ -66,7 +66,8 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
 
     exp = plan.experiment
     with Store(experiment_store(store_path, exp)) as store:
-        result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress)
+        result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress,
+                          as_json=as_json)
     written = result.summary.get("records_file")  # the output folder's copy, listed in its run.json
     target = out_path or Path(written or RECORDS_FILE)
     if written is None or target.resolve() != Path(written).resolve():

@@ -52,7 +52,8 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
 
     Exit status: 0 when the run is complete; 2 for a bad experiment or dataset file (nothing is
     called or written); 3 when more than --max-failure-rate of the calls failed (the summary is
-    still printed and the failures are stored: run again to retry them); 130 when interrupted.
+    still printed and the failures are stored: run again to retry them); 130 when interrupted
+    (with --json, the document says {"status": "interrupted"}).
     """
     from nepotism.experiment import load_experiment
     from nepotism.runner.experiment_run import check_inputs, run_experiment
@@ -87,7 +88,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
                 return
         summary = run_live(lambda view: run_experiment(experiment, store, view=view, dataset=dataset,
                                                        shard=shard, offline=batch),
-                           progress=progress)
+                           progress=progress, as_json=as_json)
     if as_json:
         echo_json(summary.as_dict())
     else:
