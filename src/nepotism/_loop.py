@@ -9,17 +9,22 @@ cannot be imported the commands run on asyncio's own loop, and ``nepotism --vers
 
 Nothing here changes a process-wide setting (no event-loop policy is installed): `run` makes one
 loop for one coroutine, the way `asyncio.run` does (same Ctrl-C handling: the main task is
-cancelled and KeyboardInterrupt raised). The library's async entry points (`run_experiment`,
-...) run on whatever loop their caller made.
+cancelled and KeyboardInterrupt raised). SIGTERM — what Slurm, Kubernetes and systemd send to
+stop a job before they kill it — is handled the same way while `run` runs: the main task is
+cancelled (its cleanup runs: calls answered so far are stored, the run is marked interrupted)
+and `Terminated`, a KeyboardInterrupt, is raised; without it the process died at once, with no
+message and its run left "running". The library's async entry points (`run_experiment`, ...)
+run on whatever loop their caller made.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["loop_name", "new_loop", "run"]
+__all__ = ["Terminated", "loop_name", "new_loop", "run"]
 
 T = TypeVar("T")
 
@@ -44,7 +49,37 @@ def loop_name() -> str:
     return f"uvloop {uvloop.__version__}" if uvloop is not None else "asyncio (uvloop not installed)"
 
 
+class Terminated(KeyboardInterrupt):
+    """`run` was stopped by SIGTERM (after its main task was cancelled and had cleaned up)."""
+
+
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on a loop from `new_loop`."""
+    """``asyncio.run(main)`` on a loop from `new_loop`; SIGTERM cancels ``main`` and raises
+    `Terminated` (where the loop can take signals: the main thread, not Windows)."""
+    stopped: list[int] = []
     with asyncio.Runner(loop_factory=new_loop) as runner:
-        return runner.run(main)
+        try:
+            return runner.run(_stopped_by_sigterm(main, stopped))
+        except asyncio.CancelledError:
+            if stopped:
+                raise Terminated("SIGTERM") from None
+            raise
+
+
+async def _stopped_by_sigterm(main: Coroutine[Any, Any, T], stopped: list[int]) -> T:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def stop() -> None:
+        stopped.append(signal.SIGTERM)
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+        return await main
+    try:
+        return await main
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)

@@ -217,9 +217,12 @@ def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
         assert KEY not in text
 
 
-@pytest.mark.parametrize("flags", [(), ("--json",)])
-def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path, flags):
-    """With --json, stdout still holds exactly one JSON document (it was empty)."""
+@pytest.mark.parametrize(("flags", "signum", "code"), [((), signal.SIGINT, 130), (("--json",), signal.SIGINT, 130),
+                                                   ((), signal.SIGTERM, 143), (("--json",), signal.SIGTERM, 143)])
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path, flags, signum, code):
+    """With --json, stdout still holds exactly one JSON document (it was empty). SIGTERM (how
+    Slurm and Kubernetes stop a job) stops the run as Ctrl-C does, exit 143: it killed the process
+    at once, with no message, leaving its run "running" in the store."""
     with standin_thread(StandinConfig(latency_s=1.0)) as (url, _server):
         exp = _experiment(tmp_path, url, items=6, recognition=False, concurrency=1)
         db = tmp_path / "s.db"
@@ -235,12 +238,12 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
         while proc.poll() is None and _count_calls(db) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be interrupted"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert "run again to resume" in err
+    assert proc.returncode == code, err
+    assert "run again to resume" in err and signal.Signals(signum).name in err
     if flags:
-        assert json.loads(out)["status"] == "interrupted"
+        assert json.loads(out)["status"] == "interrupted" and json.loads(out)["signal"] == signal.Signals(signum).name
     else:
         assert out == ""
     conn = sqlite3.connect(db)

@@ -134,17 +134,19 @@ def experiment_store(store_path, experiment):
 def run_live(job, *, progress: bool | None, as_json: bool = False):
     """``asyncio.run(job(view))`` under a progress view, on uvloop where installed (`nepotism._loop`);
     Ctrl-C prints that every completed call is stored and exits 130 (the run resumes when started
-    again). With ``as_json`` stdout still gets its one document: ``{"status": "interrupted", ...}``."""
-    from nepotism._loop import run
+    again); SIGTERM (a scheduler stopping the job) the same, exit 143. With ``as_json`` stdout still
+    gets its one document: ``{"status": "interrupted", "signal": ..., ...}``."""
+    from nepotism._loop import Terminated, run
     from nepotism.runner import ProgressView
 
     view = ProgressView(enabled=progress)
     try:
         with view:
             return run(job(view))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        name, code = ("SIGTERM", 143) if isinstance(stop, Terminated) else ("SIGINT", 130)
         message = "every completed call is stored; run again to resume"
-        click.echo(f"interrupted: {message}", err=True)
+        click.echo(f"interrupted ({name}): {message}", err=True)
         if as_json:
-            echo_json({"status": "interrupted", "message": message})
-        sys.exit(130)
+            echo_json({"status": "interrupted", "signal": name, "message": message})
+        sys.exit(code)
