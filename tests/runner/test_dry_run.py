@@ -70,3 +70,32 @@ def test_tasks_planned_a_chunk_at_a_time_are_the_whole_plans(tmp_path):
     for chunk in (1, 3, 100):
         chunked = list(iter_tasks(experiment, instances, responses, chunk=chunk))
         assert sorted(map(repr, chunked)) == sorted(map(repr, whole)) and len(chunked) == len(whole) > 0
+
+
+def test_a_run_shares_the_calls_its_dry_run_counted_as_shared(tmp_path):
+    """Instances with one prompt share their generation calls, then their judge calls: the run's
+    summary counts them as ``shared`` (its cached + sent fell short of its total) — as many as the
+    dry run counted, and it sends what the dry run said it would."""
+    import subprocess
+    import sys
+
+    from nepotism.testing.standin import StandinConfig, standin_thread
+
+    with standin_thread(StandinConfig(latency_s=0.0)) as (url, server):
+        path = _experiment(tmp_path, perplexity=False)
+        path.write_text(path.read_text().replace("http://127.0.0.1:9/v1", url), encoding="utf-8")
+        with Store(tmp_path / "plan.db") as store:
+            plan = dry_run(load_experiment(path), store)
+        done = subprocess.run([str(Path(sys.executable).with_name("nepotism")), "run", str(path), "--store",
+                               str(tmp_path / "s.db"), "--json", "--no-progress"],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        text = subprocess.run([str(Path(sys.executable).with_name("nepotism")), "run", str(path), "--store",
+                               str(tmp_path / "s2.db"), "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
+    summary = json.loads(done.stdout)
+    phases = (summary["generation"], summary["judging"])
+    for phase in phases:
+        assert phase["cached"] + phase["sent"] + phase["shared"] == phase["total"] == phase["done"]
+    assert sum(p["shared"] for p in phases) == plan["totals"]["shared"] > 0
+    assert sum(p["sent"] for p in phases) == plan["totals"]["to_send"]
+    assert "sharing their answers" in text.stdout

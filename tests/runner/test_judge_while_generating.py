@@ -125,6 +125,11 @@ def test_instances_sharing_a_prompt_are_all_handed_on(store, tmp_path):
         assert len(made2.responses) == 16 and len({r.id for r in other.responses()}) == 16
     assert sorted(j.id for j in judged.judgments) == sorted(j.id for j in judged2.judgments)
     assert judged.stats.total == judged2.stats.total == 8 * 4
+    # the counts add up: 3 instances share another's prompt, so 3 x 2 generation calls are answered
+    # by the requests made for the others (this test's judge prompts name the instance: none shared)
+    for stats, shared in ((made.stats, 6), (judged.stats, 0)):
+        assert (stats.shared, stats.cached) == (shared, 0)
+        assert stats.cached + stats.sent + stats.shared == stats.total == stats.done
 
 
 def test_a_rerun_sends_nothing_and_counts_the_same(store):

@@ -193,7 +193,8 @@ def _print_summary(summary) -> None:
     click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
     phases = [("generation", g), ("judging", j)] + ([("perplexity", summary.perplexity)] if summary.perplexity else [])
     for name, s in phases:
-        click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent, "
+        shared = f" (+{s['shared']} sharing their answers: same request)" if s.get("shared") else ""
+        click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent{shared}, "
                    f"{s['failed']} failed, {s['retries']} retries, ${s['spend_usd']:.4f}")
         if s.get("server_waits"):
             click.echo(f"      {s['server_waits']} retries waited {s['waited_s']:.1f} s in all, "

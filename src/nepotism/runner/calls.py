@@ -558,7 +558,7 @@ class CallExecutor:
     def _deliver_copy(self, call: PlannedCall, completion: Completion,
                       on_result: Callable[[CallResult], None]) -> None:
         """Deliver a call that failed earlier in this run to a later call with its key (not sent again)."""
-        self.stats.failure_delivered(completion)
+        self.stats.failure_delivered(completion, shared=True)
         on_result(CallResult(call, completion, False, 0))
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:

@@ -24,7 +24,11 @@ __all__ = ["ProgressView", "RunStats"]
 class RunStats:
     """Counters of one phase of a run. ``spend_usd`` counts only calls made in this run;
     ``server_waits`` and ``waited_s`` count the retries that waited because a server asked for a
-    pause (``Retry-After``) and the seconds it asked for."""
+    pause (``Retry-After``) and the seconds it asked for. ``shared``: planned calls answered by a
+    request of this run made for another planned call with the same key (instances with one
+    prompt share their calls): sent once, counted once in ``sent``. A live phase's planned calls
+    are ``cached + sent + shared`` (``total``); an offline one's stored failures are delivered
+    without being sent or cached (counted in ``failed``)."""
 
     phase: str = "calls"
     total: int = 0
@@ -32,6 +36,7 @@ class RunStats:
     cached: int = 0
     sent: int = 0
     failed: int = 0
+    shared: int = 0
     retries: int = 0
     server_waits: int = 0
     waited_s: float = 0.0
@@ -44,6 +49,7 @@ class RunStats:
     def record(self, completion: Completion, cost: float, *, copies: int = 1) -> None:
         """Count one call made in this run (delivered to ``copies`` planned calls)."""
         self.sent += 1
+        self.shared += copies - 1
         self.done += copies
         usage: Mapping[str, Any] = completion.usage or {}
         self.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
@@ -53,9 +59,12 @@ class RunStats:
             self._count_failure(completion, copies)
         self.refresh()
 
-    def failure_delivered(self, completion: Completion, *, copies: int = 1) -> None:
+    def failure_delivered(self, completion: Completion, *, copies: int = 1, shared: bool = False) -> None:
         """Count a failed call delivered to ``copies`` planned calls without being sent (a stored
-        failure replayed offline, or a failure of this run shared with a later call of its key)."""
+        failure replayed offline, or — ``shared`` — a failure of this run shared with a later call
+        of its key)."""
+        if shared:
+            self.shared += copies
         self.done += copies
         self._count_failure(completion, copies)
 
@@ -71,7 +80,7 @@ class RunStats:
     def as_dict(self) -> dict[str, Any]:
         return {
             "phase": self.phase, "total": self.total, "done": self.done, "cached": self.cached,
-            "sent": self.sent, "failed": self.failed, "retries": self.retries,
+            "sent": self.sent, "shared": self.shared, "failed": self.failed, "retries": self.retries,
             "server_waits": self.server_waits, "waited_s": round(self.waited_s, 3),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "spend_usd": round(self.spend_usd, 6), "errors": dict(sorted(self.errors.items())),
