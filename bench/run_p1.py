@@ -194,6 +194,7 @@ def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, in
     and writes them again)."""
     if forget_memo:
         with sqlite3.connect(folder / "s.db") as conn:
+            conn.execute("DELETE FROM judge_memo_pairs")
             conn.execute("DELETE FROM judge_memo")
         conn.close()
     cpu0, t0 = _children_cpu(), time.perf_counter()

@@ -298,7 +298,8 @@ def main() -> None:
                 _fill(store, Runner(store, endpoints), tasks)
                 print(f"filled the cache with {len(tasks):,} calls in {time.perf_counter() - start:.1f} s (not timed)")
             del tasks
-            store._conn().execute("DELETE FROM judge_memo")  # (a kept store: the memo is written below)
+            store._conn().execute("DELETE FROM judge_memo_pairs")  # (a kept store: the memo is written below)
+            store._conn().execute("DELETE FROM judge_memo")
             runs, memo_runs = [], []
             written = _rerun_memo(store, endpoints, instances, by_instance, args.n)
             print(f"cached rerun writing the memo: {written['n']:,} judge calls in {written['wall']:.2f} s = "
