@@ -63,3 +63,28 @@ def test_version_names_the_event_loop():
     lines = done.stdout.splitlines()
     assert lines[0].startswith("nepotism, version ")
     assert lines[1] == f"event loop: {_loop.loop_name()}"
+
+
+_WATCH_STDOUT = """
+import asyncio, os
+from nepotism import _loop
+
+async def main():
+    loop = asyncio.get_running_loop()
+    loop.add_writer(1, lambda: None)  # uvloop makes a watched descriptor non-blocking, for good
+    loop.remove_writer(1)
+    return os.get_blocking(1)
+
+during = _loop.run(main())
+print(during, os.get_blocking(1))
+"""
+
+
+def test_the_standard_streams_leave_run_in_the_blocking_mode_they_had():
+    """Otherwise a full stdout pipe after the run drops the rest of the output with exit status 0."""
+    done = subprocess.run([sys.executable, "-c", _WATCH_STDOUT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    during, after = done.stdout.split()
+    assert after == "True"
+    if sys.platform != "win32":  # the case that matters: uvloop switched it while the loop ran
+        assert during == "False"

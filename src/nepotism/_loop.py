@@ -15,11 +15,17 @@ cancelled (its cleanup runs: calls answered so far are stored, the run is marked
 and `Terminated`, a KeyboardInterrupt, is raised; without it the process died at once, with no
 message and its run left "running". The library's async entry points (`run_experiment`, ...)
 run on whatever loop their caller made.
+
+The standard streams leave `run` in the blocking mode they had when it started. uvloop (libuv)
+switches a file descriptor to non-blocking for good once anything on the loop watches it
+(uvloop issue #712), and CPython's text streams then drop what a full pipe does not take, with no
+error: a ``--json`` document printed after the run arrived cut at 96 KiB with exit status 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -57,13 +63,32 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on a loop from `new_loop`; SIGTERM cancels ``main`` and raises
     `Terminated` (where the loop can take signals: the main thread, not Windows)."""
     stopped: list[int] = []
-    with asyncio.Runner(loop_factory=new_loop) as runner:
-        try:
-            return runner.run(_stopped_by_sigterm(main, stopped))
-        except asyncio.CancelledError:
-            if stopped:
-                raise Terminated("SIGTERM") from None
-            raise
+    blocking = _stdio_blocking()
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            try:
+                return runner.run(_stopped_by_sigterm(main, stopped))
+            except asyncio.CancelledError:
+                if stopped:
+                    raise Terminated("SIGTERM") from None
+                raise
+    finally:
+        for fd, was in blocking.items():
+            if _blocking(fd) not in (None, was):
+                os.set_blocking(fd, was)
+
+
+def _blocking(fd: int) -> bool | None:
+    """Whether ``fd`` is in blocking mode; None when it is closed (or this platform cannot say)."""
+    try:
+        return os.get_blocking(fd)
+    except (OSError, AttributeError):
+        return None
+
+
+def _stdio_blocking() -> dict[int, bool]:
+    """The blocking mode of stdin, stdout and stderr, for those that are open."""
+    return {fd: was for fd in (0, 1, 2) if (was := _blocking(fd)) is not None}
 
 
 async def _stopped_by_sigterm(main: Coroutine[Any, Any, T], stopped: list[int]) -> T:

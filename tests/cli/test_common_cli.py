@@ -1,12 +1,19 @@
 """What commands share: --json keeps stdout for one document, tables readable when piped."""
 
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import click
 from click.testing import CliRunner
 
 from nepotism.cli import main
 from nepotism.cli._common import echo_json, print_table
+
+NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
 
 def test_json_stdout_sends_library_prints_to_stderr():
@@ -53,3 +60,22 @@ def test_a_long_cell_overflows_its_own_row_only(capsys):
     assert lines[2] == "win-rate               0.482  257"
     assert lines[3] == f"self-preference-ratio  {why}  0" and len(lines[3]) > 40
     assert len(lines[4]) == len(lines[2])
+
+
+def test_a_json_document_arrives_whole_through_a_non_blocking_pipe_read_slowly():
+    """stdout shared with something that made it non-blocking (uvloop does, a sibling process may):
+    CPython's text stream keeps what a full pipe takes (64 KiB) and drops the rest with exit 0."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with subprocess.Popen([NEPOTISM, "models", "list", "--json"], stdout=write_end,
+                          stderr=subprocess.PIPE) as proc:
+        os.close(write_end)
+        time.sleep(1.0)  # the reader is late: the pipe fills before anything is read
+        chunks = []
+        while chunk := os.read(read_end, 1 << 15):
+            chunks.append(chunk)
+        os.close(read_end)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    data = b"".join(chunks)
+    assert len(data) > 1 << 17  # more than two pipes' worth
+    assert len(json.loads(data)) > 100

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import sys
+from typing import TextIO
 
 import click
 
@@ -109,9 +111,30 @@ def json_stdout():
 
 def echo_json(value) -> None:
     """Print one JSON document (indented, sorted keys) to stdout — the real one under `json_stdout`."""
-    stream = _JSON_STDOUT or sys.stdout
-    stream.write(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+    write_all(_JSON_STDOUT or sys.stdout, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_all(stream: TextIO, text: str) -> None:
+    """Write ``text`` to ``stream`` whole, or raise.
+
+    A text stream over a descriptor that something switched to non-blocking (uvloop does so to any
+    descriptor its loop watched; a sibling process sharing the pipe may) drops whatever a full pipe
+    does not take and reports success. So the descriptor is put back in blocking mode and written
+    until every byte is taken; a closed reader raises BrokenPipeError (click exits 1). A stream
+    without a descriptor (a test runner's buffer) is written as usual.
+    """
     stream.flush()
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the last two
+        stream.write(text)
+        stream.flush()
+        return
+    if not os.get_blocking(fd):
+        os.set_blocking(fd, True)
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def store_path_of(store_path, experiment):
