@@ -39,7 +39,8 @@ JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
 #: ``invalid_verdict``, ``negated``, ``unfinished_reasoning``; docs/verdicts.md); an all-rubrics list
 #: could not place the item (``no_list``, ``misnumbered``, ``too_many_entries``, ``too_few_entries``);
 #: label log-probabilities gave none (``no_label_logprobs``, ``tied_labels``, ``low_label_mass``).
-#: A failed judgment's reason is the call's error class (``timeout``, ``http_5xx:503``, ...).
+#: A failed judgment's reason is the call's error class (``timeout``, ``http_5xx:503``, ...), or
+#: ``generation:<error class>`` when a response it would show could not be generated.
 UNPARSED_REASONS = (
     "empty_reply", "no_verdict", "quoted_only", "conflicting", "invalid_verdict", "negated", "unfinished_reasoning",
     "no_list", "misnumbered", "too_many_entries", "too_few_entries",

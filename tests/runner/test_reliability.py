@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import random
 import signal
 import sqlite3
@@ -73,8 +74,12 @@ def test_fault_injection_every_call_resolved_or_failed_with_reason(tmp_path, ser
             judgments = store.judgments()
     assert stats.get("fault_hang", 0) and stats.get("fault_malformed", 0) and stats.get("fault_http_500", 0)
     assert retried, "faults at these rates must cause retries"
-    assert summary.judging["total"] == len(judgments)
-    assert summary.judging["failed"] == sum(1 for j in judgments if j.status == "failed")
+    # the store holds every judgment planned: those of the calls made, and those a failed
+    # generation prevented (failed, reason "generation:<error>", never left out)
+    prevented = [j for j in judgments if (j.reason or "").startswith("generation:")]
+    assert summary.generation_failures and summary.prevented == dict(Counter(j.reason for j in prevented))
+    assert summary.judging["total"] + len(prevented) == len(judgments)
+    assert summary.judging["failed"] + len(prevented) == sum(1 for j in judgments if j.status == "failed")
     for _key, _status, error, response in failed:
         attempts = json.loads(response)
         assert attempts["attempts"] == len(attempts["errors"]) and attempts["errors"][-1] == error

@@ -208,8 +208,10 @@ def _print_summary(summary) -> None:
                        f"{c['failed_over']} moved to another endpoint")
     click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))
     if summary.generation_failures:
-        click.echo(f"  {len(summary.generation_failures)} responses could not be generated "
-                   "(their comparisons were left out)")
+        prevented = getattr(summary, "prevented", {})
+        click.echo(f"  {len(summary.generation_failures)} responses could not be generated: "
+                   f"{sum(prevented.values())} judgments they would have shown are exported as failed ("
+                   + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
     if summary.perplexity:
         click.echo("  perplexity scores  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.perplexity["scores"].items())))
     for task, counts in summary.grading.items():

@@ -4,7 +4,8 @@
 and any recorded responses to the store), records a run, generates the responses the listed
 generators still lack and, while it does, plans the judge tasks (each protocol under each
 condition) of each instance whose responses are all made and judges them through the cache
-(`Runner.generate_and_judge`), grades every response when the experiment has a ``[grading]`` table (its truth
+(`Runner.generate_and_judge`), records each judgment a failed generation prevented as a failed
+judgment (`record_prevented`: reason ``generation:<error class>``), grades every response when the experiment has a ``[grading]`` table (its truth
 is checked before any call; see `nepotism.runner.grade_step`), ends the run (``done``, or
 ``interrupted`` when cancelled, ``failed`` on an error) and exports the judgments in the recorded
 table formats, next to the graded references and the jury's rubric reference (``[reference]``,
@@ -28,7 +29,7 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
-from nepotism.runner.judge_plan import _judging, _table_kind, plan_tasks
+from nepotism.runner.judge_plan import GENERATION_FAILED, _judging, _table_kind, plan_tasks, prevented_tasks
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
@@ -42,6 +43,7 @@ __all__ = [
     "dry_run",
     "load_dataset",
     "plan_tasks",
+    "record_prevented",
     "run_experiment",
 ]
 
@@ -65,6 +67,9 @@ class RunSummary:
     endpoints: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     #: the ``[perplexity]`` step: its call counters and scores by status (empty without the table)
     perplexity: dict[str, Any] = field(default_factory=dict)
+    #: judgments a failed generation prevented, by reason (``generation:<error class>``): stored
+    #: and exported as ``failed`` rows (`record_prevented`)
+    prevented: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -352,6 +357,9 @@ async def run_experiment(
                 instances, _generators(experiment), have, plan, judging.render, judging.interpret_all,
                 keep=False, identify=getattr(judging, "judgment_ids", None))
             candidates = _unique(generated.responses)
+            prevented, prevented_kinds = record_prevented(
+                store, experiment, instances, candidates, generated.failures, endpoints, judging,
+                run_id=run_id, plan=judged.plan)
             scored = None
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity
@@ -365,9 +373,10 @@ async def run_experiment(
                 generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
                 generation_failures=[{"instance_id": i, "generator": g, "error": e}
                                      for i, g, e in generated.failures],
+                prevented=prevented,
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
-            kinds = {kind for part in chunks for kind in part.kinds}
+            kinds = {kind for part in chunks for kind in part.kinds} | prevented_kinds
             tables = export_judgments(experiment, store, (), plan=judged.plan, kinds=kinds)
             store.drop_plan(judged.plan)
             if scored is not None:
@@ -390,6 +399,62 @@ async def run_experiment(
         store.drop_reserve()
         await _close(endpoints)
     return summary
+
+
+def record_prevented(store: Store, experiment: Experiment, instances: Sequence[Instance],
+                     candidates: Sequence[Response], failures: Sequence[tuple[str, str, str]],
+                     endpoints: Mapping[str, Endpoint], judging: Any, *, run_id: str | None = None,
+                     plan: str | None = None) -> tuple[dict[str, int], set[str]]:
+    """Store, as ``failed`` judgments, the judgments the failed generations prevented, and add
+    them to the run's ``plan`` (so its exports hold them): each read from a failed completion whose
+    error class is ``generation:<the generation call's error class>`` (`GENERATION_FAILED`),
+    through the judging's own ``interpret_all``, as a failed judge call is. Failures are data: a
+    comparison that could not be made is a row counted in every metric's exclusions with its
+    reason, not a row missing from the tables. Each is stored with the failed generation call's
+    key (when that call is stored as failed; none for an empty answer, a call that succeeded): a
+    rerun whose generation succeeds replaces it with the real judgment, and a rerun whose judge
+    call then fails, with that failure. Returns the count per
+    reason and the exported table kinds they go to. Without failures nothing is written."""
+    if not failures:
+        return {}, set()
+    from nepotism.backends.base import Completion
+    from nepotism.store.fastread import call_statuses
+
+    by_id = {i.id: i for i in instances}
+    specs = {spec.model: spec for spec in _generators(experiment)}
+    keys = {(i, g): plan_call(endpoints[g], specs[g].request(by_id[i])).key
+            for i, g, _ in failures if g in specs and i in by_id}
+    stored = call_statuses(store, list(keys.values()))
+    counts: dict[str, int] = {}
+    kinds: set[str] = set()
+    batch: list[Any] = []
+    call_keys: dict[str, str] = {}
+
+    def flush() -> None:
+        ids = [j.id for j in batch]
+        store.add_judgments(batch, source=f"run:{experiment.name}", call_keys=call_keys, run_id=run_id,
+                            replace=True, ids=ids)
+        if plan is not None:
+            store.add_plan_ids(plan, ids)
+        batch.clear()
+        call_keys.clear()
+
+    for task, generator, error in prevented_tasks(experiment, instances, candidates, failures, judging):
+        cause = error.split(": ", 1)[0]
+        completion = Completion(text=None, status="failed", error=f"{GENERATION_FAILED}{cause}: the response of "
+                                f"{generator} could not be generated ({error})")
+        key = keys.get((task.instance.id, generator))
+        for judgment in judging.interpret_all(task, completion):
+            batch.append(judgment)
+            if stored.get(key) == "failed":
+                call_keys[judgment.id] = key
+            counts[judgment.reason] = counts.get(judgment.reason, 0) + 1
+        kinds.add(_table_kind(task))
+        if len(batch) >= 2048:
+            flush()
+    if batch:
+        flush()
+    return dict(sorted(counts.items())), kinds
 
 
 def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, dict[str, int]]]:

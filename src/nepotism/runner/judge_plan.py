@@ -5,17 +5,25 @@ the planners of `nepotism.judging`); `_table_kind` names the exported table a ta
 go to. A run plans its tasks a chunk of instances at a time (`nepotism.runner.experiment_run`),
 through a `nepotism.runner.plan_memo.ChunkPlan` that the judge-plan memo can count without
 planning; the dry run, the batch files and the mitigations plan the whole experiment at once.
+`prevented_tasks` is the part of the plan a failed generation took away: the tasks that would
+show a response that could not be made, each with that failure's reason, so that a run records
+them as failed judgments (`GENERATION_FAILED`) instead of leaving them out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
-__all__ = ["plan_tasks"]
+__all__ = ["GENERATION_FAILED", "plan_tasks", "prevented_tasks"]
+
+#: How the reason of a judgment a failed generation prevented begins; the generation call's
+#: error class follows (``generation:timeout``, ``generation:http_5xx:503``,
+#: ``generation:empty_text``), counted in exclusions as ``failed-generation:timeout``, ...
+GENERATION_FAILED = "generation:"
 
 
 def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
@@ -46,6 +54,34 @@ def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
                 tasks += judging.plan_categorise(instances, judges, responses_by_instance=per,
                                                  options=options, **common)
     return tasks
+
+
+def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
+                    failures: Sequence[tuple[str, str, str]], judging: Any = None, *,
+                    chunk: int = 512) -> Iterator[tuple[Any, str, str]]:
+    """The judge tasks the failed generations took out of the plan, as ``(task, generator,
+    error)``: the experiment planned as if each failed (instance id, generator, error) of
+    ``failures`` had answered (an empty stand-in response), then the tasks that show one of those
+    stand-ins. A task showing several is owed to the first of their generators by name (both
+    presentation orders of a pair get the same reason). Only the instances with a failure are
+    planned, ``chunk`` at a time; ``responses`` are the candidates that were made."""
+    failed: dict[tuple[str, str], str] = {}
+    for instance_id, generator, error in failures:
+        failed.setdefault((instance_id, generator), error)
+    hit = {instance_id for instance_id, _ in failed}
+    wanted = [i for i in instances if i.id in hit]
+    by_instance: dict[str, list[Response]] = {}
+    for r in responses:
+        if r.instance_id in hit:
+            by_instance.setdefault(r.instance_id, []).append(r)
+    for (instance_id, generator) in failed:
+        by_instance.setdefault(instance_id, []).append(Response(instance_id, generator, ""))
+    for start in range(0, len(wanted), chunk):
+        part = wanted[start:start + chunk]
+        for task in plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging):
+            missing = sorted(r.generator for r in task.candidates if (r.instance_id, r.generator) in failed)
+            if missing:
+                yield task, missing[0], failed[task.instance.id, missing[0]]
 
 
 def _judging() -> Any:

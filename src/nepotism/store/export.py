@@ -20,6 +20,10 @@ Judgments are written in the public recorded-judgment formats (the ones importer
 * any other protocol (categorise): ``instance_id, judge, protocol, candidates, verdict, score,
   status, reason, [label_mass,] condition, replicate`` with ``candidates`` as a JSON list.
 
+A judgment a failed generation prevented (the response it would show could not be made) is a
+stored ``failed`` judgment whose reason is ``generation:<error class>``
+(`nepotism.runner.experiment_run.record_prevented`), exported as any failed judge call is.
+
 Every judged table ends with ``category``, the instance's category from the store (the instance's
 own, else the one a loaded table gave, `Store.add_instance_categories`; empty when the
 dataset gave none), so ``nepotism metrics --slice category`` works on what ``run`` wrote.
