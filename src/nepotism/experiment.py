@@ -4,8 +4,8 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
 
     [experiment]   name*, seed = 0, replicates = 1, registry = [extra registry TOML files],
                    store = "path.db" (the CLI's --store wins)
-    [dataset]      exactly one of path = "items.jsonl" | bundled = "name" | from_store = true;
-                   limit = N (first N instances)
+    [dataset]      exactly one of path = "items.jsonl" | bundled = "name" | from_store = true (the
+                   store's instances, each as the latest run read it); limit = N (first N instances)
     [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
                    openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
                    environment variable holding the key), timeout = 60; gguf: model (a

@@ -60,3 +60,30 @@ def test_a_rerun_after_editing_a_generation_option_answers_again(tmp_path, stand
     edited = _run(exp)
     assert (edited["generation"]["total"], edited["generation"]["sent"]) == (4, 4)
     assert _exports(exp.parent / "out") == _fresh(tmp_path, exp)
+
+
+def test_a_rerun_after_editing_an_items_prompt_and_category_stores_the_edited_item(tmp_path, standin):
+    """The store holds the item as the latest run read it: the rerun's exports carry the edited
+    category (as a fresh run's do), and an experiment reading its dataset from the store
+    (``dataset.from_store``) gets the edited prompt, so it judges the same answers. Before, the
+    store kept the item's first prompt and category: the rerun exported the old category and the
+    store's dataset was the old one."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=3, recognition=False)
+    items = exp.parent / "items.jsonl"
+    rows = [json.loads(line) | {"category": "arithmetic"} for line in items.read_text().splitlines()]
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _run(exp)
+    rows[1] |= {"prompt": "Question 2, edited: name an even prime.", "category": "primes"}
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _run(exp)
+    exported = _exports(exp.parent / "out")
+    assert exported == _fresh(tmp_path, exp)
+    assert ",primes" in exported["pairwise.csv"].decode()
+    from_store = exp.with_name("from_store.toml")
+    from_store.write_text(exp.read_text().replace('path = "items.jsonl"', "from_store = true")
+                          .replace('dir = "out"', 'dir = "out-store"'))
+    again = _run(from_store)
+    assert again["generation"]["sent"] == again["judging"]["sent"] == 0  # every answer is the rerun's
+    assert _exports(exp.parent / "out-store") == exported

@@ -37,6 +37,18 @@ def test_instances_round_trip(store):
     assert store.instances(category="math") == [plain]
 
 
+def test_an_edited_instance_replaces_the_stored_one(store):
+    """The store holds an instance as it was last added (the dataset's item edited since), so a
+    dataset read from the store is the latest one; adding it unchanged changes nothing."""
+    first = Instance("q1", "What is 2+2?", category="math")
+    store.add_instances([first, Instance("q2", "Name a colour.")])
+    edited = Instance("q1", "What is 3+3?", reference_answer="6", category="arithmetic", metadata={"v": 2})
+    assert store.add_instances([edited]) == 1
+    assert store.add_instances([edited]) == 0
+    assert store.instances() == [edited, Instance("q2", "Name a colour.")]
+    assert store.instances()[0].metadata == {"v": 2}
+
+
 def test_responses_round_trip_and_filters(store):
     responses = [
         Response("q1", "gen-x", "four", {"tokens": 3}),

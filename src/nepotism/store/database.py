@@ -362,11 +362,19 @@ class Store:
 
     # -- records ------------------------------------------------------------------------------
     def add_instances(self, instances: Iterable[Instance]) -> int:
-        """Add instances (ignoring ids already stored); return how many were new."""
+        """Add instances; return how many were new or changed.
+
+        An id already stored with other content (the dataset's item edited since: its prompt,
+        reference answer, rubric, category or metadata) takes the new content, so the store
+        holds the instances as the latest run read them: ``dataset.from_store`` reads those, and
+        exports give their categories. The calls, responses and judgments of the old content stay
+        (keyed by their own requests: a rerun does not reuse an answer to the old prompt)."""
         rows = (_codec.instance_row(i) + (_codec.now(),) for i in instances)
+        changed = " OR ".join(f"instances.{c} IS NOT excluded.{c}" for c in _INSTANCE_CONTENT)
         return self._write_many(
-            f"INSERT OR IGNORE INTO instances ({_codec.INSTANCE_COLUMNS}, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO instances ({_codec.INSTANCE_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _INSTANCE_CONTENT)} "
+            f"WHERE {changed}",
             rows,
         )
 
@@ -653,6 +661,10 @@ class Store:
 
 
 _PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
+
+
+#: The stored columns of an instance's content (all but its id and when it was first stored).
+_INSTANCE_CONTENT = ("prompt", "reference_answer", "rubric", "category", "metadata")
 
 
 def _plan_name(plan: str) -> str:
