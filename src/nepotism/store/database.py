@@ -61,14 +61,30 @@ _FILTERS = {
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (a process we may not signal still exists)."""
+    """Whether process ``pid`` exists on this host and can still run (a process we may not signal
+    still exists). A zombie is dead: a killed run whose parent has not waited for it yet (a job
+    runner, a Python script that started it) still has its pid, but will never send a call, and
+    its claims are taken over at once rather than after their lease (60 s). Where there is no
+    ``/proc`` (macOS), existing is all that can be told."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return not _PROC  # gone since (or no /proc at all)
+    except OSError:
         return True
-    return True
+    end = stat.rfind(b")")  # "pid (name) state ...": the name may hold parentheses and spaces
+    return stat[end + 2:end + 3] not in (b"Z", b"X")
+
+
+#: Whether this host shows processes under /proc (Linux), for `_alive`.
+_PROC = os.path.exists("/proc/self/stat")
 
 
 def default_store_path() -> Path:
