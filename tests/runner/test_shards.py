@@ -154,6 +154,30 @@ def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
     assert (tmp_path / "out" / "pairwise.csv").read_bytes() == (tmp_path / "whole" / "pairwise.csv").read_bytes()
 
 
+def test_shards_with_a_failed_generator_merged_equal_one_unsharded_run(tmp_path):
+    """A generator whose server is down: each shard exports the comparisons its answers would
+    have had as failed rows (reason generation:connection), and the merged store exports what one
+    unsharded run's store does, those rows included."""
+    with standin_process(StandinConfig(latency_s=0.001)) as url:
+        exp = standin_experiment(tmp_path, url, items=6, attempts=1,
+                                 generators=("standin-alpha", "standin-alpha-mini", "standin-beta"))
+        head, tail = exp.read_text().split("[models.standin-alpha-mini]\n", 1)
+        exp.write_text(head + "[models.standin-alpha-mini]\n" + tail.replace(url, "http://127.0.0.1:9/v1", 1))
+        nep("run", str(exp), "--store", "whole.db", "--no-progress", cwd=tmp_path, expect=3)
+        for k in range(2):
+            nep("run", str(exp), "--shard", f"{k}/2", "--no-progress", cwd=tmp_path, expect=3)
+    nep("store", "merge", *(f"nepotism.shard-{k}-of-2.db" for k in range(2)), "--out", "all.db", cwd=tmp_path)
+    for table in ("pairwise", "recognition"):
+        for db in ("whole", "all"):
+            (tmp_path / db).mkdir(exist_ok=True)
+            nep("store", "export", table, "--store", f"{db}.db", "--out", f"{db}/{table}.csv", cwd=tmp_path)
+        merged = (tmp_path / "all" / f"{table}.csv").read_bytes()
+        assert merged == (tmp_path / "whole" / f"{table}.csv").read_bytes()
+        assert b",failed,generation:connection," in merged
+        shards = [tmp_path / "out" / f"shard-{k}-of-2" / f"{table}.csv" for k in range(2)]
+        assert sum(len(f.read_text().splitlines()) - 1 for f in shards) == len(merged.decode().splitlines()) - 1
+
+
 def test_bad_shard_is_one_line_exit_2_and_writes_nothing(tmp_path):
     exp = standin_experiment(tmp_path, "http://127.0.0.1:9/v1")
     done = nep("run", str(exp), "--shard", "8/8", cwd=tmp_path, expect=2)
