@@ -169,6 +169,10 @@ def test_per_request_errors_are_stored_as_failures_and_sent_again_next_round(tmp
                cwd=tmp_path, expect=3)
     summary = json.loads(done.stdout)
     assert summary["generation"]["failed"] == 2 and summary["generation"]["sent"] == 0
+    # the judgments the two missing answers prevented are exported as failed rows with the reason
+    assert summary["prevented"] == {"generation:batch_error:batch_expired": 2, "generation:http_5xx:500": 2}
+    rows = (tmp_path / "out" / "recognition.csv").read_text().splitlines()[1:]
+    assert len(rows) == 4 and all(",failed,generation:" in row for row in rows)
 
 
 def test_read_results_names_a_missing_file(tmp_path):
