@@ -52,3 +52,9 @@ def test_partitioned_metrics_benchmark_streams_the_in_memory_records(tmp_path):
     out = _run("metrics_partitioned.py", "--rows", "6000", "--judges", "14", "--data", str(tmp_path),
                "--memory", "--stream")
     assert "judges=14 --stream:" in out and "same JSON as in memory: yes" in out and "exit 0" in out
+
+
+def test_batch_files_benchmark_round_trips():
+    out = _run("batch_files.py", "--prompts", "3", "--generators", "4", "--judges", "2")
+    assert "72 requests written, one per planned call" in out
+    assert "FAIL" not in out and out.count("  ok ") == 3

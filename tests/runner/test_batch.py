@@ -93,8 +93,9 @@ def test_custom_ids_are_the_runners_cache_keys(tmp_path):
     with Store(tmp_path / "s.db") as store:
         round_ = plan_round(exp, store)
         manifest = write_batch(exp, round_, tmp_path / "b")
+        by_key = {c.key: c for calls, _ in round_.chunks() for c in calls}
     lines = [json.loads(x) for f in manifest["files"] for x in (tmp_path / "b" / f["file"]).read_text().splitlines()]
-    by_key = {c.key: c for c in round_.planned}
+    assert len(lines) == len(by_key) == manifest["requests"] == round_.to_send  # a fresh store: every call
     for line in lines:
         call = by_key[line["custom_id"]]
         assert line["custom_id"] == request_key(round_.endpoints[call.model], call.request, call.replicate)
@@ -128,6 +129,7 @@ def _results(tmp_path: Path, url: str = DEAD) -> tuple[Path, Path, list[dict]]:
 
 @pytest.mark.parametrize("fault, where", [
     ("unknown", "line 2"), ("duplicate", "line 3"), ("not-json", "line 1"), ("no-response", "line 1"),
+    ("not-utf8", "line 2"), ("not-hex", "line 1"),
 ])
 def test_bad_result_files_are_refused_naming_file_and_line_and_store_nothing(tmp_path, fault, where):
     exp, db, out = _results(tmp_path)
@@ -137,14 +139,31 @@ def test_bad_result_files_are_refused_naming_file_and_line_and_store_nothing(tmp
         out.append(dict(out[0]))
     elif fault == "no-response":
         out[0]["response"] = None
+    elif fault == "not-hex":
+        out[0]["custom_id"] = out[0]["custom_id"].upper()
     text = "".join(json.dumps(x) + "\n" for x in out)
     if fault == "not-json":
         text = "{oops\n" + text
-    (tmp_path / "r.jsonl").write_text(text)
+    data = text.encode()
+    if fault == "not-utf8":
+        lines = data.splitlines(keepends=True)
+        data = lines[0] + lines[1].replace(b'"body"', b'"b\xff"') + b"".join(lines[2:])
+    (tmp_path / "r.jsonl").write_bytes(data)
     done = nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", cwd=tmp_path, expect=2)
     assert "r.jsonl" in done.stderr and where in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    if fault == "duplicate":
+        assert "first in r.jsonl line 1" in done.stderr
     with Store(db) as store:
         assert store.info()["counts"]["calls"] == 0
+
+
+def test_result_files_with_a_byte_order_mark_and_windows_line_ends_are_read(tmp_path):
+    exp, db, out = _results(tmp_path)
+    (tmp_path / "r.jsonl").write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(x) + "\r\n\r\n" for x in out).encode())
+    report = json.loads(nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", "--json", cwd=tmp_path).stdout)
+    assert report["stored"] == {"ok": 2, "failed": 0, "already": 0}
+    with Store(db) as store:
+        assert {c.text for c in store.get_calls([x["custom_id"] for x in out]).values()} == {"17"}
 
 
 def test_per_request_errors_are_stored_as_failures_and_sent_again_next_round(tmp_path):

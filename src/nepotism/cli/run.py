@@ -78,10 +78,8 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
 
             report: dict = {}
             if batch_in:
-                records, counts = read_results(plan_round(experiment, store, dataset=dataset, shard=shard),
-                                               batch_in)
-                store_results(store, records)
-                report["stored"] = counts
+                results = read_results(plan_round(experiment, store, dataset=dataset, shard=shard), batch_in)
+                report["stored"] = store_results(store, results)
             round_ = plan_round(experiment, store, dataset=dataset, shard=shard)
             if batch_out is not None or not round_.complete:
                 _batch_round(experiment, round_, batch_out, report, as_json)
@@ -106,9 +104,9 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
     from nepotism.runner.batch import write_batch
 
     stored = report.get("stored")
-    report |= {"phase": round_.phase, "missing": round_.missing, "to_send": len(round_.to_send)}
-    if batch_out is not None:
+    if batch_out is not None:  # counts the round while writing it
         report["batch"] = write_batch(experiment, round_, batch_out)
+    report |= {"phase": round_.phase, "missing": round_.missing, "to_send": round_.to_send}
     if as_json:
         echo_json(report)
         return
