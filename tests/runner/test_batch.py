@@ -244,3 +244,30 @@ def test_perplexity_calls_go_in_the_judge_round_and_give_the_live_runs_scores(tm
     for table in ("perplexity", "pairwise"):  # pairwise carries perplexity_a / _b
         assert (batch_dir / "out" / f"{table}.csv").read_bytes() == (live_dir / "out" / f"{table}.csv").read_bytes()
 
+
+
+def test_results_stored_half_way_are_finished_by_reading_the_same_files_again(tmp_path, monkeypatch):
+    """`store_results` commits a few calls at a time: stopped after the first commit, the same
+    files read again keep what was stored ("already") and store the rest."""
+    import nepotism.runner.batch as batch
+
+    exp, db, out = _results(tmp_path)
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in out))
+    monkeypatch.setattr(batch, "_STORE_EVERY", 1)
+    experiment = load_experiment(exp)
+    with Store(db) as store:
+        real, commits = store.put_calls, []
+
+        def stopped_after_one(records, **kwargs):
+            if commits:
+                raise KeyboardInterrupt
+            commits.append(len(records))
+            return real(records, **kwargs)
+
+        monkeypatch.setattr(store, "put_calls", stopped_after_one)
+        with pytest.raises(KeyboardInterrupt):
+            batch.store_results(store, read_results(plan_round(experiment, store), [tmp_path / "r.jsonl"]))
+        assert commits == [1] and store.info()["counts"]["calls"] == 1
+        monkeypatch.setattr(store, "put_calls", real)
+        again = batch.store_results(store, read_results(plan_round(experiment, store), [tmp_path / "r.jsonl"]))
+    assert again == {"ok": 1, "failed": 0, "already": 1}
