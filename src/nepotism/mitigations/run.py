@@ -239,8 +239,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
             # the responses a run of the experiment would judge, found and made as it finds and makes them
-            have = er._candidates(store, exp, instances, recorded, endpoints)
-            generated = await runner.generate(instances, er._generators(exp), have=have)
+            have, planned = er._generation_plan(store, exp, runner, instances, recorded)
+            generated = await runner.generate(instances, er._generators(exp), have=have, planned=planned)
             candidates = er._unique(generated.responses)
             base_tasks = plan_tasks(exp, instances, candidates, judging)
             baseline = exp.conditions[0].name

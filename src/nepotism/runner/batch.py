@@ -149,16 +149,10 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
     instances, recorded = er._in_shard(shard, instances, recorded)
     endpoints = er.build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    generators = er._generators(experiment)
-    have: dict[str, list[Response]] = {}
-    for r in er._candidates(store, experiment, instances, recorded, endpoints):
-        have.setdefault(r.instance_id, []).append(r)
-    def had(part: Sequence[Instance]) -> list[Response]:
-        return [r for i in part for r in have.get(i.id, ())]
+    generation_plan = er._chunked_generation(store, experiment, runner, recorded)
 
     def generation() -> Iterator[list[PlannedCall]]:
-        return _in_chunks(instances, chunk_calls, lambda part: [
-            call for call, _, _ in runner.plan_generation(part, generators, had(part))])
+        return _in_chunks(instances, chunk_calls, lambda part: [call for call, _, _ in generation_plan(part)[1]])
 
     first = BatchRound("generate", endpoints, store, generation)
     if first.missing:
@@ -173,11 +167,11 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
         made: list[Response] = []
 
         def plan(part: Sequence[Instance]) -> list[PlannedCall]:
-            gen_plan = runner.plan_generation(part, generators, had(part))
+            have, gen_plan = generation_plan(part)
             stored = store.get_calls([call.key for call, _, _ in gen_plan])
             answers = [Response(instance.id, spec.model, hit.text) for call, instance, spec in gen_plan
                        if (hit := stored.get(call.key)) is not None and hit.ok and (hit.text or "").strip()]
-            candidates = er._unique(had(part) + answers)
+            candidates = er._unique(have + answers)
             tasks = er.plan_tasks(experiment, part, candidates, judging)
             if ppl is not None:  # the perplexity step scores the same answers: same round, planned last
                 shown_to_scorers(tasks, seen)

@@ -178,24 +178,33 @@ class Runner:
     # -- generation ---------------------------------------------------------------------------
     def plan_generation(
         self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
-        have: Iterable[Response] = (),
+        have: Iterable[Response] = (), *, planned: Mapping[tuple[str, str], PlannedCall] | None = None,
     ) -> list[tuple[PlannedCall, Instance, GenerationSpec]]:
-        """The generation calls needed: one per (instance, generator) without a response."""
+        """The generation calls needed: one per (instance, generator) without a response.
+        ``planned``: calls planned already, by (instance id, generator), used as they are."""
         answered = {(r.instance_id, r.generator) for r in have}
-        planned = []
+        known = planned or {}
+        out = []
         for spec in generators:
             endpoint = self.endpoints[spec.model]
             for instance in instances:
-                if (instance.id, spec.model) in answered:
+                pair = (instance.id, spec.model)
+                if pair in answered:
                     continue
-                planned.append((plan_call(endpoint, spec.request(instance)), instance, spec))
-        return planned
+                call = known.get(pair) if known else None
+                out.append((plan_call(endpoint, spec.request(instance)) if call is None else call, instance, spec))
+        return out
 
     async def generate(
         self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
         have: Iterable[Response] = (), *, ready: _Ready | None = None,
+        planned: Sequence[tuple[PlannedCall, Instance, GenerationSpec]] | None = None,
     ) -> GenerationOutcome:
         """Make (or replay from the cache) the missing responses and add them to the store.
+
+        ``planned``: the calls to make, when the caller planned them already (they must be
+        `plan_generation`'s for these arguments; `nepotism.runner.experiment_run` plans them
+        once while it checks which stored responses the plan's own calls made).
 
         A call that failed, or answered with empty text, gives no response; it is listed in
         ``failures`` with its reason, and tasks that need it cannot be judged.
@@ -209,7 +218,7 @@ class Runner:
         follows the last.
         """
         have = list(have)
-        planned = self.plan_generation(instances, generators, have)
+        planned = self.plan_generation(instances, generators, have) if planned is None else list(planned)
         stats = RunStats(phase="generate", total=len(planned))
         # by the planned call itself, not its key: instances with the same prompt share one call
         # (sent once) and each gets its own response from it
@@ -319,6 +328,7 @@ class Runner:
         self, instances: Sequence[Instance], generators: Sequence[GenerationSpec], have: Iterable[Response],
         plan: Callable[[list[Instance], list[Response]], Sequence[Any] | ChunkPlan], render: RenderFn,
         interpret: InterpretFn, *, keep: bool = True, identify: Callable[[Any], Sequence[str]] | None = None,
+        planned: Sequence[tuple[PlannedCall, Instance, GenerationSpec]] | None = None,
     ) -> tuple[GenerationOutcome, JudgingOutcome]:
         """`generate`, and `judge` the tasks ``plan(instances, candidates)`` of each chunk of
         instances as soon as all its responses are made (and stored), while the others are still
@@ -334,7 +344,8 @@ class Runner:
         the judge phase only when the judge-plan memo does not count the chunk from its inputs);
         only the order in which the tasks
         are judged differs. The outcomes are those of the two phases (``judgments``, with
-        ``keep``, in the order judged). An error in either phase stops both.
+        ``keep``, in the order judged). An error in either phase stops both. ``planned``: the
+        generation calls, when planned already (see `generate`).
         """
         writer = StoreWriter(self.store)
         ready = _Ready(writer)
@@ -348,7 +359,7 @@ class Runner:
             if not done.cancelled() and done.exception() is not None:
                 ready.fail(done.exception())  # type: ignore[arg-type]
 
-        generation = asyncio.ensure_future(self.generate(instances, generators, have, ready=ready))
+        generation = asyncio.ensure_future(self.generate(instances, generators, have, ready=ready, planned=planned))
         generation.add_done_callback(generated_or_failed)
         try:
             judged = await self.judge(tasks(), render, interpret, keep=keep, identify=identify, writer=writer)

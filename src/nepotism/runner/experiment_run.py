@@ -16,7 +16,7 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -264,31 +264,74 @@ def _generators(experiment: Experiment) -> list[GenerationSpec]:
                            seed=experiment.seed) for g in gen.generators]
 
 
-def _candidates(store: Store, experiment: Experiment, instances: Sequence[Instance],
-                recorded: Sequence[Response], endpoints: Mapping[str, Endpoint]) -> list[Response]:
-    """The responses a run starts from: the dataset's recorded ones, then the stored responses of
-    the experiment's generators that the plan's own generation call made. A stored response made
-    by another call (the item's prompt or a generation option edited since) answers another
-    request: it is left out, so its call is planned (sent, or replayed from the store) as in a
-    fresh store. A stored response with no call key (loaded, recorded) is kept."""
-    by_id = {i.id: i for i in instances}
+GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
+
+
+def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
+    """The stored responses of the experiment's generators, by instance id, in the store's order."""
+    generators = [spec.model for spec in _generators(experiment)]
+    out: dict[str, list[Response]] = {}
+    for r in store.responses(generator=generators) if generators else ():
+        out.setdefault(r.instance_id, []).append(r)
+    return out
+
+
+def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experiment: Experiment, runner: Runner,
+                     instances: Sequence[Instance], recorded: Sequence[Response]) -> GenerationPlan:
+    """The responses a run starts from and the generation calls it still makes, each call planned once.
+
+    The responses: the dataset's ``recorded`` ones, then the stored responses of the
+    experiment's generators that the plan's own generation call made (in ``stored``'s order). A
+    stored response made by another call (the item's prompt or a generation option edited
+    since) answers another request: it is left out, and the call its check planned is the one
+    the run makes (sent, or replayed from the store) as in a fresh store. A stored response with
+    no call key (loaded, recorded) is kept. The calls: `Runner.plan_generation`'s for the pairs
+    those responses leave unanswered. ``stored``: the store, or its responses read by `_stored`
+    (of these instances or more)."""
+    if isinstance(stored, Store):
+        stored = _stored(stored, experiment)
     specs = {spec.model: spec for spec in _generators(experiment)}
-    recorded_keys = {(r.instance_id, r.generator) for r in recorded}
-    keys: dict[tuple[str, str], str] = {}
-    stored = []
-    for r in store.responses(generator=list(specs)) if specs else ():
-        instance = by_id.get(r.instance_id)
-        if instance is None or (r.instance_id, r.generator) in recorded_keys:
-            continue
-        made_by = r.metadata.get("call_key")
-        if made_by is not None:
+    by_id = {i.id: i for i in instances}
+    recorded_pairs = {(r.instance_id, r.generator) for r in recorded}
+    have = list(recorded)
+    unanswered: dict[tuple[str, str], PlannedCall] = {}  # calls checked, made by no stored response
+    last, call = None, None  # (the store's responses of one pair come one after the other)
+    for responses in stored.values():
+        for r in responses:
             pair = (r.instance_id, r.generator)
-            if pair not in keys:
-                keys[pair] = plan_call(endpoints[r.generator], specs[r.generator].request(instance)).key
-            if made_by != keys[pair]:
+            instance = by_id.get(r.instance_id)
+            if instance is None or pair in recorded_pairs:
                 continue
-        stored.append(r)
-    return list(recorded) + stored
+            made_by = r.metadata.get("call_key")
+            if made_by is not None:
+                if pair != last or call is None:
+                    last, call = pair, plan_call(runner.endpoints[r.generator], specs[r.generator].request(instance))
+                if made_by != call.key:
+                    unanswered[pair] = call
+                    continue
+            have.append(r)
+    return have, runner.plan_generation(instances, list(specs.values()), have, planned=unanswered)
+
+
+def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, recorded: Sequence[Response]
+                        ) -> Callable[[Sequence[Instance]], GenerationPlan]:
+    """`_generation_plan` of any chunk of instances (the dry run and the batch rounds plan a
+    chunk at a time), the stored responses read once; a chunk's responses come instance by
+    instance (its recorded ones, then its stored ones), as grouped from the whole plan's."""
+    stored = _stored(store, experiment)
+    recorded_by: dict[str, list[Response]] = {}
+    for r in recorded:
+        recorded_by.setdefault(r.instance_id, []).append(r)
+
+    def plan(part: Sequence[Instance]) -> GenerationPlan:
+        have, calls = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner, part,
+                                       [r for i in part for r in recorded_by.get(i.id, ())])
+        by_instance: dict[str, list[Response]] = {}
+        for r in have:
+            by_instance.setdefault(r.instance_id, []).append(r)
+        return [r for i in part for r in by_instance.get(i.id, ())], calls
+
+    return plan
 
 
 def _in_shard(shard: Shard | None, instances: Sequence[Instance],
@@ -344,7 +387,7 @@ async def run_experiment(
         with store.recording_run(config) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
                             source=f"run:{experiment.name}", offline=offline)
-            have = _candidates(store, experiment, instances, recorded, endpoints)
+            have, generation = _generation_plan(store, experiment, runner, instances, recorded)
             chunks: list[ChunkPlan] = []  # (their kinds: the exported tables, from the tasks planned)
 
             def plan(chunk: list[Instance], responses: list[Response]) -> ChunkPlan:
@@ -355,7 +398,7 @@ async def run_experiment(
             # each instance is judged once its responses are made, while the others are generated
             generated, judged = await runner.generate_and_judge(
                 instances, _generators(experiment), have, plan, judging.render, judging.interpret_all,
-                keep=False, identify=getattr(judging, "judgment_ids", None))
+                keep=False, identify=getattr(judging, "judgment_ids", None), planned=generation)
             candidates = _unique(generated.responses)
             prevented, prevented_kinds = record_prevented(
                 store, experiment, instances, candidates, generated.failures, endpoints, judging,
@@ -557,9 +600,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    have_by: dict[str, list[Response]] = {}
-    for r in _candidates(store, experiment, instances, recorded, endpoints):
-        have_by.setdefault(r.instance_id, []).append(r)
+    generation_plan = _chunked_generation(store, experiment, runner, recorded)
     models: dict[str, dict[str, Any]] = {}
     counted: set[bytes] = set()  # keys (64 hex digits, as 32 bytes) already counted: a call planned
     # twice (instances with the same prompt share their calls) is sent, and paid, once
@@ -579,8 +620,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
     for start in range(0, len(instances), chunk):
         part = instances[start:start + chunk]
-        have = [r for i in part for r in have_by.get(i.id, ())]
-        gen_plan = runner.plan_generation(part, _generators(experiment), have)
+        have, gen_plan = generation_plan(part)
         gen_calls = [call for call, _, _ in gen_plan]
         cached = store.get_calls([c.key for c in gen_calls])
         placeholders = []
