@@ -60,7 +60,8 @@ def test_a_models_cost_is_priced_from_its_token_totals(tmp_path):
 
 def test_tasks_planned_a_chunk_at_a_time_are_the_whole_plans(tmp_path):
     from nepotism.records import Response
-    from nepotism.runner.experiment_run import iter_tasks, load_dataset, plan_tasks
+    from nepotism.runner.experiment_run import load_dataset
+    from nepotism.runner.judge_plan import iter_tasks, plan_tasks
 
     experiment = load_experiment(_experiment(tmp_path, perplexity=False))
     with Store(tmp_path / "s.db") as store:

@@ -16,7 +16,7 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
-from nepotism.runner.judge_plan import GENERATION_FAILED, _judging, _table_kind, plan_tasks, prevented_tasks
+from nepotism.runner.judge_plan import GENERATION_FAILED, _judging, _table_kind, iter_tasks, plan_tasks, prevented_tasks
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
@@ -202,7 +202,7 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             merged = {}
             for field_ in ("prompt", "reference_answer", "category", "rubric"):
                 given, before = getattr(inst, field_), getattr(known, field_)
-                if given and before and given != before or field_ == "prompt" and given != before:
+                if given and before and given != before:  # (every row gives a prompt: `_instance`)
                     raise InputError(f"instance {inst.id!r} appears with two different {_PLURAL[field_]}",
                                      path=str(path), line=line, field=field_)
                 if given and not before:
@@ -245,18 +245,6 @@ def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Ins
 
 
 # -- planning --------------------------------------------------------------------------------
-
-def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-               judging: Any = None, *, chunk: int = 512) -> Iterator[Any]:
-    """`plan_tasks`, ``chunk`` instances at a time: the same tasks (each instance's tasks depend on
-    it and its responses alone), grouped by chunk, and never all in memory at once."""
-    by_instance: dict[str, list[Response]] = {}
-    for r in responses:
-        by_instance.setdefault(r.instance_id, []).append(r)
-    for start in range(0, len(instances), chunk):
-        part = instances[start:start + chunk]
-        yield from plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
-
 
 def _generators(experiment: Experiment) -> list[GenerationSpec]:
     gen = experiment.generation
@@ -613,9 +601,9 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
             _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=key in counted)
             counted.add(key)
 
-    from nepotism.runner.perplexity import perplexity_triples, planned_calls, shown_to_scorers
+    from nepotism.runner.perplexity import Shown, perplexity_triples, planned_calls, shown_to_scorers
 
-    seen: Any = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
+    seen: Shown = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
     made: list[Response] = []  # every candidate (perplexity scores them)
     # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
     for start in range(0, len(instances), chunk):

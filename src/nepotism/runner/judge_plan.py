@@ -1,7 +1,8 @@
 """An experiment's judge plan: the judge tasks of its instances and responses, and their tables.
 
 `plan_tasks` is every judge task of an experiment (each protocol under each condition, through
-the planners of `nepotism.judging`); `_table_kind` names the exported table a task's judgments
+the planners of `nepotism.judging`), `iter_tasks` the same tasks a chunk of instances at a time
+(the perplexity step reads the plan this way); `_table_kind` names the exported table a task's judgments
 go to. A run plans its tasks a chunk of instances at a time (`nepotism.runner.experiment_run`),
 through a `nepotism.runner.plan_memo.ChunkPlan` that the judge-plan memo can count without
 planning; the dry run, the batch files and the mitigations plan the whole experiment at once.
@@ -18,7 +19,7 @@ from typing import Any
 from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
-__all__ = ["GENERATION_FAILED", "plan_tasks", "prevented_tasks"]
+__all__ = ["GENERATION_FAILED", "iter_tasks", "plan_tasks", "prevented_tasks"]
 
 #: How the reason of a judgment a failed generation prevented begins; the generation call's
 #: error class follows (``generation:timeout``, ``generation:http_5xx:503``,
@@ -54,6 +55,18 @@ def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
                 tasks += judging.plan_categorise(instances, judges, responses_by_instance=per,
                                                  options=options, **common)
     return tasks
+
+
+def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
+               judging: Any = None, *, chunk: int = 512) -> Iterator[Any]:
+    """`plan_tasks`, ``chunk`` instances at a time: the same tasks (each instance's tasks depend on
+    it and its responses alone), grouped by chunk, and never all in memory at once."""
+    by_instance: dict[str, list[Response]] = {}
+    for r in responses:
+        by_instance.setdefault(r.instance_id, []).append(r)
+    for start in range(0, len(instances), chunk):
+        part = instances[start:start + chunk]
+        yield from plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
 
 
 def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
