@@ -259,6 +259,7 @@ def _without(fast_path: str) -> Iterator[None]:
                                            lambda store, keys: _plain_rows(store, keys))],
         "collector pauses": [mock.patch("nepotism.runner.calls._pause_gc", lambda: False),
                              mock.patch("nepotism.runner.engine._pause_gc", lambda: False),
+                             mock.patch("nepotism.runner._judge_windows._pause_gc", lambda: False),
                              mock.patch("nepotism.runner.calls._freeze_gc", lambda: None)],
     }
     patches["stored-judgment counts"] = [mock.patch.dict(_IDENTIFY, {"fn": None})]

@@ -8,7 +8,8 @@ call goes out after the first windows, not after the whole plan), and interprets
 call is committed. Judgments are written in batches with the key of
 the call they were read from, on the store writer thread that commits the calls (after them), and
 the phase returns once every batch is committed; a call that failed after its retries becomes a ``failed`` judgment
-(the interpret function must say so: anything else is refused), never a verdict.
+(the interpret function must say so: anything else is refused), never a verdict. A judge
+phase's state and steps are one `nepotism.runner._judge_windows.JudgeWindows`.
 `Runner.generate_and_judge` runs the two phases at once: an instance's judge tasks are planned and
 sent as soon as all its responses are made and stored, so the slots do not drain between the
 phases (a run of ``nepotism run`` goes this way; the phases one after the other remain for callers
@@ -23,13 +24,12 @@ the task list (see `nepotism.runner.experiment_run`) and metrics.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
-from nepotism.backends.base import Completion, Request
-from nepotism.records import Instance, Judgment, Response
+from nepotism.backends.base import Request
+from nepotism.records import Instance, Response
 from nepotism.runner.calls import (
     CallExecutor,
     CallResult,
@@ -41,16 +41,14 @@ from nepotism.runner.calls import (
     _thaw_gc,
     plan_call,
 )
-from nepotism.runner.plan_memo import ChunkPlan, plan_memo
+from nepotism.runner._judge_windows import InterpretFn, JudgeWindows, JudgingOutcome, RenderFn
+from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.progress import RunStats
 from nepotism.store import Store
-from nepotism.store.fastread import judged
 from nepotism.store.writer import StoreWriter
 
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
 
-RenderFn = Callable[..., Request]
-InterpretFn = Callable[[Any, Completion], Sequence[Judgment]]
 
 
 @dataclass(frozen=True)
@@ -78,31 +76,6 @@ class GenerationOutcome:
 
     def __repr__(self) -> str:
         return f"GenerationOutcome({len(self.responses)} responses, {len(self.failures)} failures)"
-
-
-@dataclass(repr=False)
-class JudgingOutcome:
-    """Judgments read by `Runner.judge` (in task order), the call key of each judgment written
-    in this run, and the phase's counters; ``counts`` is the number of judgments read by status
-    (also when the judgments themselves were not kept: ``judge(..., keep=False)``)."""
-
-    judgments: list[Judgment]
-    call_keys: dict[str, str]
-    stats: RunStats
-    counts: dict[str, int] = field(default_factory=dict)
-    #: the set of this phase's call keys in the store (`Store.open_plan`), for exporting the
-    #: judgments of these calls only (``Store.export(..., plan=)``)
-    plan: str | None = None
-    #: tasks counted from the judge-plan memo (`nepotism.runner.plan_memo`): not rendered or keyed
-    memo_hits: int = 0
-
-    def __repr__(self) -> str:
-        # short on purpose: Python 3.11's asyncio.run reprs the finished main task, result
-        # included (signal.getsignal formats its SIGINT handler), which for a full dataclass
-        # repr of 100k judgments cost more than judging them from the cache
-        if not self.judgments and self.counts:  # judge(..., keep=False): stored and counted, not returned
-            return f"JudgingOutcome({sum(self.counts.values())} judgments read, not kept)"
-        return f"JudgingOutcome({len(self.judgments)} judgments, {len(self.call_keys)} newly written)"
 
 
 class _Ready:
@@ -431,217 +404,5 @@ class Runner:
         ``judgments`` (with ``keep``) are in the order they came. ``writer``: a store writer to
         share (the caller closes it); else the phase has its own.
         """
-        streamed = isinstance(tasks, AsyncIterable)
-        if streamed and planned is not None:
-            raise ValueError("planned calls need the task list, not a stream of tasks")
-        total = 0 if streamed else len(tasks)  # type: ignore[arg-type]
-        stats = RunStats(phase="judge", total=total)
-        plan = self.store.open_plan()
-        planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
-
-        def in_plan(judgment_ids: Iterable[str], *, last: bool = False) -> None:
-            """Add the ids of judgments read to ``plan``, `judgment_batch` at a time (all with ``last``)."""
-            planned_ids.extend(judgment_ids)
-            if planned_ids and (last or len(planned_ids) >= self.judgment_batch):
-                self.store.add_plan_ids(plan, planned_ids)
-                planned_ids.clear()
-        live: dict[int, tuple[int, Any]] = {}  # id(call) -> its task and index, for calls not yet delivered
-        per_task: list[list[Judgment] | None] = [None] * total if keep else []
-        call_keys: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        buffer: list[Judgment] = []
-        ids: list[str] = []  # buffer's judgment ids (hashes, computed once)
-        keys: list[str] = []  # and the keys of the calls they were read from
-        # judgments read from replayed calls, written if the store lacks them (`check_replayed`)
-        replayed: list[tuple[str, Judgment, str]] = []
-        # judgments are written on the thread that commits the calls, after them (their rows
-        # name the calls)
-        own_writer = writer is None
-        writer = StoreWriter(self.store) if writer is None else writer
-        failures: list[BaseException] = []
-        window = max(1, self.judge_window)
-
-        def written(error: BaseException | None) -> None:
-            if error is not None and not failures:
-                failures.append(error)
-
-        def flush() -> None:
-            if buffer:
-                batch, batch_ids, batch_keys = list(buffer), list(ids), dict(zip(ids, keys, strict=True))
-                buffer.clear()
-                ids.clear()
-                keys.clear()
-                if keep:
-                    call_keys.update(batch_keys)
-                writer.submit(lambda: self.store.add_judgments(batch, source=self.source, call_keys=batch_keys,
-                                                               run_id=self.run_id, ids=batch_ids), written)
-
-        def check_replayed() -> None:
-            """Queue for writing the replayed judgments the store lacks (one batched read)."""
-            if not replayed:
-                return
-            paused = _pause_gc()
-            try:
-                stored = judged(self.store, list({key for key, _, _ in replayed}))
-                for key, judgment, ident in replayed:
-                    if (key, ident) not in stored:
-                        buffer.append(judgment)
-                        ids.append(ident)
-                        keys.append(key)
-                replayed.clear()
-            finally:
-                _resume_gc(paused)
-            if len(buffer) >= self.judgment_batch:
-                flush()
-
-        def take(result: CallResult) -> None:
-            index, task = live.pop(id(result.call))
-            made = list(interpret(task, result.completion))
-            if not result.completion.ok and any(j.status != "failed" for j in made):
-                raise RuntimeError(
-                    f"interpret read a verdict from a failed call ({result.completion.error}); "
-                    "a failure must stay a failure"
-                )
-            if keep:
-                per_task[index] = made
-            made_ids = [judgment.id for judgment in made]
-            in_plan(made_ids)
-            for judgment in made:
-                counts[judgment.status] = counts.get(judgment.status, 0) + 1
-            key = result.call.key
-            if result.cached:
-                replayed.extend(zip([key] * len(made), made, made_ids, strict=True))
-                return
-            ids.extend(made_ids)
-            keys.extend([key] * len(made))
-            buffer.extend(made)
-            if len(buffer) >= self.judgment_batch:
-                flush()
-
-        shortcut = identify is not None and not keep
-
-        memo = plan_memo(self, render, identify, keep=keep, planned=planned)
-
-        def window_calls(chunk: Sequence[Any], start: int, unit: list[Any] | None = None) -> Sequence[PlannedCall]:
-            """The calls of the window of tasks ``chunk`` (from task ``start`` on), rendered; none
-            when the judge-plan memo counted the window (`memo_counted`). ``unit``: the window is
-            part of a memo unit (a chunk plan) whose pairs it adds to ``unit[0]``."""
-            digest = memo.digest(chunk) if memo is not None and unit is None else None
-            if digest is not None and memo_counted(digest, len(chunk)):
-                return []
-            calls = planned[start:start + len(chunk)] if planned is not None else self.plan_judging(chunk, render)
-            if shortcut:
-                return stored_already(chunk, calls, start, digest, unit)
-            for i, task, call in zip(range(start, start + len(chunk)), chunk, calls, strict=True):
-                live[id(call)] = (i, task)
-            return calls
-
-        def windows() -> Iterator[Sequence[PlannedCall]]:
-            assert not streamed
-            for start in range(0, total, window):
-                yield window_calls(tasks[start:start + window], start)  # type: ignore[index]
-                check_replayed()  # (the window's cached calls are delivered by now)
-
-        async def streamed_windows() -> AsyncIterator[Sequence[PlannedCall]]:
-            start = 0
-            async for part in tasks:  # type: ignore[union-attr]
-                # a chunk plan (`nepotism run`) is first looked up in the memo by its inputs: counted
-                # from there, nothing is planned; else its tasks are planned and its pairs recorded
-                digest = memo.unit(part) if memo is not None else None
-                if digest is not None and memo_counted(digest, None, part):
-                    continue
-                kinds = None
-                if isinstance(part, ChunkPlan):
-                    chunk_plan, part = part, part.tasks()
-                    kinds = chunk_plan.kinds
-                part = list(part)
-                stats.total += len(part)
-                if keep:
-                    per_task.extend([None] * len(part))
-                unit: list[Any] | None = [[]] if digest is not None else None
-                for first in range(0, len(part), window):
-                    chunk = part[first:first + window]
-                    yield window_calls(chunk, start, unit)
-                    start += len(chunk)
-                    check_replayed()
-                if unit is not None and unit[0] and memo is not None and digest is not None:
-                    # (bound now: this generator's locals change with the next part before the write runs)
-                    writer.submit(partial(memo.write, digest, len(part), unit[0], kinds or ()), written)
-                stats.refresh()
-
-        def memo_counted(digest: str, n: int | None, part: Any = None) -> bool:
-            """Count a unit (a window of ``n`` tasks, or a chunk plan ``part``) from its memo row
-            when everything it names is stored (the judge-plan memo: nothing planned, rendered,
-            keyed or identified); False when it must take the normal path."""
-            assert memo is not None
-            found = memo.counted(digest, n)
-            if found is None:
-                return False
-            n, by_status, tags = found
-            for status, k in by_status.items():
-                counts[status] = counts.get(status, 0) + k
-            if part is not None:
-                stats.total += n
-                part.kinds = tags
-            stats.cached += n
-            stats.done += n
-            stats.refresh()
-            return True
-
-        def stored_already(chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int,
-                           digest: str | None = None, unit: list[Any] | None = None) -> list[PlannedCall]:
-            """Count the tasks whose judgments are all stored as read from their call; return
-            the calls of the others (to look up, replay or send as usual). With the window's memo
-            ``digest``, record its (call key, judgment id) pairs for the next rerun; with a memo
-            ``unit``, add them to its pairs (``unit[0]``; None once a task names no judgment)."""
-            assert identify is not None
-            stored = judged(self.store, [call.key for call in calls])
-            rest: list[PlannedCall] = []
-            hits = 0
-            pairs: list[tuple[str, str]] | None = (
-                [] if digest is not None else unit[0] if unit is not None else None)
-            for i, (task, call) in enumerate(zip(chunk, calls, strict=True), start):
-                key = call.key
-                wanted = identify(task)
-                if pairs is not None:
-                    if wanted:
-                        pairs.extend([(key, ident) for ident in wanted])
-                    else:
-                        pairs = None
-                found = [stored.get((key, ident)) for ident in wanted]
-                if wanted and None not in found:
-                    hits += 1
-                    in_plan(wanted)
-                    for status in found:
-                        counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
-                else:
-                    live[id(call)] = (i, task)
-                    rest.append(call)
-            stats.cached += hits
-            stats.done += hits
-            stats.refresh()
-            if unit is not None:
-                unit[0] = pairs
-            elif pairs is not None and memo is not None and digest is not None:
-                memo_pairs, memo_digest, n = pairs, digest, len(chunk)
-                writer.submit(lambda: memo.write(memo_digest, n, memo_pairs), written)
-            return rest
-
-        try:
-            await self._executor(stats, writer, shared=not own_writer).run_windows(
-                streamed_windows() if streamed else windows(), take, refill_below=2 * window)
-            check_replayed()
-            in_plan((), last=True)
-            if memo is not None:
-                memo.resolve(plan)  # the judgment ids of the units counted from the memo
-            flush()
-            await writer.drain()
-            if failures:
-                raise failures[0]
-        finally:
-            flush()  # what was read before an error or a cancellation is kept too
-            if own_writer:
-                writer.close()  # (blocks until the queued writes are done)
-        done = [j for made in per_task if made for j in made]
-        return JudgingOutcome(judgments=done, call_keys=call_keys, stats=stats, counts=dict(sorted(counts.items())),
-                              plan=plan, memo_hits=memo.hits if memo is not None else 0)
+        windows = JudgeWindows(self, tasks, render, interpret, planned, keep=keep, identify=identify, writer=writer)
+        return await windows.run()
