@@ -10,7 +10,7 @@ import pytest
 
 import nepotism.store.export as export_mod
 from nepotism.errors import InputError
-from nepotism.records import Judgment, Reference, Response
+from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store.export import atomic_write, format_from_suffix
 from nepotism.tables import read_table
 from tests.store.keys import opaque_key
@@ -331,3 +331,79 @@ def test_reasoning_tokens_are_read_from_each_usage_record_repeated_or_not(store,
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["reasoning_tokens"] for r in rows] == [5, 5, 3, None, None, None, 5, 2]
     assert [r["model_a"] for r in rows] == ["gen-x"] * len(usages)
+
+
+# -- every table kind, every optional column: the exact bytes (pinned before the row builder was regrouped) --
+
+def _every_kind():
+    usage = {"prompt_tokens": 40, "completion_tokens": 12}
+    return [
+        Judgment("q1", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
+                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}, label_mass=0.98, usage=usage),
+        Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie", condition="swapped"),
+        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="low_label_mass",
+                 label_mass=0.25, usage={"prompt_tokens": 40, "completion_tokens": 0}),
+        Judgment("q2", "judge-b", "pairwise", ("gen-y", "gen-x"), "failed", replicate=1, reason="generation:timeout"),
+        Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25, label_mass=0.5),
+        Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed", reason="no_score"),
+        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
+        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2",
+                 template_id="rubric-all@0123456789ab"),
+        Judgment("q1", "judge-a", "recognition", ("gen-x",), "parsed", verdict="yes"),
+        Judgment("q2", "judge-b", "recognition", ("gen-y",), "unparsed", reason="no_verdict"),
+        Judgment("q1", "judge-a", "recognition", ("gen-x", "gen-y"), "parsed", verdict="B"),
+        Judgment("q1", "judge-a", "categorise", ("gen-x",), "parsed", verdict="coding"),
+    ]
+
+
+GOLDEN = {
+    'pairwise.csv': (
+        'instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category,reasoning_tokens\n'
+        'q1,judge-a,gen-x,gen-y,A,parsed,,0.625,0.25,0.125,0.98,default,0,math,12\n'
+        'q1,judge-a,gen-y,gen-x,tie,parsed,,,,,,swapped,0,math,\n'
+        'q2,judge-b,gen-x,gen-y,,unparsed,low_label_mass,,,,0.25,default,0,,\n'
+        'q2,judge-b,gen-y,gen-x,,failed,generation:timeout,,,,,default,1,,\n'
+    ),
+    'pairwise.jsonl': (
+        '{"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y", "verdict": "A", "status": "parsed", "reason": null, "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125, "label_mass": 0.98, "condition": "default", "replicate": 0, "category": "math", "reasoning_tokens": 12}\n'
+        '{"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x", "verdict": "tie", "status": "parsed", "reason": null, "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": null, "condition": "swapped", "replicate": 0, "category": "math", "reasoning_tokens": null}\n'
+        '{"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y", "verdict": null, "status": "unparsed", "reason": "low_label_mass", "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": 0.25, "condition": "default", "replicate": 0, "category": null, "reasoning_tokens": null}\n'
+        '{"instance_id": "q2", "judge": "judge-b", "model_a": "gen-y", "model_b": "gen-x", "verdict": null, "status": "failed", "reason": "generation:timeout", "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": null, "condition": "default", "replicate": 1, "category": null, "reasoning_tokens": null}\n'
+    ),
+    'pointwise.csv': (
+        'instance_id,judge,model,score,status,reason,label_mass,condition,replicate,category\n'
+        'q1,judge-a,gen-x,7.25,parsed,,0.5,default,0,math\n'
+        'q2,judge-a,gen-y,,unparsed,no_score,,default,0,\n'
+    ),
+    'rubric.csv': (
+        'instance_id,judge,model,rubric_id,met,status,reason,condition,replicate,setup,category\n'
+        'q1,judge-a,gen-x,r2,false,parsed,,default,0,all-rubrics,math\n'
+        'q1,judge-a,gen-x,r1,true,parsed,,default,0,single-rubric,math\n'
+    ),
+    'recognition.csv': (
+        'instance_id,judge,model,claimed,status,reason,condition,replicate,category\n'
+        'q1,judge-a,gen-x,true,parsed,,default,0,math\n'
+        'q2,judge-b,gen-y,,unparsed,no_verdict,default,0,\n'
+    ),
+    'recognition-pairwise.csv': (
+        'instance_id,judge,model_a,model_b,choice,status,reason,condition,replicate,category\n'
+        'q1,judge-a,gen-x,gen-y,B,parsed,,default,0,math\n'
+    ),
+    'categorise.csv': (
+        'instance_id,judge,protocol,candidates,verdict,score,status,reason,condition,replicate,category\n'
+        'q1,judge-a,categorise,"[""gen-x""]",coding,,parsed,,default,0,math\n'
+    ),
+}
+
+
+def test_every_table_kind_exports_the_same_bytes(store, tmp_path):
+    """Each table kind with its optional columns (label probabilities, mass, output tokens, the
+    instance's category, a generation failure's reason) as CSV, and pairwise as JSON Lines too:
+    byte for byte what the exports wrote when the rows were built one literal per protocol."""
+    store.add_instances([Instance("q1", "One?", category="math"), Instance("q2", "Two?")])
+    store.add_judgments(_every_kind())
+    for name, expected in GOLDEN.items():
+        kind, fmt = name.rsplit(".", 1)
+        out = tmp_path / name
+        store.export("judgments", out, fmt=fmt, protocol=kind)
+        assert out.read_text(encoding="utf-8") == "".join(expected), name

@@ -66,20 +66,22 @@ _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "
 _STR, _INT, _FLOAT, _BOOL = "string", "int64", "float64", "bool"
 _PROBS = (("prob_a", "A"), ("prob_b", "B"), ("prob_tie", "tie"))
 
+#: The column groups every judged table has, in its column order: who judged what, then (after the
+#: protocol's own columns) the verdict's state, then where it was judged (`_judgment_rows` fills
+#: them from one dict literal per row).
+_HEAD = ("instance_id", "judge")
+_STATE = ("status", "reason")
+_TAIL = ("condition", "replicate")
+
 #: Public column lists per protocol (pairwise without its optional probability columns).
 JUDGMENT_COLUMNS = {
-    "pairwise": ("instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason", "condition",
-                 "replicate", "category"),
-    "pointwise": ("instance_id", "judge", "model", "score", "status", "reason", "condition", "replicate", "category"),
-    "rubric": ("instance_id", "judge", "model", "rubric_id", "met", "status", "reason", "condition", "replicate",
-               "setup", "category"),
-    "recognition": ("instance_id", "judge", "model", "claimed", "status", "reason", "condition", "replicate",
-                    "category"),
-    "recognition-pairwise": ("instance_id", "judge", "model_a", "model_b", "choice", "status", "reason",
-                             "condition", "replicate", "category"),
+    "pairwise": (*_HEAD, "model_a", "model_b", "verdict", *_STATE, *_TAIL, "category"),
+    "pointwise": (*_HEAD, "model", "score", *_STATE, *_TAIL, "category"),
+    "rubric": (*_HEAD, "model", "rubric_id", "met", *_STATE, *_TAIL, "setup", "category"),
+    "recognition": (*_HEAD, "model", "claimed", *_STATE, *_TAIL, "category"),
+    "recognition-pairwise": (*_HEAD, "model_a", "model_b", "choice", *_STATE, *_TAIL, "category"),
 }
-_GENERIC = ("instance_id", "judge", "protocol", "candidates", "verdict", "score", "status", "reason", "condition",
-            "replicate", "category")
+_GENERIC = (*_HEAD, "protocol", "candidates", "verdict", "score", *_STATE, *_TAIL, "category")
 _TYPES = {"reasoning_tokens": _INT, "replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
           "prob_tie": _FLOAT, "label_mass": _FLOAT}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
@@ -169,9 +171,9 @@ def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: 
 
 def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
                    plan: str | None = None) -> Iterator[dict]:
-    """The exported rows of ``protocol``, one dict each, as SQLite returns them. A candidates list
-    and a usage record are decoded once per distinct text (a run repeats a few of each), each
-    pairwise row built as one dict."""
+    """The exported rows of ``protocol``, one dict each, as SQLite returns them: the columns every
+    table has (one dict literal), then the protocol's own. A candidates list and a usage record
+    are decoded once per distinct text (a run repeats a few of each)."""
     query = _judgment_query(
         conn, protocol,
         "j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
@@ -185,32 +187,32 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
         candidates = decoded.get(cands)
         if candidates is None:
             candidates = decoded[cands] = loads(cands)
+        # the columns every table has (`_HEAD`, `_STATE`, `_TAIL`, the optional ``label_mass`` and
+        # ``category``); the protocol's own are set on it, as fast as one literal per protocol (35d9dd3)
+        row = {"instance_id": inst, "judge": judge_, "status": status, "reason": reason, "label_mass": mass,
+               "condition": cond, "replicate": rep, "category": category}
         if protocol == "pairwise":
             probs = loads(probs) if probs else {}
             tokens = tokens_of.get(usage, tokens_of)
             if tokens is tokens_of:
                 tokens = tokens_of[usage] = _output_tokens(usage)
-            yield {"instance_id": inst, "judge": judge_, "model_a": candidates[0], "model_b": candidates[1],
-                   "verdict": verdict, "status": status, "reason": reason, "label_mass": mass,
-                   "prob_a": probs.get("A"), "prob_b": probs.get("B"), "prob_tie": probs.get("tie"),
-                   "condition": cond, "replicate": rep, "category": category, "reasoning_tokens": tokens}
-            continue
-        base = {"instance_id": inst, "judge": judge_}
-        state = {"status": status, "reason": reason, "label_mass": mass}
-        tail = {"condition": cond, "replicate": rep, "category": category}
-        if protocol == "pointwise":
-            yield base | {"model": candidates[0], "score": score} | state | tail
+            row["model_a"], row["model_b"], row["verdict"] = candidates[0], candidates[1], verdict
+            row["prob_a"], row["prob_b"], row["prob_tie"] = probs.get("A"), probs.get("B"), probs.get("tie")
+            row["reasoning_tokens"] = tokens
+        elif protocol == "pointwise":
+            row["model"], row["score"] = candidates[0], score
         elif protocol == "rubric":
-            met = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
-            setup = "all-rubrics" if (template or "").startswith("rubric-all") else "single-rubric"
-            yield base | {"model": candidates[0], "rubric_id": rubric_id, "met": met} | state | {"setup": setup} | tail
+            row["model"], row["rubric_id"] = candidates[0], rubric_id
+            row["met"] = None if verdict is None else verdict.lower() in ("yes", "true", "met", "1")
+            row["setup"] = "all-rubrics" if (template or "").startswith("rubric-all") else "single-rubric"
         elif protocol == "recognition":
-            claimed = None if verdict is None else verdict.lower() in ("yes", "true", "mine", "1")
-            yield base | {"model": candidates[0], "claimed": claimed} | state | tail
+            row["model"] = candidates[0]
+            row["claimed"] = None if verdict is None else verdict.lower() in ("yes", "true", "mine", "1")
         elif protocol == "recognition-pairwise":
-            yield base | {"model_a": candidates[0], "model_b": candidates[1], "choice": verdict} | state | tail
+            row["model_a"], row["model_b"], row["choice"] = candidates[0], candidates[1], verdict
         else:
-            yield base | {"protocol": proto, "candidates": cands, "verdict": verdict, "score": score} | state | tail
+            row["protocol"], row["candidates"], row["verdict"], row["score"] = proto, cands, verdict, score
+        yield row
 
 
 def _judgment_columns(protocol: str, *, has_probs: bool, has_mass: bool, has_tokens: bool) -> list[str]:
