@@ -5,7 +5,8 @@ the planners of `nepotism.judging`), `iter_tasks` the same tasks a chunk of inst
 (the perplexity step reads the plan this way); `_table_kind` names the exported table a task's judgments
 go to. A run plans its tasks a chunk of instances at a time (`nepotism.runner.experiment_run`),
 through a `nepotism.runner.plan_memo.ChunkPlan` that the judge-plan memo can count without
-planning; the dry run, the batch files and the mitigations plan the whole experiment at once.
+planning; the dry run and the batch files (`nepotism.runner.batch`) plan a chunk of instances at
+a time too, the mitigations the whole experiment at once.
 `prevented_tasks` is the part of the plan a failed generation took away: the tasks that would
 show a response that could not be made, each with that failure's reason, so that a run records
 them as failed judgments (`GENERATION_FAILED`) instead of leaving them out.
@@ -89,12 +90,11 @@ def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], respo
             by_instance.setdefault(r.instance_id, []).append(r)
     for (instance_id, generator) in failed:
         by_instance.setdefault(instance_id, []).append(Response(instance_id, generator, ""))
-    for start in range(0, len(wanted), chunk):
-        part = wanted[start:start + chunk]
-        for task in plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging):
-            missing = sorted(r.generator for r in task.candidates if (r.instance_id, r.generator) in failed)
-            if missing:
-                yield task, missing[0], failed[task.instance.id, missing[0]]
+    shown = [r for rs in by_instance.values() for r in rs]
+    for task in iter_tasks(experiment, wanted, shown, judging, chunk=chunk):
+        missing = sorted(r.generator for r in task.candidates if (r.instance_id, r.generator) in failed)
+        if missing:
+            yield task, missing[0], failed[task.instance.id, missing[0]]
 
 
 def _judging() -> Any:
