@@ -82,6 +82,15 @@ With the orjson request bodies and no httpx import too (dc713d0), ``--calls 5800
 against 0.446 / 0.434 / 0.449 / 0.465, the loop's thread 0.276-0.295 against 0.313-0.326 and the
 others (the store writer) 0.134-0.139 on both; calls/s and ratios moved with the load (0.54-0.78
 against 0.48-0.63).
+
+Fifth session (docs/scale.md, "Fifth session"), load 4-11 throughout: the stored JSON columns
+through orjson where it writes the same bytes (3de2962; a label call's row 48.5 -> 27.0 µs in
+process) against main 96afd5e, ``--calls 58000 --rounds 1 --baseline-src``: 914 against 828
+calls/s, 0.555 against 0.544 ms CPU per call (not resolvable at that load). An opt-in pyreqwest
+transport (side branch runcpu4-pyreqwest, ``NEPOTISM_HTTP_CLIENT=pyreqwest`` with pyreqwest on
+``PYTHONPATH``) against main's aiohttp, three rounds at load 6.6-11: 965 / 743 / 985 calls/s
+against 701 / 670 / 667, the loop's thread 0.266 / 0.220 / 0.229 ms per call against 0.400 /
+0.356 / 0.370, the other threads 0.264 / 0.212 / 0.222 against 0.182 / 0.155 / 0.167.
 """
 
 from __future__ import annotations
