@@ -206,7 +206,7 @@ def _print_summary(summary) -> None:
                        f"{c['failed_over']} moved to another endpoint")
     click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))
     if summary.generation_failures:
-        prevented = getattr(summary, "prevented", {})
+        prevented = summary.prevented
         click.echo(f"  {len(summary.generation_failures)} responses could not be generated: "
                    f"{sum(prevented.values())} judgments they would have shown are exported as failed ("
                    + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")

@@ -133,7 +133,7 @@ _ROWS = [
                 "check=sensitivity (scope neutral)", "one-sided bootstrap p for value > 0")),
     MetricInfo("excluded-verdicts", coverage.excluded_share, "nepotism bookkeeping (docs/verdicts.md)",
                "judgments without a verdict / all judgments; excluded per status-reason "
-               "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, ...)",
+               "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, failed-generation:timeout, ...)",
                ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
 ]
 
