@@ -93,7 +93,7 @@ def test_custom_ids_are_the_runners_cache_keys(tmp_path):
     with Store(tmp_path / "s.db") as store:
         round_ = plan_round(exp, store)
         manifest = write_batch(exp, round_, tmp_path / "b")
-        by_key = {c.key: c for calls, _ in round_.chunks() for c in calls}
+        by_key = {c.key: c for calls in round_.chunks() for c in calls}
     lines = [json.loads(x) for f in manifest["files"] for x in (tmp_path / "b" / f["file"]).read_text().splitlines()]
     assert len(lines) == len(by_key) == manifest["requests"] == round_.to_send  # a fresh store: every call
     for line in lines:

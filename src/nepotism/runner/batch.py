@@ -95,10 +95,9 @@ class BatchRound:
     plan: Callable[[], Iterator[list[PlannedCall]]] = field(repr=False)
     _counts: RoundCounts | None = field(default=None, repr=False)
 
-    def chunks(self) -> Iterator[tuple[list[PlannedCall], dict[str, str]]]:
+    def chunks(self) -> Iterator[list[PlannedCall]]:
         """The round's calls a chunk at a time, each key once (a call planned in an earlier chunk
-        — instances with the same prompt share calls — is left out: it is sent once), with the
-        stored status (``ok``/``failed``) of those that have one."""
+        — instances with the same prompt share calls — is left out: it is sent once)."""
         seen: set[bytes] = set()
         for calls in self.plan():
             fresh = []
@@ -107,13 +106,18 @@ class BatchRound:
                 if key not in seen:
                     seen.add(key)
                     fresh.append(call)
-            yield fresh, call_statuses(self.store, [c.key for c in fresh])
+            yield fresh
+
+    def with_status(self) -> Iterator[tuple[list[PlannedCall], dict[str, str]]]:
+        """`chunks`, each with the stored status (``ok``/``failed``) of its calls that have one."""
+        for calls in self.chunks():
+            yield calls, call_statuses(self.store, [c.key for c in calls])
 
     @property
     def counts(self) -> RoundCounts:
         if self._counts is None:
             planned = missing = to_send = 0
-            for calls, status in self.chunks():
+            for calls, status in self.with_status():
                 planned += len(calls)
                 missing += sum(1 for c in calls if c.key not in status)
                 to_send += sum(1 for c in calls if status.get(c.key) != "ok")
@@ -298,7 +302,7 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
     files = _Files(experiment, staging, max_requests, max_bytes)
     planned = missing = 0
     try:
-        for calls, status in round_.chunks():
+        for calls, status in round_.with_status():
             planned += len(calls)
             for call in calls:
                 state = status.get(call.key)
@@ -483,7 +487,7 @@ def read_results(round_: BatchRound, paths: Sequence[str | Path]) -> BatchResult
         raise InputError(f"custom_id {results.key(i)[:16]}… appears twice (first in {earlier['path']} "
                          f"line {earlier['line']})", field="custom_id", **results.where(i))
     matched = np.zeros(len(results), dtype=bool)
-    for calls, _ in round_.chunks():
+    for calls in round_.chunks():  # (no status needed: only the keys are checked)
         for _, i in results.find(calls):
             matched[i] = True
     if not matched.all():
@@ -501,7 +505,7 @@ def store_results(store: Store, results: BatchResults) -> dict[str, int]:
     handles: dict[int, IO[bytes]] = {}
     pending: list[dict[str, Any]] = []
     try:
-        for calls, status in results.round_.chunks():
+        for calls, status in results.round_.with_status():
             for call, i in results.find(calls):
                 if status.get(call.key) == "ok":
                     counts["already"] += 1
