@@ -91,6 +91,12 @@ transport (side branch runcpu4-pyreqwest, ``NEPOTISM_HTTP_CLIENT=pyreqwest`` wit
 ``PYTHONPATH``) against main's aiohttp, three rounds at load 6.6-11: 965 / 743 / 985 calls/s
 against 701 / 670 / 667, the loop's thread 0.266 / 0.220 / 0.229 ms per call against 0.400 /
 0.356 / 0.370, the other threads 0.264 / 0.212 / 0.222 against 0.182 / 0.155 / 0.167.
+
+Sixth session's start, idle (load 0.5-1.3, no other agent; docs/scale.md "Idle again"):
+``--calls 58000 --rounds 3 --rerun --baseline-src`` 5c056b4 (the third session's 0.80 / 0.81)
+with main at 329fec4: 1,945 / 2,006 / 1,882 calls/s, 0.437 / 0.418 / 0.465 ms CPU per call
+(5c056b4: 1,790 / 1,857 / 1,674, 0.468 / 0.444 / 0.528); bare 2,352 / 2,342 / 2,343: ratios
+**0.83 / 0.86 / 0.80** (5c056b4 0.76 / 0.79 / 0.71); cached rerun 31,983 calls/s.
 """
 
 from __future__ import annotations
