@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 
 import pytest
 
-from nepotism.store import Store
+from nepotism.store import Store, database
+from nepotism.store._migrate import MIGRATIONS, _statements
+from nepotism.store.merge import merge_stores
 
 KEY = "a" * 64
 
@@ -82,6 +85,107 @@ def test_a_killed_owner_not_yet_reaped_is_taken_over_at_once(tmp_path):
     finally:
         owner.kill()
         owner.wait()
+
+
+def _hold(store: Store, key: str, pid: int, start: str | None, owner: str = "other") -> None:
+    store._conn().execute(
+        "INSERT INTO call_claims (key, owner, host, pid, expires_at, owner_start) VALUES (?, ?, ?, ?, ?, ?)",
+        (key, owner, socket.gethostname(), pid, time.time() + 3600, start))
+
+
+LINUX = pytest.mark.skipif(not os.path.exists("/proc/sys/kernel/random/boot_id"),
+                           reason="a process's start time is read from /proc (Linux)")
+
+
+def _start(pid: int) -> str:
+    """"<boot id>:<field 22 of /proc/PID/stat>", read here independently of the store."""
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    return f"{boot}:{open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[19]}"
+
+
+@LINUX
+def test_a_claim_records_its_owner_process_start(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        assert store.claim_call(KEY, "me") == "claimed"
+        (start,) = store._conn().execute("SELECT owner_start FROM call_claims").fetchone()
+    assert start == _start(os.getpid())
+
+
+@LINUX
+def test_a_reused_pid_is_taken_over_at_once_a_live_owner_never(tmp_path):
+    """A killed run's pid now used by another live process: the claim names that pid with the
+    dead run's start time, and is taken over at once instead of after its lease (60 s). The live
+    process's own claim (its true start time), or one written before migration 0010 (no start
+    time), holds for its lease."""
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = _start(live.pid)
+        boot, ticks = start.split(":")
+        with Store(tmp_path / "s.db") as store:
+            _hold(store, "b" * 64, live.pid, start)
+            _hold(store, "c" * 64, live.pid, None)  # an older nepotism's claim
+            _hold(store, "d" * 64, live.pid, f"{boot}:{int(ticks) - 1}")  # the pid's earlier process
+            _hold(store, "e" * 64, live.pid, f"{'0' * 8}-{boot[9:]}:{ticks}")  # before a reboot
+            _hold(store, "f" * 64, live.pid, f"{boot}:{int(ticks) - 1}", owner="far")
+            store._conn().execute("UPDATE call_claims SET host = 'another-host' WHERE owner = 'far'")
+            assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64], "me") == {
+                "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "claimed",
+                "f" * 64: "busy"}  # (another host's pids are not ours to read)
+            rows = dict(store._conn().execute("SELECT key, owner FROM call_claims"))
+            assert rows == {"b" * 64: "other", "c" * 64: "other", "d" * 64: "me", "e" * 64: "me",
+                            "f" * 64: "far"}
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_an_owner_hidden_from_proc_but_signalable_is_alive(tmp_path, monkeypatch):
+    """/proc mounted with hidepid hides another user's processes, which kill(pid, 0) still finds
+    (EPERM): such an owner is alive, its claims are not taken."""
+    def denied(pid, sig):
+        raise PermissionError(1, "Operation not permitted")
+
+    with Store(tmp_path / "s.db") as store:
+        monkeypatch.setattr(database.os, "kill", denied)
+        _hold(store, KEY, 5_000_000, None)  # above any pid_max: no /proc entry
+        assert store.claim_call(KEY, "me") == "busy"
+
+
+def _store_at_version(path, version: int) -> None:
+    """A store as an older nepotism left it: the first ``version`` migrations applied."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                 "sha256 TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    for migration in MIGRATIONS[:version]:
+        for statement in _statements(migration.sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO _migrations VALUES (?, ?, ?, '2026-11-26')",
+                     (migration.version, migration.name, migration.sha256))
+    conn.close()
+
+
+def test_a_store_of_schema_9_migrates_its_claims_keep_the_old_rule_and_it_merges(tmp_path):
+    old = tmp_path / "old.db"
+    _store_at_version(old, 9)
+    conn = sqlite3.connect(old, isolation_level=None)
+    conn.execute("INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
+                 (KEY, "older", socket.gethostname(), os.getpid(), time.time() + 3600))
+    conn.close()
+    with Store(old) as store:
+        assert store.schema_version == 10
+        assert store._conn().execute("SELECT owner, owner_start FROM call_claims").fetchall() == [("older", None)]
+        assert store.claim_call(KEY, "me") == "busy"  # its pid lives: the lease holds, as before
+        store._conn().execute("UPDATE call_claims SET expires_at = 0")
+        assert store.claim_call(KEY, "me") == "claimed"
+        _ok(store, "b" * 64)
+    with Store(tmp_path / "new.db") as store:
+        assert store.claim_call("c" * 64, "busy-run") == "claimed"
+        _ok(store, "d" * 64)
+    summary = merge_stores([old, tmp_path / "new.db"], tmp_path / "merged.db")
+    assert summary.added["calls"] == 2
+    with Store(tmp_path / "merged.db") as merged:  # claims are leases: never copied
+        assert merged._conn().execute("SELECT COUNT(*) FROM call_claims").fetchone()[0] == 0
 
 
 def test_claim_calls_answers_each_key_in_one_transaction(tmp_path):

@@ -61,29 +61,88 @@ _FILTERS = {
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host and can still run (a process we may not signal
-    still exists). A zombie is dead: a killed run whose parent has not waited for it yet (a job
-    runner, a Python script that started it) still has its pid, but will never send a call, and
-    its claims are taken over at once rather than after their lease (60 s). Where there is no
-    ``/proc`` (macOS), existing is all that can be told."""
+    """Whether process ``pid`` exists on this host and can still run (see `_gone`)."""
+    return not _gone(pid)
+
+
+def _gone(pid: int, start: str | None = None) -> bool:
+    """Whether the process that was ``pid`` on this host, started at ``start`` (`_process_start`;
+    None when unknown), is gone for good.
+
+    A process we may not signal still exists. A zombie is gone: a killed run whose parent has not
+    waited for it yet (a job runner, a Python script that started it) still has its pid, but will
+    never send a call. A pid that lives with another start time (or after a reboot: another boot
+    id) is another process that reused it. Either way a claim's owner is taken over at once rather
+    than after its lease (60 s). Where there is no ``/proc`` (macOS), existing is all that can be
+    told."""
+    denied = False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return True
     except PermissionError:
-        pass
+        denied = True  # exists, another user's
+    stat = _stat(pid)
+    if stat is None:  # gone since, or hidden (/proc mounted hidepid: another user's, alive)
+        return _PROC and not denied
+    if not stat:
+        return False  # unreadable: assume it runs
+    end = stat.rfind(b")")  # "pid (name) state ...": the name may hold parentheses and spaces
+    if stat[end + 2:end + 3] in (b"Z", b"X"):
+        return True
+    return start is not None and _start_of(stat) not in (None, start)
+
+
+def _owner_gone(seen: dict[tuple[int, str | None], bool], pid: int, start: str | None) -> bool:
+    """`_gone` of a claim's owner, asked once per (pid, start) in ``seen``."""
+    found = seen.get((pid, start))
+    if found is None:
+        found = seen[(pid, start)] = _gone(pid, start)
+    return found
+
+
+def _stat(pid: int) -> bytes | None:
+    """``/proc/<pid>/stat`` (None: no such file; empty: it could not be read)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
+            return handle.read()
     except FileNotFoundError:
-        return not _PROC  # gone since (or no /proc at all)
+        return None
     except OSError:
-        return True
-    end = stat.rfind(b")")  # "pid (name) state ...": the name may hold parentheses and spaces
-    return stat[end + 2:end + 3] not in (b"Z", b"X")
+        return b""
 
 
-#: Whether this host shows processes under /proc (Linux), for `_alive`.
+def _start_of(stat: bytes) -> str | None:
+    """"<boot id>:<start time>" from a ``/proc/<pid>/stat`` line: field 22 (``starttime``, clock
+    ticks after boot) with this boot's id, so that a reboot is seen too; None if unreadable."""
+    boot = _boot_id()
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if boot is None or len(fields) < 20 or not fields[19].isdigit():
+        return None
+    return f"{boot}:{int(fields[19])}"  # fields[0] is field 3 (state), so field 22 is fields[19]
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` of this host started, as "<boot id>:<start time>" (recorded with a
+    claim as ``owner_start``); None where ``/proc`` cannot tell (then only the pid is compared)."""
+    stat = _stat(pid)
+    return _start_of(stat) if stat else None
+
+
+_BOOT_ID: list[str | None] = []
+
+
+def _boot_id() -> str | None:
+    if not _BOOT_ID:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+                _BOOT_ID.append(handle.read().strip() or None)
+        except (OSError, ValueError):
+            _BOOT_ID.append(None)
+    return _BOOT_ID[0]
+
+
+#: Whether this host shows processes under /proc (Linux), for `_gone`.
 _PROC = os.path.exists("/proc/self/stat")
 
 
@@ -123,6 +182,8 @@ class Store:
         self._closed = False
         #: True once a full disk used up the reserve (see `reserve_space`): send no more calls
         self.low_space = False
+        #: (pid, `_process_start` of it): this process's start, recorded with its claims
+        self._own_start: tuple[int, str | None] = (0, None)
         self.schema_version = migrate(self._conn(), self.path, readonly=readonly)
 
     @classmethod
@@ -325,14 +386,23 @@ class Store:
         ``"done"`` — the call is already stored ok (use it, send nothing); ``"busy"`` — another
         owner holds a live claim (wait, then ask again); ``"claimed"`` — it is ``owner``'s for
         ``lease_s`` seconds (renew with `renew_claims`, end with `release_claims`). A claim whose
-        lease has run out, or whose owner process no longer exists on this host, is taken over.
+        lease has run out, or whose owner process no longer runs on this host (see `claim_calls`),
+        is taken over.
         """
         return self.claim_calls([key], owner, lease_s=lease_s)[key]
 
     def claim_calls(self, keys: Sequence[str], owner: str, *, lease_s: float = CLAIM_LEASE_S) -> dict[str, str]:
-        """`claim_call` for several calls in one transaction: ``{key: "done" | "busy" | "claimed"}``."""
+        """`claim_call` for several calls in one transaction: ``{key: "done" | "busy" | "claimed"}``.
+
+        A claim records its owner's host, pid and start time (`_process_start`), so that a claim
+        of this host whose owner is gone — no such pid, a zombie, or the pid now another process's
+        (another start time) — is taken over at once. A claim without a start time (written
+        before migration 0010, or where /proc cannot tell) is held while its pid lives."""
         conn = self._conn()
         host, pid = socket.gethostname(), os.getpid()
+        if self._own_start[0] != pid:
+            self._own_start = (pid, _process_start(pid))
+        start = self._own_start[1]
         unique = list(dict.fromkeys(keys))
         marks = ",".join("?" * len(unique))
         with self._transaction():
@@ -340,23 +410,28 @@ class Store:
                 f"SELECT key FROM calls WHERE status = 'ok' AND key IN ({marks})", unique)}
             now = time.time()
             held = {row[0]: row[1:] for row in conn.execute(
-                f"SELECT key, owner, host, pid, expires_at FROM call_claims WHERE key IN ({marks})", unique)}
+                "SELECT key, owner, host, pid, expires_at, owner_start FROM call_claims "
+                f"WHERE key IN ({marks})", unique)}
+            gone: dict[tuple[int, str | None], bool] = {}  # (pid, start) -> gone, once per owner
             states: dict[str, str] = {}
             for key in unique:
                 row = held.get(key)
                 if key in done:
                     states[key] = "done"
-                elif (row is not None and row[0] != owner and row[3] > now
-                      and not (row[1] == host and not _alive(int(row[2])))):
+                elif row is not None and row[0] != owner and row[3] > now and not (
+                        row[1] == host and _owner_gone(gone, int(row[2]), row[4])):
                     states[key] = "busy"
                 else:
                     states[key] = "claimed"
-            claimed = [(k, owner, host, pid, now + lease_s) for k, state in states.items() if state == "claimed"]
+            claimed = [(k, owner, host, pid, now + lease_s, start)
+                       for k, state in states.items() if state == "claimed"]
             if claimed:
                 conn.executemany(
-                    "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?) "
+                    "INSERT INTO call_claims (key, owner, host, pid, expires_at, owner_start) "
+                    "VALUES (?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
-                    "pid = excluded.pid, expires_at = excluded.expires_at", claimed)
+                    "pid = excluded.pid, expires_at = excluded.expires_at, "
+                    "owner_start = excluded.owner_start", claimed)
         return states
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
