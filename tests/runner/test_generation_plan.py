@@ -137,3 +137,34 @@ def test_a_rerun_after_a_prompt_edit_keys_each_generation_call_once(tmp_path, mo
             summary = asyncio.run(run_experiment(load_experiment(path), store))
     assert (summary.generation["total"], summary.generation["sent"]) == (2, 2)
     assert sorted(keyed) == sorted(r["prompt"] for r in rows for _ in ("standin-alpha", "standin-beta"))
+
+
+def test_a_failed_generation_is_keyed_once_and_its_prevented_judgments_carry_that_key(tmp_path, monkeypatch):
+    """`record_prevented` takes each failed pair's generation call from the run's plan: the calls
+    of a fresh run are keyed once each (before, a failed pair's call was rendered and keyed again
+    to find the key its prevented judgments are stored with), and those judgments carry the key
+    of the call that failed."""
+    with standin_process(StandinConfig(latency_s=0.001)) as url:
+        path = standin_experiment(tmp_path, url, items=3, recognition=False, attempts=1)
+        rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+        rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every call showing it fails
+        (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        keyed: list[str] = []
+        plain_key = calls_module.request_key
+        prompts = {r["prompt"] for r in rows}
+
+        def counting(endpoint, request, replicate=0):
+            if request.messages is not None and request.messages[-1].content in prompts:
+                keyed.append(request.messages[-1].content)
+            return plain_key(endpoint, request, replicate)
+
+        monkeypatch.setattr(calls_module, "request_key", counting)
+        with Store(tmp_path / "s.db") as store:
+            summary = asyncio.run(run_experiment(load_experiment(path), store))
+            failed = dict(store._conn().execute("SELECT key, status FROM calls WHERE status = 'failed'").fetchall())
+            prevented = store._conn().execute(
+                "SELECT call_key, reason FROM judgments WHERE reason LIKE 'generation:%'").fetchall()
+    assert summary.prevented == {"generation:http_5xx:500": 4} and len(failed) == 2
+    assert sorted(keyed) == sorted(r["prompt"] for r in rows for _ in ("standin-alpha", "standin-beta"))
+    # (each shows both failed responses and is owed to the first generator by name)
+    assert len(prevented) == 4 and len({key for key, _ in prevented}) == 1 and prevented[0][0] in failed

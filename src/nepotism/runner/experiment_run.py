@@ -389,7 +389,7 @@ async def run_experiment(
                 keep=False, identify=getattr(judging, "judgment_ids", None), planned=generation)
             candidates = _unique(generated.responses)
             prevented, prevented_kinds = record_prevented(
-                store, experiment, instances, candidates, generated.failures, endpoints, judging,
+                store, experiment, instances, candidates, generated.failures, generation, judging,
                 run_id=run_id, plan=judged.plan)
             scored = None
             if experiment.perplexity is not None:
@@ -434,27 +434,27 @@ async def run_experiment(
 
 def record_prevented(store: Store, experiment: Experiment, instances: Sequence[Instance],
                      candidates: Sequence[Response], failures: Sequence[tuple[str, str, str]],
-                     endpoints: Mapping[str, Endpoint], judging: Any, *, run_id: str | None = None,
-                     plan: str | None = None) -> tuple[dict[str, int], set[str]]:
+                     calls: Iterable[tuple[PlannedCall, Instance, Any]], judging: Any, *,
+                     run_id: str | None = None, plan: str | None = None) -> tuple[dict[str, int], set[str]]:
     """Store, as ``failed`` judgments, the judgments the failed generations prevented, and add
     them to the run's ``plan`` (so its exports hold them): each read from a failed completion whose
     error class is ``generation:<the generation call's error class>`` (`GENERATION_FAILED`),
     through the judging's own ``interpret_all``, as a failed judge call is. Failures are data: a
     comparison that could not be made is a row counted in every metric's exclusions with its
-    reason, not a row missing from the tables. Each is stored with the failed generation call's
-    key (when that call is stored as failed; none for an empty answer, a call that succeeded): a
-    rerun whose generation succeeds replaces it with the real judgment, and a rerun whose judge
-    call then fails, with that failure. Returns the count per
-    reason and the exported table kinds they go to. Without failures nothing is written."""
+    reason, not a row missing from the tables. ``calls`` are the generation calls the run made
+    (`_generation_plan`'s, as `Runner.generate` took them: (call, instance, spec)); each
+    judgment is stored with its failed call's key (when that call is stored as failed; none for
+    an empty answer, a call that succeeded): a rerun whose generation succeeds replaces it with
+    the real judgment, and a rerun whose judge call then fails, with that failure. Returns the
+    count per reason and the exported table kinds they go to. Without failures nothing is written."""
     if not failures:
         return {}, set()
     from nepotism.backends.base import Completion
     from nepotism.store.fastread import call_statuses
 
-    by_id = {i.id: i for i in instances}
-    specs = {spec.model: spec for spec in _generators(experiment)}
-    keys = {(i, g): plan_call(endpoints[g], specs[g].request(by_id[i])).key
-            for i, g, _ in failures if g in specs and i in by_id}
+    failed = {(i, g) for i, g, _ in failures}
+    keys = {(instance.id, spec.model): call.key for call, instance, spec in calls
+            if (instance.id, spec.model) in failed}
     stored = call_statuses(store, list(keys.values()))
     counts: dict[str, int] = {}
     kinds: set[str] = set()
