@@ -100,6 +100,24 @@ def test_a_rerun_counts_every_window_from_the_memo_and_says_what_the_normal_path
     assert sum(backend.calls.values()) == n
 
 
+
+def test_a_fresh_phase_hashes_each_judgment_id_once(store, monkeypatch):
+    """On a fresh run the window's ``identify`` gives a task's judgment ids (to look them up);
+    the judgments read from its call are stored under those ids, not hashed again: one id
+    computation per judgment, and the stored ids are the ones `Judgment.id` gives."""
+    from nepotism.records import Judgment
+    world, backend = _world(), ScriptedBackend()
+    tasks = world.tasks()
+    expected = sorted(ident for task in tasks for ident in judgment_ids(task))
+    hashed = []
+    real = Judgment.id
+    monkeypatch.setattr(Judgment, "id", property(lambda self: hashed.append(1) or real.fget(self)))
+    first, n, plan = _judge(store, world, backend, memo=False)
+    assert first.stats.sent == n == len(tasks) and hashed == []
+    monkeypatch.undo()
+    stored = sorted(ident for (ident,) in store._conn().execute("SELECT id FROM judgments"))
+    assert stored == expected == sorted(plan) == sorted(j.id for j in store.judgments())
+
 def _edit_instance(field: str, value):
     def edit(w: World):
         w.instances[0] = dataclasses.replace(w.instances[0], **{field: value})

@@ -91,7 +91,9 @@ class JudgeWindows:
         self.stats = RunStats(phase="judge", total=self.total)
         self.plan = self.store.open_plan()
         self.planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
-        self.live: dict[int, tuple[int, Any]] = {}  # id(call) -> its task and index, for calls not yet delivered
+        #: id(call) -> its task's index, the task and the ids ``identify`` gave it (None when not
+        #: identified), for the calls not yet delivered
+        self.live: dict[int, tuple[int, Any, Sequence[str] | None]] = {}
         self.per_task: list[list[Judgment] | None] = [None] * self.total if keep else []
         self.call_keys: dict[str, str] = {}
         self.counts: dict[str, int] = {}
@@ -162,7 +164,7 @@ class JudgeWindows:
     # -- delivered calls ----------------------------------------------------------------------------
     def take(self, result: CallResult) -> None:
         """Interpret a delivered call into its task's judgments, count them and buffer the new ones."""
-        index, task = self.live.pop(id(result.call))
+        index, task, identified = self.live.pop(id(result.call))
         made = list(self.interpret(task, result.completion))
         if not result.completion.ok and any(j.status != "failed" for j in made):
             raise RuntimeError(
@@ -171,7 +173,10 @@ class JudgeWindows:
             )
         if self.keep:
             self.per_task[index] = made
-        made_ids = [judgment.id for judgment in made]
+        # the ids `identify` gave the task are those of what interpret made (its contract, and a
+        # test for the package's pair): not hashed twice
+        made_ids = (list(identified) if identified is not None and len(identified) == len(made)
+                    else [judgment.id for judgment in made])
         self.in_plan(made_ids)
         counts = self.counts
         for judgment in made:
@@ -202,7 +207,7 @@ class JudgeWindows:
             return self.stored_already(chunk, calls, start, digest, unit)
         live = self.live
         for i, task, call in zip(range(start, start + len(chunk)), chunk, calls, strict=True):
-            live[id(call)] = (i, task)
+            live[id(call)] = (i, task, None)
         return calls
 
     def windows(self) -> Iterator[Sequence[PlannedCall]]:
@@ -293,7 +298,7 @@ class JudgeWindows:
                 for status in found:
                     counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
             else:
-                live[id(call)] = (i, task)
+                live[id(call)] = (i, task, wanted)
                 rest.append(call)
         stats = self.stats
         stats.cached += hits
