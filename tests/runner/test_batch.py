@@ -271,13 +271,3 @@ def test_results_stored_half_way_are_finished_by_reading_the_same_files_again(tm
         monkeypatch.setattr(store, "put_calls", real)
         again = batch.store_results(store, read_results(plan_round(experiment, store), [tmp_path / "r.jsonl"]))
     assert again == {"ok": 1, "failed": 0, "already": 1}
-
-
-def test_a_round_is_planned_in_chunks_of_about_the_calls_asked_whatever_the_calls_per_instance():
-    from nepotism.runner.batch import _in_chunks
-
-    instances = list(range(1000))
-    for per_instance in (1, 7, 300, 5000):
-        sizes = [len(part) for part in _in_chunks(instances, 4096, lambda part, k=per_instance: [0] * (k * len(part)))]
-        assert sum(sizes) == len(instances) * per_instance  # every instance planned once
-        assert max(sizes[1:], default=0) <= max(4096, per_instance)  # after the first chunk of 8 instances

@@ -30,9 +30,9 @@ def _experiment(tmp_path: Path, *, perplexity: bool) -> Path:
 def test_a_plan_in_chunks_counts_and_prices_as_the_whole_plan(tmp_path, perplexity):
     experiment = load_experiment(_experiment(tmp_path, perplexity=perplexity))
     with Store(tmp_path / "plan.db") as store:
-        whole = dry_run(experiment, store, chunk=10**6)
-        for chunk in (1, 2, 3):
-            assert dry_run(experiment, store, chunk=chunk) == whole
+        whole = dry_run(experiment, store, chunk_calls=10**6)
+        for calls in (1, 5, 9, 13):  # chunks of 1 instance, 1-2, 2-3, ...
+            assert dry_run(experiment, store, chunk_calls=calls) == whole
     assert whole["generation_calls"] == 14 and whole["totals"]["shared"] > 0
     assert (whole["perplexity_calls"] > 0) == perplexity
 
@@ -68,8 +68,8 @@ def test_tasks_planned_a_chunk_at_a_time_are_the_whole_plans(tmp_path):
         instances, _ = load_dataset(experiment, store)
     responses = [Response(i.id, g, f"{g} on {i.id}") for i in instances for g in ("standin-alpha", "standin-beta")]
     whole = plan_tasks(experiment, instances, responses)
-    for chunk in (1, 3, 100):
-        chunked = list(iter_tasks(experiment, instances, responses, chunk=chunk))
+    for calls in (1, 5, 100):
+        chunked = list(iter_tasks(experiment, instances, responses, calls=calls))
         assert sorted(map(repr, chunked)) == sorted(map(repr, whole)) and len(chunked) == len(whole) > 0
 
 

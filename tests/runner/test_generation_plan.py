@@ -109,7 +109,8 @@ def test_the_plan_keeps_and_plans_what_keying_each_stored_response_kept_and_plan
             want_have, want_planned = _plain(runner.store, experiment, runner, part, mine)
             assert sorted(r.id for r in have) == sorted(r.id for r in want_have)
             assert _calls(planned) == _calls(want_planned)
-        assert dry_run(experiment, runner.store, chunk=1) == dry_run(experiment, runner.store, chunk=10**6)
+        assert dry_run(experiment, runner.store, chunk_calls=1) == dry_run(experiment, runner.store,
+                                                                             chunk_calls=10**6)
 
 
 def test_a_rerun_after_a_prompt_edit_keys_each_generation_call_once(tmp_path, monkeypatch):

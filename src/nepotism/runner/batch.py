@@ -55,6 +55,7 @@ from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 from nepotism.runner.calls import Endpoint, PlannedCall, call_record
 from nepotism.runner.engine import Runner
+from nepotism.runner.judge_plan import CHUNK_CALLS, in_chunks
 from nepotism.runner.shards import Shard
 from nepotism.store import Store
 from nepotism.store.fastread import call_statuses
@@ -65,9 +66,6 @@ __all__ = ["MAX_FILE_BYTES", "MAX_FILE_REQUESTS", "BatchResults", "BatchRound", 
 #: OpenAI Batch API limits per input file.
 MAX_FILE_REQUESTS = 50_000
 MAX_FILE_BYTES = 200 * 1024 * 1024
-#: About how many calls a chunk of the plan holds (whole instances: a chunk's size in instances
-#: follows the calls the previous chunk planned per instance).
-CHUNK_CALLS = 4096
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _KEY = re.compile(r"[0-9a-f]{64}")
 _STORE_EVERY = 2_000  # calls stored per transaction while storing results
@@ -156,7 +154,7 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
     generation_plan = er._chunked_generation(store, experiment, runner, recorded)
 
     def generation() -> Iterator[list[PlannedCall]]:
-        return _in_chunks(instances, chunk_calls, lambda part: [call for call, _, _ in generation_plan(part)[1]])
+        return in_chunks(instances, lambda part: [call for call, _, _ in generation_plan(part)[1]], calls=chunk_calls)
 
     first = BatchRound("generate", endpoints, store, generation)
     if first.missing:
@@ -182,26 +180,13 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
                 made.extend(candidates)
             return [call for call, _, _ in gen_plan] + runner.plan_judging(tasks, judging.render)
 
-        yield from _in_chunks(instances, chunk_calls, plan)
+        yield from in_chunks(instances, plan, calls=chunk_calls)
         if ppl is not None:
             triples = perplexity_triples(ppl, experiment.judges, instances, made, seen)
             for start in range(0, len(triples), chunk_calls):
                 yield planned_calls(runner, experiment, triples[start:start + chunk_calls])
 
     return BatchRound("judge", endpoints, store, judge)
-
-
-def _in_chunks(instances: Sequence[Instance], calls: int,
-               plan: Callable[[Sequence[Instance]], list[PlannedCall]]) -> Iterator[list[PlannedCall]]:
-    """``plan`` over ``instances`` a few at a time, each chunk about ``calls`` calls (its size in
-    instances set from the calls per instance of the chunk before; the first is 8 instances)."""
-    start, size = 0, 8
-    while start < len(instances):
-        part = instances[start:start + size]
-        start += len(part)
-        planned = plan(part)
-        yield planned
-        size = max(1, min(1024, calls * len(part) // max(1, len(planned))))
 
 
 # -- writing requests ----------------------------------------------------------------------------

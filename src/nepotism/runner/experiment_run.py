@@ -29,7 +29,8 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
-from nepotism.runner.judge_plan import GENERATION_FAILED, _judging, _table_kind, iter_tasks, plan_tasks, prevented_tasks
+from nepotism.runner.judge_plan import (CHUNK_CALLS, GENERATION_FAILED, _judging, _table_kind, in_chunks, iter_tasks,
+                                        plan_tasks, prevented_tasks)
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
@@ -566,9 +567,10 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
 
 def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None,
             dataset: tuple[list[Instance], list[Response]] | None = None,
-            shard: Shard | None = None, chunk: int = 32) -> dict[str, Any]:
-    """Plan and price the experiment without calling anything, ``chunk`` instances at a time
-    (memory grows with the instances and the distinct keys planned, not with the calls' prompts).
+            shard: Shard | None = None, chunk_calls: int = CHUNK_CALLS) -> dict[str, Any]:
+    """Plan and price the experiment without calling anything, a chunk of instances at a time
+    (`in_chunks`, about ``chunk_calls`` calls a chunk: memory grows with the instances and the
+    distinct keys planned, not with the calls' prompts).
 
     Token counts are estimates: prompts are characters / 4; outputs are each request's
     ``max_tokens`` (1 for label verdicts), an upper bound. Responses not generated yet are
@@ -605,9 +607,8 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
 
     seen: Shown = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
     made: list[Response] = []  # every candidate (perplexity scores them)
-    # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
-    for start in range(0, len(instances), chunk):
-        part = instances[start:start + chunk]
+
+    def plan(part: Sequence[Instance]) -> list[PlannedCall]:
         have, gen_plan = generation_plan(part)
         gen_calls = [call for call, _, _ in gen_plan]
         cached = store.get_calls([c.key for c in gen_calls])
@@ -622,9 +623,14 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
         cached.update(store.get_calls([c.key for c in judge_calls]))
         if experiment.perplexity is not None:
             shown_to_scorers(tasks, seen)
-            made += candidates
+            made.extend(candidates)
         count("generate", gen_calls, cached)
         count("judge", judge_calls, cached)
+        return gen_calls + judge_calls
+
+    # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
+    for _ in in_chunks(instances, plan, calls=chunk_calls):
+        pass
     if experiment.perplexity is not None:  # what the whole plan shows: scored once each, after judging
         ppl_calls = planned_calls(runner, experiment, perplexity_triples(experiment.perplexity, experiment.judges,
                                                                          instances, made, seen))

@@ -3,10 +3,12 @@
 `plan_tasks` is every judge task of an experiment (each protocol under each condition, through
 the planners of `nepotism.judging`), `iter_tasks` the same tasks a chunk of instances at a time
 (the perplexity step reads the plan this way); `_table_kind` names the exported table a task's judgments
-go to. A run plans its tasks a chunk of instances at a time (`nepotism.runner.experiment_run`),
-through a `nepotism.runner.plan_memo.ChunkPlan` that the judge-plan memo can count without
-planning; the dry run and the batch files (`nepotism.runner.batch`) plan a chunk of instances at
-a time too, the mitigations the whole experiment at once.
+go to. `in_chunks` is how a plan is cut into chunks of instances when its calls are read: about
+`CHUNK_CALLS` calls a chunk, whatever the calls per instance (`iter_tasks`, the dry run and the
+batch rounds of `nepotism.runner.batch` plan this way). A run plans its tasks a chunk of instances
+at a time too (`nepotism.runner.experiment_run`), through a `nepotism.runner.plan_memo.ChunkPlan`
+that the judge-plan memo can count without planning (its chunks are fixed by the run's
+``ready_chunk``, as its memo is keyed by them); the mitigations plan the whole experiment at once.
 `prevented_tasks` is the part of the plan a failed generation took away: the tasks that would
 show a response that could not be made, each with that failure's reason, so that a run records
 them as failed judgments (`GENERATION_FAILED`) instead of leaving them out.
@@ -14,18 +16,38 @@ them as failed judgments (`GENERATION_FAILED`) instead of leaving them out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence, Sized
+from typing import Any, TypeVar
 
 from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
-__all__ = ["GENERATION_FAILED", "iter_tasks", "plan_tasks", "prevented_tasks"]
+__all__ = ["CHUNK_CALLS", "GENERATION_FAILED", "in_chunks", "iter_tasks", "plan_tasks", "prevented_tasks"]
 
 #: How the reason of a judgment a failed generation prevented begins; the generation call's
 #: error class follows (``generation:timeout``, ``generation:http_5xx:503``,
 #: ``generation:empty_text``), counted in exclusions as ``failed-generation:timeout``, ...
 GENERATION_FAILED = "generation:"
+#: About how many calls (or tasks) a chunk of the plan holds, in whole instances (`in_chunks`).
+CHUNK_CALLS = 4096
+
+_Planned = TypeVar("_Planned", bound=Sized)
+
+
+def in_chunks(instances: Sequence[Instance], plan: Callable[[Sequence[Instance]], _Planned], *,
+              calls: int = CHUNK_CALLS) -> Iterator[_Planned]:
+    """``plan`` over ``instances`` a few at a time, in order, each chunk about ``calls`` calls: its
+    size in instances is set from the calls per instance of the chunk before (``len`` of what
+    ``plan`` returned); the first chunk is 8 instances (``calls`` if fewer), none more than 1,024. At 1,520 calls per
+    instance a chunk is 2 instances, at 2 calls per instance 1,024: what a chunk holds
+    (rendered prompts, tasks) stays about the same size whatever the experiment."""
+    start, size = 0, max(1, min(8, calls))
+    while start < len(instances):
+        part = instances[start:start + size]
+        start += len(part)
+        planned = plan(part)
+        yield planned
+        size = max(1, min(1024, calls * len(part) // max(1, len(planned))))
 
 
 def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
@@ -59,26 +81,30 @@ def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
 
 
 def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-               judging: Any = None, *, chunk: int = 512) -> Iterator[Any]:
-    """`plan_tasks`, ``chunk`` instances at a time: the same tasks (each instance's tasks depend on
-    it and its responses alone), grouped by chunk, and never all in memory at once."""
+               judging: Any = None, *, calls: int = CHUNK_CALLS) -> Iterator[Any]:
+    """`plan_tasks` a chunk of instances at a time (`in_chunks`, about ``calls`` tasks a chunk):
+    the same tasks (each instance's tasks depend on it and its responses alone), grouped by
+    chunk, and never all in memory at once."""
     by_instance: dict[str, list[Response]] = {}
     for r in responses:
         by_instance.setdefault(r.instance_id, []).append(r)
-    for start in range(0, len(instances), chunk):
-        part = instances[start:start + chunk]
-        yield from plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
+
+    def plan(part: Sequence[Instance]) -> list[Any]:
+        return plan_tasks(experiment, part, [r for i in part for r in by_instance.get(i.id, ())], judging)
+
+    for tasks in in_chunks(instances, plan, calls=calls):
+        yield from tasks
 
 
 def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
                     failures: Sequence[tuple[str, str, str]], judging: Any = None, *,
-                    chunk: int = 512) -> Iterator[tuple[Any, str, str]]:
+                    calls: int = CHUNK_CALLS) -> Iterator[tuple[Any, str, str]]:
     """The judge tasks the failed generations took out of the plan, as ``(task, generator,
     error)``: the experiment planned as if each failed (instance id, generator, error) of
     ``failures`` had answered (an empty stand-in response), then the tasks that show one of those
     stand-ins. A task showing several is owed to the first of their generators by name (both
     presentation orders of a pair get the same reason). Only the instances with a failure are
-    planned, ``chunk`` at a time; ``responses`` are the candidates that were made."""
+    planned, a chunk at a time (`iter_tasks`); ``responses`` are the candidates that were made."""
     failed: dict[tuple[str, str], str] = {}
     for instance_id, generator, error in failures:
         failed.setdefault((instance_id, generator), error)
@@ -91,7 +117,7 @@ def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], respo
     for (instance_id, generator) in failed:
         by_instance.setdefault(instance_id, []).append(Response(instance_id, generator, ""))
     shown = [r for rs in by_instance.values() for r in rs]
-    for task in iter_tasks(experiment, wanted, shown, judging, chunk=chunk):
+    for task in iter_tasks(experiment, wanted, shown, judging, calls=calls):
         missing = sorted(r.generator for r in task.candidates if (r.instance_id, r.generator) in failed)
         if missing:
             yield task, missing[0], failed[task.instance.id, missing[0]]
