@@ -100,3 +100,30 @@ def test_a_run_shares_the_calls_its_dry_run_counted_as_shared(tmp_path):
     assert sum(p["shared"] for p in phases) == plan["totals"]["shared"] > 0
     assert sum(p["sent"] for p in phases) == plan["totals"]["to_send"]
     assert "sharing their answers" in text.stdout
+
+
+def test_a_generation_answer_stored_blank_is_planned_as_the_run_makes_it_no_response(tmp_path):
+    """A blank answer stored ok is a failed generation for the run (``empty_text``: its judgments
+    are recorded as prevented, no judge call shows it): the dry run plans no judge call for it
+    either, and counts as many judge calls as the run then makes."""
+    from nepotism.runner.batch import plan_round, read_results, store_results, write_batch
+    from nepotism.testing.standin import StandinConfig, standin_thread
+    from tests.runner.test_batch import DEAD, answer_batch, nep
+
+    exp = standin_experiment(tmp_path, DEAD, items=3, recognition=False)
+    experiment = load_experiment(exp)
+    with standin_thread(StandinConfig(latency_s=0.0)) as (url, _):
+        with Store(tmp_path / "b.db") as store:
+            write_batch(experiment, plan_round(experiment, store), tmp_path / "round1")
+            answer_batch(tmp_path / "round1", url, tmp_path / "out1.jsonl")
+            lines = [json.loads(x) for x in (tmp_path / "out1.jsonl").read_text().splitlines()]
+            lines[0]["response"]["body"]["choices"][0]["message"]["content"] = "  \n"
+            (tmp_path / "out1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+            store_results(store, read_results(plan_round(experiment, store), [tmp_path / "out1.jsonl"]))
+            plan = dry_run(experiment, store)
+            write_batch(experiment, plan_round(experiment, store), tmp_path / "round2")
+        answer_batch(tmp_path / "round2", url, tmp_path / "out2.jsonl")
+    done = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--json", "--no-progress",
+                          cwd=tmp_path).stdout)
+    assert done["generation_failures"][0]["error"] == "empty_text" and sum(done["prevented"].values()) > 0
+    assert plan["judge_calls"] == done["judging"]["total"] > 0

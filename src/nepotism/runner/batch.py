@@ -151,10 +151,10 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
     instances, recorded = er._in_shard(shard, instances, recorded)
     endpoints = er.build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    generation_plan = er._chunked_generation(store, experiment, runner, recorded)
+    chunks = er._PlanChunks(store, experiment, runner, judging, recorded)
 
     def generation() -> Iterator[list[PlannedCall]]:
-        return in_chunks(instances, lambda part: [call for call, _, _ in generation_plan(part)[1]], calls=chunk_calls)
+        return in_chunks(instances, lambda part: [call for call, _, _ in chunks.generation(part)[1]], calls=chunk_calls)
 
     first = BatchRound("generate", endpoints, store, generation)
     if first.missing:
@@ -162,27 +162,17 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
 
     def judge() -> Iterator[list[PlannedCall]]:
         # every generation call is answered: the judge calls are planned from the stored answers
-        from nepotism.runner.perplexity import perplexity_triples, planned_calls, shown_to_scorers
+        from nepotism.runner.perplexity import planned_calls
 
-        ppl = experiment.perplexity
-        seen: Any = ({}, {})
-        made: list[Response] = []
+        again = chunks.anew()  # (what the chunks show the perplexity scorers: once per reading)
 
         def plan(part: Sequence[Instance]) -> list[PlannedCall]:
-            have, gen_plan = generation_plan(part)
-            stored = store.get_calls([call.key for call, _, _ in gen_plan])
-            answers = [Response(instance.id, spec.model, hit.text) for call, instance, spec in gen_plan
-                       if (hit := stored.get(call.key)) is not None and hit.ok and (hit.text or "").strip()]
-            candidates = er._unique(have + answers)
-            tasks = er.plan_tasks(experiment, part, candidates, judging)
-            if ppl is not None:  # the perplexity step scores the same answers: same round, planned last
-                shown_to_scorers(tasks, seen)
-                made.extend(candidates)
-            return [call for call, _, _ in gen_plan] + runner.plan_judging(tasks, judging.render)
+            chunk = again(part)
+            return chunk.generation + chunk.judge
 
         yield from in_chunks(instances, plan, calls=chunk_calls)
-        if ppl is not None:
-            triples = perplexity_triples(ppl, experiment.judges, instances, made, seen)
+        if experiment.perplexity is not None:  # the perplexity step scores the same answers: planned last
+            triples = again.perplexity_triples(instances)
             for start in range(0, len(triples), chunk_calls):
                 yield planned_calls(runner, experiment, triples[start:start + chunk_calls])
 

@@ -15,11 +15,12 @@ without any backend and prices it. Left out: metrics (run ``nepotism metrics`` o
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nepotism._files import base_suffix, jsonl_rows
 from nepotism.errors import InputError
@@ -323,6 +324,73 @@ def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, re
     return plan
 
 
+class _ChunkCalls(NamedTuple):
+    """A chunk's calls as `_PlanChunks` plans them: its generation calls, the stored calls of those
+    keys that have one (``stored``), then the judge calls of its candidates (``judge``), one per task."""
+
+    generation: list[PlannedCall]
+    stored: dict[str, Any]
+    judge: list[PlannedCall]
+
+
+class _PlanChunks:
+    """The plan of an experiment a chunk of instances at a time, as the dry run and a batch judge
+    round read it (`in_chunks` cuts the chunks): calling it with a chunk gives the chunk's calls
+    (`_ChunkCalls`); `generation` is the chunk's `_generation_plan` alone (a batch generation
+    round). A chunk's candidates are its recorded and stored responses (`_chunked_generation`)
+    and the answers stored ok for its generation calls, as a run makes them (a blank answer is
+    no response: the run records it as a failure, ``empty_text``); with ``unmade``, a generation
+    call with no answer stored ok (never sent, or failed: the run sends it) is shown as
+    ``unmade(key, max_tokens)`` (the dry run's `_placeholder`). With a ``[perplexity]`` step,
+    what each chunk shows to whom is kept (`perplexity_triples` plans its calls after the last
+    chunk; a plan read again starts from `anew`)."""
+
+    def __init__(self, store: Store, experiment: Experiment, runner: Runner, judging: Any,
+                 recorded: Sequence[Response], *, unmade: Callable[[str, int], str] | None = None) -> None:
+        from nepotism.runner.perplexity import Shown
+
+        self.store, self.experiment, self.runner, self.judging, self.unmade = store, experiment, runner, judging, unmade
+        self.generation = _chunked_generation(store, experiment, runner, recorded)
+        self.seen: Shown = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
+        self.made: list[Response] = []  # every candidate (perplexity scores them)
+
+    def anew(self) -> _PlanChunks:
+        """The same plan, to be read again from its first chunk: the stored responses read once
+        are shared, what the chunks showed starts empty."""
+        again = copy.copy(self)
+        again.seen, again.made = ({}, {}), []
+        return again
+
+    def __call__(self, part: Sequence[Instance]) -> _ChunkCalls:
+        have, gen_plan = self.generation(part)
+        gen_calls = [call for call, _, _ in gen_plan]
+        stored = self.store.get_calls([c.key for c in gen_calls])
+        answers = []
+        for call, instance, spec in gen_plan:
+            hit = stored.get(call.key)
+            if hit is not None and hit.ok:
+                if (hit.text or "").strip():
+                    answers.append(Response(instance.id, spec.model, hit.text))
+            elif self.unmade is not None:
+                answers.append(Response(instance.id, spec.model, self.unmade(call.key, spec.max_tokens)))
+        candidates = _unique(have + answers)
+        tasks = plan_tasks(self.experiment, part, candidates, self.judging)
+        if self.experiment.perplexity is not None:
+            from nepotism.runner.perplexity import shown_to_scorers
+
+            shown_to_scorers(tasks, self.seen)
+            self.made.extend(candidates)
+        return _ChunkCalls(gen_calls, stored, self.runner.plan_judging(tasks, self.judging.render))
+
+    def perplexity_triples(self, instances: Sequence[Instance]) -> list[tuple[str, Instance, Response]]:
+        """The ``[perplexity]`` step's (scorer, instance, response) triples, once every chunk of
+        ``instances`` is planned: what the whole plan showed, scored once each."""
+        from nepotism.runner.perplexity import perplexity_triples
+
+        assert self.experiment.perplexity is not None
+        return perplexity_triples(self.experiment.perplexity, self.experiment.judges, instances, self.made, self.seen)
+
+
 def _in_shard(shard: Shard | None, instances: Sequence[Instance],
               recorded: Sequence[Response]) -> tuple[list[Instance], list[Response]]:
     """The instances (and their recorded responses) of ``shard``; everything without one."""
@@ -575,8 +643,8 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     Token counts are estimates: prompts are characters / 4; outputs are each request's
     ``max_tokens`` (1 for label verdicts), an upper bound. Responses not generated yet are
     assumed to be ``generation.max_tokens`` tokens long (4 characters each), so judge prompts
-    that will include them are estimated from placeholders, and those calls are never cached.
-    A call whose key was already planned (instances with the same prompt share their generation
+    that will include them are estimated from placeholders, and those calls are never cached (an
+    answer stored blank shows nothing: the run records it as a failed generation). A call whose key was already planned (instances with the same prompt share their generation
     calls, then their judge calls) is counted as ``shared``, not again as to send: the run sends it
     once. Costs use the registry's prices (USD per million tokens); models without a price show
     none. With ``shard``, the plan of that shard only.
@@ -590,7 +658,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     truth = grading_truth(experiment, instances)
     endpoints = build_endpoints(experiment, registry, connect=False)
     runner = Runner(store, endpoints)
-    generation_plan = _chunked_generation(store, experiment, runner, recorded)
+    chunks = _PlanChunks(store, experiment, runner, judging, recorded, unmade=_placeholder)
     models: dict[str, dict[str, Any]] = {}
     counted: set[bytes] = set()  # keys (64 hex digits, as 32 bytes) already counted: a call planned
     # twice (instances with the same prompt share their calls) is sent, and paid, once
@@ -603,37 +671,20 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
             _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=key in counted)
             counted.add(key)
 
-    from nepotism.runner.perplexity import Shown, perplexity_triples, planned_calls, shown_to_scorers
-
-    seen: Shown = ({}, {})  # what the plan shows each perplexity scorer, chunk after chunk
-    made: list[Response] = []  # every candidate (perplexity scores them)
-
     def plan(part: Sequence[Instance]) -> list[PlannedCall]:
-        have, gen_plan = generation_plan(part)
-        gen_calls = [call for call, _, _ in gen_plan]
-        cached = store.get_calls([c.key for c in gen_calls])
-        placeholders = []
-        for call, instance, spec in gen_plan:
-            hit = cached.get(call.key)
-            text = hit.text if hit is not None and hit.ok and hit.text else _placeholder(call.key, spec.max_tokens)
-            placeholders.append(Response(instance.id, spec.model, text))
-        candidates = _unique(list(have) + placeholders)
-        tasks = plan_tasks(experiment, part, candidates, judging)
-        judge_calls = runner.plan_judging(tasks, judging.render)
-        cached.update(store.get_calls([c.key for c in judge_calls]))
-        if experiment.perplexity is not None:
-            shown_to_scorers(tasks, seen)
-            made.extend(candidates)
-        count("generate", gen_calls, cached)
-        count("judge", judge_calls, cached)
-        return gen_calls + judge_calls
+        chunk = chunks(part)
+        cached = chunk.stored | store.get_calls([c.key for c in chunk.judge])
+        count("generate", chunk.generation, cached)
+        count("judge", chunk.judge, cached)
+        return chunk.generation + chunk.judge
 
     # a chunk of instances at a time: the plan is never held whole (10M judge calls would not fit)
     for _ in in_chunks(instances, plan, calls=chunk_calls):
         pass
     if experiment.perplexity is not None:  # what the whole plan shows: scored once each, after judging
-        ppl_calls = planned_calls(runner, experiment, perplexity_triples(experiment.perplexity, experiment.judges,
-                                                                         instances, made, seen))
+        from nepotism.runner.perplexity import planned_calls
+
+        ppl_calls = planned_calls(runner, experiment, chunks.perplexity_triples(instances))
         count("perplexity", ppl_calls, store.get_calls([c.key for c in ppl_calls]))
     by_model = {endpoint.model: endpoint for endpoint in endpoints.values()}
     for model, row in models.items():  # priced once from its token totals (the price is linear in them)
