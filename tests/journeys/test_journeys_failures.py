@@ -69,3 +69,19 @@ def test_a_failed_generation_is_counted_in_the_exports_metrics_and_report(tmp_pa
     nep("run", fresh.name, "--no-progress", cwd=fresh.parent)
     for kind in again["exports"]:
         assert (out / f"{kind}.csv").read_bytes() == (fresh.parent / "out" / f"{kind}.csv").read_bytes()
+
+
+def test_a_run_whose_every_call_failed_says_so_and_its_metrics_say_why_there_is_no_value(tmp_path):
+    """No server answers: the run exits 3, its summary says no judgment was read (not an empty
+    line), and every metric on its output folder says why it has no value: all of its
+    comparisons were excluded (the failed-generation rows), not just "no data"."""
+    exp = _experiment(tmp_path / "work", DEAD)
+    work = exp.parent
+    text = nep("run", exp.name, "--no-progress", cwd=work, expect=3).stdout
+    assert "  judgments  none\n" in text
+    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    rates = [r for r in records if r["metric"] == "win-rate"]
+    assert rates and all(r["value"] is None and r["n"] == 0 and r["n_excluded"] > 0 for r in rates)
+    assert all(r["note"] == f"no data: all {r['n_excluded']:,} excluded" for r in rates)
+    table = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout
+    assert "no data: all " in table

@@ -204,7 +204,7 @@ def _print_summary(summary) -> None:
         for url, c in urls.items():
             click.echo(f"      {url}  {c['requests']} requests, {c['answered']} answered, {c['failed']} failed, "
                        f"{c['failed_over']} moved to another endpoint")
-    click.echo("  judgments  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())))
+    click.echo("  judgments  " + (", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())) or "none"))
     if summary.generation_failures:
         prevented = summary.prevented
         click.echo(f"  {len(summary.generation_failures)} responses could not be generated: "

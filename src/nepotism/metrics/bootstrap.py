@@ -256,7 +256,7 @@ def cluster_bootstrap(
     nan = float("nan")
     if n_clusters == 0:
         return Estimate(nan, nan, nan, n, 0, n_excluded, excluded, confidence, method, 0, None,
-                        note or "no data")
+                        note or (f"no data: all {n_excluded:,} excluded" if n_excluded else "no data"))
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(np.asarray(statistic(sums.sum(axis=0)), dtype=float))
     if not np.isfinite(value):
