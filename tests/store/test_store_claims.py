@@ -98,9 +98,11 @@ LINUX = pytest.mark.skipif(not os.path.exists("/proc/sys/kernel/random/boot_id")
 
 
 def _start(pid: int) -> str:
-    """"<boot id>:<field 22 of /proc/PID/stat>", read here independently of the store."""
+    """"<boot id>:<pid namespace>:<field 22 of /proc/PID/stat>", read here independently of the
+    store."""
     boot = open("/proc/sys/kernel/random/boot_id").read().strip()
-    return f"{boot}:{open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[19]}"
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    return f"{boot}:{namespace}:{open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[19]}"
 
 
 @LINUX
@@ -120,13 +122,13 @@ def test_a_reused_pid_is_taken_over_at_once_a_live_owner_never(tmp_path):
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         start = _start(live.pid)
-        boot, ticks = start.split(":")
+        boot, namespace, ticks = start.split(":")
         with Store(tmp_path / "s.db") as store:
             _hold(store, "b" * 64, live.pid, start)
             _hold(store, "c" * 64, live.pid, None)  # an older nepotism's claim
-            _hold(store, "d" * 64, live.pid, f"{boot}:{int(ticks) - 1}")  # the pid's earlier process
-            _hold(store, "e" * 64, live.pid, f"{'0' * 8}-{boot[9:]}:{ticks}")  # before a reboot
-            _hold(store, "f" * 64, live.pid, f"{boot}:{int(ticks) - 1}", owner="far")
+            _hold(store, "d" * 64, live.pid, f"{boot}:{namespace}:{int(ticks) - 1}")  # the pid's earlier process
+            _hold(store, "e" * 64, live.pid, f"{'0' * 8}-{boot[9:]}:{namespace}:{ticks}")  # before a reboot
+            _hold(store, "f" * 64, live.pid, f"{boot}:{namespace}:{int(ticks) - 1}", owner="far")
             store._conn().execute("UPDATE call_claims SET host = 'another-host' WHERE owner = 'far'")
             assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64], "me") == {
                 "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "claimed",
@@ -137,6 +139,25 @@ def test_a_reused_pid_is_taken_over_at_once_a_live_owner_never(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+@LINUX
+def test_a_claim_from_another_pid_namespace_waits_out_its_lease(tmp_path):
+    """Two containers with one host name (host networking) sharing a store: a pid recorded in the
+    other container's pid namespace means nothing here, gone or living, so its claim is never
+    taken before its lease ends. One of this namespace whose pid is gone is taken at once."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    boot, namespace, ticks = _start(os.getpid()).split(":")
+    with Store(tmp_path / "s.db") as store:
+        _hold(store, "b" * 64, gone.pid, f"{boot}:{int(namespace) + 1}:{ticks}")
+        _hold(store, "c" * 64, os.getpid(), f"{boot}:{int(namespace) + 1}:{int(ticks) + 1}")
+        _hold(store, "d" * 64, gone.pid, f"{boot}:{namespace}:{ticks}")
+        _hold(store, "e" * 64, os.getpid(), f"{boot}:{ticks}")  # (a record of no known shape: held)
+        assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64], "me") == {
+            "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "busy"}
+        store._conn().execute("UPDATE call_claims SET expires_at = 0")
+        assert set(store.claim_calls(["b" * 64, "c" * 64], "me").values()) == {"claimed"}
 
 
 def test_an_owner_hidden_from_proc_but_signalable_is_alive(tmp_path, monkeypatch):

@@ -71,10 +71,18 @@ def _gone(pid: int, start: str | None = None) -> bool:
 
     A process we may not signal still exists. A zombie is gone: a killed run whose parent has not
     waited for it yet (a job runner, a Python script that started it) still has its pid, but will
-    never send a call. A pid that lives with another start time (or after a reboot: another boot
-    id) is another process that reused it. Either way a claim's owner is taken over at once rather
-    than after its lease (60 s). Where there is no ``/proc`` (macOS), existing is all that can be
-    told."""
+    never send a call. A pid that lives with another start time is another process that reused
+    it, and a start of an earlier boot (another boot id) is gone with that boot. Either way a
+    claim's owner is taken over at once rather than after its lease (60 s). A start recorded in
+    another pid namespace (another container sharing the host name and the store) names a pid
+    this process cannot look up: never gone here. Where there is no ``/proc`` (macOS), existing
+    is all that can be told."""
+    if start is not None:
+        boot, namespace, _ = start.split(":", 2) if start.count(":") >= 2 else ("", "", "")
+        if boot and _boot_id() not in (None, boot):
+            return True  # recorded before this host last booted
+        if namespace != _pid_namespace():
+            return False  # another container's pid (or an unreadable record): its lease decides
     denied = False
     try:
         os.kill(pid, 0)
@@ -113,18 +121,21 @@ def _stat(pid: int) -> bytes | None:
 
 
 def _start_of(stat: bytes) -> str | None:
-    """"<boot id>:<start time>" from a ``/proc/<pid>/stat`` line: field 22 (``starttime``, clock
-    ticks after boot) with this boot's id, so that a reboot is seen too; None if unreadable."""
-    boot = _boot_id()
+    """"<boot id>:<pid namespace>:<start time>" from a ``/proc/<pid>/stat`` line of this pid
+    namespace: field 22 (``starttime``, clock ticks after boot), with this boot's id, so that a
+    reboot is seen too, and the namespace's inode, so that a pid is only ever compared where it
+    means the same process; None if any of them cannot be read."""
+    boot, namespace = _boot_id(), _pid_namespace()
     fields = stat[stat.rfind(b")") + 2:].split()
-    if boot is None or len(fields) < 20 or not fields[19].isdigit():
+    if boot is None or namespace is None or len(fields) < 20 or not fields[19].isdigit():
         return None
-    return f"{boot}:{int(fields[19])}"  # fields[0] is field 3 (state), so field 22 is fields[19]
+    return f"{boot}:{namespace}:{int(fields[19])}"  # fields[0] is field 3 (state): 22 is fields[19]
 
 
 def _process_start(pid: int) -> str | None:
-    """When process ``pid`` of this host started, as "<boot id>:<start time>" (recorded with a
-    claim as ``owner_start``); None where ``/proc`` cannot tell (then only the pid is compared)."""
+    """When process ``pid`` of this host started, as "<boot id>:<pid namespace>:<start time>"
+    (recorded with a claim as ``owner_start``); None where ``/proc`` cannot tell (then only the pid
+    is compared)."""
     stat = _stat(pid)
     return _start_of(stat) if stat else None
 
@@ -136,10 +147,18 @@ def _boot_id() -> str | None:
     if not _BOOT_ID:
         try:
             with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-                _BOOT_ID.append(handle.read().strip() or None)
+                _BOOT_ID.append(handle.read().strip().replace(":", "") or None)
         except (OSError, ValueError):
             _BOOT_ID.append(None)
     return _BOOT_ID[0]
+
+
+def _pid_namespace() -> str | None:
+    """The inode of this process's pid namespace (the same for every process of a container)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return None
 
 
 #: Whether this host shows processes under /proc (Linux), for `_gone`.
