@@ -85,3 +85,88 @@ def test_a_run_whose_every_call_failed_says_so_and_its_metrics_say_why_there_is_
     assert all(r["note"] == f"no data: all {r['n_excluded']:,} excluded" for r in rates)
     table = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout
     assert "no data: all " in table
+
+
+def _failing_item(folder: Path, index: int = 1) -> None:
+    """Item ``index`` of ``folder/items.jsonl`` gets a prompt the stand-in fails every call of."""
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    rows[index]["prompt"] += " <<standin:fault=http_500>>"
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_condition(tmp_path, standin):
+    """``nepotism mitigate`` with an item whose responses cannot be generated: the comparisons they
+    would have been in are failed rows of the exports under every condition they would have been
+    judged in, and every effect counts them in its exclusions under metrics' label (before, n
+    shrank and nothing said why)."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False, attempts=1)
+    work = exp.parent
+    _failing_item(work)
+    # every verdict parses (min_label_mass 0): the failed generation is the one thing left out
+    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
+                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "impartial"\n'
+                   'kind = "judge-option"\noptions = { impartial = true }\n'
+                   '[[mitigate.conditions]]\nname = "synonyms"\nkind = "synonym"\nk = 2\n')
+    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    summary = done["summary"]
+    assert summary["generation_failures"] == 2 and summary["prevented"] == {"generation:http_5xx:500": 12}
+    rows = _rows(work / "out" / "pairwise.csv")
+    assert len(rows) == summary["judge_calls"] + 12 == 4 * 12  # every planned comparison is a row
+    failed = [r for r in rows if r["instance_id"] == "q2"]
+    assert all(r["status"] == "failed" and r["reason"] == "generation:http_5xx:500" and not r["verdict"]
+               for r in failed)
+    assert {r["condition"] for r in failed} == {"default", "impartial", "synonyms:standin-alpha",
+                                                "synonyms:standin-beta"}
+    assert all(r["status"] == "parsed" for r in rows if r["instance_id"] != "q2")
+    effects = [r for r in done["records"] if r["metric"] == "mitigation-effect" and r["variant"]["scope"] == "self"]
+    assert effects
+    for r in effects:  # one self-evaluation pair an item and judge; q2's is excluded, with its reason
+        pairs = 2 if r["judge"] == "all" else 1
+        assert r["excluded"].get("failed-generation:http-5xx:500") == pairs, r
+        assert r["n"] + r["n_excluded"] == 4 * pairs
+    label = "failed-generation:http-5xx:500"  # the label `nepotism metrics` counts them under
+    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    assert sum(r["excluded"].get(label, 0) for r in records if r["metric"] == "excluded-verdicts") == 12
+    text = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work).stdout
+    assert "2 responses could not be generated: 12 judgments they would have shown are exported as failed" in text
+
+
+def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_path, standin):
+    """``nepotism leakage`` with an instruction no student can answer: the comparisons and
+    recognition questions its answers would have been in are stored as failed judgments, and the
+    PLS, win-rate and recognition records count them in their exclusions under metrics' label."""
+    from tests.journeys.test_journeys_leakage import _leakage_experiment
+
+    exp = _leakage_experiment(tmp_path / "work", standin)
+    work = exp.parent
+    exp.write_text(exp.read_text()
+                   .replace('options = { mode = "text", reasoning = "cot" }',
+                            'options = { mode = "labels", min_label_mass = 0.0 }')
+                   .replace("recognition = []", 'recognition = ["pairwise"]')
+                   .replace("dimensions = true", "dimensions = false")
+                   .replace('ablations = ["style", "format"]', "ablations = []")
+                   .replace('model = "standin-base"\n', 'model = "standin-base"\nmax_attempts = 1\n'))
+    rows = [json.loads(line) for line in (work / "eval.jsonl").read_text().splitlines()]
+    rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every student's answer to e1 fails
+    (work / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=work).stdout)
+    label = "failed-generation:http-5xx:500"
+    assert result["generation_failures"] == 6  # three entries' two students
+    # 3 groups x 1 pair x 2 judges x 2 orders of e1's comparisons, and its recognition questions
+    assert result["prevented"] == {"generation:http_5xx:500": 24}
+    assert result["judgments"] == {"pairwise:failed": 12, "pairwise:parsed": 24,
+                                   "recognition:failed": 12, "recognition:parsed": 24}
+    scored = [r for r in result["records"] if r["metric"] in ("preference-leakage-score", "win-rate",
+                                                              "student-recognition-accuracy")]
+    assert scored and all(r["excluded"].get(label, 0) > 0 for r in scored)
+    for r in scored:
+        if r["metric"] == "win-rate":  # a judge's verdicts on one student: e1's comparison is out
+            assert r["n"] == 2 and r["excluded"] == {label: 1}
+    failed = []
+    for protocol in ("pairwise", "recognition-pairwise"):  # in the store, as failed judgments with the reason
+        nep("store", "export", "judgments", "--protocol", protocol, "--store", "s.db", "--out", f"{protocol}.csv",
+            cwd=work)
+        failed += [r for r in _rows(work / f"{protocol}.csv") if r["status"] == "failed"]
+    assert len(failed) == 24 and {(r["instance_id"], r["reason"]) for r in failed} == {("e1", "generation:http_5xx:500")}

@@ -74,3 +74,17 @@ def test_audit_metrics_match_their_definitions():
     assert (b, m) == (0.5, 0.25)
     est, b, m = paired_effect(base, mit, "demographic-parity-bias", bootstrap=BOOT)
     assert b == 2 * 0.625 - 1 and m == 2 * 0.5 - 1 and est.value == m - b
+
+
+def test_a_pair_without_a_usable_verdict_is_counted_under_its_rows_reason():
+    """Rows from `side_rows` say why a verdict is missing (`excluded_reason`, metrics' labels): the
+    baseline's reason where the baseline has none, else the mitigated row's; none: the generic count."""
+    why = "failed-generation:timeout"
+    base = _frame([np.nan, 1.0, np.nan, 1.0], [1.0] * 4).assign(
+        excluded_reason=[why, None, "unparsed-conflicting", None])
+    mit = _frame([np.nan, np.nan, 1.0, 1.0], [1.0] * 4).assign(
+        excluded_reason=[why, "failed-timeout", None, None])
+    est, _, _ = paired_effect(base, mit, "self-preference", bootstrap=BOOT)
+    assert est.n == 1 and est.excluded == {why: 1, "failed-timeout": 1, "unparsed-conflicting": 1}
+    est = diff_in_diff(base, mit, base, mit, bootstrap=BOOT)
+    assert est.excluded["self: " + why] == 1 and est.excluded["control: failed-timeout"] == 1

@@ -14,8 +14,10 @@ def _j(judge, inst, item, model, verdict):
 
 
 def test_rows_count_unparsed():
-    frame, missing = rubric_rows([_j("a", "i", "r1", "a", "yes"), _j("a", "i", "r2", "a", None)])
-    assert len(frame) == 1 and missing == 1 and bool(frame["met"].iloc[0])
+    failed = Judgment("i", "a", "rubric", ("b",), "failed", rubric_id="r1", reason="generation:timeout")
+    frame, missing = rubric_rows([_j("a", "i", "r1", "a", "yes"), _j("a", "i", "r2", "a", None), failed])
+    assert len(frame) == 1 and bool(frame["met"].iloc[0])
+    assert missing == {"failed-generation:timeout": 1, "unparsed": 1}  # the labels every metric counts
 
 
 def test_filtering_disputed_items_removes_their_overestimation():

@@ -96,6 +96,11 @@ def _print(result, target: Path) -> None:
     click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {_calls(s, 'judge')}")
     if s.get("rewrite_calls"):
         click.echo(f"  rewrites: {_calls(s, 'rewrite')}, {s.get('rewrite_failed', 0)} without a usable text")
+    if s.get("generation_failures"):
+        prevented = s.get("prevented", {})
+        click.echo(f"  {s['generation_failures']} responses could not be generated: {sum(prevented.values())} "
+                   "judgments they would have shown are exported as failed and counted as excluded ("
+                   + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
     if s.get("rule") == "strict":
         ambiguous = ", ".join(f"{c}: {n}" for c, n in s.get("ambiguous_comparisons", {}).items()) or "none"
         click.echo(f"strict rule: comparisons whose two orders disagree are left out (ambiguous: {ambiguous})")

@@ -304,7 +304,8 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     from nepotism.leakage.recognition import classifier_records, plan_student_recognition, recognition_records
     from nepotism.leakage.scores import pls_records, comparisons_frame
     from nepotism.models import load_registry
-    from nepotism.runner.experiment_run import build_endpoints
+    from nepotism.runner.experiment_run import build_endpoints, record_prevented
+    from nepotism.runner.judge_plan import prevented_by
 
     exp = cfg.experiment
     timer = _Timer()
@@ -372,34 +373,50 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
                         "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges) * (1 + len(cfg.analyses.ablations)),
                         "notes": notes}
             with timer("student answers"):
-                answered = await runner.generate(eval_instances, list(specs.values()))
-            by_instance: dict[str, list[Response]] = {}
-            for r in answered.responses:
-                by_instance.setdefault(r.instance_id, []).append(r)
-            tasks = judging.plan_pairwise(eval_instances, by_instance, list(exp.judges), pairs=pairs, both_orders=True,
-                                          options=dict(cfg.judge_options))
+                calls = runner.plan_generation(eval_instances, list(specs.values()))
+                answered = await runner.generate(eval_instances, list(specs.values()), planned=calls)
             a = cfg.analyses
+            rewritten: dict[str, list[Response]] = {}
             if a.ablations:
                 with timer("ablation rewrites"):
                     rewritten = await _ablated_answers(a.ablations, a.rewriter, answered.responses, store, eps,
                                                        run_id, exp.seed, notes)
-                for condition, responses in rewritten.items():
-                    ablated_by_instance: dict[str, list[Response]] = {}
+
+            def student_tasks(instances: Sequence[Any], answers: Sequence[Response],
+                     ablated: Mapping[str, Sequence[Response]]) -> list[Any]:
+                """The judge tasks of the students' ``answers`` and their ``ablated`` rewrites."""
+                out = []
+                for condition, responses in {"default": answers, **ablated}.items():
+                    by_instance: dict[str, list[Response]] = {}
                     for r in responses:
-                        ablated_by_instance.setdefault(r.instance_id, []).append(r)
-                    tasks += judging.plan_pairwise(eval_instances, ablated_by_instance, list(exp.judges), pairs=pairs,
-                                                   both_orders=True, condition=condition,
-                                                   options=dict(cfg.judge_options))
-            if a.recognition:
-                tasks += plan_student_recognition(eval_instances, answered.responses, students, cfg.judge_of,
-                                                  pointwise="pointwise" in a.recognition, pairwise="pairwise" in a.recognition,
-                                                  options=_judge_wide_options(cfg.judge_options))
-            if a.categoriser and a.question_types:
-                tasks += cat.plan_question_types(eval_instances, a.categoriser,
-                                                 options=_judge_wide_options(cfg.judge_options))
+                        by_instance.setdefault(r.instance_id, []).append(r)
+                    out += judging.plan_pairwise(instances, by_instance, list(exp.judges), pairs=pairs,
+                                                 both_orders=True, options=dict(cfg.judge_options),
+                                                 **({} if condition == "default" else {"condition": condition}))
+                if a.recognition:
+                    out += plan_student_recognition(instances, answers, students, cfg.judge_of,
+                                                    pointwise="pointwise" in a.recognition,
+                                                    pairwise="pairwise" in a.recognition,
+                                                    options=_judge_wide_options(cfg.judge_options))
+                if a.categoriser and a.question_types:
+                    out += cat.plan_question_types(instances, a.categoriser,
+                                                   options=_judge_wide_options(cfg.judge_options))
+                return out
+
+            tasks = student_tasks(eval_instances, answered.responses, rewritten)
             with timer("judging"):
                 judged = await runner.judge(tasks, judging.render, judging.interpret_all)
-            pairwise = [j for j in judged.judgments if j.protocol == "pairwise"]
+            # the judgments a student's failed answer prevented: failed judgments with its reason
+            # (`record_prevented`), stored and counted in every analysis' exclusions
+            prevented: list[Any] = []
+            blocked = prevented_by(lambda hit, shown: student_tasks([i for i in eval_instances if i.id in hit],
+                                                                    shown, {c: shown for c in rewritten}),
+                                   answered.responses, answered.failures)
+            prevented_counts, _ = record_prevented(store, exp, eval_instances, answered.responses, answered.failures,
+                                                   calls, judging, run_id=run_id, tasks=blocked,
+                                                   source=f"leakage:{exp.name}", keep=prevented)
+            judgments = judged.judgments + prevented
+            pairwise = [j for j in judgments if j.protocol == "pairwise"]
             # the other analyses read the students' own answers (the ablations only add PLS conditions)
             original = [j for j in pairwise if j.condition == "default"]
             dims: dict[str, Any] = {}
@@ -427,25 +444,27 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         comp = comparisons_frame(pairwise)
         records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=PLS_TIE_RULES)
         if a.recognition:
-            records += recognition_records(judged.judgments, students, cfg.judge_of, bootstrap=boot)
+            records += recognition_records(judgments, students, cfg.judge_of, bootstrap=boot)
         if a.classifier:
             try:
                 records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot)
             except ImportError:
                 notes.append("classifier: scikit-learn is missing (install the 'train' extra)")
-        qtypes = cat.labels_from(judged.judgments, target="instance")[0] if a.categoriser and a.question_types else {}
+        qtypes = cat.labels_from(judgments, target="instance")[0] if a.categoriser and a.question_types else {}
         records += cat.category_records(original, students, cfg.judge_of, registry, question_types=qtypes,
                                         dimensions=dims, bootstrap=boot)
     if a.mitigation:
         notes.append("mitigation (paper 000 §5.8): run `nepotism mitigate` on the students' answers with "
                      "[mitigate] target = \"student\" and human labels as preference_ref (Error Bias per mitigation)")
     counts: dict[str, int] = {}
-    for j in judged.judgments:
+    for j in judgments:
         counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1
     result = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
               "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
               "train_instructions": len(train), "eval_instructions": len(eval_instances),
               "judgments": counts, "generation_failures": len(answered.failures), "timings": timer.phases,
               "notes": notes, "records": records}
+    if prevented_counts:  # judgments a failed student answer prevented, by reason (as `nepotism run` says)
+        result["prevented"] = prevented_counts
     result["files"] = _write(out_dir, result)
     return result

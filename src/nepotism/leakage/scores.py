@@ -2,7 +2,8 @@
 
 `pairwise_frame` turns pairwise `Judgment` records into the recorded pairwise table (one row per
 presentation order; an unparsed or failed verdict stays a row with no verdict, so it is counted
-as excluded, never as a tie). `pls_records` computes, for every group of comparable students
+as excluded, never as a tie, under its reason: `nepotism.records.exclusion_label`, as every metric
+counts it, e.g. ``failed-generation:timeout`` for a comparison a student's failed answer prevented). `pls_records` computes, for every group of comparable students
 (same method, base and variant), every pair of generators (g_i, g_j) and their related judges
 (J_i, J_j), paper 000's PLS (Eq. 5–6) with a cluster bootstrap over instructions, its CI and the
 one-sided test of PLS > 0 (App. D.4), plus the four win rates WR(student, judge) it is built from.
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import build_comparisons
+from nepotism.analyses.comparisons import build_comparisons, with_reasons
 from nepotism.leakage.lineage import Student
 from nepotism.metrics import Bootstrap
 from nepotism.metrics import leakage
@@ -30,13 +31,16 @@ __all__ = ["comparisons_frame", "group_students", "pairwise_frame", "pls_records
 
 
 def pairwise_frame(judgments: Sequence[Judgment]) -> pd.DataFrame:
-    """The pairwise table (instance_id, judge, model_a, model_b, verdict, condition, replicate)."""
+    """The pairwise table (instance_id, judge, model_a, model_b, verdict, status, reason, condition,
+    replicate): a verdict's status and reason are what the comparisons count its exclusion under."""
     rows = [{"instance_id": j.instance_id, "judge": j.judge, "model_a": j.candidates[0],
              "model_b": j.candidates[1], "verdict": j.verdict if j.status == "parsed" else None,
+             "status": j.status, "reason": j.reason,
              "prob_a": _prob(j, "A"), "prob_b": _prob(j, "B"),
              "condition": j.condition, "replicate": j.replicate}
             for j in judgments if j.protocol == "pairwise" and len(j.candidates) == 2]
-    columns = ["instance_id", "judge", "model_a", "model_b", "verdict", "prob_a", "prob_b", "condition", "replicate"]
+    columns = ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason", "prob_a", "prob_b",
+               "condition", "replicate"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -68,9 +72,17 @@ def group_students(students: Sequence[Student]) -> dict[str, dict[str, Student]]
     return out
 
 
+def _why(sub: pd.DataFrame, column: str = "excluded_reason", *, times: int = 2) -> np.ndarray:
+    """Why each comparison of ``sub`` has no outcome (``column`` of `comparisons_frame`: the labels
+    every metric counts exclusions under, `nepotism.records.exclusion_label`; None where it has
+    one), repeated as `_pls_inputs` repeats the comparisons."""
+    why = sub[column].to_numpy(dtype=object) if column in sub else np.full(len(sub), None, dtype=object)
+    return np.concatenate([why] * times)
+
+
 def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap,
-               base: dict) -> dict:
-    est = win_rate(side, clusters, bootstrap=boot)
+               base: dict, why: np.ndarray) -> dict:
+    est = with_reasons(win_rate(side, clusters, bootstrap=boot), why)
     return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None,
             **est.as_dict()}
 
@@ -103,6 +115,8 @@ def _change_records(chosen: pd.DataFrame, si: str, ji: str, jj: str, ties: Seque
             est = leakage.preference_leakage_change(*(np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3])),
                                                     flags, np.concatenate([baseline[3], after[3]]),
                                                     ties=tie_rule, bootstrap=boot)
+            est = with_reasons(est, np.concatenate([_why(chosen[chosen["condition"] == "default"]),
+                                                    _why(chosen[chosen["condition"] == condition])]))
             out.append({**base, "condition": condition,
                         "variant": {**variant, "ties": tie_rule, "against": "default"}, **est.as_dict()})
     return out
@@ -144,7 +158,8 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                 base = {"condition": condition, "scope": "student", "relation": relation,
                         "students": {gi: si, gj: sj}, "judges": {gi: ji, gj: jj}}
                 for tie_rule in ties:
-                    est = leakage.preference_leakage_score(*rows, ties=tie_rule, bootstrap=boot)
+                    est = with_reasons(leakage.preference_leakage_score(*rows, ties=tie_rule, bootstrap=boot),
+                                       _why(sub))
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
@@ -153,14 +168,16 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                     # paper 001 Eq. 3: p(X)/(p(A)+p(B)) averaged over both orders, as a soft outcome in
                     # [-1, 1]; position bias cancels in the average instead of turning every pair into a tie
                     soft = _pls_inputs(sub, si, jj, 2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0)
-                    est = leakage.preference_leakage_score(*soft, ties="half", bootstrap=boot)
+                    est = with_reasons(leakage.preference_leakage_score(*soft, ties="half", bootstrap=boot),
+                                       _why(sub, "prob_excluded_reason"))
                     records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
                                     "generator": f"{gi} & {gj}", "pair": [si, sj],
                                     "variant": {**variant, "ties": "half", "preference": "probability"},
                                     **est.as_dict()})
+                why = _why(sub, times=1)
                 for judge in (ji, jj):
                     jm = (sub["judge"] == judge).to_numpy()
                     for student, signed in ((si, out_i), (sj, -out_i)):
                         records.append(_wr_record(student, judge, signed[jm], ids[jm], boot,
-                                                  {**base, "variant": dict(variant)}))
+                                                  {**base, "variant": dict(variant)}, why[jm]))
     return records

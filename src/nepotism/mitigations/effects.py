@@ -5,8 +5,10 @@ treatment is measured: the judge's own answer, or a relative's), ``opponent``, `
 side (+1 / 0 / -1, NaN when unusable) and ``truth`` (+1 the side's answer is better, -1 the
 opponent's, 0 equal, NaN unknown). `paired_effect` matches the baseline rows and the mitigated rows
 on (judge, instance_id, side, opponent), keeps the pairs usable in both (the others are counted as
-excluded), and bootstraps ``metric(mitigated) - metric(baseline)`` resampling the same instances
-for both — same instances, same judge. `diff_in_diff` does the same for (self-evaluation change)
+excluded: a pair without a usable verdict under the rows' ``excluded_reason`` where they carry
+one, the labels every metric uses, e.g. ``failed-generation:timeout``), and bootstraps
+``metric(mitigated) - metric(baseline)`` resampling the same instances for both — same
+instances, same judge. `diff_in_diff` does the same for (self-evaluation change)
 minus (third-party change), paper 003 Fig. 9's control.
 
 Base metrics (each a ratio of per-instance sums): ``self-preference`` (the side's win rate, ties
@@ -91,26 +93,29 @@ def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple, tuple]:
 
 def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
     value = _VALUE.get(metric, "outcome")
-    b = _keyed(base, [value, "truth"])
-    m = _keyed(mitigated, [value])
+    b = _keyed(base, [value, "truth", "excluded_reason"])
+    m = _keyed(mitigated, [value, "excluded_reason"])
     excluded: dict[str, int] = {}
     for count, reason in ((len(b.keys() - m.keys()), "no mitigated comparison"),
                           (len(m.keys() - b.keys()), "no baseline comparison")):
         if count:
             excluded[reason] = count
-    rows, unusable, unknown = [], 0, 0
-    for key, (outcome, truth) in b.items():
+    rows, unknown = [], 0
+    unusable: dict[str, int] = {}
+    for key, (outcome, truth, why) in b.items():
         if key not in m:
             continue
-        mit = m[key][0]
+        mit, mit_why = m[key]
         if _nan(outcome) or _nan(mit):
-            unusable += 1
+            # why: the rows' exclusion label where they carry one (`side_rows`), else generic
+            label = why if _nan(outcome) else mit_why
+            label = label if isinstance(label, str) else "no usable verdict in one condition"
+            unusable[label] = unusable.get(label, 0) + 1
         elif _needs_truth(metric) and _nan(truth):
             unknown += 1
         else:
             rows.append((key[1], outcome, mit, truth))
-    if unusable:
-        excluded["no usable verdict in one condition"] = unusable
+    excluded.update(sorted(unusable.items()))
     if unknown:
         excluded["no truth"] = unknown
     frame = pd.DataFrame(rows, columns=["instance_id", "outcome_base", "outcome_mit", "truth"])

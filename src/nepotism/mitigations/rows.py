@@ -3,7 +3,10 @@
 `side_rows` combines the two presentation orders of each (judge, condition, instance, pair) with
 `nepotism.metrics.pairwise.aggregate_orders` (paper 004's rule, or paper 003's strict rule; an order
 without its twin is used as it is) and returns two rows per comparison, one from each candidate's side: ``outcome`` for
-that side (+1 / 0 / -1, NaN for an unparsed or failed verdict), ``score`` = the mean over the
+that side (+1 / 0 / -1, NaN for an unparsed or failed verdict; ``excluded_reason`` then says why,
+as every metric counts it: `nepotism.records.exclusion_label` of the first order without a verdict,
+``unparsed-conflicting``, ``failed-timeout``, ``failed-generation:timeout`` for a comparison a
+failed generation prevented), ``score`` = the mean over the
 orders of log p(side) - log p(opponent) from the label probabilities, and ``prob`` = the mean over
 the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN without probabilities.
 `pair_truth` says which of two candidates is better from their correctness (+1 / -1 / 0, NaN
@@ -21,13 +24,13 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics.pairwise import aggregate_orders
-from nepotism.records import Judgment
+from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide_one
 
 __all__ = ["ROW_COLUMNS", "pair_truth", "preference_truth", "side_rows"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
-               "n_orders", "ambiguous"]
+               "n_orders", "ambiguous", "excluded_reason"]
 _CODE = {"A": 1.0, "B": -1.0, "tie": 0.0}
 _EPS = 1e-6
 
@@ -66,22 +69,24 @@ def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.
         first = j.candidates[0] == x
         code = _CODE.get(j.verdict, math.nan) if j.status == "parsed" else math.nan
         code_x = code if first else -code
+        why = None if j.status == "parsed" else exclusion_label(j.status, j.reason)
         groups.setdefault((j.judge, j.condition, j.replicate, j.instance_id, x, y), []).append(
-            (code_x, _log_ratio(j.label_probs, first), _share(j.label_probs, first)))
+            (code_x, _log_ratio(j.label_probs, first), _share(j.label_probs, first), why))
     rows = []
     for (judge, condition, replicate, instance, x, y), orders in groups.items():
-        codes = [c for c, _, _ in orders[:2]]
+        codes = [c for c, _, _, _ in orders[:2]]
         outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]), rule=rule)) if len(codes) == 2 \
             else codes[0]
         ambiguous = len(codes) == 2 and not any(math.isnan(c) for c in codes) and math.isnan(outcome)
-        scores = [s for _, s, _ in orders[:2] if not math.isnan(s)]
+        scores = [s for _, s, _, _ in orders[:2] if not math.isnan(s)]
         score = float(np.mean(scores)) if scores else math.nan
-        shares = [p for _, _, p in orders[:2] if not math.isnan(p)]
+        shares = [p for _, _, p, _ in orders[:2] if not math.isnan(p)]
         prob = float(np.mean(shares)) if shares else math.nan
-        rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes), ambiguous))
+        why = next((w for _, _, _, w in orders[:2] if w is not None), None) if math.isnan(outcome) else None
+        rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes), ambiguous, why))
         rows.append((judge, condition, replicate, instance, y, x, -outcome if outcome == outcome else math.nan,
                      -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes),
-                     ambiguous))
+                     ambiguous, why))
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 

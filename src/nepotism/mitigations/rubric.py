@@ -1,7 +1,7 @@
 """Agreement-based filtering of rubric items as a mitigation (paper 002 Fig. 4).
 
 `rubric_rows` reads single-item rubric judgments into rows ``judge, condition, instance_id,
-rubric_id, model, met`` (parsed verdicts only; the others are counted). `agreement_records`
+rubric_id, model, met`` (parsed verdicts only; the others are counted by reason). `agreement_records`
 drops the rubric items whose inter-judge agreement (`nepotism.analyses.suite.agreement_filter`)
 is below the threshold and reports, per judge, the change in its *self-overestimation rate*: among
 its own responses' items that the other judges' majority says are not met, the share it marks met.
@@ -17,23 +17,28 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
-from nepotism.records import Judgment
+from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide
 
 __all__ = ["agreement_records", "rubric_rows"]
 
 
-def rubric_rows(judgments: Iterable[Judgment]) -> tuple[pd.DataFrame, int]:
-    """(rows of parsed single-item rubric verdicts, number of unparsed or failed ones)."""
-    rows, missing = [], 0
+def rubric_rows(judgments: Iterable[Judgment]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(rows of parsed single-item rubric verdicts, the others counted by why they have none:
+    `nepotism.records.exclusion_label`, e.g. ``unparsed-no-verdict``, ``failed-timeout``,
+    ``failed-generation:timeout`` for an item of a response that could not be generated)."""
+    rows: list[tuple] = []
+    missing: dict[str, int] = {}
     for j in judgments:
         if j.protocol != "rubric" or j.rubric_id is None or len(j.candidates) != 1:
             continue
         if j.status != "parsed" or j.verdict not in ("yes", "no"):
-            missing += 1
+            why = exclusion_label(j.status, j.reason) if j.status != "parsed" else "unparsed-invalid-verdict"
+            missing[why] = missing.get(why, 0) + 1
             continue
         rows.append((j.judge, j.condition, j.instance_id, j.rubric_id, j.candidates[0], j.verdict == "yes"))
-    return pd.DataFrame(rows, columns=["judge", "condition", "instance_id", "rubric_id", "model", "met"]), missing
+    return (pd.DataFrame(rows, columns=["judge", "condition", "instance_id", "rubric_id", "model", "met"]),
+            dict(sorted(missing.items())))
 
 
 def _reference(frame: pd.DataFrame, judge: str) -> pd.DataFrame:

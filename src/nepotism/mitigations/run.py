@@ -189,8 +189,53 @@ def human_study_records(plan: MitigationPlan) -> list[dict]:
 
 def _self_tasks(tasks, baseline: str, is_target: Callable[[str, str], bool]) -> list:
     """The baseline pairwise tasks with exactly one candidate the judge may favour (``is_target``)."""
-    return [t for t in tasks if t.protocol == "pairwise" and t.condition == baseline
-            and sum(is_target(t.judge, c.generator) for c in t.candidates) == 1]
+    return [t for t in tasks if _is_self(t, baseline, is_target)]
+
+
+def _is_self(task, baseline: str, is_target: Callable[[str, str], bool]) -> bool:
+    return (task.protocol == "pairwise" and task.condition == baseline
+            and sum(is_target(task.judge, c.generator) for c in task.candidates) == 1)
+
+
+def _third_party_tasks(task, judges, is_target: Callable[[str, str], bool]) -> list:
+    """A self-evaluation task judged by each third party (condition ``third-party``)."""
+    return [_with(task, judge=j, condition=THIRD_PARTY) for j in _third_party_judges(task, judges, is_target)]
+
+
+def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str, str], bool],
+               candidates=None) -> list:
+    """The tasks a self-evaluation task becomes under mitigation ``cfg``: a perturbation's (the
+    ``candidates`` perturbed, condition ``<name>:<judge>``, and the third parties' with
+    ``[mitigate] control``) or a judge-side option's; none for the others (juries, calibration
+    and rubric agreement read the baseline's judgments)."""
+    if cfg.kind in PERTURBATIONS:
+        condition = f"{cfg.name}:{task.judge}"
+        made = [_with(task, candidates=candidates, condition=condition)]
+        if plan.control:
+            made += [_with(task, judge=j, candidates=candidates, condition=condition)
+                     for j in _third_party_judges(task, judges, is_target)]
+        return made
+    if cfg.kind == "judge-option":
+        return [_with(task, condition=cfg.name, options=_option_set(task.options, cfg.params["options"]))]
+    return []
+
+
+def _prevented(blocked, plan: MitigationPlan, judges, baseline: str, is_target: Callable[[str, str], bool]) -> list:
+    """The mitigation's tasks the failed generations prevented, as ``(task, generator, error)``:
+    the experiment's (``blocked``: `nepotism.runner.judge_plan.prevented_tasks`) and, of its
+    self-evaluation tasks, the third parties' and each mitigation's, as the run makes them from
+    the tasks it can judge (their candidates: the stand-ins; a perturbation has nothing to
+    perturb). Recognition questions asked again on perturbed texts are left out: the baseline's
+    question about the missing response is its one failed row."""
+    out = {}
+    for task, generator, error in blocked:
+        out.setdefault(task.key, (task, generator, error))
+        if _is_self(task, baseline, is_target):
+            made = _third_party_tasks(task, judges, is_target)
+            made += [v for cfg in plan.conditions for v in _mitigated(task, cfg, judges, plan, is_target)]
+            for v in made:
+                out.setdefault(v.key, (v, generator, error))
+    return list(out.values())
 
 
 def _with(task, *, judge=None, candidates=None, condition=None, options=None):
@@ -222,6 +267,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     from nepotism.runner import Runner
     from nepotism.runner import experiment_run as er
     from nepotism.runner.experiment_run import build_endpoints, load_dataset, plan_tasks
+    from nepotism.runner.judge_plan import prevented_tasks
 
     exp = plan.experiment
     judging = judging or importlib.import_module("nepotism.judging")
@@ -252,8 +298,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             self_tasks = _self_tasks(base_tasks, baseline, is_target)
             judges = list(exp.judges)
             tasks = list(base_tasks)
-            tasks += [_with(t, judge=j, condition=THIRD_PARTY) for t in self_tasks
-                      for j in _third_party_judges(t, judges, is_target)]
+            tasks += [v for t in self_tasks for v in _third_party_tasks(t, judges, is_target)]
             perturb_info: dict = {}
             pair_items: list = []
             recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
@@ -266,10 +311,18 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                     perturb_info[cfg.name] = info
                     pair_items += items
                 elif cfg.kind == "judge-option":
-                    tasks += [_with(t, condition=cfg.name, options=_option_set(t.options, cfg.params["options"]))
-                              for t in self_tasks]
+                    tasks += [v for t in self_tasks for v in _mitigated(t, cfg, judges, plan, is_target)]
             unique = list({t.key: t for t in tasks}.values())
             judged = await runner.judge(unique, judging.render, judging.interpret_all)
+            # the comparisons a failed generation prevented: failed judgments (`record_prevented`),
+            # in the exports and in every count of what was left out, under the conditions they
+            # would have been judged in
+            blocked = _prevented(prevented_tasks(exp, instances, candidates, generated.failures, judging),
+                                 plan, judges, baseline, is_target)
+            prevented: list = []
+            prevented_counts, _ = er.record_prevented(
+                store, exp, instances, candidates, generated.failures, planned, judging, run_id=run_id,
+                plan=judged.plan, tasks=blocked, source=f"mitigate:{exp.name}", keep=prevented)
             familiarity, familiarity_counts = None, None
             if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
                 familiarity, familiarity_counts = await _familiarity(runner, exp, instances, candidates)
@@ -279,7 +332,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                 if endpoint.backend is not None:
                     await endpoint.backend.aclose()
     correct = grade_responses(instances, candidates, sandbox_runner=sandbox_runner)
-    rows = side_rows(judged.judgments, rule=plan.rule)
+    judgments = judged.judgments + prevented
+    rows = side_rows(judgments, rule=plan.rule)
     rows = rows[rows["replicate"] == 0].reset_index(drop=True)
     ambiguous = {str(c): int(n) // 2 for c, n in rows[rows["ambiguous"]].groupby("condition").size().items()}
     rows["truth"] = pair_truth(rows, correct)
@@ -295,16 +349,18 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
         if any(v is not None for v in correct.values()) else []
     accuracy += human_study_records(plan)
-    rubric, unparsed_rubric = rubric_rows(judged.judgments)
+    rubric, unparsed_rubric = rubric_rows(judgments)
     for cfg in plan.conditions:
         if cfg.kind == "rubric-agreement":
             made, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, plan.bootstrap)
-            summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = unparsed_rubric
+            summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = sum(unparsed_rubric.values())
+            if unparsed_rubric:  # by reason, as every metric counts them
+                summary["analysis"][cfg.name]["rubric_verdicts_excluded"] = unparsed_rubric
             records += made
     summary.update({
         "run_id": run_id, "status": "done", "instances": len(instances), "responses": len(candidates),
         "judge_calls": len(unique), "judge_calls_sent": judged.stats.sent, "judge_calls_cached": judged.stats.cached,
-        "judgments": _count(judged.judgments), "perturbations": perturb_info,
+        "judgments": _count(judgments), "perturbations": perturb_info,
         "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
                    "ungraded": sum(v is None for v in correct.values())},
         "generation_failures": len(generated.failures), "rule": plan.rule,
@@ -312,8 +368,10 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     })
     if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
         summary["familiarity_scores"] = familiarity_counts
-    summary["exports"] = export_run(exp, store, unique, correct, run_id, records=records + accuracy,
-                                    plan=judged.plan)
+    if prevented_counts:  # judgments a failed generation prevented, by reason (as `nepotism run` says)
+        summary["prevented"] = prevented_counts
+    summary["exports"] = export_run(exp, store, unique + [t for t, _, _ in blocked], correct, run_id,
+                                    records=records + accuracy, plan=judged.plan)
     summary["perturbed_pairs"] = _export_pairs(exp, pair_items)
     if exp.output_dir is not None:
         summary["records_file"] = str(Path(exp.output_dir) / RECORDS_FILE)
@@ -354,11 +412,7 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         new = {own.id: Response(own.instance_id, own.generator, result.own, {"perturbation": cfg.name}),
                opp.id: Response(opp.instance_id, opp.generator, result.opponent, {"perturbation": cfg.name})}
         cands = tuple(new[c.id] for c in t.candidates)
-        condition = f"{cfg.name}:{t.judge}"
-        made.append(_with(t, candidates=cands, condition=condition))
-        if plan.control:
-            made += [_with(t, judge=j, candidates=cands, condition=condition)
-                     for j in _third_party_judges(t, judges, is_target)]
+        made += _mitigated(t, cfg, judges, plan, is_target, candidates=cands)
     asked = _perturbed_recognition(cfg.name, recognition, done)
     info = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
     if recognition:

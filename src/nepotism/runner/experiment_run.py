@@ -504,7 +504,9 @@ async def run_experiment(
 def record_prevented(store: Store, experiment: Experiment, instances: Sequence[Instance],
                      candidates: Sequence[Response], failures: Sequence[tuple[str, str, str]],
                      calls: Iterable[tuple[PlannedCall, Instance, Any]], judging: Any, *,
-                     run_id: str | None = None, plan: str | None = None) -> tuple[dict[str, int], set[str]]:
+                     run_id: str | None = None, plan: str | None = None,
+                     tasks: Iterable[tuple[Any, str, str]] | None = None, source: str | None = None,
+                     keep: list[Any] | None = None) -> tuple[dict[str, int], set[str]]:
     """Store, as ``failed`` judgments, the judgments the failed generations prevented, and add
     them to the run's ``plan`` (so its exports hold them): each read from a failed completion whose
     error class is ``generation:<the generation call's error class>`` (`GENERATION_FAILED`),
@@ -514,8 +516,12 @@ def record_prevented(store: Store, experiment: Experiment, instances: Sequence[I
     (`_generation_plan`'s, as `Runner.generate` took them: (call, instance, spec)); each
     judgment is stored with its failed call's key (when that call is stored as failed; none for
     an empty answer, a call that succeeded): a rerun whose generation succeeds replaces it with
-    the real judgment, and a rerun whose judge call then fails, with that failure. Returns the
-    count per reason and the exported table kinds they go to. Without failures nothing is written."""
+    the real judgment, and a rerun whose judge call then fails, with that failure. ``tasks``: the
+    prevented ``(task, generator, error)`` of another plan than the experiment's
+    (`nepotism.runner.judge_plan.prevented_by`: the mitigations', the leakage run's), stored
+    under ``source`` (default ``run:<experiment>``); ``keep``: a list the judgments are added
+    to, for a caller that analyses them. Returns the count per reason and the exported table
+    kinds they go to. Without failures nothing is written."""
     if not failures:
         return {}, set()
     from nepotism.backends.base import Completion
@@ -532,14 +538,18 @@ def record_prevented(store: Store, experiment: Experiment, instances: Sequence[I
 
     def flush() -> None:
         ids = [j.id for j in batch]
-        store.add_judgments(batch, source=f"run:{experiment.name}", call_keys=call_keys, run_id=run_id,
-                            replace=True, ids=ids)
+        store.add_judgments(batch, source=source or f"run:{experiment.name}", call_keys=call_keys,
+                            run_id=run_id, replace=True, ids=ids)
+        if keep is not None:
+            keep.extend(batch)
         if plan is not None:
             store.add_plan_ids(plan, ids)
         batch.clear()
         call_keys.clear()
 
-    for task, generator, error in prevented_tasks(experiment, instances, candidates, failures, judging):
+    if tasks is None:
+        tasks = prevented_tasks(experiment, instances, candidates, failures, judging)
+    for task, generator, error in tasks:
         cause = error.split(": ", 1)[0]
         completion = Completion(text=None, status="failed", error=f"{GENERATION_FAILED}{cause}: the response of "
                                 f"{generator} could not be generated ({error})")

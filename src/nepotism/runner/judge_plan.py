@@ -11,18 +11,20 @@ that the judge-plan memo can count without planning (its chunks are fixed by the
 ``ready_chunk``, as its memo is keyed by them); the mitigations plan the whole experiment at once.
 `prevented_tasks` is the part of the plan a failed generation took away: the tasks that would
 show a response that could not be made, each with that failure's reason, so that a run records
-them as failed judgments (`GENERATION_FAILED`) instead of leaving them out.
+them as failed judgments (`GENERATION_FAILED`) instead of leaving them out; `prevented_by` does
+it for any planner (the mitigations' and the leakage run's plans).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any, TypeVar
 
 from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
-__all__ = ["CHUNK_CALLS", "GENERATION_FAILED", "in_chunks", "iter_tasks", "plan_tasks", "prevented_tasks"]
+__all__ = ["CHUNK_CALLS", "GENERATION_FAILED", "in_chunks", "iter_tasks", "plan_tasks", "prevented_by",
+           "prevented_tasks"]
 
 #: How the reason of a judgment a failed generation prevented begins; the generation call's
 #: error class follows (``generation:timeout``, ``generation:http_5xx:503``,
@@ -99,17 +101,28 @@ def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
 def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
                     failures: Sequence[tuple[str, str, str]], judging: Any = None, *,
                     calls: int = CHUNK_CALLS) -> Iterator[tuple[Any, str, str]]:
-    """The judge tasks the failed generations took out of the plan, as ``(task, generator,
-    error)``: the experiment planned as if each failed (instance id, generator, error) of
-    ``failures`` had answered (an empty stand-in response), then the tasks that show one of those
-    stand-ins. A task showing several is owed to the first of their generators by name (both
-    presentation orders of a pair get the same reason). Only the instances with a failure are
-    planned, a chunk at a time (`iter_tasks`); ``responses`` are the candidates that were made."""
+    """The judge tasks the failed generations took out of the experiment's plan (`prevented_by`
+    with `iter_tasks`, a chunk at a time), as ``(task, generator, error)``;
+    ``responses`` are the candidates that were made."""
+    def plan(hit: set[str], shown: list[Response]) -> Iterator[Any]:
+        return iter_tasks(experiment, [i for i in instances if i.id in hit], shown, judging, calls=calls)
+
+    return prevented_by(plan, responses, failures)
+
+
+def prevented_by(plan: Callable[[set[str], list[Response]], Iterable[Any]], responses: Sequence[Response],
+                 failures: Sequence[tuple[str, str, str]]) -> Iterator[tuple[Any, str, str]]:
+    """The tasks of a plan that the failed generations took away, as ``(task, generator, error)``:
+    ``plan(instance ids, responses)`` is asked for the tasks of the instances with a failure as if
+    each failed (instance id, generator, error) of ``failures`` had answered (an empty stand-in
+    response beside the ``responses`` that were made), and the tasks that show one of those
+    stand-ins are given. A task showing several is owed to the first of their generators by name
+    (both presentation orders of a pair get the same reason). Any planner: the experiment's
+    (`prevented_tasks`), the mitigations', the leakage run's students'."""
     failed: dict[tuple[str, str], str] = {}
     for instance_id, generator, error in failures:
         failed.setdefault((instance_id, generator), error)
     hit = {instance_id for instance_id, _ in failed}
-    wanted = [i for i in instances if i.id in hit]
     by_instance: dict[str, list[Response]] = {}
     for r in responses:
         if r.instance_id in hit:
@@ -117,7 +130,7 @@ def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], respo
     for (instance_id, generator) in failed:
         by_instance.setdefault(instance_id, []).append(Response(instance_id, generator, ""))
     shown = [r for rs in by_instance.values() for r in rs]
-    for task in iter_tasks(experiment, wanted, shown, judging, calls=calls):
+    for task in plan(hit, shown):
         missing = sorted(r.generator for r in task.candidates if (r.instance_id, r.generator) in failed)
         if missing:
             yield task, missing[0], failed[task.instance.id, missing[0]]
