@@ -79,3 +79,60 @@ def test_a_json_document_arrives_whole_through_a_non_blocking_pipe_read_slowly()
     data = b"".join(chunks)
     assert len(data) > 1 << 17  # more than two pipes' worth
     assert len(json.loads(data)) > 100
+
+
+def _read_late(command: list[str], *, env: dict | None = None) -> tuple[bytes, int, bytes]:
+    """Run ``command`` with stdout a pipe that something sharing it made non-blocking; read it
+    only after a second, so the pipe fills (64 KiB) before anything is taken."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=env) as proc:
+        os.close(write_end)
+        time.sleep(1.0)
+        chunks = []
+        while chunk := os.read(read_end, 1 << 15):
+            chunks.append(chunk)
+        os.close(read_end)
+        code = proc.wait(timeout=60)
+        return b"".join(chunks), code, proc.stderr.read()
+
+
+def test_a_table_arrives_whole_through_a_non_blocking_pipe_read_late(tmp_path):
+    """Tables and every other line the commands print go through one writer: before, only --json
+    did, and a table of 3,262 models piped into a non-blocking pipe stopped at 64 KiB, exit 0."""
+    extra = tmp_path / "many.toml"
+    extra.write_text("".join(f'[models."local-model-{i:04d}"]\nfamily = "family-{i % 97}"\nparent = "llama-2-7b"\n'
+                             f'teachers = ["gpt-4-0613", "gpt-3.5-turbo"]\n' for i in range(3000)))
+    data, code, err = _read_late([NEPOTISM, "models", "list", "--models", str(extra)])
+    assert code == 0, err
+    lines = data.decode().splitlines()
+    assert len(data) > 1 << 17 and lines[0] == "3262 models"
+    assert len(lines) == 2 + 3262 and lines[-1].split()[0] == "zephyr-7b-beta"
+    assert b"\x1b[" not in data  # piped: no colour codes
+
+
+def test_a_closed_reader_exits_1_as_click_does(tmp_path):
+    """A reader gone before the table is written (``| head -1``): exit status 1 and no traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    done = subprocess.run([NEPOTISM, "models", "list"], stdout=write_end, stderr=subprocess.PIPE, timeout=60)
+    os.close(write_end)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr
+
+
+_RICH_TABLE = """
+from nepotism.cli._common import print_table, whole_stdout
+rows = [[f"metric-{i}", f"{i / 7:.6f}", "a cell with some words in it " * 2] for i in range(3000)]
+with whole_stdout():
+    print_table("rich", ["metric", "value", "note"], rows, output_format="table")
+"""
+
+
+def test_a_rich_table_arrives_whole_and_without_colour_codes_when_piped():
+    """``--format table`` piped: rich writes through the same whole writer, and a pipe is not a
+    terminal, so no colour codes."""
+    data, code, err = _read_late([sys.executable, "-c", _RICH_TABLE], env={**os.environ, "COLUMNS": "120"})
+    assert code == 0, err
+    text = data.decode()
+    assert len(data) > 1 << 18 and "metric-2999" in text and text.rstrip().endswith("┘")
+    assert "\x1b[" not in text

@@ -7,14 +7,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import io
 import os
+import select
 import sys
 from typing import TextIO
 
 import click
 
 __all__ = ["bootstrap_options", "echo_json", "experiment_store", "format_option", "json_stdout", "models_option",
-           "print_table", "run_live", "store_path_of"]
+           "print_table", "run_live", "store_path_of", "whole_stdout", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -117,11 +119,11 @@ def echo_json(value) -> None:
 def write_all(stream: TextIO, text: str) -> None:
     """Write ``text`` to ``stream`` whole, or raise.
 
-    A text stream over a descriptor that something switched to non-blocking (uvloop does so to any
-    descriptor its loop watched; a sibling process sharing the pipe may) drops whatever a full pipe
-    does not take and reports success. So the descriptor is put back in blocking mode and written
-    until every byte is taken; a closed reader raises BrokenPipeError (click exits 1). A stream
-    without a descriptor (a test runner's buffer) is written as usual.
+    A text stream over a descriptor that something made non-blocking (uvloop does so to any
+    descriptor its loop watched; a sibling process sharing the pipe may) drops whatever a full
+    pipe does not take and reports success. So the text is encoded and written to the descriptor
+    by `_write_whole`, until every byte is taken; a closed reader raises BrokenPipeError (click
+    exits 1). A stream without a descriptor (a test runner's buffer) is written as usual.
     """
     stream.flush()
     try:
@@ -130,11 +132,69 @@ def write_all(stream: TextIO, text: str) -> None:
         stream.write(text)
         stream.flush()
         return
-    if not os.get_blocking(fd):
-        os.set_blocking(fd, True)
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    while data:
-        data = data[os.write(fd, data):]
+    _write_whole(fd, text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+
+
+def _write_whole(fd: int, data: bytes | memoryview) -> None:
+    """The one writer of the commands' stdout bytes (`write_all`, and every other line through
+    `whole_stdout`): ``data`` written to ``fd`` until every byte is taken. The descriptor's mode is
+    left as it is — it is shared with whoever else holds the pipe — and a full non-blocking pipe is
+    waited on until it takes more. A closed reader raises BrokenPipeError."""
+    view = memoryview(data).cast("B")
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            try:
+                select.select([], [fd], [])
+            except (OSError, ValueError):  # no select on this descriptor (Windows): block instead
+                os.set_blocking(fd, True)
+
+
+class _WholeWrites(io.RawIOBase):
+    """A descriptor as a binary stream whose every write is whole (`_write_whole`); never closes it."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data) -> int:  # type: ignore[override]
+        view = memoryview(data)
+        _write_whole(self._fd, view)
+        return view.nbytes
+
+
+@contextlib.contextmanager
+def whole_stdout():
+    """While the command line runs, ``sys.stdout`` (what click.echo, rich and print write to) is a
+    text stream over the same descriptor whose every write reaches it whole (`_write_whole`), not
+    buffered: a table or a line is never cut by a pipe left non-blocking. It says whether it is a
+    terminal as stdout does (colour codes only there). A stdout without a descriptor (click's test
+    runner) is left as it is."""
+    stream = sys.stdout
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is None:
+        yield
+        return
+    stream.flush()
+    sys.stdout = io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors,
+                                  write_through=True)
+    try:
+        yield
+    finally:
+        sys.stdout = stream
 
 
 def store_path_of(store_path, experiment):
