@@ -154,10 +154,12 @@ def test_a_claim_from_another_pid_namespace_waits_out_its_lease(tmp_path):
         _hold(store, "c" * 64, os.getpid(), f"{boot}:{int(namespace) + 1}:{int(ticks) + 1}")
         _hold(store, "d" * 64, gone.pid, f"{boot}:{namespace}:{ticks}")
         _hold(store, "e" * 64, os.getpid(), f"{boot}:{ticks}")  # (a record of no known shape: held)
-        assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64], "me") == {
-            "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "busy"}
+        _hold(store, "f" * 64, gone.pid, f"{'0' * 8}-{boot[9:]}:{int(namespace) + 1}:{ticks}")
+        assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64], "me") == {
+            "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "busy",
+            "f" * 64: "busy"}  # (another namespace's boot id is no proof of a reboot here)
         store._conn().execute("UPDATE call_claims SET expires_at = 0")
-        assert set(store.claim_calls(["b" * 64, "c" * 64], "me").values()) == {"claimed"}
+        assert set(store.claim_calls(["b" * 64, "c" * 64, "f" * 64], "me").values()) == {"claimed"}
 
 
 def test_an_owner_hidden_from_proc_but_signalable_is_alive(tmp_path, monkeypatch):

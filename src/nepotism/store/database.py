@@ -75,14 +75,15 @@ def _gone(pid: int, start: str | None = None) -> bool:
     it, and a start of an earlier boot (another boot id) is gone with that boot. Either way a
     claim's owner is taken over at once rather than after its lease (60 s). A start recorded in
     another pid namespace (another container sharing the host name and the store) names a pid
-    this process cannot look up: never gone here. Where there is no ``/proc`` (macOS), existing
+    this process cannot look up: never gone here, whatever its boot id (a sandbox may have a boot
+    id of its own). Where there is no ``/proc`` (macOS), existing
     is all that can be told."""
     if start is not None:
         boot, namespace, _ = start.split(":", 2) if start.count(":") >= 2 else ("", "", "")
-        if boot and _boot_id() not in (None, boot):
-            return True  # recorded before this host last booted
         if namespace != _pid_namespace():
             return False  # another container's pid (or an unreadable record): its lease decides
+        if _boot_id() not in (None, boot):
+            return True  # recorded before this host last booted
     denied = False
     try:
         os.kill(pid, 0)
