@@ -58,3 +58,8 @@ def test_batch_files_benchmark_round_trips():
     out = _run("batch_files.py", "--prompts", "3", "--generators", "4", "--judges", "2")
     assert "72 requests written, one per planned call" in out
     assert "FAIL" not in out and out.count("  ok ") == 3
+
+
+def test_claims_takeover_benchmark_finishes_a_killed_runs_calls():
+    out = _run("claims_takeover.py", "--rule", "reused", "--items", "2", "--latency", "0.5")
+    assert "reused:" in out and "claims left 0, calls not ok 0)  ok" in out
