@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from nepotism.store import Store, database
+from nepotism.store import Store, StoreSchemaError, database
 from nepotism.store._migrate import MIGRATIONS, _statements
 from nepotism.store.merge import merge_stores
 
@@ -224,3 +224,24 @@ def test_claim_calls_answers_each_key_in_one_transaction(tmp_path):
         rows = store._conn().execute("SELECT key, owner FROM call_claims ORDER BY key").fetchall()
         assert rows == [(keys[1], "other")]
         assert store.claim_call(keys[2], "other") == "done"
+
+
+def test_a_read_only_store_lacking_only_0010_is_read_as_it_is(tmp_path):
+    """`nepotism store info` / ``export`` of a store an older nepotism wrote, on a read-only mount:
+    it cannot be migrated, and the claims' start time is no reader's business, so it is read at
+    schema 9. A store lacking a migration readers need is still refused."""
+    path = tmp_path / "old.db"
+    with Store(path) as store:
+        _ok(store)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("ALTER TABLE call_claims DROP COLUMN owner_start")
+    conn.execute("DELETE FROM _migrations WHERE version = 10")
+    conn.close()
+    with Store(path, readonly=True) as store:
+        assert store.schema_version == 9 and store.info()["counts"]["calls"] == 1
+        assert store.export("calls", tmp_path / "calls.jsonl", fmt="jsonl") == 1
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DELETE FROM _migrations WHERE version = 9")
+    conn.close()
+    with pytest.raises(StoreSchemaError, match="read-only"):
+        Store(path, readonly=True)

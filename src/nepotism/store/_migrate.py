@@ -5,6 +5,10 @@ The ``_migrations`` table records each one applied (version, name, SHA-256 of it
 Applying is idempotent and safe when several processes open a fresh file at once: the check and
 the migration run inside one ``BEGIN IMMEDIATE`` transaction. A file whose schema is newer than
 this package knows is refused. Down-migrations are deliberately not supported.
+
+Some migrations change only what writers use (`WRITERS_ONLY`: claims on calls being sent): a store
+opened read-only (`nepotism store info`, ``export``) that lacks only such migrations is read at
+the version it has, since it cannot be migrated.
 """
 
 from __future__ import annotations
@@ -68,6 +72,11 @@ class _Connection(sqlite3.Connection):
             return super().executemany(*args)
         except sqlite3.OperationalError as err:
             raise _write_failure(err, self.store_path) from None
+
+
+#: Versions of the migrations a read-only reader does without (0010: the start time of a claim's
+#: owner; claims are only written and read by runs).
+WRITERS_ONLY = frozenset({10})
 
 
 @dataclass(frozen=True)
@@ -199,11 +208,14 @@ def _check_not_newer(version: int, path: Path) -> None:
 
 def migrate(conn: sqlite3.Connection, path: Path, *, readonly: bool = False) -> int:
     """Apply every pending migration; return the schema version afterwards. A ``readonly``
-    store must already be up to date (it cannot be migrated)."""
+    store cannot be migrated: it must already be up to date, or lack only migrations a reader
+    does without (`WRITERS_ONLY`), and is then read at its own version."""
     version = schema_version(conn)
     _check_not_newer(version, path)
     if version == SCHEMA_VERSION:
         return version
+    if readonly and all(m.version in WRITERS_ONLY for m in MIGRATIONS[version:]):
+        return version  # only writers' migrations are missing: read it as it is
     if readonly:
         raise StoreSchemaError(f"the store has schema version {version} and needs upgrading to "
                                f"{SCHEMA_VERSION}, but it is read-only; open it once where it can be "
