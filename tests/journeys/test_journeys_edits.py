@@ -87,3 +87,43 @@ def test_a_rerun_after_editing_an_items_prompt_and_category_stores_the_edited_it
     again = _run(from_store)
     assert again["generation"]["sent"] == again["judging"]["sent"] == 0  # every answer is the rerun's
     assert _exports(exp.parent / "out-store") == exported
+
+
+def test_two_experiments_sharing_a_store_cannot_make_one_id_two_items(tmp_path, standin):
+    """Experiments A and B share a store and their datasets give id q2 two different items: B's
+    run stops before any call (exit 2, naming its dataset file, the item's line and field ``id``)
+    and writes nothing, and A's rerun exports A's items. Before, B's items replaced A's in the
+    store (an id is one item there: its judgments, exports and every metric's resampling are
+    keyed by it), so B's run mixed two prompts under one id and A's exports could show B's
+    categories."""
+    import sqlite3
+
+    from nepotism.testing.experiments import standin_experiment
+
+    store = tmp_path / "shared.db"
+    a = standin_experiment(tmp_path / "a", standin, items=3, recognition=False, name="a")
+    b = standin_experiment(tmp_path / "b", standin, items=3, recognition=False, name="b")
+    for exp in (a, b):  # the same items but B's second
+        items = exp.parent / "items.jsonl"
+        rows = [json.loads(line) | {"category": "arithmetic"} for line in items.read_text().splitlines()]
+        if exp is b:
+            rows[1] |= {"prompt": "Question 2 of B: name an even prime.", "category": "primes"}
+        items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def run(exp: Path, expect: int = 0):
+        return nep("run", exp.name, "--store", str(store), "--no-progress", cwd=exp.parent, expect=expect)
+
+    def counts() -> tuple:
+        with sqlite3.connect(store) as conn:
+            return tuple(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                         for t in ("runs", "instances", "responses", "calls", "judgments"))
+
+    run(a)
+    exported, before = _exports(a.parent / "out"), counts()
+    refused = run(b, expect=2)
+    assert f"{b.parent / 'items.jsonl'}, line 2, field 'id'" in refused.stderr, refused.stderr
+    assert "instance 'q2' is in the store already, read from another dataset" in refused.stderr
+    assert counts() == before and not (b.parent / "out").exists()
+    run(a)
+    assert _exports(a.parent / "out") == exported
+    assert ",arithmetic" in exported["pairwise.csv"].decode() and ",primes" not in exported["pairwise.csv"].decode()

@@ -18,7 +18,7 @@ def _pairwise(instance="q1", judge="judge-a", verdict="A", status="parsed", repl
 
 
 def test_public_names():
-    assert set(database_mod.__all__) == {"RUN_STATUSES", "TABLES", "Store", "default_store_path"}
+    assert set(database_mod.__all__) == {"RUN_STATUSES", "TABLES", "InstanceConflict", "Store", "default_store_path"}
 
 
 def test_instances_round_trip(store):
@@ -47,6 +47,27 @@ def test_an_edited_instance_replaces_the_stored_one(store):
     assert store.add_instances([edited]) == 0
     assert store.instances() == [edited, Instance("q2", "Name a colour.")]
     assert store.instances()[0].metadata == {"v": 2}
+
+
+def test_an_id_another_dataset_gives_other_content_is_refused_and_nothing_is_written(store):
+    """One id is one item in a store: the same dataset file edited updates it (and an id stored
+    before files were recorded, or given without one, takes the new content as before), but
+    another file giving the id other content is refused, naming the id and both files."""
+    from nepotism.store.database import InstanceConflict
+
+    a = Instance("q1", "What is 2+2?", category="math")
+    assert store.add_instances([a, Instance("q2", "Name a colour.")], dataset="/data/a.jsonl") == 2
+    assert store.add_instances([a], dataset="/data/b.jsonl") == 0  # the same item from a copy: fine
+    other = Instance("q1", "Name a prime.", category="primes")
+    with pytest.raises(InstanceConflict) as refused:
+        store.add_instances([Instance("q3", "New."), other], dataset="/data/b.jsonl")
+    err = refused.value
+    assert (err.instance_id, err.path, err.field) == ("q1", "/data/b.jsonl", "id") and "/data/a.jsonl" in err.message
+    assert [i.id for i in store.instances()] == ["q1", "q2"] and store.instances()[0] == a  # nothing written
+    edited = Instance("q1", "What is 3+3?", category="math")
+    assert store.add_instances([edited], dataset={"q1": "/data/a.jsonl"}) == 1  # its own file, edited
+    assert store.add_instances([other]) == 1  # no file given: the latest content, as before
+    assert store.instances()[0] == other
 
 
 def test_responses_round_trip_and_filters(store):

@@ -304,7 +304,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     from nepotism.leakage.recognition import classifier_records, plan_student_recognition, recognition_records
     from nepotism.leakage.scores import pls_records, comparisons_frame
     from nepotism.models import load_registry
-    from nepotism.runner.experiment_run import build_endpoints, record_prevented
+    from nepotism.runner.experiment_run import build_endpoints, record_prevented, store_instances
     from nepotism.runner.judge_plan import prevented_by
 
     exp = cfg.experiment
@@ -327,7 +327,10 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
     train_instances = [it.instance() for it in train]
     eval_instances = [it.instance() for it in evaluation]
-    store.add_instances(train_instances + eval_instances + [it.instance() for it in inherit])
+    pools = [(cfg.train_pool, train_instances), (exp.dataset.path, eval_instances),
+             (cfg.inherit_pool, [it.instance() for it in inherit])]
+    store_instances(store, [i for _, part in pools for i in part],
+                    {i.id: path for path, part in pools if path for i in part})
     prompts = {it.id: it.prompt for it in train}
     recording = nullcontext() if dry_run else store.recording_run({"experiment": exp.as_config(), "kind": "leakage"})
     try:

@@ -273,7 +273,7 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     judging = judging or importlib.import_module("nepotism.judging")
     registry = registry or load_registry(exp.registry_files)
     instances, recorded = load_dataset(exp, store)
-    store.add_instances(instances)
+    er.store_instances(store, instances, None if exp.dataset.from_store else exp.dataset_file())
     if recorded:
         store.add_responses(recorded)
     own_endpoints = endpoints is None

@@ -226,6 +226,40 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
     return list(instances.values()), list(responses.values())
 
 
+def store_instances(store: Store, instances: Sequence[Instance],
+                    dataset: str | Path | Mapping[str, str | Path] | None) -> None:
+    """`Store.add_instances` with the dataset file each instance was read from (``dataset``: one
+    file, or a file per instance id; None for a store dataset). An id the store holds with other
+    content from another dataset file is an `InputError` naming this file, the item's line and its
+    id field (exit status 2), and nothing is written."""
+    from nepotism.store.database import InstanceConflict
+
+    if dataset is None or isinstance(dataset, (str, Path)):
+        sources: str | dict[str, str] | None = None if dataset is None else str(Path(dataset).resolve())
+    else:
+        resolved: dict[Path, str] = {}
+        sources = {i: resolved.setdefault(Path(p), str(Path(p).resolve())) for i, p in dataset.items()}
+    try:
+        store.add_instances(instances, dataset=sources)
+    except InstanceConflict as err:
+        line, key = _line_of(Path(err.path or ""), err.instance_id)
+        raise InputError(err.message, path=err.path, line=line, field=key) from None
+
+
+def _line_of(path: Path, ident: str) -> tuple[int | None, str]:
+    """The line of the row of ``path`` with id ``ident``, and the key giving it (``id`` or
+    ``instance_id``); (None, ``id``) when not found."""
+    try:
+        for line, row in _dataset_rows(path):
+            if isinstance(row, dict):
+                for key in ("id", "instance_id"):
+                    if key in row and str(row[key]) == ident:
+                        return line, key
+    except (OSError, InputError):
+        pass
+    return None, "id"
+
+
 def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Instance], list[Response]] | None:
     """Read and check everything a run needs from outside the store *before* the store is opened,
     so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth
@@ -431,7 +465,7 @@ async def run_experiment(
     if shard is not None:
         experiment = replace(experiment, output_dir=shard_output_dir(experiment.output_dir, shard))
     truth = grading_truth(experiment, instances)
-    store.add_instances(instances)
+    store_instances(store, instances, None if experiment.dataset.from_store else experiment.dataset_file())
     if recorded:
         store.add_responses(recorded)
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry,

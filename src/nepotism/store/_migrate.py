@@ -75,8 +75,9 @@ class _Connection(sqlite3.Connection):
 
 
 #: Versions of the migrations a read-only reader does without (0010: the start time of a claim's
-#: owner; claims are only written and read by runs).
-WRITERS_ONLY = frozenset({10})
+#: owner; claims are only written and read by runs. 0011: the dataset file an instance was read
+#: from; only `Store.add_instances` reads it).
+WRITERS_ONLY = frozenset({10, 11})
 
 
 @dataclass(frozen=True)

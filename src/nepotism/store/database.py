@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from nepotism.store.calls import (
     _call_from_row,
 )
 
-__all__ = ["RUN_STATUSES", "TABLES", "Store", "default_store_path"]
+__all__ = ["RUN_STATUSES", "TABLES", "InstanceConflict", "Store", "default_store_path"]
 
 #: The data tables of a store, in dependency order.
 TABLES = ("runs", "instances", "responses", "calls", "judgments", "references", "imports")
@@ -472,22 +472,61 @@ class Store:
                              [(k, owner) for k in keys])
 
     # -- records ------------------------------------------------------------------------------
-    def add_instances(self, instances: Iterable[Instance]) -> int:
-        """Add instances; return how many were new or changed.
+    def add_instances(self, instances: Iterable[Instance], *,
+                      dataset: str | Mapping[str, str] | None = None) -> int:
+        """Add instances; return how many were new or changed. ``dataset``: the file they were
+        read from (its resolved path; or a path per instance id), recorded with each.
 
-        An id already stored with other content (the dataset's item edited since: its prompt,
-        reference answer, rubric, category or metadata) takes the new content, so the store
-        holds the instances as the latest run read them: ``dataset.from_store`` reads those, and
-        exports give their categories. The calls, responses and judgments of the old content stay
-        (keyed by their own requests: a rerun does not reuse an answer to the old prompt)."""
-        rows = (_codec.instance_row(i) + (_codec.now(),) for i in instances)
+        An id is one item in a store (its responses, judgments and exports are keyed by it, and
+        every metric resamples by it). An id already stored with other content (its prompt,
+        reference answer, rubric, category or metadata) from the same dataset file — the item
+        edited since — or with no file recorded takes the new content, so the store holds the
+        instances as the latest run read them: ``dataset.from_store`` reads those, and exports
+        give their categories. The calls, responses and judgments of the old content stay (keyed
+        by their own requests: a rerun does not reuse an answer to the old prompt). An id stored
+        with other content from *another* dataset file is two items under one id: refused
+        (`InstanceConflict`, naming the id, the file given and the file stored), nothing written."""
+        rows = [_clean(_codec.instance_row(i)) for i in instances]
+        source_of: Callable[[str], str | None]
+        if dataset is None or isinstance(dataset, str):
+            source_of = lambda _ident, _d=dataset: _d  # noqa: E731
+        else:
+            source_of = dataset.get
         changed = " OR ".join(f"instances.{c} IS NOT excluded.{c}" for c in _INSTANCE_CONTENT)
-        return self._write_many(
-            f"INSERT INTO instances ({_codec.INSTANCE_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-            f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _INSTANCE_CONTENT)} "
-            f"WHERE {changed}",
-            rows,
-        )
+        with self._transaction() as conn:
+            self._refuse_other_items(conn, rows, source_of)
+            before = conn.total_changes
+            conn.executemany(
+                f"INSERT INTO instances ({_codec.INSTANCE_COLUMNS}, dataset, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _INSTANCE_CONTENT)}, "
+                "dataset = COALESCE(excluded.dataset, instances.dataset) "
+                f"WHERE {changed} OR (instances.dataset IS NULL AND excluded.dataset IS NOT NULL)",
+                ((*row, source_of(row[0]), _codec.now()) for row in rows))
+            return conn.total_changes - before
+
+    @staticmethod
+    def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple],
+                            source_of: Callable[[str], str | None]) -> None:
+        """`InstanceConflict` for the first row whose id the store holds with other content from
+        another dataset file (both files known)."""
+        for start in range(0, len(rows), _BATCH):
+            chunk = rows[start:start + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            stored = {r[0]: r[1:] for r in conn.execute(
+                f"SELECT {_codec.INSTANCE_COLUMNS}, dataset FROM instances WHERE id IN ({marks}) "
+                "AND dataset IS NOT NULL", [row[0] for row in chunk])}
+            for row in chunk:
+                known = stored.get(row[0])
+                if known is None or tuple(known[:-1]) == tuple(row[1:]):
+                    continue
+                given = source_of(row[0])
+                if given is not None and given != known[-1]:
+                    raise InstanceConflict(
+                        f"instance {row[0]!r} is in the store already, read from another dataset ({known[-1]}) "
+                        "with other content: one id is one item in a store (its judgments and every metric's "
+                        "resampling are keyed by it); give this item another id, or use another store",
+                        path=given, field="id", instance_id=row[0])
 
     def add_responses(self, responses: Iterable[Response]) -> int:
         """Add responses (ignoring ones already stored); return how many were new."""
@@ -783,6 +822,15 @@ def _plan_name(plan: str) -> str:
     if not _PLAN_NAME.fullmatch(plan):
         raise ValueError(f"not a plan name: {plan!r}")
     return plan
+
+
+class InstanceConflict(InputError):
+    """An instance id the store holds with other content read from another dataset file
+    (`Store.add_instances`); ``instance_id`` names it, ``path`` the file given."""
+
+    def __init__(self, message: str, *, path: str | None, field: str, instance_id: str) -> None:
+        super().__init__(message, path=path, field=field)
+        self.instance_id = instance_id
 
 
 def _clean(row: tuple) -> tuple:
