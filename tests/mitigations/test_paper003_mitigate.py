@@ -70,6 +70,13 @@ def test_own_win_rates_fig4_by_hand():
         "no truth": 1, "comparable answers": 1, "no usable verdict": 1}
     empty = own_win_rates([np.nan], [1], ["q"], bootstrap=BOOT)
     assert np.isnan(empty["ground truth"].value) and empty["ground truth"].n == 0
+    # a pair without a verdict whose row says why (a failed generation: its answer ungraded too)
+    # is counted under that label, as every metric counts it
+    why = [None] * 8 + ["failed-generation:timeout"]
+    rates = own_win_rates(outcome + [np.nan], truth + [np.nan], [f"q{i}" for i in range(9)], bootstrap=BOOT,
+                          reasons=why)
+    assert rates["overestimation"].n == 5 and rates["overestimation"].excluded == {
+        "failed-generation:timeout": 1, "no truth": 1, "comparable answers": 1, "no usable verdict": 1}
 
 
 def test_baseline_accuracy_records_by_hand():

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from nepotism.analyses.comparisons import with_reasons
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics.reference import judge_accuracy
 from nepotism.metrics.task import task_accuracy
@@ -38,24 +39,30 @@ def _record(metric: str, judge, generator, condition, estimate, **variant) -> di
     return rec
 
 
-def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = None) -> dict:
+def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = None, reasons=None) -> dict:
     """Paper 003 Fig. 4 on one judge's self-evaluation pairs: ``{"ground truth", "own judgment",
     "overestimation"}`` estimates.
 
     ``outcome``: the judge's aggregated verdict from its own side (+1 own, 0 tie, -1 other, NaN
     unusable); ``truth``: +1 its answer is the better one, -1 the other's, 0 comparable, NaN ungraded.
     Kept pairs: decisive truth and a usable verdict (the others are counted as ``comparable answers``,
-    ``no truth``, ``no usable verdict``). Ground truth = mean 1{truth = +1}; own judgment = mean
+    ``no truth``, ``no usable verdict``; a pair without a verdict whose ``reasons`` entry says why —
+    `side_rows`' ``excluded_reason``, the labels every metric uses, e.g. ``failed-generation:timeout``
+    — under that label, whatever its truth). Ground truth = mean 1{truth = +1}; own judgment = mean
     (outcome + 1) / 2; overestimation = own judgment − ground truth, on the same pairs.
     """
     o = np.asarray(outcome, dtype=float)
     t = np.asarray(truth, dtype=float)
     clusters = np.asarray(clusters)
-    excluded = {}
+    excluded: dict[str, int] = {}
+    why = np.full(o.size, None, dtype=object) if reasons is None else np.asarray(reasons, dtype=object)
+    labelled = np.isnan(o) & np.array([isinstance(w, str) for w in why], dtype=bool)
+    for label in sorted({w for w in why[labelled]}):
+        excluded[label] = int(np.sum(labelled & (why == label)))
     for reason, mask in (("no truth", np.isnan(t)), ("comparable answers", t == 0),
                          ("no usable verdict", np.isnan(o) & np.isin(t, (-1.0, 1.0)))):
-        if mask.any():
-            excluded[reason] = int(mask.sum())
+        if (mask & ~labelled).any():
+            excluded[reason] = int((mask & ~labelled).sum())
     keep = np.isin(t, (-1.0, 1.0)) & ~np.isnan(o)
     n_excluded = int((~keep).sum())
     cols = np.column_stack([(t[keep] == 1).astype(float), (o[keep] + 1.0) / 2.0, np.ones(int(keep.sum()))])
@@ -86,9 +93,11 @@ def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
     truth = rows["truth"].to_numpy(dtype=float)
     side_ok = np.where(np.isnan(truth), np.nan, (truth >= 0).astype(float))
     other_ok = np.where(np.isnan(truth), np.nan, (truth <= 0).astype(float))
-    return judge_accuracy(rows["outcome"].to_numpy(dtype=float), side_ok, other_ok,
-                          rows["opponent"].astype(str).to_numpy(), rows["instance_id"].astype(str).to_numpy(),
-                          averaging="pooled", bootstrap=boot)
+    estimate = judge_accuracy(rows["outcome"].to_numpy(dtype=float), side_ok, other_ok,
+                              rows["opponent"].astype(str).to_numpy(), rows["instance_id"].astype(str).to_numpy(),
+                              averaging="pooled", bootstrap=boot)
+    # "no verdict" split by the rows' labels (`side_rows`' ``excluded_reason``), as every metric does
+    return with_reasons(estimate, rows["excluded_reason"]) if "excluded_reason" in rows else estimate
 
 
 def accuracy_records(rows: pd.DataFrame, judges: Sequence[str], baseline: str, third_party: str,
@@ -108,7 +117,8 @@ def accuracy_records(rows: pd.DataFrame, judges: Sequence[str], baseline: str, t
             out.append(_record("judge-accuracy", judge, None, baseline, _accuracy(frame, boot),
                                examples=examples, averaging="pooled", source="nepotism mitigate"))
         rates = own_win_rates(self_rows["outcome"].to_numpy(dtype=float), self_rows["truth"].to_numpy(dtype=float),
-                              self_rows["instance_id"].astype(str).to_numpy(), bootstrap=boot)
+                              self_rows["instance_id"].astype(str).to_numpy(), bootstrap=boot,
+                              reasons=self_rows["excluded_reason"] if "excluded_reason" in self_rows else None)
         for by in ("ground truth", "own judgment"):
             out.append(_record("own-win-rate", judge, judge, baseline, rates[by], by=by))
         out.append(_record("win-rate-overestimation", judge, judge, baseline, rates["overestimation"]))
