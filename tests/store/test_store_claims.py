@@ -1,4 +1,5 @@
-"""Claims on calls being sent: one owner at a time, leases that expire, dead owners taken over."""
+"""Claims on calls being sent: one owner at a time, leases that expire, dead owners taken over; and
+runs whose owner process is gone (killed, or its pid reused) ended by the next run."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import subprocess
 import sys
 import time
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
-from nepotism.store import Store, StoreSchemaError, database
+from nepotism.store import SCHEMA_VERSION, Store, StoreSchemaError, database
 from nepotism.store._migrate import MIGRATIONS, _statements
 from nepotism.store.merge import merge_stores
 
@@ -196,7 +201,7 @@ def test_a_store_of_schema_9_migrates_its_claims_keep_the_old_rule_and_it_merges
                  (KEY, "older", socket.gethostname(), os.getpid(), time.time() + 3600))
     conn.close()
     with Store(old) as store:
-        assert store.schema_version >= 10  # (migrations after 0010 leave the claims as they are)
+        assert store.schema_version == SCHEMA_VERSION
         assert store._conn().execute("SELECT owner, owner_start FROM call_claims").fetchall() == [("older", None)]
         assert store.claim_call(KEY, "me") == "busy"  # its pid lives: the lease holds, as before
         store._conn().execute("UPDATE call_claims SET expires_at = 0")
@@ -226,13 +231,23 @@ def test_claim_calls_answers_each_key_in_one_transaction(tmp_path):
         assert store.claim_call(keys[2], "other") == "done"
 
 
-def test_a_read_only_store_lacking_only_0010_is_read_as_it_is(tmp_path):
+def test_a_read_only_store_lacking_only_writers_migrations_is_read_as_it_is(tmp_path):
     """`nepotism store info` / ``export`` of a store an older nepotism wrote, on a read-only mount:
-    it cannot be migrated, and the claims' start time is no reader's business, so it is read at
-    schema 9. A store lacking a migration readers need is still refused."""
+    it cannot be migrated, and the start time of a claim's or a run's owner (0010, 0012) or an
+    instance's dataset file (0011) is no reader's business, so it is read at schema 11 (before
+    0012) or 9 (before 0010). A store lacking a
+    migration readers need is still refused."""
     path = tmp_path / "old.db"
     with Store(path) as store:
         _ok(store)
+        store.end_run(store.start_run({"who": "old"}))
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("ALTER TABLE runs DROP COLUMN owner_start")
+    conn.execute("DELETE FROM _migrations WHERE version = 12")
+    conn.close()
+    with Store(path, readonly=True) as store:
+        assert store.schema_version == 11 and store.info()["run_status"] == {"done": 1}
+        assert store.export("runs", tmp_path / "runs.jsonl", fmt="jsonl") == 1
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("ALTER TABLE call_claims DROP COLUMN owner_start")
     conn.execute("DELETE FROM _migrations WHERE version >= 10")  # (0011 too: a writers' migration as well)
@@ -245,3 +260,110 @@ def test_a_read_only_store_lacking_only_0010_is_read_as_it_is(tmp_path):
     conn.close()
     with pytest.raises(StoreSchemaError, match="read-only"):
         Store(path, readonly=True)
+
+
+# -- runs: a run whose process is gone is ended by the next run ---------------------------------
+
+def _running(store: Store, run_id: str, pid: int, start: str | None, host: str | None = None) -> None:
+    """A ``running`` row as a run of process ``pid`` (started at ``start``) left it."""
+    store._conn().execute(
+        "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
+        "VALUES (?, '2026-11-26T00:00:00+00:00', '{}', 'running', ?, ?, ?)",
+        (run_id, pid, host or socket.gethostname(), start))
+
+
+@LINUX
+def test_a_run_records_its_process_start(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        run = store.start_run({"who": "me"})
+        row = store._conn().execute("SELECT pid, host, owner_start FROM runs WHERE id = ?", (run,)).fetchone()
+    assert row == (os.getpid(), socket.gethostname(), _start(os.getpid()))
+
+
+@LINUX
+def test_a_run_whose_pid_was_reused_is_abandoned_a_live_run_never(tmp_path):
+    """A killed run's pid now used by another live process: the run names that pid with the dead
+    run's start time, and the next run ends it as abandoned instead of leaving it ``running``
+    while the pid lives. The live process's own run (its true start time), one recorded before
+    migration 0012 (no start time), another host's and another pid namespace's stay running."""
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = _start(live.pid)
+        boot, namespace, ticks = start.split(":")
+        with Store(tmp_path / "s.db") as store:
+            _running(store, "true", live.pid, start)
+            _running(store, "older", live.pid, None)
+            _running(store, "reused", live.pid, f"{boot}:{namespace}:{int(ticks) - 1}")
+            _running(store, "reboot", live.pid, f"{'0' * 8}-{boot[9:]}:{namespace}:{ticks}")
+            _running(store, "far", live.pid, f"{boot}:{namespace}:{int(ticks) - 1}", host="another-host")
+            _running(store, "container", live.pid, f"{boot}:{int(namespace) + 1}:{int(ticks) - 1}")
+            assert sorted(store.abandon_dead_runs()) == ["reboot", "reused"]
+            runs = {r["id"]: r for r in store.runs()}
+    finally:
+        live.kill()
+        live.wait()
+    assert {k: r["status"] for k, r in runs.items()} == {
+        "true": "running", "older": "running", "reused": "interrupted", "reboot": "interrupted",
+        "far": "running", "container": "running"}
+    assert runs["reused"]["end_note"].startswith(f"abandoned: process {live.pid} ")
+
+
+def test_a_store_of_schema_11_migrates_its_runs_keep_the_old_rule_and_it_merges(tmp_path):
+    """A run an older nepotism recorded (no start time) whose pid lives stays running, as before;
+    one whose pid is gone is ended; the migrated store merges with a new one."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    old = tmp_path / "old.db"
+    _store_at_version(old, 11)
+    conn = sqlite3.connect(old, isolation_level=None)
+    for run_id, pid in (("alive", os.getpid()), ("dead", dead.pid)):
+        conn.execute("INSERT INTO runs (id, started_at, config, status, pid, host) "
+                     "VALUES (?, '2026-11-26T00:00:00+00:00', '{}', 'running', ?, ?)",
+                     (run_id, pid, socket.gethostname()))
+    conn.close()
+    with Store(old) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        assert store.abandon_dead_runs() == ["dead"]
+        store.end_run("alive")
+    with Store(tmp_path / "new.db") as store:
+        mine = store.start_run({"who": "new"})
+    summary = merge_stores([old, tmp_path / "new.db"], tmp_path / "merged.db")
+    assert summary.added["runs"] == 3 and summary.unfinished_runs == (mine,)
+    with Store(tmp_path / "merged.db") as merged:
+        starts = dict(merged._conn().execute("SELECT id, owner_start FROM runs"))
+    assert starts["alive"] is None and starts["dead"] is None and starts[mine] == database._process_start(os.getpid())
+
+
+def _exe() -> str:
+    found = shutil.which("nepotism", path=str(Path(sys.executable).parent))
+    assert found, "the nepotism executable is not installed next to this Python"
+    return found
+
+
+@LINUX
+def test_a_killed_run_whose_pid_was_reused_is_interrupted_after_the_next_run(tmp_path):
+    """Where a user meets it: after the next ``nepotism run``, ``nepotism store info`` counts the
+    killed run (its pid now another live process's) as interrupted, and the live process's own
+    run as running. Before, both stayed running while the pid lived."""
+    from nepotism.testing.experiments import standin_experiment
+    from nepotism.testing.standin import StandinConfig, standin_thread
+
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    db = tmp_path / "s.db"
+    try:
+        boot, namespace, ticks = _start(live.pid).split(":")
+        with Store(db) as store:
+            _running(store, "killed-earlier", live.pid, f"{boot}:{namespace}:{int(ticks) - 1}")
+            _running(store, "still-going", live.pid, f"{boot}:{namespace}:{ticks}")
+        with standin_thread(StandinConfig(latency_s=0.001)) as (url, _server):
+            exp = standin_experiment(tmp_path, url, items=1, recognition=False)
+            run = subprocess.run([_exe(), "run", str(exp), "--store", str(db), "--no-progress"],
+                                 capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        info = subprocess.run([_exe(), "store", "info", "--store", str(db), "--json"],
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        live.kill()
+        live.wait()
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["run_status"] == {"done": 1, "interrupted": 1, "running": 1}

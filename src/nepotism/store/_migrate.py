@@ -6,7 +6,8 @@ Applying is idempotent and safe when several processes open a fresh file at once
 the migration run inside one ``BEGIN IMMEDIATE`` transaction. A file whose schema is newer than
 this package knows is refused. Down-migrations are deliberately not supported.
 
-Some migrations change only what writers use (`WRITERS_ONLY`: claims on calls being sent): a store
+Some migrations change only what writers use (`WRITERS_ONLY`: the owner process of a claim on a
+call being sent or of a run, which only a writing run looks at; an instance's dataset file): a store
 opened read-only (`nepotism store info`, ``export``) that lacks only such migrations is read at
 the version it has, since it cannot be migrated.
 """
@@ -74,10 +75,11 @@ class _Connection(sqlite3.Connection):
             raise _write_failure(err, self.store_path) from None
 
 
-#: Versions of the migrations a read-only reader does without (0010: the start time of a claim's
-#: owner; claims are only written and read by runs. 0011: the dataset file an instance was read
-#: from; only `Store.add_instances` reads it).
-WRITERS_ONLY = frozenset({10, 11})
+#: Versions of the migrations a read-only reader does without: 0010 and 0012, the start time of the
+#: owner process of a claim and of a run, read only by a run (to take over a claim or end a run
+#: whose process is gone); 0011, the dataset file an instance was read from, read only by
+#: `Store.add_instances`.
+WRITERS_ONLY = frozenset({10, 11, 12})
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,6 @@ _FILTERS = {
 }
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host and can still run (see `_gone`)."""
-    return not _gone(pid)
-
-
 def _gone(pid: int, start: str | None = None) -> bool:
     """Whether the process that was ``pid`` on this host, started at ``start`` (`_process_start`;
     None when unknown), is gone for good.
@@ -103,7 +98,7 @@ def _gone(pid: int, start: str | None = None) -> bool:
 
 
 def _owner_gone(seen: dict[tuple[int, str | None], bool], pid: int, start: str | None) -> bool:
-    """`_gone` of a claim's owner, asked once per (pid, start) in ``seen``."""
+    """`_gone` of a claim's or a run's owner, asked once per (pid, start) in ``seen``."""
     found = seen.get((pid, start))
     if found is None:
         found = seen[(pid, start)] = _gone(pid, start)
@@ -419,10 +414,7 @@ class Store:
         (another start time) — is taken over at once. A claim without a start time (written
         before migration 0010, or where /proc cannot tell) is held while its pid lives."""
         conn = self._conn()
-        host, pid = socket.gethostname(), os.getpid()
-        if self._own_start[0] != pid:
-            self._own_start = (pid, _process_start(pid))
-        start = self._own_start[1]
+        host, pid, start = self._owner()
         unique = list(dict.fromkeys(keys))
         marks = ",".join("?" * len(unique))
         with self._transaction():
@@ -453,6 +445,14 @@ class Store:
                     "pid = excluded.pid, expires_at = excluded.expires_at, "
                     "owner_start = excluded.owner_start", claimed)
         return states
+
+    def _owner(self) -> tuple[str, int, str | None]:
+        """This process as a claim's or a run's owner: host name, pid and `_process_start` (read
+        once per process; a forked child reads its own)."""
+        pid = os.getpid()
+        if self._own_start[0] != pid:
+            self._own_start = (pid, _process_start(pid))
+        return socket.gethostname(), pid, self._own_start[1]
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
@@ -663,29 +663,36 @@ class Store:
         """Record a new running run with ``config`` (credentials dropped); return its id.
 
         First ends every run still ``running`` that was started on this host by a process that no
-        longer exists (see `abandon_dead_runs`).
+        longer exists (see `abandon_dead_runs`). The run records its process's host, pid and start
+        time (`_process_start`, as a claim does).
         """
         self.abandon_dead_runs()
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        host, pid, start = self._owner()
         self._conn().execute(
-            "INSERT INTO runs (id, started_at, config, status, pid, host) VALUES (?, ?, ?, 'running', ?, ?)",
-            (run_id, _codec.now(), _codec.dumps(scrub(dict(config))), os.getpid(), socket.gethostname()),
+            "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            (run_id, _codec.now(), _codec.dumps(scrub(dict(config))), pid, host, start),
         )
         return run_id
 
     def abandon_dead_runs(self) -> list[str]:
         """End ``running`` runs of this host whose process is gone; return their ids.
 
-        They become ``interrupted`` with ``end_note`` "abandoned: ...". Runs of other hosts, or of
-        a process that still exists (or whose id was reused), are left alone: a run is never ended
-        while it might still be going.
+        They become ``interrupted`` with ``end_note`` "abandoned: ...". Gone is `_gone`, as for a
+        claim's owner: no such pid, a zombie, or the pid now another process's (its start time
+        differs from the run's ``owner_start``, or its boot id). Runs of other hosts or of another
+        pid namespace, of a process that still runs, or of a live pid without a recorded start
+        (runs before migration 0012, no /proc) are left alone: a run is never ended while it might
+        still be going.
         """
         host = socket.gethostname()
         rows = self._conn().execute(
-            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", (host,)
-        ).fetchall()
-        dead = [run_id for run_id, pid in rows if not _alive(int(pid))]
-        pids = dict(rows)
+            "SELECT id, pid, owner_start FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
+            (host,)).fetchall()
+        gone: dict[tuple[int, str | None], bool] = {}
+        dead = [run_id for run_id, pid, start in rows if _owner_gone(gone, int(pid), start)]
+        pids = {run_id: pid for run_id, pid, _ in rows}
         for run_id in dead:
             note = f"abandoned: process {pids[run_id]} on {host} ended without ending the run"
             self._conn().execute(
