@@ -109,9 +109,13 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
                    + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "impartial"\n'
                    'kind = "judge-option"\noptions = { impartial = true }\n'
                    '[[mitigate.conditions]]\nname = "synonyms"\nkind = "synonym"\nk = 2\n')
-    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
+    # two generation calls failed: exit 3, as `nepotism run` (its one JSON document printed first)
+    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
+                          expect=3).stdout)
     summary = done["summary"]
     assert summary["generation_failures"] == 2 and summary["prevented"] == {"generation:http_5xx:500": 12}
+    generation = [p for p in summary["calls"] if p["phase"] == "generate"]
+    assert sum(p["failed"] for p in generation) == 2 and generation[0]["errors"] == {"http_5xx:500": 2}
     rows = _rows(work / "out" / "pairwise.csv")
     assert len(rows) == summary["judge_calls"] + 12 == 4 * 12  # every planned comparison is a row
     failed = [r for r in rows if r["instance_id"] == "q2"]
@@ -129,8 +133,11 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     label = "failed-generation:http-5xx:500"  # the label `nepotism metrics` counts them under
     records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
     assert sum(r["excluded"].get(label, 0) for r in records if r["metric"] == "excluded-verdicts") == 12
-    text = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work).stdout
-    assert "2 responses could not be generated: 12 judgments they would have shown are exported as failed" in text
+    done = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work, expect=3)
+    assert "2 responses could not be generated: 12 judgments they would have shown are exported as failed" in done.stdout
+    assert "error: 2 of " in done.stderr and "http_5xx:500 2" in done.stderr
+    # allowed: the same run exits 0
+    nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--max-failure-rate", "0.5", cwd=work)
 
 
 def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_path, standin):
@@ -151,7 +158,8 @@ def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_pa
     rows = [json.loads(line) for line in (work / "eval.jsonl").read_text().splitlines()]
     rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every student's answer to e1 fails
     (work / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=work).stdout)
+    result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=work, expect=3).stdout)
+    assert sum(p["failed"] for p in result["calls"]) == 6  # exit 3: calls failed, as `nepotism run`
     label = "failed-generation:http-5xx:500"
     assert result["generation_failures"] == 6  # three entries' two students
     # 3 groups x 1 pair x 2 judges x 2 orders of e1's comparisons, and its recognition questions

@@ -15,8 +15,9 @@ from typing import TextIO
 
 import click
 
-__all__ = ["bootstrap_options", "echo_json", "experiment_store", "format_option", "json_stdout", "models_option",
-           "print_table", "run_live", "store_path_of", "whole_stdout", "write_all"]
+__all__ = ["bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store", "format_option", "json_stdout",
+           "max_failure_rate_option", "models_option", "print_table", "run_live", "store_path_of", "whole_stdout",
+           "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -60,6 +61,33 @@ def format_option(function):
 
 #: Plain tables pad a column to its widest cell up to this length; longer cells overflow their row only.
 _PAD_CAP = 40
+
+
+def max_failure_rate_option(calls: str):
+    """``--max-failure-rate``: the share of ``calls`` (e.g. "the run's calls (generation, judging,
+    perplexity)") allowed to fail without exit status 3 (`exit_if_calls_failed`)."""
+    return click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+                        help=f"Share of {calls} allowed to fail without exit status 3.")
+
+
+def exit_if_calls_failed(phases, max_failure_rate: float) -> None:
+    """Exit with status 3 and one line on stderr when more than ``max_failure_rate`` of the calls
+    of ``phases`` (the counters of a command's phases, `RunStats.as_dict`: ``failed``, ``total``,
+    ``errors``) failed: they are stored, and a rerun retries them (completed calls are not
+    repeated). The one rule of `run`, `mitigate` and `leakage`."""
+    phases = list(phases)
+    failed, total = sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
+    if not total or failed / total <= max_failure_rate:
+        return
+    errors: dict[str, int] = {}
+    for phase in phases:
+        for error, n in phase.get("errors", {}).items():
+            errors[error] = errors.get(error, 0) + n
+    top = ", ".join(f"{error} {n}" for error, n in sorted(errors.items(), key=lambda kv: -kv[1])[:3])
+    click.echo(f"error: {failed} of {total} calls failed ({top or 'no error recorded'}); fix the cause and run "
+               "again to retry them (completed calls are not repeated), or allow some with --max-failure-rate",
+               err=True)
+    sys.exit(3)
 
 
 def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:

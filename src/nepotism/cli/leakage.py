@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, experiment_store, run_live, store_path_of
+from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live,
+                                  store_path_of)
 
 __all__ = ["command"]
 
@@ -38,7 +39,9 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
-def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool, progress: bool | None) -> None:
+@max_failure_rate_option("the calls (synthetic data, students' answers, rewrites, judging)")
+def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool, progress: bool | None,
+        max_failure_rate: float) -> None:
     """Generate synthetic data, make students, judge every student pair, and compute PLS and the analyses.
 
     Results go to the experiment's output directory: results.json / results.csv (standard
@@ -67,6 +70,8 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
                               progress=False if dry_run else progress, as_json=as_json)
     if as_json:
         echo_json(result)
+        if not dry_run:
+            exit_if_calls_failed(result["calls"], max_failure_rate)
         return
     if dry_run:
         click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
@@ -86,6 +91,7 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         click.echo(f"note: {note}")
     click.echo(f"timings: {json.dumps(result['timings'])}")
     click.echo(f"written: {', '.join(result['files'].values())}")
+    exit_if_calls_failed(result["calls"], max_failure_rate)
 
 
 @command.command("audit")

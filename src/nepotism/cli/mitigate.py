@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, experiment_store, run_live
+from nepotism.cli._common import echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live
 
 __all__ = ["command"]
 
@@ -27,8 +27,9 @@ __all__ = ["command"]
 @click.option("--rule", type=click.Choice(["consistent", "strict"]), default=None,
               help="How the two presentation orders combine (default: [mitigate] rule, else consistent = paper 004 "
                    "Eq. 1; strict = paper 003: both orders must agree, a disagreement is ambiguous and left out).")
+@max_failure_rate_option("the calls (generation, rewrites, judging) of the baseline and every condition")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_path: Path | None,
-            as_json: bool, progress: bool | None, rule: str | None) -> None:
+            as_json: bool, progress: bool | None, rule: str | None, max_failure_rate: float) -> None:
     """Run the audit of EXPERIMENT_FILE as a baseline and under each [[mitigate.conditions]].
 
     For each mitigation it reports the change in every bias metric (self-preference, harmful
@@ -74,8 +75,9 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
         write_records(target, result.records + result.baseline)
     if as_json:
         echo_json({"summary": result.summary, "records": result.records + result.baseline})
-        return
-    _print(result, target)
+    else:
+        _print(result, target)
+    exit_if_calls_failed(result.summary["calls"], max_failure_rate)
 
 
 def _calls(summary: dict, what: str) -> str:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, experiment_store, run_live, store_path_of
+from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live,
+                                  store_path_of)
 from nepotism.errors import InputError
 
 __all__ = ["command"]
@@ -37,8 +38,7 @@ __all__ = ["command"]
 @click.option("--batch-in", "batch_in", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
               help="Store a batch's results file (repeatable) as calls, then finish the run from the store "
                    "without calling anything (or write the next round with --batch-out).")
-@click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
-              help="Share of the run's calls (generation, judging, perplexity) allowed to fail without exit status 3.")
+@max_failure_rate_option("the run's calls (generation, judging, perplexity)")
 def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool,
             progress: bool | None, shard_spec: str | None, batch_out: Path | None,
             batch_in: tuple[Path, ...], max_failure_rate: float) -> None:
@@ -91,12 +91,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
         echo_json(summary.as_dict())
     else:
         _print_summary(summary)
-    failed, total = _failures(summary)
-    if total and failed / total > max_failure_rate:
-        click.echo(f"error: {failed} of {total} calls failed ({_top_errors(summary)}); fix the cause and run "
-                   f"again to retry them (completed calls are not repeated), or allow some with "
-                   f"--max-failure-rate", err=True)
-        sys.exit(3)
+    exit_if_calls_failed(_phases(summary), max_failure_rate)
 
 
 def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_json: bool) -> None:
@@ -128,19 +123,9 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
         click.echo("the judge requests follow once these answers are stored (a second round)")
 
 
-def _failures(summary) -> tuple[int, int]:
-    """Failed and total calls of a run, generation, judging and perplexity together."""
-    phases = (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ())
-    return sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
-
-
-def _top_errors(summary) -> str:
-    counts: dict[str, int] = {}
-    for phase in (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ()):
-        for err, n in phase["errors"].items():
-            counts[err] = counts.get(err, 0) + n
-    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
-    return ", ".join(f"{err} {n}" for err, n in top) or "no error recorded"
+def _phases(summary) -> tuple[dict, ...]:
+    """A run's phases: generation, judging and perplexity."""
+    return (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ())
 
 
 def _dry_run(experiment, store_path, as_json: bool, dataset=None, shard=None) -> None:

@@ -241,7 +241,7 @@ async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) 
 
 async def _ablated_answers(features: Sequence[str], rewriter: str | None, responses: Sequence[Response], store: Any,
                            endpoints: Mapping[str, Endpoint], run_id: Any, seed: int,
-                           notes: list[str]) -> dict[str, list[Response]]:
+                           notes: list[str], phases: list | None = None) -> dict[str, list[Response]]:
     """Paper 000 §5.7: every student answer rewritten by ``rewriter`` without one spurious feature,
     per feature (condition ``no-<feature>``). A rewrite that fails its checks
     (`nepotism.mitigations.rewrite.read_rewrite`) leaves that answer out of the condition, counted
@@ -250,7 +250,7 @@ async def _ablated_answers(features: Sequence[str], rewriter: str | None, respon
     from nepotism.mitigations.run import store_text_model
 
     assert rewriter is not None, "the config requires a rewriter with ablations"
-    text_model = store_text_model(store, endpoints, run_id=run_id, seed=seed)
+    text_model = store_text_model(store, endpoints, run_id=run_id, seed=seed, phases=phases)
     answers = [r for r in responses if r.text and r.text.strip()]
     out: dict[str, list[Response]] = {}
     for feature in features:
@@ -383,7 +383,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             if a.ablations:
                 with timer("ablation rewrites"):
                     rewritten = await _ablated_answers(a.ablations, a.rewriter, answered.responses, store, eps,
-                                                       run_id, exp.seed, notes)
+                                                       run_id, exp.seed, notes, phases=runner.phases)
 
             def student_tasks(instances: Sequence[Any], answers: Sequence[Response],
                      ablated: Mapping[str, Sequence[Response]]) -> list[Any]:
@@ -465,7 +465,9 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     result = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
               "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
               "train_instructions": len(train), "eval_instructions": len(eval_instances),
-              "judgments": counts, "generation_failures": len(answered.failures), "timings": timer.phases,
+              "judgments": counts, "generation_failures": len(answered.failures),
+              # every phase's calls (synthetic data, students' answers, rewrites, judging): exit 3 when some failed
+              "calls": [phase.as_dict() for phase in runner.phases], "timings": timer.phases,
               "notes": notes, "records": records}
     if prevented_counts:  # judgments a failed student answer prevented, by reason (as `nepotism run` says)
         result["prevented"] = prevented_counts

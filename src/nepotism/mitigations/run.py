@@ -57,8 +57,11 @@ class MitigationResult:
     baseline: list[dict] = field(default_factory=list)  # the baseline's accuracy records (`.accuracy`)
 
 
-def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None) -> TextModel:
-    """A `TextModel` that runs generation calls through the store's cache and the endpoints."""
+def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None,
+                     phases: list | None = None) -> TextModel:
+    """A `TextModel` that runs generation calls through the store's cache and the endpoints;
+    each batch's counters (`RunStats`, phase ``rewrite``) are added to ``phases`` when given (a
+    runner's `Runner.phases`: the command says from them how many calls failed)."""
     from nepotism.backends.base import Request
     from nepotism.runner import CallExecutor, RunStats, plan_call
 
@@ -73,6 +76,8 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
             out[index[id(result.call)]] = done.text if done.ok and (done.text or "").strip() else None
 
         run_stats = RunStats(phase="rewrite", total=len(planned))
+        if phases is not None:
+            phases.append(run_stats)
         await CallExecutor(store, endpoints, run_id=run_id, stats=run_stats, seed=seed).run(planned, take)
         if stats is not None:  # planned (as judge_calls), and how many of them were sent or came from the cache
             for key, n in (("rewrite_calls", len(planned)), ("rewrite_calls_sent", run_stats.sent),
@@ -282,8 +287,9 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     try:
         with store.recording_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]}) \
                 as run_id:
-            text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats)
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
+            text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats,
+                                                        phases=runner.phases)
             # the responses a run of the experiment would judge, found and made as it finds and makes them
             have, planned = er._generation_plan(store, exp, runner, instances, recorded)
             generated = await runner.generate(instances, er._generators(exp), have=have, planned=planned)
@@ -365,6 +371,8 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
                    "ungraded": sum(v is None for v in correct.values())},
         "generation_failures": len(generated.failures), "rule": plan.rule,
         "ambiguous_comparisons": ambiguous, **stats,
+        # every phase's calls (generation, rewrites, judging, ...): the command exits 3 when some failed
+        "calls": [phase.as_dict() for phase in runner.phases],
     })
     if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
         summary["familiarity_scores"] = familiarity_counts

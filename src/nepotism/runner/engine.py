@@ -136,11 +136,16 @@ class Runner:
         self.judge_memo = judge_memo
         #: instances handed from generation to judging at a time (`generate_and_judge`)
         self.ready_chunk = ready_chunk
+        #: the counters of every phase this runner ran, in the order they started (a command that
+        #: runs several phases says from them how many calls failed)
+        self.phases: list[RunStats] = []
 
     def _executor(self, stats: RunStats, writer: StoreWriter | None = None, *, shared: bool = False
                   ) -> CallExecutor:
         """An executor for one phase; ``shared``: it runs beside the other phase on ``writer``
         (`generate_and_judge`, which freezes the collector for both)."""
+        if not any(stats is seen for seen in self.phases):
+            self.phases.append(stats)
         if self.view is not None:
             self.view.track(stats)
         executor = CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
