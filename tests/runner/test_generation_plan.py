@@ -113,6 +113,30 @@ def test_the_plan_keeps_and_plans_what_keying_each_stored_response_kept_and_plan
                                                                              chunk_calls=10**6)
 
 
+
+def _edit_item(folder: Path, prompt: str | None) -> list[dict]:
+    """Give the dataset's second item ``prompt`` (None: a stand-in fault marker after its prompt,
+    so every call showing it fails); the dataset's rows after the edit."""
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    rows[1]["prompt"] = prompt if prompt is not None else rows[1]["prompt"] + " <<standin:fault=http_500>>"
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def _count_keying(monkeypatch, rows: list[dict]) -> list[str]:
+    """From now on, the prompt of every generation call keyed (`request_key`) for one of ``rows``."""
+    keyed: list[str] = []
+    plain_key = calls_module.request_key
+    prompts = {r["prompt"] for r in rows}
+
+    def counting(endpoint, request, replicate=0):
+        if request.messages is not None and request.messages[-1].content in prompts:
+            keyed.append(request.messages[-1].content)
+        return plain_key(endpoint, request, replicate)
+
+    monkeypatch.setattr(calls_module, "request_key", counting)
+    return keyed
+
 def test_a_rerun_after_a_prompt_edit_keys_each_generation_call_once(tmp_path, monkeypatch):
     """The stored responses are checked against the plan's own keys: a rerun keys each (item,
     generator) generation call once (before, once to check the stored response and once more to
@@ -121,19 +145,8 @@ def test_a_rerun_after_a_prompt_edit_keys_each_generation_call_once(tmp_path, mo
         path = standin_experiment(tmp_path, url, items=3, recognition=False)
         with Store(tmp_path / "s.db") as store:
             asyncio.run(run_experiment(load_experiment(path), store))
-        rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
-        rows[1]["prompt"] = "Question 2, edited?"
-        (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        keyed: list[str] = []
-        plain_key = calls_module.request_key
-        prompts = {r["prompt"] for r in rows}
-
-        def counting(endpoint, request, replicate=0):
-            if request.messages is not None and request.messages[-1].content in prompts:
-                keyed.append(request.messages[-1].content)
-            return plain_key(endpoint, request, replicate)
-
-        monkeypatch.setattr(calls_module, "request_key", counting)
+        rows = _edit_item(tmp_path, "Question 2, edited?")
+        keyed = _count_keying(monkeypatch, rows)
         with Store(tmp_path / "s.db") as store:
             summary = asyncio.run(run_experiment(load_experiment(path), store))
     assert (summary.generation["total"], summary.generation["sent"]) == (2, 2)
@@ -147,19 +160,8 @@ def test_a_failed_generation_is_keyed_once_and_its_prevented_judgments_carry_tha
     of the call that failed."""
     with standin_process(StandinConfig(latency_s=0.001)) as url:
         path = standin_experiment(tmp_path, url, items=3, recognition=False, attempts=1)
-        rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
-        rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every call showing it fails
-        (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        keyed: list[str] = []
-        plain_key = calls_module.request_key
-        prompts = {r["prompt"] for r in rows}
-
-        def counting(endpoint, request, replicate=0):
-            if request.messages is not None and request.messages[-1].content in prompts:
-                keyed.append(request.messages[-1].content)
-            return plain_key(endpoint, request, replicate)
-
-        monkeypatch.setattr(calls_module, "request_key", counting)
+        rows = _edit_item(tmp_path, None)  # every call showing its prompt fails
+        keyed = _count_keying(monkeypatch, rows)
         with Store(tmp_path / "s.db") as store:
             summary = asyncio.run(run_experiment(load_experiment(path), store))
             failed = dict(store._conn().execute("SELECT key, status FROM calls WHERE status = 'failed'").fetchall())
