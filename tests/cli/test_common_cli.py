@@ -81,12 +81,14 @@ def test_a_json_document_arrives_whole_through_a_non_blocking_pipe_read_slowly()
     assert len(json.loads(data)) > 100
 
 
-def _read_late(command: list[str], *, env: dict | None = None) -> tuple[bytes, int, bytes]:
-    """Run ``command`` with stdout a pipe that something sharing it made non-blocking; read it
-    only after a second, so the pipe fills (64 KiB) before anything is taken."""
+def _read_late(command: list[str], *, env: dict | None = None, stream: str = "stdout") -> tuple[bytes, int, bytes]:
+    """Run ``command`` with ``stream`` (stdout or stderr) a pipe that something sharing it made
+    non-blocking; read it only after a second, so the pipe fills (64 KiB) before anything is
+    taken. Returns what arrived there, the exit status and the other stream."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=env) as proc:
+    other = "stderr" if stream == "stdout" else "stdout"
+    with subprocess.Popen(command, env=env, **{stream: write_end, other: subprocess.PIPE}) as proc:
         os.close(write_end)
         time.sleep(1.0)
         chunks = []
@@ -94,7 +96,7 @@ def _read_late(command: list[str], *, env: dict | None = None) -> tuple[bytes, i
             chunks.append(chunk)
         os.close(read_end)
         code = proc.wait(timeout=60)
-        return b"".join(chunks), code, proc.stderr.read()
+        return b"".join(chunks), code, getattr(proc, other).read()
 
 
 def test_a_table_arrives_whole_through_a_non_blocking_pipe_read_late(tmp_path):
@@ -121,9 +123,9 @@ def test_a_closed_reader_exits_1_as_click_does(tmp_path):
 
 
 _RICH_TABLE = """
-from nepotism.cli._common import print_table, whole_stdout
+from nepotism.cli._common import print_table, whole_output
 rows = [[f"metric-{i}", f"{i / 7:.6f}", "a cell with some words in it " * 2] for i in range(3000)]
-with whole_stdout():
+with whole_output():
     print_table("rich", ["metric", "value", "note"], rows, output_format="table")
 """
 
@@ -136,3 +138,72 @@ def test_a_rich_table_arrives_whole_and_without_colour_codes_when_piped():
     text = data.decode()
     assert len(data) > 1 << 18 and "metric-2999" in text and text.rstrip().endswith("┘")
     assert "\x1b[" not in text
+
+
+def test_a_long_warning_arrives_whole_through_a_non_blocking_stderr_read_late(tmp_path):
+    """Stderr goes through the same one writer as stdout: ``store merge`` of a store holding 4,000
+    unfinished runs warns naming each (108 KB on stderr). Before, stderr piped into a
+    non-blocking pipe read late lost what the full pipe did not take (65,536 bytes arrived, exit 0)."""
+    import socket
+
+    from nepotism.store import Store
+
+    store = tmp_path / "shard.db"
+    with Store(store) as opened:
+        opened._conn().executemany(
+            "INSERT INTO runs (id, started_at, config, status, pid, host) VALUES (?, ?, '{}', 'running', 1, ?)",
+            [(f"20261126T000000Z-{i:08x}", "2026-11-26T00:00:00+00:00", f"not-{socket.gethostname()}")
+             for i in range(4000)])
+    data, code, out = _read_late([NEPOTISM, "store", "merge", str(store), "--out", str(tmp_path / "m.db")],
+                                 stream="stderr")
+    assert code == 0, data[-2000:]
+    assert b"merged 1 stores" in out
+    (line,) = data.decode().splitlines()
+    assert len(data) > 1 << 16 and line.startswith("warning: 4000 run(s) had not ended")
+    assert line.count("20261126T000000Z-") == 4000 and line.endswith("the merge holds what they had stored")
+
+
+def test_a_terminal_keeps_the_progress_bar_and_a_pipe_gets_none(tmp_path):
+    """Through the whole writer, stderr still says whether it is a terminal: ``nepotism run`` with
+    stderr on a pseudo-terminal draws rich's progress bar (cursor hidden, bar drawn, cursor shown
+    again); with stderr a pipe it writes no bar and no escape codes."""
+    import pty
+    import threading
+
+    from nepotism.testing.experiments import standin_experiment
+    from nepotism.testing.standin import StandinConfig, standin_thread
+
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"}
+    with standin_thread(StandinConfig(latency_s=0.001)) as (url, _server):
+        exp = standin_experiment(tmp_path, url, items=2, recognition=False)
+        primary, secondary = pty.openpty()
+        chunks: list[bytes] = []
+
+        def read() -> None:
+            while True:
+                try:
+                    chunk = os.read(primary, 1 << 14)
+                except OSError:  # EIO: the terminal's last holder closed it
+                    return
+                if not chunk:
+                    return
+                chunks.append(chunk)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        with subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(tmp_path / "tty.db")],
+                              stdout=subprocess.PIPE, stderr=secondary, env=env) as proc:
+            os.close(secondary)
+            out = proc.stdout.read()
+            code = proc.wait(timeout=300)
+        reader.join(timeout=60)
+        os.close(primary)
+        piped = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(tmp_path / "pipe.db")],
+                               capture_output=True, env=env, timeout=300)
+    terminal = b"".join(chunks)
+    assert code == 0, terminal[-2000:]
+    assert b"\x1b[?25l" in terminal and b"\x1b[?25h" in terminal  # a live display hid the cursor
+    assert "━".encode() in terminal and b"generat" in terminal.lower()
+    assert piped.returncode == 0, piped.stderr[-2000:]
+    assert b"\x1b[" not in piped.stderr and "━".encode() not in piped.stderr
+    assert out.strip() and b"\x1b[" not in out

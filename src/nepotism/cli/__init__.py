@@ -22,12 +22,12 @@ __all__ = ["main"]
 class _Main(click.Group):
     """Top-level group that turns an `InputError` into one line on stderr and exit status 2, keeps
     stdout for the one JSON document when a command is given ``--json``, and writes everything on
-    stdout whole (`_common.whole_stdout`), whatever mode the pipe was left in."""
+    stdout and stderr whole (`_common.whole_output`), whatever mode the pipe was left in."""
 
     def main(self, *args, **kwargs):
-        from nepotism.cli._common import whole_stdout
+        from nepotism.cli._common import whole_output
 
-        with whole_stdout():
+        with whole_output():
             return super().main(*args, **kwargs)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TextIO
 import click
 
 __all__ = ["bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store", "format_option", "json_stdout",
-           "max_failure_rate_option", "models_option", "print_table", "run_live", "store_path_of", "whole_stdout",
+           "max_failure_rate_option", "models_option", "print_table", "run_live", "store_path_of", "whole_output",
            "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
@@ -164,8 +164,8 @@ def write_all(stream: TextIO, text: str) -> None:
 
 
 def _write_whole(fd: int, data: bytes | memoryview) -> None:
-    """The one writer of the commands' stdout bytes (`write_all`, and every other line through
-    `whole_stdout`): ``data`` written to ``fd`` until every byte is taken. The descriptor's mode is
+    """The one writer of the commands' stdout and stderr bytes (`write_all`, and every other line
+    through `whole_output`): ``data`` written to ``fd`` until every byte is taken. The descriptor's mode is
     left as it is — it is shared with whoever else holds the pipe — and a full non-blocking pipe is
     waited on until it takes more. A closed reader raises BrokenPipeError."""
     view = memoryview(data).cast("B")
@@ -202,27 +202,35 @@ class _WholeWrites(io.RawIOBase):
 
 
 @contextlib.contextmanager
-def whole_stdout():
-    """While the command line runs, ``sys.stdout`` (what click.echo, rich and print write to) is a
-    text stream over the same descriptor whose every write reaches it whole (`_write_whole`), not
-    buffered: a table or a line is never cut by a pipe left non-blocking. It says whether it is a
-    terminal as stdout does (colour codes only there). A stdout without a descriptor (click's test
-    runner) is left as it is."""
-    stream = sys.stdout
+def whole_output():
+    """While the command line runs, ``sys.stdout`` and ``sys.stderr`` (what click.echo, rich's
+    tables and progress bar, print, warnings and error messages write to) are text streams over
+    the same descriptors whose every write reaches them whole (`_write_whole`), not buffered: a
+    table, a line or a long warning is never cut by a pipe left non-blocking. Each says whether it
+    is a terminal as the stream it stands for does (colour codes and rich's live progress bar only
+    there). A stream without a descriptor (click's test runner) is left as it is."""
+    saved = {name: getattr(sys, name) for name in ("stdout", "stderr")}
+    try:
+        for name, stream in saved.items():
+            whole = _whole(stream)
+            if whole is not None:
+                setattr(sys, name, whole)
+        yield
+    finally:
+        for name, stream in saved.items():
+            setattr(sys, name, stream)
+
+
+def _whole(stream: TextIO) -> TextIO | None:
+    """A text stream over ``stream``'s descriptor (same encoding and error handling) whose every
+    write goes through `_write_whole`; None for a stream without a descriptor."""
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is None:
-        yield
-        return
+        return None
     stream.flush()
-    sys.stdout = io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors,
-                                  write_through=True)
-    try:
-        yield
-    finally:
-        sys.stdout = stream
+    return io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors,
+                            write_through=True)
 
 
 def store_path_of(store_path, experiment):
