@@ -121,3 +121,31 @@ def test_a_runs_exports_are_the_same_bytes_whatever_chunks_its_perplexity_step_r
             exports.append({name: data for name, data in _files(folder / "out").items()
                             if name != "run.json"})  # (the run's id)
     assert exports[0] == exports[1] and "perplexity.csv" in exports[0]
+
+
+@pytest.mark.parametrize("small", [4, 1 << 16])
+def test_the_key_set_says_which_keys_are_new_as_a_python_set_would(monkeypatch, small):
+    """Chunk after chunk, against a set of the same keys: repeats within a chunk (the first is
+    new), across chunks, keys that share their first 8 bytes (searched again whole), keys ending
+    in zero bytes (a numpy ``S32`` scalar would drop them), merges of every kind (``small``)."""
+    import random
+
+    from nepotism.runner.batch import KeySet
+
+    monkeypatch.setattr(KeySet, "_SMALL", small)
+    rng = random.Random(7)
+    pool = [rng.randbytes(32).hex() for _ in range(3000)]
+    pool += [pool[0][:16] + rng.randbytes(24).hex() for _ in range(20)]  # same first 8 bytes as pool[0]
+    pool += [rng.randbytes(24).hex() + "00" * 8, rng.randbytes(31).hex() + "00", "00" * 32]
+    keys, seen = KeySet(), set()
+    for n in [0, 1, 5, 64, 300, 7, 1000, 2500, 3, 2000] * 3:
+        chunk = [rng.choice(pool) for _ in range(n)]
+        want = []
+        for key in chunk:
+            want.append(key not in seen)
+            seen.add(key)
+        assert keys.add(chunk).tolist() == want
+        assert len(keys) == len(seen)
+    assert len(seen) > 2900
+    with pytest.raises(ValueError):
+        keys.add(["abc"])

@@ -694,6 +694,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     none. With ``shard``, the plan of that shard only.
     """
     from nepotism.models import load_registry
+    from nepotism.runner.batch import KeySet
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
@@ -704,16 +705,14 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     runner = Runner(store, endpoints)
     chunks = _PlanChunks(store, experiment, runner, judging, recorded, unmade=_placeholder)
     models: dict[str, dict[str, Any]] = {}
-    counted: set[bytes] = set()  # keys (64 hex digits, as 32 bytes) already counted: a call planned
-    # twice (instances with the same prompt share their calls) is sent, and paid, once
+    counted = KeySet()  # the keys already counted: a call planned twice (instances with the same
+    # prompt share their calls) is sent, and paid, once
     planned = {"generate": 0, "judge": 0, "perplexity": 0}
 
     def count(phase: str, calls: Sequence[PlannedCall], cached: Mapping[str, Any]) -> None:
         planned[phase] += len(calls)
-        for call in calls:
-            key = bytes.fromhex(call.key)
-            _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=key in counted)
-            counted.add(key)
+        for call, new in zip(calls, counted.add([c.key for c in calls]), strict=True):
+            _count(models, endpoints[call.model], phase, call, cached.get(call.key), again=not new)
 
     def plan(part: Sequence[Instance]) -> list[PlannedCall]:
         chunk = chunks(part)
