@@ -193,8 +193,9 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
                "condition": cond, "replicate": rep, "category": category}
         if protocol == "pairwise":
             probs = loads(probs) if probs else {}
-            tokens = tokens_of.get(usage, tokens_of)
-            if tokens is tokens_of:
+            if usage in tokens_of:
+                tokens = tokens_of[usage]
+            else:
                 tokens = tokens_of[usage] = _output_tokens(usage)
             row["model_a"], row["model_b"], row["verdict"] = candidates[0], candidates[1], verdict
             row["prob_a"], row["prob_b"], row["prob_tie"] = probs.get("A"), probs.get("B"), probs.get("tie")
