@@ -3,7 +3,7 @@
 A batch run goes in rounds, because judge prompts hold the generated answers. A round is never
 held whole: it is planned a chunk of instances at a time whenever it is read (as the dry run
 plans), so writing or reading the files of a 10M-call round needs memory for its instances, its
-distinct keys (32 bytes each) and one chunk's prompts, not for its calls. The price is planning
+distinct keys (≈ 40 bytes each, `KeySet`) and one chunk's prompts, not for its calls. The price is planning
 again: counting a round, writing its files, and checking then storing results each plan it once.
 
 1. `plan_round` plans what can be planned now: the generation calls, and — once every generation
