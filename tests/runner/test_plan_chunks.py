@@ -130,7 +130,7 @@ def test_the_key_set_says_which_keys_are_new_as_a_python_set_would(monkeypatch, 
     in zero bytes (a numpy ``S32`` scalar would drop them), merges of every kind (``small``)."""
     import random
 
-    from nepotism.runner.batch import KeySet
+    from nepotism.runner.judge_plan import KeySet
 
     monkeypatch.setattr(KeySet, "_SMALL", small)
     rng = random.Random(7)

@@ -3,7 +3,7 @@
 A batch run goes in rounds, because judge prompts hold the generated answers. A round is never
 held whole: it is planned a chunk of instances at a time whenever it is read (as the dry run
 plans), so writing or reading the files of a 10M-call round needs memory for its instances, its
-distinct keys (≈ 40 bytes each, `KeySet`) and one chunk's prompts, not for its calls. The price is planning
+distinct keys (≈ 40 bytes each, `judge_plan.KeySet`) and one chunk's prompts, not for its calls. The price is planning
 again: counting a round, writing its files, and checking then storing results each plan it once.
 
 1. `plan_round` plans what can be planned now: the generation calls, and — once every generation
@@ -55,13 +55,13 @@ from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 from nepotism.runner.calls import Endpoint, PlannedCall, call_record
 from nepotism.runner.engine import Runner
-from nepotism.runner.judge_plan import CHUNK_CALLS, in_chunks
+from nepotism.runner.judge_plan import CHUNK_CALLS, KeySet, find_sorted, in_chunks
 from nepotism.runner.shards import Shard
 from nepotism.store import Store
 from nepotism.store.fastread import call_statuses
 
-__all__ = ["MAX_FILE_BYTES", "MAX_FILE_REQUESTS", "BatchResults", "BatchRound", "KeySet", "RoundCounts",
-           "find_sorted", "plan_round", "read_results", "store_results", "write_batch"]
+__all__ = ["MAX_FILE_BYTES", "MAX_FILE_REQUESTS", "BatchResults", "BatchRound", "RoundCounts", "plan_round",
+           "read_results", "store_results", "write_batch"]
 
 #: OpenAI Batch API limits per input file.
 MAX_FILE_REQUESTS = 50_000
@@ -369,96 +369,6 @@ def _parse(line: bytes, where: dict[str, Any]) -> Any:
         raise InputError(f"not UTF-8 (byte {err.start + 1} of the line)", **where) from None
     except ValueError as err:
         raise InputError(f"not JSON ({getattr(err, 'msg', err)})", **where) from None
-
-
-def find_sorted(keys: Any, wanted: Any, prefix: Any = None) -> tuple[Any, Any]:
-    """Where each of the 32-byte keys ``wanted`` (a numpy ``S32`` array) is in the sorted ``keys``
-    (``S32``), and whether it is there: two arrays, the positions and a mask. ``prefix``: the
-    first 8 bytes of ``keys`` as integers (`_prefix`), to search those instead (≈ 3× faster than
-    comparing the 32-byte strings; the keys that share a prefix are searched again whole)."""
-    import numpy as np
-
-    if prefix is None:
-        at = np.searchsorted(keys, wanted)
-    else:
-        heads = _prefix(wanted)
-        at = np.searchsorted(prefix, heads)  # the first key with that prefix
-    at = np.minimum(at, len(keys) - 1)
-    hit = keys[at] == wanted
-    if prefix is not None:
-        again = ~hit & (prefix[at] == heads)  # another key with the same first 8 bytes came first
-        if again.any():
-            at[again] = np.minimum(np.searchsorted(keys, wanted[again]), len(keys) - 1)
-            hit[again] = keys[at[again]] == wanted[again]
-    return at, hit
-
-
-def _prefix(keys: Any) -> Any:
-    """The first 8 bytes of each 32-byte key as an unsigned integer (big-endian: ordered as the keys)."""
-    import numpy as np
-
-    return keys.view(">u8")[::4].astype(np.uint64)
-
-
-class KeySet:
-    """The distinct call keys of a plan read a chunk at a time (the batch rounds, the dry run), at
-    ≈ 40 bytes a key where a Python set of them took ≈ 100 (≈ 1 GB at 10M planned calls): sorted
-    runs of the keys' 32 bytes (numpy ``S32``, searched as `BatchResults` is), each with its keys'
-    first 8 bytes as integers to search (`find_sorted`). Each chunk's new keys are a run; runs of
-    about the same size merge, and the small ones merge into the largest once they hold an eighth
-    of it, in place (its memory grown, not copied), so that memory at the peak stays near the
-    keys' own size."""
-
-    _SMALL = 1 << 16  # keys the small runs may hold before they merge into the largest
-
-    def __init__(self) -> None:
-        self._runs: list[tuple[Any, Any]] = []  # (sorted keys, their prefixes); the largest first
-
-    def __len__(self) -> int:
-        return sum(len(keys) for keys, _ in self._runs)
-
-    def add(self, keys: Sequence[str]) -> Any:
-        """Add ``keys`` (64 hex digits each); return which of them are new (a numpy mask): in no
-        earlier `add`, and the first of their value in ``keys``."""
-        import numpy as np
-
-        fresh = np.zeros(len(keys), dtype=bool)
-        if not keys:
-            return fresh
-        flat = bytes.fromhex("".join(keys))
-        if len(flat) != 32 * len(keys):
-            raise ValueError("a call key is 64 hex digits")
-        distinct, first = np.unique(np.frombuffer(flat, dtype="S32"), return_index=True)  # first: earliest
-        new = np.ones(len(distinct), dtype=bool)
-        for run, prefix in self._runs:
-            new &= ~find_sorted(run, distinct, prefix)[1]
-        fresh[first[new]] = True
-        if new.any():
-            self._add(distinct[new])  # (a copy: owns its memory, so it can grow in place)
-        return fresh
-
-    def _add(self, run: Any) -> None:
-        import numpy as np
-
-        self._runs.append((run, _prefix(run)))
-        while len(self._runs) > 2 and len(self._runs[-2][0]) <= 2 * len(self._runs[-1][0]):
-            (a, _), (b, _) = self._runs.pop(-2), self._runs.pop()
-            merged = np.concatenate([a, b])
-            del a, b
-            merged.sort(kind="stable")  # (two sorted runs: merged in one pass)
-            self._runs.append((merged, _prefix(merged)))
-        small = sum(len(keys) for keys, _ in self._runs[1:])
-        if small > max(self._SMALL, len(self._runs[0][0]) // 8):
-            largest, rest = self._runs[0][0], [keys for keys, _ in self._runs[1:]]
-            self._runs = []
-            start = len(largest)
-            largest.resize(start + small, refcheck=False)  # no view of it is kept
-            for keys in rest:
-                largest[start:start + len(keys)] = keys
-                start += len(keys)
-            del rest
-            largest.sort(kind="stable")
-            self._runs = [(largest, _prefix(largest))]
 
 
 @dataclass

@@ -30,8 +30,8 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
-from nepotism.runner.judge_plan import (CHUNK_CALLS, GENERATION_FAILED, _judging, _table_kind, in_chunks, iter_tasks,
-                                        plan_tasks, prevented_tasks)
+from nepotism.runner.judge_plan import (CHUNK_CALLS, GENERATION_FAILED, KeySet, _judging, _table_kind, in_chunks,
+                                        iter_tasks, plan_tasks, prevented_tasks)
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
@@ -694,7 +694,6 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     none. With ``shard``, the plan of that shard only.
     """
     from nepotism.models import load_registry
-    from nepotism.runner.batch import KeySet
 
     judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)

@@ -9,6 +9,7 @@ batch rounds of `nepotism.runner.batch` plan this way). A run plans its tasks a 
 at a time too (`nepotism.runner.experiment_run`), through a `nepotism.runner.plan_memo.ChunkPlan`
 that the judge-plan memo can count without planning (its chunks are fixed by the run's
 ``ready_chunk``, as its memo is keyed by them); the mitigations plan the whole experiment at once.
+`KeySet` is what a plan read in chunks keeps of the calls it planned: their keys, ≈ 40 bytes each.
 `prevented_tasks` is the part of the plan a failed generation took away: the tasks that would
 show a response that could not be made, each with that failure's reason, so that a run records
 them as failed judgments (`GENERATION_FAILED`) instead of leaving them out; `prevented_by` does
@@ -50,6 +51,96 @@ def in_chunks(instances: Sequence[Instance], plan: Callable[[Sequence[Instance]]
         planned = plan(part)
         yield planned
         size = max(1, min(1024, calls * len(part) // max(1, len(planned))))
+
+
+def find_sorted(keys: Any, wanted: Any, prefix: Any = None) -> tuple[Any, Any]:
+    """Where each of the 32-byte keys ``wanted`` (a numpy ``S32`` array) is in the sorted ``keys``
+    (``S32``), and whether it is there: two arrays, the positions and a mask. ``prefix``: the
+    first 8 bytes of ``keys`` as integers (`_prefix`), to search those instead (≈ 3× faster than
+    comparing the 32-byte strings; the keys that share a prefix are searched again whole)."""
+    import numpy as np
+
+    if prefix is None:
+        at = np.searchsorted(keys, wanted)
+    else:
+        heads = _prefix(wanted)
+        at = np.searchsorted(prefix, heads)  # the first key with that prefix
+    at = np.minimum(at, len(keys) - 1)
+    hit = keys[at] == wanted
+    if prefix is not None:
+        again = ~hit & (prefix[at] == heads)  # another key with the same first 8 bytes came first
+        if again.any():
+            at[again] = np.minimum(np.searchsorted(keys, wanted[again]), len(keys) - 1)
+            hit[again] = keys[at[again]] == wanted[again]
+    return at, hit
+
+
+def _prefix(keys: Any) -> Any:
+    """The first 8 bytes of each 32-byte key as an unsigned integer (big-endian: ordered as the keys)."""
+    import numpy as np
+
+    return keys.view(">u8")[::4].astype(np.uint64)
+
+
+class KeySet:
+    """The distinct call keys of a plan read a chunk at a time (the batch rounds, the dry run), at
+    ≈ 40 bytes a key where a Python set of them took ≈ 100 (≈ 1 GB at 10M planned calls): sorted
+    runs of the keys' 32 bytes (numpy ``S32``, searched as `nepotism.runner.batch.BatchResults` is), each with its keys'
+    first 8 bytes as integers to search (`find_sorted`). Each chunk's new keys are a run; runs of
+    about the same size merge, and the small ones merge into the largest once they hold an eighth
+    of it, in place (its memory grown, not copied), so that memory at the peak stays near the
+    keys' own size."""
+
+    _SMALL = 1 << 16  # keys the small runs may hold before they merge into the largest
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[Any, Any]] = []  # (sorted keys, their prefixes); the largest first
+
+    def __len__(self) -> int:
+        return sum(len(keys) for keys, _ in self._runs)
+
+    def add(self, keys: Sequence[str]) -> Any:
+        """Add ``keys`` (64 hex digits each); return which of them are new (a numpy mask): in no
+        earlier `add`, and the first of their value in ``keys``."""
+        import numpy as np
+
+        fresh = np.zeros(len(keys), dtype=bool)
+        if not keys:
+            return fresh
+        flat = bytes.fromhex("".join(keys))
+        if len(flat) != 32 * len(keys):
+            raise ValueError("a call key is 64 hex digits")
+        distinct, first = np.unique(np.frombuffer(flat, dtype="S32"), return_index=True)  # first: earliest
+        new = np.ones(len(distinct), dtype=bool)
+        for run, prefix in self._runs:
+            new &= ~find_sorted(run, distinct, prefix)[1]
+        fresh[first[new]] = True
+        if new.any():
+            self._add(distinct[new])  # (a copy: owns its memory, so it can grow in place)
+        return fresh
+
+    def _add(self, run: Any) -> None:
+        import numpy as np
+
+        self._runs.append((run, _prefix(run)))
+        while len(self._runs) > 2 and len(self._runs[-2][0]) <= 2 * len(self._runs[-1][0]):
+            (a, _), (b, _) = self._runs.pop(-2), self._runs.pop()
+            merged = np.concatenate([a, b])
+            del a, b
+            merged.sort(kind="stable")  # (two sorted runs: merged in one pass)
+            self._runs.append((merged, _prefix(merged)))
+        small = sum(len(keys) for keys, _ in self._runs[1:])
+        if small > max(self._SMALL, len(self._runs[0][0]) // 8):
+            largest, rest = self._runs[0][0], [keys for keys, _ in self._runs[1:]]
+            self._runs = []
+            start = len(largest)
+            largest.resize(start + small, refcheck=False)  # no view of it is kept
+            for keys in rest:
+                largest[start:start + len(keys)] = keys
+                start += len(keys)
+            del rest
+            largest.sort(kind="stable")
+            self._runs = [(largest, _prefix(largest))]
 
 
 def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
