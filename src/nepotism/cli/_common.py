@@ -11,12 +11,13 @@ import io
 import os
 import select
 import sys
+from collections.abc import Mapping
 from typing import TextIO
 
 import click
 
 __all__ = ["bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store", "format_option", "json_stdout",
-           "max_failure_rate_option", "models_option", "print_table", "run_live", "store_path_of", "whole_output",
+           "max_failure_rate_option", "models_option", "prevented_line", "print_table", "run_live", "store_path_of", "whole_output",
            "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
@@ -88,6 +89,16 @@ def exit_if_calls_failed(phases, max_failure_rate: float) -> None:
                "again to retry them (completed calls are not repeated), or allow some with --max-failure-rate",
                err=True)
     sys.exit(3)
+
+
+def prevented_line(failures: int, prevented: Mapping[str, int], *, counted: bool = False) -> str:
+    """The summary line of a command whose generations failed: how many responses could not be
+    made and the judgments they would have shown, exported as failed, by reason (``prevented``:
+    `RunSummary.prevented` or the same in a summary dict); ``counted`` adds that the analyses
+    count them as excluded."""
+    return (f"  {failures} responses could not be generated: {sum(prevented.values())} judgments they would have "
+            "shown are exported as failed" + (" and counted as excluded" if counted else "") + " ("
+            + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
 
 
 def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:

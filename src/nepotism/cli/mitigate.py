@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live
+from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option,
+                                  prevented_line, run_live)
 
 __all__ = ["command"]
 
@@ -99,10 +100,7 @@ def _print(result, target: Path) -> None:
     if s.get("rewrite_calls"):
         click.echo(f"  rewrites: {_calls(s, 'rewrite')}, {s.get('rewrite_failed', 0)} without a usable text")
     if s.get("generation_failures"):
-        prevented = s.get("prevented", {})
-        click.echo(f"  {s['generation_failures']} responses could not be generated: {sum(prevented.values())} "
-                   "judgments they would have shown are exported as failed and counted as excluded ("
-                   + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
+        click.echo(prevented_line(s["generation_failures"], s.get("prevented", {}), counted=True))
     if s.get("rule") == "strict":
         ambiguous = ", ".join(f"{c}: {n}" for c, n in s.get("ambiguous_comparisons", {}).items()) or "none"
         click.echo(f"strict rule: comparisons whose two orders disagree are left out (ambiguous: {ambiguous})")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live,
-                                  store_path_of)
+from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option,
+                                  prevented_line, run_live, store_path_of)
 from nepotism.errors import InputError
 
 __all__ = ["command"]
@@ -191,10 +191,7 @@ def _print_summary(summary) -> None:
                        f"{c['failed_over']} moved to another endpoint")
     click.echo("  judgments  " + (", ".join(f"{k} {v}" for k, v in sorted(summary.judgments.items())) or "none"))
     if summary.generation_failures:
-        prevented = summary.prevented
-        click.echo(f"  {len(summary.generation_failures)} responses could not be generated: "
-                   f"{sum(prevented.values())} judgments they would have shown are exported as failed ("
-                   + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
+        click.echo(prevented_line(len(summary.generation_failures), summary.prevented))
     if summary.perplexity:
         click.echo("  perplexity scores  " + ", ".join(f"{k} {v}" for k, v in sorted(summary.perplexity["scores"].items())))
     for task, counts in summary.grading.items():
