@@ -140,6 +140,37 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--max-failure-rate", "0.5", cwd=work)
 
 
+def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_path, standin):
+    """Calibration splits the items into a held-out half it fits on and an evaluation half it reports
+    on. A failed generation in each half: the evaluation half's effects count its comparison under
+    metrics' label, and each judge's fit counts the held-out one under the same label (before, the
+    fit left it out without a count)."""
+    from nepotism.mitigations.calibration import split_heldout
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False, attempts=1)
+    work = exp.parent
+    split = split_heldout(["q1", "q2", "q3", "q4"], 0.5, seed=0)  # the experiment's seed
+    assert split["q1"] == "evaluation" and split["q2"] == "heldout"
+    _failing_item(work, 0)
+    _failing_item(work, 1)
+    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
+                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "calibrated"\n'
+                   'kind = "calibration"\n')
+    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
+                          expect=3).stdout)
+    label = "failed-generation:http-5xx:500"
+    effects = [r for r in done["records"] if r["condition"] == "calibrated"]
+    assert effects
+    for r in effects:  # the evaluation half: q1's self-evaluation pair is out, with its reason
+        pairs = 2 if r["judge"] == "all" else 1
+        assert r["excluded"].get(label) == pairs, r
+    fit = done["summary"]["analysis"]["calibrated"]
+    for judge in ("standin-alpha", "standin-beta"):  # the held-out half: q2's pair, with its reason
+        # q4's pair has a score but no truth (the items cannot be graded)
+        assert fit[judge]["n_fit"] == 0 and fit[judge]["fit_excluded"] == {label: 1, "no truth": 1}
+
+
 def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_path, standin):
     """``nepotism leakage`` with an instruction no student can answer: the comparisons and
     recognition questions its answers would have been in are stored as failed judgments, and the

@@ -28,6 +28,7 @@ from nepotism.analyses.comparisons import with_reasons
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics.reference import judge_accuracy
 from nepotism.metrics.task import task_accuracy
+from nepotism.mitigations.rows import left_out
 
 __all__ = ["accuracy_records", "own_win_rates"]
 
@@ -54,15 +55,7 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
     o = np.asarray(outcome, dtype=float)
     t = np.asarray(truth, dtype=float)
     clusters = np.asarray(clusters)
-    excluded: dict[str, int] = {}
-    why = np.full(o.size, None, dtype=object) if reasons is None else np.asarray(reasons, dtype=object)
-    labelled = np.isnan(o) & np.array([isinstance(w, str) for w in why], dtype=bool)
-    for label in sorted({w for w in why[labelled]}):
-        excluded[label] = int(np.sum(labelled & (why == label)))
-    for reason, mask in (("no truth", np.isnan(t)), ("comparable answers", t == 0),
-                         ("no usable verdict", np.isnan(o) & np.isin(t, (-1.0, 1.0)))):
-        if (mask & ~labelled).any():
-            excluded[reason] = int((mask & ~labelled).sum())
+    excluded = left_out(o, t, reasons)
     keep = np.isin(t, (-1.0, 1.0)) & ~np.isnan(o)
     n_excluded = int((~keep).sum())
     cols = np.column_stack([(t[keep] == 1).astype(float), (o[keep] + 1.0) / 2.0, np.ones(int(keep.sum()))])

@@ -147,8 +147,11 @@ def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline
                                  "evaluation": sum(1 for v in split.values() if v == "evaluation")}}
     for judge, group in self_rows.groupby("judge", sort=True):
         cal = calibrate(group["instance_id"], group["score"], group["truth"], split, method=method,
-                        contexts=[contexts.get(i, "") for i in group["instance_id"]])
-        info[judge] = {"bias": cal.bias, "context_bias": dict(cal.context_bias), "n_fit": cal.n_fit}
+                        contexts=[contexts.get(i, "") for i in group["instance_id"]],
+                        reasons=group["excluded_reason"])
+        # the held-out comparisons the fit could not use, by reason (failures are counted, not dropped)
+        info[judge] = {"bias": cal.bias, "context_bias": dict(cal.context_bias), "n_fit": cal.n_fit,
+                       "fit_excluded": dict(cal.fit_excluded)}
         parts.append(group.assign(calibrated=cal.outcome, evaluation=cal.evaluation_mask))
     if not parts:
         return [], info

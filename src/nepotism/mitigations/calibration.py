@@ -13,7 +13,10 @@ bias term ``b`` and reads the calibrated verdict as the sign of ``s - b``:
 
 The split is explicit: `split_heldout` assigns each instance to ``heldout`` or ``evaluation`` by a
 seeded hash of its id, and `calibrate` fits on the held-out rows only and applies the fit to the
-evaluation rows only, so nothing is tuned on the items the result is reported on.
+evaluation rows only, so nothing is tuned on the items the result is reported on. The held-out
+rows the fit cannot use are counted by reason (`Calibration.fit_excluded`,
+`nepotism.mitigations.rows.left_out`): a comparison a failed generation prevented under its label,
+e.g. ``failed-generation:timeout``, as the evaluation half's effects count theirs.
 Left out: calibrating pointwise scores.
 """
 
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize
+
+from nepotism.mitigations.rows import left_out
 
 __all__ = ["Calibration", "apply_bias", "calibrate", "fit_auto", "fit_contextual", "split_heldout"]
 
@@ -80,7 +85,8 @@ def apply_bias(scores, bias, *, tolerance: float = 1e-9) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A fitted calibration and the outcomes it gives on the evaluation rows."""
+    """A fitted calibration and the outcomes it gives on the evaluation rows; ``n_fit`` held-out
+    rows were fitted on, ``fit_excluded`` counts the other held-out rows by reason."""
 
     method: str
     bias: float
@@ -89,12 +95,15 @@ class Calibration:
     evaluation_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     outcome: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_fit: int = 0
+    fit_excluded: Mapping[str, int] = field(default_factory=dict)
 
 
 def calibrate(instance_ids, scores, truth, split: Mapping[str, str], *, method: str = "auto",
-              contexts=None) -> Calibration:
+              contexts=None, reasons=None) -> Calibration:
     """Fit on the rows whose instance is ``heldout`` in ``split``; calibrated outcomes for the
-    ``evaluation`` rows (NaN elsewhere). ``method`` is ``"auto"`` or ``"contextual"``."""
+    ``evaluation`` rows (NaN elsewhere). ``method`` is ``"auto"`` or ``"contextual"``;
+    ``reasons``: why each row has no verdict (`side_rows`' ``excluded_reason``), the label a
+    held-out row without a score is counted under in ``fit_excluded``."""
     ids = np.asarray([str(i) for i in instance_ids], dtype=object)
     scores, truth = np.asarray(scores, dtype=float), np.asarray(truth, dtype=float)
     unknown = {i for i in ids if i not in split}
@@ -116,4 +125,6 @@ def calibrate(instance_ids, scores, truth, split: Mapping[str, str], *, method: 
     else:
         raise ValueError("method must be 'auto' or 'contextual'")
     n_fit = int(np.sum(fit_rows & ~np.isnan(scores) & np.isin(truth, (-1.0, 1.0))))
-    return Calibration(method, bias, per, frozenset(ids[fit_rows]), eval_rows, outcome, n_fit)
+    why = None if reasons is None else np.asarray(reasons, dtype=object)[fit_rows]
+    excluded = left_out(scores[fit_rows], truth[fit_rows], why, unusable="no label probabilities")
+    return Calibration(method, bias, per, frozenset(ids[fit_rows]), eval_rows, outcome, n_fit, excluded)

@@ -11,7 +11,9 @@ orders of log p(side) - log p(opponent) from the label probabilities, and ``prob
 the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN without probabilities.
 `pair_truth` says which of two candidates is better from their correctness (+1 / -1 / 0, NaN
 when either is ungraded); `preference_truth` says it from human preference labels (the annotators'
-plurality winner, paper 000 §5.8's Error Bias against humans). Left out: replicates beyond the first (each replicate is its own row).
+plurality winner, paper 000 §5.8's Error Bias against humans). `left_out` counts, by reason, the
+rows a statistic that needs a value and a decisive truth cannot use (the own-win rates, the
+calibration fit). Left out: replicates beyond the first (each replicate is its own row).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide_one
 
-__all__ = ["ROW_COLUMNS", "pair_truth", "preference_truth", "side_rows"]
+__all__ = ["ROW_COLUMNS", "left_out", "pair_truth", "preference_truth", "side_rows"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
                "n_orders", "ambiguous", "excluded_reason"]
@@ -116,4 +118,25 @@ def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
         winner = decided.get((inst, frozenset((side, opp))))
         if winner is not None:
             out[i] = 1.0 if winner == side else -1.0 if winner == opp else 0.0
+    return out
+
+
+def left_out(values, truth, reasons=None, *, unusable: str = "no usable verdict") -> dict[str, int]:
+    """{reason: rows} of the rows without a value (NaN) or without a decisive truth (+1 / -1).
+
+    A row without a value whose ``reasons`` entry is a label (`side_rows`' ``excluded_reason``,
+    the labels every metric uses, e.g. ``failed-generation:timeout``) is counted under it, whatever
+    its truth; each other row under ``no truth`` (NaN truth), ``comparable answers`` (truth 0) or
+    ``unusable`` (no value, decisive truth). Every row left out is counted exactly once."""
+    v = np.asarray(values, dtype=float)
+    t = np.asarray(truth, dtype=float)
+    why = np.full(v.size, None, dtype=object) if reasons is None else np.asarray(reasons, dtype=object)
+    labelled = np.isnan(v) & np.array([isinstance(w, str) for w in why], dtype=bool)
+    out: dict[str, int] = {}
+    for label in sorted({w for w in why[labelled]}):
+        out[label] = int(np.sum(labelled & (why == label)))
+    for reason, mask in (("no truth", np.isnan(t)), ("comparable answers", t == 0),
+                         (unusable, np.isnan(v) & np.isin(t, (-1.0, 1.0)))):
+        if (mask & ~labelled).any():
+            out[reason] = int((mask & ~labelled).sum())
     return out
