@@ -122,6 +122,39 @@ def test_a_closed_reader_exits_1_as_click_does(tmp_path):
     assert done.returncode == 1 and b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr
 
 
+_BROKEN_REGISTRY = """
+import nepotism.models
+from nepotism.credentials import Secret
+
+
+def _broken(*args, **kwargs):
+    key = Secret("sk-test-0123456789abcdef")  # registered for redaction, as an endpoint's key is
+    raise RuntimeError("cannot read the registry (key " + key.reveal() + ") " + "detail " * 20000 + "end")
+
+
+nepotism.models.default_registry = _broken
+"""
+
+
+def test_an_unexpected_exception_prints_through_the_one_writer_with_secrets_redacted(tmp_path):
+    """A bug in a command (here the registry reader raises; a ``sitecustomize`` on PYTHONPATH breaks
+    it in the installed ``nepotism``): its traceback is written through the same writer as every
+    other line, so a 140 KB message reaches a non-blocking stderr read late whole, the key in it is
+    redacted, it ends with one line saying it is a bug, and the exit status is 70, not 1 (click's
+    abort, ``card --check``'s failure). Before, Python printed the traceback after the streams
+    were put back: cut at the pipe's 64 KiB, the key shown, exit 1."""
+    (tmp_path / "sitecustomize.py").write_text(_BROKEN_REGISTRY)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    data, code, out = _read_late([NEPOTISM, "models", "list", "--json"], env=env, stream="stderr")
+    text = data.decode()
+    assert code == 70, text[-2000:]
+    assert out == b""  # --json: no document, as for bad input
+    assert len(data) > 1 << 17 and text.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: cannot read the registry (key [redacted]) " in text and "sk-test-" not in text
+    assert ") " + "detail " * 20000 + "end\n" in text  # the whole message, not cut
+    assert text.splitlines()[-1].startswith("error: internal error (RuntimeError): a bug in nepotism")
+
+
 _RICH_TABLE = """
 from nepotism.cli._common import print_table, whole_output
 rows = [[f"metric-{i}", f"{i / 7:.6f}", "a cell with some words in it " * 2] for i in range(3000)]

@@ -21,14 +21,20 @@ __all__ = ["main"]
 
 class _Main(click.Group):
     """Top-level group that turns an `InputError` into one line on stderr and exit status 2, keeps
-    stdout for the one JSON document when a command is given ``--json``, and writes everything on
-    stdout and stderr whole (`_common.whole_output`), whatever mode the pipe was left in."""
+    stdout for the one JSON document when a command is given ``--json``, writes everything on
+    stdout and stderr whole (`_common.whole_output`), whatever mode the pipe was left in, and
+    prints any other exception through the same writer, secrets redacted, with exit status 70
+    (`_common.report_internal_error`)."""
 
     def main(self, *args, **kwargs):
-        from nepotism.cli._common import whole_output
+        from nepotism.cli._common import INTERNAL_ERROR, report_internal_error, whole_output
 
         with whole_output():
-            return super().main(*args, **kwargs)
+            try:
+                return super().main(*args, **kwargs)
+            except Exception as err:  # a bug: click has already handled its own errors and aborts
+                report_internal_error(err)
+                sys.exit(INTERNAL_ERROR)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["nepotism.json"] = "--json" in args

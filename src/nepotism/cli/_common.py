@@ -1,6 +1,7 @@
 """What several commands share: options (bootstrap settings, --json, --models, --format), printing a
-table that stays readable when piped, the store an experiment command opens, and running a live job
-under a progress bar with Ctrl-C handled."""
+table that stays readable when piped, the store an experiment command opens, running a live job
+under a progress bar with Ctrl-C handled, and what an unexpected exception prints
+(`report_internal_error`, exit status `INTERNAL_ERROR`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from typing import TextIO
 
 import click
 
-__all__ = ["bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store", "format_option", "json_stdout",
-           "max_failure_rate_option", "models_option", "prevented_line", "print_table", "run_live", "store_path_of", "whole_output",
-           "write_all"]
+__all__ = ["INTERNAL_ERROR", "bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store",
+           "format_option", "json_stdout", "max_failure_rate_option", "models_option", "prevented_line", "print_table",
+           "report_internal_error", "run_live", "store_path_of", "whole_output", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -242,6 +243,30 @@ def _whole(stream: TextIO) -> TextIO | None:
     stream.flush()
     return io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors,
                             write_through=True)
+
+
+#: The exit status of an unexpected exception in a command (a bug, not the input): sysexits'
+#: EX_SOFTWARE, so that it is told apart from 1 (click's abort, a closed reader, a failed
+#: ``card --check`` threshold), 2 (bad input) and 3 (failed calls).
+INTERNAL_ERROR = 70
+
+
+def report_internal_error(err: BaseException) -> None:
+    """Print an unexpected exception as any other line is printed: its traceback and one closing
+    line, written to stderr by the one writer (`write_all`) while the commands' streams are still
+    in place, every known secret value redacted (`nepotism.credentials.redact_text`: a key that
+    reached an exception's message or a request's URL is not shown)."""
+    import traceback
+
+    from nepotism.credentials import redact_text
+
+    text = "".join(traceback.format_exception(err))
+    text += (f"error: internal error ({type(err).__name__}): a bug in nepotism, not a problem with the input; "
+             "the traceback above says where (please report it)\n")
+    try:
+        write_all(sys.stderr, redact_text(text))
+    except OSError:  # stderr's reader is gone: the exit status still says it
+        pass
 
 
 def store_path_of(store_path, experiment):
