@@ -4,9 +4,12 @@ Every writer in nepotism goes through `atomic_write`: the content goes to a temp
 target's folder (same file system, same suffixes so type-sniffing writers still work), which then
 replaces the target with one rename. Temporary files get the usual permissions (0666 minus the
 umask), not mkstemp's 0600. Several outputs that must land together use `temp_beside` for each and
-rename them at the end. A temporary file's name holds the writer's process id
-(``.NAME.PID.XXXX.SUFFIX``): a writer first removes the temporary files of the same target left by
-processes that no longer exist (a killed export), so they do not pile up.
+rename them at the end. A temporary file's name holds the writer's process id and, where ``/proc``
+tells it, the process's start (`nepotism._process.own_start`, ``:`` written ``_``):
+``.NAME.PID.START.XXXX.SUFFIX`` (``.NAME.PID.XXXX.SUFFIX`` without it). A writer first removes the
+temporary files of the same target whose writer is gone (`nepotism._process.gone`: a killed
+export, also when its pid now belongs to another process), so they do not pile up; a live
+writer's file, or one written in another pid namespace, is left alone.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 
 __all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "jsonl_rows", "parse_json_line",
@@ -39,40 +43,47 @@ def temp_beside(target: str | os.PathLike[str]) -> Path:
     """A fresh, empty temporary file next to ``target`` with the same suffixes (``.csv.gz`` kept)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = "".join(target.suffixes[-2:]) if target.suffix == ".gz" else target.suffix
+    suffix = _temp_suffix(target)
     remove_stale_temps(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=suffix, dir=target.parent)
+    start = own_start()
+    writer = f"{os.getpid()}." + ("" if start is None else f"{start.replace(':', '_')}.")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{writer}", suffix=suffix, dir=target.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())
     return Path(tmp)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+def _temp_suffix(target: Path) -> str:
+    """The suffixes a temporary file of ``target`` ends with (``.csv.gz`` kept whole)."""
+    return "".join(target.suffixes[-2:]) if target.suffix == ".gz" else target.suffix
+
+
+def _writer(middle: str) -> tuple[int, str | None] | None:
+    """(pid, start or None) from the part of a temporary file's name between ``.NAME.`` and its
+    suffix: ``PID.START.RANDOM`` or ``PID.RANDOM``; None for any other file."""
+    fields = middle.split(".")
+    if len(fields) not in (2, 3) or not fields[0].isdigit():
+        return None
+    return int(fields[0]), fields[1].replace("_", ":") if len(fields) == 3 else None
 
 
 def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
-    """Remove the temporary files of ``target`` (see `temp_beside`) whose writing process no
-    longer exists on this machine; return them. Files of live processes are left alone."""
+    """Remove the temporary files of ``target`` (see `temp_beside`) whose writing process is gone
+    (`nepotism._process.gone`: no such pid, a zombie, or the pid now another process's by the
+    start in the name); return them. Files of live writers are left alone."""
     target = Path(target)
     removed: list[Path] = []
-    prefix = f".{target.name}."
+    prefix, suffix = f".{target.name}.", _temp_suffix(target)
     try:
         entries = list(target.parent.iterdir())
     except OSError:
         return removed
     for entry in entries:
         name = entry.name
-        if not name.startswith(prefix):
+        if not name.startswith(prefix) or not name.endswith(suffix) or len(name) <= len(prefix) + len(suffix):
             continue
-        pid = name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        writer = _writer(name[len(prefix):len(name) - len(suffix)])
+        if writer is not None and gone(*writer):
             try:
                 entry.unlink()
                 removed.append(entry)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nepotism.store import SCHEMA_VERSION, Store, StoreSchemaError, database
+from nepotism import _process
+from nepotism.store import SCHEMA_VERSION, Store, StoreSchemaError
 from nepotism.store._migrate import MIGRATIONS, _statements
 from nepotism.store.merge import merge_stores
 
@@ -174,7 +175,7 @@ def test_an_owner_hidden_from_proc_but_signalable_is_alive(tmp_path, monkeypatch
         raise PermissionError(1, "Operation not permitted")
 
     with Store(tmp_path / "s.db") as store:
-        monkeypatch.setattr(database.os, "kill", denied)
+        monkeypatch.setattr(_process.os, "kill", denied)
         _hold(store, KEY, 5_000_000, None)  # above any pid_max: no /proc entry
         assert store.claim_call(KEY, "me") == "busy"
 
@@ -331,7 +332,7 @@ def test_a_store_of_schema_11_migrates_its_runs_keep_the_old_rule_and_it_merges(
     assert summary.added["runs"] == 3 and summary.unfinished_runs == (mine,)
     with Store(tmp_path / "merged.db") as merged:
         starts = dict(merged._conn().execute("SELECT id, owner_start FROM runs"))
-    assert starts["alive"] is None and starts["dead"] is None and starts[mine] == database._process_start(os.getpid())
+    assert starts["alive"] is None and starts["dead"] is None and starts[mine] == _process.process_start(os.getpid())
 
 
 def _exe() -> str:

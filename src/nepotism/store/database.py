@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from nepotism import _process
 from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
@@ -60,105 +61,12 @@ _FILTERS = {
 }
 
 
-def _gone(pid: int, start: str | None = None) -> bool:
-    """Whether the process that was ``pid`` on this host, started at ``start`` (`_process_start`;
-    None when unknown), is gone for good.
-
-    A process we may not signal still exists. A zombie is gone: a killed run whose parent has not
-    waited for it yet (a job runner, a Python script that started it) still has its pid, but will
-    never send a call. A pid that lives with another start time is another process that reused
-    it, and a start of an earlier boot (another boot id) is gone with that boot. Either way a
-    claim's owner is taken over at once rather than after its lease (60 s). A start recorded in
-    another pid namespace (another container sharing the host name and the store) names a pid
-    this process cannot look up: never gone here, whatever its boot id (a sandbox may have a boot
-    id of its own). Where there is no ``/proc`` (macOS), existing
-    is all that can be told."""
-    if start is not None:
-        boot, namespace, _ = start.split(":", 2) if start.count(":") >= 2 else ("", "", "")
-        if namespace != _pid_namespace():
-            return False  # another container's pid (or an unreadable record): its lease decides
-        if _boot_id() not in (None, boot):
-            return True  # recorded before this host last booted
-    denied = False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        denied = True  # exists, another user's
-    stat = _stat(pid)
-    if stat is None:  # gone since, or hidden (/proc mounted hidepid: another user's, alive)
-        return _PROC and not denied
-    if not stat:
-        return False  # unreadable: assume it runs
-    end = stat.rfind(b")")  # "pid (name) state ...": the name may hold parentheses and spaces
-    if stat[end + 2:end + 3] in (b"Z", b"X"):
-        return True
-    return start is not None and _start_of(stat) not in (None, start)
-
-
 def _owner_gone(seen: dict[tuple[int, str | None], bool], pid: int, start: str | None) -> bool:
-    """`_gone` of a claim's or a run's owner, asked once per (pid, start) in ``seen``."""
+    """`nepotism._process.gone` of a claim's or a run's owner, asked once per (pid, start) in ``seen``."""
     found = seen.get((pid, start))
     if found is None:
-        found = seen[(pid, start)] = _gone(pid, start)
+        found = seen[(pid, start)] = _process.gone(pid, start)
     return found
-
-
-def _stat(pid: int) -> bytes | None:
-    """``/proc/<pid>/stat`` (None: no such file; empty: it could not be read)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return b""
-
-
-def _start_of(stat: bytes) -> str | None:
-    """"<boot id>:<pid namespace>:<start time>" from a ``/proc/<pid>/stat`` line of this pid
-    namespace: field 22 (``starttime``, clock ticks after boot), with this boot's id, so that a
-    reboot is seen too, and the namespace's inode, so that a pid is only ever compared where it
-    means the same process; None if any of them cannot be read."""
-    boot, namespace = _boot_id(), _pid_namespace()
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if boot is None or namespace is None or len(fields) < 20 or not fields[19].isdigit():
-        return None
-    return f"{boot}:{namespace}:{int(fields[19])}"  # fields[0] is field 3 (state): 22 is fields[19]
-
-
-def _process_start(pid: int) -> str | None:
-    """When process ``pid`` of this host started, as "<boot id>:<pid namespace>:<start time>"
-    (recorded with a claim as ``owner_start``); None where ``/proc`` cannot tell (then only the pid
-    is compared)."""
-    stat = _stat(pid)
-    return _start_of(stat) if stat else None
-
-
-_BOOT_ID: list[str | None] = []
-
-
-def _boot_id() -> str | None:
-    if not _BOOT_ID:
-        try:
-            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-                _BOOT_ID.append(handle.read().strip().replace(":", "") or None)
-        except (OSError, ValueError):
-            _BOOT_ID.append(None)
-    return _BOOT_ID[0]
-
-
-def _pid_namespace() -> str | None:
-    """The inode of this process's pid namespace (the same for every process of a container)."""
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        return None
-
-
-#: Whether this host shows processes under /proc (Linux), for `_gone`.
-_PROC = os.path.exists("/proc/self/stat")
 
 
 def default_store_path() -> Path:
@@ -197,8 +105,6 @@ class Store:
         self._closed = False
         #: True once a full disk used up the reserve (see `reserve_space`): send no more calls
         self.low_space = False
-        #: (pid, `_process_start` of it): this process's start, recorded with its claims
-        self._own_start: tuple[int, str | None] = (0, None)
         self.schema_version = migrate(self._conn(), self.path, readonly=readonly)
 
     @classmethod
@@ -409,7 +315,7 @@ class Store:
     def claim_calls(self, keys: Sequence[str], owner: str, *, lease_s: float = CLAIM_LEASE_S) -> dict[str, str]:
         """`claim_call` for several calls in one transaction: ``{key: "done" | "busy" | "claimed"}``.
 
-        A claim records its owner's host, pid and start time (`_process_start`), so that a claim
+        A claim records its owner's host, pid and start time (`nepotism._process`), so that a claim
         of this host whose owner is gone — no such pid, a zombie, or the pid now another process's
         (another start time) — is taken over at once. A claim without a start time (written
         before migration 0010, or where /proc cannot tell) is held while its pid lives."""
@@ -447,12 +353,9 @@ class Store:
         return states
 
     def _owner(self) -> tuple[str, int, str | None]:
-        """This process as a claim's or a run's owner: host name, pid and `_process_start` (read
-        once per process; a forked child reads its own)."""
-        pid = os.getpid()
-        if self._own_start[0] != pid:
-            self._own_start = (pid, _process_start(pid))
-        return socket.gethostname(), pid, self._own_start[1]
+        """This process as a claim's or a run's owner: host name, pid and start
+        (`nepotism._process.own_start`)."""
+        return socket.gethostname(), os.getpid(), _process.own_start()
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
@@ -664,7 +567,7 @@ class Store:
 
         First ends every run still ``running`` that was started on this host by a process that no
         longer exists (see `abandon_dead_runs`). The run records its process's host, pid and start
-        time (`_process_start`, as a claim does).
+        time (`nepotism._process.own_start`, as a claim does).
         """
         self.abandon_dead_runs()
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
@@ -679,7 +582,7 @@ class Store:
     def abandon_dead_runs(self) -> list[str]:
         """End ``running`` runs of this host whose process is gone; return their ids.
 
-        They become ``interrupted`` with ``end_note`` "abandoned: ...". Gone is `_gone`, as for a
+        They become ``interrupted`` with ``end_note`` "abandoned: ...". Gone is `nepotism._process.gone`, as for a
         claim's owner: no such pid, a zombie, or the pid now another process's (its start time
         differs from the run's ``owner_start``, or its boot id). Runs of other hosts or of another
         pid namespace, of a process that still runs, or of a live pid without a recorded start
