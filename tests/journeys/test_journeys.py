@@ -317,6 +317,9 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
     assert again["generation"]["sent"] == again["generation"]["total"] == 0  # the answers are stored
     for phase in ("judging", "perplexity"):
         assert again[phase]["sent"] == 0 and again[phase]["cached"] == again[phase]["total"] > 0
+    text = nep("run", "exp.toml", "--store", "s.db", "--no-progress", cwd=work).stdout  # a line per phase
+    assert [line.split()[0] for line in text.splitlines()[1:4]] == ["generation", "judging", "perplexity"]
+    assert "  perplexity      24 calls: 24 cached, 0 sent" in text
     out = work / "out"
     assert json.loads((out / "run.json").read_text())["references"]["perplexity"] == "perplexity.csv"
     records = json.loads(nep("metrics", str(out), "--bootstrap", "50", "--json", cwd=work).stdout)

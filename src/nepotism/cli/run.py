@@ -91,7 +91,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
         echo_json(summary.as_dict())
     else:
         _print_summary(summary)
-    exit_if_calls_failed(_phases(summary), max_failure_rate)
+    exit_if_calls_failed(summary.phases().values(), max_failure_rate)
 
 
 def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_json: bool) -> None:
@@ -121,11 +121,6 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
         click.echo(f"  {f['file']}  {f['requests']} requests, {f['bytes'] / 1e6:.1f} MB ({f['model']}, {f['url']})")
     if round_.phase == "generate":
         click.echo("the judge requests follow once these answers are stored (a second round)")
-
-
-def _phases(summary) -> tuple[dict, ...]:
-    """A run's phases: generation, judging and perplexity."""
-    return (summary.generation, summary.judging) + ((summary.perplexity,) if summary.perplexity else ())
 
 
 def _dry_run(experiment, store_path, as_json: bool, dataset=None, shard=None) -> None:
@@ -172,10 +167,8 @@ def _print_plan(plan: dict, as_json: bool) -> None:
 
 
 def _print_summary(summary) -> None:
-    g, j = summary.generation, summary.judging
     click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
-    phases = [("generation", g), ("judging", j)] + ([("perplexity", summary.perplexity)] if summary.perplexity else [])
-    for name, s in phases:
+    for name, s in summary.phases().items():
         shared = f" (+{s['shared']} sharing their answers: same request)" if s.get("shared") else ""
         click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent{shared}, "
                    f"{s['failed']} failed, {s['retries']} retries, ${s['spend_usd']:.4f}")

@@ -76,6 +76,15 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def phases(self) -> dict[str, dict[str, Any]]:
+        """The call counters of each phase the run had, in order: ``generation``, ``judging`` and,
+        when the experiment scored perplexities, ``perplexity`` (what `nepotism run` prints per
+        phase and counts for its exit status)."""
+        out = {"generation": self.generation, "judging": self.judging}
+        if self.perplexity:
+            out["perplexity"] = self.perplexity
+        return out
+
 
 # -- endpoints -------------------------------------------------------------------------------
 
