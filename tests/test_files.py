@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from nepotism._files import atomic_write, write_files
+from nepotism._files import atomic_write, atomic_write_bytes, write_files
 
 
 def test_write_files_creates_the_folder_and_returns_each_path(tmp_path):
@@ -57,7 +57,7 @@ def test_a_temporary_file_of_a_reused_pid_is_stale_a_live_writers_is_not(tmp_pat
     pid was asked about, and the file stayed for as long as the pid's new owner lived. The live
     writer's own file (its true start), an older nepotism's file (pid only) of a live pid, and a
     file written in another pid namespace stay."""
-    from nepotism._files import atomic_write_bytes, temp_beside
+    from nepotism._files import temp_beside
 
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -81,3 +81,14 @@ def test_a_temporary_file_of_a_reused_pid_is_stale_a_live_writers_is_not(tmp_pat
     assert mine.name.startswith(f".out.csv.{os.getpid()}.{_start(os.getpid())}.") and mine.name.endswith(".csv")
     atomic_write_bytes(tmp_path / "out.csv", b"c,d\n")
     assert mine.exists()
+
+
+def test_a_long_target_name_is_written_its_temporary_file_naming_the_pid_only(tmp_path):
+    """A target whose name leaves no room for the writer's start in its temporary file's name
+    (200 bytes: the start adds about 57) is written as before, not refused by the file system."""
+    from nepotism._files import temp_beside
+
+    target = tmp_path / ("x" * 200 + ".csv")
+    atomic_write_bytes(target, b"a,b\n")
+    assert target.read_bytes() == b"a,b\n" and [p.name for p in tmp_path.iterdir()] == [target.name]
+    assert temp_beside(target).name.startswith(f".{target.name}.{os.getpid()}.")

@@ -6,7 +6,8 @@ replaces the target with one rename. Temporary files get the usual permissions (
 umask), not mkstemp's 0600. Several outputs that must land together use `temp_beside` for each and
 rename them at the end. A temporary file's name holds the writer's process id and, where ``/proc``
 tells it, the process's start (`nepotism._process.own_start`, ``:`` written ``_``):
-``.NAME.PID.START.XXXX.SUFFIX`` (``.NAME.PID.XXXX.SUFFIX`` without it). A writer first removes the
+``.NAME.PID.START.XXXX.SUFFIX`` (``.NAME.PID.XXXX.SUFFIX`` without it, or when the name would be
+longer than the file system allows: a target of a long name is written as before). A writer first removes the
 temporary files of the same target whose writer is gone (`nepotism._process.gone`: a killed
 export, also when its pid now belongs to another process), so they do not pile up; a live
 writer's file, or one written in another pid namespace, is left alone.
@@ -45,12 +46,24 @@ def temp_beside(target: str | os.PathLike[str]) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     suffix = _temp_suffix(target)
     remove_stale_temps(target)
-    start = own_start()
-    writer = f"{os.getpid()}." + ("" if start is None else f"{start.replace(':', '_')}.")
+    writer, start = f"{os.getpid()}.", own_start()
+    if start is not None:
+        marked = f"{writer}{start.replace(':', '_')}."
+        # a name too long for the start as well keeps the pid only (`remove_stale_temps` reads both)
+        if len(os.fsencode(f".{target.name}.{marked}{'x' * 8}{suffix}")) <= _name_max(target.parent):
+            writer = marked
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{writer}", suffix=suffix, dir=target.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())
     return Path(tmp)
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name ``folder``'s file system takes, in bytes (255 where it cannot say)."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
 
 
 def _temp_suffix(target: Path) -> str:
