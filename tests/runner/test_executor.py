@@ -167,6 +167,52 @@ def test_calls_answered_together_are_committed_together_before_use(store):
     assert store._conn().execute("SELECT COUNT(*) FROM call_claims").fetchone()[0] == 0
 
 
+def _slow_commits(store, seconds):
+    """Make ``store.put_calls`` take ``seconds`` longer; returns the list of each transaction's size."""
+    import time
+
+    transactions = []
+    put_calls = store.put_calls
+
+    def slow(calls, **kwargs):
+        calls = list(calls)
+        transactions.append(len(calls))
+        time.sleep(seconds)
+        return put_calls(calls, **kwargs)
+
+    store.put_calls = slow
+    return transactions
+
+
+def test_one_group_commits_at_a_time_and_the_calls_answered_meanwhile_go_next(store):
+    """While a group of calls commits (30 ms here), the calls answered meanwhile wait for it and
+    go together as the next group: a handful of transactions for 300 calls, not one per turn
+    of the loop (about 30 here: 10 calls answered together every 2 ms); each call still stored
+    before it is used (`_run` checks) and none lost."""
+    backend = ScriptedBackend(delay=0.002)
+    endpoint = _endpoint(backend, concurrency=10)
+    transactions = _slow_commits(store, 0.03)
+    results, stats = _run(store, endpoint, _calls(endpoint, [f"q{i}" for i in range(300)]))
+    assert len(results) == stats.sent == sum(transactions) == 300
+    assert len(transactions) <= 12, transactions
+    assert store._conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 300
+
+
+def test_a_full_group_makes_the_workers_wait(store, monkeypatch):
+    """Back-pressure: once `MAX_GROUP` answered calls wait for the group being committed, the
+    workers send nothing more until that group is taken (no group grows past it by more than the
+    workers that were already on their way)."""
+    import nepotism.runner.calls as calls_module
+
+    monkeypatch.setattr(calls_module, "MAX_GROUP", 8)
+    backend = ScriptedBackend(delay=0.001)
+    endpoint = _endpoint(backend, concurrency=4)
+    transactions = _slow_commits(store, 0.02)
+    results, _ = _run(store, endpoint, _calls(endpoint, [f"q{i}" for i in range(120)]))
+    assert len(results) == sum(transactions) == 120
+    assert max(transactions) <= 8 + 4, transactions
+
+
 def test_the_collector_is_restored_after_sending(store):
     import gc
 

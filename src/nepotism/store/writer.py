@@ -50,6 +50,11 @@ class StoreWriter:
                                         daemon=True)
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (nothing more can be submitted)."""
+        return self._closed
+
     def submit(self, write: Callable[[], Any], done: Done) -> None:
         """Queue ``write`` for the thread; ``done(error or None)`` runs on the loop afterwards."""
         if self._closed:
