@@ -173,6 +173,23 @@ def _stored(db: Path) -> int:
         return 0
 
 
+def _mix(db: Path) -> list[tuple[float, float]]:
+    """Per tenth of the stored calls (in the order they were stored): the mean request and
+    answer (text, response and logprobs) in bytes — what each call costs to build, store and read
+    changes with them (the judge calls, which show two responses and read their verdict's
+    logprobs, are larger than the generation calls mixed in early)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT length(request), coalesce(length(response), 0) + coalesce(length(text), 0)"
+                            " + coalesce(length(logprobs), 0) FROM calls ORDER BY rowid").fetchall()
+    conn.close()
+    n = len(rows)
+    out = []
+    for tenth in range(10):
+        part = rows[tenth * n // 10:(tenth + 1) * n // 10] or [(0, 0)]
+        out.append((sum(r[0] for r in part) / len(part), sum(r[1] for r in part) / len(part)))
+    return out
+
+
 def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str | None = None
                   ) -> tuple[float, int, float, list[tuple[float, int, float]], tuple[float, float]]:
     exp = standin_experiment(folder, url, items=items, concurrency=concurrency, timeout=60.0)
@@ -224,8 +241,8 @@ def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, in
     return secs, summary["generation"]["total"] + summary["judging"]["total"], cpu
 
 
-def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, what: str = "the last round"
-              ) -> None:
+def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, what: str = "the last round",
+              mix: list[tuple[float, float]] | None = None) -> None:
     """Per tenth of the calls sent: when it was stored, its calls/s, the RSS then; peak RSS; when
     the first call was stored (process start, reading, planning) and how long the process ran
     after the last one (exports), to the 0.2 s of the sampling."""
@@ -238,7 +255,8 @@ def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, w
     if first is not None and last is not None:
         print(f"first call stored by {first:.1f} s, the last by {last:.1f} s; the process ran "
               f"{secs - last:.1f} s after it")
-    print(f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}")
+    print(f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}"
+          + (f"{'request B':>11}{'answer B':>10}" if mix else ""))
     prev_t, prev_n = None, 0
     for tenth in range(1, 11):
         goal = sent * tenth // 10
@@ -249,7 +267,8 @@ def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, w
             first = next(s for s in samples if s[1] > 0)
             prev_t = first[0] - 0.2
         rate = (hit[1] - prev_n) / max(hit[0] - prev_t, 1e-9)
-        print(f"{tenth * 10:>7}%{hit[0]:>8.1f}{rate:>18.0f}{hit[2]:>8.0f}")
+        print(f"{tenth * 10:>7}%{hit[0]:>8.1f}{rate:>18.0f}{hit[2]:>8.0f}"
+              + (f"{mix[tenth - 1][0]:>11.0f}{mix[tenth - 1][1]:>10.0f}" if mix else ""))
         prev_t, prev_n = hit[0], hit[1]
 
 
@@ -280,6 +299,7 @@ def main() -> None:
             server0 = _server_cpu(url)
             run_s, sent, run_cpu, samples, threads = _nepotism_run(url, Path(scratch) / f"round{r}", items,
                                                           args.concurrency // 2)
+            mix = _mix(Path(scratch) / f"round{r}" / "s.db")
             server1 = _server_cpu(url)
             if args.rerun and r == args.rounds - 1:
                 # the run wrote the judge-plan memo: the rerun counts from it, then one without it
@@ -322,7 +342,7 @@ def main() -> None:
     print(f"median ratio {ratios[len(ratios) // 2]:.2f} (to the bare client on our loop: {fast[len(fast) // 2]:.2f})")
     if base_samples:
         _timeline(base_samples, base_n, base_secs, f"the last round from {args.baseline_src}")
-    _timeline(samples, rows[-1][4], run_s)
+    _timeline(samples, rows[-1][4], run_s, mix=mix)
     if args.rerun:
         for label, (secs, planned, cpu) in (("", rerun), (" without the judge-plan memo", rerun_plain)):
             print(f"cached rerun of the last round{label}: {secs:.2f} s wall = {planned / secs:,.0f} calls/s, "

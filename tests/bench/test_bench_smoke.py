@@ -32,6 +32,7 @@ def test_end_to_end_run_benchmark_with_its_timeline_and_cached_rerun():
                "--rerun")
     assert "median ratio" in out and "   100%" in out  # the run's last tenth is in the timeline
     assert "of which the loop's thread" in out  # the CPU per call split by thread
+    assert "request B" in out and "answer B" in out  # what the calls of each tenth carry
     assert "cached rerun of the last round" in out and "0 sent" in out
     assert "cached rerun of the last round without the judge-plan memo" in out
 
