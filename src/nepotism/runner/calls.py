@@ -23,10 +23,11 @@ and a key that failed earlier in the run is delivered as that failure.
 
 Sending costs little CPU besides the HTTP client, and the event loop never waits for SQLite:
 claims are taken for the next calls of a queue in one transaction (`Store.claim_calls`) on the
-store writer's thread, half a chunk ahead of the workers (`_claim`), the calls answered in one
-turn of the event loop are committed together in one transaction that also ends their claims
-(group commit, `_commit`, on the writer thread; when it falls behind by
-`StoreWriter.max_pending` groups the workers wait),
+store writer's thread, half a chunk ahead of the workers (`_claim`); answered calls are
+committed a group at a time in one transaction that also ends their claims, the calls answered
+while one group commits going together as the next (group commit, `_commit`, on the writer
+thread; the workers wait when `MAX_GROUP` calls are waiting, or the writer is
+`StoreWriter.max_pending` writes behind),
 and while calls are in flight the objects made before (the plan) are frozen out of the garbage
 collector's scans (`_freeze_gc`).
 
