@@ -97,6 +97,15 @@ Sixth session's start, idle (load 0.5-1.3, no other agent; docs/scale.md "Idle a
 with main at 329fec4: 1,945 / 2,006 / 1,882 calls/s, 0.437 / 0.418 / 0.465 ms CPU per call
 (5c056b4: 1,790 / 1,857 / 1,674, 0.468 / 0.444 / 0.528); bare 2,352 / 2,342 / 2,343: ratios
 **0.83 / 0.86 / 0.80** (5c056b4 0.76 / 0.79 / 0.71); cached rerun 31,983 calls/s.
+
+Seventh session, idle (load 0.1-1, no other agent; docs/scale.md "Seventh session"): one group
+of calls committing at a time and claims 256 ahead (e836b7a), ``--calls 58000 --rounds 3 --rerun
+--baseline-src`` 0756fca with main at d8fa7bf: 2,150 / 2,168 / 2,187 calls/s, 0.335 / 0.322 /
+0.313 ms CPU per call (0756fca: 2,094 / 2,094 / 2,131, 0.346 / 0.344 / 0.340); bare 2,330 /
+2,342 / 2,328: ratios **0.92 / 0.93 / 0.94** (0756fca 0.90 / 0.89 / 0.92); cached rerun 41,066
+calls/s. ``--calls 1000000 --rounds 1 --no-bare --rerun``: 867,068 calls at 1,958 calls/s, peak
+605 MB resident. The timeline's request and answer bytes show the step at half the run is the
+call mix (generation calls mixed in early), not the store's growth.
 """
 
 from __future__ import annotations
