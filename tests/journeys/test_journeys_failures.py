@@ -171,6 +171,34 @@ def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_pa
         assert fit[judge]["n_fit"] == 0 and fit[judge]["fit_excluded"] == {label: 1, "no truth": 1}
 
 
+def test_mitigate_weighted_jury_counts_the_held_out_comparisons_its_weights_could_not_use(tmp_path, standin):
+    """A weighted jury weighs each juror by its accuracy on the held-out half. A failed generation
+    in that half: each juror's weight fit counts the comparison it prevented under metrics' label,
+    beside how many comparisons the weight was fitted on (before, the fit left it out without a
+    count)."""
+    from nepotism.mitigations.calibration import split_heldout
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False, attempts=1)
+    work = exp.parent
+    split = split_heldout(["q1", "q2", "q3", "q4"], 0.5, seed=0)  # the experiment's seed
+    assert split["q2"] == "heldout" and split["q4"] == "heldout"
+    _failing_item(work, 1)
+    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
+                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "weighted"\n'
+                   'kind = "jury"\nvote = "weighted"\n')
+    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
+                          expect=3).stdout)
+    label = "failed-generation:http-5xx:500"
+    jury = done["summary"]["analysis"]["weighted"]
+    # each juror judged one pair an item: q2's was prevented, q4's has verdicts but no truth (the
+    # items cannot be graded), so no juror has a weight, and the counts say why
+    assert jury["weights"] == {}
+    assert jury["n_fit"] == {"standin-alpha": 0, "standin-beta": 0}
+    assert jury["fit_excluded"] == {"standin-alpha": {label: 1, "no truth": 1},
+                                    "standin-beta": {label: 1, "no truth": 1}}
+
+
 def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_path, standin):
     """``nepotism leakage`` with an instruction no student can answer: the comparisons and
     recognition questions its answers would have been in are stored as failed judgments, and the

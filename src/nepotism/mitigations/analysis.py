@@ -11,19 +11,27 @@ each competitor), ``family`` or ``student`` (its verdicts on that relative's ans
 ``judge = "all"`` pools the judges. Target-scope records of perturbations and judge options also
 carry ``t_test``: the paired t-test of
 the per-comparison values (`nepotism.mitigations.effects.paired_t`, paper 003 Fig. 8).
+A weighted jury (``vote = "weighted"``) weighs each juror by its accuracy on the held-out half
+(`nepotism.mitigations.calibration.split_heldout`) and reports, per juror, its ``weights``, the
+held-out comparisons each was fitted on (``n_fit``) and the others by reason (``fit_excluded``,
+`nepotism.mitigations.rows.left_out`: e.g. ``failed-generation:timeout``, ``no truth``), as
+calibration reports its fit.
 Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
 from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
+from nepotism.mitigations.rows import left_out
 
 __all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
 
@@ -98,9 +106,30 @@ def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str
     return out
 
 
-def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> dict[str, float]:
-    fit = members[members["instance_id"].isin(heldout) & members["truth"].isin([-1.0, 1.0]) & members["outcome"].notna()]
-    return {j: float((g["outcome"] == g["truth"]).mean()) for j, g in fit.groupby("judge")}
+@dataclass(frozen=True)
+class _JurorWeights:
+    """Each juror's weight (its accuracy on the held-out comparisons it could be scored on), how
+    many comparisons that was (``n_fit``) and its other held-out comparisons by reason
+    (``fit_excluded``, `nepotism.mitigations.rows.left_out`). A juror without a usable comparison
+    has no weight (so no say in the vote) and is still listed in both counts."""
+
+    weights: dict[str, float]
+    n_fit: dict[str, int]
+    fit_excluded: dict[str, dict[str, int]]
+
+
+def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> _JurorWeights:
+    # `side_rows` gives each comparison two mirrored rows; the one whose side sorts first stands for it
+    held = members[members["instance_id"].isin(heldout) & (members["side"] < members["opponent"])]
+    weights, n_fit, fit_excluded = {}, {}, {}
+    for judge, group in held.groupby("judge", sort=True):
+        outcome, truth = group["outcome"].to_numpy(dtype=float), group["truth"].to_numpy(dtype=float)
+        usable = ~np.isnan(outcome) & np.isin(truth, (-1.0, 1.0))
+        n_fit[judge] = int(usable.sum())
+        fit_excluded[judge] = left_out(outcome, truth, group["excluded_reason"])
+        if usable.any():
+            weights[judge] = float(np.mean(outcome[usable] == truth[usable]))
+    return _JurorWeights(weights, n_fit, fit_excluded)
 
 
 def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
@@ -117,9 +146,11 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
     weights, row_weights, evaluation = None, None, None
     if vote == "weighted":
         heldout = {i for i, role in (split or {}).items() if role == "heldout"}
-        weights = _accuracy_weights(members, heldout)
+        fitted = _accuracy_weights(members, heldout)
+        weights = fitted.weights
         evaluation = {i for i, role in (split or {}).items() if role == "evaluation"}
-        info["weights"] = weights
+        # the held-out comparisons each juror's weight could not use, by reason (counted, not dropped)
+        info.update(weights=weights, n_fit=fitted.n_fit, fit_excluded=fitted.fit_excluded)
     elif vote == "perplexity":
         row_weights = familiarity_weights(members, familiarity or {})
     jury = jury_outcomes(members, vote=vote, weights=weights, row_weights=row_weights)
