@@ -1,9 +1,11 @@
 """The ``nepotism`` command line: nouns with verb subcommands, each docstring its ``--help``.
 
 Every module in this package that defines a module-level ``command`` (a click command or group) is
-registered under that command's name, so adding a noun is adding one module. Modules keep heavy
-imports inside their functions so that ``nepotism --help`` stays fast. This package holds no
-logic of its own: it parses arguments, calls the library and prints.
+registered under that command's name, so adding a noun is adding one module. The modules are
+loaded the first time the group's commands are looked at (in `main`, so a module that fails to
+load is reported as any other bug: exit status 70), not when this package is imported; they keep
+heavy imports inside their functions so that ``nepotism --help`` stays fast. This package holds
+no logic of its own: it parses arguments, calls the library and prints.
 """
 
 from __future__ import annotations
@@ -24,7 +26,29 @@ class _Main(click.Group):
     stdout for the one JSON document when a command is given ``--json``, writes everything on
     stdout and stderr whole (`_common.whole_output`), whatever mode the pipe was left in, and
     prints any other exception through the same writer, secrets redacted, with exit status 70
-    (`_common.report_internal_error`)."""
+    (`_common.report_internal_error`) — one raised while the command modules are first loaded
+    (`commands`) too."""
+
+    _registered = False
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        """The commands by name; the first look loads every command module of this package (again
+        at the next look if one failed to load, so the group is never silently missing a noun)."""
+        if not self._registered:
+            for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+                if info.name.startswith("_"):
+                    continue
+                module = importlib.import_module(f"{__name__}.{info.name}")
+                command = getattr(module, "command", None)
+                if isinstance(command, click.Command) and command.name:
+                    self._commands.setdefault(command.name, command)
+            self._registered = True
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._commands = value
 
     def main(self, *args, **kwargs):
         from nepotism.cli._common import INTERNAL_ERROR, report_internal_error, whole_output
@@ -69,16 +93,3 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
               help="Show the version and the event loop runs use (uvloop, else asyncio's), and exit.")
 def main() -> None:
     """Measure how much LLM judges favour themselves, their family and their students."""
-
-
-def _register() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        command = getattr(module, "command", None)
-        if isinstance(command, click.Command):
-            main.add_command(command)
-
-
-_register()
