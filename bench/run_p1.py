@@ -104,7 +104,7 @@ of calls committing at a time and claims 256 ahead (e836b7a), ``--calls 58000 --
 0.313 ms CPU per call (0756fca: 2,094 / 2,094 / 2,131, 0.346 / 0.344 / 0.340); bare 2,330 /
 2,342 / 2,328: ratios **0.92 / 0.93 / 0.94** (0756fca 0.90 / 0.89 / 0.92); cached rerun 41,066
 calls/s. ``--calls 1000000 --rounds 1 --no-bare --rerun``: 867,068 calls at 1,958 calls/s, peak
-605 MB resident. The timeline's request and answer bytes show the step at half the run is the
+605 MB resident; ``--calls 1160000 --rounds 1 --no-bare``: 1,005,924 calls, peak 656 MB. The timeline's request and answer bytes show the step at half the run is the
 call mix (generation calls mixed in early), not the store's growth.
 """
 
