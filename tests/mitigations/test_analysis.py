@@ -40,3 +40,19 @@ def test_weighted_jury_counts_the_held_out_comparisons_its_weights_could_not_use
     assert info["fit_excluded"] == {
         "j1": {FAILED: 1, "no truth": 1, "comparable answers": 1, "no usable verdict": 1},
         "j2": {FAILED: 1, "no truth": 1}}
+
+
+def test_a_jury_counts_each_comparison_it_could_not_decide_once():
+    """Two jurors vote on three comparisons, each given as its two mirrored rows: they agree on h1,
+    split on h2 (no strict majority) and only j1 has a verdict on h3. The jury decides h1 and h3;
+    h2 is counted once (before, once per mirrored row: 2), out of 3 comparisons (not 6 rows)."""
+    rows = pd.DataFrame(
+        _pair("j1", "h1", 1.0, 1.0) + _pair("j2", "h1", 1.0, 1.0)
+        + _pair("j1", "h2", 1.0, 1.0) + _pair("j2", "h2", -1.0, 1.0)
+        + _pair("j1", "h3", -1.0, 1.0) + _pair("j2", "h3", math.nan, 1.0, FAILED))
+    cfg = MitigationConfig("m", "jury", {"vote": "majority"})
+    _, info = jury_records(rows, cfg, ["j1", "j2"], "default", Bootstrap(n_resamples=0),
+                           relation=lambda judge, model: "unrelated")
+    assert info["jury_comparisons"] == 3
+    assert info["comparisons_without_jury_verdict"] == 1
+    assert "items_without_jury_verdict" not in info

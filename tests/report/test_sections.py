@@ -84,7 +84,7 @@ def test_mitigation_tables_keep_every_record_and_say_why_undefined(mitigation):
     assert "stop word" in conditions["synonyms-model"]["failed"] and conditions["synonyms-model"]["defined"] == 0
     assert conditions["synonyms-model"]["undefined"]  # the notes of its undefined results, counted
     assert "votes dropped as related: 30" in conditions["exclude-relatives"]["other"]
-    assert "items without jury verdict: 18" in conditions["jury-weighted"]["other"]
+    assert "comparisons without jury verdict: 9" in conditions["jury-weighted"]["other"]
     assert {e["base_metric"] for e in tables["main"]} == {"self-preference"}
 
 

@@ -28,7 +28,7 @@ from nepotism.analyses.comparisons import with_reasons
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics.reference import judge_accuracy
 from nepotism.metrics.task import task_accuracy
-from nepotism.mitigations.rows import left_out
+from nepotism.mitigations.rows import left_out, one_side
 
 __all__ = ["accuracy_records", "own_win_rates"]
 
@@ -74,10 +74,6 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
                 "overestimation": cluster_bootstrap(sums, lambda s: (s[..., 1] - s[..., 0]) / s[..., 2], **common)}
 
 
-def _one_orientation(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[rows["side"].astype(str) < rows["opponent"].astype(str)]
-
-
 def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
     """Pooled judge accuracy (`nepotism.metrics.reference.judge_accuracy`) from the side's point of view.
 
@@ -103,7 +99,7 @@ def accuracy_records(rows: pd.DataFrame, judges: Sequence[str], baseline: str, t
         self_rows = mine[(mine["condition"] == baseline) & (mine["side"] == judge)]
         others = mine[(mine["side"] != judge) & (mine["opponent"] != judge)
                       & mine["condition"].isin([baseline, third_party])]
-        others = _one_orientation(others).drop_duplicates(["instance_id", "side", "opponent"])
+        others = one_side(others).drop_duplicates(["instance_id", "side", "opponent"])
         sets = {"self-evaluation": self_rows, "third-party": others,
                 "all examples": pd.concat([self_rows, others], ignore_index=True)}
         for examples, frame in sets.items():

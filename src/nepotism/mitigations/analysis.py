@@ -15,7 +15,9 @@ A weighted jury (``vote = "weighted"``) weighs each juror by its accuracy on the
 (`nepotism.mitigations.calibration.split_heldout`) and reports, per juror, its ``weights``, the
 held-out comparisons each was fitted on (``n_fit``) and the others by reason (``fit_excluded``,
 `nepotism.mitigations.rows.left_out`: e.g. ``failed-generation:timeout``, ``no truth``), as
-calibration reports its fit.
+calibration reports its fit. Every jury also reports how many comparisons it voted on
+(``jury_comparisons``) and how many it left undecided (``comparisons_without_jury_verdict``), each
+comparison once (`nepotism.mitigations.rows.one_side`).
 Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
 """
 
@@ -31,7 +33,7 @@ from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
 from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
-from nepotism.mitigations.rows import left_out
+from nepotism.mitigations.rows import left_out, one_side
 
 __all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
 
@@ -119,8 +121,7 @@ class _JurorWeights:
 
 
 def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> _JurorWeights:
-    # `side_rows` gives each comparison two mirrored rows; the one whose side sorts first stands for it
-    held = members[members["instance_id"].isin(heldout) & (members["side"] < members["opponent"])]
+    held = one_side(members[members["instance_id"].isin(heldout)])  # each comparison once
     weights, n_fit, fit_excluded = {}, {}, {}
     for judge, group in held.groupby("judge", sort=True):
         outcome, truth = group["outcome"].to_numpy(dtype=float), group["truth"].to_numpy(dtype=float)
@@ -164,7 +165,9 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, target, metric, est, b, m))
-    info["items_without_jury_verdict"] = int(jury["outcome"].isna().sum())
+    # the jury's outcome comes per side, like the rows: each comparison is counted once
+    decided = one_side(jury)
+    info.update(jury_comparisons=len(decided), comparisons_without_jury_verdict=int(decided["outcome"].isna().sum()))
     return out, info
 
 

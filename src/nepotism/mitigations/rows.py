@@ -13,7 +13,8 @@ the orders of p(side) / (p(side) + p(opponent)) (paper 001 Eq. 3); both NaN with
 when either is ungraded); `preference_truth` says it from human preference labels (the annotators'
 plurality winner, paper 000 §5.8's Error Bias against humans). `left_out` counts, by reason, the
 rows a statistic that needs a value and a decisive truth cannot use (the own-win rates, the
-calibration fit). Left out: replicates beyond the first (each replicate is its own row).
+calibration fit). `one_side` keeps one of the two mirrored rows of each comparison (the one whose
+side sorts first), for whatever counts comparisons rather than rows. Left out: replicates beyond the first (each replicate is its own row).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide_one
 
-__all__ = ["ROW_COLUMNS", "left_out", "pair_truth", "preference_truth", "side_rows"]
+__all__ = ["ROW_COLUMNS", "left_out", "one_side", "pair_truth", "preference_truth", "side_rows"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
                "n_orders", "ambiguous", "excluded_reason"]
@@ -90,6 +91,13 @@ def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.
                      -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes),
                      ambiguous, why))
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def one_side(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose ``side`` sorts before their ``opponent``: of the two mirrored rows `side_rows`
+    makes of a comparison (or a jury's outcome per side, `nepotism.mitigations.juries.jury_outcomes`),
+    the one that stands for it, so that a count over them counts each comparison once."""
+    return rows[rows["side"].astype(str) < rows["opponent"].astype(str)]
 
 
 def pair_truth(rows: pd.DataFrame, correct: Mapping[tuple[str, str], bool | None]) -> np.ndarray:
