@@ -33,8 +33,8 @@ def test_weighted_jury_counts_the_held_out_comparisons_its_weights_could_not_use
         + _pair("j2", "h1", math.nan, 1.0, FAILED) + _pair("j2", "h4", 1.0, math.nan) + _pair("j2", "e1", 1.0, 1.0))
     split = {**{f"h{k}": "heldout" for k in range(1, 7)}, "e1": "evaluation"}
     cfg = MitigationConfig("w", "jury", {"vote": "weighted"})
-    _, info = jury_records(rows, cfg, ["j1", "j2"], "default", Bootstrap(n_resamples=0),
-                           relation=lambda judge, model: "unrelated", split=split)
+    records, info = jury_records(rows, cfg, ["j1", "j2"], "default", Bootstrap(n_resamples=0),
+                                 relation=lambda judge, model: "unrelated", split=split)
     assert info["weights"] == {"j1": 0.5}
     assert info["n_fit"] == {"j1": 2, "j2": 0}
     assert info["fit_excluded"] == {
@@ -56,3 +56,23 @@ def test_a_jury_counts_each_comparison_it_could_not_decide_once():
     assert info["jury_comparisons"] == 3
     assert info["comparisons_without_jury_verdict"] == 1
     assert "items_without_jury_verdict" not in info
+
+
+def test_a_weighted_jury_says_which_jurors_had_no_say_and_why():
+    """j2 has no usable held-out comparison (one prevented by a failed generation, one without
+    truth) and j3 got every one of its 2 wrong: the vote gives both weight 0. Every effect record of
+    the jury names them with why, instead of a silent 0; j1, weighted 1.0, is not listed."""
+    rows = pd.DataFrame(
+        _pair("j1", "h1", 1.0, 1.0) + _pair("j2", "h1", math.nan, 1.0, FAILED) + _pair("j3", "h1", -1.0, 1.0)
+        + _pair("j2", "h2", 1.0, math.nan) + _pair("j3", "h2", 0.0, 1.0)
+        + _pair("j1", "e1", 1.0, 1.0) + _pair("j2", "e1", -1.0, 1.0) + _pair("j3", "e1", -1.0, 1.0))
+    split = {"h1": "heldout", "h2": "heldout", "e1": "evaluation"}
+    cfg = MitigationConfig("w", "jury", {"vote": "weighted"})
+    records, info = jury_records(rows, cfg, ["j1", "j2", "j3"], "default", Bootstrap(n_resamples=0),
+                                 relation=lambda judge, model: "unrelated", split=split)
+    assert info["weights"] == {"j1": 1.0, "j3": 0.0}
+    expected = {"j2": {"reason": "no usable held-out comparison", "n_fit": 0,
+                       "fit_excluded": {FAILED: 1, "no truth": 1}},
+                "j3": {"reason": "accuracy 0 on its 2 held-out comparisons", "n_fit": 2, "fit_excluded": {}}}
+    assert info["jurors_without_weight"] == expected
+    assert records and all(r["jurors_without_weight"] == expected for r in records)

@@ -15,7 +15,8 @@ A weighted jury (``vote = "weighted"``) weighs each juror by its accuracy on the
 (`nepotism.mitigations.calibration.split_heldout`) and reports, per juror, its ``weights``, the
 held-out comparisons each was fitted on (``n_fit``) and the others by reason (``fit_excluded``,
 `nepotism.mitigations.rows.left_out`: e.g. ``failed-generation:timeout``, ``no truth``), as
-calibration reports its fit. Every jury also reports how many comparisons it voted on
+calibration reports its fit. A juror without a weight, or with weight 0, votes with weight 0; its
+summary and every effect record of the jury name it under ``jurors_without_weight`` with why. Every jury also reports how many comparisons it voted on
 (``jury_comparisons``) and how many it left undecided (``comparisons_without_jury_verdict``), each
 comparison once (`nepotism.mitigations.rows.one_side`).
 Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.run`).
@@ -24,7 +25,7 @@ Left out: making the rows (`nepotism.mitigations.rows`) and running models (`.ru
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -133,6 +134,28 @@ def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> _JurorWeights
     return _JurorWeights(weights, n_fit, fit_excluded)
 
 
+@dataclass(frozen=True)
+class _NoSay:
+    """Why a juror of a weighted jury has no say in its vote: no held-out comparison its weight could
+    be fitted on (``n_fit`` 0; ``fit_excluded`` says why), or an accuracy of 0 on those it had."""
+
+    reason: str
+    n_fit: int
+    fit_excluded: dict[str, int]
+
+
+def _jurors_without_say(jurors: Sequence[str], fitted: _JurorWeights) -> dict[str, dict]:
+    """Each juror whose weight is missing or 0, with why (`_NoSay`): the vote treats both as weight 0."""
+    out = {}
+    for juror in sorted(jurors):
+        n, excluded = fitted.n_fit.get(juror, 0), dict(fitted.fit_excluded.get(juror, {}))
+        if juror not in fitted.weights:
+            out[juror] = asdict(_NoSay("no usable held-out comparison", n, excluded))
+        elif fitted.weights[juror] == 0.0:
+            out[juror] = asdict(_NoSay(f"accuracy 0 on its {n} held-out comparisons", n, excluded))
+    return out
+
+
 def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
                  relation: Callable[[str, str], str], familiarity: Mapping | None = None,
                  split: Mapping[str, str] | None = None, target: str = "self") -> tuple[list[dict], dict]:
@@ -144,7 +167,7 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
     if exclude:
         members, dropped = exclude_related(members, relation)
         info["votes_dropped_as_related"] = dropped
-    weights, row_weights, evaluation = None, None, None
+    weights, row_weights, evaluation, extra = None, None, None, {}
     if vote == "weighted":
         heldout = {i for i, role in (split or {}).items() if role == "heldout"}
         fitted = _accuracy_weights(members, heldout)
@@ -152,6 +175,9 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
         evaluation = {i for i, role in (split or {}).items() if role == "evaluation"}
         # the held-out comparisons each juror's weight could not use, by reason (counted, not dropped)
         info.update(weights=weights, n_fit=fitted.n_fit, fit_excluded=fitted.fit_excluded)
+        # a juror without a weight (or with weight 0) votes with weight 0: each effect says which and why
+        extra["jurors_without_weight"] = _jurors_without_say(sorted(set(members["judge"])), fitted)
+        info["jurors_without_weight"] = extra["jurors_without_weight"]
     elif vote == "perplexity":
         row_weights = familiarity_weights(members, familiarity or {})
     jury = jury_outcomes(members, vote=vote, weights=weights, row_weights=row_weights)
@@ -164,7 +190,7 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
             jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left")
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m))
+            out.append(_record(label, cfg, target, metric, est, b, m, **extra))
     # the jury's outcome comes per side, like the rows: each comparison is counted once
     decided = one_side(jury)
     info.update(jury_comparisons=len(decided), comparisons_without_jury_verdict=int(decided["outcome"].isna().sum()))
