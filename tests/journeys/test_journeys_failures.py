@@ -197,6 +197,14 @@ def test_mitigate_weighted_jury_counts_the_held_out_comparisons_its_weights_coul
     assert jury["n_fit"] == {"standin-alpha": 0, "standin-beta": 0}
     assert jury["fit_excluded"] == {"standin-alpha": {label: 1, "no truth": 1},
                                     "standin-beta": {label: 1, "no truth": 1}}
+    # no juror has a say, and the summary and every effect record of the jury say which and why
+    silent = {j: {"reason": "no usable held-out comparison", "n_fit": 0, "fit_excluded": {label: 1, "no truth": 1}}
+              for j in ("standin-alpha", "standin-beta")}
+    assert jury["jurors_without_weight"] == silent
+    effects = [r for r in done["records"] if r.get("condition") == "weighted"]
+    assert effects and all(r["jurors_without_weight"] == silent for r in effects)
+    # so it decides nothing, and counts each comparison once
+    assert jury["comparisons_without_jury_verdict"] == jury["jury_comparisons"] > 0
 
 
 def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_path, standin):
