@@ -140,25 +140,32 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--max-failure-rate", "0.5", cwd=work)
 
 
-def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_path, standin):
-    """Calibration splits the items into a held-out half it fits on and an evaluation half it reports
-    on. A failed generation in each half: the evaluation half's effects count its comparison under
-    metrics' label, and each judge's fit counts the held-out one under the same label (before, the
-    fit left it out without a count)."""
+def _held_out_mitigation(tmp_path, standin, failing: tuple[int, ...], condition: str) -> dict:
+    """``nepotism mitigate --json`` (exit 3) on a four-item stand-in experiment whose items at
+    ``failing`` cannot be generated, with the one mitigation condition ``condition`` (TOML after
+    ``[[mitigate.conditions]]``). The experiment's seed splits the items so that q1 and q3 are
+    evaluated and q2 and q4 held out; the document printed is returned."""
     from nepotism.mitigations.calibration import split_heldout
     from nepotism.testing.experiments import standin_experiment
 
     exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False, attempts=1)
     work = exp.parent
     split = split_heldout(["q1", "q2", "q3", "q4"], 0.5, seed=0)  # the experiment's seed
-    assert split["q1"] == "evaluation" and split["q2"] == "heldout"
-    _failing_item(work, 0)
-    _failing_item(work, 1)
+    assert [split[q] for q in ("q1", "q2", "q3", "q4")] == ["evaluation", "heldout", "evaluation", "heldout"]
+    for index in failing:
+        _failing_item(work, index)
     exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
-                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "calibrated"\n'
-                   'kind = "calibration"\n')
-    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
+                   + f"\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\n{condition}\n")
+    return json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
                           expect=3).stdout)
+
+
+def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_path, standin):
+    """Calibration splits the items into a held-out half it fits on and an evaluation half it reports
+    on. A failed generation in each half: the evaluation half's effects count its comparison under
+    metrics' label, and each judge's fit counts the held-out one under the same label (before, the
+    fit left it out without a count)."""
+    done = _held_out_mitigation(tmp_path, standin, (0, 1), 'name = "calibrated"\nkind = "calibration"')
     label = "failed-generation:http-5xx:500"
     effects = [r for r in done["records"] if r["condition"] == "calibrated"]
     assert effects
@@ -176,19 +183,7 @@ def test_mitigate_weighted_jury_counts_the_held_out_comparisons_its_weights_coul
     in that half: each juror's weight fit counts the comparison it prevented under metrics' label,
     beside how many comparisons the weight was fitted on (before, the fit left it out without a
     count)."""
-    from nepotism.mitigations.calibration import split_heldout
-    from nepotism.testing.experiments import standin_experiment
-
-    exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False, attempts=1)
-    work = exp.parent
-    split = split_heldout(["q1", "q2", "q3", "q4"], 0.5, seed=0)  # the experiment's seed
-    assert split["q2"] == "heldout" and split["q4"] == "heldout"
-    _failing_item(work, 1)
-    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
-                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "weighted"\n'
-                   'kind = "jury"\nvote = "weighted"\n')
-    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
-                          expect=3).stdout)
+    done = _held_out_mitigation(tmp_path, standin, (1,), 'name = "weighted"\nkind = "jury"\nvote = "weighted"')
     label = "failed-generation:http-5xx:500"
     jury = done["summary"]["analysis"]["weighted"]
     # each juror judged one pair an item: q2's was prevented, q4's has verdicts but no truth (the
