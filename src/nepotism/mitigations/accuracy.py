@@ -28,7 +28,7 @@ from nepotism.analyses.comparisons import with_reasons
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics.reference import judge_accuracy
 from nepotism.metrics.task import task_accuracy
-from nepotism.mitigations.rows import left_out, one_side
+from nepotism.mitigations.rows import left_out, one_side, usable
 
 __all__ = ["accuracy_records", "own_win_rates"]
 
@@ -56,7 +56,7 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
     t = np.asarray(truth, dtype=float)
     clusters = np.asarray(clusters)
     excluded = left_out(o, t, reasons)
-    keep = np.isin(t, (-1.0, 1.0)) & ~np.isnan(o)
+    keep = usable(o, t)
     n_excluded = int((~keep).sum())
     cols = np.column_stack([(t[keep] == 1).astype(float), (o[keep] + 1.0) / 2.0, np.ones(int(keep.sum()))])
     if not keep.any():

@@ -34,7 +34,7 @@ from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
 from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
-from nepotism.mitigations.rows import left_out, one_side
+from nepotism.mitigations.rows import left_out, one_side, usable
 
 __all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
 
@@ -126,11 +126,11 @@ def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> _JurorWeights
     weights, n_fit, fit_excluded = {}, {}, {}
     for judge, group in held.groupby("judge", sort=True):
         outcome, truth = group["outcome"].to_numpy(dtype=float), group["truth"].to_numpy(dtype=float)
-        usable = ~np.isnan(outcome) & np.isin(truth, (-1.0, 1.0))
-        n_fit[judge] = int(usable.sum())
+        fit = usable(outcome, truth)
+        n_fit[judge] = int(fit.sum())
         fit_excluded[judge] = left_out(outcome, truth, group["excluded_reason"])
-        if usable.any():
-            weights[judge] = float(np.mean(outcome[usable] == truth[usable]))
+        if fit.any():
+            weights[judge] = float(np.mean(outcome[fit] == truth[fit]))
     return _JurorWeights(weights, n_fit, fit_excluded)
 
 

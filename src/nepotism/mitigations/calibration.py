@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from nepotism.mitigations.rows import left_out
+from nepotism.mitigations.rows import left_out, usable
 
 __all__ = ["Calibration", "apply_bias", "calibrate", "fit_auto", "fit_contextual", "split_heldout"]
 
@@ -49,7 +49,7 @@ def split_heldout(instance_ids: Iterable[str], fraction: float = 0.5, *, seed: i
 
 
 def _fit(scores: np.ndarray, truth: np.ndarray, centre: float, sd: float) -> float:
-    keep = ~np.isnan(scores) & np.isin(truth, (-1.0, 1.0))
+    keep = usable(scores, truth)
     s, y = scores[keep], truth[keep]
     if s.size == 0:
         return centre
@@ -124,7 +124,7 @@ def calibrate(instance_ids, scores, truth, split: Mapping[str, str], *, method: 
         outcome[eval_rows] = apply_bias(scores[eval_rows], row_bias)
     else:
         raise ValueError("method must be 'auto' or 'contextual'")
-    n_fit = int(np.sum(fit_rows & ~np.isnan(scores) & np.isin(truth, (-1.0, 1.0))))
+    n_fit = int(np.sum(fit_rows & usable(scores, truth)))
     why = None if reasons is None else np.asarray(reasons, dtype=object)[fit_rows]
     excluded = left_out(scores[fit_rows], truth[fit_rows], why, unusable="no label probabilities")
     return Calibration(method, bias, per, frozenset(ids[fit_rows]), eval_rows, outcome, n_fit, excluded)

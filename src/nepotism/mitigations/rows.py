@@ -30,7 +30,7 @@ from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide_one
 
-__all__ = ["ROW_COLUMNS", "left_out", "one_side", "pair_truth", "preference_truth", "side_rows"]
+__all__ = ["ROW_COLUMNS", "left_out", "one_side", "pair_truth", "preference_truth", "side_rows", "usable"]
 
 ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
                "n_orders", "ambiguous", "excluded_reason"]
@@ -127,6 +127,13 @@ def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
         if winner is not None:
             out[i] = 1.0 if winner == side else -1.0 if winner == opp else 0.0
     return out
+
+
+def usable(values, truth) -> np.ndarray:
+    """The rows a statistic that needs a value and a decisive truth can use: a value (not NaN) and
+    a truth of +1 or -1 (the rows `left_out` does not count)."""
+    v = np.asarray(values, dtype=float)
+    return ~np.isnan(v) & np.isin(np.asarray(truth, dtype=float), (-1.0, 1.0))
 
 
 def left_out(values, truth, reasons=None, *, unusable: str = "no usable verdict") -> dict[str, int]:
