@@ -37,7 +37,8 @@ import pandas as pd
 
 from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, candidates
-from nepotism.analyses.suite import SuiteOptions, agreement_filter, committee, run_suite
+from nepotism.analyses.suite import REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, labels_per_pair, run_suite
+from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, relation_census
 from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism.datasets import is_dataset, is_pattern, read_dataset
 from nepotism.errors import InputError, ValidationError
@@ -57,7 +58,6 @@ __all__ = ["JUDGED_KINDS", "audit", "check_registry", "read_source"]
 #: Table kinds that hold judgments (the others are references).
 JUDGED_KINDS = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 _TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet", ".csv.gz", ".jsonl.gz")
-_FIRST = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
 
 #: What `audit` reads: a frame, a validated table, or a path (file, store, run folder, dataset).
 Source: TypeAlias = "pd.DataFrame | Table | str | Path"
@@ -205,7 +205,7 @@ def _correlation_record(records: list[dict[str, Any]], x: str, y: str, bootstrap
 def _streamed(source: Source | Sequence[Source], *, references: Sequence[Source] | Mapping[str, Source],
               registry: Registry, bootstrap: Bootstrap, kind: str | None, rule: str, opponents: Sequence[str],
               ranked: bool, slices: Sequence[str], committees: Sequence[Sequence[str]], agreement: float | None,
-              correlate: Sequence[tuple[str, str]]) -> Results:
+              correlate: Sequence[tuple[str, str]], min_prompts: int) -> Results:
     """`audit` of a pairwise dataset read one partition at a time (`nepotism.analyses.stream`)."""
     from nepotism.analyses.stream import stream_pairwise
 
@@ -227,10 +227,9 @@ def _streamed(source: Source | Sequence[Source], *, references: Sequence[Source]
                "references": [str(p) for p in ref_names]}
     for x, y in correlate:
         records.append(_correlation_record(records, x, y, bootstrap))
-    from nepotism.report.summary import describe
-
-    findings = describe([r for r in records if r.get("metric") in _FIRST and r.get("judge")])
-    return Results(records, summary=summary, findings=findings)
+    verdicts = judge_verdicts(records, min_prompts=min_prompts)
+    summary["min_prompts"] = min_prompts
+    return Results(records, summary=summary, findings=[v.sentence for v in verdicts], verdicts=verdicts)
 
 
 def audit(
@@ -254,6 +253,8 @@ def audit(
     agreement: float | None = None,
     correlate: Sequence[tuple[str, str]] = (),
     stream: bool = False,
+    reference_vote: str = "each",
+    min_prompts: int = MIN_PROMPTS,
 ) -> Results:
     """Audit recorded judgments with every metric whose inputs are present (module docstring).
 
@@ -268,8 +269,16 @@ def audit(
     sums instead of rows (`nepotism.analyses.stream`): the first audit, excluded-verdicts,
     position-consistency and the leaderboards, identical to the in-memory records; every other metric is listed as not
     computed (a record without a value saying why, and ``summary["not_computed_when_streaming"]``).
+    ``reference_vote``: several human labels of one pair count one row each (``each``, paper 001's
+    one vote per battle) or as the pair's plurality label (``majority``, paper 000 App. C.3).
+    ``min_prompts``: the fewest prompts a judge verdict's number may rest on (``Results.verdicts``,
+    `nepotism.analyses.verdicts`; docs/answer.md).
     """
     bootstrap = settings(bootstrap)
+    if reference_vote not in REFERENCE_VOTES:
+        raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
+    if isinstance(min_prompts, bool) or not isinstance(min_prompts, int) or min_prompts < 1:
+        raise InputError("min_prompts must be a whole number of at least 1", field="min_prompts")
     if perplexity_difference not in ("perplexity", "log"):
         raise InputError("perplexity_difference must be 'perplexity' or 'log'", field="perplexity_difference")
     if registry is None:
@@ -287,7 +296,7 @@ def audit(
     if stream:
         return _streamed(source, references=references, registry=registry, bootstrap=bootstrap, kind=kind,
                          rule=rule, opponents=opponents, ranked=bool(leaderboard or rank_against), slices=slices,
-                         committees=committees, agreement=agreement, correlate=correlate)
+                         committees=committees, agreement=agreement, correlate=correlate, min_prompts=min_prompts)
     tables = read_source(source, kind=kind, protocol=protocol)
     judged = [t for t in tables if t.kind in JUDGED_KINDS]
     folder_refs = {t.kind: t.frame for t in tables if t.kind not in JUDGED_KINDS}
@@ -304,7 +313,7 @@ def audit(
     suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices),
                                  leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
                                  recognition_target=recognition_target, perplexity_bins=perplexity_bins,
-                                 perplexity_difference=perplexity_difference)
+                                 perplexity_difference=perplexity_difference, reference_vote=reference_vote)
     by_kind = {t.kind: t for t in judged}
     records: list[dict[str, Any]] = []
     boards: list[dict[str, Any]] = []
@@ -315,6 +324,7 @@ def audit(
     if len(judged) > 1:
         summary["tables"] = [{"source": t.path or "<DataFrame>", "kind": t.kind, "rows": len(t)} for t in judged]
     summarised = False
+    census: list[dict[str, Any]] = []
     for table in judged:
         table = _with_committees(table, committees)
         table_refs = dict(refs)
@@ -337,6 +347,8 @@ def audit(
             boards += pointwise_leaderboard_records(table.frame, registry, bootstrap=bootstrap)
         records += run_suite(table.frame, table.kind, registry, references=table_refs, options=suite_options,
                              comparisons=comparisons).records
+        if table.kind in ("pairwise", "pointwise", "rubric"):
+            census += relation_census(table.frame, table.kind, registry)
         if agreement is not None and table.kind == "rubric":
             filtered, _ = agreement_filter(table.frame, agreement)
             for r in run_suite(filtered, "rubric", registry, references=table_refs, options=suite_options).records:
@@ -347,10 +359,14 @@ def audit(
                         "judges": sorted(map(str, first.frame["judge"].unique()))})
     if names:
         summary["committees"] = names
+    pref = refs.get("preference-ref")
+    if pref is not None:
+        summary["reference_labels_per_pair"] = labels_per_pair(pref)
+        summary["reference_vote"] = reference_vote
     records += boards
     for x, y in correlate:
         records.append(_correlation_record(records, x, y, bootstrap))
-    from nepotism.report.summary import describe
-
-    findings = describe([r for r in records if r.get("metric") in _FIRST])
-    return Results(records, summary=summary, findings=findings)
+    summary["relations"] = census
+    summary["min_prompts"] = min_prompts
+    verdicts = judge_verdicts(records, census, min_prompts=min_prompts)
+    return Results(records, summary=summary, findings=[v.sentence for v in verdicts], verdicts=verdicts)

@@ -115,7 +115,8 @@ def _text(column: pd.Series) -> np.ndarray:
 
 
 def truth_codes(references: dict | None) -> pd.DataFrame | None:
-    """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth."""
+    """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth.
+    A pair with several human labels gets one row: the side more of its labels prefer (0 when even)."""
     refs = references or {}
     pref = refs.get("preference-ref")
     if pref is not None and len(pref):
@@ -123,8 +124,11 @@ def truth_codes(references: dict | None) -> pd.DataFrame | None:
         winner = pref["winner"].astype(str).to_numpy()
         code_a = np.where(winner == a, 1.0, np.where(winner == b, -1.0, 0.0))
         first = a < b
-        return pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
-                             "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+        codes = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
+                              "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+        # several labels of one pair: the side more labels prefer (ties and equal counts: 0), one row per pair
+        return codes.groupby(["instance_id", "model_x", "model_y"], sort=False, as_index=False)["truth"].mean() \
+            .assign(truth=lambda f: np.sign(f["truth"]))
     per_model = None
     corr = refs.get("correctness-ref")
     if corr is not None and len(corr):

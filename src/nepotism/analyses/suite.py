@@ -58,10 +58,14 @@ from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
 from nepotism.votes import decide
 
-__all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
-           "derive_instance_references",
+__all__ = ["DERIVED_SLICES", "REFERENCE_VOTES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
+           "derive_instance_references", "labels_per_pair", "majority_labels",
            "read_leaderboard", "run_suite"]
 
+
+
+#: How several human labels of one pair are used (`SuiteOptions.reference_vote`).
+REFERENCE_VOTES = ("each", "majority")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class SuiteOptions:
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
     perplexity_difference: str = "perplexity"  # what perplexity-win-rate bins: perplexity | log (001 §5)
+    # several human labels of one pair: each label is one row ("each", paper 001's one vote per battle),
+    # or the pair's plurality label ("majority", paper 000 App. C.3; a split vote is a tie)
+    reference_vote: str = "each"
 
 
 class SuiteResult(Results):
@@ -200,11 +207,40 @@ def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str =
     return sub
 
 
+def labels_per_pair(pref: pd.DataFrame) -> int:
+    """The most labels any one pair of answers to one prompt has in a preference reference."""
+    if pref is None or pref.empty:
+        return 0
+    a, b = pref["model_a"].astype(str), pref["model_b"].astype(str)
+    key = pd.DataFrame({"i": pref["instance_id"].astype(str), "x": np.where(a < b, a, b), "y": np.where(a < b, b, a)})
+    return int(key.groupby(["i", "x", "y"], sort=False).size().max())
+
+
+def majority_labels(pref: pd.DataFrame) -> pd.DataFrame:
+    """One label per (prompt, pair): the plurality of its labels (`votes.decide`), a split vote a tie —
+    paper 000 App. C.3's majority of annotators. Other columns (annotator, category) are dropped."""
+    a, b = pref["model_a"].astype(str).to_numpy(), pref["model_b"].astype(str).to_numpy()
+    x, y = np.where(a < b, a, b), np.where(a < b, b, a)
+    w = pref["winner"].astype(str).to_numpy()
+    frame = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_a": x, "model_b": y,
+                          "vote_x": (w == x).astype(float), "vote_y": (w == y).astype(float),
+                          "vote_tie": ((w != x) & (w != y)).astype(float)})
+    counts = frame.groupby(["instance_id", "model_a", "model_b"], sort=True)[["vote_x", "vote_y", "vote_tie"]].sum()
+    column = decide(counts.to_numpy(), rule="plurality", split="tie", tie=2)
+    keys = counts.index.to_frame(index=False)
+    winner = np.where(column == 0, keys["model_a"], np.where(column == 1, keys["model_b"], "tie"))
+    return keys.assign(winner=winner, labels=counts.sum(axis=1).to_numpy().astype(int))
+
+
 def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     records = []
     pref = refs.get("preference-ref")
     corr = refs.get("correctness-ref")
     if pref is not None:
+        several = labels_per_pair(pref) > 1 or ("labels" in pref and len(pref) and int(pref["labels"].max()) > 1)
+        vote = {"reference_vote": options.reference_vote} if several else {}
+        source = {"reference_source": str(pref["derived_from"].iloc[0]) if "derived_from" in pref and len(pref)
+                  else "the human preference labels"}
         p = pref.copy()
         a, b = p["model_a"].astype(str), p["model_b"].astype(str)
         first = a < b
@@ -215,7 +251,8 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
-                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap), variant={"paradigm": "PWC"}))
+                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
+                                   variant={"paradigm": "PWC", **vote}))
         pairs = merged[["judge", "condition", "model_x", "model_y"]].drop_duplicates()  # scopes once per pair
         for scope in AUDITED_SCOPES:
             # against unrelated opponents; where a judge has none, against any less related one
@@ -236,13 +273,13 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                                                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
                                                        bootstrap=options.bootstrap)
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
-                flag = {"opponent_models": sorted(map(str, set(group["other"])))}  # who the related side met
+                flag = {"opponent_models": sorted(map(str, set(group["other"]))), **source}  # who the related side met
                 records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
-                                       variant={"judge_tie": "1/2", "opponents": opponents}, confusion_matrix=matrix,
-                                       **flag))
+                                       variant={"judge_tie": "1/2", "opponents": opponents, **vote},
+                                       confusion_matrix=matrix, **flag))
                 records.append(_record("error-bias", judge, condition,
                                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
-                                       variant={"opponents": opponents}, **flag))
+                                       variant={"opponents": opponents, **vote}, **flag))
                 prob_x = group["prob_x"].to_numpy(dtype=float) if "prob_x" in group else np.full(len(group), np.nan)
                 if np.isfinite(prob_x).any():  # 001 Eq. 3: the choice is the argmax of the order-averaged score
                     p_rel = np.where(group["related"] == group["model_x"], prob_x, 1.0 - prob_x)
@@ -255,7 +292,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                         est = with_reasons(est, pd.concat([reasons, reasons]))
                     records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
                                            variant={"judge_tie": "1/2", "opponents": opponents,
-                                                    "preference": "probability-argmax"}, **flag))
+                                                    "preference": "probability-argmax", **vote}, **flag))
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
             judged = set(zip(sub["judge"], sub["condition"]))
             present = {(j, c) for j, c, x, y in pairs.itertuples(index=False)
@@ -484,11 +521,13 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
     boot = options.bootstrap
     if kind == "pairwise":
         return _pairwise_suite(frame, registry, refs, options, comparisons)
-    if kind == "rubric":
-        return _rubric_suite(frame, registry, refs, options)
-    if kind == "pointwise":
-        return pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
-                                 rank_against=options.rank_against)
+    if kind in ("rubric", "pointwise"):
+        from nepotism.analyses.matched import MatchedOptions, run_matched
+
+        records = (_rubric_suite(frame, registry, refs, options) if kind == "rubric" else
+                   pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
+                                     rank_against=options.rank_against))
+        return records + run_matched(frame, kind, registry, references=refs, options=MatchedOptions(bootstrap=boot))
     if kind in ("recognition", "recognition-pairwise"):
         records = recognition_records(frame, kind, registry, boot, target=options.recognition_target)
         if refs.get("pairwise") is not None:
@@ -540,7 +579,8 @@ def derive_instance_references(refs: dict) -> dict:
     With no ``preference-ref``: for each pair of answers to one prompt the one with the larger s*
     wins and equal ones tie (w*, for pairwise MIPA PWC and equal-opportunity bias) — s* from the
     rubric shares, else from a ``correctness-ref`` with a ``score`` column (a graded reference such
-    as MT-Bench's 1–10 grades). Only decided rubric verdicts and given scores count; the derived
+    as MT-Bench's 1–10 grades), else from its ``correct`` column (a correct answer beats a wrong
+    one; two correct or two wrong answers tie, which equal-opportunity bias leaves out). Only decided rubric verdicts and given scores count; the derived
     frames say where they came from in a ``derived_from`` column. Given references are never replaced.
     """
     out = dict(refs)
@@ -559,6 +599,11 @@ def derive_instance_references(refs: dict) -> dict:
         scores = pd.DataFrame({"instance_id": scores["instance_id"].astype(str), "model": scores["model"].astype(str),
                                "score": scores["score"].astype(float)})
         out["preference-ref"] = _preference_from_scores(scores, "correctness-ref: the higher reference score")
+    elif "preference-ref" not in out and corr is not None and "correct" in corr and corr["correct"].notna().any():
+        graded = corr[corr["correct"].notna()]
+        graded = pd.DataFrame({"instance_id": graded["instance_id"].astype(str), "model": graded["model"].astype(str),
+                               "score": graded["correct"].map(float).astype(float)})
+        out["preference-ref"] = _preference_from_scores(graded, "correctness-ref: a correct answer beats a wrong one")
     return out
 
 
@@ -595,6 +640,11 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
                              field="--slice")
     if comparisons is not None and (kind != "pairwise" or comparisons.rule != options.rule):
         raise ValueError("comparisons must be the pairwise frame's, built under options.rule")
+    if options.reference_vote not in REFERENCE_VOTES:
+        raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
+    pref = refs.get("preference-ref")
+    if options.reference_vote == "majority" and pref is not None and labels_per_pair(pref) > 1:
+        refs["preference-ref"] = majority_labels(pref)
     records = _one(frame, kind, registry, refs, options, comparisons)
     for column in options.slices:
         values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame[column]

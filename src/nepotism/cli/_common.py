@@ -102,6 +102,10 @@ def prevented_line(failures: int, prevented: Mapping[str, int], *, counted: bool
             + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
 
 
+#: The widest a table column grows to keep its longest word whole on a terminal.
+_WORD_CAP = 36
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:
     """Print rows under ``header``. On a terminal (``auto``) or with ``table``: a rich table that folds
     long cells to the terminal's width. Piped (``auto``) or ``plain``: the title, then one line per row
@@ -115,8 +119,11 @@ def print_table(title: str, header: list[str], rows: list[list[str]], *, output_
         from rich.table import Table
 
         table = Table(title=title)
-        for name in header:
-            table.add_column(name, overflow="fold")
+        for i, name in enumerate(header):
+            # wrap between words, never inside one: a column is at least as wide as its longest word
+            # (ids such as gpt-4o-2024-05-13 stay whole); a word longer than the cap is cut with "…"
+            longest = max([len(w) for row in rows for w in str(row[i]).split()] + [len(name)])
+            table.add_column(name, overflow="ellipsis", min_width=min(longest, _WORD_CAP))
         for row in rows:
             table.add_row(*row)
         Console(highlight=False).print(table)

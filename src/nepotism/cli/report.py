@@ -50,7 +50,7 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
     import json
 
-    status = json.loads(paths["results.json"].read_text())["cards"]["status"]
+    status = json.loads(paths["results.json"].read_text())["summary"]["cards"]["status"]
     if as_json:
         echo_json({"files": {k: str(v) for k, v in paths.items()}, "card_status": status, "results": len(records)})
         return

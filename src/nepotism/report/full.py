@@ -1,10 +1,12 @@
 """The full report: one self-contained HTML page, the same numbers as Markdown, CSV and JSON.
 
 `write_report` takes result records (any mix of `nepotism.audit`, `run_suite` and `derived` records)
-and writes ``report.html`` (summary first, then every section whose records exist, then the
-judge cards and all results; plots are embedded PNGs, styles inline, no script, nothing fetched
-when viewed), ``report.md``, ``results.csv`` and ``results.json`` (``{summary, findings,
-headline, cards, results}`` — readable again by `nepotism report` and `nepotism card`). Every
+and writes ``report.html`` (the Summary first — the judge verdicts of `nepotism.analyses.verdicts`
+as a table and sentences, each linked to the records it reads —, then every section whose records
+exist, then the judge cards and all results; plots are embedded PNGs, styles inline, no script,
+nothing fetched when viewed), ``report.md``, ``results.csv`` and ``results.json`` (the results
+document, `nepotism.results.Results.to_json`, with the judge cards under ``summary.cards`` —
+readable again by `nepotism report` and `nepotism card`). Every
 model-provided string is escaped: jinja2 autoescape in HTML; ``<``, ``>``, ``&``, ``|`` and
 backticks in Markdown; CSV cells that a spreadsheet would run as a formula get a leading ``'``.
 All files are built in memory and each is written atomically.
@@ -27,7 +29,8 @@ from nepotism._files import write_files
 from nepotism.report import plots
 from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
-from nepotism.report.headline import headline
+from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, summary_rows
+from nepotism.results import Results, Verdict, record_key
 from nepotism.report.plots import BIAS_METRICS
 from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
@@ -46,7 +49,7 @@ from nepotism.report.sections import (
     verifiable_table,
 )
 
-__all__ = ["build_report", "format_value", "write_report"]
+__all__ = ["build_report", "format_value", "verdict_groups", "write_report"]
 
 _RAW_CAVEAT = ("Self-preference ratios, demographic-parity, equal-opportunity and HSPP-style metrics compare a judge "
                "with itself across items. They can come out positive for a judge with no bias at all whose own "
@@ -68,7 +71,7 @@ def _target(record: dict) -> str:
 
 
 def _row(record: dict) -> dict:
-    return {"metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
+    return {"key": record_key(record), "metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
             "scope": record.get("scope") or "", "target": _target(record),
             "variant": _variant_text(record.get("variant")), "estimate": format_value(record),
             "n": record.get("n"), "prompts": record.get("n_clusters"), "excluded": record.get("n_excluded"),
@@ -171,12 +174,27 @@ def all_plots(records: list[dict]) -> dict[str, list[dict]]:
             "confusion": plots.confusion_matrices(records), "conditions": plots.mitigation(records),
             "leaderboard": plots.leaderboard(records), **section_plots(records)}
 
+def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
+    """The Summary's rows (`summary_rows`) grouped per (judge, condition), each row's links limited
+    to the record keys the page holds."""
+    groups: dict[tuple[str, str], dict] = {}
+    for row in summary_rows(verdicts):
+        group = groups.setdefault((row["judge"], row["condition"]), {"judge": row["judge"], "judge_id": row["judge_id"],
+                                                                     "condition": row["condition"], "rows": []})
+        group["rows"].append({**row, "links": [k for k in row["records"] if k in keys]})
+    return list(groups.values())
+
+
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
                  thresholds: Thresholds | None = None, title: str = "nepotism report",
-                 attribution: str | None = None) -> dict:
-    """Everything the page and the other files show, as one dict (plots included)."""
+                 attribution: str | None = None, verdicts: list[Verdict] | None = None) -> dict:
+    """Everything the page and the other files show, as one dict (plots included). ``verdicts``: the
+    judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder)."""
     records = [_setting(r) for r in records]
     summary = dict(summary or {})
+    if verdicts is None:
+        verdicts = judge_verdicts(records, summary.get("relations") or (),
+                                  min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
     source = str(summary.get("source", ""))
     cards = judge_cards(records, thresholds, source=source)
     rows = [_row(r) for r in records]
@@ -191,7 +209,8 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
-        "headline": headline(records), "caveat": _RAW_CAVEAT, "plots": all_plots(records),
+        "verdicts": verdict_groups(verdicts, {row["key"] for row in rows}), "verdict_list": verdicts,
+        "caveat": _RAW_CAVEAT, "plots": all_plots(records),
         "cards": cards, "rows": rows, "bias_rows": bias_rows,
         "pls": [_row(r) for r in records if r.get("metric") == "preference-leakage-score"],
         "leaderboard": _leaderboard_table(records), "present": _sections(records),
@@ -237,13 +256,15 @@ def _markdown(context: dict) -> str:
     out = [f"# {_md(context['title'])}", ""]
     if context["summary"].get("source"):
         out += [f"Source: {_md(context['summary']['source'])}", ""]
-    out += ["## Summary", ""]
-    for entry in context["headline"]:
-        for line in entry["lines"]:
-            out.append(f"- {_md(line['text'])}")
-        if entry["not_measured"]:
-            out.append(f"- {_md(entry['judge'])} ({_md(entry['condition'])}): not measured — "
-                       f"{_md(', '.join(entry['not_measured']))}.")
+    out += ["## Summary: how much each judge favours its relatives", ""]
+    rows = [[g["judge"], g["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+            for g in context["verdicts"] for r in g["rows"]]
+    if rows:
+        out += _md_table(["judge", "condition", "relation", "verdict", "value", "95% CI", "prompts", "evidence"], rows)
+        out += [""]
+        out += [f"- {_md(r['sentence'])}" for g in context["verdicts"] for r in g["rows"] if r["status"] != "not-measurable"]
+    else:
+        out.append("No judge verdict in these results.")
     out += ["", f"> {context['caveat']}", ""]
     if context["missing"]:
         out += ["Not in these results: " + "; ".join(f"{name} ({why})" for _, name, why in context["missing"]) + ".", ""]
@@ -394,16 +415,16 @@ def _environment() -> Environment:
 
 def write_report(records: list[dict], out_dir: str | Path, *, summary: dict | None = None,
                  findings: list[str] | None = None, thresholds: Thresholds | None = None,
-                 title: str = "nepotism report", attribution: str | None = None) -> dict[str, Path]:
+                 title: str = "nepotism report", attribution: str | None = None,
+                 verdicts: list[Verdict] | None = None) -> dict[str, Path]:
     """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths."""
     context = build_report(records, summary=summary, findings=findings, thresholds=thresholds, title=title,
-                           attribution=attribution)
+                           attribution=attribution, verdicts=verdicts)
     html = _environment().get_template("report.html.j2").render(**context)
-    document = {"summary": context["summary"], "findings": context["findings"],
-                "headline": [{**h, "lines": [{k: v for k, v in line.items()} for line in h["lines"]]}
-                             for h in context["headline"]],
-                "cards": context["cards"], "results": records}
+    verdicts = context["verdict_list"]
+    document = Results(records, summary={**context["summary"], "cards": context["cards"]},
+                       findings=[v.sentence for v in verdicts] if verdicts else context["findings"],
+                       verdicts=verdicts)
     payloads = {"report.html": html.encode(), "report.md": _markdown(context).encode(),
-                "results.json": json.dumps(document, indent=2, sort_keys=True, default=str).encode(),
-                "results.csv": _csv(records)}
+                "results.json": document.to_json().encode(), "results.csv": _csv(records)}
     return write_files(out_dir, payloads)
