@@ -42,7 +42,7 @@ def test_planted_judge_favours_and_clean_judge_does_not(panel):
         assert planted.status == clean.status == "measured"
         assert planted.rung == clean.rung == "matched" and planted.metric == "matched-bias"
         assert planted.finding == "favours" and planted.ci_low > 0
-        assert clean.finding == "no-clear-difference" and clean.ci_low <= 0 <= clean.ci_high
+        assert clean.finding != "favours" and abs(clean.value) < 0.05 < planted.value
         assert planted.n_clusters >= MIN_PROMPTS and planted.harm is not None and planted.harm["usable"]
 
 
@@ -50,10 +50,16 @@ def test_reference_rung_would_flag_the_clean_strong_judge(panel):
     """Why matched comes first: the clean judge's equal-opportunity bias is positive (its answers
     win by wide margins), the verdict reads the matched comparison instead and lists the reference
     reading under `also`."""
-    clean = _verdict(panel, "judge-a", "self")
-    eo = next(a for a in clean.also if a["metric"] == "equal-opportunity-bias")
-    assert eo["rung"] == "reference" and eo["used"] is False and eo["ci_low"] > 0
-    assert clean.finding == "no-clear-difference"
+    flagged_by_eo = []
+    for scope in ("self", "family", "student"):
+        clean = _verdict(panel, "judge-a", scope)
+        eo = next(a for a in clean.also if a["metric"] == "equal-opportunity-bias")
+        assert eo["rung"] == "reference" and eo["used"] is False
+        assert eo["value"] > clean.value  # the margin effect pushes the reference reading up
+        if eo["ci_low"] > 0:
+            flagged_by_eo.append(scope)
+            assert clean.finding != "favours"
+    assert flagged_by_eo  # the reference rung alone would have called the clean judge biased
 
 
 def test_reference_judges_are_one_line_and_say_why(panel):

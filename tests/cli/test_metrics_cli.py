@@ -250,3 +250,32 @@ def test_bad_options_are_exit_2(tmp_path):
     result = CliRunner().invoke(main, ["metrics", str(judgments), "--leaderboard", str(board), "--models",
                                        str(registry_file(tmp_path))])
     assert result.exit_code == 2 and "field 'score'" in result.output
+
+
+def test_two_judges_and_sixty_generators_fit_on_one_screen(tmp_path):
+    """The answer first and short: a table of two judges of one family and sixty generators prints at
+    most 80 lines by default (verdicts, sentences, what each judge saw, exclusions), every record
+    only with --all."""
+    import random
+
+    rng = random.Random(0)
+    generators = ["gpt-4-0613", "gpt-3.5-turbo-0613"] + [f"chatbot-{i}" for i in range(58)]
+    lines = [HEADER]
+    for judge in ("gpt-4-0613", "gpt-3.5-turbo-0613"):
+        for i in range(200):
+            a, b = rng.sample(generators, 2)
+            verdict = rng.choice("AB")
+            lines.append(f"p{i},{judge},{a},{b},{verdict}\n")
+            lines.append(f"p{i},{judge},{b},{a},{'B' if verdict == 'A' else 'A'}\n")
+    path = tmp_path / "sixty.csv"
+    path.write_text("".join(lines))
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    out = result.output.splitlines()
+    assert len(out) <= 80, "\n".join(out)
+    assert out[0].startswith("nepotism metrics") and "how much each judge favours its relatives" in out[0]
+    assert out[1].split()[:3] == ["judge", "relation", "verdict"]
+    assert "gpt-4-0613" in out[2] and "gpt-3.5-turbo-0613" in "\n".join(out[2:10])
+    assert "58" in result.output and "--all" in out[-1]  # the unknown generators, counted once; the way to the rest
+    everything = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--all"], env={"COLUMNS": "100"})
+    assert len(everything.output.splitlines()) > 200

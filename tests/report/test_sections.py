@@ -16,7 +16,7 @@ import pytest
 from nepotism.report import _format, full, section_plots, sections
 from nepotism.report.card import judge_cards
 from nepotism.report.full import build_report, write_report
-from nepotism.report.headline import headline
+from nepotism.analyses.verdicts import judge_verdicts
 from nepotism.report.inputs import is_results_file, load_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
@@ -142,12 +142,12 @@ def test_undefined_value_reads_na_with_reason_in_every_file(tmp_path, mitigation
     assert _format.format_number(0.0, "mitigation-effect") == "+0.0 pts"
 
 
-def test_pooled_and_judgeless_records_make_no_card_or_headline(mitigation, leakage_run):
+def test_pooled_and_judgeless_records_make_no_card_or_verdict(mitigation, leakage_run):
     records = mitigation[0] + leakage_run[0]
     cards = judge_cards(records)
     assert "all" not in cards["judges"] and "None" not in cards["judges"]
     assert {"qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"} <= set(cards["judges"])
-    assert all(entry["judge"] not in ("all", "None") for entry in headline(records))
+    assert all(v.judge not in ("all", "None") for v in judge_verdicts(records))
 
 
 # ------------------------------------------------------------------------------------ leakage
@@ -297,4 +297,4 @@ def test_annotate_agreement_becomes_records_and_a_section():
     (plot,) = section_plots.human_agreement(records)
     _png_ok(plot)
     assert set(judge_cards(records)["judges"]) == {"judge-j", "judge-k"}
-    assert headline(records) == []
+    assert judge_verdicts(records) == []

@@ -527,7 +527,15 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
         records = (_rubric_suite(frame, registry, refs, options) if kind == "rubric" else
                    pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
                                      rank_against=options.rank_against))
-        return records + run_matched(frame, kind, registry, references=refs, options=MatchedOptions(bootstrap=boot))
+        matched_options = MatchedOptions(bootstrap=boot)
+        if kind == "rubric" and "setup" in frame and frame["setup"].notna().any():
+            # rubric verdicts asked one item per call and all items in one call are measured apart, never pooled
+            for setup, part in frame.groupby("setup", sort=True):
+                for r in run_matched(part, kind, registry, references=refs, options=matched_options):
+                    r["variant"] = {**r["variant"], "setup": setup}
+                    records.append(r)
+            return records
+        return records + run_matched(frame, kind, registry, references=refs, options=matched_options)
     if kind in ("recognition", "recognition-pairwise"):
         records = recognition_records(frame, kind, registry, boot, target=options.recognition_target)
         if refs.get("pairwise") is not None:

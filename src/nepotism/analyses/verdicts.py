@@ -417,6 +417,10 @@ def reason_text(verdict: Verdict) -> str:
     return why.rstrip(".") if why else verdict.sentence
 
 
+#: The reasons that say a relation has no candidate among the generators judged (`_missing`).
+_NO_RELATIVE = ("its own answers are not among", "no generator of its family", "none of the")
+
+
 def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
     """The rows every summary shows (``nepotism metrics``, the report, the demo): one per verdict,
     except that a judge none of whose relatives it judged (a reference judge) gets one row, not
@@ -429,7 +433,8 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
     rows = []
     for (judge, condition), items in groups.items():
         base = {"judge": judge, "judge_id": items[0].judge_id, "condition": condition}
-        if all(v.status == "not-measurable" for v in items) and len(items) > 1:
+        if len(items) > 1 and all(v.status == "not-measurable" and reason_text(v).startswith(_NO_RELATIVE)
+                                  for v in items):
             rows.append({**base, "scope": "any", "relation": "any relative", "status": "not-measurable",
                          "verdict": "not measurable", "finding": "not-measurable", "value": "—", "ci": "—",
                          "prompts": "—", "confidence": None,
@@ -450,10 +455,13 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------------- the ladder
 def _also(reading: Mapping[str, Any], why: str | None) -> dict[str, Any]:
+    """A reading the verdict did not use: ``usable`` when it could have carried one (a stronger rung
+    did), else ``why_not`` says why it could not."""
     r = reading["record"]
     return {"rung": reading["rung"], "metric": r["metric"], "value": r.get("value"), "ci_low": r.get("ci_low"),
             "ci_high": r.get("ci_high"), "n": r.get("n") or 0, "n_clusters": r.get("n_clusters") or 0,
-            "record": record_key(r), "used": why is None, "why_not": why}
+            "record": record_key(r), "used": False, "usable": why is None,
+            "why_not": why or "a stronger reading carries the verdict"}
 
 
 def _one(name: str, judge: str, judge_id: str | None, condition: str, scope: str, items: list[Mapping[str, Any]],
@@ -495,7 +503,7 @@ def _one(name: str, judge: str, judge_id: str | None, condition: str, scope: str
                        p_value=r.get("p_value"), null=chosen["null"], finding=finding, sentence=sentence,
                        needs=tuple(needs), evidence=(record_key(r),) + ((harm["record"],) if harm else ()),
                        also=tuple(also), harm=harm)
-    defined = [a for a in also if a["value"] is not None and not str(a["why_not"]).startswith("not a clean")]
+    defined = [a for a in also if a["value"] is not None and not a["why_not"].startswith("not a clean")]
     if defined:
         best = defined[0]
         rung_words = {"matched": "a comparison with judges unrelated to both candidates",
@@ -505,7 +513,7 @@ def _one(name: str, judge: str, judge_id: str | None, condition: str, scope: str
         return Verdict(**base, status="too-little-data", sentence=sentence,
                        needs=(f"more prompts (at least {min_prompts}) where the judge compares these answers",),
                        evidence=tuple(a["record"] for a in defined), also=tuple(also))
-    notes = [a["why_not"] for a in also if a["why_not"] and a["why_not"].startswith("all ")]
+    notes = [a["why_not"] for a in also if a["why_not"].startswith("all ")]
     notes += [str(a_note) for a_note in (r.get("note") for r in (x["record"] for x in readings)) if a_note]
     sentence, needs = _missing(name, scope, census, [n.removeprefix("not measurable: ") for n in notes])
     return Verdict(**base, status="not-measurable", sentence=sentence, needs=tuple(needs),

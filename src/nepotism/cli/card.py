@@ -45,6 +45,7 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
     from pathlib import Path
 
     from nepotism._files import atomic_write_bytes
+    from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts
     from nepotism.errors import InputError
     from nepotism.report.card import judge_cards, judges_of, load_thresholds
     from nepotism.report.inputs import load_results
@@ -57,7 +58,9 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
         if missing:
             raise InputError(f"no results for judge(s) {', '.join(missing)}", path=str(results), field="--judge")
         records = [r for r in records if set(judges_of(r)) & set(judges)]
-    cards = judge_cards(records, thresholds, source=str(summary.get("source", results)))
+    verdicts = judge_verdicts(records, summary.get("relations") or (),
+                              min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+    cards = judge_cards(records, thresholds, source=str(summary.get("source", results)), verdicts=verdicts)
     text = _text(cards)
     if out_dir:
         out = Path(out_dir)
@@ -86,6 +89,13 @@ def _text(cards) -> str:
         name = card["judge_id"] or judge
         lines.append(f"{name}{'' if name == judge else f' ({judge})'} — {card['status'].upper()}")
         lines.append(f"  data: {card['data']}; conditions: {', '.join(card['conditions'])}; up to {card['prompts']:,} prompts")
+        for a in card.get("answer") or []:
+            where = f" ('{a['condition']}')" if len(card["conditions"]) > 1 else ""
+            if a["status"] == "measured":
+                lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} {a['value']} (CI {a['ci']}; "
+                             f"{a['prompts']} prompts; {a['evidence']})")
+            else:
+                lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} — {a['evidence']}")
         lines.append("  measured: " + ", ".join(f"{m['metric']} ({m['defined']}/{m['records']})" for m in card["measured"]))
         for c in card["checks"]:
             target = " vs ".join(c["pair"]) if c["pair"] else (c["generator"] or "")

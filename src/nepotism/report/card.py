@@ -38,10 +38,13 @@ from __future__ import annotations
 
 import tomllib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nepotism.analyses.verdicts import summary_rows
 from nepotism.errors import InputError
+from nepotism.results import Verdict
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
@@ -212,12 +215,18 @@ def _check(rule: Rule, record: dict) -> dict:
             "n": record.get("n"), "max": rule.max, "min": rule.min, "status": status}
 
 
-def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, source: str = "") -> dict:
+def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, source: str = "",
+                verdicts: Sequence[Verdict] = ()) -> dict:
     """``{"judges": {judge: card}, "unmatched_rules": [...], "status": pass|fail|no thresholds}``.
 
-    A card: ``{judge, judge_id, conditions, data, measured: [{metric, what, records}], checks,
-    status}`` with status ``pass``, ``fail`` or ``no thresholds``.
+    A card: ``{judge, judge_id, conditions, data, answer, measured: [{metric, what, records}],
+    checks, status}`` with status ``pass``, ``fail`` or ``no thresholds``; ``answer`` holds the
+    judge's verdicts as the summaries show them (`nepotism.analyses.verdicts.summary_rows`).
     """
+    answers: dict[str, list[dict]] = defaultdict(list)
+    for row in summary_rows(list(verdicts)):
+        answers[row["judge"]].append({k: row[k] for k in ("condition", "scope", "relation", "verdict", "value", "ci",
+                                                           "prompts", "evidence", "sentence", "status")})
     per_judge: dict[str, list[dict]] = defaultdict(list)
     for record in records:
         if record.get("metric") == "leaderboard-rank":
@@ -242,6 +251,7 @@ def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, so
         cards[judge] = {
             "judge": judge, "judge_id": next((r.get("judge_id") for r in items if r.get("judge_id")), None),
             "conditions": sorted({str(r.get("condition")) for r in items}), "data": source,
+            "answer": answers.get(judge, []),
             "prompts": max((r.get("n_clusters") or 0 for r in items), default=0),
             "measured": [{"metric": m, "what": BIAS_WORDS.get(m, ""), "records": len(rs),
                           "defined": sum(r.get("value") is not None for r in rs)} for m, rs in sorted(measured.items())],

@@ -192,11 +192,12 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder)."""
     records = [_setting(r) for r in records]
     summary = dict(summary or {})
+
+    source = str(summary.get("source", ""))
     if verdicts is None:
         verdicts = judge_verdicts(records, summary.get("relations") or (),
                                   min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
-    source = str(summary.get("source", ""))
-    cards = judge_cards(records, thresholds, source=source)
+    cards = judge_cards(records, thresholds, source=source, verdicts=verdicts)
     rows = [_row(r) for r in records]
     bias_rows = [row for row, r in zip(rows, records) if r.get("metric") in BIAS_METRICS + ("matched-bias",)
                  and r.get("metric") != "preference-leakage-score"]
