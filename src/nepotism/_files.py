@@ -22,14 +22,14 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "jsonl_rows", "parse_json_line",
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "iter_jsonl_rows", "jsonl_rows", "parse_json_line",
            "remove_stale_temps", "temp_beside",
            "write_files"]
 
@@ -276,7 +276,12 @@ def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     `InputError` naming the file and line for invalid UTF-8 or JSON, a line that is not an object
     or a key repeated in one (the field). The readers of tables, importers and a run's dataset
     share it; it needs no pandas (a run that reads a JSON Lines dataset does not import it)."""
-    rows = []
+    return list(iter_jsonl_rows(path))
+
+
+def iter_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`jsonl_rows` one line at a time, for a reader that keeps only some rows (memory bounded
+    by what it keeps, not by the file): the same checks and errors, raised at the line."""
     try:
         with _open_text(path) as handle:
             for number, text in enumerate(handle, start=1):
@@ -285,7 +290,6 @@ def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 value = parse_json_line(text, str(path), number)
                 if not isinstance(value, dict):
                     raise InputError("each line must be a JSON object", path=str(path), line=number)
-                rows.append((number, value))
+                yield number, value
     except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
         raise _unreadable(path, err, "JSON Lines") from None
-    return rows
