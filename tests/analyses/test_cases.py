@@ -318,3 +318,25 @@ def test_with_texts_puts_both_answers_beside_each_case_and_counts_the_missing(ti
     assert shown.texts["missing"] == ["gpt-4 on p5", "claude-2 on p5"]
     document = json.loads(json.dumps(shown.to_dict()))
     assert document["verdict"]["judge"] == "gpt-4" and document["groups"][0]["cases"][0]["text_other"] == "claude-2 on p1"
+
+
+def test_paired_gap_cases_set_the_judge_against_its_one_other_judge(panel):
+    """A verdict read from a paired-win-rate-gap (the matched rung's fallback): its one pair of models,
+    this judge's preference against the other judge's on each prompt."""
+    from nepotism.results import Verdict, record_key
+
+    sim, results, finder = panel
+    record = next(r for r in results.to_dicts() if r["metric"] == "paired-win-rate-gap" and r["judge"] == "judge-b"
+                  and r["scope"] == "self" and r["variant"]["other_judge"] == "judge-c"
+                  and r["variant"]["texts"] == "identical")
+    generator, opponent = record["pair"]
+    verdict = Verdict(judge="judge-b", condition="default", scope="self", status="measured", sentence="gap",
+                      rung="matched", metric=record["metric"], value=record["value"], evidence=(record_key(record),))
+    found = finder.explain(verdict, limit=3)
+    assert found.metric == "paired-win-rate-gap" and 2 * found.n == record["n"]  # the record counts both judges' verdicts
+    assert found.groups[0].title == "kinder to its relative than the other judge"
+    for case in found.cases:
+        assert (case.related, case.other) == (generator, opponent)
+        assert case.value == _plain_preference(sim.pairwise, "judge-b", case.instance_id, generator, opponent)
+        assert case.compared_with == _plain_preference(sim.pairwise, "judge-c", case.instance_id, generator, opponent)
+        assert case.difference == case.value - case.compared_with
