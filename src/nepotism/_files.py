@@ -29,9 +29,8 @@ from typing import Any
 from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "iter_jsonl_rows", "jsonl_rows", "parse_json_line",
-           "remove_stale_temps", "temp_beside",
-           "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "is_store", "iter_jsonl_rows",
+           "jsonl_rows", "parse_json_line", "remove_stale_temps", "temp_beside", "write_files"]
 
 
 def _umask() -> int:
@@ -155,6 +154,15 @@ def _open_text(path: Path) -> io.TextIOBase:
     if path.suffix.lower() == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
+
+
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an SQLite file (a nepotism store): its first 16 bytes say so."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def base_suffix(path: Path) -> str:

@@ -45,6 +45,7 @@ from nepotism.analyses.comparisons import build_comparisons, candidates
 from nepotism.analyses.suite import REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, labels_per_pair, run_suite
 from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, relation_census
 from nepotism.analyses.suite import correlate as correlate_metrics
+from nepotism._files import is_store
 from nepotism.datasets import is_dataset, is_pattern, read_dataset
 from nepotism.errors import InputError, ValidationError
 from nepotism.metrics.bootstrap import Bootstrap, settings
@@ -68,14 +69,6 @@ _TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet", ".csv.gz", ".jsonl.g
 
 #: What `audit` reads: a frame, a validated table, or a path (file, store, run folder, dataset).
 Source: TypeAlias = "pd.DataFrame | Table | str | Path"
-
-
-def _is_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
 
 
 def _store_table(path: Path, protocol: str | None, kind: str | None) -> Table:
@@ -119,7 +112,7 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
         return [read_table(p) for p in files]
     if not path.exists():
         raise InputError("file not found", path=str(path))
-    if _is_store(path):
+    if is_store(path):
         return [_store_table(path, protocol, kind)]
     return [read_table(path, kind=kind)]
 

@@ -683,10 +683,11 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
                          "no texts: give the run's store)", path=str(path))
     if not path.exists():
         raise InputError("texts file not found", path=str(path))
+    from nepotism._files import base_suffix, is_store, iter_jsonl_rows
+
     wanted = set(wanted)
-    if _is_store(path):
+    if is_store(path):
         return _store_texts(path, wanted)
-    from nepotism._files import base_suffix, iter_jsonl_rows
 
     if base_suffix(path) not in (".jsonl", ".ndjson"):
         raise InputError("texts must be JSON Lines (.jsonl, .jsonl.gz: instance_id, model, text, prompt), as "
@@ -743,14 +744,6 @@ def _resolved(wanted: set[tuple[str, str]], registry) -> dict[tuple[str, str | N
         if resolved is not None:
             out.setdefault((instance, resolved), []).append((instance, model))
     return out
-
-
-def _is_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
 
 
 def _store_texts(path: Path, wanted: set[tuple[str, str]]) -> Texts:
