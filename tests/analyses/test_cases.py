@@ -340,3 +340,20 @@ def test_paired_gap_cases_set_the_judge_against_its_one_other_judge(panel):
         assert case.value == _plain_preference(sim.pairwise, "judge-b", case.instance_id, generator, opponent)
         assert case.compared_with == _plain_preference(sim.pairwise, "judge-c", case.instance_id, generator, opponent)
         assert case.difference == case.value - case.compared_with
+
+
+def test_every_judges_reading_under_every_condition_the_verdicts_first(tiny):
+    """AlpacaEval's annotator configurations are conditions: a case lists the pair's readings under the
+    other conditions too, after the verdict's own, and says whose they are."""
+    frame, labels = tiny
+    other = frame.assign(condition="impartial", verdict=frame["verdict"].map({"A": "B", "B": "A"}))
+    both = pd.concat([frame.assign(condition="default"), other], ignore_index=True)
+    found = explain(both, judge="gpt-4", scope="self", condition="default", references={"preference-ref": labels},
+                    bootstrap=BOOT)
+    p1 = found.groups[0].cases[0]
+    assert p1.instance_id == "p1"
+    assert [(j["condition"], j["role"], reading_words("pairwise", p1, j)) for j in p1.judges] == [
+        ("default", "this judge", "prefers gpt-4"),
+        ("impartial", "this judge, under another condition", "prefers claude-2")]
+    with pytest.raises(InputError, match="choose one with --condition: default, impartial"):
+        explain(both, judge="gpt-4", scope="self", references={"preference-ref": labels}, bootstrap=BOOT)

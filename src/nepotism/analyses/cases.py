@@ -32,8 +32,9 @@ data", its strongest reading) stands on:
 Opponents are those of the record: unrelated to the judge, or any less related answer (variant
 ``opponents``), or for the HSPP ratio every answer outside the judge's family (paper 002's S_J),
 through the suite's own selection (`nepotism.analyses.suite._self_rows`). Each case also lists
-every judge's reading of the same pair on the same prompt and condition, and who each judge is to
-the two answers. Order is deterministic: the largest disagreement first, then (where a truth is
+every judge's reading of the same pair on the same prompt — under the verdict's condition first,
+then under the others (AlpacaEval's annotator configurations are conditions) — and who each judge
+is to the two answers. Order is deterministic: the largest disagreement first, then (where a truth is
 known) those the truth contradicts, then the prompt's id, then the answers' names; ``limit``
 cases per direction, with how many there are in all.
 
@@ -88,8 +89,9 @@ class Case:
     ``difference``: what orders the cases (value − compared_with, or value − the no-preference
     centre). ``truth``: +1 the reference says the related answer is better, −1 worse, 0 equal,
     None no reference; ``labels``: with several human labels of the pair, how many prefer each
-    answer (and ``tie``). ``judges``: every judge's reading of the pair (``judge``, ``value``,
-    ``role``: ``this judge``, ``unrelated to both`` — the judges the matched rung compares with —,
+    answer (and ``tie``). ``judges``: every judge's reading of the pair under every condition, the
+    verdict's condition first (``judge``, ``condition``, ``value``, ``role``: ``this judge``,
+    ``unrelated to both`` — the judges the matched rung compares with, under the same condition —,
     ``related to X (scope)`` or ``relation unknown to the registry``; pointwise and rubric also
     ``related_score`` and ``other_score``). ``prompt``/``text_related``/``text_other``: from `with_texts`."""
 
@@ -466,13 +468,12 @@ class CaseFinder:
         keys = pd.DataFrame({"instance_id": [c.instance_id for c in raw],
                              "model_x": [min(c.related, c.other) for c in raw],
                              "model_y": [max(c.related, c.other) for c in raw]})
-        keys["condition"] = verdict.condition
-        seen = values.merge(keys, on=_PAIR, how="inner")
+        seen = values.merge(keys, on=["instance_id", "model_x", "model_y"], how="inner")  # under every condition
         readings: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         scores = self._scores(kind)
         for r in seen.itertuples(index=False):
             readings.setdefault((r.instance_id, r.model_x, r.model_y), []).append(
-                {"judge": r.judge, "value": _number(r.value)})
+                {"judge": r.judge, "condition": r.condition, "value": _number(r.value)})
         labels = self._labels()
         label_of = {}
         if labels is not None:
@@ -483,17 +484,20 @@ class CaseFinder:
         for case in raw:
             x, y = min(case.related, case.other), max(case.related, case.other)
             judges = []
-            for reading in sorted(readings.get((case.instance_id, x, y), []), key=lambda j: j["judge"]):
+            here = readings.get((case.instance_id, x, y), [])
+            for reading in sorted(here, key=lambda j: (j["condition"] != verdict.condition, j["condition"], j["judge"])):
                 value = reading["value"]
                 if value is not None and case.related != x:
                     value = 2 * centre - value
-                entry = {"judge": reading["judge"], "value": value,
-                         "role": self._role(reading["judge"], verdict.judge, case)}
+                same = reading["condition"] == verdict.condition
+                role = self._role(reading["judge"], verdict.judge, case)
+                entry = {"judge": reading["judge"], "condition": reading["condition"], "value": value,
+                         "role": role if same or role != "this judge" else "this judge, under another condition"}
                 if scores is not None:
-                    entry["related_score"] = _number(scores.get((reading["judge"], verdict.condition, case.instance_id,
-                                                                 case.related)))
-                    entry["other_score"] = _number(scores.get((reading["judge"], verdict.condition, case.instance_id,
-                                                               case.other)))
+                    entry["related_score"] = _number(scores.get((reading["judge"], reading["condition"],
+                                                                 case.instance_id, case.related)))
+                    entry["other_score"] = _number(scores.get((reading["judge"], reading["condition"],
+                                                               case.instance_id, case.other)))
                 judges.append(entry)
             counts = label_of.get((case.instance_id, x, y))
             labels_here = None

@@ -133,10 +133,10 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
             if compared:
                 who = "the other judge" if found.metric == "paired-win-rate-gap" else "the unrelated judges' mean"
                 lines.append(_safe(f"     {who}: {compared}"))
-            others = [j for j in case.judges if j["judge"] != v.judge]
+            others = [j for j in case.judges if j["role"] != "this judge"]
             if others:
                 lines.append(_safe("     every other judge: " + "; ".join(
-                    f"{j['judge']} ({j['role']}): {reading_words(found.kind, case, j)}" for j in others)))
+                    f"{_judge(j, v.condition)} ({j['role']}): {reading_words(found.kind, case, j)}" for j in others)))
             truth = truth_words(case)
             if truth:
                 lines.append(_safe(f"     the reference: {truth}"))
@@ -151,4 +151,10 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
 
 
 def _own(case, judge: str):
-    return next((j for j in case.judges if j["judge"] == judge), None)
+    return next((j for j in case.judges if j["judge"] == judge and j["role"] == "this judge"), None)
+
+
+def _judge(reading, condition: str) -> str:
+    """A judge's name, with its condition when it is not the verdict's."""
+    other = reading.get("condition")
+    return reading["judge"] if other in (None, condition) else f"{reading['judge']} under '{other}'"

@@ -36,7 +36,7 @@ def case_links(explanations: Mapping[str, Explanation] | None) -> dict[str, bool
 
 def _case(e: Explanation, case: Any) -> dict[str, Any]:
     judge = e.verdict.judge
-    own = next((j for j in case.judges if j["judge"] == judge), None)
+    own = next((j for j in case.judges if j["judge"] == judge and j["role"] == "this judge"), None)
     said = reading_words(e.kind, case, own)
     compared = compared_words(e.kind, case)
     truth = truth_words(case)
@@ -48,7 +48,8 @@ def _case(e: Explanation, case: Any) -> dict[str, Any]:
     return {"instance_id": case.instance_id, "related": case.related, "other": case.other,
             "summary": "; ".join(parts),
             "judges": [{"judge": j["judge"], "role": j["role"], "reading": reading_words(e.kind, case, j),
-                        "this": j["judge"] == judge} for j in case.judges],
+                        "condition": j.get("condition") if j.get("condition") != e.verdict.condition else None,
+                        "this": j["role"] == "this judge"} for j in case.judges],
             "truth": truth, "compared": compared, "prompt": case.prompt,
             "text_related": case.text_related, "text_other": case.text_other, "texts": e.texts is not None}
 
@@ -76,6 +77,10 @@ def case_sections(explanations: Mapping[str, Explanation] | None) -> list[dict[s
     return [sections[k] for k in sorted(sections)]
 
 
+def _under(judge: Mapping[str, Any]) -> str:
+    return f" under '{judge['condition']}'" if judge.get("condition") else ""
+
+
 def _cut(text: str | None) -> str:
     if text is None:
         return "(not in the texts)"
@@ -101,7 +106,7 @@ def cases_markdown(sections: list[dict[str, Any]], md: Callable[[Any], str]) -> 
                 for case in g["cases"]:
                     out.append(f"- {md(case['instance_id'])}: {md(case['related'])} against {md(case['other'])} — "
                                f"{md(case['summary'])}; every judge: "
-                               + "; ".join(f"{md(j['judge'])} ({md(j['role'])}): {md(j['reading'])}"
+                               + "; ".join(f"{md(j['judge'])}{md(_under(j))} ({md(j['role'])}): {md(j['reading'])}"
                                            for j in case["judges"]))
                     if case["texts"]:
                         if case["prompt"] is not None:
