@@ -357,3 +357,25 @@ def test_every_judges_reading_under_every_condition_the_verdicts_first(tiny):
         ("impartial", "this judge, under another condition", "prefers claude-2")]
     with pytest.raises(InputError, match="choose one with --condition: default, impartial"):
         explain(both, judge="gpt-4", scope="self", references={"preference-ref": labels}, bootstrap=BOOT)
+
+
+def test_reference_cases_of_a_pointwise_hspp_verdict_read_the_reference_scores(tmp_path):
+    """One judge scoring answers with a planted self bonus, graded by reference scores: the verdict
+    is paper 002's HSPP ratio (DA); its harmful cases are those where the judge scored its own answer
+    higher although the reference score is lower."""
+    sim = simulate(panel_spec(n_instances=80, planted={"self": 1.5}), seed=3, kinds=("pointwise",))
+    registry_file = tmp_path / "registry.toml"
+    registry_file.write_text(sim.spec.registry_toml())
+    judged = sim.pointwise[sim.pointwise["judge"] == "judge-b"]
+    found = explain(judged, judge="judge-b", scope="self", references={"correctness-ref": sim.correctness_ref},
+                    models=[registry_file], bootstrap=BOOT, limit=4)
+    assert found.verdict.rung == "reference" and found.metric == "hspp-ratio" and found.kind == "pointwise"
+    harmful, reverse = found.groups
+    assert harmful.n > 5 * reverse.n  # the planted bonus: far more often for its own answer against the truth
+    truth = sim.correctness_ref.set_index(["instance_id", "model"])["score"]
+    for case in harmful.cases:
+        assert case.value > 0 and case.truth == -1
+        assert truth[(case.instance_id, case.related)] < truth[(case.instance_id, case.other)]
+        assert sim.spec.relation("judge-b", case.other) not in ("self", "family")  # paper 002's S_J
+    sizes = [c.value for c in harmful.cases]
+    assert sizes == sorted(sizes, reverse=True)
