@@ -1,5 +1,5 @@
-"""run → explain: the cases behind a verdict of a live run, with the texts from the run's store (the
-output folder holds the tables only), through the installed executable against the stand-in."""
+"""run → explain → report: the cases behind a verdict of a live run, with the texts from the run's
+store (the output folder holds the tables only), through the installed executable against the stand-in."""
 
 from __future__ import annotations
 
@@ -44,3 +44,7 @@ def test_run_then_explain_with_the_stores_texts(tmp_path, standin):
             assert case["prompt"] == instance.prompt and case["prompt"].startswith("Question ")
     done = nep("explain", "out", "--judge", "standin-alpha", "--texts", "out", cwd=work, expect=2)
     assert "give the run's store" in done.stderr
+    nep("report", "out", "--texts", "s.db", "--bootstrap", "50", "--out", "report", cwd=work)
+    html = (work / "report" / "report.html").read_text()
+    assert 'id="cases-standin-alpha-self"' in html and 'class="case-text case-related"' in html
+    assert "not in the texts" not in html
