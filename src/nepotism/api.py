@@ -12,6 +12,10 @@ subfolders such as ``nepotism store export judgments --partition-by judge`` writ
 pattern of Parquet files (`nepotism.datasets`: one table, each file validated and named in
 errors) — another folder (every table in it), or a list of these (one table per judged kind).
 
+`explain` finds the cases behind one judge verdict (`nepotism.analyses.cases`: the comparisons it
+rests on, with both answers' texts when given) and `explain_verdicts` those of every verdict, for
+the report; they read the source as `audit` does.
+
 Validation happens before anything is computed, with the same rules for frames and files
 (`nepotism.tables.validate`): kinds, values, verdicts, duplicate keys, then registry membership
 (every judge must be a model the registry knows; a generator it does not know is audited as
@@ -36,10 +40,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pandas as pd
 
 from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pairwise
+from nepotism.analyses.cases import CASE_LIMIT
 from nepotism.analyses.comparisons import build_comparisons, candidates
 from nepotism.analyses.suite import REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, labels_per_pair, run_suite
 from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, relation_census
 from nepotism.analyses.suite import correlate as correlate_metrics
+from nepotism._files import is_store
 from nepotism.datasets import is_dataset, is_pattern, read_dataset
 from nepotism.errors import InputError, ValidationError
 from nepotism.metrics.bootstrap import Bootstrap, settings
@@ -50,10 +56,12 @@ from nepotism.run_folder import is_run_folder, read_manifest
 from nepotism.tables import Table, read_table, validate
 
 if TYPE_CHECKING:
+    from nepotism.analyses.cases import CaseFinder, Explanation
     from nepotism.analyses.comparisons import Comparisons
     from nepotism.models import Registry
+    from nepotism.results import Verdict
 
-__all__ = ["JUDGED_KINDS", "audit", "check_registry", "read_source"]
+__all__ = ["JUDGED_KINDS", "audit", "check_registry", "explain", "explain_verdicts", "read_source"]
 
 #: Table kinds that hold judgments (the others are references).
 JUDGED_KINDS = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
@@ -61,14 +69,6 @@ _TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet", ".csv.gz", ".jsonl.g
 
 #: What `audit` reads: a frame, a validated table, or a path (file, store, run folder, dataset).
 Source: TypeAlias = "pd.DataFrame | Table | str | Path"
-
-
-def _is_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
 
 
 def _store_table(path: Path, protocol: str | None, kind: str | None) -> Table:
@@ -112,7 +112,7 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
         return [read_table(p) for p in files]
     if not path.exists():
         raise InputError("file not found", path=str(path))
-    if _is_store(path):
+    if is_store(path):
         return [_store_table(path, protocol, kind)]
     return [read_table(path, kind=kind)]
 
@@ -370,3 +370,99 @@ def audit(
     summary["min_prompts"] = min_prompts
     verdicts = judge_verdicts(records, census, min_prompts=min_prompts)
     return Results(records, summary=summary, findings=[v.sentence for v in verdicts], verdicts=verdicts)
+
+
+def _case_finder(source: Source | Sequence[Source], *, references: Sequence[Source] | Mapping[str, Source],
+                 registry: Registry, kind: str | None, protocol: str | None, records: Iterable[Mapping[str, Any]],
+                 rule: str, reference_vote: str, tables: Sequence[Table] | None = None) -> CaseFinder:
+    """A `CaseFinder` over the judged tables and references of ``source`` (as `audit` reads them)."""
+    from nepotism.analyses.cases import CaseFinder
+
+    tables = list(tables) if tables is not None else read_source(source, kind=kind, protocol=protocol)
+    folder_refs = {t.kind: t.frame for t in tables if t.kind not in JUDGED_KINDS}
+    refs, _ = _references(references, folder_refs)
+    judged = {t.kind: t.frame for t in tables if t.kind in JUDGED_KINDS}
+    return CaseFinder(judged, refs, registry, records=records, rule=rule, reference_vote=reference_vote)
+
+
+def _registry_for(source: Source | Sequence[Source], models: Sequence[str | Path], registry: Registry | None) -> Registry:
+    if registry is not None:
+        return registry
+    from nepotism.models import load_registry
+
+    files = [str(m) for m in models]
+    return load_registry(files + [m for m in run_folder_models(source) if m not in files])
+
+
+def explain(
+    source: Source | Sequence[Source],
+    *,
+    judge: str,
+    scope: str = "self",
+    condition: str | None = None,
+    references: Sequence[Source] | Mapping[str, Source] = (),
+    models: Sequence[str | Path] = (),
+    registry: Registry | None = None,
+    bootstrap: Bootstrap | None = None,
+    kind: str | None = None,
+    rule: str = "consistent",
+    protocol: str | None = None,
+    reference_vote: str = "each",
+    min_prompts: int = MIN_PROMPTS,
+    texts: str | Path | None = None,
+    limit: int = CASE_LIMIT,
+) -> Explanation:
+    """The cases behind one judge verdict (`nepotism.analyses.cases`; docs/answer.md).
+
+    Audits ``source`` as `audit` does (the same ``references``, ``models``, ``bootstrap``, ``rule``,
+    ``reference_vote`` and ``min_prompts``), takes the verdict of ``judge`` (its name in the data
+    or its registry id) for ``scope`` (self, family, student, family-student) under ``condition``
+    (needed only when the judge was audited under several) and returns the comparisons behind it:
+    at most ``limit`` per direction, with both answers and the prompt from ``texts`` (JSON Lines
+    as ``nepotism import --texts-out`` writes them, or a store) when given. An unknown judge, scope
+    or condition is an `InputError` naming the choices."""
+    from nepotism.analyses.cases import find_verdict, read_texts, wanted_answers, with_texts
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InputError("limit must be a whole number of at least 0", field="limit")
+    registry = _registry_for(source, models, registry)
+    tables = read_source(source, kind=kind, protocol=protocol)
+    results = audit(tables, references=references, registry=registry, bootstrap=bootstrap, rule=rule,
+                    reference_vote=reference_vote, min_prompts=min_prompts)
+    verdict = find_verdict(results.verdicts, judge, scope, condition)
+    finder = _case_finder(source, references=references, registry=registry, kind=kind, protocol=protocol,
+                          records=results.to_dicts(), rule=rule, reference_vote=reference_vote, tables=tables)
+    explanation = finder.explain(verdict, limit=limit)
+    if texts is not None:
+        explanation = with_texts(explanation, read_texts(texts, wanted_answers([explanation]), registry=registry))
+    return explanation
+
+
+def explain_verdicts(
+    source: Source | Sequence[Source],
+    verdicts: Sequence[Verdict],
+    records: Iterable[Mapping[str, Any]],
+    *,
+    references: Sequence[Source] | Mapping[str, Source] = (),
+    models: Sequence[str | Path] = (),
+    registry: Registry | None = None,
+    kind: str | None = None,
+    rule: str = "consistent",
+    protocol: str | None = None,
+    reference_vote: str = "each",
+    texts: str | Path | None = None,
+    limit: int = CASE_LIMIT,
+) -> dict[str, Explanation]:
+    """The cases behind every verdict with evidence, by `nepotism.analyses.cases.verdict_key`
+    (``judge|condition|scope``), for a report: ``verdicts`` and ``records`` come from an audit of
+    ``source`` with the same options; the texts are read once for all of them."""
+    from nepotism.analyses.cases import read_texts, wanted_answers, with_texts
+
+    registry = _registry_for(source, models, registry)
+    finder = _case_finder(source, references=references, registry=registry, kind=kind, protocol=protocol,
+                          records=records, rule=rule, reference_vote=reference_vote)
+    found = finder.explain_all(verdicts, limit=limit)
+    if texts is not None:
+        read = read_texts(texts, wanted_answers(found.values()), registry=registry)
+        found = {key: with_texts(e, read) for key, e in found.items()}
+    return found

@@ -60,7 +60,7 @@ from nepotism.votes import decide
 
 __all__ = ["DERIVED_SLICES", "REFERENCE_VOTES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
            "derive_instance_references", "labels_per_pair", "majority_labels",
-           "read_leaderboard", "run_suite"]
+           "read_leaderboard", "references_for", "run_suite"]
 
 
 
@@ -615,6 +615,22 @@ def derive_instance_references(refs: dict) -> dict:
     return out
 
 
+def references_for(kind: str, references: dict | None, *, reference_vote: str = "each") -> dict:
+    """The reference tables a ``kind`` table's metrics are measured against: a pointwise or
+    pairwise table given only rubric truth or correctness gets the instance-level truth derived
+    from it (`derive_instance_references`), and with ``reference_vote="majority"`` several human
+    labels of one pair become its plurality label (`majority_labels`). `run_suite` measures
+    against these, and `nepotism.analyses.cases` finds the cases behind a verdict in them."""
+    if reference_vote not in REFERENCE_VOTES:
+        raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
+    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
+        else dict(references or {})
+    pref = refs.get("preference-ref")
+    if reference_vote == "majority" and pref is not None and labels_per_pair(pref) > 1:
+        refs["preference-ref"] = majority_labels(pref)
+    return refs
+
+
 def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
               options: SuiteOptions | None = None, comparisons: Comparisons | None = None) -> SuiteResult:
     """Every metric whose inputs are present, for every (judge, condition) of ``frame``.
@@ -631,8 +647,7 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
     derived from it (`derive_instance_references`).
     """
     options = options or SuiteOptions()
-    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
-        else dict(references or {})
+    refs = references_for(kind, references, reference_vote=options.reference_vote)
     if "condition" not in frame:
         frame = frame.assign(condition="default")
     if "replicate" not in frame:
@@ -648,11 +663,6 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
                              field="--slice")
     if comparisons is not None and (kind != "pairwise" or comparisons.rule != options.rule):
         raise ValueError("comparisons must be the pairwise frame's, built under options.rule")
-    if options.reference_vote not in REFERENCE_VOTES:
-        raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
-    pref = refs.get("preference-ref")
-    if options.reference_vote == "majority" and pref is not None and labels_per_pair(pref) > 1:
-        refs["preference-ref"] = majority_labels(pref)
     records = _one(frame, kind, registry, refs, options, comparisons)
     for column in options.slices:
         values = _derived_slice(frame, column, refs) if column in DERIVED_SLICES else frame[column]

@@ -2,7 +2,8 @@
 
 `write_report` takes result records (any mix of `nepotism.audit`, `run_suite` and `derived` records)
 and writes ``report.html`` (the Summary first — the judge verdicts of `nepotism.analyses.verdicts`
-as a table and sentences, each linked to the records it reads —, then every section whose records
+as a table and sentences, each linked to the records it reads and, when given, to the cases
+behind it (`nepotism.report.cases`) —, then those cases, then every section whose records
 exist, then the judge cards and all results; plots are embedded PNGs, styles inline, no script,
 nothing fetched when viewed), ``report.md``, ``results.csv`` and ``results.json`` (the results
 document, `nepotism.results.Results.to_json`, with the judge cards under ``summary.cards`` —
@@ -20,7 +21,9 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -37,6 +40,7 @@ from nepotism.report.paradigms import accuracy_bias_table
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
+from nepotism.report.cases import case_links, case_sections, cases_markdown
 from nepotism.report.sections import (
     coverage,
     exclusion_table,
@@ -48,6 +52,9 @@ from nepotism.report.sections import (
     evaluatee_table,
     verifiable_table,
 )
+
+if TYPE_CHECKING:
+    from nepotism.analyses.cases import Explanation
 
 __all__ = ["build_report", "format_value", "verdict_groups", "write_report"]
 
@@ -187,9 +194,13 @@ def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
 
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
                  thresholds: Thresholds | None = None, title: str = "nepotism report",
-                 attribution: str | None = None, verdicts: list[Verdict] | None = None) -> dict:
+                 attribution: str | None = None, verdicts: list[Verdict] | None = None,
+                 cases: Mapping[str, Explanation] | None = None) -> dict:
     """Everything the page and the other files show, as one dict (plots included). ``verdicts``: the
-    judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder)."""
+    judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder).
+    ``cases``: the cases behind the verdicts (`nepotism.analyses.cases.Explanation` by
+    ``judge|condition|scope``, as `nepotism.api.explain_verdicts` makes them from the judgments);
+    without them the page has no cases section."""
     records = [_setting(r) for r in records]
     summary = dict(summary or {})
 
@@ -218,6 +229,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "metrics": sorted({str(r.get("metric")) for r in records}),
         "judges": sorted({j for r in records if r.get("metric") != "leaderboard-rank" for j in judges_of(r)}),
         "n_records": len(records),
+        "cases": case_links(cases), "case_sections": case_sections(cases),
     }
     shown = _shown(context)
     context.update(sections=SECTIONS, shown=shown, missing=[s for s in SECTIONS if not shown[s[0]]])
@@ -269,6 +281,7 @@ def _markdown(context: dict) -> str:
     out += ["", f"> {context['caveat']}", ""]
     if context["missing"]:
         out += ["Not in these results: " + "; ".join(f"{name} ({why})" for _, name, why in context["missing"]) + ".", ""]
+    out += cases_markdown(context["case_sections"], _md)
     out += ["## Bias metrics", ""]
     keys = ["metric", "judge", "condition", "scope", "target", "variant", "estimate", "n", "prompts", "excluded"]
     out += _md_table(keys, [[row[k] for k in keys] for row in context["bias_rows"]]) + [""]
@@ -417,10 +430,12 @@ def _environment() -> Environment:
 def write_report(records: list[dict], out_dir: str | Path, *, summary: dict | None = None,
                  findings: list[str] | None = None, thresholds: Thresholds | None = None,
                  title: str = "nepotism report", attribution: str | None = None,
-                 verdicts: list[Verdict] | None = None) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths."""
+                 verdicts: list[Verdict] | None = None,
+                 cases: Mapping[str, Explanation] | None = None) -> dict[str, Path]:
+    """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths
+    (``cases``: as `build_report` takes them)."""
     context = build_report(records, summary=summary, findings=findings, thresholds=thresholds, title=title,
-                           attribution=attribution, verdicts=verdicts)
+                           attribution=attribution, verdicts=verdicts, cases=cases)
     html = _environment().get_template("report.html.j2").render(**context)
     verdicts = context["verdict_list"]
     document = Results(records, summary={**context["summary"], "cards": context["cards"]},

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nepotism._files import is_store
 from nepotism.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records"]
 
 _REQUIRED = ("metric", "judge", "value")
-
-
-def is_store(path: str | Path) -> bool:
-    """True for an SQLite file (a nepotism store)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
 
 
 def is_results_file(path: str | Path) -> bool:
