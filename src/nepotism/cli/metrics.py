@@ -163,6 +163,8 @@ def exclusion_lines(records) -> list[str]:
         variant = r.get("variant") or {}
         where = ", ".join(str(v) for v in (r.get("condition"), variant.get("kind"), variant.get("setup")) if v)
         reasons = ", ".join(f"{k} {v:,}" for k, v in (r.get("excluded") or {}).items()) or "none"
+        if r.get("label_mass_below_half"):  # read and kept, as papers 001 and 004 read labels; counted
+            reasons += f"; kept {r['label_mass_below_half']:,} read from labels holding < 1/2 of the probability"
         lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
     return lines
 

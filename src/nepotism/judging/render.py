@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from nepotism.backends.base import Request
 from nepotism.judging.markers import strip_reasoning
 from nepotism.judging.skeleton import Skeleton, sentinel
-from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
+from nepotism.judging.tasks import JudgeTask
 from nepotism.judging.templates import Template, get_template, render_text, render_user, user_template
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
@@ -123,9 +123,10 @@ def template_id_of(protocol: str, options: Mapping[str, Any]) -> str:
     if opts.get("show_reference"):
         tags.append("ref")
     if opts["mode"] == "labels":
-        tags.append("labels")
-        if opts["min_label_mass"] != DEFAULT_MIN_LABEL_MASS:  # reads the answer differently
-            tags.append(f"minmass{opts['min_label_mass']:g}")
+        # how the answer is read is always named: a judgment stored when the default floor was 0.5
+        # (tag "labels" alone) never shares an id with one read by the argmax ("minmass0"), so a
+        # cached rerun reads the stored calls again instead of keeping the old verdicts
+        tags += ["labels", f"minmass{opts['min_label_mass']:g}"]
     if opts["reasoning"] != "none":
         tags.append(opts["reasoning"])
     if opts["impartial"]:

@@ -40,9 +40,10 @@ JUDGMENT_PROTOCOL = MappingProxyType({
 })
 
 #: Least total next-token probability the labels must hold for a label verdict to count (option
-#: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Why this
-#: value: docs/verdicts.md ("Label mass").
-DEFAULT_MIN_LABEL_MASS = 0.5
+#: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Default 0:
+#: papers 001 and 004 take the most probable label whatever the labels' mass; 0.5 is the project's
+#: variant (docs/verdicts.md, "Label mass"), and the metrics count the verdicts under ½ either way.
+DEFAULT_MIN_LABEL_MASS = 0.0
 _COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
            "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False, "template": None}
 _SPECIFIC: dict[str, dict[str, Any]] = {

@@ -343,9 +343,12 @@ def exclusion_table(records: list[dict]) -> list[dict]:
         if r.get("metric") != EXCLUSIONS or "slice" in variant:
             continue
         reasons = r.get("excluded") or {}
+        text = ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"
+        if r.get("label_mass_below_half"):  # counted, not left out (papers 001/004 take the argmax)
+            text += f" (kept: {r['label_mass_below_half']:,} read from labels holding under ½ of the probability)"
         rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
                      "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"})
+                     "reasons": text})
     return rows
 
 
