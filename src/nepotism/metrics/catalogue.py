@@ -71,8 +71,9 @@ _ROWS = [
                ("preference = verdict", "preference = probability (001 Eq. 3)",
                 "preference = probability-argmax (001 Eq. 3's choice: p > ½ → 1, ½ → ½)")),
     MetricInfo("perplexity-win-rate", reference.perplexity_win_rate, "001 §5 Fig. 3–4",
-               "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans; PPL_J = exp(−mean token log p_J(response | "
-               "prompt))",
+               "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
+               "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
+               "p_J(response | prompt))",
                ("difference=perplexity (default: PPL(A) − PPL(B), the paper's words)|log (log PPL(A) − log PPL(B))",
                 "bins=quantiles (default 5, equal-count; the paper prints no edges)|explicit edges",
                 "group=all|self (own answer re-oriented as A, Fig. 4)|other", "rater=judge|human")),
