@@ -199,3 +199,23 @@ def test_text_mode_judgments_have_no_label_probs(instance, responses):
     task = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]))
     j = interpret(task, Completion(text="[[A]]", label_logprobs={"A": -5.0, "B": -0.01}))
     assert j.verdict == "A" and j.label_probs is None
+
+
+def test_labels_after_the_explanation_are_paper_001s_protocol(pair):
+    """mode=labels with reasoning=cot: the judge is asked to explain and bracket its verdict, the
+    request reads the labels at the token after the last "[[" (paper 001 §4.2); a reply without the
+    marker is unparsed as no_label_marker, as the paper leaves such replies out."""
+    from nepotism.judging.render import render, render_prompt
+
+    task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "reasoning": "cot"})
+    request = render(task, model="alpha")
+    assert request.labels == ("A", "B", "C") and request.labels_after == "[[" and request.max_tokens > 1
+    assert "First reason step by step" in render_prompt(task) and "-labels-minmass0-cot@" in task_template_id(task)
+    j = interpret(task, Completion(text="A is wrong, B is right. [[B]]", label_logprobs={"A": LN(0.1), "B": LN(0.8)}))
+    assert j.status == "parsed" and j.verdict == "B" and j.raw_output.endswith("[[B]]")
+    j = interpret(task, Completion(text="Both are fine.", warnings=("no_label_marker",)))
+    assert j.status == "unparsed" and j.reason == "no_label_marker"
+    one = render(JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels"}), model="alpha")
+    assert one.labels_after is None and one.max_tokens == 1  # paper 004's one-token read stays the label default
+    with pytest.raises(ValueError, match="after an explanation"):
+        JudgeTask("rubric", "alpha", pair.instance, pair.candidates[:1], options={"mode": "labels", "reasoning": "cot"})

@@ -3,7 +3,6 @@ planted rubric table (relatives excluded by the registry), and the suite's per-j
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
