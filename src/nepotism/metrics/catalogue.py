@@ -118,8 +118,11 @@ _ROWS = [
                "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)",
                ("of=generator|judge's own answers (paired with judge-accuracy by --correlate)",)),
     MetricInfo("reasoning-length", task.reasoning_length, "004 §4.2 Fig. 5, Tables 16–18",
-               "Σ output tokens / judgments with a token count (the judge's reasoning and verdict)",
-               ("subset=all|harmful (own answer wrong, the other's right: 004's HSPP cases)",)),
+               "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
+               "nepotism.gpt2_tokens)",
+               ("subset=all|self-evaluation (own answer vs another's)|harmful (own answer wrong, the other's right: "
+                "004's HSPP cases)", "averaging=pooled|per-evaluatee (mean over evaluatees: the tables' Average "
+                "column)|one evaluatee (a table cell)")),
     MetricInfo("recognition-accuracy", recognition.recognition_accuracy, "000 §5.5 Table 5; 003 Fig. 7, Table 2",
                "share of recognition answers equal to the truth",
                ("mode=pointwise|pairwise", "answers=all|own|other", "target=self|student|family")),
