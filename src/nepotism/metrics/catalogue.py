@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["ESTIMATORS", "METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
+__all__ = ["DEFAULTS", "ESTIMATORS", "METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
@@ -254,6 +254,32 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 
 
+#: Where a paper's protocol and the project's own choice differ: (what, the default — the paper's
+#: protocol —, the project's named variant, why one may want it, how to choose it). docs/metrics.md.
+DEFAULTS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("rubric jury (002)", "plain majority of every juror, relatives voting (002 §2.4, footnote 5)",
+     "relatives excluded", "no judge is measured against its relatives' votes",
+     "`nepotism grade --jury ... --exclude-related`; `[reference] exclude_related = true`"),
+    ("label verdicts", "the most probable label whatever the labels' mass (001 §4.2, 004 implementation details); "
+     "verdicts under ½ of the probability counted (`label_mass_below_half`)", "`min_label_mass = 0.5`: left out as "
+     "`low_label_mass`", "a label the model would rarely have said is not its verdict",
+     "judging option `min_label_mass`"),
+    ("where a label is read", "each paper's own: 004's verdict as the next token (`mode = \"labels\"`); 001's at the "
+     "token after `[[` following the judge's explanation (`mode = \"labels\"`, `reasoning = \"cot\"`, 001 §4.2)",
+     "—", "the one-token read costs one forward pass per verdict", "judging options `mode`, `reasoning`"),
+    ("`mbpp-selfpref` verdicts (004)", "argmax of the recorded [A, T, B] probabilities, an exact tie taking the first",
+     "the judge's one-token reply", "what the judge wrote rather than what it weighed",
+     "`nepotism import --verdicts reply`"),
+    ("paper 004 panel of the report", "every other model as opponent (004 Eq. 2–5)", "unrelated opponents only "
+     "(the project's headline)", "a relative's answer may be favoured for being a relative's",
+     "variant `opponents=unrelated|any` of every record"),
+    ("001 perplexity bins", "the dataset's PPL(A) − PPL(B), one row per comparison (001 §5)", "`--perplexity-difference "
+     "log`", "scale-free: a ratio of perplexities", "`nepotism metrics --perplexity-difference`"),
+    ("reasoning length (004)", "GPT-2 tokens of the judge's reply (004 implementation details)", "—",
+     "one unit across judges", "the pairwise export's `reasoning_tokens`"),
+)
+
+
 def metric(metric_id: str) -> MetricInfo:
     try:
         return METRICS[metric_id]
@@ -274,6 +300,11 @@ def markdown() -> str:
              "`nepotism.metrics` (data positional, options keyword-only, an `Estimate` with n, a cluster-bootstrap",
              "CI over prompts and excluded counts with reasons); *derived* numbers are computed by the procedure",
              "named, from judgments or from other records.", ""]
+    lines += ["## Defaults: the papers' protocols, the project's variants", "",
+              "Every default reproduces the paper whose protocol it is; where the project offers a choice of its own, "
+              "it is a named variant (`DEFAULTS`).", "",
+              "| setting | default (the paper's) | variant | why the variant | how to choose |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in DEFAULTS] + [""]
     for kind, title in (("estimator", "Estimators"), ("derived", "Derived numbers")):
         lines += [f"## {title}", "", "| id | source | formula | variants | computed by | values |", "|---|---|---|---|---|---|"]
         for info in METRICS.values():
