@@ -96,10 +96,9 @@ def _planted() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["instance_id", "judge", "model", "rubric_id", "met"])
 
 
-def test_the_jury_step_lets_every_juror_vote_and_writes_the_reference(tmp_path):
-    """Paper 002's reference by default: a plain majority of every juror, relatives included
-    (before, relatives were left out unless keep_related = true)."""
-    exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{MINI}", "{BETA}"]\n'))
+def _jury_step(tmp_path, extra: str = ""):
+    """The run's jury step on the planted verdicts: (counts, files written, stored references)."""
+    exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{MINI}", "{BETA}"]\n{extra}'))
     (tmp_path / "out").mkdir()
     write_table(_planted(), tmp_path / "out" / "rubric.csv")
     instances = [Instance("q1", "hi", rubric=(RubricItem("r1", "Is right.", 2.0), RubricItem("r2", "Is rude.", -1.0)))]
@@ -107,6 +106,13 @@ def test_the_jury_step_lets_every_juror_vote_and_writes_the_reference(tmp_path):
         counts, written = jury_step(exp, store, load_registry([str(MODELS)]),
                                     {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances)
         stored = {(r.models[0], r.rubric_id): (r.met, r.source) for r in store.references()}
+    return counts, written, stored
+
+
+def test_the_jury_step_lets_every_juror_vote_and_writes_the_reference(tmp_path):
+    """Paper 002's reference by default: a plain majority of every juror, relatives included
+    (before, relatives were left out unless keep_related = true)."""
+    counts, written, stored = _jury_step(tmp_path)
     # every juror votes: alpha's r1 is 2 no (alpha, mini) to 1 yes → not met; nothing excluded
     assert counts["exclude_related"] is False and counts["counts"].get("excluded_verdicts", 0) == 0
     ref = read_table(written["rubric-ref"], kind="rubric-ref").frame.set_index(["model", "rubric_id"])["met"]
@@ -117,14 +123,7 @@ def test_the_jury_step_lets_every_juror_vote_and_writes_the_reference(tmp_path):
 
 
 def test_the_jury_step_without_relatives_is_a_named_variant(tmp_path):
-    exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{MINI}", "{BETA}"]\n'
-                                                'exclude_related = true\n'))
-    (tmp_path / "out").mkdir()
-    write_table(_planted(), tmp_path / "out" / "rubric.csv")
-    instances = [Instance("q1", "hi", rubric=(RubricItem("r1", "Is right.", 2.0), RubricItem("r2", "Is rude.", -1.0)))]
-    with Store(tmp_path / "s.db") as store:
-        counts, written = jury_step(exp, store, load_registry([str(MODELS)]),
-                                    {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances)
+    counts, written, _ = _jury_step(tmp_path, "exclude_related = true\n")
     assert counts["rows"] == 3 and counts["counts"]["vote-tie"] == 1 and counts["counts"]["excluded_verdicts"] == 6
     ref = read_table(written["rubric-ref"], kind="rubric-ref").frame
     got = {(m, r): (bool(v), j) for m, r, v, j in ref[["model", "rubric_id", "met", "jurors"]].itertuples(index=False)}
