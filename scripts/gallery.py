@@ -606,8 +606,12 @@ correct)); value (95% CI), n problems:
   one of A / T / B (mostly a bare code fence), so {reply["SPR"]["n_excluded"]} of
   {counts["problems"]} problems have an unreadable order and are left out, counted. Where a reply
   parses and scores were recorded it equals the most probable label every time (the importer counts
-  `reply_disagrees`: {counts["reply_disagrees"]}), so the probability reading is the same verdict on
-  {probs["SPR"]["n"]} problems.
+  `reply_disagrees`: {counts["reply_disagrees"]}), so the probability reading — paper 004's, and the
+  importer's default — is the same verdict on {probs["SPR"]["n"]} problems. In
+  {out["import-probabilities.json"]["counts"]["top_probability_ties"]} games two labels hold exactly
+  the same top probability; the argmax takes the first of them in the recorded order [A, T, B], which
+  gives the paper's SPR of {round(probs["SPR"]["value"] * probs["SPR"]["n"])}/{probs["SPR"]["n"]} and LSPR of
+  {round(probs["LSPR"]["value"] * probs["LSPR"]["n"])}/{probs["LSPR"]["n"]}.
 * **Overall self-preference is low**: the judge picks its own code on {ci_pct(reply["SPR"])} of
   the problems (reply) or {ci_pct(probs["SPR"])} (probabilities); a tie counts as not own.
 * **When its own code fails and GPT-4o's passes, it still prefers its own** in {ci_pct(reply["HSPP"])}

@@ -35,8 +35,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    "chat" | "raw". Each scorer's perplexity of each response given its prompt
                    (paper 001 §5; `nepotism.runner.perplexity`) is one cached continuation call.
     [reference]    jury = [judge ids] (at least two of judging.judges; needs a rubric protocol): the
-                   rubric reference is the majority of these judges' verdicts (paper 002 §4), a
-                   juror not voting on answers of models related to it unless keep_related = true;
+                   rubric reference is the plain majority of these judges' verdicts, every juror
+                   voting on every answer (paper 002 §2.4); exclude_related = true (a variant)
+                   keeps a juror from voting on answers of models related to it;
                    the run writes it as ``rubric-reference.<fmt>`` (not with ``[grading]`` ifeval,
                    which writes that reference from the instructions)
     [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
@@ -189,7 +190,7 @@ class ReferenceConfig:
     """A rubric reference made by a jury of the experiment's judges (``[reference]``)."""
 
     jury: tuple[str, ...]
-    keep_related: bool = False
+    exclude_related: bool = False  # paper 002 §2.4 keeps relatives in; True: the variant without them
 
 
 @dataclass(frozen=True)
@@ -604,8 +605,11 @@ def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], pro
         return None
     r = _Reader(table, "reference", path)
     jury = resolve(r, "jury", r.strings("jury"))
-    keep_related = r.get("keep_related", bool, False)
-    r.finish(("jury", "keep_related"))
+    if "keep_related" in table:
+        raise r.error("keep_related", "relatives vote by default now, as in paper 002 (§2.4): drop the key, or "
+                      "set exclude_related = true for the variant without them")
+    exclude_related = r.get("exclude_related", bool, False)
+    r.finish(("jury", "exclude_related"))
     if len(jury) < 2:
         raise r.error("jury", "must name at least two judges")
     outside = [j for j in jury if j not in judges]
@@ -616,7 +620,7 @@ def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], pro
     if grading is not None and "ifeval" in ((grading.task,) if grading.task else tuple(grading.tasks.values())):
         raise r.error("jury", "[grading] ifeval already makes the rubric reference (from the instructions): "
                       "use one of the two")
-    return ReferenceConfig(jury=jury, keep_related=keep_related)
+    return ReferenceConfig(jury=jury, exclude_related=exclude_related)
 
 
 def _grading(table: Any, path: str) -> GradingConfig | None:

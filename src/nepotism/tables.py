@@ -12,7 +12,7 @@ pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, pro
                                                              presentation (a-first: model_a was shown
                                                              first, the default | unknown: the order
                                                              was randomised or not recorded),
-                                                             reasoning_tokens (tokens the judge wrote
+                                                             reasoning_tokens (GPT-2 tokens the judge wrote
                                                              in its reply, paper 004 Fig. 5)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)

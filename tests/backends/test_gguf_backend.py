@@ -183,3 +183,27 @@ def test_a_damaged_cached_join_is_rebuilt(tmp_path):
     again = model_path("qwen2.5-coder-0.5b-instruct", directory=tmp_path)
     assert again == first and sha256_file(again) == LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"].sha256
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no temporary file left behind
+
+
+def test_labels_after_the_explanation_read_the_token_after_the_marker(smol):
+    """Paper 001 §4.2 in-process: the reply is generated, and the labels are read from the full
+    next-token distribution after the prompt and the reply up to its last "[[" — the same numbers as a
+    one-token label read of that text (structure and properties only, never a recorded probability)."""
+    prompt = "Verdicts:\nfirst pair [[A]]\nsecond pair [[B]]\nthird pair [[A]]\nfourth pair"
+    after, plain = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="[[", max_tokens=8),
+                       Request(SMOL, prompt=prompt, max_tokens=8))
+    assert after.ok and after.text == plain.text  # the reply is the model's own greedy text
+    end = after.text.rindex("[[") + 2  # the pattern makes the model write a verdict marker
+    assert after.raw["marker_end"] == end and after.raw["markers"] == after.text.count("[[")
+    assert set(after.label_logprobs) == {"A", "B"} and all(v <= 0 for v in after.label_logprobs.values())
+    assert sum(math.exp(v) for v in after.label_logprobs.values()) <= 1 + 1e-9
+    assert after.usage["completion_tokens"] > 0
+    # the same position read as a one-token label request on the prompt tokens and the reply's prefix
+    backend = smol
+    backend.load()
+    ids = backend._prompt_tokens(backend._loaded, Request(SMOL, prompt=prompt)) + backend._text_tokens(
+        backend._loaded, after.text[:end])
+    _, direct = backend._labels(backend._loaded, Request(SMOL, prompt=prompt, labels=("A", "B")), ids)
+    assert after.label_logprobs == pytest.approx(direct["label_logprobs"], abs=1e-6)
+    (missing,) = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="<<never>>", max_tokens=4))
+    assert missing.ok and missing.label_logprobs is None and missing.warnings == ("no_label_marker",)

@@ -66,6 +66,28 @@ def test_status_and_reason_columns_journey(tmp_path):
     assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
 
 
+def test_verdicts_read_from_little_label_mass_are_kept_and_counted(tmp_path):
+    """Papers 001 and 004 read the most probable label whatever its mass: such verdicts count, and
+    each excluded-verdicts record says how many rest on labels holding < 1/2 of the probability."""
+    table = tmp_path / "pairwise.csv"
+    table.write_text(
+        "instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n"
+        "q1,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.97\n"
+        "q1,gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.12\n"
+        "q2,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.30\n"
+        "q2,gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,0.003\n", encoding="utf-8")
+    done = nepotism("metrics", table, "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    assert ("gpt-4o (default, pairwise): 1 of 4 — unparsed-low-label-mass 1; kept 2 read from labels holding "
+            "< 1/2 of the probability") in done.stdout
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "0", "--json").stdout)
+    (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
+    assert excluded["label_mass_below_half"] == 2 and excluded["n_excluded"] == 1
+    out = tmp_path / "report"
+    assert nepotism("report", table, "--out", out, "--bootstrap", "0").returncode == 0
+    assert "kept: 2 read from labels holding under ½ of the probability" in (out / "report.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("row, field, message", [
     ("q1,j,a,b,A,unparsed,,", "status", "status 'unparsed' but the verdict is given"),
     ("q1,j,a,b,,parsed,,", "status", "status 'parsed' but the verdict is empty"),

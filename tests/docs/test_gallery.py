@@ -58,8 +58,9 @@ EXPECTED = {
         "counts": {"problems": 378, "judgments": 756, "unparsed": 226, "reply_disagrees": 0},
         "reply_spr": (0.11, 0.07, 0.154, 228), "reply_judge": (0.333, 0.111, 0.556, 18),
         "reply_lspr": (0.333, 0.0, 1.0, 3), "reply_hspp": (0.167, 0.0, 0.335, 12),
-        "probabilities_spr": (0.149, 0.116, 0.184, 369), "probabilities_judge": (0.283, 0.152, 0.413, 46),
-        "probabilities_lspr": (0.333, 0.083, 0.583, 12), "probabilities_hspp": (0.286, 0.143, 0.429, 28),
+        # paper 004's reading: SPR 57/378, LSPR 4/13 (an exact tie for the top label takes the first in [A, T, B])
+        "probabilities_spr": (0.151, 0.116, 0.188, 378), "probabilities_judge": (0.271, 0.146, 0.396, 48),
+        "probabilities_lspr": (0.308, 0.077, 0.538, 13), "probabilities_hspp": (0.31, 0.138, 0.483, 29),
         "share_judge": (0.495, 0.404, 0.582, 48), "share_lspr": (0.375, 0.213, 0.555, 48),
         "share_hspp": (0.45, 0.352, 0.558, 29),
     }),

@@ -217,6 +217,28 @@ def test_verifiable_table_from_mbpp_metrics_shows_na_with_reason():
         assert cells[metric]["text"].startswith("n/a (no item in D_diff; n=0; 6 excluded (no verdict: 4")
 
 
+def _v004(metric, opponents, value, **variant):
+    return {"metric": metric, "judge": "j", "condition": "default", "scope": "self", "value": value,
+            "ci_low": value, "ci_high": value, "n": 10, "n_clusters": 10, "n_excluded": 0, "excluded": {},
+            "variant": {"opponents": opponents, **variant}}
+
+
+def test_the_004_panel_counts_every_other_model_as_the_paper_does():
+    """Paper 004's Eq. 2-5 count every other model (relatives included): the panel shows the
+    opponents=any records and says so; before, it showed the unrelated-only ones."""
+    records = [_v004("self-preference-ratio", "unrelated", 0.9), _v004("self-preference-ratio", "any", 0.6)]
+    for metric in sections.VERIFIABLE[1:]:
+        records += [_v004(metric, "unrelated", 0.9, averaging="per-evaluatee"),
+                    _v004(metric, "any", 0.6, averaging="per-evaluatee"),
+                    _v004(metric, "unrelated", 0.8, averaging="one evaluatee", evaluatee="u"),
+                    _v004(metric, "any", 0.5, averaging="one evaluatee", evaluatee="fam")]
+    (row,) = sections.verifiable_table(records)
+    assert {m: cell["text"].split(" ")[0] for m, cell in row["cells"].items()} == dict.fromkeys(sections.VERIFIABLE, "60.0%")
+    assert [r["evaluatee"] for r in sections.evaluatee_table(records)] == ["fam"]
+    md = full._markdown(build_report(records))
+    assert sections.VERIFIABLE_NOTE in md and sections.EVALUATEE_NOTE in md and "paper 004's definition" in md
+
+
 def test_verifiable_conditions_side_by_side(records):
     keep = set(sections.VERIFIABLE)
     verdict = [dict(r, condition="verdict only") for r in copy.deepcopy(records) if r["metric"] in keep]

@@ -47,7 +47,7 @@ from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._common import undefined
-from nepotism.metrics.coverage import excluded_share
+from nepotism.metrics.coverage import excluded_share, low_label_mass
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
@@ -469,8 +469,29 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     if column is None or column not in frame or frame.empty:
         return []
     if rows is not None and kind == "pairwise":
-        return _pairwise_exclusions(rows, options)
+        return _with_low_mass(_pairwise_exclusions(rows, options), frame, column, ["judge", "condition"])
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
+    return _with_low_mass(_exclusion_records(frame, kind, options, column, keys), frame, column, keys)
+
+
+def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: list[str]) -> list[dict]:
+    """Each record with ``label_mass_below_half``: its judgments that have a verdict read from labels
+    holding less than half the next-token probability (`nepotism.metrics.coverage.low_label_mass`),
+    when the table records label masses."""
+    if "label_mass" not in frame or not records:
+        return records
+    parsed = frame[column].notna().to_numpy()
+    mass = frame["label_mass"].to_numpy(dtype=float)
+    groups = frame[keys].astype(str).groupby(keys, sort=False).indices  # keys: at least judge and condition
+    counts = {key: low_label_mass(mass[at], parsed[at]) for key, at in groups.items()}
+    for record in records:
+        key = (str(record["judge"]), str(record["condition"])) + (
+            (str(record["variant"]["setup"]),) if "setup" in keys else ())
+        record["label_mass_below_half"] = counts.get(key, 0)
+    return records
+
+
+def _exclusion_records(frame: pd.DataFrame, kind: str, options, column: str, keys: list[str]) -> list[dict]:
     group = np.zeros(len(frame), dtype=np.int64)
     names = []
     for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)

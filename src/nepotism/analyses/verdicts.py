@@ -444,11 +444,17 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
             continue
         for v in items:
             measured = v.status == "measured"
+            if measured and v.rung:
+                evidence = f"{RUNG_WORDS[v.rung]}: {v.metric}"
+            elif v.status == "too-little-data" and v.also:
+                best = next((a for a in v.also if a["value"] is not None), v.also[0])
+                evidence = f"{RUNG_WORDS[best['rung']]}: {best['metric']} — {best['why_not']}"
+            else:
+                evidence = reason_text(v)
             rows.append({**base, "scope": v.scope, "relation": RELATION_LABELS[v.scope], "status": v.status,
                          "verdict": status_text(v), "finding": v.finding or v.status, "value": value_text(v),
                          "ci": interval_text(v) if measured else "—", "prompts": f"{v.n_clusters:,}" if measured else "—",
-                         "confidence": v.confidence,
-                         "evidence": f"{RUNG_WORDS[v.rung]}: {v.metric}" if measured and v.rung else reason_text(v),
+                         "confidence": v.confidence, "evidence": evidence,
                          "sentence": v.sentence, "needs": list(v.needs), "records": list(v.evidence)})
     return rows
 

@@ -4,8 +4,13 @@
 ``model_unavailable`` completion, never an exception), then serves the request in a worker thread
 under the model's lock through the subclass's ``_serve``, which dispatches on the request mode.
 `Unservable` is what the serving code raises for a request the model cannot serve; it becomes the
-completion's error string. What stays in the subclasses: loading, tokenising, the three modes and
-which library exceptions count as a model error.
+completion's error string. A label request with ``labels_after`` (paper 001 §4.2: the judge
+explains, then writes "[[A]]") is served here for every subclass: the reply is generated, then the
+prompt and the reply up to the last occurrence of the marker (tokenised after the prompt) are
+evaluated and the labels read at the next position — the distribution at the token after "[[".
+Without the marker the completion has no label log-probabilities and the warning ``no_label_marker``;
+a marker written more than once adds ``label_marker_repeated``. What stays in the subclasses:
+loading, tokenising, the three modes and which library exceptions count as a model error.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, failed
+from nepotism.backends.base import Completion, Request, failed, marker_end
 
 __all__ = ["InProcessBackend", "Unservable", "label_warnings"]
 
@@ -53,7 +59,8 @@ class InProcessBackend:
     mean the model is unavailable) and ``_model_errors`` (exceptions while serving that mean a
     model error), and implement ``load``, ``_prepare`` (the prompt's token ids, raising
     `Unservable`), ``_labels``, ``_continuation`` and ``_generate`` (each returning ``(text,
-    completion keyword arguments)``). ``_enter`` gives the context the request is served in.
+    completion keyword arguments)``) and ``_text_tokens`` (a text's token ids after a prompt: no
+    BOS, no special tokens). ``_enter`` gives the context the request is served in.
     """
 
     _loaded: Any = None
@@ -86,7 +93,9 @@ class InProcessBackend:
         with self._enter(loaded):
             try:
                 ids = self._prepare(loaded, request)
-                if request.mode == "labels":
+                if request.labels_after is not None:
+                    text, kwargs = self._labels_after(loaded, request, ids)
+                elif request.mode == "labels":
                     text, kwargs = self._labels(loaded, request, ids)
                 elif request.mode == "continuation":
                     text, kwargs = self._continuation(loaded, request, ids)
@@ -98,3 +107,22 @@ class InProcessBackend:
                 self._on_model_error(loaded)
                 return failed(f"model_error: {type(exc).__name__}: {exc}"[:300], latency_s=time.perf_counter() - start)
         return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
+
+    def _text_tokens(self, loaded: Any, text: str) -> list[int]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _labels_after(self, loaded: Any, request: Request, ids: list[int]) -> tuple[str, dict]:
+        """Generate the reply, then read the labels at the position after its last ``labels_after`` marker."""
+        text, generated = self._generate(loaded, replace(request, labels=None, labels_after=None), ids)
+        assert request.labels_after is not None
+        end, count = marker_end(text, request.labels_after)
+        usage = dict(generated.get("usage") or {})
+        raw: dict[str, Any] = {"generation": generated.get("raw"), "marker": request.labels_after,
+                               "marker_end": end, "markers": count}
+        out: dict[str, Any] = {"usage": usage, "raw": raw, "finish_reason": generated.get("finish_reason")}
+        if end is None:
+            return text, out | {"warnings": ("no_label_marker",)}
+        _, read = self._labels(loaded, request, ids + self._text_tokens(loaded, text[:end]))
+        raw["labels"] = read.get("raw")
+        warnings = tuple(read.get("warnings", ())) + (("label_marker_repeated",) if count > 1 else ())
+        return text, out | {"label_logprobs": read["label_logprobs"], "warnings": warnings}

@@ -2,7 +2,9 @@
 
 A `Request` says what to ask (chat messages or a raw prompt) and which of three things to return:
 generated text (the default), the log-probabilities of a few *labels* as the next output ("label
-verdicts", paper 001 §4.2), or the per-token log-probabilities of a given *continuation*
+verdicts"; with ``labels_after``, at the position after a marker in the text the model first
+writes, as paper 001 §4.2 reads them after "[[" following the judge's explanation), or the
+per-token log-probabilities of a given *continuation*
 (perplexity, paper 001 §5). A `Completion` carries the answer or, when the model or server failed,
 ``status="failed"`` and a short machine-readable ``error`` class. Backends never raise for model or
 server failures; they raise only for programming errors (a malformed `Request`).
@@ -31,6 +33,7 @@ __all__ = [
     "failed",
     "is_retryable",
     "logsumexp",
+    "marker_end",
     "read_api_key",
 ]
 
@@ -68,6 +71,16 @@ def logsumexp(values: list[float]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in finite))
 
 
+def marker_end(text: str | None, marker: str) -> tuple[int | None, int]:
+    """Where the labels of a ``labels_after`` request are read: the offset just after the *last*
+    occurrence of ``marker`` in ``text`` (the judge's final verdict, as the text parser reads its final
+    statement), or None when the marker is absent; and how many times it occurs."""
+    if not text:
+        return None, 0
+    count = text.count(marker)
+    return (text.rindex(marker) + len(marker) if count else None), count
+
+
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -78,8 +91,11 @@ class Request:
 
     Exactly one of ``messages`` (a chat) and ``prompt`` (raw text for a completion endpoint or a
     local model without a chat template) is given. ``labels`` asks for the log-probability of each
-    label as the next output instead of generated text; ``continuation`` asks for the
-    log-probability of each token of that text after the prompt. The two are exclusive.
+    label as the next output instead of generated text; with ``labels_after`` (a marker such as
+    ``"[["``) the model first generates up to ``max_tokens`` and the labels are read at the position
+    right after the last occurrence of the marker in that text (the completion's text is the whole
+    reply). ``continuation`` asks for the log-probability of each token of that text after the
+    prompt. Labels and a continuation are exclusive.
     ``extra`` holds backend parameters (``top_p``, ``stop``, ...); keys that look like credentials
     are sent but never hashed or stored.
     """
@@ -92,6 +108,7 @@ class Request:
     seed: int | None = None
     labels: tuple[str, ...] | None = None
     continuation: str | None = None
+    labels_after: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +130,9 @@ class Request:
             object.__setattr__(self, "labels", labels)
         if self.labels is not None and self.continuation is not None:
             raise ValueError("Request.labels and Request.continuation are exclusive")
+        if self.labels_after is not None and (self.labels is None or not isinstance(self.labels_after, str)
+                                              or not self.labels_after):
+            raise ValueError("Request.labels_after is a non-empty marker and needs Request.labels")
         if self.continuation is not None and not self.continuation:
             raise ValueError("Request.continuation must not be empty")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -136,7 +156,7 @@ class Request:
         Backend-independent: the backend's name, URL and credentials are not part of it, and
         ``extra`` keys that look like credentials are left out.
         """
-        return {
+        material = {
             "model": self.model,
             "messages": (
                 None
@@ -151,6 +171,9 @@ class Request:
             "continuation": self.continuation,
             "extra": {k: self.extra[k] for k in sorted(self.extra) if not is_secret_name(k)},
         }
+        if self.labels_after is not None:  # only then: the keys of every other call stay as they were
+            material["labels_after"] = self.labels_after
+        return material
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ batched and one-token kernels round differently; SmolLM2 moved by ~0.03 nats in 
   warning says so. A label none of whose spellings starts with one of the 20 most probable next
   tokens gets a ``label_not_in_top_k:<label>`` warning, as over HTTP (its log-probability is still
   exact here).
+* Label verdicts after the judge's explanation (``labels_after``, paper 001 §4.2): the reply is
+  generated, then the prompt and the reply up to its last marker are evaluated and the labels read
+  as above at the next position (`nepotism.backends._inprocess`).
 * Generation: greedy at temperature 0, otherwise sampled with the request's seed (or the
   backend's); other llama.cpp sampling parameters may go in ``extra``.
 * Continuation log-probabilities: the continuation is tokenized on its own (no BOS) after the
@@ -255,9 +258,13 @@ class GGUFBackend(InProcessBackend):
 
     def _prepare(self, loaded: _Loaded, request: Request) -> list[int]:
         tokens = self._prompt_tokens(loaded, request)
-        if len(tokens) + (request.max_tokens if request.mode == "generate" else 8) > self.n_ctx:
+        budget = request.max_tokens if request.mode == "generate" or request.labels_after is not None else 8
+        if len(tokens) + budget > self.n_ctx:
             raise Unservable(f"context_overflow: {len(tokens)} prompt tokens with n_ctx={self.n_ctx}")
         return tokens
+
+    def _text_tokens(self, loaded: _Loaded, text: str) -> list[int]:
+        return list(loaded.llm.tokenize(text.encode(), add_bos=False, special=False))
 
     def _on_model_error(self, loaded: _Loaded) -> None:
         _truncate(loaded.llm, 0)  # the cache may be half-written: start clean next time

@@ -19,6 +19,9 @@ The three request modes follow `nepotism.backends.gguf`:
   ``extra={"label_spellings": "exact"}`` keeps the first spelling only.
 * Continuation log-probabilities: the continuation is tokenized on its own, without special
   tokens, appended to the prompt tokens, and the log-probability of each of its tokens is returned.
+* Label verdicts after the judge's explanation (``labels_after``, paper 001 §4.2): the reply is
+  generated, then the labels are read as above after the prompt and the reply up to its last
+  marker (`nepotism.backends._inprocess`).
 
 A GGUF file read here gives slightly different numbers from llama.cpp on the same file: the
 weights are dequantised to float32 and the matrix products are not llama.cpp's quantised kernels.
@@ -181,6 +184,9 @@ class TransformersBackend(InProcessBackend):
         if not ids:
             raise Unservable("model_error: the prompt tokenizes to nothing")
         return ids
+
+    def _text_tokens(self, loaded: _Loaded, text: str) -> list[int]:
+        return list(loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _forward(self, loaded: _Loaded, ids: list[int], past: Any = None) -> Any:
         import torch

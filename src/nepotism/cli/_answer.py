@@ -96,16 +96,18 @@ def exclusion_lines(records) -> list[str]:
     rows = [r for r in records if r["metric"] == "excluded-verdicts" and "slice" not in (r.get("variant") or {})]
     if not rows:
         return []
-    if not any(r.get("n_excluded") for r in rows):
+    if not any(r.get("n_excluded") or r.get("label_mass_below_half") for r in rows):
         total = sum(r.get("n") or 0 for r in rows)
         return [f"Every one of the {total:,} judgments has a verdict (none left out)."]
     lines = ["Judgments without a verdict (left out of every metric above), by reason:"]
     for r in rows:
-        if not r.get("n_excluded"):
+        if not r.get("n_excluded") and not r.get("label_mass_below_half"):
             continue
         variant = r.get("variant") or {}
         where = ", ".join(str(v) for v in (r.get("condition"), variant.get("kind"), variant.get("setup")) if v)
         reasons = ", ".join(f"{k} {v:,}" for k, v in (r.get("excluded") or {}).items()) or "none"
+        if r.get("label_mass_below_half"):  # read and kept, as papers 001 and 004 read labels; counted
+            reasons += f"; kept {r['label_mass_below_half']:,} read from labels holding < 1/2 of the probability"
         lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
     return lines
 

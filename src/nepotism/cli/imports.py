@@ -147,8 +147,9 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
 @click.option("--instructions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.")
 @click.option("--verdicts", type=click.Choice(["reply", "probabilities"]), default=None,
-              help="mbpp-selfpref only: read each verdict from the judge's reply (default) or as the most "
-                   "probable of the recorded [A, T, B] probabilities.")
+              help="mbpp-selfpref only: read each verdict as the most probable of the recorded [A, T, B] "
+                   "probabilities (default: paper 004's reading; an exact tie takes the first in that order) "
+                   "or from the judge's reply.")
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
 @click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

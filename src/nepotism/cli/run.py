@@ -196,7 +196,7 @@ def _print_summary(summary) -> None:
         c = jury["counts"]
         click.echo(f"  jury       {', '.join(jury['jury'])}: {jury['rows']} rubric items decided, "
                    f"{c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} without a vote left out; "
-                   + ("jurors vote on answers of related models too" if jury["keep_related"]
-                      else f"{c.get('excluded_verdicts', 0)} verdicts of jurors related to the answer's model excluded"))
+                   + (f"{c.get('excluded_verdicts', 0)} verdicts of jurors related to the answer's model excluded"
+                      if jury["exclude_related"] else "every juror votes on every answer (paper 002)"))
     for protocol, file in summary.exports.items():
         click.echo(f"  wrote {file} ({protocol})")

@@ -5,6 +5,13 @@
 says how many were, per reason (``unparsed-conflicting``, ``unparsed-low-label-mass``,
 ``failed-timeout``, ... — `nepotism.records.exclusion_label`). A judge whose verdicts are often
 missing for one kind of candidate biases every number built on the rest.
+
+`low_label_mass` counts, beside it, the label verdicts that *were* read although their labels held
+less than `LABEL_MASS_AUDIT` (½) of the judge's next-token probability: papers 001 and 004 take
+the argmax of the labels whatever their mass, so by default such a verdict counts like any other
+(docs/verdicts.md, "Label mass"); the count says how many of a judge's verdicts rest on a tail it
+would rarely have said. The judging option ``min_label_mass = 0.5`` (a variant) leaves them out
+instead, as ``unparsed-low-label-mass``.
 """
 
 from __future__ import annotations
@@ -20,7 +27,11 @@ from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sum
 from nepotism.metrics._common import undefined
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["excluded_share"]
+__all__ = ["LABEL_MASS_AUDIT", "excluded_share", "low_label_mass"]
+
+#: Label mass below which a parsed label verdict is counted by `low_label_mass` (more likely than not,
+#: the model would have said something other than a label).
+LABEL_MASS_AUDIT = 0.5
 
 
 def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterable[object] | None = None,
@@ -55,3 +66,18 @@ def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterabl
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
     return cluster_bootstrap(sums, ratio_of_totals, n=int(flags.size), n_excluded=int(flags.sum()),
                              excluded=dict(sorted(counts.items())), bootstrap=options)
+
+
+def low_label_mass(mass: ArrayLike, parsed: ArrayLike, *, below: float = LABEL_MASS_AUDIT) -> int:
+    """How many parsed verdicts were read from labels holding less than ``below`` of the next-token
+    probability (``mass``: one label mass per judgment, NaN where none was recorded, e.g. a text
+    verdict; ``parsed``: whether the judgment has a verdict).
+
+    >>> low_label_mass([0.1, 0.9, float("nan"), 0.3], [True, True, True, False])
+    1
+    """
+    values = np.asarray(mass, dtype=float)
+    kept = np.asarray(parsed, dtype=bool)
+    if values.shape != kept.shape:
+        raise ValueError("mass and parsed must have one value per judgment")
+    return int((kept & (values < below)).sum())  # NaN < below is False: no mass, not counted

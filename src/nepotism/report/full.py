@@ -42,6 +42,8 @@ from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
 from nepotism.report.cases import case_links, case_sections, cases_markdown
 from nepotism.report.sections import (
+    EVALUATEE_NOTE,
+    VERIFIABLE_NOTE,
     coverage,
     exclusion_table,
     human_tables,
@@ -216,6 +218,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
+        "verifiable_note": VERIFIABLE_NOTE, "evaluatee_note": EVALUATEE_NOTE,
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
         "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
@@ -322,9 +325,7 @@ def _md_sections(context: dict) -> list[str]:
     """Markdown of the analysis sections (mitigations, leakage, papers 004 and 002)."""
     out = []
     captions = {
-        "Verifiable tasks (paper 004)": "Self scope, averaged per evaluatee, against unrelated opponents (SPR falls "
-                                        "back to any opponent where no unrelated one was compared); the 'any "
-                                        "opponent' variants are in the results table.",
+        "Verifiable tasks (paper 004)": VERIFIABLE_NOTE,
         "Rubric metrics (paper 002)": "HSPP ratios with 002's comparison set S_J (every generator that is neither "
                                       "the judge nor its family); the 'unrelated only' denominator is in the results "
                                       "table. A rubric setup (single-rubric, all-rubrics) follows the condition.",
@@ -339,7 +340,7 @@ def _md_sections(context: dict) -> list[str]:
     if context.get("evaluatees"):
         columns = list(context["evaluatees"][0]["cells"])
         out += ["### Per evaluatee (paper 004's tables)", "",
-                "The judge's answers against each unrelated evaluatee's, pooled over that evaluatee's prompts.", ""]
+                EVALUATEE_NOTE, ""]
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]

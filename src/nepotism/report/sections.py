@@ -11,7 +11,9 @@
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
   category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
   records — the leaderboard bonus and each entry's rank before and after removing it.
-- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition.
+- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition,
+  against every other model's answer as the paper counts them (`VERIFIABLE_NOTE`; the project's
+  headline counts unrelated opponents only).
 - `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
@@ -29,7 +31,8 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS",
+           "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
@@ -240,17 +243,28 @@ def _pick(items: list[dict], metric: str, **variant) -> dict | None:
     return max(pool, key=lambda r: (r.get("value") is not None, r.get("n") or 0)) if pool else None
 
 
+#: What the paper-004 panel shows (HTML and Markdown reports say it in these words).
+VERIFIABLE_NOTE = ("Self scope, averaged per evaluatee, against every other model's answer: paper 004's definition "
+                   "(Eq. 2-5 count every other model, relatives included). The project's headline counts unrelated "
+                   "opponents only; those variants are in the results table. \"n/a\" is an undefined value (its "
+                   "reason and counts follow), not zero.")
+EVALUATEE_NOTE = ("The judge's answers against each other model's (paper 004's per-evaluatee tables: every other "
+                  "model is an evaluatee), pooled over that evaluatee's prompts.")
+
+
 def spr_record(items: list[dict], scope: str = "self") -> dict | None:
-    """Paper 004's SPR for a judge: scope ``self``, unrelated opponents when measured, else any."""
-    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("unrelated", "any"))
+    """Paper 004's SPR for a judge: scope ``self`` against every other model (the paper's definition,
+    variant ``opponents=any``); unrelated opponents only where that is all the records hold."""
+    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("any", "unrelated"))
 
 
 def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
-    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging)."""
+    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, every
+    other model as opponent: paper 004's definition)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
         out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"))
+                            opponents=("any", "__default__", "unrelated"), preference=("verdict", "__default__"))
     return out
 
 
@@ -309,13 +323,13 @@ def verifiable_table(records: list[dict]) -> list[dict]:
 
 def evaluatee_table(records: list[dict]) -> list[dict]:
     """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with judge accuracy,
-    LSPR and HSPP on the comparisons of the judge's answers with that evaluatee's (unrelated
-    opponents; empty without such records)."""
+    LSPR and HSPP on the comparisons of the judge's answers with that evaluatee's (every other model
+    is an evaluatee, as in the paper: ``opponents=any``; empty without such records)."""
     rows: dict = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
         if r.get("metric") in VERIFIABLE[1:] and variant.get("averaging") == "one evaluatee" \
-                and variant.get("opponents") == "unrelated":
+                and variant.get("opponents") == "any":
             rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][r["metric"]] = r
     return [{"judge": j, "condition": c, "evaluatee": e,
              "cells": {m: _cell(found.get(m)) for m in VERIFIABLE[1:]}}
@@ -343,9 +357,12 @@ def exclusion_table(records: list[dict]) -> list[dict]:
         if r.get("metric") != EXCLUSIONS or "slice" in variant:
             continue
         reasons = r.get("excluded") or {}
+        text = ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"
+        if r.get("label_mass_below_half"):  # counted, not left out (papers 001/004 take the argmax)
+            text += f" (kept: {r['label_mass_below_half']:,} read from labels holding under ½ of the probability)"
         rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
                      "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"})
+                     "reasons": text})
     return rows
 
 

@@ -176,7 +176,7 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
     head = None
     if not extra or all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
         static = (endpoint.kind, endpoint.model, endpoint.served_model, request.max_tokens,
-                  float(request.temperature), request.seed, request.labels, request.continuation,
+                  float(request.temperature), request.seed, request.labels, request.continuation, request.labels_after,
                   tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())) if extra else ())
         head = _HEADS.get(static)
     if head is None:
@@ -190,6 +190,8 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
             "labels": None if request.labels is None else list(request.labels),
             "continuation": request.continuation,
             "extra": {k: extra[k] for k in sorted(extra) if not is_secret_name(k)},
+            # only when set, so that every other call keeps its key
+            **({} if request.labels_after is None else {"labels_after": request.labels_after}),
         }, sort_keys=True, separators=(",", ":"), default=str).encode()
         if static is not None and len(_HEADS) < 4096:
             _HEADS[static] = head

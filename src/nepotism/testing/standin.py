@@ -236,6 +236,8 @@ class StandinServer:
     def _chat(self, body: dict, model: str, text: str) -> dict:
         dist = _next_token_logprobs(model, text)
         max_tokens = int(body.get("max_tokens") or 512)
+        if body.get("logprobs") and max_tokens > 1:  # a written verdict with the log-probabilities of each token
+            return self._chat_with_logprobs(model, text, dist, max_tokens, int(body.get("top_logprobs") or 0))
         if body.get("logprobs"):
             k = int(body.get("top_logprobs") or 0)
             first, lp = dist[0]
@@ -254,6 +256,25 @@ class StandinServer:
         reason = "stop" if max_tokens >= len(words) else "length"
         choice = {"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": reason}
         return self._envelope("chat.completion", model, text, choice, min(max_tokens, len(words)))
+
+    def _chat_with_logprobs(self, model: str, text: str, dist: list[tuple[str, float]], max_tokens: int,
+                            k: int) -> dict:
+        """The written verdict ("... is [[X]].", X the most probable of A/B/C) one token at a time: the
+        token after "[[" carries the label distribution among its top log-probabilities, every other
+        token itself at log-probability 0."""
+        verdict = next(t for t, _ in dist if t in ("A", "B", "C"))
+        tokens = (["Having", " weighed", " both", " answers,", " the", " better", " one", " is", " [["]
+                  + [verdict, "]]."])[:max_tokens]
+        content = []
+        for i, token in enumerate(tokens):
+            after_marker = i > 0 and tokens[i - 1] == " [["
+            top = dist[:k] if after_marker else [(token, 0.0)]
+            lp = next((v for t, v in dist if t == token), -30.0) if after_marker else 0.0
+            content.append({"token": token, "logprob": lp, "bytes": list(token.encode()),
+                            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]})
+        choice = {"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
+                  "logprobs": {"content": content}, "finish_reason": "stop" if len(tokens) == 11 else "length"}
+        return self._envelope("chat.completion", model, text, choice, len(tokens))
 
     def _completion(self, body: dict, model: str, prompt: str) -> dict:
         k = body.get("logprobs")
