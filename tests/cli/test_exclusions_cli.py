@@ -32,7 +32,7 @@ def test_judgebench_import_metrics_report_count_exclusions_by_reason(tmp_path):
     text = nepotism("metrics", table, "--reference", ref, "--bootstrap", "50")
     assert text.returncode == 0, text.stderr
     assert "claude-3-haiku-20240307 (arena_hard, pairwise): 13 of 540 — unparsed-conflicting 13" in text.stdout
-    records = json.loads(nepotism("metrics", table, "--reference", ref, "--bootstrap", "50", "--json").stdout)
+    records = json.loads(nepotism("metrics", table, "--reference", ref, "--bootstrap", "50", "--json").stdout)["results"]
     (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
     assert excluded["n"] == 540 and excluded["n_excluded"] == 13
     assert excluded["excluded"] == {"unparsed-conflicting": 13}
@@ -60,7 +60,7 @@ def test_status_and_reason_columns_journey(tmp_path):
     done = nepotism("metrics", table, "--bootstrap", "50")
     assert done.returncode == 0, done.stderr
     assert "gpt-4o (default, pairwise): 2 of 6 — failed-timeout 1, unparsed-low-label-mass 1" in done.stdout
-    records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)["results"]
     (spr,) = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
               and r["variant"]["opponents"] == "unrelated"]
     assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
@@ -80,7 +80,7 @@ def test_verdicts_read_from_little_label_mass_are_kept_and_counted(tmp_path):
     assert done.returncode == 0, done.stderr
     assert ("gpt-4o (default, pairwise): 1 of 4 — unparsed-low-label-mass 1; kept 2 read from labels holding "
             "< 1/2 of the probability") in done.stdout
-    records = json.loads(nepotism("metrics", table, "--bootstrap", "0", "--json").stdout)
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "0", "--json").stdout)["results"]
     (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
     assert excluded["label_mass_below_half"] == 2 and excluded["n_excluded"] == 1
     out = tmp_path / "report"
@@ -120,7 +120,7 @@ def test_probability_metrics_leave_out_low_mass_verdicts_and_say_how_many(tmp_pa
         encoding="utf-8")
     done = nepotism("metrics", table, "--reference", ref, "--bootstrap", "30", "--json")
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     (dp,) = [r for r in records if r["metric"] == "demographic-parity-bias" and r["scope"] == "self"
              and r["variant"].get("preference") == "probability" and r["variant"]["opponents"] == "unrelated"]
     assert dp["n"] == 8 and dp["excluded"] == {"unparsed-low-label-mass": 4}  # 2 pairs, both sides

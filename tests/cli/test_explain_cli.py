@@ -139,16 +139,16 @@ def test_explain_on_paper_004s_mbpp_file_with_its_texts(tmp_path):
     args = ("judgments.csv", "--reference", "correctness.csv", "--judge", "llama-3.3-70b-instruct", "--texts",
             "texts.jsonl", "--bootstrap", "100")
     found = json.loads(nep("explain", *args, "--json", cwd=tmp_path).stdout)
-    assert found["verdict"]["rung"] == "alone" and found["reading"]["metric"] == "self-preference-ratio"
+    # probabilities read by default (paper 004): 48 problems where exactly one program passes, enough for
+    # the reference rung (equal-opportunity bias against the correctness reference)
+    assert found["verdict"]["rung"] == "reference" and found["reading"]["metric"] == "equal-opportunity-bias"
     assert found["texts"]["answers_missing"] == 0
-    decided_for = found["groups"][0]
-    assert decided_for["name"] == "for-relative" and decided_for["n"] > 0
-    for case in decided_for["cases"]:
-        assert case["related"] == "llama-3.3-70b-instruct" and case["other"] == "gpt-4o"
+    harmful = found["groups"][0]
+    assert harmful["name"] == "for-relative-against-reference" and harmful["n"] > 0
+    for case in harmful["cases"]:  # it picked its own failing code over GPT-4o's passing code
+        assert case["related"] == "llama-3.3-70b-instruct" and case["other"] == "gpt-4o" and case["truth"] == -1.0
         assert case["text_related"] and case["text_other"] and "Your code should satisfy these tests" in case["prompt"]
-    # the correctness reference is shown beside each case, those it contradicts first
-    truths = [c["truth"] for c in decided_for["cases"]]
-    assert truths[0] == -1.0 and truths == sorted(truths)
+    assert found["groups"][1]["name"] == "against-relative-against-reference"
     plain = nep("explain", *args, cwd=tmp_path).stdout
     assert "the reference: gpt-4o is better" in plain and "answer of gpt-4o:" in plain
 

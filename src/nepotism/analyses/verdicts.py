@@ -218,7 +218,7 @@ def _usable(reading: Mapping[str, Any], min_prompts: int) -> str | None:
         return r.get("note") or "no value"
     prompts = evidence_prompts(r)
     if prompts < min_prompts:
-        return f"only {_count(prompts, 'prompt')} (a verdict needs at least {min_prompts})"
+        return f"only {_count(prompts, 'prompt')}; a verdict needs at least {min_prompts}"
     if r.get("ci_low") is None or r.get("ci_high") is None:
         return "no interval could be computed"
     if r["ci_low"] == r["ci_high"]:
@@ -251,6 +251,19 @@ def _lead(name: str, words: str, finding: str) -> str:
             "no-clear-difference": f"{name} shows no clear favouritism toward {words}"}.get(finding, name)
 
 
+def _truth_words(source: str | None) -> str:
+    """What a reference-rung record was measured against, in words (its ``reference_source``)."""
+    if not source or source == "the human preference labels":
+        return "the human preference labels"
+    if source.startswith("correctness-ref: a correct answer"):
+        return "the correctness reference (a correct answer beats a wrong one)"
+    if source.startswith("correctness-ref"):
+        return "the reference scores"
+    if source.startswith("rubric-ref"):
+        return "the rubric truth"
+    return source
+
+
 def _sentence(name: str, scope: str, reading: Mapping[str, Any], finding: str) -> str:
     r = reading["record"]
     words = SCOPE_WORDS[scope]
@@ -272,11 +285,13 @@ def _sentence(name: str, scope: str, reading: Mapping[str, Any], finding: str) -
                 f"here than under {other}, a judge unrelated to both ({_ci(r, _pts)}; the same "
                 f"{_count(k, 'prompt')}, {_count(n, 'comparison')}).{tail}")
     if metric == "equal-opportunity-bias":
-        truth = r.get("reference_source") or "the human preference labels"
+        truth = _truth_words(r.get("reference_source"))
         against = "" if (r.get("variant") or {}).get("opponents") == "unrelated" else \
             " (against less related models: no unrelated opponent exists here)"
+        whose = "its own" if scope == "self" else "its relatives'"
+        more = "more" if r["value"] >= 0 else "less"
         return (f"{_lead(name, words, finding)} against {truth}{against}: of the answers the reference prefers, "
-                f"it picks its relatives' {_pts(r['value'])} points more often than others' ({_ci(r, _pts)}; "
+                f"it picks {whose} {abs(100 * r['value']):.1f} points {more} often than others' ({_ci(r, _pts)}; "
                 f"paper 001's equal-opportunity bias, {_count(n, 'answer')} over {_count(k, 'prompt')}).")
     if metric == "hspp-ratio":
         fmt = lambda x: f"{x:.2f}×"  # noqa: E731
