@@ -175,7 +175,9 @@ def report_records(source: str | Path, *, references: Sequence[str | Path] = (),
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
     the result records the run folder lists (`folder_results`: e.g. mitigation effects)."""
-    if is_results_file(source) and not is_store(source):
+    from nepotism.importers.inspect_log import is_inspect_log
+
+    if is_results_file(source) and not is_store(source) and not is_inspect_log(source):
         return load_results(source)
     from nepotism.api import audit
 
