@@ -165,8 +165,10 @@ def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()
         where = table.where(position, "judge")
         if "_file" in table.frame:  # a dataset: the row's own file
             where["path"] = table.frame["_file"].iloc[position]
-        raise ValidationError(f"judge '{judge}' is not in the model registry; add it to a models file "
-                              "(--models; see `nepotism models`)", **where)
+        raise ValidationError(f"judge '{judge}' is not in the model registry; name it in a models file passed "
+                              f"with --models: [aliases] \"{judge}\" = \"<the registry's name>\" for a model it "
+                              "knows under another name (`nepotism models list`), else a [models] entry with its "
+                              "family", **where)
 
 
 def _references(references: Sequence[Source] | Mapping[str, Source], judged_refs: Mapping[str, pd.DataFrame]
@@ -374,6 +376,9 @@ def audit(
     if not summarised:
         summary.update({"instances": int(first.frame["instance_id"].nunique()),
                         "judges": sorted(map(str, first.frame["judge"].unique()))})
+        if "model" in first.frame:
+            summary["generators_not_in_registry"] = sorted(
+                m for m in map(str, first.frame["model"].unique()) if not registry.knows(m))
     if names:
         summary["committees"] = names
     records += boards

@@ -151,6 +151,13 @@ def test_unknown_names_are_listed_with_the_fix(votes, tmp_path):
     assert "[aliases]" in done.stdout and "[families]" in done.stdout
     done = _run("metrics", tmp_path / "p.csv")
     assert done.returncode == 2 and "judge 'GPT 4' is not in the model registry" in done.stderr
+    assert '[aliases] "GPT 4" = ' in done.stderr
+    aliases = tmp_path / "names.toml"
+    aliases.write_text('[aliases]\n"GPT 4" = "gpt-4"\n"Claude 2" = "claude-2"\n')
+    done = _run("metrics", tmp_path / "p.csv", "--models", aliases, "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    assert ("1 generators are not in the model registry, so every judge counts them as unrelated: Koala 13B"
+            in done.stdout)
 
 
 def test_a_bad_value_through_the_executable_writes_nothing(votes, tmp_path):
