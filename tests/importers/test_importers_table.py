@@ -156,7 +156,7 @@ def test_unknown_names_are_listed_with_the_fix(votes, tmp_path):
     aliases.write_text('[aliases]\n"GPT 4" = "gpt-4"\n"Claude 2" = "claude-2"\n')
     done = _run("metrics", tmp_path / "p.csv", "--models", aliases, "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
-    assert ("1 generators are not in the model registry, so every judge counts them as unrelated: Koala 13B"
+    assert ("1 generators are not in the model registry, so every judge counts them as unrelated: 'Koala 13B'"
             in done.stdout)
 
 

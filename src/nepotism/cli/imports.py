@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json, models_option
+from nepotism.cli._common import echo_json, models_option, unknown_names_lines
 
 from nepotism._files import temp_beside
 
@@ -287,7 +287,7 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")
-    for line in unknown_lines(names):
+    for line in unknown_names_lines(names, "names are not in the model registry", indent="  "):
         click.echo(line)
 
 
@@ -302,15 +302,3 @@ def _families_toml(families: dict[str, str], sources) -> str:
     lines += [f"{json.dumps(family, ensure_ascii=False)} = [{', '.join(json.dumps(n, ensure_ascii=False) for n in names)}]"
               for family, names in sorted(by_family.items())]
     return "\n".join(lines) + "\n"
-
-
-def unknown_lines(names: list[str], *, shown: int = 12) -> list[str]:
-    """What to do about names the registry does not know: a judge must be known (`nepotism metrics`
-    stops at it), a generator is audited as unknown (no scope)."""
-    if not names:
-        return []
-    listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-    return [f"  {len(names)} names are not in the model registry: {listed}",
-            "  name them in a models file, then pass it with --models (to metrics and report too): "
-            "[aliases] \"GPT 4\" = \"gpt-4\" for a model the registry knows under another name "
-            "(`nepotism models list`), [families] \"Anthropic\" = [\"Claude 2\", ...] for models it does not know"]

@@ -10,6 +10,7 @@ from nepotism.cli._common import (
     format_option,
     models_option,
     print_table,
+    unknown_names_lines,
 )
 
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
@@ -125,19 +126,10 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
     unexplained = [r for r in records if r["metric"] not in skip] if kinds != {"pairwise"} else []
     _print(records, judgments, pairwise="pairwise" in kinds, output_format=output_format, unexplained=unexplained)
     if output_format != "tsv":
-        for line in streaming_lines(results.summary) + unknown_generator_lines(results.summary):
+        unknown = results.summary.get("generators_not_in_registry") or []
+        for line in streaming_lines(results.summary) + unknown_names_lines(
+                unknown, "generators are not in the model registry, so every judge counts them as unrelated"):
             click.echo(line)
-
-
-def unknown_generator_lines(summary, *, shown: int = 12) -> list[str]:
-    """The generators the registry does not know, which every judge counts as unrelated, and how to name them."""
-    names = summary.get("generators_not_in_registry") or []
-    if not names:
-        return []
-    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-    return [f"{len(names)} generators are not in the model registry, so every judge counts them as unrelated: "
-            f"{listed}. Name them in a models file passed with --models: [aliases] for a model the registry knows "
-            "under another name, [families] for models it does not know (README, Model registry)."]
 
 
 def _refuse_results(judgments) -> None:

@@ -183,7 +183,7 @@ def report_records(source: str | Path, *, references: Sequence[str | Path] = (),
         file, results = found
         if results is None:
             raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
-                             f"JSON beside them: give `nepotism report` the .json results file", path=str(file))
+                             "JSON beside them: give `nepotism report` the .json results file", path=str(file))
         return load_results(results)
     from nepotism.api import audit
 
