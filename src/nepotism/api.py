@@ -10,7 +10,10 @@ are audited, reference tables used as references, and its copies of the experime
 files extend the registry), a partitioned Parquet dataset — a folder of ``column=value``
 subfolders such as ``nepotism store export judgments --partition-by judge`` writes, or a glob
 pattern of Parquet files (`nepotism.datasets`: one table, each file validated and named in
-errors) — another folder (every table in it), or a list of these (one table per judged kind).
+errors) — another folder (every table in it, and its Inspect AI logs), an Inspect AI eval log
+(``.eval`` or ``.json``: its model-graded scores, `nepotism.importers.inspect_log`; several logs,
+one per evaluated model as Inspect writes them, are one pointwise table), or a list of these (one
+table per judged kind).
 
 `explain` finds the cases behind one judge verdict (`nepotism.analyses.cases`: the comparisons it
 rests on, with both answers' texts when given) and `explain_verdicts` those of every verdict, for
@@ -48,6 +51,7 @@ from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism._files import is_store
 from nepotism.datasets import is_dataset, is_pattern, read_dataset
 from nepotism.errors import InputError, ValidationError
+from nepotism.importers.inspect_log import is_inspect_log
 from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics.catalogue import METRICS
 from nepotism.metrics.stats import pearson_across
@@ -83,13 +87,34 @@ def _store_table(path: Path, protocol: str | None, kind: str | None) -> Table:
     return Table(kind=table.kind, frame=table.frame, path=str(path))
 
 
+def _inspect_logs(paths: Sequence[Path]) -> Table:
+    """Inspect AI eval logs (`nepotism.importers.inspect_log`), imported together as one pointwise
+    table (one log per evaluated model is how Inspect writes them); a row's line is the position of
+    its sample in its log."""
+    from nepotism.importers import import_source
+
+    imported = import_source("inspect-log", list(paths))
+    frame = imported.tables[imported.main]
+    content = frame.drop(columns=[c for c in ("source_file", "source_record") if c in frame])
+    content["score"] = content["score"].astype(object).where(content["score"].notna(), None)  # empty, not NaN
+    table = validate(content, "pointwise")
+    located = table.frame.assign(_line=frame["source_record"].to_numpy())
+    return Table(kind=table.kind, frame=located, path=", ".join(str(p) for p in paths))
+
+
+def _is_log(item: object) -> bool:
+    return isinstance(item, (str, Path)) and is_inspect_log(item)
+
+
 def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
                 protocol: str | None = None) -> list[Table]:
     """Every validated table of ``source`` (see the module docstring for what a source is)."""
     if isinstance(source, (list, tuple)):
         if kind is not None and len(source) > 1:
             raise InputError("kind applies to a single source", field="kind")
-        return [t for item in source for t in read_source(item, kind=kind, protocol=protocol)]
+        logs = [Path(item) for item in source if _is_log(item)]
+        return ([_inspect_logs(logs)] if logs else []) + [
+            t for item in source if not _is_log(item) for t in read_source(item, kind=kind, protocol=protocol)]
     if isinstance(source, Table):
         return [source]
     if isinstance(source, pd.DataFrame):
@@ -107,13 +132,17 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
         return [read_dataset(path, kind=kind)]
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TABLE_SUFFIXES))
-        if not files:
-            raise InputError("the folder holds no recorded table (.csv, .jsonl, .parquet)", path=str(path))
-        return [read_table(p) for p in files]
+        logs = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(".eval"))
+        if not files and not logs:
+            raise InputError("the folder holds no recorded table (.csv, .jsonl, .parquet) and no Inspect AI log "
+                             "(.eval)", path=str(path))
+        return ([_inspect_logs(logs)] if logs else []) + [read_table(p) for p in files]
     if not path.exists():
         raise InputError("file not found", path=str(path))
     if is_store(path):
         return [_store_table(path, protocol, kind)]
+    if is_inspect_log(path):
+        return [_inspect_logs([path])]
     return [read_table(path, kind=kind)]
 
 
@@ -136,8 +165,10 @@ def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()
         where = table.where(position, "judge")
         if "_file" in table.frame:  # a dataset: the row's own file
             where["path"] = table.frame["_file"].iloc[position]
-        raise ValidationError(f"judge '{judge}' is not in the model registry; add it to a models file "
-                              "(--models; see `nepotism models`)", **where)
+        raise ValidationError(f"judge '{judge}' is not in the model registry; name it in a models file passed "
+                              f"with --models: [aliases] \"{judge}\" = \"<the registry's name>\" for a model it "
+                              "knows under another name (`nepotism models list`), else a [models] entry with its "
+                              "family", **where)
 
 
 def _references(references: Sequence[Source] | Mapping[str, Source], judged_refs: Mapping[str, pd.DataFrame]
@@ -357,6 +388,9 @@ def audit(
     if not summarised:
         summary.update({"instances": int(first.frame["instance_id"].nunique()),
                         "judges": sorted(map(str, first.frame["judge"].unique()))})
+        if "model" in first.frame:
+            summary["generators_not_in_registry"] = sorted(
+                m for m in map(str, first.frame["model"].unique()) if not registry.knows(m))
     if names:
         summary["committees"] = names
     pref = refs.get("preference-ref")

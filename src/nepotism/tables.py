@@ -86,6 +86,7 @@ __all__ = [
     "RUBRIC_SETUPS",
     "VERDICT_COLUMN",
     "Table",
+    "columns_of",
     "detect_kind",
     "key_columns",
     "parse_json_line",
@@ -178,6 +179,13 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+
+def columns_of(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The required and the optional columns of a ``kind`` table (the table in this module's docstring)."""
+    if kind not in _COLUMNS:
+        raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
+    return _COLUMNS[kind]
 
 
 def key_columns(kind: str) -> tuple[str, ...]:

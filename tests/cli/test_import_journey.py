@@ -97,13 +97,18 @@ JOURNEYS = [
      "judge_model=claude-3-haiku-20240307.jsonl.gz", "judgebench", (), "pairwise", 8, "preference-ref"),
     ("llama-3.3-70b_gpt-4o_eval.jsonl", "mbpp-selfpref", (), "pairwise", 12, "correctness-ref"),
     ("healthbench_sample.jsonl", "healthbench", (), "rubric", 32, "rubric-items"),
+    ("upstream/elobench_battle_records.csv", "table", ("--mapping", UPSTREAM / "elobench_mapping.toml"), "pairwise",
+     6, None),
 ]
+#: Formats whose journey runs elsewhere, on files the test writes with the upstream library itself.
+ELSEWHERE = {"inspect-log": "tests/importers/test_importers_inspect_log.py"}
 
 
 def test_every_format_has_a_journey():
     from nepotism.importers import formats
 
-    assert {fmt for _, fmt, *_ in JOURNEYS} == set(formats())
+    assert {fmt for _, fmt, *_ in JOURNEYS} | set(ELSEWHERE) == set(formats())
+    assert all((ROOT / test).is_file() for test in ELSEWHERE.values())
 
 
 @pytest.mark.parametrize(("source", "fmt", "extra", "kind", "rows", "ref_kind"), JOURNEYS)

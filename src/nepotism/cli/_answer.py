@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import print_table
+from nepotism.cli._common import print_table, unknown_names_lines
 
 __all__ = ["exclusion_lines", "names_line", "print_answer", "print_verdicts", "verdict_sentences"]
 
@@ -85,10 +85,9 @@ def _judges_table(results, *, output_format: str) -> None:
                 ["judge", "condition", "kind", "prompts", "generators"], rows, output_format=output_format)
     unknown = sorted(results.summary.get("generators_not_in_registry") or
                      {n for e in entries for n in (e.get("generators") or {}).get("unknown", [])})
-    if unknown:
-        shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
-        click.echo(f"Generators the registry does not know ({len(unknown)}: {shown}) count in no relation: a models "
-                   "file (--models) can give them a family or make them aliases of known models.")
+    for line in unknown_names_lines(unknown, "generators are not in the model registry, so no judge counts them "
+                                             "as a relative", shown=8):
+        click.echo(line)
 
 
 def exclusion_lines(records) -> list[str]:

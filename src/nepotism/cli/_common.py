@@ -19,7 +19,7 @@ import click
 
 __all__ = ["INTERNAL_ERROR", "bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store",
            "format_option", "json_stdout", "max_failure_rate_option", "models_option", "prevented_line", "print_table",
-           "report_internal_error", "run_live", "store_path_of", "whole_output", "write_all"]
+           "report_internal_error", "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -312,3 +312,15 @@ def run_live(job, *, progress: bool | None, as_json: bool = False):
         if as_json:
             echo_json({"status": "interrupted", "signal": name, "message": message})
         sys.exit(code)
+
+
+def unknown_names_lines(names: list[str], what: str, *, indent: str = "", shown: int = 12) -> list[str]:
+    """Names the model registry does not know (``what`` says what they are to the command) and how
+    to name them in a models file: the lines `import` and `metrics` print."""
+    if not names:
+        return []
+    listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return [f"{indent}{len(names)} {what}: {listed}",
+            f"{indent}name them in a models file passed with --models: [aliases] \"GPT 4\" = \"gpt-4\" for a model "
+            "the registry knows under another name (`nepotism models list`), [families] \"Anthropic\" = "
+            "[\"Claude 2\", ...] for models it does not know (README, Model registry)"]

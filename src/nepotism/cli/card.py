@@ -36,10 +36,12 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
       max = 0.05
       statistic = "ci_low"
 
-    Values are in the records' units (fractions: 0.05 = 5 points). A result whose value is
-    undefined is "not measured", neither pass nor fail. With --check the exit status is 1 when
-    any check fails (or a rule measured nothing, unless on_missing = "ignore"), 0 otherwise;
-    bad input is status 2.
+    Values are in the records' units (fractions: 0.05 = 5 points). Each check line names the
+    record's variant (opponents=unrelated or opponents=any, ties=..., ...): a rule without a
+    variant checks every variant of its metric. A result whose value is undefined is "not
+    measured", neither pass nor fail. With --check the exit status is 1 when any check fails (or
+    a rule measured nothing, unless on_missing = "ignore"), 0 otherwise; bad input (an unknown
+    metric or scope, a malformed rule) is status 2.
     """
     import json
     from pathlib import Path
@@ -99,9 +101,11 @@ def _text(cards) -> str:
         lines.append("  measured: " + ", ".join(f"{m['metric']} ({m['defined']}/{m['records']})" for m in card["measured"]))
         for c in card["checks"]:
             target = " vs ".join(c["pair"]) if c["pair"] else (c["generator"] or "")
+            variant = ", ".join(f"{k}={v}" for k, v in (c.get("variant") or {}).items()
+                                if not isinstance(v, (list, dict)))  # which variant: opponents=unrelated, ...
             observed = "n/a" if c["observed"] is None else f"{c['observed']:.4g}"
             ci = (f" (CI {c['ci_low']:.4g} to {c['ci_high']:.4g})" if c["ci_low"] is not None else "")
-            lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}"
+            lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}{' · ' + variant if variant else ''}"
                          f"{' · ' + target if target else ''}: {c['statistic']} = {observed}{ci}, n={c['n']}")
         lines.append("")
     for rule in cards["unmatched_rules"]:

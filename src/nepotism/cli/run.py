@@ -167,7 +167,11 @@ def _print_plan(plan: dict, as_json: bool) -> None:
 
 
 def _print_summary(summary) -> None:
-    click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
+    phases = summary.phases().values()
+    failed, total = sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
+    status = (f"ended with {failed} of {total} calls failed (stored: a rerun retries them)"
+              if failed and summary.status == "done" else summary.status)  # not "done" above "18 of 18 failed"
+    click.echo(f"run {summary.run_id}: {status}, {summary.instances} instances")
     for name, s in summary.phases().items():
         shared = f" (+{s['shared']} sharing their answers: same request)" if s.get("shared") else ""
         click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent{shared}, "

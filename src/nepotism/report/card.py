@@ -28,8 +28,8 @@ A rule applies to every record whose fields equal the rule's (the variant as a s
 matching record with a defined value is one check: pass or fail. A record whose value is undefined
 is listed as "not measured" and neither passes nor fails. A rule that matches no defined record
 for any judge is reported as "not measured" too, and fails the card unless ``on_missing =
-"ignore"`` — so a typo or missing data cannot pass silently. Unknown metric ids and malformed
-rules are `InputError`s. Values are in the record's own units (fractions, not percent).
+"ignore"`` — so a typo or missing data cannot pass silently. Unknown metric ids, unknown scopes
+and malformed rules are `InputError`s (exit status 2), not failed checks. Values are in the record's own units (fractions, not percent).
 
 What this module leaves out: rendering (`nepotism.report.full`, `nepotism.cli.card`).
 """
@@ -138,6 +138,18 @@ def _metric(name: str, path, key: str) -> str:
     return metric
 
 
+def _scope(scope, path, name: str):
+    """A scope a record can carry (`nepotism.models.SCOPE_LADDER`, the lineage predicates, the
+    matched-bias ``neutral`` check); a typo is an `InputError` naming it, not a rule that matches
+    nothing and fails the card."""
+    from nepotism.models import SCOPE_LADDER, SCOPES
+
+    known = dict.fromkeys((*SCOPE_LADDER, *SCOPES, "neutral"))
+    if scope not in known:
+        raise InputError(f"unknown scope {scope!r}; scopes are {', '.join(known)}", path=path, field=name)
+    return scope
+
+
 def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
     """Thresholds from a parsed TOML table (the ``[card]`` table, or a whole thresholds file)."""
     if "card" in table and isinstance(table["card"], dict):
@@ -159,6 +171,8 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         metric = _metric(name, path, key)
         per_scope = value if isinstance(value, dict) else {None: value}
         for scope, limit in per_scope.items():
+            if scope is not None:
+                _scope(scope, path, f"{key}.{scope}")
             match = {"metric": metric} | ({"scope": scope} if scope is not None else {})
             rules.append(Rule(match=match, statistic=statistic, source=key,
                               **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)}))
@@ -172,6 +186,8 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         if "max" not in raw and "min" not in raw:
             raise InputError(f"{name} needs max and/or min", path=path, field=name)
         rule_metric = _metric(str(raw["metric"]), path, name)
+        if "scope" in raw:
+            _scope(raw["scope"], path, f"{name}.scope")
         rule_statistic = raw.get("statistic", statistic)
         if rule_statistic not in _STATISTICS:
             raise InputError(f"{name}: statistic must be one of {', '.join(_STATISTICS)}", path=path, field=name)
