@@ -95,6 +95,7 @@ def _backend(cfg: ModelConfig) -> Any:
         urls = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
         return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env,
                                  timeout=cfg.timeout, max_connections=cfg.concurrency,
+                                 max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
                                  extra=dict(cfg.params), name=cfg.id)
     from nepotism.backends import gguf
     from nepotism.extras import require
