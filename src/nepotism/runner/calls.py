@@ -603,6 +603,8 @@ class CallExecutor:
         """Offline: deliver each stored failure as it was stored (counted as failed, not sent)."""
         stored = self.store.get_calls(list(pending))
         missing = [key for key in pending if key not in stored]
+        if missing and self.store.readonly:  # (a run served from a read-only store)
+            raise self.store.cannot_write(len(missing), "calls (to send, then store)")
         if missing:
             raise RuntimeError(f"{len(missing)} calls have no stored answer (first {missing[0][:12]}…); "
                                "an offline run needs every call stored")

@@ -15,6 +15,7 @@ the version it has, since it cannot be migrated.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["StoreSchemaError", "StoreWriteError"]
+__all__ = ["StoreSchemaError", "StoreWriteError", "unwritable"]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 #: Seconds a connection waits for another writer's lock before giving up.
@@ -128,6 +129,29 @@ def _statements(sql: str):
         raise RuntimeError("incomplete SQL statement at the end of a migration")
 
 
+def unwritable(path: Path) -> str | None:
+    """Why the store ``path`` cannot be written — created, or given the ``-wal`` and ``-shm`` files
+    SQLite keeps beside it — or None when it can: its folder is missing or cannot be written (a
+    read-only file system, no permission), or the file itself cannot be."""
+    folder = path.parent
+    if not folder.is_dir():
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} cannot be written: {_why(folder)}"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"the file cannot be written: {_why(path)}"
+    return None
+
+
+def _why(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    return "no write permission"
+
+
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode with WAL, ``synchronous=NORMAL`` and foreign keys on.
 
@@ -145,7 +169,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         mode = _journal_wal(conn)
     except (sqlite3.DatabaseError, StoreWriteError) as err:
-        raise InputError(f"cannot open the store: {getattr(err, 'message', err)}", path=str(path)) from None
+        why = unwritable(path)  # (SQLite says "unable to open database file" for all of these)
+        cause = why if why is not None else getattr(err, "message", err)
+        raise InputError(f"cannot open the store: {cause}", path=str(path)) from None
     if str(mode).lower() != "wal":
         conn.close()
         raise InputError(f"the store needs WAL journaling but SQLite chose {mode!r}", path=str(path))
@@ -168,8 +194,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
                                    check_same_thread=False, factory=_Connection)
             conn.store_path = str(path)
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-            conn.execute("PRAGMA query_only = ON")
-            return conn
+            return conn  # (temporary tables stay possible: a run's plan, `Store.open_plan`)
         except (sqlite3.DatabaseError, StoreWriteError) as err:
             last = err
     raise InputError(f"cannot open the store for reading: {getattr(last, 'message', last)}",

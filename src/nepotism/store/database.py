@@ -5,6 +5,14 @@ write is one transaction, so a killed process leaves the file consistent, and WA
 timeout let several processes append to the same file. Open one `Store` per process (do not
 share one across ``fork``). What the store leaves out: it never decides whether a failed call
 should be retried and never interprets a call — judging and the runner do that.
+
+A store opened read-only (`Store.read_only`: its file or folder cannot be written, a read-only
+mount, a shared copy) is read at its own version, and a run can still be served from it whole:
+the writes a complete rerun makes change nothing there (its instances, responses, judgments and
+references are stored as they are), so each is checked instead of written — nothing to change,
+nothing done; anything to add or change is a `StoreWriteError` naming the store, why it cannot be
+written and what the run would write. Such a run is not recorded among the runs, and writes no
+judge-plan memo rows.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
-from nepotism.store._migrate import StoreWriteError, connect, migrate, schema_version
+from nepotism.store._migrate import StoreWriteError, connect, migrate, schema_version, unwritable
 from nepotism.store.calls import (
     _CALL_COLUMNS,
     CALL_STATUSES,
@@ -99,6 +107,8 @@ class Store:
         self.path = Path(path)
         #: opened for reading only (`read_only`): nothing is written, not even a migration
         self.readonly = readonly
+        #: why (for messages): the store's file or folder cannot be written, or it was asked
+        self.readonly_reason = (unwritable(self.path) or "opened for reading only") if readonly else None
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
@@ -117,8 +127,7 @@ class Store:
         """Open an existing store for reading: read-only when the file or its folder cannot be
         written (a read-only mount, a shared copy), else as usual."""
         path = Path(path)
-        writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-        return cls(path, readonly=not writable)
+        return cls(path, readonly=unwritable(path) is not None)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -131,6 +140,33 @@ class Store:
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
+
+    def cannot_write(self, count: int, what: str) -> StoreWriteError:
+        """The error of a read-only store asked to add or change ``count`` ``what`` (the runner
+        asks it too, for the calls a run on it would have to send)."""
+        return StoreWriteError(
+            f"the store is read-only ({self.readonly_reason}) and this run would add or change {count} "
+            f"{what}: a run on a read-only store must find everything it needs stored already (a complete "
+            "rerun); run it where the store can be written, or with another --store", path=str(self.path))
+
+    def _stored_ids(self, table: str, ids: Sequence[str], columns: str = "id") -> dict[str, tuple]:
+        """The rows of ``table`` among ``ids`` (its ``columns``, the id first), by id."""
+        conn, found = self._conn(), {}
+        for start in range(0, len(ids), _BATCH):
+            chunk = list(ids[start:start + _BATCH])
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f'SELECT {columns} FROM "{table}" WHERE id IN ({marks})', chunk):
+                found[row[0]] = tuple(row)
+        return found
+
+    def _read_only_insert(self, table: str, rows: Iterable[tuple], what: str) -> int:
+        """On a read-only store, ``INSERT OR IGNORE`` of ``rows`` (the id first) into ``table``:
+        0 when every id is stored, else `cannot_write`."""
+        ids = [row[0] for row in rows]
+        missing = len(set(ids) - set(self._stored_ids(table, ids)))
+        if missing:
+            raise self.cannot_write(missing, what)
+        return 0
 
     def _write_many(self, sql: str, rows: Iterable[tuple]) -> int:
         """Run ``sql`` for every row in one transaction (known secrets redacted from every text
@@ -280,6 +316,8 @@ class Store:
         are answered when the disk fills up: `put_call` frees it on a full disk, stores the call
         and sets `low_space`, so a full disk loses no answered call. A no-op if it cannot be
         written (the disk is already full: then the first failed write says so)."""
+        if self.readonly:
+            return
         try:
             with open(self._reserve_path, "wb") as handle:
                 handle.write(b"\0" * nbytes)
@@ -290,7 +328,8 @@ class Store:
 
     def drop_reserve(self) -> None:
         """Remove the reserve file (at the end of a run)."""
-        self._reserve_path.unlink(missing_ok=True)
+        if not self.readonly:
+            self._reserve_path.unlink(missing_ok=True)
 
     def _release_reserve(self) -> bool:
         """Free the reserve after a full disk; True when there was one to free."""
@@ -395,6 +434,8 @@ class Store:
             source_of = lambda _ident, _d=dataset: _d  # noqa: E731
         else:
             source_of = dataset.get
+        if self.readonly:
+            return self._read_only_instances(rows, source_of)
         changed = " OR ".join(f"instances.{c} IS NOT excluded.{c}" for c in _INSTANCE_CONTENT)
         with self._transaction() as conn:
             self._refuse_other_items(conn, rows, source_of)
@@ -407,6 +448,17 @@ class Store:
                 f"WHERE {changed} OR (instances.dataset IS NULL AND excluded.dataset IS NOT NULL)",
                 ((*row, source_of(row[0]), _codec.now()) for row in rows))
             return conn.total_changes - before
+
+    def _read_only_instances(self, rows: list[tuple], source_of: Callable[[str], str | None]) -> int:
+        """`add_instances` on a read-only store: the conflicts it refuses, then 0 when every row is
+        stored as it is (its file recorded), else `cannot_write`."""
+        self._refuse_other_items(self._conn(), rows, source_of)
+        stored = self._stored_ids("instances", [row[0] for row in rows], f"{_codec.INSTANCE_COLUMNS}, dataset")
+        changed = sum(1 for row in rows if (known := stored.get(row[0])) is None or tuple(known[:-1]) != tuple(row)
+                      or (known[-1] is None and source_of(row[0]) is not None))
+        if changed:
+            raise self.cannot_write(changed, "instances (new, or edited in the dataset)")
+        return 0
 
     @staticmethod
     def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple],
@@ -434,6 +486,8 @@ class Store:
     def add_responses(self, responses: Iterable[Response]) -> int:
         """Add responses (ignoring ones already stored); return how many were new."""
         rows = (_codec.response_row(r) + (_codec.now(),) for r in responses)
+        if self.readonly:
+            return self._read_only_insert("responses", list(rows), "responses")
         return self._write_many(
             f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -470,6 +524,8 @@ class Store:
             rows = (_codec.judgment_row(j, i) + (keys.get(i), source, run_id, at)
                     for j, i in zip(judgments, ids, strict=True))
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
+        if self.readonly:
+            return self._read_only_judgments(list(rows), replace)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
         condition = "" if replace else (
             " WHERE (judgments.status = 'failed' AND excluded.status != 'failed')"
@@ -482,6 +538,22 @@ class Store:
             )
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
+
+    def _read_only_judgments(self, rows: list[tuple], replace: bool) -> int:
+        """`add_judgments` on a read-only store: 0 when no row would be added or changed (each
+        stored, not as a failure the new one is not, from the same call), else `cannot_write`."""
+        status = _JUDGMENT_FIELDS.index("status")
+        call_key = len(_JUDGMENT_FIELDS)
+        stored = self._stored_ids("judgments", [row[0] for row in rows], "id, status, call_key")
+        changed = 0
+        for row in rows:
+            known = stored.get(row[0])
+            if known is None or replace or (known[1] == "failed" and row[status] != "failed") or (
+                    known[2] is not None and row[call_key] is not None and known[2] != row[call_key]):
+                changed += 1
+        if changed:
+            raise self.cannot_write(changed, "judgments")
+        return 0
 
     def judged_calls(self) -> dict[str, int]:
         """How many parsed or unparsed judgments each call key backs (failed ones not counted).
@@ -529,6 +601,8 @@ class Store:
     def add_references(self, refs: Iterable[Reference]) -> int:
         """Add references (ignoring ids already stored); return how many were new."""
         rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)
+        if self.readonly:
+            return self._read_only_insert("references", list(rows), "references")
         return self._write_many(
             f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -569,8 +643,10 @@ class Store:
         longer exists (see `abandon_dead_runs`). The run records its process's host, pid and start
         time (`nepotism._process.own_start`, as a claim does).
         """
-        self.abandon_dead_runs()
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        if self.readonly:  # served from a read-only store: not recorded
+            return run_id
+        self.abandon_dead_runs()
         host, pid, start = self._owner()
         self._conn().execute(
             "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
@@ -589,6 +665,8 @@ class Store:
         (runs before migration 0012, no /proc) are left alone: a run is never ended while it might
         still be going.
         """
+        if self.readonly:
+            return []
         host = socket.gethostname()
         rows = self._conn().execute(
             "SELECT id, pid, owner_start FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
@@ -622,6 +700,8 @@ class Store:
         """Mark a run finished with ``status`` (``done``, ``failed`` or ``interrupted``)."""
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
+        if self.readonly:  # (`start_run` recorded nothing)
+            return
         cursor = self._conn().execute(
             "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
         )
@@ -723,6 +803,8 @@ class Store:
 _PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
 
 
+#: The columns of a judgment row as `_codec.judgment_row` gives them.
+_JUDGMENT_FIELDS = tuple(c.strip() for c in _codec.JUDGMENT_COLUMNS.split(","))
 #: The stored columns of an instance's content (all but its id and when it was first stored).
 _INSTANCE_CONTENT = ("prompt", "reference_answer", "rubric", "category", "metadata")
 

@@ -66,6 +66,8 @@ def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str,
                tags: Sequence[str] = ()) -> None:
     """Record that the ``tasks`` tasks digested as ``digest`` need the (call key, judgment id)
     ``pairs``, in task order, with ``tags`` (replacing a row of that digest). One transaction."""
+    if store.readonly:  # (a run served from a read-only store plans the window, as without a memo)
+        return
     tag_text = json.dumps(sorted(tags))
     check = memo_checksum(digest, tasks, tag_text, " ".join([f"{k} {i}" for k, i in pairs]))
     with store._transaction() as conn:
