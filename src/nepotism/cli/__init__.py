@@ -74,7 +74,7 @@ class _Main(click.Group):
                 return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(err, "exit_status", 2))  # (2: the input; a full store disk says otherwise)
 
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

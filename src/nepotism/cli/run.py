@@ -56,8 +56,9 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
 
     Exit status: 0 when the run is complete; 2 for a bad experiment or dataset file, or an output
     folder or store that cannot be written (nothing is called or written); 3 when more than --max-failure-rate of the calls failed (the summary is
-    still printed and the failures are stored: run again to retry them); 130 when interrupted
-    (with --json, the document says {"status": "interrupted"}).
+    still printed and the failures are stored: run again to retry them); 74 when the store's disk
+    filled up (the run stops sending and keeps every answer it was paid for: free space and run
+    again); 130 when interrupted (with --json, the document says {"status": "interrupted"}).
     """
     from nepotism.experiment import load_experiment
     from nepotism.runner.experiment_run import check_inputs, run_experiment

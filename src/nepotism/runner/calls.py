@@ -69,7 +69,7 @@ from nepotism.runner._replay import _LazyJSON, _replayed
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
-from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreWriteError
+from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreFullError, StoreWriteError
 from nepotism.store.fastread import call_rows
 from nepotism.store.writer import StoreWriter
 
@@ -316,6 +316,10 @@ def _raise_if_cancelled(task: asyncio.Task[Any] | None = None) -> None:
         raise asyncio.CancelledError
 
 
+class _NotSent(Exception):
+    """A call not sent because the store's disk filled up while it waited for a slot."""
+
+
 class CallExecutor:
     """Run planned calls through the cache and the endpoints, committing each before use."""
 
@@ -503,8 +507,7 @@ class CallExecutor:
                 except StoreWriteError:
                     pass  # (a full disk: the claims expire on their own)
         if self.store.low_space:
-            raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
-                                  "(none lost); free space and run again to resume", path=str(self.store.path))
+            raise self.store.full_disk_error()
 
     def _end_round(self) -> None:
         """Give back the slots of answered calls whose commit was not reported (a run stopped by
@@ -673,6 +676,9 @@ class CallExecutor:
         if error is None and self._writing is not None and not self._writing.closed:
             self._flush()
         if error is not None:
+            if isinstance(error, StoreFullError):  # (no room was set aside: `Store.reserve_space`)
+                self.store.lost += len(waiting)
+                error = self.store.full_disk_error()
             self._fail(error)
             return
         if not self._delivering:
@@ -791,7 +797,10 @@ class CallExecutor:
                     self._live.pop(call.key, None)
                     self._deliver_cached(group, completion_from_cached(cached), on_result)
                     continue
-            completion, errors = await self._attempts(endpoint, call, me)  # (holding a slot)
+            try:
+                completion, errors = await self._attempts(endpoint, call, me)  # (holding a slot)
+            except _NotSent:  # the disk filled meanwhile
+                return
             self._held[endpoint.model] = self._held.get(endpoint.model, 0) + 1
             # committed first, used after (in `_committed`, which gives the slot back): a crash in
             # between loses nothing used, and no more answers than the slots
@@ -847,6 +856,9 @@ class CallExecutor:
         the caller); a cancellation gives it back."""
         slots = self._slots[endpoint.model]
         await slots.acquire(tokens)
+        if self.store.low_space:  # the disk filled while this call waited: send nothing more
+            slots.release()
+            raise _NotSent
         try:
             try:
                 if endpoint.backend is None:

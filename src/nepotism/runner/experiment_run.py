@@ -494,7 +494,8 @@ async def run_experiment(
         store.add_responses(recorded)
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry,
                                                                               connect=not offline)
-    store.reserve_space()  # room for the calls answered when the disk fills up (none lost)
+    # room for the answers not yet stored when the disk fills up (none lost): a slot holds one
+    store.reserve_space(sum(e.limiter.concurrency if e.limiter is not None else 1 for e in endpoints.values()))
     try:
         config = {"experiment": experiment.as_config()}
         if shard is not None:

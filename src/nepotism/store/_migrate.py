@@ -26,7 +26,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["StoreSchemaError", "StoreWriteError", "unwritable"]
+__all__ = ["StoreFullError", "StoreSchemaError", "StoreWriteError", "describe_disk", "unwritable"]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 #: Seconds a connection waits for another writer's lock before giving up.
@@ -44,15 +44,57 @@ class StoreWriteError(InputError):
     """
 
 
+class StoreFullError(StoreWriteError):
+    """The disk holding the store is full (SQLite's ``SQLITE_FULL``, the system's ``ENOSPC``).
+
+    Not a bad input: the command line exits with `EXIT_STATUS` (``EX_IOERR``), after a run has
+    stored every answer it was paid for (`nepotism.store.Store.reserve_space`). The message names
+    the disk (`describe_disk`)."""
+
+    #: the exit status of the command line (sysexits' EX_IOERR: an input/output error)
+    EXIT_STATUS = 74
+    exit_status = EXIT_STATUS
+
+
 # SQLite's messages for a store that cannot be written, whatever the statement
-_WRITE_FAILURES = ("database or disk is full", "disk i/o error", "attempt to write a readonly database",
+_FULL = "database or disk is full"
+_WRITE_FAILURES = (_FULL, "disk i/o error", "attempt to write a readonly database",
                    "unable to open database file", "database disk image is malformed")
+
+
+def describe_disk(path: str | Path) -> str:
+    """The file system holding ``path``, for messages: its mount point, size and free space
+    (``/data: 3.0 MB, 0 B free``); the folder alone where the system cannot say."""
+    where = Path(path).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        device = where.stat().st_dev
+        mount = where
+        while mount != mount.parent and mount.parent.stat().st_dev == device:
+            mount = mount.parent
+        stats = os.statvfs(where)
+    except OSError:
+        return str(where)
+    return (f"{mount}: {_size(stats.f_blocks * stats.f_frsize)}, "
+            f"{_size(stats.f_bavail * stats.f_frsize)} free")
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if nbytes < 1000 or unit == "GB":
+            return f"{nbytes:.0f} B" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+    raise AssertionError("unreachable")
 
 
 def _write_failure(err: sqlite3.OperationalError, path: str) -> Exception:
     cause = str(err)
     if not any(text in cause.lower() for text in _WRITE_FAILURES):
         return err
+    if _FULL in cause.lower():
+        return StoreFullError(f"cannot write the store: the disk is full ({describe_disk(path)}); everything "
+                              "committed before is kept", path=path)
     return StoreWriteError(f"cannot write the store ({cause}); everything committed before is kept",
                            path=path)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import socket
@@ -37,7 +38,8 @@ from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
-from nepotism.store._migrate import StoreWriteError, connect, migrate, schema_version, unwritable
+from nepotism.store._migrate import (StoreFullError, StoreWriteError, connect, describe_disk, migrate,
+                                     schema_version, unwritable)
 from nepotism.store.calls import (
     _CALL_COLUMNS,
     CALL_STATUSES,
@@ -55,8 +57,11 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _BATCH = 500  # keys per SELECT ... IN (...)
 #: Seconds a claim on a call being sent lasts unless its owner renews it (see `Store.claim_call`).
 CLAIM_LEASE_S = 60.0
-#: Bytes set aside beside a store during a run for calls answered when its disk fills up.
-RESERVE_BYTES = 8 << 20
+#: Bytes set aside beside a store during a run for calls answered when its disk fills up, per
+#: concurrency slot (a slot holds at most one answer not yet stored: `nepotism.runner.calls`), with
+#: a floor; never more than a quarter of the space free when the run starts.
+RESERVE_PER_SLOT = 64 << 10
+RESERVE_MIN_BYTES = 1 << 20
 
 _FILTERS = {
     "instances": ("id", "category"),
@@ -113,9 +118,16 @@ class Store:
         self._connections: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._closed = False
-        #: True once a full disk used up the reserve (see `reserve_space`): send no more calls
+        #: True once the disk filled during a run (see `reserve_space`): send no more calls
         self.low_space = False
+        #: a run has set space aside (`reserve_space`), until `drop_reserve`
+        self._reserving = False
+        #: answered calls a full disk kept out of the store: written beside it (`_spill`), or lost
+        self.spilled = 0
+        self.lost = 0
         self.schema_version = migrate(self._conn(), self.path, readonly=readonly)
+        if not readonly and self._spill_path.exists():
+            self._store_spilled()
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
@@ -262,14 +274,7 @@ class Store:
                         logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
                         error=error, run_id=run_id)
         try:
-            try:
-                self._conn().execute(_PUT_CALL, _clean(row))
-            except StoreWriteError:
-                # a full disk: give back the space set aside (`reserve_space`) so that this
-                # answered, paid-for call is kept, then let the caller stop (`low_space`)
-                if not self._release_reserve():
-                    raise
-                self._conn().execute(_PUT_CALL, _clean(row))
+            self._keep_calls(lambda: self._conn().execute(_PUT_CALL, _clean(row)), [_clean(row)])
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
@@ -279,20 +284,15 @@ class Store:
         Each item holds ``key`` and the keyword arguments of `put_call`; the same rules apply.
         Returns how many rows were added or replaced. Nothing is stored if any item is invalid.
         With ``release_owner``, that owner's claims on these calls end in the same transaction
-        (see `claim_calls`). A full disk is met as `put_call` meets it: the reserve is given back
-        and the calls are stored (`low_space` set).
+        (see `claim_calls`). A full disk during a run is met by the space set aside
+        (`reserve_space`, `_keep_calls`).
         """
         at = _codec.now()  # one time for the rows of one transaction
         rows = [_clean(_call_row(**call, created_at=at)) for call in calls]
         if not rows:
             return 0
         try:
-            try:
-                return self._put_rows(rows, release_owner)
-            except StoreWriteError:
-                if not self._release_reserve():
-                    raise
-                return self._put_rows(rows, release_owner)
+            return self._keep_calls(lambda: self._put_rows(rows, release_owner), rows)
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
 
@@ -306,38 +306,135 @@ class Store:
                                  [(row[0], release_owner) for row in rows])
         return changed
 
-    # -- space set aside for answered calls ---------------------------------------------------
+    # -- a full disk during a run -------------------------------------------------------------
     @property
     def _reserve_path(self) -> Path:
         return self.path.with_name(self.path.name + "-reserve")
 
-    def reserve_space(self, nbytes: int = RESERVE_BYTES) -> None:
-        """Set ``nbytes`` of disk aside beside the store (a ``-reserve`` file) for the calls that
-        are answered when the disk fills up: `put_call` frees it on a full disk, stores the call
-        and sets `low_space`, so a full disk loses no answered call. A no-op if it cannot be
-        written (the disk is already full: then the first failed write says so)."""
+    def reserve_space(self, slots: int = 1) -> None:
+        """Prepare a run for a full disk, which must lose no answer it paid for.
+
+        Sets disk aside beside the store (a ``-reserve`` file) for the answers not yet stored
+        when the disk fills up: `RESERVE_PER_SLOT` for each of the run's ``slots`` (its
+        concurrency: the most answers it holds unstored), at least `RESERVE_MIN_BYTES`, at most a
+        quarter of the free space. Until `drop_reserve`, the first write that finds the disk full
+        frees it and sets `low_space` (the runner sends nothing more); the calls answered and not
+        yet stored are written into that room beside the store (`_keep_calls`), which takes them
+        in when it is next opened, while the rows a later run makes again from the stored calls —
+        judgments, responses, references, the judge-plan memo, claims — are no longer written
+        (`_derived`). A reserve that cannot be written is left out (the disk is full already)."""
         if self.readonly:
             return
+        self._reserving = True
+        path = self._reserve_path
         try:
-            with open(self._reserve_path, "wb") as handle:
-                handle.write(b"\0" * nbytes)
-                handle.flush()
-                os.fsync(handle.fileno())
+            stats = os.statvfs(self.path.parent)
+            nbytes = min(max(RESERVE_MIN_BYTES, slots * RESERVE_PER_SLOT), stats.f_bavail * stats.f_frsize // 4)
+            path.unlink(missing_ok=True)  # (never written through a link left at its name)
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(handle, b"\0" * nbytes)
+                os.fsync(handle)
+            finally:
+                os.close(handle)
         except OSError:
-            self._reserve_path.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
 
     def drop_reserve(self) -> None:
         """Remove the reserve file (at the end of a run)."""
         if not self.readonly:
             self._reserve_path.unlink(missing_ok=True)
+            self._reserving = False
 
-    def _release_reserve(self) -> bool:
-        """Free the reserve after a full disk; True when there was one to free."""
-        if not self._reserve_path.exists():
+    def _disk_full(self) -> bool:
+        """On a full disk during a run (`reserve_space`): free the reserve, set `low_space`, and
+        say so (True); outside a run False (the caller raises)."""
+        if not self._reserving:
             return False
-        self._reserve_path.unlink(missing_ok=True)
         self.low_space = True
+        try:
+            self._reserve_path.unlink(missing_ok=True)
+        except OSError:
+            pass
         return True
+
+    def _keep_calls(self, write: Callable[[], Any], rows: list[tuple]) -> Any:
+        """Run ``write``, which stores the answered calls ``rows``; once the disk is full during a
+        run (this write finds it so, or an earlier one did), write them instead as they are beside
+        the store (`_spill`, ≈ 1 KB a call, into the room the reserve gave back, where SQLite's
+        pages and WAL take ≈ 20), for the store to take in when it is next opened. Only a disk too
+        full even for that loses them, counted in `lost` (the next run asks them again), while
+        the calls still in flight are kept if they can be: the run ends with `full_disk_error`."""
+        if not self.low_space:
+            try:
+                return write()
+            except StoreFullError:
+                if not self._disk_full():
+                    raise
+        try:
+            self._spill(rows)
+        except OSError:
+            self.lost += len(rows)
+            return 0
+        self.spilled += len(rows)
+        return len(rows)
+
+    @property
+    def _spill_path(self) -> Path:
+        return self.path.with_name(self.path.name + "-unstored.jsonl")
+
+    def _spill(self, rows: list[tuple]) -> None:
+        """Append call ``rows`` (as stored: secrets already redacted) to the spill file beside the
+        store, one JSON array a line, flushed to disk before returning."""
+        data = "".join(json.dumps(list(row)) + "\n" for row in rows).encode()  # (ASCII: \u escapes)
+        handle = os.open(self._spill_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, data)
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+    def _store_spilled(self) -> None:
+        """Store the calls a full disk left beside the store (`_spill`), in one transaction, then
+        remove the file; a line cut short by a kill is left out (never acknowledged). A disk still
+        full stops here, naming it: free space first."""
+        rows = []
+        with open(self._spill_path, "rb") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, list) and len(row) == _CALL_FIELDS:
+                    rows.append(tuple(row))
+        if rows:
+            self._put_rows(rows, None)
+        self._spill_path.unlink(missing_ok=True)
+
+    def _derived(self, write: Callable[[], Any]) -> Any:
+        """Run ``write``, which stores rows a later run makes again from the stored calls; once the
+        disk is full during a run they are not written (0): the room left is for answered calls."""
+        if self.low_space:
+            return 0
+        try:
+            return write()
+        except StoreFullError:
+            if not self._disk_full():
+                raise
+            return 0
+
+    def full_disk_error(self) -> StoreFullError:
+        """The error a run stopped by a full disk ends with: every answer it was paid for stored
+        (`spilled` beside the store, stored when it is next opened), or `lost`."""
+        kept = "every call it was answered is stored (none lost"
+        if self.spilled:
+            kept += f"; {self.spilled} of them in {self._spill_path.name} beside it, stored when it is next opened"
+        kept += ")"
+        if self.lost:
+            kept = f"{self.lost} answered calls could not be stored and will be asked again; the others are stored"
+        return StoreFullError(
+            f"the disk of the store is full ({describe_disk(self.path)}): the run stopped sending, and {kept}; "
+            "free space, then run again to go on (no stored call is asked again)", path=str(self.path))
 
     # -- claims on calls being sent ----------------------------------------------------------
     def claim_call(self, key: str, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> str:
@@ -358,9 +455,19 @@ class Store:
         of this host whose owner is gone — no such pid, a zombie, or the pid now another process's
         (another start time) — is taken over at once. A claim without a start time (written
         before migration 0010, or where /proc cannot tell) is held while its pid lives."""
+        unique = list(dict.fromkeys(keys))
+        if self.low_space:  # a full disk: nothing more is sent
+            return dict.fromkeys(unique, "busy")
+        try:
+            return self._claim(unique, owner, lease_s)
+        except StoreFullError:
+            if not self._disk_full():
+                raise
+            return dict.fromkeys(unique, "busy")
+
+    def _claim(self, unique: list[str], owner: str, lease_s: float) -> dict[str, str]:
         conn = self._conn()
         host, pid, start = self._owner()
-        unique = list(dict.fromkeys(keys))
         marks = ",".join("?" * len(unique))
         with self._transaction():
             done = {k for (k,) in conn.execute(
@@ -398,9 +505,8 @@ class Store:
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
-        cursor = self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
-                                      (time.time() + lease_s, owner))
-        return cursor.rowcount
+        return self._derived(lambda: self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
+                                                          (time.time() + lease_s, owner)).rowcount)
 
     def release_claims(self, owner: str, keys: Sequence[str] | None = None) -> None:
         """End ``owner``'s claims on ``keys`` (all of them when None)."""
@@ -488,11 +594,11 @@ class Store:
         rows = (_codec.response_row(r) + (_codec.now(),) for r in responses)
         if self.readonly:
             return self._read_only_insert("responses", list(rows), "responses")
-        return self._write_many(
+        return self._derived(lambda: self._write_many(
             f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             rows,
-        )
+        ))
 
     def add_judgments(
         self,
@@ -531,11 +637,11 @@ class Store:
             " WHERE (judgments.status = 'failed' AND excluded.status != 'failed')"
             " OR judgments.call_key != excluded.call_key")  # (false when either is NULL)
         try:
-            return self._write_many(
+            return self._derived(lambda: self._write_many(
                 f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
                 f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
                 rows,
-            )
+            ))
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
 
@@ -603,11 +709,11 @@ class Store:
         rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)
         if self.readonly:
             return self._read_only_insert("references", list(rows), "references")
-        return self._write_many(
+        return self._derived(lambda: self._write_many(
             f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
-        )
+        ))
 
     def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list:
         where, params = _where(table, filters)
@@ -702,9 +808,14 @@ class Store:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
         if self.readonly:  # (`start_run` recorded nothing)
             return
-        cursor = self._conn().execute(
-            "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
-        )
+        try:
+            cursor = self._conn().execute(
+                "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
+            )
+        except StoreFullError:
+            if not self.low_space:
+                raise
+            return  # (the disk filled during the run: the next run ends it, its process gone)
         if cursor.rowcount == 0:
             raise InputError(f"no run {run_id!r} in the store", path=str(self.path))
 
@@ -803,6 +914,8 @@ class Store:
 _PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
 
 
+#: How many values a stored call's row holds (`_call_row`).
+_CALL_FIELDS = len(_CALL_COLUMNS.split(","))
 #: The columns of a judgment row as `_codec.judgment_row` gives them.
 _JUDGMENT_FIELDS = tuple(c.strip() for c in _codec.JUDGMENT_COLUMNS.split(","))
 #: The stored columns of an instance's content (all but its id and when it was first stored).
