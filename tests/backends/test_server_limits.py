@@ -5,7 +5,6 @@ transport; the memory of a client met by a 2 MB gzip body inflating to 2 GiB is 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -19,19 +18,10 @@ from nepotism.backends import Request
 from nepotism.backends.openai_http import MAX_RESPONSE_BYTES, OpenAIHTTPBackend
 from nepotism.records import Message
 from nepotism.testing.standin import StandinConfig, standin_thread
+from tests.backends.test_openai_http_backend import run as _complete
 
 MSG = (Message("user", "Pick A or B."),)
 MiB = 1 << 20
-
-
-def _complete(backend: OpenAIHTTPBackend, *requests: Request):
-    async def go():
-        try:
-            return await asyncio.gather(*(backend.complete(r) for r in requests))
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
 
 
 def test_the_default_limit_is_far_above_any_real_answer():

@@ -118,3 +118,20 @@ def small_disk(tmp_path):
     yield mount
     for disk in disks:
         disk.unmount()
+
+
+def count_calls(db, where: str = "") -> int:
+    """The calls in store ``db`` (``where``: an SQL condition on them), read without writing; 0
+    before the file or its table exists (a run just started, or killed before)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(f"SELECT COUNT(*) FROM calls{' WHERE ' + where if where else ''}").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0

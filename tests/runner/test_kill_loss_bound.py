@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 
 from nepotism.testing.experiments import standin_experiment
 from nepotism.testing.standin import StandinConfig, standin_thread
+from tests.runner.conftest import count_calls
 
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 CONCURRENCY = 16  # per model; two models: at most 32 calls in flight
@@ -30,17 +30,7 @@ SLOTS = 2 * CONCURRENCY
 
 
 def _stored(db: Path) -> int:
-    """Calls stored ok, read without writing (0 before the store exists)."""
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok'").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
+    return count_calls(db, "status = 'ok'")
 
 
 def _answered(server) -> int:
