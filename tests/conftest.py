@@ -51,11 +51,12 @@ def browser_factory(tmp_path_factory):
 
 
 #: With NEPOTISM_REQUIRE_EXTRAS=1 (set by .ci/run) a test may skip only for these reasons: data
-#: beside the repository (../shared is not part of a clone), kernel features a container may lack,
+#: beside the repository (../shared is not part of a clone), kernel features a container may lack
+#: (a network namespace, mounting a small tmpfs for the full-disk and read-only tests),
 #: and the optional `litellm` extra (deliberately not in `test`). Any other skip — a missing extra,
 #: browser, model package or model hash — fails, so CI cannot pass by skipping what it should test.
 _ALLOWED_SKIPS = ("../shared", "beside the repository", "shared data", "ifeval data is not at", "network namespace",
-                  "kill(-1)", "litellm")
+                  "kill(-1)", "cannot mount a tmpfs", "litellm")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -8,7 +8,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    store's instances, each as the latest run read it); limit = N (first N instances)
     [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
                    openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
-                   environment variable holding the key), timeout = 60; gguf: model (a
+                   environment variable holding the key), timeout = 60 (seconds a call may take
+                   in all, to the answer's last byte), max_response_mb = 16 (the longest answer
+                   body kept, after decompression; a longer one is a failed call); gguf: model (a
                    packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
                    both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
                    retry_max_delay_s = 30, params = {extra request parameters}
@@ -131,6 +133,7 @@ class ModelConfig:
     n_ctx: int = 4096
     n_threads: int = 2
     timeout: float = 60.0
+    max_response_mb: float = 16.0
     concurrency: int = 4
     rpm: float | None = None
     tpm: float | None = None
@@ -383,6 +386,7 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
         cfg["model"] = r.get("model", str)
         cfg["api_key_env"] = r.get("api_key_env", str)
         cfg["timeout"] = r.positive("timeout", 60.0, high=_MAX_TIMEOUT_S, unit="seconds")
+        cfg["max_response_mb"] = r.positive("max_response_mb", 16.0, high=4096, unit="MiB")
     else:
         cfg["path"] = _relative(base, r.get("path", str))
         cfg["model"] = r.get("model", str)

@@ -14,6 +14,7 @@ This module knows nothing about judging, stores, retries or rate limits: the run
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -51,15 +52,40 @@ def read_api_key(env: str | None) -> Secret | None:
     """The API key held in environment variable ``env`` (None when no variable is named).
 
     A named but unset or empty variable is an `InputError` naming it; the key itself is only ever
-    held in a `Secret`, so it cannot reach a repr, a log or the store.
+    held in a `Secret`, so it cannot reach a repr, a log or the store. Whitespace around the key
+    (a trailing newline from ``$(cat key.txt)`` or an editor, a space, a tab) is removed, with a
+    warning naming the variable, once per process: sent as it was, a line break made every call
+    fail, and a server that trims the header it echoes sent the key back in a spelling no longer
+    the one held. The text as it was is redacted as well (`Secret`'s ``also``). A key with any
+    other character than visible ASCII (a line break or space inside it, a non-ASCII letter) is
+    an `InputError`: no HTTP header can carry it. Neither message shows the key.
     """
     if env is None:
         return None
-    key = os.environ.get(env)
-    if not key:
-        raise InputError(f"environment variable {env} is not set (it should hold the API key)",
-                         path="<environment>", field=env)
-    return Secret(key)
+    raw = os.environ.get(env)
+    where = {"path": "<environment>", "field": env}
+    if not raw or not raw.strip():
+        raise InputError(f"environment variable {env} is not set (it should hold the API key)"
+                         + (", or holds only whitespace" if raw else ""), **where)
+    key = raw.strip()
+    bad = next((i for i, c in enumerate(key) if not 0x21 <= ord(c) <= 0x7E), None)
+    if bad is not None:
+        raise InputError(f"environment variable {env} holds a character an HTTP header cannot carry at "
+                         f"position {bad + 1} of the key (a space or line break inside it, a control or "
+                         "non-ASCII character); set it to the key alone", **where)
+    if key != raw and env not in _TRIMMED:
+        _TRIMMED.add(env)
+        around = sorted({_WHITESPACE_NAMES.get(c, f"U+{ord(c):04X}") for c in raw[:len(raw) - len(raw.lstrip())]
+                         + raw[len(raw.rstrip()):]})
+        _log.warning("warning: environment variable %s holds the API key with whitespace around it (%s); "
+                     "the key is used without it", env, ", ".join(around))
+    return Secret(key, also=(raw,) if key != raw else ())
+
+
+#: variables whose key had whitespace around it, warned about once (`read_api_key`)
+_TRIMMED: set[str] = set()
+_WHITESPACE_NAMES = {"\n": "a line break", "\r": "a carriage return", "\t": "a tab", " ": "a space"}
+_log = logging.getLogger("nepotism.backends")
 
 
 def logsumexp(values: list[float]) -> float:

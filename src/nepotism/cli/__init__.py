@@ -75,7 +75,7 @@ class _Main(click.Group):
                 return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(err, "exit_status", 2))  # (2: the input; a full store disk says otherwise)
         except KeyboardInterrupt as stop:  # before click turns it into "Aborted!" and exit status 1
             _interrupted(stop, as_json=bool(ctx.meta.get("nepotism.json")))
 

@@ -287,9 +287,15 @@ def store_path_of(store_path, experiment):
 
 
 def experiment_store(store_path, experiment):
-    """`store_path_of`, its folder created."""
+    """`store_path_of`, its folder created (an `InputError` naming it when it cannot be)."""
+    from nepotism.errors import InputError
+
     path = store_path_of(store_path, experiment)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot create the store's folder {path.parent} ({err.strerror or err})",
+                         path=str(path)) from None
     return path
 
 
