@@ -201,6 +201,10 @@ def _reference(items, scope) -> list[dict[str, Any]]:
 
 def _alone(items, scope) -> list[dict[str, Any]]:
     rows = _scoped(items, "self-preference-ratio", scope)
+    # a pointwise ratio comes with ties counted half (50% = equal preference on a coarse scale that ties
+    # often) and as not preferred; the verdict reads the half reading, the pairwise one says its tie share
+    halves = [r for r in rows if (r.get("variant") or {}).get("ties") == "half"]
+    rows = halves or rows
     unrelated = [r for r in rows if (r.get("variant") or {}).get("opponents") == "unrelated" and r.get("value") is not None]
     record = _first(unrelated) or _first([r for r in rows if r.get("value") is not None]) or _first(rows)
     return [{"rung": "alone", "record": record, "null": None}] if record is not None else []
@@ -300,11 +304,18 @@ def _sentence(name: str, scope: str, reading: Mapping[str, Any], finding: str) -
                 f"as answers of models outside its family ({_ci(r, fmt)}; paper 002's HSPP ratio, 1.00× = none; "
                 f"{_count(k, 'prompt')}).")
     if metric == "self-preference-ratio":
-        against = "unrelated models" if (r.get("variant") or {}).get("opponents") == "unrelated" else \
+        variant = r.get("variant") or {}
+        against = "unrelated models" if variant.get("opponents") == "unrelated" else \
             "less related models (no unrelated opponent exists here)"
+        if variant.get("ties") == "half":
+            ties = "; equal scores count half, so 50% is equal preference"
+        elif r.get("tie_share"):
+            ties = f"; ties ({_pct(r['tie_share'])} of them) count as not preferred"
+        else:
+            ties = ""
         return (f"{name} prefers {words} over {against} in {_pct(r['value'])} of comparisons ({_ci(r, _pct)}; "
-                f"{_count(n, 'comparison')} over {_count(k, 'prompt')}). This cannot tell favouritism from better "
-                "answers.")
+                f"{_count(n, 'comparison')} over {_count(k, 'prompt')}{ties}). This cannot tell favouritism from "
+                "better answers.")
     return f"{name}: {metric} = {r['value']}"
 
 
@@ -455,7 +466,7 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
                          "prompts": "—", "confidence": None,
                          "evidence": "none of its own, its family's or its students' answers is among those it judged",
                          "sentence": " ".join(v.sentence for v in items),
-                         "needs": sorted({n for v in items for n in v.needs}), "records": []})
+                         "needs": list(dict.fromkeys(n for v in items for n in v.needs)), "records": []})
             continue
         for v in items:
             measured = v.status == "measured"

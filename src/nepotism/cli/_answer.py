@@ -46,11 +46,11 @@ def print_verdicts(results, title: str, *, output_format: str) -> None:
     several = len({r["condition"] for r in table}) > 1
     rows = []
     for r in table:
-        level = int(round(100 * (r["confidence"] or 0.95)))
-        evidence = r["evidence"] + (f" ({level}% CI)" if r["status"] == "measured" and level != 95 else "")
+        evidence = r["evidence"]
         rows.append([r["judge"]] + ([r["condition"]] if several else [])
                     + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], evidence])
-    header = ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", "95% CI", "prompts",
+    level = int(round(100 * float((summary.get("options") or {}).get("confidence") or 0.95)))
+    header = ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", f"{level}% CI", "prompts",
                                                                "evidence"]
     what = ", ".join(sorted(({t.get("kind") for t in summary.get("tables", [])} or {summary.get("kind")}) - {None}))
     title = (f"{title} ({what}): how much each judge favours its relatives "
