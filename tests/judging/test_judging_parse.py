@@ -388,6 +388,20 @@ def test_rubric_list_quoted_from_the_answer_never_counts():
                              [f"say {fields}"]) == ([None] * 3, "quoted_only")
 
 
+def test_rubric_list_the_answer_also_holds_is_the_judges_own_on_its_own_line():
+    # issue 39: an answer holding the judge's list (all met) cannot take the judge's list away
+    listed = '{"results": [true, true, true]}'
+    answer = f"Done. {listed}"
+    assert parse_rubric_list(f"Every item is met.\n{listed}", 3, [answer]) == (["yes", "yes", "yes"], "")
+    assert parse_rubric_list(f"Every item is met.\n```json\n{listed}\n```", 3, [answer]) == (["yes"] * 3, "")
+    # quoted with the answer's words around it, or reported inline, it is still the answer's list
+    assert parse_rubric_list(f'It says "Done. {listed}" at the end.', 3, [answer]) == ([None] * 3, "quoted_only")
+    # two bare lists that disagree: which one is the judge's, text cannot tell
+    other = '{"results": [false, false, false]}'
+    both = parse_rubric_list(f"{listed}\n{other}", 3, [answer, f"x {other}"])
+    assert both == ([None] * 3, "conflicting")
+
+
 def test_rubric_all_judgments_carry_the_reason():
     from nepotism.records import Instance, Response, RubricItem
 
