@@ -121,7 +121,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
         return
     kinds = {t["kind"] for t in results.summary.get("tables", [])} or {results.summary["kind"]}
     # records a plain-words line explains: the pairwise summary speaks for the pairwise audit and the boards
-    skip = {"leaderboard-rank"} | (set(_PAIRWISE_AUDIT) if "pairwise" in kinds else set())
+    skip = {"leaderboard-rank", "exclusion-share-gap"} | (set(_PAIRWISE_AUDIT) if "pairwise" in kinds else set())
     unexplained = [r for r in records if r["metric"] not in skip] if kinds != {"pairwise"} else []
     _print(records, judgments, pairwise="pairwise" in kinds, output_format=output_format, unexplained=unexplained)
     if output_format != "tsv":
@@ -164,6 +164,21 @@ def exclusion_lines(records) -> list[str]:
         where = ", ".join(str(v) for v in (r.get("condition"), variant.get("kind"), variant.get("setup")) if v)
         reasons = ", ".join(f"{k} {v:,}" for k, v in (r.get("excluded") or {}).items()) or "none"
         lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
+    return lines + flagged_lines(records)
+
+
+def flagged_lines(records) -> list[str]:
+    """One line per generator an ``exclusion-share-gap`` record flags (none when nothing is flagged)."""
+    rows = [r for r in records if r["metric"] == "exclusion-share-gap" and r.get("flagged")]
+    if not rows:
+        return []
+    lines = ["Generators left without a verdict far more often than the judge's others (a sign of gaming the "
+             "verdict reader; read the raw replies, docs/verdicts.md):"]
+    for r in rows:
+        reasons = r.get("excluded") or {}
+        top = max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"
+        lines.append(f"  {r['judge']} ({r.get('condition')}): {r['generator']} {r['share']:.1%} of {r['n']:,} vs "
+                     f"{r['others_share']:.1%} of {r['others_n']:,}, p {r['p_value']:.3g} — mostly {top}")
     return lines
 
 
@@ -186,6 +201,8 @@ def _print(records, judgments, *, pairwise: bool, output_format: str, unexplaine
 
     rows = []
     for r in records:
+        if r["metric"] == "exclusion-share-gap" and not r.get("flagged"):
+            continue  # one per judge and generator: shown only when it flags one (--json has them all)
         ci = f"{r['ci_low']:.3f} – {r['ci_high']:.3f}" if r.get("ci_low") is not None else ""
         value = f"{r['value']:.3f}" if r["value"] is not None else f"— ({r.get('note') or 'undefined'})"
         target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")

@@ -16,7 +16,9 @@
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
 - `exclusion_table`: ``excluded-verdicts`` records — per judge, condition and table kind, how many
-  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...).
+  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...); each row
+  also lists the generators its ``exclusion-share-gap`` records flag (left out far more often than
+  the judge's others: a sign of gaming the verdict reader).
 - `coverage`: which metric ids have a section of their own and which only reach "All results".
 
 Every estimate is written by `_format.format_value` (undefined → "n/a (why…)", never 0). What
@@ -29,7 +31,7 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSION_GAP", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
@@ -42,12 +44,13 @@ VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harm
               "judge-accuracy")
 RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
+EXCLUSION_GAP = "exclusion-share-gap"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
     "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
-    "humans": HUMANS, "exclusions": (EXCLUSIONS,),
+    "humans": HUMANS, "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
 #: Scopes of the third-party control of a perturbation; every other scope is the judged side, ``[mitigate] target``.
@@ -336,16 +339,33 @@ def rubric_table(records: list[dict]) -> list[dict]:
 
 def exclusion_table(records: list[dict]) -> list[dict]:
     """One row per ``excluded-verdicts`` record (no slices): judge, condition, kind, how many
-    judgments, how many without a verdict, the share with its CI, and the count per reason."""
+    judgments, how many without a verdict, the share with its CI, the count per reason, and
+    ``flagged``: the generators a flagged ``exclusion-share-gap`` record of the same judge,
+    condition and kind names (generator, its share and the others', the gap with its CI, the
+    one-sided p-value and the level it was held to, its most frequent reason); empty for most."""
+    flagged: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        variant = _v(r)
+        if r.get("metric") == EXCLUSION_GAP and r.get("flagged") and "slice" not in variant:
+            reasons = r.get("excluded") or {}
+            flagged[(r.get("judge"), r.get("condition"), variant.get("kind", ""))].append({
+                "generator": r.get("generator"), "share": format_number(r.get("share"), EXCLUSIONS),
+                "of": r.get("n"), "others_share": format_number(r.get("others_share"), EXCLUSIONS),
+                "others_of": r.get("others_n"), "gap": format_value(r),
+                "p": f"{r['p_value']:.3g} (≤ {r['p_threshold']:.3g})" if r.get("p_value") is not None
+                and r.get("p_threshold") is not None else "n/a",
+                "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"})
     rows = []
     for r in records:
         variant = _v(r)
         if r.get("metric") != EXCLUSIONS or "slice" in variant:
             continue
         reasons = r.get("excluded") or {}
-        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
+        kind = variant.get("kind", "")
+        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": kind,
                      "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"})
+                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none",
+                     "flagged": flagged.get((r.get("judge"), r.get("condition"), kind), [])})
     return rows
 
 
