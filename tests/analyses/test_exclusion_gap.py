@@ -144,11 +144,18 @@ def test_a_judge_that_saw_two_generators_only_has_no_gap_records(registry):
     assert any(r["metric"] == "excluded-verdicts" for r in records)
 
 
-def test_without_resamples_nothing_is_flagged(registry):
+def test_the_test_needs_no_resamples_and_a_few_exclusions(registry):
+    """The flag's p-value is a cluster-robust z-test, not the bootstrap's share of resamples: it
+    does not bottom out at 1 / (resamples + 1), so it flags without resamples (no interval then)
+    and with many generators; a candidate with fewer than 5 judgments left out is never flagged."""
     records = run_suite(_pairwise(1), "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     gaps = _gaps(records)
-    assert gaps["other-2"]["value"] > 0.2 and gaps["other-2"]["p_value"] is None
-    assert not any(r["flagged"] for r in gaps.values()) and gaps["other-2"]["p_threshold"] is None
+    assert gaps["other-2"]["ci_low"] is None and gaps["other-2"]["p_value"] < 1e-6
+    assert [g for g, r in gaps.items() if r["flagged"]] == ["other-2"]
+    few = _pairwise(2, gamed=0.08, base=0.0, prompts=12)  # a handful left out, none among the others
+    gaps = _gaps(run_suite(few, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records)
+    assert gaps["other-2"]["others_n_excluded"] == 0 and 0 < gaps["other-2"]["n_excluded"] < 5
+    assert not gaps["other-2"]["flagged"]
 
 
 def test_suite_records_equal_the_estimator_generator_by_generator(registry):

@@ -325,12 +325,18 @@ def test_exclusion_share_gap():
                               n_resamples=200)
     assert est.value == pytest.approx(0.5) and est.n == 4 and est.n_clusters == 4 and est.n_excluded == 3
     assert est.excluded == {"failed-timeout": 1, "unparsed-quoted-only": 2}
-    assert est.p_value is not None and 0 < est.p_value <= 1 and est.ci_low <= 0.5 <= est.ci_high
-    # the rule: p at most alpha over the candidates tested, and at least twice the others' share
-    assert gaming_flag(est.__class__(0.5, 0.2, 0.8, 4, 4, p_value=0.004), 0.75, 0.25, tested=5, alpha=0.05)
-    assert not gaming_flag(est.__class__(0.5, 0.2, 0.8, 4, 4, p_value=0.02), 0.75, 0.25, tested=5, alpha=0.05)
-    assert not gaming_flag(est.__class__(0.1, 0.05, 0.2, 4, 4, p_value=0.001), 0.3, 0.2, tested=1, alpha=0.05)
-    assert not gaming_flag(est.__class__(0.5, float("nan"), float("nan"), 4, 4), 0.75, 0.25, tested=1, alpha=0.05)
+    assert est.ci_low <= 0.5 <= est.ci_high
+    # the z-test by hand: per prompt u = (y − ¾n)/4 − (y′ − ¼n′)/4 = −⅛, ⅛, ⅛, −⅛; variance
+    # 4/3 · Σu² = 1/12; z = 0.5 / √(1/12) = √3; p = 1 − Φ(√3)
+    assert est.p_value == pytest.approx(stats.norm.sf(np.sqrt(3.0)))
+    # the rule: p at most alpha over the candidates tested, at least twice the others' share, and
+    # at least 5 of the candidate's judgments without a verdict
+    flag = est.__class__
+    assert gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30, p_value=0.004), 0.75, 0.25, tested=5, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30, p_value=0.02), 0.75, 0.25, tested=5, alpha=0.05)
+    assert not gaming_flag(flag(0.1, 0.05, 0.2, 40, 4, n_excluded=12, p_value=0.001), 0.3, 0.2, tested=1, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 4, 4, n_excluded=3, p_value=0.001), 0.75, 0.25, tested=1, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30), 0.75, 0.25, tested=1, alpha=0.05)
     # every judgment shows it (a pairwise judge with two generators): nothing to set it against
     alone = exclusion_share_gap(np.array([True, False]), np.array([True, True]), np.array([1, 2]))
     assert alone.value != alone.value and "every judgment shows the candidate" in alone.note

@@ -35,7 +35,7 @@ weights-matrix product per (judge, condition). Left out: file reading and presen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,8 @@ from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
 from nepotism.metrics._common import undefined
-from nepotism.metrics.coverage import count_reasons, excluded_share, gaming_flag, gap_sums, gap_undefined
+from nepotism.metrics.coverage import (count_reasons, excluded_share, gaming_flag, gap_p_value, gap_sums,
+                                       gap_undefined)
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
@@ -482,9 +483,9 @@ def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndar
                  missing: np.ndarray, labels: np.ndarray, instance: np.ndarray, options) -> list[dict]:
     """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
     more often the judgments showing it have no verdict than the judge's others
-    (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums, every generator's resampled in
-    one product), and whether that flags it (`gaming_flag`: Bonferroni over the generators tested,
-    at 1 − the confidence level). The judgments a failed generation prevented are left out: the
+    (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums and test, every generator's
+    resampled in one product), and whether that flags it (`gaming_flag`: Bonferroni over the
+    generators tested, at 1 − the confidence level). The judgments a failed generation prevented are left out: the
     judge never saw those candidates."""
     judge, condition, variant = named
     gone = missing[where]
@@ -498,22 +499,22 @@ def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndar
     _, prompt = np.unique(instance[where], return_inverse=True)  # prompts in order, as `cluster_sums` codes them
     n_prompts = int(prompt.max()) + 1
     batch = ClusterSetBatch(options.bootstrap)
-    rows = []
+    rows, tests = [], []
     for code in np.unique(sides):
         shown = (sides == code).any(axis=0)
         mine = gone & shown
         n, n_excluded = int(shown.sum()), int(mine.sum())
         counts = count_reasons(why, mine)
         note = gap_undefined(n, where.size)
-        index = (batch.add(np.zeros((0, 4)), difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, note=note)
-                 if note else batch.add(gap_sums(gone, shown, prompt, n_prompts), difference_of_ratios, n=n,
-                                        n_excluded=n_excluded, excluded=counts, alternative="greater"))
+        sums = np.zeros((0, 4)) if note else gap_sums(gone, shown, prompt, n_prompts)
+        index = batch.add(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, note=note or None)
         others, others_gone = where.size - n, int(gone.sum()) - n_excluded
         rows.append((str(generators[code]), index, n, n_excluded, others, others_gone))
-    estimates = batch.run()
+        tests.append(None if note else gap_p_value(sums))
+    estimates = [replace(est, p_value=p) for est, p in zip(batch.run(), tests, strict=True)]
     if not any(estimates[index].defined for _, index, *_ in rows):
         return []  # no generator to set against the others (one generator, or a pairwise judge with two)
-    tested = sum(1 for _, index, *_ in rows if estimates[index].defined and estimates[index].p_value is not None)
+    tested = sum(1 for est in estimates if est.defined and est.p_value is not None)
     alpha = 1.0 - options.bootstrap.confidence_level
     records = []
     for name, index, n, n_excluded, others, others_gone in sorted(rows):

@@ -137,8 +137,9 @@ _ROWS = [
                ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
     MetricInfo("exclusion-share-gap", coverage.exclusion_share_gap, "nepotism bookkeeping (docs/verdicts.md)",
                "per judge and generator g: Σ excluded·shows(g) / Σ shows(g) − Σ excluded·(1−shows(g)) / Σ (1−shows(g)) "
-               "over the judgments the judge was asked; flagged (a gaming signal) when the one-sided cluster-bootstrap "
-               "p ≤ (1 − confidence) / generators tested and g's share ≥ 2 × the others' share",
+               "over the judgments the judge was asked; flagged (a gaming signal) when the one-sided cluster-robust "
+               "z-test p ≤ (1 − confidence) / generators tested, g's share ≥ 2 × the others' share and ≥ 5 of g's "
+               "judgments have no verdict",
                ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
 ]
 

@@ -18,22 +18,26 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
 from nepotism.metrics.bootstrap import (Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals,
                                         settings)
 from nepotism.metrics._common import undefined
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["GAMING_RATIO", "count_reasons", "excluded_share", "exclusion_share_gap", "gaming_flag", "gap_sums",
-           "gap_undefined"]
+__all__ = ["GAMING_MIN", "GAMING_RATIO", "count_reasons", "excluded_share", "exclusion_share_gap", "gaming_flag", "gap_sums",
+           "gap_p_value", "gap_undefined"]
 
 #: A candidate is flagged only when its judgments are excluded at least this many times as often
 #: as the judge's other judgments ("far more often"), besides a significant gap (`gaming_flag`).
 GAMING_RATIO = 2.0
+#: ... and only when at least this many of its judgments have no verdict.
+GAMING_MIN = 5
 
 
 def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterable[object] | None = None,
@@ -97,8 +101,9 @@ def exclusion_share_gap(excluded: ArrayLike, shown: ArrayLike, clusters: ArrayLi
     the judgment shows the candidate (a pairwise judgment shows two), ``clusters`` its prompt.
     The value is Σ excluded·shown / Σ shown − Σ excluded·(1 − shown) / Σ (1 − shown): the
     candidate's excluded share minus the share among the judgments that do not show it, with a
-    cluster bootstrap over prompts and the one-sided bootstrap p-value for a gap > 0 (the share of
-    resamples at or below 0). ``n``, ``n_excluded`` and ``excluded`` (per reason, from
+    cluster bootstrap interval over prompts and the one-sided p-value for a gap > 0 of
+    `gap_p_value` (a cluster-robust z-test: a bootstrap p-value cannot fall below 1 / (resamples
+    + 1), too coarse for a level divided among many generators). ``n``, ``n_excluded`` and ``excluded`` (per reason, from
     ``reasons``) describe the candidate's judgments. Undefined (NaN, with a note) when every
     judgment shows the candidate, or none does. Not a paper's metric: nepotism bookkeeping
     (docs/verdicts.md), computed by the suite per judge, condition and table kind (variant
@@ -123,8 +128,31 @@ def exclusion_share_gap(excluded: ArrayLike, shown: ArrayLike, clusters: ArrayLi
         return undefined(why_not, n=n, n_excluded=n_excluded, excluded=counts, bootstrap=options)
     other = ~showing
     _, sums = cluster_sums(clusters, np.column_stack([mine, showing, gone & other, other]).astype(float))
-    return cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts,
-                             bootstrap=options, alternative="greater")
+    estimate = cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts,
+                                 bootstrap=options)
+    return replace(estimate, p_value=gap_p_value(sums))
+
+
+def gap_p_value(sums: np.ndarray) -> float | None:
+    """One-sided p-value for an `exclusion_share_gap` above 0, from its per-prompt sums ``(n_prompts, 4)``
+    (`gap_sums`): a cluster-robust z-test. The gap's linearisation per prompt c is
+    u_c = (y_c − s·n_c) / N − (y′_c − s′·n′_c) / N′ (y, n: the candidate's excluded and shown
+    judgments on c, s = Σy / N, N = Σn; primes: the others'), its variance C / (C − 1) · Σ u_c²
+    over the C prompts, and p = 1 − Φ(gap / √variance). None when it cannot be computed (fewer
+    than two prompts, an empty side, no variance)."""
+    sums = np.asarray(sums, dtype=float)
+    if sums.shape[0] < 2:
+        return None
+    y, n, y_other, n_other = sums.T
+    total, total_other = n.sum(), n_other.sum()
+    if total <= 0 or total_other <= 0:
+        return None
+    share, share_other = y.sum() / total, y_other.sum() / total_other
+    u = (y - share * n) / total - (y_other - share_other * n_other) / total_other
+    variance = sums.shape[0] / (sums.shape[0] - 1) * float(np.square(u).sum())
+    if not variance > 0:
+        return None
+    return float(stats.norm.sf((share - share_other) / np.sqrt(variance)))
 
 
 def gap_undefined(n: int, total: int) -> str:
@@ -148,15 +176,16 @@ def gap_sums(excluded: np.ndarray, shown: np.ndarray, codes: np.ndarray, n_clust
 def gaming_flag(gap: Estimate, share: float, others_share: float, *, tested: int, alpha: float) -> bool:
     """Whether a candidate's excluded share is far above the judge's other judgments': the gap's
     one-sided p-value at most ``alpha / tested`` (Bonferroni over the ``tested`` candidates of the
-    judge) and ``share >= GAMING_RATIO × others_share``. A gap without a p-value (no resamples)
-    is never flagged.
+    judge), ``share >= GAMING_RATIO × others_share`` and at least `GAMING_MIN` of the candidate's
+    judgments without a verdict (the z-test's normal approximation needs a few). A gap without a
+    p-value is never flagged.
 
     >>> from nepotism.metrics._estimate import Estimate
-    >>> gaming_flag(Estimate(0.3, 0.2, 0.4, 100, 50, p_value=0.001), 0.35, 0.05, tested=5, alpha=0.05)
+    >>> gaming_flag(Estimate(0.3, 0.2, 0.4, 100, 50, n_excluded=35, p_value=0.001), 0.35, 0.05, tested=5, alpha=0.05)
     True
-    >>> gaming_flag(Estimate(0.3, 0.2, 0.4, 100, 50, p_value=0.02), 0.35, 0.05, tested=5, alpha=0.05)
+    >>> gaming_flag(Estimate(0.3, 0.2, 0.4, 100, 50, n_excluded=35, p_value=0.02), 0.35, 0.05, tested=5, alpha=0.05)
     False
     """
-    if gap.p_value is None or tested < 1 or not gap.defined or gap.value <= 0:
+    if gap.p_value is None or tested < 1 or not gap.defined or gap.value <= 0 or gap.n_excluded < GAMING_MIN:
         return False
     return bool(gap.p_value <= alpha / tested and share >= GAMING_RATIO * others_share)
