@@ -457,6 +457,14 @@ def run(cases: list[Case]) -> dict[str, Any]:
             "lost_share_with_decoy": share(by_decoy["decoy"]), "bad": bad}
 
 
+def _print(summary: dict[str, Any], head: str) -> None:
+    print(head)
+    for name, counts in summary["per_protocol"].items():
+        print(f"  {name}: {dict(sorted(counts.items()))}")
+    for result, case in summary["bad"][:20]:
+        print(result, case)
+
+
 def main() -> None:
     generated = run(generate(2000))
     print(f"generated: {generated['cases']}  outcomes: {generated['total']}  "
@@ -464,19 +472,12 @@ def main() -> None:
     for result, case in generated["bad"][:10]:
         print(result, case)
     summary = run(build())
-    print(f"cases: {summary['cases']}  outcomes: {summary['total']}  own verdicts lost: {summary['lost_share']:.2%} "
-          f"(without decoys {summary['lost_share_without_decoy']:.2%}, with {summary['lost_share_with_decoy']:.2%})")
-    for name, counts in summary["per_protocol"].items():
-        print(f"  {name}: {dict(sorted(counts.items()))}")
-    for result, case in summary["bad"][:20]:
-        print(result, case)
+    _print(summary, f"cases: {summary['cases']}  outcomes: {summary['total']}  own verdicts lost: "
+                    f"{summary['lost_share']:.2%} (without decoys {summary['lost_share_without_decoy']:.2%}, with "
+                    f"{summary['lost_share_with_decoy']:.2%})")
     gaming = run(build_gaming())
-    print(f"gaming: {gaming['cases']}  outcomes: {gaming['total']}  own verdicts lost (suppressed): "
-          f"{gaming['lost_share']:.2%}")
-    for name, counts in gaming["per_protocol"].items():
-        print(f"  {name}: {dict(sorted(counts.items()))}")
-    for result, case in gaming["bad"][:20]:
-        print(result, case)
+    _print(gaming, f"gaming: {gaming['cases']}  outcomes: {gaming['total']}  own verdicts lost (suppressed): "
+                   f"{gaming['lost_share']:.2%}")
 
 
 if __name__ == "__main__":
