@@ -866,13 +866,15 @@ def _decide(pool: list[Marker], n_masked: int, text: str = "", bare: Sequence[Ma
     return Reading(final.value, "", final, n_masked)
 
 
-def _claimed(markers: Sequence[Marker], n_masked: int, hidden: Sequence[Marker] = ()) -> Reading | None:
+def _claimed(markers: Sequence[Marker], n_masked: int,
+             hidden: Callable[[], Sequence[Marker]] = lambda: ()) -> Reading | None:
     """The judge's final statement when a candidate holds the same text: the last marker of the
     first tier (statements, else hints) that stands bare in the verdict position (it begins or
     ends its line, nothing around it copied from a candidate), read only when no marker that could
     be the judge's own disagrees: one of the judge's own, another bare one anywhere, or one in a
     quoting block that no candidate holds (the judge's own words, set in a block) — also in text
-    dropped before a closing reasoning tag that has no opening one (``hidden``). Quotes of a candidate — in quotation marks, in a
+    dropped before a closing reasoning tag that has no opening one (``hidden``, found only when
+    needed). Quotes of a candidate — in quotation marks, in a
     quoting block, or with its neighbouring words — never disagree. None when no such marker
     exists."""
     for tiers in (("statement",), ("statement", "hint")):
@@ -881,7 +883,7 @@ def _claimed(markers: Sequence[Marker], n_masked: int, hidden: Sequence[Marker] 
         if not claims:
             continue
         final = claims[-1]
-        rivals = [mk for mk in [*markers, *hidden] if mk.tier in tiers and mk.value is not None
+        rivals = [mk for mk in [*markers, *hidden()] if mk.tier in tiers and mk.value is not None
                   and mk.value != final.value and mk.masked in ("", "bare", "block")]
         return Reading(None, "conflicting", final, n_masked) if rivals else Reading(final.value, "", final, n_masked)
     return None
@@ -917,7 +919,7 @@ def read_verdict(reply: str | None, grammar: Grammar, sources: Sources | Sequenc
     # so may the text before a closing tag without an opening one (taken as reasoning the chat
     # template opened): a statement there in the judge's own words may be its verdict
     claimed = None if unfinished or irregular else _claimed(
-        markers, n_masked, [mk for piece in dropped for mk in find_markers(piece, grammar, sources)])
+        markers, n_masked, lambda: [mk for piece in dropped for mk in find_markers(piece, grammar, sources)])
     if claimed is not None:
         return claimed
     if pools:
