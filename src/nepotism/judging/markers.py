@@ -55,9 +55,9 @@ says which JSON keys and ``Keyword: value`` lines carry an answer and which raw 
 
 The adversarial corpus (``tests/judging/corpus.py``) and the property tests hold the invariant:
 what is read is the judge's own verdict or nothing; its gaming set holds the other direction: a
-candidate holding the judge's verdict marker does not take the verdict away. What this module leaves out: protocol grammars
-(`nepotism.judging.parse`), building judgments (`nepotism.judging.interpret`), label
-log-probabilities (read in `interpret`).
+candidate holding the judge's verdict marker does not take the verdict away. What this module
+leaves out: protocol grammars (`nepotism.judging.parse`), building judgments
+(`nepotism.judging.interpret`), label log-probabilities (read in `interpret`).
 """
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ class Marker:
     in a block), ``"copied"`` (a candidate's text reproduced with its neighbouring words, in
     quotation marks or in a fenced block copied from it: a quote) or ``"bare"`` (a candidate holds
     the same text, but nothing around it was copied: the judge's own statement or a bare quote).
-    ``standing`` says whether a copied marker is in the verdict position (it begins or ends its
-    line, outside quotation marks).
+    ``standing`` says whether a held marker (``"copied"`` or ``"bare"``) is in the verdict
+    position (it begins or ends its line, outside quotation marks).
     """
 
     start: int
@@ -571,10 +571,10 @@ def _copy_kind(text: str, core: tuple[int, int], statement: tuple[int, int], sou
     (nothing around it copied), and whether its statement (``statement``: the marker, or the
     JSON object holding it) stands in the verdict position (a JSON statement, ``json_statement``,
     only when it begins its line: ``The answer claims {...}`` reports what an answer holds). For a
-    standing statement the rest of
-    its line is its own (a keyword, closing punctuation), and only `_TAG_QUOTE_LONG` copied
-    characters beyond its line make it a quote: a candidate that holds ``Final verdict: [[B]]``
-    after a sentence a judge might also write cannot take the judge's own line away."""
+    standing statement the rest of its line is its own (a keyword, closing punctuation), and only
+    a copy reaching around that line makes it a quote (`_with_neighbours` with ``skip``): a
+    candidate that holds ``Final verdict: [[B]]`` after a sentence a judge might also write cannot
+    take the judge's own line away."""
     quoted, begins, ends = _position(text, *statement)
     if quoted:
         return "copied", False
