@@ -45,7 +45,8 @@ import pandas as pd
 from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pairwise
 from nepotism.analyses.cases import CASE_LIMIT
 from nepotism.analyses.comparisons import build_comparisons, candidates
-from nepotism.analyses.suite import REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, labels_per_pair, run_suite
+from nepotism.analyses.suite import (REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, flagged_candidates,
+                                     labels_per_pair, run_suite)
 from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, relation_census
 from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism._files import is_store
@@ -255,7 +256,7 @@ def _streamed(source: Source | Sequence[Source], *, references: Sequence[Source]
                                        kind=kind, reference_kinds=tuple(refs), ranked=ranked,
                                        check=lambda table: check_registry(table, registry))
     summary = {"source": str(items[0]), **summary, "options": bootstrap.as_dict(),
-               "references": [str(p) for p in ref_names]}
+               "references": [str(p) for p in ref_names], "flagged_candidates": flagged_candidates(records)}
     for x, y in correlate:
         records.append(_correlation_record(records, x, y, bootstrap))
     verdicts = judge_verdicts(records, min_prompts=min_prompts)
@@ -295,7 +296,9 @@ def audit(
     prompts, seed 0). ``rule``: how the two presentation orders combine (``consistent``, paper 004
     Eq. 1, or ``strict``, paper 003). ``opponents``: which opponent populations the self-preference
     ratio and demographic-parity bias of related candidates use. Returns `nepotism.results.Results`
-    with ``summary`` (what was read and what was left out) and ``findings`` (plain sentences).
+    with ``summary`` (what was read and what was left out; ``flagged_candidates``: the generators
+    whose judgments a judge left without a verdict far more often than its others, a sign that
+    their text games the verdict reader — docs/verdicts.md) and ``findings`` (plain sentences).
     ``stream``: read a pairwise dataset (folder or glob) one partition at a time, keeping per-prompt
     sums instead of rows (`nepotism.analyses.stream`): the first audit, excluded-verdicts,
     position-consistency and the leaderboards, identical to the in-memory records; every other metric is listed as not
@@ -397,6 +400,7 @@ def audit(
     if pref is not None:
         summary["reference_labels_per_pair"] = labels_per_pair(pref)
         summary["reference_vote"] = reference_vote
+    summary["flagged_candidates"] = flagged_candidates(records)
     records += boards
     for x, y in correlate:
         records.append(_correlation_record(records, x, y, bootstrap))

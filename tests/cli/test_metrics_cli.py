@@ -213,7 +213,8 @@ def test_pointwise_with_leaderboard_and_rank_against(tmp_path):
     board.write_text("model,score\njudge-a,4\njudge-b,3\nother-1,2\nother-2,1\n")
     records = run_json([path, "--leaderboard", board, "--rank-against", "judge-b", "--bootstrap", "30"], tmp_path)
     assert {r["metric"] for r in records} == {"self-preference-ratio", "ranking-difference", "excluded-verdicts",
-                                                "leaderboard-rank", "matched-bias"}  # the same records as nepotism report
+                                                "leaderboard-rank", "matched-bias",
+                                                "exclusion-share-gap"}  # the same records as nepotism report
     against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
     assert against == {"leaderboard", "judge judge-b"}
     assert all(r["variant"].get("paradigm") == "pointwise" for r in records if r["metric"] == "self-preference-ratio")

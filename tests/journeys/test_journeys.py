@@ -155,7 +155,7 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
     whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)
     streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)
     computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-                "excluded-verdicts", "position-consistency", "leaderboard-rank"}
+                "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank"}
     same = [r for r in whole if r["metric"] in computed]
     assert {r["metric"] for r in same} == computed
     assert json.dumps(same) == json.dumps([r for r in streamed if r["metric"] in computed])

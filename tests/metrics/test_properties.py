@@ -48,6 +48,7 @@ PROPERTIES = {
     "task-accuracy": (lambda r, c: task.task_accuracy(BIN[r], c), (0, 1)),
     "excluded-verdicts": (lambda r, c: coverage.excluded_share(BIN[r] == 1, c, reasons=np.where(BIN[r] == 1, "x", None)),
                           (0, 1)),
+    "exclusion-share-gap": (lambda r, c: coverage.exclusion_share_gap(BIN[r] == 1, BIN2[r] == 1, c), (-1, 1)),
 }
 
 

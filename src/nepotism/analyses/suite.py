@@ -35,7 +35,7 @@ weights-matrix product per (judge, condition). Left out: file reading and presen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -45,9 +45,11 @@ from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparis
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
-from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics._batch import ClusterSetBatch
+from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
 from nepotism.metrics._common import undefined
-from nepotism.metrics.coverage import excluded_share, low_label_mass
+from nepotism.metrics.coverage import (count_reasons, excluded_share, gaming_flag, gap_p_value, gap_sums,
+                                       gap_undefined, low_label_mass)
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
@@ -461,7 +463,8 @@ DERIVED_SLICES = ("rubric-polarity", "rubric-length")
 
 
 def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | None = None) -> list[dict]:
-    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason.
+    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason;
+    then exclusion-share-gap per generator of each (`_gap_records`).
 
     ``rows``: a pairwise ``frame``'s `RowPairs` (from its `build_comparisons`), whose codes and
     exclusion labels are the ones computed here otherwise."""
@@ -469,9 +472,46 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     if column is None or column not in frame or frame.empty:
         return []
     if rows is not None and kind == "pairwise":
-        return _with_low_mass(_pairwise_exclusions(rows, options), frame, column, ["judge", "condition"])
+        missing = np.isnan(rows.code_a)
+        labels = np.full(len(frame), None, dtype=object)
+        labels[missing] = rows.why_labels(np.flatnonzero(missing))
+        instance, group, n_conditions = rows.instance, rows.group, len(rows.conditions)
+
+        def named(g: int) -> tuple[str, str, dict]:
+            return rows.judges[g // n_conditions], rows.conditions[g % n_conditions], {"kind": kind}
+    else:
+        keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
+        group = np.zeros(len(frame), dtype=np.int64)
+        names = []
+        for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
+            codes, values = pd.factorize(frame[key], sort=True)  # the column's own dtype: no object copy
+            group = group * len(values) + codes
+            names.append(np.asarray(values, dtype=object))
+        missing = frame[column].isna().to_numpy()
+        labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
+        if missing.any():
+            labels[missing] = row_exclusions(frame[missing])
+        instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
+
+        def named(g: int) -> tuple[str, str, dict]:
+            parts = []
+            for values in reversed(names):
+                g, code = divmod(g, len(values))
+                parts.append(values[code])
+            judge, condition, *setup = reversed(parts)
+            return judge, condition, {"kind": kind} | ({"setup": setup[0]} if setup else {})
+    columns = [frame[c] for c in ("model_a", "model_b", "model") if c in frame][:2]
+    codes, generators = pd.factorize(pd.concat(columns, ignore_index=True), sort=True)
+    shows = codes.reshape(len(columns), len(frame))  # per side, each judgment's generator code
+    records = []
+    for g, where in _spans(group).items():  # a group's records together, as a streamed partition gives them
+        judge, condition, variant = named(g)
+        est = excluded_share(missing[where], instance[where], reasons=labels[where], bootstrap=options.bootstrap)
+        records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
+        records += _gap_records(named(g), where, shows, np.asarray(generators, dtype=object), missing, labels,
+                                instance, options)
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
-    return _with_low_mass(_exclusion_records(frame, kind, options, column, keys), frame, column, keys)
+    return _with_low_mass(records, frame, column, keys)
 
 
 def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: list[str]) -> list[dict]:
@@ -485,50 +525,83 @@ def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: 
     groups = frame[keys].astype(str).groupby(keys, sort=False).indices  # keys: at least judge and condition
     counts = {key: low_label_mass(mass[at], parsed[at]) for key, at in groups.items()}
     for record in records:
+        if record["metric"] != "excluded-verdicts":
+            continue
         key = (str(record["judge"]), str(record["condition"])) + (
             (str(record["variant"]["setup"]),) if "setup" in keys else ())
         record["label_mass_below_half"] = counts.get(key, 0)
     return records
 
 
-def _exclusion_records(frame: pd.DataFrame, kind: str, options, column: str, keys: list[str]) -> list[dict]:
-    group = np.zeros(len(frame), dtype=np.int64)
-    names = []
-    for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
-        codes, labels = pd.factorize(frame[key], sort=True)  # the column's own dtype: no object copy
-        group = group * len(labels) + codes
-        names.append(np.asarray(labels, dtype=object))
-    missing = frame[column].isna().to_numpy()
-    labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
-    if missing.any():
-        labels[missing] = row_exclusions(frame[missing])
-    instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
+_NOT_ASKED = "failed-generation:"  # the label prefix of a judgment a failed generation prevented
+
+
+def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndarray, generators: np.ndarray,
+                 missing: np.ndarray, labels: np.ndarray, instance: np.ndarray, options) -> list[dict]:
+    """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
+    more often the judgments showing it have no verdict than the judge's others
+    (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums and test, every generator's
+    resampled in one product), and whether that flags it (`gaming_flag`: Bonferroni over the
+    generators tested, at 1 − the confidence level). The judgments a failed generation prevented are left out: the
+    judge never saw those candidates."""
+    judge, condition, variant = named
+    gone = missing[where]
+    asked = np.ones(where.size, dtype=bool)
+    if gone.any():
+        asked[gone] = [not (isinstance(label, str) and label.startswith(_NOT_ASKED)) for label in labels[where[gone]]]
+    where = where[asked]
+    if where.size == 0:
+        return []
+    gone, sides, why = missing[where], shows[:, where], labels[where]
+    _, prompt = np.unique(instance[where], return_inverse=True)  # prompts in order, as `cluster_sums` codes them
+    n_prompts = int(prompt.max()) + 1
+    batch = ClusterSetBatch(options.bootstrap)
+    rows, tests = [], []
+    for code in np.unique(sides):
+        shown = (sides == code).any(axis=0)
+        mine = gone & shown
+        n, n_excluded = int(shown.sum()), int(mine.sum())
+        counts = count_reasons(why, mine)
+        note = gap_undefined(n, where.size)
+        sums = np.zeros((0, 4)) if note else gap_sums(gone, shown, prompt, n_prompts)
+        index = batch.add(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, note=note or None)
+        others, others_gone = where.size - n, int(gone.sum()) - n_excluded
+        rows.append((str(generators[code]), index, n, n_excluded, others, others_gone))
+        tests.append(None if note else gap_p_value(sums))
+    estimates = [replace(est, p_value=p) for est, p in zip(batch.run(), tests, strict=True)]
+    if not any(estimates[index].defined for _, index, *_ in rows):
+        return []  # no generator to set against the others (one generator, or a pairwise judge with two)
+    tested = sum(1 for est in estimates if est.defined and est.p_value is not None)
+    alpha = 1.0 - options.bootstrap.confidence_level
     records = []
-    for g, rows in _spans(group).items():
-        parts = []
-        for labels_of in reversed(names):
-            g, code = divmod(g, len(labels_of))
-            parts.append(labels_of[code])
-        judge, condition, *setup = reversed(parts)
-        variant = {"kind": kind} | ({"setup": setup[0]} if setup else {})
-        est = excluded_share(missing[rows], instance[rows], reasons=labels[rows], bootstrap=options.bootstrap)
-        records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
+    for name, index, n, n_excluded, others, others_gone in sorted(rows):
+        est = estimates[index]
+        share = n_excluded / n if n else None
+        others_share = others_gone / others if others else None
+        flagged = share is not None and others_share is not None and gaming_flag(est, share, others_share,
+                                                                                  tested=tested, alpha=alpha)
+        records.append(_record("exclusion-share-gap", judge, condition, est, generator=name, variant=variant,
+                               share=share, others_share=others_share, others_n=others,
+                               others_n_excluded=others_gone, flagged=flagged,
+                               p_threshold=alpha / tested if tested else None))
     return records
 
 
-def _pairwise_exclusions(rows: RowPairs, options) -> list[dict]:
-    """`exclusion_records` of a pairwise table from its `RowPairs` (the same records)."""
-    missing = np.isnan(rows.code_a)
-    n_conditions = len(rows.conditions)
-    records = []
-    for g, where in _spans(rows.group).items():
-        reasons = np.full(where.size, None, dtype=object)
-        gone = missing[where]
-        reasons[gone] = rows.why_labels(where[gone])
-        est = excluded_share(gone, rows.instance[where], reasons=reasons, bootstrap=options.bootstrap)
-        records.append(_record("excluded-verdicts", rows.judges[g // n_conditions], rows.conditions[g % n_conditions],
-                               est, variant={"kind": "pairwise"}))
-    return records
+def flagged_candidates(records: list[dict]) -> list[dict]:
+    """The flagged exclusion-share-gap records as plain dicts (``Results.summary["flagged_candidates"]``):
+    judge, condition, kind, generator, share, others_share, n, n_excluded, reason (the candidate's most
+    frequent exclusion label) and p_value."""
+    out = []
+    for r in records:
+        if r.get("metric") != "exclusion-share-gap" or not r.get("flagged"):
+            continue
+        reasons = r.get("excluded") or {}
+        out.append({"judge": r["judge"], "condition": r["condition"], "kind": (r.get("variant") or {}).get("kind"),
+                    "generator": r["generator"], "share": r["share"], "others_share": r["others_share"],
+                    "n": r["n"], "n_excluded": r["n_excluded"],
+                    "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else None,
+                    "p_value": r.get("p_value")})
+    return out
 
 
 def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:

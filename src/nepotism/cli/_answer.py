@@ -13,7 +13,7 @@ import click
 
 from nepotism.cli._common import print_table, unknown_names_lines
 
-__all__ = ["exclusion_lines", "names_line", "print_answer", "print_verdicts", "verdict_sentences"]
+__all__ = ["exclusion_lines", "flagged_lines", "names_line", "print_answer", "print_verdicts", "verdict_sentences"]
 
 
 def print_answer(results, title: str, *, output_format: str) -> None:
@@ -97,7 +97,7 @@ def exclusion_lines(records) -> list[str]:
         return []
     if not any(r.get("n_excluded") or r.get("label_mass_below_half") for r in rows):
         total = sum(r.get("n") or 0 for r in rows)
-        return [f"Every one of the {total:,} judgments has a verdict (none left out)."]
+        return [f"Every one of the {total:,} judgments has a verdict (none left out)."] + flagged_lines(records)
     lines = ["Judgments without a verdict (left out of every metric above), by reason:"]
     for r in rows:
         if not r.get("n_excluded") and not r.get("label_mass_below_half"):
@@ -108,6 +108,19 @@ def exclusion_lines(records) -> list[str]:
         if r.get("label_mass_below_half"):  # read and kept, as papers 001 and 004 read labels; counted
             reasons += f"; kept {r['label_mass_below_half']:,} read from labels holding < 1/2 of the probability"
         lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
+    return lines + flagged_lines(records)
+
+
+def flagged_lines(records) -> list[str]:
+    """One line per generator an ``exclusion-share-gap`` record flags (none when nothing is flagged)."""
+    rows = [r for r in records if r["metric"] == "exclusion-share-gap" and r.get("flagged")]
+    if not rows:
+        return []
+    lines = ["Generators left without a verdict far more often than the judge's others (a sign of gaming the "
+             "verdict reader; read the raw replies, docs/verdicts.md):"]
+    for r in rows:
+        reasons = r.get("excluded") or {}
+        top = max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"
+        lines.append(f"  {r['judge']} ({r.get('condition')}): {r['generator']} {r['share']:.1%} of {r['n']:,} vs "
+                     f"{r['others_share']:.1%} of {r['others_n']:,}, p {r['p_value']:.3g} — mostly {top}")
     return lines
-
-

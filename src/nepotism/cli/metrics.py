@@ -192,6 +192,8 @@ def undefined_lines(records) -> list[str]:
 def _print(records, judgments, *, output_format: str) -> None:
     rows = []
     for r in records:
+        if r["metric"] == "exclusion-share-gap" and not r.get("flagged"):
+            continue  # one per judge and generator: shown only when it flags one (--json has them all)
         ci = f"{r['ci_low']:.3f} – {r['ci_high']:.3f}" if r.get("ci_low") is not None else ""
         value = f"{r['value']:.3f}" if r["value"] is not None else f"— ({r.get('note') or 'undefined'})"
         target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")

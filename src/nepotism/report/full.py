@@ -395,6 +395,16 @@ def _md_sections(context: dict) -> list[str]:
         cols = ["judge", "condition", "kind", "judgments", "without", "share", "reasons"]
         out += _md_table(["judge", "condition", "kind", "judgments", "without a verdict", "share", "by reason"],
                          [[r[k] for k in cols] for r in context["exclusions"]]) + [""]
+        flagged = [(r, f) for r in context["exclusions"] for f in r["flagged"]]
+        if flagged:
+            out += ["### Generators left out far more often than the others", "",
+                    "A generator whose text holds the verdict markers a judge writes can turn its losses into "
+                    "exclusions (docs/verdicts.md); read the raw replies before trusting this judge's numbers for it.", ""]
+            out += _md_table(["judge", "condition", "kind", "generator", "without a verdict", "others",
+                              "gap (CI)", "p (level)", "most frequent reason"],
+                             [[r["judge"], r["condition"], r["kind"], f["generator"], f"{f['share']} of {f['of']}",
+                               f"{f['others_share']} of {f['others_of']}", f["gap"], f["p"], f["reason"]]
+                              for r, f in flagged]) + [""]
     if context["generic_only"]:
         out += [f"Shown only in the results table below (no plot or section of their own): "
                 f"{_md(', '.join(context['generic_only']))}.", ""]

@@ -18,7 +18,9 @@
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
 - `exclusion_table`: ``excluded-verdicts`` records — per judge, condition and table kind, how many
-  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...).
+  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...); each row
+  also lists the generators its ``exclusion-share-gap`` records flag (left out far more often than
+  the judge's others: a sign of gaming the verdict reader).
 - `coverage`: which metric ids have a section of their own and which only reach "All results".
 
 Every estimate is written by `_format.format_value` (undefined → "n/a (why…)", never 0). What
@@ -31,8 +33,8 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS",
-           "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
+__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSION_GAP", "EXCLUSIONS", "HUMANS", "RUBRIC",
+           "SECTION_METRICS", "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "verifiable_records", "verifiable_table"]
@@ -45,12 +47,13 @@ VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harm
               "judge-accuracy")
 RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
+EXCLUSION_GAP = "exclusion-share-gap"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
     "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
-    "humans": HUMANS, "exclusions": (EXCLUSIONS,),
+    "humans": HUMANS, "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
 #: Scopes of the third-party control of a perturbation; every other scope is the judged side, ``[mitigate] target``.
@@ -350,7 +353,22 @@ def rubric_table(records: list[dict]) -> list[dict]:
 
 def exclusion_table(records: list[dict]) -> list[dict]:
     """One row per ``excluded-verdicts`` record (no slices): judge, condition, kind, how many
-    judgments, how many without a verdict, the share with its CI, and the count per reason."""
+    judgments, how many without a verdict, the share with its CI, the count per reason, and
+    ``flagged``: the generators a flagged ``exclusion-share-gap`` record of the same judge,
+    condition and kind names (generator, its share and the others', the gap with its CI, the
+    one-sided p-value and the level it was held to, its most frequent reason); empty for most."""
+    flagged: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        variant = _v(r)
+        if r.get("metric") == EXCLUSION_GAP and r.get("flagged") and "slice" not in variant:
+            reasons = r.get("excluded") or {}
+            flagged[(r.get("judge"), r.get("condition"), variant.get("kind", ""))].append({
+                "generator": r.get("generator"), "share": format_number(r.get("share"), EXCLUSIONS),
+                "of": r.get("n"), "others_share": format_number(r.get("others_share"), EXCLUSIONS),
+                "others_of": r.get("others_n"), "gap": format_value(r),
+                "p": f"{r['p_value']:.3g} (≤ {r['p_threshold']:.3g})" if r.get("p_value") is not None
+                and r.get("p_threshold") is not None else "n/a",
+                "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"})
     rows = []
     for r in records:
         variant = _v(r)
@@ -360,9 +378,10 @@ def exclusion_table(records: list[dict]) -> list[dict]:
         text = ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"
         if r.get("label_mass_below_half"):  # counted, not left out (papers 001/004 take the argmax)
             text += f" (kept: {r['label_mass_below_half']:,} read from labels holding under ½ of the probability)"
-        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
+        kind = variant.get("kind", "")
+        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": kind,
                      "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": text})
+                     "reasons": text, "flagged": flagged.get((r.get("judge"), r.get("condition"), kind), [])})
     return rows
 
 
