@@ -3,7 +3,8 @@
 Each test reads the figure objects the plot functions make (recorded as each is saved: its texts,
 size, axes and legends), never pixels: labels wrapped whole instead of cut with "…", heatmap
 columns of a model against samples of itself left out and said so, judges without a comparable
-column named, legends listing only what is drawn, one colour per relation named in words, and the
+column named, legends listing only what is drawn, no leaderboard of fewer than three models and
+a rank axis spanning every rank, one colour per relation named in words, and the
 self-preference ratio's line captioned as equal preference.
 """
 
@@ -62,6 +63,13 @@ def _record(metric, judge, condition, scope, value, **extra):
 def _win(judge, condition, generator, opponents, value, relation="unrelated"):
     return _record("win-rate", judge, condition, None, value, generator=generator, relation=relation,
                    variant={"opponents": list(opponents), "ties": "half"})
+
+
+def _rank(generator, board, judges, value, **extra):
+    return {"metric": "leaderboard-rank", "judge": f"{judges} judges", "condition": "pooled", "generator": generator,
+            "value": value, "ci_low": None if value is None else value - 0.5,
+            "ci_high": None if value is None else value + 0.5, "confidence": 0.95,
+            "variant": {"judges": judges, "score": "mean preference", "board": board}} | extra
 
 
 # ------------------------------------------------------------------------------------ labels
@@ -136,7 +144,10 @@ def test_rows_are_as_tall_as_their_wrapped_labels(drawn):
     (fails when the row height ignores them, as before labels were wrapped)."""
     judge = "judge " + " ".join(["a-long-condition-name"] * 12)
     records = [_record("matched-bias", judge, "c", scope, 0.1) for scope in ("self", "family", "student")]
+    records += [_rank(f"{g}-" + "-".join(["generator"] * 20), "vs base", "all", v)
+                for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0))]
     plots.bias_bars(records)
+    plots.leaderboard(records)
     for fig in drawn:
         canvas = FigureCanvasAgg(fig)
         canvas.draw()
@@ -181,6 +192,38 @@ def test_heatmap_legend_lists_only_the_outlines_drawn(drawn):
     records[0]["relation"] = "same_series"
     plots.heatmaps(records)
     assert _legend(drawn[-1]) == ["of its family, series or lineage"]
+
+
+# ------------------------------------------------------------------------------------ leaderboard
+def test_leaderboard_legend_lists_only_what_is_drawn(drawn):
+    records = [_rank(g, "vs base", "all", v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0))]
+    records += [_rank(g, None, "unrelated", None, lineage_only=True) for g in ("m1", "m2", "m3")]
+    (plot,) = plots.leaderboard(records)
+    assert _legend(drawn[0]) == ["all judges"]
+    assert "related judges left out" not in " ".join(_texts(drawn[0]))
+    assert "No rank without related judges is drawn" in plot["caption"]
+    both = records[:3] + [_rank(g, "vs base", "unrelated", v) for g, v in (("m1", 2.0), ("m2", 1.0), ("m3", 3.0))]
+    plots.leaderboard(both)
+    assert _legend(drawn[1]) == ["all judges", "related judges left out"]
+
+
+def test_no_leaderboard_of_samples_of_one_model_or_of_fewer_than_three_models(drawn):
+    records = [_rank(g, "vs base", "all", v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0))]
+    records += [_rank(f"{JUDGE}@output_{k}", "round robin of 2", "all", 1.5) for k in (1, 2)]
+    records += [_rank(g, "vs other", "all", v) for g, v in (("n1@a", 1.0), ("n1@b", 2.0), ("n2", 3.0))]
+    out = plots.leaderboard(records)
+    assert [p["id"] for p in out] == ["leaderboard", "leaderboard-left-out"]
+    assert len(drawn) == 1 and "(vs base)" in out[0]["title"]
+    note = out[1]["note"]
+    assert f"“round robin of 2”: its 2 generators are samples of one model, {JUDGE}" in note
+    assert "“vs other”: it ranks 2 models (n1, n2)" in note
+
+
+def test_rank_axis_spans_every_rank_so_equal_ranks_look_equal(drawn):
+    plots.leaderboard([_rank(g, "vs base", "all", 2.0) for g in ("m1", "m2", "m3")])
+    ax = drawn[0].axes[0]
+    assert ax.get_xlim() == (0.5, 3.5)
+    assert all(float(t).is_integer() for t in ax.get_xticks())
 
 
 # ------------------------------------------------------------------------------------ colours, captions

@@ -2,7 +2,8 @@
 
 Every function takes the records and returns a list of plots ``{id, title, png (base64), alt,
 caption, labels}`` — empty when the records hold nothing to draw; ``labels`` are the texts drawn in
-the figure (ticks, legend, titles), for the page and its tests. Colours are
+the figure (ticks, legend, titles), for the page and its tests. `leaderboard` may also return a
+note ``{id, note}`` (a board it leaves out, and why), which the page prints as text. Colours are
 the Okabe–Ito palette, one per relation of the generator to the judge (`SCOPE_COLOURS`: itself
 blue, its family orange, its series vermillion, its lineage black, its student green, its
 family's student purple, its teacher sky, anything else grey), named in words in every legend;
@@ -14,7 +15,7 @@ and each figure is sized to its labels. Figures are PNG so that the page can emb
 
 What is left out, and said so in the captions: heatmap columns that compare a model with samples
 of itself (``m@output_1`` against ``m@output_2``); the judges none of whose columns another judge
-saw.
+saw; leaderboards of fewer than three models (samples of one model count once).
 
 What this module leaves out: choosing which records exist (the suite) and the page (`full`).
 """
@@ -643,21 +644,49 @@ def mitigation(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ leaderboard
+def _not_a_board(generators) -> str | None:
+    """Why the generators ranked on one board make no leaderboard, or None when they do: it needs at
+    least three models, and samples of one model (``m@output_1``, ``m@output_2``) are one model."""
+    models = sorted({untagged(g) for g in generators})
+    if len(models) == 1 and len(set(generators)) > 1:
+        return f"its {len(set(generators))} generators are samples of one model, {models[0]}"
+    if len(models) < 3:
+        return (f"it ranks {len(models)} model{'s' if len(models) > 1 else ''} ({', '.join(models)}), and a ranking "
+                "needs at least three: the win rates compare two")
+    return None
+
+
 def leaderboard(records: list[dict]) -> list[dict]:
     """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals: one figure
     per board (generators ranked against the same opponents; `analyses.derived.opponent_boards`), since
-    ranks on different boards are not comparable."""
+    ranks on different boards are not comparable. A board of fewer than three models is not drawn;
+    a note ``{id: "leaderboard-left-out", note}`` says which and why."""
     rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None
             and "judges" in _variant(r)]  # not the ranks of `nepotism leakage audit` (section_plots)
     boards: dict = defaultdict(list)
     for r in rows:
         boards[_variant(r).get("board")].append(r)
-    several = len(boards) > 1
-    return [_board_plot(board_rows, board if several else None, k if several else None)
-            for k, (board, board_rows) in enumerate(sorted(boards.items(), key=lambda kv: (-len(kv[1]), str(kv[0]))))]
+    drawn, left = [], []
+    for board, board_rows in sorted(boards.items(), key=lambda kv: (-len(kv[1]), str(kv[0]))):
+        why = _not_a_board([str(r["generator"]) for r in board_rows])
+        if why:
+            left.append(f"“{board or 'the leaderboard'}”: {why}")
+        else:
+            drawn.append((board, board_rows))
+    unranked = {str(r["generator"]) for r in records if r.get("metric") == "leaderboard-rank"
+                and _variant(r).get("judges") == "unrelated" and r.get("value") is None}
+    out = [_board_plot(board_rows, board if len(boards) > 1 else None, k if len(drawn) > 1 else None, unranked)
+           for k, (board, board_rows) in enumerate(drawn)]
+    if left:
+        out.append({"id": "leaderboard-left-out",
+                    "note": "Not drawn as a leaderboard: " + "; ".join(left) + ". The table below lists their ranks."})
+    return out
 
 
-def _board_plot(rows: list[dict], board: str | None, number: int | None) -> dict:
+def _board_plot(rows: list[dict], board: str | None, number: int | None, unranked: set[str]) -> dict:
+    """One board's ranks; the rank axis spans every rank the board has (1 to its number of generators)."""
+    from matplotlib.ticker import MaxNLocator
+
     by = defaultdict(dict)
     for r in rows:
         by[str(r["generator"])][_variant(r).get("judges")] = r
@@ -670,11 +699,15 @@ def _board_plot(rows: list[dict], board: str | None, number: int | None) -> dict
         keep = set(names[:_MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[:_MAX_ROWS // 2])
         names = [g for g in names if g in keep]
     where = "" if board is None else f" ({board})"
+    shown = [variant for variant in ("all", "unrelated") if any(variant in by[g] for g in names)]
+    labels = [_wrap(g) for g in names]
     with _style() as plt:
-        fig, ax = plt.subplots(figsize=(9.5, 1.3 + 0.28 * len(names)))
+        fig, ax = plt.subplots(figsize=(9.5, 1.3 + _pitch(labels, 0.28) * len(names)))
         for variant, colour, marker, offset, label in (("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
                                                        ("unrelated", OKABE_ITO["vermillion"], "D", 0.17,
                                                         "related judges left out")):
+            if variant not in shown:
+                continue
             for i, g in enumerate(names):
                 r = by[g].get(variant)
                 if r is None:
@@ -683,17 +716,34 @@ def _board_plot(rows: list[dict], board: str | None, number: int | None) -> dict
                 if r.get("ci_low") is not None:
                     ax.plot([r["ci_low"], r["ci_high"]], [i + offset] * 2, color=colour, linewidth=2)
             ax.plot([], [], marker, color=colour, label=label)
-        ax.set_yticks(range(len(names)), [_short(g) for g in names], fontsize=7.5)
+        ax.set_yticks(range(len(names)), labels, fontsize=7.5)
         ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_xlim(0.5, len(by) + 0.5)  # every rank the board has: equal ranks never look apart
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         measure = _variant(rows[0]).get("score") or "mean preference"
-        ax.set_xlabel(f"rank (1 = best; {measure})")
+        ax.set_xlabel(f"rank among {len(by)} (1 = best; {measure})")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        ax.set_title(f"Leaderboard{where}: all judges vs related judges left out")
+        both = shown == ["all", "unrelated"]
+        ax.set_title(f"Leaderboard{where}: " + ("all judges vs related judges left out" if both
+                                                 else "with every judge" if shown == ["all"] else
+                                                 "related judges left out"))
         level = int(round(100 * (rows[0].get("confidence") or 0.95)))
+        if both:
+            sides = ("Each generator's rank with every judge (blue) and with the judges related to either candidate "
+                     "left out (vermillion)")
+        elif shown == ["all"]:
+            lost = sorted(set(by) & unranked)
+            whose = ("this board's comparisons" if len(lost) == len(by) else f"the comparisons of {_names(lost, 4)}")
+            sides = ("Each generator's rank with every judge. No rank without related judges is drawn: "
+                     + (f"every judge of {whose} is related to one of the two candidates (the table marks them "
+                        "“lineage only”)" if lost else "the results hold none for this board"))
+        else:
+            sides = "Each generator's rank with the judges related to either candidate left out"
         return _plot("leaderboard" if number is None else f"leaderboard-{number + 1}",
                      f"Leaderboard{where} before and after excluding related judges", fig,
-                     f"Dot plot of each generator's rank{where} with and without related judges",
-                     f"Each generator's rank with every judge (blue) and with the judges related to either candidate "
-                     f"left out (vermillion); lines are {level}% bootstrap rank intervals (prompts resampled)."
+                     f"Dot plot of each generator's rank{where}" + (" with and without related judges" if both else ""),
+                     f"{sides}; lines are {level}% bootstrap rank intervals (prompts resampled); the axis spans every "
+                     f"rank from 1 to {len(by)}."
                      + ("" if board is None else " Only generators that met the same opponents are ranked together.")
-                     + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""))
+                     + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved."
+                        if len(by) > len(names) else ""))
