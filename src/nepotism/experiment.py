@@ -9,7 +9,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
     [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
                    openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
                    environment variable holding the key), timeout = 60; gguf: model (a
-                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
+                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads
+                   (default $NEPOTISM_MODEL_THREADS, else 2), n_batch = 512 (prompt tokens per decode),
+                   flash_attn = false (llama.cpp's fused attention: other rounding);
                    both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
                    retry_max_delay_s = 30, params = {extra request parameters}
     [generation]   generators = [model ids], max_tokens = 512, temperature = 0.0
@@ -128,7 +130,10 @@ class ModelConfig:
     path: str | None = None
     sha256: str | None = None
     n_ctx: int = 4096
-    n_threads: int = 2
+    #: CPU threads of an in-process model; None: the machine's setting (`backends._inprocess.model_threads`)
+    n_threads: int | None = None
+    n_batch: int = 512
+    flash_attn: bool = False
     timeout: float = 60.0
     concurrency: int = 4
     rpm: float | None = None
@@ -390,7 +395,9 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
                           "and path (a .gguf file)")
         cfg["sha256"] = r.get("sha256", str)
         cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True, high=1 << 21, unit="tokens")
-        cfg["n_threads"] = r.positive("n_threads", 2, integer=True, high=1024)
+        cfg["n_threads"] = r.positive("n_threads", None, integer=True, allow_none=True, high=1024)
+        cfg["n_batch"] = r.positive("n_batch", 512, integer=True, high=1 << 16, unit="tokens")
+        cfg["flash_attn"] = r.get("flash_attn", bool, False)
     cfg["concurrency"] = r.positive("concurrency", 4, integer=True, high=4096)
     cfg["rpm"] = r.positive("rpm", None, allow_none=True, high=1e9, unit="requests per minute")
     cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")
