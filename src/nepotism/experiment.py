@@ -11,7 +11,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    environment variable holding the key), timeout = 60 (seconds a call may take
                    in all, to the answer's last byte), max_response_mb = 16 (the longest answer
                    body kept, after decompression; a longer one is a failed call); gguf: model (a
-                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
+                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads
+                   (default $NEPOTISM_MODEL_THREADS, else 2), n_batch = 512 (prompt tokens per decode),
+                   flash_attn = false (llama.cpp's fused attention: other rounding);
                    both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
                    retry_max_delay_s = 30, params = {extra request parameters}
     [generation]   generators = [model ids], max_tokens = 512, temperature = 0.0
@@ -131,7 +133,10 @@ class ModelConfig:
     path: str | None = None
     sha256: str | None = None
     n_ctx: int = 4096
-    n_threads: int = 2
+    #: CPU threads of an in-process model; None: the machine's setting (`backends._inprocess.model_threads`)
+    n_threads: int | None = None
+    n_batch: int = 512
+    flash_attn: bool = False
     timeout: float = 60.0
     max_response_mb: float = 16.0
     concurrency: int = 4
@@ -395,7 +400,9 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
                           "and path (a .gguf file)")
         cfg["sha256"] = r.get("sha256", str)
         cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True, high=1 << 21, unit="tokens")
-        cfg["n_threads"] = r.positive("n_threads", 2, integer=True, high=1024)
+        cfg["n_threads"] = r.positive("n_threads", None, integer=True, allow_none=True, high=1024)
+        cfg["n_batch"] = r.positive("n_batch", 512, integer=True, high=1 << 16, unit="tokens")
+        cfg["flash_attn"] = r.get("flash_attn", bool, False)
     cfg["concurrency"] = r.positive("concurrency", 4, integer=True, high=4096)
     cfg["rpm"] = r.positive("rpm", None, allow_none=True, high=1e9, unit="requests per minute")
     cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")

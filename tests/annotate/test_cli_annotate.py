@@ -131,7 +131,9 @@ def test_serve_runs_a_local_server(tmp_path, pairs_file):
         page = None
         for _ in range(100):
             try:
-                page = httpx.get(url + "/", follow_redirects=True)
+                # the socket listens before the server starts: on a loaded machine the first page
+                # can take longer than httpx's default 5 s to come
+                page = httpx.get(url + "/", follow_redirects=True, timeout=120)
                 break
             except httpx.ConnectError:
                 time.sleep(0.05)

@@ -1,5 +1,6 @@
 """TransformersBackend on the packaged SmolLM2-135M GGUF (dequantised by transformers), checked
-against the llama.cpp backend on the same file when llama-cpp-python is installed."""
+against the llama.cpp backend on the same file when llama-cpp-python is installed; the model tests
+run under both settings of `conftest.MODEL_SETTINGS` (transformers takes only their threads)."""
 
 import asyncio
 import math
@@ -66,19 +67,19 @@ slow_smol = [
 
 
 @pytest.fixture(scope="module")
-def smol():
+def smol(model_setting):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    return TransformersBackend(SMOL, threads=2)
+    return TransformersBackend(SMOL, threads=model_setting.threads)
 
 
 @pytest.fixture(scope="module")
-def llama():
+def llama(model_setting):
     pytest.importorskip("llama_cpp")
     from nepotism.backends.gguf import GGUFBackend
 
-    return GGUFBackend(SMOL, n_ctx=1024)
+    return GGUFBackend(SMOL, n_ctx=1024, **model_setting.gguf())
 
 
 @pytest.mark.parametrize("_", [0], ids=["generate"])

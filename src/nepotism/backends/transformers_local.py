@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings
+from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
 
@@ -109,16 +109,14 @@ class TransformersBackend(InProcessBackend):
         *,
         gguf_file: str | None = None,
         device: str = "cpu",
-        threads: int = 2,
+        threads: int | None = None,
         seed: int = 0,
         name: str | None = None,
     ) -> None:
-        if threads < 1:
-            raise ValueError("threads must be positive")
         self.model = str(model_path_or_id_on_disk)
         self.gguf_file = gguf_file
         self.device = device
-        self.threads = threads
+        self.threads = model_threads(threads)  # torch's intra-op threads while serving
         self.seed = seed
         self.name = name or f"transformers:{self.model}" + (f"/{gguf_file}" if gguf_file else "")
         self._loaded: _Loaded | None = None

@@ -102,7 +102,8 @@ def _backend(cfg: ModelConfig) -> Any:
 
     require("local", purpose=f"model '{cfg.id}' (backend gguf, run in-process by llama.cpp)")
     return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
-                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_batch=cfg.n_batch,
+                            flash_attn=cfg.flash_attn)
 
 
 def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = True) -> dict[str, Endpoint]:
@@ -274,13 +275,18 @@ def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = Tr
                  ) -> tuple[list[Instance], list[Response]] | None:
     """Read and check everything a run needs from outside the store *before* the store is opened,
     so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth,
-    (with ``keys``; a dry run needs none) the API-key variables each model names and (with
-    ``output``; a dry run writes nothing) that the output folder can be written
+    ``$NEPOTISM_MODEL_THREADS`` when an in-process model takes its thread count from it, (with
+    ``keys``; a dry run needs none) the API-key variables each model names and (with ``output``; a
+    dry run writes nothing) that the output folder can be written
     (`nepotism.run_folder.check_output_dir`). Returns the dataset (None for a store dataset) to
     pass to `run_experiment` or `dry_run` as ``dataset``."""
+    from nepotism.backends._inprocess import model_threads
     from nepotism.backends.base import read_api_key
     from nepotism.run_folder import check_output_dir
 
+    for cfg in experiment.models.values():
+        if cfg.backend == "gguf":
+            model_threads(cfg.n_threads)
     for model_id, cfg in experiment.models.items() if keys else ():
         try:
             read_api_key(cfg.api_key_env)
