@@ -45,9 +45,9 @@ def alone(value: float, low: float, high: float, prompts: int) -> tuple:
 #: page -> (data folder it needs, {metrics output: {judge|condition|scope: verdict}})
 EXPECTED = {
     "arena-bench": ("arena_bench_v1", {"metrics.json": judge(
-        "gpt-4", "default", family=alone(0.674, 0.655, 0.694, 300), student=alone(0.418, 0.389, 0.448, 300),
+        "gpt-4", "default", family=alone(0.764, 0.749, 0.779, 300), student=alone(0.539, 0.514, 0.564, 300),
         family_student=alone(0.465, 0.436, 0.493, 300))}),
-    "routellm": ("routellm", {"metrics.json": judge("gpt-4", "default", family=alone(0.331, 0.256, 0.4, 160))}),
+    "routellm": ("routellm", {"metrics.json": judge("gpt-4", "default", family=alone(0.628, 0.581, 0.672, 160))}),
     "judgebench": ("judgebench", {
         "metrics-llm.json": {**judge("claude-3-haiku-20240307", "arena_hard"), **judge("o1-mini-2024-09-12", "arena_hard")},
         "metrics-rm.json": {k: v for rm in ("Ray2333/GRM-Gemma-2B-rewardmodel-ft", "Skywork/Skywork-Reward-Gemma-2-27B",
