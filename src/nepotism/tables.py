@@ -49,8 +49,9 @@ Files are CSV, TSV, JSONL or Parquet (by extension; ``.gz`` allowed for all but 
 rows is an error), UTF-8 with or
 without a byte-order mark. Extra columns are kept but ignored. Numbers must be finite (``nan`` and
 infinities are errors; an empty cell, or ``null``, is no value); a JSON key given twice in one
-object is an error; a CSV cell longer than 1 MiB (usually a broken quote) is an error naming the
-line where its record starts. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
+object, or a column name twice in a header or schema, is an error naming it; a table without a
+kind's columns is an error naming the columns the nearest kinds lack; a CSV cell longer than 1 MiB
+(usually a broken quote) is an error naming the line where its record starts. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
 responses of one model; relations use the part before ``@``.
 
 The validated frame carries a ``_line`` column (the source line of each row) so that later checks
@@ -215,6 +216,31 @@ def detect_kind(columns: Iterable[str]) -> str | None:
     return None
 
 
+def kind_unknown(columns: Iterable[str]) -> tuple[str, str | None]:
+    """Why `detect_kind` found no kind for ``columns``, and the missing column when one kind is
+    nearest: the message names the columns each nearest kind (fewest required columns missing,
+    then most of its columns present; at least two required ones) still needs."""
+    names = [str(c) for c in columns]
+    present = set(names)
+    near = []
+    for kind, (required, optional) in _COLUMNS.items():
+        need = [[c] for c in required if c not in present]
+        if kind == "correctness-ref" and not {"correct", "score"} & present:
+            need.append(["correct", "score"])  # one of them
+        if need and len(set(required) & present) >= 2:
+            near.append((len(need), -len({*required, *optional} & present), kind, need))
+    message = f"cannot tell the table kind from its columns ({', '.join(names) or 'none'})"
+    if not near:
+        return message, None
+    best = [entry for entry in sorted(near) if entry[:2] == min(near)[:2]]
+    needs = "; ".join(f"a {kind} table needs " + ", ".join(" or ".join(f"'{c}'" for c in one) for one in need)
+                      for _, _, kind, need in best)
+    column = None  # named as the field when one kind is nearest and it lacks one column
+    if len(best) == 1 and len(best[0][3]) == 1 and len(best[0][3][0]) == 1:
+        column = best[0][3][0][0]
+    return f"{message}: a column is missing? {needs}", column
+
+
 # --------------------------------------------------------------------------------------- reading
 
 
@@ -240,6 +266,16 @@ def _refuse_parquet_nan(table: Any, path: Path) -> None:
             row = int(pc.index(pc.fill_null(pc.is_nan(column), False), True).as_py())
             raise InputError("'NaN' is not a finite number (NaN and infinities are not values; write null for no "
                              "value)", path=str(path), line=row + 1, field=name)
+
+
+def _refuse_repeated_columns(names: list[str], path: Path, line: int | None) -> None:
+    """A column name given twice (in a CSV header, ``line`` 1, or a Parquet schema) is an error
+    naming it: which of the two a reader would take is anyone's guess."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"the column '{name}' appears twice", path=str(path), line=line, field=name)
+        seen.add(name)
 
 
 class _Lines:
@@ -313,8 +349,7 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         finally:
             csv.field_size_limit(limit)
         header = [h.strip() for h in header]
-        if len(set(header)) != len(header):
-            raise InputError("a column name appears twice in the header", path=str(path), line=1)
+        _refuse_repeated_columns(header, path, 1)
         frame = pd.DataFrame(rows, columns=header, dtype=object)
         frame = frame.replace({"": None})
         return frame, _Lines(lines)
@@ -329,10 +364,15 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        try:  # text columns read as codes and distinct values (dictionaries): no string per row
-            text = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-            table = pq.read_table(path, read_dictionary=text, use_pandas_metadata=True)
+        try:
+            schema = pq.read_schema(path)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
+            raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+        _refuse_repeated_columns(schema.names, path, None)
+        try:  # text columns read as codes and distinct values (dictionaries): no string per row
+            text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            table = pq.read_table(path, read_dictionary=text, use_pandas_metadata=True)
+        except Exception as err:
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
         _refuse_parquet_nan(table, path)
         frame = table.to_pandas()
@@ -402,12 +442,9 @@ def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Tabl
         except InputError as err:
             raise InputError(err.message, path=str(path), line=1, field=err.field) from None
         if kind is None:
-            raise InputError(
-                "cannot tell the table kind from its columns "
-                f"({', '.join(map(str, frame.columns)) or 'none'}); see the formats in the README or pass --kind",
-                path=str(path),
-                line=1,
-            )
+            message, column = kind_unknown(frame.columns)
+            raise InputError(f"{message}; see the formats in the README or pass --kind", path=str(path), line=1,
+                             field=column)
     return _validated(frame, kind, str(path), line_of)
 
 
@@ -439,8 +476,8 @@ def validate(frame: pd.DataFrame, kind: str | None = None) -> Table:
         except InputError as err:
             raise ValidationError(err.message, field=err.field) from None
         if kind is None:
-            raise ValidationError("cannot tell the table kind from the columns "
-                                  f"({', '.join(map(str, raw.columns)) or 'none'}); pass kind=")
+            message, column = kind_unknown(raw.columns)
+            raise ValidationError(f"{message}; pass kind=", field=column)
     return _validated(raw, kind, None, lambda i: labels[i])
 
 
