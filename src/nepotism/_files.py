@@ -16,7 +16,6 @@ writer's file, or one written in another pid namespace, is left alone.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import re
@@ -28,8 +27,9 @@ from typing import Any
 
 from nepotism._process import gone, own_start
 from nepotism.errors import InputError
+from nepotism.input_limits import bad_utf8_line, check_value, numbered_lines, open_text, too_deep
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "jsonl_rows", "parse_json_line",
+__all__ = ["atomic_write", "atomic_write_bytes", "base_suffix", "jsonl_rows", "parse_json_line",
            "remove_stale_temps", "temp_beside",
            "write_files"]
 
@@ -130,32 +130,7 @@ def write_files(folder: str | os.PathLike[str], payloads: dict[str, bytes]) -> d
     return {name: atomic_write_bytes(out / name, data) for name, data in payloads.items()}
 
 
-def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
-    """The 1-based line holding the first invalid UTF-8 of a text file (gunzipped for ``.gz``),
-    for error messages that name a line rather than a byte offset; None if every line decodes or
-    the file cannot be read."""
-    path = Path(path)
-    try:
-        opener = gzip.open if path.suffix.lower() == ".gz" else open
-        with opener(path, "rb") as raw:
-            for number, line in enumerate(raw, start=1):
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError:
-                    return number
-    except (OSError, EOFError, zlib.error):
-        return None
-    return None
-
-
 # -- reading JSON Lines (no pandas: a run reads its dataset without importing it) -----------
-
-def _open_text(path: Path) -> io.TextIOBase:
-    """The file as UTF-8 text (a leading byte-order mark dropped), gunzipped for ``.gz``."""
-    if path.suffix.lower() == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
 
 def base_suffix(path: Path) -> str:
     """The file's type suffix, lower case, under a ``.gz`` (``x.JSONL.gz`` -> ``.jsonl``)."""
@@ -259,12 +234,10 @@ def parse_json_line(text: str, path: str, line: int | None) -> object:
         raise InputError("a key appears twice in one JSON object", path=path, line=line,
                          field=err.key) from None
     except RecursionError:
-        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+        raise too_deep(path, line) from None
+    check_value(value, path, line, text=text)  # nesting and the length of every string
     if has_surrogate_escape(text):  # only an escape can make one (the line itself is UTF-8)
-        try:
-            found = _lone_surrogate(value)
-        except RecursionError:
-            raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+        found = _lone_surrogate(value)  # (within the depth limit: no recursion error)
         if found:
             raise InputError("a \\u escape of a lone surrogate (no character: the text is not valid Unicode)",
                              path=path, line=line, field=found[0])
@@ -278,8 +251,8 @@ def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     share it; it needs no pandas (a run that reads a JSON Lines dataset does not import it)."""
     rows = []
     try:
-        with _open_text(path) as handle:
-            for number, text in enumerate(handle, start=1):
+        with open_text(path, newline="") as handle:
+            for number, text in numbered_lines(handle, path):
                 if not text.strip():
                     continue
                 value = parse_json_line(text, str(path), number)

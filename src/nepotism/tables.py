@@ -50,8 +50,11 @@ rows is an error), UTF-8 with or
 without a byte-order mark. Extra columns are kept but ignored. Numbers must be finite (``nan`` and
 infinities are errors; an empty cell, or ``null``, is no value); a JSON key given twice in one
 object, or a column name twice in a header or schema, is an error naming it; a table without a
-kind's columns is an error naming the columns the nearest kinds lack; a CSV cell longer than 1 MiB
-(usually a broken quote) is an error naming the line where its record starts. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
+kind's columns is an error naming the columns the nearest kinds lack. A file is read within the
+limits of `nepotism.input_limits`: a ``.gz`` inflating past 1 GiB, a line longer than 64 Mi
+characters, a value longer than 16 Mi (a CSV cell: usually a broken quote, named by the line where
+its record starts) or JSON nested deeper than 100 levels is an error naming the limit and its
+option. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
 responses of one model; relations use the part before ``@``.
 
 The validated frame carries a ``_line`` column (the source line of each row) so that later checks
@@ -76,7 +79,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nepotism._files import _open_text, _unreadable, atomic_write, parse_json_line
+from nepotism import input_limits
+from nepotism._files import _unreadable, atomic_write, parse_json_line
 from nepotism._files import base_suffix as _base_suffix
 from nepotism._files import jsonl_rows as _jsonl_rows
 from nepotism.errors import InputError, ValidationError
@@ -96,9 +100,6 @@ __all__ = [
     "validate",
     "write_table",
 ]
-
-# the longest CSV cell read (Python's default is 128 KiB); a longer one is usually a broken quote
-_MAX_CELL = 1 << 20
 
 #: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
 _STATUS_COLUMNS = ("status", "reason", "label_mass")
@@ -278,6 +279,34 @@ def _refuse_repeated_columns(names: list[str], path: Path, line: int | None) -> 
         seen.add(name)
 
 
+def _refuse_long_parquet_cells(table: Any, path: Path) -> None:
+    """A text or bytes value of a Parquet file longer than the cell limit (`nepotism.input_limits`)
+    is an error naming its row and column, as a CSV cell or a JSON string is. A dictionary column
+    is measured once per distinct value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cell = input_limits.current().cell
+    for name, column in zip(table.column_names, table.columns):
+        start = 0
+        for chunk in column.chunks:
+            dictionary = pa.types.is_dictionary(chunk.type)
+            kind = chunk.type.value_type if dictionary else chunk.type
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                measure = pc.utf8_length
+            elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+                measure = pc.binary_length
+            else:
+                break  # not text: every chunk of the column has the same type
+            long = pc.fill_null(pc.greater(measure(chunk.dictionary if dictionary else chunk), cell), False)
+            if dictionary and pc.any(long).as_py():
+                long = pc.fill_null(pc.array_take(long, chunk.indices), False)
+            if pc.any(long).as_py():
+                raise InputError(f"a value longer than {cell:,} characters ({input_limits.raise_with('cell')})",
+                                 path=str(path), line=start + int(pc.index(long, True).as_py()) + 1, field=name)
+            start += len(chunk)
+
+
 class _Lines:
     """Row → source line: ``lines[i]`` (CSV, JSONL) or ``i + 1`` (Parquet); `all` gives every row's at once."""
 
@@ -309,10 +338,12 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     suffix = _base_suffix(path)
     if suffix in (".csv", ".tsv"):
         reader, started = None, 1
-        limit = csv.field_size_limit(_MAX_CELL)
+        cell = input_limits.current().cell
+        limit = csv.field_size_limit(cell)
         try:
-            with _open_text(path) as handle:
-                reader = csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ",")
+            with input_limits.open_text(path, newline="") as handle:
+                source = input_limits.bounded_lines(handle, path)
+                reader = csv.reader(source, delimiter="\t" if suffix == ".tsv" else ",")
                 header = next(reader, None)
                 if header is None:
                     raise InputError("the file is empty (no header line)", path=str(path), line=1)
@@ -341,8 +372,8 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         except csv.Error as err:
             line = started if reader is not None and reader.line_num else 1
             if "field larger than field limit" in str(err):
-                raise InputError(f"a cell longer than {_MAX_CELL:,} characters (a broken quote?)",
-                                 path=str(path), line=line) from None
+                raise InputError(f"a cell longer than {cell:,} characters (a broken quote? "
+                                 f"{input_limits.raise_with('cell')})", path=str(path), line=line) from None
             raise InputError(f"not readable as CSV ({err})", path=str(path), line=line) from None
         except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
             raise _unreadable(path, err, "CSV") from None
@@ -375,6 +406,7 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         except Exception as err:
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
         _refuse_parquet_nan(table, path)
+        _refuse_long_parquet_cells(table, path)
         frame = table.to_pandas()
         del table
         frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns}, index=frame.index)

@@ -36,12 +36,12 @@ What this module leaves out: rendering (`nepotism.report.full`, `nepotism.cli.ca
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nepotism.errors import InputError
+from nepotism.input_limits import read_toml
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
@@ -182,12 +182,7 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read a thresholds TOML file (or an experiment file with a ``[card]`` table)."""
     path = Path(path)
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("thresholds file not found", path=str(path)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", path=str(path)) from None
+    table = read_toml(path, what="thresholds file")
     return parse_thresholds(table, path=str(path))
 
 
