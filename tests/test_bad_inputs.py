@@ -1,19 +1,24 @@
 """The bad-input battery: every malformed input file, given to the installed ``nepotism``
 executable under a timeout, exits 2 with one line naming the file, the line and the field where
-there is one, writes nothing (no store file, no output folder), and never hangs.
+there is one, writes nothing (no store file, no output folder), and never hangs. The line shows no
+control character raw (a NUL or an escape sequence in the input is written ``\\x00``, ``\\x1b``).
 
 Inputs: recorded tables (``nepotism metrics``, ``nepotism store load``), reference tables
-(``--reference``), datasets and experiment files (``nepotism run``). A byte-order mark is
-accepted in every one of them (the last tests).
+(``--reference``), datasets and experiment files (``nepotism run``), registry, thresholds, results
+and run-folder files; inputs beyond a limit of `nepotism.input_limits` (a gzip bomb, a long line,
+a long value, deep nesting), refused at a peak memory far below what reading them would take. A
+byte-order mark is accepted in every one of them (the last tests).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +35,9 @@ PW = "instance_id,judge,model_a,model_b,verdict\n"
 PT_OK = f"q1,{J},{A},7\nq1,{J},{B},8\n"
 PW_OK = f"q1,{J},{A},{B},A\nq1,{J},{B},{A},B\n"
 BOM = b"\xef\xbb\xbf"
-DEEP = "[" * 100_000 + "]" * 100_000
+DEEP = "[" * 100_000 + "]" * 100_000  # beyond what Python's parsers reach
+DEEPISH = "[" * 150 + "]" * 150  # within their reach, beyond the limit on nesting (100)
+MI = 1 << 20
 
 
 def _jl(*rows: str) -> bytes:
@@ -59,20 +66,43 @@ def _parquet(**columns) -> bytes:
     return sink.getvalue()
 
 
+def _parquet_columns(names: list[str], values: list[list]) -> bytes:
+    """A Parquet file whose columns may share a name (pyarrow writes what it is given)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays([pa.array(v) for v in values], names=names), sink)
+    return sink.getvalue()
+
+
 def _pw_parquet(column: str, values: list) -> bytes:
     return _parquet(instance_id=["q1", "q1"], judge=[J, J], model_a=[A, B], model_b=[B, A], verdict=["A", "B"],
                     **{column: values})
+
+
+def _bomb(inflated: int, head: bytes = PT.encode(), row: bytes = f"q1,{J},{A},7\n".encode()) -> bytes:
+    """A gzip file of ``head`` and ``row`` repeated to ``inflated`` bytes: 1 MiB members repeated
+    (a gzip file may hold several), about 1 KB on disk per MiB inflated."""
+    member = gzip.compress(row * (MI // len(row)), compresslevel=9)
+    return gzip.compress(head) + member * -(-inflated // MI)
 
 
 @dataclass(frozen=True)
 class Case:
     id: str
     name: str  # the bad file's name
-    data: bytes
-    command: str = "metrics"  # metrics | load | reference | run | toml
+    data: bytes | Callable[[], bytes]  # a function for a large file, made only when its case runs
+    command: str = "metrics"  # metrics | load | reference | run | toml | models | thresholds | results | run.json
     line: int | None = None
     field: str | None = None
     words: str = ""  # a word the message must hold
+    options: tuple[str, ...] = ()  # nepotism's own options, before the command (the --max-* limits)
+
+    def content(self) -> bytes:
+        return self.data() if callable(self.data) else self.data
 
 
 def _table_cases() -> list[Case]:
@@ -104,9 +134,12 @@ def _table_cases() -> list[Case]:
         Case("jsonl-deep-nesting-in-field", "scores.jsonl",
              _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEP))), line=2, words="nested"),
         Case("csv-huge-cell", "scores.csv", (PT + PT_OK + f'q2,{J},{A},"' + "x" * 2_000_000 + '"\n').encode(),
-             line=4, words="cell"),
+             line=4, words="cell", options=("--max-cell", "1Mi")),
         Case("csv-unclosed-quote", "scores.csv", (PT + PT_OK + f'q2,{J},"{A},7\n' + "y" * 1_100_000).encode(),
-             line=4, words="cell"),
+             line=4, words="cell", options=("--max-cell", "1Mi")),
+        Case("csv-huge-cell-default", "scores.csv",
+             lambda: (PT + PT_OK + f'q2,{J},{A},"' + "x" * (16 * MI + 1) + '"\n').encode(), line=4,
+             words="--max-cell"),
         Case("csv-invalid-utf8", "scores.csv", (PT + PT_OK).encode() + b"q2,j,\xff\xfe,7\n", line=4, words="UTF-8"),
         Case("csv-invalid-utf8-late", "scores.csv", (PT + PT_OK * 500).encode() + b"q9,j,m\xc3,7\n",
              line=1002, words="UTF-8"),
@@ -126,9 +159,67 @@ def _table_cases() -> list[Case]:
         Case("csv-field-count", "scores.csv", (PT + PT_OK + f"q2,{J},{A}\n").encode(), line=4, words="fields"),
         Case("csv-empty", "scores.csv", b"", line=1, words="empty"),
         Case("csv-duplicate-column", "scores.csv", (PT.strip() + ",score\n" + f"q1,{J},{A},7,7\n").encode(),
-             line=1, words="twice"),
+             line=1, field="score", words="twice"),
+        Case("csv-duplicate-column-padded", "scores.csv", (PT.strip() + ", judge \n" + f"q1,{J},{A},7,x\n").encode(),
+             line=1, field="judge", words="twice"),
+        Case("parquet-duplicate-column", "scores.parquet", _parquet_columns(
+            ["instance_id", "judge", "model", "score", "score"], [["q1"], [J], [A], [7.0], [8.0]]),
+             field="score", words="twice"),
         Case("csv-missing-column", "scores.csv", f"instance_id,judge,model_a,model_b\nq1,{J},{A},{B}\n".encode(),
-             line=1, words="column"),
+             line=1, words="'verdict'"),
+        Case("csv-missing-column-named", "pairs.csv",
+             f"instance_id,judge,model_a,model_b,prob_a\nq1,{J},{A},{B},0.5\n".encode(), line=1, field="verdict",
+             words="a pairwise table needs 'verdict'"),
+        Case("jsonl-missing-column", "scores.jsonl", _jl(f'{{"instance_id": "q1", "judge": "{J}", "model": "{A}", '
+                                                         '"scor": 7, "category": "x"}'),
+             line=1, words="a pointwise table needs 'score'"),
+        # a control character in a value is shown escaped, never raw (a NUL, a terminal's escape sequence)
+        Case("csv-nul-in-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},A\x00\n").encode(), line=4,
+             field="verdict", words="'A\\x00'"),
+        Case("csv-escape-in-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},\x1b[2J\x1b[31mB\n").encode(),
+             line=4, field="verdict", words="\\x1b[2J"),
+        Case("jsonl-newline-in-verdict", "pairs.jsonl",
+             _jl(f'{{"instance_id": "q1", "judge": "{J}", "model_a": "{A}", "model_b": "{B}", '
+                 '"verdict": "A\\nB\\u202e\\u0000"}'), line=1, field="verdict", words="A\\nB\\u202e\\x00"),
+        Case("csv-bell-in-column-name", "scores.csv", (PT.strip() + ",sc\x07ore,sc\x07ore\n" + f"q1,{J},{A},7,1,2\n").encode(),
+             line=1, field="sc\\x07ore", words="twice"),
+        # limits (nepotism.input_limits): a gzip bomb, a long line, a long value, deep nesting
+        Case("csv-gz-bomb", "scores.csv.gz", lambda: _bomb((1 << 30) + MI), words="--max-decompressed"),
+        Case("jsonl-gz-bomb-option", "scores.jsonl.gz",
+             _bomb(2 * MI, b"", (PT_JSON_OK + "\n").encode()), words="inflates to more than 1,048,576 bytes",
+             options=("--max-decompressed", "1Mi")),
+        Case("jsonl-long-line", "scores.jsonl", lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 64 * MI + '"'))),
+             line=2, words="--max-line"),
+        Case("csv-long-line", "scores.csv", (PT + PT_OK + f"q2,{J},{A},7" + "0" * (2 * MI) + "\n").encode(), line=4,
+             words="a line longer than 1,048,576 characters", options=("--max-line", "1Mi")),
+        Case("jsonl-long-cell", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"note": ["' + "x" * (2 * MI) + '"]}'))),
+             line=2, field="meta.note[0]", words="--max-cell", options=("--max-cell", "1Mi")),
+        Case("parquet-long-cell", "scores.parquet", _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A],
+                                                            score=[7.0, 8.0], note=["x", "y" * (2 * MI)]),
+             line=2, field="note", words="--max-cell", options=("--max-cell", "1Mi")),
+        Case("jsonl-nested-beyond-the-limit", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEPISH))),
+             line=2, field="meta", words="nested more than 100 levels"),
+        Case("jsonl-nested-beyond-a-lower-limit", "scores.jsonl",
+             _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"a": ' + "[" * 15 + "]" * 15 + "}"))), line=2, field="meta",
+             words="nested more than 16 levels", options=("--max-depth", "16")),
+        Case("load-gz-bomb", "scores.csv.gz", _bomb(2 * MI), command="load", words="--max-decompressed",
+             options=("--max-decompressed", "1Mi")),
+        Case("reference-nested", "ref.jsonl", _jl(f'{{"instance_id": "q1", "model": "{A}", "score": 1, '
+                                                  f'"meta": {DEEPISH}}}'), command="reference", line=1,
+             field="meta", words="nested"),
+        # the other files a user gives: registry, thresholds, results, a run folder's run.json
+        Case("models-toml-deep", "deep_models.toml", ("x = " + DEEP).encode(), command="models", words="nested"),
+        Case("models-toml-nested", "deep_models.toml", (f'[models."m"]\nfamily = "f"\nx = {DEEPISH}\n').encode(),
+             command="models", field="models", words="nested more than 100"),
+        Case("thresholds-deep", "t.toml", ("max_self_preference_ratio = " + "{ a = " * 3000 + "1" + " }" * 3000).encode(),
+             command="thresholds", words="nested"),
+        Case("results-deep", "results.json", DEEP.encode(), command="results", words="nested"),
+        Case("results-nested", "results.json", ('{"results": ' + DEEPISH + "}").encode(), command="results",
+             field="results", words="nested more than 100"),
+        Case("results-jsonl-long-line", "results.jsonl", ('{"metric": "x", "value": "' + "v" * (2 * MI) + '"}\n').encode(),
+             command="results", line=1, words="--max-line", options=("--max-line", "1Mi")),
+        Case("run-json-deep", "run.json", ('{"schema_version": 1, "x": ' + DEEPISH + "}").encode(), command="run.json",
+             field="x", words="nested"),
         Case("csv-unknown-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},X\n").encode(), line=4,
              field="verdict"),
         Case("csv-empty-judge", "pairs.csv", (PW + PW_OK + f"q2,,{A},{B},A\n").encode(), line=4, field="judge"),
@@ -193,9 +284,9 @@ ITEM = '{"id": "q1", "prompt": "Name a prime."}'
 
 
 def _dataset_cases() -> list[Case]:
-    def ds(case_id: str, data: bytes, line: int | None = None, field: str | None = None, words: str = "",
-           name: str = "items.jsonl") -> Case:
-        return Case(case_id, name, data, command="run", line=line, field=field, words=words)
+    def ds(case_id: str, data: bytes | Callable[[], bytes], line: int | None = None, field: str | None = None,
+           words: str = "", name: str = "items.jsonl", options: tuple[str, ...] = ()) -> Case:
+        return Case(case_id, name, data, command="run", line=line, field=field, words=words, options=options)
 
     return [
         ds("ds-not-json", _jl(ITEM, "{oops"), 2, words="JSON"),
@@ -235,12 +326,29 @@ def _dataset_cases() -> list[Case]:
         ds("ds-second-response", _jl('{"id": "q1", "prompt": "p", "model": "m", "text": "a"}',
                                      '{"id": "q1", "prompt": "p", "model": "m", "text": "b"}'), 2, "model"),
         ds("ds-empty", b"\n\n", words="no instances"),
+        # a recorded response longer than a value may be (SQLite refused one of 1 GB: exit 70 before)
+        ds("ds-long-response", lambda: _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "'
+                                                + "7" * (16 * MI + 1) + '"}'), 2, "text", "--max-cell"),
+        ds("ds-long-response-option", _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "'
+                                          + "7" * 5000 + '"}'), 2, "text", "longer than 4,096", options=("--max-cell", "4Ki")),
+        ds("ds-long-prompt-message", _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user", "content": "'
+                                         + "p" * 5000 + '"}]}'), 2, "prompt[0].content", options=("--max-cell", "4Ki")),
+        ds("ds-long-line", _jl(ITEM, '{"id": "q2", "prompt": "' + "p" * (2 * MI) + '"}'), 2,
+           words="--max-line", options=("--max-line", "1Mi")),
+        ds("ds-gz-bomb", _bomb(2 * MI, b"", (ITEM + "\n").encode()), words="--max-decompressed",
+           name="items.jsonl.gz", options=("--max-decompressed", "1Mi")),
+        ds("ds-nested", _jl(ITEM, '{"id": "q2", "prompt": "p", "metadata": {"a": ' + DEEPISH + "}}"), 2,
+           "metadata", "nested more than 100"),
+        ds("ds-nul-in-id", _jl('{"id": "q\\u0000", "prompt": "a"}', '{"id": "q\\u0000", "prompt": "b"}'), 2,
+           "prompt", "'q\\x00'"),
     ]
 
 
 def _toml_cases() -> list[Case]:
-    def toml(case_id: str, change, line: int | None = None, field: str | None = None, words: str = "") -> Case:
-        return Case(case_id, "exp.toml", b"", command=f"toml:{change}", line=line, field=field, words=words)
+    def toml(case_id: str, change, line: int | None = None, field: str | None = None, words: str = "",
+             options: tuple[str, ...] = ()) -> Case:
+        return Case(case_id, "exp.toml", b"", command=f"toml:{change}", line=line, field=field, words=words,
+                    options=options)
 
     return [
         toml("toml-invalid-utf8", "utf8", line=2, words="UTF-8"),
@@ -251,6 +359,15 @@ def _toml_cases() -> list[Case]:
         toml("toml-params-nan", "params = { top_p = nan }", field="models.standin-alpha.params.top_p"),
         toml("toml-api-key-unset", 'api_key_env = "NEPOTISM_TEST_SURELY_UNSET_VAR"',
              field="models.standin-alpha.api_key_env", words="NEPOTISM_TEST_SURELY_UNSET_VAR"),
+        # nesting: a RecursionError (exit 70) before, in every table or value shape
+        toml("toml-deep-array", "append:deep = " + "[" * 5000 + "]" * 5000, words="nested"),
+        toml("toml-deep-inline-tables", "append:deep = " + "{ a = " * 3000 + "1" + " }" * 3000, words="nested"),
+        toml("toml-deep-dotted-tables", "append:[" + ".".join(["deep"] * 300) + "]\nx = 1", field="deep",
+             words="nested more than 100"),
+        toml("toml-nested-option", "append:[deep]\nx = " + "[" * 15 + "]" * 15, field="deep",
+             words="nested more than 16 levels", options=("--max-depth", "16")),
+        toml("toml-long-string", "append:[deep]\nnote = \"" + "n" * 5000 + "\"", field="deep.note",
+             words="--max-cell", options=("--max-cell", "4Ki")),
     ]
 
 
@@ -258,7 +375,7 @@ CASES = _table_cases() + _dataset_cases() + _toml_cases()
 
 
 def test_the_battery_is_large_enough():
-    assert len(CASES) >= 80 and len({c.id for c in CASES}) == len(CASES)
+    assert len(CASES) >= 130 and len({c.id for c in CASES}) == len(CASES)
 
 
 def _exe() -> str:
@@ -275,21 +392,34 @@ def _setup(case: Case, tmp: Path) -> tuple[list[str], Path]:
     """The command line of ``case`` and the bad file it names (written under ``tmp``)."""
     (tmp / "models.toml").write_text(STANDIN_MODELS)
     models = ["--models", str(tmp / "models.toml")]
-    if case.command in ("metrics", "load", "reference"):
+    if case.command in ("metrics", "load", "reference", "models", "thresholds", "results"):
         bad = tmp / case.name
-        bad.write_bytes(case.data)
+        bad.write_bytes(case.content())
         if case.command == "metrics":
             return ["metrics", str(bad), *models, "--bootstrap", "20"], bad
         if case.command == "load":
             return ["store", "load", str(bad), "--store", str(tmp / "s.db")], bad
+        if case.command == "results":
+            return ["report", str(bad), "--out", str(tmp / "report")], bad
         good = tmp / "scores.csv"
         good.write_text(PT + PT_OK)
+        if case.command == "models":
+            return ["metrics", str(good), "--models", str(bad), "--bootstrap", "20"], bad
+        if case.command == "thresholds":
+            return ["report", str(good), *models, "--thresholds", str(bad), "--out", str(tmp / "report"),
+                    "--bootstrap", "20"], bad
         return ["metrics", str(good), "--reference", str(bad), *models, "--bootstrap", "20"], bad
+    if case.command == "run.json":
+        folder = tmp / "run-folder"
+        folder.mkdir()
+        bad = folder / case.name
+        bad.write_bytes(case.content())
+        return ["metrics", str(folder), "--bootstrap", "20"], bad
     exp = standin_experiment(tmp / "exp", "http://127.0.0.1:9/v1", items=2, recognition=False)
     if case.command == "run":
         (exp.parent / "items.jsonl").unlink()
         bad = exp.parent / case.name
-        bad.write_bytes(case.data)
+        bad.write_bytes(case.content())
         exp.write_text(exp.read_text().replace('path = "items.jsonl"', f'path = "{case.name}"'))
     else:
         change = case.command.split(":", 1)[1]
@@ -298,6 +428,8 @@ def _setup(case: Case, tmp: Path) -> tuple[list[str], Path]:
             exp.write_bytes(text.replace('name = "standin"', 'name = "st\udcff"', 1).encode("utf-8", "surrogateescape"))
         elif change == "garbage":
             exp.write_text(text + "\n[[[ not toml\n")
+        elif change.startswith("append:"):
+            exp.write_text(text + "\n" + change.removeprefix("append:") + "\n")
         else:
             key = change.split(" = ")[0]
             lines = [x for x in text.splitlines() if not x.startswith(key + " = ")]
@@ -311,10 +443,11 @@ def _setup(case: Case, tmp: Path) -> tuple[list[str], Path]:
 def test_bad_input_exits_2_naming_file_line_and_field_and_writes_nothing(tmp_path, case):
     args, bad = _setup(case, tmp_path)
     before = _tree(tmp_path)
-    done = subprocess.run([_exe(), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([_exe(), *case.options, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     message = (done.stderr + done.stdout).strip()
     assert done.returncode == 2, message[-2000:]
     assert "Traceback" not in message and len(message.splitlines()) == 1, message[-2000:]
+    assert not re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e]", message), repr(message)
     assert str(bad) in message or bad.name in message, message
     if case.line is not None:
         assert f"line {case.line}" in message, message
@@ -355,3 +488,35 @@ def test_a_byte_order_mark_is_accepted_everywhere(tmp_path, kind):
     assert done.returncode == 0, done.stderr[-2000:]
     if kind in ("dataset", "toml"):
         assert json.loads(done.stdout)["instances"] == 2
+
+
+def _peak_rss(args: list[str], cwd: Path) -> tuple[int, str, int]:
+    """(exit status, stderr, peak resident bytes) of ``nepotism ARGS``, measured by a parent whose
+    only child it is (getrusage of the children of this process would count every earlier test's)."""
+    measure = ("import resource, subprocess, sys\n"
+               "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "sys.stderr.write(done.stderr)\n"
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+               "sys.exit(done.returncode)\n")
+    done = subprocess.run([sys.executable, "-c", measure, _exe(), *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+    return done.returncode, done.stderr, int(done.stdout.split()[-1])
+
+
+@pytest.mark.parametrize("name, data, options", [
+    ("bomb.csv.gz", lambda: _bomb((1 << 30) + MI), ()),  # 2.7 MB inflating to 1 GiB: 3.5 GB, exit 70 before
+    ("long.jsonl", lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 128 * MI + '"'))), ("--max-line", "1Mi")),
+])
+def test_a_file_beyond_a_limit_is_refused_at_a_peak_memory_far_below_its_size(tmp_path, name, data, options):
+    """Peak memory of refusing a gzip bomb, or a line of 128 MiB, stays within 128 MiB of reading a
+    two-row table: the bomb is never inflated into memory, the line never read past the limit."""
+    (tmp_path / "models.toml").write_text(STANDIN_MODELS)
+    good, bad = tmp_path / "good.csv", tmp_path / name
+    good.write_text(PT + PT_OK)
+    bad.write_bytes(data())
+    common = ["--models", str(tmp_path / "models.toml"), "--bootstrap", "20"]
+    code, _, baseline = _peak_rss(["metrics", str(good), *common], tmp_path)
+    assert code == 0
+    code, message, peak = _peak_rss([*options, "metrics", str(bad), *common], tmp_path)
+    assert code == 2 and str(bad) in message and "--max-" in message, message[-2000:]
+    assert peak - baseline < 128 * MI, f"peak {peak / MI:.0f} MiB, a two-row table {baseline / MI:.0f} MiB"

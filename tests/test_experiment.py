@@ -160,3 +160,29 @@ def test_two_protocol_entries_whose_judgments_would_share_ids_are_refused(tmp_pa
                               '{ name = "warm", options = { temperature = 0.7 } }]'),
                  BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { temperature = 0.0 }\n'):
         load_experiment(_write(tmp_path, body))
+
+
+@pytest.mark.parametrize("deep, field", [
+    ("x = " + "[" * 5000 + "]" * 5000, None),  # a RecursionError in the parser before
+    ("x = " + "{ a = " * 3000 + "1" + " }" * 3000, None),
+    ("[" + ".".join(["x"] * 200) + "]\ny = 1", "x"),  # parsed whole: a RecursionError later, in its use
+    ("[t]\nx = " + "[" * 100 + "]" * 100, "t"),  # within the parser's reach, beyond the limit
+])
+def test_deeply_nested_toml_is_an_input_error_naming_the_file(tmp_path, deep, field):
+    path = _write(tmp_path, BASE + "\n" + deep + "\n")
+    with pytest.raises(InputError, match="nested") as err:
+        load_experiment(path)
+    assert err.value.path == str(path) and err.value.field == field and "--max-depth" in err.value.message
+
+
+def test_every_experiment_reader_reads_through_the_limits(tmp_path):
+    """An experiment within the depth limit loads; lowered below its own nesting, it is refused by
+    each reader of experiment-shaped files (run, mitigate and leakage plans share `read_toml`)."""
+    from nepotism.input_limits import InputLimits, applied
+
+    path = _write(tmp_path, BASE)
+    load_experiment(path)
+    with applied(InputLimits(depth=2)), pytest.raises(InputError, match="nested more than 2 levels"):
+        load_experiment(path)
+    with applied(InputLimits(cell=3)), pytest.raises(InputError, match="--max-cell"):
+        experiment.read_toml(path)

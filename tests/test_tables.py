@@ -304,3 +304,76 @@ def test_duplicates_are_found_on_the_cleaned_values_of_every_key_column():
             validate(pd.DataFrame([base, {"instance_id": "q0", **{k: v for k, v in base.items() if k != "instance_id"}},
                                    other]), "pairwise")
         assert err.value.row == 2 and "duplicate row" in err.value.message and "row 0" in err.value.message
+
+
+# --------------------------------------------------------------------- limits and naming the column
+
+
+def test_a_missing_column_is_named_with_the_kind_that_needs_it(tmp_path):
+    from nepotism.tables import kind_unknown
+
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "p.csv", "instance_id,judge,model_a,model_b,prob_a\n1,j,x,y,0.5\n"))
+    assert (err.value.line, err.value.field) == (1, "verdict") and "a pairwise table needs 'verdict'" in str(err.value)
+    message, column = kind_unknown(["instance_id", "judge", "model_a", "model_b"])  # two kinds fit as well
+    assert column is None and "'verdict'" in message and "'choice'" in message
+    message, column = kind_unknown(["instance_id", "model", "note"])
+    assert column is None and "a correctness-ref table needs 'correct' or 'score'" in message
+    assert kind_unknown(["a", "b"]) == ("cannot tell the table kind from its columns (a, b)", None)
+    with pytest.raises(ValidationError) as err:
+        validate(pd.DataFrame({"instance_id": ["1"], "judge": ["j"], "model": ["x"], "claimd": [True],
+                               "category": ["c"]}))
+    assert "needs 'claimed'" in str(err.value)
+
+
+def test_a_repeated_column_is_named_in_csv_and_parquet(tmp_path):
+    with pytest.raises(InputError) as err:
+        read_table(write(tmp_path, "d.csv", "instance_id,judge,model,score, judge\n1,j,x,7,k\n"))
+    assert (err.value.line, err.value.field) == (1, "judge") and "'judge' appears twice" in str(err.value)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["1"]), pa.array(["j"]), pa.array(["x"]), pa.array([7.0]),
+                                         pa.array([8.0])], names=["instance_id", "judge", "model", "score", "score"]),
+                   path)
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.field == "score" and "appears twice" in str(err.value)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".csv.gz"])
+def test_a_value_longer_than_the_cell_limit_is_refused_naming_line_and_field(tmp_path, suffix):
+    from nepotism.input_limits import InputLimits, applied
+
+    frame = pd.DataFrame({"instance_id": ["1", "2"], "judge": ["j", "j"], "model": ["x", "x"],
+                          "score": [7, 8], "note": ["short", "n" * 100]})
+    path = write_table(frame, tmp_path / f"t{suffix}")
+    with applied(InputLimits(cell=99)), pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.line == 3 - (suffix in (".jsonl", ".parquet")) and "--max-cell" in str(err.value)
+    assert err.value.field == ("note" if suffix != ".csv" and suffix != ".csv.gz" else None)
+    with applied(InputLimits(cell=100)):
+        assert read_table(path).frame["note"].tolist() == ["short", "n" * 100]
+
+
+def test_a_line_longer_than_the_limit_is_refused_in_csv_and_jsonl(tmp_path):
+    from nepotism.input_limits import InputLimits, applied
+
+    csv_path = write(tmp_path, "t.csv", "instance_id,judge,model,score,note\n1,j,x,7,a\n2,j,x,8," + "b" * 200 + "\n")
+    jsonl = write(tmp_path, "t.jsonl", '{"instance_id": "1", "judge": "j", "model": "x", "score": 7, "n": "'
+                  + "c" * 200 + '"}\n')
+    for path, line in ((csv_path, 3), (jsonl, 1)):
+        with applied(InputLimits(line=100)), pytest.raises(InputError) as err:
+            read_table(path)
+        assert err.value.line == line and "a line longer than 100 characters" in str(err.value)
+
+
+def test_a_gzip_table_inflating_past_the_limit_is_refused(tmp_path):
+    from nepotism.input_limits import InputLimits, applied
+
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(("instance_id,judge,model,score\n" + "1,j,x,7\n" * 200_000).encode()))
+    with applied(InputLimits(decompressed=1 << 20)), pytest.raises(InputError) as err:
+        read_table(path)
+    assert err.value.path == str(path) and "--max-decompressed" in str(err.value)

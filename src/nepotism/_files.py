@@ -16,7 +16,6 @@ writer's file, or one written in another pid namespace, is left alone.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import re
@@ -28,9 +27,10 @@ from typing import Any
 
 from nepotism._process import gone, own_start
 from nepotism.errors import InputError
+from nepotism.input_limits import bad_utf8_line, check_value, numbered_lines, open_text, too_deep
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "is_store", "iter_jsonl_rows",
-           "jsonl_rows", "parse_json_line", "remove_stale_temps", "temp_beside", "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "base_suffix", "is_store", "iter_jsonl_rows", "jsonl_rows",
+           "parse_json_line", "remove_stale_temps", "temp_beside", "write_files"]
 
 
 def _umask() -> int:
@@ -129,32 +129,7 @@ def write_files(folder: str | os.PathLike[str], payloads: dict[str, bytes]) -> d
     return {name: atomic_write_bytes(out / name, data) for name, data in payloads.items()}
 
 
-def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
-    """The 1-based line holding the first invalid UTF-8 of a text file (gunzipped for ``.gz``),
-    for error messages that name a line rather than a byte offset; None if every line decodes or
-    the file cannot be read."""
-    path = Path(path)
-    try:
-        opener = gzip.open if path.suffix.lower() == ".gz" else open
-        with opener(path, "rb") as raw:
-            for number, line in enumerate(raw, start=1):
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError:
-                    return number
-    except (OSError, EOFError, zlib.error):
-        return None
-    return None
-
-
 # -- reading JSON Lines (no pandas: a run reads its dataset without importing it) -----------
-
-def _open_text(path: Path) -> io.TextIOBase:
-    """The file as UTF-8 text (a leading byte-order mark dropped), gunzipped for ``.gz``."""
-    if path.suffix.lower() == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
 
 def is_store(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is an SQLite file (a nepotism store): its first 16 bytes say so."""
@@ -267,12 +242,10 @@ def parse_json_line(text: str, path: str, line: int | None) -> object:
         raise InputError("a key appears twice in one JSON object", path=path, line=line,
                          field=err.key) from None
     except RecursionError:
-        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+        raise too_deep(path, line) from None
+    check_value(value, path, line, text=text)  # nesting and the length of every string
     if has_surrogate_escape(text):  # only an escape can make one (the line itself is UTF-8)
-        try:
-            found = _lone_surrogate(value)
-        except RecursionError:
-            raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+        found = _lone_surrogate(value)  # (within the depth limit: no recursion error)
         if found:
             raise InputError("a \\u escape of a lone surrogate (no character: the text is not valid Unicode)",
                              path=path, line=line, field=found[0])
@@ -291,8 +264,8 @@ def iter_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """`jsonl_rows` one line at a time, for a reader that keeps only some rows (memory bounded
     by what it keeps, not by the file): the same checks and errors, raised at the line."""
     try:
-        with _open_text(path) as handle:
-            for number, text in enumerate(handle, start=1):
+        with open_text(path, newline="") as handle:
+            for number, text in numbered_lines(handle, path):
                 if not text.strip():
                     continue
                 value = parse_json_line(text, str(path), number)

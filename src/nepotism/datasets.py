@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError, ValidationError
-from nepotism.tables import KINDS, Table, _read_raw, detect_kind, key_columns, validate
+from nepotism.tables import KINDS, Table, _read_raw, detect_kind, key_columns, kind_unknown, validate
 
 __all__ = ["dataset_files", "dataset_partitions", "is_dataset", "is_pattern", "read_dataset", "read_files"]
 
@@ -121,8 +121,8 @@ def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = N
             except InputError as err:
                 raise InputError(err.message, path=str(path), line=1, field=err.field) from None
             if kind is None:
-                raise InputError("cannot tell the table kind from its columns "
-                                 f"({', '.join(map(str, raw.columns))}); pass --kind", path=str(path), line=1)
+                message, column = kind_unknown(raw.columns)
+                raise InputError(f"{message}; pass --kind", path=str(path), line=1, field=column)
         try:
             table = validate(raw, kind)
         except ValidationError as err:

@@ -1,13 +1,28 @@
 """Errors a user can act on.
 
 `InputError` names the file, the line (1-based, counting the header as line 1 for CSV) and the field
-of a malformed input, so that the CLI can print one precise sentence and exit with status 2. This
-module deliberately holds no formatting for the terminal: the CLI decides how to show the message.
+of a malformed input, so that the CLI can print one precise sentence and exit with status 2. A
+message quotes what the input held, so its text (`str`) shows every control character — a NUL, a
+newline, an escape sequence, a bidirectional override, half a surrogate pair — as a Python escape
+(``\\x00``, ``\\n``, ``\\u202e``): one line, readable, that cannot drive a terminal (`printable`).
+Otherwise this module holds no formatting for the terminal: the CLI decides how to show the message.
 """
 
 from __future__ import annotations
 
-__all__ = ["InputError", "NepotismError", "ValidationError"]
+import re
+
+__all__ = ["InputError", "NepotismError", "ValidationError", "printable"]
+
+#: C0 and C1 controls, DEL, the line and paragraph separators, the bidirectional embeddings,
+#: overrides and isolates, and lone surrogates (not text: they cannot even be written as UTF-8).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (`_UNPRINTABLE`) written as its Python escape."""
+    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape", "backslashreplace").decode("ascii"),
+                            text)
 
 
 class NepotismError(Exception):
@@ -50,7 +65,7 @@ class InputError(NepotismError, ValueError):
         if self.field is not None:
             where.append(f"field '{self.field}'")
         prefix = ", ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        return printable(f"{prefix}: {self.message}" if prefix else self.message)
 
 
 class ValidationError(InputError):
@@ -76,4 +91,4 @@ class ValidationError(InputError):
         where = [f"row {self.row!r}" if not isinstance(self.row, int) else f"row {self.row}"]
         if self.field is not None:
             where.append(f"column '{self.field}'")
-        return f"{', '.join(where)}: {self.message}"
+        return printable(f"{', '.join(where)}: {self.message}")

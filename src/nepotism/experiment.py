@@ -61,13 +61,13 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from nepotism import input_limits
 from nepotism.credentials import is_secret_name
 from nepotism.errors import InputError
 
@@ -723,20 +723,9 @@ def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, An
 
 
 def read_toml(path: str | Path) -> dict:
-    """Parse an experiment TOML file; a missing, unreadable or invalid file is an `InputError`."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is fine
-    except FileNotFoundError:
-        raise InputError("experiment file not found", path=str(path)) from None
-    except UnicodeDecodeError as err:
-        from nepotism._files import bad_utf8_line
-
-        raise InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read the file ({err})", path=str(path)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML ({err})", path=str(path)) from None
+    """Parse an experiment TOML file; a missing, unreadable, invalid or too deeply nested file is an
+    `InputError` (`nepotism.input_limits.read_toml`, the reader of every TOML file a user gives)."""
+    return input_limits.read_toml(path, what="experiment file")
 
 
 def load_experiment(path: str | Path, *, registry: Any = None) -> Experiment:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nepotism._files import atomic_write_bytes
+from nepotism._files import atomic_write_bytes, parse_json_line
 from nepotism.errors import InputError
 
 __all__ = ["MANIFEST", "RunFolder", "check_output_dir", "is_run_folder", "read_manifest", "write_manifest"]
@@ -99,8 +99,8 @@ def read_manifest(path: str | Path) -> RunFolder:
         raise InputError(f"a folder given as input must be a run's output folder with {MANIFEST}; pass the "
                          "table files instead", path=str(folder))
     try:
-        document = json.loads(manifest.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        document = parse_json_line(manifest.read_text(encoding="utf-8-sig"), str(manifest), None)
+    except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"not readable ({err})", path=str(manifest)) from None
     if not isinstance(document, dict) or document.get("schema_version") != _VERSION:
         raise InputError(f"unknown manifest version (this nepotism reads version {_VERSION})", path=str(manifest),

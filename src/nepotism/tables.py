@@ -49,8 +49,12 @@ Files are CSV, TSV, JSONL or Parquet (by extension; ``.gz`` allowed for all but 
 rows is an error), UTF-8 with or
 without a byte-order mark. Extra columns are kept but ignored. Numbers must be finite (``nan`` and
 infinities are errors; an empty cell, or ``null``, is no value); a JSON key given twice in one
-object is an error; a CSV cell longer than 1 MiB (usually a broken quote) is an error naming the
-line where its record starts. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
+object, or a column name twice in a header or schema, is an error naming it; a table without a
+kind's columns is an error naming the columns the nearest kinds lack. A file is read within the
+limits of `nepotism.input_limits`: a ``.gz`` inflating past 1 GiB, a line longer than 64 Mi
+characters, a value longer than 16 Mi (a CSV cell: usually a broken quote, named by the line where
+its record starts) or JSON nested deeper than 100 levels is an error naming the limit and its
+option. Model names may carry an ``@tag`` suffix (``gpt-4o@sample2``) to tell apart two
 responses of one model; relations use the part before ``@``.
 
 The validated frame carries a ``_line`` column (the source line of each row) so that later checks
@@ -75,7 +79,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nepotism._files import _open_text, _unreadable, atomic_write, parse_json_line
+from nepotism import input_limits
+from nepotism._files import _unreadable, atomic_write, parse_json_line
 from nepotism._files import base_suffix as _base_suffix
 from nepotism._files import jsonl_rows as _jsonl_rows
 from nepotism.errors import InputError, ValidationError
@@ -96,9 +101,6 @@ __all__ = [
     "validate",
     "write_table",
 ]
-
-# the longest CSV cell read (Python's default is 128 KiB); a longer one is usually a broken quote
-_MAX_CELL = 1 << 20
 
 #: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
 _STATUS_COLUMNS = ("status", "reason", "label_mass")
@@ -223,6 +225,31 @@ def detect_kind(columns: Iterable[str]) -> str | None:
     return None
 
 
+def kind_unknown(columns: Iterable[str]) -> tuple[str, str | None]:
+    """Why `detect_kind` found no kind for ``columns``, and the missing column when one kind is
+    nearest: the message names the columns each nearest kind (fewest required columns missing,
+    then most of its columns present; at least two required ones) still needs."""
+    names = [str(c) for c in columns]
+    present = set(names)
+    near = []
+    for kind, (required, optional) in _COLUMNS.items():
+        need = [[c] for c in required if c not in present]
+        if kind == "correctness-ref" and not {"correct", "score"} & present:
+            need.append(["correct", "score"])  # one of them
+        if need and len(set(required) & present) >= 2:
+            near.append((len(need), -len({*required, *optional} & present), kind, need))
+    message = f"cannot tell the table kind from its columns ({', '.join(names) or 'none'})"
+    if not near:
+        return message, None
+    best = [entry for entry in sorted(near) if entry[:2] == min(near)[:2]]
+    needs = "; ".join(f"a {kind} table needs " + ", ".join(" or ".join(f"'{c}'" for c in one) for one in need)
+                      for _, _, kind, need in best)
+    column = None  # named as the field when one kind is nearest and it lacks one column
+    if len(best) == 1 and len(best[0][3]) == 1 and len(best[0][3][0]) == 1:
+        column = best[0][3][0][0]
+    return f"{message}: a column is missing? {needs}", column
+
+
 # --------------------------------------------------------------------------------------- reading
 
 
@@ -248,6 +275,44 @@ def _refuse_parquet_nan(table: Any, path: Path) -> None:
             row = int(pc.index(pc.fill_null(pc.is_nan(column), False), True).as_py())
             raise InputError("'NaN' is not a finite number (NaN and infinities are not values; write null for no "
                              "value)", path=str(path), line=row + 1, field=name)
+
+
+def _refuse_repeated_columns(names: list[str], path: Path, line: int | None) -> None:
+    """A column name given twice (in a CSV header, ``line`` 1, or a Parquet schema) is an error
+    naming it: which of the two a reader would take is anyone's guess."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"the column '{name}' appears twice", path=str(path), line=line, field=name)
+        seen.add(name)
+
+
+def _refuse_long_parquet_cells(table: Any, path: Path) -> None:
+    """A text or bytes value of a Parquet file longer than the cell limit (`nepotism.input_limits`)
+    is an error naming its row and column, as a CSV cell or a JSON string is. A dictionary column
+    is measured once per distinct value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cell = input_limits.current().cell
+    for name, column in zip(table.column_names, table.columns):
+        start = 0
+        for chunk in column.chunks:
+            dictionary = pa.types.is_dictionary(chunk.type)
+            kind = chunk.type.value_type if dictionary else chunk.type
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                measure = pc.utf8_length
+            elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+                measure = pc.binary_length
+            else:
+                break  # not text: every chunk of the column has the same type
+            long = pc.fill_null(pc.greater(measure(chunk.dictionary if dictionary else chunk), cell), False)
+            if dictionary and pc.any(long).as_py():
+                long = pc.fill_null(pc.array_take(long, chunk.indices), False)
+            if pc.any(long).as_py():
+                raise InputError(f"a value longer than {cell:,} characters ({input_limits.raise_with('cell')})",
+                                 path=str(path), line=start + int(pc.index(long, True).as_py()) + 1, field=name)
+            start += len(chunk)
 
 
 class _Lines:
@@ -281,10 +346,12 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     suffix = _base_suffix(path)
     if suffix in (".csv", ".tsv"):
         reader, started = None, 1
-        limit = csv.field_size_limit(_MAX_CELL)
+        cell = input_limits.current().cell
+        limit = csv.field_size_limit(cell)
         try:
-            with _open_text(path) as handle:
-                reader = csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ",")
+            with input_limits.open_text(path, newline="") as handle:
+                source = input_limits.bounded_lines(handle, path)
+                reader = csv.reader(source, delimiter="\t" if suffix == ".tsv" else ",")
                 header = next(reader, None)
                 if header is None:
                     raise InputError("the file is empty (no header line)", path=str(path), line=1)
@@ -313,16 +380,15 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         except csv.Error as err:
             line = started if reader is not None and reader.line_num else 1
             if "field larger than field limit" in str(err):
-                raise InputError(f"a cell longer than {_MAX_CELL:,} characters (a broken quote?)",
-                                 path=str(path), line=line) from None
+                raise InputError(f"a cell longer than {cell:,} characters (a broken quote? "
+                                 f"{input_limits.raise_with('cell')})", path=str(path), line=line) from None
             raise InputError(f"not readable as CSV ({err})", path=str(path), line=line) from None
         except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
             raise _unreadable(path, err, "CSV") from None
         finally:
             csv.field_size_limit(limit)
         header = [h.strip() for h in header]
-        if len(set(header)) != len(header):
-            raise InputError("a column name appears twice in the header", path=str(path), line=1)
+        _refuse_repeated_columns(header, path, 1)
         frame = pd.DataFrame(rows, columns=header, dtype=object)
         frame = frame.replace({"": None})
         return frame, _Lines(lines)
@@ -337,12 +403,18 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        try:  # text columns read as codes and distinct values (dictionaries): no string per row
-            text = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-            table = pq.read_table(path, read_dictionary=text, use_pandas_metadata=True)
+        try:
+            schema = pq.read_schema(path)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
+        _refuse_repeated_columns(schema.names, path, None)
+        try:  # text columns read as codes and distinct values (dictionaries): no string per row
+            text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            table = pq.read_table(path, read_dictionary=text, use_pandas_metadata=True)
+        except Exception as err:
+            raise InputError(f"not readable as Parquet ({err})", path=str(path)) from None
         _refuse_parquet_nan(table, path)
+        _refuse_long_parquet_cells(table, path)
         frame = table.to_pandas()
         del table
         frame = pd.DataFrame({column: _shared_objects(frame[column]) for column in frame.columns}, index=frame.index)
@@ -410,12 +482,9 @@ def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Tabl
         except InputError as err:
             raise InputError(err.message, path=str(path), line=1, field=err.field) from None
         if kind is None:
-            raise InputError(
-                "cannot tell the table kind from its columns "
-                f"({', '.join(map(str, frame.columns)) or 'none'}); see the formats in the README or pass --kind",
-                path=str(path),
-                line=1,
-            )
+            message, column = kind_unknown(frame.columns)
+            raise InputError(f"{message}; see the formats in the README or pass --kind", path=str(path), line=1,
+                             field=column)
     return _validated(frame, kind, str(path), line_of)
 
 
@@ -447,8 +516,8 @@ def validate(frame: pd.DataFrame, kind: str | None = None) -> Table:
         except InputError as err:
             raise ValidationError(err.message, field=err.field) from None
         if kind is None:
-            raise ValidationError("cannot tell the table kind from the columns "
-                                  f"({', '.join(map(str, raw.columns)) or 'none'}); pass kind=")
+            message, column = kind_unknown(raw.columns)
+            raise ValidationError(f"{message}; pass kind=", field=column)
     return _validated(raw, kind, None, lambda i: labels[i])
 
 

@@ -1,4 +1,5 @@
-"""What commands share: --json keeps stdout for one document, tables readable when piped."""
+"""What commands share: --json keeps stdout for one document, tables readable when piped, every
+numeric option checked by one of the option types (finite, in range)."""
 
 import json
 import os
@@ -8,10 +9,11 @@ import time
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from nepotism.cli import main
-from nepotism.cli._common import echo_json, print_table
+from nepotism.cli._common import Finite, Size, echo_json, print_table
 
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
@@ -258,3 +260,97 @@ def test_a_boxed_table_wraps_between_words_never_inside_one():
     text = "\n".join(lines)
     for word in ("self-preference-ratio", "gpt-4o-2024-05-13", "claude-3-5-sonnet-20240620"):
         assert text.count(word) == 3, (word, text)
+
+
+# ------------------------------------------------------------------------------- numeric options
+
+
+def _commands(group=main, path=()):
+    """(command path, command) of every command of the command line."""
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _numeric_options():
+    """(command path, option name, type) of every numeric option, the top-level ones too."""
+    for path, command in [((), main), *_commands()]:
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, (click.types.FloatParamType,
+                                                                           click.types.IntParamType, Size)):
+                yield path, param.opts[0], param.type
+
+
+def test_every_numeric_option_is_one_of_the_checked_types():
+    """A float option is a `Finite` (click's FloatRange lets nan through every bound; a bare float
+    takes nan and infinities), an integer one an IntRange with a lower bound (a negative seed or
+    count was a traceback), a size a `Size`: one place checks them all."""
+    found = list(_numeric_options())
+    assert len(found) >= 30  # every command's, not none
+    loose = [(" ".join(path), name, type(kind).__name__) for path, name, kind in found
+             if not (isinstance(kind, (Finite, Size))
+                     or (isinstance(kind, click.IntRange) and kind.min is not None))]
+    assert loose == []
+
+
+FLOATS = sorted({(path, name) for path, name, kind in _numeric_options() if isinstance(kind, Finite)})
+
+
+@pytest.mark.parametrize("path, name", FLOATS, ids=[" ".join((*p, n)) for p, n in FLOATS])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_no_float_option_takes_nan_or_an_infinity(path, name, value):
+    """Each float option of every command refuses nan and the infinities: exit status 2 naming
+    the option (before, ``--confidence nan`` was an internal error, exit 70, and
+    ``--max-failure-rate nan`` allowed no failure at all)."""
+    result = CliRunner().invoke(main, [*path, f"{name}={value}"])
+    assert result.exit_code == 2, result.output
+    assert name in result.output and "Traceback" not in result.output
+
+
+def test_sizes_take_units_and_refuse_the_rest():
+    size = Size(maximum=1 << 30)
+    assert size.convert("16Mi", None, None) == 16 << 20 and size.convert("16MiB", None, None) == 16 << 20
+    assert size.convert("1G", None, None) == 10**9 and size.convert("1.5Ki", None, None) == 1536
+    assert size.convert(" 1000 ", None, None) == 1000
+    for bad in ("0", "-1", "nan", "inf", "1Qi", "", "2Gi"):
+        with pytest.raises(click.BadParameter):
+            size.convert(bad, None, None)
+
+
+def test_the_limit_options_bound_the_command_that_follows(tmp_path):
+    """``nepotism --max-cell 4Ki metrics FILE``: the command reads within the limit (exit status 2
+    naming the option); after it, the defaults hold again. A limit below what nepotism's own files
+    need is refused."""
+    from nepotism import input_limits
+
+    table = tmp_path / "t.csv"
+    table.write_text("instance_id,judge,model,score\nq1,gpt-4,claude-2,7,\"" + "x" * 5000 + "\"\n")
+    result = CliRunner().invoke(main, ["--max-cell", "4Ki", "metrics", str(table)])
+    assert result.exit_code == 2 and "--max-cell" in result.output and "line 2" in result.output, result.output
+    assert input_limits.current() == input_limits.DEFAULTS
+    for option, low in [("--max-depth", "15"), ("--max-cell", "4095"), ("--max-line", "1Ki"),
+                        ("--max-decompressed", "1000")]:  # below what nepotism's own files need
+        result = CliRunner().invoke(main, [option, low, "metrics", str(table)])
+        assert result.exit_code == 2 and option in result.output, result.output
+        assert "least" in result.output or "range" in result.output, result.output
+
+
+def test_nan_options_through_the_executable_exit_2_and_write_nothing(tmp_path):
+    """As a user types them: ``metrics --confidence nan`` and ``run --max-failure-rate nan``."""
+    from nepotism.testing.experiments import standin_experiment
+
+    exp = standin_experiment(tmp_path / "exp", "http://127.0.0.1:9/v1", items=2, recognition=False)
+    table = tmp_path / "t.csv"
+    table.write_text("instance_id,judge,model,score\nq1,gpt-4,claude-2,7\n")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for args, option in [(["metrics", str(table), "--confidence", "nan"], "--confidence"),
+                         (["run", str(exp), "--store", str(tmp_path / "s.db"), "--max-failure-rate", "nan"],
+                          "--max-failure-rate"),
+                         (["plan", "--judges", "gpt-4", "--generators", "gpt-4,claude-2", "--effect", "self=nan"],
+                          "--effect")]:
+        done = subprocess.run([NEPOTISM, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert option in done.stderr and "nan" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

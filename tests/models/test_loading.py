@@ -62,7 +62,7 @@ def test_cycle_through_teachers_only(tmp_path):
 
 def test_invalid_toml_and_missing_file(tmp_path):
     err, path = _error(tmp_path, '[models."a"\nfamily = "f"\n')
-    assert err.path == str(path) and "invalid TOML" in err.message
+    assert err.path == str(path) and "not valid TOML" in err.message
     with pytest.raises(InputError, match="cannot read"):
         load_registry([tmp_path / "absent.toml"], include_default=False)
 

@@ -16,6 +16,7 @@ import sys
 
 import click
 
+from nepotism.cli._common import input_limit_options
 from nepotism.errors import InputError
 
 __all__ = ["main"]
@@ -108,5 +109,9 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
               help="Show the version and the event loop runs use (uvloop, else asyncio's), and exit.")
+@input_limit_options
 def main() -> None:
-    """Measure how much LLM judges favour themselves, their family and their students."""
+    """Measure how much LLM judges favour themselves, their family and their students.
+
+    The --max-* options bound what any command reads from a file (before the command's name:
+    nepotism --max-line 256Mi metrics big.jsonl); an input beyond one is refused, naming it."""

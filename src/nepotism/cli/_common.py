@@ -9,7 +9,9 @@ import contextlib
 import functools
 import json
 import io
+import math
 import os
+import re
 import select
 import sys
 from collections.abc import Mapping
@@ -17,13 +19,104 @@ from typing import TextIO
 
 import click
 
-__all__ = ["INTERNAL_ERROR", "bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store",
-           "format_option", "json_stdout", "max_failure_rate_option", "models_option", "prevented_line", "print_table",
-           "report_internal_error", "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
+__all__ = ["INTERNAL_ERROR", "Finite", "Size", "bootstrap_options", "echo_json", "exit_if_calls_failed",
+           "experiment_store", "finite_value", "format_option", "input_limit_options", "json_stdout",
+           "max_failure_rate_option", "models_option", "prevented_line", "print_table", "report_internal_error",
+           "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
 FORMATS = ("auto", "table", "plain", "tsv")
+
+
+# ------------------------------------------------------------------------------- numeric options
+# Every number a command line takes goes through these types (tests/cli/test_common_cli.py checks
+# each command's options): a float is a `Finite` (nan and infinities are no numbers), an integer a
+# click.IntRange with its bounds, a size a `Size`. A bad value is a usage error naming the option
+# (exit status 2).
+
+
+class Finite(click.FloatRange):
+    """A float option that is a finite number within its range: ``nan`` and infinities are
+    refused (click's FloatRange lets ``nan`` through every bound)."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def finite_value(text: str, option: str, low: float | None = None, high: float | None = None) -> float:
+    """A number written inside an option's value (the SIZE of ``--effect self=SIZE``), finite and
+    within [low, high]; an `InputError` naming the option otherwise."""
+    from nepotism.errors import InputError
+
+    try:
+        return Finite(low, high).convert(text.strip(), None, None)
+    except click.BadParameter as err:
+        raise InputError(err.message, field=option) from None
+
+
+_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+          "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+
+
+class Size(click.ParamType):
+    """A whole size from ``minimum`` up to ``maximum``: a number with an optional unit (``64Mi`` =
+    64 * 1024**2, ``1G`` = 10**9, ``B`` allowed after it: ``16MiB``)."""
+
+    name = "size"
+
+    def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
+        self.minimum, self.maximum = minimum, maximum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(value), flags=re.IGNORECASE)
+            if not found:
+                self.fail(f"{value!r} is not a size (a number with an optional unit: 16Mi, 1G, 1000)", param, ctx)
+            number = int(float(found.group(1)) * _UNITS[(found.group(2) or "").lower()])
+        from nepotism.input_limits import size_text
+
+        if number < max(self.minimum, 1):
+            self.fail(f"{value!r} is less than the least allowed, {size_text(max(self.minimum, 1))}", param, ctx)
+        if self.maximum is not None and number > self.maximum:
+            self.fail(f"{value!r} is more than the most allowed, {size_text(self.maximum)}", param, ctx)
+        return number
+
+
+def input_limit_options(callback):
+    """Add the top-level --max-decompressed, --max-line, --max-cell and --max-depth options (the
+    limits on reading user files, `nepotism.input_limits`) and read every file of the command
+    within them."""
+    from nepotism import input_limits
+
+    defaults = input_limits.DEFAULTS
+
+    @functools.wraps(callback)
+    def function(*args, max_decompressed, max_line, max_cell, max_depth, **kwargs):
+        limits = input_limits.InputLimits(decompressed=max_decompressed, line=max_line, cell=max_cell,
+                                          depth=max_depth)
+        click.get_current_context().with_resource(input_limits.applied(limits))
+        return callback(*args, **kwargs)
+
+    for name, option, what in (
+            ("depth", "--max-depth", "How deeply a JSON or TOML input may nest, in levels"),
+            ("cell", "--max-cell", "Longest value of an input table, dataset or JSON/TOML file, in characters"),
+            ("line", "--max-line", "Longest line of a CSV, TSV or JSON Lines input, in characters"),
+            ("decompressed", "--max-decompressed", "Most bytes a .gz input may inflate to")):
+        least = input_limits.OPTION_MINIMUM[name]
+        kind = (click.IntRange(least, input_limits.MAX_DEPTH) if name == "depth"
+                else Size(least, input_limits.MAX_CELL if name == "cell" else None))
+        default = getattr(defaults, name)
+        function = click.option(option, f"max_{name}", type=kind, default=default,
+                                help=f"{what} (default {input_limits.size_text(default)}).")(function)
+    return function
 
 
 def bootstrap_options(callback):
@@ -39,7 +132,7 @@ def bootstrap_options(callback):
 
     function = click.option("--ci-method", type=click.Choice(["percentile", "bca"]), default="percentile",
                             show_default=True, help="Bootstrap interval method.")(function)
-    function = click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+    function = click.option("--confidence", type=Finite(0.5, 0.999), default=0.95, show_default=True,
                             help="Confidence level of the intervals.")(function)
     function = click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
                             help="Seed of the bootstrap: the same seed gives the same numbers.")(function)
@@ -68,7 +161,7 @@ _PAD_CAP = 40
 def max_failure_rate_option(calls: str):
     """``--max-failure-rate``: the share of ``calls`` (e.g. "the run's calls (generation, judging,
     perplexity)") allowed to fail without exit status 3 (`exit_if_calls_failed`)."""
-    return click.option("--max-failure-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+    return click.option("--max-failure-rate", type=Finite(0.0, 1.0), default=0.0, show_default=True,
                         help=f"Share of {calls} allowed to fail without exit status 3.")
 
 

@@ -75,7 +75,7 @@ def command() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
               help="Port (0 = any free port; the default is not the stand-in's 8765, so both can run).")
-@click.option("--order-seed", type=int, default=None,
+@click.option("--order-seed", type=click.IntRange(0), default=None,
               help="Derive each item's on-screen order from this seed (default: drawn at random; always recorded).")
 def serve(pairs: Path | None, annotator: str, texts: Path | None, collection: str | None,
           store_path: Path | None, host: str, port: int, order_seed: int | None) -> None:
@@ -137,7 +137,7 @@ def serve(pairs: Path | None, annotator: str, texts: Path | None, collection: st
 @click.option("--n", "size", type=click.IntRange(1), required=True, help="How many pairs to draw.")
 @click.option("--by", "strategy", type=click.Choice(["uniform", "disagreement", "self-preference"]),
               default="uniform", show_default=True, help="What to draw.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Random seed.")
 @click.option("--fill", is_flag=True, help="Top up with uniformly drawn pairs when too few qualify.")
 @click.option("--out", type=_PATH, required=True, help="Pairs file to write (.jsonl).")
 @models_option

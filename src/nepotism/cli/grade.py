@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, models_option
+from nepotism.cli._common import Finite, bootstrap_options, echo_json, models_option
 
 
 @click.command("grade")
@@ -27,7 +27,7 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
               help="Reference table to write (.csv, .jsonl or .parquet): correctness-ref, or rubric-ref for ifeval.")
 @click.option("--instances", type=click.Path(dir_okay=False),
               help="ifeval only: file of instances (instance_id or key, instruction_id_list, kwargs).")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True,
+@click.option("--timeout", type=Finite(0.1, 600), default=10.0, show_default=True,
               help="code only: seconds allowed per program.")
 @click.option("--against", type=click.Path(dir_okay=False),
               help="math/mc/code: a recorded correctness reference to compare with (agreement rate with a "

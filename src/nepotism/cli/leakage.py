@@ -104,8 +104,8 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
 @click.option("--reference-judge", default=None, help="An unrelated judge to estimate the bonus against.")
 @click.option("--reference-leaderboard", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="CSV model,score (e.g. a human-vote leaderboard) for the ranking difference of §5.4.")
-@click.option("--top", type=int, default=None, help="Print only the first N rows of each leaderboard.")
-@click.option("--resamples", type=int, default=1000, show_default=True)
+@click.option("--top", type=click.IntRange(1), default=None, help="Print only the first N rows of each leaderboard.")
+@click.option("--resamples", type=click.IntRange(0, 100_000), default=1000, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON.")
 def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_files: tuple[Path, ...],
           reference_judge: str | None, reference_leaderboard: Path | None, top: int | None, resamples: int,

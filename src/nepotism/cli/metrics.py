@@ -6,6 +6,7 @@ import click
 
 from nepotism.cli._answer import print_answer, print_verdicts
 from nepotism.cli._common import (
+    Finite,
     bootstrap_options,
     echo_json,
     format_option,
@@ -50,7 +51,7 @@ def _split(values, option):
 @click.option("--slice", "slices", multiple=True, metavar="COLUMN",
               help="Repeat every metric per value of COLUMN (e.g. category, condition), or per "
                    "rubric-polarity / rubric-length (needs rubric-items); repeatable.")
-@click.option("--agreement", type=click.FloatRange(0.0, 1.0), metavar="THRESHOLD",
+@click.option("--agreement", type=Finite(0.0, 1.0), metavar="THRESHOLD",
               help="Rubric tables: also recompute every metric on the rubrics whose inter-judge agreement is at "
                    "least THRESHOLD (paper 002 Fig. 4); those records carry variant agreement_at_least.")
 @click.option("--recognition-target", type=click.Choice(["self", "student", "family"]), default="self",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nepotism.cli._common import echo_json, format_option, models_option, print_table
+from nepotism.cli._common import Finite, echo_json, finite_value, format_option, models_option, print_table
 
 _SCOPES = ("self", "family", "student", "family-student")
 
@@ -23,12 +23,13 @@ def _effects(values) -> dict[str, float]:
 
     effects = {}
     for value in values or ("self=0.05",):
-        scope, _, size = value.partition("=")
+        scope, sep, size = value.partition("=")
         scope = scope.strip()
         try:
-            effects[scope] = float(size)
-        except ValueError:
-            raise InputError(f"expected SCOPE=SIZE (e.g. self=0.05), got '{value}'", field="--effect") from None
+            effects[scope] = finite_value(size if sep else "", "--effect")
+        except InputError as err:
+            raise InputError(f"expected SCOPE=SIZE (e.g. self=0.05), got '{value}': {err.message}",
+                             field="--effect") from None
         if scope not in _SCOPES:
             raise InputError(f"unknown scope '{scope}'; scopes are {', '.join(_SCOPES)}", field="--effect")
     return effects
@@ -58,15 +59,15 @@ def _absurd(effects: dict[str, float], prompts: int) -> list[str]:
 @click.option("--effect", "effects", multiple=True, metavar="SCOPE=SIZE",
               help="Win-rate shift to detect in a scope (self, family, student, family-student), e.g. self=0.05 "
                    "for a 5-point self-bonus; repeatable.  [default: self=0.05]")
-@click.option("--alpha", type=click.FloatRange(0.0001, 0.5), default=0.05, show_default=True,
+@click.option("--alpha", type=Finite(0.0001, 0.5), default=0.05, show_default=True,
               help="Two-sided significance level.")
-@click.option("--power", type=click.FloatRange(0.5, 0.999), default=0.8, show_default=True,
+@click.option("--power", type=Finite(0.5, 0.999), default=0.8, show_default=True,
               help="Probability of detecting the effect when it is there.")
-@click.option("--baseline", type=click.FloatRange(0.01, 0.99), default=0.5, show_default=True,
+@click.option("--baseline", type=Finite(0.01, 0.99), default=0.5, show_default=True,
               help="Win rate without the effect (0.5: no preference).")
-@click.option("--icc", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
+@click.option("--icc", type=Finite(0.0, 1.0), default=0.1, show_default=True,
               help="Assumed correlation of the comparisons of one prompt (replaced by the pilot's).")
-@click.option("--tie-rate", type=click.FloatRange(0.0, 0.99), default=0.0, show_default=True,
+@click.option("--tie-rate", type=Finite(0.0, 0.99), default=0.0, show_default=True,
               help="Assumed share of ties after combining both orders (replaced by the pilot's).")
 @click.option("--pilot", type=click.Path(dir_okay=False),
               help="Pilot pairwise judgments: their tie share and within-prompt correlation, per judge and scope.")
@@ -80,9 +81,9 @@ def _absurd(effects: dict[str, float], prompts: int) -> list[str]:
               help="Tokens per judge reply.")
 @click.option("--template-tokens", type=click.IntRange(0), default=250, show_default=True,
               help="Tokens of the judge template around the prompt and answers.")
-@click.option("--price-input-per-mtok", "price_input", type=click.FloatRange(0.0), default=0.0, show_default=True,
+@click.option("--price-input-per-mtok", "price_input", type=Finite(0.0), default=0.0, show_default=True,
               help="USD per million input tokens, for the models the registry does not price.")
-@click.option("--price-output-per-mtok", "price_output", type=click.FloatRange(0.0), default=0.0,
+@click.option("--price-output-per-mtok", "price_output", type=Finite(0.0), default=0.0,
               show_default=True, help="USD per million output tokens, for the models the registry does not price.")
 @models_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json
+from nepotism.cli._common import Finite, echo_json
 
 from nepotism.errors import InputError
 
@@ -35,8 +35,8 @@ def command() -> None:
 @command.command("run")
 @click.argument("file")
 @click.option("--tests", "tests_file", default=None, help="File of tests (assert lines or a check call) run after FILE.")
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Wall-clock limit in seconds.")
-@click.option("--memory-mb", type=int, default=512, show_default=True, help="Address-space limit (RLIMIT_AS).")
+@click.option("--timeout", type=Finite(0.0, 86_400.0, min_open=True), default=10.0, show_default=True, help="Wall-clock limit in seconds.")
+@click.option("--memory-mb", type=click.IntRange(32), default=512, show_default=True, help="Address-space limit (RLIMIT_AS).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 def run_cmd(file: str, tests_file: str | None, timeout: float, memory_mb: int, as_json: bool) -> None:
     """Run FILE (then --tests) in the sandbox and print the status and outputs.
@@ -50,10 +50,6 @@ def run_cmd(file: str, tests_file: str | None, timeout: float, memory_mb: int, a
 
     code = _read(file, "code")
     tests = _read(tests_file, "tests") if tests_file is not None else None
-    if not timeout > 0:
-        raise InputError("--timeout must be positive", field="timeout")
-    if memory_mb < 32:
-        raise InputError("--memory-mb must be at least 32", field="memory-mb")
     result = run(code, tests=tests, timeout=timeout, memory_mb=memory_mb)
     if as_json:
         echo_json(asdict(result))

@@ -9,8 +9,6 @@ array). `fail` and `require` turn a position into an `InputError` that says "lin
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
 import re
@@ -22,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from nepotism._files import parse_json_line
+from nepotism.input_limits import open_text  # a text file, UTF-8, gunzipped within the limit (for the importers)
 from nepotism.errors import InputError
 
 __all__ = [
@@ -111,13 +110,6 @@ class Format:
         unknown = set(self.options) - set(OPTIONS)
         if unknown:
             raise ValueError(f"format {self.name!r} declares unknown options {sorted(unknown)}")
-
-
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a text file (UTF-8, a leading BOM skipped), transparently gunzipping ``.gz``."""
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
-    return open(path, encoding="utf-8-sig")
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:

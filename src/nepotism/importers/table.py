@@ -61,7 +61,6 @@ every error, exit status 2, nothing written). Left out: every column not mapped;
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,6 +68,7 @@ from typing import Any
 import pandas as pd
 
 from nepotism.errors import InputError
+from nepotism.input_limits import read_toml
 from nepotism.importers._common import (
     Format,
     Imported,
@@ -141,12 +141,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     """A ``--mapping`` TOML file as ``{"kind", "judge", "columns", "values"}``; `InputError` naming
     the file and key on anything else."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as err:
-        raise InputError(f"cannot read the mapping file ({err.strerror or err})", path=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"invalid TOML: {err}", path=str(path)) from None
+    data = read_toml(path, what="the mapping file")  # invalid, too deep or too long: an InputError
     unknown = sorted(set(data) - {"kind", "judge", "columns", "values"})
     if unknown:
         raise InputError("unknown key; a mapping file holds kind, judge, [columns] and [values.COLUMN]",

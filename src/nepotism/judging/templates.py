@@ -35,6 +35,7 @@ import jinja2
 from jinja2 import meta, nodes
 
 from nepotism.errors import InputError
+from nepotism.input_limits import parse_toml
 
 __all__ = ["COMMON", "PLACEHOLDERS", "Template", "check_user_template", "get_template", "is_user_template",
            "load_templates", "read_templates", "render_text", "render_user", "template_ids", "template_slot",
@@ -198,10 +199,7 @@ def check_user_template(path: str | Path, slot: str) -> Template:
         raise InputError("judge template file not found", path=where) from None
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read the judge template ({err})", path=where) from None
-    try:
-        doc = tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML ({err})", path=where, line=getattr(err, "lineno", None)) from None
+    doc = parse_toml(raw, where)
 
     def key_line(key: str) -> int | None:
         return next((i + 1 for i, line in enumerate(raw.splitlines()) if line.lstrip().startswith(key)), None)

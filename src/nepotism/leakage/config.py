@@ -38,7 +38,6 @@ Everything else is an error naming the key. Not done here: running anything.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nepotism.errors import InputError
+from nepotism.input_limits import read_toml
 from nepotism.experiment import Experiment, parse_experiment
 from nepotism.leakage.exports import FORMATS
 from nepotism.leakage.lineage import METHODS
@@ -275,12 +275,7 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
     """Read and validate a leakage experiment file."""
     path = Path(path)
     where = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("experiment file not found", path=where) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML ({err})", path=where) from None
+    data = read_toml(path, what="experiment file")
     raw = data.pop("leakage", None)
     if not isinstance(raw, dict):
         raise InputError("a leakage experiment needs a [leakage] table", path=where, field="leakage")

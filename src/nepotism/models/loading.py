@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from nepotism.errors import InputError
+from nepotism.input_limits import parse_toml
 from nepotism.models.registry import ModelInfo, Registry
 
 __all__ = ["BUNDLED_REGISTRY", "default_registry", "load_registry"]
@@ -253,10 +253,7 @@ def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft], links: 
             text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(f"cannot read registry file: {err}", path=label) from err
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"invalid TOML: {err}", path=label) from err
+    data = parse_toml(text, label)  # invalid, too deep or too long: an InputError naming the file
     unknown = sorted(set(data) - {"models", "aliases", "families"})
     if unknown:
         raise InputError("only [models.\"<id>\"], [aliases] and [families] tables are allowed at the top level",

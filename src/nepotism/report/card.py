@@ -36,7 +36,6 @@ What this module leaves out: rendering (`nepotism.report.full`, `nepotism.cli.ca
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from pathlib import Path
 from nepotism.analyses.verdicts import summary_rows
 from nepotism.errors import InputError
 from nepotism.results import Verdict
+from nepotism.input_limits import read_toml
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
@@ -201,12 +201,7 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read a thresholds TOML file (or an experiment file with a ``[card]`` table)."""
     path = Path(path)
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("thresholds file not found", path=str(path)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", path=str(path)) from None
+    table = read_toml(path, what="thresholds file")
     return parse_thresholds(table, path=str(path))
 
 

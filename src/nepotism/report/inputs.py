@@ -26,12 +26,12 @@ Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nepotism._files import is_store
+from nepotism import input_limits
+from nepotism._files import is_store, parse_json_line
 from nepotism.errors import InputError
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def is_results_file(path: str | Path) -> bool:
         return False
     try:
         with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
+            first = handle.readline(input_limits.current().line)
         return '"metric"' in first and '"value"' in first
     except (OSError, UnicodeDecodeError):
         return False
@@ -59,13 +59,10 @@ def is_results_file(path: str | Path) -> bool:
 
 def _jsonl(path: Path) -> list:
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise InputError(f"not a JSON line: {err}", path=str(path), line=number) from None
+    with open(path, encoding="utf-8") as handle:
+        for number, line in input_limits.numbered_lines(handle, path):
+            if line.strip():
+                records.append(parse_json_line(line, str(path), number))
     return records
 
 
@@ -117,11 +114,14 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         if path.suffix.lower() == ".jsonl":
             document = _jsonl(path)
         else:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = parse_json_line(path.read_text(encoding="utf-8"), str(path), None)
     except FileNotFoundError:
         raise InputError("results file not found", path=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise InputError(f"not a JSON results file: {err}", path=str(path)) from None
+    except InputError as err:
+        raise InputError(f"not a JSON results file: {err.message}", path=err.path, line=err.line,
+                         field=err.field) from None
     summary, findings = {}, []
     if isinstance(document, dict) and isinstance(document.get("overall"), dict) and "annotators" in document:
         records, summary = _agreement(document)
@@ -211,11 +211,11 @@ def _holds_records(path: Path) -> bool:
         return False
     try:
         with open(path, encoding="utf-8-sig") as handle:
-            first = handle.readline()
+            first = handle.readline(input_limits.current().line)
         if path.suffix.lower() == ".csv":
             return _RECORD_COLUMNS <= {c.strip().strip('"') for c in first.rstrip("\r\n").split(",")}
-        return isinstance(row := json.loads(first), dict) and _RECORD_COLUMNS <= set(row)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return isinstance(row := parse_json_line(first, str(path), 1), dict) and _RECORD_COLUMNS <= set(row)
+    except (OSError, UnicodeDecodeError, InputError):
         return False
 
 
