@@ -109,7 +109,7 @@ def test_import_metrics_report_through_the_executable(logs, tmp_path):
 
     done = _run("metrics", table_file, "--json", "--bootstrap", "200")
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]  # the results document's records
 
     def spr(judge, scope, ties):
         found = [r for r in records if r["metric"] == "self-preference-ratio" and r["judge"] == judge
@@ -135,8 +135,8 @@ def test_import_metrics_report_through_the_executable(logs, tmp_path):
 def test_metrics_and_report_take_the_logs_directly(logs, tmp_path):
     done = _run("metrics", *logs["evals"], "--json", "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
-    direct = json.loads(done.stdout)
-    folder = json.loads(_run("metrics", logs["dir"], "--json", "--bootstrap", "0").stdout)
+    direct = json.loads(done.stdout)["results"]
+    folder = json.loads(_run("metrics", logs["dir"], "--json", "--bootstrap", "0").stdout)["results"]
     assert direct == folder and any(r["judge"] == GPT4O and r["scope"] == "self" for r in direct)
     done = _run("report", logs["json"], "--out", tmp_path / "r", "--bootstrap", "0", "--json")
     assert done.returncode == 0, done.stderr

@@ -134,7 +134,7 @@ def test_import_metrics_report_with_aliases_and_families(votes, tmp_path):
     assert families.read_text().splitlines()[-1] == '"Berkeley" = ["Koala 13B"]'
     done = _run("metrics", out, "--models", models, "--models", families, "--json", "--bootstrap", "100")
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]  # the results document's records
     own = [r for r in records if r["metric"] == "win-rate" and r["generator"] == "GPT 4"]
     assert own and own[0]["judge"] == "GPT 4"
     assert {r["scope"] for r in records if r["metric"] == "self-preference-ratio"} >= {"self"}
@@ -156,7 +156,7 @@ def test_unknown_names_are_listed_with_the_fix(votes, tmp_path):
     aliases.write_text('[aliases]\n"GPT 4" = "gpt-4"\n"Claude 2" = "claude-2"\n')
     done = _run("metrics", tmp_path / "p.csv", "--models", aliases, "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
-    assert ("1 generators are not in the model registry, so every judge counts them as unrelated: 'Koala 13B'"
+    assert ("1 generator is not in the model registry, so no judge counts it as a relative: 'Koala 13B'"
             in done.stdout)
 
 
