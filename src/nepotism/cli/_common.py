@@ -21,8 +21,8 @@ import click
 
 __all__ = ["INTERNAL_ERROR", "Finite", "Size", "bootstrap_options", "echo_json", "exit_if_calls_failed",
            "experiment_store", "finite_value", "format_option", "input_limit_options", "json_stdout",
-           "max_failure_rate_option", "models_option", "prevented_line", "print_table", "report_internal_error",
-           "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
+           "max_failure_rate_option", "models_option", "named_as_typed", "prevented_line", "print_table",
+           "report_internal_error", "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -411,6 +411,22 @@ def run_live(job, *, progress: bool | None, as_json: bool = False):
         if as_json:
             echo_json({"status": "interrupted", "signal": name, "message": message})
         sys.exit(code)
+
+
+@contextlib.contextmanager
+def named_as_typed(names: Mapping[str, str]):
+    """Re-raise an `InputError` whose field is a library argument (``source``, ``correlate``) under
+    the command's own name for it (``JUDGMENTS``, ``--correlate``), so the message names what the
+    user typed."""
+    from nepotism.errors import InputError
+
+    try:
+        yield
+    except InputError as err:
+        if err.field in names:
+            err.field = names[err.field]
+            err.args = (str(err),)
+        raise
 
 
 def unknown_names_lines(names: list[str], what: str, *, indent: str = "", shown: int = 12) -> list[str]:

@@ -11,7 +11,7 @@ import unicodedata
 
 import click
 
-from nepotism.cli._common import bootstrap_options, echo_json, models_option
+from nepotism.cli._common import bootstrap_options, echo_json, models_option, named_as_typed
 
 #: How many characters of a prompt or an answer are printed unless --full (``--json`` holds them whole).
 _CHARS = 1200
@@ -66,15 +66,10 @@ def command(source, judge, scope, condition, texts, limit, full, reference, kind
     _refuse_results(source)
     if kind and len(source) > 1:
         raise InputError("--kind applies to a single SOURCE file", field="--kind")
-    try:
+    with named_as_typed(_ARGUMENT):  # name the command's own argument or option
         found = explain(list(source), judge=judge, scope=scope, condition=condition, references=list(reference),
                         models=list(models_files), bootstrap=bootstrap, kind=kind, rule=rule,
                         reference_vote=reference_vote, min_prompts=min_prompts, texts=texts, limit=limit)
-    except InputError as err:  # name the command's own argument or option
-        if err.field in _ARGUMENT:
-            err.field = _ARGUMENT[err.field]
-            err.args = (str(err),)
-        raise
     if as_json:
         echo_json(found.to_dict())
         return

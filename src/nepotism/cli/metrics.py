@@ -11,6 +11,7 @@ from nepotism.cli._common import (
     echo_json,
     format_option,
     models_option,
+    named_as_typed,
     print_table,
 )
 
@@ -118,7 +119,7 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
         if len(pair) != 2:
             raise InputError(f"--correlate takes two metric ids, e.g. judge-accuracy,self-preference-ratio; "
                              f"got {pair}", field="--correlate")
-    try:
+    with named_as_typed(_ARGUMENT):  # name the command's own argument or option
         results = audit(list(judgments), references=list(reference), models=list(models_files),
                         bootstrap=bootstrap, kind=kind, rule=rule, opponents=_OPPONENTS[opponents],
                         leaderboard=read_leaderboard(leaderboard) if leaderboard else None,
@@ -127,11 +128,6 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                         perplexity_difference=perplexity_difference, committees=_split(committees, "--committee"),
                         agreement=agreement, correlate=[tuple(p) for p in pairs], stream=stream,
                         reference_vote=reference_vote, min_prompts=min_prompts)
-    except InputError as err:  # name the command's own argument or option
-        if err.field in _ARGUMENT:
-            err.field = _ARGUMENT[err.field]
-            err.args = (str(err),)
-        raise
     if as_json:
         echo_json(results.document())
         return
