@@ -186,3 +186,37 @@ def test_explain_on_arena_bench_with_its_answers(tmp_path):
     assert gaps == sorted(gaps, reverse=True) and gaps[0] == 9  # a 10 against a 1: the largest gap a 1-10 scale has
     self_scope = nep("explain", *args, cwd=tmp_path).stdout
     assert "no cases: its own answers are not among the 16 generators it judged" in self_scope
+
+
+def test_a_pair_judged_twice_is_one_case_and_a_long_prompt_id_one_short_line(tmp_path):
+    """Cases are pairs (their verdicts averaged), the record counts comparisons: when a judge gave some
+    pair two verdicts the two counts differ and explain says so instead of calling both "comparisons"
+    (on EloBench's battles, 1,033 pairs against the verdict's 1,037 comparisons). A prompt id that is the
+    prompt itself (a user mapping instance_id to a question column) prints on one line, cut short."""
+    long_id = "Write a poem\nabout the sea,\n\n" + "with many words " * 20
+    rows = ["instance_id,judge,model_a,model_b,verdict,replicate"]
+    for i in range(40):
+        ident = f'"{long_id} {i}"' if i < 3 else f"q{i}"
+        rows.append(f"{ident},gpt-4,gpt-4,claude-2,{'A' if i % 3 else 'B'},0")
+    rows.append("q5,gpt-4,gpt-4,claude-2,B,1")  # the same pair judged again
+    table = tmp_path / "pairs.csv"
+    table.write_text("\n".join(rows) + "\n")
+    document = json.loads(nep("metrics", table, "--json", "--bootstrap", "50", cwd=tmp_path).stdout)
+    verdict = next(v for v in document["verdicts"] if v["scope"] == "self")
+    assert verdict["n"] == 41
+    done = nep("explain", table, "--judge", "gpt-4", "--scope", "self", "--bootstrap", "50", "--json", cwd=tmp_path)
+    reading = json.loads(done.stdout)["reading"]
+    assert (reading["n"], reading["record_n"], reading["unit"]) == (40, 41, "pair")
+    lines = nep("explain", table, "--judge", "gpt-4", "--scope", "self", "--bootstrap", "50", "--limit", "40",
+                cwd=tmp_path).stdout.splitlines()
+    cases = next(line for line in lines if line.startswith("Cases:"))
+    assert "40 pairs (the record counts 41 comparisons: a pair the judge gave more than one verdict is one case" in cases
+    assert not any(line.strip().endswith("comparisons") for line in lines if line and not line.startswith(" "))
+    shown = [line for line in lines if line.lstrip().startswith(("1. prompt", "2. prompt", "3. prompt"))
+             or "prompt Write a poem" in line]
+    assert shown and all(len(line) < 160 and "characters)" in line for line in shown if "Write a poem" in line)
+    assert "about the sea," not in [line.strip() for line in lines]  # no prompt id breaks a case's line
+    report = tmp_path / "report"
+    nep("report", table, "--out", report, "--bootstrap", "50", cwd=tmp_path)
+    markdown = (report / "report.md").read_text()
+    assert "40 pairs (the record counts 41 comparisons" in markdown and "\nabout the sea," not in markdown

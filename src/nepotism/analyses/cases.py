@@ -153,6 +153,29 @@ class Explanation:
     note: str | None = None
     texts: Mapping[str, Any] | None = None
     rest: str | None = None
+    record_n: int | None = None
+
+    @property
+    def unit(self) -> str:
+        """What one case counts: a comparison, or — when the judge gave some pair more than one
+        verdict (replicates, several votes) — a pair, its verdicts averaged, so that ``n`` is fewer
+        than the comparisons its self-preference record counts (``record_n``)."""
+        if self.metric == "self-preference-ratio" and self.record_n is not None and self.record_n != self.n:
+            return "pair"
+        return "comparison"
+
+    def counted(self, n: int | None = None) -> str:
+        """``n`` cases (all of them by default) in words: "1,033 comparisons", or "1,033 pairs"."""
+        n = self.n if n is None else n
+        return f"{n:,} {self.unit}{'' if n == 1 else 's'}"
+
+    @property
+    def count_note(self) -> str:
+        """Why the cases are pairs, not comparisons (empty when they are comparisons)."""
+        if self.unit == "comparison":
+            return ""
+        return (f"the record counts {self.record_n:,} comparisons: a pair the judge gave more than one verdict is "
+                "one case here, its verdicts averaged")
 
     @property
     def cases(self) -> list[Case]:
@@ -163,9 +186,19 @@ class Explanation:
         """The JSON document of ``nepotism explain --json``: the verdict, then its cases."""
         return {"verdict": self.verdict.to_dict(), "reading": {"metric": self.metric, "record": self.record,
                                                                "rung": self.rung, "kind": self.kind, "n": self.n,
+                                                               "unit": self.unit, "record_n": self.record_n,
                                                                "excluded": self.excluded},
                 "how": self.how, "note": self.note, "groups": [g.to_dict() for g in self.groups], "rest": self.rest,
                 "texts": dict(self.texts) if self.texts is not None else None}
+
+
+def one_line(text: Any, limit: int = 80) -> str:
+    """``text`` (a prompt's id, which may be the whole prompt) on one line of at most ``limit``
+    characters: runs of white space as one space, a longer one cut with its length said."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit].rstrip()}… ({len(flat):,} characters)"
 
 
 # ----------------------------------------------------------------------------------- choosing the verdict
@@ -354,7 +387,8 @@ class CaseFinder:
         groups = tuple(replace(g, cases=self._cases(kind, verdict, g.cases, values, centre)) for g in groups)
         note = _note(rung, record, verdict, bool(rows["truth"].notna().any()) if len(rows) else False)
         return Explanation(verdict, how=how, groups=groups, metric=record["metric"], record=key, rung=rung, kind=kind,
-                           n=int(len(rows)), excluded=excluded, note=note, rest=_rest(rung, rows, groups, record))
+                           n=int(len(rows)), excluded=excluded, note=note, rest=_rest(rung, rows, groups, record),
+                           record_n=record.get("n"))
 
     def explain_all(self, verdicts: Iterable[Verdict], *, limit: int = CASE_LIMIT) -> dict[str, Explanation]:
         """`explain` for every verdict with evidence (measured or too little data), by `verdict_key`."""

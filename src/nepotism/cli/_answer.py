@@ -85,7 +85,7 @@ def _judges_table(results, *, output_format: str) -> None:
                 ["judge", "condition", "kind", "prompts", "generators"], rows, output_format=output_format)
     unknown = sorted(results.summary.get("generators_not_in_registry") or
                      {n for e in entries for n in (e.get("generators") or {}).get("unknown", [])})
-    what = ("generator is not in the model registry, so no judge counts it as a relative" if len(unknown) == 1 else
+    what = ("generator is not in the model registry, so no judge counts it as a relative",
             "generators are not in the model registry, so no judge counts them as a relative")
     for line in unknown_names_lines(unknown, what, shown=8):
         click.echo(line)

@@ -429,11 +429,13 @@ def named_as_typed(names: Mapping[str, str]):
         raise
 
 
-def unknown_names_lines(names: list[str], what: str, *, indent: str = "", shown: int = 12) -> list[str]:
-    """Names the model registry does not know (``what`` says what they are to the command) and how
-    to name them in a models file: the lines `import` and `metrics` print."""
+def unknown_names_lines(names: list[str], what: tuple[str, str], *, indent: str = "", shown: int = 12) -> list[str]:
+    """Names the model registry does not know (``what``: what one of them is and what several are
+    to the command, e.g. ("name is not in the model registry", "names are not ...")) and how to
+    name them in a models file: the lines `import` and `metrics` print."""
     if not names:
         return []
+    what = what[0] if len(names) == 1 else what[1]
     listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
     return [f"{indent}{len(names)} {what}: {listed}",
             f"{indent}name them in a models file passed with --models: [aliases] \"GPT 4\" = \"gpt-4\" for a model "

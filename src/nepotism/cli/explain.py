@@ -100,7 +100,7 @@ def _block(label: str, text: str | None, *, full: bool, indent: str = "     ") -
 
 def explanation_lines(found, *, full: bool = False) -> list[str]:
     """The plain text of an explanation: the verdict, how the cases were chosen, each direction's cases."""
-    from nepotism.analyses.cases import compared_words, reading_words, truth_words
+    from nepotism.analyses.cases import compared_words, one_line, reading_words, truth_words
     from nepotism.analyses.verdicts import SCOPE_WORDS
 
     v = found.verdict
@@ -110,7 +110,8 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
         lines.append(_safe(found.note or "no cases"))
         return lines
     left = f"; {found.excluded:,} without a verdict left out" if found.excluded else ""
-    lines.append(_safe(f"Cases: {found.how}. {found.n:,} comparisons{left}."))
+    why = f" ({found.count_note})" if found.count_note else ""
+    lines.append(_safe(f"Cases: {found.how}. {found.counted()}{why}{left}."))
     if found.note:
         lines.append(_safe(f"Note: {found.note}"))
     if found.texts and found.texts.get("answers_missing"):
@@ -119,10 +120,9 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
     for group in found.groups:
         lines.append("")
         shown = f"; the {len(group.cases)} shown first" if group.cases and len(group.cases) < group.n else ""
-        lines.append(_safe(f"{group.title[0].upper()}{group.title[1:]}: {group.n:,} "
-                           f"comparison{'' if group.n == 1 else 's'}{shown}"))
+        lines.append(_safe(f"{group.title[0].upper()}{group.title[1:]}: {found.counted(group.n)}{shown}"))
         for number, case in enumerate(group.cases, 1):
-            lines.append(_safe(f"  {number}. prompt {case.instance_id}: {case.related} against {case.other}"))
+            lines.append(_safe(f"  {number}. prompt {one_line(case.instance_id)}: {case.related} against {case.other}"))
             lines.append(_safe(f"     {v.judge}: {reading_words(found.kind, case, _own(case, v.judge))}"))
             compared = compared_words(found.kind, case)
             if compared:

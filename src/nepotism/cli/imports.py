@@ -288,7 +288,8 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")
-    for line in unknown_names_lines(names, "names are not in the model registry", indent="  "):
+    for line in unknown_names_lines(names, ("name is not in the model registry", "names are not in the model registry"),
+                                    indent="  "):
         click.echo(line)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nepotism.analyses.cases import Explanation, compared_words, reading_words, truth_words
+from nepotism.analyses.cases import Explanation, compared_words, one_line, reading_words, truth_words
 from nepotism.analyses.verdicts import RELATION_LABELS, SCOPE_WORDS
 
 __all__ = ["case_anchor", "case_links", "case_sections", "cases_markdown"]
@@ -45,7 +45,8 @@ def _case(e: Explanation, case: Any) -> dict[str, Any]:
         parts.append(("the other judge: " if e.metric == "paired-win-rate-gap" else "unrelated judges' mean: ") + compared)
     if truth:
         parts.append(f"the reference: {truth}")
-    return {"instance_id": case.instance_id, "related": case.related, "other": case.other,
+    return {"instance_id": case.instance_id, "short_id": one_line(case.instance_id), "related": case.related,
+            "other": case.other,
             "summary": "; ".join(parts),
             "judges": [{"judge": j["judge"], "role": j["role"], "reading": reading_words(e.kind, case, j),
                         "condition": j.get("condition") if j.get("condition") != e.verdict.condition else None,
@@ -68,9 +69,11 @@ def case_sections(explanations: Mapping[str, Explanation] | None) -> list[dict[s
             "relation": RELATION_LABELS[v.scope], "words": SCOPE_WORDS[v.scope], "conditions": []})
         section["conditions"].append({
             "condition": v.condition, "status": v.status, "sentence": v.sentence, "how": e.how, "note": e.note,
-            "rest": e.rest, "n": e.n, "excluded": e.excluded, "metric": e.metric, "record": e.record,
+            "rest": e.rest, "n": e.n, "counted": e.counted() + (f" ({e.count_note})" if e.count_note else ""),
+            "excluded": e.excluded, "metric": e.metric, "record": e.record,
             "texts": dict(e.texts) if e.texts is not None else None,
-            "groups": [{"title": g.title[0].upper() + g.title[1:], "n": g.n, "shown": len(g.cases),
+            "groups": [{"title": g.title[0].upper() + g.title[1:], "n": g.n, "counted": e.counted(g.n),
+                        "shown": len(g.cases),
                         "cases": [_case(e, c) for c in g.cases]} for g in e.groups]})
     for section in sections.values():
         section["conditions"].sort(key=lambda c: c["condition"])
@@ -97,14 +100,14 @@ def cases_markdown(sections: list[dict[str, Any]], md: Callable[[Any], str]) -> 
     for section in sections:
         for c in section["conditions"]:
             out += [f"### {md(section['judge'])}, {md(section['words'])} (condition {md(c['condition'])})", "",
-                    md(c["sentence"]), "", f"Cases: {md(c['how'])}; {c['n']:,} comparisons.", ""]
+                    md(c["sentence"]), "", f"Cases: {md(c['how'])}; {md(c['counted'])}.", ""]
             if c["note"]:
                 out += [f"Note: {md(c['note'])}", ""]
             for g in c["groups"]:
-                out += [f"**{md(g['title'])}**: {g['n']:,} comparisons" + (f", {g['shown']} shown" if g["shown"] else ""),
+                out += [f"**{md(g['title'])}**: {md(g['counted'])}" + (f", {g['shown']} shown" if g["shown"] else ""),
                         ""]
                 for case in g["cases"]:
-                    out.append(f"- {md(case['instance_id'])}: {md(case['related'])} against {md(case['other'])} — "
+                    out.append(f"- {md(case['short_id'])}: {md(case['related'])} against {md(case['other'])} — "
                                f"{md(case['summary'])}; every judge: "
                                + "; ".join(f"{md(j['judge'])}{md(_under(j))} ({md(j['role'])}): {md(j['reading'])}"
                                            for j in case["judges"]))
