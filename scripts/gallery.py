@@ -352,7 +352,7 @@ def render_routellm(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     strict = pick(records, "self-preference-ratio", judge=judge, scope="family",
                   variant={"ties": "not preferred", "slice": None})
     half = pick(records, "self-preference-ratio", judge=judge, scope="family", variant={"ties": "half", "slice": None})
-    own = pick(records, "self-preference-ratio", judge=judge, scope="self", variant={"slice": None})
+    own = pick(records, "self-preference-ratio", judge=judge, scope="self", variant={"slice": None, "averaging": None})
     sliced = {name: {t: pick(records, "self-preference-ratio", judge=judge, scope="family",
                              variant={"ties": t, "slice": {"judge_prompt": name}}) for t in ("not preferred", "half")}
               for name, _, _ in PROMPTS}
@@ -556,13 +556,15 @@ def render_mbpp(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for source in ("reply", "probabilities"):
         records = out[f"results-{source}.json"]
         found = {"SPR": pick(records, "self-preference-ratio", judge=judge, scope="self",
-                             variant={"opponents": "unrelated"})}
+                             variant={"opponents": "unrelated", "averaging": None})}
         for metric, label in _MBPP_METRICS[1:]:
             found[label] = pick(records, metric, judge=judge, scope="self",
-                                variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": None})
+                                variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": None,
+                                         "examples": None})
         readings[source] = found
     share = {label: pick(out["results-reply.json"], metric, judge=judge, scope="self",
-                         variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": "probability"})
+                         variant={"opponents": "unrelated", "averaging": "per-evaluatee", "preference": "probability",
+                                  "examples": None})
              for metric, label in _MBPP_METRICS[1:]}
     counts = out["import-reply.json"]["counts"]
 
@@ -667,7 +669,7 @@ def render_alpaca(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
     def spr(judge: str, config: str, scope: str) -> dict:
         return pick(records, "self-preference-ratio", judge=judge, condition=config, scope=scope,
-                    variant={"opponents": "unrelated"})
+                    variant={"opponents": "unrelated", "averaging": None})
 
     turbo = {config: spr(judge, config, "self") for judge, config, _, _ in ALPACA_CONFIGS[:3]}
     weighted = turbo["weighted_alpaca_eval_gpt4_turbo"]

@@ -102,7 +102,7 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
     assert corr["ci_low"] <= R + 1e-6 and R - 1e-6 <= corr["ci_high"] and len(corr["fisher_z_ci"]) == 2
     accuracy = {r["judge"]: r["value"] for r in records if r["metric"] == "judge-accuracy"
                 and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
-                and r["variant"].get("preference", "verdict") == "verdict"}
+                and r["variant"].get("preference", "verdict") == "verdict" and "examples" not in r["variant"]}
     assert accuracy == pytest.approx(JUDGE_ACC)
 
 

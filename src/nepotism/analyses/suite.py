@@ -8,8 +8,11 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
   preference-leakage-score for every pair of judges with registered students; with a
   ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
   the humans; with ``perplexity_a/_b`` columns or a ``perplexity`` table: perplexity-win-rate
-  (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
-  harmful-self-preference-propensity, task-accuracy (per generator, and per judge of its own answers).
+  (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; the
+  self-preference-ratio per evaluatee and its mean over evaluatees (paper 004 Tables 1/3/5,
+  `per_evaluatee`); with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
+  harmful-self-preference-propensity (also per evaluatee), judge-accuracy on the harmful cases (paper
+  003 Fig. 5, Table 4), task-accuracy (per generator, and per judge of its own answers).
 - rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
   score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference;
@@ -18,7 +21,8 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
 - pointwise (direct-assessment) judgments: self-preference-ratio (paradigm pointwise); with a
   ``correctness-ref``: instance-level overestimation-rate, hspp-ratio, mipa (DA), score-delta,
   ranking-difference.
-- recognition tables: recognition-accuracy; with a ``pairwise`` table among the references:
+- recognition tables: recognition-accuracy (pairwise questions also per evaluatee and, with a
+  ``correctness-ref``, on the harmful cases: paper 003 Table 5); with a ``pairwise`` table among the references:
   recognition-preference-association (all own-vs-other comparisons, and the harmful ones with a
   correctness-ref).
 - every kind: excluded-verdicts (the share of judgments without a verdict, counted per
@@ -41,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
+from nepotism.analyses.per_evaluatee import harmful_accuracy_records, spr_records
 from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
@@ -318,7 +323,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                 records.append(_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
                                        variant={"averaging": "one evaluatee", "opponents": opponents,
                                                 "evaluatee": str(evaluatee)}))
-    return records
+    return records + harmful_accuracy_records(sub, opponents, options.bootstrap)  # 003 Fig. 5, Table 4
 
 
 def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[dict]:
@@ -333,6 +338,8 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     relations = scope_table(registry, judges, models)
     records += _position_records(frame, options, comparisons.rows)
     records += _pls_records(comp, registry, options)
+    for opponents in ("unrelated", "any"):  # 004 Tables 1/3/5: SPR per evaluatee and their mean
+        records += spr_records(_self_rows(comp, relations, "self", opponents=opponents), opponents, options.bootstrap)
     records += _reference_pairwise(comp, relations, refs, options)
     records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
     records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
@@ -490,7 +497,8 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
         return pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
                                  rank_against=options.rank_against)
     if kind in ("recognition", "recognition-pairwise"):
-        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target)
+        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target,
+                                      correctness=refs.get("correctness-ref"))
         if refs.get("pairwise") is not None:
             pairwise = refs["pairwise"]
             if "condition" not in pairwise:

@@ -32,6 +32,7 @@ from nepotism.report.plots import BIAS_METRICS
 from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
+from nepotism.report.recognition import EVALUATEE_CAPTION as RECOGNITION_EVALUATEE_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
 from nepotism.report.sections import (
@@ -187,6 +188,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
+        "recognition_evaluatee_caption": RECOGNITION_EVALUATEE_CAPTION,
         "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
@@ -304,7 +306,9 @@ def _md_sections(context: dict) -> list[str]:
     if context.get("evaluatees"):
         columns = list(context["evaluatees"][0]["cells"])
         out += ["### Per evaluatee (paper 004's tables)", "",
-                "The judge's answers against each unrelated evaluatee's, pooled over that evaluatee's prompts.", ""]
+                "The judge's answers against each unrelated evaluatee's, pooled over that evaluatee's prompts "
+                "(paper 004 Tables 1–12); \"judge accuracy (harmful)\" counts only the pairs where the judge's "
+                "answer is wrong and the evaluatee's right (paper 003 Table 4).", ""]
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]

@@ -241,16 +241,20 @@ def _pick(items: list[dict], metric: str, **variant) -> dict | None:
 
 
 def spr_record(items: list[dict], scope: str = "self") -> dict | None:
-    """Paper 004's SPR for a judge: scope ``self``, unrelated opponents when measured, else any."""
-    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("unrelated", "any"))
+    """Paper 004's SPR for a judge: scope ``self``, unrelated opponents when measured, else any; the
+    mean over evaluatees (004 Tables 1/3/5's Average) where it was computed, else the pooled share."""
+    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("unrelated", "any"),
+                 averaging=("per-evaluatee", "__default__"))
 
 
 def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
-    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging)."""
+    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, all D_diff
+    examples: the harmful-case accuracy of paper 003 is a column of `evaluatee_table`)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
         out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"))
+                            opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"),
+                            examples=("__default__",))
     return out
 
 
@@ -307,18 +311,26 @@ def verifiable_table(records: list[dict]) -> list[dict]:
             for (j, c), items in _by_judge(records, VERIFIABLE).items()]
 
 
+#: The per-evaluatee table's column of paper 003 Table 4: judge accuracy on the harmful cases.
+HARMFUL_ACCURACY = "judge accuracy (harmful)"
+
+
 def evaluatee_table(records: list[dict]) -> list[dict]:
-    """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with judge accuracy,
-    LSPR and HSPP on the comparisons of the judge's answers with that evaluatee's (unrelated
-    opponents; empty without such records)."""
+    """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with SPR (004 Tables
+    1/3/5), judge accuracy, LSPR and HSPP on the comparisons of the judge's answers with that
+    evaluatee's, and judge accuracy on the harmful ones (own answer wrong, the evaluatee's right:
+    paper 003 Table 4) (unrelated opponents; empty without D_diff records)."""
+    if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
+        return []
     rows: dict = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
-        if r.get("metric") in VERIFIABLE[1:] and variant.get("averaging") == "one evaluatee" \
+        if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" \
                 and variant.get("opponents") == "unrelated":
-            rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][r["metric"]] = r
+            column = HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
+            rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][column] = r
     return [{"judge": j, "condition": c, "evaluatee": e,
-             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE[1:]}}
+             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (HARMFUL_ACCURACY,)}}
             for (j, c, e), found in sorted(rows.items())]
 
 
