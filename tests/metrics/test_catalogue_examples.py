@@ -47,6 +47,7 @@ WHERE = {
     "leaderboard-rank": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
     "leaderboard-leakage-bonus": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
     "mitigation-effect": "mitigations/test_run.py::test_records_have_the_standard_shape",
+    "self-third-party-change-ratio": "mitigations/test_effects.py::test_change_ratio_is_paper_003_fig15",
     "student-recognition-accuracy": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
     "student-recognition-yes-rate": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
     "student-classifier-accuracy": "leakage/test_analyses.py::test_classifier_tells_distinct_styles_apart_on_held_out_instructions",

@@ -168,6 +168,12 @@ _DERIVED = [
                 "mitigation=perturbation|option|jury|calibration|rubric agreement", "scope=self|family|third-party",
                 "rule=consistent (004 Eq. 1)|strict (003: both orders agree, else ambiguous and left out)"),
                kind="derived"),
+    MetricInfo("self-third-party-change-ratio", "nepotism.mitigations.effects.change_ratio",
+               "003 App. Fig. 15",
+               "|Δ_self| / |Δ_third-party|, Δ = win rate (ties ½) under the perturbation − at baseline: the judges' "
+               "own answers (self-evaluation) vs the same perturbed pairs judged by third-party judges; one paired "
+               "cluster bootstrap over the prompts of both; undefined when Δ_third-party = 0",
+               ("scope=self-over-control (records of nepotism mitigate's perturbations)",), kind="derived"),
     MetricInfo("student-recognition-accuracy", "nepotism.leakage.recognition.recognition_records", "000 §5.5 Table 5",
                "share of recognition questions answered right: is this your student's answer / which is",
                ("protocol=pointwise|pairwise (chance ½)",), kind="derived"),
@@ -243,7 +249,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
     "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
     "paired-win-rate-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
-    "mitigation-effect": (None, None), "student-recognition-accuracy": (0.0, 1.0),
+    "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None), "student-recognition-accuracy": (0.0, 1.0),
     "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
     "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),

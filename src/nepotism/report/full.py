@@ -332,6 +332,12 @@ def _md_sections(context: dict) -> list[str]:
                            c["perturbed"], c["failed"], c["other"]] for c in mit["conditions"]]) + [""]
         cols = ["condition", "mitigation", "judge", "scope", "base_metric", "before", "after", "change", "n", "excluded"]
         out += _md_table(cols, [[e[k] for k in cols] for e in mit["effects"]]) + [""]
+        if mit["ratios"]:
+            out += ["### Self-evaluation against third-party change (paper 003 Fig. 15)", ""]
+            cols = ["condition", "judge", "self_change", "control_change", "ratio", "n", "excluded"]
+            out += _md_table(["condition", "judge", "change, self-evaluation", "change, third-party judges",
+                              "ratio of magnitudes", "n", "excluded"], [[e[k] for k in cols] for e in mit["ratios"]])
+            out += [""]
     leak = context["leakage"]
     if leak["pls"] or leak["slices"] or leak["recognition"]:
         out += ["## Preference leakage", ""]

@@ -7,7 +7,8 @@
   and the excluded comparisons (and the judged side's win-rate rows alone, the section's main
   table); and one row per condition with what
   the run summary says failed (perturbations not made, jury items without a verdict, votes
-  dropped) and why its undefined changes are undefined.
+  dropped) and why its undefined changes are undefined; and, per perturbation and judge, the
+  self-evaluation change beside the third-party change and their ratio (paper 003 Fig. 15).
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
   category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
   records — the leaderboard bonus and each entry's rank before and after removing it.
@@ -35,6 +36,8 @@ __all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SE
            "verifiable_records", "verifiable_table"]
 
 MITIGATION = "mitigation-effect"
+#: Paper 003 Fig. 15: |self-evaluation change| / |third-party change| of a perturbation.
+SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 RECOGNITION = ("student-recognition-accuracy", "student-recognition-yes-rate", "student-classifier-accuracy")
 HUMANS = ("annotator-agreement", "annotator-kappa", "judge-human-agreement", "judge-human-kappa")
 AUDIT_RANK = "leaderboard-rank"
@@ -44,7 +47,7 @@ RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
-    "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
+    "mitigations": (MITIGATION, SELF_CONTROL_RATIO), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
@@ -100,7 +103,7 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
     no mitigation record); ``main`` holds the win-rate rows of the judged side (`is_judged_side`)."""
     rows = [r for r in records if r.get("metric") == MITIGATION]
     if not rows:
-        return {"effects": [], "conditions": [], "main": [], "judged": judged_side_words([])}
+        return {"effects": [], "conditions": [], "main": [], "ratios": [], "judged": judged_side_words([])}
     order = {}
     for r in rows:
         order.setdefault(str(r.get("condition")), len(order))
@@ -143,7 +146,30 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
             "other": "; ".join(other),
             "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1]))})
     main = [e for e in effects if e["scope"] not in CONTROL_SCOPES and e["base_metric"] == "self-preference"]
-    return {"effects": effects, "conditions": conditions, "main": main, "judged": judged_side_words(rows)}
+    return {"effects": effects, "conditions": conditions, "main": main, "ratios": _ratio_rows(records, order),
+            "judged": judged_side_words(rows)}
+
+
+def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
+    """Paper 003 Fig. 15: per condition and judge, the self-evaluation change, the third-party change
+    and the ratio of their magnitudes (``self-third-party-change-ratio`` records)."""
+    changes = {(str(r.get("condition")), str(r.get("judge")), _v(r).get("scope")): r for r in records
+               if r.get("metric") == MITIGATION and _v(r).get("base_metric") == "self-preference"}
+    out = []
+    for r in records:
+        if r.get("metric") != SELF_CONTROL_RATIO:
+            continue
+        condition, judge = str(r.get("condition")), str(r.get("judge"))
+        own = next((e for (c, j, scope), e in changes.items() if c == condition and j == judge
+                    and scope not in CONTROL_SCOPES), None)
+        control = changes.get((condition, judge, "third-party-control"))
+        out.append({"condition": condition, "judge": judge,
+                    "self_change": format_value(own) if own else "not measured",
+                    "control_change": format_value(control) if control else "not measured",
+                    "ratio": format_value(r), "defined": r.get("value") is not None, "n": r.get("n"),
+                    "excluded": _excluded(r)})
+    out.sort(key=lambda row: (order.get(row["condition"], len(order)), _judge_key(row["judge"])))
+    return out
 
 
 # ------------------------------------------------------------------------------------ leakage
