@@ -44,6 +44,7 @@ from nepotism.report.sections import (
     mitigation_tables,
     rubric_table,
     evaluatee_table,
+    task_scatter_table,
     verifiable_table,
 )
 
@@ -187,6 +188,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
+        "task_scatter": task_scatter_table(records),
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
         "recognition_evaluatee_caption": RECOGNITION_EVALUATEE_CAPTION,
         "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
@@ -312,6 +314,16 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]
+    if context.get("task_scatter"):
+        out += ["### Against the judges' own task accuracy (paper 004 Figs. 1–4)", "",
+                "Pearson r across judges between each judge's own task accuracy and the metric above; n/a below "
+                "three judges or when either value is the same for every judge.", ""]
+        out += _md_table(["condition", "figure", "metric", "judges", "r", "p", "judge: task accuracy, metric"],
+                         [[r["condition"], r["figure"], r["metric"], r["n_judges"],
+                           f"n/a ({r['note']})" if r["r"] is None else f"{r['r']:+.3f}",
+                           "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
+                           "; ".join(f"{j}: {x:.3f}, {y:.3f}" for j, x, y in r["points"])]
+                          for r in context["task_scatter"]]) + [""]
     if context.get("meta_evaluation"):
         out += ["### Each judge against the rubric reference (paper 002 App. C)", "",
                 "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "

@@ -12,7 +12,9 @@
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
   category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
   records — the leaderboard bonus and each entry's rank before and after removing it.
-- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition.
+- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition;
+  `task_scatter_table`: the same four against each judge's own task accuracy, Pearson r across
+  judges (004 Figs. 1–4).
 - `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
@@ -33,7 +35,7 @@ from nepotism.report._format import format_number, format_value, na_text
 __all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
-           "verifiable_records", "verifiable_table"]
+           "task_scatter_table", "verifiable_records", "verifiable_table"]
 
 MITIGATION = "mitigation-effect"
 #: Paper 003 Fig. 15: |self-evaluation change| / |third-party change| of a perturbation.
@@ -282,6 +284,44 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
                             opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"),
                             examples=("__default__",))
     return out
+
+
+#: Paper 004 Figs. 1–4: each metric (y) against the judge's own task accuracy as a generator (x).
+TASK_SCATTER = (("judge-accuracy", "Fig. 1"), ("self-preference-ratio", "Fig. 2"),
+                ("legitimate-self-preference-ratio", "Fig. 3"), ("harmful-self-preference-propensity", "Fig. 4"))
+
+
+def task_scatter_table(records: list[dict]) -> list[dict]:
+    """Paper 004 Figs. 1–4 as rows: per condition and figure, each judge's point (its own answers'
+    ``task-accuracy``, the metric as `verifiable_records` picks it) and Pearson r across the judges
+    with its Fisher-z interval and p-value (`nepotism.metrics.stats.pearson`; "n/a" below three
+    judges); empty without task-accuracy records of judges' own answers."""
+    from nepotism.metrics.stats import pearson
+
+    accuracy = {(str(r["judge"]), str(r.get("condition"))): r for r in records
+                if r.get("metric") == "task-accuracy" and r.get("judge") is not None and r.get("value") is not None
+                and (r.get("variant") or {}).get("of") == "judge's own answers"}
+    if not accuracy:
+        return []
+    by_condition: dict[str, dict[str, dict]] = defaultdict(dict)
+    for (judge, condition), items in _by_judge(records, VERIFIABLE).items():
+        if (judge, condition) in accuracy:
+            by_condition[condition][judge] = verifiable_records(items)
+    rows = []
+    for condition, judges in sorted(by_condition.items()):
+        for metric, figure in TASK_SCATTER:
+            points = [(judge, float(accuracy[(judge, condition)]["value"]), float(found[metric]["value"]))
+                      for judge, found in sorted(judges.items())
+                      if found.get(metric) is not None and found[metric].get("value") is not None]
+            if not points:
+                continue
+            test = pearson([p[1] for p in points], [p[2] for p in points])
+            defined = test["r"] == test["r"]
+            rows.append({"condition": condition, "figure": figure, "metric": metric, "points": points,
+                         "n_judges": len(points), "r": test["r"] if defined else None,
+                         "ci": (test["ci_low"], test["ci_high"]) if test["ci_low"] == test["ci_low"] else None,
+                         "p_value": test["p_value"] if defined else None, "note": None if defined else test["note"]})
+    return rows
 
 
 #: Column order of the rubric table: self before family, rubric verdicts before direct scores and
