@@ -64,6 +64,7 @@ WHERE = {
     "rubric-precision": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
     "rubric-recall": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
     "rubric-f1": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
+    "rubric-balanced-f1": "grading/test_healthbench_slices.py::test_balanced_f1_by_hand",
 }
 
 

@@ -17,7 +17,9 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
   score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference;
   rubric-precision, rubric-recall and rubric-f1 of each judge's verdicts against the reference (per
-  polarity with ``rubric-items``; ``in_jury`` when the reference's ``jurors`` column names the judge).
+  polarity with ``rubric-items``; ``in_jury`` when the reference's ``jurors`` column names the judge);
+  with a ``rubric-labels`` table (people's labels, one row per annotator): rubric-balanced-f1 of each
+  judge against every label (paper 002 App. C, `rubric_labels`).
 - pointwise (direct-assessment) judgments: self-preference-ratio (paradigm pointwise); with a
   ``correctness-ref``: instance-level overestimation-rate, hspp-ratio, mipa (DA), score-delta,
   ranking-difference.
@@ -46,6 +48,7 @@ import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.per_evaluatee import harmful_accuracy_records, spr_records
+from nepotism.analyses.rubric_labels import label_records
 from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
@@ -355,6 +358,9 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
 # ------------------------------------------------------------------------------------ rubric
 def _rubric_suite(frame, registry, refs, options) -> list[dict]:
     records = rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
+    if refs.get("rubric-labels") is not None:  # people's labels of the items: 002 App. C's balanced F1
+        records += label_records(frame, refs["rubric-labels"], items=refs.get("rubric-items"),
+                                 bootstrap=options.bootstrap)
     reference = refs.get("rubric-ref")
     if reference is not None and not reference.empty:  # each judge's verdicts against the reference (002 App. C)
         from nepotism.grading.rubric_reference import jurors_of, meta_evaluation

@@ -223,6 +223,11 @@ _DERIVED = [
                "2 TP / (2 TP + FP + FN) of a judge's rubric verdicts against the reference",
                ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
                kind="derived"),
+    MetricInfo("rubric-balanced-f1", "nepotism.metrics.meta_eval.balanced_f1", "002 App. C, Table 3",
+               "½[2TP/(2TP+FP+FN) + 2TN/(2TN+FN+FP)] over (judge verdict, one annotator's label) pairs of each "
+               "rubric item ('met' positive, then 'not met' positive): HealthBench's pairwise balanced F1",
+               ("polarity=positive|negative|all rubric items", "reference=human labels (a rubric-labels table)"),
+               kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
                "Pearson r between two metrics' per-judge values; CI: bootstrap over judges (Fisher z alongside)", ("x=metric id", "y=metric id"),
                kind="derived"),
@@ -255,7 +260,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
     "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
     "perturbation-quality-preference": (0.0, 1.0), "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0),
-    "rubric-f1": (0.0, 1.0),
+    "rubric-f1": (0.0, 1.0), "rubric-balanced-f1": (0.0, 1.0),
 }
 
 

@@ -328,9 +328,11 @@ def _md_sections(context: dict) -> list[str]:
         out += ["### Each judge against the rubric reference (paper 002 App. C)", "",
                 "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "
                 "scored against a reference it voted in.", ""]
-        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1"],
+        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1",
+                          "balanced F1"],
                          [[r["judge"], r["condition"], r["reference"], r["polarity"], r["juror"]]
-                          + _cells(r, ["precision", "recall", "f1"]) for r in context["meta_evaluation"]]) + [""]
+                          + _cells(r, ["precision", "recall", "f1", "balanced-f1"]) for r in context["meta_evaluation"]])
+        out += [""]
     if context["paradigms"]:
         cols = ["condition", "paradigm", "level", "accuracy", "bias", "n_judges", "r", "p_value", "points"]
         out += ["### Accuracy against self-preference across paradigms (paper 002 Fig. 2)", ""]

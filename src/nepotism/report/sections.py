@@ -51,7 +51,7 @@ EXCLUSIONS = "excluded-verdicts"
 SECTION_METRICS = {
     "mitigations": (MITIGATION, SELF_CONTROL_RATIO), "leakage": ("preference-leakage-score",) + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
-    "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
+    "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1"),  # report/meta_evaluation.py
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
