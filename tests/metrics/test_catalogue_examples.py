@@ -19,6 +19,7 @@ WHERE = {
     "preference-leakage-change":
         "leakage/test_pipeline.py::test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes",
     "preference-leakage-score": "metrics/test_paper000_table1.py::test_arena_hard_cells_to_printed_precision_with_ties_as_losses",
+    "preference-leakage-variance": "analyses/test_pls_family_students.py::test_family_student_pls_and_its_spread_over_runs",
     "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
     "ranking-difference": "metrics/test_catalogue_examples.py::test_ranking_difference",
     "equal-opportunity-bias": "metrics/test_worked_examples.py::test_001_confusion_counts",

@@ -5,7 +5,9 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
 
 - pairwise judgments: the first audit (`audit_pairwise`: win-rate, self-preference-ratio,
   demographic-parity-bias, paired-win-rate-gap), position-consistency and first-slot preference,
-  preference-leakage-score for every pair of judges with registered students; with a
+  preference-leakage-score for every pair of judges with registered students (scope ``student``) or
+  students of a family member each (scope ``family-student``: paper 000 Table 2, same family), and
+  with repeated runs (``replicate``) the PLS's mean and variance over them (paper 000 App. D.2); with a
   ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
   the humans; with ``perplexity_a/_b`` columns or a ``perplexity`` table: perplexity-win-rate
   (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; the
@@ -155,31 +157,55 @@ def _spans(group: np.ndarray) -> dict[int, np.ndarray]:
     return {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends)}
 
 
+#: The relations of a student to the judge whose PLS a pair of judges gets: trained on the judge's
+#: own outputs (paper 000 §4), or on a family member's (§5.2 Table 2, "same family": the data made
+#: by GPT-4o, the judge GPT-4-turbo).
+PLS_SCOPES = ("student", "family-student")
+
+
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
-    students = {j: sorted(m for m in models if registry.scope(j, m) == "student") for j in judges}
     records = []
-    for ii, ji in enumerate(judges):
-        for jj in judges[ii + 1:]:
-            for si in students[ji]:
-                for sj in students[jj]:
-                    if si == sj:
-                        continue
-                    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
-                        & comp["judge"].isin([ji, jj])
-                    for condition, sub in comp[mask].groupby("condition"):
-                        sign = np.where(sub["model_x"] == si, 1.0, -1.0)
-                        out_i = sub["outcome"].to_numpy() * sign
-                        judge_side = (sub["judge"] == jj).to_numpy().astype(int)
-                        ids = sub["instance_id"].to_numpy()
-                        for ties in leakage.PLS_TIE_RULES:
-                            est = leakage.preference_leakage_score(
-                                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
-                                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
-                                ties=ties, bootstrap=options.bootstrap)
-                            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
-                                                   pair=[si, sj], scope="student", variant={"ties": ties}))
+    for scope in PLS_SCOPES:
+        students = {j: sorted(m for m in models if registry.scope(j, m) == scope) for j in judges}
+        for ii, ji in enumerate(judges):
+            for jj in judges[ii + 1:]:
+                for si in students[ji]:
+                    for sj in students[jj]:
+                        if si != sj:
+                            records += _pls_pair(comp, ji, jj, si, sj, scope, options)
+    return records
+
+
+def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str, options) -> list[dict]:
+    """PLS (paper 000 Eq. 5-6) of judges ``ji`` and ``jj`` on their related candidates ``si`` vs ``sj``."""
+    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
+        & comp["judge"].isin([ji, jj])
+    records = []
+    for condition, sub in comp[mask].groupby("condition"):
+        sign = np.where(sub["model_x"] == si, 1.0, -1.0)
+        out_i = sub["outcome"].to_numpy() * sign
+        judge_side = (sub["judge"] == jj).to_numpy().astype(int)
+        ids = sub["instance_id"].to_numpy()
+        for ties in leakage.PLS_TIE_RULES:
+            est = leakage.preference_leakage_score(
+                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
+                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
+                ties=ties, bootstrap=options.bootstrap)
+            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
+                                   pair=[si, sj], scope=scope, variant={"ties": ties}))
+        if sub["replicate"].nunique() > 1:  # repeated runs: 000 App. D.2's mean and variance (Table 9)
+            runs = sub["replicate"].astype(str).to_numpy()
+            spread = leakage.preference_leakage_runs(
+                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([judge_side, judge_side]),
+                np.concatenate([runs, runs]), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
+            mean = spread["mean"]
+            records.append(_record("preference-leakage-variance", f"{ji} & {jj}", condition, spread["variance"],
+                                   pair=[si, sj], scope=scope, variant={"ties": "loss", "over": "runs (replicates)"},
+                                   mean=mean.as_dict()["value"], mean_ci=[mean.as_dict()["ci_low"],
+                                                                          mean.as_dict()["ci_high"]],
+                                   runs=spread["runs"]))
     return records
 
 

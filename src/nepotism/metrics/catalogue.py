@@ -57,6 +57,10 @@ _ROWS = [
                "PLS on rewritten student answers − PLS on the originals, same prompts (paired cluster bootstrap)",
                ("ablation=no-style|no-format|no-wording (the rewriting model removes one spurious feature)",
                 "ties=loss|half|exclude (as PLS)")),
+    MetricInfo("preference-leakage-variance", leakage.preference_leakage_runs, "000 App. D.2, Table 9",
+               "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
+               "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
+               "every run", ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)")),
     MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
                "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
     MetricInfo("ranking-difference", leakage.ranking_difference, "000 §5.4 Table 4",
@@ -243,7 +247,8 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: ranking-difference counts places and a score-delta is in the judge's score units. `nepotism
 #: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught).
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0), "error-bias": (-1.0, 1.0),
+    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
+    "preference-leakage-variance": (0.0, None), "error-bias": (-1.0, 1.0),
     "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
     "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None),
     "mean-log-perplexity": (0.0, None), "overestimation-rate": (0.0, 1.0),

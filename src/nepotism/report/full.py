@@ -360,6 +360,10 @@ def _md_sections(context: dict) -> list[str]:
             out += _md_table(cols, [[r[k] for k in cols] for r in leak["pls"]]) + [""]
         if leak["slices"]:
             out += _md_table(["slice"] + cols, [[r[k] for k in ["slice"] + cols] for r in leak["slices"]]) + [""]
+        if leak["runs"]:
+            out += ["### Run to run (paper 000 App. D.2)", ""]
+            cols = ["judges", "students", "scope", "condition", "runs", "mean", "variance", "n", "excluded"]
+            out += _md_table(cols, [[r[k] for k in cols] for r in leak["runs"]]) + [""]
         if leak["recognition"]:
             cols = ["metric", "who", "what", "estimate", "chance", "n", "excluded"]
             out += _md_table(cols, [[r[k] for k in cols] for r in leak["recognition"]]) + [""]

@@ -49,7 +49,8 @@ RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
-    "mitigations": (MITIGATION, SELF_CONTROL_RATIO), "leakage": ("preference-leakage-score",) + RECOGNITION,
+    "mitigations": (MITIGATION, SELF_CONTROL_RATIO),
+    "leakage": ("preference-leakage-score", "preference-leakage-variance") + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1"),  # report/meta_evaluation.py
     "humans": HUMANS, "exclusions": (EXCLUSIONS,),
@@ -181,13 +182,15 @@ def _students(record: dict) -> str:
 
 
 def leakage_tables(records: list[dict]) -> dict:
-    """``{pls, slices, recognition, bonus, audit_ranks}`` rows."""
+    """``{pls, slices, recognition, bonus, audit_ranks, runs}`` rows (``runs``: the PLS's mean and
+    variance over repeated runs, paper 000 App. D.2)."""
     pls, slices = [], []
     for r in records:
         if r.get("metric") != "preference-leakage-score":
             continue
         v = _v(r)
-        row = {"judges": r.get("judge"), "group": v.get("group") or "—", "method": v.get("method") or "",
+        group = v.get("group") or ("family students" if r.get("scope") == "family-student" else "—")
+        row = {"judges": r.get("judge"), "group": group, "method": v.get("method") or "",
                "students": _students(r), "preference": v.get("preference", "verdict"), "ties": v.get("ties", "half"),
                "condition": r.get("condition"), "estimate": format_value(r), "defined": r.get("value") is not None,
                "p_value": r.get("p_value"), "n": r.get("n"), "prompts": r.get("n_clusters"), "excluded": _excluded(r)}
@@ -231,7 +234,13 @@ def leakage_tables(records: list[dict]) -> dict:
             "adjusted_win_rate": format_number(r.get("adjusted_win_rate"), "win-rate"),
             "rank": r.get("original_rank"), "adjusted_rank": r.get("value"), "ci": (r.get("ci_low"), r.get("ci_high")),
             "n": r.get("n"), "excluded": _excluded(r)} for r in items]})
-    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks}
+    runs = [{"judges": r.get("judge"), "students": _students(r), "scope": r.get("scope") or "", "condition": r.get("condition"),
+             "runs": ", ".join(f"{k}: {100 * v:+.1f}%" for k, v in (r.get("runs") or {}).items()),
+             "mean": format_number(r.get("mean"), "preference-leakage-score"), "variance": format_value(r),
+             "defined": r.get("value") is not None, "n": r.get("n"), "excluded": _excluded(r)}
+            for r in records if r.get("metric") == "preference-leakage-variance"]
+    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks,
+            "runs": runs}
 
 
 # ------------------------------------------------------------------------------------ human labels
