@@ -304,7 +304,7 @@ def audit(
     suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices),
                                  leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
                                  recognition_target=recognition_target, perplexity_bins=perplexity_bins,
-                                 perplexity_difference=perplexity_difference)
+                                 perplexity_difference=perplexity_difference, opponents=tuple(opponents))
     by_kind = {t.kind: t for t in judged}
     records: list[dict[str, Any]] = []
     boards: list[dict[str, Any]] = []

@@ -100,3 +100,6 @@ def test_through_the_command_line_and_the_report(registry, tmp_path):
     assert done.returncode == 0, done.stderr
     markdown = (tmp_path / "rep" / "report.md").read_text()
     assert "### Run to run (paper 000 App. D.2)" in markdown and "family students" in markdown
+    # the spread belongs to the two judges, as the PLS does: no judge card named "a & b"
+    cards = json.loads((tmp_path / "rep" / "results.json").read_text())["cards"]["judges"]
+    assert set(cards) == {"fj-gemini-pro", "fj-turbo"}

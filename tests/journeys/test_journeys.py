@@ -156,9 +156,14 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
     streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)
     computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
                 "excluded-verdicts", "position-consistency", "leaderboard-rank"}
-    same = [r for r in whole if r["metric"] in computed]
+    def pooled(r):  # the per-evaluatee SPR (004 Tables 1/3/5) is not streamed: listed as not computed
+        return r["metric"] in computed and "averaging" not in r["variant"]
+
+    same = [r for r in whole if pooled(r)]
     assert {r["metric"] for r in same} == computed
-    assert json.dumps(same) == json.dumps([r for r in streamed if r["metric"] in computed])
+    assert json.dumps(same) == json.dumps([r for r in streamed if pooled(r)])
+    (per_evaluatee,) = [r for r in streamed if r["metric"] in computed and not pooled(r)]
+    assert per_evaluatee["value"] is None and "not computed when streaming" in per_evaluatee["note"]
     skipped = [r for r in streamed if r["metric"] not in computed]
     assert {r["metric"] for r in skipped} >= {"matched-bias"}
     assert all(r["value"] is None and "not computed when streaming" in r["note"] for r in skipped)

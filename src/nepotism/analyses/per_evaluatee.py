@@ -56,15 +56,18 @@ def spr_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> lis
         outcome, ids = g["outcome_related"].to_numpy(dtype=float), g["instance_id"].to_numpy()
         others = g["other"].astype(str).to_numpy()
         est = self_preference_ratio(outcome, ids, evaluatee=others, averaging="per-evaluatee", bootstrap=bootstrap)
-        records.append(_record("self-preference-ratio", judge, condition, _reasons(est, g),
-                               variant={"opponents": opponents, "averaging": "per-evaluatee"}))
+        own = sorted(map(str, set(g["related"])))  # who was compared and with whom, as the audit's SPR says
+        records.append({**_record("self-preference-ratio", judge, condition, _reasons(est, g),
+                                  variant={"opponents": opponents, "averaging": "per-evaluatee"}),
+                        "generators": own, "opponent_models": sorted(set(others))[:20]})
         for evaluatee, part in g.groupby("other", sort=True):
             est = self_preference_ratio(part["outcome_related"].to_numpy(dtype=float), part["instance_id"].to_numpy(),
                                         bootstrap=bootstrap)
-            records.append(_record("self-preference-ratio", judge, condition, _reasons(est, part),
-                                   generator=str(evaluatee),
-                                   variant={"opponents": opponents, "averaging": "one evaluatee",
-                                            "evaluatee": str(evaluatee)}))
+            records.append({**_record("self-preference-ratio", judge, condition, _reasons(est, part),
+                                      generator=str(evaluatee),
+                                      variant={"opponents": opponents, "averaging": "one evaluatee",
+                                               "evaluatee": str(evaluatee)}),
+                            "generators": own, "opponent_models": [str(evaluatee)]})
     return records
 
 

@@ -85,6 +85,7 @@ class SuiteOptions:
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
     perplexity_difference: str = "perplexity"  # what perplexity-win-rate bins: perplexity | log (001 §5)
+    opponents: tuple[str, ...] = ("unrelated", "any")  # the SPR's opponent populations (the audit's --opponents)
 
 
 class SuiteResult(Results):
@@ -367,7 +368,7 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     relations = scope_table(registry, judges, models)
     records += _position_records(frame, options, comparisons.rows)
     records += _pls_records(comp, registry, options)
-    for opponents in ("unrelated", "any"):  # 004 Tables 1/3/5: SPR per evaluatee and their mean
+    for opponents in options.opponents:  # 004 Tables 1/3/5: SPR per evaluatee and their mean
         records += spr_records(_self_rows(comp, relations, "self", opponents=opponents), opponents, options.bootstrap)
     records += _reference_pairwise(comp, relations, refs, options)
     records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
