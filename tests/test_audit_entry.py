@@ -76,12 +76,16 @@ def test_metrics_report_and_audit_give_identical_records(recorded, kind, tmp_pat
     assert canonical(from_frame.to_dicts()) == canonical(from_path.to_dicts())
     boot = ["--bootstrap", "40", "--seed", "3", "--models", models]
     ref_args = [a for r in refs for a in ("--reference", r)]
-    metrics = json.loads(run("metrics", path, *ref_args, *boot, "--json", cwd=tmp_path))
+    document = json.loads(run("metrics", path, *ref_args, *boot, "--json", cwd=tmp_path))
     run("report", path, *ref_args, *boot, "--out", tmp_path / "report", "--json", cwd=tmp_path)
-    report = json.loads((tmp_path / "report" / "results.json").read_text())["results"]
+    written = json.loads((tmp_path / "report" / "results.json").read_text())
     expected = canonical(json.loads(json.dumps(from_path.to_dicts(), default=str)))
-    assert canonical(metrics) == expected
-    assert canonical(report) == expected
+    assert canonical(document["results"]) == expected
+    assert canonical(written["results"]) == expected
+    # one results document, one set of verdicts, whichever way the audit came in
+    verdicts = [v.to_dict() for v in from_path.verdicts]
+    assert document["schema_version"] == written["schema_version"] == 2
+    assert json.loads(json.dumps(verdicts, default=str)) == document["verdicts"] == written["verdicts"]
 
 
 def test_demo_gives_the_records_of_the_python_call(tmp_path):
@@ -125,7 +129,7 @@ def test_a_run_folder_brings_its_tables_references_and_registry(recorded, tmp_pa
     from_folder = nepotism.audit(out, bootstrap=BOOT)
     assert canonical(from_folder.to_dicts()) == canonical(explicit.to_dicts())
     assert {"recognition-accuracy", "mra", "self-preference-ratio"} <= {r.metric for r in from_folder}
-    cli = json.loads(run("metrics", out, "--bootstrap", 40, "--seed", 3, "--json", cwd=tmp_path))
+    cli = json.loads(run("metrics", out, "--bootstrap", 40, "--seed", 3, "--json", cwd=tmp_path))["results"]
     assert canonical(cli) == canonical(json.loads(json.dumps(explicit.to_dicts(), default=str)))
     run("report", out, "--out", tmp_path / "rep", "--bootstrap", 40, "--seed", 3, cwd=tmp_path)
     reported = json.loads((tmp_path / "rep" / "results.json").read_text())["results"]

@@ -1,6 +1,7 @@
 """One rule for secret-looking names; known secret values redacted in every spelling JSON allows."""
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -128,10 +129,60 @@ def test_secret_repr_never_shows_the_value():
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([KEY, KEY[:-1], KEY[1:], "\\", "\\u", "u", "/", "\\/", '"', "\\\"", "\\\\", "x", " ",
                                  "\n", "\\n", "é", KEY.replace("/", "\\/"), _escape_all(KEY[:3]) + KEY[3:],
-                                 KEY[:4] + "\\u00" + format(ord(KEY[4]), "x") + KEY[5:]]), max_size=12))
+                                 KEY[:4] + "\\u00" + format(ord(KEY[4]), "x") + KEY[5:], "%", "%2", "%2F", "%2f",
+                                 "%2b", "\t", "\\t", KEY.replace("/", "%2F"), KEY.replace("/", "%2f", 1),
+                                 KEY.replace("+", "%2B"), KEY.replace("-", "%2d")]), max_size=12))
 def test_the_shortcut_past_the_pattern_never_changes_what_is_redacted(parts):
     """`redact_text` skips the pattern when the text holds no marker (a known secret as it is, or
     an escape that could spell one of its characters): the result is always the pattern's own."""
     text = "".join(parts)
     pattern, _ = credentials._matcher
     assert redact_text(text) == pattern.sub(REDACTED, text)
+
+
+# a key as it sits in a variable written by `echo "$KEY" > file; export VAR=$(cat file)` or an
+# editor: the held Secret is the trimmed key, the variable's text a second spelling (`also`)
+TRIMMED = "sk-ws/variant+key-7c6b5a49"
+Secret(TRIMMED, also=(TRIMMED + " \n",))
+
+
+def _percent(text: str, case=str.upper) -> str:
+    from urllib.parse import quote
+
+    return re.sub(r"%[0-9A-F]{2}", lambda m: case(m.group()), quote(text, safe=""))
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [TRIMMED, TRIMMED + " \n", TRIMMED + " ", json.dumps(TRIMMED + " \n")[1:-1], json.dumps(TRIMMED + "\t")[1:-1],
+     _percent(TRIMMED), _percent(TRIMMED, str.lower), _percent(TRIMMED + " \n"),
+     _percent(TRIMMED).replace("%2F", "%2f", 1), _percent(TRIMMED).replace("%2B", "%2b"),
+     "".join(f"%{b:02x}" for b in TRIMMED.encode()), _escape_all(TRIMMED + "\n")],
+    ids=["trimmed", "as-set", "space", "json-newline", "json-tab", "url", "url-lower", "url-as-set",
+         "url-mixed", "url-mixed-2", "url-every-byte", "all-u-newline"],
+)
+def test_every_spelling_of_a_key_read_with_whitespace_is_redacted(spelling):
+    clean = redact_text(f"echo: Bearer {spelling}; done")
+    assert clean.startswith("echo: Bearer [redacted]") and clean.endswith("; done")
+    assert "variant" not in clean and "7c6b5a49" not in clean
+
+
+def test_a_secret_registers_itself_without_the_whitespace_around_it():
+    Secret("  sk-padded-9e8d7c6b5a\t")
+    assert redact_text("Bearer sk-padded-9e8d7c6b5a,") == "Bearer [redacted],"
+
+
+def test_the_store_keeps_no_spelling_of_a_key_echoed_by_a_server(tmp_path):
+    from nepotism.store import Store
+
+    echoed = [TRIMMED, TRIMMED + " \n", json.dumps(TRIMMED + "\n")[1:-1], _percent(TRIMMED), _percent(TRIMMED, str.lower)]
+    with Store(tmp_path / "s.db") as store:
+        store.put_call("a" * 64, request={"backend": "openai", "model": "m", "note": echoed[2]},
+                       response={"echo": {f"h{i}": f"Bearer {e}" for i, e in enumerate(echoed)}},
+                       text=" | ".join(echoed), usage={"prompt_tokens": 1})
+        store.put_call("b" * 64, request={"backend": "openai", "model": "m"}, response=None, text=None,
+                       status="failed", error=f"http_4xx:401: bad credentials Bearer {echoed[3]}")
+    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    for needle in ("variant", "7c6b5a49"):
+        assert blob.count(needle.encode()) == 0
+    assert blob.count(b"[redacted]") >= len(echoed) + 2

@@ -77,7 +77,7 @@ def test_minimal_file_and_defaults(tmp_path):
     (('protocol = "pairwise"', 'protocol = "duel"'), "judging.protocols[0].protocol"),
     (('protocol = "pairwise"', 'protocol = "pairwise"\npairs = "some"'), "judging.protocols[0].pairs"),
     (('protocol = "pairwise"', 'protocol = "pairwise"\ngenerators = ["a"]'), "judging.protocols[0].generators"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", reasoning = "cot" }'),
+    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", reasoning = "think" }'),
      "judging.protocols[0].options"),
     (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = 1.5 }'),
      "judging.protocols[0].options"),

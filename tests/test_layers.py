@@ -22,7 +22,7 @@ def _only(*allowed: str) -> set[str]:
 
 #: layer -> the nepotism subpackages/modules it must never import
 FORBIDDEN = {
-    "errors": _only(), "_malloc": _only(), "_loop": _only(), "_gc": _only(), "_files": _only("errors", "_process"), "_process": _only(), "_frozen": _only(), "votes": _only(), "data": _only(),
+    "errors": _only(), "_malloc": _only(), "_loop": _only(), "_gc": _only(), "_files": _only("errors", "_process"), "_process": _only(), "_frozen": _only(), "votes": _only(), "data": _only(), "gpt2_tokens": _only(),
     "table_records": _only("errors", "records", "tables", "_files"),
     "simulate": _only("errors", "records", "tables", "_files"),
     "annotate": _only("errors", "records", "tables", "_files", "metrics", "store", "votes", "models", "credentials"),

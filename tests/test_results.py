@@ -86,7 +86,7 @@ def test_select_frame_and_json(demo_records, tmp_path):
                  & (frame.opponents == "unrelated")]
     assert sorted(rows["value"].dropna()) == sorted(r.value for r in spr if r.value is not None)
     document = json.loads(results.to_json())
-    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert document["schema_version"] == SCHEMA_VERSION == 2
     assert document["results"] == json.loads(json.dumps(records, default=str))
     path = tmp_path / "results.json"
     path.write_text(results.to_json())

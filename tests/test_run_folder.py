@@ -77,3 +77,26 @@ def test_report_records_of_a_run_folder_are_its_audit_plus_the_results_it_lists(
     assert [r for r in records if r["metric"] == "mitigation-effect"] == [{**effect, "condition": "default"}]
     alone, _, _ = report_records(folder / "mitigations.jsonl")  # a results file: loaded as it is
     assert [r["metric"] for r in alone] == ["mitigation-effect"]
+
+
+def test_the_registry_copy_replaces_a_link_at_its_name(tmp_path):
+    victim = tmp_path / "victim.toml"
+    victim.write_text("mine\n")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "00-models.toml").symlink_to(victim)
+    folder = _folder(tmp_path)
+    assert victim.read_text() == "mine\n"
+    assert not (folder / "models" / "00-models.toml").is_symlink()
+
+
+def test_an_output_folder_that_cannot_be_written_is_named_before_a_run(tmp_path):
+    from nepotism.run_folder import check_output_dir
+
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "file").write_text("x")
+    for name, message in (("dangling", "symbolic link to"), ("file", "taken by a file")):
+        with pytest.raises(InputError, match=message) as err:
+            check_output_dir(tmp_path / name)
+        assert err.value.field == "output.dir" and err.value.path == str(tmp_path / name)
+    check_output_dir(tmp_path / "new" / "out")  # created, and left empty
+    assert list((tmp_path / "new" / "out").iterdir()) == []

@@ -3,8 +3,9 @@ family and the models trained on its outputs.
 
 ``nepotism.audit(source, references=..., models=..., bootstrap=nepotism.Bootstrap(...))`` audits
 recorded judgments (a DataFrame, a file, a store or a run's output folder) and returns
-`nepotism.Results` (see `nepotism.api`). ``audit``, ``Bootstrap``, ``Record`` and ``Results`` are
-imported on first use, so that ``import nepotism`` (and ``nepotism --help``) stays light.
+`nepotism.Results` (see `nepotism.api`); ``nepotism.explain(source, judge=..., scope=...)`` gives the
+cases behind one judge's verdict. ``audit``, ``explain``, ``Bootstrap``, ``Record`` and ``Results``
+are imported on first use, so that ``import nepotism`` (and ``nepotism --help``) stays light.
 """
 
 from nepotism.errors import InputError, NepotismError, ValidationError
@@ -24,10 +25,11 @@ __all__ = [
     "RubricItem",
     "ValidationError",
     "audit",
+    "explain",
 ]
 __version__ = "0.1.0"
 
-_LAZY = {"audit": "nepotism.api", "Bootstrap": "nepotism.metrics.bootstrap", "Record": "nepotism.results",
+_LAZY = {"audit": "nepotism.api", "explain": "nepotism.api", "Bootstrap": "nepotism.metrics.bootstrap", "Record": "nepotism.results",
          "Results": "nepotism.results"}
 
 

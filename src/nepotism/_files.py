@@ -22,16 +22,15 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 
-__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "jsonl_rows", "parse_json_line",
-           "remove_stale_temps", "temp_beside",
-           "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "bad_utf8_line", "base_suffix", "is_store", "iter_jsonl_rows",
+           "jsonl_rows", "parse_json_line", "remove_stale_temps", "temp_beside", "write_files"]
 
 
 def _umask() -> int:
@@ -157,6 +156,15 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8-sig", newline="")
 
 
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an SQLite file (a nepotism store): its first 16 bytes say so."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def base_suffix(path: Path) -> str:
     """The file's type suffix, lower case, under a ``.gz`` (``x.JSONL.gz`` -> ``.jsonl``)."""
     suffixes = [s.lower() for s in path.suffixes]
@@ -276,7 +284,12 @@ def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     `InputError` naming the file and line for invalid UTF-8 or JSON, a line that is not an object
     or a key repeated in one (the field). The readers of tables, importers and a run's dataset
     share it; it needs no pandas (a run that reads a JSON Lines dataset does not import it)."""
-    rows = []
+    return list(iter_jsonl_rows(path))
+
+
+def iter_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`jsonl_rows` one line at a time, for a reader that keeps only some rows (memory bounded
+    by what it keeps, not by the file): the same checks and errors, raised at the line."""
     try:
         with _open_text(path) as handle:
             for number, text in enumerate(handle, start=1):
@@ -285,7 +298,6 @@ def jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 value = parse_json_line(text, str(path), number)
                 if not isinstance(value, dict):
                     raise InputError("each line must be a JSON object", path=str(path), line=number)
-                rows.append((number, value))
+                yield number, value
     except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
         raise _unreadable(path, err, "JSON Lines") from None
-    return rows

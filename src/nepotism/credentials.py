@@ -6,11 +6,15 @@ Two defences, applied before anything is stored, logged, exported or put into a 
   ``x-api-key``, ``hf_token``, ``Authorization``, ``cookie``, ``private_key``, ...) is dropped by
   `scrub`, left out of cache keys, and refused in an experiment file's ``params``.
 * **By value** (`Secret`, `redact`, `redact_text`): every `Secret` registers its value for the
-  life of the process. `redact` replaces it with ``[redacted]`` in every string of a decoded
-  structure (keys included, recursively); `redact_text` does the same in raw text such as an
-  undecoded HTTP body, in every spelling JSON allows for it — ``/`` written ``\\/``, any character
-  written ``\\uXXXX`` (either case of hex digits), ``"`` and ``\\`` escaped — so a server that
-  escapes the key differently from the client cannot carry it past the check.
+  life of the process, and that value without the whitespace around it (a key read from a
+  variable ending in a newline is sent trimmed, and a server echoes it trimmed) together with any
+  other spelling the holder names (``also``: the variable's text as it was). `redact` replaces
+  them with ``[redacted]`` in every string of a decoded structure (keys included, recursively);
+  `redact_text` does the same in raw text such as an undecoded HTTP body, in every spelling JSON
+  or a URL allows for it — ``/`` written ``\\/``, any character written ``\\uXXXX`` (either case
+  of hex digits), ``"`` and ``\\`` escaped, a tab or line break as ``\\t``, ``\\n``, ``\\r``, any
+  character percent-encoded (``%2F``, ``%2f``) — so a server that escapes
+  the key differently from the client cannot carry it past the check.
 
 Left out: secrets that were never held in a `Secret` (a key typed into a dataset), and values
 split across several strings.
@@ -79,12 +83,16 @@ class Secret:
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, *, also: tuple[str, ...] = ()) -> None:
+        """``also``: other spellings of the same credential to redact as well (the text of the
+        environment variable it was read from, whitespace included)."""
         if not isinstance(value, str) or not value:
             raise ValueError("a Secret holds a non-empty string")
         self._value = value
-        if len(value) >= MIN_REDACTED_LENGTH:
-            _register(value)
+        for spelling in (value, *also):
+            for variant in dict.fromkeys((spelling, spelling.strip())):
+                if len(variant) >= MIN_REDACTED_LENGTH:
+                    _register(variant)
 
     def __repr__(self) -> str:
         return "<secret>"
@@ -98,8 +106,13 @@ def known_secrets() -> int:
     return len(_known)
 
 
+#: JSON's two-character escapes of control characters
+_SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _spellings(char: str) -> str:
-    """A regex alternative matching ``char`` as JSON may write it inside a string."""
+    """A regex alternative matching ``char`` as JSON may write it inside a string, or a URL
+    encoder anywhere (``%XX`` per UTF-8 byte, either case)."""
     code = ord(char)
     forms = [re.escape(char)]
     if code < 0x10000:
@@ -110,6 +123,10 @@ def _spellings(char: str) -> str:
         forms.append(r"\\u" + f"(?i:{high:04x})" + r"\\u" + f"(?i:{low:04x})")
     if char in '/"\\':
         forms.append(re.escape("\\" + char))
+    if char in _SHORT_ESCAPES:
+        forms.append(re.escape(_SHORT_ESCAPES[char]))
+    # percent-encoded, each UTF-8 byte (an encoder leaves letters and digits as they are, but may not)
+    forms.append("".join(f"%(?i:{b:02x})" for b in char.encode("utf-8", "surrogatepass")))
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -122,8 +139,12 @@ def _register(value: str) -> None:
         # each secret as itself (fast path) or in any JSON spelling of its characters
         alternatives = [re.escape(v) for v in known] + ["".join(_spellings(c) for c in v) for v in known]
         # a match is a secret written as itself, or with at least one character escaped: a \u
-        # escape, or a backslash before one of its characters / " \ (`_spellings`)
-        escapes = ("\\u", *("\\" + c for c in '/"\\' if any(c in v for v in known)))
+        # escape, a backslash before one of its characters / " \ or a control character's short
+        # escape, or a percent-encoded character (`_spellings`)
+        chars = {c for v in known for c in v}
+        escapes = ["\\u", *("\\" + c for c in '/"\\' if c in chars),
+                   *(_SHORT_ESCAPES[c] for c in sorted(chars) if c in _SHORT_ESCAPES)]
+        escapes.append("%")
         _matcher = (re.compile("|".join(alternatives)), (*known, *escapes))
         _known = known
 

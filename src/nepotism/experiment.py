@@ -8,8 +8,12 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    store's instances, each as the latest run read it); limit = N (first N instances)
     [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
                    openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
-                   environment variable holding the key), timeout = 60; gguf: model (a
-                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads = 2;
+                   environment variable holding the key), timeout = 60 (seconds a call may take
+                   in all, to the answer's last byte), max_response_mb = 16 (the longest answer
+                   body kept, after decompression; a longer one is a failed call); gguf: model (a
+                   packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads
+                   (default $NEPOTISM_MODEL_THREADS, else 2), n_batch = 512 (prompt tokens per decode),
+                   flash_attn = false (llama.cpp's fused attention: other rounding);
                    both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
                    retry_max_delay_s = 30, params = {extra request parameters}
     [generation]   generators = [model ids], max_tokens = 512, temperature = 0.0
@@ -35,8 +39,9 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    "chat" | "raw". Each scorer's perplexity of each response given its prompt
                    (paper 001 §5; `nepotism.runner.perplexity`) is one cached continuation call.
     [reference]    jury = [judge ids] (at least two of judging.judges; needs a rubric protocol): the
-                   rubric reference is the majority of these judges' verdicts (paper 002 §4), a
-                   juror not voting on answers of models related to it unless keep_related = true;
+                   rubric reference is the plain majority of these judges' verdicts, every juror
+                   voting on every answer (paper 002 §2.4); exclude_related = true (a variant)
+                   keeps a juror from voting on answers of models related to it;
                    the run writes it as ``rubric-reference.<fmt>`` (not with ``[grading]`` ifeval,
                    which writes that reference from the instructions)
     [output]       dir = "results", format = "csv" | "jsonl" | "parquet"
@@ -128,8 +133,12 @@ class ModelConfig:
     path: str | None = None
     sha256: str | None = None
     n_ctx: int = 4096
-    n_threads: int = 2
+    #: CPU threads of an in-process model; None: the machine's setting (`backends._inprocess.model_threads`)
+    n_threads: int | None = None
+    n_batch: int = 512
+    flash_attn: bool = False
     timeout: float = 60.0
+    max_response_mb: float = 16.0
     concurrency: int = 4
     rpm: float | None = None
     tpm: float | None = None
@@ -189,7 +198,7 @@ class ReferenceConfig:
     """A rubric reference made by a jury of the experiment's judges (``[reference]``)."""
 
     jury: tuple[str, ...]
-    keep_related: bool = False
+    exclude_related: bool = False  # paper 002 §2.4 keeps relatives in; True: the variant without them
 
 
 @dataclass(frozen=True)
@@ -382,6 +391,7 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
         cfg["model"] = r.get("model", str)
         cfg["api_key_env"] = r.get("api_key_env", str)
         cfg["timeout"] = r.positive("timeout", 60.0, high=_MAX_TIMEOUT_S, unit="seconds")
+        cfg["max_response_mb"] = r.positive("max_response_mb", 16.0, high=4096, unit="MiB")
     else:
         cfg["path"] = _relative(base, r.get("path", str))
         cfg["model"] = r.get("model", str)
@@ -390,7 +400,9 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
                           "and path (a .gguf file)")
         cfg["sha256"] = r.get("sha256", str)
         cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True, high=1 << 21, unit="tokens")
-        cfg["n_threads"] = r.positive("n_threads", 2, integer=True, high=1024)
+        cfg["n_threads"] = r.positive("n_threads", None, integer=True, allow_none=True, high=1024)
+        cfg["n_batch"] = r.positive("n_batch", 512, integer=True, high=1 << 16, unit="tokens")
+        cfg["flash_attn"] = r.get("flash_attn", bool, False)
     cfg["concurrency"] = r.positive("concurrency", 4, integer=True, high=4096)
     cfg["rpm"] = r.positive("rpm", None, allow_none=True, high=1e9, unit="requests per minute")
     cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")
@@ -604,8 +616,11 @@ def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], pro
         return None
     r = _Reader(table, "reference", path)
     jury = resolve(r, "jury", r.strings("jury"))
-    keep_related = r.get("keep_related", bool, False)
-    r.finish(("jury", "keep_related"))
+    if "keep_related" in table:
+        raise r.error("keep_related", "relatives vote by default now, as in paper 002 (§2.4): drop the key, or "
+                      "set exclude_related = true for the variant without them")
+    exclude_related = r.get("exclude_related", bool, False)
+    r.finish(("jury", "exclude_related"))
     if len(jury) < 2:
         raise r.error("jury", "must name at least two judges")
     outside = [j for j in jury if j not in judges]
@@ -616,7 +631,7 @@ def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], pro
     if grading is not None and "ifeval" in ((grading.task,) if grading.task else tuple(grading.tasks.values())):
         raise r.error("jury", "[grading] ifeval already makes the rubric reference (from the instructions): "
                       "use one of the two")
-    return ReferenceConfig(jury=jury, keep_related=keep_related)
+    return ReferenceConfig(jury=jury, exclude_related=exclude_related)
 
 
 def _grading(table: Any, path: str) -> GradingConfig | None:

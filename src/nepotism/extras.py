@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "annotate": ("starlette", "uvicorn"),
     "mitigations": ("wn",),
     "litellm": ("litellm",),
+    "inspect": ("inspect_ai",),
 }
 
 

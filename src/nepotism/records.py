@@ -38,13 +38,14 @@ JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
 #: ``no_verdict``, ``quoted_only`` — every marker was quoted from a candidate —, ``conflicting``,
 #: ``invalid_verdict``, ``negated``, ``unfinished_reasoning``; docs/verdicts.md); an all-rubrics list
 #: could not place the item (``no_list``, ``misnumbered``, ``too_many_entries``, ``too_few_entries``);
-#: label log-probabilities gave none (``no_label_logprobs``, ``tied_labels``, ``low_label_mass``).
+#: label log-probabilities gave none (``no_label_logprobs``, ``tied_labels``, ``low_label_mass``;
+#: ``no_label_marker``: a label read after the judge's explanation found no "[[" in its reply).
 #: A failed judgment's reason is the call's error class (``timeout``, ``http_5xx:503``, ...), or
 #: ``generation:<error class>`` when a response it would show could not be generated.
 UNPARSED_REASONS = (
     "empty_reply", "no_verdict", "quoted_only", "conflicting", "invalid_verdict", "negated", "unfinished_reasoning",
     "no_list", "misnumbered", "too_many_entries", "too_few_entries",
-    "no_label_logprobs", "tied_labels", "low_label_mass",
+    "no_label_logprobs", "tied_labels", "low_label_mass", "no_label_marker",
 )
 PROTOCOLS = ("pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise")
 

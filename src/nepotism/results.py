@@ -10,9 +10,18 @@ metric: opponents, ties, paradigm, ...) and ``extra`` (fields only some metrics 
 ``judge_id`` or ``tie_share``).
 
 `Record.to_dict` gives exactly the dict the JSON and CSV outputs have always held (the same keys,
-in the same order, ``variant`` nested); `Record.from_dict` reads one back. `Results` adds
-`Results.frame` (a tidy DataFrame whose variant fields are flat columns), `Results.to_json` (the
-records with ``schema_version``) and `Results.select`.
+in the same order, ``variant`` nested); `Record.from_dict` reads one back; `record_key` names a
+record (a short hash of what it measures: metric, judge, condition, scope, subject, variant) so a
+verdict and a report can point at it. `Results` adds `Results.frame` (a tidy DataFrame whose variant
+fields are flat columns), `Results.to_json` (the one results document every command writes, with
+``schema_version``), `Results.from_document` (reads it back) and `Results.select`.
+
+A `Verdict` is the answer for one (judge, condition, scope): which rung of the evidence ladder
+(docs/answer.md) measured it — ``matched`` (against unrelated judges on the same items and pairs),
+``reference`` (against human labels, correctness or rubric truth) or ``alone`` (the judge's own
+preferences, which cannot separate favouritism from answer quality) —, the number with its interval,
+n and prompts, a plain sentence, and when nothing could be measured, what data would make it
+measurable. Verdicts are built from records (`nepotism.analyses.verdicts`); this module only holds them.
 
 >>> r = Record(metric="self-preference-ratio", judge="gpt-4", condition="default", scope="self",
 ...            value=0.62, ci_low=0.55, ci_high=0.69, n=400, n_clusters=200,
@@ -29,6 +38,7 @@ else from the package, so every layer that emits results can build them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -36,11 +46,20 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, overload
 
-__all__ = ["SCHEMA_VERSION", "Record", "Results"]
+__all__ = ["SCHEMA_VERSION", "VERDICT_RUNGS", "VERDICT_STATUSES", "Record", "Results", "Verdict", "record_key"]
 
-#: Version of the `Results.to_json` document. 1: ``{"schema_version", "summary", "results"}``
-#: with each result in the shape of `Record.to_dict` (the shape every earlier output used).
-SCHEMA_VERSION = 1
+#: Version of the `Results.to_json` document. 1: ``{"schema_version", "summary", "findings",
+#: "results"}`` with each result in the shape of `Record.to_dict`. 2: adds ``verdicts`` (a list of
+#: `Verdict.to_dict`) and ``findings`` become the verdicts' sentences.
+SCHEMA_VERSION = 2
+#: The document versions `Results.from_document` reads.
+_READABLE_VERSIONS = (1, 2)
+
+#: How a verdict was measured, strongest first (docs/answer.md).
+VERDICT_RUNGS = ("matched", "reference", "alone")
+#: ``measured``: a number from enough prompts; ``too-little-data``: some evidence, fewer prompts than
+#: the minimum (no number is claimed); ``not-measurable``: nothing in the data can measure it.
+VERDICT_STATUSES = ("measured", "too-little-data", "not-measurable")
 
 
 
@@ -146,15 +165,116 @@ class Record:
         return {k: values[k] for k in self.keys if k in values}
 
 
+def record_key(record: Record | Mapping[str, Any]) -> str:
+    """A short stable name for a record: the first 12 hex digits of SHA-256 over what it measures
+    (metric, judge, condition, scope, generator, pair, variant), the same for a `Record` and its dict."""
+    if isinstance(record, Record):
+        parts: dict[str, Any] = {"metric": record.metric, "judge": record.judge, "condition": record.condition,
+                                 "scope": record.scope, "generator": record.generator,
+                                 "pair": list(record.pair) if record.pair is not None else None,
+                                 "variant": dict(record.variant)}
+    else:
+        pair = record.get("pair")
+        parts = {"metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
+                 "scope": record.get("scope"), "generator": record.get("generator"),
+                 "pair": list(pair) if pair is not None else None, "variant": dict(record.get("variant") or {})}
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer for one (judge, condition, scope); see the module docstring and docs/answer.md.
+
+    ``value``/``ci_low``/``ci_high`` are on the scale of ``metric`` (``null`` is its value when the
+    judge does not favour the scope: 0 for differences, 1 for ratios, None when the rung has no such
+    value); ``finding`` reads the interval against ``null``: ``favours``, ``disfavours``,
+    ``no-clear-difference``, or for the ``alone`` rung ``cannot-separate``. ``evidence`` holds the
+    `record_key` of the record the verdict reads first, then of any other record it used; ``also``
+    the other rungs' readings (dicts with rung, metric, value, interval, prompts and why they were
+    not the verdict); ``harm`` how often the favouritism costs a better answer, where a truth tells
+    (a dict, or None); ``needs`` what data would measure it (or measure it better)."""
+
+    judge: str
+    condition: str
+    scope: str
+    status: str
+    sentence: str
+    judge_id: str | None = None
+    rung: str | None = None
+    metric: str | None = None
+    variant: Mapping[str, Any] = field(default_factory=dict)
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float | None = None
+    n: int = 0
+    n_clusters: int = 0
+    p_value: float | None = None
+    null: float | None = None
+    finding: str | None = None
+    needs: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    also: tuple[Mapping[str, Any], ...] = ()
+    harm: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in VERDICT_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(VERDICT_STATUSES)}, not {self.status!r}")
+        if self.rung is not None and self.rung not in VERDICT_RUNGS:
+            raise ValueError(f"rung must be one of {', '.join(VERDICT_RUNGS)} or None, not {self.rung!r}")
+        if self.status == "measured" and (self.value is None or self.rung is None):
+            raise ValueError("a measured verdict needs a value and a rung")
+        for name in ("value", "ci_low", "ci_high", "confidence", "p_value", "null"):
+            object.__setattr__(self, name, _number(getattr(self, name), name))
+        for name in ("n", "n_clusters"):
+            object.__setattr__(self, name, _count(getattr(self, name), name))
+        object.__setattr__(self, "variant", MappingProxyType(dict(self.variant or {})))
+        object.__setattr__(self, "needs", tuple(str(x) for x in self.needs))
+        object.__setattr__(self, "evidence", tuple(str(x) for x in self.evidence))
+        object.__setattr__(self, "also", tuple(MappingProxyType(dict(x)) for x in self.also))
+        if self.harm is not None:
+            object.__setattr__(self, "harm", MappingProxyType(dict(self.harm)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able fields in declaration order (``variant``, ``also`` and ``harm`` as dicts)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Mapping):
+                value = dict(value)
+            elif f.name == "also":
+                value = [dict(x) for x in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        """Read `to_dict`'s shape back (unknown keys are refused: a verdict has no extras)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown verdict field(s): {', '.join(unknown)}")
+        values = dict(data)
+        for name in ("needs", "evidence", "also"):
+            if name in values:
+                values[name] = tuple(values[name] or ())
+        return cls(**values)
+
+
 class Results(Sequence[Record]):
     """The records of one audit (a read-only sequence of `Record`), with the audit's summary."""
 
     def __init__(self, records: Iterable[Record | Mapping[str, Any]] = (), *,
-                 summary: Mapping[str, Any] | None = None, findings: Sequence[str] = ()):
+                 summary: Mapping[str, Any] | None = None, findings: Sequence[str] = (),
+                 verdicts: Iterable[Verdict | Mapping[str, Any]] = ()):
         self._given = list(records)
         self._typed: tuple[Record, ...] | None = None
         self.summary: dict[str, Any] = dict(summary or {})
         self.findings: list[str] = list(findings)
+        self.verdicts: list[Verdict] = [v if isinstance(v, Verdict) else Verdict.from_dict(v) for v in verdicts]
 
     @property
     def _records(self) -> tuple[Record, ...]:
@@ -169,7 +289,8 @@ class Results(Sequence[Record]):
 
     def __getitem__(self, index: int | slice) -> Record | Results:
         if isinstance(index, slice):
-            return Results(self._records[index], summary=self.summary, findings=self.findings)
+            return Results(self._records[index], summary=self.summary, findings=self.findings,
+                           verdicts=self.verdicts)
         return self._records[index]
 
     def __len__(self) -> int:
@@ -207,7 +328,7 @@ class Results(Sequence[Record]):
             if any(record.variant.get(k) != v for k, v in variant.items()):
                 continue
             out.append(record)
-        return Results(out, summary=self.summary, findings=self.findings)
+        return Results(out, summary=self.summary, findings=self.findings, verdicts=self.verdicts)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Every record as `Record.to_dict` (the list the JSON outputs hold under ``results``)."""
@@ -234,9 +355,33 @@ class Results(Sequence[Record]):
             rows.append(row)
         return pd.DataFrame.from_records(rows, columns=None if rows else [*core, "subject"])
 
+    def document(self) -> dict[str, Any]:
+        """The results document as a dict: ``{"schema_version", "summary", "findings", "verdicts",
+        "results"}`` (what `to_json` writes and `from_document` reads)."""
+        return {"schema_version": SCHEMA_VERSION, "summary": self.summary, "findings": self.findings,
+                "verdicts": [v.to_dict() for v in self.verdicts], "results": self.to_dicts()}
+
     def to_json(self, *, indent: int | None = 2) -> str:
-        """``{"schema_version", "summary", "findings", "results"}`` as JSON (what `nepotism report`
-        reads back); the records in the shape every earlier output used."""
-        document = {"schema_version": SCHEMA_VERSION, "summary": self.summary, "findings": self.findings,
-                    "results": self.to_dicts()}
-        return json.dumps(document, indent=indent, sort_keys=True, default=str)
+        """The one results document every command writes (`document`) as JSON, keys sorted: what
+        `nepotism report` and `nepotism card` read back; the records in the shape of `Record.to_dict`."""
+        return json.dumps(self.document(), indent=indent, sort_keys=True, default=str)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Results:
+        """Read a results document back (`document`'s shape; version 1 has no verdicts). `ValueError`
+        names what is wrong: a version this package does not read, or a part of the wrong type."""
+        version = document.get("schema_version")
+        if version not in _READABLE_VERSIONS:
+            raise ValueError(f"schema_version {version!r} is not one this nepotism reads "
+                             f"({', '.join(map(str, _READABLE_VERSIONS))})")
+        results = document.get("results")
+        if not isinstance(results, list):
+            raise ValueError("'results' must be a list of records")
+        summary = document.get("summary") or {}
+        if not isinstance(summary, Mapping):
+            raise ValueError("'summary' must be an object")
+        verdicts = document.get("verdicts") or []
+        if not isinstance(verdicts, list):
+            raise ValueError("'verdicts' must be a list")
+        return cls(results, summary=summary, findings=[str(x) for x in document.get("findings") or []],
+                   verdicts=verdicts)

@@ -5,15 +5,18 @@ folder; `write_manifest` adds copies of the experiment's registry files (``model
 ``run.json``, so that ``nepotism metrics RUN_DIR`` and ``nepotism report RUN_DIR`` need no other
 flag. ``results`` lists files of result records the tables cannot give back (``nepotism
 mitigate``'s ``mitigations.jsonl`` under ``mitigation-effects``), which ``nepotism report RUN_DIR``
-adds to its audit. `read_manifest` turns a folder back into paths, checking that each file is there. What a
-manifest leaves out: the store (it can be anywhere and large) and the experiment file itself
+adds to its audit. `read_manifest` turns a folder back into paths, checking that each file is there.
+`check_output_dir` says, before a run pays for a call, whether its output folder can be written.
+Every file goes in by an atomic rename (`nepotism._files`): a symbolic link at a file's name is
+replaced, never written through. What a manifest leaves out: the store (it can be anywhere and large) and the experiment file itself
 (its relative paths would not resolve from the folder).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +24,7 @@ from pathlib import Path
 from nepotism._files import atomic_write_bytes
 from nepotism.errors import InputError
 
-__all__ = ["MANIFEST", "RunFolder", "is_run_folder", "read_manifest", "write_manifest"]
+__all__ = ["MANIFEST", "RunFolder", "check_output_dir", "is_run_folder", "read_manifest", "write_manifest"]
 
 MANIFEST = "run.json"
 _VERSION = 1
@@ -48,8 +51,8 @@ def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables:
     models = []
     for i, source in enumerate(registry_files):
         target = out / "models" / f"{i:02d}-{Path(source).name}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        # (a copy by rename: a link left at the name is replaced, its target never written)
+        atomic_write_bytes(target, Path(source).read_bytes())
         models.append(target.relative_to(out).as_posix())
 
     def relative(files: Mapping[str, str]) -> dict[str, str]:
@@ -60,6 +63,28 @@ def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables:
     if results:
         document["results"] = relative(results)
     return atomic_write_bytes(out / MANIFEST, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+
+
+def check_output_dir(out_dir: str | Path) -> None:
+    """An `InputError` naming ``out_dir`` unless a run can write its outputs there: a symbolic
+    link to nothing (a dangling link), a file, a folder (or the first existing folder above it)
+    where a file cannot be created. The folder is created when missing, and a probe file made and
+    removed in it, so that a read-only mount or a missing permission is met before any call is paid
+    for, not at the exports."""
+    out = Path(out_dir)
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"the output folder is a symbolic link to {os.readlink(out)}, which does not exist; "
+                         "create that folder or point output.dir elsewhere", path=str(out), field="output.dir")
+    if out.exists() and not out.is_dir():
+        raise InputError("the output folder's name is taken by a file", path=str(out), field="output.dir")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".nepotism-write-check.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(f"the output folder cannot be written ({err.strerror or err})", path=str(out),
+                         field="output.dir") from None
 
 
 def is_run_folder(path: str | Path) -> bool:

@@ -12,7 +12,7 @@ pairwise          instance_id, judge, model_a, model_b,      prob_a, prob_b, pro
                                                              presentation (a-first: model_a was shown
                                                              first, the default | unknown: the order
                                                              was randomised or not recorded),
-                                                             reasoning_tokens (tokens the judge wrote
+                                                             reasoning_tokens (GPT-2 tokens the judge wrote
                                                              in its reply, paper 004 Fig. 5)
 pointwise         instance_id, judge, model, score           condition, replicate, category
                   (number or empty = unparsed)
@@ -90,6 +90,7 @@ __all__ = [
     "RUBRIC_SETUPS",
     "VERDICT_COLUMN",
     "Table",
+    "columns_of",
     "detect_kind",
     "key_columns",
     "parse_json_line",
@@ -184,6 +185,13 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+
+def columns_of(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The required and the optional columns of a ``kind`` table (the table in this module's docstring)."""
+    if kind not in _COLUMNS:
+        raise InputError(f"unknown kind '{kind}'; kinds are {', '.join(KINDS)}", field="--kind")
+    return _COLUMNS[kind]
 
 
 def key_columns(kind: str) -> tuple[str, ...]:

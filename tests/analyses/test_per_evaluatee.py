@@ -137,6 +137,6 @@ def test_per_evaluatee_spr_through_the_command_line(registry, tmp_path):
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     assert round(100 * _spr(records, "p4-llama-3.2-3b", "any", "per-evaluatee")["value"], 1) == 7.9
     assert round(100 * _spr(records, "p4-llama-3.2-3b", "any", "one evaluatee", "p4-gpt-4o")["value"], 1) == 12.0

@@ -92,7 +92,7 @@ def test_through_the_command_line_and_the_report(registry, tmp_path):
     done = subprocess.run([NEPOTISM, "metrics", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     (spread,) = [r for r in records if r["metric"] == "preference-leakage-variance"]
     assert spread["value"] == pytest.approx(np.var([_pls(w / PROMPTS) for w in WINS_A], ddof=1))
     done = subprocess.run([NEPOTISM, "report", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--out", "rep"],
@@ -101,5 +101,5 @@ def test_through_the_command_line_and_the_report(registry, tmp_path):
     markdown = (tmp_path / "rep" / "report.md").read_text()
     assert "### Run to run (paper 000 App. D.2)" in markdown and "family students" in markdown
     # the spread belongs to the two judges, as the PLS does: no judge card named "a & b"
-    cards = json.loads((tmp_path / "rep" / "results.json").read_text())["cards"]["judges"]
+    cards = json.loads((tmp_path / "rep" / "results.json").read_text())["summary"]["cards"]["judges"]
     assert set(cards) == {"fj-gemini-pro", "fj-turbo"}

@@ -134,6 +134,21 @@ def test_plan_command(tmp_path):
     assert none.returncode == 2 and "no judge has a related candidate" in none.stderr
 
 
+def test_a_plan_no_one_can_run_is_printed_with_a_warning(tmp_path):
+    """``--effect self=1e-7`` planned 10^14 prompts and trillions of dollars without a word."""
+    _world(tmp_path)
+    args = [_nepotism(), "plan", "--judges", "judge", "--generators", ",".join(GENERATORS), "--models",
+            str(tmp_path / "registry.toml")]
+    tiny = subprocess.run([*args, "--effect", "self=1e-7", "--json"], capture_output=True, text=True)
+    assert tiny.returncode == 0, tiny.stderr
+    plan = json.loads(tiny.stdout)
+    assert plan["prompts"] > 10**12 and len(plan["warnings"]) == 2
+    assert "warning: --effect self=1e-07 is a win-rate shift of 1e-05 points" in tiny.stderr
+    assert f"{plan['prompts']:,} prompts is more than any benchmark holds" in tiny.stderr
+    usual = subprocess.run([*args, "--effect", "self=0.05", "--json"], capture_output=True, text=True)
+    assert usual.returncode == 0 and "warnings" not in json.loads(usual.stdout) and "warning" not in usual.stderr
+
+
 def test_the_registry_prices_each_model_as_a_dry_run_does():
     """Judge calls at the judge's prices, answers at each generator's, in USD per million tokens
     from the registry (the built-in one prices these API models); the flags price only the

@@ -151,7 +151,9 @@ def test_pointwise_without_reference_and_unparsed_scores(tmp_path):
     frame, _ = _pointwise(n=50)
     frame.loc[::7, "score"] = np.nan
     records = run_suite(frame, "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    assert {r["metric"] for r in records} == {"self-preference-ratio", "excluded-verdicts"}
+    # matched-bias too: judge-a against the other judge on the same items (score differences)
+    assert {r["metric"] for r in records} == {"self-preference-ratio", "excluded-verdicts", "matched-bias",
+                                              "exclusion-share-gap"}
     for r in _by(records, "excluded-verdicts"):  # the unparsed scores, counted (no reason was recorded)
         assert r["n_excluded"] == r["excluded"].get("unparsed", 0) and r["n"] > 0
     spr = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]

@@ -131,7 +131,9 @@ def test_serve_runs_a_local_server(tmp_path, pairs_file):
         page = None
         for _ in range(100):
             try:
-                page = httpx.get(url + "/", follow_redirects=True)
+                # the socket listens before the server starts: on a loaded machine the first page
+                # can take longer than httpx's default 5 s to come
+                page = httpx.get(url + "/", follow_redirects=True, timeout=120)
                 break
             except httpx.ConnectError:
                 time.sleep(0.05)
@@ -141,3 +143,26 @@ def test_serve_runs_a_local_server(tmp_path, pairs_file):
         process.wait(timeout=20)
         process.stdout.close()
         process.stderr.close()
+
+
+def test_serve_on_a_taken_port_exits_2_and_stores_nothing(tmp_path, pairs_file):
+    """The port is taken before anything is stored: before, the collection went into the store and only
+    then the bind failed (exit 1). The default port is not the stand-in's (8765), which the README leaves
+    running while one annotates."""
+    import socket
+
+    from nepotism.cli.annotate import DEFAULT_PORT
+    from nepotism.cli.standin import command as standin
+
+    assert DEFAULT_PORT != next(p.default for p in standin.params if p.name == "port")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    store = tmp_path / "s.db"
+    try:
+        result = CliRunner().invoke(main, ["annotate", "serve", str(pairs_file(2)), "--annotator", "dana",
+                                           "--store", str(store), "--port", str(busy.getsockname()[1])])
+    finally:
+        busy.close()
+    assert result.exit_code == 2 and "field '--port'" in result.output and "cannot listen" in result.output
+    assert not store.exists()

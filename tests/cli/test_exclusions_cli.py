@@ -32,7 +32,7 @@ def test_judgebench_import_metrics_report_count_exclusions_by_reason(tmp_path):
     text = nepotism("metrics", table, "--reference", ref, "--bootstrap", "50")
     assert text.returncode == 0, text.stderr
     assert "claude-3-haiku-20240307 (arena_hard, pairwise): 13 of 540 — unparsed-conflicting 13" in text.stdout
-    records = json.loads(nepotism("metrics", table, "--reference", ref, "--bootstrap", "50", "--json").stdout)
+    records = json.loads(nepotism("metrics", table, "--reference", ref, "--bootstrap", "50", "--json").stdout)["results"]
     (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
     assert excluded["n"] == 540 and excluded["n_excluded"] == 13
     assert excluded["excluded"] == {"unparsed-conflicting": 13}
@@ -60,10 +60,32 @@ def test_status_and_reason_columns_journey(tmp_path):
     done = nepotism("metrics", table, "--bootstrap", "50")
     assert done.returncode == 0, done.stderr
     assert "gpt-4o (default, pairwise): 2 of 6 — failed-timeout 1, unparsed-low-label-mass 1" in done.stdout
-    records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)["results"]
     (spr,) = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-              and r["variant"]["opponents"] == "unrelated"]
+              and r["variant"]["opponents"] == "unrelated" and "averaging" not in r["variant"]]
     assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
+
+
+def test_verdicts_read_from_little_label_mass_are_kept_and_counted(tmp_path):
+    """Papers 001 and 004 read the most probable label whatever its mass: such verdicts count, and
+    each excluded-verdicts record says how many rest on labels holding < 1/2 of the probability."""
+    table = tmp_path / "pairwise.csv"
+    table.write_text(
+        "instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n"
+        "q1,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.97\n"
+        "q1,gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.12\n"
+        "q2,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.30\n"
+        "q2,gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,0.003\n", encoding="utf-8")
+    done = nepotism("metrics", table, "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    assert ("gpt-4o (default, pairwise): 1 of 4 — unparsed-low-label-mass 1; kept 2 read from labels holding "
+            "< 1/2 of the probability") in done.stdout
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "0", "--json").stdout)["results"]
+    (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
+    assert excluded["label_mass_below_half"] == 2 and excluded["n_excluded"] == 1
+    out = tmp_path / "report"
+    assert nepotism("report", table, "--out", out, "--bootstrap", "0").returncode == 0
+    assert "kept: 2 read from labels holding under ½ of the probability" in (out / "report.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("row, field, message", [
@@ -98,9 +120,69 @@ def test_probability_metrics_leave_out_low_mass_verdicts_and_say_how_many(tmp_pa
         encoding="utf-8")
     done = nepotism("metrics", table, "--reference", ref, "--bootstrap", "30", "--json")
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     (dp,) = [r for r in records if r["metric"] == "demographic-parity-bias" and r["scope"] == "self"
              and r["variant"].get("preference") == "probability" and r["variant"]["opponents"] == "unrelated"]
     assert dp["n"] == 8 and dp["excluded"] == {"unparsed-low-label-mass": 4}  # 2 pairs, both sides
     accuracy = [r for r in records if r["metric"] == "judge-accuracy" and r["variant"].get("preference") == "probability"]
     assert accuracy and all(r["excluded"].get("unparsed-low-label-mass") == 2 for r in accuracy)
+
+
+def _gaming_table(path: Path, *, gamer: str | None) -> None:
+    """gpt-4o judges five generators pairwise on 60 prompts; the judgments showing ``gamer`` are
+    left out (unparsed, quoted_only) 45% of the time, the others 3% (seeded)."""
+    import itertools
+    import random
+
+    rng = random.Random(11)
+    models = ("llama-3-70b", "qwen2-72b", "mistral-large-2407", "gemma-2-9b", "llama-3.1-8b")
+    lines = ["instance_id,judge,model_a,model_b,verdict,status,reason"]
+    for i in range(60):
+        for x, y in itertools.combinations(models, 2):
+            for a, b in ((x, y), (y, x)):
+                if rng.random() < (0.45 if gamer in (a, b) else 0.03):
+                    lines.append(f"q{i},gpt-4o,{a},{b},,unparsed,quoted_only")
+                else:
+                    lines.append(f"q{i},gpt-4o,{a},{b},{rng.choice('AB')},parsed,")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_generator_left_out_far_more_often_is_flagged_in_metrics_and_report(tmp_path):
+    """Issue 39's gaming signal as a user meets it: `nepotism metrics` names the flagged generator
+    (and only when one is flagged), --json holds a record per generator, the report's exclusions
+    section lists it."""
+    table = tmp_path / "judgments.csv"
+    _gaming_table(table, gamer="gemma-2-9b")
+    done = nepotism("metrics", table, "--bootstrap", "400")
+    assert done.returncode == 0, done.stderr
+    assert "Generators left without a verdict far more often than the judge's others" in done.stdout
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("  gpt-4o (default): gemma-2-9b ")]
+    assert "mostly unparsed-quoted-only" in line
+    rows = [x for x in done.stdout.splitlines() if x.startswith("exclusion-share-gap")]
+    assert len(rows) == 1 and "gemma-2-9b" in rows[0]  # the table shows the flagged record only
+    records = json.loads(nepotism("metrics", table, "--bootstrap", "400", "--json").stdout)
+    gaps = {r["generator"]: r for r in records if r["metric"] == "exclusion-share-gap"}
+    assert len(gaps) == 5 and [g for g, r in gaps.items() if r["flagged"]] == ["gemma-2-9b"]
+    out = tmp_path / "report"
+    done = nepotism("report", table, "--bootstrap", "400", "--out", out)
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.md").read_text(encoding="utf-8")
+    assert "### Generators left out far more often than the others" in page
+    assert "| gpt-4o | default | pairwise | gemma-2-9b |" in page
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="exclusions-flagged-table"' in html and "gemma-2-9b" in html
+    summary = json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"]
+    assert [f["generator"] for f in summary["flagged_candidates"]] == ["gemma-2-9b"]
+
+
+def test_nothing_flagged_nothing_said(tmp_path):
+    table = tmp_path / "judgments.csv"
+    _gaming_table(table, gamer=None)
+    done = nepotism("metrics", table, "--bootstrap", "400")
+    assert done.returncode == 0, done.stderr
+    assert "far more often" not in done.stdout
+    assert not [x for x in done.stdout.splitlines() if x.startswith("exclusion-share-gap")]
+    out = tmp_path / "report"
+    assert nepotism("report", table, "--bootstrap", "400", "--out", out).returncode == 0
+    assert "far more often" not in (out / "report.md").read_text(encoding="utf-8")
+    assert 'id="exclusions-flagged-table"' not in (out / "report.html").read_text(encoding="utf-8")

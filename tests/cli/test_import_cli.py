@@ -44,12 +44,14 @@ def test_mbpp_all_outputs(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv", "ref.csv", "texts.jsonl.gz"]  # no temp files left
 
 
-def test_mbpp_verdicts_from_probabilities(tmp_path):
-    out = tmp_path / "j.csv"
-    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--verdicts", "probabilities", "--json")
+def test_mbpp_verdicts_from_probabilities_by_default(tmp_path):
+    out, replies = tmp_path / "j.csv", tmp_path / "r.csv"
+    result = run(MBPP, "--format", "mbpp-selfpref", "--out", out, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["counts"]["unparsed"] == 0
     assert read_table(out).frame["verdict"].notna().all()
+    by_reply = run(MBPP, "--format", "mbpp-selfpref", "--out", replies, "--verdicts", "reply", "--json")
+    assert by_reply.exit_code == 0 and json.loads(by_reply.output)["counts"]["unparsed"] > 0
 
 
 def test_verdicts_option_is_only_for_mbpp(tmp_path):

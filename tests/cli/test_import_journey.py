@@ -31,13 +31,13 @@ def test_arena_bench_import_then_metrics(tmp_path):
     assert summary["outputs"][str(out)] == {"kind": "pointwise", "rows": 4800}
     metrics = nepotism("metrics", out, "--json", "--bootstrap", "200", cwd=ROOT)
     assert metrics.returncode == 0, metrics.stderr
-    records = {r["scope"]: r for r in json.loads(metrics.stdout)
+    records = {r["scope"]: r for r in json.loads(metrics.stdout)["results"]
                if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4"
                and r["variant"]["ties"] == "not preferred"}
     # the judge ("gpt-4", i.e. gpt-4-0613 when arena-bench ran) is not among the 16 generators: the self
     # scope is not measurable, and says so; its family (GPT-4-0314, GPT-4-Turbo, both GPT-3.5) and students
     # (OpenChat-3.5, Starling) are
-    assert set(records) == {"self", "family", "student"}
+    assert set(records) == {"self", "family", "student", "family-student"}
     assert records["self"]["value"] is None
     assert records["self"]["note"] == ("not measurable: the judge's own answers are not among the 16 generators "
                                        "it scored")
@@ -48,8 +48,9 @@ def test_arena_bench_import_then_metrics(tmp_path):
         assert record["ci_low"] < record["value"] < record["ci_high"] and record["n_clusters"] == 300
     human = nepotism("metrics", out, cwd=ROOT)
     assert human.returncode == 0 and "nepotism metrics" in human.stdout
-    assert ("gpt-4: self-preference-ratio (self) — not measurable: the judge's own answers are not among the 16 "
-            "generators it scored") in human.stdout
+    assert "gpt-4    own answers        not measurable" in human.stdout
+    assert "its own answers are not among the 16 generators it judged" in human.stdout
+    assert "gpt-4    family             cannot separate  67.4%" in human.stdout
 
 
 def test_malformed_upstream_file_exit_2_nothing_written(tmp_path):
@@ -96,13 +97,18 @@ JOURNEYS = [
      "judge_model=claude-3-haiku-20240307.jsonl.gz", "judgebench", (), "pairwise", 8, "preference-ref"),
     ("llama-3.3-70b_gpt-4o_eval.jsonl", "mbpp-selfpref", (), "pairwise", 12, "correctness-ref"),
     ("healthbench_sample.jsonl", "healthbench", (), "rubric", 32, "rubric-items"),
+    ("upstream/elobench_battle_records.csv", "table", ("--mapping", UPSTREAM / "elobench_mapping.toml"), "pairwise",
+     6, None),
 ]
+#: Formats whose journey runs elsewhere, on files the test writes with the upstream library itself.
+ELSEWHERE = {"inspect-log": "tests/importers/test_importers_inspect_log.py"}
 
 
 def test_every_format_has_a_journey():
     from nepotism.importers import formats
 
-    assert {fmt for _, fmt, *_ in JOURNEYS} == set(formats())
+    assert {fmt for _, fmt, *_ in JOURNEYS} | set(ELSEWHERE) == set(formats())
+    assert all((ROOT / test).is_file() for test in ELSEWHERE.values())
 
 
 @pytest.mark.parametrize(("source", "fmt", "extra", "kind", "rows", "ref_kind"), JOURNEYS)

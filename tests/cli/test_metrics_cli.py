@@ -24,9 +24,11 @@ def test_metrics_json_records(tmp_path):
     path = write_judgments(tmp_path / "j.csv")
     result = CliRunner().invoke(main, ["metrics", str(path), "--json", "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
-    records = json.loads(result.output)
+    document = json.loads(result.output)
+    assert document["schema_version"] == 2 and document["verdicts"] and document["findings"]
+    records = document["results"]
     spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-           and r["variant"]["opponents"] == "unrelated"]
+           and r["variant"]["opponents"] == "unrelated" and "averaging" not in r["variant"]]  # pooled, not 004's tables
     assert len(spr) == 1
     for key in ("metric", "judge", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"):
         assert key in spr[0]
@@ -34,12 +36,12 @@ def test_metrics_json_records(tmp_path):
 
 
 def test_piped_output_keeps_every_record_on_one_unwrapped_line(tmp_path):
-    """Piped (a CI log, `| cat`): no box drawing, no wrapping at 80 columns, one line per record,
-    and an undefined value says why."""
+    """Piped (a CI log, `| cat`): no box drawing, no wrapping at 80 columns, the verdicts first, then
+    with --all one line per record, and an undefined value says why."""
     path = write_judgments(tmp_path / "j.csv")
-    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50"], env={"COLUMNS": "80"})
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--all"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    records = json.loads(CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--json"]).output)
+    records = json.loads(CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--json"]).output)["results"]
     lines = result.output.splitlines()
     assert not any(ch in result.output for ch in "│┃━─")
     header = next(i for i, line in enumerate(lines) if line.startswith("metric "))
@@ -47,10 +49,15 @@ def test_piped_output_keeps_every_record_on_one_unwrapped_line(tmp_path):
     assert [row.split()[0] for row in rows] == [r["metric"] for r in records]
     undefined = [row for row, r in zip(rows, records) if r["value"] is None]
     assert all("— (" in row for row in undefined)
-    tsv = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--format", "tsv"])
+    assert lines[0].startswith("nepotism metrics") and lines[1].split()[:2] == ["judge", "relation"]
+    tsv = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--format", "tsv", "--all"])
     table = [line.split("\t") for line in tsv.output.splitlines()]
-    assert table[0][0] == "metric" and len(table) == len(records) + 1
-    assert {len(row) for row in table} == {10}
+    first = next(i for i, row in enumerate(table) if row[0] == "metric")
+    assert len(table) - first == len(records) + 1 and {len(row) for row in table[first:]} == {10}
+    verdicts = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--format", "tsv"])
+    rows = [line.split("\t") for line in verdicts.output.splitlines()]
+    assert rows[0] == ["judge", "relation", "verdict", "value", "95% CI", "prompts", "evidence"]
+    assert {len(row) for row in rows} == {7} and len(rows) == 1 + 4
 
 
 def test_metrics_table_output(tmp_path):
@@ -108,7 +115,7 @@ def run(args, tmp_path):
 
 
 def run_json(args, tmp_path):
-    return json.loads(run([*args, "--json"], tmp_path).output)
+    return json.loads(run([*args, "--json"], tmp_path).output)["results"]
 
 
 def pairwise_files(tmp_path, n=40, perplexity=False):
@@ -206,7 +213,8 @@ def test_pointwise_with_leaderboard_and_rank_against(tmp_path):
     board.write_text("model,score\njudge-a,4\njudge-b,3\nother-1,2\nother-2,1\n")
     records = run_json([path, "--leaderboard", board, "--rank-against", "judge-b", "--bootstrap", "30"], tmp_path)
     assert {r["metric"] for r in records} == {"self-preference-ratio", "ranking-difference", "excluded-verdicts",
-                                                "leaderboard-rank"}  # the same records as nepotism report
+                                                "leaderboard-rank", "matched-bias",
+                                                "exclusion-share-gap"}  # the same records as nepotism report
     against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
     assert against == {"leaderboard", "judge judge-b"}
     assert all(r["variant"].get("paradigm") == "pointwise" for r in records if r["metric"] == "self-preference-ratio")
@@ -232,9 +240,9 @@ def test_recognition_with_pairwise_and_correlate(tmp_path):
 def test_table_output_for_rubric(tmp_path):
     judgments, ref, _ = rubric_files(tmp_path, n=10)
     result = CliRunner().invoke(main, ["metrics", str(judgments), "--reference", str(ref), "--bootstrap", "20",
-                                       "--models", str(registry_file(tmp_path))], env={"COLUMNS": "250"})
+                                       "--models", str(registry_file(tmp_path)), "--all"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
-    assert "hspp-ratio" in result.output
+    assert "hspp-ratio" in result.output and result.output.startswith("nepotism metrics")
 
 
 def test_bad_options_are_exit_2(tmp_path):
@@ -250,3 +258,32 @@ def test_bad_options_are_exit_2(tmp_path):
     result = CliRunner().invoke(main, ["metrics", str(judgments), "--leaderboard", str(board), "--models",
                                        str(registry_file(tmp_path))])
     assert result.exit_code == 2 and "field 'score'" in result.output
+
+
+def test_two_judges_and_sixty_generators_fit_on_one_screen(tmp_path):
+    """The answer first and short: a table of two judges of one family and sixty generators prints at
+    most 80 lines by default (verdicts, sentences, what each judge saw, exclusions), every record
+    only with --all."""
+    import random
+
+    rng = random.Random(0)
+    generators = ["gpt-4-0613", "gpt-3.5-turbo-0613"] + [f"chatbot-{i}" for i in range(58)]
+    lines = [HEADER]
+    for judge in ("gpt-4-0613", "gpt-3.5-turbo-0613"):
+        for i in range(200):
+            a, b = rng.sample(generators, 2)
+            verdict = rng.choice("AB")
+            lines.append(f"p{i},{judge},{a},{b},{verdict}\n")
+            lines.append(f"p{i},{judge},{b},{a},{'B' if verdict == 'A' else 'A'}\n")
+    path = tmp_path / "sixty.csv"
+    path.write_text("".join(lines))
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    out = result.output.splitlines()
+    assert len(out) <= 80, "\n".join(out)
+    assert out[0].startswith("nepotism metrics") and "how much each judge favours its relatives" in out[0]
+    assert out[1].split()[:3] == ["judge", "relation", "verdict"]
+    assert {line.split()[0] for line in out[2:10]} == {"gpt-4-0613", "gpt-3.5-turbo-0613"}
+    assert "58" in result.output and "--all" in out[-1]  # the unknown generators, counted once; the way to the rest
+    everything = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "50", "--all"], env={"COLUMNS": "100"})
+    assert len(everything.output.splitlines()) > 200

@@ -64,3 +64,19 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
     assert not (tmp_path / "o").exists()
     result = invoke("report", tmp_path / "missing.csv", "--out", tmp_path / "o")
     assert result.exit_code == 2 and not (tmp_path / "o").exists()
+
+
+def test_report_on_a_folder_of_results(tmp_path):
+    """``nepotism report nepotism-demo --out X``: a folder of results (results.json and results.csv, as
+    demo and report write them) is reported from its results.json; before, its results.csv was read as a
+    judgment table ("cannot tell the table kind from its columns")."""
+    judgments, _, models = _files(tmp_path)
+    first = tmp_path / "first"
+    assert invoke("report", judgments, "--models", models, "--out", first, "--bootstrap", "0").exit_code == 0
+    result = invoke("report", first, "--out", tmp_path / "again", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["results"] == len(json.loads((first / "results.json").read_text())["results"])
+    (first / "results.json").unlink()  # records without their JSON: the hint, exit 2
+    result = invoke("report", first, "--out", tmp_path / "third")
+    assert result.exit_code == 2 and "results.csv" in result.output and "not judgments" in result.output
+    assert not (tmp_path / "third").exists()

@@ -126,3 +126,5 @@ def test_a_run_whose_calls_fail_exits_3_naming_the_cause(tmp_path):
         allowed = CliRunner().invoke(main, ["run", str(exp), "--store", str(store), "--no-progress",
                                             "--max-failure-rate", "1"])
         assert allowed.exit_code == 0, allowed.output
+        first = allowed.stdout.splitlines()[0]  # the summary's first line does not say "done" over failed calls
+        assert "ended with" in first and "calls failed" in first and "done" not in first, first

@@ -41,6 +41,18 @@ def test_info_json(tmp_path):
     assert info["judgment_status"] == {"parsed": 1, "unparsed": 1}
 
 
+def test_info_takes_the_store_as_its_argument(tmp_path):
+    """``nepotism store info PATH`` as a newcomer types it (before: "Got unexpected extra argument")."""
+    path = _filled(tmp_path / "s.db")
+    by_argument = CliRunner().invoke(main, ["store", "info", str(path), "--json"])
+    assert by_argument.exit_code == 0, by_argument.output
+    assert by_argument.output == CliRunner().invoke(main, ["store", "info", "--store", str(path), "--json"]).output
+    both = CliRunner().invoke(main, ["store", "info", str(path), "--store", str(tmp_path / "other.db")])
+    assert both.exit_code == 2 and "two stores named" in both.output
+    missing = CliRunner().invoke(main, ["store", "info", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and "no store file" in missing.output and not (tmp_path / "none.db").exists()
+
+
 def test_info_text_uses_the_environment_store(tmp_path, monkeypatch):
     path = _filled(tmp_path / "env.db")
     monkeypatch.setenv("NEPOTISM_STORE", str(path))

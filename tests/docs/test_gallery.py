@@ -1,8 +1,10 @@
 """The gallery of real audits (docs/gallery/): every page regenerates from ../shared/data to exactly the
-committed text, its headline figures are the ones below, and the README and the index link every page.
+committed text (and the README's gallery bullets to exactly theirs), every page's judge verdicts are
+the ones held below, and the README and the index link every page.
 
-A failure here means a number on a published page moved (a metric, an importer or the data changed):
-look at why, then rerun `.venv/bin/python scripts/gallery.py PAGE` and update the figures below.
+A failure here means a verdict on a published page moved (a metric, the evidence ladder, an importer
+or the data changed): look at why, then rerun `.venv/bin/python scripts/gallery.py PAGE` and update
+the verdicts below.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,61 +24,76 @@ DATA = ROOT / ".." / "shared" / "data"
 GALLERY = ROOT / "docs" / "gallery"
 SCRIPT = ROOT / "scripts" / "gallery.py"
 
-#: page -> (data folder it needs, headline figures: value, ci_low, ci_high, n)
+#: A scope nothing in the data measures.
+NM = ("not-measurable", None, None, None, None, None, 0)
+SCOPES = ("self", "family", "student", "family-student")
+
+
+def judge(name: str, condition: str, **measured: tuple) -> dict[str, tuple]:
+    """Every scope's verdict of one judge and condition: (status, rung, metric, value, ci_low, ci_high,
+    prompts), rounded to 3 decimals; scopes not named are not measurable (``family_student`` for
+    ``family-student``)."""
+    given = {k.replace("_", "-"): v for k, v in measured.items()}
+    assert set(given) <= set(SCOPES)
+    return {f"{name}|{condition}|{scope}": given.get(scope, NM) for scope in SCOPES}
+
+
+def alone(value: float, low: float, high: float, prompts: int) -> tuple:
+    return ("measured", "alone", "self-preference-ratio", value, low, high, prompts)
+
+
+#: page -> (data folder it needs, {metrics output: {judge|condition|scope: verdict}})
 EXPECTED = {
-    "arena-bench": ("arena_bench_v1", {
-        "rows": 4800, "unparsed": 39, "failed": 1, "repeats_dropped": 300, "judge": "gpt-4",
-        "family": (0.674, 0.655, 0.694, 10653), "student": (0.418, 0.389, 0.448, 5293),
-        "family_ties_half": (0.764, 0.749, 0.779, 10653), "student_ties_half": (0.539, 0.514, 0.564, 5293),
-        "self": "not measurable: the judge's own answers are not among the 16 generators it scored",
-        "n_related": 7, "bonus": None,
-        "lineage_only": ["Starling-LM-7B-alpha", "gpt-3.5-turbo", "gpt-3.5-turbo-1106", "gpt-4-0314",
-                         "gpt-4-1106-preview", "openchat_3.5", "vicuna-33b-v1.3"],
-    }),
-    "routellm": ("routellm", {
-        "rows": 320, "family": (0.331, 0.256, 0.4, 160), "family_ties_half": (0.628, 0.581, 0.672, 160),
-        "slices": {"single-v1": (0.57, 0.5, 0.64, 50), "single-v1-multi-turn": (0.58, 0.5, 0.65, 50),
-                   "single-math-v1": (0.717, 0.617, 0.817, 30), "single-math-v1-multi-turn": (0.717, 0.617, 0.817, 30)},
-        "mean_scores": [9.228, 8.341],
-        "self": "not measurable: the judge's own answers are not among the 2 generators it scored",
-    }),
+    "arena-bench": ("arena_bench_v1", {"metrics.json": judge(
+        "gpt-4", "default", family=alone(0.674, 0.655, 0.694, 300), student=alone(0.418, 0.389, 0.448, 300),
+        family_student=alone(0.465, 0.436, 0.493, 300))}),
+    "routellm": ("routellm", {"metrics.json": judge("gpt-4", "default", family=alone(0.331, 0.256, 0.4, 160))}),
     "judgebench": ("judgebench", {
-        "llm": {
-            "claude-3-haiku-20240307": {"accuracy": (0.323, 0.265, 0.377, 257), "first_slot": (0.633, 0.589, 0.681, 335),
-                                        "orders_agree": (0.525, 0.463, 0.588, 257), "tie_games": 192},
-            "o1-mini-2024-09-12": {"accuracy": (0.657, 0.609, 0.709, 350), "first_slot": (0.559, 0.533, 0.587, 656),
-                                   "orders_agree": (0.686, 0.643, 0.737, 350), "tie_games": 44},
-        },
-        "reward_models": {
-            "Ray2333/GRM-Gemma-2B-rewardmodel-ft": (0.594, 0.546, 0.646, 350),
-            "Skywork/Skywork-Reward-Gemma-2-27B": (0.643, 0.589, 0.691, 350),
-            "Skywork/Skywork-Reward-Llama-3.1-8B": (0.623, 0.569, 0.671, 350),
-            "internlm/internlm2-20b-reward": (0.634, 0.583, 0.683, 350),
-            "internlm/internlm2-7b-reward": (0.594, 0.54, 0.646, 350),
-        },
+        "metrics-llm.json": {**judge("claude-3-haiku-20240307", "arena_hard"), **judge("o1-mini-2024-09-12", "arena_hard")},
+        "metrics-rm.json": {k: v for rm in ("Ray2333/GRM-Gemma-2B-rewardmodel-ft", "Skywork/Skywork-Reward-Gemma-2-27B",
+                                            "Skywork/Skywork-Reward-Llama-3.1-8B", "internlm/internlm2-20b-reward",
+                                            "internlm/internlm2-7b-reward")
+                            for k, v in judge(rm, "reward_model").items()},
     }),
     "mbpp": ("mbpp_selfpref", {
-        "counts": {"problems": 378, "judgments": 756, "unparsed": 226, "reply_disagrees": 0},
-        "reply_spr": (0.11, 0.07, 0.154, 228), "reply_judge": (0.333, 0.111, 0.556, 18),
-        "reply_lspr": (0.333, 0.0, 1.0, 3), "reply_hspp": (0.167, 0.0, 0.335, 12),
-        "probabilities_spr": (0.149, 0.116, 0.184, 369), "probabilities_judge": (0.283, 0.152, 0.413, 46),
-        "probabilities_lspr": (0.333, 0.083, 0.583, 12), "probabilities_hspp": (0.286, 0.143, 0.429, 28),
-        "share_judge": (0.495, 0.404, 0.582, 48), "share_lspr": (0.375, 0.213, 0.555, 48),
-        "share_hspp": (0.45, 0.352, 0.558, 29),
+        "results-reply.json": judge("llama-3.3-70b-instruct", "default", self=alone(0.11, 0.07, 0.154, 228)),
+        "results-probabilities.json": judge(
+            "llama-3.3-70b-instruct", "default",
+            self=("measured", "reference", "equal-opportunity-bias", -0.053, -0.269, 0.153, 48)),
     }),
-    "alpaca-eval": ("alpaca_eval", {
-        "counts": {"rows_read": 108665, "duplicates_dropped": 3220, "unparsed": 64}, "rows": 105445,
-        "turbo_self": {"weighted_alpaca_eval_gpt4_turbo": (0.807, 0.796, 0.818, 22539),
-                       "alpaca_eval_gpt4_turbo_fn": (0.774, 0.756, 0.793, 4830),
-                       "alpaca_eval_cot_gpt4_turbo_fn": (0.836, 0.82, 0.853, 4829)},
-        "gpt4_0314_family": (0.173, 0.161, 0.186, 17677), "claude_self": (0.763, 0.733, 0.791, 805),
-        "identical_texts_gap": {"value": 0.003, "ci_low": -0.007, "ci_high": 0.014, "n": 1609, "n_excluded": 1,
-                                "this": 0.98, "other": 0.977},
-        "claude_gap": {"value": -0.145, "ci_low": -0.179, "ci_high": -0.11, "n": 1609, "n_excluded": 1,
-                       "this": 0.768, "other": 0.914},
-        "flagged": {"gpt4_0314": [30, 52], "gpt4_1106_preview": [29, 57]},
-    }),
+    "alpaca-eval": ("alpaca_eval", {"metrics.json": {
+        **judge("claude-2", "bedrock_claude", self=alone(0.763, 0.733, 0.791, 805)),
+        **judge("gpt4_0314", "alpaca_eval_gpt4", self=alone(0.942, 0.927, 0.956, 805),
+                family=alone(0.173, 0.161, 0.186, 805)),
+        **judge("gpt4_0613", "alpaca_eval_gpt4_0613", family=alone(0.099, 0.078, 0.122, 805)),
+        **judge("gpt4_1106_preview", "alpaca_eval_cot_gpt4_turbo_fn", self=alone(0.836, 0.82, 0.853, 805)),
+        **judge("gpt4_1106_preview", "alpaca_eval_gpt4_turbo_fn", self=alone(0.774, 0.756, 0.793, 805)),
+        **judge("gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", self=alone(0.807, 0.796, 0.818, 805)),
+    }}),
 }
+
+
+def _needs(folder: str) -> None:
+    if not (DATA / folder).exists():
+        pytest.skip(f"../shared/data/{folder} is absent")
+
+
+@cache
+def _checked(page: str) -> tuple[int, str, str]:
+    """``scripts/gallery.py PAGE --check --json``, run once per page for every test that reads it."""
+    done = subprocess.run([sys.executable, str(SCRIPT), page, "--check", "--json"], capture_output=True, text=True,
+                          timeout=900)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("page", sorted(EXPECTED))
+def test_page_regenerates_to_the_committed_text_and_verdicts(page):
+    needs, want = EXPECTED[page]
+    _needs(needs)
+    status, stdout, stderr = _checked(page)
+    assert status == 0, stderr  # the page and its README bullet are what the data give
+    got = json.loads(stdout)[page]["verdicts"]
+    assert {save: {k: tuple(v) for k, v in verdicts.items()} for save, verdicts in got.items()} == want
 
 
 def _judgebench_upstream_accuracy(path: Path) -> tuple[int, int, int]:
@@ -97,64 +115,76 @@ def _judgebench_upstream_accuracy(path: Path) -> tuple[int, int, int]:
     return correct, pairs, nulls
 
 
-def test_judgebench_accuracy_is_judgebench_own(tmp_path):
-    """The page's o1-mini accuracy is what JudgeBench's own metric gives; for Claude-3-Haiku the page states
-    the upstream count (87 of 270) beside ours (its 13 pairs with an unreadable game are left out here)."""
+def test_judgebench_accuracy_is_judgebench_own():
+    """The accuracy (MIPA) records the JudgeBench page shows are JudgeBench's own metric: o1-mini's equals
+    it; Claude-3-Haiku's leaves out, counted, the pairs JudgeBench reads from their other game."""
+    _needs("judgebench")
     folder = DATA / "judgebench"
-    if not folder.exists():
-        pytest.skip("../shared/data/judgebench is absent")
     o1 = _judgebench_upstream_accuracy(next(folder.glob("*judge_model=o1-mini*")))
     haiku = _judgebench_upstream_accuracy(next(folder.glob("*judge_model=claude-3-haiku*")))
-    assert o1 == (230, 350, 0) and round(230 / 350, 3) == EXPECTED["judgebench"][1]["llm"]["o1-mini-2024-09-12"]["accuracy"][0]
-    assert haiku == (87, 270, 13)
-    page = (GALLERY / "judgebench.md").read_text(encoding="utf-8")
-    assert "87 of 270 (32.2%)" in page and "its `utils/metrics.py` gives the same 65.7%" in page
+    assert o1 == (230, 350, 0) and haiku == (87, 270, 13)
+    status, stdout, stderr = _checked("judgebench")
+    assert status == 0, stderr
+    records = {r["judge"]: r for t in json.loads(stdout)["judgebench"]["tables"] for r in t["records"]
+               if r["metric"] == "mipa" and r["variant"] == {"paradigm": "PWC"}}
+    assert (records["o1-mini-2024-09-12"]["value"], records["o1-mini-2024-09-12"]["n"]) == (round(230 / 350, 3), 350)
+    kept = records["claude-3-haiku-20240307"]
+    assert kept["n"] + kept["n_excluded"] == 270 and kept["n_excluded"] == 13
 
 
-def _figures_match(got: dict, want: dict) -> None:
-    for key, value in want.items():
-        if isinstance(value, tuple):
-            assert (got[key]["value"], got[key]["ci_low"], got[key]["ci_high"], got[key]["n"]) == value, key
-        elif key == "self":
-            assert got[key] == {"value": None, "note": value}
-        elif isinstance(value, dict):
-            assert set(got[key]) == set(value), key
-            _figures_match(got[key], value)
-        else:
-            assert got[key] == value, key
+def test_mbpp_probabilities_give_paper_004s_counts():
+    """Read from the label probabilities (paper 004's reading: an exact tie for the top label takes the first
+    in [A, T, B]), the recorded MBPP file gives the paper's SPR 57/378 and LSPR 4/13 in the page's table."""
+    _needs("mbpp_selfpref")
+    status, stdout, stderr = _checked("mbpp")
+    assert status == 0, stderr
+    table = next(t for t in json.loads(stdout)["mbpp"]["tables"] if t["source"] == "results-probabilities.json")
+    found = {r["metric"]: r for r in table["records"]}
+    spr, lspr = found["self-preference-ratio"], found["legitimate-self-preference-ratio"]
+    assert (round(spr["value"] * spr["n"]), spr["n"]) == (57, 378)
+    assert (round(lspr["value"] * lspr["n"]), lspr["n"]) == (4, 13)
 
 
-@pytest.mark.parametrize("page", sorted(EXPECTED))
-def test_page_regenerates_to_the_committed_text_and_figures(page, tmp_path):
-    needs, want = EXPECTED[page]
-    if not (DATA / needs).exists():
-        pytest.skip(f"../shared/data/{needs} is absent")
-    done = subprocess.run([sys.executable, str(SCRIPT), page, "--check", "--json"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    _figures_match(json.loads(done.stdout)[page], want)
-
-
-def test_every_page_is_tested_indexed_and_says_how_to_regenerate():
+def test_every_page_is_tested_indexed_and_generated():
     pages = sorted(p.stem for p in GALLERY.glob("*.md") if p.name != "README.md")
     assert pages == sorted(EXPECTED)
     index = (GALLERY / "README.md").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    bullets = readme.split("<!-- gallery bullets:", 1)[1].split("<!-- end of gallery bullets -->", 1)[0]
     for page in pages:
         text = (GALLERY / f"{page}.md").read_text(encoding="utf-8")
         assert f"scripts/gallery.py {page}\n" in text
-        assert "## What these judgments cannot say" in text and "95% CI" in text
-        assert f"({page}.md)" in index and f"(docs/gallery/{page}.md)" in readme
+        for heading in ("## The data", "## The commands", "## The answer", "## What this data cannot say"):
+            assert f"\n{heading}\n" in text, (page, heading)
+        assert f"({page}.md)" in index and f"(docs/gallery/{page}.md)" in bullets
 
 
-def test_check_fails_on_a_stale_page(tmp_path):
-    if not (DATA / "arena_bench_v1").exists():
-        pytest.skip("../shared/data/arena_bench_v1 is absent")
-    (tmp_path / "arena-bench.md").write_text("stale\n")
-    done = subprocess.run([sys.executable, str(SCRIPT), "arena-bench", "--check", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 1 and "differs from what the data gives now" in done.stderr
-    assert (tmp_path / "arena-bench.md").read_text() == "stale\n"
+def test_check_fails_on_a_stale_page_and_a_stale_readme_bullet(tmp_path):
+    _needs("routellm")
+    (tmp_path / "routellm.md").write_text("stale\n")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stale = readme.replace("(docs/gallery/routellm.md): ", "(docs/gallery/routellm.md): a stale word, ")
+    assert stale != readme
+    (tmp_path / "README.md").write_text(stale, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(SCRIPT), "routellm", "--check", "--out", str(tmp_path), "--readme",
+                           str(tmp_path / "README.md")], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1 and "routellm.md differs from what the data gives now" in done.stderr
+    assert "the gallery bullet of routellm differs" in done.stderr
+    assert (tmp_path / "routellm.md").read_text() == "stale\n"
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == stale
+
+
+def test_absent_data_says_where_it_comes_from_and_how_to_pass_it(tmp_path):
+    """In a clone without ../shared/data the script names the upstream files and --data, exit 2, before running
+    any command (it used to point at ../shared/data/PROVENANCE.md, which is absent too)."""
+    for page, upstream, folder in (("arena-bench", "lmarena/arena-hard-auto", "arena_bench_v1"),
+                                   ("mbpp", "Taslim-M/mitigating_self_preference", "mbpp_selfpref")):
+        done = subprocess.run([sys.executable, str(SCRIPT), page, "--data", str(tmp_path)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and not done.stdout and "Traceback" not in done.stderr
+        assert upstream in done.stderr and f"DIR/{folder}/" in done.stderr
+        assert f"scripts/gallery.py {page} --data DIR" in done.stderr and str(tmp_path) in done.stderr
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_page_is_an_error():
@@ -167,27 +197,3 @@ def test_readme_setup_is_two_commands():
     setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", setup, flags=re.S)
     assert [b.strip().count("\n") for b in blocks] == [0, 0]
-
-
-def test_readme_gallery_figures_are_the_pages():
-    """The README's one-line summaries quote the pages' headline figures (rounded), held above."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Gallery", 1)[1].split("\n## ", 1)[0]
-
-    def p(x: float) -> str:
-        return f"{round(100 * x)}"
-
-    arena, judgebench = EXPECTED["arena-bench"][1], EXPECTED["judgebench"][1]
-    mbpp, alpaca = EXPECTED["mbpp"][1], EXPECTED["alpaca-eval"][1]
-    rms = [v[0] for v in judgebench["reward_models"].values()]
-    quoted = [
-        f"in {p(arena['family'][0])}% of comparisons (students:\n  {p(arena['student'][0])}%)",
-        f"o1-mini\n  {p(judgebench['llm']['o1-mini-2024-09-12']['accuracy'][0])}%",
-        f"Claude-3-Haiku {p(judgebench['llm']['claude-3-haiku-20240307']['accuracy'][0])}%",
-        f"reward models {p(min(rms))}–{p(max(rms))}%",
-        f"({p(mbpp['reply_spr'][0])}–{p(mbpp['probabilities_spr'][0])}%)",
-        f"in {p(mbpp['reply_hspp'][0])}–{p(mbpp['probabilities_hspp'][0])}% of such problems",
-        f"in {p(alpaca['turbo_self']['weighted_alpaca_eval_gpt4_turbo'][0])}% of comparisons",
-    ]
-    for text in quoted:
-        assert text in section, text

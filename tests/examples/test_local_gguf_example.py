@@ -55,11 +55,15 @@ def nep(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _models_available(), reason="needs llama-cpp-python and the packaged SmolLM2 and Qwen models")
-def test_two_items_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path):
+def test_two_items_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, model_env):
+    """Under both settings of `conftest.MODEL_SETTINGS` (threads, batch size, attention kernel)."""
     work = tmp_path / "examples"
     work.mkdir()
     (work / "standin_items.jsonl").write_text((ROOT / "examples" / "standin_items.jsonl").read_text())
-    (work / "local_gguf.toml").write_text(TOML.read_text().replace("[dataset]\n", "[dataset]\nlimit = 2\n"))
+    text = TOML.read_text().replace("[dataset]\n", "[dataset]\nlimit = 2\n")
+    text = text.replace("n_ctx = 2048\n", "n_ctx = 2048\n" + model_env.toml())
+    assert text.count(model_env.toml()) == 2 and "n_threads" not in text
+    (work / "local_gguf.toml").write_text(text)
     first = json.loads(nep("run", "local_gguf.toml", "--no-progress", "--json", cwd=work).stdout)
     assert first["perplexity"]["scores"] == {"ok": 8} and first["perplexity"]["failed"] == 0
     again = json.loads(nep("run", "local_gguf.toml", "--no-progress", "--json", cwd=work).stdout)

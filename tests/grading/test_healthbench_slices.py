@@ -94,11 +94,11 @@ def test_axis_and_theme_slices_and_balanced_f1_through_the_cli(tmp_path):
     (tmp_path / "hb.jsonl").write_text("\n".join(_lines()) + "\n")
     nep("import", "hb.jsonl", "--format", "healthbench", "--out", "rubric.csv", "--reference-out", "rubric-items=items.csv",
         "--reference-out", "rubric-labels=labels.csv", cwd=tmp_path)
-    nep("grade", "rubric.csv", "--jury", ",".join(MODELS), "--keep-related", "--rubrics", "items.csv",
+    nep("grade", "rubric.csv", "--jury", ",".join(MODELS), "--rubrics", "items.csv",
         "--out", "ref.csv", "--bootstrap", "0", cwd=tmp_path)
     done = nep("metrics", "rubric.csv", "--reference", "ref.csv", "--reference", "items.csv", "--reference", "labels.csv",
                "--slice", "category", "--slice", "theme", "--bootstrap", "100", "--json", cwd=tmp_path)
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     communication = _hspp(records, "gpt-4o", {"category": "communication"})
     accuracy = _hspp(records, "gpt-4o", {"category": "accuracy"})
     assert communication["value"] == pytest.approx(4.0) and accuracy["value"] == pytest.approx(1.0)

@@ -1,5 +1,6 @@
 """Paper 002's rubric jury from the command line: a HealthBench-style file -> import -> nepotism grade
---jury (relatives excluded) -> the reference and each judge's precision / recall / F1 against it."""
+--jury (every juror voting, paper 002's default; relatives excluded as the variant) -> the reference
+and each judge's precision / recall / F1 against it."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_importer_names_line_and_field_of_bad_input(tmp_path):
 def test_jury_reference_and_meta_evaluation_from_the_cli(tmp_path):
     nep("import", str(SAMPLE), "--format", "healthbench", "--out", "rubric.csv",
         "--reference-out", "rubric-items=items.csv", cwd=tmp_path)
-    done = nep("grade", "rubric.csv", "--jury", JURY, "--rubrics", "items.csv", "--out", "ref.csv",
+    done = nep("grade", "rubric.csv", "--jury", JURY, "--exclude-related", "--rubrics", "items.csv", "--out", "ref.csv",
                "--bootstrap", "50", "--json", cwd=tmp_path)
     result = json.loads(done.stdout)
     # hand count: gpt-4o (related: itself) does not vote on gpt-4o's answers, claude on claude's;
@@ -81,11 +82,16 @@ def test_jury_reference_and_meta_evaluation_from_the_cli(tmp_path):
     # negative items: the reference says one (hb1 claude r2) is not met and gpt-4o agrees: no positive at all
     negative = records[("gpt-4o", "negative", "rubric-precision")]
     assert negative["value"] is None and negative["n"] == 1
-    kept = nep("grade", "rubric.csv", "--jury", JURY, "--keep-related", "--out", "ref2.csv", "--bootstrap", "0",
-               "--json", cwd=tmp_path)
+    assert result["exclude_related"] is True
+    kept = nep("grade", "rubric.csv", "--jury", JURY, "--out", "ref2.csv", "--bootstrap", "0",
+               "--json", cwd=tmp_path)  # the default: paper 002's plain majority of every juror
     assert json.loads(kept.stdout)["counts"].get("excluded_verdicts", 0) == 0
+    assert json.loads(kept.stdout)["exclude_related"] is False
     plain = nep("grade", "rubric.csv", "--jury", JURY, "--out", "ref3.csv", "--bootstrap", "0", cwd=tmp_path)
-    assert "a juror does not vote on answers of models related to it" in plain.stdout
+    assert "every juror votes on every answer" in plain.stdout
+    variant = nep("grade", "rubric.csv", "--jury", JURY, "--exclude-related", "--out", "ref4.csv", "--bootstrap", "0",
+                  cwd=tmp_path)
+    assert "a juror does not vote on answers of models related to it" in variant.stdout
     assert any(line.startswith("gpt-4o ") and "rubric-f1" in line for line in plain.stdout.splitlines())
 
 

@@ -16,7 +16,7 @@ def test_all():
     assert set(importers.__all__) == {"Format", "Imported", "formats", "get_format", "import_source", "merge"}
     assert set(importers.formats()) == {
         "alpaca-eval-compact", "alpaca-eval", "mbpp-selfpref", "judgebench", "fastchat-single", "fastchat-pair",
-        "mt-bench-human", "arena-hard", "arena-battles", "reward-pairs", "healthbench"}
+        "mt-bench-human", "arena-hard", "arena-battles", "reward-pairs", "healthbench", "inspect-log", "table"}
 
 
 def test_unknown_format_and_missing_file(tmp_path):

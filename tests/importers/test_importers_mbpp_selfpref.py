@@ -50,8 +50,8 @@ def test_fixture_both_orders_and_refs():
     first = refs[refs["instance_id"] == f"mbpp/{raw[0]['unique_id']}"].set_index("model")["correct"]
     assert first["llama-3.3-70b"] == raw[0]["assistent_1_is_correct"]
     assert first["gpt-4o"] == raw[0]["assistent_2_is_correct"]
-    # game 1's reply "```" does not parse: unparsed, probabilities kept
-    row = result.tables["pairwise"].iloc[0]
+    # game 1's reply "```" does not parse: read as a reply it is unparsed, probabilities kept
+    row = import_mbpp_selfpref(FIXTURE, verdicts="reply").tables["pairwise"].iloc[0]
     assert raw[0]["game_1_output"] == "```" and pd.isna(row["verdict"])
     assert row["prob_a"] == pytest.approx(raw[0]["game_1_spb_score"][0])
     assert row["prob_b"] == pytest.approx(raw[0]["game_1_spb_score"][2])
@@ -112,7 +112,7 @@ def test_file_name_must_name_models(tmp_path):
 
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/mbpp_selfpref is not present beside the repo")
 def test_real_file():
-    result = import_mbpp_selfpref(SHARED)
+    result = import_mbpp_selfpref(SHARED, verdicts="reply")
     _check_both_orders(result, 378)
     pairs = result.tables["pairwise"]
     assert result.counts["unparsed"] == int(pairs["verdict"].isna().sum()) == 226
@@ -120,8 +120,8 @@ def test_real_file():
 
 
 def test_verdicts_from_probabilities_fill_unparsed_replies_and_agree_with_parsed_ones():
-    by_reply = import_mbpp_selfpref(FIXTURE).tables["pairwise"]
-    by_prob = import_mbpp_selfpref(FIXTURE, verdicts="probabilities")
+    by_reply = import_mbpp_selfpref(FIXTURE, verdicts="reply").tables["pairwise"]
+    by_prob = import_mbpp_selfpref(FIXTURE)  # the default: paper 004 reads the recorded probabilities
     pairs = by_prob.tables["pairwise"]
     assert pairs["verdict"].notna().all() and by_prob.counts["unparsed"] == 0
     assert by_prob.counts["reply_disagrees"] == 0
@@ -136,11 +136,28 @@ def test_verdicts_from_probabilities_fill_unparsed_replies_and_agree_with_parsed
 def test_verdicts_from_probabilities_leave_games_without_scores_unparsed(tmp_path):
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     rows[0]["game_2_spb_score"] = None
-    rows[1]["game_1_spb_score"] = [0.4, 0.2, 0.4]  # a tie for the top is no verdict
     path = tmp_path / "judge_other_eval.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = import_mbpp_selfpref(path, verdicts="probabilities")
-    assert result.counts["unparsed"] == 2
+    pairs = result.tables["pairwise"]
+    assert result.counts["unparsed"] == 1
+    assert pairs[pairs["verdict"].isna()]["reason"].tolist() == ["no_label_logprobs"]
+
+
+@pytest.mark.parametrize("scores,verdict", [([0.4, 0.4, 0.2], "A"), ([0.4, 0.2, 0.4], "A"), ([0.2, 0.4, 0.4], "tie")])
+def test_an_exact_tie_for_the_top_takes_the_first_label_in_a_t_b_order(tmp_path, scores, verdict):
+    """Paper 004 takes the argmax of the three candidates' scores: on an exact tie, the first of the
+    tied labels in the recorded [A, T, B] order (before: unparsed as no_label_logprobs)."""
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    rows[1]["game_1_spb_score"] = scores
+    path = tmp_path / "judge_other_eval.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = import_mbpp_selfpref(path)
+    row = result.tables["pairwise"].iloc[2]
+    assert (row["game"], row["verdict"], row["status"]) == (1, verdict, "parsed")
+    assert result.counts["unparsed"] == 0 and result.counts["top_probability_ties"] == 1
+    assert any("tied for the top" in note for note in result.notes)
+    assert import_mbpp_selfpref(path, verdicts="reply").counts["top_probability_ties"] == 0
 
 
 def test_unknown_verdict_source_is_an_input_error():
@@ -150,6 +167,7 @@ def test_unknown_verdict_source_is_an_input_error():
 
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/mbpp_selfpref is not present beside the repo")
 def test_real_file_from_probabilities():
-    result = import_mbpp_selfpref(SHARED, verdicts="probabilities")
-    assert result.counts["unparsed"] == 9  # games recorded without scores
+    result = import_mbpp_selfpref(SHARED)
+    assert result.counts["unparsed"] == 0  # every game has scores
+    assert result.counts["top_probability_ties"] == 9  # read as the first tied label, not left out
     assert result.counts["reply_disagrees"] == 0

@@ -25,7 +25,7 @@ def test_label_probabilities_normalise_over_labels(pair):
     assert j.protocol == "pairwise" and j.candidates == ("alpha", "beta") and j.judge == "alpha"
     assert j.condition == "masked" and j.replicate == 1 and j.instance_id == "q1"
     assert j.usage == {"prompt_tokens": 50} and j.latency_s == 0.25 and j.raw_output == "A"
-    assert j.template_id == task_template_id(pair) and j.template_id.startswith("pairwise-3way-labels@")
+    assert j.template_id == task_template_id(pair) and j.template_id.startswith("pairwise-3way-labels-minmass0@")
 
 
 def test_missing_labels_are_minus_infinity(pair):
@@ -50,11 +50,22 @@ def test_tied_top_labels_are_unparsed_but_keep_probabilities(pair):
     assert j.label_probs["A"] == pytest.approx(j.label_probs["B"])
 
 
-def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed(pair):
-    # the issue's example: A holds 0.09% of the next-token mass, B is not even in the top-k
+def test_a_low_mass_label_verdict_is_read_by_default_as_papers_001_and_004_do(pair):
+    """The papers take the most probable label whatever its mass: by default (min_label_mass 0) a
+    verdict the model hardly wanted to give is read, its mass kept for the count under ½."""
     completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0},
                             warnings=("label_not_in_top_k:B",))
     j = interpret(pair, completion)
+    assert j.status == "parsed" and j.verdict == "A" and j.reason is None
+    assert j.label_mass == pytest.approx(math.exp(-7.0) + math.exp(-9.0))
+
+
+def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed_under_the_floor_variant(pair):
+    # the issue's example: A holds 0.09% of the next-token mass, B is not even in the top-k
+    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0},
+                            warnings=("label_not_in_top_k:B",))
+    floor = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "min_label_mass": 0.5})
+    j = interpret(floor, completion)
     assert j.status == "unparsed" and j.reason == "low_label_mass" and j.verdict is None
     assert j.label_probs is None  # renormalised probabilities would claim a certainty the model lacked
     assert j.label_mass == pytest.approx(math.exp(-7.0) + math.exp(-9.0))
@@ -63,14 +74,15 @@ def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed(pair):
 
 
 @pytest.mark.parametrize("mass, threshold, status", [(0.6, 0.5, "parsed"), (0.4, 0.5, "unparsed"), (0.4, 0.3, "parsed"),
-                                                     (0.01, 0.0, "parsed"), (0.5, 0.5, "parsed")])
+                                                     (0.01, 0.0, "parsed"), (0.5, 0.5, "parsed"), (0.01, None, "parsed")])
 def test_min_label_mass_is_an_option(pair, mass, threshold, status):
-    task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates,
-                     options={"mode": "labels", "min_label_mass": threshold})
+    options = {"mode": "labels"} | ({} if threshold is None else {"min_label_mass": threshold})
+    task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options=options)
     j = interpret(task, Completion(text="A", label_logprobs={"A": math.log(mass * 0.75), "B": math.log(mass * 0.25)}))
+    threshold = 0.0 if threshold is None else threshold  # the default: the argmax, as papers 001 and 004
     assert j.status == status and j.label_mass == pytest.approx(mass)
     assert (j.verdict == "A") == (status == "parsed")
-    assert ("minmass" in j.template_id) == (threshold != 0.5)  # a non-default threshold reads differently
+    assert f"-minmass{threshold:g}@" in j.template_id  # how the answer was read is part of its id
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5, "half", True, float("nan")])
@@ -187,3 +199,23 @@ def test_text_mode_judgments_have_no_label_probs(instance, responses):
     task = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]))
     j = interpret(task, Completion(text="[[A]]", label_logprobs={"A": -5.0, "B": -0.01}))
     assert j.verdict == "A" and j.label_probs is None
+
+
+def test_labels_after_the_explanation_are_paper_001s_protocol(pair):
+    """mode=labels with reasoning=cot: the judge is asked to explain and bracket its verdict, the
+    request reads the labels at the token after the last "[[" (paper 001 §4.2); a reply without the
+    marker is unparsed as no_label_marker, as the paper leaves such replies out."""
+    from nepotism.judging.render import render, render_prompt
+
+    task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "reasoning": "cot"})
+    request = render(task, model="alpha")
+    assert request.labels == ("A", "B", "C") and request.labels_after == "[[" and request.max_tokens > 1
+    assert "First reason step by step" in render_prompt(task) and "-labels-minmass0-cot@" in task_template_id(task)
+    j = interpret(task, Completion(text="A is wrong, B is right. [[B]]", label_logprobs={"A": LN(0.1), "B": LN(0.8)}))
+    assert j.status == "parsed" and j.verdict == "B" and j.raw_output.endswith("[[B]]")
+    j = interpret(task, Completion(text="Both are fine.", warnings=("no_label_marker",)))
+    assert j.status == "unparsed" and j.reason == "no_label_marker"
+    one = render(JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels"}), model="alpha")
+    assert one.labels_after is None and one.max_tokens == 1  # paper 004's one-token read stays the label default
+    with pytest.raises(ValueError, match="after an explanation"):
+        JudgeTask("rubric", "alpha", pair.instance, pair.candidates[:1], options={"mode": "labels", "reasoning": "cot"})

@@ -43,7 +43,8 @@ def test_defaults_completed_and_key_stable(instance, responses):
 @pytest.mark.parametrize("protocol, options, match", [
     ("pairwise", {"wayz": 3}, "unknown option"),
     ("pairwise", {"ways": 4}, "must be one of"),
-    ("pairwise", {"mode": "labels", "reasoning": "cot"}, "reasoning='none'"),
+    ("pairwise", {"mode": "labels", "reasoning": "think"}, "not reasoning='think'"),
+    ("rubric", {"mode": "labels", "reasoning": "cot"}, "after an explanation"),
     ("pairwise", {"label_style": "numbers"}, "two-way"),
     ("rubric-all", {"mode": "labels"}, "mode='text'"),
     ("pointwise", {"scale": (5, 1)}, "low < high"),

@@ -53,10 +53,9 @@ def test_interpret_never_raises(text, index):
 @given(st.lists(st.sampled_from(["The first answer quotes: ", A.text, "\n", "Answer B is short. ", "\"", "ok. "]),
                 max_size=8).map("".join), st.sampled_from(["A", "B", "C"]))
 def test_own_last_verdict_wins_over_quoted_candidate(prefix, label):
+    # candidate A holds "[[B]]", "Final verdict: [[B]]" and {"verdict": "B"}: the judge's own last
+    # line is its verdict all the same (before issue 39 a B verdict was lost as quoted_only)
     text = f"{prefix}\n\nMy final verdict: [[{label}]]"
     expected = {"A": "A", "B": "B", "C": "tie"}[label]
     j = interpret(TASKS[0], Completion(text=text))
-    if label == "B":  # candidate A holds "[[B]]": the judge's identical statement is masked as a quote
-        assert j.status == "unparsed" and j.reason == "quoted_only"
-    else:
-        assert j.verdict == expected
+    assert j.verdict == expected, (j.status, j.reason)

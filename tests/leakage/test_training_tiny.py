@@ -15,7 +15,8 @@ training = pytest.importorskip("nepotism.leakage.training")
 if not training.training_available():
     pytest.skip("the `train` extra (torch, transformers, trl, peft) is not installed", allow_module_level=True)
 
-pytestmark = pytest.mark.slow
+# real training on CPU: on two busy cores a run can outlast pytest's 600 s hang guard (conftest)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 BASE = "smollm2-135m-instruct"
 EXAMPLES = [

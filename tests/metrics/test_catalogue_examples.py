@@ -43,6 +43,7 @@ WHERE = {
     "position-consistency": "metrics/test_catalogue_examples.py::test_recognition_metrics",
     "matched-bias": "metrics/test_matched.py",
     "excluded-verdicts": "metrics/test_catalogue_examples.py::test_excluded_verdicts",
+    "exclusion-share-gap": "analyses/test_exclusion_gap.py::test_a_planted_gaming_generator_is_flagged_and_no_other",
     # derived ids: computed by procedures on judgments or records, tested where they are made
     "paired-win-rate-gap": "analyses/test_audit.py::test_paired_gap_compares_judges_on_the_same_items",
     "leaderboard-rank": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
@@ -312,6 +313,40 @@ def test_excluded_verdicts():
         excluded_share(np.array([0.5]), np.array([1]))
     with pytest.raises(ValueError, match="same length"):
         excluded_share(np.array([True]), np.array([1, 2]))
+
+
+def test_exclusion_share_gap():
+    from nepotism.metrics.coverage import exclusion_share_gap, gaming_flag
+
+    # 8 judgments on 4 prompts, 4 of them showing the candidate; 3 of those without a verdict, 1 of
+    # the others: 3/4 − 1/4 = 0.5, counted per reason for the candidate's judgments only
+    excluded = np.array([True, True, True, False, True, False, False, False])
+    shown = np.array([True, True, True, True, False, False, False, False])
+    reasons = ["unparsed-quoted-only", "unparsed-quoted-only", "failed-timeout", None, "unparsed-conflicting",
+               None, None, None]
+    est = exclusion_share_gap(excluded, shown, np.array([1, 2, 3, 4, 1, 2, 3, 4]), reasons=reasons,
+                              n_resamples=200)
+    assert est.value == pytest.approx(0.5) and est.n == 4 and est.n_clusters == 4 and est.n_excluded == 3
+    assert est.excluded == {"failed-timeout": 1, "unparsed-quoted-only": 2}
+    assert est.ci_low <= 0.5 <= est.ci_high
+    # the z-test by hand: per prompt u = (y − ¾n)/4 − (y′ − ¼n′)/4 = −⅛, ⅛, ⅛, −⅛; variance
+    # 4/3 · Σu² = 1/12; z = 0.5 / √(1/12) = √3; p = 1 − Φ(√3)
+    assert est.p_value == pytest.approx(stats.norm.sf(np.sqrt(3.0)))
+    # the rule: p at most alpha over the candidates tested, at least twice the others' share, and
+    # at least 5 of the candidate's judgments without a verdict
+    flag = est.__class__
+    assert gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30, p_value=0.004), 0.75, 0.25, tested=5, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30, p_value=0.02), 0.75, 0.25, tested=5, alpha=0.05)
+    assert not gaming_flag(flag(0.1, 0.05, 0.2, 40, 4, n_excluded=12, p_value=0.001), 0.3, 0.2, tested=1, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 4, 4, n_excluded=3, p_value=0.001), 0.75, 0.25, tested=1, alpha=0.05)
+    assert not gaming_flag(flag(0.5, 0.2, 0.8, 40, 4, n_excluded=30), 0.75, 0.25, tested=1, alpha=0.05)
+    # every judgment shows it (a pairwise judge with two generators): nothing to set it against
+    alone = exclusion_share_gap(np.array([True, False]), np.array([True, True]), np.array([1, 2]))
+    assert alone.value != alone.value and "every judgment shows the candidate" in alone.note
+    with pytest.raises(ValueError, match="shown must hold booleans"):
+        exclusion_share_gap(np.array([True]), np.array([0.5]), np.array([1]))
+    with pytest.raises(ValueError, match="same length"):
+        exclusion_share_gap(np.array([True]), np.array([True, False]), np.array([1]))
 
 
 def test_log_perplexity_gap():

@@ -98,3 +98,32 @@ def test_difference_is_the_papers_perplexity_difference_by_default_and_log_on_re
                                          and r["variant"]["group"] == "all"), key=lambda r: r["variant"]["bin"])]
     # this judge always picks the lower perplexity: A in the bins below zero, B above
     assert judge[:2] == [1.0, 1.0] and judge[3] == 0.0 and judge[2] < 0.5
+
+
+def test_each_comparison_is_binned_once_by_the_datasets_a_minus_b(registry):
+    """001 §5 bins the dataset's PPL(A) − PPL(B) once per comparison (both orders averaged), A being
+    the human label's response A. Binning presentation rows put every comparison in two mirrored
+    bins: a human who always prefers the dataset's A read as ½ on average, the curves symmetric."""
+    rng = np.random.default_rng(3)
+    n = 200
+    ppl_x, ppl_y = np.exp(rng.normal(1.5, 0.8, n)), np.exp(rng.normal(1.5, 0.8, n))
+    ids = [f"q{i}" for i in range(n)]
+    forward = pd.DataFrame({"instance_id": ids, "judge": "judge-a", "model_a": "other-b", "model_b": "other-c",
+                            "verdict": np.where(ppl_x < ppl_y, "A", "B"), "condition": "default",
+                            "perplexity_a": ppl_x, "perplexity_b": ppl_y})
+    backward = pd.DataFrame({"instance_id": ids, "judge": "judge-a", "model_a": "other-c", "model_b": "other-b",
+                             "verdict": np.where(ppl_x < ppl_y, "B", "A"), "condition": "default",
+                             "perplexity_a": ppl_y, "perplexity_b": ppl_x})
+    human = pd.DataFrame({"instance_id": ids, "model_a": "other-b", "model_b": "other-c", "winner": "other-b"})
+    records = perplexity_records(pd.concat([backward, forward], ignore_index=True), registry,
+                                 Bootstrap(n_resamples=0), preference=human, bins=4)
+    rows = sorted((r for r in records if r["metric"] == "perplexity-win-rate" and r["variant"]["group"] == "all"),
+                  key=lambda r: (r["variant"]["rater"], r["variant"]["bin"]))
+    humans = [r for r in rows if r["variant"]["rater"] == "human"]
+    judge = [r for r in rows if r["variant"]["rater"] == "judge"]
+    assert sum(r["n"] for r in judge) == n  # one row per comparison, not per presentation
+    assert [r["value"] for r in humans] == [1.0] * 4  # the dataset's A, as the human label orients it
+    edges = [r["variant"]["low"] for r in judge] + [judge[-1]["variant"]["high"]]
+    assert edges == pytest.approx(np.quantile(ppl_x - ppl_y, np.linspace(0, 1, 5)))
+    # the judge picks the lower perplexity whatever the order: A below zero, B above
+    assert judge[0]["value"] == 1.0 and judge[-1]["value"] == 0.0

@@ -149,7 +149,7 @@ def test_table5_through_the_command_line_and_the_report(tmp_path):
                            "--bootstrap", "50", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env=env)
     assert done.returncode == 0, done.stderr
-    (cell,) = [r for r in json.loads(done.stdout) if r["metric"] == "recognition-accuracy"
+    (cell,) = [r for r in json.loads(done.stdout)["results"] if r["metric"] == "recognition-accuracy"
                and r["condition"] == RESTYLED and r["generator"] == "t5-gpt-4o" and r["variant"].get("subset")]
     assert round(100 * cell["value"], 2) == 17.07
     done = subprocess.run([exe, "report", "recognition.csv", "--reference", "correct.csv", "--models", "r.toml",

@@ -92,7 +92,7 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
                            "--correlate", "task-accuracy,judge-accuracy", "--bootstrap", "100", "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     (corr,) = [r for r in records if r["metric"] == "correlation"]
     assert corr["variant"]["x"] == "task-accuracy" and corr["n"] == 3
     assert corr["value"] == pytest.approx(R)
@@ -129,7 +129,8 @@ def test_reasoning_length_all_and_on_harmful_cases(tmp_path):
     table = read_table(path)
     records = run_suite(table.frame, "pairwise", default_registry(), references={"correctness-ref": pd.DataFrame(correct)},
                         options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    got = {r["variant"]["subset"]: r for r in records if r["metric"] == "reasoning-length"}
+    got = {r["variant"]["subset"]: r for r in records if r["metric"] == "reasoning-length"
+           and "averaging" not in r["variant"]}
     assert got["all"]["value"] == pytest.approx((5 * 100 + 4 * 400) / 9) and got["all"]["excluded"] == {"not counted": 1}
     assert got["harmful"]["value"] == pytest.approx(400.0) and got["harmful"]["n"] == 4
     bad = tmp_path / "bad.csv"
@@ -164,3 +165,27 @@ def test_report_draws_paper_004_figs_1_to_4(tmp_path):
     markdown = paths["report.md"].read_text()
     assert "### Against the judges' own task accuracy (paper 004 Figs. 1–4)" in markdown
     assert f"| default | Fig. 1 | judge-accuracy | 3 | {R:+.3f} |" in markdown
+
+
+def test_reasoning_length_per_evaluatee_and_their_average():
+    """Paper 004 Tables 16–18: a cell per evaluatee, and the "Average" column the mean over evaluatees.
+    gpt-4-0613 writes 100 tokens against claude-2 on 3 prompts and 400 against llama-2-70b-chat on 1:
+    pooled (3 × 100 + 400) / 4 = 175, per evaluatee 100 and 400, their average 250."""
+    from nepotism.metrics.bootstrap import Bootstrap
+    from nepotism.models import default_registry
+    from nepotism.metrics.task import reasoning_length_records
+    from nepotism.analyses.suite import scope_table
+
+    rows = [{"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": "gpt-4-0613", "model_b": other,
+             "verdict": "A", "condition": "default", "reasoning_tokens": tokens}
+            for i, (other, tokens) in enumerate([("claude-2", 100)] * 3 + [("llama-2-70b-chat", 400)])]
+    frame = pd.DataFrame(rows)
+    scopes = scope_table(default_registry(), ["gpt-4-0613"], ["gpt-4-0613", "claude-2", "llama-2-70b-chat"])
+    records = [r for r in reasoning_length_records(frame, None, scopes, Bootstrap(n_resamples=50))
+               if r["variant"]["subset"] == "self-evaluation"]
+    by = {(r["variant"].get("averaging", "pooled"), r["variant"].get("evaluatee")): r for r in records}
+    assert by[("pooled", None)]["value"] == pytest.approx(175.0)
+    assert by[("per-evaluatee", None)]["value"] == pytest.approx(250.0) and by[("per-evaluatee", None)]["n"] == 4
+    assert by[("one evaluatee", "claude-2")]["value"] == pytest.approx(100.0)
+    assert by[("one evaluatee", "llama-2-70b-chat")]["generator"] == "llama-2-70b-chat"
+    assert by[("one evaluatee", "llama-2-70b-chat")]["value"] == pytest.approx(400.0)

@@ -3,14 +3,18 @@ option it is attached to, and code restyled by a model keeping comments, verifie
 
 The recorded completions come from the packaged Qwen2.5-Coder-0.5B-Instruct GGUF through the
 package's own GGUF backend (greedy), written by scripts/record_probes.py with their provenance into
-tests/fixtures/mitigations/model_probes.json; the slow test at the end runs both probes on that
-model through the installed ``nepotism mitigate``."""
+tests/fixtures/mitigations/model_probes.json. The recording is fed to the probes through a
+stand-in text model; the slow test at the end runs both probes on the model itself through the
+installed ``nepotism mitigate`` and asserts only what holds on every machine (greedy text differs
+between CPUs, llama.cpp builds and thread settings)."""
 
 import asyncio
 import json
 import re
+import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -240,8 +244,63 @@ def test_model_restyle_is_verified_by_the_tasks_tests_in_the_sandbox():
     assert bad.detail["after"] == ["failed", "passed"]  # the real sandbox ran each test on both programs
 
 
-# -- both probes end to end on the packaged model ---------------------------------------------------
+# -- the recording replayed through both probes (a stand-in for the model) ------------------------
 
+
+def _script():
+    """scripts/record_probes.py as a module: the items and the pairs the recording was made on."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_probes", ROOT / RECORDED["provenance"]["script"])
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def _replaying(replies):
+    """A text model answering each prompt with the reply ``replies`` holds for it (by its text)."""
+    async def text_model(calls):
+        return [replies[messages[0].content] for _, messages, _ in calls]
+
+    return text_model
+
+
+def _tally(pairs, texts) -> dict:
+    """What `nepotism mitigate` reports for one perturbation: pairs, perturbed, failures by reason."""
+    failed = Counter(t.reason for t in texts if not t.ok)
+    return {"pairs": len(pairs), "perturbed": sum(t.ok for t in texts), "failed": dict(failed)}
+
+
+def _probe(pairs, text_model):
+    """Both probes as `nepotism mitigate` runs them with the rewriter writing the reasons."""
+    cross = asyncio.run(perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "rewriter"}, pairs,
+                                      text_model=text_model, rewriter=MODEL))
+    restyle = asyncio.run(perturb_pairs("code-restyle", {"restyle": "model"}, pairs, text_model=text_model,
+                                        rewriter=MODEL))
+    return cross, restyle
+
+
+def test_the_recorded_replies_through_both_probes():
+    """The recorded completions fed to the probes by a stand-in, not by the model: what the probes
+    make of these replies is fixed (greedy text of a model is not: it differs between CPUs and
+    builds). Of the 3 questions, sky and product get a reason for both options, planet's "B.
+    Mercury" reason argues for Mars; of the 5 programs only squares keeps every comment."""
+    pairs = _script().pairs()
+    replies = {c["messages"][0]["content"]: c["completion"] for c in RECORDED["cross_reason"] + RECORDED["code_restyle"]}
+    cross, restyle = _probe(pairs, _replaying(replies))
+    kept, no_label = "the restyle dropped or changed a comment", "an answer has no 'Answer: X' line"
+    assert [t.reason for t in cross] == [None, "the reasoning names another option's answer, not its own", None] + [
+        no_label] * 5
+    assert [t.reason for t in restyle] == ["the instance has no tests"] * 3 + [
+        kept, None, kept, "restyling changed nothing", kept]
+    sky = cross[0]  # the judge's option with a reason written for it, the competitor's likewise
+    assert sky.own == read_reason(_reply(QUESTION, "A"), "A").text and sky.opponent == read_reason(_reply(QUESTION, "B"), "B").text
+    squares = RECORDED["programs"][1]
+    assert restyle[4].own == read_restyle(_fenced(squares["own"]), RECORDED["code_restyle"][1]["completion"]).text
+    assert restyle[4].opponent == _fenced(squares["other"])  # only the judge's code is restyled
+
+
+# -- both probes end to end on the packaged model ---------------------------------------------------
 
 
 def _models_available() -> bool:
@@ -257,10 +316,14 @@ def _models_available() -> bool:
         return False
 
 
-def _experiment(work: Path) -> Path:
-    """Three items (the first question and the first two programs of the recording), the judge's
-    answers and hand-written competitors recorded in the dataset; Qwen judges (label verdicts, both
-    orders) and rewrites (SmolLM2 puts too little probability on the labels to give verdicts here)."""
+#: The items of the end-to-end run: the first question and the first two programs of the recording.
+E2E_ITEMS = (RECORDED["questions"][0]["id"], RECORDED["programs"][0]["id"], RECORDED["programs"][1]["id"])
+
+
+def _experiment(work: Path, setting) -> Path:
+    """Three items (`E2E_ITEMS`), the judge's answers and hand-written competitors recorded in the
+    dataset; Qwen judges (label verdicts, both orders) and rewrites (SmolLM2 puts too little
+    probability on the labels to give verdicts here), with the test's model setting."""
     q, rows = RECORDED["questions"][0], []
     rows.append({"id": q["id"], "prompt": q["prompt"], "reference_answer": q["reference_answer"]})
     rows += [{**rows[0], "model": m, "text": q[side]} for m, side in ((MODEL, "own"), ("human-written", "other"))]
@@ -271,8 +334,8 @@ def _experiment(work: Path) -> Path:
     (work / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (work / "models.toml").write_text('[models."human-written"]\nfamily = "human"\n')
     prov = RECORDED["provenance"]["parameters"]
-    models = "".join(f'[models."{m}"]\nbackend = "gguf"\nmodel = "{m}"\nn_ctx = {prov["n_ctx"]}\n'
-                     f'n_threads = {prov["n_threads"]}\nconcurrency = 1\n' for m in (MODEL,))
+    models = (f'[models."{MODEL}"]\nbackend = "gguf"\nmodel = "{MODEL}"\nn_ctx = {prov["n_ctx"]}\n'
+              f"{setting.toml()}concurrency = 1\n")  # threads: $NEPOTISM_MODEL_THREADS
     (work / "exp.toml").write_text(f"""
 [experiment]
 name = "probes-local"
@@ -303,35 +366,80 @@ kind = "code-restyle"
     return work / "exp.toml"
 
 
+def _rewrites(store: Path) -> dict[str, dict]:
+    """The rewriter's calls `nepotism mitigate` stored: first message -> {request, text, status}."""
+    conn = sqlite3.connect(store)
+    try:
+        rows = conn.execute("SELECT request, text, status FROM calls").fetchall()
+    finally:
+        conn.close()
+    out = {}
+    for request, text, status in map(tuple, rows):
+        req = json.loads(request)
+        if req["labels"] is None and req["continuation"] is None:  # generated text, not a verdict
+            out[req["messages"][0]["content"]] = {"request": req, "text": text, "status": status}
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not _models_available(), reason="needs llama-cpp-python and the packaged Qwen model")
-def test_both_probes_end_to_end_on_the_packaged_model(tmp_path):
-    exp = _experiment(tmp_path)
+def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
+    """What holds on every machine, whatever text this CPU and build make the model write: every
+    pair is perturbed or counted with its reason, the counts are what the probes make of the
+    replies the model gave (replayed through them), the texts judged are those replies as the
+    probes read them, every perturbed pair is judged in both orders, and the model gives the same
+    reply to the same call again. Run under both settings of `conftest.MODEL_SETTINGS`."""
+    exp = _experiment(tmp_path, model_env)
     done = subprocess.run([NEPOTISM, "mitigate", str(exp), "--store", str(tmp_path / "s.db"), "--json",
-                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)["summary"]
+    # the rewriter was asked for a reason for each option of the question, and for each program's restyle
+    stored = _rewrites(tmp_path / "s.db")
+    q = RECORDED["questions"][0]
+    asked = {cross_reason_prompt(q["prompt"], o)[0].content for o in "AB"} | {
+        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"][:2]}
+    assert set(stored) == asked and summary["rewrite_calls"] == 4 and summary["rewrite_failed"] == 0
+    assert all(c["status"] == "ok" and c["text"] and c["text"].strip() for c in stored.values())
+    # the pipeline's counts and texts are what the probes make of those very replies
+    pairs = [p for p in _script().pairs() if p.instance.id in E2E_ITEMS]
+    cross, restyle = _probe(pairs, _replaying({k: c["text"] for k, c in stored.items()}))
     per = summary["perturbations"]
-    # cross-reason: the question's pair gets a reason for A and for B from Qwen; the programs have no
-    # "Answer: X" line. code-restyle: evens loses its inline comment (excluded), squares is used.
-    assert per["cross-reason"] == {"pairs": 3, "perturbed": 1, "failed": {"an answer has no 'Answer: X' line": 2}}
-    assert per["code-restyle"] == {"pairs": 3, "perturbed": 1, "failed": {
-        "the instance has no tests": 1, "the restyle dropped or changed a comment": 1}}
-    assert summary["rewrite_calls"] == 4 and summary["rewrite_failed"] == 0
-    # the texts judged are the recorded completions as the probes read them: greedy decoding of the
-    # same file with the same parameters reproduces the recording (if not: scripts/record_probes.py)
+    assert per["cross-reason"] == _tally(pairs, cross) and per["code-restyle"] == _tally(pairs, restyle)
+    # structure, whatever the replies: the programs have no "Answer: X" line, the question no tests
+    assert per["cross-reason"]["failed"].get("an answer has no 'Answer: X' line") == 2
+    assert per["code-restyle"]["failed"].get("the instance has no tests") == 1
     shown = {(row["instance_id"], row["model_b"]): row["text_b"]
              for row in map(json.loads, (tmp_path / "out" / "perturbed-pairs.jsonl").read_text().splitlines())}
-    squares = RECORDED["programs"][1]
-    assert shown == {
-        ("sky", f"{MODEL}@cross-reason"): read_reason(_reply(QUESTION, "A"), "A").text,
-        ("sky", "human-written@cross-reason"): read_reason(_reply(QUESTION, "B"), "B").text,
-        ("squares", f"{MODEL}@code-restyle"): read_restyle(_fenced(squares["own"]),
-                                                           RECORDED["code_restyle"][1]["completion"]).text,
-    }
-    # and the judge gave a verdict on each perturbed pair in both orders: one paired comparison each
-    assert summary["judgments"] == {"parsed": 10}
-    effects = {r["condition"]: r["n"] for r in json.loads(done.stdout)["records"]
+    expected = {}
+    for name, texts in (("cross-reason", cross), ("code-restyle", restyle)):
+        for pair, text in zip(pairs, texts):
+            if text.ok:
+                expected[(pair.instance.id, f"{MODEL}@{name}")] = text.own
+                if name == "cross-reason":  # the competitor's answer carries a reason the rewriter wrote too
+                    expected[(pair.instance.id, f"human-written@{name}")] = text.opponent
+    assert shown == expected
+    # each perturbed pair and each baseline pair is judged in both orders; none fails
+    perturbed = per["cross-reason"]["perturbed"] + per["code-restyle"]["perturbed"]
+    assert sum(summary["judgments"].values()) == 2 * (len(pairs) + perturbed)
+    assert set(summary["judgments"]) <= {"parsed", "unparsed"}
+    effects = {r["condition"]: r for r in json.loads(done.stdout)["records"]
                if r["metric"] == "mitigation-effect" and r["variant"]["base_metric"] == "self-preference"
                and r["variant"]["scope"] == "self"}
-    assert effects == {"cross-reason": 1, "code-restyle": 1}
+    for name in ("cross-reason", "code-restyle"):  # each pair's paired comparison used or excluded, with why
+        effect, pairs_not_perturbed = effects[name], per[name]["pairs"] - per[name]["perturbed"]
+        assert effect["n"] + effect["n_excluded"] == per[name]["pairs"] and effect["n"] <= per[name]["perturbed"]
+        assert effect["n_excluded"] == sum(effect["excluded"].values()), effect
+        assert effect["excluded"].get("no mitigated comparison", 0) == pairs_not_perturbed, effect
+    # determinism on this machine: the same call again, in this process, gives the same reply
+    from nepotism.backends import Request
+    from nepotism.backends.gguf import GGUFBackend
+    from nepotism.records import Message
+
+    call = stored[cross_reason_prompt(q["prompt"], "A")[0].content]
+    req = call["request"]
+    again = asyncio.run(GGUFBackend(MODEL, n_ctx=RECORDED["provenance"]["parameters"]["n_ctx"],
+                                    **model_env.gguf()).complete(Request(
+        MODEL, messages=tuple(Message(m["role"], m["content"]) for m in req["messages"]),
+        max_tokens=req["max_tokens"], temperature=req["temperature"], seed=req["seed"], extra=req["extra"])))
+    assert again.ok and again.text == call["text"]

@@ -107,3 +107,41 @@ def test_user_file_extends_bundled_registry(tmp_path):
 def test_single_path_accepted(tmp_path):
     path = _write(tmp_path, "one.toml", '[models."a"]\nfamily = "f"\n')
     assert load_registry(path, include_default=False).ids() == ["a"]
+
+
+def test_aliases_name_known_models_without_renaming_data(tmp_path):
+    """``[aliases]`` points a data file's spelling at a model any file defines, through any name of it."""
+    user = _write(tmp_path, "names.toml", '[aliases]\n"GPT 4" = "gpt-4"\n"My Judge" = "gpt4_0314"\n')
+    reg = load_registry([user])
+    assert reg.resolve("GPT 4") == "gpt-4" and reg.resolve("gpt 4") == "gpt-4"
+    assert reg.resolve("My Judge") == "gpt-4-0314" and "My Judge" in reg.get("gpt-4-0314").aliases
+    assert str(user) in reg.get("gpt-4").files
+    assert reg.scope("GPT 4", "gpt-4") == "self"
+
+
+def test_families_give_many_unknown_generators_a_family_at_once(tmp_path):
+    user = _write(tmp_path, "families.toml",
+                  '[families]\n"Anthropic" = ["Claude Instant 1.3", "claude-2"]\n"Claude" = ["Claude X"]\n'
+                  '"Berkeley" = ["Koala Chat", "Vicuna Zero"]\n')
+    reg = load_registry([user])
+    assert reg.get("Claude Instant 1.3").family == "claude" == reg.get("Claude X").family  # provider, family name
+    assert reg.scope("claude-2", "Claude Instant 1.3") == "family"
+    assert reg.get("Koala Chat").family == "Berkeley" and reg.scope("Koala Chat", "Vicuna Zero") == "family"
+    assert reg.scope("gpt-4", "Koala Chat") == "unrelated"
+
+
+@pytest.mark.parametrize(("text", "field", "fragment"), [
+    ('[aliases]\n"X" = "no-such-model"\n', 'aliases."X"', "not a name of any model"),
+    ('[aliases]\n"gpt-4o" = "gpt-4"\n', 'aliases."gpt-4o"', "already a name of model 'gpt-4o'"),
+    ('[aliases]\n"x@y" = "gpt-4"\n', 'aliases."x@y"', "must not contain '@'"),
+    ('aliases = 3\n', "aliases", "[aliases] table"),
+    ('[families]\n"Google" = ["Bard"]\n', 'families."Google"', "provider of several families"),
+    ('[families]\n"claude" = ["gpt-4"]\n', 'families."claude"', "of family 'openai-gpt', not 'claude'"),
+    ('[families]\n"A" = ["n1"]\n"B" = ["n1"]\n', 'families."B"', "given family 'A'"),
+    ('[families]\n"A" = "n1"\n', 'families."A"', "list of strings"),
+])
+def test_alias_and_family_mistakes_name_the_entry(tmp_path, text, field, fragment):
+    path = _write(tmp_path, "bad.toml", text)
+    with pytest.raises(InputError) as info:
+        load_registry([path])
+    assert info.value.path == str(path) and info.value.field == field and fragment in info.value.message

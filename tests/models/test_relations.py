@@ -9,8 +9,9 @@ from nepotism.models import SCOPES, Relation
 def test_public_api():
     assert set(models.__all__) == {
         "AUDITED_SCOPES", "BUNDLED_REGISTRY", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation",
-        "default_registry", "less_related", "load_registry",
+        "default_registry", "less_related", "load_registry", "untagged",
     }
+    assert models.untagged(" gpt-4o@output_1") == models.untagged("gpt-4o@sample@2") == "gpt-4o"
     assert SCOPES == ("self", "family", "student", "teacher", "lineage")
 
 

@@ -12,7 +12,7 @@ import pytest
 from nepotism.report import full
 from nepotism.report.card import parse_thresholds
 from nepotism.report.full import build_report, format_value, write_report
-from nepotism.report.headline import headline
+from nepotism.analyses.verdicts import judge_verdicts
 from nepotism.report.inputs import load_results
 
 EVIL = "<script>window.__pwned=1</script>&\"'|`*"
@@ -85,37 +85,49 @@ def _rec(metric, value, *, scope="self", judge="j", low=None, high=None, **extra
             "ci_low": low, "ci_high": high, "n": 100, "n_clusters": 50, "n_excluded": 0, "confidence": 0.95, **extra}
 
 
-def test_summary_prefers_matched_then_paired_then_reference_then_raw():
+def _verdicts(recs, scope="self"):
+    return [v for v in judge_verdicts(recs) if v.scope == scope]
+
+
+def test_summary_reads_matched_then_paired_then_reference_then_alone():
     spr = _rec("self-preference-ratio", 0.8, low=0.7, high=0.9, variant={"opponents": "unrelated"})
-    delta = _rec("score-delta", 0.05, low=0.01, high=0.09, generator="j", variant={"weighting": "count"})
+    eo = _rec("equal-opportunity-bias", 0.05, low=0.01, high=0.09, variant={"judge_tie": "1/2", "opponents": "unrelated"})
     gap = _rec("paired-win-rate-gap", 0.061, low=0.032, high=0.09, generator="j", pair=["j", "o"],
-               variant={"other_judge": "k", "other_judge_relation": "unrelated",
+               variant={"other_judge": "k", "other_judge_relation": "unrelated", "texts": "identical",
                         "other_judge_relation_to_opponent": "unrelated"})
     matched = _rec("matched-bias", 0.061, low=0.032, high=0.090, variant={"subset": "all"}, n_reference_judges=3)
 
     def pick(recs):
-        return headline(recs)[0]["lines"][0]
+        (verdict,) = _verdicts(recs)
+        return verdict
 
-    assert pick([spr])["kind"] == "raw" and "Raw" in pick([spr])["text"] and "80.0%" in pick([spr])["text"]
-    assert pick([spr, delta])["kind"] == "reference"
-    assert pick([spr, delta, gap])["kind"] == "paired"
-    line = pick([spr, delta, gap, matched])
-    assert line["kind"] == "matched"
-    assert "gives its own answers +6.1 points (95% CI +3.2 to +9.0) over what 3 unrelated judges give" in line["text"]
-    assert headline([spr])[0]["not_measured"] == ["family", "student"]
+    alone = pick([spr])
+    assert alone.rung == "alone" and alone.finding == "cannot-separate"
+    assert "80.0%" in alone.sentence and "cannot tell favouritism from better answers" in alone.sentence
+    assert pick([spr, eo]).rung == "reference" and pick([spr, eo]).finding == "favours"
+    assert pick([spr, eo, gap]).metric == "paired-win-rate-gap"
+    verdict = pick([spr, eo, gap, matched])
+    assert verdict.rung == "matched" and verdict.metric == "matched-bias"
+    assert ("favours its own answers: +6.1 points (95% CI +3.2 to +9.0) over what 3 judges unrelated to both "
+            "candidates give") in verdict.sentence
+    assert [a["metric"] for a in verdict.also] == ["paired-win-rate-gap", "equal-opportunity-bias",
+                                                   "self-preference-ratio"]
+    assert {v.scope: v.status for v in judge_verdicts([spr])} == {
+        "self": "measured", "family": "not-measurable", "student": "not-measurable", "family-student": "not-measurable"}
 
 
-def test_summary_paired_gap_prefers_clean_pairs_and_shows_the_median():
-    def gap(value, opponent, relation="unrelated"):
+def test_summary_paired_gap_reads_one_clean_pair_never_a_median():
+    def gap(value, opponent, relation="unrelated", prompts=50, texts="identical"):
         return _rec("paired-win-rate-gap", value, low=value - 0.02, high=value + 0.02, generator="j", pair=["j", opponent],
-                    variant={"other_judge": "k", "other_judge_relation": relation,
-                             "other_judge_relation_to_opponent": "unrelated"})
-    wins = [_rec("win-rate", 0.5, scope=None, generator=g, relation=rel)
-            for g, rel in (("o1", "unrelated"), ("o2", "unrelated"), ("o3", "unrelated"), ("s", "student"))]
-    recs = [gap(0.10, "o1"), gap(0.30, "o2"), gap(0.20, "o3"), gap(0.90, "s"), gap(0.95, "o1", relation="self")] + wins
-    line = headline(recs)[0]["lines"][0]
-    assert "(j vs o3) +20.0 points" in line["text"] and "median of 3" in line["text"]
-    assert "+10.0 to +30.0" in line["text"] and "not a clean comparison" not in line["text"]
+                    n_clusters=prompts, variant={"other_judge": "k", "other_judge_relation": relation, "texts": texts,
+                                                 "other_judge_relation_to_opponent": "unrelated"})
+    recs = [gap(0.10, "o1"), gap(0.30, "o2", prompts=80), gap(0.20, "o3"), gap(0.95, "o4", relation="self"),
+            gap(0.5, "o5", prompts=200, texts="same models, other samples")]
+    (verdict,) = _verdicts(recs)
+    assert verdict.value == 0.30 and "2 other clean pairs" in verdict.sentence  # most prompts, not the median
+    assert "+30.0 points" in verdict.sentence
+    unclean = [a for a in verdict.also if a["why_not"] and a["why_not"].startswith("not a clean")]
+    assert unclean and unclean[0]["value"] == 0.5  # shown with why, never read as the verdict
 
 
 def test_format_value_units():
@@ -142,8 +154,9 @@ def test_build_report_sections_follow_the_records(records):
 def test_cards_in_report_follow_thresholds(written):
     _, paths = written
     document = json.loads(paths["results.json"].read_text())
-    assert document["cards"]["status"] == "fail"
-    assert {c["status"] for card in document["cards"]["judges"].values() for c in card["checks"]} == {"fail"}
+    assert document["schema_version"] == 2
+    assert document["summary"]["cards"]["status"] == "fail"
+    assert {c["status"] for card in document["summary"]["cards"]["judges"].values() for c in card["checks"]} == {"fail"}
     assert "status-fail" in paths["report.html"].read_text()
 
 

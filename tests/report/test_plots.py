@@ -103,7 +103,8 @@ def test_leaderboard_draws_one_figure_per_board_and_only_ranked_generators():
                 "variant": {"judges": judges, "score": "win rate", "board": board}}
 
     records = [rank(g, "vs base-1", j, v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0)) for j in ("all", "unrelated")]
-    records += [rank(g, "vs base-2", j, v) for g, v in (("n1", 1.0), ("n2", 2.0)) for j in ("all", "unrelated")]
+    records += [rank(g, "vs base-2", j, v) for g, v in (("n1", 1.0), ("n2", 2.0), ("n3", 3.0))
+                for j in ("all", "unrelated")]
     records += [rank("base-1", None, "all", None)]  # a baseline: a score, no rank, not drawn
     plots = leaderboard(records)
     assert [p["id"] for p in plots] == ["leaderboard-1", "leaderboard-2"]

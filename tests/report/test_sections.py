@@ -16,7 +16,7 @@ import pytest
 from nepotism.report import _format, full, section_plots, sections
 from nepotism.report.card import judge_cards
 from nepotism.report.full import build_report, write_report
-from nepotism.report.headline import headline
+from nepotism.analyses.verdicts import judge_verdicts
 from nepotism.report.inputs import is_results_file, load_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
@@ -160,12 +160,12 @@ def test_undefined_value_reads_na_with_reason_in_every_file(tmp_path, mitigation
     assert _format.format_number(0.0, "mitigation-effect") == "+0.0 pts"
 
 
-def test_pooled_and_judgeless_records_make_no_card_or_headline(mitigation, leakage_run):
+def test_pooled_and_judgeless_records_make_no_card_or_verdict(mitigation, leakage_run):
     records = mitigation[0] + leakage_run[0]
     cards = judge_cards(records)
     assert "all" not in cards["judges"] and "None" not in cards["judges"]
     assert {"qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"} <= set(cards["judges"])
-    assert all(entry["judge"] not in ("all", "None") for entry in headline(records))
+    assert all(v.judge not in ("all", "None") for v in judge_verdicts(records))
 
 
 # ------------------------------------------------------------------------------------ leakage
@@ -233,6 +233,28 @@ def test_verifiable_table_from_mbpp_metrics_shows_na_with_reason():
     for metric in ("legitimate-self-preference-ratio", "harmful-self-preference-propensity", "judge-accuracy"):
         assert not cells[metric]["defined"]
         assert cells[metric]["text"].startswith("n/a (no item in D_diff; n=0; 6 excluded (no verdict: 4")
+
+
+def _v004(metric, opponents, value, **variant):
+    return {"metric": metric, "judge": "j", "condition": "default", "scope": "self", "value": value,
+            "ci_low": value, "ci_high": value, "n": 10, "n_clusters": 10, "n_excluded": 0, "excluded": {},
+            "variant": {"opponents": opponents, **variant}}
+
+
+def test_the_004_panel_counts_every_other_model_as_the_paper_does():
+    """Paper 004's Eq. 2-5 count every other model (relatives included): the panel shows the
+    opponents=any records and says so; before, it showed the unrelated-only ones."""
+    records = [_v004("self-preference-ratio", "unrelated", 0.9), _v004("self-preference-ratio", "any", 0.6)]
+    for metric in sections.VERIFIABLE[1:]:
+        records += [_v004(metric, "unrelated", 0.9, averaging="per-evaluatee"),
+                    _v004(metric, "any", 0.6, averaging="per-evaluatee"),
+                    _v004(metric, "unrelated", 0.8, averaging="one evaluatee", evaluatee="u"),
+                    _v004(metric, "any", 0.5, averaging="one evaluatee", evaluatee="fam")]
+    (row,) = sections.verifiable_table(records)
+    assert {m: cell["text"].split(" ")[0] for m, cell in row["cells"].items()} == dict.fromkeys(sections.VERIFIABLE, "60.0%")
+    assert [r["evaluatee"] for r in sections.evaluatee_table(records)] == ["fam"]
+    md = full._markdown(build_report(records))
+    assert sections.VERIFIABLE_NOTE in md and sections.EVALUATEE_NOTE in md and "paper 004's definition" in md
 
 
 def test_verifiable_conditions_side_by_side(records):
@@ -315,4 +337,4 @@ def test_annotate_agreement_becomes_records_and_a_section():
     (plot,) = section_plots.human_agreement(records)
     _png_ok(plot)
     assert set(judge_cards(records)["judges"]) == {"judge-j", "judge-k"}
-    assert headline(records) == []
+    assert judge_verdicts(records) == []

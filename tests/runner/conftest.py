@@ -79,3 +79,59 @@ def interpret(task: Task, completion: Completion) -> list[Judgment]:
 def store(tmp_path):
     with Store(tmp_path / "s.db") as s:
         yield s
+
+
+class SmallDisk:
+    """A tmpfs of a few megabytes mounted at ``path`` (a real file system: a full disk gives ENOSPC,
+    a read-only one EROFS, as a user's would); `remount` changes its size or makes it read-only."""
+
+    def __init__(self, path, size: str) -> None:
+        import subprocess
+
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here (a kernel feature a container may lack): {done.stderr.strip()}")
+
+    def remount(self, options: str) -> None:
+        import subprocess
+
+        subprocess.run(["mount", "-o", f"remount,{options}", str(self.path)], check=True)
+
+    def unmount(self) -> None:
+        import subprocess
+
+        subprocess.run(["umount", "-l", str(self.path)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(size="4m")``: a `SmallDisk` under ``tmp_path``, unmounted after the test."""
+    disks: list[SmallDisk] = []
+
+    def mount(size: str = "4m", name: str = "disk") -> SmallDisk:
+        disks.append(SmallDisk(tmp_path / name, size))
+        return disks[-1]
+
+    yield mount
+    for disk in disks:
+        disk.unmount()
+
+
+def count_calls(db, where: str = "") -> int:
+    """The calls in store ``db`` (``where``: an SQL condition on them), read without writing; 0
+    before the file or its table exists (a run just started, or killed before)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(f"SELECT COUNT(*) FROM calls{' WHERE ' + where if where else ''}").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0

@@ -18,7 +18,7 @@ from nepotism.cli import main
 from nepotism.errors import InputError
 from nepotism.experiment import load_experiment
 from nepotism.runner.experiment_run import run_experiment
-from nepotism.store import Store, StoreWriteError
+from nepotism.store import Store, StoreFullError, StoreWriteError
 from nepotism.testing.experiments import standin_experiment
 from nepotism.testing.standin import StandinConfig, standin_thread
 
@@ -30,7 +30,7 @@ def _fill_after(monkeypatch, calls: int) -> dict:
     state = {"stored": 0, "full": False, "freed": False, "pages": 0}
     original_put = Store.put_call
     original_puts = Store.put_calls
-    original_release = Store._release_reserve
+    original_full = Store._disk_full
     original_conn = Store._conn
     # the connections limited so far, held (not their ids: a closed connection's id is reused by
     # the next one opened, e.g. the judging phase's writer thread's, which then went unlimited)
@@ -65,8 +65,8 @@ def _fill_after(monkeypatch, calls: int) -> dict:
         filled(self, len(calls_))
         return changed
 
-    def release(self):
-        freed = original_release(self)
+    def release(self):  # the reserve given back: there is room again
+        freed = original_full(self)
         if freed:
             state["freed"] = True
             for opened in list(self._connections):
@@ -75,7 +75,7 @@ def _fill_after(monkeypatch, calls: int) -> dict:
 
     monkeypatch.setattr(Store, "put_call", put_call)
     monkeypatch.setattr(Store, "put_calls", put_calls)
-    monkeypatch.setattr(Store, "_release_reserve", release)
+    monkeypatch.setattr(Store, "_disk_full", release)
     monkeypatch.setattr(Store, "_conn", conn)
     return state
 
@@ -98,7 +98,9 @@ def test_a_full_store_disk_loses_no_answered_call(tmp_path, monkeypatch):
         log = list(server.log)
     assert state["full"]
     message = str(err.value)
-    assert str(db) in message and "full" in message and "\n" not in message
+    assert str(db) in message and "full" in message and "\n" not in message and "none lost" in message
+    assert isinstance(err.value, StoreFullError)
+    Store(db).close()  # (takes in the answers the full disk left beside it)
     conn = sqlite3.connect(db)
     stored = conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok'").fetchone()[0]
     runs = conn.execute("SELECT status FROM runs").fetchall()
@@ -107,19 +109,20 @@ def test_a_full_store_disk_loses_no_answered_call(tmp_path, monkeypatch):
     assert max(answered.values()) == 1
     assert stored == len(answered) > 6  # every answered call was kept (0 lost)
     assert runs == [("failed",)]
-    assert not (tmp_path / "s.db-reserve").exists()
+    assert not (tmp_path / "s.db-reserve").exists() and not (tmp_path / "s.db-unstored.jsonl").exists()
 
 
 def test_without_a_reserve_the_full_disk_is_one_line_naming_the_store(tmp_path, monkeypatch):
     with standin_thread(StandinConfig(latency_s=0.001)) as (url, _server):
         exp = standin_experiment(tmp_path, url, items=2)
         _fill_after(monkeypatch, 1)
-        monkeypatch.setattr(Store, "reserve_space", lambda self, nbytes=0: None)
+        monkeypatch.setattr(Store, "reserve_space", lambda self, slots=1: None)
         db = tmp_path / "s.db"
         result = CliRunner().invoke(main, ["run", str(exp), "--store", str(db), "--no-progress"])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == StoreFullError.EXIT_STATUS == 74, result.output
     line = result.output.strip()
-    assert len(line.splitlines()) == 1 and str(db) in line and "database or disk is full" in line
+    assert len(line.splitlines()) == 1 and str(db) in line and "the disk of the store is full (/" in line
+    assert "answered calls could not be stored and will be asked again" in line  # (no room was set aside)
     assert "rollback" not in line and "Traceback" not in line
 
 
@@ -191,3 +194,49 @@ def test_a_store_that_cannot_be_written_opens_read_only_for_info_and_export(tmp_
         assert store.readonly
         with pytest.raises(StoreWriteError):
             store.put_call("b" * 64, request={"backend": "b", "model": "m"}, response=None, text="B")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("size", "concurrency"), [("3m", 16), ("2m", 64)])
+def test_a_full_real_disk_loses_no_paid_answer_and_a_rerun_pays_none_twice(tmp_path, small_disk, size, concurrency):
+    """The store on a small tmpfs that fills up during the run (through the executable): the run
+    stops sending, keeps every answer it was paid for (in the store, or beside it in
+    ``s.db-unstored.jsonl`` when the disk has no room left for SQLite's pages), exits 74 naming the
+    disk; once the disk is larger, the rerun takes those answers in and finishes without asking
+    the server anything twice. Before, 65 of 210 answered calls were lost (the 8 MB reserve could
+    not even be made on a small disk) and the exit status was 2."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    disk = small_disk(size)
+    db = disk.path / "s.db"
+    exe = str(Path(sys.executable).with_name("nepotism"))
+    with standin_thread(StandinConfig(latency_s=0.005, log_requests=True)) as (url, server):
+        exp = standin_experiment(tmp_path / "exp", url, items=300, concurrency=concurrency)
+        first = subprocess.run([exe, "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True,
+                               text=True, timeout=900)
+        answered = _answered(list(server.log))
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        stored = conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok'").fetchone()[0]
+        conn.close()
+        beside = db.with_name("s.db-unstored.jsonl")
+        spilled = len(beside.read_text().splitlines()) if beside.exists() else 0
+        print(f"{size}, {2 * concurrency} slots: answered {sum(answered.values())}, stored {stored}, "
+              f"kept beside the store {spilled}, lost {sum(answered.values()) - stored - spilled}")
+        assert first.returncode == 74, first.stderr
+        line = first.stderr.strip()
+        assert len(line.splitlines()) == 1 and "Traceback" not in line
+        assert f"the disk of the store is full ({disk.path}: " in line and "none lost" in line
+        assert max(answered.values()) == 1 and stored + spilled == len(answered)  # 0 lost
+        disk.remount("size=64m")
+        again = subprocess.run([exe, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+                               capture_output=True, text=True, timeout=900)
+        assert again.returncode == 0, again.stderr
+        log = list(server.log)
+    assert max(_answered(log).values()) == 1  # no answer paid twice
+    assert json.loads(again.stdout)["judging"]["failed"] == 0 and not beside.exists()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok'").fetchone()[0] == len(_answered(log))
+    conn.close()

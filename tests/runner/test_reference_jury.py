@@ -3,7 +3,6 @@ planted rubric table (relatives excluded by the registry), and the suite's per-j
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,9 +48,9 @@ dir = "out"
 
 def test_the_jury_is_parsed_with_registry_ids(tmp_path):
     exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n'))
-    assert exp.reference.jury == (ALPHA, BETA) and exp.reference.keep_related is False
-    keep = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep_related = true\n'))
-    assert keep.reference.keep_related is True
+    assert exp.reference.jury == (ALPHA, BETA) and exp.reference.exclude_related is False  # paper 002: all vote
+    excl = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nexclude_related = true\n'))
+    assert excl.reference.exclude_related is True
     assert load_experiment(_experiment(tmp_path, "")).reference is None
 
 
@@ -62,7 +61,8 @@ def test_the_jury_is_parsed_with_registry_ids(tmp_path):
     (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "pairwise", "", "protocol = \"rubric\""),
     (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "rubric", '[grading]\ntask = "ifeval"\n', "ifeval"),
     (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep = true\n', "rubric", "", "unknown key"),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep_related = "no"\n', "rubric", "", "true or false"),
+    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nexclude_related = "no"\n', "rubric", "", "true or false"),
+    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep_related = true\n', "rubric", "", "exclude_related = true"),
 ])
 def test_a_bad_jury_names_the_file_and_the_key(tmp_path, reference, protocol, grading, words):
     path = _experiment(tmp_path, reference, protocol=protocol, grading=grading)
@@ -96,8 +96,9 @@ def _planted() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["instance_id", "judge", "model", "rubric_id", "met"])
 
 
-def test_the_jury_step_excludes_relatives_and_writes_the_reference(tmp_path):
-    exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{MINI}", "{BETA}"]\n'))
+def _jury_step(tmp_path, extra: str = ""):
+    """The run's jury step on the planted verdicts: (counts, files written, stored references)."""
+    exp = load_experiment(_experiment(tmp_path, f'[reference]\njury = ["{ALPHA}", "{MINI}", "{BETA}"]\n{extra}'))
     (tmp_path / "out").mkdir()
     write_table(_planted(), tmp_path / "out" / "rubric.csv")
     instances = [Instance("q1", "hi", rubric=(RubricItem("r1", "Is right.", 2.0), RubricItem("r2", "Is rude.", -1.0)))]
@@ -105,20 +106,28 @@ def test_the_jury_step_excludes_relatives_and_writes_the_reference(tmp_path):
         counts, written = jury_step(exp, store, load_registry([str(MODELS)]),
                                     {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances)
         stored = {(r.models[0], r.rubric_id): (r.met, r.source) for r in store.references()}
+    return counts, written, stored
+
+
+def test_the_jury_step_lets_every_juror_vote_and_writes_the_reference(tmp_path):
+    """Paper 002's reference by default: a plain majority of every juror, relatives included
+    (before, relatives were left out unless keep_related = true)."""
+    counts, written, stored = _jury_step(tmp_path)
+    # every juror votes: alpha's r1 is 2 no (alpha, mini) to 1 yes → not met; nothing excluded
+    assert counts["exclude_related"] is False and counts["counts"].get("excluded_verdicts", 0) == 0
+    ref = read_table(written["rubric-ref"], kind="rubric-ref").frame.set_index(["model", "rubric_id"])["met"]
+    assert ref.to_dict() == {(ALPHA, "r1"): False, (ALPHA, "r2"): True, (BETA, "r1"): True, (BETA, "r2"): True}
+    assert stored[(ALPHA, "r1")] == (False, f"jury:{ALPHA},{MINI},{BETA}") and len(stored) == 4
+    items = read_table(written["rubric-items"], kind="rubric-items").frame
+    assert items.set_index("rubric_id")["points"].to_dict() == {"r1": 2.0, "r2": -1.0}
+
+
+def test_the_jury_step_without_relatives_is_a_named_variant(tmp_path):
+    counts, written, _ = _jury_step(tmp_path, "exclude_related = true\n")
     assert counts["rows"] == 3 and counts["counts"]["vote-tie"] == 1 and counts["counts"]["excluded_verdicts"] == 6
     ref = read_table(written["rubric-ref"], kind="rubric-ref").frame
     got = {(m, r): (bool(v), j) for m, r, v, j in ref[["model", "rubric_id", "met", "jurors"]].itertuples(index=False)}
     assert got == {(ALPHA, "r1"): (True, BETA), (ALPHA, "r2"): (False, BETA), (BETA, "r1"): (True, f"{ALPHA},{MINI}")}
-    assert stored[(ALPHA, "r1")] == (True, f"jury:{ALPHA},{MINI},{BETA}") and len(stored) == 3
-    items = read_table(written["rubric-items"], kind="rubric-items").frame
-    assert items.set_index("rubric_id")["points"].to_dict() == {"r1": 2.0, "r2": -1.0}
-    # keep_related: every juror votes; alpha's r1 is then 2 no (alpha, mini) to 1 yes → not met
-    keep = replace(exp, reference=replace(exp.reference, keep_related=True), output_dir=str(tmp_path / "keep"))
-    with Store(tmp_path / "s2.db") as store:
-        counts, written = jury_step(keep, store, load_registry([str(MODELS)]),
-                                    {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances)
-    ref = read_table(written["rubric-ref"], kind="rubric-ref").frame.set_index(["model", "rubric_id"])["met"]
-    assert ref.to_dict() == {(ALPHA, "r1"): False, (ALPHA, "r2"): True, (BETA, "r1"): True, (BETA, "r2"): True}
 
 
 def test_the_suite_meta_evaluates_every_judge_against_the_jury():

@@ -21,6 +21,7 @@ from nepotism.runner.experiment_run import run_experiment
 from nepotism.store import Store
 from nepotism.testing.experiments import standin_experiment
 from nepotism.testing.standin import StandinConfig, StandinServer, standin_thread
+from tests.runner.conftest import count_calls
 
 KEY = "sk-nepotism-planted-4f1c9e7a2b"
 
@@ -93,7 +94,8 @@ def test_fault_injection_every_call_resolved_or_failed_with_reason(tmp_path, ser
     before = _committed(tmp_path / "s.db")
     served.clear()
     with standin_thread(StandinConfig(latency_s=0.002)) as (url2, _server):
-        exp2 = load_experiment(_experiment(tmp_path, url2, items=6, timeout=0.25, attempts=2,
+        # a generous timeout: on a loaded machine a healthy answer can take longer than 0.25 s
+        exp2 = load_experiment(_experiment(tmp_path, url2, items=6, timeout=60, attempts=2,
                                            conditions='["default", {name = "impartial", options = {impartial = true}}]'))
         with Store(tmp_path / "s.db") as store:
             asyncio_run(run_experiment(exp2, store))
@@ -121,19 +123,6 @@ def _committed(db: Path) -> dict[tuple[str, str], float]:
         out[key] = max(out.get(key, 0.0), stamp)
     conn.close()
     return out
-
-
-def _count_calls(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
 
 
 CLI = [sys.executable, "-c", "import sys; from nepotism.cli import main; sys.exit(main())"]
@@ -169,8 +158,8 @@ def test_sigkill_at_random_points_then_resume_matches_uninterrupted_run(tmp_path
             if attempt < 3:  # a few blind kills, possibly during start-up
                 time.sleep(rng.uniform(0.05, 1.5))
             else:  # then kill right after some more calls were committed
-                target = _count_calls(db) + rng.randint(1, 2)
-                while proc.poll() is None and _count_calls(db) < target:
+                target = count_calls(db) + rng.randint(1, 2)
+                while proc.poll() is None and count_calls(db) < target:
                     time.sleep(0.005)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
@@ -240,7 +229,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
         # calls are stored (on a loaded machine the start-up alone can take several seconds, so the
         # deadline only guards against a hang; the run cannot finish before two calls are stored)
         deadline = time.monotonic() + 60.0
-        while proc.poll() is None and _count_calls(db) < 2 and time.monotonic() < deadline:
+        while proc.poll() is None and count_calls(db) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be interrupted"
         proc.send_signal(signum)

@@ -96,3 +96,47 @@ def test_echoing_escaping_server_leaks_the_key_nowhere(tmp_path):
         _assert_clean(path.read_bytes(), str(path))
     for i, text in enumerate(printed):
         _assert_clean(text.encode(), f"printed output {i}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("around", [" ", "\t", "\n", "\r\n"], ids=["space", "tab", "newline", "crlf"])
+def test_a_key_with_whitespace_around_it_is_used_trimmed_and_leaks_nowhere(tmp_path, around):
+    """The variable holds the key and a trailing space, tab or line break. The server trims the
+    header it receives (HTTP drops whitespace around a field value) and echoes it in every answer:
+    before, the store held the trimmed key in clear, since only the untrimmed text was known to the
+    redaction, and a line break made every call fail as "exception:ValueError" without a word."""
+    env = os.environ | {"NEPOTISM_TEST_PADDED_KEY": KEY + around}
+    config = StandinConfig(latency_s=0.001, expected_api_key=KEY, echo_headers=True, seed=5)
+    printed: list[str] = []
+    with standin_thread(config) as (url, server):
+        exp = standin_experiment(tmp_path / "exp", url, items=2, recognition=False,
+                                 model_options='api_key_env = "NEPOTISM_TEST_PADDED_KEY"')
+        db = tmp_path / "s.db"
+        run = subprocess.run([_exe(), "run", str(exp), "--store", str(db), "--json"],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        printed += [run.stdout, run.stderr]
+        assert server.stats["auth_ok"] > 0 and server.stats["auth_ok"] == server.stats["ok"]
+    assert json.loads(run.stdout)["generation"]["failed"] == 0
+    warning = [line for line in run.stderr.splitlines() if "NEPOTISM_TEST_PADDED_KEY" in line]
+    assert len(warning) == 1 and "whitespace" in warning[0]
+    conn = sqlite3.connect(db)
+    bodies = [json.loads(r)["body"] for (r,) in conn.execute("SELECT response FROM calls WHERE status='ok'")]
+    assert bodies and all(b["echo"]["Authorization"] == "Bearer [redacted]" for b in bodies)
+    for path in (db, Path(f"{db}-wal")):  # (the WAL read while this connection holds it)
+        if path.exists():
+            _assert_clean(path.read_bytes(), str(path))
+    conn.close()
+    pairwise = tmp_path / "exp" / "out" / "pairwise.csv"
+    for args in (["report", str(pairwise), "--models", str(tmp_path / "exp" / "standin_models.toml"),
+                  "--out", str(tmp_path / "report.html"), "--bootstrap", "50"],
+                 ["store", "export", "calls", "--out", str(tmp_path / "calls.jsonl"), "--store", str(db)]):
+        r = subprocess.run([_exe(), *args], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, (args, r.stdout + r.stderr)
+        printed += [r.stdout, r.stderr]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {"calls.jsonl", "report.html", "pairwise.csv"} <= {p.name for p in files}
+    for path in files:
+        _assert_clean(path.read_bytes(), str(path))
+    for i, text in enumerate(printed):
+        _assert_clean(text.encode(), f"printed output {i}")

@@ -319,17 +319,22 @@ def test_an_empty_export_has_its_columns(store, tmp_path, fmt):
         assert out.read_text() == ""
 
 
-def test_reasoning_tokens_are_read_from_each_usage_record_repeated_or_not(store, tmp_path):
-    """The output tokens of a usage record are decoded once per distinct text (`_judgment_rows`):
-    rows sharing a record get its value, and each record is read by the rules of `_output_tokens`."""
+def test_reasoning_tokens_count_each_written_reply_in_gpt2_tokens(store, tmp_path):
+    """Paper 004 counts the tokens a judge writes with GPT-2's tokenizer: every written reply is counted
+    in that one unit, whatever the backend reported in its own tokenizer (before: the backend's count);
+    a reply the usage says nothing was written for (a label read, no usage) has no count."""
+    from nepotism import gpt2_tokens
+
+    replies = ["I think [[B]]", "I think [[B]]", "Answer A is right; B is not. [[A]]", "A", "x", "x", "[[A]]", "[[A]]"]
     usages = [{"completion_tokens": 5}, {"completion_tokens": 5}, {"output_tokens": 3}, {"completion_tokens": 0},
               None, {"prompt_tokens": 9}, {"completion_tokens": 5}, {"completion_tokens": 2.0}]
     store.add_judgments([Judgment(f"q{n}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
-                                  usage=usage) for n, usage in enumerate(usages)])
+                                  raw_output=reply, usage=usage) for n, (reply, usage) in enumerate(zip(replies, usages))])
     out = tmp_path / "pairwise.jsonl"
     store.export("judgments", out, fmt="jsonl", protocol="pairwise")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["reasoning_tokens"] for r in rows] == [5, 5, 3, None, None, None, 5, 2]
+    assert [r["reasoning_tokens"] for r in rows] == [5, 5, 12, None, None, None, 3, 3]
+    assert gpt2_tokens.count("Answer A is right; B is not. [[A]]") == 12 and gpt2_tokens.ENCODING == "gpt2"
     assert [r["model_a"] for r in rows] == ["gen-x"] * len(usages)
 
 
@@ -339,7 +344,8 @@ def _every_kind():
     usage = {"prompt_tokens": 40, "completion_tokens": 12}
     return [
         Judgment("q1", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
-                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}, label_mass=0.98, usage=usage),
+                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}, label_mass=0.98, usage=usage,
+                 raw_output="Answer A is right; B is not. [[A]]"),  # 12 GPT-2 tokens
         Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie", condition="swapped"),
         Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="low_label_mass",
                  label_mass=0.25, usage={"prompt_tokens": 40, "completion_tokens": 0}),

@@ -32,8 +32,8 @@ from nepotism.analyses.comparisons import Comparisons, build_comparisons, text_v
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 
-__all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values", "run_matched",
-           "truth_codes"]
+__all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values",
+           "response_values", "run_matched", "truth_codes"]
 
 SCOPES = ("self", "family", "student", "teacher")
 SUBSETS = ("all", "harmful", "legitimate")
@@ -90,17 +90,7 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
             return pd.DataFrame({column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
                                 | {"value": values["value"].to_numpy(dtype=float)}), centre
     elif kind in ("pointwise", "rubric"):
-        frame = _defaults(frame)
-        if kind == "pointwise":
-            raw = pd.to_numeric(frame["score"], errors="coerce")
-        else:
-            raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float)
-        responses = pd.DataFrame({"judge": frame["judge"].astype(str), "condition": frame["condition"].astype(str),
-                                  "instance_id": frame["instance_id"].astype(str), "model": frame["model"].astype(str),
-                                  "value": raw.to_numpy(dtype=float)})
-        responses = responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)[
-            "value"].mean().reset_index()
-        values = _response_pairs(responses)
+        values = _response_pairs(response_values(frame, kind))
         centre = 0.0
     else:
         raise ValueError(f"matched-bias has no design for {kind!r} tables")
@@ -110,12 +100,31 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
     return out.astype({column: object for column in ["judge"] + _PAIR}), centre
 
 
+def response_values(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """One row per (judge, condition, instance, model) of a pointwise or rubric table with the
+    judge's value of that answer, replicates averaged: its score (pointwise) or the share of its
+    parsed rubrics met (rubric). NaN = no usable verdict. `pair_values` differences these."""
+    if kind not in ("pointwise", "rubric"):
+        raise ValueError(f"response values are scores or met-rates, not {kind!r} verdicts")
+    frame = _defaults(frame)
+    if kind == "pointwise":
+        raw = pd.to_numeric(frame["score"], errors="coerce")
+    else:
+        raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float)
+    responses = pd.DataFrame({"judge": frame["judge"].astype(str), "condition": frame["condition"].astype(str),
+                              "instance_id": frame["instance_id"].astype(str), "model": frame["model"].astype(str),
+                              "value": raw.to_numpy(dtype=float)})
+    return responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)[
+        "value"].mean().reset_index()
+
+
 def _text(column: pd.Series) -> np.ndarray:
     return text_values(column).copy()
 
 
 def truth_codes(references: dict | None) -> pd.DataFrame | None:
-    """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth."""
+    """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth.
+    A pair with several human labels gets one row: the side more of its labels prefer (0 when even)."""
     refs = references or {}
     pref = refs.get("preference-ref")
     if pref is not None and len(pref):
@@ -123,8 +132,11 @@ def truth_codes(references: dict | None) -> pd.DataFrame | None:
         winner = pref["winner"].astype(str).to_numpy()
         code_a = np.where(winner == a, 1.0, np.where(winner == b, -1.0, 0.0))
         first = a < b
-        return pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
-                             "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+        codes = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
+                              "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+        # several labels of one pair: the side more labels prefer (ties and equal counts: 0), one row per pair
+        return codes.groupby(["instance_id", "model_x", "model_y"], sort=False, as_index=False)["truth"].mean() \
+            .assign(truth=lambda f: np.sign(f["truth"]))
     per_model = None
     corr = refs.get("correctness-ref")
     if corr is not None and len(corr):

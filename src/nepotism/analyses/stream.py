@@ -12,7 +12,8 @@ the partition's files), its presentation orders are combined by
   demographic-parity-bias per scope and opponent population — is computed by the audit's own
   functions (`nepotism.analyses.audit`) on that partition's comparisons: every number of a group
   comes from that group's rows only, so it is the number the whole table gives;
-- excluded-verdicts and position-consistency likewise (`nepotism.analyses.suite`);
+- excluded-verdicts, exclusion-share-gap (one judge's rows against its others: one partition) and
+  position-consistency likewise (`nepotism.analyses.suite`);
 - leaderboard-rank (every judge, and the unrelated judges only) from per (prompt, judge, generator)
   sums of the preference scores and counts, through `nepotism.analyses.derived.pairwise_boards` (the
   in-memory leaderboards' own code, rows weighted by the count they stand for);
@@ -59,7 +60,7 @@ __all__ = ["NOT_STREAMED", "STREAMED", "stream_pairwise"]
 
 #: The metrics a streamed audit computes (identical records to the in-memory path).
 STREAMED = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-            "excluded-verdicts", "position-consistency", "leaderboard-rank")
+            "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank")
 _RANKED = ("it ranks each judge's leaderboard against a reference or another judge's, whose per-prompt scores "
            "are not kept when streaming")
 _REFERENCE = "it joins the judgments with a reference table row by row"

@@ -43,7 +43,7 @@ weights-matrix product per (judge, condition). Left out: file reading and presen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -55,9 +55,11 @@ from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparis
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
-from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics._batch import ClusterSetBatch
+from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
 from nepotism.metrics._common import undefined
-from nepotism.metrics.coverage import excluded_share
+from nepotism.metrics.coverage import (count_reasons, excluded_share, gaming_flag, gap_p_value, gap_sums,
+                                       gap_undefined, low_label_mass)
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
@@ -68,10 +70,14 @@ from nepotism.results import Results
 from nepotism.tables import VERDICT_COLUMN
 from nepotism.votes import decide
 
-__all__ = ["DERIVED_SLICES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
-           "derive_instance_references",
-           "read_leaderboard", "run_suite"]
+__all__ = ["DERIVED_SLICES", "REFERENCE_VOTES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
+           "derive_instance_references", "labels_per_pair", "majority_labels",
+           "read_leaderboard", "references_for", "run_suite"]
 
+
+
+#: How several human labels of one pair are used (`SuiteOptions.reference_vote`).
+REFERENCE_VOTES = ("each", "majority")
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,9 @@ class SuiteOptions:
     perplexity_bins: int = 5
     perplexity_difference: str = "perplexity"  # what perplexity-win-rate bins: perplexity | log (001 §5)
     opponents: tuple[str, ...] = ("unrelated", "any")  # the SPR's opponent populations (the audit's --opponents)
+    # several human labels of one pair: each label is one row ("each", paper 001's one vote per battle),
+    # or the pair's plurality label ("majority", paper 000 App. C.3; a split vote is a tie)
+    reference_vote: str = "each"
 
 
 class SuiteResult(Results):
@@ -235,11 +244,40 @@ def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str =
     return sub
 
 
+def labels_per_pair(pref: pd.DataFrame) -> int:
+    """The most labels any one pair of answers to one prompt has in a preference reference."""
+    if pref is None or pref.empty:
+        return 0
+    a, b = pref["model_a"].astype(str), pref["model_b"].astype(str)
+    key = pd.DataFrame({"i": pref["instance_id"].astype(str), "x": np.where(a < b, a, b), "y": np.where(a < b, b, a)})
+    return int(key.groupby(["i", "x", "y"], sort=False).size().max())
+
+
+def majority_labels(pref: pd.DataFrame) -> pd.DataFrame:
+    """One label per (prompt, pair): the plurality of its labels (`votes.decide`), a split vote a tie —
+    paper 000 App. C.3's majority of annotators. Other columns (annotator, category) are dropped."""
+    a, b = pref["model_a"].astype(str).to_numpy(), pref["model_b"].astype(str).to_numpy()
+    x, y = np.where(a < b, a, b), np.where(a < b, b, a)
+    w = pref["winner"].astype(str).to_numpy()
+    frame = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_a": x, "model_b": y,
+                          "vote_x": (w == x).astype(float), "vote_y": (w == y).astype(float),
+                          "vote_tie": ((w != x) & (w != y)).astype(float)})
+    counts = frame.groupby(["instance_id", "model_a", "model_b"], sort=True)[["vote_x", "vote_y", "vote_tie"]].sum()
+    column = decide(counts.to_numpy(), rule="plurality", split="tie", tie=2)
+    keys = counts.index.to_frame(index=False)
+    winner = np.where(column == 0, keys["model_a"], np.where(column == 1, keys["model_b"], "tie"))
+    return keys.assign(winner=winner, labels=counts.sum(axis=1).to_numpy().astype(int))
+
+
 def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     records = []
     pref = refs.get("preference-ref")
     corr = refs.get("correctness-ref")
     if pref is not None:
+        several = labels_per_pair(pref) > 1 or ("labels" in pref and len(pref) and int(pref["labels"].max()) > 1)
+        vote = {"reference_vote": options.reference_vote} if several else {}
+        source = {"reference_source": str(pref["derived_from"].iloc[0]) if "derived_from" in pref and len(pref)
+                  else "the human preference labels"}
         p = pref.copy()
         a, b = p["model_a"].astype(str), p["model_b"].astype(str)
         first = a < b
@@ -250,7 +288,8 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
         merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
             records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
-                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap), variant={"paradigm": "PWC"}))
+                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
+                                   variant={"paradigm": "PWC", **vote}))
         pairs = merged[["judge", "condition", "model_x", "model_y"]].drop_duplicates()  # scopes once per pair
         for scope in AUDITED_SCOPES:
             # against unrelated opponents; where a judge has none, against any less related one
@@ -271,13 +310,13 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                                                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
                                                        bootstrap=options.bootstrap)
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
-                flag = {"opponent_models": sorted(map(str, set(group["other"])))}  # who the related side met
+                flag = {"opponent_models": sorted(map(str, set(group["other"]))), **source}  # who the related side met
                 records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
-                                       variant={"judge_tie": "1/2", "opponents": opponents}, confusion_matrix=matrix,
-                                       **flag))
+                                       variant={"judge_tie": "1/2", "opponents": opponents, **vote},
+                                       confusion_matrix=matrix, **flag))
                 records.append(_record("error-bias", judge, condition,
                                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
-                                       variant={"opponents": opponents}, **flag))
+                                       variant={"opponents": opponents, **vote}, **flag))
                 prob_x = group["prob_x"].to_numpy(dtype=float) if "prob_x" in group else np.full(len(group), np.nan)
                 if np.isfinite(prob_x).any():  # 001 Eq. 3: the choice is the argmax of the order-averaged score
                     p_rel = np.where(group["related"] == group["model_x"], prob_x, 1.0 - prob_x)
@@ -290,7 +329,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                         est = with_reasons(est, pd.concat([reasons, reasons]))
                     records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
                                            variant={"judge_tie": "1/2", "opponents": opponents,
-                                                    "preference": "probability-argmax"}, **flag))
+                                                    "preference": "probability-argmax", **vote}, **flag))
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
             judged = set(zip(sub["judge"], sub["condition"]))
             present = {(j, c) for j, c, x, y in pairs.itertuples(index=False)
@@ -464,7 +503,8 @@ DERIVED_SLICES = ("rubric-polarity", "rubric-length")
 
 
 def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | None = None) -> list[dict]:
-    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason.
+    """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason;
+    then exclusion-share-gap per generator of each (`_gap_records`).
 
     ``rows``: a pairwise ``frame``'s `RowPairs` (from its `build_comparisons`), whose codes and
     exclusion labels are the ones computed here otherwise."""
@@ -472,45 +512,136 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     if column is None or column not in frame or frame.empty:
         return []
     if rows is not None and kind == "pairwise":
-        return _pairwise_exclusions(rows, options)
-    keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
-    group = np.zeros(len(frame), dtype=np.int64)
-    names = []
-    for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
-        codes, labels = pd.factorize(frame[key], sort=True)  # the column's own dtype: no object copy
-        group = group * len(labels) + codes
-        names.append(np.asarray(labels, dtype=object))
-    missing = frame[column].isna().to_numpy()
-    labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
-    if missing.any():
-        labels[missing] = row_exclusions(frame[missing])
-    instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
+        missing = np.isnan(rows.code_a)
+        labels = np.full(len(frame), None, dtype=object)
+        labels[missing] = rows.why_labels(np.flatnonzero(missing))
+        instance, group, n_conditions = rows.instance, rows.group, len(rows.conditions)
+
+        def named(g: int) -> tuple[str, str, dict]:
+            return rows.judges[g // n_conditions], rows.conditions[g % n_conditions], {"kind": kind}
+    else:
+        keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
+        group = np.zeros(len(frame), dtype=np.int64)
+        names = []
+        for key in keys:  # one code per (judge, condition[, setup]), in sorted order (as a sorted groupby)
+            codes, values = pd.factorize(frame[key], sort=True)  # the column's own dtype: no object copy
+            group = group * len(values) + codes
+            names.append(np.asarray(values, dtype=object))
+        missing = frame[column].isna().to_numpy()
+        labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
+        if missing.any():
+            labels[missing] = row_exclusions(frame[missing])
+        instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
+
+        def named(g: int) -> tuple[str, str, dict]:
+            parts = []
+            for values in reversed(names):
+                g, code = divmod(g, len(values))
+                parts.append(values[code])
+            judge, condition, *setup = reversed(parts)
+            return judge, condition, {"kind": kind} | ({"setup": setup[0]} if setup else {})
+    columns = [frame[c] for c in ("model_a", "model_b", "model") if c in frame][:2]
+    codes, generators = pd.factorize(pd.concat(columns, ignore_index=True), sort=True)
+    shows = codes.reshape(len(columns), len(frame))  # per side, each judgment's generator code
     records = []
-    for g, rows in _spans(group).items():
-        parts = []
-        for labels_of in reversed(names):
-            g, code = divmod(g, len(labels_of))
-            parts.append(labels_of[code])
-        judge, condition, *setup = reversed(parts)
-        variant = {"kind": kind} | ({"setup": setup[0]} if setup else {})
-        est = excluded_share(missing[rows], instance[rows], reasons=labels[rows], bootstrap=options.bootstrap)
+    for g, where in _spans(group).items():  # a group's records together, as a streamed partition gives them
+        judge, condition, variant = named(g)
+        est = excluded_share(missing[where], instance[where], reasons=labels[where], bootstrap=options.bootstrap)
         records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
+        records += _gap_records(named(g), where, shows, np.asarray(generators, dtype=object), missing, labels,
+                                instance, options)
+    keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
+    return _with_low_mass(records, frame, column, keys)
+
+
+def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: list[str]) -> list[dict]:
+    """Each record with ``label_mass_below_half``: its judgments that have a verdict read from labels
+    holding less than half the next-token probability (`nepotism.metrics.coverage.low_label_mass`),
+    when the table records label masses."""
+    if "label_mass" not in frame or not records:
+        return records
+    parsed = frame[column].notna().to_numpy()
+    mass = frame["label_mass"].to_numpy(dtype=float)
+    groups = frame[keys].astype(str).groupby(keys, sort=False).indices  # keys: at least judge and condition
+    counts = {key: low_label_mass(mass[at], parsed[at]) for key, at in groups.items()}
+    for record in records:
+        if record["metric"] != "excluded-verdicts":
+            continue
+        key = (str(record["judge"]), str(record["condition"])) + (
+            (str(record["variant"]["setup"]),) if "setup" in keys else ())
+        record["label_mass_below_half"] = counts.get(key, 0)
     return records
 
 
-def _pairwise_exclusions(rows: RowPairs, options) -> list[dict]:
-    """`exclusion_records` of a pairwise table from its `RowPairs` (the same records)."""
-    missing = np.isnan(rows.code_a)
-    n_conditions = len(rows.conditions)
+_NOT_ASKED = "failed-generation:"  # the label prefix of a judgment a failed generation prevented
+
+
+def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndarray, generators: np.ndarray,
+                 missing: np.ndarray, labels: np.ndarray, instance: np.ndarray, options) -> list[dict]:
+    """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
+    more often the judgments showing it have no verdict than the judge's others
+    (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums and test, every generator's
+    resampled in one product), and whether that flags it (`gaming_flag`: Bonferroni over the
+    generators tested, at 1 − the confidence level). The judgments a failed generation prevented are left out: the
+    judge never saw those candidates."""
+    judge, condition, variant = named
+    gone = missing[where]
+    asked = np.ones(where.size, dtype=bool)
+    if gone.any():
+        asked[gone] = [not (isinstance(label, str) and label.startswith(_NOT_ASKED)) for label in labels[where[gone]]]
+    where = where[asked]
+    if where.size == 0:
+        return []
+    gone, sides, why = missing[where], shows[:, where], labels[where]
+    _, prompt = np.unique(instance[where], return_inverse=True)  # prompts in order, as `cluster_sums` codes them
+    n_prompts = int(prompt.max()) + 1
+    batch = ClusterSetBatch(options.bootstrap)
+    rows, tests = [], []
+    for code in np.unique(sides):
+        shown = (sides == code).any(axis=0)
+        mine = gone & shown
+        n, n_excluded = int(shown.sum()), int(mine.sum())
+        counts = count_reasons(why, mine)
+        note = gap_undefined(n, where.size)
+        sums = np.zeros((0, 4)) if note else gap_sums(gone, shown, prompt, n_prompts)
+        index = batch.add(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, note=note or None)
+        others, others_gone = where.size - n, int(gone.sum()) - n_excluded
+        rows.append((str(generators[code]), index, n, n_excluded, others, others_gone))
+        tests.append(None if note else gap_p_value(sums))
+    estimates = [replace(est, p_value=p) for est, p in zip(batch.run(), tests, strict=True)]
+    if not any(estimates[index].defined for _, index, *_ in rows):
+        return []  # no generator to set against the others (one generator, or a pairwise judge with two)
+    tested = sum(1 for est in estimates if est.defined and est.p_value is not None)
+    alpha = 1.0 - options.bootstrap.confidence_level
     records = []
-    for g, where in _spans(rows.group).items():
-        reasons = np.full(where.size, None, dtype=object)
-        gone = missing[where]
-        reasons[gone] = rows.why_labels(where[gone])
-        est = excluded_share(gone, rows.instance[where], reasons=reasons, bootstrap=options.bootstrap)
-        records.append(_record("excluded-verdicts", rows.judges[g // n_conditions], rows.conditions[g % n_conditions],
-                               est, variant={"kind": "pairwise"}))
+    for name, index, n, n_excluded, others, others_gone in sorted(rows):
+        est = estimates[index]
+        share = n_excluded / n if n else None
+        others_share = others_gone / others if others else None
+        flagged = share is not None and others_share is not None and gaming_flag(est, share, others_share,
+                                                                                  tested=tested, alpha=alpha)
+        records.append(_record("exclusion-share-gap", judge, condition, est, generator=name, variant=variant,
+                               share=share, others_share=others_share, others_n=others,
+                               others_n_excluded=others_gone, flagged=flagged,
+                               p_threshold=alpha / tested if tested else None))
     return records
+
+
+def flagged_candidates(records: list[dict]) -> list[dict]:
+    """The flagged exclusion-share-gap records as plain dicts (``Results.summary["flagged_candidates"]``):
+    judge, condition, kind, generator, share, others_share, n, n_excluded, reason (the candidate's most
+    frequent exclusion label) and p_value."""
+    out = []
+    for r in records:
+        if r.get("metric") != "exclusion-share-gap" or not r.get("flagged"):
+            continue
+        reasons = r.get("excluded") or {}
+        out.append({"judge": r["judge"], "condition": r["condition"], "kind": (r.get("variant") or {}).get("kind"),
+                    "generator": r["generator"], "share": r["share"], "others_share": r["others_share"],
+                    "n": r["n"], "n_excluded": r["n_excluded"],
+                    "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else None,
+                    "p_value": r.get("p_value")})
+    return out
 
 
 def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
@@ -524,11 +655,21 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
     boot = options.bootstrap
     if kind == "pairwise":
         return _pairwise_suite(frame, registry, refs, options, comparisons)
-    if kind == "rubric":
-        return _rubric_suite(frame, registry, refs, options)
-    if kind == "pointwise":
-        return pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
-                                 rank_against=options.rank_against)
+    if kind in ("rubric", "pointwise"):
+        from nepotism.analyses.matched import MatchedOptions, run_matched
+
+        records = (_rubric_suite(frame, registry, refs, options) if kind == "rubric" else
+                   pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
+                                     rank_against=options.rank_against))
+        matched_options = MatchedOptions(bootstrap=boot)
+        if kind == "rubric" and "setup" in frame and frame["setup"].notna().any():
+            # rubric verdicts asked one item per call and all items in one call are measured apart, never pooled
+            for setup, part in frame.groupby("setup", sort=True):
+                for r in run_matched(part, kind, registry, references=refs, options=matched_options):
+                    r["variant"] = {**r["variant"], "setup": setup}
+                    records.append(r)
+            return records
+        return records + run_matched(frame, kind, registry, references=refs, options=matched_options)
     if kind in ("recognition", "recognition-pairwise"):
         records = recognition_records(frame, kind, registry, boot, target=options.recognition_target,
                                       correctness=refs.get("correctness-ref"))
@@ -581,7 +722,8 @@ def derive_instance_references(refs: dict) -> dict:
     With no ``preference-ref``: for each pair of answers to one prompt the one with the larger s*
     wins and equal ones tie (w*, for pairwise MIPA PWC and equal-opportunity bias) — s* from the
     rubric shares, else from a ``correctness-ref`` with a ``score`` column (a graded reference such
-    as MT-Bench's 1–10 grades). Only decided rubric verdicts and given scores count; the derived
+    as MT-Bench's 1–10 grades), else from its ``correct`` column (a correct answer beats a wrong
+    one; two correct or two wrong answers tie, which equal-opportunity bias leaves out). Only decided rubric verdicts and given scores count; the derived
     frames say where they came from in a ``derived_from`` column. Given references are never replaced.
     """
     out = dict(refs)
@@ -600,7 +742,28 @@ def derive_instance_references(refs: dict) -> dict:
         scores = pd.DataFrame({"instance_id": scores["instance_id"].astype(str), "model": scores["model"].astype(str),
                                "score": scores["score"].astype(float)})
         out["preference-ref"] = _preference_from_scores(scores, "correctness-ref: the higher reference score")
+    elif "preference-ref" not in out and corr is not None and "correct" in corr and corr["correct"].notna().any():
+        graded = corr[corr["correct"].notna()]
+        graded = pd.DataFrame({"instance_id": graded["instance_id"].astype(str), "model": graded["model"].astype(str),
+                               "score": graded["correct"].map(float).astype(float)})
+        out["preference-ref"] = _preference_from_scores(graded, "correctness-ref: a correct answer beats a wrong one")
     return out
+
+
+def references_for(kind: str, references: dict | None, *, reference_vote: str = "each") -> dict:
+    """The reference tables a ``kind`` table's metrics are measured against: a pointwise or
+    pairwise table given only rubric truth or correctness gets the instance-level truth derived
+    from it (`derive_instance_references`), and with ``reference_vote="majority"`` several human
+    labels of one pair become its plurality label (`majority_labels`). `run_suite` measures
+    against these, and `nepotism.analyses.cases` finds the cases behind a verdict in them."""
+    if reference_vote not in REFERENCE_VOTES:
+        raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
+    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
+        else dict(references or {})
+    pref = refs.get("preference-ref")
+    if reference_vote == "majority" and pref is not None and labels_per_pair(pref) > 1:
+        refs["preference-ref"] = majority_labels(pref)
+    return refs
 
 
 def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
@@ -619,8 +782,7 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
     derived from it (`derive_instance_references`).
     """
     options = options or SuiteOptions()
-    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
-        else dict(references or {})
+    refs = references_for(kind, references, reference_vote=options.reference_vote)
     if "condition" not in frame:
         frame = frame.assign(condition="default")
     if "replicate" not in frame:

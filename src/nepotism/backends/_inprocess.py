@@ -4,20 +4,59 @@
 ``model_unavailable`` completion, never an exception), then serves the request in a worker thread
 under the model's lock through the subclass's ``_serve``, which dispatches on the request mode.
 `Unservable` is what the serving code raises for a request the model cannot serve; it becomes the
-completion's error string. What stays in the subclasses: loading, tokenising, the three modes and
-which library exceptions count as a model error.
+completion's error string. A label request with ``labels_after`` (paper 001 §4.2: the judge
+explains, then writes "[[A]]") is served here for every subclass: the reply is generated, then the
+prompt and the reply up to the last occurrence of the marker (tokenised after the prompt) are
+evaluated and the labels read at the next position — the distribution at the token after "[[".
+Without the marker the completion has no label log-probabilities and the warning ``no_label_marker``;
+a marker written more than once adds ``label_marker_repeated``. `model_threads` is the one rule for
+how many CPU threads a model computes with. What stays in the subclasses: loading, tokenising, the
+three modes and which library exceptions count as a model error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from nepotism.backends.base import Completion, Request, failed
+from nepotism.backends.base import Completion, Request, failed, marker_end
+from nepotism.errors import InputError
 
-__all__ = ["InProcessBackend", "Unservable", "label_warnings"]
+__all__ = ["THREADS_ENV", "InProcessBackend", "Unservable", "label_warnings", "model_threads"]
+
+#: The environment variable giving the CPU threads of in-process models that do not name theirs.
+THREADS_ENV = "NEPOTISM_MODEL_THREADS"
+_DEFAULT_THREADS, _MAX_THREADS = 2, 1024
+
+
+def model_threads(threads: int | None = None) -> int:
+    """The CPU threads a model computes with: ``threads`` when given (an experiment's ``n_threads``,
+    a backend's argument), else ``$NEPOTISM_MODEL_THREADS``, else 2.
+
+    The thread count is a property of the machine, not of the experiment: the same file can run
+    with 1 thread on a shared laptop and 16 on a server. It may move a model's numbers in their
+    last digits (the matrix products are split differently; greedy text can then part ways after
+    a near tie), which is why the tests run the local models under 1 and 2 threads. A value that
+    is not an integer from 1 to 1024 raises `InputError` naming the variable.
+    """
+    if threads is None:
+        raw = os.environ.get(THREADS_ENV, "").strip()
+        if not raw:
+            return _DEFAULT_THREADS
+        try:
+            threads = int(raw)
+        except ValueError:
+            threads = 0
+        if not 1 <= threads <= _MAX_THREADS:
+            raise InputError(f"must be an integer from 1 to {_MAX_THREADS}, got {raw!r}",
+                             path="<environment>", field=THREADS_ENV)
+    elif isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= _MAX_THREADS:
+        raise ValueError(f"threads must be an integer from 1 to {_MAX_THREADS}, got {threads!r}")
+    return threads
 
 
 def label_warnings(seqs: Mapping[str, Sequence[Sequence[int]]], top_ids: Iterable[int]) -> tuple[str, ...]:
@@ -53,7 +92,8 @@ class InProcessBackend:
     mean the model is unavailable) and ``_model_errors`` (exceptions while serving that mean a
     model error), and implement ``load``, ``_prepare`` (the prompt's token ids, raising
     `Unservable`), ``_labels``, ``_continuation`` and ``_generate`` (each returning ``(text,
-    completion keyword arguments)``). ``_enter`` gives the context the request is served in.
+    completion keyword arguments)``) and ``_text_tokens`` (a text's token ids after a prompt: no
+    BOS, no special tokens). ``_enter`` gives the context the request is served in.
     """
 
     _loaded: Any = None
@@ -86,7 +126,9 @@ class InProcessBackend:
         with self._enter(loaded):
             try:
                 ids = self._prepare(loaded, request)
-                if request.mode == "labels":
+                if request.labels_after is not None:
+                    text, kwargs = self._labels_after(loaded, request, ids)
+                elif request.mode == "labels":
                     text, kwargs = self._labels(loaded, request, ids)
                 elif request.mode == "continuation":
                     text, kwargs = self._continuation(loaded, request, ids)
@@ -98,3 +140,22 @@ class InProcessBackend:
                 self._on_model_error(loaded)
                 return failed(f"model_error: {type(exc).__name__}: {exc}"[:300], latency_s=time.perf_counter() - start)
         return Completion(text=text, latency_s=time.perf_counter() - start, **kwargs)
+
+    def _text_tokens(self, loaded: Any, text: str) -> list[int]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _labels_after(self, loaded: Any, request: Request, ids: list[int]) -> tuple[str, dict]:
+        """Generate the reply, then read the labels at the position after its last ``labels_after`` marker."""
+        text, generated = self._generate(loaded, replace(request, labels=None, labels_after=None), ids)
+        assert request.labels_after is not None
+        end, count = marker_end(text, request.labels_after)
+        usage = dict(generated.get("usage") or {})
+        raw: dict[str, Any] = {"generation": generated.get("raw"), "marker": request.labels_after,
+                               "marker_end": end, "markers": count}
+        out: dict[str, Any] = {"usage": usage, "raw": raw, "finish_reason": generated.get("finish_reason")}
+        if end is None:
+            return text, out | {"warnings": ("no_label_marker",)}
+        _, read = self._labels(loaded, request, ids + self._text_tokens(loaded, text[:end]))
+        raw["labels"] = read.get("raw")
+        warnings = tuple(read.get("warnings", ())) + (("label_marker_repeated",) if count > 1 else ())
+        return text, out | {"label_logprobs": read["label_logprobs"], "warnings": warnings}

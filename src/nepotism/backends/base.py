@@ -2,7 +2,9 @@
 
 A `Request` says what to ask (chat messages or a raw prompt) and which of three things to return:
 generated text (the default), the log-probabilities of a few *labels* as the next output ("label
-verdicts", paper 001 §4.2), or the per-token log-probabilities of a given *continuation*
+verdicts"; with ``labels_after``, at the position after a marker in the text the model first
+writes, as paper 001 §4.2 reads them after "[[" following the judge's explanation), or the
+per-token log-probabilities of a given *continuation*
 (perplexity, paper 001 §5). A `Completion` carries the answer or, when the model or server failed,
 ``status="failed"`` and a short machine-readable ``error`` class. Backends never raise for model or
 server failures; they raise only for programming errors (a malformed `Request`).
@@ -12,6 +14,7 @@ This module knows nothing about judging, stores, retries or rate limits: the run
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -31,6 +34,7 @@ __all__ = [
     "failed",
     "is_retryable",
     "logsumexp",
+    "marker_end",
     "read_api_key",
 ]
 
@@ -48,15 +52,40 @@ def read_api_key(env: str | None) -> Secret | None:
     """The API key held in environment variable ``env`` (None when no variable is named).
 
     A named but unset or empty variable is an `InputError` naming it; the key itself is only ever
-    held in a `Secret`, so it cannot reach a repr, a log or the store.
+    held in a `Secret`, so it cannot reach a repr, a log or the store. Whitespace around the key
+    (a trailing newline from ``$(cat key.txt)`` or an editor, a space, a tab) is removed, with a
+    warning naming the variable, once per process: sent as it was, a line break made every call
+    fail, and a server that trims the header it echoes sent the key back in a spelling no longer
+    the one held. The text as it was is redacted as well (`Secret`'s ``also``). A key with any
+    other character than visible ASCII (a line break or space inside it, a non-ASCII letter) is
+    an `InputError`: no HTTP header can carry it. Neither message shows the key.
     """
     if env is None:
         return None
-    key = os.environ.get(env)
-    if not key:
-        raise InputError(f"environment variable {env} is not set (it should hold the API key)",
-                         path="<environment>", field=env)
-    return Secret(key)
+    raw = os.environ.get(env)
+    where = {"path": "<environment>", "field": env}
+    if not raw or not raw.strip():
+        raise InputError(f"environment variable {env} is not set (it should hold the API key)"
+                         + (", or holds only whitespace" if raw else ""), **where)
+    key = raw.strip()
+    bad = next((i for i, c in enumerate(key) if not 0x21 <= ord(c) <= 0x7E), None)
+    if bad is not None:
+        raise InputError(f"environment variable {env} holds a character an HTTP header cannot carry at "
+                         f"position {bad + 1} of the key (a space or line break inside it, a control or "
+                         "non-ASCII character); set it to the key alone", **where)
+    if key != raw and env not in _TRIMMED:
+        _TRIMMED.add(env)
+        around = sorted({_WHITESPACE_NAMES.get(c, f"U+{ord(c):04X}") for c in raw[:len(raw) - len(raw.lstrip())]
+                         + raw[len(raw.rstrip()):]})
+        _log.warning("warning: environment variable %s holds the API key with whitespace around it (%s); "
+                     "the key is used without it", env, ", ".join(around))
+    return Secret(key, also=(raw,) if key != raw else ())
+
+
+#: variables whose key had whitespace around it, warned about once (`read_api_key`)
+_TRIMMED: set[str] = set()
+_WHITESPACE_NAMES = {"\n": "a line break", "\r": "a carriage return", "\t": "a tab", " ": "a space"}
+_log = logging.getLogger("nepotism.backends")
 
 
 def logsumexp(values: list[float]) -> float:
@@ -66,6 +95,16 @@ def logsumexp(values: list[float]) -> float:
         return -math.inf
     top = max(finite)
     return top + math.log(sum(math.exp(v - top) for v in finite))
+
+
+def marker_end(text: str | None, marker: str) -> tuple[int | None, int]:
+    """Where the labels of a ``labels_after`` request are read: the offset just after the *last*
+    occurrence of ``marker`` in ``text`` (the judge's final verdict, as the text parser reads its final
+    statement), or None when the marker is absent; and how many times it occurs."""
+    if not text:
+        return None, 0
+    count = text.count(marker)
+    return (text.rindex(marker) + len(marker) if count else None), count
 
 
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -78,8 +117,11 @@ class Request:
 
     Exactly one of ``messages`` (a chat) and ``prompt`` (raw text for a completion endpoint or a
     local model without a chat template) is given. ``labels`` asks for the log-probability of each
-    label as the next output instead of generated text; ``continuation`` asks for the
-    log-probability of each token of that text after the prompt. The two are exclusive.
+    label as the next output instead of generated text; with ``labels_after`` (a marker such as
+    ``"[["``) the model first generates up to ``max_tokens`` and the labels are read at the position
+    right after the last occurrence of the marker in that text (the completion's text is the whole
+    reply). ``continuation`` asks for the log-probability of each token of that text after the
+    prompt. Labels and a continuation are exclusive.
     ``extra`` holds backend parameters (``top_p``, ``stop``, ...); keys that look like credentials
     are sent but never hashed or stored.
     """
@@ -92,6 +134,7 @@ class Request:
     seed: int | None = None
     labels: tuple[str, ...] | None = None
     continuation: str | None = None
+    labels_after: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +156,9 @@ class Request:
             object.__setattr__(self, "labels", labels)
         if self.labels is not None and self.continuation is not None:
             raise ValueError("Request.labels and Request.continuation are exclusive")
+        if self.labels_after is not None and (self.labels is None or not isinstance(self.labels_after, str)
+                                              or not self.labels_after):
+            raise ValueError("Request.labels_after is a non-empty marker and needs Request.labels")
         if self.continuation is not None and not self.continuation:
             raise ValueError("Request.continuation must not be empty")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -136,7 +182,7 @@ class Request:
         Backend-independent: the backend's name, URL and credentials are not part of it, and
         ``extra`` keys that look like credentials are left out.
         """
-        return {
+        material = {
             "model": self.model,
             "messages": (
                 None
@@ -151,6 +197,9 @@ class Request:
             "continuation": self.continuation,
             "extra": {k: self.extra[k] for k in sorted(self.extra) if not is_secret_name(k)},
         }
+        if self.labels_after is not None:  # only then: the keys of every other call stay as they were
+            material["labels_after"] = self.labels_after
+        return material
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,18 @@ back failed (for the runner's retries). Timeouts back a replica off but do not f
 already waited its whole timeout). `endpoint_stats` counts, per replica, requests, answers,
 failures and calls moved away. With one URL none of this applies.
 
+Limits on what a server sends: ``timeout`` bounds the whole call — connecting, sending, waiting
+and reading the answer to its last byte — not only each wait for bytes, so a server trickling its
+answer a byte at a time cannot hold a call longer (``timeout: no whole answer within T s``,
+retried as any timeout); ``max_response_bytes`` (default `MAX_RESPONSE_BYTES`, 16 MiB) bounds
+an answer's body as the client holds it, after HTTP decompression (a 2 MB gzip body inflating to
+2 GB is read to the limit and dropped, chunk by chunk), error bodies included: a longer answer is
+a failed call ``response_too_large: ...``, not retried, with nothing of the body kept. A
+``Content-Length`` above the limit fails before a byte of the body is read.
+
 Failures come back as values with an error class (``timeout``, ``connection``, ``http_429``,
-``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``unsupported:<what>``); a 429 or
+``http_5xx:<code>``, ``http_4xx:<code>``, ``malformed_body``, ``response_too_large``,
+``unsupported:<what>``); a 429 or
 503 that says how long to wait (``Retry-After``, ...) carries the wait in ``raw["retry_after_s"]``.
 Retries, rate limits and caching belong to the runner. The API key is read from the environment variable
 named in the configuration and only ever placed in the ``Authorization`` header: it is redacted
@@ -41,9 +51,10 @@ from every response body and error text before decoding, in any spelling JSON al
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -56,11 +67,15 @@ from nepotism.credentials import Secret, known_secrets, redact_text
 if TYPE_CHECKING:  # httpx is imported only by a backend given a transport (≈ 50-100 ms a command)
     import httpx
 
-__all__ = ["TOP_LOGPROBS", "OpenAIHTTPBackend"]
+__all__ = ["MAX_RESPONSE_BYTES", "TOP_LOGPROBS", "OpenAIHTTPBackend"]
 
 #: How many top next-token log-probabilities a label verdict asks for (OpenAI's maximum); batch
 #: files (`nepotism.runner.batch`) ask for the same, so a call has one body however it is sent.
 TOP_LOGPROBS = 20
+#: The longest answer body a call keeps by default, after decompression: far above any chat
+#: completion (a 128k-token answer is ≈ 0.5 MB; 20 top log-probabilities a token ≈ 60 bytes each)
+#: and small enough that the calls of a run in flight together fit in memory.
+MAX_RESPONSE_BYTES = 16 << 20
 
 
 def _transport_error(exc: _TransportFailure) -> str:
@@ -68,7 +83,8 @@ def _transport_error(exc: _TransportFailure) -> str:
 
 
 class _TransportFailure(Exception):
-    """A call that got no HTTP answer; ``kind`` is ``timeout`` or ``connection``."""
+    """A call that got no whole HTTP answer; ``kind`` is ``timeout``, ``connection`` or
+    ``response_too_large`` (`_read_limited`)."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(kind)
@@ -110,8 +126,10 @@ class OpenAIHTTPBackend:
     URLs (replicas of one model, see the module docstring). ``model``, when given,
     is the server-side model name sent for every request; otherwise ``Request.model`` is sent.
     ``api_key_env`` names the environment variable holding the key (read once, here). ``timeout``
-    bounds connecting and each wait for response bytes; waiting for a free pooled connection is
-    not bounded (the caller bounds concurrency with ``max_connections`` or less). ``extra`` is
+    bounds the whole call, from waiting for a pooled connection to the answer's last byte (the
+    caller keeps its concurrency at ``max_connections`` or less, so that the wait for a connection
+    is nil); ``max_response_bytes`` the answer's body after decompression (see the module
+    docstring). ``extra`` is
     merged into every request body, under ``Request.extra``. One instance serves one event loop;
     call `aclose` (or use ``async with``) when done.
     """
@@ -123,14 +141,16 @@ class OpenAIHTTPBackend:
         model: str | None = None,
         api_key_env: str | None = None,
         timeout: float = 60.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         max_connections: int = 256,
         top_logprobs: int = TOP_LOGPROBS,
         extra: Mapping[str, Any] | None = None,
         name: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if max_connections < 1 or top_logprobs < 1 or not 0 < timeout < math.inf:
-            raise ValueError("max_connections, top_logprobs and timeout must be positive (timeout finite)")
+        if max_connections < 1 or top_logprobs < 1 or max_response_bytes < 1 or not 0 < timeout < math.inf:
+            raise ValueError("max_connections, top_logprobs, max_response_bytes and timeout must be positive "
+                             "(timeout finite)")
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise ValueError("base_url needs at least one URL")
@@ -139,6 +159,7 @@ class OpenAIHTTPBackend:
         self.model = model
         self.api_key_env = api_key_env
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
         self.max_connections = max_connections
         self.top_logprobs = top_logprobs
         self.extra = dict(extra or {})
@@ -199,9 +220,12 @@ class OpenAIHTTPBackend:
         session = self._session or self._open_session()
         try:
             async with session.post(url, data=payload) as resp:
-                return resp.status, await resp.read(), resp.headers
+                length, encoding = resp.content_length, resp.headers.get("Content-Encoding", "identity")
+                if length is not None and encoding.lower() == "identity" and length <= self.max_response_bytes:
+                    return resp.status, await resp.read(), resp.headers  # (bounded by its length)
+                return resp.status, await self._read_limited(resp.content.iter_any(), length, encoding), resp.headers
         except TimeoutError as exc:
-            raise _TransportFailure("timeout") from exc
+            raise self._timeout() from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc
 
@@ -210,12 +234,39 @@ class OpenAIHTTPBackend:
 
         assert self._httpx is not None
         try:
-            resp = await self._httpx.post(url, content=payload)
-            return resp.status_code, resp.content, resp.headers
+            async with self._httpx.stream("POST", url, content=payload) as resp:
+                length = resp.headers.get("Content-Length")
+                body = await self._read_limited(resp.aiter_bytes(), int(length) if length and length.isdigit() else None,
+                                                resp.headers.get("Content-Encoding", "identity"))
+                return resp.status_code, body, resp.headers
         except httpx.TimeoutException as exc:
-            raise _TransportFailure("timeout") from exc
+            raise self._timeout() from exc
         except httpx.TransportError as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from exc
+
+    def _timeout(self) -> _TransportFailure:
+        return _TransportFailure("timeout", f"no whole answer within {self.timeout:g} s")
+
+    async def _read_limited(self, chunks: AsyncIterator[bytes], length: int | None, encoding: str) -> bytes:
+        """The body from its (decompressed) ``chunks``, or `_TransportFailure` ``response_too_large``
+        as soon as it is longer than ``max_response_bytes`` (or its ``Content-Length`` says it
+        will be, when it is not compressed): never more than the limit and one chunk is held."""
+        limit = self.max_response_bytes
+        if length is not None and encoding.lower() == "identity" and length > limit:
+            raise self._too_large(f"its Content-Length is {length:,} bytes")
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                compressed = "" if encoding.lower() == "identity" else f" ({encoding}-compressed)"
+                raise self._too_large(f"more than {limit:,} bytes were read{compressed}")
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def _too_large(self, what: str) -> _TransportFailure:
+        return _TransportFailure("response_too_large", f"the answer is longer than the limit of "
+                                 f"{self.max_response_bytes:,} bytes (max_response_mb): {what}; nothing of it is kept")
 
     # -- the call ------------------------------------------------------------------------------
 
@@ -235,9 +286,14 @@ class OpenAIHTTPBackend:
         return await self._complete_replicated(path, payload, request)
 
     async def _post(self, url: str, payload: bytes) -> tuple[int, bytes, Mapping[str, str]]:
-        if self._httpx is not None:
-            return await self._post_httpx(url, payload)
-        return await self._post_aiohttp(url, payload)
+        """POST ``payload`` and read the whole answer within ``timeout`` (the whole-call deadline)."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                if self._httpx is not None:
+                    return await self._post_httpx(url, payload)
+                return await self._post_aiohttp(url, payload)
+        except TimeoutError as exc:
+            raise self._timeout() from exc
 
     def _pick(self, tried: list[_Replica]) -> _Replica | None:
         """The untried replica with the fewest requests in flight (then sent) among the healthy
@@ -264,8 +320,11 @@ class OpenAIHTTPBackend:
             try:
                 status, content, headers = await self._post(replica.url + path, payload)
             except _TransportFailure as exc:
-                replica.strike()
                 outcome = failed(_transport_error(exc), latency_s=time.perf_counter() - start)
+                if exc.kind == "response_too_large":  # an answer, too long: another replica's would be too
+                    replica.answered += 1
+                    return outcome
+                replica.strike()
                 if exc.kind == "timeout" or len(tried) == len(self._replicas):
                     return outcome
                 replica.failed_over += 1

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from nepotism._files import has_surrogate_escape, without_lone_surrogates
-from nepotism.backends.base import Completion, Request, failed, logsumexp
+from nepotism.backends.base import Completion, Request, failed, logsumexp, marker_end
 
 __all__ = ["build_body", "encode_body", "http_failure", "parse_json", "read_body", "retry_after_s"]
 
@@ -136,7 +136,8 @@ def build_body(
     body.update(extra)
     body.update(request.extra)
     if mode == "labels":
-        body["max_tokens"] = 1
+        if request.labels_after is None:
+            body["max_tokens"] = 1  # with labels_after, the reply is written first (read_body finds the marker)
         if request.messages is not None:
             body["logprobs"] = True
             body["top_logprobs"] = top_logprobs
@@ -269,6 +270,8 @@ def read_body(data: dict[str, Any], request: Request, latency: float) -> Complet
     if mode == "generate":
         return Completion(text=text, usage=usage, latency_s=latency, raw=data, finish_reason=finish)
     logprobs = choice.get("logprobs")
+    if mode == "labels" and request.labels_after is not None:
+        return _labels_after(text, logprobs, chat, request, usage, latency, data, finish)
     if mode == "labels":
         pairs = _top_pairs(logprobs, chat)
         if not pairs:
@@ -310,6 +313,52 @@ def _top_pairs(logprobs: Any, chat: bool) -> list[tuple[str, float]] | None:
     if not isinstance(first, dict):
         return None
     return [(str(t), float(v)) for t, v in first.items()]
+
+
+def _token_tops(logprobs: Any, chat: bool) -> list[tuple[str, list[tuple[str, float]]]] | None:
+    """Each generated token with its top log-probabilities (chat ``content`` entries, or a completion's
+    ``tokens`` and ``top_logprobs``); None when the body has none."""
+    if not isinstance(logprobs, dict):
+        return None
+    if chat:
+        content = logprobs.get("content")
+        if not isinstance(content, list) or not content:
+            return None
+        return [(str(e["token"]), [(str(t["token"]), float(t["logprob"])) for t in e.get("top_logprobs") or []])
+                for e in content]
+    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(tops, list) or len(tokens) != len(tops) or not tokens:
+        return None
+    return [(str(t), [(str(k), float(v)) for k, v in (top or {}).items()]) for t, top in zip(tokens, tops)]
+
+
+def _labels_after(text: str | None, logprobs: Any, chat: bool, request: Request, usage: dict[str, int],
+                  latency: float, data: dict[str, Any], finish: Any) -> Completion:
+    """Paper 001 §4.2 over HTTP: the labels' log-probabilities are the top log-probabilities of the
+    reply's token that starts right after its last ``labels_after`` marker. No marker: no label
+    log-probabilities, warning ``no_label_marker``; a marker ending inside a token (the server's
+    tokenizer joined it with what follows): none either, warning ``label_marker_inside_token``."""
+    assert request.labels_after is not None
+    tokens = _token_tops(logprobs, chat)
+    if tokens is None:
+        return failed("unsupported:label_logprobs: the server returned no log-probabilities for the reply",
+                      latency_s=latency, raw=data, usage=usage)
+    written = "".join(token for token, _ in tokens)
+    end, count = marker_end(written, request.labels_after)
+    common = {"text": text, "usage": usage, "latency_s": latency, "raw": data, "finish_reason": finish}
+    if end is None:
+        return Completion(**common, warnings=("no_label_marker",))
+    offset, at = 0, None
+    for index, (token, _) in enumerate(tokens):
+        if offset == end:
+            at = index
+            break
+        offset += len(token)
+    if at is None:  # the marker ends inside a token, or the reply ends with it
+        return Completion(**common, warnings=("label_marker_inside_token",))
+    label_lps, warnings = _labels_from_top(request.labels or (), tokens[at][1])
+    return Completion(**common, label_logprobs=label_lps,
+                      warnings=warnings + (("label_marker_repeated",) if count > 1 else ()))
 
 
 def _continuation(logprobs: dict[str, Any], request: Request) -> tuple[float, ...] | None:

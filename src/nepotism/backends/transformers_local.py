@@ -19,6 +19,9 @@ The three request modes follow `nepotism.backends.gguf`:
   ``extra={"label_spellings": "exact"}`` keeps the first spelling only.
 * Continuation log-probabilities: the continuation is tokenized on its own, without special
   tokens, appended to the prompt tokens, and the log-probability of each of its tokens is returned.
+* Label verdicts after the judge's explanation (``labels_after``, paper 001 §4.2): the reply is
+  generated, then the labels are read as above after the prompt and the reply up to its last
+  marker (`nepotism.backends._inprocess`).
 
 A GGUF file read here gives slightly different numbers from llama.cpp on the same file: the
 weights are dequantised to float32 and the matrix products are not llama.cpp's quantised kernels.
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings
+from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
 
@@ -106,16 +109,14 @@ class TransformersBackend(InProcessBackend):
         *,
         gguf_file: str | None = None,
         device: str = "cpu",
-        threads: int = 2,
+        threads: int | None = None,
         seed: int = 0,
         name: str | None = None,
     ) -> None:
-        if threads < 1:
-            raise ValueError("threads must be positive")
         self.model = str(model_path_or_id_on_disk)
         self.gguf_file = gguf_file
         self.device = device
-        self.threads = threads
+        self.threads = model_threads(threads)  # torch's intra-op threads while serving
         self.seed = seed
         self.name = name or f"transformers:{self.model}" + (f"/{gguf_file}" if gguf_file else "")
         self._loaded: _Loaded | None = None
@@ -181,6 +182,9 @@ class TransformersBackend(InProcessBackend):
         if not ids:
             raise Unservable("model_error: the prompt tokenizes to nothing")
         return ids
+
+    def _text_tokens(self, loaded: _Loaded, text: str) -> list[int]:
+        return list(loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _forward(self, loaded: _Loaded, ids: list[int], past: Any = None) -> Any:
         import torch

@@ -22,7 +22,8 @@ __all__ = ["main"]
 
 
 class _Main(click.Group):
-    """Top-level group that turns an `InputError` into one line on stderr and exit status 2, keeps
+    """Top-level group that turns an `InputError` into one line on stderr and exit status 2, Ctrl-C
+    into exit status 130 (``{"status": "interrupted"}`` under ``--json``), keeps
     stdout for the one JSON document when a command is given ``--json``, writes everything on
     stdout and stderr whole (`_common.whole_output`), whatever mode the pipe was left in, and
     prints any other exception through the same writer, secrets redacted, with exit status 70
@@ -74,7 +75,23 @@ class _Main(click.Group):
                 return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(err, "exit_status", 2))  # (2: the input; a full store disk says otherwise)
+        except KeyboardInterrupt as stop:  # before click turns it into "Aborted!" and exit status 1
+            _interrupted(stop, as_json=bool(ctx.meta.get("nepotism.json")))
+
+
+def _interrupted(stop: KeyboardInterrupt, *, as_json: bool) -> None:
+    """Ctrl-C (or SIGTERM in a command running calls) in any command: one line on stderr, under
+    ``--json`` the one document ``{"status": "interrupted", "signal": ...}``, exit status 130 (143
+    for SIGTERM). `_common.run_live` says first what a live run keeps."""
+    from nepotism._loop import Terminated
+    from nepotism.cli._common import echo_json
+
+    name, code = ("SIGTERM", 143) if isinstance(stop, Terminated) else ("SIGINT", 130)
+    click.echo(f"interrupted ({name})", err=True)
+    if as_json:
+        echo_json({"status": "interrupted", "signal": name})
+    sys.exit(code)
 
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

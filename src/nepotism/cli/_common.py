@@ -19,7 +19,7 @@ import click
 
 __all__ = ["INTERNAL_ERROR", "bootstrap_options", "echo_json", "exit_if_calls_failed", "experiment_store",
            "format_option", "json_stdout", "max_failure_rate_option", "models_option", "prevented_line", "print_table",
-           "report_internal_error", "run_live", "store_path_of", "whole_output", "write_all"]
+           "report_internal_error", "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -102,6 +102,10 @@ def prevented_line(failures: int, prevented: Mapping[str, int], *, counted: bool
             + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
 
 
+#: The widest a table column grows to keep its longest word whole on a terminal.
+_WORD_CAP = 36
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]], *, output_format: str = "auto") -> None:
     """Print rows under ``header``. On a terminal (``auto``) or with ``table``: a rich table that folds
     long cells to the terminal's width. Piped (``auto``) or ``plain``: the title, then one line per row
@@ -115,8 +119,11 @@ def print_table(title: str, header: list[str], rows: list[list[str]], *, output_
         from rich.table import Table
 
         table = Table(title=title)
-        for name in header:
-            table.add_column(name, overflow="fold")
+        for i, name in enumerate(header):
+            # wrap between words, never inside one: a column is at least as wide as its longest word
+            # (ids such as gpt-4o-2024-05-13 stay whole); a word longer than the cap is cut with "…"
+            longest = max([len(w) for row in rows for w in str(row[i]).split()] + [len(name)])
+            table.add_column(name, overflow="ellipsis", min_width=min(longest, _WORD_CAP))
         for row in rows:
             table.add_row(*row)
         Console(highlight=False).print(table)
@@ -280,9 +287,15 @@ def store_path_of(store_path, experiment):
 
 
 def experiment_store(store_path, experiment):
-    """`store_path_of`, its folder created."""
+    """`store_path_of`, its folder created (an `InputError` naming it when it cannot be)."""
+    from nepotism.errors import InputError
+
     path = store_path_of(store_path, experiment)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot create the store's folder {path.parent} ({err.strerror or err})",
+                         path=str(path)) from None
     return path
 
 
@@ -305,3 +318,15 @@ def run_live(job, *, progress: bool | None, as_json: bool = False):
         if as_json:
             echo_json({"status": "interrupted", "signal": name, "message": message})
         sys.exit(code)
+
+
+def unknown_names_lines(names: list[str], what: str, *, indent: str = "", shown: int = 12) -> list[str]:
+    """Names the model registry does not know (``what`` says what they are to the command) and how
+    to name them in a models file: the lines `import` and `metrics` print."""
+    if not names:
+        return []
+    listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return [f"{indent}{len(names)} {what}: {listed}",
+            f"{indent}name them in a models file passed with --models: [aliases] \"GPT 4\" = \"gpt-4\" for a model "
+            "the registry knows under another name (`nepotism models list`), [families] \"Anthropic\" = "
+            "[\"Claude 2\", ...] for models it does not know (README, Model registry)"]

@@ -17,6 +17,8 @@ from nepotism.errors import InputError
 __all__ = ["command"]
 
 _STORE_HELP = "Store file (default: $NEPOTISM_STORE, else ./nepotism.db)."
+#: `annotate serve`'s port: one above `nepotism standin`'s 8765, which the README leaves running.
+DEFAULT_PORT = 8766
 _PATH = click.Path(path_type=Path, dir_okay=False)
 
 
@@ -71,7 +73,8 @@ def command() -> None:
 @click.option("--collection", default=None, help="Name of this set of pairs in the store (default: PAIRS's file name).")
 @click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0 = any free port).")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
+              help="Port (0 = any free port; the default is not the stand-in's 8765, so both can run).")
 @click.option("--order-seed", type=int, default=None,
               help="Derive each item's on-screen order from this seed (default: drawn at random; always recorded).")
 def serve(pairs: Path | None, annotator: str, texts: Path | None, collection: str | None,
@@ -81,27 +84,31 @@ def serve(pairs: Path | None, annotator: str, texts: Path | None, collection: st
     One pair at a time, the two responses in a random recorded order with the model names
     hidden. Keys: A / B / T (tie) / S (skip), N and P to move, G to jump, L to list. Each label
     is saved in the store the moment it is given; restart to resume where you stopped. Several
-    annotators can label the same store at once, each with their own server (and port).
+    annotators can label the same store at once, each with their own server (and port). The
+    port is taken before anything is stored: a port in use (or a missing extra, bad PAIRS) is
+    exit status 2 with the store untouched.
     """
-    try:
-        from nepotism.annotate.app import create_app
-        from nepotism.annotate.server import bind, is_loopback, run
-    except ImportError as err:
-        raise click.ClickException(
-            f"the annotation app needs the 'annotate' extra ({err.name} is missing): "
-            "pip install 'nepotism[annotate]'"
-        ) from None
+    from nepotism.extras import require
+
+    require("annotate", purpose="the annotation app")
+    from nepotism.annotate.app import create_app
     from nepotism.annotate.pairs import load_pairs
+    from nepotism.annotate.server import bind, is_loopback, run
     from nepotism.store import Store
     from nepotism.store.annotations import add_collection, validate_annotator
 
     validate_annotator(annotator)
     if pairs is None and texts is not None:
         raise InputError("--texts goes with a PAIRS judgments file", field="--texts")
+    items = load_pairs(pairs, texts) if pairs is not None else None
+    try:
+        sock = bind(host, port)
+    except OSError as err:
+        raise InputError(f"cannot listen on {host}:{port} ({err.strerror or err}); pick another --port (0 = any "
+                         "free one)", field="--port") from None
     path = _store_path(store_path)
     with Store(path) as store:
-        if pairs is not None:
-            items = load_pairs(pairs, texts)
+        if items is not None:
             collection = collection or pairs.name.split(".")[0]
             added = add_collection(store, collection, items)
             note = f"added {added} pairs" if added else f"{len(items)} pairs already stored"
@@ -114,10 +121,6 @@ def serve(pairs: Path | None, annotator: str, texts: Path | None, collection: st
                    f"{annotator!r}", err=True)
         allowed = ["*"]
     app = create_app(path, collection, annotator, order_seed=order_seed, allowed_hosts=allowed)
-    try:
-        sock = bind(host, port)
-    except OSError as err:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror}") from None
     shown_host, shown_port = sock.getsockname()[:2]
     shown_host = f"[{shown_host}]" if ":" in shown_host else shown_host
     click.echo(f"annotating {collection!r} as {annotator} — open http://{shown_host}:{shown_port}/ "

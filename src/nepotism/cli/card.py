@@ -36,15 +36,18 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
       max = 0.05
       statistic = "ci_low"
 
-    Values are in the records' units (fractions: 0.05 = 5 points). A result whose value is
-    undefined is "not measured", neither pass nor fail. With --check the exit status is 1 when
-    any check fails (or a rule measured nothing, unless on_missing = "ignore"), 0 otherwise;
-    bad input is status 2.
+    Values are in the records' units (fractions: 0.05 = 5 points). Each check line names the
+    record's variant (opponents=unrelated or opponents=any, ties=..., ...): a rule without a
+    variant checks every variant of its metric. A result whose value is undefined is "not
+    measured", neither pass nor fail. With --check the exit status is 1 when any check fails (or
+    a rule measured nothing, unless on_missing = "ignore"), 0 otherwise; bad input (an unknown
+    metric or scope, a malformed rule) is status 2.
     """
     import json
     from pathlib import Path
 
     from nepotism._files import atomic_write_bytes
+    from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts
     from nepotism.errors import InputError
     from nepotism.report.card import judge_cards, judges_of, load_thresholds
     from nepotism.report.inputs import load_results
@@ -57,7 +60,9 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
         if missing:
             raise InputError(f"no results for judge(s) {', '.join(missing)}", path=str(results), field="--judge")
         records = [r for r in records if set(judges_of(r)) & set(judges)]
-    cards = judge_cards(records, thresholds, source=str(summary.get("source", results)))
+    verdicts = judge_verdicts(records, summary.get("relations") or (),
+                              min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+    cards = judge_cards(records, thresholds, source=str(summary.get("source", results)), verdicts=verdicts)
     text = _text(cards)
     if out_dir:
         out = Path(out_dir)
@@ -86,12 +91,21 @@ def _text(cards) -> str:
         name = card["judge_id"] or judge
         lines.append(f"{name}{'' if name == judge else f' ({judge})'} — {card['status'].upper()}")
         lines.append(f"  data: {card['data']}; conditions: {', '.join(card['conditions'])}; up to {card['prompts']:,} prompts")
+        for a in card.get("answer") or []:
+            where = f" ('{a['condition']}')" if len(card["conditions"]) > 1 else ""
+            if a["status"] == "measured":
+                lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} {a['value']} (CI {a['ci']}; "
+                             f"{a['prompts']} prompts; {a['evidence']})")
+            else:
+                lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} — {a['evidence']}")
         lines.append("  measured: " + ", ".join(f"{m['metric']} ({m['defined']}/{m['records']})" for m in card["measured"]))
         for c in card["checks"]:
             target = " vs ".join(c["pair"]) if c["pair"] else (c["generator"] or "")
+            variant = ", ".join(f"{k}={v}" for k, v in (c.get("variant") or {}).items()
+                                if not isinstance(v, (list, dict)))  # which variant: opponents=unrelated, ...
             observed = "n/a" if c["observed"] is None else f"{c['observed']:.4g}"
             ci = (f" (CI {c['ci_low']:.4g} to {c['ci_high']:.4g})" if c["ci_low"] is not None else "")
-            lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}"
+            lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}{' · ' + variant if variant else ''}"
                          f"{' · ' + target if target else ''}: {c['statistic']} = {observed}{ci}, n={c['n']}")
         lines.append("")
     for rule in cards["unmatched_rules"]:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import click
 
+from nepotism.cli._answer import print_answer
 from nepotism.cli._common import bootstrap_options, echo_json
 
 
@@ -44,31 +46,26 @@ def command(out_dir, bootstrap, as_json, live, items):
 
     started = time.perf_counter()
     results = audit(demo_judgments(), bootstrap=bootstrap)
-    records, summary, lines = results.to_dicts(), results.summary, results.findings
-    summary = {**summary, "source": "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"}
-    paths = write_report(records, out_dir, summary=summary, findings=lines,
+    results.summary["source"] = "nepotism/data/alpaca_eval_judgments.parquet (AlpacaEval)"
+    summary = results.summary
+    paths = write_report(results.to_dicts(), out_dir, summary=summary, findings=results.findings,
+                         verdicts=results.verdicts,
                          title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
     if as_json:
-        echo_json({"summary": summary, "findings": lines, "results": records,
-                   "files": {k: str(v) for k, v in paths.items()}})
+        summary["files"] = {k: str(v) for k, v in paths.items()}
+        echo_json(results.document())
         return
     click.echo(f"nepotism demo — {summary['rows']:,} recorded AlpacaEval judgments, "
                f"{summary['comparisons']:,} comparisons over {summary['instances']:,} prompts.")
     click.echo(ATTRIBUTION)
     click.echo("")
-    click.echo("Read the 'same prompts, other judge' lines first: they compare two judges on identical prompts and "
-               "pairs, so a gap there is favouritism the other judge does not share. The shares below them are not "
-               "favouritism alone: AlpacaEval compares every generator with one baseline (text-davinci-003 in 1.0, "
-               "GPT-4-Turbo in 2.0), so a judge's own answers winning most comparisons mixes how much better they "
-               "are than that baseline with any bias.")
+    print_answer(results, "nepotism demo", output_format="auto")
     click.echo("")
-    for line in lines:
-        click.echo(line)
-    click.echo("")
-    click.echo(f"AlpacaEval judged each pair once ({summary['single_order_comparisons']:,} single-order comparisons), "
-               "showing the two answers in a random order seeded by the instruction and storing the preference "
-               "against the baseline; which answer a judge saw first is not recorded, so no position metric is "
-               "computed here, and position bias is spread over both candidates rather than measured.")
+    click.echo("About this data: AlpacaEval compares every generator with one baseline (text-davinci-003 in 1.0, "
+               "GPT-4-Turbo in 2.0) and no judge unrelated to both candidates saw the same pairs, so the judges' "
+               "preferences for their own answers cannot be told apart from better answers here. It judged each "
+               f"pair once ({summary['single_order_comparisons']:,} single-order comparisons) in a random order it "
+               "did not record, so no position metric is computed.")
     click.echo("")
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")
 
@@ -92,25 +89,28 @@ def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
     experiment = load_experiment(live_experiment())
     experiment = dataclasses.replace(experiment, output_dir=str(out / "judgments"),
                                      dataset=dataclasses.replace(experiment.dataset, limit=items))
+    if not sys.stderr.isatty():  # piped: the progress bar is off, so say what is happening and for how long
+        click.echo(f"Running {items or 12} items through two local models (generation, then judging in both orders); "
+                   "a first run takes a few minutes on 2 cores, a rerun reads every call from the store.", err=True)
     with Store(out / "nepotism.db") as store, ProgressView(enabled=None) as view:
         run = run_loop(run_experiment(experiment, store, view=view))
     results = audit(Path(run.exports["pairwise"]), bootstrap=bootstrap)
-    records, summary, lines = results.to_dicts(), results.summary, results.findings
-    summary = {**summary, "source": "nepotism demo --live (local GGUF models)"}
-    paths = write_report(records, out, summary=summary, findings=lines,
+    results.summary["source"] = "nepotism demo --live (local GGUF models)"
+    records, summary = results.to_dicts(), results.summary
+    paths = write_report(records, out, summary=summary, findings=results.findings, verdicts=results.verdicts,
                          title="nepotism live demo: two tiny local models judging themselves")
     consistency = [r for r in records if r["metric"] == "position-consistency" and r["value"] is not None]
     if as_json:
-        echo_json({"run": run.as_dict(), "summary": summary, "findings": lines, "results": records,
-                   "files": {k: str(v) for k, v in paths.items()}})
+        summary["run"] = run.as_dict()
+        summary["files"] = {k: str(v) for k, v in paths.items()}
+        echo_json(results.document())
         return
     g, j = run.generation, run.judging
+    counts = ", ".join(f"{n:,} {status}" for status, n in sorted(run.judgments.items()))
     click.echo(f"live demo: {run.instances} items; generation {g['total']} calls ({g['cached']} cached), "
-               f"judging {j['total']} calls ({j['cached']} cached, {j['failed']} failed); "
-               f"judgments {dict(sorted(run.judgments.items()))}.")
+               f"judging {j['total']} calls ({j['cached']} cached, {j['failed']} failed); judgments: {counts}.")
     click.echo("")
-    for line in lines:
-        click.echo(line)
+    print_answer(results, "nepotism demo --live", output_format="auto")
     click.echo("")
     for r in consistency:
         what = ("of pairs get the same verdict in both orders" if r["variant"].get("share") == "two orders agree"
@@ -118,8 +118,7 @@ def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
         click.echo(f"Position check, {r['judge']}: {100 * r['value']:.0f}% {what} (n={r['n']}).")
     click.echo("How weak tiny judges are: models of 135M and 0.5B parameters mostly pick by position, not by "
                "content. When the two orders disagree, paper 004's rule makes the pair a tie, so verdict-based "
-               "numbers sit near 'no preference' for lack of signal, not for lack of bias; the probability-based "
-               "demographic-parity line (paper 001 Eq. 3, averaged over both orders) is the more sensitive reading. "
-               "Use these models to check a pipeline, not to rank models.")
+               "numbers sit near 'no preference' for lack of signal, not for lack of bias. Use these models to "
+               "check a pipeline, not to rank models.")
     click.echo("")
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")

@@ -17,8 +17,10 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
                              "of the table is then meta-evaluated against it (precision, recall, F1 of 'met').")
 @click.option("--rubrics", type=click.Path(dir_okay=False),
               help="--jury: the rubric-items table (points), to meta-evaluate positive and negative items apart.")
-@click.option("--keep-related", is_flag=True,
-              help="--jury: let a juror vote on answers of models related to it (default: it does not; paper 002 §2.4 asks this for its family, the registry adds students and teachers).")
+@click.option("--exclude-related", is_flag=True,
+              help="--jury: a juror does not vote on answers of models related to it (itself, its family, "
+                   "students, teachers by the registry). A variant: paper 002's reference is a plain majority of "
+                   "every juror (§2.4), the default.")
 @models_option
 @bootstrap_options
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
@@ -31,7 +33,7 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
               help="math/mc/code: a recorded correctness reference to compare with (agreement rate with a "
                    "bootstrap interval over instances, and the 2x2 table).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and the ungradable rows as JSON.")
-def command(responses, task, jury, rubrics, keep_related, models_files, bootstrap, out, instances, timeout, against,
+def command(responses, task, jury, rubrics, exclude_related, models_files, bootstrap, out, instances, timeout, against,
             as_json):
     """Grade RESPONSES (instance_id, model, text + the task's truth columns) into a reference table,
     or, with --jury, build a rubric reference from a jury of judges' verdicts (RESPONSES is then a
@@ -52,7 +54,7 @@ def command(responses, task, jury, rubrics, keep_related, models_files, bootstra
         if task is not None or instances is not None or against is not None:
             raise InputError("--jury builds a rubric reference from judgments: not with --task, --instances or "
                              "--against", field="--jury")
-        _jury(responses, jury, rubrics, keep_related, models_files, bootstrap, out, as_json)
+        _jury(responses, jury, rubrics, exclude_related, models_files, bootstrap, out, as_json)
         return
     if task is None:
         raise InputError("give --task (grade responses) or --jury (a rubric reference from judges)", field="--task")
@@ -88,7 +90,7 @@ def command(responses, task, jury, rubrics, keep_related, models_files, bootstra
                    f"{c['only_recorded']} theirs")
 
 
-def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, out, as_json) -> None:
+def _jury(judgments_file, jury, rubrics, exclude_related, models_files, bootstrap, out, as_json) -> None:
     """``--jury``: the rubric reference and the judges' meta-evaluation (library: grading.rubric_reference)."""
     from nepotism.errors import InputError
     from nepotism.grading.jury import registry_related
@@ -103,25 +105,27 @@ def _jury(judgments_file, jury, rubrics, keep_related, models_files, bootstrap, 
     items = read_table(rubrics, kind="rubric-items").frame if rubrics else None
     registry = load_registry(list(models_files))
     unknown = [m for m in members if not registry.knows(m)]
-    if unknown and not keep_related:
+    if unknown and exclude_related:
         raise InputError(f"jury member(s) {', '.join(unknown)} not in the model registry: their relatives cannot be "
-                         "told (add them with --models, or --keep-related)", field="--jury")
+                         "told (add them with --models, or drop --exclude-related)", field="--jury")
     try:
-        result = jury_reference(judgments, members, exclude_related=not keep_related,
+        result = jury_reference(judgments, members, exclude_related=exclude_related,
                                 related=registry_related(registry))
     except ValueError as err:
         raise InputError(str(err), path=str(judgments_file), field="--jury") from None
     reference = reference_frame(result)
     write_table(reference, out)
-    name = f"jury of {len(members)}" + ("" if keep_related else ", relatives excluded")
+    name = f"jury of {len(members)}" + (", relatives excluded" if exclude_related else "")
     records = meta_evaluation(judgments, result.frame, items=items, jury=members, reference_name=name,
                               bootstrap=bootstrap)
     if as_json:
         echo_json({"kind": "rubric-ref", "out": out, "rows": len(reference), "jury": members,
-                   "exclude_related": not keep_related, "counts": result.counts, "records": records})
+                   "exclude_related": exclude_related, "counts": result.counts, "records": records})
         return
     c = result.counts
-    click.echo(f"jury {', '.join(members)}{'' if keep_related else ' (a juror does not vote on answers of models related to it)'}: "
+    how = (" (a juror does not vote on answers of models related to it)" if exclude_related
+           else " (every juror votes on every answer, paper 002)")
+    click.echo(f"jury {', '.join(members)}{how}: "
                f"{c.get('majority', 0)} items decided, {c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} "
                f"without a vote left out; {c.get('excluded_verdicts', 0)} related verdicts excluded, "
                f"{c.get('unparsed_verdicts', 0)} unparsed")

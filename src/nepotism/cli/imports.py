@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import echo_json
+from nepotism.cli._common import echo_json, models_option, unknown_names_lines
 
 from nepotism._files import temp_beside
 
@@ -42,11 +42,19 @@ def _check_suffix(path: Path | None, option: str, allowed: tuple[str, ...]) -> N
                          field=option)
 
 
-def _canonicalise(imported) -> int:
-    """Replace model and judge names with registry ids, keeping @tags; return how many stayed unknown."""
-    from nepotism.models import default_registry
+_NAME_COLUMNS = ("judge", "model", "model_a", "model_b", "winner")
 
-    registry = default_registry()
+
+def _unknown_names(imported, registry) -> list[str]:
+    """The judge and generator names of the main table the registry does not know (``@tags`` dropped)."""
+    frame = imported.tables[imported.main]
+    names = {str(v).split("@", 1)[0] for c in ("judge", "model", "model_a", "model_b") if c in frame
+             for v in frame[c].dropna().unique()}
+    return sorted(n for n in names if n.strip() and not registry.knows(n))
+
+
+def _canonicalise(imported, registry) -> int:
+    """Replace model and judge names with registry ids, keeping @tags; return how many stayed unknown."""
     unknown: set[str] = set()
 
     def one(name):
@@ -60,7 +68,7 @@ def _canonicalise(imported) -> int:
             return name
 
     for frame in imported.tables.values():
-        for column in ("judge", "model", "model_a", "model_b", "winner"):
+        for column in _NAME_COLUMNS:
             if column in frame:
                 frame[column] = frame[column].map(one)
     if imported.texts is not None:
@@ -147,22 +155,41 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
 @click.option("--instructions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.")
 @click.option("--verdicts", type=click.Choice(["reply", "probabilities"]), default=None,
-              help="mbpp-selfpref only: read each verdict from the judge's reply (default) or as the most "
-                   "probable of the recorded [A, T, B] probabilities.")
+              help="mbpp-selfpref only: read each verdict as the most probable of the recorded [A, T, B] "
+                   "probabilities (default: paper 004's reading; an exact tie takes the first in that order) "
+                   "or from the judge's reply.")
+@click.option("--map", "map_items", multiple=True, metavar="RECORDED=COLUMN",
+              help="table: recorded column RECORDED is read from the file's COLUMN (e.g. model_a=left); repeatable.")
+@click.option("--values", "value_items", multiple=True, metavar="RECORDED:RAW=VALUE,...",
+              help="table: how the raw values of a recorded column read (e.g. verdict:left=A,right=B,tie=tie); "
+                   "repeatable.")
+@click.option("--mapping", type=click.Path(dir_okay=False, path_type=Path),
+              help="table: a TOML mapping file (kind, judge, [columns], [values.COLUMN]); --map and --values add "
+                   "to it.")
+@click.option("--kind", type=click.Choice(["pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise",
+                                           "preference-ref", "correctness-ref", "rubric-ref", "rubric-items"]),
+              default=None, help="table: the table kind, when the mapped columns do not tell.")
+@models_option
+@click.option("--models-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="table: write the families read with --map family=COLUMN (family_a, family_b) as a models file "
+                   "([families]) for the names the registry does not know; pass it to metrics with --models.")
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
 @click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, benchmark, generator, instructions,
-            verdicts, canonical, list_formats, as_json):
+            verdicts, map_items, value_items, mapping, kind, models_files, models_out, canonical, list_formats,
+            as_json):
     """Import published judgments in SOURCE files into recorded tables.
 
     `nepotism import --list` shows every format (FastChat single and pair grades, MT-Bench human
     judgments, Arena-Hard-Auto, Chatbot Arena battles, reward-model pairs, AlpacaEval, JudgeBench,
-    paper 004's MBPP file), the tables each yields and its options; docs/importers.md gives each
-    column mapping. Several SOURCE files of one format become one table (a judgment repeated
+    paper 004's MBPP file, Inspect AI eval logs, and `table`: any file by mapping its columns with
+    --map / --values / --mapping), the tables each yields and its options; docs/importers.md gives
+    each column mapping. Several SOURCE files of one format become one table (a judgment repeated
     exactly is kept once). Every table is validated by reading it back before any output replaces
     its target: nothing is written if anything fails, and a malformed source is named with its
-    line (or record) and field, exit status 2.
+    line (or record) and field, exit status 2. Names the model registry does not know (with the
+    --models files) are listed, with how to name them in a models file ([aliases], [families]).
     """
     from nepotism.errors import InputError
     from nepotism.importers import get_format, import_source
@@ -184,9 +211,19 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         _check_suffix(path, "--reference-out", _TABLE_SUFFIXES)
     _check_suffix(texts_out, "--texts-out", (".jsonl", ".jsonl.gz"))
     options = {"judge": judge, "baseline": baseline, "benchmark": benchmark, "generator": generator,
-               "instructions": instructions, "verdicts": verdicts}
+               "instructions": instructions, "verdicts": verdicts, "map": map_items or None,
+               "values": value_items or None, "mapping": mapping, "kind": kind}
+    from nepotism.models import load_registry
+
+    registry = load_registry(list(models_files))
     imported = import_source(fmt, sources, **options)
-    unknown = _canonicalise(imported) if canonical else 0
+    unknown = _canonicalise(imported, registry) if canonical else 0
+    names = _unknown_names(imported, registry)
+    families = {n: f for n, f in imported.families.items() if n in names}
+    if models_out is not None and not imported.families:
+        raise InputError("no families to write: map a column to family (family_a, family_b) with --format table",
+                         field="--models-out")
+    _check_suffix(models_out, "--models-out", (".toml",))
 
     references = [k for k in imported.tables if k in _REFERENCE_KINDS and k != imported.main]
     plan: list[tuple[str, Path]] = [(imported.main, out)]
@@ -196,7 +233,7 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
     plan += _assign_references(reference_out, references)
     if texts_out is not None and imported.texts is None:
         raise InputError(f"the {fmt} source carries no texts", field="--texts-out")
-    targets = [p.resolve() for _, p in plan] + ([texts_out.resolve()] if texts_out is not None else [])
+    targets = [p.resolve() for _, p in plan] + [p.resolve() for p in (texts_out, models_out) if p is not None]
     if len(set(targets)) != len(targets):
         raise InputError("two outputs name the same file", field="--out")
 
@@ -218,19 +255,30 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
             temps.append((tmp, texts_out))
             _write_texts(imported.texts, tmp, gz=texts_out.suffix == ".gz")
             summary["outputs"][str(texts_out)] = {"kind": "texts", "rows": len(imported.texts)}
+        if models_out is not None:
+            tmp = temp_beside(models_out)
+            temps.append((tmp, models_out))
+            tmp.write_text(_families_toml(families, sources), encoding="utf-8")
+            summary["outputs"][str(models_out)] = {"kind": "models", "rows": len(families)}
+            names = [n for n in names if n not in families]
         for tmp, target in temps:
             os.replace(tmp, target)
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
     skipped = [k for k in references if k not in {kind for kind, _ in plan}]
+    summary["names_not_in_registry"] = names
+    if families and models_out is None:
+        imported.notes.append(f"{len(families)} of these names have a family in the source: --models-out FILE writes "
+                              "them as a models file")
     if canonical:
         summary["unknown_models"] = unknown
     if as_json:
         echo_json(summary)
         return
     for path, info in summary["outputs"].items():
-        click.echo(f"wrote {info['rows']} {info['kind']} rows to {path}")
+        click.echo(f"wrote families of {info['rows']} names to {path}" if info["kind"] == "models"
+                   else f"wrote {info['rows']} {info['kind']} rows to {path}")
     for key, value in imported.counts.items():
         click.echo(f"  {key}: {value}")
     for note in imported.notes:
@@ -240,3 +288,18 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")
+    for line in unknown_names_lines(names, "names are not in the model registry", indent="  "):
+        click.echo(line)
+
+
+def _families_toml(families: dict[str, str], sources) -> str:
+    """A models file giving each name its family (`nepotism.models.loading`'s ``[families]``)."""
+    by_family: dict[str, list[str]] = {}
+    for name, family in sorted(families.items()):
+        by_family.setdefault(family, []).append(name)
+    lines = [f"# written by nepotism import from {', '.join(str(s) for s in sources)}: the family of each name the",
+             "# model registry did not know, as the source's family column gives it (pass with --models)", "",
+             "[families]"]
+    lines += [f"{json.dumps(family, ensure_ascii=False)} = [{', '.join(json.dumps(n, ensure_ascii=False) for n in names)}]"
+              for family, names in sorted(by_family.items())]
+    return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from nepotism.cli._answer import print_answer, print_verdicts
 from nepotism.cli._common import (
     bootstrap_options,
     echo_json,
@@ -16,8 +17,6 @@ _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwi
 _OPPONENTS = {"both": ("unrelated", "any"), "unrelated": ("unrelated",), "any": ("any",)}
 _ARGUMENT = {"source": "JUDGMENTS", "correlate": "--correlate", "committee": "--committee", "kind": "--kind",
              "agreement": "--agreement"}
-#: records of the first pairwise audit: the plain-words summary says what they leave unmeasured
-_PAIRWISE_AUDIT = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap")
 
 
 def _split(values, option):
@@ -68,14 +67,30 @@ def _split(values, option):
                    "a time, keeping per-prompt sums instead of rows, for tables larger than memory: the first audit, "
                    "leaderboards, excluded-verdicts and position-consistency (the same records as without --stream); "
                    "the metrics it does not compute are listed as such.")
+@click.option("--reference-vote", type=click.Choice(["each", "majority"]), default="each", show_default=True,
+              help="Several human labels of one pair: each label is one row (paper 001: one vote per battle), or the "
+                   "pair's plurality label, a split vote a tie (paper 000 App. C.3's majority of annotators).")
+@click.option("--min-prompts", type=click.IntRange(1, None), default=30, show_default=True,
+              help="The fewest prompts a judge verdict's number may rest on; below it the verdict says 'too little "
+                   "data' (docs/answer.md).")
 @models_option
 @bootstrap_options
-@click.option("--json", "as_json", is_flag=True, help="Print the result records as JSON.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also print every result record (one line each) after the verdicts; --json always holds them all.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results document (schema_version, summary, verdicts, findings, every record) as JSON.")
 @format_option
 def command(judgments, reference, kind, rule, opponents, leaderboard, rank_against, committees, slices, agreement,
-            recognition_target, perplexity_bins, perplexity_difference, correlate, stream, models_files, bootstrap, as_json,
-            output_format):
-    """Compute every metric whose inputs are present in JUDGMENTS, for every judge.
+            recognition_target, perplexity_bins, perplexity_difference, correlate, stream, reference_vote, min_prompts,
+            models_files, bootstrap, show_all, as_json, output_format):
+    """Compute every metric whose inputs are present in JUDGMENTS, for every judge, and say the answer.
+
+    The first lines are the verdicts: for each judge and relation (its own answers, its family's,
+    its students'), how much it favours them, from the strongest evidence the data hold — against
+    judges unrelated to both candidates on the same pairs, against reference labels, or the judge
+    alone (which cannot tell favouritism from better answers) — with a 95% interval and the prompts
+    behind it, or why it cannot be measured (docs/answer.md). Then what each judge saw, and the
+    judgments left out by reason. --all adds every record; --json prints the whole results document.
 
     JUDGMENTS is one or more judgment tables (pairwise, pointwise, rubric, recognition,
     recognition-pairwise), or the output folder of `nepotism run` (its run.json names the tables,
@@ -109,24 +124,31 @@ def command(judgments, reference, kind, rule, opponents, leaderboard, rank_again
                         rank_against=rank_against, slices=tuple(slices), recognition_target=recognition_target,
                         perplexity_bins=perplexity_bins,
                         perplexity_difference=perplexity_difference, committees=_split(committees, "--committee"),
-                        agreement=agreement, correlate=[tuple(p) for p in pairs], stream=stream)
+                        agreement=agreement, correlate=[tuple(p) for p in pairs], stream=stream,
+                        reference_vote=reference_vote, min_prompts=min_prompts)
     except InputError as err:  # name the command's own argument or option
         if err.field in _ARGUMENT:
             err.field = _ARGUMENT[err.field]
             err.args = (str(err),)
         raise
-    records = results.to_dicts()
     if as_json:
-        echo_json(records)
+        echo_json(results.document())
         return
-    kinds = {t["kind"] for t in results.summary.get("tables", [])} or {results.summary["kind"]}
-    # records a plain-words line explains: the pairwise summary speaks for the pairwise audit and the boards
-    skip = {"leaderboard-rank"} | (set(_PAIRWISE_AUDIT) if "pairwise" in kinds else set())
-    unexplained = [r for r in records if r["metric"] not in skip] if kinds != {"pairwise"} else []
-    _print(records, judgments, pairwise="pairwise" in kinds, output_format=output_format, unexplained=unexplained)
+    records = results.to_dicts()
+    title = f"nepotism metrics — {', '.join(map(str, judgments))}"
+    if output_format == "tsv" and not show_all:
+        print_verdicts(results, title, output_format=output_format)
+        return
+    if output_format != "tsv":
+        print_answer(results, title, output_format=output_format)
+    if show_all:
+        _print(records, judgments, output_format=output_format)
     if output_format != "tsv":
         for line in streaming_lines(results.summary):
             click.echo(line)
+        if not show_all:
+            click.echo(f"{len(records):,} result records: --all prints each, --json the whole document; "
+                       "`nepotism report` writes them with plots.")
 
 
 def _refuse_results(judgments) -> None:
@@ -153,20 +175,6 @@ def streaming_lines(summary) -> list[str]:
     return ["Not computed when streaming:"] + [f"  {line}" for line in missing] if missing else []
 
 
-def exclusion_lines(records) -> list[str]:
-    """``Judgments without a verdict`` then one line per judge, condition and kind, by reason."""
-    rows = [r for r in records if r["metric"] == "excluded-verdicts" and "slice" not in (r.get("variant") or {})]
-    if not rows:
-        return []
-    lines = ["Judgments without a verdict (left out of every metric above), by reason:"]
-    for r in rows:
-        variant = r.get("variant") or {}
-        where = ", ".join(str(v) for v in (r.get("condition"), variant.get("kind"), variant.get("setup")) if v)
-        reasons = ", ".join(f"{k} {v:,}" for k, v in (r.get("excluded") or {}).items()) or "none"
-        lines.append(f"  {r['judge']} ({where}): {r['n_excluded']:,} of {r['n']:,} — {reasons}")
-    return lines
-
-
 def undefined_lines(records) -> list[str]:
     """One line per record without a value that says why (e.g. self scope when the judge graded only others)."""
     rows = [r for r in records if r.get("value") is None and r.get("note") and r.get("judge")
@@ -181,24 +189,21 @@ def undefined_lines(records) -> list[str]:
     return lines
 
 
-def _print(records, judgments, *, pairwise: bool, output_format: str, unexplained=()) -> None:
-    from nepotism.report.summary import describe
-
+def _print(records, judgments, *, output_format: str) -> None:
     rows = []
     for r in records:
+        if r["metric"] == "exclusion-share-gap" and not r.get("flagged"):
+            continue  # one per judge and generator: shown only when it flags one (--json has them all)
         ci = f"{r['ci_low']:.3f} – {r['ci_high']:.3f}" if r.get("ci_low") is not None else ""
         value = f"{r['value']:.3f}" if r["value"] is not None else f"— ({r.get('note') or 'undefined'})"
         target = " vs ".join(r["pair"]) if r.get("pair") else (r.get("generator") or "")
         variant = ", ".join(f"{k}={v}" for k, v in (r.get("variant") or {}).items() if not isinstance(v, (list, dict)))
         rows.append([r["metric"], str(r.get("judge") or ""), str(r.get("condition") or ""), r.get("scope") or "",
                      target, variant, value, ci, str(r["n"]), str(r["n_excluded"])])
-    print_table(f"nepotism metrics — {', '.join(judgments)}",
+    print_table(f"Every result record — {', '.join(judgments)}",
                 ["metric", "judge", "condition", "scope", "generator / pair", "variant", "value", "CI", "n", "excl."],
                 rows, output_format=output_format)
     if output_format == "tsv":
         return
-    for line in exclusion_lines(records) + undefined_lines(unexplained):
-        click.echo(line)  # one line per judge in a CI log
-    if pairwise:
-        for line in describe([r for r in records if r["metric"] != "correlation" and r.get("judge")]):
-            click.echo(line)
+    for line in undefined_lines(records):
+        click.echo(line)  # one line per record in a CI log

@@ -34,6 +34,23 @@ def _effects(values) -> dict[str, float]:
     return effects
 
 
+#: An effect below this (half a point of win rate) is below what any audit of judges detects.
+_SMALLEST_EFFECT = 0.005
+#: More prompts than this is more than any benchmark holds.
+_MOST_PROMPTS = 1_000_000
+
+
+def _absurd(effects: dict[str, float], prompts: int) -> list[str]:
+    """Warnings for a plan no one can run: a vanishing effect, or more prompts than exist."""
+    out = [f"--effect {scope}={size:g} is a win-rate shift of {size * 100:.2g} points; audits detect shifts of a "
+           "few points (0.02 to 0.10: self=0.05 is 5 points)" for scope, size in effects.items()
+           if abs(size) < _SMALLEST_EFFECT]
+    if prompts > _MOST_PROMPTS:
+        out.append(f"{prompts:,} prompts is more than any benchmark holds: plan for a larger effect, more generators "
+                   "or judges, or measure the ties and correlation with --pilot")
+    return out
+
+
 @click.command("plan")
 @click.option("--judges", required=True, metavar="J1,J2", help="Judges of the audit (comma-separated).")
 @click.option("--generators", required=True, metavar="G1,G2,...",
@@ -79,7 +96,9 @@ def command(judges, generators, effects, alpha, power, baseline, icc, tie_rate, 
     The design is every judge comparing all pairs of the generators on every prompt; scopes follow
     the registry (--models). The formula is the standard two-sided test of a proportion from
     clustered data with a design effect (docs/planning.md); --pilot replaces
-    the assumed tie share and within-prompt correlation by those of pilot judgments.
+    the assumed tie share and within-prompt correlation by those of pilot judgments. A plan no one
+    can run (an effect under half a point, more than a million prompts) is printed with a warning
+    on stderr (and under "warnings" with --json).
     """
     from nepotism.analyses.comparisons import build_comparisons
     from nepotism.analyses.power import Costs, plan_audit
@@ -100,8 +119,11 @@ def command(judges, generators, effects, alpha, power, baseline, icc, tie_rate, 
                           tie_rate=tie_rate, orders=orders, generate=generate, costs=costs, pilot=comparisons)
     except ValueError as err:
         raise InputError(str(err)) from None
+    warnings = _absurd(_effects(effects), plan.prompts)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
-        echo_json(plan.as_dict())
+        echo_json(plan.as_dict() | ({"warnings": warnings} if warnings else {}))
         return
     rows = [[s.judge, s.scope, f"{s.effect:+g}", str(s.per_prompt),
              "-" if s.design_effect is None else f"{s.design_effect:.2f}", f"{s.icc:.3f}", f"{s.tie_rate:.3f}",

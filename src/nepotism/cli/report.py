@@ -21,11 +21,17 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
 @click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False),
               help="Thresholds TOML (or an experiment file with a [card] table) for the judge cards.")
 @click.option("--title", default="nepotism report", show_default=True, help="Title of the page.")
+@click.option("--texts", type=click.Path(), metavar="FILE",
+              help="The answers' texts for the cases section (JSON Lines: instance_id, model, text, optional prompt, "
+                   "as `nepotism import --texts-out` writes them, or the store of `nepotism run`); SOURCE must be "
+                   "judgments.")
+@click.option("--cases", "n_cases", type=click.IntRange(0, 100), default=5, show_default=True,
+              help="Cases shown behind each verdict, in each direction (0: no cases section).")
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths and the card status as JSON.")
-def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, models_files, bootstrap,
-            as_json):
+def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, texts, n_cases, models_files,
+            bootstrap, as_json):
     """Write the full report for SOURCE into --out.
 
     SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
@@ -36,21 +42,39 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     metric whose inputs are present, plus --reference tables and --models registries) or a store
     (its judgments are exported and audited). The page is self-contained (plots embedded, no
     network when viewed) and opens with each judge's self, family and student bonus in plain
-    words; judge cards show pass/fail against --thresholds (see `nepotism card --help`).
+    words; judge cards show pass/fail against --thresholds (see `nepotism card --help`). When
+    SOURCE is judgments, a section shows the cases behind each verdict (as `nepotism explain`
+    prints them), with the prompt and both answers side by side from --texts.
     """
     from nepotism._malloc import reuse_freed_memory
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
-    from nepotism.report.inputs import report_records
+    from nepotism.errors import InputError
+    from nepotism.report.inputs import is_results_file, is_store, report_records
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
+    judged = not is_results_file(source) or is_store(source)
+    if texts is not None and not judged:
+        raise InputError("--texts shows the answers behind the cases, which are read from judgments; SOURCE is a "
+                         "results file (no judgments): give the judgment tables, store or run folder instead",
+                         field="--texts")
     records, summary, findings = report_records(source, references=reference, models=models_files, kind=kind,
                                                 rule=rule, protocol=protocol, bootstrap=bootstrap)
-    paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title)
+    verdicts = cases = None
+    if judged and n_cases:
+        from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts
+        from nepotism.api import explain_verdicts
+
+        verdicts = judge_verdicts(records, summary.get("relations") or (),
+                                  min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+        cases = explain_verdicts(source, verdicts, records, references=reference, models=models_files, kind=kind,
+                                 rule=rule, protocol=protocol, texts=texts, limit=n_cases)
+    paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title,
+                         verdicts=verdicts, cases=cases)
     import json
 
-    status = json.loads(paths["results.json"].read_text())["cards"]["status"]
+    status = json.loads(paths["results.json"].read_text())["summary"]["cards"]["status"]
     if as_json:
         echo_json({"files": {k: str(v) for k, v in paths.items()}, "card_status": status, "results": len(records)})
         return

@@ -50,10 +50,15 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     ready for ``nepotism metrics``. API keys are read from the environment variables the file
     names and are never stored or printed.
 
-    Exit status: 0 when the run is complete; 2 for a bad experiment or dataset file (nothing is
-    called or written); 3 when more than --max-failure-rate of the calls failed (the summary is
-    still printed and the failures are stored: run again to retry them); 130 when interrupted
-    (with --json, the document says {"status": "interrupted"}).
+    A store that cannot be written (a read-only mount, a shared copy) serves a complete rerun:
+    nothing is sent, and a run that would have to send or store anything stops with exit 2,
+    saying so. The output folder is checked before anything is sent.
+
+    Exit status: 0 when the run is complete; 2 for a bad experiment or dataset file, or an output
+    folder or store that cannot be written (nothing is called or written); 3 when more than --max-failure-rate of the calls failed (the summary is
+    still printed and the failures are stored: run again to retry them); 74 when the store's disk
+    filled up (the run stops sending and keeps every answer it was paid for: free space and run
+    again); 130 when interrupted (with --json, the document says {"status": "interrupted"}).
     """
     from nepotism.experiment import load_experiment
     from nepotism.runner.experiment_run import check_inputs, run_experiment
@@ -66,13 +71,19 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, as_js
     batch = batch_out is not None or bool(batch_in)
     if batch and dry_run:
         raise InputError("--dry-run does not combine with --batch-out or --batch-in", field="--dry-run")
-    dataset = check_inputs(experiment, keys=not (dry_run or batch))  # batch mode sends nothing
+    # batch mode sends nothing, a dry run writes nothing
+    dataset = check_inputs(experiment, keys=not (dry_run or batch), output=not dry_run)
     if shard is not None and store_path is None:
         store_path = shard_store_path(store_path_of(None, experiment), shard)
     if dry_run:
         _dry_run(experiment, store_path, as_json, dataset, shard)
         return
-    with Store(experiment_store(store_path, experiment)) as store:
+    path = experiment_store(store_path, experiment)
+    # a store that cannot be written serves a complete rerun (offline), or says what it lacks
+    with (Store.read_only(path) if path.exists() else Store(path)) as store:
+        if store.readonly:
+            click.echo(f"note: the store {path} is read-only ({store.readonly_reason}): the run is served from "
+                       "it, nothing is sent and nothing written to it", err=True)
         if batch:
             from nepotism.runner.batch import plan_round, read_results, store_results
 
@@ -167,7 +178,11 @@ def _print_plan(plan: dict, as_json: bool) -> None:
 
 
 def _print_summary(summary) -> None:
-    click.echo(f"run {summary.run_id}: {summary.status}, {summary.instances} instances")
+    phases = summary.phases().values()
+    failed, total = sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
+    status = (f"ended with {failed} of {total} calls failed (stored: a rerun retries them)"
+              if failed and summary.status == "done" else summary.status)  # not "done" above "18 of 18 failed"
+    click.echo(f"run {summary.run_id}: {status}, {summary.instances} instances")
     for name, s in summary.phases().items():
         shared = f" (+{s['shared']} sharing their answers: same request)" if s.get("shared") else ""
         click.echo(f"  {name:<11}{s['total']:>7} calls: {s['cached']} cached, {s['sent']} sent{shared}, "
@@ -196,7 +211,7 @@ def _print_summary(summary) -> None:
         c = jury["counts"]
         click.echo(f"  jury       {', '.join(jury['jury'])}: {jury['rows']} rubric items decided, "
                    f"{c.get('vote-tie', 0)} even votes and {c.get('no_votes', 0)} without a vote left out; "
-                   + ("jurors vote on answers of related models too" if jury["keep_related"]
-                      else f"{c.get('excluded_verdicts', 0)} verdicts of jurors related to the answer's model excluded"))
+                   + (f"{c.get('excluded_verdicts', 0)} verdicts of jurors related to the answer's model excluded"
+                      if jury["exclude_related"] else "every juror votes on every answer (paper 002)"))
     for protocol, file in summary.exports.items():
         click.echo(f"  wrote {file} ({protocol})")

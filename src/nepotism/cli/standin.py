@@ -14,7 +14,8 @@ __all__ = ["command"]
               help="Seconds before each answer.")
 @click.option("--fault", "faults", multiple=True, metavar="NAME=RATE",
               help="Inject a fault at a rate, e.g. http_500=0.1 or http_429=0.05 (repeatable); "
-                   "names: http_500, http_503, http_429, hang, malformed, empty_choices, drop.")
+                   "names: http_500, http_503, http_429, hang, malformed, empty_choices, drop, huge_body "
+                   "(512 MiB), gzip_bomb (2 MB inflating to 2 GiB), trickle (a byte every 0.5 s).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault draws.")
 def command(port: int, latency: float, faults: tuple[str, ...], seed: int) -> None:
     """Serve an OpenAI-compatible stand-in on 127.0.0.1 until Ctrl-C or SIGTERM.

@@ -33,11 +33,14 @@ def command() -> None:
 
 
 @command.command("info")
+@click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def info(store_path: Path | None, as_json: bool) -> None:
-    """Show the schema version, size and row counts of a store."""
-    with _open_existing(store_path) as store:
+def info(path: Path | None, store_path: Path | None, as_json: bool) -> None:
+    """Show the schema version, size and row counts of a store: PATH, or --store (the same)."""
+    if path is not None and store_path is not None and path != store_path:
+        raise InputError(f"two stores named: {path} and --store {store_path}; give one", field="--store")
+    with _open_existing(path or store_path) as store:
         summary = store.info()
     if as_json:
         echo_json(summary)

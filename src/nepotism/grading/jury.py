@@ -11,9 +11,12 @@
    ``tie`` has the most votes (``decision="majority-tie"``) or two options share the top count
    (``decision="vote-tie"``). Rubric: met True/False, or None when the vote is even.
 
-With ``exclude_related=True`` a judge does not vote on items involving a model it is related to —
-itself, its family, its students, its teachers: the one scope rule, `nepotism.models.Registry.scope`
-(not unrelated, not unknown) — as paper 002 §2.4 asks for a judge's own family. ``related`` is
+By default every judge votes on every item: paper 002 §2.4's reference is a plain majority of its
+five judges, relatives included (footnote 5: every family is represented in it). With
+``exclude_related=True`` (the project's variant) a judge does not vote on items involving a model it
+is related to — itself, its family, its students, its teachers: the one scope rule,
+`nepotism.models.Registry.scope` (not unrelated, not unknown) — so that a judge is never measured
+against its relatives' votes. ``related`` is
 that predicate (default: `registry_related` of the bundled registry; `registry_related(registry)`
 for another one). Names may carry an ``@tag`` suffix (the registry ignores it).
 Items left with no vote are dropped from the reference and counted in ``JuryResult.counts``.

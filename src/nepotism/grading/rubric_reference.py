@@ -1,10 +1,12 @@
 """A rubric reference from a jury of judges and the judges' meta-evaluation against it (paper 002).
 
-Paper 002 §4 has no ground truth for HealthBench's rubric items: the reference is the majority of
-a jury (the largest judge of each family), and a judge related to the generator should not vote on
-that generator's answers (§2.4). `jury_reference` builds that reference from a ``rubric`` table
-with `nepotism.grading.jury.rubric_jury` (the one vote function, `nepotism.votes`), relatives told
-apart by the registry's families. `meta_evaluation` then scores every judge of the table against
+Paper 002 has no ground truth for HealthBench's rubric items: the reference is a plain majority vote
+of a jury, the largest judge of each family (§2.4), every juror voting on every answer (its footnote
+5 notes that every family is then represented in the reference). `jury_reference` builds that
+reference from a ``rubric`` table with `nepotism.grading.jury.rubric_jury` (the one vote function,
+`nepotism.votes`); ``exclude_related=True`` is the project's variant in which a juror does not vote
+on answers of models related to it (the registry's scope rule), so that a judge is not measured
+against its own family's votes. `meta_evaluation` then scores every judge of the table against
 the reference (`nepotism.metrics.meta_eval.rubric_verdict_scores`: precision, recall and F1 of
 "met", cluster bootstrap over prompts), on all rubric items and, with the rubric items' points,
 on the positive and the negative ones apart (paper 002 App. C; §4 slices by polarity). A judge
@@ -30,7 +32,7 @@ METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": 
 
 
 def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, related: Callable[[str, str], bool] | None = None,
-                   exclude_related: bool = True) -> JuryResult:
+                   exclude_related: bool = False) -> JuryResult:
     """The jury's majority per (instance, model, rubric item); ``ValueError`` naming a juror with no verdict."""
     judges = set(judgments["judge"].astype(str))
     missing = [j for j in jury if j not in judges]

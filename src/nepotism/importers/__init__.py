@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from nepotism.errors import InputError
-from nepotism.importers._common import Format, Imported
+from nepotism.importers._common import Format, Imported, number_repeats
 
 __all__ = ["Format", "Imported", "formats", "get_format", "import_source", "merge"]
 
@@ -105,7 +105,9 @@ def merge(parts: Sequence[Imported]) -> Imported:
 
     Rows that repeat an earlier row exactly (the same judgment found in two files, or twice in
     one) are kept once and counted as ``repeats_dropped``; a repeated key with different values is
-    an `InputError` naming both places.
+    an `InputError` naming both places. When the parts name a column that numbers repeats
+    (`Imported.numbered`: several votes of one pair), the rows repeating a key are numbered in that
+    column instead, across all the files, and counted as ``repeated_keys_numbered``.
     """
     if not parts:
         raise InputError("no source file given")
@@ -117,9 +119,11 @@ def merge(parts: Sequence[Imported]) -> Imported:
                 path=part.source,
             )
     tables: dict[str, pd.DataFrame] = {}
-    dropped = 0
+    dropped = numbered = 0
     for kind in dict.fromkeys(k for p in parts for k in p.tables):
         frame = pd.concat([p.tables[kind] for p in parts if kind in p.tables], ignore_index=True)
+        if kind == main and parts[0].numbered:
+            numbered = number_repeats(kind, frame, parts[0].numbered)
         tables[kind], repeats = _drop_repeats(kind, frame)
         if kind == main:
             dropped = repeats
@@ -134,10 +138,21 @@ def merge(parts: Sequence[Imported]) -> Imported:
             for status in ("unparsed", "failed"):
                 if status in counts:
                     counts[status] = int((tables[main]["status"] == status).sum())
+    families: dict[str, str] = {}
+    for part in parts:
+        for name, family in part.families.items():
+            if families.setdefault(name, family) != family:
+                raise InputError(f"'{name}' is of family '{families[name]}' in one source and '{family}' in "
+                                 "another", path=part.source, field="family")
     notes = list(dict.fromkeys(n for p in parts for n in p.notes))
     if dropped:
         notes.append(f"{dropped} {main} rows repeated an earlier row exactly (same judgment in two files or "
                      "twice in one) and were kept once")
+    if numbered:
+        counts["repeated_keys_numbered"] = numbered
+        what = "annotators #1, #2, ..." if parts[0].numbered == "annotator" else "replicates 0, 1, ..."
+        notes.append(f"{numbered} rows repeat the key of an earlier row (several votes or gradings of one item): "
+                     f"numbered as {what} in file order")
     return Imported(
         tables=tables,
         main=main,
@@ -145,6 +160,7 @@ def merge(parts: Sequence[Imported]) -> Imported:
         counts=counts,
         notes=notes,
         source=", ".join(p.source for p in parts),
+        families=families,
     )
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "is_missing",
     "message_text",
     "number_or_none",
+    "number_repeats",
     "open_text",
     "provenance",
     "reason_from_reply",
@@ -77,10 +78,17 @@ class Imported:
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     source: str = ""
+    #: generator name -> family, read from a column of the source (``--format table``'s ``family``
+    #: mappings), for the models file ``nepotism import --models-out`` writes
+    families: dict[str, str] = field(default_factory=dict)
+    #: the column that numbers the main table's rows repeating a key (several votes of one pair:
+    #: ``annotator``; several gradings of one answer: ``replicate``), numbered in file order across
+    #: every source by `nepotism.importers.merge`; None: a repeated row is the same judgment again
+    numbered: str | None = None
 
 
 #: Every option a format may accept (the ``nepotism import`` flags of the same names).
-OPTIONS = ("judge", "instructions", "verdicts", "baseline", "benchmark", "generator")
+OPTIONS = ("judge", "instructions", "verdicts", "baseline", "benchmark", "generator", "mapping", "map", "values", "kind")
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,20 @@ def number_or_none(value: Any, path: Path, line: int, field: str) -> float | Non
     if not math.isfinite(value):
         raise fail(f"{value} is not a finite number", path, line, field)
     return float(value)
+
+
+def number_repeats(kind: str, frame: pd.DataFrame, column: str) -> int:
+    """Number the rows of a ``kind`` table that repeat a key (its other key columns) in ``column``,
+    in file order: annotators ``#1``, ``#2``, ... or replicates 0, 1, ...; return how many rows came
+    after the first of their key (`Imported.numbered`)."""
+    from nepotism.tables import key_columns
+
+    present = [k for k in key_columns(kind) if k in frame and k != column]
+    if not present or frame.empty:
+        return 0
+    order = frame.groupby(present, dropna=False, sort=False).cumcount()
+    frame[column] = [f"#{i + 1}" for i in order] if column == "annotator" else order.astype("int64")
+    return int((order > 0).sum())
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:

@@ -23,13 +23,20 @@ Output: pairwise rows (two per problem, one per game, ``game`` column kept), the
 kept as ``reply``, probabilities into prob_a / prob_tie / prob_b of the *shown* order, and the
 verdict from one of two sources (``verdicts=``):
 
-* ``"reply"`` (default): the reply when it is exactly A, B or T, else unparsed with reason
-  ``no_verdict`` (code-fence replies such as a lone backtick run are common: 226 of 756 in the
-  Llama-3.3-70B file; their label probabilities are still kept) or ``empty_reply``.
-* ``"probabilities"``: the label with the largest of the three recorded probabilities, which is
-  how paper 004 reads a verdict from the candidates' probabilities; it gives every game with a
-  score a verdict. Where the reply is parseable the two sources agree in every row of the file
-  (checked on import and counted as ``reply_disagrees``). A game without scores stays unparsed.
+* ``"probabilities"`` (default, paper 004's protocol): the label with the largest of the three
+  recorded probabilities. Paper 004's implementation details (verdict generation) read the verdict
+  as the candidate token among "A", "T", "B" with the highest logit, so every game with a score has
+  a verdict. Two labels can hold exactly the same top probability (9 of the 756 games in the
+  Llama-3.3-70B file: A and T in seven, A and B in two); the argmax then takes the first of them in
+  the recorded order [A, T, B], as an argmax over that list does. That is what reproduces the
+  paper's numbers on this file (SPR 57/378 = 15.1%, LSPR 4/13; leaving the nine games unparsed
+  gave 55/369 and 4/12); they are counted as ``top_probability_ties``. A game without scores stays
+  unparsed (``no_label_logprobs``). Where the reply is parseable the two sources agree in every row
+  of the file (checked on import and counted as ``reply_disagrees``).
+* ``"reply"``: the reply when it is exactly A, B or T, else unparsed with reason ``no_verdict``
+  (code-fence replies such as a lone backtick run are common: 226 of 756 in the Llama-3.3-70B file;
+  their label probabilities are still kept) or ``empty_reply``. A variant: the reply is what the
+  judge wrote with one token of budget, not the verdict the paper reads.
 
 Also written: correctness-ref
 rows (instance, model, correct); texts (problem, tests, both answers) for re-running the tests.
@@ -82,14 +89,16 @@ def _verdict(output: Any) -> str | None:
     return _LABELS.get(str(output).strip())
 
 
-def _argmax(p_a: float, p_tie: float, p_b: float) -> str | None:
-    """The most probable of A, tie, B (None without scores or on an exact tie for the top)."""
+def _argmax(p_a: float, p_tie: float, p_b: float) -> tuple[str | None, bool]:
+    """The most probable of A, tie, B — on an exact tie for the top, the first in the recorded order
+    [A, T, B] (the module docstring says why) — and whether such a tie was broken; (None, False)
+    without scores."""
     probs = {"A": p_a, "tie": p_tie, "B": p_b}
     if any(math.isnan(v) for v in probs.values()):
-        return None
+        return None, False
     top = max(probs.values())
     best = [label for label, value in probs.items() if value == top]
-    return best[0] if len(best) == 1 else None
+    return best[0], len(best) > 1
 
 
 def _names(path: Path, judge: str | None, other: str | None) -> tuple[str, str]:
@@ -111,16 +120,16 @@ VERDICT_SOURCES = ("reply", "probabilities")
 
 
 def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: str | None = None,
-                         verdicts: str = "reply", **_: Any) -> Imported:
+                         verdicts: str = "probabilities", **_: Any) -> Imported:
     """Import one ``<judge>_<other>_eval.jsonl`` file (assistant 1 = the judge's own answers).
 
-    ``verdicts`` is ``"reply"`` (the judge's token, default) or ``"probabilities"`` (argmax of the
-    recorded [A, T, B] probabilities); see the module docstring.
+    ``verdicts`` is ``"probabilities"`` (argmax of the recorded [A, T, B] probabilities, paper 004's
+    reading, default) or ``"reply"`` (the judge's token); see the module docstring.
     """
     if verdicts not in VERDICT_SOURCES:
         raise InputError(f"verdicts must be one of {', '.join(VERDICT_SOURCES)}, not {verdicts!r}", field="--verdicts")
     path = Path(path)
-    disagree = 0
+    disagree = ties = 0
     own, rival = _names(path, judge, other)
     pairs, refs, texts = [], [], []
     seen: dict[str, int] = {}
@@ -145,8 +154,9 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
             output = require(record, f"game_{game}_output", path, line, allow_missing=True)
             p_a, p_tie, p_b = _probs(require(record, f"game_{game}_spb_score", path, line, allow_missing=True),
                                      path, line, f"game_{game}_spb_score")
-            replied, likeliest = _verdict(output), _argmax(p_a, p_tie, p_b)
+            replied, (likeliest, tied) = _verdict(output), _argmax(p_a, p_tie, p_b)
             disagree += replied is not None and likeliest is not None and replied != likeliest
+            ties += tied and verdicts == "probabilities"
             verdict = replied if verdicts == "reply" else likeliest
             if verdict is not None:
                 reason = None
@@ -170,9 +180,12 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
         "judgments": len(pairwise),
         "unparsed": int(pairwise["verdict"].isna().sum()),
         "reply_disagrees": int(disagree),
+        "top_probability_ties": int(ties),
     }
     notes = ["each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps",
              f"verdicts from the judge's {'reply' if verdicts == 'reply' else 'recorded label probabilities (argmax)'}"]
+    if ties:
+        notes.append(f"{ties} games with two labels tied for the top probability take the first of them in [A, T, B]")
     return Imported(
         tables={"pairwise": pairwise, "correctness-ref": pd.DataFrame(refs)},
         main="pairwise", texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path),

@@ -11,7 +11,8 @@
   NaN or ``-inf`` has probability 0; the rest are normalised over the task's labels into
   ``label_probs`` (keyed by the stored verdicts: ``A``/``B``/``tie``, ``yes``/``no``, scale values,
   category names) and the verdict is the most probable label. Unparsed, with the reason: no usable
-  label (``no_label_logprobs``); mass below the task's ``min_label_mass`` (``low_label_mass``: the
+  label (``no_label_logprobs``; ``no_label_marker`` when a label read after the judge's explanation,
+  paper 001 §4.2, found no "[[" in the reply); mass below the task's ``min_label_mass`` (``low_label_mass``: the
   model wanted to say something else, so the renormalised probabilities would claim a certainty it
   did not have — they are not kept); two labels tied for the top (``tied_labels``, probabilities
   kept).
@@ -187,7 +188,9 @@ def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
     lps = completion.label_logprobs
     if not lps:
         labels = {"logprobs": dict.fromkeys(shown, _NEG_INF), "mass": None, "top_k": _top_k(completion, shown)}
-        return _judgment(task, completion, status="unparsed", reason="no_label_logprobs", labels=labels)
+        # a label read after the explanation whose reply has no "[[": excluded as paper 001 §4.2 does
+        reason = "no_label_marker" if "no_label_marker" in completion.warnings else "no_label_logprobs"
+        return _judgment(task, completion, status="unparsed", reason=reason, labels=labels)
     raw = _raw_values(lps, shown)
     labels = {"logprobs": raw, "mass": _mass(raw), "top_k": _top_k(completion, shown)}
     probs = _normalised(raw, shown)

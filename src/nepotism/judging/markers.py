@@ -19,34 +19,45 @@ says which JSON keys and ``Keyword: value`` lines carry an answer and which raw 
    characters, no reasoning block) and, in a reply without any marker at all, a value opening its
    first line (``B\n\nB is better because``).
 3. **Quotes are masked.** A marker does not count when it lies in text the judge quotes: a fenced
-   code block other than JSON, a Markdown block quote, a ``<<< >>>`` block, an inline quotation
-   holding more than the marker, or a string inside a JSON object. Above all, a marker whose text
-   also occurs in a candidate (or in the question or reference answer shown to the judge) is
-   masked, at any length down to the marker itself: the comparison (`Sources.contains`) ignores
-   whitespace, ``*``, ``_`` and backticks and is a plain substring test (a quote cut inside a word
-   is still a quote). A line marker is compared from its last keyword word on (``verdict: A`` for
-   ``My final verdict: A``; an unreadable one by its keyword and first word), a JSON field as its
-   ``key": "value`` without the outer quotation marks, a bracket, dollar or box holding more than
-   its value (``\\boxed{A"}``) up to the value — so a quote cut inside a marker and closed by the
-   judge's own punctuation is still recognised. The one exception is a whole reply that is nothing
-   but one value: there is nothing else in it to quote from. A first-line value is masked when a
-   candidate holds it followed by the same punctuation or a line end.
+   code block other than JSON, a Markdown block quote, a ``<<< >>>`` block (one that opens no other)
+   or a string inside a JSON object. A marker whose text also occurs in a candidate (or in the
+   question or reference answer shown to the judge) is *held*: the comparison (`Sources.contains`)
+   ignores whitespace, ``*``, ``_`` and backticks and is a plain substring test (a quote cut inside
+   a word is still a quote). A line marker is compared from its last keyword word on (``verdict:
+   A`` for ``My final verdict: A``; an unreadable one by its keyword and first word), a JSON field
+   as its ``key": "value`` without the outer quotation marks, a bracket, dollar or box holding
+   more than its value (``\\boxed{A"}``) up to the value — so a quote cut inside a marker and
+   closed by the judge's own punctuation is still recognised. A held marker is ``copied`` (a
+   quote) only where the reply reproduces the candidate *around* it: in quotation marks on its
+   line, in a fenced block copied from the candidate, or with the candidate's neighbouring text
+   (`_with_neighbours`); otherwise it is ``bare`` — the judge's own statement or a bare quote, text
+   alone cannot tell. A bare marker that begins or ends its line (a JSON statement: begins it)
+   *stands in the verdict position*; the rest of its line is its own, so only a copy reaching
+   around that line makes it a quote (`_copy_kind`). A first-line value is masked when a candidate
+   holds it followed by the same punctuation or a line end.
 4. **The final statement decides.** Among the judge's own statements (else its hints, else the
    positional forms), negated ones (``not [[A]]``, ``[[B]] is incorrect``, ``Verdict: B is
    wrong``) state nothing; the last of the rest is the verdict. It is ``conflicting`` when another
-   of them holds a different valid value, or a marker copied from a candidate stands on the same
-   line with a different value (``[[A]] or [[B]]``); ``invalid_verdict`` when it holds a value the
-   protocol does not allow (a tie in a two-way task, a rating of 11). A line marker whose value is
-   not a clean value (``Verdict: B is incorrect; A wins``) is a statement only when written with a
-   colon or ``=``; otherwise it is prose and ignored. Two markers of one statement (``Rating:
-   [[7]]``) are one: a line marker overlapping a bracket, dollar, box or JSON marker gives way.
-   With nothing to read the reason is ``no_verdict``, ``negated`` (only negated statements), or
-   ``quoted_only`` when every marker in the reply was masked as quoted.
+   of them holds a different valid value, or a bare held marker stands on the same line with a
+   different value (``[[A]] or [[B]]``; a quoted one is no hedge); ``invalid_verdict`` when it
+   holds a value the protocol does not allow (a tie in a two-way task, a rating of 11). Without a
+   statement of its own, the judge's last bare statement in the verdict position decides — a
+   candidate holding the judge's verdict line does not take it away — unless a marker that could
+   be the judge's own disagrees (`_claimed`: another bare one, one in a block that no candidate
+   holds, one in text dropped before an unopened closing tag; ``conflicting``), or the reasoning
+   tags were left open or closed twice. A line marker whose value is not a clean value
+   (``Verdict: B is incorrect; A wins``) is a statement only when written with a colon or ``=``;
+   otherwise it is prose and ignored. Two markers of one statement (``Rating: [[7]]``) are one: a
+   line marker overlapping a bracket, dollar, box or JSON marker gives way. A first line whose
+   sentences name different values (``Answer A is better. Answer B is better.``) is
+   ``conflicting``. With nothing to read the reason is ``no_verdict``, ``negated`` (only negated
+   statements), or ``quoted_only`` when every marker in the reply was masked as quoted.
 
 The adversarial corpus (``tests/judging/corpus.py``) and the property tests hold the invariant:
-what is read is the judge's own verdict or nothing. What this module leaves out: protocol grammars
-(`nepotism.judging.parse`), building judgments (`nepotism.judging.interpret`), label
-log-probabilities (read in `interpret`).
+what is read is the judge's own verdict or nothing; its gaming set holds the other direction: a
+candidate holding the judge's verdict marker does not take the verdict away. What this module
+leaves out: protocol grammars (`nepotism.judging.parse`), building judgments
+(`nepotism.judging.interpret`), label log-probabilities (read in `interpret`).
 """
 
 from __future__ import annotations
@@ -68,6 +79,7 @@ __all__ = [
     "find_json",
     "find_markers",
     "find_value",
+    "quote_status",
     "read_verdict",
     "strip_reasoning",
 ]
@@ -79,7 +91,7 @@ _WALK_SKIP = frozenset(" \t\r\n*_")
 _QUOTE_EDGES = frozenset("\"“”'‘’`()[]<>{}:")
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
-_ANGLE_BLOCK = re.compile(r"<<<.*?>>>", re.DOTALL)
+_ANGLE_BLOCK = re.compile(r"<<<(?:(?!<<<).)*?>>>", re.DOTALL)  # a block holds no other block's opening
 _INLINE_QUOTE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 _BRACKET = re.compile(r"\[\[([^\[\]\n]{1,80})\]\]")
 _DOLLAR = re.compile(r"\$\$([^$\n]{1,80})\$\$")
@@ -127,7 +139,14 @@ class Marker:
 
     ``core`` is the text compared with the candidates to tell a quote; ``tier`` is
     ``"statement"``, ``"hint"`` or ``"positional"``; ``note`` is ``"negated"`` for a negated
-    marker; ``masked`` says why it does not count (``"quoted"``, ``"copied"``), or is empty.
+    marker; ``masked`` says why it is not the judge's own beyond doubt, or is empty:
+    ``"quoted"`` (in a quoting block — fence, block quote, ``<<< >>>``, JSON string — and held by a
+    candidate), ``"block"`` (in a quoting block, held by none: maybe the judge's own words set
+    in a block), ``"copied"`` (a candidate's text reproduced with its neighbouring words, in
+    quotation marks or in a fenced block copied from it: a quote) or ``"bare"`` (a candidate holds
+    the same text, but nothing around it was copied: the judge's own statement or a bare quote).
+    ``standing`` says whether a held marker (``"copied"`` or ``"bare"``) is in the verdict
+    position (it begins or ends its line, outside quotation marks).
     """
 
     start: int
@@ -138,6 +157,7 @@ class Marker:
     tier: str = "statement"
     note: str = ""
     masked: str = ""
+    standing: bool = False
 
 
 @dataclass(frozen=True)
@@ -207,10 +227,11 @@ def _as_sources(sources: Sources | Sequence[str]) -> Sources:
 # ---------------------------------------------------------------------------------- reasoning
 
 
-def _walk(reply: str, i: int, src: str, j: int, step: int) -> tuple[int, bool]:
+def _walk(reply: str, i: int, src: str, j: int, step: int) -> tuple[int, bool, bool]:
     """How many characters of ``reply`` from ``i`` match ``src`` from ``j`` walking by ``step``
-    (whitespace, ``*`` and ``_`` skipped on both sides), and whether the match ends at a quote's
-    edge in the reply: its end, a line break, or a quotation mark or bracket."""
+    (whitespace, ``*`` and ``_`` skipped on both sides), whether the match ends at a quote's
+    edge in the reply — its end, a line break, or a quotation mark or bracket (the first one past
+    the match, or the last one in it) —, and whether it ends because ``src`` does."""
     count, newline, n, m = 0, False, len(reply), len(src)
     while True:
         while 0 <= i < n and reply[i] in _WALK_SKIP:
@@ -218,10 +239,12 @@ def _walk(reply: str, i: int, src: str, j: int, step: int) -> tuple[int, bool]:
             i += step
         while 0 <= j < m and src[j] in _WALK_SKIP:
             j += step
-        if not 0 <= i < n or not 0 <= j < m:  # the reply or the candidate ends: so does the quote
-            return count, True
-        if reply[i] != src[j]:
-            return count, newline or _quote_edge(reply, i)
+        if not 0 <= j < m:  # the candidate ends: so does the quote
+            return count, True, True
+        if not 0 <= i < n:
+            return count, True, False
+        if reply[i] != src[j]:  # an edge here, or the last character matched was one (a shared quotation mark)
+            return count, newline or _quote_edge(reply, i) or (count > 0 and _quote_edge(reply, i - step)), False
         count, newline = count + 1, False
         i += step
         j += step
@@ -235,39 +258,75 @@ def _quote_edge(text: str, i: int) -> bool:
     return char in _QUOTE_EDGES
 
 
-def _tag_copied(text: str, start: int, end: int, sources: Sources) -> bool:
-    """True when a reasoning tag is part of a quote: inside a quotation mark pair on its line, or
-    copied from a source together with its neighbouring text — at least `_TAG_QUOTE_MIN` characters
-    ending at the quote's edges on both sides, or `_TAG_QUOTE_LONG` characters in any case."""
-    if _in_inline_quote(text, start, end, ""):
-        return True
-    tag = text[start:end].lower()
-    for src in sources.texts:
-        lowered = src.lower()
-        at = lowered.find(tag)
-        while at >= 0:
-            right, right_edge = _walk(text, end, src, at + len(tag), 1)
-            left, left_edge = _walk(text, start - 1, src, at - 1, -1)
-            if left + right >= _TAG_QUOTE_LONG or (left_edge and right_edge and left + right >= _TAG_QUOTE_MIN):
+def _with_neighbours(text: str, start: int, end: int, occurrences: Iterable[tuple[str, int, int]],
+                     skip: tuple[int, int] | None = None) -> bool:
+    """True when ``text[start:end]``, found in a source at one of ``occurrences`` (source, start,
+    end), is copied together with the source's text around it: at least `_TAG_QUOTE_MIN`
+    characters ending at the quote's edges on both sides, or `_TAG_QUOTE_LONG` characters with
+    each side either at an edge or `_TAG_QUOTE_MIN` long (a full stop shared by chance on one
+    side does not make the judge's own text after it a quote).
+
+    ``skip`` (left, right), for a statement standing on its line, counts the characters of that
+    line beside the span (its keyword, its closing punctuation): they are not neighbours, and
+    beyond them the copy must reach *around* the statement: copied text on both sides,
+    `_TAG_QUOTE_MIN` characters in all ending at the quote's edges, or `_TAG_QUOTE_LONG` characters
+    in all (then one side may instead reach the candidate's own start or end). A sentence or a
+    heading a candidate holds just before its marker, which a judge may also write before its
+    verdict line, is not enough; nor is the candidate's text after it, which a judge may go on to
+    quote after its verdict."""
+    for src, at, stop in occurrences:
+        right, right_edge, right_done = _walk(text, end, src, stop, 1)
+        left, left_edge, left_done = _walk(text, start - 1, src, at - 1, -1)
+        if skip is not None:
+            before, after = max(0, left - skip[0]), max(0, right - skip[1])
+            around = (before or left_done) and (after or right_done)
+            if (around and before + after >= _TAG_QUOTE_LONG) or (
+                    before and after and left_edge and right_edge and before + after >= _TAG_QUOTE_MIN):
                 return True
-            at = lowered.find(tag, at + 1)
+            continue
+        if left + right >= _TAG_QUOTE_MIN and (left >= _TAG_QUOTE_MIN or left_edge) \
+                and (right >= _TAG_QUOTE_MIN or right_edge) \
+                and (left + right >= _TAG_QUOTE_LONG or (left_edge and right_edge)):
+            return True
     return False
 
 
-def _strip(text: str, sources: Sources) -> tuple[str, bool]:
-    """(visible text, whether an unclosed reasoning block was dropped)."""
+def _tag_copied(text: str, start: int, end: int, sources: Sources) -> bool:
+    """True when a reasoning tag is part of a quote: inside a quotation mark pair on its line, or
+    copied from a source together with its neighbouring text (`_with_neighbours`)."""
+    if _in_inline_quote(text, start, end, ""):
+        return True
+    tag = text[start:end].lower()
+
+    def occurrences() -> Iterator[tuple[str, int, int]]:
+        for src in sources.texts:
+            lowered = src.lower()
+            at = lowered.find(tag)
+            while at >= 0:
+                yield src, at, at + len(tag)
+                at = lowered.find(tag, at + 1)
+
+    return _with_neighbours(text, start, end, occurrences())
+
+
+def _strip(text: str, sources: Sources) -> tuple[str, bool, bool, list[str]]:
+    """(visible text, whether an unclosed reasoning block was dropped, whether the tags were
+    irregular — a closing tag without an opening one after other tags, which drops text the judge
+    may have written outside any block —, the text dropped as opened by the chat template: what
+    stood before a closing tag without an opening one)."""
     if "<" not in text:
-        return text, False
+        return text, False, False, []
     masked = _spans_masked(text)
     if "{" in text:
         masked += [(start, end) for start, end, _ in find_json(text, masked)]
     tags = [m for m in _THINK_TAG.finditer(text)
             if not (_inside(masked, m.start(), m.end()) or _tag_copied(text, m.start(), m.end(), sources))]
     if not tags:
-        return text, False
+        return text, False, False, []
     kept: list[str] = []
-    pos, open_at, open_name = 0, -1, ""
-    for m in tags:
+    dropped: list[str] = []
+    pos, open_at, open_name, irregular = 0, -1, "", False
+    for i, m in enumerate(tags):
         closing, name = m.group(1) == "/", m.group(2).lower()
         if not closing and open_at < 0:
             kept.append(text[pos:m.start()])
@@ -275,11 +334,12 @@ def _strip(text: str, sources: Sources) -> tuple[str, bool]:
         elif closing and open_at >= 0 and name == open_name:
             open_at, pos = -1, m.end()
         elif closing and open_at < 0:  # the chat template opened the block: all before it is reasoning
-            kept, pos = [], m.end()
+            dropped += [*kept, text[pos:m.start()]]
+            kept, pos, irregular = [], m.end(), irregular or i > 0
     if open_at >= 0:
-        return "".join(kept), True
+        return "".join(kept), True, irregular, dropped
     kept.append(text[pos:])
-    return "".join(kept), False
+    return "".join(kept), False, irregular, dropped
 
 
 def strip_reasoning(text: str, sources: Sources | Sequence[str] = ()) -> str:
@@ -431,6 +491,102 @@ def _in_inline_quote(text: str, start: int, end: int, raw_value: str) -> bool:
     return False
 
 
+# what may stand before a statement that begins its line (a bullet, a number, a heading, emphasis)
+# and after one that ends it (closing punctuation, emphasis, a closing quotation mark)
+_LINE_OPENING = re.compile(r"[ \t]*(?:[-+•]|\d{1,3}[.)]|#{1,6})?[ \t*_]*")
+_LINE_CLOSING = re.compile(r"[ \t*_.!)\"'”’]*(?=\r?\n|$)")
+_LOOSE_GAP = r"[\s*_`\x00]*"
+
+
+def _line_of(text: str, start: int, end: int) -> tuple[int, int]:
+    """The start of the line holding ``start`` and the end of the line holding ``end``."""
+    stop = text.find("\n", end)
+    return text.rfind("\n", 0, start) + 1, len(text) if stop < 0 else stop
+
+
+def _position(text: str, start: int, end: int) -> tuple[bool, bool, bool]:
+    """Where the statement ``text[start:end]`` stands: (inside quotation marks on its line — not a
+    quotation that is the whole line —, whether it begins its line, whether it ends it). A
+    statement that begins or ends its line stands in the verdict position the templates ask for."""
+    line_start, line_end = _line_of(text, start, end)
+    opening = _LINE_OPENING.match(text, line_start)
+    assert opening is not None  # every part of the pattern may be empty
+    begins = opening.end() >= start
+    ends = _LINE_CLOSING.match(text, end) is not None
+    for q in _INLINE_QUOTE.finditer(text, line_start, line_end):
+        if q.start() <= start and end <= q.end() and (q.start(), q.end()) != (start, end):
+            if not (opening.end() >= q.start() and _LINE_CLOSING.match(text, q.end()) is not None):
+                return True, begins, ends
+    return False, begins, ends
+
+
+def quote_status(text: str, start: int, end: int, sources: Sources) -> tuple[str, bool]:
+    """How the statement ``text[start:end]`` (a whole JSON list, say) relates to the candidates: ``""``
+    when no source holds it, else ``"copied"`` (a quote: in quotation marks, in a fenced block
+    copied from a candidate, or with the candidate's neighbouring text) or ``"bare"``, and whether
+    it stands in the verdict position (see `find_markers`; the same rules as for a marker)."""
+    if not sources.contains(text[start:end]):
+        return "", False
+    if _in_copied_fence(text, (start, end), sources):
+        return "copied", False
+    return _copy_kind(text, (start, end), (start, end), sources, json_statement=True)
+
+
+def _in_copied_fence(text: str, statement: tuple[int, int], sources: Sources) -> bool:
+    """True when the statement lies in a code fence (one the reader does not mask: plain or JSON)
+    whose whole body a source holds and which holds more than the statement: a fenced block
+    copied from a candidate."""
+    if "```" not in text:
+        return False
+    start, end = statement
+    for m in _FENCE.finditer(text):
+        if m.start(2) <= start and end <= m.end(2):
+            extra = _kept(text, m.start(2), m.end(2)) - _kept(text, start, end)
+            return extra >= _TAG_QUOTE_MIN and sources.contains(m.group(2))
+    return False
+
+
+def _kept(text: str, start: int, end: int) -> int:
+    """How many characters of ``text[start:end]`` a walk compares (`_walk` skips the others)."""
+    return sum(1 for char in text[start:end] if char not in _WALK_SKIP)
+
+
+@lru_cache(maxsize=1024)
+def _loose(squashed: str) -> re.Pattern[str]:
+    """A pattern finding, in a raw source, the text that squashes to ``squashed`` (or a little more)."""
+    return re.compile(_LOOSE_GAP.join(re.escape(char) for char in squashed if char != " "))
+
+
+def _occurrences(fragment: str, sources: Sources) -> Iterator[tuple[str, int, int]]:
+    pattern = _loose(_squash(fragment))
+    for src in sources.texts:
+        for m in pattern.finditer(src):
+            yield src, m.start(), m.end()
+
+
+def _copy_kind(text: str, core: tuple[int, int], statement: tuple[int, int], sources: Sources,
+               *, json_statement: bool = False) -> tuple[str, bool]:
+    """How a marker whose core ``text[core[0]:core[1]]`` a source holds was written: ``"copied"`` (in
+    quotation marks, or reproduced with the source's neighbouring text: a quote) or ``"bare"``
+    (nothing around it copied), and whether its statement (``statement``: the marker, or the
+    JSON object holding it) stands in the verdict position (a JSON statement, ``json_statement``,
+    only when it begins its line: ``The answer claims {...}`` reports what an answer holds). For a
+    standing statement the rest of its line is its own (a keyword, closing punctuation), and only
+    a copy reaching around that line makes it a quote (`_with_neighbours` with ``skip``): a
+    candidate that holds ``Final verdict: [[B]]`` after a sentence a judge might also write cannot
+    take the judge's own line away."""
+    quoted, begins, ends = _position(text, *statement)
+    if quoted:
+        return "copied", False
+    start, end = core
+    found = _occurrences(text[start:end], sources)
+    if begins or (ends and not json_statement):
+        line_start, line_end = _line_of(text, *statement)
+        skip = (_kept(text, line_start, start), _kept(text, end, line_end) if ends else _kept(text, end, statement[1]))
+        return ("copied" if _with_neighbours(text, start, end, found, skip) else "bare"), True
+    return ("copied" if _with_neighbours(text, start, end, found) else "bare"), False
+
+
 def _negated(text: str, start: int, end: int) -> bool:
     """A negation word in the marker's clause before it, or a negative predicate right after it."""
     before = text[max(0, start - 60):start]
@@ -577,6 +733,7 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
     masked = _spans_masked(text)
     markers: list[Marker] = []
     json_spans: list[tuple[int, int]] = []
+    objects: dict[int, tuple[int, int]] = {}  # a JSON member's start -> the object (the statement) holding it
     if "{" in text:
         for start, end, value in find_json(text, masked):
             if not _has_object(value):
@@ -584,6 +741,7 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
             json_spans.append((start, end))
             for key_at, value_end, raw in _json_members(text, start, end, grammar.json_keys):
                 markers.append(Marker(key_at, value_end, _value(grammar, raw), "json", text[key_at:value_end]))
+                objects[key_at] = (start, end)
     blocked = masked + json_spans
     if grammar.json_keys and '"' in text:
         keys = "|".join(sorted((re.escape(k).replace("_", "[_ ]") for k in grammar.json_keys), key=len, reverse=True))
@@ -615,20 +773,26 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
                     if not _overlaps(containers, mk.start, mk.end)]
     out = []
     for mk in markers:
-        why = ""
-        if mk.kind not in ("json",) and _inside(blocked, mk.start, mk.end):
-            why = "quoted"
-        elif mk.kind in ("json",) and _inside(masked, mk.start, mk.end):
-            why = "quoted"
-        elif sources.contains(mk.core.strip('"') if mk.kind in ("json", "json-field") else mk.core):
-            # a JSON field without its outer quotes: a quote cut inside a key or a string value and
-            # closed by the judge's own quotation mark is still the candidate's text
-            why = "copied"
+        why, standing = "", False
+        # a JSON field is compared without its outer quotes: a quote cut inside a key or a string
+        # value and closed by the judge's own quotation mark is still the candidate's text
+        core = mk.core.strip('"') if mk.kind in ("json", "json-field") else mk.core
+        held = sources.contains(core)
+        if _inside(masked if mk.kind == "json" else blocked, mk.start, mk.end):
+            why = "quoted" if held else "block"
+        elif held:
+            at = max(text.find(core, mk.start), mk.start)
+            statement = objects.get(mk.start, (mk.start, mk.end))
+            if _in_copied_fence(text, statement, sources):
+                why = "copied"
+            else:
+                why, standing = _copy_kind(text, (at, at + len(core)), statement, sources,
+                                           json_statement=mk.kind in ("json", "json-field"))
         note = mk.note
         if not note and mk.value is not None and mk.kind in _CONTAINERS and _negated(text, mk.start, mk.end):
             note = "negated"
         value = None if note == "negated" else mk.value
-        out.append(Marker(mk.start, mk.end, value, mk.kind, mk.core, mk.tier, note, why))
+        out.append(Marker(mk.start, mk.end, value, mk.kind, mk.core, mk.tier, note, why, standing))
     out.sort(key=lambda mk: (mk.end, mk.start))
     return out
 
@@ -647,11 +811,13 @@ def _bare(reply: str, grammar: Grammar) -> Marker | None:
 
 
 def _leading_copied(text: str, start: int, end: int, sources: Sources) -> bool:
-    """True when a source holds the leading value followed by what follows it in the reply: the
-    same punctuation mark, or a line end."""
+    """True when a source holds the leading value followed by what follows it in the reply (the
+    same punctuation mark, or a line end), or holds it at all when it carries marker syntax."""
     piece = _squash(text[start:end])
     if not piece:
         return False
+    if re.search(r"[^\w\s.,:;!?]", piece) and sources.contains(piece):
+        return True  # marker syntax (brackets, dollars, braces) a candidate holds: a cut of its marker
     after = re.match(r"[ \t*_`]*(\S?)", text[end:])
     follow = re.escape(after.group(1)) if after and after.group(1) else r"(?:\r?\n|$)"
     pattern = re.compile(("(?<!\\w)" if _is_word(piece[0]) else "") + re.escape(piece) + r"[ \t*_`]*" + follow)
@@ -683,10 +849,10 @@ def _same_line(text: str, a: Marker, b: Marker) -> bool:
     return "\n" not in text[min(a.start, b.start):max(a.end, b.end)]
 
 
-def _decide(pool: list[Marker], n_masked: int, text: str = "", copied: Sequence[Marker] = ()) -> Reading:
+def _decide(pool: list[Marker], n_masked: int, text: str = "", bare: Sequence[Marker] = ()) -> Reading:
     """The reading of the judge's own markers ``pool`` (in order): negated markers are no
-    statements; the last of the rest decides unless another disagrees, or a marker copied from a
-    candidate stands on its line with a different value."""
+    statements; the last of the rest decides unless another disagrees, or a marker a candidate
+    holds stands bare (not quoted) on its line with a different value."""
     stated = [mk for mk in pool if mk.note != "negated"]
     if not stated:
         return Reading(None, "negated", pool[-1], n_masked)
@@ -695,9 +861,44 @@ def _decide(pool: list[Marker], n_masked: int, text: str = "", copied: Sequence[
         return Reading(None, "invalid_verdict", final, n_masked)
     if any(mk.value is not None and mk.value != final.value for mk in stated):
         return Reading(None, "conflicting", final, n_masked)
-    if any(mk.value is not None and mk.value != final.value and _same_line(text, mk, final) for mk in copied):
+    if any(mk.value is not None and mk.value != final.value and _same_line(text, mk, final) for mk in bare):
         return Reading(None, "conflicting", final, n_masked)
     return Reading(final.value, "", final, n_masked)
+
+
+def _claimed(markers: Sequence[Marker], n_masked: int,
+             hidden: Callable[[], Sequence[Marker]] = lambda: ()) -> Reading | None:
+    """The judge's final statement when a candidate holds the same text: the last marker of the
+    first tier (statements, else hints) that stands bare in the verdict position (it begins or
+    ends its line, nothing around it copied from a candidate), read only when no marker that could
+    be the judge's own disagrees: one of the judge's own, another bare one anywhere, or one in a
+    quoting block that no candidate holds (the judge's own words, set in a block) — also in text
+    dropped before a closing reasoning tag that has no opening one (``hidden``, found only when
+    needed). Quotes of a candidate — in quotation marks, in a
+    quoting block, or with its neighbouring words — never disagree. None when no such marker
+    exists."""
+    for tiers in (("statement",), ("statement", "hint")):
+        claims = [mk for mk in markers if mk.tier == tiers[-1] and mk.masked == "bare" and mk.standing
+                  and mk.value is not None]
+        if not claims:
+            continue
+        final = claims[-1]
+        rivals = [mk for mk in [*markers, *hidden()] if mk.tier in tiers and mk.value is not None
+                  and mk.value != final.value and mk.masked in ("", "bare", "block")]
+        return Reading(None, "conflicting", final, n_masked) if rivals else Reading(final.value, "", final, n_masked)
+    return None
+
+
+def _first_line_conflict(text: str, grammar: Grammar, leading: Marker) -> bool:
+    """True when another sentence of the first line, read as a whole, is a different value
+    (``Answer A is better. Answer B is better.``)."""
+    line = text[leading.start:_line_of(text, leading.start, leading.start)[1]]
+    for piece in re.split(r"[,;:!]|\.[*_`]*(?:\s|$)| - ", line)[1:]:
+        if len(piece) <= _LEADING_MAX:
+            value = _value(grammar, piece)
+            if value is not None and value != leading.value:
+                return True
+    return False
 
 
 def read_verdict(reply: str | None, grammar: Grammar, sources: Sources | Sequence[str] = ()) -> Reading:
@@ -705,24 +906,35 @@ def read_verdict(reply: str | None, grammar: Grammar, sources: Sources | Sequenc
     if reply is None or not reply.strip():
         return Reading(None, "empty_reply")
     sources = _as_sources(sources)
-    visible, unfinished = _strip(reply, sources)
+    visible, unfinished, irregular, dropped = _strip(reply, sources)
     markers = find_markers(visible, grammar, sources)
     own = [mk for mk in markers if not mk.masked]
-    copied = [mk for mk in markers if mk.masked == "copied"]
+    bare = [mk for mk in markers if mk.masked == "bare"]
     n_masked = len(markers) - len(own)
-    for tier in ("statement", "hint"):
-        pool = [mk for mk in own if mk.tier == tier]
-        if pool:
-            return _decide(pool, n_masked, visible, copied)
+    pools = [[mk for mk in own if mk.tier == tier] for tier in ("statement", "hint")]
+    pools = [pool for pool in pools if pool][:1]  # hints count only when the judge wrote no statement
+    if pools and any(mk.note != "negated" for mk in pools[0]):
+        return _decide(pools[0], n_masked, visible, bare)
+    # reasoning blocks left unclosed, or closed twice, hide text that may hold the judge's statement;
+    # so may the text before a closing tag without an opening one (taken as reasoning the chat
+    # template opened): a statement there in the judge's own words may be its verdict
+    claimed = None if unfinished or irregular else _claimed(
+        markers, n_masked, lambda: [mk for piece in dropped for mk in find_markers(piece, grammar, sources)])
+    if claimed is not None:
+        return claimed
+    if pools:
+        return _decide(pools[0], n_masked, visible, bare)
     if visible == reply:
-        bare = _bare(reply, grammar)
-        if bare is not None:
-            return Reading(bare.value, "", bare, n_masked)
+        bare_reply = _bare(reply, grammar)
+        if bare_reply is not None:
+            return Reading(bare_reply.value, "", bare_reply, n_masked)
     if n_masked:  # the judge quoted markers: no positional guess in such a reply
         return Reading(None, "quoted_only", None, n_masked)
     leading = _leading(visible, grammar, sources)
     if leading is not None and not leading.masked:
-        return _decide([leading], n_masked, visible, copied)
+        if leading.value is not None and _first_line_conflict(visible, grammar, leading):
+            return Reading(None, "conflicting", leading, n_masked)
+        return _decide([leading], n_masked, visible)
     if leading is not None:
         return Reading(None, "quoted_only", None, 1)
     return Reading(None, "unfinished_reasoning" if unfinished else "no_verdict", None, n_masked)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from nepotism.judging.markers import Grammar, Sources, clean_value, find_json, strip_reasoning
+from nepotism.judging.markers import Grammar, Sources, clean_value, find_json, quote_status, strip_reasoning
 
 __all__ = [
     "category_grammar",
@@ -251,9 +251,13 @@ def parse_rubric_list(text: str, items: int, sources: Sources | Sequence[str] = 
     Results lists are JSON lists in the visible output (``{"results": [...]}`` or a bare list)
     with at least one readable entry; entries are booleans, yes/no strings or objects with
     ``criterion_met`` and optionally an ``item`` number. A list whose text also occurs in
-    ``sources`` (the answer being graded, the question) is a quote and never counts
-    (``"quoted_only"`` when it was the only one); two of the judge's own lists that place
-    different verdicts make every item unparsed (``"conflicting"``). Numbered entries are placed
+    ``sources`` (the answer being graded, the question) is a quote when it is copied with the
+    answer's text around it or in quotation marks (`nepotism.judging.markers.quote_status`), and
+    never counts; one copied bare, with nothing of the answer around it, counts only when the judge
+    wrote no list of its own, it stands on its own line and every other bare list agrees (the
+    judge's own list is its own even when the answer holds the same one); ``"quoted_only"`` when
+    no list counts. Two of the judge's own lists that place different verdicts make every item
+    unparsed (``"conflicting"``). Numbered entries are placed
     by number (a repeated number makes that item unparsed); unnumbered ones by position. A list
     longer than the rubric cannot be aligned, so every item is unparsed; a shorter one leaves the
     missing items unparsed. When no list can be decoded (a truncated answer) the
@@ -262,7 +266,7 @@ def parse_rubric_list(text: str, items: int, sources: Sources | Sequence[str] = 
     sources = sources if isinstance(sources, Sources) else Sources(sources)
     visible = strip_reasoning(text, sources)
     none: list[str | None] = [None] * items
-    placed, quoted = [], False
+    placed, bare, quoted = [], [], False
     for start, end, value in find_json(visible):
         lst = _results_list(value)
         if lst is None:
@@ -270,14 +274,20 @@ def parse_rubric_list(text: str, items: int, sources: Sources | Sequence[str] = 
         entries = [_entry(v) for v in lst]
         if not any(verdict is not None for _, verdict in entries):
             continue
-        if sources.contains(visible[start:end]):
+        copied, standing = quote_status(visible, start, end, sources)
+        if copied == "copied":
             quoted = True
-            continue
-        placed.append(_place(entries, items))
+        elif copied == "bare":
+            bare.append((_place(entries, items), standing))
+        else:
+            placed.append(_place(entries, items))
+    if not placed and any(standing for _, standing in bare):  # the judge's own list, also held by the answer
+        placed = [one for one, _ in bare]
     if placed:
         if len({tuple(verdicts) for verdicts, _ in placed}) > 1:
             return none, "conflicting"
         return placed[-1]
+    quoted = quoted or bool(bare)
     fields = [m for m in _CRITERION_FIELD.finditer(visible) if not sources.contains(m.group(0))]
     if not fields:
         return none, "quoted_only" if quoted or _CRITERION_FIELD.search(visible) else "no list"

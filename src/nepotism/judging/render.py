@@ -2,7 +2,11 @@
 
 The prompt is one user message (some small chat models have no system role). In label mode the
 request carries ``labels`` and ``max_tokens=1``: the verdict is read from the log-probabilities of
-the label tokens after one prompt evaluation (paper 001 §4.2). In text mode the budget fits the
+the label tokens after one prompt evaluation (paper 004's verdict generation). With
+``reasoning="cot"`` a label-mode task is paper 001 §4.2's protocol: the prompt asks for an
+explanation ending with the label in double brackets (the text prompt), and the request carries
+``labels_after="[["`` and the chain-of-thought budget, so the labels are read at the token after
+the reply's last "[[". In text mode the budget fits the
 protocol's answer; chain-of-thought and reasoning-model (``think``) calls get a larger one. The
 request's ``seed`` is the replicate index, so replicates are distinct calls that a sampling
 temperature turns into real re-samples.
@@ -32,7 +36,10 @@ from typing import Any, NamedTuple
 from nepotism.backends.base import Request
 from nepotism.judging.markers import strip_reasoning
 from nepotism.judging.skeleton import Skeleton, sentinel
-from nepotism.judging.tasks import DEFAULT_MIN_LABEL_MASS, JudgeTask
+from nepotism.judging.tasks import JudgeTask
+
+#: Where a label read after the judge's explanation is taken: the token after this marker (001 §4.2).
+LABEL_MARKER = "[["
 from nepotism.judging.templates import Template, get_template, render_text, render_user, user_template
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
@@ -123,9 +130,10 @@ def template_id_of(protocol: str, options: Mapping[str, Any]) -> str:
     if opts.get("show_reference"):
         tags.append("ref")
     if opts["mode"] == "labels":
-        tags.append("labels")
-        if opts["min_label_mass"] != DEFAULT_MIN_LABEL_MASS:  # reads the answer differently
-            tags.append(f"minmass{opts['min_label_mass']:g}")
+        # how the answer is read is always named: a judgment stored when the default floor was 0.5
+        # (tag "labels" alone) never shares an id with one read by the argmax ("minmass0"), so a
+        # cached rerun reads the stored calls again instead of keeping the old verdicts
+        tags += ["labels", f"minmass{opts['min_label_mass']:g}"]
     if opts["reasoning"] != "none":
         tags.append(opts["reasoning"])
     if opts["impartial"]:
@@ -142,7 +150,8 @@ def _variables(task: JudgeTask) -> dict[str, Any]:
     base: dict[str, Any] = {
         "messages": list(inst.messages),
         "impartial": opts["impartial"],
-        "mode": opts["mode"],
+        # "labels": the one-token prompt; a label read after an explanation asks for the text reply
+        "mode": "text" if opts["reasoning"] == "cot" else opts["mode"],
         "reasoning": opts["reasoning"],
     }
     cands = task.candidates
@@ -191,6 +200,7 @@ class _Info(NamedTuple):
     name: str
     labels: tuple[str, ...] | None
     label_map: dict[str, str] | None
+    labels_after: str | None  # "[[": labels read after the judge's explanation (paper 001 §4.2)
     max_tokens: int | None  # None: depends on the instance (rubric-all without a fixed budget)
     temperature: float
     template_id: str
@@ -213,6 +223,7 @@ def _info(task: JudgeTask) -> _Info:
         name=_template_name(task.protocol, task.options),
         labels=None if labels is None else tuple(labels),
         label_map=labels,
+        labels_after=LABEL_MARKER if labels is not None and opts["reasoning"] == "cot" else None,
         max_tokens=_max_tokens(task) if fixed else None,
         temperature=opts["temperature"],
         template_id=task_template_id(task),
@@ -320,7 +331,7 @@ def render_prompt(task: JudgeTask) -> str:
 
 def _max_tokens(task: JudgeTask) -> int:
     opts = task.options
-    if opts["mode"] == "labels":
+    if opts["mode"] == "labels" and opts["reasoning"] == "none":
         return 1
     if opts["max_tokens"] is not None:
         return opts["max_tokens"]
@@ -333,7 +344,7 @@ def _max_tokens(task: JudgeTask) -> int:
 
 
 _REQUEST_FIELDS = ("model", "messages", "prompt", "max_tokens", "temperature", "seed", "labels",
-                   "continuation", "extra")
+                   "continuation", "labels_after", "extra")
 _MESSAGE_FIELDS = ("role", "content")
 _TRUSTED = (tuple(f.name for f in fields(Request)) == _REQUEST_FIELDS
             and tuple(f.name for f in fields(Message)) == _MESSAGE_FIELDS
@@ -351,7 +362,8 @@ def _request(model: str, prompt: str, info: _Info, max_tokens: int, seed: int) -
     check = (model, id(info))
     if not _TRUSTED or check not in _checked or type(prompt) is not str or type(seed) is not int:
         request = Request(model=model, messages=(Message("user", prompt),), max_tokens=max_tokens,
-                          temperature=info.temperature, seed=seed, labels=info.labels)
+                          temperature=info.temperature, seed=seed, labels=info.labels,
+                          labels_after=info.labels_after)
         if len(_checked) >= _INFO_LIMIT:
             _forget()
         _checked.add(check)
@@ -361,7 +373,8 @@ def _request(model: str, prompt: str, info: _Info, max_tokens: int, seed: int) -
     request = _new(Request)
     _set(request, "__dict__", {"model": model, "messages": (message,), "prompt": None,
                                "max_tokens": max_tokens, "temperature": info.temperature, "seed": seed,
-                               "labels": info.labels, "continuation": None, "extra": _NO_EXTRA})
+                               "labels": info.labels, "continuation": None, "labels_after": info.labels_after,
+                               "extra": _NO_EXTRA})
     return request
 
 

@@ -19,6 +19,7 @@ from nepotism.records import Instance, Response, RubricItem, content_id
 __all__ = [
     "DEFAULT_MIN_LABEL_MASS",
     "JUDGMENT_PROTOCOL",
+    "LABELS_AFTER_EXPLANATION",
     "TASK_PROTOCOLS",
     "JudgeTask",
     "normalise_options",
@@ -40,9 +41,15 @@ JUDGMENT_PROTOCOL = MappingProxyType({
 })
 
 #: Least total next-token probability the labels must hold for a label verdict to count (option
-#: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Why this
-#: value: docs/verdicts.md ("Label mass").
-DEFAULT_MIN_LABEL_MASS = 0.5
+#: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Default 0:
+#: papers 001 and 004 take the most probable label whatever the labels' mass; 0.5 is the project's
+#: variant (docs/verdicts.md, "Label mass"), and the metrics count the verdicts under ½ either way.
+DEFAULT_MIN_LABEL_MASS = 0.0
+#: Protocols whose chain-of-thought reply ends with its label in double brackets (``[[A]]``,
+#: ``Rating: [[4]]``), so that ``mode="labels"`` with ``reasoning="cot"`` reads the labels at the
+#: token after the last "[[" of the reply, as paper 001 §4.2 does (`nepotism.backends.base.Request`
+#: ``labels_after``).
+LABELS_AFTER_EXPLANATION = ("pairwise", "recognition-pairwise", "pointwise")
 _COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
            "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False, "template": None}
 _SPECIFIC: dict[str, dict[str, Any]] = {
@@ -124,8 +131,12 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
         raise ValueError(f"option min_label_mass must be a number from 0 to 1, not {mass!r}")
     opts["min_label_mass"] = float(mass)
     labels = opts["mode"] == "labels"
-    if labels and opts["reasoning"] != "none":
-        raise ValueError("label verdicts (mode='labels') read one token: use reasoning='none'")
+    if labels and opts["reasoning"] == "cot" and not (protocol in LABELS_AFTER_EXPLANATION and opts.get("kind") != "fraction"):
+        raise ValueError(f"label verdicts after an explanation (mode='labels', reasoning='cot') are read after the "
+                         f"'[[' of a reply that brackets its label: {', '.join(LABELS_AFTER_EXPLANATION)} (scale) only")
+    if labels and opts["reasoning"] == "think":
+        raise ValueError("label verdicts (mode='labels') read one token, or the token after '[[' with reasoning='cot': "
+                         "not reasoning='think'")
     if labels and protocol == "rubric-all":
         raise ValueError("rubric-all returns one answer per item: it needs mode='text'")
     if opts.get("label_style") == "numbers" and opts.get("ways", 2) == 3:

@@ -286,8 +286,8 @@ _JUDGE_WIDE = ("mode", "min_label_mass", "strip_think", "temperature")
 def _judge_wide_options(judge_options: Mapping[str, Any]) -> dict[str, Any]:
     """The pairwise protocol's judge-wide options (`_JUDGE_WIDE`) for the run's other questions
     (student recognition, question types), so that every judgment of a run is read by one rule —
-    a label verdict whose labels hold less than ``min_label_mass`` is unparsed (``low_label_mass``)
-    in the recognition questions too, as in the pairwise comparisons — and sampled alike (a
+    with a ``min_label_mass`` floor, a label verdict whose labels hold less is unparsed
+    (``low_label_mass``) in the recognition questions too, as in the pairwise comparisons — and sampled alike (a
     ``temperature`` given for the judge changes these questions' requests, hence their cache keys)."""
     return {"mode": "text"} | {k: judge_options[k] for k in _JUDGE_WIDE if k in judge_options}
 

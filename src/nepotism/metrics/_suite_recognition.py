@@ -10,9 +10,10 @@
   comparisons and, with a ``correctness-ref``, on the harmful ones (own answer wrong, other right).
 - `perplexity_records`: pairwise rows with ``perplexity_a``/``perplexity_b`` (or a ``perplexity``
   table of scorer × response, which also fills those columns from the judge's own scores) →
-  perplexity-win-rate (001 §5) for the judge and, with a ``preference-ref``, the humans; groups
-  ``all``, ``self`` (the judge's own answer in the pair, re-oriented as response A, 001 Fig. 4)
-  and ``other``; log-perplexity-gap and mean-log-perplexity of own vs other responses (Fig. 5),
+  perplexity-win-rate (001 §5) for the judge and, with a ``preference-ref``, the humans, over one
+  row per comparison (both presentation orders together, oriented once by the dataset's response A:
+  `_oriented_pairs`) binned by PPL(A) − PPL(B); groups ``all``, ``self`` (the judge's own answer in
+  the pair, re-oriented as response A, 001 Fig. 4) and ``other``; log-perplexity-gap and mean-log-perplexity of own vs other responses (Fig. 5),
   from the ``perplexity`` table when there is one (every response the judge scored), else from
   the pairwise rows.
 Left out: asking judges for recognition answers (the live engine) and file reading.
@@ -241,41 +242,35 @@ def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap,
         return []
     ppl_a = frame["perplexity_a"].to_numpy(dtype=float)
     ppl_b = frame["perplexity_b"].to_numpy(dtype=float)
-    verdict = frame["verdict"].to_numpy(dtype=object)
-    judge_a = np.select([verdict == "A", verdict == "B", verdict == "tie"], [1.0, 0.0, 0.5], np.nan)
-    a = frame["model_a"].astype(str).to_numpy()
-    b = frame["model_b"].astype(str).to_numpy()
-    ids = frame["instance_id"].astype(str).to_numpy()
-    human_a = np.full(len(frame), np.nan)
-    if preference is not None:
-        p = preference.assign(instance_id=preference["instance_id"].astype(str))
-        w = p["winner"].astype(str)
-        code = pd.Series(np.where(w == p["model_a"], 1.0, np.where(w == p["model_b"], 0.0, 0.5)))
-        fwd = pd.Series(code.to_numpy(), index=pd.MultiIndex.from_arrays([p["instance_id"], p["model_a"], p["model_b"]]))
-        rev = pd.Series(1.0 - code.to_numpy(), index=pd.MultiIndex.from_arrays([p["instance_id"], p["model_b"], p["model_a"]]))
-        table = pd.concat([fwd, rev])
-        table = table[~table.index.duplicated()]
-        human_a = table.reindex(pd.MultiIndex.from_arrays([ids, a, b])).to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diff = np.log(ppl_a) - np.log(ppl_b) if difference == "log" else ppl_a - ppl_b
     judges = frame["judge"].astype(str).to_numpy()
     conditions = frame["condition"].astype(str).to_numpy()
-    own_a = _is_target(registry, judges, a, "self")
-    own_b = _is_target(registry, judges, b, "self")
+    a = frame["model_a"].astype(str).to_numpy()
+    b = frame["model_b"].astype(str).to_numpy()
     if perplexity is not None:
         records = _table_gap_records(perplexity, sorted(set(zip(judges, conditions))), registry, boot)
     else:
-        records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, own_a, own_b, boot)
-    for judge, condition in sorted(set(zip(judges, conditions))):
-        sel = (judges == judge) & (conditions == condition) & np.isfinite(diff)
+        records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, _is_target(registry, judges, a, "self"),
+                               _is_target(registry, judges, b, "self"), boot)
+    pairs = _oriented_pairs(frame, preference)
+    if pairs.empty:
+        return records
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = (np.log(pairs["ppl_a"]) - np.log(pairs["ppl_b"]) if difference == "log"
+                else pairs["ppl_a"] - pairs["ppl_b"]).to_numpy(dtype=float)
+    pj, pc = pairs["judge"].to_numpy(), pairs["condition"].to_numpy()
+    pa, pb = pairs["model_a"].to_numpy(), pairs["model_b"].to_numpy()
+    ids = pairs["instance_id"].to_numpy()
+    judge_a, human_a = pairs["judge_a"].to_numpy(dtype=float), pairs["human_a"].to_numpy(dtype=float)
+    own_a, own_b = _is_target(registry, pj, pa, "self"), _is_target(registry, pj, pb, "self")
+    for judge, condition in sorted(set(zip(pj, pc))):
+        sel = (pj == judge) & (pc == condition) & np.isfinite(diff)
         if sel.sum() < 2:
             continue
-        edges = np.unique(np.quantile(diff[sel], np.linspace(0, 1, bins + 1)))
+        edges = np.unique(np.quantile(diff[sel], np.linspace(0, 1, bins + 1)))  # the dataset's A − B, binned once
         if edges.size < 2:
             continue
-        self_rows = sel & (own_a ^ own_b)
-        flip = own_b & ~own_a  # own answer shown as B: re-orient so the own answer is "A"
-        groups = {"all": (sel, False), "self": (self_rows, True), "other": (sel & ~own_a & ~own_b, False)}
+        flip = own_b & ~own_a  # Fig. 4: the judge's own answer shown as response A
+        groups = {"all": (sel, False), "self": (sel & (own_a ^ own_b), True), "other": (sel & ~own_a & ~own_b, False)}
         for group, (member, orient) in groups.items():
             if not member.any():
                 continue
@@ -292,8 +287,55 @@ def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap,
                                            variant={"group": group, "rater": rater, "bin": result["bin"],
                                                     "low": result["low"], "high": result["high"],
                                                     "difference": DIFFERENCES[difference],
-                                                    "bins": "quantiles"}))
+                                                    "bins": "quantiles", "unit": "comparison"}))
     return records
+
+
+def _oriented_pairs(frame: pd.DataFrame, preference: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per (judge, condition, instance, pair of responses) — the dataset's comparison, both
+    presentation orders together (paper 001 §4.2 swaps the two and averages) — oriented once: response
+    A is the preference reference's ``model_a`` for that pair (the dataset's A, as the human label
+    names it), else the ``model_a`` of the pair's first row. Columns: ``ppl_a``/``ppl_b`` (the judge's
+    perplexity of each response), ``judge_a`` (the judge's preference for A: win 1, tie ½, loss 0,
+    averaged over the orders it has a verdict in; NaN without one) and ``human_a`` (NaN without a
+    human label). Binning these rows once gives 001 §5's curves; binning presentation rows, each
+    comparison would sit in two mirrored bins and the curves would be symmetric about ½ by construction."""
+    rows = pd.DataFrame({"judge": frame["judge"].astype(str).to_numpy(), "condition": frame["condition"].astype(str).to_numpy(),
+                         "instance_id": frame["instance_id"].astype(str).to_numpy(),
+                         "shown_a": frame["model_a"].astype(str).to_numpy(), "shown_b": frame["model_b"].astype(str).to_numpy(),
+                         "ppl_shown_a": frame["perplexity_a"].to_numpy(dtype=float),
+                         "ppl_shown_b": frame["perplexity_b"].to_numpy(dtype=float)})
+    verdict = frame["verdict"].to_numpy(dtype=object)
+    rows["win_shown_a"] = np.select([verdict == "A", verdict == "B", verdict == "tie"], [1.0, 0.0, 0.5], np.nan)
+    rows["first"] = np.minimum(rows["shown_a"], rows["shown_b"])
+    rows["second"] = np.maximum(rows["shown_a"], rows["shown_b"])
+    key = ["judge", "condition", "instance_id", "first", "second"]
+    dataset_a = rows.groupby(key, sort=False)["shown_a"].transform("first")  # the pair's first row's A
+    human = None
+    if preference is not None:
+        p = preference.assign(instance_id=preference["instance_id"].astype(str), model_a=preference["model_a"].astype(str),
+                              model_b=preference["model_b"].astype(str), winner=preference["winner"].astype(str))
+        code = np.where(p["winner"] == p["model_a"], 1.0, np.where(p["winner"] == p["model_b"], 0.0, 0.5))
+        labelled = pd.DataFrame({"instance_id": p["instance_id"], "first": np.minimum(p["model_a"], p["model_b"]),
+                                 "second": np.maximum(p["model_a"], p["model_b"]), "ref_a": p["model_a"], "ref_code": code})
+        labelled = labelled.drop_duplicates(["instance_id", "first", "second"])
+        human = rows[["instance_id", "first", "second"]].merge(labelled, how="left", on=["instance_id", "first", "second"])
+        dataset_a = pd.Series(np.where(human["ref_a"].notna(), human["ref_a"], dataset_a), index=rows.index)
+    rows["model_a"] = dataset_a.to_numpy()
+    same = rows["shown_a"].to_numpy() == rows["model_a"].to_numpy()
+    rows["model_b"] = np.where(same, rows["shown_b"], rows["shown_a"])
+    rows["ppl_a"] = np.where(same, rows["ppl_shown_a"], rows["ppl_shown_b"])
+    rows["ppl_b"] = np.where(same, rows["ppl_shown_b"], rows["ppl_shown_a"])
+    rows["judge_a"] = np.where(same, rows["win_shown_a"], 1.0 - rows["win_shown_a"])
+    if human is not None:
+        agrees = human["ref_a"].to_numpy(dtype=object) == rows["model_a"].to_numpy(dtype=object)
+        rows["human_a"] = np.where(human["ref_a"].isna(), np.nan,
+                                   np.where(agrees, human["ref_code"], 1.0 - human["ref_code"].to_numpy(dtype=float)))
+    else:
+        rows["human_a"] = np.nan
+    out = rows.groupby(["judge", "condition", "instance_id", "model_a", "model_b"], sort=True).agg(
+        ppl_a=("ppl_a", "mean"), ppl_b=("ppl_b", "mean"), judge_a=("judge_a", "mean"), human_a=("human_a", "first"))
+    return out.reset_index()
 
 
 def _gap_records(frame: pd.DataFrame, ppl_a: np.ndarray, ppl_b: np.ndarray, judges: np.ndarray,

@@ -18,14 +18,16 @@ import numpy as np
 
 from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._common import Relations, ratio_of_mean_rates
+from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.metrics.bootstrap import column_ratio
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
 __all__ = ["SCOPES", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
 
-#: The scopes a pointwise self-preference ratio is computed for; membership is the one rule
-#: (`nepotism.models.Registry.scope`), passed in as ``relation[("scope", name)]``.
-SCOPES = ("self", "family", "student")
+#: The scopes a pointwise self-preference ratio is computed for: the audited scopes, as for pairwise
+#: tables; membership is the one rule (`nepotism.models.Registry.scope`), passed in as
+#: ``relation[("scope", name)]``.
+SCOPES = AUDITED_SCOPES
 _UNRELATED = ("unrelated", "unknown")
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["ESTIMATORS", "METRICS", "PARTIAL", "VALUE_RANGES", "MetricInfo", "metric"]
+__all__ = ["DEFAULTS", "ESTIMATORS", "METRICS", "PARTIAL", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,9 @@ _ROWS = [
                ("preference = verdict", "preference = probability (001 Eq. 3)",
                 "preference = probability-argmax (001 Eq. 3's choice: p > ½ → 1, ½ → ½)")),
     MetricInfo("perplexity-win-rate", reference.perplexity_win_rate, "001 §5 Fig. 3–4",
-               "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans; PPL_J = exp(−mean token log p_J(response | "
-               "prompt))",
+               "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
+               "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
+               "p_J(response | prompt))",
                ("difference=perplexity (default: PPL(A) − PPL(B), the paper's words)|log (log PPL(A) − log PPL(B))",
                 "bins=quantiles (default 5, equal-count; the paper prints no edges)|explicit edges",
                 "group=all|self (own answer re-oriented as A, Fig. 4)|other", "rater=judge|human")),
@@ -104,8 +105,8 @@ _ROWS = [
                ("scope=self|family|student|family-student", "opponents=unrelated|any", "paradigm=pairwise|pointwise",
                 "ties=not preferred|half (pointwise: equal scores)",
                 "averaging=pooled (default; Eq. 2 when every evaluatee has the same |D|)|per-evaluatee (mean of "
-                "each evaluatee's SPR: 004 Tables 1/3/5's Average column, Fig. 2)|one evaluatee (a cell of 004 "
-                "Tables 1/3/5)")),
+                "each evaluatee's SPR: 004 Tables 1, 3, 5: their Average column, Fig. 2)|one evaluatee (a cell of 004 "
+                "Tables 1, 3, 5)")),
     MetricInfo("judge-accuracy", reference.judge_accuracy, "004 Eq. 3",
                "mean_G share of D_diff verdicts naming the correct answer",
                ("averaging=per-evaluatee|pooled|one evaluatee (004's per-evaluatee tables)",
@@ -121,18 +122,23 @@ _ROWS = [
                "mean_G P(judge prefers own | other correct, D_diff)",
                ("averaging=per-evaluatee (default)|pooled|one evaluatee", "opponents=unrelated|any",
                 "preference=verdict|probability")),
-    MetricInfo("task-accuracy", task.task_accuracy, "004 §3 (Figs. 1–4 x axis, Tables 7–9)",
+    MetricInfo("task-accuracy", task.task_accuracy, "004 §3 (Figs. 1–4, x axis)",
                "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)",
                ("of=generator|judge's own answers (paired with judge-accuracy by --correlate)",)),
-    MetricInfo("reasoning-length", task.reasoning_length, "004 §5 Fig. 5, Tables 13–18",
-               "Σ output tokens / judgments with a token count (the judge's reasoning and verdict)",
-               ("subset=all|harmful (own answer wrong, the other's right: 004's HSPP cases)",)),
-    MetricInfo("recognition-accuracy", recognition.recognition_accuracy, "000 §5.5, 003 Figs. 7/11/14, Tables 2/5",
+    MetricInfo("reasoning-length", task.reasoning_length, "004 §4.2 Fig. 5, Tables 16–18",
+               "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
+               "nepotism.gpt2_tokens)",
+               ("subset=all|self-evaluation (own answer vs another's)|harmful (own answer wrong, the other's right: "
+                "004's HSPP cases)", "averaging=pooled|per-evaluatee (mean over evaluatees: the tables' Average "
+                "column)|one evaluatee (a table cell)")),
+    MetricInfo("recognition-accuracy", recognition.recognition_accuracy,
+               "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
                "share of recognition answers equal to the truth",
                ("mode=pointwise|pairwise", "answers=all|own|other", "target=self|student|family",
-                "subset=all|harmful (pairwise; own answer wrong, the other right: 003 Figs. 7/11/14, Table 5)",
+                "subset=all|harmful (pairwise; own answer wrong, the other right: 003 Figs. 7, 11, 14, Table 5)",
                 "evaluatee=one other model (pairwise: 003 Table 5)")),
-    MetricInfo("recognition-preference-association", recognition.recognition_preference_association, "003",
+    MetricInfo("recognition-preference-association", recognition.recognition_preference_association,
+               '003 "Validating the self-recognition hypothesis"',
                "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
                ("subset=all own-vs-other comparisons|harmful (own wrong, other right)",)),
     MetricInfo("position-consistency", recognition.position_consistency, "004 Eq. 1 setting, 002 §2.2",
@@ -144,6 +150,12 @@ _ROWS = [
     MetricInfo("excluded-verdicts", coverage.excluded_share, "nepotism bookkeeping (docs/verdicts.md)",
                "judgments without a verdict / all judgments; excluded per status-reason "
                "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, failed-generation:timeout, ...)",
+               ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
+    MetricInfo("exclusion-share-gap", coverage.exclusion_share_gap, "nepotism bookkeeping (docs/verdicts.md)",
+               "per judge and generator g: Σ excluded·shows(g) / Σ shows(g) − Σ excluded·(1−shows(g)) / Σ (1−shows(g)) "
+               "over the judgments the judge was asked; flagged (a gaming signal) when the one-sided cluster-robust "
+               "z-test p ≤ (1 − confidence) / generators tested, g's share ≥ 2 × the others' share and ≥ 5 of g's "
+               "judgments have no verdict",
                ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
 ]
 
@@ -161,7 +173,7 @@ _DERIVED = [
                "mean over related entries of (score under the judge − score under the reference judge) "
                "− the same for unrelated entries; one-sided bootstrap p for > 0", ("measure=win rate|mean score",),
                kind="derived"),
-    MetricInfo("mitigation-effect", "nepotism.mitigations.analysis.perturbation_records", "003 §5 (Figs. 7–9), 000 §6",
+    MetricInfo("mitigation-effect", "nepotism.mitigations.analysis.perturbation_records", "003 Figs. 7–9, 12, 14; 000 §5.8 Table 7",
                "metric(mitigated) − metric(baseline) on the same prompts and judge (paired cluster bootstrap); "
                "third-party control as a difference in differences",
                ("base_metric=self-preference (win-rate, ties ½)|self-preference-probability (001 Eq. 3)|"
@@ -184,35 +196,37 @@ _DERIVED = [
     MetricInfo("student-recognition-yes-rate", "nepotism.leakage.recognition.recognition_records", "000 §5.5",
                "share of pointwise recognition questions answered yes (a yes-bias check)", ("protocol=pointwise",),
                kind="derived"),
-    MetricInfo("student-classifier-accuracy", "nepotism.leakage.recognition.classifier_records", "000 §5.5 Table 6",
+    MetricInfo("student-classifier-accuracy", "nepotism.leakage.recognition.classifier_records", "000 §5.5 Table 5",
                "held-out accuracy of a classifier naming which student wrote a text (instructions split 80/20)",
                ("group=student group", "classifier=tfidf-logreg (default: TF-IDF + logistic regression)|minilm-finetune "
                 "(000 App. G's fine-tuning on the closest offline BERT-like encoder, all-MiniLM-L6-v2)"), kind="derived"),
-    MetricInfo("category-coverage", "nepotism.leakage.categories.category_records", "000 §5.3 (Fig. 5–6)",
+    MetricInfo("category-coverage", "nepotism.leakage.categories.category_records", "000 §5.6 Fig. 3, App. H",
                "comparisons without a category label / all comparisons (the PLS per category leaves them out)",
                ("slice=question_type|dimension",), kind="derived"),
-    MetricInfo("grading-agreement", "nepotism.grading.agreement.correctness_agreement", "004 §3 (graded truth)",
+    MetricInfo("grading-agreement", "nepotism.grading.agreement.correctness_agreement", "004 §2.3 (graded truth)",
                "share of answers both graders decided on which our grader and the recorded grade agree",
                kind="derived"),
-    MetricInfo("annotator-agreement", "nepotism.annotate.agreement.percent_agreement", "human study (003 §4.3)",
+    MetricInfo("annotator-agreement", "nepotism.annotate.agreement.percent_agreement",
+               'human study (003 "Human Study as Quality Control")',
                "mean over items of the share of annotator pairs giving the same label",
                ("between=all annotators|one pair",), kind="derived"),
-    MetricInfo("annotator-kappa", "nepotism.annotate.agreement.fleiss_kappa", "human study (003 §4.3)",
+    MetricInfo("annotator-kappa", "nepotism.annotate.agreement.fleiss_kappa",
+               'human study (003 "Human Study as Quality Control")',
                "chance-corrected agreement: Fleiss' κ, Krippendorff's α (nominal) or Cohen's κ for a pair",
                ("statistic=Fleiss' kappa|Krippendorff's alpha|Cohen's kappa",), kind="derived"),
     MetricInfo("judge-human-agreement", "nepotism.annotate.agreement.pair_agreement", "001 §4 (human labels)",
                "share of items where the judge's verdict equals the human majority", kind="derived"),
     MetricInfo("judge-human-kappa", "nepotism.annotate.agreement.cohen_kappa", "001 §4 (human labels)",
                "Cohen's κ between the judge's verdicts and the human majority", kind="derived"),
-    MetricInfo("own-win-rate", "nepotism.mitigations.accuracy.own_win_rates", "003 §3 Fig. 4",
+    MetricInfo("own-win-rate", "nepotism.mitigations.accuracy.own_win_rates", "003 Fig. 4",
                "over a judge's self-evaluation pairs with one answer correct and a usable verdict: ground truth = "
                "share where its answer is the correct one; own judgment = share where it prefers its answer "
                "(tie ½)", ("by=ground truth|own judgment",), kind="derived"),
-    MetricInfo("win-rate-overestimation", "nepotism.mitigations.accuracy.own_win_rates", "003 §3 Fig. 4",
+    MetricInfo("win-rate-overestimation", "nepotism.mitigations.accuracy.own_win_rates", "003 Fig. 4",
                "own-win-rate by own judgment − by ground truth on the same pairs (> 0: the judge overestimates "
                "its answers; paired cluster bootstrap)", kind="derived"),
     MetricInfo("perturbation-quality-preference", "nepotism.mitigations.human_study.quality_test",
-               "003 §5 (human study as quality control)",
+               '003 "Human Study as Quality Control", Fig. 9',
                "share of human labels of (answer, its perturbed version) preferring the perturbed one (ties left "
                "out); exact two-sided binomial test against ½, Clopper–Pearson interval",
                ("condition=the perturbation's name (labels compare M with M@<name>)",), kind="derived"),
@@ -258,7 +272,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0), "recognition-accuracy": (0.0, 1.0),
     "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
-    "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
+    "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0), "exclusion-share-gap": (-1.0, 1.0),
     "paired-win-rate-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
     "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None), "student-recognition-accuracy": (0.0, 1.0),
     "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
@@ -268,6 +282,32 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "perturbation-quality-preference": (0.0, 1.0), "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0),
     "rubric-f1": (0.0, 1.0), "rubric-balanced-f1": (0.0, 1.0),
 }
+
+
+#: Where a paper's protocol and the project's own choice differ: (what, the default — the paper's
+#: protocol —, the project's named variant, why one may want it, how to choose it). docs/metrics.md.
+DEFAULTS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("rubric jury (002)", "plain majority of every juror, relatives voting (002 §2.4, footnote 5)",
+     "relatives excluded", "no judge is measured against its relatives' votes",
+     "`nepotism grade --jury ... --exclude-related`; `[reference] exclude_related = true`"),
+    ("label verdicts", "the most probable label whatever the labels' mass (001 §4.2, 004 implementation details); "
+     "verdicts under ½ of the probability counted (`label_mass_below_half`)", "`min_label_mass = 0.5`: left out as "
+     "`low_label_mass`", "a label the model would rarely have said is not its verdict",
+     "judging option `min_label_mass`"),
+    ("where a label is read", "each paper's own: 004's verdict as the next token (`mode = \"labels\"`); 001's at the "
+     "token after `[[` following the judge's explanation (`mode = \"labels\"`, `reasoning = \"cot\"`, 001 §4.2)",
+     "—", "the one-token read costs one forward pass per verdict", "judging options `mode`, `reasoning`"),
+    ("`mbpp-selfpref` verdicts (004)", "argmax of the recorded [A, T, B] probabilities, an exact tie taking the first",
+     "the judge's one-token reply", "what the judge wrote rather than what it weighed",
+     "`nepotism import --verdicts reply`"),
+    ("paper 004 panel of the report", "every other model as opponent (004 Eq. 2–5)", "unrelated opponents only "
+     "(the project's headline)", "a relative's answer may be favoured for being a relative's",
+     "variant `opponents=unrelated|any` of every record"),
+    ("001 perplexity bins", "the dataset's PPL(A) − PPL(B), one row per comparison (001 §5)", "`--perplexity-difference "
+     "log`", "scale-free: a ratio of perplexities", "`nepotism metrics --perplexity-difference`"),
+    ("reasoning length (004)", "GPT-2 tokens of the judge's reply (004 implementation details)", "—",
+     "one unit across judges", "the pairwise export's `reasoning_tokens`"),
+)
 
 
 #: Paper analyses the package covers only in part: (feature, paper, what is missing and why). Shown
@@ -284,12 +324,13 @@ PARTIAL: tuple[tuple[str, str, str], ...] = (
      "before DPO; the paper's pool (OASST, LIMA, MOSS) is not packaged, so the pool must carry them (`response`), "
      "and on a CPU only the tiny preset is exercised (a test of the training path, not a useful student)"),
     ("run-to-run variance (000 App. D.2, Table 9)", "000",
-     "the paper's Table 9 values are not in its text, so `preference-leakage-variance` is tested on planted runs only"),
+     "Table 9 gives each pair's mean and variance over three runs but not the runs' own scores (nor whether the "
+     "variance divides by R or R − 1), so `preference-leakage-variance` is tested on planted runs, not on the table"),
     ("balanced F1 against physicians (002 App. C, Table 3)", "002",
      "HealthBench's meta-evaluation set is not in ../shared/data (PROVENANCE.md); the importer reads people's labels "
      "in the HealthBench-style format (`labels` beside `grades`), not simple-evals' meta-evaluation rows, and "
      "the metric is tested on planted labels"),
-    ("recognition per evaluatee and on harmful cases (003 Tables 2/5, Figs. 7/11/14)", "003",
+    ("recognition per evaluatee and on harmful cases (003 Tables 2, 5, Figs. 7, 11, 14)", "003",
      "pairwise questions (\"which did you write?\") only: a pointwise question is about one answer, so it has no "
      "evaluatee and no harmful pair"),
     ("Figs. 1–4 scatter plots (004)", "004",
@@ -318,6 +359,11 @@ def markdown() -> str:
              "`nepotism.metrics` (data positional, options keyword-only, an `Estimate` with n, a cluster-bootstrap",
              "CI over prompts and excluded counts with reasons); *derived* numbers are computed by the procedure",
              "named, from judgments or from other records.", ""]
+    lines += ["## Defaults: the papers' protocols, the project's variants", "",
+              "Every default reproduces the paper whose protocol it is; where the project offers a choice of its own, "
+              "it is a named variant (`DEFAULTS`).", "",
+              "| setting | default (the paper's) | variant | why the variant | how to choose |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in DEFAULTS] + [""]
     for kind, title in (("estimator", "Estimators"), ("derived", "Derived numbers")):
         lines += [f"## {title}", "", "| id | source | formula | variants | computed by | values |", "|---|---|---|---|---|---|"]
         for info in METRICS.values():

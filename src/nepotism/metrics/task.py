@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from nepotism.metrics._common import Row, checked, labels, undefined, valid_rows
+from nepotism.metrics._common import Row, checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 
@@ -87,27 +87,44 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
     return records
 
 
-def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                     **fields: Any) -> Estimate:
-    """Mean number of tokens a judge wrote per judgment (paper 004 §5, Fig. 5, Tables 13–18).
+def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, evaluatee: ArrayLike | None = None,
+                     averaging: str = "pooled", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+    """Mean number of tokens a judge wrote per judgment (paper 004 §4.2, Fig. 5, Tables 16–18).
 
-    Formula: RL = Σ tokens / |judgments with a token count|, clustered by prompt. ``tokens`` holds
-    each judgment's output-token count (its reasoning and its verdict; ``reasoning_tokens`` in a
-    pairwise table) or NaN when the backend did not count them (excluded as ``"not counted"``).
-    The suite computes it on every judgment (``subset=all``) and on the harmful cases, the judge's
-    own answer wrong and the other's right (``subset=harmful``, the cases of 004's HSPP).
+    Formula: RL = Σ tokens / |judgments with a token count|, clustered by prompt (``averaging=
+    "pooled"``); with ``evaluatee`` (the other model of each self-evaluation) and ``averaging=
+    "per-evaluatee"``, the mean over evaluatees of each one's RL — the tables' "Average" column.
+    ``tokens`` holds each judgment's written length (``reasoning_tokens`` of a pairwise table: GPT-2
+    tokens of the reply in nepotism's exports, `nepotism.gpt2_tokens`, the paper's unit) or NaN
+    when there is none (a label read writes nothing: excluded as ``"not counted"``). The suite
+    computes it on every judgment (``subset=all``), on the judge's comparisons of its own answer
+    with another's (``self-evaluation``) and on the harmful ones, its own answer wrong and the
+    other's right (``harmful``, 004's HSPP cases), the last two also per evaluatee.
 
     >>> reasoning_length([100, 300, np.nan], [0, 1, 2], n_resamples=0).value
     200.0
+    >>> reasoning_length([100, 300, 200], [0, 1, 2], evaluatee=["x", "x", "y"], averaging="per-evaluatee",
+    ...                  n_resamples=0).value
+    200.0
     """
+    if averaging not in ("pooled", "per-evaluatee"):
+        raise ValueError("averaging must be 'pooled' or 'per-evaluatee'")
     values = checked(tokens, "tokens", low=0.0, high=np.inf)
     groups = labels(clusters, "clusters", n=values.size)
     keep, n_missing, excluded = valid_rows(values, reason="not counted")
     options = settings(bootstrap, **fields)
     if not keep.any():
         return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+    if averaging == "pooled":
+        _, sums = cluster_sums(groups[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
+        return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+                                 bootstrap=options)
+    if evaluatee is None:
+        raise ValueError("averaging='per-evaluatee' needs the evaluatee of each judgment")
+    names, codes = np.unique(labels(evaluatee, "evaluatee", n=values.size)[keep], return_inverse=True)
+    columns = group_sums(codes, values[keep], np.ones(int(keep.sum())), names.size)
+    _, sums = cluster_sums(groups[keep], columns)
+    return cluster_bootstrap(sums, mean_of_ratios, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
                              bootstrap=options)
 
 
@@ -121,15 +138,19 @@ def _is_own(judges: pd.Series, models: pd.Series, scopes: Mapping[tuple[str, str
 
 def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: Mapping[tuple[str, str], str],
                              bootstrap: Bootstrap) -> list[Row]:
-    """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``) and,
+    """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``), over
+    the judge's self-evaluations (its own answer against another model's, ``self-evaluation``) and,
     with a correctness reference, over the harmful cases of paper 004's Fig. 5 (the judge's own
-    answer wrong, the other's right; ``subset=harmful``). ``scopes`` maps (judge, model) to
-    `Registry.scope`."""
+    answer wrong, the other's right; ``subset=harmful``); the last two pooled, averaged per
+    evaluatee (the tables' "Average" column) and per evaluatee (``averaging=one evaluatee``,
+    Tables 16–18's cells). ``scopes`` maps (judge, model) to `Registry.scope`."""
     if "reasoning_tokens" not in frame:
         return []
     rows = frame.assign(instance_id=frame["instance_id"].astype(str))
     tokens = rows["reasoning_tokens"].to_numpy(dtype=float)
-    subsets = {"all": np.ones(len(rows), dtype=bool)}
+    own_a, own_b = (_is_own(rows["judge"], rows[column], scopes) for column in ("model_a", "model_b"))
+    evaluatee = np.where(own_a, rows["model_b"].astype(str), rows["model_a"].astype(str))
+    subsets = {"all": np.ones(len(rows), dtype=bool), "self-evaluation": own_a ^ own_b}
     if correctness is not None and "correct" in correctness:
         ok = correctness.assign(instance_id=correctness["instance_id"].astype(str)) \
             .set_index(["instance_id", "model"])["correct"].map(lambda v: np.nan if v is None else float(v))
@@ -139,15 +160,26 @@ def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | No
             return np.asarray(ok.reindex(pd.MultiIndex.from_arrays([rows["instance_id"], models])).to_numpy(dtype=float))
 
         a_ok, b_ok = graded(rows["model_a"].astype(str)), graded(rows["model_b"].astype(str))
-        own_a, own_b = (_is_own(rows["judge"], rows[column], scopes) for column in ("model_a", "model_b"))
         subsets["harmful"] = (own_a & (a_ok == 0) & (b_ok == 1)) | (own_b & (b_ok == 0) & (a_ok == 1))
     records = []
     groups = rows.reset_index(drop=True).groupby(["judge", "condition"], sort=True).indices
     for (judge, condition), position in groups.items():
         for subset, member in subsets.items():
             take = position[member[position]]
-            est = reasoning_length(tokens[take], rows["instance_id"].to_numpy()[take], bootstrap=bootstrap)
-            records.append({"metric": "reasoning-length", "judge": judge, "condition": condition, "generator": None,
-                            "pair": None, "scope": "self" if subset == "harmful" else None,
-                            "variant": {"subset": subset, "unit": "tokens per judgment"}, **est.as_dict()})
+            ids = rows["instance_id"].to_numpy()[take]
+            base = {"metric": "reasoning-length", "judge": judge, "condition": condition, "pair": None,
+                    "scope": None if subset == "all" else "self"}
+            unit = {"subset": subset, "unit": "tokens per judgment"}
+            est = reasoning_length(tokens[take], ids, bootstrap=bootstrap)
+            records.append({**base, "generator": None, "variant": unit, **est.as_dict()})
+            if subset == "all" or not take.size:
+                continue
+            est = reasoning_length(tokens[take], ids, evaluatee=evaluatee[take], averaging="per-evaluatee",
+                                   bootstrap=bootstrap)
+            records.append({**base, "generator": None, "variant": {**unit, "averaging": "per-evaluatee"}, **est.as_dict()})
+            for other in sorted(set(evaluatee[take])):
+                mine = take[evaluatee[take] == other]
+                est = reasoning_length(tokens[mine], rows["instance_id"].to_numpy()[mine], bootstrap=bootstrap)
+                records.append({**base, "generator": other, "variant": {**unit, "averaging": "one evaluatee",
+                                                                        "evaluatee": other}, **est.as_dict()})
     return records

@@ -10,7 +10,8 @@ metadata from a hub, is deliberately left out.
 from __future__ import annotations
 
 from nepotism.models.loading import BUNDLED_REGISTRY, default_registry, load_registry
-from nepotism.models.registry import AUDITED_SCOPES, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation, less_related
+from nepotism.models.registry import (AUDITED_SCOPES, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation, less_related,
+                                      untagged)
 
 __all__ = [
     "AUDITED_SCOPES",
@@ -23,4 +24,5 @@ __all__ = [
     "default_registry",
     "less_related",
     "load_registry",
+    "untagged",
 ]

@@ -5,11 +5,25 @@ id), ``series``, ``aliases``, ``parent``, ``teachers``, ``sources``, ``provider`
 ``price_input_per_mtok``, ``price_output_per_mtok`` and ``notes``. Nothing else is allowed at the top
 level or inside a model table, so that typos fail loudly.
 
+Two more top-level tables name models without describing them, so that a user can take the names
+of a data file as they are spelled instead of renaming the data:
+
+* ``[aliases]``: ``"GPT 4" = "gpt-4"`` makes a name another alias of a model any file defines (the
+  target is any name of it, resolved by `Registry.resolve`, ids and aliases alike);
+* ``[families]``: ``"Anthropic" = ["Claude 2", "Claude Instant"]`` gives a family to names the
+  registry does not know, each becoming a model of that family (no series, no lineage). The family
+  is matched to a registered family case-insensitively (``"Claude"`` is ``claude``), else to the one
+  family of a provider's models (``"Anthropic"`` is ``claude``; a provider of several families, such
+  as ``google``, is an error naming them), else it is a new family. A listed name the registry
+  already knows must already be of that family.
+
 Files are merged in order (the bundled registry first unless ``include_default=False``). A later
 file may add models, or repeat an existing id to extend it: ``aliases`` and ``teachers`` are
 unioned, ``sources`` merged, a missing scalar filled in, different ``notes`` appended. Repeating an
 id with a different ``family``, ``series``, ``parent``, ``provider``, price or source note is an
-error. Every error is an `InputError` naming the file and the key (``models."<id>".<field>``).
+error. ``[aliases]`` and ``[families]`` apply once every file's models are merged. Every error is an
+`InputError` naming the file and the key (``models."<id>".<field>``, ``aliases."<name>"``,
+``families."<family>"``).
 
 Not done here: fetching registries from the network, or guessing lineage from names.
 """
@@ -157,7 +171,82 @@ def _merge(drafts: dict[str, _Draft], model_id: str, entry: dict[str, Any], path
         draft.notes.append(entry["notes"])
 
 
-def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft]) -> None:
+class _Links:
+    """The ``[aliases]`` and ``[families]`` entries of the files read, applied once all models are merged."""
+
+    def __init__(self) -> None:
+        self.aliases: list[tuple[str, str, str]] = []  # (alias, target name, file)
+        self.families: list[tuple[str, list[str], str]] = []  # (family as written, names, file)
+
+    def read(self, data: dict[str, Any], label: str) -> None:
+        aliases = data.get("aliases", {})
+        if not isinstance(aliases, dict):
+            raise InputError('expected an [aliases] table of "name" = "model"', path=label, field="aliases")
+        for alias, target in aliases.items():
+            where = f'aliases."{alias}"'
+            self.aliases.append((_check_name(alias, label, where), _check_name(target, label, where), label))
+        families = data.get("families", {})
+        if not isinstance(families, dict):
+            raise InputError('expected a [families] table of "family" = ["name", ...]', path=label, field="families")
+        for family, names in families.items():
+            where = f'families."{family}"'
+            self.families.append((_check_str(family, label, where).strip(), _check_list(names, label, where), label))
+
+    def apply(self, drafts: dict[str, _Draft]) -> None:
+        """Add each alias to its target's model and each family's unknown names as models, through
+        the merged registry's own name resolution; `InputError` naming the entry on a clash."""
+        if not (self.aliases or self.families):
+            return
+        registry = _build(drafts)
+        for alias, target, path in self.aliases:
+            where = f'aliases."{alias}"'
+            try:
+                model_id = registry.resolve(target)
+            except KeyError:
+                raise InputError(f"{target!r} is not a name of any model (see `nepotism models list`)",
+                                 path=path, field=where) from None
+            if registry.knows(alias) and registry.resolve(alias) != model_id:
+                raise InputError(f"{alias!r} is already a name of model {registry.resolve(alias)!r}", path=path,
+                                 field=where)
+            drafts[model_id].aliases.setdefault(alias, path)
+            if path not in drafts[model_id].files:
+                drafts[model_id].files.append(path)
+        registry = _build(drafts)
+        added: dict[str, tuple[str, str]] = {}  # new name -> (family, file)
+        for written, names, path in self.families:
+            where = f'families."{written}"'
+            family = _family(registry, written, path, where)
+            for name in names:
+                if registry.knows(name):
+                    known = registry.get(name)
+                    if known.family != family:
+                        raise InputError(f"{name!r} is model {known.id!r} of family {known.family!r}, not {family!r}",
+                                         path=path, field=where)
+                    continue
+                if name.casefold() in added and added[name.casefold()][0] != family:
+                    raise InputError(f"{name!r} is given family {added[name.casefold()][0]!r} in "
+                                     f"{added[name.casefold()][1]} too", path=path, field=where)
+                added[name.casefold()] = (family, path)
+                if name not in drafts:
+                    drafts[name] = _Draft(name, path)
+                    drafts[name].values["family"] = family
+                    drafts[name].origin["family"] = path
+
+
+def _family(registry: Registry, written: str, path: str, field: str) -> str:
+    """The family a ``[families]`` key names: a registered family (any case), else the one family of
+    a provider's models, else the key itself as a new family."""
+    families = {m.family.casefold(): m.family for m in registry}
+    if written.casefold() in families:
+        return families[written.casefold()]
+    of_provider = sorted({m.family for m in registry if m.provider and m.provider.casefold() == written.casefold()})
+    if len(of_provider) > 1:
+        raise InputError(f"{written!r} is the provider of several families ({', '.join(of_provider)}); name the "
+                         "family instead", path=path, field=field)
+    return of_provider[0] if of_provider else written
+
+
+def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft], links: _Links | None = None) -> None:
     label = str(path)
     if text is None:
         try:
@@ -168,9 +257,12 @@ def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft]) -> None
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"invalid TOML: {err}", path=label) from err
-    unknown = sorted(set(data) - {"models"})
+    unknown = sorted(set(data) - {"models", "aliases", "families"})
     if unknown:
-        raise InputError("only [models.\"<id>\"] tables are allowed at the top level", path=label, field=unknown[0])
+        raise InputError("only [models.\"<id>\"], [aliases] and [families] tables are allowed at the top level",
+                         path=label, field=unknown[0])
+    if links is not None:
+        links.read(data, label)
     models = data.get("models", {})
     if not isinstance(models, dict):
         raise InputError("expected [models.\"<id>\"] tables", path=label, field="models")
@@ -280,12 +372,16 @@ def load_registry(paths: Sequence[str | Path] = (), *, include_default: bool = T
     if isinstance(paths, str | Path):
         paths = [paths]
     drafts: dict[str, _Draft] = {}
+    links = _Links()
     if include_default:
         bundled = importlib.resources.files("nepotism.models").joinpath("data", "registry.toml")
-        _read(BUNDLED_REGISTRY, bundled.read_text(encoding="utf-8"), drafts)
+        _read(BUNDLED_REGISTRY, bundled.read_text(encoding="utf-8"), drafts, links)
     for path in paths:
-        _read(path, None, drafts)
+        _read(path, None, drafts, links)
     _validate(drafts)
+    if links.aliases or links.families:
+        links.apply(drafts)
+        _validate(drafts)
     return _build(drafts)
 
 

@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["AUDITED_SCOPES", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation", "less_related"]
+__all__ = ["AUDITED_SCOPES", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation", "less_related", "untagged"]
 
 SCOPES: tuple[str, ...] = ("self", "family", "student", "teacher", "lineage")
 """Predicates accepted by `Registry.related`; see that method for their exact meaning."""
@@ -142,7 +142,7 @@ class Registry:
         """
         if not isinstance(name, str):
             raise KeyError(name)
-        base = name.split("@", 1)[0].strip()
+        base = untagged(name)
         candidates = [base]
         if "/" in base:
             candidates.append(base.rsplit("/", 1)[1])
@@ -263,7 +263,7 @@ class Registry:
         ignored). `related` answers the overlapping lineage predicates instead (e.g. for
         ``nepotism models relate``); no metric uses it.
         """
-        if judge.split("@", 1)[0] == model.split("@", 1)[0]:
+        if untagged(judge) == untagged(model):
             return "self"
         return _SCOPE_OF[self.relation(judge, model)]
 
@@ -297,6 +297,13 @@ class Registry:
 _SCOPE_OF = {Relation.SELF: "self", Relation.LINEAGE: "family", Relation.SAME_SERIES: "family",
              Relation.SAME_FAMILY: "family", Relation.STUDENT: "student", Relation.FAMILY_STUDENT: "family-student",
              Relation.TEACHER: "teacher", Relation.UNRELATED: "unrelated", Relation.UNKNOWN: "unknown"}
+
+
+def untagged(name: str) -> str:
+    """The model a name stands for: the name without its ``@tag`` (everything from the first ``@``,
+    surrounding spaces dropped), so ``gpt-4o@sample2`` and ``gpt-4o@output_1`` are samples of
+    ``gpt-4o``. Registry ids and aliases never hold an ``@`` (`load_registry` refuses them)."""
+    return str(name).split("@", 1)[0].strip()
 
 
 def less_related(opponent_scope: str, scope: str) -> bool:

@@ -27,7 +27,8 @@ PERCENT = frozenset({
     "annotator-agreement", "judge-human-agreement"})
 POINTS = frozenset({
     "demographic-parity-bias", "equal-opportunity-bias", "error-bias", "paired-win-rate-gap", "matched-bias",
-    "score-delta", "mitigation-effect", "leaderboard-leakage-bonus", "win-rate-overestimation"})
+    "score-delta", "mitigation-effect", "leaderboard-leakage-bonus", "win-rate-overestimation",
+    "exclusion-share-gap"})
 #: Relative changes: signed percent (PLS is relative to the average win rate, paper 000 Eq. 5–6).
 SIGNED_PERCENT = frozenset({"preference-leakage-score"})
 

@@ -28,8 +28,8 @@ A rule applies to every record whose fields equal the rule's (the variant as a s
 matching record with a defined value is one check: pass or fail. A record whose value is undefined
 is listed as "not measured" and neither passes nor fails. A rule that matches no defined record
 for any judge is reported as "not measured" too, and fails the card unless ``on_missing =
-"ignore"`` — so a typo or missing data cannot pass silently. Unknown metric ids and malformed
-rules are `InputError`s. Values are in the record's own units (fractions, not percent).
+"ignore"`` — so a typo or missing data cannot pass silently. Unknown metric ids, unknown scopes
+and malformed rules are `InputError`s (exit status 2), not failed checks. Values are in the record's own units (fractions, not percent).
 
 What this module leaves out: rendering (`nepotism.report.full`, `nepotism.cli.card`).
 """
@@ -38,10 +38,13 @@ from __future__ import annotations
 
 import tomllib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nepotism.analyses.verdicts import summary_rows
 from nepotism.errors import InputError
+from nepotism.results import Verdict
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
@@ -135,6 +138,18 @@ def _metric(name: str, path, key: str) -> str:
     return metric
 
 
+def _scope(scope, path, name: str):
+    """A scope a record can carry (`nepotism.models.SCOPE_LADDER`, the lineage predicates, the
+    matched-bias ``neutral`` check); a typo is an `InputError` naming it, not a rule that matches
+    nothing and fails the card."""
+    from nepotism.models import SCOPE_LADDER, SCOPES
+
+    known = dict.fromkeys((*SCOPE_LADDER, *SCOPES, "neutral"))
+    if scope not in known:
+        raise InputError(f"unknown scope {scope!r}; scopes are {', '.join(known)}", path=path, field=name)
+    return scope
+
+
 def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
     """Thresholds from a parsed TOML table (the ``[card]`` table, or a whole thresholds file)."""
     if "card" in table and isinstance(table["card"], dict):
@@ -156,6 +171,8 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         metric = _metric(name, path, key)
         per_scope = value if isinstance(value, dict) else {None: value}
         for scope, limit in per_scope.items():
+            if scope is not None:
+                _scope(scope, path, f"{key}.{scope}")
             match = {"metric": metric} | ({"scope": scope} if scope is not None else {})
             rules.append(Rule(match=match, statistic=statistic, source=key,
                               **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)}))
@@ -169,6 +186,8 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         if "max" not in raw and "min" not in raw:
             raise InputError(f"{name} needs max and/or min", path=path, field=name)
         rule_metric = _metric(str(raw["metric"]), path, name)
+        if "scope" in raw:
+            _scope(raw["scope"], path, f"{name}.scope")
         rule_statistic = raw.get("statistic", statistic)
         if rule_statistic not in _STATISTICS:
             raise InputError(f"{name}: statistic must be one of {', '.join(_STATISTICS)}", path=path, field=name)
@@ -213,12 +232,18 @@ def _check(rule: Rule, record: dict) -> dict:
             "n": record.get("n"), "max": rule.max, "min": rule.min, "status": status}
 
 
-def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, source: str = "") -> dict:
+def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, source: str = "",
+                verdicts: Sequence[Verdict] = ()) -> dict:
     """``{"judges": {judge: card}, "unmatched_rules": [...], "status": pass|fail|no thresholds}``.
 
-    A card: ``{judge, judge_id, conditions, data, measured: [{metric, what, records}], checks,
-    status}`` with status ``pass``, ``fail`` or ``no thresholds``.
+    A card: ``{judge, judge_id, conditions, data, answer, measured: [{metric, what, records}],
+    checks, status}`` with status ``pass``, ``fail`` or ``no thresholds``; ``answer`` holds the
+    judge's verdicts as the summaries show them (`nepotism.analyses.verdicts.summary_rows`).
     """
+    answers: dict[str, list[dict]] = defaultdict(list)
+    for row in summary_rows(list(verdicts)):
+        answers[row["judge"]].append({k: row[k] for k in ("condition", "scope", "relation", "verdict", "value", "ci",
+                                                           "prompts", "evidence", "sentence", "status")})
     per_judge: dict[str, list[dict]] = defaultdict(list)
     for record in records:
         if record.get("metric") == "leaderboard-rank":
@@ -243,6 +268,7 @@ def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, so
         cards[judge] = {
             "judge": judge, "judge_id": next((r.get("judge_id") for r in items if r.get("judge_id")), None),
             "conditions": sorted({str(r.get("condition")) for r in items}), "data": source,
+            "answer": answers.get(judge, []),
             "prompts": max((r.get("n_clusters") or 0 for r in items), default=0),
             "measured": [{"metric": m, "what": BIAS_WORDS.get(m, ""), "records": len(rs),
                           "defined": sum(r.get("value") is not None for r in rs)} for m, rs in sorted(measured.items())],

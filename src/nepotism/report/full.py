@@ -1,10 +1,13 @@
 """The full report: one self-contained HTML page, the same numbers as Markdown, CSV and JSON.
 
 `write_report` takes result records (any mix of `nepotism.audit`, `run_suite` and `derived` records)
-and writes ``report.html`` (summary first, then every section whose records exist, then the
-judge cards and all results; plots are embedded PNGs, styles inline, no script, nothing fetched
-when viewed), ``report.md``, ``results.csv`` and ``results.json`` (``{summary, findings,
-headline, cards, results}`` — readable again by `nepotism report` and `nepotism card`). Every
+and writes ``report.html`` (the Summary first — the judge verdicts of `nepotism.analyses.verdicts`
+as a table and sentences, each linked to the records it reads and, when given, to the cases
+behind it (`nepotism.report.cases`) —, then those cases, then every section whose records
+exist, then the judge cards and all results; plots are embedded PNGs, styles inline, no script,
+nothing fetched when viewed), ``report.md``, ``results.csv`` and ``results.json`` (the results
+document, `nepotism.results.Results.to_json`, with the judge cards under ``summary.cards`` —
+readable again by `nepotism report` and `nepotism card`). Every
 model-provided string is escaped: jinja2 autoescape in HTML; ``<``, ``>``, ``&``, ``|`` and
 backticks in Markdown; CSV cells that a spreadsheet would run as a formula get a leading ``'``.
 All files are built in memory and each is written atomically.
@@ -18,7 +21,9 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,7 +32,8 @@ from nepotism._files import write_files
 from nepotism.report import plots
 from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
-from nepotism.report.headline import headline
+from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, summary_rows
+from nepotism.results import Results, Verdict, record_key
 from nepotism.report.plots import BIAS_METRICS
 from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
@@ -35,7 +41,10 @@ from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
 from nepotism.report.recognition import EVALUATEE_CAPTION as RECOGNITION_EVALUATEE_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
+from nepotism.report.cases import case_links, case_sections, cases_markdown
 from nepotism.report.sections import (
+    EVALUATEE_NOTE,
+    VERIFIABLE_NOTE,
     coverage,
     exclusion_table,
     human_tables,
@@ -48,7 +57,10 @@ from nepotism.report.sections import (
     verifiable_table,
 )
 
-__all__ = ["build_report", "format_value", "write_report"]
+if TYPE_CHECKING:
+    from nepotism.analyses.cases import Explanation
+
+__all__ = ["build_report", "format_value", "verdict_groups", "write_report"]
 
 _RAW_CAVEAT = ("Self-preference ratios, demographic-parity, equal-opportunity and HSPP-style metrics compare a judge "
                "with itself across items. They can come out positive for a judge with no bias at all whose own "
@@ -70,7 +82,7 @@ def _target(record: dict) -> str:
 
 
 def _row(record: dict) -> dict:
-    return {"metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
+    return {"key": record_key(record), "metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
             "scope": record.get("scope") or "", "target": _target(record),
             "variant": _variant_text(record.get("variant")), "estimate": format_value(record),
             "n": record.get("n"), "prompts": record.get("n_clusters"), "excluded": record.get("n_excluded"),
@@ -173,14 +185,34 @@ def all_plots(records: list[dict]) -> dict[str, list[dict]]:
             "confusion": plots.confusion_matrices(records), "conditions": plots.mitigation(records),
             "leaderboard": plots.leaderboard(records), **section_plots(records)}
 
+def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
+    """The Summary's rows (`summary_rows`) grouped per (judge, condition), each row's links limited
+    to the record keys the page holds."""
+    groups: dict[tuple[str, str], dict] = {}
+    for row in summary_rows(verdicts):
+        group = groups.setdefault((row["judge"], row["condition"]), {"judge": row["judge"], "judge_id": row["judge_id"],
+                                                                     "condition": row["condition"], "rows": []})
+        group["rows"].append({**row, "links": [k for k in row["records"] if k in keys]})
+    return list(groups.values())
+
+
 def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
                  thresholds: Thresholds | None = None, title: str = "nepotism report",
-                 attribution: str | None = None) -> dict:
-    """Everything the page and the other files show, as one dict (plots included)."""
+                 attribution: str | None = None, verdicts: list[Verdict] | None = None,
+                 cases: Mapping[str, Explanation] | None = None) -> dict:
+    """Everything the page and the other files show, as one dict (plots included). ``verdicts``: the
+    judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder).
+    ``cases``: the cases behind the verdicts (`nepotism.analyses.cases.Explanation` by
+    ``judge|condition|scope``, as `nepotism.api.explain_verdicts` makes them from the judgments);
+    without them the page has no cases section."""
     records = [_setting(r) for r in records]
     summary = dict(summary or {})
+
     source = str(summary.get("source", ""))
-    cards = judge_cards(records, thresholds, source=source)
+    if verdicts is None:
+        verdicts = judge_verdicts(records, summary.get("relations") or (),
+                                  min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+    cards = judge_cards(records, thresholds, source=source, verdicts=verdicts)
     rows = [_row(r) for r in records]
     bias_rows = [row for row, r in zip(rows, records) if r.get("metric") in BIAS_METRICS + ("matched-bias",)
                  and r.get("metric") != "preference-leakage-score"]
@@ -189,19 +221,22 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
         "task_scatter": task_scatter_table(records),
+        "verifiable_note": VERIFIABLE_NOTE, "evaluatee_note": EVALUATEE_NOTE,
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
         "recognition_evaluatee_caption": RECOGNITION_EVALUATEE_CAPTION,
         "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
-        "headline": headline(records), "caveat": _RAW_CAVEAT, "plots": all_plots(records),
+        "verdicts": verdict_groups(verdicts, {row["key"] for row in rows}), "verdict_list": verdicts,
+        "caveat": _RAW_CAVEAT, "plots": all_plots(records),
         "cards": cards, "rows": rows, "bias_rows": bias_rows,
         "pls": [_row(r) for r in records if r.get("metric") == "preference-leakage-score"],
         "leaderboard": _leaderboard_table(records), "present": _sections(records),
         "metrics": sorted({str(r.get("metric")) for r in records}),
         "judges": sorted({j for r in records if r.get("metric") != "leaderboard-rank" for j in judges_of(r)}),
         "n_records": len(records),
+        "cases": case_links(cases), "case_sections": case_sections(cases),
     }
     shown = _shown(context)
     context.update(sections=SECTIONS, shown=shown, missing=[s for s in SECTIONS if not shown[s[0]]])
@@ -241,16 +276,19 @@ def _markdown(context: dict) -> str:
     out = [f"# {_md(context['title'])}", ""]
     if context["summary"].get("source"):
         out += [f"Source: {_md(context['summary']['source'])}", ""]
-    out += ["## Summary", ""]
-    for entry in context["headline"]:
-        for line in entry["lines"]:
-            out.append(f"- {_md(line['text'])}")
-        if entry["not_measured"]:
-            out.append(f"- {_md(entry['judge'])} ({_md(entry['condition'])}): not measured — "
-                       f"{_md(', '.join(entry['not_measured']))}.")
+    out += ["## Summary: how much each judge favours its relatives", ""]
+    rows = [[g["judge"], g["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+            for g in context["verdicts"] for r in g["rows"]]
+    if rows:
+        out += _md_table(["judge", "condition", "relation", "verdict", "value", "95% CI", "prompts", "evidence"], rows)
+        out += [""]
+        out += [f"- {_md(r['sentence'])}" for g in context["verdicts"] for r in g["rows"] if r["status"] != "not-measurable"]
+    else:
+        out.append("No judge verdict in these results.")
     out += ["", f"> {context['caveat']}", ""]
     if context["missing"]:
         out += ["Not in these results: " + "; ".join(f"{name} ({why})" for _, name, why in context["missing"]) + ".", ""]
+    out += cases_markdown(context["case_sections"], _md)
     out += ["## Bias metrics", ""]
     keys = ["metric", "judge", "condition", "scope", "target", "variant", "estimate", "n", "prompts", "excluded"]
     out += _md_table(keys, [[row[k] for k in keys] for row in context["bias_rows"]]) + [""]
@@ -291,9 +329,7 @@ def _md_sections(context: dict) -> list[str]:
     """Markdown of the analysis sections (mitigations, leakage, papers 004 and 002)."""
     out = []
     captions = {
-        "Verifiable tasks (paper 004)": "Self scope, averaged per evaluatee, against unrelated opponents (SPR falls "
-                                        "back to any opponent where no unrelated one was compared); the 'any "
-                                        "opponent' variants are in the results table.",
+        "Verifiable tasks (paper 004)": VERIFIABLE_NOTE,
         "Rubric metrics (paper 002)": "HSPP ratios with 002's comparison set S_J (every generator that is neither "
                                       "the judge nor its family); the 'unrelated only' denominator is in the results "
                                       "table. A rubric setup (single-rubric, all-rubrics) follows the condition.",
@@ -308,9 +344,7 @@ def _md_sections(context: dict) -> list[str]:
     if context.get("evaluatees"):
         columns = list(context["evaluatees"][0]["cells"])
         out += ["### Per evaluatee (paper 004's tables)", "",
-                "The judge's answers against each unrelated evaluatee's, pooled over that evaluatee's prompts "
-                "(paper 004 Tables 1–12); \"judge accuracy (harmful)\" counts only the pairs where the judge's "
-                "answer is wrong and the evaluatee's right (paper 003 Table 4).", ""]
+                EVALUATEE_NOTE, ""]
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]
@@ -387,6 +421,16 @@ def _md_sections(context: dict) -> list[str]:
         cols = ["judge", "condition", "kind", "judgments", "without", "share", "reasons"]
         out += _md_table(["judge", "condition", "kind", "judgments", "without a verdict", "share", "by reason"],
                          [[r[k] for k in cols] for r in context["exclusions"]]) + [""]
+        flagged = [(r, f) for r in context["exclusions"] for f in r["flagged"]]
+        if flagged:
+            out += ["### Generators left out far more often than the others", "",
+                    "A generator whose text holds the verdict markers a judge writes can turn its losses into "
+                    "exclusions (docs/verdicts.md); read the raw replies before trusting this judge's numbers for it.", ""]
+            out += _md_table(["judge", "condition", "kind", "generator", "without a verdict", "others",
+                              "gap (CI)", "p (level)", "most frequent reason"],
+                             [[r["judge"], r["condition"], r["kind"], f["generator"], f"{f['share']} of {f['of']}",
+                               f"{f['others_share']} of {f['others_of']}", f["gap"], f["p"], f["reason"]]
+                              for r, f in flagged]) + [""]
     if context["generic_only"]:
         out += [f"Shown only in the results table below (no plot or section of their own): "
                 f"{_md(', '.join(context['generic_only']))}.", ""]
@@ -422,16 +466,18 @@ def _environment() -> Environment:
 
 def write_report(records: list[dict], out_dir: str | Path, *, summary: dict | None = None,
                  findings: list[str] | None = None, thresholds: Thresholds | None = None,
-                 title: str = "nepotism report", attribution: str | None = None) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths."""
+                 title: str = "nepotism report", attribution: str | None = None,
+                 verdicts: list[Verdict] | None = None,
+                 cases: Mapping[str, Explanation] | None = None) -> dict[str, Path]:
+    """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths
+    (``cases``: as `build_report` takes them)."""
     context = build_report(records, summary=summary, findings=findings, thresholds=thresholds, title=title,
-                           attribution=attribution)
+                           attribution=attribution, verdicts=verdicts, cases=cases)
     html = _environment().get_template("report.html.j2").render(**context)
-    document = {"summary": context["summary"], "findings": context["findings"],
-                "headline": [{**h, "lines": [{k: v for k, v in line.items()} for line in h["lines"]]}
-                             for h in context["headline"]],
-                "cards": context["cards"], "results": records}
+    verdicts = context["verdict_list"]
+    document = Results(records, summary={**context["summary"], "cards": context["cards"]},
+                       findings=[v.sentence for v in verdicts] if verdicts else context["findings"],
+                       verdicts=verdicts)
     payloads = {"report.html": html.encode(), "report.md": _markdown(context).encode(),
-                "results.json": json.dumps(document, indent=2, sort_keys=True, default=str).encode(),
-                "results.csv": _csv(records)}
+                "results.json": document.to_json().encode(), "results.csv": _csv(records)}
     return write_files(out_dir, payloads)

@@ -17,8 +17,8 @@
   file ``nepotism report`` reads, so that ``nepotism metrics`` can say what to run.
 
 - `report_records`: everything above put together for one source, as ``nepotism report SOURCE``
-  reads it — a results file loaded, anything else audited (`nepotism.audit`) with the results
-  its run folder lists added.
+  reads it — a results file loaded (also from a folder holding one, as ``nepotism demo`` writes
+  it), anything else audited (`nepotism.audit`) with the results its run folder lists added.
 
 Auditing judgments is `nepotism.audit` (`nepotism.api`). What this module leaves out: rendering
 (`full`), thresholds (`card`).
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nepotism._files import is_store
 from nepotism.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records"]
 
 _REQUIRED = ("metric", "judge", "value")
-
-
-def is_store(path: str | Path) -> bool:
-    """True for an SQLite file (a nepotism store)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
 
 
 def is_results_file(path: str | Path) -> bool:
@@ -175,8 +167,16 @@ def report_records(source: str | Path, *, references: Sequence[str | Path] = (),
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
     the result records the run folder lists (`folder_results`: e.g. mitigation effects)."""
-    if is_results_file(source) and not is_store(source):
+    from nepotism.importers.inspect_log import is_inspect_log
+
+    if is_results_file(source) and not is_store(source) and not is_inspect_log(source):
         return load_results(source)
+    if Path(source).is_dir() and (found := records_instead(source)) is not None:  # e.g. nepotism-demo/
+        file, results = found
+        if results is None:
+            raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
+                             "JSON beside them: give `nepotism report` the .json results file", path=str(file))
+        return load_results(results)
     from nepotism.api import audit
 
     results = audit(source, references=list(references), models=list(models), kind=kind, rule=rule,

@@ -377,7 +377,7 @@ def verifiable_metrics(records: list[dict]) -> list[dict]:
                             nulls=[None, None, None, None], title="Verifiable tasks (paper 004): per judge and condition")
         return [_plot("verifiable-004", "Verifiable-task metrics per judge and condition", fig,
                       "Four dot-plot panels: SPR, LSPR, HSPP and judge accuracy per judge, one colour per condition",
-                      f"Paper 004's metrics, self scope: SPR (Eq. 2, unrelated opponents where measured), LSPR (Eq. 4: of "
+                      f"Paper 004's metrics, self scope, against every other model's answer as the paper counts them: SPR (Eq. 2), LSPR (Eq. 4: of "
                       f"the pairs where it prefers its own answer, how often its own is the correct one), HSPP (Eq. 5: "
                       f"how often it prefers its own wrong answer over a correct one) and judge accuracy (Eq. 3), each "
                       f"averaged per evaluatee. Conditions (e.g. verdict only vs reasoning first) are side by side; bars "

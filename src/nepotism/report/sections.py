@@ -12,14 +12,17 @@
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
   category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
   records — the leaderboard bonus and each entry's rank before and after removing it.
-- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition;
-  `task_scatter_table`: the same four against each judge's own task accuracy, Pearson r across
-  judges (004 Figs. 1–4).
+- `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition,
+  against every other model's answer as the paper counts them (`VERIFIABLE_NOTE`; the project's
+  headline counts unrelated opponents only); `task_scatter_table`: the same four against each
+  judge's own task accuracy, Pearson r across judges (004 Figs. 1–4).
 - `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
 - `exclusion_table`: ``excluded-verdicts`` records — per judge, condition and table kind, how many
-  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...).
+  judgments had no verdict and why (``unparsed-conflicting``, ``failed-timeout``, ...); each row
+  also lists the generators its ``exclusion-share-gap`` records flag (left out far more often than
+  the judge's others: a sign of gaming the verdict reader).
 - `coverage`: which metric ids have a section of their own and which only reach "All results".
 
 Every estimate is written by `_format.format_value` (undefined → "n/a (why…)", never 0). What
@@ -32,7 +35,8 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EXCLUSIONS", "HUMANS", "RUBRIC", "SECTION_METRICS", "VERIFIABLE", "coverage",
+__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSION_GAP", "EXCLUSIONS", "HUMANS", "RUBRIC",
+           "SECTION_METRICS", "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
            "task_scatter_table", "verifiable_records", "verifiable_table"]
@@ -47,13 +51,14 @@ VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harm
               "judge-accuracy")
 RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
+EXCLUSION_GAP = "exclusion-share-gap"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
     "mitigations": (MITIGATION, SELF_CONTROL_RATIO),
     "leakage": ("preference-leakage-score", "preference-leakage-variance") + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1"),  # report/meta_evaluation.py
-    "humans": HUMANS, "exclusions": (EXCLUSIONS,),
+    "humans": HUMANS, "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
 #: Scopes of the third-party control of a perturbation; every other scope is the judged side, ``[mitigate] target``.
@@ -277,20 +282,32 @@ def _pick(items: list[dict], metric: str, **variant) -> dict | None:
     return max(pool, key=lambda r: (r.get("value") is not None, r.get("n") or 0)) if pool else None
 
 
+#: What the paper-004 panel shows (HTML and Markdown reports say it in these words).
+VERIFIABLE_NOTE = ("Self scope, averaged per evaluatee, against every other model's answer: paper 004's definition "
+                   "(Eq. 2-5 count every other model, relatives included). The project's headline counts unrelated "
+                   "opponents only; those variants are in the results table. \"n/a\" is an undefined value (its "
+                   "reason and counts follow), not zero.")
+EVALUATEE_NOTE = ("The judge's answers against each other model's (paper 004's per-evaluatee tables: every other "
+                  "model is an evaluatee), pooled over that evaluatee's prompts; \"judge accuracy (harmful)\" counts "
+                  "only the pairs where the judge's answer is wrong and the evaluatee's right (paper 003 Table 4).")
+
+
 def spr_record(items: list[dict], scope: str = "self") -> dict | None:
-    """Paper 004's SPR for a judge: scope ``self``, unrelated opponents when measured, else any; the
-    mean over evaluatees (004 Tables 1/3/5's Average) where it was computed, else the pooled share."""
-    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("unrelated", "any"),
+    """Paper 004's SPR for a judge: scope ``self`` against every other model (the paper's definition,
+    variant ``opponents=any``), unrelated opponents only where that is all the records hold; the mean
+    over evaluatees (004 Tables 1, 3, 5's Average) where it was computed, else the pooled share."""
+    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("any", "unrelated"),
                  averaging=("per-evaluatee", "__default__"))
 
 
 def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
-    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, all D_diff
-    examples: the harmful-case accuracy of paper 003 is a column of `evaluatee_table`)."""
+    """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, every
+    other model as opponent: paper 004's definition; all D_diff examples: the harmful-case accuracy
+    of paper 003 is a column of `evaluatee_table`)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
         out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("unrelated", "__default__", "any"), preference=("verdict", "__default__"),
+                            opponents=("any", "__default__", "unrelated"), preference=("verdict", "__default__"),
                             examples=("__default__",))
     return out
 
@@ -392,16 +409,17 @@ HARMFUL_ACCURACY = "judge accuracy (harmful)"
 
 def evaluatee_table(records: list[dict]) -> list[dict]:
     """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with SPR (004 Tables
-    1/3/5), judge accuracy, LSPR and HSPP on the comparisons of the judge's answers with that
+    1, 3, 5), judge accuracy, LSPR and HSPP on the comparisons of the judge's answers with that
     evaluatee's, and judge accuracy on the harmful ones (own answer wrong, the evaluatee's right:
-    paper 003 Table 4) (unrelated opponents; empty without D_diff records)."""
+    paper 003 Table 4) (every other model is an evaluatee, as in the paper: ``opponents=any``; empty
+    without D_diff records)."""
     if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
         return []
     rows: dict = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
         if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" \
-                and variant.get("opponents") == "unrelated":
+                and variant.get("opponents") == "any":
             column = HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
             rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][column] = r
     return [{"judge": j, "condition": c, "evaluatee": e,
@@ -423,16 +441,35 @@ def rubric_table(records: list[dict]) -> list[dict]:
 
 def exclusion_table(records: list[dict]) -> list[dict]:
     """One row per ``excluded-verdicts`` record (no slices): judge, condition, kind, how many
-    judgments, how many without a verdict, the share with its CI, and the count per reason."""
+    judgments, how many without a verdict, the share with its CI, the count per reason, and
+    ``flagged``: the generators a flagged ``exclusion-share-gap`` record of the same judge,
+    condition and kind names (generator, its share and the others', the gap with its CI, the
+    one-sided p-value and the level it was held to, its most frequent reason); empty for most."""
+    flagged: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        variant = _v(r)
+        if r.get("metric") == EXCLUSION_GAP and r.get("flagged") and "slice" not in variant:
+            reasons = r.get("excluded") or {}
+            flagged[(r.get("judge"), r.get("condition"), variant.get("kind", ""))].append({
+                "generator": r.get("generator"), "share": format_number(r.get("share"), EXCLUSIONS),
+                "of": r.get("n"), "others_share": format_number(r.get("others_share"), EXCLUSIONS),
+                "others_of": r.get("others_n"), "gap": format_value(r),
+                "p": f"{r['p_value']:.3g} (≤ {r['p_threshold']:.3g})" if r.get("p_value") is not None
+                and r.get("p_threshold") is not None else "n/a",
+                "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"})
     rows = []
     for r in records:
         variant = _v(r)
         if r.get("metric") != EXCLUSIONS or "slice" in variant:
             continue
         reasons = r.get("excluded") or {}
-        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": variant.get("kind", ""),
+        text = ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"
+        if r.get("label_mass_below_half"):  # counted, not left out (papers 001/004 take the argmax)
+            text += f" (kept: {r['label_mass_below_half']:,} read from labels holding under ½ of the probability)"
+        kind = variant.get("kind", "")
+        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": kind,
                      "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "none"})
+                     "reasons": text, "flagged": flagged.get((r.get("judge"), r.get("condition"), kind), [])})
     return rows
 
 

@@ -21,12 +21,18 @@ calls queued, and the next window taken as soon as fewer than ``refill_below`` c
 queues never drain between windows; a key already queued or in flight is joined, not sent again,
 and a key that failed earlier in the run is delivered as that failure.
 
+What a SIGKILL can cost is bounded by the slots: a call holds its endpoint's concurrency slot
+(`Limiter`) from being sent until its answer is committed, not only while it is sent, so the calls
+answered and not yet stored, with those being answered, are never more than the endpoints'
+concurrency summed (an endpoint without a limiter: one slot, per executor) — a killed run re-pays
+at most those (docs/scale.md, "What a kill or a full disk can cost").
+
 Sending costs little CPU besides the HTTP client, and the event loop never waits for SQLite:
 claims are taken for the next calls of a queue in one transaction (`Store.claim_calls`) on the
 store writer's thread, half a chunk ahead of the workers (`_claim`); answered calls are
 committed a group at a time in one transaction that also ends their claims, the calls answered
 while one group commits going together as the next (group commit, `_commit`, on the writer
-thread; the workers wait when `MAX_GROUP` calls are waiting, or the writer is
+thread; a group is at most the slots, and the workers wait when the writer is
 `StoreWriter.max_pending` writes behind),
 and while calls are in flight the objects made before (the plan) are frozen out of the garbage
 collector's scans (`_freeze_gc`).
@@ -63,7 +69,7 @@ from nepotism.runner._replay import _LazyJSON, _replayed
 from nepotism.runner.limits import Limiter, estimate_tokens
 from nepotism.runner.progress import RunStats
 from nepotism.runner.retry import RetryPolicy, asked_wait, is_retryable
-from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreWriteError
+from nepotism.store import CLAIM_LEASE_S, CachedCall, Store, StoreFullError, StoreWriteError
 from nepotism.store.fastread import call_rows
 from nepotism.store.writer import StoreWriter
 
@@ -83,8 +89,6 @@ _log = logging.getLogger("nepotism.runner")
 #: a model at C = 128 to go on for a few transactions of the writer while the next chunk's claim
 #: waits its turn there (at 64, a call waited 6 ms for its claim on average at 2,000 calls/s)
 CLAIM_CHUNK = 256
-#: calls that may wait for the group being committed before the workers wait too (`CallExecutor._commit`)
-MAX_GROUP = 4096
 _KEY_PREFIX = b"nepotism-runner-call-v1\x00"
 # memo of the JSON of a request's parameters (few distinct ones per run), by their values
 _HEADS: dict[tuple, bytes] = {}
@@ -176,7 +180,7 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
     head = None
     if not extra or all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
         static = (endpoint.kind, endpoint.model, endpoint.served_model, request.max_tokens,
-                  float(request.temperature), request.seed, request.labels, request.continuation,
+                  float(request.temperature), request.seed, request.labels, request.continuation, request.labels_after,
                   tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())) if extra else ())
         head = _HEADS.get(static)
     if head is None:
@@ -190,6 +194,8 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
             "labels": None if request.labels is None else list(request.labels),
             "continuation": request.continuation,
             "extra": {k: extra[k] for k in sorted(extra) if not is_secret_name(k)},
+            # only when set, so that every other call keeps its key
+            **({} if request.labels_after is None else {"labels_after": request.labels_after}),
         }, sort_keys=True, separators=(",", ":"), default=str).encode()
         if static is not None and len(_HEADS) < 4096:
             _HEADS[static] = head
@@ -312,6 +318,10 @@ def _raise_if_cancelled(task: asyncio.Task[Any] | None = None) -> None:
         raise asyncio.CancelledError
 
 
+class _NotSent(Exception):
+    """A call not sent because the store's disk filled up while it waited for a slot."""
+
+
 class CallExecutor:
     """Run planned calls through the cache and the endpoints, committing each before use."""
 
@@ -350,8 +360,14 @@ class CallExecutor:
         self._flush_due = False
         #: groups of calls submitted to the writer and not committed yet (one at a time, see `_commit`)
         self._committing = 0
-        #: set when a group leaves `_batch` for the writer (workers waiting for room in it go on)
-        self._taken = asyncio.Event()
+        #: each model's concurrency slots, held by a call from sending to its commit: the
+        #: endpoint's limiter, or one slot for an endpoint without
+        self._slots = {model: ep.limiter or Limiter(1) for model, ep in self.endpoints.items()}
+        #: slots held by answered calls not yet reported committed, per model, and the round of
+        #: `run_windows` they belong to (a report arriving after its round ended gives back nothing:
+        #: the round's end gave its slots back)
+        self._held: dict[str, int] = {}
+        self._round = 0
         self._on_result: Callable[[CallResult], None] | None = None
         self._delivering = False
         self._error: BaseException | None = None
@@ -439,11 +455,10 @@ class CallExecutor:
                     self._queues.setdefault(group[0].model, deque()).append(group)
                 self._queued += len(pending)
                 for model, queue in self._queues.items():
-                    endpoint = self.endpoints[model]
-                    n = endpoint.limiter.concurrency if endpoint.limiter else 1
+                    n = self._slots[model].concurrency
                     have = per_model.get(model, 0)
                     for _ in range(min(n, have + len(queue)) - have):
-                        worker = asyncio.create_task(self._worker(endpoint, queue))
+                        worker = asyncio.create_task(self._worker(self.endpoints[model], queue))
                         worker.add_done_callback(self._worker_done)
                         workers.append(worker)
                     per_model[model] = max(have, min(n, have + len(queue)))
@@ -485,6 +500,7 @@ class CallExecutor:
                 self._flush(now=True)
                 if own_writer:
                     writer.close()  # runs the writes still queued: an answered call is kept
+            self._end_round()
             if renewer is not None:
                 renewer.cancel()
                 await asyncio.gather(renewer, return_exceptions=True)
@@ -493,8 +509,17 @@ class CallExecutor:
                 except StoreWriteError:
                     pass  # (a full disk: the claims expire on their own)
         if self.store.low_space:
-            raise StoreWriteError("the disk of the store is full: every call answered so far is stored "
-                                  "(none lost); free space and run again to resume", path=str(self.store.path))
+            raise self.store.full_disk_error()
+
+    def _end_round(self) -> None:
+        """Give back the slots of answered calls whose commit was not reported (a run stopped by
+        an error or a cancellation: their writes are queued or done, their reports may never
+        run): the endpoints' limiters are shared with the run's other phases."""
+        for model, held in self._held.items():
+            for _ in range(held):
+                self._slots[model].release()
+        self._held = {}
+        self._round += 1
 
     async def _each(self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]]
                     ) -> AsyncIterator[Sequence[PlannedCall]]:
@@ -583,6 +608,8 @@ class CallExecutor:
         """Offline: deliver each stored failure as it was stored (counted as failed, not sent)."""
         stored = self.store.get_calls(list(pending))
         missing = [key for key in pending if key not in stored]
+        if missing and self.store.readonly:  # (a run served from a read-only store)
+            raise self.store.cannot_write(len(missing), "calls (to send, then store)")
         if missing:
             raise RuntimeError(f"{len(missing)} calls have no stored answer (first {missing[0][:12]}…); "
                                "an offline run needs every call stored")
@@ -615,8 +642,8 @@ class CallExecutor:
         WAL again, and the claims and judgments queued behind them waited. Only when its
         transaction has committed are a group's calls counted and handed to ``on_result``
         (`_committed`): none is used before it is stored. A failed commit (a full disk) stops the
-        run with that error. A batch that reaches `MAX_GROUP` calls while a group commits makes
-        the workers wait (`_batch_room`) instead of growing without bound."""
+        run with that error. Each call holds its endpoint's slot until then (`_committed` gives it
+        back): a group is never more calls than the slots."""
         self._batch.append(record)
         self._waiting.append(delivery)
         if not self._flush_due and not self._committing:
@@ -634,25 +661,26 @@ class CallExecutor:
         store, owner = self.store, self.owner
         assert self._writing is not None
         self._committing += 1
-        self._taken.set()
-        self._taken = asyncio.Event()
         self._writing.submit(lambda: store.put_calls(batch, release_owner=owner),
-                             lambda error: self._committed(waiting, error))
-
-    async def _batch_room(self) -> None:
-        """Return once `_batch` holds fewer than `MAX_GROUP` calls (back-pressure on the workers)."""
-        while len(self._batch) >= MAX_GROUP and self._error is None:
-            await self._taken.wait()
+                             lambda error, round_=self._round: self._committed(waiting, error, round_))
 
     def _committed(self, waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]],
-                   error: BaseException | None) -> None:
-        """On the loop, once a group of calls is committed (or failed to be): submit the calls
-        answered meanwhile as the next group, then count and deliver this one's, unless the run
-        is ending; any error stops the run (`_fail`)."""
+                   error: BaseException | None, round_: int) -> None:
+        """On the loop, once a group of calls is committed (or failed to be): give back their
+        slots, submit the calls answered meanwhile as the next group, then count and deliver this
+        group's, unless the run is ending; any error stops the run (`_fail`)."""
         self._committing -= 1
+        if round_ == self._round:
+            slots, held = self._slots, self._held
+            for endpoint, *_ in waiting:
+                slots[endpoint.model].release()
+                held[endpoint.model] -= 1
         if error is None and self._writing is not None and not self._writing.closed:
             self._flush()
         if error is not None:
+            if isinstance(error, StoreFullError):  # (no room was set aside: `Store.reserve_space`)
+                self.store.lost += len(waiting)
+                error = self.store.full_disk_error()
             self._fail(error)
             return
         if not self._delivering:
@@ -771,15 +799,18 @@ class CallExecutor:
                     self._live.pop(call.key, None)
                     self._deliver_cached(group, completion_from_cached(cached), on_result)
                     continue
-            completion, errors = await self._attempts(endpoint, call, me)
-            # committed first, used after (in `_committed`): a crash in between loses nothing used
+            try:
+                completion, errors = await self._attempts(endpoint, call, me)  # (holding a slot)
+            except _NotSent:  # the disk filled meanwhile
+                return
+            self._held[endpoint.model] = self._held.get(endpoint.model, 0) + 1
+            # committed first, used after (in `_committed`, which gives the slot back): a crash in
+            # between loses nothing used, and no more answers than the slots
             attempts = len(errors) + (1 if completion.ok else 0)
             self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)},
                          (endpoint, group, completion, attempts))
             if writer.pending >= writer.max_pending:
                 await writer.room()  # the writer is behind: send no more until it catches up
-            if len(self._batch) >= MAX_GROUP:
-                await self._batch_room()
 
     def _deliver_cached(self, group: list[PlannedCall], completion: Completion,
                         on_result: Callable[[CallResult], None]) -> None:
@@ -791,10 +822,13 @@ class CallExecutor:
 
     async def _attempts(self, endpoint: Endpoint, call: PlannedCall,
                         task: asyncio.Task[Any] | None = None) -> tuple[Completion, list[str]]:
+        """Send ``call`` until it succeeds or its failure is final; returns holding the slot of its
+        last attempt (for the caller to give back once the call is stored), never between
+        attempts."""
         errors: list[str] = []
-        limiter = endpoint.limiter
+        slots = self._slots[endpoint.model]
         # the estimate only matters to a tokens-per-minute limit
-        tokens = estimate_tokens(call.request) if limiter is not None and limiter.counts_tokens else 1
+        tokens = estimate_tokens(call.request) if slots.counts_tokens else 1
         policy = endpoint.retry
         while True:
             completion = await self._send(endpoint, call.request, tokens, task)
@@ -803,6 +837,7 @@ class CallExecutor:
             errors.append(completion.error or "unknown")
             if not is_retryable(completion.error) or len(errors) >= policy.max_attempts:
                 return completion, errors
+            slots.release()  # (no slot held while waiting to try again)
             delay = policy.delay(len(errors), self._rng)
             asked = asked_wait(completion)
             if asked is not None:
@@ -810,8 +845,7 @@ class CallExecutor:
                     return completion, errors
                 # never earlier than the server asked; the endpoint's other sends wait too
                 delay = max(delay, asked)
-                if endpoint.limiter is not None:
-                    endpoint.limiter.hold(asked)
+                slots.hold(asked)
                 self.stats.server_waits += 1
                 self.stats.waited_s += asked
             self.stats.retries += 1
@@ -820,19 +854,26 @@ class CallExecutor:
 
     async def _send(self, endpoint: Endpoint, request: Request, tokens: int,
                     task: asyncio.Task[Any] | None = None) -> Completion:
-        if endpoint.backend is None:
-            return failed("no_backend: the model has no backend configured")
-        limiter = endpoint.limiter
+        """One attempt, in one of the endpoint's slots, which it returns holding (given back by
+        the caller); a cancellation gives it back."""
+        slots = self._slots[endpoint.model]
+        await slots.acquire(tokens)
+        if self.store.low_space:  # the disk filled while this call waited: send nothing more
+            slots.release()
+            raise _NotSent
         try:
-            if limiter is None:
-                completion = await endpoint.backend.complete(request)
-            else:
-                async with limiter.slot(tokens):
+            try:
+                if endpoint.backend is None:
+                    completion = failed("no_backend: the model has no backend configured")
+                else:
                     completion = await endpoint.backend.complete(request)
-        except asyncio.CancelledError:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a backend bug must not take the whole run down
+                _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
+                completion = failed(f"exception:{type(exc).__name__}: {redact_text(str(exc))[:200]}")
+            _raise_if_cancelled(task)
+        except BaseException:
+            slots.release()
             raise
-        except Exception as exc:  # a backend bug must not take the whole run down
-            _log.warning("backend %s raised %s", endpoint.model, type(exc).__name__)
-            completion = failed(f"exception:{type(exc).__name__}: {redact_text(str(exc))[:200]}")
-        _raise_if_cancelled(task)
         return completion

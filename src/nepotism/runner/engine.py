@@ -343,8 +343,8 @@ class Runner:
             judged = await self.judge(tasks(), render, interpret, keep=keep, identify=identify, writer=writer)
             made = await generation
         finally:
-            if not generation.done():
-                generation.cancel()
+            if not generation.done() and not self.store.low_space:
+                generation.cancel()  # (on a full disk it stops by itself, its answers stored: not cancelled)
             await asyncio.gather(generation, return_exceptions=True)
             writer.close()  # (blocks until the queued writes are done)
             _thaw_gc(frozen)

@@ -95,13 +95,15 @@ def _backend(cfg: ModelConfig) -> Any:
         urls = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
         return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env,
                                  timeout=cfg.timeout, max_connections=cfg.concurrency,
+                                 max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
                                  extra=dict(cfg.params), name=cfg.id)
     from nepotism.backends import gguf
     from nepotism.extras import require
 
     require("local", purpose=f"model '{cfg.id}' (backend gguf, run in-process by llama.cpp)")
     return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
-                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_batch=cfg.n_batch,
+                            flash_attn=cfg.flash_attn)
 
 
 def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = True) -> dict[str, Endpoint]:
@@ -269,13 +271,22 @@ def _line_of(path: Path, ident: str) -> tuple[int | None, str]:
     return None, "id"
 
 
-def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Instance], list[Response]] | None:
+def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = True
+                 ) -> tuple[list[Instance], list[Response]] | None:
     """Read and check everything a run needs from outside the store *before* the store is opened,
-    so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth
-    and (with ``keys``; a dry run needs none) the API-key variables each model names. Returns the
-    dataset (None for a store dataset) to pass to `run_experiment` or `dry_run` as ``dataset``."""
+    so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth,
+    ``$NEPOTISM_MODEL_THREADS`` when an in-process model takes its thread count from it, (with
+    ``keys``; a dry run needs none) the API-key variables each model names and (with ``output``; a
+    dry run writes nothing) that the output folder can be written
+    (`nepotism.run_folder.check_output_dir`). Returns the dataset (None for a store dataset) to
+    pass to `run_experiment` or `dry_run` as ``dataset``."""
+    from nepotism.backends._inprocess import model_threads
     from nepotism.backends.base import read_api_key
+    from nepotism.run_folder import check_output_dir
 
+    for cfg in experiment.models.values():
+        if cfg.backend == "gguf":
+            model_threads(cfg.n_threads)
     for model_id, cfg in experiment.models.items() if keys else ():
         try:
             read_api_key(cfg.api_key_env)
@@ -283,10 +294,14 @@ def check_inputs(experiment: Experiment, *, keys: bool = True) -> tuple[list[Ins
             raise InputError(err.message, path=experiment.path,
                              field=f"models.{model_id}.api_key_env") from None
     if experiment.dataset.from_store:
-        return None
-    instances, recorded = load_dataset(experiment)
-    grading_truth(experiment, instances)
-    return instances, recorded
+        dataset = None
+    else:
+        instances, recorded = load_dataset(experiment)
+        grading_truth(experiment, instances)
+        dataset = instances, recorded
+    if output and experiment.output_dir is not None:
+        check_output_dir(experiment.output_dir)
+    return dataset
 
 
 # -- planning --------------------------------------------------------------------------------
@@ -464,10 +479,16 @@ async def run_experiment(
     only that shard's instances are generated and judged (`nepotism.runner.shards`), and the
     exports go to the shard's own folder inside ``output.dir``. With ``offline`` nothing is sent:
     every call must be stored already (ok, or failed: then it stays a failure), as after reading
-    batch results (`nepotism.runner.batch`); no backend is created."""
+    batch results (`nepotism.runner.batch`); no backend is created. A read-only store (`Store.read_only`)
+    runs offline: the run is served from it whole, or stops at what it would have to write. The
+    output folder is checked before anything is sent (`nepotism.run_folder.check_output_dir`)."""
     from nepotism.models import load_registry
+    from nepotism.run_folder import check_output_dir
 
     judging = judging or _judging()
+    offline = offline or store.readonly
+    if experiment.output_dir is not None:
+        check_output_dir(experiment.output_dir)
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = dataset if dataset is not None else load_dataset(experiment, store)
     instances, recorded = _in_shard(shard, instances, recorded)
@@ -479,7 +500,8 @@ async def run_experiment(
         store.add_responses(recorded)
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry,
                                                                               connect=not offline)
-    store.reserve_space()  # room for the calls answered when the disk fills up (none lost)
+    # room for the answers not yet stored when the disk fills up (none lost): a slot holds one
+    store.reserve_space(sum(e.limiter.concurrency if e.limiter is not None else 1 for e in endpoints.values()))
     try:
         config = {"experiment": experiment.as_config()}
         if shard is not None:

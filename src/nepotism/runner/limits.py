@@ -99,6 +99,7 @@ class Limiter:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
         self._slots = asyncio.Semaphore(concurrency)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the slots serve
         self._requests = TokenBucket(rpm) if rpm is not None else None
         self._tokens = TokenBucket(tpm) if tpm is not None else None
         self._resume_at = -math.inf  # loop time before which no request starts
@@ -114,7 +115,19 @@ class Limiter:
         it is entered once per call sent."""
         return _Slot(self, tokens)
 
+    async def acquire(self, tokens: int = 1) -> None:
+        """Take one concurrency slot after paying the rate limits, to give back with `release`:
+        the runner holds a call's slot from sending it until its answer is stored."""
+        await self._enter(tokens)
+
+    def release(self) -> None:
+        """Give back a slot taken with `acquire`."""
+        self._slots.release()
+
     async def _enter(self, tokens: int) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # used from a new loop (another asyncio.run): fresh slots
+            self._slots, self._loop = asyncio.Semaphore(self.concurrency), loop
         await self._slots.acquire()
         try:
             if self._resume_at > -math.inf:

@@ -3,8 +3,9 @@
 After judging, `jury_step` takes the rubric judgments (the exported ``rubric`` table, else the
 store's), lets the jurors vote with `nepotism.grading.rubric_reference.jury_reference` — each
 juror's majority per (prompt, answer, rubric item), then the jury's majority, through
-`nepotism.votes`; a juror related to the answer's author by the registry's one scope rule does not
-vote on it unless ``keep_related`` — adds the decided items to the store as rubric references
+`nepotism.votes`; every juror votes on every answer, as paper 002 §2.4's reference does, unless
+``exclude_related`` (the variant: a juror related to the answer's author by the registry's one scope
+rule does not vote on it) — adds the decided items to the store as rubric references
 (source ``jury:<jurors>``) and writes ``rubric-reference.<fmt>`` (with the ``jurors`` who voted on
 each item) to the output folder, with the instances' rubric items (``rubric-items.<fmt>``: text
 and points, for the positive / negative split). Items with an even vote or no vote are left out and counted.
@@ -60,13 +61,13 @@ def jury_step(experiment: Experiment, store: Any, registry: Any, tables: Mapping
     silent = [j for j in config.jury if j not in voted]
     if silent:  # a juror whose every rubric call failed still counts as a juror with no vote
         return {"jury": list(config.jury), "no_rubric_verdicts": silent, "rows": 0}, {}
-    result = jury_reference(frame, config.jury, exclude_related=not config.keep_related,
+    result = jury_reference(frame, config.jury, exclude_related=config.exclude_related,
                             related=registry_related(registry))
     reference = reference_frame(result)
     source = "jury:" + ",".join(config.jury)
     store.add_references([Reference(str(r.instance_id), "rubric", (str(r.model),), rubric_id=str(r.rubric_id),
                                     met=bool(r.met), source=source) for r in reference.itertuples(index=False)])
-    counts = {"jury": list(config.jury), "keep_related": config.keep_related, "rows": len(reference),
+    counts = {"jury": list(config.jury), "exclude_related": config.exclude_related, "rows": len(reference),
               "counts": dict(result.counts)}
     written: dict[str, str] = {}
     if experiment.output_dir is not None:

@@ -7,7 +7,7 @@ before it is written. `Store.export` writes tables in
 the public recorded-judgment formats. This package does not call models or parse their output.
 """
 
-from nepotism.store._migrate import SCHEMA_VERSION, StoreSchemaError, StoreWriteError
+from nepotism.store._migrate import SCHEMA_VERSION, StoreFullError, StoreSchemaError, StoreWriteError
 from nepotism.store.calls import CachedCall
 from nepotism.store.database import CLAIM_LEASE_S, RUN_STATUSES, TABLES, Store, default_store_path
 
@@ -18,6 +18,7 @@ __all__ = [
     "TABLES",
     "CachedCall",
     "Store",
+    "StoreFullError",
     "StoreSchemaError",
     "StoreWriteError",
     "default_store_path",

@@ -15,6 +15,7 @@ the version it has, since it cannot be migrated.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from nepotism.errors import InputError
 
-__all__ = ["StoreSchemaError", "StoreWriteError"]
+__all__ = ["StoreFullError", "StoreSchemaError", "StoreWriteError", "describe_disk", "unwritable"]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 #: Seconds a connection waits for another writer's lock before giving up.
@@ -43,15 +44,57 @@ class StoreWriteError(InputError):
     """
 
 
+class StoreFullError(StoreWriteError):
+    """The disk holding the store is full (SQLite's ``SQLITE_FULL``, the system's ``ENOSPC``).
+
+    Not a bad input: the command line exits with `EXIT_STATUS` (``EX_IOERR``), after a run has
+    stored every answer it was paid for (`nepotism.store.Store.reserve_space`). The message names
+    the disk (`describe_disk`)."""
+
+    #: the exit status of the command line (sysexits' EX_IOERR: an input/output error)
+    EXIT_STATUS = 74
+    exit_status = EXIT_STATUS
+
+
 # SQLite's messages for a store that cannot be written, whatever the statement
-_WRITE_FAILURES = ("database or disk is full", "disk i/o error", "attempt to write a readonly database",
+_FULL = "database or disk is full"
+_WRITE_FAILURES = (_FULL, "disk i/o error", "attempt to write a readonly database",
                    "unable to open database file", "database disk image is malformed")
+
+
+def describe_disk(path: str | Path) -> str:
+    """The file system holding ``path``, for messages: its mount point, size and free space
+    (``/data: 3.0 MB, 0 B free``); the folder alone where the system cannot say."""
+    where = Path(path).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        device = where.stat().st_dev
+        mount = where
+        while mount != mount.parent and mount.parent.stat().st_dev == device:
+            mount = mount.parent
+        stats = os.statvfs(where)
+    except OSError:
+        return str(where)
+    return (f"{mount}: {_size(stats.f_blocks * stats.f_frsize)}, "
+            f"{_size(stats.f_bavail * stats.f_frsize)} free")
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if nbytes < 1000 or unit == "GB":
+            return f"{nbytes:.0f} B" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+    raise AssertionError("unreachable")
 
 
 def _write_failure(err: sqlite3.OperationalError, path: str) -> Exception:
     cause = str(err)
     if not any(text in cause.lower() for text in _WRITE_FAILURES):
         return err
+    if _FULL in cause.lower():
+        return StoreFullError(f"cannot write the store: the disk is full ({describe_disk(path)}); everything "
+                              "committed before is kept", path=path)
     return StoreWriteError(f"cannot write the store ({cause}); everything committed before is kept",
                            path=path)
 
@@ -128,6 +171,29 @@ def _statements(sql: str):
         raise RuntimeError("incomplete SQL statement at the end of a migration")
 
 
+def unwritable(path: Path) -> str | None:
+    """Why the store ``path`` cannot be written — created, or given the ``-wal`` and ``-shm`` files
+    SQLite keeps beside it — or None when it can: its folder is missing or cannot be written (a
+    read-only file system, no permission), or the file itself cannot be."""
+    folder = path.parent
+    if not folder.is_dir():
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} cannot be written: {_why(folder)}"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"the file cannot be written: {_why(path)}"
+    return None
+
+
+def _why(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    return "no write permission"
+
+
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode with WAL, ``synchronous=NORMAL`` and foreign keys on.
 
@@ -145,7 +211,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         mode = _journal_wal(conn)
     except (sqlite3.DatabaseError, StoreWriteError) as err:
-        raise InputError(f"cannot open the store: {getattr(err, 'message', err)}", path=str(path)) from None
+        why = unwritable(path)  # (SQLite says "unable to open database file" for all of these)
+        cause = why if why is not None else getattr(err, "message", err)
+        raise InputError(f"cannot open the store: {cause}", path=str(path)) from None
     if str(mode).lower() != "wal":
         conn.close()
         raise InputError(f"the store needs WAL journaling but SQLite chose {mode!r}", path=str(path))
@@ -168,8 +236,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
                                    check_same_thread=False, factory=_Connection)
             conn.store_path = str(path)
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-            conn.execute("PRAGMA query_only = ON")
-            return conn
+            return conn  # (temporary tables stay possible: a run's plan, `Store.open_plan`)
         except (sqlite3.DatabaseError, StoreWriteError) as err:
             last = err
     raise InputError(f"cannot open the store for reading: {getattr(last, 'message', last)}",

@@ -5,12 +5,21 @@ write is one transaction, so a killed process leaves the file consistent, and WA
 timeout let several processes append to the same file. Open one `Store` per process (do not
 share one across ``fork``). What the store leaves out: it never decides whether a failed call
 should be retried and never interprets a call — judging and the runner do that.
+
+A store opened read-only (`Store.read_only`: its file or folder cannot be written, a read-only
+mount, a shared copy) is read at its own version, and a run can still be served from it whole:
+the writes a complete rerun makes change nothing there (its instances, responses, judgments and
+references are stored as they are), so each is checked instead of written — nothing to change,
+nothing done; anything to add or change is a `StoreWriteError` naming the store, why it cannot be
+written and what the run would write. Such a run is not recorded among the runs, and writes no
+judge-plan memo rows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import socket
@@ -29,7 +38,8 @@ from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
-from nepotism.store._migrate import StoreWriteError, connect, migrate, schema_version
+from nepotism.store._migrate import (StoreFullError, StoreWriteError, connect, describe_disk, migrate,
+                                     schema_version, unwritable)
 from nepotism.store.calls import (
     _CALL_COLUMNS,
     CALL_STATUSES,
@@ -47,8 +57,11 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _BATCH = 500  # keys per SELECT ... IN (...)
 #: Seconds a claim on a call being sent lasts unless its owner renews it (see `Store.claim_call`).
 CLAIM_LEASE_S = 60.0
-#: Bytes set aside beside a store during a run for calls answered when its disk fills up.
-RESERVE_BYTES = 8 << 20
+#: Bytes set aside beside a store during a run for calls answered when its disk fills up, per
+#: concurrency slot (a slot holds at most one answer not yet stored: `nepotism.runner.calls`), with
+#: a floor; never more than a quarter of the space free when the run starts.
+RESERVE_PER_SLOT = 64 << 10
+RESERVE_MIN_BYTES = 1 << 20
 
 _FILTERS = {
     "instances": ("id", "category"),
@@ -99,13 +112,22 @@ class Store:
         self.path = Path(path)
         #: opened for reading only (`read_only`): nothing is written, not even a migration
         self.readonly = readonly
+        #: why (for messages): the store's file or folder cannot be written, or it was asked
+        self.readonly_reason = (unwritable(self.path) or "opened for reading only") if readonly else None
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._closed = False
-        #: True once a full disk used up the reserve (see `reserve_space`): send no more calls
+        #: True once the disk filled during a run (see `reserve_space`): send no more calls
         self.low_space = False
+        #: a run has set space aside (`reserve_space`), until `drop_reserve`
+        self._reserving = False
+        #: answered calls a full disk kept out of the store: written beside it (`_spill`), or lost
+        self.spilled = 0
+        self.lost = 0
         self.schema_version = migrate(self._conn(), self.path, readonly=readonly)
+        if not readonly and self._spill_path.exists():
+            self._store_spilled()
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
@@ -117,8 +139,7 @@ class Store:
         """Open an existing store for reading: read-only when the file or its folder cannot be
         written (a read-only mount, a shared copy), else as usual."""
         path = Path(path)
-        writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-        return cls(path, readonly=not writable)
+        return cls(path, readonly=unwritable(path) is not None)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -131,6 +152,33 @@ class Store:
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
+
+    def cannot_write(self, count: int, what: str) -> StoreWriteError:
+        """The error of a read-only store asked to add or change ``count`` ``what`` (the runner
+        asks it too, for the calls a run on it would have to send)."""
+        return StoreWriteError(
+            f"the store is read-only ({self.readonly_reason}) and this run would add or change {count} "
+            f"{what}: a run on a read-only store must find everything it needs stored already (a complete "
+            "rerun); run it where the store can be written, or with another --store", path=str(self.path))
+
+    def _stored_ids(self, table: str, ids: Sequence[str], columns: str = "id") -> dict[str, tuple]:
+        """The rows of ``table`` among ``ids`` (its ``columns``, the id first), by id."""
+        conn, found = self._conn(), {}
+        for start in range(0, len(ids), _BATCH):
+            chunk = list(ids[start:start + _BATCH])
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f'SELECT {columns} FROM "{table}" WHERE id IN ({marks})', chunk):
+                found[row[0]] = tuple(row)
+        return found
+
+    def _read_only_insert(self, table: str, rows: Iterable[tuple], what: str) -> int:
+        """On a read-only store, ``INSERT OR IGNORE`` of ``rows`` (the id first) into ``table``:
+        0 when every id is stored, else `cannot_write`."""
+        ids = [row[0] for row in rows]
+        missing = len(set(ids) - set(self._stored_ids(table, ids)))
+        if missing:
+            raise self.cannot_write(missing, what)
+        return 0
 
     def _write_many(self, sql: str, rows: Iterable[tuple]) -> int:
         """Run ``sql`` for every row in one transaction (known secrets redacted from every text
@@ -226,14 +274,7 @@ class Store:
                         logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
                         error=error, run_id=run_id)
         try:
-            try:
-                self._conn().execute(_PUT_CALL, _clean(row))
-            except StoreWriteError:
-                # a full disk: give back the space set aside (`reserve_space`) so that this
-                # answered, paid-for call is kept, then let the caller stop (`low_space`)
-                if not self._release_reserve():
-                    raise
-                self._conn().execute(_PUT_CALL, _clean(row))
+            self._keep_calls(lambda: self._conn().execute(_PUT_CALL, _clean(row)), [_clean(row)])
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
@@ -243,20 +284,15 @@ class Store:
         Each item holds ``key`` and the keyword arguments of `put_call`; the same rules apply.
         Returns how many rows were added or replaced. Nothing is stored if any item is invalid.
         With ``release_owner``, that owner's claims on these calls end in the same transaction
-        (see `claim_calls`). A full disk is met as `put_call` meets it: the reserve is given back
-        and the calls are stored (`low_space` set).
+        (see `claim_calls`). A full disk during a run is met by the space set aside
+        (`reserve_space`, `_keep_calls`).
         """
         at = _codec.now()  # one time for the rows of one transaction
         rows = [_clean(_call_row(**call, created_at=at)) for call in calls]
         if not rows:
             return 0
         try:
-            try:
-                return self._put_rows(rows, release_owner)
-            except StoreWriteError:
-                if not self._release_reserve():
-                    raise
-                return self._put_rows(rows, release_owner)
+            return self._keep_calls(lambda: self._put_rows(rows, release_owner), rows)
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
 
@@ -270,35 +306,135 @@ class Store:
                                  [(row[0], release_owner) for row in rows])
         return changed
 
-    # -- space set aside for answered calls ---------------------------------------------------
+    # -- a full disk during a run -------------------------------------------------------------
     @property
     def _reserve_path(self) -> Path:
         return self.path.with_name(self.path.name + "-reserve")
 
-    def reserve_space(self, nbytes: int = RESERVE_BYTES) -> None:
-        """Set ``nbytes`` of disk aside beside the store (a ``-reserve`` file) for the calls that
-        are answered when the disk fills up: `put_call` frees it on a full disk, stores the call
-        and sets `low_space`, so a full disk loses no answered call. A no-op if it cannot be
-        written (the disk is already full: then the first failed write says so)."""
+    def reserve_space(self, slots: int = 1) -> None:
+        """Prepare a run for a full disk, which must lose no answer it paid for.
+
+        Sets disk aside beside the store (a ``-reserve`` file) for the answers not yet stored
+        when the disk fills up: `RESERVE_PER_SLOT` for each of the run's ``slots`` (its
+        concurrency: the most answers it holds unstored), at least `RESERVE_MIN_BYTES`, at most a
+        quarter of the free space. Until `drop_reserve`, the first write that finds the disk full
+        frees it and sets `low_space` (the runner sends nothing more); the calls answered and not
+        yet stored are written into that room beside the store (`_keep_calls`), which takes them
+        in when it is next opened, while the rows a later run makes again from the stored calls —
+        judgments, responses, references, the judge-plan memo, claims — are no longer written
+        (`_derived`). A reserve that cannot be written is left out (the disk is full already)."""
+        if self.readonly:
+            return
+        self._reserving = True
+        path = self._reserve_path
         try:
-            with open(self._reserve_path, "wb") as handle:
-                handle.write(b"\0" * nbytes)
-                handle.flush()
-                os.fsync(handle.fileno())
+            stats = os.statvfs(self.path.parent)
+            nbytes = min(max(RESERVE_MIN_BYTES, slots * RESERVE_PER_SLOT), stats.f_bavail * stats.f_frsize // 4)
+            path.unlink(missing_ok=True)  # (never written through a link left at its name)
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(handle, b"\0" * nbytes)
+                os.fsync(handle)
+            finally:
+                os.close(handle)
         except OSError:
-            self._reserve_path.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
 
     def drop_reserve(self) -> None:
         """Remove the reserve file (at the end of a run)."""
-        self._reserve_path.unlink(missing_ok=True)
+        if not self.readonly:
+            self._reserve_path.unlink(missing_ok=True)
+            self._reserving = False
 
-    def _release_reserve(self) -> bool:
-        """Free the reserve after a full disk; True when there was one to free."""
-        if not self._reserve_path.exists():
+    def _disk_full(self) -> bool:
+        """On a full disk during a run (`reserve_space`): free the reserve, set `low_space`, and
+        say so (True); outside a run False (the caller raises)."""
+        if not self._reserving:
             return False
-        self._reserve_path.unlink(missing_ok=True)
         self.low_space = True
+        try:
+            self._reserve_path.unlink(missing_ok=True)
+        except OSError:
+            pass
         return True
+
+    def _keep_calls(self, write: Callable[[], Any], rows: list[tuple]) -> Any:
+        """Run ``write``, which stores the answered calls ``rows``; once the disk is full during a
+        run (this write finds it so, or an earlier one did), write them instead as they are beside
+        the store (`_spill`, ≈ 1 KB a call, into the room the reserve gave back, where SQLite's
+        pages and WAL take ≈ 20), for the store to take in when it is next opened. Only a disk too
+        full even for that loses them, counted in `lost` (the next run asks them again), while
+        the calls still in flight are kept if they can be: the run ends with `full_disk_error`."""
+        if not self.low_space:
+            try:
+                return write()
+            except StoreFullError:
+                if not self._disk_full():
+                    raise
+        try:
+            self._spill(rows)
+        except OSError:
+            self.lost += len(rows)
+            return 0
+        self.spilled += len(rows)
+        return len(rows)
+
+    @property
+    def _spill_path(self) -> Path:
+        return self.path.with_name(self.path.name + "-unstored.jsonl")
+
+    def _spill(self, rows: list[tuple]) -> None:
+        """Append call ``rows`` (as stored: secrets already redacted) to the spill file beside the
+        store, one JSON array a line, flushed to disk before returning."""
+        data = "".join(json.dumps(list(row)) + "\n" for row in rows).encode()  # (ASCII: \u escapes)
+        handle = os.open(self._spill_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, data)
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+    def _store_spilled(self) -> None:
+        """Store the calls a full disk left beside the store (`_spill`), in one transaction, then
+        remove the file; a line cut short by a kill is left out (never acknowledged). A disk still
+        full stops here, naming it: free space first."""
+        rows = []
+        with open(self._spill_path, "rb") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, list) and len(row) == _CALL_FIELDS:
+                    rows.append(tuple(row))
+        if rows:
+            self._put_rows(rows, None)
+        self._spill_path.unlink(missing_ok=True)
+
+    def _derived(self, write: Callable[[], Any]) -> Any:
+        """Run ``write``, which stores rows a later run makes again from the stored calls; once the
+        disk is full during a run they are not written (0): the room left is for answered calls."""
+        if self.low_space:
+            return 0
+        try:
+            return write()
+        except StoreFullError:
+            if not self._disk_full():
+                raise
+            return 0
+
+    def full_disk_error(self) -> StoreFullError:
+        """The error a run stopped by a full disk ends with: every answer it was paid for stored
+        (`spilled` beside the store, stored when it is next opened), or `lost`."""
+        kept = "every call it was answered is stored (none lost"
+        if self.spilled:
+            kept += f"; {self.spilled} of them in {self._spill_path.name} beside it, stored when it is next opened"
+        kept += ")"
+        if self.lost:
+            kept = f"{self.lost} answered calls could not be stored and will be asked again; the others are stored"
+        return StoreFullError(
+            f"the disk of the store is full ({describe_disk(self.path)}): the run stopped sending, and {kept}; "
+            "free space, then run again to go on (no stored call is asked again)", path=str(self.path))
 
     # -- claims on calls being sent ----------------------------------------------------------
     def claim_call(self, key: str, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> str:
@@ -319,9 +455,19 @@ class Store:
         of this host whose owner is gone — no such pid, a zombie, or the pid now another process's
         (another start time) — is taken over at once. A claim without a start time (written
         before migration 0010, or where /proc cannot tell) is held while its pid lives."""
+        unique = list(dict.fromkeys(keys))
+        if self.low_space:  # a full disk: nothing more is sent
+            return dict.fromkeys(unique, "busy")
+        try:
+            return self._claim(unique, owner, lease_s)
+        except StoreFullError:
+            if not self._disk_full():
+                raise
+            return dict.fromkeys(unique, "busy")
+
+    def _claim(self, unique: list[str], owner: str, lease_s: float) -> dict[str, str]:
         conn = self._conn()
         host, pid, start = self._owner()
-        unique = list(dict.fromkeys(keys))
         marks = ",".join("?" * len(unique))
         with self._transaction():
             done = {k for (k,) in conn.execute(
@@ -359,9 +505,8 @@ class Store:
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
-        cursor = self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
-                                      (time.time() + lease_s, owner))
-        return cursor.rowcount
+        return self._derived(lambda: self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
+                                                          (time.time() + lease_s, owner)).rowcount)
 
     def release_claims(self, owner: str, keys: Sequence[str] | None = None) -> None:
         """End ``owner``'s claims on ``keys`` (all of them when None)."""
@@ -395,6 +540,8 @@ class Store:
             source_of = lambda _ident, _d=dataset: _d  # noqa: E731
         else:
             source_of = dataset.get
+        if self.readonly:
+            return self._read_only_instances(rows, source_of)
         changed = " OR ".join(f"instances.{c} IS NOT excluded.{c}" for c in _INSTANCE_CONTENT)
         with self._transaction() as conn:
             self._refuse_other_items(conn, rows, source_of)
@@ -407,6 +554,17 @@ class Store:
                 f"WHERE {changed} OR (instances.dataset IS NULL AND excluded.dataset IS NOT NULL)",
                 ((*row, source_of(row[0]), _codec.now()) for row in rows))
             return conn.total_changes - before
+
+    def _read_only_instances(self, rows: list[tuple], source_of: Callable[[str], str | None]) -> int:
+        """`add_instances` on a read-only store: the conflicts it refuses, then 0 when every row is
+        stored as it is (its file recorded), else `cannot_write`."""
+        self._refuse_other_items(self._conn(), rows, source_of)
+        stored = self._stored_ids("instances", [row[0] for row in rows], f"{_codec.INSTANCE_COLUMNS}, dataset")
+        changed = sum(1 for row in rows if (known := stored.get(row[0])) is None or tuple(known[:-1]) != tuple(row)
+                      or (known[-1] is None and source_of(row[0]) is not None))
+        if changed:
+            raise self.cannot_write(changed, "instances (new, or edited in the dataset)")
+        return 0
 
     @staticmethod
     def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple],
@@ -434,11 +592,13 @@ class Store:
     def add_responses(self, responses: Iterable[Response]) -> int:
         """Add responses (ignoring ones already stored); return how many were new."""
         rows = (_codec.response_row(r) + (_codec.now(),) for r in responses)
-        return self._write_many(
+        if self.readonly:
+            return self._read_only_insert("responses", list(rows), "responses")
+        return self._derived(lambda: self._write_many(
             f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             rows,
-        )
+        ))
 
     def add_judgments(
         self,
@@ -470,18 +630,36 @@ class Store:
             rows = (_codec.judgment_row(j, i) + (keys.get(i), source, run_id, at)
                     for j, i in zip(judgments, ids, strict=True))
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
+        if self.readonly:
+            return self._read_only_judgments(list(rows), replace)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
         condition = "" if replace else (
             " WHERE (judgments.status = 'failed' AND excluded.status != 'failed')"
             " OR judgments.call_key != excluded.call_key")  # (false when either is NULL)
         try:
-            return self._write_many(
+            return self._derived(lambda: self._write_many(
                 f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
                 f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
                 rows,
-            )
+            ))
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
+
+    def _read_only_judgments(self, rows: list[tuple], replace: bool) -> int:
+        """`add_judgments` on a read-only store: 0 when no row would be added or changed (each
+        stored, not as a failure the new one is not, from the same call), else `cannot_write`."""
+        status = _JUDGMENT_FIELDS.index("status")
+        call_key = len(_JUDGMENT_FIELDS)
+        stored = self._stored_ids("judgments", [row[0] for row in rows], "id, status, call_key")
+        changed = 0
+        for row in rows:
+            known = stored.get(row[0])
+            if known is None or replace or (known[1] == "failed" and row[status] != "failed") or (
+                    known[2] is not None and row[call_key] is not None and known[2] != row[call_key]):
+                changed += 1
+        if changed:
+            raise self.cannot_write(changed, "judgments")
+        return 0
 
     def judged_calls(self) -> dict[str, int]:
         """How many parsed or unparsed judgments each call key backs (failed ones not counted).
@@ -529,11 +707,13 @@ class Store:
     def add_references(self, refs: Iterable[Reference]) -> int:
         """Add references (ignoring ids already stored); return how many were new."""
         rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)
-        return self._write_many(
+        if self.readonly:
+            return self._read_only_insert("references", list(rows), "references")
+        return self._derived(lambda: self._write_many(
             f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
-        )
+        ))
 
     def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list:
         where, params = _where(table, filters)
@@ -569,8 +749,10 @@ class Store:
         longer exists (see `abandon_dead_runs`). The run records its process's host, pid and start
         time (`nepotism._process.own_start`, as a claim does).
         """
-        self.abandon_dead_runs()
         run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        if self.readonly:  # served from a read-only store: not recorded
+            return run_id
+        self.abandon_dead_runs()
         host, pid, start = self._owner()
         self._conn().execute(
             "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
@@ -589,6 +771,8 @@ class Store:
         (runs before migration 0012, no /proc) are left alone: a run is never ended while it might
         still be going.
         """
+        if self.readonly:
+            return []
         host = socket.gethostname()
         rows = self._conn().execute(
             "SELECT id, pid, owner_start FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
@@ -622,9 +806,16 @@ class Store:
         """Mark a run finished with ``status`` (``done``, ``failed`` or ``interrupted``)."""
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
-        cursor = self._conn().execute(
-            "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
-        )
+        if self.readonly:  # (`start_run` recorded nothing)
+            return
+        try:
+            cursor = self._conn().execute(
+                "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
+            )
+        except StoreFullError:
+            if not self.low_space:
+                raise
+            return  # (the disk filled during the run: the next run ends it, its process gone)
         if cursor.rowcount == 0:
             raise InputError(f"no run {run_id!r} in the store", path=str(self.path))
 
@@ -723,6 +914,10 @@ class Store:
 _PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
 
 
+#: How many values a stored call's row holds (`_call_row`).
+_CALL_FIELDS = len(_CALL_COLUMNS.split(","))
+#: The columns of a judgment row as `_codec.judgment_row` gives them.
+_JUDGMENT_FIELDS = tuple(c.strip() for c in _codec.JUDGMENT_COLUMNS.split(","))
 #: The stored columns of an instance's content (all but its id and when it was first stored).
 _INSTANCE_CONTENT = ("prompt", "reference_answer", "rubric", "category", "metadata")
 

@@ -7,7 +7,9 @@ Judgments are written in the public recorded-judgment formats (the ones importer
   the order shown, ``verdict`` is ``A``, ``B``, ``tie`` or empty (null) when nothing was read;
   ``status`` (parsed | unparsed | failed) and ``reason`` tell the two apart and say why; the
   probability columns appear only when some judgment has label probabilities or a label mass
-  (a verdict unparsed for low label mass has a mass but no probabilities);
+  (a verdict unparsed for low label mass has a mass but no probabilities); ``reasoning_tokens``
+  last, when some judge wrote its reply (not a label read): the reply's length in GPT-2 tokens
+  (`nepotism.gpt2_tokens`, paper 004's unit), whatever the judge's own tokenizer;
 * pointwise: ``instance_id, judge, model, score, status, reason, [label_mass,] condition,
   replicate``;
 * rubric: ``instance_id, judge, model, rubric_id, met, status, reason, [label_mass,] condition,
@@ -51,6 +53,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from nepotism import gpt2_tokens
 from nepotism._files import _umask
 from nepotism._files import atomic_write as _atomic_write
 from nepotism.errors import InputError
@@ -82,6 +85,7 @@ JUDGMENT_COLUMNS = {
     "recognition-pairwise": (*_HEAD, "model_a", "model_b", "choice", *_STATE, *_TAIL, "category"),
 }
 _GENERIC = (*_HEAD, "protocol", "candidates", "verdict", "score", *_STATE, *_TAIL, "category")
+_TOKEN_MEMO = 65_536  # written replies whose GPT-2 count an export keeps (short verdicts repeat)
 _TYPES = {"reasoning_tokens": _INT, "replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
           "prob_tie": _FLOAT, "label_mass": _FLOAT}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
@@ -178,12 +182,13 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
         conn, protocol,
         "j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
         "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category), "
-        "j.usage", judge=judge, plan=plan)
+        "j.usage, j.raw_output", judge=judge, plan=plan)
     decoded: dict[str, list] = {}  # candidates text -> the list (only read)
-    tokens_of: dict[str | None, int | None] = {}  # usage text -> its output tokens
+    wrote: dict[str | None, bool] = {}  # usage text -> whether the judge wrote text (most repeat)
+    tokens_of: dict[str, int] = {}  # a written reply -> its GPT-2 tokens (short verdicts repeat)
     loads = json.loads
     for inst, judge_, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
-            category, usage in query:
+            category, usage, reply in query:
         candidates = decoded.get(cands)
         if candidates is None:
             candidates = decoded[cands] = loads(cands)
@@ -193,10 +198,16 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
                "condition": cond, "replicate": rep, "category": category}
         if protocol == "pairwise":
             probs = loads(probs) if probs else {}
-            if usage in tokens_of:
-                tokens = tokens_of[usage]
-            else:
-                tokens = tokens_of[usage] = _output_tokens(usage)
+            written = wrote.get(usage)
+            if written is None:
+                written = wrote[usage] = _output_tokens(usage) is not None
+            tokens = None
+            if written and isinstance(reply, str):  # counted in one fixed unit: GPT-2 tokens (paper 004)
+                tokens = tokens_of.get(reply)
+                if tokens is None:
+                    tokens = gpt2_tokens.count(reply)
+                    if len(tokens_of) < _TOKEN_MEMO:
+                        tokens_of[reply] = tokens
             row["model_a"], row["model_b"], row["verdict"] = candidates[0], candidates[1], verdict
             row["prob_a"], row["prob_b"], row["prob_tie"] = probs.get("A"), probs.get("B"), probs.get("tie")
             row["reasoning_tokens"] = tokens

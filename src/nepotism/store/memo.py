@@ -66,6 +66,12 @@ def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str,
                tags: Sequence[str] = ()) -> None:
     """Record that the ``tasks`` tasks digested as ``digest`` need the (call key, judgment id)
     ``pairs``, in task order, with ``tags`` (replacing a row of that digest). One transaction."""
+    if store.readonly:  # (a run served from a read-only store plans the window, as without a memo)
+        return
+    store._derived(lambda: _write_memo(store, digest, tasks, pairs, tags))
+
+
+def _write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str, str]], tags: Sequence[str]) -> int:
     tag_text = json.dumps(sorted(tags))
     check = memo_checksum(digest, tasks, tag_text, " ".join([f"{k} {i}" for k, i in pairs]))
     with store._transaction() as conn:
@@ -79,6 +85,7 @@ def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str,
         conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", (memo,))  # (pairs left by a deleted row)
         conn.executemany("INSERT INTO judge_memo_pairs (memo, seq, call_key, judgment_id) VALUES (?, ?, ?, ?)",
                          [(memo, n, key, ident) for n, (key, ident) in enumerate(pairs)])
+    return len(pairs)
 
 
 def count_memo(store: Store, digest: str, tasks: int | None = None) -> MemoCount | None:

@@ -11,7 +11,12 @@ returns counters, including how many requests carried the expected ``Authorizati
 Hostile habits for leak tests: ``echo_headers`` copies the request's headers (the
 ``Authorization`` header with the key included) into every answer text, body and error message,
 and ``escape_slashes`` writes ``/`` as ``\\/`` in its JSON (valid JSON that a naive scrubber of
-the raw text misses). ``retry_after`` is sent as the ``Retry-After`` header of every 429, and
+the raw text misses). Hostile sizes and pace, for the client's limits: ``huge_body`` streams a
+valid answer whose JSON carries ``huge_bytes`` of padding (512 MiB by default), ``gzip_bomb``
+sends a valid answer as a gzip body of ≈ 2 MB that inflates to ``bomb_bytes`` (2 GiB), and
+``trickle`` sends a valid answer one byte every ``trickle_s`` seconds; the bytes each sent before
+the client left are counted (``huge_body_sent``, ``trickle_sent`` in the stats). ``retry_after``
+is sent as the ``Retry-After`` header of every 429, and
 ``log_requests`` keeps ``(time.time(), fingerprint, status)`` of every answered request in
 ``StandinServer.log`` (the fingerprint hashes the endpoint and the whole request body), so tests
 can check *when*, and how often, the server was asked the same thing.
@@ -43,7 +48,8 @@ from typing import Any
 __all__ = ["FAULTS", "StandinConfig", "StandinServer", "standin_process", "standin_thread"]
 
 #: Fault names accepted in ``fault_rates`` and in ``<<standin:fault=NAME>>`` markers.
-FAULTS = ("http_500", "http_503", "http_429", "hang", "malformed", "empty_choices", "drop")
+FAULTS = ("http_500", "http_503", "http_429", "hang", "malformed", "empty_choices", "drop", "huge_body",
+          "gzip_bomb", "trickle")
 _MARKER = re.compile(r"<<standin:fault=([a-z0-9_]+)>>")
 _TOKEN = re.compile(r"\s*\S+|\s+")
 # Tokens the stand-in "considers" as the next token; the label-like ones get a boost so that they
@@ -66,6 +72,9 @@ class StandinConfig:
     escape_slashes: bool = False
     retry_after: str | None = None
     log_requests: bool = False
+    huge_bytes: int = 512 << 20
+    bomb_bytes: int = 2 << 30
+    trickle_s: float = 0.5
 
     def __post_init__(self) -> None:
         unknown = set(self.fault_rates) - set(FAULTS)
@@ -73,6 +82,35 @@ class StandinConfig:
             raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {FAULTS}")
         if sum(self.fault_rates.values()) > 1 or min(self.fault_rates.values(), default=0) < 0:
             raise ValueError("fault rates must be >= 0 and sum to at most 1")
+
+
+_BOMBS: dict[int, tuple[bytes, int, int]] = {}
+
+
+def _gzip_bomb(size: int, answer: bytes) -> bytes:
+    """A gzip body of ``answer`` (a JSON object) with a ``padding`` string of ``size`` bytes
+    (whole MiB) before its keys: one deflate block of 1 MiB of padding, flushed whole, repeated
+    (≈ 1 KB each, so 2 GiB take ≈ 2 MB), with the checksum of the whole. The padding's blocks and
+    checksum are made once per size."""
+    import struct
+    import zlib
+
+    def deflated(data: bytes, last: bool = False) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return packer.compress(data) + packer.flush(zlib.Z_FINISH if last else zlib.Z_FULL_FLUSH)
+
+    head, chunk = b'{"padding": "', b"x" * (1 << 20)
+    if size not in _BOMBS:
+        blocks = size // len(chunk)
+        crc = zlib.crc32(head)
+        for _ in range(blocks):
+            crc = zlib.crc32(chunk, crc)
+        _BOMBS.clear()
+        _BOMBS[size] = (deflated(head) + deflated(chunk) * blocks, crc, len(head) + blocks * len(chunk))
+    padding, crc, length = _BOMBS[size]
+    tail = b'", ' + answer[1:]
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + padding + deflated(tail, last=True)
+            + struct.pack("<II", zlib.crc32(tail, crc), (length + len(tail)) & 0xFFFFFFFF))
 
 
 def _hash64(*parts: str) -> int:
@@ -198,6 +236,8 @@ class StandinServer:
             return web.Response(status=200, text='{"choices": [{"message": ', content_type="application/json")
         model = str(body.get("model", ""))
         answer = self._chat(body, model, text) if chat else self._completion(body, model, text)
+        if fault in ("huge_body", "gzip_bomb", "trickle"):
+            return await self._hostile(request, fault, answer)
         if fault == "empty_choices":
             answer["choices"] = []
         if self.config.echo_headers:
@@ -207,6 +247,42 @@ class StandinServer:
                 message["content"] += self._echo(request)
         self._count("ok")
         return self._json(answer, 200)
+
+    async def _hostile(self, request: Any, fault: str, answer: dict) -> Any:
+        """A valid ``answer`` sent as the ``fault`` says: padded to ``huge_bytes``, as a gzip bomb,
+        or a byte at a time; what was sent before the client left is counted."""
+        from aiohttp import web
+
+        whole = json.dumps(answer).encode()
+        if fault == "gzip_bomb":
+            body = _gzip_bomb(self.config.bomb_bytes, whole)
+            return web.Response(status=200, body=body, headers={"Content-Type": "application/json",
+                                                                "Content-Encoding": "gzip"})
+        stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        if fault == "trickle":
+            stream.content_length = len(whole)
+        await stream.prepare(request)
+        sent = 0
+        try:
+            if fault == "trickle":
+                for i in range(len(whole)):
+                    await stream.write(whole[i:i + 1])
+                    sent += 1
+                    self.stats["trickle_sent"] = max(self.stats.get("trickle_sent", 0), sent)
+                    await asyncio.sleep(self.config.trickle_s)
+            else:  # {"padding": "xxx…", <the answer's keys>}
+                await stream.write(b'{"padding": "')
+                chunk = b"x" * (1 << 20)
+                while sent < self.config.huge_bytes:
+                    part = chunk[:self.config.huge_bytes - sent]
+                    await stream.write(part)
+                    sent += len(part)
+                    self.stats["huge_body_sent"] = max(self.stats.get("huge_body_sent", 0), sent)
+                await stream.write(b'", ' + whole[1:])
+            await stream.write_eof()
+        except (ConnectionError, RuntimeError):  # the client left (a closed transport)
+            pass
+        return stream
 
     def _echo(self, request: Any) -> str:
         """The request's headers as text when ``echo_headers`` is on (else nothing)."""
@@ -236,6 +312,8 @@ class StandinServer:
     def _chat(self, body: dict, model: str, text: str) -> dict:
         dist = _next_token_logprobs(model, text)
         max_tokens = int(body.get("max_tokens") or 512)
+        if body.get("logprobs") and max_tokens > 1:  # a written verdict with the log-probabilities of each token
+            return self._chat_with_logprobs(model, text, dist, max_tokens, int(body.get("top_logprobs") or 0))
         if body.get("logprobs"):
             k = int(body.get("top_logprobs") or 0)
             first, lp = dist[0]
@@ -254,6 +332,25 @@ class StandinServer:
         reason = "stop" if max_tokens >= len(words) else "length"
         choice = {"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": reason}
         return self._envelope("chat.completion", model, text, choice, min(max_tokens, len(words)))
+
+    def _chat_with_logprobs(self, model: str, text: str, dist: list[tuple[str, float]], max_tokens: int,
+                            k: int) -> dict:
+        """The written verdict ("... is [[X]].", X the most probable of A/B/C) one token at a time: the
+        token after "[[" carries the label distribution among its top log-probabilities, every other
+        token itself at log-probability 0."""
+        verdict = next(t for t, _ in dist if t in ("A", "B", "C"))
+        tokens = (["Having", " weighed", " both", " answers,", " the", " better", " one", " is", " [["]
+                  + [verdict, "]]."])[:max_tokens]
+        content = []
+        for i, token in enumerate(tokens):
+            after_marker = i > 0 and tokens[i - 1] == " [["
+            top = dist[:k] if after_marker else [(token, 0.0)]
+            lp = next((v for t, v in dist if t == token), -30.0) if after_marker else 0.0
+            content.append({"token": token, "logprob": lp, "bytes": list(token.encode()),
+                            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]})
+        choice = {"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
+                  "logprobs": {"content": content}, "finish_reason": "stop" if len(tokens) == 11 else "length"}
+        return self._envelope("chat.completion", model, text, choice, len(tokens))
 
     def _completion(self, body: dict, model: str, prompt: str) -> dict:
         k = body.get("logprobs")
