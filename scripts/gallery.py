@@ -532,9 +532,11 @@ _PAPER_004 = ("self-preference-ratio", "judge-accuracy", "legitimate-self-prefer
 
 
 def _paper_004(r: dict) -> bool:
-    """Paper 004's four metrics for the judge's own answers against the unrelated model, per evaluatee."""
-    return (r["metric"] in _PAPER_004 and r.get("scope") == "self" and variant(r, opponents="unrelated")
-            and (r["metric"] == "self-preference-ratio" or variant(r, averaging="per-evaluatee")))
+    """Paper 004's four metrics for the judge's own answers against the unrelated model, per evaluatee (SPR pooled:
+    with one evaluatee its per-evaluatee record is the same number; judge accuracy on all of D_diff, not on the
+    harmful cases only)."""
+    return (r["metric"] in _PAPER_004 and r.get("scope") == "self" and variant(r, opponents="unrelated", examples=None)
+            and variant(r, averaging=None if r["metric"] == "self-preference-ratio" else "per-evaluatee"))
 
 
 MBPP = Page(

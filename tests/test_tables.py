@@ -39,7 +39,8 @@ def test_detect_kind(columns, kind):
 
 def test_every_kind_is_detectable():
     assert set(KINDS) == {"pairwise", "pointwise", "rubric", "preference-ref", "correctness-ref",
-                          "rubric-ref", "rubric-items", "recognition", "recognition-pairwise", "perplexity"}
+                          "rubric-ref", "rubric-items", "rubric-labels", "recognition", "recognition-pairwise",
+                          "perplexity"}
 
 
 def test_perplexity_table_checks_values_and_statuses(tmp_path):

@@ -347,7 +347,8 @@ def audit(
     suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices),
                                  leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
                                  recognition_target=recognition_target, perplexity_bins=perplexity_bins,
-                                 perplexity_difference=perplexity_difference, reference_vote=reference_vote)
+                                 perplexity_difference=perplexity_difference, opponents=tuple(opponents),
+                                 reference_vote=reference_vote)
     by_kind = {t.kind: t for t in judged}
     records: list[dict[str, Any]] = []
     boards: list[dict[str, Any]] = []

@@ -31,6 +31,10 @@ preference-ref    instance_id, model_a, model_b, winner      category, annotator
 correctness-ref   instance_id, model, and correct and/or     category
                   score
 rubric-ref        instance_id, model, rubric_id, met
+rubric-labels     instance_id, model, rubric_id, met,        category
+                  annotator (people's labels of rubric
+                  items, one row per annotator: paper 002
+                  App. C's physician labels)
 rubric-items      instance_id, rubric_id, text, points       category
 perplexity        instance_id, scorer, model, perplexity     log_perplexity, tokens, status (ok |
                   (the scorer's perplexity of the model's    failed), reason (why a failed row has no
@@ -129,6 +133,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "preference-ref": (("instance_id", "model_a", "model_b", "winner"), ("category", "annotator")),
     "correctness-ref": (("instance_id", "model"), ("correct", "score", "category")),
     "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
+    "rubric-labels": (("instance_id", "model", "rubric_id", "met", "annotator"), ("category",)),
     "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
     "perplexity": (("instance_id", "scorer", "model", "perplexity"), ("log_perplexity", "tokens", "status", "reason",
                                                                       "category")),
@@ -148,6 +153,7 @@ _KEYS = {
     "preference-ref": ("instance_id", "model_a", "model_b", "annotator"),
     "correctness-ref": ("instance_id", "model"),
     "rubric-ref": ("instance_id", "model", "rubric_id"),
+    "rubric-labels": ("instance_id", "model", "rubric_id", "annotator"),
     "rubric-items": ("instance_id", "rubric_id"),
     "perplexity": ("instance_id", "scorer", "model"),
 }
@@ -214,6 +220,8 @@ def detect_kind(columns: Iterable[str]) -> str | None:
         return fits[0] if fits else None
     if {"model_a", "model_b", "winner"} <= cols:
         return "preference-ref"
+    if {"model", "rubric_id", "met", "annotator"} <= cols:
+        return "rubric-labels"
     if {"model", "rubric_id", "met"} <= cols:
         return "rubric-ref"
     if {"rubric_id", "text", "points"} <= cols:
@@ -609,7 +617,7 @@ class _Validator:
     def run(self) -> pd.DataFrame:
         frame = self.frame
         required, optional = _COLUMNS[self.kind]
-        for column in ("instance_id", "judge", "model", "model_a", "model_b", "rubric_id", "scorer"):
+        for column in ("instance_id", "judge", "model", "model_a", "model_b", "rubric_id", "scorer", "annotator"):
             if column in required:
                 frame[column] = self.text(column)
         for column in ("condition",):
@@ -618,7 +626,7 @@ class _Validator:
         if "replicate" in optional:
             frame["replicate"] = self.integer("replicate") if "replicate" in frame else 0
         for column in ("category", "annotator"):
-            if column in frame:
+            if column in frame and column not in required:
                 frame[column] = frame[column].map(lambda v: None if v is None else str(v))
         getattr(self, "kind_" + self.kind.replace("-", "_"))()
         if self.kind in VERDICT_COLUMN:
@@ -829,6 +837,12 @@ class _Validator:
         missing = self.frame["met"].isna().to_numpy()
         if missing.any():
             self.fail(int(np.argmax(missing)), "met", "rubric truth must be true or false")
+
+    def kind_rubric_labels(self) -> None:
+        self.frame["met"] = self.boolean("met")
+        missing = self.frame["met"].isna().to_numpy()
+        if missing.any():
+            self.fail(int(np.argmax(missing)), "met", "a rubric label must be true or false")
 
     def kind_perplexity(self) -> None:
         frame = self.frame

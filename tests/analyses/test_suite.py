@@ -600,20 +600,25 @@ def test_d_diff_metrics_per_evaluatee_as_paper_004_tables():
     records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(),
                         references={"correctness-ref": pd.DataFrame(correct)},
                         options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    table = {(r["metric"], r["generator"]): r["value"] for r in records
-             if (r.get("variant") or {}).get("averaging") == "one evaluatee"
+    table = {(r["metric"] + (" (harmful)" if "examples" in r["variant"] else ""), r["generator"]): r["value"]
+             for r in records if (r.get("variant") or {}).get("averaging") == "one evaluatee"
              and r["variant"]["opponents"] == "unrelated"}
     assert table == pytest.approx({
         ("judge-accuracy", "claude-2"): 0.5, ("legitimate-self-preference-ratio", "claude-2"): 0.5,
         ("harmful-self-preference-propensity", "claude-2"): 1.0,
         ("judge-accuracy", "llama-2-70b-chat"): 1.0, ("legitimate-self-preference-ratio", "llama-2-70b-chat"): 1.0,
-        ("harmful-self-preference-propensity", "llama-2-70b-chat"): 0.0})
+        ("harmful-self-preference-propensity", "llama-2-70b-chat"): 0.0,
+        # SPR per evaluatee (004 Tables 1/3/5): 8 of 8 own wins against claude-2, 4 of 8 against llama
+        ("self-preference-ratio", "claude-2"): 1.0, ("self-preference-ratio", "llama-2-70b-chat"): 0.5,
+        # judge accuracy on the harmful cases (003 Table 4): own wrong on 4 prompts per evaluatee
+        ("judge-accuracy (harmful)", "claude-2"): 0.0, ("judge-accuracy (harmful)", "llama-2-70b-chat"): 1.0})
     from nepotism.report.full import write_report
     from nepotism.report.sections import evaluatee_table
 
     rows = evaluatee_table(records)
-    assert [(r["evaluatee"], r["cells"]["judge-accuracy"]["text"][:4]) for r in rows] == [
-        ("claude-2", "50.0"), ("llama-2-70b-chat", "100.")]
+    assert [(r["evaluatee"], r["cells"]["judge-accuracy"]["text"][:4], r["cells"]["self-preference-ratio"]["text"][:4],
+             r["cells"]["judge accuracy (harmful)"]["text"][:4]) for r in rows] == [
+        ("claude-2", "50.0", "100.", "0.0%"), ("llama-2-70b-chat", "100.", "50.0", "100.")]
     import tempfile
     from pathlib import Path
 

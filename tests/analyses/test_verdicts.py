@@ -105,6 +105,31 @@ def test_too_little_data_gives_no_number():
     assert "cannot tell favouritism from better answers" in v.sentence
 
 
+@pytest.mark.parametrize("condition", ["default", "a"])
+def test_the_judge_alone_reads_the_pooled_ratio_not_the_per_evaluatee_tables(condition):
+    """Paper 004's per-evaluatee SPR (Tables 1, 3, 5: each evaluatee's cell and their mean) sits beside
+    the pooled one with the same prompts; the verdict reads the pooled share (Eq. 2). Planted: own
+    answer wins 32 of 40 prompts against claude-2 and 2 of 20 against llama-2-70b-chat: pooled 34/60,
+    the mean over evaluatees (0.8 + 0.1) / 2 = 0.45. The two records tie on prompts and comparisons,
+    so only the record keys would order them (condition "a": the mean's key sorts first)."""
+    rows = []
+    for other, n, wins, start in (("claude-2", 40, 32, 0), ("llama-2-70b-chat", 20, 2, 40)):
+        for i in range(n):
+            own = i < wins
+            rows.append({"instance_id": f"p{start + i}", "judge": "gpt-4", "model_a": "gpt-4", "model_b": other,
+                         "verdict": "A" if own else "B", "condition": condition})
+            rows.append({"instance_id": f"p{start + i}", "judge": "gpt-4", "model_a": other, "model_b": "gpt-4",
+                         "verdict": "B" if own else "A", "condition": condition})
+    results = nepotism.audit(pd.DataFrame(rows), bootstrap=BOOT)
+    spr = {(r.get("variant") or {}).get("averaging"): r["value"] for r in results.to_dicts()
+           if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
+           and (r.get("variant") or {}).get("opponents") == "unrelated" and "ties" not in (r.get("variant") or {})}
+    assert spr[None] == pytest.approx(34 / 60) and spr["per-evaluatee"] == pytest.approx(0.45)
+    v = _verdict(results, "gpt-4", "self")
+    assert v.rung == "alone" and v.metric == "self-preference-ratio" and "averaging" not in v.variant
+    assert v.value == pytest.approx(34 / 60)
+
+
 def test_a_zero_width_interval_is_not_a_finding():
     results = nepotism.audit(_one_judge(80, own_wins=1.0), bootstrap=BOOT)  # every prompt: own answer wins
     v = _verdict(results, "gpt-4", "self")

@@ -62,7 +62,7 @@ def test_status_and_reason_columns_journey(tmp_path):
     assert "gpt-4o (default, pairwise): 2 of 6 — failed-timeout 1, unparsed-low-label-mass 1" in done.stdout
     records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)["results"]
     (spr,) = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-              and r["variant"]["opponents"] == "unrelated"]
+              and r["variant"]["opponents"] == "unrelated" and "averaging" not in r["variant"]]
     assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
 
 

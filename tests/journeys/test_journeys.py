@@ -56,23 +56,23 @@ def test_standin_run_metrics_report_card(tmp_path, standin):
     out = Path(pairwise).parent
     assert set(summary["exports"]) == {"pairwise", "recognition"}
     # the output folder describes itself: metrics and report need no other flag
-    folder = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
+    folder = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     assert {"win-rate", "recognition-accuracy"} <= {r["metric"] for r in folder}
     nep("report", str(out), "--out", "folder-report", "--bootstrap", "0", cwd=work)
     # the dataset's categories survive run → export → metrics
     sliced = json.loads(nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--slice", "category",
-                            "--bootstrap", "0", "--json", cwd=work).stdout)
+                            "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     items = [json.loads(line) for line in (EXAMPLES / "standin_items.jsonl").read_text().splitlines()[:3]]
     assert {r["variant"]["slice"]["category"] for r in sliced if "slice" in r["variant"]} == \
         {item["category"] for item in items}
 
-    table = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", cwd=work)
+    table = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--all", cwd=work)
     lines = table.stdout.splitlines()
     assert any(line.startswith("self-preference-ratio ") for line in lines)  # one record per line, unwrapped
     assert not any(ch in table.stdout for ch in "│┃")
     results = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--json",
                   cwd=work)
-    records = json.loads(results.stdout)
+    records = json.loads(results.stdout)["results"]
     (work / "results.json").write_text(results.stdout)
     assert {"win-rate", "self-preference-ratio", "excluded-verdicts"} <= {r["metric"] for r in records}
 
@@ -101,7 +101,7 @@ def test_a_run_whose_server_fails_every_call_exits_3(tmp_path):
 def test_import_then_metrics(tmp_path):
     source = FIXTURES / "importers" / "annotations_compact_sample.csv.gz"
     nep("import", str(source), "--format", "alpaca-eval-compact", "--out", "judgments.csv", cwd=tmp_path)
-    records = json.loads(nep("metrics", "judgments.csv", "--bootstrap", "50", "--json", cwd=tmp_path).stdout)
+    records = json.loads(nep("metrics", "judgments.csv", "--bootstrap", "50", "--json", cwd=tmp_path).stdout)["results"]
     metrics = {r["metric"] for r in records}
     assert "win-rate" in metrics
     assert "position-consistency" not in metrics  # AlpacaEval randomised the order: no position metric
@@ -152,13 +152,18 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
     nep("store", "load", "pairwise.csv", "--store", "s.db", cwd=tmp_path)
     nep("store", "export", "judgments", "--store", "s.db", "--out", "ds", "--partition-by", "judge", cwd=tmp_path)
     common = ("--models", "registry.toml", "--bootstrap", "200", "--json")
-    whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)
-    streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)
+    whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)["results"]
+    streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)["results"]
     computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
                 "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank"}
-    same = [r for r in whole if r["metric"] in computed]
+    def pooled(r):  # the per-evaluatee SPR (004 Tables 1/3/5) is not streamed: listed as not computed
+        return r["metric"] in computed and "averaging" not in r["variant"]
+
+    same = [r for r in whole if pooled(r)]
     assert {r["metric"] for r in same} == computed
-    assert json.dumps(same) == json.dumps([r for r in streamed if r["metric"] in computed])
+    assert json.dumps(same) == json.dumps([r for r in streamed if pooled(r)])
+    (per_evaluatee,) = [r for r in streamed if r["metric"] in computed and not pooled(r)]
+    assert per_evaluatee["value"] is None and "not computed when streaming" in per_evaluatee["note"]
     skipped = [r for r in streamed if r["metric"] not in computed]
     assert {r["metric"] for r in skipped} >= {"matched-bias"}
     assert all(r["value"] is None and "not computed when streaming" in r["note"] for r in skipped)
@@ -286,7 +291,7 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
         serve.stdout.close()
         serve.stderr.close()
     out = work / "out"
-    records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     conditions = {(r["judge"], r["condition"]) for r in records if r["metric"] == "recognition-accuracy"}
     assert conditions == {(j, c) for j in ("standin-alpha", "standin-beta") for c in ("default", f"synonyms:{j}")}
     assert {(r["judge"], r["condition"]) for r in records
@@ -322,7 +327,7 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
     assert "  perplexity      24 calls: 24 cached, 0 sent" in text
     out = work / "out"
     assert json.loads((out / "run.json").read_text())["references"]["perplexity"] == "perplexity.csv"
-    records = json.loads(nep("metrics", str(out), "--bootstrap", "50", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "50", "--json", cwd=work).stdout)["results"]
     for judge in ("standin-alpha", "standin-beta"):
         wins = [r for r in records if r["metric"] == "perplexity-win-rate" and r["judge"] == judge]
         assert {r["variant"]["group"] for r in wins} == {"all", "self"}  # judge-vs-others: every pair holds its own
@@ -331,7 +336,7 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
                  and r["judge"] == judge}
         assert set(means) == {"own", "other"} and all(m["n"] == 6 and m["ci_low"] is not None for m in means.values())
     logged = nep("metrics", str(out), "--bootstrap", "0", "--perplexity-difference", "log", "--json", cwd=work)
-    assert {r["variant"]["difference"] for r in json.loads(logged.stdout)
+    assert {r["variant"]["difference"] for r in json.loads(logged.stdout)["results"]
             if r["metric"] == "perplexity-win-rate"} == {"log perplexity of A − of B"}
     nep("report", str(out), "--out", "report", "--bootstrap", "50", cwd=work)
     html = (work / "report" / "report.html").read_text()
@@ -367,7 +372,7 @@ def test_rubric_jury_in_the_experiment_run_metrics_report(tmp_path, standin):
         (work / "out" / "rubric-reference.csv").read_text().splitlines())
     again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert again["judging"]["sent"] == 0 and again["reference"] == summary["reference"]
-    records = json.loads(nep("metrics", "out", "--bootstrap", "50", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", "out", "--bootstrap", "50", "--json", cwd=work).stdout)["results"]
     meta = [r for r in records if r["metric"] == "rubric-f1" and r["variant"].get("reference") == "jury"]
     assert {(r["judge"], r["variant"]["polarity"]) for r in meta} == {
         (j, p) for j in judges for p in ("all", "positive", "negative")}
@@ -392,7 +397,7 @@ def test_a_user_judge_template_as_a_condition(tmp_path, standin):
     again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert first["judging"]["sent"] > 0 and again["judging"]["sent"] == 0
     records = json.loads(nep("metrics", "out/pairwise.csv", "--models", "standin_models.toml", "--bootstrap", "0",
-                             "--json", cwd=work).stdout)
+                             "--json", cwd=work).stdout)["results"]
     assert {r["condition"] for r in records if r["metric"] == "excluded-verdicts"} == {"default", "terse"}
     template = work / "pairwise-terse.toml"
     template.write_text(template.read_text().replace("Question:", "The question:"))

@@ -44,8 +44,8 @@ def test_004_mbpp_spr_and_lspr_with_default_options(tmp_path):
     if not MBPP.exists():
         pytest.skip("../shared/data/mbpp_selfpref is not beside the repository")
     nep("import", MBPP, "--format", "mbpp-selfpref", "--out", "j.csv", "--reference-out", "c.csv", cwd=tmp_path)
-    records = json.loads(nep("metrics", "j.csv", "--reference", "c.csv", "--json", cwd=tmp_path))
-    spr = _one(records, "self-preference-ratio", scope="self", variant={"opponents": "any"})
+    records = json.loads(nep("metrics", "j.csv", "--reference", "c.csv", "--json", cwd=tmp_path))["results"]
+    spr = _one(records, "self-preference-ratio", scope="self", variant={"opponents": "any", "averaging": None})  # pooled
     assert (round(spr["value"] * spr["n"]), spr["n"]) == (57, 378) and round(100 * spr["value"], 1) == 15.1
     (lspr,) = [r for r in records if r["metric"] == "legitimate-self-preference-ratio" and r["scope"] == "self"
                and r["variant"] == {"opponents": "any", "averaging": "per-evaluatee"}]  # verdicts, not P(own)
@@ -75,7 +75,7 @@ def _pls_cells(tmp_path: Path, name: str, base: str, triples: dict) -> dict[str,
                      for k, v in enumerate(_games(by_judge[judge]))]
     (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
     _registry(tmp_path / f"{name}.toml", base)
-    records = json.loads(nep("metrics", f"{name}.csv", "--models", f"{name}.toml", "--json", cwd=tmp_path))
+    records = json.loads(nep("metrics", f"{name}.csv", "--models", f"{name}.toml", "--json", cwd=tmp_path))["results"]
     out = {}
     for pair in triples:
         judges = " & ".join(sorted(f"p000-{j}" for j in pair.split(" & ")))
@@ -132,7 +132,7 @@ def test_001_equal_opportunity_bias_of_gpt4_is_0_520(tmp_path):
     (tmp_path / "human.csv").write_text("\n".join(ref) + "\n")
     (tmp_path / "models.toml").write_text('[models."p001-gpt-4"]\nfamily = "gpt"\n\n[models."p001-other"]\nfamily = "x"\n')
     records = json.loads(nep("metrics", "pairwise.csv", "--reference", "human.csv", "--models", "models.toml", "--json",
-                             cwd=tmp_path))
+                             cwd=tmp_path))["results"]
     eo = _one(records, "equal-opportunity-bias", scope="self", variant={"opponents": "unrelated", "judge_tie": "1/2"})
     assert round(eo["value"], 3) == 0.520 and eo["confusion_matrix"] == {
         "human_own_judge_own": 1852, "human_own_judge_other": 108,

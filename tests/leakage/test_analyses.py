@@ -108,6 +108,35 @@ def test_classifier_tells_distinct_styles_apart_on_held_out_instructions():
     assert rec["value"] == 1.0 and rec["n"] == 16 and rec["variant"]["majority_rate"] == 0.5
 
 
+@pytest.mark.slow
+def test_paper_classifier_variant_fine_tunes_the_packaged_encoder(monkeypatch):
+    """``minilm-finetune``: paper 000 App. G's fine-tuning (3 epochs, lr 2e-5, batch 16, weight decay
+    0.01) on the packaged all-MiniLM-L6-v2, on the same instruction split as the default classifier.
+    Ten instructions keep it to 3 optimiser steps (one batch of 16 answers per epoch), which cannot
+    be expected to learn the styles, so the test holds the protocol (steps, settings, split, a
+    defined accuracy with its n) and the weights' check, not a value."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    rs = []
+    for i in range(10):
+        rs.append(Response(f"q{i}", SA, f"Certainly! Here is a detailed answer number {i}. Hope this helps!"))
+        rs.append(Response(f"q{i}", SB, f"ok. short reply {i}"))
+    (rec,) = classifier_records(rs, STUDENTS, seed=0, bootstrap=BOOT, classifier="minilm-finetune")
+    assert rec["variant"]["classifier"] == "minilm-finetune" and rec["variant"]["n_train"] == 16
+    assert rec["n"] == 4 and 0.0 <= rec["value"] <= 1.0
+    assert rec["training"]["encoder"] == "all-MiniLM-L6-v2" and rec["training"]["steps"] == 3
+    assert rec["training"]["settings"] == {"epochs": 3, "learning_rate": 2e-5, "batch_size": 16, "weight_decay": 0.01,
+                                           "max_length": 256, "threads": 2}
+    from nepotism.backends.local_models import ModelFileError
+    from nepotism.leakage import encoder
+
+    monkeypatch.setattr(encoder, "ENCODER", encoder.ENCODER.__class__(**{**encoder.ENCODER.__dict__, "sha256": "0" * 64}))
+    with pytest.raises(ModelFileError, match="refusing to load it"):
+        encoder.encoder_folder()
+    with pytest.raises(ValueError, match="classifier must be one of"):
+        classifier_records(rs, STUDENTS, classifier="bert-base")
+
+
 def test_question_type_and_dimension_slices():
     js = _favouring(40, 0.9)
     types = {f"q{i}": ("writing" if i % 2 else "mathematics") for i in range(40)}

@@ -154,6 +154,28 @@ def test_config_errors_name_the_key(tmp_path):
         load_leakage(path)
     path.write_text(text.replace("[leakage.analyses]", sft.replace("TUNING", "full"), 1))
     assert [s.tuning for s in load_leakage(path).students] == ["lora", "lora", "full"]
+    # paper 000 §5.3: a DPO student may start from an SFT policy on the pool's human-written answers
+    path.write_text(text.replace('k = 3\n', 'k = 3\nsft_first = "human"\n', 1))
+    with pytest.raises(InputError, match="only a DPO student") as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.students[0].sft_first"
+    dpo = (f'[[leakage.students]]\nmethod = "dpo"\nbase = "{BASE}"\npair_sampler = "{BASE}"\nsft_first = "SFT"\n'
+           "[leakage.analyses]")
+    path.write_text(text.replace("[leakage.analyses]", dpo.replace("SFT", "synthetic"), 1))
+    with pytest.raises(InputError, match="must be 'human'"):
+        load_leakage(path)
+    path.write_text(text.replace("[leakage.analyses]", dpo.replace("SFT", "human"), 1))
+    assert [s.sft_first for s in load_leakage(path).students] == [None, None, "human"]
+    # the response classifier: TF-IDF by default, the paper's fine-tuned encoder as a named variant
+    assert load_leakage(_write(tmp_path)).analyses.classifier == ("tfidf-logreg",)
+    for value, parsed in (('"minilm-finetune"', ("minilm-finetune",)), ("false", ()),
+                          ('["tfidf-logreg", "minilm-finetune"]', ("tfidf-logreg", "minilm-finetune"))):
+        path.write_text(text.replace("classifier = true", f"classifier = {value}"))
+        assert load_leakage(path).analyses.classifier == parsed
+    path.write_text(text.replace("classifier = true", 'classifier = "bert-base"'))
+    with pytest.raises(InputError, match="minilm-finetune") as err:
+        load_leakage(path)
+    assert err.value.field == "leakage.analyses.classifier"
     # judgment dimensions: the main one per rationale, or every one it weighs
     path.write_text(text.replace("[leakage.analyses]\n", '[leakage.analyses]\ndimension_labels = "many"\n'))
     with pytest.raises(InputError, match="must be 'main' or 'several'") as err:

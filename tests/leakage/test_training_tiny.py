@@ -65,6 +65,30 @@ def test_tiny_dpo_trains(tmp_path):
 
 
 @pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")
+def test_tiny_dpo_after_sft_on_human_answers(tmp_path):
+    """Paper 000 §5.3: DPO runs on a policy first fine-tuned on human-written answers. The SFT stage
+    trains and is recorded, its adapter merged before DPO; a rerun rebuilds the same student (same
+    greedy answer), and other human data is not taken for it."""
+    human = [SyntheticExample(e.instance_id, e.prompt, e.response.replace("A ", "The fruit "), "human")
+             for e in EXAMPLES]
+    pairs = [PreferencePair(e.instance_id, e.prompt, e.response, "I do not know.", "teacher") for e in EXAMPLES]
+    model, tokenizer, manifest = training.train_student("dpo", BASE, pairs, tmp_path, config="tiny", sft_first=human)
+    stage = manifest["sft_first"]
+    assert stage["method"] == "sft" and stage["examples"] == 4 and stage["steps"] >= 1 and stage["losses"]
+    assert (tmp_path / "sft-adapter").is_dir() and manifest["method"] == "dpo" and manifest["steps"] >= 1
+    request = Request(model="student", messages=(Message("user", "Name a fruit that is red."),), max_tokens=8)
+    first = asyncio.run(training.TrainedBackend(model, tokenizer, name="student").complete(request))
+    reused = training.load_trained("dpo", BASE, pairs, tmp_path, config="tiny", sft_first=human)
+    assert reused is not None and reused[2]["reused"] is True
+    again = asyncio.run(training.TrainedBackend(reused[0], reused[1], name="student").complete(request))
+    assert again.text == first.text
+    assert training.load_trained("dpo", BASE, pairs, tmp_path, config="tiny", sft_first=human[:3]) is None
+    assert training.load_trained("dpo", BASE, pairs, tmp_path, config="tiny") is None  # without the SFT stage
+    with pytest.raises(ValueError, match="only a DPO student"):
+        training.train_student("sft", BASE, EXAMPLES, tmp_path / "x", config="tiny", sft_first=human)
+
+
+@pytest.mark.skipif(not _base_available(), reason="the packaged SmolLM2 model is not installed")
 def test_tiny_full_fine_tuning_changes_every_weight_and_is_reused(tmp_path):
     """tuning="full" (paper 000 App. C.1 fine-tunes all parameters): no adapter, the weights and the
     tokenizer are saved, the base's weights move, and a rerun reloads the same student."""

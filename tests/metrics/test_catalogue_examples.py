@@ -19,6 +19,7 @@ WHERE = {
     "preference-leakage-change":
         "leakage/test_pipeline.py::test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes",
     "preference-leakage-score": "metrics/test_paper000_table1.py::test_arena_hard_cells_to_printed_precision_with_ties_as_losses",
+    "preference-leakage-variance": "analyses/test_pls_family_students.py::test_family_student_pls_and_its_spread_over_runs",
     "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
     "ranking-difference": "metrics/test_catalogue_examples.py::test_ranking_difference",
     "equal-opportunity-bias": "metrics/test_worked_examples.py::test_001_confusion_counts",
@@ -48,6 +49,7 @@ WHERE = {
     "leaderboard-rank": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
     "leaderboard-leakage-bonus": "leakage/test_analyses.py::test_audit_estimates_the_bonus_and_reranks",
     "mitigation-effect": "mitigations/test_run.py::test_records_have_the_standard_shape",
+    "self-third-party-change-ratio": "mitigations/test_effects.py::test_change_ratio_is_paper_003_fig15",
     "student-recognition-accuracy": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
     "student-recognition-yes-rate": "leakage/test_analyses.py::test_recognition_accuracy_pointwise_and_pairwise",
     "student-classifier-accuracy": "leakage/test_analyses.py::test_classifier_tells_distinct_styles_apart_on_held_out_instructions",
@@ -64,6 +66,7 @@ WHERE = {
     "rubric-precision": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
     "rubric-recall": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
     "rubric-f1": "grading/test_rubric_jury.py::test_precision_recall_f1_by_hand",
+    "rubric-balanced-f1": "grading/test_healthbench_slices.py::test_balanced_f1_by_hand",
 }
 
 

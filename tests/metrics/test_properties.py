@@ -17,6 +17,7 @@ BIN2 = rng.integers(0, 2, N).astype(float)
 GEN = rng.choice(np.array(["g0", "g1", "g2", "g3"]), N)
 STUDENT = rng.integers(0, 2, N)
 JUDGE = rng.integers(0, 2, N)
+RUN = rng.integers(0, 3, N)
 
 # id -> (call(rows, ids) -> value, (low, high) bounds)
 PROPERTIES = {
@@ -24,6 +25,8 @@ PROPERTIES = {
     "preference-leakage-score": (lambda r, c: leakage.preference_leakage_score(CODES[r], STUDENT[r], JUDGE[r], c), (-1, 1)),
     "preference-leakage-change": (lambda r, c: leakage.preference_leakage_change(
         CODES[r], STUDENT[r], JUDGE[r], BIN[r], c, ties="half"), (-2, 2)),
+    "preference-leakage-variance": (lambda r, c: leakage.preference_leakage_runs(
+        CODES[r], STUDENT[r], JUDGE[r], RUN[r], c)["variance"], (0, 4 / 3)),  # PLS in [-1, 1], 3 runs, ddof 1
     "error-bias": (lambda r, c: leakage.error_bias(CODES[r], CODES2[r], c), (-1, 1)),
     "ranking-difference": (lambda r, c: leakage.ranking_difference(BIN[r], BIN2[r], GEN[r], c, target="g1"), (-3, 3)),
     "equal-opportunity-bias": (lambda r, c: reference.equal_opportunity_bias(BIN[r], BIN2[r], STUDENT[r] == 1, c), (-1, 1)),

@@ -92,7 +92,7 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
                            "--correlate", "task-accuracy,judge-accuracy", "--bootstrap", "100", "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    records = json.loads(done.stdout)
+    records = json.loads(done.stdout)["results"]
     (corr,) = [r for r in records if r["metric"] == "correlation"]
     assert corr["variant"]["x"] == "task-accuracy" and corr["n"] == 3
     assert corr["value"] == pytest.approx(R)
@@ -102,7 +102,7 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
     assert corr["ci_low"] <= R + 1e-6 and R - 1e-6 <= corr["ci_high"] and len(corr["fisher_z_ci"]) == 2
     accuracy = {r["judge"]: r["value"] for r in records if r["metric"] == "judge-accuracy"
                 and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
-                and r["variant"].get("preference", "verdict") == "verdict"}
+                and r["variant"].get("preference", "verdict") == "verdict" and "examples" not in r["variant"]}
     assert accuracy == pytest.approx(JUDGE_ACC)
 
 
@@ -139,6 +139,32 @@ def test_reasoning_length_all_and_on_harmful_cases(tmp_path):
 
     with pytest.raises(ValidationError, match="reasoning_tokens"):
         read_table(bad)
+
+
+def test_report_draws_paper_004_figs_1_to_4(tmp_path):
+    """The report's verifiable section plots each metric against the judges' own task accuracy: Fig. 1
+    has the hand-computed r; Fig. 2's SPR is 1 for every judge here (each always picks its own answer
+    or its own is always right), so its r is n/a with the reason, never 0."""
+    from nepotism.report.full import write_report
+    from nepotism.report.section_plots import task_scatter
+    from nepotism.report.sections import task_scatter_table
+
+    frame, ref, registry = _planted(tmp_path)
+    ref["correct"] = ref["correct"].astype(object)
+    records = run_suite(frame, "pairwise", load_registry([str(registry)]), references={"correctness-ref": ref},
+                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50))).records
+    rows = {r["figure"]: r for r in task_scatter_table(records)}
+    assert rows["Fig. 1"]["r"] == pytest.approx(R) and rows["Fig. 1"]["n_judges"] == 3
+    assert [j for j, _, _ in rows["Fig. 1"]["points"]] == list(JUDGES)
+    assert [(x, y) for _, x, y in rows["Fig. 1"]["points"]] == [pytest.approx((TASK[j], JUDGE_ACC[j])) for j in JUDGES]
+    assert rows["Fig. 2"]["r"] is None and rows["Fig. 2"]["note"] == "fewer than 3 points or a constant variable"
+    assert [p["id"] for p in task_scatter(records)] == ["verifiable-scatter-0"]
+    assert task_scatter_table([r for r in records if r["metric"] != "task-accuracy"]) == []
+    paths = write_report(records, tmp_path / "report")
+    assert 'id="verifiable-scatter-0"' in paths["report.html"].read_text()
+    markdown = paths["report.md"].read_text()
+    assert "### Against the judges' own task accuracy (paper 004 Figs. 1–4)" in markdown
+    assert f"| default | Fig. 1 | judge-accuracy | 3 | {R:+.3f} |" in markdown
 
 
 def test_reasoning_length_per_evaluatee_and_their_average():

@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect
+from nepotism.mitigations.effects import BASE_METRICS, change_ratio, diff_in_diff, paired_effect
 from nepotism.metrics import Bootstrap
 
 BOOT = Bootstrap(n_resamples=400, seed=0)
@@ -59,6 +59,22 @@ def test_diff_in_diff():
     cb, cm = _frame([1.0, 1.0], [0.0, 0.0], judge="t"), _frame([1.0, 0.0], [0.0, 0.0], judge="t")
     est = diff_in_diff(sb, sm, cb, cm, bootstrap=BOOT)
     assert est.value == (0.0 - 1.0) - (0.75 - 1.0)
+
+
+def test_change_ratio_is_paper_003_fig15():
+    """Self-evaluation: win rate 1 → 0 (change −1); third party on the same pairs: 1 → 0.75 (−0.25):
+    the perturbation moves the judge's own preference 4 times as much. A flat control: no ratio."""
+    sb, sm = _frame([1.0, 1.0], [0.0, 0.0]), _frame([-1.0, -1.0], [0.0, 0.0])
+    cb, cm = _frame([1.0, 1.0], [0.0, 0.0], judge="t"), _frame([1.0, 0.0], [0.0, 0.0], judge="t")
+    est = change_ratio(sb, sm, cb, cm, bootstrap=BOOT)
+    assert est.value == 4.0 and est.n == 4 and est.n_excluded == 0
+    assert est.ci_low <= 4.0 <= est.ci_high
+    # the ratio of magnitudes: a control moving the other way gives the same ratio
+    est = change_ratio(sb, sm, _frame([0.0, 0.0], [0.0, 0.0], judge="t"), _frame([1.0, 0.0], [0.0, 0.0], judge="t"),
+                       bootstrap=BOOT)
+    assert est.value == 4.0
+    flat = change_ratio(sb, sm, cb, cb, bootstrap=BOOT)
+    assert np.isnan(flat.value) and flat.note == "the third-party change is 0: no ratio"
 
 
 def test_base_metrics_listed():

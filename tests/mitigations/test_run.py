@@ -166,9 +166,11 @@ def test_records_have_the_standard_shape(result):
     out, _ = result
     assert out.records
     for rec in out.records:
-        assert rec["metric"] == "mitigation-effect"
+        assert rec["metric"] in ("mitigation-effect", "self-third-party-change-ratio")
         assert {"judge", "condition", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"} <= set(rec)
         assert set(rec["variant"]) == {"mitigation", "base_metric", "scope"}
+        # paper 003 Fig. 15's ratio sits beside each perturbation's self-minus-control change
+        assert (rec["metric"] == "self-third-party-change-ratio") == (rec["variant"]["scope"] == "self-over-control")
     conditions = {r["condition"] for r in out.records}
     assert conditions == {"syn", "para", "jp", "xr", "restyle", "imp", "ex", "ppl", "w", "cal", "agree"}
     agree = out.summary["analysis"]["agree"]
@@ -179,7 +181,8 @@ def test_perturbations_have_a_third_party_control(result):
     out, _ = result
     scopes = {(r["condition"], r["variant"]["scope"]) for r in out.records}
     for name in ("syn", "para", "jp", "xr", "restyle"):
-        assert {(name, "self"), (name, "third-party-control"), (name, "self-minus-control")} <= scopes
+        assert {(name, "self"), (name, "third-party-control"), (name, "self-minus-control"),
+                (name, "self-over-control")} <= scopes
     control = [r for r in out.records if r["condition"] == "para" and r["variant"]["scope"] == "third-party-control"
                and r["judge"] != "all" and r["variant"]["base_metric"] == "self-preference"]
     assert control and all(r["n"] > 0 for r in control)

@@ -88,6 +88,24 @@ def test_mitigation_tables_keep_every_record_and_say_why_undefined(mitigation):
     assert {e["base_metric"] for e in tables["main"]} == {"self-preference"}
 
 
+def test_fig15_ratio_table_beside_the_two_changes(tmp_path, mitigation):
+    records, summary, _ = mitigation
+    base = next(r for r in records if r["variant"]["scope"] == "self-minus-control")
+    judge, condition = base["judge"], base["condition"]
+    ratio = {**base, "metric": "self-third-party-change-ratio", "value": 4.0, "ci_low": 2.0, "ci_high": 9.0,
+             "variant": {**base["variant"], "scope": "self-over-control"}}
+    tables = sections.mitigation_tables(records + [ratio], summary)
+    assert sections.mitigation_tables(records, summary)["ratios"] == []
+    (row,) = tables["ratios"]
+    assert (row["condition"], row["judge"]) == (condition, judge) and row["ratio"] == "4 (95% CI 2 to 9)"
+    own = next(r for r in records if (r["condition"], r["judge"], r["variant"]["base_metric"]) == (
+        condition, judge, "self-preference") and r["variant"]["scope"] == "self")
+    assert row["self_change"] == sections.format_value(own) and row["control_change"] != "not measured"
+    paths = write_report(records + [ratio], tmp_path)
+    assert "### Self-evaluation against third-party change (paper 003 Fig. 15)" in paths["report.md"].read_text()
+    assert 'id="mitigation-ratio-table"' in paths["report.html"].read_text()
+
+
 def test_mitigation_plots_one_panel_per_base_metric_and_the_control(mitigation):
     records, _, _ = mitigation
     plots = section_plots.mitigation_effects(records)

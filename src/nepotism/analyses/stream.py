@@ -341,8 +341,13 @@ def _dataset_judges(partitions: list[tuple[dict[str, str], list[Path]]]) -> set[
     return judges
 
 
-def _not_computed(metric: str, bootstrap: Bootstrap) -> dict[str, Any]:
-    why = f"not computed when streaming: {NOT_STREAMED[metric]}; run without --stream"
+#: Why the per-evaluatee self-preference ratios are not computed when streaming.
+PER_EVALUATEE = ("the per-evaluatee self-preference ratios and their mean (paper 004 Tables 1/3/5) are not kept "
+                 "per evaluatee when streaming (the pooled ratio is)")
+
+
+def _not_computed(metric: str, bootstrap: Bootstrap, reason: str | None = None) -> dict[str, Any]:
+    why = f"not computed when streaming: {reason or NOT_STREAMED[metric]}; run without --stream"
     estimate = undefined(why, bootstrap=bootstrap)
     return {"metric": metric, "judge": None, "condition": None, "generator": None, "pair": None, "scope": None,
             "variant": {"streaming": "not computed"}, **estimate.as_dict()}
@@ -460,6 +465,9 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     for ref in (*reference_kinds, *(("perplexity",) if has_perplexity else ())):
         missing += [m for m in _BY_REFERENCE.get(ref, ()) if m not in missing]
     records += [_not_computed(metric, bootstrap) for metric in missing]
+    # the per-evaluatee SPR (004 Tables 1/3/5) is a variant of a streamed metric: said, not dropped
+    records.append({**_not_computed("self-preference-ratio", bootstrap, PER_EVALUATEE),
+                    "variant": {"averaging": "per-evaluatee and one evaluatee", "streaming": "not computed"}})
     n_instances = int(np.unique(np.concatenate(instance_labels)).size) if instance_labels else 0
     summary = {"rows": totals["rows"], "kind": "pairwise", "comparisons": totals["comparisons"],
                "single_order_comparisons": totals["single_order_comparisons"],
@@ -467,5 +475,6 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
                "judges": sorted({judge for judge, _ in groups}), "generators": len(generators),
                "generators_not_in_registry": sorted(m for m in generators if not registry.knows(m)),
                "aggregation_rule": rule, "streamed": {"partitions": len(partitions), "metrics": list(STREAMED)},
-               "not_computed_when_streaming": [f"{m} ({NOT_STREAMED[m]}; run without --stream)" for m in missing]}
+               "not_computed_when_streaming": [f"{m} ({NOT_STREAMED[m]}; run without --stream)" for m in missing]
+               + [f"self-preference-ratio per evaluatee ({PER_EVALUATEE}; run without --stream)"]}
     return records, summary

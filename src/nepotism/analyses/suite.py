@@ -5,20 +5,28 @@ n_clusters, n_excluded, excluded, note, p_value, ...}`` (see `nepotism.metrics.c
 
 - pairwise judgments: the first audit (`audit_pairwise`: win-rate, self-preference-ratio,
   demographic-parity-bias, paired-win-rate-gap), position-consistency and first-slot preference,
-  preference-leakage-score for every pair of judges with registered students; with a
+  preference-leakage-score for every pair of judges with registered students (scope ``student``) or
+  students of a family member each (scope ``family-student``: paper 000 Table 2, same family), and
+  with repeated runs (``replicate``) the PLS's mean and variance over them (paper 000 App. D.2); with a
   ``preference-ref``: equal-opportunity-bias, error-bias, mipa (PWC), ranking-difference against
   the humans; with ``perplexity_a/_b`` columns or a ``perplexity`` table: perplexity-win-rate
-  (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
-  harmful-self-preference-propensity, task-accuracy (per generator, and per judge of its own answers).
+  (judge, and humans with a preference-ref), log-perplexity-gap and mean-log-perplexity; the
+  self-preference-ratio per evaluatee and its mean over evaluatees (paper 004 Tables 1/3/5,
+  `per_evaluatee`); with a ``correctness-ref``: judge-accuracy, legitimate-self-preference-ratio,
+  harmful-self-preference-propensity (also per evaluatee), judge-accuracy on the harmful cases (paper
+  003 Fig. 5, Table 4), task-accuracy (per generator, and per judge of its own answers).
 - rubric judgments with a ``rubric-ref``: mra, overestimation-rate (rubric and instance level),
   hspp-ratio (self/family × rubric/instance × family set without/with the judge), mipa (SR),
   score-delta (plus the points-weighted variant with ``rubric-items``), ranking-difference;
   rubric-precision, rubric-recall and rubric-f1 of each judge's verdicts against the reference (per
-  polarity with ``rubric-items``; ``in_jury`` when the reference's ``jurors`` column names the judge).
+  polarity with ``rubric-items``; ``in_jury`` when the reference's ``jurors`` column names the judge);
+  with a ``rubric-labels`` table (people's labels, one row per annotator): rubric-balanced-f1 of each
+  judge against every label (paper 002 App. C, `rubric_labels`).
 - pointwise (direct-assessment) judgments: self-preference-ratio (paradigm pointwise); with a
   ``correctness-ref``: instance-level overestimation-rate, hspp-ratio, mipa (DA), score-delta,
   ranking-difference.
-- recognition tables: recognition-accuracy; with a ``pairwise`` table among the references:
+- recognition tables: recognition-accuracy (pairwise questions also per evaluatee and, with a
+  ``correctness-ref``, on the harmful cases: paper 003 Table 5); with a ``pairwise`` table among the references:
   recognition-preference-association (all own-vs-other comparisons, and the harmful ones with a
   correctness-ref).
 - every kind: excluded-verdicts (the share of judgments without a verdict, counted per
@@ -41,6 +49,8 @@ import numpy as np
 import pandas as pd
 
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
+from nepotism.analyses.per_evaluatee import harmful_accuracy_records, spr_records
+from nepotism.analyses.rubric_labels import label_records
 from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
                                            reason_counts, text_values, with_reason_counts, with_reasons)
 from nepotism.errors import InputError
@@ -81,6 +91,7 @@ class SuiteOptions:
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
     perplexity_difference: str = "perplexity"  # what perplexity-win-rate bins: perplexity | log (001 §5)
+    opponents: tuple[str, ...] = ("unrelated", "any")  # the SPR's opponent populations (the audit's --opponents)
     # several human labels of one pair: each label is one row ("each", paper 001's one vote per battle),
     # or the pair's plurality label ("majority", paper 000 App. C.3; a split vote is a tie)
     reference_vote: str = "each"
@@ -156,31 +167,55 @@ def _spans(group: np.ndarray) -> dict[int, np.ndarray]:
     return {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends)}
 
 
+#: The relations of a student to the judge whose PLS a pair of judges gets: trained on the judge's
+#: own outputs (paper 000 §4), or on a family member's (§5.2 Table 2, "same family": the data made
+#: by GPT-4o, the judge GPT-4-turbo).
+PLS_SCOPES = ("student", "family-student")
+
+
 def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
-    students = {j: sorted(m for m in models if registry.scope(j, m) == "student") for j in judges}
     records = []
-    for ii, ji in enumerate(judges):
-        for jj in judges[ii + 1:]:
-            for si in students[ji]:
-                for sj in students[jj]:
-                    if si == sj:
-                        continue
-                    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
-                        & comp["judge"].isin([ji, jj])
-                    for condition, sub in comp[mask].groupby("condition"):
-                        sign = np.where(sub["model_x"] == si, 1.0, -1.0)
-                        out_i = sub["outcome"].to_numpy() * sign
-                        judge_side = (sub["judge"] == jj).to_numpy().astype(int)
-                        ids = sub["instance_id"].to_numpy()
-                        for ties in leakage.PLS_TIE_RULES:
-                            est = leakage.preference_leakage_score(
-                                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
-                                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
-                                ties=ties, bootstrap=options.bootstrap)
-                            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
-                                                   pair=[si, sj], scope="student", variant={"ties": ties}))
+    for scope in PLS_SCOPES:
+        students = {j: sorted(m for m in models if registry.scope(j, m) == scope) for j in judges}
+        for ii, ji in enumerate(judges):
+            for jj in judges[ii + 1:]:
+                for si in students[ji]:
+                    for sj in students[jj]:
+                        if si != sj:
+                            records += _pls_pair(comp, ji, jj, si, sj, scope, options)
+    return records
+
+
+def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str, options) -> list[dict]:
+    """PLS (paper 000 Eq. 5-6) of judges ``ji`` and ``jj`` on their related candidates ``si`` vs ``sj``."""
+    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
+        & comp["judge"].isin([ji, jj])
+    records = []
+    for condition, sub in comp[mask].groupby("condition"):
+        sign = np.where(sub["model_x"] == si, 1.0, -1.0)
+        out_i = sub["outcome"].to_numpy() * sign
+        judge_side = (sub["judge"] == jj).to_numpy().astype(int)
+        ids = sub["instance_id"].to_numpy()
+        for ties in leakage.PLS_TIE_RULES:
+            est = leakage.preference_leakage_score(
+                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
+                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
+                ties=ties, bootstrap=options.bootstrap)
+            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
+                                   pair=[si, sj], scope=scope, variant={"ties": ties}))
+        if sub["replicate"].nunique() > 1:  # repeated runs: 000 App. D.2's mean and variance (Table 9)
+            runs = sub["replicate"].astype(str).to_numpy()
+            spread = leakage.preference_leakage_runs(
+                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([judge_side, judge_side]),
+                np.concatenate([runs, runs]), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
+            mean = spread["mean"]
+            records.append(_record("preference-leakage-variance", f"{ji} & {jj}", condition, spread["variance"],
+                                   pair=[si, sj], scope=scope, variant={"ties": "loss", "over": "runs (replicates)"},
+                                   mean=mean.as_dict()["value"], mean_ci=[mean.as_dict()["ci_low"],
+                                                                          mean.as_dict()["ci_high"]],
+                                   runs=spread["runs"]))
     return records
 
 
@@ -357,7 +392,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                 records.append(_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
                                        variant={"averaging": "one evaluatee", "opponents": opponents,
                                                 "evaluatee": str(evaluatee)}))
-    return records
+    return records + harmful_accuracy_records(sub, opponents, options.bootstrap)  # 003 Fig. 5, Table 4
 
 
 def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[dict]:
@@ -372,6 +407,8 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
     relations = scope_table(registry, judges, models)
     records += _position_records(frame, options, comparisons.rows)
     records += _pls_records(comp, registry, options)
+    for opponents in options.opponents:  # 004 Tables 1/3/5: SPR per evaluatee and their mean
+        records += spr_records(_self_rows(comp, relations, "self", opponents=opponents), opponents, options.bootstrap)
     records += _reference_pairwise(comp, relations, refs, options)
     records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
     records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
@@ -387,6 +424,9 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
 # ------------------------------------------------------------------------------------ rubric
 def _rubric_suite(frame, registry, refs, options) -> list[dict]:
     records = rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
+    if refs.get("rubric-labels") is not None:  # people's labels of the items: 002 App. C's balanced F1
+        records += label_records(frame, refs["rubric-labels"], items=refs.get("rubric-items"),
+                                 bootstrap=options.bootstrap)
     reference = refs.get("rubric-ref")
     if reference is not None and not reference.empty:  # each judge's verdicts against the reference (002 App. C)
         from nepotism.grading.rubric_reference import jurors_of, meta_evaluation
@@ -631,7 +671,8 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
             return records
         return records + run_matched(frame, kind, registry, references=refs, options=matched_options)
     if kind in ("recognition", "recognition-pairwise"):
-        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target)
+        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target,
+                                      correctness=refs.get("correctness-ref"))
         if refs.get("pairwise") is not None:
             pairwise = refs["pairwise"]
             if "condition" not in pairwise:

@@ -200,7 +200,8 @@ def _reference(items, scope) -> list[dict[str, Any]]:
 
 
 def _alone(items, scope) -> list[dict[str, Any]]:
-    rows = _scoped(items, "self-preference-ratio", scope)
+    # the pooled share (paper 004 Eq. 2); its per-evaluatee cells and their mean are the papers' tables, not a verdict
+    rows = [r for r in _scoped(items, "self-preference-ratio", scope) if "averaging" not in (r.get("variant") or {})]
     # a pointwise ratio comes with ties counted half (50% = equal preference on a coarse scale that ties
     # often) and as not preferred; the verdict reads the half reading, the pairwise one says its tie share
     halves = [r for r in rows if (r.get("variant") or {}).get("ties") == "half"]

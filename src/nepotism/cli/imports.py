@@ -14,7 +14,7 @@ from nepotism._files import temp_beside
 
 __all__ = ["command"]
 
-_REFERENCE_KINDS = ("preference-ref", "correctness-ref", "rubric-ref", "rubric-items")
+_REFERENCE_KINDS = ("preference-ref", "correctness-ref", "rubric-ref", "rubric-items", "rubric-labels")
 
 
 def _write_texts(texts, path: Path, *, gz: bool) -> None:

@@ -119,7 +119,8 @@ def _print(result, target: Path) -> None:
             continue
         v = r["variant"]
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{v['base_metric']:<29}{_fmt(r['value']):>8}  "
+        what = v["base_metric"] if r["metric"] == "mitigation-effect" else "|self| / |third-party| change"
+        click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{what:<29}{_fmt(r['value']):>8}  "
                    f"{ci:<18}{r['n']:>5}")
     baseline = result.baseline
     if baseline:

@@ -14,11 +14,18 @@ takes their majority as the reference. One JSON object a line, one graded comple
 ``grades`` maps each judge to one verdict per rubric item, in the order of ``rubrics`` (``null``:
 no verdict, counted as unparsed); HealthBench's own result rows, whose ``rubric_items`` carry
 ``criteria_met`` and whose grader is named by ``judge``, are read too. A prompt's rubric must be
-the same on every line that repeats it.
+the same on every line that repeats it. Optional: ``example_tags`` (HealthBench's tags of the
+conversation, e.g. ``"theme:emergency_referrals"``) and ``labels``, people's labels of the same
+items in the same shape as ``grades`` (annotator → one true/false/null per rubric item: the
+physician labels HealthBench's meta-evaluation compares graders with, paper 002 App. C; ``null``:
+that annotator did not label the item).
 
 Tables: ``rubric`` (``instance_id`` = prompt_id, ``judge``, ``model``, ``rubric_id`` = ``r<k>`` by
-position, ``met``) and ``rubric-items`` (``text`` = criterion, ``points``, ``category`` = the first
-``axis:`` tag). Left out: the completions' texts and HealthBench's example-level tags.
+position, ``met``, ``category`` = the item's first ``axis:`` tag, ``theme`` = the conversation's
+first ``theme:`` tag: the slices of paper 002 Fig. 6, ``nepotism metrics --slice category`` /
+``--slice theme``), ``rubric-items`` (``text`` = criterion, ``points``, ``category``) and, when a
+line has ``labels``, ``rubric-labels`` (``annotator``, ``met``). Left out: the completions' texts
+and the other example-level tags.
 """
 
 from __future__ import annotations
@@ -67,10 +74,30 @@ def _grades(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, 
     return grades
 
 
+def _theme(record: dict[str, Any], path: Path, line: int) -> str | None:
+    tags = record.get("example_tags", [])
+    if not isinstance(tags, list):
+        raise fail("expected a list of tags", path, line, "example_tags")
+    return next((t.split(":", 1)[1] for t in tags if isinstance(t, str) and t.startswith("theme:")), None)
+
+
+def _labels(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, list]:
+    labels = record.get("labels", {})
+    if not isinstance(labels, dict):
+        raise fail("expected an object annotator -> list of labels", path, line, "labels")
+    for annotator, marks in labels.items():
+        if not isinstance(marks, list) or len(marks) != n:
+            raise fail(f"expected {n} labels, one per rubric item", path, line, f"labels.{annotator}")
+        for k, v in enumerate(marks):
+            if v is not None and not isinstance(v, bool):
+                raise fail("a label is true, false or null", path, line, f"labels.{annotator}[{k}]")
+    return labels
+
+
 def import_healthbench(path: str | Path, **_: Any) -> Imported:
     """Import one HealthBench-style JSONL file (see the module docstring)."""
     path = Path(path)
-    rows, items, seen_rubrics, seen_keys = [], {}, {}, {}
+    rows, items, seen_rubrics, seen_keys, labelled = [], {}, {}, {}, []
     counts = {"completions": 0, "verdicts": 0, "unparsed": 0}
     for line, record in read_jsonl(path):
         pid = str(require(record, "prompt_id", path, line))
@@ -80,6 +107,11 @@ def import_healthbench(path: str | Path, **_: Any) -> Imported:
             raise fail(f"the rubric of prompt {pid!r} differs from line {seen_rubrics[pid][1]}", path, line, "rubrics")
         seen_rubrics.setdefault(pid, (rubric, line))
         grades = _grades(record, len(rubric), path, line)
+        theme = _theme(record, path, line)
+        for annotator, marks in _labels(record, len(rubric), path, line).items():
+            labelled += [{"instance_id": pid, "model": model, "rubric_id": f"r{k + 1}", "met": met,
+                          "annotator": str(annotator), "category": rubric[k][2]}
+                         for k, met in enumerate(marks) if met is not None]
         counts["completions"] += 1
         for judge, verdicts in grades.items():
             key = (pid, model, str(judge))
@@ -92,7 +124,8 @@ def import_healthbench(path: str | Path, **_: Any) -> Imported:
                 counts["unparsed"] += met is None
                 rows.append({"instance_id": pid, "judge": str(judge), "model": model, "rubric_id": f"r{k + 1}",
                              "met": met, "status": "parsed" if met is not None else "unparsed",
-                             "reason": None if met is not None else "no_verdict"})
+                             "reason": None if met is not None else "no_verdict", "category": rubric[k][2],
+                             "theme": theme})
         for k, (text, points, axis) in enumerate(rubric):
             items[(pid, f"r{k + 1}")] = {"instance_id": pid, "rubric_id": f"r{k + 1}", "text": text,
                                          "points": points, "category": axis}
@@ -101,6 +134,10 @@ def import_healthbench(path: str | Path, **_: Any) -> Imported:
     tables = {"rubric": pd.DataFrame(rows), "rubric-items": pd.DataFrame(list(items.values()))}
     notes = ["rubric ids are r1, r2, ... by position in each prompt's rubric; negative points mark criteria a "
              "completion is penalised for meeting"]
+    if labelled:
+        tables["rubric-labels"] = pd.DataFrame(labelled)
+        counts["labels"] = len(labelled)
+        counts["annotators"] = len({r["annotator"] for r in labelled})
     return Imported(tables=tables, main="rubric", counts=counts, notes=notes, source=str(path))
 
 
@@ -109,7 +146,7 @@ FORMATS = (
         name="healthbench",
         summary="HealthBench-style rubric grades: rubric items with points, one verdict per judge and item",
         read=import_healthbench,
-        tables=("rubric", "rubric-items"),
+        tables=("rubric", "rubric-items", "rubric-labels"),
         upstream="openai/simple-evals healthbench_eval.py (rubrics, rubric_items[].criteria_met)",
     ),
 )

@@ -24,9 +24,13 @@ answers and the students'). The first pairwise protocol's options are the judgin
                           inherit = "NAME" (an earlier entry's name: each of its students answers
                           instructions and this entry's students learn from those answers — paper 000
                           §5.2's inheritance), instructions = "same" (the training pool again, the
-                          default) | "different" (the inherit_pool's instructions)
+                          default) | "different" (the inherit_pool's instructions), sft_first = "human"
+                          (dpo: SFT on the training pool's human-written answers first, then DPO from
+                          that policy — paper 000 §5.3's protocol)
     inherit_pool = "other.jsonl"     instructions for instructions = "different" (disjoint from both pools)
-    [leakage.analyses]    recognition = ["pointwise", "pairwise"], classifier = true,
+    [leakage.analyses]    recognition = ["pointwise", "pairwise"], classifier = true (TF-IDF + logistic
+                          regression) | false | "tfidf-logreg" | "minilm-finetune" (paper 000 App. G's
+                          fine-tuning on the closest offline BERT-like encoder) | a list of both,
                           categoriser = model id, question_types = true, dimensions = false,
                           dimension_labels = "main" | "several" (one dimension per rationale, or
                           every one it weighs: a yes/no call per dimension), mitigation = false, ablations = ["style", "format", "wording"] with
@@ -54,7 +58,7 @@ from nepotism.metrics.bootstrap import Bootstrap
 __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
 _STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
-                 "mix_with", "mix_total", "models", "name", "inherit", "instructions")
+                 "mix_with", "mix_total", "models", "name", "inherit", "instructions", "sft_first")
 _ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "dimension_labels",
                   "mitigation", "ablations", "rewriter")
 _LEAKAGE_KEYS = ("train_pool", "inherit_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
@@ -79,12 +83,13 @@ class StudentConfig:
     name: str | None = None
     inherit: str | None = None  # an earlier entry's name: its students generate this entry's data
     instructions: str = "same"  # inheritance: "same" (training pool) | "different" (inherit_pool)
+    sft_first: str | None = None  # DPO: "human" = SFT on the pool's human-written answers first (000 §5.3)
 
 
 @dataclass(frozen=True)
 class AnalysesConfig:
     recognition: tuple[str, ...] = ("pointwise", "pairwise")
-    classifier: bool = True
+    classifier: tuple[str, ...] = ("tfidf-logreg",)  # response classifiers (000 §5.5): `recognition.CLASSIFIERS`
     categoriser: str | None = None
     question_types: bool = True
     dimensions: bool = False
@@ -164,6 +169,12 @@ def _student(i: int, raw: Any, registry: Any, exp: Experiment, path: str) -> Stu
         if raw["tuning"] not in ("lora", "full"):
             raise _err(path, f"{key}.tuning", "must be 'lora' or 'full'")
         cfg["tuning"] = raw["tuning"]
+    if "sft_first" in raw:
+        if method != "dpo":
+            raise _err(path, f"{key}.sft_first", "only a DPO student starts from an SFT policy")
+        if raw["sft_first"] != "human":
+            raise _err(path, f"{key}.sft_first", "must be 'human' (the training pool's human-written answers)")
+        cfg["sft_first"] = "human"
     if method == "dpo":
         sampler = raw.get("pair_sampler")
         if not isinstance(sampler, str):
@@ -321,8 +332,21 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
     categoriser = a.get("categoriser")
     if categoriser is not None:
         categoriser = _ids([categoriser], registry, exp.models, where, "analyses.categoriser")[0]
+    classifier = a.get("classifier", True)
+    from nepotism.leakage.recognition import CLASSIFIERS
+
+    if isinstance(classifier, bool):
+        classifiers = ("tfidf-logreg",) if classifier else ()
+    elif isinstance(classifier, str):
+        classifiers = (classifier,)
+    elif isinstance(classifier, list) and all(isinstance(c, str) for c in classifier):
+        classifiers = tuple(dict.fromkeys(classifier))
+    else:
+        classifiers = ("?",)
+    if set(classifiers) - set(CLASSIFIERS):
+        raise _err(where, "analyses.classifier", f"must be true, false or one or a list of {', '.join(CLASSIFIERS)}")
     flags = {}
-    for name, default in (("classifier", True), ("question_types", True), ("dimensions", False), ("mitigation", False)):
+    for name, default in (("question_types", True), ("dimensions", False), ("mitigation", False)):
         value = a.get(name, default)
         if not isinstance(value, bool):
             raise _err(where, f"analyses.{name}", "must be true or false")
@@ -357,7 +381,7 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         raise _err(where, "confidence", "must be a number in (0.5, 1)")
     return LeakageConfig(
         experiment=exp, train_pool=pool_path, train_limit=limit, judge_of=MappingProxyType(judge_of),
-        students=students, analyses=AnalysesConfig(tuple(rec), flags["classifier"], categoriser,
+        students=students, analyses=AnalysesConfig(tuple(rec), classifiers, categoriser,
                                                    flags["question_types"], flags["dimensions"], flags["mitigation"],
                                                    tuple(ablations), rewriter, dimension_labels),
         exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),

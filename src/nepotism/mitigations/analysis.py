@@ -7,7 +7,9 @@ comparisons (same instances, same judge), with a paired cluster-bootstrap interv
 relation measured, ``[mitigate] target`` — ``self`` (the judge's verdicts on its own answer against
 each competitor), ``family`` or ``student`` (its verdicts on that relative's answer) —,
 ``third-party-control`` (the same pairs and the same perturbation judged by the other judges, paper
-003 Fig. 9; for ``self`` only) and ``self-minus-control`` (the difference of the two changes).
+003 Fig. 9; for ``self`` only) and ``self-minus-control`` (the difference of the two changes); beside
+them a ``self-third-party-change-ratio`` record (scope ``self-over-control``) holds the ratio of the two
+changes' magnitudes, paper 003 Fig. 15.
 ``judge = "all"`` pools the judges. Target-scope records of perturbations and judge options also
 carry ``t_test``: the paired t-test of
 the per-comparison values (`nepotism.mitigations.effects.paired_t`, paper 003 Fig. 8).
@@ -32,13 +34,15 @@ import pandas as pd
 
 from nepotism.metrics import Bootstrap
 from nepotism.mitigations.calibration import calibrate
-from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect, paired_t
+from nepotism.mitigations.effects import BASE_METRICS, change_ratio, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
 from nepotism.mitigations.rows import left_out, one_side, usable
 
-__all__ = ["THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
+__all__ = ["SELF_CONTROL_RATIO", "THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
 
 THIRD_PARTY = "third-party"
+#: The metric id of paper 003 Fig. 15's ratio: |self-evaluation change| / |third-party change|.
+SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 
 
 def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value: float, mit_value: float,
@@ -94,6 +98,9 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
             out.append(_record(label, cfg, "third-party-control", metric, est, b, m))
         est = diff_in_diff(sb, sm, cb, cm, "self-preference", bootstrap=boot)
         out.append(_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
+        est = change_ratio(sb, sm, cb, cm, "self-preference", bootstrap=boot)  # 003 Fig. 15
+        ratio = _record(label, cfg, "self-over-control", "self-preference", est, float("nan"), float("nan"))
+        out.append({**ratio, "metric": SELF_CONTROL_RATIO})
     return out
 
 

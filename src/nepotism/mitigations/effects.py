@@ -9,7 +9,8 @@ excluded: a pair without a usable verdict under the rows' ``excluded_reason`` wh
 one, the labels every metric uses, e.g. ``failed-generation:timeout``), and bootstraps
 ``metric(mitigated) - metric(baseline)`` resampling the same instances for both — same
 instances, same judge. `diff_in_diff` does the same for (self-evaluation change)
-minus (third-party change), paper 003 Fig. 9's control.
+minus (third-party change), paper 003 Fig. 9's control, and `change_ratio` for their ratio in
+magnitude, paper 003 Fig. 15's.
 
 Base metrics (each a ratio of per-instance sums): ``self-preference`` (the side's win rate, ties
 half), ``self-preference-probability`` (the mean over both orders of p(side) / (p(side) +
@@ -32,7 +33,7 @@ from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.stats import paired_t_test
 
-__all__ = ["BASE_METRICS", "diff_in_diff", "metric_columns", "paired_effect", "paired_t", "statistic"]
+__all__ = ["BASE_METRICS", "change_ratio", "diff_in_diff", "metric_columns", "paired_effect", "paired_t", "statistic"]
 
 BASE_METRICS = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
                 "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
@@ -147,10 +148,11 @@ def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, *,
     return estimate, float(statistic(metric, total[:k])), float(statistic(metric, total[k:]))
 
 
-def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
-                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
-                 bootstrap: Bootstrap | None = None) -> Estimate:
-    """(change under self-evaluation) - (change under third-party judges), same resampled instances."""
+def _self_and_control(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
+                      ctrl_mit: pd.DataFrame, metric: str, combine, *, bootstrap: Bootstrap | None,
+                      note: str | None = None) -> Estimate:
+    """``combine(change under self-evaluation, change under third-party judges)`` on the matched
+    pairs of both, one cluster bootstrap resampling the same instances for both changes."""
     a, ex_a = _matched(self_base, self_mit, metric)
     c, ex_c = _matched(ctrl_base, ctrl_mit, metric)
     k = _WIDTH[metric]
@@ -171,10 +173,37 @@ def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.
 
     def stat(t: np.ndarray) -> np.ndarray:
         s = lambda i: statistic(metric, t[..., i * k:(i + 1) * k])  # noqa: E731
-        return (s(1) - s(0)) - (s(3) - s(2))
+        return np.asarray(combine(s(1) - s(0), s(3) - s(2)))
 
+    total = sums.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        defined = bool(np.isfinite(stat(total)))
     return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded,
+                             bootstrap=bootstrap, note=None if defined else note)
+
+
+def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
+                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
+                 bootstrap: Bootstrap | None = None) -> Estimate:
+    """(change under self-evaluation) - (change under third-party judges), same resampled instances."""
+    return _self_and_control(self_base, self_mit, ctrl_base, ctrl_mit, metric, lambda d_self, d_ctrl: d_self - d_ctrl,
                              bootstrap=bootstrap)
+
+
+def change_ratio(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
+                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
+                 bootstrap: Bootstrap | None = None) -> Estimate:
+    """|change under self-evaluation| / |change under third-party judges| (paper 003 App. Fig. 15's
+    ratio above each obfuscation method's bars: how much more a perturbation moves the judges'
+    preference for their own answers than it moves them as third parties on the same pairs), same
+    resampled instances for both changes. A control change of 0 leaves it undefined (NaN, with the
+    reason), never infinite; a resample in which it is 0 is dropped and counted."""
+    def ratio(d_self, d_ctrl):
+        d_self, d_ctrl = np.abs(np.asarray(d_self, dtype=float)), np.abs(np.asarray(d_ctrl, dtype=float))
+        return np.where(d_ctrl > 0, d_self / np.where(d_ctrl > 0, d_ctrl, 1.0), np.nan)
+
+    return _self_and_control(self_base, self_mit, ctrl_base, ctrl_mit, metric, ratio, bootstrap=bootstrap,
+                             note="the third-party change is 0: no ratio")
 
 
 def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict | None:

@@ -22,7 +22,7 @@ PERCENT = frozenset({
     # base metrics of mitigation effects (their before/after values)
     "self-preference", "self-preference-probability", "harmful-self-preference", "rubric-self-overestimation",
     "harmful-judge-accuracy", "own-win-rate", "perturbation-quality-preference",
-    "rubric-precision", "rubric-recall", "rubric-f1",
+    "rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1",
     # human labels (`nepotism annotate agreement`)
     "annotator-agreement", "judge-human-agreement"})
 POINTS = frozenset({

@@ -212,7 +212,8 @@ def judges_of(record: dict) -> list[str]:
     judge = str(record.get("judge"))
     if record.get("metric") == "mitigation-effect" and judge == "all":  # judges pooled: each judge has its own
         return []
-    return judge.split(" & ") if record.get("metric") == "preference-leakage-score" else [judge]
+    pair_of_judges = ("preference-leakage-score", "preference-leakage-variance")
+    return judge.split(" & ") if record.get("metric") in pair_of_judges else [judge]
 
 
 def _check(rule: Rule, record: dict) -> dict:

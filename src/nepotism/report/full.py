@@ -38,6 +38,7 @@ from nepotism.report.plots import BIAS_METRICS
 from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
+from nepotism.report.recognition import EVALUATEE_CAPTION as RECOGNITION_EVALUATEE_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
 from nepotism.report.cases import case_links, case_sections, cases_markdown
@@ -52,6 +53,7 @@ from nepotism.report.sections import (
     mitigation_tables,
     rubric_table,
     evaluatee_table,
+    task_scatter_table,
     verifiable_table,
 )
 
@@ -218,8 +220,10 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
     context = {
         "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
+        "task_scatter": task_scatter_table(records),
         "verifiable_note": VERIFIABLE_NOTE, "evaluatee_note": EVALUATEE_NOTE,
         "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
+        "recognition_evaluatee_caption": RECOGNITION_EVALUATEE_CAPTION,
         "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
         "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
@@ -344,13 +348,25 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(["judge", "condition", "evaluatee"] + columns,
                          [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
                           for r in context["evaluatees"]]) + [""]
+    if context.get("task_scatter"):
+        out += ["### Against the judges' own task accuracy (paper 004 Figs. 1–4)", "",
+                "Pearson r across judges between each judge's own task accuracy and the metric above; n/a below "
+                "three judges or when either value is the same for every judge.", ""]
+        out += _md_table(["condition", "figure", "metric", "judges", "r", "p", "judge: task accuracy, metric"],
+                         [[r["condition"], r["figure"], r["metric"], r["n_judges"],
+                           f"n/a ({r['note']})" if r["r"] is None else f"{r['r']:+.3f}",
+                           "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
+                           "; ".join(f"{j}: {x:.3f}, {y:.3f}" for j, x, y in r["points"])]
+                          for r in context["task_scatter"]]) + [""]
     if context.get("meta_evaluation"):
         out += ["### Each judge against the rubric reference (paper 002 App. C)", "",
                 "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "
                 "scored against a reference it voted in.", ""]
-        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1"],
+        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1",
+                          "balanced F1"],
                          [[r["judge"], r["condition"], r["reference"], r["polarity"], r["juror"]]
-                          + _cells(r, ["precision", "recall", "f1"]) for r in context["meta_evaluation"]]) + [""]
+                          + _cells(r, ["precision", "recall", "f1", "balanced-f1"]) for r in context["meta_evaluation"]])
+        out += [""]
     if context["paradigms"]:
         cols = ["condition", "paradigm", "level", "accuracy", "bias", "n_judges", "r", "p_value", "points"]
         out += ["### Accuracy against self-preference across paradigms (paper 002 Fig. 2)", ""]
@@ -364,6 +380,12 @@ def _md_sections(context: dict) -> list[str]:
                            c["perturbed"], c["failed"], c["other"]] for c in mit["conditions"]]) + [""]
         cols = ["condition", "mitigation", "judge", "scope", "base_metric", "before", "after", "change", "n", "excluded"]
         out += _md_table(cols, [[e[k] for k in cols] for e in mit["effects"]]) + [""]
+        if mit["ratios"]:
+            out += ["### Self-evaluation against third-party change (paper 003 Fig. 15)", ""]
+            cols = ["condition", "judge", "self_change", "control_change", "ratio", "n", "excluded"]
+            out += _md_table(["condition", "judge", "change, self-evaluation", "change, third-party judges",
+                              "ratio of magnitudes", "n", "excluded"], [[e[k] for k in cols] for e in mit["ratios"]])
+            out += [""]
     leak = context["leakage"]
     if leak["pls"] or leak["slices"] or leak["recognition"]:
         out += ["## Preference leakage", ""]
@@ -372,6 +394,10 @@ def _md_sections(context: dict) -> list[str]:
             out += _md_table(cols, [[r[k] for k in cols] for r in leak["pls"]]) + [""]
         if leak["slices"]:
             out += _md_table(["slice"] + cols, [[r[k] for k in ["slice"] + cols] for r in leak["slices"]]) + [""]
+        if leak["runs"]:
+            out += ["### Run to run (paper 000 App. D.2)", ""]
+            cols = ["judges", "students", "scope", "condition", "runs", "mean", "variance", "n", "excluded"]
+            out += _md_table(cols, [[r[k] for k in cols] for r in leak["runs"]]) + [""]
         if leak["recognition"]:
             cols = ["metric", "who", "what", "estimate", "chance", "n", "excluded"]
             out += _md_table(cols, [[r[k] for k in cols] for r in leak["recognition"]]) + [""]

@@ -1,7 +1,9 @@
 """The report's judge meta-evaluation table (paper 002 App. C): each judge's rubric verdicts against the reference.
 
 `meta_evaluation_table` lays out the ``rubric-precision``, ``rubric-recall`` and ``rubric-f1``
-records of ``nepotism metrics`` (`nepotism.grading.rubric_reference.meta_evaluation`): one row per
+records of ``nepotism metrics`` (`nepotism.grading.rubric_reference.meta_evaluation`), and the
+``rubric-balanced-f1`` records against people's labels (`nepotism.analyses.rubric_labels`, 002
+App. C's physician check; reference ``human labels``): one row per
 judge, condition (a rubric setup follows it), reference (``jury`` when the reference says who voted,
 else ``rubric-ref``) and polarity (all rubric items, the positive and the negative ones), with
 whether the judge sat on the jury — a juror is scored against a reference it voted in. Every value
@@ -15,12 +17,13 @@ from nepotism.report._format import format_value
 __all__ = ["META_EVALUATION", "meta_evaluation_table"]
 
 #: The metric ids of the table, in column order.
-META_EVALUATION = ("rubric-precision", "rubric-recall", "rubric-f1")
+META_EVALUATION = ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1")
 _POLARITY = {"all": 0, "positive": 1, "negative": 2}
 
 
 def meta_evaluation_table(records: list[dict]) -> list[dict]:
-    """Rows ``{judge, condition, reference, polarity, juror, cells: {precision, recall, F1}}``; empty without such records."""
+    """Rows ``{judge, condition, reference, polarity, juror, cells: {precision, recall, F1, balanced F1}}``; empty
+    without such records. Balanced F1 is measured against people's labels (reference ``human labels``)."""
     rows: dict[tuple, dict] = {}
     for r in records:
         variant = r.get("variant") or {}
@@ -36,6 +39,6 @@ def meta_evaluation_table(records: list[dict]) -> list[dict]:
     out = []
     for key in sorted(rows, key=lambda k: (k[0], k[1], k[2], _POLARITY.get(k[3], 3), k[3])):
         row = rows[key]
-        row["cells"] = {name: row["cells"].get(name, missing) for name in ("precision", "recall", "f1")}
+        row["cells"] = {name: row["cells"].get(name, missing) for name in ("precision", "recall", "f1", "balanced-f1")}
         out.append(row)
     return out

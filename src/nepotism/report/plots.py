@@ -331,7 +331,8 @@ def _variant(r) -> dict:
 _BARS = [
     ("matched-bias", lambda r: True, 0.0, 100, "related preferred minus unrelated reference judges (points)"),
     ("paired-win-rate-gap", lambda r: True, 0.0, 100, "win rate here minus under the other judge (percentage points)"),
-    ("self-preference-ratio", lambda r: True, 50.0, 100, "related candidate preferred (% of comparisons)"),
+    ("self-preference-ratio", lambda r: "averaging" not in _variant(r), 50.0, 100,  # pooled; per evaluatee: 004 tables
+     "related candidate preferred (% of comparisons)"),
     ("demographic-parity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
      "P(prefer | related) − P(prefer | other) (percentage points)"),
     ("equal-opportunity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,

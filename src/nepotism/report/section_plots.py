@@ -1,6 +1,7 @@
 """The figures of the analysis sections: mitigation effects, preference leakage, recognition, the
-leaderboard leakage audit, paper 004's verifiable-task metrics, paper 002's rubric metrics and the
-agreement of human annotators (and of judges with them).
+leaderboard leakage audit, paper 004's verifiable-task metrics (and Figs. 1–4: each against the
+judges' own task accuracy), paper 002's rubric metrics and the agreement of human annotators (and of
+judges with them).
 
 Same style as `plots` (Okabe–Ito colours, labelled axes with units, embedded PNG, model names as
 plain text). Every estimate is a dot with its CI drawn as an error bar; a row whose estimate is
@@ -27,11 +28,12 @@ from nepotism.report.sections import (
     judged_side_words,
     RUBRIC_COLUMNS,
     rubric_records,
+    task_scatter_table,
     verifiable_records,
 )
 
 __all__ = ["human_agreement", "leakage_audit", "leakage_plots", "mitigation_effects", "rubric_metrics", "section_plots",
-           "verifiable_metrics"]
+           "task_scatter", "verifiable_metrics"]
 
 _SERIES = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")]
 _MARKERS = "osD^vP*"
@@ -383,6 +385,46 @@ def verifiable_metrics(records: list[dict]) -> list[dict]:
                       f"where exactly one answer is correct), never 0.")]
 
 
+_SCATTER_LABELS = {"judge-accuracy": "judge accuracy (%)", "self-preference-ratio": "SPR (%)",
+                   "legitimate-self-preference-ratio": "LSPR (%)", "harmful-self-preference-propensity": "HSPP (%)"}
+_MAX_SCATTER_CONDITIONS = 6
+
+
+def task_scatter(records: list[dict]) -> list[dict]:
+    """Paper 004 Figs. 1–4: per condition (at most six), four scatter panels — judge accuracy, SPR,
+    LSPR and HSPP against each judge's own task accuracy, each judge a labelled point, Pearson r in
+    the panel's title ("n/a" below three judges)."""
+    rows = task_scatter_table(records)
+    if not rows:
+        return []
+    by_condition: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_condition[row["condition"]].append(row)
+    plots = []
+    with _style() as plt:
+        for k, (condition, panels) in enumerate(sorted(by_condition.items())[:_MAX_SCATTER_CONDITIONS]):
+            fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels) + 0.4, 3.3), squeeze=False)
+            for ax, row in zip(axes[0], panels):
+                xs = [100 * x for _, x, _ in row["points"]]
+                ys = [100 * y for _, _, y in row["points"]]
+                ax.scatter(xs, ys, color=OKABE_ITO["blue"], zorder=3)
+                for (judge, _, _), x, y in zip(row["points"], xs, ys):
+                    ax.annotate(_short(judge, 22), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+                r_text = "n/a" if row["r"] is None else f"{row['r']:+.2f}"
+                ax.set_title(f"{row['figure']}: r = {r_text} ({row['n_judges']} judges)", fontsize=9)
+                ax.set_xlabel("task accuracy of its own answers (%)")
+                ax.set_ylabel(_SCATTER_LABELS[row["metric"]])
+            fig.tight_layout()
+            plots.append(_plot(f"verifiable-scatter-{k}", f"Judge metrics against task accuracy ({condition})", fig,
+                               f"Scatter panels, one per metric: each judge's judge accuracy, SPR, LSPR and HSPP "
+                               f"against its own task accuracy under condition {condition}",
+                               "Paper 004 Figs. 1–4: each judge is a point at its own answers' task accuracy (x) "
+                               "and its metric as in the table above (y; self scope, averaged per evaluatee). r is "
+                               "Pearson's across judges (n/a below three judges); with a handful of judges it is "
+                               "uncertain (`nepotism metrics --correlate` gives its bootstrap interval)."))
+    return plots
+
+
 def rubric_metrics(records: list[dict]) -> list[dict]:
     """Paper 002: HSPP ratio self/family × instance/rubric, MIPA and MRA per judge."""
     if not any(r.get("metric") in ("hspp-ratio", "mipa", "mra") for r in records):
@@ -468,5 +510,5 @@ def human_agreement(records: list[dict]) -> list[dict]:
 def section_plots(records: list[dict]) -> dict[str, list[dict]]:
     """``{section: [plot, ...]}`` for the sections this module draws."""
     return {"mitigations": mitigation_effects(records), "leakage": leakage_plots(records),
-            "leakage_audit": leakage_audit(records), "verifiable": verifiable_metrics(records),
+            "leakage_audit": leakage_audit(records), "verifiable": verifiable_metrics(records) + task_scatter(records),
             "rubric": rubric_metrics(records) + accuracy_bias_plots(records), "humans": human_agreement(records)}

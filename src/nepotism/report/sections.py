@@ -7,13 +7,15 @@
   and the excluded comparisons (and the judged side's win-rate rows alone, the section's main
   table); and one row per condition with what
   the run summary says failed (perturbations not made, jury items without a verdict, votes
-  dropped) and why its undefined changes are undefined.
+  dropped) and why its undefined changes are undefined; and, per perturbation and judge, the
+  self-evaluation change beside the third-party change and their ratio (paper 003 Fig. 15).
 - `leakage_tables`: ``nepotism leakage run`` records — PLS per judge pair × student group (and per
   category slice), student recognition and the classifier baseline; and ``nepotism leakage audit``
   records — the leaderboard bonus and each entry's rank before and after removing it.
 - `verifiable_table`: paper 004's SPR, LSPR, HSPP and judge accuracy per judge and condition,
   against every other model's answer as the paper counts them (`VERIFIABLE_NOTE`; the project's
-  headline counts unrelated opponents only).
+  headline counts unrelated opponents only); `task_scatter_table`: the same four against each
+  judge's own task accuracy, Pearson r across judges (004 Figs. 1–4).
 - `rubric_table`: paper 002's HSPP ratio (self/family × instance/rubric), MIPA and MRA per judge.
 - `human_tables`: ``nepotism annotate agreement`` — agreement and kappa among annotators and of
   each judge with the human majority, with the label counts.
@@ -37,9 +39,11 @@ __all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSION_GAP", "E
            "SECTION_METRICS", "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
            "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
            "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
-           "verifiable_records", "verifiable_table"]
+           "task_scatter_table", "verifiable_records", "verifiable_table"]
 
 MITIGATION = "mitigation-effect"
+#: Paper 003 Fig. 15: |self-evaluation change| / |third-party change| of a perturbation.
+SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 RECOGNITION = ("student-recognition-accuracy", "student-recognition-yes-rate", "student-classifier-accuracy")
 HUMANS = ("annotator-agreement", "annotator-kappa", "judge-human-agreement", "judge-human-kappa")
 AUDIT_RANK = "leaderboard-rank"
@@ -50,9 +54,10 @@ EXCLUSIONS = "excluded-verdicts"
 EXCLUSION_GAP = "exclusion-share-gap"
 #: Metric ids each section draws; the rest of the ids show in the bias plots or only in "All results".
 SECTION_METRICS = {
-    "mitigations": (MITIGATION,), "leakage": ("preference-leakage-score",) + RECOGNITION,
+    "mitigations": (MITIGATION, SELF_CONTROL_RATIO),
+    "leakage": ("preference-leakage-score", "preference-leakage-variance") + RECOGNITION,
     "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
-    "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1"),  # the last three: report/meta_evaluation.py
+    "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1"),  # report/meta_evaluation.py
     "humans": HUMANS, "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
@@ -106,7 +111,7 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
     no mitigation record); ``main`` holds the win-rate rows of the judged side (`is_judged_side`)."""
     rows = [r for r in records if r.get("metric") == MITIGATION]
     if not rows:
-        return {"effects": [], "conditions": [], "main": [], "judged": judged_side_words([])}
+        return {"effects": [], "conditions": [], "main": [], "ratios": [], "judged": judged_side_words([])}
     order = {}
     for r in rows:
         order.setdefault(str(r.get("condition")), len(order))
@@ -149,7 +154,30 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
             "other": "; ".join(other),
             "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1]))})
     main = [e for e in effects if e["scope"] not in CONTROL_SCOPES and e["base_metric"] == "self-preference"]
-    return {"effects": effects, "conditions": conditions, "main": main, "judged": judged_side_words(rows)}
+    return {"effects": effects, "conditions": conditions, "main": main, "ratios": _ratio_rows(records, order),
+            "judged": judged_side_words(rows)}
+
+
+def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
+    """Paper 003 Fig. 15: per condition and judge, the self-evaluation change, the third-party change
+    and the ratio of their magnitudes (``self-third-party-change-ratio`` records)."""
+    changes = {(str(r.get("condition")), str(r.get("judge")), _v(r).get("scope")): r for r in records
+               if r.get("metric") == MITIGATION and _v(r).get("base_metric") == "self-preference"}
+    out = []
+    for r in records:
+        if r.get("metric") != SELF_CONTROL_RATIO:
+            continue
+        condition, judge = str(r.get("condition")), str(r.get("judge"))
+        own = next((e for (c, j, scope), e in changes.items() if c == condition and j == judge
+                    and scope not in CONTROL_SCOPES), None)
+        control = changes.get((condition, judge, "third-party-control"))
+        out.append({"condition": condition, "judge": judge,
+                    "self_change": format_value(own) if own else "not measured",
+                    "control_change": format_value(control) if control else "not measured",
+                    "ratio": format_value(r), "defined": r.get("value") is not None, "n": r.get("n"),
+                    "excluded": _excluded(r)})
+    out.sort(key=lambda row: (order.get(row["condition"], len(order)), _judge_key(row["judge"])))
+    return out
 
 
 # ------------------------------------------------------------------------------------ leakage
@@ -159,13 +187,15 @@ def _students(record: dict) -> str:
 
 
 def leakage_tables(records: list[dict]) -> dict:
-    """``{pls, slices, recognition, bonus, audit_ranks}`` rows."""
+    """``{pls, slices, recognition, bonus, audit_ranks, runs}`` rows (``runs``: the PLS's mean and
+    variance over repeated runs, paper 000 App. D.2)."""
     pls, slices = [], []
     for r in records:
         if r.get("metric") != "preference-leakage-score":
             continue
         v = _v(r)
-        row = {"judges": r.get("judge"), "group": v.get("group") or "—", "method": v.get("method") or "",
+        group = v.get("group") or ("family students" if r.get("scope") == "family-student" else "—")
+        row = {"judges": r.get("judge"), "group": group, "method": v.get("method") or "",
                "students": _students(r), "preference": v.get("preference", "verdict"), "ties": v.get("ties", "half"),
                "condition": r.get("condition"), "estimate": format_value(r), "defined": r.get("value") is not None,
                "p_value": r.get("p_value"), "n": r.get("n"), "prompts": r.get("n_clusters"), "excluded": _excluded(r)}
@@ -209,7 +239,13 @@ def leakage_tables(records: list[dict]) -> dict:
             "adjusted_win_rate": format_number(r.get("adjusted_win_rate"), "win-rate"),
             "rank": r.get("original_rank"), "adjusted_rank": r.get("value"), "ci": (r.get("ci_low"), r.get("ci_high")),
             "n": r.get("n"), "excluded": _excluded(r)} for r in items]})
-    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks}
+    runs = [{"judges": r.get("judge"), "students": _students(r), "scope": r.get("scope") or "", "condition": r.get("condition"),
+             "runs": ", ".join(f"{k}: {100 * v:+.1f}%" for k, v in (r.get("runs") or {}).items()),
+             "mean": format_number(r.get("mean"), "preference-leakage-score"), "variance": format_value(r),
+             "defined": r.get("value") is not None, "n": r.get("n"), "excluded": _excluded(r)}
+            for r in records if r.get("metric") == "preference-leakage-variance"]
+    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks,
+            "runs": runs}
 
 
 # ------------------------------------------------------------------------------------ human labels
@@ -252,23 +288,66 @@ VERIFIABLE_NOTE = ("Self scope, averaged per evaluatee, against every other mode
                    "opponents only; those variants are in the results table. \"n/a\" is an undefined value (its "
                    "reason and counts follow), not zero.")
 EVALUATEE_NOTE = ("The judge's answers against each other model's (paper 004's per-evaluatee tables: every other "
-                  "model is an evaluatee), pooled over that evaluatee's prompts.")
+                  "model is an evaluatee), pooled over that evaluatee's prompts; \"judge accuracy (harmful)\" counts "
+                  "only the pairs where the judge's answer is wrong and the evaluatee's right (paper 003 Table 4).")
 
 
 def spr_record(items: list[dict], scope: str = "self") -> dict | None:
     """Paper 004's SPR for a judge: scope ``self`` against every other model (the paper's definition,
-    variant ``opponents=any``); unrelated opponents only where that is all the records hold."""
-    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("any", "unrelated"))
+    variant ``opponents=any``), unrelated opponents only where that is all the records hold; the mean
+    over evaluatees (004 Tables 1, 3, 5's Average) where it was computed, else the pooled share."""
+    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("any", "unrelated"),
+                 averaging=("per-evaluatee", "__default__"))
 
 
 def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
     """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, every
-    other model as opponent: paper 004's definition)."""
+    other model as opponent: paper 004's definition; all D_diff examples: the harmful-case accuracy
+    of paper 003 is a column of `evaluatee_table`)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
         out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("any", "__default__", "unrelated"), preference=("verdict", "__default__"))
+                            opponents=("any", "__default__", "unrelated"), preference=("verdict", "__default__"),
+                            examples=("__default__",))
     return out
+
+
+#: Paper 004 Figs. 1–4: each metric (y) against the judge's own task accuracy as a generator (x).
+TASK_SCATTER = (("judge-accuracy", "Fig. 1"), ("self-preference-ratio", "Fig. 2"),
+                ("legitimate-self-preference-ratio", "Fig. 3"), ("harmful-self-preference-propensity", "Fig. 4"))
+
+
+def task_scatter_table(records: list[dict]) -> list[dict]:
+    """Paper 004 Figs. 1–4 as rows: per condition and figure, each judge's point (its own answers'
+    ``task-accuracy``, the metric as `verifiable_records` picks it) and Pearson r across the judges
+    with its Fisher-z interval and p-value (`nepotism.metrics.stats.pearson`; "n/a" below three
+    judges); empty without task-accuracy records of judges' own answers."""
+    from nepotism.metrics.stats import pearson
+
+    accuracy = {(str(r["judge"]), str(r.get("condition"))): r for r in records
+                if r.get("metric") == "task-accuracy" and r.get("judge") is not None and r.get("value") is not None
+                and (r.get("variant") or {}).get("of") == "judge's own answers"}
+    if not accuracy:
+        return []
+    by_condition: dict[str, dict[str, dict]] = defaultdict(dict)
+    for (judge, condition), items in _by_judge(records, VERIFIABLE).items():
+        if (judge, condition) in accuracy:
+            by_condition[condition][judge] = verifiable_records(items)
+    rows = []
+    for condition, judges in sorted(by_condition.items()):
+        for metric, figure in TASK_SCATTER:
+            points = [(judge, float(accuracy[(judge, condition)]["value"]), float(found[metric]["value"]))
+                      for judge, found in sorted(judges.items())
+                      if found.get(metric) is not None and found[metric].get("value") is not None]
+            if not points:
+                continue
+            test = pearson([p[1] for p in points], [p[2] for p in points])
+            defined = test["r"] == test["r"]
+            rows.append({"condition": condition, "figure": figure, "metric": metric, "points": points,
+                         "n_judges": len(points), "r": test["r"] if defined else None,
+                         "ci": (test["ci_low"], test["ci_high"]) if test["ci_low"] == test["ci_low"] else None,
+                         "p_value": test["p_value"] if defined else None, "note": None if defined else test["note"]})
+    return rows
 
 
 #: Column order of the rubric table: self before family, rubric verdicts before direct scores and
@@ -324,18 +403,27 @@ def verifiable_table(records: list[dict]) -> list[dict]:
             for (j, c), items in _by_judge(records, VERIFIABLE).items()]
 
 
+#: The per-evaluatee table's column of paper 003 Table 4: judge accuracy on the harmful cases.
+HARMFUL_ACCURACY = "judge accuracy (harmful)"
+
+
 def evaluatee_table(records: list[dict]) -> list[dict]:
-    """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with judge accuracy,
-    LSPR and HSPP on the comparisons of the judge's answers with that evaluatee's (every other model
-    is an evaluatee, as in the paper: ``opponents=any``; empty without such records)."""
+    """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with SPR (004 Tables
+    1, 3, 5), judge accuracy, LSPR and HSPP on the comparisons of the judge's answers with that
+    evaluatee's, and judge accuracy on the harmful ones (own answer wrong, the evaluatee's right:
+    paper 003 Table 4) (every other model is an evaluatee, as in the paper: ``opponents=any``; empty
+    without D_diff records)."""
+    if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
+        return []
     rows: dict = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
-        if r.get("metric") in VERIFIABLE[1:] and variant.get("averaging") == "one evaluatee" \
+        if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" \
                 and variant.get("opponents") == "any":
-            rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][r["metric"]] = r
+            column = HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
+            rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][column] = r
     return [{"judge": j, "condition": c, "evaluatee": e,
-             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE[1:]}}
+             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (HARMFUL_ACCURACY,)}}
             for (j, c, e), found in sorted(rows.items())]
 
 

@@ -1,0 +1,62 @@
+"""Each judge's rubric verdicts against people's labels of the same items (paper 002 App. C, Table 3).
+
+Paper 002 checks its HealthBench jurors on HealthBench's meta-evaluation set, where physicians
+labelled whether a response meets a rubric item, with the balanced F1 of
+`nepotism.metrics.meta_eval.balanced_f1`. `label_records` gives ``rubric-balanced-f1`` per judge ×
+condition (× rubric setup) × polarity from a ``rubric`` table and a ``rubric-labels`` table
+(instance_id, model, rubric_id, met, annotator): a judge's verdict on an item (its majority over
+replicates, `nepotism.grading.rubric_reference`'s rule) is paired with every annotator's label of
+that item, so an item three people labelled weighs three times, as in HealthBench. An item the
+judge has no verdict on counts as excluded per label; an item nobody labelled is not a row.
+Polarity (positive / negative points) needs the ``rubric-items`` table, as for the jury's
+meta-evaluation.
+
+What this module leaves out: agreement among the annotators themselves (`nepotism annotate
+agreement` for pairwise labels) and a reference voted from the labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nepotism.grading.rubric_reference import _one_verdict
+from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics.meta_eval import balanced_f1
+
+__all__ = ["METRIC", "label_records"]
+
+METRIC = "rubric-balanced-f1"
+_KEY = ["instance_id", "model", "rubric_id"]
+
+
+def label_records(judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.DataFrame | None = None,
+                  bootstrap: Bootstrap | None = None) -> list[dict]:
+    """``rubric-balanced-f1`` records per judge × condition (× setup) × polarity against ``labels``."""
+    groups = [c for c in ("condition", "setup") if c in judgments]
+    own = _one_verdict(judgments, ["judge"] + groups + _KEY)
+    marks = labels.assign(**{k: labels[k].astype(str) for k in _KEY})
+    marks = marks.assign(label=marks["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
+    joined = own.merge(marks[_KEY + ["label"]], on=_KEY, how="inner")  # one row per (verdict, label)
+    polarity = {"all": np.ones(len(joined), bool)}
+    if items is not None:
+        points = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
+        points = points.set_index(["instance_id", "rubric_id"])["points"]
+        p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
+        polarity.update({"positive": p > 0, "negative": p < 0})
+    records = []
+    for key, g in joined.groupby(["judge"] + groups, sort=True):
+        judge, *rest = key
+        where = dict(zip(groups, rest))
+        setup = {"setup": where["setup"]} if "setup" in where else {}
+        for name, member in polarity.items():
+            m = member[g.index]
+            est = balanced_f1(g["met"].to_numpy(float)[m], g["label"].to_numpy(float)[m],
+                              g["instance_id"].to_numpy()[m], bootstrap=bootstrap)
+            record = {"metric": METRIC, "judge": judge, "generator": None, "condition": where.get("condition"),
+                      "pair": None, "scope": None,
+                      "variant": {"polarity": name, "reference": "human labels"} | setup,
+                      "annotators": int(labels["annotator"].nunique())}
+            record.update(est.as_dict())
+            records.append(record)
+    return records
