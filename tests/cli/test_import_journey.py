@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +49,11 @@ def test_arena_bench_import_then_metrics(tmp_path):
         assert record["ci_low"] < record["value"] < record["ci_high"] and record["n_clusters"] == 300
     human = nepotism("metrics", out, cwd=ROOT)
     assert human.returncode == 0 and "nepotism metrics" in human.stdout
-    assert "gpt-4    own answers        not measurable" in human.stdout
+    # the verdict table, whatever its column widths
+    assert re.search(r"^gpt-4 +own answers +not measurable ", human.stdout, re.M)
     assert "its own answers are not among the 16 generators it judged" in human.stdout
-    assert "gpt-4    family             cannot separate  67.4%" in human.stdout
+    # the judge alone, pointwise: equal scores count half (the verdict's reading, docs/answer.md)
+    assert re.search(r"^gpt-4 +family +cannot separate +76\.4% ", human.stdout, re.M)
 
 
 def test_malformed_upstream_file_exit_2_nothing_written(tmp_path):
