@@ -94,7 +94,7 @@ def run_metrics(table: Path, registry: Path, out: Path, *, source: Path | None =
 def _summary(path: Path) -> str:
     import json
 
-    records = json.loads(path.read_text())
+    records = json.loads(path.read_text())["results"]  # the results document's records
     excluded = sum(r["n_excluded"] for r in records if r["metric"] == "excluded-verdicts")
     return f"{len(records)} records, {excluded} judgments without a verdict"
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from nepotism.testing.experiments import STANDIN_MODELS, standin_experiment
+from nepotism.testing.peak import run_measured
 from nepotism.testing.standin import StandinConfig, standin_thread
 
 pytestmark = pytest.mark.slow
@@ -491,16 +492,9 @@ def test_a_byte_order_mark_is_accepted_everywhere(tmp_path, kind):
 
 
 def _peak_rss(args: list[str], cwd: Path) -> tuple[int, str, int]:
-    """(exit status, stderr, peak resident bytes) of ``nepotism ARGS``, measured by a parent whose
-    only child it is (getrusage of the children of this process would count every earlier test's)."""
-    measure = ("import resource, subprocess, sys\n"
-               "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-               "sys.stderr.write(done.stderr)\n"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
-               "sys.exit(done.returncode)\n")
-    done = subprocess.run([sys.executable, "-c", measure, _exe(), *args], capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
-    return done.returncode, done.stderr, int(done.stdout.split()[-1])
+    """(exit status, stderr, peak resident bytes) of ``nepotism ARGS`` (its own peak: `run_measured`)."""
+    done, peak = run_measured([_exe(), *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+    return done.returncode, done.stderr, peak
 
 
 @pytest.mark.parametrize("name, data, options", [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -17,6 +16,7 @@ import pytest
 from nepotism.backends import Request
 from nepotism.backends.openai_http import MAX_RESPONSE_BYTES, OpenAIHTTPBackend
 from nepotism.records import Message
+from nepotism.testing.peak import run_measured
 from nepotism.testing.standin import StandinConfig, standin_thread
 from tests.backends.test_openai_http_backend import run as _complete
 
@@ -76,20 +76,16 @@ _BOMBED_CLIENT = textwrap.dedent("""
 @pytest.mark.slow
 def test_a_client_met_by_2_gib_gzip_bombs_stays_small():
     """Four calls at once, each answered by a 2 MB gzip body inflating to 2 GiB, with the default
-    limit: the client process's peak resident memory (measured by the kernel, `wait4`) stays far
+    limit: the client process's peak resident memory (measured by the kernel, `run_measured`) stays far
     below one bomb; before, it read each body whole (and crashed under a memory limit)."""
     config = StandinConfig(latency_s=0.0, fault_rates={"gzip_bomb": 1.0}, bomb_bytes=2 << 30)
     with standin_thread(config) as (url, _server):
-        proc = subprocess.Popen([sys.executable, "-c", _BOMBED_CLIENT, url], stdout=subprocess.PIPE, text=True,
-                                env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
-        out = proc.stdout.read()
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.stdout.close()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0
-    errors = json.loads(out)
+        proc, peak = run_measured([sys.executable, "-c", _BOMBED_CLIENT, url], capture_output=True, text=True,
+                                  env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    errors = json.loads(proc.stdout)
     assert len(errors) == 4 and all(e.startswith("response_too_large") for e in errors), errors
-    peak_mib = usage.ru_maxrss / 1024  # (kilobytes on Linux)
+    peak_mib = peak / 2**20
     print(f"peak RSS of a client met by four 2 GiB gzip bombs: {peak_mib:.0f} MiB")
     assert peak_mib < 512, peak_mib
 

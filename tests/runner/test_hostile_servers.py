@@ -2,20 +2,20 @@
 body, a 2 MB gzip body inflating to 2 GiB, an answer trickled a byte at a time. Each call fails
 with its reason (``response_too_large``, ``timeout``), nothing of the body is stored, the run
 exits 3 as for any failed call (no traceback, no crash), and its peak memory is measured by the
-kernel (`os.wait4`)."""
+kernel (`nepotism.testing.peak.run_measured`: the run's own peak, not the pytest worker's it would
+start from)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from nepotism.testing.experiments import standin_experiment
+from nepotism.testing.peak import run_measured
 from nepotism.testing.standin import StandinConfig, standin_thread
 
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
@@ -33,14 +33,13 @@ def test_a_run_against_a_hostile_server_fails_those_calls_with_their_reason_in_b
                                  model_options="max_response_mb = 4")
         db = tmp_path / "s.db"
         with open(tmp_path / "run.stdout", "w") as out, open(tmp_path / "run.stderr", "w") as err:
-            proc = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--json"], stdout=out, stderr=err)
-            _pid, status, usage = os.wait4(proc.pid, 0)  # the run's own peak, as the kernel counted it
-            proc.returncode = os.waitstatus_to_exitcode(status)
+            # the run's own peak, as the kernel counted it (not the worker's, whose size a child starts from)
+            proc, peak = run_measured([NEPOTISM, "run", str(exp), "--store", str(db), "--json"], stdout=out, stderr=err)
         stats = dict(server.stats)
     out, err = (tmp_path / "run.stdout").read_text(), (tmp_path / "run.stderr").read_text()
     assert proc.returncode == 3, err
     assert "Traceback" not in err
-    peak_mib = usage.ru_maxrss / 1024
+    peak_mib = peak / 2**20
     print(f"{fault}: peak RSS of nepotism run {peak_mib:.0f} MiB")
     assert peak_mib < 400
     summary = json.loads(out)

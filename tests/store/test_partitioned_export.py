@@ -70,10 +70,13 @@ def test_the_dataset_has_one_folder_per_judge_with_the_file_export_rows(planted)
 def test_metrics_on_the_dataset_equal_metrics_on_the_file(planted):
     nep("store", "export", "judgments", "--store", "s.db", "--out", "same", "--partition-by", "judge", cwd=planted)
     nep("store", "export", "judgments", "--store", "s.db", "--out", "same.parquet", cwd=planted)
-    outputs = [nep("metrics", source, "--models", "registry.toml", "--json", cwd=planted).stdout
-               for source in ("same.parquet", "same", "same/judge=*/*.parquet")]
-    assert json.loads(outputs[0]) and outputs[1] == outputs[0] and outputs[2] == outputs[0]
-    text = nep("metrics", "same", "--models", "registry.toml", cwd=planted).stdout
+    sources = ("same.parquet", "same", "same/judge=*/*.parquet")
+    documents = [json.loads(nep("metrics", source, "--models", "registry.toml", "--json", cwd=planted).stdout)
+                 for source in sources]
+    # the same document but for the source each names
+    assert [d["summary"].pop("source") for d in documents] == list(sources)
+    assert documents[0]["results"] and documents[1] == documents[0] and documents[2] == documents[0]
+    text = nep("metrics", "same", "--models", "registry.toml", "--all", cwd=planted).stdout
     assert "self-preference-ratio" in text and "unparsed-conflicting" in text
 
 

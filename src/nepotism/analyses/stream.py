@@ -36,7 +36,7 @@ bias, preference-leakage score) or need a reference table — `NOT_STREAMED`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,20 @@ from nepotism.analyses.derived import _Relations as _BoardRelations
 from nepotism.analyses.derived import _Side, pairwise_boards
 from nepotism.tables import Table
 
-__all__ = ["NOT_STREAMED", "STREAMED", "stream_pairwise"]
+__all__ = ["NOT_STREAMED", "STREAMED", "is_streamed", "stream_pairwise"]
 
 #: The metrics a streamed audit computes (identical records to the in-memory path).
 STREAMED = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
             "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank")
+
+
+def is_streamed(record: Mapping[str, Any]) -> bool:
+    """Whether a streamed audit computes ``record`` (a record dict) as the in-memory audit does:
+    its metric is in `STREAMED` and it is not a per-evaluatee self-preference ratio (variant
+    ``averaging``, `PER_EVALUATEE`)."""
+    return record.get("metric") in STREAMED and "averaging" not in (record.get("variant") or {})
+
+
 _RANKED = ("it ranks each judge's leaderboard against a reference or another judge's, whose per-prompt scores "
            "are not kept when streaming")
 _REFERENCE = "it joins the judgments with a reference table row by row"

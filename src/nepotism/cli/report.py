@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from nepotism.cli._common import bootstrap_options, echo_json, models_option
@@ -50,11 +52,13 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
     from nepotism.errors import InputError
-    from nepotism.report.inputs import is_results_file, is_store, report_records
+    from nepotism.report.inputs import is_results_file, is_store, records_instead, report_records
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
-    judged = not is_results_file(source) or is_store(source)
+    # judgments (a table, a store, a run folder) have cases; a results file or a folder of results has none
+    judged = (not is_results_file(source) or is_store(source)) and not (
+        Path(source).is_dir() and records_instead(source) is not None)
     if texts is not None and not judged:
         raise InputError("--texts shows the answers behind the cases, which are read from judgments; SOURCE is a "
                          "results file (no judgments): give the judgment tables, store or run folder instead",
