@@ -51,7 +51,7 @@ def test_a_failed_generation_is_counted_in_the_exports_metrics_and_report(tmp_pa
     assert all(r["reason"] != "generation:connection" for rows in tables.values() for r in rows
                if "standin-alpha-mini" not in (r.get("model"), r.get("model_a"), r.get("model_b")))
     out = work / "out"
-    records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     excluded = [r for r in records if r["metric"] == "excluded-verdicts"]
     assert sum(r["excluded"].get("failed-generation:connection", 0) for r in excluded) == 18
     assert sum(r["n"] for r in excluded) == 42
@@ -79,11 +79,18 @@ def test_a_run_whose_every_call_failed_says_so_and_its_metrics_say_why_there_is_
     work = exp.parent
     text = nep("run", exp.name, "--no-progress", cwd=work, expect=3).stdout
     assert "  judgments  none\n" in text
-    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     rates = [r for r in records if r["metric"] == "win-rate"]
     assert rates and all(r["value"] is None and r["n"] == 0 and r["n_excluded"] > 0 for r in rates)
     assert all(r["note"] == f"no data: all {r['n_excluded']:,} excluded" for r in rates)
-    table = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout
+    # the plain answer: each judge's own answers are not measurable because every comparison was left
+    # out, and the exclusions say why; --all prints each record's row with its note
+    answer = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout.splitlines()
+    own = [line for line in answer if " own answers " in line]
+    assert len(own) == 2 and all("not measurable" in line and "of its comparisons were left out" in line
+                                 for line in own), answer
+    assert sum("failed-generation:connection" in line for line in answer) == 4, answer  # 2 judges x 2 tables
+    table = nep("metrics", "out", "--bootstrap", "0", "--all", cwd=work).stdout
     assert "no data: all " in table
 
 
@@ -131,7 +138,7 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
         assert r["excluded"].get("failed-generation:http-5xx:500") == pairs, r
         assert r["n"] + r["n_excluded"] == 4 * pairs
     label = "failed-generation:http-5xx:500"  # the label `nepotism metrics` counts them under
-    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     assert sum(r["excluded"].get(label, 0) for r in records if r["metric"] == "excluded-verdicts") == 12
     done = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work, expect=3)
     assert "2 responses could not be generated: 12 judgments they would have shown are exported as failed" in done.stdout

@@ -271,7 +271,7 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
     assert _answered(standin) == before and again["summary"]["judge_calls"] == first["judge_calls"]
     assert [r["value"] for r in again["records"]] == [r["value"] for r in summary["records"]]
 
-    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     assert {r["condition"] for r in records if r["metric"] == "excluded-verdicts"} == {"default", "impartial"}
     nep("report", "out/mitigations.jsonl", "--out", "report", "--bootstrap", "0", cwd=work)
     md = (work / "report" / "report.md").read_text()

@@ -83,7 +83,9 @@ rate = 0.2
     assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal", "typos"}
     # the answers are graded (multiple choice): the baseline's accuracy figures come along (paper 003)
     assert {r["metric"] for r in records if r["metric"] != "mitigation-effect"} == {
-        "judge-accuracy", "task-accuracy", "own-win-rate", "win-rate-overestimation"}
+        "judge-accuracy", "task-accuracy", "own-win-rate", "win-rate-overestimation", "self-third-party-change-ratio"}
+    # paper 003 Fig. 15's ratio comes with each perturbation (the paraphrase and the typos), not the others
+    assert {r["condition"] for r in records if r["metric"] == "self-third-party-change-ratio"} == {"para", "typos"}
     assert "baseline accuracy" in out.output
     assert "typos: " in out.output and "pairs perturbed" in out.output
     assert "pairs perturbed" in out.output

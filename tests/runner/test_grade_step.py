@@ -107,7 +107,7 @@ def test_run_grades_every_recorded_response_and_metrics_use_the_reference(tmp_pa
                                         summary["exports"]["correctness-ref"], "--bootstrap", "0", "--json",
                                         "--models", str(EXAMPLES / "standin_models.toml")])
     assert metrics.exit_code == 0, metrics.output
-    assert "self-preference-ratio" in {r["metric"] for r in json.loads(metrics.output)}
+    assert "self-preference-ratio" in {r["metric"] for r in json.loads(metrics.stdout)["results"]}
 
 
 @pytest.mark.parametrize(("row", "field", "message"), [

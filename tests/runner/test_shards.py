@@ -147,7 +147,7 @@ def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
         metrics[db] = nep("metrics", "pairwise.csv", "recognition.csv", "--models", "../standin_models.toml",
                           "--bootstrap", "200", "--json", cwd=tmp_path / db).stdout
     assert metrics["all"] == metrics["whole"]
-    assert {r["metric"] for r in json.loads(metrics["all"])} >= {"win-rate", "recognition-accuracy"}
+    assert {r["metric"] for r in json.loads(metrics["all"])["results"]} >= {"win-rate", "recognition-accuracy"}
     # the merged store finishes the run from the cache: nothing is sent, the output folder is whole
     again = json.loads(nep("run", str(exp), "--store", "all.db", "--no-progress", "--json", cwd=tmp_path).stdout)
     assert again["judging"]["sent"] == again["generation"]["sent"] == 0
