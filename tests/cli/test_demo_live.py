@@ -49,6 +49,6 @@ def test_live_demo_runs_audits_reports_and_resumes_without_calls(tmp_path, model
     # 2 items x 2 generators; 2 judges x 2 items x 1 opponent x 2 orders
     again = CliRunner().invoke(main, ["demo", "--live", "--items", "2", "--out", str(out), "--json", "--bootstrap", "0"])
     assert again.exit_code == 0, again.output
-    run = json.loads(again.output)["run"]
+    run = json.loads(again.stdout)["summary"]["run"]  # stdout: the one document (output has stderr too)
     assert run["judging"]["total"] == 8 and run["judging"]["sent"] == 0 and run["judging"]["cached"] == 8
     assert run["generation"]["sent"] == 0 and sum(run["judgments"].values()) == 8 and "failed" not in run["judgments"]

@@ -192,7 +192,7 @@ dir = "out"
         "metrics", str(out / "rubric.csv"), str(out / "pointwise.csv"), str(out / "pairwise.csv"),
         "--reference", str(out / "rubric-reference.csv"), "--bootstrap", "0", "--json"])
     assert metrics.exit_code == 0, metrics.output
-    records = json.loads(metrics.output)
+    records = json.loads(metrics.stdout)["results"]
     mra = [r for r in records if r["metric"] == "mra"]
     assert [r["variant"] for r in mra] == [{"setup": "single-rubric"}] and mra[0]["n"] == 2
     assert {r["variant"].get("paradigm") for r in records if r["metric"] == "mipa"} == {"SR", "DA", "PWC"}

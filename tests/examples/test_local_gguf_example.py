@@ -69,7 +69,7 @@ def test_two_items_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, m
     again = json.loads(nep("run", "local_gguf.toml", "--no-progress", "--json", cwd=work).stdout)
     assert again["perplexity"]["sent"] == again["judging"]["sent"] == again["generation"]["sent"] == 0
     out = work / "results" / "local_gguf"
-    records = json.loads(nep("metrics", str(out), "--bootstrap", "100", "--json", cwd=work).stdout)
+    records = json.loads(nep("metrics", str(out), "--bootstrap", "100", "--json", cwd=work).stdout)["results"]
     for judge in MODELS:
         means = {r["variant"]["responses"]: r["value"] for r in records
                  if r["metric"] == "mean-log-perplexity" and r["judge"] == judge}

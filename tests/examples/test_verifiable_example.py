@@ -233,7 +233,7 @@ format = "csv"
             "--bootstrap", "0", "--json"]
     metrics = runner.invoke(main, base)
     assert metrics.exit_code == 0, metrics.output
-    records = [r for r in json.loads(metrics.output) if r["judge"] == "smollm2-135m-instruct"]
+    records = [r for r in json.loads(metrics.stdout)["results"] if r["judge"] == "smollm2-135m-instruct"]
     spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"]
     # nepotism metrics gives both opponent populations by default (the records of nepotism report)
     assert spr and {r["variant"]["opponents"] for r in spr} == {"unrelated", "any"}
@@ -255,6 +255,6 @@ format = "csv"
             assert r["n_excluded"] == sum(r["excluded"].values()), r
     with_any = runner.invoke(main, base + ["--opponents", "any"])
     assert with_any.exit_code == 0, with_any.output
-    spr_any = [r for r in json.loads(with_any.output) if r["metric"] == "self-preference-ratio"
+    spr_any = [r for r in json.loads(with_any.stdout)["results"] if r["metric"] == "self-preference-ratio"
                and r["judge"] == "smollm2-135m-instruct" and r["scope"] == "self"]
     assert spr_any and all(r["variant"]["opponents"] == "any" for r in spr_any)
