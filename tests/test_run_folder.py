@@ -98,5 +98,8 @@ def test_an_output_folder_that_cannot_be_written_is_named_before_a_run(tmp_path)
         with pytest.raises(InputError, match=message) as err:
             check_output_dir(tmp_path / name)
         assert err.value.field == "output.dir" and err.value.path == str(tmp_path / name)
-    check_output_dir(tmp_path / "new" / "out")  # created, and left empty
-    assert list((tmp_path / "new" / "out").iterdir()) == []
+    before = sorted(tmp_path.rglob("*"))
+    check_output_dir(tmp_path / "new" / "out")  # a missing folder: checked where the run will create it
+    assert sorted(tmp_path.rglob("*")) == before  # nothing made (a run refused later leaves no folder)
+    with pytest.raises(InputError, match="is a file"):
+        check_output_dir(tmp_path / "file" / "out")  # a file where a folder above it must be

@@ -68,18 +68,24 @@ def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables:
 def check_output_dir(out_dir: str | Path) -> None:
     """An `InputError` naming ``out_dir`` unless a run can write its outputs there: a symbolic
     link to nothing (a dangling link), a file, a folder (or the first existing folder above it)
-    where a file cannot be created. The folder is created when missing, and a probe file made and
-    removed in it, so that a read-only mount or a missing permission is met before any call is paid
-    for, not at the exports."""
+    where a file cannot be created. Nothing is left behind: a probe file is made and removed in the
+    folder, or in the first existing folder above a missing one (where the run will create it), so
+    that a read-only mount or a missing permission is met before any call is paid for, not at the
+    exports, and a run refused later (bad input) leaves no empty folder."""
     out = Path(out_dir)
     if out.is_symlink() and not out.exists():
         raise InputError(f"the output folder is a symbolic link to {os.readlink(out)}, which does not exist; "
                          "create that folder or point output.dir elsewhere", path=str(out), field="output.dir")
     if out.exists() and not out.is_dir():
         raise InputError("the output folder's name is taken by a file", path=str(out), field="output.dir")
+    existing = out.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"the output folder cannot be created: {existing} is a file", path=str(out),
+                         field="output.dir")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".nepotism-write-check.", dir=out)
+        fd, probe = tempfile.mkstemp(prefix=".nepotism-write-check.", dir=existing)
         os.close(fd)
         os.unlink(probe)
     except OSError as err:

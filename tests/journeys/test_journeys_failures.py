@@ -88,8 +88,12 @@ def test_a_run_whose_every_call_failed_says_so_and_its_metrics_say_why_there_is_
     answer = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout.splitlines()
     own = [line for line in answer if " own answers " in line]
     assert len(own) == 2 and all("not measurable" in line and "of its comparisons were left out" in line
-                                 for line in own), answer
-    assert sum("failed-generation:connection" in line for line in answer) == 4, answer  # 2 judges x 2 tables
+                                 and "failed-generation:connection" in line for line in own), answer  # the reason
+    exclusions = [line for line in answer if line.startswith("  ") and "failed-generation:connection" in line]
+    assert len(exclusions) == 4, answer  # 2 judges x 2 tables
+    document = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
+    needs = [v["needs"] for v in document["verdicts"] if v["scope"] == "self"]
+    assert needs and all(n and "calls that succeed" in n[0] for n in needs)  # not "verdicts the parser can read"
     table = nep("metrics", "out", "--bootstrap", "0", "--all", cwd=work).stdout
     assert "no data: all " in table
 

@@ -362,8 +362,14 @@ def _missing(name: str, scope: str, census: Mapping[str, Any] | None, notes: lis
     words = SCOPE_WORDS[scope]
     needs: list[str] = []
     if notes and notes[0].startswith("all "):  # the candidates are there, but no verdict survived
-        needs.append("verdicts the parser can read (see the exclusions by reason; docs/verdicts.md)")
-        return f"{name}, {words}: not measurable — {notes[0]}.", needs
+        # the reading that names its reasons (a matched reading may only know "no verdict")
+        note = next((n for n in notes if n.startswith("all ") and "(no verdict" not in n), notes[0])
+        if "failed-" in note:
+            needs.append("answers and verdicts from calls that succeed (a rerun retries the failed calls; see the "
+                         "exclusions by reason)")
+        else:
+            needs.append("verdicts the parser can read (see the exclusions by reason; docs/verdicts.md)")
+        return f"{name}, {words}: not measurable — {note}.", needs
     if census:
         generators = census.get("generators") or {}
         total = sum(len(v) for v in generators.values())
