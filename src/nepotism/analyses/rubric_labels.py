@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nepotism.grading.rubric_reference import _one_verdict
+from nepotism.grading.rubric_reference import one_verdict, polarity_masks
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import balanced_f1
 
@@ -34,16 +34,11 @@ def label_records(judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.Da
                   bootstrap: Bootstrap | None = None) -> list[dict]:
     """``rubric-balanced-f1`` records per judge × condition (× setup) × polarity against ``labels``."""
     groups = [c for c in ("condition", "setup") if c in judgments]
-    own = _one_verdict(judgments, ["judge"] + groups + _KEY)
+    own = one_verdict(judgments, ["judge"] + groups + _KEY)
     marks = labels.assign(**{k: labels[k].astype(str) for k in _KEY})
     marks = marks.assign(label=marks["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
     joined = own.merge(marks[_KEY + ["label"]], on=_KEY, how="inner")  # one row per (verdict, label)
-    polarity = {"all": np.ones(len(joined), bool)}
-    if items is not None:
-        points = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
-        points = points.set_index(["instance_id", "rubric_id"])["points"]
-        p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
-        polarity.update({"positive": p > 0, "negative": p < 0})
+    polarity = polarity_masks(joined, items)
     records = []
     for key, g in joined.groupby(["judge"] + groups, sort=True):
         judge, *rest = key

@@ -25,7 +25,7 @@ from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
 from nepotism.votes import decide
 
-__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "reference_frame"]
+__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame"]
 
 _KEY = ["instance_id", "model", "rubric_id"]
 METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
@@ -55,7 +55,20 @@ def jurors_of(reference: pd.DataFrame) -> set[str]:
     return {j for cell in reference["jurors"].dropna().astype(str) for j in cell.split(",") if j}
 
 
-def _one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def polarity_masks(joined: pd.DataFrame, items: pd.DataFrame | None) -> dict[str, np.ndarray]:
+    """Row masks of ``joined`` (rows with ``instance_id`` and ``rubric_id``) by the polarity of their
+    rubric item: ``all``, and with the ``items`` table (points per item) ``positive`` (points > 0,
+    a criterion to meet) and ``negative`` (points < 0, one to avoid; paper 002's split)."""
+    polarity = {"all": np.ones(len(joined), bool)}
+    if items is not None:
+        points = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
+        points = points.set_index(["instance_id", "rubric_id"])["points"]
+        p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
+        polarity.update({"positive": p > 0, "negative": p < 0})
+    return polarity
+
+
+def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One verdict per judge and item: the majority of its verdicts (replicates), by `nepotism.votes.decide`;
     a split, or no parsed verdict, is NaN."""
     met = judgments["met"]
@@ -78,16 +91,11 @@ def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: 
     in the reference's ``jurors`` column.
     """
     groups = [c for c in ("condition", "setup") if c in judgments]
-    own = _one_verdict(judgments, ["judge"] + groups + _KEY)
+    own = one_verdict(judgments, ["judge"] + groups + _KEY)
     ref = reference.assign(**{k: reference[k].astype(str) for k in _KEY})[_KEY + ["met"]]
     ref = ref.assign(ref=ref["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
     joined = own.merge(ref[_KEY + ["ref"]], on=_KEY, how="left")
-    polarity = {"all": np.ones(len(joined), bool)}
-    if items is not None:
-        points = items.assign(instance_id=items["instance_id"].astype(str), rubric_id=items["rubric_id"].astype(str))
-        points = points.set_index(["instance_id", "rubric_id"])["points"]
-        p = points.reindex(pd.MultiIndex.from_frame(joined[["instance_id", "rubric_id"]])).to_numpy(dtype=float)
-        polarity.update({"positive": p > 0, "negative": p < 0})
+    polarity = polarity_masks(joined, items)
     members = set(jury) | jurors_of(reference)
     records = []
     for key, g in joined.groupby(["judge"] + groups, sort=True):
