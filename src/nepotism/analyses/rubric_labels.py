@@ -17,41 +17,28 @@ agreement` for pairwise labels) and a reference voted from the labels.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from nepotism.grading.rubric_reference import one_verdict, polarity_masks
+from nepotism.grading.rubric_reference import verdict_slices
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import balanced_f1
 
 __all__ = ["METRIC", "label_records"]
 
 METRIC = "rubric-balanced-f1"
-_KEY = ["instance_id", "model", "rubric_id"]
 
 
 def label_records(judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.DataFrame | None = None,
                   bootstrap: Bootstrap | None = None) -> list[dict]:
     """``rubric-balanced-f1`` records per judge × condition (× setup) × polarity against ``labels``."""
-    groups = [c for c in ("condition", "setup") if c in judgments]
-    own = one_verdict(judgments, ["judge"] + groups + _KEY)
-    marks = labels.assign(**{k: labels[k].astype(str) for k in _KEY})
-    marks = marks.assign(label=marks["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
-    joined = own.merge(marks[_KEY + ["label"]], on=_KEY, how="inner")  # one row per (verdict, label)
-    polarity = polarity_masks(joined, items)
+    annotators = int(labels["annotator"].nunique())
     records = []
-    for key, g in joined.groupby(["judge"] + groups, sort=True):
-        judge, *rest = key
-        where = dict(zip(groups, rest))
-        setup = {"setup": where["setup"]} if "setup" in where else {}
-        for name, member in polarity.items():
-            m = member[g.index]
-            est = balanced_f1(g["met"].to_numpy(float)[m], g["label"].to_numpy(float)[m],
-                              g["instance_id"].to_numpy()[m], bootstrap=bootstrap)
-            record = {"metric": METRIC, "judge": judge, "generator": None, "condition": where.get("condition"),
-                      "pair": None, "scope": None,
-                      "variant": {"polarity": name, "reference": "human labels"} | setup,
-                      "annotators": int(labels["annotator"].nunique())}
-            record.update(est.as_dict())
-            records.append(record)
+    for judge, condition, setup, name, g in verdict_slices(judgments, labels, items=items, how="inner"):
+        est = balanced_f1(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(),
+                          bootstrap=bootstrap)
+        record = {"metric": METRIC, "judge": judge, "generator": None, "condition": condition, "pair": None,
+                  "scope": None, "variant": {"polarity": name, "reference": "human labels"} | setup,
+                  "annotators": annotators}
+        record.update(est.as_dict())
+        records.append(record)
     return records

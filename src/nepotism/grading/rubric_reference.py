@@ -15,7 +15,8 @@ that sits on the jury is scored against a reference it voted in: its records say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,8 @@ from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
 from nepotism.votes import decide
 
-__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame"]
+__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame",
+           "verdict_slices"]
 
 _KEY = ["instance_id", "model", "rubric_id"]
 METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
@@ -81,6 +83,28 @@ def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return counts.index.to_frame(index=False).assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
 
 
+def verdict_slices(judgments: pd.DataFrame, truth: pd.DataFrame, *, items: pd.DataFrame | None, how: str
+                   ) -> Iterator[tuple[str, Any, dict[str, Any], str, pd.DataFrame]]:
+    """Each judge's verdicts (`one_verdict`, pooled over replicates) joined with ``truth``'s ``met``
+    (as 1.0 / 0.0 / NaN in a ``truth`` column; ``how`` = "left" keeps verdicts without one, "inner"
+    pairs each verdict with every truth row, e.g. every annotator's label), sliced per judge,
+    condition, setup and item polarity (`polarity_masks`): ``(judge, condition or None, {"setup": s}
+    or {}, polarity, rows)``. The meta-evaluation and the balanced F1 against people's labels read
+    their verdicts this one way."""
+    groups = [c for c in ("condition", "setup") if c in judgments]
+    own = one_verdict(judgments, ["judge"] + groups + _KEY)
+    marks = truth.assign(**{k: truth[k].astype(str) for k in _KEY})
+    marks = marks.assign(truth=marks["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
+    joined = own.merge(marks[_KEY + ["truth"]], on=_KEY, how=how)
+    polarity = polarity_masks(joined, items)
+    for key, g in joined.groupby(["judge"] + groups, sort=True):
+        judge, *rest = key
+        where = dict(zip(groups, rest))
+        setup = {"setup": where["setup"]} if "setup" in where else {}
+        for name, member in polarity.items():
+            yield judge, where.get("condition"), setup, name, g[member[g.index]]
+
+
 def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: pd.DataFrame | None = None,
                     jury: Sequence[str] = (), reference_name: str = "jury",
                     bootstrap: Bootstrap | None = None) -> list[dict]:
@@ -90,27 +114,15 @@ def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: 
     records: ``condition``, ``variant.setup``). ``in_jury``: the judge is one of ``jury`` or named
     in the reference's ``jurors`` column.
     """
-    groups = [c for c in ("condition", "setup") if c in judgments]
-    own = one_verdict(judgments, ["judge"] + groups + _KEY)
-    ref = reference.assign(**{k: reference[k].astype(str) for k in _KEY})[_KEY + ["met"]]
-    ref = ref.assign(ref=ref["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
-    joined = own.merge(ref[_KEY + ["ref"]], on=_KEY, how="left")
-    polarity = polarity_masks(joined, items)
     members = set(jury) | jurors_of(reference)
     records = []
-    for key, g in joined.groupby(["judge"] + groups, sort=True):
-        judge, *rest = key
-        where = dict(zip(groups, rest))
-        setup = {"setup": where["setup"]} if "setup" in where else {}
-        for name, member in polarity.items():
-            m = member[g.index]
-            scores = rubric_verdict_scores(g["met"].to_numpy(float)[m], g["ref"].to_numpy(float)[m],
-                                           g["instance_id"].to_numpy()[m], bootstrap=bootstrap)
-            for stat, est in scores.items():
-                rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None,
-                       "condition": where.get("condition"), "pair": None, "scope": None,
-                       "variant": {"polarity": name, "reference": reference_name} | setup,
-                       "in_jury": judge in members}
-                rec.update(est.as_dict())
-                records.append(rec)
+    for judge, condition, setup, name, g in verdict_slices(judgments, reference, items=items, how="left"):
+        scores = rubric_verdict_scores(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(),
+                                       bootstrap=bootstrap)
+        for stat, est in scores.items():
+            rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None, "condition": condition,
+                   "pair": None, "scope": None, "variant": {"polarity": name, "reference": reference_name} | setup,
+                   "in_jury": judge in members}
+            rec.update(est.as_dict())
+            records.append(rec)
     return records
