@@ -65,13 +65,19 @@ def _grades(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, 
     else:  # HealthBench's result rows: criteria_met inside each rubric item, the grader named by "judge"
         judge = require(record, "judge", path, line)
         grades = {judge: [item.get("criteria_met") for item in record.get("rubric_items", [])]}
-    for judge, verdicts in grades.items():
-        if not isinstance(verdicts, list) or len(verdicts) != n:
-            raise fail(f"expected {n} verdicts, one per rubric item", path, line, f"grades.{judge}")
-        for k, v in enumerate(verdicts):
-            if v is not None and not isinstance(v, bool):
-                raise fail("a verdict is true, false or null", path, line, f"grades.{judge}[{k}]")
+    _check_per_item(grades, n, path, line, "grades", "verdict")
     return grades
+
+
+def _check_per_item(lists: dict[str, Any], n: int, path: Path, line: int, field: str, what: str) -> None:
+    """Each entry of ``lists`` (judge or annotator -> list) holds ``n`` values, one per rubric item,
+    each true, false or null; else an `InputError` naming ``field.NAME[k]``."""
+    for name, values in lists.items():
+        if not isinstance(values, list) or len(values) != n:
+            raise fail(f"expected {n} {what}s, one per rubric item", path, line, f"{field}.{name}")
+        for k, v in enumerate(values):
+            if v is not None and not isinstance(v, bool):
+                raise fail(f"a {what} is true, false or null", path, line, f"{field}.{name}[{k}]")
 
 
 def _theme(record: dict[str, Any], path: Path, line: int) -> str | None:
@@ -85,12 +91,7 @@ def _labels(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, 
     labels = record.get("labels", {})
     if not isinstance(labels, dict):
         raise fail("expected an object annotator -> list of labels", path, line, "labels")
-    for annotator, marks in labels.items():
-        if not isinstance(marks, list) or len(marks) != n:
-            raise fail(f"expected {n} labels, one per rubric item", path, line, f"labels.{annotator}")
-        for k, v in enumerate(marks):
-            if v is not None and not isinstance(v, bool):
-                raise fail("a label is true, false or null", path, line, f"labels.{annotator}[{k}]")
+    _check_per_item(labels, n, path, line, "labels", "label")
     return labels
 
 
