@@ -187,3 +187,14 @@ def test_without_the_extra_the_import_says_how_to_install_it(monkeypatch, tmp_pa
     log.write_bytes(b"PK")
     result = CliRunner().invoke(main, ["import", str(log), "--format", "inspect-log", "--out", str(tmp_path / "o.csv")])
     assert result.exit_code == 2 and "pip install 'nepotism[inspect]'" in result.output
+
+
+def test_report_reads_a_json_log_as_judgments_with_texts(logs, tmp_path):
+    """An Inspect log in JSON is judgments, not a results file, for every part of `report`: --texts
+    (the answers behind the cases) is taken (before: refused, exit 2, 'SOURCE is a results file')."""
+    texts = tmp_path / "texts.jsonl"
+    assert _run("import", *logs["evals"], "--format", "inspect-log", "--out", tmp_path / "t.csv",
+                "--texts-out", texts).returncode == 0
+    done = _run("report", logs["json"], "--out", tmp_path / "r", "--bootstrap", "0", "--texts", texts)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "r" / "report.html").exists()

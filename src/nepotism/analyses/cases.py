@@ -170,12 +170,13 @@ class Explanation:
         return f"{n:,} {self.unit}{'' if n == 1 else 's'}"
 
     @property
-    def count_note(self) -> str:
-        """Why the cases are pairs, not comparisons (empty when they are comparisons)."""
+    def count_words(self) -> str:
+        """All the cases in words, with why they are pairs when they are: "1,033 comparisons", or
+        "1,033 pairs (the record counts 1,037 comparisons: ...)"."""
         if self.unit == "comparison":
-            return ""
-        return (f"the record counts {self.record_n:,} comparisons: a pair the judge gave more than one verdict is "
-                "one case here, its verdicts averaged")
+            return self.counted()
+        return (f"{self.counted()} (the record counts {self.record_n:,} comparisons: a pair the judge gave more than "
+                "one verdict is one case here, its verdicts averaged)")
 
     @property
     def cases(self) -> list[Case]:

@@ -110,8 +110,7 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
         lines.append(_safe(found.note or "no cases"))
         return lines
     left = f"; {found.excluded:,} without a verdict left out" if found.excluded else ""
-    why = f" ({found.count_note})" if found.count_note else ""
-    lines.append(_safe(f"Cases: {found.how}. {found.counted()}{why}{left}."))
+    lines.append(_safe(f"Cases: {found.how}. {found.count_words}{left}."))
     if found.note:
         lines.append(_safe(f"Note: {found.note}"))
     if found.texts and found.texts.get("answers_missing"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
@@ -52,13 +51,11 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     from nepotism.report.card import load_thresholds
     from nepotism.report.full import write_report
     from nepotism.errors import InputError
-    from nepotism.report.inputs import is_results_file, is_store, records_instead, report_records
+    from nepotism.report.inputs import report_records, results_source
 
     reuse_freed_memory()  # large tables: temporaries reuse freed pages instead of faulting in new ones
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
-    # judgments (a table, a store, a run folder) have cases; a results file or a folder of results has none
-    judged = (not is_results_file(source) or is_store(source)) and not (
-        Path(source).is_dir() and records_instead(source) is not None)
+    judged = results_source(source) is None  # judgments have cases; results have none
     if texts is not None and not judged:
         raise InputError("--texts shows the answers behind the cases, which are read from judgments; SOURCE is a "
                          "results file (no judgments): give the judgment tables, store or run folder instead",

@@ -69,7 +69,7 @@ def case_sections(explanations: Mapping[str, Explanation] | None) -> list[dict[s
             "relation": RELATION_LABELS[v.scope], "words": SCOPE_WORDS[v.scope], "conditions": []})
         section["conditions"].append({
             "condition": v.condition, "status": v.status, "sentence": v.sentence, "how": e.how, "note": e.note,
-            "rest": e.rest, "n": e.n, "counted": e.counted() + (f" ({e.count_note})" if e.count_note else ""),
+            "rest": e.rest, "n": e.n, "counted": e.count_words,
             "excluded": e.excluded, "metric": e.metric, "record": e.record,
             "texts": dict(e.texts) if e.texts is not None else None,
             "groups": [{"title": g.title[0].upper() + g.title[1:], "n": g.n, "counted": e.counted(g.n),

@@ -37,7 +37,8 @@ from nepotism.errors import InputError
 if TYPE_CHECKING:
     from nepotism.metrics import Bootstrap
 
-__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records"]
+__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records",
+           "results_source"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -160,6 +161,25 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
     return records, summary, findings
 
 
+def results_source(source: str | Path) -> Path | None:
+    """The results file ``nepotism report SOURCE`` reads when SOURCE holds results, not judgments:
+    SOURCE itself (a results JSON or JSON Lines file; not a store or an Inspect log, which are
+    judgments), or the results JSON of a folder of results (``nepotism-demo/``); None for
+    judgments (tables, a store, a run folder), which are audited and have cases. A folder of
+    records without their JSON is an `InputError`."""
+    from nepotism.importers.inspect_log import is_inspect_log
+
+    if is_results_file(source) and not is_store(source) and not is_inspect_log(source):
+        return Path(source)
+    if Path(source).is_dir() and (found := records_instead(source)) is not None:  # e.g. nepotism-demo/
+        file, results = found
+        if results is None:
+            raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
+                             "JSON beside them: give `nepotism report` the .json results file", path=str(file))
+        return results
+    return None
+
+
 def report_records(source: str | Path, *, references: Sequence[str | Path] = (), models: Sequence[str | Path] = (),
                    kind: str | None = None, rule: str = "consistent", protocol: str | None = None,
                    bootstrap: Bootstrap | None = None) -> tuple[list[dict], dict, list[str]]:
@@ -167,16 +187,9 @@ def report_records(source: str | Path, *, references: Sequence[str | Path] = (),
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
     the result records the run folder lists (`folder_results`: e.g. mitigation effects)."""
-    from nepotism.importers.inspect_log import is_inspect_log
-
-    if is_results_file(source) and not is_store(source) and not is_inspect_log(source):
-        return load_results(source)
-    if Path(source).is_dir() and (found := records_instead(source)) is not None:  # e.g. nepotism-demo/
-        file, results = found
-        if results is None:
-            raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
-                             "JSON beside them: give `nepotism report` the .json results file", path=str(file))
-        return load_results(results)
+    found = results_source(source)
+    if found is not None:
+        return load_results(found)
     from nepotism.api import audit
 
     results = audit(source, references=list(references), models=list(models), kind=kind, rule=rule,
