@@ -8,8 +8,8 @@ from nepotism.models import SCOPES, Relation
 
 def test_public_api():
     assert set(models.__all__) == {
-        "AUDITED_SCOPES", "BUNDLED_REGISTRY", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry", "Relation",
-        "default_registry", "less_related", "load_registry", "untagged",
+        "AUDITED_SCOPES", "BUNDLED_REGISTRY", "NOT_RELATED", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry",
+        "Relation", "default_registry", "less_related", "load_registry", "related_scope", "untagged",
     }
     assert models.untagged(" gpt-4o@output_1") == models.untagged("gpt-4o@sample@2") == "gpt-4o"
     assert SCOPES == ("self", "family", "student", "teacher", "lineage")
@@ -153,3 +153,27 @@ def test_scope_is_the_strongest_relation_and_a_name_is_always_itself(toy):
     assert set(SCOPE_LADDER) == set(expected.values())
     assert [s for s in SCOPE_LADDER if less_related(s, "family-student")] == ["teacher", "unrelated", "unknown"]
     assert not less_related("unknown", "unrelated") and not less_related("family", "family")
+
+
+def test_one_related_predicate_and_one_cache(toy, monkeypatch):
+    """`Registry.is_related` is `related_scope` of `Registry.scope` for every pair (teacher included,
+    unknown names never); `is_unrelated` needs both names known; each pair is classified once."""
+    from nepotism.models import related_scope
+
+    names = [m.id for m in toy] + ["not-registered"]
+    for judge in names:
+        for model in names:
+            scope = toy.scope(judge, model)
+            assert toy.is_related(judge, model) == (scope not in ("unrelated", "unknown")), (judge, model)
+            assert toy.is_unrelated(judge, model) == (scope == "unrelated"), (judge, model)
+    assert toy.is_related("student", "teacher-x") and toy.scope("student", "teacher-x") == "teacher"
+    assert not toy.is_related("chat", "not-registered") and not toy.is_unrelated("chat", "not-registered")
+    assert [related_scope(s) for s in ("self", "family-student", "unrelated", "unknown", None)] == [
+        True, True, False, False, False]
+    calls = []
+    fresh = type(toy)({m.id: m for m in toy})
+    original = type(toy)._relation
+    monkeypatch.setattr(type(toy), "_relation", lambda self, j, m: calls.append((j, m)) or original(self, j, m))
+    for _ in range(3):
+        fresh.is_related("chat", "cousin"), fresh.scope("chat", "cousin"), fresh.relation("chat", "cousin")
+    assert calls == [("chat", "cousin")]

@@ -546,16 +546,13 @@ class CaseFinder:
     def _role(self, judge: str, this: str, case: Case) -> str:
         if judge == this:
             return "this judge"
-        related = [m for m in (case.related, case.other) if self._scope(judge, m) not in ("unrelated", "unknown")]
-        unknown = [m for m in (case.related, case.other) if self._scope(judge, m) == "unknown"]
+        related = [m for m in (case.related, case.other) if self.registry.is_related(judge, m)]
+        unknown = [m for m in (case.related, case.other) if self.registry.scope(judge, m) == "unknown"]
         if related:
-            return "related to " + " and ".join(f"{m} ({self._scope(judge, m)})" for m in related)
+            return "related to " + " and ".join(f"{m} ({self.registry.scope(judge, m)})" for m in related)
         if unknown:
             return "relation unknown to the registry"
         return "unrelated to both"
-
-    def _scope(self, judge: str, model: str) -> str:
-        return self._once(("scope", judge, model), lambda: self.registry.scope(judge, model))
 
 
 def _rung_of(verdict: Verdict, key: str) -> str | None:

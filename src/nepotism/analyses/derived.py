@@ -211,7 +211,7 @@ def _board(rows: pd.DataFrame | _Side, variant: str, n_excluded: dict, bootstrap
     return records
 
 
-def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, relation, *, measure: str,
+def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, registry, *, measure: str,
                   bootstrap: Bootstrap) -> list[dict]:
     """``unrelated`` records without a value for the generators only related judges scored."""
     records = []
@@ -228,7 +228,7 @@ def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, relati
             mine = rows[rows["generator"] == name]
             missing.append((name, sorted(set(map(str, mine["judge"]))), len(mine)))
     for name, judges, n_rows in missing:
-        why = ", ".join(f"{j}: {relation(j, name).lower()}" for j in judges)
+        why = ", ".join(f"{j}: {registry.relation(j, name).name.lower()}" for j in judges)
         whom = ("judged each of its comparisons is related to it or to its opponent" if pairwise
                 else "scored it is related to it")
         records.append({
@@ -239,34 +239,11 @@ def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, relati
             "judges_used": [], "confidence": bootstrap.confidence_level,
             "method": "percentile of bootstrap ranks", "n_resamples": bootstrap.n_resamples, "p_value": None,
             "lineage_only": True,
-            "related_judges": {j: relation(j, name).lower() for j in judges},
+            "related_judges": {j: registry.relation(j, name).name.lower() for j in judges},
             "note": f"flagged from lineage alone: every judge that {whom} ({why}), so no score "
                     "without related judges can be estimated; add an unrelated judge's judgments",
         })
     return records
-
-
-class _Relations:
-    """Cached registry relation names (``UNKNOWN`` when the registry cannot say)."""
-
-    def __init__(self, registry):
-        self.registry, self.cache = registry, {}
-
-    def __call__(self, judge: str, model: str) -> str:
-        key = (judge, model)
-        if key not in self.cache:
-            try:
-                self.cache[key] = self.registry.relation(judge, model).name
-            except (KeyError, ValueError, AttributeError):
-                self.cache[key] = "UNKNOWN"
-        return self.cache[key]
-
-    def related(self, judge: str, model: str) -> bool:
-        """In any of the judge's scopes (the one rule: `nepotism.models.Registry.scope`)."""
-        key = ("scope", judge, model)
-        if key not in self.cache:
-            self.cache[key] = self.registry.scope(judge, model)
-        return self.cache[key] not in ("unrelated", "unknown")
 
 
 def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
@@ -289,16 +266,15 @@ def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: B
                          "score": score[score.notna()].to_numpy(dtype=float)})
     if rows.empty:
         return []
-    relation = _Relations(registry)
     pairs = rows[["judge", "generator"]].drop_duplicates()
-    pairs["drop"] = [relation.related(j, g) for j, g in pairs.itertuples(index=False)]
+    pairs["drop"] = [registry.is_related(j, g) for j, g in pairs.itertuples(index=False)]
     rows = rows.merge(pairs, on=["judge", "generator"], how="left")
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
     bootstrap = settings(bootstrap, **fields)
     return (_board(rows, "all", {}, bootstrap, measure=_MEAN_SCORE)
             + _board(kept, "unrelated", dropped, bootstrap, measure=_MEAN_SCORE)
-            + _lineage_only(rows, kept, relation, measure=_MEAN_SCORE, bootstrap=bootstrap))
+            + _lineage_only(rows, kept, registry, measure=_MEAN_SCORE, bootstrap=bootstrap))
 
 
 def _reason(measure: str) -> str:
@@ -333,8 +309,7 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     side = _Side(np.concatenate([instance, instance]), np.concatenate([judge, judge]), np.concatenate([x, y]),
                  np.concatenate([(outcome + 1.0) / 2.0, (1.0 - outcome) / 2.0]), names, judges,
                  opponent=np.concatenate([y, x]))
-    relation = _Relations(registry)
-    related = np.array([[relation.related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
+    related = np.array([[registry.is_related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
     drop = related[side.judge, side.generator] | related[side.judge, side.opponent]
     kept = side.subset(~drop)
     dropped = side.count(drop)
@@ -342,10 +317,10 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     met: dict[str, set[str]] = {}
     for gen, opp in zip((met_pairs // len(names)).tolist(), (met_pairs % len(names)).tolist()):
         met.setdefault(str(names[gen]), set()).add(str(names[opp]))
-    return pairwise_boards(side, kept, dropped, met, registry, relation, settings(bootstrap, **fields))
+    return pairwise_boards(side, kept, dropped, met, registry, settings(bootstrap, **fields))
 
 
-def pairwise_boards(side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry, relation: _Relations,
+def pairwise_boards(side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry,
                     bootstrap: Bootstrap) -> list[dict]:
     """`leaderboard_records` from its two sides (every judge; the unrelated judges' rows), the rows
     dropped per generator and each generator's opponents (also built from per-prompt sums, weighted
@@ -353,7 +328,7 @@ def pairwise_boards(side: _Side, kept: _Side, dropped: dict, met: dict[str, set[
     options = {"boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
                "unknown": _unknown(registry, side.names)}  # flagged: not in the registry, or not a model
     return (_board(side, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
-            + _lineage_only(side, kept, relation, measure=_PREFERENCE, bootstrap=bootstrap))
+            + _lineage_only(side, kept, registry, measure=_PREFERENCE, bootstrap=bootstrap))
 
 
 def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:

@@ -157,29 +157,6 @@ def truth_codes(references: dict | None) -> pd.DataFrame | None:
                          "model_y": merged["model_y"], "truth": np.sign(merged["value_x"] - merged["value_y"])})
 
 
-# ------------------------------------------------------------------------------- relations
-class _Relations:
-    def __init__(self, registry):
-        self.registry = registry
-        self._memo: dict = {}
-
-    def relation(self, judge: str, model: str) -> str:
-        key = ("relation", judge, model)
-        if key not in self._memo:
-            self._memo[key] = self.registry.relation(judge, model).name
-        return self._memo[key]
-
-    def related(self, judge: str, model: str, scope: str) -> bool:
-        """Whether ``model`` is in the judge's ``scope`` (the one rule: `nepotism.models.Registry.scope`)."""
-        key = ("scope", judge, model)
-        if key not in self._memo:
-            self._memo[key] = self.registry.scope(judge, model)
-        return self._memo[key] == scope
-
-    def unrelated(self, judge: str, model: str) -> bool:
-        return self.relation(judge, model) == "UNRELATED"
-
-
 def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None,
                  scopes=SCOPES, neutral: bool = True) -> MatchedRows:
     """Rows of the estimator: one per (judge, scope, comparison), oriented to the related candidate.
@@ -190,17 +167,16 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
     the judge) are oriented to model_x, for the sensitivity check; ``neutral=False`` leaves them
     out (without a truth table no record reads them).
     """
-    rel = _Relations(registry)
     triples = values[["judge", "model_x", "model_y"]].drop_duplicates()
     eligible = {}
     orient = {scope: {} for scope in (*scopes, "neutral")}
     for judge, x, y in triples.itertuples(index=False):
-        eligible[(judge, x, y)] = rel.unrelated(judge, x) and rel.unrelated(judge, y)
+        eligible[(judge, x, y)] = registry.is_unrelated(judge, x) and registry.is_unrelated(judge, y)
         for scope in scopes:
             code = 0.0
-            if rel.related(judge, x, scope) and rel.unrelated(judge, y):
+            if registry.scope(judge, x) == scope and registry.is_unrelated(judge, y):
                 code = 1.0
-            elif rel.related(judge, y, scope) and rel.unrelated(judge, x):
+            elif registry.scope(judge, y) == scope and registry.is_unrelated(judge, x):
                 code = -1.0
             orient[scope][(judge, x, y)] = code
         orient["neutral"][(judge, x, y)] = 1.0 if eligible[(judge, x, y)] else 0.0

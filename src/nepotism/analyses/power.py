@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nepotism.models import AUDITED_SCOPES
+from nepotism.models import AUDITED_SCOPES, related_scope
 
 __all__ = ["BudgetPlan", "Costs", "ScopePlan", "pilot_estimates", "plan_audit", "prompts_needed"]
 
@@ -197,7 +197,7 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
     plans = []
     for judge in judges:
         scope_of = {g: registry.scope(judge, g) for g in generators}
-        opponents = tuple(g for g in generators if scope_of[g] in ("unrelated", "unknown"))
+        opponents = tuple(g for g in generators if not related_scope(scope_of[g]))
         for scope, effect in effects.items():
             related = tuple(g for g in generators if scope_of[g] == scope)
             m = len(related) * len(opponents)

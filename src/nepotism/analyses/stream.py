@@ -52,7 +52,6 @@ from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
 from nepotism.metrics._common import undefined
 from nepotism.metrics.bootstrap import Bootstrap
-from nepotism.analyses.derived import _Relations as _BoardRelations
 from nepotism.analyses.derived import _Side, pairwise_boards
 from nepotism.tables import Table
 
@@ -257,7 +256,6 @@ class _Boards:
 
     def __init__(self, registry: Any):
         self.registry = registry
-        self.relation = _BoardRelations(registry)
         # per partition: (its prompt, judge, generator labels), (their codes and 4 sums per present cell)
         self.parts: list[tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]] = []
         self.dropped: dict[str, int] = {}
@@ -277,7 +275,7 @@ class _Boards:
         gen, opp = models, np.concatenate([models[n:], models[:n]])
         score2 = np.concatenate([outcome + 1.0, 1.0 - outcome])  # twice the preference: whole numbers
         both_judge, both_instance = np.concatenate([judge, judge]), np.concatenate([instance, instance])
-        related = np.array([[self.relation.related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
+        related = np.array([[self.registry.is_related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
         drop = related[both_judge, gen] | related[both_judge, opp]
         width = len(labels) * len(judges) * len(names)
         cell = (both_instance.astype(np.int64) * len(judges) + both_judge) * len(names) + gen
@@ -313,7 +311,7 @@ class _Boards:
         kept = side.subset(kept_count > 0)
         kept.score, kept.weight = kept_score2[kept_count > 0] / 2.0, kept_count[kept_count > 0]
         dropped = {name: self.dropped[name] for name in sorted(self.dropped)}
-        return pairwise_boards(side, kept, dropped, self.met, self.registry, self.relation, bootstrap)
+        return pairwise_boards(side, kept, dropped, self.met, self.registry, bootstrap)
 
 class _Chunked(_Pending):
     """A `_Pending` estimated every ``size`` items: `ClusterSetBatch` estimates are those of each
@@ -390,7 +388,7 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
 
     def related(name: str) -> bool:
         if name not in related_memo:
-            related_memo[name] = any(relations.scope(j, name) not in ("unrelated", "unknown") for j in judges)
+            related_memo[name] = any(registry.is_related(j, name) for j in judges)
         return related_memo[name]
 
     audit_options = AuditOptions(bootstrap=bootstrap, opponents=tuple(opponents))

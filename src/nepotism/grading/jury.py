@@ -56,21 +56,13 @@ class JuryResult:
 
 
 def registry_related(registry=None) -> Callable[[str, str], bool]:
-    """(judge, model) → whether the judge is related to the model by `Registry.scope` (anything but
-    unrelated or unknown); ``registry`` defaults to the bundled one."""
+    """(judge, model) → whether the judge is related to the model (`Registry.is_related`: anything
+    but unrelated or unknown); ``registry`` defaults to the bundled one."""
     if registry is None:
         from nepotism.models import default_registry
 
         registry = default_registry()
-    memo: dict[tuple[str, str], bool] = {}
-
-    def related(judge: str, model: str) -> bool:
-        key = (judge, model)
-        if key not in memo:
-            memo[key] = registry.scope(judge, model) not in ("unrelated", "unknown")
-        return memo[key]
-
-    return related
+    return registry.is_related
 
 
 def _exclusion(exclude_related: bool, related):

@@ -10,12 +10,13 @@ metadata from a hub, is deliberately left out.
 from __future__ import annotations
 
 from nepotism.models.loading import BUNDLED_REGISTRY, default_registry, load_registry
-from nepotism.models.registry import (AUDITED_SCOPES, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation, less_related,
-                                      untagged)
+from nepotism.models.registry import (AUDITED_SCOPES, NOT_RELATED, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation,
+                                      less_related, related_scope, untagged)
 
 __all__ = [
     "AUDITED_SCOPES",
     "BUNDLED_REGISTRY",
+    "NOT_RELATED",
     "SCOPES",
     "SCOPE_LADDER",
     "ModelInfo",
@@ -24,5 +25,6 @@ __all__ = [
     "default_registry",
     "less_related",
     "load_registry",
+    "related_scope",
     "untagged",
 ]

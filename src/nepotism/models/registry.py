@@ -117,6 +117,9 @@ class Registry:
                 self._exact[name] = model_id
                 self._folded[name.casefold()] = model_id
         self._sources_memo: dict[str, frozenset[str]] = {}
+        # the one cache of relation look-ups (the registry is immutable): (judge, model) → Relation / scope
+        self._relation_memo: dict[tuple[str, str], Relation] = {}
+        self._scope_memo: dict[tuple[str, str], str] = {}
 
     # -- names ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -231,7 +234,15 @@ class Registry:
     # -- relations --------------------------------------------------------------------------
     def relation(self, judge: str, model: str) -> Relation:
         """The strongest `Relation` of ``judge`` to ``model`` in the order the enum lists them;
-        `Relation.UNKNOWN` when either name is not registered (never raises for unknown names)."""
+        `Relation.UNKNOWN` when either name is not registered (never raises for unknown names).
+        Answers are remembered per (judge, model) names: callers need no cache of their own."""
+        key = (judge, model)
+        found = self._relation_memo.get(key)
+        if found is None:
+            found = self._relation_memo[key] = self._relation(judge, model)
+        return found
+
+    def _relation(self, judge: str, model: str) -> Relation:
         if not (self.knows(judge) and self.knows(model)):
             return Relation.UNKNOWN
         j, m = self.resolve(judge), self.resolve(model)
@@ -261,11 +272,26 @@ class Registry:
         in the strongest only (a fine-tune of the judge that also learned from it is family, since
         LINEAGE comes first). A name is always ``self`` to itself, known or not (``@tag`` suffixes
         ignored). `related` answers the overlapping lineage predicates instead (e.g. for
-        ``nepotism models relate``); no metric uses it.
+        ``nepotism models relate``); no metric uses it. Remembered per (judge, model) names, as
+        `relation`.
         """
-        if untagged(judge) == untagged(model):
-            return "self"
-        return _SCOPE_OF[self.relation(judge, model)]
+        key = (judge, model)
+        found = self._scope_memo.get(key)
+        if found is None:
+            found = "self" if untagged(judge) == untagged(model) else _SCOPE_OF[self.relation(judge, model)]
+            self._scope_memo[key] = found
+        return found
+
+    def is_related(self, judge: str, model: str) -> bool:
+        """Whether ``model`` is in any of the judge's scopes (`related_scope` of `scope`): the one
+        "is related" every metric, leaderboard, jury and audit asks."""
+        return related_scope(self.scope(judge, model))
+
+    def is_unrelated(self, judge: str, model: str) -> bool:
+        """Whether the registry knows both names and relates them in no way (scope ``unrelated``):
+        what a clean comparison needs of a third judge. An unknown name is neither related nor
+        unrelated."""
+        return self.scope(judge, model) == "unrelated"
 
     def related(self, judge: str, model: str, scope: str) -> bool:
         """Whether ``model`` is inside the judge's ``scope``; scopes are predicates, independent of
@@ -297,6 +323,20 @@ class Registry:
 _SCOPE_OF = {Relation.SELF: "self", Relation.LINEAGE: "family", Relation.SAME_SERIES: "family",
              Relation.SAME_FAMILY: "family", Relation.STUDENT: "student", Relation.FAMILY_STUDENT: "family-student",
              Relation.TEACHER: "teacher", Relation.UNRELATED: "unrelated", Relation.UNKNOWN: "unknown"}
+
+
+#: The scopes of a model outside every relation to the judge (an unknown name is never related).
+NOT_RELATED = frozenset({"unrelated", "unknown"})
+
+
+def related_scope(scope: str | None) -> bool:
+    """Whether a `Registry.scope` value (as records and tables carry it) is a relation to the judge:
+    anything but ``unrelated``, ``unknown`` or missing.
+
+    >>> related_scope("family-student"), related_scope("teacher"), related_scope("unknown"), related_scope(None)
+    (True, True, False, False)
+    """
+    return scope is not None and scope not in NOT_RELATED
 
 
 def untagged(name: str) -> str:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from nepotism.models import untagged
+from nepotism.models import related_scope, untagged
 from nepotism.report._format import relation_words
 
 __all__ = ["OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps",
@@ -274,8 +274,7 @@ def heatmaps(records: list[dict]) -> list[dict]:
                 if not generators:
                     continue
                 related = {g for g in generators if any(isinstance(cells[(j, g)].get("relation"), str) and
-                                                        cells[(j, g)].get("relation") not in ("unrelated", "unknown")
-                                                        for j in seen[g])}
+                                                        related_scope(cells[(j, g)]["relation"]) for j in seen[g])}
                 comparable = len(generators)
                 generators.sort(key=lambda g: (g not in related, -len(seen[g]), g))
                 generators = sorted(generators[:_MAX_ROWS])
@@ -338,7 +337,7 @@ _BARS = [
     ("equal-opportunity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
      "recall on related − recall on other (percentage points)"),
     ("error-bias", lambda r: True, 0.0, 100, "errors for related − errors against it (percentage points)"),
-    ("score-delta", lambda r: r.get("scope") not in ("unrelated", "unknown", None)
+    ("score-delta", lambda r: related_scope(r.get("scope"))
      and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
     ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge"
      and _variant(r).get("denominator", "not-family") == "not-family", 1.0, 1,
