@@ -37,6 +37,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nepotism.models.registry import AUDITED_SCOPES
@@ -82,23 +83,32 @@ def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, 
     columns = ["model_a", "model_b"] if "model_a" in frame else ["model"] if "model" in frame else []
     if not columns:
         return []
-    condition = frame["condition"] if "condition" in frame else pd.Series("default", index=frame.index)
-    parts = []
+    # on integer codes, never a string per row: the census of a 10M-row table is a few thousand values
+    judge_codes, judges = pd.factorize(frame["judge"], use_na_sentinel=False)
+    if "condition" in frame:
+        cond_codes, conditions = pd.factorize(frame["condition"], use_na_sentinel=False)
+    else:
+        cond_codes, conditions = np.zeros(len(frame), dtype=np.int64), np.array(["default"], dtype=object)
+    group = judge_codes.astype(np.int64) * len(conditions) + cond_codes
+    inst_codes, instances = pd.factorize(frame["instance_id"].astype(str) if frame["instance_id"].dtype != object
+                                         else frame["instance_id"], use_na_sentinel=False)
+    pairs = np.unique(group * max(len(instances), 1) + inst_codes)
+    prompts = np.bincount(pairs // max(len(instances), 1), minlength=len(judges) * len(conditions))
+    models: dict[int, set[str]] = defaultdict(set)
     for column in columns:
-        parts.append(pd.DataFrame({"judge": frame["judge"].astype(str).to_numpy(),
-                                   "condition": condition.astype(str).to_numpy(),
-                                   "model": frame[column].astype(str).str.split("@", n=1).str[0].to_numpy(),
-                                   "instance_id": frame["instance_id"].astype(str).to_numpy()}))
-    long = pd.concat(parts, ignore_index=True)
+        model_codes, names = pd.factorize(frame[column], use_na_sentinel=False)
+        for key in np.unique(group * len(names) + model_codes).tolist():
+            models[key // len(names)].add(str(names[key % len(names)]).split("@", 1)[0])
+    keyed = sorted(((str(judges[g // len(conditions)]), str(conditions[g % len(conditions)]), g) for g in models))
     out = []
-    for (judge, cond), group in long.groupby(["judge", "condition"], sort=True):
+    for judge, cond, g in keyed:
         by_scope: dict[str, list[str]] = defaultdict(list)
-        for model in sorted(group["model"].unique()):
+        for model in sorted(models[g]):
             by_scope[registry.scope(judge, model)].append(model)
         judge_id = registry.resolve(judge) if registry.knows(judge) else judge
         family = registry.family_of(judge) if registry.knows(judge) else None
         out.append({"judge": judge, "judge_id": judge_id, "condition": cond, "kind": kind, "family": family,
-                    "prompts": int(group["instance_id"].nunique()), "generators": dict(sorted(by_scope.items()))})
+                    "prompts": int(prompts[g]), "generators": dict(sorted(by_scope.items()))})
     return out
 
 
