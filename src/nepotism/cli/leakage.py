@@ -36,7 +36,8 @@ def command() -> None:
 @click.option("--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls (no file is written).")
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results document (results.json's; with --dry-run, the plan's counts).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
 @max_failure_rate_option("the calls (synthetic data, students' answers, rewrites, judging)")
@@ -44,9 +45,11 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         max_failure_rate: float) -> None:
     """Generate synthetic data, make students, judge every student pair, and compute PLS and the analyses.
 
-    Results go to the experiment's output directory: results.json / results.csv (standard
-    records), students.toml (the students' lineage, a registry file), synthetic/ (the
-    generators' data in trainer formats) and students/ (trained adapters and manifests).
+    Results go to the experiment's output directory: results.json (the results document, as
+    `nepotism metrics --json` prints it: `nepotism report` and `nepotism card` read it; --json
+    prints it too), results.csv (one row per record), students.toml (the students' lineage, a
+    registry file), synthetic/ (the generators' data in trainer formats) and students/ (trained
+    adapters and manifests).
     """
 
     from nepotism.leakage.config import load_leakage
@@ -68,12 +71,10 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         with Store(path) as store:
             result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
                               progress=False if dry_run else progress, as_json=as_json)
-    if as_json:
-        echo_json(result)
-        if not dry_run:
-            exit_if_calls_failed(result["calls"], max_failure_rate)
-        return
-    if dry_run:
+    if isinstance(result, dict):  # a dry run: the plan's counts
+        if as_json:
+            echo_json(result)
+            return
         click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
                    f"{result['eval_instructions']} evaluation instructions, {len(result['students'])} students, "
                    f"~{result['generation_calls']} generation"
@@ -82,16 +83,22 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         for s in result["students"]:
             click.echo(f"  {s['id']}  ({s['method']}, group {s['group']})")
         return
-    click.echo(pls_table(result["records"]))
-    extra = analyses_table(result["records"])
+    summary = result.summary
+    if as_json:
+        echo_json(result.document())
+        exit_if_calls_failed(summary["calls"], max_failure_rate)
+        return
+    records = result.to_dicts()
+    click.echo(pls_table(records))
+    extra = analyses_table(records)
     if extra:
         click.echo("")
         click.echo(extra)
-    for note in result["notes"]:
+    for note in summary["notes"]:
         click.echo(f"note: {note}")
-    click.echo(f"timings: {json.dumps(result['timings'])}")
-    click.echo(f"written: {', '.join(result['files'].values())}")
-    exit_if_calls_failed(result["calls"], max_failure_rate)
+    click.echo(f"timings: {json.dumps(summary['timings'])}")
+    click.echo(f"written: {', '.join(summary['files'].values())}")
+    exit_if_calls_failed(summary["calls"], max_failure_rate)
 
 
 @command.command("audit")
@@ -144,7 +151,7 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], models_files:
                                     reference_leaderboard=reference, bootstrap=bootstrap)
     except ValueError as err:
         raise InputError(str(err), path=str(table), field="judge") from None
-    results.summary["source"] = str(table)
+    results.summary["source"] = "the bundled AlpacaEval judgments (--demo)" if demo else str(table)
     if as_json:
         echo_json(results.document())
         return

@@ -101,7 +101,7 @@ def _choose_rows(frame: pd.DataFrame, judge: str, condition: str | None) -> tupl
 def _rank(values: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, 1 = highest, ties averaged, NaN entries ranked last."""
     filled = np.where(np.isnan(values), -np.inf, values)
-    return stats.rankdata(-filled, axis=-1)
+    return np.asarray(stats.rankdata(-filled, axis=-1))
 
 
 def ranked_judges(frame: pd.DataFrame) -> list[str]:
@@ -173,7 +173,7 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
         other_rows, _ = _choose_rows(frame, other, None)
         if pointwise:
             found = _point_scores(other_rows)
-        elif _baseline(other_rows) != baseline:
+        elif baseline is None or _baseline(other_rows) != baseline:
             return None
         else:
             found = _scores(other_rows, baseline)
@@ -236,7 +236,7 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
         lo = hi = score_lo = score_hi = np.full(len(entries), np.nan)
     scale = "mean score" if pointwise else f"win rate against {baseline}"
     variant = {"baseline": baseline, "reference_judge": reference_judge, "measure": scale}
-    interval = {"confidence": confidence, "method": "percentile", "n_resamples": n_resamples}
+    interval: dict[str, Any] = {"confidence": confidence, "method": "percentile", "n_resamples": n_resamples}
     if bonus is not None:
         finite = bonus[1:][np.isfinite(bonus[1:])]
         ci = np.quantile(finite, [alpha, 1 - alpha]) if finite.size else (np.nan, np.nan)
