@@ -7,15 +7,15 @@ named), `audit_leaderboard`:
    baseline, as in AlpacaEval) each entry's win rate against the baseline (ties count ½); from a
    pointwise table (every entry graded alone, as in MT-Bench or arena-bench) each entry's mean
    score. A missing or unreadable verdict or score is excluded and counted;
-2. flags every entry related to the judge by the registry's one scope rule
-   (`nepotism.models.Registry.scope`: related is any scope but ``unrelated`` and ``unknown``, so
-   self, family, student, family-student and teacher; an unregistered entry is ``unknown``, never
+2. flags every entry related to the judge by the registry's one predicate
+   (`nepotism.models.Registry.is_related`: any scope but ``unrelated`` and ``unknown``, so self,
+   family, student, family-student and teacher; an unregistered entry is ``unknown``, never
    assumed unrelated);
-3. estimates the *bonus* related entries receive, relative to a judge of scope ``unrelated`` to
-   this one that judged the same entries on the same instructions: the mean judge-minus-reference
-   win-rate difference of related entries minus that of unrelated entries (a difference in
-   differences, so a judge that is simply more lenient shows no bonus); with no such reference
-   judge the bonus is not estimated and the record says why;
+3. estimates the *bonus* related entries receive, relative to a judge unrelated to this one
+   (`Registry.is_unrelated`) that judged the same entries on the same instructions: the mean
+   judge-minus-reference win-rate difference of related entries minus that of unrelated entries
+   (a difference in differences, so a judge that is simply more lenient shows no bonus); with no
+   such reference judge the bonus is not estimated and the record says why;
 4. re-ranks the leaderboard with the bonus taken off the related entries, with percentile
    bootstrap CIs of every rank (and of the bonus and of each entry's unadjusted score) from
    resampling instructions (`nepotism.metrics.bootstrap`'s weights: the same resamples as every
@@ -50,10 +50,6 @@ from nepotism.metrics.leakage import ranking_difference
 from nepotism.results import Record, Results
 
 __all__ = ["audit_leaderboard", "format_audit", "ranked_judges"]
-
-#: The scopes (`Registry.scope`) of a model that is not related to the judge.
-_NOT_RELATED = ("unrelated", "unknown")
-
 
 def _baseline(rows: pd.DataFrame) -> str | None:
     """The model in the most comparisons, when it is in at least half of them."""
@@ -166,7 +162,7 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
         table = _scores(rows, baseline)
     entries = [str(e) for e in table.columns]
     scope = {e: registry.scope(judge, e) for e in entries}
-    is_related = np.array([scope[e] not in _NOT_RELATED for e in entries])
+    is_related = np.array([registry.is_related(judge, e) for e in entries])
     ref_table = None
 
     def shared(other: str) -> pd.DataFrame | None:
@@ -183,7 +179,7 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
 
     if reference_judge is None:
         for other in sorted(set(map(str, frame["judge"])) - {judge}):
-            if registry.scope(judge, other) == "unrelated" and (found := shared(other)) is not None:
+            if registry.is_unrelated(judge, other) and (found := shared(other)) is not None:
                 reference_judge, ref_table = other, found
                 break
     else:
@@ -192,9 +188,9 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
             notes.append(f"reference judge {reference_judge!r} shares no related and unrelated entries "
                          + ("on the same instances" if pointwise else "with the same baseline"))
             reference_judge = None
-    if reference_judge is not None and (ref_scope := registry.scope(judge, reference_judge)) != "unrelated":
+    if reference_judge is not None and not registry.is_unrelated(judge, reference_judge):
         notes.append(f"reference judge {reference_judge!r} is not unrelated to {judge!r} "
-                     f"(scope {ref_scope}): the bonus is not clean")
+                     f"(scope {registry.scope(judge, reference_judge)}): the bonus is not clean")
     not_estimated = None
     if reference_judge is None:
         not_estimated = ("no judge unrelated to this one judged the same entries "
