@@ -367,9 +367,18 @@ class Results(Sequence[Record]):
         return json.dumps(self.document(), indent=indent, sort_keys=True, default=str)
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> Results:
+    def from_document(cls, document: Any) -> Results:
         """Read a results document back (`document`'s shape; version 1 has no verdicts). `ValueError`
-        names what is wrong: a version this package does not read, or a part of the wrong type."""
+        names what is wrong: a version this package does not read, a part of the wrong type, or a
+        shape an older nepotism wrote (a bare list of records, ``{"summary", "records"}``), with
+        the command that writes the document now. The one other shape read is the agreement report
+        of ``nepotism annotate agreement --json`` (a documented input of ``nepotism report``), made
+        into ``annotator-agreement``, ``annotator-kappa``, ``judge-human-agreement`` and
+        ``judge-human-kappa`` records here and nowhere else."""
+        if isinstance(document, Mapping) and "schema_version" not in document and _is_agreement(document):
+            return _agreement_results(document)
+        if not isinstance(document, Mapping) or "schema_version" not in document:
+            raise ValueError(_old_shape(document))
         version = document.get("schema_version")
         if version not in _READABLE_VERSIONS:
             raise ValueError(f"schema_version {version!r} is not one this nepotism reads "
@@ -385,3 +394,61 @@ class Results(Sequence[Record]):
             raise ValueError("'verdicts' must be a list")
         return cls(results, summary=summary, findings=[str(x) for x in document.get("findings") or []],
                    verdicts=verdicts)
+
+
+#: The commands that write a results document, for the message refusing an older shape.
+_WRITERS = ("`nepotism metrics ... --json`, `nepotism mitigate EXPERIMENT --json` (or its output folder's "
+            "mitigations.json), `nepotism leakage run`'s results.json, `nepotism leakage audit ... --json`, "
+            "`nepotism report`'s results.json")
+
+
+def _old_shape(document: Any) -> str:
+    """Why ``document`` is not a results document, and how to make one."""
+    if isinstance(document, list):
+        what = "a bare list of result records (what `nepotism metrics --json` printed before results documents)"
+    elif isinstance(document, Mapping) and isinstance(document.get("records"), list):
+        what = ("a {summary, records} document (what `nepotism mitigate --json` and `nepotism leakage run` wrote "
+                "before results documents)")
+    else:
+        what = "not a results document"
+    return (f"{what}; a results document has a schema_version, a summary and a 'results' list: run the command "
+            f"that made it again with this nepotism ({_WRITERS})")
+
+
+def _is_agreement(document: Mapping[str, Any]) -> bool:
+    return isinstance(document.get("overall"), Mapping) and "annotators" in document
+
+
+def _agreement_results(document: Mapping[str, Any]) -> Results:
+    """The records of ``nepotism annotate agreement --json``: humans with each other (overall and
+    per pair of annotators) and each judge with the human majority; the collection is the condition."""
+    collection = str(document.get("collection") or "labels")
+
+    def record(metric: str, estimate: Mapping[str, Any], judge: str | None = None, **variant: Any) -> dict[str, Any]:
+        return {**estimate, "metric": metric, "judge": judge, "condition": collection, "generator": None,
+                "pair": None, "scope": None, "variant": variant}
+
+    records = []
+    overall = document.get("overall") or {}
+    for key, metric, name in (("percent_agreement", "annotator-agreement", "percent agreement"),
+                              ("fleiss_kappa", "annotator-kappa", "Fleiss' kappa"),
+                              ("krippendorff_alpha", "annotator-kappa", "Krippendorff's alpha")):
+        if isinstance(overall.get(key), Mapping):
+            records.append(record(metric, overall[key], statistic=name, between="all annotators"))
+    for pair in document.get("pairs") or []:
+        between = " vs ".join(map(str, pair.get("annotators") or []))
+        if isinstance(pair.get("agreement"), Mapping):
+            records.append(record("annotator-agreement", pair["agreement"], statistic="percent agreement",
+                                  between=between))
+        if isinstance(pair.get("cohen_kappa"), Mapping):
+            records.append(record("annotator-kappa", pair["cohen_kappa"], statistic="Cohen's kappa", between=between))
+    for judge, entry in (document.get("judges") or {}).items():
+        if isinstance(entry.get("agreement"), Mapping):
+            records.append(record("judge-human-agreement", entry["agreement"], judge=str(judge),
+                                  statistic="agreement with the human majority"))
+        if isinstance(entry.get("cohen_kappa"), Mapping):
+            records.append(record("judge-human-kappa", entry["cohen_kappa"], judge=str(judge),
+                                  statistic="Cohen's kappa with the human majority"))
+    summary = {"collection": collection, "items": document.get("n_items"), "annotators": document.get("annotators"),
+               "majority": document.get("majority"), "judgment_rows_unmatched": document.get("judgment_rows_unmatched")}
+    return Results(records, summary={k: v for k, v in summary.items() if v is not None})

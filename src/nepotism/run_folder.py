@@ -4,7 +4,7 @@
 folder; `write_manifest` adds copies of the experiment's registry files (``models/``) and
 ``run.json``, so that ``nepotism metrics RUN_DIR`` and ``nepotism report RUN_DIR`` need no other
 flag. ``results`` lists files of result records the tables cannot give back (``nepotism
-mitigate``'s ``mitigations.jsonl`` under ``mitigation-effects``), which ``nepotism report RUN_DIR``
+mitigate``'s ``mitigations.json`` under ``mitigation-effects``), which ``nepotism report RUN_DIR``
 adds to its audit. `read_manifest` turns a folder back into paths, checking that each file is there.
 `check_output_dir` says, before a run pays for a call, whether its output folder can be written.
 Every file goes in by an atomic rename (`nepotism._files`): a symbolic link at a file's name is

@@ -108,13 +108,24 @@ def test_import_then_metrics(tmp_path):
 
 
 def test_leakage_audit_demo_then_report(tmp_path):
-    """README row `nepotism leakage audit --demo`: one JSON document, then a report from it."""
-    audits = json.loads(nep("leakage", "audit", "--demo", "--json", cwd=tmp_path).stdout)
-    assert audits and all(a["records"] for a in audits)
-    assert {r["metric"] for a in audits for r in a["records"]} >= {"leaderboard-leakage-bonus", "leaderboard-rank"}
-    (tmp_path / "audit.json").write_text(json.dumps(audits))
+    """README row `nepotism leakage audit --demo`: one results document (as `metrics --json`), then a
+    report and a card from it, as a user chains them."""
+    printed = nep("leakage", "audit", "--demo", "--bootstrap", "50", "--json", cwd=tmp_path).stdout
+    audit = json.loads(printed)  # exactly one JSON document on stdout
+    assert audit["schema_version"] == 2 and [a["judge"] for a in audit["summary"]["audits"]] == [
+        "gpt4_0314", "gpt4_1106_preview"]
+    assert {r["metric"] for r in audit["results"]} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
+    assert {r["scope"] for r in audit["results"] if r["metric"] == "leaderboard-rank" and r["related"]} <= {
+        "self", "family", "student", "family-student", "teacher"}
+    (tmp_path / "audit.json").write_text(printed)
     report = json.loads(nep("report", "audit.json", "--out", "report", "--json", cwd=tmp_path).stdout)
-    assert (tmp_path / "report" / "report.html").exists() and report["results"] > 0
+    assert (tmp_path / "report" / "report.html").exists() and report["results"] == len(audit["results"])
+    assert "## Leaderboard leakage audit" in (tmp_path / "report" / "report.md").read_text()
+    # an older nepotism's list of audits is refused, naming the file and how to remake it
+    (tmp_path / "old.json").write_text(json.dumps([{"judge": "j", "records": audit["results"]}]))
+    refused = nep("report", "old.json", "--out", "old", cwd=tmp_path, expect=2)
+    assert refused.stderr.startswith("error: old.json") and "nepotism leakage audit ... --json" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "old").exists()
 
 
 def test_demo_then_report_and_card(tmp_path):

@@ -135,7 +135,7 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     assert {r["condition"] for r in failed} == {"default", "impartial", "synonyms:standin-alpha",
                                                 "synonyms:standin-beta"}
     assert all(r["status"] == "parsed" for r in rows if r["instance_id"] != "q2")
-    effects = [r for r in done["records"] if r["metric"] == "mitigation-effect" and r["variant"]["scope"] == "self"]
+    effects = [r for r in done["results"] if r["metric"] == "mitigation-effect" and r["variant"]["scope"] == "self"]
     assert effects
     for r in effects:  # one self-evaluation pair an item and judge; q2's is excluded, with its reason
         pairs = 2 if r["judge"] == "all" else 1
@@ -178,7 +178,7 @@ def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_pa
     fit left it out without a count)."""
     done = _held_out_mitigation(tmp_path, standin, (0, 1), 'name = "calibrated"\nkind = "calibration"')
     label = "failed-generation:http-5xx:500"
-    effects = [r for r in done["records"] if r["condition"] == "calibrated"]
+    effects = [r for r in done["results"] if r["condition"] == "calibrated"]
     assert effects
     for r in effects:  # the evaluation half: q1's self-evaluation pair is out, with its reason
         pairs = 2 if r["judge"] == "all" else 1
@@ -207,7 +207,7 @@ def test_mitigate_weighted_jury_counts_the_held_out_comparisons_its_weights_coul
     silent = {j: {"reason": "no usable held-out comparison", "n_fit": 0, "fit_excluded": {label: 1, "no truth": 1}}
               for j in ("standin-alpha", "standin-beta")}
     assert jury["jurors_without_weight"] == silent
-    effects = [r for r in done["records"] if r.get("condition") == "weighted"]
+    effects = [r for r in done["results"] if r.get("condition") == "weighted"]
     assert effects and all(r["jurors_without_weight"] == silent for r in effects)
     # so it decides nothing, and counts each comparison once
     assert jury["comparisons_without_jury_verdict"] == jury["jury_comparisons"] > 0
@@ -232,14 +232,15 @@ def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_pa
     rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every student's answer to e1 fails
     (work / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=work, expect=3).stdout)
-    assert sum(p["failed"] for p in result["calls"]) == 6  # exit 3: calls failed, as `nepotism run`
+    summary = result["summary"]  # the results document: the run's facts in its summary
+    assert sum(p["failed"] for p in summary["calls"]) == 6  # exit 3: calls failed, as `nepotism run`
     label = "failed-generation:http-5xx:500"
-    assert result["generation_failures"] == 6  # three entries' two students
+    assert summary["generation_failures"] == 6  # three entries' two students
     # 3 groups x 1 pair x 2 judges x 2 orders of e1's comparisons, and its recognition questions
-    assert result["prevented"] == {"generation:http_5xx:500": 24}
-    assert result["judgments"] == {"pairwise:failed": 12, "pairwise:parsed": 24,
+    assert summary["prevented"] == {"generation:http_5xx:500": 24}
+    assert summary["judgments"] == {"pairwise:failed": 12, "pairwise:parsed": 24,
                                    "recognition:failed": 12, "recognition:parsed": 24}
-    scored = [r for r in result["records"] if r["metric"] in ("preference-leakage-score", "win-rate",
+    scored = [r for r in result["results"] if r["metric"] in ("preference-leakage-score", "win-rate",
                                                               "student-recognition-accuracy")]
     assert scored and all(r["excluded"].get(label, 0) > 0 for r in scored)
     for r in scored:

@@ -118,8 +118,9 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
         assert sum(1 for r in rows if r and r[0] == group and r[2:4] == ["−", "default"]) == 2
     assert "note: no-style:" in table and "written: out/results.json, out/results.csv" in table
 
-    result = json.loads((work / "out" / "results.json").read_text())
-    by_id = {s["id"]: s for s in result["students"]}
+    result = json.loads((work / "out" / "results.json").read_text())  # the results document
+    assert result["schema_version"] == 2
+    by_id = {s["id"]: s for s in result["summary"]["students"]}
     parents = {s["generator"]: s["id"] for s in by_id.values() if s["group"] == "first:standin-base"}
     for s in by_id.values():
         if s["variant"]:  # an inheriting student learned from its generator's first-entry student
@@ -136,7 +137,7 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
         answered = {(r["instance_id"], r["generator"]) for r in csv.DictReader(fh)}
     assert {(f"h{i}", p) for i in range(3) for p in parents.values()} <= answered
 
-    records = result["records"]
+    records = result["results"]
     pls = [r for r in records if r["metric"] == "preference-leakage-score" and "slice" not in r["variant"]]
     change = [r for r in records if r["metric"] == "preference-leakage-change"]
     assert {(r["variant"]["group"], r["condition"]) for r in pls} == {
@@ -145,7 +146,7 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
         (g, c, "default") for g in groups for c in ("no-style", "no-format")}
     assert all("n" in r and "ci_low" in r and "excluded" in r for r in pls + change)
     # a rewrite that failed its checks is counted, never judged as if it were the original
-    assert any(note.startswith("no-style: ") and " of 18 rewrites unusable" in note for note in result["notes"])
+    assert any(note.startswith("no-style: ") and " of 18 rewrites unusable" in note for note in result["summary"]["notes"])
 
     # dimension_labels = "several": one yes/no question per dimension for every rationale
     nep("store", "export", "judgments", "--protocol", "categorise", "--store", "s.db", "--out", "dims.csv", cwd=work)
@@ -158,13 +159,13 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     unreadable = sum(1 for r in dims if not r["verdict"])
     assert all(r["reason"] for r in dims if not r["verdict"])  # an unread answer has its reason
     if unreadable:
-        assert f"dimensions: {unreadable} labels unreadable (those rationales left out of them)" in result["notes"]
+        assert f"dimensions: {unreadable} labels unreadable (those rationales left out of them)" in result["summary"]["notes"]
 
     # the rerun: every call is stored, nothing is sent, the same records come out
     before = _answered(standin)
     again = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=work).stdout)
     assert _answered(standin) == before
-    assert [r.get("value") for r in again["records"]] == [r.get("value") for r in records]
+    assert again["schema_version"] == 2 and again["results"] == records  # --json prints results.json's document
 
     # the folder holds results, not judgments: `metrics` says which file and what to run instead
     for given in ("out", "out/results.csv", "out/results.json"):
@@ -255,7 +256,8 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
         judged = Counter((r["judge"], r["condition"]) for r in csv.DictReader(fh))
     assert judged == {("standin-alpha", "default"): 12, ("standin-beta", "default"): 12,
                       ("standin-alpha", "impartial"): 12}
-    effects = [r for r in summary["records"] if r["metric"] == "mitigation-effect"]
+    assert summary["schema_version"] == 2  # `mitigate --json`: the results document
+    effects = [r for r in summary["results"] if r["metric"] == "mitigation-effect"]
     assert {r["condition"] for r in effects} == {"impartial", "calibrated"}
     assert {r["variant"]["scope"] for r in effects} == {"family"}  # the relation measured, not "self"
     beta = [r for r in effects if r["judge"] == "standin-beta"]
@@ -269,15 +271,19 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
     before = _answered(standin)
     again = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert _answered(standin) == before and again["summary"]["judge_calls"] == first["judge_calls"]
-    assert [r["value"] for r in again["records"]] == [r["value"] for r in summary["records"]]
+    assert [r["value"] for r in again["results"]] == [r["value"] for r in summary["results"]]
 
     records = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     assert {r["condition"] for r in records if r["metric"] == "excluded-verdicts"} == {"default", "impartial"}
-    nep("report", "out/mitigations.jsonl", "--out", "report", "--bootstrap", "0", cwd=work)
+    (work / "printed.json").write_text(json.dumps(again))  # `mitigate --json > printed.json`, then the report
+    nep("report", "printed.json", "--out", "printed", "--bootstrap", "0", cwd=work)
+    nep("report", "out/mitigations.json", "--out", "report", "--bootstrap", "0", cwd=work)
     md = (work / "report" / "report.md").read_text()
     section = md.split("## Mitigation effects", 1)[1].split("\n## ", 1)[0]
-    # the folder's run.json lists mitigations.jsonl: the folder's report has the same section beside its audit
-    assert json.loads((work / "out" / "run.json").read_text())["results"] == {"mitigation-effects": "mitigations.jsonl"}
+    printed = (work / "printed" / "report.md").read_text()
+    assert printed.split("## Mitigation effects", 1)[1].split("\n## ", 1)[0] == section
+    # the folder's run.json lists mitigations.json: the folder's report has the same section beside its audit
+    assert json.loads((work / "out" / "run.json").read_text())["results"] == {"mitigation-effects": "mitigations.json"}
     nep("report", "out", "--out", "folder-report", "--bootstrap", "0", cwd=work)
     folder_md = (work / "folder-report" / "report.md").read_text()
     assert "## Mitigation effects" in folder_md and "## Verdicts left out" in folder_md
@@ -313,8 +319,8 @@ def test_leakage_recognition_reads_label_verdicts_with_the_judging_min_label_mas
                    .replace("recognition = []", 'recognition = ["pairwise"]').replace("dimensions = true", "dimensions = false")
                    .replace('ablations = ["style", "format"]', "ablations = []"))
     result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=exp.parent).stdout)
-    assert result["judgments"] == {"pairwise:unparsed": 36, "recognition:unparsed": 36}
-    recognition = [r for r in result["records"] if r["metric"] == "student-recognition-accuracy"]
+    assert result["summary"]["judgments"] == {"pairwise:unparsed": 36, "recognition:unparsed": 36}
+    recognition = [r for r in result["results"] if r["metric"] == "student-recognition-accuracy"]
     assert recognition and all(r["n"] == 0 and r["value"] is None for r in recognition)
 
 

@@ -215,29 +215,66 @@ def _leaderboard(tmp_path):
     return pd.DataFrame(rows), reg
 
 
+def _audited(out, judge="judge-x"):
+    """The one audit's facts, its bonus record and its rank records by entry."""
+    (facts,) = [a for a in out.summary["audits"] if a["judge"] == judge]
+    (bonus,) = out.select("leaderboard-leakage-bonus", judge=judge)
+    return facts, bonus, {r.generator: r for r in out.select("leaderboard-rank", judge=judge)}
+
+
 def test_audit_estimates_the_bonus_and_reranks(tmp_path):
     frame, reg = _leaderboard(tmp_path)
     out = audit_leaderboard(frame, reg, "judge-x", n_resamples=300)
-    assert out["baseline"] == "base" and out["reference_judge"] == "judge-y"
-    b = out["bonus"]
-    assert 0.15 < b["value"] < 0.35 and b["ci_low"] > 0 and b["p_value"] < 0.05
-    rows = {r["entry"]: r for r in out["leaderboard"]}
-    assert rows["kid-x"]["related"] and rows["kid-x"]["relation"] == "student"
-    assert rows["kid-x"]["rank"] == 1 and rows["kid-x"]["adjusted_rank"] > 1
-    assert rows["m1"]["rank_ci_low"] <= rows["m1"]["adjusted_rank"] <= rows["m1"]["rank_ci_high"]
+    facts, b, rows = _audited(out)
+    assert facts["baseline"] == "base" and facts["reference_judge"] == "judge-y"
+    assert 0.15 < b.value < 0.35 and b.ci_low > 0 and b.p_value < 0.05 and b.n == b.n_clusters == 300
+    assert rows["kid-x"].extra["related"] and rows["kid-x"].scope == "student"
+    assert rows["kid-x"].extra["relation"] == "student"
+    assert rows["kid-x"].extra["original_rank"] == 1 and rows["kid-x"].value > 1
+    assert rows["m1"].ci_low <= rows["m1"].value <= rows["m1"].ci_high
     assert "bonus of related entries" in format_audit(out)
-    assert {r["metric"] for r in out["records"]} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
+    assert {r.metric for r in out} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
+    # the related flag is the registry's one scope rule: the baseline's judge-y is unrelated, so not flagged
+    assert not rows["m1"].extra["related"] and rows["m1"].scope == "unrelated"
 
 
 def test_audit_without_unrelated_judge_says_so(tmp_path):
     frame, reg = _leaderboard(tmp_path)
     out = audit_leaderboard(frame[frame["judge"] == "judge-x"], reg, "judge-x", n_resamples=200,
                             reference_leaderboard={"kid-x": 0.1, "m1": 0.9, "m2": 0.5, "m3": 0.6})
-    assert out["bonus"]["value"] is None and "cannot be estimated" in out["bonus"]["note"]
-    rows = {r["entry"]: r for r in out["leaderboard"]}
-    assert rows["kid-x"]["adjusted_rank"] == rows["kid-x"]["rank"] == 1
-    assert rows["kid-x"]["ranking_difference"] == 3.0  # 4th on the reference, 1st under the judge
-    assert audit_mod.__all__ == ["RELATED", "audit_leaderboard", "format_audit"]
+    _, b, rows = _audited(out)
+    assert b.value is None and "cannot be estimated" in b.note
+    assert rows["kid-x"].value == rows["kid-x"].extra["original_rank"] == 1
+    moved = {r.generator: r for r in out.select("ranking-difference", against="leaderboard")}
+    assert moved["kid-x"].value == 3.0  # 4th on the reference, 1st under the judge
+    assert moved["kid-x"].ci_low <= 3.0 <= moved["kid-x"].ci_high and moved["kid-x"].n_clusters == 300
+    assert audit_mod.__all__ == ["audit_leaderboard", "format_audit", "ranked_judges"]
+    assert "vs ref" in format_audit(out)
+
+
+def test_audit_ranking_difference_is_the_metric_definition(tmp_path):
+    """The audit's ranking difference is `nepotism.metrics.ranking_difference` on the board's cells."""
+    from nepotism.metrics.leakage import ranking_difference
+
+    frame, reg = _leaderboard(tmp_path)
+    reference = {"kid-x": 0.1, "m1": 0.9, "m2": 0.5, "m3": 0.6}
+    out = audit_leaderboard(frame, reg, "judge-y", n_resamples=100, seed=3, reference_leaderboard=reference)
+    rows = frame[frame["judge"] == "judge-y"]
+    won = (rows["verdict"] == "A").astype(float).to_numpy()
+    assert sorted(r.generator for r in out.select("ranking-difference")) == sorted(reference)
+    for record in out.select("ranking-difference"):
+        est = ranking_difference(won, rows["model_a"].map(reference).to_numpy(dtype=float), rows["model_a"].to_numpy(),
+                                 rows["instance_id"].to_numpy(), target=record.generator, n_resamples=100, seed=3)
+        assert (record.value, record.ci_low, record.ci_high) == (est.value, est.ci_low, est.ci_high)
+
+
+def test_audit_judges_default_to_every_ranking_judge_and_bootstrap_zero_has_no_intervals(tmp_path):
+    frame, reg = _leaderboard(tmp_path)
+    out = audit_leaderboard(frame, reg, n_resamples=0)
+    assert out.summary["judges"] == ["judge-x", "judge-y"] and out.summary["options"]["n_resamples"] == 0
+    assert all(r.ci_low is None and r.ci_high is None for r in out) and out.select("leaderboard-rank")[0].value
+    with pytest.raises(ValueError, match="nothing to audit"):
+        audit_leaderboard(frame[frame["model_a"] == "m1"], reg)
 
 
 def _pointwise(frame: pd.DataFrame, rng) -> pd.DataFrame:
@@ -257,11 +294,11 @@ def test_audit_pointwise_bonus_against_an_unrelated_judge(tmp_path):
     _, reg = _leaderboard(tmp_path)
     frame = _pointwise(pd.DataFrame(), np.random.default_rng(1))
     out = audit_leaderboard(frame, reg, "judge-x", n_resamples=300)
-    assert out["baseline"] is None and out["reference_judge"] == "judge-y"
-    b = out["bonus"]
-    assert 1.0 < b["value"] < 2.0 and b["ci_low"] > 0 and b["variant"]["measure"] == "mean score"
-    rows = {r["entry"]: r for r in out["leaderboard"]}
-    assert rows["kid-x"]["rank"] == 1 and rows["kid-x"]["adjusted_rank"] > 1
+    facts, b, records = _audited(out)
+    assert facts["baseline"] is None and facts["reference_judge"] == "judge-y"
+    assert 1.0 < b.value < 2.0 and b.ci_low > 0 and b.variant["measure"] == "mean score"
+    rows = {e: r.extra for e, r in records.items()}
+    assert rows["kid-x"]["original_rank"] == 1 and records["kid-x"].value > 1
     assert "win_rate" not in rows["kid-x"] and rows["kid-x"]["score"] > rows["m1"]["score"]
     assert all(r["score_ci_low"] <= r["score"] <= r["score_ci_high"] for r in rows.values())
     assert "pointwise scores" in format_audit(out)
@@ -271,10 +308,10 @@ def test_audit_pointwise_single_judge_flags_from_lineage(tmp_path):
     _, reg = _leaderboard(tmp_path)
     frame = _pointwise(pd.DataFrame(), np.random.default_rng(2))
     out = audit_leaderboard(frame[frame["judge"] == "judge-x"], reg, "judge-x", n_resamples=100)
-    assert out["bonus"]["value"] is None and "lineage alone" in out["bonus"]["note"]
-    rows = {r["entry"]: r for r in out["leaderboard"]}
-    assert rows["kid-x"]["related"] and rows["kid-x"]["relation"] == "student"
-    assert all(r["adjusted_rank"] == r["rank"] for r in rows.values())
+    _, b, rows = _audited(out)
+    assert b.value is None and "lineage alone" in b.note
+    assert rows["kid-x"].extra["related"] and rows["kid-x"].scope == "student"
+    assert all(r.value == r.extra["original_rank"] for r in rows.values())
 
 
 def test_pls_table_names_each_condition_and_lists_the_ablation_changes():

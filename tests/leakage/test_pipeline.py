@@ -10,6 +10,7 @@ from nepotism.backends.base import Completion
 from nepotism.errors import InputError
 from nepotism.leakage.config import load_leakage
 from nepotism.leakage.pipeline import run_leakage
+from nepotism.results import Results
 from nepotism.runner.calls import Endpoint
 from nepotism.store import Store
 
@@ -102,28 +103,31 @@ def test_end_to_end_with_fake_models(tmp_path):
     cfg = load_leakage(_write(tmp_path))
     with Store(tmp_path / "s.db") as store:
         result = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
-    ids = {s["id"]: s for s in result["students"]}
+    ids = {s["id"]: s for s in result.summary["students"]}
     assert len(ids) == 6 and {s["group"] for s in ids.values()} == {
         f"icl:{BASE}", f"mixed:{BASE}:mix=0.3,mix_with=human", f"mixed:{BASE}:mix=0.7,mix_with=human"}
     reg_text = (tmp_path / "out" / "students.toml").read_text()
     assert f'teachers = ["{GA}"]' in reg_text and f'parent = "{BASE}"' in reg_text
-    pls = [r for r in result["records"] if r["metric"] == "preference-leakage-score"
+    pls = [r for r in result.to_dicts() if r["metric"] == "preference-leakage-score"
            and r["variant"].get("ties") == "half" and "slice" not in r["variant"]]
     by_group = {r["variant"]["group"]: r for r in pls}
     assert by_group[f"icl:{BASE}"]["value"] > 0.5 and by_group[f"icl:{BASE}"]["p_value"] < 0.05
     assert by_group[f"icl:{BASE}"]["n"] == 48  # 12 instructions x 2 judges x 2 sides
     assert {r["variant"].get("mix") for r in pls} == {None, 0.3, 0.7}
-    metrics = {r["metric"] for r in result["records"]}
+    metrics = {r["metric"] for r in result.to_dicts()}
     assert {"student-recognition-accuracy", "student-classifier-accuracy", "win-rate"} <= metrics
-    assert any(r["variant"].get("slice") == {"question_type": "writing"} for r in pls + result["records"])
+    assert any(r["variant"].get("slice") == {"question_type": "writing"} for r in pls + result.to_dicts())
     out = tmp_path / "out"
     assert (out / "results.json").is_file() and (out / "results.csv").is_file()
+    written = json.loads((out / "results.json").read_text())  # the results document, as `metrics --json` prints it
+    assert written["schema_version"] == 2 and Results.from_document(written) == result and len(result) > 0
+    assert written["summary"]["students"] == result.summary["students"] and "records" not in written
     assert (out / "synthetic" / f"{GA}.trl-messages.jsonl").is_file()
     assert json.loads((out / "synthetic" / "dataset_info.json").read_text())[GB]["formatting"] == "sharegpt"
     # a second run replays every call from the store
     with Store(tmp_path / "s.db") as store:
         again = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
-    assert [r["value"] for r in again["records"]] == [r["value"] for r in result["records"]]
+    assert [r["value"] for r in again.to_dicts()] == [r["value"] for r in result.to_dicts()]
 
 
 def test_overlapping_pools_are_refused_before_any_call(tmp_path):
@@ -258,8 +262,8 @@ instructions = "{instructions}"
     counting = _Counting(cfg)
     with Store(tmp_path / "s.db") as store:
         result = asyncio.run(run_leakage(cfg, store, endpoints=counting.endpoints))
-    second = [s for s in result["students"] if s["group"].startswith("second:")]
-    first = {s["generator"]: s["id"] for s in result["students"] if s["group"].startswith("first:")}
+    second = [s for s in result.summary["students"] if s["group"].startswith("second:")]
+    first = {s["generator"]: s["id"] for s in result.summary["students"] if s["group"].startswith("first:")}
     assert len(second) == 2 and {s["teacher"] for s in second} == set(first.values())
     for s in second:
         assert s["teacher"] == first[s["generator"]] and s["variant"] == {"inherit": "first", "instructions": instructions}
@@ -271,7 +275,7 @@ instructions = "{instructions}"
     registry = load_registry([str(tmp_path / "out" / "students.toml")])
     for s in second:
         assert registry.scope(s["generator"], s["id"]) == "student"  # through the parent student
-    pls = [r for r in result["records"] if r["metric"] == "preference-leakage-score"
+    pls = [r for r in result.to_dicts() if r["metric"] == "preference-leakage-score"
            and r["variant"].get("group", "").startswith("second:") and "slice" not in r["variant"]
            and r["variant"].get("ties") == "loss"]
     assert pls and pls[0]["value"] > 0.5 and pls[0]["p_value"] < 0.05
@@ -281,7 +285,7 @@ instructions = "{instructions}"
     with Store(tmp_path / "s.db") as store:
         again = asyncio.run(run_leakage(cfg, store, endpoints=counting.endpoints))
     assert counting.calls == made
-    assert [r["value"] for r in again["records"]] == [r["value"] for r in result["records"]]
+    assert [r["value"] for r in again.to_dicts()] == [r["value"] for r in result.to_dicts()]
 
 
 def test_inheritance_config_errors(tmp_path):
@@ -354,7 +358,7 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
     endpoints[BASE] = Endpoint(model=BASE, backend=_Rewriter(BASE), kind="fake", served_model=BASE)
     with Store(tmp_path / "s.db") as store:
         result = asyncio.run(run_leakage(cfg, store, endpoints=endpoints))
-    records = result["records"]
+    records = result.to_dicts()
     group = f"icl:{BASE}"
 
     def one(metric, condition):
@@ -372,8 +376,8 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
     assert change["value"] == pytest.approx(after["value"] - before["value"])
     assert change["ci_high"] < 0  # the paired interval excludes no change
     # the broken rewrites' comparisons are missing, not guessed: 144 judgments per condition in full
-    assert 144 < result["judgments"]["pairwise:parsed"] < 2 * 144
-    assert any(note.startswith("no-style:") and "rewriting call failed" in note for note in result["notes"])
+    assert 144 < result.summary["judgments"]["pairwise:parsed"] < 2 * 144
+    assert any(note.startswith("no-style:") and "rewriting call failed" in note for note in result.summary["notes"])
     # the other analyses still read the original answers only
     assert all(r["condition"] in (None, "default") for r in records
                if r["metric"] not in ("preference-leakage-score", "preference-leakage-change", "win-rate"))

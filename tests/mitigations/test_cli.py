@@ -77,8 +77,10 @@ rate = 0.2
         out = CliRunner().invoke(_cli(), ["mitigate", str(tmp_path / "exp.toml"), "--store", str(tmp_path / "s.db"),
                                           "--no-progress"])
     assert out.exit_code == 0, out.output
-    written = tmp_path / "out" / "mitigations.jsonl"
-    records = [json.loads(line) for line in written.read_text().splitlines()]
+    written = json.loads((tmp_path / "out" / "mitigations.json").read_text())  # the results document
+    assert written["schema_version"] == 2 and written["summary"]["exports"] and written["summary"]["run_id"]
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["results"] == {"mitigation-effects": "mitigations.json"}
+    records = written["results"]
     effects = [r for r in records if r["metric"] == "mitigation-effect"]
     assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal", "typos"}
     # the answers are graded (multiple choice): the baseline's accuracy figures come along (paper 003)

@@ -423,7 +423,7 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
     perturbed = per["cross-reason"]["perturbed"] + per["code-restyle"]["perturbed"]
     assert sum(summary["judgments"].values()) == 2 * (len(pairs) + perturbed)
     assert set(summary["judgments"]) <= {"parsed", "unparsed"}
-    effects = {r["condition"]: r for r in json.loads(done.stdout)["records"]
+    effects = {r["condition"]: r for r in json.loads(done.stdout)["results"]
                if r["metric"] == "mitigation-effect" and r["variant"]["base_metric"] == "self-preference"
                and r["variant"]["scope"] == "self"}
     for name in ("cross-reason", "code-restyle"):  # each pair's paired comparison used or excluded, with why

@@ -171,7 +171,7 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     assert with_humans.returncode == 0 and without.returncode == 0, with_humans.stderr + without.stderr
 
     def effect(done, metric):
-        (rec,) = [r for r in json.loads(done.stdout)["records"] if r["metric"] == "mitigation-effect"
+        (rec,) = [r for r in json.loads(done.stdout)["results"] if r["metric"] == "mitigation-effect"
                   and r["judge"] == JUDGE and r["variant"] == {"mitigation": "judge-option",
                                                                "base_metric": metric, "scope": "student"}]
         return rec
@@ -186,4 +186,4 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     assert unlabelled["n"] == 0 and unlabelled["excluded"]["no truth"] == labelled["n"]
     assert effect(without, "error-bias")["excluded"]["no truth"] == labelled["n"]
     assert bad.returncode == 2 and "mitigate.target" in bad.stderr and not (tmp_path / "c.db").exists()
-    assert (tmp_path / "mitigations.jsonl").is_file()  # no [output] dir: the records go to the working folder
+    assert json.loads((tmp_path / "mitigations.json").read_text())["schema_version"] == 2  # no [output] dir: the working folder

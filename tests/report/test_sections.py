@@ -17,6 +17,7 @@ from nepotism.report import _format, full, section_plots, sections
 from nepotism.report.card import judge_cards
 from nepotism.report.full import build_report, write_report
 from nepotism.analyses.verdicts import judge_verdicts
+from nepotism.errors import InputError
 from nepotism.report.inputs import is_results_file, load_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
@@ -50,18 +51,26 @@ def test_all_exported():
 
 
 # ------------------------------------------------------------------------------------ inputs
-def test_loads_every_analysis_output_shape(tmp_path, mitigation, leakage_run, leakage_audit):
-    records, summary, _ = mitigation  # `nepotism mitigate --json`: {records, summary}
+def test_loads_every_command_s_results_document(tmp_path, mitigation, leakage_run, leakage_audit):
+    """Every command's output is the one results document; an older shape is refused naming the file
+    and the command that writes the document (nothing is guessed)."""
+    records, summary, _ = mitigation  # `nepotism mitigate --json`
     assert {r["metric"] for r in records} == {"mitigation-effect"}
     assert summary["perturbations"]["synonyms-model"]["perturbed"] == 0
-    records, summary, _ = leakage_run  # `nepotism leakage run` results.json: {records, experiment, ...}
+    records, summary, _ = leakage_run  # `nepotism leakage run`'s results.json: the run's facts in the summary
     assert "preference-leakage-score" in {r["metric"] for r in records} and summary["run_id"]
-    records, _, _ = leakage_audit  # `nepotism leakage audit --json`: a list of audits
+    records, summary, _ = leakage_audit  # `nepotism leakage audit --json`
     assert {r["metric"] for r in records} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
-    jsonl = tmp_path / "mitigations.jsonl"  # `nepotism mitigate --out`
-    jsonl.write_text("\n".join(json.dumps(r) for r in mitigation[0]) + "\n")
-    assert is_results_file(jsonl)
-    assert load_results(jsonl)[0] == mitigation[0]
+    assert [a["judge"] for a in summary["audits"]] == ["gpt4_0314", "gpt4_1106_preview"]
+    old = {"mitigations.jsonl": "\n".join(json.dumps(r) for r in mitigation[0]) + "\n",  # an older `mitigate --out`
+           "list.json": json.dumps(mitigation[0]),  # an older `metrics --json`
+           "records.json": json.dumps({"summary": {}, "records": mitigation[0]})}  # an older `mitigate --json`
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(InputError) as err:
+            load_results(tmp_path / name)
+        assert err.value.path == str(tmp_path / name) and "nepotism mitigate EXPERIMENT --json" in err.value.message
+    assert not is_results_file(tmp_path / "mitigations.jsonl")
     other = tmp_path / "judgments.jsonl"
     other.write_text(json.dumps({"instance_id": "1", "judge": "j"}) + "\n")
     assert not is_results_file(other)  # a judgment table is audited, not read as results

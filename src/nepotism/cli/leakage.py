@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option, run_live,
-                                  store_path_of)
+from nepotism.cli._common import (bootstrap_options, echo_json, exit_if_calls_failed, experiment_store,
+                                  max_failure_rate_option, models_option, run_live, store_path_of)
 
 __all__ = ["command"]
 
@@ -36,7 +36,8 @@ def command() -> None:
 @click.option("--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls (no file is written).")
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results document (results.json's; with --dry-run, the plan's counts).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the progress bar (default: when stderr is a terminal).")
 @max_failure_rate_option("the calls (synthetic data, students' answers, rewrites, judging)")
@@ -44,9 +45,11 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         max_failure_rate: float) -> None:
     """Generate synthetic data, make students, judge every student pair, and compute PLS and the analyses.
 
-    Results go to the experiment's output directory: results.json / results.csv (standard
-    records), students.toml (the students' lineage, a registry file), synthetic/ (the
-    generators' data in trainer formats) and students/ (trained adapters and manifests).
+    Results go to the experiment's output directory: results.json (the results document, as
+    `nepotism metrics --json` prints it: `nepotism report` and `nepotism card` read it; --json
+    prints it too), results.csv (one row per record), students.toml (the students' lineage, a
+    registry file), synthetic/ (the generators' data in trainer formats) and students/ (trained
+    adapters and manifests).
     """
 
     from nepotism.leakage.config import load_leakage
@@ -68,12 +71,10 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         with Store(path) as store:
             result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
                               progress=False if dry_run else progress, as_json=as_json)
-    if as_json:
-        echo_json(result)
-        if not dry_run:
-            exit_if_calls_failed(result["calls"], max_failure_rate)
-        return
-    if dry_run:
+    if isinstance(result, dict):  # a dry run: the plan's counts
+        if as_json:
+            echo_json(result)
+            return
         click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
                    f"{result['eval_instructions']} evaluation instructions, {len(result['students'])} students, "
                    f"~{result['generation_calls']} generation"
@@ -82,46 +83,54 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
         for s in result["students"]:
             click.echo(f"  {s['id']}  ({s['method']}, group {s['group']})")
         return
-    click.echo(pls_table(result["records"]))
-    extra = analyses_table(result["records"])
+    summary = result.summary
+    if as_json:
+        echo_json(result.document())
+        exit_if_calls_failed(summary["calls"], max_failure_rate)
+        return
+    records = result.to_dicts()
+    click.echo(pls_table(records))
+    extra = analyses_table(records)
     if extra:
         click.echo("")
         click.echo(extra)
-    for note in result["notes"]:
+    for note in summary["notes"]:
         click.echo(f"note: {note}")
-    click.echo(f"timings: {json.dumps(result['timings'])}")
-    click.echo(f"written: {', '.join(result['files'].values())}")
-    exit_if_calls_failed(result["calls"], max_failure_rate)
+    click.echo(f"timings: {json.dumps(summary['timings'])}")
+    click.echo(f"written: {', '.join(summary['files'].values())}")
+    exit_if_calls_failed(summary["calls"], max_failure_rate)
 
 
 @command.command("audit")
-@click.argument("table", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("table", required=False, type=click.Path(path_type=Path))
 @click.option("--demo", is_flag=True, help="Audit the bundled AlpacaEval judgments.")
 @click.option("--judge", "judges", multiple=True,
               help="Judge to audit (default: every judge that ranks two or more entries).")
-@click.option("--registry", "registry_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="Extra registry TOML files (lineage of the entries).")
+@models_option
 @click.option("--reference-judge", default=None, help="An unrelated judge to estimate the bonus against.")
 @click.option("--reference-leaderboard", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="CSV model,score (e.g. a human-vote leaderboard) for the ranking difference of §5.4.")
 @click.option("--top", type=click.IntRange(1), default=None, help="Print only the first N rows of each leaderboard.")
-@click.option("--resamples", type=click.IntRange(0, 100_000), default=1000, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON.")
-def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_files: tuple[Path, ...],
-          reference_judge: str | None, reference_leaderboard: Path | None, top: int | None, resamples: int,
+@bootstrap_options
+@click.option("--json", "as_json", is_flag=True, help="Print the results document (as `nepotism metrics --json`).")
+def audit(table: Path | None, demo: bool, judges: tuple[str, ...], models_files: tuple[str, ...],
+          reference_judge: str | None, reference_leaderboard: Path | None, top: int | None, bootstrap,
           as_json: bool) -> None:
     """Flag leaderboard entries related to the judge, estimate their bonus, re-rank without it (with rank CIs).
 
     TABLE is a recorded pairwise table (every entry compared with one baseline per judge) or a
-    pointwise table (every entry graded alone, e.g. imported MT-Bench or arena-bench grades). With no
-    unrelated judge on the same entries, the related entries are flagged from the registry alone.
+    pointwise table (every entry graded alone, e.g. imported MT-Bench or arena-bench grades), or
+    anything `nepotism metrics` reads that holds one (a store, a run folder, a dataset). It is
+    validated as `nepotism metrics` validates it: every judge must be in the model registry
+    (--models extends it). With no unrelated judge on the same entries, the related entries are
+    flagged from the registry alone. --json prints the results document that `nepotism report`
+    and `nepotism card` read.
     """
     from nepotism.analyses.suite import read_leaderboard
+    from nepotism.api import check_registry, read_source
     from nepotism.errors import InputError
     from nepotism.leakage.audit import audit_leaderboard, format_audit
-    from nepotism.metrics import Bootstrap
     from nepotism.models import load_registry
-    from nepotism.tables import read_table
 
     if demo == (table is not None):
         raise InputError("give a TABLE or --demo (not both)")
@@ -129,27 +138,21 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], registry_file
         from nepotism.data import demo_judgments
 
         table = demo_judgments()
-    frame = read_table(table).frame
-    registry = load_registry([str(p) for p in registry_files])
+    ranked = [t for t in read_source(table) if t.kind in ("pairwise", "pointwise")]
+    if len(ranked) != 1:
+        raise InputError("needs one pairwise or one pointwise table of leaderboard judgments"
+                         + (f", not {len(ranked)}" if ranked else ""), path=str(table))
+    (found,) = ranked
+    registry = load_registry(list(models_files))
+    check_registry(found, registry)
     reference = read_leaderboard(reference_leaderboard) if reference_leaderboard else None
-    pointwise = "model" in frame
-    entries = ["model"] if pointwise else ["model_a", "model_b"]
-    least = 2 if pointwise else 3  # a pairwise leaderboard's models include its baseline
-    chosen = list(judges) or sorted(j for j, g in frame.groupby("judge")
-                                     if len(set().union(*(set(g[c]) for c in entries))) >= least)
-    if not chosen:
-        what = "models graded" if pointwise else "models besides a baseline"
-        raise InputError(f"no judge ranks two or more entries ({what}): nothing to audit", path=str(table),
-                         field="judge")
-    results = []
-    for judge in chosen:
-        try:
-            results.append(audit_leaderboard(frame, registry, judge, reference_judge=reference_judge,
-                                             reference_leaderboard=reference,
-                                             bootstrap=Bootstrap(n_resamples=resamples)))
-        except ValueError as err:
-            raise InputError(str(err), path=str(table), field="judge") from None
+    try:
+        results = audit_leaderboard(found.frame, registry, list(judges) or None, reference_judge=reference_judge,
+                                    reference_leaderboard=reference, bootstrap=bootstrap)
+    except ValueError as err:
+        raise InputError(str(err), path=str(table), field="judge") from None
+    results.summary["source"] = "the bundled AlpacaEval judgments (--demo)" if demo else str(table)
     if as_json:
-        echo_json(results)
+        echo_json(results.document())
         return
-    click.echo("\n\n".join(format_audit(r, top=top) for r in results))
+    click.echo(format_audit(results, top=top))

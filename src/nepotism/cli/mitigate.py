@@ -21,9 +21,10 @@ __all__ = ["command"]
 @click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
 @click.option("--out", "out_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the records as JSON Lines here (the output folder always gets mitigations.jsonl, "
-                   "listed in its run.json; without [output] dir, default ./mitigations.jsonl).")
-@click.option("--json", "as_json", is_flag=True, help="Print the records and the summary as JSON.")
+              help="Also write the results document here (the output folder always gets mitigations.json, "
+                   "listed in its run.json; without [output] dir, default ./mitigations.json).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results document (the records and the summary, as `nepotism metrics --json`).")
 @click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: on a terminal).")
 @click.option("--rule", type=click.Choice(["consistent", "strict"]), default=None,
               help="How the two presentation orders combine (default: [mitigate] rule, else consistent = paper 004 "
@@ -36,11 +37,12 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     For each mitigation it reports the change in every bias metric (self-preference, harmful
     self-preference, judge accuracy, Error Bias) on the same instances and the same judge, with a
     paired bootstrap interval, and, for perturbations, the same perturbed pairs judged by
-    third-party judges as a control. Records are written as JSON Lines (``metric =
-    mitigation-effect``), followed, when the answers can be graded, by the baseline's judge accuracy
-    (self-evaluation, third-party, all examples), task accuracy and own win rate by ground truth and
-    by the judge's own judgment (paper 003). The output folder also gets the judgment tables and
-    run.json listing them and mitigations.jsonl: `nepotism metrics` and `nepotism report` take it
+    third-party judges as a control. The records are written as a results document
+    (mitigations.json: ``metric = mitigation-effect``), followed, when the answers can be graded,
+    by the baseline's judge accuracy (self-evaluation, third-party, all examples), task accuracy
+    and own win rate by ground truth and by the judge's own judgment (paper 003). The output folder
+    also gets the judgment tables and run.json listing them and mitigations.json: `nepotism
+    metrics` and `nepotism report` take it
     (recognition per condition; the report adds the mitigation effects). Every
     model call is cached in the store: a rerun repeats nothing.
     """
@@ -63,7 +65,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
             for c in listing["conditions"]:
                 click.echo(f"  {c['name']:<24}{c['kind']}")
         return
-    from nepotism.mitigations.run import RECORDS_FILE, run_mitigations, write_records
+    from nepotism.mitigations.run import RECORDS_FILE, run_mitigations, write_results
     from nepotism.store import Store
 
     exp = plan.experiment
@@ -73,9 +75,9 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
     written = result.summary.get("records_file")  # the output folder's copy, listed in its run.json
     target = out_path or Path(written or RECORDS_FILE)
     if written is None or target.resolve() != Path(written).resolve():
-        write_records(target, result.records + result.baseline)
+        write_results(target, result.results)
     if as_json:
-        echo_json({"summary": result.summary, "records": result.records + result.baseline})
+        echo_json(result.results.document())
     else:
         _print(result, target)
     exit_if_calls_failed(result.summary["calls"], max_failure_rate)

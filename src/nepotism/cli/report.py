@@ -35,9 +35,9 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
             bootstrap, as_json):
     """Write the full report for SOURCE into --out.
 
-    SOURCE is a results file (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
-    --json` or its JSON Lines --out, `nepotism leakage run`'s results.json, `nepotism leakage audit
-    --json`, `nepotism annotate agreement --json`, or an earlier `nepotism report`), the output folder
+    SOURCE is a results document (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
+    --json` or its mitigations.json, `nepotism leakage run`'s results.json, `nepotism leakage audit
+    --json`, or an earlier `nepotism report`; also `nepotism annotate agreement --json`), the output folder
     of `nepotism run` or `nepotism mitigate` (every table it lists, with the run's references and models,
     and the mitigation effects its run.json lists), a recorded judgment table (CSV, JSONL or Parquet; audited here with every
     metric whose inputs are present, plus --reference tables and --models registries) or a store

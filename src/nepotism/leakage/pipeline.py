@@ -6,8 +6,9 @@ student (ICL prompts, SFT/DPO training, external models; an inheriting entry's s
 the answers of an earlier entry's students, paper 000 §5.2), write their lineage into
 ``students.toml`` and load the registry with it; the students answer the evaluation pool; every
 judge compares every pair of students of a group in both orders; then recognition, question-type
-and judgment-dimension labelling; PLS and the analyses become records, written as
-``results.json`` and ``results.csv`` with timings. A trained student whose every evaluation answer
+and judgment-dimension labelling; PLS and the analyses become records, written as the results
+document ``results.json`` (`nepotism.results.Results`: the run's facts and timings in its summary)
+and ``results.csv``. A trained student whose every evaluation answer
 is already cached is not trained again, and one whose saved adapter matches its training data is
 reloaded instead of retrained. ``dry_run=True`` stops after planning and reports counts.
 """
@@ -35,6 +36,7 @@ from nepotism.leakage.pools import check_disjoint, load_pool
 from nepotism.leakage.students import ICLSpec, data_digest, icl_demonstrations, mix_examples, preference_pairs
 from nepotism.metrics.leakage import PLS_TIE_RULES
 from nepotism.records import Response
+from nepotism.results import Results
 from nepotism.runner.calls import Endpoint
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.limits import Limiter
@@ -292,10 +294,11 @@ def _judge_wide_options(judge_options: Mapping[str, Any]) -> dict[str, Any]:
     return {"mode": "text"} | {k: judge_options[k] for k in _JUDGE_WIDE if k in judge_options}
 
 
-def _write(out_dir: Path, result: dict[str, Any]) -> dict[str, str]:
-    body = json.dumps(result, indent=2, default=str, sort_keys=False)
+def _write(out_dir: Path, results: Results) -> dict[str, str]:
+    """``results.json`` (the results document) and ``results.csv`` (one row per record)."""
+    body = results.to_json() + "\n"
     files = {"json": str(atomic_write(out_dir / "results.json", lambda t: t.write_text(body, encoding="utf-8")))}
-    frame = pd.DataFrame.from_records(result["records"])
+    frame = pd.DataFrame.from_records(results.to_dicts())
     for column in ("variant", "excluded", "pair", "relation", "students", "judges"):
         if column in frame:
             frame[column] = frame[column].map(lambda v: json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
@@ -304,8 +307,10 @@ def _write(out_dir: Path, result: dict[str, Any]) -> dict[str, str]:
 
 
 async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
-                      dry_run: bool = False, view: Any = None) -> dict[str, Any]:
-    """Run the experiment (see the module docstring) and return the result dict that is written."""
+                      dry_run: bool = False, view: Any = None) -> Results | dict[str, Any]:
+    """Run the experiment (see the module docstring) and return its `Results` (the records, and in
+    ``summary`` the run's facts: students, judgments, calls, timings, notes, the files written),
+    what ``results.json`` holds; with ``dry_run``, the plan's counts (a dict)."""
     import nepotism.judging as judging
     from nepotism.leakage import categories as cat
     from nepotism.leakage.recognition import classifier_records, plan_student_recognition, recognition_records
@@ -473,14 +478,15 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     counts: dict[str, int] = {}
     for j in judgments:
         counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1
-    result = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
-              "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
-              "train_instructions": len(train), "eval_instructions": len(eval_instances),
-              "judgments": counts, "generation_failures": len(answered.failures),
-              # every phase's calls (synthetic data, students' answers, rewrites, judging): exit 3 when some failed
-              "calls": [phase.as_dict() for phase in runner.phases], "timings": timer.phases,
-              "notes": notes, "records": records}
+    summary = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
+               "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
+               "train_instructions": len(train), "eval_instructions": len(eval_instances),
+               "judgments": counts, "generation_failures": len(answered.failures),
+               # every phase's calls (synthetic data, students' answers, rewrites, judging): exit 3 when some failed
+               "calls": [phase.as_dict() for phase in runner.phases], "timings": timer.phases,
+               "notes": notes, "options": boot.as_dict()}
     if prevented_counts:  # judgments a failed student answer prevented, by reason (as `nepotism run` says)
-        result["prevented"] = prevented_counts
-    result["files"] = _write(out_dir, result)
-    return result
+        summary["prevented"] = prevented_counts
+    results = Results(records, summary=summary)
+    results.summary["files"] = _write(out_dir, results)
+    return results

@@ -21,7 +21,6 @@ the endpoints, the text model and the sandbox runner can be injected (tests use 
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -42,12 +41,14 @@ from nepotism.mitigations.perturbed_pairs import perturbed_pair_items
 from nepotism.mitigations.rows import pair_truth, preference_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
+from nepotism.results import Results
 
 __all__ = ["RECORDS_FILE", "MitigationResult", "export_run", "grade_responses", "run_mitigations", "store_text_model",
-           "write_records"]
+           "write_results"]
 
-#: The records' file in the output folder, listed in its ``run.json`` under ``results``.
-RECORDS_FILE = "mitigations.jsonl"
+#: The results document in the output folder (`MitigationResult.results`), listed in its ``run.json``
+#: under ``results``.
+RECORDS_FILE = "mitigations.json"
 
 
 @dataclass
@@ -55,6 +56,12 @@ class MitigationResult:
     records: list[dict]  # mitigation-effect records
     summary: dict = field(default_factory=dict)
     baseline: list[dict] = field(default_factory=list)  # the baseline's accuracy records (`.accuracy`)
+
+    @property
+    def results(self) -> Results:
+        """The run as the one results document holds it: the effects, then the baseline's accuracy
+        records, with the summary (what ``nepotism mitigate --json`` prints and `RECORDS_FILE` holds)."""
+        return Results(self.records + self.baseline, summary=self.summary)
 
 
 def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None,
@@ -132,22 +139,23 @@ def grade_responses(instances: Sequence[Instance], responses: Sequence[Response]
     return out
 
 
-def write_records(target, records: Sequence[Mapping]) -> Path:
-    """``records`` as JSON Lines (one record a line, keys sorted), written atomically."""
+def write_results(target, results: Results) -> Path:
+    """``results`` as the results document (`Results.to_json`), written atomically."""
     from nepotism._files import atomic_write_bytes
 
-    body = "".join(json.dumps(rec, sort_keys=True, default=str) + "\n" for rec in records)
-    return atomic_write_bytes(target, body.encode("utf-8"))
+    return atomic_write_bytes(target, (results.to_json() + "\n").encode("utf-8"))
 
 
 def export_run(exp, store, tasks, correct: Mapping, run_id: str,
-               records: Sequence[Mapping] | None = None, plan: str | None = None) -> dict[str, str]:
+               records: Sequence[Mapping] | None = None, plan: str | None = None,
+               summary: Mapping | None = None) -> dict[str, str]:
     """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``; with
     ``plan``, `JudgingOutcome.plan`, only the judgments of this run's calls), the graded
-    answers as a ``correctness-ref`` table, ``records`` as `RECORDS_FILE` and ``run.json`` listing
-    them into the experiment's output folder, so that ``nepotism metrics`` and ``nepotism report``
-    take the folder (recognition per condition; the report adds the mitigation effects). Returns the
-    tables and references written."""
+    answers as a ``correctness-ref`` table, ``records`` with ``summary`` (to which ``exports``, the
+    tables and references written, is added) as the results document `RECORDS_FILE` and
+    ``run.json`` listing them into the experiment's output folder, so that ``nepotism metrics``
+    and ``nepotism report`` take the folder (recognition per condition; the report adds the
+    mitigation effects). Returns the tables and references written."""
     if exp.output_dir is None:
         return {}
 
@@ -164,7 +172,8 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str,
         references["correctness-ref"] = str(target)
     results = {}
     if records is not None:
-        results["mitigation-effects"] = str(write_records(Path(exp.output_dir) / RECORDS_FILE, records))
+        document = Results(records, summary={**(summary or {}), "exports": tables | references})
+        results["mitigation-effects"] = str(write_results(Path(exp.output_dir) / RECORDS_FILE, document))
     write_manifest(exp.output_dir, experiment=exp.name, run_id=run_id, tables=tables, references=references,
                    registry_files=exp.registry_files, results=results)
     return tables | references
@@ -178,6 +187,7 @@ def _export_pairs(exp, items: list) -> dict:
     from nepotism.mitigations.perturbed_pairs import write_perturbed_pairs
 
     target = Path(exp.output_dir) / "perturbed-pairs.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)  # written before the tables (`export_run` makes it too)
     return {"file": str(target), "items": write_perturbed_pairs(items, target)}
 
 
@@ -378,11 +388,11 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
         summary["familiarity_scores"] = familiarity_counts
     if prevented_counts:  # judgments a failed generation prevented, by reason (as `nepotism run` says)
         summary["prevented"] = prevented_counts
-    summary["exports"] = export_run(exp, store, unique + [t for t, _, _ in blocked], correct, run_id,
-                                    records=records + accuracy, plan=judged.plan)
     summary["perturbed_pairs"] = _export_pairs(exp, pair_items)
     if exp.output_dir is not None:
         summary["records_file"] = str(Path(exp.output_dir) / RECORDS_FILE)
+    summary["exports"] = export_run(exp, store, unique + [t for t, _, _ in blocked], correct, run_id,
+                                    records=records + accuracy, plan=judged.plan, summary=summary)
     return MitigationResult(records, summary, accuracy)
 
 

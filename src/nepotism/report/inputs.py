@@ -1,19 +1,19 @@
 """What `nepotism report` and `nepotism card` read: saved results, or judgments to audit first.
 
-- `load_results`: a results JSON file — a list of records (``nepotism metrics --json``), a
-  document with a ``results`` list (``nepotism demo``, ``nepotism report``) or a ``records`` list
-  (``nepotism mitigate --json``, ``nepotism leakage run``'s results.json), with its ``summary``
-  and ``findings`` when present; the list of audits of ``nepotism leakage audit --json``; the
-  agreement report of ``nepotism annotate agreement --json`` (made into ``annotator-agreement``,
-  ``annotator-kappa``, ``judge-human-agreement`` and ``judge-human-kappa`` records); or JSON Lines
-  records (``nepotism mitigate --out``). Records are checked for the fields the report needs.
+- `load_results`: a results document (`nepotism.results.Results.from_document`: what ``nepotism
+  metrics --json``, ``mitigate --json`` and its ``mitigations.json``, ``leakage run``'s
+  ``results.json``, ``leakage audit --json``, ``demo`` and ``report`` write; and the agreement
+  report of ``nepotism annotate agreement --json``, which `Results.from_document` converts). A file
+  an older nepotism wrote (a bare list of records, ``{"summary", "records"}``, JSON Lines records)
+  is refused, naming the file and the command that writes the document now. Records are checked
+  for the fields the report needs. No shape is guessed here.
 
 - `folder_results`: the result records a run's output folder lists in its ``run.json``
-  (``results``: ``nepotism mitigate``'s ``mitigations.jsonl``), for the report to add to the
+  (``results``: ``nepotism mitigate``'s ``mitigations.json``), for the report to add to the
   folder's audit — every record but those of a metric the audit already measured from the tables.
 
 - `records_instead`: for something given as judgments that holds result records instead (``nepotism
-  leakage``'s output folder, a ``results.csv`` / ``results.json`` / ``mitigations.jsonl``), the
+  leakage``'s output folder, a ``results.csv`` / ``results.json`` / ``mitigations.json``), the
   file ``nepotism report`` reads, so that ``nepotism metrics`` can say what to run.
 
 - `report_records`: everything above put together for one source, as ``nepotism report SOURCE``
@@ -44,78 +44,21 @@ _REQUIRED = ("metric", "judge", "value")
 
 
 def is_results_file(path: str | Path) -> bool:
-    """A results JSON file (or the JSON Lines records of ``nepotism mitigate --out``)."""
-    path = Path(path)
-    if path.suffix.lower() == ".json":
-        return True
-    if path.suffix.lower() != ".jsonl":
-        return False
-    try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline(input_limits.current().line)
-        return '"metric"' in first and '"value"' in first
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _jsonl(path: Path) -> list:
-    records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in input_limits.numbered_lines(handle, path):
-            if line.strip():
-                records.append(parse_json_line(line, str(path), number))
-    return records
-
-
-def _agreement(document: dict) -> tuple[list[dict], dict]:
-    """Records and summary from ``nepotism annotate agreement --json`` (humans with each other, judges with them)."""
-    collection = str(document.get("collection") or "labels")
-
-    def record(metric, estimate, judge=None, **variant):
-        return {**estimate, "metric": metric, "judge": judge, "condition": collection, "generator": None,
-                "pair": None, "scope": None, "variant": variant}
-
-    records = []
-    overall = document.get("overall") or {}
-    for key, metric, name in (("percent_agreement", "annotator-agreement", "percent agreement"),
-                              ("fleiss_kappa", "annotator-kappa", "Fleiss' kappa"),
-                              ("krippendorff_alpha", "annotator-kappa", "Krippendorff's alpha")):
-        if isinstance(overall.get(key), dict):
-            records.append(record(metric, overall[key], statistic=name, between="all annotators"))
-    for pair in document.get("pairs") or []:
-        between = " vs ".join(map(str, pair.get("annotators") or []))
-        if isinstance(pair.get("agreement"), dict):
-            records.append(record("annotator-agreement", pair["agreement"], statistic="percent agreement", between=between))
-        if isinstance(pair.get("cohen_kappa"), dict):
-            records.append(record("annotator-kappa", pair["cohen_kappa"], statistic="Cohen's kappa", between=between))
-    for judge, entry in (document.get("judges") or {}).items():
-        if isinstance(entry.get("agreement"), dict):
-            records.append(record("judge-human-agreement", entry["agreement"], judge=str(judge),
-                                  statistic="agreement with the human majority"))
-        if isinstance(entry.get("cohen_kappa"), dict):
-            records.append(record("judge-human-kappa", entry["cohen_kappa"], judge=str(judge),
-                                  statistic="Cohen's kappa with the human majority"))
-    summary = {"collection": collection, "items": document.get("n_items"), "annotators": document.get("annotators"),
-               "majority": document.get("majority"), "judgment_rows_unmatched": document.get("judgment_rows_unmatched")}
-    return records, {k: v for k, v in summary.items() if v is not None}
-
-
-def _audits(document: list) -> list[dict] | None:
-    """The records of ``nepotism leakage audit --json`` (a list of audits, each with its records)."""
-    if document and all(isinstance(a, dict) and isinstance(a.get("records"), list) and "metric" not in a
-                        for a in document):
-        return [r for audit in document for r in audit["records"]]
-    return None
+    """A results document's file: JSON (``.json``). JSON Lines records (an older ``nepotism mitigate
+    --out``) are not one (`records_instead` finds them, and `results_source` says how to remake them)."""
+    return Path(path).suffix.lower() == ".json"
 
 
 def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
-    """``(records, summary, findings)`` from a results JSON file."""
+    """``(records, summary, findings)`` of the results document in ``path``
+    (`nepotism.results.Results.from_document`; every record read as a `Record`)."""
+    from nepotism.results import Record, Results
+
     path = Path(path)
+    if not is_results_file(path):
+        raise InputError("not a results document (.json): " + _remake(path), path=str(path))
     try:
-        if path.suffix.lower() == ".jsonl":
-            document = _jsonl(path)
-        else:
-            document = parse_json_line(path.read_text(encoding="utf-8"), str(path), None)
+        document = parse_json_line(path.read_text(encoding="utf-8"), str(path), None)
     except FileNotFoundError:
         raise InputError("results file not found", path=str(path)) from None
     except UnicodeDecodeError as err:
@@ -123,30 +66,12 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
     except InputError as err:
         raise InputError(f"not a JSON results file: {err.message}", path=err.path, line=err.line,
                          field=err.field) from None
-    summary, findings = {}, []
-    if isinstance(document, dict) and isinstance(document.get("overall"), dict) and "annotators" in document:
-        records, summary = _agreement(document)
-        document = {"results": records, "summary": summary}
-    if isinstance(document, dict):
-        key = "results" if isinstance(document.get("results"), list) else "records"
-        if not isinstance(document.get(key), list):
-            raise InputError("a results document needs a 'results' (or 'records') list of records", path=str(path),
-                             field="results")
-        records = document[key]
-        summary = document.get("summary") or {}
-        if not isinstance(summary, dict):
-            summary = {}
-        if key == "records" and not document.get("summary"):  # `nepotism leakage run`: the run's facts
-            summary = {k: document[k] for k in ("experiment", "run_id", "generation_failures", "judgments", "notes")
-                       if k in document}
-        findings = [str(x) for x in document.get("findings") or []]
-    elif isinstance(document, list):
-        records = _audits(document)
-        if records is None:
-            records = document
-    else:
-        raise InputError("expected a list of result records or a document with 'results'", path=str(path))
-    for i, record in enumerate(records):
+    try:
+        results = Results.from_document(document)
+    except ValueError as err:
+        raise InputError(str(err), path=str(path)) from None
+    given = document.get("results") if isinstance(document, dict) and "schema_version" in document else []
+    for i, record in enumerate(given):  # each record as `Record` reads it, named by its place in the file
         if not isinstance(record, dict):
             raise InputError(f"result {i} is not an object", path=str(path), field=f"results[{i}]")
         for key in _REQUIRED:
@@ -155,10 +80,24 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         value = record["value"]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"result {i}: value must be a number or null", path=str(path), field=f"results[{i}].value")
+        try:
+            Record.from_dict(record)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"result {i}: {err}", path=str(path), field=f"results[{i}]") from None
+    records = results.to_dicts()
+    for record in records:
         record.setdefault("variant", {})
         record.setdefault("condition", "default")
+    summary = dict(results.summary)
     summary.setdefault("source", str(path))
-    return records, summary, findings
+    return records, summary, list(results.findings)
+
+
+def _remake(path: Path) -> str:
+    """How to make the results document of what ``path`` holds."""
+    return ("it holds result records in a shape an older nepotism wrote; run the command that made it again "
+            "(`nepotism mitigate EXPERIMENT --json` or its output folder's mitigations.json, `nepotism leakage run`'s "
+            "results.json, `nepotism metrics ... --json`) and give `nepotism report` that results document")
 
 
 def results_source(source: str | Path) -> Path | None:
@@ -177,6 +116,11 @@ def results_source(source: str | Path) -> Path | None:
             raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
                              "JSON beside them: give `nepotism report` the .json results file", path=str(file))
         return results
+    if Path(source).is_file() and _holds_records(Path(source)):  # JSON Lines records of an older nepotism
+        sibling = Path(source).with_suffix(".json")
+        if Path(source).suffix.lower() == ".csv" and sibling.is_file():
+            return sibling
+        raise InputError("holds result records, not a results document: " + _remake(Path(source)), path=str(source))
     return None
 
 
@@ -236,8 +180,9 @@ def records_instead(source: str | Path) -> tuple[Path, Path | None] | None:
     """``(file, results file)`` when ``source`` — a table file, or a folder without ``run.json``
     whose tables are read — holds result records (`load_results`'s input, e.g. ``nepotism
     leakage``'s ``results.csv``) where judgments were expected. The results file is the one
-    ``nepotism report`` reads: the file itself (JSON, JSON Lines) or a CSV's sibling ``.json``
-    (None when there is none). None for anything else."""
+    ``nepotism report`` reads: the file itself (a results document) or a CSV's sibling ``.json``
+    (None when there is none, and for JSON Lines records, which an older nepotism wrote). None for
+    anything else."""
     from nepotism.run_folder import is_run_folder
 
     path = Path(source)
@@ -255,6 +200,6 @@ def records_instead(source: str | Path) -> tuple[Path, Path | None] | None:
         return None
     file = files[0]
     if file.suffix.lower() != ".csv":
-        return file, file
+        return file, None
     sibling = file.with_suffix(".json")
     return file, sibling if sibling.is_file() and is_results_file(sibling) else None
