@@ -59,8 +59,9 @@ import numpy as np
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
+from nepotism.backends.registry import BackendSpec, Option
 
-__all__ = ["GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
+__all__ = ["BACKEND", "GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
 
 _TOP_K_RAW = 20
 
@@ -355,3 +356,28 @@ class GGUFBackend(InProcessBackend):
         return choice["text"], {"usage": usage, "raw": result, "finish_reason": choice.get("finish_reason")}
 
 
+
+
+def _from_config(cfg: Any) -> GGUFBackend:
+    return GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id, n_ctx=cfg.n_ctx,
+                       n_threads=cfg.n_threads, n_batch=cfg.n_batch, flash_attn=cfg.flash_attn)
+
+
+#: ``backend = "gguf"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="gguf",
+    summary="a GGUF model run in-process by llama.cpp",
+    options=(
+        Option("model", "text"),
+        Option("path", "path"),
+        Option("sha256", "text"),
+        Option("n_ctx", "count", 4096, high=1 << 21, unit="tokens"),
+        Option("n_threads", "count", None, high=1024, optional=True),
+        Option("n_batch", "count", 512, high=1 << 16, unit="tokens"),
+        Option("flash_attn", "flag", False),
+    ),
+    build=_from_config,
+    extra="local",
+    one_of=("model", "path"),
+    in_process=True,
+)

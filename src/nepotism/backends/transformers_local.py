@@ -40,8 +40,9 @@ from typing import Any
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
+from nepotism.backends.registry import BackendSpec, Option
 
-__all__ = ["TransformersBackend", "loaded_models", "unload_all"]
+__all__ = ["BACKEND", "TransformersBackend", "loaded_models", "unload_all"]
 
 _TOP_K_RAW = 20
 _SAMPLING = ("top_k", "top_p", "min_p", "repetition_penalty", "typical_p")
@@ -140,6 +141,10 @@ class TransformersBackend(InProcessBackend):
             f"{self.model!r} is not a model directory, a .gguf file or a packaged model "
             f"({', '.join(sorted(LOCAL_MODELS))})"
         )
+
+    def check(self) -> None:
+        """Raise `ModelFileError` if the model's files are not where it says (nothing is loaded)."""
+        self._location()
 
     def load(self) -> None:
         """Load (or find already loaded) the model; raises if it is missing or unreadable."""
@@ -296,3 +301,23 @@ class _Serving:
             self.mode.__exit__(*exc)
         finally:
             self.lock.release()
+
+
+def _from_config(cfg: Any) -> TransformersBackend:
+    return TransformersBackend(cfg.path or cfg.model or "", threads=cfg.n_threads, name=cfg.id)
+
+
+#: ``backend = "transformers"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="transformers",
+    summary="a Hugging Face checkpoint or GGUF file run in-process by transformers on the CPU",
+    options=(
+        Option("model", "text"),
+        Option("path", "path"),
+        Option("n_threads", "count", None, high=1024, optional=True),
+    ),
+    build=_from_config,
+    extra="train",
+    one_of=("model", "path"),
+    in_process=True,
+)

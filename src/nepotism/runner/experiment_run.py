@@ -89,29 +89,25 @@ class RunSummary:
 # -- endpoints -------------------------------------------------------------------------------
 
 def _backend(cfg: ModelConfig) -> Any:
-    if cfg.backend == "openai":
-        from nepotism.backends.openai_http import OpenAIHTTPBackend
-
-        urls = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
-        return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env,
-                                 timeout=cfg.timeout, max_connections=cfg.concurrency,
-                                 max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
-                                 extra=dict(cfg.params), name=cfg.id)
-    from nepotism.backends import gguf
+    """The backend ``cfg`` names, built by its module (`nepotism.backends.registry`), after its
+    extra is checked (`MissingExtra`: the install command)."""
+    from nepotism.backends import registry
     from nepotism.extras import require
 
-    require("local", purpose=f"model '{cfg.id}' (backend gguf, run in-process by llama.cpp)")
-    return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
-                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_batch=cfg.n_batch,
-                            flash_attn=cfg.flash_attn)
+    spec = registry.get(cfg.backend)
+    if spec.extra is not None:
+        require(spec.extra, purpose=f"model '{cfg.id}' (backend {spec.name}: {spec.summary})")
+    return spec.build(cfg)
 
 
 def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = True) -> dict[str, Endpoint]:
     """One `Endpoint` per configured model; without ``connect`` no backend is created."""
+    from nepotism.backends.registry import is_in_process
+
     out = {}
     for model_id, cfg in experiment.models.items():
         info = registry.get(model_id) if registry.knows(model_id) else None
-        if cfg.backend == "openai":
+        if not is_in_process(cfg.backend):
             served = cfg.model
         else:  # the weights: a packaged id, or the file's hash (else its name)
             served = cfg.model or cfg.sha256 or Path(cfg.path or "").name
@@ -276,18 +272,23 @@ def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = Tr
     """Read and check everything a run needs from outside the store *before* the store is opened,
     so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth,
     ``$NEPOTISM_MODEL_THREADS`` when an in-process model takes its thread count from it, (with
-    ``keys``; a dry run needs none) the API-key variables each model names and (with ``output``; a
-    dry run writes nothing) that the output folder can be written
+    ``keys``; a dry run lists these as its models' problems instead) the extra each model's backend
+    needs (`MissingExtra`, naming the install command) and the API-key variables each model names
+    and (with ``output``; a dry run writes nothing) that the output folder can be written
     (`nepotism.run_folder.check_output_dir`). Returns the dataset (None for a store dataset) to
     pass to `run_experiment` or `dry_run` as ``dataset``."""
-    from nepotism.backends._inprocess import model_threads
+    from nepotism.backends import model_threads, registry
     from nepotism.backends.base import read_api_key
+    from nepotism.extras import require
     from nepotism.run_folder import check_output_dir
 
     for cfg in experiment.models.values():
-        if cfg.backend == "gguf":
+        if registry.is_in_process(cfg.backend):
             model_threads(cfg.n_threads)
     for model_id, cfg in experiment.models.items() if keys else ():
+        spec = registry.get(cfg.backend)
+        if spec.extra is not None:
+            require(spec.extra, purpose=f"model '{model_id}' (backend {spec.name}: {spec.summary})")
         try:
             read_api_key(cfg.api_key_env)
         except InputError as err:
@@ -675,15 +676,17 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any],
 def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
     """Why each configured model could not be used, by model id (empty when every one can).
 
-    A GGUF model: llama.cpp (the ``local`` extra) is missing, or its file is missing or fails its
-    SHA-256 (checked without loading it). An HTTP model: none of its servers can be reached (one
-    GET of ``<base_url>/models`` each; any HTTP answer, even 401 or 404, counts as reached). Nothing is
+    Any model: its backend's extra is missing. An in-process model (gguf, transformers): its files
+    are missing or fail their SHA-256 (checked without loading them). An OpenAI-compatible HTTP model:
+    none of its servers can be reached (one GET of ``<base_url>/models`` each; any HTTP answer, even
+    401 or 404, counts as reached); a LiteLLM model's provider is not contacted. Nothing is
     generated or judged, so nothing is paid.
     """
     import httpx
 
+    from nepotism.backends import registry
     from nepotism.backends.local_models import ModelFileError
-    from nepotism.extras import MissingExtra
+    from nepotism.extras import MissingExtra, require
 
     problems: dict[str, str] = {}
     reached: dict[str, str | None] = {}
@@ -701,8 +704,12 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
             if all(why):  # replicas: usable while one of them answers
                 problems[model_id] = "; ".join(why)
             continue
+        spec = registry.get(cfg.backend)
         try:
-            _backend(cfg).check()
+            if spec.extra is not None:
+                require(spec.extra, purpose=f"model '{model_id}' (backend {spec.name}: {spec.summary})")
+            if spec.in_process:
+                _backend(cfg).check()
         except (MissingExtra, ModelFileError) as err:
             problems[model_id] = str(err)
     return problems

@@ -112,8 +112,11 @@ def _raw_prompt(instance: Instance) -> str:
 
 
 def perplexity_request(scorer: str, kind: str, instance: Instance, response: Response, prompt: str = "auto") -> Request:
-    """The continuation call scoring ``response`` under ``scorer`` (an endpoint of ``kind``)."""
-    chat = prompt == "chat" or (prompt == "auto" and kind != "openai")
+    """The continuation call scoring ``response`` under ``scorer`` (an endpoint of ``kind``, a
+    backend's name): ``auto`` is chat messages for a model run in-process, raw text otherwise."""
+    from nepotism.backends.registry import is_in_process
+
+    chat = prompt == "chat" or (prompt == "auto" and is_in_process(kind))
     if chat:
         return Request(model=scorer, messages=instance.messages, continuation=response.text, max_tokens=1)
     return Request(model=scorer, prompt=_raw_prompt(instance), continuation=response.text, max_tokens=1)
