@@ -23,7 +23,7 @@ from typing import Any, Literal
 import nepotism.backends as _package
 from nepotism.backends.base import Backend
 
-__all__ = ["BackendSpec", "Option", "get", "is_in_process", "names", "specs"]
+__all__ = ["BackendSpec", "Kind", "Option", "get", "is_in_process", "names", "specs"]
 
 #: How an option's value is read: ``text`` a string; ``path`` a file or folder relative to the
 #: experiment file; ``env`` the NAME of an environment variable (never its value); ``url`` one

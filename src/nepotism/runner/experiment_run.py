@@ -39,14 +39,8 @@ from nepotism.runner.shards import Shard, shard_key, shard_output_dir
 from nepotism.store import Store
 
 __all__ = [
-    "RunSummary",
-    "build_endpoints",
-    "check_inputs",
-    "dry_run",
-    "load_dataset",
-    "plan_tasks",
-    "record_prevented",
-    "run_experiment",
+    "RunSummary", "build_endpoints", "check_inputs", "dry_run", "export_judgments", "load_dataset", "plan_tasks",
+    "record_prevented", "run_experiment", "store_instances"
 ]
 
 
@@ -313,7 +307,7 @@ def _generators(experiment: Experiment) -> list[GenerationSpec]:
                            seed=experiment.seed) for g in gen.generators]
 
 
-GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
+_GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
 
 
 def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
@@ -326,7 +320,7 @@ def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
 
 
 def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experiment: Experiment, runner: Runner,
-                     instances: Sequence[Instance], recorded: Sequence[Response]) -> GenerationPlan:
+                     instances: Sequence[Instance], recorded: Sequence[Response]) -> _GenerationPlan:
     """The responses a run starts from and the generation calls it still makes, each call planned once.
 
     The responses: the dataset's ``recorded`` ones, then the stored responses of the
@@ -363,7 +357,7 @@ def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experimen
 
 
 def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, recorded: Sequence[Response]
-                        ) -> Callable[[Sequence[Instance]], GenerationPlan]:
+                        ) -> Callable[[Sequence[Instance]], _GenerationPlan]:
     """`_generation_plan` of any chunk of instances (the dry run and the batch rounds plan a
     chunk at a time), the stored responses read once; a chunk's responses come instance by
     instance (its recorded ones, then its stored ones), as grouped from the whole plan's."""
@@ -372,7 +366,7 @@ def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, re
     for r in recorded:
         recorded_by.setdefault(r.instance_id, []).append(r)
 
-    def plan(part: Sequence[Instance]) -> GenerationPlan:
+    def plan(part: Sequence[Instance]) -> _GenerationPlan:
         have, calls = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner, part,
                                        [r for i in part for r in recorded_by.get(i.id, ())])
         by_instance: dict[str, list[Response]] = {}
@@ -673,7 +667,7 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any],
 
 # -- dry run ----------------------------------------------------------------------------------
 
-def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
+def _model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
     """Why each configured model could not be used, by model id (empty when every one can).
 
     Any model: its backend's extra is missing. An in-process model (gguf, transformers): its files
@@ -782,7 +776,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
         "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
                              for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
-        "problems": model_problems(experiment),
+        "problems": _model_problems(experiment),
     }
 
 

@@ -44,8 +44,11 @@ from nepotism.records import Instance, Response
 from nepotism.runner.calls import CallResult, PlannedCall, plan_call
 from nepotism.runner.progress import RunStats
 
-__all__ = ["PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
-           "perplexity_request", "perplexity_triples", "plan_perplexity", "score_perplexity", "shown_to_scorers"]
+__all__ = [
+    "COLUMNS", "PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
+    "perplexity_request", "perplexity_triples", "plan_perplexity", "planned_calls", "score_perplexity",
+    "shown_to_scorers"
+]
 
 #: The per-response table's columns, in order.
 COLUMNS = ("instance_id", "scorer", "model", "perplexity", "log_perplexity", "tokens", "status", "reason")
