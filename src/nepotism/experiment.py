@@ -69,7 +69,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from nepotism import input_limits
 from nepotism.credentials import is_secret_name
@@ -265,7 +265,8 @@ class Experiment:
             if hasattr(value, "__dataclass_fields__"):
                 return {k: plain(getattr(value, k)) for k in value.__dataclass_fields__}
             return value
-        return plain(self)
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 class _Reader:
@@ -274,7 +275,8 @@ class _Reader:
     def __init__(self, table: Any, where: str, path: str) -> None:
         if not isinstance(table, dict):
             raise InputError("must be a table", path=path, field=where or None)
-        self.table, self.where, self.path, self.used = table, where, path, set()
+        self.table, self.where, self.path = table, where, path
+        self.used: set[str] = set()
 
     def _field(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -359,7 +361,14 @@ def _names(kinds: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
+@overload
+def _relative(base: Path, value: str) -> str: ...
+@overload
+def _relative(base: Path, value: None) -> None: ...
+@overload
+def _relative(base: Path, value: str | None) -> str | None: ...
 def _relative(base: Path, value: str | None) -> str | None:
+    """``value`` (a path from the file) relative to the experiment's folder unless absolute."""
     if value is None:
         return None
     candidate = Path(value).expanduser()
@@ -485,7 +494,7 @@ def _protocols(judging: _Reader, path: str, replicates: int) -> tuple[ProtocolCo
     return tuple(out)
 
 
-def _template_path(options: dict, path: str) -> dict:
+def _template_path(options: dict[str, Any], path: str) -> dict[str, Any]:
     """Options with a ``template`` file (a user judge template) resolved against the experiment's folder."""
     if isinstance(options.get("template"), str) and options["template"].strip():
         return options | {"template": _relative(Path(path).parent, options["template"])}
@@ -748,7 +757,7 @@ def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, An
             path=where, field=f"judging.protocols[{i}].options")
 
 
-def read_toml(path: str | Path) -> dict:
+def read_toml(path: str | Path) -> dict[str, Any]:
     """Parse an experiment TOML file; a missing, unreadable, invalid or too deeply nested file is an
     `InputError` (`nepotism.input_limits.read_toml`, the reader of every TOML file a user gives)."""
     return input_limits.read_toml(path, what="experiment file")

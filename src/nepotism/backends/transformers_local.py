@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
@@ -86,9 +86,9 @@ def _load(folder: str, gguf_file: str | None, device: str) -> _Loaded:
         kwargs: dict[str, Any] = {"local_files_only": True}
         if gguf_file:
             kwargs["gguf_file"] = gguf_file
-        hf_logging.disable_progress_bar()
+        cast(Any, hf_logging).disable_progress_bar()  # untyped in transformers
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
         model.to(device)
         model.eval()
         limit = getattr(model.config, "max_position_embeddings", None)
@@ -197,7 +197,7 @@ class TransformersBackend(InProcessBackend):
         tensor = torch.tensor([ids], dtype=torch.long, device=loaded.device)
         return loaded.model(input_ids=tensor, past_key_values=past, use_cache=True)
 
-    def _labels(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict]:
+    def _labels(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
         import torch
 
         self._check_length(loaded, len(ids) + 8)
@@ -239,7 +239,7 @@ class TransformersBackend(InProcessBackend):
             "warnings": label_warnings(seqs, top_ids.tolist()),
         }
 
-    def _continuation(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[None, dict]:
+    def _continuation(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[None, dict[str, Any]]:
         import torch
 
         cont = list(loaded.tokenizer(request.continuation, add_special_tokens=False)["input_ids"])
@@ -253,7 +253,7 @@ class TransformersBackend(InProcessBackend):
         raw = {"prompt_tokens": len(ids), "continuation_token_ids": cont}
         return None, {"continuation_logprobs": lps, "usage": usage, "raw": raw}
 
-    def _generate(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict]:
+    def _generate(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
         import torch
 
         self._check_length(loaded, len(ids) + request.max_tokens)
