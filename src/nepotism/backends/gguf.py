@@ -60,7 +60,7 @@ import numpy as np
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
-from nepotism.backends.registry import BackendSpec, Option
+from nepotism.backends.registry import MODEL_FILE, THREADS, BackendSpec, Option
 
 __all__ = ["BACKEND", "GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
 
@@ -370,11 +370,10 @@ BACKEND = BackendSpec(
     name="gguf",
     summary="a GGUF model run in-process by llama.cpp",
     options=(
-        Option("model", "text"),
-        Option("path", "path"),
+        *MODEL_FILE,
         Option("sha256", "text"),
         Option("n_ctx", "count", 4096, high=1 << 21, unit="tokens"),
-        Option("n_threads", "count", None, high=1024, optional=True),
+        THREADS,
         Option("n_batch", "count", 512, high=1 << 16, unit="tokens"),
         Option("flash_attn", "flag", False),
     ),

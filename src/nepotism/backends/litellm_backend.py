@@ -29,7 +29,7 @@ from typing import Any
 
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, read_body
-from nepotism.backends.registry import BackendSpec, Option
+from nepotism.backends.registry import API_KEY_ENV, TIMEOUT, BackendSpec, Option
 from nepotism.credentials import Secret, redact_text
 
 __all__ = ["BACKEND", "LiteLLMBackend", "litellm_available"]
@@ -202,8 +202,8 @@ BACKEND = BackendSpec(
     options=(
         Option("model", "text", required=True),
         Option("base_url", "url"),
-        Option("api_key_env", "env"),
-        Option("timeout", "amount", 60.0, high=86_400.0, unit="seconds"),
+        API_KEY_ENV,
+        TIMEOUT,
     ),
     build=_from_config,
     extra="litellm",

@@ -62,7 +62,7 @@ import aiohttp
 from nepotism._files import has_surrogate_escape, without_lone_surrogates
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, encode_body, http_failure, parse_json, read_body
-from nepotism.backends.registry import BackendSpec, Option
+from nepotism.backends.registry import API_KEY_ENV, TIMEOUT, BackendSpec, Option
 from nepotism.credentials import Secret, known_secrets, redact_text
 
 if TYPE_CHECKING:  # httpx is imported only by a backend given a transport (≈ 50-100 ms a command)
@@ -385,8 +385,8 @@ BACKEND = BackendSpec(
     options=(
         Option("base_url", "urls", required=True),
         Option("model", "text"),
-        Option("api_key_env", "env"),
-        Option("timeout", "amount", 60.0, high=86_400.0, unit="seconds"),
+        API_KEY_ENV,
+        TIMEOUT,
         Option("max_response_mb", "amount", 16.0, high=4096, unit="MiB"),
     ),
     build=_from_config,

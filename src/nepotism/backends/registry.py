@@ -23,7 +23,8 @@ from typing import Any, Literal
 import nepotism.backends as _package
 from nepotism.backends.base import Backend
 
-__all__ = ["BackendSpec", "Kind", "Option", "get", "is_in_process", "names", "specs"]
+__all__ = ["API_KEY_ENV", "MODEL_FILE", "THREADS", "TIMEOUT", "BackendSpec", "Kind", "Option", "get", "is_in_process",
+           "names", "specs"]
 
 #: How an option's value is read: ``text`` a string; ``path`` a file or folder relative to the
 #: experiment file; ``env`` the NAME of an environment variable (never its value); ``url`` one
@@ -45,6 +46,15 @@ class Option:
     unit: str = ""
     #: a ``count`` or ``amount`` that may be left unset (None: decided elsewhere)
     optional: bool = False
+
+
+#: Options several backends share, spelled once: a packaged model id or a file (in-process
+#: backends: exactly one, `BackendSpec.one_of`), the CPU threads of an in-process model (None: the
+#: machine's setting, `nepotism.backends.model_threads`), a hosted model's key variable and timeout.
+MODEL_FILE = (Option("model", "text"), Option("path", "path"))
+THREADS = Option("n_threads", "count", None, high=1024, optional=True)
+API_KEY_ENV = Option("api_key_env", "env")
+TIMEOUT = Option("timeout", "amount", 60.0, high=86_400.0, unit="seconds")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from typing import Any, cast
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
-from nepotism.backends.registry import BackendSpec, Option
+from nepotism.backends.registry import MODEL_FILE, THREADS, BackendSpec
 
 __all__ = ["BACKEND", "TransformersBackend", "loaded_models", "unload_all"]
 
@@ -311,11 +311,7 @@ def _from_config(cfg: Any) -> TransformersBackend:
 BACKEND = BackendSpec(
     name="transformers",
     summary="a Hugging Face checkpoint or GGUF file run in-process by transformers on the CPU",
-    options=(
-        Option("model", "text"),
-        Option("path", "path"),
-        Option("n_threads", "count", None, high=1024, optional=True),
-    ),
+    options=(*MODEL_FILE, THREADS),
     build=_from_config,
     extra="train",
     one_of=("model", "path"),
