@@ -29,11 +29,12 @@ from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 from nepotism.input_limits import bad_utf8_line, check_value, numbered_lines, open_text, too_deep
 
-__all__ = ["atomic_write", "atomic_write_bytes", "base_suffix", "is_store", "iter_jsonl_rows", "jsonl_rows",
-           "parse_json_line", "remove_stale_temps", "temp_beside", "write_files"]
+__all__ = ["atomic_write", "atomic_write_bytes", "base_suffix", "current_umask", "is_store", "iter_jsonl_rows",
+           "jsonl_rows", "parse_json_line", "remove_stale_temps", "temp_beside", "unreadable", "write_files"]
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's file-mode creation mask (read by setting and restoring it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -53,7 +54,7 @@ def temp_beside(target: str | os.PathLike[str]) -> Path:
             writer = marked
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{writer}", suffix=suffix, dir=target.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, 0o666 & ~current_umask())
     return Path(tmp)
 
 
@@ -148,7 +149,7 @@ def base_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def _unreadable(path: Path, err: BaseException, what: str) -> InputError:
+def unreadable(path: Path, err: BaseException, what: str) -> InputError:
     """The `InputError` for a file that cannot be decoded: invalid UTF-8 (with its line), or a
     ``.gz`` that is not (intact) gzip."""
     if isinstance(err, UnicodeDecodeError):
@@ -273,4 +274,4 @@ def iter_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise InputError("each line must be a JSON object", path=str(path), line=number)
                 yield number, value
     except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
-        raise _unreadable(path, err, "JSON Lines") from None
+        raise unreadable(path, err, "JSON Lines") from None

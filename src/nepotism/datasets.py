@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError, ValidationError
-from nepotism.tables import KINDS, Table, _read_raw, detect_kind, key_columns, kind_unknown, validate
+from nepotism.tables import KINDS, Table, read_raw, detect_kind, key_columns, kind_unknown, validate
 
 __all__ = ["dataset_files", "dataset_partitions", "is_dataset", "is_pattern", "read_dataset", "read_files"]
 
@@ -66,7 +66,7 @@ def _where(partitions: dict[str, str]) -> str:
 
 
 def _read_file(path: Path, partitions: dict[str, str]) -> pd.DataFrame:
-    frame, _ = _read_raw(path)  # as `read_table` reads one Parquet file
+    frame, _ = read_raw(path)  # as `read_table` reads one Parquet file
     for column, value in partitions.items():
         if column in frame.columns:
             raise InputError(f"column '{column}' is both in the file and in its folder name ({column}={value})",

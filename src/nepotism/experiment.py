@@ -6,15 +6,19 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    store = "path.db" (the CLI's --store wins)
     [dataset]      exactly one of path = "items.jsonl" | bundled = "name" | from_store = true (the
                    store's instances, each as the latest run read it); limit = N (first N instances)
-    [models.ID]    one per model used; ID is a registry id or alias. backend* = "openai" | "gguf";
+    [models.ID]    one per model used; ID is a registry id or alias. backend* = a backend's name
+                   (`nepotism.backends.registry`: each backend module declares its name and options);
                    openai: base_url* (or base_urls = [replicas]), model (server-side name), api_key_env (the NAME of the
                    environment variable holding the key), timeout = 60 (seconds a call may take
                    in all, to the answer's last byte), max_response_mb = 16 (the longest answer
-                   body kept, after decompression; a longer one is a failed call); gguf: model (a
+                   body kept, after decompression; a longer one is a failed call); litellm (the
+                   ``litellm`` extra): model* (LiteLLM's name, e.g. "anthropic/<name>"), base_url
+                   (the provider's URL), api_key_env, timeout = 60; gguf (the ``local`` extra): model (a
                    packaged model id) or path (a .gguf file), sha256, n_ctx = 4096, n_threads
                    (default $NEPOTISM_MODEL_THREADS, else 2), n_batch = 512 (prompt tokens per decode),
-                   flash_attn = false (llama.cpp's fused attention: other rounding);
-                   both: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
+                   flash_attn = false (llama.cpp's fused attention: other rounding); transformers (the
+                   ``train`` extra): model (a packaged model id) or path (a model folder or .gguf file),
+                   n_threads; every backend: concurrency = 4, rpm, tpm, max_attempts = 4, retry_base_delay_s = 0.5,
                    retry_max_delay_s = 30, params = {extra request parameters}
     [generation]   generators = [model ids], max_tokens = 512, temperature = 0.0
     [judging]      judges* = [model ids], conditions = ["default"] or [{name, options}]
@@ -65,14 +69,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from nepotism import input_limits
 from nepotism.credentials import is_secret_name
 from nepotism.errors import InputError
 
 __all__ = [
-    "BACKENDS",
     "PLANNER_ARGS",
     "ConditionConfig",
     "DatasetConfig",
@@ -92,7 +95,6 @@ __all__ = [
     "task_protocol",
 ]
 
-BACKENDS = ("openai", "gguf")
 #: Planner arguments each protocol accepts in ``[[judging.protocols]]``.
 PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "pairwise": ("pairs", "both_orders"),
@@ -133,7 +135,7 @@ class ModelConfig:
     path: str | None = None
     sha256: str | None = None
     n_ctx: int = 4096
-    #: CPU threads of an in-process model; None: the machine's setting (`backends._inprocess.model_threads`)
+    #: CPU threads of an in-process model; None: the machine's setting (`nepotism.backends.model_threads`)
     n_threads: int | None = None
     n_batch: int = 512
     flash_attn: bool = False
@@ -263,7 +265,8 @@ class Experiment:
             if hasattr(value, "__dataclass_fields__"):
                 return {k: plain(getattr(value, k)) for k in value.__dataclass_fields__}
             return value
-        return plain(self)
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 class _Reader:
@@ -272,7 +275,8 @@ class _Reader:
     def __init__(self, table: Any, where: str, path: str) -> None:
         if not isinstance(table, dict):
             raise InputError("must be a table", path=path, field=where or None)
-        self.table, self.where, self.path, self.used = table, where, path, set()
+        self.table, self.where, self.path = table, where, path
+        self.used: set[str] = set()
 
     def _field(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -357,52 +361,80 @@ def _names(kinds: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
+@overload
+def _relative(base: Path, value: str) -> str: ...
+@overload
+def _relative(base: Path, value: None) -> None: ...
+@overload
+def _relative(base: Path, value: str | None) -> str | None: ...
 def _relative(base: Path, value: str | None) -> str | None:
+    """``value`` (a path from the file) relative to the experiment's folder unless absolute."""
     if value is None:
         return None
     candidate = Path(value).expanduser()
     return str(candidate if candidate.is_absolute() else (base / candidate))
 
 
+def _urls(r: _Reader, table: Any, option: Any) -> tuple[str, ...]:
+    """``base_url`` (one endpoint) or, for a ``urls`` option, ``base_urls`` (replicas): each an
+    http(s) URL, none twice."""
+    urls = r.get("base_urls", list) if option.kind == "urls" else None
+    if urls is None:
+        url = r.get(option.name, str, required=option.required)
+        if url is None:
+            return ()
+        urls, name = [url], option.name
+    else:
+        name = "base_urls"
+        if option.name in table:
+            raise r.error("base_urls", f"give {option.name} (one endpoint) or base_urls (replicas), not both")
+        if not urls:
+            raise r.error("base_urls", "must list at least one URL")
+    for i, url in enumerate(urls):
+        where = name if name != "base_urls" else f"base_urls[{i}]"
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise r.error(where, "must start with http:// or https://")
+        if url.rstrip("/") in [u.rstrip("/") for u in urls[:i]]:
+            raise r.error(where, f"lists {url} twice")
+    return tuple(urls)
+
+
+def _backend_options(r: _Reader, table: Any, spec: Any, base: Path) -> dict[str, Any]:
+    """The options ``spec`` (a `nepotism.backends.registry.BackendSpec`) declares, read and checked."""
+    cfg: dict[str, Any] = {}
+    for option in spec.options:
+        kind, key = option.kind, option.name
+        if kind in ("url", "urls"):
+            urls = _urls(r, table, option)
+            cfg[key] = urls[0] if urls else None
+            if kind == "urls":
+                cfg["base_urls"] = urls
+        elif kind == "path":
+            cfg[key] = _relative(base, r.get(key, str, required=option.required))
+        elif kind in ("text", "env"):
+            cfg[key] = r.get(key, str, required=option.required)
+        elif kind == "flag":
+            cfg[key] = r.get(key, bool, option.default, required=option.required)
+        else:  # count, amount
+            if option.required:
+                r.get(key, (int, float), required=True)
+            cfg[key] = r.positive(key, option.default, integer=kind == "count", allow_none=option.optional,
+                                  high=option.high if option.high is not None else 1e9, unit=option.unit)
+    if spec.one_of and sum(cfg.get(k) is not None for k in spec.one_of) != 1:
+        raise r.error(spec.one_of[0], f"a {spec.name} model needs exactly one of {' and '.join(spec.one_of)}")
+    return cfg
+
+
 def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
+    from nepotism.backends import registry
+
     r = _Reader(table, f"models.{model_id}", path)
     backend = r.get("backend", str, required=True)
-    if backend not in BACKENDS:
-        raise r.error("backend", f"must be one of {BACKENDS}, not {backend!r}")
-    cfg: dict[str, Any] = {"id": model_id, "backend": backend}
-    if backend == "openai":
-        urls = r.get("base_urls", list)
-        if urls is None:
-            urls = [r.get("base_url", str, required=True)]
-            name = "base_url"
-        else:
-            name = "base_urls"
-            if "base_url" in table:
-                raise r.error("base_urls", "give base_url (one endpoint) or base_urls (replicas), not both")
-            if not urls:
-                raise r.error("base_urls", "must list at least one URL")
-        for i, url in enumerate(urls):
-            where = name if name == "base_url" else f"base_urls[{i}]"
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise r.error(where, "must start with http:// or https://")
-            if url.rstrip("/") in [u.rstrip("/") for u in urls[:i]]:
-                raise r.error(where, f"lists {url} twice")
-        cfg["base_url"], cfg["base_urls"] = urls[0], tuple(urls)
-        cfg["model"] = r.get("model", str)
-        cfg["api_key_env"] = r.get("api_key_env", str)
-        cfg["timeout"] = r.positive("timeout", 60.0, high=_MAX_TIMEOUT_S, unit="seconds")
-        cfg["max_response_mb"] = r.positive("max_response_mb", 16.0, high=4096, unit="MiB")
-    else:
-        cfg["path"] = _relative(base, r.get("path", str))
-        cfg["model"] = r.get("model", str)
-        if (cfg["path"] is None) == (cfg["model"] is None):
-            raise r.error("model", "a gguf model needs exactly one of model (a packaged model id) "
-                          "and path (a .gguf file)")
-        cfg["sha256"] = r.get("sha256", str)
-        cfg["n_ctx"] = r.positive("n_ctx", 4096, integer=True, high=1 << 21, unit="tokens")
-        cfg["n_threads"] = r.positive("n_threads", None, integer=True, allow_none=True, high=1024)
-        cfg["n_batch"] = r.positive("n_batch", 512, integer=True, high=1 << 16, unit="tokens")
-        cfg["flash_attn"] = r.get("flash_attn", bool, False)
+    try:
+        spec = registry.get(backend)
+    except KeyError:
+        raise r.error("backend", f"must be one of {', '.join(registry.names())}, not {backend!r}") from None
+    cfg: dict[str, Any] = {"id": model_id, "backend": backend, **_backend_options(r, table, spec, base)}
     cfg["concurrency"] = r.positive("concurrency", 4, integer=True, high=4096)
     cfg["rpm"] = r.positive("rpm", None, allow_none=True, high=1e9, unit="requests per minute")
     cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")
@@ -462,7 +494,7 @@ def _protocols(judging: _Reader, path: str, replicates: int) -> tuple[ProtocolCo
     return tuple(out)
 
 
-def _template_path(options: dict, path: str) -> dict:
+def _template_path(options: dict[str, Any], path: str) -> dict[str, Any]:
     """Options with a ``template`` file (a user judge template) resolved against the experiment's folder."""
     if isinstance(options.get("template"), str) and options["template"].strip():
         return options | {"template": _relative(Path(path).parent, options["template"])}
@@ -603,10 +635,13 @@ def _perplexity(table: Any, path: str, resolve: Any, registry: Any,
         raise r.error("prompt", f"must be one of {PERPLEXITY_PROMPTS}, not {prompt!r}")
     r.finish(("scorers", "responses", "generators", "prompt"))
     if prompt == "chat":
-        http = [s for s in scorers or judges if models[s].backend == "openai"]
-        if http:
-            raise r.error("prompt", f"'chat' needs in-process models, but {http[0]!r} is served over HTTP, where "
-                          "the server's chat template is not visible; use 'raw' or 'auto'")
+        from nepotism.backends.registry import is_in_process
+
+        served = [s for s in scorers or judges if not is_in_process(models[s].backend)]
+        if served:
+            raise r.error("prompt", f"'chat' needs in-process models, but {served[0]!r} is served over HTTP "
+                          f"(backend {models[served[0]].backend}), where the chat template is not visible; "
+                          "use 'raw' or 'auto'")
     return PerplexityConfig(scorers=scorers, responses=responses, generators=generators, prompt=prompt)
 
 
@@ -722,7 +757,7 @@ def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, An
             path=where, field=f"judging.protocols[{i}].options")
 
 
-def read_toml(path: str | Path) -> dict:
+def read_toml(path: str | Path) -> dict[str, Any]:
     """Parse an experiment TOML file; a missing, unreadable, invalid or too deeply nested file is an
     `InputError` (`nepotism.input_limits.read_toml`, the reader of every TOML file a user gives)."""
     return input_limits.read_toml(path, what="experiment file")

@@ -14,9 +14,7 @@ import pandas as pd
 
 from nepotism.errors import InputError, ValidationError
 from nepotism.records import Judgment, Reference
-from nepotism.tables import Table
-
-_JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
+from nepotism.tables import JUDGED_KINDS, Table
 
 __all__ = ["instance_categories", "table_records"]
 
@@ -78,7 +76,7 @@ def table_records(table: Table) -> list[Judgment] | list[Reference]:
         raise InputError("rubric-item tables describe instances; load them with the dataset, not as records",
                          path=table.path)
     rows = table.frame.itertuples(index=False)
-    if table.kind in _JUDGED:
+    if table.kind in JUDGED_KINDS:
         return [_judgment(table.kind, row) for row in rows]
     return [_reference(table.kind, row, table.path) for row in rows]
 

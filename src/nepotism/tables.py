@@ -84,26 +84,15 @@ import numpy as np
 import pandas as pd
 
 from nepotism import input_limits
-from nepotism._files import _unreadable, atomic_write, parse_json_line
+from nepotism._files import atomic_write, parse_json_line, unreadable
 from nepotism._files import base_suffix as _base_suffix
 from nepotism._files import jsonl_rows as _jsonl_rows
 from nepotism.errors import InputError, ValidationError
 
 __all__ = [
-    "KINDS",
-    "PRESENTATIONS",
-    "RUBRIC_SETUPS",
-    "VERDICT_COLUMN",
-    "Table",
-    "columns_of",
-    "detect_kind",
-    "key_columns",
-    "parse_json_line",
-    "read_rows",
-    "read_table",
-    "row_keys",
-    "validate",
-    "write_table",
+    "JUDGED_KINDS", "KINDS", "PRESENTATIONS", "RUBRIC_SETUPS", "Table", "VERDICT_COLUMN", "columns_of",
+    "detect_kind", "key_columns", "kind_unknown", "parse_json_line", "read_raw", "read_rows", "read_table",
+    "row_keys", "validate", "write_table"
 ]
 
 #: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
@@ -140,7 +129,8 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 KINDS = tuple(_COLUMNS)
 _KNOWN_COLUMNS = frozenset(c for required, optional in _COLUMNS.values() for c in (*required, *optional))
-_JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
+#: the table kinds whose rows are judgments (the others are references)
+JUDGED_KINDS = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 #: The column holding each judged kind's verdict (empty = no verdict).
 VERDICT_COLUMN = {"pairwise": "verdict", "pointwise": "score", "rubric": "met", "recognition": "claimed",
                   "recognition-pairwise": "choice"}
@@ -210,7 +200,7 @@ def detect_kind(columns: Iterable[str]) -> str | None:
     """
     cols = set(columns)
     if "judge" in cols:
-        fits = [k for k in _JUDGED if set(_COLUMNS[k][0]) <= cols]
+        fits = [k for k in JUDGED_KINDS if set(_COLUMNS[k][0]) <= cols]
         if len(fits) > 1:
             raise InputError(
                 f"columns fit several kinds ({', '.join(fits)}); one file holds one kind — "
@@ -349,7 +339,7 @@ def _shared_objects(column: pd.Series) -> pd.Series:
     return column.astype(object).where(column.notna(), None)
 
 
-def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
+def read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
     """Read a file into string/object columns and return a row → line-number function."""
     suffix = _base_suffix(path)
     if suffix in (".csv", ".tsv"):
@@ -392,7 +382,7 @@ def _read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
                                  f"{input_limits.raise_with('cell')})", path=str(path), line=line) from None
             raise InputError(f"not readable as CSV ({err})", path=str(path), line=line) from None
         except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
-            raise _unreadable(path, err, "CSV") from None
+            raise unreadable(path, err, "CSV") from None
         finally:
             csv.field_size_limit(limit)
         header = [h.strip() for h in header]
@@ -466,7 +456,7 @@ def read_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
         raise InputError("no such file", path=str(path))
     if _base_suffix(path) in (".jsonl", ".ndjson"):
         return _jsonl_rows(path)
-    frame, line_of = _read_raw(path)
+    frame, line_of = read_raw(path)
     return [(line_of(i), row) for i, row in enumerate(frame.to_dict("records"))]
 
 
@@ -475,7 +465,7 @@ def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Tabl
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", path=str(path))
-    frame, line_of = _read_raw(path)
+    frame, line_of = read_raw(path)
     if len(frame) == 0:  # an audit of nothing is an input error, not an empty report
         header = _base_suffix(path) in (".csv", ".tsv")
         raise InputError("the table has no rows" + (" (only a header)" if header else ""), path=str(path),

@@ -25,7 +25,7 @@ def run(backend, *requests):
 
 
 def test_public_names_and_missing_key():
-    assert set(lb.__all__) == {"LiteLLMBackend", "litellm_available"}
+    assert set(lb.__all__) == {"BACKEND", "LiteLLMBackend", "litellm_available"}
     with pytest.raises(InputError):
         LiteLLMBackend("openai/x", api_key_env="NEPOTISM_SURELY_UNSET_VARIABLE")
 

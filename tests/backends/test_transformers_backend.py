@@ -44,7 +44,7 @@ def run(backend, *requests):
 
 
 def test_public_names_and_no_torch_on_import():
-    assert set(tl.__all__) == {"TransformersBackend", "loaded_models", "unload_all"}
+    assert set(tl.__all__) == {"BACKEND", "TransformersBackend", "loaded_models", "unload_all"}
     code = "import sys, nepotism.backends.transformers_local; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -18,7 +18,8 @@ def _pairwise(instance="q1", judge="judge-a", verdict="A", status="parsed", repl
 
 
 def test_public_names():
-    assert set(database_mod.__all__) == {"RUN_STATUSES", "TABLES", "InstanceConflict", "Store", "default_store_path"}
+    assert set(database_mod.__all__) == {"CLAIM_LEASE_S", "RUN_STATUSES", "TABLES", "InstanceConflict", "Store",
+                                         "default_store_path"}
 
 
 def test_instances_round_trip(store):

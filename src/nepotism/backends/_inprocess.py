@@ -124,6 +124,7 @@ class InProcessBackend:
 
     def _serve(self, loaded: Any, request: Request, start: float) -> Completion:
         with self._enter(loaded):
+            text: str | None
             try:
                 ids = self._prepare(loaded, request)
                 if request.labels_after is not None:
@@ -144,7 +145,22 @@ class InProcessBackend:
     def _text_tokens(self, loaded: Any, text: str) -> list[int]:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
-    def _labels_after(self, loaded: Any, request: Request, ids: list[int]) -> tuple[str, dict]:
+    def _prepare(self, loaded: Any, request: Request) -> list[int]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _labels(self, loaded: Any, request: Request, ids: list[int]
+                ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _continuation(self, loaded: Any, request: Request, ids: list[int]
+                      ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _generate(self, loaded: Any, request: Request, ids: list[int]
+                  ) -> tuple[str, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _labels_after(self, loaded: Any, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
         """Generate the reply, then read the labels at the position after its last ``labels_after`` marker."""
         text, generated = self._generate(loaded, replace(request, labels=None, labels_after=None), ids)
         assert request.labels_after is not None

@@ -63,16 +63,15 @@ def read_api_key(env: str | None) -> Secret | None:
     if env is None:
         return None
     raw = os.environ.get(env)
-    where = {"path": "<environment>", "field": env}
     if not raw or not raw.strip():
         raise InputError(f"environment variable {env} is not set (it should hold the API key)"
-                         + (", or holds only whitespace" if raw else ""), **where)
+                         + (", or holds only whitespace" if raw else ""), path="<environment>", field=env)
     key = raw.strip()
     bad = next((i for i, c in enumerate(key) if not 0x21 <= ord(c) <= 0x7E), None)
     if bad is not None:
         raise InputError(f"environment variable {env} holds a character an HTTP header cannot carry at "
                          f"position {bad + 1} of the key (a space or line break inside it, a control or "
-                         "non-ASCII character); set it to the key alone", **where)
+                         "non-ASCII character); set it to the key alone", path="<environment>", field=env)
     if key != raw and env not in _TRIMMED:
         _TRIMMED.add(env)
         around = sorted({_WHITESPACE_NAMES.get(c, f"U+{ord(c):04X}") for c in raw[:len(raw) - len(raw.lstrip())]

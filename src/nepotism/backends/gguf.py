@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,8 +60,9 @@ import numpy as np
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path, verify_sha256
+from nepotism.backends.registry import MODEL_FILE, THREADS, BackendSpec, Option
 
-__all__ = ["GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
+__all__ = ["BACKEND", "GGUFBackend", "loaded_models", "plain_cpu_weights", "unload_all"]
 
 _TOP_K_RAW = 20
 
@@ -94,7 +96,7 @@ def unload_all() -> None:
 
 
 @contextlib.contextmanager
-def plain_cpu_weights():
+def plain_cpu_weights() -> Iterator[None]:
     """Load weights into plain CPU buffers, without llama.cpp's "extra buffer types".
 
     On a CPU with AMX (Intel Sapphire Rapids and later) a native build repacks Q4_0/Q4_1/Q8_0
@@ -110,7 +112,7 @@ def plain_cpu_weights():
 
     default = llama_cpp.llama_model_default_params
 
-    def without_repacking():
+    def without_repacking() -> Any:
         params = default()
         params.use_extra_bufts = False
         return params
@@ -199,7 +201,8 @@ def _eval_prompt(llm: Any, tokens: list[int], n_vocab: int, reuse: bool) -> tupl
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
     top = logits.max(axis=-1, keepdims=True)
     shifted = logits - top
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    out: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return out
 
 
 class GGUFBackend(InProcessBackend):
@@ -262,12 +265,12 @@ class GGUFBackend(InProcessBackend):
     def _prompt_tokens(self, loaded: _Loaded, request: Request) -> list[int]:
         llm = loaded.llm
         if request.messages is None:
-            return llm.tokenize(request.prompt.encode(), add_bos=True, special=True)
+            return list(llm.tokenize((request.prompt or "").encode(), add_bos=True, special=True))
         if loaded.formatter is None:
             raise Unservable("unsupported:chat_template: the GGUF file has no chat template; send a prompt")
         msgs = [{"role": m.role, "content": m.content} for m in request.messages]
         rendered = loaded.formatter(messages=msgs)
-        return llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)
+        return list(llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True))
 
     def _prepare(self, loaded: _Loaded, request: Request) -> list[int]:
         tokens = self._prompt_tokens(loaded, request)
@@ -282,7 +285,7 @@ class GGUFBackend(InProcessBackend):
     def _on_model_error(self, loaded: _Loaded) -> None:
         _truncate(loaded.llm, 0)  # the cache may be half-written: start clean next time
 
-    def _labels(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict]:
+    def _labels(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict[str, Any]]:
         llm, n_vocab = loaded.llm, loaded.n_vocab
         logits, cached = _eval_prompt(llm, tokens, n_vocab, self.reuse_prefix)
         lsm = _log_softmax(logits)
@@ -324,9 +327,9 @@ class GGUFBackend(InProcessBackend):
         _truncate(llm, len(prompt))
         return first + rest
 
-    def _continuation(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[None, dict]:
+    def _continuation(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[None, dict[str, Any]]:
         llm, n_vocab = loaded.llm, loaded.n_vocab
-        cont = llm.tokenize(request.continuation.encode(), add_bos=False, special=False)
+        cont = llm.tokenize((request.continuation or "").encode(), add_bos=False, special=False)
         if len(tokens) + len(cont) > self.n_ctx:
             raise Unservable(f"context_overflow: {len(tokens) + len(cont)} tokens with n_ctx={self.n_ctx}")
         logits, cached = _eval_prompt(llm, tokens, n_vocab, self.reuse_prefix)
@@ -338,7 +341,7 @@ class GGUFBackend(InProcessBackend):
         raw = {"prompt_tokens": len(tokens), "continuation_token_ids": cont}
         return None, {"continuation_logprobs": tuple(lps), "usage": usage, "raw": raw}
 
-    def _generate(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict]:
+    def _generate(self, loaded: _Loaded, request: Request, tokens: list[int]) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.0}
         params.update({k: v for k, v in request.extra.items() if k != "label_spellings"})
         seed = request.seed if request.seed is not None else self.seed
@@ -355,3 +358,27 @@ class GGUFBackend(InProcessBackend):
         return choice["text"], {"usage": usage, "raw": result, "finish_reason": choice.get("finish_reason")}
 
 
+
+
+def _from_config(cfg: Any) -> GGUFBackend:
+    return GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id, n_ctx=cfg.n_ctx,
+                       n_threads=cfg.n_threads, n_batch=cfg.n_batch, flash_attn=cfg.flash_attn)
+
+
+#: ``backend = "gguf"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="gguf",
+    summary="a GGUF model run in-process by llama.cpp",
+    options=(
+        *MODEL_FILE,
+        Option("sha256", "text"),
+        Option("n_ctx", "count", 4096, high=1 << 21, unit="tokens"),
+        THREADS,
+        Option("n_batch", "count", 512, high=1 << 16, unit="tokens"),
+        Option("flash_attn", "flag", False),
+    ),
+    build=_from_config,
+    extra="local",
+    one_of=("model", "path"),
+    in_process=True,
+)

@@ -29,9 +29,10 @@ from typing import Any
 
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, read_body
+from nepotism.backends.registry import API_KEY_ENV, TIMEOUT, BackendSpec, Option
 from nepotism.credentials import Secret, redact_text
 
-__all__ = ["LiteLLMBackend", "litellm_available"]
+__all__ = ["BACKEND", "LiteLLMBackend", "litellm_available"]
 
 _JSON_ERROR = re.compile(r"Expecting value|Unterminated string|JSONDecodeError|Expecting ',' delimiter")
 
@@ -187,3 +188,23 @@ def _to_dict(response: Any) -> Any:
         if callable(fn):
             return fn()
     return response
+
+
+def _from_config(cfg: Any) -> LiteLLMBackend:
+    return LiteLLMBackend(cfg.model or "", api_base=cfg.base_url, api_key_env=cfg.api_key_env, timeout=cfg.timeout,
+                          extra=dict(cfg.params), name=cfg.id)
+
+
+#: ``backend = "litellm"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="litellm",
+    summary="a hosted model through LiteLLM (model = LiteLLM's name, such as 'anthropic/<name>')",
+    options=(
+        Option("model", "text", required=True),
+        Option("base_url", "url"),
+        API_KEY_ENV,
+        TIMEOUT,
+    ),
+    build=_from_config,
+    extra="litellm",
+)

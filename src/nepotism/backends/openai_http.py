@@ -62,12 +62,13 @@ import aiohttp
 from nepotism._files import has_surrogate_escape, without_lone_surrogates
 from nepotism.backends.base import Completion, Request, failed, read_api_key
 from nepotism.backends.openai_wire import build_body, encode_body, http_failure, parse_json, read_body
+from nepotism.backends.registry import API_KEY_ENV, TIMEOUT, BackendSpec, Option
 from nepotism.credentials import Secret, known_secrets, redact_text
 
 if TYPE_CHECKING:  # httpx is imported only by a backend given a transport (≈ 50-100 ms a command)
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "TOP_LOGPROBS", "OpenAIHTTPBackend"]
+__all__ = ["BACKEND", "MAX_RESPONSE_BYTES", "TOP_LOGPROBS", "OpenAIHTTPBackend"]
 
 #: How many top next-token log-probabilities a label verdict asks for (OpenAI's maximum); batch
 #: files (`nepotism.runner.batch`) ask for the same, so a call has one body however it is sent.
@@ -367,3 +368,26 @@ class OpenAIHTTPBackend:
             raw = data if isinstance(data, dict) else {"text": content.decode("utf-8", errors="replace")[:2000]}
             detail = f"{type(exc).__name__}: {exc}"[:200]
             return failed(f"malformed_body: {detail}", latency_s=latency, raw=raw)
+
+
+def _from_config(cfg: Any) -> OpenAIHTTPBackend:
+    urls: str | list[str] = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
+    return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env, timeout=cfg.timeout,
+                             max_connections=cfg.concurrency,
+                             max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
+                             extra=dict(cfg.params), name=cfg.id)
+
+
+#: ``backend = "openai"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="openai",
+    summary="an OpenAI-compatible HTTP server (OpenAI, vLLM, llama.cpp server, ...)",
+    options=(
+        Option("base_url", "urls", required=True),
+        Option("model", "text"),
+        API_KEY_ENV,
+        TIMEOUT,
+        Option("max_response_mb", "amount", 16.0, high=4096, unit="MiB"),
+    ),
+    build=_from_config,
+)

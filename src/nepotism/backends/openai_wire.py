@@ -73,7 +73,7 @@ def _same_in_orjson(value: Any, depth: int = 0) -> bool:
     if kind is int:
         return value in _INT_RANGE
     if kind is float:
-        return value - value == 0.0  # false for NaN and both infinities
+        return bool(value - value == 0.0)  # false for NaN and both infinities
     if depth > 32:
         return False
     if kind is dict:
@@ -121,7 +121,7 @@ def build_body(
     if mode == "continuation":
         if request.prompt is None:
             return failed(_UNSUPPORTED_CHAT_CONTINUATION)
-        body: dict[str, Any] = {"model": name, "prompt": request.prompt + request.continuation}
+        body: dict[str, Any] = {"model": name, "prompt": request.prompt + (request.continuation or "")}
     elif request.messages is not None:
         body = {
             "model": name,

@@ -35,13 +35,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nepotism.backends._inprocess import InProcessBackend, Unservable, label_warnings, model_threads
 from nepotism.backends.base import Request, logsumexp
 from nepotism.backends.local_models import LOCAL_MODELS, ModelFileError, model_path
+from nepotism.backends.registry import MODEL_FILE, THREADS, BackendSpec
 
-__all__ = ["TransformersBackend", "loaded_models", "unload_all"]
+__all__ = ["BACKEND", "TransformersBackend", "loaded_models", "unload_all"]
 
 _TOP_K_RAW = 20
 _SAMPLING = ("top_k", "top_p", "min_p", "repetition_penalty", "typical_p")
@@ -85,9 +86,9 @@ def _load(folder: str, gguf_file: str | None, device: str) -> _Loaded:
         kwargs: dict[str, Any] = {"local_files_only": True}
         if gguf_file:
             kwargs["gguf_file"] = gguf_file
-        hf_logging.disable_progress_bar()
+        cast(Any, hf_logging).disable_progress_bar()  # untyped in transformers
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
         model.to(device)
         model.eval()
         limit = getattr(model.config, "max_position_embeddings", None)
@@ -141,6 +142,10 @@ class TransformersBackend(InProcessBackend):
             f"({', '.join(sorted(LOCAL_MODELS))})"
         )
 
+    def check(self) -> None:
+        """Raise `ModelFileError` if the model's files are not where it says (nothing is loaded)."""
+        self._location()
+
     def load(self) -> None:
         """Load (or find already loaded) the model; raises if it is missing or unreadable."""
         if self._loaded is None:
@@ -192,7 +197,7 @@ class TransformersBackend(InProcessBackend):
         tensor = torch.tensor([ids], dtype=torch.long, device=loaded.device)
         return loaded.model(input_ids=tensor, past_key_values=past, use_cache=True)
 
-    def _labels(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict]:
+    def _labels(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
         import torch
 
         self._check_length(loaded, len(ids) + 8)
@@ -234,7 +239,7 @@ class TransformersBackend(InProcessBackend):
             "warnings": label_warnings(seqs, top_ids.tolist()),
         }
 
-    def _continuation(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[None, dict]:
+    def _continuation(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[None, dict[str, Any]]:
         import torch
 
         cont = list(loaded.tokenizer(request.continuation, add_special_tokens=False)["input_ids"])
@@ -248,7 +253,7 @@ class TransformersBackend(InProcessBackend):
         raw = {"prompt_tokens": len(ids), "continuation_token_ids": cont}
         return None, {"continuation_logprobs": lps, "usage": usage, "raw": raw}
 
-    def _generate(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict]:
+    def _generate(self, loaded: _Loaded, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
         import torch
 
         self._check_length(loaded, len(ids) + request.max_tokens)
@@ -296,3 +301,19 @@ class _Serving:
             self.mode.__exit__(*exc)
         finally:
             self.lock.release()
+
+
+def _from_config(cfg: Any) -> TransformersBackend:
+    return TransformersBackend(cfg.path or cfg.model or "", threads=cfg.n_threads, name=cfg.id)
+
+
+#: ``backend = "transformers"`` in an experiment file (`nepotism.backends.registry`)
+BACKEND = BackendSpec(
+    name="transformers",
+    summary="a Hugging Face checkpoint or GGUF file run in-process by transformers on the CPU",
+    options=(*MODEL_FILE, THREADS),
+    build=_from_config,
+    extra="train",
+    one_of=("model", "path"),
+    in_process=True,
+)

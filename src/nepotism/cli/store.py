@@ -119,15 +119,15 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
     import hashlib
 
     from nepotism.store import Store, default_store_path
-    from nepotism.table_records import _JUDGED, instance_categories, table_records
-    from nepotism.tables import read_table
+    from nepotism.table_records import instance_categories, table_records
+    from nepotism.tables import JUDGED_KINDS, read_table
 
     parsed = read_table(table, kind=kind)
     records = table_records(parsed)
-    categories = instance_categories(parsed) if parsed.kind in _JUDGED else {}
+    categories = instance_categories(parsed) if parsed.kind in JUDGED_KINDS else {}
     digest = hashlib.sha256(table.read_bytes()).hexdigest()
     with Store(default_store_path() if store_path is None else store_path) as store:
-        if parsed.kind in _JUDGED:
+        if parsed.kind in JUDGED_KINDS:
             store.add_instance_categories(categories, source=str(table))  # checked before any judgment is written
             added = store.add_judgments(records, source=str(table))
         else:

@@ -30,7 +30,7 @@ __all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "pol
            "verdict_slices"]
 
 _KEY = ["instance_id", "model", "rubric_id"]
-METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
+_METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
 
 
 def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, related: Callable[[str, str], bool] | None = None,
@@ -120,7 +120,7 @@ def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: 
         scores = rubric_verdict_scores(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(),
                                        bootstrap=bootstrap)
         for stat, est in scores.items():
-            rec = {"metric": METRIC_IDS[stat], "judge": judge, "generator": None, "condition": condition,
+            rec = {"metric": _METRIC_IDS[stat], "judge": judge, "generator": None, "condition": condition,
                    "pair": None, "scope": None, "variant": {"polarity": name, "reference": reference_name} | setup,
                    "in_jury": judge in members}
             rec.update(est.as_dict())

@@ -104,12 +104,12 @@ def _known_columns() -> frozenset[str]:
 
 
 #: Mapped columns that are no table column: the family of ``model`` / ``model_a`` / ``model_b``.
-FAMILY_COLUMNS = {"family": "model", "family_a": "model_a", "family_b": "model_b"}
+_FAMILY_COLUMNS = {"family": "model", "family_a": "model_a", "family_b": "model_b"}
 
 
 def _target(name: str, field: str, path: str | None = None) -> str:
     name = name.strip()
-    if name not in _known_columns() and name not in FAMILY_COLUMNS:
+    if name not in _known_columns() and name not in _FAMILY_COLUMNS:
         raise InputError(f"'{name}' is no column of a recorded table (see `nepotism import --help` and the "
                          "README's table formats)", field=field, path=path)
     return name
@@ -275,8 +275,8 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
     for target in spec.values:
         if target not in columns:
             raise InputError(f"--values names '{target}', which no column is mapped to", field="--values")
-    table_kind = _kind(spec, set(columns) - set(FAMILY_COLUMNS))
-    for family_column, model_column in FAMILY_COLUMNS.items():
+    table_kind = _kind(spec, set(columns) - set(_FAMILY_COLUMNS))
+    for family_column, model_column in _FAMILY_COLUMNS.items():
         if family_column in columns and model_column not in columns:
             raise InputError(f"{family_column} is the family of {model_column}, which no column is mapped to",
                              field="--map")
@@ -288,7 +288,7 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
     for position, record in records:
         row = {target: _value(record.get(source), spec.values.get(target), path, position, source)
                for target, source in columns.items()}
-        for family_column, model_column in FAMILY_COLUMNS.items():
+        for family_column, model_column in _FAMILY_COLUMNS.items():
             family, name = row.pop(family_column, None), row.get(model_column)
             if family is None or name is None:
                 continue
@@ -348,12 +348,12 @@ def _check(frame: pd.DataFrame, kind: str, columns: Mapping[str, str], path: Pat
             position = RecordNo(int(row["source_record"])) if line is None or pd.isna(line) else int(line)
         source = columns.get(err.field or "", err.field)
         hint = (f" (map the file's values with --values {err.field}:RAW=VALUE,...)"
-                if err.field in VALUE_COLUMNS else "")
+                if err.field in _VALUE_COLUMNS else "")
         raise fail(f"{err.message}{hint}", path, position, source) from None
 
 
 #: Recorded columns whose values come from a fixed vocabulary (a --values map is the usual fix).
-VALUE_COLUMNS = ("verdict", "choice", "winner", "met", "claimed", "correct", "status", "presentation", "setup")
+_VALUE_COLUMNS = ("verdict", "choice", "winner", "met", "claimed", "correct", "status", "presentation", "setup")
 
 
 FORMATS = (

@@ -226,11 +226,12 @@ def _results_list(value: Any) -> list[Any] | None:
 def _place(entries: list[tuple[int | None, str | None]], items: int) -> tuple[list[str | None], str]:
     """Per-item verdicts from a list's entries, and a note on what was off."""
     out: list[str | None] = [None] * items
-    if entries and all(number is not None for number, _ in entries):
+    numbered = [(number, verdict) for number, verdict in entries if number is not None]
+    if entries and len(numbered) == len(entries):
         counts: dict[int, int] = {}
-        for number, _ in entries:
+        for number, _ in numbered:
             counts[number] = counts.get(number, 0) + 1
-        for number, verdict in entries:
+        for number, verdict in numbered:
             if 1 <= number <= items and counts[number] == 1:
                 out[number - 1] = verdict
         note = "" if sorted(counts) == list(range(1, items + 1)) and len(entries) == items else "misnumbered"

@@ -20,7 +20,7 @@ from nepotism._gc import pause, resume
 from nepotism.judging.tasks import JudgeTask, _shared_options
 from nepotism.records import Instance, Response
 
-__all__ = ["plan_categorise", "plan_pairwise", "plan_pointwise", "plan_recognition", "plan_rubric"]
+__all__ = ["Pairs", "plan_categorise", "plan_pairwise", "plan_pointwise", "plan_recognition", "plan_rubric"]
 
 Pairs = Literal["all", "judge-vs-others"] | Sequence[tuple[str, str]]
 

@@ -39,7 +39,7 @@ from nepotism.judging.skeleton import Skeleton, sentinel
 from nepotism.judging.tasks import JudgeTask
 
 #: Where a label read after the judge's explanation is taken: the token after this marker (001 §4.2).
-LABEL_MARKER = "[["
+_LABEL_MARKER = "[["
 from nepotism.judging.templates import Template, get_template, render_text, render_user, user_template
 from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
@@ -223,7 +223,7 @@ def _info(task: JudgeTask) -> _Info:
         name=_template_name(task.protocol, task.options),
         labels=None if labels is None else tuple(labels),
         label_map=labels,
-        labels_after=LABEL_MARKER if labels is not None and opts["reasoning"] == "cot" else None,
+        labels_after=_LABEL_MARKER if labels is not None and opts["reasoning"] == "cot" else None,
         max_tokens=_max_tokens(task) if fixed else None,
         temperature=opts["temperature"],
         template_id=task_template_id(task),

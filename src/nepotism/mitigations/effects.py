@@ -29,8 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
-from nepotism.metrics._estimate import Estimate
+from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
 from nepotism.metrics.stats import paired_t_test
 
 __all__ = ["BASE_METRICS", "change_ratio", "diff_in_diff", "metric_columns", "paired_effect", "paired_t", "statistic"]

@@ -51,7 +51,7 @@ __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", 
 _STATISTICS = ("value", "ci_low", "ci_high")
 _MATCH_FIELDS = ("metric", "scope", "judge", "condition", "generator")
 #: What each bias metric measures, in a few words, for the card.
-BIAS_WORDS = {
+_BIAS_WORDS = {
     "self-preference-ratio": "share of comparisons won by the related candidate (raw; mixes bias with quality)",
     "demographic-parity-bias": "P(prefer | related) − P(prefer | other) (raw)",
     "equal-opportunity-bias": "recall on related minus on other, against human labels",
@@ -265,7 +265,7 @@ def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, so
             "conditions": sorted({str(r.get("condition")) for r in items}), "data": source,
             "answer": answers.get(judge, []),
             "prompts": max((r.get("n_clusters") or 0 for r in items), default=0),
-            "measured": [{"metric": m, "what": BIAS_WORDS.get(m, ""), "records": len(rs),
+            "measured": [{"metric": m, "what": _BIAS_WORDS.get(m, ""), "records": len(rs),
                           "defined": sum(r.get("value") is not None for r in rs)} for m, rs in sorted(measured.items())],
             "checks": checks,
             "status": "fail" if failed else ("pass" if checks else "no thresholds"),

@@ -128,7 +128,7 @@ def _sections(records) -> dict[str, bool]:
 
 
 #: The page's analysis sections in order: (id, name in the navigation, why a section can be missing).
-SECTIONS = (
+_SECTIONS = (
     ("heatmaps", "Heatmaps", "no generator was scored by two or more judges against the same opponents, and there "
                              "are no rubric score deltas"),
     ("bias", "Bias per judge", "no bias metric"),
@@ -179,7 +179,7 @@ def _setting(record: dict) -> dict:
 
 
 
-def all_plots(records: list[dict]) -> dict[str, list[dict]]:
+def _all_plots(records: list[dict]) -> dict[str, list[dict]]:
     """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
     return {"heatmaps": plots.heatmaps(records), "bias": plots.bias_bars(records), "perplexity": plots.perplexity(records),
             "confusion": plots.confusion_matrices(records), "conditions": plots.mitigation(records),
@@ -229,7 +229,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "generic_only": coverage(records, drawn),
         "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
         "verdicts": verdict_groups(verdicts, {row["key"] for row in rows}), "verdict_list": verdicts,
-        "caveat": _RAW_CAVEAT, "plots": all_plots(records),
+        "caveat": _RAW_CAVEAT, "plots": _all_plots(records),
         "cards": cards, "rows": rows, "bias_rows": bias_rows,
         "pls": [_row(r) for r in records if r.get("metric") == "preference-leakage-score"],
         "leaderboard": _leaderboard_table(records), "present": _sections(records),
@@ -239,7 +239,7 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
         "cases": case_links(cases), "case_sections": case_sections(cases),
     }
     shown = _shown(context)
-    context.update(sections=SECTIONS, shown=shown, missing=[s for s in SECTIONS if not shown[s[0]]])
+    context.update(sections=_SECTIONS, shown=shown, missing=[s for s in _SECTIONS if not shown[s[0]]])
     return context
 
 

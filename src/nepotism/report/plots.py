@@ -34,8 +34,10 @@ import numpy as np
 from nepotism.models import related_scope, untagged
 from nepotism.report._format import relation_words
 
-__all__ = ["OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps",
-           "leaderboard", "mitigation", "perplexity", "perplexity_means", "pls_tie_rule"]
+__all__ = [
+    "BIAS_METRICS", "OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps", "leaderboard",
+    "mitigation", "perplexity", "perplexity_means", "pls_tie_rule"
+]
 
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}

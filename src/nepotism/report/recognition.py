@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from nepotism.report._format import format_value
 
-__all__ = ["EVALUATEE_CAPTION", "EVALUATEE_COLUMNS", "RECOGNITION_METRICS", "evaluatee_rows", "recognition_markdown",
-           "recognition_table", "stage"]
+__all__ = [
+    "CAPTION", "EVALUATEE_CAPTION", "EVALUATEE_COLUMNS", "HARMFUL", "RECOGNITION_METRICS", "evaluatee_rows",
+    "recognition_markdown", "recognition_table", "stage"
+]
 
 RECOGNITION_METRICS = ("recognition-accuracy", "recognition-preference-association")
 HARMFUL = "harmful (own wrong, other right)"

@@ -35,11 +35,13 @@ from collections import defaultdict
 
 from nepotism.report._format import format_number, format_value, na_text
 
-__all__ = ["AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSION_GAP", "EXCLUSIONS", "HUMANS", "RUBRIC",
-           "SECTION_METRICS", "VERIFIABLE", "VERIFIABLE_NOTE", "coverage",
-           "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank", "is_judged_side",
-           "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records", "rubric_table", "spr_record",
-           "task_scatter_table", "verifiable_records", "verifiable_table"]
+__all__ = [
+    "AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSIONS", "EXCLUSION_GAP", "HUMANS", "MITIGATION",
+    "RECOGNITION", "RUBRIC", "RUBRIC_COLUMNS", "SECTION_METRICS", "SELF_CONTROL_RATIO", "VERIFIABLE",
+    "VERIFIABLE_NOTE", "coverage", "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank",
+    "is_judged_side", "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records",
+    "rubric_table", "spr_record", "task_scatter_table", "verifiable_records", "verifiable_table"
+]
 
 MITIGATION = "mitigation-effect"
 #: Paper 003 Fig. 15: |self-evaluation change| / |third-party change| of a perturbation.
@@ -313,7 +315,7 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
 
 
 #: Paper 004 Figs. 1–4: each metric (y) against the judge's own task accuracy as a generator (x).
-TASK_SCATTER = (("judge-accuracy", "Fig. 1"), ("self-preference-ratio", "Fig. 2"),
+_TASK_SCATTER = (("judge-accuracy", "Fig. 1"), ("self-preference-ratio", "Fig. 2"),
                 ("legitimate-self-preference-ratio", "Fig. 3"), ("harmful-self-preference-propensity", "Fig. 4"))
 
 
@@ -335,7 +337,7 @@ def task_scatter_table(records: list[dict]) -> list[dict]:
             by_condition[condition][judge] = verifiable_records(items)
     rows = []
     for condition, judges in sorted(by_condition.items()):
-        for metric, figure in TASK_SCATTER:
+        for metric, figure in _TASK_SCATTER:
             points = [(judge, float(accuracy[(judge, condition)]["value"]), float(found[metric]["value"]))
                       for judge, found in sorted(judges.items())
                       if found.get(metric) is not None and found[metric].get("value") is not None]
@@ -404,7 +406,7 @@ def verifiable_table(records: list[dict]) -> list[dict]:
 
 
 #: The per-evaluatee table's column of paper 003 Table 4: judge accuracy on the harmful cases.
-HARMFUL_ACCURACY = "judge accuracy (harmful)"
+_HARMFUL_ACCURACY = "judge accuracy (harmful)"
 
 
 def evaluatee_table(records: list[dict]) -> list[dict]:
@@ -420,10 +422,10 @@ def evaluatee_table(records: list[dict]) -> list[dict]:
         variant = r.get("variant") or {}
         if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" \
                 and variant.get("opponents") == "any":
-            column = HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
+            column = _HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
             rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][column] = r
     return [{"judge": j, "condition": c, "evaluatee": e,
-             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (HARMFUL_ACCURACY,)}}
+             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (_HARMFUL_ACCURACY,)}}
             for (j, c, e), found in sorted(rows.items())]
 
 

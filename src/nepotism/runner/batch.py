@@ -182,8 +182,8 @@ def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any
 
     cfg = experiment.models[call.model]
     if cfg.backend != "openai":
-        raise InputError(f"model '{call.model}' runs in-process ({cfg.backend}); batch files are for "
-                         "OpenAI-compatible models (run it live, or serve it over HTTP)",
+        raise InputError(f"model '{call.model}' uses the {cfg.backend} backend; batch files are for "
+                         "OpenAI-compatible models (backend openai: run it live, or serve it over HTTP)",
                          path=experiment.path, field=f"models.{call.model}.backend")
     # the arguments `experiment_run._backend` gives the live HTTP backend
     built = build_body(call.request, model=cfg.model, extra=dict(cfg.params), top_logprobs=TOP_LOGPROBS)

@@ -74,14 +74,8 @@ from nepotism.store.fastread import call_rows
 from nepotism.store.writer import StoreWriter
 
 __all__ = [
-    "CallExecutor",
-    "CallResult",
-    "Endpoint",
-    "PlannedCall",
-    "call_record",
-    "completion_from_cached",
-    "plan_call",
-    "request_key",
+    "CLAIM_CHUNK", "CallExecutor", "CallResult", "Endpoint", "PlannedCall", "call_record",
+    "completion_from_cached", "plan_call", "request_key"
 ]
 
 _log = logging.getLogger("nepotism.runner")

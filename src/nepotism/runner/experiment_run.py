@@ -39,14 +39,8 @@ from nepotism.runner.shards import Shard, shard_key, shard_output_dir
 from nepotism.store import Store
 
 __all__ = [
-    "RunSummary",
-    "build_endpoints",
-    "check_inputs",
-    "dry_run",
-    "load_dataset",
-    "plan_tasks",
-    "record_prevented",
-    "run_experiment",
+    "RunSummary", "build_endpoints", "check_inputs", "dry_run", "export_judgments", "load_dataset", "plan_tasks",
+    "record_prevented", "run_experiment", "store_instances"
 ]
 
 
@@ -89,29 +83,25 @@ class RunSummary:
 # -- endpoints -------------------------------------------------------------------------------
 
 def _backend(cfg: ModelConfig) -> Any:
-    if cfg.backend == "openai":
-        from nepotism.backends.openai_http import OpenAIHTTPBackend
-
-        urls = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
-        return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env,
-                                 timeout=cfg.timeout, max_connections=cfg.concurrency,
-                                 max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
-                                 extra=dict(cfg.params), name=cfg.id)
-    from nepotism.backends import gguf
+    """The backend ``cfg`` names, built by its module (`nepotism.backends.registry`), after its
+    extra is checked (`MissingExtra`: the install command)."""
+    from nepotism.backends import registry
     from nepotism.extras import require
 
-    require("local", purpose=f"model '{cfg.id}' (backend gguf, run in-process by llama.cpp)")
-    return gguf.GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id,
-                            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_batch=cfg.n_batch,
-                            flash_attn=cfg.flash_attn)
+    spec = registry.get(cfg.backend)
+    if spec.extra is not None:
+        require(spec.extra, purpose=f"model '{cfg.id}' (backend {spec.name}: {spec.summary})")
+    return spec.build(cfg)
 
 
 def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = True) -> dict[str, Endpoint]:
     """One `Endpoint` per configured model; without ``connect`` no backend is created."""
+    from nepotism.backends.registry import is_in_process
+
     out = {}
     for model_id, cfg in experiment.models.items():
         info = registry.get(model_id) if registry.knows(model_id) else None
-        if cfg.backend == "openai":
+        if not is_in_process(cfg.backend):
             served = cfg.model
         else:  # the weights: a packaged id, or the file's hash (else its name)
             served = cfg.model or cfg.sha256 or Path(cfg.path or "").name
@@ -276,18 +266,23 @@ def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = Tr
     """Read and check everything a run needs from outside the store *before* the store is opened,
     so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth,
     ``$NEPOTISM_MODEL_THREADS`` when an in-process model takes its thread count from it, (with
-    ``keys``; a dry run needs none) the API-key variables each model names and (with ``output``; a
-    dry run writes nothing) that the output folder can be written
+    ``keys``; a dry run lists these as its models' problems instead) the extra each model's backend
+    needs (`MissingExtra`, naming the install command) and the API-key variables each model names
+    and (with ``output``; a dry run writes nothing) that the output folder can be written
     (`nepotism.run_folder.check_output_dir`). Returns the dataset (None for a store dataset) to
     pass to `run_experiment` or `dry_run` as ``dataset``."""
-    from nepotism.backends._inprocess import model_threads
+    from nepotism.backends import model_threads, registry
     from nepotism.backends.base import read_api_key
+    from nepotism.extras import require
     from nepotism.run_folder import check_output_dir
 
     for cfg in experiment.models.values():
-        if cfg.backend == "gguf":
+        if registry.is_in_process(cfg.backend):
             model_threads(cfg.n_threads)
     for model_id, cfg in experiment.models.items() if keys else ():
+        spec = registry.get(cfg.backend)
+        if spec.extra is not None:
+            require(spec.extra, purpose=f"model '{model_id}' (backend {spec.name}: {spec.summary})")
         try:
             read_api_key(cfg.api_key_env)
         except InputError as err:
@@ -312,7 +307,7 @@ def _generators(experiment: Experiment) -> list[GenerationSpec]:
                            seed=experiment.seed) for g in gen.generators]
 
 
-GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
+_GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
 
 
 def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
@@ -325,7 +320,7 @@ def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
 
 
 def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experiment: Experiment, runner: Runner,
-                     instances: Sequence[Instance], recorded: Sequence[Response]) -> GenerationPlan:
+                     instances: Sequence[Instance], recorded: Sequence[Response]) -> _GenerationPlan:
     """The responses a run starts from and the generation calls it still makes, each call planned once.
 
     The responses: the dataset's ``recorded`` ones, then the stored responses of the
@@ -362,7 +357,7 @@ def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experimen
 
 
 def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, recorded: Sequence[Response]
-                        ) -> Callable[[Sequence[Instance]], GenerationPlan]:
+                        ) -> Callable[[Sequence[Instance]], _GenerationPlan]:
     """`_generation_plan` of any chunk of instances (the dry run and the batch rounds plan a
     chunk at a time), the stored responses read once; a chunk's responses come instance by
     instance (its recorded ones, then its stored ones), as grouped from the whole plan's."""
@@ -371,7 +366,7 @@ def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, re
     for r in recorded:
         recorded_by.setdefault(r.instance_id, []).append(r)
 
-    def plan(part: Sequence[Instance]) -> GenerationPlan:
+    def plan(part: Sequence[Instance]) -> _GenerationPlan:
         have, calls = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner, part,
                                        [r for i in part for r in recorded_by.get(i.id, ())])
         by_instance: dict[str, list[Response]] = {}
@@ -672,18 +667,20 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any],
 
 # -- dry run ----------------------------------------------------------------------------------
 
-def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
+def _model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
     """Why each configured model could not be used, by model id (empty when every one can).
 
-    A GGUF model: llama.cpp (the ``local`` extra) is missing, or its file is missing or fails its
-    SHA-256 (checked without loading it). An HTTP model: none of its servers can be reached (one
-    GET of ``<base_url>/models`` each; any HTTP answer, even 401 or 404, counts as reached). Nothing is
+    Any model: its backend's extra is missing. An in-process model (gguf, transformers): its files
+    are missing or fail their SHA-256 (checked without loading them). An OpenAI-compatible HTTP model:
+    none of its servers can be reached (one GET of ``<base_url>/models`` each; any HTTP answer, even
+    401 or 404, counts as reached); a LiteLLM model's provider is not contacted. Nothing is
     generated or judged, so nothing is paid.
     """
     import httpx
 
+    from nepotism.backends import registry
     from nepotism.backends.local_models import ModelFileError
-    from nepotism.extras import MissingExtra
+    from nepotism.extras import MissingExtra, require
 
     problems: dict[str, str] = {}
     reached: dict[str, str | None] = {}
@@ -701,8 +698,12 @@ def model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str,
             if all(why):  # replicas: usable while one of them answers
                 problems[model_id] = "; ".join(why)
             continue
+        spec = registry.get(cfg.backend)
         try:
-            _backend(cfg).check()
+            if spec.extra is not None:
+                require(spec.extra, purpose=f"model '{model_id}' (backend {spec.name}: {spec.summary})")
+            if spec.in_process:
+                _backend(cfg).check()
         except (MissingExtra, ModelFileError) as err:
             problems[model_id] = str(err)
     return problems
@@ -775,7 +776,7 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
         "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
                              for task in sorted({t for t, _, _ in truth.values()})},
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
-        "problems": model_problems(experiment),
+        "problems": _model_problems(experiment),
     }
 
 

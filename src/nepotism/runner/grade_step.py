@@ -42,11 +42,11 @@ def _lines(experiment: Experiment) -> tuple[str, dict[str, int]]:
     path = experiment.dataset_file()
     if path is None:
         return _source(experiment), {}
-    from nepotism.importers._common import read_jsonl
+    from nepotism.tables import read_rows
 
     first: dict[str, int] = {}
     if path.is_file():
-        for line, row in read_jsonl(path):
+        for line, row in read_rows(path):
             if isinstance(row, dict):
                 key = row.get("id", row.get("instance_id"))
                 if key is not None:

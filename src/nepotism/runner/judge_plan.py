@@ -24,8 +24,10 @@ from typing import Any, TypeVar
 from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
-__all__ = ["CHUNK_CALLS", "GENERATION_FAILED", "in_chunks", "iter_tasks", "plan_tasks", "prevented_by",
-           "prevented_tasks"]
+__all__ = [
+    "CHUNK_CALLS", "GENERATION_FAILED", "KeySet", "find_sorted", "in_chunks", "iter_tasks", "plan_tasks",
+    "prevented_by", "prevented_tasks"
+]
 
 #: How the reason of a judgment a failed generation prevented begins; the generation call's
 #: error class follows (``generation:timeout``, ``generation:http_5xx:503``,

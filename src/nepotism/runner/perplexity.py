@@ -44,8 +44,11 @@ from nepotism.records import Instance, Response
 from nepotism.runner.calls import CallResult, PlannedCall, plan_call
 from nepotism.runner.progress import RunStats
 
-__all__ = ["PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
-           "perplexity_request", "perplexity_triples", "plan_perplexity", "score_perplexity", "shown_to_scorers"]
+__all__ = [
+    "COLUMNS", "PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
+    "perplexity_request", "perplexity_triples", "plan_perplexity", "planned_calls", "score_perplexity",
+    "shown_to_scorers"
+]
 
 #: The per-response table's columns, in order.
 COLUMNS = ("instance_id", "scorer", "model", "perplexity", "log_perplexity", "tokens", "status", "reason")
@@ -112,8 +115,11 @@ def _raw_prompt(instance: Instance) -> str:
 
 
 def perplexity_request(scorer: str, kind: str, instance: Instance, response: Response, prompt: str = "auto") -> Request:
-    """The continuation call scoring ``response`` under ``scorer`` (an endpoint of ``kind``)."""
-    chat = prompt == "chat" or (prompt == "auto" and kind != "openai")
+    """The continuation call scoring ``response`` under ``scorer`` (an endpoint of ``kind``, a
+    backend's name): ``auto`` is chat messages for a model run in-process, raw text otherwise."""
+    from nepotism.backends.registry import is_in_process
+
+    chat = prompt == "chat" or (prompt == "auto" and is_in_process(kind))
     if chat:
         return Request(model=scorer, messages=instance.messages, continuation=response.text, max_tokens=1)
     return Request(model=scorer, prompt=_raw_prompt(instance), continuation=response.text, max_tokens=1)

@@ -31,7 +31,7 @@ from pathlib import Path
 from nepotism.errors import InputError
 from nepotism.records import Instance
 
-__all__ = ["Shard", "shard_key", "shard_output_dir", "shard_store_path"]
+__all__ = ["Shard", "shard_key", "shard_of", "shard_output_dir", "shard_store_path"]
 
 _SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 

@@ -308,13 +308,15 @@ def run(
             reaper = next((r.get("pid") for r in report_lines.records() if r.get("event") == "reaper"), None)
             _signal_quietly(reaper, _signal.SIGTERM)
 
-        fds = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, status_r: status_lines, report_r: report_lines}
+        stdout, stderr = proc.stdout, proc.stderr  # pipes: Popen was given PIPE for both
+        assert stdout is not None and stderr is not None
+        fds = {stdout.fileno(): out, stderr.fileno(): err, status_r: status_lines, report_r: report_lines}
         host_timeout = _pump(proc, fds, started + timeout + _GRACE_S, on_over)
         _killpg_quietly(proc.pid)
         proc.wait()
         duration = time.monotonic() - started
-        proc.stdout.close()
-        proc.stderr.close()
+        stdout.close()
+        stderr.close()
         strays_host = _kill_uid(uid) if uid is not None else 0
         reports = report_lines.records()
         return _result(tests, reports, status_lines.records(), token, out, err, host_timeout,

@@ -47,7 +47,7 @@ from nepotism.store.calls import (
     _call_from_row,
 )
 
-__all__ = ["RUN_STATUSES", "TABLES", "InstanceConflict", "Store", "default_store_path"]
+__all__ = ["CLAIM_LEASE_S", "InstanceConflict", "RUN_STATUSES", "Store", "TABLES", "default_store_path"]
 
 #: The data tables of a store, in dependency order.
 TABLES = ("runs", "instances", "responses", "calls", "judgments", "references", "imports")
@@ -60,8 +60,8 @@ CLAIM_LEASE_S = 60.0
 #: Bytes set aside beside a store during a run for calls answered when its disk fills up, per
 #: concurrency slot (a slot holds at most one answer not yet stored: `nepotism.runner.calls`), with
 #: a floor; never more than a quarter of the space free when the run starts.
-RESERVE_PER_SLOT = 64 << 10
-RESERVE_MIN_BYTES = 1 << 20
+_RESERVE_PER_SLOT = 64 << 10
+_RESERVE_MIN_BYTES = 1 << 20
 
 _FILTERS = {
     "instances": ("id", "category"),
@@ -315,8 +315,8 @@ class Store:
         """Prepare a run for a full disk, which must lose no answer it paid for.
 
         Sets disk aside beside the store (a ``-reserve`` file) for the answers not yet stored
-        when the disk fills up: `RESERVE_PER_SLOT` for each of the run's ``slots`` (its
-        concurrency: the most answers it holds unstored), at least `RESERVE_MIN_BYTES`, at most a
+        when the disk fills up: `_RESERVE_PER_SLOT` for each of the run's ``slots`` (its
+        concurrency: the most answers it holds unstored), at least `_RESERVE_MIN_BYTES`, at most a
         quarter of the free space. Until `drop_reserve`, the first write that finds the disk full
         frees it and sets `low_space` (the runner sends nothing more); the calls answered and not
         yet stored are written into that room beside the store (`_keep_calls`), which takes them
@@ -329,7 +329,7 @@ class Store:
         path = self._reserve_path
         try:
             stats = os.statvfs(self.path.parent)
-            nbytes = min(max(RESERVE_MIN_BYTES, slots * RESERVE_PER_SLOT), stats.f_bavail * stats.f_frsize // 4)
+            nbytes = min(max(_RESERVE_MIN_BYTES, slots * _RESERVE_PER_SLOT), stats.f_bavail * stats.f_frsize // 4)
             path.unlink(missing_ok=True)  # (never written through a link left at its name)
             handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:

@@ -54,7 +54,7 @@ from typing import Any
 from urllib.parse import quote
 
 from nepotism import gpt2_tokens
-from nepotism._files import _umask
+from nepotism._files import current_umask
 from nepotism._files import atomic_write as _atomic_write
 from nepotism.errors import InputError
 from nepotism.records import PROTOCOLS
@@ -435,7 +435,7 @@ def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, rep
                 table = pq.read_table(path)
                 pq.write_table(pa.table({c: table.column(c) if c in table.column_names
                                          else pa.nulls(len(table), type=_arrow_type(_TYPES.get(c, _STR))) for c in final}), path)
-        os.chmod(tmp, 0o777 & ~_umask())
+        os.chmod(tmp, 0o777 & ~current_umask())
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.old.", dir=out.parent))
             os.rename(out, old / out.name)

@@ -22,7 +22,7 @@ from typing import Any
 
 from nepotism.store.database import Store
 
-__all__ = ["StoreWriter"]
+__all__ = ["Done", "StoreWriter"]
 
 Done = Callable[[BaseException | None], None]
 

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FAULTS", "StandinConfig", "StandinServer", "standin_process", "standin_thread"]
+__all__ = ["FAULTS", "StandinConfig", "StandinServer", "serve_until_stopped", "standin_process", "standin_thread"]
 
 #: Fault names accepted in ``fault_rates`` and in ``<<standin:fault=NAME>>`` markers.
 FAULTS = ("http_500", "http_503", "http_429", "hang", "malformed", "empty_choices", "drop", "huge_body",
