@@ -160,3 +160,16 @@ def test_a_planted_bias_is_found_through_the_engine(tmp_path, registry):
         assert len(gap) == 1
         assert (gap[0]["ci_low"] > 0.0) is above, gap[0]
         assert gap[0]["n"] == 480 and gap[0]["n_clusters"] == 60
+
+
+def test_a_file_that_is_not_parquet_is_an_input_error_naming_it(tmp_path):
+    from nepotism.errors import InputError
+
+    bad = tmp_path / "judgments.parquet"
+    bad.write_text("instance_id,judge\nq1,a\n")
+    for call in (engine_comparisons, per_prompt_sums):
+        with pytest.raises(InputError, match="judgments.parquet") as raised:
+            call(bad, threads=1)
+        assert "could not read the Parquet input" in str(raised.value)
+    with pytest.raises(InputError, match="no Parquet file"):
+        engine_comparisons(tmp_path / "empty-folder-or-glob-*.parquet")

@@ -63,7 +63,9 @@ def _files(source: str | Path) -> list[tuple[Path, dict[str, str]]]:
 
 
 @contextmanager
-def _connect(threads: int | None) -> Iterator[Any]:
+def _connect(threads: int | None, source: str | Path) -> Iterator[Any]:
+    """A DuckDB connection with the memory limit and a temporary spill folder (removed after); an
+    error of the engine reading the input becomes an `InputError` naming the source."""
     import duckdb
 
     spill = tempfile.mkdtemp(prefix="nepotism-engine-")
@@ -74,6 +76,9 @@ def _connect(threads: int | None) -> Iterator[Any]:
     connection = duckdb.connect(config=config)
     try:
         yield connection
+    except duckdb.Error as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputError(f"the engine could not read the Parquet input: {first}", path=str(source)) from None
     finally:
         connection.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -170,17 +175,25 @@ def _labels(values: pd.Series, *, prob: bool = False) -> np.ndarray:
     return out
 
 
+def _only_where(mask: np.ndarray, labels: np.ndarray) -> pd.Series:
+    """An object column of ``labels`` where ``mask`` holds, None elsewhere."""
+    out = np.full(mask.size, None, dtype=object)
+    out[mask] = labels[mask]
+    return pd.Series(out, dtype=object)
+
+
 def engine_comparisons(source: str | Path, *, rule: str = "consistent", judge: str | None = None,
                        condition: str | None = None, threads: int | None = None) -> Comparisons:
     """The comparisons of a pairwise Parquet file or dataset (module docstring), as
     `build_comparisons` gives them (its frame's columns and order; ``rows`` is None); with ``judge``
     and/or ``condition``, those of that judge and condition only."""
     files = _files(source)
-    with _connect(threads) as connection:
+    with _connect(threads, source) as connection:
         coded, columns = _rows_sql(connection, files)
         has_category = "category" in columns
         query = _comparisons_sql(coded, rule, has_category)
-        where, parameters = [], {"files": [str(path) for path, _ in files]}
+        where: list[str] = []
+        parameters: dict[str, Any] = {"files": [str(path) for path, _ in files]}
         for column, value in (("judge", judge), ("condition", condition)):
             if value is not None:
                 where.append(f"{column} = ${column}")
@@ -207,10 +220,9 @@ def engine_comparisons(source: str | Path, *, rule: str = "consistent", judge: s
     frame["outcome"] = outcome
     frame["prob_x"] = prob_x
     frame["n_orders"] = np.where(two, 2, 1)
-    frame["prob_excluded_reason"] = pd.Series(np.where(np.isnan(prob_x), _labels(found["prob_why"], prob=True), None),
-                                              dtype=object)
+    frame["prob_excluded_reason"] = _only_where(np.isnan(prob_x), _labels(found["prob_why"], prob=True))
     bad = np.isnan(outcome)
-    frame["excluded_reason"] = pd.Series(np.where(bad, reasons, None), dtype=object)
+    frame["excluded_reason"] = _only_where(bad, reasons)
     excluded: dict[tuple[str, str], dict[str, int]] = {}
     if n and bad.any():
         counts = pd.DataFrame({"judge": frame["judge"][bad], "condition": frame["condition"][bad],
@@ -227,7 +239,7 @@ def per_prompt_sums(source: str | Path, *, rule: str = "consistent", threads: in
     gives, each comparison counted for both its candidates (unordered rows). With ``out``, written
     there as Parquet by the engine (nothing held) and None returned."""
     files = _files(source)
-    with _connect(threads) as connection:
+    with _connect(threads, source) as connection:
         coded, columns = _rows_sql(connection, files)
         comparisons = _comparisons_sql(coded, rule, False)
         query = f"""
