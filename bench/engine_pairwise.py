@@ -1,7 +1,8 @@
 """Benchmark: the audit's per-prompt sums on an embedded columnar engine, side by side in one run.
 
-Usage: ``python bench/engine_pairwise.py [--rows 1e6 1e7] [--dataset] [--only duckdb polars pandas metrics]
-[--data DIR]``.
+Usage: ``python bench/engine_pairwise.py [--rows 1e6 1e7] [--dataset [--judges 12] [--no-file]]
+[--only duckdb polars pandas metrics] [--data DIR]`` (100M rows: ``--rows 1e8 --no-file --judges 48
+--only duckdb polars``, the dataset written one judge at a time).
 
 The workload is the one ``nepotism metrics`` starts from on a pairwise table: combine each
 comparison's two presentation orders (paper 004 Eq. 1, the ``consistent`` rule of
@@ -152,7 +153,9 @@ def same_sums(paths: dict[str, Path]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", type=float, default=[1e6, 1e7])
-    parser.add_argument("--dataset", action="store_true", help="also the same rows as 12 judge= partitions")
+    parser.add_argument("--dataset", action="store_true", help="also the same rows as judge= partitions")
+    parser.add_argument("--judges", type=int, default=12, help="the dataset's judges (partitions; 12: the generators)")
+    parser.add_argument("--no-file", action="store_true", help="the dataset only (a 100M-row file is not made in memory)")
     parser.add_argument("--only", nargs="+", choices=[*ENGINES, "metrics"], default=[*ENGINES, "metrics"])
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)  # the child's side
@@ -175,10 +178,11 @@ def main() -> None:
     nepotism = str(beside) if beside.exists() else (shutil.which("nepotism") or "nepotism")
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for rows in args.rows:
-        sources = [("file",) + make_table(int(rows), args.data / "nepotism-bench-pairwise" / f"{int(rows)}")]
-        if args.dataset:
+        sources = [] if args.no_file else [("file",) + make_table(int(rows), args.data / "nepotism-bench-pairwise"
+                                                                  / f"{int(rows)}")]
+        if args.dataset or args.no_file:
             sources.append(("dataset",) + make_dataset(int(rows), args.data / "nepotism-bench-partitioned"
-                                                        / f"{int(rows)}-j12"))
+                                                        / f"{int(rows)}-j{args.judges}", args.judges))
         for label, source, registry, n in sources:
             work = Path(tempfile.mkdtemp(prefix="engine-bench-"))
             outputs: dict[str, Path] = {}

@@ -133,7 +133,9 @@ def _rows_sql(connection: Any, files: list[tuple[Path, dict[str, str]]]) -> tupl
     return coded, columns
 
 
-def _comparisons_sql(coded: str, rule: str, has_category: bool) -> str:
+def _comparisons_sql(coded: str, rule: str, has_category: bool, *, reasons: bool = True) -> str:
+    """The comparisons of the coded rows; without ``reasons``, only their outcomes (no probability
+    score, no exclusion reasons: what the per-prompt sums count)."""
     if rule == "consistent":
         outcome = "sign(sum(code))"
     elif rule == "strict":
@@ -145,13 +147,16 @@ def _comparisons_sql(coded: str, rule: str, has_category: bool) -> str:
         SELECT min(ord) AS ord, instance_id, judge, condition, replicate, model_x, model_y,
                {'arg_min(category, ord) AS category,' if has_category else ''}
                CASE WHEN count(code) = count(*) THEN CAST({outcome} AS DOUBLE) END AS outcome,
-               count(code) = count(*) AS verdicts,
-               CASE WHEN count(*) = count(*) FILTER (WHERE NOT {no_prob}) THEN sum(prob) / count(*) END AS prob_x,
-               count(*) AS n_orders,
-               arg_min({{'status': status, 'reason': reason}}, ord) FILTER (WHERE code IS NULL) AS why,
-               arg_min({{'status': status, 'reason': reason}}, ord) FILTER (WHERE {no_prob}) AS prob_why
+               count(code) = count(*) AS verdicts{',' if reasons else ''}
+               {_REASONS.format(no_prob=no_prob) if reasons else ''}
         FROM ({coded})
         GROUP BY instance_id, judge, condition, replicate, model_x, model_y"""
+
+
+_REASONS = """CASE WHEN count(*) = count(*) FILTER (WHERE NOT {no_prob}) THEN sum(prob) / count(*) END AS prob_x,
+               count(*) AS n_orders,
+               arg_min({{'status': status, 'reason': reason}}, ord) FILTER (WHERE code IS NULL) AS why,
+               arg_min({{'status': status, 'reason': reason}}, ord) FILTER (WHERE {no_prob}) AS prob_why"""
 
 
 def _label(why: Any, *, prob: bool = False) -> str | None:
@@ -241,7 +246,7 @@ def per_prompt_sums(source: str | Path, *, rule: str = "consistent", threads: in
     files = _files(source)
     with _connect(threads, source) as connection:
         coded, columns = _rows_sql(connection, files)
-        comparisons = _comparisons_sql(coded, rule, False)
+        comparisons = _comparisons_sql(coded, rule, False, reasons=False)
         query = f"""
             WITH comparisons AS ({comparisons}),
             sides AS (SELECT judge, condition, instance_id, model_x AS candidate, outcome FROM comparisons
