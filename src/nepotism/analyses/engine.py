@@ -75,6 +75,7 @@ def _connect(threads: int | None, source: str | Path) -> Iterator[Any]:
         config["threads"] = threads
     connection = duckdb.connect(config=config)
     try:
+        connection.execute("SET enable_progress_bar = false")  # a library writes nothing to the terminal
         yield connection
     except duckdb.Error as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -248,10 +249,10 @@ def per_prompt_sums(source: str | Path, *, rule: str = "consistent", threads: in
         coded, columns = _rows_sql(connection, files)
         comparisons = _comparisons_sql(coded, rule, False, reasons=False)
         query = f"""
-            WITH comparisons AS ({comparisons}),
-            sides AS (SELECT judge, condition, instance_id, model_x AS candidate, outcome FROM comparisons
-                      UNION ALL
-                      SELECT judge, condition, instance_id, model_y AS candidate, -outcome FROM comparisons)
+            WITH sides AS (
+                SELECT judge, condition, instance_id, CASE WHEN side = 0 THEN model_x ELSE model_y END AS candidate,
+                       CASE WHEN side = 0 THEN outcome ELSE -outcome END AS outcome
+                FROM ({comparisons}) CROSS JOIN (VALUES (0), (1)) AS sides(side))
             SELECT judge, condition, instance_id, candidate,
                    count(*) FILTER (WHERE outcome > 0) AS wins, count(*) FILTER (WHERE outcome = 0) AS ties,
                    count(outcome) AS comparisons, count(*) - count(outcome) AS excluded
