@@ -73,15 +73,17 @@ def _connect(threads: int | None, source: str | Path) -> Iterator[Any]:
                               "preserve_insertion_order": False}
     if threads:
         config["threads"] = threads
-    connection = duckdb.connect(config=config)
     try:
-        connection.execute("SET enable_progress_bar = false")  # a library writes nothing to the terminal
-        yield connection
-    except duckdb.Error as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"the engine could not read the Parquet input: {first}", path=str(source)) from None
-    finally:
-        connection.close()
+        connection = duckdb.connect(config=config)
+        try:
+            connection.execute("SET enable_progress_bar = false")  # a library writes nothing to the terminal
+            yield connection
+        except duckdb.Error as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise InputError(f"the engine could not read the Parquet input: {first}", path=str(source)) from None
+        finally:
+            connection.close()
+    finally:  # also when connecting fails
         shutil.rmtree(spill, ignore_errors=True)
 
 
