@@ -170,6 +170,6 @@ def test_a_file_that_is_not_parquet_is_an_input_error_naming_it(tmp_path):
     for call in (engine_comparisons, per_prompt_sums):
         with pytest.raises(InputError, match="judgments.parquet") as raised:
             call(bad, threads=1)
-        assert "could not read the Parquet input" in str(raised.value)
+        assert "the engine stopped on the Parquet input" in str(raised.value)
     with pytest.raises(InputError, match="no Parquet file"):
         engine_comparisons(tmp_path / "empty-folder-or-glob-*.parquet")

@@ -19,9 +19,11 @@ Two queries over a Parquet file, a partitioned dataset folder or a glob (`nepoti
   ratio and parity gap is a ratio of, as one aggregate query (``bench/engine_pairwise.py`` times it
   against Polars' streaming engine and pandas; docs/scale.md).
 
-DuckDB runs the queries with a memory limit and spills to a temporary folder beyond it, so the
-input may be larger than memory; the result (one judge's comparisons, or the per-prompt sums) is
-what is held. What this module leaves out: checking the rows — it reads tables as `nepotism
+DuckDB runs the queries with a memory limit (`MEMORY_LIMIT`) and spills to a temporary folder
+beyond it, so the input may be larger than memory; the result (one judge's comparisons, or the
+per-prompt sums) is what is held. Measured limit (docs/scale.md): 10M pairwise rows in about 1 GB;
+at 100M rows the pairing aggregation did not finish within 2 GB (an `InputError` saying DuckDB ran
+out of memory, nothing written). What this module leaves out: checking the rows — it reads tables as `nepotism
 .tables.validate` leaves them (verdicts A, B, tie or empty; ``status``/``reason`` as documented;
 what ``nepotism store export`` writes) and only trims names and lower-cases verdicts; a file that
 does not hold such rows must go through `nepotism.datasets.read_files` first. It knows no registry.
@@ -80,7 +82,7 @@ def _connect(threads: int | None, source: str | Path) -> Iterator[Any]:
             yield connection
         except duckdb.Error as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise InputError(f"the engine could not read the Parquet input: {first}", path=str(source)) from None
+            raise InputError(f"the engine stopped on the Parquet input: {first}", path=str(source)) from None
         finally:
             connection.close()
     finally:  # also when connecting fails
