@@ -15,7 +15,7 @@ process started from a small parent (`nepotism.testing.peak.run_measured`: its p
 CPU seconds from this process's ``RUSAGE_CHILDREN``, which includes the small parent, about 0.05 s):
 
 (a) ``duckdb``: `nepotism.analyses.engine.per_prompt_sums` — the package's one SQL query over
-    ``read_parquet`` (2 threads, its 2 GB ``memory_limit``, spilling to a temporary folder), the
+    ``read_parquet`` (2 threads, its 3 GB ``memory_limit``, spilling to a temporary folder), the
     result written as Parquet by DuckDB;
 (b) ``polars``: the same as a lazy query on ``scan_parquet``, ``collect(engine="streaming")``;
 (c) ``pandas``: ``read_parquet`` into memory and ``groupby`` (the bare in-memory baseline);
