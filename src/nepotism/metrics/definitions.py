@@ -1,0 +1,224 @@
+"""A metric is one definition: its id, formula, source, value range, per-prompt sums and statistic.
+
+Every number of the package is a statistic of per-cluster (per-prompt) totals, resampled by the
+cluster bootstrap (`nepotism.metrics.bootstrap`). A `Definition` holds the two halves of that
+computation in one place:
+
+- ``columns``: checked row arrays → the rows left out, by reason, and each row's contribution to
+  the sums (an (n_rows, k) array; the values of left-out rows are ignored);
+- ``statistic``: totals (..., k) → the value (`ratio_of_totals`, `difference_of_ratios`,
+  `mean_of_ratios`, ...), which the bootstrap applies to resampled per-prompt totals.
+
+`Definition.sums` turns rows into per-cluster sums with n and the excluded counts — for one group,
+or for every group of a per-row group code in one pass (`Definition.sums_by_group`: the audit's
+win rate of every generator of a judge). The public estimators (`nepotism.metrics.pairwise`,
+`nepotism.metrics.leakage`) validate their inputs, then call the definition and the bootstrap; the
+audit (`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
+definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`). The
+catalogue (`nepotism.metrics.catalogue`) names each metric's definition, and a test holds the two
+together.
+
+What this module leaves out: checking inputs (the estimators do, with `checked` and `labels`),
+which rows belong to a judge or a scope (the analyses decide), and the resampling itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
+from nepotism.metrics._common import group_sums, mean_of_ratios
+from nepotism.metrics._estimate import Estimate
+
+__all__ = [
+    "DEFINITIONS",
+    "DEMOGRAPHIC_PARITY_BIAS",
+    "PAIRED_WIN_RATE_GAP",
+    "RANKING_DIFFERENCE",
+    "SELF_PREFERENCE_RATIO",
+    "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
+    "WIN_RATE",
+    "ClusterSums",
+    "Definition",
+    "ranking_statistic",
+    "win_score",
+]
+
+#: Rows → (the rows left out: (reason, mask) in the order reasons are counted; per-row columns).
+Columns = Callable[..., tuple[list[tuple[str, np.ndarray]], np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ClusterSums:
+    """One group's per-cluster sums: the sorted cluster labels, the (n_clusters, k) sums, the rows
+    used (``n``), the rows left out (``n_excluded``) and their count per reason (``excluded``)."""
+
+    clusters: np.ndarray
+    sums: np.ndarray
+    n: int
+    n_excluded: int
+    excluded: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One metric: catalogue id, source, formula, value range, its row columns and its statistic."""
+
+    id: str
+    source: str
+    formula: str
+    values: tuple[float, float]
+    columns: Columns
+    #: None where the statistic depends on the call (`ranking_statistic`: the target generator).
+    statistic: Statistic | None
+
+    def sums(self, *arrays: np.ndarray, clusters: np.ndarray, **options: Any) -> ClusterSums:
+        """Per-cluster sums of checked rows (one label per row in ``clusters``)."""
+        exclusions, columns = self.columns(*arrays, **options)
+        return _cluster_sums(clusters, columns, exclusions, None)
+
+    def sums_by_group(self, *arrays: np.ndarray, clusters: np.ndarray, groups: np.ndarray,
+                      **options: Any) -> tuple[np.ndarray, list[ClusterSums]]:
+        """Per-cluster sums of every group of ``groups`` (a code per row) in one pass over the rows:
+        (the sorted group codes, each group's `ClusterSums`), the same numbers as `sums` on the
+        group's rows in their order."""
+        exclusions, columns = self.columns(*arrays, **options)
+        order = np.argsort(groups, kind="stable")
+        found, starts = np.unique(np.asarray(groups)[order], return_index=True)
+        ends = [*starts[1:].tolist(), order.size]
+        return found, [_cluster_sums(clusters, columns, exclusions, order[start:end])
+                       for start, end in zip(starts.tolist(), ends)]
+
+    def estimate(self, *arrays: np.ndarray, clusters: np.ndarray, bootstrap: Bootstrap,
+                 statistic: Statistic | None = None, **options: Any) -> Estimate:
+        """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
+        ``statistic`` where the definition's depends on the call."""
+        part = self.sums(*arrays, clusters=clusters, **options)
+        chosen = statistic or self.statistic
+        if chosen is None:
+            raise TypeError(f"{self.id}'s statistic depends on the call: give statistic=")
+        return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded,
+                                 excluded=part.excluded, bootstrap=bootstrap)
+
+
+def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: list[tuple[str, np.ndarray]],
+                  rows: np.ndarray | None) -> ClusterSums:
+    take = (lambda a: a) if rows is None else (lambda a: a[rows])
+    keep = np.ones(columns.shape[0] if rows is None else rows.size, dtype=bool)
+    excluded: dict[str, int] = {}
+    for reason, mask in exclusions:
+        hit = take(mask) & keep
+        if hit.any():
+            excluded[reason] = int(hit.sum())
+        keep &= ~hit
+    found, sums = cluster_sums(take(np.asarray(clusters))[keep], take(columns)[keep])
+    return ClusterSums(found, sums, int(keep.sum()), int((~keep).sum()), excluded)
+
+
+# ---------------------------------------------------------------------------------- pairwise
+def win_score(outcome: np.ndarray) -> np.ndarray:
+    """A comparison's win-rate score from its outcome code: +1 → 1, 0 (tie) → ½, −1 → 0, NaN stays NaN."""
+    return (outcome + 1.0) / 2.0
+
+
+def _win_rate_columns(outcome: np.ndarray, *, ties: str = "half") -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    exclusions = [("no verdict", np.isnan(outcome))]
+    if ties == "exclude":
+        exclusions.append(("tie", outcome == 0))
+    score = win_score(outcome)
+    return exclusions, np.column_stack([score, np.ones_like(score)])
+
+
+def _self_preference_columns(outcome: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    wins = (outcome == 1).astype(float)
+    return [("no verdict", np.isnan(outcome))], np.column_stack([wins, np.ones_like(wins)])
+
+
+def _per_evaluatee_columns(outcome: np.ndarray, evaluatee: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    missing = np.isnan(outcome)
+    names = np.asarray(evaluatee)
+    found, codes = np.unique(names[~missing].astype(str), return_inverse=True)
+    all_codes = np.zeros(outcome.size, dtype=np.int64)
+    all_codes[~missing] = codes
+    wins = (outcome == 1).astype(float)
+    return [("no verdict", missing)], group_sums(all_codes, wins, np.ones_like(wins), found.size)
+
+
+def _parity_columns(preference: np.ndarray, related: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    s = np.asarray(related).astype(float)
+    y = preference
+    return [("no verdict", np.isnan(preference))], np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
+
+
+def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    exclusions, win = _win_rate_columns(outcome)
+    b = np.asarray(other).astype(float)
+    return exclusions, np.column_stack([win[:, 0] * (1.0 - b), 1.0 - b, win[:, 0] * b, b])
+
+
+WIN_RATE = Definition(
+    "win-rate", "000 (AlpacaEval convention)", "(wins + ½ ties) / n", (0.0, 1.0), _win_rate_columns, ratio_of_totals)
+SELF_PREFERENCE_RATIO = Definition(
+    "self-preference-ratio", "004 Eq. 2", "share of (related, other) comparisons won by the related answer; ties "
+    "not won", (0.0, 1.0), _self_preference_columns, ratio_of_totals)
+#: 004 Tables 1/3/5: each evaluatee's SPR, then their mean.
+SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
+    "self-preference-ratio", "004 Tables 1, 3, 5 (Average)", "mean over evaluatees G of the SPR against G",
+    (0.0, 1.0), _per_evaluatee_columns, mean_of_ratios)
+DEMOGRAPHIC_PARITY_BIAS = Definition(
+    "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns,
+    difference_of_ratios)
+#: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
+PAIRED_WIN_RATE_GAP = Definition(
+    "paired-win-rate-gap", "new; isolates 000/004 favouritism", "WR_J(G vs O) − WR_K(G vs O) on the same prompts",
+    (-1.0, 1.0), _paired_columns, difference_of_ratios)
+
+
+# ---------------------------------------------------------------------------------- leaderboards
+def _ranking_columns(judged: np.ndarray, reference: np.ndarray, codes: np.ndarray,
+                     n_generators: int) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    """Columns [judged score per generator | reference score per generator | count per generator]."""
+    missing = ~(np.isfinite(judged) & np.isfinite(reference))
+    columns = np.zeros((codes.size, 3 * n_generators))
+    rows = np.arange(codes.size)
+    columns[rows, codes] = np.where(missing, 0.0, judged)
+    columns[rows, n_generators + codes] = np.where(missing, 0.0, reference)
+    columns[rows, 2 * n_generators + codes] = 1.0
+    return [("no verdict", missing)], columns
+
+
+def ranking_statistic(n_generators: int, target: int, reference_ranks: np.ndarray | None = None) -> Statistic:
+    """Rank of generator ``target`` on the reference leaderboard − its rank on the judge's (1 = best,
+    ties share the average rank), from totals laid out as `RANKING_DIFFERENCE`'s columns; with
+    ``reference_ranks`` the reference leaderboard is fixed (not resampled). Mean scores are rounded
+    to 9 decimals first, so that exact ties stay ties whatever the order of summation."""
+    from scipy.stats import rankdata
+
+    g = n_generators
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        count = totals[..., 2 * g:]
+        rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
+        if reference_ranks is not None:
+            return np.asarray(reference_ranks[target] - rank_j[..., target])
+        rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
+        return np.asarray(rank_r[..., target] - rank_j[..., target])
+
+    return statistic
+
+
+#: The statistic depends on the target generator: `ranking_statistic(n_generators, target)`.
+RANKING_DIFFERENCE = Definition(
+    "ranking-difference", "000 §5.4 Table 4", "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
+    (-np.inf, np.inf), _ranking_columns, None)
+
+#: Every definition, by catalogue id (a metric with variants of other statistics lists each).
+DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
+for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
+                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE):
+    DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
+del _definition

@@ -1,0 +1,67 @@
+"""A metric is one definition: the grouped pass equals the definition on each group's rows, and the
+public estimators are the definition plus the bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nepotism.metrics import Bootstrap
+from nepotism.metrics.bootstrap import cluster_bootstrap
+from nepotism.metrics.definitions import (
+    DEMOGRAPHIC_PARITY_BIAS,
+    SELF_PREFERENCE_RATIO,
+    WIN_RATE,
+)
+from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
+
+
+def _rows(seed: int, n: int = 400):
+    rng = np.random.default_rng(seed)
+    outcome = rng.choice([-1.0, 0.0, 1.0, np.nan], size=n, p=[0.35, 0.15, 0.4, 0.1])
+    clusters = rng.integers(0, 37, size=n)
+    groups = rng.integers(0, 6, size=n)
+    return outcome, clusters, groups
+
+
+@pytest.mark.parametrize("ties", ["half", "exclude"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_grouped_pass_is_the_definition_on_each_groups_rows(seed, ties):
+    outcome, clusters, groups = _rows(seed)
+    found, parts = WIN_RATE.sums_by_group(outcome, clusters=clusters, groups=groups, ties=ties)
+    assert found.tolist() == sorted(set(groups.tolist()))
+    for code, part in zip(found, parts):
+        mine = groups == code
+        alone = WIN_RATE.sums(outcome[mine], clusters=clusters[mine], ties=ties)
+        assert np.array_equal(part.clusters, alone.clusters)
+        assert np.array_equal(part.sums, alone.sums)
+        assert (part.n, part.n_excluded, part.excluded) == (alone.n, alone.n_excluded, alone.excluded)
+        decided = outcome[mine][~np.isnan(outcome[mine])]
+        if ties == "exclude":
+            decided = decided[decided != 0]
+        assert part.n == decided.size  # planted: every decided row counted once, the rest by reason
+        assert sum(part.excluded.values()) == part.n_excluded == int(mine.sum()) - decided.size
+        assert part.sums[:, 0].sum() == pytest.approx(((decided + 1) / 2).sum())
+
+
+def test_the_estimators_are_the_definitions_with_the_bootstrap():
+    outcome, clusters, _ = _rows(5)
+    boot = Bootstrap(n_resamples=200, seed=3)
+    for estimator, definition in ((win_rate, WIN_RATE), (self_preference_ratio, SELF_PREFERENCE_RATIO)):
+        part = definition.sums(outcome, clusters=clusters)
+        direct = cluster_bootstrap(part.sums, definition.statistic, n=part.n, n_excluded=part.n_excluded,
+                                   excluded=part.excluded, bootstrap=boot)
+        assert estimator(outcome, clusters, bootstrap=boot) == direct
+    preference = (outcome + 1) / 2
+    related = np.arange(outcome.size) % 2 == 0
+    assert demographic_parity_bias(preference, related, clusters, bootstrap=boot) == \
+        DEMOGRAPHIC_PARITY_BIAS.estimate(preference, related, clusters=clusters, bootstrap=boot)
+
+
+def test_the_win_rate_definition_on_a_worked_example():
+    # p1: win + tie, p2: loss, p3: win + no verdict → (1 + ½ + 0 + 1) / 4
+    part = WIN_RATE.sums(np.array([1, 0, -1, 1, np.nan]), clusters=np.array(["p1", "p1", "p2", "p3", "p3"]))
+    assert part.clusters.tolist() == ["p1", "p2", "p3"]
+    assert part.sums.tolist() == [[1.5, 2.0], [0.0, 1.0], [1.0, 1.0]]
+    assert (part.n, part.n_excluded, part.excluded) == (4, 1, {"no verdict": 1})
+    assert float(WIN_RATE.statistic(part.sums.sum(axis=0))) == 0.625
