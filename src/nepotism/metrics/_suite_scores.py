@@ -20,6 +20,7 @@ from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._common import Relations, ratio_of_mean_rates
 from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.metrics.bootstrap import column_ratio
+from nepotism.metrics.definitions import ranking_statistic
 from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
 
 __all__ = ["SCOPES", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
@@ -231,7 +232,9 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     judge's leaderboard is each generator's mean over its scored instances; the reference is the
     same from ``reference`` (resampled with the same instances), or a fixed ``leaderboard``
     {model: score} (not resampled). Ranks: 1 = best, ties share the average rank; only generators
-    present on both leaderboards are ranked.
+    present on both leaderboards are ranked. The per-instance means are the sums of
+    `nepotism.metrics.definitions.RANKING_DIFFERENCE` (one cluster per instance) and the statistic is
+    its `ranking_statistic`.
     """
     from scipy.stats import rankdata
 
@@ -256,15 +259,7 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     block = batch.block(np.concatenate([np.where(valid, j, 0.0), np.where(valid, r, 0.0), valid], axis=1))
 
     for t, col in enumerate(idx):
-        def statistic(totals: np.ndarray, t: int = t) -> np.ndarray:
-            count = totals[..., 2 * g:]
-            # rounded so that exact ties stay ties whatever the summation order
-            rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
-            if ref_ranks is not None:
-                return np.asarray(ref_ranks[t] - rank_j[..., t])
-            rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
-            return np.asarray(rank_r[..., t] - rank_j[..., t])
-
+        statistic = ranking_statistic(g, t, ref_ranks)
         name = labels[col]
         batch.add("ranking-difference", block, statistic, n=int(valid[:, t].sum()), generator=name,
                   scope=relation[name].lower(), variant={"against": against})
