@@ -10,6 +10,8 @@ from nepotism.metrics import Bootstrap
 from nepotism.metrics.bootstrap import cluster_bootstrap
 from nepotism.metrics.definitions import (
     DEMOGRAPHIC_PARITY_BIAS,
+    MRA,
+    OVERESTIMATION_RATE,
     SELF_PREFERENCE_RATIO,
     WIN_RATE,
 )
@@ -65,3 +67,27 @@ def test_the_win_rate_definition_on_a_worked_example():
     assert part.sums.tolist() == [[1.5, 2.0], [0.0, 1.0], [1.0, 1.0]]
     assert (part.n, part.n_excluded, part.excluded) == (4, 1, {"no verdict": 1})
     assert float(WIN_RATE.statistic(part.sums.sum(axis=0))) == 0.625
+
+
+def test_dense_sums_are_the_cluster_sums_with_every_cluster_kept():
+    # the suite's batches resample every prompt of a judge: a prompt without a usable row is a zero row
+    rng = np.random.default_rng(7)
+    judged = rng.choice([0.0, 1.0, np.nan], size=300)
+    reference = rng.choice([0.0, 1.0], size=300)
+    codes = rng.integers(0, 40, size=300) * 2  # odd prompts have no row at all
+    dense = MRA.dense_sums(judged, reference, codes=codes, size=81)
+    sparse = MRA.sums(judged, reference, clusters=codes)
+    assert dense.sums.shape == (81, 2)
+    assert np.array_equal(dense.sums[sparse.clusters], sparse.sums)
+    assert not dense.sums[np.setdiff1d(np.arange(81), sparse.clusters)].any()
+    assert (dense.n, dense.n_excluded, dense.excluded) == (sparse.n, sparse.n_excluded, sparse.excluded)
+    assert dense.n == int((~np.isnan(judged)).sum())
+
+
+def test_rows_not_at_risk_are_not_excluded_verdicts():
+    # O(J, G) counts only the reference's losses; a reference win is not a unit, a NaN is excluded
+    part = OVERESTIMATION_RATE.sums(np.array([1, -1, 0, 1, np.nan]), np.array([-1, -1, -1, 1, -1]),
+                                    clusters=np.array(["p1", "p1", "p2", "p3", "p3"]))
+    assert part.clusters.tolist() == ["p1", "p2"]
+    assert part.sums.tolist() == [[1.0, 2.0], [1.0, 1.0]]
+    assert (part.n, part.n_excluded, part.excluded) == (3, 1, {"no verdict": 1})

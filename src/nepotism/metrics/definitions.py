@@ -31,25 +31,35 @@ from typing import Any
 import numpy as np
 
 from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
-from nepotism.metrics._common import group_sums, mean_of_ratios
+from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
     "DEFINITIONS",
     "DEMOGRAPHIC_PARITY_BIAS",
+    "HSPP_RATIO",
+    "MIPA",
+    "MRA",
+    "OVERESTIMATION_KINDS",
+    "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
     "RANKING_DIFFERENCE",
+    "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
     "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
     "WIN_RATE",
     "ClusterSums",
     "Definition",
+    "hspp_statistic",
+    "on_columns",
+    "overestimation_counts",
     "ranking_statistic",
+    "score_delta_statistic",
     "win_score",
 ]
 
 #: Rows → (the rows left out: (reason, mask) in the order reasons are counted; per-row columns).
-Columns = Callable[..., tuple[list[tuple[str, np.ndarray]], np.ndarray]]
+Columns = Callable[..., tuple[list[tuple[str | None, np.ndarray]], np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,25 @@ class Definition:
         return found, [_cluster_sums(clusters, columns, exclusions, order[start:end])
                        for start, end in zip(starts.tolist(), ends)]
 
+    def dense_sums(self, *arrays: np.ndarray, codes: np.ndarray, size: int, **options: Any) -> ClusterSums:
+        """Per-cluster sums of checked rows whose clusters are integer ``codes`` in [0, size): one row
+        of sums for every cluster, whether or not it has a row (the suite's batches resample every
+        prompt of a judge); ``clusters`` is ``arange(size)``."""
+        exclusions, columns = self.columns(*arrays, **options)
+        keep, n_excluded, excluded = _kept(exclusions, columns.shape[0], lambda a: a)
+        kept = np.asarray(codes)[keep]
+        sums = np.column_stack([np.bincount(kept, weights=columns[keep, j], minlength=size)
+                                for j in range(columns.shape[1])])
+        return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
+
     def estimate(self, *arrays: np.ndarray, clusters: np.ndarray, bootstrap: Bootstrap,
                  statistic: Statistic | None = None, **options: Any) -> Estimate:
         """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
         ``statistic`` where the definition's depends on the call."""
-        part = self.sums(*arrays, clusters=clusters, **options)
+        return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
+
+    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
+        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
         chosen = statistic or self.statistic
         if chosen is None:
             raise TypeError(f"{self.id}'s statistic depends on the call: give statistic=")
@@ -105,18 +129,27 @@ class Definition:
                                  excluded=part.excluded, bootstrap=bootstrap)
 
 
-def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: list[tuple[str, np.ndarray]],
+def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: list[tuple[str | None, np.ndarray]],
                   rows: np.ndarray | None) -> ClusterSums:
     take = (lambda a: a) if rows is None else (lambda a: a[rows])
-    keep = np.ones(columns.shape[0] if rows is None else rows.size, dtype=bool)
+    keep, n_excluded, excluded = _kept(exclusions, columns.shape[0] if rows is None else rows.size, take)
+    found, sums = cluster_sums(take(np.asarray(clusters))[keep], take(columns)[keep])
+    return ClusterSums(found, sums, int(keep.sum()), n_excluded, excluded)
+
+
+def _kept(exclusions: list[tuple[str | None, np.ndarray]], size: int,
+          take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, int, dict[str, int]]:
+    """The rows kept, the rows left out for a reason and their count per reason; a reason of None
+    drops rows that are not the metric's units at all (not counted as excluded: a comparison the
+    reference never loses is not at risk of overestimation)."""
+    keep = np.ones(size, dtype=bool)
     excluded: dict[str, int] = {}
     for reason, mask in exclusions:
         hit = take(mask) & keep
-        if hit.any():
+        if reason is not None and hit.any():
             excluded[reason] = int(hit.sum())
         keep &= ~hit
-    found, sums = cluster_sums(take(np.asarray(clusters))[keep], take(columns)[keep])
-    return ClusterSums(found, sums, int(keep.sum()), int((~keep).sum()), excluded)
+    return keep, sum(excluded.values()), excluded
 
 
 # ---------------------------------------------------------------------------------- pairwise
@@ -216,9 +249,104 @@ RANKING_DIFFERENCE = Definition(
     "ranking-difference", "000 §5.4 Table 4", "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
     (-np.inf, np.inf), _ranking_columns, None)
 
+# ---------------------------------------------------------------------------------- rubric (paper 002)
+def _share_equal_columns(judge: np.ndarray, reference: np.ndarray) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+    missing = ~(np.isfinite(judge) & np.isfinite(reference))
+    equal = (judge == reference).astype(float)
+    return [("no verdict", missing)], np.column_stack([equal, np.ones(equal.size)])
+
+
+#: Which judge outcomes count as an overestimation of a reference loss (002 Eq. 3 is "any").
+OVERESTIMATION_KINDS = {"any": (0.0, 1.0), "loss-to-win": (1.0,), "loss-to-tie": (0.0,)}
+
+
+def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise (overestimated, at risk) indicators for outcome codes or verdicts.
+
+    Instance level: codes in {-1, 0, 1}; at risk = reference loss (w* = −1); overestimated = the
+    judge's outcome is better (0 or 1; ``kind`` narrows to loss→win or loss→tie). Rubric level:
+    pass verdicts as ±1 (met = 1, not met = −1); then at risk = b* = −1 and overestimated =
+    b_J = 1 (``kind="any"``; ``loss-to-tie`` is empty there). NaN anywhere → neither.
+    """
+    if kind not in OVERESTIMATION_KINDS:
+        raise ValueError(f"kind must be one of {tuple(OVERESTIMATION_KINDS)}")
+    judged = np.asarray(judge, dtype=float)
+    truth = np.asarray(reference, dtype=float)
+    valid = np.isfinite(judged) & np.isfinite(truth)
+    at_risk = valid & (truth == -1)
+    over = at_risk & np.isin(judged, OVERESTIMATION_KINDS[kind])
+    return over.astype(float), at_risk.astype(float)
+
+
+def _score_delta_columns(judged: np.ndarray, reference: np.ndarray) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+    """(n_instances, n_generators) instance scores (NaN = none) → [s_J − s* | scored by both] per instance."""
+    valid = np.isfinite(judged) & np.isfinite(reference)
+    return [], np.concatenate([np.where(valid, judged - reference, 0.0), valid.astype(float)], axis=1)
+
+
+def _overestimation_columns(judge: np.ndarray, reference: np.ndarray, *,
+                            kind: str = "any") -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+    over, at_risk = overestimation_counts(judge, reference, kind=kind)
+    missing = ~(np.isfinite(judge) & np.isfinite(reference))
+    return [("no verdict", missing), (None, at_risk == 0)], np.column_stack([over, at_risk])
+
+
+def _hspp_columns(over: np.ndarray, risk: np.ndarray, codes: np.ndarray,
+                  n_generators: int) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+    return [], group_sums(codes, over, risk, n_generators)
+
+
+def hspp_statistic(numerator: np.ndarray, denominator: np.ndarray) -> Statistic:
+    """HSPP ratio of totals laid out per generator (overestimated in 2g, at risk in 2g+1): mean
+    O(J, G) over the ``numerator`` generators ÷ the same over the ``denominator`` ones (boolean
+    masks); a generator never at risk in a resample is left out of its mean."""
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        return ratio_of_mean_rates(totals, numerator, denominator)
+
+    return statistic
+
+
+def score_delta_statistic(n_generators: int, generator: int, *, centred: bool = True) -> Statistic:
+    """Centred score delta of ``generator`` from totals [Σ (s_J − s*) per generator | instances scored
+    per generator]: its mean delta minus the mean over generators of theirs (002 Fig. 5)."""
+    g = n_generators
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        delta = totals[..., :g] / totals[..., g:]
+        return np.asarray(delta[..., generator] - (delta.mean(-1) if centred else 0.0))
+
+    return statistic
+
+
+def on_columns(statistic: Statistic, columns: list[int]) -> Statistic:
+    """``statistic`` of some columns of a wider block (a batch shares one block among many records)."""
+    picked = np.asarray(columns)
+
+    def wide(totals: np.ndarray) -> np.ndarray:
+        return statistic(totals[..., picked])
+
+    return wide
+
+
+MRA = Definition("mra", "002 Eq. 6", "share of rubric verdicts b_J = b*", (0.0, 1.0), _share_equal_columns,
+                 ratio_of_totals)
+MIPA = Definition("mipa", "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", (0.0, 1.0), _share_equal_columns,
+                  ratio_of_totals)
+OVERESTIMATION_RATE = Definition(
+    "overestimation-rate", "002 Eq. 3 (instance), Eq. 4 (rubric)",
+    "O(J,G) = Σ 1{w* = −1 ∧ w_J ≥ 0} / Σ 1{w* = −1}", (0.0, 1.0), _overestimation_columns, ratio_of_totals)
+#: The statistic depends on the generator sets: `hspp_statistic(numerator, denominator)`.
+HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈num} O(J,G) / mean_{G∈S_J} O(J,G)", (0.0, np.inf),
+                        _hspp_columns, None)
+#: One row per instance (its cluster) with every generator's instance score; the statistic is
+#: `score_delta_statistic`.
+SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
+                         (-np.inf, np.inf), _score_delta_columns, None)
+
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
-                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE):
+                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
