@@ -47,6 +47,7 @@ from nepotism.metrics._common import checked, undefined
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._estimate import Estimate
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
+from nepotism.results import new_record
 from nepotism.metrics.definitions import (
     DEMOGRAPHIC_PARITY_BIAS,
     PAIRED_WIN_RATE_GAP,
@@ -102,14 +103,6 @@ class _Relations:
             except (KeyError, AttributeError):
                 self._id[name] = name
         return self._id[name]
-
-
-def _record(metric: str, judge: str, condition: str, estimate: Estimate, relations: _Relations, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
-              "generator": None, "pair": None, "scope": None, "variant": {}}
-    record.update(extra)
-    record.update(estimate.as_dict())
-    return record
 
 
 def _instance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,7 +182,6 @@ class _Pending:
         self.records: list[tuple[dict, int | Estimate, dict[str, int] | None]] = []
 
     def add(self, record: dict, definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
-        assert definition.statistic is not None
         index = self.batch.add(parts.sums, definition.statistic, n=parts.n, n_excluded=parts.n_excluded,
                                excluded=parts.excluded)
         self.records.append((record, index, reasons))
@@ -210,10 +202,7 @@ class _Pending:
 
 
 def _base(metric: str, judge: str, condition: str, relations: _Relations, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
-              "generator": None, "pair": None, "scope": None, "variant": {}}
-    record.update(extra)
-    return record
+    return new_record(metric, judge, condition, judge_id=relations.canonical(judge), **extra)
 
 
 def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending) -> None:

@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, settings
+from nepotism.results import new_record
 
 __all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "pointwise_leaderboard_records"]
 
@@ -337,10 +338,8 @@ def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: s
     for item in bins:
         for rater in ("judge", "human"):
             estimate = item[rater]
-            record = {"metric": "perplexity-win-rate", "judge": judge, "judge_id": None, "condition": condition,
-                      "generator": None, "pair": None, "scope": None if split == "all" else split,
-                      "variant": {"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
-                                  "rater": rater, "split": split}}
-            record.update(estimate.as_dict())
-            records.append(record)
+            records.append(new_record(
+                "perplexity-win-rate", judge, condition, estimate, judge_id=None, scope=None if split == "all" else split,
+                variant={"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
+                         "rater": rater, "split": split}))
     return records

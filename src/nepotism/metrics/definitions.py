@@ -58,8 +58,10 @@ __all__ = [
     "win_score",
 ]
 
-#: Rows → (the rows left out: (reason, mask) in the order reasons are counted; per-row columns).
-Columns = Callable[..., tuple[list[tuple[str | None, np.ndarray]], np.ndarray]]
+#: The rows left out: (reason, mask) in the order reasons are counted (a reason of None: not a unit).
+Exclusions = list[tuple[str | None, np.ndarray]]
+#: Rows → (the rows left out, per-row columns).
+Columns = Callable[..., tuple[Exclusions, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -76,22 +78,25 @@ class ClusterSums:
 
 @dataclass(frozen=True)
 class Definition:
-    """One metric: catalogue id, source, formula, value range, its row columns and its statistic."""
+    """One metric: catalogue id, source (paper and equation), formula, value range, its row columns
+    and its statistic. The catalogue's row of the id reads its source, formula and range from here."""
 
     id: str
     source: str
     formula: str
-    values: tuple[float, float]
+    #: (low, high) of the values, None = unbounded on that side (the catalogue's `VALUE_RANGES`).
+    values: tuple[float | None, float | None]
     columns: Columns
-    #: None where the statistic depends on the call (`ranking_statistic`: the target generator).
-    statistic: Statistic | None
+    #: Totals → value; where it depends on the call (`ranking_statistic`: the target generator) a
+    #: statistic that refuses to run, and the caller gives its own (``statistic=``).
+    statistic: Statistic
 
-    def sums(self, *arrays: np.ndarray, clusters: np.ndarray, **options: Any) -> ClusterSums:
+    def sums(self, *arrays: Any, clusters: np.ndarray, **options: Any) -> ClusterSums:
         """Per-cluster sums of checked rows (one label per row in ``clusters``)."""
         exclusions, columns = self.columns(*arrays, **options)
         return _cluster_sums(clusters, columns, exclusions, None)
 
-    def sums_by_group(self, *arrays: np.ndarray, clusters: np.ndarray, groups: np.ndarray,
+    def sums_by_group(self, *arrays: Any, clusters: np.ndarray, groups: np.ndarray,
                       **options: Any) -> tuple[np.ndarray, list[ClusterSums]]:
         """Per-cluster sums of every group of ``groups`` (a code per row) in one pass over the rows:
         (the sorted group codes, each group's `ClusterSums`), the same numbers as `sums` on the
@@ -103,18 +108,18 @@ class Definition:
         return found, [_cluster_sums(clusters, columns, exclusions, order[start:end])
                        for start, end in zip(starts.tolist(), ends)]
 
-    def dense_sums(self, *arrays: np.ndarray, codes: np.ndarray, size: int, **options: Any) -> ClusterSums:
+    def dense_sums(self, *arrays: Any, codes: np.ndarray, size: int, **options: Any) -> ClusterSums:
         """Per-cluster sums of checked rows whose clusters are integer ``codes`` in [0, size): one row
         of sums for every cluster, whether or not it has a row (the suite's batches resample every
         prompt of a judge); ``clusters`` is ``arange(size)``."""
         exclusions, columns = self.columns(*arrays, **options)
-        keep, n_excluded, excluded = _kept(exclusions, columns.shape[0], lambda a: a)
+        keep, n_excluded, excluded = _kept(exclusions, columns.shape[0], np.asarray)
         kept = np.asarray(codes)[keep]
         sums = np.column_stack([np.bincount(kept, weights=columns[keep, j], minlength=size)
                                 for j in range(columns.shape[1])])
         return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
 
-    def estimate(self, *arrays: np.ndarray, clusters: np.ndarray, bootstrap: Bootstrap,
+    def estimate(self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap,
                  statistic: Statistic | None = None, **options: Any) -> Estimate:
         """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
         ``statistic`` where the definition's depends on the call."""
@@ -122,22 +127,21 @@ class Definition:
 
     def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
         """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
-        chosen = statistic or self.statistic
-        if chosen is None:
-            raise TypeError(f"{self.id}'s statistic depends on the call: give statistic=")
-        return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded,
+        return cluster_bootstrap(part.sums, statistic if statistic is not None else self.statistic, n=part.n, n_excluded=part.n_excluded,
                                  excluded=part.excluded, bootstrap=bootstrap)
 
 
-def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: list[tuple[str | None, np.ndarray]],
+def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
                   rows: np.ndarray | None) -> ClusterSums:
-    take = (lambda a: a) if rows is None else (lambda a: a[rows])
+    def take(a: np.ndarray) -> np.ndarray:
+        return a if rows is None else a[rows]
+
     keep, n_excluded, excluded = _kept(exclusions, columns.shape[0] if rows is None else rows.size, take)
     found, sums = cluster_sums(take(np.asarray(clusters))[keep], take(columns)[keep])
     return ClusterSums(found, sums, int(keep.sum()), n_excluded, excluded)
 
 
-def _kept(exclusions: list[tuple[str | None, np.ndarray]], size: int,
+def _kept(exclusions: Exclusions, size: int,
           take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, int, dict[str, int]]:
     """The rows kept, the rows left out for a reason and their count per reason; a reason of None
     drops rows that are not the metric's units at all (not counted as excluded: a comparison the
@@ -152,26 +156,32 @@ def _kept(exclusions: list[tuple[str | None, np.ndarray]], size: int,
     return keep, sum(excluded.values()), excluded
 
 
+def _given_by_the_call(metric: str) -> Statistic:
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        raise TypeError(f"{metric}'s statistic depends on the call: give statistic=")
+    return statistic
+
+
 # ---------------------------------------------------------------------------------- pairwise
 def win_score(outcome: np.ndarray) -> np.ndarray:
     """A comparison's win-rate score from its outcome code: +1 → 1, 0 (tie) → ½, −1 → 0, NaN stays NaN."""
     return (outcome + 1.0) / 2.0
 
 
-def _win_rate_columns(outcome: np.ndarray, *, ties: str = "half") -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
-    exclusions = [("no verdict", np.isnan(outcome))]
+def _win_rate_columns(outcome: np.ndarray, *, ties: str = "half") -> tuple[Exclusions, np.ndarray]:
+    exclusions: Exclusions = [("no verdict", np.isnan(outcome))]
     if ties == "exclude":
         exclusions.append(("tie", outcome == 0))
     score = win_score(outcome)
     return exclusions, np.column_stack([score, np.ones_like(score)])
 
 
-def _self_preference_columns(outcome: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+def _self_preference_columns(outcome: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     wins = (outcome == 1).astype(float)
     return [("no verdict", np.isnan(outcome))], np.column_stack([wins, np.ones_like(wins)])
 
 
-def _per_evaluatee_columns(outcome: np.ndarray, evaluatee: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+def _per_evaluatee_columns(outcome: np.ndarray, evaluatee: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     missing = np.isnan(outcome)
     names = np.asarray(evaluatee)
     found, codes = np.unique(names[~missing].astype(str), return_inverse=True)
@@ -181,13 +191,13 @@ def _per_evaluatee_columns(outcome: np.ndarray, evaluatee: np.ndarray) -> tuple[
     return [("no verdict", missing)], group_sums(all_codes, wins, np.ones_like(wins), found.size)
 
 
-def _parity_columns(preference: np.ndarray, related: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+def _parity_columns(preference: np.ndarray, related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     s = np.asarray(related).astype(float)
     y = preference
     return [("no verdict", np.isnan(preference))], np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
 
 
-def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     exclusions, win = _win_rate_columns(outcome)
     b = np.asarray(other).astype(float)
     return exclusions, np.column_stack([win[:, 0] * (1.0 - b), 1.0 - b, win[:, 0] * b, b])
@@ -196,8 +206,8 @@ def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[list[tuple[
 WIN_RATE = Definition(
     "win-rate", "000 (AlpacaEval convention)", "(wins + ½ ties) / n", (0.0, 1.0), _win_rate_columns, ratio_of_totals)
 SELF_PREFERENCE_RATIO = Definition(
-    "self-preference-ratio", "004 Eq. 2", "share of (related, other) comparisons won by the related answer; ties "
-    "not won", (0.0, 1.0), _self_preference_columns, ratio_of_totals)
+    "self-preference-ratio", "004 Eq. 2", "share of (J vs G) comparisons whose aggregated verdict is J's answer",
+    (0.0, 1.0), _self_preference_columns, ratio_of_totals)
 #: 004 Tables 1/3/5: each evaluatee's SPR, then their mean.
 SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
     "self-preference-ratio", "004 Tables 1, 3, 5 (Average)", "mean over evaluatees G of the SPR against G",
@@ -207,13 +217,14 @@ DEMOGRAPHIC_PARITY_BIAS = Definition(
     difference_of_ratios)
 #: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
 PAIRED_WIN_RATE_GAP = Definition(
-    "paired-win-rate-gap", "new; isolates 000/004 favouritism", "WR_J(G vs O) − WR_K(G vs O) on the same prompts",
+    "paired-win-rate-gap", "new; isolates 000/004 favouritism",
+    "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
     (-1.0, 1.0), _paired_columns, difference_of_ratios)
 
 
 # ---------------------------------------------------------------------------------- leaderboards
 def _ranking_columns(judged: np.ndarray, reference: np.ndarray, codes: np.ndarray,
-                     n_generators: int) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+                     n_generators: int) -> tuple[Exclusions, np.ndarray]:
     """Columns [judged score per generator | reference score per generator | count per generator]."""
     missing = ~(np.isfinite(judged) & np.isfinite(reference))
     columns = np.zeros((codes.size, 3 * n_generators))
@@ -247,10 +258,10 @@ def ranking_statistic(n_generators: int, target: int, reference_ranks: np.ndarra
 #: The statistic depends on the target generator: `ranking_statistic(n_generators, target)`.
 RANKING_DIFFERENCE = Definition(
     "ranking-difference", "000 §5.4 Table 4", "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
-    (-np.inf, np.inf), _ranking_columns, None)
+    (None, None), _ranking_columns, _given_by_the_call("ranking-difference"))
 
 # ---------------------------------------------------------------------------------- rubric (paper 002)
-def _share_equal_columns(judge: np.ndarray, reference: np.ndarray) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+def _share_equal_columns(judge: np.ndarray, reference: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     missing = ~(np.isfinite(judge) & np.isfinite(reference))
     equal = (judge == reference).astype(float)
     return [("no verdict", missing)], np.column_stack([equal, np.ones(equal.size)])
@@ -278,21 +289,21 @@ def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str
     return over.astype(float), at_risk.astype(float)
 
 
-def _score_delta_columns(judged: np.ndarray, reference: np.ndarray) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+def _score_delta_columns(judged: np.ndarray, reference: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     """(n_instances, n_generators) instance scores (NaN = none) → [s_J − s* | scored by both] per instance."""
     valid = np.isfinite(judged) & np.isfinite(reference)
     return [], np.concatenate([np.where(valid, judged - reference, 0.0), valid.astype(float)], axis=1)
 
 
 def _overestimation_columns(judge: np.ndarray, reference: np.ndarray, *,
-                            kind: str = "any") -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+                            kind: str = "any") -> tuple[Exclusions, np.ndarray]:
     over, at_risk = overestimation_counts(judge, reference, kind=kind)
     missing = ~(np.isfinite(judge) & np.isfinite(reference))
     return [("no verdict", missing), (None, at_risk == 0)], np.column_stack([over, at_risk])
 
 
 def _hspp_columns(over: np.ndarray, risk: np.ndarray, codes: np.ndarray,
-                  n_generators: int) -> tuple[list[tuple[str | None, np.ndarray]], np.ndarray]:
+                  n_generators: int) -> tuple[Exclusions, np.ndarray]:
     return [], group_sums(codes, over, risk, n_generators)
 
 
@@ -335,14 +346,14 @@ MIPA = Definition("mipa", "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", (0.
                   ratio_of_totals)
 OVERESTIMATION_RATE = Definition(
     "overestimation-rate", "002 Eq. 3 (instance), Eq. 4 (rubric)",
-    "O(J,G) = Σ 1{w* = −1 ∧ w_J ≥ 0} / Σ 1{w* = −1}", (0.0, 1.0), _overestimation_columns, ratio_of_totals)
+    "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}", (0.0, 1.0), _overestimation_columns, ratio_of_totals)
 #: The statistic depends on the generator sets: `hspp_statistic(numerator, denominator)`.
-HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈num} O(J,G) / mean_{G∈S_J} O(J,G)", (0.0, np.inf),
-                        _hspp_columns, None)
+HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)", (0.0, None),
+                        _hspp_columns, _given_by_the_call("hspp-ratio"))
 #: One row per instance (its cluster) with every generator's instance score; the statistic is
 #: `score_delta_statistic`.
 SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
-                         (-np.inf, np.inf), _score_delta_columns, None)
+                         (None, None), _score_delta_columns, _given_by_the_call("score-delta"))
 
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
