@@ -11,12 +11,16 @@ computation in one place:
 
 `Definition.sums` turns rows into per-cluster sums with n and the excluded counts — for one group,
 or for every group of a per-row group code in one pass (`Definition.sums_by_group`: the audit's
-win rate of every generator of a judge). The public estimators (`nepotism.metrics.pairwise`,
-`nepotism.metrics.leakage`) validate their inputs, then call the definition and the bootstrap; the
-audit (`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
-definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`). The
-catalogue (`nepotism.metrics.catalogue`) names each metric's definition, and a test holds the two
-together.
+win rate of every generator of a judge), or with a row for every prompt whether it has rows or not
+(`Definition.dense_sums`: the suite's batches). The public estimators (`nepotism.metrics.pairwise`,
+`nepotism.metrics.rubric`, `nepotism.metrics.leakage.ranking_difference`) validate their inputs,
+then call the definition and the bootstrap; the audit (`nepotism.analyses.audit`) and the suite
+(`nepotism.metrics._suite_scores`) call the same definitions on their integer codes and batch the
+bootstraps (`nepotism.metrics._batch`). Where a statistic depends on the call (the ranked target,
+the HSPP ratio's generator sets, the score delta's generator) the definition gives its factory
+(`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`). The catalogue
+(`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
+and `tests/metrics/test_definitions.py` holds the two together.
 
 What this module leaves out: checking inputs (the estimators do, with `checked` and `labels`),
 which rows belong to a judge or a scope (the analyses decide), and the resampling itself.
@@ -127,8 +131,9 @@ class Definition:
 
     def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
         """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
-        return cluster_bootstrap(part.sums, statistic if statistic is not None else self.statistic, n=part.n, n_excluded=part.n_excluded,
-                                 excluded=part.excluded, bootstrap=bootstrap)
+        chosen = statistic if statistic is not None else self.statistic
+        return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
+                                 bootstrap=bootstrap)
 
 
 def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
