@@ -5,6 +5,7 @@ import doctest
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -102,3 +103,20 @@ def test_an_empty_results_has_a_frame_with_the_record_columns():
 def test_module_examples_run():
     result = doctest.testmod(results_module)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_new_record_is_every_records_key_order():
+    from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, ratio_of_totals
+    from nepotism.results import new_record
+
+    estimate = cluster_bootstrap(np.array([[1.0, 2.0], [0.0, 1.0]]), ratio_of_totals, n=3,
+                                 bootstrap=Bootstrap(n_resamples=0))
+    record = new_record("win-rate", "j", "default", estimate, judge_id="j-id", generator="g",
+                        variant={"ties": "half"}, n_ties=1)
+    assert list(record)[:9] == ["metric", "judge", "judge_id", "condition", "generator", "pair", "scope", "variant",
+                                "n_ties"]
+    assert list(record)[9:] == list(estimate.as_dict())
+    assert (record["value"], record["generator"], record["scope"]) == (1 / 3, "g", None)
+    assert Record.from_dict(record).to_dict() == record
+    assert list(new_record("mra", None, None)) == ["metric", "judge", "condition", "generator", "pair", "scope",
+                                                   "variant"]

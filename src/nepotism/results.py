@@ -9,8 +9,10 @@ counting them per reason, the bootstrap that made the interval (``confidence``, 
 metric: opponents, ties, paradigm, ...) and ``extra`` (fields only some metrics have, such as
 ``judge_id`` or ``tie_share``).
 
-`Record.to_dict` gives exactly the dict the JSON and CSV outputs have always held (the same keys,
-in the same order, ``variant`` nested); `Record.from_dict` reads one back; `record_key` names a
+`new_record` is the one builder of a record as the analyses emit it (a dict in the shape of
+`Record.to_dict`, its keys in the order every record has); `Record.to_dict` gives exactly the dict
+the JSON and CSV outputs have always held (the same keys, in the same order, ``variant`` nested);
+`Record.from_dict` reads one back; `record_key` names a
 record (a short hash of what it measures: metric, judge, condition, scope, subject, variant) so a
 verdict and a report can point at it. `Results` adds `Results.frame` (a tidy DataFrame whose variant
 fields are flat columns), `Results.to_json` (the one results document every command writes, with
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, overload
 
-__all__ = ["SCHEMA_VERSION", "VERDICT_RUNGS", "VERDICT_STATUSES", "Record", "Results", "Verdict", "record_key"]
+__all__ = ["SCHEMA_VERSION", "VERDICT_RUNGS", "VERDICT_STATUSES", "Record", "Results", "Verdict", "new_record", "record_key"]
 
 #: Version of the `Results.to_json` document. 1: ``{"schema_version", "summary", "findings",
 #: "results"}`` with each result in the shape of `Record.to_dict`. 2: adds ``verdicts`` (a list of
@@ -163,6 +165,27 @@ class Record:
         if not self.keys:
             return values
         return {k: values[k] for k in self.keys if k in values}
+
+
+def new_record(metric: str, judge: Any = None, condition: Any = None, estimate: Any = None, /,
+               **fields: Any) -> dict[str, Any]:
+    """A result record as the analyses emit it: ``metric``, ``judge`` (then ``judge_id`` when given),
+    ``condition``, ``generator``, ``pair`` and ``scope`` (None unless given), ``variant`` ({} unless
+    given), the other ``fields`` in their order, then the estimate's fields when an ``estimate`` (an
+    object with ``as_dict``, e.g. `nepotism.metrics.Estimate`) is given — the one key order of every
+    record, which `Record.from_dict` keeps.
+
+    >>> list(new_record("win-rate", "gpt-4", "default", generator="m1", n_ties=3))
+    ['metric', 'judge', 'condition', 'generator', 'pair', 'scope', 'variant', 'n_ties']
+    """
+    record: dict[str, Any] = {"metric": metric, "judge": judge}
+    if "judge_id" in fields:
+        record["judge_id"] = fields.pop("judge_id")
+    record.update(condition=condition, generator=None, pair=None, scope=None, variant={})
+    record.update(fields)
+    if estimate is not None:
+        record.update(estimate.as_dict())
+    return record
 
 
 def record_key(record: Record | Mapping[str, Any]) -> str:

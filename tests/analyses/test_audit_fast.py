@@ -21,7 +21,8 @@ import pytest
 from nepotism.analyses.audit import _STRENGTH, SCOPES, AuditOptions, _Relations, audit_pairwise
 from nepotism.analyses.comparisons import build_comparisons, with_reasons
 from nepotism.metrics import Bootstrap
-from nepotism.metrics.bootstrap import cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import cluster_bootstrap
+from nepotism.metrics.definitions import PAIRED_WIN_RATE_GAP
 from nepotism.metrics.pairwise import demographic_parity_bias, self_preference_ratio, win_rate
 from nepotism.models import less_related, load_registry
 from nepotism.simulate import SimulationSpec, simulate
@@ -114,32 +115,23 @@ def _scope_records(rows, judge, condition, relations, options):
     return records
 
 
-def _gap(totals):
-    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
-
-
 def _mean(values):
     return float(values.mean()) if values.size else float("nan")
 
 
 def _paired_gap(mine, theirs, options):
+    """The paired gap by its definition on the rows of both judges (shared instances only)."""
     shared = np.intersect1d(mine["instance_id"].to_numpy(dtype=str), theirs["instance_id"].to_numpy(dtype=str))
     a = mine[mine["instance_id"].astype(str).isin(shared)]
     b = theirs[theirs["instance_id"].astype(str).isin(shared)]
-    n_missing = int(a["outcome"].isna().sum() + b["outcome"].isna().sum())
     reasons = pd.concat([a["excluded_reason"], b["excluded_reason"]])
-    a, b = a[a["outcome"].notna()], b[b["outcome"].notna()]
-    columns = np.zeros((len(a) + len(b), 4))
-    columns[: len(a), 0] = (a["outcome"].to_numpy() + 1) / 2
-    columns[: len(a), 1] = 1
-    columns[len(a):, 2] = (b["outcome"].to_numpy() + 1) / 2
-    columns[len(a):, 3] = 1
+    outcome = np.concatenate([a["outcome"].to_numpy(dtype=float), b["outcome"].to_numpy(dtype=float)])
+    other = np.repeat([False, True], [len(a), len(b)])
     clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), b["instance_id"].to_numpy(dtype=str)])
-    _, sums = cluster_sums(clusters, columns)
-    estimate = with_reasons(cluster_bootstrap(sums, _gap, n=len(a) + len(b), n_excluded=n_missing,
-                                              excluded={"no verdict": n_missing} if n_missing else {},
-                                              bootstrap=options.bootstrap), reasons)
-    return estimate, _mean(columns[: len(a), 0]), _mean(columns[len(a):, 2])
+    estimate = with_reasons(PAIRED_WIN_RATE_GAP.estimate(outcome, other, clusters=clusters,
+                                                         bootstrap=options.bootstrap), reasons)
+    rates = [(o.dropna().to_numpy() + 1) / 2 for o in (a["outcome"], b["outcome"])]
+    return estimate, _mean(rates[0]), _mean(rates[1])
 
 
 def _paired_gaps(all_rows, judge, condition, relations, options):

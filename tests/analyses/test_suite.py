@@ -669,7 +669,7 @@ def test_given_comparisons_give_the_same_records_as_building_them(tmp_path):
 def _old_position_records(frame, options):
     """The per-group reference computation the integer-key version replaced (kept to check equality)."""
     from nepotism.analyses.comparisons import row_exclusions, with_reasons
-    from nepotism.analyses.suite import _record
+    from nepotism.results import new_record as _record
     from nepotism.metrics import recognition
 
     if "presentation" in frame:

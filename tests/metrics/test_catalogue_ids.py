@@ -13,7 +13,7 @@ from nepotism.metrics.catalogue import METRICS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "nepotism"
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
-_HELPERS = {"record", "_record", "Record", "_rec", "rec", "_row", "make_record"}
+_HELPERS = {"record", "_record", "new_record", "_base", "Record", "_rec", "rec", "_row", "make_record"}
 
 
 def emitted_ids(source: str) -> set[str]:
@@ -34,8 +34,8 @@ def emitted_ids(source: str) -> set[str]:
 
 def test_the_scan_finds_every_metric_position():
     planted = ('x = {"metric": "dict-id"}\nf(metric="keyword-id")\n_record("helper-id", 1)\n'
-               'g("not-a-metric")\ny = {"scope": "family-student"}\n')
-    assert emitted_ids(planted) == {"dict-id", "keyword-id", "helper-id"}
+               'new_record("builder-id", j, c)\ng("not-a-metric")\ny = {"scope": "family-student"}\n')
+    assert emitted_ids(planted) == {"dict-id", "keyword-id", "helper-id", "builder-id"}
 
 
 def test_every_emitted_id_is_in_the_catalogue():

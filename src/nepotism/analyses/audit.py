@@ -19,7 +19,9 @@ Given aggregated comparisons and the model registry, this computes per (judge, c
   The bootstrap resamples the shared instances.
 
 How it is computed: ids are turned into integer codes once; each record's per-prompt sums are built
-from those codes with the metric functions' own sum builders (`nepotism.metrics.pairwise`), and
+from those codes by the metric's one definition (`nepotism.metrics.definitions`, which the public
+estimators of `nepotism.metrics.pairwise` run too; a judge's win rates, one per generator, in one
+pass with the generator as the group code), and
 the bootstrap products of a (judge, condition)'s records that resample the same number of prompts
 are one matrix product (`nepotism.metrics._batch.ClusterSetBatch`; one batch per judge and
 condition, so only that group's per-prompt sums are held at once), which gives the numbers that calling
@@ -42,10 +44,19 @@ import pandas as pd
 from nepotism.analyses.comparisons import Comparisons, name_codes, reason_counts, with_reason_counts
 from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics._common import checked, undefined
-from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios, ratio_of_totals
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._estimate import Estimate
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
-from nepotism.metrics.pairwise import _parity_sums, _self_preference_sums, _win_rate_sums
+from nepotism.results import new_record
+from nepotism.metrics.definitions import (
+    DEMOGRAPHIC_PARITY_BIAS,
+    PAIRED_WIN_RATE_GAP,
+    SELF_PREFERENCE_RATIO,
+    WIN_RATE,
+    ClusterSums,
+    Definition,
+    win_score,
+)
 
 __all__ = ["OPPONENT_POPULATIONS", "SCOPES", "AuditOptions", "audit_pairwise"]
 
@@ -92,14 +103,6 @@ class _Relations:
             except (KeyError, AttributeError):
                 self._id[name] = name
         return self._id[name]
-
-
-def _record(metric: str, judge: str, condition: str, estimate: Estimate, relations: _Relations, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
-              "generator": None, "pair": None, "scope": None, "variant": {}}
-    record.update(extra)
-    record.update(estimate.as_dict())
-    return record
 
 
 def _instance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,9 +181,9 @@ class _Pending:
         self.batch = ClusterSetBatch(bootstrap)
         self.records: list[tuple[dict, int | Estimate, dict[str, int] | None]] = []
 
-    def add(self, record: dict, parts, statistic, reasons: dict[str, int] | None) -> None:
-        _, sums, n, n_excluded, excluded = parts
-        index = self.batch.add(sums, statistic, n=n, n_excluded=n_excluded, excluded=excluded)
+    def add(self, record: dict, definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
+        index = self.batch.add(parts.sums, definition.statistic, n=parts.n, n_excluded=parts.n_excluded,
+                               excluded=parts.excluded)
         self.records.append((record, index, reasons))
 
     def ready(self, record: dict, estimate: Estimate) -> None:
@@ -199,19 +202,17 @@ class _Pending:
 
 
 def _base(metric: str, judge: str, condition: str, relations: _Relations, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
-              "generator": None, "pair": None, "scope": None, "variant": {}}
-    record.update(extra)
-    return record
+    return new_record(metric, judge, condition, judge_id=relations.canonical(judge), **extra)
 
 
 def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending) -> None:
     judge, condition = rows.groups[group]
     span = rows.span(group)
     gen = rows.gen[span]
+    models, parts = WIN_RATE.sums_by_group(rows.outcome[span], clusters=rows.instance[span], groups=gen)
     order = np.argsort(gen, kind="stable")
-    models, starts = np.unique(gen[order], return_index=True)
-    for model, start, end in zip(models, starts, [*starts[1:], gen.size]):
+    starts = np.searchsorted(gen[order], models)
+    for model, start, end, sums in zip(models, starts, [*starts[1:], gen.size], parts):
         take = order[start:end] + span.start
         generator = str(rows.models[model])
         outcome = rows.outcome[take]
@@ -219,8 +220,7 @@ def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
         record = _base("win-rate", judge, condition, relations, generator=generator, variant=variant,
                        relation=relations(judge, generator).lower(), n_ties=int((outcome == 0).sum()))
-        pending.add(record, _win_rate_sums(outcome, rows.instance[take]), ratio_of_totals,
-                    reason_counts(rows.reason[take], rows.reasons))
+        pending.add(record, WIN_RATE, sums, reason_counts(rows.reason[take], rows.reasons))
 
 
 def _scope_records(rows: _Rows, group: int, relations: _Relations, options: AuditOptions, pending: _Pending) -> None:
@@ -255,13 +255,14 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             reasons = reason_counts(rows.reason[take], rows.reasons)
             pending.add(_base("self-preference-ratio", judge, condition, relations,
                               tie_share=float(np.mean(decided == 0)) if decided.size else None, **base),
-                        _self_preference_sums(outcomes, clusters), ratio_of_totals, reasons)
+                        SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO.sums(outcomes, clusters=clusters), reasons)
             related = np.repeat([True, False], take.size)
             both = np.concatenate([clusters, clusters])
-            score = (outcomes + 1.0) / 2.0
+            score = win_score(outcomes)  # the verdict as a preference: 1, ½ (tie) or 0
             pending.add(_base("demographic-parity-bias", judge, condition, relations,
                               **{**base, "variant": {**base["variant"], "preference": "verdict"}}),
-                        _parity_sums(np.concatenate([score, 1.0 - score]), related, both), difference_of_ratios,
+                        DEMOGRAPHIC_PARITY_BIAS,
+                        DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([score, 1.0 - score]), related, clusters=both),
                         {k: 2 * v for k, v in reasons.items()})
             prob = rows.prob[take]
             if (~np.isnan(prob)).any():
@@ -270,7 +271,8 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
                 for reading, values in (("probability", prob), ("probability-argmax", chosen)):
                     pending.add(_base("demographic-parity-bias", judge, condition, relations,
                                       **{**base, "variant": {**base["variant"], "preference": reading}}),
-                                _parity_sums(np.concatenate([values, 1.0 - values]), related, both), difference_of_ratios,
+                                DEMOGRAPHIC_PARITY_BIAS,
+                                DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([values, 1.0 - values]), related, clusters=both),
                                 reason_counts(rows.prob_reason[take], rows.prob_reasons, times=2))
 
 
@@ -292,7 +294,7 @@ class _Blocks:
         cell, where = np.unique(block * width + rows.instance_text, return_inverse=True)
         where = where.ravel()
         decided = ~np.isnan(rows.outcome)
-        self.score = np.bincount(where, weights=np.where(decided, (rows.outcome + 1.0) / 2.0, 0.0), minlength=cell.size)
+        self.score = np.bincount(where, weights=np.where(decided, win_score(rows.outcome), 0.0), minlength=cell.size)
         self.count = np.bincount(where, weights=decided, minlength=cell.size)
         self.missing = np.bincount(where, weights=~decided, minlength=cell.size)
         self.instance = cell % width
@@ -319,7 +321,9 @@ class _Blocks:
 
 
 def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
-    """(parts for `difference_of_ratios`, n, reasons, this judge's rate, the other judge's rate) on the shared instances."""
+    """(`PAIRED_WIN_RATE_GAP`'s per-prompt sums, reasons, this judge's rate, the other judge's rate) on
+    the shared instances: the definition's columns summed per prompt from the blocks' per-cell
+    win-rate sums (`tests/analyses/test_audit_fast.py` holds them to the definition on the rows)."""
     a, b = blocks.cells(mine), blocks.cells(theirs)
     ia_all, ib_all = blocks.instance[a], blocks.instance[b]
     if ia_all.size == ib_all.size and np.array_equal(ia_all, ib_all):
@@ -339,7 +343,7 @@ def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
             shared = np.isin(blocks.reason_instance[lo:hi], common)
             for label, count in reason_counts(blocks.reason[lo:hi][shared], rows.reasons).items():
                 reasons[label] = reasons.get(label, 0) + count
-    parts = (common[keep], sums, n_a + n_b, n_missing, {"no verdict": n_missing} if n_missing else {})
+    parts = ClusterSums(common[keep], sums, n_a + n_b, n_missing, {"no verdict": n_missing} if n_missing else {})
     rate_a = float(score_a.sum() / n_a) if n_a else float("nan")
     rate_b = float(score_b.sum() / n_b) if n_b else float("nan")
     return parts, reasons, rate_a, rate_b
@@ -363,7 +367,7 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
             if rows.judge_id[other] == judge_id:
                 continue
             parts, reasons, this_rate, other_rate = _paired(blocks, mine, theirs, rows)
-            if parts[2] == 0 and parts[3] == 0:
+            if parts.n == 0 and parts.n_excluded == 0:
                 continue
             other_judge, other_condition = rows.groups[other]
             same_texts = (blocks.generators[mine] == blocks.generators[theirs]
@@ -379,7 +383,7 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
                 other_generator_names=sorted(blocks.generators[theirs]),
                 win_rate_this_judge=this_rate, win_rate_other_judge=other_rate,
             )
-            pending.add(record, parts, difference_of_ratios, reasons)
+            pending.add(record, PAIRED_WIN_RATE_GAP, parts, reasons)
 
 
 def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions | None = None) -> list[dict]:

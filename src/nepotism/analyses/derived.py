@@ -33,6 +33,8 @@ import pandas as pd
 from scipy import stats
 
 from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, settings
+from nepotism.metrics.definitions import win_score
+from nepotism.results import new_record
 
 __all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "pointwise_leaderboard_records"]
 
@@ -307,7 +309,7 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
                                                 decided["model_y"].to_numpy(dtype=object)]))
     x, y = models[:n], models[n:]
     side = _Side(np.concatenate([instance, instance]), np.concatenate([judge, judge]), np.concatenate([x, y]),
-                 np.concatenate([(outcome + 1.0) / 2.0, (1.0 - outcome) / 2.0]), names, judges,
+                 np.concatenate([win_score(outcome), win_score(-outcome)]), names, judges,
                  opponent=np.concatenate([y, x]))
     related = np.array([[registry.is_related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
     drop = related[side.judge, side.generator] | related[side.judge, side.opponent]
@@ -337,10 +339,8 @@ def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: s
     for item in bins:
         for rater in ("judge", "human"):
             estimate = item[rater]
-            record = {"metric": "perplexity-win-rate", "judge": judge, "judge_id": None, "condition": condition,
-                      "generator": None, "pair": None, "scope": None if split == "all" else split,
-                      "variant": {"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
-                                  "rater": rater, "split": split}}
-            record.update(estimate.as_dict())
-            records.append(record)
+            records.append(new_record(
+                "perplexity-win-rate", judge, condition, estimate, judge_id=None, scope=None if split == "all" else split,
+                variant={"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
+                         "rater": rater, "split": split}))
     return records

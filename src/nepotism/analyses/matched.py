@@ -31,6 +31,7 @@ import pandas as pd
 from nepotism.analyses.comparisons import Comparisons, build_comparisons, text_values
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
+from nepotism.results import new_record
 
 __all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values",
            "response_values", "run_matched", "truth_codes"]
@@ -276,11 +277,10 @@ def _record(judge, condition, scope, est, group, pair_judges, variant) -> dict:
     note = est.note
     if not references and len(group):
         note = "no judge is unrelated to both candidates of these comparisons: no reference, no value"
-    record = {"metric": "matched-bias", "judge": judge, "condition": condition, "generator": None, "pair": None,
-              "scope": scope, "variant": variant, "related_models": sorted(group["related"].unique()),
-              "reference_judges": references, "n_reference_judges": len(references),
-              "n_items": int(with_ref.nunique()), "n_items_excluded": n_items_excluded}
-    record.update(est.as_dict())
+    record = new_record("matched-bias", judge, condition, est, scope=scope, variant=variant,
+                        related_models=sorted(group["related"].unique()), reference_judges=references,
+                        n_reference_judges=len(references), n_items=int(with_ref.nunique()),
+                        n_items_excluded=n_items_excluded)
     record["note"] = note
     return record
 

@@ -29,6 +29,7 @@ from nepotism.metrics import reference
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.pairwise import self_preference_ratio
+from nepotism.results import new_record
 
 __all__ = ["HARMFUL", "harmful_accuracy_records", "spr_records"]
 
@@ -37,10 +38,7 @@ HARMFUL = "harmful (own wrong, other right)"
 
 
 def _record(metric: str, judge, condition, estimate: Estimate, *, generator=None, variant: dict) -> dict:
-    record = {"metric": metric, "judge": judge, "condition": condition, "generator": generator, "pair": None,
-              "scope": "self", "variant": variant}
-    record.update(estimate.as_dict())
-    return record
+    return new_record(metric, judge, condition, estimate, generator=generator, scope="self", variant=variant)
 
 
 def _reasons(estimate: Estimate, part: pd.DataFrame) -> Estimate:

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nepotism.metrics.definitions import win_score
 from nepotism.models import AUDITED_SCOPES, related_scope
 
 __all__ = ["BudgetPlan", "Costs", "ScopePlan", "pilot_estimates", "plan_audit", "prompts_needed"]
@@ -146,7 +147,7 @@ def _scope_rows(comparisons: pd.DataFrame, judge: str, related: set[str], oppone
     x_side = mine["model_x"].isin(related) & mine["model_y"].isin(opponents)
     y_side = mine["model_y"].isin(related) & mine["model_x"].isin(opponents)
     outcome = np.where(x_side, mine["outcome"], np.where(y_side, -mine["outcome"], np.nan))
-    rows = pd.DataFrame({"instance_id": mine["instance_id"].to_numpy(), "score": (outcome + 1.0) / 2.0})
+    rows = pd.DataFrame({"instance_id": mine["instance_id"].to_numpy(), "score": win_score(outcome)})
     return rows[(x_side | y_side).to_numpy() & ~np.isnan(outcome)]
 
 

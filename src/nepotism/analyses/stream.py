@@ -322,8 +322,8 @@ class _Chunked(_Pending):
         super().__init__(bootstrap)
         self.bootstrap, self.size, self.done = bootstrap, size or CHUNK, []
 
-    def add(self, record: dict, parts: Any, statistic: Any, reasons: dict[str, int] | None) -> None:
-        super().add(record, parts, statistic, reasons)
+    def add(self, record: dict, definition: Any, parts: Any, reasons: dict[str, int] | None) -> None:
+        super().add(record, definition, parts, reasons)
         if len(self.records) >= self.size:
             self.done += super().finish()
             self.batch, self.records = _Pending(self.bootstrap).batch, []

@@ -60,13 +60,12 @@ from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
 from nepotism.metrics._common import undefined
 from nepotism.metrics.coverage import (count_reasons, excluded_share, gaming_flag, gap_p_value, gap_sums,
                                        gap_undefined, low_label_mass)
-from nepotism.metrics._estimate import Estimate
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import reasoning_length_records, task_accuracy_records
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
-from nepotism.results import Results
+from nepotism.results import Results, new_record
 from nepotism.tables import VERDICT_COLUMN
 from nepotism.votes import decide
 
@@ -110,14 +109,6 @@ def scope_table(registry, judges, models) -> dict:
     return {(j, m): registry.scope(j, m) for j in judges for m in models}
 
 
-def _record(metric, judge, condition, estimate: Estimate, **extra) -> dict:
-    record = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
-              "scope": None, "variant": {}}
-    record.update(extra)
-    record.update(estimate.as_dict())
-    return record
-
-
 # ------------------------------------------------------------------------------------ pairwise
 def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict]:
     """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
@@ -150,11 +141,11 @@ def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict
         f, s_ = first[pairs], second[pairs]
         est = recognition.position_consistency(code[f], code[s_], rows.instance[f], bootstrap=options.bootstrap)
         est = with_reason_counts(est, reason_counts(both_why[pairs], rows.reasons))
-        records.append(_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
+        records.append(new_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
         est = with_reason_counts(recognition.first_slot_preference(slot[rows_g], rows.instance[rows_g],
                                                                    bootstrap=options.bootstrap),
                                  reason_counts(rows.why[rows_g], rows.reasons))
-        records.append(_record("position-consistency", name, cond, est,
+        records.append(new_record("position-consistency", name, cond, est,
                                variant={"share": "first slot chosen", "ties": "exclude"}))
     return records
 
@@ -203,7 +194,7 @@ def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str
                 np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
                 np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
                 ties=ties, bootstrap=options.bootstrap)
-            records.append(_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
+            records.append(new_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
                                    pair=[si, sj], scope=scope, variant={"ties": ties}))
         if sub["replicate"].nunique() > 1:  # repeated runs: 000 App. D.2's mean and variance (Table 9)
             runs = sub["replicate"].astype(str).to_numpy()
@@ -211,7 +202,7 @@ def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str
                 np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([judge_side, judge_side]),
                 np.concatenate([runs, runs]), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
             mean = spread["mean"]
-            records.append(_record("preference-leakage-variance", f"{ji} & {jj}", condition, spread["variance"],
+            records.append(new_record("preference-leakage-variance", f"{ji} & {jj}", condition, spread["variance"],
                                    pair=[si, sj], scope=scope, variant={"ties": "loss", "over": "runs (replicates)"},
                                    mean=mean.as_dict()["value"], mean_ci=[mean.as_dict()["ci_low"],
                                                                           mean.as_dict()["ci_high"]],
@@ -287,7 +278,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                             "model_y": np.where(first, b, a), "human": np.where(first, code_a, -code_a)})
         merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
-            records.append(_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
+            records.append(new_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
                                    group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
                                    variant={"paradigm": "PWC", **vote}))
         pairs = merged[["judge", "condition", "model_x", "model_y"]].drop_duplicates()  # scopes once per pair
@@ -311,10 +302,10 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                                                        bootstrap=options.bootstrap)
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
                 flag = {"opponent_models": sorted(map(str, set(group["other"]))), **source}  # who the related side met
-                records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
+                records.append(new_record("equal-opportunity-bias", judge, condition, est, scope=scope,
                                        variant={"judge_tie": "1/2", "opponents": opponents, **vote},
                                        confusion_matrix=matrix, **flag))
-                records.append(_record("error-bias", judge, condition,
+                records.append(new_record("error-bias", judge, condition,
                                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
                                        variant={"opponents": opponents, **vote}, **flag))
                 prob_x = group["prob_x"].to_numpy(dtype=float) if "prob_x" in group else np.full(len(group), np.nan)
@@ -327,7 +318,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                     reasons = group["prob_excluded_reason"] if "prob_excluded_reason" in group else None
                     if reasons is not None:
                         est = with_reasons(est, pd.concat([reasons, reasons]))
-                    records.append(_record("equal-opportunity-bias", judge, condition, est, scope=scope,
+                    records.append(new_record("equal-opportunity-bias", judge, condition, est, scope=scope,
                                            variant={"judge_tie": "1/2", "opponents": opponents,
                                                     "preference": "probability-argmax", **vote}, **flag))
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
@@ -340,7 +331,7 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                 for metric, variant in (("equal-opportunity-bias", {"judge_tie": "1/2", "opponents": "any"}),
                                         ("error-bias", {"opponents": "any"})):
                     empty = undefined(why, bootstrap=options.bootstrap)
-                    records.append(_record(metric, judge, condition, empty, scope=scope, variant=variant,
+                    records.append(new_record(metric, judge, condition, empty, scope=scope, variant=variant,
                                            opponent_models=[]))
     if corr is not None and "correct" in corr:
         c = corr[["instance_id", "model", "correct"]].copy()
@@ -378,7 +369,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                     variant = {"averaging": averaging, "opponents": opponents}
                     if preference == "probability":
                         variant["preference"] = "probability"
-                    records.append(_record(metric, judge, condition, est, scope="self", variant=variant))
+                    records.append(new_record(metric, judge, condition, est, scope="self", variant=variant))
         # paper 004's tables: the same three numbers per evaluatee (the model the judge's answer met)
         for evaluatee, part in g.groupby("other", sort=True):
             rest = (part["own_ok"].to_numpy(), part["other_ok"].to_numpy(), part["other"].to_numpy(),
@@ -389,7 +380,7 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                 est = fn(part["outcome_related"].to_numpy(), *rest, averaging="pooled", bootstrap=options.bootstrap)
                 if "excluded_reason" in part:
                     est = with_reasons(est, part["excluded_reason"])
-                records.append(_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
+                records.append(new_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
                                        variant={"averaging": "one evaluatee", "opponents": opponents,
                                                 "evaluatee": str(evaluatee)}))
     return records + harmful_accuracy_records(sub, opponents, options.bootstrap)  # 003 Fig. 5, Table 4
@@ -547,7 +538,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     for g, where in _spans(group).items():  # a group's records together, as a streamed partition gives them
         judge, condition, variant = named(g)
         est = excluded_share(missing[where], instance[where], reasons=labels[where], bootstrap=options.bootstrap)
-        records.append(_record("excluded-verdicts", judge, condition, est, variant=variant))
+        records.append(new_record("excluded-verdicts", judge, condition, est, variant=variant))
         records += _gap_records(named(g), where, shows, np.asarray(generators, dtype=object), missing, labels,
                                 instance, options)
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
@@ -620,7 +611,7 @@ def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndar
         others_share = others_gone / others if others else None
         flagged = share is not None and others_share is not None and gaming_flag(est, share, others_share,
                                                                                   tested=tested, alpha=alpha)
-        records.append(_record("exclusion-share-gap", judge, condition, est, generator=name, variant=variant,
+        records.append(new_record("exclusion-share-gap", judge, condition, est, generator=name, variant=variant,
                                share=share, others_share=others_share, others_n=others,
                                others_n_excluded=others_gone, flagged=flagged,
                                p_threshold=alpha / tested if tested else None))

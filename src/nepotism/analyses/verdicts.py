@@ -99,7 +99,7 @@ def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, 
         model_codes, names = pd.factorize(frame[column], use_na_sentinel=False)
         for key in np.unique(group * len(names) + model_codes).tolist():
             models[key // len(names)].add(str(names[key % len(names)]).split("@", 1)[0])
-    keyed = sorted(((str(judges[g // len(conditions)]), str(conditions[g % len(conditions)]), g) for g in models))
+    keyed = sorted((str(judges[g // len(conditions)]), str(conditions[g % len(conditions)]), g) for g in models)
     out = []
     for judge, cond, g in keyed:
         by_scope: dict[str, list[str]] = defaultdict(list)

@@ -34,6 +34,7 @@ import numpy as np
 from nepotism.metrics.bootstrap import Bootstrap, Statistic, bootstrap_weights, cluster_bootstrap, finish_estimate
 from nepotism.metrics._common import Row
 from nepotism.metrics._estimate import Estimate
+from nepotism.results import new_record
 
 __all__ = ["BootstrapBatch", "ClusterSetBatch", "RecordBatch"]
 
@@ -125,7 +126,8 @@ class BootstrapBatch:
 class RecordBatch:
     """A `BootstrapBatch` whose items become suite records ``{metric, judge, ..., value, ci_low, ...}``.
 
-    ``base`` holds the fields shared by every record (judge, condition); each item adds its own
+    ``base`` holds the judge and condition shared by every record (`nepotism.results.new_record`
+    builds each); each item adds its own
     (generator, pair, scope, variant, ...). Ready-made Estimates can be added too (`add_estimate`).
     """
 
@@ -152,10 +154,7 @@ class RecordBatch:
         out = []
         for metric, extra, item in self._pending:
             estimate = estimates[item] if isinstance(item, int) else item
-            record = {"metric": metric, **self.base, "generator": None, "pair": None, "scope": None, "variant": {}}
-            record.update(extra)
-            record.update(estimate.as_dict())
-            out.append(record)
+            out.append(new_record(metric, self.base["judge"], self.base["condition"], estimate, **extra))
         return out
 
 

@@ -33,6 +33,7 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.recognition import recognition_accuracy, recognition_preference_association
 from nepotism.metrics.reference import log_perplexity_gap, mean_log_perplexity, perplexity_win_rate
+from nepotism.results import new_record
 
 if TYPE_CHECKING:
     from nepotism.models import Registry
@@ -44,14 +45,6 @@ __all__ = ["DIFFERENCES", "HARMFUL", "TARGETS", "association_records", "perplexi
 
 #: Which scopes (`nepotism.models.Registry.scope`, the one rule) count as the recognition target.
 TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
-
-
-def _record(metric: str, judge: str | None, condition: str | None, estimate: Estimate, **extra: Any) -> Row:
-    record: Row = {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
-              "scope": None, "variant": {}}
-    record.update(extra)
-    record.update(estimate.as_dict())
-    return record
 
 
 def _is_target(registry: Registry, judges: np.ndarray, models: np.ndarray, target: str) -> np.ndarray:
@@ -157,7 +150,7 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot
             if ungraded.any():
                 est = replace(est, n_excluded=est.n_excluded + int(ungraded.sum()),
                               excluded={**est.excluded, _UNGRADED: int(ungraded.sum())})
-            records.append(_record("recognition-accuracy", judge, condition, est, scope=target, generator=evaluatee,
+            records.append(new_record("recognition-accuracy", judge, condition, est, scope=target, generator=evaluatee,
                                    variant={"mode": mode, **variant}))
     return records
 
@@ -216,7 +209,7 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
             m = pd.Series(member, index=comp.index)[idx].to_numpy()
             est, extra = recognition_preference_association(g["recognised"].to_numpy()[m], g["preferred"].to_numpy()[m],
                                                             g["instance_id"].to_numpy()[m], bootstrap=boot)
-            records.append(_record("recognition-preference-association", judge, condition, est, scope=target,
+            records.append(new_record("recognition-preference-association", judge, condition, est, scope=target,
                                    variant={"subset": subset, "recognition": kind},
                                    fisher_ci=[extra.get("ci_low"), extra.get("ci_high")] if extra else None,
                                    chi2=extra.get("chi2"), chi2_p_value=extra.get("chi2_p_value"),
@@ -283,7 +276,7 @@ def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap,
                     est = result[rater]
                     if rater == "human" and preference is None:
                         continue
-                    records.append(_record("perplexity-win-rate", judge, condition, est, scope=group,
+                    records.append(new_record("perplexity-win-rate", judge, condition, est, scope=group,
                                            variant={"group": group, "rater": rater, "bin": result["bin"],
                                                     "low": result["low"], "high": result["high"],
                                                     "difference": DIFFERENCES[difference],
@@ -360,11 +353,11 @@ def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str)
     for (judge, condition), g in per_response.groupby(["judge", "condition"], sort=True):
         values, own, ids = g["log_ppl"].to_numpy(dtype=float), g["own"].to_numpy(dtype=bool), g["instance_id"].to_numpy()
         est = log_perplexity_gap(values, own, ids, bootstrap=boot)
-        records.append(_record("log-perplexity-gap", judge, condition, est, scope="self",
+        records.append(new_record("log-perplexity-gap", judge, condition, est, scope="self",
                                variant={"unit": "mean log perplexity, own − other", "source": source}))
         for name, member in (("own", own), ("other", ~own)):
             est = mean_log_perplexity(values[member], ids[member], bootstrap=boot)
-            records.append(_record("mean-log-perplexity", judge, condition, est, scope="self",
+            records.append(new_record("mean-log-perplexity", judge, condition, est, scope="self",
                                    variant={"responses": name, "source": source}))
     return records
 

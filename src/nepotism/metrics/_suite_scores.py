@@ -3,8 +3,10 @@
 Used by `nepotism.analyses.suite` for rubric tables (instance score = share of parsed rubrics
 met, the SR paradigm) and pointwise tables (instance score = the judge's direct-assessment score,
 DA). Everything is computed on integer codes, and every record of one judge comes out of one
-`RecordBatch`, i.e. one weights-matrix product. Formulas are those of `nepotism.metrics.rubric`
-(which documents them); this module only lays the per-instance sums out as columns.
+`RecordBatch`, i.e. one weights-matrix product. Each metric is its one definition
+(`nepotism.metrics.definitions`: per-prompt columns and statistic, which the public estimators of
+`nepotism.metrics.rubric` and `leakage` run too); this module lays the per-instance sums of many
+generators out as the columns of shared blocks and names each record's statistic on its columns.
 
 Left out: reading tables and relations (the suite passes ``relation`` per generator name).
 """
@@ -17,10 +19,21 @@ from typing import Any
 import numpy as np
 
 from nepotism.metrics._batch import RecordBatch
-from nepotism.metrics._common import Relations, ratio_of_mean_rates
+from nepotism.metrics._common import Relations
 from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.metrics.bootstrap import column_ratio
-from nepotism.metrics.rubric import OVERESTIMATION_KINDS, overestimation_counts
+from nepotism.metrics.definitions import (
+    MIPA,
+    MRA,
+    OVERESTIMATION_KINDS,
+    OVERESTIMATION_RATE,
+    SCORE_DELTA,
+    hspp_statistic,
+    on_columns,
+    overestimation_counts,
+    ranking_statistic,
+    score_delta_statistic,
+)
 
 __all__ = ["SCOPES", "instance_level", "outcome_level", "rubric_level", "pointwise_preference"]
 
@@ -71,10 +84,7 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names: np.ndarray, r
                         undefined = ("undefined: the judge never overestimates a generator of the comparison "
                                      "set, so the ratio's denominator is 0")
 
-            def statistic(t: np.ndarray, num: np.ndarray = num, den: np.ndarray = den) -> np.ndarray:
-                return ratio_of_mean_rates(t, num, den)
-
-            batch.add("hspp-ratio", block, statistic, n=n, excluded=excluded, undefined_note=undefined, scope=scope,
+            batch.add("hspp-ratio", block, hspp_statistic(num, den), n=n, excluded=excluded, undefined_note=undefined, scope=scope,
                       variant=v)
 
 
@@ -127,7 +137,8 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: n
         block = batch.block(sums)
         for g, name in enumerate(names):
             n = int(sums[:, 2 * g + 1].sum())
-            batch.add("overestimation-rate", block, column_ratio(2 * g, 2 * g + 1), n=n, generator=str(name),
+            batch.add("overestimation-rate", block, on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]), n=n,
+                      generator=str(name),
                       scope=relation[name].lower(), variant={"level": "instance", "kind": kind},
                       undefined_note=None if n else "the reference never rates this generator below an opponent")
         if kind == "any":
@@ -136,27 +147,20 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: n
         return
     upper = np.triu(np.ones((n_g, n_g), bool), 1)
     a, b = w_j[:, upper], w_r[:, upper]
-    valid = np.isfinite(a) & np.isfinite(b)
-    agree = valid & (a == b)
-    n_pairs = int(valid.sum())
-    batch.add("mipa", np.column_stack([agree.sum(1), valid.sum(1)]).astype(float), column_ratio(0, 1), n=n_pairs,
-              n_excluded=int(upper.sum() * n_i - n_pairs), variant={"paradigm": paradigm},
-              undefined_note=None if n_pairs else "no comparison")
+    part = MIPA.dense_sums(a.ravel(), b.ravel(), codes=np.repeat(np.arange(n_i), a.shape[1]), size=n_i)
+    # the pairs not compared are counted, without a reason (as before the definition was shared)
+    batch.add("mipa", part.sums, MIPA.statistic, n=part.n, n_excluded=part.n_excluded, variant={"paradigm": paradigm},
+              undefined_note=None if part.n else "no comparison")
 
 
 def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, weighting: str) -> None:
     """Centred score delta (002 Fig. 5) per generator from instance scores; one shared block."""
     n_g = s_j.shape[1]
     valid = np.isfinite(s_j) & np.isfinite(s_r)
-    delta = np.where(valid, s_j - s_r, 0.0)
-    block = batch.block(np.concatenate([delta, valid.astype(float)], axis=1))
+    block = batch.block(SCORE_DELTA.columns(s_j, s_r)[1])
     for g, name in enumerate(names):
-        def statistic(t: np.ndarray, g: int = g) -> np.ndarray:
-            d = t[..., :n_g] / t[..., n_g:]
-            return np.asarray(d[..., g] - d.mean(-1))
-
         n = int(valid[:, g].sum())
-        batch.add("score-delta", block, statistic, n=n, n_excluded=int((~valid[:, g]).sum()), generator=str(name),
+        batch.add("score-delta", block, score_delta_statistic(n_g, g), n=n, n_excluded=int((~valid[:, g]).sum()), generator=str(name),
                   scope=relation[name].lower(), variant={"weighting": weighting, "centred": True},
                   undefined_note=None if n else "no instance scored by both")
 
@@ -166,11 +170,9 @@ def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.nda
     """MRA, rubric-level overestimation per generator and the rubric-level HSPP ratio."""
     n_g = len(names)
     valid = np.isfinite(met) & np.isfinite(met_ref)
-    equal = valid & (met == met_ref)
-    batch.add("mra", np.column_stack([np.bincount(li, equal, n_i), np.bincount(li, valid, n_i)]), column_ratio(0, 1),
-              n=int(valid.sum()), n_excluded=int((~valid).sum()),
-              excluded={"no verdict": int((~valid).sum())} if (~valid).any() else {},
-              undefined_note=None if valid.any() else "no rubric verdict")
+    part = MRA.dense_sums(met, met_ref, codes=li, size=n_i)
+    batch.add("mra", part.sums, MRA.statistic, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
+              undefined_note=None if part.n else "no rubric verdict")
     over, risk = overestimation_counts(2 * met - 1, 2 * met_ref - 1)
     cell = li * n_g + gi
     sums = _interleave(np.bincount(cell, over, n_i * n_g).reshape(n_i, n_g),
@@ -179,7 +181,8 @@ def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.nda
     block = batch.block(sums)
     for g, name in enumerate(names):
         n = int(sums[:, 2 * g + 1].sum())
-        batch.add("overestimation-rate", block, column_ratio(2 * g, 2 * g + 1), n=n, n_excluded=int(missing[g]),
+        batch.add("overestimation-rate", block, on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]), n=n,
+                  n_excluded=int(missing[g]),
                   excluded={"no verdict": int(missing[g])} if missing[g] else {}, generator=str(name),
                   scope=relation[name].lower(), variant={"level": "rubric", "kind": "any"},
                   undefined_note=None if n else "the reference never marks a rubric of this generator unmet")
@@ -231,7 +234,9 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     judge's leaderboard is each generator's mean over its scored instances; the reference is the
     same from ``reference`` (resampled with the same instances), or a fixed ``leaderboard``
     {model: score} (not resampled). Ranks: 1 = best, ties share the average rank; only generators
-    present on both leaderboards are ranked.
+    present on both leaderboards are ranked. The per-instance means are the sums of
+    `nepotism.metrics.definitions.RANKING_DIFFERENCE` (one cluster per instance) and the statistic is
+    its `ranking_statistic`.
     """
     from scipy.stats import rankdata
 
@@ -256,15 +261,7 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     block = batch.block(np.concatenate([np.where(valid, j, 0.0), np.where(valid, r, 0.0), valid], axis=1))
 
     for t, col in enumerate(idx):
-        def statistic(totals: np.ndarray, t: int = t) -> np.ndarray:
-            count = totals[..., 2 * g:]
-            # rounded so that exact ties stay ties whatever the summation order
-            rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
-            if ref_ranks is not None:
-                return np.asarray(ref_ranks[t] - rank_j[..., t])
-            rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
-            return np.asarray(rank_r[..., t] - rank_j[..., t])
-
+        statistic = ranking_statistic(g, t, ref_ranks)
         name = labels[col]
         batch.add("ranking-difference", block, statistic, n=int(valid[:, t].sum()), generator=name,
                   scope=relation[name].lower(), variant={"against": against})

@@ -10,7 +10,9 @@ fails when a record names an id missing here. Two kinds of rows:
   is the dotted path of the procedure, in a higher layer this module must not import
   (`MetricInfo.resolve` imports it on demand).
 
-Computing is left to the functions named here and to `nepotism.analyses.suite`.
+A row whose metric has a definition (`nepotism.metrics.definitions`) reads its id, source, formula
+and value range from it, and names it (``definition``); `tests/metrics/test_definitions.py` holds
+the two together. Computing is left to the functions named here and to `nepotism.analyses.suite`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass
 
-from nepotism.metrics import coverage, leakage, matched, pairwise, recognition, reference, rubric, task
+from nepotism.metrics import coverage, definitions, leakage, matched, pairwise, recognition, reference, rubric, task
+from nepotism.metrics.definitions import Definition
 
 __all__ = ["DEFAULTS", "ESTIMATORS", "METRICS", "PARTIAL", "VALUE_RANGES", "MetricInfo", "metric"]
 
@@ -35,6 +38,9 @@ class MetricInfo:
     formula: str
     variants: tuple[str, ...] = ()
     kind: str = "estimator"  # "estimator" (pure array function) | "derived" (a procedure; see the module doc)
+    #: The name in `nepotism.metrics.definitions` of the metric's one definition (per-prompt sums and
+    #: statistic), which the function and the batched audit and suite run; None where there is none yet.
+    definition: str | None = None
 
     def resolve(self) -> Callable[..., Any]:
         """The computing function (a derived row's dotted path imported now)."""
@@ -45,9 +51,15 @@ class MetricInfo:
         return found
 
 
+def _defined(name: str, function: Callable[..., Any] | str, variants: tuple[str, ...] = (), *,
+             kind: str = "estimator") -> MetricInfo:
+    """The row of a metric with a definition: its id, source and formula read from the definition."""
+    found: Definition = getattr(definitions, name)
+    return MetricInfo(found.id, function, found.source, found.formula, variants, kind, name)
+
+
 _ROWS = [
-    MetricInfo("win-rate", pairwise.win_rate, "000 (AlpacaEval convention)", "(wins + ½ ties) / n",
-               ("ties=half (default)", "ties=exclude")),
+    _defined("WIN_RATE", pairwise.win_rate, ("ties=half (default)", "ties=exclude")),
     MetricInfo("preference-leakage-score", leakage.preference_leakage_score, "000 Eq. 5–6, App. C.2, D.4",
                "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
                "WR = wins / all games (a tie is a non-win: paper 000 Table 1)",
@@ -63,16 +75,14 @@ _ROWS = [
                "every run", ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)")),
     MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
                "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
-    MetricInfo("ranking-difference", leakage.ranking_difference, "000 §5.4 Table 4",
-               "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
-               ("against=preference-ref|rubric-ref|correctness-ref|leaderboard file|judge J",)),
+    _defined("RANKING_DIFFERENCE", leakage.ranking_difference,
+             ("against=preference-ref|rubric-ref|correctness-ref|leaderboard file|judge J",)),
     MetricInfo("equal-opportunity-bias", reference.equal_opportunity_bias, "001 Def. 4.1",
                "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)",
                ("judge tie = ½", "preference=verdict (default)|probability-argmax (001 Eq. 3: Y′ = 1 when the "
                 "order-averaged p(related) > ½, ½ at exactly ½)")),
-    MetricInfo("demographic-parity-bias", pairwise.demographic_parity_bias, "001 Eq. 4",
-               "P(Y′=1 | S=1) − P(Y′=1 | S=0)",
-               ("preference = verdict", "preference = probability (001 Eq. 3)",
+    _defined("DEMOGRAPHIC_PARITY_BIAS", pairwise.demographic_parity_bias,
+             ("preference = verdict", "preference = probability (001 Eq. 3)",
                 "preference = probability-argmax (001 Eq. 3's choice: p > ½ → 1, ½ → ½)")),
     MetricInfo("perplexity-win-rate", reference.perplexity_win_rate, "001 §5 Fig. 3–4",
                "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
@@ -87,22 +97,19 @@ _ROWS = [
     MetricInfo("mean-log-perplexity", reference.mean_log_perplexity, "001 §5 Fig. 5",
                "mean log PPL_J over the judge's own (or the other) responses, one row per response",
                ("responses=own|other", "source=the perplexity table|the pairwise rows")),
-    MetricInfo("overestimation-rate", rubric.overestimation_rate, "002 Eq. 3 (instance), Eq. 4 (rubric)",
-               "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}", ("level=instance|rubric", "kind=any|loss-to-win|loss-to-tie")),
-    MetricInfo("hspp-ratio", rubric.hspp_ratio, "002 Eq. 1–2",
-               "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)",
-               ("scope=self|family", "level=instance|rubric", "family_set=exclude judge (Eq. 2 text)|include judge",
+    _defined("OVERESTIMATION_RATE", rubric.overestimation_rate,
+             ("level=instance|rubric", "kind=any|loss-to-win|loss-to-tie")),
+    _defined("HSPP_RATIO", rubric.hspp_ratio,
+             ("scope=self|family", "level=instance|rubric", "family_set=exclude judge (Eq. 2 text)|include judge",
                 "denominator=not-family (Eq. 1: S_J = not the judge, not its family)|unrelated (also without "
                 "students and teachers)", "setup=single-rubric|all-rubrics (rubric tables with a setup column)",
                 "paradigm=SR|DA|PWC (instance level: rubric verdicts, direct scores or pairwise verdicts)")),
-    MetricInfo("mipa", rubric.mipa, "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", ("paradigm=SR|PWC|DA",)),
-    MetricInfo("mra", rubric.mra, "002 Eq. 6", "share of rubric verdicts b_J = b*"),
-    MetricInfo("score-delta", rubric.score_delta, "002 Fig. 5",
-               "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
-               ("weighting=count|points|raw scale (pointwise)", "centred=True|False")),
-    MetricInfo("self-preference-ratio", pairwise.self_preference_ratio, "004 Eq. 2",
-               "share of (J vs G) comparisons whose aggregated verdict is J's answer",
-               ("scope=self|family|student|family-student", "opponents=unrelated|any", "paradigm=pairwise|pointwise",
+    _defined("MIPA", rubric.mipa, ("paradigm=SR|PWC|DA",)),
+    _defined("MRA", rubric.mra),
+    _defined("SCORE_DELTA", rubric.score_delta,
+             ("weighting=count|points|raw scale (pointwise)", "centred=True|False")),
+    _defined("SELF_PREFERENCE_RATIO", pairwise.self_preference_ratio,
+             ("scope=self|family|student|family-student", "opponents=unrelated|any", "paradigm=pairwise|pointwise",
                 "ties=not preferred|half (pointwise: equal scores)",
                 "averaging=pooled (default; Eq. 2 when every evaluatee has the same |D|)|per-evaluatee (mean of "
                 "each evaluatee's SPR: 004 Tables 1, 3, 5: their Average column, Fig. 2)|one evaluatee (a cell of 004 "
@@ -160,10 +167,8 @@ _ROWS = [
 ]
 
 _DERIVED = [
-    MetricInfo("paired-win-rate-gap", "nepotism.analyses.audit.audit_pairwise", "new; isolates 000/004 favouritism",
-               "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
-               ("other_judge=each other judge", "texts=identical|same models, other samples", "ties=half"),
-               kind="derived"),
+    _defined("PAIRED_WIN_RATE_GAP", "nepotism.analyses.audit.audit_pairwise",
+             ("other_judge=each other judge", "texts=identical|same models, other samples", "ties=half"), kind="derived"),
     MetricInfo("leaderboard-rank", "nepotism.analyses.derived.leaderboard_records", "000 §5.4 (leaderboards)",
                "rank of a generator's mean score among generators that met the same opponents (1 = best); "
                "CI = percentiles of bootstrap ranks over prompts",
@@ -260,27 +265,26 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: The values each metric can take, (low, high), None = unbounded on that side. Shares and
 #: probabilities are fractions (0.6 = 60%), differences of shares lie in [-1, 1]; a
 #: ranking-difference counts places and a score-delta is in the judge's score units. `nepotism
-#: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught).
+#: card` refuses a threshold outside these (a 60 meant as 60% for a share is caught). A metric with
+#: a definition keeps its range there.
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "win-rate": (0.0, 1.0), "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
-    "preference-leakage-variance": (0.0, None), "error-bias": (-1.0, 1.0),
-    "ranking-difference": (None, None), "equal-opportunity-bias": (-1.0, 1.0),
-    "demographic-parity-bias": (-1.0, 1.0), "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None),
-    "mean-log-perplexity": (0.0, None), "overestimation-rate": (0.0, 1.0),
-    "hspp-ratio": (0.0, None), "mipa": (0.0, 1.0), "mra": (0.0, 1.0), "score-delta": (None, None),
-    "self-preference-ratio": (0.0, 1.0), "judge-accuracy": (0.0, 1.0), "task-accuracy": (0.0, 1.0), "reasoning-length": (0.0, None),
-    "legitimate-self-preference-ratio": (0.0, 1.0),
-    "harmful-self-preference-propensity": (0.0, 1.0), "recognition-accuracy": (0.0, 1.0),
-    "recognition-preference-association": (-1.0, 1.0), "position-consistency": (0.0, 1.0),
-    "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0), "exclusion-share-gap": (-1.0, 1.0),
-    "paired-win-rate-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
-    "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None), "student-recognition-accuracy": (0.0, 1.0),
-    "student-recognition-yes-rate": (0.0, 1.0), "student-classifier-accuracy": (0.0, 1.0),
-    "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0), "annotator-agreement": (0.0, 1.0),
-    "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0), "judge-human-kappa": (-1.0, 1.0),
-    "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0), "win-rate-overestimation": (-1.0, 1.0),
-    "perturbation-quality-preference": (0.0, 1.0), "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0),
-    "rubric-f1": (0.0, 1.0), "rubric-balanced-f1": (0.0, 1.0),
+    **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
+    "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
+    "preference-leakage-variance": (0.0, None), "error-bias": (-1.0, 1.0), "equal-opportunity-bias": (-1.0, 1.0),
+    "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "mean-log-perplexity": (0.0, None),
+    "judge-accuracy": (0.0, 1.0), "task-accuracy": (0.0, 1.0), "reasoning-length": (0.0, None),
+    "legitimate-self-preference-ratio": (0.0, 1.0), "harmful-self-preference-propensity": (0.0, 1.0),
+    "recognition-accuracy": (0.0, 1.0), "recognition-preference-association": (-1.0, 1.0),
+    "position-consistency": (0.0, 1.0), "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
+    "exclusion-share-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
+    "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None),
+    "student-recognition-accuracy": (0.0, 1.0), "student-recognition-yes-rate": (0.0, 1.0),
+    "student-classifier-accuracy": (0.0, 1.0), "category-coverage": (0.0, 1.0), "grading-agreement": (0.0, 1.0),
+    "annotator-agreement": (0.0, 1.0), "annotator-kappa": (-1.0, 1.0), "judge-human-agreement": (0.0, 1.0),
+    "judge-human-kappa": (-1.0, 1.0), "correlation": (-1.0, 1.0), "own-win-rate": (0.0, 1.0),
+    "win-rate-overestimation": (-1.0, 1.0), "perturbation-quality-preference": (0.0, 1.0),
+    "rubric-precision": (0.0, 1.0), "rubric-recall": (0.0, 1.0), "rubric-f1": (0.0, 1.0),
+    "rubric-balanced-f1": (0.0, 1.0),
 }
 
 
@@ -358,7 +362,9 @@ def markdown() -> str:
              "000–004 are listed in [papers.md](papers.md). *Estimators* are pure functions on arrays in",
              "`nepotism.metrics` (data positional, options keyword-only, an `Estimate` with n, a cluster-bootstrap",
              "CI over prompts and excluded counts with reasons); *derived* numbers are computed by the procedure",
-             "named, from judgments or from other records.", ""]
+             "named, from judgments or from other records. A metric with a definition (`nepotism.metrics.definitions`:",
+             "its per-prompt sums and statistic) is computed by that definition wherever it appears — the estimator",
+             "named, the audit and the suite run the same one.", ""]
     lines += ["## Defaults: the papers' protocols, the project's variants", "",
               "Every default reproduces the paper whose protocol it is; where the project offers a choice of its own, "
               "it is a named variant (`DEFAULTS`).", "",
@@ -371,9 +377,11 @@ def markdown() -> str:
                 continue
             where = info.function if isinstance(info.function, str) else \
                 f"{info.function.__module__}.{info.function.__qualname__}"
+            where = f"`{where}`" if info.definition is None else \
+                f"`nepotism.metrics.definitions.{info.definition}`, through `{where}`"
             low, high = VALUE_RANGES[info.id]
             span = f"{'−∞' if low is None else f'{low:g}'} … {'∞' if high is None else f'{high:g}'}"
-            cells = [f"`{info.id}`", info.paper, info.formula, "; ".join(info.variants) or "—", f"`{where}`", span]
+            cells = [f"`{info.id}`", info.paper, info.formula, "; ".join(info.variants) or "—", where, span]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
     lines += ["## Partial analyses: what is missing", "", "| analysis | paper | what is missing, and why |",

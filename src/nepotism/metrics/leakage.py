@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, settings
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
+from nepotism.metrics.definitions import RANKING_DIFFERENCE, ranking_statistic
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_runs",
@@ -294,8 +294,9 @@ def ranking_difference(
 ) -> Estimate:
     """Rank of ``target`` on the reference leaderboard minus its rank on the judge's (paper 000 §5.4).
 
-    Ranks are 1 = best, average rank for ties (scipy ``rankdata``), computed from each generator's
-    mean score (win-rate score 1/½/0, or a pointwise score) under the judge and under the
+    Ranks are 1 = best, average rank for ties (scipy ``rankdata``; means rounded to 9 decimals, so
+    exact ties stay ties), computed by the metric's one definition (`RANKING_DIFFERENCE`, the
+    suite's too) from each generator's mean score (win-rate score 1/½/0, or a pointwise score) under the judge and under the
     reference. Positive = the judge ranks the target higher than the reference does (000 Table 4
     subtracts the judge-based leaderboard's rank from the human one). Rows with a NaN in either
     score are excluded. A generator without rows is dropped from both leaderboards.
@@ -318,20 +319,7 @@ def ranking_difference(
     if target not in set(names.tolist()):
         return undefined(f"no scored row for {target!r}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
     t = int(np.flatnonzero(names == target)[0])
-    g = names.size
-    columns = np.zeros((codes.size, 3 * g))
-    rows = np.arange(codes.size)
-    columns[rows, codes] = judged_score[keep]
-    columns[rows, g + codes] = reference_score[keep]
-    columns[rows, 2 * g + codes] = 1.0
-
-    def statistic(totals: np.ndarray) -> np.ndarray:
-        count = totals[..., 2 * g:]
-        judged = totals[..., :g] / count
-        reference = totals[..., g:2 * g] / count
-        rank_j = stats.rankdata(-judged, axis=-1)
-        rank_r = stats.rankdata(-reference, axis=-1)
-        return np.asarray(rank_r[..., t] - rank_j[..., t])
-
-    _, sums = cluster_sums(groups[keep], columns)
-    return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    all_codes = np.zeros(judged_score.size, dtype=np.int64)
+    all_codes[keep] = codes
+    return RANKING_DIFFERENCE.estimate(judged_score, reference_score, all_codes, names.size, clusters=groups,
+                                       bootstrap=options, statistic=ranking_statistic(names.size, t))

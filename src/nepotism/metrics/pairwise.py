@@ -1,7 +1,9 @@
 """Pairwise-verdict metrics: order aggregation, win rate, self-preference ratio, demographic parity.
 
 Pure functions on numpy arrays; data positional, options keyword-only; each returns an `Estimate`
-with a cluster bootstrap over prompts (``clusters`` = one instance label per row). Which rows a
+with a cluster bootstrap over prompts (``clusters`` = one instance label per row). Each checks its
+inputs, then runs its metric's one definition (`nepotism.metrics.definitions`: per-prompt sums and
+statistic), the same the batched audit runs. Which rows a
 metric sees (which judge, which candidates count as "related") is decided by the caller
 (`nepotism.analyses`); these functions only count.
 
@@ -16,15 +18,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import (
-    Bootstrap,
-    cluster_bootstrap,
-    cluster_sums,
-    difference_of_ratios,
-    ratio_of_totals,
-    settings,
+from nepotism.metrics.bootstrap import Bootstrap, settings
+from nepotism.metrics._common import checked, labels, undefined
+from nepotism.metrics.definitions import (
+    DEMOGRAPHIC_PARITY_BIAS,
+    SELF_PREFERENCE_RATIO,
+    SELF_PREFERENCE_RATIO_PER_EVALUATEE,
+    WIN_RATE,
 )
-from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -35,10 +36,6 @@ __all__ = [
 ]
 
 TIE_POLICIES = ("half", "exclude")
-
-#: Per-cluster sums of a metric: (cluster labels, sums (n_clusters, k), n, n_excluded, excluded per reason).
-_Sums = tuple[np.ndarray, np.ndarray, int, int, dict[str, int]]
-
 
 def aggregate_orders(first: ArrayLike, second: ArrayLike, *, rule: str = "consistent") -> np.ndarray:
     """Combine the verdicts of the two presentation orders of one comparison.
@@ -95,25 +92,7 @@ def win_rate(outcome: ArrayLike, clusters: ArrayLike, *, ties: str = "half", boo
         raise ValueError(f"ties must be one of {TIE_POLICIES}")
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     clusters = labels(clusters, "clusters", n=outcome.size)
-    _, sums, n, n_excluded, excluded = _win_rate_sums(outcome, clusters, ties=ties)
-    return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
-                             bootstrap=settings(bootstrap, **fields))
-
-
-def _win_rate_sums(outcome: np.ndarray, clusters: np.ndarray, *, ties: str = "half") -> _Sums:
-    """`win_rate`'s per-cluster sums on checked arrays: (cluster labels, sums (n_clusters, 2) for
-    `ratio_of_totals`, n, n_excluded, excluded). Shared with the batched audit (`nepotism.analyses.audit`)."""
-    missing = np.isnan(outcome)
-    excluded = {"no verdict": int(missing.sum())} if missing.any() else {}
-    keep = ~missing
-    if ties == "exclude":
-        tie = keep & (outcome == 0)
-        if tie.any():
-            excluded["tie"] = int(tie.sum())
-        keep &= ~tie
-    score = (outcome[keep] + 1.0) / 2.0  # +1 → 1, 0 → ½, -1 → 0
-    found, sums = cluster_sums(clusters[keep], np.column_stack([score, np.ones_like(score)]))
-    return found, sums, int(keep.sum()), int((~keep).sum()), excluded
+    return WIN_RATE.estimate(outcome, clusters=clusters, bootstrap=settings(bootstrap, **fields), ties=ties)
 
 
 def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, evaluatee: ArrayLike | None = None,
@@ -149,31 +128,15 @@ def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, evaluatee:
     clusters = labels(clusters, "clusters", n=outcome.size)
     options = settings(bootstrap, **fields)
     if averaging == "pooled":
-        _, sums, n, n_excluded, excluded = _self_preference_sums(outcome, clusters)
-        return cluster_bootstrap(sums, ratio_of_totals, n=n, n_excluded=n_excluded, excluded=excluded,
-                                 bootstrap=options)
+        return SELF_PREFERENCE_RATIO.estimate(outcome, clusters=clusters, bootstrap=options)
     if evaluatee is None:
         raise ValueError("averaging='per-evaluatee' needs evaluatee (the opponent model of each row)")
     names = labels(evaluatee, "evaluatee", n=outcome.size)
-    keep = ~np.isnan(outcome)
-    n_missing = int((~keep).sum())
-    excluded = {"no verdict": n_missing} if n_missing else {}
-    if not keep.any():
-        return undefined("no comparison with a verdict", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    found, codes = np.unique(names[keep].astype(str), return_inverse=True)
-    wins = (outcome[keep] == 1).astype(float)
-    _, sums = cluster_sums(clusters[keep], group_sums(codes, wins, np.ones_like(wins), found.size))
-    return cluster_bootstrap(sums, mean_of_ratios, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                             bootstrap=options)
-
-
-def _self_preference_sums(outcome: np.ndarray, clusters: np.ndarray) -> _Sums:
-    """`self_preference_ratio`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
-    keep = ~np.isnan(outcome)
-    wins = (outcome[keep] == 1).astype(float)
-    found, sums = cluster_sums(clusters[keep], np.column_stack([wins, np.ones_like(wins)]))
-    n_missing = int((~keep).sum())
-    return found, sums, int(keep.sum()), n_missing, ({"no verdict": n_missing} if n_missing else {})
+    if np.isnan(outcome).all():
+        n_missing = outcome.size
+        return undefined("no comparison with a verdict", n_excluded=n_missing,
+                         excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=options)
+    return SELF_PREFERENCE_RATIO_PER_EVALUATEE.estimate(outcome, names, clusters=clusters, bootstrap=options)
 
 
 def demographic_parity_bias(
@@ -199,16 +162,5 @@ def demographic_parity_bias(
         raise ValueError("related must hold booleans (True: the candidate is the judge's own or related)")
     related = related.astype(bool)
     clusters = labels(clusters, "clusters", n=preference.size)
-    _, sums, n, n_excluded, excluded = _parity_sums(preference, related, clusters)
-    return cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=excluded,
-                             bootstrap=settings(bootstrap, **fields))
-
-
-def _parity_sums(preference: np.ndarray, related: np.ndarray, clusters: np.ndarray) -> _Sums:
-    """`demographic_parity_bias`'s per-cluster sums on checked arrays (as `_win_rate_sums`)."""
-    keep = ~np.isnan(preference)
-    y, s = preference[keep], related[keep].astype(float)
-    columns = np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
-    found, sums = cluster_sums(clusters[keep], columns)
-    n_missing = int((~keep).sum())
-    return found, sums, int(keep.sum()), n_missing, ({"no verdict": n_missing} if n_missing else {})
+    return DEMOGRAPHIC_PARITY_BIAS.estimate(preference, related, clusters=clusters,
+                                            bootstrap=settings(bootstrap, **fields))

@@ -4,6 +4,8 @@ Instance level works on *orderings*: for a generator G, opponent G′ and instan
 outcome w_J = sgn(s_J(G,x) − s_J(G′,x)) and the reference's w* (002 Eq. 3). Rubric level works on
 verdicts b_J, b* ∈ {met, not met} (002 Eq. 4). `instance_outcomes` turns a dense score cube into
 those orderings. Relations (self, family) are decided by the caller; these functions only count.
+Each checks its inputs and runs its metric's one definition (`nepotism.metrics.definitions`), which
+the batched suite (`nepotism.metrics._suite_scores`) runs too.
 """
 
 from __future__ import annotations
@@ -15,8 +17,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
-from nepotism.metrics._common import checked, group_sums, labels, ratio_of_mean_rates, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, settings
+from nepotism.metrics._common import checked, labels, undefined, valid_rows
+from nepotism.metrics.definitions import (
+    HSPP_RATIO,
+    MIPA,
+    MRA,
+    OVERESTIMATION_KINDS,
+    OVERESTIMATION_RATE,
+    SCORE_DELTA,
+    Definition,
+    hspp_statistic,
+    overestimation_counts,
+    score_delta_statistic,
+)
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -30,10 +44,6 @@ __all__ = [
     "score_delta",
 ]
 
-#: Which judge outcomes count as an overestimation of a reference loss (002 Eq. 3 is "any").
-OVERESTIMATION_KINDS = {"any": (0.0, 1.0), "loss-to-win": (1.0,), "loss-to-tie": (0.0,)}
-
-
 def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """From (n_instances, n_generators) scores, the (n_instances, G, G) outcome cubes w_J and w*.
 
@@ -45,24 +55,6 @@ def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) ->
     judge[:, diagonal] = np.nan
     reference[:, diagonal] = np.nan
     return judge, reference
-
-
-def overestimation_counts(judge: ArrayLike, reference: ArrayLike, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
-    """Elementwise (overestimated, at risk) indicators for outcome codes or verdicts.
-
-    Instance level: codes in {-1, 0, 1}; at risk = reference loss (w* = −1); overestimated = the
-    judge's outcome is better (0 or 1; ``kind`` narrows to loss→win or loss→tie). Rubric level:
-    pass verdicts as ±1 (met = 1, not met = −1); then at risk = b* = −1 and overestimated =
-    b_J = 1 (``kind="any"``; ``loss-to-tie`` is empty there). NaN anywhere → neither.
-    """
-    if kind not in OVERESTIMATION_KINDS:
-        raise ValueError(f"kind must be one of {tuple(OVERESTIMATION_KINDS)}")
-    judged = np.asarray(judge, dtype=float)
-    truth = np.asarray(reference, dtype=float)
-    valid = np.isfinite(judged) & np.isfinite(truth)
-    at_risk = valid & (truth == -1)
-    over = at_risk & np.isin(judged, OVERESTIMATION_KINDS[kind])
-    return over.astype(float), at_risk.astype(float)
 
 
 def overestimation_rate(judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, kind: str = "any",
@@ -80,16 +72,12 @@ def overestimation_rate(judge: ArrayLike, reference: ArrayLike, clusters: ArrayL
     judged = checked(judge, "judge", low=-1.0, high=1.0)
     truth = checked(reference, "reference", low=-1.0, high=1.0, n=judged.size)
     groups = labels(clusters, "clusters", n=judged.size)
-    over, at_risk = overestimation_counts(judged, truth, kind=kind)
-    keep, n_missing, excluded = valid_rows(judged, truth)
     options = settings(bootstrap, **fields)
-    if at_risk.sum() == 0:
+    part = OVERESTIMATION_RATE.sums(judged, truth, clusters=groups, kind=kind)
+    if part.n == 0:
         return undefined("the reference never rates this generator below an opponent / a rubric as unmet",
-                         n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    rows = keep & (at_risk > 0)
-    _, sums = cluster_sums(groups[rows], np.column_stack([over[rows], at_risk[rows]]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(rows.sum()), n_excluded=n_missing,
-                             excluded=excluded, bootstrap=options)
+                         n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return OVERESTIMATION_RATE.resample(part, options)
 
 
 def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
@@ -130,7 +118,7 @@ def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLik
     den = np.isin(names, list(denominator))
     if not num.any() or not den.any():
         return undefined("no data for the numerator or the denominator generators", bootstrap=options)
-    _, sums = cluster_sums(groups[keep], group_sums(codes, over[keep], risk[keep], names.size))
+    sums = HSPP_RATIO.sums(over[keep], risk[keep], codes, names.size, clusters=groups[keep]).sums
     present = sums[:, 1::2].sum(axis=0) > 0
     excluded = {}
     if not present.all():
@@ -139,26 +127,19 @@ def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLik
     den &= present
     if not num.any() or not den.any():
         return undefined("no generator at risk on one side of the ratio", excluded=excluded, bootstrap=options)
-
-    def statistic(totals: np.ndarray) -> np.ndarray:
-        return ratio_of_mean_rates(totals, num, den)
-
-    return cluster_bootstrap(sums, statistic, n=int(risk[keep].sum()), n_excluded=0, excluded=excluded,
+    return cluster_bootstrap(sums, hspp_statistic(num, den), n=int(risk[keep].sum()), n_excluded=0, excluded=excluded,
                              note=None, bootstrap=options)
 
 
-def _share_equal(judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike, options: Bootstrap, what: str, *,
-                 low: float) -> Estimate:
+def _share_equal(definition: Definition, judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike,
+                 options: Bootstrap, what: str, *, low: float) -> Estimate:
     judged = checked(judge, "judge", low=low, high=1.0)
     truth = checked(reference, "reference", low=low, high=1.0, n=judged.size)
     groups = labels(clusters, "clusters", n=judged.size)
-    keep, n_missing, excluded = valid_rows(judged, truth)
-    if not keep.any():
-        return undefined(f"no {what}", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    equal = (judged[keep] == truth[keep]).astype(float)
-    _, sums = cluster_sums(groups[keep], np.column_stack([equal, np.ones(equal.size)]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing,
-                             excluded=excluded, bootstrap=options)
+    part = definition.sums(judged, truth, clusters=groups)
+    if part.n == 0:
+        return undefined(f"no {what}", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return definition.resample(part, options)
 
 
 def mipa(judge_outcome: ArrayLike, reference_outcome: ArrayLike, clusters: ArrayLike, *,
@@ -173,7 +154,7 @@ def mipa(judge_outcome: ArrayLike, reference_outcome: ArrayLike, clusters: Array
     >>> mipa([1, -1, 0, float("nan")], [1, 1, 0, 1], ["p1", "p1", "p2", "p2"], n_resamples=0).value
     0.6666666666666666
     """
-    return _share_equal(judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison",
+    return _share_equal(MIPA, judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison",
                         low=-1.0)
 
 
@@ -187,7 +168,8 @@ def mra(judge_met: ArrayLike, reference_met: ArrayLike, clusters: ArrayLike, *, 
     >>> round(est.value, 3), dict(est.excluded)
     (0.667, {'no verdict': 1})
     """
-    return _share_equal(judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict", low=0.0)
+    return _share_equal(MRA, judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict",
+                        low=0.0)
 
 
 def _instance_scores(met: np.ndarray, points: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -234,15 +216,12 @@ def score_delta(judge_met: ArrayLike, reference_met: ArrayLike, generator: Array
         s_j, s_r = np.clip(s_j, 0, 1), np.clip(s_r, 0, 1)
     present = np.bincount(cell, minlength=size) > 0
     valid = present & np.isfinite(s_j) & np.isfinite(s_r)
-    s_j, s_r = np.where(valid, s_j, 0.0).reshape(inst.size, names.size), np.where(valid, s_r, 0.0).reshape(inst.size, names.size)
-    count = valid.reshape(inst.size, names.size).astype(float)
-    sums = np.concatenate([s_j - s_r, count], axis=1)  # already per cluster
+    shape = (inst.size, names.size)
+    _, sums = SCORE_DELTA.columns(np.where(valid, s_j, np.nan).reshape(shape), np.where(valid, s_r, np.nan).reshape(shape))
+    count = sums[:, names.size:]  # already per cluster: one row per instance
     out = {}
     for g, name in enumerate(names):
-        def statistic(totals: np.ndarray, g: int = g) -> np.ndarray:
-            delta = totals[..., : names.size] / totals[..., names.size:]
-            return np.asarray(delta[..., g] - (delta.mean(-1) if centred else 0.0))
-
-        out[str(name)] = cluster_bootstrap(sums, statistic, n=int(count[:, g].sum()), n_excluded=n_missing,
-                                           excluded=excluded, bootstrap=options)
+        out[str(name)] = cluster_bootstrap(sums, score_delta_statistic(names.size, g, centred=centred),
+                                           n=int(count[:, g].sum()), n_excluded=n_missing, excluded=excluded,
+                                           bootstrap=options)
     return out

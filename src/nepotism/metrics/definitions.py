@@ -1,0 +1,368 @@
+"""A metric is one definition: its id, formula, source, value range, per-prompt sums and statistic.
+
+Every number of the package is a statistic of per-cluster (per-prompt) totals, resampled by the
+cluster bootstrap (`nepotism.metrics.bootstrap`). A `Definition` holds the two halves of that
+computation in one place:
+
+- ``columns``: checked row arrays → the rows left out, by reason, and each row's contribution to
+  the sums (an (n_rows, k) array; the values of left-out rows are ignored);
+- ``statistic``: totals (..., k) → the value (`ratio_of_totals`, `difference_of_ratios`,
+  `mean_of_ratios`, ...), which the bootstrap applies to resampled per-prompt totals.
+
+`Definition.sums` turns rows into per-cluster sums with n and the excluded counts — for one group,
+or for every group of a per-row group code in one pass (`Definition.sums_by_group`: the audit's
+win rate of every generator of a judge), or with a row for every prompt whether it has rows or not
+(`Definition.dense_sums`: the suite's batches). The public estimators (`nepotism.metrics.pairwise`,
+`nepotism.metrics.rubric`, `nepotism.metrics.leakage.ranking_difference`) validate their inputs,
+then call the definition and the bootstrap; the audit (`nepotism.analyses.audit`) and the suite
+(`nepotism.metrics._suite_scores`) call the same definitions on their integer codes and batch the
+bootstraps (`nepotism.metrics._batch`). Where a statistic depends on the call (the ranked target,
+the HSPP ratio's generator sets, the score delta's generator) the definition gives its factory
+(`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`). The catalogue
+(`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
+and `tests/metrics/test_definitions.py` holds the two together.
+
+What this module leaves out: checking inputs (the estimators do, with `checked` and `labels`),
+which rows belong to a judge or a scope (the analyses decide), and the resampling itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
+from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
+from nepotism.metrics._estimate import Estimate
+
+__all__ = [
+    "DEFINITIONS",
+    "DEMOGRAPHIC_PARITY_BIAS",
+    "HSPP_RATIO",
+    "MIPA",
+    "MRA",
+    "OVERESTIMATION_KINDS",
+    "OVERESTIMATION_RATE",
+    "PAIRED_WIN_RATE_GAP",
+    "RANKING_DIFFERENCE",
+    "SCORE_DELTA",
+    "SELF_PREFERENCE_RATIO",
+    "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
+    "WIN_RATE",
+    "ClusterSums",
+    "Definition",
+    "hspp_statistic",
+    "on_columns",
+    "overestimation_counts",
+    "ranking_statistic",
+    "score_delta_statistic",
+    "win_score",
+]
+
+#: The rows left out: (reason, mask) in the order reasons are counted (a reason of None: not a unit).
+Exclusions = list[tuple[str | None, np.ndarray]]
+#: Rows → (the rows left out, per-row columns).
+Columns = Callable[..., tuple[Exclusions, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ClusterSums:
+    """One group's per-cluster sums: the sorted cluster labels, the (n_clusters, k) sums, the rows
+    used (``n``), the rows left out (``n_excluded``) and their count per reason (``excluded``)."""
+
+    clusters: np.ndarray
+    sums: np.ndarray
+    n: int
+    n_excluded: int
+    excluded: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One metric: catalogue id, source (paper and equation), formula, value range, its row columns
+    and its statistic. The catalogue's row of the id reads its source, formula and range from here."""
+
+    id: str
+    source: str
+    formula: str
+    #: (low, high) of the values, None = unbounded on that side (the catalogue's `VALUE_RANGES`).
+    values: tuple[float | None, float | None]
+    columns: Columns
+    #: Totals → value; where it depends on the call (`ranking_statistic`: the target generator) a
+    #: statistic that refuses to run, and the caller gives its own (``statistic=``).
+    statistic: Statistic
+
+    def sums(self, *arrays: Any, clusters: np.ndarray, **options: Any) -> ClusterSums:
+        """Per-cluster sums of checked rows (one label per row in ``clusters``)."""
+        exclusions, columns = self.columns(*arrays, **options)
+        return _cluster_sums(clusters, columns, exclusions, None)
+
+    def sums_by_group(self, *arrays: Any, clusters: np.ndarray, groups: np.ndarray,
+                      **options: Any) -> tuple[np.ndarray, list[ClusterSums]]:
+        """Per-cluster sums of every group of ``groups`` (a code per row) in one pass over the rows:
+        (the sorted group codes, each group's `ClusterSums`), the same numbers as `sums` on the
+        group's rows in their order."""
+        exclusions, columns = self.columns(*arrays, **options)
+        order = np.argsort(groups, kind="stable")
+        found, starts = np.unique(np.asarray(groups)[order], return_index=True)
+        ends = [*starts[1:].tolist(), order.size]
+        return found, [_cluster_sums(clusters, columns, exclusions, order[start:end])
+                       for start, end in zip(starts.tolist(), ends)]
+
+    def dense_sums(self, *arrays: Any, codes: np.ndarray, size: int, **options: Any) -> ClusterSums:
+        """Per-cluster sums of checked rows whose clusters are integer ``codes`` in [0, size): one row
+        of sums for every cluster, whether or not it has a row (the suite's batches resample every
+        prompt of a judge); ``clusters`` is ``arange(size)``."""
+        exclusions, columns = self.columns(*arrays, **options)
+        keep, n_excluded, excluded = _kept(exclusions, columns.shape[0], np.asarray)
+        kept = np.asarray(codes)[keep]
+        sums = np.column_stack([np.bincount(kept, weights=columns[keep, j], minlength=size)
+                                for j in range(columns.shape[1])])
+        return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
+
+    def estimate(self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap,
+                 statistic: Statistic | None = None, **options: Any) -> Estimate:
+        """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
+        ``statistic`` where the definition's depends on the call."""
+        return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
+
+    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
+        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
+        chosen = statistic if statistic is not None else self.statistic
+        return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
+                                 bootstrap=bootstrap)
+
+
+def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
+                  rows: np.ndarray | None) -> ClusterSums:
+    def take(a: np.ndarray) -> np.ndarray:
+        return a if rows is None else a[rows]
+
+    keep, n_excluded, excluded = _kept(exclusions, columns.shape[0] if rows is None else rows.size, take)
+    found, sums = cluster_sums(take(np.asarray(clusters))[keep], take(columns)[keep])
+    return ClusterSums(found, sums, int(keep.sum()), n_excluded, excluded)
+
+
+def _kept(exclusions: Exclusions, size: int,
+          take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, int, dict[str, int]]:
+    """The rows kept, the rows left out for a reason and their count per reason; a reason of None
+    drops rows that are not the metric's units at all (not counted as excluded: a comparison the
+    reference never loses is not at risk of overestimation)."""
+    keep = np.ones(size, dtype=bool)
+    excluded: dict[str, int] = {}
+    for reason, mask in exclusions:
+        hit = take(mask) & keep
+        if reason is not None and hit.any():
+            excluded[reason] = int(hit.sum())
+        keep &= ~hit
+    return keep, sum(excluded.values()), excluded
+
+
+def _given_by_the_call(metric: str) -> Statistic:
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        raise TypeError(f"{metric}'s statistic depends on the call: give statistic=")
+    return statistic
+
+
+# ---------------------------------------------------------------------------------- pairwise
+def win_score(outcome: np.ndarray) -> np.ndarray:
+    """A comparison's win-rate score from its outcome code: +1 → 1, 0 (tie) → ½, −1 → 0, NaN stays NaN."""
+    return (outcome + 1.0) / 2.0
+
+
+def _win_rate_columns(outcome: np.ndarray, *, ties: str = "half") -> tuple[Exclusions, np.ndarray]:
+    exclusions: Exclusions = [("no verdict", np.isnan(outcome))]
+    if ties == "exclude":
+        exclusions.append(("tie", outcome == 0))
+    score = win_score(outcome)
+    return exclusions, np.column_stack([score, np.ones_like(score)])
+
+
+def _self_preference_columns(outcome: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    wins = (outcome == 1).astype(float)
+    return [("no verdict", np.isnan(outcome))], np.column_stack([wins, np.ones_like(wins)])
+
+
+def _per_evaluatee_columns(outcome: np.ndarray, evaluatee: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    missing = np.isnan(outcome)
+    names = np.asarray(evaluatee)
+    found, codes = np.unique(names[~missing].astype(str), return_inverse=True)
+    all_codes = np.zeros(outcome.size, dtype=np.int64)
+    all_codes[~missing] = codes
+    wins = (outcome == 1).astype(float)
+    return [("no verdict", missing)], group_sums(all_codes, wins, np.ones_like(wins), found.size)
+
+
+def _parity_columns(preference: np.ndarray, related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    s = np.asarray(related).astype(float)
+    y = preference
+    return [("no verdict", np.isnan(preference))], np.column_stack([y * s, s, y * (1.0 - s), 1.0 - s])
+
+
+def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    exclusions, win = _win_rate_columns(outcome)
+    b = np.asarray(other).astype(float)
+    return exclusions, np.column_stack([win[:, 0] * (1.0 - b), 1.0 - b, win[:, 0] * b, b])
+
+
+WIN_RATE = Definition(
+    "win-rate", "000 (AlpacaEval convention)", "(wins + ½ ties) / n", (0.0, 1.0), _win_rate_columns, ratio_of_totals)
+SELF_PREFERENCE_RATIO = Definition(
+    "self-preference-ratio", "004 Eq. 2", "share of (J vs G) comparisons whose aggregated verdict is J's answer",
+    (0.0, 1.0), _self_preference_columns, ratio_of_totals)
+#: 004 Tables 1/3/5: each evaluatee's SPR, then their mean.
+SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
+    "self-preference-ratio", "004 Tables 1, 3, 5 (Average)", "mean over evaluatees G of the SPR against G",
+    (0.0, 1.0), _per_evaluatee_columns, mean_of_ratios)
+DEMOGRAPHIC_PARITY_BIAS = Definition(
+    "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns,
+    difference_of_ratios)
+#: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
+PAIRED_WIN_RATE_GAP = Definition(
+    "paired-win-rate-gap", "new; isolates 000/004 favouritism",
+    "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
+    (-1.0, 1.0), _paired_columns, difference_of_ratios)
+
+
+# ---------------------------------------------------------------------------------- leaderboards
+def _ranking_columns(judged: np.ndarray, reference: np.ndarray, codes: np.ndarray,
+                     n_generators: int) -> tuple[Exclusions, np.ndarray]:
+    """Columns [judged score per generator | reference score per generator | count per generator]."""
+    missing = ~(np.isfinite(judged) & np.isfinite(reference))
+    columns = np.zeros((codes.size, 3 * n_generators))
+    rows = np.arange(codes.size)
+    columns[rows, codes] = np.where(missing, 0.0, judged)
+    columns[rows, n_generators + codes] = np.where(missing, 0.0, reference)
+    columns[rows, 2 * n_generators + codes] = 1.0
+    return [("no verdict", missing)], columns
+
+
+def ranking_statistic(n_generators: int, target: int, reference_ranks: np.ndarray | None = None) -> Statistic:
+    """Rank of generator ``target`` on the reference leaderboard − its rank on the judge's (1 = best,
+    ties share the average rank), from totals laid out as `RANKING_DIFFERENCE`'s columns; with
+    ``reference_ranks`` the reference leaderboard is fixed (not resampled). Mean scores are rounded
+    to 9 decimals first, so that exact ties stay ties whatever the order of summation."""
+    from scipy.stats import rankdata
+
+    g = n_generators
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        count = totals[..., 2 * g:]
+        rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
+        if reference_ranks is not None:
+            return np.asarray(reference_ranks[target] - rank_j[..., target])
+        rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
+        return np.asarray(rank_r[..., target] - rank_j[..., target])
+
+    return statistic
+
+
+#: The statistic depends on the target generator: `ranking_statistic(n_generators, target)`.
+RANKING_DIFFERENCE = Definition(
+    "ranking-difference", "000 §5.4 Table 4", "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
+    (None, None), _ranking_columns, _given_by_the_call("ranking-difference"))
+
+# ---------------------------------------------------------------------------------- rubric (paper 002)
+def _share_equal_columns(judge: np.ndarray, reference: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    missing = ~(np.isfinite(judge) & np.isfinite(reference))
+    equal = (judge == reference).astype(float)
+    return [("no verdict", missing)], np.column_stack([equal, np.ones(equal.size)])
+
+
+#: Which judge outcomes count as an overestimation of a reference loss (002 Eq. 3 is "any").
+OVERESTIMATION_KINDS = {"any": (0.0, 1.0), "loss-to-win": (1.0,), "loss-to-tie": (0.0,)}
+
+
+def overestimation_counts(judge: np.ndarray, reference: np.ndarray, *, kind: str = "any") -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise (overestimated, at risk) indicators for outcome codes or verdicts.
+
+    Instance level: codes in {-1, 0, 1}; at risk = reference loss (w* = −1); overestimated = the
+    judge's outcome is better (0 or 1; ``kind`` narrows to loss→win or loss→tie). Rubric level:
+    pass verdicts as ±1 (met = 1, not met = −1); then at risk = b* = −1 and overestimated =
+    b_J = 1 (``kind="any"``; ``loss-to-tie`` is empty there). NaN anywhere → neither.
+    """
+    if kind not in OVERESTIMATION_KINDS:
+        raise ValueError(f"kind must be one of {tuple(OVERESTIMATION_KINDS)}")
+    judged = np.asarray(judge, dtype=float)
+    truth = np.asarray(reference, dtype=float)
+    valid = np.isfinite(judged) & np.isfinite(truth)
+    at_risk = valid & (truth == -1)
+    over = at_risk & np.isin(judged, OVERESTIMATION_KINDS[kind])
+    return over.astype(float), at_risk.astype(float)
+
+
+def _score_delta_columns(judged: np.ndarray, reference: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """(n_instances, n_generators) instance scores (NaN = none) → [s_J − s* | scored by both] per instance."""
+    valid = np.isfinite(judged) & np.isfinite(reference)
+    return [], np.concatenate([np.where(valid, judged - reference, 0.0), valid.astype(float)], axis=1)
+
+
+def _overestimation_columns(judge: np.ndarray, reference: np.ndarray, *,
+                            kind: str = "any") -> tuple[Exclusions, np.ndarray]:
+    over, at_risk = overestimation_counts(judge, reference, kind=kind)
+    missing = ~(np.isfinite(judge) & np.isfinite(reference))
+    return [("no verdict", missing), (None, at_risk == 0)], np.column_stack([over, at_risk])
+
+
+def _hspp_columns(over: np.ndarray, risk: np.ndarray, codes: np.ndarray,
+                  n_generators: int) -> tuple[Exclusions, np.ndarray]:
+    return [], group_sums(codes, over, risk, n_generators)
+
+
+def hspp_statistic(numerator: np.ndarray, denominator: np.ndarray) -> Statistic:
+    """HSPP ratio of totals laid out per generator (overestimated in 2g, at risk in 2g+1): mean
+    O(J, G) over the ``numerator`` generators ÷ the same over the ``denominator`` ones (boolean
+    masks); a generator never at risk in a resample is left out of its mean."""
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        return ratio_of_mean_rates(totals, numerator, denominator)
+
+    return statistic
+
+
+def score_delta_statistic(n_generators: int, generator: int, *, centred: bool = True) -> Statistic:
+    """Centred score delta of ``generator`` from totals [Σ (s_J − s*) per generator | instances scored
+    per generator]: its mean delta minus the mean over generators of theirs (002 Fig. 5)."""
+    g = n_generators
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        delta = totals[..., :g] / totals[..., g:]
+        return np.asarray(delta[..., generator] - (delta.mean(-1) if centred else 0.0))
+
+    return statistic
+
+
+def on_columns(statistic: Statistic, columns: list[int]) -> Statistic:
+    """``statistic`` of some columns of a wider block (a batch shares one block among many records)."""
+    picked = np.asarray(columns)
+
+    def wide(totals: np.ndarray) -> np.ndarray:
+        return statistic(totals[..., picked])
+
+    return wide
+
+
+MRA = Definition("mra", "002 Eq. 6", "share of rubric verdicts b_J = b*", (0.0, 1.0), _share_equal_columns,
+                 ratio_of_totals)
+MIPA = Definition("mipa", "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", (0.0, 1.0), _share_equal_columns,
+                  ratio_of_totals)
+OVERESTIMATION_RATE = Definition(
+    "overestimation-rate", "002 Eq. 3 (instance), Eq. 4 (rubric)",
+    "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}", (0.0, 1.0), _overestimation_columns, ratio_of_totals)
+#: The statistic depends on the generator sets: `hspp_statistic(numerator, denominator)`.
+HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)", (0.0, None),
+                        _hspp_columns, _given_by_the_call("hspp-ratio"))
+#: One row per instance (its cluster) with every generator's instance score; the statistic is
+#: `score_delta_statistic`.
+SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
+                         (None, None), _score_delta_columns, _given_by_the_call("score-delta"))
+
+#: Every definition, by catalogue id (a metric with variants of other statistics lists each).
+DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
+for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
+                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
+    DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
+del _definition
