@@ -46,7 +46,7 @@ from nepotism.datasets import dataset_files
 from nepotism.errors import InputError
 from nepotism.records import exclusion_label
 
-__all__ = ["AMBIGUOUS", "engine_comparisons", "per_prompt_sums"]
+__all__ = ["AMBIGUOUS", "MEMORY_LIMIT", "engine_comparisons", "per_prompt_sums"]
 
 #: The exclusion reason of a comparison whose two orders disagree under the strict rule (as `build_comparisons`).
 AMBIGUOUS = "ambiguous orders (strict rule)"
