@@ -39,7 +39,7 @@ Tables and keys (paths are relative to the experiment file; ``*`` = required)::
                    each scorer scores the candidate responses of the tasks it judges; a scorer
                    that judges nothing scores those of every task) | "all" (every candidate
                    response of the run), generators = [names] (only their responses), prompt =
-                   "auto" (default: chat messages for in-process models, raw text over HTTP) |
+                   "auto" (default: raw text for an OpenAI-compatible server, chat messages otherwise) |
                    "chat" | "raw". Each scorer's perplexity of each response given its prompt
                    (paper 001 §5; `nepotism.runner.perplexity`) is one cached continuation call.
     [reference]    jury = [judge ids] (at least two of judging.judges; needs a rubric protocol): the
@@ -112,7 +112,7 @@ GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
 #: How a ``[perplexity]`` scorer is shown the prompt: ``chat`` (the instance's messages through the
 #: model's chat template; in-process models only), ``raw`` (the prompt text, for HTTP servers),
-#: ``auto`` (chat for in-process models, raw over HTTP).
+#: ``auto`` (raw text for an OpenAI-compatible server, chat messages for every other backend).
 PERPLEXITY_PROMPTS = ("auto", "chat", "raw")
 _PERPLEXITY_RESPONSES = ("judged", "all")
 # upper bounds of numeric options (a day of waiting; values past these are typos)

@@ -48,6 +48,10 @@ def test_the_request_conditions_on_the_prompt_as_chat_in_process_and_raw_over_ht
     raw = perplexity_request("judge", "openai", inst, resp)
     assert raw.prompt == "What is 2+2?\n\n" and raw.continuation == "Four." and raw.mode == "continuation"
     assert perplexity_request("judge", "gguf", inst, resp, "raw").prompt == "What is 2+2?\n\n"
+    # only a server that scores raw continuations gets text: LiteLLM, transformers and a name no
+    # module declares (a test's stand-in) get chat messages, as before the backends were registered
+    for kind in ("litellm", "transformers", "a-test-stand-in"):
+        assert perplexity_request("judge", kind, inst, resp).messages == (Message("user", "What is 2+2?"),), kind
 
 
 @pytest.mark.parametrize(("table", "field", "message"), [

@@ -390,4 +390,5 @@ BACKEND = BackendSpec(
         Option("max_response_mb", "amount", 16.0, high=4096, unit="MiB"),
     ),
     build=_from_config,
+    raw_prompts=True,
 )

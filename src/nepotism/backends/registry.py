@@ -24,7 +24,7 @@ import nepotism.backends as _package
 from nepotism.backends.base import Backend
 
 __all__ = ["API_KEY_ENV", "MODEL_FILE", "THREADS", "TIMEOUT", "BackendSpec", "Kind", "Option", "get", "is_in_process",
-           "names", "specs"]
+           "names", "specs", "takes_raw_prompts"]
 
 #: How an option's value is read: ``text`` a string; ``path`` a file or folder relative to the
 #: experiment file; ``env`` the NAME of an environment variable (never its value); ``url`` one
@@ -71,9 +71,11 @@ class BackendSpec:
     extra: str | None = None
     #: options of which exactly one must be given (a model id or a file)
     one_of: tuple[str, ...] = ()
-    #: the model runs in this process: its chat template is visible (perplexity ``prompt="chat"``),
-    #: it takes ``n_threads``, and its weights, not a server-side name, identify what answered
+    #: the model runs in this process: it takes ``n_threads``, and its weights, not a server-side name, identify what answered
     in_process: bool = False
+    #: its server scores a continuation of raw text (an OpenAI-style completions endpoint), so a
+    #: perplexity ``prompt="auto"`` sends the prompt as text; every other backend gets chat messages
+    raw_prompts: bool = False
     #: the module declaring it (filled by discovery)
     module: str = ""
 
@@ -112,6 +114,13 @@ def get(name: str) -> BackendSpec:
         return _discovered()[name]
     except KeyError:
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(names())}") from None
+
+
+def takes_raw_prompts(name: str) -> bool:
+    """Whether the backend called ``name`` scores raw-text continuations (`BackendSpec.raw_prompts`;
+    False for a name no module declares, which then gets chat messages)."""
+    spec = _discovered().get(name)
+    return spec is not None and spec.raw_prompts
 
 
 def is_in_process(name: str) -> bool:

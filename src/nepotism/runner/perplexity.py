@@ -116,10 +116,11 @@ def _raw_prompt(instance: Instance) -> str:
 
 def perplexity_request(scorer: str, kind: str, instance: Instance, response: Response, prompt: str = "auto") -> Request:
     """The continuation call scoring ``response`` under ``scorer`` (an endpoint of ``kind``, a
-    backend's name): ``auto`` is chat messages for a model run in-process, raw text otherwise."""
-    from nepotism.backends.registry import is_in_process
+    backend's name): ``auto`` is raw text for a backend whose server scores raw continuations
+    (`nepotism.backends.registry.takes_raw_prompts`: the OpenAI-compatible one), chat messages otherwise."""
+    from nepotism.backends.registry import takes_raw_prompts
 
-    chat = prompt == "chat" or (prompt == "auto" and is_in_process(kind))
+    chat = prompt == "chat" or (prompt == "auto" and not takes_raw_prompts(kind))
     if chat:
         return Request(model=scorer, messages=instance.messages, continuation=response.text, max_tokens=1)
     return Request(model=scorer, prompt=_raw_prompt(instance), continuation=response.text, max_tokens=1)
