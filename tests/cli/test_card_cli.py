@@ -17,7 +17,7 @@ def _results(tmp_path):
          "variant": {"other_judge": "judge-a"}, "value": 0.01, "ci_low": -0.03, "ci_high": 0.05, "n": 200, "n_clusters": 100},
     ]
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"summary": {"source": "unit"}, "results": records}))
+    path.write_text(json.dumps({"schema_version": 2, "summary": {"source": "unit"}, "results": records}))
     return path
 
 
