@@ -438,6 +438,10 @@ def _old_shape(document: Any) -> str:
             f"that made it again with this nepotism ({_WRITERS})")
 
 
+#: The fields `new_record` sets from its arguments, which an agreement entry's numbers never replace.
+_IDENTITY = frozenset({"metric", "judge", "judge_id", "condition", "generator", "pair", "scope", "variant"})
+
+
 def _is_agreement(document: Mapping[str, Any]) -> bool:
     return isinstance(document.get("overall"), Mapping) and "annotators" in document
 
@@ -448,8 +452,8 @@ def _agreement_results(document: Mapping[str, Any]) -> Results:
     collection = str(document.get("collection") or "labels")
 
     def record(metric: str, estimate: Mapping[str, Any], judge: str | None = None, **variant: Any) -> dict[str, Any]:
-        return {**estimate, "metric": metric, "judge": judge, "condition": collection, "generator": None,
-                "pair": None, "scope": None, "variant": variant}
+        keep = {k: v for k, v in estimate.items() if k not in _IDENTITY}
+        return new_record(metric, judge, collection, variant=variant, **keep)
 
     records = []
     overall = document.get("overall") or {}
