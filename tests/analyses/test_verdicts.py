@@ -238,3 +238,19 @@ def test_the_census_is_the_per_row_reading_and_stays_small(with_condition):
         tracemalloc.stop()
     assert [(e["judge"], e["condition"], e["prompts"], e["generators"]) for e in found] == _census_by_rows(frame, registry)
     assert peak < 30 * 2**20, f"the census allocated {peak / 2**20:.0f} MB for {n:,} rows"
+
+
+def test_a_leaderboard_audit_alone_gives_no_verdict_rows():
+    """`nepotism leakage audit`'s document holds ranks with a scope per entry, but none of the
+    metrics the ladder reads: no verdict rows (four "not measurable — no metric measured it" rows
+    for a judge were what a report of it said); a self-preference ratio beside them gives rows."""
+    rank = {"metric": "leaderboard-rank", "judge": "gpt-4", "condition": "default", "scope": "family",
+            "generator": "gpt-4-0314", "value": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 300, "n_clusters": 300}
+    bonus = {"metric": "leaderboard-leakage-bonus", "judge": "gpt-4", "condition": "default", "value": None,
+             "note": "no judge unrelated to this one judged the same entries"}
+    assert judge_verdicts([rank, bonus]) == []
+    ratio = {"metric": "self-preference-ratio", "judge": "gpt-4", "condition": "default", "scope": "family",
+             "variant": {"opponents": "unrelated"}, "value": 0.7, "ci_low": 0.65, "ci_high": 0.75, "n": 900,
+             "n_clusters": 300}
+    verdicts = judge_verdicts([rank, bonus, ratio])
+    assert len(verdicts) == 4 and [v.status for v in verdicts if v.scope == "family"] == ["measured"]

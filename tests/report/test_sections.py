@@ -230,6 +230,32 @@ def test_leakage_audit_section_is_not_the_report_leaderboard(leakage_audit):
     assert context["leaderboard"] == [] and not context["shown"]["leaderboard"] and context["shown"]["leakage-audit"]
     assert [p["id"] for p in context["plots"]["leakage_audit"]] == ["leakage-audit-0", "leakage-audit-1"]
     assert context["plots"]["leaderboard"] == []
+    assert [a["measure"] for a in context["leakage"]["audit_ranks"]] == [
+        "win rate against text_davinci_003", "win rate against gpt4_1106_preview"]
+    first = context["leakage"]["audit_ranks"][0]["entries"][0]
+    assert first["score"] == "97.7%" and first["adjusted_score"] == "97.7%"
+    md = full._markdown(context)
+    assert "No per-judge verdict in these results: see the sections below." in md
+    assert "| entry | relation | win rate against text_davinci_003 | adjusted |" in md
+
+
+def test_a_pointwise_leakage_audit_shows_its_mean_scores(leakage_audit):
+    """A leaderboard of pointwise scores (`leakage audit` on FastChat grades) has no win rate: the
+    table shows the mean score under the board's own measure, not a column of n/a."""
+    records, summary, findings = leakage_audit
+    pointwise = []
+    for r in records:
+        r = dict(r)
+        if r["metric"] == "leaderboard-rank":
+            r.pop("win_rate"), r.pop("adjusted_win_rate")
+            r["score"], r["adjusted_score"] = 8.125, 8.0
+            r["variant"] = {**r["variant"], "baseline": None, "measure": "mean score"}
+        pointwise.append(r)
+    context = build_report(pointwise, summary=summary, findings=findings)
+    assert {a["measure"] for a in context["leakage"]["audit_ranks"]} == {"mean score"}
+    assert {(e["score"], e["adjusted_score"]) for a in context["leakage"]["audit_ranks"] for e in a["entries"]} \
+        == {("8.12", "8.00")}
+    assert "| entry | relation | mean score | adjusted |" in full._markdown(context)
 
 
 # ------------------------------------------------------------------------------------ papers 004 / 002

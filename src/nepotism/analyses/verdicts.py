@@ -43,7 +43,7 @@ import pandas as pd
 from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.results import Verdict, record_key
 
-__all__ = ["FINDING_WORDS", "MIN_PROMPTS", "RELATION_LABELS", "RUNG_WORDS", "SCOPE_WORDS", "evidence_prompts", "interval_text", "judge_verdicts",
+__all__ = ["FINDING_WORDS", "LADDER_METRICS", "MIN_PROMPTS", "RELATION_LABELS", "RUNG_WORDS", "SCOPE_WORDS", "evidence_prompts", "interval_text", "judge_verdicts",
            "reason_text", "relation_census", "status_text", "summary_rows", "value_text", "verdict_scope"]
 
 #: The fewest prompts (clusters) a verdict's number may rest on; below it the verdict says "too
@@ -66,6 +66,9 @@ _SCOPE_OF_RECORD = {"self": "self", "family": "family", "same_family": "family",
                     "lineage": "family", "student": "student", "family-student": "family-student",
                     "family_student": "family-student"}
 _UNRELATED = ("unrelated",)
+#: The metrics a verdict reads, strongest rung first (`_matched`, `_reference`, `_alone`); a judge
+#: whose records hold none of them per scope, and whom no census names, gets no verdict rows.
+LADDER_METRICS = ("matched-bias", "paired-win-rate-gap", "equal-opportunity-bias", "hspp-ratio", "self-preference-ratio")
 
 
 def verdict_scope(record_scope: str | None) -> str | None:
@@ -601,8 +604,8 @@ def judge_verdicts(records: Iterable[Mapping[str, Any]], relations: Sequence[Map
     for (judge, condition), items in sorted(groups.items()):
         entry = census.get((judge, condition))
         judge_id = (entry or {}).get("judge_id") or next((r.get("judge_id") for r in items if r.get("judge_id")), None)
-        if entry is None and not any(verdict_scope(r.get("scope")) for r in items):
-            continue  # a judge with no per-scope record at all (a committee's agreement, a leaderboard only)
+        if entry is None and not any(r.get("metric") in LADDER_METRICS and verdict_scope(r.get("scope")) for r in items):
+            continue  # no record the ladder reads (a committee's agreement, a leaderboard audit's ranks only)
         name = judge if len(conditions[judge]) == 1 else f"{judge} ('{condition}')"
         for scope in scopes:
             out.append(_one(name, judge, judge_id, condition, scope, items, entry, min_prompts))

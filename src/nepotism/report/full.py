@@ -284,7 +284,9 @@ def _markdown(context: dict) -> str:
         out += [""]
         out += [f"- {_md(r['sentence'])}" for g in context["verdicts"] for r in g["rows"] if r["status"] != "not-measurable"]
     else:
-        out.append("No judge verdict in these results.")
+        shown = context["shown"]
+        below = shown["mitigations"] or shown["pls"] or shown["leakage-audit"]
+        out.append("No per-judge verdict in these results" + (": see the sections below." if below else "."))
     out += ["", f"> {context['caveat']}", ""]
     if context["missing"]:
         out += ["Not in these results: " + "; ".join(f"{name} ({why})" for _, name, why in context["missing"]) + ".", ""]
@@ -407,8 +409,8 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(cols, [[r[k] for k in cols] for r in leak["bonus"]]) + [""]
         for audit in leak["audit_ranks"]:
             out += [f"### {_md(audit['judge'])} ({_md(audit['condition'])})", ""]
-            out += _md_table(["entry", "relation", "win rate", "adjusted", "rank", "adjusted rank", "n"],
-                             [[e["entry"], e["relation"], e["win_rate"], e["adjusted_win_rate"], _num(e["rank"]),
+            out += _md_table(["entry", "relation", audit["measure"], "adjusted", "rank", "adjusted rank", "n"],
+                             [[e["entry"], e["relation"], e["score"], e["adjusted_score"], _num(e["rank"]),
                                _rank_text((e["adjusted_rank"], *e["ci"])) if e["adjusted_rank"] is not None else "n/a",
                                e["n"]] for e in audit["entries"]]) + [""]
     if context["humans"]["rows"]:

@@ -235,10 +235,13 @@ def leakage_tables(records: list[dict]) -> dict:
     audit_ranks = []
     for (judge, condition), items in sorted(ranks.items()):
         items.sort(key=lambda r: (r.get("value") if r.get("value") is not None else float("inf"), str(r.get("generator"))))
-        audit_ranks.append({"judge": judge, "condition": condition, "entries": [{
+        # the board's measure (`leakage.audit`): a win rate against the baseline, or the mean pointwise score
+        measure = str(_v(items[0]).get("measure") or "win rate")
+        score = (lambda x: format_number(x, "win-rate")) if measure.startswith("win rate") else _score_text
+        audit_ranks.append({"judge": judge, "condition": condition, "measure": measure, "entries": [{
             "entry": r.get("generator"), "relation": r.get("relation") or "", "related": bool(r.get("related")),
-            "win_rate": format_number(r.get("win_rate"), "win-rate"),
-            "adjusted_win_rate": format_number(r.get("adjusted_win_rate"), "win-rate"),
+            "score": score(r.get("score", r.get("win_rate"))),
+            "adjusted_score": score(r.get("adjusted_score", r.get("adjusted_win_rate"))),
             "rank": r.get("original_rank"), "adjusted_rank": r.get("value"), "ci": (r.get("ci_low"), r.get("ci_high")),
             "n": r.get("n"), "excluded": _excluded(r)} for r in items]})
     runs = [{"judges": r.get("judge"), "students": _students(r), "scope": r.get("scope") or "", "condition": r.get("condition"),
@@ -248,6 +251,11 @@ def leakage_tables(records: list[dict]) -> dict:
             for r in records if r.get("metric") == "preference-leakage-variance"]
     return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks,
             "runs": runs}
+
+
+def _score_text(x: float | None) -> str:
+    """A mean pointwise score (the judge's own scale), ``n/a`` when undefined."""
+    return "n/a" if x is None or x != x else f"{x:.2f}"
 
 
 # ------------------------------------------------------------------------------------ human labels
