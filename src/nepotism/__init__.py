@@ -8,6 +8,8 @@ cases behind one judge's verdict. ``audit``, ``explain``, ``Bootstrap``, ``Recor
 are imported on first use, so that ``import nepotism`` (and ``nepotism --help``) stays light.
 """
 
+from typing import Any
+
 from nepotism.errors import InputError, NepotismError, ValidationError
 from nepotism.records import Instance, Judgment, Message, Reference, Response, RubricItem
 
@@ -33,7 +35,7 @@ _LAZY = {"audit": "nepotism.api", "explain": "nepotism.api", "Bootstrap": "nepot
          "Results": "nepotism.results"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

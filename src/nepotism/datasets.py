@@ -18,6 +18,7 @@ memory: the metrics then run as on one file.
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -30,8 +31,8 @@ from nepotism.tables import KINDS, Table, read_raw, detect_kind, key_columns, ki
 __all__ = ["dataset_files", "dataset_partitions", "is_dataset", "is_pattern", "read_dataset", "read_files"]
 
 
-def _partitions(parts) -> dict[str, str]:
-    found = {}
+def _partitions(parts: Iterable[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
     for part in parts:
         if "=" in part and not part.startswith("."):
             column, value = part.split("=", 1)
@@ -40,7 +41,7 @@ def _partitions(parts) -> dict[str, str]:
     return found
 
 
-def is_pattern(source) -> bool:
+def is_pattern(source: object) -> bool:
     """Whether ``source`` is a glob pattern (a string with ``*``, ``?`` or ``[``) naming no existing path."""
     return isinstance(source, str) and glob.has_magic(source) and not Path(source).exists()
 
@@ -132,6 +133,7 @@ def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = N
         owner.append(np.full(len(table.frame), number))
     if not frames:
         return None
+    assert kind is not None  # given, or detected from the first file with rows
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if len(frames) > 1:
         keys = [k for k in key_columns(kind) if k in frame]

@@ -39,7 +39,9 @@ Left out: text, prompts and model calls — this simulates verdicts, not respons
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,11 +58,11 @@ class SimulationSpec:
 
     judges: tuple[str, ...] = ("judge-a", "judge-b")
     generators: tuple[str, ...] = ("judge-a", "judge-b", "student-a", "student-b", "other-1", "other-2")
-    families: dict = field(default_factory=lambda: {"judge-a": "fam-a", "judge-b": "fam-b",
+    families: dict[str, str] = field(default_factory=lambda: {"judge-a": "fam-a", "judge-b": "fam-b",
                                                     "other-1": "fam-o1", "other-2": "fam-o2",
                                                     "student-a": "fam-sa", "student-b": "fam-sb"})
-    students: dict = field(default_factory=lambda: {"student-a": "judge-a", "student-b": "judge-b"})
-    ability: dict = field(default_factory=dict)
+    students: dict[str, str] = field(default_factory=lambda: {"student-a": "judge-a", "student-b": "judge-b"})
+    ability: dict[str, float] = field(default_factory=dict)
     n_instances: int = 200
     n_rubrics: int = 5
     quality_sd: float = 1.0
@@ -73,12 +75,12 @@ class SimulationSpec:
     tie_rate: float = 0.0
     false_positive: float = 0.2
     false_negative: float = 0.1
-    judge_bias: dict = field(default_factory=dict)
-    sensitivity: dict = field(default_factory=dict)
-    leniency: dict = field(default_factory=dict)
+    judge_bias: dict[str, dict[str, float]] = field(default_factory=dict)  # judge -> {relation: bias}
+    sensitivity: dict[str, float] = field(default_factory=dict)
+    leniency: dict[str, float] = field(default_factory=dict)
     score_noise: float = 1.0
-    rubric_error: dict = field(default_factory=dict)
-    pairs: tuple | None = None
+    rubric_error: dict[str, tuple[float, float]] = field(default_factory=dict)  # judge -> (fp, fn)
+    pairs: tuple[tuple[str, str], ...] | None = None
 
     def relation(self, judge: str, candidate: str) -> str | None:
         """``"self"``, ``"student"``, ``"teacher"``, ``"family"`` or None (first match in that order)."""
@@ -112,13 +114,13 @@ class SimulationSpec:
 
     def pair_list(self) -> list[tuple[str, str]]:
         if self.pairs is not None:
-            return [tuple(p) for p in self.pairs]
+            return [(x, y) for x, y in self.pairs]
         gens = list(self.generators)
         return [(gens[i], gens[j]) for i in range(len(gens)) for j in range(i + 1, len(gens))]
 
     def registry_toml(self) -> str:
         """A registry TOML describing these models (families, and teachers of students)."""
-        lines = []
+        lines: list[str] = []
         for model in dict.fromkeys((*self.judges, *self.generators)):
             lines += [f'[models."{model}"]', f'family = "{self.families.get(model, model)}"']
             if model in self.students:
@@ -127,14 +129,14 @@ class SimulationSpec:
         return "\n".join(lines)
 
     # ---------------------------------------------------------------- population values
-    def _difference_grid(self, x: str, y: str):
+    def _difference_grid(self, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
         mean = self.ability.get(x, 0.0) - self.ability.get(y, 0.0)
         sd = self.quality_sd * np.sqrt(2.0)
         d = np.linspace(mean - 9 * sd, mean + 9 * sd, 6001)
         w = np.exp(-0.5 * ((d - mean) / sd) ** 2)
         return d, w / w.sum()
 
-    def _aggregated(self, judge: str, x: str, y: str, d: np.ndarray):
+    def _aggregated(self, judge: str, x: str, y: str, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """P(aggregated verdict = X) and P(tie) given the quality difference d (004 Eq. 1 rule)."""
         t = self.tie_rate
         logit_xy = self.slope(judge) * d + self.bias(judge, x) - self.bias(judge, y)
@@ -161,7 +163,8 @@ class SimulationSpec:
         win, _ = self._aggregated(judge, x, y, d)
         return float(np.sum(w * win))
 
-    def truth_matched_bias(self, judge: str, related: str, other: str, references, *, given: str | None = None) -> float:
+    def truth_matched_bias(self, judge: str, related: str, other: str, references: Iterable[str], *,
+                           given: str | None = None) -> float:
         """E[judge's score for ``related`` vs ``other`` − mean reference judges' score] (`matched-bias` of one pair)."""
         mine = self.truth_win_score(judge, related, other, given=given)
         theirs = [self.truth_win_score(k, related, other, given=given) for k in references]
@@ -187,7 +190,8 @@ class Simulation:
     pointwise: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _pairwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, ids: np.ndarray):
+def _pairwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
+              ids: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     index = {g: i for i, g in enumerate(spec.generators)}
     pairs = spec.pair_list()
     judges = list(spec.judges)
@@ -218,18 +222,19 @@ def _pairwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, ids
     return frame, refs
 
 
-def _rubric(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, ids: np.ndarray):
+def _rubric(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
+            ids: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     n_gen, n_inst = q.shape
     k = spec.n_rubrics
     difficulty = rng.normal(0.0, 1.0, size=(n_inst, k))
     truth = rng.random((n_gen, n_inst, k)) < expit(q[:, :, None] + difficulty[None])
-    judged = []
+    draws: list[np.ndarray] = []
     for judge in spec.judges:
         fp = np.array([spec.truth_rubric_overestimation(judge, g) for g in spec.generators])
         fn = spec.rubric_rates(judge)[1]
         u = rng.random((n_gen, n_inst, k))
-        judged.append(np.where(truth, u >= fn, u < fp[:, None, None]))
-    judged = np.stack(judged)  # (J, G, I, K)
+        draws.append(np.where(truth, u >= fn, u < fp[:, None, None]))
+    judged = np.stack(draws)  # (J, G, I, K)
     rubric_ids = np.array([f"r{j}" for j in range(k)])
     cat = pd.Categorical
     n_j = len(spec.judges)
@@ -268,7 +273,8 @@ def _pointwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, id
     })
 
 
-def simulate(spec: SimulationSpec | None = None, *, seed: int = 0, kinds=("pairwise", "rubric")) -> Simulation:
+def simulate(spec: SimulationSpec | None = None, *, seed: int = 0,
+             kinds: Collection[str] = ("pairwise", "rubric")) -> Simulation:
     """Draw one study from ``spec``: pairwise (both orders), rubric and/or pointwise judgments with their references."""
     spec = spec or SimulationSpec()
     unknown = set(kinds) - {"pairwise", "rubric", "pointwise"}
@@ -293,9 +299,9 @@ def simulate(spec: SimulationSpec | None = None, *, seed: int = 0, kinds=("pairw
     return Simulation(spec, pairwise, preference_ref, correctness, rubric, rubric_ref, items, q, pointwise)
 
 
-def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: dict | None = None,
-               sensitivity: dict | None = None, tie_rate: float = 0.1, position_bias: float = 0.3,
-               **overrides) -> SimulationSpec:
+def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: dict[str, float] | None = None,
+               sensitivity: dict[str, float] | None = None, tie_rate: float = 0.1, position_bias: float = 0.3,
+               **overrides: Any) -> SimulationSpec:
     """A judge panel for checking relatedness-bias metrics against a known truth.
 
     Judges: ``judge-a`` — clean, and its answers (and those of its family member ``cousin-a`` and
@@ -311,7 +317,7 @@ def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: 
     families = {"judge-a": "fam-a", "cousin-a": "fam-a", "student-a": "fam-sa", "judge-b": "fam-b",
                 "cousin-b": "fam-b", "student-b": "fam-sb", "judge-c": "fam-c", "judge-d": "fam-d",
                 "judge-e": "fam-e", "other-1": "fam-o1", "other-2": "fam-o2", "other-3": "fam-o3"}
-    settings = dict(
+    settings: dict[str, Any] = dict(
         judges=("judge-a", "judge-b", "judge-c", "judge-d", "judge-e"),
         generators=("judge-a", "cousin-a", "student-a", "judge-b", "cousin-b", "student-b",
                     "other-1", "other-2", "other-3"),
@@ -323,7 +329,7 @@ def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: 
     return SimulationSpec(**settings)
 
 
-def write_tables(simulation: Simulation, directory: str | os.PathLike) -> dict[str, str]:
+def write_tables(simulation: Simulation, directory: str | os.PathLike[str]) -> dict[str, str]:
     """Write every non-empty frame as ``<kind>.csv`` plus ``registry.toml`` into ``directory``.
 
     Returns {kind: path}. Files are written atomically (`nepotism.tables.write_table`).
@@ -335,7 +341,7 @@ def write_tables(simulation: Simulation, directory: str | os.PathLike) -> dict[s
     frames = {"pairwise": simulation.pairwise, "pointwise": simulation.pointwise, "rubric": simulation.rubric,
               "preference-ref": simulation.preference_ref, "correctness-ref": simulation.correctness_ref,
               "rubric-ref": simulation.rubric_ref, "rubric-items": simulation.rubric_items}
-    written = {}
+    written: dict[str, str] = {}
     for kind, frame in frames.items():
         if frame is not None and len(frame):
             path = os.path.join(directory, f"{kind}.csv")

@@ -9,6 +9,7 @@ instances, not judgments or references, and are refused. This module does not to
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -19,20 +20,24 @@ from nepotism.tables import JUDGED_KINDS, Table
 __all__ = ["instance_categories", "table_records"]
 
 
-def _value(row, name):
+#: a table row as pandas' ``itertuples`` gives it (a namedtuple of the table's columns)
+_Row = Any
+
+
+def _value(row: _Row, name: str) -> Any:
     value = getattr(row, name, None)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return value
 
 
-def _label_probs(row) -> dict[str, float] | None:
-    probs = {label: _value(row, f"prob_{key}") for label, key in (("A", "a"), ("B", "b"), ("tie", "tie"))}
-    probs = {k: float(v) for k, v in probs.items() if v is not None}
+def _label_probs(row: _Row) -> dict[str, float] | None:
+    given = {label: _value(row, f"prob_{key}") for label, key in (("A", "a"), ("B", "b"), ("tie", "tie"))}
+    probs = {k: float(v) for k, v in given.items() if v is not None}
     return probs or None
 
 
-def _judgment(kind: str, row) -> Judgment:
+def _judgment(kind: str, row: _Row) -> Judgment:
     mass = _value(row, "label_mass")
     common = dict(instance_id=row.instance_id, judge=row.judge, condition=row.condition,
                   replicate=int(row.replicate), status=row.status, reason=_value(row, "reason"),
@@ -56,7 +61,7 @@ def _judgment(kind: str, row) -> Judgment:
                     verdict=None if met is None else ("yes" if met else "no"), **common)
 
 
-def _reference(kind: str, row, source: str) -> Reference:
+def _reference(kind: str, row: _Row, source: str | None) -> Reference:
     if kind == "preference-ref":
         return Reference(instance_id=row.instance_id, kind="preference", models=(row.model_a, row.model_b),
                          winner=row.winner, source=source)

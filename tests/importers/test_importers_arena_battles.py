@@ -36,6 +36,16 @@ def test_judge_option_makes_every_row_a_judgment():
     assert set(result.tables["pairwise"]["judge"]) == {"gpt-4-0613"}
 
 
+def test_a_blank_judge_option_is_an_input_error(tmp_path):
+    # it raised AttributeError ('NoneType' has no attribute 'strip') on a row without a judge field,
+    # and on a row with one silently judged the row by that voter
+    path = tmp_path / "battles.jsonl"
+    path.write_text(json.dumps({"model_a": "gpt-4", "model_b": "claude-v1", "winner": "model_a"}) + "\n")
+    with pytest.raises(InputError, match="blank") as caught:
+        import_source("arena-battles", [path], judge="")
+    assert caught.value.field == "--judge"
+
+
 def test_no_question_id_and_parquet(tmp_path):
     rows = json.loads((UPSTREAM / "clean_battle_sample.json").read_text())
     for row in rows:

@@ -58,9 +58,10 @@ def detect_language(text: str) -> str | None:
         DetectorFactory.seed = 0
         _LANG_READY = True
     try:
-        return detect(text)
+        language: str = detect(text)
     except LangDetectException:
         return None
+    return language
 
 
 def _compare(count: int, relation: str, target: int) -> bool:

@@ -24,7 +24,7 @@ with the file, line and field. Left out: parallel execution.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,7 +64,7 @@ class BatchResult:
     ungradable: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _value(row: dict, name: str, path: str, line: int, *, required: bool = True) -> Any:
+def _value(row: Mapping[str, Any], name: str, path: str, line: int, *, required: bool = True) -> Any:
     value = row.get(name)
     if value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip()):
         if required:
@@ -73,7 +73,7 @@ def _value(row: dict, name: str, path: str, line: int, *, required: bool = True)
     return value
 
 
-def _json_list(value: Any, path: str, line: int, name: str) -> list:
+def _json_list(value: Any, path: str, line: int, name: str) -> list[Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -98,8 +98,8 @@ def _tests(value: Any, path: str, line: int) -> str | list[str]:
     return [str(t) for t in value] if isinstance(value, (list, tuple)) else str(value)
 
 
-def _instances(path: str) -> dict[str, tuple[list, list]]:
-    table = {}
+def _instances(path: str) -> dict[str, tuple[list[Any], list[Any]]]:
+    table: dict[str, tuple[list[Any], list[Any]]] = {}
     for line, row in read_rows(path):
         key = row.get("instance_id", row.get("key"))
         if key is None or str(key).strip() == "":
@@ -159,7 +159,8 @@ def grade_rows(rows: list[GradeRow], task: str, *, path: str | None = None,
     return _grade_answers(rows, task, path, runner, timeout)
 
 
-def _grade_answers(parsed, task, path, runner, timeout) -> BatchResult:
+def _grade_answers(parsed: list[GradeRow], task: str, path: str | None, runner: Callable[..., Any] | None,
+                   timeout: float) -> BatchResult:
     from nepotism.grading.code import grade_code
     from nepotism.grading.math import grade_math
     from nepotism.grading.multiple_choice import grade_multiple_choice
@@ -195,7 +196,7 @@ def _grade_answers(parsed, task, path, runner, timeout) -> BatchResult:
     return BatchResult("correctness-ref", frame, counts, ungradable)
 
 
-def _grade_ifeval(parsed, path) -> BatchResult:
+def _grade_ifeval(parsed: list[GradeRow], path: str | None) -> BatchResult:
     from nepotism.grading.ifeval import grade_ifeval
 
     out, ungradable = [], []

@@ -36,7 +36,7 @@ _STATUS = {"passed": True, "failed": False, "error": False, "timeout": False, "k
 
 def extract_code(response: str, entry_point: str | None = None) -> str:
     """Return the candidate program held in ``response`` (see the module docstring)."""
-    blocks = [(lang.lower(), body) for lang, body in _FENCE_RE.findall(response or "")]
+    blocks: list[tuple[str, str]] = [(lang.lower(), body) for lang, body in _FENCE_RE.findall(response or "")]
     if not blocks:
         return (response or "").strip("\n")
     python = [body for lang, body in blocks if lang in ("", "python", "py", "python3")] or [b for _, b in blocks]

@@ -12,7 +12,7 @@ Left out: IFEval "loose" accuracy, IFBench instruction types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nepotism.grading._ifeval_checks import CHECKERS
@@ -61,7 +61,7 @@ def _clean_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (kwargs or {}).items() if v is not None}
 
 
-def _checker(instruction_id: str):
+def _checker(instruction_id: str) -> Callable[..., bool | None]:
     try:
         return CHECKERS[instruction_id]
     except KeyError:
@@ -100,7 +100,8 @@ def rubric_ids(instruction_id_list: Sequence[str]) -> list[str]:
     return out
 
 
-def _pairs(instruction_id_list: Sequence[str], kwargs: Sequence[Mapping[str, Any] | None] | None):
+def _pairs(instruction_id_list: Sequence[str],
+           kwargs: Sequence[Mapping[str, Any] | None] | None) -> list[tuple[str, str, Mapping[str, Any] | None]]:
     kwargs = list(kwargs) if kwargs is not None else [{}] * len(instruction_id_list)
     if len(kwargs) != len(instruction_id_list):
         raise ValueError(f"{len(instruction_id_list)} instructions but {len(kwargs)} kwargs entries")

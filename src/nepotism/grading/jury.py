@@ -30,12 +30,21 @@ Left out: weighting judges by their accuracy; pointwise scores.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from nepotism.votes import decide_one
+
+if TYPE_CHECKING:
+    from nepotism.models import Registry
+
+#: a table row as pandas' ``itertuples`` gives it (a namedtuple of the selected columns)
+_Row = Any
+#: (judge, model) -> whether the judge is related to the model
+_Related = Callable[[str, str], bool]
 
 __all__ = ["JuryResult", "pairwise_jury", "registry_related", "rubric_jury"]
 
@@ -55,7 +64,7 @@ class JuryResult:
         return self.frame[self.frame["met"].notna()].reset_index(drop=True)
 
 
-def registry_related(registry=None) -> Callable[[str, str], bool]:
+def registry_related(registry: Registry | None = None) -> _Related:
     """(judge, model) → whether the judge is related to the model (`Registry.is_related`: anything
     but unrelated or unknown); ``registry`` defaults to the bundled one."""
     if registry is None:
@@ -65,19 +74,23 @@ def registry_related(registry=None) -> Callable[[str, str], bool]:
     return registry.is_related
 
 
-def _exclusion(exclude_related: bool, related):
+def _exclusion(exclude_related: bool, related: _Related | None) -> _Related | None:
+    """The relation whose related judges do not vote, or None when every judge votes."""
     if not exclude_related:
-        return False, None
-    return True, related if related is not None else registry_related()
+        return None
+    return related if related is not None else registry_related()
 
 
-def _ballots(rows, *, item_of, models_of, vote_of, exclude: bool, related, counts: Counter) -> dict:
+def _ballots(rows: Iterable[_Row], *, item_of: Callable[[_Row], tuple[str, ...]],
+             models_of: Callable[[_Row], tuple[str, ...]], vote_of: Callable[[_Row], Hashable | None],
+             related: _Related | None,
+             counts: Counter[str]) -> dict[tuple[str, ...], dict[str, Counter[Hashable]]]:
     """Each item's votes per judge; related judges' verdicts (when excluding) and unparsed ones counted."""
-    per_judge: dict[tuple, dict[str, Counter]] = {}
+    per_judge: dict[tuple[str, ...], dict[str, Counter[Hashable]]] = {}
     for row in rows:
         item = item_of(row)
         per_judge.setdefault(item, {})
-        if exclude and any(related(str(row.judge), m) for m in models_of(row)):
+        if related is not None and any(related(str(row.judge), m) for m in models_of(row)):
             counts["excluded_verdicts"] += 1
             continue
         vote = vote_of(row)
@@ -88,11 +101,11 @@ def _ballots(rows, *, item_of, models_of, vote_of, exclude: bool, related, count
     return per_judge
 
 
-def _pair_vote(row) -> str | None:
+def _pair_vote(row: _Row) -> str | None:
     return {"A": str(row.model_a), "B": str(row.model_b), "tie": "tie"}.get(row.verdict) if isinstance(row.verdict, str) else None
 
 
-def _rubric_vote(row) -> bool | None:
+def _rubric_vote(row: _Row) -> bool | None:
     if row.met is None or (isinstance(row.met, float) and row.met != row.met):
         return None
     return bool(row.met)
@@ -105,16 +118,16 @@ def pairwise_jury(
     related: Callable[[str, str], bool] | None = None,
 ) -> JuryResult:
     """Majority-vote preference reference from a pairwise table frame (see module docstring)."""
-    exclude, related = _exclusion(exclude_related, related)
-    counts = Counter()
+    excluding = _exclusion(exclude_related, related)
+    counts: Counter[str] = Counter()
     per_judge = _ballots(
         judgments[["instance_id", "judge", "model_a", "model_b", "verdict"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), *sorted((str(row.model_a), str(row.model_b)))),
         models_of=lambda row: tuple(sorted((str(row.model_a), str(row.model_b)))),
-        vote_of=_pair_vote, exclude=exclude, related=related, counts=counts)
+        vote_of=_pair_vote, related=excluding, counts=counts)
     rows = []
     for (instance_id, first, second), judges in per_judge.items():
-        votes = Counter()
+        votes: Counter[Hashable] = Counter()
         for own in judges.values():
             votes[decide_one(own, split="tie", tie="tie")] += 1
         if not votes:
@@ -145,16 +158,17 @@ def rubric_jury(
     related: Callable[[str, str], bool] | None = None,
 ) -> JuryResult:
     """Majority-vote rubric reference (met True/False/None) from a rubric table frame."""
-    exclude, related = _exclusion(exclude_related, related)
-    counts = Counter()
+    excluding = _exclusion(exclude_related, related)
+    counts: Counter[str] = Counter()
     per_judge = _ballots(
         judgments[["instance_id", "judge", "model", "rubric_id", "met"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), str(row.model), str(row.rubric_id)),
-        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, exclude=exclude, related=related,
+        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, related=excluding,
         counts=counts)
     rows = []
     for (instance_id, model, rubric_id), judges in per_judge.items():
-        votes, voters = Counter(), []
+        votes: Counter[Hashable] = Counter()
+        voters: list[str] = []
         for judge, own in judges.items():
             choice = decide_one(own)
             if choice is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+from typing import Any
 
 from nepotism.grading._result import GradeResult
 
@@ -122,11 +123,12 @@ def _string_key(answer: str) -> str:
     return value.lower()
 
 
-def _parse(answer: str):
+def _parse(answer: str) -> list[Any]:
     from math_verify import parse
 
     timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    return parse(f"${answer}$", parsing_timeout=timeout)
+    parsed: list[Any] = parse(f"${answer}$", parsing_timeout=timeout)
+    return parsed
 
 
 def equivalent(gold: str, predicted: str) -> tuple[bool, str]:

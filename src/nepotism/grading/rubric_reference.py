@@ -107,7 +107,7 @@ def verdict_slices(judgments: pd.DataFrame, truth: pd.DataFrame, *, items: pd.Da
 
 def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: pd.DataFrame | None = None,
                     jury: Sequence[str] = (), reference_name: str = "jury",
-                    bootstrap: Bootstrap | None = None) -> list[dict]:
+                    bootstrap: Bootstrap | None = None) -> list[dict[str, Any]]:
     """``rubric-precision``, ``rubric-recall`` and ``rubric-f1`` records per judge × condition × polarity.
 
     A judge's verdicts are pooled over replicates, not over conditions or setups (each its own

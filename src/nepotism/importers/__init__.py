@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -164,7 +165,7 @@ def merge(parts: Sequence[Imported]) -> Imported:
     )
 
 
-def import_source(fmt: str, paths: Sequence[str | Path], **options) -> Imported:
+def import_source(fmt: str, paths: Sequence[str | Path], **options: Any) -> Imported:
     """Import one or more files of format ``fmt`` (see `formats`); ``options`` go to its reader.
 
     An option the format does not take is an `InputError` naming the flag, so a user never

@@ -145,7 +145,7 @@ def read_json_list(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return _array_records(_load_json(path), path)
 
 
-def _columns_to_records(value: dict, path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _columns_to_records(value: dict[str, Any], path: Path) -> list[tuple[int, dict[str, Any]]]:
     """A dict of equal-length lists (one list per column, scalars shared by all rows) as records."""
     lists = {k: v for k, v in value.items() if isinstance(v, list)}
     if not lists:
@@ -233,7 +233,8 @@ def message_text(conversation: Any, role: str, turn: int = 1) -> str | None:
     return str(messages[turn - 1].get("content")) if len(messages) >= turn else None
 
 
-def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str, str], turn: int = 1) -> list[dict]:
+def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str, str],
+                       turn: int = 1) -> list[dict[str, Any]]:
     """Texts rows (prompt = the turn's user message, text = the answer) of ``conversation_a`` / ``_b``."""
     rows = []
     for side, model in zip("ab", models):
@@ -245,7 +246,7 @@ def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str,
     return rows
 
 
-def votes_import(pairs: list[dict], refs: list[dict], texts: list[dict], *, counts: dict[str, int], notes: list[str],
+def votes_import(pairs: list[dict[str, Any]], refs: list[dict[str, Any]], texts: list[dict[str, Any]], *, counts: dict[str, int], notes: list[str],
                  path: Path) -> Imported:
     """A votes file's import: model-judged rows → pairwise (the main table when present), human votes →
     preference-ref; texts kept once per (instance, model)."""

@@ -46,7 +46,7 @@ def judge_of(record: dict[str, Any], path: Path, line: int, judge: str | None) -
         raise fail("expected a judge name or [judge model, prompt name]", path, line, "judge")
     if judge is not None:
         return judge, prompt, False
-    if is_missing(value):
+    if value is None or is_missing(value):
         return DEFAULT_JUDGE, prompt, True
     return value.strip(), prompt, False
 

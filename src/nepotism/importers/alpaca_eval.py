@@ -96,7 +96,7 @@ def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarr
     draw = (pref == 0) | (pref == _DRAW)
     p = np.where(pref == 0, _DRAW, pref)
     bad = ~missing & ~((p >= 1) & (p <= 2))
-    verdict = np.where(missing | bad, None, np.where(draw, "tie", np.where(p < _DRAW, "A", "B"))).astype(object)
+    verdict = np.where(missing | bad, np.array(None, dtype=object), np.where(draw, "tie", np.where(p < _DRAW, "A", "B"))).astype(object)
     keep = np.asarray(weighted, dtype=bool) & ~missing & ~bad & (pref != 0)
     prob_b = np.where(keep, p - 1, np.nan)
     prob_a = np.where(keep, 2 - p, np.nan)
@@ -142,7 +142,7 @@ def _build(raw: pd.DataFrame, positions: list[int], path: Path, judge: str | Non
         "category": raw["category"].to_numpy(),
         "presentation": "unknown",
         "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
-        "reason": np.where(pd.isna(verdict), "no_verdict", None),
+        "reason": np.where(pd.isna(verdict), "no_verdict", np.array(None, dtype=object)),
         **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
         "_pref": pref.to_numpy(),
     })

@@ -35,6 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nepotism.errors import InputError
 from nepotism.importers._common import (
     Format,
     Imported,
@@ -57,6 +58,8 @@ def import_arena_battles(path: str | Path, *, judge: str | None = None, benchmar
     from nepotism.models import default_registry
 
     path = Path(path)
+    if judge is not None and not judge.strip():
+        raise InputError("the judge name is blank", path=str(path), field="--judge")
     registry = default_registry()
     stem = path.name.split(".")[0]
     pairs, refs, texts = [], [], []
@@ -68,25 +71,29 @@ def import_arena_battles(path: str | Path, *, judge: str | None = None, benchmar
         winner = record.get("winner")
         if not is_missing(winner) and winner not in _WINNERS:
             raise fail(f"unknown winner {winner!r}: expected {', '.join(_WINNERS)}", path, position, "winner")
+        vote: str | None = None if is_missing(winner) else winner  # one of _WINNERS
         question = record.get("question_id")
         instance = f"{benchmark}/{question}" if not is_missing(question) else f"{benchmark}/{stem}-{int(position)}"
         voter = record.get("judge")
         if voter is not None and not isinstance(voter, str):
             raise fail("expected a judge name or voter id", path, position, "judge")
         common = {"instance_id": instance, "model_a": model_a, "model_b": model_b,
-                  "winner_raw": None if is_missing(winner) else winner,
+                  "winner_raw": vote,
                   **{k: record.get(k) for k in ("turn", "anony", "language") if k in record}, **provenance(path, position)}
-        if judge is not None or (voter is not None and registry.knows(voter.strip())):
-            verdict = None if is_missing(winner) else {"model_a": "A", "model_b": "B"}.get(winner, "tie")
-            pairs.append({**common, "judge": judge or voter.strip(), "verdict": verdict, "condition": "default",
+        # the judge: --judge when given, else a voter the registry knows
+        model_judge = judge if judge is not None else (
+            voter.strip() if voter is not None and registry.knows(voter.strip()) else None)
+        if model_judge is not None:
+            verdict = None if vote is None else {"model_a": "A", "model_b": "B"}.get(vote, "tie")
+            pairs.append({**common, "judge": model_judge, "verdict": verdict, "condition": "default",
                           "replicate": 0, "status": "parsed" if verdict else "unparsed",
                           "reason": None if verdict else "no_verdict"})
-        elif is_missing(winner):
+        elif vote is None:
             missing_votes += 1
             continue
         else:
-            refs.append({**common, "winner": {"model_a": model_a, "model_b": model_b}.get(winner, "tie"),
-                         "annotator": None if is_missing(voter) else voter.strip()})
+            refs.append({**common, "winner": {"model_a": model_a, "model_b": model_b}.get(vote, "tie"),
+                         "annotator": None if voter is None or is_missing(voter) else voter.strip()})
         texts += conversation_texts(record, instance, (model_a, model_b))
     raw = [r["winner_raw"] for r in pairs + refs]
     counts = {"battles": len(pairs) + len(refs), "judged_by_model": len(pairs), "human_votes": len(refs),

@@ -57,7 +57,7 @@ def _items(record: dict[str, Any], path: Path, line: int) -> list[tuple[str, flo
     return out
 
 
-def _grades(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, list]:
+def _grades(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, list[Any]]:
     if "grades" in record:
         grades = record["grades"]
         if not isinstance(grades, dict) or not grades:
@@ -87,7 +87,7 @@ def _theme(record: dict[str, Any], path: Path, line: int) -> str | None:
     return next((t.split(":", 1)[1] for t in tags if isinstance(t, str) and t.startswith("theme:")), None)
 
 
-def _labels(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, list]:
+def _labels(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, list[Any]]:
     labels = record.get("labels", {})
     if not isinstance(labels, dict):
         raise fail("expected an object annotator -> list of labels", path, line, "labels")
@@ -98,7 +98,11 @@ def _labels(record: dict[str, Any], n: int, path: Path, line: int) -> dict[str, 
 def import_healthbench(path: str | Path, **_: Any) -> Imported:
     """Import one HealthBench-style JSONL file (see the module docstring)."""
     path = Path(path)
-    rows, items, seen_rubrics, seen_keys, labelled = [], {}, {}, {}, []
+    rows: list[dict[str, Any]] = []
+    labelled: list[dict[str, Any]] = []
+    items: dict[tuple[str, str], dict[str, Any]] = {}
+    seen_rubrics: dict[str, tuple[list[tuple[str, float, str | None]], int]] = {}  # prompt -> (rubric, first line)
+    seen_keys: dict[tuple[str, str, str], int] = {}  # (prompt, model, judge) -> line
     counts = {"completions": 0, "verdicts": 0, "unparsed": 0}
     for line, record in read_jsonl(path):
         pid = str(require(record, "prompt_id", path, line))

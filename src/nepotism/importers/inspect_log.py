@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,7 @@ def _read_header(path: Path) -> Any:
     return header
 
 
-def _samples(path: Path):
+def _samples(path: Path) -> Iterator[Any]:
     from inspect_ai.log import read_eval_log_samples
 
     try:

@@ -106,7 +106,7 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
                 status = "failed" if game is None else ("parsed" if decision is not None else "unparsed")
                 pairwise.append({
                     "instance_id": instance, "judge": judge, "model_a": tag[shown[0]], "model_b": tag[shown[1]],
-                    "verdict": _DECISIONS.get(decision), "condition": "arena_hard", "replicate": 0,
+                    "verdict": None if decision is None else _DECISIONS[decision], "condition": "arena_hard", "replicate": 0,
                     "category": category, "game": number, "status": status,
                     "reason": _reason(status, judgment), **where,
                 })
@@ -143,7 +143,7 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
 _LABEL = re.compile(r"\[\[([AB<>=]+)\]\]")
 
 
-def _reason(status: str, judgment: dict | None) -> str | None:
+def _reason(status: str, judgment: dict[str, Any] | None) -> str | None:
     """Why an arena-hard game has no decision: ``call_failed``; or, by JudgeBench's own rule
     (``ArenaHard.get_score``), ``no_verdict`` with no ``[[...]]`` label in the reply and
     ``conflicting`` with several different ones."""

@@ -80,7 +80,7 @@ def _probs(value: Any, path: Path, line: int, field: str) -> tuple[float, float,
         if isinstance(item, bool) or not isinstance(item, (int, float)) or math.isnan(item) or not -1e-6 <= item <= 1 + 1e-6:
             raise InputError(f"'{item}' is not a probability", path=str(path), line=line, field=field)
         out.append(min(max(float(item), 0.0), 1.0))
-    return tuple(out)
+    return out[0], out[1], out[2]
 
 
 def _verdict(output: Any) -> str | None:

@@ -289,10 +289,10 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
         row = {target: _value(record.get(source), spec.values.get(target), path, position, source)
                for target, source in columns.items()}
         for family_column, model_column in _FAMILY_COLUMNS.items():
-            family, name = row.pop(family_column, None), row.get(model_column)
-            if family is None or name is None:
+            given_family, given_name = row.pop(family_column, None), row.get(model_column)
+            if given_family is None or given_name is None:
                 continue
-            family, name = str(family).strip(), str(name).strip()
+            family, name = str(given_family).strip(), str(given_name).strip()
             first = families.setdefault(name, (family, position))
             if first[0] != family:
                 raise fail(f"'{name}' is of family '{family}' here and '{first[0]}' at "

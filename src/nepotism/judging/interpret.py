@@ -185,7 +185,9 @@ def _value_fields(task: JudgeTask, value: Any) -> dict[str, Any]:
 
 def _from_labels(task: JudgeTask, completion: Completion) -> Judgment:
     shown = _info(task).label_map
+    assert shown is not None  # a label-mode task always has its labels (render._info)
     lps = completion.label_logprobs
+    labels: dict[str, Any]
     if not lps:
         labels = {"logprobs": dict.fromkeys(shown, _NEG_INF), "mass": None, "top_k": _top_k(completion, shown)}
         # a label read after the explanation whose reply has no "[[": excluded as paper 001 §4.2 does
@@ -263,6 +265,7 @@ def _rubric_all(task: JudgeTask, completion: Completion) -> list[Judgment]:
     if not completion.ok:
         return [_judgment(task, completion, status="failed", rubric_id=item.id) for item in items]
     text = completion.text or ""
+    verdicts: list[str | None]
     if not text.strip():
         verdicts, note = [None] * len(items), "empty_reply"
     else:

@@ -398,10 +398,15 @@ def _has_object(value: Any, depth: int = 0) -> bool:
     return isinstance(value, list) and depth < 4 and any(_has_object(v, depth + 1) for v in value)
 
 
+#: json's string scanner, ``(string, index after its closing quote)`` from the index after an
+#: opening quote (undocumented, so the type stubs leave it out)
+_SCANSTRING: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
+
+
 def _json_members(text: str, start: int, end: int, keys: frozenset[str]) -> list[tuple[int, int, str]]:
     """``(key start, value end, raw value)`` for each member of the valid JSON ``text[start:end]``
     whose key is in ``keys`` and whose value is a string, number or boolean."""
-    scan = json.decoder.scanstring
+    scan = _SCANSTRING
     out: list[tuple[int, int, str]] = []
     stack: list[str] = []
     expect_key = False

@@ -218,8 +218,9 @@ def _results_list(value: Any) -> list[Any] | None:
         return value
     if isinstance(value, dict):
         for key in ("results", "criteria", "items", "rubric", "answers"):
-            if isinstance(value.get(key), list):
-                return value[key]
+            found = value.get(key)
+            if isinstance(found, list):
+                return found
     return None
 
 

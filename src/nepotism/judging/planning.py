@@ -11,7 +11,7 @@ Nothing here calls a model.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import combinations
 from typing import Any, Literal
@@ -61,7 +61,7 @@ def _pairs_for(judge: str, generators: Sequence[str], pairs: Pairs) -> list[tupl
 
 
 @contextmanager
-def _no_gc():
+def _no_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while a plan is built: the plan is thousands of
     long-lived objects without cycles, and every collection meanwhile would rescan them all
     (`nepotism._gc`: afterwards the new objects go straight to the oldest generation unless

@@ -241,7 +241,7 @@ def _forget() -> None:
     _checked.clear()
 
 
-def _free_texts(task: JudgeTask) -> tuple[list[Any], tuple]:
+def _free_texts(task: JudgeTask) -> tuple[list[Any], tuple[object, ...]]:
     """The task's free texts in a fixed order, and the rest of its shape besides the options."""
     inst = task.instance
     prompt = inst.prompt
@@ -259,7 +259,7 @@ def _free_texts(task: JudgeTask) -> tuple[list[Any], tuple]:
     item = task.rubric_item
     if item is not None:
         texts.append(item.text)
-    shape = (roles, tuple(t if not t else True for t in texts),
+    shape: tuple[object, ...] = (roles, tuple(t if not t else True for t in texts),
              tuple(r.points for r in rubric) if rubric else (),
              None if item is None else item.points)
     return texts, shape
@@ -280,7 +280,7 @@ def _sentinel_task(task: JudgeTask, texts: list[Any], variant: int) -> JudgeTask
                      replicate=0, options=task.options)
 
 
-_SKELETONS: dict[tuple, Skeleton | None] = {}  # None: this shape is always rendered in full
+_SKELETONS: dict[tuple[int, tuple[object, ...]], Skeleton | None] = {}  # None: this shape is always rendered in full
 _SKELETON_LIMIT = 4096
 
 
@@ -303,8 +303,9 @@ def _prompt(task: JudgeTask, info: _Info) -> str:
         task = _answers_shown(task)
     texts, shape = _free_texts(task)
     key = (id(info), shape)
-    skeleton = _SKELETONS.get(key, False)
-    if skeleton is False:
+    try:
+        skeleton = _SKELETONS[key]
+    except KeyError:
         full = _render_full(task)
         try:
             candidate = Skeleton.from_rendered(_render_full(_sentinel_task(task, texts, 0)))
@@ -333,8 +334,9 @@ def _max_tokens(task: JudgeTask) -> int:
     opts = task.options
     if opts["mode"] == "labels" and opts["reasoning"] == "none":
         return 1
-    if opts["max_tokens"] is not None:
-        return opts["max_tokens"]
+    limit: int | None = opts["max_tokens"]
+    if limit is not None:
+        return limit
     extra = _PER_ITEM * len(task.instance.rubric) if task.protocol == "rubric-all" else 0
     if opts["reasoning"] == "cot":
         return _COT_BUDGET + extra
@@ -350,7 +352,7 @@ _TRUSTED = (tuple(f.name for f in fields(Request)) == _REQUEST_FIELDS
             and tuple(f.name for f in fields(Message)) == _MESSAGE_FIELDS
             and not hasattr(Request, "__slots__") and not hasattr(Message, "__slots__"))
 _NO_EXTRA = Request(model="m", prompt="p").extra  # the frozen empty mapping Request makes
-_checked: set[tuple] = set()  # (model, id(info)) whose request was once built the checked way
+_checked: set[tuple[str, int]] = set()  # (model, id(info)) whose request was once built the checked way
 _new = object.__new__
 _set = object.__setattr__
 

@@ -40,7 +40,8 @@ class Skeleton:
     __slots__ = ("_holes", "_parts", "slots")
 
     def __init__(self, parts: Sequence[str | None], holes: Sequence[tuple[int, int]]) -> None:
-        self._parts = list(parts)
+        #: the literal pieces, a hole's place held by "" until `fill` puts its text there
+        self._parts: list[str] = ["" if p is None else p for p in parts]
         self._holes = tuple(holes)
         #: the text indices the skeleton uses (a text may fill several holes)
         self.slots = frozenset(i for _, i in self._holes)

@@ -50,7 +50,7 @@ DEFAULT_MIN_LABEL_MASS = 0.0
 #: token after the last "[[" of the reply, as paper 001 §4.2 does (`nepotism.backends.base.Request`
 #: ``labels_after``).
 LABELS_AFTER_EXPLANATION = ("pairwise", "recognition-pairwise", "pointwise")
-_COMMON = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
+_COMMON: dict[str, Any] = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
            "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False, "template": None}
 _SPECIFIC: dict[str, dict[str, Any]] = {
     "pairwise": {"ways": 3, "label_style": "letters", "show_rubric": False, "show_reference": False},
@@ -163,13 +163,13 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
     return opts
 
 
-_NORMALISED: dict[tuple, MappingProxyType] = {}
-_SHARED: dict[int, tuple[MappingProxyType, str]] = {}  # id -> (a mapping in _NORMALISED, protocol)
+_NORMALISED: dict[tuple[object, ...], MappingProxyType[str, Any]] = {}
+_SHARED: dict[int, tuple[MappingProxyType[str, Any], str]] = {}  # id -> (a mapping in _NORMALISED, protocol)
 _NORMALISED_LIMIT = 1024
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 
 
-def _typed(value: Any) -> tuple:
+def _typed(value: Any) -> tuple[object, ...]:
     """A hashable key telling apart values that compare equal but normalise differently
     (``1``, ``1.0`` and ``True``); `TypeError` for anything but scalars, tuples and lists."""
     kind = type(value)

@@ -13,7 +13,7 @@ Private to the runner; tests hold every shortcut equal to the plain path.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from nepotism._frozen import builder
@@ -22,26 +22,28 @@ from nepotism.backends.base import Completion
 __all__: list[str] = []
 
 
-class _LazyJSON(Mapping):
+class _LazyJSON(Mapping[str, Any]):
     """A read-only mapping decoded from JSON text on first use (cache replays rarely need it)."""
 
     __slots__ = ("_text", "_path", "_value")
 
     def __init__(self, text: str | None, path: str | None = None) -> None:
-        self._text, self._path, self._value = text, path, None
+        self._text, self._path = text, path
+        self._value: Mapping[str, Any] | None = None
 
     def _get(self) -> Mapping[str, Any]:
         if self._value is None:
             value = json.loads(self._text) if self._text else {}
             if self._path is not None:
                 value = value.get(self._path) or {} if isinstance(value, dict) else {}
-            self._value = value if isinstance(value, Mapping) else {}
+            self._value = decoded = value if isinstance(value, Mapping) else {}
+            return decoded
         return self._value
 
     def __getitem__(self, key: str) -> Any:
         return self._get()[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._get())
 
     def __len__(self) -> int:
@@ -54,13 +56,13 @@ class _LazyJSON(Mapping):
     def get(self, key: str, default: Any = None) -> Any:
         return self._get().get(key, default)
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         return self._get().keys()
 
-    def items(self):
+    def items(self) -> ItemsView[str, Any]:
         return self._get().items()
 
-    def values(self):
+    def values(self) -> ValuesView[Any]:
         return self._get().values()
 
     def __repr__(self) -> str:
@@ -72,7 +74,7 @@ _COMPLETION_FIELDS = ("text", "label_logprobs", "continuation_logprobs", "usage"
 _build_completion = builder(Completion, _COMPLETION_FIELDS)  # see nepotism._frozen
 
 
-def _replayed(row: tuple) -> Completion:
+def _replayed(row: tuple[Any, ...]) -> Completion:
     """The `Completion` of a stored ok call from its `call_rows` row; equal to
     `completion_from_cached` of the same call (a test holds them equal)."""
     text, logprobs, usage, response, latency, _status, _error = row

@@ -238,4 +238,5 @@ def _judging() -> Any:
 def _table_kind(task: Any) -> str:
     """The exported table a task's judgments go to: recognition questions of both shapes share a
     stored protocol but are two table kinds."""
-    return task.protocol if task.protocol.startswith("recognition") else task.judgment_protocol
+    kind: str = task.protocol if task.protocol.startswith("recognition") else task.judgment_protocol
+    return kind

@@ -67,5 +67,5 @@ class RetryPolicy:
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        base = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        base = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
         return base * (1.0 - self.jitter * rng.random())

@@ -15,7 +15,7 @@ import os
 import sys
 
 
-def _report(fd, token, fields):
+def _report(fd: int, token: str, fields: dict[str, object]) -> None:
     parts = ['"token": "%s"' % token]
     for key, value in fields.items():
         if isinstance(value, bool):
@@ -30,7 +30,7 @@ def _report(fd, token, fields):
         pass
 
 
-def _main():
+def _main() -> None:
     import json
 
     payload_fd, status_fd = int(sys.argv[1]), int(sys.argv[2])

@@ -19,6 +19,8 @@ applied. L and P1 write one JSON object per line to the report fd. What it leave
 filters, cgroups (memory is bounded by RLIMIT_AS, not by a cgroup) and user-visible ``/sys``.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
@@ -26,6 +28,16 @@ import resource
 import signal
 import sys
 import time
+
+TYPE_CHECKING = False  # (typing is not imported when the script runs: it starts every sandboxed call)
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any, NoReturn
+
+    #: the launch configuration the host writes (`nepotism.sandbox._plan`), as JSON gives it
+    _Config = dict[str, Any]
+    #: {namespace: {"applied": bool, "why": str}}
+    _Namespaces = dict[str, dict[str, Any]]
 
 _CLONE = {  # name: (flag, constant name)
     "net": (0x40000000, "CLONE_NEWNET"),
@@ -45,48 +57,48 @@ _libc = ctypes.CDLL(None, use_errno=True)
 class _Stop(Exception):
     """Raised in P1 by the deadline timer or by SIGTERM from the host."""
 
-    def __init__(self, why):
+    def __init__(self, why: str) -> None:
         super().__init__(why)
         self.why = why
 
 
-def _check(ret, what):
+def _check(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _unshare(flags):
+def _unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def _mount(source, target, fstype, flags, data=None):
-    def enc(s):
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    def enc(s: str | None) -> bytes | None:
         return None if s is None else s.encode()
 
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {target}")
 
 
-def _prctl(option, value):
+def _prctl(option: int, value: int) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), "prctl")
 
 
-def _emit(fd, obj):
+def _emit(fd: int, obj: dict[str, Any]) -> None:
     try:
         os.write(fd, (json.dumps(obj) + "\n").encode())
     except OSError:
         pass
 
 
-def _write_file(path, text):
+def _write_file(path: str, text: str) -> None:
     with open(path, "w") as fh:
         fh.write(text)
 
 
-def _enter_namespaces(cfg):
+def _enter_namespaces(cfg: _Config) -> _Namespaces:
     """Enter what we can; return {name: {"applied": bool, "why": str}}."""
-    out = {}
+    out: _Namespaces = {}
     if cfg["mode"] == "user":
         try:
             uid, gid = os.getuid(), os.getgid()
@@ -109,14 +121,14 @@ def _enter_namespaces(cfg):
     return out
 
 
-def _setup_mounts(cfg, ns):
+def _setup_mounts(cfg: _Config, ns: _Namespaces) -> tuple[str, dict[str, str]]:
     """Run in P1. Returns (workdir, {step: ok-or-error}) ."""
-    steps = {}
+    steps: dict[str, str] = {}
     if not ns["mount"]["applied"]:
         return cfg["fallback_workdir"], {"mounts": "no mount namespace"}
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     # Stage the directories to re-expose before hiding their parents.
-    staged = []
+    staged: list[tuple[str, str]] = []
     for i, (hidden, exposed) in enumerate(cfg["hide"]):
         for j, path in enumerate(exposed):
             stage = os.path.join(cfg["stage_dir"], f"{i}-{j}")
@@ -183,7 +195,7 @@ def _setup_mounts(cfg, ns):
     return "/tmp", steps
 
 
-def _exec_candidate(cfg, workdir, report_fd, payload_fd):
+def _exec_candidate(cfg: _Config, workdir: str, report_fd: int, payload_fd: int) -> NoReturn:
     """Run in C: never returns."""
     try:
         os.set_inheritable(cfg["status_fd"], True)
@@ -210,8 +222,8 @@ def _exec_candidate(cfg, workdir, report_fd, payload_fd):
         os._exit(127)
 
 
-def _children_of(pid):
-    found = []
+def _children_of(pid: int) -> list[int]:
+    found: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -230,9 +242,9 @@ def _children_of(pid):
     return found
 
 
-def _reap_all(me):
+def _reap_all(me: int) -> int:
     """Kill and reap every process left below P1 (P1 is their subreaper or pid-namespace init)."""
-    killed = set()
+    killed: set[int] = set()
     if me == 1:
         # init of our own pid namespace: kill(-1) reaches every process in it, atomically w.r.t.
         # fork, so a fork bomb cannot outrun it. Never do this outside a pid namespace.
@@ -261,7 +273,7 @@ def _reap_all(me):
     return len(killed)
 
 
-def _p1(cfg, ns, report_fd):
+def _p1(cfg: _Config, ns: _Namespaces, report_fd: int) -> NoReturn:
     try:
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     except OSError:
@@ -274,7 +286,7 @@ def _p1(cfg, ns, report_fd):
         os._exit(126)
     _emit(report_fd, {"event": "mounts", "steps": steps, "workdir": workdir})
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: FrameType | None) -> NoReturn:
         raise _Stop("timeout" if signum == signal.SIGALRM else "stopped")
 
     signal.signal(signal.SIGALRM, on_signal)
@@ -285,7 +297,7 @@ def _p1(cfg, ns, report_fd):
         _exec_candidate(cfg, workdir, report_fd, payload_fd)
     os.close(cfg["status_fd"])
     os.close(payload_fd)
-    result = {"event": "exit", "stopped": None, "wait_status": None}
+    result: dict[str, Any] = {"event": "exit", "stopped": None, "wait_status": None}
     try:
         signal.setitimer(signal.ITIMER_REAL, cfg["timeout"])
         while True:
@@ -313,9 +325,9 @@ def _p1(cfg, ns, report_fd):
     os._exit(0)
 
 
-def _main():
+def _main() -> NoReturn:
     with open(sys.argv[1]) as fh:
-        cfg = json.load(fh)
+        cfg: _Config = json.load(fh)
     report_fd = cfg["report_fd"]
     ns = _enter_namespaces(cfg)
     _emit(report_fd, {"event": "namespaces", "namespaces": ns})

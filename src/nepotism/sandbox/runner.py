@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,8 @@ def _sweep_files(uid: int) -> int:
     return removed
 
 
-def _pump(proc: subprocess.Popen, fds: dict[int, Any], deadline: float, on_over) -> bool:
+def _pump(proc: subprocess.Popen[bytes], fds: dict[int, _Capture | _Lines], deadline: float,
+          on_over: Callable[[], None]) -> bool:
     """Drain all fds until the launcher exits (and pipes close); True if the backstop fired."""
     sel = selectors.DefaultSelector()
     for fd in fds:
@@ -173,8 +175,9 @@ def _pump(proc: subprocess.Popen, fds: dict[int, Any], deadline: float, on_over)
                 if not chunk:
                     sel.unregister(key.fd)
                     continue
-                fds[key.fd].feed(chunk)
-                if isinstance(fds[key.fd], _Capture) and fds[key.fd].over:
+                sink = fds[key.fd]
+                sink.feed(chunk)
+                if isinstance(sink, _Capture) and sink.over:
                     on_over()
         return False
     finally:
@@ -189,7 +192,7 @@ class _Lines:
         if len(self.buf) < 4 * _MIB:
             self.buf += chunk
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         out = []
         for line in bytes(self.buf).splitlines():
             try:
@@ -201,7 +204,8 @@ class _Lines:
         return out
 
 
-def _classify(tests, rc, sig, stopped, host_timeout, over, driver) -> tuple[str, str]:
+def _classify(tests: str | None, rc: int | None, sig: str | None, stopped: str | None, host_timeout: bool,
+              over: bool, driver: dict[str, Any]) -> tuple[str, str]:
     if host_timeout or stopped == "timeout":
         return "timeout", "wall-clock deadline reached"
     if over:
@@ -310,7 +314,7 @@ def run(
 
         stdout, stderr = proc.stdout, proc.stderr  # pipes: Popen was given PIPE for both
         assert stdout is not None and stderr is not None
-        fds = {stdout.fileno(): out, stderr.fileno(): err, status_r: status_lines, report_r: report_lines}
+        fds: dict[int, _Capture | _Lines] = {stdout.fileno(): out, stderr.fileno(): err, status_r: status_lines, report_r: report_lines}
         host_timeout = _pump(proc, fds, started + timeout + _GRACE_S, on_over)
         _killpg_quietly(proc.pid)
         proc.wait()
@@ -327,9 +331,10 @@ def run(
         shutil.rmtree(run_root, ignore_errors=True)
 
 
-def _result(tests, reports, statuses, token, out, err, host_timeout, over, duration, uid, rlimits,
-            hides, strays_host) -> SandboxResult:
-    by_event: dict[str, dict] = {}
+def _result(tests: str | None, reports: list[dict[str, Any]], statuses: list[dict[str, Any]], token: str,
+            out: _Capture, err: _Capture, host_timeout: bool, over: bool, duration: float, uid: int | None,
+            rlimits: dict[str, list[int]], hides: list[tuple[str, list[str]]], strays_host: int) -> SandboxResult:
+    by_event: dict[str, dict[str, Any]] = {}
     for rec in reports:
         by_event.setdefault(str(rec.get("event")), rec)
     if "setup_error" in by_event:
@@ -358,7 +363,9 @@ def _result(tests, reports, statuses, token, out, err, host_timeout, over, durat
     return SandboxResult(status, out.text(), err.text(), duration_s, rc, sig, isolation, detail)
 
 
-def _isolation(by_event, mounts, uid, rlimits, hides, strays, files_swept) -> dict[str, Any]:
+def _isolation(by_event: dict[str, dict[str, Any]], mounts: dict[str, Any], uid: int | None,
+               rlimits: dict[str, list[int]], hides: list[tuple[str, list[str]]], strays: int,
+               files_swept: int) -> dict[str, Any]:
     ns = by_event.get("namespaces", {}).get("namespaces", {})
     net = ns.get("net", {"applied": False, "why": "launcher did not report"})
     if uid is not None:

@@ -19,7 +19,9 @@ the store writer's thread, holding the interpreter.
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass
 from json.encoder import encode_basestring
 from datetime import UTC, datetime
@@ -48,10 +50,9 @@ def _default(value: Any) -> Any:
 
 _ENCODER = json.JSONEncoder(default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                             check_circular=False)
-try:  # the C encoder that ``_ENCODER.encode`` would build for every value, built once
-    from json.encoder import c_make_encoder as _c_make_encoder
-except ImportError:  # pragma: no cover - CPython always has it
-    _c_make_encoder = None
+# the C encoder that ``_ENCODER.encode`` would build for every value, built once (None without
+# CPython's _json; json.encoder does not declare it, so the type stubs leave it out)
+_c_make_encoder: Callable[..., Callable[[Any, int], Iterable[str]]] | None = vars(json.encoder).get("c_make_encoder")
 _ITERENCODE = None if _c_make_encoder is None else _c_make_encoder(
     None, _default, encode_basestring, None, ":", ",", True, False, True)
 
@@ -119,7 +120,7 @@ def _bool(value: int | None) -> bool | None:
 INSTANCE_COLUMNS = "id, prompt, reference_answer, rubric, category, metadata"
 
 
-def instance_row(inst: Instance) -> tuple:
+def instance_row(inst: Instance) -> tuple[Any, ...]:
     prompt = inst.prompt if isinstance(inst.prompt, str) else [asdict(m) for m in inst.prompt]
     return (
         inst.id,
@@ -131,7 +132,7 @@ def instance_row(inst: Instance) -> tuple:
     )
 
 
-def instance_from_row(row: tuple) -> Instance:
+def instance_from_row(row: tuple[Any, ...]) -> Instance:
     ident, prompt, reference, rubric, category, metadata = row
     prompt = json.loads(prompt)
     if not isinstance(prompt, str):
@@ -149,11 +150,11 @@ def instance_from_row(row: tuple) -> Instance:
 RESPONSE_COLUMNS = "id, instance_id, generator, text, metadata"
 
 
-def response_row(resp: Response) -> tuple:
+def response_row(resp: Response) -> tuple[Any, ...]:
     return (resp.id, resp.instance_id, resp.generator, resp.text, dumps(dict(resp.metadata)))
 
 
-def response_from_row(row: tuple) -> Response:
+def response_from_row(row: tuple[Any, ...]) -> Response:
     _, instance_id, generator, text, metadata = row
     return Response(instance_id, generator, text, json.loads(metadata))
 
@@ -165,7 +166,7 @@ JUDGMENT_COLUMNS = (
 )
 
 
-def judgment_row(j: Judgment, ident: str | None = None) -> tuple:
+def judgment_row(j: Judgment, ident: str | None = None) -> tuple[Any, ...]:
     """``j``'s row; ``ident`` is ``j.id`` when the caller already computed it (a hash)."""
     return (
         j.id if ident is None else ident,
@@ -192,7 +193,7 @@ def judgment_row(j: Judgment, ident: str | None = None) -> tuple:
     )
 
 
-def judgment_from_row(row: tuple) -> Judgment:
+def judgment_from_row(row: tuple[Any, ...]) -> Judgment:
     (_, instance_id, judge, protocol, candidates, status, verdict, score, raw, probs, rubric_id,
      template_id, condition, replicate, usage, latency, reason, mass, logprobs, top_k, warnings) = row
     return Judgment(
@@ -222,7 +223,7 @@ def judgment_from_row(row: tuple) -> Judgment:
 REFERENCE_COLUMNS = "id, instance_id, kind, models, winner, correct, score, rubric_id, met, source"
 
 
-def reference_row(ref: Reference) -> tuple:
+def reference_row(ref: Reference) -> tuple[Any, ...]:
     return (
         ref.id,
         ref.instance_id,
@@ -237,7 +238,7 @@ def reference_row(ref: Reference) -> tuple:
     )
 
 
-def reference_from_row(row: tuple) -> Reference:
+def reference_from_row(row: tuple[Any, ...]) -> Reference:
     _, instance_id, kind, models, winner, correct, score, rubric_id, met, source = row
     return Reference(
         instance_id=instance_id,

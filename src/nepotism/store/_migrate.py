@@ -19,10 +19,12 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from nepotism.errors import InputError
 
@@ -105,13 +107,13 @@ class _Connection(sqlite3.Connection):
 
     store_path = ""
 
-    def execute(self, *args):  # type: ignore[override]
+    def execute(self, *args: Any) -> sqlite3.Cursor:
         try:
             return super().execute(*args)
         except sqlite3.OperationalError as err:
             raise _write_failure(err, self.store_path) from None
 
-    def executemany(self, *args):  # type: ignore[override]
+    def executemany(self, *args: Any) -> sqlite3.Cursor:
         try:
             return super().executemany(*args)
         except sqlite3.OperationalError as err:
@@ -156,7 +158,7 @@ MIGRATIONS = _known_migrations()
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
-def _statements(sql: str):
+def _statements(sql: str) -> Iterator[str]:
     """Split a migration script into complete statements (triggers included)."""
     buffer = ""
     for line in sql.splitlines(keepends=True):
@@ -212,7 +214,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         mode = _journal_wal(conn)
     except (sqlite3.DatabaseError, StoreWriteError) as err:
         why = unwritable(path)  # (SQLite says "unable to open database file" for all of these)
-        cause = why if why is not None else getattr(err, "message", err)
+        cause = why if why is not None else err.message if isinstance(err, StoreWriteError) else err
         raise InputError(f"cannot open the store: {cause}", path=str(path)) from None
     if str(mode).lower() != "wal":
         conn.close()
@@ -250,7 +252,8 @@ def _journal_wal(conn: sqlite3.Connection) -> str:
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
         try:
-            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode: str = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            return mode
         except sqlite3.OperationalError as err:
             if "locked" not in str(err) or time.monotonic() > deadline:
                 raise
@@ -264,7 +267,8 @@ def schema_version(conn: sqlite3.Connection) -> int:
     ).fetchone()
     if not exists:
         return 0
-    return conn.execute("SELECT COALESCE(MAX(version), 0) FROM _migrations").fetchone()[0]
+    version: int = conn.execute("SELECT COALESCE(MAX(version), 0) FROM _migrations").fetchone()[0]
+    return version
 
 
 def _check_not_newer(version: int, path: Path) -> None:

@@ -203,7 +203,7 @@ def add_collection(store: Store, collection: str, items: Iterable[AnnotationItem
     return len(items)
 
 
-def _stored_order(conn, collection: str, item_id: str, annotator: str) -> str | None:
+def _stored_order(conn: sqlite3.Connection, collection: str, item_id: str, annotator: str) -> str | None:
     """The side stored as shown first to this annotator on this item, or None."""
     row = conn.execute(
         "SELECT shown_first FROM annotation_orders WHERE collection = ? AND item_id = ? AND annotator = ?",
@@ -232,7 +232,8 @@ def shown_first(
         "created_at) VALUES (?, ?, ?, ?, ?)",
         (collection, item_id, validate_annotator(annotator), side, _codec.now()),
     )
-    return _stored_order(conn, collection, item_id, annotator)
+    stored = _stored_order(conn, collection, item_id, annotator)  # another request's, if it came first
+    return side if stored is None else stored
 
 
 def _winner(pressed: str, first: str) -> str | None:

@@ -47,11 +47,13 @@ class CachedCall:
     @cached_property
     def request(self) -> Mapping[str, Any]:
         """The request as stored (credentials already removed)."""
-        return json.loads(self.request_json)
+        request: Mapping[str, Any] = json.loads(self.request_json)
+        return request
 
     @cached_property
     def response(self) -> Mapping[str, Any] | None:
-        return _loads(self.response_json)
+        response: Mapping[str, Any] | None = _loads(self.response_json)
+        return response
 
     @cached_property
     def logprobs(self) -> Any:
@@ -59,14 +61,15 @@ class CachedCall:
 
     @cached_property
     def usage(self) -> Mapping[str, Any] | None:
-        return _loads(self.usage_json)
+        usage: Mapping[str, Any] | None = _loads(self.usage_json)
+        return usage
 
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _call_from_row(row: tuple) -> CachedCall:
+def _call_from_row(row: tuple[Any, ...]) -> CachedCall:
     """Build a `CachedCall` from a ``calls`` row in `_CALL_COLUMNS` order (internal)."""
     key, backend, model, request, response, text, logprobs, usage, latency, status, error, at, run = row
     return CachedCall(key, backend, model, text, latency, status, error, at, run, request,

@@ -87,7 +87,7 @@ def default_store_path() -> Path:
     return Path(os.environ.get("NEPOTISM_STORE") or "nepotism.db")
 
 
-def _where(table: str, filters: Mapping[str, Any]) -> tuple[str, list]:
+def _where(table: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     clauses, params = [], []
     for name, value in sorted(filters.items()):
         if name not in _FILTERS[table]:
@@ -161,7 +161,7 @@ class Store:
             f"{what}: a run on a read-only store must find everything it needs stored already (a complete "
             "rerun); run it where the store can be written, or with another --store", path=str(self.path))
 
-    def _stored_ids(self, table: str, ids: Sequence[str], columns: str = "id") -> dict[str, tuple]:
+    def _stored_ids(self, table: str, ids: Sequence[str], columns: str = "id") -> dict[str, tuple[Any, ...]]:
         """The rows of ``table`` among ``ids`` (its ``columns``, the id first), by id."""
         conn, found = self._conn(), {}
         for start in range(0, len(ids), _BATCH):
@@ -171,7 +171,7 @@ class Store:
                 found[row[0]] = tuple(row)
         return found
 
-    def _read_only_insert(self, table: str, rows: Iterable[tuple], what: str) -> int:
+    def _read_only_insert(self, table: str, rows: Iterable[tuple[Any, ...]], what: str) -> int:
         """On a read-only store, ``INSERT OR IGNORE`` of ``rows`` (the id first) into ``table``:
         0 when every id is stored, else `cannot_write`."""
         ids = [row[0] for row in rows]
@@ -180,7 +180,7 @@ class Store:
             raise self.cannot_write(missing, what)
         return 0
 
-    def _write_many(self, sql: str, rows: Iterable[tuple]) -> int:
+    def _write_many(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> int:
         """Run ``sql`` for every row in one transaction (known secrets redacted from every text
         value, `_clean`); return the rows changed."""
         rows = map(_clean, rows)
@@ -274,7 +274,7 @@ class Store:
                         logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
                         error=error, run_id=run_id)
         try:
-            self._keep_calls(lambda: self._conn().execute(_PUT_CALL, _clean(row)), [_clean(row)])
+            self._keep_calls(lambda: self._conn().execute(_PUT_CALL, _clean(row)).rowcount, [_clean(row)])
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store call {key[:12]}…: {err} (unknown run_id?)") from err
 
@@ -296,7 +296,7 @@ class Store:
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store calls: {err} (unknown run_id?)") from err
 
-    def _put_rows(self, rows: list[tuple], release_owner: str | None) -> int:
+    def _put_rows(self, rows: list[tuple[Any, ...]], release_owner: str | None) -> int:
         with self._transaction() as conn:
             before = conn.total_changes
             conn.executemany(_PUT_CALL, rows)
@@ -358,7 +358,7 @@ class Store:
             pass
         return True
 
-    def _keep_calls(self, write: Callable[[], Any], rows: list[tuple]) -> Any:
+    def _keep_calls(self, write: Callable[[], int], rows: list[tuple[Any, ...]]) -> int:
         """Run ``write``, which stores the answered calls ``rows``; once the disk is full during a
         run (this write finds it so, or an earlier one did), write them instead as they are beside
         the store (`_spill`, ≈ 1 KB a call, into the room the reserve gave back, where SQLite's
@@ -383,7 +383,7 @@ class Store:
     def _spill_path(self) -> Path:
         return self.path.with_name(self.path.name + "-unstored.jsonl")
 
-    def _spill(self, rows: list[tuple]) -> None:
+    def _spill(self, rows: list[tuple[Any, ...]]) -> None:
         """Append call ``rows`` (as stored: secrets already redacted) to the spill file beside the
         store, one JSON array a line, flushed to disk before returning."""
         data = "".join(json.dumps(list(row)) + "\n" for row in rows).encode()  # (ASCII: \u escapes)
@@ -411,7 +411,7 @@ class Store:
             self._put_rows(rows, None)
         self._spill_path.unlink(missing_ok=True)
 
-    def _derived(self, write: Callable[[], Any]) -> Any:
+    def _derived(self, write: Callable[[], int]) -> int:
         """Run ``write``, which stores rows a later run makes again from the stored calls; once the
         disk is full during a run they are not written (0): the room left is for answered calls."""
         if self.low_space:
@@ -537,7 +537,8 @@ class Store:
         rows = [_clean(_codec.instance_row(i)) for i in instances]
         source_of: Callable[[str], str | None]
         if dataset is None or isinstance(dataset, str):
-            source_of = lambda _ident, _d=dataset: _d  # noqa: E731
+            fixed: str | None = dataset
+            source_of = lambda _ident: fixed  # noqa: E731
         else:
             source_of = dataset.get
         if self.readonly:
@@ -555,7 +556,7 @@ class Store:
                 ((*row, source_of(row[0]), _codec.now()) for row in rows))
             return conn.total_changes - before
 
-    def _read_only_instances(self, rows: list[tuple], source_of: Callable[[str], str | None]) -> int:
+    def _read_only_instances(self, rows: list[tuple[Any, ...]], source_of: Callable[[str], str | None]) -> int:
         """`add_instances` on a read-only store: the conflicts it refuses, then 0 when every row is
         stored as it is (its file recorded), else `cannot_write`."""
         self._refuse_other_items(self._conn(), rows, source_of)
@@ -567,7 +568,7 @@ class Store:
         return 0
 
     @staticmethod
-    def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple],
+    def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]],
                             source_of: Callable[[str], str | None]) -> None:
         """`InstanceConflict` for the first row whose id the store holds with other content from
         another dataset file (both files known)."""
@@ -645,7 +646,7 @@ class Store:
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
 
-    def _read_only_judgments(self, rows: list[tuple], replace: bool) -> int:
+    def _read_only_judgments(self, rows: list[tuple[Any, ...]], replace: bool) -> int:
         """`add_judgments` on a read-only store: 0 when no row would be added or changed (each
         stored, not as a failure the new one is not, from the same call), else `cannot_write`."""
         status = _JUDGMENT_FIELDS.index("status")
@@ -715,7 +716,7 @@ class Store:
             rows,
         ))
 
-    def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list:
+    def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list[Any]:
         where, params = _where(table, filters)
         sql = f'SELECT {columns} FROM "{table}"{where} ORDER BY {order}'
         return self._conn().execute(sql, params).fetchall()
@@ -938,7 +939,7 @@ class InstanceConflict(InputError):
         self.instance_id = instance_id
 
 
-def _clean(row: tuple) -> tuple:
+def _clean(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """``row`` with every known secret value redacted from its text values (JSON columns
     included, in any JSON spelling); the row itself when no secret is known."""
     if not known_secrets():
@@ -965,7 +966,7 @@ def _call_row(
     text: str | None = None, logprobs: Any = None, usage: Mapping[str, Any] | None = None,
     latency_s: float | None = None, status: str = "ok", error: str | None = None,
     run_id: str | None = None, created_at: str | None = None,
-) -> tuple:
+) -> tuple[Any, ...]:
     if type(key) is not str or not _KEY.fullmatch(key):
         raise ValueError(f"a call key is 64 lowercase hex digits, not {key!r}")
     if status not in CALL_STATUSES:

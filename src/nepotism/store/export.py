@@ -174,7 +174,7 @@ def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: 
 
 
 def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
-                   plan: str | None = None) -> Iterator[dict]:
+                   plan: str | None = None) -> Iterator[dict[str, Any]]:
     """The exported rows of ``protocol``, one dict each, as SQLite returns them: the columns every
     table has (one dict literal), then the protocol's own. A candidates list and a usage record
     are decoded once per distinct text (a run repeats a few of each)."""
@@ -183,7 +183,7 @@ def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None
         "j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
         "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category), "
         "j.usage, j.raw_output", judge=judge, plan=plan)
-    decoded: dict[str, list] = {}  # candidates text -> the list (only read)
+    decoded: dict[str, list[Any]] = {}  # candidates text -> the list (only read)
     wrote: dict[str | None, bool] = {}  # usage text -> whether the judge wrote text (most repeat)
     tokens_of: dict[str, int] = {}  # a written reply -> its GPT-2 tokens (short verdicts repeat)
     loads = json.loads
@@ -266,7 +266,7 @@ def _pick_protocol(conn: sqlite3.Connection, protocol: str | None) -> str:
     return present[0] if present else "pairwise"
 
 
-def _raw_rows(conn: sqlite3.Connection, table: str) -> tuple[list[str], Iterator[dict], dict]:
+def _raw_rows(conn: sqlite3.Connection, table: str) -> tuple[list[str], Iterator[dict[str, Any]], dict[str, Any]]:
     info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
     columns = [row[1] for row in info]
     types = {row[1]: {"INTEGER": _INT, "REAL": _FLOAT}.get(row[2].upper(), _STR) for row in info}
@@ -287,7 +287,7 @@ def _arrow_type(name: str) -> Any:
     return pa.type_for_alias(name)
 
 
-def _arrow(columns: Sequence[str], rows: list[dict], types: dict) -> Any:
+def _arrow(columns: Sequence[str], rows: list[dict[str, Any]], types: dict[str, Any]) -> Any:
     import pyarrow as pa
 
     return pa.table({c: pa.array([r.get(c) for r in rows], type=_arrow_type(types.get(c, _STR))) for c in columns})
@@ -298,7 +298,7 @@ _ROWS_PER_GROUP = 65_536
 _ROWS_PER_CHUNK = 8_192
 
 
-def _write(path: Path, fmt: str, columns: Sequence[str], rows: Iterable[dict], types: dict) -> int:
+def _write(path: Path, fmt: str, columns: Sequence[str], rows: Iterable[dict[str, Any]], types: dict[str, Any]) -> int:
     """Write ``rows`` (an iterable, read as written: CSV and JSON Lines a row at a time, Parquet a
     row group of `_ROWS_PER_GROUP` at a time, held as Arrow columns, so an export's memory does not
     grow with the table); return how many were written."""
@@ -368,7 +368,7 @@ def export_table(
     if table == "judgments":
         protocol = _pick_protocol(conn, protocol)
         columns = _judgment_export_columns(conn, protocol, plan=plan)
-        rows: Iterable[dict] = _judgment_rows(conn, protocol, plan=plan)
+        rows: Iterable[dict[str, Any]] = _judgment_rows(conn, protocol, plan=plan)
         types = _TYPES
     elif table in _RAW_TABLES:
         columns, rows, types = _raw_rows(conn, table)

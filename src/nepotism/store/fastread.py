@@ -17,7 +17,9 @@ possible).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from nepotism.store.database import Store
 
@@ -31,30 +33,30 @@ _SCAN_SHARE = 0.6  # scan the whole table when the keys are at least this share 
 _CALL_COLUMNS = "key, text, logprobs, usage, response, latency_s, status, error"
 
 
-def _scan(conn, table: str, wanted: int) -> bool:
+def _scan(conn: sqlite3.Connection, table: str, wanted: int) -> bool:
     most = conn.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()[0] or 0
     return wanted >= _SCAN_SHARE * most
 
 
-def _connection(store: Store):
+def _connection(store: Store) -> sqlite3.Connection:
     conn = store._conn()
     if conn.execute("PRAGMA mmap_size").fetchone()[0] == 0:
         conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
     return conn
 
 
-def _chunks(keys: set[str]):
+def _chunks(keys: set[str]) -> Iterator[tuple[list[str], str]]:
     unique = sorted(keys)
     for start in range(0, len(unique), _BATCH):
         chunk = unique[start:start + _BATCH]
         yield chunk, ",".join("?" * len(chunk))
 
 
-def call_rows(store: Store, keys: Sequence[str]) -> dict[str, tuple]:
+def call_rows(store: Store, keys: Sequence[str]) -> dict[str, tuple[Any, ...]]:
     """``{key: (text, logprobs JSON, usage JSON, response JSON, latency_s, status, error)}`` for
     the stored calls among ``keys`` (ok and failed); missing keys are absent."""
     conn = _connection(store)
-    found: dict[str, tuple] = {}
+    found: dict[str, tuple[Any, ...]] = {}
     wanted = set(keys)
     if wanted and _scan(conn, "calls", len(wanted)):
         for row in conn.execute(f"SELECT {_CALL_COLUMNS} FROM calls"):

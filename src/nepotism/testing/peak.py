@@ -26,7 +26,7 @@ _MEASURE = ("import resource, subprocess, sys\n"
             "sys.exit(code if code >= 0 else 128 - code)\n")
 
 
-def run_measured(argv: Sequence[str], **options: Any) -> tuple[subprocess.CompletedProcess, int]:
+def run_measured(argv: Sequence[str], **options: Any) -> tuple[subprocess.CompletedProcess[Any], int]:
     """``subprocess.run(argv, **options)`` through a small parent, and the command's peak resident
     memory in bytes. A command killed by a signal N exits 128 + N here."""
     with tempfile.TemporaryDirectory() as folder:

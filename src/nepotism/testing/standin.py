@@ -208,7 +208,7 @@ class StandinServer:
             self.log.append((time.time(), f"{_hash64(print_):016x}", response.status))
         return response
 
-    async def _answer(self, request: Any, body: dict, chat: bool, text: str, fault: str | None) -> Any:
+    async def _answer(self, request: Any, body: dict[str, Any], chat: bool, text: str, fault: str | None) -> Any:
         from aiohttp import web
 
         if self.config.latency_s > 0:
@@ -248,7 +248,7 @@ class StandinServer:
         self._count("ok")
         return self._json(answer, 200)
 
-    async def _hostile(self, request: Any, fault: str, answer: dict) -> Any:
+    async def _hostile(self, request: Any, fault: str, answer: dict[str, Any]) -> Any:
         """A valid ``answer`` sent as the ``fault`` says: padded to ``huge_bytes``, as a gzip bomb,
         or a byte at a time; what was sent before the client left is counted."""
         from aiohttp import web
@@ -298,7 +298,7 @@ class StandinServer:
             text = text.replace("/", "\\/")
         return web.Response(status=status, text=text, content_type="application/json")
 
-    def _envelope(self, kind: str, model: str, text: str, choice: dict, n_out: int) -> dict:
+    def _envelope(self, kind: str, model: str, text: str, choice: dict[str, Any], n_out: int) -> dict[str, Any]:
         n_in = len(_TOKEN.findall(text))
         return {
             "id": f"standin-{_hash64(model, text) & 0xFFFFFFFF:08x}",
@@ -309,7 +309,7 @@ class StandinServer:
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
         }
 
-    def _chat(self, body: dict, model: str, text: str) -> dict:
+    def _chat(self, body: dict[str, Any], model: str, text: str) -> dict[str, Any]:
         dist = _next_token_logprobs(model, text)
         max_tokens = int(body.get("max_tokens") or 512)
         if body.get("logprobs") and max_tokens > 1:  # a written verdict with the log-probabilities of each token
@@ -334,7 +334,7 @@ class StandinServer:
         return self._envelope("chat.completion", model, text, choice, min(max_tokens, len(words)))
 
     def _chat_with_logprobs(self, model: str, text: str, dist: list[tuple[str, float]], max_tokens: int,
-                            k: int) -> dict:
+                            k: int) -> dict[str, Any]:
         """The written verdict ("... is [[X]].", X the most probable of A/B/C) one token at a time: the
         token after "[[" carries the label distribution among its top log-probabilities, every other
         token itself at log-probability 0."""
@@ -352,7 +352,7 @@ class StandinServer:
                   "logprobs": {"content": content}, "finish_reason": "stop" if len(tokens) == 11 else "length"}
         return self._envelope("chat.completion", model, text, choice, len(tokens))
 
-    def _completion(self, body: dict, model: str, prompt: str) -> dict:
+    def _completion(self, body: dict[str, Any], model: str, prompt: str) -> dict[str, Any]:
         k = body.get("logprobs")
         dist = _next_token_logprobs(model, prompt)
         gen_token = dist[0][0]
