@@ -73,13 +73,11 @@ _ROWS = [
                "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
                "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
                "every run", ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)")),
-    MetricInfo("error-bias", leakage.error_bias, "000 Eq. 10",
-               "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)"),
+    _defined("ERROR_BIAS", leakage.error_bias),
     _defined("RANKING_DIFFERENCE", leakage.ranking_difference,
              ("against=preference-ref|rubric-ref|correctness-ref|leaderboard file|judge J",)),
-    MetricInfo("equal-opportunity-bias", reference.equal_opportunity_bias, "001 Def. 4.1",
-               "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)",
-               ("judge tie = ½", "preference=verdict (default)|probability-argmax (001 Eq. 3: Y′ = 1 when the "
+    _defined("EQUAL_OPPORTUNITY_BIAS", reference.equal_opportunity_bias,
+             ("judge tie = ½", "preference=verdict (default)|probability-argmax (001 Eq. 3: Y′ = 1 when the "
                 "order-averaged p(related) > ½, ½ at exactly ½)")),
     _defined("DEMOGRAPHIC_PARITY_BIAS", pairwise.demographic_parity_bias,
              ("preference = verdict", "preference = probability (001 Eq. 3)",
@@ -270,7 +268,7 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
     "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
-    "preference-leakage-variance": (0.0, None), "error-bias": (-1.0, 1.0), "equal-opportunity-bias": (-1.0, 1.0),
+    "preference-leakage-variance": (0.0, None),
     "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "mean-log-perplexity": (0.0, None),
     "judge-accuracy": (0.0, 1.0), "task-accuracy": (0.0, 1.0), "reasoning-length": (0.0, None),
     "legitimate-self-preference-ratio": (0.0, 1.0), "harmful-self-preference-propensity": (0.0, 1.0),

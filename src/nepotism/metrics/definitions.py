@@ -41,6 +41,8 @@ from nepotism.metrics._estimate import Estimate
 __all__ = [
     "DEFINITIONS",
     "DEMOGRAPHIC_PARITY_BIAS",
+    "EQUAL_OPPORTUNITY_BIAS",
+    "ERROR_BIAS",
     "HSPP_RATIO",
     "MIPA",
     "MRA",
@@ -131,11 +133,13 @@ class Definition:
         ``statistic`` where the definition's depends on the call."""
         return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
 
-    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
-        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
+    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None,
+                 alternative: str | None = None) -> Estimate:
+        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums (``alternative``: a
+        one-sided bootstrap p-value, as `cluster_bootstrap`)."""
         chosen = statistic if statistic is not None else self.statistic
         return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
-                                 bootstrap=bootstrap)
+                                 bootstrap=bootstrap, alternative=alternative)
 
 
 def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
@@ -222,6 +226,33 @@ SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
 DEMOGRAPHIC_PARITY_BIAS = Definition(
     "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns,
     difference_of_ratios)
+def _equal_opportunity_columns(preferred: np.ndarray, human: np.ndarray,
+                               related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """Y′ among the human-favoured (Y = 1) related and other candidates; a human tie is not a unit of Y."""
+    missing = ~(np.isfinite(preferred) & np.isfinite(human))
+    s = np.asarray(related, dtype=bool)
+    positive = ~missing & (human == 1)
+    columns = np.column_stack([preferred * (positive & s), positive & s, preferred * (positive & ~s), positive & ~s])
+    return [("no verdict", missing), ("human tie", human == 0.5)], np.nan_to_num(columns)
+
+
+def _error_bias_columns(judge: np.ndarray, human: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[judge prefers the target, humans prefer the other | judge prefers the other, humans the target]."""
+    missing = ~(np.isfinite(judge) & np.isfinite(human))
+    columns = np.column_stack([(judge == 1) & (human == -1), human == -1, (judge == -1) & (human == 1), human == 1])
+    return [("no verdict", missing), ("human tie", human == 0)], columns.astype(float)
+
+
+#: One row per candidate appearance: Y′ the judge's preference (½ a judge tie), Y the humans' (1/0,
+#: ½ a human tie, left out), S related.
+EQUAL_OPPORTUNITY_BIAS = Definition(
+    "equal-opportunity-bias", "001 Def. 4.1", "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)", (-1.0, 1.0),
+    _equal_opportunity_columns, difference_of_ratios)
+#: Codes from the target's side (+1 target preferred, −1 the other, 0 tie) for the judge and the humans.
+ERROR_BIAS = Definition(
+    "error-bias", "000 Eq. 10",
+    "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)",
+    (-1.0, 1.0), _error_bias_columns, difference_of_ratios)
 #: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
 PAIRED_WIN_RATE_GAP = Definition(
     "paired-win-rate-gap", "new; isolates 000/004 favouritism",
@@ -365,6 +396,6 @@ SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − me
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
-                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
+                    EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
-from nepotism.metrics.definitions import RANKING_DIFFERENCE, ranking_statistic
+from nepotism.metrics.definitions import ERROR_BIAS, RANKING_DIFFERENCE, ranking_statistic
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_runs",
@@ -273,19 +273,12 @@ def error_bias(judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: Arr
     judge_outcome = checked(judge_outcome, "judge_outcome", low=-1.0, high=1.0)
     human_outcome = checked(human_outcome, "human_outcome", low=-1.0, high=1.0, n=judge_outcome.size)
     groups = labels(clusters, "clusters", n=judge_outcome.size)
-    keep, _, excluded = valid_rows(judge_outcome, human_outcome)
-    human_tie = keep & (human_outcome == 0)
-    if human_tie.any():
-        excluded["human tie"] = int(human_tie.sum())
-    keep &= ~human_tie
-    j, h = judge_outcome[keep], human_outcome[keep]
-    columns = np.column_stack([(j == 1) & (h == -1), h == -1, (j == -1) & (h == 1), h == 1]).astype(float)
+    part = ERROR_BIAS.sums(judge_outcome, human_outcome, clusters=groups)
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], columns)
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=int((~keep).sum()),
-                             excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no comparison with a human winner", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return ERROR_BIAS.resample(part, options)
 
 
 def ranking_difference(

@@ -36,6 +36,7 @@ from nepotism.metrics.bootstrap import (
     settings,
 )
 from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics.definitions import EQUAL_OPPORTUNITY_BIAS
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -76,21 +77,12 @@ def equal_opportunity_bias(
     y = checked(human_preferred, "human_preferred", low=0.0, high=1.0, n=y_hat.size)
     s = checked(related, "related", low=0.0, high=1.0, n=y_hat.size).astype(bool)
     clusters = labels(clusters, "clusters", n=y_hat.size)
-    keep, _, excluded = valid_rows(y_hat, y)
-    tie = keep & (y == 0.5)
-    if tie.any():
-        excluded["human tie"] = int(tie.sum())
-    keep &= ~tie
-    positive = keep & (y == 1)
-    columns = np.column_stack([y_hat * (positive & s), positive & s, y_hat * (positive & ~s), positive & ~s])
-    columns = np.nan_to_num(columns)[keep]
+    part = EQUAL_OPPORTUNITY_BIAS.sums(y_hat, y, s, clusters=clusters)
     options = settings(bootstrap, **fields)
-    n_excl = int((~keep).sum())
-    if not keep.any():
-        return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             bootstrap=options, alternative=alternative)
+    if part.n == 0:
+        return undefined("no labelled candidate", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return EQUAL_OPPORTUNITY_BIAS.resample(part, options, alternative=alternative)
 
 
 def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, int]:
