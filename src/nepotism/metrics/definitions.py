@@ -43,16 +43,20 @@ __all__ = [
     "DEMOGRAPHIC_PARITY_BIAS",
     "EQUAL_OPPORTUNITY_BIAS",
     "ERROR_BIAS",
+    "FIRST_SLOT_PREFERENCE",
     "HSPP_RATIO",
     "MIPA",
     "MRA",
     "OVERESTIMATION_KINDS",
     "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
+    "POSITION_CONSISTENCY",
     "RANKING_DIFFERENCE",
+    "RECOGNITION_ACCURACY",
     "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
     "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
+    "TASK_ACCURACY",
     "WIN_RATE",
     "ClusterSums",
     "Columns",
@@ -393,9 +397,42 @@ HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈N} O(J,G) / me
 SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
                          (None, None), _score_delta_columns, _given_by_the_call("score-delta"))
 
+# ---------------------------------------------------------------------------------- shares (000, 003, 004)
+def _graded_columns(correct: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("ungraded", ~np.isfinite(correct))], np.column_stack([correct, np.ones(correct.size)])
+
+
+def _first_slot_columns(slot: np.ndarray, *, ties: str = "exclude") -> tuple[Exclusions, np.ndarray]:
+    exclusions: Exclusions = [("no verdict", ~np.isfinite(slot))]
+    if ties == "exclude":
+        exclusions.append(("tie", slot == 0.5))
+    return exclusions, np.column_stack([slot, np.ones(slot.size)])
+
+
+#: One row per graded answer of a generator: 1 correct, 0 wrong, NaN ungraded.
+TASK_ACCURACY = Definition(
+    "task-accuracy", "004 §3 (Figs. 1–4, x axis)",
+    "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)", (0.0, 1.0),
+    _graded_columns, ratio_of_totals)
+#: One row per recognition answer: the answer claimed and the truth (pointwise 1/0, pairwise the slot).
+RECOGNITION_ACCURACY = Definition(
+    "recognition-accuracy", "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
+    "share of recognition answers equal to the truth", (0.0, 1.0), _share_equal_columns, ratio_of_totals)
+#: One row per comparison judged in both orders: the candidate's code in the first and in the second.
+POSITION_CONSISTENCY = Definition(
+    "position-consistency", "004 Eq. 1 setting, 002 §2.2",
+    "share of comparisons whose two orders agree; first-slot share", (0.0, 1.0), _share_equal_columns,
+    ratio_of_totals)
+#: The variant share=first slot chosen: one row per verdict, 1 the first slot, 0 the second, ½ a tie.
+FIRST_SLOT_PREFERENCE = Definition(
+    "position-consistency", "004 Eq. 1 setting, 002 §2.2", "share of verdicts choosing the first slot",
+    (0.0, 1.0), _first_slot_columns, ratio_of_totals)
+
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
-                    EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
+                    EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
+                    OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
+                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from nepotism.metrics._common import Row, checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.definitions import TASK_ACCURACY
 from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
 
 __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "task_accuracy_records"]
@@ -40,15 +41,13 @@ def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstr
     """
     grades = checked(correct, "correct", low=0.0, high=1.0)
     groups = labels(clusters, "clusters", n=grades.size)
-    keep, n_missing, excluded = valid_rows(grades, reason=UNGRADED)
     options = settings(bootstrap, **fields)
-    if not np.isin(grades[keep], (0.0, 1.0)).all():
+    if not np.isin(grades[np.isfinite(grades)], (0.0, 1.0)).all():
         raise ValueError("correct must be 1, 0 or NaN (ungraded)")
-    if not keep.any():
-        return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], np.column_stack([grades[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                             bootstrap=options)
+    part = TASK_ACCURACY.sums(grades, clusters=groups)
+    if part.n == 0:
+        return undefined("no graded answer", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return TASK_ACCURACY.resample(part, options)
 
 
 def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
