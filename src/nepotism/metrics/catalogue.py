@@ -112,9 +112,8 @@ _ROWS = [
                 "averaging=pooled (default; Eq. 2 when every evaluatee has the same |D|)|per-evaluatee (mean of "
                 "each evaluatee's SPR: 004 Tables 1, 3, 5: their Average column, Fig. 2)|one evaluatee (a cell of 004 "
                 "Tables 1, 3, 5)")),
-    MetricInfo("judge-accuracy", reference.judge_accuracy, "004 Eq. 3",
-               "mean_G share of D_diff verdicts naming the correct answer",
-               ("averaging=per-evaluatee|pooled|one evaluatee (004's per-evaluatee tables)",
+    _defined("JUDGE_ACCURACY", reference.judge_accuracy,
+             ("averaging=per-evaluatee|pooled|one evaluatee (004's per-evaluatee tables)",
                 "opponents=unrelated|any (004: every other answer)",
                 "preference=verdict|probability (label-probability share, beyond the paper)",
                 "examples=self-evaluation|third-party|all examples (nepotism mitigate's baseline, 003 Figs. 2, 5)"
@@ -266,7 +265,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
     "preference-leakage-variance": (0.0, None),
     "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "mean-log-perplexity": (0.0, None),
-    "judge-accuracy": (0.0, 1.0), "reasoning-length": (0.0, None),
+    "reasoning-length": (0.0, None),
     "legitimate-self-preference-ratio": (0.0, 1.0), "harmful-self-preference-propensity": (0.0, 1.0),
     "recognition-preference-association": (-1.0, 1.0),
     "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),

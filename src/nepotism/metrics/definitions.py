@@ -45,6 +45,7 @@ __all__ = [
     "ERROR_BIAS",
     "FIRST_SLOT_PREFERENCE",
     "HSPP_RATIO",
+    "JUDGE_ACCURACY",
     "MIPA",
     "MRA",
     "OVERESTIMATION_KINDS",
@@ -62,9 +63,13 @@ __all__ = [
     "Columns",
     "Definition",
     "Exclusions",
+    "d_diff_evaluatees",
+    "d_diff_exclusions",
     "hspp_statistic",
+    "judge_shares",
     "on_columns",
     "overestimation_counts",
+    "per_evaluatee_statistic",
     "ranking_statistic",
     "score_delta_statistic",
     "win_score",
@@ -428,11 +433,73 @@ FIRST_SLOT_PREFERENCE = Definition(
     "position-consistency", "004 Eq. 1 setting, 002 §2.2", "share of verdicts choosing the first slot",
     (0.0, 1.0), _first_slot_columns, ratio_of_totals)
 
+# ---------------------------------------------------------------------------------- D_diff (paper 004)
+def d_diff_exclusions(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, *,
+                      preference: str = "verdict") -> Exclusions:
+    """004's D_diff: (own answer vs another's) rows with a verdict (or label probabilities), both
+    answers graded and exactly one of them correct; the rows left out, by reason, in counting order."""
+    verdict = np.isfinite(outcome)
+    graded = np.isfinite(own_correct) & np.isfinite(other_correct)
+    return [("no verdict" if preference == "verdict" else "no label probabilities", ~verdict),
+            ("own or other answer ungraded", ~graded),
+            ("not in D_diff (both or neither correct)", own_correct == other_correct)]
+
+
+def d_diff_evaluatees(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, evaluatee: np.ndarray,
+                      *, preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+    """(the rows in D_diff, the rows left out per reason, the sorted evaluatees of the rows in D_diff,
+    each row's evaluatee code, 0 outside)."""
+    keep, _, excluded = _kept(d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
+                              outcome.size, np.asarray)
+    names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
+    all_codes = np.zeros(outcome.size, dtype=np.int64)
+    all_codes[keep] = codes
+    return keep, excluded, names, all_codes
+
+
+def judge_shares(outcome: np.ndarray, preference: str = "verdict") -> tuple[np.ndarray, np.ndarray]:
+    """How much the judge gives the own and the other answer: its verdict (+1 own, −1 other; a tie
+    gives neither), or with ``preference="probability"`` the label-probability share P(own) and 1 − it."""
+    if preference == "verdict":
+        return (outcome == 1).astype(float), (outcome == -1).astype(float)
+    return outcome, 1 - outcome
+
+
+def _judge_accuracy_columns(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray,
+                            evaluatee: np.ndarray, *, preference: str = "verdict") -> tuple[Exclusions, np.ndarray]:
+    """Per evaluatee G (2g, 2g + 1): the judge's share on the correct answer, and 1."""
+    _, _, names, codes = d_diff_evaluatees(outcome, own_correct, other_correct, evaluatee, preference=preference)
+    p_own, p_other = judge_shares(outcome, preference)
+    correct = np.where(own_correct == 1, p_own, p_other)
+    return (d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
+            group_sums(codes, correct, np.ones(outcome.size), names.size))
+
+
+def per_evaluatee_statistic(averaging: str, present: np.ndarray) -> Statistic:
+    """004 Eq. 3–5's statistic of totals laid out per evaluatee (numerator 2g, denominator 2g + 1):
+    ``"per-evaluatee"`` the mean over the ``present`` evaluatees of their ratios, ``"pooled"`` the
+    ratio of the summed numerators and denominators."""
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        if averaging == "pooled":
+            return np.asarray(totals[..., 0::2].sum(-1) / totals[..., 1::2].sum(-1))
+        return mean_of_ratios(totals, present)
+
+    return statistic
+
+
+#: Rows are (judge's own answer vs evaluatee G's) comparisons: the verdict from the own side (or
+#: P(own)), both answers' correctness, G. The statistic depends on the averaging and on the
+#: evaluatees present: `per_evaluatee_statistic`.
+JUDGE_ACCURACY = Definition(
+    "judge-accuracy", "004 Eq. 3", "mean_G share of D_diff verdicts naming the correct answer", (0.0, 1.0),
+    _judge_accuracy_columns, _given_by_the_call("judge-accuracy"))
+
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
                     EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
                     OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
-                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE):
+                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
