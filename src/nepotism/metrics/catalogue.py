@@ -60,10 +60,8 @@ def _defined(name: str, function: Callable[..., Any] | str, variants: tuple[str,
 
 _ROWS = [
     _defined("WIN_RATE", pairwise.win_rate, ("ties=half (default)", "ties=exclude")),
-    MetricInfo("preference-leakage-score", leakage.preference_leakage_score, "000 Eq. 5–6, App. C.2, D.4",
-               "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
-               "WR = wins / all games (a tie is a non-win: paper 000 Table 1)",
-               ("ties=loss (default; paper 000 Table 1)", "ties=half (AlpacaEval; soft outcomes)",
+    _defined("PREFERENCE_LEAKAGE_SCORE", leakage.preference_leakage_score,
+             ("ties=loss (default; paper 000 Table 1)", "ties=half (AlpacaEval; soft outcomes)",
                 "ties=exclude", "one-sided bootstrap p for PLS > 0")),
     MetricInfo("preference-leakage-change", leakage.preference_leakage_change, "000 §5.7 Table 6",
                "PLS on rewritten student answers − PLS on the originals, same prompts (paired cluster bootstrap)",
@@ -262,7 +260,7 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: a definition keeps its range there.
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
-    "preference-leakage-score": (-1.0, 1.0), "preference-leakage-change": (-2.0, 2.0),
+    "preference-leakage-change": (-2.0, 2.0),
     "preference-leakage-variance": (0.0, None),
     "perplexity-win-rate": (0.0, 1.0), "log-perplexity-gap": (None, None), "mean-log-perplexity": (0.0, None),
     "reasoning-length": (0.0, None),

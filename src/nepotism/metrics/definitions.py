@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
 from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
@@ -51,7 +52,9 @@ __all__ = [
     "OVERESTIMATION_KINDS",
     "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
+    "PLS_TIE_RULES",
     "POSITION_CONSISTENCY",
+    "PREFERENCE_LEAKAGE_SCORE",
     "RANKING_DIFFERENCE",
     "RECOGNITION_ACCURACY",
     "SCORE_DELTA",
@@ -70,6 +73,8 @@ __all__ = [
     "on_columns",
     "overestimation_counts",
     "per_evaluatee_statistic",
+    "pls_from_win_rates",
+    "pls_statistic",
     "ranking_statistic",
     "score_delta_statistic",
     "win_score",
@@ -136,6 +141,13 @@ class Definition:
                                 for j in range(columns.shape[1])])
         return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
 
+    def kept_rows(self, *arrays: Any, **options: Any) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """(the rows kept, the rows left out per reason, every row's columns): for a caller that lays
+        the columns out wider (several conditions or runs of one metric side by side)."""
+        exclusions, columns = self.columns(*arrays, **options)
+        keep, _, excluded = _kept(exclusions, columns.shape[0], np.asarray)
+        return keep, excluded, columns
+
     def estimate(self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap,
                  statistic: Statistic | None = None, **options: Any) -> Estimate:
         """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
@@ -143,12 +155,12 @@ class Definition:
         return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
 
     def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None,
-                 alternative: str | None = None) -> Estimate:
+                 alternative: str | None = None, note: str | None = None) -> Estimate:
         """The cluster bootstrap of the statistic on ``part``'s per-cluster sums (``alternative``: a
-        one-sided bootstrap p-value, as `cluster_bootstrap`)."""
+        one-sided bootstrap p-value, ``note``: the estimate's note, as `cluster_bootstrap`)."""
         chosen = statistic if statistic is not None else self.statistic
         return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
-                                 bootstrap=bootstrap, alternative=alternative)
+                                 bootstrap=bootstrap, alternative=alternative, note=note)
 
 
 def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
@@ -267,6 +279,59 @@ PAIRED_WIN_RATE_GAP = Definition(
     "paired-win-rate-gap", "new; isolates 000/004 favouritism",
     "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
     (-1.0, 1.0), _paired_columns, difference_of_ratios)
+
+
+# ---------------------------------------------------------------------------------- preference leakage (000)
+#: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
+PLS_TIE_RULES = ("loss", "half", "exclude")
+
+
+def pls_from_win_rates(wr_ii: ArrayLike, wr_ij: ArrayLike, wr_jj: ArrayLike, wr_ji: ArrayLike) -> np.ndarray:
+    """PLS(i, j) = ½[(WR(i,i) − AVG(i,j))/AVG(i,j) + (WR(j,j) − AVG(j,i))/AVG(j,i)].
+
+    Paper 000 Eq. 5–6 with AVG(i,j) = (WR(i,i) + WR(i,j))/2; WR(i,j) is the win rate of the student
+    of generator i under judge j. Works elementwise on arrays (the bootstrap passes (B,) arrays).
+
+    Each student wins 0.5 and 0.6 under its own teacher, 0.4 and 0.3 under the other one:
+
+    >>> round(float(pls_from_win_rates(0.5, 0.4, 0.6, 0.3)), 4)
+    0.2222
+    """
+    ii, ij = np.asarray(wr_ii, dtype=float), np.asarray(wr_ij, dtype=float)
+    jj, ji = np.asarray(wr_jj, dtype=float), np.asarray(wr_ji, dtype=float)
+    avg_ij = (ii + ij) / 2.0
+    avg_ji = (jj + ji) / 2.0
+    return np.asarray(((ii - avg_ij) / avg_ij + (jj - avg_ji) / avg_ji) / 2.0)
+
+
+def pls_statistic(totals: np.ndarray) -> np.ndarray:
+    """PLS of totals laid out as `PREFERENCE_LEAKAGE_SCORE`'s columns: (score, count) per (student,
+    judge) cell, cells ii, ij, ji, jj."""
+    rate = totals[..., 0::2] / totals[..., 1::2]
+    return pls_from_win_rates(rate[..., 0], rate[..., 1], rate[..., 3], rate[..., 2])
+
+
+def _pls_columns(outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, *,
+                 ties: str = "loss") -> tuple[Exclusions, np.ndarray]:
+    """(score, 1) in the pair of columns of the row's (student, judge) cell; the score is a win (a
+    tie a non-win) with ``ties="loss"``, the win-rate score (a tie ½) otherwise."""
+    exclusions: Exclusions = [("no verdict", ~np.isfinite(outcome))]
+    if ties == "exclude":
+        exclusions.append(("tie", outcome == 0))
+    cell = 2 * np.asarray(student, dtype=np.int64) + np.asarray(judge, dtype=np.int64)
+    score = (outcome == 1.0).astype(float) if ties == "loss" else (outcome + 1.0) / 2.0
+    columns = np.zeros((cell.size, 8))
+    columns[np.arange(cell.size), 2 * cell] = score
+    columns[np.arange(cell.size), 2 * cell + 1] = 1.0
+    return exclusions, columns
+
+
+#: One row per (comparison, student side): the outcome for that student, its side (0 = i, 1 = j)
+#: and the judge's (0 = teacher i, 1 = teacher j).
+PREFERENCE_LEAKAGE_SCORE = Definition(
+    "preference-leakage-score", "000 Eq. 5–6, App. C.2, D.4",
+    "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
+    "WR = wins / all games (a tie is a non-win: paper 000 Table 1)", (-1.0, 1.0), _pls_columns, pls_statistic)
 
 
 # ---------------------------------------------------------------------------------- leaderboards
@@ -500,6 +565,6 @@ DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
                     EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
                     OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
-                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY):
+                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
