@@ -47,6 +47,8 @@ __all__ = [
     "FIRST_SLOT_PREFERENCE",
     "HSPP_RATIO",
     "JUDGE_ACCURACY",
+    "LOG_PERPLEXITY_GAP",
+    "MEAN_LOG_PERPLEXITY",
     "MIPA",
     "MRA",
     "OVERESTIMATION_KINDS",
@@ -498,6 +500,29 @@ FIRST_SLOT_PREFERENCE = Definition(
     "position-consistency", "004 Eq. 1 setting, 002 §2.2", "share of verdicts choosing the first slot",
     (0.0, 1.0), _first_slot_columns, ratio_of_totals)
 
+# ---------------------------------------------------------------------------------- perplexity (001 §5)
+def _perplexity_gap_columns(log_perplexity: np.ndarray, own: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    mine = np.asarray(own, dtype=bool)
+    columns = np.column_stack([log_perplexity * mine, mine, log_perplexity * ~mine, ~mine]).astype(float)
+    return [("no perplexity", ~np.isfinite(log_perplexity))], columns
+
+
+def _perplexity_columns(log_perplexity: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("no perplexity", ~np.isfinite(log_perplexity))], np.column_stack(
+        [log_perplexity, np.ones(log_perplexity.size)])
+
+
+#: One row per response the judge scored: its log-perplexity under the judge, and whether it is the judge's own.
+LOG_PERPLEXITY_GAP = Definition(
+    "log-perplexity-gap", "001 §5 Fig. 5",
+    "mean log PPL_J(own responses) − mean log PPL_J(other responses), one row per response", (None, None),
+    _perplexity_gap_columns, difference_of_ratios)
+MEAN_LOG_PERPLEXITY = Definition(
+    "mean-log-perplexity", "001 §5 Fig. 5",
+    "mean log PPL_J over the judge's own (or the other) responses, one row per response", (0.0, None),
+    _perplexity_columns, ratio_of_totals)
+
+
 # ---------------------------------------------------------------------------------- D_diff (paper 004)
 def d_diff_exclusions(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, *,
                       preference: str = "verdict") -> Exclusions:
@@ -565,6 +590,7 @@ DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
                     EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
                     OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
-                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE):
+                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE,
+                    LOG_PERPLEXITY_GAP, MEAN_LOG_PERPLEXITY):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

@@ -31,14 +31,15 @@ from nepotism.metrics.bootstrap import (
     Bootstrap,
     cluster_bootstrap,
     cluster_sums,
-    difference_of_ratios,
     ratio_of_totals,
     settings,
 )
-from nepotism.metrics._common import checked, group_sums, labels, undefined, valid_rows
+from nepotism.metrics._common import checked, group_sums, labels, undefined
 from nepotism.metrics.definitions import (
     EQUAL_OPPORTUNITY_BIAS,
     JUDGE_ACCURACY,
+    LOG_PERPLEXITY_GAP,
+    MEAN_LOG_PERPLEXITY,
     d_diff_evaluatees,
     judge_shares,
     per_evaluatee_statistic,
@@ -333,15 +334,12 @@ def log_perplexity_gap(log_perplexity: ArrayLike, own: ArrayLike, clusters: Arra
     mine = np.asarray(own, dtype=bool)
     if mine.shape != values.shape:
         raise ValueError(f"own has {mine.size} entries; expected {values.size} (one per row)")
-    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    part = LOG_PERPLEXITY_GAP.sums(values, mine, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
-    if not (keep & mine).any() or not (keep & ~mine).any():
-        return undefined("needs the judge's own responses and other responses with a perplexity", n_excluded=n_excl,
-                         excluded=excluded, bootstrap=options)
-    v, m = values[keep], mine[keep]
-    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([v * m, m, v * ~m, ~m]).astype(float))
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             bootstrap=options)
+    if part.sums[:, 1].sum() == 0 or part.sums[:, 3].sum() == 0:  # no own, or no other, response kept
+        return undefined("needs the judge's own responses and other responses with a perplexity",
+                         n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return LOG_PERPLEXITY_GAP.resample(part, options)
 
 
 def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
@@ -357,10 +355,9 @@ def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, boots
     3.0
     """
     values = checked(log_perplexity, "log_perplexity", low=-np.inf, high=np.inf)
-    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    part = MEAN_LOG_PERPLEXITY.sums(values, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no response with a perplexity", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_excl,
-                             excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no response with a perplexity", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return MEAN_LOG_PERPLEXITY.resample(part, options)
