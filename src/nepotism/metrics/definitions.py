@@ -12,13 +12,18 @@ computation in one place:
 `Definition.sums` turns rows into per-cluster sums with n and the excluded counts — for one group,
 or for every group of a per-row group code in one pass (`Definition.sums_by_group`: the audit's
 win rate of every generator of a judge), or with a row for every prompt whether it has rows or not
-(`Definition.dense_sums`: the suite's batches). The public estimators (`nepotism.metrics.pairwise`,
-`nepotism.metrics.rubric`, `nepotism.metrics.leakage.ranking_difference`) validate their inputs,
-then call the definition and the bootstrap; the audit (`nepotism.analyses.audit`) and the suite
-(`nepotism.metrics._suite_scores`) call the same definitions on their integer codes and batch the
-bootstraps (`nepotism.metrics._batch`). Where a statistic depends on the call (the ranked target,
-the HSPP ratio's generator sets, the score delta's generator) the definition gives its factory
-(`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`). The catalogue
+(`Definition.dense_sums`: the suite's batches), or as the rows kept with every row's columns
+(`Definition.kept_rows`: the PLS of several conditions or runs laid side by side). The public
+estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `recognition`,
+`task.task_accuracy`) validate their inputs, then call the definition and the bootstrap; the audit
+(`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
+definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
+suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
+recognition accuracy, position consistency, the PLS, the perplexity means) are computed by calling
+those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
+generator sets, the score delta's generator, judge accuracy's averaging and evaluatees) the
+definition gives its factory (`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`,
+`per_evaluatee_statistic`). The catalogue
 (`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
 and `tests/metrics/test_definitions.py` holds the two together.
 
