@@ -124,10 +124,8 @@ _ROWS = [
                 "preference=verdict|probability")),
     _defined("TASK_ACCURACY", task.task_accuracy,
              ("of=generator|judge's own answers (paired with judge-accuracy by --correlate)",)),
-    MetricInfo("reasoning-length", task.reasoning_length, "004 §4.2 Fig. 5, Tables 16–18",
-               "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
-               "nepotism.gpt2_tokens)",
-               ("subset=all|self-evaluation (own answer vs another's)|harmful (own answer wrong, the other's right: "
+    _defined("REASONING_LENGTH", task.reasoning_length,
+             ("subset=all|self-evaluation (own answer vs another's)|harmful (own answer wrong, the other's right: "
                 "004's HSPP cases)", "averaging=pooled|per-evaluatee (mean over evaluatees: the tables' Average "
                 "column)|one evaluatee (a table cell)")),
     _defined("RECOGNITION_ACCURACY", recognition.recognition_accuracy,
@@ -258,12 +256,9 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 #: a definition keeps its range there.
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
-    "preference-leakage-change": (-2.0, 2.0),
-    "preference-leakage-variance": (0.0, None),
-    "perplexity-win-rate": (0.0, 1.0),
-    "reasoning-length": (0.0, None),
-    "legitimate-self-preference-ratio": (0.0, 1.0), "harmful-self-preference-propensity": (0.0, 1.0),
-    "recognition-preference-association": (-1.0, 1.0),
+    "preference-leakage-change": (-2.0, 2.0), "preference-leakage-variance": (0.0, None),
+    "perplexity-win-rate": (0.0, 1.0), "legitimate-self-preference-ratio": (0.0, 1.0),
+    "harmful-self-preference-propensity": (0.0, 1.0), "recognition-preference-association": (-1.0, 1.0),
     "matched-bias": (-1.0, 1.0), "excluded-verdicts": (0.0, 1.0),
     "exclusion-share-gap": (-1.0, 1.0), "leaderboard-rank": (1.0, None), "leaderboard-leakage-bonus": (None, None),
     "mitigation-effect": (None, None), "self-third-party-change-ratio": (0.0, None),

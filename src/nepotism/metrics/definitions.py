@@ -15,12 +15,12 @@ win rate of every generator of a judge), or with a row for every prompt whether 
 (`Definition.dense_sums`: the suite's batches), or as the rows kept with every row's columns
 (`Definition.kept_rows`: the PLS of several conditions or runs laid side by side). The public
 estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `recognition`,
-`task.task_accuracy`) validate their inputs, then call the definition and the bootstrap; the audit
+`task`) validate their inputs, then call the definition and the bootstrap; the audit
 (`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
 definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
 suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
-recognition accuracy, position consistency, the PLS, the perplexity means) are computed by calling
-those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
+recognition accuracy, position consistency, the PLS, the perplexity means, reasoning length) are
+computed by calling those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
 generator sets, the score delta's generator, judge accuracy's averaging and evaluatees) the
 definition gives its factory (`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`,
 `per_evaluatee_statistic`). The catalogue
@@ -63,6 +63,8 @@ __all__ = [
     "POSITION_CONSISTENCY",
     "PREFERENCE_LEAKAGE_SCORE",
     "RANKING_DIFFERENCE",
+    "REASONING_LENGTH",
+    "REASONING_LENGTH_PER_EVALUATEE",
     "RECOGNITION_ACCURACY",
     "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
@@ -486,6 +488,27 @@ def _first_slot_columns(slot: np.ndarray, *, ties: str = "exclude") -> tuple[Exc
     return exclusions, np.column_stack([slot, np.ones(slot.size)])
 
 
+def _tokens_columns(tokens: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("not counted", ~np.isfinite(tokens))], np.column_stack([tokens, np.ones(tokens.size)])
+
+
+def _tokens_per_evaluatee_columns(tokens: np.ndarray, evaluatee: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    missing = ~np.isfinite(tokens)
+    names, codes = np.unique(np.asarray(evaluatee)[~missing], return_inverse=True)
+    all_codes = np.zeros(tokens.size, dtype=np.int64)
+    all_codes[~missing] = codes
+    return [("not counted", missing)], group_sums(all_codes, tokens, np.ones(tokens.size), names.size)
+
+
+#: One row per judgment: the tokens the judge wrote (NaN: no count, a label read writes nothing).
+REASONING_LENGTH = Definition(
+    "reasoning-length", "004 §4.2 Fig. 5, Tables 16–18",
+    "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
+    "nepotism.gpt2_tokens)", (0.0, None), _tokens_columns, ratio_of_totals)
+#: 004 Tables 16–18's Average column: each evaluatee's reasoning length, then their mean.
+REASONING_LENGTH_PER_EVALUATEE = Definition(
+    "reasoning-length", "004 §4.2 Tables 16–18 (Average)", "mean over evaluatees G of the reasoning length against G",
+    (0.0, None), _tokens_per_evaluatee_columns, mean_of_ratios)
 #: One row per graded answer of a generator: 1 correct, 0 wrong, NaN ungraded.
 TASK_ACCURACY = Definition(
     "task-accuracy", "004 §3 (Figs. 1–4, x axis)",
@@ -596,6 +619,6 @@ for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_E
                     EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
                     OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
                     POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE,
-                    LOG_PERPLEXITY_GAP, MEAN_LOG_PERPLEXITY):
+                    LOG_PERPLEXITY_GAP, MEAN_LOG_PERPLEXITY, REASONING_LENGTH, REASONING_LENGTH_PER_EVALUATEE):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from nepotism.metrics._common import Row, checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._common import Row, checked, labels, undefined
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.definitions import TASK_ACCURACY
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
+from nepotism.metrics.definitions import REASONING_LENGTH, REASONING_LENGTH_PER_EVALUATEE, TASK_ACCURACY
+from nepotism.metrics.bootstrap import Bootstrap, settings
 
 __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "task_accuracy_records"]
 
@@ -110,21 +110,17 @@ def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, evaluatee: Array
         raise ValueError("averaging must be 'pooled' or 'per-evaluatee'")
     values = checked(tokens, "tokens", low=0.0, high=np.inf)
     groups = labels(clusters, "clusters", n=values.size)
-    keep, n_missing, excluded = valid_rows(values, reason="not counted")
+    part = REASONING_LENGTH.sums(values, clusters=groups)
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no judgment with a token count", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
     if averaging == "pooled":
-        _, sums = cluster_sums(groups[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-        return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                                 bootstrap=options)
+        return REASONING_LENGTH.resample(part, options)
     if evaluatee is None:
         raise ValueError("averaging='per-evaluatee' needs the evaluatee of each judgment")
-    names, codes = np.unique(labels(evaluatee, "evaluatee", n=values.size)[keep], return_inverse=True)
-    columns = group_sums(codes, values[keep], np.ones(int(keep.sum())), names.size)
-    _, sums = cluster_sums(groups[keep], columns)
-    return cluster_bootstrap(sums, mean_of_ratios, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                             bootstrap=options)
+    names = labels(evaluatee, "evaluatee", n=values.size)
+    return REASONING_LENGTH_PER_EVALUATEE.estimate(values, names, clusters=groups, bootstrap=options)
 
 
 def _is_own(judges: pd.Series, models: pd.Series, scopes: Mapping[tuple[str, str], str]) -> np.ndarray:
