@@ -12,13 +12,18 @@ computation in one place:
 `Definition.sums` turns rows into per-cluster sums with n and the excluded counts — for one group,
 or for every group of a per-row group code in one pass (`Definition.sums_by_group`: the audit's
 win rate of every generator of a judge), or with a row for every prompt whether it has rows or not
-(`Definition.dense_sums`: the suite's batches). The public estimators (`nepotism.metrics.pairwise`,
-`nepotism.metrics.rubric`, `nepotism.metrics.leakage.ranking_difference`) validate their inputs,
-then call the definition and the bootstrap; the audit (`nepotism.analyses.audit`) and the suite
-(`nepotism.metrics._suite_scores`) call the same definitions on their integer codes and batch the
-bootstraps (`nepotism.metrics._batch`). Where a statistic depends on the call (the ranked target,
-the HSPP ratio's generator sets, the score delta's generator) the definition gives its factory
-(`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`). The catalogue
+(`Definition.dense_sums`: the suite's batches), or as the rows kept with every row's columns
+(`Definition.kept_rows`: the PLS of several conditions or runs laid side by side). The public
+estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `recognition`,
+`task`) validate their inputs, then call the definition and the bootstrap; the audit
+(`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
+definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
+suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
+recognition accuracy, position consistency, the PLS, the perplexity means, reasoning length) are
+computed by calling those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
+generator sets, the score delta's generator, judge accuracy's averaging and evaluatees) the
+definition gives its factory (`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`,
+`per_evaluatee_statistic`). The catalogue
 (`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
 and `tests/metrics/test_definitions.py` holds the two together.
 
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
 from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
@@ -41,24 +47,43 @@ from nepotism.metrics._estimate import Estimate
 __all__ = [
     "DEFINITIONS",
     "DEMOGRAPHIC_PARITY_BIAS",
+    "EQUAL_OPPORTUNITY_BIAS",
+    "ERROR_BIAS",
+    "FIRST_SLOT_PREFERENCE",
     "HSPP_RATIO",
+    "JUDGE_ACCURACY",
+    "LOG_PERPLEXITY_GAP",
+    "MEAN_LOG_PERPLEXITY",
     "MIPA",
     "MRA",
     "OVERESTIMATION_KINDS",
     "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
+    "PLS_TIE_RULES",
+    "POSITION_CONSISTENCY",
+    "PREFERENCE_LEAKAGE_SCORE",
     "RANKING_DIFFERENCE",
+    "REASONING_LENGTH",
+    "REASONING_LENGTH_PER_EVALUATEE",
+    "RECOGNITION_ACCURACY",
     "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
     "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
+    "TASK_ACCURACY",
     "WIN_RATE",
     "ClusterSums",
     "Columns",
     "Definition",
     "Exclusions",
+    "d_diff_evaluatees",
+    "d_diff_exclusions",
     "hspp_statistic",
+    "judge_shares",
     "on_columns",
     "overestimation_counts",
+    "per_evaluatee_statistic",
+    "pls_from_win_rates",
+    "pls_statistic",
     "ranking_statistic",
     "score_delta_statistic",
     "win_score",
@@ -125,17 +150,26 @@ class Definition:
                                 for j in range(columns.shape[1])])
         return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
 
+    def kept_rows(self, *arrays: Any, **options: Any) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """(the rows kept, the rows left out per reason, every row's columns): for a caller that lays
+        the columns out wider (several conditions or runs of one metric side by side)."""
+        exclusions, columns = self.columns(*arrays, **options)
+        keep, _, excluded = _kept(exclusions, columns.shape[0], np.asarray)
+        return keep, excluded, columns
+
     def estimate(self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap,
                  statistic: Statistic | None = None, **options: Any) -> Estimate:
         """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
         ``statistic`` where the definition's depends on the call."""
         return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
 
-    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None) -> Estimate:
-        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums."""
+    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None,
+                 alternative: str | None = None, note: str | None = None) -> Estimate:
+        """The cluster bootstrap of the statistic on ``part``'s per-cluster sums (``alternative``: a
+        one-sided bootstrap p-value, ``note``: the estimate's note, as `cluster_bootstrap`)."""
         chosen = statistic if statistic is not None else self.statistic
         return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
-                                 bootstrap=bootstrap)
+                                 bootstrap=bootstrap, alternative=alternative, note=note)
 
 
 def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
@@ -222,11 +256,91 @@ SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
 DEMOGRAPHIC_PARITY_BIAS = Definition(
     "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns,
     difference_of_ratios)
+def _equal_opportunity_columns(preferred: np.ndarray, human: np.ndarray,
+                               related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """Y′ among the human-favoured (Y = 1) related and other candidates; a human tie is not a unit of Y."""
+    missing = ~(np.isfinite(preferred) & np.isfinite(human))
+    s = np.asarray(related, dtype=bool)
+    positive = ~missing & (human == 1)
+    columns = np.column_stack([preferred * (positive & s), positive & s, preferred * (positive & ~s), positive & ~s])
+    return [("no verdict", missing), ("human tie", human == 0.5)], np.nan_to_num(columns)
+
+
+def _error_bias_columns(judge: np.ndarray, human: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[judge prefers the target, humans prefer the other | judge prefers the other, humans the target]."""
+    missing = ~(np.isfinite(judge) & np.isfinite(human))
+    columns = np.column_stack([(judge == 1) & (human == -1), human == -1, (judge == -1) & (human == 1), human == 1])
+    return [("no verdict", missing), ("human tie", human == 0)], columns.astype(float)
+
+
+#: One row per candidate appearance: Y′ the judge's preference (½ a judge tie), Y the humans' (1/0,
+#: ½ a human tie, left out), S related.
+EQUAL_OPPORTUNITY_BIAS = Definition(
+    "equal-opportunity-bias", "001 Def. 4.1", "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)", (-1.0, 1.0),
+    _equal_opportunity_columns, difference_of_ratios)
+#: Codes from the target's side (+1 target preferred, −1 the other, 0 tie) for the judge and the humans.
+ERROR_BIAS = Definition(
+    "error-bias", "000 Eq. 10",
+    "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)",
+    (-1.0, 1.0), _error_bias_columns, difference_of_ratios)
 #: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
 PAIRED_WIN_RATE_GAP = Definition(
     "paired-win-rate-gap", "new; isolates 000/004 favouritism",
     "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
     (-1.0, 1.0), _paired_columns, difference_of_ratios)
+
+
+# ---------------------------------------------------------------------------------- preference leakage (000)
+#: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
+PLS_TIE_RULES = ("loss", "half", "exclude")
+
+
+def pls_from_win_rates(wr_ii: ArrayLike, wr_ij: ArrayLike, wr_jj: ArrayLike, wr_ji: ArrayLike) -> np.ndarray:
+    """PLS(i, j) = ½[(WR(i,i) − AVG(i,j))/AVG(i,j) + (WR(j,j) − AVG(j,i))/AVG(j,i)].
+
+    Paper 000 Eq. 5–6 with AVG(i,j) = (WR(i,i) + WR(i,j))/2; WR(i,j) is the win rate of the student
+    of generator i under judge j. Works elementwise on arrays (the bootstrap passes (B,) arrays).
+
+    Each student wins 0.5 and 0.6 under its own teacher, 0.4 and 0.3 under the other one:
+
+    >>> round(float(pls_from_win_rates(0.5, 0.4, 0.6, 0.3)), 4)
+    0.2222
+    """
+    ii, ij = np.asarray(wr_ii, dtype=float), np.asarray(wr_ij, dtype=float)
+    jj, ji = np.asarray(wr_jj, dtype=float), np.asarray(wr_ji, dtype=float)
+    avg_ij = (ii + ij) / 2.0
+    avg_ji = (jj + ji) / 2.0
+    return np.asarray(((ii - avg_ij) / avg_ij + (jj - avg_ji) / avg_ji) / 2.0)
+
+
+def pls_statistic(totals: np.ndarray) -> np.ndarray:
+    """PLS of totals laid out as `PREFERENCE_LEAKAGE_SCORE`'s columns: (score, count) per (student,
+    judge) cell, cells ii, ij, ji, jj."""
+    rate = totals[..., 0::2] / totals[..., 1::2]
+    return pls_from_win_rates(rate[..., 0], rate[..., 1], rate[..., 3], rate[..., 2])
+
+
+def _pls_columns(outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, *,
+                 ties: str = "loss") -> tuple[Exclusions, np.ndarray]:
+    """(score, 1) in the pair of columns of the row's (student, judge) cell; the score is a win (a
+    tie a non-win) with ``ties="loss"``, the win-rate score (a tie ½) otherwise."""
+    exclusions: Exclusions = [("no verdict", ~np.isfinite(outcome))]
+    if ties == "exclude":
+        exclusions.append(("tie", outcome == 0))
+    cell = 2 * np.asarray(student, dtype=np.int64) + np.asarray(judge, dtype=np.int64)
+    score = (outcome == 1.0).astype(float) if ties == "loss" else (outcome + 1.0) / 2.0
+    columns = np.zeros((cell.size, 8))
+    columns[np.arange(cell.size), 2 * cell] = score
+    columns[np.arange(cell.size), 2 * cell + 1] = 1.0
+    return exclusions, columns
+
+
+#: One row per (comparison, student side): the outcome for that student, its side (0 = i, 1 = j)
+#: and the judge's (0 = teacher i, 1 = teacher j).
+PREFERENCE_LEAKAGE_SCORE = Definition(
+    "preference-leakage-score", "000 Eq. 5–6, App. C.2, D.4",
+    "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
+    "WR = wins / all games (a tie is a non-win: paper 000 Table 1)", (-1.0, 1.0), _pls_columns, pls_statistic)
 
 
 # ---------------------------------------------------------------------------------- leaderboards
@@ -362,9 +476,149 @@ HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈N} O(J,G) / me
 SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
                          (None, None), _score_delta_columns, _given_by_the_call("score-delta"))
 
+# ---------------------------------------------------------------------------------- shares (000, 003, 004)
+def _graded_columns(correct: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("ungraded", ~np.isfinite(correct))], np.column_stack([correct, np.ones(correct.size)])
+
+
+def _first_slot_columns(slot: np.ndarray, *, ties: str = "exclude") -> tuple[Exclusions, np.ndarray]:
+    exclusions: Exclusions = [("no verdict", ~np.isfinite(slot))]
+    if ties == "exclude":
+        exclusions.append(("tie", slot == 0.5))
+    return exclusions, np.column_stack([slot, np.ones(slot.size)])
+
+
+def _tokens_columns(tokens: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("not counted", ~np.isfinite(tokens))], np.column_stack([tokens, np.ones(tokens.size)])
+
+
+def _tokens_per_evaluatee_columns(tokens: np.ndarray, evaluatee: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    missing = ~np.isfinite(tokens)
+    names, codes = np.unique(np.asarray(evaluatee)[~missing], return_inverse=True)
+    all_codes = np.zeros(tokens.size, dtype=np.int64)
+    all_codes[~missing] = codes
+    return [("not counted", missing)], group_sums(all_codes, tokens, np.ones(tokens.size), names.size)
+
+
+#: One row per judgment: the tokens the judge wrote (NaN: no count, a label read writes nothing).
+REASONING_LENGTH = Definition(
+    "reasoning-length", "004 §4.2 Fig. 5, Tables 16–18",
+    "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
+    "nepotism.gpt2_tokens)", (0.0, None), _tokens_columns, ratio_of_totals)
+#: 004 Tables 16–18's Average column: each evaluatee's reasoning length, then their mean.
+REASONING_LENGTH_PER_EVALUATEE = Definition(
+    "reasoning-length", "004 §4.2 Tables 16–18 (Average)", "mean over evaluatees G of the reasoning length against G",
+    (0.0, None), _tokens_per_evaluatee_columns, mean_of_ratios)
+#: One row per graded answer of a generator: 1 correct, 0 wrong, NaN ungraded.
+TASK_ACCURACY = Definition(
+    "task-accuracy", "004 §3 (Figs. 1–4, x axis)",
+    "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)", (0.0, 1.0),
+    _graded_columns, ratio_of_totals)
+#: One row per recognition answer: the answer claimed and the truth (pointwise 1/0, pairwise the slot).
+RECOGNITION_ACCURACY = Definition(
+    "recognition-accuracy", "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
+    "share of recognition answers equal to the truth", (0.0, 1.0), _share_equal_columns, ratio_of_totals)
+#: One row per comparison judged in both orders: the candidate's code in the first and in the second.
+POSITION_CONSISTENCY = Definition(
+    "position-consistency", "004 Eq. 1 setting, 002 §2.2",
+    "share of comparisons whose two orders agree; first-slot share", (0.0, 1.0), _share_equal_columns,
+    ratio_of_totals)
+#: The variant share=first slot chosen: one row per verdict, 1 the first slot, 0 the second, ½ a tie.
+FIRST_SLOT_PREFERENCE = Definition(
+    "position-consistency", "004 Eq. 1 setting, 002 §2.2", "share of verdicts choosing the first slot",
+    (0.0, 1.0), _first_slot_columns, ratio_of_totals)
+
+# ---------------------------------------------------------------------------------- perplexity (001 §5)
+def _perplexity_gap_columns(log_perplexity: np.ndarray, own: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    mine = np.asarray(own, dtype=bool)
+    columns = np.column_stack([log_perplexity * mine, mine, log_perplexity * ~mine, ~mine]).astype(float)
+    return [("no perplexity", ~np.isfinite(log_perplexity))], columns
+
+
+def _perplexity_columns(log_perplexity: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    return [("no perplexity", ~np.isfinite(log_perplexity))], np.column_stack(
+        [log_perplexity, np.ones(log_perplexity.size)])
+
+
+#: One row per response the judge scored: its log-perplexity under the judge, and whether it is the judge's own.
+LOG_PERPLEXITY_GAP = Definition(
+    "log-perplexity-gap", "001 §5 Fig. 5",
+    "mean log PPL_J(own responses) − mean log PPL_J(other responses), one row per response", (None, None),
+    _perplexity_gap_columns, difference_of_ratios)
+MEAN_LOG_PERPLEXITY = Definition(
+    "mean-log-perplexity", "001 §5 Fig. 5",
+    "mean log PPL_J over the judge's own (or the other) responses, one row per response", (0.0, None),
+    _perplexity_columns, ratio_of_totals)
+
+
+# ---------------------------------------------------------------------------------- D_diff (paper 004)
+def d_diff_exclusions(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, *,
+                      preference: str = "verdict") -> Exclusions:
+    """004's D_diff: (own answer vs another's) rows with a verdict (or label probabilities), both
+    answers graded and exactly one of them correct; the rows left out, by reason, in counting order."""
+    verdict = np.isfinite(outcome)
+    graded = np.isfinite(own_correct) & np.isfinite(other_correct)
+    return [("no verdict" if preference == "verdict" else "no label probabilities", ~verdict),
+            ("own or other answer ungraded", ~graded),
+            ("not in D_diff (both or neither correct)", own_correct == other_correct)]
+
+
+def d_diff_evaluatees(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, evaluatee: np.ndarray,
+                      *, preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+    """(the rows in D_diff, the rows left out per reason, the sorted evaluatees of the rows in D_diff,
+    each row's evaluatee code, 0 outside)."""
+    keep, _, excluded = _kept(d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
+                              outcome.size, np.asarray)
+    names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
+    all_codes = np.zeros(outcome.size, dtype=np.int64)
+    all_codes[keep] = codes
+    return keep, excluded, names, all_codes
+
+
+def judge_shares(outcome: np.ndarray, preference: str = "verdict") -> tuple[np.ndarray, np.ndarray]:
+    """How much the judge gives the own and the other answer: its verdict (+1 own, −1 other; a tie
+    gives neither), or with ``preference="probability"`` the label-probability share P(own) and 1 − it."""
+    if preference == "verdict":
+        return (outcome == 1).astype(float), (outcome == -1).astype(float)
+    return outcome, 1 - outcome
+
+
+def _judge_accuracy_columns(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray,
+                            evaluatee: np.ndarray, *, preference: str = "verdict") -> tuple[Exclusions, np.ndarray]:
+    """Per evaluatee G (2g, 2g + 1): the judge's share on the correct answer, and 1."""
+    _, _, names, codes = d_diff_evaluatees(outcome, own_correct, other_correct, evaluatee, preference=preference)
+    p_own, p_other = judge_shares(outcome, preference)
+    correct = np.where(own_correct == 1, p_own, p_other)
+    return (d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
+            group_sums(codes, correct, np.ones(outcome.size), names.size))
+
+
+def per_evaluatee_statistic(averaging: str, present: np.ndarray) -> Statistic:
+    """004 Eq. 3–5's statistic of totals laid out per evaluatee (numerator 2g, denominator 2g + 1):
+    ``"per-evaluatee"`` the mean over the ``present`` evaluatees of their ratios, ``"pooled"`` the
+    ratio of the summed numerators and denominators."""
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        if averaging == "pooled":
+            return np.asarray(totals[..., 0::2].sum(-1) / totals[..., 1::2].sum(-1))
+        return mean_of_ratios(totals, present)
+
+    return statistic
+
+
+#: Rows are (judge's own answer vs evaluatee G's) comparisons: the verdict from the own side (or
+#: P(own)), both answers' correctness, G. The statistic depends on the averaging and on the
+#: evaluatees present: `per_evaluatee_statistic`.
+JUDGE_ACCURACY = Definition(
+    "judge-accuracy", "004 Eq. 3", "mean_G share of D_diff verdicts naming the correct answer", (0.0, 1.0),
+    _judge_accuracy_columns, _given_by_the_call("judge-accuracy"))
+
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
-                    PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA, OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA):
+                    EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
+                    OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
+                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE,
+                    LOG_PERPLEXITY_GAP, MEAN_LOG_PERPLEXITY, REASONING_LENGTH, REASONING_LENGTH_PER_EVALUATEE):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

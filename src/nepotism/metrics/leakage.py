@@ -13,40 +13,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, settings
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, settings
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
-from nepotism.metrics.definitions import RANKING_DIFFERENCE, ranking_statistic
+from nepotism.metrics.definitions import (
+    ERROR_BIAS,
+    PLS_TIE_RULES,
+    PREFERENCE_LEAKAGE_SCORE,
+    RANKING_DIFFERENCE,
+    pls_from_win_rates,
+    pls_statistic,
+    ranking_statistic,
+)
 from nepotism.metrics._estimate import Estimate
 
 __all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_runs",
            "preference_leakage_score", "ranking_difference"]
-
-#: How a tie enters WR(i, j) in the preference leakage score; the first is the default.
-PLS_TIE_RULES = ("loss", "half", "exclude")
-
-
-def pls_from_win_rates(wr_ii: ArrayLike, wr_ij: ArrayLike, wr_jj: ArrayLike, wr_ji: ArrayLike) -> np.ndarray:
-    """PLS(i, j) = ½[(WR(i,i) − AVG(i,j))/AVG(i,j) + (WR(j,j) − AVG(j,i))/AVG(j,i)].
-
-    Paper 000 Eq. 5–6 with AVG(i,j) = (WR(i,i) + WR(i,j))/2; WR(i,j) is the win rate of the student
-    of generator i under judge j. Works elementwise on arrays (the bootstrap passes (B,) arrays).
-
-    Each student wins 0.5 and 0.6 under its own teacher, 0.4 and 0.3 under the other one:
-
-    >>> round(float(pls_from_win_rates(0.5, 0.4, 0.6, 0.3)), 4)
-    0.2222
-    """
-    ii, ij = np.asarray(wr_ii, dtype=float), np.asarray(wr_ij, dtype=float)
-    jj, ji = np.asarray(wr_jj, dtype=float), np.asarray(wr_ji, dtype=float)
-    avg_ij = (ii + ij) / 2.0
-    avg_ji = (jj + ji) / 2.0
-    return np.asarray(((ii - avg_ij) / avg_ij + (jj - avg_ji) / avg_ji) / 2.0)
-
-
-def _pls_statistic(totals: np.ndarray) -> np.ndarray:
-    rate = totals[..., 0::2] / totals[..., 1::2]  # cells (student, judge): ii, ij, ji, jj
-    return pls_from_win_rates(rate[..., 0], rate[..., 1], rate[..., 3], rate[..., 2])
-
 
 def preference_leakage_score(
     outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, *,
@@ -84,15 +65,13 @@ def preference_leakage_score(
     0.3333
     """
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
-    keep, excluded, columns, groups = _pls_rows(outcome, student, judge, clusters, ties)
+    groups, sides, judges = _pls_inputs(outcome, student, judge, clusters, ties)
+    part = PREFERENCE_LEAKAGE_SCORE.sums(outcome, sides, judges, clusters=groups, ties=ties)
     options = settings(bootstrap, **fields)
-    n_excl = int((~keep).sum())
-    if columns.shape[0] == 0:
-        return undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups, columns)
-    note = _empty_cells(sums, ("",))
-    return cluster_bootstrap(sums, _pls_statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             alternative=alternative, note=note, bootstrap=options)
+    if part.n == 0:
+        return undefined("no comparison", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return PREFERENCE_LEAKAGE_SCORE.resample(part, options, alternative=alternative,
+                                             note=_empty_cells(part.sums, ("",)))
 
 
 def _empty_cells(sums: np.ndarray, conditions: tuple[str, ...]) -> str | None:
@@ -103,29 +82,26 @@ def _empty_cells(sums: np.ndarray, conditions: tuple[str, ...]) -> str | None:
     return f"no comparison for {', '.join(empty)}" if empty else None
 
 
-def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
-              ) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
-    """Rows kept, exclusions, the kept rows' 8 columns ((score, 1) in the (student, judge) cell's
-    pair) and the kept rows' clusters."""
+def _pls_inputs(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked clusters, student sides and judge sides of the PLS rows (``ties`` checked too)."""
     groups = labels(clusters, "clusters", n=outcome.size)
     if ties not in PLS_TIE_RULES:
         raise ValueError(f"ties must be one of {', '.join(PLS_TIE_RULES)}, not {ties!r}")
     sides = _sides(student, "student", outcome.size)
     judges = _sides(judge, "judge", outcome.size)
-    keep, _, excluded = valid_rows(outcome)
-    if ties == "exclude":
-        tie = keep & (outcome == 0)
-        if tie.any():
-            excluded["tie"] = int(tie.sum())
-        keep &= ~tie
-    if ties == "loss" and not np.isin(outcome[keep], (-1.0, 0.0, 1.0)).all():
+    if ties == "loss" and not np.isin(outcome[np.isfinite(outcome)], (-1.0, 0.0, 1.0)).all():
         raise ValueError("ties='loss' needs outcome codes -1, 0, +1; use ties='half' for soft outcomes")
-    cell = 2 * sides[keep] + judges[keep]
-    score = (outcome[keep] == 1.0).astype(float) if ties == "loss" else (outcome[keep] + 1.0) / 2.0
-    columns = np.zeros((cell.size, 8))
-    columns[np.arange(cell.size), 2 * cell] = score
-    columns[np.arange(cell.size), 2 * cell + 1] = 1.0
-    return keep, excluded, columns, groups[keep]
+    return groups, sides, judges
+
+
+def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
+              ) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+    """Rows kept, exclusions, the kept rows' 8 columns (`PREFERENCE_LEAKAGE_SCORE`'s) and the kept
+    rows' clusters: for the PLS of several conditions or runs side by side."""
+    groups, sides, judges = _pls_inputs(outcome, student, judge, clusters, ties)
+    keep, excluded, columns = PREFERENCE_LEAKAGE_SCORE.kept_rows(outcome, sides, judges, ties=ties)
+    return keep, excluded, columns[keep], groups[keep]
 
 
 def preference_leakage_change(
@@ -168,7 +144,7 @@ def preference_leakage_change(
     note = _empty_cells(sums, ("baseline", "ablated"))
 
     def statistic(totals: np.ndarray) -> np.ndarray:
-        return np.asarray(_pls_statistic(totals[..., 8:]) - _pls_statistic(totals[..., :8]))
+        return np.asarray(pls_statistic(totals[..., 8:]) - pls_statistic(totals[..., :8]))
 
     return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
                              note=note, bootstrap=options)
@@ -217,7 +193,7 @@ def preference_leakage_runs(
     note = _empty_cells(sums, tuple(f"run {name}" for name in names))
 
     def per_run(totals: np.ndarray) -> np.ndarray:
-        return np.stack([_pls_statistic(totals[..., 8 * r:8 * (r + 1)]) for r in range(names.size)], axis=-1)
+        return np.stack([pls_statistic(totals[..., 8 * r:8 * (r + 1)]) for r in range(names.size)], axis=-1)
 
     def mean(totals: np.ndarray) -> np.ndarray:
         return np.asarray(per_run(totals).mean(axis=-1))
@@ -273,19 +249,12 @@ def error_bias(judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: Arr
     judge_outcome = checked(judge_outcome, "judge_outcome", low=-1.0, high=1.0)
     human_outcome = checked(human_outcome, "human_outcome", low=-1.0, high=1.0, n=judge_outcome.size)
     groups = labels(clusters, "clusters", n=judge_outcome.size)
-    keep, _, excluded = valid_rows(judge_outcome, human_outcome)
-    human_tie = keep & (human_outcome == 0)
-    if human_tie.any():
-        excluded["human tie"] = int(human_tie.sum())
-    keep &= ~human_tie
-    j, h = judge_outcome[keep], human_outcome[keep]
-    columns = np.column_stack([(j == 1) & (h == -1), h == -1, (j == -1) & (h == 1), h == 1]).astype(float)
+    part = ERROR_BIAS.sums(judge_outcome, human_outcome, clusters=groups)
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no comparison with a human winner", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], columns)
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=int((~keep).sum()),
-                             excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no comparison with a human winner", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return ERROR_BIAS.resample(part, options)
 
 
 def ranking_difference(

@@ -12,7 +12,6 @@ Prompting a judge for recognition answers is left to the live engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -23,24 +22,24 @@ from nepotism.metrics.bootstrap import (
     cluster_bootstrap,
     cluster_sums,
     pearson_of_totals,
-    ratio_of_totals,
     settings,
 )
 from nepotism.metrics._common import checked, labels, undefined, valid_rows
 from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.definitions import FIRST_SLOT_PREFERENCE, POSITION_CONSISTENCY, RECOGNITION_ACCURACY, Definition
 from nepotism.metrics.stats import chi_square, pearson
 
 __all__ = ["first_slot_preference", "position_consistency", "recognition_accuracy",
            "recognition_preference_association"]
 
 
-def _share(values: np.ndarray, weights: np.ndarray, clusters: np.ndarray, options: Bootstrap, n_excluded: int,
-           excluded: Mapping[str, int], what: str) -> Estimate:
-    if weights.sum() == 0:
-        return undefined(f"no {what}", n_excluded=n_excluded, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(clusters, np.column_stack([values, weights]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(weights.sum()), n_excluded=n_excluded,
-                             excluded=excluded, bootstrap=options)
+def _share(definition: Definition, *arrays: np.ndarray, clusters: np.ndarray, options: Bootstrap, what: str,
+           **choices: Any) -> Estimate:
+    """``definition``'s estimate of the rows; NaN with a note when no row is left."""
+    part = definition.sums(*arrays, clusters=clusters, **choices)
+    if part.n == 0:
+        return undefined(f"no {what}", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return definition.resample(part, options)
 
 
 def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
@@ -64,10 +63,8 @@ def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLi
     said = _binary(claimed, "claimed")
     true = _binary(truth, "truth", n=said.size)
     groups = labels(clusters, "clusters", n=said.size)
-    keep, n_missing, excluded = valid_rows(said, true)
-    right = (said[keep] == true[keep]).astype(float)
-    return _share(right, np.ones(right.size), groups[keep], settings(bootstrap, **fields), n_missing,
-                  excluded, "recognition answer")
+    return _share(RECOGNITION_ACCURACY, said, true, clusters=groups, options=settings(bootstrap, **fields),
+                  what="recognition answer")
 
 
 def _binary(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray:
@@ -132,10 +129,8 @@ def position_consistency(first: ArrayLike, second: ArrayLike, clusters: ArrayLik
     one = checked(first, "first", low=-1.0, high=1.0)
     two = checked(second, "second", low=-1.0, high=1.0, n=one.size)
     groups = labels(clusters, "clusters", n=one.size)
-    keep, n_missing, excluded = valid_rows(one, two)
-    same = (one[keep] == two[keep]).astype(float)
-    return _share(same, np.ones(same.size), groups[keep], settings(bootstrap, **fields), n_missing,
-                  excluded, "comparison with both orders")
+    return _share(POSITION_CONSISTENCY, one, two, clusters=groups, options=settings(bootstrap, **fields),
+                  what="comparison with both orders")
 
 
 def first_slot_preference(slot_verdict: ArrayLike, clusters: ArrayLike, *, ties: str = "exclude",
@@ -151,13 +146,7 @@ def first_slot_preference(slot_verdict: ArrayLike, clusters: ArrayLike, *, ties:
     """
     v = checked(slot_verdict, "slot_verdict", low=0.0, high=1.0)
     groups = labels(clusters, "clusters", n=v.size)
-    keep, n_missing, excluded = valid_rows(v)
-    if ties == "exclude":
-        tie = keep & (v == 0.5)
-        if tie.any():
-            excluded["tie"] = int(tie.sum())
-        keep &= ~tie
-    elif ties != "half":
+    if ties not in ("exclude", "half"):
         raise ValueError("ties must be 'exclude' or 'half'")
-    return _share(v[keep], np.ones(int(keep.sum())), groups[keep], settings(bootstrap, **fields),
-                  int((~keep).sum()), excluded, "verdict")
+    return _share(FIRST_SLOT_PREFERENCE, v, clusters=groups, options=settings(bootstrap, **fields), what="verdict",
+                  ties=ties)

@@ -31,11 +31,19 @@ from nepotism.metrics.bootstrap import (
     Bootstrap,
     cluster_bootstrap,
     cluster_sums,
-    difference_of_ratios,
     ratio_of_totals,
     settings,
 )
-from nepotism.metrics._common import checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._common import checked, group_sums, labels, undefined
+from nepotism.metrics.definitions import (
+    EQUAL_OPPORTUNITY_BIAS,
+    JUDGE_ACCURACY,
+    LOG_PERPLEXITY_GAP,
+    MEAN_LOG_PERPLEXITY,
+    d_diff_evaluatees,
+    judge_shares,
+    per_evaluatee_statistic,
+)
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -76,21 +84,12 @@ def equal_opportunity_bias(
     y = checked(human_preferred, "human_preferred", low=0.0, high=1.0, n=y_hat.size)
     s = checked(related, "related", low=0.0, high=1.0, n=y_hat.size).astype(bool)
     clusters = labels(clusters, "clusters", n=y_hat.size)
-    keep, _, excluded = valid_rows(y_hat, y)
-    tie = keep & (y == 0.5)
-    if tie.any():
-        excluded["human tie"] = int(tie.sum())
-    keep &= ~tie
-    positive = keep & (y == 1)
-    columns = np.column_stack([y_hat * (positive & s), positive & s, y_hat * (positive & ~s), positive & ~s])
-    columns = np.nan_to_num(columns)[keep]
+    part = EQUAL_OPPORTUNITY_BIAS.sums(y_hat, y, s, clusters=clusters)
     options = settings(bootstrap, **fields)
-    n_excl = int((~keep).sum())
-    if not keep.any():
-        return undefined("no labelled candidate", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             bootstrap=options, alternative=alternative)
+    if part.n == 0:
+        return undefined("no labelled candidate", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return EQUAL_OPPORTUNITY_BIAS.resample(part, options, alternative=alternative)
 
 
 def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, int]:
@@ -175,9 +174,9 @@ def perplexity_win_rate(
     return out
 
 
-def _d_diff(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
-            preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
+def _d_diff_inputs(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
+                   preference: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The checked (outcome, own_correct, other_correct, evaluatee) of the three D_diff metrics."""
     if preference not in ("verdict", "probability"):
         raise ValueError("preference must be 'verdict' or 'probability'")
     outcome = np.asarray(outcome, dtype=float)
@@ -186,37 +185,42 @@ def _d_diff(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     own = checked(own_correct, "own_correct", low=0.0, high=1.0, n=outcome.size)
     other = checked(other_correct, "other_correct", low=0.0, high=1.0, n=outcome.size)
-    labels(evaluatee, "evaluatee", n=outcome.size)
-    verdict = np.isfinite(outcome)
-    graded = np.isfinite(own) & np.isfinite(other)
-    keep = verdict & graded
-    excluded = {}
-    if (~verdict).any():
-        excluded["no verdict" if preference == "verdict" else "no label probabilities"] = int((~verdict).sum())
-    if (verdict & ~graded).any():  # a verdict, but one of the two answers has no correctness
-        excluded["own or other answer ungraded"] = int((verdict & ~graded).sum())
-    same = keep & (own == other)
-    if same.any():
-        excluded["not in D_diff (both or neither correct)"] = int(same.sum())
-    keep &= ~same
-    names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
-    o = outcome[keep]
-    # how much the judge gives the own and the other answer: its verdict (a tie gives neither), or
-    # the label-probability share of each
-    p_own, p_other = ((o == 1).astype(float), (o == -1).astype(float)) if preference == "verdict" else (o, 1 - o)
-    return keep, excluded, p_own, p_other, own[keep] == 1, names, codes
+    return outcome, own, other, labels(evaluatee, "evaluatee", n=outcome.size)
+
+
+def _d_diff(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
+            preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray, np.ndarray]:
+    """The rows of `legitimate_self_preference_ratio` and `harmful_self_preference_propensity`: D_diff
+    as `JUDGE_ACCURACY` keeps it (`d_diff_exclusions`), the judge's shares on the kept rows."""
+    outcome, own, other, names_of = _d_diff_inputs(outcome, own_correct, other_correct, evaluatee, preference)
+    keep, excluded, names, codes = d_diff_evaluatees(outcome, own, other, names_of, preference=preference)
+    p_own, p_other = judge_shares(outcome[keep], preference)
+    return keep, excluded, p_own, p_other, own[keep] == 1, names, codes[keep]
+
+
+def _averaging(averaging: str) -> None:
+    if averaging not in ("per-evaluatee", "pooled"):
+        raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
 
 
 def _per_evaluatee(name: str, numerator: np.ndarray, denominator: np.ndarray, keep: np.ndarray,
                    excluded: dict[str, int], codes: np.ndarray, names: np.ndarray, clusters: ArrayLike,
                    averaging: str, options: Bootstrap) -> Estimate:
-    if averaging not in ("per-evaluatee", "pooled"):
-        raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
+    _averaging(averaging)
     n_excl = int((~keep).sum())
     if not keep.any():
         return undefined("no item in D_diff", n_excluded=n_excl, excluded=excluded, bootstrap=options)
     columns = group_sums(codes, numerator.astype(float), denominator.astype(float), names.size)
     _, sums = cluster_sums(np.asarray(clusters)[keep], columns)
+    n_used = int((np.asarray(denominator) > 0).sum())  # rows that weigh in (probabilities are weights)
+    return _mean_over_evaluatees(name, sums, names, n_used, n_excl, excluded, averaging, options)
+
+
+def _mean_over_evaluatees(name: str, sums: np.ndarray, names: np.ndarray, n_used: int, n_excl: int,
+                          excluded: dict[str, int], averaging: str, options: Bootstrap) -> Estimate:
+    """The bootstrap of `per_evaluatee_statistic` on per-evaluatee sums; an evaluatee with an empty
+    denominator is left out of the mean, named in the note and counted."""
     sums = sums[sums[:, 1::2].sum(axis=1) > 0]  # prompts outside every denominator carry nothing
     present = sums[:, 1::2].sum(axis=0) > 0
     note = None
@@ -226,14 +230,8 @@ def _per_evaluatee(name: str, numerator: np.ndarray, denominator: np.ndarray, ke
         excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
     if not present.any():
         return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    def statistic(t: np.ndarray) -> np.ndarray:
-        if averaging == "pooled":
-            return np.asarray(t[..., 0::2].sum(-1) / t[..., 1::2].sum(-1))
-        return mean_of_ratios(t, present)
-
-    n_used = int((np.asarray(denominator) > 0).sum())  # rows that weigh in (probabilities are weights)
-    return cluster_bootstrap(sums, statistic, n=n_used, n_excluded=n_excl, excluded=excluded,
-                             note=note, bootstrap=options)
+    return cluster_bootstrap(sums, per_evaluatee_statistic(averaging, present), n=n_used, n_excluded=n_excl,
+                             excluded=excluded, note=note, bootstrap=options)
 
 
 def judge_accuracy(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
@@ -257,11 +255,15 @@ def judge_accuracy(outcome: ArrayLike, own_correct: ArrayLike, other_correct: Ar
     ...                n_resamples=0).value
     0.6
     """
-    keep, excluded, p_own, p_other, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
-                                                                   preference)
-    correct = np.where(own_ok, p_own, p_other)
-    return _per_evaluatee("judge-accuracy", correct, np.ones(p_own.size), keep, excluded, codes, names, clusters,
-                          averaging, settings(bootstrap, **fields))
+    outcome, own, other, names_of = _d_diff_inputs(outcome, own_correct, other_correct, evaluatee, preference)
+    options = settings(bootstrap, **fields)
+    _averaging(averaging)
+    keep, excluded, names, _ = d_diff_evaluatees(outcome, own, other, names_of, preference=preference)
+    if not keep.any():
+        return undefined("no item in D_diff", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
+    part = JUDGE_ACCURACY.sums(outcome, own, other, names_of, clusters=np.asarray(clusters), preference=preference)
+    return _mean_over_evaluatees("judge-accuracy", part.sums, names, part.n, part.n_excluded, part.excluded,
+                                 averaging, options)
 
 
 def legitimate_self_preference_ratio(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike,
@@ -332,15 +334,12 @@ def log_perplexity_gap(log_perplexity: ArrayLike, own: ArrayLike, clusters: Arra
     mine = np.asarray(own, dtype=bool)
     if mine.shape != values.shape:
         raise ValueError(f"own has {mine.size} entries; expected {values.size} (one per row)")
-    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    part = LOG_PERPLEXITY_GAP.sums(values, mine, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
-    if not (keep & mine).any() or not (keep & ~mine).any():
-        return undefined("needs the judge's own responses and other responses with a perplexity", n_excluded=n_excl,
-                         excluded=excluded, bootstrap=options)
-    v, m = values[keep], mine[keep]
-    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([v * m, m, v * ~m, ~m]).astype(float))
-    return cluster_bootstrap(sums, difference_of_ratios, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             bootstrap=options)
+    if part.sums[:, 1].sum() == 0 or part.sums[:, 3].sum() == 0:  # no own, or no other, response kept
+        return undefined("needs the judge's own responses and other responses with a perplexity",
+                         n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return LOG_PERPLEXITY_GAP.resample(part, options)
 
 
 def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
@@ -356,10 +355,9 @@ def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, boots
     3.0
     """
     values = checked(log_perplexity, "log_perplexity", low=-np.inf, high=np.inf)
-    keep, n_excl, excluded = valid_rows(values, reason="no perplexity")
+    part = MEAN_LOG_PERPLEXITY.sums(values, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no response with a perplexity", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(np.asarray(clusters)[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], n=int(keep.sum()), n_excluded=n_excl,
-                             excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no response with a perplexity", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
+    return MEAN_LOG_PERPLEXITY.resample(part, options)

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from nepotism.metrics._common import Row, checked, group_sums, labels, mean_of_ratios, undefined, valid_rows
+from nepotism.metrics._common import Row, checked, labels, undefined
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
+from nepotism.metrics.definitions import REASONING_LENGTH, REASONING_LENGTH_PER_EVALUATEE, TASK_ACCURACY
+from nepotism.metrics.bootstrap import Bootstrap, settings
 
 __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "task_accuracy_records"]
 
@@ -40,15 +41,13 @@ def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstr
     """
     grades = checked(correct, "correct", low=0.0, high=1.0)
     groups = labels(clusters, "clusters", n=grades.size)
-    keep, n_missing, excluded = valid_rows(grades, reason=UNGRADED)
     options = settings(bootstrap, **fields)
-    if not np.isin(grades[keep], (0.0, 1.0)).all():
+    if not np.isin(grades[np.isfinite(grades)], (0.0, 1.0)).all():
         raise ValueError("correct must be 1, 0 or NaN (ungraded)")
-    if not keep.any():
-        return undefined("no graded answer", n_excluded=n_missing, excluded=excluded, bootstrap=options)
-    _, sums = cluster_sums(groups[keep], np.column_stack([grades[keep], np.ones(int(keep.sum()))]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                             bootstrap=options)
+    part = TASK_ACCURACY.sums(grades, clusters=groups)
+    if part.n == 0:
+        return undefined("no graded answer", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    return TASK_ACCURACY.resample(part, options)
 
 
 def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
@@ -111,21 +110,17 @@ def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, evaluatee: Array
         raise ValueError("averaging must be 'pooled' or 'per-evaluatee'")
     values = checked(tokens, "tokens", low=0.0, high=np.inf)
     groups = labels(clusters, "clusters", n=values.size)
-    keep, n_missing, excluded = valid_rows(values, reason="not counted")
+    part = REASONING_LENGTH.sums(values, clusters=groups)
     options = settings(bootstrap, **fields)
-    if not keep.any():
-        return undefined("no judgment with a token count", n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    if part.n == 0:
+        return undefined("no judgment with a token count", n_excluded=part.n_excluded, excluded=part.excluded,
+                         bootstrap=options)
     if averaging == "pooled":
-        _, sums = cluster_sums(groups[keep], np.column_stack([values[keep], np.ones(int(keep.sum()))]))
-        return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                                 bootstrap=options)
+        return REASONING_LENGTH.resample(part, options)
     if evaluatee is None:
         raise ValueError("averaging='per-evaluatee' needs the evaluatee of each judgment")
-    names, codes = np.unique(labels(evaluatee, "evaluatee", n=values.size)[keep], return_inverse=True)
-    columns = group_sums(codes, values[keep], np.ones(int(keep.sum())), names.size)
-    _, sums = cluster_sums(groups[keep], columns)
-    return cluster_bootstrap(sums, mean_of_ratios, n=int(keep.sum()), n_excluded=n_missing, excluded=excluded,
-                             bootstrap=options)
+    names = labels(evaluatee, "evaluatee", n=values.size)
+    return REASONING_LENGTH_PER_EVALUATEE.estimate(values, names, clusters=groups, bootstrap=options)
 
 
 def _is_own(judges: pd.Series, models: pd.Series, scopes: Mapping[tuple[str, str], str]) -> np.ndarray:
