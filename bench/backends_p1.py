@@ -26,8 +26,12 @@ from nepotism.testing.standin import StandinConfig, standin_process
 
 def _bodies(n: int) -> list[dict]:
     return [
-        {"model": "judge", "messages": [{"role": "user", "content": f"Compare answers for item {i}."}],
-         "max_tokens": 64, "temperature": 0.0}
+        {
+            "model": "judge",
+            "messages": [{"role": "user", "content": f"Compare answers for item {i}."}],
+            "max_tokens": 64,
+            "temperature": 0.0,
+        }
         for i in range(n)
     ]
 
@@ -54,9 +58,11 @@ async def _bare_aiohttp(url: str, concurrency: int, n: int) -> tuple[float, int,
     bodies = [json.dumps(b).encode() for b in _bodies(n)]
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
+
         async def call(i: int) -> bool:
-            async with session.post(f"{url}/chat/completions", data=bodies[i],
-                                    headers={"Content-Type": "application/json"}) as resp:
+            async with session.post(
+                f"{url}/chat/completions", data=bodies[i], headers={"Content-Type": "application/json"}
+            ) as resp:
                 data = await resp.json()
                 return resp.status == 200 and bool(data["choices"][0]["message"]["content"])
 
@@ -68,8 +74,8 @@ async def _bare_httpx(url: str, concurrency: int, n: int) -> tuple[float, int, f
 
     bodies = _bodies(n)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30, pool=None),
-                                 trust_env=False) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30, pool=None), trust_env=False) as client:
+
         async def call(i: int) -> bool:
             resp = await client.post(f"{url}/chat/completions", json=bodies[i])
             return resp.status_code == 200 and bool(resp.json()["choices"][0]["message"]["content"])
@@ -79,11 +85,9 @@ async def _bare_httpx(url: str, concurrency: int, n: int) -> tuple[float, int, f
 
 async def _backend(url: str, concurrency: int, n: int) -> tuple[float, int, float]:
     backend = OpenAIHTTPBackend(url, max_connections=concurrency, timeout=30)
-    requests = [
-        Request("judge", messages=(Message("user", f"Compare answers for item {i}."),), max_tokens=64)
-        for i in range(n)
-    ]
+    requests = [Request("judge", messages=(Message("user", f"Compare answers for item {i}."),), max_tokens=64) for i in range(n)]
     try:
+
         async def call(i: int) -> bool:
             completion = await backend.complete(requests[i])
             return completion.ok and bool(completion.text)
@@ -104,8 +108,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--httpx", action="store_true",
-                        help="also time a bare httpx.AsyncClient loop (slow: ~1-2 minutes)")
+    parser.add_argument("--httpx", action="store_true", help="also time a bare httpx.AsyncClient loop (slow: ~1-2 minutes)")
     args = parser.parse_args()
     ceiling = args.concurrency / args.latency
     clients = {"bare aiohttp": _bare_aiohttp, "OpenAIHTTPBackend": _backend}
@@ -121,15 +124,15 @@ def main() -> None:
                 if ok != args.calls:
                     raise SystemExit(f"{label}: only {ok}/{args.calls} calls succeeded")
                 results[label].append((args.calls / secs, cpu / args.calls * 1e3, server_cpu / secs))
-    print(f"N={args.calls} calls, concurrency {args.concurrency}, stand-in latency "
-          f"{args.latency * 1e3:.0f} ms, ceiling {ceiling:.0f}/s, rounds={args.rounds} (medians)")
-    print(f"{'client':<20}{'calls/s':>9}{'of ceiling':>12}{'of aiohttp':>12}"
-          f"{'client ms CPU/call':>20}{'stand-in cores':>16}")
+    print(
+        f"N={args.calls} calls, concurrency {args.concurrency}, stand-in latency "
+        f"{args.latency * 1e3:.0f} ms, ceiling {ceiling:.0f}/s, rounds={args.rounds} (medians)"
+    )
+    print(f"{'client':<20}{'calls/s':>9}{'of ceiling':>12}{'of aiohttp':>12}{'client ms CPU/call':>20}{'stand-in cores':>16}")
     med = {k: sorted(v)[len(v) // 2] for k, v in results.items()}
     base = med["bare aiohttp"][0]
     for label, (rate, cpu_ms, server_cores) in med.items():
-        print(f"{label:<20}{rate:>9.0f}{rate / ceiling:>12.2f}{rate / base:>12.2f}"
-              f"{cpu_ms:>20.3f}{server_cores:>16.2f}")
+        print(f"{label:<20}{rate:>9.0f}{rate / ceiling:>12.2f}{rate / base:>12.2f}{cpu_ms:>20.3f}{server_cores:>16.2f}")
 
 
 if __name__ == "__main__":

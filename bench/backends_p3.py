@@ -46,8 +46,10 @@ _QUESTIONS = [
     ("What do bees make?", "Honey.", "Silk."),
 ]
 _SYSTEM = "You are an impartial judge. Compare two answers to a question and reply with A or B."
-_EXPLAIN = ("You are an impartial judge. Compare two answers to a question: explain your reasoning in "
-            "two or three sentences, then end with [[A]] or [[B]].")
+_EXPLAIN = (
+    "You are an impartial judge. Compare two answers to a question: explain your reasoning in "
+    "two or three sentences, then end with [[A]] or [[B]]."
+)
 _VERDICT = re.compile(r"\[\[([AB])\]\]|\b([AB])\b")
 
 
@@ -99,11 +101,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--explain", action="store_true",
-                        help="generate-then-parse asks for a short explanation before [[A]]/[[B]] "
-                             "(the usual judge protocol); label verdicts keep the direct prompt")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="llama.cpp threads (use 1 on a machine busy with other work)")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="generate-then-parse asks for a short explanation before [[A]]/[[B]] "
+        "(the usual judge protocol); label verdicts keep the direct prompt",
+    )
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (use 1 on a machine busy with other work)")
     args = parser.parse_args()
     chats = prompts()
     backend = GGUFBackend(MODEL, n_ctx=1024, n_threads=args.threads)
@@ -119,21 +123,30 @@ def main() -> None:
 
     last = runs[-1]
     n_tokens = last["n_tokens"]
-    print(f"SmolLM2-135M Q4_1, n_threads={args.threads}, {n} prompts (mean {n_tokens / n:.0f} prompt "
-          f"tokens), generation max {args.max_tokens} tokens{' with explanation' if args.explain else ''}, "
-          f"rounds={args.rounds} (medians)")
+    print(
+        f"SmolLM2-135M Q4_1, n_threads={args.threads}, {n} prompts (mean {n_tokens / n:.0f} prompt "
+        f"tokens), generation max {args.max_tokens} tokens{' with explanation' if args.explain else ''}, "
+        f"rounds={args.rounds} (medians)"
+    )
     print(f"{'method':<32}{'verdicts/s wall':>16}{'ratio':>7}{'verdicts/CPU-s':>16}{'ratio':>7}")
-    for label, method in (("label verdicts (GGUFBackend)", "label"), ("generate-then-parse", "generate"),
-                          ("bound: prompt eval only", "raw")):
+    for label, method in (
+        ("label verdicts (GGUFBackend)", "label"),
+        ("generate-then-parse", "generate"),
+        ("bound: prompt eval only", "raw"),
+    ):
         w, c = rate(method, 0), rate(method, 1)
         print(f"{label:<32}{w:>16.2f}{w / rate('generate', 0):>7.2f}{c:>16.2f}{c / rate('generate', 1):>7.2f}")
-    print(f"prompt eval: {n_tokens * rate('raw', 0) / n:.0f} tokens/s wall; label verdicts reach "
-          f"{rate('label', 0) / rate('raw', 0):.2f} (wall) / {rate('label', 1) / rate('raw', 1):.2f} (CPU) "
-          "of the bound")
+    print(
+        f"prompt eval: {n_tokens * rate('raw', 0) / n:.0f} tokens/s wall; label verdicts reach "
+        f"{rate('label', 0) / rate('raw', 0):.2f} (wall) / {rate('label', 1) / rate('raw', 1):.2f} (CPU) "
+        "of the bound"
+    )
     parsed = sum(v is not None for v in last["gen_v"])
     agree = sum(a == b for a, b in zip(last["label_v"], last["gen_v"]))
-    print(f"generate-then-parse: {last['generated'] / n:.1f} tokens generated per prompt, {parsed}/{n} "
-          f"parsed, {agree}/{n} agree with the label verdict")
+    print(
+        f"generate-then-parse: {last['generated'] / n:.1f} tokens generated per prompt, {parsed}/{n} "
+        f"parsed, {agree}/{n} agree with the label verdict"
+    )
 
 
 if __name__ == "__main__":

@@ -68,8 +68,8 @@ def _measured(argv: list[str], cwd: Path) -> tuple[dict, float, float, float, fl
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return json.loads(out), wall, cpu, peak / 1024**2, anon / 1024**2
 
-_BODY = {"id": "cmpl", "object": "chat.completion", "model": "judge", "usage": {"prompt_tokens": 400,
-                                                                                  "completion_tokens": 1}}
+
+_BODY = {"id": "cmpl", "object": "chat.completion", "model": "judge", "usage": {"prompt_tokens": 400, "completion_tokens": 1}}
 
 
 def answer(folder: Path, out: Path) -> int:
@@ -82,11 +82,22 @@ def answer(folder: Path, out: Path) -> int:
                     custom_id = json.loads(line)["custom_id"]
                     pick, other = "AB"[n % 2], "BA"[n % 2]
                     top = [{"token": pick, "logprob": -0.2}, {"token": other, "logprob": -1.8}]
-                    body = _BODY | {"choices": [{
-                        "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": pick},
-                        "logprobs": {"content": [{"token": pick, "logprob": -0.2, "top_logprobs": top}]}}]}
-                    sink.write(json.dumps({"id": f"r{n}", "custom_id": custom_id, "error": None,
-                                           "response": {"status_code": 200, "body": body}}) + "\n")
+                    body = _BODY | {
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": pick},
+                                "logprobs": {"content": [{"token": pick, "logprob": -0.2, "top_logprobs": top}]},
+                            }
+                        ]
+                    }
+                    sink.write(
+                        json.dumps(
+                            {"id": f"r{n}", "custom_id": custom_id, "error": None, "response": {"status_code": 200, "body": body}}
+                        )
+                        + "\n"
+                    )
                     n += 1
     return n
 
@@ -99,22 +110,39 @@ def steps(folder: Path, exp: Path, env_src: str | None) -> tuple[list[tuple], di
     try:
         store = ["--store", str(folder / "b.db")]
         rows = []
-        out, *use = _measured([NEPOTISM, "run", str(exp), *store, "--batch-out", str(folder / "r1"),
-                                         "--json"], folder)
+        out, *use = _measured([NEPOTISM, "run", str(exp), *store, "--batch-out", str(folder / "r1"), "--json"], folder)
         rows.append(("--batch-out (write the requests)", *use))
         answered = answer(folder / "r1", folder / "results.jsonl")
-        back, *use = _measured([NEPOTISM, "run", str(exp), *store, "--batch-in",
-                                          str(folder / "results.jsonl"), "--batch-out", str(folder / "r2"),
-                                          "--json"], folder)
+        back, *use = _measured(
+            [
+                NEPOTISM,
+                "run",
+                str(exp),
+                *store,
+                "--batch-in",
+                str(folder / "results.jsonl"),
+                "--batch-out",
+                str(folder / "r2"),
+                "--json",
+            ],
+            folder,
+        )
         rows.append(("--batch-in + --batch-out (store them)", *use))
-        done, *use = _measured([NEPOTISM, "run", str(exp), *store, "--batch-in",
-                                          str(folder / "results.jsonl"), "--no-progress", "--json"], folder)
+        done, *use = _measured(
+            [NEPOTISM, "run", str(exp), *store, "--batch-in", str(folder / "results.jsonl"), "--no-progress", "--json"], folder
+        )
         rows.append(("--batch-in (finish offline)", *use))
     finally:
         os.environ.pop("PYTHONPATH", None)
-    return rows, {"requests": out["batch"]["requests"], "answered": answered, "stored": back["stored"],
-                  "left": back["batch"]["requests"], "sent": done["judging"]["sent"],
-                  "cached": done["judging"]["cached"], "judge_total": done["judging"]["total"]}
+    return rows, {
+        "requests": out["batch"]["requests"],
+        "answered": answered,
+        "stored": back["stored"],
+        "left": back["batch"]["requests"],
+        "sent": done["judging"]["sent"],
+        "cached": done["judging"]["cached"],
+        "judge_total": done["judging"]["total"],
+    }
 
 
 def main() -> None:
@@ -131,8 +159,9 @@ def main() -> None:
     for name, src in versions:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            exp = write_experiment(folder, prompts=args.prompts, generators=args.generators, judges=args.judges,
-                                   base_url="http://127.0.0.1:9/v1")  # nothing listens: nothing is sent
+            exp = write_experiment(
+                folder, prompts=args.prompts, generators=args.generators, judges=args.judges, base_url="http://127.0.0.1:9/v1"
+            )  # nothing listens: nothing is sent
             rows, seen = steps(folder, exp, src)
         for step, wall, cpu, rss, anon in rows:
             print(f"{step:<40} {name:<14} {wall:>8.1f} {cpu:>8.1f} {rss:>8.2f} {anon:>8.2f}")
@@ -140,8 +169,8 @@ def main() -> None:
             f"{expected:,} requests written, one per planned call": seen["requests"] == seen["answered"] == expected,
             "every answer stored, nothing left to write": seen["stored"] == {"ok": expected, "failed": 0, "already": 0}
             and seen["left"] == 0,
-            "the finishing run sent nothing and found every judge call stored":
-                seen["sent"] == 0 and seen["cached"] == seen["judge_total"] == expected,
+            "the finishing run sent nothing and found every judge call stored": seen["sent"] == 0
+            and seen["cached"] == seen["judge_total"] == expected,
         }
         for check, good in checks.items():
             print(f"  {'ok ' if good else 'FAIL'} {check} ({name})")

@@ -77,8 +77,10 @@ def measure(rule: str, items: int, latency: float) -> bool:
         failed = conn.execute("SELECT COUNT(*) FROM calls WHERE status != 'ok'").fetchone()[0]
         conn.close()
         ok = survivor.returncode == 0 and left == 0 and failed == 0
-        print(f"{rule}: {held} claims of the killed run, pid reused; the surviving run took {took:.1f} s "
-              f"(exit {survivor.returncode}, claims left {left}, calls not ok {failed})  {'ok' if ok else 'FAIL'}")
+        print(
+            f"{rule}: {held} claims of the killed run, pid reused; the surviving run took {took:.1f} s "
+            f"(exit {survivor.returncode}, claims left {left}, calls not ok {failed})  {'ok' if ok else 'FAIL'}"
+        )
         if not ok:
             print(survivor.stderr[-3000:])
         return ok

@@ -53,6 +53,7 @@ ENGINES = ("duckdb", "polars", "pandas")
 KEYS = ["judge", "condition", "instance_id", "candidate"]
 SUMS = ["wins", "ties", "comparisons", "excluded"]
 
+
 def _source_glob(source: Path) -> str:
     return str(source / "**" / "*.parquet") if source.is_dir() else str(source)
 
@@ -71,19 +72,31 @@ def run_polars(source: Path, out: Path) -> None:
     flip = pl.when(pl.col("model_a") < pl.col("model_b")).then(1).otherwise(-1)
     verdict = pl.col("verdict").replace_strict({"A": 1, "B": -1, "tie": 0}, default=None, return_dtype=pl.Int8)
     coded = rows.select(
-        "judge", "condition", "instance_id", "replicate",
-        pl.min_horizontal("model_a", "model_b").alias("x"), pl.max_horizontal("model_a", "model_b").alias("y"),
-        (verdict * flip).alias("code"))
-    comparisons = (coded.group_by("judge", "condition", "instance_id", "replicate", "x", "y")
-                   .agg(pl.when(pl.col("code").count() == pl.len()).then(pl.col("code").sum().sign())
-                        .otherwise(None).alias("outcome")))
-    sides = pl.concat([
-        comparisons.select("judge", "condition", "instance_id", pl.col("x").alias("candidate"), "outcome"),
-        comparisons.select("judge", "condition", "instance_id", pl.col("y").alias("candidate"),
-                           (-pl.col("outcome")).alias("outcome"))])
+        "judge",
+        "condition",
+        "instance_id",
+        "replicate",
+        pl.min_horizontal("model_a", "model_b").alias("x"),
+        pl.max_horizontal("model_a", "model_b").alias("y"),
+        (verdict * flip).alias("code"),
+    )
+    comparisons = coded.group_by("judge", "condition", "instance_id", "replicate", "x", "y").agg(
+        pl.when(pl.col("code").count() == pl.len()).then(pl.col("code").sum().sign()).otherwise(None).alias("outcome")
+    )
+    sides = pl.concat(
+        [
+            comparisons.select("judge", "condition", "instance_id", pl.col("x").alias("candidate"), "outcome"),
+            comparisons.select(
+                "judge", "condition", "instance_id", pl.col("y").alias("candidate"), (-pl.col("outcome")).alias("outcome")
+            ),
+        ]
+    )
     sums = sides.group_by(KEYS).agg(
-        (pl.col("outcome") > 0).sum().alias("wins"), (pl.col("outcome") == 0).sum().alias("ties"),
-        pl.col("outcome").count().alias("comparisons"), pl.col("outcome").null_count().alias("excluded"))
+        (pl.col("outcome") > 0).sum().alias("wins"),
+        (pl.col("outcome") == 0).sum().alias("ties"),
+        pl.col("outcome").count().alias("comparisons"),
+        pl.col("outcome").null_count().alias("excluded"),
+    )
     sums.collect(engine="streaming").write_parquet(out)
 
 
@@ -91,26 +104,35 @@ def run_pandas(source: Path, out: Path) -> None:
     import numpy as np
     import pandas as pd
 
-    rows = pd.read_parquet(source, columns=["judge", "condition", "instance_id", "replicate", "model_a", "model_b",
-                                            "verdict"])
+    rows = pd.read_parquet(source, columns=["judge", "condition", "instance_id", "replicate", "model_a", "model_b", "verdict"])
     rows["judge"] = rows["judge"].astype(str)  # a partition column arrives as a category
     a_first = (rows["model_a"] < rows["model_b"]).to_numpy()
     code = rows["verdict"].map({"A": 1.0, "B": -1.0, "tie": 0.0}).to_numpy(dtype=float) * np.where(a_first, 1, -1)
-    frame = pd.DataFrame({"judge": rows["judge"], "condition": rows["condition"], "instance_id": rows["instance_id"],
-                          "replicate": rows["replicate"],
-                          "x": np.where(a_first, rows["model_a"], rows["model_b"]),
-                          "y": np.where(a_first, rows["model_b"], rows["model_a"]), "code": code})
+    frame = pd.DataFrame(
+        {
+            "judge": rows["judge"],
+            "condition": rows["condition"],
+            "instance_id": rows["instance_id"],
+            "replicate": rows["replicate"],
+            "x": np.where(a_first, rows["model_a"], rows["model_b"]),
+            "y": np.where(a_first, rows["model_b"], rows["model_a"]),
+            "code": code,
+        }
+    )
     del rows
     grouped = frame.groupby(["judge", "condition", "instance_id", "replicate", "x", "y"], sort=False)["code"]
     combined = grouped.agg(["sum", "count", "size"]).reset_index()
     del frame, grouped
     outcome = np.where(combined["count"] == combined["size"], np.sign(combined["sum"]), np.nan)
-    sides = pd.DataFrame({
-        "judge": np.concatenate([combined["judge"], combined["judge"]]),
-        "condition": np.concatenate([combined["condition"], combined["condition"]]),
-        "instance_id": np.concatenate([combined["instance_id"], combined["instance_id"]]),
-        "candidate": np.concatenate([combined["x"], combined["y"]]),
-        "outcome": np.concatenate([outcome, -outcome])})
+    sides = pd.DataFrame(
+        {
+            "judge": np.concatenate([combined["judge"], combined["judge"]]),
+            "condition": np.concatenate([combined["condition"], combined["condition"]]),
+            "instance_id": np.concatenate([combined["instance_id"], combined["instance_id"]]),
+            "candidate": np.concatenate([combined["x"], combined["y"]]),
+            "outcome": np.concatenate([outcome, -outcome]),
+        }
+    )
     del combined
     value = sides["outcome"].to_numpy()
     sides["wins"], sides["ties"] = value > 0, value == 0
@@ -146,8 +168,9 @@ def same_sums(paths: dict[str, Path]) -> str:
     first = frames[names[0]]
     differ = [n for n in names[1:] if not first.equals(frames[n])]
     totals = {s: int(first[s].sum()) for s in SUMS}
-    return (f"{len(first):,} per-prompt rows {totals}; " +
-            ("the same sums from " + ", ".join(names) if not differ else "DIFFERENT sums: " + ", ".join(differ)))
+    return f"{len(first):,} per-prompt rows {totals}; " + (
+        "the same sums from " + ", ".join(names) if not differ else "DIFFERENT sums: " + ", ".join(differ)
+    )
 
 
 def main() -> None:
@@ -178,11 +201,14 @@ def main() -> None:
     nepotism = str(beside) if beside.exists() else (shutil.which("nepotism") or "nepotism")
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for rows in args.rows:
-        sources = [] if args.no_file else [("file",) + make_table(int(rows), args.data / "nepotism-bench-pairwise"
-                                                                  / f"{int(rows)}")]
+        sources = (
+            [] if args.no_file else [("file",) + make_table(int(rows), args.data / "nepotism-bench-pairwise" / f"{int(rows)}")]
+        )
         if args.dataset or args.no_file:
-            sources.append(("dataset",) + make_dataset(int(rows), args.data / "nepotism-bench-partitioned"
-                                                        / f"{int(rows)}-j{args.judges}", args.judges))
+            sources.append(
+                ("dataset",)
+                + make_dataset(int(rows), args.data / "nepotism-bench-partitioned" / f"{int(rows)}-j{args.judges}", args.judges)
+            )
         for label, source, registry, n in sources:
             work = Path(tempfile.mkdtemp(prefix="engine-bench-"))
             outputs: dict[str, Path] = {}
@@ -194,15 +220,25 @@ def main() -> None:
                         wall, cpu, peak, status = measure(argv, work / "metrics.json")
                     else:
                         outputs[engine] = work / f"{engine}.parquet"
-                        argv = [sys.executable, __file__, "--engine", engine, "--source", str(source),
-                                "--out", str(outputs[engine])]
+                        argv = [
+                            sys.executable,
+                            __file__,
+                            "--engine",
+                            engine,
+                            "--source",
+                            str(source),
+                            "--out",
+                            str(outputs[engine]),
+                        ]
                         wall, cpu, peak, status = measure(argv, work / f"{engine}.txt")
                     alone = (work / f"{engine}.txt").read_text().strip() if engine != "metrics" else ""
                     base = wall if engine == "duckdb" and status == 0 else base
                     ratio = f"  {wall / base:6.1f}x duckdb" if base else ""
-                    print(f"rows={n:,} {label:7s} {engine:7s} {wall:7.1f} s wall {cpu:7.1f} s CPU  "
-                          f"peak RSS {peak:5.2f} GB  exit {status}{ratio}{f'  (the query alone {alone} s)' if alone else ''}  (load {os.getloadavg()[0]:.1f})",
-                          flush=True)
+                    print(
+                        f"rows={n:,} {label:7s} {engine:7s} {wall:7.1f} s wall {cpu:7.1f} s CPU  "
+                        f"peak RSS {peak:5.2f} GB  exit {status}{ratio}{f'  (the query alone {alone} s)' if alone else ''}  (load {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
                 done = {k: v for k, v in outputs.items() if v.exists()}
                 if len(done) >= 2:
                     print(f"rows={n:,} {label:7s} {same_sums(done)}", flush=True)

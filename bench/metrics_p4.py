@@ -69,8 +69,17 @@ def _cli(spec: SimulationSpec, data: Path, before: str | None) -> None:
         sim.rubric_ref.to_parquet(files["rubric-ref"], index=False)
         sim.rubric_items.to_parquet(files["rubric-items"], index=False)
         (folder / "registry.toml").write_text(spec.registry_toml())
-    argv = ["metrics", str(files["rubric"]), "--reference", str(files["rubric-ref"]), "--reference",
-            str(files["rubric-items"]), "--models", str(folder / "registry.toml"), "--json"]
+    argv = [
+        "metrics",
+        str(files["rubric"]),
+        "--reference",
+        str(files["rubric-ref"]),
+        "--reference",
+        str(files["rubric-items"]),
+        "--models",
+        str(folder / "registry.toml"),
+        "--json",
+    ]
     sides = {"after": None}
     source = None
     if before:
@@ -86,12 +95,15 @@ def _cli(spec: SimulationSpec, data: Path, before: str | None) -> None:
             if src is not None:
                 env["PYTHONPATH"] = str(src / "src") + os.pathsep + env.get("PYTHONPATH", "")
             start = time.perf_counter()
-            done, peak = run_measured([sys.executable, "-c", "from nepotism.cli import main; main()", *argv],
-                                      capture_output=True, env=env)
+            done, peak = run_measured(
+                [sys.executable, "-c", "from nepotism.cli import main; main()", *argv], capture_output=True, env=env
+            )
             outputs[side] = done.stdout
-            print(f"{side:6s} nepotism metrics on {len(spec.judges) * len(spec.generators) * spec.n_rubrics * spec.n_instances:,} rubric verdicts: "
-                  f"{time.perf_counter() - start:6.1f} s wall, peak RSS {peak / 1024**3:.2f} GB, exit {done.returncode}",
-                  flush=True)
+            print(
+                f"{side:6s} nepotism metrics on {len(spec.judges) * len(spec.generators) * spec.n_rubrics * spec.n_instances:,} rubric verdicts: "
+                f"{time.perf_counter() - start:6.1f} s wall, peak RSS {peak / 1024**3:.2f} GB, exit {done.returncode}",
+                flush=True,
+            )
         if before:
             print(f"same JSON before and after: {'yes' if outputs['before'] == outputs['after'] else 'NO'}")
     finally:
@@ -109,8 +121,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "nepotism-bench-rubric")
     args = parser.parse_args()
     models = tuple(f"m{i:02d}" for i in range(12))
-    spec = SimulationSpec(judges=models, generators=models, families={m: f"f{int(m[1:]) // 3}" for m in models},
-                          students={}, n_instances=args.instances, n_rubrics=10, self_bias=0.5, family_bias=0.3)
+    spec = SimulationSpec(
+        judges=models,
+        generators=models,
+        families={m: f"f{int(m[1:]) // 3}" for m in models},
+        students={},
+        n_instances=args.instances,
+        n_rubrics=10,
+        self_bias=0.5,
+        family_bias=0.3,
+    )
     if args.cli:
         _cli(spec, args.data, args.before)
         return
@@ -124,18 +144,26 @@ def main() -> None:
             handle.write(spec.registry_toml())
         registry = load_registry([path])
     start = time.perf_counter()
-    result = run_suite(sim.rubric, "rubric", registry,
-                       references={"rubric-ref": sim.rubric_ref, "rubric-items": sim.rubric_items},
-                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=args.resamples)))
+    result = run_suite(
+        sim.rubric,
+        "rubric",
+        registry,
+        references={"rubric-ref": sim.rubric_ref, "rubric-items": sim.rubric_items},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=args.resamples)),
+    )
     seconds = time.perf_counter() - start
-    print(f"verdicts={len(sim.rubric):,} judges={len(models)} generators={len(models)} instances={args.instances:,} "
-          f"rubrics=10 resamples={args.resamples} records={len(result.records)} generate_s={generated:.1f} "
-          f"suite_s={seconds:.1f} peak_rss_gb_after_data={peak_after_data:.2f} peak_rss_gb={_peak_gb():.2f}")
+    print(
+        f"verdicts={len(sim.rubric):,} judges={len(models)} generators={len(models)} instances={args.instances:,} "
+        f"rubrics=10 resamples={args.resamples} records={len(result.records)} generate_s={generated:.1f} "
+        f"suite_s={seconds:.1f} peak_rss_gb_after_data={peak_after_data:.2f} peak_rss_gb={_peak_gb():.2f}"
+    )
     if args.baseline:
         naive, count = _baseline(sim, args.resamples)
         per_judge = seconds / len(models)
-        print(f"one judge, {count} rubric-level records: naive_s={naive:.2f} (one standalone call each); "
-              f"batched suite per judge (all {len(result.records) // len(models)} records)={per_judge:.2f}s")
+        print(
+            f"one judge, {count} rubric-level records: naive_s={naive:.2f} (one standalone call each); "
+            f"batched suite per judge (all {len(result.records) // len(models)} records)={per_judge:.2f}s"
+        )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,16 @@ def make_table(rows: int, folder: Path) -> tuple[Path, Path, int]:
     if not (table.exists() and registry.exists()):
         from nepotism.simulate import SimulationSpec, simulate
 
-        spec = SimulationSpec(judges=MODELS, generators=MODELS, families={m: f"f{int(m[1:]) // 3}" for m in MODELS},
-                              students={}, n_instances=instances, self_bias=0.5, family_bias=0.3, tie_rate=0.1)
+        spec = SimulationSpec(
+            judges=MODELS,
+            generators=MODELS,
+            families={m: f"f{int(m[1:]) // 3}" for m in MODELS},
+            students={},
+            n_instances=instances,
+            self_bias=0.5,
+            family_bias=0.3,
+            tie_rate=0.1,
+        )
         folder.mkdir(parents=True, exist_ok=True)
         simulate(spec, seed=0, kinds=("pairwise",)).pairwise.to_parquet(table, index=False)
         registry.write_text(spec.registry_toml())
@@ -109,22 +117,27 @@ def main() -> None:
     before = None
     if args.before:
         before = Path(tempfile.mkdtemp(prefix="nepotism-before-"))
-        archive = subprocess.run(["git", "-C", str(repo), "archive", args.before, "src"], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(["git", "-C", str(repo), "archive", args.before, "src"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
     try:
         for rows in args.rows:
             table, registry, n = make_table(int(rows), args.data / f"{int(rows)}")
             after_out = args.data / f"{int(rows)}" / "after.json"
             seconds, cpu, peak, status = run_metrics(table, registry, after_out)
-            print(f"rows={n:,} after:  {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
-                  f"({_summary(after_out) if status == 0 else 'failed'})", flush=True)
+            print(
+                f"rows={n:,} after:  {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
+                f"({_summary(after_out) if status == 0 else 'failed'})",
+                flush=True,
+            )
             if before is not None:
                 before_out = args.data / f"{int(rows)}" / "before.json"
                 seconds, cpu, peak, status = run_metrics(table, registry, before_out, source=before)
                 same = status == 0 and before_out.read_bytes() == after_out.read_bytes()
-                print(f"rows={n:,} before: {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
-                      f"(same JSON as after: {'yes' if same else 'NO'})", flush=True)
+                print(
+                    f"rows={n:,} before: {seconds:7.1f} s wall {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
+                    f"(same JSON as after: {'yes' if same else 'NO'})",
+                    flush=True,
+                )
     finally:
         if before is not None:
             shutil.rmtree(before, ignore_errors=True)

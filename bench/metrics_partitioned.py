@@ -55,12 +55,19 @@ def make_dataset(rows: int, folder: Path, judges: int = 12) -> tuple[Path, Path,
         partial = folder / "data.partial"
         shutil.rmtree(partial, ignore_errors=True)
         for number, judge in enumerate(names):
-            spec = SimulationSpec(judges=(judge,), generators=MODELS, families=families, students={},
-                                  n_instances=instances, self_bias=0.5, family_bias=0.3, tie_rate=0.1)
+            spec = SimulationSpec(
+                judges=(judge,),
+                generators=MODELS,
+                families=families,
+                students={},
+                n_instances=instances,
+                self_bias=0.5,
+                family_bias=0.3,
+                tie_rate=0.1,
+            )
             part = simulate(spec, seed=number, kinds=("pairwise",)).pairwise.drop(columns="judge")
             (partial / f"judge={judge}").mkdir(parents=True)
-            pq.write_table(pa.Table.from_pandas(part, preserve_index=False),
-                           partial / f"judge={judge}" / "part-0.parquet")
+            pq.write_table(pa.Table.from_pandas(part, preserve_index=False), partial / f"judge={judge}" / "part-0.parquet")
             del part
         whole = SimulationSpec(judges=names, generators=MODELS, families=families, students={})
         registry.write_text(whole.registry_toml())
@@ -90,14 +97,25 @@ def one_file(data: Path, out: Path) -> Path:
 def run_metrics(source: Path, registry: Path, out: Path, *extra: str) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak RSS in GB, exit status) of one ``nepotism metrics`` child."""
     beside = Path(sys.executable).with_name("nepotism")  # this interpreter's own executable first
-    command = [str(beside) if beside.exists() else (shutil.which("nepotism") or "nepotism"),
-               "metrics", str(source), "--models", str(registry), "--json", *extra]
+    command = [
+        str(beside) if beside.exists() else (shutil.which("nepotism") or "nepotism"),
+        "metrics",
+        str(source),
+        "--models",
+        str(registry),
+        "--json",
+        *extra,
+    ]
     start = time.perf_counter()
     with open(out, "wb") as handle:
         child = subprocess.Popen(command, stdout=handle)
         _, status, usage = os.wait4(child.pid, 0)
-    return (time.perf_counter() - start, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024**2,
-            os.waitstatus_to_exitcode(status))
+    return (
+        time.perf_counter() - start,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024**2,
+        os.waitstatus_to_exitcode(status),
+    )
 
 
 def same_streamed(memory: Path, streamed: Path) -> tuple[bool, int, int]:
@@ -135,22 +153,23 @@ def main() -> None:
         label = f"rows={n:,} judges={args.judges}"
         if memory:
             wall, cpu, peak, status = run_metrics(data, registry, folder / "dataset.json")
-            print(f"{label} in memory: {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}",
-                  flush=True)
+            print(f"{label} in memory: {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}", flush=True)
         if args.stream:
             wall, cpu, peak, status = run_metrics(data, registry, folder / "stream.json", "--stream")
             line = f"{label} --stream:  {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}"
             if memory and status == 0:
                 same, computed, listed = same_streamed(folder / "dataset.json", folder / "stream.json")
-                line += (f"  ({computed:,} records; same JSON as in memory: {'yes' if same else 'NO'}; "
-                         f"{listed} not computed)")
+                line += f"  ({computed:,} records; same JSON as in memory: {'yes' if same else 'NO'}; {listed} not computed)"
             print(line, flush=True)
         if args.compare_file:
             single = one_file(data, folder / "one.parquet")
             wall, cpu, peak, status = run_metrics(single, registry, folder / "file.json")
             same = status == 0 and same_document(folder / "file.json", folder / "dataset.json")
-            print(f"{label} file:    {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
-                  f"(same JSON as the dataset: {'yes' if same else 'NO'})", flush=True)
+            print(
+                f"{label} file:    {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {peak:5.2f} GB  exit {status}  "
+                f"(same JSON as the dataset: {'yes' if same else 'NO'})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -78,25 +78,59 @@ def planted_cases(folder: Path) -> list[Case]:
     """Small planted tables of every kind, with their references (written once into ``folder``)."""
     from nepotism.simulate import SimulationSpec, simulate
 
-    spec = SimulationSpec(n_instances=120, self_bias=0.6, family_bias=0.3, student_bias=0.4, tie_rate=0.1,
-                          position_bias=0.2)
+    spec = SimulationSpec(n_instances=120, self_bias=0.6, family_bias=0.3, student_bias=0.4, tie_rate=0.1, position_bias=0.2)
     folder.mkdir(parents=True, exist_ok=True)
     sim = simulate(spec, seed=3, kinds=("pairwise", "rubric", "pointwise"))
-    files = {"pairwise.csv": sim.pairwise, "preference-ref.csv": sim.preference_ref,
-             "correctness-ref.csv": sim.correctness_ref, "rubric.csv": sim.rubric, "rubric-ref.csv": sim.rubric_ref,
-             "rubric-items.csv": sim.rubric_items, "pointwise.csv": sim.pointwise}
+    files = {
+        "pairwise.csv": sim.pairwise,
+        "preference-ref.csv": sim.preference_ref,
+        "correctness-ref.csv": sim.correctness_ref,
+        "rubric.csv": sim.rubric,
+        "rubric-ref.csv": sim.rubric_ref,
+        "rubric-items.csv": sim.rubric_items,
+        "pointwise.csv": sim.pointwise,
+    }
     for file, frame in files.items():
         frame.to_csv(folder / file, index=False)
     (folder / "models.toml").write_text(spec.registry_toml())
     p = str(folder)
     models = ["--models", f"{p}/models.toml", "--json"]
     return [
-        ("planted/pairwise", [["metrics", f"{p}/pairwise.csv", "--reference", f"{p}/preference-ref.csv",
-                               "--reference", f"{p}/correctness-ref.csv", *models]], ["metrics.json"]),
-        ("planted/pointwise", [["metrics", f"{p}/pointwise.csv", "--reference", f"{p}/correctness-ref.csv", *models]],
-         ["metrics.json"]),
-        ("planted/rubric", [["metrics", f"{p}/rubric.csv", "--reference", f"{p}/rubric-ref.csv",
-                             "--reference", f"{p}/rubric-items.csv", *models]], ["metrics.json"]),
+        (
+            "planted/pairwise",
+            [
+                [
+                    "metrics",
+                    f"{p}/pairwise.csv",
+                    "--reference",
+                    f"{p}/preference-ref.csv",
+                    "--reference",
+                    f"{p}/correctness-ref.csv",
+                    *models,
+                ]
+            ],
+            ["metrics.json"],
+        ),
+        (
+            "planted/pointwise",
+            [["metrics", f"{p}/pointwise.csv", "--reference", f"{p}/correctness-ref.csv", *models]],
+            ["metrics.json"],
+        ),
+        (
+            "planted/rubric",
+            [
+                [
+                    "metrics",
+                    f"{p}/rubric.csv",
+                    "--reference",
+                    f"{p}/rubric-ref.csv",
+                    "--reference",
+                    f"{p}/rubric-items.csv",
+                    *models,
+                ]
+            ],
+            ["metrics.json"],
+        ),
     ]
 
 
@@ -106,20 +140,24 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=gallery.DEFAULT_DATA, help="the gallery's public data folder")
     parser.add_argument("--rows", type=float, default=1e6, help="rows of the planted large table (0: leave it out)")
     parser.add_argument("--only", nargs="*", help="run only the cases whose name starts with one of these")
-    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "nepotism-bench-pairwise",
-                        help="where the planted tables are kept between runs")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "nepotism-bench-pairwise",
+        help="where the planted tables are kept between runs",
+    )
     args = parser.parse_args()
     before = Path(tempfile.mkdtemp(prefix="nepotism-before-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "src"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "src"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
     work = Path(tempfile.mkdtemp(prefix="nepotism-identity-"))
     cases = gallery_cases(args.data) + [("demo", [["demo", "--json", "--out", "demo"]], ["demo.json"])]
     cases += planted_cases(args.cache / "planted-kinds")
     if args.rows:
         table, registry, n = metrics_pairwise.make_table(int(args.rows), args.cache / f"{int(args.rows)}")
-        cases.append((f"planted/pairwise-{n:,}-rows", [["metrics", str(table), "--models", str(registry), "--json"]],
-                      ["metrics.json"]))
+        cases.append(
+            (f"planted/pairwise-{n:,}-rows", [["metrics", str(table), "--models", str(registry), "--json"]], ["metrics.json"])
+        )
     if args.only:
         cases = [c for c in cases if c[0].startswith(tuple(args.only))]
     differ = 0
@@ -138,8 +176,10 @@ def main() -> int:
                 print(f"{case[0]:28s} {output:22s} {verdict}", flush=True)
             if old_status != new_status:
                 differ += 1
-            print(f"{case[0]:28s} exit {old_status} before, {new_status} after; {old_s:.1f} s before, {new_s:.1f} s after",
-                  flush=True)
+            print(
+                f"{case[0]:28s} exit {old_status} before, {new_status} after; {old_s:.1f} s before, {new_s:.1f} s after",
+                flush=True,
+            )
     finally:
         shutil.rmtree(before, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)

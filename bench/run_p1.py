@@ -158,6 +158,7 @@ def _thread_cpu(pid: int) -> tuple[float, float] | None:
     threads together, ended ones included (the store writer; aiohttp's resolver threads idle):
     ``/proc/PID/task/PID/stat`` and the whole process's ``/proc/PID/stat`` minus it; None once
     the process is gone."""
+
     def seconds(path: str) -> float:
         with open(path) as handle:
             fields = handle.read().rpartition(")")[2].split()
@@ -188,25 +189,34 @@ def _mix(db: Path) -> list[tuple[float, float]]:
     changes with them (the judge calls, which show two responses and read their verdict's
     logprobs, are larger than the generation calls mixed in early)."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        rows = conn.execute("SELECT length(request), coalesce(length(response), 0) + coalesce(length(text), 0)"
-                            " + coalesce(length(logprobs), 0) FROM calls ORDER BY rowid").fetchall()
+        rows = conn.execute(
+            "SELECT length(request), coalesce(length(response), 0) + coalesce(length(text), 0)"
+            " + coalesce(length(logprobs), 0) FROM calls ORDER BY rowid"
+        ).fetchall()
     conn.close()
     n = len(rows)
     out = []
     for tenth in range(10):
-        part = rows[tenth * n // 10:(tenth + 1) * n // 10] or [(0, 0)]
+        part = rows[tenth * n // 10 : (tenth + 1) * n // 10] or [(0, 0)]
         out.append((sum(r[0] for r in part) / len(part), sum(r[1] for r in part) / len(part)))
     return out
 
 
-def _nepotism_run(url: str, folder: Path, items: int, concurrency: int, src: str | None = None
-                  ) -> tuple[float, int, float, list[tuple[float, int, float]], tuple[float, float]]:
+def _nepotism_run(
+    url: str, folder: Path, items: int, concurrency: int, src: str | None = None
+) -> tuple[float, int, float, list[tuple[float, int, float]], tuple[float, float]]:
     exp = standin_experiment(folder, url, items=items, concurrency=concurrency, timeout=60.0)
     db = folder / "s.db"
     cpu0, t0 = _children_cpu(), time.perf_counter()
     env = dict(os.environ, PYTHONPATH=src) if src else None
-    child = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
-                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     samples: list[tuple[float, int, float]] = []  # (seconds, calls stored, RSS MB)
     threads = (0.0, 0.0)  # CPU seconds of the loop's thread and the others, at the last sample
     while child.poll() is None:
@@ -239,8 +249,12 @@ def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, in
             conn.execute("DELETE FROM judge_memo")
         conn.close()
     cpu0, t0 = _children_cpu(), time.perf_counter()
-    done = subprocess.run([NEPOTISM, "run", str(folder / "exp.toml"), "--store", str(folder / "s.db"),
-                           "--no-progress", "--json"], cwd=folder, capture_output=True, text=True)
+    done = subprocess.run(
+        [NEPOTISM, "run", str(folder / "exp.toml"), "--store", str(folder / "s.db"), "--no-progress", "--json"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     secs, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if done.returncode != 0:
         raise SystemExit(f"cached rerun failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -250,22 +264,29 @@ def _cached_rerun(folder: Path, *, forget_memo: bool = False) -> tuple[float, in
     return secs, summary["generation"]["total"] + summary["judging"]["total"], cpu
 
 
-def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, what: str = "the last round",
-              mix: list[tuple[float, float]] | None = None) -> None:
+def _timeline(
+    samples: list[tuple[float, int, float]],
+    sent: int,
+    secs: float,
+    what: str = "the last round",
+    mix: list[tuple[float, float]] | None = None,
+) -> None:
     """Per tenth of the calls sent: when it was stored, its calls/s, the RSS then; peak RSS; when
     the first call was stored (process start, reading, planning) and how long the process ran
     after the last one (exports), to the 0.2 s of the sampling."""
     if not samples:
         return
-    print(f"timeline of {what} ({secs:.1f} s wall, peak RSS {max(s[2] for s in samples):.0f} MB; "
-          f"first sample {samples[0][0]:.1f} s, {samples[0][2]:.0f} MB)")
+    print(
+        f"timeline of {what} ({secs:.1f} s wall, peak RSS {max(s[2] for s in samples):.0f} MB; "
+        f"first sample {samples[0][0]:.1f} s, {samples[0][2]:.0f} MB)"
+    )
     first = next((s[0] for s in samples if s[1] > 0), None)
     last = next((s[0] for s in samples if s[1] >= samples[-1][1]), None)
     if first is not None and last is not None:
-        print(f"first call stored by {first:.1f} s, the last by {last:.1f} s; the process ran "
-              f"{secs - last:.1f} s after it")
-    print(f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}"
-          + (f"{'request B':>11}{'answer B':>10}" if mix else ""))
+        print(f"first call stored by {first:.1f} s, the last by {last:.1f} s; the process ran {secs - last:.1f} s after it")
+    print(
+        f"{'stored':>8}{'at s':>8}{'calls/s in tenth':>18}{'RSS MB':>8}" + (f"{'request B':>11}{'answer B':>10}" if mix else "")
+    )
     prev_t, prev_n = None, 0
     for tenth in range(1, 11):
         goal = sent * tenth // 10
@@ -276,8 +297,10 @@ def _timeline(samples: list[tuple[float, int, float]], sent: int, secs: float, w
             first = next(s for s in samples if s[1] > 0)
             prev_t = first[0] - 0.2
         rate = (hit[1] - prev_n) / max(hit[0] - prev_t, 1e-9)
-        print(f"{tenth * 10:>7}%{hit[0]:>8.1f}{rate:>18.0f}{hit[2]:>8.0f}"
-              + (f"{mix[tenth - 1][0]:>11.0f}{mix[tenth - 1][1]:>10.0f}" if mix else ""))
+        print(
+            f"{tenth * 10:>7}%{hit[0]:>8.1f}{rate:>18.0f}{hit[2]:>8.0f}"
+            + (f"{mix[tenth - 1][0]:>11.0f}{mix[tenth - 1][1]:>10.0f}" if mix else "")
+        )
         prev_t, prev_n = hit[0], hit[1]
 
 
@@ -296,18 +319,19 @@ def main() -> None:
     baseline: list[tuple[float, float]] = []
     base_samples: list[tuple[float, int, float]] = []
     base_secs, base_n = 0.0, 0
-    with standin_process(StandinConfig(latency_s=args.latency)) as url, \
-            tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch:
+    with (
+        standin_process(StandinConfig(latency_s=args.latency)) as url,
+        tempfile.TemporaryDirectory(prefix="nepotism-p1-") as scratch,
+    ):
         for r in range(args.rounds):
             if args.baseline_src:
-                base_s, base_sent, base_cpu, base_samples, base_threads = _nepotism_run(url, Path(scratch) / f"base{r}", items,
-                                                                          args.concurrency // 2, args.baseline_src)
+                base_s, base_sent, base_cpu, base_samples, base_threads = _nepotism_run(
+                    url, Path(scratch) / f"base{r}", items, args.concurrency // 2, args.baseline_src
+                )
                 base_secs, base_n = base_s, base_sent
-                baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3,
-                                 *(t / base_sent * 1e3 for t in base_threads)))
+                baseline.append((base_sent / base_s, base_cpu / base_sent * 1e3, *(t / base_sent * 1e3 for t in base_threads)))
             server0 = _server_cpu(url)
-            run_s, sent, run_cpu, samples, threads = _nepotism_run(url, Path(scratch) / f"round{r}", items,
-                                                          args.concurrency // 2)
+            run_s, sent, run_cpu, samples, threads = _nepotism_run(url, Path(scratch) / f"round{r}", items, args.concurrency // 2)
             mix = _mix(Path(scratch) / f"round{r}" / "s.db")
             server1 = _server_cpu(url)
             if args.rerun and r == args.rounds - 1:
@@ -324,28 +348,54 @@ def main() -> None:
             server2 = _server_cpu(url)
             if ok != sent or fast_ok != sent:
                 raise SystemExit(f"bare aiohttp: only {min(ok, fast_ok)}/{sent} calls succeeded")
-            rows.append((sent / run_s, sent / bare_s, run_cpu / sent * 1e3, bare_cpu / sent * 1e3, sent,
-                         (server1 - server0) / sent * 1e3, (server2 - server1) / sent / 2 * 1e3,
-                         sent / fast_s, fast_cpu / sent * 1e3, *(t / sent * 1e3 for t in threads)))
-    print(f"calls sent per run {rows[0][4]}, concurrency {args.concurrency}, stand-in latency "
-          f"{args.latency * 1e3:.0f} ms, rounds {args.rounds}")
-    print(f"nepotism run's event loop: {loop_name()}; the bare client runs on asyncio's default loop, "
-          f"and again on {loop_name().split()[0]} ('bare on our loop': the limit for the same loop)")
-    print(f"{'round':<7}{'nepotism run/s':>16}{'bare aiohttp/s':>16}{'ratio':>8}{'run ms CPU/call':>17}"
-          f"{'bare ms CPU/call':>18}{'stand-in ms/call (run, bare)':>30}")
-    for i, (run_rate, bare_rate, run_cpu, bare_cpu, _, srv_run, srv_bare, fast_rate, fast_cpu, run_loop,
-            run_others) in enumerate(rows, 1):
-        print(f"{i:<7}{run_rate:>16.0f}{bare_rate:>16.0f}{run_rate / bare_rate:>8.2f}{run_cpu:>17.3f}{bare_cpu:>18.3f}"
-              f"{srv_run:>20.3f}, {srv_bare:.3f}")
-        print(f"{'':<7}{'':>16}{'':>16}{'':>8}{'':>17}   of which the loop's thread {run_loop:.3f}, "
-              f"the others (store writer) {run_others:.3f} ms/call (to the last 0.2 s sample)")
-        print(f"{'  ours':<7}{'':>16}{fast_rate:>16.0f}{run_rate / fast_rate:>8.2f}{'':>17}{fast_cpu:>18.3f}"
-              f"   (bare client on our loop; ratio of nepotism run to it)")
+            rows.append(
+                (
+                    sent / run_s,
+                    sent / bare_s,
+                    run_cpu / sent * 1e3,
+                    bare_cpu / sent * 1e3,
+                    sent,
+                    (server1 - server0) / sent * 1e3,
+                    (server2 - server1) / sent / 2 * 1e3,
+                    sent / fast_s,
+                    fast_cpu / sent * 1e3,
+                    *(t / sent * 1e3 for t in threads),
+                )
+            )
+    print(
+        f"calls sent per run {rows[0][4]}, concurrency {args.concurrency}, stand-in latency "
+        f"{args.latency * 1e3:.0f} ms, rounds {args.rounds}"
+    )
+    print(
+        f"nepotism run's event loop: {loop_name()}; the bare client runs on asyncio's default loop, "
+        f"and again on {loop_name().split()[0]} ('bare on our loop': the limit for the same loop)"
+    )
+    print(
+        f"{'round':<7}{'nepotism run/s':>16}{'bare aiohttp/s':>16}{'ratio':>8}{'run ms CPU/call':>17}"
+        f"{'bare ms CPU/call':>18}{'stand-in ms/call (run, bare)':>30}"
+    )
+    for i, (run_rate, bare_rate, run_cpu, bare_cpu, _, srv_run, srv_bare, fast_rate, fast_cpu, run_loop, run_others) in enumerate(
+        rows, 1
+    ):
+        print(
+            f"{i:<7}{run_rate:>16.0f}{bare_rate:>16.0f}{run_rate / bare_rate:>8.2f}{run_cpu:>17.3f}{bare_cpu:>18.3f}"
+            f"{srv_run:>20.3f}, {srv_bare:.3f}"
+        )
+        print(
+            f"{'':<7}{'':>16}{'':>16}{'':>8}{'':>17}   of which the loop's thread {run_loop:.3f}, "
+            f"the others (store writer) {run_others:.3f} ms/call (to the last 0.2 s sample)"
+        )
+        print(
+            f"{'  ours':<7}{'':>16}{fast_rate:>16.0f}{run_rate / fast_rate:>8.2f}{'':>17}{fast_cpu:>18.3f}"
+            f"   (bare client on our loop; ratio of nepotism run to it)"
+        )
         if baseline:
             base_rate, base_cpu, base_loop, base_others = baseline[i - 1]
-            print(f"{'  base':<7}{base_rate:>16.0f}{'':>16}{base_rate / bare_rate:>8.2f}{base_cpu:>17.3f}"
-                  f"   (nepotism run from {args.baseline_src}; loop's thread {base_loop:.3f}, others "
-                  f"{base_others:.3f})")
+            print(
+                f"{'  base':<7}{base_rate:>16.0f}{'':>16}{base_rate / bare_rate:>8.2f}{base_cpu:>17.3f}"
+                f"   (nepotism run from {args.baseline_src}; loop's thread {base_loop:.3f}, others "
+                f"{base_others:.3f})"
+            )
     ratios = sorted(r[0] / r[1] for r in rows)
     fast = sorted(r[0] / r[7] for r in rows)
     print(f"median ratio {ratios[len(ratios) // 2]:.2f} (to the bare client on our loop: {fast[len(fast) // 2]:.2f})")
@@ -354,8 +404,10 @@ def main() -> None:
     _timeline(samples, rows[-1][4], run_s, mix=mix)
     if args.rerun:
         for label, (secs, planned, cpu) in (("", rerun), (" without the judge-plan memo", rerun_plain)):
-            print(f"cached rerun of the last round{label}: {secs:.2f} s wall = {planned / secs:,.0f} calls/s, "
-                  f"{cpu / planned * 1e3:.3f} ms CPU/call ({planned:,} calls planned, 0 sent)")
+            print(
+                f"cached rerun of the last round{label}: {secs:.2f} s wall = {planned / secs:,.0f} calls/s, "
+                f"{cpu / planned * 1e3:.3f} ms CPU/call ({planned:,} calls planned, 0 sent)"
+            )
 
 
 if __name__ == "__main__":

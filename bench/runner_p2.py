@@ -79,8 +79,26 @@ from nepotism.store.fastread import call_rows
 JUDGES = ("judge-a", "judge-b")
 GENERATORS = ("judge-a", "judge-b", "other-c")
 OPTIONS = {"mode": "labels", "ways": 2}
-_WORDS = ("river", "stone", "policy", "market", "quietly", "seven", "because", "garden", "signal",
-          "under", "method", "careful", "winter", "reason", "number", "across", "light", "value")
+_WORDS = (
+    "river",
+    "stone",
+    "policy",
+    "market",
+    "quietly",
+    "seven",
+    "because",
+    "garden",
+    "signal",
+    "under",
+    "method",
+    "careful",
+    "winter",
+    "reason",
+    "number",
+    "across",
+    "light",
+    "value",
+)
 
 
 def _text(rng: random.Random, chars: int) -> str:
@@ -108,9 +126,13 @@ def _plan(instances, by_instance, n_tasks):
 
 def _answer(rng: random.Random) -> Completion:
     a = -rng.random() * 2
-    return Completion(text="A" if a > -0.7 else "B", label_logprobs={"A": a, "B": math.log1p(-math.exp(a)) if a < 0 else -30.0},
-                      usage={"prompt_tokens": 420, "completion_tokens": 1}, raw={"object": "chat.completion"},
-                      finish_reason="length")
+    return Completion(
+        text="A" if a > -0.7 else "B",
+        label_logprobs={"A": a, "B": math.log1p(-math.exp(a)) if a < 0 else -30.0},
+        usage={"prompt_tokens": 420, "completion_tokens": 1},
+        raw={"object": "chat.completion"},
+        finish_reason="length",
+    )
 
 
 def _fill(store: Store, runner: Runner, tasks) -> None:
@@ -170,8 +192,7 @@ def _rerun(store, endpoints, instances, by_instance, n) -> dict[str, float]:
     planned = runner.plan_judging(tasks, render)
     cpu2 = time.process_time()
     # as `nepotism run` judges: judgments stored and counted, not kept; stored ones found by id
-    result = asyncio.run(runner.judge(tasks, render, interpret_all, planned=planned, keep=False,
-                                      identify=_IDENTIFY["fn"]))
+    result = asyncio.run(runner.judge(tasks, render, interpret_all, planned=planned, keep=False, identify=_IDENTIFY["fn"]))
     wall3, cpu3 = time.perf_counter(), time.process_time()
     assert result.stats.cached == len(tasks) and result.stats.sent == 0, "the rerun was not fully cached"
     assert sum(result.counts.values()) == len(tasks)
@@ -184,11 +205,21 @@ def _rerun(store, endpoints, instances, by_instance, n) -> dict[str, float]:
 
 def _experiment() -> Experiment:
     """The experiment whose judge plan `_plan` builds: one pairwise protocol, judge vs others."""
-    return Experiment(path="bench/runner_p2.py", name="p2", seed=0, registry_files=(), store=None,
-                      dataset=DatasetConfig(), models={}, generation=GenerationConfig(generators=GENERATORS),
-                      judges=JUDGES, conditions=(ConditionConfig("default"),),
-                      protocols=(ProtocolConfig("pairwise", args={"pairs": "judge-vs-others"}, options=OPTIONS),),
-                      output_dir=None, output_format="csv")
+    return Experiment(
+        path="bench/runner_p2.py",
+        name="p2",
+        seed=0,
+        registry_files=(),
+        store=None,
+        dataset=DatasetConfig(),
+        models={},
+        generation=GenerationConfig(generators=GENERATORS),
+        judges=JUDGES,
+        conditions=(ConditionConfig("default"),),
+        protocols=(ProtocolConfig("pairwise", args={"pairs": "judge-vs-others"}, options=OPTIONS),),
+        output_dir=None,
+        output_format="csv",
+    )
 
 
 def _rerun_memo(store, endpoints, instances, by_instance, n) -> dict[str, float]:
@@ -207,8 +238,11 @@ def _rerun_memo(store, endpoints, instances, by_instance, n) -> dict[str, float]
     def plan(chunk, candidates):  # as `run_experiment` plans a chunk
         return ChunkPlan(experiment, chunk, _unique(candidates), judging)
 
-    _, result = asyncio.run(Runner(store, endpoints, judge_memo=True).generate_and_judge(
-        instances, [], responses, plan, render, interpret_all, keep=False, identify=judgment_ids))
+    _, result = asyncio.run(
+        Runner(store, endpoints, judge_memo=True).generate_and_judge(
+            instances, [], responses, plan, render, interpret_all, keep=False, identify=judgment_ids
+        )
+    )
     wall2, cpu2 = time.perf_counter(), time.process_time()
     assert result.stats.total == n, "the chunks planned other tasks than the bench's plan"
     assert result.stats.cached == n and result.stats.sent == 0, "the rerun was not fully cached"
@@ -224,8 +258,10 @@ _IDENTIFY = {"fn": judgment_ids}  # the stored-judgment counts (None: every cach
 
 def _plain_rows(store: Store, keys) -> dict[str, tuple]:
     """`call_rows`' result read through the full `Store.get_calls` records (the plain twin)."""
-    return {key: (c.text, c.logprobs_json, c.usage_json, c.response_json, c.latency_s, c.status, c.error)
-            for key, c in store.get_calls(list(keys)).items()}
+    return {
+        key: (c.text, c.logprobs_json, c.usage_json, c.response_json, c.latency_s, c.status, c.error)
+        for key, c in store.get_calls(list(keys)).items()
+    }
 
 
 def _plain_replay(row: tuple):
@@ -233,9 +269,17 @@ def _plain_replay(row: tuple):
     from nepotism.runner.calls import completion_from_cached
 
     text, logprobs, usage, response, latency, status, error = row
-    return completion_from_cached(SimpleNamespace(text=text, logprobs_json=logprobs, usage_json=usage,
-                                                  response_json=response, latency_s=latency, status=status,
-                                                  error=error))
+    return completion_from_cached(
+        SimpleNamespace(
+            text=text,
+            logprobs_json=logprobs,
+            usage_json=usage,
+            response_json=response,
+            latency_s=latency,
+            status=status,
+            error=error,
+        )
+    )
 
 
 def _no_skeleton(*_args, **_kwargs):
@@ -246,43 +290,57 @@ def _no_skeleton(*_args, **_kwargs):
 def _without(fast_path: str) -> Iterator[None]:
     """Run with one fast path replaced by the plain code it stands in for."""
     from nepotism.backends.base import Completion as _Completion
+
     render_module = importlib.import_module("nepotism.judging.render")
     from nepotism.records import Judgment
 
     patches = {
-        "frozen builders": [mock.patch("nepotism.judging.interpret._build_judgment", lambda v: Judgment(**v)),
-                            mock.patch("nepotism.runner._replay._build_completion", lambda v: _Completion(**v))],
-        "prompt skeletons": [mock.patch.object(render_module.Skeleton, "from_rendered", _no_skeleton),
-                             mock.patch.dict(render_module._SKELETONS, clear=True)],
+        "frozen builders": [
+            mock.patch("nepotism.judging.interpret._build_judgment", lambda v: Judgment(**v)),
+            mock.patch("nepotism.runner._replay._build_completion", lambda v: _Completion(**v)),
+        ],
+        "prompt skeletons": [
+            mock.patch.object(render_module.Skeleton, "from_rendered", _no_skeleton),
+            mock.patch.dict(render_module._SKELETONS, clear=True),
+        ],
         "cached-row replay": [mock.patch("nepotism.runner.calls._replayed", _plain_replay)],
-        "narrow batched read": [mock.patch("nepotism.runner.calls.call_rows",
-                                           lambda store, keys: _plain_rows(store, keys))],
-        "collector pauses": [mock.patch("nepotism.runner.calls._pause_gc", lambda: False),
-                             mock.patch("nepotism.runner.engine._pause_gc", lambda: False),
-                             mock.patch("nepotism.runner._judge_windows._pause_gc", lambda: False),
-                             mock.patch("nepotism.runner.calls._freeze_gc", lambda: None)],
+        "narrow batched read": [mock.patch("nepotism.runner.calls.call_rows", lambda store, keys: _plain_rows(store, keys))],
+        "collector pauses": [
+            mock.patch("nepotism.runner.calls._pause_gc", lambda: False),
+            mock.patch("nepotism.runner.engine._pause_gc", lambda: False),
+            mock.patch("nepotism.runner._judge_windows._pause_gc", lambda: False),
+            mock.patch("nepotism.runner.calls._freeze_gc", lambda: None),
+        ],
     }
     patches["stored-judgment counts"] = [mock.patch.dict(_IDENTIFY, {"fn": None})]
-    patches["builders + replay + narrow read"] = (patches["frozen builders"] + patches["cached-row replay"]
-                                                  + patches["narrow batched read"])
+    patches["builders + replay + narrow read"] = (
+        patches["frozen builders"] + patches["cached-row replay"] + patches["narrow batched read"]
+    )
     with contextlib.ExitStack() as stack:
         for patch in patches[fast_path]:
             stack.enter_context(patch)
         yield
 
 
-ABLATIONS = ("stored-judgment counts", "frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read", "collector pauses",
-             "builders + replay + narrow read")
+ABLATIONS = (
+    "stored-judgment counts",
+    "frozen builders",
+    "prompt skeletons",
+    "cached-row replay",
+    "narrow batched read",
+    "collector pauses",
+    "builders + replay + narrow read",
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", nargs="?", type=int, default=100_000)
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="store file to write and keep (reused as is when it already holds the calls)")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="store file to write and keep (reused as is when it already holds the calls)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timed reruns (the best is reported)")
-    parser.add_argument("--ablate", action="store_true",
-                        help="also time the rerun with each fast path turned off, side by side")
+    parser.add_argument("--ablate", action="store_true", help="also time the rerun with each fast path turned off, side by side")
     args = parser.parse_args()
     per_instance = len(JUDGES) * 2 * 2
     args.n = math.ceil(args.n / per_instance) * per_instance  # (whole instances: the chunks plan every task of theirs)
@@ -303,19 +361,25 @@ def main() -> None:
             store._conn().execute("DELETE FROM judge_memo")
             runs, memo_runs = [], []
             written = _rerun_memo(store, endpoints, instances, by_instance, args.n)
-            print(f"cached rerun writing the memo: {written['n']:,} judge calls in {written['wall']:.2f} s = "
-                  f"{written['n'] / written['wall']:,.0f} calls/s, {written['cpu'] / written['n'] * 1e6:.1f} us CPU/call "
-                  f"({written['hits']:,} from the memo)")
+            print(
+                f"cached rerun writing the memo: {written['n']:,} judge calls in {written['wall']:.2f} s = "
+                f"{written['n'] / written['wall']:,.0f} calls/s, {written['cpu'] / written['n'] * 1e6:.1f} us CPU/call "
+                f"({written['hits']:,} from the memo)"
+            )
             for _ in range(args.repeat):
                 runs.append(_rerun(store, endpoints, instances, by_instance, args.n))
                 r = runs[-1]
-                print(f"cached rerun: {r['n']:,} judge calls in {r['wall']:.2f} s = {r['n'] / r['wall']:,.0f} calls/s, "
-                      f"{r['cpu'] / r['n'] * 1e6:.1f} us CPU/call")
+                print(
+                    f"cached rerun: {r['n']:,} judge calls in {r['wall']:.2f} s = {r['n'] / r['wall']:,.0f} calls/s, "
+                    f"{r['cpu'] / r['n'] * 1e6:.1f} us CPU/call"
+                )
                 memo_runs.append(_rerun_memo(store, endpoints, instances, by_instance, args.n))
                 r = memo_runs[-1]
                 assert r["hits"] == r["n"], "a window missed the memo"
-                print(f"cached rerun from the memo: {r['n']:,} judge calls in {r['wall']:.2f} s = "
-                      f"{r['n'] / r['wall']:,.0f} calls/s, {r['cpu'] / r['n'] * 1e6:.1f} us CPU/call")
+                print(
+                    f"cached rerun from the memo: {r['n']:,} judge calls in {r['wall']:.2f} s = "
+                    f"{r['n'] / r['wall']:,.0f} calls/s, {r['cpu'] / r['n'] * 1e6:.1f} us CPU/call"
+                )
                 for name in ablated:
                     with _without(name):
                         ablated[name].append(_rerun(store, endpoints, instances, by_instance, args.n))
@@ -332,10 +396,12 @@ def main() -> None:
         ("  plan tasks", "", f"{min(r['plan'] for r in runs) / n * 1e6:.1f}"),
         ("  render + cache key", "", f"{min(r['render+key'] for r in runs) / n * 1e6:.1f}"),
         ("  judge: stored-judgment counts (+ replays)", "", f"{min(r['replay'] for r in runs) / n * 1e6:.1f}"),
-        ("cached rerun writing the memo", f"{written['n'] / written['wall']:,.0f}",
-         f"{written['cpu'] / n * 1e6:.1f}"),
-        ("cached rerun from the memo (best wall)", f"{memo_best['n'] / memo_best['wall']:,.0f}",
-         f"{memo_best['cpu'] / n * 1e6:.1f}"),
+        ("cached rerun writing the memo", f"{written['n'] / written['wall']:,.0f}", f"{written['cpu'] / n * 1e6:.1f}"),
+        (
+            "cached rerun from the memo (best wall)",
+            f"{memo_best['n'] / memo_best['wall']:,.0f}",
+            f"{memo_best['cpu'] / n * 1e6:.1f}",
+        ),
         ("cached rerun from the memo (best CPU)", f"{1e6 / memo_cpu:,.0f}", f"{memo_cpu:.1f}"),
         ("bound: plain loop of dict lookups", f"{bound_rate:,.0f}", f"{bound_cpu:.2f}"),
         ("bound: reading the rows from SQLite", f"{sqlite_rate:,.0f}", ""),
@@ -345,16 +411,20 @@ def main() -> None:
     for name, rate, per in rows:
         print(f"{name:<46} {rate:>10} {per:>12}")
     print(f"{'rerun / bound (wall)':<46} {best['n'] / best['wall'] / bound_rate:>10.4f}")
-    print(f"{'rerun / reading the rows from SQLite (wall)':<46} {best['n'] / best['wall'] / sqlite_rate:>10.4f}"
-          "   issue 21: >= 0.5")
-    print(f"{'from the memo / reading the rows from SQLite':<46} "
-          f"{memo_best['n'] / memo_best['wall'] / sqlite_rate:>10.4f}   (wall)")
+    print(
+        f"{'rerun / reading the rows from SQLite (wall)':<46} {best['n'] / best['wall'] / sqlite_rate:>10.4f}   issue 21: >= 0.5"
+    )
+    print(
+        f"{'from the memo / reading the rows from SQLite':<46} {memo_best['n'] / memo_best['wall'] / sqlite_rate:>10.4f}   (wall)"
+    )
     print(f"{'calls/s from CPU time (1e6 / us CPU per call)':<46} {1e6 / cpu:>10,.0f}   target >= 20,000")
     print(f"{'  from the memo':<46} {1e6 / memo_cpu:>10,.0f}")
     if ablated:
         print()
-        print(f"{'without one fast path (best CPU of ' + str(args.repeat) + ')':<46} {'calls/s':>10} {'us CPU/call':>12} "
-              f"{'x slower':>9}")
+        print(
+            f"{'without one fast path (best CPU of ' + str(args.repeat) + ')':<46} {'calls/s':>10} {'us CPU/call':>12} "
+            f"{'x slower':>9}"
+        )
         for name, measured in ablated.items():
             off = min(r["cpu"] for r in measured) / n * 1e6
             print(f"{'  ' + name:<46} {1e6 / off:>10,.0f} {off:>12.1f} {off / cpu:>9.2f}")

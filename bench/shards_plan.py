@@ -43,8 +43,26 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
-WORDS = ("river", "stone", "policy", "market", "quietly", "seven", "because", "garden", "signal", "under",
-         "method", "careful", "winter", "reason", "number", "across", "light", "value")
+WORDS = (
+    "river",
+    "stone",
+    "policy",
+    "market",
+    "quietly",
+    "seven",
+    "because",
+    "garden",
+    "signal",
+    "under",
+    "method",
+    "careful",
+    "winter",
+    "reason",
+    "number",
+    "across",
+    "light",
+    "value",
+)
 
 
 def _text(seed: int, words: int) -> str:
@@ -61,8 +79,12 @@ def write_experiment(folder: Path, *, prompts: int, generators: int, judges: int
             prompt = f"Item {p}: {_text(p, 25)}?"
             fh.write(json.dumps({"id": f"item-{p}", "prompt": prompt}) + "\n")
             for g, name in enumerate(gens):
-                fh.write(json.dumps({"id": f"item-{p}", "prompt": prompt, "model": name,
-                                     "text": f"({p}.{g}) {_text(p * 31 + g, 120)}"}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {"id": f"item-{p}", "prompt": prompt, "model": name, "text": f"({p}.{g}) {_text(p * 31 + g, 120)}"}
+                    )
+                    + "\n"
+                )
     (folder / "models.toml").write_text("".join(f'[models."{m}"]\nfamily = "fam-{m}"\n' for m in gens + judge_ids))
     models = "".join(f'[models."{j}"]\nbackend = "openai"\nbase_url = "{base_url}"\n' for j in judge_ids)
     (folder / "exp.toml").write_text(f"""
@@ -94,10 +116,12 @@ class _NotFound(BaseHTTPRequestHandler):
 
 def _measured(argv: list[str], cwd: Path) -> tuple[dict, float, float, float]:
     """Run one command in its own process: (its JSON, wall s, CPU s, peak RSS GB)."""
-    wrapper = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-               "sys.stdout.write(done.stdout); sys.stderr.write(done.stderr); "
-               "use = resource.getrusage(resource.RUSAGE_CHILDREN); "
-               "print(f'@@{use.ru_maxrss} {use.ru_utime + use.ru_stime}', file=sys.stderr); sys.exit(done.returncode)")
+    wrapper = (
+        "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "sys.stdout.write(done.stdout); sys.stderr.write(done.stderr); "
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(f'@@{use.ru_maxrss} {use.ru_utime + use.ru_stime}', file=sys.stderr); sys.exit(done.returncode)"
+    )
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", wrapper, *argv], cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -120,17 +144,29 @@ def main() -> None:
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        exp = write_experiment(folder, prompts=args.prompts, generators=args.generators, judges=args.judges,
-                               base_url=base_url)
+        exp = write_experiment(folder, prompts=args.prompts, generators=args.generators, judges=args.judges, base_url=base_url)
         rows = []
-        whole, wall, cpu, rss = _measured([NEPOTISM, "run", str(exp), "--dry-run", "--json", "--store",
-                                           str(folder / "whole.db")], folder)
+        whole, wall, cpu, rss = _measured(
+            [NEPOTISM, "run", str(exp), "--dry-run", "--json", "--store", str(folder / "whole.db")], folder
+        )
         rows.append(("whole plan", whole["totals"]["calls"], wall, cpu, rss))
         distinct = whole["totals"]["to_send"]
         parts = []
         for k in range(args.shards):
-            part, wall, cpu, rss = _measured([NEPOTISM, "run", str(exp), "--dry-run", "--json", "--shard",
-                                              f"{k}/{args.shards}", "--store", str(folder / f"s{k}.db")], folder)
+            part, wall, cpu, rss = _measured(
+                [
+                    NEPOTISM,
+                    "run",
+                    str(exp),
+                    "--dry-run",
+                    "--json",
+                    "--shard",
+                    f"{k}/{args.shards}",
+                    "--store",
+                    str(folder / f"s{k}.db"),
+                ],
+                folder,
+            )
             parts.append(part)
             rows.append((f"shard {k}/{args.shards}", part["totals"]["calls"], wall, cpu, rss))
     print(f"{'command (nepotism run --dry-run)':<34} {'planned calls':>14} {'wall s':>8} {'CPU s':>8} {'peak GB':>8}")

@@ -22,9 +22,15 @@ def _requests(n: int):
             {"role": "user", "content": f"Question {i}: ... Answer A: ... Answer B: ..."},
         ]
         params = {"temperature": 0.0, "max_tokens": 8, "logprobs": True, "top_logprobs": 5}
-        yield Store.call_key(backend="openai", model="judge", parameters=params, messages=messages), {
-            "backend": "openai", "model": "judge", "parameters": params, "messages": messages,
-        }
+        yield (
+            Store.call_key(backend="openai", model="judge", parameters=params, messages=messages),
+            {
+                "backend": "openai",
+                "model": "judge",
+                "parameters": params,
+                "messages": messages,
+            },
+        )
 
 
 def main() -> None:
@@ -44,8 +50,12 @@ def main() -> None:
             start = time.perf_counter()
             for key, request in items:
                 store.put_call(
-                    key, request=request, response={"choices": [{"text": "A"}]}, text="A",
-                    logprobs=[{"token": "A", "logprob": -0.1}], usage={"total_tokens": 40},
+                    key,
+                    request=request,
+                    response={"choices": [{"text": "A"}]},
+                    text="A",
+                    logprobs=[{"token": "A", "logprob": -0.1}],
+                    usage={"total_tokens": 40},
                     latency_s=0.1,
                 )
             put = time.perf_counter() - start
@@ -55,8 +65,14 @@ def main() -> None:
                 start = time.perf_counter()
                 for i in range(0, len(items), 1000):
                     other.put_calls(
-                        {"key": key, "request": request, "response": {"choices": [{"text": "A"}]},
-                         "text": "A", "usage": {"total_tokens": 40}, "latency_s": 0.1}
+                        {
+                            "key": key,
+                            "request": request,
+                            "response": {"choices": [{"text": "A"}]},
+                            "text": "A",
+                            "usage": {"total_tokens": 40},
+                            "latency_s": 0.1,
+                        }
                         for key, request in items[i : i + 1000]
                     )
                 batch_put = time.perf_counter() - start

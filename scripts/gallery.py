@@ -163,10 +163,18 @@ def answer_section(document: dict) -> list[str]:
     rows = summary_rows(verdicts)
     several = len({r["condition"] for r in rows}) > 1
     level = int(round(100 * (summary.get("options") or {}).get("confidence", 0.95)))
-    header = ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", f"{level}% CI",
-                                                               "prompts", "evidence"]
-    out = _md_table(header, [[r["judge"]] + ([r["condition"]] if several else []) + [
-        r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]] for r in rows])
+    header = (
+        ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", f"{level}% CI", "prompts", "evidence"]
+    )
+    out = _md_table(
+        header,
+        [
+            [r["judge"]]
+            + ([r["condition"]] if several else [])
+            + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+            for r in rows
+        ],
+    )
     line = names_line(summary)
     if line:
         out += ["", _md(line)]
@@ -176,14 +184,24 @@ def answer_section(document: dict) -> list[str]:
     entries = summary.get("relations") or []
     if entries:
         out += ["", "What each judge saw (the generators it judged, by their relation to it):", ""]
-        out += _md_table(["judge", "condition", "kind", "prompts", "generators"], [
-            [e["judge"], e.get("condition", ""), e.get("kind", ""), f"{e.get('prompts', 0):,}",
-             "; ".join(f"{scope}: {names_list(names)}" for scope, names in (e.get("generators") or {}).items())]
-            for e in entries])
+        out += _md_table(
+            ["judge", "condition", "kind", "prompts", "generators"],
+            [
+                [
+                    e["judge"],
+                    e.get("condition", ""),
+                    e.get("kind", ""),
+                    f"{e.get('prompts', 0):,}",
+                    "; ".join(f"{scope}: {names_list(names)}" for scope, names in (e.get("generators") or {}).items()),
+                ]
+                for e in entries
+            ],
+        )
     left_out = exclusion_lines(document["results"])
     if left_out:
-        out += [""] + ([_md(left_out[0])] if len(left_out) == 1 else
-                       [_md(left_out[0]), ""] + [f"- {_md(x.strip())}" for x in left_out[1:]])
+        out += [""] + (
+            [_md(left_out[0])] if len(left_out) == 1 else [_md(left_out[0]), ""] + [f"- {_md(x.strip())}" for x in left_out[1:]]
+        )
     return out
 
 
@@ -204,8 +222,11 @@ def record_table(document: dict, table: Table) -> list[str]:
         for row, r in zip(rows, records, strict=True):
             row[name] = "—" if r.get(name) is None else f"{r[name]:.3f}" if isinstance(r[name], float) else r[name]
     keys = [k for k in keys + list(table.extra) if any(row.get(k) not in (None, "") for row in rows)]
-    shared = [k for k in keys if len(rows) > 1 and len({str(row.get(k)) for row in rows}) == 1
-              and k not in ("estimate", "n", "prompts", "excluded")]
+    shared = [
+        k
+        for k in keys
+        if len(rows) > 1 and len({str(row.get(k)) for row in rows}) == 1 and k not in ("estimate", "n", "prompts", "excluded")
+    ]
     out = [_md("Every row: " + "; ".join(f"{k} {rows[0][k]}" for k in shared) + "."), ""] if shared else []
     keys = [k for k in keys if k not in shared]
     return out + _md_table(keys, [["" if row.get(k) is None else row[k] for k in keys] for row in rows])
@@ -239,12 +260,15 @@ def cannot_say(documents: dict[str, dict], headings: dict[str, str]) -> list[str
         if grouped:
             if len(documents) > 1:
                 out += [f"From {headings[save]}:", ""]
-            out += _md_table(["judge", "relation", "verdict", "why", "what would measure it"],
-                             [[", ".join(judges), *key] for key, judges in grouped.items()]) + [""]
+            out += _md_table(
+                ["judge", "relation", "verdict", "why", "what would measure it"],
+                [[", ".join(judges), *key] for key, judges in grouped.items()],
+            ) + [""]
     if stronger:
         out += ["What would make the measured verdicts stronger:", ""]
-        out += [f"- {_md(need[0].upper() + need[1:])}: {_md('; '.join(dict.fromkeys(who)))}."
-                for need, who in stronger.items()] + [""]
+        out += [
+            f"- {_md(need[0].upper() + need[1:])}: {_md('; '.join(dict.fromkeys(who)))}." for need, who in stronger.items()
+        ] + [""]
     return out
 
 
@@ -253,9 +277,11 @@ def intervals_line(documents: dict[str, dict]) -> str:
     said = []
     for document in documents.values():
         o = document["summary"].get("options") or {}
-        line = (f"Intervals: {int(round(100 * o['confidence']))}% {o['method']} intervals from {o['n_resamples']:,} "
-                f"bootstrap resamples of the prompts (clusters, not rows), seed {o['seed']}; a verdict's number "
-                f"needs at least {document['summary'].get('min_prompts', 30)} prompts (docs/answer.md).")
+        line = (
+            f"Intervals: {int(round(100 * o['confidence']))}% {o['method']} intervals from {o['n_resamples']:,} "
+            f"bootstrap resamples of the prompts (clusters, not rows), seed {o['seed']}; a verdict's number "
+            f"needs at least {document['summary'].get('min_prompts', 30)} prompts (docs/answer.md)."
+        )
         if line not in said:
             said.append(line)
     return " ".join(said)
@@ -273,37 +299,61 @@ def import_lines(outputs: dict[str, Any]) -> list[str]:
             continue
         counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in document["counts"].items())
         wrote = ", ".join(f"`{name}` ({t['kind']}, {t['rows']:,} rows)" for name, t in document["outputs"].items())
-        out.append(f"- `{save}` (`{document['format']}`, {len(document['sources'])} "
-                   f"file{'s' if len(document['sources']) != 1 else ''}): {counts}; wrote {wrote}."
-                   + "".join(f" {_md(n[0].upper() + n[1:]).rstrip('.')}." for n in document.get("notes") or []))
+        out.append(
+            f"- `{save}` (`{document['format']}`, {len(document['sources'])} "
+            f"file{'s' if len(document['sources']) != 1 else ''}): {counts}; wrote {wrote}."
+            + "".join(f" {_md(n[0].upper() + n[1:]).rstrip('.')}." for n in document.get("notes") or [])
+        )
     return out
 
 
 def render(page: Page, outputs: dict[str, Any]) -> str:
     documents = {save: outputs[save] for save in page.answers}
     several = len(documents) > 1
-    text = [f"# {page.title}", "", page.summary, "",
-            "Regenerate this page (seconds to a minute on 2 cores; it runs the commands below in a temporary folder "
-            "and rewrites the page from their output; the data folder is `../shared/data` beside the repository, "
-            "`--data DIR` for another):", "",
-            f"```bash\n.venv/bin/python scripts/gallery.py {page.name}\n```", "",
-            "## The data", "", page.context.strip(), "",
-            "## The commands", "", commands_block(page.steps), ""]
+    text = [
+        f"# {page.title}",
+        "",
+        page.summary,
+        "",
+        "Regenerate this page (seconds to a minute on 2 cores; it runs the commands below in a temporary folder "
+        "and rewrites the page from their output; the data folder is `../shared/data` beside the repository, "
+        "`--data DIR` for another):",
+        "",
+        f"```bash\n.venv/bin/python scripts/gallery.py {page.name}\n```",
+        "",
+        "## The data",
+        "",
+        page.context.strip(),
+        "",
+        "## The commands",
+        "",
+        commands_block(page.steps),
+        "",
+    ]
     if page.notes:
         text += [page.notes.strip(), ""]
     imported = import_lines(outputs)
     if imported:
         text += ["What the imports reported:", ""] + imported + [""]
-    text += ["## The answer", "",
-             "Generated from the verdicts in `nepotism metrics --json` (docs/answer.md: each judge and relation read "
-             "from the strongest evidence the data hold), worded as `nepotism metrics` prints them.", ""]
+    text += [
+        "## The answer",
+        "",
+        "Generated from the verdicts in `nepotism metrics --json` (docs/answer.md: each judge and relation read "
+        "from the strongest evidence the data hold), worded as `nepotism metrics` prints them.",
+        "",
+    ]
     for save, document in documents.items():
         if several:
             text += [f"### {page.answers[save]}", ""]
         text += answer_section(document) + [""]
     if page.tables:
-        text += ["## Records", "", "Records of `nepotism metrics --json` this page shows as they are (the report's "
-                 "columns; docs/metrics.md defines each metric).", ""]
+        text += [
+            "## Records",
+            "",
+            "Records of `nepotism metrics --json` this page shows as they are (the report's "
+            "columns; docs/metrics.md defines each metric).",
+            "",
+        ]
     for table in page.tables:
         text += [f"### {table.caption}", ""] + record_table(outputs[table.source], table) + [""]
     if page.cases:
@@ -311,9 +361,16 @@ def render(page: Page, outputs: dict[str, Any]) -> str:
         for save, why in page.cases.items():
             text += [why.strip(), ""] + fenced(outputs[save]) + [""]
     text += ["## What this data cannot say", ""] + cannot_say(documents, page.answers)
-    text += ["About the data:", ""] + [textwrap.fill("* " + " ".join(c.split()), width=100, subsequent_indent="  ",
-                                                     break_long_words=False, break_on_hyphens=False)
-                                       for c in page.caveats] + [""]
+    text += (
+        ["About the data:", ""]
+        + [
+            textwrap.fill(
+                "* " + " ".join(c.split()), width=100, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+            )
+            for c in page.caveats
+        ]
+        + [""]
+    )
     text += [intervals_line(documents), ""]
     return "\n".join(text)
 
@@ -323,17 +380,23 @@ def readme_bullet(page: Page, outputs: dict[str, Any]) -> str:
     lead, quotes = page.readme
     said = []
     for save, judge, condition, scope, which in quotes:
-        rows = [r for r in summary_rows(verdicts_of(outputs[save]))
-                if (r["judge"], r["condition"]) == (judge, condition) and r["scope"] in (scope, "any")]
+        rows = [
+            r
+            for r in summary_rows(verdicts_of(outputs[save]))
+            if (r["judge"], r["condition"]) == (judge, condition) and r["scope"] in (scope, "any")
+        ]
         if len(rows) != 1:
             raise SystemExit(f"gallery: the README quotes {judge} ({condition}, {scope}) of {save}: no such verdict")
         r = rows[0]
-        who = f"{judge}" + (f" ({condition})" if condition != "default" else "") + f", {r['relation']}" + \
-            (f" ({which})" if which else "")
+        who = (
+            f"{judge}"
+            + (f" ({condition})" if condition != "default" else "")
+            + f", {r['relation']}"
+            + (f" ({which})" if which else "")
+        )
         if r["status"] == "measured":
             level = int(round(100 * (r["confidence"] or 0.95)))
-            said.append(f"{who}: {r['verdict']}, {r['value']} ({level}% CI {r['ci']}; {r['prompts']} prompts; "
-                        f"{r['evidence']})")
+            said.append(f"{who}: {r['verdict']}, {r['value']} ({level}% CI {r['ci']}; {r['prompts']} prompts; {r['evidence']})")
         else:
             said.append(f"{who}: {r['verdict']} — {r['evidence']}")
     words = f"* [{page.title.split(':')[0]}](docs/gallery/{page.name}.md): {lead} " + "; ".join(said) + "."
@@ -342,17 +405,48 @@ def readme_bullet(page: Page, outputs: dict[str, Any]) -> str:
 
 def figures(page: Page, outputs: dict[str, Any]) -> dict[str, Any]:
     """The page's verdicts and the records of its tables, rounded (what tests/docs/test_gallery.py holds)."""
+
     def rounded(x: Any) -> Any:
         return round(float(x), 3) if isinstance(x, float) else x
 
-    verdicts = {save: {f"{v.judge}|{v.condition}|{v.scope}": [v.status, v.rung, v.metric, rounded(v.value),
-                                                               rounded(v.ci_low), rounded(v.ci_high), v.n_clusters]
-                       for v in verdicts_of(outputs[save])} for save in page.answers}
-    fields = ("metric", "judge", "condition", "scope", "generator", "variant", "value", "ci_low", "ci_high", "n",
-              "n_clusters", "n_excluded", "excluded")
-    tables = [{"source": table.source, "caption": table.caption,
-               "records": [{k: rounded(r.get(k)) for k in fields}
-                           for r in outputs[table.source]["results"] if table.select(r)]} for table in page.tables]
+    verdicts = {
+        save: {
+            f"{v.judge}|{v.condition}|{v.scope}": [
+                v.status,
+                v.rung,
+                v.metric,
+                rounded(v.value),
+                rounded(v.ci_low),
+                rounded(v.ci_high),
+                v.n_clusters,
+            ]
+            for v in verdicts_of(outputs[save])
+        }
+        for save in page.answers
+    }
+    fields = (
+        "metric",
+        "judge",
+        "condition",
+        "scope",
+        "generator",
+        "variant",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n",
+        "n_clusters",
+        "n_excluded",
+        "excluded",
+    )
+    tables = [
+        {
+            "source": table.source,
+            "caption": table.caption,
+            "records": [{k: rounded(r.get(k)) for k in fields} for r in outputs[table.source]["results"] if table.select(r)],
+        }
+        for table in page.tables
+    ]
     return {"verdicts": verdicts, "tables": tables}
 
 
@@ -362,14 +456,15 @@ def figures(page: Page, outputs: dict[str, Any]) -> dict[str, Any]:
 
 
 ARENA = Page(
-    name="arena-bench", title="arena-bench v1: a GPT-4 judge grading its family and its students",
+    name="arena-bench",
+    title="arena-bench v1: a GPT-4 judge grading its family and its students",
     summary="A GPT-4 judge grading chatbots on a 1–10 scale against GPT-4's own reference answers: whether it "
-            "scores its own family and the models trained on GPT outputs higher, and what these judgments cannot "
-            "tell apart.",
+    "scores its own family and the models trained on GPT outputs higher, and what these judgments cannot "
+    "tell apart.",
     needs="arena_bench_v1",
     origin="lmarena/arena-hard-auto at commit 4a705dd6963f777aba2ae79259e3013934e6e012 (claude-2 files at "
-           "ac377138acd4c4502c4be565acef07248815a70a, gpt-4_single at 9a01b42f09c226d8ccee257938ccd6288a89f82b), "
-           "folder data/arena-bench-v1/ (removed in later commits)",
+    "ac377138acd4c4502c4be565acef07248815a70a, gpt-4_single at 9a01b42f09c226d8ccee257938ccd6288a89f82b), "
+    "folder data/arena-bench-v1/ (removed in later commits)",
     context=f"""
 `{SHOWN_DATA}/arena_bench_v1/`: the early "arena-bench" stage of lmarena/arena-hard-auto (Apache-2.0;
 the answers are also subject to their providers' terms). Hard user questions; each model's answer
@@ -387,21 +482,40 @@ were trained on GPT outputs (its students); Vicuna-33B learned from ChatGPT conv
 student of its family).
 """,
     steps=[
-        Step(("import", Data("arena_bench_v1/model_judgment/*.jsonl.gz"), "--format", "fastchat-single",
-              "--out", "grades.csv", "--json"), save="import.json"),
+        Step(
+            (
+                "import",
+                Data("arena_bench_v1/model_judgment/*.jsonl.gz"),
+                "--format",
+                "fastchat-single",
+                "--out",
+                "grades.csv",
+                "--json",
+            ),
+            save="import.json",
+        ),
         Step(("metrics", "grades.csv", "--json"), save="metrics.json"),
-        Step(("explain", "grades.csv", "--judge", "gpt-4", "--scope", "family", "--limit", "3"),
-             save="explain-family.txt", text=True),
+        Step(
+            ("explain", "grades.csv", "--judge", "gpt-4", "--scope", "family", "--limit", "3"),
+            save="explain-family.txt",
+            text=True,
+        ),
     ],
     answers={"metrics.json": "`nepotism metrics grades.csv`"},
-    tables=(Table("metrics.json", "The leaderboard under this judge (ranks with intervals; `score` is the mean "
-                  "score over the questions with a score)",
-                  lambda r: r["metric"] == "leaderboard-rank" and variant(r, judges="all"),
-                  extra=("score", "score_ci_low", "score_ci_high")),),
-    cases={"explain-family.txt": "The comparisons behind the family verdict (`nepotism explain grades.csv --judge "
-                                 "gpt-4 --scope family --limit 3`), as the command prints them. The records hold no "
-                                 "answer texts (FastChat's single-grading files keep only the rating); the answers "
-                                 "are in `arena_bench_v1/model_answer/`."},
+    tables=(
+        Table(
+            "metrics.json",
+            "The leaderboard under this judge (ranks with intervals; `score` is the mean score over the questions with a score)",
+            lambda r: r["metric"] == "leaderboard-rank" and variant(r, judges="all"),
+            extra=("score", "score_ci_low", "score_ci_high"),
+        ),
+    ),
+    cases={
+        "explain-family.txt": "The comparisons behind the family verdict (`nepotism explain grades.csv --judge "
+        "gpt-4 --scope family --limit 3`), as the command prints them. The records hold no "
+        "answer texts (FastChat's single-grading files keep only the rating); the answers "
+        "are in `arena_bench_v1/model_answer/`."
+    },
     caveats=(
         """**The reference-answer confound.** The judge grades each answer *against GPT-4's own reference
         answer*. An answer that says what GPT-4 says earns agreement credit, whoever wrote it. GPT-4's
@@ -414,18 +528,24 @@ student of its family).
         """One grade per answer and one judge prompt: no replicates, no position effect (single grading
         has no order), no per-category breakdown (the records carry no category).""",
     ),
-    readme=("a GPT-4 judge grading chatbots against GPT-4's own reference answers —",
-            (("metrics.json", "gpt-4", "default", "family", ""), ("metrics.json", "gpt-4", "default", "student", ""),
-             ("metrics.json", "gpt-4", "default", "self", ""))),
+    readme=(
+        "a GPT-4 judge grading chatbots against GPT-4's own reference answers —",
+        (
+            ("metrics.json", "gpt-4", "default", "family", ""),
+            ("metrics.json", "gpt-4", "default", "student", ""),
+            ("metrics.json", "gpt-4", "default", "self", ""),
+        ),
+    ),
 )
 
 ROUTELLM = Page(
-    name="routellm", title="RouteLLM MT-Bench: a GPT-4 judge grading GPT-4-Turbo against Mixtral",
+    name="routellm",
+    title="RouteLLM MT-Bench: a GPT-4 judge grading GPT-4-Turbo against Mixtral",
     summary="RouteLLM's MT-Bench grades: a GPT-4 judge scoring GPT-4-Turbo and Mixtral-8x7B on the MT-Bench "
-            "questions, both turns — the judge's family against one unrelated model, overall and per judge prompt.",
+    "questions, both turns — the judge's family against one unrelated model, overall and per judge prompt.",
     needs="routellm",
     origin="lm-sys/RouteLLM at commit 0b64fdafe049e596a3f5657c219329f24af24198, file "
-           "routellm/evals/mt_bench/judgements.jsonl (gzip it as routellm/judgements.jsonl.gz)",
+    "routellm/evals/mt_bench/judgements.jsonl (gzip it as routellm/judgements.jsonl.gz)",
     context=f"""
 `{SHOWN_DATA}/routellm/judgements.jsonl.gz` (lm-sys/RouteLLM, Apache-2.0): FastChat single grades
 (1–10) by `gpt-4` (FastChat's judge name in 2024; the exact snapshot is not recorded) of the answers
@@ -435,25 +555,49 @@ FastChat grades math, reasoning and coding questions with a prompt that includes
 answer (`single-math-v1`), the others without (`single-v1`).
 """,
     steps=[
-        Step(("import", Data("routellm/judgements.jsonl.gz"), "--format", "fastchat-single", "--benchmark",
-              "mt_bench", "--out", "grades.csv", "--json"), save="import.json"),
+        Step(
+            (
+                "import",
+                Data("routellm/judgements.jsonl.gz"),
+                "--format",
+                "fastchat-single",
+                "--benchmark",
+                "mt_bench",
+                "--out",
+                "grades.csv",
+                "--json",
+            ),
+            save="import.json",
+        ),
         Step(("metrics", "grades.csv", "--slice", "judge_prompt", "--json"), save="metrics.json"),
-        Step(("explain", "grades.csv", "--judge", "gpt-4", "--scope", "family", "--limit", "3"),
-             save="explain-family.txt", text=True),
+        Step(
+            ("explain", "grades.csv", "--judge", "gpt-4", "--scope", "family", "--limit", "3"),
+            save="explain-family.txt",
+            text=True,
+        ),
     ],
     notes="`--slice judge_prompt` repeats every metric per judge prompt (the importer keeps FastChat's prompt "
-          "name in the column `judge_prompt`); the verdicts read the whole table, the slices are in the table below.",
+    "name in the column `judge_prompt`); the verdicts read the whole table, the slices are in the table below.",
     answers={"metrics.json": "`nepotism metrics grades.csv --slice judge_prompt`"},
     tables=(
-        Table("metrics.json", "The family's self-preference ratio per judge prompt (records of `--slice judge_prompt`)",
-              lambda r: r["metric"] == "self-preference-ratio" and r.get("scope") == "family"
-              and "slice" in (r.get("variant") or {})),
-        Table("metrics.json", "The leaderboard under this judge (`score`: the mean score over the question-turns)",
-              lambda r: r["metric"] == "leaderboard-rank" and variant(r, judges="all"),
-              extra=("score", "score_ci_low", "score_ci_high")),
+        Table(
+            "metrics.json",
+            "The family's self-preference ratio per judge prompt (records of `--slice judge_prompt`)",
+            lambda r: (
+                r["metric"] == "self-preference-ratio" and r.get("scope") == "family" and "slice" in (r.get("variant") or {})
+            ),
+        ),
+        Table(
+            "metrics.json",
+            "The leaderboard under this judge (`score`: the mean score over the question-turns)",
+            lambda r: r["metric"] == "leaderboard-rank" and variant(r, judges="all"),
+            extra=("score", "score_ci_low", "score_ci_high"),
+        ),
     ),
-    cases={"explain-family.txt": "The comparisons behind the family verdict (`nepotism explain grades.csv --judge "
-                                 "gpt-4 --scope family --limit 3`), as the command prints them."},
+    cases={
+        "explain-family.txt": "The comparisons behind the family verdict (`nepotism explain grades.csv --judge "
+        "gpt-4 --scope family --limit 3`), as the command prints them."
+    },
     caveats=(
         """**Family favouritism or a better model?** GPT-4-Turbo is widely held to be the stronger model,
         and one judge with two generators cannot tell a deserved gap from a favoured one: there is no
@@ -465,18 +609,21 @@ answer (`single-math-v1`), the others without (`single-v1`).
         """Two generators only, one grade per answer: the family ratio compares one related model with one
         unrelated model; it is not a property of the judge alone.""",
     ),
-    readme=("the same kind of judge scoring GPT-4-Turbo against Mixtral —",
-            (("metrics.json", "gpt-4", "default", "family", ""),)),
+    readme=(
+        "the same kind of judge scoring GPT-4-Turbo against Mixtral —",
+        (("metrics.json", "gpt-4", "default", "family", ""),),
+    ),
 )
 
 JUDGEBENCH = Page(
-    name="judgebench", title="JudgeBench: judge accuracy on objectively labelled pairs",
+    name="judgebench",
+    title="JudgeBench: judge accuracy on objectively labelled pairs",
     summary="JudgeBench: LLM judges and reward models choosing the objectively correct one of two responses on "
-            "hard knowledge, reasoning, math and coding questions — accuracy, position effects, and why these files "
-            "cannot show self-preference.",
+    "hard knowledge, reasoning, math and coding questions — accuracy, position effects, and why these files "
+    "cannot show self-preference.",
     needs="judgebench",
     origin="ScalerLab/JudgeBench at commit e2c52c284e735e139b3daa61c206ee208f36c461, files data/*.jsonl and "
-           "outputs/*.jsonl (each gzipped, the name kept)",
+    "outputs/*.jsonl (each gzipped, the name kept)",
     context=f"""
 `{SHOWN_DATA}/judgebench/` (ScalerLab/JudgeBench; the repository has no licence file): pairs of
 responses to one question, **both written by the same model** (GPT-4o for some pairs,
@@ -491,23 +638,57 @@ pair from its other game, while nepotism leaves such a pair out and counts it
 (`tests/docs/test_gallery.py` recomputes JudgeBench's figure from the files).
 """,
     steps=[
-        Step(("import", Data("judgebench/*judge_name=arena_hard*"), "--format", "judgebench", "--out",
-              "llm-judges.csv", "--reference-out", "labels.csv", "--json"), save="import-llm.json"),
-        Step(("import", Data("judgebench/*judge_name=reward_model*"), "--format", "judgebench", "--out",
-              "reward-models.csv", "--reference-out", "correct.csv", "--json"), save="import-rm.json"),
+        Step(
+            (
+                "import",
+                Data("judgebench/*judge_name=arena_hard*"),
+                "--format",
+                "judgebench",
+                "--out",
+                "llm-judges.csv",
+                "--reference-out",
+                "labels.csv",
+                "--json",
+            ),
+            save="import-llm.json",
+        ),
+        Step(
+            (
+                "import",
+                Data("judgebench/*judge_name=reward_model*"),
+                "--format",
+                "judgebench",
+                "--out",
+                "reward-models.csv",
+                "--reference-out",
+                "correct.csv",
+                "--json",
+            ),
+            save="import-rm.json",
+        ),
         Step(("metrics", "llm-judges.csv", "--reference", "labels.csv", "--json"), save="metrics-llm.json"),
         Step(("metrics", "reward-models.csv", "--reference", "correct.csv", "--json"), save="metrics-rm.json"),
     ],
-    answers={"metrics-llm.json": "the LLM judges (`nepotism metrics llm-judges.csv --reference labels.csv`)",
-             "metrics-rm.json": "the reward models (`nepotism metrics reward-models.csv --reference correct.csv`)"},
+    answers={
+        "metrics-llm.json": "the LLM judges (`nepotism metrics llm-judges.csv --reference labels.csv`)",
+        "metrics-rm.json": "the reward models (`nepotism metrics reward-models.csv --reference correct.csv`)",
+    },
     tables=(
-        Table("metrics-llm.json", "LLM judges: accuracy (MIPA, paper 002 Eq. 5, both orders combined; a tie counts "
-              "as wrong) and position consistency (the two orders agree; the response shown first chosen)",
-              lambda r: (r["metric"] == "mipa" and variant(r, paradigm="PWC"))
-              or (r["metric"] == "position-consistency" and "slice" not in (r.get("variant") or {}))),
-        Table("metrics-rm.json", "Reward models: accuracy (MIPA for direct assessment: the correct response scored "
-              "higher; equal scores count as wrong)",
-              lambda r: r["metric"] == "mipa" and variant(r, paradigm="DA")),
+        Table(
+            "metrics-llm.json",
+            "LLM judges: accuracy (MIPA, paper 002 Eq. 5, both orders combined; a tie counts "
+            "as wrong) and position consistency (the two orders agree; the response shown first chosen)",
+            lambda r: (
+                (r["metric"] == "mipa" and variant(r, paradigm="PWC"))
+                or (r["metric"] == "position-consistency" and "slice" not in (r.get("variant") or {}))
+            ),
+        ),
+        Table(
+            "metrics-rm.json",
+            "Reward models: accuracy (MIPA for direct assessment: the correct response scored "
+            "higher; equal scores count as wrong)",
+            lambda r: r["metric"] == "mipa" and variant(r, paradigm="DA"),
+        ),
     ),
     caveats=(
         """**No self-preference, by design.** Both responses of a pair come from one model, so a judge
@@ -521,32 +702,40 @@ pair from its other game, while nepotism leaves such a pair out and counts it
         questions answered by different models.""",
         """The label is objective (the response whose final answer is correct), not a human preference.""",
     ),
-    readme=("objectively labelled pairs whose two responses come from one model —",
-            (("metrics-llm.json", "o1-mini-2024-09-12", "arena_hard", "family", ""),
-             ("metrics-rm.json", "Skywork/Skywork-Reward-Gemma-2-27B", "reward_model", "self", ""))),
+    readme=(
+        "objectively labelled pairs whose two responses come from one model —",
+        (
+            ("metrics-llm.json", "o1-mini-2024-09-12", "arena_hard", "family", ""),
+            ("metrics-rm.json", "Skywork/Skywork-Reward-Gemma-2-27B", "reward_model", "self", ""),
+        ),
+    ),
 )
 
 MBPP_FILE = "mbpp_selfpref/llama-3.3-70b_gpt-4o_eval.jsonl"
-_PAPER_004 = ("self-preference-ratio", "judge-accuracy", "legitimate-self-preference-ratio",
-              "harmful-self-preference-propensity")
+_PAPER_004 = ("self-preference-ratio", "judge-accuracy", "legitimate-self-preference-ratio", "harmful-self-preference-propensity")
 
 
 def _paper_004(r: dict) -> bool:
     """Paper 004's four metrics for the judge's own answers against the unrelated model, per evaluatee (SPR pooled:
     with one evaluatee its per-evaluatee record is the same number; judge accuracy on all of D_diff, not on the
     harmful cases only)."""
-    return (r["metric"] in _PAPER_004 and r.get("scope") == "self" and variant(r, opponents="unrelated", examples=None)
-            and variant(r, averaging=None if r["metric"] == "self-preference-ratio" else "per-evaluatee"))
+    return (
+        r["metric"] in _PAPER_004
+        and r.get("scope") == "self"
+        and variant(r, opponents="unrelated", examples=None)
+        and variant(r, averaging=None if r["metric"] == "self-preference-ratio" else "per-evaluatee")
+    )
 
 
 MBPP = Page(
-    name="mbpp", title="MBPP: Llama-3.3-70B judging its own code against GPT-4o's (paper 004's data)",
+    name="mbpp",
+    title="MBPP: Llama-3.3-70B judging its own code against GPT-4o's (paper 004's data)",
     summary="Paper 004's recorded MBPP data: Llama-3.3-70B judging its own code against GPT-4o's, with the recorded "
-            "test results as ground truth — how often it prefers its own code, and whether it does so when its own "
-            "code fails and GPT-4o's passes.",
+    "test results as ground truth — how often it prefers its own code, and whether it does so when its own "
+    "code fails and GPT-4o's passes.",
     needs="mbpp_selfpref",
     origin="Taslim-M/mitigating_self_preference at commit 12a285f730097db14d89692fed7d2a541a5bb6c2, file "
-           "task_mbpp/data/llama-3.3-70b_gpt-4o_eval.jsonl",
+    "task_mbpp/data/llama-3.3-70b_gpt-4o_eval.jsonl",
     context=f"""
 `{SHOWN_DATA}/{MBPP_FILE}` (Taslim-M/mitigating_self_preference; the repository has no licence
 file, so the file is read from beside the repository and not bundled): MBPP problems with the code
@@ -564,50 +753,101 @@ a few minutes; this page leaves the sandbox out).
         step
         for source in ("reply", "probabilities")
         for step in (
-            Step(("import", Data(MBPP_FILE), "--format", "mbpp-selfpref", "--canonical", "--verdicts", source,
-                  "--out", f"judgments-{source}.csv", "--reference-out", "recorded-correctness.csv",
-                  "--texts-out", "texts.jsonl", "--json"), save=f"import-{source}.json"),
-            Step(("metrics", f"judgments-{source}.csv", "--reference", "recorded-correctness.csv", "--json"),
-                 save=f"results-{source}.json"),
+            Step(
+                (
+                    "import",
+                    Data(MBPP_FILE),
+                    "--format",
+                    "mbpp-selfpref",
+                    "--canonical",
+                    "--verdicts",
+                    source,
+                    "--out",
+                    f"judgments-{source}.csv",
+                    "--reference-out",
+                    "recorded-correctness.csv",
+                    "--texts-out",
+                    "texts.jsonl",
+                    "--json",
+                ),
+                save=f"import-{source}.json",
+            ),
+            Step(
+                ("metrics", f"judgments-{source}.csv", "--reference", "recorded-correctness.csv", "--json"),
+                save=f"results-{source}.json",
+            ),
         )
-    ] + [Step(("explain", "judgments-probabilities.csv", "--reference", "recorded-correctness.csv", "--judge",
-               "llama-3.3-70b-instruct", "--scope", "self", "--texts", "texts.jsonl", "--limit", "1"),
-              save="explain-self.txt", text=True)],
-    answers={"results-reply.json": "verdicts from the judge's reply (`--verdicts reply`)",
-             "results-probabilities.json": "verdicts from the label probabilities (`--verdicts probabilities`)"},
+    ]
+    + [
+        Step(
+            (
+                "explain",
+                "judgments-probabilities.csv",
+                "--reference",
+                "recorded-correctness.csv",
+                "--judge",
+                "llama-3.3-70b-instruct",
+                "--scope",
+                "self",
+                "--texts",
+                "texts.jsonl",
+                "--limit",
+                "1",
+            ),
+            save="explain-self.txt",
+            text=True,
+        )
+    ],
+    answers={
+        "results-reply.json": "verdicts from the judge's reply (`--verdicts reply`)",
+        "results-probabilities.json": "verdicts from the label probabilities (`--verdicts probabilities`)",
+    },
     tables=(
-        Table("results-reply.json", "Paper 004's metrics, verdicts from the reply (SPR Eq. 2; on D_diff, the "
-              "problems where exactly one program passes: judge accuracy Eq. 3, LSPR Eq. 4, HSPP Eq. 5; "
-              "`preference=probability`: the P(own) share instead of the verdict)", _paper_004),
-        Table("results-probabilities.json", "Paper 004's metrics, verdicts from the label probabilities",
-              lambda r: _paper_004(r) and "preference" not in (r.get("variant") or {})),
+        Table(
+            "results-reply.json",
+            "Paper 004's metrics, verdicts from the reply (SPR Eq. 2; on D_diff, the "
+            "problems where exactly one program passes: judge accuracy Eq. 3, LSPR Eq. 4, HSPP Eq. 5; "
+            "`preference=probability`: the P(own) share instead of the verdict)",
+            _paper_004,
+        ),
+        Table(
+            "results-probabilities.json",
+            "Paper 004's metrics, verdicts from the label probabilities",
+            lambda r: _paper_004(r) and "preference" not in (r.get("variant") or {}),
+        ),
     ),
-    cases={"explain-self.txt": "The comparisons behind the verdict from the label probabilities, with both programs "
-                               "(`nepotism explain judgments-probabilities.csv --reference recorded-correctness.csv "
-                               "--judge llama-3.3-70b-instruct --scope self --texts texts.jsonl --limit 1`), as the "
-                               "command prints them."},
+    cases={
+        "explain-self.txt": "The comparisons behind the verdict from the label probabilities, with both programs "
+        "(`nepotism explain judgments-probabilities.csv --reference recorded-correctness.csv "
+        "--judge llama-3.3-70b-instruct --scope self --texts texts.jsonl --limit 1`), as the "
+        "command prints them."
+    },
     caveats=(
         """**One judge, one opponent**: Llama-3.3-70B against GPT-4o only. Without a second judge on the
         same pairs nothing separates self-preference from the judge's taste in code.""",
         """**The ground truth is the recorded test result.** Re-running the visible tests in our sandbox
         does not always agree with it (`examples/mbpp_audit/README.md` says how often).""",
     ),
-    readme=("Llama-3.3-70B judging its own code against GPT-4o's, with the recorded test results —",
-            (("results-reply.json", "llama-3.3-70b-instruct", "default", "self", "verdicts from the reply"),
-             ("results-probabilities.json", "llama-3.3-70b-instruct", "default", "self",
-              "verdicts from the label probabilities"))),
+    readme=(
+        "Llama-3.3-70B judging its own code against GPT-4o's, with the recorded test results —",
+        (
+            ("results-reply.json", "llama-3.3-70b-instruct", "default", "self", "verdicts from the reply"),
+            ("results-probabilities.json", "llama-3.3-70b-instruct", "default", "self", "verdicts from the label probabilities"),
+        ),
+    ),
 )
 
 ALPACA = Page(
-    name="alpaca-eval", title="AlpacaEval: GPT-4-Turbo, GPT-4 and Claude 2 judging against a baseline",
+    name="alpaca-eval",
+    title="AlpacaEval: GPT-4-Turbo, GPT-4 and Claude 2 judging against a baseline",
     summary="AlpacaEval's recorded judgments: GPT-4-Turbo, GPT-4 and Claude 2 judging up to 60 chatbots against a "
-            "baseline answer — how often a judge prefers its own answers, and what a single-baseline design cannot "
-            "show.",
+    "baseline answer — how often a judge prefers its own answers, and what a single-baseline design cannot "
+    "show.",
     needs="alpaca_eval",
     origin="tatsu-lab/alpaca_eval at commit cd543a149df89434d8a54582c0151c0b945c3d20; annotations_compact.csv.gz "
-           "is DERIVED (one row per judged pair from its results/*/*/annotations.json files, texts dropped: "
-           "annotator_config, annotator, instruction_id, dataset, generator_1, generator_2, preference, "
-           "len_output_1/2, results_dir)",
+    "is DERIVED (one row per judged pair from its results/*/*/annotations.json files, texts dropped: "
+    "annotator_config, annotator, instruction_id, dataset, generator_1, generator_2, preference, "
+    "len_output_1/2, results_dir)",
     context=f"""
 `{SHOWN_DATA}/alpaca_eval/annotations_compact.csv.gz` (tatsu-lab/alpaca_eval; the AlpacaEval set is
 CC BY-NC 4.0, the outputs are subject to their providers' terms; a **derived** file: one row per
@@ -627,23 +867,52 @@ own answers as the baseline; `alpaca_eval_gpt4` (AlpacaEval 1.0's default) is GP
 Claude 2 against text-davinci-003.
 """,
     steps=[
-        Step(("import", Data("alpaca_eval/annotations_compact.csv.gz"), "--format", "alpaca-eval-compact",
-              "--out", "judgments.parquet", "--json"), save="import.json"),
+        Step(
+            (
+                "import",
+                Data("alpaca_eval/annotations_compact.csv.gz"),
+                "--format",
+                "alpaca-eval-compact",
+                "--out",
+                "judgments.parquet",
+                "--json",
+            ),
+            save="import.json",
+        ),
         Step(("metrics", "judgments.parquet", "--json"), save="metrics.json"),
-        Step(("explain", "judgments.parquet", "--judge", "gpt4_1106_preview", "--condition",
-              "weighted_alpaca_eval_gpt4_turbo", "--scope", "self", "--limit", "3"), save="explain-self.txt",
-             text=True),
+        Step(
+            (
+                "explain",
+                "judgments.parquet",
+                "--judge",
+                "gpt4_1106_preview",
+                "--condition",
+                "weighted_alpaca_eval_gpt4_turbo",
+                "--scope",
+                "self",
+                "--limit",
+                "3",
+            ),
+            save="explain-self.txt",
+            text=True,
+        ),
     ],
     answers={"metrics.json": "`nepotism metrics judgments.parquet`"},
     tables=(
-        Table("metrics.json", "Two judges on the same pairs (paired win-rate gaps; `other_judge_relation` says "
-              "whether the other judge is unrelated to the candidates, which the verdicts require)",
-              lambda r: r["metric"] == "paired-win-rate-gap", extra=("win_rate_this_judge", "win_rate_other_judge")),
+        Table(
+            "metrics.json",
+            "Two judges on the same pairs (paired win-rate gaps; `other_judge_relation` says "
+            "whether the other judge is unrelated to the candidates, which the verdicts require)",
+            lambda r: r["metric"] == "paired-win-rate-gap",
+            extra=("win_rate_this_judge", "win_rate_other_judge"),
+        ),
     ),
-    cases={"explain-self.txt": "The comparisons behind AlpacaEval 2.0's default judge's verdict on its own answers "
-                               "(`nepotism explain judgments.parquet --judge gpt4_1106_preview --condition "
-                               "weighted_alpaca_eval_gpt4_turbo --scope self --limit 3`), as the command prints "
-                               "them; the compact file holds no texts."},
+    cases={
+        "explain-self.txt": "The comparisons behind AlpacaEval 2.0's default judge's verdict on its own answers "
+        "(`nepotism explain judgments.parquet --judge gpt4_1106_preview --condition "
+        "weighted_alpaca_eval_gpt4_turbo --scope self --limit 3`), as the command prints "
+        "them; the compact file holds no texts."
+    },
     caveats=(
         """**Position effects**: the order shown to the judge is not recorded and each pair is judged once,
         so no position correction (paper 004 Eq. 1) is possible; AlpacaEval's randomisation makes the
@@ -657,10 +926,14 @@ Claude 2 against text-davinci-003.
         """Length-controlled win rates (AlpacaEval 2.0's headline) are not computed; the texts are not in
         this file (AlpacaEval's `annotations.json` with `--format alpaca-eval` keeps them).""",
     ),
-    readme=("AlpacaEval's judges against a baseline answer —",
-            (("metrics.json", "gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", "self", ""),
-             ("metrics.json", "claude-2", "bedrock_claude", "self", ""),
-             ("metrics.json", "gpt4_0314", "alpaca_eval_gpt4", "family", ""))),
+    readme=(
+        "AlpacaEval's judges against a baseline answer —",
+        (
+            ("metrics.json", "gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", "self", ""),
+            ("metrics.json", "claude-2", "bedrock_claude", "self", ""),
+            ("metrics.json", "gpt4_0314", "alpaca_eval_gpt4", "family", ""),
+        ),
+    ),
 )
 
 PAGES: dict[str, Page] = {p.name: p for p in (ARENA, ROUTELLM, JUDGEBENCH, ALPACA, MBPP)}
@@ -675,10 +948,12 @@ def absent(page: Page, data: Path) -> str | None:
         try:
             step.files(data)
         except Missing as missing:
-            return (f"gallery: page {page.name} reads {missing} under the data folder, and {data.resolve()} has no "
-                    f"such file.\nThe gallery's data are public files kept beside the repository (../shared/data), "
-                    f"not in it. These come from {page.origin}.\nPut them under DIR/{page.needs}/ and run: "
-                    f"scripts/gallery.py {page.name} --data DIR\n")
+            return (
+                f"gallery: page {page.name} reads {missing} under the data folder, and {data.resolve()} has no "
+                f"such file.\nThe gallery's data are public files kept beside the repository (../shared/data), "
+                f"not in it. These come from {page.origin}.\nPut them under DIR/{page.needs}/ and run: "
+                f"scripts/gallery.py {page.name} --data DIR\n"
+            )
     return None
 
 
@@ -717,8 +992,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"one of {', '.join(PAGES)}")
     parser.add_argument("--all", action="store_true", help="every page")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                        help="the folder of the public data files (default ../shared/data beside the repository)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the folder of the public data files (default ../shared/data beside the repository)",
+    )
     parser.add_argument("--out", type=Path, default=GALLERY, help="folder of the pages (default docs/gallery)")
     parser.add_argument("--readme", type=Path, default=README, help="the README whose gallery bullets to write")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page or bullet differs")
@@ -747,8 +1026,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{target} differs from what the data gives now: run scripts/gallery.py {name}", file=sys.stderr)
                 status = 1
             if updated != readme:
-                print(f"{args.readme}: the gallery bullet of {name} differs from the page's verdicts: run "
-                      f"scripts/gallery.py {name}", file=sys.stderr)
+                print(
+                    f"{args.readme}: the gallery bullet of {name} differs from the page's verdicts: run "
+                    f"scripts/gallery.py {name}",
+                    file=sys.stderr,
+                )
                 status = 1
         else:
             target.parent.mkdir(parents=True, exist_ok=True)

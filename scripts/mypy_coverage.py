@@ -59,8 +59,10 @@ def main() -> None:
         if path in strict:
             covered[_package(path)] += n
     all_lines, all_covered = sum(total.values()), sum(covered.values())
-    print(f"mypy --strict covers {all_covered:,} of {all_lines:,} lines ({all_covered / all_lines:.1%})"
-          + (f" at {rev}" if rev else ""))
+    print(
+        f"mypy --strict covers {all_covered:,} of {all_lines:,} lines ({all_covered / all_lines:.1%})"
+        + (f" at {rev}" if rev else "")
+    )
     for package in sorted(total, key=lambda p: -total[p]):
         print(f"  {package:<22} {covered[package]:>6,} / {total[package]:>6,}  {covered[package] / total[package]:6.1%}")
 

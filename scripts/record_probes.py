@@ -38,52 +38,80 @@ N_CTX, N_THREADS, SEED = 2048, 2, 0
 #: The multiple-choice items: the judge's (wrong) answer and the competitor's (right) one. The first
 #: one and the first two programs are the items of the slow end-to-end test.
 QUESTIONS = [
-    {"id": "sky", "prompt": "What colour is a clear daytime sky?\nA. green\nB. blue", "reference_answer": "B",
-     "options": {"A": "green", "B": "blue"},
-     "own": "Answer: A\nGrass is green and so is the sky.", "other": "Answer: B\nThe sky is blue."},
-    {"id": "planet", "prompt": "Which planet is closest to the Sun?\nA. Mars\nB. Mercury", "reference_answer": "B",
-     "options": {"A": "mars", "B": "mercury"},
-     "own": "Answer: A\nMars is the nearest planet.", "other": "Answer: B\nMercury orbits closest to the Sun."},
-    {"id": "product", "prompt": "What is 7 times 8?\nA. 54\nB. 56", "reference_answer": "B",
-     "options": {"A": "54", "B": "56"},
-     "own": "Answer: A\nSeven eights are 54.", "other": "Answer: B\n7 x 8 = 56."},
+    {
+        "id": "sky",
+        "prompt": "What colour is a clear daytime sky?\nA. green\nB. blue",
+        "reference_answer": "B",
+        "options": {"A": "green", "B": "blue"},
+        "own": "Answer: A\nGrass is green and so is the sky.",
+        "other": "Answer: B\nThe sky is blue.",
+    },
+    {
+        "id": "planet",
+        "prompt": "Which planet is closest to the Sun?\nA. Mars\nB. Mercury",
+        "reference_answer": "B",
+        "options": {"A": "mars", "B": "mercury"},
+        "own": "Answer: A\nMars is the nearest planet.",
+        "other": "Answer: B\nMercury orbits closest to the Sun.",
+    },
+    {
+        "id": "product",
+        "prompt": "What is 7 times 8?\nA. 54\nB. 56",
+        "reference_answer": "B",
+        "options": {"A": "54", "B": "56"},
+        "own": "Answer: A\nSeven eights are 54.",
+        "other": "Answer: B\n7 x 8 = 56.",
+    },
 ]
 
 #: The coding items: the judge's program (with comments), the competitor's, and the task's tests.
 PROGRAMS = [
-    {"id": "evens", "prompt": "Write a function count_evens(numbers) that returns how many numbers are even.",
-     "own": "def count_evens(numbers):\n    # count the even numbers\n    total = 0\n    for n in numbers:\n"
-            "        if n % 2 == 0:  # even\n            total += 1\n    return total\n",
-     "other": "def count_evens(numbers):\n    return len([n for n in numbers if n % 2 == 0])\n",
-     "tests": "assert count_evens([1, 2, 4]) == 2\nassert count_evens([]) == 0\nassert count_evens([3, 5]) == 0"},
-    {"id": "squares", "prompt": "Write a function squares_of_odds(values) that returns the squares of the odd "
-                                "values, in order.",
-     "own": "def squares_of_odds(values):\n    # keep the odd values and square them\n    result = []\n"
-            "    for v in values:\n        if v % 2 == 1:\n            result.append(v * v)\n"
-            "    return result\n",
-     "other": "def squares_of_odds(values):\n    return [v ** 2 for v in values if v % 2]\n",
-     "tests": "assert squares_of_odds([1, 2, 3]) == [1, 9]\nassert squares_of_odds([]) == []\n"
-              "assert squares_of_odds([4, 6]) == []"},
-    {"id": "vowels", "prompt": "Write a function count_vowels(text) that counts the vowels (a, e, i, o, u, either "
-                               "case) in text.",
-     "own": "def count_vowels(text):\n    # vowels in both cases\n    vowels = \"aeiouAEIOU\"\n    count = 0\n"
-            "    for ch in text:\n        # one more for each vowel\n        if ch in vowels:\n"
-            "            count += 1\n    return count\n",
-     "other": "def count_vowels(text):\n    return sum(c in 'aeiouAEIOU' for c in text)\n",
-     "tests": "assert count_vowels('Banana') == 3\nassert count_vowels('') == 0\nassert count_vowels('xyz') == 0"},
-    {"id": "gap", "prompt": "Write a function largest_gap(values) that returns the largest difference between two "
-                            "consecutive values of a list (0 for fewer than two values).",
-     "own": "def largest_gap(values):\n    # fewer than two values: no gap\n    if len(values) < 2:\n"
-            "        return 0\n    best = 0\n    for i in range(1, len(values)):\n"
-            "        # the gap between neighbours\n        gap = abs(values[i] - values[i - 1])\n"
-            "        if gap > best:\n            best = gap\n    return best\n",
-     "other": "def largest_gap(values):\n    return max((abs(b - a) for a, b in zip(values, values[1:])), default=0)\n",
-     "tests": "assert largest_gap([1, 5, 2]) == 4\nassert largest_gap([3]) == 0\nassert largest_gap([]) == 0"},
-    {"id": "flatten", "prompt": "Write a function flatten(lists) that joins a list of lists into one list, in order.",
-     "own": "def flatten(lists):\n    # one list with every item, in order\n    out = []\n    for inner in lists:\n"
-            "        for item in inner:\n            out.append(item)\n    return out\n",
-     "other": "def flatten(lists):\n    return [x for inner in lists for x in inner]\n",
-     "tests": "assert flatten([[1, 2], [3]]) == [1, 2, 3]\nassert flatten([]) == []\nassert flatten([[], [4]]) == [4]"},
+    {
+        "id": "evens",
+        "prompt": "Write a function count_evens(numbers) that returns how many numbers are even.",
+        "own": "def count_evens(numbers):\n    # count the even numbers\n    total = 0\n    for n in numbers:\n"
+        "        if n % 2 == 0:  # even\n            total += 1\n    return total\n",
+        "other": "def count_evens(numbers):\n    return len([n for n in numbers if n % 2 == 0])\n",
+        "tests": "assert count_evens([1, 2, 4]) == 2\nassert count_evens([]) == 0\nassert count_evens([3, 5]) == 0",
+    },
+    {
+        "id": "squares",
+        "prompt": "Write a function squares_of_odds(values) that returns the squares of the odd values, in order.",
+        "own": "def squares_of_odds(values):\n    # keep the odd values and square them\n    result = []\n"
+        "    for v in values:\n        if v % 2 == 1:\n            result.append(v * v)\n"
+        "    return result\n",
+        "other": "def squares_of_odds(values):\n    return [v ** 2 for v in values if v % 2]\n",
+        "tests": "assert squares_of_odds([1, 2, 3]) == [1, 9]\nassert squares_of_odds([]) == []\n"
+        "assert squares_of_odds([4, 6]) == []",
+    },
+    {
+        "id": "vowels",
+        "prompt": "Write a function count_vowels(text) that counts the vowels (a, e, i, o, u, either case) in text.",
+        "own": 'def count_vowels(text):\n    # vowels in both cases\n    vowels = "aeiouAEIOU"\n    count = 0\n'
+        "    for ch in text:\n        # one more for each vowel\n        if ch in vowels:\n"
+        "            count += 1\n    return count\n",
+        "other": "def count_vowels(text):\n    return sum(c in 'aeiouAEIOU' for c in text)\n",
+        "tests": "assert count_vowels('Banana') == 3\nassert count_vowels('') == 0\nassert count_vowels('xyz') == 0",
+    },
+    {
+        "id": "gap",
+        "prompt": "Write a function largest_gap(values) that returns the largest difference between two "
+        "consecutive values of a list (0 for fewer than two values).",
+        "own": "def largest_gap(values):\n    # fewer than two values: no gap\n    if len(values) < 2:\n"
+        "        return 0\n    best = 0\n    for i in range(1, len(values)):\n"
+        "        # the gap between neighbours\n        gap = abs(values[i] - values[i - 1])\n"
+        "        if gap > best:\n            best = gap\n    return best\n",
+        "other": "def largest_gap(values):\n    return max((abs(b - a) for a, b in zip(values, values[1:])), default=0)\n",
+        "tests": "assert largest_gap([1, 5, 2]) == 4\nassert largest_gap([3]) == 0\nassert largest_gap([]) == 0",
+    },
+    {
+        "id": "flatten",
+        "prompt": "Write a function flatten(lists) that joins a list of lists into one list, in order.",
+        "own": "def flatten(lists):\n    # one list with every item, in order\n    out = []\n    for inner in lists:\n"
+        "        for item in inner:\n            out.append(item)\n    return out\n",
+        "other": "def flatten(lists):\n    return [x for inner in lists for x in inner]\n",
+        "tests": "assert flatten([[1, 2], [3]]) == [1, 2, 3]\nassert flatten([]) == []\nassert flatten([[], [4]]) == [4]",
+    },
 ]
 
 
@@ -96,12 +124,20 @@ def pairs():
     from nepotism.mitigations.perturb import Pair
     from nepotism.records import Instance, Response
 
-    out = [Pair("judge", Instance(q["id"], q["prompt"], reference_answer=q["reference_answer"]),
-                Response(q["id"], "judge", q["own"]), Response(q["id"], "other", q["other"])) for q in QUESTIONS]
+    out = [
+        Pair(
+            "judge",
+            Instance(q["id"], q["prompt"], reference_answer=q["reference_answer"]),
+            Response(q["id"], "judge", q["own"]),
+            Response(q["id"], "other", q["other"]),
+        )
+        for q in QUESTIONS
+    ]
     for p in PROGRAMS:
         inst = Instance(p["id"], p["prompt"], metadata={"tests": p["tests"]})
-        out.append(Pair("judge", inst, Response(p["id"], "judge", fenced(p["own"])),
-                        Response(p["id"], "other", fenced(p["other"]))))
+        out.append(
+            Pair("judge", inst, Response(p["id"], "judge", fenced(p["own"])), Response(p["id"], "other", fenced(p["other"])))
+        )
     return out
 
 
@@ -128,32 +164,52 @@ async def record() -> dict:
     async def text_model(batch):
         out = []
         for model, messages, max_tokens in batch:
-            done = await backend.complete(Request(model=model, messages=messages, max_tokens=max_tokens,
-                                                  temperature=0.0, seed=SEED))
+            done = await backend.complete(
+                Request(model=model, messages=messages, max_tokens=max_tokens, temperature=0.0, seed=SEED)
+            )
             text = done.text if done.ok else None
-            calls.append({"messages": [{"role": m.role, "content": m.content} for m in messages],
-                          "max_tokens": max_tokens, "completion": text, "error": None if done.ok else done.error,
-                          "finish_reason": getattr(done, "finish_reason", None)})
+            calls.append(
+                {
+                    "messages": [{"role": m.role, "content": m.content} for m in messages],
+                    "max_tokens": max_tokens,
+                    "completion": text,
+                    "error": None if done.ok else done.error,
+                    "finish_reason": getattr(done, "finish_reason", None),
+                }
+            )
             out.append(text)
         return out
 
     every = pairs()
-    await perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "rewriter"}, every[:len(QUESTIONS)],
-                        text_model=text_model, rewriter=MODEL)
+    await perturb_pairs(
+        "cross-reason",
+        {"cross_reason": "model", "writer": "rewriter"},
+        every[: len(QUESTIONS)],
+        text_model=text_model,
+        rewriter=MODEL,
+    )
     cross = list(calls)
     calls.clear()
-    await perturb_pairs("code-restyle", {"restyle": "model"}, every[len(QUESTIONS):], text_model=text_model,
-                        rewriter=MODEL)
+    await perturb_pairs("code-restyle", {"restyle": "model"}, every[len(QUESTIONS) :], text_model=text_model, rewriter=MODEL)
     restyle = list(calls)
     path = model_path(MODEL)
     return {
         "provenance": {
-            "model": MODEL, "model_description": LOCAL_MODELS[MODEL].description,
-            "model_file": Path(path).name, "model_sha256": sha256_file(Path(path)),
-            "packages": _versions(), "python": platform.python_version(), "machine": platform.machine(),
+            "model": MODEL,
+            "model_description": LOCAL_MODELS[MODEL].description,
+            "model_file": Path(path).name,
+            "model_sha256": sha256_file(Path(path)),
+            "packages": _versions(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
             "backend": "nepotism.backends.gguf.GGUFBackend",
-            "parameters": {"temperature": 0.0, "seed": SEED, "n_ctx": N_CTX, "n_threads": N_THREADS,
-                           "sampling": "greedy (top_k = 1 at temperature 0)"},
+            "parameters": {
+                "temperature": 0.0,
+                "seed": SEED,
+                "n_ctx": N_CTX,
+                "n_threads": N_THREADS,
+                "sampling": "greedy (top_k = 1 at temperature 0)",
+            },
             "recorded_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "script": "scripts/record_probes.py",
             "command": "python scripts/record_probes.py",

@@ -16,8 +16,7 @@ CHROMEDRIVER = os.environ.get("NEPOTISM_CHROMEDRIVER", "/usr/bin/chromedriver")
 def _browser_missing() -> str | None:
     for path in (CHROMIUM, CHROMEDRIVER):
         if not (os.path.exists(path) or shutil.which(path)):
-            return (f"{path} not found: install Debian's chromium and chromium-driver "
-                    "(scripts/install_browser.sh)")
+            return f"{path} not found: install Debian's chromium and chromium-driver (scripts/install_browser.sh)"
     return None
 
 
@@ -36,10 +35,18 @@ def browser_factory(tmp_path_factory):
         options = webdriver.ChromeOptions()
         options.binary_location = CHROMIUM
         profile = tmp_path_factory.mktemp("chromium-profile")
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--window-size=1280,900",
-                     f"--user-data-dir={profile}"):
+        for flag in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,900",
+            f"--user-data-dir={profile}",
+        ):
             options.add_argument(flag)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -81,12 +88,14 @@ class ModelSetting:
 #: batch alone changed no bit, while flash attention moved label log-probabilities by up to 0.04
 #: nats and made greedy texts part within a few sentences, as another machine would. An assertion
 #: that holds under only one of them is a recording of one machine and fails here first.
-MODEL_SETTINGS = (ModelSetting(threads=2, n_batch=512, flash_attn=False),
-                  ModelSetting(threads=1, n_batch=32, flash_attn=True))
+MODEL_SETTINGS = (ModelSetting(threads=2, n_batch=512, flash_attn=False), ModelSetting(threads=1, n_batch=32, flash_attn=True))
 
 
-@pytest.fixture(scope="module", params=MODEL_SETTINGS,
-                ids=lambda s: f"threads{s.threads}-batch{s.n_batch}" + ("-flashattn" if s.flash_attn else ""))
+@pytest.fixture(
+    scope="module",
+    params=MODEL_SETTINGS,
+    ids=lambda s: f"threads{s.threads}-batch{s.n_batch}" + ("-flashattn" if s.flash_attn else ""),
+)
 def model_setting(request) -> ModelSetting:
     """One of `MODEL_SETTINGS` (module scope: a loaded model is shared by a module's tests)."""
     return request.param
@@ -117,8 +126,16 @@ def model_env(model_setting, monkeypatch) -> ModelSetting:
 #: (a network namespace, mounting a small tmpfs for the full-disk and read-only tests),
 #: and the optional `litellm` extra (deliberately not in `test`). Any other skip — a missing extra,
 #: browser, model package or model hash — fails, so CI cannot pass by skipping what it should test.
-_ALLOWED_SKIPS = ("../shared", "beside the repository", "shared data", "ifeval data is not at", "network namespace",
-                  "kill(-1)", "cannot mount a tmpfs", "litellm")
+_ALLOWED_SKIPS = (
+    "../shared",
+    "beside the repository",
+    "shared data",
+    "ifeval data is not at",
+    "network namespace",
+    "kill(-1)",
+    "cannot mount a tmpfs",
+    "litellm",
+)
 
 
 @pytest.hookimpl(hookwrapper=True)

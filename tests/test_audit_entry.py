@@ -34,8 +34,14 @@ def canonical(records) -> list[str]:
 
 def _recognition(pairwise: pd.DataFrame):
     mine = pairwise[(pairwise["model_a"] == pairwise["judge"]) | (pairwise["model_b"] == pairwise["judge"])]
-    pointwise = pd.DataFrame({"instance_id": mine["instance_id"], "judge": mine["judge"], "model": mine["model_a"],
-                              "claimed": (mine["model_a"] == mine["judge"]).to_numpy() ^ (np.arange(len(mine)) % 4 == 0)})
+    pointwise = pd.DataFrame(
+        {
+            "instance_id": mine["instance_id"],
+            "judge": mine["judge"],
+            "model": mine["model_a"],
+            "claimed": (mine["model_a"] == mine["judge"]).to_numpy() ^ (np.arange(len(mine)) % 4 == 0),
+        }
+    )
     paired = mine[["instance_id", "judge", "model_a", "model_b"]].copy()
     paired["choice"] = np.where((mine["model_a"] == mine["judge"]) ^ (np.arange(len(mine)) % 5 == 0), "A", "B")
     return pointwise.drop_duplicates(["instance_id", "judge", "model"]), paired
@@ -47,9 +53,13 @@ def recorded(tmp_path_factory):
     sim = simulate(SPEC, seed=2, kinds=("pairwise", "rubric", "pointwise"))
     (folder / "models.toml").write_text(SPEC.registry_toml())
     recognition, recognition_pairwise = _recognition(sim.pairwise)
-    tables = {"pairwise": (sim.pairwise, []), "pointwise": (sim.pointwise, []),
-              "rubric": (sim.rubric, [("rubric-ref", sim.rubric_ref)]),
-              "recognition": (recognition, []), "recognition-pairwise": (recognition_pairwise, [])}
+    tables = {
+        "pairwise": (sim.pairwise, []),
+        "pointwise": (sim.pointwise, []),
+        "rubric": (sim.rubric, [("rubric-ref", sim.rubric_ref)]),
+        "recognition": (recognition, []),
+        "recognition-pairwise": (recognition_pairwise, []),
+    }
     out = {}
     for kind, (frame, refs) in tables.items():
         path = folder / f"{kind}.csv"
@@ -89,8 +99,7 @@ def test_metrics_report_and_audit_give_identical_records(recorded, kind, tmp_pat
 
 
 def test_demo_gives_the_records_of_the_python_call(tmp_path):
-    demo = json.loads(run("demo", "--bootstrap", "40", "--seed", "3", "--json", "--out", tmp_path / "demo",
-                          cwd=tmp_path))
+    demo = json.loads(run("demo", "--bootstrap", "40", "--seed", "3", "--json", "--out", tmp_path / "demo", cwd=tmp_path))
     results = nepotism.audit(demo_judgments(), bootstrap=BOOT)
     assert canonical(demo["results"]) == canonical(json.loads(json.dumps(results.to_dicts(), default=str)))
     assert demo["findings"] == results.findings
@@ -122,10 +131,15 @@ def test_a_run_folder_brings_its_tables_references_and_registry(recorded, tmp_pa
         Path(listed[kind]).write_bytes(tables[kind][1].read_bytes())
     ref = tables["rubric"][2][0]
     (out / ref.name).write_bytes(ref.read_bytes())
-    write_manifest(out, experiment="planted", run_id="r1", tables=listed,
-                   references={"rubric-ref": str(out / ref.name)}, registry_files=[str(folder / "models.toml")])
-    explicit = nepotism.audit([tables[k][1] for k in listed], references=[ref], models=[folder / "models.toml"],
-                              bootstrap=BOOT)
+    write_manifest(
+        out,
+        experiment="planted",
+        run_id="r1",
+        tables=listed,
+        references={"rubric-ref": str(out / ref.name)},
+        registry_files=[str(folder / "models.toml")],
+    )
+    explicit = nepotism.audit([tables[k][1] for k in listed], references=[ref], models=[folder / "models.toml"], bootstrap=BOOT)
     from_folder = nepotism.audit(out, bootstrap=BOOT)
     assert canonical(from_folder.to_dicts()) == canonical(explicit.to_dicts())
     assert {"recognition-accuracy", "mra", "self-preference-ratio"} <= {r.metric for r in from_folder}
@@ -137,18 +151,31 @@ def test_a_run_folder_brings_its_tables_references_and_registry(recorded, tmp_pa
 
 
 def _pairwise_frame():
-    return pd.DataFrame({"instance_id": ["q1", "q1", "q2"], "judge": ["gpt-4"] * 3,
-                         "model_a": ["gpt-4", "claude-2", "gpt-4"], "model_b": ["claude-2", "gpt-4", "claude-2"],
-                         "verdict": ["A", "B", "tie"]}, index=[10, 11, 12])
+    return pd.DataFrame(
+        {
+            "instance_id": ["q1", "q1", "q2"],
+            "judge": ["gpt-4"] * 3,
+            "model_a": ["gpt-4", "claude-2", "gpt-4"],
+            "model_b": ["claude-2", "gpt-4", "claude-2"],
+            "verdict": ["A", "B", "tie"],
+        },
+        index=[10, 11, 12],
+    )
 
 
-@pytest.mark.parametrize("change, row, column, message", [
-    (lambda f: f.assign(verdict=["A", "X", "B"]), 11, "verdict", "unknown verdict 'X'"),
-    (lambda f: f.assign(instance_id=["q1", "q2", "q2"], model_a=["gpt-4", "gpt-4", "gpt-4"],
-                        model_b=["claude-2"] * 3), 12, "instance_id,judge,model_a,model_b,condition,replicate",
-     "duplicate row"),
-    (lambda f: f.assign(judge=["gpt-4", "gpt-4", "my-own-judge"]), 12, "judge", "not in the model registry"),
-])
+@pytest.mark.parametrize(
+    "change, row, column, message",
+    [
+        (lambda f: f.assign(verdict=["A", "X", "B"]), 11, "verdict", "unknown verdict 'X'"),
+        (
+            lambda f: f.assign(instance_id=["q1", "q2", "q2"], model_a=["gpt-4", "gpt-4", "gpt-4"], model_b=["claude-2"] * 3),
+            12,
+            "instance_id,judge,model_a,model_b,condition,replicate",
+            "duplicate row",
+        ),
+        (lambda f: f.assign(judge=["gpt-4", "gpt-4", "my-own-judge"]), 12, "judge", "not in the model registry"),
+    ],
+)
 def test_an_invalid_frame_is_refused_naming_row_and_column(tmp_path, change, row, column, message):
     frame = change(_pairwise_frame())
     with pytest.raises(ValidationError) as caught:
@@ -172,8 +199,12 @@ def test_report_refuses_an_unknown_judge_in_any_table_kind(recorded, tmp_path):
     frame.loc[frame.index[4], "judge"] = "nobody-knows-me"
     path = tmp_path / "rubric.csv"
     frame.to_csv(path, index=False)
-    done = subprocess.run([str(EXE), "report", str(path), "--models", str(folder / "models.toml"), "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(EXE), "report", str(path), "--models", str(folder / "models.toml"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 2 and f"{path}, line 6, field 'judge'" in done.stderr
     assert not (tmp_path / "out").exists()
 

@@ -80,8 +80,9 @@ def _parquet_columns(names: list[str], values: list[list]) -> bytes:
 
 
 def _pw_parquet(column: str, values: list) -> bytes:
-    return _parquet(instance_id=["q1", "q1"], judge=[J, J], model_a=[A, B], model_b=[B, A], verdict=["A", "B"],
-                    **{column: values})
+    return _parquet(
+        instance_id=["q1", "q1"], judge=[J, J], model_a=[A, B], model_b=[B, A], verdict=["A", "B"], **{column: values}
+    )
 
 
 def _bomb(inflated: int, head: bytes = PT.encode(), row: bytes = f"q1,{J},{A},7\n".encode()) -> bytes:
@@ -109,174 +110,465 @@ class Case:
 def _table_cases() -> list[Case]:
     cases = []
     for i, bad in enumerate(["nan", "NaN", "inf", "-inf", "Infinity", "-Infinity", "1e309", "-1e999"]):
-        cases.append(Case(f"csv-score-{bad}", "scores.csv", (PT + PT_OK + f"q2,{J},{A},{bad}\n").encode(),
-                          line=4, field="score", words="finite"))
+        cases.append(
+            Case(
+                f"csv-score-{bad}",
+                "scores.csv",
+                (PT + PT_OK + f"q2,{J},{A},{bad}\n").encode(),
+                line=4,
+                field="score",
+                words="finite",
+            )
+        )
     for bad in ["NaN", "Infinity", "-Infinity", "1e999", '"nan"', '"inf"']:
-        cases.append(Case(f"jsonl-score-{bad}", "scores.jsonl", _jl(PT_JSON_OK, _pt_json(bad)), line=2,
-                          field="score", words="finite"))
-    for column, value in [("prob_a", "nan"), ("prob_b", "inf"), ("label_mass", "nan"), ("prob_tie", "-inf"),
-                          ("perplexity_a", "inf")]:
+        cases.append(
+            Case(f"jsonl-score-{bad}", "scores.jsonl", _jl(PT_JSON_OK, _pt_json(bad)), line=2, field="score", words="finite")
+        )
+    for column, value in [
+        ("prob_a", "nan"),
+        ("prob_b", "inf"),
+        ("label_mass", "nan"),
+        ("prob_tie", "-inf"),
+        ("perplexity_a", "inf"),
+    ]:
         head = PW.strip() + f",{column}\n"
-        cases.append(Case(f"pairwise-{column}-{value}", "pairs.csv",
-                          (head + f"q1,{J},{A},{B},A,1.0\nq1,{J},{B},{A},B,{value}\n").encode(),
-                          line=3, field=column, words="finite"))
+        cases.append(
+            Case(
+                f"pairwise-{column}-{value}",
+                "pairs.csv",
+                (head + f"q1,{J},{A},{B},A,1.0\nq1,{J},{B},{A},B,{value}\n").encode(),
+                line=3,
+                field=column,
+                words="finite",
+            )
+        )
     cases += [
-        Case("jsonl-duplicate-key", "scores.jsonl",
-             _jl(PT_JSON_OK, _pt_json("7", ("score", "3"))), line=2, field="score", words="twice"),
-        Case("jsonl-duplicate-judge", "scores.jsonl",
-             _jl(PT_JSON_OK, _pt_json("7", ("judge", f'"{A}"'))), line=2, field="judge", words="twice"),
-        Case("jsonl-duplicate-nested", "scores.jsonl",
-             _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"a": 1, "a": 2}'))), line=2, field="a", words="twice"),
+        Case(
+            "jsonl-duplicate-key",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("score", "3"))),
+            line=2,
+            field="score",
+            words="twice",
+        ),
+        Case(
+            "jsonl-duplicate-judge",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("judge", f'"{A}"'))),
+            line=2,
+            field="judge",
+            words="twice",
+        ),
+        Case(
+            "jsonl-duplicate-nested",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"a": 1, "a": 2}'))),
+            line=2,
+            field="a",
+            words="twice",
+        ),
         Case("csv-gz-not-gzip", "scores.csv.gz", (PT + PT_OK).encode(), words="gzip"),
         Case("jsonl-gz-not-gzip", "scores.jsonl.gz", _jl(PT_JSON_OK), words="gzip"),
         Case("csv-gz-truncated", "scores.csv.gz", gzip.compress((PT + PT_OK * 200).encode())[:60], words="gzip"),
         Case("jsonl-gz-truncated", "scores.jsonl.gz", gzip.compress(_jl(PT_JSON_OK) * 200)[:50], words="gzip"),
         Case("jsonl-deep-nesting", "scores.jsonl", _jl(PT_JSON_OK, DEEP), line=2, words="nested"),
-        Case("jsonl-deep-nesting-in-field", "scores.jsonl",
-             _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEP))), line=2, words="nested"),
-        Case("csv-huge-cell", "scores.csv", (PT + PT_OK + f'q2,{J},{A},"' + "x" * 2_000_000 + '"\n').encode(),
-             line=4, words="cell", options=("--max-cell", "1Mi")),
-        Case("csv-unclosed-quote", "scores.csv", (PT + PT_OK + f'q2,{J},"{A},7\n' + "y" * 1_100_000).encode(),
-             line=4, words="cell", options=("--max-cell", "1Mi")),
-        Case("csv-huge-cell-default", "scores.csv",
-             lambda: (PT + PT_OK + f'q2,{J},{A},"' + "x" * (16 * MI + 1) + '"\n').encode(), line=4,
-             words="--max-cell"),
+        Case(
+            "jsonl-deep-nesting-in-field", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEP))), line=2, words="nested"
+        ),
+        Case(
+            "csv-huge-cell",
+            "scores.csv",
+            (PT + PT_OK + f'q2,{J},{A},"' + "x" * 2_000_000 + '"\n').encode(),
+            line=4,
+            words="cell",
+            options=("--max-cell", "1Mi"),
+        ),
+        Case(
+            "csv-unclosed-quote",
+            "scores.csv",
+            (PT + PT_OK + f'q2,{J},"{A},7\n' + "y" * 1_100_000).encode(),
+            line=4,
+            words="cell",
+            options=("--max-cell", "1Mi"),
+        ),
+        Case(
+            "csv-huge-cell-default",
+            "scores.csv",
+            lambda: (PT + PT_OK + f'q2,{J},{A},"' + "x" * (16 * MI + 1) + '"\n').encode(),
+            line=4,
+            words="--max-cell",
+        ),
         Case("csv-invalid-utf8", "scores.csv", (PT + PT_OK).encode() + b"q2,j,\xff\xfe,7\n", line=4, words="UTF-8"),
-        Case("csv-invalid-utf8-late", "scores.csv", (PT + PT_OK * 500).encode() + b"q9,j,m\xc3,7\n",
-             line=1002, words="UTF-8"),
-        Case("jsonl-invalid-utf8", "scores.jsonl", _jl(PT_JSON_OK) + b'{"instance_id": "\xc0\xaf"}\n', line=2,
-             words="UTF-8"),
-        Case("csv-gz-invalid-utf8", "scores.csv.gz", gzip.compress((PT + PT_OK).encode() + b"q2,\xff,m,1\n"),
-             line=4, words="UTF-8"),
+        Case("csv-invalid-utf8-late", "scores.csv", (PT + PT_OK * 500).encode() + b"q9,j,m\xc3,7\n", line=1002, words="UTF-8"),
+        Case("jsonl-invalid-utf8", "scores.jsonl", _jl(PT_JSON_OK) + b'{"instance_id": "\xc0\xaf"}\n', line=2, words="UTF-8"),
+        Case(
+            "csv-gz-invalid-utf8", "scores.csv.gz", gzip.compress((PT + PT_OK).encode() + b"q2,\xff,m,1\n"), line=4, words="UTF-8"
+        ),
         Case("utf16-file", "scores.csv", (PT + PT_OK).encode("utf-16"), line=1, words="UTF-8"),
         Case("jsonl-not-json", "scores.jsonl", _jl(PT_JSON_OK, "{not json"), line=2, words="JSON"),
         # valid JSON, no text: a lone surrogate was a UnicodeEncodeError traceback (pyarrow, SQLite)
-        Case("jsonl-lone-surrogate", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7").replace('"q2"', '"q\\ud800"')),
-             line=2, field="instance_id", words="surrogate"),
-        Case("jsonl-lone-surrogate-in-key", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"\\udfff": 1}'))),
-             line=2, field="meta", words="surrogate"),
+        Case(
+            "jsonl-lone-surrogate",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7").replace('"q2"', '"q\\ud800"')),
+            line=2,
+            field="instance_id",
+            words="surrogate",
+        ),
+        Case(
+            "jsonl-lone-surrogate-in-key",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"\\udfff": 1}'))),
+            line=2,
+            field="meta",
+            words="surrogate",
+        ),
         Case("jsonl-not-object", "scores.jsonl", _jl(PT_JSON_OK, "[1, 2]"), line=2, words="object"),
         Case("jsonl-trailing-garbage", "scores.jsonl", _jl(PT_JSON_OK + " x"), line=1, words="JSON"),
         Case("csv-field-count", "scores.csv", (PT + PT_OK + f"q2,{J},{A}\n").encode(), line=4, words="fields"),
         Case("csv-empty", "scores.csv", b"", line=1, words="empty"),
-        Case("csv-duplicate-column", "scores.csv", (PT.strip() + ",score\n" + f"q1,{J},{A},7,7\n").encode(),
-             line=1, field="score", words="twice"),
-        Case("csv-duplicate-column-padded", "scores.csv", (PT.strip() + ", judge \n" + f"q1,{J},{A},7,x\n").encode(),
-             line=1, field="judge", words="twice"),
-        Case("parquet-duplicate-column", "scores.parquet", _parquet_columns(
-            ["instance_id", "judge", "model", "score", "score"], [["q1"], [J], [A], [7.0], [8.0]]),
-             field="score", words="twice"),
-        Case("csv-missing-column", "scores.csv", f"instance_id,judge,model_a,model_b\nq1,{J},{A},{B}\n".encode(),
-             line=1, words="'verdict'"),
-        Case("csv-missing-column-named", "pairs.csv",
-             f"instance_id,judge,model_a,model_b,prob_a\nq1,{J},{A},{B},0.5\n".encode(), line=1, field="verdict",
-             words="a pairwise table needs 'verdict'"),
-        Case("jsonl-missing-column", "scores.jsonl", _jl(f'{{"instance_id": "q1", "judge": "{J}", "model": "{A}", '
-                                                         '"scor": 7, "category": "x"}'),
-             line=1, words="a pointwise table needs 'score'"),
+        Case(
+            "csv-duplicate-column",
+            "scores.csv",
+            (PT.strip() + ",score\n" + f"q1,{J},{A},7,7\n").encode(),
+            line=1,
+            field="score",
+            words="twice",
+        ),
+        Case(
+            "csv-duplicate-column-padded",
+            "scores.csv",
+            (PT.strip() + ", judge \n" + f"q1,{J},{A},7,x\n").encode(),
+            line=1,
+            field="judge",
+            words="twice",
+        ),
+        Case(
+            "parquet-duplicate-column",
+            "scores.parquet",
+            _parquet_columns(["instance_id", "judge", "model", "score", "score"], [["q1"], [J], [A], [7.0], [8.0]]),
+            field="score",
+            words="twice",
+        ),
+        Case(
+            "csv-missing-column",
+            "scores.csv",
+            f"instance_id,judge,model_a,model_b\nq1,{J},{A},{B}\n".encode(),
+            line=1,
+            words="'verdict'",
+        ),
+        Case(
+            "csv-missing-column-named",
+            "pairs.csv",
+            f"instance_id,judge,model_a,model_b,prob_a\nq1,{J},{A},{B},0.5\n".encode(),
+            line=1,
+            field="verdict",
+            words="a pairwise table needs 'verdict'",
+        ),
+        Case(
+            "jsonl-missing-column",
+            "scores.jsonl",
+            _jl(f'{{"instance_id": "q1", "judge": "{J}", "model": "{A}", "scor": 7, "category": "x"}}'),
+            line=1,
+            words="a pointwise table needs 'score'",
+        ),
         # a control character in a value is shown escaped, never raw (a NUL, a terminal's escape sequence)
-        Case("csv-nul-in-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},A\x00\n").encode(), line=4,
-             field="verdict", words="'A\\x00'"),
-        Case("csv-escape-in-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},\x1b[2J\x1b[31mB\n").encode(),
-             line=4, field="verdict", words="\\x1b[2J"),
-        Case("jsonl-newline-in-verdict", "pairs.jsonl",
-             _jl(f'{{"instance_id": "q1", "judge": "{J}", "model_a": "{A}", "model_b": "{B}", '
-                 '"verdict": "A\\nB\\u202e\\u0000"}'), line=1, field="verdict", words="A\\nB\\u202e\\x00"),
-        Case("csv-bell-in-column-name", "scores.csv", (PT.strip() + ",sc\x07ore,sc\x07ore\n" + f"q1,{J},{A},7,1,2\n").encode(),
-             line=1, field="sc\\x07ore", words="twice"),
+        Case(
+            "csv-nul-in-verdict",
+            "pairs.csv",
+            (PW + PW_OK + f"q2,{J},{A},{B},A\x00\n").encode(),
+            line=4,
+            field="verdict",
+            words="'A\\x00'",
+        ),
+        Case(
+            "csv-escape-in-verdict",
+            "pairs.csv",
+            (PW + PW_OK + f"q2,{J},{A},{B},\x1b[2J\x1b[31mB\n").encode(),
+            line=4,
+            field="verdict",
+            words="\\x1b[2J",
+        ),
+        Case(
+            "jsonl-newline-in-verdict",
+            "pairs.jsonl",
+            _jl(f'{{"instance_id": "q1", "judge": "{J}", "model_a": "{A}", "model_b": "{B}", "verdict": "A\\nB\\u202e\\u0000"}}'),
+            line=1,
+            field="verdict",
+            words="A\\nB\\u202e\\x00",
+        ),
+        Case(
+            "csv-bell-in-column-name",
+            "scores.csv",
+            (PT.strip() + ",sc\x07ore,sc\x07ore\n" + f"q1,{J},{A},7,1,2\n").encode(),
+            line=1,
+            field="sc\\x07ore",
+            words="twice",
+        ),
         # limits (nepotism.input_limits): a gzip bomb, a long line, a long value, deep nesting
         Case("csv-gz-bomb", "scores.csv.gz", lambda: _bomb((1 << 30) + MI), words="--max-decompressed"),
-        Case("jsonl-gz-bomb-option", "scores.jsonl.gz",
-             _bomb(2 * MI, b"", (PT_JSON_OK + "\n").encode()), words="inflates to more than 1,048,576 bytes",
-             options=("--max-decompressed", "1Mi")),
-        Case("jsonl-long-line", "scores.jsonl", lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 64 * MI + '"'))),
-             line=2, words="--max-line"),
-        Case("csv-long-line", "scores.csv", (PT + PT_OK + f"q2,{J},{A},7" + "0" * (2 * MI) + "\n").encode(), line=4,
-             words="a line longer than 1,048,576 characters", options=("--max-line", "1Mi")),
-        Case("jsonl-long-cell", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"note": ["' + "x" * (2 * MI) + '"]}'))),
-             line=2, field="meta.note[0]", words="--max-cell", options=("--max-cell", "1Mi")),
-        Case("parquet-long-cell", "scores.parquet", _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A],
-                                                            score=[7.0, 8.0], note=["x", "y" * (2 * MI)]),
-             line=2, field="note", words="--max-cell", options=("--max-cell", "1Mi")),
-        Case("jsonl-nested-beyond-the-limit", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEPISH))),
-             line=2, field="meta", words="nested more than 100 levels"),
-        Case("jsonl-nested-beyond-a-lower-limit", "scores.jsonl",
-             _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"a": ' + "[" * 15 + "]" * 15 + "}"))), line=2, field="meta",
-             words="nested more than 16 levels", options=("--max-depth", "16")),
-        Case("load-gz-bomb", "scores.csv.gz", _bomb(2 * MI), command="load", words="--max-decompressed",
-             options=("--max-decompressed", "1Mi")),
-        Case("reference-nested", "ref.jsonl", _jl(f'{{"instance_id": "q1", "model": "{A}", "score": 1, '
-                                                  f'"meta": {DEEPISH}}}'), command="reference", line=1,
-             field="meta", words="nested"),
+        Case(
+            "jsonl-gz-bomb-option",
+            "scores.jsonl.gz",
+            _bomb(2 * MI, b"", (PT_JSON_OK + "\n").encode()),
+            words="inflates to more than 1,048,576 bytes",
+            options=("--max-decompressed", "1Mi"),
+        ),
+        Case(
+            "jsonl-long-line",
+            "scores.jsonl",
+            lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 64 * MI + '"'))),
+            line=2,
+            words="--max-line",
+        ),
+        Case(
+            "csv-long-line",
+            "scores.csv",
+            (PT + PT_OK + f"q2,{J},{A},7" + "0" * (2 * MI) + "\n").encode(),
+            line=4,
+            words="a line longer than 1,048,576 characters",
+            options=("--max-line", "1Mi"),
+        ),
+        Case(
+            "jsonl-long-cell",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"note": ["' + "x" * (2 * MI) + '"]}'))),
+            line=2,
+            field="meta.note[0]",
+            words="--max-cell",
+            options=("--max-cell", "1Mi"),
+        ),
+        Case(
+            "parquet-long-cell",
+            "scores.parquet",
+            _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A], score=[7.0, 8.0], note=["x", "y" * (2 * MI)]),
+            line=2,
+            field="note",
+            words="--max-cell",
+            options=("--max-cell", "1Mi"),
+        ),
+        Case(
+            "jsonl-nested-beyond-the-limit",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("meta", DEEPISH))),
+            line=2,
+            field="meta",
+            words="nested more than 100 levels",
+        ),
+        Case(
+            "jsonl-nested-beyond-a-lower-limit",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("meta", '{"a": ' + "[" * 15 + "]" * 15 + "}"))),
+            line=2,
+            field="meta",
+            words="nested more than 16 levels",
+            options=("--max-depth", "16"),
+        ),
+        Case(
+            "load-gz-bomb",
+            "scores.csv.gz",
+            _bomb(2 * MI),
+            command="load",
+            words="--max-decompressed",
+            options=("--max-decompressed", "1Mi"),
+        ),
+        Case(
+            "reference-nested",
+            "ref.jsonl",
+            _jl(f'{{"instance_id": "q1", "model": "{A}", "score": 1, "meta": {DEEPISH}}}'),
+            command="reference",
+            line=1,
+            field="meta",
+            words="nested",
+        ),
         # the other files a user gives: registry, thresholds, results, a run folder's run.json
         Case("models-toml-deep", "deep_models.toml", ("x = " + DEEP).encode(), command="models", words="nested"),
-        Case("models-toml-nested", "deep_models.toml", (f'[models."m"]\nfamily = "f"\nx = {DEEPISH}\n').encode(),
-             command="models", field="models", words="nested more than 100"),
-        Case("thresholds-deep", "t.toml", ("max_self_preference_ratio = " + "{ a = " * 3000 + "1" + " }" * 3000).encode(),
-             command="thresholds", words="nested"),
+        Case(
+            "models-toml-nested",
+            "deep_models.toml",
+            (f'[models."m"]\nfamily = "f"\nx = {DEEPISH}\n').encode(),
+            command="models",
+            field="models",
+            words="nested more than 100",
+        ),
+        Case(
+            "thresholds-deep",
+            "t.toml",
+            ("max_self_preference_ratio = " + "{ a = " * 3000 + "1" + " }" * 3000).encode(),
+            command="thresholds",
+            words="nested",
+        ),
         Case("results-deep", "results.json", DEEP.encode(), command="results", words="nested"),
-        Case("results-nested", "results.json", ('{"results": ' + DEEPISH + "}").encode(), command="results",
-             field="results", words="nested more than 100"),
-        Case("results-jsonl-long-line", "results.jsonl", ('{"metric": "x", "value": "' + "v" * (2 * MI) + '"}\n').encode(),
-             command="results", line=1, words="--max-line", options=("--max-line", "1Mi")),
-        Case("run-json-deep", "run.json", ('{"schema_version": 1, "x": ' + DEEPISH + "}").encode(), command="run.json",
-             field="x", words="nested"),
-        Case("csv-unknown-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},X\n").encode(), line=4,
-             field="verdict"),
+        Case(
+            "results-nested",
+            "results.json",
+            ('{"results": ' + DEEPISH + "}").encode(),
+            command="results",
+            field="results",
+            words="nested more than 100",
+        ),
+        Case(
+            "results-jsonl-long-line",
+            "results.jsonl",
+            ('{"metric": "x", "value": "' + "v" * (2 * MI) + '"}\n').encode(),
+            command="results",
+            line=1,
+            words="--max-line",
+            options=("--max-line", "1Mi"),
+        ),
+        Case(
+            "run-json-deep",
+            "run.json",
+            ('{"schema_version": 1, "x": ' + DEEPISH + "}").encode(),
+            command="run.json",
+            field="x",
+            words="nested",
+        ),
+        Case("csv-unknown-verdict", "pairs.csv", (PW + PW_OK + f"q2,{J},{A},{B},X\n").encode(), line=4, field="verdict"),
         Case("csv-empty-judge", "pairs.csv", (PW + PW_OK + f"q2,,{A},{B},A\n").encode(), line=4, field="judge"),
         Case("csv-score-text", "scores.csv", (PT + PT_OK + f"q2,{J},{A},seven\n").encode(), line=4, field="score"),
-        Case("csv-bad-replicate", "scores.csv", (PT.strip() + ",replicate\n" + f"q1,{J},{A},7,-1\n").encode(),
-             line=2, field="replicate"),
-        Case("csv-bad-status", "scores.csv", (PT.strip() + ",status\n" + f"q1,{J},{A},7,maybe\n").encode(),
-             line=2, field="status"),
+        Case(
+            "csv-bad-replicate",
+            "scores.csv",
+            (PT.strip() + ",replicate\n" + f"q1,{J},{A},7,-1\n").encode(),
+            line=2,
+            field="replicate",
+        ),
+        Case(
+            "csv-bad-status", "scores.csv", (PT.strip() + ",status\n" + f"q1,{J},{A},7,maybe\n").encode(), line=2, field="status"
+        ),
         Case("csv-duplicate-row", "scores.csv", (PT + PT_OK + PT_OK.splitlines()[0] + "\n").encode(), line=4),
         Case("unknown-suffix", "scores.txt", (PT + PT_OK).encode(), words=".csv"),
         Case("parquet-not-parquet", "scores.parquet", b"PAR1 not really", words="Parquet"),
         # a NaN in Parquet is no null (pandas reads both as NaN: it was an empty cell, replicate 0)
-        Case("parquet-replicate-nan", "pairs.parquet", _pw_parquet("replicate", [0.0, float("nan")]), line=2,
-             field="replicate", words="finite"),
-        Case("parquet-score-nan", "scores.parquet", _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A],
-                                                             score=[7.0, float("nan")]),
-             line=2, field="score", words="finite"),
-        Case("parquet-prob-nan", "pairs.parquet", _pw_parquet("prob_a", [0.5, float("nan")]), line=2,
-             field="prob_a", words="finite"),
-        Case("parquet-replicate-fraction", "pairs.parquet", _pw_parquet("replicate", [0.0, 1.5]), line=2,
-             field="replicate", words="integer"),
-        Case("parquet-replicate-huge", "pairs.parquet", _pw_parquet("replicate", [0.0, 1e30]), line=2,
-             field="replicate", words="integer"),
-        Case("csv-replicate-nan", "pairs.csv", (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,0\n"
-                                                 f"q1,{J},{B},{A},B,NaN\n").encode(), line=3, field="replicate",
-             words="finite"),
-        Case("csv-replicate-huge", "pairs.csv", (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,1e30\n").encode(),
-             line=2, field="replicate", words="integer"),
-        Case("csv-reasoning-tokens-fraction", "pairs.csv",
-             (PW.strip() + ",reasoning_tokens\n" + f"q1,{J},{A},{B},A,12.5\n").encode(), line=2,
-             field="reasoning_tokens", words="integer"),
-        Case("jsonl-replicate-nan", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("replicate", "NaN"))), line=2,
-             field="replicate", words="finite"),
-        Case("load-score-nan", "scores.csv", (PT + PT_OK + f"q2,{J},{A},nan\n").encode(), command="load",
-             line=4, field="score"),
-        Case("load-duplicate-key", "scores.jsonl", _jl(PT_JSON_OK, _pt_json("7", ("score", "3"))), command="load",
-             line=2, field="score"),
+        Case(
+            "parquet-replicate-nan",
+            "pairs.parquet",
+            _pw_parquet("replicate", [0.0, float("nan")]),
+            line=2,
+            field="replicate",
+            words="finite",
+        ),
+        Case(
+            "parquet-score-nan",
+            "scores.parquet",
+            _parquet(instance_id=["q1", "q2"], judge=[J, J], model=[A, A], score=[7.0, float("nan")]),
+            line=2,
+            field="score",
+            words="finite",
+        ),
+        Case(
+            "parquet-prob-nan",
+            "pairs.parquet",
+            _pw_parquet("prob_a", [0.5, float("nan")]),
+            line=2,
+            field="prob_a",
+            words="finite",
+        ),
+        Case(
+            "parquet-replicate-fraction",
+            "pairs.parquet",
+            _pw_parquet("replicate", [0.0, 1.5]),
+            line=2,
+            field="replicate",
+            words="integer",
+        ),
+        Case(
+            "parquet-replicate-huge",
+            "pairs.parquet",
+            _pw_parquet("replicate", [0.0, 1e30]),
+            line=2,
+            field="replicate",
+            words="integer",
+        ),
+        Case(
+            "csv-replicate-nan",
+            "pairs.csv",
+            (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,0\nq1,{J},{B},{A},B,NaN\n").encode(),
+            line=3,
+            field="replicate",
+            words="finite",
+        ),
+        Case(
+            "csv-replicate-huge",
+            "pairs.csv",
+            (PW.strip() + ",replicate\n" + f"q1,{J},{A},{B},A,1e30\n").encode(),
+            line=2,
+            field="replicate",
+            words="integer",
+        ),
+        Case(
+            "csv-reasoning-tokens-fraction",
+            "pairs.csv",
+            (PW.strip() + ",reasoning_tokens\n" + f"q1,{J},{A},{B},A,12.5\n").encode(),
+            line=2,
+            field="reasoning_tokens",
+            words="integer",
+        ),
+        Case(
+            "jsonl-replicate-nan",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("replicate", "NaN"))),
+            line=2,
+            field="replicate",
+            words="finite",
+        ),
+        Case("load-score-nan", "scores.csv", (PT + PT_OK + f"q2,{J},{A},nan\n").encode(), command="load", line=4, field="score"),
+        Case(
+            "load-duplicate-key",
+            "scores.jsonl",
+            _jl(PT_JSON_OK, _pt_json("7", ("score", "3"))),
+            command="load",
+            line=2,
+            field="score",
+        ),
         Case("load-not-gzip", "scores.csv.gz", (PT + PT_OK).encode(), command="load", words="gzip"),
         Case("load-invalid-utf8", "scores.csv", (PT + PT_OK).encode() + b"q2,\xff,m,1\n", command="load", line=4),
         Case("load-deep", "scores.jsonl", _jl(DEEP), command="load", line=1, words="nested"),
-        Case("load-lone-surrogate", "scores.jsonl", _jl(_pt_json("7", ("category", '"x\\uDC00"'))), command="load",
-             line=1, field="category", words="surrogate"),
-        Case("reference-score-inf", "ref.csv",
-             f"instance_id,model,score\nq1,{A},1\nq1,{B},inf\n".encode(), command="reference", line=3,
-             field="score"),
-        Case("reference-correct-bad", "ref.csv",
-             f"instance_id,model,correct\nq1,{A},true\nq1,{B},perhaps\n".encode(), command="reference", line=3,
-             field="correct"),
-        Case("reference-winner-bad", "ref.csv",
-             f"instance_id,model_a,model_b,winner\nq1,{A},{B},{J}\n".encode(), command="reference", line=2,
-             field="winner"),
-        Case("reference-not-gzip", "ref.csv.gz", f"instance_id,model,score\nq1,{A},1\n".encode(),
-             command="reference", words="gzip"),
-        Case("reference-duplicate-key", "ref.jsonl",
-             _jl(f'{{"instance_id": "q1", "model": "{A}", "score": 1, "score": 2}}'), command="reference",
-             line=1, field="score"),
+        Case(
+            "load-lone-surrogate",
+            "scores.jsonl",
+            _jl(_pt_json("7", ("category", '"x\\uDC00"'))),
+            command="load",
+            line=1,
+            field="category",
+            words="surrogate",
+        ),
+        Case(
+            "reference-score-inf",
+            "ref.csv",
+            f"instance_id,model,score\nq1,{A},1\nq1,{B},inf\n".encode(),
+            command="reference",
+            line=3,
+            field="score",
+        ),
+        Case(
+            "reference-correct-bad",
+            "ref.csv",
+            f"instance_id,model,correct\nq1,{A},true\nq1,{B},perhaps\n".encode(),
+            command="reference",
+            line=3,
+            field="correct",
+        ),
+        Case(
+            "reference-winner-bad",
+            "ref.csv",
+            f"instance_id,model_a,model_b,winner\nq1,{A},{B},{J}\n".encode(),
+            command="reference",
+            line=2,
+            field="winner",
+        ),
+        Case(
+            "reference-not-gzip", "ref.csv.gz", f"instance_id,model,score\nq1,{A},1\n".encode(), command="reference", words="gzip"
+        ),
+        Case(
+            "reference-duplicate-key",
+            "ref.jsonl",
+            _jl(f'{{"instance_id": "q1", "model": "{A}", "score": 1, "score": 2}}'),
+            command="reference",
+            line=1,
+            field="score",
+        ),
     ]
     return cases
 
@@ -285,8 +577,15 @@ ITEM = '{"id": "q1", "prompt": "Name a prime."}'
 
 
 def _dataset_cases() -> list[Case]:
-    def ds(case_id: str, data: bytes | Callable[[], bytes], line: int | None = None, field: str | None = None,
-           words: str = "", name: str = "items.jsonl", options: tuple[str, ...] = ()) -> Case:
+    def ds(
+        case_id: str,
+        data: bytes | Callable[[], bytes],
+        line: int | None = None,
+        field: str | None = None,
+        words: str = "",
+        name: str = "items.jsonl",
+        options: tuple[str, ...] = (),
+    ) -> Case:
         return Case(case_id, name, data, command="run", line=line, field=field, words=words, options=options)
 
     return [
@@ -295,8 +594,13 @@ def _dataset_cases() -> list[Case]:
         ds("ds-duplicate-id-key", _jl('{"id": "q1", "id": "q2", "prompt": "a"}'), 1, "id", "twice"),
         ds("ds-deep", _jl(ITEM, '{"id": "q2", "prompt": "p", "metadata": ' + DEEP + "}"), 2, words="nested"),
         ds("ds-lone-surrogate", _jl(ITEM, '{"id": "q2", "prompt": "P \\ud800 one"}'), 2, "prompt", "surrogate"),
-        ds("ds-lone-surrogate-nested", _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user", "content": "\\udbff"}]}'),
-           2, "prompt", "surrogate"),
+        ds(
+            "ds-lone-surrogate-nested",
+            _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user", "content": "\\udbff"}]}'),
+            2,
+            "prompt",
+            "surrogate",
+        ),
         ds("ds-invalid-utf8", _jl(ITEM) + b'{"id": "q2", "prompt": "\xe2\x28\xa1"}\n', 2, words="UTF-8"),
         ds("ds-gz-not-gzip", _jl(ITEM), words="gzip", name="items.jsonl.gz"),
         ds("ds-gz-truncated", gzip.compress(_jl(ITEM) * 300)[:40], words="gzip", name="items.jsonl.gz"),
@@ -307,49 +611,120 @@ def _dataset_cases() -> list[Case]:
         ds("ds-blank-prompt", _jl(ITEM, '{"id": "q2", "prompt": "   "}'), 2, "prompt"),
         ds("ds-bad-messages", _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user"}]}'), 2, "prompt"),
         ds("ds-bad-role", _jl(ITEM, '{"id": "q2", "prompt": [{"role": "robot", "content": "x"}]}'), 2, "prompt"),
-        ds("ds-rubric-points-nan", _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": NaN}]}'),
-           2, "rubric[0].points", "finite"),
-        ds("ds-rubric-points-inf", _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": 1e999}]}'),
-           2, "rubric[0].points", "finite"),
-        ds("ds-rubric-points-text", _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": "x"}]}'),
-           2, "rubric[0].points"),
+        ds(
+            "ds-rubric-points-nan",
+            _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": NaN}]}'),
+            2,
+            "rubric[0].points",
+            "finite",
+        ),
+        ds(
+            "ds-rubric-points-inf",
+            _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": 1e999}]}'),
+            2,
+            "rubric[0].points",
+            "finite",
+        ),
+        ds(
+            "ds-rubric-points-text",
+            _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": [{"text": "t", "points": "x"}]}'),
+            2,
+            "rubric[0].points",
+        ),
         ds("ds-rubric-item", _jl(ITEM, '{"id": "q2", "prompt": "p", "rubric": ["t"]}'), 2, "rubric[0]"),
         ds("ds-two-prompts", _jl(ITEM, '{"id": "q1", "prompt": "Other."}'), 2, "prompt"),
         # a repeated row's other fields were silently dropped (the first row won): a second answer key
-        ds("ds-two-references", _jl('{"id": "q1", "prompt": "2+2?", "reference_answer": "4"}',
-                                    '{"id": "q1", "prompt": "2+2?", "reference_answer": "5"}'), 2, "reference_answer",
-           "two different reference answers"),
-        ds("ds-two-categories", _jl('{"id": "q1", "prompt": "p", "category": "math"}',
-                                    '{"id": "q1", "prompt": "p", "category": "code"}'), 2, "category", "categories"),
-        ds("ds-two-rubrics", _jl('{"id": "q1", "prompt": "p", "rubric": [{"text": "a"}]}',
-                                 '{"id": "q1", "prompt": "p", "rubric": [{"text": "b"}]}'), 2, "rubric", "rubrics"),
+        ds(
+            "ds-two-references",
+            _jl(
+                '{"id": "q1", "prompt": "2+2?", "reference_answer": "4"}',
+                '{"id": "q1", "prompt": "2+2?", "reference_answer": "5"}',
+            ),
+            2,
+            "reference_answer",
+            "two different reference answers",
+        ),
+        ds(
+            "ds-two-categories",
+            _jl('{"id": "q1", "prompt": "p", "category": "math"}', '{"id": "q1", "prompt": "p", "category": "code"}'),
+            2,
+            "category",
+            "categories",
+        ),
+        ds(
+            "ds-two-rubrics",
+            _jl(
+                '{"id": "q1", "prompt": "p", "rubric": [{"text": "a"}]}', '{"id": "q1", "prompt": "p", "rubric": [{"text": "b"}]}'
+            ),
+            2,
+            "rubric",
+            "rubrics",
+        ),
         ds("ds-response-no-text", _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m"}'), 2, "text"),
-        ds("ds-second-response", _jl('{"id": "q1", "prompt": "p", "model": "m", "text": "a"}',
-                                     '{"id": "q1", "prompt": "p", "model": "m", "text": "b"}'), 2, "model"),
+        ds(
+            "ds-second-response",
+            _jl(
+                '{"id": "q1", "prompt": "p", "model": "m", "text": "a"}', '{"id": "q1", "prompt": "p", "model": "m", "text": "b"}'
+            ),
+            2,
+            "model",
+        ),
         ds("ds-empty", b"\n\n", words="no instances"),
         # a recorded response longer than a value may be (SQLite refused one of 1 GB: exit 70 before)
-        ds("ds-long-response", lambda: _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "'
-                                                + "7" * (16 * MI + 1) + '"}'), 2, "text", "--max-cell"),
-        ds("ds-long-response-option", _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "'
-                                          + "7" * 5000 + '"}'), 2, "text", "longer than 4,096", options=("--max-cell", "4Ki")),
-        ds("ds-long-prompt-message", _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user", "content": "'
-                                         + "p" * 5000 + '"}]}'), 2, "prompt[0].content", options=("--max-cell", "4Ki")),
-        ds("ds-long-line", _jl(ITEM, '{"id": "q2", "prompt": "' + "p" * (2 * MI) + '"}'), 2,
-           words="--max-line", options=("--max-line", "1Mi")),
-        ds("ds-gz-bomb", _bomb(2 * MI, b"", (ITEM + "\n").encode()), words="--max-decompressed",
-           name="items.jsonl.gz", options=("--max-decompressed", "1Mi")),
-        ds("ds-nested", _jl(ITEM, '{"id": "q2", "prompt": "p", "metadata": {"a": ' + DEEPISH + "}}"), 2,
-           "metadata", "nested more than 100"),
-        ds("ds-nul-in-id", _jl('{"id": "q\\u0000", "prompt": "a"}', '{"id": "q\\u0000", "prompt": "b"}'), 2,
-           "prompt", "'q\\x00'"),
+        ds(
+            "ds-long-response",
+            lambda: _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "' + "7" * (16 * MI + 1) + '"}'),
+            2,
+            "text",
+            "--max-cell",
+        ),
+        ds(
+            "ds-long-response-option",
+            _jl(ITEM, '{"id": "q1", "prompt": "Name a prime.", "model": "m", "text": "' + "7" * 5000 + '"}'),
+            2,
+            "text",
+            "longer than 4,096",
+            options=("--max-cell", "4Ki"),
+        ),
+        ds(
+            "ds-long-prompt-message",
+            _jl(ITEM, '{"id": "q2", "prompt": [{"role": "user", "content": "' + "p" * 5000 + '"}]}'),
+            2,
+            "prompt[0].content",
+            options=("--max-cell", "4Ki"),
+        ),
+        ds(
+            "ds-long-line",
+            _jl(ITEM, '{"id": "q2", "prompt": "' + "p" * (2 * MI) + '"}'),
+            2,
+            words="--max-line",
+            options=("--max-line", "1Mi"),
+        ),
+        ds(
+            "ds-gz-bomb",
+            _bomb(2 * MI, b"", (ITEM + "\n").encode()),
+            words="--max-decompressed",
+            name="items.jsonl.gz",
+            options=("--max-decompressed", "1Mi"),
+        ),
+        ds(
+            "ds-nested",
+            _jl(ITEM, '{"id": "q2", "prompt": "p", "metadata": {"a": ' + DEEPISH + "}}"),
+            2,
+            "metadata",
+            "nested more than 100",
+        ),
+        ds(
+            "ds-nul-in-id", _jl('{"id": "q\\u0000", "prompt": "a"}', '{"id": "q\\u0000", "prompt": "b"}'), 2, "prompt", "'q\\x00'"
+        ),
     ]
 
 
 def _toml_cases() -> list[Case]:
-    def toml(case_id: str, change, line: int | None = None, field: str | None = None, words: str = "",
-             options: tuple[str, ...] = ()) -> Case:
-        return Case(case_id, "exp.toml", b"", command=f"toml:{change}", line=line, field=field, words=words,
-                    options=options)
+    def toml(
+        case_id: str, change, line: int | None = None, field: str | None = None, words: str = "", options: tuple[str, ...] = ()
+    ) -> Case:
+        return Case(case_id, "exp.toml", b"", command=f"toml:{change}", line=line, field=field, words=words, options=options)
 
     return [
         toml("toml-invalid-utf8", "utf8", line=2, words="UTF-8"),
@@ -358,17 +733,35 @@ def _toml_cases() -> list[Case]:
         toml("toml-timeout-inf", "timeout = inf", field="models.standin-alpha.timeout"),
         toml("toml-retry-nan", "retry_max_delay_s = nan", field="models.standin-alpha.retry_max_delay_s"),
         toml("toml-params-nan", "params = { top_p = nan }", field="models.standin-alpha.params.top_p"),
-        toml("toml-api-key-unset", 'api_key_env = "NEPOTISM_TEST_SURELY_UNSET_VAR"',
-             field="models.standin-alpha.api_key_env", words="NEPOTISM_TEST_SURELY_UNSET_VAR"),
+        toml(
+            "toml-api-key-unset",
+            'api_key_env = "NEPOTISM_TEST_SURELY_UNSET_VAR"',
+            field="models.standin-alpha.api_key_env",
+            words="NEPOTISM_TEST_SURELY_UNSET_VAR",
+        ),
         # nesting: a RecursionError (exit 70) before, in every table or value shape
         toml("toml-deep-array", "append:deep = " + "[" * 5000 + "]" * 5000, words="nested"),
         toml("toml-deep-inline-tables", "append:deep = " + "{ a = " * 3000 + "1" + " }" * 3000, words="nested"),
-        toml("toml-deep-dotted-tables", "append:[" + ".".join(["deep"] * 300) + "]\nx = 1", field="deep",
-             words="nested more than 100"),
-        toml("toml-nested-option", "append:[deep]\nx = " + "[" * 15 + "]" * 15, field="deep",
-             words="nested more than 16 levels", options=("--max-depth", "16")),
-        toml("toml-long-string", "append:[deep]\nnote = \"" + "n" * 5000 + "\"", field="deep.note",
-             words="--max-cell", options=("--max-cell", "4Ki")),
+        toml(
+            "toml-deep-dotted-tables",
+            "append:[" + ".".join(["deep"] * 300) + "]\nx = 1",
+            field="deep",
+            words="nested more than 100",
+        ),
+        toml(
+            "toml-nested-option",
+            "append:[deep]\nx = " + "[" * 15 + "]" * 15,
+            field="deep",
+            words="nested more than 16 levels",
+            options=("--max-depth", "16"),
+        ),
+        toml(
+            "toml-long-string",
+            'append:[deep]\nnote = "' + "n" * 5000 + '"',
+            field="deep.note",
+            words="--max-cell",
+            options=("--max-cell", "4Ki"),
+        ),
     ]
 
 
@@ -407,8 +800,17 @@ def _setup(case: Case, tmp: Path) -> tuple[list[str], Path]:
         if case.command == "models":
             return ["metrics", str(good), "--models", str(bad), "--bootstrap", "20"], bad
         if case.command == "thresholds":
-            return ["report", str(good), *models, "--thresholds", str(bad), "--out", str(tmp / "report"),
-                    "--bootstrap", "20"], bad
+            return [
+                "report",
+                str(good),
+                *models,
+                "--thresholds",
+                str(bad),
+                "--out",
+                str(tmp / "report"),
+                "--bootstrap",
+                "20",
+            ], bad
         return ["metrics", str(good), "--reference", str(bad), *models, "--bootstrap", "20"], bad
     if case.command == "run.json":
         folder = tmp / "run-folder"
@@ -497,10 +899,13 @@ def _peak_rss(args: list[str], cwd: Path) -> tuple[int, str, int]:
     return done.returncode, done.stderr, peak
 
 
-@pytest.mark.parametrize("name, data, options", [
-    ("bomb.csv.gz", lambda: _bomb((1 << 30) + MI), ()),  # 2.7 MB inflating to 1 GiB: 3.5 GB, exit 70 before
-    ("long.jsonl", lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 128 * MI + '"'))), ("--max-line", "1Mi")),
-])
+@pytest.mark.parametrize(
+    "name, data, options",
+    [
+        ("bomb.csv.gz", lambda: _bomb((1 << 30) + MI), ()),  # 2.7 MB inflating to 1 GiB: 3.5 GB, exit 70 before
+        ("long.jsonl", lambda: _jl(PT_JSON_OK, _pt_json("7", ("note", '"' + "x" * 128 * MI + '"'))), ("--max-line", "1Mi")),
+    ],
+)
 def test_a_file_beyond_a_limit_is_refused_at_a_peak_memory_far_below_its_size(tmp_path, name, data, options):
     """Peak memory of refusing a gzip bomb, or a line of 128 MiB, stays within 128 MiB of reading a
     two-row table: the bomb is never inflated into memory, the line never read past the limit."""

@@ -16,10 +16,34 @@ Secret(KEY)  # registered for the whole test process, as a backend would
 
 @pytest.mark.parametrize(
     "name",
-    ["api_key", "API_KEY", "apiKey", "apikey", "OPENAI_API_KEY", "x-api-key", "Authorization",
-     "proxy-authorization", "access_token", "hf_token", "HF_TOKEN", "X-Auth-Token", "token", "key",
-     "client_secret", "password", "passwd", "Ocp-Apim-Subscription-Key", "Cookie", "set-cookie",
-     "private_key", "session_key", "refresh_token", "id_token", "bearer", "credentials"],
+    [
+        "api_key",
+        "API_KEY",
+        "apiKey",
+        "apikey",
+        "OPENAI_API_KEY",
+        "x-api-key",
+        "Authorization",
+        "proxy-authorization",
+        "access_token",
+        "hf_token",
+        "HF_TOKEN",
+        "X-Auth-Token",
+        "token",
+        "key",
+        "client_secret",
+        "password",
+        "passwd",
+        "Ocp-Apim-Subscription-Key",
+        "Cookie",
+        "set-cookie",
+        "private_key",
+        "session_key",
+        "refresh_token",
+        "id_token",
+        "bearer",
+        "credentials",
+    ],
 )
 def test_credential_names_are_recognised(name):
     assert is_secret_name(name)
@@ -27,9 +51,24 @@ def test_credential_names_are_recognised(name):
 
 @pytest.mark.parametrize(
     "name",
-    ["max_tokens", "max_new_tokens", "total_tokens", "prompt_tokens", "stop_token_ids",
-     "eos_token", "stop_token", "top_logprobs", "temperature", "model", "cache_key", "headers",
-     "messages", "keywords", "top_k", "seed"],
+    [
+        "max_tokens",
+        "max_new_tokens",
+        "total_tokens",
+        "prompt_tokens",
+        "stop_token_ids",
+        "eos_token",
+        "stop_token",
+        "top_logprobs",
+        "temperature",
+        "model",
+        "cache_key",
+        "headers",
+        "messages",
+        "keywords",
+        "top_k",
+        "seed",
+    ],
 )
 def test_generation_parameters_are_not_credentials(name):
     assert not is_secret_name(name)
@@ -49,10 +88,13 @@ def test_one_rule_only():
 
     assert not hasattr(store_pkg, "is_secret_key") and not hasattr(store_pkg, "scrub_secrets")
     package = Path(nepotism.__file__).parent
-    own_rules = [f"{path.relative_to(package)}:{node.name}" for path in package.rglob("*.py")
-                 if path.name != "credentials.py"
-                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                 if isinstance(node, ast.FunctionDef) and "secret" in node.name.lower()]
+    own_rules = [
+        f"{path.relative_to(package)}:{node.name}"
+        for path in package.rglob("*.py")
+        if path.name != "credentials.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and "secret" in node.name.lower()
+    ]
     assert own_rules == []
 
 
@@ -63,8 +105,14 @@ def _escape_all(text: str, upper: bool = False) -> str:
 
 @pytest.mark.parametrize(
     "spelling",
-    [KEY, KEY.replace("/", "\\/"), _escape_all(KEY), _escape_all(KEY, upper=True),
-     KEY.replace("/", "\\u002f"), KEY.replace("/", "\\u002F").replace("+", "\\u002b")],
+    [
+        KEY,
+        KEY.replace("/", "\\/"),
+        _escape_all(KEY),
+        _escape_all(KEY, upper=True),
+        KEY.replace("/", "\\u002f"),
+        KEY.replace("/", "\\u002F").replace("+", "\\u002b"),
+    ],
     ids=["plain", "slash", "all-u", "all-U", "slash-u", "mixed"],
 )
 def test_raw_text_is_redacted_in_every_json_spelling(spelling):
@@ -81,7 +129,7 @@ def test_the_ordinary_json_spellings_decode_to_the_key():
 
 
 def test_characters_outside_the_bmp_and_quotes():
-    odd = "sk-\U0001f511-\"quoted\\-0123456789"
+    odd = 'sk-\U0001f511-"quoted\\-0123456789'
     Secret(odd)
     text = json.dumps({"k": odd})  # ensure_ascii: a surrogate pair and escaped quotes
     assert "\\ud83d\\udd11" in text
@@ -107,8 +155,7 @@ def test_scrub_drops_named_credentials_and_redacts_values():
         "private_key": "pem",
     }
     clean = scrub(request)
-    assert clean == {"model": "m", "headers": {"X-Trace": "1"},
-                     "extra": [{"max_tokens": 3, "note": f"see {REDACTED}"}]}
+    assert clean == {"model": "m", "headers": {"X-Trace": "1"}, "extra": [{"max_tokens": 3, "note": f"see {REDACTED}"}]}
     assert request["api_key"] == KEY
 
 
@@ -127,11 +174,45 @@ def test_secret_repr_never_shows_the_value():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([KEY, KEY[:-1], KEY[1:], "\\", "\\u", "u", "/", "\\/", '"', "\\\"", "\\\\", "x", " ",
-                                 "\n", "\\n", "é", KEY.replace("/", "\\/"), _escape_all(KEY[:3]) + KEY[3:],
-                                 KEY[:4] + "\\u00" + format(ord(KEY[4]), "x") + KEY[5:], "%", "%2", "%2F", "%2f",
-                                 "%2b", "\t", "\\t", KEY.replace("/", "%2F"), KEY.replace("/", "%2f", 1),
-                                 KEY.replace("+", "%2B"), KEY.replace("-", "%2d")]), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                KEY,
+                KEY[:-1],
+                KEY[1:],
+                "\\",
+                "\\u",
+                "u",
+                "/",
+                "\\/",
+                '"',
+                '\\"',
+                "\\\\",
+                "x",
+                " ",
+                "\n",
+                "\\n",
+                "é",
+                KEY.replace("/", "\\/"),
+                _escape_all(KEY[:3]) + KEY[3:],
+                KEY[:4] + "\\u00" + format(ord(KEY[4]), "x") + KEY[5:],
+                "%",
+                "%2",
+                "%2F",
+                "%2f",
+                "%2b",
+                "\t",
+                "\\t",
+                KEY.replace("/", "%2F"),
+                KEY.replace("/", "%2f", 1),
+                KEY.replace("+", "%2B"),
+                KEY.replace("-", "%2d"),
+            ]
+        ),
+        max_size=12,
+    )
+)
 def test_the_shortcut_past_the_pattern_never_changes_what_is_redacted(parts):
     """`redact_text` skips the pattern when the text holds no marker (a known secret as it is, or
     an escape that could spell one of its characters): the result is always the pattern's own."""
@@ -154,12 +235,34 @@ def _percent(text: str, case=str.upper) -> str:
 
 @pytest.mark.parametrize(
     "spelling",
-    [TRIMMED, TRIMMED + " \n", TRIMMED + " ", json.dumps(TRIMMED + " \n")[1:-1], json.dumps(TRIMMED + "\t")[1:-1],
-     _percent(TRIMMED), _percent(TRIMMED, str.lower), _percent(TRIMMED + " \n"),
-     _percent(TRIMMED).replace("%2F", "%2f", 1), _percent(TRIMMED).replace("%2B", "%2b"),
-     "".join(f"%{b:02x}" for b in TRIMMED.encode()), _escape_all(TRIMMED + "\n")],
-    ids=["trimmed", "as-set", "space", "json-newline", "json-tab", "url", "url-lower", "url-as-set",
-         "url-mixed", "url-mixed-2", "url-every-byte", "all-u-newline"],
+    [
+        TRIMMED,
+        TRIMMED + " \n",
+        TRIMMED + " ",
+        json.dumps(TRIMMED + " \n")[1:-1],
+        json.dumps(TRIMMED + "\t")[1:-1],
+        _percent(TRIMMED),
+        _percent(TRIMMED, str.lower),
+        _percent(TRIMMED + " \n"),
+        _percent(TRIMMED).replace("%2F", "%2f", 1),
+        _percent(TRIMMED).replace("%2B", "%2b"),
+        "".join(f"%{b:02x}" for b in TRIMMED.encode()),
+        _escape_all(TRIMMED + "\n"),
+    ],
+    ids=[
+        "trimmed",
+        "as-set",
+        "space",
+        "json-newline",
+        "json-tab",
+        "url",
+        "url-lower",
+        "url-as-set",
+        "url-mixed",
+        "url-mixed-2",
+        "url-every-byte",
+        "all-u-newline",
+    ],
 )
 def test_every_spelling_of_a_key_read_with_whitespace_is_redacted(spelling):
     clean = redact_text(f"echo: Bearer {spelling}; done")
@@ -177,11 +280,21 @@ def test_the_store_keeps_no_spelling_of_a_key_echoed_by_a_server(tmp_path):
 
     echoed = [TRIMMED, TRIMMED + " \n", json.dumps(TRIMMED + "\n")[1:-1], _percent(TRIMMED), _percent(TRIMMED, str.lower)]
     with Store(tmp_path / "s.db") as store:
-        store.put_call("a" * 64, request={"backend": "openai", "model": "m", "note": echoed[2]},
-                       response={"echo": {f"h{i}": f"Bearer {e}" for i, e in enumerate(echoed)}},
-                       text=" | ".join(echoed), usage={"prompt_tokens": 1})
-        store.put_call("b" * 64, request={"backend": "openai", "model": "m"}, response=None, text=None,
-                       status="failed", error=f"http_4xx:401: bad credentials Bearer {echoed[3]}")
+        store.put_call(
+            "a" * 64,
+            request={"backend": "openai", "model": "m", "note": echoed[2]},
+            response={"echo": {f"h{i}": f"Bearer {e}" for i, e in enumerate(echoed)}},
+            text=" | ".join(echoed),
+            usage={"prompt_tokens": 1},
+        )
+        store.put_call(
+            "b" * 64,
+            request={"backend": "openai", "model": "m"},
+            response=None,
+            text=None,
+            status="failed",
+            error=f"http_4xx:401: bad credentials Bearer {echoed[3]}",
+        )
     blob = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     for needle in ("variant", "7c6b5a49"):
         assert blob.count(needle.encode()) == 0

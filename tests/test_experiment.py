@@ -44,7 +44,7 @@ def _write(tmp_path, body: str) -> Path:
 BASE = f"""
 [experiment]
 name = "t"
-registry = ["{EXAMPLES / 'standin_models.toml'}"]
+registry = ["{EXAMPLES / "standin_models.toml"}"]
 [dataset]
 path = "items.jsonl"
 [models.standin-alpha]
@@ -66,27 +66,36 @@ def test_minimal_file_and_defaults(tmp_path):
     assert exp.protocols[0].replicates == 1 and exp.output_dir is None
 
 
-@pytest.mark.parametrize("change, field", [
-    (("[dataset]", "[dataset]\nlimit = 0"), "dataset.limit"),
-    (('backend = "openai"', 'backend = "vllm"'), "models.standin-alpha.backend"),
-    (('api_key_env = "SOME_KEY_VAR"', 'colour = "red"'), "models.standin-alpha.colour"),
-    (('api_key_env = "SOME_KEY_VAR"', 'params = { api_key = "sk-x" }'), "models.standin-alpha.params.api_key"),
-    (('api_key_env = "SOME_KEY_VAR"', "concurrency = -1"), "models.standin-alpha.concurrency"),
-    (('base_url = "http://127.0.0.1:1/v1"', 'base_url = "ftp://x"'), "models.standin-alpha.base_url"),
-    (('judges = ["standin-alpha"]', 'judges = ["standin-beta"]'), "judging.judges"),
-    (('protocol = "pairwise"', 'protocol = "duel"'), "judging.protocols[0].protocol"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\npairs = "some"'), "judging.protocols[0].pairs"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\ngenerators = ["a"]'), "judging.protocols[0].generators"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", reasoning = "think" }'),
-     "judging.protocols[0].options"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = 1.5 }'),
-     "judging.protocols[0].options"),
-    (('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = "high" }'),
-     "judging.protocols[0].options"),
-    (("[models.standin-alpha]", "[models.gpt-unknown-9]"), "models.gpt-unknown-9"),
-    (('name = "t"', 'name = 3'), "experiment.name"),
-    (("[experiment]", "[extras]\nx = 1\n[experiment]"), "extras"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (("[dataset]", "[dataset]\nlimit = 0"), "dataset.limit"),
+        (('backend = "openai"', 'backend = "vllm"'), "models.standin-alpha.backend"),
+        (('api_key_env = "SOME_KEY_VAR"', 'colour = "red"'), "models.standin-alpha.colour"),
+        (('api_key_env = "SOME_KEY_VAR"', 'params = { api_key = "sk-x" }'), "models.standin-alpha.params.api_key"),
+        (('api_key_env = "SOME_KEY_VAR"', "concurrency = -1"), "models.standin-alpha.concurrency"),
+        (('base_url = "http://127.0.0.1:1/v1"', 'base_url = "ftp://x"'), "models.standin-alpha.base_url"),
+        (('judges = ["standin-alpha"]', 'judges = ["standin-beta"]'), "judging.judges"),
+        (('protocol = "pairwise"', 'protocol = "duel"'), "judging.protocols[0].protocol"),
+        (('protocol = "pairwise"', 'protocol = "pairwise"\npairs = "some"'), "judging.protocols[0].pairs"),
+        (('protocol = "pairwise"', 'protocol = "pairwise"\ngenerators = ["a"]'), "judging.protocols[0].generators"),
+        (
+            ('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", reasoning = "think" }'),
+            "judging.protocols[0].options",
+        ),
+        (
+            ('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = 1.5 }'),
+            "judging.protocols[0].options",
+        ),
+        (
+            ('protocol = "pairwise"', 'protocol = "pairwise"\noptions = { mode = "labels", min_label_mass = "high" }'),
+            "judging.protocols[0].options",
+        ),
+        (("[models.standin-alpha]", "[models.gpt-unknown-9]"), "models.gpt-unknown-9"),
+        (('name = "t"', "name = 3"), "experiment.name"),
+        (("[experiment]", "[extras]\nx = 1\n[experiment]"), "extras"),
+    ],
+)
 def test_errors_name_the_file_and_the_key(tmp_path, change, field):
     path = _write(tmp_path, BASE.replace(*change, 1))
     with pytest.raises(InputError) as err:
@@ -122,8 +131,10 @@ def test_task_protocol_follows_planner_arguments(tmp_path):
 
 
 def test_gguf_model_needs_model_or_path(tmp_path):
-    gguf = BASE.replace('backend = "openai"\nbase_url = "http://127.0.0.1:1/v1"\napi_key_env = "SOME_KEY_VAR"',
-                        'backend = "gguf"\nmodel = "smollm2-135m-instruct"\nconcurrency = 1')
+    gguf = BASE.replace(
+        'backend = "openai"\nbase_url = "http://127.0.0.1:1/v1"\napi_key_env = "SOME_KEY_VAR"',
+        'backend = "gguf"\nmodel = "smollm2-135m-instruct"\nconcurrency = 1',
+    )
     exp = load_experiment(_write(tmp_path, gguf))
     cfg = exp.models["standin-alpha"]
     assert cfg.backend == "gguf" and cfg.model == "smollm2-135m-instruct" and cfg.n_ctx == 4096
@@ -155,19 +166,23 @@ def test_two_protocol_entries_whose_judgments_would_share_ids_are_refused(tmp_pa
     assert err.value.field == "judging.protocols[1].options"
     # entries whose judgments are told apart by their ids are fine: another template (cot), or the
     # variant as a condition, or the same request twice
-    for body in (BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { reasoning = "cot" }\n',
-                 BASE.replace("[judging]", '[judging]\nconditions = ["default", '
-                              '{ name = "warm", options = { temperature = 0.7 } }]'),
-                 BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { temperature = 0.0 }\n'):
+    for body in (
+        BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { reasoning = "cot" }\n',
+        BASE.replace("[judging]", '[judging]\nconditions = ["default", { name = "warm", options = { temperature = 0.7 } }]'),
+        BASE + '[[judging.protocols]]\nprotocol = "pairwise"\noptions = { temperature = 0.0 }\n',
+    ):
         load_experiment(_write(tmp_path, body))
 
 
-@pytest.mark.parametrize("deep, field", [
-    ("x = " + "[" * 5000 + "]" * 5000, None),  # a RecursionError in the parser before
-    ("x = " + "{ a = " * 3000 + "1" + " }" * 3000, None),
-    ("[" + ".".join(["x"] * 200) + "]\ny = 1", "x"),  # parsed whole: a RecursionError later, in its use
-    ("[t]\nx = " + "[" * 100 + "]" * 100, "t"),  # within the parser's reach, beyond the limit
-])
+@pytest.mark.parametrize(
+    "deep, field",
+    [
+        ("x = " + "[" * 5000 + "]" * 5000, None),  # a RecursionError in the parser before
+        ("x = " + "{ a = " * 3000 + "1" + " }" * 3000, None),
+        ("[" + ".".join(["x"] * 200) + "]\ny = 1", "x"),  # parsed whole: a RecursionError later, in its use
+        ("[t]\nx = " + "[" * 100 + "]" * 100, "t"),  # within the parser's reach, beyond the limit
+    ],
+)
 def test_deeply_nested_toml_is_an_input_error_naming_the_file(tmp_path, deep, field):
     path = _write(tmp_path, BASE + "\n" + deep + "\n")
     with pytest.raises(InputError, match="nested") as err:

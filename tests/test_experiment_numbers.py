@@ -57,10 +57,13 @@ CASES = [
     ("[dataset]", "limit = 0", "dataset.limit", "an integer in [1, "),
     ("[dataset]", "limit = -3", "dataset.limit", "an integer in [1, "),
     ("[[judging.protocols]]", "replicates = 0", "judging.protocols[0].replicates", "[1, 10000]"),
-    ("[[judging.protocols]]", "options = { mode = \"labels\", ways = 2, min_label_mass = nan }",
-     "judging.protocols[0].options.min_label_mass", "finite"),
-    ("[judging]", "conditions = [{ name = \"c\", options = { x = inf } }]",
-     "judging.conditions[0].options.x", "finite"),
+    (
+        "[[judging.protocols]]",
+        'options = { mode = "labels", ways = 2, min_label_mass = nan }',
+        "judging.protocols[0].options.min_label_mass",
+        "finite",
+    ),
+    ("[judging]", 'conditions = [{ name = "c", options = { x = inf } }]', "judging.conditions[0].options.x", "finite"),
 ]
 GENERATION_CASES = [  # max_tokens sits in [generation] already: replace the line
     ("max_tokens = 32", "max_tokens = 0", "generation.max_tokens", "[1, 1048576] tokens"),
@@ -105,13 +108,14 @@ def test_bad_max_tokens(tmp_path, old, line, field, allowed):
     _check(tmp_path, _file(tmp_path, "", line, replace=old), field, allowed)
 
 
-@pytest.mark.parametrize("line,field", [("n_ctx = 0", "n_ctx"), ("n_threads = 0", "n_threads"),
-                                        ("n_ctx = 10000000", "n_ctx")])
+@pytest.mark.parametrize("line,field", [("n_ctx = 0", "n_ctx"), ("n_threads = 0", "n_threads"), ("n_ctx = 10000000", "n_ctx")])
 def test_bad_gguf_numbers(tmp_path, line, field):
     path = _file(tmp_path, "[models.standin-alpha]", "")
     text = path.read_text().replace(
         'backend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "standin-alpha"\n',
-        f'backend = "gguf"\npath = "x.gguf"\n{line}\n', 1)
+        f'backend = "gguf"\npath = "x.gguf"\n{line}\n',
+        1,
+    )
     text = text.replace("timeout = 5.0\n", "", 1)
     path.write_text(text)
     with pytest.raises(InputError) as err:
@@ -128,8 +132,7 @@ def test_grading_timeout(tmp_path):
 
 
 def test_good_numbers_are_kept(tmp_path):
-    path = standin_experiment(tmp_path, "http://127.0.0.1:9/v1", retry_max_delay_s=0,
-                              model_options="rpm = 600\ntpm = 1e6")
+    path = standin_experiment(tmp_path, "http://127.0.0.1:9/v1", retry_max_delay_s=0, model_options="rpm = 600\ntpm = 1e6")
     exp = load_experiment(path)
     alpha = exp.models["standin-alpha"]
     assert (alpha.rpm, alpha.tpm, alpha.retry_max_delay_s) == (600.0, 1e6, 0.0)
@@ -140,22 +143,26 @@ def test_through_the_installed_executable(tmp_path):
     exe = shutil.which("nepotism", path=str(Path(sys.executable).parent))
     assert exe is not None
     path = _file(tmp_path, "[models.standin-alpha]", "rpm = nan")
-    run = subprocess.run([exe, "run", str(path), "--store", str(tmp_path / "s.db")],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run([exe, "run", str(path), "--store", str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "rpm" in run.stderr + run.stdout
     assert not (tmp_path / "s.db").exists()
 
 
-@pytest.mark.parametrize("make", [
-    lambda: __import__("nepotism.runner.retry", fromlist=["x"]).RetryPolicy(max_delay_s=math.nan),
-    lambda: __import__("nepotism.runner.retry", fromlist=["x"]).RetryPolicy(base_delay_s=math.inf),
-    lambda: __import__("nepotism.runner.limits", fromlist=["x"]).TokenBucket(math.nan),
-    lambda: __import__("nepotism.runner.limits", fromlist=["x"]).Limiter(2, rpm=math.inf),
-    lambda: __import__("nepotism.backends.openai_http", fromlist=["x"]).OpenAIHTTPBackend(
-        "http://127.0.0.1:9/v1", timeout=math.inf),
-    lambda: __import__("nepotism.backends.openai_http", fromlist=["x"]).OpenAIHTTPBackend(
-        "http://127.0.0.1:9/v1", timeout=math.nan),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: __import__("nepotism.runner.retry", fromlist=["x"]).RetryPolicy(max_delay_s=math.nan),
+        lambda: __import__("nepotism.runner.retry", fromlist=["x"]).RetryPolicy(base_delay_s=math.inf),
+        lambda: __import__("nepotism.runner.limits", fromlist=["x"]).TokenBucket(math.nan),
+        lambda: __import__("nepotism.runner.limits", fromlist=["x"]).Limiter(2, rpm=math.inf),
+        lambda: __import__("nepotism.backends.openai_http", fromlist=["x"]).OpenAIHTTPBackend(
+            "http://127.0.0.1:9/v1", timeout=math.inf
+        ),
+        lambda: __import__("nepotism.backends.openai_http", fromlist=["x"]).OpenAIHTTPBackend(
+            "http://127.0.0.1:9/v1", timeout=math.nan
+        ),
+    ],
+)
 def test_the_library_refuses_non_finite_settings_too(make):
     with pytest.raises(ValueError):
         make()

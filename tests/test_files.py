@@ -49,8 +49,9 @@ def _start(pid: int) -> str:
     return f"{boot}_{namespace}_{ticks}"
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/sys/kernel/random/boot_id"),
-                    reason="a process's start time is read from /proc (Linux)")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/sys/kernel/random/boot_id"), reason="a process's start time is read from /proc (Linux)"
+)
 def test_a_temporary_file_of_a_reused_pid_is_stale_a_live_writers_is_not(tmp_path):
     """A killed export's temporary file whose pid now belongs to another live process: its name's
     start identity differs from that process's, so the next writer removes it. Before, only the

@@ -27,8 +27,14 @@ def test_the_defaults_and_their_bounds():
     limits = input_limits.current()
     assert limits == InputLimits() == input_limits.DEFAULTS
     assert (limits.decompressed, limits.line, limits.cell, limits.depth) == (1 << 30, 64 << 20, 16 << 20, 100)
-    for bad in ({"line": 0}, {"cell": -1}, {"depth": input_limits.MAX_DEPTH + 1},
-                {"cell": input_limits.MAX_CELL + 1}, {"decompressed": 1.5}, {"depth": True}):
+    for bad in (
+        {"line": 0},
+        {"cell": -1},
+        {"depth": input_limits.MAX_DEPTH + 1},
+        {"cell": input_limits.MAX_CELL + 1},
+        {"decompressed": 1.5},
+        {"depth": True},
+    ):
         with pytest.raises(ValueError):
             InputLimits(**bad)
 
@@ -94,12 +100,15 @@ def test_check_value_does_not_walk_what_its_text_shows_is_within_the_limits():
             check_value(value, "f", text='{"a": "xxxxxxxxxx"}')
 
 
-@pytest.mark.parametrize("text, field", [
-    ("a = " + "[" * 5000 + "]" * 5000, None),  # beyond the parser's recursion
-    ("a = " + "[" * 150 + "]" * 150, "a"),  # within it, beyond the limit
-    ("[" + ".".join(["t"] * 300) + "]\nx = 1", "t"),  # dotted tables nest without recursing
-    ("z = " + "{a = " * 3000 + "1" + "}" * 3000, None),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("a = " + "[" * 5000 + "]" * 5000, None),  # beyond the parser's recursion
+        ("a = " + "[" * 150 + "]" * 150, "a"),  # within it, beyond the limit
+        ("[" + ".".join(["t"] * 300) + "]\nx = 1", "t"),  # dotted tables nest without recursing
+        ("z = " + "{a = " * 3000 + "1" + "}" * 3000, None),
+    ],
+)
 def test_deep_toml_is_an_input_error_naming_the_file(text, field):
     with pytest.raises(InputError, match="nested") as err:
         parse_toml(text, "exp.toml")
@@ -110,12 +119,12 @@ def test_read_toml_says_what_is_missing_and_where_utf8_breaks(tmp_path):
     with pytest.raises(InputError, match="thresholds file not found"):
         read_toml(tmp_path / "absent.toml", what="thresholds file")
     bad = tmp_path / "bad.toml"
-    bad.write_bytes(b'a = 1\n\n' + b"b" * 5_000_000 + b'\nc = "\xff"\n')
+    bad.write_bytes(b"a = 1\n\n" + b"b" * 5_000_000 + b'\nc = "\xff"\n')
     with pytest.raises(InputError, match="UTF-8") as err:
         read_toml(bad)
     assert err.value.line == 4
     good = tmp_path / "good.toml"
-    good.write_bytes(b'\xef\xbb\xbfa = { b = [1, 2] }\n')
+    good.write_bytes(b"\xef\xbb\xbfa = { b = [1, 2] }\n")
     assert read_toml(good) == {"a": {"b": [1, 2]}}
 
 
@@ -135,7 +144,8 @@ def test_every_toml_reader_of_user_files_goes_through_parse_toml():
     from pathlib import Path
 
     package = Path(input_limits.__file__).parent
-    parsers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
-                     if "tomllib.load" in p.read_text(encoding="utf-8"))
+    parsers = sorted(
+        str(p.relative_to(package)) for p in package.rglob("*.py") if "tomllib.load" in p.read_text(encoding="utf-8")
+    )
     assert parsers == ["input_limits.py", "judging/templates.py"]
     assert (package / "judging/templates.py").read_text(encoding="utf-8").count("tomllib.load") == 1  # bundled only

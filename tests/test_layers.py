@@ -12,8 +12,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nepotism"
 
 #: every top-level module and subpackage of nepotism (the package's own __init__ is its facade)
-EVERYTHING = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
-              if p.suffix == ".py" or (p / "__init__.py").exists()} - {"__init__"}
+EVERYTHING = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()} - {
+    "__init__"
+}
 
 
 def _only(*allowed: str) -> set[str]:
@@ -22,38 +23,186 @@ def _only(*allowed: str) -> set[str]:
 
 #: layer -> the nepotism subpackages/modules it must never import
 FORBIDDEN = {
-    "errors": _only(), "_malloc": _only(), "_loop": _only(), "_gc": _only(), "_files": _only("errors", "_process", "input_limits"), "_process": _only(),
-    "input_limits": _only("errors"), "_frozen": _only(), "votes": _only(), "data": _only(), "gpt2_tokens": _only(),
+    "errors": _only(),
+    "_malloc": _only(),
+    "_loop": _only(),
+    "_gc": _only(),
+    "_files": _only("errors", "_process", "input_limits"),
+    "_process": _only(),
+    "input_limits": _only("errors"),
+    "_frozen": _only(),
+    "votes": _only(),
+    "data": _only(),
+    "gpt2_tokens": _only(),
     "table_records": _only("errors", "records", "tables", "_files"),
     "simulate": _only("errors", "records", "tables", "_files"),
     "annotate": _only("errors", "records", "tables", "_files", "metrics", "store", "votes", "models", "credentials"),
     "testing": _only("errors", "records", "tables", "_files", "credentials", "_loop"),
     "cli": set(),  # the top: commands parse arguments and print
-    "credentials": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
-                    "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
-    "extras": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
-               "analyses", "report", "cli", "leakage", "mitigations", "annotate", "experiment", "importers",
-               "credentials"},
-    "run_folder": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report",
-                   "cli", "leakage", "mitigations", "annotate", "experiment", "importers"},
-    "records": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
-                "leakage", "mitigations", "annotate"},
+    "credentials": {
+        "records",
+        "tables",
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "experiment",
+        "importers",
+    },
+    "extras": {
+        "records",
+        "tables",
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "experiment",
+        "importers",
+        "credentials",
+    },
+    "run_folder": {
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "experiment",
+        "importers",
+    },
+    "records": {
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+    },
     "api": {"cli"},
-    "results": {"records", "tables", "models", "backends", "store", "judging", "runner", "grading", "metrics",
-                "analyses", "report", "cli", "leakage", "mitigations", "annotate", "importers", "experiment",
-                "sandbox"},
-    "datasets": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report",
-                 "cli", "leakage", "mitigations", "annotate", "api"},
-    "tables": {"models", "backends", "store", "judging", "runner", "grading", "metrics", "analyses", "report", "cli",
-               "leakage", "mitigations", "annotate"},
-    "models": {"backends", "store", "judging", "runner", "metrics", "analyses", "report", "cli", "leakage",
-               "mitigations", "annotate"},
-    "backends": {"store", "judging", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations",
-                 "annotate", "grading"},
+    "results": {
+        "records",
+        "tables",
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "importers",
+        "experiment",
+        "sandbox",
+    },
+    "datasets": {
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "api",
+    },
+    "tables": {
+        "models",
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "grading",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+    },
+    "models": {
+        "backends",
+        "store",
+        "judging",
+        "runner",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+    },
+    "backends": {
+        "store",
+        "judging",
+        "runner",
+        "metrics",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "grading",
+    },
     "store": {"judging", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations", "grading"},
     "judging": {"store", "runner", "metrics", "analyses", "report", "cli", "leakage", "mitigations", "annotate"},
-    "metrics": {"store", "backends", "judging", "runner", "analyses", "report", "cli", "leakage", "mitigations",
-                "annotate", "grading"},
+    "metrics": {
+        "store",
+        "backends",
+        "judging",
+        "runner",
+        "analyses",
+        "report",
+        "cli",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "grading",
+    },
     "sandbox": {"store", "backends", "judging", "runner", "metrics", "analyses", "report", "cli", "models"},
     "grading": {"runner", "analyses", "report", "cli", "judging", "leakage", "mitigations"},
     "runner": {"analyses", "report", "cli", "leakage", "mitigations", "annotate"},
@@ -62,8 +211,20 @@ FORBIDDEN = {
     "experiment": {"runner", "analyses", "report", "cli", "leakage", "mitigations", "annotate", "api"},
     "leakage": {"report", "cli", "api"},
     "mitigations": {"report", "cli", "api"},
-    "importers": {"analyses", "runner", "report", "cli", "backends", "store", "judging", "metrics", "leakage",
-                  "mitigations", "annotate", "grading"},
+    "importers": {
+        "analyses",
+        "runner",
+        "report",
+        "cli",
+        "backends",
+        "store",
+        "judging",
+        "metrics",
+        "leakage",
+        "mitigations",
+        "annotate",
+        "grading",
+    },
 }
 
 
@@ -142,7 +303,7 @@ def test_no_import_cycles_between_modules():
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycles.append(trail[trail.index(nxt):] + [nxt])
+                cycles.append(trail[trail.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = 2
@@ -175,7 +336,7 @@ def _package_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(trail[trail.index(nxt):] + [nxt])
+                cycles.append(trail[trail.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = 2
@@ -194,8 +355,10 @@ def test_no_import_cycle_between_packages():
 
 
 def test_a_planted_cycle_between_packages_is_seen():
-    planted = {PACKAGE / "report" / "summary.py": "\n\ndef _planted():\n    from nepotism.api import audit\n",
-               PACKAGE / "api.py": "\n\ndef _planted():\n    import nepotism.report.summary\n"}
+    planted = {
+        PACKAGE / "report" / "summary.py": "\n\ndef _planted():\n    from nepotism.api import audit\n",
+        PACKAGE / "api.py": "\n\ndef _planted():\n    import nepotism.report.summary\n",
+    }
     cycles = _package_cycles(_package_graph(planted))
     assert any(set(cycle) == {"api", "report"} for cycle in cycles), cycles
 
@@ -254,17 +417,20 @@ def _private_imports(path: Path, text: str | None = None) -> set[tuple[str, str,
 def test_no_module_imports_a_name_private_to_another_package():
     found = set().union(*(_private_imports(p) for p in PACKAGE.rglob("*.py") if _layer(p) != "data"))
     new = found - PRIVATE_IMPORTS_BEING_REMOVED
-    assert not new, "private names imported across packages (make them public where they are defined): " + \
-        "; ".join(f"{f}: from {m} import {n}" for f, m, n in sorted(new))
+    assert not new, "private names imported across packages (make them public where they are defined): " + "; ".join(
+        f"{f}: from {m} import {n}" for f, m, n in sorted(new)
+    )
     gone = PRIVATE_IMPORTS_BEING_REMOVED - found
     assert not gone, f"no longer imported, delete from PRIVATE_IMPORTS_BEING_REMOVED: {sorted(gone)}"
 
 
 def test_private_imports_are_seen_inside_functions_and_through_private_modules():
     where = PACKAGE / "runner" / "grade_step.py"
-    text = ("def f():\n    from nepotism.importers._common import read_jsonl\n"
-            "import nepotism.backends._inprocess\nfrom nepotism.tables import _x\n"
-            "from nepotism._files import atomic_write\nfrom nepotism.runner._replay import y\n")
+    text = (
+        "def f():\n    from nepotism.importers._common import read_jsonl\n"
+        "import nepotism.backends._inprocess\nfrom nepotism.tables import _x\n"
+        "from nepotism._files import atomic_write\nfrom nepotism.runner._replay import y\n"
+    )
     assert _private_imports(where, text) == {
         ("runner/grade_step.py", "nepotism.importers._common", "read_jsonl"),
         ("runner/grade_step.py", "nepotism.backends._inprocess", ""),

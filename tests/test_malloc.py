@@ -19,8 +19,7 @@ for _ in range(2):  # the first round maps the pages; the second shows whether t
 print(tuned, faults)
 """
 
-glibc = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-                           reason="mallopt is glibc's")
+glibc = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
 
 def _second_round_faults(mode: str) -> tuple[str, int]:

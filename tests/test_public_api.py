@@ -14,8 +14,7 @@ import nepotism
 MODULES = sorted(
     info.name
     for info in pkgutil.walk_packages(nepotism.__path__, prefix="nepotism.")
-    if not any(part.startswith("_") for part in info.name.split(".")[1:])
-    and not info.name.startswith("nepotism.cli.")
+    if not any(part.startswith("_") for part in info.name.split(".")[1:]) and not info.name.startswith("nepotism.cli.")
 )
 
 #: Public names not (yet) in their module's ``__all__``, in modules other parts of issue 37 are
@@ -81,9 +80,21 @@ def test_module_declares_all_and_names_exist(name):
 @pytest.mark.parametrize("name", [m for m in MODULES if not m.endswith("__main__")])
 def test_all_lists_exactly_the_public_names_the_module_defines(name):
     tree = ast.parse(_source(name).read_text(encoding="utf-8"))
-    listed = next((ast.literal_eval(n.value) for n in tree.body if getattr(n, "value", None) is not None and (
-        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
-        or isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == "__all__")), None)
+    listed = next(
+        (
+            ast.literal_eval(n.value)
+            for n in tree.body
+            if getattr(n, "value", None) is not None
+            and (
+                isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+                or isinstance(n, ast.AnnAssign)
+                and isinstance(n.target, ast.Name)
+                and n.target.id == "__all__"
+            )
+        ),
+        None,
+    )
     assert listed is not None, f"{name} has no literal __all__"
     assert len(listed) == len(set(listed)), f"{name}.__all__ repeats a name"
     pending = {n for m, n in NOT_IN_ALL_YET if m == name}
@@ -95,8 +106,10 @@ def test_all_lists_exactly_the_public_names_the_module_defines(name):
 
 
 def test_the_names_a_module_defines_are_read_from_its_top_level():
-    text = ("import os\nfrom x import y\n__all__ = ['f']\nA = 1\n_b = 2\nc: int = 3\n"
-            "def f():\n    inner = 1\nclass K:\n    z = 1\nasync def g(): pass\n")
+    text = (
+        "import os\nfrom x import y\n__all__ = ['f']\nA = 1\n_b = 2\nc: int = 3\n"
+        "def f():\n    inner = 1\nclass K:\n    z = 1\nasync def g(): pass\n"
+    )
     assert defined_public_names(Path("m.py"), text) == {"A", "c", "f", "K", "g"}
 
 

@@ -13,13 +13,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_typed_core_passes_mypy_strict():
     pytest.importorskip("mypy", reason="mypy (the test extra) is not installed: pip install -e '.[test]'")
-    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_ruff_passes_with_the_committed_configuration():
     pytest.importorskip("ruff", reason="ruff (the test extra) is not installed: pip install -e '.[test]'")
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "scripts", "bench"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "scripts", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -23,8 +23,17 @@ def test_content_ids_keep_their_values():
     """Values computed before `content_id` skipped the canonicalising walk for plain lists: a
     stored run's ids must not change."""
     assert content_id("response", ["1", "gpt-4", "hello"]) == "0067abdac7923570e6cb"
-    judgment = Judgment(instance_id="1", judge="j", protocol="pairwise", candidates=("x", "y"), status="parsed",
-                        verdict="A", template_id="t", condition="c", replicate=2)
+    judgment = Judgment(
+        instance_id="1",
+        judge="j",
+        protocol="pairwise",
+        candidates=("x", "y"),
+        status="parsed",
+        verdict="A",
+        template_id="t",
+        condition="c",
+        replicate=2,
+    )
     assert judgment.id == "e85f8a837effa2dbceb9"
     assert content_id("k", {"a": [1.5, math.nan], "b": ("x",)}) == "d3ff5231e25dd29a8b81"
 
@@ -36,13 +45,19 @@ def _reference_id(kind, payload, length=20):
 
 
 _SCALAR = st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=True)
-_PAYLOAD = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
-                        | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4), max_leaves=12)
+_PAYLOAD = st.recursive(
+    _SCALAR,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.none() | st.booleans() | st.integers() | st.text() | st.lists(st.text(), max_size=3), max_size=8)
-       | _PAYLOAD)
+@given(st.lists(st.none() | st.booleans() | st.integers() | st.text() | st.lists(st.text(), max_size=3), max_size=8) | _PAYLOAD)
 def test_content_id_equals_the_canonical_walk_on_any_payload(payload):
     assert content_id("judgment", payload) == _reference_id("judgment", payload)
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PLANTED = '''
+PLANTED = """
 import pytest
 
 def test_missing_extra():
@@ -15,15 +15,21 @@ def test_missing_extra():
 
 def test_missing_shared_data():
     pytest.skip("../shared/data/judgebench is absent")
-'''
+"""
 
 
 def _run(tmp_path, required: bool) -> str:
     shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
     (tmp_path / "test_planted.py").write_text(PLANTED)
     env = {**os.environ, "NEPOTISM_REQUIRE_EXTRAS": "1" if required else "0"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done.stdout.strip().splitlines()[-1]
 
 

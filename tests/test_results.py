@@ -76,15 +76,26 @@ def test_select_frame_and_json(demo_records, tmp_path):
     assert len(results) == len(records) and isinstance(results[0], Record)
     spr = results.select(metric="self-preference-ratio", scope="self", opponents="unrelated")
     assert len(spr) > 0 and {(r.metric, r.scope, r.variant["opponents"]) for r in spr} == {
-        ("self-preference-ratio", "self", "unrelated")}
+        ("self-preference-ratio", "self", "unrelated")
+    }
     both = results.select(metric=["win-rate", "leaderboard-rank"])
     assert {r.metric for r in both} == {"win-rate", "leaderboard-rank"}
     frame = results.frame()
     assert len(frame) == len(records)
-    assert {"metric", "judge", "scope", "subject", "value", "ci_low", "ci_high", "n", "n_clusters", "excluded",
-            "opponents"} <= set(frame.columns)
-    rows = frame[(frame.metric == "self-preference-ratio") & (frame.scope == "self")
-                 & (frame.opponents == "unrelated")]
+    assert {
+        "metric",
+        "judge",
+        "scope",
+        "subject",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n",
+        "n_clusters",
+        "excluded",
+        "opponents",
+    } <= set(frame.columns)
+    rows = frame[(frame.metric == "self-preference-ratio") & (frame.scope == "self") & (frame.opponents == "unrelated")]
     assert sorted(rows["value"].dropna()) == sorted(r.value for r in spr if r.value is not None)
     document = json.loads(results.to_json())
     assert document["schema_version"] == SCHEMA_VERSION == 2
@@ -109,14 +120,10 @@ def test_new_record_is_every_records_key_order():
     from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, ratio_of_totals
     from nepotism.results import new_record
 
-    estimate = cluster_bootstrap(np.array([[1.0, 2.0], [0.0, 1.0]]), ratio_of_totals, n=3,
-                                 bootstrap=Bootstrap(n_resamples=0))
-    record = new_record("win-rate", "j", "default", estimate, judge_id="j-id", generator="g",
-                        variant={"ties": "half"}, n_ties=1)
-    assert list(record)[:9] == ["metric", "judge", "judge_id", "condition", "generator", "pair", "scope", "variant",
-                                "n_ties"]
+    estimate = cluster_bootstrap(np.array([[1.0, 2.0], [0.0, 1.0]]), ratio_of_totals, n=3, bootstrap=Bootstrap(n_resamples=0))
+    record = new_record("win-rate", "j", "default", estimate, judge_id="j-id", generator="g", variant={"ties": "half"}, n_ties=1)
+    assert list(record)[:9] == ["metric", "judge", "judge_id", "condition", "generator", "pair", "scope", "variant", "n_ties"]
     assert list(record)[9:] == list(estimate.as_dict())
     assert (record["value"], record["generator"], record["scope"]) == (1 / 3, "g", None)
     assert Record.from_dict(record).to_dict() == record
-    assert list(new_record("mra", None, None)) == ["metric", "judge", "condition", "generator", "pair", "scope",
-                                                   "variant"]
+    assert list(new_record("mra", None, None)) == ["metric", "judge", "condition", "generator", "pair", "scope", "variant"]

@@ -17,11 +17,18 @@ def _folder(tmp_path, **results):
     (tmp_path / "pairwise.csv").write_text("instance_id,judge,model_a,model_b,verdict\n")
     (tmp_path / "models.toml").write_text("")
     for name, records in results.items():  # a results document; JSON Lines records as an older `mitigate` wrote
-        (tmp_path / name).write_text(Results(records).to_json() if name.endswith(".json")
-                                     else "".join(json.dumps(r) + "\n" for r in records))
-    write_manifest(tmp_path, experiment="e", run_id="r", tables={"pairwise": str(tmp_path / "pairwise.csv")},
-                   references={}, registry_files=[str(tmp_path / "models.toml")],
-                   results={"mitigation-effects": str(tmp_path / next(iter(results)))} if results else {})
+        (tmp_path / name).write_text(
+            Results(records).to_json() if name.endswith(".json") else "".join(json.dumps(r) + "\n" for r in records)
+        )
+    write_manifest(
+        tmp_path,
+        experiment="e",
+        run_id="r",
+        tables={"pairwise": str(tmp_path / "pairwise.csv")},
+        references={},
+        registry_files=[str(tmp_path / "models.toml")],
+        results={"mitigation-effects": str(tmp_path / next(iter(results)))} if results else {},
+    )
     return tmp_path
 
 
@@ -64,8 +71,7 @@ def test_records_instead_finds_result_records_given_as_judgments_and_nothing_els
     assert records_instead(leak) == (leak / "results.csv", leak / "results.json")
     (judgments / "old.json").write_text(json.dumps([{"metric": "win-rate", "judge": "j", "value": 0.5}]))
     assert records_instead(judgments / "old.json") is None  # an older bare list is no results document
-    (judgments / "old.jsonl").write_text(json.dumps({"metric": "win-rate", "value": 0.5, "ci_low": None,
-                                                     "ci_high": None}) + "\n")
+    (judgments / "old.jsonl").write_text(json.dumps({"metric": "win-rate", "value": 0.5, "ci_low": None, "ci_high": None}) + "\n")
     assert records_instead(judgments / "old.jsonl") == (judgments / "old.jsonl", None)  # records, no document
 
 
@@ -74,8 +80,7 @@ def test_report_records_of_a_run_folder_are_its_audit_plus_the_results_it_lists(
 
     effect = {"metric": "mitigation-effect", "judge": "j", "value": 0.1, "variant": {"scope": "family"}}
     folder = _folder(tmp_path, **{"mitigations.json": [effect]})
-    rows = "".join(f"q{i},j,{a},{b},{v}\n" for i in range(6)
-                   for a, b, v in (("j", "k", "A" if i % 3 else "B"), ("k", "j", "B")))
+    rows = "".join(f"q{i},j,{a},{b},{v}\n" for i in range(6) for a, b, v in (("j", "k", "A" if i % 3 else "B"), ("k", "j", "B")))
     (folder / "pairwise.csv").write_text("instance_id,judge,model_a,model_b,verdict\n" + rows)
     (folder / "models" / "00-models.toml").write_text('[models.j]\nfamily = "F"\n[models.k]\nfamily = "G"\n')
     records, summary, _ = report_records(folder, bootstrap=Bootstrap(n_resamples=0))

@@ -50,13 +50,23 @@ SPEC = SimulationSpec(self_bias=0.8, student_bias=0.6, tie_rate=0.1, position_bi
 
 
 def test_suite_recovers_planted_rubric_effects(tmp_path):
-    spec = SimulationSpec(self_bias=1.0, family_bias=0.5, n_instances=600, n_rubrics=8,
-                          generators=("judge-a", "judge-b", "cousin-a", "other-1", "other-2"),
-                          families={"judge-a": "fa", "cousin-a": "fa", "judge-b": "fb", "other-1": "o1", "other-2": "o2"},
-                          students={})
+    spec = SimulationSpec(
+        self_bias=1.0,
+        family_bias=0.5,
+        n_instances=600,
+        n_rubrics=8,
+        generators=("judge-a", "judge-b", "cousin-a", "other-1", "other-2"),
+        families={"judge-a": "fa", "cousin-a": "fa", "judge-b": "fb", "other-1": "o1", "other-2": "o2"},
+        students={},
+    )
     sim = simulate(spec, seed=4, kinds=("rubric",))
-    result = run_suite(sim.rubric, "rubric", _registry(spec, tmp_path),
-                       references={"rubric-ref": sim.rubric_ref}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)))
+    result = run_suite(
+        sim.rubric,
+        "rubric",
+        _registry(spec, tmp_path),
+        references={"rubric-ref": sim.rubric_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)),
+    )
     frame = result.frame()
     rows = frame[(frame.metric == "hspp-ratio") & (frame.judge == "judge-a")]
     by = {(r.scope, r.variant["level"], r.variant.get("family_set")): r for r in rows.itertuples()}
@@ -66,17 +76,25 @@ def test_suite_recovers_planted_rubric_effects(tmp_path):
     assert by[("self", "rubric", None)].value == pytest.approx(self_truth, rel=0.12)
     assert by[("family", "rubric", "exclude judge")].value == pytest.approx(fam_truth, rel=0.12)
     assert by[("self", "instance", None)].value > 1.2
-    others = frame[(frame.metric == "overestimation-rate") & (frame.judge == "judge-a") & (frame.generator == "other-1")
-                   & (frame.variant.map(lambda v: v.get("level")) == "rubric")].iloc[0]
+    others = frame[
+        (frame.metric == "overestimation-rate")
+        & (frame.judge == "judge-a")
+        & (frame.generator == "other-1")
+        & (frame.variant.map(lambda v: v.get("level")) == "rubric")
+    ].iloc[0]
     assert others.ci_low <= unrelated <= others.ci_high
 
 
 def test_suite_recovers_planted_pairwise_effects(tmp_path):
     spec = SimulationSpec(self_bias=1.0, student_bias=0.8, n_instances=800)
     sim = simulate(spec, seed=5, kinds=("pairwise",))
-    result = run_suite(sim.pairwise, "pairwise", _registry(spec, tmp_path),
-                       references={"preference-ref": sim.preference_ref, "correctness-ref": sim.correctness_ref},
-                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)))
+    result = run_suite(
+        sim.pairwise,
+        "pairwise",
+        _registry(spec, tmp_path),
+        references={"preference-ref": sim.preference_ref, "correctness-ref": sim.correctness_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=300)),
+    )
     frame = result.frame()
     spr = frame[(frame.metric == "self-preference-ratio") & (frame.judge == "judge-a") & (frame.scope == "self")].iloc[0]
     truth = np.mean([spec.truth_win_probability("judge-a", "judge-a", o) for o in ("other-1", "other-2", "judge-b", "student-b")])
@@ -114,11 +132,19 @@ def test_coverage_equal_opportunity_bias():
     estimates = []
     for s in range(N_SIMS):
         own = (out[s] + 1) / 2
-        estimates.append(equal_opportunity_bias(np.r_[own, 1 - own], np.r_[human[s], 1 - human[s]],
-                                                np.repeat([True, False], N_ITEMS), np.r_[ids, ids],
-                                                n_resamples=RESAMPLES, seed=s))
-    truth = (SPEC.truth_win_score("judge-a", "judge-a", "other-1", given="x-better")
-             - (1 - SPEC.truth_win_score("judge-a", "judge-a", "other-1", given="y-better")))
+        estimates.append(
+            equal_opportunity_bias(
+                np.r_[own, 1 - own],
+                np.r_[human[s], 1 - human[s]],
+                np.repeat([True, False], N_ITEMS),
+                np.r_[ids, ids],
+                n_resamples=RESAMPLES,
+                seed=s,
+            )
+        )
+    truth = SPEC.truth_win_score("judge-a", "judge-a", "other-1", given="x-better") - (
+        1 - SPEC.truth_win_score("judge-a", "judge-a", "other-1", given="y-better")
+    )
     assert np.mean([e.value for e in estimates]) == pytest.approx(truth, abs=0.01)
     assert 0.93 <= _coverage(estimates, truth) <= 0.97
 
@@ -127,7 +153,7 @@ def test_coverage_equal_opportunity_bias():
 def test_coverage_preference_leakage_score():
     rng = np.random.default_rng(13)
     d = rng.normal(0, np.sqrt(2), (N_SIMS, N_ITEMS))  # student i minus student j, shared by both judges
-    under_i = _aggregated(rng, d, SPEC.student_bias, SPEC)   # judge i favours student i
+    under_i = _aggregated(rng, d, SPEC.student_bias, SPEC)  # judge i favours student i
     under_j = _aggregated(rng, d, -SPEC.student_bias, SPEC)  # judge j favours student j
     ids = np.arange(N_ITEMS)
     student = np.repeat([0, 1], 2 * N_ITEMS)
@@ -136,8 +162,9 @@ def test_coverage_preference_leakage_score():
     estimates = []
     for s in range(N_SIMS):
         out_i = np.r_[under_i[s], under_j[s]]
-        estimates.append(preference_leakage_score(np.r_[out_i, -out_i], student, judge, clusters, ties="half",
-                                                  n_resamples=RESAMPLES, seed=s))  # truth_win_score counts ½
+        estimates.append(
+            preference_leakage_score(np.r_[out_i, -out_i], student, judge, clusters, ties="half", n_resamples=RESAMPLES, seed=s)
+        )  # truth_win_score counts ½
     spec = SimulationSpec(student_bias=SPEC.student_bias, tie_rate=SPEC.tie_rate, position_bias=SPEC.position_bias)
     wr_ii = spec.truth_win_score("judge-a", "student-a", "student-b")
     wr_ij = spec.truth_win_score("judge-b", "student-a", "student-b")
@@ -153,12 +180,23 @@ def test_coverage_hspp_ratio():
     fp = np.array([expit(logit(0.2) + 0.8), 0.2, 0.2, 0.2])
     unmet = rng.random((N_SIMS, n_gen, N_ITEMS, k)) < 0.5
     passed = rng.random((N_SIMS, n_gen, N_ITEMS, k)) < fp[None, :, None, None]
-    over = (unmet & passed).sum(-1).astype(float)   # (S, G, I) counts per (generator, instance)
+    over = (unmet & passed).sum(-1).astype(float)  # (S, G, I) counts per (generator, instance)
     risk = unmet.sum(-1).astype(float)
     gens = np.repeat(np.array(["j", "u1", "u2", "u3"]), N_ITEMS)
     ids = np.tile(np.arange(N_ITEMS), n_gen)
-    estimates = [hspp_ratio(over[s].ravel(), risk[s].ravel(), gens, ids, numerator=["j"],
-                            denominator=["u1", "u2", "u3"], n_resamples=RESAMPLES, seed=s) for s in range(N_SIMS)]
+    estimates = [
+        hspp_ratio(
+            over[s].ravel(),
+            risk[s].ravel(),
+            gens,
+            ids,
+            numerator=["j"],
+            denominator=["u1", "u2", "u3"],
+            n_resamples=RESAMPLES,
+            seed=s,
+        )
+        for s in range(N_SIMS)
+    ]
     truth = fp[0] / 0.2
     assert np.median([e.value for e in estimates]) == pytest.approx(truth, rel=0.02)
     assert 0.93 <= _coverage(estimates, truth) <= 0.97

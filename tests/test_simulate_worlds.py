@@ -26,8 +26,7 @@ ALPHA = 0.05
 PLANTED = {"self": 0.5, "family": 0.5, "student": 0.5}  # moderate: 0.5 on the logit scale
 SIDES = ("judge-a", "cousin-a", "student-a", "judge-b", "cousin-b", "student-b")
 OTHERS = ("other-1", "other-2", "other-3")
-PAIRS = tuple((g, o) for g in SIDES for o in OTHERS) + (("other-1", "other-2"), ("other-1", "other-3"),
-                                                         ("other-2", "other-3"))
+PAIRS = tuple((g, o) for g in SIDES for o in OTHERS) + (("other-1", "other-2"), ("other-1", "other-3"), ("other-2", "other-3"))
 
 
 def _registry(spec, tmp_path):
@@ -40,8 +39,9 @@ def _registry(spec, tmp_path):
 def _rows(spec, tmp_path, seed):
     sim = simulate(spec, seed=seed, kinds=("pairwise",))
     values, centre = pair_values(sim.pairwise, "pairwise")
-    matched = matched_rows(values, _registry(spec, tmp_path), centre=centre,
-                           truth=truth_codes({"preference-ref": sim.preference_ref}))
+    matched = matched_rows(
+        values, _registry(spec, tmp_path), centre=centre, truth=truth_codes({"preference-ref": sim.preference_ref})
+    )
     rows = matched.frame
     rows["world"] = rows["instance_id"].str[1:].astype(int) // ITEMS
     return rows[rows["scope"] != "neutral"]
@@ -52,8 +52,13 @@ def _flag_rates(rows):
     for (judge, scope), group in rows.groupby(["judge", "scope"]):
         flags = []
         for _, world in group.groupby("world"):
-            est = matched_bias(world["judge_value"].to_numpy(), world["reference_value"].to_numpy(),
-                               world["instance_id"].to_numpy(), n_resamples=500, seed=0)
+            est = matched_bias(
+                world["judge_value"].to_numpy(),
+                world["reference_value"].to_numpy(),
+                world["instance_id"].to_numpy(),
+                n_resamples=500,
+                seed=0,
+            )
             flags.append(est.p_value < ALPHA)
         assert len(flags) == WORLDS
         rates[(judge, scope)] = float(np.mean(flags))
@@ -67,9 +72,15 @@ def _eob_flag_rate(rows, judge):
         pref = world["judge_value"].to_numpy()
         human = (world["truth"].to_numpy() + 1) / 2
         ids = world["instance_id"].to_numpy()
-        est = equal_opportunity_bias(np.r_[pref, 1 - pref], np.r_[human, 1 - human],
-                                     np.repeat([True, False], len(pref)), np.r_[ids, ids],
-                                     n_resamples=500, seed=0, alternative="greater")
+        est = equal_opportunity_bias(
+            np.r_[pref, 1 - pref],
+            np.r_[human, 1 - human],
+            np.repeat([True, False], len(pref)),
+            np.r_[ids, ids],
+            n_resamples=500,
+            seed=0,
+            alternative="greater",
+        )
         flags.append(est.p_value < ALPHA)
     return float(np.mean(flags))
 
@@ -80,8 +91,15 @@ def test_clean_worlds_flag_nobody_and_eob_accuses_the_strong_judge(tmp_path):
     rows = _rows(spec, tmp_path, seed=101)
     rates = _flag_rates(rows)
     print("clean worlds, matched-bias flag rates:", rates)
-    assert set(rates) == {("judge-a", "self"), ("judge-a", "family"), ("judge-a", "student"),
-                          ("judge-b", "self"), ("judge-b", "family"), ("judge-b", "student"), ("judge-e", "teacher")}
+    assert set(rates) == {
+        ("judge-a", "self"),
+        ("judge-a", "family"),
+        ("judge-a", "student"),
+        ("judge-b", "self"),
+        ("judge-b", "family"),
+        ("judge-b", "student"),
+        ("judge-e", "teacher"),
+    }
     assert max(rates.values()) <= 0.10
     eob = _eob_flag_rate(rows, "judge-a")
     print("clean strong judge, 001 equal-opportunity bias flag rate:", eob)
@@ -110,8 +128,7 @@ def test_a_more_sensitive_judge_breaks_the_assumption_visibly(tmp_path):
     on legitimate comparisons, down on harmful ones, and the sensitivity check shows it."""
     spec = panel_spec(n_instances=600, sensitivity={"judge-a": 2.0}, pairs=PAIRS)
     sim = simulate(spec, seed=7, kinds=("pairwise",))
-    records = run_matched(sim.pairwise, "pairwise", _registry(spec, tmp_path),
-                          references={"preference-ref": sim.preference_ref})
+    records = run_matched(sim.pairwise, "pairwise", _registry(spec, tmp_path), references={"preference-ref": sim.preference_ref})
     frame = pd.DataFrame(records)
     mine = frame[(frame.judge == "judge-a")]
     by = {(r.scope, r.variant.get("subset", r.variant.get("check"))): r for r in mine.itertuples()}
@@ -131,13 +148,15 @@ def test_per_judge_bias_sensitivity_and_teacher_relation():
     assert spec.relation("judge-a", "cousin-a") == "family"
     sharp = SimulationSpec(sensitivity={"judge-a": 2.0})
     assert sharp.slope("judge-a") == 2.0 and sharp.slope("judge-b") == 1.0
-    assert sharp.truth_win_score("judge-a", "judge-a", "other-1", given="x-better") > \
-        sharp.truth_win_score("judge-b", "judge-a", "other-1", given="x-better")
+    assert sharp.truth_win_score("judge-a", "judge-a", "other-1", given="x-better") > sharp.truth_win_score(
+        "judge-b", "judge-a", "other-1", given="x-better"
+    )
 
 
 def test_pointwise_scores_follow_the_spec():
-    spec = SimulationSpec(n_instances=4000, judges=("judge-a", "judge-b"), leniency={"judge-b": 2.0},
-                          self_bias=0.5, score_noise=0.5)
+    spec = SimulationSpec(
+        n_instances=4000, judges=("judge-a", "judge-b"), leniency={"judge-b": 2.0}, self_bias=0.5, score_noise=0.5
+    )
     sim = simulate(spec, seed=3, kinds=("pointwise",))
     frame = sim.pointwise
     assert len(frame) == 2 * len(spec.generators) * spec.n_instances

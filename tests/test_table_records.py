@@ -46,8 +46,15 @@ def test_rubric_items_are_refused(tmp_path):
 
 
 def test_store_load_is_idempotent_and_exports_back(tmp_path):
-    frame = pd.DataFrame({"instance_id": ["1", "1", "2"], "judge": ["j"] * 3, "model_a": ["x", "y", "x"],
-                          "model_b": ["y", "x", "y"], "verdict": ["A", "tie", None]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["1", "1", "2"],
+            "judge": ["j"] * 3,
+            "model_a": ["x", "y", "x"],
+            "model_b": ["y", "x", "y"],
+            "verdict": ["A", "tie", None],
+        }
+    )
     source = write_table(frame, tmp_path / "j.parquet")
     store = tmp_path / "s.db"
     runner = CliRunner()

@@ -38,17 +38,31 @@ def test_detect_kind(columns, kind):
 
 
 def test_every_kind_is_detectable():
-    assert set(KINDS) == {"pairwise", "pointwise", "rubric", "preference-ref", "correctness-ref",
-                          "rubric-ref", "rubric-items", "rubric-labels", "recognition", "recognition-pairwise",
-                          "perplexity"}
+    assert set(KINDS) == {
+        "pairwise",
+        "pointwise",
+        "rubric",
+        "preference-ref",
+        "correctness-ref",
+        "rubric-ref",
+        "rubric-items",
+        "rubric-labels",
+        "recognition",
+        "recognition-pairwise",
+        "perplexity",
+    }
 
 
 def test_perplexity_table_checks_values_and_statuses(tmp_path):
     head = "instance_id,scorer,model,perplexity,status,reason\n"
     table = read_table(write(tmp_path, "p.csv", head + "1,j,x,2.5,ok,\n1,j,y,,failed,timeout\n"))
     assert table.kind == "perplexity" and table.frame["status"].tolist() == ["ok", "failed"]
-    for body, line, field in (("1,j,x,0.5,ok,\n", 2, "perplexity"), ("1,j,x,,ok,\n", 2, "perplexity"),
-                              ("1,j,x,2,,\n1,j,y,3,maybe,\n", 3, "status"), ("1,j,x,2,,\n1,j,x,3,,\n", 3, None)):
+    for body, line, field in (
+        ("1,j,x,0.5,ok,\n", 2, "perplexity"),
+        ("1,j,x,,ok,\n", 2, "perplexity"),
+        ("1,j,x,2,,\n1,j,y,3,maybe,\n", 3, "status"),
+        ("1,j,x,2,,\n1,j,x,3,,\n", 3, None),
+    ):
         with pytest.raises(InputError) as err:
             read_table(write(tmp_path, "bad.csv", head + body))
         assert err.value.line == line and (field is None or err.value.field == field)
@@ -196,8 +210,16 @@ def test_correctness_reference_needs_a_value(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".csv.gz", ".jsonl.gz"])
 def test_round_trip_every_format(tmp_path, suffix):
-    frame = pd.DataFrame({"instance_id": ["1", "1"], "judge": ["j", "j"], "model_a": ["x", "y"],
-                          "model_b": ["y", "x"], "verdict": ["A", None], "prob_a": [0.7, None]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["1", "1"],
+            "judge": ["j", "j"],
+            "model_a": ["x", "y"],
+            "model_b": ["y", "x"],
+            "verdict": ["A", None],
+            "prob_a": [0.7, None],
+        }
+    )
     path = write_table(frame, tmp_path / f"out{suffix}")
     table = read_table(path)
     assert table.frame["verdict"].tolist() == ["A", None]
@@ -265,8 +287,7 @@ def test_preference_reference_annotators(tmp_path):
 
 
 def test_presentation_defaults_to_a_first_and_rejects_other_values(tmp_path):
-    path = write(tmp_path, "o.csv", "instance_id,judge,model_a,model_b,verdict,presentation\n"
-                                    "1,j,x,y,A,unknown\n2,j,x,y,B,\n")
+    path = write(tmp_path, "o.csv", "instance_id,judge,model_a,model_b,verdict,presentation\n1,j,x,y,A,unknown\n2,j,x,y,B,\n")
     assert read_table(path).frame["presentation"].tolist() == ["unknown", "a-first"]
     bad = write(tmp_path, "b.csv", "instance_id,judge,model_a,model_b,verdict,presentation\n1,j,x,y,A,random\n")
     with pytest.raises(InputError) as err:
@@ -278,8 +299,14 @@ def test_tsv_is_read_and_a_semicolon_or_tab_csv_is_hinted(tmp_path):
     tsv = write(tmp_path, "t.tsv", "instance_id\tjudge\tmodel_a\tmodel_b\tverdict\n1\tj\tx\ty\tA\n")
     assert read_table(tsv).frame["verdict"].tolist() == ["A"]
     for name, sep, word in (("semi.csv", ";", "semicolon"), ("tab.csv", "\t", "tab")):
-        path = write(tmp_path, name, sep.join(["instance_id", "judge", "model_a", "model_b", "verdict"])
-                     + "\n" + sep.join(["1", "j", "x", "y", "A"]) + "\n")
+        path = write(
+            tmp_path,
+            name,
+            sep.join(["instance_id", "judge", "model_a", "model_b", "verdict"])
+            + "\n"
+            + sep.join(["1", "j", "x", "y", "A"])
+            + "\n",
+        )
         with pytest.raises(InputError) as err:
             read_table(path)
         assert err.value.line == 1 and f"{word}-separated" in str(err.value)
@@ -295,15 +322,27 @@ def test_a_table_with_no_rows_is_an_error(tmp_path, name, text):
 
 def test_duplicates_are_found_on_the_cleaned_values_of_every_key_column():
     """Keys compare after stripping (" x" is x); another replicate, condition or order is no duplicate."""
-    base = {"instance_id": "q1", "judge": "j", "model_a": "x", "model_b": "y", "verdict": "A", "condition": "default",
-            "replicate": 0}
+    base = {
+        "instance_id": "q1",
+        "judge": "j",
+        "model_a": "x",
+        "model_b": "y",
+        "verdict": "A",
+        "condition": "default",
+        "replicate": 0,
+    }
     rows = [base, {**base, "replicate": 1}, {**base, "condition": "swap"}, {**base, "model_a": "y", "model_b": "x"}]
     assert len(validate(pd.DataFrame(rows), "pairwise").frame) == 4
-    for other in ({**base, "model_a": " x "}, {**base, "instance_id": "q1\t", "verdict": "B"},
-                  {**base, "condition": " default", "verdict": "tie"}):
+    for other in (
+        {**base, "model_a": " x "},
+        {**base, "instance_id": "q1\t", "verdict": "B"},
+        {**base, "condition": " default", "verdict": "tie"},
+    ):
         with pytest.raises(ValidationError) as err:
-            validate(pd.DataFrame([base, {"instance_id": "q0", **{k: v for k, v in base.items() if k != "instance_id"}},
-                                   other]), "pairwise")
+            validate(
+                pd.DataFrame([base, {"instance_id": "q0", **{k: v for k, v in base.items() if k != "instance_id"}}, other]),
+                "pairwise",
+            )
         assert err.value.row == 2 and "duplicate row" in err.value.message and "row 0" in err.value.message
 
 
@@ -322,8 +361,7 @@ def test_a_missing_column_is_named_with_the_kind_that_needs_it(tmp_path):
     assert column is None and "a correctness-ref table needs 'correct' or 'score'" in message
     assert kind_unknown(["a", "b"]) == ("cannot tell the table kind from its columns (a, b)", None)
     with pytest.raises(ValidationError) as err:
-        validate(pd.DataFrame({"instance_id": ["1"], "judge": ["j"], "model": ["x"], "claimd": [True],
-                               "category": ["c"]}))
+        validate(pd.DataFrame({"instance_id": ["1"], "judge": ["j"], "model": ["x"], "claimd": [True], "category": ["c"]}))
     assert "needs 'claimed'" in str(err.value)
 
 
@@ -335,9 +373,13 @@ def test_a_repeated_column_is_named_in_csv_and_parquet(tmp_path):
     import pyarrow.parquet as pq
 
     path = tmp_path / "d.parquet"
-    pq.write_table(pa.Table.from_arrays([pa.array(["1"]), pa.array(["j"]), pa.array(["x"]), pa.array([7.0]),
-                                         pa.array([8.0])], names=["instance_id", "judge", "model", "score", "score"]),
-                   path)
+    pq.write_table(
+        pa.Table.from_arrays(
+            [pa.array(["1"]), pa.array(["j"]), pa.array(["x"]), pa.array([7.0]), pa.array([8.0])],
+            names=["instance_id", "judge", "model", "score", "score"],
+        ),
+        path,
+    )
     with pytest.raises(InputError) as err:
         read_table(path)
     assert err.value.field == "score" and "appears twice" in str(err.value)
@@ -347,8 +389,9 @@ def test_a_repeated_column_is_named_in_csv_and_parquet(tmp_path):
 def test_a_value_longer_than_the_cell_limit_is_refused_naming_line_and_field(tmp_path, suffix):
     from nepotism.input_limits import InputLimits, applied
 
-    frame = pd.DataFrame({"instance_id": ["1", "2"], "judge": ["j", "j"], "model": ["x", "x"],
-                          "score": [7, 8], "note": ["short", "n" * 100]})
+    frame = pd.DataFrame(
+        {"instance_id": ["1", "2"], "judge": ["j", "j"], "model": ["x", "x"], "score": [7, 8], "note": ["short", "n" * 100]}
+    )
     path = write_table(frame, tmp_path / f"t{suffix}")
     with applied(InputLimits(cell=99)), pytest.raises(InputError) as err:
         read_table(path)
@@ -362,8 +405,7 @@ def test_a_line_longer_than_the_limit_is_refused_in_csv_and_jsonl(tmp_path):
     from nepotism.input_limits import InputLimits, applied
 
     csv_path = write(tmp_path, "t.csv", "instance_id,judge,model,score,note\n1,j,x,7,a\n2,j,x,8," + "b" * 200 + "\n")
-    jsonl = write(tmp_path, "t.jsonl", '{"instance_id": "1", "judge": "j", "model": "x", "score": 7, "n": "'
-                  + "c" * 200 + '"}\n')
+    jsonl = write(tmp_path, "t.jsonl", '{"instance_id": "1", "judge": "j", "model": "x", "score": 7, "n": "' + "c" * 200 + '"}\n')
     for path, line in ((csv_path, 3), (jsonl, 1)):
         with applied(InputLimits(line=100)), pytest.raises(InputError) as err:
             read_table(path)

@@ -39,9 +39,14 @@ def test_a_majority_winner_is_always_the_plurality_winner_and_relabelling_moves_
     assert np.array_equal(np.where(moved >= 0, order[np.maximum(moved, 0)], -1), plural)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([[1, -1]], "non-negative"), ([[1, np.nan]], "finite"), ([1, 2], "2-d"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([[1, -1]], "non-negative"),
+        ([[1, np.nan]], "finite"),
+        ([1, 2], "2-d"),
+    ],
+)
 def test_bad_counts_are_refused(bad, message):
     with pytest.raises(ValueError, match=message):
         decide(bad)
@@ -67,11 +72,21 @@ def test_every_vote_in_the_package_goes_through_the_one_module():
     from nepotism.grading.jury import pairwise_jury
     from nepotism.mitigations.juries import jury_outcomes
 
-    split = pd.DataFrame({"instance_id": ["i"] * 2, "judge": ["j1", "j2"], "model_a": ["a"] * 2,
-                          "model_b": ["b"] * 2, "verdict": ["A", "B"], "condition": ["c"] * 2, "replicate": [0] * 2})
+    split = pd.DataFrame(
+        {
+            "instance_id": ["i"] * 2,
+            "judge": ["j1", "j2"],
+            "model_a": ["a"] * 2,
+            "model_b": ["b"] * 2,
+            "verdict": ["A", "B"],
+            "condition": ["c"] * 2,
+            "replicate": [0] * 2,
+        }
+    )
     assert committee(split, ["j1", "j2"])["verdict"].isna().all()  # undecided, not a tie
     assert pairwise_jury(split).frame["decision"].tolist() == ["vote-tie"]  # a jury reference says so
     assert majority(["model_a", "model_b"]) == "unresolved"
-    rows = pd.DataFrame({"instance_id": ["i"] * 2, "side": ["s"] * 2, "opponent": ["o"] * 2, "judge": ["j1", "j2"],
-                         "outcome": [1.0, -1.0]})
+    rows = pd.DataFrame(
+        {"instance_id": ["i"] * 2, "side": ["s"] * 2, "opponent": ["o"] * 2, "judge": ["j1", "j2"], "outcome": [1.0, -1.0]}
+    )
     assert np.isnan(jury_outcomes(rows)["outcome"].iloc[0])

@@ -31,8 +31,13 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_LAZY = {"audit": "nepotism.api", "explain": "nepotism.api", "Bootstrap": "nepotism.metrics.bootstrap", "Record": "nepotism.results",
-         "Results": "nepotism.results"}
+_LAZY = {
+    "audit": "nepotism.api",
+    "explain": "nepotism.api",
+    "Bootstrap": "nepotism.metrics.bootstrap",
+    "Record": "nepotism.results",
+    "Results": "nepotism.results",
+}
 
 
 def __getattr__(name: str) -> Any:

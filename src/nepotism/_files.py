@@ -29,8 +29,20 @@ from nepotism._process import gone, own_start
 from nepotism.errors import InputError
 from nepotism.input_limits import bad_utf8_line, check_value, numbered_lines, open_text, too_deep
 
-__all__ = ["atomic_write", "atomic_write_bytes", "base_suffix", "current_umask", "is_store", "iter_jsonl_rows",
-           "jsonl_rows", "parse_json_line", "remove_stale_temps", "temp_beside", "unreadable", "write_files"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_bytes",
+    "base_suffix",
+    "current_umask",
+    "is_store",
+    "iter_jsonl_rows",
+    "jsonl_rows",
+    "parse_json_line",
+    "remove_stale_temps",
+    "temp_beside",
+    "unreadable",
+    "write_files",
+]
 
 
 def current_umask() -> int:
@@ -95,7 +107,7 @@ def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
         name = entry.name
         if not name.startswith(prefix) or not name.endswith(suffix) or len(name) <= len(prefix) + len(suffix):
             continue
-        writer = _writer(name[len(prefix):len(name) - len(suffix)])
+        writer = _writer(name[len(prefix) : len(name) - len(suffix)])
         if writer is not None and gone(*writer):
             try:
                 entry.unlink()
@@ -132,6 +144,7 @@ def write_files(folder: str | os.PathLike[str], payloads: dict[str, bytes]) -> d
 
 # -- reading JSON Lines (no pandas: a run reads its dataset without importing it) -----------
 
+
 def is_store(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is an SQLite file (a nepotism store): its first 16 bytes say so."""
     try:
@@ -155,8 +168,9 @@ def unreadable(path: Path, err: BaseException, what: str) -> InputError:
     if isinstance(err, UnicodeDecodeError):
         return InputError(f"not valid UTF-8 ({err.reason})", path=str(path), line=bad_utf8_line(path))
     if isinstance(err, (gzip.BadGzipFile, EOFError, zlib.error)):
-        return InputError(f"not a valid gzip file ({err or type(err).__name__}); "
-                          "a name ending in .gz needs gzip content", path=str(path))
+        return InputError(
+            f"not a valid gzip file ({err or type(err).__name__}); a name ending in .gz needs gzip content", path=str(path)
+        )
     return InputError(f"cannot read the file as {what} ({err})", path=str(path))
 
 
@@ -240,16 +254,19 @@ def parse_json_line(text: str, path: str, line: int | None) -> object:
     except json.JSONDecodeError as err:
         raise InputError(f"not valid JSON ({err.msg})", path=path, line=err.lineno if line is None else line) from None
     except _DuplicateKey as err:
-        raise InputError("a key appears twice in one JSON object", path=path, line=line,
-                         field=err.key) from None
+        raise InputError("a key appears twice in one JSON object", path=path, line=line, field=err.key) from None
     except RecursionError:
         raise too_deep(path, line) from None
     check_value(value, path, line, text=text)  # nesting and the length of every string
     if has_surrogate_escape(text):  # only an escape can make one (the line itself is UTF-8)
         found = _lone_surrogate(value)  # (within the depth limit: no recursion error)
         if found:
-            raise InputError("a \\u escape of a lone surrogate (no character: the text is not valid Unicode)",
-                             path=path, line=line, field=found[0])
+            raise InputError(
+                "a \\u escape of a lone surrogate (no character: the text is not valid Unicode)",
+                path=path,
+                line=line,
+                field=found[0],
+            )
     return value
 
 

@@ -55,7 +55,7 @@ def gone(pid: int, start: str | None = None) -> bool:
     if not stat:
         return False  # unreadable: assume it runs
     end = stat.rfind(b")")  # "pid (name) state ...": the name may hold parentheses and spaces
-    if stat[end + 2:end + 3] in (b"Z", b"X"):
+    if stat[end + 2 : end + 3] in (b"Z", b"X"):
         return True
     return start is not None and _start_of(stat) not in (None, start)
 
@@ -93,7 +93,7 @@ def _start_of(stat: bytes) -> str | None:
     """The start identity from a ``/proc/<pid>/stat`` line of this pid namespace; None if the boot
     id, the namespace or field 22 cannot be read."""
     boot, namespace = _boot_id(), _pid_namespace()
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     if boot is None or namespace is None or len(fields) < 20 or not fields[19].isdigit():
         return None
     return f"{boot}:{namespace}:{int(fields[19])}"  # fields[0] is field 3 (state): 22 is fields[19]

@@ -45,8 +45,15 @@ import pandas as pd
 from nepotism.analyses.audit import OPPONENT_POPULATIONS, AuditOptions, audit_pairwise
 from nepotism.analyses.cases import CASE_LIMIT
 from nepotism.analyses.comparisons import build_comparisons, candidates
-from nepotism.analyses.suite import (REFERENCE_VOTES, SuiteOptions, agreement_filter, committee, flagged_candidates,
-                                     labels_per_pair, run_suite)
+from nepotism.analyses.suite import (
+    REFERENCE_VOTES,
+    SuiteOptions,
+    agreement_filter,
+    committee,
+    flagged_candidates,
+    labels_per_pair,
+    run_suite,
+)
 from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, relation_census
 from nepotism.analyses.suite import correlate as correlate_metrics
 from nepotism._files import is_store
@@ -107,15 +114,15 @@ def _is_log(item: object) -> bool:
     return isinstance(item, (str, Path)) and is_inspect_log(item)
 
 
-def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
-                protocol: str | None = None) -> list[Table]:
+def read_source(source: Source | Sequence[Source], *, kind: str | None = None, protocol: str | None = None) -> list[Table]:
     """Every validated table of ``source`` (see the module docstring for what a source is)."""
     if isinstance(source, (list, tuple)):
         if kind is not None and len(source) > 1:
             raise InputError("kind applies to a single source", field="kind")
         logs = [Path(item) for item in source if _is_log(item)]
         return ([_inspect_logs(logs)] if logs else []) + [
-            t for item in source if not _is_log(item) for t in read_source(item, kind=kind, protocol=protocol)]
+            t for item in source if not _is_log(item) for t in read_source(item, kind=kind, protocol=protocol)
+        ]
     if isinstance(source, Table):
         return [source]
     if isinstance(source, pd.DataFrame):
@@ -127,16 +134,18 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
     path = Path(source)
     if is_run_folder(path):
         folder = read_manifest(path)
-        return ([read_table(p, kind=k) for k, p in folder.tables.items()]
-                + [read_table(p, kind=k) for k, p in folder.references.items()])
+        return [read_table(p, kind=k) for k, p in folder.tables.items()] + [
+            read_table(p, kind=k) for k, p in folder.references.items()
+        ]
     if is_dataset(path):
         return [read_dataset(path, kind=kind)]
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TABLE_SUFFIXES))
         logs = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(".eval"))
         if not files and not logs:
-            raise InputError("the folder holds no recorded table (.csv, .jsonl, .parquet) and no Inspect AI log "
-                             "(.eval)", path=str(path))
+            raise InputError(
+                "the folder holds no recorded table (.csv, .jsonl, .parquet) and no Inspect AI log (.eval)", path=str(path)
+            )
         return ([_inspect_logs(logs)] if logs else []) + [read_table(p) for p in files]
     if not path.exists():
         raise InputError("file not found", path=str(path))
@@ -150,8 +159,7 @@ def read_source(source: Source | Sequence[Source], *, kind: str | None = None,
 def run_folder_models(source: Source | Sequence[Source]) -> list[str]:
     """The registry files of every run output folder among ``source`` (`nepotism.run_folder`)."""
     items = source if isinstance(source, (list, tuple)) else [source]
-    return [str(p) for item in items if isinstance(item, (str, Path)) and is_run_folder(item)
-            for p in read_manifest(item).models]
+    return [str(p) for item in items if isinstance(item, (str, Path)) and is_run_folder(item) for p in read_manifest(item).models]
 
 
 def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()) -> None:
@@ -166,20 +174,27 @@ def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()
         where = table.where(position, "judge")
         if "_file" in table.frame:  # a dataset: the row's own file
             where["path"] = table.frame["_file"].iloc[position]
-        raise ValidationError(f"judge '{judge}' is not in the model registry; name it in a models file passed "
-                              f"with --models: [aliases] \"{judge}\" = \"<the registry's name>\" for a model it "
-                              "knows under another name (`nepotism models list`), else a [models] entry with its "
-                              "family", **where)
+        raise ValidationError(
+            f"judge '{judge}' is not in the model registry; name it in a models file passed "
+            f'with --models: [aliases] "{judge}" = "<the registry\'s name>" for a model it '
+            "knows under another name (`nepotism models list`), else a [models] entry with its "
+            "family",
+            **where,
+        )
 
 
-def _references(references: Sequence[Source] | Mapping[str, Source], judged_refs: Mapping[str, pd.DataFrame]
-                ) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def _references(
+    references: Sequence[Source] | Mapping[str, Source], judged_refs: Mapping[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
     refs = dict(judged_refs)
     names: list[str] = []
     items = references.items() if isinstance(references, Mapping) else [(None, r) for r in references]
     for kind, ref in items:
-        table = ref if isinstance(ref, Table) else (validate(ref, kind) if isinstance(ref, pd.DataFrame)
-                                                     else read_table(ref, kind=kind))
+        table = (
+            ref
+            if isinstance(ref, Table)
+            else (validate(ref, kind) if isinstance(ref, pd.DataFrame) else read_table(ref, kind=kind))
+        )
         if table.kind in JUDGED_KINDS:
             raise InputError(f"a {table.kind} table is a judgment table: pass it as the source", path=table.path)
         refs[table.kind] = table.frame
@@ -191,14 +206,14 @@ def _with_committees(table: Table, committees: Sequence[Sequence[str]]) -> Table
     if not committees:
         return table
     if table.kind not in ("rubric", "pairwise"):
-        raise InputError(f"a committee needs a rubric or pairwise table, not {table.kind}", path=table.path,
-                         field="committee")
+        raise InputError(f"a committee needs a rubric or pairwise table, not {table.kind}", path=table.path, field="committee")
     frames = [table.frame]
     for members in committees:
         missing = sorted(set(members) - set(table.frame["judge"]))
         if missing:
-            raise InputError(f"committee member(s) not among the judges: {', '.join(missing)}", path=table.path,
-                             field="committee")
+            raise InputError(
+                f"committee member(s) not among the judges: {', '.join(missing)}", path=table.path, field="committee"
+            )
         frames.append(committee(table.frame, list(members)))
     return Table(kind=table.kind, frame=pd.concat(frames, ignore_index=True), path=table.path)
 
@@ -228,35 +243,73 @@ def _correlation_record(records: list[dict[str, Any]], x: str, y: str, bootstrap
     result = correlate_metrics(records, x, y, confidence=bootstrap.confidence_level)
     xs, ys = result["x"], result["y"]
     estimate = pearson_across(xs, ys, bootstrap=bootstrap).as_dict()
-    return {"metric": "correlation", "judge": None, "condition": None, "generator": None, "pair": None,
-            "scope": None, "variant": {"x": x, "y": y, "across": "judges", "interval": "bootstrap over judges"},
-            **estimate, "p_value": _clean(result["p_value"]),
-            "fisher_z_ci": [_clean(result["ci_low"]), _clean(result["ci_high"])], "keys": result["keys"]}
+    return {
+        "metric": "correlation",
+        "judge": None,
+        "condition": None,
+        "generator": None,
+        "pair": None,
+        "scope": None,
+        "variant": {"x": x, "y": y, "across": "judges", "interval": "bootstrap over judges"},
+        **estimate,
+        "p_value": _clean(result["p_value"]),
+        "fisher_z_ci": [_clean(result["ci_low"]), _clean(result["ci_high"])],
+        "keys": result["keys"],
+    }
 
 
-def _streamed(source: Source | Sequence[Source], *, references: Sequence[Source] | Mapping[str, Source],
-              registry: Registry, bootstrap: Bootstrap, kind: str | None, rule: str, opponents: Sequence[str],
-              ranked: bool, slices: Sequence[str], committees: Sequence[Sequence[str]], agreement: float | None,
-              correlate: Sequence[tuple[str, str]], min_prompts: int) -> Results:
+def _streamed(
+    source: Source | Sequence[Source],
+    *,
+    references: Sequence[Source] | Mapping[str, Source],
+    registry: Registry,
+    bootstrap: Bootstrap,
+    kind: str | None,
+    rule: str,
+    opponents: Sequence[str],
+    ranked: bool,
+    slices: Sequence[str],
+    committees: Sequence[Sequence[str]],
+    agreement: float | None,
+    correlate: Sequence[tuple[str, str]],
+    min_prompts: int,
+) -> Results:
     """`audit` of a pairwise dataset read one partition at a time (`nepotism.analyses.stream`)."""
     from nepotism.analyses.stream import stream_pairwise
 
     items = list(source) if isinstance(source, (list, tuple)) else [source]
-    if len(items) != 1 or not isinstance(items[0], (str, Path)) \
-            or not (is_pattern(items[0]) or is_dataset(Path(items[0]))):
-        raise InputError("--stream reads one partitioned Parquet dataset (a folder of judge=NAME folders, as "
-                         "`nepotism store export judgments --partition-by judge` writes, or a glob of Parquet "
-                         "files); run without --stream for other sources", field="--stream")
+    if len(items) != 1 or not isinstance(items[0], (str, Path)) or not (is_pattern(items[0]) or is_dataset(Path(items[0]))):
+        raise InputError(
+            "--stream reads one partitioned Parquet dataset (a folder of judge=NAME folders, as "
+            "`nepotism store export judgments --partition-by judge` writes, or a glob of Parquet "
+            "files); run without --stream for other sources",
+            field="--stream",
+        )
     for given, option in ((slices, "--slice"), (committees, "--committee"), (agreement is not None, "--agreement")):
         if given:
-            raise InputError(f"{option} is not available with --stream (it needs the whole table in memory): run "
-                             "without --stream", field=option)
+            raise InputError(
+                f"{option} is not available with --stream (it needs the whole table in memory): run without --stream",
+                field=option,
+            )
     refs, ref_names = _references(references, {})
-    records, summary = stream_pairwise(items[0], registry, bootstrap=bootstrap, rule=rule, opponents=tuple(opponents),
-                                       kind=kind, reference_kinds=tuple(refs), ranked=ranked,
-                                       check=lambda table: check_registry(table, registry))
-    summary = {"source": str(items[0]), **summary, "options": bootstrap.as_dict(),
-               "references": [str(p) for p in ref_names], "flagged_candidates": flagged_candidates(records)}
+    records, summary = stream_pairwise(
+        items[0],
+        registry,
+        bootstrap=bootstrap,
+        rule=rule,
+        opponents=tuple(opponents),
+        kind=kind,
+        reference_kinds=tuple(refs),
+        ranked=ranked,
+        check=lambda table: check_registry(table, registry),
+    )
+    summary = {
+        "source": str(items[0]),
+        **summary,
+        "options": bootstrap.as_dict(),
+        "references": [str(p) for p in ref_names],
+        "flagged_candidates": flagged_candidates(records),
+    }
     for x, y in correlate:
         records.append(_correlation_record(records, x, y, bootstrap))
     verdicts = judge_verdicts(records, min_prompts=min_prompts)
@@ -325,12 +378,27 @@ def audit(
     for pair in correlate:
         unknown = [m for m in pair if m not in METRICS]
         if unknown or len(pair) != 2:
-            raise InputError("correlate takes pairs of metric ids, e.g. (judge-accuracy, self-preference-ratio); "
-                             f"unknown: {', '.join(unknown) or pair}", field="correlate")
+            raise InputError(
+                "correlate takes pairs of metric ids, e.g. (judge-accuracy, self-preference-ratio); "
+                f"unknown: {', '.join(unknown) or pair}",
+                field="correlate",
+            )
     if stream:
-        return _streamed(source, references=references, registry=registry, bootstrap=bootstrap, kind=kind,
-                         rule=rule, opponents=opponents, ranked=bool(leaderboard or rank_against), slices=slices,
-                         committees=committees, agreement=agreement, correlate=correlate, min_prompts=min_prompts)
+        return _streamed(
+            source,
+            references=references,
+            registry=registry,
+            bootstrap=bootstrap,
+            kind=kind,
+            rule=rule,
+            opponents=opponents,
+            ranked=bool(leaderboard or rank_against),
+            slices=slices,
+            committees=committees,
+            agreement=agreement,
+            correlate=correlate,
+            min_prompts=min_prompts,
+        )
     tables = read_source(source, kind=kind, protocol=protocol)
     judged = [t for t in tables if t.kind in JUDGED_KINDS]
     folder_refs = {t.kind: t.frame for t in tables if t.kind not in JUDGED_KINDS}
@@ -344,18 +412,30 @@ def audit(
     for table in judged:
         check_registry(table, registry)
 
-    suite_options = SuiteOptions(bootstrap=bootstrap, rule=rule, include_audit=False, slices=tuple(slices),
-                                 leaderboard=dict(leaderboard) if leaderboard else None, rank_against=rank_against,
-                                 recognition_target=recognition_target, perplexity_bins=perplexity_bins,
-                                 perplexity_difference=perplexity_difference, opponents=tuple(opponents),
-                                 reference_vote=reference_vote)
+    suite_options = SuiteOptions(
+        bootstrap=bootstrap,
+        rule=rule,
+        include_audit=False,
+        slices=tuple(slices),
+        leaderboard=dict(leaderboard) if leaderboard else None,
+        rank_against=rank_against,
+        recognition_target=recognition_target,
+        perplexity_bins=perplexity_bins,
+        perplexity_difference=perplexity_difference,
+        opponents=tuple(opponents),
+        reference_vote=reference_vote,
+    )
     by_kind = {t.kind: t for t in judged}
     records: list[dict[str, Any]] = []
     boards: list[dict[str, Any]] = []
     first = judged[0]
-    summary: dict[str, Any] = {"source": str(first.path) if first.path else "<DataFrame>",
-                               "rows": len(first), "kind": first.kind, "options": bootstrap.as_dict(),
-                               "references": [str(p) for p in ref_names]}
+    summary: dict[str, Any] = {
+        "source": str(first.path) if first.path else "<DataFrame>",
+        "rows": len(first),
+        "kind": first.kind,
+        "options": bootstrap.as_dict(),
+        "references": [str(p) for p in ref_names],
+    }
     if len(judged) > 1:
         summary["tables"] = [{"source": t.path or "<DataFrame>", "kind": t.kind, "rows": len(t)} for t in judged]
     summarised = False
@@ -380,8 +460,9 @@ def audit(
             from nepotism.analyses.derived import pointwise_leaderboard_records
 
             boards += pointwise_leaderboard_records(table.frame, registry, bootstrap=bootstrap)
-        records += run_suite(table.frame, table.kind, registry, references=table_refs, options=suite_options,
-                             comparisons=comparisons).records
+        records += run_suite(
+            table.frame, table.kind, registry, references=table_refs, options=suite_options, comparisons=comparisons
+        ).records
         if table.kind in ("pairwise", "pointwise", "rubric"):
             census += relation_census(table.frame, table.kind, registry)
         if agreement is not None and table.kind == "rubric":
@@ -390,11 +471,13 @@ def audit(
                 r["variant"] = {**r["variant"], "agreement_at_least": agreement}
                 records.append(r)
     if not summarised:
-        summary.update({"instances": int(first.frame["instance_id"].nunique()),
-                        "judges": sorted(map(str, first.frame["judge"].unique()))})
+        summary.update(
+            {"instances": int(first.frame["instance_id"].nunique()), "judges": sorted(map(str, first.frame["judge"].unique()))}
+        )
         if "model" in first.frame:
             summary["generators_not_in_registry"] = sorted(
-                m for m in map(str, first.frame["model"].unique()) if not registry.knows(m))
+                m for m in map(str, first.frame["model"].unique()) if not registry.knows(m)
+            )
     if names:
         summary["committees"] = names
     pref = refs.get("preference-ref")
@@ -411,9 +494,18 @@ def audit(
     return Results(records, summary=summary, findings=[v.sentence for v in verdicts], verdicts=verdicts)
 
 
-def _case_finder(source: Source | Sequence[Source], *, references: Sequence[Source] | Mapping[str, Source],
-                 registry: Registry, kind: str | None, protocol: str | None, records: Iterable[Mapping[str, Any]],
-                 rule: str, reference_vote: str, tables: Sequence[Table] | None = None) -> CaseFinder:
+def _case_finder(
+    source: Source | Sequence[Source],
+    *,
+    references: Sequence[Source] | Mapping[str, Source],
+    registry: Registry,
+    kind: str | None,
+    protocol: str | None,
+    records: Iterable[Mapping[str, Any]],
+    rule: str,
+    reference_vote: str,
+    tables: Sequence[Table] | None = None,
+) -> CaseFinder:
     """A `CaseFinder` over the judged tables and references of ``source`` (as `audit` reads them)."""
     from nepotism.analyses.cases import CaseFinder
 
@@ -466,11 +558,27 @@ def explain(
         raise InputError("limit must be a whole number of at least 0", field="limit")
     registry = _registry_for(source, models, registry)
     tables = read_source(source, kind=kind, protocol=protocol)
-    results = audit(tables, references=references, registry=registry, bootstrap=bootstrap, rule=rule,
-                    reference_vote=reference_vote, min_prompts=min_prompts)
+    results = audit(
+        tables,
+        references=references,
+        registry=registry,
+        bootstrap=bootstrap,
+        rule=rule,
+        reference_vote=reference_vote,
+        min_prompts=min_prompts,
+    )
     verdict = find_verdict(results.verdicts, judge, scope, condition)
-    finder = _case_finder(source, references=references, registry=registry, kind=kind, protocol=protocol,
-                          records=results.to_dicts(), rule=rule, reference_vote=reference_vote, tables=tables)
+    finder = _case_finder(
+        source,
+        references=references,
+        registry=registry,
+        kind=kind,
+        protocol=protocol,
+        records=results.to_dicts(),
+        rule=rule,
+        reference_vote=reference_vote,
+        tables=tables,
+    )
     explanation = finder.explain(verdict, limit=limit)
     if texts is not None:
         explanation = with_texts(explanation, read_texts(texts, wanted_answers([explanation]), registry=registry))
@@ -498,8 +606,16 @@ def explain_verdicts(
     from nepotism.analyses.cases import read_texts, wanted_answers, with_texts
 
     registry = _registry_for(source, models, registry)
-    finder = _case_finder(source, references=references, registry=registry, kind=kind, protocol=protocol,
-                          records=records, rule=rule, reference_vote=reference_vote)
+    finder = _case_finder(
+        source,
+        references=references,
+        registry=registry,
+        kind=kind,
+        protocol=protocol,
+        records=records,
+        rule=rule,
+        reference_vote=reference_vote,
+    )
     found = finder.explain_all(verdicts, limit=limit)
     if texts is not None:
         read = read_texts(texts, wanted_answers(found.values()), registry=registry)

@@ -142,8 +142,11 @@ def _register(value: str) -> None:
         # escape, a backslash before one of its characters / " \ or a control character's short
         # escape, or a percent-encoded character (`_spellings`)
         chars = {c for v in known for c in v}
-        escapes = ["\\u", *("\\" + c for c in '/"\\' if c in chars),
-                   *(_SHORT_ESCAPES[c] for c in sorted(chars) if c in _SHORT_ESCAPES)]
+        escapes = [
+            "\\u",
+            *("\\" + c for c in '/"\\' if c in chars),
+            *(_SHORT_ESCAPES[c] for c in sorted(chars) if c in _SHORT_ESCAPES),
+        ]
         escapes.append("%")
         _matcher = (re.compile("|".join(alternatives)), (*known, *escapes))
         _known = known

@@ -57,8 +57,9 @@ def dataset_files(source: str | Path) -> list[tuple[Path, dict[str, str]]]:
         files = sorted(Path(p) for p in glob.glob(str(source), recursive=True) if Path(p).is_file())
         return [(f, _partitions(f.parts[:-1])) for f in files]
     root = Path(source)
-    files = sorted(p for p in root.rglob("*.parquet")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = sorted(
+        p for p in root.rglob("*.parquet") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
     return [(f, _partitions(f.relative_to(root).parts[:-1])) for f in files]
 
 
@@ -70,8 +71,9 @@ def _read_file(path: Path, partitions: dict[str, str]) -> pd.DataFrame:
     frame, _ = read_raw(path)  # as `read_table` reads one Parquet file
     for column, value in partitions.items():
         if column in frame.columns:
-            raise InputError(f"column '{column}' is both in the file and in its folder name ({column}={value})",
-                             path=str(path), field=column)
+            raise InputError(
+                f"column '{column}' is both in the file and in its folder name ({column}={value})", path=str(path), field=column
+            )
         frame[column] = pd.Series(np.full(len(frame), value, dtype=object), index=frame.index, dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1)  # a row's label is its line in the file (as for one Parquet file)
     return frame
@@ -97,8 +99,9 @@ def read_dataset(source: str | Path, *, kind: str | None = None) -> Table:
     return table
 
 
-def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = None,
-               source: str | Path | None = None) -> Table | None:
+def read_files(
+    files: list[tuple[Path, dict[str, str]]], *, kind: str | None = None, source: str | Path | None = None
+) -> Table | None:
     """Read and validate ``files`` ((file, partition values), as `dataset_files` gives them) as one
     `Table` (None when they hold no row): each file checked with `nepotism.tables.validate`, then
     the files against each other for duplicate keys. `read_dataset` reads every file of a dataset
@@ -112,8 +115,9 @@ def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = N
         except ValidationError:
             raise
         except InputError as err:
-            raise InputError(f"{err.message} (partition {_where(partitions)})", path=err.path, line=err.line,
-                             field=err.field) from None
+            raise InputError(
+                f"{err.message} (partition {_where(partitions)})", path=err.path, line=err.line, field=err.field
+            ) from None
         if not len(raw):
             continue
         if kind is None:
@@ -127,8 +131,12 @@ def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = N
         try:
             table = validate(raw, kind)
         except ValidationError as err:
-            raise ValidationError(f"{err.message} (partition {_where(partitions)})", path=str(path),
-                                  line=err.row if isinstance(err.row, int) else None, field=err.field) from None
+            raise ValidationError(
+                f"{err.message} (partition {_where(partitions)})",
+                path=str(path),
+                line=err.row if isinstance(err.row, int) else None,
+                field=err.field,
+            ) from None
         frames.append(table.frame.assign(_file=str(path)))
         owner.append(np.full(len(table.frame), number))
     if not frames:
@@ -141,10 +149,16 @@ def read_files(files: list[tuple[Path, dict[str, str]]], *, kind: str | None = N
         if duplicated.any():
             rows = np.flatnonzero(duplicated)
             file_of = np.concatenate(owner)
-            first, second = rows[0], rows[1:][(frame.iloc[rows[1:]][keys].to_numpy() ==
-                                              frame.iloc[[rows[0]]][keys].to_numpy()).all(axis=1)][0]
+            first, second = (
+                rows[0],
+                rows[1:][(frame.iloc[rows[1:]][keys].to_numpy() == frame.iloc[[rows[0]]][keys].to_numpy()).all(axis=1)][0],
+            )
             (path, partitions), other = files[file_of[second]], files[file_of[first]][0]
-            raise ValidationError(f"duplicate row: the same ({', '.join(keys)}) as {other} line "
-                                  f"{frame['_line'].iloc[first]} (partition {_where(partitions)})",
-                                  path=str(path), line=int(frame["_line"].iloc[second]), field=",".join(keys))
+            raise ValidationError(
+                f"duplicate row: the same ({', '.join(keys)}) as {other} line "
+                f"{frame['_line'].iloc[first]} (partition {_where(partitions)})",
+                path=str(path),
+                line=int(frame["_line"].iloc[second]),
+                field=",".join(keys),
+            )
     return Table(kind=kind, frame=frame, path=str(source if source is not None else files[0][0]))

@@ -21,8 +21,7 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\
 
 def printable(text: str) -> str:
     """``text`` with every control character (`_UNPRINTABLE`) written as its Python escape."""
-    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape", "backslashreplace").decode("ascii"),
-                            text)
+    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
 class NepotismError(Exception):
@@ -76,8 +75,16 @@ class ValidationError(InputError):
     and the column (``field``).
     """
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None, record: int | None = None, row: object | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        record: int | None = None,
+        row: object | None = None,
+    ) -> None:
         self.row = row
         super().__init__(message, path=path, line=line, field=field, record=record)
 

@@ -96,17 +96,18 @@ __all__ = [
 ]
 
 #: Planner arguments each protocol accepts in ``[[judging.protocols]]``.
-PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "pairwise": ("pairs", "both_orders"),
-    "pointwise": ("generators",),
-    "rubric": ("all_rubrics", "generators"),
-    "recognition": ("pairwise", "pairs", "both_orders", "generators"),
-    "categorise": ("target",),
-})
+PLANNER_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "pairwise": ("pairs", "both_orders"),
+        "pointwise": ("generators",),
+        "rubric": ("all_rubrics", "generators"),
+        "recognition": ("pairwise", "pairs", "both_orders", "generators"),
+        "categorise": ("target",),
+    }
+)
 #: ``card`` holds judge-card thresholds (`nepotism card --thresholds EXPERIMENT.toml`); the run ignores it
 #: and `report.card.load_thresholds` validates it.
-_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "perplexity", "reference", "output",
-        "card")
+_TOP = ("experiment", "dataset", "models", "generation", "judging", "grading", "perplexity", "reference", "output", "card")
 #: Tasks a ``[grading]`` table may name (the graders of `nepotism.grading`).
 GRADING_TASKS = ("math", "mc", "code", "ifeval")
 _OUTPUT_FORMATS = ("csv", "jsonl", "parquet")
@@ -257,6 +258,7 @@ class Experiment:
 
     def as_config(self) -> dict[str, Any]:
         """Plain JSON-able data (no secrets: only environment variable names)."""
+
         def plain(value: Any) -> Any:
             if isinstance(value, Mapping):
                 return {k: plain(v) for k, v in value.items()}
@@ -265,6 +267,7 @@ class Experiment:
             if hasattr(value, "__dataclass_fields__"):
                 return {k: plain(getattr(value, k)) for k in value.__dataclass_fields__}
             return value
+
         out: dict[str, Any] = plain(self)
         return out
 
@@ -297,8 +300,18 @@ class _Reader:
             raise self.error(key, f"must be {_names(kinds)}, not {type(value).__name__}")
         return value
 
-    def number(self, key: str, default: Any, *, low: float, high: float, integer: bool = False,
-               low_open: bool = False, allow_none: bool = False, unit: str = "") -> Any:
+    def number(
+        self,
+        key: str,
+        default: Any,
+        *,
+        low: float,
+        high: float,
+        integer: bool = False,
+        low_open: bool = False,
+        allow_none: bool = False,
+        unit: str = "",
+    ) -> Any:
         """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``); an integer when
         ``integer``. Errors name the allowed range, so ``nan``, ``inf`` and out-of-range values
         are refused before anything starts."""
@@ -313,14 +326,13 @@ class _Reader:
             raise self.error(key, f"must be {kind} in {span}, not {value!r}")
         return int(value) if integer else float(value)
 
-    def positive(self, key: str, default: Any, *, integer: bool = False, allow_none: bool = False,
-                 high: float = 1e9, unit: str = "") -> Any:
+    def positive(
+        self, key: str, default: Any, *, integer: bool = False, allow_none: bool = False, high: float = 1e9, unit: str = ""
+    ) -> Any:
         """A finite number above 0 (an integer from 1 when ``integer``) and at most ``high``."""
         if integer:
-            return self.number(key, default, low=1, high=high, integer=True, allow_none=allow_none,
-                               unit=unit)
-        return self.number(key, default, low=0, high=high, low_open=True, allow_none=allow_none,
-                           unit=unit)
+            return self.number(key, default, low=1, high=high, integer=True, allow_none=allow_none, unit=unit)
+        return self.number(key, default, low=0, high=high, low_open=True, allow_none=allow_none, unit=unit)
 
     def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = self.get(key, list, None)
@@ -355,8 +367,7 @@ def _finite(value: Any, where: str, path: str) -> None:
 
 
 def _names(kinds: type | tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-             list: "a list", dict: "a table"}
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "a table"}
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
@@ -418,8 +429,14 @@ def _backend_options(r: _Reader, table: Any, spec: Any, base: Path) -> dict[str,
         else:  # count, amount
             if option.required:
                 r.get(key, (int, float), required=True)
-            cfg[key] = r.positive(key, option.default, integer=kind == "count", allow_none=option.optional,
-                                  high=option.high if option.high is not None else 1e9, unit=option.unit)
+            cfg[key] = r.positive(
+                key,
+                option.default,
+                integer=kind == "count",
+                allow_none=option.optional,
+                high=option.high if option.high is not None else 1e9,
+                unit=option.unit,
+            )
     if spec.one_of and sum(cfg.get(k) is not None for k in spec.one_of) != 1:
         raise r.error(spec.one_of[0], f"a {spec.name} model needs exactly one of {' and '.join(spec.one_of)}")
     return cfg
@@ -440,14 +457,15 @@ def _model(model_id: str, table: Any, path: str, base: Path) -> ModelConfig:
     cfg["tpm"] = r.positive("tpm", None, allow_none=True, high=1e12, unit="tokens per minute")
     cfg["max_attempts"] = r.positive("max_attempts", 4, integer=True, high=100)
     cfg["retry_base_delay_s"] = r.number("retry_base_delay_s", 0.5, low=0, high=3600, unit="seconds")
-    cfg["retry_max_delay_s"] = r.number("retry_max_delay_s", 30.0, low=0, high=_MAX_TIMEOUT_S,
-                                        unit="seconds")
+    cfg["retry_max_delay_s"] = r.number("retry_max_delay_s", 30.0, low=0, high=_MAX_TIMEOUT_S, unit="seconds")
     params = r.get("params", dict, {})
     _finite(params, f"models.{model_id}.params", path)
     secret = [k for k in params if is_secret_name(k)]
     if secret:
-        raise r.error(f"params.{secret[0]}", "looks like a credential; name an environment "
-                      "variable with api_key_env instead of writing a key in the file")
+        raise r.error(
+            f"params.{secret[0]}",
+            "looks like a credential; name an environment variable with api_key_env instead of writing a key in the file",
+        )
     cfg["params"] = MappingProxyType(dict(params))
     r.finish()
     return ModelConfig(**cfg)
@@ -541,7 +559,8 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
 
     ds = _Reader(top.get("dataset", dict, required=True), "dataset", where)
     dataset = DatasetConfig(
-        path=_relative(base, ds.get("path", str)), bundled=ds.get("bundled", str),
+        path=_relative(base, ds.get("path", str)),
+        bundled=ds.get("bundled", str),
         from_store=ds.get("from_store", bool, False),
         limit=ds.positive("limit", None, integer=True, allow_none=True, high=2**63 - 1),
     )
@@ -564,8 +583,9 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
             hint = ""
             if isinstance(table, dict) and "backend" not in table:
                 hint = '; quote ids that contain dots: [models."qwen2.5-7b"]'
-            raise models_table.error(raw_id, "is not in the model registry (add it to a registry "
-                                     f"file listed under experiment.registry){hint}")
+            raise models_table.error(
+                raw_id, f"is not in the model registry (add it to a registry file listed under experiment.registry){hint}"
+            )
         model_id = registry.resolve(raw_id)
         if model_id in models:
             raise models_table.error(raw_id, f"names {model_id!r} a second time")
@@ -609,15 +629,28 @@ def parse_experiment(data: Mapping[str, Any], path: str | Path, *, registry: Any
         raise out.error("format", f"must be one of {_OUTPUT_FORMATS}")
     out.finish()
     return Experiment(
-        path=where, name=name, seed=seed, registry_files=registry_files, store=store,
-        dataset=dataset, models=MappingProxyType(models), generation=generation, judges=judges,
-        conditions=conditions, protocols=protocols, output_dir=output_dir, output_format=fmt,
-        grading=grading, perplexity=perplexity, reference=reference,
+        path=where,
+        name=name,
+        seed=seed,
+        registry_files=registry_files,
+        store=store,
+        dataset=dataset,
+        models=MappingProxyType(models),
+        generation=generation,
+        judges=judges,
+        conditions=conditions,
+        protocols=protocols,
+        output_dir=output_dir,
+        output_format=fmt,
+        grading=grading,
+        perplexity=perplexity,
+        reference=reference,
     )
 
 
-def _perplexity(table: Any, path: str, resolve: Any, registry: Any,
-                models: Mapping[str, ModelConfig], judges: tuple[str, ...]) -> PerplexityConfig | None:
+def _perplexity(
+    table: Any, path: str, resolve: Any, registry: Any, models: Mapping[str, ModelConfig], judges: tuple[str, ...]
+) -> PerplexityConfig | None:
     if table is None:
         return None
     r = _Reader(table, "perplexity", path)
@@ -639,21 +672,33 @@ def _perplexity(table: Any, path: str, resolve: Any, registry: Any,
 
         served = [s for s in scorers or judges if not is_in_process(models[s].backend)]
         if served:
-            raise r.error("prompt", f"'chat' needs in-process models, but {served[0]!r} is served over HTTP "
-                          f"(backend {models[served[0]].backend}), where the chat template is not visible; "
-                          "use 'raw' or 'auto'")
+            raise r.error(
+                "prompt",
+                f"'chat' needs in-process models, but {served[0]!r} is served over HTTP "
+                f"(backend {models[served[0]].backend}), where the chat template is not visible; "
+                "use 'raw' or 'auto'",
+            )
     return PerplexityConfig(scorers=scorers, responses=responses, generators=generators, prompt=prompt)
 
 
-def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], protocols: tuple[ProtocolConfig, ...],
-               grading: GradingConfig | None) -> ReferenceConfig | None:
+def _reference(
+    table: Any,
+    path: str,
+    resolve: Any,
+    judges: tuple[str, ...],
+    protocols: tuple[ProtocolConfig, ...],
+    grading: GradingConfig | None,
+) -> ReferenceConfig | None:
     if table is None:
         return None
     r = _Reader(table, "reference", path)
     jury = resolve(r, "jury", r.strings("jury"))
     if "keep_related" in table:
-        raise r.error("keep_related", "relatives vote by default now, as in paper 002 (§2.4): drop the key, or "
-                      "set exclude_related = true for the variant without them")
+        raise r.error(
+            "keep_related",
+            "relatives vote by default now, as in paper 002 (§2.4): drop the key, or "
+            "set exclude_related = true for the variant without them",
+        )
     exclude_related = r.get("exclude_related", bool, False)
     r.finish(("jury", "exclude_related"))
     if len(jury) < 2:
@@ -662,10 +707,9 @@ def _reference(table: Any, path: str, resolve: Any, judges: tuple[str, ...], pro
     if outside:
         raise r.error("jury", f"{outside[0]!r} is not one of judging.judges: a juror votes with its own rubric verdicts")
     if not any(p.protocol == "rubric" for p in protocols):
-        raise r.error("jury", "a jury votes on rubric verdicts: add a [[judging.protocols]] with protocol = \"rubric\"")
+        raise r.error("jury", 'a jury votes on rubric verdicts: add a [[judging.protocols]] with protocol = "rubric"')
     if grading is not None and "ifeval" in ((grading.task,) if grading.task else tuple(grading.tasks.values())):
-        raise r.error("jury", "[grading] ifeval already makes the rubric reference (from the instructions): "
-                      "use one of the two")
+        raise r.error("jury", "[grading] ifeval already makes the rubric reference (from the instructions): use one of the two")
     return ReferenceConfig(jury=jury, exclude_related=exclude_related)
 
 
@@ -687,6 +731,7 @@ def _grading(table: Any, path: str) -> GradingConfig | None:
 
 def _resolve_args(config: ProtocolConfig, registry: Any) -> ProtocolConfig:
     """Registry ids for the generator names in ``generators`` and explicit ``pairs``."""
+
     def one(name: str) -> str:
         return registry.resolve(name) if registry.knows(name) else name
 
@@ -707,8 +752,7 @@ def task_protocol(config: ProtocolConfig) -> str:
     return config.protocol
 
 
-def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[ConditionConfig, ...],
-                   where: str) -> None:
+def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[ConditionConfig, ...], where: str) -> None:
     from nepotism.judging import normalise_options
 
     seen: dict[tuple[str, str, str], tuple[int, dict[str, Any]]] = {}
@@ -731,8 +775,14 @@ def _check_options(protocols: tuple[ProtocolConfig, ...], conditions: tuple[Cond
             _check_distinct_ids(seen, i, proto, cond, normalised, where)
 
 
-def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, Any]]], i: int, proto: ProtocolConfig,
-                        cond: ConditionConfig, normalised: dict[str, Any], where: str) -> None:
+def _check_distinct_ids(
+    seen: dict[tuple[str, str, str], tuple[int, dict[str, Any]]],
+    i: int,
+    proto: ProtocolConfig,
+    cond: ConditionConfig,
+    normalised: dict[str, Any],
+    where: str,
+) -> None:
     """Refuse a second ``[[judging.protocols]]`` entry whose judgments would take the ids of an
     earlier one's while asking something else: a judgment's id names the protocol, the template
     and the options that change the prompt or how the answer is read (`judging.template_id_of`),
@@ -753,8 +803,10 @@ def _check_distinct_ids(seen: dict[tuple[str, str, str], tuple[int, dict[str, An
             f"judging.protocols[{first}] and [{i}] plan the same {task_protocol(proto)!r} judgments (same template "
             f"{template!r}, condition {cond.name!r}) but differ in {', '.join(differ)}: their judgments would share "
             f"ids and one would overwrite the other. Make the variants conditions instead, e.g. "
-            f"conditions = [\"default\", {{ name = \"variant\", options = {{ {differ[0]} = ... }} }}]",
-            path=where, field=f"judging.protocols[{i}].options")
+            f'conditions = ["default", {{ name = "variant", options = {{ {differ[0]} = ... }} }}]',
+            path=where,
+            field=f"judging.protocols[{i}].options",
+        )
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

@@ -41,5 +41,7 @@ def require(extra: str, *, purpose: str) -> None:
     """Raise `MissingExtra` (one line: what needs it, what is missing, the install command)."""
     absent = missing(extra)
     if absent:
-        raise MissingExtra(f"{purpose} needs the '{extra}' extra, which is not installed (missing: "
-                           f"{', '.join(absent)}): pip install 'nepotism[{extra}]'")
+        raise MissingExtra(
+            f"{purpose} needs the '{extra}' extra, which is not installed (missing: "
+            f"{', '.join(absent)}): pip install 'nepotism[{extra}]'"
+        )

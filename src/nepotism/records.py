@@ -43,9 +43,21 @@ JUDGMENT_STATUSES = ("parsed", "unparsed", "failed")
 #: A failed judgment's reason is the call's error class (``timeout``, ``http_5xx:503``, ...), or
 #: ``generation:<error class>`` when a response it would show could not be generated.
 UNPARSED_REASONS = (
-    "empty_reply", "no_verdict", "quoted_only", "conflicting", "invalid_verdict", "negated", "unfinished_reasoning",
-    "no_list", "misnumbered", "too_many_entries", "too_few_entries",
-    "no_label_logprobs", "tied_labels", "low_label_mass", "no_label_marker",
+    "empty_reply",
+    "no_verdict",
+    "quoted_only",
+    "conflicting",
+    "invalid_verdict",
+    "negated",
+    "unfinished_reasoning",
+    "no_list",
+    "misnumbered",
+    "too_many_entries",
+    "too_few_entries",
+    "no_label_logprobs",
+    "tied_labels",
+    "low_label_mass",
+    "no_label_marker",
 )
 PROTOCOLS = ("pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise")
 

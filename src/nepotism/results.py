@@ -64,7 +64,6 @@ VERDICT_RUNGS = ("matched", "reference", "alone")
 VERDICT_STATUSES = ("measured", "too-little-data", "not-measurable")
 
 
-
 def _number(value: Any, name: str) -> float | int | None:
     if value is None:
         return None
@@ -167,8 +166,7 @@ class Record:
         return {k: values[k] for k in self.keys if k in values}
 
 
-def new_record(metric: str, judge: Any = None, condition: Any = None, estimate: Any = None, /,
-               **fields: Any) -> dict[str, Any]:
+def new_record(metric: str, judge: Any = None, condition: Any = None, estimate: Any = None, /, **fields: Any) -> dict[str, Any]:
     """A result record as the analyses emit it: ``metric``, ``judge`` (then ``judge_id`` when given),
     ``condition``, ``generator``, ``pair`` and ``scope`` (None unless given), ``variant`` ({} unless
     given), the other ``fields`` in their order, then the estimate's fields when an ``estimate`` (an
@@ -192,15 +190,26 @@ def record_key(record: Record | Mapping[str, Any]) -> str:
     """A short stable name for a record: the first 12 hex digits of SHA-256 over what it measures
     (metric, judge, condition, scope, generator, pair, variant), the same for a `Record` and its dict."""
     if isinstance(record, Record):
-        parts: dict[str, Any] = {"metric": record.metric, "judge": record.judge, "condition": record.condition,
-                                 "scope": record.scope, "generator": record.generator,
-                                 "pair": list(record.pair) if record.pair is not None else None,
-                                 "variant": dict(record.variant)}
+        parts: dict[str, Any] = {
+            "metric": record.metric,
+            "judge": record.judge,
+            "condition": record.condition,
+            "scope": record.scope,
+            "generator": record.generator,
+            "pair": list(record.pair) if record.pair is not None else None,
+            "variant": dict(record.variant),
+        }
     else:
         pair = record.get("pair")
-        parts = {"metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
-                 "scope": record.get("scope"), "generator": record.get("generator"),
-                 "pair": list(pair) if pair is not None else None, "variant": dict(record.get("variant") or {})}
+        parts = {
+            "metric": record.get("metric"),
+            "judge": record.get("judge"),
+            "condition": record.get("condition"),
+            "scope": record.get("scope"),
+            "generator": record.get("generator"),
+            "pair": list(pair) if pair is not None else None,
+            "variant": dict(record.get("variant") or {}),
+        }
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
@@ -290,9 +299,14 @@ class Verdict:
 class Results(Sequence[Record]):
     """The records of one audit (a read-only sequence of `Record`), with the audit's summary."""
 
-    def __init__(self, records: Iterable[Record | Mapping[str, Any]] = (), *,
-                 summary: Mapping[str, Any] | None = None, findings: Sequence[str] = (),
-                 verdicts: Iterable[Verdict | Mapping[str, Any]] = ()):
+    def __init__(
+        self,
+        records: Iterable[Record | Mapping[str, Any]] = (),
+        *,
+        summary: Mapping[str, Any] | None = None,
+        findings: Sequence[str] = (),
+        verdicts: Iterable[Verdict | Mapping[str, Any]] = (),
+    ):
         self._given = list(records)
         self._typed: tuple[Record, ...] | None = None
         self.summary: dict[str, Any] = dict(summary or {})
@@ -312,8 +326,7 @@ class Results(Sequence[Record]):
 
     def __getitem__(self, index: int | slice) -> Record | Results:
         if isinstance(index, slice):
-            return Results(self._records[index], summary=self.summary, findings=self.findings,
-                           verdicts=self.verdicts)
+            return Results(self._records[index], summary=self.summary, findings=self.findings, verdicts=self.verdicts)
         return self._records[index]
 
     def __len__(self) -> int:
@@ -333,17 +346,22 @@ class Results(Sequence[Record]):
         metrics = sorted({r.metric for r in self._records})
         return f"Results({len(self)} records: {', '.join(metrics[:6])}{', ...' if len(metrics) > 6 else ''})"
 
-    def select(self, metric: str | Iterable[str] | None = None, *, scope: str | Iterable[str] | None = None,
-               judge: str | Iterable[str] | None = None, condition: str | Iterable[str] | None = None,
-               **variant: Any) -> Results:
+    def select(
+        self,
+        metric: str | Iterable[str] | None = None,
+        *,
+        scope: str | Iterable[str] | None = None,
+        judge: str | Iterable[str] | None = None,
+        condition: str | Iterable[str] | None = None,
+        **variant: Any,
+    ) -> Results:
         """The records matching every criterion given (a value, or several to accept any of them);
         other keywords match variant fields, e.g. ``select(metric="win-rate", ties="half")``."""
 
         def accepted(wanted: str | Iterable[str] | None) -> set[str] | None:
             return None if wanted is None else ({wanted} if isinstance(wanted, str) else set(wanted))
 
-        tests = {"metric": accepted(metric), "scope": accepted(scope), "judge": accepted(judge),
-                 "condition": accepted(condition)}
+        tests = {"metric": accepted(metric), "scope": accepted(scope), "judge": accepted(judge), "condition": accepted(condition)}
         out = []
         for record in self._records:
             if any(allowed is not None and getattr(record, name) not in allowed for name, allowed in tests.items()):
@@ -381,8 +399,13 @@ class Results(Sequence[Record]):
     def document(self) -> dict[str, Any]:
         """The results document as a dict: ``{"schema_version", "summary", "findings", "verdicts",
         "results"}`` (what `to_json` writes and `from_document` reads)."""
-        return {"schema_version": SCHEMA_VERSION, "summary": self.summary, "findings": self.findings,
-                "verdicts": [v.to_dict() for v in self.verdicts], "results": self.to_dicts()}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "summary": self.summary,
+            "findings": self.findings,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "results": self.to_dicts(),
+        }
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The one results document every command writes (`document`) as JSON, keys sorted: what
@@ -404,8 +427,9 @@ class Results(Sequence[Record]):
             raise ValueError(_old_shape(document))
         version = document.get("schema_version")
         if version not in _READABLE_VERSIONS:
-            raise ValueError(f"schema_version {version!r} is not one this nepotism reads "
-                             f"({', '.join(map(str, _READABLE_VERSIONS))})")
+            raise ValueError(
+                f"schema_version {version!r} is not one this nepotism reads ({', '.join(map(str, _READABLE_VERSIONS))})"
+            )
         results = document.get("results")
         if not isinstance(results, list):
             raise ValueError("'results' must be a list of records")
@@ -415,14 +439,15 @@ class Results(Sequence[Record]):
         verdicts = document.get("verdicts") or []
         if not isinstance(verdicts, list):
             raise ValueError("'verdicts' must be a list")
-        return cls(results, summary=summary, findings=[str(x) for x in document.get("findings") or []],
-                   verdicts=verdicts)
+        return cls(results, summary=summary, findings=[str(x) for x in document.get("findings") or []], verdicts=verdicts)
 
 
 #: The commands that write a results document, for the message refusing an older shape.
-_WRITERS = ("`nepotism metrics ... --json`, `nepotism mitigate EXPERIMENT --json` (or its output folder's "
-            "mitigations.json), `nepotism leakage run`'s results.json, `nepotism leakage audit ... --json`, "
-            "`nepotism report`'s results.json")
+_WRITERS = (
+    "`nepotism metrics ... --json`, `nepotism mitigate EXPERIMENT --json` (or its output folder's "
+    "mitigations.json), `nepotism leakage run`'s results.json, `nepotism leakage audit ... --json`, "
+    "`nepotism report`'s results.json"
+)
 
 
 def _old_shape(document: Any) -> str:
@@ -430,12 +455,16 @@ def _old_shape(document: Any) -> str:
     if isinstance(document, list):
         what = "a bare list of result records (what `nepotism metrics --json` printed before results documents)"
     elif isinstance(document, Mapping) and isinstance(document.get("records"), list):
-        what = ("a {summary, records} document (what `nepotism mitigate --json` and `nepotism leakage run` wrote "
-                "before results documents)")
+        what = (
+            "a {summary, records} document (what `nepotism mitigate --json` and `nepotism leakage run` wrote "
+            "before results documents)"
+        )
     else:
         what = "not a results document"
-    return (f"{what}; a results document has a schema_version, a summary and a 'results' list: run the command "
-            f"that made it again with this nepotism ({_WRITERS})")
+    return (
+        f"{what}; a results document has a schema_version, a summary and a 'results' list: run the command "
+        f"that made it again with this nepotism ({_WRITERS})"
+    )
 
 
 #: The fields `new_record` sets from its arguments, which an agreement entry's numbers never replace.
@@ -457,25 +486,37 @@ def _agreement_results(document: Mapping[str, Any]) -> Results:
 
     records = []
     overall = document.get("overall") or {}
-    for key, metric, name in (("percent_agreement", "annotator-agreement", "percent agreement"),
-                              ("fleiss_kappa", "annotator-kappa", "Fleiss' kappa"),
-                              ("krippendorff_alpha", "annotator-kappa", "Krippendorff's alpha")):
+    for key, metric, name in (
+        ("percent_agreement", "annotator-agreement", "percent agreement"),
+        ("fleiss_kappa", "annotator-kappa", "Fleiss' kappa"),
+        ("krippendorff_alpha", "annotator-kappa", "Krippendorff's alpha"),
+    ):
         if isinstance(overall.get(key), Mapping):
             records.append(record(metric, overall[key], statistic=name, between="all annotators"))
     for pair in document.get("pairs") or []:
         between = " vs ".join(map(str, pair.get("annotators") or []))
         if isinstance(pair.get("agreement"), Mapping):
-            records.append(record("annotator-agreement", pair["agreement"], statistic="percent agreement",
-                                  between=between))
+            records.append(record("annotator-agreement", pair["agreement"], statistic="percent agreement", between=between))
         if isinstance(pair.get("cohen_kappa"), Mapping):
             records.append(record("annotator-kappa", pair["cohen_kappa"], statistic="Cohen's kappa", between=between))
     for judge, entry in (document.get("judges") or {}).items():
         if isinstance(entry.get("agreement"), Mapping):
-            records.append(record("judge-human-agreement", entry["agreement"], judge=str(judge),
-                                  statistic="agreement with the human majority"))
+            records.append(
+                record(
+                    "judge-human-agreement", entry["agreement"], judge=str(judge), statistic="agreement with the human majority"
+                )
+            )
         if isinstance(entry.get("cohen_kappa"), Mapping):
-            records.append(record("judge-human-kappa", entry["cohen_kappa"], judge=str(judge),
-                                  statistic="Cohen's kappa with the human majority"))
-    summary = {"collection": collection, "items": document.get("n_items"), "annotators": document.get("annotators"),
-               "majority": document.get("majority"), "judgment_rows_unmatched": document.get("judgment_rows_unmatched")}
+            records.append(
+                record(
+                    "judge-human-kappa", entry["cohen_kappa"], judge=str(judge), statistic="Cohen's kappa with the human majority"
+                )
+            )
+    summary = {
+        "collection": collection,
+        "items": document.get("n_items"),
+        "annotators": document.get("annotators"),
+        "majority": document.get("majority"),
+        "judgment_rows_unmatched": document.get("judgment_rows_unmatched"),
+    }
     return Results(records, summary={k: v for k, v in summary.items() if v is not None})

@@ -42,9 +42,16 @@ class RunFolder:
     results: Mapping[str, Path] = field(default_factory=dict)  # result-record files by kind
 
 
-def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables: Mapping[str, str],
-                   references: Mapping[str, str], registry_files: Sequence[str],
-                   results: Mapping[str, str] | None = None) -> Path:
+def write_manifest(
+    out_dir: str | Path,
+    *,
+    experiment: str,
+    run_id: str,
+    tables: Mapping[str, str],
+    references: Mapping[str, str],
+    registry_files: Sequence[str],
+    results: Mapping[str, str] | None = None,
+) -> Path:
     """Copy the registry files into ``out_dir/models/`` and write ``run.json`` (atomically); every
     file listed (tables, references, results) must be inside ``out_dir``."""
     out = Path(out_dir)
@@ -58,8 +65,14 @@ def write_manifest(out_dir: str | Path, *, experiment: str, run_id: str, tables:
     def relative(files: Mapping[str, str]) -> dict[str, str]:
         return {kind: Path(p).resolve().relative_to(out.resolve()).as_posix() for kind, p in sorted(files.items())}
 
-    document = {"schema_version": _VERSION, "experiment": experiment, "run_id": run_id,
-                "tables": relative(tables), "references": relative(references), "models": models}
+    document = {
+        "schema_version": _VERSION,
+        "experiment": experiment,
+        "run_id": run_id,
+        "tables": relative(tables),
+        "references": relative(references),
+        "models": models,
+    }
     if results:
         document["results"] = relative(results)
     return atomic_write_bytes(out / MANIFEST, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
@@ -74,23 +87,27 @@ def check_output_dir(out_dir: str | Path) -> None:
     exports, and a run refused later (bad input) leaves no empty folder."""
     out = Path(out_dir)
     if out.is_symlink() and not out.exists():
-        raise InputError(f"the output folder is a symbolic link to {os.readlink(out)}, which does not exist; "
-                         "create that folder or point output.dir elsewhere", path=str(out), field="output.dir")
+        raise InputError(
+            f"the output folder is a symbolic link to {os.readlink(out)}, which does not exist; "
+            "create that folder or point output.dir elsewhere",
+            path=str(out),
+            field="output.dir",
+        )
     if out.exists() and not out.is_dir():
         raise InputError("the output folder's name is taken by a file", path=str(out), field="output.dir")
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise InputError(f"the output folder cannot be created: {existing} is a file", path=str(out),
-                         field="output.dir")
+        raise InputError(f"the output folder cannot be created: {existing} is a file", path=str(out), field="output.dir")
     try:
         fd, probe = tempfile.mkstemp(prefix=".nepotism-write-check.", dir=existing)
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise InputError(f"the output folder cannot be written ({err.strerror or err})", path=str(out),
-                         field="output.dir") from None
+        raise InputError(
+            f"the output folder cannot be written ({err.strerror or err})", path=str(out), field="output.dir"
+        ) from None
 
 
 def is_run_folder(path: str | Path) -> bool:
@@ -102,15 +119,18 @@ def read_manifest(path: str | Path) -> RunFolder:
     folder = Path(path)
     manifest = folder / MANIFEST
     if not manifest.is_file():
-        raise InputError(f"a folder given as input must be a run's output folder with {MANIFEST}; pass the "
-                         "table files instead", path=str(folder))
+        raise InputError(
+            f"a folder given as input must be a run's output folder with {MANIFEST}; pass the table files instead",
+            path=str(folder),
+        )
     try:
         document = parse_json_line(manifest.read_text(encoding="utf-8-sig"), str(manifest), None)
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"not readable ({err})", path=str(manifest)) from None
     if not isinstance(document, dict) or document.get("schema_version") != _VERSION:
-        raise InputError(f"unknown manifest version (this nepotism reads version {_VERSION})", path=str(manifest),
-                         field="schema_version")
+        raise InputError(
+            f"unknown manifest version (this nepotism reads version {_VERSION})", path=str(manifest), field="schema_version"
+        )
 
     def files(field: str) -> dict[str, Path]:
         entries = document.get(field, {})
@@ -120,14 +140,18 @@ def read_manifest(path: str | Path) -> RunFolder:
         for kind, name in entries.items():
             target = folder / str(name)
             if not target.is_file():
-                raise InputError(f"{MANIFEST} lists {name}, which is missing", path=str(manifest),
-                                 field=f"{field}.{kind}")
+                raise InputError(f"{MANIFEST} lists {name}, which is missing", path=str(manifest), field=f"{field}.{kind}")
             out[str(kind)] = target
         return out
 
     models = document.get("models", [])
     if not isinstance(models, list) or not all((folder / str(m)).is_file() for m in models):
         raise InputError("a listed registry file is missing", path=str(manifest), field="models")
-    return RunFolder(path=folder, tables=files("tables"), references=files("references"),
-                     models=tuple(folder / str(m) for m in models), experiment=str(document.get("experiment", "")),
-                     results=files("results"))
+    return RunFolder(
+        path=folder,
+        tables=files("tables"),
+        references=files("references"),
+        models=tuple(folder / str(m) for m in models),
+        experiment=str(document.get("experiment", "")),
+        results=files("results"),
+    )

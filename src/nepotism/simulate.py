@@ -58,9 +58,16 @@ class SimulationSpec:
 
     judges: tuple[str, ...] = ("judge-a", "judge-b")
     generators: tuple[str, ...] = ("judge-a", "judge-b", "student-a", "student-b", "other-1", "other-2")
-    families: dict[str, str] = field(default_factory=lambda: {"judge-a": "fam-a", "judge-b": "fam-b",
-                                                    "other-1": "fam-o1", "other-2": "fam-o2",
-                                                    "student-a": "fam-sa", "student-b": "fam-sb"})
+    families: dict[str, str] = field(
+        default_factory=lambda: {
+            "judge-a": "fam-a",
+            "judge-b": "fam-b",
+            "other-1": "fam-o1",
+            "other-2": "fam-o2",
+            "student-a": "fam-sa",
+            "student-b": "fam-sb",
+        }
+    )
     students: dict[str, str] = field(default_factory=lambda: {"student-a": "judge-a", "student-b": "judge-b"})
     ability: dict[str, float] = field(default_factory=dict)
     n_instances: int = 200
@@ -99,8 +106,12 @@ class SimulationSpec:
         relation = self.relation(judge, candidate)
         if relation is None:
             return 0.0
-        default = {"self": self.self_bias, "student": self.student_bias, "teacher": self.teacher_bias,
-                   "family": self.family_bias}[relation]
+        default = {
+            "self": self.self_bias,
+            "student": self.student_bias,
+            "teacher": self.teacher_bias,
+            "family": self.family_bias,
+        }[relation]
         return float(self.judge_bias.get(judge, {}).get(relation, default))
 
     def slope(self, judge: str) -> float:
@@ -163,8 +174,9 @@ class SimulationSpec:
         win, _ = self._aggregated(judge, x, y, d)
         return float(np.sum(w * win))
 
-    def truth_matched_bias(self, judge: str, related: str, other: str, references: Iterable[str], *,
-                           given: str | None = None) -> float:
+    def truth_matched_bias(
+        self, judge: str, related: str, other: str, references: Iterable[str], *, given: str | None = None
+    ) -> float:
         """E[judge's score for ``related`` vs ``other`` − mean reference judges' score] (`matched-bias` of one pair)."""
         mine = self.truth_win_score(judge, related, other, given=given)
         theirs = [self.truth_win_score(k, related, other, given=given) for k in references]
@@ -190,8 +202,9 @@ class Simulation:
     pointwise: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _pairwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
-              ids: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _pairwise(
+    spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, ids: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     index = {g: i for i, g in enumerate(spec.generators)}
     pairs = spec.pair_list()
     judges = list(spec.judges)
@@ -211,19 +224,25 @@ def _pairwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
     shape = (n_p, n_j, 2, n_i)
     first = np.broadcast_to(np.stack([xs, ys], axis=1)[:, None, :, None], shape)
     second = np.broadcast_to(np.stack([ys, xs], axis=1)[:, None, :, None], shape)
-    frame = pd.DataFrame({
-        "instance_id": np.broadcast_to(ids, shape).ravel(),
-        "judge": np.broadcast_to(np.array(judges, dtype=object)[None, :, None, None], shape).ravel(),
-        "model_a": first.ravel(), "model_b": second.ravel(), "verdict": verdict.ravel(),
-    })
+    frame = pd.DataFrame(
+        {
+            "instance_id": np.broadcast_to(ids, shape).ravel(),
+            "judge": np.broadcast_to(np.array(judges, dtype=object)[None, :, None, None], shape).ravel(),
+            "model_a": first.ravel(),
+            "model_b": second.ravel(),
+            "verdict": verdict.ravel(),
+        }
+    )
     winner = np.where(d > 0, xs[:, None], np.where(d < 0, ys[:, None], "tie"))
-    refs = pd.DataFrame({"instance_id": np.tile(ids, n_p), "model_a": np.repeat(xs, n_i),
-                         "model_b": np.repeat(ys, n_i), "winner": winner.ravel()})
+    refs = pd.DataFrame(
+        {"instance_id": np.tile(ids, n_p), "model_a": np.repeat(xs, n_i), "model_b": np.repeat(ys, n_i), "winner": winner.ravel()}
+    )
     return frame, refs
 
 
-def _rubric(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
-            ids: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _rubric(
+    spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, ids: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     n_gen, n_inst = q.shape
     k = spec.n_rubrics
     difficulty = rng.normal(0.0, 1.0, size=(n_inst, k))
@@ -238,22 +257,30 @@ def _rubric(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator,
     rubric_ids = np.array([f"r{j}" for j in range(k)])
     cat = pd.Categorical
     n_j = len(spec.judges)
-    rubric = pd.DataFrame({
-        "instance_id": cat(np.tile(np.repeat(ids, k), n_j * n_gen), categories=ids),
-        "judge": cat(np.repeat(np.array(spec.judges), n_gen * n_inst * k), categories=list(spec.judges)),
-        "model": cat(np.tile(np.repeat(np.array(spec.generators), n_inst * k), n_j),
-                     categories=list(dict.fromkeys(spec.generators))),
-        "rubric_id": cat(np.tile(rubric_ids, n_j * n_gen * n_inst), categories=rubric_ids),
-        "met": judged.ravel(),
-    })
+    rubric = pd.DataFrame(
+        {
+            "instance_id": cat(np.tile(np.repeat(ids, k), n_j * n_gen), categories=ids),
+            "judge": cat(np.repeat(np.array(spec.judges), n_gen * n_inst * k), categories=list(spec.judges)),
+            "model": cat(
+                np.tile(np.repeat(np.array(spec.generators), n_inst * k), n_j), categories=list(dict.fromkeys(spec.generators))
+            ),
+            "rubric_id": cat(np.tile(rubric_ids, n_j * n_gen * n_inst), categories=rubric_ids),
+            "met": judged.ravel(),
+        }
+    )
     rubric["condition"] = "default"
     rubric["replicate"] = 0
     reference = rubric[rubric["judge"] == spec.judges[0]][["instance_id", "model", "rubric_id"]].reset_index(drop=True)
     reference["met"] = truth.ravel()
     points = np.where(rng.random((n_inst, k)) < 0.2, -rng.integers(1, 6, (n_inst, k)), rng.integers(1, 11, (n_inst, k)))
-    items = pd.DataFrame({"instance_id": np.repeat(ids, k), "rubric_id": np.tile(rubric_ids, n_inst),
-                          "text": [f"criterion {j} of length {4 + (j * 7) % 30}" for j in range(k)] * n_inst,
-                          "points": points.ravel().astype(float)})
+    items = pd.DataFrame(
+        {
+            "instance_id": np.repeat(ids, k),
+            "rubric_id": np.tile(rubric_ids, n_inst),
+            "text": [f"criterion {j} of length {4 + (j * 7) % 30}" for j in range(k)] * n_inst,
+            "points": points.ravel().astype(float),
+        }
+    )
     return rubric, reference, items
 
 
@@ -265,16 +292,19 @@ def _pointwise(spec: SimulationSpec, q: np.ndarray, rng: np.random.Generator, id
     bias = np.array([[spec.bias(j, g) for g in gens] for j in judges])[:, :, None]
     score = lenient + slope * q[None] + bias + spec.score_noise * rng.standard_normal((n_j, n_g, n_i))
     shape = (n_j, n_g, n_i)
-    return pd.DataFrame({
-        "instance_id": np.broadcast_to(ids, shape).ravel(),
-        "judge": np.broadcast_to(np.array(judges, dtype=object)[:, None, None], shape).ravel(),
-        "model": np.broadcast_to(np.array(gens, dtype=object)[None, :, None], shape).ravel(),
-        "score": score.ravel(), "condition": "default", "replicate": 0,
-    })
+    return pd.DataFrame(
+        {
+            "instance_id": np.broadcast_to(ids, shape).ravel(),
+            "judge": np.broadcast_to(np.array(judges, dtype=object)[:, None, None], shape).ravel(),
+            "model": np.broadcast_to(np.array(gens, dtype=object)[None, :, None], shape).ravel(),
+            "score": score.ravel(),
+            "condition": "default",
+            "replicate": 0,
+        }
+    )
 
 
-def simulate(spec: SimulationSpec | None = None, *, seed: int = 0,
-             kinds: Collection[str] = ("pairwise", "rubric")) -> Simulation:
+def simulate(spec: SimulationSpec | None = None, *, seed: int = 0, kinds: Collection[str] = ("pairwise", "rubric")) -> Simulation:
     """Draw one study from ``spec``: pairwise (both orders), rubric and/or pointwise judgments with their references."""
     spec = spec or SimulationSpec()
     unknown = set(kinds) - {"pairwise", "rubric", "pointwise"}
@@ -293,15 +323,27 @@ def simulate(spec: SimulationSpec | None = None, *, seed: int = 0,
         rubric, rubric_ref, items = _rubric(spec, q, rng, ids)
     if "pointwise" in kinds:
         pointwise = _pointwise(spec, q, rng, ids)
-    correctness = pd.DataFrame({"instance_id": np.tile(ids, len(spec.generators)),
-                                "model": np.repeat(np.array(spec.generators), spec.n_instances),
-                                "correct": (q > 0).ravel(), "score": q.ravel()})
+    correctness = pd.DataFrame(
+        {
+            "instance_id": np.tile(ids, len(spec.generators)),
+            "model": np.repeat(np.array(spec.generators), spec.n_instances),
+            "correct": (q > 0).ravel(),
+            "score": q.ravel(),
+        }
+    )
     return Simulation(spec, pairwise, preference_ref, correctness, rubric, rubric_ref, items, q, pointwise)
 
 
-def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: dict[str, float] | None = None,
-               sensitivity: dict[str, float] | None = None, tie_rate: float = 0.1, position_bias: float = 0.3,
-               **overrides: Any) -> SimulationSpec:
+def panel_spec(
+    *,
+    n_instances: int = 300,
+    strong_ability: float = 1.0,
+    planted: dict[str, float] | None = None,
+    sensitivity: dict[str, float] | None = None,
+    tie_rate: float = 0.1,
+    position_bias: float = 0.3,
+    **overrides: Any,
+) -> SimulationSpec:
     """A judge panel for checking relatedness-bias metrics against a known truth.
 
     Judges: ``judge-a`` — clean, and its answers (and those of its family member ``cousin-a`` and
@@ -312,18 +354,39 @@ def panel_spec(*, n_instances: int = 300, strong_ability: float = 1.0, planted: 
     ``judge-e`` — a student of ``other-1`` (its ``teacher`` scope). Opponents ``other-1..3`` have
     ability 0. Every judge has sensitivity 1 unless ``sensitivity`` says otherwise.
     """
-    strong = {"judge-a": strong_ability, "cousin-a": strong_ability, "student-a": strong_ability,
-              "judge-b": 0.3, "cousin-b": 0.3, "student-b": 0.3}
-    families = {"judge-a": "fam-a", "cousin-a": "fam-a", "student-a": "fam-sa", "judge-b": "fam-b",
-                "cousin-b": "fam-b", "student-b": "fam-sb", "judge-c": "fam-c", "judge-d": "fam-d",
-                "judge-e": "fam-e", "other-1": "fam-o1", "other-2": "fam-o2", "other-3": "fam-o3"}
+    strong = {
+        "judge-a": strong_ability,
+        "cousin-a": strong_ability,
+        "student-a": strong_ability,
+        "judge-b": 0.3,
+        "cousin-b": 0.3,
+        "student-b": 0.3,
+    }
+    families = {
+        "judge-a": "fam-a",
+        "cousin-a": "fam-a",
+        "student-a": "fam-sa",
+        "judge-b": "fam-b",
+        "cousin-b": "fam-b",
+        "student-b": "fam-sb",
+        "judge-c": "fam-c",
+        "judge-d": "fam-d",
+        "judge-e": "fam-e",
+        "other-1": "fam-o1",
+        "other-2": "fam-o2",
+        "other-3": "fam-o3",
+    }
     settings: dict[str, Any] = dict(
         judges=("judge-a", "judge-b", "judge-c", "judge-d", "judge-e"),
-        generators=("judge-a", "cousin-a", "student-a", "judge-b", "cousin-b", "student-b",
-                    "other-1", "other-2", "other-3"),
-        families=families, students={"student-a": "judge-a", "student-b": "judge-b", "judge-e": "other-1"},
-        ability=strong, n_instances=n_instances, tie_rate=tie_rate, position_bias=position_bias,
-        judge_bias={"judge-b": dict(planted)} if planted else {}, sensitivity=dict(sensitivity or {}),
+        generators=("judge-a", "cousin-a", "student-a", "judge-b", "cousin-b", "student-b", "other-1", "other-2", "other-3"),
+        families=families,
+        students={"student-a": "judge-a", "student-b": "judge-b", "judge-e": "other-1"},
+        ability=strong,
+        n_instances=n_instances,
+        tie_rate=tie_rate,
+        position_bias=position_bias,
+        judge_bias={"judge-b": dict(planted)} if planted else {},
+        sensitivity=dict(sensitivity or {}),
     )
     settings.update(overrides)
     return SimulationSpec(**settings)
@@ -338,9 +401,15 @@ def write_tables(simulation: Simulation, directory: str | os.PathLike[str]) -> d
     from nepotism.tables import write_table
 
     os.makedirs(directory, exist_ok=True)
-    frames = {"pairwise": simulation.pairwise, "pointwise": simulation.pointwise, "rubric": simulation.rubric,
-              "preference-ref": simulation.preference_ref, "correctness-ref": simulation.correctness_ref,
-              "rubric-ref": simulation.rubric_ref, "rubric-items": simulation.rubric_items}
+    frames = {
+        "pairwise": simulation.pairwise,
+        "pointwise": simulation.pointwise,
+        "rubric": simulation.rubric,
+        "preference-ref": simulation.preference_ref,
+        "correctness-ref": simulation.correctness_ref,
+        "rubric-ref": simulation.rubric_ref,
+        "rubric-items": simulation.rubric_items,
+    }
     written: dict[str, str] = {}
     for kind, frame in frames.items():
         if frame is not None and len(frame):

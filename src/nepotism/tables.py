@@ -90,9 +90,23 @@ from nepotism._files import jsonl_rows as _jsonl_rows
 from nepotism.errors import InputError, ValidationError
 
 __all__ = [
-    "JUDGED_KINDS", "KINDS", "PRESENTATIONS", "RUBRIC_SETUPS", "Table", "VERDICT_COLUMN", "columns_of",
-    "detect_kind", "key_columns", "kind_unknown", "parse_json_line", "read_raw", "read_rows", "read_table",
-    "row_keys", "validate", "write_table"
+    "JUDGED_KINDS",
+    "KINDS",
+    "PRESENTATIONS",
+    "RUBRIC_SETUPS",
+    "Table",
+    "VERDICT_COLUMN",
+    "columns_of",
+    "detect_kind",
+    "key_columns",
+    "kind_unknown",
+    "parse_json_line",
+    "read_raw",
+    "read_rows",
+    "read_table",
+    "row_keys",
+    "validate",
+    "write_table",
 ]
 
 #: Optional columns of every judged kind: why a row has no verdict (see `_Validator.verdict_status`).
@@ -100,8 +114,19 @@ _STATUS_COLUMNS = ("status", "reason", "label_mass")
 _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pairwise": (
         ("instance_id", "judge", "model_a", "model_b", "verdict"),
-        ("prob_a", "prob_b", "prob_tie", "condition", "replicate", "category", "perplexity_a", "perplexity_b",
-         "presentation", "reasoning_tokens", *_STATUS_COLUMNS),
+        (
+            "prob_a",
+            "prob_b",
+            "prob_tie",
+            "condition",
+            "replicate",
+            "category",
+            "perplexity_a",
+            "perplexity_b",
+            "presentation",
+            "reasoning_tokens",
+            *_STATUS_COLUMNS,
+        ),
     ),
     "pointwise": (
         ("instance_id", "judge", "model", "score"),
@@ -124,16 +149,23 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "rubric-ref": (("instance_id", "model", "rubric_id", "met"), ()),
     "rubric-labels": (("instance_id", "model", "rubric_id", "met", "annotator"), ("category",)),
     "rubric-items": (("instance_id", "rubric_id", "text", "points"), ("category",)),
-    "perplexity": (("instance_id", "scorer", "model", "perplexity"), ("log_perplexity", "tokens", "status", "reason",
-                                                                      "category")),
+    "perplexity": (
+        ("instance_id", "scorer", "model", "perplexity"),
+        ("log_perplexity", "tokens", "status", "reason", "category"),
+    ),
 }
 KINDS = tuple(_COLUMNS)
 _KNOWN_COLUMNS = frozenset(c for required, optional in _COLUMNS.values() for c in (*required, *optional))
 #: the table kinds whose rows are judgments (the others are references)
 JUDGED_KINDS = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 #: The column holding each judged kind's verdict (empty = no verdict).
-VERDICT_COLUMN = {"pairwise": "verdict", "pointwise": "score", "rubric": "met", "recognition": "claimed",
-                  "recognition-pairwise": "choice"}
+VERDICT_COLUMN = {
+    "pairwise": "verdict",
+    "pointwise": "score",
+    "rubric": "met",
+    "recognition": "claimed",
+    "recognition-pairwise": "choice",
+}
 _KEYS = {
     "pairwise": ("instance_id", "judge", "model_a", "model_b", "condition", "replicate"),
     "pointwise": ("instance_id", "judge", "model", "condition", "replicate"),
@@ -203,8 +235,7 @@ def detect_kind(columns: Iterable[str]) -> str | None:
         fits = [k for k in JUDGED_KINDS if set(_COLUMNS[k][0]) <= cols]
         if len(fits) > 1:
             raise InputError(
-                f"columns fit several kinds ({', '.join(fits)}); one file holds one kind — "
-                "split it or pass --kind",
+                f"columns fit several kinds ({', '.join(fits)}); one file holds one kind — split it or pass --kind",
                 field="columns",
             )
         return fits[0] if fits else None
@@ -240,8 +271,9 @@ def kind_unknown(columns: Iterable[str]) -> tuple[str, str | None]:
     if not near:
         return message, None
     best = [entry for entry in sorted(near) if entry[:2] == min(near)[:2]]
-    needs = "; ".join(f"a {kind} table needs " + ", ".join(" or ".join(f"'{c}'" for c in one) for one in need)
-                      for _, _, kind, need in best)
+    needs = "; ".join(
+        f"a {kind} table needs " + ", ".join(" or ".join(f"'{c}'" for c in one) for one in need) for _, _, kind, need in best
+    )
     column = None  # named as the field when one kind is nearest and it lacks one column
     if len(best) == 1 and len(best[0][3]) == 1 and len(best[0][3][0]) == 1:
         column = best[0][3][0][0]
@@ -257,8 +289,12 @@ def _refuse_nan(pairs: list[tuple[int, dict[str, Any]]], path: Path) -> None:
     for line, row in pairs:
         for key, value in row.items():
             if type(value) is float and value != value:
-                raise InputError("'NaN' is not a finite number (NaN and infinities are not values; "
-                                 "write null for no value)", path=str(path), line=line, field=key)
+                raise InputError(
+                    "'NaN' is not a finite number (NaN and infinities are not values; write null for no value)",
+                    path=str(path),
+                    line=line,
+                    field=key,
+                )
 
 
 def _refuse_parquet_nan(table: Any, path: Path) -> None:
@@ -271,8 +307,12 @@ def _refuse_parquet_nan(table: Any, path: Path) -> None:
     for name, column in zip(table.column_names, table.columns):
         if name in _KNOWN_COLUMNS and pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
             row = int(pc.index(pc.fill_null(pc.is_nan(column), False), True).as_py())
-            raise InputError("'NaN' is not a finite number (NaN and infinities are not values; write null for no "
-                             "value)", path=str(path), line=row + 1, field=name)
+            raise InputError(
+                "'NaN' is not a finite number (NaN and infinities are not values; write null for no value)",
+                path=str(path),
+                line=row + 1,
+                field=name,
+            )
 
 
 def _refuse_repeated_columns(names: list[str], path: Path, line: int | None) -> None:
@@ -308,8 +348,12 @@ def _refuse_long_parquet_cells(table: Any, path: Path) -> None:
             if dictionary and pc.any(long).as_py():
                 long = pc.fill_null(pc.array_take(long, chunk.indices), False)
             if pc.any(long).as_py():
-                raise InputError(f"a value longer than {cell:,} characters ({input_limits.raise_with('cell')})",
-                                 path=str(path), line=start + int(pc.index(long, True).as_py()) + 1, field=name)
+                raise InputError(
+                    f"a value longer than {cell:,} characters ({input_limits.raise_with('cell')})",
+                    path=str(path),
+                    line=start + int(pc.index(long, True).as_py()) + 1,
+                    field=name,
+                )
             start += len(chunk)
 
 
@@ -359,7 +403,10 @@ def read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
                             raise InputError(
                                 f"the header is one column holding '{sep}': the file looks {what}-separated "
                                 "(a spreadsheet's regional export?); save it as comma-separated CSV"
-                                + ("" if sep == ";" else ", or name it .tsv"), path=str(path), line=1)
+                                + ("" if sep == ";" else ", or name it .tsv"),
+                                path=str(path),
+                                line=1,
+                            )
                 rows, lines = [], []
                 started = reader.line_num + 1  # where the record being read began
                 for record in reader:
@@ -378,8 +425,11 @@ def read_raw(path: Path) -> tuple[pd.DataFrame, Callable[[int], int]]:
         except csv.Error as err:
             line = started if reader is not None and reader.line_num else 1
             if "field larger than field limit" in str(err):
-                raise InputError(f"a cell longer than {cell:,} characters (a broken quote? "
-                                 f"{input_limits.raise_with('cell')})", path=str(path), line=line) from None
+                raise InputError(
+                    f"a cell longer than {cell:,} characters (a broken quote? {input_limits.raise_with('cell')})",
+                    path=str(path),
+                    line=line,
+                ) from None
             raise InputError(f"not readable as CSV ({err})", path=str(path), line=line) from None
         except (UnicodeDecodeError, OSError, EOFError, zlib.error) as err:
             raise unreadable(path, err, "CSV") from None
@@ -468,8 +518,9 @@ def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Tabl
     frame, line_of = read_raw(path)
     if len(frame) == 0:  # an audit of nothing is an input error, not an empty report
         header = _base_suffix(path) in (".csv", ".tsv")
-        raise InputError("the table has no rows" + (" (only a header)" if header else ""), path=str(path),
-                         line=2 if header else 1)
+        raise InputError(
+            "the table has no rows" + (" (only a header)" if header else ""), path=str(path), line=2 if header else 1
+        )
     if _base_suffix(path) in (".jsonl", ".ndjson"):
         _check_jsonl_kinds(frame, line_of, path)
     if kind is not None and kind not in KINDS:
@@ -481,8 +532,7 @@ def read_table(path: str | os.PathLike[str], *, kind: str | None = None) -> Tabl
             raise InputError(err.message, path=str(path), line=1, field=err.field) from None
         if kind is None:
             message, column = kind_unknown(frame.columns)
-            raise InputError(f"{message}; see the formats in the README or pass --kind", path=str(path), line=1,
-                             field=column)
+            raise InputError(f"{message}; see the formats in the README or pass --kind", path=str(path), line=1, field=column)
     return _validated(frame, kind, str(path), line_of)
 
 
@@ -572,8 +622,11 @@ def row_keys(columns: list[np.ndarray | pd.Series]) -> np.ndarray:
     key = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
     size = 1  # key < size
     for column in columns:
-        codes = column if isinstance(column, np.ndarray) and column.dtype.kind in "iu" \
+        codes = (
+            column
+            if isinstance(column, np.ndarray) and column.dtype.kind in "iu"
             else pd.factorize(column, use_na_sentinel=False)[0]
+        )
         width = int(codes.max()) + 1 if len(codes) else 1
         if size * width >= 2**62:
             key, _ = pd.factorize(key)
@@ -622,8 +675,9 @@ class _Validator:
         if self.kind in VERDICT_COLUMN:
             self.verdict_status()
         self.unique()
-        frame["_line"] = (self.line_of.all(len(frame)) if isinstance(self.line_of, _Lines)
-                          else [self.line_of(i) for i in range(len(frame))])
+        frame["_line"] = (
+            self.line_of.all(len(frame)) if isinstance(self.line_of, _Lines) else [self.line_of(i) for i in range(len(frame))]
+        )
         return frame
 
     # ---- cell types
@@ -678,8 +732,11 @@ class _Validator:
             except (TypeError, ValueError):
                 self.fail(i, column, f"'{value}' is not a number")
             if not math.isfinite(number):
-                self.fail(i, column, f"'{value}' is not a finite number (NaN and infinities are "
-                          "not values; leave the cell empty for no value)")
+                self.fail(
+                    i,
+                    column,
+                    f"'{value}' is not a finite number (NaN and infinities are not values; leave the cell empty for no value)",
+                )
             if (low is not None and number < low) or (high is not None and number > high):
                 span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
                 self.fail(i, column, f"{number} is outside {span}")
@@ -701,8 +758,7 @@ class _Validator:
     def integer(self, column: str) -> pd.Series:
         """`counts` with an empty cell as 0, as int64."""
         numbers = self.counts(column).to_numpy(dtype=float)
-        return pd.Series(np.where(np.isnan(numbers), 0.0, numbers).astype(np.int64), index=self.frame.index,
-                         dtype="int64")
+        return pd.Series(np.where(np.isnan(numbers), 0.0, numbers).astype(np.int64), index=self.frame.index, dtype="int64")
 
     def boolean(self, column: str) -> pd.Series:
         out: list[bool | None] = []
@@ -723,7 +779,9 @@ class _Validator:
     def distinct_models(self) -> None:
         same = (self.frame["model_a"] == self.frame["model_b"]).to_numpy()
         if same.any():
-            self.fail(int(np.argmax(same)), "model_b", "model_b is the same as model_a; tag two responses of one model as NAME@tag")
+            self.fail(
+                int(np.argmax(same)), "model_b", "model_b is the same as model_a; tag two responses of one model as NAME@tag"
+            )
 
     def kind_pairwise(self) -> None:
         frame = self.frame
@@ -735,8 +793,7 @@ class _Validator:
             unknown = np.array([bool(u.strip()) and label is None for u, label in zip(uniques, labels)] + [False])
             if unknown[codes].any():
                 row = int(np.argmax(unknown[codes]))
-                self.fail(row, "verdict", f"unknown verdict '{uniques[codes[row]]}': use A, B, tie, or leave empty "
-                          "for unparsed")
+                self.fail(row, "verdict", f"unknown verdict '{uniques[codes[row]]}': use A, B, tie, or leave empty for unparsed")
             frame["verdict"] = pd.Series(np.array(labels + [None], dtype=object)[codes], dtype=object, index=frame.index)
             self._pairwise_numbers()
             return
@@ -767,8 +824,7 @@ class _Validator:
             bad = ~shown.isin(PRESENTATIONS)
             if bad.any():
                 row = int(np.argmax(bad.to_numpy()))
-                self.fail(row, "presentation",
-                          f"presentation '{shown.iloc[row]}' is not one of {', '.join(PRESENTATIONS)}")
+                self.fail(row, "presentation", f"presentation '{shown.iloc[row]}' is not one of {', '.join(PRESENTATIONS)}")
             frame["presentation"] = shown
 
     def kind_recognition(self) -> None:
@@ -848,8 +904,11 @@ class _Validator:
             self.fail(row, "status", f"status '{status.iloc[row]}' is not ok or failed")
         empty = (status == "ok").to_numpy() & frame["perplexity"].isna().to_numpy()
         if empty.any():
-            self.fail(int(np.argmax(empty)), "perplexity", "an ok row needs a perplexity (mark a row without one "
-                      "status=failed with a reason)")
+            self.fail(
+                int(np.argmax(empty)),
+                "perplexity",
+                "an ok row needs a perplexity (mark a row without one status=failed with a reason)",
+            )
         frame["status"] = status
 
     def kind_rubric_items(self) -> None:
@@ -874,8 +933,12 @@ class _Validator:
                 value = table[codes[i]]
                 if unknown[i]:
                     self.fail(i, "status", f"unknown status '{value}': use {', '.join(_STATUSES)}")
-                self.fail(i, "status", f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
-                          f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict")
+                self.fail(
+                    i,
+                    "status",
+                    f"status '{value}' but the {VERDICT_COLUMN[self.kind]} is "
+                    f"{'given' if has[i] else 'empty'}: parsed rows, and only they, carry a verdict",
+                )
             status = table[codes]
         else:
             status = np.array(["unparsed", "parsed"], dtype=object)[np.asarray(has, dtype=np.intp)]  # two str objects, shared
@@ -885,13 +948,11 @@ class _Validator:
             given = reasons != ""
             wrong = given & (status == "parsed")
             if wrong.any():
-                self.fail(int(np.argmax(wrong)), "reason",
-                          "a parsed row has no reason (a reason says why there is no verdict)")
+                self.fail(int(np.argmax(wrong)), "reason", "a parsed row has no reason (a reason says why there is no verdict)")
             frame["reason"] = pd.Series(np.where(given, reasons, None), dtype=object, index=frame.index)
         else:
             frame["reason"] = pd.Series(np.full(len(frame), None, dtype=object), dtype=object, index=frame.index)
-        frame["label_mass"] = (self.number("label_mass", allow_empty=True, low=0.0, high=1.0)
-                               if "label_mass" in frame else np.nan)
+        frame["label_mass"] = self.number("label_mass", allow_empty=True, low=0.0, high=1.0) if "label_mass" in frame else np.nan
 
     def unique(self) -> None:
         keys = [k for k in _KEYS[self.kind] if k in self.frame]
@@ -903,8 +964,7 @@ class _Validator:
             self.fail(
                 row,
                 ",".join(keys),
-                f"duplicate row: the same ({', '.join(keys)}) as {'line' if self.path else 'row'} "
-                f"{self.line_of(int(first))}",
+                f"duplicate row: the same ({', '.join(keys)}) as {'line' if self.path else 'row'} {self.line_of(int(first))}",
             )
 
 

@@ -70,8 +70,9 @@ def decide(counts: Any, *, rule: str = "plurality", split: str = "undecided", ti
     return out
 
 
-def decide_one(votes: Mapping[Hashable, float], *, rule: str = "plurality", split: str = "undecided",
-               tie: Hashable | None = None) -> Hashable | None:
+def decide_one(
+    votes: Mapping[Hashable, float], *, rule: str = "plurality", split: str = "undecided", tie: Hashable | None = None
+) -> Hashable | None:
     """`decide` for one item whose votes are a mapping option → weight (a `Counter`); None = undecided.
 
     >>> decide_one({"A": 2, "B": 1}), decide_one({"A": 1, "B": 1}), decide_one({"A": 1, "B": 1}, split="tie", tie="tie")
@@ -80,6 +81,7 @@ def decide_one(votes: Mapping[Hashable, float], *, rule: str = "plurality", spli
     options = list(votes)
     if split == "tie" and tie not in options:
         options.append(tie)
-    column = decide([[float(votes.get(o, 0.0)) for o in options]], rule=rule, split=split,
-                    tie=options.index(tie) if split == "tie" else None)[0]
+    column = decide(
+        [[float(votes.get(o, 0.0)) for o in options]], rule=rule, split=split, tie=options.index(tie) if split == "tie" else None
+    )[0]
     return None if column < 0 else options[column]

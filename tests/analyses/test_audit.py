@@ -58,8 +58,14 @@ def simulate(bias, *, n=600, seed=0, opponents=("u1", "u2", "f1", "s1")):
 
 
 def find(records, metric, judge, scope=None, **variant):
-    out = [r for r in records if r["metric"] == metric and r["judge"] == judge and (scope is None or r["scope"] == scope)
-           and all(r["variant"].get(k) == v for k, v in variant.items())]
+    out = [
+        r
+        for r in records
+        if r["metric"] == metric
+        and r["judge"] == judge
+        and (scope is None or r["scope"] == scope)
+        and all(r["variant"].get(k) == v for k, v in variant.items())
+    ]
     assert len(out) == 1, out
     return out[0]
 
@@ -71,8 +77,11 @@ def test_planted_demographic_parity_bias_is_recovered_within_its_ci(bias):
     the estimates centre on the truth."""
     covered, values, spr = 0, [], []
     for seed in range(20):
-        records = audit_pairwise(build_comparisons(simulate(bias, n=200, seed=seed)), TinyRegistry(),
-                                 options=AuditOptions(bootstrap=Bootstrap(n_resamples=400, seed=seed)))
+        records = audit_pairwise(
+            build_comparisons(simulate(bias, n=200, seed=seed)),
+            TinyRegistry(),
+            options=AuditOptions(bootstrap=Bootstrap(n_resamples=400, seed=seed)),
+        )
         dp = find(records, "demographic-parity-bias", "j1", "self", opponents="unrelated", preference="verdict")
         covered += dp["ci_low"] <= bias <= dp["ci_high"]
         values.append(dp["value"])
@@ -85,14 +94,18 @@ def test_planted_demographic_parity_bias_is_recovered_within_its_ci(bias):
 
 
 def test_unbiased_judge_interval_covers_zero():
-    records = audit_pairwise(build_comparisons(simulate(0.4)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=800)))
+    records = audit_pairwise(
+        build_comparisons(simulate(0.4)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=800))
+    )
     # j2 never sees its own answers; its family (none present) and others are unmeasurable
     spr = find(records, "self-preference-ratio", "j2", "self", opponents="unrelated")
     assert spr["value"] is None and "no comparison" in spr["note"]
 
 
 def test_scopes_use_only_unrelated_opponents():
-    records = audit_pairwise(build_comparisons(simulate(0.2, n=50)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=0)))
+    records = audit_pairwise(
+        build_comparisons(simulate(0.2, n=50)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=0))
+    )
     self_record = find(records, "self-preference-ratio", "j1", "self", opponents="unrelated")
     # opponents f1 (family) and s1 (student) are excluded from the self scope by default
     assert self_record["generators"] == ["j1"]
@@ -119,7 +132,9 @@ def _lows(records):
 
 
 def test_paired_gap_compares_judges_on_the_same_items():
-    records = audit_pairwise(build_comparisons(simulate(0.5, n=300)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=500)))
+    records = audit_pairwise(
+        build_comparisons(simulate(0.5, n=300)), TinyRegistry(), options=AuditOptions(bootstrap=Bootstrap(n_resamples=500))
+    )
     gaps = [r for r in records if r["metric"] == "paired-win-rate-gap" and r["judge"] == "j1" and r["pair"] == ["j1", "u1"]]
     assert len(gaps) == 1
     gap = gaps[0]

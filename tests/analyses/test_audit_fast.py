@@ -31,8 +31,16 @@ from nepotism.tables import validate
 
 # ------------------------------------------------------------------ the straightforward computation
 def _record(metric, judge, condition, estimate, relations, **extra):
-    record = {"metric": metric, "judge": judge, "judge_id": relations.canonical(judge), "condition": condition,
-              "generator": None, "pair": None, "scope": None, "variant": {}}
+    record = {
+        "metric": metric,
+        "judge": judge,
+        "judge_id": relations.canonical(judge),
+        "condition": condition,
+        "generator": None,
+        "pair": None,
+        "scope": None,
+        "variant": {},
+    }
     record.update(extra)
     record.update(estimate.as_dict())
     return record
@@ -40,24 +48,51 @@ def _record(metric, judge, condition, estimate, relations, **extra):
 
 def _generator_rows(frame):
     reasons = {c: frame[c] if c in frame else None for c in ("excluded_reason", "prob_excluded_reason")}
-    x = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_x"],
-                      "opponent": frame["model_y"], "outcome": frame["outcome"], "prob": frame["prob_x"], **reasons})
-    y = pd.DataFrame({"instance_id": frame["instance_id"], "generator": frame["model_y"],
-                      "opponent": frame["model_x"], "outcome": -frame["outcome"], "prob": 1.0 - frame["prob_x"],
-                      **reasons})
+    x = pd.DataFrame(
+        {
+            "instance_id": frame["instance_id"],
+            "generator": frame["model_x"],
+            "opponent": frame["model_y"],
+            "outcome": frame["outcome"],
+            "prob": frame["prob_x"],
+            **reasons,
+        }
+    )
+    y = pd.DataFrame(
+        {
+            "instance_id": frame["instance_id"],
+            "generator": frame["model_y"],
+            "opponent": frame["model_x"],
+            "outcome": -frame["outcome"],
+            "prob": 1.0 - frame["prob_x"],
+            **reasons,
+        }
+    )
     return pd.concat([x, y], ignore_index=True)
 
 
 def _win_rates(rows, judge, condition, relations, options):
     records = []
     for generator, group in rows.groupby("generator", sort=True):
-        estimate = with_reasons(win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(),
-                                         bootstrap=options.bootstrap), group["excluded_reason"])
+        estimate = with_reasons(
+            win_rate(group["outcome"].to_numpy(), group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
+            group["excluded_reason"],
+        )
         opponents = sorted(group["opponent"].unique())
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
-        records.append(_record("win-rate", judge, condition, estimate, relations, generator=generator,
-                               variant=variant, relation=relations(judge, generator).lower(),
-                               n_ties=int((group["outcome"] == 0).sum())))
+        records.append(
+            _record(
+                "win-rate",
+                judge,
+                condition,
+                estimate,
+                relations,
+                generator=generator,
+                variant=variant,
+                relation=relations(judge, generator).lower(),
+                n_ties=int((group["outcome"] == 0).sum()),
+            )
+        )
     return records
 
 
@@ -73,45 +108,87 @@ def _scope_records(rows, judge, condition, relations, options):
             else:
                 mask &= opponent_scope.map(lambda o: less_related(o, scope))
             subset = rows[mask]
-            base = {"scope": scope, "variant": {"opponents": opponents},
-                    "generators": sorted(subset["generator"].unique()),
-                    "opponent_models": sorted(subset["opponent"].unique())[:20]}
+            base = {
+                "scope": scope,
+                "variant": {"opponents": opponents},
+                "generators": sorted(subset["generator"].unique()),
+                "opponent_models": sorted(subset["opponent"].unique())[:20],
+            }
             if subset.empty:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
-                empty = cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=0,
-                                          note=f"no comparison of a {scope} candidate with {what} model",
-                                          bootstrap=options.bootstrap)
+                empty = cluster_bootstrap(
+                    np.zeros((0, 1)),
+                    lambda t: t[..., 0],
+                    n=0,
+                    note=f"no comparison of a {scope} candidate with {what} model",
+                    bootstrap=options.bootstrap,
+                )
                 records.append(_record("self-preference-ratio", judge, condition, empty, relations, **base))
                 records.append(_record("demographic-parity-bias", judge, condition, empty, relations, **base))
                 continue
             clusters = subset["instance_id"].to_numpy()
             outcomes = subset["outcome"].to_numpy()
             decided = outcomes[~np.isnan(outcomes)]
-            spr = with_reasons(self_preference_ratio(outcomes, clusters, bootstrap=options.bootstrap),
-                               subset["excluded_reason"])
-            records.append(_record("self-preference-ratio", judge, condition, spr, relations,
-                                   tie_share=float(np.mean(decided == 0)) if decided.size else None, **base))
+            spr = with_reasons(self_preference_ratio(outcomes, clusters, bootstrap=options.bootstrap), subset["excluded_reason"])
+            records.append(
+                _record(
+                    "self-preference-ratio",
+                    judge,
+                    condition,
+                    spr,
+                    relations,
+                    tie_share=float(np.mean(decided == 0)) if decided.size else None,
+                    **base,
+                )
+            )
             related = np.repeat([True, False], len(subset))
             both = np.concatenate([clusters, clusters])
             score = (outcomes + 1.0) / 2.0
-            dp = with_reasons(demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both,
-                                                      bootstrap=options.bootstrap),
-                              np.concatenate([subset["excluded_reason"].to_numpy()] * 2))
-            records.append(_record("demographic-parity-bias", judge, condition, dp, relations,
-                                   **{**base, "variant": {**base["variant"], "preference": "verdict"}}))
+            dp = with_reasons(
+                demographic_parity_bias(np.concatenate([score, 1.0 - score]), related, both, bootstrap=options.bootstrap),
+                np.concatenate([subset["excluded_reason"].to_numpy()] * 2),
+            )
+            records.append(
+                _record(
+                    "demographic-parity-bias",
+                    judge,
+                    condition,
+                    dp,
+                    relations,
+                    **{**base, "variant": {**base["variant"], "preference": "verdict"}},
+                )
+            )
             if subset["prob"].notna().any():
                 prob = subset["prob"].to_numpy()
-                dp_prob = with_reasons(demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both,
-                                                               bootstrap=options.bootstrap),
-                                       np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
-                records.append(_record("demographic-parity-bias", judge, condition, dp_prob, relations,
-                                       **{**base, "variant": {**base["variant"], "preference": "probability"}}))
+                dp_prob = with_reasons(
+                    demographic_parity_bias(np.concatenate([prob, 1.0 - prob]), related, both, bootstrap=options.bootstrap),
+                    np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2),
+                )
+                records.append(
+                    _record(
+                        "demographic-parity-bias",
+                        judge,
+                        condition,
+                        dp_prob,
+                        relations,
+                        **{**base, "variant": {**base["variant"], "preference": "probability"}},
+                    )
+                )
                 chosen = np.where(np.isnan(prob), np.nan, np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5)))
-                dp_arg = with_reasons(demographic_parity_bias(np.concatenate([chosen, 1.0 - chosen]), related, both,
-                                                              bootstrap=options.bootstrap),
-                                      np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2))
-                records.append(_record("demographic-parity-bias", judge, condition, dp_arg, relations,
-                                       **{**base, "variant": {**base["variant"], "preference": "probability-argmax"}}))
+                dp_arg = with_reasons(
+                    demographic_parity_bias(np.concatenate([chosen, 1.0 - chosen]), related, both, bootstrap=options.bootstrap),
+                    np.concatenate([subset["prob_excluded_reason"].to_numpy()] * 2),
+                )
+                records.append(
+                    _record(
+                        "demographic-parity-bias",
+                        judge,
+                        condition,
+                        dp_arg,
+                        relations,
+                        **{**base, "variant": {**base["variant"], "preference": "probability-argmax"}},
+                    )
+                )
     return records
 
 
@@ -128,8 +205,7 @@ def _paired_gap(mine, theirs, options):
     outcome = np.concatenate([a["outcome"].to_numpy(dtype=float), b["outcome"].to_numpy(dtype=float)])
     other = np.repeat([False, True], [len(a), len(b)])
     clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), b["instance_id"].to_numpy(dtype=str)])
-    estimate = with_reasons(PAIRED_WIN_RATE_GAP.estimate(outcome, other, clusters=clusters,
-                                                         bootstrap=options.bootstrap), reasons)
+    estimate = with_reasons(PAIRED_WIN_RATE_GAP.estimate(outcome, other, clusters=clusters, bootstrap=options.bootstrap), reasons)
     rates = [(o.dropna().to_numpy() + 1) / 2 for o in (a["outcome"], b["outcome"])]
     return estimate, _mean(rates[0]), _mean(rates[1])
 
@@ -150,19 +226,30 @@ def _paired_gaps(all_rows, judge, condition, relations, options):
             estimate, this_rate, other_rate = _paired_gap(group, theirs, options)
             if estimate.n == 0 and estimate.n_excluded == 0:
                 continue
-            same_texts = (set(group["generator"]) == set(theirs["generator"])
-                          and set(group["opponent"]) == set(theirs["opponent"]))
-            records.append(_record(
-                "paired-win-rate-gap", judge, condition, estimate, relations, generator=generator,
-                pair=[generator, opponent], scope=relations(judge, generator).lower(),
-                variant={"other_judge": other_judge, "other_condition": other_condition,
-                         "other_judge_relation": relations(other_judge, generator).lower(),
-                         "other_judge_relation_to_opponent": relations(other_judge, opponent).lower(),
-                         "texts": "identical" if same_texts else "same models, other samples",
-                         "ties": "half"},
-                other_generator_names=sorted(set(theirs["generator"])),
-                win_rate_this_judge=this_rate, win_rate_other_judge=other_rate,
-            ))
+            same_texts = set(group["generator"]) == set(theirs["generator"]) and set(group["opponent"]) == set(theirs["opponent"])
+            records.append(
+                _record(
+                    "paired-win-rate-gap",
+                    judge,
+                    condition,
+                    estimate,
+                    relations,
+                    generator=generator,
+                    pair=[generator, opponent],
+                    scope=relations(judge, generator).lower(),
+                    variant={
+                        "other_judge": other_judge,
+                        "other_condition": other_condition,
+                        "other_judge_relation": relations(other_judge, generator).lower(),
+                        "other_judge_relation_to_opponent": relations(other_judge, opponent).lower(),
+                        "texts": "identical" if same_texts else "same models, other samples",
+                        "ties": "half",
+                    },
+                    other_generator_names=sorted(set(theirs["generator"])),
+                    win_rate_this_judge=this_rate,
+                    win_rate_other_judge=other_rate,
+                )
+            )
     return records
 
 
@@ -189,11 +276,17 @@ MODELS = ("j-a", "j-b", "j-c", "s-a", "s-b", "o-1", "o-2")
 
 
 def planted(tmp_path, seed=0):
-    spec = SimulationSpec(judges=("j-a", "j-b", "j-c"), generators=MODELS,
-                          families={"j-a": "A", "j-b": "B", "j-c": "A", "s-a": "S", "s-b": "S", "o-1": "O1",
-                                    "o-2": "O2"},
-                          students={"s-a": "j-a", "s-b": "j-c"}, n_instances=60, self_bias=0.8, family_bias=0.4,
-                          student_bias=0.5, tie_rate=0.15)
+    spec = SimulationSpec(
+        judges=("j-a", "j-b", "j-c"),
+        generators=MODELS,
+        families={"j-a": "A", "j-b": "B", "j-c": "A", "s-a": "S", "s-b": "S", "o-1": "O1", "o-2": "O2"},
+        students={"s-a": "j-a", "s-b": "j-c"},
+        n_instances=60,
+        self_bias=0.8,
+        family_bias=0.4,
+        student_bias=0.5,
+        tie_rate=0.15,
+    )
     frame = simulate(spec, seed=seed, kinds=("pairwise",)).pairwise
     rng = np.random.default_rng(seed)
     n = len(frame)
@@ -245,4 +338,5 @@ def test_fast_audit_equals_the_straightforward_computation_on_integer_ids(tmp_pa
     comparisons = type(comparisons)(frame=numbered, excluded=comparisons.excluded, rule=comparisons.rule)
     options = AuditOptions(bootstrap=Bootstrap(n_resamples=200, seed=0), opponents=("any",))
     assert json.dumps(audit_pairwise(comparisons, registry, options=options)) == json.dumps(
-        straightforward_audit(comparisons, registry, options))
+        straightforward_audit(comparisons, registry, options)
+    )

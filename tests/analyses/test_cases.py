@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 import nepotism
-from nepotism.analyses.cases import (CaseFinder, find_verdict, read_texts, reading_words, truth_words, wanted_answers,
-                                     with_texts)
+from nepotism.analyses.cases import CaseFinder, find_verdict, read_texts, reading_words, truth_words, wanted_answers, with_texts
 from nepotism.api import explain
 from nepotism.errors import InputError
 from nepotism.metrics import Bootstrap
@@ -26,8 +25,9 @@ BOOT = Bootstrap(n_resamples=100, seed=3)
 def panel(tmp_path_factory):
     """judge-b carries planted self/family/student favouritism; judge-a is clean with the strongest
     answers; judge-c/d are unrelated references (`panel_spec`)."""
-    sim = simulate(panel_spec(n_instances=120, planted={"self": 0.8, "family": 0.8, "student": 0.8}), seed=11,
-                   kinds=("pairwise",))
+    sim = simulate(
+        panel_spec(n_instances=120, planted={"self": 0.8, "family": 0.8, "student": 0.8}), seed=11, kinds=("pairwise",)
+    )
     registry_file = tmp_path_factory.mktemp("panel") / "registry.toml"
     registry_file.write_text(sim.spec.registry_toml())
     registry = load_registry([registry_file])
@@ -45,8 +45,12 @@ def _plain_preference(frame: pd.DataFrame, judge: str, instance: str, related: s
     """A judge's preference for ``related`` on one prompt, computed from the raw rows: each order's
     verdict as +1 / 0 / −1 for ``related``, combined as paper 004 Eq. 1 (equal → it, tie and a
     decisive one → the decisive one, opposite → tie)."""
-    rows = frame[(frame["judge"] == judge) & (frame["instance_id"] == instance)
-                 & frame["model_a"].isin([related, other]) & frame["model_b"].isin([related, other])]
+    rows = frame[
+        (frame["judge"] == judge)
+        & (frame["instance_id"] == instance)
+        & frame["model_a"].isin([related, other])
+        & frame["model_b"].isin([related, other])
+    ]
     codes = []
     for r in rows.itertuples():
         shown_first = r.model_a == related
@@ -60,8 +64,14 @@ def test_matched_cases_are_the_rows_the_metric_averages(panel):
     verdict = _verdict(results, "judge-b", "self")
     assert verdict.status == "measured" and verdict.rung == "matched" and verdict.metric == "matched-bias"
     found = finder.explain(verdict, limit=4)
-    record = next(r for r in results.to_dicts() if r["metric"] == "matched-bias" and r["judge"] == "judge-b"
-                  and r["scope"] == "self" and r["variant"].get("subset") == "all")
+    record = next(
+        r
+        for r in results.to_dicts()
+        if r["metric"] == "matched-bias"
+        and r["judge"] == "judge-b"
+        and r["scope"] == "self"
+        and r["variant"].get("subset") == "all"
+    )
     assert found.rung == "matched" and found.kind == "pairwise" and found.n == record["n"]
     kinder, harsher = found.groups
     assert kinder.name == "kinder" and harsher.name == "harsher"
@@ -74,10 +84,12 @@ def test_matched_cases_are_the_rows_the_metric_averages(panel):
             assert sign * case.difference > 0 and case.related == "judge-b"
             assert case.value == _plain_preference(sim.pairwise, "judge-b", case.instance_id, "judge-b", case.other)
             # the mean of the judges unrelated to both answers, from the raw rows
-            unrelated = [k for k in sim.spec.judges if k != "judge-b" and sim.spec.relation(k, case.related) is None
-                         and sim.spec.relation(k, case.other) is None]
-            mean = np.mean([_plain_preference(sim.pairwise, k, case.instance_id, case.related, case.other)
-                            for k in unrelated])
+            unrelated = [
+                k
+                for k in sim.spec.judges
+                if k != "judge-b" and sim.spec.relation(k, case.related) is None and sim.spec.relation(k, case.other) is None
+            ]
+            mean = np.mean([_plain_preference(sim.pairwise, k, case.instance_id, case.related, case.other) for k in unrelated])
             assert case.compared_with == pytest.approx(mean)
             roles = {j["judge"]: j["role"] for j in case.judges}
             assert roles["judge-b"] == "this judge" and {roles[k] for k in unrelated} == {"unrelated to both"}
@@ -103,8 +115,7 @@ def test_a_verdict_without_evidence_says_why_and_has_no_cases(panel):
 def test_explain_all_covers_every_verdict_with_evidence(panel):
     _, results, finder = panel
     found = finder.explain_all(results.verdicts, limit=1)
-    assert set(found) == {f"{v.judge}|{v.condition}|{v.scope}" for v in results.verdicts
-                          if v.status != "not-measurable"}
+    assert set(found) == {f"{v.judge}|{v.condition}|{v.scope}" for v in results.verdicts if v.status != "not-measurable"}
     assert all(len(g.cases) <= 1 for e in found.values() for g in e.groups)
 
 
@@ -123,8 +134,7 @@ def test_rubric_matched_cases_carry_met_rates(tmp_path):
         own = next(j for j in case.judges if j["judge"] == "judge-b")
         rows = sim.rubric[(sim.rubric["judge"] == "judge-b") & (sim.rubric["instance_id"] == case.instance_id)]
         met = {m: rows[rows["model"] == m]["met"].astype(float).mean() for m in (case.related, case.other)}
-        assert own["related_score"] == pytest.approx(met[case.related]) and own["other_score"] == pytest.approx(
-            met[case.other])
+        assert own["related_score"] == pytest.approx(met[case.related]) and own["other_score"] == pytest.approx(met[case.other])
         assert case.value == pytest.approx(met[case.related] - met[case.other])
         assert "of rubrics met" in reading_words("rubric", case, own)
 
@@ -132,8 +142,10 @@ def test_rubric_matched_cases_carry_met_rates(tmp_path):
 # ----------------------------------------------------------------------------------- tiny hand-made tables
 def _pair(instance, judge, own, other, first, second):
     """Both orders of one comparison: ``first`` when ``own`` is shown first, ``second`` when second."""
-    return [{"instance_id": instance, "judge": judge, "model_a": own, "model_b": other, "verdict": first},
-            {"instance_id": instance, "judge": judge, "model_a": other, "model_b": own, "verdict": second}]
+    return [
+        {"instance_id": instance, "judge": judge, "model_a": own, "model_b": other, "verdict": first},
+        {"instance_id": instance, "judge": judge, "model_a": other, "model_b": own, "verdict": second},
+    ]
 
 
 @pytest.fixture
@@ -142,15 +154,31 @@ def tiny():
     p1 it picks its own, the labels (2 of 3) claude-2's → harmful; p2 own, labels own → agrees;
     p3 claude-2, labels gpt-4 (3 of 3) → against its relative; p4 the orders disagree → a tie;
     p5 own, labels claude-2 (1 of 1) → harmful; p6 one order unparsed → left out."""
-    rows = (_pair("p1", "gpt-4", "gpt-4", "claude-2", "A", "B") + _pair("p2", "gpt-4", "gpt-4", "claude-2", "A", "B")
-            + _pair("p3", "gpt-4", "gpt-4", "claude-2", "B", "A") + _pair("p4", "gpt-4", "gpt-4", "claude-2", "A", "A")
-            + _pair("p5", "gpt-4", "gpt-4", "claude-2", "A", "B") + _pair("p6", "gpt-4", "gpt-4", "claude-2", "A", None))
+    rows = (
+        _pair("p1", "gpt-4", "gpt-4", "claude-2", "A", "B")
+        + _pair("p2", "gpt-4", "gpt-4", "claude-2", "A", "B")
+        + _pair("p3", "gpt-4", "gpt-4", "claude-2", "B", "A")
+        + _pair("p4", "gpt-4", "gpt-4", "claude-2", "A", "A")
+        + _pair("p5", "gpt-4", "gpt-4", "claude-2", "A", "B")
+        + _pair("p6", "gpt-4", "gpt-4", "claude-2", "A", None)
+    )
     frame = pd.DataFrame(rows)
     frame["status"] = np.where(frame["verdict"].isna(), "unparsed", "parsed")
-    votes = {"p1": ("claude-2", "claude-2", "gpt-4"), "p2": ("gpt-4",), "p3": ("gpt-4", "gpt-4", "gpt-4"),
-             "p4": ("claude-2",), "p5": ("claude-2",), "p6": ("claude-2",)}
-    labels = pd.DataFrame([{"instance_id": i, "model_a": "gpt-4", "model_b": "claude-2", "winner": w,
-                            "annotator": f"u{k}"} for i, ws in votes.items() for k, w in enumerate(ws)])
+    votes = {
+        "p1": ("claude-2", "claude-2", "gpt-4"),
+        "p2": ("gpt-4",),
+        "p3": ("gpt-4", "gpt-4", "gpt-4"),
+        "p4": ("claude-2",),
+        "p5": ("claude-2",),
+        "p6": ("claude-2",),
+    }
+    labels = pd.DataFrame(
+        [
+            {"instance_id": i, "model_a": "gpt-4", "model_b": "claude-2", "winner": w, "annotator": f"u{k}"}
+            for i, ws in votes.items()
+            for k, w in enumerate(ws)
+        ]
+    )
     return frame, labels
 
 
@@ -179,23 +207,30 @@ def test_reference_cases_on_a_tiny_table(tiny):
 def test_judge_alone_cases_on_a_tiny_pointwise_table(tmp_path):
     models = tmp_path / "models.toml"
     # k is j's family: no judge is unrelated to both answers of any pair, so the verdict is the judge alone's
-    models.write_text('[models."j"]\nfamily = "fam-j"\n[models."k"]\nfamily = "fam-j"\n'
-                      '[models."u1"]\nfamily = "fam-u1"\n[models."u2"]\nfamily = "fam-u2"\n')
+    models.write_text(
+        '[models."j"]\nfamily = "fam-j"\n[models."k"]\nfamily = "fam-j"\n'
+        '[models."u1"]\nfamily = "fam-u1"\n[models."u2"]\nfamily = "fam-u2"\n'
+    )
     scores = {"p1": {"j": 9, "u1": 2, "u2": 5}, "p2": {"j": 3, "u1": 8, "u2": 3}, "p3": {"j": 6, "u1": 5, "u2": 7}}
-    rows = [{"instance_id": i, "judge": judge, "model": m, "score": s + (1 if judge == "k" and m == "u1" else 0)}
-            for i, by in scores.items() for m, s in by.items() for judge in ("j", "k")]
+    rows = [
+        {"instance_id": i, "judge": judge, "model": m, "score": s + (1 if judge == "k" and m == "u1" else 0)}
+        for i, by in scores.items()
+        for m, s in by.items()
+        for judge in ("j", "k")
+    ]
     found = explain(pd.DataFrame(rows), judge="j", scope="self", models=[models], bootstrap=BOOT, limit=5)
     assert found.kind == "pointwise" and found.metric == "self-preference-ratio" and found.rung == "alone"
     decided_for, decided_against = found.groups
     # by score gap: p1 vs u1 (+7), p1 vs u2 (+4), p3 vs u1 (+1); against: p2 vs u1 (−5), p3 vs u2 (−1)
-    assert [(c.instance_id, c.other, c.value) for c in decided_for.cases] == [("p1", "u1", 7), ("p1", "u2", 4),
-                                                                                 ("p3", "u1", 1)]
+    assert [(c.instance_id, c.other, c.value) for c in decided_for.cases] == [("p1", "u1", 7), ("p1", "u2", 4), ("p3", "u1", 1)]
     assert [(c.instance_id, c.other, c.value) for c in decided_against.cases] == [("p2", "u1", -5), ("p3", "u2", -1)]
     assert found.rest == "1 tie"  # p2: j and u2 both 3
     assert "without a reference nothing says which answer was right" in found.note
     case = decided_for.cases[0]
     assert [(j["judge"], j["related_score"], j["other_score"], j["role"]) for j in case.judges] == [
-        ("j", 9, 2, "this judge"), ("k", 9, 3, "related to j (family)")]
+        ("j", 9, 2, "this judge"),
+        ("k", 9, 3, "related to j (family)"),
+    ]
     assert reading_words("pointwise", case, case.judges[1]) == "j 9, u1 3"
     assert case.truth is None and truth_words(case) is None
 
@@ -207,9 +242,11 @@ def test_find_verdict_names_the_choices(panel):
     assert err.value.field == "--judge"
     with pytest.raises(InputError, match="scopes are self, family, student, family-student"):
         find_verdict(results.verdicts, "judge-a", "cousin")
-    two = list(results.verdicts) + [v.__class__(**{**v.to_dict(), "condition": "impartial", "also": v.also,
-                                                    "needs": v.needs, "evidence": v.evidence})
-                                    for v in results.verdicts if v.judge == "judge-a"]
+    two = list(results.verdicts) + [
+        v.__class__(**{**v.to_dict(), "condition": "impartial", "also": v.also, "needs": v.needs, "evidence": v.evidence})
+        for v in results.verdicts
+        if v.judge == "judge-a"
+    ]
     with pytest.raises(InputError, match="choose one with --condition: default, impartial"):
         find_verdict(two, "judge-a", "self")
     assert find_verdict(two, "judge-a", "self", "impartial").condition == "impartial"
@@ -242,25 +279,33 @@ def test_texts_keep_only_the_answers_shown_and_match_registry_aliases(tmp_path):
     registry = load_registry([])
     alias = "bedrock_claude"  # the registry's alias of claude-2 (claude-2.0)
     assert registry.resolve(alias) == registry.resolve("claude-2")
-    rows = [{"instance_id": "p1", "model": "gpt-4", "text": "own answer", "prompt": "Q1?", "tests": None},
-            {"instance_id": "p1", "generator": "claude-2", "text": "other answer"},
-            {"instance_id": "p2", "model": alias, "text": "aliased", "prompt": [{"role": "user", "content": "Q2?"}]},
-            {"instance_id": "p9", "model": "gpt-4", "text": "not wanted " * 100}]
+    rows = [
+        {"instance_id": "p1", "model": "gpt-4", "text": "own answer", "prompt": "Q1?", "tests": None},
+        {"instance_id": "p1", "generator": "claude-2", "text": "other answer"},
+        {"instance_id": "p2", "model": alias, "text": "aliased", "prompt": [{"role": "user", "content": "Q2?"}]},
+        {"instance_id": "p9", "model": "gpt-4", "text": "not wanted " * 100},
+    ]
     path = _write_jsonl(tmp_path / "texts.jsonl.gz", rows, gz=True)
     texts = read_texts(path, {("p1", "gpt-4"), ("p1", "claude-2"), ("p2", "claude-2")}, registry=registry)
-    assert dict(texts.answers) == {("p1", "gpt-4"): "own answer", ("p1", "claude-2"): "other answer",
-                                   ("p2", "claude-2"): "aliased"}
+    assert dict(texts.answers) == {
+        ("p1", "gpt-4"): "own answer",
+        ("p1", "claude-2"): "other answer",
+        ("p2", "claude-2"): "aliased",
+    }
     assert read_texts(path, {("p2", "claude-2")}).answers == {}  # without a registry: names as they are
     assert dict(texts.prompts) == {"p1": "Q1?", "p2": "user: Q2?"}
 
 
-@pytest.mark.parametrize("row, field, message", [
-    ({"model": "gpt-4", "text": "x"}, "instance_id", "instance_id must be a non-empty string"),
-    ({"instance_id": "p1", "text": "x"}, "model", "model must be a non-empty string"),
-    ({"instance_id": "p1", "model": "gpt-4", "text": None}, "text", "text must be a string"),
-    ({"instance_id": "p1", "model": "gpt-4", "text": "x", "prompt": 3}, "prompt", "prompt must be a string"),
-    ({"instance_id": True, "model": "gpt-4", "text": "x"}, "instance_id", "instance_id"),
-])
+@pytest.mark.parametrize(
+    "row, field, message",
+    [
+        ({"model": "gpt-4", "text": "x"}, "instance_id", "instance_id must be a non-empty string"),
+        ({"instance_id": "p1", "text": "x"}, "model", "model must be a non-empty string"),
+        ({"instance_id": "p1", "model": "gpt-4", "text": None}, "text", "text must be a string"),
+        ({"instance_id": "p1", "model": "gpt-4", "text": "x", "prompt": 3}, "prompt", "prompt must be a string"),
+        ({"instance_id": True, "model": "gpt-4", "text": "x"}, "instance_id", "instance_id"),
+    ],
+)
 def test_bad_texts_name_file_line_and_field(tmp_path, row, field, message):
     path = _write_jsonl(tmp_path / "texts.jsonl", [{"instance_id": "p0", "model": "m", "text": "fine"}, row])
     with pytest.raises(InputError, match=message) as err:
@@ -269,9 +314,14 @@ def test_bad_texts_name_file_line_and_field(tmp_path, row, field, message):
 
 
 def test_texts_refuse_two_texts_of_one_answer_and_other_formats(tmp_path):
-    path = _write_jsonl(tmp_path / "texts.jsonl", [{"instance_id": "p1", "model": "m", "text": "one"},
-                                                   {"instance_id": "p1", "model": "m", "text": "one"},
-                                                   {"instance_id": "p1", "model": "m", "text": "two"}])
+    path = _write_jsonl(
+        tmp_path / "texts.jsonl",
+        [
+            {"instance_id": "p1", "model": "m", "text": "one"},
+            {"instance_id": "p1", "model": "m", "text": "one"},
+            {"instance_id": "p1", "model": "m", "text": "two"},
+        ],
+    )
     with pytest.raises(InputError, match=r"a second, different text of m's answer to 'p1' \(first on line 1\)") as err:
         read_texts(path, {("p1", "m")})
     assert err.value.line == 3
@@ -294,10 +344,10 @@ def test_texts_from_a_store(tmp_path):
     from nepotism.store import Store
 
     with Store(tmp_path / "run.db") as store:
-        store.add_instances([Instance("p1", (Message("system", "Be brief."), Message("user", "Q1?"))),
-                             Instance("p2", "Q2?")])
-        store.add_responses([Response("p1", "gpt-4", "own answer"), Response("p1", "claude-2", "other answer"),
-                             Response("p2", "gpt-4", "second")])
+        store.add_instances([Instance("p1", (Message("system", "Be brief."), Message("user", "Q1?"))), Instance("p2", "Q2?")])
+        store.add_responses(
+            [Response("p1", "gpt-4", "own answer"), Response("p1", "claude-2", "other answer"), Response("p2", "gpt-4", "second")]
+        )
     texts = read_texts(tmp_path / "run.db", {("p1", "gpt-4"), ("p1", "claude-2"), ("p3", "gpt-4")})
     assert dict(texts.answers) == {("p1", "gpt-4"): "own answer", ("p1", "claude-2"): "other answer"}
     assert dict(texts.prompts) == {"p1": "system: Be brief.\nuser: Q1?"}
@@ -307,8 +357,10 @@ def test_with_texts_puts_both_answers_beside_each_case_and_counts_the_missing(ti
     frame, labels = tiny
     found = explain(frame, judge="gpt-4", scope="self", references={"preference-ref": labels}, bootstrap=BOOT)
     assert wanted_answers([found]) == {(i, m) for i in ("p1", "p3", "p5") for m in ("gpt-4", "claude-2")}
-    path = _write_jsonl(tmp_path / "texts.jsonl", [{"instance_id": i, "model": m, "text": f"{m} on {i}", "prompt": i}
-                                                   for i in ("p1", "p3") for m in ("gpt-4", "claude-2")])
+    path = _write_jsonl(
+        tmp_path / "texts.jsonl",
+        [{"instance_id": i, "model": m, "text": f"{m} on {i}", "prompt": i} for i in ("p1", "p3") for m in ("gpt-4", "claude-2")],
+    )
     shown = with_texts(found, read_texts(path, wanted_answers([found])))
     p1 = shown.groups[0].cases[0]
     assert (p1.prompt, p1.text_related, p1.text_other) == ("p1", "gpt-4 on p1", "claude-2 on p1")
@@ -326,12 +378,27 @@ def test_paired_gap_cases_set_the_judge_against_its_one_other_judge(panel):
     from nepotism.results import Verdict, record_key
 
     sim, results, finder = panel
-    record = next(r for r in results.to_dicts() if r["metric"] == "paired-win-rate-gap" and r["judge"] == "judge-b"
-                  and r["scope"] == "self" and r["variant"]["other_judge"] == "judge-c"
-                  and r["variant"]["texts"] == "identical")
+    record = next(
+        r
+        for r in results.to_dicts()
+        if r["metric"] == "paired-win-rate-gap"
+        and r["judge"] == "judge-b"
+        and r["scope"] == "self"
+        and r["variant"]["other_judge"] == "judge-c"
+        and r["variant"]["texts"] == "identical"
+    )
     generator, opponent = record["pair"]
-    verdict = Verdict(judge="judge-b", condition="default", scope="self", status="measured", sentence="gap",
-                      rung="matched", metric=record["metric"], value=record["value"], evidence=(record_key(record),))
+    verdict = Verdict(
+        judge="judge-b",
+        condition="default",
+        scope="self",
+        status="measured",
+        sentence="gap",
+        rung="matched",
+        metric=record["metric"],
+        value=record["value"],
+        evidence=(record_key(record),),
+    )
     found = finder.explain(verdict, limit=3)
     assert found.metric == "paired-win-rate-gap" and 2 * found.n == record["n"]  # the record counts both judges' verdicts
     assert found.groups[0].title == "kinder to its relative than the other judge"
@@ -348,13 +415,13 @@ def test_every_judges_reading_under_every_condition_the_verdicts_first(tiny):
     frame, labels = tiny
     other = frame.assign(condition="impartial", verdict=frame["verdict"].map({"A": "B", "B": "A"}))
     both = pd.concat([frame.assign(condition="default"), other], ignore_index=True)
-    found = explain(both, judge="gpt-4", scope="self", condition="default", references={"preference-ref": labels},
-                    bootstrap=BOOT)
+    found = explain(both, judge="gpt-4", scope="self", condition="default", references={"preference-ref": labels}, bootstrap=BOOT)
     p1 = found.groups[0].cases[0]
     assert p1.instance_id == "p1"
     assert [(j["condition"], j["role"], reading_words("pairwise", p1, j)) for j in p1.judges] == [
         ("default", "this judge", "prefers gpt-4"),
-        ("impartial", "this judge, under another condition", "prefers claude-2")]
+        ("impartial", "this judge, under another condition", "prefers claude-2"),
+    ]
     with pytest.raises(InputError, match="choose one with --condition: default, impartial"):
         explain(both, judge="gpt-4", scope="self", references={"preference-ref": labels}, bootstrap=BOOT)
 
@@ -367,8 +434,15 @@ def test_reference_cases_of_a_pointwise_hspp_verdict_read_the_reference_scores(t
     registry_file = tmp_path / "registry.toml"
     registry_file.write_text(sim.spec.registry_toml())
     judged = sim.pointwise[sim.pointwise["judge"] == "judge-b"]
-    found = explain(judged, judge="judge-b", scope="self", references={"correctness-ref": sim.correctness_ref},
-                    models=[registry_file], bootstrap=BOOT, limit=4)
+    found = explain(
+        judged,
+        judge="judge-b",
+        scope="self",
+        references={"correctness-ref": sim.correctness_ref},
+        models=[registry_file],
+        bootstrap=BOOT,
+        limit=4,
+    )
     assert found.verdict.rung == "reference" and found.metric == "hspp-ratio" and found.kind == "pointwise"
     harmful, reverse = found.groups
     assert harmful.n > 5 * reverse.n  # the planted bonus: far more often for its own answer against the truth

@@ -16,12 +16,12 @@ def frame(rows):
 
 # (verdict when x shown first, verdict when y shown first) -> aggregated outcome for x
 CASES = [
-    ("A", "B", 1.0),     # both orders pick x
-    ("B", "A", -1.0),    # both pick y
-    ("A", "tie", 1.0),   # decisive + tie -> decisive
+    ("A", "B", 1.0),  # both orders pick x
+    ("B", "A", -1.0),  # both pick y
+    ("A", "tie", 1.0),  # decisive + tie -> decisive
     ("tie", "A", -1.0),  # tie + y decisive
     ("tie", "tie", 0.0),
-    ("A", "A", 0.0),     # position bias: first slot twice -> disagreement -> tie
+    ("A", "A", 0.0),  # position bias: first slot twice -> disagreement -> tie
     ("B", "B", 0.0),
 ]
 
@@ -59,20 +59,33 @@ def test_unparsed_order_excludes_the_comparison_never_a_tie():
 
 
 def test_exclusions_are_counted_by_status_and_reason():
-    df = frame([("1", "j", "x", "y", "A"), ("1", "j", "y", "x", None), ("2", "j", "x", "y", None),
-                ("2", "j", "y", "x", None), ("3", "j", "x", "y", None), ("3", "j", "y", "x", "A")])
+    df = frame(
+        [
+            ("1", "j", "x", "y", "A"),
+            ("1", "j", "y", "x", None),
+            ("2", "j", "x", "y", None),
+            ("2", "j", "y", "x", None),
+            ("3", "j", "x", "y", None),
+            ("3", "j", "y", "x", "A"),
+        ]
+    )
     df["status"] = ["parsed", "unparsed", "failed", "unparsed", "unparsed", "parsed"]
     df["reason"] = [None, "conflicting", "timeout", "low_label_mass", "low_label_mass", None]
     result = build_comparisons(df)
-    assert result.excluded_for("j", "default") == {"unparsed-conflicting": 1, "failed-timeout": 1,
-                                                   "unparsed-low-label-mass": 1}
-    assert list(result.frame["excluded_reason"]) == ["unparsed-conflicting", "failed-timeout",
-                                                     "unparsed-low-label-mass"]
+    assert result.excluded_for("j", "default") == {"unparsed-conflicting": 1, "failed-timeout": 1, "unparsed-low-label-mass": 1}
+    assert list(result.frame["excluded_reason"]) == ["unparsed-conflicting", "failed-timeout", "unparsed-low-label-mass"]
 
 
 def test_a_pair_with_an_order_without_probabilities_has_no_probability():
-    df = frame([("1", "j", "x", "y", "A"), ("1", "j", "y", "x", None), ("2", "j", "x", "y", "A"),
-                ("2", "j", "y", "x", "B"), ("3", "j", "x", "y", "B")])
+    df = frame(
+        [
+            ("1", "j", "x", "y", "A"),
+            ("1", "j", "y", "x", None),
+            ("2", "j", "x", "y", "A"),
+            ("2", "j", "y", "x", "B"),
+            ("3", "j", "x", "y", "B"),
+        ]
+    )
     df["status"] = ["parsed", "unparsed", "parsed", "parsed", "parsed"]
     df["reason"] = [None, "low_label_mass", None, None, None]
     df["prob_a"] = [0.9, np.nan, 0.6, np.nan, 0.3]

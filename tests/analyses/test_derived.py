@@ -45,9 +45,11 @@ def _pointwise_registry(tmp_path):
     from nepotism.models import load_registry
 
     path = tmp_path / "models.toml"
-    path.write_text('[models."judge-a"]\nfamily = "a"\n[models."judge-b"]\nfamily = "b"\n'
-                    '[models."other"]\nfamily = "o"\n'
-                    '[models."student-a"]\nfamily = "s"\nteachers = ["judge-a"]\n')
+    path.write_text(
+        '[models."judge-a"]\nfamily = "a"\n[models."judge-b"]\nfamily = "b"\n'
+        '[models."other"]\nfamily = "o"\n'
+        '[models."student-a"]\nfamily = "s"\nteachers = ["judge-a"]\n'
+    )
     return load_registry([str(path)])
 
 
@@ -65,8 +67,7 @@ def _pointwise_frame(n=200, seed=0):
                 if model == "student-a" and judge == "judge-b":
                     continue
                 bonus = 2.0 if model == judge == "judge-a" else 0.0
-                rows.append({"instance_id": f"q{i}", "judge": judge, "model": model,
-                             "score": q + bonus + rng.normal(scale=0.5)})
+                rows.append({"instance_id": f"q{i}", "judge": judge, "model": model, "score": q + bonus + rng.normal(scale=0.5)})
     frame = pd.DataFrame(rows)
     frame.loc[2, "score"] = np.nan  # an unparsed grade (of "other", by judge-a): left out
     return frame
@@ -90,8 +91,9 @@ def test_pointwise_leaderboard_without_related_judges(tmp_path):
     student = board[("unrelated", "student-a")]
     assert student["value"] is None and student["score"] is None and student["lineage_only"]
     assert student["related_judges"] == {"judge-a": "student"} and student["n_excluded"] == 200
-    assert student["note"].startswith("flagged from lineage alone: every judge that scored it is related to it "
-                                      "(judge-a: student)")
+    assert student["note"].startswith(
+        "flagged from lineage alone: every judge that scored it is related to it (judge-a: student)"
+    )
     assert pointwise_leaderboard_records(frame, registry, n_resamples=200, seed=1) == records
 
 
@@ -113,8 +115,9 @@ def test_pairwise_generator_only_related_judges_saw_is_flagged(simulated):
     records = leaderboard_records(one_judge, registry, n_resamples=0)
     flagged = {r["generator"]: r for r in records if r.get("lineage_only")}
     assert "judge-a" in flagged and flagged["judge-a"]["related_judges"] == {"judge-a": "self"}
-    assert flagged["judge-a"]["note"].startswith("flagged from lineage alone: every judge that judged each of its "
-                                                 "comparisons is related to it or to its opponent")
+    assert flagged["judge-a"]["note"].startswith(
+        "flagged from lineage alone: every judge that judged each of its comparisons is related to it or to its opponent"
+    )
     unflagged = {r["generator"] for r in records if r["variant"]["judges"] == "unrelated" and r["value"] is not None}
     assert set(sim.spec.generators) == unflagged | set(flagged)
 
@@ -127,8 +130,9 @@ def test_only_generators_that_met_the_same_opponents_share_a_board():
     from nepotism.analyses.derived import opponent_boards
 
     def rows(pairs):
-        return pd.DataFrame([{"generator": a, "opponent": b} for a, b in pairs]
-                            + [{"generator": b, "opponent": a} for a, b in pairs])
+        return pd.DataFrame(
+            [{"generator": a, "opponent": b} for a, b in pairs] + [{"generator": b, "opponent": a} for a, b in pairs]
+        )
 
     baseline = rows([("x", "base"), ("y", "base"), ("z", "base")])
     assert opponent_boards(baseline) == {"base": None, "x": "vs base", "y": "vs base", "z": "vs base"}
@@ -147,8 +151,9 @@ def test_leaderboard_ranks_within_boards_and_says_why_one_is_unranked(simulated)
     from nepotism.analyses.derived import leaderboard_records
 
     games = [("x", "base1", 1.0), ("y", "base1", -1.0), ("u", "base2", 1.0), ("v", "base2", 0.0)]
-    frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "j", "model_x": a, "model_y": b, "outcome": o}
-                          for a, b, o in games for i in range(10)])
+    frame = pd.DataFrame(
+        [{"instance_id": f"p{i}", "judge": "j", "model_x": a, "model_y": b, "outcome": o} for a, b, o in games for i in range(10)]
+    )
     _, registry, _ = simulated
     records = [r for r in leaderboard_records(frame, registry, n_resamples=50) if r["variant"]["judges"] == "all"]
     by = {r["generator"]: r for r in records}
@@ -167,8 +172,16 @@ def test_the_adversarial_null_model_is_flagged_on_the_board(simulated):
     from nepotism.models import default_registry
     from nepotism.analyses.derived import leaderboard_records
 
-    frame = pd.DataFrame([{"instance_id": f"p{i}", "judge": "gpt4_1106_preview", "model_x": m,
-                           "model_y": "gpt4_1106_preview", "outcome": 1.0} for m in ("example", "claude-2") for i in range(5)])
-    rows = {r["generator"]: r for r in leaderboard_records(frame, default_registry(), n_resamples=0)
-            if r["variant"]["judges"] == "all"}
+    frame = pd.DataFrame(
+        [
+            {"instance_id": f"p{i}", "judge": "gpt4_1106_preview", "model_x": m, "model_y": "gpt4_1106_preview", "outcome": 1.0}
+            for m in ("example", "claude-2")
+            for i in range(5)
+        ]
+    )
+    rows = {
+        r["generator"]: r
+        for r in leaderboard_records(frame, default_registry(), n_resamples=0)
+        if r["variant"]["judges"] == "all"
+    }
     assert rows["example"]["flagged_entry"] and not rows["claude-2"]["flagged_entry"]

@@ -30,7 +30,7 @@ from nepotism.tables import read_table  # noqa: E402
 
 SPEC = SimulationSpec(judges=("judge-a", "judge-b", "other-1"))
 MODELS = SPEC.generators
-PAIRS = [(a, b) for i, a in enumerate(MODELS) for b in MODELS[i + 1:]]
+PAIRS = [(a, b) for i, a in enumerate(MODELS) for b in MODELS[i + 1 :]]
 OPTIONS = AuditOptions(bootstrap=Bootstrap(n_resamples=50, seed=3))
 VERDICTS = ["A", "B", "tie", None]
 HEALTH = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -63,9 +63,17 @@ def tables(draw) -> pd.DataFrame:
                             verdict = draw(st.sampled_from(VERDICTS))
                             status = "parsed" if verdict else draw(st.sampled_from(["unparsed", "failed"]))
                             reason = None if verdict else draw(st.sampled_from([None, "timeout", "conflicting"]))
-                            row = {"instance_id": f"q{instance}", "judge": judge, "model_a": a, "model_b": b,
-                                   "verdict": verdict, "condition": condition, "replicate": replicate,
-                                   "status": status, "reason": reason}
+                            row = {
+                                "instance_id": f"q{instance}",
+                                "judge": judge,
+                                "model_a": a,
+                                "model_b": b,
+                                "verdict": verdict,
+                                "condition": condition,
+                                "replicate": replicate,
+                                "status": status,
+                                "reason": reason,
+                            }
                             if with_prob:
                                 share = draw(st.sampled_from([0.25, 0.5, 0.8, float("nan")])) if verdict else float("nan")
                                 row |= {"prob_a": share, "prob_b": 1.0 - share}
@@ -104,12 +112,15 @@ def test_engine_gives_the_small_data_comparisons_and_records(table, rule, regist
 
         sums = per_prompt_sums(path, rule=rule, threads=1)
         frame = small.frame
-        sides = pd.DataFrame({
-            "judge": np.concatenate([frame["judge"], frame["judge"]]),
-            "condition": np.concatenate([frame["condition"], frame["condition"]]),
-            "instance_id": np.concatenate([frame["instance_id"], frame["instance_id"]]),
-            "candidate": np.concatenate([frame["model_x"], frame["model_y"]]),
-            "outcome": np.concatenate([frame["outcome"], -frame["outcome"]])})
+        sides = pd.DataFrame(
+            {
+                "judge": np.concatenate([frame["judge"], frame["judge"]]),
+                "condition": np.concatenate([frame["condition"], frame["condition"]]),
+                "instance_id": np.concatenate([frame["instance_id"], frame["instance_id"]]),
+                "candidate": np.concatenate([frame["model_x"], frame["model_y"]]),
+                "outcome": np.concatenate([frame["outcome"], -frame["outcome"]]),
+            }
+        )
         value = sides["outcome"].to_numpy()
         sides = sides.assign(wins=value > 0, ties=value == 0, comparisons=~np.isnan(value), excluded=np.isnan(value))
         keys = ["judge", "condition", "instance_id", "candidate"]
@@ -150,13 +161,25 @@ def test_a_planted_bias_is_found_through_the_engine(tmp_path, registry):
     from nepotism.simulate import simulate
 
     for bias, above in ((0.7, True), (0.0, False)):
-        spec = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=60, self_bias=bias,
-                              family_bias=0.0, student_bias=0.0, tie_rate=0.1)
+        spec = SimulationSpec(
+            judges=("judge-a", "judge-b", "other-1"),
+            n_instances=60,
+            self_bias=bias,
+            family_bias=0.0,
+            student_bias=0.0,
+            tie_rate=0.1,
+        )
         path = tmp_path / f"bias-{bias}.parquet"
         simulate(spec, seed=5, kinds=("pairwise",)).pairwise.to_parquet(path, index=False)
         records = audit_pairwise(engine_comparisons(path, threads=1), registry, options=OPTIONS)
-        gap = [r for r in records if r["metric"] == "demographic-parity-bias" and r["scope"] == "self"
-               and r["variant"] == {"opponents": "unrelated", "preference": "verdict"} and r["judge"] == "judge-a"]
+        gap = [
+            r
+            for r in records
+            if r["metric"] == "demographic-parity-bias"
+            and r["scope"] == "self"
+            and r["variant"] == {"opponents": "unrelated", "preference": "verdict"}
+            and r["judge"] == "judge-a"
+        ]
         assert len(gap) == 1
         assert (gap[0]["ci_low"] > 0.0) is above, gap[0]
         assert gap[0]["n"] == 480 and gap[0]["n_clusters"] == 60

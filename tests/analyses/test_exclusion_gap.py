@@ -32,8 +32,15 @@ def registry(tmp_path_factory):
     return load_registry([str(path)])
 
 
-def _pairwise(seed: int, *, gamer: str | None = "other-2", base: float = 0.04, gamed: float = 0.4,
-              prompts: int = 60, reason: str = "quoted_only") -> pd.DataFrame:
+def _pairwise(
+    seed: int,
+    *,
+    gamer: str | None = "other-2",
+    base: float = 0.04,
+    gamed: float = 0.4,
+    prompts: int = 60,
+    reason: str = "quoted_only",
+) -> pd.DataFrame:
     """Every pair of GENERATORS in both orders on each prompt, judged by judge-a. A prompt has its
     own exclusion propensity (prompts cluster); a judgment showing ``gamer`` is left out with
     probability ``gamed``, any other with ``base`` (times the prompt's propensity)."""
@@ -73,9 +80,18 @@ def test_a_planted_gaming_generator_is_flagged_and_no_other(registry):
     # an innocent generator, often paired with the gamer, is not flagged: its gap is below zero
     assert gaps["other-1"]["value"] < 0 and not gaps["other-1"]["flagged"]
     (flag,) = results.summary["flagged_candidates"]
-    assert flag == {"judge": "judge-a", "condition": "default", "kind": "pairwise", "generator": "other-2",
-                    "share": gamer["share"], "others_share": gamer["others_share"], "n": gamer["n"],
-                    "n_excluded": gamer["n_excluded"], "reason": "unparsed-quoted-only", "p_value": gamer["p_value"]}
+    assert flag == {
+        "judge": "judge-a",
+        "condition": "default",
+        "kind": "pairwise",
+        "generator": "other-2",
+        "share": gamer["share"],
+        "others_share": gamer["others_share"],
+        "n": gamer["n"],
+        "n_excluded": gamer["n_excluded"],
+        "reason": "unparsed-quoted-only",
+        "p_value": gamer["p_value"],
+    }
 
 
 def test_without_a_gaming_generator_flags_stay_within_the_level(registry):
@@ -119,19 +135,28 @@ def test_pointwise_rubric_and_recognition_tables_get_the_signal_too(registry):
     for i in range(80):
         for model in GENERATORS:
             gone = rng.random() < (0.5 if model == "other-2" else 0.03)
-            rows.append({"instance_id": f"q{i}", "judge": "judge-a", "model": model,
-                         "score": None if gone else float(rng.integers(1, 11)),
-                         "status": "unparsed" if gone else "parsed", "reason": "quoted_only" if gone else None})
+            rows.append(
+                {
+                    "instance_id": f"q{i}",
+                    "judge": "judge-a",
+                    "model": model,
+                    "score": None if gone else float(rng.integers(1, 11)),
+                    "status": "unparsed" if gone else "parsed",
+                    "reason": "quoted_only" if gone else None,
+                }
+            )
     pointwise = pd.DataFrame(rows)
     options = SuiteOptions(bootstrap=Bootstrap(n_resamples=400))
     gaps = _gaps(run_suite(pointwise, "pointwise", registry, options=options).records)
     assert [g for g, r in gaps.items() if r["flagged"]] == ["other-2"] and gaps["other-2"]["n"] == 80
     rubric = pointwise.rename(columns={"score": "met"}).assign(
-        rubric_id="r1", met=lambda f: f["met"].map(lambda v: None if v is None or v != v else v > 5))
+        rubric_id="r1", met=lambda f: f["met"].map(lambda v: None if v is None or v != v else v > 5)
+    )
     gaps = _gaps(run_suite(rubric, "rubric", registry, options=options).records)
     assert [g for g, r in gaps.items() if r["flagged"]] == ["other-2"] and gaps["other-2"]["variant"]["kind"] == "rubric"
     recognition = pointwise.rename(columns={"score": "claimed"}).assign(
-        claimed=lambda f: f["claimed"].map(lambda v: None if v is None or v != v else v > 5))
+        claimed=lambda f: f["claimed"].map(lambda v: None if v is None or v != v else v > 5)
+    )
     gaps = _gaps(run_suite(recognition, "recognition", registry, options=options).records)
     assert [g for g, r in gaps.items() if r["flagged"]] == ["other-2"]
 
@@ -174,6 +199,14 @@ def test_suite_records_equal_the_estimator_generator_by_generator(registry):
         est = exclusion_share_gap(missing, shown, frame["instance_id"].to_numpy(), reasons=reasons, bootstrap=boot)
         record = gaps[name]
         assert (record["value"], record["ci_low"], record["ci_high"], record["p_value"]) == (
-            est.value, est.ci_low, est.ci_high, est.p_value)
+            est.value,
+            est.ci_low,
+            est.ci_high,
+            est.p_value,
+        )
         assert (record["n"], record["n_excluded"], record["excluded"], record["n_clusters"]) == (
-            est.n, est.n_excluded, dict(est.excluded), est.n_clusters)
+            est.n,
+            est.n_excluded,
+            dict(est.excluded),
+            est.n_clusters,
+        )

@@ -56,9 +56,17 @@ def test_all_exported():
 
 
 def test_self_scope_value_against_unrelated_references(registry):
-    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 0), ("i1", "gamma", "alpha", "x1", 0.5),
-                    ("i2", "alpha", "alpha", "x1", 0.5), ("i2", "beta", "alpha", "x1", 0.5), ("i2", "gamma", "alpha", "x1", 0.5),
-                    ("i3", "alpha", "alpha", "x1", 1)])  # i3: no reference judge
+    frame = _table(
+        [
+            ("i1", "alpha", "alpha", "x1", 1),
+            ("i1", "beta", "alpha", "x1", 0),
+            ("i1", "gamma", "alpha", "x1", 0.5),
+            ("i2", "alpha", "alpha", "x1", 0.5),
+            ("i2", "beta", "alpha", "x1", 0.5),
+            ("i2", "gamma", "alpha", "x1", 0.5),
+            ("i3", "alpha", "alpha", "x1", 1),
+        ]
+    )  # i3: no reference judge
     records = run_matched(frame, "pairwise", registry, options=OPTS)
     rec = next(r for r in records if r["judge"] == "alpha" and r["scope"] == "self")
     # i1: 1 − mean(0, ½) = ¾ ; i2: ½ − ½ = 0 → mean ⅜
@@ -95,8 +103,9 @@ def matched_rows_of(frame, registry):
 def test_no_unrelated_reference_at_all_says_so(registry):
     # alpha-mini is alpha's relative, so it cannot referee alpha vs x1
     frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "alpha-mini", "alpha", "x1", 1)])
-    rec = next(r for r in run_matched(frame, "pairwise", registry, options=OPTS)
-               if r["judge"] == "alpha" and r["scope"] == "self")
+    rec = next(
+        r for r in run_matched(frame, "pairwise", registry, options=OPTS) if r["judge"] == "alpha" and r["scope"] == "self"
+    )
     assert rec["value"] is None and "no reference" in rec["note"] and rec["n_reference_judges"] == 0
 
 
@@ -106,8 +115,14 @@ def test_unknown_models_are_never_unrelated(registry):
 
 
 def test_unparsed_verdict_is_counted_not_a_tie(registry):
-    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 0),
-                    ("i2", "alpha", "alpha", "x1", 1), ("i2", "beta", "alpha", "x1", 0)])
+    frame = _table(
+        [
+            ("i1", "alpha", "alpha", "x1", 1),
+            ("i1", "beta", "alpha", "x1", 0),
+            ("i2", "alpha", "alpha", "x1", 1),
+            ("i2", "beta", "alpha", "x1", 0),
+        ]
+    )
     frame.loc[4, "verdict"] = None  # alpha's first order on i2 unparsed
     rec = next(r for r in run_matched(frame, "pairwise", registry, options=OPTS) if r["scope"] == "self")
     assert rec["value"] == pytest.approx(1.0) and rec["excluded"] == {"no verdict": 1}
@@ -118,15 +133,27 @@ def test_unparsed_verdict_is_counted_not_a_tie(registry):
 
 
 def test_subsets_and_sensitivity_check_from_correctness(registry):
-    frame = _table([("i1", "alpha", "alpha", "x1", 1), ("i1", "beta", "alpha", "x1", 1),
-                    ("i2", "alpha", "alpha", "x1", 1), ("i2", "beta", "alpha", "x1", 0),
-                    ("i1", "alpha", "x1", "x2", 1), ("i1", "beta", "x1", "x2", 0.5)])
-    truth = pd.DataFrame({"instance_id": ["i1", "i1", "i1", "i2", "i2"], "model": ["alpha", "x1", "x2", "alpha", "x1"],
-                          "correct": [True, False, False, False, True]})
+    frame = _table(
+        [
+            ("i1", "alpha", "alpha", "x1", 1),
+            ("i1", "beta", "alpha", "x1", 1),
+            ("i2", "alpha", "alpha", "x1", 1),
+            ("i2", "beta", "alpha", "x1", 0),
+            ("i1", "alpha", "x1", "x2", 1),
+            ("i1", "beta", "x1", "x2", 0.5),
+        ]
+    )
+    truth = pd.DataFrame(
+        {
+            "instance_id": ["i1", "i1", "i1", "i2", "i2"],
+            "model": ["alpha", "x1", "x2", "alpha", "x1"],
+            "correct": [True, False, False, False, True],
+        }
+    )
     records = run_matched(frame, "pairwise", registry, references={"correctness-ref": truth}, options=OPTS)
     by = {(r["judge"], r["scope"], r["variant"].get("subset", r["variant"].get("check"))): r for r in records}
-    assert by[("alpha", "self", "legitimate")]["value"] == pytest.approx(0.0)   # i1: both prefer the correct alpha
-    assert by[("alpha", "self", "harmful")]["value"] == pytest.approx(1.0)      # i2: alpha wrong, still preferred
+    assert by[("alpha", "self", "legitimate")]["value"] == pytest.approx(0.0)  # i1: both prefer the correct alpha
+    assert by[("alpha", "self", "harmful")]["value"] == pytest.approx(1.0)  # i2: alpha wrong, still preferred
     assert by[("alpha", "self", "all")]["value"] == pytest.approx(0.5)
     # x1 vs x2 is neutral for alpha but equal by truth (both incorrect): no ordered row
     assert by[("alpha", "neutral", "sensitivity")]["value"] is None
@@ -134,7 +161,9 @@ def test_subsets_and_sensitivity_check_from_correctness(registry):
 
 def test_truth_codes_priority():
     pref = pd.DataFrame({"instance_id": ["i1"], "model_a": ["b"], "model_b": ["a"], "winner": ["b"]})
-    codes = truth_codes({"preference-ref": pref, "correctness-ref": pd.DataFrame({"instance_id": ["i1"], "model": ["a"], "correct": [True]})})
+    codes = truth_codes(
+        {"preference-ref": pref, "correctness-ref": pd.DataFrame({"instance_id": ["i1"], "model": ["a"], "correct": [True]})}
+    )
     assert codes.to_dict("records") == [{"instance_id": "i1", "model_x": "a", "model_y": "b", "truth": -1.0}]
     assert truth_codes(None) is None
 

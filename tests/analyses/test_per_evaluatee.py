@@ -21,14 +21,31 @@ from nepotism.models import load_registry
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
 #: Paper 004 Table 1 (MATH500, 500 problems): SPR (%) per evaluatee and the "Average" column.
-EVALUATEES = tuple(f"p4-{m}" for m in ("mistral-7b", "phi-3.5", "gpt-3.5-turbo", "gpt-4o", "gemma-2-2b", "llama-3.2-1b",
-                                        "mistral-small"))
-TABLE1 = {"p4-llama-3.2-3b": ((4.2, 5.8, 1.0, 12.0, 11.0, 17.2, 3.8), 7.9),
-          "p4-qwen2.5-72b": ((86.4, 50.6, 56.4, 15.8, 72.6, 73.2, 31.2), 55.2)}
+EVALUATEES = tuple(
+    f"p4-{m}" for m in ("mistral-7b", "phi-3.5", "gpt-3.5-turbo", "gpt-4o", "gemma-2-2b", "llama-3.2-1b", "mistral-small")
+)
+TABLE1 = {
+    "p4-llama-3.2-3b": ((4.2, 5.8, 1.0, 12.0, 11.0, 17.2, 3.8), 7.9),
+    "p4-qwen2.5-72b": ((86.4, 50.6, 56.4, 15.8, 72.6, 73.2, 31.2), 55.2),
+}
 #: Test-only names (the bundled registry holds the real ones with other lineage): families as in the paper.
-REGISTRY = "\n".join(f'[models."{name}"]\nfamily = "{name.split("-")[1]}-t"' for name in (
-    "p4-llama-3.2-3b", "p4-qwen2.5-72b", "p4-mistral-7b", "p4-phi-3.5", "p4-gpt-3.5-turbo", "p4-gpt-4o",
-    "p4-gemma-2-2b", "p4-llama-3.2-1b", "p4-mistral-small")) + "\n"
+REGISTRY = (
+    "\n".join(
+        f'[models."{name}"]\nfamily = "{name.split("-")[1]}-t"'
+        for name in (
+            "p4-llama-3.2-3b",
+            "p4-qwen2.5-72b",
+            "p4-mistral-7b",
+            "p4-phi-3.5",
+            "p4-gpt-3.5-turbo",
+            "p4-gpt-4o",
+            "p4-gemma-2-2b",
+            "p4-llama-3.2-1b",
+            "p4-mistral-small",
+        )
+    )
+    + "\n"
+)
 
 
 def _table1_rows(problems: int = 500) -> pd.DataFrame:
@@ -53,16 +70,22 @@ def registry(tmp_path_factory):
 
 
 def _spr(records, judge, opponents, averaging, evaluatee=None):
-    hits = [r for r in records if r["metric"] == "self-preference-ratio" and r["judge"] == judge
-            and r["scope"] == "self" and r["variant"].get("opponents") == opponents
-            and r["variant"].get("averaging") == averaging and r["variant"].get("evaluatee") == evaluatee]
+    hits = [
+        r
+        for r in records
+        if r["metric"] == "self-preference-ratio"
+        and r["judge"] == judge
+        and r["scope"] == "self"
+        and r["variant"].get("opponents") == opponents
+        and r["variant"].get("averaging") == averaging
+        and r["variant"].get("evaluatee") == evaluatee
+    ]
     assert len(hits) == 1, hits
     return hits[0]
 
 
 def test_table1_cells_and_average_with_every_other_model(registry):
-    records = run_suite(_table1_rows(), "pairwise", registry,
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20))).records
+    records = run_suite(_table1_rows(), "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20))).records
     for judge, (cells, average) in TABLE1.items():
         for evaluatee, percent in zip(EVALUATEES, cells):
             cell = _spr(records, judge, "any", "one evaluatee", evaluatee)
@@ -90,8 +113,14 @@ def test_the_mean_of_evaluatees_differs_from_the_pooled_share_when_coverage_diff
 
 #: Paper 003 Table 4, judge Llama-3.3-70B: judge accuracy (%) on the harmful cases per evaluatee,
 #: original code; the fractions that print as those cells (n = harmful cases against that evaluatee).
-TABLE4 = {"p4-gemma-2-2b": (2, 14, 14.29), "p4-gpt-3.5-turbo": (5, 22, 22.73), "p4-gpt-4o": (16, 41, 39.02),
-          "p4-llama-3.2-1b": (4, 6, 66.67), "p4-mistral-7b": (6, 16, 37.50), "p4-phi-3.5": (2, 15, 13.33)}
+TABLE4 = {
+    "p4-gemma-2-2b": (2, 14, 14.29),
+    "p4-gpt-3.5-turbo": (5, 22, 22.73),
+    "p4-gpt-4o": (16, 41, 39.02),
+    "p4-llama-3.2-1b": (4, 6, 66.67),
+    "p4-mistral-7b": (6, 16, 37.50),
+    "p4-phi-3.5": (2, 15, 13.33),
+}
 
 
 def test_table4_harmful_accuracy_per_evaluatee(registry):
@@ -110,11 +139,20 @@ def test_table4_harmful_accuracy_per_evaluatee(registry):
             truth += [(item, judge, not harmful), (item, evaluatee, harmful)]
     frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict"])
     correctness = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
-    records = run_suite(frame, "pairwise", registry, references={"correctness-ref": correctness},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20), rule="strict")).records
-    harmful = [r for r in records if r["metric"] == "judge-accuracy"
-               and r["variant"].get("examples") == "harmful (own wrong, other right)"
-               and r["variant"]["opponents"] == "any"]
+    records = run_suite(
+        frame,
+        "pairwise",
+        registry,
+        references={"correctness-ref": correctness},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20), rule="strict"),
+    ).records
+    harmful = [
+        r
+        for r in records
+        if r["metric"] == "judge-accuracy"
+        and r["variant"].get("examples") == "harmful (own wrong, other right)"
+        and r["variant"]["opponents"] == "any"
+    ]
     cells = {r["generator"]: r for r in harmful if r["variant"]["averaging"] == "one evaluatee"}
     for evaluatee, (_, n, printed) in TABLE4.items():
         assert round(100 * cells[evaluatee]["value"], 2) == printed and cells[evaluatee]["n"] == n
@@ -123,8 +161,13 @@ def test_table4_harmful_accuracy_per_evaluatee(registry):
     mean = next(r for r in harmful if r["variant"]["averaging"] == "per-evaluatee")
     assert mean["value"] == pytest.approx(np.mean([v[0] / v[1] for v in TABLE4.values()]))
     # the all-examples judge accuracy still counts the legitimate cases (every one wrong here)
-    overall = next(r for r in records if r["metric"] == "judge-accuracy" and "examples" not in r["variant"]
-                   and r["variant"] == {"averaging": "pooled", "opponents": "any"})
+    overall = next(
+        r
+        for r in records
+        if r["metric"] == "judge-accuracy"
+        and "examples" not in r["variant"]
+        and r["variant"] == {"averaging": "pooled", "opponents": "any"}
+    )
     assert overall["n"] == sum(n + 5 for _, n, _ in TABLE4.values())
 
 
@@ -133,9 +176,14 @@ def test_per_evaluatee_spr_through_the_command_line(registry, tmp_path):
     _table1_rows().query("judge == 'p4-llama-3.2-3b'").to_csv(table, index=False)
     models = tmp_path / "models.toml"
     models.write_text(REGISTRY)
-    done = subprocess.run([NEPOTISM, "metrics", str(table), "--models", str(models), "--bootstrap", "0", "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    done = subprocess.run(
+        [NEPOTISM, "metrics", str(table), "--models", str(models), "--bootstrap", "0", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)["results"]
     assert round(100 * _spr(records, "p4-llama-3.2-3b", "any", "per-evaluatee")["value"], 1) == 7.9

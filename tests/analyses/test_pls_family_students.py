@@ -80,8 +80,9 @@ def test_family_student_pls_and_its_spread_over_runs(registry):
     assert spread["value"] == pytest.approx(np.var(per_run, ddof=1)) and spread["scope"] == "family-student"
     assert spread["ci_low"] <= spread["value"] <= spread["ci_high"]
     # one run only: the PLS, and no spread to report
-    single = run_suite(_rows().query("replicate == 0"), "pairwise", registry,
-                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    single = run_suite(
+        _rows().query("replicate == 0"), "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
     assert not [r for r in single if r["metric"] == "preference-leakage-variance"]
 
 
@@ -89,14 +90,26 @@ def test_through_the_command_line_and_the_report(registry, tmp_path):
     _rows().to_csv(tmp_path / "pairs.csv", index=False)
     (tmp_path / "models.toml").write_text(REGISTRY)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    done = subprocess.run([NEPOTISM, "metrics", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [NEPOTISM, "metrics", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)["results"]
     (spread,) = [r for r in records if r["metric"] == "preference-leakage-variance"]
     assert spread["value"] == pytest.approx(np.var([_pls(w / PROMPTS) for w in WINS_A], ddof=1))
-    done = subprocess.run([NEPOTISM, "report", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--out", "rep"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [NEPOTISM, "report", "pairs.csv", "--models", "models.toml", "--bootstrap", "50", "--out", "rep"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     markdown = (tmp_path / "rep" / "report.md").read_text()
     assert "### Run to run (paper 000 App. D.2)" in markdown and "family students" in markdown

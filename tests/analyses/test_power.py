@@ -25,12 +25,20 @@ EFFECT = 0.06
 
 
 def _spec(self_bias: float, n: int) -> SimulationSpec:
-    return SimulationSpec(judges=("judge",), generators=GENERATORS, families={g: g for g in GENERATORS},
-                          students={}, n_instances=n, self_bias=self_bias, tie_rate=0.1)
+    return SimulationSpec(
+        judges=("judge",),
+        generators=GENERATORS,
+        families={g: g for g in GENERATORS},
+        students={},
+        n_instances=n,
+        self_bias=self_bias,
+        tie_rate=0.1,
+    )
 
 
 def _world(tmp_path):
     """A self-bias whose population win-rate bonus is exactly EFFECT, and the registry of the world."""
+
     def bonus(b):
         spec = _spec(b, 1)
         return np.mean([spec.truth_win_score("judge", "judge", u) for u in GENERATORS[1:]]) - 0.5 - EFFECT
@@ -78,9 +86,12 @@ def test_planned_prompts_detect_the_planted_effect_at_the_stated_power(tmp_path)
     for seed in range(runs):
         scores, clusters = _self_scores(simulate(_spec(self_bias, plan.prompts), seed=seed, kinds=("pairwise",)).pairwise)
         related = np.repeat([True, False], scores.size)
-        estimate = demographic_parity_bias(np.concatenate([scores, 1.0 - scores]), related,
-                                           np.concatenate([clusters, clusters]),
-                                           bootstrap=Bootstrap(n_resamples=400, seed=seed))
+        estimate = demographic_parity_bias(
+            np.concatenate([scores, 1.0 - scores]),
+            related,
+            np.concatenate([clusters, clusters]),
+            bootstrap=Bootstrap(n_resamples=400, seed=seed),
+        )
         detected += not (estimate.ci_low <= 0.0 <= estimate.ci_high)
     assert abs(detected / runs - 0.8) <= 0.05, (detected, runs, plan.prompts, scope)
 
@@ -116,15 +127,28 @@ def test_plan_command(tmp_path):
     _, registry = _world(tmp_path)
     table = tmp_path / "pilot.csv"
     simulate(_spec(0.0, 40), seed=1, kinds=("pairwise",)).pairwise.to_csv(table, index=False)
-    args = [_nepotism(), "plan", "--judges", "judge", "--generators", ",".join(GENERATORS), "--models",
-            str(tmp_path / "registry.toml"), "--effect", "self=0.05", "--price-input-per-mtok", "0.5"]
+    args = [
+        _nepotism(),
+        "plan",
+        "--judges",
+        "judge",
+        "--generators",
+        ",".join(GENERATORS),
+        "--models",
+        str(tmp_path / "registry.toml"),
+        "--effect",
+        "self=0.05",
+        "--price-input-per-mtok",
+        "0.5",
+    ]
     result = subprocess.run([*args, "--json"], capture_output=True, text=True, check=True)
     plan = json.loads(result.stdout)
     expected = plan_audit(["judge"], GENERATORS, registry, costs=Costs(price_input_per_mtok=0.5))
     assert plan["prompts"] == expected.prompts and plan["cost"] == pytest.approx(expected.cost)
     assert plan["scopes"][0]["source"] == "assumed"
-    piloted = json.loads(subprocess.run([*args, "--json", "--pilot", str(table)], capture_output=True, text=True,
-                                        check=True).stdout)
+    piloted = json.loads(
+        subprocess.run([*args, "--json", "--pilot", str(table)], capture_output=True, text=True, check=True).stdout
+    )
     assert piloted["scopes"][0]["source"] == "pilot (40 prompts)"
     text = subprocess.run([*args, "--format", "plain"], capture_output=True, text=True, check=True).stdout
     assert f"prompts: {expected.prompts:,}" in text and "judge calls:" in text and "estimated cost:" in text
@@ -137,8 +161,16 @@ def test_plan_command(tmp_path):
 def test_a_plan_no_one_can_run_is_printed_with_a_warning(tmp_path):
     """``--effect self=1e-7`` planned 10^14 prompts and trillions of dollars without a word."""
     _world(tmp_path)
-    args = [_nepotism(), "plan", "--judges", "judge", "--generators", ",".join(GENERATORS), "--models",
-            str(tmp_path / "registry.toml")]
+    args = [
+        _nepotism(),
+        "plan",
+        "--judges",
+        "judge",
+        "--generators",
+        ",".join(GENERATORS),
+        "--models",
+        str(tmp_path / "registry.toml"),
+    ]
     tiny = subprocess.run([*args, "--effect", "self=1e-7", "--json"], capture_output=True, text=True)
     assert tiny.returncode == 0, tiny.stderr
     plan = json.loads(tiny.stdout)
@@ -165,8 +197,9 @@ def test_the_registry_prices_each_model_as_a_dry_run_does():
     mixed = plan_audit(["gpt-4o-2024-08-06"], [*gens[:2], "my-model"], registry, effects={"self": 0.05})
     assert mixed.cost is None and mixed.unpriced == ("my-model",)
     assert mixed.model_costs["gpt-4o-2024-08-06"] is not None
-    fallback = plan_audit(["gpt-4o-2024-08-06"], [*gens[:2], "my-model"], registry, effects={"self": 0.05},
-                          costs=Costs(price_input_per_mtok=1.0))
+    fallback = plan_audit(
+        ["gpt-4o-2024-08-06"], [*gens[:2], "my-model"], registry, effects={"self": 0.05}, costs=Costs(price_input_per_mtok=1.0)
+    )
     assert fallback.model_costs["my-model"] == pytest.approx(fallback.prompts * 200 / 1e6)
     assert fallback.model_costs["gpt-4o-2024-08-06"] == mixed.model_costs["gpt-4o-2024-08-06"]
 
@@ -178,9 +211,18 @@ def test_the_documented_plan_commands_run(tmp_path):
     commands = [line.split() for line in block.splitlines() if line.startswith("nepotism plan")]
     assert len(commands) == 2
     (tmp_path / "mine.toml").write_text("".join(f'[models."{m}"]\nfamily = "{m}"\n' for m in ("my-judge", "a", "b", "c")))
-    pilot = simulate(SimulationSpec(judges=("my-judge",), generators=("my-judge", "a", "b", "c"),
-                                    families={g: g for g in ("my-judge", "a", "b", "c")}, students={},
-                                    n_instances=30, self_bias=0.5), seed=2, kinds=("pairwise",)).pairwise
+    pilot = simulate(
+        SimulationSpec(
+            judges=("my-judge",),
+            generators=("my-judge", "a", "b", "c"),
+            families={g: g for g in ("my-judge", "a", "b", "c")},
+            students={},
+            n_instances=30,
+            self_bias=0.5,
+        ),
+        seed=2,
+        kinds=("pairwise",),
+    ).pairwise
     pilot.to_csv(tmp_path / "pilot.csv", index=False)
     first = subprocess.run([_nepotism(), *commands[0][1:]], capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr

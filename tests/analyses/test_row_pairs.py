@@ -27,7 +27,7 @@ def _planted(seed: int = 0) -> pd.DataFrame:
         for judge in ("j1", "j2", "j3"):
             for condition in ("default", "swap-names"):
                 for i, x in enumerate(models):
-                    for y in models[i + 1:]:
+                    for y in models[i + 1 :]:
                         for a, b in ((x, y), (y, x)):
                             if rng.random() < 0.06:
                                 continue  # this order was never judged: a single-order comparison
@@ -38,8 +38,18 @@ def _planted(seed: int = 0) -> pd.DataFrame:
                                 verdict, status, reason = None, "unparsed", rng.choice(["no-marker", "conflicting"])
                             elif draw < 0.12:
                                 verdict, status, reason = None, "failed", rng.choice(["timeout", "http_5xx:502"])
-                            rows.append({"instance_id": f"q{instance:02d}", "judge": judge, "model_a": a, "model_b": b,
-                                         "verdict": verdict, "condition": condition, "status": status, "reason": reason})
+                            rows.append(
+                                {
+                                    "instance_id": f"q{instance:02d}",
+                                    "judge": judge,
+                                    "model_a": a,
+                                    "model_b": b,
+                                    "verdict": verdict,
+                                    "condition": condition,
+                                    "status": status,
+                                    "reason": reason,
+                                }
+                            )
     frame = pd.DataFrame(rows).sample(frac=1.0, random_state=seed).reset_index(drop=True)
     return validate(frame, "pairwise").frame
 
@@ -103,8 +113,9 @@ def test_excluded_verdicts_from_row_pairs_match_the_row_computation():
     got = [r for r in got if r["metric"] == "excluded-verdicts"]
     assert len(got) == 6 and sum(r["n_excluded"] for r in got) == int(frame["verdict"].isna().sum()) > 0
     one = frame[(frame.judge == "j2") & (frame.condition == "swap-names")]
-    est = excluded_share(one["verdict"].isna().to_numpy(), one["instance_id"].to_numpy(),
-                         reasons=row_exclusions(one), bootstrap=BOOT)
+    est = excluded_share(
+        one["verdict"].isna().to_numpy(), one["instance_id"].to_numpy(), reasons=row_exclusions(one), bootstrap=BOOT
+    )
     record = next(r for r in got if r["judge"] == "j2" and r["condition"] == "swap-names")
     assert (record["value"], record["ci_low"], record["excluded"]) == (est.value, est.ci_low, dict(est.excluded))
 

@@ -16,8 +16,9 @@ from nepotism.errors import InputError
 from nepotism.models import load_registry
 from nepotism.simulate import SimulationSpec, simulate
 
-SPEC = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=30, self_bias=0.6, family_bias=0.3,
-                      student_bias=0.4, tie_rate=0.15)
+SPEC = SimulationSpec(
+    judges=("judge-a", "judge-b", "other-1"), n_instances=30, self_bias=0.6, family_bias=0.3, student_bias=0.4, tie_rate=0.15
+)
 
 
 def planted() -> pd.DataFrame:
@@ -29,8 +30,9 @@ def planted() -> pd.DataFrame:
     missing = rng.random(len(table)) < 0.06
     table.loc[missing, "verdict"] = None
     table["status"] = np.where(missing, np.where(rng.random(len(table)) < 0.5, "unparsed", "failed"), "parsed")
-    table["reason"] = np.where(table["status"] == "failed", "timeout",
-                               np.where(table["status"] == "unparsed", "conflicting", None))
+    table["reason"] = np.where(
+        table["status"] == "failed", "timeout", np.where(table["status"] == "unparsed", "conflicting", None)
+    )
     share = rng.random(len(table))
     table["prob_a"] = np.where(rng.random(len(table)) < 0.05, np.nan, share)
     table["prob_b"] = 1.0 - share
@@ -72,11 +74,12 @@ def test_streamed_records_equal_the_in_memory_records(tmp_path, registry, by):
     assert paired and {r["variant"]["other_judge"] for r in paired} >= {"judge-a", "judge-b", "other-1"}
     dpb = {r["variant"].get("preference") for r in whole.to_dicts() if r["metric"] == "demographic-parity-bias"}
     assert {"verdict", "probability", "probability-argmax"} <= dpb
-    assert {r["variant"].get("opponents") for r in whole.to_dicts()
-            if r["metric"] == "self-preference-ratio"} == {"unrelated", "any"}
+    assert {r["variant"].get("opponents") for r in whole.to_dicts() if r["metric"] == "self-preference-ratio"} == {
+        "unrelated",
+        "any",
+    }
     assert _streamed_only(streamed) == _streamed_only(whole)  # same records, same order, byte for byte
-    for key in ("rows", "comparisons", "single_order_comparisons", "instances", "judges", "generators",
-                "excluded_comparisons"):
+    for key in ("rows", "comparisons", "single_order_comparisons", "instances", "judges", "generators", "excluded_comparisons"):
         assert streamed.summary[key] == whole.summary[key], key
 
 
@@ -110,8 +113,9 @@ def test_paired_gaps_estimated_a_few_at_a_time_give_the_same_records(tmp_path, r
 def test_strict_rule_and_one_opponent_population_stream_too(tmp_path, registry):
     write_dataset(planted(), tmp_path / "ds", files=3)
     options = dict(rule="strict", opponents=("any",))
-    assert _streamed_only(audit(str(tmp_path / "ds"), registry=registry, stream=True, **options)) \
-        == _streamed_only(audit(str(tmp_path / "ds"), registry=registry, **options))
+    assert _streamed_only(audit(str(tmp_path / "ds"), registry=registry, stream=True, **options)) == _streamed_only(
+        audit(str(tmp_path / "ds"), registry=registry, **options)
+    )
 
 
 def test_what_cannot_stream_is_refused_naming_the_option(tmp_path, registry):

@@ -26,8 +26,13 @@ def test_all_exported():
 
 def test_records_use_catalogue_ids_and_fields(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.5)
-    result = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref,
-                       "rubric-items": sim.rubric_items}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50)))
+    result = run_suite(
+        sim.rubric,
+        "rubric",
+        registry,
+        references={"rubric-ref": sim.rubric_ref, "rubric-items": sim.rubric_items},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50)),
+    )
     frame = result.frame()
     assert set(frame["metric"]) <= set(METRICS)
     for column in ("metric", "judge", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"):
@@ -35,8 +40,11 @@ def test_records_use_catalogue_ids_and_fields(tmp_path):
     weights = {r["variant"].get("weighting") for r in result.records if r["metric"] == "score-delta"}
     assert weights == {"count", "points"}
     # centred deltas of one judge sum to zero
-    deltas = frame[(frame.metric == "score-delta") & (frame.judge == "judge-a")
-                   & (frame.variant.map(lambda v: v.get("weighting")) == "count")]
+    deltas = frame[
+        (frame.metric == "score-delta")
+        & (frame.judge == "judge-a")
+        & (frame.variant.map(lambda v: v.get("weighting")) == "count")
+    ]
     assert abs(deltas["value"].sum()) < 1e-9
 
 
@@ -55,9 +63,17 @@ def test_row_order_does_not_change_records(tmp_path):
 
 
 def test_committee_and_agreement_filter():
-    frame = pd.DataFrame({"instance_id": ["x"] * 6, "model": ["m"] * 6, "rubric_id": ["r1"] * 3 + ["r2"] * 3,
-                          "judge": ["a", "b", "c"] * 2, "met": [True, True, False, True, False, None],
-                          "condition": "default", "replicate": 0})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["x"] * 6,
+            "model": ["m"] * 6,
+            "rubric_id": ["r1"] * 3 + ["r2"] * 3,
+            "judge": ["a", "b", "c"] * 2,
+            "met": [True, True, False, True, False, None],
+            "condition": "default",
+            "replicate": 0,
+        }
+    )
     votes = committee(frame, ["a", "b", "c"], name="panel")
     panel = votes[votes.judge == "panel"].set_index("rubric_id")["met"]
     assert panel["r1"] is True or panel["r1"] == True  # noqa: E712
@@ -71,8 +87,13 @@ def test_slices_add_records(tmp_path):
     spec, sim, registry = _setup(tmp_path)
     frame = sim.rubric.copy()
     frame["category"] = np.where(frame["instance_id"].astype(str) < "x00030", "a", "b")
-    result = run_suite(frame, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20), slices=("category",)))
+    result = run_suite(
+        frame,
+        "rubric",
+        registry,
+        references={"rubric-ref": sim.rubric_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=20), slices=("category",)),
+    )
     sliced = {r["variant"]["slice"]["category"] for r in result.records if "slice" in r["variant"]}
     assert sliced == {"a", "b"}
 
@@ -104,11 +125,17 @@ def _pointwise(n=300, self_bias=1.5, seed=0):
         bias = np.array([self_bias if (m == judge and judge == "judge-a") else 0.0 for m in MODELS])
         scores = np.round(5 + 2 * (quality + noise + bias), 1)
         for g, model in enumerate(MODELS):
-            rows.append(pd.DataFrame({"instance_id": [f"x{i}" for i in range(n)], "judge": judge, "model": model,
-                                      "score": scores[:, g]}))
+            rows.append(
+                pd.DataFrame({"instance_id": [f"x{i}" for i in range(n)], "judge": judge, "model": model, "score": scores[:, g]})
+            )
     frame = pd.concat(rows, ignore_index=True)
-    ref = pd.DataFrame({"instance_id": np.tile([f"x{i}" for i in range(n)], len(MODELS)),
-                        "model": np.repeat(MODELS, n), "score": quality.T.ravel()})
+    ref = pd.DataFrame(
+        {
+            "instance_id": np.tile([f"x{i}" for i in range(n)], len(MODELS)),
+            "model": np.repeat(MODELS, n),
+            "score": quality.T.ravel(),
+        }
+    )
     return frame, ref
 
 
@@ -117,8 +144,9 @@ def _by(records, metric, **match):
     for r in records:
         if r["metric"] != metric:
             continue
-        ok = all((r.get(k) == v) if k != "variant" else all(r["variant"].get(a) == b for a, b in v.items())
-                 for k, v in match.items())
+        ok = all(
+            (r.get(k) == v) if k != "variant" else all(r["variant"].get(a) == b for a, b in v.items()) for k, v in match.items()
+        )
         if ok:
             out.append(r)
     return out
@@ -127,8 +155,13 @@ def _by(records, metric, **match):
 def test_pointwise_self_preference_and_instance_metrics(tmp_path):
     registry = _registry(tmp_path)
     frame, ref = _pointwise()
-    records = run_suite(frame, "pointwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
+    records = run_suite(
+        frame,
+        "pointwise",
+        registry,
+        references={"correctness-ref": ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200)),
+    ).records
     assert set(r["metric"] for r in records) <= set(METRICS)
     biased = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
     fair = _by(records, "self-preference-ratio", judge="judge-b", scope="self")[0]
@@ -141,8 +174,7 @@ def test_pointwise_self_preference_and_instance_metrics(tmp_path):
     assert abs(sum(r["value"] for r in deltas)) < 1e-9
     own = _by(records, "score-delta", judge="judge-a", generator="judge-a")[0]
     assert own["value"] > 0 and own["variant"]["weighting"] == "raw scale"
-    rank = _by(records, "ranking-difference", judge="judge-a", generator="judge-a",
-               variant={"against": "correctness-ref"})[0]
+    rank = _by(records, "ranking-difference", judge="judge-a", generator="judge-a", variant={"against": "correctness-ref"})[0]
     assert rank["value"] >= 0
 
 
@@ -152,8 +184,7 @@ def test_pointwise_without_reference_and_unparsed_scores(tmp_path):
     frame.loc[::7, "score"] = np.nan
     records = run_suite(frame, "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
     # matched-bias too: judge-a against the other judge on the same items (score differences)
-    assert {r["metric"] for r in records} == {"self-preference-ratio", "excluded-verdicts", "matched-bias",
-                                              "exclusion-share-gap"}
+    assert {r["metric"] for r in records} == {"self-preference-ratio", "excluded-verdicts", "matched-bias", "exclusion-share-gap"}
     for r in _by(records, "excluded-verdicts"):  # the unparsed scores, counted (no reason was recorded)
         assert r["n_excluded"] == r["excluded"].get("unparsed", 0) and r["n"] > 0
     spr = _by(records, "self-preference-ratio", judge="judge-a", scope="self")[0]
@@ -177,9 +208,14 @@ def test_pointwise_scope_without_generators_says_why(tmp_path):
 def test_pointwise_ties_count_half_in_a_variant(tmp_path):
     """Equal scores: not a preference (default), or half of one (variant ties = half)."""
     registry = _registry(tmp_path)
-    rows = [{"instance_id": f"x{i}", "judge": "judge-a", "model": m, "score": s}
-            for i in range(4) for m, s in (("judge-a", 5.0), ("other-1", [5.0, 5.0, 4.0, 6.0][i]))]
-    records = run_suite(pd.DataFrame(rows), "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    rows = [
+        {"instance_id": f"x{i}", "judge": "judge-a", "model": m, "score": s}
+        for i in range(4)
+        for m, s in (("judge-a", 5.0), ("other-1", [5.0, 5.0, 4.0, 6.0][i]))
+    ]
+    records = run_suite(
+        pd.DataFrame(rows), "pointwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
     strict = _by(records, "self-preference-ratio", scope="self", variant={"ties": "not preferred"})[0]
     half = _by(records, "self-preference-ratio", scope="self", variant={"ties": "half"})[0]
     assert (strict["value"], half["value"]) == (0.25, 0.5) and strict["n"] == half["n"] == 4
@@ -187,16 +223,22 @@ def test_pointwise_ties_count_half_in_a_variant(tmp_path):
 
 def test_rubric_batch_matches_standalone_functions(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
-    records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    records = run_suite(
+        sim.rubric,
+        "rubric",
+        registry,
+        references={"rubric-ref": sim.rubric_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
     judged = sim.rubric[sim.rubric.judge == "judge-a"].reset_index(drop=True)
     truth = judged[["instance_id", "model", "rubric_id"]].merge(sim.rubric_ref, how="left")["met"].astype(float)
     met = judged["met"].astype(float).to_numpy()
     mra = rubric_metrics.mra(met, truth.to_numpy(), judged["instance_id"].astype(str).to_numpy(), n_resamples=0)
     assert _by(records, "mra", judge="judge-a")[0]["value"] == pytest.approx(mra.value)
     sel = (judged["model"] == "other-1").to_numpy()
-    over = rubric_metrics.overestimation_rate(2 * met[sel] - 1, 2 * truth.to_numpy()[sel] - 1,
-                                              judged["instance_id"].astype(str).to_numpy()[sel], n_resamples=0)
+    over = rubric_metrics.overestimation_rate(
+        2 * met[sel] - 1, 2 * truth.to_numpy()[sel] - 1, judged["instance_id"].astype(str).to_numpy()[sel], n_resamples=0
+    )
     rec = _by(records, "overestimation-rate", judge="judge-a", generator="other-1", variant={"level": "rubric"})[0]
     assert rec["value"] == pytest.approx(over.value)
 
@@ -204,9 +246,15 @@ def test_rubric_batch_matches_standalone_functions(tmp_path):
 def test_same_seed_same_numbers_and_intervals(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
     refs = {"rubric-ref": sim.rubric_ref}
-    a = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3)))
-    b = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3)))
-    c = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=4)))
+    a = run_suite(
+        sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3))
+    )
+    b = run_suite(
+        sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=3))
+    )
+    c = run_suite(
+        sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100, seed=4))
+    )
     assert [r["ci_low"] for r in a.records] == [r["ci_low"] for r in b.records]
     assert [r["ci_low"] for r in a.records] != [r["ci_low"] for r in c.records]
 
@@ -232,7 +280,9 @@ def test_recognition_accuracy_recovers_planted_accuracy(tmp_path):
     records = run_suite(pointwise, "recognition", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
     own = _by(records, "recognition-accuracy", variant={"mode": "pointwise", "answers": "own"})[0]
     assert own["ci_low"] <= 0.8 <= own["ci_high"]
-    records = run_suite(pairwise_rec, "recognition-pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
+    records = run_suite(
+        pairwise_rec, "recognition-pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))
+    ).records
     acc = _by(records, "recognition-accuracy", variant={"mode": "pairwise"})[0]
     assert acc["ci_low"] <= 0.8 <= acc["ci_high"] and acc["n"] == 600
 
@@ -244,11 +294,20 @@ def test_recognition_preference_association(tmp_path):
     # the judge prefers its own answer exactly when it recognised it: r = 1 on parsed items
     verdict = np.where(right, np.where(rec["model_a"] == "judge-a", "A", "B"), np.where(rec["model_a"] == "judge-a", "B", "A"))
     pairwise = rec.drop(columns="choice").assign(verdict=verdict)
-    correct = pd.DataFrame({"instance_id": np.repeat(rec["instance_id"], 2),
-                            "model": np.ravel(np.column_stack([rec["model_a"], rec["model_b"]])),
-                            "correct": np.ravel(np.column_stack([rec["model_a"] != "judge-a", rec["model_b"] != "judge-a"]))})
-    records = run_suite(rec, "recognition-pairwise", registry, references={"pairwise": pairwise, "correctness-ref": correct},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100))).records
+    correct = pd.DataFrame(
+        {
+            "instance_id": np.repeat(rec["instance_id"], 2),
+            "model": np.ravel(np.column_stack([rec["model_a"], rec["model_b"]])),
+            "correct": np.ravel(np.column_stack([rec["model_a"] != "judge-a", rec["model_b"] != "judge-a"])),
+        }
+    )
+    records = run_suite(
+        rec,
+        "recognition-pairwise",
+        registry,
+        references={"pairwise": pairwise, "correctness-ref": correct},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100)),
+    ).records
     assoc = _by(records, "recognition-preference-association")
     assert {r["variant"]["subset"] for r in assoc} == {"all own-vs-other comparisons", "harmful (own wrong, other right)"}
     for r in assoc:
@@ -264,19 +323,39 @@ def test_perplexity_win_rate_bins_and_self_split(tmp_path):
     b = np.array([rng.choice([m for m in others if m != x]) for x in a])
     log_diff = rng.normal(size=n)
     says_a = rng.random(n) < expit(-2 * log_diff)  # the judge prefers the lower-perplexity answer
-    frame = pd.DataFrame({"instance_id": [f"x{i}" for i in range(n)], "judge": "judge-a", "model_a": a, "model_b": b,
-                          "verdict": np.where(says_a, "A", "B"), "perplexity_a": np.exp(1 + log_diff / 2),
-                          "perplexity_b": np.exp(1 - log_diff / 2)})
-    human = pd.DataFrame({"instance_id": frame["instance_id"], "model_a": a, "model_b": b,
-                          "winner": np.where(rng.random(n) < 0.5, a, b)})
-    records = run_suite(frame, "pairwise", registry, references={"preference-ref": human},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50), perplexity_bins=4)).records
-    judge_rates = [r["value"] for r in sorted(_by(records, "perplexity-win-rate", variant={"group": "all", "rater": "judge"}),
-                                              key=lambda r: r["variant"]["bin"])]
+    frame = pd.DataFrame(
+        {
+            "instance_id": [f"x{i}" for i in range(n)],
+            "judge": "judge-a",
+            "model_a": a,
+            "model_b": b,
+            "verdict": np.where(says_a, "A", "B"),
+            "perplexity_a": np.exp(1 + log_diff / 2),
+            "perplexity_b": np.exp(1 - log_diff / 2),
+        }
+    )
+    human = pd.DataFrame(
+        {"instance_id": frame["instance_id"], "model_a": a, "model_b": b, "winner": np.where(rng.random(n) < 0.5, a, b)}
+    )
+    records = run_suite(
+        frame,
+        "pairwise",
+        registry,
+        references={"preference-ref": human},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50), perplexity_bins=4),
+    ).records
+    judge_rates = [
+        r["value"]
+        for r in sorted(
+            _by(records, "perplexity-win-rate", variant={"group": "all", "rater": "judge"}), key=lambda r: r["variant"]["bin"]
+        )
+    ]
     assert len(judge_rates) == 4 and judge_rates[0] > 0.7 > 0.3 > judge_rates[-1]
     humans = _by(records, "perplexity-win-rate", variant={"group": "all", "rater": "human"})
     assert all(abs(r["value"] - 0.5) < 0.1 for r in humans)
-    assert _by(records, "perplexity-win-rate", variant={"group": "self"}) and _by(records, "perplexity-win-rate", variant={"group": "other"})
+    assert _by(records, "perplexity-win-rate", variant={"group": "self"}) and _by(
+        records, "perplexity-win-rate", variant={"group": "other"}
+    )
 
 
 def test_ranking_difference_against_leaderboard_humans_and_judge(tmp_path):
@@ -284,8 +363,13 @@ def test_ranking_difference_against_leaderboard_humans_and_judge(tmp_path):
     board = tmp_path / "board.csv"
     board.write_text("model,score\n" + "\n".join(f"{m},{i}" for i, m in enumerate(spec.generators)) + "\n")
     leaderboard = read_leaderboard(board)
-    records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=30), leaderboard=leaderboard, rank_against="judge-b")).records
+    records = run_suite(
+        sim.pairwise,
+        "pairwise",
+        registry,
+        references={"preference-ref": sim.preference_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=30), leaderboard=leaderboard, rank_against="judge-b"),
+    ).records
     against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
     assert against == {"preference-ref", "leaderboard", "judge judge-b"}
     own = _by(records, "ranking-difference", judge="judge-a", generator="judge-a", variant={"against": "preference-ref"})[0]
@@ -310,8 +394,17 @@ def test_pairwise_committee_and_member_copies(tmp_path):
     assert set(votes["judge"]) == {"panel", "judge-a", "judge-b"}
     member = votes[votes["judge"] == "judge-a"]
     assert set(member["condition"]) == {"default | panel"}
-    two = pd.DataFrame({"instance_id": ["x"] * 2, "judge": ["a", "b"], "model_a": "m", "model_b": "n",
-                        "verdict": ["A", "B"], "condition": "default", "replicate": 0})
+    two = pd.DataFrame(
+        {
+            "instance_id": ["x"] * 2,
+            "judge": ["a", "b"],
+            "model_a": "m",
+            "model_b": "n",
+            "verdict": ["A", "B"],
+            "condition": "default",
+            "replicate": 0,
+        }
+    )
     assert committee(two, ["a", "b"], name="p").query("judge == 'p'")["verdict"].iloc[0] is None
 
 
@@ -320,21 +413,60 @@ def test_rubric_polarity_and_length_slices(tmp_path):
     items = sim.rubric_items.copy()
     items["text"] = [" ".join(["word"] * (2 + 3 * int(r[1:]))) for r in items["rubric_id"].astype(str)]
     refs = {"rubric-ref": sim.rubric_ref, "rubric-items": items}
-    result = run_suite(sim.rubric, "rubric", registry, references=refs,
-                       options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity", "rubric-length")))
-    polarity = {r["variant"]["slice"]["rubric-polarity"] for r in result.records if "rubric-polarity" in r["variant"].get("slice", {})}
+    result = run_suite(
+        sim.rubric,
+        "rubric",
+        registry,
+        references=refs,
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity", "rubric-length")),
+    )
+    polarity = {
+        r["variant"]["slice"]["rubric-polarity"] for r in result.records if "rubric-polarity" in r["variant"].get("slice", {})
+    }
     assert polarity == {"negative", "positive"}
     lengths = {r["variant"]["slice"]["rubric-length"] for r in result.records if "rubric-length" in r["variant"].get("slice", {})}
     assert len(lengths) == 3
 
 
 def test_correlate_across_judges():
-    records = [{"metric": "judge-accuracy", "judge": j, "condition": "default", "generator": None, "pair": None,
-                "scope": "self", "variant": {}, "value": v} for j, v in zip("abcde", [0.5, 0.6, 0.7, 0.8, 0.9])]
-    records += [{"metric": "self-preference-ratio", "judge": j, "condition": "default", "generator": None, "pair": None,
-                 "scope": "self", "variant": {}, "value": v} for j, v in zip("abcde", [0.9, 0.7, 0.65, 0.5, 0.4])]
-    records += [{"metric": "self-preference-ratio", "judge": "a", "condition": "default", "generator": None,
-                 "pair": None, "scope": "self", "variant": {"opponents": "any"}, "value": 0.0}]  # not the headline
+    records = [
+        {
+            "metric": "judge-accuracy",
+            "judge": j,
+            "condition": "default",
+            "generator": None,
+            "pair": None,
+            "scope": "self",
+            "variant": {},
+            "value": v,
+        }
+        for j, v in zip("abcde", [0.5, 0.6, 0.7, 0.8, 0.9])
+    ]
+    records += [
+        {
+            "metric": "self-preference-ratio",
+            "judge": j,
+            "condition": "default",
+            "generator": None,
+            "pair": None,
+            "scope": "self",
+            "variant": {},
+            "value": v,
+        }
+        for j, v in zip("abcde", [0.9, 0.7, 0.65, 0.5, 0.4])
+    ]
+    records += [
+        {
+            "metric": "self-preference-ratio",
+            "judge": "a",
+            "condition": "default",
+            "generator": None,
+            "pair": None,
+            "scope": "self",
+            "variant": {"opponents": "any"},
+            "value": 0.0,
+        }
+    ]  # not the headline
     result = correlate(records, "judge-accuracy", "self-preference-ratio")
     assert result["n"] == 5 and result["r"] < -0.95
     assert result["ci_low"] < result["r"] < result["ci_high"]
@@ -348,8 +480,12 @@ def test_rubric_setups_are_measured_apart_never_pooled(tmp_path):
     every = sim.rubric.assign(setup="all-rubrics", met=True)
     both = pd.concat([single, every], ignore_index=True)
     refs = {"rubric-ref": sim.rubric_ref}
-    records = run_suite(both, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    alone = run_suite(sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    records = run_suite(
+        both, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
+    alone = run_suite(
+        sim.rubric, "rubric", registry, references=refs, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
     for judge in ("judge-a", "judge-b"):
         (mra_single,) = _by(records, "mra", judge=judge, variant={"setup": "single-rubric"})
         (mra_alone,) = _by(alone, "mra", judge=judge)
@@ -373,22 +509,29 @@ def test_d_diff_metrics_for_unrelated_and_any_opponents(tmp_path):
     frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict"])
     frame = frame.assign(condition="default", replicate=0)
     ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
-    records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    unrelated = _by(records, "harmful-self-preference-propensity", judge="judge-a",
-                    variant={"averaging": "pooled", "opponents": "unrelated"})[0]
-    anyone = _by(records, "harmful-self-preference-propensity", judge="judge-a",
-                 variant={"averaging": "pooled", "opponents": "any"})[0]
+    records = run_suite(
+        frame, "pairwise", registry, references={"correctness-ref": ref}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
+    unrelated = _by(
+        records, "harmful-self-preference-propensity", judge="judge-a", variant={"averaging": "pooled", "opponents": "unrelated"}
+    )[0]
+    anyone = _by(
+        records, "harmful-self-preference-propensity", judge="judge-a", variant={"averaging": "pooled", "opponents": "any"}
+    )[0]
     assert unrelated["value"] == pytest.approx(1.0) and unrelated["n"] == 20
     assert anyone["value"] == pytest.approx(1.0) and anyone["n"] == 40
 
 
 def test_hspp_ratio_denominators_and_an_unmeasurable_family(tmp_path):
     spec, sim, registry = _setup(tmp_path, self_bias=0.7)
-    records = run_suite(sim.rubric, "rubric", registry, references={"rubric-ref": sim.rubric_ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    mine = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a"
-            and r["variant"]["level"] == "rubric"]
+    records = run_suite(
+        sim.rubric,
+        "rubric",
+        registry,
+        references={"rubric-ref": sim.rubric_ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
+    mine = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a" and r["variant"]["level"] == "rubric"]
     family = [r for r in mine if r["scope"] == "family"]
     assert len(family) == 4  # exclude/include judge x two denominators: all undefined, none 0
     assert all(r["value"] is None and r["note"].startswith("not measurable: no family generator") for r in family)
@@ -401,10 +544,17 @@ def test_hspp_ratio_denominators_and_an_unmeasurable_family(tmp_path):
 
 
 def test_instance_truth_derived_from_rubric_truth():
-    rubric_ref = pd.DataFrame([
-        ("p1", "a", "r1", True), ("p1", "a", "r2", True), ("p1", "b", "r1", True), ("p1", "b", "r2", False),
-        ("p2", "a", "r1", False), ("p2", "b", "r1", False),
-    ], columns=["instance_id", "model", "rubric_id", "met"])
+    rubric_ref = pd.DataFrame(
+        [
+            ("p1", "a", "r1", True),
+            ("p1", "a", "r2", True),
+            ("p1", "b", "r1", True),
+            ("p1", "b", "r2", False),
+            ("p2", "a", "r1", False),
+            ("p2", "b", "r1", False),
+        ],
+        columns=["instance_id", "model", "rubric_id", "met"],
+    )
     refs = suite.derive_instance_references({"rubric-ref": rubric_ref})
     scores = refs["correctness-ref"].set_index(["instance_id", "model"])["score"]
     assert scores[("p1", "a")] == 1.0 and scores[("p1", "b")] == 0.5 and scores[("p2", "a")] == 0.0
@@ -428,8 +578,9 @@ def test_direct_assessment_measured_against_rubric_truth(tmp_path):
             scores.append((f"q{i}", "judge-a", model, met.mean() * 4 + noise + (1.5 if model == "judge-a" else 0)))
     frame = pd.DataFrame(scores, columns=["instance_id", "judge", "model", "score"])
     ref = pd.DataFrame(rubric_rows, columns=["instance_id", "model", "rubric_id", "met"])
-    records = run_suite(frame, "pointwise", registry, references={"rubric-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    records = run_suite(
+        frame, "pointwise", registry, references={"rubric-ref": ref}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
     (mipa,) = _by(records, "mipa", judge="judge-a", variant={"paradigm": "DA"})
     assert 0 < mipa["value"] < 1
     hspp = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"denominator": "not-family"})
@@ -442,10 +593,14 @@ def test_pairwise_verdicts_get_an_hspp_ratio_against_the_preference_reference(tm
     ratios = {}
     for bias in (0.0, 1.5):
         spec, sim, registry = _setup(tmp_path, self_bias=bias)
-        records = run_suite(sim.pairwise, "pairwise", registry, references={"preference-ref": sim.preference_ref},
-                            options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-        (r,) = _by(records, "hspp-ratio", judge="judge-a", scope="self",
-                   variant={"paradigm": "PWC", "denominator": "not-family"})
+        records = run_suite(
+            sim.pairwise,
+            "pairwise",
+            registry,
+            references={"preference-ref": sim.preference_ref},
+            options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+        ).records
+        (r,) = _by(records, "hspp-ratio", judge="judge-a", scope="self", variant={"paradigm": "PWC", "denominator": "not-family"})
         ratios[bias] = r["value"]
         assert not _by(records, "mipa", judge="judge-a", variant={"paradigm": "PWC", "level": "instance"})
     assert ratios[1.5] > 1.2 and ratios[1.5] > ratios[0.0]
@@ -464,12 +619,18 @@ def test_d_diff_metrics_read_label_probabilities_when_verdicts_are_positional(tm
     frame = pd.DataFrame(rows, columns=["instance_id", "judge", "model_a", "model_b", "verdict", "prob_a", "prob_b"])
     frame = frame.assign(condition="default", replicate=0)
     ref = pd.DataFrame(truth, columns=["instance_id", "model", "correct"])
-    records = run_suite(frame, "pairwise", registry, references={"correctness-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    (by_verdict,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",
-                        variant={"averaging": "pooled", "opponents": "unrelated"}) [:1]
-    (by_prob,) = _by(records, "harmful-self-preference-propensity", judge="judge-a",
-                     variant={"averaging": "pooled", "opponents": "unrelated", "preference": "probability"})
+    records = run_suite(
+        frame, "pairwise", registry, references={"correctness-ref": ref}, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))
+    ).records
+    (by_verdict,) = _by(
+        records, "harmful-self-preference-propensity", judge="judge-a", variant={"averaging": "pooled", "opponents": "unrelated"}
+    )[:1]
+    (by_prob,) = _by(
+        records,
+        "harmful-self-preference-propensity",
+        judge="judge-a",
+        variant={"averaging": "pooled", "opponents": "unrelated", "preference": "probability"},
+    )
     assert "preference" not in by_verdict["variant"] and by_verdict["value"] == pytest.approx(0.0)
     assert by_prob["value"] == pytest.approx((0.8 + 0.45) / 2)
 
@@ -485,8 +646,11 @@ def test_position_metrics_only_from_rows_whose_order_is_known(tmp_path):
     frame["presentation"] = "unknown"
     unknown = run_suite(frame, "pairwise", registry, options=options)
     assert not any(r["metric"] == "position-consistency" for r in unknown.records)
-    spr = lambda result: sorted((r["judge"], str(r["scope"]), str(r["variant"]), r["value"])  # noqa: E731
-                                for r in result.records if r["metric"] == "self-preference-ratio")
+    spr = lambda result: sorted(
+        (r["judge"], str(r["scope"]), str(r["variant"]), r["value"])  # noqa: E731
+        for r in result.records
+        if r["metric"] == "self-preference-ratio"
+    )
     assert spr(known) == spr(unknown)  # preferences do not depend on knowing the order
     # half the judges with a known order: only they get position records
     judges = sorted(frame["judge"].unique())
@@ -500,10 +664,17 @@ def test_an_unknown_slice_column_is_an_error_naming_the_columns(tmp_path):
 
     spec, sim, registry = _setup(tmp_path)
     with pytest.raises(InputError) as err:
-        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("nosuchcol",)))
+        run_suite(
+            sim.pairwise, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("nosuchcol",))
+        )
     assert err.value.field == "--slice" and "nosuchcol" in str(err.value) and "instance_id" in str(err.value)
     with pytest.raises(InputError, match="rubric-items"):
-        run_suite(sim.pairwise, "pairwise", registry, options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity",)))
+        run_suite(
+            sim.pairwise,
+            "pairwise",
+            registry,
+            options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0), slices=("rubric-polarity",)),
+        )
 
 
 def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so():
@@ -515,13 +686,32 @@ def test_equal_opportunity_bias_falls_back_to_less_related_opponents_and_says_so
     from nepotism.models import default_registry
 
     n = 30
-    frame = pd.DataFrame({
-        "instance_id": [f"q{i}" for i in range(n)], "judge": "gpt-4-0613", "model_a": "vicuna-13b",
-        "model_b": "text-davinci-003", "verdict": ["A"] * 20 + ["B"] * 10, "condition": "default", "replicate": 0})
-    humans = pd.DataFrame({"instance_id": [f"q{i}" for i in range(n)], "model_a": "vicuna-13b",
-                           "model_b": "text-davinci-003", "winner": ["vicuna-13b"] * 10 + ["text-davinci-003"] * 20})
-    records = run_suite(frame, "pairwise", default_registry(), references={"preference-ref": humans},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    frame = pd.DataFrame(
+        {
+            "instance_id": [f"q{i}" for i in range(n)],
+            "judge": "gpt-4-0613",
+            "model_a": "vicuna-13b",
+            "model_b": "text-davinci-003",
+            "verdict": ["A"] * 20 + ["B"] * 10,
+            "condition": "default",
+            "replicate": 0,
+        }
+    )
+    humans = pd.DataFrame(
+        {
+            "instance_id": [f"q{i}" for i in range(n)],
+            "model_a": "vicuna-13b",
+            "model_b": "text-davinci-003",
+            "winner": ["vicuna-13b"] * 10 + ["text-davinci-003"] * 20,
+        }
+    )
+    records = run_suite(
+        frame,
+        "pairwise",
+        default_registry(),
+        references={"preference-ref": humans},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
     eo = {r["scope"]: r for r in records if r["metric"] == "equal-opportunity-bias"}
     assert {scope: r["variant"]["opponents"] for scope, r in eo.items()} == {"family-student": "any", "family": "any"}
     assert eo["family"]["opponent_models"] == ["vicuna-13b"] and eo["family"]["value"] is not None
@@ -535,8 +725,7 @@ def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_sc
     """002 Eq. 5 (PWC): with only graded reference scores, w* is the higher-scored answer of each pair."""
     from nepotism.analyses.suite import derive_instance_references
 
-    scores = pd.DataFrame({"instance_id": ["q1", "q1", "q2", "q2"], "model": ["x", "y", "x", "y"],
-                           "score": [8.0, 5.0, 6.0, 6.0]})
+    scores = pd.DataFrame({"instance_id": ["q1", "q1", "q2", "q2"], "model": ["x", "y", "x", "y"], "score": [8.0, 5.0, 6.0, 6.0]})
     derived = derive_instance_references({"correctness-ref": scores})["preference-ref"]
     assert sorted(zip(derived["instance_id"], derived["winner"])) == [("q1", "x"), ("q2", "tie")]
     assert set(derived["derived_from"]) == {"correctness-ref: the higher reference score"}
@@ -546,11 +735,24 @@ def test_pairwise_mipa_is_measured_against_preferences_derived_from_reference_sc
     # the judge agrees with the reference on q1 (x) and calls q2 a tie where the reference ties: MIPA = 1
     from nepotism.models import default_registry
 
-    frame = pd.DataFrame({"instance_id": ["q1", "q1", "q2", "q2"], "judge": "gpt-4-0613",
-                          "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],
-                          "verdict": ["A", "B", "tie", "tie"], "condition": "default", "replicate": 0})
-    records = run_suite(frame, "pairwise", default_registry(), references={"correctness-ref": scores},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["q1", "q1", "q2", "q2"],
+            "judge": "gpt-4-0613",
+            "model_a": ["x", "y", "x", "y"],
+            "model_b": ["y", "x", "y", "x"],
+            "verdict": ["A", "B", "tie", "tie"],
+            "condition": "default",
+            "replicate": 0,
+        }
+    )
+    records = run_suite(
+        frame,
+        "pairwise",
+        default_registry(),
+        references={"correctness-ref": scores},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
     mipa = [r for r in records if r["metric"] == "mipa" and r["variant"].get("paradigm") == "PWC"]
     assert len(mipa) == 1 and mipa[0]["value"] == 1.0
 
@@ -566,15 +768,39 @@ def test_equal_opportunity_bias_from_the_argmax_of_order_averaged_probabilities(
     for i in range(20):
         for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
             p_first = 0.7 if first == "gpt-4-0613" else 0.3
-            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
-                         "verdict": "tie", "prob_a": p_first, "prob_b": 1 - p_first, "condition": "default",
-                         "replicate": 0})
-    humans = pd.DataFrame({"instance_id": [f"q{i}" for i in range(20)], "model_a": "gpt-4-0613", "model_b": "claude-2",
-                           "winner": ["gpt-4-0613"] * 10 + ["claude-2"] * 10})
-    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(), references={"preference-ref": humans},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    eo = {r["variant"].get("preference", "verdict"): r for r in records
-          if r["metric"] == "equal-opportunity-bias" and r["scope"] == "self"}
+            rows.append(
+                {
+                    "instance_id": f"q{i}",
+                    "judge": "gpt-4-0613",
+                    "model_a": first,
+                    "model_b": second,
+                    "verdict": "tie",
+                    "prob_a": p_first,
+                    "prob_b": 1 - p_first,
+                    "condition": "default",
+                    "replicate": 0,
+                }
+            )
+    humans = pd.DataFrame(
+        {
+            "instance_id": [f"q{i}" for i in range(20)],
+            "model_a": "gpt-4-0613",
+            "model_b": "claude-2",
+            "winner": ["gpt-4-0613"] * 10 + ["claude-2"] * 10,
+        }
+    )
+    records = run_suite(
+        pd.DataFrame(rows),
+        "pairwise",
+        default_registry(),
+        references={"preference-ref": humans},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
+    eo = {
+        r["variant"].get("preference", "verdict"): r
+        for r in records
+        if r["metric"] == "equal-opportunity-bias" and r["scope"] == "self"
+    }
     assert eo["verdict"]["value"] == pytest.approx(0.0)
     assert eo["probability-argmax"]["value"] == pytest.approx(1.0) and eo["probability-argmax"]["n"] == 40
 
@@ -593,32 +819,62 @@ def test_d_diff_metrics_per_evaluatee_as_paper_004_tables():
             own_wins = own_right if picks_right else True
             for first, second in ((judge, other), (other, judge)):
                 verdict = "A" if (first == judge) == own_wins else "B"
-                rows.append({"instance_id": f"{other}-q{i}", "judge": judge, "model_a": first, "model_b": second,
-                             "verdict": verdict, "condition": "default", "replicate": 0})
-            correct += [{"instance_id": f"{other}-q{i}", "model": judge, "correct": own_right},
-                        {"instance_id": f"{other}-q{i}", "model": other, "correct": not own_right}]
-    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(),
-                        references={"correctness-ref": pd.DataFrame(correct)},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    table = {(r["metric"] + (" (harmful)" if "examples" in r["variant"] else ""), r["generator"]): r["value"]
-             for r in records if (r.get("variant") or {}).get("averaging") == "one evaluatee"
-             and r["variant"]["opponents"] == "unrelated"}
-    assert table == pytest.approx({
-        ("judge-accuracy", "claude-2"): 0.5, ("legitimate-self-preference-ratio", "claude-2"): 0.5,
-        ("harmful-self-preference-propensity", "claude-2"): 1.0,
-        ("judge-accuracy", "llama-2-70b-chat"): 1.0, ("legitimate-self-preference-ratio", "llama-2-70b-chat"): 1.0,
-        ("harmful-self-preference-propensity", "llama-2-70b-chat"): 0.0,
-        # SPR per evaluatee (004 Tables 1/3/5): 8 of 8 own wins against claude-2, 4 of 8 against llama
-        ("self-preference-ratio", "claude-2"): 1.0, ("self-preference-ratio", "llama-2-70b-chat"): 0.5,
-        # judge accuracy on the harmful cases (003 Table 4): own wrong on 4 prompts per evaluatee
-        ("judge-accuracy (harmful)", "claude-2"): 0.0, ("judge-accuracy (harmful)", "llama-2-70b-chat"): 1.0})
+                rows.append(
+                    {
+                        "instance_id": f"{other}-q{i}",
+                        "judge": judge,
+                        "model_a": first,
+                        "model_b": second,
+                        "verdict": verdict,
+                        "condition": "default",
+                        "replicate": 0,
+                    }
+                )
+            correct += [
+                {"instance_id": f"{other}-q{i}", "model": judge, "correct": own_right},
+                {"instance_id": f"{other}-q{i}", "model": other, "correct": not own_right},
+            ]
+    records = run_suite(
+        pd.DataFrame(rows),
+        "pairwise",
+        default_registry(),
+        references={"correctness-ref": pd.DataFrame(correct)},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
+    table = {
+        (r["metric"] + (" (harmful)" if "examples" in r["variant"] else ""), r["generator"]): r["value"]
+        for r in records
+        if (r.get("variant") or {}).get("averaging") == "one evaluatee" and r["variant"]["opponents"] == "unrelated"
+    }
+    assert table == pytest.approx(
+        {
+            ("judge-accuracy", "claude-2"): 0.5,
+            ("legitimate-self-preference-ratio", "claude-2"): 0.5,
+            ("harmful-self-preference-propensity", "claude-2"): 1.0,
+            ("judge-accuracy", "llama-2-70b-chat"): 1.0,
+            ("legitimate-self-preference-ratio", "llama-2-70b-chat"): 1.0,
+            ("harmful-self-preference-propensity", "llama-2-70b-chat"): 0.0,
+            # SPR per evaluatee (004 Tables 1/3/5): 8 of 8 own wins against claude-2, 4 of 8 against llama
+            ("self-preference-ratio", "claude-2"): 1.0,
+            ("self-preference-ratio", "llama-2-70b-chat"): 0.5,
+            # judge accuracy on the harmful cases (003 Table 4): own wrong on 4 prompts per evaluatee
+            ("judge-accuracy (harmful)", "claude-2"): 0.0,
+            ("judge-accuracy (harmful)", "llama-2-70b-chat"): 1.0,
+        }
+    )
     from nepotism.report.full import write_report
     from nepotism.report.sections import evaluatee_table
 
     rows = evaluatee_table(records)
-    assert [(r["evaluatee"], r["cells"]["judge-accuracy"]["text"][:4], r["cells"]["self-preference-ratio"]["text"][:4],
-             r["cells"]["judge accuracy (harmful)"]["text"][:4]) for r in rows] == [
-        ("claude-2", "50.0", "100.", "0.0%"), ("llama-2-70b-chat", "100.", "50.0", "100.")]
+    assert [
+        (
+            r["evaluatee"],
+            r["cells"]["judge-accuracy"]["text"][:4],
+            r["cells"]["self-preference-ratio"]["text"][:4],
+            r["cells"]["judge accuracy (harmful)"]["text"][:4],
+        )
+        for r in rows
+    ] == [("claude-2", "50.0", "100.", "0.0%"), ("llama-2-70b-chat", "100.", "50.0", "100.")]
     import tempfile
     from pathlib import Path
 
@@ -638,12 +894,23 @@ def test_log_perplexity_gap_from_a_pairwise_table_counts_each_response_once():
     rows = []
     for i in range(10):
         for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
-            ppl = {"gpt-4-0613": np.e, "claude-2": np.e ** 3}
-            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
-                         "verdict": "A", "perplexity_a": ppl[first], "perplexity_b": ppl[second],
-                         "condition": "default", "replicate": 0})
-    records = run_suite(pd.DataFrame(rows), "pairwise", default_registry(),
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50))).records
+            ppl = {"gpt-4-0613": np.e, "claude-2": np.e**3}
+            rows.append(
+                {
+                    "instance_id": f"q{i}",
+                    "judge": "gpt-4-0613",
+                    "model_a": first,
+                    "model_b": second,
+                    "verdict": "A",
+                    "perplexity_a": ppl[first],
+                    "perplexity_b": ppl[second],
+                    "condition": "default",
+                    "replicate": 0,
+                }
+            )
+    records = run_suite(
+        pd.DataFrame(rows), "pairwise", default_registry(), options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50))
+    ).records
     gap = [r for r in records if r["metric"] == "log-perplexity-gap"]
     assert len(gap) == 1 and gap[0]["value"] == pytest.approx(-2.0) and gap[0]["n"] == 20
     assert gap[0]["n_clusters"] == 10
@@ -658,12 +925,12 @@ def test_given_comparisons_give_the_same_records_as_building_them(tmp_path):
     _, sim, registry = _setup(tmp_path, self_bias=0.4)
     options = SuiteOptions(bootstrap=Bootstrap(n_resamples=30, seed=2))
     built = run_suite(sim.pairwise, "pairwise", registry, options=options).records
-    given = run_suite(sim.pairwise, "pairwise", registry, options=options,
-                      comparisons=build_comparisons(sim.pairwise, rule=options.rule)).records
+    given = run_suite(
+        sim.pairwise, "pairwise", registry, options=options, comparisons=build_comparisons(sim.pairwise, rule=options.rule)
+    ).records
     assert json.dumps(built, sort_keys=True, default=str) == json.dumps(given, sort_keys=True, default=str)
     with pytest.raises(ValueError, match="options.rule"):
-        run_suite(sim.pairwise, "pairwise", registry, options=options,
-                  comparisons=build_comparisons(sim.pairwise, rule="strict"))
+        run_suite(sim.pairwise, "pairwise", registry, options=options, comparisons=build_comparisons(sim.pairwise, rule="strict"))
 
 
 def _old_position_records(frame, options):
@@ -678,11 +945,18 @@ def _old_position_records(frame, options):
     v = frame["verdict"].to_numpy(dtype=object)
     code_a = np.select([v == "A", v == "B", v == "tie"], [1.0, -1.0, 0.0], np.nan)
     a_first = a < b
-    rows = pd.DataFrame({"instance_id": frame["instance_id"].astype(str).to_numpy(), "judge": frame["judge"].to_numpy(),
-                         "condition": frame["condition"].to_numpy(), "replicate": frame["replicate"].to_numpy(),
-                         "model_x": np.where(a_first, a, b), "model_y": np.where(a_first, b, a),
-                         "code": np.where(a_first, code_a, -code_a),
-                         "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan)})
+    rows = pd.DataFrame(
+        {
+            "instance_id": frame["instance_id"].astype(str).to_numpy(),
+            "judge": frame["judge"].to_numpy(),
+            "condition": frame["condition"].to_numpy(),
+            "replicate": frame["replicate"].to_numpy(),
+            "model_x": np.where(a_first, a, b),
+            "model_y": np.where(a_first, b, a),
+            "code": np.where(a_first, code_a, -code_a),
+            "slot": np.select([v == "A", v == "B", v == "tie"], [1.0, 0.0, 0.5], np.nan),
+        }
+    )
     rows["why"] = np.where(np.isnan(code_a), row_exclusions(frame), None)
     key = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
     rows["order"] = rows.groupby(key, sort=False).cumcount()
@@ -692,14 +966,20 @@ def _old_position_records(frame, options):
         second = group[group["order"] == 1].set_index(key)[["code", "why"]]
         both = first.add_suffix("_1").join(second.add_suffix("_2"), how="inner")
         ids = both.index.get_level_values("instance_id").to_numpy()
-        est = recognition.position_consistency(both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids,
-                                               bootstrap=options.bootstrap)
+        est = recognition.position_consistency(
+            both["code_1"].to_numpy(), both["code_2"].to_numpy(), ids, bootstrap=options.bootstrap
+        )
         est = with_reasons(est, both["why_1"].where(both["why_1"].notna(), both["why_2"]))
         records.append(_record("position-consistency", judge, condition, est, variant={"share": "two orders agree"}))
-        est = with_reasons(recognition.first_slot_preference(group["slot"].to_numpy(), group["instance_id"].to_numpy(),
-                                                             bootstrap=options.bootstrap), group["why"])
-        records.append(_record("position-consistency", judge, condition, est,
-                               variant={"share": "first slot chosen", "ties": "exclude"}))
+        est = with_reasons(
+            recognition.first_slot_preference(
+                group["slot"].to_numpy(), group["instance_id"].to_numpy(), bootstrap=options.bootstrap
+            ),
+            group["why"],
+        )
+        records.append(
+            _record("position-consistency", judge, condition, est, variant={"share": "first slot chosen", "ties": "exclude"})
+        )
     return records
 
 

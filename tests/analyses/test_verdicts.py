@@ -22,13 +22,15 @@ BOOT = Bootstrap(n_resamples=300, seed=3)
 def panel(tmp_path_factory):
     """Five judges (docs/matched-bias.md): judge-a clean with the strongest answers, judge-b with
     planted self, family and student effects, judge-c/d unrelated references, judge-e a student."""
-    sim = simulate(panel_spec(n_instances=160, planted={"self": 0.8, "family": 0.8, "student": 0.8}), seed=11,
-                   kinds=("pairwise",))
+    sim = simulate(
+        panel_spec(n_instances=160, planted={"self": 0.8, "family": 0.8, "student": 0.8}), seed=11, kinds=("pairwise",)
+    )
     folder = tmp_path_factory.mktemp("panel")
     registry_file = folder / "registry.toml"
     registry_file.write_text(sim.spec.registry_toml())
-    results = nepotism.audit(sim.pairwise, references={"preference-ref": sim.preference_ref},
-                             models=[registry_file], bootstrap=BOOT)
+    results = nepotism.audit(
+        sim.pairwise, references={"preference-ref": sim.preference_ref}, models=[registry_file], bootstrap=BOOT
+    )
     return results
 
 
@@ -76,8 +78,7 @@ def test_evidence_keys_name_records_of_the_results(panel):
         assert set(v.evidence) <= keys
         if v.status == "measured":
             record = next(r for r in panel if record_key(r) == v.evidence[0])
-            assert (record.metric, record.value, record.ci_low, record.ci_high) == (v.metric, v.value, v.ci_low,
-                                                                                    v.ci_high)
+            assert (record.metric, record.value, record.ci_low, record.ci_high) == (v.metric, v.value, v.ci_low, v.ci_high)
 
 
 def _one_judge(n_prompts: int, *, own_wins: float, seed: int = 0) -> pd.DataFrame:
@@ -86,10 +87,12 @@ def _one_judge(n_prompts: int, *, own_wins: float, seed: int = 0) -> pd.DataFram
     rows = []
     for i in range(n_prompts):
         own = rng.random() < own_wins
-        rows.append({"instance_id": f"p{i}", "judge": "gpt-4", "model_a": "gpt-4", "model_b": "claude-2",
-                     "verdict": "A" if own else "B"})
-        rows.append({"instance_id": f"p{i}", "judge": "gpt-4", "model_a": "claude-2", "model_b": "gpt-4",
-                     "verdict": "B" if own else "A"})
+        rows.append(
+            {"instance_id": f"p{i}", "judge": "gpt-4", "model_a": "gpt-4", "model_b": "claude-2", "verdict": "A" if own else "B"}
+        )
+        rows.append(
+            {"instance_id": f"p{i}", "judge": "gpt-4", "model_a": "claude-2", "model_b": "gpt-4", "verdict": "B" if own else "A"}
+        )
     return pd.DataFrame(rows)
 
 
@@ -116,14 +119,35 @@ def test_the_judge_alone_reads_the_pooled_ratio_not_the_per_evaluatee_tables(con
     for other, n, wins, start in (("claude-2", 40, 32, 0), ("llama-2-70b-chat", 20, 2, 40)):
         for i in range(n):
             own = i < wins
-            rows.append({"instance_id": f"p{start + i}", "judge": "gpt-4", "model_a": "gpt-4", "model_b": other,
-                         "verdict": "A" if own else "B", "condition": condition})
-            rows.append({"instance_id": f"p{start + i}", "judge": "gpt-4", "model_a": other, "model_b": "gpt-4",
-                         "verdict": "B" if own else "A", "condition": condition})
+            rows.append(
+                {
+                    "instance_id": f"p{start + i}",
+                    "judge": "gpt-4",
+                    "model_a": "gpt-4",
+                    "model_b": other,
+                    "verdict": "A" if own else "B",
+                    "condition": condition,
+                }
+            )
+            rows.append(
+                {
+                    "instance_id": f"p{start + i}",
+                    "judge": "gpt-4",
+                    "model_a": other,
+                    "model_b": "gpt-4",
+                    "verdict": "B" if own else "A",
+                    "condition": condition,
+                }
+            )
     results = nepotism.audit(pd.DataFrame(rows), bootstrap=BOOT)
-    spr = {(r.get("variant") or {}).get("averaging"): r["value"] for r in results.to_dicts()
-           if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-           and (r.get("variant") or {}).get("opponents") == "unrelated" and "ties" not in (r.get("variant") or {})}
+    spr = {
+        (r.get("variant") or {}).get("averaging"): r["value"]
+        for r in results.to_dicts()
+        if r["metric"] == "self-preference-ratio"
+        and r["scope"] == "self"
+        and (r.get("variant") or {}).get("opponents") == "unrelated"
+        and "ties" not in (r.get("variant") or {})
+    }
     assert spr[None] == pytest.approx(34 / 60) and spr["per-evaluatee"] == pytest.approx(0.45)
     v = _verdict(results, "gpt-4", "self")
     assert v.rung == "alone" and v.metric == "self-preference-ratio" and "averaging" not in v.variant
@@ -143,8 +167,15 @@ def test_human_labels_give_a_reference_verdict_and_the_vote_choice_is_recorded()
     labels = []
     for i in range(60):  # three crowd votes per pair, mostly for claude-2
         for k in range(3):
-            labels.append({"instance_id": f"p{i}", "model_a": "gpt-4", "model_b": "claude-2",
-                           "winner": "claude-2" if rng.random() < 0.6 else "gpt-4", "annotator": f"u{k}"})
+            labels.append(
+                {
+                    "instance_id": f"p{i}",
+                    "model_a": "gpt-4",
+                    "model_b": "claude-2",
+                    "winner": "claude-2" if rng.random() < 0.6 else "gpt-4",
+                    "annotator": f"u{k}",
+                }
+            )
     labels = pd.DataFrame(labels)
     each = nepotism.audit(judged, references={"preference-ref": labels}, bootstrap=BOOT)
     majority = nepotism.audit(judged, references={"preference-ref": labels}, bootstrap=BOOT, reference_vote="majority")
@@ -154,10 +185,12 @@ def test_human_labels_give_a_reference_verdict_and_the_vote_choice_is_recorded()
         assert results.summary["reference_labels_per_pair"] == 3 and results.summary["reference_vote"] == vote
         assert "human preference labels" in v.sentence
     # majority: one label per pair, so half the rows of one vote each (two sides per labelled pair)
-    n_each = next(r for r in each if r.metric == "equal-opportunity-bias" and r.scope == "self"
-                  and "preference" not in r.variant).n
-    n_majority = next(r for r in majority if r.metric == "equal-opportunity-bias" and r.scope == "self"
-                      and "preference" not in r.variant).n
+    n_each = next(
+        r for r in each if r.metric == "equal-opportunity-bias" and r.scope == "self" and "preference" not in r.variant
+    ).n
+    n_majority = next(
+        r for r in majority if r.metric == "equal-opportunity-bias" and r.scope == "self" and "preference" not in r.variant
+    ).n
     assert n_each == 3 * n_majority
     with pytest.raises(nepotism.InputError):
         nepotism.audit(judged, reference_vote="median")
@@ -198,8 +231,9 @@ def _census_by_rows(frame: pd.DataFrame, registry) -> list[tuple]:
     condition = frame["condition"] if "condition" in frame else pd.Series("default", index=frame.index)
     out = {}
     for column in ("model_a", "model_b"):
-        for judge, cond, model, inst in zip(frame["judge"].astype(str), condition.astype(str),
-                                            frame[column].astype(str), frame["instance_id"].astype(str)):
+        for judge, cond, model, inst in zip(
+            frame["judge"].astype(str), condition.astype(str), frame[column].astype(str), frame["instance_id"].astype(str)
+        ):
             entry = out.setdefault((judge, cond), (set(), set()))
             entry[0].add(model.split("@", 1)[0])
             entry[1].add(inst)
@@ -225,9 +259,14 @@ def test_the_census_is_the_per_row_reading_and_stays_small(with_condition):
     rng = np.random.default_rng(5)
     n = 200_000
     names = np.array(["gpt-4", "gpt-4@sample2", "claude-3-opus", "vicuna-13b", "not-registered"])
-    frame = pd.DataFrame({"instance_id": [f"q{i}" for i in rng.integers(0, 3000, n)],
-                          "judge": rng.choice(["gpt-4", "claude-3-opus"], n),
-                          "model_a": rng.choice(names, n), "model_b": rng.choice(names, n)})
+    frame = pd.DataFrame(
+        {
+            "instance_id": [f"q{i}" for i in rng.integers(0, 3000, n)],
+            "judge": rng.choice(["gpt-4", "claude-3-opus"], n),
+            "model_a": rng.choice(names, n),
+            "model_b": rng.choice(names, n),
+        }
+    )
     if with_condition:
         frame["condition"] = rng.choice(["plain", "cot"], n)
     tracemalloc.start()
@@ -244,13 +283,37 @@ def test_a_leaderboard_audit_alone_gives_no_verdict_rows():
     """`nepotism leakage audit`'s document holds ranks with a scope per entry, but none of the
     metrics the ladder reads: no verdict rows (four "not measurable — no metric measured it" rows
     for a judge were what a report of it said); a self-preference ratio beside them gives rows."""
-    rank = {"metric": "leaderboard-rank", "judge": "gpt-4", "condition": "default", "scope": "family",
-            "generator": "gpt-4-0314", "value": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 300, "n_clusters": 300}
-    bonus = {"metric": "leaderboard-leakage-bonus", "judge": "gpt-4", "condition": "default", "value": None,
-             "note": "no judge unrelated to this one judged the same entries"}
+    rank = {
+        "metric": "leaderboard-rank",
+        "judge": "gpt-4",
+        "condition": "default",
+        "scope": "family",
+        "generator": "gpt-4-0314",
+        "value": 1.0,
+        "ci_low": 1.0,
+        "ci_high": 1.0,
+        "n": 300,
+        "n_clusters": 300,
+    }
+    bonus = {
+        "metric": "leaderboard-leakage-bonus",
+        "judge": "gpt-4",
+        "condition": "default",
+        "value": None,
+        "note": "no judge unrelated to this one judged the same entries",
+    }
     assert judge_verdicts([rank, bonus]) == []
-    ratio = {"metric": "self-preference-ratio", "judge": "gpt-4", "condition": "default", "scope": "family",
-             "variant": {"opponents": "unrelated"}, "value": 0.7, "ci_low": 0.65, "ci_high": 0.75, "n": 900,
-             "n_clusters": 300}
+    ratio = {
+        "metric": "self-preference-ratio",
+        "judge": "gpt-4",
+        "condition": "default",
+        "scope": "family",
+        "variant": {"opponents": "unrelated"},
+        "value": 0.7,
+        "ci_low": 0.65,
+        "ci_high": 0.75,
+        "n": 900,
+        "n_clusters": 300,
+    }
     verdicts = judge_verdicts([rank, bonus, ratio])
     assert len(verdicts) == 4 and [v.status for v in verdicts if v.scope == "family"] == ["measured"]

@@ -23,14 +23,16 @@ def pair_records(n: int, *, hostile: int | None = None) -> list[dict]:
         text_b = f"Second answer to question {i}."
         if hostile == i:
             text_b = f"Look: {SCRIPT} and {IMG} end."
-        rows.append({
-            "instance_id": f"q{i:02d}",
-            "prompt": f"Question number {i}: explain <b>bold</b> & more?",
-            "model_a": MODEL_A,
-            "model_b": MODEL_B,
-            "text_a": f"First answer to question {i}.\n  indented line",
-            "text_b": text_b,
-        })
+        rows.append(
+            {
+                "instance_id": f"q{i:02d}",
+                "prompt": f"Question number {i}: explain <b>bold</b> & more?",
+                "model_a": MODEL_A,
+                "model_b": MODEL_B,
+                "text_a": f"First answer to question {i}.\n  indented line",
+                "text_b": text_b,
+            }
+        )
     return rows
 
 

@@ -20,8 +20,7 @@ from nepotism.annotate.agreement import (
 
 def test_all_is_exported():
     assert sorted(agreement.__all__) == sorted(
-        ["category_counts", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "pair_agreement",
-         "percent_agreement"]
+        ["category_counts", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "pair_agreement", "percent_agreement"]
     )
     for name in agreement.__all__:
         assert callable(getattr(agreement, name))

@@ -100,8 +100,9 @@ def test_order_seed_fixes_the_order_and_text_follows_it(make_collection, server_
             seen.append(html.unescape(first) == items[position - 1].text_a)
     assert len(set(seen)) == 2  # both orders occur across six items with this seed
     with Store(store_path) as store:
-        orders = dict(store._conn().execute(
-            "SELECT item_id, shown_first FROM annotation_orders WHERE annotator = 'carol'").fetchall())
+        orders = dict(
+            store._conn().execute("SELECT item_id, shown_first FROM annotation_orders WHERE annotator = 'carol'").fetchall()
+        )
     assert [orders[i.item_id] == "model_a" for i in items] == seen
 
 

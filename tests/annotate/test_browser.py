@@ -51,9 +51,11 @@ def _press(driver, key: str) -> int | None:
 
 def _orders(store_path, annotator):
     with Store(store_path) as store:
-        rows = store._conn().execute(
-            "SELECT item_id, shown_first FROM annotation_orders WHERE annotator = ?", (annotator,)
-        ).fetchall()
+        rows = (
+            store._conn()
+            .execute("SELECT item_id, shown_first FROM annotation_orders WHERE annotator = ?", (annotator,))
+            .fetchall()
+        )
     return dict(rows)
 
 
@@ -66,9 +68,7 @@ def _expected_winner(item, shown_first: str, key: str) -> str | None:
     return item.model(side)
 
 
-def test_keyboard_labelling_resume_jump_export(
-    tmp_path, make_collection, server_factory, browser_factory, model_names
-):
+def test_keyboard_labelling_resume_jump_export(tmp_path, make_collection, server_factory, browser_factory, model_names):
     from selenium.webdriver.common.by import By
 
     MODEL_A, MODEL_B = model_names
@@ -142,8 +142,7 @@ def test_keyboard_labelling_resume_jump_export(
             expected[item.instance_id] = winner
     with Store(store_path) as store:
         history = label_history(store, "pairs")
-        summary = write_exports("pairs", items, history, tmp_path / "refs.csv",
-                                per_annotator_dir=tmp_path / "by")
+        summary = write_exports("pairs", items, history, tmp_path / "refs.csv", per_annotator_dir=tmp_path / "by")
     refs = read_table(tmp_path / "refs.csv", kind="preference-ref").frame
     assert dict(zip(refs["instance_id"], refs["winner"], strict=True)) == expected
     mine = read_table(tmp_path / "by" / "alice.csv", kind="preference-ref").frame
@@ -158,8 +157,12 @@ def test_keyboard_labelling_resume_jump_export(
     shot = tmp_path / "annotate_item.png"
     assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     labelled = 8
-    speed = {"items": labelled, "seconds": round(elapsed, 3),
-             "items_per_minute": round(labelled / elapsed * 60.0, 1), "screenshot": str(shot)}
+    speed = {
+        "items": labelled,
+        "seconds": round(elapsed, 3),
+        "items_per_minute": round(labelled / elapsed * 60.0, 1),
+        "screenshot": str(shot),
+    }
     (tmp_path / "speed.json").write_text(json.dumps(speed))
     print(f"\nannotate browser test: {speed}")
     folder = os.environ.get("NEPOTISM_ANNOTATE_ARTIFACTS")

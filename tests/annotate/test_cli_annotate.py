@@ -49,9 +49,21 @@ def _labelled_store(tmp_path, pairs_file):
 def test_export_and_agreement(tmp_path, pairs_file, model_names):
     store_path, items = _labelled_store(tmp_path, pairs_file)
     runner = CliRunner()
-    result = runner.invoke(main, ["annotate", "export", "--store", str(store_path), "--out",
-                                  str(tmp_path / "refs.csv"), "--per-annotator", str(tmp_path / "by"),
-                                  "--to-store", "--json"])
+    result = runner.invoke(
+        main,
+        [
+            "annotate",
+            "export",
+            "--store",
+            str(store_path),
+            "--out",
+            str(tmp_path / "refs.csv"),
+            "--per-annotator",
+            str(tmp_path / "by"),
+            "--to-store",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     # majorities: q1 a (3-0), q2 b (2-1), q3 b (2-1), q4 tie (2-1), q5 a/b level -> unresolved
@@ -64,16 +76,30 @@ def test_export_and_agreement(tmp_path, pairs_file, model_names):
     with Store(store_path) as store:
         assert {r.winner for r in store.references(source="annotate:pairs")} == {a, b, "tie"}
 
-    judgments = pd.DataFrame({
-        "instance_id": ["q01", "q02", "q03", "q04", "q05", "q01"],
-        "judge": ["j"] * 5 + ["k"],
-        "model_a": [a, b, a, a, a, a],
-        "model_b": [b, a, b, b, b, b],
-        "verdict": ["A", "A", "B", "A", "A", None],
-    })
+    judgments = pd.DataFrame(
+        {
+            "instance_id": ["q01", "q02", "q03", "q04", "q05", "q01"],
+            "judge": ["j"] * 5 + ["k"],
+            "model_a": [a, b, a, a, a, a],
+            "model_b": [b, a, b, b, b, b],
+            "verdict": ["A", "A", "B", "A", "A", None],
+        }
+    )
     judgments.to_csv(tmp_path / "j.csv", index=False)
-    result = runner.invoke(main, ["annotate", "agreement", "--store", str(store_path), "--judgments",
-                                  str(tmp_path / "j.csv"), "--bootstrap", "200", "--json"])
+    result = runner.invoke(
+        main,
+        [
+            "annotate",
+            "agreement",
+            "--store",
+            str(store_path),
+            "--judgments",
+            str(tmp_path / "j.csv"),
+            "--bootstrap",
+            "200",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     # judge j: q1 a==a, q2 verdict A on (b, a) -> b == b, q3 b == b, q4 a != tie; q5 unresolved
@@ -84,8 +110,12 @@ def test_export_and_agreement(tmp_path, pairs_file, model_names):
     pair = report["pairs"][0]
     assert pair["annotators"] == ["ann1", "ann2"]
     assert pair["agreement"]["value"] == pytest.approx(3 / 4)  # q5 skipped by ann2
-    assert report["annotators"]["ann2"] == {"labelled": 4, "skipped": 1, "median_seconds_per_label": None,
-                                            "labels_per_minute": None}
+    assert report["annotators"]["ann2"] == {
+        "labelled": 4,
+        "skipped": 1,
+        "median_seconds_per_label": None,
+        "labels_per_minute": None,
+    }
     assert report["overall"]["fleiss_kappa"]["ci_low"] is not None
 
     text = runner.invoke(main, ["annotate", "agreement", "--store", str(store_path), "--bootstrap", "0"])
@@ -95,25 +125,25 @@ def test_export_and_agreement(tmp_path, pairs_file, model_names):
 def test_sample_command(tmp_path, pairs_file):
     pairs = pairs_file(6)
     out = tmp_path / "sample.jsonl"
-    result = CliRunner().invoke(main, ["annotate", "sample", str(pairs), "--n", "4", "--seed", "3",
-                                       "--out", str(out), "--json"])
+    result = CliRunner().invoke(main, ["annotate", "sample", str(pairs), "--n", "4", "--seed", "3", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["n_selected"] == 4
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 4 and all(r["sample_strategy"] == "uniform" for r in rows)
     # disagreement without judgments is an input error: one line, exit 2
-    bad = CliRunner().invoke(main, ["annotate", "sample", str(pairs), "--n", "2", "--by",
-                                    "disagreement", "--out", str(tmp_path / "x.jsonl")])
+    bad = CliRunner().invoke(
+        main, ["annotate", "sample", str(pairs), "--n", "2", "--by", "disagreement", "--out", str(tmp_path / "x.jsonl")]
+    )
     assert bad.exit_code == 2 and "needs the judges" in bad.output
 
 
 def test_input_errors_exit_2(tmp_path, pairs_file):
     runner = CliRunner()
-    result = runner.invoke(main, ["annotate", "serve", str(pairs_file(2)), "--annotator", "no spaces",
-                                  "--store", str(tmp_path / "s.db")])
+    result = runner.invoke(
+        main, ["annotate", "serve", str(pairs_file(2)), "--annotator", "no spaces", "--store", str(tmp_path / "s.db")]
+    )
     assert result.exit_code == 2 and "annotator name" in result.output
-    result = runner.invoke(main, ["annotate", "export", "--store", str(tmp_path / "none.db"), "--out",
-                                  str(tmp_path / "r.csv")])
+    result = runner.invoke(main, ["annotate", "export", "--store", str(tmp_path / "none.db"), "--out", str(tmp_path / "r.csv")])
     assert result.exit_code == 2 and "no store file" in result.output
 
 
@@ -121,9 +151,24 @@ def test_serve_runs_a_local_server(tmp_path, pairs_file):
     pytest.importorskip("uvicorn")
     store_path = tmp_path / "s.db"
     process = subprocess.Popen(
-        [sys.executable, "-u", "-c", "from nepotism.cli import main; main()", "annotate", "serve", str(pairs_file(3)), "--annotator",
-         "dana", "--store", str(store_path), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-u",
+            "-c",
+            "from nepotism.cli import main; main()",
+            "annotate",
+            "serve",
+            str(pairs_file(3)),
+            "--annotator",
+            "dana",
+            "--store",
+            str(store_path),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         line = process.stdout.readline()
@@ -160,8 +205,20 @@ def test_serve_on_a_taken_port_exits_2_and_stores_nothing(tmp_path, pairs_file):
     busy.listen(1)
     store = tmp_path / "s.db"
     try:
-        result = CliRunner().invoke(main, ["annotate", "serve", str(pairs_file(2)), "--annotator", "dana",
-                                           "--store", str(store), "--port", str(busy.getsockname()[1])])
+        result = CliRunner().invoke(
+            main,
+            [
+                "annotate",
+                "serve",
+                str(pairs_file(2)),
+                "--annotator",
+                "dana",
+                "--store",
+                str(store),
+                "--port",
+                str(busy.getsockname()[1]),
+            ],
+        )
     finally:
         busy.close()
     assert result.exit_code == 2 and "field '--port'" in result.output and "cannot listen" in result.output

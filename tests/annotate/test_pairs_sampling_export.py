@@ -63,20 +63,29 @@ def test_duplicate_pair_in_either_order_is_refused(tmp_path):
 
 
 def _judgments_and_texts(tmp_path):
-    judgments = pd.DataFrame([
-        # q1: judges disagree (j1 says m1, j2 says m2)
-        ("q1", "j1", "m1", "m2", "A"), ("q1", "j2", "m1", "m2", "B"),
-        # q2: both judges agree on m1 (swapped order counts the same)
-        ("q2", "j1", "m1", "m2", "A"), ("q2", "j2", "m2", "m1", "B"),
-        # q3: judge m2 picks its own response, the other judge the other one
-        ("q3", "m2", "m1", "m2", "B"), ("q3", "j1", "m1", "m2", "A"),
-        # q4: unparsed only
-        ("q4", "j1", "m1", "m2", None),
-    ], columns=["instance_id", "judge", "model_a", "model_b", "verdict"])
+    judgments = pd.DataFrame(
+        [
+            # q1: judges disagree (j1 says m1, j2 says m2)
+            ("q1", "j1", "m1", "m2", "A"),
+            ("q1", "j2", "m1", "m2", "B"),
+            # q2: both judges agree on m1 (swapped order counts the same)
+            ("q2", "j1", "m1", "m2", "A"),
+            ("q2", "j2", "m2", "m1", "B"),
+            # q3: judge m2 picks its own response, the other judge the other one
+            ("q3", "m2", "m1", "m2", "B"),
+            ("q3", "j1", "m1", "m2", "A"),
+            # q4: unparsed only
+            ("q4", "j1", "m1", "m2", None),
+        ],
+        columns=["instance_id", "judge", "model_a", "model_b", "verdict"],
+    )
     jpath = tmp_path / "j.csv"
     judgments.to_csv(jpath, index=False)
-    texts = [{"instance_id": f"q{i}", "prompt": f"prompt {i}", "model": m, "text": f"{m} on {i}"}
-             for i in range(1, 5) for m in ("m1", "m2")]
+    texts = [
+        {"instance_id": f"q{i}", "prompt": f"prompt {i}", "model": m, "text": f"{m} on {i}"}
+        for i in range(1, 5)
+        for m in ("m1", "m2")
+    ]
     tpath = _jsonl(tmp_path / "t.jsonl", texts)
     return jpath, tpath
 
@@ -85,7 +94,11 @@ def test_judgments_plus_texts_and_sampling(tmp_path):
     jpath, tpath = _judgments_and_texts(tmp_path)
     items = load_pairs(jpath, tpath)
     assert [(i.instance_id, i.model_a, i.model_b) for i in items] == [
-        ("q1", "m1", "m2"), ("q2", "m1", "m2"), ("q3", "m1", "m2"), ("q4", "m1", "m2")]
+        ("q1", "m1", "m2"),
+        ("q2", "m1", "m2"),
+        ("q3", "m1", "m2"),
+        ("q4", "m1", "m2"),
+    ]
     assert items[1].text_b == "m2 on 2" and items[0].prompt == "prompt 1"
     frame = read_table(jpath, kind="pairwise").frame
 
@@ -146,8 +159,10 @@ def _label(item, annotator, pressed, winner, i):
 def test_exports_in_reference_format(tmp_path):
     items = [AnnotationItem(f"q{i}", "gpt@x", "llama", "p", "a", "b", category="math") for i in range(4)]
     labels = [
-        _label(items[0], "ann1", "A", "model_a", 1), _label(items[0], "ann2", "A", "model_a", 2),
-        _label(items[1], "ann1", "B", "model_b", 3), _label(items[1], "ann2", "tie", "tie", 4),
+        _label(items[0], "ann1", "A", "model_a", 1),
+        _label(items[0], "ann2", "A", "model_a", 2),
+        _label(items[1], "ann1", "B", "model_b", 3),
+        _label(items[1], "ann2", "tie", "tie", 4),
         _label(items[2], "ann1", "tie", "tie", 5),
         _label(items[3], "ann1", "skip", None, 6),
         _label(items[1], "ann2", "B", "model_b", 7),  # ann2 changes their mind: latest counts

@@ -23,9 +23,11 @@ def test_all_is_exported():
 
 def test_collection_round_trip_and_idempotent(tmp_path):
     with Store(tmp_path / "s.db") as store:
-        items = _items() + [AnnotationItem("q9", "m1", "m3",
-                                           ({"role": "user", "content": "hi"},), "x", "y",
-                                           category="chat", metadata={"why": "test"})]
+        items = _items() + [
+            AnnotationItem(
+                "q9", "m1", "m3", ({"role": "user", "content": "hi"},), "x", "y", category="chat", metadata={"why": "test"}
+            )
+        ]
         assert ann.add_collection(store, "c", items) == 4
         assert ann.add_collection(store, "c", items) == 0  # restart: same pairs
         back = ann.collection_items(store, "c")

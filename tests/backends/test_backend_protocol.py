@@ -92,9 +92,17 @@ def test_http_backend_satisfies_protocol():
 
 @pytest.mark.parametrize(
     "error,retry",
-    [(None, False), ("timeout", True), ("connection: reset", True), ("http_429", True),
-     ("http_5xx:503: busy", True), ("http_4xx:400", False), ("malformed_body: x", False),
-     ("unsupported:label_logprobs", False), ("context_overflow: 9000", False)],
+    [
+        (None, False),
+        ("timeout", True),
+        ("connection: reset", True),
+        ("http_429", True),
+        ("http_5xx:503: busy", True),
+        ("http_4xx:400", False),
+        ("malformed_body: x", False),
+        ("unsupported:label_logprobs", False),
+        ("context_overflow: 9000", False),
+    ],
 )
 def test_retryable_classes(error, retry):
     assert base.is_retryable(error) is retry

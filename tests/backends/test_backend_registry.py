@@ -31,10 +31,12 @@ SMOL = "smollm2-135m-instruct"
 
 def _declares_backend(path: Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(node, (ast.Assign, ast.AnnAssign))
-               and "BACKEND" in [t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                                 if isinstance(t, ast.Name)]
-               for node in tree.body)
+    return any(
+        isinstance(node, (ast.Assign, ast.AnnAssign))
+        and "BACKEND"
+        in [t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+        for node in tree.body
+    )
 
 
 def test_the_registry_lists_every_module_that_declares_a_backend():
@@ -51,8 +53,7 @@ def test_the_registry_lists_every_module_that_declares_a_backend():
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NEPOTISM, *args], capture_output=True, text=True, cwd=cwd, timeout=900,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run([NEPOTISM, *args], capture_output=True, text=True, cwd=cwd, timeout=900, stdin=subprocess.DEVNULL)
 
 
 def _nothing_written(folder: Path) -> None:
@@ -91,10 +92,13 @@ def _litellm_experiment(folder: Path, url: str) -> Path:
     exp = standin_experiment(folder, url, items=2, recognition=False)
     text = exp.read_text()
     for model in ("standin-alpha", "standin-beta"):
-        old = (f'[models.{model}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{model}"\n')
+        old = f'[models.{model}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{model}"\n'
         assert old in text
-        text = text.replace(old, f'[models.{model}]\nbackend = "litellm"\nbase_url = "{url}"\n'
-                                 f'model = "openai/{model}"\napi_key_env = "NEPOTISM_TEST_LITELLM_KEY"\n')
+        text = text.replace(
+            old,
+            f'[models.{model}]\nbackend = "litellm"\nbase_url = "{url}"\n'
+            f'model = "openai/{model}"\napi_key_env = "NEPOTISM_TEST_LITELLM_KEY"\n',
+        )
     exp.write_text(text)
     return exp
 
@@ -129,12 +133,16 @@ def test_a_missing_extra_stops_the_run_first_naming_the_install_command(tmp_path
     exp = standin_experiment(tmp_path, "http://127.0.0.1:9/v1", items=1, recognition=False)
     text = exp.read_text()
     start = text.index("[models.standin-beta]")
-    table = {"gguf": f'backend = "gguf"\nmodel = "{SMOL}"\n', "transformers": f'backend = "transformers"\nmodel = "{SMOL}"\n',
-             "litellm": 'backend = "litellm"\nmodel = "openai/standin-beta"\n'}[backend]
-    exp.write_text(text[:start] + "[models.standin-beta]\n" + table + text[text.index("\n\n", start):])
+    table = {
+        "gguf": f'backend = "gguf"\nmodel = "{SMOL}"\n',
+        "transformers": f'backend = "transformers"\nmodel = "{SMOL}"\n',
+        "litellm": 'backend = "litellm"\nmodel = "openai/standin-beta"\n',
+    }[backend]
+    exp.write_text(text[:start] + "[models.standin-beta]\n" + table + text[text.index("\n\n", start) :])
     real, hidden = importlib.util.find_spec, set(EXTRAS[spec.extra])
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a, **k: None if name.split(".")[0] in hidden else real(name, *a, **k))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a, **k: None if name.split(".")[0] in hidden else real(name, *a, **k)
+    )
     result = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db")])
     assert result.exit_code == 2, result.output
     assert f"model 'standin-beta' (backend {backend}" in result.output
@@ -151,16 +159,22 @@ def _smol_available() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _smol_available(), reason="the packaged SmolLM2 model, llama-cpp-python (local) or "
-                                                 "torch/transformers (train) is not installed")
+@pytest.mark.skipif(
+    not _smol_available(),
+    reason="the packaged SmolLM2 model, llama-cpp-python (local) or torch/transformers (train) is not installed",
+)
 def test_gguf_and_transformers_through_one_experiment_file(tmp_path, model_env):
     """One judge served by llama.cpp, the other by transformers, both on the packaged SmolLM2 file,
     judging recorded answers: every call answered, every verdict read, each judge's rows its own."""
     (tmp_path / "models.toml").write_text(STANDIN_MODELS, encoding="utf-8")
-    rows = [{"id": f"q{i}", "prompt": f"What is {i} + {i}?", "model": model, "text": text}
-            for i in (1, 2) for model, text in (("standin-alpha", f"{2 * i}"), ("standin-beta", f"{2 * i + 1}"))]
+    rows = [
+        {"id": f"q{i}", "prompt": f"What is {i} + {i}?", "model": model, "text": text}
+        for i in (1, 2)
+        for model, text in (("standin-alpha", f"{2 * i}"), ("standin-beta", f"{2 * i + 1}"))
+    ]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (tmp_path / "exp.toml").write_text(f"""
+    (tmp_path / "exp.toml").write_text(
+        f"""
 [experiment]
 name = "two-local-backends"
 registry = ["models.toml"]
@@ -185,7 +199,9 @@ both_orders = false
 options = {{ mode = "labels", ways = 2 }}
 [output]
 dir = "out"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     done = _run("run", "exp.toml", "--store", str(tmp_path / "s.db"), "--no-progress", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

@@ -68,12 +68,34 @@ for _ in range(40):
     DEEP = [DEEP]
 
 EDGES = [
-    {"temperature": math.nan}, {"temperature": math.inf}, {"x": [-math.inf]}, {"n": 2**64}, {"n": 2**64 - 1},
-    {"n": -(2**63)}, {"n": -(2**63) - 1}, {"n": 10**30}, {"e": Colour.RED}, {"u": uuid.UUID(int=7)},
-    {"k": {1: "one"}}, {"k": {True: 1}}, {"s": "\ud800"}, {"s": "a\udc00"}, {"s": Text("sub")},
-    {"t": (1, 2.5, "x")}, {"f": 1e-7}, {"f": -1.2e-05}, {"f": 1e16}, {"f": 5e-324}, {"f": -0.0},
-    {"f": 1.7976931348623157e308}, {"deep": DEEP}, {"deep": DEEP[0]},
-    {"ctl": "\x00\x1f\x7f\u2028\u2029\"\\/\b\f\n\r\t"}, {"emoji": "\U0001f600 漢 é"}, {}, {"b": True, "n": None},
+    {"temperature": math.nan},
+    {"temperature": math.inf},
+    {"x": [-math.inf]},
+    {"n": 2**64},
+    {"n": 2**64 - 1},
+    {"n": -(2**63)},
+    {"n": -(2**63) - 1},
+    {"n": 10**30},
+    {"e": Colour.RED},
+    {"u": uuid.UUID(int=7)},
+    {"k": {1: "one"}},
+    {"k": {True: 1}},
+    {"s": "\ud800"},
+    {"s": "a\udc00"},
+    {"s": Text("sub")},
+    {"t": (1, 2.5, "x")},
+    {"f": 1e-7},
+    {"f": -1.2e-05},
+    {"f": 1e16},
+    {"f": 5e-324},
+    {"f": -0.0},
+    {"f": 1.7976931348623157e308},
+    {"deep": DEEP},
+    {"deep": DEEP[0]},
+    {"ctl": '\x00\x1f\x7f\u2028\u2029"\\/\b\f\n\r\t'},
+    {"emoji": "\U0001f600 漢 é"},
+    {},
+    {"b": True, "n": None},
 ]
 
 
@@ -88,10 +110,16 @@ def test_a_body_the_standard_library_refuses_is_refused_alike():
         assert want[0] != "ok" and got[0] == want[0]
 
 
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text())
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -103,7 +131,12 @@ def test_any_body_encodes_like_the_standard_library(body):
 @settings(max_examples=200, deadline=None)
 @given(st.text(), st.floats(min_value=0, max_value=2, allow_nan=False), st.integers(1, 4096))
 def test_a_chat_body_is_written_by_orjson_with_the_same_value(content, temperature, max_tokens):
-    body = {"model": "m", "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
-            "temperature": temperature, "seed": 0}
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": 0,
+    }
     assert _same_in_orjson(body)  # (a lone surrogate: orjson refuses it, json.dumps' error is raised)
     assert_like_the_standard_library(body)

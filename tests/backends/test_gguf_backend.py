@@ -155,8 +155,10 @@ def test_continuation_logprobs_have_one_entry_per_token(smol):
 @pytest.mark.slow  # seconds on an idle machine, over 10 s on a busy one
 def test_reuse_prefix_gives_close_numbers(smol, model_setting):
     fast = GGUFBackend(SMOL, n_ctx=1024, reuse_prefix=True, **model_setting.gguf())
-    reqs = [Request(SMOL, messages=JUDGE[:1] + (Message("user", f"Item {i}: is A or B better?"),), labels=("A", "B"))
-            for i in range(3)]
+    reqs = [
+        Request(SMOL, messages=JUDGE[:1] + (Message("user", f"Item {i}: is A or B better?"),), labels=("A", "B"))
+        for i in range(3)
+    ]
     slow_out = run(smol, *reqs)
     fast_out = run(fast, *reqs)
     assert fast_out[-1].usage["cached_tokens"] > 0
@@ -201,8 +203,11 @@ def test_labels_after_the_explanation_read_the_token_after_the_marker(smol):
     next-token distribution after the prompt and the reply up to its last "[[" — the same numbers as a
     one-token label read of that text (structure and properties only, never a recorded probability)."""
     prompt = "Verdicts:\nfirst pair [[A]]\nsecond pair [[B]]\nthird pair [[A]]\nfourth pair"
-    after, plain = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="[[", max_tokens=8),
-                       Request(SMOL, prompt=prompt, max_tokens=8))
+    after, plain = run(
+        smol,
+        Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="[[", max_tokens=8),
+        Request(SMOL, prompt=prompt, max_tokens=8),
+    )
     assert after.ok and after.text == plain.text  # the reply is the model's own greedy text
     end = after.text.rindex("[[") + 2  # the pattern makes the model write a verdict marker
     assert after.raw["marker_end"] == end and after.raw["markers"] == after.text.count("[[")
@@ -213,7 +218,8 @@ def test_labels_after_the_explanation_read_the_token_after_the_marker(smol):
     backend = smol
     backend.load()
     ids = backend._prompt_tokens(backend._loaded, Request(SMOL, prompt=prompt)) + backend._text_tokens(
-        backend._loaded, after.text[:end])
+        backend._loaded, after.text[:end]
+    )
     _, direct = backend._labels(backend._loaded, Request(SMOL, prompt=prompt, labels=("A", "B")), ids)
     assert after.label_logprobs == pytest.approx(direct["label_logprobs"], abs=1e-6)
     (missing,) = run(smol, Request(SMOL, prompt=prompt, labels=("A", "B"), labels_after="<<never>>", max_tokens=4))

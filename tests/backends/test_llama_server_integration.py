@@ -55,13 +55,37 @@ def server_url(model_setting):
     proc = subprocess.Popen(
         # llama_cpp.server, loading the model as GGUFBackend does (plain CPU buffers; see
         # gguf.plain_cpu_weights: the AMX repack crashes llama_decode on this machine's CPU)
-        [sys.executable, "-c", _SERVE, "--model", str(path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "1024", "--n_threads", str(model_setting.threads),
-         "--n_threads_batch", str(model_setting.threads), "--n_batch", str(model_setting.n_batch),
-         "--n_ubatch", str(model_setting.n_batch), "--flash_attn", str(model_setting.flash_attn).lower(),
-         "--logits_all", "true",
-         "--model_alias", "smollm2", "--chat_format", "chatml"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-c",
+            _SERVE,
+            "--model",
+            str(path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "1024",
+            "--n_threads",
+            str(model_setting.threads),
+            "--n_threads_batch",
+            str(model_setting.threads),
+            "--n_batch",
+            str(model_setting.n_batch),
+            "--n_ubatch",
+            str(model_setting.n_batch),
+            "--flash_attn",
+            str(model_setting.flash_attn).lower(),
+            "--logits_all",
+            "true",
+            "--model_alias",
+            "smollm2",
+            "--chat_format",
+            "chatml",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -133,8 +157,9 @@ def test_prompt_completion_through_the_real_server(server_url):
     assert c.ok and c.text
 
 
-@pytest.mark.xfail(strict=True, reason="llama-cpp-python 0.3.36 shifts echoed logprobs by one "
-                   "position (llama-cpp-python issue #1983)")
+@pytest.mark.xfail(
+    strict=True, reason="llama-cpp-python 0.3.36 shifts echoed logprobs by one position (llama-cpp-python issue #1983)"
+)
 def test_echoed_continuation_logprobs_agree_with_in_process(server_url, model_setting):
     req = Request("smollm2", prompt="The capital of France is", continuation=" Paris.")
     (http,) = run(OpenAIHTTPBackend(server_url, model="smollm2", timeout=120), req)

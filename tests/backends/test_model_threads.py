@@ -84,8 +84,13 @@ def test_the_experiment_passes_its_setting_or_none_to_the_backend(tmp_path, monk
 def test_a_run_with_a_bad_variable_exits_2_and_writes_nothing(tmp_path, monkeypatch):
     exp = _experiment(tmp_path, "")
     for extra in ([], ["--dry-run"]):
-        done = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(tmp_path / "s.db"), "--json", *extra],
-                              capture_output=True, text=True, timeout=120, env=os.environ | {THREADS_ENV: "lots"})
+        done = subprocess.run(
+            [NEPOTISM, "run", str(exp), "--store", str(tmp_path / "s.db"), "--json", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=os.environ | {THREADS_ENV: "lots"},
+        )
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"field '{THREADS_ENV}': must be an integer from 1 to 1024, got 'lots'" in done.stderr
         assert "Traceback" not in done.stderr and done.stdout == "" and not (tmp_path / "s.db").exists()
@@ -96,9 +101,17 @@ def test_a_run_with_a_bad_variable_exits_2_and_writes_nothing(tmp_path, monkeypa
     assert THREADS_ENV not in dry.output and json.loads(dry.stdout)["problems"]  # the missing file, as before
 
 
-@pytest.mark.parametrize(("line", "why"), [("n_threads = 0", "n_threads"), ("n_batch = 0", "n_batch"),
-                                           ("n_batch = 70000", "n_batch"), ("n_threads = 1.5", "n_threads"),
-                                           ("flash_attn = 1", "flash_attn"), ('flash_attn = "yes"', "flash_attn")])
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("n_threads = 0", "n_threads"),
+        ("n_batch = 0", "n_batch"),
+        ("n_batch = 70000", "n_batch"),
+        ("n_threads = 1.5", "n_threads"),
+        ("flash_attn = 1", "flash_attn"),
+        ('flash_attn = "yes"', "flash_attn"),
+    ],
+)
 def test_bad_numbers_in_the_file_name_their_key(tmp_path, line, why):
     with pytest.raises(InputError) as err:
         load_experiment(_experiment(tmp_path, line))

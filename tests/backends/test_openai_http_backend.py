@@ -217,5 +217,5 @@ def test_labels_after_the_explanation_read_the_token_after_the_marker(server, ke
     assert c.label_logprobs == pytest.approx(both)  # both spellings summed, as for a one-token read
     best = max(c.label_logprobs, key=c.label_logprobs.get)
     assert c.text.endswith(f"[[{best}]].") and c.warnings == ()
-    short, = run(backend, Request("judge", messages=msgs("Q"), labels=("A", "B"), labels_after="[[", max_tokens=4))
+    (short,) = run(backend, Request("judge", messages=msgs("Q"), labels=("A", "B"), labels_after="[[", max_tokens=4))
     assert short.ok and short.label_logprobs is None and short.warnings == ("no_label_marker",)

@@ -34,8 +34,10 @@ def call(handler, request, **kwargs):
 
 
 def ok_chat(content="[[A]]", **choice):
-    body = {"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop", **choice}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    body = {
+        "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop", **choice}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
     return lambda req: httpx.Response(200, json=body)
 
 
@@ -59,12 +61,23 @@ def test_malformed_bodies(response):
 
 
 def test_generation_body_and_parse():
-    c, seen = call(ok_chat(), Request("m", messages=MSG, max_tokens=7, seed=5, extra={"top_p": 0.5}),
-                   model="srv", extra={"top_p": 0.9, "stop": ["x"]})
+    c, seen = call(
+        ok_chat(),
+        Request("m", messages=MSG, max_tokens=7, seed=5, extra={"top_p": 0.5}),
+        model="srv",
+        extra={"top_p": 0.9, "stop": ["x"]},
+    )
     path, body, _ = seen[0]
     assert path == "/v1/chat/completions"
-    assert body == {"model": "srv", "messages": [{"role": "user", "content": "Pick A or B."}], "max_tokens": 7,
-                    "temperature": 0.0, "seed": 5, "top_p": 0.5, "stop": ["x"]}
+    assert body == {
+        "model": "srv",
+        "messages": [{"role": "user", "content": "Pick A or B."}],
+        "max_tokens": 7,
+        "temperature": 0.0,
+        "seed": 5,
+        "top_p": 0.5,
+        "stop": ["x"],
+    }
     assert c.ok and c.text == "[[A]]" and c.finish_reason == "stop" and c.usage["total_tokens"] == 4
 
 
@@ -75,8 +88,9 @@ def test_request_body_bytes_are_the_json_of_the_built_body():
 
     for extra in ({"stop": ["\u2028"], "top_p": 0.5}, {"top_p": math.nan}):
         sent = []
-        backend_request = Request("m", messages=(Message("user", 'Ünïcode "quoted" \\ \n é 漢'),),
-                                  labels=("A", "B"), seed=3, extra=extra)
+        backend_request = Request(
+            "m", messages=(Message("user", 'Ünïcode "quoted" \\ \n é 漢'),), labels=("A", "B"), seed=3, extra=extra
+        )
 
         def handler(req: httpx.Request) -> httpx.Response:
             sent.append(req.content)
@@ -93,8 +107,11 @@ def test_request_body_bytes_are_the_json_of_the_built_body():
 
 
 def test_label_request_body_and_spellings_summed():
-    top = [{"token": "A", "logprob": math.log(0.5)}, {"token": " A", "logprob": math.log(0.1)},
-           {"token": "B", "logprob": math.log(0.3)}]
+    top = [
+        {"token": "A", "logprob": math.log(0.5)},
+        {"token": " A", "logprob": math.log(0.1)},
+        {"token": "B", "logprob": math.log(0.3)},
+    ]
     handler = ok_chat("A", logprobs={"content": [{"token": "A", "logprob": math.log(0.5), "top_logprobs": top}]})
     c, seen = call(handler, Request("m", messages=MSG, labels=("A", "B", "tie"), max_tokens=99), top_logprobs=5)
     body = seen[0][1]
@@ -110,8 +127,11 @@ def test_label_request_without_logprobs_is_unsupported():
 
 
 def test_legacy_completion_labels():
-    body = {"choices": [{"text": "B", "logprobs": {"tokens": ["B"], "token_logprobs": [-0.2],
-                                                   "top_logprobs": [{"B": -0.2, "A": -1.9}]}}]}
+    body = {
+        "choices": [
+            {"text": "B", "logprobs": {"tokens": ["B"], "token_logprobs": [-0.2], "top_logprobs": [{"B": -0.2, "A": -1.9}]}}
+        ]
+    }
     c, seen = call(lambda r: httpx.Response(200, json=body), Request("m", prompt="Verdict:", labels=("A", "B")))
     assert seen[0][0] == "/v1/completions" and seen[0][1]["logprobs"] == 20
     assert c.label_logprobs == {"A": -1.9, "B": -0.2}
@@ -120,8 +140,11 @@ def test_legacy_completion_labels():
 def test_continuation_tokens_straddling_the_boundary():
     prompt, cont = "ab", "cd ef"
     # tokens: "a", "bc" (straddles: belongs to the continuation), "d", " ef", generated "!"
-    lp = {"tokens": ["a", "bc", "d", " ef", "!"], "text_offset": [0, 1, 3, 4, 7],
-          "token_logprobs": [None, -1.0, -2.0, -3.0, -4.0]}
+    lp = {
+        "tokens": ["a", "bc", "d", " ef", "!"],
+        "text_offset": [0, 1, 3, 4, 7],
+        "token_logprobs": [None, -1.0, -2.0, -3.0, -4.0],
+    }
     body = {"choices": [{"text": prompt + cont + "!", "logprobs": lp}]}
     c, seen = call(lambda r: httpx.Response(200, json=body), Request("m", prompt=prompt, continuation=cont))
     assert seen[0][1]["echo"] is True and seen[0][1]["prompt"] == "abcd ef" and seen[0][1]["max_tokens"] == 1
@@ -132,13 +155,25 @@ def test_continuation_tokens_straddling_the_boundary():
     "response,expected",
     [
         (httpx.Response(200, json={"choices": [{"text": "x", "logprobs": None}]}), "unsupported:continuation_logprobs"),
-        (httpx.Response(200, json={"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "text_offset": [99],
-                                                                          "token_logprobs": [-1.0]}}]}),
-         "unsupported:continuation_logprobs"),
+        (
+            httpx.Response(
+                200,
+                json={"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "text_offset": [99], "token_logprobs": [-1.0]}}]},
+            ),
+            "unsupported:continuation_logprobs",
+        ),
         (httpx.Response(400, json={"error": {"message": "echo is not supported"}}), "unsupported:continuation_logprobs"),
-        (httpx.Response(200, json={"choices": [{"text": "x", "logprobs": {"tokens": ["a", "b"], "text_offset": [0],
-                                                                          "token_logprobs": [None, -1.0]}}]}),
-         "malformed_body"),
+        (
+            httpx.Response(
+                200,
+                json={
+                    "choices": [
+                        {"text": "x", "logprobs": {"tokens": ["a", "b"], "text_offset": [0], "token_logprobs": [None, -1.0]}}
+                    ]
+                },
+            ),
+            "malformed_body",
+        ),
     ],
 )
 def test_continuation_failures(response, expected):
@@ -148,8 +183,12 @@ def test_continuation_failures(response, expected):
 
 @pytest.mark.parametrize(
     "exc,expected",
-    [(httpx.ReadTimeout("slow"), "timeout"), (httpx.ConnectTimeout("slow"), "timeout"),
-     (httpx.ConnectError("refused"), "connection"), (httpx.RemoteProtocolError("eof"), "connection")],
+    [
+        (httpx.ReadTimeout("slow"), "timeout"),
+        (httpx.ConnectTimeout("slow"), "timeout"),
+        (httpx.ConnectError("refused"), "connection"),
+        (httpx.RemoteProtocolError("eof"), "connection"),
+    ],
 )
 def test_transport_errors(exc, expected):
     def handler(req):
@@ -159,8 +198,9 @@ def test_transport_errors(exc, expected):
     assert c.error_class == expected
 
 
-@pytest.mark.parametrize("status,expected", [(429, "http_429"), (500, "http_5xx:500"), (502, "http_5xx:502"),
-                                             (404, "http_4xx:404"), (302, "http_302")])
+@pytest.mark.parametrize(
+    "status,expected", [(429, "http_429"), (500, "http_5xx:500"), (502, "http_5xx:502"), (404, "http_4xx:404"), (302, "http_302")]
+)
 def test_status_classes(status, expected):
     c, _ = call(lambda r: httpx.Response(status, text="nope"), Request("m", messages=MSG))
     assert c.error_class == expected and c.raw["status_code"] == status
@@ -206,10 +246,14 @@ def test_a_lone_surrogate_in_an_answer_is_read_as_u_fffd_and_the_call_can_be_sto
 
 
 def _chat_reply(tokens, tops):
-    content = [{"token": t, "logprob": -0.1, "top_logprobs": [{"token": k, "logprob": v} for k, v in top]}
-               for t, top in zip(tokens, tops)]
-    return {"choices": [{"message": {"content": "".join(tokens)}, "logprobs": {"content": content},
-                         "finish_reason": "stop"}], "usage": {"completion_tokens": len(tokens)}}
+    content = [
+        {"token": t, "logprob": -0.1, "top_logprobs": [{"token": k, "logprob": v} for k, v in top]}
+        for t, top in zip(tokens, tops)
+    ]
+    return {
+        "choices": [{"message": {"content": "".join(tokens)}, "logprobs": {"content": content}, "finish_reason": "stop"}],
+        "usage": {"completion_tokens": len(tokens)},
+    }
 
 
 def test_labels_after_read_the_last_marker_and_say_what_went_wrong():
@@ -228,7 +272,14 @@ def test_labels_after_read_the_last_marker_and_say_what_went_wrong():
     joined = read_body(_chat_reply(["So", " [[A", "]]"], [[], [], []]), request, 0.1)
     assert joined.label_logprobs is None and joined.warnings == ("label_marker_inside_token",)
     raw = Request("m", prompt="q", labels=("A", "B"), labels_after="[[", max_tokens=8)
-    completion = {"choices": [{"text": "so [[B]]", "finish_reason": "stop", "logprobs": {
-        "tokens": ["so", " [[", "B", "]]"], "top_logprobs": [{}, {}, {"B": -0.2, "A": -1.9}, {}]}}]}
+    completion = {
+        "choices": [
+            {
+                "text": "so [[B]]",
+                "finish_reason": "stop",
+                "logprobs": {"tokens": ["so", " [[", "B", "]]"], "top_logprobs": [{}, {}, {"B": -0.2, "A": -1.9}, {}]},
+            }
+        ]
+    }
     c = read_body(completion, raw, 0.1)
     assert c.label_logprobs == pytest.approx({"A": -1.9, "B": -0.2}) and c.text == "so [[B]]"

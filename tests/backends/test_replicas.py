@@ -25,8 +25,7 @@ def _dead_url() -> str:
 
 
 def _requests(n: int) -> list[Request]:
-    return [Request(model="standin-alpha", messages=(Message("user", f"question {i}"),), max_tokens=8)
-            for i in range(n)]
+    return [Request(model="standin-alpha", messages=(Message("user", f"question {i}"),), max_tokens=8) for i in range(n)]
 
 
 async def _run_all(backend: OpenAIHTTPBackend, requests: list[Request], concurrency: int | None = None):
@@ -57,8 +56,7 @@ def test_calls_spread_over_healthy_replicas_by_outstanding_requests():
 def test_a_faster_replica_gets_more_calls():
     """4 calls in flight at a time: the fast replica frees its slots first, so the next calls go to
     it (fewest outstanding), while the slow one keeps about one call at a time."""
-    with standin_thread(StandinConfig(latency_s=0.005)) as (fast, _), \
-            standin_thread(StandinConfig(latency_s=0.1)) as (slow, _):
+    with standin_thread(StandinConfig(latency_s=0.005)) as (fast, _), standin_thread(StandinConfig(latency_s=0.1)) as (slow, _):
         backend = OpenAIHTTPBackend([slow, fast], model="standin-alpha", max_connections=4)
         done = asyncio.run(_run_all(backend, _requests(80), concurrency=4))
     stats = backend.endpoint_stats()
@@ -80,8 +78,10 @@ def test_a_dead_replica_is_backed_off_and_its_calls_fail_over():
 
 
 def test_a_replica_answering_500_is_backed_off_and_its_calls_fail_over():
-    with standin_thread(StandinConfig(latency_s=0.01, fault_rates={"http_500": 1.0})) as (bad, bad_server), \
-            standin_thread(StandinConfig(latency_s=0.01)) as (good, _):
+    with (
+        standin_thread(StandinConfig(latency_s=0.01, fault_rates={"http_500": 1.0})) as (bad, bad_server),
+        standin_thread(StandinConfig(latency_s=0.01)) as (good, _),
+    ):
         backend = OpenAIHTTPBackend([bad, good], model="standin-alpha", max_connections=4)
 
         async def sequential():

@@ -80,8 +80,12 @@ def test_a_client_met_by_2_gib_gzip_bombs_stays_small():
     below one bomb; before, it read each body whole (and crashed under a memory limit)."""
     config = StandinConfig(latency_s=0.0, fault_rates={"gzip_bomb": 1.0}, bomb_bytes=2 << 30)
     with standin_thread(config) as (url, _server):
-        proc, peak = run_measured([sys.executable, "-c", _BOMBED_CLIENT, url], capture_output=True, text=True,
-                                  env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+        proc, peak = run_measured(
+            [sys.executable, "-c", _BOMBED_CLIENT, url],
+            capture_output=True,
+            text=True,
+            env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     errors = json.loads(proc.stdout)
     assert len(errors) == 4 and all(e.startswith("response_too_large") for e in errors), errors
@@ -108,8 +112,7 @@ def _huge(status: int, **headers):
 
 @pytest.mark.parametrize("status", [200, 500, 404])
 def test_over_an_httpx_transport_the_limit_holds_for_answers_and_error_bodies(status):
-    backend = OpenAIHTTPBackend("http://mock/v1", transport=httpx.MockTransport(_huge(status)),
-                                max_response_bytes=1 * MiB)
+    backend = OpenAIHTTPBackend("http://mock/v1", transport=httpx.MockTransport(_huge(status)), max_response_bytes=1 * MiB)
     (c,) = _complete(backend, Request("m", messages=MSG))
     assert c.error_class == "response_too_large" and "Content-Length is 3,145,7" in c.error, c.error
 
@@ -124,4 +127,3 @@ def test_a_response_too_large_is_not_retried_and_moves_to_no_other_replica():
         stats = backend.endpoint_stats()
     assert c.error_class == "response_too_large" and not is_retryable(c.error)
     assert sum(s["requests"] for s in stats.values()) == 1 and sum(s["failed_over"] for s in stats.values()) == 0
-

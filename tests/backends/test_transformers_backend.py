@@ -21,9 +21,7 @@ JUDGES = (
         Message("system", "You are a careful judge. Reply with the letter of the better answer."),
         Message("user", "Question: what is 2 + 2?\nAnswer A: 4\nAnswer B: 5\nWhich answer is better, A or B?"),
     ),
-    (
-        Message("user", "Which is the capital of France?\nA: Berlin\nB: Paris\nAnswer with A or B only."),
-    ),
+    (Message("user", "Which is the capital of France?\nA: Berlin\nB: Paris\nAnswer with A or B only."),),
 )
 TEXT_PROMPT = "The weather today is"
 TEXT_CONT = " sunny and warm, with a light breeze from the sea."
@@ -114,7 +112,9 @@ def test_labels_are_normalised_and_agree_with_llama_cpp(smol, request):
         Request(SMOL, messages=JUDGES[0], labels=("[[A]]",), extra={"label_spellings": "exact"}),
         Request(SMOL, messages=JUDGES[0], continuation="[[A]]"),
     )
-    assert exact.label_logprobs["A"] == pytest.approx(dict(results[0].raw["top_logprobs"]).get("A", exact.label_logprobs["A"]), abs=1e-6)
+    assert exact.label_logprobs["A"] == pytest.approx(
+        dict(results[0].raw["top_logprobs"]).get("A", exact.label_logprobs["A"]), abs=1e-6
+    )
     assert exact.label_logprobs["A"] < results[0].label_logprobs["A"]
     assert len(multi.raw["label_tokens"]["[[A]]"][0]) > 1  # chain rule == continuation sum
     assert multi.label_logprobs["[[A]]"] == pytest.approx(sum(cont.continuation_logprobs), abs=1e-4)

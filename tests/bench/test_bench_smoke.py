@@ -11,8 +11,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _run(*argv: str) -> str:
-    done = subprocess.run([sys.executable, str(BENCH / argv[0]), *argv[1:]], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, str(BENCH / argv[0]), *argv[1:]], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -22,14 +21,19 @@ def test_cached_rerun_benchmark_with_its_ablations():
     assert "cached rerun: 240 judge calls" in out
     assert "cached rerun from the memo: 240 judge calls" in out  # (the script checks every window hit)
     assert "reading the rows from SQLite" in out
-    for fast_path in ("frozen builders", "prompt skeletons", "cached-row replay", "narrow batched read",
-                      "collector pauses", "builders + replay + narrow read"):
+    for fast_path in (
+        "frozen builders",
+        "prompt skeletons",
+        "cached-row replay",
+        "narrow batched read",
+        "collector pauses",
+        "builders + replay + narrow read",
+    ):
         assert fast_path in out
 
 
 def test_end_to_end_run_benchmark_with_its_timeline_and_cached_rerun():
-    out = _run("run_p1.py", "--calls", "200", "--concurrency", "8", "--latency", "0.001", "--rounds", "1",
-               "--rerun")
+    out = _run("run_p1.py", "--calls", "200", "--concurrency", "8", "--latency", "0.001", "--rounds", "1", "--rerun")
     assert "median ratio" in out and "   100%" in out  # the run's last tenth is in the timeline
     assert "of which the loop's thread" in out  # the CPU per call split by thread
     assert "request B" in out and "answer B" in out  # what the calls of each tenth carry
@@ -50,8 +54,7 @@ def test_partitioned_metrics_benchmark_gives_the_file_records(tmp_path):
 
 
 def test_partitioned_metrics_benchmark_streams_the_in_memory_records(tmp_path):
-    out = _run("metrics_partitioned.py", "--rows", "6000", "--judges", "14", "--data", str(tmp_path),
-               "--memory", "--stream")
+    out = _run("metrics_partitioned.py", "--rows", "6000", "--judges", "14", "--data", str(tmp_path), "--memory", "--stream")
     assert "judges=14 --stream:" in out and "same JSON as in memory: yes" in out and "exit 0" in out
 
 

@@ -11,10 +11,31 @@ from nepotism.cli import main
 
 def _results(tmp_path):
     records = [
-        {"metric": "self-preference-ratio", "judge": "judge-a", "condition": "c", "scope": "self",
-         "variant": {"opponents": "unrelated"}, "value": 0.72, "ci_low": 0.65, "ci_high": 0.79, "n": 300, "n_clusters": 100},
-        {"metric": "paired-win-rate-gap", "judge": "judge-b", "condition": "c", "scope": "self", "pair": ["judge-b", "x"],
-         "variant": {"other_judge": "judge-a"}, "value": 0.01, "ci_low": -0.03, "ci_high": 0.05, "n": 200, "n_clusters": 100},
+        {
+            "metric": "self-preference-ratio",
+            "judge": "judge-a",
+            "condition": "c",
+            "scope": "self",
+            "variant": {"opponents": "unrelated"},
+            "value": 0.72,
+            "ci_low": 0.65,
+            "ci_high": 0.79,
+            "n": 300,
+            "n_clusters": 100,
+        },
+        {
+            "metric": "paired-win-rate-gap",
+            "judge": "judge-b",
+            "condition": "c",
+            "scope": "self",
+            "pair": ["judge-b", "x"],
+            "variant": {"other_judge": "judge-a"},
+            "value": 0.01,
+            "ci_low": -0.03,
+            "ci_high": 0.05,
+            "n": 200,
+            "n_clusters": 100,
+        },
     ]
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schema_version": 2, "summary": {"source": "unit"}, "results": records}))

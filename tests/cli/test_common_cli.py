@@ -69,8 +69,7 @@ def test_a_json_document_arrives_whole_through_a_non_blocking_pipe_read_slowly()
     CPython's text stream keeps what a full pipe takes (64 KiB) and drops the rest with exit 0."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    with subprocess.Popen([NEPOTISM, "models", "list", "--json"], stdout=write_end,
-                          stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen([NEPOTISM, "models", "list", "--json"], stdout=write_end, stderr=subprocess.PIPE) as proc:
         os.close(write_end)
         time.sleep(1.0)  # the reader is late: the pipe fills before anything is read
         chunks = []
@@ -105,8 +104,13 @@ def test_a_table_arrives_whole_through_a_non_blocking_pipe_read_late(tmp_path):
     """Tables and every other line the commands print go through one writer: before, only --json
     did, and a table of 3,262 models piped into a non-blocking pipe stopped at 64 KiB, exit 0."""
     extra = tmp_path / "many.toml"
-    extra.write_text("".join(f'[models."local-model-{i:04d}"]\nfamily = "family-{i % 97}"\nparent = "llama-2-7b"\n'
-                             f'teachers = ["gpt-4-0613", "gpt-3.5-turbo"]\n' for i in range(3000)))
+    extra.write_text(
+        "".join(
+            f'[models."local-model-{i:04d}"]\nfamily = "family-{i % 97}"\nparent = "llama-2-7b"\n'
+            f'teachers = ["gpt-4-0613", "gpt-3.5-turbo"]\n'
+            for i in range(3000)
+        )
+    )
     data, code, err = _read_late([NEPOTISM, "models", "list", "--models", str(extra)])
     assert code == 0, err
     lines = data.decode().splitlines()
@@ -187,10 +191,9 @@ def test_a_long_warning_arrives_whole_through_a_non_blocking_stderr_read_late(tm
     with Store(store) as opened:
         opened._conn().executemany(
             "INSERT INTO runs (id, started_at, config, status, pid, host) VALUES (?, ?, '{}', 'running', 1, ?)",
-            [(f"20261126T000000Z-{i:08x}", "2026-11-26T00:00:00+00:00", f"not-{socket.gethostname()}")
-             for i in range(4000)])
-    data, code, out = _read_late([NEPOTISM, "store", "merge", str(store), "--out", str(tmp_path / "m.db")],
-                                 stream="stderr")
+            [(f"20261126T000000Z-{i:08x}", "2026-11-26T00:00:00+00:00", f"not-{socket.gethostname()}") for i in range(4000)],
+        )
+    data, code, out = _read_late([NEPOTISM, "store", "merge", str(store), "--out", str(tmp_path / "m.db")], stream="stderr")
     assert code == 0, data[-2000:]
     assert b"merged 1 stores" in out
     (line,) = data.decode().splitlines()
@@ -226,15 +229,17 @@ def test_a_terminal_keeps_the_progress_bar_and_a_pipe_gets_none(tmp_path):
 
         reader = threading.Thread(target=read)
         reader.start()
-        with subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(tmp_path / "tty.db")],
-                              stdout=subprocess.PIPE, stderr=secondary, env=env) as proc:
+        with subprocess.Popen(
+            [NEPOTISM, "run", str(exp), "--store", str(tmp_path / "tty.db")], stdout=subprocess.PIPE, stderr=secondary, env=env
+        ) as proc:
             os.close(secondary)
             out = proc.stdout.read()
             code = proc.wait(timeout=300)
         reader.join(timeout=60)
         os.close(primary)
-        piped = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(tmp_path / "pipe.db")],
-                               capture_output=True, env=env, timeout=300)
+        piped = subprocess.run(
+            [NEPOTISM, "run", str(exp), "--store", str(tmp_path / "pipe.db")], capture_output=True, env=env, timeout=300
+        )
     terminal = b"".join(chunks)
     assert code == 0, terminal[-2000:]
     assert b"\x1b[?25l" in terminal and b"\x1b[?25h" in terminal  # a live display hid the cursor
@@ -248,12 +253,15 @@ def test_a_boxed_table_wraps_between_words_never_inside_one():
     """On a 100-column terminal the boxed table keeps every word whole (a newcomer saw
     `self-pref/erence-ra/tio` and `gpt-4o-20/24-05-13`): columns are at least as wide as their
     longest word and wrap at spaces."""
-    code = ("from nepotism.cli._common import print_table\n"
-            "rows = [['self-preference-ratio', 'gpt-4o-2024-05-13', 'claude-3-5-sonnet-20240620', "
-            "'a long explanation with many ordinary words that has to wrap somewhere on a narrow terminal']] * 3\n"
-            "print_table('t', ['metric', 'judge', 'generator', 'note'], rows, output_format='table')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "100", "TERM": "dumb"})
+    code = (
+        "from nepotism.cli._common import print_table\n"
+        "rows = [['self-preference-ratio', 'gpt-4o-2024-05-13', 'claude-3-5-sonnet-20240620', "
+        "'a long explanation with many ordinary words that has to wrap somewhere on a narrow terminal']] * 3\n"
+        "print_table('t', ['metric', 'judge', 'generator', 'note'], rows, output_format='table')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100", "TERM": "dumb"}
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100
@@ -278,8 +286,9 @@ def _numeric_options():
     """(command path, option name, type) of every numeric option, the top-level ones too."""
     for path, command in [((), main), *_commands()]:
         for param in command.params:
-            if isinstance(param, click.Option) and isinstance(param.type, (click.types.FloatParamType,
-                                                                           click.types.IntParamType, Size)):
+            if isinstance(param, click.Option) and isinstance(
+                param.type, (click.types.FloatParamType, click.types.IntParamType, Size)
+            ):
                 yield path, param.opts[0], param.type
 
 
@@ -289,9 +298,11 @@ def test_every_numeric_option_is_one_of_the_checked_types():
     count was a traceback), a size a `Size`: one place checks them all."""
     found = list(_numeric_options())
     assert len(found) >= 30  # every command's, not none
-    loose = [(" ".join(path), name, type(kind).__name__) for path, name, kind in found
-             if not (isinstance(kind, (Finite, Size))
-                     or (isinstance(kind, click.IntRange) and kind.min is not None))]
+    loose = [
+        (" ".join(path), name, type(kind).__name__)
+        for path, name, kind in found
+        if not (isinstance(kind, (Finite, Size)) or (isinstance(kind, click.IntRange) and kind.min is not None))
+    ]
     assert loose == []
 
 
@@ -326,12 +337,16 @@ def test_the_limit_options_bound_the_command_that_follows(tmp_path):
     from nepotism import input_limits
 
     table = tmp_path / "t.csv"
-    table.write_text("instance_id,judge,model,score\nq1,gpt-4,claude-2,7,\"" + "x" * 5000 + "\"\n")
+    table.write_text('instance_id,judge,model,score\nq1,gpt-4,claude-2,7,"' + "x" * 5000 + '"\n')
     result = CliRunner().invoke(main, ["--max-cell", "4Ki", "metrics", str(table)])
     assert result.exit_code == 2 and "--max-cell" in result.output and "line 2" in result.output, result.output
     assert input_limits.current() == input_limits.DEFAULTS
-    for option, low in [("--max-depth", "15"), ("--max-cell", "4095"), ("--max-line", "1Ki"),
-                        ("--max-decompressed", "1000")]:  # below what nepotism's own files need
+    for option, low in [
+        ("--max-depth", "15"),
+        ("--max-cell", "4095"),
+        ("--max-line", "1Ki"),
+        ("--max-decompressed", "1000"),
+    ]:  # below what nepotism's own files need
         result = CliRunner().invoke(main, [option, low, "metrics", str(table)])
         assert result.exit_code == 2 and option in result.output, result.output
         assert "least" in result.output or "range" in result.output, result.output
@@ -345,11 +360,11 @@ def test_nan_options_through_the_executable_exit_2_and_write_nothing(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("instance_id,judge,model,score\nq1,gpt-4,claude-2,7\n")
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    for args, option in [(["metrics", str(table), "--confidence", "nan"], "--confidence"),
-                         (["run", str(exp), "--store", str(tmp_path / "s.db"), "--max-failure-rate", "nan"],
-                          "--max-failure-rate"),
-                         (["plan", "--judges", "gpt-4", "--generators", "gpt-4,claude-2", "--effect", "self=nan"],
-                          "--effect")]:
+    for args, option in [
+        (["metrics", str(table), "--confidence", "nan"], "--confidence"),
+        (["run", str(exp), "--store", str(tmp_path / "s.db"), "--max-failure-rate", "nan"], "--max-failure-rate"),
+        (["plan", "--judges", "gpt-4", "--generators", "gpt-4,claude-2", "--effect", "self=nan"], "--effect"),
+    ]:
         done = subprocess.run([NEPOTISM, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert done.returncode == 2, done.stderr[-2000:]
         assert option in done.stderr and "nan" in done.stderr and "Traceback" not in done.stderr

@@ -29,9 +29,15 @@ def test_demo_writes_json_csv_html_and_explains(tmp_path):
     metrics = {r["metric"] for r in document["results"]}
     assert {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap"} <= metrics
     # the headline: GPT-4-1106 prefers its own answers over unrelated models' in most comparisons
-    spr = [r for r in document["results"] if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-           and r["condition"] == "weighted_alpaca_eval_gpt4_turbo" and r["variant"]["opponents"] == "unrelated"
-           and "averaging" not in r["variant"]]  # the pooled share, not paper 004's per-evaluatee tables
+    spr = [
+        r
+        for r in document["results"]
+        if r["metric"] == "self-preference-ratio"
+        and r["scope"] == "self"
+        and r["condition"] == "weighted_alpaca_eval_gpt4_turbo"
+        and r["variant"]["opponents"] == "unrelated"
+        and "averaging" not in r["variant"]
+    ]  # the pooled share, not paper 004's per-evaluatee tables
     assert len(spr) == 1 and 0.75 < spr[0]["value"] < 0.85 and spr[0]["n_clusters"] == 805
     # AlpacaEval randomised the order each judge saw: no position metric, and the text says why
     assert "position-consistency" not in metrics

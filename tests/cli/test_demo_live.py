@@ -40,8 +40,11 @@ def test_live_demo_runs_audits_reports_and_resumes_without_calls(tmp_path, model
     # each judge's own answer against the other model's on 2 items (both orders combined): 2
     # comparisons, each used or excluded with its reason (SmolLM2's verdicts are often unparsed for
     # low label mass), a value exactly when one was used — whichever the tiny models preferred
-    spr = {r["judge"]: r for r in results if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-           and r["variant"] == {"opponents": "any"}}
+    spr = {
+        r["judge"]: r
+        for r in results
+        if r["metric"] == "self-preference-ratio" and r["scope"] == "self" and r["variant"] == {"opponents": "any"}
+    }
     assert set(spr) == {"smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"}
     for r in spr.values():
         assert r["n"] + r["n_excluded"] == 2 and r["n_excluded"] == sum(r["excluded"].values()), r

@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 
 NEPOTISM = str(Path(sys.executable).parent / "nepotism")
-HAIKU = (Path(__file__).resolve().parents[3] / "shared" / "data" / "judgebench"
-         / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
-           "judge_model=claude-3-haiku-20240307.jsonl.gz")
+HAIKU = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "data"
+    / "judgebench"
+    / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
+    "judge_model=claude-3-haiku-20240307.jsonl.gz"
+)
 
 
 def nepotism(*args: object) -> subprocess.CompletedProcess:
@@ -56,13 +61,21 @@ def test_status_and_reason_columns_journey(tmp_path):
         "q2,gpt-4o,gpt-4o,claude-3-opus,,failed,timeout,\n"
         "q2,gpt-4o,claude-3-opus,gpt-4o,B,,,\n"
         "q3,gpt-4o,gpt-4o,claude-3-opus,A,,,\n"
-        "q3,gpt-4o,claude-3-opus,gpt-4o,B,,,\n", encoding="utf-8")
+        "q3,gpt-4o,claude-3-opus,gpt-4o,B,,,\n",
+        encoding="utf-8",
+    )
     done = nepotism("metrics", table, "--bootstrap", "50")
     assert done.returncode == 0, done.stderr
     assert "gpt-4o (default, pairwise): 2 of 6 — failed-timeout 1, unparsed-low-label-mass 1" in done.stdout
     records = json.loads(nepotism("metrics", table, "--bootstrap", "50", "--json").stdout)["results"]
-    (spr,) = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-              and r["variant"]["opponents"] == "unrelated" and "averaging" not in r["variant"]]
+    (spr,) = [
+        r
+        for r in records
+        if r["metric"] == "self-preference-ratio"
+        and r["scope"] == "self"
+        and r["variant"]["opponents"] == "unrelated"
+        and "averaging" not in r["variant"]
+    ]
     assert spr["n"] == 1 and spr["excluded"] == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
 
 
@@ -75,11 +88,14 @@ def test_verdicts_read_from_little_label_mass_are_kept_and_counted(tmp_path):
         "q1,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.97\n"
         "q1,gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.12\n"
         "q2,gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.30\n"
-        "q2,gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,0.003\n", encoding="utf-8")
+        "q2,gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,0.003\n",
+        encoding="utf-8",
+    )
     done = nepotism("metrics", table, "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
-    assert ("gpt-4o (default, pairwise): 1 of 4 — unparsed-low-label-mass 1; kept 2 read from labels holding "
-            "< 1/2 of the probability") in done.stdout
+    assert (
+        "gpt-4o (default, pairwise): 1 of 4 — unparsed-low-label-mass 1; kept 2 read from labels holding < 1/2 of the probability"
+    ) in done.stdout
     records = json.loads(nepotism("metrics", table, "--bootstrap", "0", "--json").stdout)["results"]
     (excluded,) = [r for r in records if r["metric"] == "excluded-verdicts"]
     assert excluded["label_mass_below_half"] == 2 and excluded["n_excluded"] == 1
@@ -88,17 +104,19 @@ def test_verdicts_read_from_little_label_mass_are_kept_and_counted(tmp_path):
     assert "kept: 2 read from labels holding under ½ of the probability" in (out / "report.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("row, field, message", [
-    ("q1,j,a,b,A,unparsed,,", "status", "status 'unparsed' but the verdict is given"),
-    ("q1,j,a,b,,parsed,,", "status", "status 'parsed' but the verdict is empty"),
-    ("q1,j,a,b,,lost,,", "status", "unknown status 'lost'"),
-    ("q1,j,a,b,A,,conflicting,", "reason", "a parsed row has no reason"),
-    ("q1,j,a,b,,unparsed,low_label_mass,1.5", "label_mass", "outside [0.0, 1.0]"),
-])
+@pytest.mark.parametrize(
+    "row, field, message",
+    [
+        ("q1,j,a,b,A,unparsed,,", "status", "status 'unparsed' but the verdict is given"),
+        ("q1,j,a,b,,parsed,,", "status", "status 'parsed' but the verdict is empty"),
+        ("q1,j,a,b,,lost,,", "status", "unknown status 'lost'"),
+        ("q1,j,a,b,A,,conflicting,", "reason", "a parsed row has no reason"),
+        ("q1,j,a,b,,unparsed,low_label_mass,1.5", "label_mass", "outside [0.0, 1.0]"),
+    ],
+)
 def test_bad_status_input_names_file_line_and_field(tmp_path, row, field, message):
     table = tmp_path / "bad.csv"
-    table.write_text("instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n" + row + "\n",
-                     encoding="utf-8")
+    table.write_text("instance_id,judge,model_a,model_b,verdict,status,reason,label_mass\n" + row + "\n", encoding="utf-8")
     done = nepotism("metrics", table)
     assert done.returncode == 2
     assert f"{table}" in done.stderr and "line 2" in done.stderr and field in done.stderr and message in done.stderr
@@ -112,17 +130,28 @@ def test_probability_metrics_leave_out_low_mass_verdicts_and_say_how_many(tmp_pa
     for i in range(6):
         low = i < 2  # the second order of q0 and q1 was read with too little label mass
         rows.append(f"q{i},gpt-4o,gpt-4o,claude-3-opus,A,parsed,,0.7,0.3,0.95")
-        rows.append(f"q{i},gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,,,0.01" if low
-                    else f"q{i},gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.4,0.6,0.9")
+        rows.append(
+            f"q{i},gpt-4o,claude-3-opus,gpt-4o,,unparsed,low_label_mass,,,0.01"
+            if low
+            else f"q{i},gpt-4o,claude-3-opus,gpt-4o,B,parsed,,0.4,0.6,0.9"
+        )
     table.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    ref.write_text("instance_id,model,correct\n" + "".join(
-        f"q{i},gpt-4o,{str(i % 2 == 0).lower()}\nq{i},claude-3-opus,{str(i % 2 == 1).lower()}\n" for i in range(6)),
-        encoding="utf-8")
+    ref.write_text(
+        "instance_id,model,correct\n"
+        + "".join(f"q{i},gpt-4o,{str(i % 2 == 0).lower()}\nq{i},claude-3-opus,{str(i % 2 == 1).lower()}\n" for i in range(6)),
+        encoding="utf-8",
+    )
     done = nepotism("metrics", table, "--reference", ref, "--bootstrap", "30", "--json")
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)["results"]
-    (dp,) = [r for r in records if r["metric"] == "demographic-parity-bias" and r["scope"] == "self"
-             and r["variant"].get("preference") == "probability" and r["variant"]["opponents"] == "unrelated"]
+    (dp,) = [
+        r
+        for r in records
+        if r["metric"] == "demographic-parity-bias"
+        and r["scope"] == "self"
+        and r["variant"].get("preference") == "probability"
+        and r["variant"]["opponents"] == "unrelated"
+    ]
     assert dp["n"] == 8 and dp["excluded"] == {"unparsed-low-label-mass": 4}  # 2 pairs, both sides
     accuracy = [r for r in records if r["metric"] == "judge-accuracy" and r["variant"].get("preference") == "probability"]
     assert accuracy and all(r["excluded"].get("unparsed-low-label-mass") == 2 for r in accuracy)

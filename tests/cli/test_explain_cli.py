@@ -35,11 +35,18 @@ def panel_with_texts(folder: Path) -> dict[str, Path]:
     judge-b's ending in hostile text."""
     from nepotism.simulate import panel_spec, simulate, write_tables
 
-    sim = simulate(panel_spec(n_instances=60, planted={"self": 1.0, "family": 1.0, "student": 1.0}), seed=4,
-                   kinds=("pairwise",))
+    sim = simulate(panel_spec(n_instances=60, planted={"self": 1.0, "family": 1.0, "student": 1.0}), seed=4, kinds=("pairwise",))
     paths = {k: Path(v) for k, v in write_tables(sim, folder).items()}
-    rows = [{"instance_id": i, "model": m, "text": f"answer of {m} to {i}" + (f" {HOSTILE}" if m == "judge-b" else ""),
-             "prompt": f"question {i}?"} for i in sorted(set(sim.pairwise["instance_id"])) for m in sim.spec.generators]
+    rows = [
+        {
+            "instance_id": i,
+            "model": m,
+            "text": f"answer of {m} to {i}" + (f" {HOSTILE}" if m == "judge-b" else ""),
+            "prompt": f"question {i}?",
+        }
+        for i in sorted(set(sim.pairwise["instance_id"]))
+        for m in sim.spec.generators
+    ]
     paths["texts"] = folder / "texts.jsonl"
     paths["texts"].write_text("".join(json.dumps(r) + "\n" for r in rows))
     return paths
@@ -57,8 +64,9 @@ def _args(panel):
 def test_explain_prints_the_verdict_metrics_gives_then_its_cases(panel, tmp_path):
     document = json.loads(nep("metrics", *_args(panel), "--json", cwd=tmp_path).stdout)
     verdict = next(v for v in document["verdicts"] if v["judge"] == "judge-b" and v["scope"] == "self")
-    done = nep("explain", *_args(panel), "--judge", "judge-b", "--scope", "self", "--texts", panel["texts"],
-               "--limit", "3", cwd=tmp_path)
+    done = nep(
+        "explain", *_args(panel), "--judge", "judge-b", "--scope", "self", "--texts", panel["texts"], "--limit", "3", cwd=tmp_path
+    )
     lines = done.stdout.splitlines()
     assert lines[0] == "nepotism explain — judge-b, its own answers (condition 'default')"
     assert lines[1] == f"Verdict: {verdict['sentence']}"
@@ -103,8 +111,9 @@ def test_bad_choices_and_bad_texts_exit_2_naming_what_is_wrong(panel, tmp_path):
     done = nep("explain", *_args(panel), "--judge", "judge-b", "--scope", "cousins", cwd=tmp_path, expect=2)
     assert "self" in done.stderr and "family-student" in done.stderr and done.stdout == ""
     bad = tmp_path / "bad-texts.jsonl"
-    bad.write_text('{"instance_id": "x00000", "model": "judge-b", "text": "fine"}\n\n'
-                   '{"instance_id": "x00001", "model": "judge-b"}\n')
+    bad.write_text(
+        '{"instance_id": "x00000", "model": "judge-b", "text": "fine"}\n\n{"instance_id": "x00001", "model": "judge-b"}\n'
+    )
     done = nep("explain", *_args(panel), "--judge", "judge-b", "--texts", bad, "--json", cwd=tmp_path, expect=2)
     assert done.stdout == "" and f"{bad}, line 3, field 'text'" in done.stderr
     results = tmp_path / "results.json"
@@ -134,10 +143,31 @@ def test_report_shows_the_cases_behind_the_summary(panel, tmp_path):
 # ----------------------------------------------------------------------------------- the gallery's data
 @pytest.mark.skipif(not MBPP.exists(), reason="../shared/data/mbpp_selfpref is absent")
 def test_explain_on_paper_004s_mbpp_file_with_its_texts(tmp_path):
-    nep("import", MBPP, "--format", "mbpp-selfpref", "--canonical", "--out", "judgments.csv", "--reference-out",
-        "correctness.csv", "--texts-out", "texts.jsonl", cwd=tmp_path)
-    args = ("judgments.csv", "--reference", "correctness.csv", "--judge", "llama-3.3-70b-instruct", "--texts",
-            "texts.jsonl", "--bootstrap", "100")
+    nep(
+        "import",
+        MBPP,
+        "--format",
+        "mbpp-selfpref",
+        "--canonical",
+        "--out",
+        "judgments.csv",
+        "--reference-out",
+        "correctness.csv",
+        "--texts-out",
+        "texts.jsonl",
+        cwd=tmp_path,
+    )
+    args = (
+        "judgments.csv",
+        "--reference",
+        "correctness.csv",
+        "--judge",
+        "llama-3.3-70b-instruct",
+        "--texts",
+        "texts.jsonl",
+        "--bootstrap",
+        "100",
+    )
     found = json.loads(nep("explain", *args, "--json", cwd=tmp_path).stdout)
     # probabilities read by default (paper 004): 48 problems where exactly one program passes, enough for
     # the reference rung (equal-opportunity bias against the correctness reference)
@@ -162,9 +192,17 @@ def _arena_texts(path: Path) -> Path:
         for file in sorted((ARENA_BENCH / "model_answer").glob("*.jsonl.gz")):
             with gzip.open(file, "rt", encoding="utf-8") as handle:
                 for answer in map(json.loads, handle):
-                    out.write(json.dumps({"instance_id": f"fastchat/{answer['question_id']}", "model": answer["model_id"],
-                                          "text": answer["choices"][0]["turns"][0],
-                                          "prompt": questions.get(answer["question_id"])}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {
+                                "instance_id": f"fastchat/{answer['question_id']}",
+                                "model": answer["model_id"],
+                                "text": answer["choices"][0]["turns"][0],
+                                "prompt": questions.get(answer["question_id"]),
+                            }
+                        )
+                        + "\n"
+                    )
     return path
 
 
@@ -207,13 +245,17 @@ def test_a_pair_judged_twice_is_one_case_and_a_long_prompt_id_one_short_line(tmp
     done = nep("explain", table, "--judge", "gpt-4", "--scope", "self", "--bootstrap", "50", "--json", cwd=tmp_path)
     reading = json.loads(done.stdout)["reading"]
     assert (reading["n"], reading["record_n"], reading["unit"]) == (40, 41, "pair")
-    lines = nep("explain", table, "--judge", "gpt-4", "--scope", "self", "--bootstrap", "50", "--limit", "40",
-                cwd=tmp_path).stdout.splitlines()
+    lines = nep(
+        "explain", table, "--judge", "gpt-4", "--scope", "self", "--bootstrap", "50", "--limit", "40", cwd=tmp_path
+    ).stdout.splitlines()
     cases = next(line for line in lines if line.startswith("Cases:"))
     assert "40 pairs (the record counts 41 comparisons: a pair the judge gave more than one verdict is one case" in cases
     assert not any(line.strip().endswith("comparisons") for line in lines if line and not line.startswith(" "))
-    shown = [line for line in lines if line.lstrip().startswith(("1. prompt", "2. prompt", "3. prompt"))
-             or "prompt Write a poem" in line]
+    shown = [
+        line
+        for line in lines
+        if line.lstrip().startswith(("1. prompt", "2. prompt", "3. prompt")) or "prompt Write a poem" in line
+    ]
     assert shown and all(len(line) < 160 and "characters)" in line for line in shown if "Write a poem" in line)
     assert "about the sea," not in [line.strip() for line in lines]  # no prompt id breaks a case's line
     report = tmp_path / "report"

@@ -14,7 +14,10 @@ from nepotism.tables import read_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 MBPP = FIXTURES / "llama-3.3-70b_gpt-4o_eval.jsonl"
-ARENA = FIXTURES / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,judge_model=claude-3-haiku-20240307.jsonl.gz"
+ARENA = (
+    FIXTURES
+    / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,judge_model=claude-3-haiku-20240307.jsonl.gz"
+)
 
 
 def run(*args):
@@ -24,8 +27,16 @@ def run(*args):
 def test_list_shows_every_format():
     result = run("--list")
     assert result.exit_code == 0
-    for name in ("alpaca-eval-compact", "judgebench", "fastchat-single", "fastchat-pair", "mt-bench-human",
-                 "arena-hard", "arena-battles", "reward-pairs"):
+    for name in (
+        "alpaca-eval-compact",
+        "judgebench",
+        "fastchat-single",
+        "fastchat-pair",
+        "mt-bench-human",
+        "arena-hard",
+        "arena-battles",
+        "reward-pairs",
+    ):
         assert f"{name}\n" in result.output
     listed = json.loads(run("--list", "--json").output)
     assert {row["format"] for row in listed} >= {"fastchat-single", "reward-pairs"}
@@ -55,8 +66,15 @@ def test_mbpp_verdicts_from_probabilities_by_default(tmp_path):
 
 
 def test_verdicts_option_is_only_for_mbpp(tmp_path):
-    result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact",
-                 "--out", tmp_path / "x.csv", "--verdicts", "probabilities")
+    result = run(
+        FIXTURES / "annotations_compact_sample.csv.gz",
+        "--format",
+        "alpaca-eval-compact",
+        "--out",
+        tmp_path / "x.csv",
+        "--verdicts",
+        "probabilities",
+    )
     assert result.exit_code == 2 and "--verdicts" in result.output
     assert not list(tmp_path.iterdir())
 
@@ -113,10 +131,17 @@ def test_invalid_output_table_writes_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(("option", "name"), [
-    ("--out", "j.txt"), ("--out", "imp"), ("--out", "j.parquet.gz"), ("--out", ".csv"),
-    ("--reference-out", "ref"), ("--texts-out", "texts.csv"),
-])
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [
+        ("--out", "j.txt"),
+        ("--out", "imp"),
+        ("--out", "j.parquet.gz"),
+        ("--out", ".csv"),
+        ("--reference-out", "ref"),
+        ("--texts-out", "texts.csv"),
+    ],
+)
 def test_bad_output_extension_exit_2(tmp_path, option, name):
     """The error names the user's path (never a temporary file) and the suffixes allowed."""
     target = tmp_path / name
@@ -136,8 +161,17 @@ def test_same_target_twice_refused(tmp_path):
 
 def test_alpaca_json_with_texts(tmp_path):
     out, texts = tmp_path / "a.jsonl", tmp_path / "t.jsonl"
-    result = run(FIXTURES / "alpaca_eval_annotations.json", "--format", "alpaca-eval", "--out", out, "--texts-out", texts,
-                 "--instructions", FIXTURES / "alpaca_eval_instructions.json")
+    result = run(
+        FIXTURES / "alpaca_eval_annotations.json",
+        "--format",
+        "alpaca-eval",
+        "--out",
+        out,
+        "--texts-out",
+        texts,
+        "--instructions",
+        FIXTURES / "alpaca_eval_instructions.json",
+    )
     assert result.exit_code == 0, result.output
     frame = read_table(out).frame
     assert frame["instance_id"].str.match(r"^alpaca_eval/\d+$").all()
@@ -151,8 +185,9 @@ def test_canonical_names(tmp_path):
     if not hasattr(models, "default_registry"):
         pytest.skip("nepotism.models.default_registry is not available yet")
     out = tmp_path / "a.csv"
-    result = run(FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact", "--out", out,
-                 "--canonical", "--json")
+    result = run(
+        FIXTURES / "annotations_compact_sample.csv.gz", "--format", "alpaca-eval-compact", "--out", out, "--canonical", "--json"
+    )
     assert result.exit_code == 0, result.output
     frame = read_table(out).frame
     registry = models.default_registry()
@@ -179,32 +214,76 @@ def _record_with(source: Path, record: int, key: str, value) -> str:
 
 MALFORMED = [
     # (format, file name, malformed text, options, where: "line N" / "record N", field)
-    ("fastchat-single", "gpt-4_single.jsonl",
-     lambda: _lines_with(UPSTREAM / "gpt-4_single.jsonl", 2, '"score": 10', '"score": "ten"'), (), "line 2", "score"),
-    ("fastchat-pair", "gpt-4_pair.jsonl",
-     lambda: _lines_with(UPSTREAM / "gpt-4_pair.jsonl", 3, '"g2_winner": "model_1"', '"g2_winner": "B"'), (),
-     "line 3", "g2_winner"),
-    ("mt-bench-human", "mt_bench_human.jsonl",
-     lambda: _lines_with(UPSTREAM / "mt_bench_human.jsonl", 4, '"winner": "tie (bothbad)"', '"winner": "neither"'),
-     (), "line 4", "winner"),
-    ("arena-hard", "judgment.jsonl",
-     lambda: _lines_with(UPSTREAM / "arena-hard-v2.0_gpt-4o-mini.jsonl", 2, '"baseline": "gemini-2.0-flash-001", ', ""),
-     (), "line 2", "baseline"),
-    ("arena-battles", "clean_battle.json",
-     lambda: _record_with(UPSTREAM / "clean_battle_sample.json", 3, "winner", "model_c"), (), "record 3", "winner"),
-    ("reward-pairs", "LLMBar.json",
-     lambda: _record_with(UPSTREAM / "LLMBar__Natural_sample.json", 2, "label", 0), (), "record 2", "label"),
-    ("reward-pairs", "scores.jsonl",
-     lambda: '{"prompt": "p", "chosen": "a", "rejected": "b", "score_chosen": 1.5, "score_rejected": "low", '
-             '"model": "rm"}\n', (), "line 1", "score_rejected"),
-    ("alpaca-eval", "annotations.json",
-     lambda: _record_with(FIXTURES / "alpaca_eval_annotations.json", 2, "preference", "first"), (), "record 2",
-     "preference"),
+    (
+        "fastchat-single",
+        "gpt-4_single.jsonl",
+        lambda: _lines_with(UPSTREAM / "gpt-4_single.jsonl", 2, '"score": 10', '"score": "ten"'),
+        (),
+        "line 2",
+        "score",
+    ),
+    (
+        "fastchat-pair",
+        "gpt-4_pair.jsonl",
+        lambda: _lines_with(UPSTREAM / "gpt-4_pair.jsonl", 3, '"g2_winner": "model_1"', '"g2_winner": "B"'),
+        (),
+        "line 3",
+        "g2_winner",
+    ),
+    (
+        "mt-bench-human",
+        "mt_bench_human.jsonl",
+        lambda: _lines_with(UPSTREAM / "mt_bench_human.jsonl", 4, '"winner": "tie (bothbad)"', '"winner": "neither"'),
+        (),
+        "line 4",
+        "winner",
+    ),
+    (
+        "arena-hard",
+        "judgment.jsonl",
+        lambda: _lines_with(UPSTREAM / "arena-hard-v2.0_gpt-4o-mini.jsonl", 2, '"baseline": "gemini-2.0-flash-001", ', ""),
+        (),
+        "line 2",
+        "baseline",
+    ),
+    (
+        "arena-battles",
+        "clean_battle.json",
+        lambda: _record_with(UPSTREAM / "clean_battle_sample.json", 3, "winner", "model_c"),
+        (),
+        "record 3",
+        "winner",
+    ),
+    (
+        "reward-pairs",
+        "LLMBar.json",
+        lambda: _record_with(UPSTREAM / "LLMBar__Natural_sample.json", 2, "label", 0),
+        (),
+        "record 2",
+        "label",
+    ),
+    (
+        "reward-pairs",
+        "scores.jsonl",
+        lambda: '{"prompt": "p", "chosen": "a", "rejected": "b", "score_chosen": 1.5, "score_rejected": "low", "model": "rm"}\n',
+        (),
+        "line 1",
+        "score_rejected",
+    ),
+    (
+        "alpaca-eval",
+        "annotations.json",
+        lambda: _record_with(FIXTURES / "alpaca_eval_annotations.json", 2, "preference", "first"),
+        (),
+        "record 2",
+        "preference",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("fmt", "name", "text", "options", "where", "field"), MALFORMED,
-                         ids=[f"{m[0]}-{m[1]}" for m in MALFORMED])
+@pytest.mark.parametrize(
+    ("fmt", "name", "text", "options", "where", "field"), MALFORMED, ids=[f"{m[0]}-{m[1]}" for m in MALFORMED]
+)
 def test_malformed_upstream_files_name_file_place_and_field(tmp_path, fmt, name, text, options, where, field):
     source = tmp_path / "in" / name
     source.parent.mkdir()
@@ -218,8 +297,7 @@ def test_malformed_upstream_files_name_file_place_and_field(tmp_path, fmt, name,
 
 def test_both_judgebench_companions_are_written_in_order_or_by_name(tmp_path):
     out, pref, corr = tmp_path / "j.csv", tmp_path / "pref.csv", tmp_path / "corr.csv"
-    result = run(ARENA, "--format", "judgebench", "--out", out, "--reference-out", pref, "--reference-out", corr,
-                 "--json")
+    result = run(ARENA, "--format", "judgebench", "--out", out, "--reference-out", pref, "--reference-out", corr, "--json")
     assert result.exit_code == 0, result.output
     outputs = json.loads(result.output)["outputs"]
     assert outputs[str(pref)]["kind"] == "preference-ref" and outputs[str(corr)]["kind"] == "correctness-ref"
@@ -231,11 +309,14 @@ def test_both_judgebench_companions_are_written_in_order_or_by_name(tmp_path):
     assert "not written: the preference-ref table (add --reference-out preference-ref=FILE)" in result.output
 
 
-@pytest.mark.parametrize("values, message", [
-    (["rubric-ref={ref}"], "no rubric-ref table"),
-    (["{ref}", "{ref2}", "{ref3}"], "3 --reference-out files for 2 companion tables"),
-    (["correctness-ref={ref}", "correctness-ref={ref2}"], "named twice"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (["rubric-ref={ref}"], "no rubric-ref table"),
+        (["{ref}", "{ref2}", "{ref3}"], "3 --reference-out files for 2 companion tables"),
+        (["correctness-ref={ref}", "correctness-ref={ref2}"], "named twice"),
+    ],
+)
 def test_reference_outputs_that_do_not_fit_the_companions_are_refused(tmp_path, values, message):
     out = tmp_path / "j.csv"
     names = {k: tmp_path / f"{k}.csv" for k in ("ref", "ref2", "ref3")}

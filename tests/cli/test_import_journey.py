@@ -32,18 +32,21 @@ def test_arena_bench_import_then_metrics(tmp_path):
     assert summary["outputs"][str(out)] == {"kind": "pointwise", "rows": 4800}
     metrics = nepotism("metrics", out, "--json", "--bootstrap", "200", cwd=ROOT)
     assert metrics.returncode == 0, metrics.stderr
-    records = {r["scope"]: r for r in json.loads(metrics.stdout)["results"]
-               if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4"
-               and r["variant"]["ties"] == "not preferred"}
+    records = {
+        r["scope"]: r
+        for r in json.loads(metrics.stdout)["results"]
+        if r["metric"] == "self-preference-ratio" and r["judge"] == "gpt-4" and r["variant"]["ties"] == "not preferred"
+    }
     # the judge ("gpt-4", i.e. gpt-4-0613 when arena-bench ran) is not among the 16 generators: the self
     # scope is not measurable, and says so; its family (GPT-4-0314, GPT-4-Turbo, both GPT-3.5) and students
     # (OpenChat-3.5, Starling) are
     assert set(records) == {"self", "family", "student", "family-student"}
     assert records["self"]["value"] is None
-    assert records["self"]["note"] == ("not measurable: the judge's own answers are not among the 16 generators "
-                                       "it scored")
-    for scope, generators in (("family", {"gpt-4-0314", "gpt-4-1106-preview", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"}),
-                              ("student", {"openchat_3.5", "Starling-LM-7B-alpha"})):
+    assert records["self"]["note"] == ("not measurable: the judge's own answers are not among the 16 generators it scored")
+    for scope, generators in (
+        ("family", {"gpt-4-0314", "gpt-4-1106-preview", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"}),
+        ("student", {"openchat_3.5", "Starling-LM-7B-alpha"}),
+    ):
         record = records[scope]
         assert set(record["generators"]) == generators
         assert record["ci_low"] < record["value"] < record["ci_high"] and record["n_clusters"] == 300
@@ -69,8 +72,17 @@ def test_malformed_upstream_file_exit_2_nothing_written(tmp_path):
 
 
 def test_option_a_format_does_not_take(tmp_path):
-    result = nepotism("import", UPSTREAM / "gpt-4_single.jsonl", "--format", "fastchat-single", "--baseline", "x",
-                      "--out", tmp_path / "o.csv", cwd=tmp_path)
+    result = nepotism(
+        "import",
+        UPSTREAM / "gpt-4_single.jsonl",
+        "--format",
+        "fastchat-single",
+        "--baseline",
+        "x",
+        "--out",
+        tmp_path / "o.csv",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2 and "--baseline is not an option of --format fastchat-single" in result.stderr
     assert not (tmp_path / "o.csv").exists()
 
@@ -93,15 +105,27 @@ JOURNEYS = [
     ("upstream/LLMBar__Natural_sample.json", "reward-pairs", (), "preference-ref", 4, "correctness-ref"),
     ("upstream/rewardbench_filtered.jsonl", "reward-pairs", (), "preference-ref", 3, "correctness-ref"),
     ("upstream/rewardbench_scores.json", "reward-pairs", (), "pointwise", 4, "correctness-ref"),
-    ("alpaca_eval_annotations.json", "alpaca-eval",
-     ("--instructions", FIXTURES / "alpaca_eval_instructions.json"), "pairwise", 7, None),
+    (
+        "alpaca_eval_annotations.json",
+        "alpaca-eval",
+        ("--instructions", FIXTURES / "alpaca_eval_instructions.json"),
+        "pairwise",
+        7,
+        None,
+    ),
     ("annotations_compact_sample.csv.gz", "alpaca-eval-compact", (), "pairwise", 23, None),
-    ("dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
-     "judge_model=claude-3-haiku-20240307.jsonl.gz", "judgebench", (), "pairwise", 8, "preference-ref"),
+    (
+        "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,"
+        "judge_model=claude-3-haiku-20240307.jsonl.gz",
+        "judgebench",
+        (),
+        "pairwise",
+        8,
+        "preference-ref",
+    ),
     ("llama-3.3-70b_gpt-4o_eval.jsonl", "mbpp-selfpref", (), "pairwise", 12, "correctness-ref"),
     ("healthbench_sample.jsonl", "healthbench", (), "rubric", 32, "rubric-items"),
-    ("upstream/elobench_battle_records.csv", "table", ("--mapping", UPSTREAM / "elobench_mapping.toml"), "pairwise",
-     6, None),
+    ("upstream/elobench_battle_records.csv", "table", ("--mapping", UPSTREAM / "elobench_mapping.toml"), "pairwise", 6, None),
 ]
 #: Formats whose journey runs elsewhere, on files the test writes with the upstream library itself.
 ELSEWHERE = {"inspect-log": "tests/importers/test_importers_inspect_log.py"}
@@ -118,8 +142,7 @@ def test_every_format_has_a_journey():
 def test_each_upstream_format_in_one_command(tmp_path, source, fmt, extra, kind, rows, ref_kind):
     out, ref = tmp_path / "main.jsonl", tmp_path / "ref.csv"
     with_ref = ("--reference-out", ref) if ref_kind else ()
-    result = nepotism("import", FIXTURES / source, "--format", fmt, *extra, "--out", out, *with_ref, "--json",
-                      cwd=tmp_path)
+    result = nepotism("import", FIXTURES / source, "--format", fmt, *extra, "--out", out, *with_ref, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     outputs = json.loads(result.stdout)["outputs"]
     assert outputs[str(out)] == {"kind": kind, "rows": rows}

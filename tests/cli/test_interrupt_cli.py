@@ -24,8 +24,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes (
 
 def _interrupt(args: list[str], fifo: Path) -> subprocess.CompletedProcess:
     os.mkfifo(fifo)
-    proc = subprocess.Popen([NEPOTISM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [NEPOTISM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    )
     writer = None
     try:
         deadline = time.monotonic() + 120
@@ -46,13 +47,16 @@ def _interrupt(args: list[str], fifo: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-@pytest.mark.parametrize("command", [
-    ["metrics", "{fifo}", "--json"],
-    ["report", "{fifo}", "--out", "{tmp}/report", "--json"],
-    ["import", "{fifo}", "--format", "arena-battles", "--out", "{tmp}/out.csv"],
-    ["card", "{tmp}/results.json", "--thresholds", "{fifo}"],
-    ["plan", "--judges", "gpt-4", "--generators", "gpt-4,claude-2", "--pilot", "{fifo}", "--json"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["metrics", "{fifo}", "--json"],
+        ["report", "{fifo}", "--out", "{tmp}/report", "--json"],
+        ["import", "{fifo}", "--format", "arena-battles", "--out", "{tmp}/out.csv"],
+        ["card", "{tmp}/results.json", "--thresholds", "{fifo}"],
+        ["plan", "--judges", "gpt-4", "--generators", "gpt-4,claude-2", "--pilot", "{fifo}", "--json"],
+    ],
+)
 def test_ctrl_c_exits_130_in_every_command(tmp_path, command):
     fifo = tmp_path / "input.csv"
     (tmp_path / "results.json").write_text("[]")

@@ -14,8 +14,11 @@ from nepotism.cli import main
 
 def _grades(path, models, n=40, seed=0):
     rng = np.random.default_rng(seed)
-    rows = [{"instance_id": f"q{i}", "judge": "gpt-4", "model": m, "score": float(rng.integers(1, 11))}
-            for i in range(n) for m in models]
+    rows = [
+        {"instance_id": f"q{i}", "judge": "gpt-4", "model": m, "score": float(rng.integers(1, 11))}
+        for i in range(n)
+        for m in models
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -44,8 +47,9 @@ def test_nothing_to_rank_is_an_error_not_silence(tmp_path):
 def test_an_unregistered_judge_is_refused_as_the_audit_refuses_it(tmp_path):
     """The same registry check as `nepotism metrics`: exit 2 naming the file, line and field; --models admits it."""
     table = tmp_path / "grades.csv"
-    pd.DataFrame([{"instance_id": f"q{i}", "judge": "my-judge", "model": m, "score": 5.0}
-                  for i in range(5) for m in ("claude-2", "gpt-4")]).to_csv(table, index=False)
+    pd.DataFrame(
+        [{"instance_id": f"q{i}", "judge": "my-judge", "model": m, "score": 5.0} for i in range(5) for m in ("claude-2", "gpt-4")]
+    ).to_csv(table, index=False)
     refused = CliRunner().invoke(main, ["leakage", "audit", str(table), "--bootstrap", "0"])
     assert refused.exit_code == 2 and "judge 'my-judge' is not in the model registry" in refused.output
     assert f"{table}" in refused.output and "line 2" in refused.output and "Traceback" not in refused.output

@@ -52,10 +52,12 @@ def test_a_command_module_that_fails_to_load_is_reported_as_a_bug_with_secrets_r
 def test_the_commands_are_registered_when_first_looked_at():
     """Importing ``nepotism.cli`` loads no command module; the group's commands, however they are
     looked at (``main.commands``, ``get_command``, ``--help``), are all there."""
-    code = ("import sys, nepotism.cli as cli\n"
-            "assert not [m for m in sys.modules if m.startswith('nepotism.cli.') and m != 'nepotism.cli._common'], "
-            "sorted(sys.modules)\n"
-            "assert {'run', 'mitigate', 'store', 'models'} <= set(cli.main.commands)\n"
-            "assert 'nepotism.cli.store' in sys.modules\n")
+    code = (
+        "import sys, nepotism.cli as cli\n"
+        "assert not [m for m in sys.modules if m.startswith('nepotism.cli.') and m != 'nepotism.cli._common'], "
+        "sorted(sys.modules)\n"
+        "assert {'run', 'mitigate', 'store', 'models'} <= set(cli.main.commands)\n"
+        "assert 'nepotism.cli.store' in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

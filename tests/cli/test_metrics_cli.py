@@ -27,8 +27,14 @@ def test_metrics_json_records(tmp_path):
     document = json.loads(result.output)
     assert document["schema_version"] == 2 and document["verdicts"] and document["findings"]
     records = document["results"]
-    spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["scope"] == "self"
-           and r["variant"]["opponents"] == "unrelated" and "averaging" not in r["variant"]]  # pooled, not 004's tables
+    spr = [
+        r
+        for r in records
+        if r["metric"] == "self-preference-ratio"
+        and r["scope"] == "self"
+        and r["variant"]["opponents"] == "unrelated"
+        and "averaging" not in r["variant"]
+    ]  # pooled, not 004's tables
     assert len(spr) == 1
     for key in ("metric", "judge", "variant", "value", "ci_low", "ci_high", "n", "n_excluded"):
         assert key in spr[0]
@@ -45,7 +51,7 @@ def test_piped_output_keeps_every_record_on_one_unwrapped_line(tmp_path):
     lines = result.output.splitlines()
     assert not any(ch in result.output for ch in "│┃━─")
     header = next(i for i, line in enumerate(lines) if line.startswith("metric "))
-    rows = lines[header + 1: header + 1 + len(records)]
+    rows = lines[header + 1 : header + 1 + len(records)]
     assert [row.split()[0] for row in rows] == [r["metric"] for r in records]
     undefined = [row for row, r in zip(rows, records) if r["value"] is None]
     assert all("— (" in row for row in undefined)
@@ -126,9 +132,20 @@ def pairwise_files(tmp_path, n=40, perplexity=False):
             refs.append({"instance_id": f"p{i}", "model_a": x, "model_b": y, "winner": x if rng.random() < 0.5 else y})
             for judge in ("judge-a", "judge-b"):
                 for a, b in ((x, y), (y, x)):
-                    p_a = 0.8 if (judge == "judge-a" and a == "judge-a") else 0.2 if (judge == "judge-a" and b == "judge-a") else 0.5
-                    row = {"instance_id": f"p{i}", "judge": judge, "model_a": a, "model_b": b,
-                           "verdict": "A" if rng.random() < p_a else "B"}
+                    p_a = (
+                        0.8
+                        if (judge == "judge-a" and a == "judge-a")
+                        else 0.2
+                        if (judge == "judge-a" and b == "judge-a")
+                        else 0.5
+                    )
+                    row = {
+                        "instance_id": f"p{i}",
+                        "judge": judge,
+                        "model_a": a,
+                        "model_b": b,
+                        "verdict": "A" if rng.random() < p_a else "B",
+                    }
                     if perplexity:
                         row["perplexity_a"], row["perplexity_b"] = rng.uniform(2, 9, 2)
                     rows.append(row)
@@ -142,13 +159,20 @@ def test_pairwise_with_references_json_shape(tmp_path):
     judgments, ref = pairwise_files(tmp_path, perplexity=True)
     records = run_json([judgments, "--reference", ref, "--bootstrap", "50"], tmp_path)
     metrics = {r["metric"] for r in records}
-    assert {"win-rate", "self-preference-ratio", "equal-opportunity-bias", "error-bias", "mipa",
-            "ranking-difference", "perplexity-win-rate", "position-consistency"} <= metrics
+    assert {
+        "win-rate",
+        "self-preference-ratio",
+        "equal-opportunity-bias",
+        "error-bias",
+        "mipa",
+        "ranking-difference",
+        "perplexity-win-rate",
+        "position-consistency",
+    } <= metrics
     for r in records:
         assert RECORD_KEYS <= set(r)
         assert isinstance(r["variant"], dict)
-    spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["judge"] == "judge-a"
-           and r["scope"] == "self"][0]
+    spr = [r for r in records if r["metric"] == "self-preference-ratio" and r["judge"] == "judge-a" and r["scope"] == "self"][0]
     assert spr["value"] > 0.6
 
 
@@ -170,16 +194,25 @@ def rubric_files(tmp_path, n=30):
     rows, refs, items = [], [], []
     for i in range(n):
         for k in range(4):
-            items.append({"instance_id": f"x{i}", "rubric_id": f"r{k}", "text": "word " * (k + 2),
-                          "points": -2 if k == 3 else k + 1})
+            items.append(
+                {"instance_id": f"x{i}", "rubric_id": f"r{k}", "text": "word " * (k + 2), "points": -2 if k == 3 else k + 1}
+            )
             for model in MODELS:
                 truth = bool(rng.random() < 0.5)
                 refs.append({"instance_id": f"x{i}", "model": model, "rubric_id": f"r{k}", "met": truth})
                 for judge in ("judge-a", "judge-b"):
                     lenient = 0.6 if (judge == "judge-a" and model == "judge-a") else 0.15
                     met = truth or bool(rng.random() < lenient)
-                    rows.append({"instance_id": f"x{i}", "judge": judge, "model": model, "rubric_id": f"r{k}",
-                                 "met": met, "category": "even" if i % 2 == 0 else "odd"})
+                    rows.append(
+                        {
+                            "instance_id": f"x{i}",
+                            "judge": judge,
+                            "model": model,
+                            "rubric_id": f"r{k}",
+                            "met": met,
+                            "category": "even" if i % 2 == 0 else "odd",
+                        }
+                    )
     paths = [tmp_path / name for name in ("rubric.csv", "rubric_ref.csv", "items.csv")]
     for frame, path in zip((rows, refs, items), paths):
         pd.DataFrame(frame).to_csv(path, index=False)
@@ -188,9 +221,26 @@ def rubric_files(tmp_path, n=30):
 
 def test_rubric_with_reference_committee_and_slices(tmp_path):
     judgments, ref, items = rubric_files(tmp_path)
-    records = run_json([judgments, "--reference", ref, "--reference", items, "--bootstrap", "40",
-                        "--committee", "judge-a,judge-b", "--slice", "category", "--slice", "rubric-polarity",
-                        "--agreement", "0.9"], tmp_path)
+    records = run_json(
+        [
+            judgments,
+            "--reference",
+            ref,
+            "--reference",
+            items,
+            "--bootstrap",
+            "40",
+            "--committee",
+            "judge-a,judge-b",
+            "--slice",
+            "category",
+            "--slice",
+            "rubric-polarity",
+            "--agreement",
+            "0.9",
+        ],
+        tmp_path,
+    )
     assert any(r["variant"].get("agreement_at_least") == 0.9 for r in records)
     metrics = {r["metric"] for r in records}
     assert {"mra", "overestimation-rate", "hspp-ratio", "mipa", "score-delta", "ranking-difference"} <= metrics
@@ -199,22 +249,38 @@ def test_rubric_with_reference_committee_and_slices(tmp_path):
     assert any(r["condition"] == "default | committee(judge-a+judge-b)" for r in records)
     slices = [r["variant"]["slice"] for r in records if "slice" in r["variant"]]
     assert {"category": "even"} in slices and {"rubric-polarity": "negative"} in slices
-    hspp = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == "judge-a" and r["scope"] == "self"
-            and r["condition"] == "default" and r["variant"] == {"level": "rubric", "denominator": "not-family"}][0]
+    hspp = [
+        r
+        for r in records
+        if r["metric"] == "hspp-ratio"
+        and r["judge"] == "judge-a"
+        and r["scope"] == "self"
+        and r["condition"] == "default"
+        and r["variant"] == {"level": "rubric", "denominator": "not-family"}
+    ][0]
     assert hspp["value"] > 1.5
 
 
 def test_pointwise_with_leaderboard_and_rank_against(tmp_path):
     rng = np.random.default_rng(2)
-    rows = [{"instance_id": f"x{i}", "judge": j, "model": m, "score": float(rng.integers(1, 11))}
-            for i in range(30) for j in ("judge-a", "judge-b") for m in MODELS]
+    rows = [
+        {"instance_id": f"x{i}", "judge": j, "model": m, "score": float(rng.integers(1, 11))}
+        for i in range(30)
+        for j in ("judge-a", "judge-b")
+        for m in MODELS
+    ]
     path, board = tmp_path / "scores.jsonl", tmp_path / "board.csv"
     pd.DataFrame(rows).to_json(path, orient="records", lines=True)
     board.write_text("model,score\njudge-a,4\njudge-b,3\nother-1,2\nother-2,1\n")
     records = run_json([path, "--leaderboard", board, "--rank-against", "judge-b", "--bootstrap", "30"], tmp_path)
-    assert {r["metric"] for r in records} == {"self-preference-ratio", "ranking-difference", "excluded-verdicts",
-                                                "leaderboard-rank", "matched-bias",
-                                                "exclusion-share-gap"}  # the same records as nepotism report
+    assert {r["metric"] for r in records} == {
+        "self-preference-ratio",
+        "ranking-difference",
+        "excluded-verdicts",
+        "leaderboard-rank",
+        "matched-bias",
+        "exclusion-share-gap",
+    }  # the same records as nepotism report
     against = {r["variant"]["against"] for r in records if r["metric"] == "ranking-difference"}
     assert against == {"leaderboard", "judge judge-b"}
     assert all(r["variant"].get("paradigm") == "pointwise" for r in records if r["metric"] == "self-preference-ratio")
@@ -228,8 +294,9 @@ def test_recognition_with_pairwise_and_correlate(tmp_path):
     recog.loc[recog.index[::5], "choice"] = np.where(recog["model_a"].iloc[::5] == "judge-a", "B", "A")
     rec_path = tmp_path / "recognition.csv"
     recog.to_csv(rec_path, index=False)
-    records = run_json([rec_path, judgments, "--bootstrap", "30",
-                        "--correlate", "recognition-accuracy,self-preference-ratio"], tmp_path)
+    records = run_json(
+        [rec_path, judgments, "--bootstrap", "30", "--correlate", "recognition-accuracy,self-preference-ratio"], tmp_path
+    )
     acc = [r for r in records if r["metric"] == "recognition-accuracy" and r["judge"] == "judge-a"][0]
     assert acc["value"] == pytest.approx(0.8, abs=0.02)
     assert any(r["metric"] == "recognition-preference-association" for r in records)
@@ -239,24 +306,41 @@ def test_recognition_with_pairwise_and_correlate(tmp_path):
 
 def test_table_output_for_rubric(tmp_path):
     judgments, ref, _ = rubric_files(tmp_path, n=10)
-    result = CliRunner().invoke(main, ["metrics", str(judgments), "--reference", str(ref), "--bootstrap", "20",
-                                       "--models", str(registry_file(tmp_path)), "--all"], env={"COLUMNS": "250"})
+    result = CliRunner().invoke(
+        main,
+        [
+            "metrics",
+            str(judgments),
+            "--reference",
+            str(ref),
+            "--bootstrap",
+            "20",
+            "--models",
+            str(registry_file(tmp_path)),
+            "--all",
+        ],
+        env={"COLUMNS": "250"},
+    )
     assert result.exit_code == 0, result.output
     assert "hspp-ratio" in result.output and result.output.startswith("nepotism metrics")
 
 
 def test_bad_options_are_exit_2(tmp_path):
     judgments, ref = pairwise_files(tmp_path, n=5)
-    cases = [["--committee", "judge-a"], ["--committee", "judge-a,nobody"], ["--correlate", "win-rate,unknown-metric"],
-             ["--reference", judgments]]
+    cases = [
+        ["--committee", "judge-a"],
+        ["--committee", "judge-a,nobody"],
+        ["--correlate", "win-rate,unknown-metric"],
+        ["--reference", judgments],
+    ]
     for extra in cases:
-        result = CliRunner().invoke(main, ["metrics", str(judgments), *map(str, extra), "--models",
-                                           str(registry_file(tmp_path))])
+        result = CliRunner().invoke(main, ["metrics", str(judgments), *map(str, extra), "--models", str(registry_file(tmp_path))])
         assert result.exit_code == 2, (extra, result.output)
     board = tmp_path / "bad.csv"
     board.write_text("model,points\na,1\n")
-    result = CliRunner().invoke(main, ["metrics", str(judgments), "--leaderboard", str(board), "--models",
-                                       str(registry_file(tmp_path))])
+    result = CliRunner().invoke(
+        main, ["metrics", str(judgments), "--leaderboard", str(board), "--models", str(registry_file(tmp_path))]
+    )
     assert result.exit_code == 2 and "field 'score'" in result.output
 
 

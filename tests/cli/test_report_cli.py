@@ -26,16 +26,24 @@ def invoke(*args):
 def test_report_from_judgments_then_from_its_results(tmp_path):
     judgments, pref, models = _files(tmp_path)
     out = tmp_path / "out"
-    result = invoke("report", judgments, "--reference", pref, "--models", models, "--out", out, "--bootstrap", "50",
-                    "--json")
+    result = invoke("report", judgments, "--reference", pref, "--models", models, "--out", out, "--bootstrap", "50", "--json")
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
-    assert status["card_status"] == "no thresholds" and set(status["files"]) == {"report.html", "report.md",
-                                                                               "results.json", "results.csv"}
+    assert status["card_status"] == "no thresholds" and set(status["files"]) == {
+        "report.html",
+        "report.md",
+        "results.json",
+        "results.csv",
+    }
     document = json.loads((out / "results.json").read_text())
     metrics = {r["metric"] for r in document["results"]}
-    assert {"self-preference-ratio", "paired-win-rate-gap", "equal-opportunity-bias", "leaderboard-rank",
-            "preference-leakage-score"} <= metrics
+    assert {
+        "self-preference-ratio",
+        "paired-win-rate-gap",
+        "equal-opportunity-bias",
+        "leaderboard-rank",
+        "preference-leakage-score",
+    } <= metrics
     html = (out / "report.html").read_text()
     assert 'id="leaderboard-table"' in html and 'id="pls-table"' in html and "judge-a" in html
     # the written results render again, leaderboard included, without the judgments

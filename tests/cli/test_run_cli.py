@@ -15,8 +15,8 @@ def _exp(tmp_path: Path, url: str) -> Path:
     text = text.replace("http://127.0.0.1:8765/v1", url)
     text = text.replace('"standin_models.toml"', json.dumps(str(EXAMPLES / "standin_models.toml")))
     text = text.replace('"standin_items.jsonl"', json.dumps(str(EXAMPLES / "standin_items.jsonl")))
-    text = text.replace('limit = ', 'limit = ')
-    text = text.replace('[dataset]\n', '[dataset]\nlimit = 3\n')
+    text = text.replace("limit = ", "limit = ")
+    text = text.replace("[dataset]\n", "[dataset]\nlimit = 3\n")
     path = tmp_path / "exp.toml"
     path.write_text(text)
     return path
@@ -71,8 +71,9 @@ def test_dry_run_then_run_then_cached_rerun(tmp_path):
         assert dry2.exit_code == 0 and "cached" in dry2.output
         assert "total" in dry2.output
 
-    metrics = runner.invoke(main, ["metrics", exports["pairwise"], "--bootstrap", "0", "--json",
-                                   "--models", str(EXAMPLES / "standin_models.toml")])
+    metrics = runner.invoke(
+        main, ["metrics", exports["pairwise"], "--bootstrap", "0", "--json", "--models", str(EXAMPLES / "standin_models.toml")]
+    )
     assert metrics.exit_code == 0, metrics.output
 
 
@@ -123,8 +124,7 @@ def test_a_run_whose_calls_fail_exits_3_naming_the_cause(tmp_path):
         summary = json.loads(failed.stdout)  # stdout is still exactly one JSON document
         assert summary["generation"]["failed"] == summary["generation"]["total"] > 0
         assert "calls failed" in failed.stderr and "--max-failure-rate" in failed.stderr
-        allowed = CliRunner().invoke(main, ["run", str(exp), "--store", str(store), "--no-progress",
-                                            "--max-failure-rate", "1"])
+        allowed = CliRunner().invoke(main, ["run", str(exp), "--store", str(store), "--no-progress", "--max-failure-rate", "1"])
         assert allowed.exit_code == 0, allowed.output
         first = allowed.stdout.splitlines()[0]  # the summary's first line does not say "done" over failed calls
         assert "ended with" in first and "calls failed" in first and "done" not in first, first

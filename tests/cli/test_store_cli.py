@@ -17,10 +17,12 @@ from tests.store.keys import opaque_key
 
 def _filled(path):
     with Store(path) as store:
-        store.add_judgments([
-            Judgment("q1", "judge-a", "pairwise", ("x", "y"), "parsed", verdict="A"),
-            Judgment("q2", "judge-a", "pairwise", ("x", "y"), "unparsed"),
-        ])
+        store.add_judgments(
+            [
+                Judgment("q1", "judge-a", "pairwise", ("x", "y"), "parsed", verdict="A"),
+                Judgment("q2", "judge-a", "pairwise", ("x", "y"), "unparsed"),
+            ]
+        )
         key = opaque_key("p")
         store.put_call(key, request={"model": "m"}, response=None, text="A")
     return path
@@ -72,21 +74,19 @@ def test_info_on_a_missing_store_is_exit_2(tmp_path):
 def test_export_infers_the_format(tmp_path):
     path = _filled(tmp_path / "s.db")
     out = tmp_path / "judgments.parquet"
-    result = CliRunner().invoke(
-        main, ["store", "export", "judgments", "--out", str(out), "--store", str(path), "--json"]
-    )
+    result = CliRunner().invoke(main, ["store", "export", "judgments", "--out", str(out), "--store", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == {"table": "judgments", "out": str(out),
-                                         "format": "parquet", "rows": 2}
+    assert json.loads(result.output) == {"table": "judgments", "out": str(out), "format": "parquet", "rows": 2}
     assert pq.read_table(out).column("verdict").to_pylist() == ["A", None]
 
 
 def test_export_explicit_format_and_protocol(tmp_path):
     path = _filled(tmp_path / "s.db")
     out = tmp_path / "j.out"
-    result = CliRunner().invoke(main, ["store", "export", "judgments", "--out", str(out),
-                                       "--format", "csv", "--protocol", "pairwise",
-                                       "--store", str(path)])
+    result = CliRunner().invoke(
+        main,
+        ["store", "export", "judgments", "--out", str(out), "--format", "csv", "--protocol", "pairwise", "--store", str(path)],
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 2 rows" in result.output
     assert out.read_text().startswith("instance_id,judge,model_a,model_b,verdict")
@@ -95,11 +95,9 @@ def test_export_explicit_format_and_protocol(tmp_path):
 def test_export_errors_are_exit_2(tmp_path):
     path = _filled(tmp_path / "s.db")
     runner = CliRunner()
-    bad_ext = runner.invoke(main, ["store", "export", "calls", "--out", str(tmp_path / "x.txt"),
-                                   "--store", str(path)])
+    bad_ext = runner.invoke(main, ["store", "export", "calls", "--out", str(tmp_path / "x.txt"), "--store", str(path)])
     assert bad_ext.exit_code == 2 and "extension" in bad_ext.output
-    bad_table = runner.invoke(main, ["store", "export", "nope", "--out", str(tmp_path / "x.csv"),
-                                     "--store", str(path)])
+    bad_table = runner.invoke(main, ["store", "export", "nope", "--out", str(tmp_path / "x.csv"), "--store", str(path)])
     assert bad_table.exit_code == 2 and "unknown table" in bad_table.output
     assert not (tmp_path / "x.csv").exists()
 
@@ -110,8 +108,10 @@ def test_help_texts():
     assert "public recorded-judgment format" in result.output
 
 
-PAIRS = ("instance_id,judge,model_a,model_b,verdict,category\n"
-         "q1,judge-a,x,y,A,coding\nq1,judge-a,y,x,B,coding\nq2,judge-a,x,y,tie,\nq3,judge-a,x,y,B,maths\n")
+PAIRS = (
+    "instance_id,judge,model_a,model_b,verdict,category\n"
+    "q1,judge-a,x,y,A,coding\nq1,judge-a,y,x,B,coding\nq2,judge-a,x,y,tie,\nq3,judge-a,x,y,B,maths\n"
+)
 
 
 def test_load_then_export_keeps_the_category_and_merge_carries_it(tmp_path):

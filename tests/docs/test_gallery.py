@@ -44,32 +44,62 @@ def alone(value: float, low: float, high: float, prompts: int) -> tuple:
 
 #: page -> (data folder it needs, {metrics output: {judge|condition|scope: verdict}})
 EXPECTED = {
-    "arena-bench": ("arena_bench_v1", {"metrics.json": judge(
-        "gpt-4", "default", family=alone(0.764, 0.749, 0.779, 300), student=alone(0.539, 0.514, 0.564, 300),
-        family_student=alone(0.465, 0.436, 0.493, 300))}),
+    "arena-bench": (
+        "arena_bench_v1",
+        {
+            "metrics.json": judge(
+                "gpt-4",
+                "default",
+                family=alone(0.764, 0.749, 0.779, 300),
+                student=alone(0.539, 0.514, 0.564, 300),
+                family_student=alone(0.465, 0.436, 0.493, 300),
+            )
+        },
+    ),
     "routellm": ("routellm", {"metrics.json": judge("gpt-4", "default", family=alone(0.628, 0.581, 0.672, 160))}),
-    "judgebench": ("judgebench", {
-        "metrics-llm.json": {**judge("claude-3-haiku-20240307", "arena_hard"), **judge("o1-mini-2024-09-12", "arena_hard")},
-        "metrics-rm.json": {k: v for rm in ("Ray2333/GRM-Gemma-2B-rewardmodel-ft", "Skywork/Skywork-Reward-Gemma-2-27B",
-                                            "Skywork/Skywork-Reward-Llama-3.1-8B", "internlm/internlm2-20b-reward",
-                                            "internlm/internlm2-7b-reward")
-                            for k, v in judge(rm, "reward_model").items()},
-    }),
-    "mbpp": ("mbpp_selfpref", {
-        "results-reply.json": judge("llama-3.3-70b-instruct", "default", self=alone(0.11, 0.07, 0.154, 228)),
-        "results-probabilities.json": judge(
-            "llama-3.3-70b-instruct", "default",
-            self=("measured", "reference", "equal-opportunity-bias", -0.053, -0.269, 0.153, 48)),
-    }),
-    "alpaca-eval": ("alpaca_eval", {"metrics.json": {
-        **judge("claude-2", "bedrock_claude", self=alone(0.763, 0.733, 0.791, 805)),
-        **judge("gpt4_0314", "alpaca_eval_gpt4", self=alone(0.942, 0.927, 0.956, 805),
-                family=alone(0.173, 0.161, 0.186, 805)),
-        **judge("gpt4_0613", "alpaca_eval_gpt4_0613", family=alone(0.099, 0.078, 0.122, 805)),
-        **judge("gpt4_1106_preview", "alpaca_eval_cot_gpt4_turbo_fn", self=alone(0.836, 0.82, 0.853, 805)),
-        **judge("gpt4_1106_preview", "alpaca_eval_gpt4_turbo_fn", self=alone(0.774, 0.756, 0.793, 805)),
-        **judge("gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", self=alone(0.807, 0.796, 0.818, 805)),
-    }}),
+    "judgebench": (
+        "judgebench",
+        {
+            "metrics-llm.json": {**judge("claude-3-haiku-20240307", "arena_hard"), **judge("o1-mini-2024-09-12", "arena_hard")},
+            "metrics-rm.json": {
+                k: v
+                for rm in (
+                    "Ray2333/GRM-Gemma-2B-rewardmodel-ft",
+                    "Skywork/Skywork-Reward-Gemma-2-27B",
+                    "Skywork/Skywork-Reward-Llama-3.1-8B",
+                    "internlm/internlm2-20b-reward",
+                    "internlm/internlm2-7b-reward",
+                )
+                for k, v in judge(rm, "reward_model").items()
+            },
+        },
+    ),
+    "mbpp": (
+        "mbpp_selfpref",
+        {
+            "results-reply.json": judge("llama-3.3-70b-instruct", "default", self=alone(0.11, 0.07, 0.154, 228)),
+            "results-probabilities.json": judge(
+                "llama-3.3-70b-instruct",
+                "default",
+                self=("measured", "reference", "equal-opportunity-bias", -0.053, -0.269, 0.153, 48),
+            ),
+        },
+    ),
+    "alpaca-eval": (
+        "alpaca_eval",
+        {
+            "metrics.json": {
+                **judge("claude-2", "bedrock_claude", self=alone(0.763, 0.733, 0.791, 805)),
+                **judge(
+                    "gpt4_0314", "alpaca_eval_gpt4", self=alone(0.942, 0.927, 0.956, 805), family=alone(0.173, 0.161, 0.186, 805)
+                ),
+                **judge("gpt4_0613", "alpaca_eval_gpt4_0613", family=alone(0.099, 0.078, 0.122, 805)),
+                **judge("gpt4_1106_preview", "alpaca_eval_cot_gpt4_turbo_fn", self=alone(0.836, 0.82, 0.853, 805)),
+                **judge("gpt4_1106_preview", "alpaca_eval_gpt4_turbo_fn", self=alone(0.774, 0.756, 0.793, 805)),
+                **judge("gpt4_1106_preview", "weighted_alpaca_eval_gpt4_turbo", self=alone(0.807, 0.796, 0.818, 805)),
+            }
+        },
+    ),
 }
 
 
@@ -81,8 +111,7 @@ def _needs(folder: str) -> None:
 @cache
 def _checked(page: str) -> tuple[int, str, str]:
     """``scripts/gallery.py PAGE --check --json``, run once per page for every test that reads it."""
-    done = subprocess.run([sys.executable, str(SCRIPT), page, "--check", "--json"], capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run([sys.executable, str(SCRIPT), page, "--check", "--json"], capture_output=True, text=True, timeout=900)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -125,8 +154,12 @@ def test_judgebench_accuracy_is_judgebench_own():
     assert o1 == (230, 350, 0) and haiku == (87, 270, 13)
     status, stdout, stderr = _checked("judgebench")
     assert status == 0, stderr
-    records = {r["judge"]: r for t in json.loads(stdout)["judgebench"]["tables"] for r in t["records"]
-               if r["metric"] == "mipa" and r["variant"] == {"paradigm": "PWC"}}
+    records = {
+        r["judge"]: r
+        for t in json.loads(stdout)["judgebench"]["tables"]
+        for r in t["records"]
+        if r["metric"] == "mipa" and r["variant"] == {"paradigm": "PWC"}
+    }
     assert (records["o1-mini-2024-09-12"]["value"], records["o1-mini-2024-09-12"]["n"]) == (round(230 / 350, 3), 350)
     kept = records["claude-3-haiku-20240307"]
     assert kept["n"] + kept["n_excluded"] == 270 and kept["n_excluded"] == 13
@@ -166,8 +199,12 @@ def test_check_fails_on_a_stale_page_and_a_stale_readme_bullet(tmp_path):
     stale = readme.replace("(docs/gallery/routellm.md): ", "(docs/gallery/routellm.md): a stale word, ")
     assert stale != readme
     (tmp_path / "README.md").write_text(stale, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(SCRIPT), "routellm", "--check", "--out", str(tmp_path), "--readme",
-                           str(tmp_path / "README.md")], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "routellm", "--check", "--out", str(tmp_path), "--readme", str(tmp_path / "README.md")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 1 and "routellm.md differs from what the data gives now" in done.stderr
     assert "the gallery bullet of routellm differs" in done.stderr
     assert (tmp_path / "routellm.md").read_text() == "stale\n"
@@ -177,10 +214,13 @@ def test_check_fails_on_a_stale_page_and_a_stale_readme_bullet(tmp_path):
 def test_absent_data_says_where_it_comes_from_and_how_to_pass_it(tmp_path):
     """In a clone without ../shared/data the script names the upstream files and --data, exit 2, before running
     any command (it used to point at ../shared/data/PROVENANCE.md, which is absent too)."""
-    for page, upstream, folder in (("arena-bench", "lmarena/arena-hard-auto", "arena_bench_v1"),
-                                   ("mbpp", "Taslim-M/mitigating_self_preference", "mbpp_selfpref")):
-        done = subprocess.run([sys.executable, str(SCRIPT), page, "--data", str(tmp_path)], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60)
+    for page, upstream, folder in (
+        ("arena-bench", "lmarena/arena-hard-auto", "arena_bench_v1"),
+        ("mbpp", "Taslim-M/mitigating_self_preference", "mbpp_selfpref"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), page, "--data", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 2 and not done.stdout and "Traceback" not in done.stderr
         assert upstream in done.stderr and f"DIR/{folder}/" in done.stderr
         assert f"scripts/gallery.py {page} --data DIR" in done.stderr and str(tmp_path) in done.stderr

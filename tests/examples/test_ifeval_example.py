@@ -134,7 +134,8 @@ def _have_smollm() -> bool:
 def test_one_item_end_to_end_with_smollm(tmp_path, model_env):
     item = next(i for i in _items() if i["id"] == "ifeval-2517")
     (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-    (tmp_path / "one.toml").write_text(f"""
+    (tmp_path / "one.toml").write_text(
+        f"""
 [experiment]
 name = "ifeval-one"
 store = "out/nepotism.db"
@@ -167,7 +168,9 @@ options = {{ mode = "labels", ways = 2 }}
 task = "ifeval"
 [output]
 dir = "out"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     first = CliRunner().invoke(main, ["run", str(tmp_path / "one.toml"), "--json"])
     assert first.exit_code == 0, first.output
     rubric = pd.read_csv(tmp_path / "out" / "rubric.csv")
@@ -188,9 +191,20 @@ dir = "out"
     for table in ("pointwise.csv", "pairwise.csv"):  # every label verdict is read by default, none left out
         assert set(pd.read_csv(out / table)["status"]) == {"parsed"}, table
     # The plain CLI: instance truth (s*, w*) is derived from the rubric truth by `nepotism metrics`.
-    metrics = CliRunner().invoke(main, [
-        "metrics", str(out / "rubric.csv"), str(out / "pointwise.csv"), str(out / "pairwise.csv"),
-        "--reference", str(out / "rubric-reference.csv"), "--bootstrap", "0", "--json"])
+    metrics = CliRunner().invoke(
+        main,
+        [
+            "metrics",
+            str(out / "rubric.csv"),
+            str(out / "pointwise.csv"),
+            str(out / "pairwise.csv"),
+            "--reference",
+            str(out / "rubric-reference.csv"),
+            "--bootstrap",
+            "0",
+            "--json",
+        ],
+    )
     assert metrics.exit_code == 0, metrics.output
     records = json.loads(metrics.stdout)["results"]
     mra = [r for r in records if r["metric"] == "mra"]
@@ -198,4 +212,8 @@ dir = "out"
     assert {r["variant"].get("paradigm") for r in records if r["metric"] == "mipa"} == {"SR", "DA", "PWC"}
     hspp = [r for r in records if r["metric"] == "hspp-ratio" and r["scope"] == "self"]
     assert {(r["variant"]["level"], r["variant"]["denominator"]) for r in hspp} >= {
-        ("rubric", "not-family"), ("rubric", "unrelated"), ("instance", "not-family"), ("instance", "unrelated")}
+        ("rubric", "not-family"),
+        ("rubric", "unrelated"),
+        ("instance", "not-family"),
+        ("instance", "unrelated"),
+    }

@@ -71,8 +71,9 @@ def test_two_items_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, m
     out = work / "results" / "local_gguf"
     records = json.loads(nep("metrics", str(out), "--bootstrap", "100", "--json", cwd=work).stdout)["results"]
     for judge in MODELS:
-        means = {r["variant"]["responses"]: r["value"] for r in records
-                 if r["metric"] == "mean-log-perplexity" and r["judge"] == judge}
+        means = {
+            r["variant"]["responses"]: r["value"] for r in records if r["metric"] == "mean-log-perplexity" and r["judge"] == judge
+        }
         # greedy answers scored under the chat template they were generated with are the judge's most
         # likely text: its own answers are far more familiar than the other model's (paper 001 Fig. 5)
         assert means["own"] < means["other"], (judge, means)

@@ -109,8 +109,7 @@ def test_recorded_math_solutions_grade_correct(item):
 @pytest.mark.parametrize("item", [i for i in _items() if i["category"] == "code"], ids=lambda i: i["id"])
 def test_recorded_code_solutions_pass_their_tests_in_the_sandbox(item):
     meta = item["metadata"]
-    result = grade_code(item["text"], meta["tests"], entry_point=meta["entry_point"],
-                        prompt=meta["code_prompt"], timeout=20)
+    result = grade_code(item["text"], meta["tests"], entry_point=meta["entry_point"], prompt=meta["code_prompt"], timeout=20)
     assert result.method == "sandbox:passed" and result.correct is True, result
 
 
@@ -157,7 +156,7 @@ def test_readme_commands_are_plain_cli_calls_with_real_options_and_paths():
     for args in commands:
         if ">" in args:  # shell redirection: the output file a later command may read
             produced.add(ROOT / args[args.index(">") + 1])
-            args = args[:args.index(">")]
+            args = args[: args.index(">")]
         sub = main.get_command(ctx, args[1])
         assert sub is not None, args
         known = {opt: p for p in sub.params for opt in p.opts + p.secondary_opts}
@@ -184,7 +183,8 @@ def _smollm_available() -> bool:
 def test_one_item_end_to_end_with_smollm2(tmp_path, model_env):
     item = next(i for i in _items() if i["id"] == "humaneval-023")
     (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-    (tmp_path / "exp.toml").write_text(f"""
+    (tmp_path / "exp.toml").write_text(
+        f"""
 [experiment]
 name = "verifiable-smoke"
 registry = [{json.dumps(str(EXAMPLE / "models.toml"))}]
@@ -211,7 +211,9 @@ task = "code"
 [output]
 dir = "out"
 format = "csv"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     runner = CliRunner()
     first = runner.invoke(main, ["run", str(tmp_path / "exp.toml"), "--json", "--no-progress"])
     assert first.exit_code == 0, first.output
@@ -229,8 +231,17 @@ format = "csv"
     again = runner.invoke(main, ["run", str(tmp_path / "exp.toml"), "--dry-run", "--json"])
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["totals"]["to_send"] == 0
-    base = ["metrics", str(pairwise), "--reference", str(reference), "--models", str(EXAMPLE / "models.toml"),
-            "--bootstrap", "0", "--json"]
+    base = [
+        "metrics",
+        str(pairwise),
+        "--reference",
+        str(reference),
+        "--models",
+        str(EXAMPLE / "models.toml"),
+        "--bootstrap",
+        "0",
+        "--json",
+    ]
     metrics = runner.invoke(main, base)
     assert metrics.exit_code == 0, metrics.output
     records = [r for r in json.loads(metrics.stdout)["results"] if r["judge"] == "smollm2-135m-instruct"]
@@ -240,8 +251,11 @@ format = "csv"
     # paper 004's D_diff metrics come for both opponent populations and both averagings in one run
     # (and per evaluatee, paper 004's table layout: checked below)
     for metric in D_DIFF:
-        rows = [r for r in records if r["metric"] == metric and "preference" not in r["variant"]
-                and r["variant"].get("averaging") != "one evaluatee"]
+        rows = [
+            r
+            for r in records
+            if r["metric"] == metric and "preference" not in r["variant"] and r["variant"].get("averaging") != "one evaluatee"
+        ]
         per_evaluatee = [r for r in records if r["metric"] == metric and r["variant"].get("averaging") == "one evaluatee"]
         assert per_evaluatee and all(r["generator"] == r["variant"]["evaluatee"] for r in per_evaluatee), metric
         tags = sorted((r["variant"].get("opponents"), r["variant"].get("averaging")) for r in rows)
@@ -255,6 +269,9 @@ format = "csv"
             assert r["n_excluded"] == sum(r["excluded"].values()), r
     with_any = runner.invoke(main, base + ["--opponents", "any"])
     assert with_any.exit_code == 0, with_any.output
-    spr_any = [r for r in json.loads(with_any.stdout)["results"] if r["metric"] == "self-preference-ratio"
-               and r["judge"] == "smollm2-135m-instruct" and r["scope"] == "self"]
+    spr_any = [
+        r
+        for r in json.loads(with_any.stdout)["results"]
+        if r["metric"] == "self-preference-ratio" and r["judge"] == "smollm2-135m-instruct" and r["scope"] == "self"
+    ]
     assert spr_any and all(r["variant"]["opponents"] == "any" for r in spr_any)

@@ -81,8 +81,7 @@ def test_code_cli_real_sandbox(tmp_path):
 
 def test_ifeval_cli_with_instances(tmp_path):
     out = tmp_path / "rubric.csv"
-    result = _run(FIX / "ifeval_responses.jsonl", "--task", "ifeval", "--instances", FIX / "ifeval_instances.jsonl",
-                  "--out", out)
+    result = _run(FIX / "ifeval_responses.jsonl", "--task", "ifeval", "--instances", FIX / "ifeval_instances.jsonl", "--out", out)
     assert result.exit_code == 0, result.output
     assert "4 responses, 2 following every instruction" in result.output
     assert "instructions: 3 met, 2 not met, 1 ungradable" in result.output
@@ -95,10 +94,14 @@ def test_ifeval_cli_with_instances(tmp_path):
 
 def test_ifeval_inline_columns(tmp_path):
     src = tmp_path / "resp.csv"
-    src.write_text('instance_id,model,text,instruction_id_list,kwargs\n'
-                   'a,m,"no commas here","[""punctuation:no_comma""]","[{}]"\n', encoding="utf-8")
+    src.write_text(
+        'instance_id,model,text,instruction_id_list,kwargs\na,m,"no commas here","[""punctuation:no_comma""]","[{}]"\n',
+        encoding="utf-8",
+    )
     result = grade_file(src, "ifeval")
-    assert result.frame.to_dict("records") == [{"instance_id": "a", "model": "m", "rubric_id": "punctuation:no_comma", "met": True}]
+    assert result.frame.to_dict("records") == [
+        {"instance_id": "a", "model": "m", "rubric_id": "punctuation:no_comma", "met": True}
+    ]
 
 
 def test_missing_column_is_input_error_with_line(tmp_path):
@@ -121,8 +124,18 @@ def test_other_input_errors(tmp_path):
     bad = tmp_path / "resp.txt"
     bad.write_text("x", encoding="utf-8")
     assert _run(bad, "--task", "math", "--out", tmp_path / "o.csv").exit_code == 2
-    assert _run(FIX / "math_responses.jsonl", "--task", "math", "--instances", FIX / "ifeval_instances.jsonl",
-                "--out", tmp_path / "o.csv").exit_code == 2
+    assert (
+        _run(
+            FIX / "math_responses.jsonl",
+            "--task",
+            "math",
+            "--instances",
+            FIX / "ifeval_instances.jsonl",
+            "--out",
+            tmp_path / "o.csv",
+        ).exit_code
+        == 2
+    )
     unknown = tmp_path / "ifr.jsonl"
     unknown.write_text('{"instance_id": "99", "model": "m", "text": "x"}\n', encoding="utf-8")
     with pytest.raises(InputError) as err:

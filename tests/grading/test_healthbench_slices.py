@@ -42,23 +42,41 @@ def _verdict(judge: str, model: str, prompt: str, k: int) -> bool:
 
 
 def _lines() -> list[str]:
-    rubrics = [{"criterion": f"criterion {k + 1}", "points": 5, "tags": [f"axis:{axis}", "level:example"]}
-               for k, axis in enumerate(AXES)]
+    rubrics = [
+        {"criterion": f"criterion {k + 1}", "points": 5, "tags": [f"axis:{axis}", "level:example"]} for k, axis in enumerate(AXES)
+    ]
     out = []
     for prompt in PROMPTS:
         for model in MODELS:
-            out.append(json.dumps({
-                "prompt_id": prompt, "prompt": f"question {prompt}", "model": model, "rubrics": rubrics,
-                "example_tags": [f"theme:{THEMES[prompt]}", "physician_agreed_category:x"],
-                "grades": {judge: [_verdict(judge, model, prompt, k) for k in range(4)] for judge in MODELS},
-                "labels": {"doc-1": [_truth(k) for k in range(4)], "doc-2": [_truth(k) for k in range(4)],
-                           "doc-3": [not _truth(k) for k in range(4)]}}))
+            out.append(
+                json.dumps(
+                    {
+                        "prompt_id": prompt,
+                        "prompt": f"question {prompt}",
+                        "model": model,
+                        "rubrics": rubrics,
+                        "example_tags": [f"theme:{THEMES[prompt]}", "physician_agreed_category:x"],
+                        "grades": {judge: [_verdict(judge, model, prompt, k) for k in range(4)] for judge in MODELS},
+                        "labels": {
+                            "doc-1": [_truth(k) for k in range(4)],
+                            "doc-2": [_truth(k) for k in range(4)],
+                            "doc-3": [not _truth(k) for k in range(4)],
+                        },
+                    }
+                )
+            )
     return out
 
 
 def nep(*args, cwd, expect=0):
-    done = subprocess.run([NEPOTISM, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    done = subprocess.run(
+        [NEPOTISM, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
     assert done.returncode == expect, f"{args} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -82,22 +100,67 @@ def test_importer_keeps_axis_theme_and_labels(tmp_path):
 
 def _hspp(records, judge, label):
     """The judge's rubric-level HSPP ratio (self scope, 002's default set) in one slice."""
-    hits = [r for r in records if r["metric"] == "hspp-ratio" and r["judge"] == judge and r["scope"] == "self"
-            and r["variant"].get("level") == "rubric" and r["variant"].get("slice") == label
-            and r["variant"].get("family_set", "exclude judge") == "exclude judge"
-            and r["variant"].get("denominator", "not-family") == "not-family"]
+    hits = [
+        r
+        for r in records
+        if r["metric"] == "hspp-ratio"
+        and r["judge"] == judge
+        and r["scope"] == "self"
+        and r["variant"].get("level") == "rubric"
+        and r["variant"].get("slice") == label
+        and r["variant"].get("family_set", "exclude judge") == "exclude judge"
+        and r["variant"].get("denominator", "not-family") == "not-family"
+    ]
     assert len(hits) == 1, hits
     return hits[0]
 
 
 def test_axis_and_theme_slices_and_balanced_f1_through_the_cli(tmp_path):
     (tmp_path / "hb.jsonl").write_text("\n".join(_lines()) + "\n")
-    nep("import", "hb.jsonl", "--format", "healthbench", "--out", "rubric.csv", "--reference-out", "rubric-items=items.csv",
-        "--reference-out", "rubric-labels=labels.csv", cwd=tmp_path)
-    nep("grade", "rubric.csv", "--jury", ",".join(MODELS), "--rubrics", "items.csv",
-        "--out", "ref.csv", "--bootstrap", "0", cwd=tmp_path)
-    done = nep("metrics", "rubric.csv", "--reference", "ref.csv", "--reference", "items.csv", "--reference", "labels.csv",
-               "--slice", "category", "--slice", "theme", "--bootstrap", "100", "--json", cwd=tmp_path)
+    nep(
+        "import",
+        "hb.jsonl",
+        "--format",
+        "healthbench",
+        "--out",
+        "rubric.csv",
+        "--reference-out",
+        "rubric-items=items.csv",
+        "--reference-out",
+        "rubric-labels=labels.csv",
+        cwd=tmp_path,
+    )
+    nep(
+        "grade",
+        "rubric.csv",
+        "--jury",
+        ",".join(MODELS),
+        "--rubrics",
+        "items.csv",
+        "--out",
+        "ref.csv",
+        "--bootstrap",
+        "0",
+        cwd=tmp_path,
+    )
+    done = nep(
+        "metrics",
+        "rubric.csv",
+        "--reference",
+        "ref.csv",
+        "--reference",
+        "items.csv",
+        "--reference",
+        "labels.csv",
+        "--slice",
+        "category",
+        "--slice",
+        "theme",
+        "--bootstrap",
+        "100",
+        "--json",
+        cwd=tmp_path,
+    )
     records = json.loads(done.stdout)["results"]
     communication = _hspp(records, "gpt-4o", {"category": "communication"})
     accuracy = _hspp(records, "gpt-4o", {"category": "accuracy"})
@@ -110,17 +173,34 @@ def test_axis_and_theme_slices_and_balanced_f1_through_the_cli(tmp_path):
     assert emergency["value"] == pytest.approx(((4 + 2) / 8) / ((2 + 2) / 8))
     hedging = _hspp(records, "gpt-4o", {"theme": "hedging"})
     assert hedging["value"] is None and hedging["note"]
-    balanced = {r["judge"]: r for r in records if r["metric"] == "rubric-balanced-f1"
-                and "slice" not in r["variant"] and r["variant"]["polarity"] == "all"}
+    balanced = {
+        r["judge"]: r
+        for r in records
+        if r["metric"] == "rubric-balanced-f1" and "slice" not in r["variant"] and r["variant"]["polarity"] == "all"
+    }
     assert balanced["claude-3-opus-20240229"]["value"] == pytest.approx(2 / 3)
     assert balanced["claude-3-opus-20240229"]["n"] == 8 * 3 * 4 * 3 and balanced["claude-3-opus-20240229"]["annotators"] == 3
     assert balanced["gpt-4o"]["value"] < 2 / 3
     # the report shows balanced F1 in the meta-evaluation table
-    nep("report", "rubric.csv", "--reference", "ref.csv", "--reference", "items.csv", "--reference", "labels.csv",
-        "--bootstrap", "50", "--out", "rep", cwd=tmp_path)
+    nep(
+        "report",
+        "rubric.csv",
+        "--reference",
+        "ref.csv",
+        "--reference",
+        "items.csv",
+        "--reference",
+        "labels.csv",
+        "--bootstrap",
+        "50",
+        "--out",
+        "rep",
+        cwd=tmp_path,
+    )
     markdown = (tmp_path / "rep" / "report.md").read_text()
-    row = next(line for line in markdown.splitlines()
-               if line.startswith("| claude-3-opus-20240229 | default | human labels | all |"))
+    row = next(
+        line for line in markdown.splitlines() if line.startswith("| claude-3-opus-20240229 | default | human labels | all |")
+    )
     assert "66.7%" in row
 
 

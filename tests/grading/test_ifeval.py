@@ -28,21 +28,33 @@ _GERMAN = "Der schnelle braune Fuchs springt über den faulen Hund und läuft da
 # instruction id -> (kwargs, passing response, failing response)
 CASES = {
     "change_case:capital_word_frequency": (
-        {"capital_frequency": 2, "capital_relation": "at least"}, "This is VERY IMPORTANT news.", "This is Very important news."),
+        {"capital_frequency": 2, "capital_relation": "at least"},
+        "This is VERY IMPORTANT news.",
+        "This is Very important news.",
+    ),
     "change_case:english_capital": ({}, _ENGLISH.upper(), _ENGLISH.capitalize()),
     "change_case:english_lowercase": ({}, _ENGLISH, _ENGLISH.title()),
     "combination:repeat_prompt": (
-        {"prompt_to_repeat": "Write a poem about cats."}, "Write a poem about cats. Cats are soft.", "Here is a poem about cats."),
+        {"prompt_to_repeat": "Write a poem about cats."},
+        "Write a poem about cats. Cats are soft.",
+        "Here is a poem about cats.",
+    ),
     "combination:two_responses": ({}, "First answer.\n******\nSecond answer.", "First answer.\n******\nFirst answer."),
     "detectable_content:number_placeholders": ({"num_placeholders": 2}, "Dear [name], at [address].", "Dear [name], hello."),
     "detectable_content:postscript": ({"postscript_marker": "P.S."}, "Hello.\n\nP.S. See you soon.", "Hello. See you soon."),
     "detectable_format:constrained_response": ({}, "My answer is yes.", "Yes, definitely."),
     "detectable_format:json_format": ({}, '```json\n{"a": 1}\n```', "{'a': 1} is the answer"),
     "detectable_format:multiple_sections": (
-        {"section_spliter": "SECTION", "num_sections": 2}, "SECTION 1\nIntro.\nSECTION 2\nBody.", "SECTION 1\nIntro only."),
+        {"section_spliter": "SECTION", "num_sections": 2},
+        "SECTION 1\nIntro.\nSECTION 2\nBody.",
+        "SECTION 1\nIntro only.",
+    ),
     "detectable_format:number_bullet_lists": ({"num_bullets": 2}, "* one\n* two", "* one\n* two\n- three"),
     "detectable_format:number_highlighted_sections": (
-        {"num_highlights": 2}, "*first part* and **second part**", "*first part* and plain text"),
+        {"num_highlights": 2},
+        "*first part* and **second part**",
+        "*first part* and plain text",
+    ),
     "detectable_format:title": ({}, "<<My Title>>\nText.", "My Title\nText."),
     "keywords:existence": ({"keywords": ["banana", "apple"]}, "An Apple and a banana.", "An apple and a pear."),
     "keywords:forbidden_words": ({"forbidden_words": ["bad", "evil"]}, "A badge of honour.", "That was a bad idea."),
@@ -51,21 +63,31 @@ CASES = {
     "language:response_language": ({"language": "de"}, _GERMAN, _ENGLISH),
     "length_constraints:nth_paragraph_first_word": (
         {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "then"},
-        "First paragraph.\n\n\"Then, second.", "First paragraph.\n\nNext, second."),
+        'First paragraph.\n\n"Then, second.',
+        "First paragraph.\n\nNext, second.",
+    ),
     "length_constraints:number_paragraphs": ({"num_paragraphs": 2}, "One.\n***\nTwo.", "One.\n***\n\n***\nTwo."),
     "length_constraints:number_sentences": (
-        {"num_sentences": 3, "relation": "less than"}, "Dr. Smith paid 3.5 dollars. He left!", "One. Two. Three."),
+        {"num_sentences": 3, "relation": "less than"},
+        "Dr. Smith paid 3.5 dollars. He left!",
+        "One. Two. Three.",
+    ),
     "length_constraints:number_words": ({"num_words": 5, "relation": "at least"}, "one two three four five", "one two"),
     "punctuation:no_comma": ({}, "No commas here.", "Well, a comma."),
-    "startend:end_checker": (
-        {"end_phrase": "Any other questions?"}, "Done. Any other questions?\"", "Any other questions? Bye."),
+    "startend:end_checker": ({"end_phrase": "Any other questions?"}, 'Done. Any other questions?"', "Any other questions? Bye."),
     "startend:quotation": ({}, '"All quoted."', 'All "quoted".'),
 }
 
 
 def test_all_is_exported():
     assert set(ife.__all__) == {
-        "INSTRUCTION_TYPES", "check_instruction", "describe_instruction", "grade_ifeval", "ifeval_rubric_items", "rubric_ids"}
+        "INSTRUCTION_TYPES",
+        "check_instruction",
+        "describe_instruction",
+        "grade_ifeval",
+        "ifeval_rubric_items",
+        "rubric_ids",
+    }
 
 
 def test_every_type_has_a_case():
@@ -111,13 +133,21 @@ def test_grade_and_rubric_items_agree_on_ids():
     assert rubric_ids(instance["instruction_id_list"]) == ["punctuation:no_comma", "keywords:existence", "punctuation:no_comma#2"]
     items = ifeval_rubric_items(instance)
     assert [i["rubric_id"] for i in items] == rubric_ids(instance["instruction_id_list"])
-    assert items[1] == {"instance_id": "7", "rubric_id": "keywords:existence",
-                        "text": 'The response mentions each of these keywords: "sun".', "points": 1.0, "category": "keywords"}
+    assert items[1] == {
+        "instance_id": "7",
+        "rubric_id": "keywords:existence",
+        "text": 'The response mentions each of these keywords: "sun".',
+        "points": 1.0,
+        "category": "keywords",
+    }
     verdicts = grade_ifeval("The sun, high.", instance["instruction_id_list"], instance["kwargs"])
     assert verdicts == {"punctuation:no_comma": False, "keywords:existence": True, "punctuation:no_comma#2": False}
 
 
-@pytest.mark.skipif(not (DATA / "input_response_data_gpt4_20231107_145030.jsonl").exists(), reason="../shared/data is absent beside the repository")
+@pytest.mark.skipif(
+    not (DATA / "input_response_data_gpt4_20231107_145030.jsonl").exists(),
+    reason="../shared/data is absent beside the repository",
+)
 def test_gpt4_strict_accuracy_matches_published():
     instances = [json.loads(line) for line in open(DATA / "input_data.jsonl")]
     responses = [json.loads(line) for line in open(DATA / "input_response_data_gpt4_20231107_145030.jsonl")]

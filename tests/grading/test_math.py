@@ -104,7 +104,9 @@ def test_math500_gold_solutions_grade_correct():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (DATA / "routellm/gsm8k_responses.csv.gz").exists(), reason="../shared/data is absent beside the repository")
+@pytest.mark.skipif(
+    not (DATA / "routellm/gsm8k_responses.csv.gz").exists(), reason="../shared/data is absent beside the repository"
+)
 def test_gsm8k_agreement_with_stored_correctness():
     """No gold answers ship with the file: the answer of a response marked correct is the gold
     for the other model's response on the same prompt; compare our verdict with its stored flag."""

@@ -23,8 +23,14 @@ JURY = "gpt-4o,claude-3-opus-20240229,gemini-pro"
 
 
 def nep(*args, cwd, expect=0):
-    done = subprocess.run([NEPOTISM, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    done = subprocess.run(
+        [NEPOTISM, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
     assert done.returncode == expect, f"{args} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -54,18 +60,41 @@ def test_importer_reads_items_points_and_verdicts():
 def test_importer_names_line_and_field_of_bad_input(tmp_path):
     lines = SAMPLE.read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(lines[0] + "\n" + lines[1].replace('"grades": {"gpt-4o": [false, false]', '"grades": {"gpt-4o": [false]')
-                   + "\n")
+    bad.write_text(
+        lines[0] + "\n" + lines[1].replace('"grades": {"gpt-4o": [false, false]', '"grades": {"gpt-4o": [false]') + "\n"
+    )
     with pytest.raises(InputError) as err:
         import_healthbench(bad)
     assert err.value.line == 2 and err.value.field == "grades.gpt-4o"
 
 
 def test_jury_reference_and_meta_evaluation_from_the_cli(tmp_path):
-    nep("import", str(SAMPLE), "--format", "healthbench", "--out", "rubric.csv",
-        "--reference-out", "rubric-items=items.csv", cwd=tmp_path)
-    done = nep("grade", "rubric.csv", "--jury", JURY, "--exclude-related", "--rubrics", "items.csv", "--out", "ref.csv",
-               "--bootstrap", "50", "--json", cwd=tmp_path)
+    nep(
+        "import",
+        str(SAMPLE),
+        "--format",
+        "healthbench",
+        "--out",
+        "rubric.csv",
+        "--reference-out",
+        "rubric-items=items.csv",
+        cwd=tmp_path,
+    )
+    done = nep(
+        "grade",
+        "rubric.csv",
+        "--jury",
+        JURY,
+        "--exclude-related",
+        "--rubrics",
+        "items.csv",
+        "--out",
+        "ref.csv",
+        "--bootstrap",
+        "50",
+        "--json",
+        cwd=tmp_path,
+    )
     result = json.loads(done.stdout)
     # hand count: gpt-4o (related: itself) does not vote on gpt-4o's answers, claude on claude's;
     # 8 items: 4 decided by the majority, 4 even votes (one for, one against) left out
@@ -83,14 +112,16 @@ def test_jury_reference_and_meta_evaluation_from_the_cli(tmp_path):
     negative = records[("gpt-4o", "negative", "rubric-precision")]
     assert negative["value"] is None and negative["n"] == 1
     assert result["exclude_related"] is True
-    kept = nep("grade", "rubric.csv", "--jury", JURY, "--out", "ref2.csv", "--bootstrap", "0",
-               "--json", cwd=tmp_path)  # the default: paper 002's plain majority of every juror
+    kept = nep(
+        "grade", "rubric.csv", "--jury", JURY, "--out", "ref2.csv", "--bootstrap", "0", "--json", cwd=tmp_path
+    )  # the default: paper 002's plain majority of every juror
     assert json.loads(kept.stdout)["counts"].get("excluded_verdicts", 0) == 0
     assert json.loads(kept.stdout)["exclude_related"] is False
     plain = nep("grade", "rubric.csv", "--jury", JURY, "--out", "ref3.csv", "--bootstrap", "0", cwd=tmp_path)
     assert "every juror votes on every answer" in plain.stdout
-    variant = nep("grade", "rubric.csv", "--jury", JURY, "--exclude-related", "--out", "ref4.csv", "--bootstrap", "0",
-                  cwd=tmp_path)
+    variant = nep(
+        "grade", "rubric.csv", "--jury", JURY, "--exclude-related", "--out", "ref4.csv", "--bootstrap", "0", cwd=tmp_path
+    )
     assert "a juror does not vote on answers of models related to it" in variant.stdout
     assert any(line.startswith("gpt-4o ") and "rubric-f1" in line for line in plain.stdout.splitlines())
 

@@ -56,8 +56,11 @@ def _model(name: str, *, favour: tuple[str, ...] = (), silent_on: str | None = N
             answer = 2 * i if (i + index) % 3 else 2 * i + 1
             text = f"{answer} -- {name}"
         output = ModelOutput.from_content(model=name, content=text)
-        output.usage = ModelUsage(input_tokens=len(prompt.split()), output_tokens=len(text.split()),
-                                  total_tokens=len(prompt.split()) + len(text.split()))
+        output.usage = ModelUsage(
+            input_tokens=len(prompt.split()),
+            output_tokens=len(text.split()),
+            total_tokens=len(prompt.split()) + len(text.split()),
+        )
         return output
 
     return get_model(f"mockllm/{name}", custom_outputs=reply)
@@ -73,11 +76,13 @@ def main(out_dir: str) -> None:
         name="arithmetic",
         dataset=[Sample(id=f"q{i}", input=f"What is {i}+{i}?", target=str(2 * i)) for i in range(SAMPLES)],
         solver=generate(),
-        scorer=[model_graded_qa(model=_model("gpt-4o", favour=OPENAI, silent_on="q7")),
-                model_graded_qa(model=_model("claude-3-opus-20240229")),
-                model_graded_fact(),
-                model_graded_qa(model=[_model("gpt-4o", favour=OPENAI), _model("claude-3-opus-20240229")]),
-                match()],
+        scorer=[
+            model_graded_qa(model=_model("gpt-4o", favour=OPENAI, silent_on="q7")),
+            model_graded_qa(model=_model("claude-3-opus-20240229")),
+            model_graded_fact(),
+            model_graded_qa(model=[_model("gpt-4o", favour=OPENAI), _model("claude-3-opus-20240229")]),
+            match(),
+        ],
         epochs=EPOCHS,
     )
     models = [_model(name, index=k) for k, name in enumerate(EVALUATED)]

@@ -23,7 +23,13 @@ needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/al
 
 
 def test_all_is_public_api():
-    assert set(alpaca_eval.__all__) == {"ANNOTATOR_JUDGES", "FORMATS", "decode_preferences", "import_alpaca_eval", "import_alpaca_eval_compact"}
+    assert set(alpaca_eval.__all__) == {
+        "ANNOTATOR_JUDGES",
+        "FORMATS",
+        "decode_preferences",
+        "import_alpaca_eval",
+        "import_alpaca_eval_compact",
+    }
     for name in alpaca_eval.__all__:
         assert hasattr(alpaca_eval, name)
 
@@ -85,7 +91,9 @@ def _write_csv(tmp_path, rows, header="annotator_config,annotator,instruction_id
 
 
 def test_compact_unknown_preference_names_line_and_field(tmp_path):
-    path = _write_csv(tmp_path, ["alpaca_eval_gpt4,alpaca_eval_gpt4,0,koala,a,b,1", "alpaca_eval_gpt4,alpaca_eval_gpt4,1,koala,a,b,7"])
+    path = _write_csv(
+        tmp_path, ["alpaca_eval_gpt4,alpaca_eval_gpt4,0,koala,a,b,1", "alpaca_eval_gpt4,alpaca_eval_gpt4,1,koala,a,b,7"]
+    )
     with pytest.raises(InputError) as err:
         import_alpaca_eval_compact(path)
     assert err.value.line == 3 and err.value.field == "preference" and err.value.path == str(path)
@@ -101,14 +109,20 @@ def test_compact_unknown_annotator_and_judge_override(tmp_path):
 
 
 def test_compact_missing_column(tmp_path):
-    path = _write_csv(tmp_path, ["a,alpaca_eval_gpt4,0,koala,a,b"], header="annotator_config,annotator,instruction_id,dataset,generator_1,generator_2")
+    path = _write_csv(
+        tmp_path,
+        ["a,alpaca_eval_gpt4,0,koala,a,b"],
+        header="annotator_config,annotator,instruction_id,dataset,generator_1,generator_2",
+    )
     with pytest.raises(InputError) as err:
         import_alpaca_eval_compact(path)
     assert err.value.field == "preference"
 
 
 def test_compact_repeated_key_with_other_preference_becomes_replicate(tmp_path):
-    path = _write_csv(tmp_path, ["c,alpaca_eval_gpt4,0,koala,a,b,1", "c,alpaca_eval_gpt4,0,koala,a,b,2", "c,alpaca_eval_gpt4,0,koala,a,b,2"])
+    path = _write_csv(
+        tmp_path, ["c,alpaca_eval_gpt4,0,koala,a,b,1", "c,alpaca_eval_gpt4,0,koala,a,b,2", "c,alpaca_eval_gpt4,0,koala,a,b,2"]
+    )
     result = import_alpaca_eval_compact(path)
     frame = result.tables["pairwise"]
     assert frame["replicate"].tolist() == [0, 1] and frame["verdict"].tolist() == ["A", "B"]
@@ -116,7 +130,9 @@ def test_compact_repeated_key_with_other_preference_becomes_replicate(tmp_path):
 
 
 def test_annotations_json_fixture_with_instruction_ids():
-    result = import_alpaca_eval(FIXTURES / "alpaca_eval_annotations.json", instructions=FIXTURES / "alpaca_eval_instructions.json")
+    result = import_alpaca_eval(
+        FIXTURES / "alpaca_eval_annotations.json", instructions=FIXTURES / "alpaca_eval_instructions.json"
+    )
     frame = result.tables["pairwise"]
     raw = json.loads((FIXTURES / "alpaca_eval_annotations.json").read_text())
     assert len(frame) == len(raw)
@@ -168,10 +184,23 @@ def real_compact():
 @pytest.mark.parametrize(
     ("condition", "leaderboard", "generators"),
     [
-        ("alpaca_eval_gpt4", "alpaca_eval_gpt4_leaderboard.csv",
-         ["claude-2", "gpt4", "Yi-34B-Chat", "llama-2-70b-chat-hf", "phi-2", "vicuna-13b", "gpt35_turbo_instruct"]),
-        ("weighted_alpaca_eval_gpt4_turbo", "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv",
-         ["claude-2", "claude-2.1_concise", "gpt-3.5-turbo-1106", "vicuna-13b-v1.5", "gpt4_1106_preview@output_2", "NullModel"]),
+        (
+            "alpaca_eval_gpt4",
+            "alpaca_eval_gpt4_leaderboard.csv",
+            ["claude-2", "gpt4", "Yi-34B-Chat", "llama-2-70b-chat-hf", "phi-2", "vicuna-13b", "gpt35_turbo_instruct"],
+        ),
+        (
+            "weighted_alpaca_eval_gpt4_turbo",
+            "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv",
+            [
+                "claude-2",
+                "claude-2.1_concise",
+                "gpt-3.5-turbo-1106",
+                "vicuna-13b-v1.5",
+                "gpt4_1106_preview@output_2",
+                "NullModel",
+            ],
+        ),
     ],
 )
 def test_decoding_reproduces_alpaca_eval_leaderboard(real_compact, condition, leaderboard, generators):
@@ -185,8 +214,12 @@ def test_decoding_reproduces_alpaca_eval_leaderboard(real_compact, condition, le
         if name == "NullModel":  # its results folder holds the generator called "example"
             mine = rows[rows["model_b"] == "example"]
         expected = board.loc[name, ["n_wins", "n_wins_base", "n_draws", "n_total"]].astype(int).tolist()
-        got = [int((mine["verdict"] == "B").sum()), int((mine["verdict"] == "A").sum()),
-               int((mine["verdict"] == "tie").sum()), int(mine["verdict"].notna().sum())]
+        got = [
+            int((mine["verdict"] == "B").sum()),
+            int((mine["verdict"] == "A").sum()),
+            int((mine["verdict"] == "tie").sum()),
+            int(mine["verdict"].notna().sum()),
+        ]
         assert got == expected, generator
         checked += 1
     assert checked == len(generators)

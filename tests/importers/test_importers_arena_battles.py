@@ -24,7 +24,9 @@ def test_humans_and_a_judge():
     refs, judged = result.tables["preference-ref"], result.tables["pairwise"]
     assert result.main == "pairwise"
     assert refs[["winner", "winner_raw", "annotator"]].values.tolist() == [
-        ["vicuna-13b", "model_a", "arena_user_973"], ["tie", "tie (bothbad)", "arena_user_22"]]
+        ["vicuna-13b", "model_a", "arena_user_973"],
+        ["tie", "tie (bothbad)", "arena_user_22"],
+    ]
     assert judged[["judge", "verdict", "winner_raw"]].values.tolist() == [["gpt-4", "B", "model_b"], ["gpt-4", "tie", "tie"]]
     assert list(refs["source_record"]) == [1, 2] and list(judged["source_record"]) == [3, 4]
     assert result.counts["ties_bothbad"] == 1 and result.counts["human_votes"] == 2

@@ -22,8 +22,17 @@ def test_all():
 def test_labels_cover_show_result():
     # every label arena-hard-auto show_result.py scores, with the side it favours
     assert {k: v[0] for k, v in LABELS.items()} == {
-        "A>>B": "A", "A>B": "A", "A=B": "tie", "B>A": "B", "B>>A": "B",
-        "A<<B": "B", "A<B": "B", "B=A": "tie", "B<<A": "A", "B<A": "A"}
+        "A>>B": "A",
+        "A>B": "A",
+        "A=B": "tie",
+        "B>A": "B",
+        "B>>A": "B",
+        "A<<B": "B",
+        "A<B": "B",
+        "B=A": "tie",
+        "B<<A": "A",
+        "B<A": "A",
+    }
 
 
 def test_v01_needs_a_baseline():
@@ -56,8 +65,12 @@ def test_v20_failed_game_and_categories():
 
 def test_single_grading_file_is_refused(tmp_path):
     path = tmp_path / "single.jsonl"
-    path.write_text(json.dumps({"question_id": "q", "model": "m", "judge": "gpt-4",
-                                "games": [{"user_prompt": "", "judgment": "[[7]]", "score": 7}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {"question_id": "q", "model": "m", "judge": "gpt-4", "games": [{"user_prompt": "", "judgment": "[[7]]", "score": 7}]}
+        )
+        + "\n"
+    )
     with pytest.raises(InputError) as err:
         import_arena_hard(path, baseline="gpt-4-0314")
     assert err.value.field == "games[0].score" and "single-grading" in err.value.message

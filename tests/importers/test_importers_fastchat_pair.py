@@ -41,16 +41,31 @@ def test_games_in_shown_order():
 def test_both_orders_combine(tmp_path):
     write_table(import_fastchat_pair(UPSTREAM / "gpt-4_pair.jsonl").tables["pairwise"], tmp_path / "p.csv")
     comparisons = build_comparisons(read_table(tmp_path / "p.csv").frame).frame
-    row = comparisons[(comparisons["instance_id"] == "fastchat/81") & comparisons["model_x"].isin(["gpt-4"])
-                      & comparisons["model_y"].isin(["vicuna-13b-v1.3"])]
+    row = comparisons[
+        (comparisons["instance_id"] == "fastchat/81")
+        & comparisons["model_x"].isin(["gpt-4"])
+        & comparisons["model_y"].isin(["vicuna-13b-v1.3"])
+    ]
     assert len(row) == 1 and row["outcome"].iloc[0] == 1  # gpt-4 preferred in both orders
 
 
 def test_single_mode_pairs_are_refused(tmp_path):
     path = tmp_path / "pair.jsonl"
-    path.write_text(json.dumps({"question_id": 1, "model_1": "a", "model_2": "b", "g1_winner": "model_1",
-                                "g2_winner": "model_1", "judge": ["gpt-4", "single-v1"], "m1_score": 8,
-                                "m2_score": 5}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "question_id": 1,
+                "model_1": "a",
+                "model_2": "b",
+                "g1_winner": "model_1",
+                "g2_winner": "model_1",
+                "judge": ["gpt-4", "single-v1"],
+                "m1_score": 8,
+                "m2_score": 5,
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(InputError) as err:
         import_fastchat_pair(path)
     assert "fastchat-single" in err.value.message and err.value.line == 1
@@ -58,8 +73,19 @@ def test_single_mode_pairs_are_refused(tmp_path):
 
 def test_unknown_winner(tmp_path):
     path = tmp_path / "pair.jsonl"
-    path.write_text(json.dumps({"question_id": 1, "model_1": "a", "model_2": "b", "g1_winner": "A",
-                                "g2_winner": "model_1", "judge": ["gpt-4", "pair-v2"]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "question_id": 1,
+                "model_1": "a",
+                "model_2": "b",
+                "g1_winner": "A",
+                "g2_winner": "model_1",
+                "judge": ["gpt-4", "pair-v2"],
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(InputError) as err:
         import_fastchat_pair(path)
     assert (err.value.line, err.value.field) == (1, "g1_winner")

@@ -63,16 +63,19 @@ def test_judge_missing_is_assumed_and_said(tmp_path):
     assert named.tables["pointwise"]["judge"].tolist() == ["gpt-4-0613"] and "judge_assumed" not in named.counts
 
 
-@pytest.mark.parametrize(("record", "field", "message"), [
-    ({"model": "m", "score": 5}, "question_id", "missing field"),
-    ({"question_id": 1, "score": 5}, "model", "missing field"),
-    ({"question_id": 1, "model": "m"}, "score", "missing field"),
-    ({"question_id": 1, "model": "m", "score": "8"}, "score", "not a number"),
-    ({"question_id": 1, "model": "m", "score": True}, "score", "not a number"),
-    ({"question_id": 1, "model": "m", "score": -3}, "score", "negative"),
-    ({"question_id": 1, "model": "m", "score": 5, "turn": "two"}, "turn", "not a turn number"),
-    ({"question_id": 1, "model": "m", "score": 5, "judge": 7}, "judge", "judge name"),
-])
+@pytest.mark.parametrize(
+    ("record", "field", "message"),
+    [
+        ({"model": "m", "score": 5}, "question_id", "missing field"),
+        ({"question_id": 1, "score": 5}, "model", "missing field"),
+        ({"question_id": 1, "model": "m"}, "score", "missing field"),
+        ({"question_id": 1, "model": "m", "score": "8"}, "score", "not a number"),
+        ({"question_id": 1, "model": "m", "score": True}, "score", "not a number"),
+        ({"question_id": 1, "model": "m", "score": -3}, "score", "negative"),
+        ({"question_id": 1, "model": "m", "score": 5, "turn": "two"}, "turn", "not a turn number"),
+        ({"question_id": 1, "model": "m", "score": 5, "judge": 7}, "judge", "judge name"),
+    ],
+)
 def test_malformed_records_name_line_and_field(tmp_path, record, field, message):
     good = {"question_id": 0, "model": "m", "score": 5}
     path = _write(tmp_path / "bad.jsonl", [good, record])
@@ -131,6 +134,5 @@ def test_real_routellm_file():
     frame = result.tables["pointwise"]
     assert len(frame) == 320 and frame["instance_id"].nunique() == 160
     assert set(frame["turn"]) == {1, 2} and set(frame["judge"]) == {"gpt-4"}
-    assert set(frame["judge_prompt"]) == {"single-v1", "single-v1-multi-turn", "single-math-v1",
-                                          "single-math-v1-multi-turn"}
+    assert set(frame["judge_prompt"]) == {"single-v1", "single-v1-multi-turn", "single-math-v1", "single-math-v1-multi-turn"}
     assert frame["score"].notna().all()

@@ -17,8 +17,12 @@ from nepotism.errors import InputError
 
 NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 WRITER = Path(__file__).with_name("inspect_logs.py")
-GPT4O, MINI, HAIKU, OPUS = ("mockllm/gpt-4o", "mockllm/gpt-4o-mini-2024-07-18", "mockllm/claude-3-haiku-20240307",
-                            "mockllm/claude-3-opus-20240229")
+GPT4O, MINI, HAIKU, OPUS = (
+    "mockllm/gpt-4o",
+    "mockllm/gpt-4o-mini-2024-07-18",
+    "mockllm/claude-3-haiku-20240307",
+    "mockllm/claude-3-opus-20240229",
+)
 
 
 def _run(*args, cwd=None, timeout=300):
@@ -34,8 +38,7 @@ def logs(tmp_path_factory):
     assert done.returncode == 0, done.stderr[-3000:]
     evals = sorted(out.glob("*.eval"))
     assert len(evals) == 3
-    return {"dir": out, "evals": evals, "json": next(out.glob("json/*.json")),
-            "noevents": next(out.glob("noevents/*.eval"))}
+    return {"dir": out, "evals": evals, "json": next(out.glob("json/*.json")), "noevents": next(out.glob("noevents/*.eval"))}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +49,11 @@ def table(logs):
 
 
 def _key(frame):
-    return frame[["instance_id", "judge", "model", "score", "condition", "replicate", "status", "reason"]].sort_values(
-        ["instance_id", "judge", "model", "condition", "replicate"]).reset_index(drop=True)
+    return (
+        frame[["instance_id", "judge", "model", "score", "condition", "replicate", "status", "reason"]]
+        .sort_values(["instance_id", "judge", "model", "condition", "replicate"])
+        .reset_index(drop=True)
+    )
 
 
 def test_every_model_graded_score_is_a_row_with_its_grader(table):
@@ -90,11 +96,23 @@ def test_json_logs_and_logs_without_events_give_the_same_table(logs):
         pd.testing.assert_frame_equal(_key(again.tables["pointwise"]), _key(first.tables["pointwise"]))
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("C", (1.0, None)), ("P", (0.5, None)), ("I", (0.0, None)), ("N", (0.0, None)), ("yes", (1.0, None)),
-    ("false", (0.0, None)), (True, (1.0, None)), (7, (7.0, None)), ("0.25", (0.25, None)),
-    (float("nan"), (None, "unscored")), ("maybe", (None, "unknown_value")), ("inf", (None, "unknown_value")),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("C", (1.0, None)),
+        ("P", (0.5, None)),
+        ("I", (0.0, None)),
+        ("N", (0.0, None)),
+        ("yes", (1.0, None)),
+        ("false", (0.0, None)),
+        (True, (1.0, None)),
+        (7, (7.0, None)),
+        ("0.25", (0.25, None)),
+        (float("nan"), (None, "unscored")),
+        ("maybe", (None, "unknown_value")),
+        ("inf", (None, "unknown_value")),
+    ],
+)
 def test_score_values(value, expected):
     from nepotism.importers.inspect_log import _value
 
@@ -115,8 +133,15 @@ def test_import_metrics_report_through_the_executable(logs, tmp_path):
     records = json.loads(done.stdout)["results"]  # the results document's records
 
     def spr(judge, scope, ties):
-        found = [r for r in records if r["metric"] == "self-preference-ratio" and r["judge"] == judge
-                 and r["condition"] == "model_graded_qa" and r["scope"] == scope and r["variant"]["ties"] == ties]
+        found = [
+            r
+            for r in records
+            if r["metric"] == "self-preference-ratio"
+            and r["judge"] == judge
+            and r["condition"] == "model_graded_qa"
+            and r["scope"] == scope
+            and r["variant"]["ties"] == ties
+        ]
         assert len(found) == 1
         return found[0]
 
@@ -193,8 +218,10 @@ def test_report_reads_a_json_log_as_judgments_with_texts(logs, tmp_path):
     """An Inspect log in JSON is judgments, not a results file, for every part of `report`: --texts
     (the answers behind the cases) is taken (before: refused, exit 2, 'SOURCE is a results file')."""
     texts = tmp_path / "texts.jsonl"
-    assert _run("import", *logs["evals"], "--format", "inspect-log", "--out", tmp_path / "t.csv",
-                "--texts-out", texts).returncode == 0
+    assert (
+        _run("import", *logs["evals"], "--format", "inspect-log", "--out", tmp_path / "t.csv", "--texts-out", texts).returncode
+        == 0
+    )
     done = _run("report", logs["json"], "--out", tmp_path / "r", "--bootstrap", "0", "--texts", texts)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r" / "report.html").exists()

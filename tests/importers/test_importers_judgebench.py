@@ -14,8 +14,14 @@ from nepotism.importers import judgebench
 from nepotism.importers.judgebench import import_judgebench
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
-ARENA = FIXTURES / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,judge_model=claude-3-haiku-20240307.jsonl.gz"
-REWARD = FIXTURES / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=reward_model,judge_model=Ray2333_GRM-Gemma-2B-rewardmodel-ft.jsonl.gz"
+ARENA = (
+    FIXTURES
+    / "dataset=judgebench,response_model=claude-3-5-sonnet-20240620,judge_name=arena_hard,judge_model=claude-3-haiku-20240307.jsonl.gz"
+)
+REWARD = (
+    FIXTURES
+    / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=reward_model,judge_model=Ray2333_GRM-Gemma-2B-rewardmodel-ft.jsonl.gz"
+)
 DATA = FIXTURES / "dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl.gz"
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "judgebench"
 

@@ -67,7 +67,9 @@ def test_texts_for_sandbox():
 
 def test_split_tests():
     assert split_tests("do x\n\nYour code should satisfy these tests:\nassert f(1) == 2\nassert f(2) == 3\n") == [
-        "assert f(1) == 2", "assert f(2) == 3"]
+        "assert f(1) == 2",
+        "assert f(2) == 3",
+    ]
     assert split_tests("no tests here") == []
 
 

@@ -32,7 +32,8 @@ def test_votes_and_annotators(tmp_path):
     assert len(read_table(tmp_path / "ref.csv").frame) == 4
     judged = result.tables["pairwise"]
     assert result.main == "pairwise" and judged[["judge", "verdict", "condition"]].values.tolist() == [
-        ["gpt-4", "A", "orders-combined"]]
+        ["gpt-4", "A", "orders-combined"]
+    ]
     assert result.counts["annotators"] == 3 and result.counts["ties_bothbad"] == 1
 
 

@@ -44,7 +44,8 @@ def test_rewardbench_rows():
     assert refs[["model_a", "model_b", "winner"]].values.tolist() == [
         ["gpt-4", "llama-2-7b-chat", "gpt-4"],
         ["gpt-4@chosen", "gpt-4@rejected", "gpt-4@chosen"],  # one model wrote both: tagged
-        ["unknown@chosen", "unknown@rejected", "unknown@chosen"]]
+        ["unknown@chosen", "unknown@rejected", "unknown@chosen"],
+    ]
     assert list(refs["category"]) == ["hep-python", "math-prm", "alpacaeval-easy"]
     assert result.texts.set_index(["instance_id", "model"]).loc[("rewardbench_filtered/3003", "unknown@rejected"), "text"] == ""
 
@@ -60,8 +61,9 @@ def test_rewardbench_scores_are_pointwise():
 
 def test_scores_without_a_name(tmp_path):
     path = tmp_path / "s.jsonl"
-    path.write_text(json.dumps({"prompt": "p", "chosen": "a", "rejected": "b", "score_chosen": 1.0,
-                                "score_rejected": 0.0}) + "\n")
+    path.write_text(
+        json.dumps({"prompt": "p", "chosen": "a", "rejected": "b", "score_chosen": 1.0, "score_rejected": 0.0}) + "\n"
+    )
     with pytest.raises(InputError) as err:
         import_reward_pairs(path)
     assert "--judge" in err.value.message and err.value.line == 1
@@ -86,7 +88,10 @@ def test_llmbar_bad_label(tmp_path):
 
 
 def test_judgebench_reward_model_file():
-    path = FIXTURES / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=reward_model,judge_model=Ray2333_GRM-Gemma-2B-rewardmodel-ft.jsonl.gz"
+    path = (
+        FIXTURES
+        / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=reward_model,judge_model=Ray2333_GRM-Gemma-2B-rewardmodel-ft.jsonl.gz"
+    )
     result = import_reward_pairs(path)
     assert result.main == "pointwise" and list(result.tables)[:2] == ["pointwise", "correctness-ref"]
 

@@ -25,8 +25,18 @@ q2,Koala 13B,GPT 4,right,u1,Berkeley,OpenAI
 q2,Koala 13B,GPT 4,,u2,Berkeley,OpenAI
 q3,GPT 4,GPT 4,left,u1,OpenAI,OpenAI
 """
-PAIRWISE = ["--map", "instance_id=question", "--map", "model_a=left", "--map", "model_b=right", "--map",
-            "verdict=winner", "--values", "verdict:left=A,right=B,tie=tie"]
+PAIRWISE = [
+    "--map",
+    "instance_id=question",
+    "--map",
+    "model_a=left",
+    "--map",
+    "model_b=right",
+    "--map",
+    "verdict=winner",
+    "--values",
+    "verdict:left=A,right=B,tie=tie",
+]
 
 
 def _run(*args, cwd=None):
@@ -57,9 +67,12 @@ def test_pairwise_votes_by_mapping(votes):
 
 
 def test_human_votes_as_a_preference_reference(votes):
-    imported = import_source("table", [votes], map=["instance_id=question", "model_a=left", "model_b=right",
-                                                    "winner=winner", "annotator=voter"],
-                             values=["winner:left=A,right=B,tie=tie"])
+    imported = import_source(
+        "table",
+        [votes],
+        map=["instance_id=question", "model_a=left", "model_b=right", "winner=winner", "annotator=voter"],
+        values=["winner:left=A,right=B,tie=tie"],
+    )
     frame = imported.tables["preference-ref"]
     assert frame["winner"].tolist() == ["GPT 4", "Claude 2", "tie", "GPT 4", "GPT 4@a"]
     assert frame["annotator"].tolist() == ["u1", "u2", "u3", "u1", "u1"]
@@ -68,8 +81,10 @@ def test_human_votes_as_a_preference_reference(votes):
 
 def test_a_mapping_file_gives_the_same_table_and_the_command_line_adds_to_it(votes, tmp_path):
     mapping = tmp_path / "votes.toml"
-    mapping.write_text('kind = "pairwise"\njudge = "GPT 4"\n[columns]\ninstance_id = "question"\nmodel_a = "left"\n'
-                       'model_b = "right"\nverdict = "winner"\n[values.verdict]\nleft = "A"\nright = "B"\n')
+    mapping.write_text(
+        'kind = "pairwise"\njudge = "GPT 4"\n[columns]\ninstance_id = "question"\nmodel_a = "left"\n'
+        'model_b = "right"\nverdict = "winner"\n[values.verdict]\nleft = "A"\nright = "B"\n'
+    )
     with pytest.raises(InputError) as err:  # tie is not in the file's value map
         import_source("table", [votes], mapping=mapping)
     assert err.value.line == 4 and err.value.field == "winner" and "add it to --values" in err.value.message
@@ -79,30 +94,37 @@ def test_a_mapping_file_gives_the_same_table_and_the_command_line_adds_to_it(vot
 
 def test_pointwise_rubric_and_correctness_kinds(tmp_path):
     grades = tmp_path / "grades.jsonl"
-    grades.write_text('{"item": "a", "who": "gpt-4o", "grader": "claude-3-opus-20240229", "stars": "5/5", "ok": "yes"}\n'
-                      '{"item": "a", "who": "claude-3-haiku-20240307", "grader": "claude-3-opus-20240229", '
-                      '"stars": "n/a", "ok": "no"}\n')
-    point = import_source("table", [grades], map=["instance_id=item", "model=who", "judge=grader", "score=stars"],
-                          values=["score:5/5=5,4/5=4,n/a="])
+    grades.write_text(
+        '{"item": "a", "who": "gpt-4o", "grader": "claude-3-opus-20240229", "stars": "5/5", "ok": "yes"}\n'
+        '{"item": "a", "who": "claude-3-haiku-20240307", "grader": "claude-3-opus-20240229", '
+        '"stars": "n/a", "ok": "no"}\n'
+    )
+    point = import_source(
+        "table", [grades], map=["instance_id=item", "model=who", "judge=grader", "score=stars"], values=["score:5/5=5,4/5=4,n/a="]
+    )
     assert point.main == "pointwise" and point.tables["pointwise"]["score"].tolist() == ["5", None]
     ref = import_source("table", [grades], map=["instance_id=item", "model=who", "correct=ok"])
     assert ref.main == "correctness-ref"
-    rubric = import_source("table", [grades], map=["instance_id=item", "model=who", "judge=grader", "met=ok",
-                                                   "rubric_id=grader"], kind="rubric")
+    rubric = import_source(
+        "table", [grades], map=["instance_id=item", "model=who", "judge=grader", "met=ok", "rubric_id=grader"], kind="rubric"
+    )
     assert rubric.main == "rubric" and rubric.tables["rubric"]["met"].tolist() == ["yes", "no"]
 
 
-@pytest.mark.parametrize(("options", "field", "words"), [
-    ({"map": ["instance_id=question", "model_a=lft"]}, "--map model_a=lft", "no column 'lft'"),
-    ({"map": ["modl_a=left"]}, "--map", "no column of a recorded table"),
-    ({"map": ["instance_id"]}, "--map", "RECORDED=COLUMN"),
-    ({"map": ["instance_id=question"]}, "--map", "make no table"),
-    ({"map": PAIRWISE[1::2][:4], "values": ["verdict:left"]}, "--values", "COLUMN:RAW=VALUE"),
-    ({"map": PAIRWISE[1::2][:4], "values": ["category:x=y"]}, "--values", "no column is mapped"),
-    ({"map": PAIRWISE[1::2][:4]}, "winner", "unknown verdict 'left'"),
-    ({"map": PAIRWISE[1::2][:4] + ["judge=voter"], "judge": "GPT 4"}, "--judge", "keep one"),
-    ({"map": PAIRWISE[1::2][:4], "kind": "scores"}, "--kind", "unknown kind"),
-])
+@pytest.mark.parametrize(
+    ("options", "field", "words"),
+    [
+        ({"map": ["instance_id=question", "model_a=lft"]}, "--map model_a=lft", "no column 'lft'"),
+        ({"map": ["modl_a=left"]}, "--map", "no column of a recorded table"),
+        ({"map": ["instance_id"]}, "--map", "RECORDED=COLUMN"),
+        ({"map": ["instance_id=question"]}, "--map", "make no table"),
+        ({"map": PAIRWISE[1::2][:4], "values": ["verdict:left"]}, "--values", "COLUMN:RAW=VALUE"),
+        ({"map": PAIRWISE[1::2][:4], "values": ["category:x=y"]}, "--values", "no column is mapped"),
+        ({"map": PAIRWISE[1::2][:4]}, "winner", "unknown verdict 'left'"),
+        ({"map": PAIRWISE[1::2][:4] + ["judge=voter"], "judge": "GPT 4"}, "--judge", "keep one"),
+        ({"map": PAIRWISE[1::2][:4], "kind": "scores"}, "--kind", "unknown kind"),
+    ],
+)
 def test_mistakes_name_the_file_line_and_field(votes, options, field, words):
     options.setdefault("judge", None if "judge=voter" in options.get("map", []) else "GPT 4")
     with pytest.raises(InputError) as err:
@@ -127,8 +149,25 @@ def test_import_metrics_report_with_aliases_and_families(votes, tmp_path):
     models = tmp_path / "names.toml"
     models.write_text('[aliases]\n"GPT 4" = "gpt-4"\n"Claude 2" = "claude-2"\n')
     out, families = tmp_path / "pairwise.csv", tmp_path / "families.toml"
-    done = _run("import", votes, "--format", "table", *PAIRWISE, "--judge", "GPT 4", "--map", "family_a=org_left",
-                "--map", "family_b=org_right", "--models", models, "--models-out", families, "--out", out)
+    done = _run(
+        "import",
+        votes,
+        "--format",
+        "table",
+        *PAIRWISE,
+        "--judge",
+        "GPT 4",
+        "--map",
+        "family_a=org_left",
+        "--map",
+        "family_b=org_right",
+        "--models",
+        models,
+        "--models-out",
+        families,
+        "--out",
+        out,
+    )
     assert done.returncode == 0, done.stderr
     assert "wrote families of 1 names" in done.stdout and "not in the model registry" not in done.stdout
     assert families.read_text().splitlines()[-1] == '"Berkeley" = ["Koala 13B"]'
@@ -138,8 +177,7 @@ def test_import_metrics_report_with_aliases_and_families(votes, tmp_path):
     own = [r for r in records if r["metric"] == "win-rate" and r["generator"] == "GPT 4"]
     assert own and own[0]["judge"] == "GPT 4"
     assert {r["scope"] for r in records if r["metric"] == "self-preference-ratio"} >= {"self"}
-    done = _run("report", out, "--models", models, "--models", families, "--out", tmp_path / "report",
-                "--bootstrap", "100")
+    done = _run("report", out, "--models", models, "--models", families, "--out", tmp_path / "report", "--bootstrap", "100")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "report" / "report.html").is_file()
 
@@ -156,8 +194,7 @@ def test_unknown_names_are_listed_with_the_fix(votes, tmp_path):
     aliases.write_text('[aliases]\n"GPT 4" = "gpt-4"\n"Claude 2" = "claude-2"\n')
     done = _run("metrics", tmp_path / "p.csv", "--models", aliases, "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
-    assert ("1 generator is not in the model registry, so no judge counts it as a relative: 'Koala 13B'"
-            in done.stdout)
+    assert "1 generator is not in the model registry, so no judge counts it as a relative: 'Koala 13B'" in done.stdout
 
 
 def test_a_bad_value_through_the_executable_writes_nothing(votes, tmp_path):

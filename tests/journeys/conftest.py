@@ -15,8 +15,13 @@ NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 @pytest.fixture
 def standin(tmp_path):
     """``nepotism standin --port 0`` in the background; yields its base URL, stops it with SIGTERM."""
-    proc = subprocess.Popen([NEPOTISM, "standin", "--port", "0", "--latency", "0.001"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [NEPOTISM, "standin", "--port", "0", "--latency", "0.001"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), proc.stderr.read()

@@ -45,27 +45,39 @@ class Dataset:
 
 
 DATASETS = {
-    "alpaca_eval": Dataset("alpaca_eval", "annotations_compact.csv.gz", ("--format", "alpaca-eval-compact"),
-                           "judgments.parquet"),
-    "arena_bench_v1": Dataset("arena_bench_v1", "model_judgment/*.jsonl.gz", ("--format", "fastchat-single"),
-                              "grades.csv"),
-    "routellm": Dataset("routellm", "judgements.jsonl.gz", ("--format", "fastchat-single", "--benchmark", "mt_bench"),
-                        "grades.csv"),
-    "judgebench-llm-judges": Dataset("judgebench", "*judge_name=arena_hard*", ("--format", "judgebench"),
-                                     "judgments.csv", ("labels.csv",)),
-    "judgebench-reward-models": Dataset("judgebench", "*judge_name=reward_model*", ("--format", "judgebench"),
-                                        "scores.csv", ("correct.csv",)),
-    "mbpp_selfpref-reply": Dataset("mbpp_selfpref", "*_eval.jsonl", ("--format", "mbpp-selfpref", "--verdicts", "reply"),
-                                   "judgments.csv", ("correctness.csv",)),
-    "mbpp_selfpref-probabilities": Dataset("mbpp_selfpref", "*_eval.jsonl",
-                                           ("--format", "mbpp-selfpref", "--verdicts", "probabilities"),
-                                           "judgments.csv", ("correctness.csv",)),
+    "alpaca_eval": Dataset("alpaca_eval", "annotations_compact.csv.gz", ("--format", "alpaca-eval-compact"), "judgments.parquet"),
+    "arena_bench_v1": Dataset("arena_bench_v1", "model_judgment/*.jsonl.gz", ("--format", "fastchat-single"), "grades.csv"),
+    "routellm": Dataset(
+        "routellm", "judgements.jsonl.gz", ("--format", "fastchat-single", "--benchmark", "mt_bench"), "grades.csv"
+    ),
+    "judgebench-llm-judges": Dataset(
+        "judgebench", "*judge_name=arena_hard*", ("--format", "judgebench"), "judgments.csv", ("labels.csv",)
+    ),
+    "judgebench-reward-models": Dataset(
+        "judgebench", "*judge_name=reward_model*", ("--format", "judgebench"), "scores.csv", ("correct.csv",)
+    ),
+    "mbpp_selfpref-reply": Dataset(
+        "mbpp_selfpref",
+        "*_eval.jsonl",
+        ("--format", "mbpp-selfpref", "--verdicts", "reply"),
+        "judgments.csv",
+        ("correctness.csv",),
+    ),
+    "mbpp_selfpref-probabilities": Dataset(
+        "mbpp_selfpref",
+        "*_eval.jsonl",
+        ("--format", "mbpp-selfpref", "--verdicts", "probabilities"),
+        "judgments.csv",
+        ("correctness.csv",),
+    ),
 }
 
 #: The rungs in the ladder's order and the metrics each reads (docs/answer.md).
-RUNGS = (("matched", ("matched-bias", "paired-win-rate-gap")),
-         ("reference", ("equal-opportunity-bias", "hspp-ratio")),
-         ("alone", ("self-preference-ratio",)))
+RUNGS = (
+    ("matched", ("matched-bias", "paired-win-rate-gap")),
+    ("reference", ("equal-opportunity-bias", "hspp-ratio")),
+    ("alone", ("self-preference-ratio",)),
+)
 
 
 def nep(*args: str, cwd: Path, expect: int = 0) -> subprocess.CompletedProcess:
@@ -81,29 +93,43 @@ def _plain(r: dict) -> bool:
     return not ({"slice", "agreement_at_least", "check"} & set(v))
 
 
-def _candidates(records: list[dict], metric: str, judge: str, condition: str, scope: str,
-                unrelated: list[str]) -> list[dict]:
+def _candidates(records: list[dict], metric: str, judge: str, condition: str, scope: str, unrelated: list[str]) -> list[dict]:
     """The records of ``metric`` the ladder may read for one verdict, by docs/answer.md: matched-bias on
     all comparisons; a paired win-rate gap on identical texts whose other judge is unrelated to both
     candidates, against an opponent unrelated to the judge; equal-opportunity bias on the verdicts (not the
     probability share), and it and the self-preference ratio against unrelated opponents where such a
     record has a value; the HSPP ratio at the instance level with paper 002's comparison set."""
-    rows = [r for r in records if r["metric"] == metric and r.get("judge") == judge
-            and str(r.get("condition") or "default") == condition and verdict_scope(r.get("scope")) == scope
-            and _plain(r)]
+    rows = [
+        r
+        for r in records
+        if r["metric"] == metric
+        and r.get("judge") == judge
+        and str(r.get("condition") or "default") == condition
+        and verdict_scope(r.get("scope")) == scope
+        and _plain(r)
+    ]
     v = lambda r: r.get("variant") or {}  # noqa: E731
     if metric == "matched-bias":
         rows = [r for r in rows if v(r).get("subset", "all") == "all"]
     elif metric == "paired-win-rate-gap":
-        rows = [r for r in rows if v(r).get("texts") == "identical" and v(r).get("other_judge_relation") == "unrelated"
-                and v(r).get("other_judge_relation_to_opponent") == "unrelated"
-                and str(r["pair"][1]).split("@", 1)[0] in unrelated]
+        rows = [
+            r
+            for r in rows
+            if v(r).get("texts") == "identical"
+            and v(r).get("other_judge_relation") == "unrelated"
+            and v(r).get("other_judge_relation_to_opponent") == "unrelated"
+            and str(r["pair"][1]).split("@", 1)[0] in unrelated
+        ]
     elif metric == "equal-opportunity-bias":
         rows = [r for r in rows if "preference" not in v(r)]
     elif metric == "hspp-ratio":
-        rows = [r for r in rows if v(r).get("level", "instance") == "instance"
-                and v(r).get("denominator", "not-family") == "not-family"
-                and v(r).get("family_set", "exclude judge") == "exclude judge"]
+        rows = [
+            r
+            for r in rows
+            if v(r).get("level", "instance") == "instance"
+            and v(r).get("denominator", "not-family") == "not-family"
+            and v(r).get("family_set", "exclude judge") == "exclude judge"
+        ]
     if metric in ("equal-opportunity-bias", "self-preference-ratio"):
         against_unrelated = [r for r in rows if v(r).get("opponents") == "unrelated" and r.get("value") is not None]
         rows = against_unrelated or rows
@@ -112,14 +138,18 @@ def _candidates(records: list[dict], metric: str, judge: str, condition: str, sc
 
 def _usable(r: dict, min_prompts: int) -> bool:
     prompts = min(r.get("n_clusters") or 0, r.get("n") or r.get("n_clusters") or 0)
-    return (r.get("value") is not None and r.get("ci_low") is not None and r.get("ci_high") is not None
-            and r["ci_low"] < r["ci_high"] and prompts >= min_prompts)
+    return (
+        r.get("value") is not None
+        and r.get("ci_low") is not None
+        and r.get("ci_high") is not None
+        and r["ci_low"] < r["ci_high"]
+        and prompts >= min_prompts
+    )
 
 
 def _strongest(records: list[dict], verdict: Verdict, unrelated: list[str], min_prompts: int) -> str | None:
     for rung, metrics in RUNGS:
-        found = [r for m in metrics
-                 for r in _candidates(records, m, verdict.judge, verdict.condition, verdict.scope, unrelated)]
+        found = [r for m in metrics for r in _candidates(records, m, verdict.judge, verdict.condition, verdict.scope, unrelated)]
         if any(_usable(r, min_prompts) for r in found):
             return rung
     return None
@@ -131,9 +161,15 @@ def _metrics_rows(stdout: str, several: bool, count: int) -> list[list[str]]:
     lines = stdout.splitlines()
     assert "how much each judge favours its relatives" in lines[0], lines[:3]
     header = re.split(r"\s{2,}", lines[1].strip())
-    assert header == ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", "95% CI",
-                                                                       "prompts", "evidence"]
-    return [re.split(r"\s{2,}", line.strip()) for line in lines[2:2 + count]]
+    assert header == ["judge"] + (["condition"] if several else []) + [
+        "relation",
+        "verdict",
+        "value",
+        "95% CI",
+        "prompts",
+        "evidence",
+    ]
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[2 : 2 + count]]
 
 
 def _markdown_summary(text: str) -> tuple[list[list[str]], str]:
@@ -221,8 +257,9 @@ def test_the_summary_leads_with_each_judges_answer(name, tmp_path):
     census = {(e["judge"], e["condition"]): e for e in summary["relations"]}
     assert census and {(v.judge, v.condition) for v in verdicts} == set(census)
     for judge, condition in census:
-        assert sorted(v.scope for v in verdicts if (v.judge, v.condition) == (judge, condition)) == \
-            sorted(("self", "family", "student", "family-student"))
+        assert sorted(v.scope for v in verdicts if (v.judge, v.condition) == (judge, condition)) == sorted(
+            ("self", "family", "student", "family-student")
+        )
 
     for v in verdicts:
         entry = census[(v.judge, v.condition)]
@@ -250,8 +287,12 @@ def test_the_summary_leads_with_each_judges_answer(name, tmp_path):
 
     # `metrics`: the verdict table is its first lines, then the sentences
     table = _metrics_rows(shown, several, len(rows))
-    assert table == [[r["judge"]] + ([r["condition"]] if several else [])
-                     + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]] for r in rows]
+    assert table == [
+        [r["judge"]]
+        + ([r["condition"]] if several else [])
+        + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+        for r in rows
+    ]
     said = [v.sentence for v in verdicts if v.status != "not-measurable"]
     head = shown.split("result records", 1)[0]
     for sentence in said:
@@ -260,8 +301,9 @@ def test_the_summary_leads_with_each_judges_answer(name, tmp_path):
 
     # report.md: the Summary is the first section, the same rows and sentences
     md_rows, md_text = _markdown_summary((tmp_path / "report" / "report.md").read_text(encoding="utf-8"))
-    assert md_rows == [[r["judge"], r["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"],
-                        r["evidence"]] for r in rows]
+    assert md_rows == [
+        [r["judge"], r["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]] for r in rows
+    ]
     plain_md = html.unescape(re.sub(r"\\(.)", r"\1", md_text))
     for sentence in said:
         assert f"- {sentence}" in plain_md
@@ -275,7 +317,14 @@ def test_the_summary_leads_with_each_judges_answer(name, tmp_path):
     assert len(parser.rows) == len(rows)
     for cells, r in zip(parser.rows, rows, strict=True):
         assert cells[0].split(" (")[0] == r["judge"] and cells[1:] == [
-            r["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+            r["condition"],
+            r["relation"],
+            r["verdict"],
+            r["value"],
+            r["ci"],
+            r["prompts"],
+            r["evidence"],
+        ]
     text = " ".join("".join(parser.text).split())
     for sentence in said:
         assert " ".join(sentence.split()) in text
@@ -288,7 +337,6 @@ def test_a_dataset_of_references_only_says_so(tmp_path):
     if not (DATA / "llmbar").exists():
         pytest.skip("../shared/data/llmbar is absent")
     files = sorted(str(p) for p in (DATA / "llmbar").glob("*.json"))
-    nep("import", *files, "--format", "reward-pairs", "--out", "pairs.csv", "--reference-out", "labels.csv",
-        cwd=tmp_path)
+    nep("import", *files, "--format", "reward-pairs", "--out", "pairs.csv", "--reference-out", "labels.csv", cwd=tmp_path)
     done = nep("metrics", "pairs.csv", "--reference", "labels.csv", cwd=tmp_path, expect=2)
     assert "no judgment table" in done.stderr and not done.stdout

@@ -25,16 +25,19 @@ def test_run_then_explain_with_the_stores_texts(tmp_path, standin):
 
     exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False)
     # the stand-in spreads its label mass over six tokens: accept its A/B labels (examples/standin.toml does too)
-    exp.write_text(exp.read_text().replace('options = { mode = "labels", ways = 2 }',
-                                           'options = { mode = "labels", ways = 2, min_label_mass = 0.2 }'))
+    exp.write_text(
+        exp.read_text().replace(
+            'options = { mode = "labels", ways = 2 }', 'options = { mode = "labels", ways = 2, min_label_mass = 0.2 }'
+        )
+    )
     work = exp.parent
     nep("run", "exp.toml", "--store", "s.db", "--no-progress", cwd=work)
-    found = json.loads(nep("explain", "out", "--judge", "standin-alpha", "--texts", "s.db", "--bootstrap", "50",
-                           "--json", cwd=work).stdout)
+    found = json.loads(
+        nep("explain", "out", "--judge", "standin-alpha", "--texts", "s.db", "--bootstrap", "50", "--json", cwd=work).stdout
+    )
     assert found["verdict"]["judge"] == "standin-alpha" and found["verdict"]["scope"] == "self"
     cases = [c for g in found["groups"] for c in g["cases"]]
-    assert cases and found["texts"] == {"source": "s.db", "answers_shown": 2 * len(cases), "answers_missing": 0,
-                                        "missing": []}
+    assert cases and found["texts"] == {"source": "s.db", "answers_shown": 2 * len(cases), "answers_missing": 0, "missing": []}
     with Store.read_only(work / "s.db") as store:
         for case in cases:
             assert case["related"] == "standin-alpha"

@@ -38,8 +38,7 @@ def _example(tmp_path: Path, url: str) -> Path:
     work = tmp_path / "work"
     shutil.copytree(EXAMPLES, work / "examples", ignore=shutil.ignore_patterns("results", "*.db"))
     exp = work / "examples" / "standin.toml"
-    exp.write_text(exp.read_text().replace("http://127.0.0.1:8765/v1", url)
-                   .replace("[dataset]\n", "[dataset]\nlimit = 3\n"))
+    exp.write_text(exp.read_text().replace("http://127.0.0.1:8765/v1", url).replace("[dataset]\n", "[dataset]\nlimit = 3\n"))
     return work
 
 
@@ -60,18 +59,28 @@ def test_standin_run_metrics_report_card(tmp_path, standin):
     assert {"win-rate", "recognition-accuracy"} <= {r["metric"] for r in folder}
     nep("report", str(out), "--out", "folder-report", "--bootstrap", "0", cwd=work)
     # the dataset's categories survive run → export → metrics
-    sliced = json.loads(nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--slice", "category",
-                            "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
+    sliced = json.loads(
+        nep(
+            "metrics",
+            pairwise,
+            "--models",
+            "examples/standin_models.toml",
+            "--slice",
+            "category",
+            "--bootstrap",
+            "0",
+            "--json",
+            cwd=work,
+        ).stdout
+    )["results"]
     items = [json.loads(line) for line in (EXAMPLES / "standin_items.jsonl").read_text().splitlines()[:3]]
-    assert {r["variant"]["slice"]["category"] for r in sliced if "slice" in r["variant"]} == \
-        {item["category"] for item in items}
+    assert {r["variant"]["slice"]["category"] for r in sliced if "slice" in r["variant"]} == {item["category"] for item in items}
 
     table = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--all", cwd=work)
     lines = table.stdout.splitlines()
     assert any(line.startswith("self-preference-ratio ") for line in lines)  # one record per line, unwrapped
     assert not any(ch in table.stdout for ch in "│┃")
-    results = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--json",
-                  cwd=work)
+    results = nep("metrics", pairwise, "--models", "examples/standin_models.toml", "--bootstrap", "100", "--json", cwd=work)
     records = json.loads(results.stdout)["results"]
     (work / "results.json").write_text(results.stdout)
     assert {"win-rate", "self-preference-ratio", "excluded-verdicts"} <= {r["metric"] for r in records}
@@ -112,11 +121,15 @@ def test_leakage_audit_demo_then_report(tmp_path):
     report and a card from it, as a user chains them."""
     printed = nep("leakage", "audit", "--demo", "--bootstrap", "50", "--json", cwd=tmp_path).stdout
     audit = json.loads(printed)  # exactly one JSON document on stdout
-    assert audit["schema_version"] == 2 and [a["judge"] for a in audit["summary"]["audits"]] == [
-        "gpt4_0314", "gpt4_1106_preview"]
+    assert audit["schema_version"] == 2 and [a["judge"] for a in audit["summary"]["audits"]] == ["gpt4_0314", "gpt4_1106_preview"]
     assert {r["metric"] for r in audit["results"]} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
     assert {r["scope"] for r in audit["results"] if r["metric"] == "leaderboard-rank" and r["related"]} <= {
-        "self", "family", "student", "family-student", "teacher"}
+        "self",
+        "family",
+        "student",
+        "family-student",
+        "teacher",
+    }
     (tmp_path / "audit.json").write_text(printed)
     report = json.loads(nep("report", "audit.json", "--out", "report", "--json", cwd=tmp_path).stdout)
     assert (tmp_path / "report" / "report.html").exists() and report["results"] == len(audit["results"])
@@ -154,8 +167,7 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
 
     from nepotism.simulate import SimulationSpec, simulate
 
-    spec = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=25, self_bias=0.6,
-                          family_bias=0.3, tie_rate=0.1)
+    spec = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=25, self_bias=0.6, family_bias=0.3, tie_rate=0.1)
     table = simulate(spec, seed=2, kinds=("pairwise",)).pairwise
     table.loc[table.index % 17 == 0, "verdict"] = None
     table.to_csv(tmp_path / "pairwise.csv", index=False)
@@ -165,8 +177,17 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
     common = ("--models", "registry.toml", "--bootstrap", "200", "--json")
     whole = json.loads(nep("metrics", "ds", *common, cwd=tmp_path).stdout)["results"]
     streamed = json.loads(nep("metrics", "ds", "--stream", *common, cwd=tmp_path).stdout)["results"]
-    computed = {"win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-                "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank"}
+    computed = {
+        "win-rate",
+        "self-preference-ratio",
+        "demographic-parity-bias",
+        "paired-win-rate-gap",
+        "excluded-verdicts",
+        "exclusion-share-gap",
+        "position-consistency",
+        "leaderboard-rank",
+    }
+
     def pooled(r):  # the per-evaluatee SPR (004 Tables 1/3/5) is not streamed: listed as not computed
         return r["metric"] in computed and "averaging" not in r["variant"]
 
@@ -203,15 +224,20 @@ def test_store_export_partitioned_then_metrics_stream(tmp_path):
             frame[column] = frame[column].astype(object)
             frame.loc[3, column] = value
             frame.to_parquet(path, index=False)
+
         return write
 
     bad("unknown verdict", with_cell("verdict", "maybe"), "line 4", "field 'verdict'", "unknown verdict 'maybe'")
     bad("NaN name", with_cell("model_a", np.nan), "line 4", "field 'model_a'", "empty value")
-    bad("infinite probability", lambda path: original.assign(prob_a=np.where(original.index == 5, np.inf, 0.5))
-        .to_parquet(path, index=False), "line 6", "field 'prob_a'", "not a finite number")
+    bad(
+        "infinite probability",
+        lambda path: original.assign(prob_a=np.where(original.index == 5, np.inf, 0.5)).to_parquet(path, index=False),
+        "line 6",
+        "field 'prob_a'",
+        "not a finite number",
+    )
     bad("empty file", lambda path: path.write_bytes(b""), "not readable as Parquet")
-    bad("BOM-ish junk", lambda path: path.write_bytes(b"\xef\xbb\xbfinstance_id,verdict\n1,A\n"),
-        "not readable as Parquet")
+    bad("BOM-ish junk", lambda path: path.write_bytes(b"\xef\xbb\xbfinstance_id,verdict\n1,A\n"), "not readable as Parquet")
     assert pd.read_parquet(tmp_path / "ds").shape[0] == len(table)  # the good dataset is untouched
 
 
@@ -272,10 +298,10 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
     from nepotism.testing.experiments import standin_experiment
 
     exp = standin_experiment(tmp_path / "work", standin, items=4)
-    text = exp.read_text().replace('protocol = "recognition"\n',
-                                   'protocol = "recognition"\npairwise = true\noptions = { mode = "labels" }\n')
-    exp.write_text(text + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "synonyms"\n'
-                          'kind = "synonym"\nk = 2\n')
+    text = exp.read_text().replace(
+        'protocol = "recognition"\n', 'protocol = "recognition"\npairwise = true\noptions = { mode = "labels" }\n'
+    )
+    exp.write_text(text + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "synonyms"\nkind = "synonym"\nk = 2\n')
     work = exp.parent
     done = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work)
     summary = json.loads(done.stdout)["summary"]
@@ -287,9 +313,14 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
     items = load_pairs(work / "out" / "perturbed-pairs.jsonl")
     assert len(items) == summary["perturbed_pairs"]["items"] > 0
     assert all(i.model_b == f"{i.model_a}@synonyms" and i.text_a != i.text_b for i in items)
-    serve = subprocess.Popen([NEPOTISM, "annotate", "serve", "out/perturbed-pairs.jsonl", "--annotator", "ann",
-                              "--store", "labels.db", "--port", "0"], cwd=work, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [NEPOTISM, "annotate", "serve", "out/perturbed-pairs.jsonl", "--annotator", "ann", "--store", "labels.db", "--port", "0"],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         url = serve.stdout.readline().split("open ", 1)[1].split("/ ", 1)[0].rstrip("/")
         import httpx
@@ -305,8 +336,7 @@ def test_recognition_under_a_perturbation_mitigate_metrics_report(tmp_path, stan
     records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     conditions = {(r["judge"], r["condition"]) for r in records if r["metric"] == "recognition-accuracy"}
     assert conditions == {(j, c) for j in ("standin-alpha", "standin-beta") for c in ("default", f"synonyms:{j}")}
-    assert {(r["judge"], r["condition"]) for r in records
-            if r["metric"] == "recognition-preference-association"} == conditions
+    assert {(r["judge"], r["condition"]) for r in records if r["metric"] == "recognition-preference-association"} == conditions
     nep("report", str(out), "--out", "report", "--bootstrap", "0", cwd=work)
     md = (work / "report" / "report.md").read_text()
     section = md.split("## Self-recognition (paper 003)")[1].split("\n## ")[0]
@@ -321,7 +351,7 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
     from nepotism.testing.experiments import standin_experiment
 
     exp = standin_experiment(tmp_path / "work", standin, items=6, recognition=False)
-    exp.write_text(exp.read_text().replace("[output]", "[perplexity]\nresponses = \"all\"\n\n[output]"))
+    exp.write_text(exp.read_text().replace("[output]", '[perplexity]\nresponses = "all"\n\n[output]'))
     work = exp.parent
     plan = json.loads(nep("run", "exp.toml", "--store", "s.db", "--dry-run", "--json", cwd=work).stdout)
     assert plan["perplexity_calls"] == 2 * 6 * 2  # each judge scores both generators' answers
@@ -343,12 +373,12 @@ def test_perplexity_run_metrics_report_and_a_rerun_that_calls_nothing(tmp_path, 
         wins = [r for r in records if r["metric"] == "perplexity-win-rate" and r["judge"] == judge]
         assert {r["variant"]["group"] for r in wins} == {"all", "self"}  # judge-vs-others: every pair holds its own
         assert {r["variant"]["difference"] for r in wins} == {"perplexity of A − of B"}
-        means = {r["variant"]["responses"]: r for r in records if r["metric"] == "mean-log-perplexity"
-                 and r["judge"] == judge}
+        means = {r["variant"]["responses"]: r for r in records if r["metric"] == "mean-log-perplexity" and r["judge"] == judge}
         assert set(means) == {"own", "other"} and all(m["n"] == 6 and m["ci_low"] is not None for m in means.values())
     logged = nep("metrics", str(out), "--bootstrap", "0", "--perplexity-difference", "log", "--json", cwd=work)
-    assert {r["variant"]["difference"] for r in json.loads(logged.stdout)["results"]
-            if r["metric"] == "perplexity-win-rate"} == {"log perplexity of A − of B"}
+    assert {r["variant"]["difference"] for r in json.loads(logged.stdout)["results"] if r["metric"] == "perplexity-win-rate"} == {
+        "log perplexity of A − of B"
+    }
     nep("report", str(out), "--out", "report", "--bootstrap", "50", cwd=work)
     html = (work / "report" / "report.html").read_text()
     for figure in ("perplexity-0", "perplexity-1", "perplexity-own-other"):  # Figs. 3–4 per judge, then Fig. 5
@@ -364,29 +394,38 @@ def test_rubric_jury_in_the_experiment_run_metrics_report(tmp_path, standin):
     judges = ("standin-alpha", "standin-alpha-mini", "standin-beta")
     exp = standin_experiment(tmp_path / "work", standin, items=3, generators=judges, judges=judges, recognition=False)
     work = exp.parent
-    rows = [{"id": f"q{i}", "prompt": f"Question {i}: name a prime above {10 * i}.",
-             "rubric": [{"id": "prime", "text": "Names a prime.", "points": 2},
-                        {"id": "rude", "text": "Is rude.", "points": -1}]} for i in range(1, 4)]
+    rows = [
+        {
+            "id": f"q{i}",
+            "prompt": f"Question {i}: name a prime above {10 * i}.",
+            "rubric": [{"id": "prime", "text": "Names a prime.", "points": 2}, {"id": "rude", "text": "Is rude.", "points": -1}],
+        }
+        for i in range(1, 4)
+    ]
     (work / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    text = exp.read_text().replace('protocol = "pairwise"\npairs = "judge-vs-others"\noptions = { mode = "labels", ways = 2 }',
-                                   'protocol = "rubric"')
+    text = exp.read_text().replace(
+        'protocol = "pairwise"\npairs = "judge-vs-others"\noptions = { mode = "labels", ways = 2 }', 'protocol = "rubric"'
+    )
     exp.write_text(text.replace("[output]", f"[reference]\njury = {json.dumps(list(judges))}\n\n[output]"))
     summary = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert summary["reference"]["jury"] == list(judges) and summary["reference"]["rows"] > 0
     assert set(summary["exports"]) == {"rubric", "rubric-ref", "rubric-items"}
     assert json.loads((work / "out" / "run.json").read_text())["references"] == {
-        "rubric-ref": "rubric-reference.csv", "rubric-items": "rubric-items.csv"}
-    nep("grade", "out/rubric.csv", "--jury", ",".join(judges), "--models", "standin_models.toml", "--out", "ref.csv",
-        cwd=work)
+        "rubric-ref": "rubric-reference.csv",
+        "rubric-items": "rubric-items.csv",
+    }
+    nep("grade", "out/rubric.csv", "--jury", ",".join(judges), "--models", "standin_models.toml", "--out", "ref.csv", cwd=work)
     assert (work / "ref.csv").read_text().splitlines()[1:] != []
     assert sorted((work / "ref.csv").read_text().splitlines()) == sorted(
-        (work / "out" / "rubric-reference.csv").read_text().splitlines())
+        (work / "out" / "rubric-reference.csv").read_text().splitlines()
+    )
     again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert again["judging"]["sent"] == 0 and again["reference"] == summary["reference"]
     records = json.loads(nep("metrics", "out", "--bootstrap", "50", "--json", cwd=work).stdout)["results"]
     meta = [r for r in records if r["metric"] == "rubric-f1" and r["variant"].get("reference") == "jury"]
     assert {(r["judge"], r["variant"]["polarity"]) for r in meta} == {
-        (j, p) for j in judges for p in ("all", "positive", "negative")}
+        (j, p) for j in judges for p in ("all", "positive", "negative")
+    }
     assert all(r["in_jury"] for r in meta)
     nep("report", "out", "--out", "report", "--bootstrap", "50", cwd=work)
     md = (work / "report" / "report.md").read_text()
@@ -400,15 +439,21 @@ def test_a_user_judge_template_as_a_condition(tmp_path, standin):
     the rerun sends nothing, an edited template is new calls, a bad one exits 2 before anything is written."""
     from nepotism.testing.experiments import standin_experiment
 
-    exp = standin_experiment(tmp_path / "work", standin, items=3, recognition=False,
-                             conditions='["default", { name = "terse", options = { template = "pairwise-terse.toml" } }]')
+    exp = standin_experiment(
+        tmp_path / "work",
+        standin,
+        items=3,
+        recognition=False,
+        conditions='["default", { name = "terse", options = { template = "pairwise-terse.toml" } }]',
+    )
     work = exp.parent
     shutil.copy(EXAMPLES / "templates" / "pairwise-terse.toml", work)
     first = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     again = json.loads(nep("run", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work).stdout)
     assert first["judging"]["sent"] > 0 and again["judging"]["sent"] == 0
-    records = json.loads(nep("metrics", "out/pairwise.csv", "--models", "standin_models.toml", "--bootstrap", "0",
-                             "--json", cwd=work).stdout)["results"]
+    records = json.loads(
+        nep("metrics", "out/pairwise.csv", "--models", "standin_models.toml", "--bootstrap", "0", "--json", cwd=work).stdout
+    )["results"]
     assert {r["condition"] for r in records if r["metric"] == "excluded-verdicts"} == {"default", "terse"}
     template = work / "pairwise-terse.toml"
     template.write_text(template.read_text().replace("Question:", "The question:"))
@@ -451,8 +496,16 @@ def test_a_rerun_after_editing_a_judge_option_exports_the_new_judgments_only(tmp
     with Store.read_only(db) as store:
         latest = {r["id"] for r in store.runs()[-1:]}
         read = [j for j in store.judgments(protocol="pairwise") if "minmass0.25" in (j.template_id or "")]
-        keys = {k for (k,) in store._conn().execute(
-            "SELECT call_key FROM judgments WHERE template_id LIKE '%minmass0.25%' AND protocol = 'pairwise'")}
-        runs = {r for (r,) in store._conn().execute(
-            f"SELECT DISTINCT run_id FROM calls WHERE key IN ({','.join('?' * len(keys))})", list(keys))}
+        keys = {
+            k
+            for (k,) in store._conn().execute(
+                "SELECT call_key FROM judgments WHERE template_id LIKE '%minmass0.25%' AND protocol = 'pairwise'"
+            )
+        }
+        runs = {
+            r
+            for (r,) in store._conn().execute(
+                f"SELECT DISTINCT run_id FROM calls WHERE key IN ({','.join('?' * len(keys))})", list(keys)
+            )
+        }
     assert len(read) == rows - 1 and runs == latest  # each read from the latest run's call

@@ -82,8 +82,9 @@ def test_a_rerun_after_editing_an_items_prompt_and_category_stores_the_edited_it
     assert exported == _fresh(tmp_path, exp)
     assert ",primes" in exported["pairwise.csv"].decode()
     from_store = exp.with_name("from_store.toml")
-    from_store.write_text(exp.read_text().replace('path = "items.jsonl"', "from_store = true")
-                          .replace('dir = "out"', 'dir = "out-store"'))
+    from_store.write_text(
+        exp.read_text().replace('path = "items.jsonl"', "from_store = true").replace('dir = "out"', 'dir = "out-store"')
+    )
     again = _run(from_store)
     assert again["generation"]["sent"] == again["judging"]["sent"] == 0  # every answer is the rerun's
     assert _exports(exp.parent / "out-store") == exported
@@ -115,8 +116,10 @@ def test_two_experiments_sharing_a_store_cannot_make_one_id_two_items(tmp_path, 
 
     def counts() -> tuple:
         with sqlite3.connect(store) as conn:
-            return tuple(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                         for t in ("runs", "instances", "responses", "calls", "judgments"))
+            return tuple(
+                conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("runs", "instances", "responses", "calls", "judgments")
+            )
 
     run(a)
     exported, before = _exports(a.parent / "out"), counts()

@@ -17,8 +17,9 @@ def _experiment(folder: Path, url: str) -> Path:
     """Three generators (standin-alpha-mini generates only), two judges, one attempt per call."""
     from nepotism.testing.experiments import standin_experiment
 
-    return standin_experiment(folder, url, items=3, attempts=1,
-                              generators=("standin-alpha", "standin-alpha-mini", "standin-beta"))
+    return standin_experiment(
+        folder, url, items=3, attempts=1, generators=("standin-alpha", "standin-alpha-mini", "standin-beta")
+    )
 
 
 def _server_of_alpha_mini(exp: Path, old: str, new: str) -> None:
@@ -45,11 +46,14 @@ def test_a_failed_generation_is_counted_in_the_exports_metrics_and_report(tmp_pa
     prevented = [r for rows in tables.values() for r in rows if r["reason"] == "generation:connection"]
     assert summary["prevented"] == {"generation:connection": len(prevented)} and len(prevented) == 18
     for row in prevented:
-        assert row["status"] == "failed" and "standin-alpha-mini" in (row.get("model"), row.get("model_a"),
-                                                                        row.get("model_b"))
+        assert row["status"] == "failed" and "standin-alpha-mini" in (row.get("model"), row.get("model_a"), row.get("model_b"))
         assert (row.get("verdict") or row.get("claimed") or "") == ""  # never a verdict, a tie or a zero
-    assert all(r["reason"] != "generation:connection" for rows in tables.values() for r in rows
-               if "standin-alpha-mini" not in (r.get("model"), r.get("model_a"), r.get("model_b")))
+    assert all(
+        r["reason"] != "generation:connection"
+        for rows in tables.values()
+        for r in rows
+        if "standin-alpha-mini" not in (r.get("model"), r.get("model_a"), r.get("model_b"))
+    )
     out = work / "out"
     records = json.loads(nep("metrics", str(out), "--bootstrap", "0", "--json", cwd=work).stdout)["results"]
     excluded = [r for r in records if r["metric"] == "excluded-verdicts"]
@@ -87,8 +91,10 @@ def test_a_run_whose_every_call_failed_says_so_and_its_metrics_say_why_there_is_
     # out, and the exclusions say why; --all prints each record's row with its note
     answer = nep("metrics", "out", "--bootstrap", "0", cwd=work).stdout.splitlines()
     own = [line for line in answer if " own answers " in line]
-    assert len(own) == 2 and all("not measurable" in line and "of its comparisons were left out" in line
-                                 and "failed-generation:connection" in line for line in own), answer  # the reason
+    assert len(own) == 2 and all(
+        "not measurable" in line and "of its comparisons were left out" in line and "failed-generation:connection" in line
+        for line in own
+    ), answer  # the reason
     exclusions = [line for line in answer if line.startswith("  ") and "failed-generation:connection" in line]
     assert len(exclusions) == 4, answer  # 2 judges x 2 tables
     document = json.loads(nep("metrics", "out", "--bootstrap", "0", "--json", cwd=work).stdout)
@@ -116,13 +122,14 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     work = exp.parent
     _failing_item(work)
     # every verdict parses (min_label_mass 0): the failed generation is the one thing left out
-    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
-                   + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "impartial"\n'
-                   'kind = "judge-option"\noptions = { impartial = true }\n'
-                   '[[mitigate.conditions]]\nname = "synonyms"\nkind = "synonym"\nk = 2\n')
+    exp.write_text(
+        exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
+        + '\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\nname = "impartial"\n'
+        'kind = "judge-option"\noptions = { impartial = true }\n'
+        '[[mitigate.conditions]]\nname = "synonyms"\nkind = "synonym"\nk = 2\n'
+    )
     # two generation calls failed: exit 3, as `nepotism run` (its one JSON document printed first)
-    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
-                          expect=3).stdout)
+    done = json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work, expect=3).stdout)
     summary = done["summary"]
     assert summary["generation_failures"] == 2 and summary["prevented"] == {"generation:http_5xx:500": 12}
     generation = [p for p in summary["calls"] if p["phase"] == "generate"]
@@ -130,10 +137,8 @@ def test_mitigate_counts_the_comparisons_a_failed_generation_prevented_in_every_
     rows = _rows(work / "out" / "pairwise.csv")
     assert len(rows) == summary["judge_calls"] + 12 == 4 * 12  # every planned comparison is a row
     failed = [r for r in rows if r["instance_id"] == "q2"]
-    assert all(r["status"] == "failed" and r["reason"] == "generation:http_5xx:500" and not r["verdict"]
-               for r in failed)
-    assert {r["condition"] for r in failed} == {"default", "impartial", "synonyms:standin-alpha",
-                                                "synonyms:standin-beta"}
+    assert all(r["status"] == "failed" and r["reason"] == "generation:http_5xx:500" and not r["verdict"] for r in failed)
+    assert {r["condition"] for r in failed} == {"default", "impartial", "synonyms:standin-alpha", "synonyms:standin-beta"}
     assert all(r["status"] == "parsed" for r in rows if r["instance_id"] != "q2")
     effects = [r for r in done["results"] if r["metric"] == "mitigation-effect" and r["variant"]["scope"] == "self"]
     assert effects
@@ -165,10 +170,11 @@ def _held_out_mitigation(tmp_path, standin, failing: tuple[int, ...], condition:
     assert [split[q] for q in ("q1", "q2", "q3", "q4")] == ["evaluation", "heldout", "evaluation", "heldout"]
     for index in failing:
         _failing_item(work, index)
-    exp.write_text(exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
-                   + f"\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\n{condition}\n")
-    return json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work,
-                          expect=3).stdout)
+    exp.write_text(
+        exp.read_text().replace("ways = 2 }", "ways = 2, min_label_mass = 0.0 }")
+        + f"\n[mitigate]\nn_resamples = 0\n[[mitigate.conditions]]\n{condition}\n"
+    )
+    return json.loads(nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", "--json", cwd=work, expect=3).stdout)
 
 
 def test_mitigate_calibration_counts_prevented_comparisons_in_both_halves(tmp_path, standin):
@@ -201,11 +207,12 @@ def test_mitigate_weighted_jury_counts_the_held_out_comparisons_its_weights_coul
     # items cannot be graded), so no juror has a weight, and the counts say why
     assert jury["weights"] == {}
     assert jury["n_fit"] == {"standin-alpha": 0, "standin-beta": 0}
-    assert jury["fit_excluded"] == {"standin-alpha": {label: 1, "no truth": 1},
-                                    "standin-beta": {label: 1, "no truth": 1}}
+    assert jury["fit_excluded"] == {"standin-alpha": {label: 1, "no truth": 1}, "standin-beta": {label: 1, "no truth": 1}}
     # no juror has a say, and the summary and every effect record of the jury say which and why
-    silent = {j: {"reason": "no usable held-out comparison", "n_fit": 0, "fit_excluded": {label: 1, "no truth": 1}}
-              for j in ("standin-alpha", "standin-beta")}
+    silent = {
+        j: {"reason": "no usable held-out comparison", "n_fit": 0, "fit_excluded": {label: 1, "no truth": 1}}
+        for j in ("standin-alpha", "standin-beta")
+    }
     assert jury["jurors_without_weight"] == silent
     effects = [r for r in done["results"] if r.get("condition") == "weighted"]
     assert effects and all(r["jurors_without_weight"] == silent for r in effects)
@@ -221,13 +228,14 @@ def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_pa
 
     exp = _leakage_experiment(tmp_path / "work", standin)
     work = exp.parent
-    exp.write_text(exp.read_text()
-                   .replace('options = { mode = "text", reasoning = "cot" }',
-                            'options = { mode = "labels", min_label_mass = 0.0 }')
-                   .replace("recognition = []", 'recognition = ["pairwise"]')
-                   .replace("dimensions = true", "dimensions = false")
-                   .replace('ablations = ["style", "format"]', "ablations = []")
-                   .replace('model = "standin-base"\n', 'model = "standin-base"\nmax_attempts = 1\n'))
+    exp.write_text(
+        exp.read_text()
+        .replace('options = { mode = "text", reasoning = "cot" }', 'options = { mode = "labels", min_label_mass = 0.0 }')
+        .replace("recognition = []", 'recognition = ["pairwise"]')
+        .replace("dimensions = true", "dimensions = false")
+        .replace('ablations = ["style", "format"]', "ablations = []")
+        .replace('model = "standin-base"\n', 'model = "standin-base"\nmax_attempts = 1\n')
+    )
     rows = [json.loads(line) for line in (work / "eval.jsonl").read_text().splitlines()]
     rows[1]["prompt"] += " <<standin:fault=http_500>>"  # every student's answer to e1 fails
     (work / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -238,17 +246,21 @@ def test_leakage_counts_the_comparisons_a_failed_student_answer_prevented(tmp_pa
     assert summary["generation_failures"] == 6  # three entries' two students
     # 3 groups x 1 pair x 2 judges x 2 orders of e1's comparisons, and its recognition questions
     assert summary["prevented"] == {"generation:http_5xx:500": 24}
-    assert summary["judgments"] == {"pairwise:failed": 12, "pairwise:parsed": 24,
-                                   "recognition:failed": 12, "recognition:parsed": 24}
-    scored = [r for r in result["results"] if r["metric"] in ("preference-leakage-score", "win-rate",
-                                                              "student-recognition-accuracy")]
+    assert summary["judgments"] == {
+        "pairwise:failed": 12,
+        "pairwise:parsed": 24,
+        "recognition:failed": 12,
+        "recognition:parsed": 24,
+    }
+    scored = [
+        r for r in result["results"] if r["metric"] in ("preference-leakage-score", "win-rate", "student-recognition-accuracy")
+    ]
     assert scored and all(r["excluded"].get(label, 0) > 0 for r in scored)
     for r in scored:
         if r["metric"] == "win-rate":  # a judge's verdicts on one student: e1's comparison is out
             assert r["n"] == 2 and r["excluded"] == {label: 1}
     failed = []
     for protocol in ("pairwise", "recognition-pairwise"):  # in the store, as failed judgments with the reason
-        nep("store", "export", "judgments", "--protocol", protocol, "--store", "s.db", "--out", f"{protocol}.csv",
-            cwd=work)
+        nep("store", "export", "judgments", "--protocol", protocol, "--store", "s.db", "--out", f"{protocol}.csv", cwd=work)
         failed += [r for r in _rows(work / f"{protocol}.csv") if r["status"] == "failed"]
     assert len(failed) == 24 and {(r["instance_id"], r["reason"]) for r in failed} == {("e1", "generation:http_5xx:500")}

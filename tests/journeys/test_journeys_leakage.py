@@ -39,14 +39,20 @@ def _leakage_experiment(work: Path, url: str) -> Path:
     (work / "models.toml").write_text(STANDIN_MODELS + '\n[models."standin-base"]\nfamily = "standin-c"\n')
 
     def pool(name, prefix, n, **extra):
-        (work / name).write_text("".join(json.dumps({"id": f"{prefix}{i}", "prompt": f"{prefix} question {i}: "
-                                                     f"describe thing number {i}.", **extra}) + "\n" for i in range(n)))
+        (work / name).write_text(
+            "".join(
+                json.dumps({"id": f"{prefix}{i}", "prompt": f"{prefix} question {i}: describe thing number {i}.", **extra}) + "\n"
+                for i in range(n)
+            )
+        )
 
     pool("train.jsonl", "t", 4, response="a human answer")
     pool("eval.jsonl", "e", 3)
     pool("inherit.jsonl", "h", 3)
-    models = "".join(f'[models.{m}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
-                     for m in ("standin-alpha", "standin-beta", "standin-base"))
+    models = "".join(
+        f'[models.{m}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
+        for m in ("standin-alpha", "standin-beta", "standin-base")
+    )
     student = '[[leakage.students]]\nmethod = "icl"\nbase = "standin-base"\nk = 2\n'
     (work / "exp.toml").write_text(f"""[experiment]
 name = "leakage-journey"
@@ -94,8 +100,11 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     students = {s["id"]: s for s in plan["students"]}
     assert len(students) == 6
     groups = Counter(s["group"] for s in students.values())
-    assert groups == {"first:standin-base": 2, "second:standin-base:inherit=first,instructions=same": 2,
-                      "icl:standin-base:inherit=first,instructions=different": 2}
+    assert groups == {
+        "first:standin-base": 2,
+        "second:standin-base:inherit=first,instructions=same": 2,
+        "icl:standin-base:inherit=first,instructions=different": 2,
+    }
     # the generators' answers to the 4 training instructions, each parent student's answers to the
     # instructions its inheritors learn from (4 again, and the 3 of the inherit_pool), every student's
     # answers to the 3 evaluation instructions; each answer rewritten twice; 3 pairs x 2 orders x 2
@@ -104,8 +113,13 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     assert plan["rewrite_calls"] == 3 * 6 * 2 and plan["judge_calls"] == 3 * 2 * 2 * 3 * 3
     text = nep("leakage", "exp.toml", "--dry-run", cwd=work).stdout
     assert "~40 generation, 36 rewrite and 108 pairwise judge calls" in text
-    assert sorted(p.name for p in work.iterdir()) == ["eval.jsonl", "exp.toml", "inherit.jsonl", "models.toml",
-                                                      "train.jsonl"]  # the dry runs left no file behind
+    assert sorted(p.name for p in work.iterdir()) == [
+        "eval.jsonl",
+        "exp.toml",
+        "inherit.jsonl",
+        "models.toml",
+        "train.jsonl",
+    ]  # the dry runs left no file behind
 
     before = _answered(standin)
     table = nep("leakage", "exp.toml", "--no-progress", cwd=work).stdout
@@ -128,8 +142,20 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
             assert s["how"]["examples"] == (4 if s["variant"]["instructions"] == "same" else 3)
     # the registry written beside the results follows the chain: generator → student → grand-student
     grand = next(s for s in by_id.values() if s["variant"].get("instructions") == "different")
-    relation = json.loads(nep("models", "relation", grand["generator"], grand["id"], "--models", "models.toml",
-                              "--models", "out/students.toml", "--json", cwd=work).stdout)
+    relation = json.loads(
+        nep(
+            "models",
+            "relation",
+            grand["generator"],
+            grand["id"],
+            "--models",
+            "models.toml",
+            "--models",
+            "out/students.toml",
+            "--json",
+            cwd=work,
+        ).stdout
+    )
     assert relation["relation"] == "student"
     # the parents answered the inherit_pool's instructions (stored, exported as responses)
     nep("store", "export", "responses", "--store", "s.db", "--out", "responses.csv", cwd=work)
@@ -141,9 +167,11 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     pls = [r for r in records if r["metric"] == "preference-leakage-score" and "slice" not in r["variant"]]
     change = [r for r in records if r["metric"] == "preference-leakage-change"]
     assert {(r["variant"]["group"], r["condition"]) for r in pls} == {
-        (g, c) for g in groups for c in ("default", "no-style", "no-format")}
+        (g, c) for g in groups for c in ("default", "no-style", "no-format")
+    }
     assert {(r["variant"]["group"], r["condition"], r["variant"]["against"]) for r in change} == {
-        (g, c, "default") for g in groups for c in ("no-style", "no-format")}
+        (g, c, "default") for g in groups for c in ("no-style", "no-format")
+    }
     assert all("n" in r and "ci_low" in r and "excluded" in r for r in pls + change)
     # a rewrite that failed its checks is counted, never judged as if it were the original
     assert any(note.startswith("no-style: ") and " of 18 rewrites unusable" in note for note in result["summary"]["notes"])
@@ -180,8 +208,10 @@ def test_leakage_inheritance_ablations_and_several_dimensions_run_rerun_report_c
     assert '<figure id="leakage-pls">' in (work / "report" / "report.html").read_text()
 
     # a CI gate on the leakage: PLS (ties ½) of the students as generated
-    rule = ('[[card.rule]]\nmetric = "preference-leakage-score"\ncondition = "default"\n'
-            'variant = {{ ties = "half", preference = "verdict" }}\nmax = {}\n')
+    rule = (
+        '[[card.rule]]\nmetric = "preference-leakage-score"\ncondition = "default"\n'
+        'variant = {{ ties = "half", preference = "verdict" }}\nmax = {}\n'
+    )
     (work / "lenient.toml").write_text(rule.format(1.0))
     nep("card", "out/results.json", "--thresholds", "lenient.toml", "--check", cwd=work)
     (work / "strict.toml").write_text(rule.format(-1.0))
@@ -214,11 +244,22 @@ def _mitigate_experiment(work: Path, url: str, *, target: str = "family") -> Pat
     """standin-alpha judges the pairs holding its family member (standin-alpha-mini) against the
     unrelated standin-beta, at baseline and told to be impartial, with calibration; two annotators'
     labels are the truth of each pair."""
-    exp = standin_experiment(work, url, items=6, generators=("standin-alpha-mini", "standin-beta"),
-                             judges=("standin-alpha", "standin-beta"), recognition=False)
-    text = exp.read_text().replace('pairs = "judge-vs-others"', 'pairs = "all"').replace(
-        'options = { mode = "labels", ways = 2 }', 'options = { mode = "labels", ways = 2, min_label_mass = 0.2 }')
-    exp.write_text(text + f"""
+    exp = standin_experiment(
+        work,
+        url,
+        items=6,
+        generators=("standin-alpha-mini", "standin-beta"),
+        judges=("standin-alpha", "standin-beta"),
+        recognition=False,
+    )
+    text = (
+        exp.read_text()
+        .replace('pairs = "judge-vs-others"', 'pairs = "all"')
+        .replace('options = { mode = "labels", ways = 2 }', 'options = { mode = "labels", ways = 2, min_label_mass = 0.2 }')
+    )
+    exp.write_text(
+        text
+        + f"""
 [mitigate]
 target = "{target}"
 preference_ref = ["humans.csv"]
@@ -230,7 +271,8 @@ options = {{ impartial = true }}
 [[mitigate.conditions]]
 name = "calibrated"
 kind = "calibration"
-""")
+"""
+    )
     rows = ["instance_id,model_a,model_b,winner,annotator"]
     for i in range(1, 7):
         winner = "standin-alpha-mini" if i % 2 else "standin-beta"
@@ -254,8 +296,7 @@ def test_mitigate_on_the_judges_family_with_human_labels_metrics_report(tmp_path
     assert _answered(standin) - before > 0
     with open(work / "out" / "pairwise.csv", newline="") as fh:
         judged = Counter((r["judge"], r["condition"]) for r in csv.DictReader(fh))
-    assert judged == {("standin-alpha", "default"): 12, ("standin-beta", "default"): 12,
-                      ("standin-alpha", "impartial"): 12}
+    assert judged == {("standin-alpha", "default"): 12, ("standin-beta", "default"): 12, ("standin-alpha", "impartial"): 12}
     assert summary["schema_version"] == 2  # `mitigate --json`: the results document
     effects = [r for r in summary["results"] if r["metric"] == "mitigation-effect"]
     assert {r["condition"] for r in effects} == {"impartial", "calibrated"}
@@ -313,11 +354,13 @@ def test_leakage_recognition_reads_label_verdicts_with_the_judging_min_label_mas
     threshold no stand-in verdict reaches, the student-recognition questions are unparsed too (they
     took the default 0.5 and counted verdicts the comparisons refused)."""
     exp = _leakage_experiment(tmp_path / "work", standin)
-    exp.write_text(exp.read_text()
-                   .replace('options = { mode = "text", reasoning = "cot" }',
-                            'options = { mode = "labels", min_label_mass = 0.999 }')
-                   .replace("recognition = []", 'recognition = ["pairwise"]').replace("dimensions = true", "dimensions = false")
-                   .replace('ablations = ["style", "format"]', "ablations = []"))
+    exp.write_text(
+        exp.read_text()
+        .replace('options = { mode = "text", reasoning = "cot" }', 'options = { mode = "labels", min_label_mass = 0.999 }')
+        .replace("recognition = []", 'recognition = ["pairwise"]')
+        .replace("dimensions = true", "dimensions = false")
+        .replace('ablations = ["style", "format"]', "ablations = []")
+    )
     result = json.loads(nep("leakage", "exp.toml", "--no-progress", "--json", cwd=exp.parent).stdout)
     assert result["summary"]["judgments"] == {"pairwise:unparsed": 36, "recognition:unparsed": 36}
     recognition = [r for r in result["results"] if r["metric"] == "student-recognition-accuracy"]
@@ -329,8 +372,10 @@ def test_mitigate_says_how_many_rewrite_and_judge_calls_were_sent_and_how_many_c
     (``rewrite_calls``, ``judge_calls``) and says how many were sent and how many the store's cache
     answered; a rerun sends nothing and says so."""
     exp = standin_experiment(tmp_path / "work", standin, items=4, recognition=False)
-    exp.write_text(exp.read_text() + '\n[mitigate]\nrewriter = "standin-beta"\nn_resamples = 0\n'
-                   '[[mitigate.conditions]]\nname = "para"\nkind = "paraphrase"\n')
+    exp.write_text(
+        exp.read_text() + '\n[mitigate]\nrewriter = "standin-beta"\nn_resamples = 0\n'
+        '[[mitigate.conditions]]\nname = "para"\nkind = "paraphrase"\n'
+    )
     work = exp.parent
 
     def run():
@@ -347,5 +392,7 @@ def test_mitigate_says_how_many_rewrite_and_judge_calls_were_sent_and_how_many_c
     assert again["judge_calls_sent"] == 0 and again["judge_calls_cached"] == again["judge_calls"]
     text = nep("mitigate", "exp.toml", "--store", "s.db", "--no-progress", cwd=work).stdout.splitlines()
     assert text[0].endswith(f"{again['judge_calls']} judge calls (0 sent, {again['judge_calls']} from the store's cache)")
-    assert text[1] == (f"  rewrites: {again['rewrite_calls']} rewrite calls (0 sent, {again['rewrite_calls']} from "
-                       "the store's cache), 0 without a usable text")
+    assert text[1] == (
+        f"  rewrites: {again['rewrite_calls']} rewrite calls (0 sent, {again['rewrite_calls']} from "
+        "the store's cache), 0 without a usable text"
+    )

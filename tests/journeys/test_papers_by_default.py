@@ -34,8 +34,13 @@ def nep(*args: object, cwd: Path) -> str:
 
 def _one(records: list[dict], metric: str, **fields) -> dict:
     variant = fields.pop("variant", {})
-    found = [r for r in records if r["metric"] == metric and all(r.get(k) == v for k, v in fields.items())
-             and all((r.get("variant") or {}).get(k) == v for k, v in variant.items())]
+    found = [
+        r
+        for r in records
+        if r["metric"] == metric
+        and all(r.get(k) == v for k, v in fields.items())
+        and all((r.get("variant") or {}).get(k) == v for k, v in variant.items())
+    ]
     assert len(found) == 1, (metric, fields, variant, len(found))
     return found[0]
 
@@ -47,16 +52,28 @@ def test_004_mbpp_spr_and_lspr_with_default_options(tmp_path):
     records = json.loads(nep("metrics", "j.csv", "--reference", "c.csv", "--json", cwd=tmp_path))["results"]
     spr = _one(records, "self-preference-ratio", scope="self", variant={"opponents": "any", "averaging": None})  # pooled
     assert (round(spr["value"] * spr["n"]), spr["n"]) == (57, 378) and round(100 * spr["value"], 1) == 15.1
-    (lspr,) = [r for r in records if r["metric"] == "legitimate-self-preference-ratio" and r["scope"] == "self"
-               and r["variant"] == {"opponents": "any", "averaging": "per-evaluatee"}]  # verdicts, not P(own)
+    (lspr,) = [
+        r
+        for r in records
+        if r["metric"] == "legitimate-self-preference-ratio"
+        and r["scope"] == "self"
+        and r["variant"] == {"opponents": "any", "averaging": "per-evaluatee"}
+    ]  # verdicts, not P(own)
     assert (round(lspr["value"] * lspr["n"]), lspr["n"]) == (4, 13)
 
 
 def _registry(path: Path, base: str) -> None:
     lines = []
     for judge in ("GPT-4o", "LLaMA-3.3", "Gemini-1.5"):
-        lines += [f'[models."p000-{judge}"]', f'family = "{judge}"', "",
-                  f'[models."{base}-{judge}"]', f'family = "{base}"', f'teachers = ["p000-{judge}"]', ""]
+        lines += [
+            f'[models."p000-{judge}"]',
+            f'family = "{judge}"',
+            "",
+            f'[models."{base}-{judge}"]',
+            f'family = "{base}"',
+            f'teachers = ["p000-{judge}"]',
+            "",
+        ]
     path.write_text("\n".join(lines))
 
 
@@ -71,16 +88,21 @@ def _pls_cells(tmp_path: Path, name: str, base: str, triples: dict) -> dict[str,
     for pair, by_judge in triples.items():
         gen_a, gen_b = pair.split(" & ")
         for judge in pair.split(" & "):
-            rows += [f"{pair}/{k},p000-{judge},{base}-{gen_a},{base}-{gen_b},{v}"
-                     for k, v in enumerate(_games(by_judge[judge]))]
+            rows += [f"{pair}/{k},p000-{judge},{base}-{gen_a},{base}-{gen_b},{v}" for k, v in enumerate(_games(by_judge[judge]))]
     (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
     _registry(tmp_path / f"{name}.toml", base)
     records = json.loads(nep("metrics", f"{name}.csv", "--models", f"{name}.toml", "--json", cwd=tmp_path))["results"]
     out = {}
     for pair in triples:
         judges = " & ".join(sorted(f"p000-{j}" for j in pair.split(" & ")))
-        pls = [r for r in records if r["metric"] == "preference-leakage-score" and r["judge"] == judges
-               and r["variant"].get("ties") == "loss" and "slice" not in r["variant"]]
+        pls = [
+            r
+            for r in records
+            if r["metric"] == "preference-leakage-score"
+            and r["judge"] == judges
+            and r["variant"].get("ties") == "loss"
+            and "slice" not in r["variant"]
+        ]
         assert len(pls) == 1, pair
         out[pair] = 100 * pls[0]["value"]
     return out
@@ -103,9 +125,13 @@ def test_000_table1_every_cell_with_default_options(tmp_path):
                 else:
                     i, j = pair.split(" & ")
                     a_i, a_j = triples[pair][i], triples[pair][j]
-                    corners = [100 * float(pls_from_win_rates((a_i[0] + d1) / 100, (a_j[0] + d2) / 100,
-                                                              (a_j[2] + d3) / 100, (a_i[2] + d4) / 100))
-                               for d1, d2, d3, d4 in itertools.product((-0.05, 0.05), repeat=4)]
+                    corners = [
+                        100
+                        * float(
+                            pls_from_win_rates((a_i[0] + d1) / 100, (a_j[0] + d2) / 100, (a_j[2] + d3) / 100, (a_i[2] + d4) / 100)
+                        )
+                        for d1, d2, d3, d4 in itertools.product((-0.05, 0.05), repeat=4)
+                    ]
                     assert abs(round(value, 1) - printed[bench][base][pair]) <= 0.1 + 1e-9
                     assert min(corners) <= value <= max(corners)
     assert cells == 12
@@ -131,9 +157,13 @@ def test_001_equal_opportunity_bias_of_gpt4_is_0_520(tmp_path):
     (tmp_path / "pairwise.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "human.csv").write_text("\n".join(ref) + "\n")
     (tmp_path / "models.toml").write_text('[models."p001-gpt-4"]\nfamily = "gpt"\n\n[models."p001-other"]\nfamily = "x"\n')
-    records = json.loads(nep("metrics", "pairwise.csv", "--reference", "human.csv", "--models", "models.toml", "--json",
-                             cwd=tmp_path))["results"]
+    records = json.loads(
+        nep("metrics", "pairwise.csv", "--reference", "human.csv", "--models", "models.toml", "--json", cwd=tmp_path)
+    )["results"]
     eo = _one(records, "equal-opportunity-bias", scope="self", variant={"opponents": "unrelated", "judge_tie": "1/2"})
     assert round(eo["value"], 3) == 0.520 and eo["confusion_matrix"] == {
-        "human_own_judge_own": 1852, "human_own_judge_other": 108,
-        "human_other_judge_own": 160, "human_other_judge_other": 118}
+        "human_own_judge_own": 1852,
+        "human_own_judge_other": 108,
+        "human_other_judge_own": 160,
+        "human_other_judge_other": 118,
+    }

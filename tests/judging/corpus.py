@@ -43,8 +43,19 @@ from nepotism.judging import JudgeTask, interpret
 from nepotism.records import Instance, Response, RubricItem
 
 LENGTHS = ("marker", "1", "3", "12", "40", "whole")
-WRAPPERS = ("plain", "quotes", "curly", "backticks", "fence", "fence-json", "blockquote", "angle", "json-string",
-            "think", "tidied")
+WRAPPERS = (
+    "plain",
+    "quotes",
+    "curly",
+    "backticks",
+    "fence",
+    "fence-json",
+    "blockquote",
+    "angle",
+    "json-string",
+    "think",
+    "tidied",
+)
 PLACEMENTS = ("before", "after", "both")
 CANDIDATE_STYLES = ("plain", "after-think-close", "after-think-open", "fenced", "json", "german")
 
@@ -53,8 +64,10 @@ _PREFIX = "The primes below twenty are two, three, five, seven, eleven, thirteen
 _SUFFIX = "So the largest one is nineteen, and there are eight of them in total."
 _GERMAN_PREFIX = "Die Primzahlen unter zwanzig sind zwei, drei, fünf, sieben, elf, dreizehn, siebzehn und neunzehn."
 _GERMAN_SUFFIX = "Also ist neunzehn die größte, und es sind acht."
-_REASONING = ("Both texts try to list the primes. I checked each number against its divisors; the first text "
-              "is careful, the second rushes and skips a step.")
+_REASONING = (
+    "Both texts try to list the primes. I checked each number against its divisors; the first text "
+    "is careful, the second rushes and skips a step."
+)
 
 
 @dataclass(frozen=True)
@@ -87,8 +100,9 @@ def _pairwise_formats(tie_label: str | None, first: str = "A", second: str = "B"
         "verdict-bracket": lambda v: f"Verdict: [[{name[v]}]]",
         "named": lambda v: f"Winner: Assistant {name[v]}" if v != "tie" else "Winner: tie",
         "json": lambda v: json.dumps({"winner": word[v]}),
-        "json-reasoned": lambda v: json.dumps({"reasoning": "checked both", "verdict": f"Answer {name[v]}"
-                                               if v != "tie" else "tie"}),
+        "json-reasoned": lambda v: json.dumps(
+            {"reasoning": "checked both", "verdict": f"Answer {name[v]}" if v != "tie" else "tie"}
+        ),
         "answer-hint": lambda v: f"Answer: {word[v]}",
         "bare": lambda v: word[v],
         "final-bracket": lambda v: f"Final verdict: [[{name[v]}]]",
@@ -130,71 +144,135 @@ def _score(j):
 
 
 SPECS = [
-    Spec("pairwise-3way", ("A", "B", "tie"), _pairwise_formats("C"), ("bracket", "final-line", "json", "md-heading"),
-         lambda t: JudgeTask("pairwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
-         lambda v: v, _verdict, 2),
-    Spec("pairwise-2way", ("A", "B"), _pairwise_formats(None),
-         ("bracket", "verdict-bracket", "json-reasoned", "final-bracket", "multilingual"),
-         lambda t: JudgeTask("pairwise", "judge", _instance(), _responses(t), options={"ways": 2, "reasoning": "cot"}),
-         lambda v: v, _verdict, 2),
-    Spec("pairwise-numbers", ("A", "B"), _pairwise_formats(None, "1", "2"), ("bracket", "final-line", "cjk"),
-         lambda t: JudgeTask("pairwise", "judge", _instance(), _responses(t),
-                             options={"ways": 2, "label_style": "numbers", "reasoning": "cot"}),
-         lambda v: v, _verdict, 2),
-    Spec("pointwise-scale", (2, 9, 5), {
-        "bracket": lambda v: f"Rating: [[{v}]]",
-        "bare-bracket": lambda v: f"[[{v}]]",
-        "fraction-bracket": lambda v: f"[[{v}/10]]",
-        "json": lambda v: json.dumps({"rating": v}),
-        "score-hint": lambda v: f"Score: {v}",
-        "rating-line": lambda v: f"Rating: {v}/10",
-        "boxed": lambda v: f"\\boxed{{{v}}}",
-        "bare": lambda v: str(v),
-        "md-heading": lambda v: f"## Rating\n**[[{v}]]**",
-        "multilingual": lambda v: f"Note finale : [[{v}]]",
-    }, ("bracket", "rating-line", "json", "md-heading", "multilingual"),
-         lambda t: JudgeTask("pointwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
-         float, _score),
-    Spec("pointwise-fraction", ("1/3", "3/3", "0/3"), {
-        "json": lambda v: json.dumps({"met": v}),
-        "bracket": lambda v: f"[[{v}]]",
-        "met-line": lambda v: f"Met: {v}",
-        "criteria-line": lambda v: f"Criteria met: {v}",
-        "score-hint": lambda v: f"Score: {v}",
-        "multilingual": lambda v: f"Erfüllte Kriterien: [[{v}]]",
-    }, ("json", "bracket", "criteria-line", "multilingual"),
-         lambda t: JudgeTask("pointwise", "judge", _instance(3), _responses(t),
-                             options={"kind": "fraction", "reasoning": "cot"}),
-         lambda v: int(v.split("/")[0]) / 3, _score),
-    Spec("rubric", ("yes", "no"), _yes_no_formats("criterion_met"), ("json", "bracket", "final-line", "md-heading"),
-         lambda t: JudgeTask("rubric", "judge", _instance(2), _responses(t), rubric_item=_instance(2).rubric[0],
-                             options={"reasoning": "cot"}),
-         lambda v: v, _verdict),
-    Spec("recognition", ("yes", "no"), _yes_no_formats("judgment"),
-         ("bracket", "final-line", "json-text", "multilingual"),
-         lambda t: JudgeTask("recognition", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
-         lambda v: v, _verdict),
-    Spec("recognition-pairwise", ("A", "B"), {
-        **{k: f for k, f in _pairwise_formats(None).items()
-           if k in ("bracket", "dollar", "final-line", "bare", "md-heading", "cjk")},
-        "mine-line": lambda v: f"Mine: {v}",
-        "json": lambda v: json.dumps({"mine": f"Answer {v}"}),
-    }, ("bracket", "mine-line", "cjk"),
-         lambda t: JudgeTask("recognition-pairwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
-         lambda v: v, _verdict, 2),
-    Spec("categorise", ("Maths", "Coding", "Writing"), {
-        "json": lambda v: json.dumps({"category": v}),
-        "bracket": lambda v: f"[[{v}]]",
-        "line": lambda v: f"Category: {v}",
-        "number-line": lambda v: f"Category: {('Maths', 'Coding', 'Writing').index(v) + 1}",
-        "label-hint": lambda v: f"Label: {v}",
-        "multilingual": lambda v: f"Categoría: [[{v}]]",
-        "md-heading": lambda v: f"**Category:** {v}",
-    }, ("json", "line", "multilingual", "md-heading"),
-         lambda t: JudgeTask("categorise", "judge", _instance(), _responses(t),
-                             options={"categories": ["Maths", "Coding", "Writing"], "target": "response",
-                                      "reasoning": "cot"}),
-         lambda v: v, _verdict),
+    Spec(
+        "pairwise-3way",
+        ("A", "B", "tie"),
+        _pairwise_formats("C"),
+        ("bracket", "final-line", "json", "md-heading"),
+        lambda t: JudgeTask("pairwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
+        lambda v: v,
+        _verdict,
+        2,
+    ),
+    Spec(
+        "pairwise-2way",
+        ("A", "B"),
+        _pairwise_formats(None),
+        ("bracket", "verdict-bracket", "json-reasoned", "final-bracket", "multilingual"),
+        lambda t: JudgeTask("pairwise", "judge", _instance(), _responses(t), options={"ways": 2, "reasoning": "cot"}),
+        lambda v: v,
+        _verdict,
+        2,
+    ),
+    Spec(
+        "pairwise-numbers",
+        ("A", "B"),
+        _pairwise_formats(None, "1", "2"),
+        ("bracket", "final-line", "cjk"),
+        lambda t: JudgeTask(
+            "pairwise", "judge", _instance(), _responses(t), options={"ways": 2, "label_style": "numbers", "reasoning": "cot"}
+        ),
+        lambda v: v,
+        _verdict,
+        2,
+    ),
+    Spec(
+        "pointwise-scale",
+        (2, 9, 5),
+        {
+            "bracket": lambda v: f"Rating: [[{v}]]",
+            "bare-bracket": lambda v: f"[[{v}]]",
+            "fraction-bracket": lambda v: f"[[{v}/10]]",
+            "json": lambda v: json.dumps({"rating": v}),
+            "score-hint": lambda v: f"Score: {v}",
+            "rating-line": lambda v: f"Rating: {v}/10",
+            "boxed": lambda v: f"\\boxed{{{v}}}",
+            "bare": lambda v: str(v),
+            "md-heading": lambda v: f"## Rating\n**[[{v}]]**",
+            "multilingual": lambda v: f"Note finale : [[{v}]]",
+        },
+        ("bracket", "rating-line", "json", "md-heading", "multilingual"),
+        lambda t: JudgeTask("pointwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
+        float,
+        _score,
+    ),
+    Spec(
+        "pointwise-fraction",
+        ("1/3", "3/3", "0/3"),
+        {
+            "json": lambda v: json.dumps({"met": v}),
+            "bracket": lambda v: f"[[{v}]]",
+            "met-line": lambda v: f"Met: {v}",
+            "criteria-line": lambda v: f"Criteria met: {v}",
+            "score-hint": lambda v: f"Score: {v}",
+            "multilingual": lambda v: f"Erfüllte Kriterien: [[{v}]]",
+        },
+        ("json", "bracket", "criteria-line", "multilingual"),
+        lambda t: JudgeTask("pointwise", "judge", _instance(3), _responses(t), options={"kind": "fraction", "reasoning": "cot"}),
+        lambda v: int(v.split("/")[0]) / 3,
+        _score,
+    ),
+    Spec(
+        "rubric",
+        ("yes", "no"),
+        _yes_no_formats("criterion_met"),
+        ("json", "bracket", "final-line", "md-heading"),
+        lambda t: JudgeTask(
+            "rubric", "judge", _instance(2), _responses(t), rubric_item=_instance(2).rubric[0], options={"reasoning": "cot"}
+        ),
+        lambda v: v,
+        _verdict,
+    ),
+    Spec(
+        "recognition",
+        ("yes", "no"),
+        _yes_no_formats("judgment"),
+        ("bracket", "final-line", "json-text", "multilingual"),
+        lambda t: JudgeTask("recognition", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
+        lambda v: v,
+        _verdict,
+    ),
+    Spec(
+        "recognition-pairwise",
+        ("A", "B"),
+        {
+            **{
+                k: f
+                for k, f in _pairwise_formats(None).items()
+                if k in ("bracket", "dollar", "final-line", "bare", "md-heading", "cjk")
+            },
+            "mine-line": lambda v: f"Mine: {v}",
+            "json": lambda v: json.dumps({"mine": f"Answer {v}"}),
+        },
+        ("bracket", "mine-line", "cjk"),
+        lambda t: JudgeTask("recognition-pairwise", "judge", _instance(), _responses(t), options={"reasoning": "cot"}),
+        lambda v: v,
+        _verdict,
+        2,
+    ),
+    Spec(
+        "categorise",
+        ("Maths", "Coding", "Writing"),
+        {
+            "json": lambda v: json.dumps({"category": v}),
+            "bracket": lambda v: f"[[{v}]]",
+            "line": lambda v: f"Category: {v}",
+            "number-line": lambda v: f"Category: {('Maths', 'Coding', 'Writing').index(v) + 1}",
+            "label-hint": lambda v: f"Label: {v}",
+            "multilingual": lambda v: f"Categoría: [[{v}]]",
+            "md-heading": lambda v: f"**Category:** {v}",
+        },
+        ("json", "line", "multilingual", "md-heading"),
+        lambda t: JudgeTask(
+            "categorise",
+            "judge",
+            _instance(),
+            _responses(t),
+            options={"categories": ["Maths", "Coding", "Writing"], "target": "response", "reasoning": "cot"},
+        ),
+        lambda v: v,
+        _verdict,
+    ),
 ]
 
 
@@ -242,7 +320,7 @@ def _quote(candidate: str, span: tuple[int, int], length: str) -> str:
     if length == "whole":
         return candidate
     k = 0 if length == "marker" else int(length)
-    return candidate[max(0, span[0] - k): span[1] + k]
+    return candidate[max(0, span[0] - k) : span[1] + k]
 
 
 def _wrap(quote: str, wrapper: str, who: str) -> str:
@@ -307,8 +385,22 @@ def build(specs: list[Spec] = SPECS) -> list[Case]:
                 who = "Answer A" if slot == 0 else "Answer B"
                 quoted = _wrap(_quote(text, span, length), wrapper, who)
                 reply = _reply(spec.formats[own_format](own), quoted, placement)
-                cases.append(Case(spec.name, own, injected, own_format, fmt_name, length, wrapper, placement, style,
-                                  decoy, candidates, reply))
+                cases.append(
+                    Case(
+                        spec.name,
+                        own,
+                        injected,
+                        own_format,
+                        fmt_name,
+                        length,
+                        wrapper,
+                        placement,
+                        style,
+                        decoy,
+                        candidates,
+                        reply,
+                    )
+                )
     return cases
 
 
@@ -324,8 +416,9 @@ GAMING_QUOTES = ("none", *(f"{length}:{wrapper}" for length in ("12", "40", "who
 GAMING_PLACEMENTS = ("verdict-last", "verdict-first")
 #: the loser holds only its opponent's marker, or also its own (a flip attempt), and the winner its own
 GAMING_MODES = ("opponent", "both")
-_GERMAN_REASONING = ("Beide Texte zählen die Primzahlen auf. Der erste prüft jede Zahl sorgfältig, der zweite "
-                     "überspringt einen Schritt.")
+_GERMAN_REASONING = (
+    "Beide Texte zählen die Primzahlen auf. Der erste prüft jede Zahl sorgfältig, der zweite überspringt einen Schritt."
+)
 
 
 def build_gaming(specs: list[Spec] = SPECS) -> list[Case]:
@@ -366,15 +459,37 @@ def build_gaming(specs: list[Spec] = SPECS) -> list[Case]:
                     parts.append(_wrap(_quote(text, span, length), wrapper, "Answer A" if loser == 0 else "Answer B"))
                 statement = spec.formats[own_format](own)
                 parts = [*parts, statement] if placement == "verdict-last" else [statement, *parts]
-                cases.append(Case(spec.name, own, injected, own_format, fmt_name, length, wrapper or "none", placement,
-                                  style, f"gaming-{mode}", candidates, "\n\n".join(parts)))
+                cases.append(
+                    Case(
+                        spec.name,
+                        own,
+                        injected,
+                        own_format,
+                        fmt_name,
+                        length,
+                        wrapper or "none",
+                        placement,
+                        style,
+                        f"gaming-{mode}",
+                        candidates,
+                        "\n\n".join(parts),
+                    )
+                )
     return cases
 
 
 # --- generated cases: random candidates full of markers, replies quoting random spans of them ------
 
-_FILLER = ("the list skips nine", "eleven is prime", "so the largest one is nineteen", "we check divisors",
-           "this is my final word on it", "thanks for reading", "see the table below", "both steps hold")
+_FILLER = (
+    "the list skips nine",
+    "eleven is prime",
+    "so the largest one is nineteen",
+    "we check divisors",
+    "this is my final word on it",
+    "thanks for reading",
+    "see the table below",
+    "both steps hold",
+)
 _NOISE = ("<think>", "</think>", "```", "```json", "> ", '"', "<<<", ">>>", "{", "}", "[[", "]]", "\n")
 _QUOTE_WRAPPERS = (*WRAPPERS, "raw")
 
@@ -401,7 +516,7 @@ def generated_case(spec: Spec, pick: Callable[[Sequence[Any]], Any], integer: Ca
     for _ in range(integer(0, 3)):
         source = pick(candidates)
         start = integer(0, len(source))
-        quote = source[start:integer(start, len(source))]
+        quote = source[start : integer(start, len(source))]
         wrapper = pick(_QUOTE_WRAPPERS)
         segments.append(quote if wrapper == "raw" else _wrap(quote, wrapper, pick(("Answer A", "Answer B"))))
     if integer(0, 1):
@@ -409,8 +524,20 @@ def generated_case(spec: Spec, pick: Callable[[Sequence[Any]], Any], integer: Ca
     own_format = pick(spec.own_formats)
     segments.insert(integer(0, len(segments)), spec.formats[own_format](own))
     injected = next((v for v in spec.values if v != own), own)
-    return Case(spec.name, own, injected, own_format, "generated", "random", "random", "random", "generated",
-                "generated", tuple(candidates), "\n\n".join(segments))
+    return Case(
+        spec.name,
+        own,
+        injected,
+        own_format,
+        "generated",
+        "random",
+        "random",
+        "random",
+        "generated",
+        "generated",
+        tuple(candidates),
+        "\n\n".join(segments),
+    )
 
 
 def generate(n: int, seed: int = 0) -> list[Case]:
@@ -452,9 +579,15 @@ def run(cases: list[Case]) -> dict[str, Any]:
     def share(counts: Counter[str]) -> float:
         return counts["lost"] / sum(counts.values()) if counts else 0.0
 
-    return {"cases": len(cases), "total": dict(total), "per_protocol": {k: dict(v) for k, v in per.items()},
-            "lost_share": share(total), "lost_share_without_decoy": share(by_decoy["none"]),
-            "lost_share_with_decoy": share(by_decoy["decoy"]), "bad": bad}
+    return {
+        "cases": len(cases),
+        "total": dict(total),
+        "per_protocol": {k: dict(v) for k, v in per.items()},
+        "lost_share": share(total),
+        "lost_share_without_decoy": share(by_decoy["none"]),
+        "lost_share_with_decoy": share(by_decoy["decoy"]),
+        "bad": bad,
+    }
 
 
 def _print(summary: dict[str, Any], head: str) -> None:
@@ -467,17 +600,21 @@ def _print(summary: dict[str, Any], head: str) -> None:
 
 def main() -> None:
     generated = run(generate(2000))
-    print(f"generated: {generated['cases']}  outcomes: {generated['total']}  "
-          f"own verdicts lost: {generated['lost_share']:.2%}")
+    print(f"generated: {generated['cases']}  outcomes: {generated['total']}  own verdicts lost: {generated['lost_share']:.2%}")
     for result, case in generated["bad"][:10]:
         print(result, case)
     summary = run(build())
-    _print(summary, f"cases: {summary['cases']}  outcomes: {summary['total']}  own verdicts lost: "
-                    f"{summary['lost_share']:.2%} (without decoys {summary['lost_share_without_decoy']:.2%}, with "
-                    f"{summary['lost_share_with_decoy']:.2%})")
+    _print(
+        summary,
+        f"cases: {summary['cases']}  outcomes: {summary['total']}  own verdicts lost: "
+        f"{summary['lost_share']:.2%} (without decoys {summary['lost_share_without_decoy']:.2%}, with "
+        f"{summary['lost_share_with_decoy']:.2%})",
+    )
     gaming = run(build_gaming())
-    _print(gaming, f"gaming: {gaming['cases']}  outcomes: {gaming['total']}  own verdicts lost (suppressed): "
-                   f"{gaming['lost_share']:.2%}")
+    _print(
+        gaming,
+        f"gaming: {gaming['cases']}  outcomes: {gaming['total']}  own verdicts lost (suppressed): {gaming['lost_share']:.2%}",
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,27 @@ rmod = importlib.import_module("nepotism.judging.render")
 imod = importlib.import_module("nepotism.judging.interpret")
 
 # pieces chosen to break naive substitution: template syntax, sentinel characters, edge whitespace
-_PIECES = ["a", "b", " ", "\n", "\t", "  ", "{{ x }}", "{% if %}", "\ue000", "\ue0011\ue001", "[[A]]",
-           "é", "<<<", ">>>", "", "\r\n", "Yes", "7/10", "\u2003"]
+_PIECES = [
+    "a",
+    "b",
+    " ",
+    "\n",
+    "\t",
+    "  ",
+    "{{ x }}",
+    "{% if %}",
+    "\ue000",
+    "\ue0011\ue001",
+    "[[A]]",
+    "é",
+    "<<<",
+    ">>>",
+    "",
+    "\r\n",
+    "Yes",
+    "7/10",
+    "\u2003",
+]
 
 
 def _text(rng, most=10):
@@ -54,8 +73,7 @@ def _world(seed, n=24):
             prompt = tuple(Message(rng.choice(roles), _text(rng)) for _ in range(rng.randint(1, 3)))
         else:
             prompt = _text(rng) or "q"
-        rubric = tuple(RubricItem(f"r{k}", _text(rng) or "x", rng.choice([1.0, 2, -1, 0.5]))
-                       for k in range(rng.randint(0, 3)))
+        rubric = tuple(RubricItem(f"r{k}", _text(rng) or "x", rng.choice([1.0, 2, -1, 0.5])) for k in range(rng.randint(0, 3)))
         inst = Instance(f"i{i}", prompt, reference_answer=rng.choice([None, "", _text(rng)]), rubric=rubric)
         instances.append(inst)
         responses[inst.id] = [Response(inst.id, g, _text(rng)) for g in ("ga", "gb", "gc")]
@@ -67,8 +85,13 @@ def _tasks(instances, responses):
     with_rubric = [i for i in instances if i.rubric]
     positive = [i for i in instances if all(r.points >= 0 for r in i.rubric)]
     tasks = []
-    for opts in [{}, {"mode": "labels"}, {"ways": 2, "label_style": "numbers"},
-                 {"reasoning": "cot", "impartial": True}, {"show_reference": True}]:
+    for opts in [
+        {},
+        {"mode": "labels"},
+        {"ways": 2, "label_style": "numbers"},
+        {"reasoning": "cot", "impartial": True},
+        {"show_reference": True},
+    ]:
         tasks += plan_pairwise(instances, responses, judges, options=opts)
     tasks += plan_pairwise(with_rubric, responses, judges, options={"show_rubric": True, "mode": "labels"})
     for opts in [{}, {"mode": "labels"}, {"scale": (0, 5), "show_reference": True}, {"reasoning": "think"}]:
@@ -79,8 +102,9 @@ def _tasks(instances, responses):
     tasks += plan_recognition(instances, responses, judges, options={"subject": "student"})
     tasks += plan_recognition(instances, responses, judges, pairwise=True, options={"mode": "labels"})
     tasks += plan_categorise(instances, judges, options={"categories": [("math", "numbers"), "chat"]})
-    tasks += plan_categorise(instances, judges, responses_by_instance=responses,
-                             options={"categories": ["a", "b"], "mode": "labels"})
+    tasks += plan_categorise(
+        instances, judges, responses_by_instance=responses, options={"categories": ["a", "b"], "mode": "labels"}
+    )
     return tasks
 
 
@@ -97,8 +121,7 @@ def test_skeleton_prompts_equal_the_full_render_for_every_protocol(seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=st.lists(st.lists(st.sampled_from(_PIECES + ["x", "Z", "\x00"]), max_size=8).map("".join),
-                      min_size=4, max_size=4))
+@given(texts=st.lists(st.lists(st.sampled_from(_PIECES + ["x", "Z", "\x00"]), max_size=8).map("".join), min_size=4, max_size=4))
 def test_skeleton_prompts_equal_full_render_for_arbitrary_texts(texts):
     question, first, second, reference = texts
     inst = Instance("h", question or "q", reference_answer=reference)
@@ -138,12 +161,24 @@ def test_skeleton_fill_strips_like_a_full_render():
 
 
 def test_render_builds_the_same_request_as_the_validating_constructor(instance, responses):
-    tasks = plan_pairwise([instance], {instance.id: list(responses.values())}, ["alpha"],
-                          pairs="judge-vs-others", options={"mode": "labels"}, replicates=2)
+    tasks = plan_pairwise(
+        [instance],
+        {instance.id: list(responses.values())},
+        ["alpha"],
+        pairs="judge-vs-others",
+        options={"mode": "labels"},
+        replicates=2,
+    )
     for task in tasks * 2:  # the second round goes the direct way
         got = render(task, model="served")
-        want = Request(model="served", messages=(Message("user", render_prompt(task)),), max_tokens=1,
-                       temperature=0.0, seed=task.replicate, labels=tuple(label_map(task)))
+        want = Request(
+            model="served",
+            messages=(Message("user", render_prompt(task)),),
+            max_tokens=1,
+            temperature=0.0,
+            seed=task.replicate,
+            labels=tuple(label_map(task)),
+        )
         assert type(got) is Request and got == want
         assert vars(got) == vars(want) | {"extra": got.extra} and dict(got.extra) == {}
         assert isinstance(got.messages[0], Message) and got.messages == want.messages
@@ -168,22 +203,25 @@ def _reference_probabilities(logprobs, labels):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["A", "B", "C", "D"]),
-                       st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
-                                 st.integers(-50, 0), st.just("x"), st.none())))
+@given(
+    st.dictionaries(
+        st.sampled_from(["A", "B", "C", "D"]),
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.integers(-50, 0), st.just("x"), st.none()),
+    )
+)
 def test_label_probabilities_are_bit_identical_to_the_reference(logprobs):
     labels = {"A": "A", "B": "B", "C": "tie"}
     assert label_probabilities(logprobs, labels) == _reference_probabilities(logprobs, labels)
 
 
 def test_judgments_assembled_directly_equal_constructed_ones(instance, responses):
-    tasks = plan_pairwise([instance], {instance.id: list(responses.values())}, ["alpha"],
-                          options={"mode": "labels", "ways": 3})
+    tasks = plan_pairwise([instance], {instance.id: list(responses.values())}, ["alpha"], options={"mode": "labels", "ways": 3})
     tasks += plan_rubric([instance], {instance.id: list(responses.values())}, ["alpha"], all_rubrics=True)
-    completions = [Completion(text="A", label_logprobs={"A": -0.2, "B": -2.0, "C": -3.0},
-                              usage={"prompt_tokens": 9}, latency_s=0.25),
-                   Completion(text='{"results": [true, false, true]}', usage={}),
-                   failed("timeout")]
+    completions = [
+        Completion(text="A", label_logprobs={"A": -0.2, "B": -2.0, "C": -3.0}, usage={"prompt_tokens": 9}, latency_s=0.25),
+        Completion(text='{"results": [true, false, true]}', usage={}),
+        failed("timeout"),
+    ]
     for task in tasks:
         for completion in completions:
             for got in interpret_all(task, completion):
@@ -194,28 +232,29 @@ def test_judgments_assembled_directly_equal_constructed_ones(instance, responses
 
 
 def test_direct_judgments_are_still_validated(monkeypatch, instance, responses):
-    task = plan_pairwise([instance], {instance.id: list(responses.values())}, ["alpha"],
-                         options={"mode": "labels", "ways": 2})[0]
+    task = plan_pairwise([instance], {instance.id: list(responses.values())}, ["alpha"], options={"mode": "labels", "ways": 2})[0]
     monkeypatch.setattr(imod, "_info", lambda t: rmod._info(t)._replace(label_map={"A": "A", "B": "maybe"}))
     with pytest.raises(ValueError, match="pairwise verdict"):
         interpret_all(task, Completion(text="B", label_logprobs={"A": -3.0, "B": -0.1}))
 
 
 def test_shared_options_never_admit_a_value_normalise_options_refuses(instance, responses):
-    good = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]),
-                     options={"impartial": True, "ways": 2})
+    good = JudgeTask(
+        "pairwise", "alpha", instance, (responses["alpha"], responses["beta"]), options={"impartial": True, "ways": 2}
+    )
     with pytest.raises(ValueError, match="true or false"):
-        JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]),
-                  options={"impartial": 1, "ways": 2})
-    other = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]),
-                      options={"impartial": True, "ways": 2.0})
+        JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]), options={"impartial": 1, "ways": 2})
+    other = JudgeTask(
+        "pairwise", "alpha", instance, (responses["alpha"], responses["beta"]), options={"impartial": True, "ways": 2.0}
+    )
     assert other.options["ways"] == 2.0 and type(other.options["ways"]) is float
     assert type(good.options["ways"]) is int
     assert rmod.task_template_id(other) != rmod.task_template_id(good)
     public = normalise_options("pairwise", {"impartial": True, "ways": 2})
     public["ways"] = 3  # the caller's copy; tasks keep theirs
-    again = JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]),
-                      options={"impartial": True, "ways": 2})
+    again = JudgeTask(
+        "pairwise", "alpha", instance, (responses["alpha"], responses["beta"]), options={"impartial": True, "ways": 2}
+    )
     assert again.options["ways"] == 2 and again == good
     with pytest.raises(TypeError):
         again.options["ways"] = 3  # read-only
@@ -228,21 +267,58 @@ def test_invalid_plan_options_still_fail_on_the_first_task(instance, responses):
         plan_pairwise([instance], by, ["alpha"], options={"ways": 5})
 
 
-_BITS = ["[[", "]]", "A", "B", "C", "tie", "1", "2", "7", "Yes", "no", " ", "\n", "\t", "*", "**", ">", '"',
-         "`", "$$", "Verdict: ", "Answer:", "{", "}", ".", "-", "<think>", "</think>", "x" * 12]
+_BITS = [
+    "[[",
+    "]]",
+    "A",
+    "B",
+    "C",
+    "tie",
+    "1",
+    "2",
+    "7",
+    "Yes",
+    "no",
+    " ",
+    "\n",
+    "\t",
+    "*",
+    "**",
+    ">",
+    '"',
+    "`",
+    "$$",
+    "Verdict: ",
+    "Answer:",
+    "{",
+    "}",
+    ".",
+    "-",
+    "<think>",
+    "</think>",
+    "x" * 12,
+]
 
 
 def _grammars():
     parse = importlib.import_module("nepotism.judging.parse")
-    return [parse.pairwise_grammar(ways=3), parse.pairwise_grammar(ways=2, numbers=True),
-            parse.pairwise_grammar(ways=2, recognition=True), parse.yes_no_grammar(),
-            parse.yes_no_grammar(recognition=True), parse.scale_grammar(1, 10), parse.fraction_grammar(4),
-            parse.category_grammar(["math", "chat"])]
+    return [
+        parse.pairwise_grammar(ways=3),
+        parse.pairwise_grammar(ways=2, numbers=True),
+        parse.pairwise_grammar(ways=2, recognition=True),
+        parse.yes_no_grammar(),
+        parse.yes_no_grammar(recognition=True),
+        parse.scale_grammar(1, 10),
+        parse.fraction_grammar(4),
+        parse.category_grammar(["math", "chat"]),
+    ]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_BITS), max_size=9).map("".join),
-       st.sampled_from(["", "[[A]] is what the other answer said", "I choose [[B]]"]))
+@given(
+    st.lists(st.sampled_from(_BITS), max_size=9).map("".join),
+    st.sampled_from(["", "[[A]] is what the other answer said", "I choose [[B]]"]),
+)
 def test_sole_bracket_shortcut_agrees_with_the_full_marker_search(text, source):
     markers = importlib.import_module("nepotism.judging.markers")
     for grammar in _grammars():
@@ -271,12 +347,15 @@ def test_judgment_ids_from_the_task_equal_the_ids_of_what_interpret_all_gives(se
     from nepotism.judging import judgment_ids
 
     instances, responses = _world(seed)
-    answers = [Completion(text="[[A]] yes 7/10 1"), Completion(text=""), failed("timeout: slow"),
-               Completion(text="A", label_logprobs={"A": -0.1, "B": -2.5, "C": -4.0, "1": -3.0, "yes": -0.2})]
+    answers = [
+        Completion(text="[[A]] yes 7/10 1"),
+        Completion(text=""),
+        failed("timeout: slow"),
+        Completion(text="A", label_logprobs={"A": -0.1, "B": -2.5, "C": -4.0, "1": -3.0, "yes": -0.2}),
+    ]
     protocols = set()
     for task in _tasks(instances, responses):
         protocols.add(task.protocol)
         for answer in answers:
             assert judgment_ids(task) == [j.id for j in interpret_all(task, answer)]
-    assert protocols == {"pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise",
-                         "categorise"}
+    assert protocols == {"pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise"}

@@ -13,13 +13,24 @@ LN = math.log
 
 @pytest.fixture
 def pair(instance, responses):
-    return JudgeTask("pairwise", "alpha", instance, (responses["alpha"], responses["beta"]),
-                     condition="masked", replicate=1, options={"mode": "labels"})
+    return JudgeTask(
+        "pairwise",
+        "alpha",
+        instance,
+        (responses["alpha"], responses["beta"]),
+        condition="masked",
+        replicate=1,
+        options={"mode": "labels"},
+    )
 
 
 def test_label_probabilities_normalise_over_labels(pair):
-    j = interpret(pair, Completion(text="A", label_logprobs={"A": LN(0.6), "B": LN(0.2), "C": LN(0.1)},
-                                   usage={"prompt_tokens": 50}, latency_s=0.25))
+    j = interpret(
+        pair,
+        Completion(
+            text="A", label_logprobs={"A": LN(0.6), "B": LN(0.2), "C": LN(0.1)}, usage={"prompt_tokens": 50}, latency_s=0.25
+        ),
+    )
     assert j.status == "parsed" and j.verdict == "A"
     assert j.label_probs == pytest.approx({"A": 0.6 / 0.9, "B": 0.2 / 0.9, "tie": 0.1 / 0.9})
     assert j.protocol == "pairwise" and j.candidates == ("alpha", "beta") and j.judge == "alpha"
@@ -53,8 +64,7 @@ def test_tied_top_labels_are_unparsed_but_keep_probabilities(pair):
 def test_a_low_mass_label_verdict_is_read_by_default_as_papers_001_and_004_do(pair):
     """The papers take the most probable label whatever its mass: by default (min_label_mass 0) a
     verdict the model hardly wanted to give is read, its mass kept for the count under ½."""
-    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0},
-                            warnings=("label_not_in_top_k:B",))
+    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0}, warnings=("label_not_in_top_k:B",))
     j = interpret(pair, completion)
     assert j.status == "parsed" and j.verdict == "A" and j.reason is None
     assert j.label_mass == pytest.approx(math.exp(-7.0) + math.exp(-9.0))
@@ -62,8 +72,7 @@ def test_a_low_mass_label_verdict_is_read_by_default_as_papers_001_and_004_do(pa
 
 def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed_under_the_floor_variant(pair):
     # the issue's example: A holds 0.09% of the next-token mass, B is not even in the top-k
-    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0},
-                            warnings=("label_not_in_top_k:B",))
+    completion = Completion(text="The", label_logprobs={"A": -7.0, "B": -math.inf, "C": -9.0}, warnings=("label_not_in_top_k:B",))
     floor = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options={"mode": "labels", "min_label_mass": 0.5})
     j = interpret(floor, completion)
     assert j.status == "unparsed" and j.reason == "low_label_mass" and j.verdict is None
@@ -73,8 +82,17 @@ def test_a_label_verdict_the_model_did_not_want_to_give_is_unparsed_under_the_fl
     assert j.label_top_k == {"A": True, "B": False, "C": True} and j.warnings == ("label_not_in_top_k:B",)
 
 
-@pytest.mark.parametrize("mass, threshold, status", [(0.6, 0.5, "parsed"), (0.4, 0.5, "unparsed"), (0.4, 0.3, "parsed"),
-                                                     (0.01, 0.0, "parsed"), (0.5, 0.5, "parsed"), (0.01, None, "parsed")])
+@pytest.mark.parametrize(
+    "mass, threshold, status",
+    [
+        (0.6, 0.5, "parsed"),
+        (0.4, 0.5, "unparsed"),
+        (0.4, 0.3, "parsed"),
+        (0.01, 0.0, "parsed"),
+        (0.5, 0.5, "parsed"),
+        (0.01, None, "parsed"),
+    ],
+)
 def test_min_label_mass_is_an_option(pair, mass, threshold, status):
     options = {"mode": "labels"} | ({} if threshold is None else {"min_label_mass": threshold})
     task = JudgeTask("pairwise", "alpha", pair.instance, pair.candidates, options=options)
@@ -177,8 +195,9 @@ def test_recognition_pointwise_and_pairwise(instance, responses):
     pair = JudgeTask("recognition-pairwise", "alpha", instance, (responses["beta"], responses["alpha"]))
     j = interpret(pair, Completion(text="[[B]]"))
     assert j.protocol == "recognition" and j.verdict == "B" and j.candidates == ("beta", "alpha")
-    labels = JudgeTask("recognition-pairwise", "alpha", instance, (responses["beta"], responses["alpha"]),
-                       options={"mode": "labels"})
+    labels = JudgeTask(
+        "recognition-pairwise", "alpha", instance, (responses["beta"], responses["alpha"]), options={"mode": "labels"}
+    )
     j = interpret(labels, Completion(text="A", label_logprobs={"A": -0.3, "B": -1.4}))
     assert j.verdict == "A" and set(j.label_probs) == {"A", "B"}
 
@@ -189,8 +208,9 @@ def test_categorise(instance, responses):
     j = interpret(task, Completion(text='{"category": "mathematics"}'))
     assert j.protocol == "categorise" and j.verdict == "Mathematics" and j.candidates == ()
     assert interpret(task, Completion(text='{"category": "Poetry"}')).status == "unparsed"
-    labels = JudgeTask("categorise", "alpha", instance, (responses["alpha"],),
-                       options=cats | {"mode": "labels", "target": "response"})
+    labels = JudgeTask(
+        "categorise", "alpha", instance, (responses["alpha"],), options=cats | {"mode": "labels", "target": "response"}
+    )
     j = interpret(labels, Completion(text="2", label_logprobs={"1": -3.0, "2": -0.1, "3": -4.0}))
     assert j.verdict == "Writing" and j.candidates == ("alpha",)
 

@@ -17,8 +17,10 @@ from nepotism.records import Instance, Response
 @pytest.fixture
 def data(instance, responses):
     other = Instance("q3", "Say hi.")
-    rs = {instance.id: list(responses.values()),
-          other.id: [Response(other.id, "alpha", "hi"), Response(other.id, "beta", "hello")]}
+    rs = {
+        instance.id: list(responses.values()),
+        other.id: [Response(other.id, "alpha", "hi"), Response(other.id, "beta", "hello")],
+    }
     return [instance, other], rs
 
 
@@ -40,22 +42,25 @@ def test_defaults_completed_and_key_stable(instance, responses):
     assert hash(implicit) == hash(explicit)
 
 
-@pytest.mark.parametrize("protocol, options, match", [
-    ("pairwise", {"wayz": 3}, "unknown option"),
-    ("pairwise", {"ways": 4}, "must be one of"),
-    ("pairwise", {"mode": "labels", "reasoning": "think"}, "not reasoning='think'"),
-    ("rubric", {"mode": "labels", "reasoning": "cot"}, "after an explanation"),
-    ("pairwise", {"label_style": "numbers"}, "two-way"),
-    ("rubric-all", {"mode": "labels"}, "mode='text'"),
-    ("pointwise", {"scale": (5, 1)}, "low < high"),
-    ("pointwise", {"kind": "fraction", "mode": "labels"}, "one label token"),
-    ("categorise", {"categories": ["only"]}, "at least two"),
-    ("categorise", {"categories": ["a", "A"]}, "distinct"),
-    ("categorise", {"categories": [str(i) for i in range(10)], "mode": "labels"}, "1-9"),
-    ("pairwise", {"impartial": "yes"}, "true or false"),
-    ("pairwise", {"max_tokens": 0}, "positive"),
-    ("nonsense", {}, "unknown protocol"),
-])
+@pytest.mark.parametrize(
+    "protocol, options, match",
+    [
+        ("pairwise", {"wayz": 3}, "unknown option"),
+        ("pairwise", {"ways": 4}, "must be one of"),
+        ("pairwise", {"mode": "labels", "reasoning": "think"}, "not reasoning='think'"),
+        ("rubric", {"mode": "labels", "reasoning": "cot"}, "after an explanation"),
+        ("pairwise", {"label_style": "numbers"}, "two-way"),
+        ("rubric-all", {"mode": "labels"}, "mode='text'"),
+        ("pointwise", {"scale": (5, 1)}, "low < high"),
+        ("pointwise", {"kind": "fraction", "mode": "labels"}, "one label token"),
+        ("categorise", {"categories": ["only"]}, "at least two"),
+        ("categorise", {"categories": ["a", "A"]}, "distinct"),
+        ("categorise", {"categories": [str(i) for i in range(10)], "mode": "labels"}, "1-9"),
+        ("pairwise", {"impartial": "yes"}, "true or false"),
+        ("pairwise", {"max_tokens": 0}, "positive"),
+        ("nonsense", {}, "unknown protocol"),
+    ],
+)
 def test_bad_options_are_refused(protocol, options, match):
     with pytest.raises(ValueError, match=match):
         normalise_options(protocol, options)

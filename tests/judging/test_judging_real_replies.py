@@ -25,8 +25,9 @@ _DECISION = {"A>B": "A", "B>A": "B", "A=B": "tie"}
 
 def _task(instance_id, question, first, second, options):
     inst = Instance(instance_id, question)
-    return JudgeTask("pairwise", "judge", inst, (Response(inst.id, "x", first or ""), Response(inst.id, "y", second or "")),
-                     options=options)
+    return JudgeTask(
+        "pairwise", "judge", inst, (Response(inst.id, "x", first or ""), Response(inst.id, "y", second or "")), options=options
+    )
 
 
 def _judgebench(judge_model):
@@ -42,15 +43,17 @@ def _judgebench(judge_model):
                     continue
                 shown = (pair["response_A"], pair["response_B"])[:: 1 if game == 0 else -1]
                 task = _task(pair["pair_id"], pair["question"], *shown, {"reasoning": "cot"})
-                rows.append((interpret(task, Completion(text=judged["judgment"]["response"])),
-                             _DECISION.get(judged["decision"])))
+                rows.append((interpret(task, Completion(text=judged["judgment"]["response"])), _DECISION.get(judged["decision"])))
     return rows
 
 
-@pytest.mark.parametrize("judge_model, replies, parsed, reasons", [
-    ("claude-3-haiku-20240307", 540, 529, {"conflicting": 11}),
-    ("o1-mini-2024-09-12", 700, 700, {}),
-])
+@pytest.mark.parametrize(
+    "judge_model, replies, parsed, reasons",
+    [
+        ("claude-3-haiku-20240307", 540, 529, {"conflicting": 11}),
+        ("o1-mini-2024-09-12", 700, 700, {}),
+    ],
+)
 def test_judgebench_replies_agree_with_judgebench_decisions(judge_model, replies, parsed, reasons):
     rows = _judgebench(judge_model)
     assert len(rows) == replies

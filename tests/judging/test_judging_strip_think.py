@@ -47,9 +47,13 @@ def test_template_opened_block_and_unfinished_reasoning():
 def test_option_is_checked_and_set_from_the_experiment_file():
     with pytest.raises(ValueError, match="strip_think"):
         _task(strip_think="yes")
-    exp = parse_experiment({
-        "experiment": {"name": "x"}, "dataset": {"path": "items.jsonl"},
-        "models": {"gpt-4o": {"backend": "openai", "base_url": "http://127.0.0.1:1/v1"}},
-        "judging": {"judges": ["gpt-4o"], "protocols": [{"protocol": "pairwise", "options": {"strip_think": True}}]},
-    }, path="x.toml")
+    exp = parse_experiment(
+        {
+            "experiment": {"name": "x"},
+            "dataset": {"path": "items.jsonl"},
+            "models": {"gpt-4o": {"backend": "openai", "base_url": "http://127.0.0.1:1/v1"}},
+            "judging": {"judges": ["gpt-4o"], "protocols": [{"protocol": "pairwise", "options": {"strip_think": True}}]},
+        },
+        path="x.toml",
+    )
     assert exp.protocols[0].options["strip_think"] is True

@@ -14,8 +14,16 @@ HEX12 = re.compile(r"^[a-z0-9-]+@[0-9a-f]{12}$")
 
 def test_template_ids_are_stable_and_well_formed():
     ids = template_ids()
-    assert set(ids) == {"pairwise", "pointwise", "pointwise-fraction", "rubric", "rubric-all",
-                        "recognition", "recognition-pairwise", "categorise"}
+    assert set(ids) == {
+        "pairwise",
+        "pointwise",
+        "pointwise-fraction",
+        "rubric",
+        "rubric-all",
+        "recognition",
+        "recognition-pairwise",
+        "categorise",
+    }
     assert all(HEX12.match(v) and v.startswith(k + "@") for k, v in ids.items())
     assert template_ids() == ids
     assert len({v.split("@")[1] for v in ids.values()}) == len(ids)
@@ -75,8 +83,13 @@ def test_pairwise_prompt_shows_candidates_in_order(instance, responses):
 def test_options_change_prompt_and_id(instance, responses):
     cands = (responses["alpha"], responses["beta"])
     plain = JudgeTask("pairwise", "alpha", instance, cands)
-    fancy = JudgeTask("pairwise", "alpha", instance, cands,
-                      options={"impartial": True, "show_rubric": True, "show_reference": True, "reasoning": "cot"})
+    fancy = JudgeTask(
+        "pairwise",
+        "alpha",
+        instance,
+        cands,
+        options={"impartial": True, "show_rubric": True, "show_reference": True, "reasoning": "cot"},
+    )
     text = render_prompt(fancy)
     assert "stranger" in text and "Insults the user. (undesirable" in text and "<<<\n13\n>>>" in text
     assert "reason step by step" in text
@@ -102,25 +115,28 @@ def test_label_mode_request(instance, responses):
     req = render(JudgeTask("pairwise", "alpha", instance, cands, replicate=2, options={"mode": "labels"}), model="m1")
     assert req.labels == ("A", "B", "C") and req.max_tokens == 1 and req.model == "m1" and req.seed == 2
     assert req.mode == "labels" and len(req.messages) == 1 and req.messages[0].role == "user"
-    two = render(JudgeTask("pairwise", "alpha", instance, cands, options={"mode": "labels", "ways": 2,
-                                                                           "label_style": "numbers"}), model="m")
+    two = render(
+        JudgeTask("pairwise", "alpha", instance, cands, options={"mode": "labels", "ways": 2, "label_style": "numbers"}),
+        model="m",
+    )
     assert two.labels == ("1", "2") and "Answer 1" in two.messages[0].content
-    rub = render(JudgeTask("rubric", "a", instance, cands[:1], rubric_item=instance.rubric[0],
-                           options={"mode": "labels"}), model="m")
+    rub = render(
+        JudgeTask("rubric", "a", instance, cands[:1], rubric_item=instance.rubric[0], options={"mode": "labels"}), model="m"
+    )
     assert rub.labels == ("Yes", "No")
-    scale = render(JudgeTask("pointwise", "a", instance, cands[:1], options={"mode": "labels", "scale": (1, 5)}),
-                   model="m")
+    scale = render(JudgeTask("pointwise", "a", instance, cands[:1], options={"mode": "labels", "scale": (1, 5)}), model="m")
     assert scale.labels == ("1", "2", "3", "4", "5")
-    cat = render(JudgeTask("categorise", "a", instance, (), options={"mode": "labels", "categories": ["x", "y", "z"]}),
-                 model="m")
+    cat = render(JudgeTask("categorise", "a", instance, (), options={"mode": "labels", "categories": ["x", "y", "z"]}), model="m")
     assert cat.labels == ("1", "2", "3")
 
 
 def test_budgets_grow_with_reasoning(instance, responses):
     one = (responses["alpha"],)
+
     def tokens(protocol, **opts):
         item = instance.rubric[0] if protocol == "rubric" else None
         return render(JudgeTask(protocol, "a", instance, one, rubric_item=item, options=opts), model="m").max_tokens
+
     assert tokens("rubric") < tokens("rubric", reasoning="cot") < tokens("rubric", reasoning="think")
     assert tokens("rubric-all") == 32 + 24 * 3
     assert tokens("rubric", max_tokens=7) == 7
@@ -144,24 +160,32 @@ def test_recognition_and_categorise_prompts(instance, responses):
     assert "student" in render_prompt(JudgeTask("recognition", "a", instance, one, options={"subject": "student"}))
     pair = render_prompt(JudgeTask("recognition-pairwise", "a", instance, (responses["alpha"], responses["beta"])))
     assert "Which answer is your own?" in pair
-    cat = render_prompt(JudgeTask("categorise", "a", instance, one,
-                                  options={"categories": {"Maths": "numbers", "Prose": None}, "target": "response"}))
+    cat = render_prompt(
+        JudgeTask(
+            "categorise", "a", instance, one, options={"categories": {"Maths": "numbers", "Prose": None}, "target": "response"}
+        )
+    )
     assert "1. Maths: numbers\n2. Prose\n" in cat and "13 is prime." in cat
     a = task_template_id(JudgeTask("categorise", "a", instance, (), options={"categories": ["x", "y"]}))
     b = task_template_id(JudgeTask("categorise", "a", instance, (), options={"categories": ["x", "z"]}))
     assert a != b and a.startswith("categorise-instance-cats")
 
 
-@pytest.mark.parametrize(("protocol", "options", "pieces"), [
-    ("pairwise", {}, 2), ("pairwise", {"ways": 2, "reasoning": "cot", "impartial": True}, 2),
-    ("pairwise", {"ways": 2, "label_style": "numbers", "mode": "labels", "min_label_mass": 0.9}, 2),
-    ("pointwise", {"kind": "scale", "scale": [1, 5]}, 1), ("pointwise", {"kind": "scale", "scale": [0, 10], "reasoning": "cot"}, 1),
-    ("recognition", {"subject": "student"}, 1), ("recognition-pairwise", {}, 2),
-    ("rubric", {"impartial": True, "mode": "labels"}, 1),
-    ("categorise", {"categories": ["x", "y"], "target": "response"}, 1),
-])
-def test_template_id_of_a_protocol_and_options_is_the_id_of_every_such_task(instance, responses, protocol,
-                                                                           options, pieces):
+@pytest.mark.parametrize(
+    ("protocol", "options", "pieces"),
+    [
+        ("pairwise", {}, 2),
+        ("pairwise", {"ways": 2, "reasoning": "cot", "impartial": True}, 2),
+        ("pairwise", {"ways": 2, "label_style": "numbers", "mode": "labels", "min_label_mass": 0.9}, 2),
+        ("pointwise", {"kind": "scale", "scale": [1, 5]}, 1),
+        ("pointwise", {"kind": "scale", "scale": [0, 10], "reasoning": "cot"}, 1),
+        ("recognition", {"subject": "student"}, 1),
+        ("recognition-pairwise", {}, 2),
+        ("rubric", {"impartial": True, "mode": "labels"}, 1),
+        ("categorise", {"categories": ["x", "y"], "target": "response"}, 1),
+    ],
+)
+def test_template_id_of_a_protocol_and_options_is_the_id_of_every_such_task(instance, responses, protocol, options, pieces):
     # the id stored on judgments needs only the protocol and the completed options: a plan can be
     # checked for entries sharing ids (nepotism.experiment) before any task is built
     from nepotism.judging import template_id_of
@@ -170,8 +194,7 @@ def test_template_id_of_a_protocol_and_options_is_the_id_of_every_such_task(inst
     item = instance.rubric[0] if protocol == "rubric" else None
     task = JudgeTask(protocol, "a", instance, candidates, rubric_item=item, options=options)
     assert template_id_of(task.protocol, task.options) == task_template_id(task)
-    other = JudgeTask(protocol, "b", instance, candidates[::-1], rubric_item=item, options=options, condition="x",
-                      replicate=1)
+    other = JudgeTask(protocol, "b", instance, candidates[::-1], rubric_item=item, options=options, condition="x", replicate=1)
     assert task_template_id(other) == task_template_id(task)
 
 

@@ -24,12 +24,76 @@ GRAMMARS = {
 }
 PATTERNS = [(f"{name}:{which}", getattr(g, which)) for name, g in GRAMMARS.items() for which in ("line", "weak_line")]
 
-FRAGMENTS = ["final", "verdict", "Verdict", "VERDICT", "decision", "winner", "the", "The", "better", "preferred",
-             "answer", "Answer", "reply", "response", "assistant", "one", "choice", "my", "own", "mine", "written",
-             "by", "me", "criterion", "criteria", "met", "items", "judgment", "judgement", "rating", "overall",
-             "score", "grade", "count", "category", "label", "is", "was", "A", "B", "tie", "yes", "no", "7",
-             ":", "=", " - ", " ", "  ", "\n", "\t", "**", "_", "[[", "]]", "\"", "'", "(", "x", "ſ", "K", "İ",
-             "é", "—", "final verdict:", "the better answer is", "Final answer: B", "Rating: 7/10"]
+FRAGMENTS = [
+    "final",
+    "verdict",
+    "Verdict",
+    "VERDICT",
+    "decision",
+    "winner",
+    "the",
+    "The",
+    "better",
+    "preferred",
+    "answer",
+    "Answer",
+    "reply",
+    "response",
+    "assistant",
+    "one",
+    "choice",
+    "my",
+    "own",
+    "mine",
+    "written",
+    "by",
+    "me",
+    "criterion",
+    "criteria",
+    "met",
+    "items",
+    "judgment",
+    "judgement",
+    "rating",
+    "overall",
+    "score",
+    "grade",
+    "count",
+    "category",
+    "label",
+    "is",
+    "was",
+    "A",
+    "B",
+    "tie",
+    "yes",
+    "no",
+    "7",
+    ":",
+    "=",
+    " - ",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "**",
+    "_",
+    "[[",
+    "]]",
+    '"',
+    "'",
+    "(",
+    "x",
+    "ſ",
+    "K",
+    "İ",
+    "é",
+    "—",
+    "final verdict:",
+    "the better answer is",
+    "Final answer: B",
+    "Rating: 7/10",
+]
 
 
 def _matches(found):
@@ -61,13 +125,19 @@ def test_the_finder_matches_where_the_keyword_does(text, named):
         assert (keyword.match(text, at) is not None) == (finder.match(lowered, at) is not None), (text, at)
 
 
-@pytest.mark.parametrize(("words", "expected"), [
-    ("verdict|decision", ["verdict", "decision"]),
-    (r"(?:final\s+)?(?:answer|choice)(?=\s*:)", [r"final\s+(?:answer|choice)(?=\s*:)", r"answer(?=\s*:)",
-                                                 r"choice(?=\s*:)"]),
-    (r"(?:final\s+|overall\s+)?rating", [r"final\s+rating", r"overall\s+rating", "rating"]),
-    (r"(?:a)+b", None), (r"(?:a)??b", None), (r"[ab]c", None), (r"\(x", None), (r"\s+x", None),
-])
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("verdict|decision", ["verdict", "decision"]),
+        (r"(?:final\s+)?(?:answer|choice)(?=\s*:)", [r"final\s+(?:answer|choice)(?=\s*:)", r"answer(?=\s*:)", r"choice(?=\s*:)"]),
+        (r"(?:final\s+|overall\s+)?rating", [r"final\s+rating", r"overall\s+rating", "rating"]),
+        (r"(?:a)+b", None),
+        (r"(?:a)??b", None),
+        (r"[ab]c", None),
+        (r"\(x", None),
+        (r"\s+x", None),
+    ],
+)
 def test_leading_groups_are_distributed_or_refused(words, expected):
     assert markers._literal_first(words) == expected
 
@@ -79,19 +149,26 @@ def test_a_pattern_of_another_shape_is_searched_as_before():
     assert _matches(markers._line_matches(text, pattern)) == _matches(pattern.finditer(text))
 
 
-@pytest.mark.parametrize("text", [
-    "Verdict: " + "a" * 159 + " verdict: B",  # the value stops at 160 characters: the next keyword starts there
-    "Final verdict is A\nxverdict: B\n(verdict) = tie",  # a keyword inside a word, after a bracket
-    "Category - Math\ncategory: Math\nlabel=Creative writing",  # a keyword without the separator it needs
-    "The better answer is A. the better response: B; preferred one - tie",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Verdict: " + "a" * 159 + " verdict: B",  # the value stops at 160 characters: the next keyword starts there
+        "Final verdict is A\nxverdict: B\n(verdict) = tie",  # a keyword inside a word, after a bracket
+        "Category - Math\ncategory: Math\nlabel=Creative writing",  # a keyword without the separator it needs
+        "The better answer is A. the better response: B; preferred one - tie",
+    ],
+)
 @pytest.mark.parametrize(("name", "pattern"), PATTERNS, ids=[n for n, _ in PATTERNS])
 def test_line_matches_on_chosen_replies(text, name, pattern):
     assert _matches(markers._line_matches(text, pattern)) == _matches(pattern.finditer(text))
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([">", " ", "\t", "\n", "\r", "x", "[[A>B]]", "> quote", "  >", "\r\n", "é", ""])
-                | st.text(max_size=3), max_size=40).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([">", " ", "\t", "\n", "\r", "x", "[[A>B]]", "> quote", "  >", "\r\n", "é", ""]) | st.text(max_size=3),
+        max_size=40,
+    ).map("".join)
+)
 def test_block_quotes_are_the_patterns_matches(text):
     assert markers._block_quotes(text) == [m.span() for m in markers._BLOCKQUOTE.finditer(text)]

@@ -18,8 +18,9 @@ from nepotism.records import Instance, Response, RubricItem
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "templates" / "pairwise-terse.toml"
-INSTANCE = Instance("q1", "What is 2+2?", reference_answer="4",
-                    rubric=(RubricItem("r1", "Says 4.", 1.0), RubricItem("r2", "Is rude.", -1.0)))
+INSTANCE = Instance(
+    "q1", "What is 2+2?", reference_answer="4", rubric=(RubricItem("r1", "Says 4.", 1.0), RubricItem("r2", "Is rude.", -1.0))
+)
 ANSWERS = (Response("q1", "m1", "It is 4."), Response("q1", "m2", "Four."))
 
 TASKS = [
@@ -62,20 +63,30 @@ Say [[A]] or [[B]].
 '''
 
 
-@pytest.mark.parametrize("body, line, field, words", [
-    # line 3 of the file holds {{ m_note }}: the template text starts on line 3 (after `template = """`)
-    (PAIRWISE, 3, "template", "unknown placeholder {{ m_note }}"),
-    (PAIRWISE.replace("{{ m_note }}", "").replace("B: {{ second }}", "B: {{ secnd }}"), 5, "template",
-     "unknown placeholder {{ secnd }}"),
-    (PAIRWISE.replace("{{ m_note }}", "").replace("B: {{ second }}\n", ""), 3, "template", "never shows second"),
-    (PAIRWISE.replace("{{ m_note }}", "").replace("{{ messages[0].content }}", "?"), 3, "template",
-     "never shows messages"),
-    (PAIRWISE.replace("{{ m_note }}", "").replace("A: {{ first }}", "A: {{ first + }}"), 4, "template",
-     "not a valid Jinja2 template"),
-    (PAIRWISE.replace('protocol = "pairwise"', 'protocol = "rubric"'), 1, "protocol", "used for protocol 'pairwise'"),
-    (PAIRWISE.replace('protocol = "pairwise"\n', ""), None, "protocol", "is required"),
-    ('colour = "red"\n' + PAIRWISE, 1, "colour", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "body, line, field, words",
+    [
+        # line 3 of the file holds {{ m_note }}: the template text starts on line 3 (after `template = """`)
+        (PAIRWISE, 3, "template", "unknown placeholder {{ m_note }}"),
+        (
+            PAIRWISE.replace("{{ m_note }}", "").replace("B: {{ second }}", "B: {{ secnd }}"),
+            5,
+            "template",
+            "unknown placeholder {{ secnd }}",
+        ),
+        (PAIRWISE.replace("{{ m_note }}", "").replace("B: {{ second }}\n", ""), 3, "template", "never shows second"),
+        (PAIRWISE.replace("{{ m_note }}", "").replace("{{ messages[0].content }}", "?"), 3, "template", "never shows messages"),
+        (
+            PAIRWISE.replace("{{ m_note }}", "").replace("A: {{ first }}", "A: {{ first + }}"),
+            4,
+            "template",
+            "not a valid Jinja2 template",
+        ),
+        (PAIRWISE.replace('protocol = "pairwise"', 'protocol = "rubric"'), 1, "protocol", "used for protocol 'pairwise'"),
+        (PAIRWISE.replace('protocol = "pairwise"\n', ""), None, "protocol", "is required"),
+        ('colour = "red"\n' + PAIRWISE, 1, "colour", "unknown key"),
+    ],
+)
 def test_a_bad_template_names_file_line_and_field(tmp_path, body, line, field, words):
     path = _write(tmp_path, body)
     with pytest.raises(InputError) as err:
@@ -98,7 +109,9 @@ def test_a_user_template_renders_and_has_its_own_id(tmp_path):
     os.utime(path, ns=(1, 1))
     again = JudgeTask("pairwise", "judge", INSTANCE, ANSWERS, options={"ways": 2, "template": str(path)})
     assert render_prompt(again).startswith("Q: What is 2+2?") and task_template_id(again) != first_id
-    assert render(again, model="judge").messages[0].content.startswith("Q:") and first_request.messages[0].content.startswith("Question:")
+    assert render(again, model="judge").messages[0].content.startswith("Q:") and first_request.messages[0].content.startswith(
+        "Question:"
+    )
 
 
 def test_the_shipped_example_is_a_valid_pairwise_template():
@@ -114,7 +127,7 @@ def _experiment(tmp_path: Path, conditions: str, protocol: str = "pairwise") -> 
     path = tmp_path / "exp.toml"
     path.write_text(f"""[experiment]
 name = "t"
-registry = ["{ROOT / 'examples' / 'standin_models.toml'}"]
+registry = ["{ROOT / "examples" / "standin_models.toml"}"]
 [dataset]
 path = "items.jsonl"
 [models.standin-alpha]
@@ -139,8 +152,9 @@ def test_an_experiment_resolves_and_checks_the_template_when_read(tmp_path):
         load_experiment(_experiment(tmp_path, '[{name = "bad", options = {template = "tpl/bad.toml"}}]'))
     assert (err.value.path, err.value.line, err.value.field) == (str(bad), 3, "template")
     with pytest.raises(InputError, match="used for protocol 'recognition'") as err:
-        load_experiment(_experiment(tmp_path, '[{name = "short", options = {template = "tpl/short.toml"}}]',
-                                    protocol="recognition"))
+        load_experiment(
+            _experiment(tmp_path, '[{name = "short", options = {template = "tpl/short.toml"}}]', protocol="recognition")
+        )
     assert err.value.path == str(good) and err.value.field == "protocol"
     with pytest.raises(InputError, match="not found"):
         load_experiment(_experiment(tmp_path, '[{name = "x", options = {template = "tpl/none.toml"}}]'))

@@ -59,8 +59,11 @@ def test_pls_near_zero_without_favouritism_and_unparsed_excluded():
     js = _favouring(80, 0.5, seed=3)
     js = [j for j in js if not (j.instance_id == "q0" and j.judge == GA and j.candidates == (SB, SA))]
     js.append(Judgment("q0", GA, "pairwise", (SB, SA), "unparsed"))
-    (pls,) = [r for r in pls_records(comparisons_frame(js), STUDENTS, JUDGE_OF, REG, bootstrap=BOOT)
-              if r["metric"] == "preference-leakage-score"]
+    (pls,) = [
+        r
+        for r in pls_records(comparisons_frame(js), STUDENTS, JUDGE_OF, REG, bootstrap=BOOT)
+        if r["metric"] == "preference-leakage-score"
+    ]
     assert pls["ci_low"] < 0 < pls["ci_high"]
     assert pls["n_excluded"] >= 1
 
@@ -84,8 +87,10 @@ def test_recognition_accuracy_pointwise_and_pairwise():
     js.append(Judgment("q0", GB, "recognition", (SA,), "unparsed", reason="low_label_mass"))
     js.append(Judgment("q1", GB, "recognition", (SA,), "failed", reason="timeout"))
     js.append(Judgment("q1", GA, "recognition", (SA, SB), "parsed", "tie"))
-    recs = {(r["metric"], r["judge"], r["variant"]["protocol"]): r for r in
-            recognition_records(js, STUDENTS, JUDGE_OF, bootstrap=BOOT)}
+    recs = {
+        (r["metric"], r["judge"], r["variant"]["protocol"]): r
+        for r in recognition_records(js, STUDENTS, JUDGE_OF, bootstrap=BOOT)
+    }
     assert recs["student-recognition-accuracy", GA, "pointwise"]["value"] == 1.0
     assert recs["student-recognition-accuracy", GB, "pointwise"]["value"] == 0.5
     # excluded answers are counted under their own reasons (not a generic "no verdict")
@@ -125,8 +130,14 @@ def test_paper_classifier_variant_fine_tunes_the_packaged_encoder(monkeypatch):
     assert rec["variant"]["classifier"] == "minilm-finetune" and rec["variant"]["n_train"] == 16
     assert rec["n"] == 4 and 0.0 <= rec["value"] <= 1.0
     assert rec["training"]["encoder"] == "all-MiniLM-L6-v2" and rec["training"]["steps"] == 3
-    assert rec["training"]["settings"] == {"epochs": 3, "learning_rate": 2e-5, "batch_size": 16, "weight_decay": 0.01,
-                                           "max_length": 256, "threads": 2}
+    assert rec["training"]["settings"] == {
+        "epochs": 3,
+        "learning_rate": 2e-5,
+        "batch_size": 16,
+        "weight_decay": 0.01,
+        "max_length": 256,
+        "threads": 2,
+    }
     from nepotism.backends.local_models import ModelFileError
     from nepotism.leakage import encoder
 
@@ -147,8 +158,16 @@ def test_question_type_and_dimension_slices():
     dims = {j.id: ("clarity" if j.judge == GA else "factuality") for j in js}
     recs = category_records(js, STUDENTS, JUDGE_OF, REG, question_types=labels, dimensions=dims, bootstrap=BOOT)
     slices = sorted(tuple(r["variant"]["slice"].items())[0] + (r["variant"]["ties"],) for r in recs)
-    assert slices == [(kind, label, ties) for kind, label in (("dimension", "clarity"), ("dimension", "factuality"),
-                      ("question_type", "mathematics"), ("question_type", "writing")) for ties in ("half", "loss")]
+    assert slices == [
+        (kind, label, ties)
+        for kind, label in (
+            ("dimension", "clarity"),
+            ("dimension", "factuality"),
+            ("question_type", "mathematics"),
+            ("question_type", "writing"),
+        )
+        for ties in ("half", "loss")
+    ]
     for r in recs:
         if r["variant"]["slice"].get("question_type"):
             assert r["value"] > 0 and r["n"] == 80
@@ -170,8 +189,17 @@ def test_several_dimensions_per_rationale():
     answers = []
     for j in js:
         answers.append(Judgment(j.instance_id, GA, "categorise", (j.id,), "parsed", "yes", condition="dimension:clarity"))
-        answers.append(Judgment(j.instance_id, GA, "categorise", (j.id,), "parsed",
-                                "yes" if j.judge == GA else "no", condition="dimension:factuality"))
+        answers.append(
+            Judgment(
+                j.instance_id,
+                GA,
+                "categorise",
+                (j.id,),
+                "parsed",
+                "yes" if j.judge == GA else "no",
+                condition="dimension:factuality",
+            )
+        )
     answers.append(Judgment("q0", GA, "categorise", (js[0].id,), "unparsed", condition="dimension:richness"))
     answers.append(Judgment("q0", GA, "categorise", (), "parsed", "writing"))  # a question type: not a flag
     flags, unreadable = dimension_flags(answers)
@@ -201,7 +229,8 @@ def _leaderboard(tmp_path):
         '[models."judge-x"]\nfamily = "fx"\n[models."judge-y"]\nfamily = "fy"\n'
         '[models."base"]\nfamily = "fb"\n'
         '[models."kid-x"]\nfamily = "fk"\nteachers = ["judge-x"]\n'
-        '[models."m1"]\nfamily = "f1"\n[models."m2"]\nfamily = "f2"\n[models."m3"]\nfamily = "f3"\n')
+        '[models."m1"]\nfamily = "f1"\n[models."m2"]\nfamily = "f2"\n[models."m3"]\nfamily = "f3"\n'
+    )
     reg = load_registry([str(tmp_path / "reg.toml")])
     rng = np.random.default_rng(0)
     quality = {"kid-x": 0.5, "m1": 0.6, "m2": 0.4, "m3": 0.5}
@@ -210,8 +239,16 @@ def _leaderboard(tmp_path):
         for i in range(300):
             for entry, q in quality.items():
                 p = q + lenient + (0.25 if judge == "judge-x" and entry == "kid-x" else 0.0)
-                rows.append({"instance_id": f"i{i}", "judge": judge, "model_a": entry, "model_b": "base",
-                             "verdict": "A" if rng.random() < p else "B", "condition": "c"})
+                rows.append(
+                    {
+                        "instance_id": f"i{i}",
+                        "judge": judge,
+                        "model_a": entry,
+                        "model_b": "base",
+                        "verdict": "A" if rng.random() < p else "B",
+                        "condition": "c",
+                    }
+                )
     return pd.DataFrame(rows), reg
 
 
@@ -240,8 +277,13 @@ def test_audit_estimates_the_bonus_and_reranks(tmp_path):
 
 def test_audit_without_unrelated_judge_says_so(tmp_path):
     frame, reg = _leaderboard(tmp_path)
-    out = audit_leaderboard(frame[frame["judge"] == "judge-x"], reg, "judge-x", n_resamples=200,
-                            reference_leaderboard={"kid-x": 0.1, "m1": 0.9, "m2": 0.5, "m3": 0.6})
+    out = audit_leaderboard(
+        frame[frame["judge"] == "judge-x"],
+        reg,
+        "judge-x",
+        n_resamples=200,
+        reference_leaderboard={"kid-x": 0.1, "m1": 0.9, "m2": 0.5, "m3": 0.6},
+    )
     _, b, rows = _audited(out)
     assert b.value is None and "cannot be estimated" in b.note
     assert rows["kid-x"].value == rows["kid-x"].extra["original_rank"] == 1
@@ -263,8 +305,15 @@ def test_audit_ranking_difference_is_the_metric_definition(tmp_path):
     won = (rows["verdict"] == "A").astype(float).to_numpy()
     assert sorted(r.generator for r in out.select("ranking-difference")) == sorted(reference)
     for record in out.select("ranking-difference"):
-        est = ranking_difference(won, rows["model_a"].map(reference).to_numpy(dtype=float), rows["model_a"].to_numpy(),
-                                 rows["instance_id"].to_numpy(), target=record.generator, n_resamples=100, seed=3)
+        est = ranking_difference(
+            won,
+            rows["model_a"].map(reference).to_numpy(dtype=float),
+            rows["model_a"].to_numpy(),
+            rows["instance_id"].to_numpy(),
+            target=record.generator,
+            n_resamples=100,
+            seed=3,
+        )
         assert (record.value, record.ci_low, record.ci_high) == (est.value, est.ci_low, est.ci_high)
 
 
@@ -285,8 +334,14 @@ def _pointwise(frame: pd.DataFrame, rng) -> pd.DataFrame:
         for i in range(200):
             for entry, q in quality.items():
                 bonus = 1.5 if judge == "judge-x" and entry == "kid-x" else 0.0
-                rows.append({"instance_id": f"i{i}", "judge": judge, "model": entry,
-                             "score": float(np.clip(round(q + lenient + bonus + rng.normal(0, 1.5)), 1, 10))})
+                rows.append(
+                    {
+                        "instance_id": f"i{i}",
+                        "judge": judge,
+                        "model": entry,
+                        "score": float(np.clip(round(q + lenient + bonus + rng.normal(0, 1.5)), 1, 10)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -320,13 +375,26 @@ def test_pls_table_names_each_condition_and_lists_the_ablation_changes():
     from nepotism.leakage.report import pls_table
 
     def record(metric, condition, value, **variant):
-        return {"metric": metric, "condition": condition, "generator": "a & b", "value": value, "ci_low": value,
-                "ci_high": value, "p_value": None, "n": 12, "variant": {"group": "icl:base", "ties": "loss", **variant}}
+        return {
+            "metric": metric,
+            "condition": condition,
+            "generator": "a & b",
+            "value": value,
+            "ci_low": value,
+            "ci_high": value,
+            "p_value": None,
+            "n": 12,
+            "variant": {"group": "icl:base", "ties": "loss", **variant},
+        }
 
-    text = pls_table([record("preference-leakage-score", "default", 0.25),
-                      record("preference-leakage-change", "no-style", -0.2, against="default"),
-                      record("preference-leakage-score", "no-style", 0.05),
-                      record("preference-leakage-score", "default", 0.3, ties="half")])
+    text = pls_table(
+        [
+            record("preference-leakage-score", "default", 0.25),
+            record("preference-leakage-change", "no-style", -0.2, against="default"),
+            record("preference-leakage-score", "no-style", 0.05),
+            record("preference-leakage-score", "default", 0.3, ties="half"),
+        ]
+    )
     lines = text.splitlines()
     assert lines[0].split()[:2] == ["group", "condition"] and len(lines) == 4
     assert lines[1].split()[:2] == ["icl:base", "default"] and "+25.0%" in lines[1]

@@ -10,8 +10,7 @@ from nepotism.records import Instance, Judgment
 
 
 def test_public_api():
-    assert set(lineage.__all__) == {"METHODS", "Student", "registry_with_students", "student_id",
-                                    "write_student_registry"}
+    assert set(lineage.__all__) == {"METHODS", "Student", "registry_with_students", "student_id", "write_student_registry"}
 
 
 def test_students_are_registered_with_their_teacher(tmp_path):
@@ -73,10 +72,16 @@ def _j(inst, first, second, verdict, status="parsed"):
 
 def test_preference_pairs_keep_only_consistent_verdicts():
     samples = {(i, s): f"{i}-{s}" for i in ("a", "b", "c", "d") for s in ("s1", "s2")}
-    js = [_j("a", "s1", "s2", "A"), _j("a", "s2", "s1", "B"),      # s1 wins both orders
-          _j("b", "s1", "s2", "A"), _j("b", "s2", "s1", "A"),      # disagree
-          _j("c", "s1", "s2", "tie"), _j("c", "s2", "s1", "A"),
-          _j("d", "s1", "s2", None, "unparsed"), _j("d", "s2", "s1", "A")]
+    js = [
+        _j("a", "s1", "s2", "A"),
+        _j("a", "s2", "s1", "B"),  # s1 wins both orders
+        _j("b", "s1", "s2", "A"),
+        _j("b", "s2", "s1", "A"),  # disagree
+        _j("c", "s1", "s2", "tie"),
+        _j("c", "s2", "s1", "A"),
+        _j("d", "s1", "s2", None, "unparsed"),
+        _j("d", "s2", "s1", "A"),
+    ]
     pairs, dropped = preference_pairs(js, samples, {"a": "Qa", "b": "Qb", "c": "Qc", "d": "Qd"}, "gen")
     assert [(p.instance_id, p.chosen, p.rejected) for p in pairs] == [("a", "a-s1", "a-s2")]
     assert dropped == {"orders disagree": 1, "tie": 1, "unreadable": 1}
@@ -86,15 +91,17 @@ def test_completion_format_icl_prompt_for_base_models():
     from nepotism.leakage.students import ICLSpec, completion_prompt
     from nepotism.records import Instance, Message
 
-    demos = (Message("user", "Say hi"), Message("assistant", "Hi!"), Message("user", "Count to 3"),
-             Message("assistant", "1 2 3"))
+    demos = (Message("user", "Say hi"), Message("assistant", "Hi!"), Message("user", "Count to 3"), Message("assistant", "1 2 3"))
     prompt = completion_prompt(demos, Instance(id="q", prompt="Name a colour"))
-    assert prompt == ("Instruction: Say hi\nResponse: Hi!\n\nInstruction: Count to 3\nResponse: 1 2 3\n\n"
-                      "Instruction: Name a colour\nResponse:")
-    request = ICLSpec(model="m", max_tokens=16, temperature=0.0, seed=0, demonstrations=demos,
-                      prompt_format="completion").request(Instance(id="q", prompt="Name a colour"))
+    assert prompt == (
+        "Instruction: Say hi\nResponse: Hi!\n\nInstruction: Count to 3\nResponse: 1 2 3\n\nInstruction: Name a colour\nResponse:"
+    )
+    request = ICLSpec(
+        model="m", max_tokens=16, temperature=0.0, seed=0, demonstrations=demos, prompt_format="completion"
+    ).request(Instance(id="q", prompt="Name a colour"))
     assert request.messages is None and request.prompt == prompt
     assert "Instruction:" in request.extra["stop"]
     chat = ICLSpec(model="m", max_tokens=16, temperature=0.0, seed=0, demonstrations=demos).request(
-        Instance(id="q", prompt="Name a colour"))
+        Instance(id="q", prompt="Name a colour")
+    )
     assert chat.prompt is None and len(chat.messages) == 5

@@ -41,8 +41,7 @@ class Fake:
             choose = "A" if 0 <= first and (other < 0 or first < other) else "B"
             return Completion(text=None, label_logprobs={lab: (0.0 if lab == choose else -3.0) for lab in labels})
         if "yes" in labels:
-            return Completion(text=None, label_logprobs={"yes": 0.0 if own in text.split("answer")[-1] else -3.0,
-                                                         "no": -1.0})
+            return Completion(text=None, label_logprobs={"yes": 0.0 if own in text.split("answer")[-1] else -3.0, "no": -1.0})
         return Completion(text=None, label_logprobs={lab: (0.0 if i == 4 else -5.0) for i, lab in enumerate(labels)})
 
     async def aclose(self):
@@ -50,11 +49,15 @@ class Fake:
 
 
 def _write(tmp_path, train_extra=""):
-    (tmp_path / "train.jsonl").write_text("".join(
-        json.dumps({"id": f"t{i}", "prompt": f"Training question {i}?", "response": f"human {i}"}) + "\n"
-        for i in range(10)) + train_extra)
-    (tmp_path / "eval.jsonl").write_text("".join(
-        json.dumps({"id": f"e{i}", "prompt": f"Evaluation question {i}?"}) + "\n" for i in range(12)))
+    (tmp_path / "train.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"t{i}", "prompt": f"Training question {i}?", "response": f"human {i}"}) + "\n" for i in range(10)
+        )
+        + train_extra
+    )
+    (tmp_path / "eval.jsonl").write_text(
+        "".join(json.dumps({"id": f"e{i}", "prompt": f"Evaluation question {i}?"}) + "\n" for i in range(12))
+    )
     models = "".join(f'[models."{m}"]\nbackend = "gguf"\nmodel = "{m}"\n' for m in (GA, GB, BASE))
     (tmp_path / "exp.toml").write_text(f"""
 [experiment]
@@ -105,11 +108,17 @@ def test_end_to_end_with_fake_models(tmp_path):
         result = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg)))
     ids = {s["id"]: s for s in result.summary["students"]}
     assert len(ids) == 6 and {s["group"] for s in ids.values()} == {
-        f"icl:{BASE}", f"mixed:{BASE}:mix=0.3,mix_with=human", f"mixed:{BASE}:mix=0.7,mix_with=human"}
+        f"icl:{BASE}",
+        f"mixed:{BASE}:mix=0.3,mix_with=human",
+        f"mixed:{BASE}:mix=0.7,mix_with=human",
+    }
     reg_text = (tmp_path / "out" / "students.toml").read_text()
     assert f'teachers = ["{GA}"]' in reg_text and f'parent = "{BASE}"' in reg_text
-    pls = [r for r in result.to_dicts() if r["metric"] == "preference-leakage-score"
-           and r["variant"].get("ties") == "half" and "slice" not in r["variant"]]
+    pls = [
+        r
+        for r in result.to_dicts()
+        if r["metric"] == "preference-leakage-score" and r["variant"].get("ties") == "half" and "slice" not in r["variant"]
+    ]
     by_group = {r["variant"]["group"]: r for r in pls}
     assert by_group[f"icl:{BASE}"]["value"] > 0.5 and by_group[f"icl:{BASE}"]["p_value"] < 0.05
     assert by_group[f"icl:{BASE}"]["n"] == 48  # 12 instructions x 2 judges x 2 sides
@@ -148,7 +157,7 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(InputError, match="unknown key"):
         load_leakage(path)
     # full-parameter fine-tuning is a setting of trained students only, spelled lora | full
-    path.write_text(text.replace('k = 3\n', 'k = 3\ntuning = "full"\n', 1))
+    path.write_text(text.replace("k = 3\n", 'k = 3\ntuning = "full"\n', 1))
     with pytest.raises(InputError, match="only trained students") as err:
         load_leakage(path)
     assert err.value.field == "leakage.students[0].tuning"
@@ -159,12 +168,11 @@ def test_config_errors_name_the_key(tmp_path):
     path.write_text(text.replace("[leakage.analyses]", sft.replace("TUNING", "full"), 1))
     assert [s.tuning for s in load_leakage(path).students] == ["lora", "lora", "full"]
     # paper 000 §5.3: a DPO student may start from an SFT policy on the pool's human-written answers
-    path.write_text(text.replace('k = 3\n', 'k = 3\nsft_first = "human"\n', 1))
+    path.write_text(text.replace("k = 3\n", 'k = 3\nsft_first = "human"\n', 1))
     with pytest.raises(InputError, match="only a DPO student") as err:
         load_leakage(path)
     assert err.value.field == "leakage.students[0].sft_first"
-    dpo = (f'[[leakage.students]]\nmethod = "dpo"\nbase = "{BASE}"\npair_sampler = "{BASE}"\nsft_first = "SFT"\n'
-           "[leakage.analyses]")
+    dpo = f'[[leakage.students]]\nmethod = "dpo"\nbase = "{BASE}"\npair_sampler = "{BASE}"\nsft_first = "SFT"\n[leakage.analyses]'
     path.write_text(text.replace("[leakage.analyses]", dpo.replace("SFT", "synthetic"), 1))
     with pytest.raises(InputError, match="must be 'human'"):
         load_leakage(path)
@@ -172,8 +180,11 @@ def test_config_errors_name_the_key(tmp_path):
     assert [s.sft_first for s in load_leakage(path).students] == [None, None, "human"]
     # the response classifier: TF-IDF by default, the paper's fine-tuned encoder as a named variant
     assert load_leakage(_write(tmp_path)).analyses.classifier == ("tfidf-logreg",)
-    for value, parsed in (('"minilm-finetune"', ("minilm-finetune",)), ("false", ()),
-                          ('["tfidf-logreg", "minilm-finetune"]', ("tfidf-logreg", "minilm-finetune"))):
+    for value, parsed in (
+        ('"minilm-finetune"', ("minilm-finetune",)),
+        ("false", ()),
+        ('["tfidf-logreg", "minilm-finetune"]', ("tfidf-logreg", "minilm-finetune")),
+    ):
         path.write_text(text.replace("classifier = true", f"classifier = {value}"))
         assert load_leakage(path).analyses.classifier == parsed
     path.write_text(text.replace("classifier = true", 'classifier = "bert-base"'))
@@ -202,13 +213,20 @@ def test_dry_run_counts_the_parents_answers_an_inheriting_entry_learns_from(tmp_
     """Each parent student answers the instructions its inheritors learn from: generation calls the
     dry run announces (they were missing from its count)."""
     path = _write(tmp_path)
-    (tmp_path / "other.jsonl").write_text("".join(
-        json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8)))
-    text = path.read_text().replace('k = 3\n', 'k = 3\nname = "first"\n', 1)
-    inheriting = "".join(f'[[leakage.students]]\nmethod = "icl"\nbase = "{BASE}"\nname = "{name}"\n'
-                         f'inherit = "first"\ninstructions = "{instructions}"\n' for name in ("second", "third"))
-    path.write_text(text.replace("[leakage.analyses]", inheriting + "[leakage.analyses]", 1)
-                    .replace('train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n'))
+    (tmp_path / "other.jsonl").write_text(
+        "".join(json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8))
+    )
+    text = path.read_text().replace("k = 3\n", 'k = 3\nname = "first"\n', 1)
+    inheriting = "".join(
+        f'[[leakage.students]]\nmethod = "icl"\nbase = "{BASE}"\nname = "{name}"\n'
+        f'inherit = "first"\ninstructions = "{instructions}"\n'
+        for name in ("second", "third")
+    )
+    path.write_text(
+        text.replace("[leakage.analyses]", inheriting + "[leakage.analyses]", 1).replace(
+            'train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n'
+        )
+    )
     cfg = load_leakage(path)
     with Store(tmp_path / "s.db") as store:
         plan = asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))
@@ -223,8 +241,9 @@ class _Counting:
 
     def __init__(self, cfg):
         self.calls = 0
-        self.endpoints = {m: Endpoint(model=m, backend=self._wrap(Fake(m)), kind="fake", served_model=m)
-                          for m in cfg.experiment.models}
+        self.endpoints = {
+            m: Endpoint(model=m, backend=self._wrap(Fake(m)), kind="fake", served_model=m) for m in cfg.experiment.models
+        }
 
     def _wrap(self, fake):
         outer = self
@@ -236,6 +255,7 @@ class _Counting:
 
             async def aclose(self):
                 return None
+
         return Wrapped()
 
 
@@ -246,17 +266,22 @@ def test_inheritance_students_learn_from_students_and_carry_the_leak(tmp_path, i
     generator's signature, so each judge still prefers its own generator's line (PLS > 0); the
     registry follows the chain (grand-student → student → generator) and calls it a student."""
     path = _write(tmp_path)
-    (tmp_path / "other.jsonl").write_text("".join(
-        json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8)))
-    text = path.read_text().replace('k = 3\n', 'k = 3\nname = "first"\n', 1)
-    text = text.replace("[leakage.analyses]", f'''[[leakage.students]]
+    (tmp_path / "other.jsonl").write_text(
+        "".join(json.dumps({"id": f"o{i}", "prompt": f"Other instruction {i}?"}) + "\n" for i in range(8))
+    )
+    text = path.read_text().replace("k = 3\n", 'k = 3\nname = "first"\n', 1)
+    text = text.replace(
+        "[leakage.analyses]",
+        f'''[[leakage.students]]
 method = "icl"
 base = "{BASE}"
 k = 3
 name = "second"
 inherit = "first"
 instructions = "{instructions}"
-[leakage.analyses]''', 1).replace('train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n')
+[leakage.analyses]''',
+        1,
+    ).replace('train_pool = "train.jsonl"\n', 'train_pool = "train.jsonl"\ninherit_pool = "other.jsonl"\n')
     path.write_text(text)
     cfg = load_leakage(path)
     counting = _Counting(cfg)
@@ -275,9 +300,14 @@ instructions = "{instructions}"
     registry = load_registry([str(tmp_path / "out" / "students.toml")])
     for s in second:
         assert registry.scope(s["generator"], s["id"]) == "student"  # through the parent student
-    pls = [r for r in result.to_dicts() if r["metric"] == "preference-leakage-score"
-           and r["variant"].get("group", "").startswith("second:") and "slice" not in r["variant"]
-           and r["variant"].get("ties") == "loss"]
+    pls = [
+        r
+        for r in result.to_dicts()
+        if r["metric"] == "preference-leakage-score"
+        and r["variant"].get("group", "").startswith("second:")
+        and "slice" not in r["variant"]
+        and r["variant"].get("ties") == "loss"
+    ]
     assert pls and pls[0]["value"] > 0.5 and pls[0]["p_value"] < 0.05
     # a rerun replays every call, the parents' answers to the inherited instructions included
     made = counting.calls
@@ -351,8 +381,9 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
     drops to about 0. preference-leakage-change is that drop, paired on the same prompts; a broken
     rewrite leaves its answer out of the condition and says so."""
     path = _write(tmp_path)
-    path.write_text(path.read_text().replace(
-        "[leakage.analyses]\n", f'[leakage.analyses]\nablations = ["style"]\nrewriter = "{BASE}"\n'))
+    path.write_text(
+        path.read_text().replace("[leakage.analyses]\n", f'[leakage.analyses]\nablations = ["style"]\nrewriter = "{BASE}"\n')
+    )
     cfg = load_leakage(path)
     endpoints = _endpoints(cfg)
     endpoints[BASE] = Endpoint(model=BASE, backend=_Rewriter(BASE), kind="fake", served_model=BASE)
@@ -362,9 +393,16 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
     group = f"icl:{BASE}"
 
     def one(metric, condition):
-        (found,) = [r for r in records if r["metric"] == metric and r["condition"] == condition
-                    and r["variant"].get("group") == group and r["variant"].get("ties") == "half"
-                    and r["variant"].get("preference", "verdict") == "verdict" and "slice" not in r["variant"]]
+        (found,) = [
+            r
+            for r in records
+            if r["metric"] == metric
+            and r["condition"] == condition
+            and r["variant"].get("group") == group
+            and r["variant"].get("ties") == "half"
+            and r["variant"].get("preference", "verdict") == "verdict"
+            and "slice" not in r["variant"]
+        ]
         return found
 
     # without the signature the fake judges answer B in both orders: every comparison a tie, so PLS
@@ -379,5 +417,8 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
     assert 144 < result.summary["judgments"]["pairwise:parsed"] < 2 * 144
     assert any(note.startswith("no-style:") and "rewriting call failed" in note for note in result.summary["notes"])
     # the other analyses still read the original answers only
-    assert all(r["condition"] in (None, "default") for r in records
-               if r["metric"] not in ("preference-leakage-score", "preference-leakage-change", "win-rate"))
+    assert all(
+        r["condition"] in (None, "default")
+        for r in records
+        if r["metric"] not in ("preference-leakage-score", "preference-leakage-change", "win-rate")
+    )

@@ -59,8 +59,7 @@ def _rows(path):
 
 def test_trl_formats(tmp_path):
     (messages,) = export_dataset(DATA, tmp_path, "g", "trl-messages")
-    assert _rows(messages)[0] == {"messages": [{"role": "user", "content": "Say hi."},
-                                               {"role": "assistant", "content": "Hi!"}]}
+    assert _rows(messages)[0] == {"messages": [{"role": "user", "content": "Say hi."}, {"role": "assistant", "content": "Hi!"}]}
     (pc,) = export_dataset(DATA, tmp_path, "g", "trl-prompt-completion")
     assert _rows(pc)[1] == {"prompt": "Say bye.", "completion": "Bye!"}
     (dpo,) = export_dataset(PAIRS, tmp_path, "g", "trl-dpo")

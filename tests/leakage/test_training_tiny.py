@@ -69,8 +69,7 @@ def test_tiny_dpo_after_sft_on_human_answers(tmp_path):
     """Paper 000 §5.3: DPO runs on a policy first fine-tuned on human-written answers. The SFT stage
     trains and is recorded, its adapter merged before DPO; a rerun rebuilds the same student (same
     greedy answer), and other human data is not taken for it."""
-    human = [SyntheticExample(e.instance_id, e.prompt, e.response.replace("A ", "The fruit "), "human")
-             for e in EXAMPLES]
+    human = [SyntheticExample(e.instance_id, e.prompt, e.response.replace("A ", "The fruit "), "human") for e in EXAMPLES]
     pairs = [PreferencePair(e.instance_id, e.prompt, e.response, "I do not know.", "teacher") for e in EXAMPLES]
     model, tokenizer, manifest = training.train_student("dpo", BASE, pairs, tmp_path, config="tiny", sft_first=human)
     stage = manifest["sft_first"]

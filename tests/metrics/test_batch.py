@@ -26,18 +26,19 @@ def test_batch_equals_single_calls(method):
     batch.add(block, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], n=400, alternative="less")
     one, two = batch.run()
     single_one = cluster_bootstrap(sums[:, :2], _ratio(0, 1), n=400, bootstrap=boot)
-    single_two = cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], n=400,
-                                   bootstrap=boot, alternative="less")
+    single_two = cluster_bootstrap(
+        sums, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], n=400, bootstrap=boot, alternative="less"
+    )
     assert (one.value, one.ci_low, one.ci_high) == pytest.approx((single_one.value, single_one.ci_low, single_one.ci_high))
     assert (two.value, two.ci_low, two.ci_high, two.p_value) == pytest.approx(
-        (single_two.value, single_two.ci_low, single_two.ci_high, single_two.p_value))
+        (single_two.value, single_two.ci_low, single_two.ci_high, single_two.p_value)
+    )
 
 
 def test_undefined_items_are_nan_with_note_and_records_carry_fields():
     batch = RecordBatch({"judge": "j", "condition": "c"}, 3, Bootstrap(n_resamples=50))
     batch.add("mra", np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), _ratio(0, 1), n=0)
-    batch.add("mra", np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 2.0]]), _ratio(0, 1), n=4, undefined_note="skipped",
-              generator="g")
+    batch.add("mra", np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 2.0]]), _ratio(0, 1), n=4, undefined_note="skipped", generator="g")
     empty, skipped = batch.records()
     assert empty["value"] is None and "denominator" in empty["note"]
     assert skipped["value"] is None and skipped["note"] == "skipped" and skipped["generator"] == "g"

@@ -13,19 +13,22 @@ from nepotism.metrics import bootstrap as bootstrap_module
 from nepotism.metrics.pairwise import win_rate
 
 
-@pytest.mark.parametrize("fields, error", [
-    ({"n_resamples": -1}, ValueError),
-    ({"n_resamples": 10.5}, TypeError),
-    ({"n_resamples": True}, TypeError),
-    ({"confidence_level": 0.0}, ValueError),
-    ({"confidence_level": 1.0}, ValueError),
-    ({"confidence_level": 95}, ValueError),
-    ({"confidence_level": "0.9"}, TypeError),
-    ({"method": "BCa"}, ValueError),
-    ({"method": "basic"}, ValueError),
-    ({"seed": -3}, ValueError),
-    ({"seed": None}, TypeError),
-])
+@pytest.mark.parametrize(
+    "fields, error",
+    [
+        ({"n_resamples": -1}, ValueError),
+        ({"n_resamples": 10.5}, TypeError),
+        ({"n_resamples": True}, TypeError),
+        ({"confidence_level": 0.0}, ValueError),
+        ({"confidence_level": 1.0}, ValueError),
+        ({"confidence_level": 95}, ValueError),
+        ({"confidence_level": "0.9"}, TypeError),
+        ({"method": "BCa"}, ValueError),
+        ({"method": "basic"}, ValueError),
+        ({"seed": -3}, ValueError),
+        ({"seed": None}, TypeError),
+    ],
+)
 def test_invalid_settings_are_refused_when_built(fields, error):
     with pytest.raises(error):
         Bootstrap(**fields)

@@ -24,8 +24,17 @@ _NUM = r"(?:(?!00[0-4]\b)\d+(?:\.\d+)*|[A-H](?:\.\d+)*)(?![\w])"
 _REF = re.compile(rf"(?P<kind>§|Eqs?\.|Tables?|Figs?\.|App\.|Def\.)\s*(?P<nums>{_NUM}(?:\s*(?:[–-]|,|and)\s*{_NUM})*)")
 _TITLE = re.compile(r"[\"“](?P<title>[A-Z][^\"”]{3,80})[\"”]")
 _PAPER = re.compile(r"\b(00[0-4])\b")
-_KIND = {"§": "section", "Eq.": "equation", "Eqs.": "equation", "Table": "table", "Tables": "table",
-         "Fig.": "figure", "Figs.": "figure", "App.": "section", "Def.": "definition"}
+_KIND = {
+    "§": "section",
+    "Eq.": "equation",
+    "Eqs.": "equation",
+    "Table": "table",
+    "Tables": "table",
+    "Fig.": "figure",
+    "Figs.": "figure",
+    "App.": "section",
+    "Def.": "definition",
+}
 
 
 def _numbers(nums: str) -> list[str]:
@@ -38,9 +47,12 @@ def _numbers(nums: str) -> list[str]:
 
 def citations(text: str) -> list[tuple[str, str, str]]:
     """(paper, kind, number or title) of each place cited in ``text``."""
-    marks = sorted([(m.start(), "paper", m) for m in _PAPER.finditer(text)]
-                   + [(m.start(), "ref", m) for m in _REF.finditer(text)]
-                   + [(m.start(), "title", m) for m in _TITLE.finditer(text)], key=lambda t: t[0])
+    marks = sorted(
+        [(m.start(), "paper", m) for m in _PAPER.finditer(text)]
+        + [(m.start(), "ref", m) for m in _REF.finditer(text)]
+        + [(m.start(), "title", m) for m in _TITLE.finditer(text)],
+        key=lambda t: t[0],
+    )
     paper, out = None, []
     for _, what, match in marks:
         if what == "paper":
@@ -57,8 +69,11 @@ def _exists(text: str, kind: str, what: str) -> bool:
     heading = r"^(?:#+\s*)?(?:\d{3,6}\s+)?"  # markdown hashes and the line numbers the extraction kept
     patterns = {
         "section": rf"{heading}{e}(?:\.\d+)*\.?\s+[A-Z]",
-        "table": rf"Table {e}\s*[:.]", "figure": rf"Figure {e}\s*[:.]", "definition": rf"Definition {e}\b",
-        "equation": rf"\({e}\)|\\tag\{{{e}\}}", "title": rf"{heading}{e}\s*$",
+        "table": rf"Table {e}\s*[:.]",
+        "figure": rf"Figure {e}\s*[:.]",
+        "definition": rf"Definition {e}\b",
+        "equation": rf"\({e}\)|\\tag\{{{e}\}}",
+        "title": rf"{heading}{e}\s*$",
     }
     return re.search(patterns[kind], text, flags=re.M | (re.I if kind == "title" else 0)) is not None
 
@@ -70,20 +85,37 @@ def _texts() -> dict[str, str]:
 
 
 def _cited() -> list[tuple[str, tuple[str, str, str]]]:
-    return [(info.id, c) for info in METRICS.values() for field in (info.paper, info.formula, *info.variants)
-            for c in citations(field)]
+    return [
+        (info.id, c)
+        for info in METRICS.values()
+        for field in (info.paper, info.formula, *info.variants)
+        for c in citations(field)
+    ]
 
 
 def test_the_parser_reads_every_kind_of_citation():
-    assert citations("000 Eq. 5–6, App. C.2, D.4") == [("000", "equation", "5"), ("000", "equation", "6"),
-                                                       ("000", "section", "C.2"), ("000", "section", "D.4")]
+    assert citations("000 Eq. 5–6, App. C.2, D.4") == [
+        ("000", "equation", "5"),
+        ("000", "equation", "6"),
+        ("000", "section", "C.2"),
+        ("000", "section", "D.4"),
+    ]
     assert citations("004 §4.2 Fig. 5, Tables 16–18") == [
-        ("004", "section", "4.2"), ("004", "figure", "5"), ("004", "table", "16"), ("004", "table", "17"),
-        ("004", "table", "18")]
+        ("004", "section", "4.2"),
+        ("004", "figure", "5"),
+        ("004", "table", "16"),
+        ("004", "table", "17"),
+        ("004", "table", "18"),
+    ]
     assert citations("new; contrasts 001 Def. 4.1, 004 Eq. 4–5") == [
-        ("001", "definition", "4.1"), ("004", "equation", "4"), ("004", "equation", "5")]
+        ("001", "definition", "4.1"),
+        ("004", "equation", "4"),
+        ("004", "equation", "5"),
+    ]
     assert citations('human study (003 "Human Study as Quality Control", Fig. 9)') == [
-        ("003", "title", "Human Study as Quality Control"), ("003", "figure", "9")]
+        ("003", "title", "Human Study as Quality Control"),
+        ("003", "figure", "9"),
+    ]
     assert citations("§5 without a paper") == []
 
 

@@ -16,8 +16,7 @@ TESTS = Path(__file__).resolve().parents[1]
 #: metric id -> "file::test" holding its worked example (this file) or planted-bias / paper test.
 WHERE = {
     "win-rate": "metrics/test_catalogue_examples.py::test_win_rate",
-    "preference-leakage-change":
-        "leakage/test_pipeline.py::test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes",
+    "preference-leakage-change": "leakage/test_pipeline.py::test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes",
     "preference-leakage-score": "metrics/test_paper000_table1.py::test_arena_hard_cells_to_printed_precision_with_ties_as_losses",
     "preference-leakage-variance": "analyses/test_pls_family_students.py::test_family_student_pls_and_its_spread_over_runs",
     "error-bias": "metrics/test_catalogue_examples.py::test_error_bias",
@@ -132,17 +131,21 @@ def test_perplexity_win_rate():
     judge = np.array([1.0, 1.0, 0.0, 1.0])
     human = np.array([1.0, 0.0, 0.5, 1.0])
     diff = np.array([-0.5, -0.2, 0.3, 0.8])
-    bins = reference.perplexity_win_rate(judge, human, diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]),
-                                         n_resamples=0)
+    bins = reference.perplexity_win_rate(judge, human, diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]), n_resamples=0)
     assert [b["judge"].value for b in bins] == [1.0, 0.5]
     assert [b["human"].value for b in bins] == [0.5, 0.75]
     judge[1] = np.nan  # an unparsed verdict is left out and counted
-    bins = reference.perplexity_win_rate(judge, np.full(4, np.nan), diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]),
-                                         n_resamples=0)
+    bins = reference.perplexity_win_rate(
+        judge, np.full(4, np.nan), diff, np.arange(4), bins=np.array([-1.0, 0.0, 1.0]), n_resamples=0
+    )
     assert bins[0]["judge"].value == 1.0 and bins[0]["judge"].excluded == {"no verdict": 1}
     assert np.isnan(bins[0]["human"].value) and bins[0]["human"].excluded == {"no human label": 2}
-    for bad, message in (({"judge_a_wins": [2.0, 1.0, 0.0, 1.0]}, "judge_a_wins"), ({"bins": 0}, "bins"),
-                         ({"bins": np.array([1.0, 0.0])}, "edges"), ({"clusters": np.arange(3)}, "clusters")):
+    for bad, message in (
+        ({"judge_a_wins": [2.0, 1.0, 0.0, 1.0]}, "judge_a_wins"),
+        ({"bins": 0}, "bins"),
+        ({"bins": np.array([1.0, 0.0])}, "edges"),
+        ({"clusters": np.arange(3)}, "clusters"),
+    ):
         args = {"judge_a_wins": judge, "human_a_wins": human, "perplexity_difference": diff, "clusters": np.arange(4)} | bad
         with pytest.raises(ValueError, match=message):
             reference.perplexity_win_rate(**args)
@@ -187,8 +190,7 @@ def test_score_delta():
 
 def test_d_diff_metrics():
     #                 own-side verdict, own correct, other correct, evaluatee
-    rows = np.array([(1, 1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, 1), (1, 1, 1),
-                     (0, 1, 0), (-1, 0, 1), (1, 1, 0)], dtype=float)
+    rows = np.array([(1, 1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, 1), (1, 1, 1), (0, 1, 0), (-1, 0, 1), (1, 1, 0)], dtype=float)
     evaluatee = np.array(["e1"] * 5 + ["e2"] * 3)
     args = (rows[:, 0], rows[:, 1], rows[:, 2], evaluatee, np.arange(8))
     acc = reference.judge_accuracy(*args, n_resamples=0)
@@ -202,8 +204,7 @@ def test_d_diff_metrics():
 
 
 def test_recognition_metrics():
-    est = recognition.recognition_accuracy(np.array([1, 0, 1, np.nan]), np.array([1, 1, 1, 0.0]), np.arange(4),
-                                           n_resamples=0)
+    est = recognition.recognition_accuracy(np.array([1, 0, 1, np.nan]), np.array([1, 1, 1, 0.0]), np.arange(4), n_resamples=0)
     assert est.value == pytest.approx(2 / 3) and est.n_excluded == 1
     x = np.array([1, 1, 0, 0, 1, 0, 1, 0, 1, 1], dtype=float)
     y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 1, 1], dtype=float)
@@ -212,8 +213,7 @@ def test_recognition_metrics():
     table = [[3, 1], [1, 5]]
     assert extra["table"] == table
     assert extra["chi2"] == pytest.approx(stats.chi2_contingency(table, correction=False).statistic)
-    same = recognition.position_consistency(np.array([1, 0, -1, 1.0]), np.array([1, 0, 1, np.nan]), np.arange(4),
-                                            n_resamples=0)
+    same = recognition.position_consistency(np.array([1, 0, -1, 1.0]), np.array([1, 0, 1, np.nan]), np.arange(4), n_resamples=0)
     assert same.value == pytest.approx(2 / 3) and same.n_excluded == 1
     first = recognition.first_slot_preference(np.array([1, 1, 0, 0.5]), np.arange(4), n_resamples=0)
     assert first.value == pytest.approx(2 / 3) and first.excluded == {"tie": 1}
@@ -249,8 +249,9 @@ def test_hspp_ratio_bootstrap_leaves_out_a_generator_absent_from_a_resample():
     at_risk[2] = 1.0  # g2 at risk in prompt 0 only
     over = np.where(generator == "self", 1.0, 0.0)
     over[np.arange(1, 60, 3)[:10]] = 1.0  # g1 overestimated in half the prompts
-    est = rubric.hspp_ratio(over, at_risk, generator, clusters, numerator=["self"], denominator=["g1", "g2"],
-                            n_resamples=500, seed=0)
+    est = rubric.hspp_ratio(
+        over, at_risk, generator, clusters, numerator=["self"], denominator=["g1", "g2"], n_resamples=500, seed=0
+    )
     assert est.value == pytest.approx(1 / ((10 / 20 + 0 / 1) / 2))
     assert est.note is None  # no resample dropped
     assert np.isfinite(est.ci_low) and est.ci_low <= est.value <= est.ci_high
@@ -262,8 +263,9 @@ def test_d_diff_clusters_count_only_prompts_in_the_denominator():
     outcome = np.array([1.0, -1.0, 1.0, 1.0])
     own = np.array([0.0, 0.0, 1.0, 1.0])
     other = np.array([1.0, 1.0, 0.0, 0.0])
-    est = reference.harmful_self_preference_propensity(outcome, own, other, np.array(["e"] * 4), np.arange(4),
-                                                       averaging="pooled", n_resamples=200)
+    est = reference.harmful_self_preference_propensity(
+        outcome, own, other, np.array(["e"] * 4), np.arange(4), averaging="pooled", n_resamples=200
+    )
     assert est.value == pytest.approx(0.5) and est.n == 2 and est.n_clusters == 2
     assert "evaluatee with empty denominator" not in est.excluded
 
@@ -282,21 +284,25 @@ def test_d_diff_metrics_from_label_probabilities():
     assert lspr.value == pytest.approx((0.9 + 0.7) / (0.9 + 0.7 + 0.6 + 0.2))
     # verdicts as 0/1 probabilities give the verdict metrics back
     hard = np.array([1.0, 1.0, 0.0, 1.0])
-    soft = reference.harmful_self_preference_propensity(hard, own, other, np.array(["e"] * 4), np.arange(4),
-                                                        preference="probability", n_resamples=0)
-    codes = reference.harmful_self_preference_propensity(2 * hard - 1, own, other, np.array(["e"] * 4), np.arange(4),
-                                                         n_resamples=0)
+    soft = reference.harmful_self_preference_propensity(
+        hard, own, other, np.array(["e"] * 4), np.arange(4), preference="probability", n_resamples=0
+    )
+    codes = reference.harmful_self_preference_propensity(
+        2 * hard - 1, own, other, np.array(["e"] * 4), np.arange(4), n_resamples=0
+    )
     assert soft.value == pytest.approx(codes.value) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="P\\(own answer\\)"):
-        reference.judge_accuracy(np.array([1.5]), own[:1], other[:1], np.array(["e"]), np.arange(1),
-                                 preference="probability", n_resamples=0)
+        reference.judge_accuracy(
+            np.array([1.5]), own[:1], other[:1], np.array(["e"]), np.arange(1), preference="probability", n_resamples=0
+        )
 
 
 def test_probability_variant_counts_rows_not_probability_mass():
     p_own = np.array([0.3, 0.3, 0.3])
     own = np.array([1.0, 0.0, 1.0])
-    lspr = reference.legitimate_self_preference_ratio(p_own, own, 1 - own, np.array(["e"] * 3), np.arange(3),
-                                                      preference="probability", n_resamples=0)
+    lspr = reference.legitimate_self_preference_ratio(
+        p_own, own, 1 - own, np.array(["e"] * 3), np.arange(3), preference="probability", n_resamples=0
+    )
     assert lspr.n == 3 and lspr.value == pytest.approx(2 / 3)
 
 
@@ -304,8 +310,12 @@ def test_excluded_verdicts():
     from nepotism.metrics.coverage import excluded_share
 
     # 6 judgments on 3 prompts; 2 without a verdict: share 1/3, counted per reason
-    est = excluded_share(np.array([False, True, False, False, True, False]), np.array([1, 1, 2, 2, 3, 3]),
-                         reasons=[None, "unparsed-low-label-mass", None, None, "failed-timeout", None], n_resamples=200)
+    est = excluded_share(
+        np.array([False, True, False, False, True, False]),
+        np.array([1, 1, 2, 2, 3, 3]),
+        reasons=[None, "unparsed-low-label-mass", None, None, "failed-timeout", None],
+        n_resamples=200,
+    )
     assert est.value == pytest.approx(1 / 3) and est.n == 6 and est.n_clusters == 3 and est.n_excluded == 2
     assert est.excluded == {"failed-timeout": 1, "unparsed-low-label-mass": 1}
     assert excluded_share(np.array([True]), np.array([1])).excluded == {"no reason recorded": 1}
@@ -322,10 +332,8 @@ def test_exclusion_share_gap():
     # the others: 3/4 − 1/4 = 0.5, counted per reason for the candidate's judgments only
     excluded = np.array([True, True, True, False, True, False, False, False])
     shown = np.array([True, True, True, True, False, False, False, False])
-    reasons = ["unparsed-quoted-only", "unparsed-quoted-only", "failed-timeout", None, "unparsed-conflicting",
-               None, None, None]
-    est = exclusion_share_gap(excluded, shown, np.array([1, 2, 3, 4, 1, 2, 3, 4]), reasons=reasons,
-                              n_resamples=200)
+    reasons = ["unparsed-quoted-only", "unparsed-quoted-only", "failed-timeout", None, "unparsed-conflicting", None, None, None]
+    est = exclusion_share_gap(excluded, shown, np.array([1, 2, 3, 4, 1, 2, 3, 4]), reasons=reasons, n_resamples=200)
     assert est.value == pytest.approx(0.5) and est.n == 4 and est.n_clusters == 4 and est.n_excluded == 3
     assert est.excluded == {"failed-timeout": 1, "unparsed-quoted-only": 2}
     assert est.ci_low <= 0.5 <= est.ci_high
@@ -352,8 +360,9 @@ def test_exclusion_share_gap():
 def test_log_perplexity_gap():
     """001 Fig. 5 by hand: own responses log-PPL 1 and 2, others 3 and 5 → 1.5 − 4 = −2.5; a NaN is
     excluded and counted; no own response → undefined with a reason."""
-    est = reference.log_perplexity_gap([1.0, 2.0, 3.0, 5.0, np.nan], [True, True, False, False, True],
-                                       np.array([0, 1, 0, 1, 2]), n_resamples=0)
+    est = reference.log_perplexity_gap(
+        [1.0, 2.0, 3.0, 5.0, np.nan], [True, True, False, False, True], np.array([0, 1, 0, 1, 2]), n_resamples=0
+    )
     assert est.value == pytest.approx(-2.5) and est.excluded == {"no perplexity": 1}
     undefined = reference.log_perplexity_gap([1.0, 2.0], [False, False], np.arange(2), n_resamples=0)
     assert np.isnan(undefined.value) and "own responses" in undefined.note

@@ -27,14 +27,15 @@ def emitted_ids(source: str) -> set[str]:
                 values.append(node.args[0])
         elif isinstance(node, ast.Dict):
             values += [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "metric"]
-        found |= {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)
-                  and _ID.match(v.value)}
+        found |= {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str) and _ID.match(v.value)}
     return found
 
 
 def test_the_scan_finds_every_metric_position():
-    planted = ('x = {"metric": "dict-id"}\nf(metric="keyword-id")\n_record("helper-id", 1)\n'
-               'new_record("builder-id", j, c)\ng("not-a-metric")\ny = {"scope": "family-student"}\n')
+    planted = (
+        'x = {"metric": "dict-id"}\nf(metric="keyword-id")\n_record("helper-id", 1)\n'
+        'new_record("builder-id", j, c)\ng("not-a-metric")\ny = {"scope": "family-student"}\n'
+    )
     assert emitted_ids(planted) == {"dict-id", "keyword-id", "helper-id", "builder-id"}
 
 

@@ -14,8 +14,7 @@ def test_all_exported():
 
 def test_worked_example():
     # judge: 1, ½, 0 ; references: ½, ½, ¼  → differences ½, 0, −¼ → mean 1/12
-    est = matched_bias(np.array([1.0, 0.5, 0.0]), np.array([0.5, 0.5, 0.25]), np.array(["a", "b", "c"]),
-                       n_resamples=200)
+    est = matched_bias(np.array([1.0, 0.5, 0.0]), np.array([0.5, 0.5, 0.25]), np.array(["a", "b", "c"]), n_resamples=200)
     assert est.value == pytest.approx(1 / 12)
     assert est.n == 3 and est.n_clusters == 3 and est.p_value is not None
 

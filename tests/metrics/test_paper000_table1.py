@@ -40,8 +40,15 @@ def _pls(bench, base, pair, ties) -> float:
     out_a = np.r_[_games(TRIPLES[bench][base][pair][judge_i]), _games(TRIPLES[bench][base][pair][judge_j])]
     judge = np.repeat([0, 1], GAMES)
     ids = np.tile(np.arange(GAMES), 2)
-    est = preference_leakage_score(np.r_[out_a, -out_a], np.repeat([0, 1], 2 * GAMES), np.r_[judge, judge],
-                                   np.r_[ids, ids], ties=ties, n_resamples=200, seed=0)
+    est = preference_leakage_score(
+        np.r_[out_a, -out_a],
+        np.repeat([0, 1], 2 * GAMES),
+        np.r_[judge, judge],
+        np.r_[ids, ids],
+        ties=ties,
+        n_resamples=200,
+        seed=0,
+    )
     return 100 * est.value
 
 
@@ -59,7 +66,8 @@ def test_arena_hard_cells_to_printed_precision_with_ties_as_losses(base, pair):
     value = _pls("arena-hard", base, pair, "loss")
     assert round(value, 1) == _printed("arena-hard", base, pair)
     assert _pls("arena-hard", base, pair, "loss") == pytest.approx(
-        _pls("arena-hard", base, pair, ties=preference_leakage_score.__kwdefaults__["ties"]))  # the default
+        _pls("arena-hard", base, pair, ties=preference_leakage_score.__kwdefaults__["ties"])
+    )  # the default
 
 
 def test_ties_as_half_or_excluded_miss_the_printed_arena_hard_cells():
@@ -76,9 +84,10 @@ def _rounding_range(bench, base, pair) -> tuple[float, float]:
     monotone in each win rate, so the corners bound it)."""
     judge_i, judge_j = pair.split(" & ")
     a_i, a_j = TRIPLES[bench][base][pair][judge_i], TRIPLES[bench][base][pair][judge_j]
-    values = [100 * float(pls_from_win_rates((a_i[0] + d1) / 100, (a_j[0] + d2) / 100, (a_j[2] + d3) / 100,
-                                             (a_i[2] + d4) / 100))
-              for d1, d2, d3, d4 in itertools.product((-0.05, 0.05), repeat=4)]
+    values = [
+        100 * float(pls_from_win_rates((a_i[0] + d1) / 100, (a_j[0] + d2) / 100, (a_j[2] + d3) / 100, (a_i[2] + d4) / 100))
+        for d1, d2, d3, d4 in itertools.product((-0.05, 0.05), repeat=4)
+    ]
     return min(values), max(values)
 
 
@@ -98,8 +107,15 @@ def _registry(tmp_path, base):
     the teacher of ``<base>-<name>``."""
     lines = []
     for judge in ("GPT-4o", "LLaMA-3.3", "Gemini-1.5"):
-        lines += [f'[models."p000-{judge}"]', f'family = "{judge}"', "",
-                  f'[models."{base}-{judge}"]', f'family = "{base}"', f'teachers = ["p000-{judge}"]', ""]
+        lines += [
+            f'[models."p000-{judge}"]',
+            f'family = "{judge}"',
+            "",
+            f'[models."{base}-{judge}"]',
+            f'family = "{base}"',
+            f'teachers = ["p000-{judge}"]',
+            "",
+        ]
     path = tmp_path / "registry.toml"
     path.write_text("\n".join(lines))
     return load_registry([str(path)])
@@ -118,8 +134,9 @@ def _table(bench, base) -> pd.DataFrame:
 
 @pytest.mark.parametrize("bench,base", [("arena-hard", "Mistral-7B"), ("arena-hard", "Qwen-2.5-14B")])
 def test_suite_reproduces_table1_from_recorded_judgments(bench, base, tmp_path):
-    records = run_suite(_table(bench, base), "pairwise", _registry(tmp_path, base),
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100))).records
+    records = run_suite(
+        _table(bench, base), "pairwise", _registry(tmp_path, base), options=SuiteOptions(bootstrap=Bootstrap(n_resamples=100))
+    ).records
     pls = {(r["judge"], r["variant"]["ties"]): r for r in records if r["metric"] == "preference-leakage-score"}
     for pair in TRIPLES[bench][base]:
         judges = " & ".join(sorted(f"p000-{j}" for j in pair.split(" & ")))

@@ -23,34 +23,56 @@ RUN = rng.integers(0, 3, N)
 PROPERTIES = {
     "win-rate": (lambda r, c: pairwise.win_rate(CODES[r], c), (0, 1)),
     "preference-leakage-score": (lambda r, c: leakage.preference_leakage_score(CODES[r], STUDENT[r], JUDGE[r], c), (-1, 1)),
-    "preference-leakage-change": (lambda r, c: leakage.preference_leakage_change(
-        CODES[r], STUDENT[r], JUDGE[r], BIN[r], c, ties="half"), (-2, 2)),
-    "preference-leakage-variance": (lambda r, c: leakage.preference_leakage_runs(
-        CODES[r], STUDENT[r], JUDGE[r], RUN[r], c)["variance"], (0, 4 / 3)),  # PLS in [-1, 1], 3 runs, ddof 1
+    "preference-leakage-change": (
+        lambda r, c: leakage.preference_leakage_change(CODES[r], STUDENT[r], JUDGE[r], BIN[r], c, ties="half"),
+        (-2, 2),
+    ),
+    "preference-leakage-variance": (
+        lambda r, c: leakage.preference_leakage_runs(CODES[r], STUDENT[r], JUDGE[r], RUN[r], c)["variance"],
+        (0, 4 / 3),
+    ),  # PLS in [-1, 1], 3 runs, ddof 1
     "error-bias": (lambda r, c: leakage.error_bias(CODES[r], CODES2[r], c), (-1, 1)),
     "ranking-difference": (lambda r, c: leakage.ranking_difference(BIN[r], BIN2[r], GEN[r], c, target="g1"), (-3, 3)),
     "equal-opportunity-bias": (lambda r, c: reference.equal_opportunity_bias(BIN[r], BIN2[r], STUDENT[r] == 1, c), (-1, 1)),
     "demographic-parity-bias": (lambda r, c: pairwise.demographic_parity_bias(BIN[r], STUDENT[r] == 1, c), (-1, 1)),
-    "perplexity-win-rate": (lambda r, c: reference.perplexity_win_rate(BIN[r], BIN2[r], CODES2[r] + BIN[r] * 0.1, c, bins=np.array([-2, -0.5, 0.5, 2]))[1]["judge"], (0, 1)),
+    "perplexity-win-rate": (
+        lambda r, c: reference.perplexity_win_rate(
+            BIN[r], BIN2[r], CODES2[r] + BIN[r] * 0.1, c, bins=np.array([-2, -0.5, 0.5, 2])
+        )[1]["judge"],
+        (0, 1),
+    ),
     "log-perplexity-gap": (lambda r, c: reference.log_perplexity_gap(CODES[r] * 2.0, BIN[r] == 1, c), (-4, 4)),
     "mean-log-perplexity": (lambda r, c: reference.mean_log_perplexity((CODES[r] + 1) * 2.0, c), (0, 4)),
     "overestimation-rate": (lambda r, c: rubric.overestimation_rate(CODES[r], CODES2[r], c), (0, 1)),
-    "hspp-ratio": (lambda r, c: rubric.hspp_ratio(*rubric.overestimation_counts(CODES[r], CODES2[r]), GEN[r], c, numerator=["g0"], denominator=["g2", "g3"]), (0, np.inf)),
+    "hspp-ratio": (
+        lambda r, c: rubric.hspp_ratio(
+            *rubric.overestimation_counts(CODES[r], CODES2[r]), GEN[r], c, numerator=["g0"], denominator=["g2", "g3"]
+        ),
+        (0, np.inf),
+    ),
     "mipa": (lambda r, c: rubric.mipa(CODES[r], CODES2[r], c), (0, 1)),
     "mra": (lambda r, c: rubric.mra(BIN[r], BIN2[r], c), (0, 1)),
     "score-delta": (lambda r, c: rubric.score_delta(BIN[r], BIN2[r], GEN[r], c)["g1"], (-1, 1)),
     "self-preference-ratio": (lambda r, c: pairwise.self_preference_ratio(CODES[r], c), (0, 1)),
     "judge-accuracy": (lambda r, c: reference.judge_accuracy(CODES[r], BIN[r], BIN2[r], GEN[r], c), (0, 1)),
-    "legitimate-self-preference-ratio": (lambda r, c: reference.legitimate_self_preference_ratio(CODES[r], BIN[r], BIN2[r], GEN[r], c), (0, 1)),
-    "harmful-self-preference-propensity": (lambda r, c: reference.harmful_self_preference_propensity(CODES[r], BIN[r], BIN2[r], GEN[r], c), (0, 1)),
+    "legitimate-self-preference-ratio": (
+        lambda r, c: reference.legitimate_self_preference_ratio(CODES[r], BIN[r], BIN2[r], GEN[r], c),
+        (0, 1),
+    ),
+    "harmful-self-preference-propensity": (
+        lambda r, c: reference.harmful_self_preference_propensity(CODES[r], BIN[r], BIN2[r], GEN[r], c),
+        (0, 1),
+    ),
     "recognition-accuracy": (lambda r, c: recognition.recognition_accuracy(BIN[r], BIN2[r], c), (0, 1)),
-    "recognition-preference-association": (lambda r, c: recognition.recognition_preference_association(BIN[r], BIN2[r], c)[0], (-1, 1)),
+    "recognition-preference-association": (
+        lambda r, c: recognition.recognition_preference_association(BIN[r], BIN2[r], c)[0],
+        (-1, 1),
+    ),
     "position-consistency": (lambda r, c: recognition.position_consistency(CODES[r], CODES2[r], c), (0, 1)),
     "matched-bias": (lambda r, c: matched.matched_bias((CODES[r] + 1) / 2, BIN[r], c), (-1, 1)),
     "reasoning-length": (lambda r, c: task.reasoning_length((CODES[r] + 1) * 100, c), (0, 200)),
     "task-accuracy": (lambda r, c: task.task_accuracy(BIN[r], c), (0, 1)),
-    "excluded-verdicts": (lambda r, c: coverage.excluded_share(BIN[r] == 1, c, reasons=np.where(BIN[r] == 1, "x", None)),
-                          (0, 1)),
+    "excluded-verdicts": (lambda r, c: coverage.excluded_share(BIN[r] == 1, c, reasons=np.where(BIN[r] == 1, "x", None)), (0, 1)),
     "exclusion-share-gap": (lambda r, c: coverage.exclusion_share_gap(BIN[r] == 1, BIN2[r] == 1, c), (-1, 1)),
 }
 

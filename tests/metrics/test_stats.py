@@ -44,10 +44,13 @@ def test_missing_values_are_excluded_and_counted():
     assert est.value == pytest.approx(np.corrcoef(x[1:], y[1:])[0, 1])
 
 
-@pytest.mark.parametrize("x, y, note", [
-    ([0.5, 0.6], [0.4, 0.7], "fewer than 3 units"),
-    ([0.5, 0.5, 0.5, 0.5], [0.4, 0.7, 0.6, 0.9], "constant variable"),
-])
+@pytest.mark.parametrize(
+    "x, y, note",
+    [
+        ([0.5, 0.6], [0.4, 0.7], "fewer than 3 units"),
+        ([0.5, 0.5, 0.5, 0.5], [0.4, 0.7, 0.6, 0.9], "constant variable"),
+    ],
+)
 def test_undefined_correlation_says_why(x, y, note):
     est = pearson_across(x, y, n_resamples=50)
     assert math.isnan(est.value) and note in est.note

@@ -24,8 +24,7 @@ UNGRADED = ("p4", "judge-3")
 
 def test_task_accuracy_worked_example():
     # 5 answers to 4 prompts (two replicates of p1): 3 correct of 4 graded, one ungraded.
-    est = task_accuracy(np.array([1, 1, 0, 1, np.nan]), np.array(["p1", "p1", "p2", "p3", "p4"]),
-                        n_resamples=500, seed=0)
+    est = task_accuracy(np.array([1, 1, 0, 1, np.nan]), np.array(["p1", "p1", "p2", "p3", "p4"]), n_resamples=500, seed=0)
     assert est.value == pytest.approx(3 / 4)
     assert est.n == 4 and est.n_clusters == 3 and est.excluded == {"ungraded": 1}
     assert est.ci_low <= 0.75 <= est.ci_high
@@ -46,10 +45,23 @@ def _verdict(judge, a, b, prompt):
 
 
 def _planted(tmp_path):
-    rows = [{"instance_id": p, "judge": j, "model_a": j, "model_b": o, "verdict": _verdict(j, j, o, p)}
-            for p in PROMPTS for j in JUDGES for o in JUDGES if o != j]
-    ref = [{"instance_id": p, "model": m, "correct": (p in CORRECT[m]) if (p, m) != UNGRADED else None,
-            "score": 0.5 if (p, m) == UNGRADED else None} for p in PROMPTS for m in JUDGES]
+    rows = [
+        {"instance_id": p, "judge": j, "model_a": j, "model_b": o, "verdict": _verdict(j, j, o, p)}
+        for p in PROMPTS
+        for j in JUDGES
+        for o in JUDGES
+        if o != j
+    ]
+    ref = [
+        {
+            "instance_id": p,
+            "model": m,
+            "correct": (p in CORRECT[m]) if (p, m) != UNGRADED else None,
+            "score": 0.5 if (p, m) == UNGRADED else None,
+        }
+        for p in PROMPTS
+        for m in JUDGES
+    ]
     registry = tmp_path / "models.toml"
     registry.write_text("".join(f'[models."{j}"]\nfamily = "{j}"\n\n' for j in JUDGES))
     return pd.DataFrame(rows), pd.DataFrame(ref), registry
@@ -68,8 +80,13 @@ R = (1 / 3) / np.sqrt(13 / 54 * 0.5)
 def test_suite_task_accuracy_and_correlation_with_judge_accuracy(tmp_path):
     frame, ref, registry = _planted(tmp_path)
     ref["correct"] = ref["correct"].astype(object)
-    records = run_suite(frame, "pairwise", load_registry([str(registry)]), references={"correctness-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200))).records
+    records = run_suite(
+        frame,
+        "pairwise",
+        load_registry([str(registry)]),
+        references={"correctness-ref": ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=200)),
+    ).records
     task = [r for r in records if r["metric"] == "task-accuracy"]
     by_generator = {r["generator"]: r for r in task if r["judge"] is None}
     assert {g: r["value"] for g, r in by_generator.items()} == pytest.approx(TASK)
@@ -85,12 +102,28 @@ def test_suite_task_accuracy_and_correlation_with_judge_accuracy(tmp_path):
 def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
     frame, ref, registry = _planted(tmp_path)
     frame.to_csv(tmp_path / "pairwise.csv", index=False)
-    ref.assign(correct=ref["correct"].map({True: "true", False: "false", None: ""})).to_csv(
-        tmp_path / "correct.csv", index=False)
+    ref.assign(correct=ref["correct"].map({True: "true", False: "false", None: ""})).to_csv(tmp_path / "correct.csv", index=False)
     exe = Path(sys.executable).with_name("nepotism")
-    done = subprocess.run([str(exe), "metrics", "pairwise.csv", "--reference", "correct.csv", "--models", str(registry),
-                           "--correlate", "task-accuracy,judge-accuracy", "--bootstrap", "100", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(exe),
+            "metrics",
+            "pairwise.csv",
+            "--reference",
+            "correct.csv",
+            "--models",
+            str(registry),
+            "--correlate",
+            "task-accuracy,judge-accuracy",
+            "--bootstrap",
+            "100",
+            "--json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)["results"]
     (corr,) = [r for r in records if r["metric"] == "correlation"]
@@ -100,9 +133,15 @@ def test_cli_correlates_task_accuracy_with_judge_accuracy(tmp_path):
     assert corr["variant"]["interval"] == "bootstrap over judges" and corr["n_resamples"] == 100
     # (3 judges: a resample draws them all, giving R up to float32 rounding, or two, giving ±1 or none)
     assert corr["ci_low"] <= R + 1e-6 and R - 1e-6 <= corr["ci_high"] and len(corr["fisher_z_ci"]) == 2
-    accuracy = {r["judge"]: r["value"] for r in records if r["metric"] == "judge-accuracy"
-                and r["variant"].get("opponents") == "unrelated" and r["variant"].get("averaging") == "per-evaluatee"
-                and r["variant"].get("preference", "verdict") == "verdict" and "examples" not in r["variant"]}
+    accuracy = {
+        r["judge"]: r["value"]
+        for r in records
+        if r["metric"] == "judge-accuracy"
+        and r["variant"].get("opponents") == "unrelated"
+        and r["variant"].get("averaging") == "per-evaluatee"
+        and r["variant"].get("preference", "verdict") == "verdict"
+        and "examples" not in r["variant"]
+    }
     assert accuracy == pytest.approx(JUDGE_ACC)
 
 
@@ -117,20 +156,34 @@ def test_reasoning_length_all_and_on_harmful_cases(tmp_path):
     for i in range(5):
         own_right = i < 3
         for first, second in (("gpt-4-0613", "claude-2"), ("claude-2", "gpt-4-0613")):
-            rows.append({"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": first, "model_b": second,
-                         "verdict": "A", "reasoning_tokens": 100 if own_right else 400})
-        correct += [{"instance_id": f"q{i}", "model": "gpt-4-0613", "correct": own_right},
-                    {"instance_id": f"q{i}", "model": "claude-2", "correct": not own_right}]
+            rows.append(
+                {
+                    "instance_id": f"q{i}",
+                    "judge": "gpt-4-0613",
+                    "model_a": first,
+                    "model_b": second,
+                    "verdict": "A",
+                    "reasoning_tokens": 100 if own_right else 400,
+                }
+            )
+        correct += [
+            {"instance_id": f"q{i}", "model": "gpt-4-0613", "correct": own_right},
+            {"instance_id": f"q{i}", "model": "claude-2", "correct": not own_right},
+        ]
     rows[0]["reasoning_tokens"] = None  # not counted: excluded
     path = tmp_path / "pairs.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     from nepotism.tables import read_table
 
     table = read_table(path)
-    records = run_suite(table.frame, "pairwise", default_registry(), references={"correctness-ref": pd.DataFrame(correct)},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
-    got = {r["variant"]["subset"]: r for r in records if r["metric"] == "reasoning-length"
-           and "averaging" not in r["variant"]}
+    records = run_suite(
+        table.frame,
+        "pairwise",
+        default_registry(),
+        references={"correctness-ref": pd.DataFrame(correct)},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
+    got = {r["variant"]["subset"]: r for r in records if r["metric"] == "reasoning-length" and "averaging" not in r["variant"]}
     assert got["all"]["value"] == pytest.approx((5 * 100 + 4 * 400) / 9) and got["all"]["excluded"] == {"not counted": 1}
     assert got["harmful"]["value"] == pytest.approx(400.0) and got["harmful"]["n"] == 4
     bad = tmp_path / "bad.csv"
@@ -151,8 +204,13 @@ def test_report_draws_paper_004_figs_1_to_4(tmp_path):
 
     frame, ref, registry = _planted(tmp_path)
     ref["correct"] = ref["correct"].astype(object)
-    records = run_suite(frame, "pairwise", load_registry([str(registry)]), references={"correctness-ref": ref},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50))).records
+    records = run_suite(
+        frame,
+        "pairwise",
+        load_registry([str(registry)]),
+        references={"correctness-ref": ref},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=50)),
+    ).records
     rows = {r["figure"]: r for r in task_scatter_table(records)}
     assert rows["Fig. 1"]["r"] == pytest.approx(R) and rows["Fig. 1"]["n_judges"] == 3
     assert [j for j, _, _ in rows["Fig. 1"]["points"]] == list(JUDGES)
@@ -176,13 +234,25 @@ def test_reasoning_length_per_evaluatee_and_their_average():
     from nepotism.metrics.task import reasoning_length_records
     from nepotism.analyses.suite import scope_table
 
-    rows = [{"instance_id": f"q{i}", "judge": "gpt-4-0613", "model_a": "gpt-4-0613", "model_b": other,
-             "verdict": "A", "condition": "default", "reasoning_tokens": tokens}
-            for i, (other, tokens) in enumerate([("claude-2", 100)] * 3 + [("llama-2-70b-chat", 400)])]
+    rows = [
+        {
+            "instance_id": f"q{i}",
+            "judge": "gpt-4-0613",
+            "model_a": "gpt-4-0613",
+            "model_b": other,
+            "verdict": "A",
+            "condition": "default",
+            "reasoning_tokens": tokens,
+        }
+        for i, (other, tokens) in enumerate([("claude-2", 100)] * 3 + [("llama-2-70b-chat", 400)])
+    ]
     frame = pd.DataFrame(rows)
     scopes = scope_table(default_registry(), ["gpt-4-0613"], ["gpt-4-0613", "claude-2", "llama-2-70b-chat"])
-    records = [r for r in reasoning_length_records(frame, None, scopes, Bootstrap(n_resamples=50))
-               if r["variant"]["subset"] == "self-evaluation"]
+    records = [
+        r
+        for r in reasoning_length_records(frame, None, scopes, Bootstrap(n_resamples=50))
+        if r["variant"]["subset"] == "self-evaluation"
+    ]
     by = {(r["variant"].get("averaging", "pooled"), r["variant"].get("evaluatee")): r for r in records}
     assert by[("pooled", None)]["value"] == pytest.approx(175.0)
     assert by[("per-evaluatee", None)]["value"] == pytest.approx(250.0) and by[("per-evaluatee", None)]["n"] == 4

@@ -74,13 +74,16 @@ def test_held_out_rows_the_fit_cannot_use_are_counted_by_reason():
     counted under that label, not dropped from the fit without a word; so are rows without truth,
     with comparable answers or without label probabilities. Evaluation rows are never counted here."""
     ids = ["h1", "h2", "h3", "h4", "h5", "e1"]
-    split = {"h1": "heldout", "h2": "heldout", "h3": "heldout", "h4": "heldout", "h5": "heldout",
-             "e1": "evaluation"}
+    split = {"h1": "heldout", "h2": "heldout", "h3": "heldout", "h4": "heldout", "h5": "heldout", "e1": "evaluation"}
     scores = [1.0, np.nan, 0.5, -0.5, np.nan, np.nan]
     truth = [1.0, np.nan, np.nan, 0.0, -1.0, 1.0]
     reasons = [None, "failed-generation:http-5xx:500", None, None, None, "failed-generation:http-5xx:500"]
     result = calibrate(ids, scores, truth, split, reasons=reasons)
     assert result.n_fit == 1
-    assert dict(result.fit_excluded) == {"failed-generation:http-5xx:500": 1, "no truth": 1,
-                                         "comparable answers": 1, "no label probabilities": 1}
+    assert dict(result.fit_excluded) == {
+        "failed-generation:http-5xx:500": 1,
+        "no truth": 1,
+        "comparable answers": 1,
+        "no label probabilities": 1,
+    }
     assert result.n_fit + sum(result.fit_excluded.values()) == 5  # every held-out row, once

@@ -33,8 +33,10 @@ def test_end_to_end_against_the_loopback_standin(tmp_path):
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items + human))
     (tmp_path / "models.toml").write_text('[models."human-written"]\nfamily = "human"\n')
     with standin_thread(StandinConfig(latency_s=0.0)) as (url, _server):
-        models = "".join(f'[models."{m}"]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
-                         for m in ("qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"))
+        models = "".join(
+            f'[models."{m}"]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{m}"\n'
+            for m in ("qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct")
+        )
         (tmp_path / "exp.toml").write_text(f"""
 [experiment]
 name = "standin"
@@ -74,8 +76,9 @@ name = "typos"
 kind = "spelling"
 rate = 0.2
 """)
-        out = CliRunner().invoke(_cli(), ["mitigate", str(tmp_path / "exp.toml"), "--store", str(tmp_path / "s.db"),
-                                          "--no-progress"])
+        out = CliRunner().invoke(
+            _cli(), ["mitigate", str(tmp_path / "exp.toml"), "--store", str(tmp_path / "s.db"), "--no-progress"]
+        )
     assert out.exit_code == 0, out.output
     written = json.loads((tmp_path / "out" / "mitigations.json").read_text())  # the results document
     assert written["schema_version"] == 2 and written["summary"]["exports"] and written["summary"]["run_id"]
@@ -85,7 +88,12 @@ rate = 0.2
     assert {r["condition"] for r in effects} == {"para", "imp", "jury", "cal", "typos"}
     # the answers are graded (multiple choice): the baseline's accuracy figures come along (paper 003)
     assert {r["metric"] for r in records if r["metric"] != "mitigation-effect"} == {
-        "judge-accuracy", "task-accuracy", "own-win-rate", "win-rate-overestimation", "self-third-party-change-ratio"}
+        "judge-accuracy",
+        "task-accuracy",
+        "own-win-rate",
+        "win-rate-overestimation",
+        "self-third-party-change-ratio",
+    }
     # paper 003 Fig. 15's ratio comes with each perturbation (the paraphrase and the typos), not the others
     assert {r["condition"] for r in records if r["metric"] == "self-third-party-change-ratio"} == {"para", "typos"}
     assert "baseline accuracy" in out.output

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 from nepotism.mitigations.code_style import restyle_code, restyle_response, split_tests, verify_equivalent
 
-CODE = '''def count_pairs(items, target):
+CODE = """def count_pairs(items, target):
     seen_values = set()
     total = 0
     for value in items:
@@ -11,7 +11,7 @@ CODE = '''def count_pairs(items, target):
             total += 1
         seen_values.add(value)
     return total
-'''
+"""
 TESTS = ["assert count_pairs([1, 2, 3, 4], 5) == 2", "assert count_pairs([], 1) == 0"]
 
 

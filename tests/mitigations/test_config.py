@@ -34,8 +34,19 @@ def _parse(extra: str):
 def test_the_example_parses():
     plan = load_plan(EXAMPLE)
     kinds = {c.kind for c in plan.conditions}
-    assert kinds == {"synonym", "paraphrase", "judge-paraphrase", "cross-reason", "code-restyle", "ablate",
-                     "judge-option", "exclude-relatives", "jury", "calibration", "rubric-agreement"}
+    assert kinds == {
+        "synonym",
+        "paraphrase",
+        "judge-paraphrase",
+        "cross-reason",
+        "code-restyle",
+        "ablate",
+        "judge-option",
+        "exclude-relatives",
+        "jury",
+        "calibration",
+        "rubric-agreement",
+    }
     assert plan.rewriter == "qwen2.5-coder-0.5b-instruct"
 
 
@@ -45,21 +56,28 @@ def test_defaults_are_filled():
     assert plan.heldout_fraction == 0.5 and plan.control
 
 
-@pytest.mark.parametrize("extra, field", [
-    ("", "mitigate"),
-    ('[mitigate]\nconditions = []\n', "mitigate.conditions"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "magic"\n', "mitigate.conditions[0].kind"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "synonym"\nk = 0\n', "mitigate.conditions[0].k"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "synonym"\ncolour = 1\n', "mitigate.conditions[0].colour"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "p"\nkind = "paraphrase"\n', "mitigate.conditions[0].kind"),
-    ('[mitigate]\nrewriter = "nobody"\n[[mitigate.conditions]]\nname = "p"\nkind = "paraphrase"\n', "mitigate.rewriter"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "o"\nkind = "judge-option"\noptions = { reasoning = "deep" }\n',
-     "mitigate.conditions[0].options"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "default"\nkind = "jury"\n', "mitigate.conditions"),
-    ('[mitigate]\n[[mitigate.conditions]]\nname = "a:b"\nkind = "jury"\n', "mitigate.conditions[0].name"),
-    ('[mitigate]\nheldout_fraction = 1\n[[mitigate.conditions]]\nname = "c"\nkind = "calibration"\n',
-     "mitigate.heldout_fraction"),
-])
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ("", "mitigate"),
+        ("[mitigate]\nconditions = []\n", "mitigate.conditions"),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "magic"\n', "mitigate.conditions[0].kind"),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "synonym"\nk = 0\n', "mitigate.conditions[0].k"),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "s"\nkind = "synonym"\ncolour = 1\n', "mitigate.conditions[0].colour"),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "p"\nkind = "paraphrase"\n', "mitigate.conditions[0].kind"),
+        ('[mitigate]\nrewriter = "nobody"\n[[mitigate.conditions]]\nname = "p"\nkind = "paraphrase"\n', "mitigate.rewriter"),
+        (
+            '[mitigate]\n[[mitigate.conditions]]\nname = "o"\nkind = "judge-option"\noptions = { reasoning = "deep" }\n',
+            "mitigate.conditions[0].options",
+        ),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "default"\nkind = "jury"\n', "mitigate.conditions"),
+        ('[mitigate]\n[[mitigate.conditions]]\nname = "a:b"\nkind = "jury"\n', "mitigate.conditions[0].name"),
+        (
+            '[mitigate]\nheldout_fraction = 1\n[[mitigate.conditions]]\nname = "c"\nkind = "calibration"\n',
+            "mitigate.heldout_fraction",
+        ),
+    ],
+)
 def test_bad_input_names_the_key(extra, field):
     with pytest.raises(InputError) as err:
         _parse(extra)

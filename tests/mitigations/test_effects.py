@@ -9,8 +9,16 @@ BOOT = Bootstrap(n_resamples=400, seed=0)
 
 def _frame(outcomes, truth, judge="j", prob=None):
     n = len(outcomes)
-    frame = pd.DataFrame({"judge": judge, "instance_id": [f"i{k}" for k in range(n)], "side": "j",
-                          "opponent": "o", "outcome": outcomes, "truth": truth})
+    frame = pd.DataFrame(
+        {
+            "judge": judge,
+            "instance_id": [f"i{k}" for k in range(n)],
+            "side": "j",
+            "opponent": "o",
+            "outcome": outcomes,
+            "truth": truth,
+        }
+    )
     return frame if prob is None else frame.assign(prob=prob)
 
 
@@ -70,17 +78,25 @@ def test_change_ratio_is_paper_003_fig15():
     assert est.value == 4.0 and est.n == 4 and est.n_excluded == 0
     assert est.ci_low <= 4.0 <= est.ci_high
     # the ratio of magnitudes: a control moving the other way gives the same ratio
-    est = change_ratio(sb, sm, _frame([0.0, 0.0], [0.0, 0.0], judge="t"), _frame([1.0, 0.0], [0.0, 0.0], judge="t"),
-                       bootstrap=BOOT)
+    est = change_ratio(
+        sb, sm, _frame([0.0, 0.0], [0.0, 0.0], judge="t"), _frame([1.0, 0.0], [0.0, 0.0], judge="t"), bootstrap=BOOT
+    )
     assert est.value == 4.0
     flat = change_ratio(sb, sm, cb, cb, bootstrap=BOOT)
     assert np.isnan(flat.value) and flat.note == "the third-party change is 0: no ratio"
 
 
 def test_base_metrics_listed():
-    assert set(BASE_METRICS) == {"self-preference", "self-preference-probability", "self-preference-ratio",
-                                 "demographic-parity-bias",
-                                 "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias"}
+    assert set(BASE_METRICS) == {
+        "self-preference",
+        "self-preference-probability",
+        "self-preference-ratio",
+        "demographic-parity-bias",
+        "harmful-self-preference",
+        "judge-accuracy",
+        "harmful-judge-accuracy",
+        "error-bias",
+    }
 
 
 def test_audit_metrics_match_their_definitions():
@@ -96,10 +112,8 @@ def test_a_pair_without_a_usable_verdict_is_counted_under_its_rows_reason():
     """Rows from `side_rows` say why a verdict is missing (`excluded_reason`, metrics' labels): the
     baseline's reason where the baseline has none, else the mitigated row's; none: the generic count."""
     why = "failed-generation:timeout"
-    base = _frame([np.nan, 1.0, np.nan, 1.0], [1.0] * 4).assign(
-        excluded_reason=[why, None, "unparsed-conflicting", None])
-    mit = _frame([np.nan, np.nan, 1.0, 1.0], [1.0] * 4).assign(
-        excluded_reason=[why, "failed-timeout", None, None])
+    base = _frame([np.nan, 1.0, np.nan, 1.0], [1.0] * 4).assign(excluded_reason=[why, None, "unparsed-conflicting", None])
+    mit = _frame([np.nan, np.nan, 1.0, 1.0], [1.0] * 4).assign(excluded_reason=[why, "failed-timeout", None, None])
     est, _, _ = paired_effect(base, mit, "self-preference", bootstrap=BOOT)
     assert est.n == 1 and est.excluded == {why: 1, "failed-timeout": 1, "unparsed-conflicting": 1}
     est = diff_in_diff(base, mit, base, mit, bootstrap=BOOT)

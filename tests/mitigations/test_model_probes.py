@@ -37,8 +37,9 @@ def _fenced(code):
 
 def _reply(question, option):
     """The recorded reply of the model asked to argue for ``option`` of ``question``."""
-    (call,) = [c for c in RECORDED["cross_reason"] if c["messages"][0]["content"]
-               == cross_reason_prompt(question, option)[0].content]
+    (call,) = [
+        c for c in RECORDED["cross_reason"] if c["messages"][0]["content"] == cross_reason_prompt(question, option)[0].content
+    ]
     return call["completion"]
 
 
@@ -61,7 +62,11 @@ def test_the_recording_names_the_packaged_model_its_hash_and_how_to_record_it_ag
     spec.loader.exec_module(script)
     assert script.QUESTIONS == RECORDED["questions"] and script.PROGRAMS == RECORDED["programs"]
     assert (script.MODEL, script.SEED, script.N_CTX, script.N_THREADS) == (
-        MODEL, prov["parameters"]["seed"], prov["parameters"]["n_ctx"], prov["parameters"]["n_threads"])
+        MODEL,
+        prov["parameters"]["seed"],
+        prov["parameters"]["n_ctx"],
+        prov["parameters"]["n_threads"],
+    )
 
 
 def test_the_recorded_prompts_are_the_ones_the_probes_send_today():
@@ -69,7 +74,8 @@ def test_the_recorded_prompts_are_the_ones_the_probes_send_today():
     asked = sorted(c["messages"][0]["content"] for c in RECORDED["cross_reason"])
     assert asked == sorted(cross_reason_prompt(q["prompt"], o)[0].content for q in RECORDED["questions"] for o in "AB")
     assert [c["messages"][0]["content"] for c in RECORDED["code_restyle"]] == [
-        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"]]
+        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"]
+    ]
     assert all(c["completion"] and c["error"] is None for c in RECORDED["cross_reason"] + RECORDED["code_restyle"])
 
 
@@ -104,10 +110,12 @@ def test_what_the_recorded_reasons_argue_for():
             if read.ok:
                 assert read.text.startswith(f"Answer: {option}\n")
     assert tally == {
-        ("sky", "A"): (True, None, True), ("sky", "B"): (True, None, True),
+        ("sky", "A"): (True, None, True),
+        ("sky", "B"): (True, None, True),
         ("planet", "A"): (True, None, True),
         ("planet", "B"): (False, "the reasoning names another option's answer, not its own", False),
-        ("product", "A"): (True, None, False), ("product", "B"): (True, None, True),
+        ("product", "A"): (True, None, False),
+        ("product", "B"): (True, None, True),
     }
 
 
@@ -174,42 +182,47 @@ def _pair():
 
 def test_cross_reason_by_the_competitor_and_by_the_rewriter():
     writer = Writer()
-    (texts,) = asyncio.run(perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "competitor"}, [_pair()],
-                                         text_model=writer))
+    (texts,) = asyncio.run(
+        perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "competitor"}, [_pair()], text_model=writer)
+    )
     # the judge's option A with a reason the competitor wrote for A; B with a reason the judge wrote for B
     assert texts.own == "Answer: A\nother-b says option A matches the question best."
     assert texts.opponent == "Answer: B\njudge-a says option B matches the question best."
     assert sorted((m, msgs[0].content.split("why option ", 1)[1][0]) for m, msgs, _ in writer.calls) == [
-        ("judge-a", "B"), ("other-b", "A")]
-    (third,) = asyncio.run(perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "rewriter"}, [_pair()],
-                                         text_model=Writer(), rewriter="neutral-c"))
+        ("judge-a", "B"),
+        ("other-b", "A"),
+    ]
+    (third,) = asyncio.run(
+        perturb_pairs(
+            "cross-reason", {"cross_reason": "model", "writer": "rewriter"}, [_pair()], text_model=Writer(), rewriter="neutral-c"
+        )
+    )
     assert third.own.startswith("Answer: A\nneutral-c") and third.opponent.startswith("Answer: B\nneutral-c")
     (spliced,) = asyncio.run(perturb_pairs("cross-reason", {"cross_reason": "splice"}, [_pair()], text_model=Writer()))
     assert spliced.own == "Answer: A\nThe sky is blue."
-    (blocked,) = asyncio.run(perturb_pairs("cross-reason", {}, [_pair()], text_model=Writer(),
-                                           callable_models={"judge-a"}))
+    (blocked,) = asyncio.run(perturb_pairs("cross-reason", {}, [_pair()], text_model=Writer(), callable_models={"judge-a"}))
     assert not blocked.ok and "can call" in blocked.reason
 
 
-CODE = '''def count_evens(numbers):
+CODE = """def count_evens(numbers):
     # count the even numbers
     total = 0
     for n in numbers:
         if n % 2 == 0:  # even
             total += 1
     return total
-'''
+"""
 TESTS = "assert count_evens([1, 2, 4]) == 2\nassert count_evens([]) == 0"
-IDIOMATIC = '''```python
+IDIOMATIC = """```python
 def count_evens(numbers):
     # count the even numbers
     return sum(1 for n in numbers if n % 2 == 0)  # even
-```'''
+```"""
 WRONG = IDIOMATIC.replace("n % 2 == 0", "n % 2 == 1")
-NO_COMMENTS = '''```python
+NO_COMMENTS = """```python
 def count_evens(numbers):
     return sum(1 for n in numbers if n % 2 == 0)
-```'''
+```"""
 
 
 def test_restyle_prompt_and_a_restyle_keeping_comments():
@@ -236,8 +249,7 @@ def test_model_restyle_is_verified_by_the_tasks_tests_in_the_sandbox():
         inst = Instance(f"c-{tag}", "Write count_evens.", metadata={"tests": TESTS})
         own = Response(inst.id, "judge-a", f"```python\n{code}```")
         pairs.append(Pair("judge-a", inst, own, Response(inst.id, "other-b", "```python\ndef f(): pass\n```")))
-    good, bad = asyncio.run(perturb_pairs("code-restyle", {"restyle": "model"}, pairs, text_model=coder,
-                                          rewriter="coder-c"))
+    good, bad = asyncio.run(perturb_pairs("code-restyle", {"restyle": "model"}, pairs, text_model=coder, rewriter="coder-c"))
     assert good.ok and "sum(1 for n in numbers" in good.own and "# count the even numbers" in good.own
     assert good.opponent == pairs[0].opponent.text  # only the judge's own code is restyled
     assert not bad.ok and bad.reason == "restyled code behaves differently on the tests"
@@ -259,6 +271,7 @@ def _script():
 
 def _replaying(replies):
     """A text model answering each prompt with the reply ``replies`` holds for it (by its text)."""
+
     async def text_model(calls):
         return [replies[messages[0].content] for _, messages, _ in calls]
 
@@ -273,10 +286,12 @@ def _tally(pairs, texts) -> dict:
 
 def _probe(pairs, text_model):
     """Both probes as `nepotism mitigate` runs them with the rewriter writing the reasons."""
-    cross = asyncio.run(perturb_pairs("cross-reason", {"cross_reason": "model", "writer": "rewriter"}, pairs,
-                                      text_model=text_model, rewriter=MODEL))
-    restyle = asyncio.run(perturb_pairs("code-restyle", {"restyle": "model"}, pairs, text_model=text_model,
-                                        rewriter=MODEL))
+    cross = asyncio.run(
+        perturb_pairs(
+            "cross-reason", {"cross_reason": "model", "writer": "rewriter"}, pairs, text_model=text_model, rewriter=MODEL
+        )
+    )
+    restyle = asyncio.run(perturb_pairs("code-restyle", {"restyle": "model"}, pairs, text_model=text_model, rewriter=MODEL))
     return cross, restyle
 
 
@@ -289,12 +304,18 @@ def test_the_recorded_replies_through_both_probes():
     replies = {c["messages"][0]["content"]: c["completion"] for c in RECORDED["cross_reason"] + RECORDED["code_restyle"]}
     cross, restyle = _probe(pairs, _replaying(replies))
     kept, no_label = "the restyle dropped or changed a comment", "an answer has no 'Answer: X' line"
-    assert [t.reason for t in cross] == [None, "the reasoning names another option's answer, not its own", None] + [
-        no_label] * 5
+    assert [t.reason for t in cross] == [None, "the reasoning names another option's answer, not its own", None] + [no_label] * 5
     assert [t.reason for t in restyle] == ["the instance has no tests"] * 3 + [
-        kept, None, kept, "restyling changed nothing", kept]
+        kept,
+        None,
+        kept,
+        "restyling changed nothing",
+        kept,
+    ]
     sky = cross[0]  # the judge's option with a reason written for it, the competitor's likewise
-    assert sky.own == read_reason(_reply(QUESTION, "A"), "A").text and sky.opponent == read_reason(_reply(QUESTION, "B"), "B").text
+    assert (
+        sky.own == read_reason(_reply(QUESTION, "A"), "A").text and sky.opponent == read_reason(_reply(QUESTION, "B"), "B").text
+    )
     squares = RECORDED["programs"][1]
     assert restyle[4].own == read_restyle(_fenced(squares["own"]), RECORDED["code_restyle"][1]["completion"]).text
     assert restyle[4].opponent == _fenced(squares["other"])  # only the judge's code is restyled
@@ -329,13 +350,16 @@ def _experiment(work: Path, setting) -> Path:
     rows += [{**rows[0], "model": m, "text": q[side]} for m, side in ((MODEL, "own"), ("human-written", "other"))]
     for p in RECORDED["programs"][:2]:
         item = {"id": p["id"], "prompt": p["prompt"], "metadata": {"tests": p["tests"]}}
-        rows += [item] + [{**item, "model": m, "text": _fenced(p[side])}
-                          for m, side in ((MODEL, "own"), ("human-written", "other"))]
+        rows += [item] + [
+            {**item, "model": m, "text": _fenced(p[side])} for m, side in ((MODEL, "own"), ("human-written", "other"))
+        ]
     (work / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (work / "models.toml").write_text('[models."human-written"]\nfamily = "human"\n')
     prov = RECORDED["provenance"]["parameters"]
-    models = (f'[models."{MODEL}"]\nbackend = "gguf"\nmodel = "{MODEL}"\nn_ctx = {prov["n_ctx"]}\n'
-              f"{setting.toml()}concurrency = 1\n")  # threads: $NEPOTISM_MODEL_THREADS
+    models = (
+        f'[models."{MODEL}"]\nbackend = "gguf"\nmodel = "{MODEL}"\nn_ctx = {prov["n_ctx"]}\n'
+        f"{setting.toml()}concurrency = 1\n"
+    )  # threads: $NEPOTISM_MODEL_THREADS
     (work / "exp.toml").write_text(f"""
 [experiment]
 name = "probes-local"
@@ -390,15 +414,21 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
     probes read them, every perturbed pair is judged in both orders, and the model gives the same
     reply to the same call again. Run under both settings of `conftest.MODEL_SETTINGS`."""
     exp = _experiment(tmp_path, model_env)
-    done = subprocess.run([NEPOTISM, "mitigate", str(exp), "--store", str(tmp_path / "s.db"), "--json",
-                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [NEPOTISM, "mitigate", str(exp), "--store", str(tmp_path / "s.db"), "--json", "--no-progress"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)["summary"]
     # the rewriter was asked for a reason for each option of the question, and for each program's restyle
     stored = _rewrites(tmp_path / "s.db")
     q = RECORDED["questions"][0]
     asked = {cross_reason_prompt(q["prompt"], o)[0].content for o in "AB"} | {
-        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"][:2]}
+        restyle_prompt(p["own"])[0].content for p in RECORDED["programs"][:2]
+    }
     assert set(stored) == asked and summary["rewrite_calls"] == 4 and summary["rewrite_failed"] == 0
     assert all(c["status"] == "ok" and c["text"] and c["text"].strip() for c in stored.values())
     # the pipeline's counts and texts are what the probes make of those very replies
@@ -409,8 +439,10 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
     # structure, whatever the replies: the programs have no "Answer: X" line, the question no tests
     assert per["cross-reason"]["failed"].get("an answer has no 'Answer: X' line") == 2
     assert per["code-restyle"]["failed"].get("the instance has no tests") == 1
-    shown = {(row["instance_id"], row["model_b"]): row["text_b"]
-             for row in map(json.loads, (tmp_path / "out" / "perturbed-pairs.jsonl").read_text().splitlines())}
+    shown = {
+        (row["instance_id"], row["model_b"]): row["text_b"]
+        for row in map(json.loads, (tmp_path / "out" / "perturbed-pairs.jsonl").read_text().splitlines())
+    }
     expected = {}
     for name, texts in (("cross-reason", cross), ("code-restyle", restyle)):
         for pair, text in zip(pairs, texts):
@@ -423,9 +455,13 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
     perturbed = per["cross-reason"]["perturbed"] + per["code-restyle"]["perturbed"]
     assert sum(summary["judgments"].values()) == 2 * (len(pairs) + perturbed)
     assert set(summary["judgments"]) <= {"parsed", "unparsed"}
-    effects = {r["condition"]: r for r in json.loads(done.stdout)["results"]
-               if r["metric"] == "mitigation-effect" and r["variant"]["base_metric"] == "self-preference"
-               and r["variant"]["scope"] == "self"}
+    effects = {
+        r["condition"]: r
+        for r in json.loads(done.stdout)["results"]
+        if r["metric"] == "mitigation-effect"
+        and r["variant"]["base_metric"] == "self-preference"
+        and r["variant"]["scope"] == "self"
+    }
     for name in ("cross-reason", "code-restyle"):  # each pair's paired comparison used or excluded, with why
         effect, pairs_not_perturbed = effects[name], per[name]["pairs"] - per[name]["perturbed"]
         assert effect["n"] + effect["n_excluded"] == per[name]["pairs"] and effect["n"] <= per[name]["perturbed"]
@@ -438,8 +474,16 @@ def test_both_probes_end_to_end_on_the_packaged_model(tmp_path, model_env):
 
     call = stored[cross_reason_prompt(q["prompt"], "A")[0].content]
     req = call["request"]
-    again = asyncio.run(GGUFBackend(MODEL, n_ctx=RECORDED["provenance"]["parameters"]["n_ctx"],
-                                    **model_env.gguf()).complete(Request(
-        MODEL, messages=tuple(Message(m["role"], m["content"]) for m in req["messages"]),
-        max_tokens=req["max_tokens"], temperature=req["temperature"], seed=req["seed"], extra=req["extra"])))
+    again = asyncio.run(
+        GGUFBackend(MODEL, n_ctx=RECORDED["provenance"]["parameters"]["n_ctx"], **model_env.gguf()).complete(
+            Request(
+                MODEL,
+                messages=tuple(Message(m["role"], m["content"]) for m in req["messages"]),
+                max_tokens=req["max_tokens"],
+                temperature=req["temperature"],
+                seed=req["seed"],
+                extra=req["extra"],
+            )
+        )
+    )
     assert again.ok and again.text == call["text"]

@@ -16,8 +16,16 @@ BOOT = Bootstrap(n_resamples=200, seed=0)
 
 def _frame(outcomes, truth):
     n = len(outcomes)
-    return pd.DataFrame({"judge": "j", "instance_id": [f"i{k}" for k in range(n)], "side": "j", "opponent": "o",
-                         "outcome": outcomes, "truth": truth})
+    return pd.DataFrame(
+        {
+            "judge": "j",
+            "instance_id": [f"i{k}" for k in range(n)],
+            "side": "j",
+            "opponent": "o",
+            "outcome": outcomes,
+            "truth": truth,
+        }
+    )
 
 
 def test_harmful_judge_accuracy_and_its_paired_t_test():
@@ -45,8 +53,12 @@ def _j(judge, inst, first, second, verdict):
 
 
 def test_strict_rule_leaves_disagreeing_orders_out():
-    judgments = [_j("j", "q1", "j", "o", "A"), _j("j", "q1", "o", "j", "A"),  # orders disagree
-                 _j("j", "q2", "j", "o", "A"), _j("j", "q2", "o", "j", "B")]  # both say j
+    judgments = [
+        _j("j", "q1", "j", "o", "A"),
+        _j("j", "q1", "o", "j", "A"),  # orders disagree
+        _j("j", "q2", "j", "o", "A"),
+        _j("j", "q2", "o", "j", "B"),
+    ]  # both say j
     loose = side_rows(judgments).set_index(["instance_id", "side"])
     strict = side_rows(judgments, rule="strict").set_index(["instance_id", "side"])
     assert loose.loc[("q1", "j"), "outcome"] == 0.0 and not loose.loc[("q1", "j"), "ambiguous"]
@@ -67,31 +79,45 @@ def test_own_win_rates_fig4_by_hand():
     assert rates["own judgment"].value == pytest.approx(3.5 / 5)
     assert rates["overestimation"].value == pytest.approx(0.1)
     assert rates["overestimation"].n == 5 and rates["overestimation"].excluded == {
-        "no truth": 1, "comparable answers": 1, "no usable verdict": 1}
+        "no truth": 1,
+        "comparable answers": 1,
+        "no usable verdict": 1,
+    }
     empty = own_win_rates([np.nan], [1], ["q"], bootstrap=BOOT)
     assert np.isnan(empty["ground truth"].value) and empty["ground truth"].n == 0
     # a pair without a verdict whose row says why (a failed generation: its answer ungraded too)
     # is counted under that label, as every metric counts it
     why = [None] * 8 + ["failed-generation:timeout"]
-    rates = own_win_rates(outcome + [np.nan], truth + [np.nan], [f"q{i}" for i in range(9)], bootstrap=BOOT,
-                          reasons=why)
+    rates = own_win_rates(outcome + [np.nan], truth + [np.nan], [f"q{i}" for i in range(9)], bootstrap=BOOT, reasons=why)
     assert rates["overestimation"].n == 5 and rates["overestimation"].excluded == {
-        "failed-generation:timeout": 1, "no truth": 1, "comparable answers": 1, "no usable verdict": 1}
+        "failed-generation:timeout": 1,
+        "no truth": 1,
+        "comparable answers": 1,
+        "no usable verdict": 1,
+    }
 
 
 def test_baseline_accuracy_records_by_hand():
     from nepotism.mitigations.accuracy import accuracy_records
     from nepotism.mitigations.rows import pair_truth
 
-    correct = {("q1", "j"): True, ("q1", "k"): False, ("q1", "o"): False,
-               ("q2", "j"): False, ("q2", "k"): True, ("q2", "o"): False}
+    correct = {
+        ("q1", "j"): True,
+        ("q1", "k"): False,
+        ("q1", "o"): False,
+        ("q2", "j"): False,
+        ("q2", "k"): True,
+        ("q2", "o"): False,
+    }
     judgments = [
         _j("j", "q1", "j", "k", "A"),  # own right, prefers own: right
         _j("j", "q1", "j", "o", "A"),  # right
         _j("j", "q2", "j", "k", "A"),  # harmful case, prefers own: wrong
         _j("j", "q2", "j", "o", "B"),  # both wrong: not counted
-    ] + [Judgment("q1", "j", "pairwise", ("k", "o"), "parsed", verdict="A", condition="third-party"),  # both wrong
-         Judgment("q2", "j", "pairwise", ("k", "o"), "parsed", verdict="A", condition="third-party")]  # right
+    ] + [
+        Judgment("q1", "j", "pairwise", ("k", "o"), "parsed", verdict="A", condition="third-party"),  # both wrong
+        Judgment("q2", "j", "pairwise", ("k", "o"), "parsed", verdict="A", condition="third-party"),
+    ]  # right
     rows = side_rows(judgments)
     rows["truth"] = pair_truth(rows, correct)
     records = accuracy_records(rows, ["j"], "default", "third-party", correct, BOOT)
@@ -118,7 +144,7 @@ def test_spelling_errors_are_seeded_typos_at_the_given_rate():
     question = "Which animal crossed?"
     one = misspell(answer, question, rate=0.34, seed=7, key="r1")  # round(0.34 x 3 words) = 1
     assert one.ok and len(one.changed) == 1
-    (word, wrong), = one.changed
+    ((word, wrong),) = one.changed
     assert word in {"elephant", "quickly", "river"} and wrong != word
     assert (wrong[0], wrong[-1], sorted(wrong)) == (word[0], word[-1], sorted(word))
     assert one.text.endswith("Answer: B") and "crossed" in one.text  # labels and question words untouched
@@ -133,8 +159,11 @@ def test_spelling_errors_are_seeded_typos_at_the_given_rate():
 def test_human_quality_binomial_test_by_hand():
     from nepotism.mitigations.human_study import quality_test
 
-    rows = ([("m", "m@syn", "m@syn")] * 3 + [("m@syn", "m", "m")] * 7  # 3 of 10 prefer the perturbed text
-            + [("m", "m@syn", "tie"), ("m", "k", "m"), ("m", "m@para", "m")])
+    rows = (
+        [("m", "m@syn", "m@syn")] * 3
+        + [("m@syn", "m", "m")] * 7  # 3 of 10 prefer the perturbed text
+        + [("m", "m@syn", "tie"), ("m", "k", "m"), ("m", "m@para", "m")]
+    )
     labels = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"]).assign(instance_id="q")
     rec = quality_test(labels, "syn")
     assert (rec["successes"], rec["n"], rec["value"]) == (3, 10, 0.3)
@@ -157,7 +186,8 @@ def test_human_study_files_named_in_the_experiment(tmp_path):
     shutil.copytree(example, tmp_path / "ex")
     (tmp_path / "ex" / "labels.csv").write_text(
         "instance_id,model_a,model_b,winner,annotator\n"
-        + "".join(f"q{i},m,m@synonyms-wordnet,{'m' if i % 2 else 'm@synonyms-wordnet'},ann{i}\n" for i in range(6)))
+        + "".join(f"q{i},m,m@synonyms-wordnet,{'m' if i % 2 else 'm@synonyms-wordnet'},ann{i}\n" for i in range(6))
+    )
     text = (example / "mitigations.toml").read_text()
     exp = tmp_path / "ex" / "exp.toml"
     exp.write_text(text.replace("[mitigate]\n", '[mitigate]\nhuman_study = "labels.csv"\n', 1))
@@ -165,7 +195,11 @@ def test_human_study_files_named_in_the_experiment(tmp_path):
     names = [c.name for c in plan.conditions]
     assert "synonyms-wordnet" in names, names
     records = {r["condition"]: r for r in human_study_records(plan)}
-    assert records["synonyms-wordnet"]["successes"] == 3 and records["synonyms-wordnet"]["n"] == 6 and records["synonyms-wordnet"]["p_value"] == 1.0
+    assert (
+        records["synonyms-wordnet"]["successes"] == 3
+        and records["synonyms-wordnet"]["n"] == 6
+        and records["synonyms-wordnet"]["p_value"] == 1.0
+    )
     exp.write_text(text.replace("[mitigate]\n", '[mitigate]\nhuman_study = "missing.csv"\n', 1))
     with pytest.raises(InputError, match="human_study"):
         load_plan(exp)

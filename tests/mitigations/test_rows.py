@@ -13,8 +13,7 @@ def test_every_row_is_either_usable_or_counted_once_by_reason():
     mask = usable(values, truth)
     assert mask.tolist() == [True, True, False, False, False, False, False, False]
     counts = left_out(values, truth, reasons)
-    assert counts == {"failed-generation:timeout": 2, "no usable verdict": 1, "no truth": 2,
-                      "comparable answers": 1}
+    assert counts == {"failed-generation:timeout": 2, "no usable verdict": 1, "no truth": 2, "comparable answers": 1}
     assert int(mask.sum()) + sum(counts.values()) == len(values)
 
 

@@ -37,12 +37,19 @@ def test_filtering_disputed_items_removes_their_overestimation():
     assert by_judge["a"]["value_baseline"] == 0.5 and by_judge["a"]["value_mitigated"] == 0.0
     assert by_judge["a"]["value"] == -0.5
     assert by_judge["b"]["value"] == 0.0
-    assert by_judge["a"]["variant"] == {"mitigation": "rubric-agreement", "base_metric": "rubric-self-overestimation",
-                                        "scope": "self"}
+    assert by_judge["a"]["variant"] == {
+        "mitigation": "rubric-agreement",
+        "base_metric": "rubric-self-overestimation",
+        "scope": "self",
+    }
 
 
 def test_no_rubric_judgments():
-    records, info = agreement_records(pd.DataFrame(columns=["judge", "condition", "instance_id", "rubric_id", "model",
-                                                            "met"]),
-                                      MitigationConfig("agree", "rubric-agreement", {}), ["a"], "default", BOOT)
+    records, info = agreement_records(
+        pd.DataFrame(columns=["judge", "condition", "instance_id", "rubric_id", "model", "met"]),
+        MitigationConfig("agree", "rubric-agreement", {}),
+        ["a"],
+        "default",
+        BOOT,
+    )
     assert records == [] and "note" in info

@@ -54,14 +54,26 @@ class FakeModel:
 
 def _plan(tmp_path):
     items = [
-        {"id": "q1", "prompt": "Pick the colour of the sky.\nA. green\nB. blue", "reference_answer": "B", "category": "x",
-         "rubric": [{"id": "r1", "text": "Gives a letter."}, {"id": "r2", "text": "Explains the choice."}]},
+        {
+            "id": "q1",
+            "prompt": "Pick the colour of the sky.\nA. green\nB. blue",
+            "reference_answer": "B",
+            "category": "x",
+            "rubric": [{"id": "r1", "text": "Gives a letter."}, {"id": "r2", "text": "Explains the choice."}],
+        },
         {"id": "q2", "prompt": "Which is a fruit?\nA. apple\nB. brick", "reference_answer": "A", "category": "y"},
-        {"id": "c1", "prompt": "Write a function double(x).", "category": "code",
-         "metadata": {"tests": ["assert double(2) == 4", "assert double(0) == 0"]}},
+        {
+            "id": "c1",
+            "prompt": "Write a function double(x).",
+            "category": "code",
+            "metadata": {"tests": ["assert double(2) == 4", "assert double(0) == 0"]},
+        },
     ]
-    human = {"q1": "Answer: B\nThe daytime sky looks blue to people.", "q2": "Answer: A\nApples grow on trees.",
-             "c1": "```python\ndef double(x):\n    return x + x\n```"}
+    human = {
+        "q1": "Answer: B\nThe daytime sky looks blue to people.",
+        "q2": "Answer: A\nApples grow on trees.",
+        "c1": "```python\ndef double(x):\n    return x + x\n```",
+    }
     with open(tmp_path / "items.jsonl", "w") as fh:
         for it in items:
             fh.write(json.dumps(it) + "\n")
@@ -154,8 +166,7 @@ def _sandbox(code, *, tests, timeout, memory_mb):
 def result(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("mit")
     plan = _plan(tmp_path)
-    endpoints = {m: Endpoint(model=m, backend=FakeModel(m), kind="fake", served_model=m, limiter=Limiter(4))
-                 for m in JUDGES}
+    endpoints = {m: Endpoint(model=m, backend=FakeModel(m), kind="fake", served_model=m, limiter=Limiter(4)) for m in JUDGES}
     with Store(tmp_path / "s.db") as store:
         out = asyncio.run(run_mitigations(plan, store, endpoints=endpoints, sandbox_runner=_sandbox))
         again = asyncio.run(run_mitigations(plan, store, endpoints=endpoints, sandbox_runner=_sandbox))
@@ -181,10 +192,20 @@ def test_perturbations_have_a_third_party_control(result):
     out, _ = result
     scopes = {(r["condition"], r["variant"]["scope"]) for r in out.records}
     for name in ("syn", "para", "jp", "xr", "restyle"):
-        assert {(name, "self"), (name, "third-party-control"), (name, "self-minus-control"),
-                (name, "self-over-control")} <= scopes
-    control = [r for r in out.records if r["condition"] == "para" and r["variant"]["scope"] == "third-party-control"
-               and r["judge"] != "all" and r["variant"]["base_metric"] == "self-preference"]
+        assert {
+            (name, "self"),
+            (name, "third-party-control"),
+            (name, "self-minus-control"),
+            (name, "self-over-control"),
+        } <= scopes
+    control = [
+        r
+        for r in out.records
+        if r["condition"] == "para"
+        and r["variant"]["scope"] == "third-party-control"
+        and r["judge"] != "all"
+        and r["variant"]["base_metric"] == "self-preference"
+    ]
     assert control and all(r["n"] > 0 for r in control)
 
 
@@ -195,8 +216,14 @@ def test_perturbation_failures_are_counted(result):
     assert info["restyle"]["failed"] == {"the instance has no tests": 8}
     assert info["restyle"]["perturbed"] == 4
     assert info["xr"]["perturbed"] == 8 and info["xr"]["failed"] == {"an answer has no 'Answer: X' line": 4}
-    restyle_self = [r for r in out.records if r["condition"] == "restyle" and r["variant"]["scope"] == "self"
-                    and r["judge"] == JUDGES[0] and r["variant"]["base_metric"] == "self-preference"][0]
+    restyle_self = [
+        r
+        for r in out.records
+        if r["condition"] == "restyle"
+        and r["variant"]["scope"] == "self"
+        and r["judge"] == JUDGES[0]
+        and r["variant"]["base_metric"] == "self-preference"
+    ][0]
     assert restyle_self["n"] == 2 and restyle_self["excluded"] == {"no mitigated comparison": 4}
 
 
@@ -238,11 +265,16 @@ def test_jury_familiarity_is_minus_the_log_perplexity_of_the_perplexity_step(tmp
             return None
 
     exp = _plan(tmp_path).experiment
-    endpoints = {JUDGES[0]: Endpoint(model=JUDGES[0], backend=Scorer(), kind="openai", served_model=JUDGES[0]),
-                 JUDGES[1]: Endpoint(model=JUDGES[1], backend=Scorer(), kind="gguf", served_model=JUDGES[1])}
+    endpoints = {
+        JUDGES[0]: Endpoint(model=JUDGES[0], backend=Scorer(), kind="openai", served_model=JUDGES[0]),
+        JUDGES[1]: Endpoint(model=JUDGES[1], backend=Scorer(), kind="gguf", served_model=JUDGES[1]),
+    }
     instances = [Instance("q1", "Pick one.\nA. x\nB. y"), Instance("q2", "Say hi.")]
-    responses = [Response("q1", "human-written", "Answer: A\nx it is."), Response("q2", "human-written", "broken"),
-                 Response("q2", JUDGES[0], "")]
+    responses = [
+        Response("q1", "human-written", "Answer: A\nx it is."),
+        Response("q2", "human-written", "broken"),
+        Response("q2", JUDGES[0], ""),
+    ]
     with Store(tmp_path / "f.db") as store:
         fam, counts = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
         again, _ = asyncio.run(_familiarity(Runner(store, endpoints), exp, instances, responses))
@@ -250,7 +282,8 @@ def test_jury_familiarity_is_minus_the_log_perplexity_of_the_perplexity_step(tmp
     assert counts == {"ok": 2, "failed": {"model_error: planted": 2}}  # failures are counted with their reason
     # 2 judges x 2 non-empty answers; the rerun is served from the store except the failed calls
     assert sorted((r.model, r.continuation) for r in seen) == sorted(
-        [(j, "Answer: A\nx it is.") for j in JUDGES] + [(j, "broken") for j in JUDGES] * 2)
+        [(j, "Answer: A\nx it is.") for j in JUDGES] + [(j, "broken") for j in JUDGES] * 2
+    )
     shapes = {(r.model, r.prompt is not None) for r in seen}
     assert shapes == {(JUDGES[0], True), (JUDGES[1], False)}
     assert all(r.continuation in ("Answer: A\nx it is.", "broken") for r in seen)

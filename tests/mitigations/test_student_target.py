@@ -59,13 +59,31 @@ def _plan(tmp_path, extra=""):
             fh.write(json.dumps({"id": f"q{i}", "prompt": f"Question {i}?"}) + "\n")
         for i in range(N):
             good_student = i % 2 == 0
-            fh.write(json.dumps({"id": f"q{i}", "prompt": f"Question {i}?", "model": STUDENT,
-                                 "text": f"answer-of-student STUDENT {'GOOD' if good_student else 'weak'} {i}"}) + "\n")
-            fh.write(json.dumps({"id": f"q{i}", "prompt": f"Question {i}?", "model": OTHER,
-                                 "text": f"answer-of-other {'weak' if good_student else 'GOOD'} {i}"}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"q{i}",
+                        "prompt": f"Question {i}?",
+                        "model": STUDENT,
+                        "text": f"answer-of-student STUDENT {'GOOD' if good_student else 'weak'} {i}",
+                    }
+                )
+                + "\n"
+            )
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"q{i}",
+                        "prompt": f"Question {i}?",
+                        "model": OTHER,
+                        "text": f"answer-of-other {'weak' if good_student else 'GOOD'} {i}",
+                    }
+                )
+                + "\n"
+            )
     (tmp_path / "models.toml").write_text(
-        f'[models."{STUDENT}"]\nfamily = "student-family"\nteachers = ["{JUDGE}"]\n'
-        f'[models."{OTHER}"]\nfamily = "other-family"\n')
+        f'[models."{STUDENT}"]\nfamily = "student-family"\nteachers = ["{JUDGE}"]\n[models."{OTHER}"]\nfamily = "other-family"\n'
+    )
     with open(tmp_path / "humans.csv", "w") as fh:
         fh.write("instance_id,model_a,model_b,winner,annotator\n")
         for i in range(N):
@@ -104,12 +122,17 @@ options = {{ impartial = true }}
 def test_error_bias_of_a_student_target_against_human_labels(tmp_path):
     plan = _plan(tmp_path)
     assert plan.target == "student" and plan.control is False
-    endpoints = {m: Endpoint(model=m, backend=BiasedJudge(m), kind="fake", served_model=m, limiter=Limiter(4))
-                 for m in (JUDGE, OTHER_JUDGE)}
+    endpoints = {
+        m: Endpoint(model=m, backend=BiasedJudge(m), kind="fake", served_model=m, limiter=Limiter(4))
+        for m in (JUDGE, OTHER_JUDGE)
+    }
     with Store(tmp_path / "s.db") as store:
         result = asyncio.run(run_mitigations(plan, store, endpoints=endpoints))
-    effects = {r["variant"]["base_metric"]: r for r in result.records
-               if r["metric"] == "mitigation-effect" and r["judge"] == JUDGE and r["condition"] == "impartial"}
+    effects = {
+        r["variant"]["base_metric"]: r
+        for r in result.records
+        if r["metric"] == "mitigation-effect" and r["judge"] == JUDGE and r["condition"] == "impartial"
+    }
     eb = effects["error-bias"]
     assert eb["value_baseline"] == pytest.approx(1.0) and eb["value_mitigated"] == pytest.approx(0.0)
     assert eb["value"] == pytest.approx(-1.0) and eb["n_clusters"] == N
@@ -160,8 +183,13 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
 
     def mitigate(text, store):
         exp.write_text(text)
-        return subprocess.run([nepotism, "mitigate", str(exp), "--store", str(tmp_path / store), "--json",
-                               "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [nepotism, "mitigate", str(exp), "--store", str(tmp_path / store), "--json", "--no-progress"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     with standin_thread(StandinConfig(latency_s=0.0)) as (url, _server):
         text = exp.read_text().replace("http://127.0.0.1:9/v1", url).replace('mode = "labels"', 'mode = "text"')
@@ -171,9 +199,13 @@ def test_student_target_and_human_labels_through_the_installed_executable(tmp_pa
     assert with_humans.returncode == 0 and without.returncode == 0, with_humans.stderr + without.stderr
 
     def effect(done, metric):
-        (rec,) = [r for r in json.loads(done.stdout)["results"] if r["metric"] == "mitigation-effect"
-                  and r["judge"] == JUDGE and r["variant"] == {"mitigation": "judge-option",
-                                                               "base_metric": metric, "scope": "student"}]
+        (rec,) = [
+            r
+            for r in json.loads(done.stdout)["results"]
+            if r["metric"] == "mitigation-effect"
+            and r["judge"] == JUDGE
+            and r["variant"] == {"mitigation": "judge-option", "base_metric": metric, "scope": "student"}
+        ]
         return rec
 
     # 12 items x both orders x (baseline, impartial); the teacher is no third party of its student

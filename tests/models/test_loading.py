@@ -28,22 +28,42 @@ def test_public_api():
 @pytest.mark.parametrize(
     ("text", "field", "fragment"),
     [
-        ('[models."vicuna-13b"]\nfamily = "llama"\nteachers = ["gpt-9"]\n', 'models."vicuna-13b".teachers', "unknown teacher id 'gpt-9'"),
+        (
+            '[models."vicuna-13b"]\nfamily = "llama"\nteachers = ["gpt-9"]\n',
+            'models."vicuna-13b".teachers',
+            "unknown teacher id 'gpt-9'",
+        ),
         ('[models."a"]\nfamily = "f"\nparent = "ghost"\n', 'models."a".parent', "unknown parent id 'ghost'"),
         ('[models."a"]\nfamily = "f"\nteachers = ["a"]\n', 'models."a".teachers', "own teacher"),
         ('[models."a"]\nseries = "s"\n', 'models."a".family', "missing required key 'family'"),
-        ('[models."a"]\nfamily = "f"\naliases = ["x"]\n[models."b"]\nfamily = "f"\naliases = ["X"]\n', 'models."b".aliases', "already used by model 'a'"),
-        ('[models."a"]\nfamily = "f"\n[models."b"]\nfamily = "f"\naliases = ["a"]\n', 'models."b".aliases', "already used by model 'a'"),
+        (
+            '[models."a"]\nfamily = "f"\naliases = ["x"]\n[models."b"]\nfamily = "f"\naliases = ["X"]\n',
+            'models."b".aliases',
+            "already used by model 'a'",
+        ),
+        (
+            '[models."a"]\nfamily = "f"\n[models."b"]\nfamily = "f"\naliases = ["a"]\n',
+            'models."b".aliases',
+            "already used by model 'a'",
+        ),
         ('[models."a"]\nfamily = "f"\nparent = "a"\n', 'models."a".parent', "cycle"),
-        ('[models."a"]\nfamily = "f"\nparent = "b"\n[models."b"]\nfamily = "f"\nteachers = ["c"]\n[models."c"]\nfamily = "f"\nparent = "a"\n', "models.", "cycle in parent/teacher edges"),
+        (
+            '[models."a"]\nfamily = "f"\nparent = "b"\n[models."b"]\nfamily = "f"\nteachers = ["c"]\n[models."c"]\nfamily = "f"\nparent = "a"\n',
+            "models.",
+            "cycle in parent/teacher edges",
+        ),
         ('[models."a"]\nfamily = "f"\nfamliy = "g"\n', 'models."a".famliy', "unknown key"),
         ('[models."a"]\nfamily = 3\n', 'models."a".family', "non-empty string"),
         ('[models."a"]\nfamily = "f"\naliases = "x"\n', 'models."a".aliases', "list of strings"),
         ('[models."a"]\nfamily = "f"\naliases = ["x@y"]\n', 'models."a".aliases', "must not contain '@'"),
         ('[models."a"]\nfamily = "f"\nprice_input_per_mtok = -1\n', 'models."a".price_input_per_mtok', "non-negative"),
         ('[models."a"]\nfamily = "f"\nsources = { parent = "card" }\n', 'models."a".sources.parent', "not a lineage edge"),
-        ('[models."a"]\nfamily = "f"\n[models."b"]\nfamily = "f"\nparent = "a"\nsources = { "teachers.a" = "x" }\n', 'models."b".sources.teachers.a', "not a lineage edge"),
-        ('[other]\nx = 1\n', "other", "top level"),
+        (
+            '[models."a"]\nfamily = "f"\n[models."b"]\nfamily = "f"\nparent = "a"\nsources = { "teachers.a" = "x" }\n',
+            'models."b".sources.teachers.a',
+            "not a lineage edge",
+        ),
+        ("[other]\nx = 1\n", "other", "top level"),
         ('[models]\n"a" = 3\n', 'models."a"', "expected a table"),
     ],
 )
@@ -120,9 +140,12 @@ def test_aliases_name_known_models_without_renaming_data(tmp_path):
 
 
 def test_families_give_many_unknown_generators_a_family_at_once(tmp_path):
-    user = _write(tmp_path, "families.toml",
-                  '[families]\n"Anthropic" = ["Claude Instant 1.3", "claude-2"]\n"Claude" = ["Claude X"]\n'
-                  '"Berkeley" = ["Koala Chat", "Vicuna Zero"]\n')
+    user = _write(
+        tmp_path,
+        "families.toml",
+        '[families]\n"Anthropic" = ["Claude Instant 1.3", "claude-2"]\n"Claude" = ["Claude X"]\n'
+        '"Berkeley" = ["Koala Chat", "Vicuna Zero"]\n',
+    )
     reg = load_registry([user])
     assert reg.get("Claude Instant 1.3").family == "claude" == reg.get("Claude X").family  # provider, family name
     assert reg.scope("claude-2", "Claude Instant 1.3") == "family"
@@ -130,16 +153,19 @@ def test_families_give_many_unknown_generators_a_family_at_once(tmp_path):
     assert reg.scope("gpt-4", "Koala Chat") == "unrelated"
 
 
-@pytest.mark.parametrize(("text", "field", "fragment"), [
-    ('[aliases]\n"X" = "no-such-model"\n', 'aliases."X"', "not a name of any model"),
-    ('[aliases]\n"gpt-4o" = "gpt-4"\n', 'aliases."gpt-4o"', "already a name of model 'gpt-4o'"),
-    ('[aliases]\n"x@y" = "gpt-4"\n', 'aliases."x@y"', "must not contain '@'"),
-    ('aliases = 3\n', "aliases", "[aliases] table"),
-    ('[families]\n"Google" = ["Bard"]\n', 'families."Google"', "provider of several families"),
-    ('[families]\n"claude" = ["gpt-4"]\n', 'families."claude"', "of family 'openai-gpt', not 'claude'"),
-    ('[families]\n"A" = ["n1"]\n"B" = ["n1"]\n', 'families."B"', "given family 'A'"),
-    ('[families]\n"A" = "n1"\n', 'families."A"', "list of strings"),
-])
+@pytest.mark.parametrize(
+    ("text", "field", "fragment"),
+    [
+        ('[aliases]\n"X" = "no-such-model"\n', 'aliases."X"', "not a name of any model"),
+        ('[aliases]\n"gpt-4o" = "gpt-4"\n', 'aliases."gpt-4o"', "already a name of model 'gpt-4o'"),
+        ('[aliases]\n"x@y" = "gpt-4"\n', 'aliases."x@y"', "must not contain '@'"),
+        ("aliases = 3\n", "aliases", "[aliases] table"),
+        ('[families]\n"Google" = ["Bard"]\n', 'families."Google"', "provider of several families"),
+        ('[families]\n"claude" = ["gpt-4"]\n', 'families."claude"', "of family 'openai-gpt', not 'claude'"),
+        ('[families]\n"A" = ["n1"]\n"B" = ["n1"]\n', 'families."B"', "given family 'A'"),
+        ('[families]\n"A" = "n1"\n', 'families."A"', "list of strings"),
+    ],
+)
 def test_alias_and_family_mistakes_name_the_entry(tmp_path, text, field, fragment):
     path = _write(tmp_path, "bad.toml", text)
     with pytest.raises(InputError) as info:

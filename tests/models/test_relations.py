@@ -8,8 +8,19 @@ from nepotism.models import SCOPES, Relation
 
 def test_public_api():
     assert set(models.__all__) == {
-        "AUDITED_SCOPES", "BUNDLED_REGISTRY", "NOT_RELATED", "SCOPES", "SCOPE_LADDER", "ModelInfo", "Registry",
-        "Relation", "default_registry", "less_related", "load_registry", "related_scope", "untagged",
+        "AUDITED_SCOPES",
+        "BUNDLED_REGISTRY",
+        "NOT_RELATED",
+        "SCOPES",
+        "SCOPE_LADDER",
+        "ModelInfo",
+        "Registry",
+        "Relation",
+        "default_registry",
+        "less_related",
+        "load_registry",
+        "related_scope",
+        "untagged",
     }
     assert models.untagged(" gpt-4o@output_1") == models.untagged("gpt-4o@sample@2") == "gpt-4o"
     assert SCOPES == ("self", "family", "student", "teacher", "lineage")
@@ -142,9 +153,17 @@ def test_scope_is_the_strongest_relation_and_a_name_is_always_itself(toy):
     from nepotism.models import SCOPE_LADDER, less_related
 
     names = [m.id for m in toy]
-    expected = {"SELF": "self", "LINEAGE": "family", "SAME_SERIES": "family", "SAME_FAMILY": "family",
-                "STUDENT": "student", "FAMILY_STUDENT": "family-student", "TEACHER": "teacher",
-                "UNRELATED": "unrelated", "UNKNOWN": "unknown"}
+    expected = {
+        "SELF": "self",
+        "LINEAGE": "family",
+        "SAME_SERIES": "family",
+        "SAME_FAMILY": "family",
+        "STUDENT": "student",
+        "FAMILY_STUDENT": "family-student",
+        "TEACHER": "teacher",
+        "UNRELATED": "unrelated",
+        "UNKNOWN": "unknown",
+    }
     for judge in names:
         for model in names + ["not-registered"]:
             assert toy.scope(judge, model) == expected[toy.relation(judge, model).name], (judge, model)
@@ -169,7 +188,12 @@ def test_one_related_predicate_and_one_cache(toy, monkeypatch):
     assert toy.is_related("student", "teacher-x") and toy.scope("student", "teacher-x") == "teacher"
     assert not toy.is_related("chat", "not-registered") and not toy.is_unrelated("chat", "not-registered")
     assert [related_scope(s) for s in ("self", "family-student", "unrelated", "unknown", None)] == [
-        True, True, False, False, False]
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
     calls = []
     fresh = type(toy)({m.id: m for m in toy})
     original = type(toy)._relation

@@ -23,7 +23,7 @@ from nepotism.analyses.derived import leaderboard_records, perplexity_records
 from nepotism.report.full import write_report
 from nepotism.metrics import Bootstrap
 
-EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
+EVIL = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
 @pytest.fixture
@@ -38,13 +38,16 @@ def _check_page(driver, html: Path, shot: Path) -> dict:
     assert errors == []
     images = driver.execute_script(
         "return [...document.images].map(i => ({w: i.naturalWidth, h: i.naturalHeight, done: i.complete,"
-        " box: i.getBoundingClientRect().width}))")
+        " box: i.getBoundingClientRect().width}))"
+    )
     assert images and all(i["done"] and i["w"] > 0 and i["h"] > 0 and i["box"] > 0 for i in images)
     assert driver.execute_script("return document.querySelectorAll('svg').length") == 0
     assert driver.execute_script("return typeof window.__pwned") == "undefined"
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    png = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": 1280, "height": min(height, 16000), "scale": 1}})
+    png = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {"captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": 1280, "height": min(height, 16000), "scale": 1}},
+    )
     data = base64.b64decode(png["data"])
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     shot.write_bytes(data)
@@ -67,8 +70,11 @@ def _every_section(simulated) -> list[dict]:
     for split in ("self", "other"):
         bins = perplexity_win_rate(judge, human, diff, np.arange(300), bins=5, n_resamples=50, seed=0)
         records += perplexity_records(bins, "judge-a", "default", split=split)
-    treated = [dict(r, condition="impartiality prompt", value=r["value"] * 0.8)
-               for r in records if r["metric"] == "self-preference-ratio" and r["value"] is not None]
+    treated = [
+        dict(r, condition="impartiality prompt", value=r["value"] * 0.8)
+        for r in records
+        if r["metric"] == "self-preference-ratio" and r["value"] is not None
+    ]
     for r in records:
         if r["judge"] == "judge-c":
             r["judge"] = f"judge-c{EVIL}"
@@ -78,11 +84,17 @@ def _every_section(simulated) -> list[dict]:
 @pytest.mark.slow
 def test_simulated_full_report_renders(browser, simulated, tmp_path):
     records = _every_section(simulated)
-    paths = write_report(records, tmp_path / "sim", summary={"source": "simulated study"},
-                         title="Simulated study: every section")
+    paths = write_report(records, tmp_path / "sim", summary={"source": "simulated study"}, title="Simulated study: every section")
     html = paths["report.html"].read_text()
-    for section in ("heatmap-win-rate", "heatmap-score-delta", "bias-self-preference-ratio", "perplexity-0",
-                    "confusion", "conditions-self-preference-ratio", "leaderboard"):
+    for section in (
+        "heatmap-win-rate",
+        "heatmap-score-delta",
+        "bias-self-preference-ratio",
+        "perplexity-0",
+        "confusion",
+        "conditions-self-preference-ratio",
+        "leaderboard",
+    ):
         assert f'id="{section}"' in html
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-simulated.png")
     assert seen["images"] >= 15
@@ -95,8 +107,14 @@ def test_demo_report_renders(browser, tmp_path):
 
     results = audit(demo_judgments(), bootstrap=Bootstrap(n_resamples=100))
     records, summary, findings = results.to_dicts(), results.summary, results.findings
-    paths = write_report(records, tmp_path / "demo", summary=summary, findings=findings,
-                         title="nepotism demo: AlpacaEval judges auditing their relatives", attribution=ATTRIBUTION)
+    paths = write_report(
+        records,
+        tmp_path / "demo",
+        summary=summary,
+        findings=findings,
+        title="nepotism demo: AlpacaEval judges auditing their relatives",
+        attribution=ATTRIBUTION,
+    )
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-demo.png")
     assert seen["images"] >= 5
 
@@ -114,8 +132,16 @@ def test_analysis_sections_render(browser, tmp_path):
         records += load_results(fixtures / name)[0]
     paths = write_report(records, tmp_path / "sections", summary=summary, title="Mitigations, leakage, verifiable tasks")
     html = paths["report.html"].read_text()
-    figures = ("mitigation-effects", "mitigation-control", "leakage-pls", "leakage-recognition", "leakage-audit-0",
-               "leakage-audit-1", "verifiable-004", "humans")
+    figures = (
+        "mitigation-effects",
+        "mitigation-control",
+        "leakage-pls",
+        "leakage-recognition",
+        "leakage-audit-0",
+        "leakage-audit-1",
+        "verifiable-004",
+        "humans",
+    )
     for figure in figures:
         assert f'<figure id="{figure}">' in html
     seen = _check_page(browser, paths["report.html"], tmp_path / "report-sections.png")

@@ -10,8 +10,19 @@ from nepotism.report.card import judge_cards, load_thresholds, parse_thresholds
 
 
 def rec(metric, value, *, judge="j", scope="self", low=None, high=None, **extra):
-    return {"metric": metric, "judge": judge, "condition": "c", "scope": scope, "variant": extra.pop("variant", {}),
-            "value": value, "ci_low": low, "ci_high": high, "n": 10, "n_clusters": 5, **extra}
+    return {
+        "metric": metric,
+        "judge": judge,
+        "condition": "c",
+        "scope": scope,
+        "variant": extra.pop("variant", {}),
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "n": 10,
+        "n_clusters": 5,
+        **extra,
+    }
 
 
 def test_all_exported():
@@ -22,18 +33,33 @@ def test_all_exported():
 def test_short_form_per_scope_and_for_every_scope():
     t = parse_thresholds({"max_self_preference_ratio": {"self": 0.6, "family": 0.55}, "min_judge_accuracy": 0.7})
     assert len(t.rules) == 3
-    records = [rec("self-preference-ratio", 0.7), rec("self-preference-ratio", 0.5, scope="family"),
-               rec("judge-accuracy", 0.9)]
+    records = [rec("self-preference-ratio", 0.7), rec("self-preference-ratio", 0.5, scope="family"), rec("judge-accuracy", 0.9)]
     cards = judge_cards(records, t)
     statuses = [(c["metric"], c["scope"], c["status"]) for c in cards["judges"]["j"]["checks"]]
-    assert statuses == [("self-preference-ratio", "self", "fail"), ("self-preference-ratio", "family", "pass"),
-                        ("judge-accuracy", "self", "pass")]
+    assert statuses == [
+        ("self-preference-ratio", "self", "fail"),
+        ("self-preference-ratio", "family", "pass"),
+        ("judge-accuracy", "self", "pass"),
+    ]
     assert cards["status"] == "fail" and cards["judges"]["j"]["status"] == "fail"
 
 
 def test_full_form_variant_subset_and_statistic():
-    t = parse_thresholds({"card": {"rule": [{"metric": "paired-win-rate-gap", "scope": "self", "max": 0.05,
-                                             "statistic": "ci_low", "variant": {"texts": "identical"}}]}})
+    t = parse_thresholds(
+        {
+            "card": {
+                "rule": [
+                    {
+                        "metric": "paired-win-rate-gap",
+                        "scope": "self",
+                        "max": 0.05,
+                        "statistic": "ci_low",
+                        "variant": {"texts": "identical"},
+                    }
+                ]
+            }
+        }
+    )
     inside = rec("paired-win-rate-gap", 0.08, low=0.01, high=0.15, variant={"texts": "identical", "ties": "half"})
     above = rec("paired-win-rate-gap", 0.2, low=0.1, high=0.3, variant={"texts": "identical"}, judge="k")
     other = rec("paired-win-rate-gap", 0.9, low=0.8, high=1.0, variant={"texts": "same models, other samples"}, judge="k")
@@ -62,16 +88,19 @@ def test_leakage_record_belongs_to_both_judges():
     assert set(cards["judges"]) == {"a", "b"} and all(c["status"] == "fail" for c in cards["judges"].values())
 
 
-@pytest.mark.parametrize("table", [
-    {"max_self_preference_rato": 0.5},           # typo in a metric id
-    {"maximum_self_preference_ratio": 0.5},      # not max_/min_
-    {"max_self_preference_ratio": "high"},       # not a number
-    {"statistic": "median"},
-    {"on_missing": "maybe"},
-    {"rule": [{"metric": "matched-bias"}]},      # no bound
-    {"rule": [{"max": 1}]},                      # no metric
-    {"rule": [{"metric": "matched-bias", "max": 1, "colour": "red"}]},
-])
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"max_self_preference_rato": 0.5},  # typo in a metric id
+        {"maximum_self_preference_ratio": 0.5},  # not max_/min_
+        {"max_self_preference_ratio": "high"},  # not a number
+        {"statistic": "median"},
+        {"on_missing": "maybe"},
+        {"rule": [{"metric": "matched-bias"}]},  # no bound
+        {"rule": [{"max": 1}]},  # no metric
+        {"rule": [{"metric": "matched-bias", "max": 1, "colour": "red"}]},
+    ],
+)
 def test_bad_thresholds_are_input_errors(table):
     with pytest.raises(InputError):
         parse_thresholds(table)
@@ -79,8 +108,10 @@ def test_bad_thresholds_are_input_errors(table):
 
 def test_experiment_file_card_table(tmp_path):
     path = tmp_path / "experiment.toml"
-    path.write_text('[experiment]\nname = "x"\n\n[card]\nmax_matched_bias = 0.05\n\n[[card.rule]]\n'
-                    'metric = "self-preference-ratio"\nscope = "self"\nmax = 0.6\n')
+    path.write_text(
+        '[experiment]\nname = "x"\n\n[card]\nmax_matched_bias = 0.05\n\n[[card.rule]]\n'
+        'metric = "self-preference-ratio"\nscope = "self"\nmax = 0.6\n'
+    )
     t = load_thresholds(path)
     assert [r.source for r in t.rules] == ["max_matched_bias", "rule[0]"] and t.path == str(path)
     bad = tmp_path / "bad.toml"
@@ -89,12 +120,15 @@ def test_experiment_file_card_table(tmp_path):
         load_thresholds(bad)
 
 
-@pytest.mark.parametrize("table, field", [
-    ({"max_self_preference_ratio": 60}, "max_self_preference_ratio"),  # a percentage given for a fraction
-    ({"max_matched_bias": {"self": -2}}, "max_matched_bias.self"),
-    ({"max_win_rate": float("nan")}, "max_win_rate"),
-    ({"rule": [{"metric": "judge-accuracy", "min": 70}]}, "rule[0].min"),
-])
+@pytest.mark.parametrize(
+    "table, field",
+    [
+        ({"max_self_preference_ratio": 60}, "max_self_preference_ratio"),  # a percentage given for a fraction
+        ({"max_matched_bias": {"self": -2}}, "max_matched_bias.self"),
+        ({"max_win_rate": float("nan")}, "max_win_rate"),
+        ({"rule": [{"metric": "judge-accuracy", "min": 70}]}, "rule[0].min"),
+    ],
+)
 def test_a_threshold_outside_what_the_metric_can_be_is_refused(table, field):
     from nepotism.errors import InputError
 

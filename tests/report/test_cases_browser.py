@@ -15,7 +15,7 @@ from nepotism.metrics import Bootstrap
 from nepotism.report.full import write_report
 from nepotism.simulate import panel_spec, simulate, write_tables
 
-HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
 @pytest.fixture(scope="module")
@@ -24,17 +24,43 @@ def report(tmp_path_factory):
     sim = simulate(panel_spec(n_instances=50, planted={"self": 1.0, "family": 1.0}), seed=2, kinds=("pairwise",))
     paths = write_tables(sim, folder)
     texts = folder / "texts.jsonl"
-    texts.write_text("".join(json.dumps({"instance_id": i, "model": m, "prompt": f"Question {i}: why?",
-                                         "text": f"{m} answers {i}." + (HOSTILE if m == "judge-b" else "")}) + "\n"
-                             for i in sorted(set(sim.pairwise["instance_id"])) for m in sim.spec.generators))
+    texts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_id": i,
+                    "model": m,
+                    "prompt": f"Question {i}: why?",
+                    "text": f"{m} answers {i}." + (HOSTILE if m == "judge-b" else ""),
+                }
+            )
+            + "\n"
+            for i in sorted(set(sim.pairwise["instance_id"]))
+            for m in sim.spec.generators
+        )
+    )
     sources = dict(source=paths["pairwise"], references=[paths["preference-ref"]], models=[paths["registry"]])
-    results = nepotism.audit(sources["source"], references=sources["references"], models=sources["models"],
-                             bootstrap=Bootstrap(n_resamples=100))
+    results = nepotism.audit(
+        sources["source"], references=sources["references"], models=sources["models"], bootstrap=Bootstrap(n_resamples=100)
+    )
     records = results.to_dicts()
-    cases = explain_verdicts(sources["source"], results.verdicts, records, references=sources["references"],
-                             models=sources["models"], texts=texts, limit=3)
-    written = write_report(records, folder / "report", summary=results.summary, verdicts=list(results.verdicts),
-                           cases=cases, title="Cases in a browser")
+    cases = explain_verdicts(
+        sources["source"],
+        results.verdicts,
+        records,
+        references=sources["references"],
+        models=sources["models"],
+        texts=texts,
+        limit=3,
+    )
+    written = write_report(
+        records,
+        folder / "report",
+        summary=results.summary,
+        verdicts=list(results.verdicts),
+        cases=cases,
+        title="Cases in a browser",
+    )
     return written["report.html"]
 
 
@@ -46,8 +72,11 @@ def test_follow_a_summary_link_to_a_case_with_both_answers(browser_factory, repo
     driver.get(report.resolve().as_uri())
     assert driver.execute_script("return document.readyState") == "complete"
     assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
-    link = next(a for a in driver.find_elements(By.LINK_TEXT, "cases behind it")
-                if a.get_attribute("href").endswith("#cases-judge-b-self"))
+    link = next(
+        a
+        for a in driver.find_elements(By.LINK_TEXT, "cases behind it")
+        if a.get_attribute("href").endswith("#cases-judge-b-self")
+    )
     link.click()
     assert driver.execute_script("return location.hash") == "#cases-judge-b-self"
     section = driver.find_element(By.ID, "cases-judge-b-self")
@@ -55,8 +84,10 @@ def test_follow_a_summary_link_to_a_case_with_both_answers(browser_factory, repo
     assert abs(driver.execute_script("return arguments[0].getBoundingClientRect().top", section)) < 5
     assert "judge-b — its own answers" in section.find_element(By.TAG_NAME, "h3").text
     case = section.find_element(By.CSS_SELECTOR, "details.case")
-    related, other = case.find_elements(By.CSS_SELECTOR, "pre.case-related"), case.find_elements(By.CSS_SELECTOR,
-                                                                                              "pre.case-other")
+    related, other = (
+        case.find_elements(By.CSS_SELECTOR, "pre.case-related"),
+        case.find_elements(By.CSS_SELECTOR, "pre.case-other"),
+    )
     assert not related[0].is_displayed()  # collapsed until opened
     case.find_element(By.TAG_NAME, "summary").click()
     assert related[0].is_displayed() and other[0].is_displayed()
@@ -64,9 +95,13 @@ def test_follow_a_summary_link_to_a_case_with_both_answers(browser_factory, repo
     assert related[0].text == f"judge-b answers {instance}.{HOSTILE}"  # markup from an answer stays text
     assert other[0].text.endswith(f"answers {instance}.") and not other[0].text.startswith("judge-b")
     # side by side: the two answers share a row
-    top = driver.execute_script("return [arguments[0].getBoundingClientRect().top, arguments[1].getBoundingClientRect()"
-                                ".top, arguments[0].getBoundingClientRect().left < arguments[1].getBoundingClientRect()"
-                                ".left]", related[0], other[0])
+    top = driver.execute_script(
+        "return [arguments[0].getBoundingClientRect().top, arguments[1].getBoundingClientRect()"
+        ".top, arguments[0].getBoundingClientRect().left < arguments[1].getBoundingClientRect()"
+        ".left]",
+        related[0],
+        other[0],
+    )
     assert top[0] == top[1] and top[2]
     assert case.find_element(By.CSS_SELECTOR, "pre.case-prompt").text == f"Question {instance}: why?"
     rows = case.find_elements(By.CSS_SELECTOR, "table.case-judges tbody tr")

@@ -71,7 +71,7 @@ def test_model_strings_are_escaped_everywhere(tmp_path, records):
 
 def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, records):
     rows = copy.deepcopy(records[:3])
-    rows[0]["generator"] = "=HYPERLINK(\"x\")"
+    rows[0]["generator"] = '=HYPERLINK("x")'
     rows[1]["generator"] = "-3.5"
     path = write_report(rows, tmp_path / "c")["results.csv"]
     frame = pd.read_csv(path)
@@ -80,9 +80,24 @@ def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, records):
 
 
 def _rec(metric, value, *, scope="self", judge="j", low=None, high=None, **extra):
-    return {"metric": metric, "judge": judge, "judge_id": judge, "condition": "c", "generator": extra.pop("generator", None),
-            "pair": extra.pop("pair", None), "scope": scope, "variant": extra.pop("variant", {}), "value": value,
-            "ci_low": low, "ci_high": high, "n": 100, "n_clusters": 50, "n_excluded": 0, "confidence": 0.95, **extra}
+    return {
+        "metric": metric,
+        "judge": judge,
+        "judge_id": judge,
+        "condition": "c",
+        "generator": extra.pop("generator", None),
+        "pair": extra.pop("pair", None),
+        "scope": scope,
+        "variant": extra.pop("variant", {}),
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "n": 100,
+        "n_clusters": 50,
+        "n_excluded": 0,
+        "confidence": 0.95,
+        **extra,
+    }
 
 
 def _verdicts(recs, scope="self"):
@@ -92,9 +107,20 @@ def _verdicts(recs, scope="self"):
 def test_summary_reads_matched_then_paired_then_reference_then_alone():
     spr = _rec("self-preference-ratio", 0.8, low=0.7, high=0.9, variant={"opponents": "unrelated"})
     eo = _rec("equal-opportunity-bias", 0.05, low=0.01, high=0.09, variant={"judge_tie": "1/2", "opponents": "unrelated"})
-    gap = _rec("paired-win-rate-gap", 0.061, low=0.032, high=0.09, generator="j", pair=["j", "o"],
-               variant={"other_judge": "k", "other_judge_relation": "unrelated", "texts": "identical",
-                        "other_judge_relation_to_opponent": "unrelated"})
+    gap = _rec(
+        "paired-win-rate-gap",
+        0.061,
+        low=0.032,
+        high=0.09,
+        generator="j",
+        pair=["j", "o"],
+        variant={
+            "other_judge": "k",
+            "other_judge_relation": "unrelated",
+            "texts": "identical",
+            "other_judge_relation_to_opponent": "unrelated",
+        },
+    )
     matched = _rec("matched-bias", 0.061, low=0.032, high=0.090, variant={"subset": "all"}, n_reference_judges=3)
 
     def pick(recs):
@@ -108,21 +134,43 @@ def test_summary_reads_matched_then_paired_then_reference_then_alone():
     assert pick([spr, eo, gap]).metric == "paired-win-rate-gap"
     verdict = pick([spr, eo, gap, matched])
     assert verdict.rung == "matched" and verdict.metric == "matched-bias"
-    assert ("favours its own answers: +6.1 points (95% CI +3.2 to +9.0) over what 3 judges unrelated to both "
-            "candidates give") in verdict.sentence
-    assert [a["metric"] for a in verdict.also] == ["paired-win-rate-gap", "equal-opportunity-bias",
-                                                   "self-preference-ratio"]
+    assert (
+        "favours its own answers: +6.1 points (95% CI +3.2 to +9.0) over what 3 judges unrelated to both candidates give"
+    ) in verdict.sentence
+    assert [a["metric"] for a in verdict.also] == ["paired-win-rate-gap", "equal-opportunity-bias", "self-preference-ratio"]
     assert {v.scope: v.status for v in judge_verdicts([spr])} == {
-        "self": "measured", "family": "not-measurable", "student": "not-measurable", "family-student": "not-measurable"}
+        "self": "measured",
+        "family": "not-measurable",
+        "student": "not-measurable",
+        "family-student": "not-measurable",
+    }
 
 
 def test_summary_paired_gap_reads_one_clean_pair_never_a_median():
     def gap(value, opponent, relation="unrelated", prompts=50, texts="identical"):
-        return _rec("paired-win-rate-gap", value, low=value - 0.02, high=value + 0.02, generator="j", pair=["j", opponent],
-                    n_clusters=prompts, variant={"other_judge": "k", "other_judge_relation": relation, "texts": texts,
-                                                 "other_judge_relation_to_opponent": "unrelated"})
-    recs = [gap(0.10, "o1"), gap(0.30, "o2", prompts=80), gap(0.20, "o3"), gap(0.95, "o4", relation="self"),
-            gap(0.5, "o5", prompts=200, texts="same models, other samples")]
+        return _rec(
+            "paired-win-rate-gap",
+            value,
+            low=value - 0.02,
+            high=value + 0.02,
+            generator="j",
+            pair=["j", opponent],
+            n_clusters=prompts,
+            variant={
+                "other_judge": "k",
+                "other_judge_relation": relation,
+                "texts": texts,
+                "other_judge_relation_to_opponent": "unrelated",
+            },
+        )
+
+    recs = [
+        gap(0.10, "o1"),
+        gap(0.30, "o2", prompts=80),
+        gap(0.20, "o3"),
+        gap(0.95, "o4", relation="self"),
+        gap(0.5, "o5", prompts=200, texts="same models, other samples"),
+    ]
     (verdict,) = _verdicts(recs)
     assert verdict.value == 0.30 and "2 other clean pairs" in verdict.sentence  # most prompts, not the median
     assert "+30.0 points" in verdict.sentence

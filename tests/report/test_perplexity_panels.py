@@ -20,18 +20,29 @@ def _records(tmp_path):
     ids = [f"q{i}" for i in range(n)]
     models = ["judge-a", "other-b", "other-c"]
     log_ppl = {m: rng.normal(1.0 if m == "judge-a" else 1.6, 0.4, n) for m in models}
-    table = pd.DataFrame({"instance_id": ids * 3, "scorer": "judge-a", "model": np.repeat(models, n),
-                          "perplexity": np.exp(np.concatenate([log_ppl[m] for m in models]))})
+    table = pd.DataFrame(
+        {
+            "instance_id": ids * 3,
+            "scorer": "judge-a",
+            "model": np.repeat(models, n),
+            "perplexity": np.exp(np.concatenate([log_ppl[m] for m in models])),
+        }
+    )
     a = np.where(rng.random(n) < 0.5, "judge-a", "other-b")
     b = np.where(a == "judge-a", "other-b", "other-c")
     pa = np.array([np.exp(log_ppl[m][i]) for i, m in enumerate(a)])
     pb = np.array([np.exp(log_ppl[m][i]) for i, m in enumerate(b)])
-    frame = pd.DataFrame({"instance_id": ids, "judge": "judge-a", "model_a": a, "model_b": b,
-                          "verdict": np.where(pa < pb, "A", "B")})
-    human = pd.DataFrame({"instance_id": ids, "model_a": a, "model_b": b,
-                          "winner": np.where(rng.random(n) < 0.5, a, b)})
-    return run_suite(frame, "pairwise", registry, references={"perplexity": table, "preference-ref": human},
-                     options=SuiteOptions(bootstrap=Bootstrap(n_resamples=30))).records
+    frame = pd.DataFrame(
+        {"instance_id": ids, "judge": "judge-a", "model_a": a, "model_b": b, "verdict": np.where(pa < pb, "A", "B")}
+    )
+    human = pd.DataFrame({"instance_id": ids, "model_a": a, "model_b": b, "winner": np.where(rng.random(n) < 0.5, a, b)})
+    return run_suite(
+        frame,
+        "pairwise",
+        registry,
+        references={"perplexity": table, "preference-ref": human},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=30)),
+    ).records
 
 
 def test_figs_3_to_5_are_drawn_from_the_suite_records(tmp_path):

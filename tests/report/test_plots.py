@@ -39,8 +39,13 @@ def test_win_rate_heatmap_needs_two_judges_with_the_same_opponents(records):
 def test_bias_bars_one_figure_per_metric(records):
     out = plots.bias_bars(records)
     ids = {p["id"] for p in out}
-    assert {"bias-self-preference-ratio", "bias-paired-win-rate-gap", "bias-equal-opportunity-bias",
-            "bias-score-delta", "bias-hspp-ratio"} <= ids
+    assert {
+        "bias-self-preference-ratio",
+        "bias-paired-win-rate-gap",
+        "bias-equal-opportunity-bias",
+        "bias-score-delta",
+        "bias-hspp-ratio",
+    } <= ids
     assert "bias-preference-leakage-score" not in ids  # drawn in the leakage section instead
     assert plots.bias_bars([r for r in records if r["metric"] == "win-rate"]) == []
 
@@ -74,9 +79,18 @@ def test_mitigation_plot_needs_two_conditions(records):
 
 
 def test_names_with_tex_and_long_text_render():
-    record = {"metric": "self-preference-ratio", "judge": "$\\frac{a}{b}$ judge " + "x" * 80, "condition": "c",
-              "scope": "self", "variant": {"opponents": "unrelated"}, "value": 0.6, "ci_low": 0.5, "ci_high": 0.7,
-              "n": 10, "n_clusters": 10}
+    record = {
+        "metric": "self-preference-ratio",
+        "judge": "$\\frac{a}{b}$ judge " + "x" * 80,
+        "condition": "c",
+        "scope": "self",
+        "variant": {"opponents": "unrelated"},
+        "value": 0.6,
+        "ci_low": 0.5,
+        "ci_high": 0.7,
+        "n": 10,
+        "n_clusters": 10,
+    }
     out = plots.bias_bars([record])
     assert len(out) == 1
     _png(out[0])
@@ -98,13 +112,18 @@ def test_leaderboard_draws_one_figure_per_board_and_only_ranked_generators():
     from nepotism.report.plots import leaderboard
 
     def rank(generator, board, judges, value):
-        return {"metric": "leaderboard-rank", "generator": generator, "value": value, "ci_low": value,
-                "ci_high": value + 1 if value is not None else None, "confidence": 0.95,
-                "variant": {"judges": judges, "score": "win rate", "board": board}}
+        return {
+            "metric": "leaderboard-rank",
+            "generator": generator,
+            "value": value,
+            "ci_low": value,
+            "ci_high": value + 1 if value is not None else None,
+            "confidence": 0.95,
+            "variant": {"judges": judges, "score": "win rate", "board": board},
+        }
 
     records = [rank(g, "vs base-1", j, v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0)) for j in ("all", "unrelated")]
-    records += [rank(g, "vs base-2", j, v) for g, v in (("n1", 1.0), ("n2", 2.0), ("n3", 3.0))
-                for j in ("all", "unrelated")]
+    records += [rank(g, "vs base-2", j, v) for g, v in (("n1", 1.0), ("n2", 2.0), ("n3", 3.0)) for j in ("all", "unrelated")]
     records += [rank("base-1", None, "all", None)]  # a baseline: a score, no rank, not drawn
     plots = leaderboard(records)
     assert [p["id"] for p in plots] == ["leaderboard-1", "leaderboard-2"]

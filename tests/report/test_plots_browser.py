@@ -23,13 +23,20 @@ def test_demo_report_figures_label_every_name_whole(browser_factory, tmp_path):
     from nepotism.data import ATTRIBUTION, demo_judgments
 
     results = audit(demo_judgments(), bootstrap=Bootstrap(n_resamples=50))
-    paths = write_report(results.to_dicts(), tmp_path / "demo", summary=results.summary, findings=results.findings,
-                         title="nepotism demo", attribution=ATTRIBUTION)
+    paths = write_report(
+        results.to_dicts(),
+        tmp_path / "demo",
+        summary=results.summary,
+        findings=results.findings,
+        title="nepotism demo",
+        attribution=ATTRIBUTION,
+    )
     driver = browser_factory()
     driver.get(paths["report.html"].resolve().as_uri())
     figures = driver.execute_script(
         "return [...document.querySelectorAll('figure')].map(f => f.querySelector('img')).map(i => ({"
-        "id: i.parentElement.id, labels: i.dataset.labels, shown: i.complete && i.naturalWidth > 0}))")
+        "id: i.parentElement.id, labels: i.dataset.labels, shown: i.complete && i.naturalWidth > 0}))"
+    )
     assert len(figures) >= 5 and all(f["shown"] and f["labels"] for f in figures)
     cut = {f["id"]: [t for t in f["labels"].split("\n") if TRUNCATED.search(t)] for f in figures}
     assert not any(cut.values()), cut
@@ -38,8 +45,9 @@ def test_demo_report_figures_label_every_name_whole(browser_factory, tmp_path):
         assert condition in by_id["bias-self-preference-ratio"]
     assert "@output_" not in by_id["heatmap-win-rate"]
     assert not any("roundrobinof2" in labels for labels in by_id.values())
-    note = driver.execute_script("const n = document.getElementById('leaderboard-left-out');"
-                                 " return n && n.offsetHeight > 0 ? n.textContent : null")
+    note = driver.execute_script(
+        "const n = document.getElementById('leaderboard-left-out'); return n && n.offsetHeight > 0 ? n.textContent : null"
+    )
     assert note and "round robin of 2" in note and "samples of one model, gpt4_1106_preview" in note
     caption = driver.execute_script("return document.querySelector('#heatmap-win-rate figcaption').textContent")
     assert "samples of itself" in caption and "Not shown: claude-2, gpt4_0314, gpt4_0613" in caption

@@ -55,21 +55,48 @@ def _flat(text: str) -> str:
 
 
 def _record(metric, judge, condition, scope, value, **extra):
-    return {"metric": metric, "judge": judge, "condition": condition, "scope": scope, "value": value,
-            "ci_low": value - 0.05, "ci_high": value + 0.05, "n": 100, "n_clusters": 50, "confidence": 0.95,
-            "variant": {}, "generator": None, "pair": None} | extra
+    return {
+        "metric": metric,
+        "judge": judge,
+        "condition": condition,
+        "scope": scope,
+        "value": value,
+        "ci_low": value - 0.05,
+        "ci_high": value + 0.05,
+        "n": 100,
+        "n_clusters": 50,
+        "confidence": 0.95,
+        "variant": {},
+        "generator": None,
+        "pair": None,
+    } | extra
 
 
 def _win(judge, condition, generator, opponents, value, relation="unrelated"):
-    return _record("win-rate", judge, condition, None, value, generator=generator, relation=relation,
-                   variant={"opponents": list(opponents), "ties": "half"})
+    return _record(
+        "win-rate",
+        judge,
+        condition,
+        None,
+        value,
+        generator=generator,
+        relation=relation,
+        variant={"opponents": list(opponents), "ties": "half"},
+    )
 
 
 def _rank(generator, board, judges, value, **extra):
-    return {"metric": "leaderboard-rank", "judge": f"{judges} judges", "condition": "pooled", "generator": generator,
-            "value": value, "ci_low": None if value is None else value - 0.5,
-            "ci_high": None if value is None else value + 0.5, "confidence": 0.95,
-            "variant": {"judges": judges, "score": "mean preference", "board": board}} | extra
+    return {
+        "metric": "leaderboard-rank",
+        "judge": f"{judges} judges",
+        "condition": "pooled",
+        "generator": generator,
+        "value": value,
+        "ci_low": None if value is None else value - 0.5,
+        "ci_high": None if value is None else value + 0.5,
+        "confidence": 0.95,
+        "variant": {"judges": judges, "score": "mean preference", "board": board},
+    } | extra
 
 
 # ------------------------------------------------------------------------------------ labels
@@ -96,25 +123,31 @@ def test_wrap_keeps_every_character_and_breaks_only_between_words_or_after_separ
 
 
 def test_wrap_breaks_between_words_before_breaking_an_id_at_its_separators():
-    assert _wrap("Mixtral-8x7B-Instruct-v0.1 (vs gpt4_1106_preview)", 36) == \
-        "Mixtral-8x7B-Instruct-v0.1 (vs\ngpt4_1106_preview)"
-    assert _wrap("gpt4_1106_preview / weighted_alpaca_eval_gpt4_turbo", 36) == \
-        "gpt4_1106_preview /\nweighted_alpaca_eval_gpt4_turbo"
+    assert _wrap("Mixtral-8x7B-Instruct-v0.1 (vs gpt4_1106_preview)", 36) == "Mixtral-8x7B-Instruct-v0.1 (vs\ngpt4_1106_preview)"
+    assert (
+        _wrap("gpt4_1106_preview / weighted_alpaca_eval_gpt4_turbo", 36) == "gpt4_1106_preview /\nweighted_alpaca_eval_gpt4_turbo"
+    )
     assert _wrap("x" * 70, 30) == "x" * 70  # never cut
 
 
 def test_judge_and_condition_labels_are_whole_in_every_generic_plot(drawn):
     records = []
     for condition, value in zip(CONDITIONS, (0.8, 0.7)):
-        records.append(_record("self-preference-ratio", JUDGE, condition, "self", value,
-                               variant={"opponents": "unrelated"}))
+        records.append(_record("self-preference-ratio", JUDGE, condition, "self", value, variant={"opponents": "unrelated"}))
         for generator, v in (("claude-2.1", 0.4), ("gpt-3.5-turbo-0301", 0.5 + value / 10), ("cohere", 0.3)):
             records.append(_win(JUDGE, condition, generator, ["Mixtral-8x7B-Instruct-v0.1-concise"], v))
-    records.append(_record("self-preference-ratio", JUDGE, CONDITIONS[0], "self", 0.6,
-                           variant={"opponents": "unrelated", "baseline_condition": CONDITIONS[1]}))
+    records.append(
+        _record(
+            "self-preference-ratio",
+            JUDGE,
+            CONDITIONS[0],
+            "self",
+            0.6,
+            variant={"opponents": "unrelated", "baseline_condition": CONDITIONS[1]},
+        )
+    )
     out = plots.bias_bars(records) + plots.heatmaps(records) + plots.mitigation(records)
-    assert [p["id"] for p in out] == ["bias-self-preference-ratio", "heatmap-win-rate",
-                                      "conditions-self-preference-ratio"]
+    assert [p["id"] for p in out] == ["bias-self-preference-ratio", "heatmap-win-rate", "conditions-self-preference-ratio"]
     assert len(drawn) == len(out)
     for plot, fig in zip(out, drawn):
         texts = _texts(fig)
@@ -129,10 +162,20 @@ def test_judge_and_condition_labels_are_whole_in_every_generic_plot(drawn):
 
 def test_rows_of_a_paired_gap_name_the_other_judges_condition(drawn):
     """Two rows that differ only in the other judge's condition are told apart by their labels."""
-    records = [_record("paired-win-rate-gap", judge, condition, "self", -0.5, pair=[judge, other],
-                       variant={"other_judge": other, "other_condition": other_condition})
-               for judge, other in (("alpha", "beta"), ("beta", "alpha")) for condition in ("default", "impartial")
-               for other_condition in ("default", "impartial")]
+    records = [
+        _record(
+            "paired-win-rate-gap",
+            judge,
+            condition,
+            "self",
+            -0.5,
+            pair=[judge, other],
+            variant={"other_judge": other, "other_condition": other_condition},
+        )
+        for judge, other in (("alpha", "beta"), ("beta", "alpha"))
+        for condition in ("default", "impartial")
+        for other_condition in ("default", "impartial")
+    ]
     plots.bias_bars(records)
     labels = [t.get_text() for t in drawn[0].axes[0].get_yticklabels()]
     assert len(set(labels)) == len(labels) == 8
@@ -144,8 +187,9 @@ def test_rows_are_as_tall_as_their_wrapped_labels(drawn):
     (fails when the row height ignores them, as before labels were wrapped)."""
     judge = "judge " + " ".join(["a-long-condition-name"] * 12)
     records = [_record("matched-bias", judge, "c", scope, 0.1) for scope in ("self", "family", "student")]
-    records += [_rank(f"{g}-" + "-".join(["generator"] * 20), "vs base", "all", v)
-                for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0))]
+    records += [
+        _rank(f"{g}-" + "-".join(["generator"] * 20), "vs base", "all", v) for g, v in (("m1", 1.0), ("m2", 2.0), ("m3", 3.0))
+    ]
     plots.bias_bars(records)
     plots.leaderboard(records)
     for fig in drawn:
@@ -165,8 +209,10 @@ def _panel_win_rates():
     records = []
     for judge, shift in (("judge-a", 0.0), ("judge-b", 0.05)):
         records += [_win(judge, "default", g, [JUDGE], v + shift) for g, v in (("m1", 0.3), ("m2", 0.4), ("m3", 0.2))]
-        records += [_win(judge, "default", f"{JUDGE}@output_1", [f"{JUDGE}@output_2"], 0.5, "self"),
-                    _win(judge, "default", f"{JUDGE}@output_2", [f"{JUDGE}@output_1"], 0.5, "self")]
+        records += [
+            _win(judge, "default", f"{JUDGE}@output_1", [f"{JUDGE}@output_2"], 0.5, "self"),
+            _win(judge, "default", f"{JUDGE}@output_2", [f"{JUDGE}@output_1"], 0.5, "self"),
+        ]
     records += [_win("judge-c", "default", "m9", ["text_davinci_003"], 0.6)]
     return records
 
@@ -228,14 +274,21 @@ def test_rank_axis_spans_every_rank_so_equal_ranks_look_equal(drawn):
 
 # ------------------------------------------------------------------------------------ colours, captions
 def test_each_relation_has_its_own_colour_named_in_words(drawn):
-    records = [_record("paired-win-rate-gap", "j", "c", scope, 0.1 * k)
-               for k, scope in enumerate(("same_family", "same_series", "lineage", "self", "neutral"))]
+    records = [
+        _record("paired-win-rate-gap", "j", "c", scope, 0.1 * k)
+        for k, scope in enumerate(("same_family", "same_series", "lineage", "self", "neutral"))
+    ]
     plots.bias_bars(records)
     ax = drawn[0].axes[0]
     dots = {line.get_ydata()[0]: line.get_color() for line in ax.lines if line.get_marker() == "o"}
     assert len(set(dots.values())) == 5
-    assert _legend(drawn[0]) == ["the judge itself", "of its lineage", "of its series", "of its family",
-                                 "neither answer related to it (check)"]
+    assert _legend(drawn[0]) == [
+        "the judge itself",
+        "of its lineage",
+        "of its series",
+        "of its family",
+        "neither answer related to it (check)",
+    ]
     legend = ax.get_legend()
     assert {h.get_color() for h in legend.legend_handles} == set(dots.values())  # every colour drawn is named
 

@@ -6,19 +6,47 @@ from nepotism.report.recognition import recognition_table, stage
 
 
 def _rec(metric, judge, condition, value, n, **variant):
-    return {"metric": metric, "judge": judge, "condition": condition, "generator": None, "pair": None,
-            "scope": "self", "variant": variant, "value": value, "ci_low": None if value is None else value - 0.1,
-            "ci_high": None if value is None else min(1.0, value + 0.1), "confidence": 0.95, "n": n,
-            "n_clusters": n, "n_excluded": 0, "excluded": {}, "note": None if value is not None else "fewer than 3 items"}
+    return {
+        "metric": metric,
+        "judge": judge,
+        "condition": condition,
+        "generator": None,
+        "pair": None,
+        "scope": "self",
+        "variant": variant,
+        "value": value,
+        "ci_low": None if value is None else value - 0.1,
+        "ci_high": None if value is None else min(1.0, value + 0.1),
+        "confidence": 0.95,
+        "n": n,
+        "n_clusters": n,
+        "n_excluded": 0,
+        "excluded": {},
+        "note": None if value is not None else "fewer than 3 items",
+    }
 
 
 RECORDS = [
     _rec("recognition-accuracy", "judge-a", "synonyms:judge-a", 0.55, 40, mode="pairwise", answers="all"),
     _rec("recognition-accuracy", "judge-a", "default", 0.8, 40, mode="pairwise", answers="all"),
-    _rec("recognition-preference-association", "judge-a", "default", 0.6, 40,
-         subset="all own-vs-other comparisons", recognition="recognition-pairwise"),
-    _rec("recognition-preference-association", "judge-a", "synonyms:judge-a", None, 0,
-         subset="all own-vs-other comparisons", recognition="recognition-pairwise"),
+    _rec(
+        "recognition-preference-association",
+        "judge-a",
+        "default",
+        0.6,
+        40,
+        subset="all own-vs-other comparisons",
+        recognition="recognition-pairwise",
+    ),
+    _rec(
+        "recognition-preference-association",
+        "judge-a",
+        "synonyms:judge-a",
+        None,
+        0,
+        subset="all own-vs-other comparisons",
+        recognition="recognition-pairwise",
+    ),
     _rec("win-rate", "judge-a", "default", 0.5, 10),
 ]
 
@@ -33,8 +61,10 @@ def test_rows_before_then_after_with_both_metrics():
     table = recognition_table(RECORDS)
     assert table["columns"] == ["accuracy pairwise", "r all"]
     rows = table["rows"]
-    assert [(r["condition"], r["stage"]) for r in rows] == [("default", "texts as generated"),
-                                                            ("synonyms", "perturbed: synonyms")]
+    assert [(r["condition"], r["stage"]) for r in rows] == [
+        ("default", "texts as generated"),
+        ("synonyms", "perturbed: synonyms"),
+    ]
     assert rows[0]["cells"]["accuracy pairwise"]["text"].startswith("80.0%")
     assert rows[1]["cells"]["accuracy pairwise"]["text"].startswith("55.0%")
     assert rows[1]["cells"]["r all"]["text"].startswith("n/a") and not rows[1]["cells"]["r all"]["defined"]

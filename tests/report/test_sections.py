@@ -62,9 +62,11 @@ def test_loads_every_command_s_results_document(tmp_path, mitigation, leakage_ru
     records, summary, _ = leakage_audit  # `nepotism leakage audit --json`
     assert {r["metric"] for r in records} == {"leaderboard-leakage-bonus", "leaderboard-rank"}
     assert [a["judge"] for a in summary["audits"]] == ["gpt4_0314", "gpt4_1106_preview"]
-    old = {"mitigations.jsonl": "\n".join(json.dumps(r) for r in mitigation[0]) + "\n",  # an older `mitigate --out`
-           "list.json": json.dumps(mitigation[0]),  # an older `metrics --json`
-           "records.json": json.dumps({"summary": {}, "records": mitigation[0]})}  # an older `mitigate --json`
+    old = {
+        "mitigations.jsonl": "\n".join(json.dumps(r) for r in mitigation[0]) + "\n",  # an older `mitigate --out`
+        "list.json": json.dumps(mitigation[0]),  # an older `metrics --json`
+        "records.json": json.dumps({"summary": {}, "records": mitigation[0]}),
+    }  # an older `mitigate --json`
     for name, text in old.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(InputError) as err:
@@ -101,14 +103,24 @@ def test_fig15_ratio_table_beside_the_two_changes(tmp_path, mitigation):
     records, summary, _ = mitigation
     base = next(r for r in records if r["variant"]["scope"] == "self-minus-control")
     judge, condition = base["judge"], base["condition"]
-    ratio = {**base, "metric": "self-third-party-change-ratio", "value": 4.0, "ci_low": 2.0, "ci_high": 9.0,
-             "variant": {**base["variant"], "scope": "self-over-control"}}
+    ratio = {
+        **base,
+        "metric": "self-third-party-change-ratio",
+        "value": 4.0,
+        "ci_low": 2.0,
+        "ci_high": 9.0,
+        "variant": {**base["variant"], "scope": "self-over-control"},
+    }
     tables = sections.mitigation_tables(records + [ratio], summary)
     assert sections.mitigation_tables(records, summary)["ratios"] == []
     (row,) = tables["ratios"]
     assert (row["condition"], row["judge"]) == (condition, judge) and row["ratio"] == "4 (95% CI 2 to 9)"
-    own = next(r for r in records if (r["condition"], r["judge"], r["variant"]["base_metric"]) == (
-        condition, judge, "self-preference") and r["variant"]["scope"] == "self")
+    own = next(
+        r
+        for r in records
+        if (r["condition"], r["judge"], r["variant"]["base_metric"]) == (condition, judge, "self-preference")
+        and r["variant"]["scope"] == "self"
+    )
     assert row["self_change"] == sections.format_value(own) and row["control_change"] != "not measured"
     paths = write_report(records + [ratio], tmp_path)
     assert "### Self-evaluation against third-party change (paper 003 Fig. 15)" in paths["report.md"].read_text()
@@ -124,8 +136,10 @@ def test_mitigation_plots_one_panel_per_base_metric_and_the_control(mitigation):
     assert "percentage points" in plots[0]["caption"] and "paired" in plots[0]["caption"]
     for p in plots:
         _png_ok(p)
-    assert section_plots.mitigation_effects([r for r in records if r["variant"]["scope"] == "self"])[-1]["id"] != \
-        "mitigation-control"
+    assert (
+        section_plots.mitigation_effects([r for r in records if r["variant"]["scope"] == "self"])[-1]["id"]
+        != "mitigation-control"
+    )
 
 
 def test_undefined_is_drawn_as_na_not_as_zero():
@@ -135,8 +149,10 @@ def test_undefined_is_drawn_as_na_not_as_zero():
     import matplotlib.pyplot as plt
 
     rows = ["defined", "undefined"]
-    cells = {("defined", "j"): {"value": 0.1, "ci_low": 0.05, "ci_high": 0.2},
-             ("undefined", "j"): {"value": None, "ci_low": None, "ci_high": None, "note": "no comparison"}}
+    cells = {
+        ("defined", "j"): {"value": 0.1, "ci_low": 0.05, "ci_high": 0.2},
+        ("undefined", "j"): {"value": None, "ci_low": None, "ci_high": None, "note": "no comparison"},
+    }
     fig, ax = plt.subplots()
     section_plots._forest(ax, rows, ["j"], cells, colours={"j": "#0072B2"}, scale=100, null=0.0)
     points = [(x, y) for bars in ax.containers for x, y in zip(*bars.lines[0].get_data())]
@@ -147,13 +163,21 @@ def test_undefined_is_drawn_as_na_not_as_zero():
 
 def test_undefined_value_reads_na_with_reason_in_every_file(tmp_path, mitigation):
     records, summary, _ = mitigation
-    undefined = copy.deepcopy(next(r for r in records if r["value"] is None and r["condition"] == "synonyms-model"
-                                   and r["judge"] == "all" and r["variant"]["base_metric"] == "self-preference"))
+    undefined = copy.deepcopy(
+        next(
+            r
+            for r in records
+            if r["value"] is None
+            and r["condition"] == "synonyms-model"
+            and r["judge"] == "all"
+            and r["variant"]["base_metric"] == "self-preference"
+        )
+    )
     defined = copy.deepcopy(next(r for r in records if r["value"] == 0.0 and r["judge"] == "all"))
     paths = write_report([undefined, defined], tmp_path, summary=summary)
     html = paths["report.html"].read_text()
-    row = html[html.index("<td>synonyms-model</td>", html.index('id="mitigation-main"')):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index("<td>synonyms-model</td>", html.index('id="mitigation-main"')) :]
+    row = row[: row.index("</tr>")]
     cells = row.replace("</td>", "").split("<td")[1:]
     before, after, change = (c.split(">", 1)[1] for c in cells[3:6])
     assert (before, after) == ("n/a", "n/a")
@@ -161,8 +185,9 @@ def test_undefined_value_reads_na_with_reason_in_every_file(tmp_path, mitigation
     assert "12 excluded (no mitigated comparison: 12)" in change  # the reason and the count, never a 0 change
     assert _format.format_value(undefined).startswith(f"n/a ({undefined['note']}")
     md = paths["report.md"].read_text()
-    md_row = next(line for line in md.splitlines() if line.startswith("| synonyms-model | synonym | all | self | "
-                                                                       "self-preference"))
+    md_row = next(
+        line for line in md.splitlines() if line.startswith("| synonyms-model | synonym | all | self | self-preference")
+    )
     assert "n/a (" in md_row and "+0.0" not in md_row
     assert _format.format_number(None, "self-preference") == "n/a"
     assert _format.format_number(float("nan"), "win-rate") == "n/a"
@@ -208,8 +233,9 @@ def test_leakage_ablation_conditions_keep_their_own_rows(leakage_run, monkeypatc
     ablated = [dict(copy.deepcopy(r), condition="no-style", value=-0.5) for r in pls]
     rows_seen = []
     real_forest = section_plots._forest
-    monkeypatch.setattr(section_plots, "_forest", lambda ax, rows, *a, **k: (rows_seen.append(list(rows)),
-                                                                             real_forest(ax, rows, *a, **k)))
+    monkeypatch.setattr(
+        section_plots, "_forest", lambda ax, rows, *a, **k: (rows_seen.append(list(rows)), real_forest(ax, rows, *a, **k))
+    )
     section_plots.leakage_plots(records + ablated)
     groups = {str(r["variant"]["group"]) for r in pls if "slice" not in r["variant"]}
     assert all(g in rows_seen[0] and f"{g} · no-style" in rows_seen[0] for g in groups)
@@ -224,14 +250,15 @@ def test_leakage_audit_section_is_not_the_report_leaderboard(leakage_audit):
     records, summary, findings = leakage_audit
     context = build_report(records, summary=summary, findings=findings)
     bonus = context["leakage"]["bonus"]
-    assert len(bonus) == 2 and all(not b["defined"] and b["estimate"].startswith("n/a (no judge unrelated")
-                                   for b in bonus)
+    assert len(bonus) == 2 and all(not b["defined"] and b["estimate"].startswith("n/a (no judge unrelated") for b in bonus)
     assert [len(a["entries"]) for a in context["leakage"]["audit_ranks"]] == [12, 12]
     assert context["leaderboard"] == [] and not context["shown"]["leaderboard"] and context["shown"]["leakage-audit"]
     assert [p["id"] for p in context["plots"]["leakage_audit"]] == ["leakage-audit-0", "leakage-audit-1"]
     assert context["plots"]["leaderboard"] == []
     assert [a["measure"] for a in context["leakage"]["audit_ranks"]] == [
-        "win rate against text_davinci_003", "win rate against gpt4_1106_preview"]
+        "win rate against text_davinci_003",
+        "win rate against gpt4_1106_preview",
+    ]
     first = context["leakage"]["audit_ranks"][0]["entries"][0]
     assert first["score"] == "97.7%" and first["adjusted_score"] == "97.7%"
     md = full._markdown(context)
@@ -253,8 +280,9 @@ def test_a_pointwise_leakage_audit_shows_its_mean_scores(leakage_audit):
         pointwise.append(r)
     context = build_report(pointwise, summary=summary, findings=findings)
     assert {a["measure"] for a in context["leakage"]["audit_ranks"]} == {"mean score"}
-    assert {(e["score"], e["adjusted_score"]) for a in context["leakage"]["audit_ranks"] for e in a["entries"]} \
-        == {("8.12", "8.00")}
+    assert {(e["score"], e["adjusted_score"]) for a in context["leakage"]["audit_ranks"] for e in a["entries"]} == {
+        ("8.12", "8.00")
+    }
     assert "| entry | relation | mean score | adjusted |" in full._markdown(context)
 
 
@@ -271,9 +299,20 @@ def test_verifiable_table_from_mbpp_metrics_shows_na_with_reason():
 
 
 def _v004(metric, opponents, value, **variant):
-    return {"metric": metric, "judge": "j", "condition": "default", "scope": "self", "value": value,
-            "ci_low": value, "ci_high": value, "n": 10, "n_clusters": 10, "n_excluded": 0, "excluded": {},
-            "variant": {"opponents": opponents, **variant}}
+    return {
+        "metric": metric,
+        "judge": "j",
+        "condition": "default",
+        "scope": "self",
+        "value": value,
+        "ci_low": value,
+        "ci_high": value,
+        "n": 10,
+        "n_clusters": 10,
+        "n_excluded": 0,
+        "excluded": {},
+        "variant": {"opponents": opponents, **variant},
+    }
 
 
 def test_the_004_panel_counts_every_other_model_as_the_paper_does():
@@ -281,10 +320,12 @@ def test_the_004_panel_counts_every_other_model_as_the_paper_does():
     opponents=any records and says so; before, it showed the unrelated-only ones."""
     records = [_v004("self-preference-ratio", "unrelated", 0.9), _v004("self-preference-ratio", "any", 0.6)]
     for metric in sections.VERIFIABLE[1:]:
-        records += [_v004(metric, "unrelated", 0.9, averaging="per-evaluatee"),
-                    _v004(metric, "any", 0.6, averaging="per-evaluatee"),
-                    _v004(metric, "unrelated", 0.8, averaging="one evaluatee", evaluatee="u"),
-                    _v004(metric, "any", 0.5, averaging="one evaluatee", evaluatee="fam")]
+        records += [
+            _v004(metric, "unrelated", 0.9, averaging="per-evaluatee"),
+            _v004(metric, "any", 0.6, averaging="per-evaluatee"),
+            _v004(metric, "unrelated", 0.8, averaging="one evaluatee", evaluatee="u"),
+            _v004(metric, "any", 0.5, averaging="one evaluatee", evaluatee="fam"),
+        ]
     (row,) = sections.verifiable_table(records)
     assert {m: cell["text"].split(" ")[0] for m, cell in row["cells"].items()} == dict.fromkeys(sections.VERIFIABLE, "60.0%")
     assert [r["evaluatee"] for r in sections.evaluatee_table(records)] == ["fam"]
@@ -308,9 +349,17 @@ def test_verifiable_conditions_side_by_side(records):
 def test_rubric_table_hspp_mipa_mra_per_judge(records):
     table = sections.rubric_table(records)
     assert {r["judge"] for r in table} == {"judge-a", "judge-b", "judge-c"}
-    assert list(table[0]["cells"]) == ["hspp-ratio self instance", "hspp-ratio self rubric", "hspp-ratio family instance",
-                                       "hspp-ratio family rubric", "hspp-ratio self instance PWC",
-                                       "hspp-ratio family instance PWC", "mipa SR", "mipa PWC", "mra"]
+    assert list(table[0]["cells"]) == [
+        "hspp-ratio self instance",
+        "hspp-ratio self rubric",
+        "hspp-ratio family instance",
+        "hspp-ratio family rubric",
+        "hspp-ratio self instance PWC",
+        "hspp-ratio family instance PWC",
+        "mipa SR",
+        "mipa PWC",
+        "mra",
+    ]
     assert all(row["cells"]["mra"]["defined"] for row in table)
     assert [p["id"] for p in section_plots.rubric_metrics(records)] == ["rubric-hspp", "rubric-agreement"]
     assert sections.rubric_table([r for r in records if r["metric"] == "win-rate"]) == []
@@ -318,10 +367,8 @@ def test_rubric_table_hspp_mipa_mra_per_judge(records):
 
 def test_rubric_setups_show_side_by_side_not_one_picked(records):
     keep = set(sections.RUBRIC)
-    single = [dict(r, variant={**r["variant"], "setup": "single-rubric"}) for r in copy.deepcopy(records)
-              if r["metric"] in keep]
-    every = [dict(r, variant={**r["variant"], "setup": "all-rubrics"}) for r in copy.deepcopy(records)
-             if r["metric"] in keep]
+    single = [dict(r, variant={**r["variant"], "setup": "single-rubric"}) for r in copy.deepcopy(records) if r["metric"] in keep]
+    every = [dict(r, variant={**r["variant"], "setup": "all-rubrics"}) for r in copy.deepcopy(records) if r["metric"] in keep]
     context = full.build_report(single + every)
     conditions = {row["condition"] for row in context["rubric"]}
     assert {c.split(" · ")[-1] for c in conditions} == {"single-rubric", "all-rubrics"}
@@ -331,8 +378,9 @@ def test_rubric_setups_show_side_by_side_not_one_picked(records):
 def _small(mitigation, records):
     """Two mitigation conditions and the paper 004 / 002 records: every new section, quickly drawn."""
     keep = set(sections.VERIFIABLE) | set(sections.RUBRIC)
-    return ([r for r in mitigation[0] if r["condition"] in ("synonyms-wordnet", "cot")]
-            + [r for r in records if r["metric"] in keep])
+    return [r for r in mitigation[0] if r["condition"] in ("synonyms-wordnet", "cot")] + [
+        r for r in records if r["metric"] in keep
+    ]
 
 
 def test_coverage_names_metrics_without_a_section(records, mitigation):
@@ -350,8 +398,13 @@ def test_markdown_has_the_new_sections(tmp_path, mitigation, leakage_run, leakag
     everything = _small(mitigation, records) + leakage_run[0] + leakage_audit[0]
     paths = write_report(everything, tmp_path, summary=mitigation[1])
     md = paths["report.md"].read_text()
-    for heading in ("## Verifiable tasks (paper 004)", "## Rubric metrics (paper 002)", "## Mitigation effects",
-                    "## Preference leakage", "## Leaderboard leakage audit"):
+    for heading in (
+        "## Verifiable tasks (paper 004)",
+        "## Rubric metrics (paper 002)",
+        "## Mitigation effects",
+        "## Preference leakage",
+        "## Leaderboard leakage audit",
+    ):
         assert heading in md
     html = paths["report.html"].read_text()
     for section in ("verifiable", "rubric", "pls", "leakage-audit", "mitigations"):

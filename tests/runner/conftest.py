@@ -42,8 +42,12 @@ class ScriptedBackend:
                 raise RuntimeError("backend bug")
             return failed(fault)
         verdict = "A" if hash(text) % 2 == 0 else "B"
-        return Completion(text=f"I pick [[{verdict}]]", usage={"prompt_tokens": 10, "completion_tokens": 3},
-                          raw={"id": "x"}, finish_reason="stop")
+        return Completion(
+            text=f"I pick [[{verdict}]]",
+            usage={"prompt_tokens": 10, "completion_tokens": 3},
+            raw={"id": "x"},
+            finish_reason="stop",
+        )
 
     async def aclose(self) -> None:
         pass
@@ -59,13 +63,13 @@ class Task:
 
 
 def render(task: Task, *, model: str) -> Request:
-    return Request(model=model, messages=(Message("user", f"{task.instance}|{task.a}|{task.b}"),),
-                   max_tokens=8)
+    return Request(model=model, messages=(Message("user", f"{task.instance}|{task.a}|{task.b}"),), max_tokens=8)
 
 
 def interpret(task: Task, completion: Completion) -> list[Judgment]:
-    base = dict(instance_id=task.instance, judge=task.judge, protocol="pairwise",
-                candidates=(task.a, task.b), replicate=task.replicate)
+    base = dict(
+        instance_id=task.instance, judge=task.judge, protocol="pairwise", candidates=(task.a, task.b), replicate=task.replicate
+    )
     if not completion.ok:
         return [Judgment(status="failed", raw_output=completion.error, **base)]
     text = completion.text or ""
@@ -90,8 +94,9 @@ class SmallDisk:
 
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)], capture_output=True, text=True
+        )
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here (a kernel feature a container may lack): {done.stderr.strip()}")
 

@@ -41,13 +41,24 @@ def answer_batch(folder: Path, url: str, out: Path, *, fail: set[str] = frozense
             request = json.loads(line)
             assert request["method"] == "POST" and request["url"].startswith("/v1/")
             if request["custom_id"] in fail:
-                lines.append({"id": f"batch_req_{n}", "custom_id": request["custom_id"], "response": None,
-                              "error": {"code": "batch_expired", "message": "This request could not be executed"}})
+                lines.append(
+                    {
+                        "id": f"batch_req_{n}",
+                        "custom_id": request["custom_id"],
+                        "response": None,
+                        "error": {"code": "batch_expired", "message": "This request could not be executed"},
+                    }
+                )
                 continue
             answer = httpx.post(root + request["url"], json=request["body"], timeout=30)
-            lines.append({"id": f"batch_req_{n}", "custom_id": request["custom_id"],
-                          "response": {"status_code": answer.status_code, "request_id": f"req_{n}",
-                                       "body": answer.json()}, "error": None})
+            lines.append(
+                {
+                    "id": f"batch_req_{n}",
+                    "custom_id": request["custom_id"],
+                    "response": {"status_code": answer.status_code, "request_id": f"req_{n}", "body": answer.json()},
+                    "error": None,
+                }
+            )
     out.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return len(lines)
 
@@ -60,14 +71,16 @@ def test_batch_rounds_give_the_judgments_of_a_live_run_with_no_live_call(tmp_pat
         exp = standin_experiment(batch_dir, DEAD, items=6)
         before = server.stats["requests"]
         # round 1: the generation requests; nothing is called, the store gets no call
-        first = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-out", "round1", "--json",
-                               cwd=batch_dir).stdout)
+        first = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-out", "round1", "--json", cwd=batch_dir).stdout)
         assert first["phase"] == "generate" and first["batch"]["requests"] == 12
         assert server.stats["requests"] == before
         assert answer_batch(batch_dir / "round1", url, batch_dir / "out1.jsonl") == 12
         # results in, the judge round out (one command)
-        second = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out1.jsonl",
-                                "--batch-out", "round2", "--json", cwd=batch_dir).stdout)
+        second = json.loads(
+            nep(
+                "run", str(exp), "--store", "b.db", "--batch-in", "out1.jsonl", "--batch-out", "round2", "--json", cwd=batch_dir
+            ).stdout
+        )
         assert second["stored"] == {"ok": 12, "failed": 0, "already": 0}
         assert second["phase"] == "judge" and second["batch"]["requests"] > 0
         manifest = json.loads((batch_dir / "round2" / "batch.json").read_text())
@@ -75,16 +88,18 @@ def test_batch_rounds_give_the_judgments_of_a_live_run_with_no_live_call(tmp_pat
         answer_batch(batch_dir / "round2", url, batch_dir / "out2.jsonl")
         served = server.stats["requests"]
     # the stand-in is gone: the run finishes from the store alone
-    done = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json",
-                          cwd=batch_dir).stdout)
+    done = json.loads(
+        nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json", cwd=batch_dir).stdout
+    )
     assert done["status"] == "done"
     assert done["judging"]["sent"] == done["generation"]["sent"] == 0 and done["judging"]["failed"] == 0
     assert served - before == 12 + manifest["requests"]  # only the helper asked the stand-in
     for table in ("pairwise", "recognition"):
         assert (batch_dir / "out" / f"{table}.csv").read_bytes() == (live_dir / "out" / f"{table}.csv").read_bytes()
     # the same results read twice store nothing new
-    again = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json",
-                           cwd=batch_dir).stdout)
+    again = json.loads(
+        nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json", cwd=batch_dir).stdout
+    )
     assert again["judging"]["sent"] == 0
 
 
@@ -99,8 +114,7 @@ def test_custom_ids_are_the_runners_cache_keys(tmp_path):
     for line in lines:
         call = by_key[line["custom_id"]]
         assert line["custom_id"] == request_key(round_.endpoints[call.model], call.request, call.replicate)
-        assert line["body"]["model"] == call.model and line["body"]["messages"][0]["content"] == \
-            call.request.messages[0].content
+        assert line["body"]["model"] == call.model and line["body"]["messages"][0]["content"] == call.request.messages[0].content
 
 
 def test_files_split_at_the_request_and_byte_limits(tmp_path):
@@ -120,17 +134,27 @@ def _results(tmp_path: Path, url: str = DEAD) -> tuple[Path, Path, list[dict]]:
     exp = standin_experiment(tmp_path, url, items=2, generators=("standin-alpha",))
     nep("run", str(exp), "--store", "s.db", "--batch-out", "b", cwd=tmp_path)
     lines = [json.loads(x) for f in sorted((tmp_path / "b").glob("*.jsonl")) for x in f.read_text().splitlines()]
-    body = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
-                                                                "message": {"role": "assistant", "content": "17"}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "17"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+    }
     out = [{"custom_id": x["custom_id"], "response": {"status_code": 200, "body": body}, "error": None} for x in lines]
     return exp, tmp_path / "s.db", out
 
 
-@pytest.mark.parametrize("fault, where", [
-    ("unknown", "line 2"), ("duplicate", "line 3"), ("not-json", "line 1"), ("no-response", "line 1"),
-    ("not-utf8", "line 2"), ("not-hex", "line 1"),
-])
+@pytest.mark.parametrize(
+    "fault, where",
+    [
+        ("unknown", "line 2"),
+        ("duplicate", "line 3"),
+        ("not-json", "line 1"),
+        ("no-response", "line 1"),
+        ("not-utf8", "line 2"),
+        ("not-hex", "line 1"),
+    ],
+)
 def test_bad_result_files_are_refused_naming_file_and_line_and_store_nothing(tmp_path, fault, where):
     exp, db, out = _results(tmp_path)
     if fault == "unknown":
@@ -168,12 +192,12 @@ def test_result_files_with_a_byte_order_mark_and_windows_line_ends_are_read(tmp_
 
 def test_per_request_errors_are_stored_as_failures_and_sent_again_next_round(tmp_path):
     exp, db, out = _results(tmp_path)
-    out[0] = {"custom_id": out[0]["custom_id"], "response": None,
-              "error": {"code": "batch_expired", "message": "expired"}}
+    out[0] = {"custom_id": out[0]["custom_id"], "response": None, "error": {"code": "batch_expired", "message": "expired"}}
     out[1]["response"] = {"status_code": 500, "body": {"error": {"message": "overloaded"}}}
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in out))
-    report = json.loads(nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", "--batch-out", "b2",
-                            "--json", cwd=tmp_path).stdout)
+    report = json.loads(
+        nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", "--batch-out", "b2", "--json", cwd=tmp_path).stdout
+    )
     assert report["stored"] == {"ok": 0, "failed": 2, "already": 0}
     with Store(db) as store:
         calls = store.get_calls([x["custom_id"] for x in out])
@@ -184,8 +208,7 @@ def test_per_request_errors_are_stored_as_failures_and_sent_again_next_round(tmp
     sent_again = {json.loads(x)["custom_id"] for f in (tmp_path / "b2").glob("*.jsonl") for x in f.read_text().splitlines()}
     assert sent_again == {x["custom_id"] for x in out}
     # finished offline, the failures stay failures: exit 3 names them, nothing was sent
-    done = nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", "--no-progress", "--json",
-               cwd=tmp_path, expect=3)
+    done = nep("run", str(exp), "--store", "s.db", "--batch-in", "r.jsonl", "--no-progress", "--json", cwd=tmp_path, expect=3)
     summary = json.loads(done.stdout)
     assert summary["generation"]["failed"] == 2 and summary["generation"]["sent"] == 0
     # the judgments the two missing answers prevented are exported as failed rows with the reason
@@ -224,26 +247,27 @@ def test_perplexity_calls_go_in_the_judge_round_and_give_the_live_runs_scores(tm
         live = _with_perplexity(standin_experiment(live_dir, url, items=3, recognition=False))
         nep("run", str(live), "--store", "live.db", "--no-progress", cwd=live_dir)
         exp = _with_perplexity(standin_experiment(batch_dir, DEAD, items=3, recognition=False))
-        first = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-out", "round1", "--json",
-                               cwd=batch_dir).stdout)
+        first = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-out", "round1", "--json", cwd=batch_dir).stdout)
         assert first["phase"] == "generate" and first["batch"]["requests"] == 6
         answer_batch(batch_dir / "round1", url, batch_dir / "out1.jsonl")
-        second = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out1.jsonl",
-                                "--batch-out", "round2", "--json", cwd=batch_dir).stdout)
+        second = json.loads(
+            nep(
+                "run", str(exp), "--store", "b.db", "--batch-in", "out1.jsonl", "--batch-out", "round2", "--json", cwd=batch_dir
+            ).stdout
+        )
         files = second["batch"]["files"]
         # 2 scorers x 3 items x 2 answers continuation calls, one completions file per model
         scoring = [f for f in files if f["url"] == "/v1/completions"]
         assert sorted((f["model"], f["requests"]) for f in scoring) == [("standin-alpha", 6), ("standin-beta", 6)]
         lines = [json.loads(x) for f in scoring for x in (batch_dir / "round2" / f["file"]).read_text().splitlines()]
-        assert all(x["body"]["echo"] is True and x["body"]["logprobs"] == 1 and x["body"]["max_tokens"] == 1
-                   for x in lines)
+        assert all(x["body"]["echo"] is True and x["body"]["logprobs"] == 1 and x["body"]["max_tokens"] == 1 for x in lines)
         answer_batch(batch_dir / "round2", url, batch_dir / "out2.jsonl")
-    done = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json",
-                          cwd=batch_dir).stdout)
+    done = json.loads(
+        nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--no-progress", "--json", cwd=batch_dir).stdout
+    )
     assert done["perplexity"]["sent"] == 0 and done["perplexity"]["scores"] == {"ok": 12}
     for table in ("perplexity", "pairwise"):  # pairwise carries perplexity_a / _b
         assert (batch_dir / "out" / f"{table}.csv").read_bytes() == (live_dir / "out" / f"{table}.csv").read_bytes()
-
 
 
 def test_results_stored_half_way_are_finished_by_reading_the_same_files_again(tmp_path, monkeypatch):

@@ -32,5 +32,4 @@ def test_a_chat_continuation_in_a_batch_round_stops_it_naming_the_model_and_writ
         assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing left behind, not even a part
         manifest = write_batch(exp, round_, tmp_path / "b")  # the plan as `nepotism run` makes it: every call written
     assert manifest["requests"] == round_.to_send > 0 and "unsupported" not in manifest
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted([*(f["file"] for f in manifest["files"]),
-                                                                         "batch.json"])
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted([*(f["file"] for f in manifest["files"]), "batch.json"])

@@ -29,9 +29,15 @@ def test_two_concurrent_identical_runs_send_every_call_once(tmp_path):
     with standin_thread(StandinConfig(latency_s=0.03, log_requests=True)) as (url, server):
         exp = standin_experiment(tmp_path, url, items=5, concurrency=4)
         db = tmp_path / "s.db"
-        procs = [subprocess.Popen([_exe(), "run", str(exp), "--store", str(db), "--no-progress", "--json"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [_exe(), "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         outs = [p.communicate(timeout=600) for p in procs]
         log = list(server.log)
     for proc, (out, err) in zip(procs, outs):

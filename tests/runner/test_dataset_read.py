@@ -61,13 +61,16 @@ def test_same_records_as_the_table_reader(tmp_path, name):
     assert [row for _, row in read_rows(tmp_path / name)] == ROWS  # what the pandas-backed reader gives
 
 
-@pytest.mark.parametrize("text, line, field, message", [
-    ('{"id": "q1", "prompt": "a"}\n{"id": "q2", "prompt": \n', 2, None, "not valid JSON"),
-    ('{"id": "q1", "prompt": "a"}\n\n{"id": "q2", "id": "q3", "prompt": "b"}\n', 3, "id", "appears twice"),
-    ('{"id": "q1", "prompt": "a"}\n[1, 2]\n', 2, None, "JSON object"),
-    ('{"id": "q1", "prompt": "a"}\n{"id": "q2", "prompt": ""}\n', 2, "prompt", "needs a prompt"),
-    ('{"id": "q1", "prompt": "a"}\n{"id": "q1", "prompt": "b"}\n', 2, "prompt", "two different prompts"),
-])
+@pytest.mark.parametrize(
+    "text, line, field, message",
+    [
+        ('{"id": "q1", "prompt": "a"}\n{"id": "q2", "prompt": \n', 2, None, "not valid JSON"),
+        ('{"id": "q1", "prompt": "a"}\n\n{"id": "q2", "id": "q3", "prompt": "b"}\n', 3, "id", "appears twice"),
+        ('{"id": "q1", "prompt": "a"}\n[1, 2]\n', 2, None, "JSON object"),
+        ('{"id": "q1", "prompt": "a"}\n{"id": "q2", "prompt": ""}\n', 2, "prompt", "needs a prompt"),
+        ('{"id": "q1", "prompt": "a"}\n{"id": "q1", "prompt": "b"}\n', 2, "prompt", "two different prompts"),
+    ],
+)
 def test_errors_name_file_line_and_field(tmp_path, text, line, field, message):
     exp = _experiment(tmp_path, text)
     with pytest.raises(InputError) as err:
@@ -89,12 +92,16 @@ def test_invalid_utf8_names_its_line(tmp_path):
 def test_a_repeated_row_may_leave_out_or_add_what_the_first_did_not_say(tmp_path):
     """Rows repeating an instance (one per recorded response) need not repeat its reference answer,
     category or rubric; a later row that gives one the first did not is kept, not dropped."""
-    exp = _experiment(tmp_path, _jsonl([
-        {"id": "q1", "prompt": "2+2?", "model": "standin-alpha", "text": "4"},
-        {"id": "q1", "prompt": "2+2?", "model": "standin-beta", "text": "5", "reference_answer": "4",
-         "category": "math"},
-        {"id": "q1", "prompt": "2+2?", "reference_answer": "4"},
-    ]))
+    exp = _experiment(
+        tmp_path,
+        _jsonl(
+            [
+                {"id": "q1", "prompt": "2+2?", "model": "standin-alpha", "text": "4"},
+                {"id": "q1", "prompt": "2+2?", "model": "standin-beta", "text": "5", "reference_answer": "4", "category": "math"},
+                {"id": "q1", "prompt": "2+2?", "reference_answer": "4"},
+            ]
+        ),
+    )
     instances, recorded = load_dataset(exp)
     assert [(i.id, i.reference_answer, i.category) for i in instances] == [("q1", "4", "math")]
     assert len(recorded) == 2

@@ -180,8 +180,7 @@ def test_a_store_that_cannot_be_written_opens_read_only_for_info_and_export(tmp_
     assert set(before) == {"s.db"}  # closed cleanly: no WAL left
     real_access = __import__("os").access
     # (tests run as root, for whom chmod is no obstacle: the check for writability is what varies)
-    monkeypatch.setattr("os.access", lambda p, mode, **kw: False if mode == __import__("os").W_OK
-                        else real_access(p, mode, **kw))
+    monkeypatch.setattr("os.access", lambda p, mode, **kw: False if mode == __import__("os").W_OK else real_access(p, mode, **kw))
     runner = CliRunner()
     info = runner.invoke(main, ["store", "info", "--store", str(db), "--json"])
     assert info.exit_code == 0, info.output
@@ -215,24 +214,28 @@ def test_a_full_real_disk_loses_no_paid_answer_and_a_rerun_pays_none_twice(tmp_p
     exe = str(Path(sys.executable).with_name("nepotism"))
     with standin_thread(StandinConfig(latency_s=0.005, log_requests=True)) as (url, server):
         exp = standin_experiment(tmp_path / "exp", url, items=300, concurrency=concurrency)
-        first = subprocess.run([exe, "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True,
-                               text=True, timeout=900)
+        first = subprocess.run(
+            [exe, "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True, text=True, timeout=900
+        )
         answered = _answered(list(server.log))
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         stored = conn.execute("SELECT COUNT(*) FROM calls WHERE status = 'ok'").fetchone()[0]
         conn.close()
         beside = db.with_name("s.db-unstored.jsonl")
         spilled = len(beside.read_text().splitlines()) if beside.exists() else 0
-        print(f"{size}, {2 * concurrency} slots: answered {sum(answered.values())}, stored {stored}, "
-              f"kept beside the store {spilled}, lost {sum(answered.values()) - stored - spilled}")
+        print(
+            f"{size}, {2 * concurrency} slots: answered {sum(answered.values())}, stored {stored}, "
+            f"kept beside the store {spilled}, lost {sum(answered.values()) - stored - spilled}"
+        )
         assert first.returncode == 74, first.stderr
         line = first.stderr.strip()
         assert len(line.splitlines()) == 1 and "Traceback" not in line
         assert f"the disk of the store is full ({disk.path}: " in line and "none lost" in line
         assert max(answered.values()) == 1 and stored + spilled == len(answered)  # 0 lost
         disk.remount("size=64m")
-        again = subprocess.run([exe, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
-                               capture_output=True, text=True, timeout=900)
+        again = subprocess.run(
+            [exe, "run", str(exp), "--store", str(db), "--no-progress", "--json"], capture_output=True, text=True, timeout=900
+        )
         assert again.returncode == 0, again.stderr
         log = list(server.log)
     assert max(_answered(log).values()) == 1  # no answer paid twice

@@ -46,8 +46,11 @@ def test_a_models_cost_is_priced_from_its_token_totals(tmp_path):
     registry = tmp_path / "standin_models.toml"
     text = registry.read_text()
     assert "price_input_per_mtok = 0.5\nprice_output_per_mtok = 1.5" in text
-    registry.write_text(text.replace("price_input_per_mtok = 0.5\nprice_output_per_mtok = 1.5",
-                                     "price_input_per_mtok = 0.15\nprice_output_per_mtok = 0.6"))
+    registry.write_text(
+        text.replace(
+            "price_input_per_mtok = 0.5\nprice_output_per_mtok = 1.5", "price_input_per_mtok = 0.15\nprice_output_per_mtok = 0.6"
+        )
+    )
     experiment = load_experiment(path)
     with Store(tmp_path / "plan.db") as store:
         plan = dry_run(experiment, store)
@@ -87,12 +90,34 @@ def test_a_run_shares_the_calls_its_dry_run_counted_as_shared(tmp_path):
         path.write_text(path.read_text().replace("http://127.0.0.1:9/v1", url), encoding="utf-8")
         with Store(tmp_path / "plan.db") as store:
             plan = dry_run(load_experiment(path), store)
-        done = subprocess.run([str(Path(sys.executable).with_name("nepotism")), "run", str(path), "--store",
-                               str(tmp_path / "s.db"), "--json", "--no-progress"],
-                              capture_output=True, text=True, cwd=tmp_path)
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("nepotism")),
+                "run",
+                str(path),
+                "--store",
+                str(tmp_path / "s.db"),
+                "--json",
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
-        text = subprocess.run([str(Path(sys.executable).with_name("nepotism")), "run", str(path), "--store",
-                               str(tmp_path / "s2.db"), "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
+        text = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("nepotism")),
+                "run",
+                str(path),
+                "--store",
+                str(tmp_path / "s2.db"),
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
     summary = json.loads(done.stdout)
     phases = (summary["generation"], summary["judging"])
     for phase in phases:
@@ -123,7 +148,8 @@ def test_a_generation_answer_stored_blank_is_planned_as_the_run_makes_it_no_resp
             plan = dry_run(experiment, store)
             write_batch(experiment, plan_round(experiment, store), tmp_path / "round2")
         answer_batch(tmp_path / "round2", url, tmp_path / "out2.jsonl")
-    done = json.loads(nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--json", "--no-progress",
-                          cwd=tmp_path).stdout)
+    done = json.loads(
+        nep("run", str(exp), "--store", "b.db", "--batch-in", "out2.jsonl", "--json", "--no-progress", cwd=tmp_path).stdout
+    )
     assert done["generation_failures"][0]["error"] == "empty_text" and sum(done["prevented"].values()) > 0
     assert plan["judge_calls"] == done["judging"]["total"] > 0

@@ -69,8 +69,7 @@ def test_interpret_that_turns_failure_into_verdict_is_refused(store):
     def lying(task, completion):
         from nepotism.records import Judgment
 
-        return [Judgment(task.instance, task.judge, "pairwise", ("m1", "m2"), "parsed", verdict="tie",
-                         replicate=task.replicate)]
+        return [Judgment(task.instance, task.judge, "pairwise", ("m1", "m2"), "parsed", verdict="tie", replicate=task.replicate)]
 
     with pytest.raises(RuntimeError, match="failure must stay a failure"):
         asyncio.run(_runner(store, backend).judge(_tasks(), render, lying))
@@ -89,8 +88,7 @@ def test_generate_makes_only_missing_responses(store):
     assert [(r.instance_id, r.generator) for r in stored] == [("a", "g1")]
     assert stored[0].metadata["call_key"]
     # a second run replays the ok call and retries the failed one
-    again = asyncio.run(_runner(store, backend).generate(instances, [GenerationSpec("g1", max_tokens=16)],
-                                                         have=have))
+    again = asyncio.run(_runner(store, backend).generate(instances, [GenerationSpec("g1", max_tokens=16)], have=have))
     assert backend.calls == {"first": 1, "second": 2}
     assert again.stats.cached == 1
 
@@ -101,12 +99,12 @@ def test_judging_without_keeping_stores_and_counts_every_judgment(store):
     kept_store_path = store.path.with_name("kept.db")
     from nepotism.store import Store
 
-    out = asyncio.run(_runner(store, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(
-        _tasks(), render, interpret, keep=False))
+    out = asyncio.run(
+        _runner(store, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(_tasks(), render, interpret, keep=False)
+    )
     assert out.judgments == [] and out.call_keys == {}
     with Store(kept_store_path) as other:
-        kept = asyncio.run(_runner(other, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(
-            _tasks(), render, interpret))
+        kept = asyncio.run(_runner(other, ScriptedBackend({"i0|m1|m2": ["http_4xx:400"]})).judge(_tasks(), render, interpret))
         rows = "SELECT id, status, verdict, call_key FROM judgments ORDER BY id"
         assert store._conn().execute(rows).fetchall() == other._conn().execute(rows).fetchall()
     statuses = [j.status for j in kept.judgments]

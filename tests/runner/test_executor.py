@@ -11,13 +11,20 @@ FAST = RetryPolicy(max_attempts=3, base_delay_s=0.0, max_delay_s=0.0)
 
 
 def _endpoint(backend, concurrency=4, retry=FAST):
-    return Endpoint("judge", backend, "openai", served_model="srv", limiter=Limiter(concurrency), retry=retry,
-                    price_input_per_mtok=1.0, price_output_per_mtok=2.0)
+    return Endpoint(
+        "judge",
+        backend,
+        "openai",
+        served_model="srv",
+        limiter=Limiter(concurrency),
+        retry=retry,
+        price_input_per_mtok=1.0,
+        price_output_per_mtok=2.0,
+    )
 
 
 def _calls(endpoint, texts, replicate=0):
-    return [plan_call(endpoint, Request(model="judge", messages=(Message("user", t),)), replicate=replicate)
-            for t in texts]
+    return [plan_call(endpoint, Request(model="judge", messages=(Message("user", t),)), replicate=replicate) for t in texts]
 
 
 def _run(store, endpoint, calls, seen=None):
@@ -52,8 +59,7 @@ def test_key_depends_on_replicate_and_request_not_on_credentials():
 
 
 def test_retries_transient_failures_and_records_attempts(store):
-    backend = ScriptedBackend({"p0": ["http_5xx:503", "timeout"], "p1": ["http_429"] * 5,
-                               "p2": ["http_4xx:400"]})
+    backend = ScriptedBackend({"p0": ["http_5xx:503", "timeout"], "p1": ["http_429"] * 5, "p2": ["http_4xx:400"]})
     ep = _endpoint(backend)
     calls = _calls(ep, ["p0", "p1", "p2", "p3"])
     results, stats = _run(store, ep, calls)
@@ -91,8 +97,7 @@ def test_rerun_replays_ok_calls_and_retries_only_failed_ones(store):
     assert all(r.completion.ok for r in results)
     cached = [r for r in results if r.cached]
     assert {r.completion.text for r in cached} <= {"I pick [[A]]", "I pick [[B]]"}
-    assert all(r.completion.finish_reason == "stop" and r.completion.usage["prompt_tokens"] == 10
-               for r in cached)
+    assert all(r.completion.finish_reason == "stop" and r.completion.usage["prompt_tokens"] == 10 for r in cached)
 
 
 def test_same_key_is_sent_once_and_delivered_to_each(store):

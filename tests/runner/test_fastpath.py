@@ -29,10 +29,15 @@ from tests.runner.conftest import ScriptedBackend, Task, interpret, render
 def test_cache_keys_are_the_ones_earlier_versions_computed():
     ep = Endpoint("judge-a", None, "openai", served_model="judge-a-served")
     requests = [
-        Request(model="m", messages=(Message("user", "Which is better?\n<<<\nA text\n>>>"),), max_tokens=1,
-                labels=("A", "B")),
-        Request(model="m", messages=(Message("system", "Be terse."), Message("user", "héllo ✓ \ud800")),
-                max_tokens=16, temperature=0.7, seed=3, extra={"top_p": 0.9, "api_key": "sk-x"}),
+        Request(model="m", messages=(Message("user", "Which is better?\n<<<\nA text\n>>>"),), max_tokens=1, labels=("A", "B")),
+        Request(
+            model="m",
+            messages=(Message("system", "Be terse."), Message("user", "héllo ✓ \ud800")),
+            max_tokens=16,
+            temperature=0.7,
+            seed=3,
+            extra={"top_p": 0.9, "api_key": "sk-x"},
+        ),
         Request(model="m", prompt="Once upon a time", continuation=" there was", max_tokens=1),
     ]
     # computed with the runner as it was before the replay fast path (keys must never move)
@@ -46,9 +51,13 @@ def test_cache_keys_are_the_ones_earlier_versions_computed():
 
 
 @settings(max_examples=200, deadline=None)
-@given(roles=st.one_of(st.none(), st.lists(st.sampled_from(["user", "system", "assistant", "tool", "é\"\\"]),
-                                           min_size=1, max_size=4).map(tuple)),
-       lengths=st.lists(st.integers(0, 10**6), min_size=1, max_size=4), replicate=st.integers(0, 10**9))
+@given(
+    roles=st.one_of(
+        st.none(), st.lists(st.sampled_from(["user", "system", "assistant", "tool", 'é"\\']), min_size=1, max_size=4).map(tuple)
+    ),
+    lengths=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
+    replicate=st.integers(0, 10**9),
+)
 def test_shape_bytes_equal_json_dumps(roles, lengths, replicate):
     texts = ["x" * (n % 50) for n in lengths]
     want = json.dumps([list(roles) if roles else roles, [len(t) for t in texts], replicate], separators=(",", ":"))
@@ -57,10 +66,15 @@ def test_shape_bytes_equal_json_dumps(roles, lengths, replicate):
 
 def _completions():
     return [
-        Completion(text="A", label_logprobs={"A": -0.1, "B": -2.5}, usage={"prompt_tokens": 5},
-                   raw={"id": "r1", "choices": []}, latency_s=0.3, finish_reason="length"),
-        Completion(text="long answer", continuation_logprobs=(-0.5, -1.25), usage={}, raw={},
-                   warnings=("label 'C' not seen",)),
+        Completion(
+            text="A",
+            label_logprobs={"A": -0.1, "B": -2.5},
+            usage={"prompt_tokens": 5},
+            raw={"id": "r1", "choices": []},
+            latency_s=0.3,
+            finish_reason="length",
+        ),
+        Completion(text="long answer", continuation_logprobs=(-0.5, -1.25), usage={}, raw={}, warnings=("label 'C' not seen",)),
         Completion(text="", usage={"completion_tokens": 0}),
         failed("http_5xx:503: busy"),
     ]
@@ -72,15 +86,23 @@ def test_replayed_completions_equal_completion_from_cached(tmp_path):
     ep = Endpoint("m", None, "openai")
     with Store(tmp_path / "s.db") as store:
         calls = [plan_call(ep, Request(model="m", prompt=f"p{i}")) for i in range(4)]
-        store.put_calls([call_record(ep, c, comp, errors=["timeout"] * i)
-                         for i, (c, comp) in enumerate(zip(calls, _completions()))])
+        store.put_calls(
+            [call_record(ep, c, comp, errors=["timeout"] * i) for i, (c, comp) in enumerate(zip(calls, _completions()))]
+        )
         rows = fastread.call_rows(store, [c.key for c in calls] + ["0" * 64])
         full = store.get_calls([c.key for c in calls])
         assert set(rows) == set(full) == {c.key for c in calls}
         for key, row in rows.items():
             cached = full[key]
-            assert row == (cached.text, cached.logprobs_json, cached.usage_json, cached.response_json,
-                           cached.latency_s, cached.status, cached.error)
+            assert row == (
+                cached.text,
+                cached.logprobs_json,
+                cached.usage_json,
+                cached.response_json,
+                cached.latency_s,
+                cached.status,
+                cached.error,
+            )
             if not cached.ok:
                 continue
             fast, slow = cmod._replayed(row), completion_from_cached(cached)
@@ -218,8 +240,10 @@ def test_a_failing_callback_still_counts_the_hits_it_got_to(tmp_path):
 
     with Store(tmp_path / "s.db") as store:
         ep = Endpoint("j", ScriptedBackend(), "openai", limiter=Limiter(2))
-        calls = [PlannedCall(k.key, "j", k.request) for k in
-                 (plan_call(ep, Request(model="j", messages=(Message("user", f"q{i}"),))) for i in range(3))]
+        calls = [
+            PlannedCall(k.key, "j", k.request)
+            for k in (plan_call(ep, Request(model="j", messages=(Message("user", f"q{i}"),))) for i in range(3))
+        ]
         seen = []
         asyncio.run(CallExecutor(store, {"j": ep}).run(calls, seen.append))
         executor = CallExecutor(store, {"j": ep})
@@ -244,9 +268,13 @@ class _LabelBackend:
         self.sent += 1
         rng = random.Random(request.messages[0].content)
         if request.labels:
-            return Completion(text="A", label_logprobs={x: -rng.random() * 3 for x in request.labels},
-                              usage={"prompt_tokens": rng.randint(1, 900), "completion_tokens": 1},
-                              raw={"object": "chat.completion"}, latency_s=rng.random())
+            return Completion(
+                text="A",
+                label_logprobs={x: -rng.random() * 3 for x in request.labels},
+                usage={"prompt_tokens": rng.randint(1, 900), "completion_tokens": 1},
+                raw={"object": "chat.completion"},
+                latency_s=rng.random(),
+            )
         return Completion(text='{"results": [true, false]}', usage={"prompt_tokens": 3}, latency_s=0.1)
 
     async def aclose(self):
@@ -256,14 +284,14 @@ class _LabelBackend:
 def test_cached_rerun_of_real_protocols_returns_identical_judgments(tmp_path):
     from nepotism.store import Store
 
-    inst = Instance("q", "Which prime?", reference_answer="13",
-                    rubric=(RubricItem("r1", "Names a number."), RubricItem("r2", "Is prime.")))
+    inst = Instance(
+        "q", "Which prime?", reference_answer="13", rubric=(RubricItem("r1", "Names a number."), RubricItem("r2", "Is prime."))
+    )
     responses = {"q": [Response("q", g, f"{g} says 13") for g in ("a", "b", "c")]}
     tasks = plan_pairwise([inst], responses, ["a", "b"], options={"mode": "labels", "ways": 3}, replicates=2)
     tasks += plan_rubric([inst], responses, ["a"], all_rubrics=True)
     backend = _LabelBackend()
-    eps = {m: Endpoint(m, backend, "openai", limiter=Limiter(4), retry=RetryPolicy(max_attempts=1))
-           for m in ("a", "b")}
+    eps = {m: Endpoint(m, backend, "openai", limiter=Limiter(4), retry=RetryPolicy(max_attempts=1)) for m in ("a", "b")}
     with Store(tmp_path / "s.db") as store:
         first = asyncio.run(Runner(store, eps).judge(tasks, render_judging, interpret_all))
         sent = backend.sent

@@ -20,13 +20,17 @@ NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
 
 def _run(exp: Path, db: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_link_at_the_registry_copy_is_replaced_not_written_through(tmp_path):

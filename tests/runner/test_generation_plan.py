@@ -63,16 +63,18 @@ def _setup(tmp_path: Path):
         return Response(instance_id, generator, text, metadata={} if key is None else {"call_key": key})
 
     runner.store.add_instances(instances)
-    runner.store.add_responses([
-        made("q1", "standin-alpha", "made by the plan's call"),
-        made("q1", "standin-beta", "made by an edited request", key="0" * 64),
-        made("q2", "standin-alpha", "loaded, no call key", key=None),
-        made("q2", "standin-beta", "answer to the old prompt", key="1" * 64),
-        made("q2", "standin-beta", "answer to the prompt now"),
-        made("q3", "standin-alpha", "stored beside the recorded answer"),
-        made("q4", "standin-alpha", "the call q1 shares"),
-        Response("q9", "standin-alpha", "an instance of another dataset", metadata={"call_key": "2" * 64}),
-    ])
+    runner.store.add_responses(
+        [
+            made("q1", "standin-alpha", "made by the plan's call"),
+            made("q1", "standin-beta", "made by an edited request", key="0" * 64),
+            made("q2", "standin-alpha", "loaded, no call key", key=None),
+            made("q2", "standin-beta", "answer to the old prompt", key="1" * 64),
+            made("q2", "standin-beta", "answer to the prompt now"),
+            made("q3", "standin-alpha", "stored beside the recorded answer"),
+            made("q4", "standin-alpha", "the call q1 shares"),
+            Response("q9", "standin-alpha", "an instance of another dataset", metadata={"call_key": "2" * 64}),
+        ]
+    )
     return experiment, runner, instances, recorded
 
 
@@ -94,24 +96,28 @@ def test_the_plan_keeps_and_plans_what_keying_each_stored_response_kept_and_plan
         assert [(r.id, r.metadata) for r in have] == [(r.id, r.metadata) for r in want_have]
         assert _calls(planned) == _calls(want_planned)
         assert {(r.instance_id, r.generator, r.text) for r in have if r.instance_id != "q3"} == {
-            ("q1", "standin-alpha", "made by the plan's call"), ("q2", "standin-alpha", "loaded, no call key"),
-            ("q2", "standin-beta", "answer to the prompt now"), ("q4", "standin-alpha", "the call q1 shares")}
-        assert {(i, g) for _, i, g in _calls(planned)} == {("q1", "standin-beta"), ("q3", "standin-beta"),
-                                                          ("q4", "standin-beta"), ("q5", "standin-alpha"),
-                                                          ("q5", "standin-beta")}
+            ("q1", "standin-alpha", "made by the plan's call"),
+            ("q2", "standin-alpha", "loaded, no call key"),
+            ("q2", "standin-beta", "answer to the prompt now"),
+            ("q4", "standin-alpha", "the call q1 shares"),
+        }
+        assert {(i, g) for _, i, g in _calls(planned)} == {
+            ("q1", "standin-beta"),
+            ("q3", "standin-beta"),
+            ("q4", "standin-beta"),
+            ("q5", "standin-alpha"),
+            ("q5", "standin-beta"),
+        }
         # the same from the responses read once, for any subset of the instances (the dry run's chunks)
         stored = _stored(runner.store, experiment)
         for part in (instances[:2], instances[2:], instances[3:4]):
             ids = {i.id for i in part}
             mine = [r for r in recorded if r.instance_id in ids]
-            have, planned = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner,
-                                             part, mine)
+            have, planned = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner, part, mine)
             want_have, want_planned = _plain(runner.store, experiment, runner, part, mine)
             assert sorted(r.id for r in have) == sorted(r.id for r in want_have)
             assert _calls(planned) == _calls(want_planned)
-        assert dry_run(experiment, runner.store, chunk_calls=1) == dry_run(experiment, runner.store,
-                                                                             chunk_calls=10**6)
-
+        assert dry_run(experiment, runner.store, chunk_calls=1) == dry_run(experiment, runner.store, chunk_calls=10**6)
 
 
 def _edit_item(folder: Path, prompt: str | None) -> list[dict]:
@@ -136,6 +142,7 @@ def _count_keying(monkeypatch, rows: list[dict]) -> list[str]:
 
     monkeypatch.setattr(calls_module, "request_key", counting)
     return keyed
+
 
 def test_a_rerun_after_a_prompt_edit_keys_each_generation_call_once(tmp_path, monkeypatch):
     """The stored responses are checked against the plan's own keys: a rerun keys each (item,
@@ -165,8 +172,9 @@ def test_a_failed_generation_is_keyed_once_and_its_prevented_judgments_carry_tha
         with Store(tmp_path / "s.db") as store:
             summary = asyncio.run(run_experiment(load_experiment(path), store))
             failed = dict(store._conn().execute("SELECT key, status FROM calls WHERE status = 'failed'").fetchall())
-            prevented = store._conn().execute(
-                "SELECT call_key, reason FROM judgments WHERE reason LIKE 'generation:%'").fetchall()
+            prevented = (
+                store._conn().execute("SELECT call_key, reason FROM judgments WHERE reason LIKE 'generation:%'").fetchall()
+            )
     assert summary.prevented == {"generation:http_5xx:500": 4} and len(failed) == 2
     assert sorted(keyed) == sorted(r["prompt"] for r in rows for _ in ("standin-alpha", "standin-beta"))
     # (each shows both failed responses and is owed to the first generator by name)

@@ -23,12 +23,24 @@ ITEMS = [
     {"id": "m2", "prompt": "Half of 3?", "reference_answer": "3/2", "category": "math"},
     {"id": "m2", "prompt": "Half of 3?", "model": "standin-alpha", "text": "It is \\boxed{1.5}"},
     {"id": "m2", "prompt": "Half of 3?", "model": "standin-beta", "text": "I cannot say."},
-    {"id": "c1", "prompt": "Write add(a, b).", "category": "code",
-     "metadata": {"tests": ["assert add(1, 2) == 3"], "entry_point": "add"}},
-    {"id": "c1", "prompt": "Write add(a, b).", "model": "standin-alpha",
-     "text": "```python\ndef add(a, b):\n    return a + b\n```"},
-    {"id": "c1", "prompt": "Write add(a, b).", "model": "standin-beta",
-     "text": "```python\ndef add(a, b):\n    return a - b\n```"},
+    {
+        "id": "c1",
+        "prompt": "Write add(a, b).",
+        "category": "code",
+        "metadata": {"tests": ["assert add(1, 2) == 3"], "entry_point": "add"},
+    },
+    {
+        "id": "c1",
+        "prompt": "Write add(a, b).",
+        "model": "standin-alpha",
+        "text": "```python\ndef add(a, b):\n    return a + b\n```",
+    },
+    {
+        "id": "c1",
+        "prompt": "Write add(a, b).",
+        "model": "standin-beta",
+        "text": "```python\ndef add(a, b):\n    return a - b\n```",
+    },
     {"id": "f1", "prompt": "Say hello without commas.", "category": "chat"},
 ]
 
@@ -95,27 +107,49 @@ def test_run_grades_every_recorded_response_and_metrics_use_the_reference(tmp_pa
     assert summary["grading"]["code"] == {"correct": 1, "incorrect": 1, "ungradable": 0}
     ref = pd.read_csv(summary["exports"]["correctness-ref"])
     truth = {(r.instance_id, r.model): bool(r.correct) for r in ref.itertuples()}
-    assert truth == {("m1", "standin-alpha"): True, ("m1", "standin-beta"): False,
-                     ("m2", "standin-alpha"): True, ("c1", "standin-alpha"): True, ("c1", "standin-beta"): False}
+    assert truth == {
+        ("m1", "standin-alpha"): True,
+        ("m1", "standin-beta"): False,
+        ("m2", "standin-alpha"): True,
+        ("c1", "standin-alpha"): True,
+        ("c1", "standin-beta"): False,
+    }
     assert json.loads(again.output)["grading"] == summary["grading"]
     from nepotism.store import Store
 
     with Store(tmp_path / "s.db") as s:
         stored = s.references(kind="correctness")
     assert len(stored) == 5 and {r.source for r in stored} == {"grading:math", "grading:code"}
-    metrics = CliRunner().invoke(main, ["metrics", summary["exports"]["pairwise"], "--reference",
-                                        summary["exports"]["correctness-ref"], "--bootstrap", "0", "--json",
-                                        "--models", str(EXAMPLES / "standin_models.toml")])
+    metrics = CliRunner().invoke(
+        main,
+        [
+            "metrics",
+            summary["exports"]["pairwise"],
+            "--reference",
+            summary["exports"]["correctness-ref"],
+            "--bootstrap",
+            "0",
+            "--json",
+            "--models",
+            str(EXAMPLES / "standin_models.toml"),
+        ],
+    )
     assert metrics.exit_code == 0, metrics.output
     assert "self-preference-ratio" in {r["metric"] for r in json.loads(metrics.stdout)["results"]}
 
 
-@pytest.mark.parametrize(("row", "field", "message"), [
-    ({"id": "m9", "prompt": "x", "category": "math"}, "reference_answer", "reference_answer"),
-    ({"id": "c9", "prompt": "x", "category": "code", "metadata": {"tests": []}}, "metadata.tests", "tests"),
-    ({"id": "c9", "prompt": "x", "category": "code", "metadata": {"tests": ["assert 1"], "entry_point": 3}},
-     "metadata.entry_point", "string"),
-])
+@pytest.mark.parametrize(
+    ("row", "field", "message"),
+    [
+        ({"id": "m9", "prompt": "x", "category": "math"}, "reference_answer", "reference_answer"),
+        ({"id": "c9", "prompt": "x", "category": "code", "metadata": {"tests": []}}, "metadata.tests", "tests"),
+        (
+            {"id": "c9", "prompt": "x", "category": "code", "metadata": {"tests": ["assert 1"], "entry_point": 3}},
+            "metadata.entry_point",
+            "string",
+        ),
+    ],
+)
 def test_bad_truth_stops_the_run_before_any_call(tmp_path, row, field, message):
     with standin_thread(StandinConfig(latency_s=0.001)) as (url, server):
         exp = _experiment(tmp_path, url, items=ITEMS + [row])
@@ -136,13 +170,16 @@ def test_ifeval_truth_is_checked_by_the_grader(tmp_path):
     assert err.value.field == "metadata.kwargs" and err.value.line == 1 and "no:such_rule" in str(err.value)
 
 
-@pytest.mark.parametrize(("grading", "field"), [
-    ('task = "essay"', "grading.task"),
-    ('tasks = { math = "algebra" }', "grading.tasks.math"),
-    ('task = "math"\ntasks = { code = "code" }', "grading.task"),
-    ('task = "math"\ntimeout = 0', "grading.timeout"),
-    ('task = "math"\nextra = 1', "grading.extra"),
-])
+@pytest.mark.parametrize(
+    ("grading", "field"),
+    [
+        ('task = "essay"', "grading.task"),
+        ('tasks = { math = "algebra" }', "grading.tasks.math"),
+        ('task = "math"\ntasks = { code = "code" }', "grading.task"),
+        ('task = "math"\ntimeout = 0', "grading.timeout"),
+        ('task = "math"\nextra = 1', "grading.extra"),
+    ],
+)
 def test_bad_grading_table_names_the_key(tmp_path, grading, field):
     exp = _experiment(tmp_path, "http://127.0.0.1:9/v1", grading=grading)
     with pytest.raises(InputError) as err:

@@ -22,15 +22,22 @@ NEPOTISM = str(Path(sys.executable).with_name("nepotism"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("fault", "reason"), [("gzip_bomb", "response_too_large"), ("huge_body", "response_too_large"),
-                                               ("trickle", "timeout")])
+@pytest.mark.parametrize(
+    ("fault", "reason"), [("gzip_bomb", "response_too_large"), ("huge_body", "response_too_large"), ("trickle", "timeout")]
+)
 def test_a_run_against_a_hostile_server_fails_those_calls_with_their_reason_in_bounded_memory(tmp_path, fault, reason):
     config = StandinConfig(latency_s=0.001, fault_rates={fault: 1.0}, trickle_s=0.3)
     with standin_thread(config) as (url, server):
         # (the stand-in makes its 2 GiB bomb once, in seconds: a deadline for the trickle only)
-        exp = standin_experiment(tmp_path, url, items=2, recognition=False, attempts=1,
-                                 timeout=2.0 if fault == "trickle" else 300.0,
-                                 model_options="max_response_mb = 4")
+        exp = standin_experiment(
+            tmp_path,
+            url,
+            items=2,
+            recognition=False,
+            attempts=1,
+            timeout=2.0 if fault == "trickle" else 300.0,
+            model_options="max_response_mb = 4",
+        )
         db = tmp_path / "s.db"
         with open(tmp_path / "run.stdout", "w") as out, open(tmp_path / "run.stderr", "w") as err:
             # the run's own peak, as the kernel counted it (not the worker's, whose size a child starts from)

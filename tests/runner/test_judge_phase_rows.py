@@ -28,9 +28,18 @@ def _rows(db: Path) -> dict[str, list[tuple]]:
             columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in TIMES + ("response",)]
             out[table] = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
         out["judge_memo"] = sorted(
-            (tasks, pairs, tags, tuple(conn.execute("SELECT call_key, judgment_id FROM judge_memo_pairs WHERE memo = ? "
-                                                    "ORDER BY seq", (memo,)).fetchall()))
-            for memo, tasks, pairs, tags in conn.execute("SELECT id, tasks, pairs, tags FROM judge_memo"))
+            (
+                tasks,
+                pairs,
+                tags,
+                tuple(
+                    conn.execute(
+                        "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE memo = ? ORDER BY seq", (memo,)
+                    ).fetchall()
+                ),
+            )
+            for memo, tasks, pairs, tags in conn.execute("SELECT id, tasks, pairs, tags FROM judge_memo")
+        )
         return out
     finally:
         conn.close()
@@ -53,7 +62,8 @@ def test_fresh_runs_store_the_same_rows_and_reruns_write_none(tmp_path):
         # the fresh run's memo rows name every task and judgment it made (its rerun counts from them)
         assert sum(tasks for tasks, _, _, _ in first["judge_memo"]) == runs["one"].judging["total"]
         assert sorted(ident for *_, pairs in first["judge_memo"] for _, ident in pairs) == sorted(
-            row[0] for row in first["judgments"])
+            row[0] for row in first["judgments"]
+        )
         exported = _exports(tmp_path / "one" / "out")
         assert exported and exported == _exports(tmp_path / "two" / "out")
         exp = load_experiment(tmp_path / "one" / "exp.toml")

@@ -20,8 +20,7 @@ GENERATORS = [GenerationSpec("g1", max_tokens=8), GenerationSpec("g2", max_token
 
 
 def _runner(store, backend, *, concurrency=4, **kw):
-    eps = {m: Endpoint(m, backend, "openai", limiter=Limiter(concurrency), retry=FAST)
-           for m in ("g1", "g2", "j1", "j2")}
+    eps = {m: Endpoint(m, backend, "openai", limiter=Limiter(concurrency), retry=FAST) for m in ("g1", "g2", "j1", "j2")}
     return Runner(store, eps, **kw)
 
 
@@ -30,20 +29,25 @@ def _instances(n, prompt=lambda i: f"question {i}"):
 
 
 def render(task: Task, *, model: str) -> Request:
-    return Request(model=model, messages=(Message("user", f"judge {task.instance}|{task.a}|{task.b}"),),
-                   max_tokens=8)
+    return Request(model=model, messages=(Message("user", f"judge {task.instance}|{task.a}|{task.b}"),), max_tokens=8)
 
 
 def plan(instances, candidates):
     """Both orders of g1 against g2, for each judge; an instance lacking a response is left out."""
     have = {(r.instance_id, r.generator) for r in candidates}
-    return [Task(i.id, judge, a, b) for i in instances if (i.id, "g1") in have and (i.id, "g2") in have
-            for judge in ("j1", "j2") for a, b in (("g1", "g2"), ("g2", "g1"))]
+    return [
+        Task(i.id, judge, a, b)
+        for i in instances
+        if (i.id, "g1") in have and (i.id, "g2") in have
+        for judge in ("j1", "j2")
+        for a, b in (("g1", "g2"), ("g2", "g1"))
+    ]
 
 
 def _both(store, backend, instances, **kw):
-    return asyncio.run(_runner(store, backend, **kw).generate_and_judge(
-        instances, GENERATORS, (), plan, render, interpret, keep=True))
+    return asyncio.run(
+        _runner(store, backend, **kw).generate_and_judge(instances, GENERATORS, (), plan, render, interpret, keep=True)
+    )
 
 
 def _one_after_the_other(store, backend, instances, **kw):
@@ -51,6 +55,7 @@ def _one_after_the_other(store, backend, instances, **kw):
         runner = _runner(store, backend, **kw)
         made = await runner.generate(instances, GENERATORS)
         return made, await runner.judge(plan(list(instances), made.responses), render, interpret)
+
     return asyncio.run(go())
 
 
@@ -77,8 +82,7 @@ def test_judge_calls_go_out_while_generating_with_the_same_calls_and_judgments(s
         assert other._conn().execute(keys).fetchall() == store._conn().execute(keys).fetchall()
     assert sorted(j.id for j in judged.judgments) == sorted(j.id for j in judged2.judgments)
     assert judged.counts == judged2.counts and made.failures == made2.failures == []
-    assert {(r.instance_id, r.generator) for r in made.responses} == \
-        {(r.instance_id, r.generator) for r in made2.responses}
+    assert {(r.instance_id, r.generator) for r in made.responses} == {(r.instance_id, r.generator) for r in made2.responses}
 
 
 def test_a_response_is_stored_before_a_judge_call_shows_it(store):
@@ -117,8 +121,9 @@ def test_instances_sharing_a_prompt_are_all_handed_on(store, tmp_path):
     backend = ScriptedBackend(delay=0.001)
     made, judged = _both(store, backend, instances, ready_chunk=2)
     assert sum(n for text, n in backend.calls.items() if text.startswith("question ")) == 2 * 5  # paid once
-    assert sorted((r.instance_id, r.generator) for r in made.responses) == \
-        sorted((i.id, g.model) for i in instances for g in GENERATORS)
+    assert sorted((r.instance_id, r.generator) for r in made.responses) == sorted(
+        (i.id, g.model) for i in instances for g in GENERATORS
+    )
     assert {j.instance_id for j in judged.judgments} == {i.id for i in instances}
     with Store(tmp_path / "other.db") as other:
         made2, judged2 = _one_after_the_other(other, ScriptedBackend(), instances)
@@ -149,8 +154,9 @@ def test_an_error_while_planning_stops_generation(store):
         raise ValueError("a bad protocol option")
 
     with pytest.raises(ValueError, match="bad protocol option"):
-        asyncio.run(_runner(store, backend).generate_and_judge(
-            _instances(200), GENERATORS, (), bad_plan, render, interpret, keep=False))
+        asyncio.run(
+            _runner(store, backend).generate_and_judge(_instances(200), GENERATORS, (), bad_plan, render, interpret, keep=False)
+        )
     assert sum(backend.calls.values()) < 400  # stopped, not generated to the end
 
 
@@ -161,8 +167,7 @@ def test_an_error_while_judging_stops_generation(store):
         raise RuntimeError("interpret bug")
 
     with pytest.raises(RuntimeError, match="interpret bug"):
-        asyncio.run(_runner(store, backend).generate_and_judge(
-            _instances(300), GENERATORS, (), plan, render, broken, keep=False))
+        asyncio.run(_runner(store, backend).generate_and_judge(_instances(300), GENERATORS, (), plan, render, broken, keep=False))
     assert sum(v for k, v in backend.calls.items() if k.startswith("question ")) < 600
 
 
@@ -220,8 +225,11 @@ def test_the_chunks_are_fixed_by_dataset_order_whatever_comes_back_first(store):
 
     for _ in range(2):
         seen.append([])
-        asyncio.run(_runner(store, backend, ready_chunk=4).generate_and_judge(
-            _instances(12), GENERATORS, (), recording, render, interpret, keep=False))
+        asyncio.run(
+            _runner(store, backend, ready_chunk=4).generate_and_judge(
+                _instances(12), GENERATORS, (), recording, render, interpret, keep=False
+            )
+        )
     fresh, rerun = seen
     fixed = [[f"i{i}" for i in range(k, k + 4)] for k in (0, 4, 8)]
     assert sorted(fresh) == sorted(rerun) == fixed  # (i0's chunk came last in the fresh run)

@@ -53,13 +53,21 @@ def test_each_kill_re_pays_at_most_the_calls_in_flight(tmp_path):
     latency = 0.01
     losses: list[int] = []
     with standin_thread(StandinConfig(latency_s=latency, log_requests=True)) as (url, server):
-        exp = standin_experiment(tmp_path, url, items=150, concurrency=CONCURRENCY, conditions=
-                                 '["default", {name = "impartial", options = {impartial = true}}]')
+        exp = standin_experiment(
+            tmp_path,
+            url,
+            items=150,
+            concurrency=CONCURRENCY,
+            conditions='["default", {name = "impartial", options = {impartial = true}}]',
+        )
         db = tmp_path / "s.db"
         for _attempt in range(40):
             before_answered, before_stored = _answered(server), _stored(db)
-            proc = subprocess.Popen([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             # kill once the run has stored some more calls (a random number), or answered some
             target = rng.randint(20, 400)
             while proc.poll() is None and _answered(server) - before_answered < target:
@@ -73,13 +81,11 @@ def test_each_kill_re_pays_at_most_the_calls_in_flight(tmp_path):
             losses.append(answered - stored)
             if len(losses) >= 12:
                 break
-        final = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress"],
-                               capture_output=True, text=True)
+        final = subprocess.run([NEPOTISM, "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True, text=True)
         assert final.returncode == 0, final.stderr
         total_answered = _answered(server)
     distinct = _stored(db)
-    print(f"lost (paid again) per kill, at most {SLOTS} in flight: {losses}; "
-          f"{total_answered} answers for {distinct} calls")
+    print(f"lost (paid again) per kill, at most {SLOTS} in flight: {losses}; {total_answered} answers for {distinct} calls")
     assert len(losses) >= 10, f"the run finished after {len(losses)} kills"
     assert all(0 <= lost <= SLOTS for lost in losses), losses
     # every answer the server gave more than once was one a kill lost

@@ -73,11 +73,20 @@ def test_limiter_bounds_concurrency():
     assert peak[0] == 3
 
 
-@pytest.mark.parametrize("error, expected", [
-    ("http_429", True), ("http_5xx:503: busy", True), ("timeout", True), ("connection: reset", True),
-    ("malformed_body: ValueError: x", True), ("http_4xx:400: bad", False),
-    ("unsupported:label_logprobs: no", False), ("exception:TypeError: x", False), (None, False),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        ("http_429", True),
+        ("http_5xx:503: busy", True),
+        ("timeout", True),
+        ("connection: reset", True),
+        ("malformed_body: ValueError: x", True),
+        ("http_4xx:400: bad", False),
+        ("unsupported:label_logprobs: no", False),
+        ("exception:TypeError: x", False),
+        (None, False),
+    ],
+)
 def test_retryable_classes(error, expected):
     assert is_retryable(error) is expected
 

@@ -54,15 +54,18 @@ def test_the_request_conditions_on_the_prompt_as_chat_in_process_and_raw_over_ht
         assert perplexity_request("judge", kind, inst, resp).messages == (Message("user", "What is 2+2?"),), kind
 
 
-@pytest.mark.parametrize(("table", "field", "message"), [
-    ('[perplexity]\nresponses = "some"', "perplexity.responses", "judged"),
-    ('[perplexity]\nscorers = ["nobody"]', "perplexity.scorers", "no [models] entry"),
-    ('[perplexity]\nscorers = []', "perplexity.scorers", "at least one"),
-    ('[perplexity]\nprompt = "chat"', "perplexity.prompt", "over HTTP"),
-    ('[perplexity]\nprompt = "template"', "perplexity.prompt", "auto"),
-    ('[perplexity]\nbins = 5', "perplexity.bins", "unknown key"),
-    ('[perplexity]\ngenerators = "standin-alpha"', "perplexity.generators", "list"),
-])
+@pytest.mark.parametrize(
+    ("table", "field", "message"),
+    [
+        ('[perplexity]\nresponses = "some"', "perplexity.responses", "judged"),
+        ('[perplexity]\nscorers = ["nobody"]', "perplexity.scorers", "no [models] entry"),
+        ("[perplexity]\nscorers = []", "perplexity.scorers", "at least one"),
+        ('[perplexity]\nprompt = "chat"', "perplexity.prompt", "over HTTP"),
+        ('[perplexity]\nprompt = "template"', "perplexity.prompt", "auto"),
+        ("[perplexity]\nbins = 5", "perplexity.bins", "unknown key"),
+        ('[perplexity]\ngenerators = "standin-alpha"', "perplexity.generators", "list"),
+    ],
+)
 def test_a_bad_perplexity_table_names_the_file_and_field(tmp_path, table, field, message):
     exp = _with_perplexity(standin_experiment(tmp_path, "http://127.0.0.1:9/v1", recognition=False), table)
     with pytest.raises(InputError) as err:
@@ -112,8 +115,7 @@ def test_run_scores_each_judged_response_once_exports_both_tables_and_a_rerun_se
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_the_slot_columns_are_added_in_every_output_format(tmp_path, fmt):
     with standin_thread(StandinConfig(latency_s=0.001)) as (url, _):
-        exp = _with_perplexity(standin_experiment(tmp_path, url, items=2, recognition=False, output_format=fmt),
-                               "[perplexity]")
+        exp = _with_perplexity(standin_experiment(tmp_path, url, items=2, recognition=False, output_format=fmt), "[perplexity]")
         done = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db"), "--json", "--no-progress"])
     assert done.exit_code == 0, done.output
     exports = json.loads(done.output)["exports"]
@@ -141,8 +143,10 @@ def test_a_failed_scoring_call_is_a_failed_row_with_its_reason_never_a_number(tm
     from nepotism.models import load_registry
 
     with standin_thread(StandinConfig(latency_s=0.001)) as (url, _):
-        exp_path = _with_perplexity(standin_experiment(tmp_path, url, items=2, recognition=False),
-                                    '[perplexity]\nscorers = ["standin-alpha", "standin-beta"]\nresponses = "all"')
+        exp_path = _with_perplexity(
+            standin_experiment(tmp_path, url, items=2, recognition=False),
+            '[perplexity]\nscorers = ["standin-alpha", "standin-beta"]\nresponses = "all"',
+        )
         exp = load_experiment(exp_path)
         registry = load_registry(exp.registry_files)
         endpoints = build_endpoints(exp, registry)
@@ -162,9 +166,10 @@ def test_a_failed_scoring_call_is_a_failed_row_with_its_reason_never_a_number(tm
 
 def test_generators_and_responses_all_choose_what_is_scored(tmp_path):
     with standin_thread(StandinConfig(latency_s=0.001)) as (url, _):
-        exp = _with_perplexity(standin_experiment(tmp_path, url, items=2, recognition=False,
-                                                  judges=("standin-alpha",)),
-                               '[perplexity]\nscorers = ["standin-beta"]\ngenerators = ["standin-alpha"]')
+        exp = _with_perplexity(
+            standin_experiment(tmp_path, url, items=2, recognition=False, judges=("standin-alpha",)),
+            '[perplexity]\nscorers = ["standin-beta"]\ngenerators = ["standin-alpha"]',
+        )
         done = CliRunner().invoke(main, ["run", str(exp), "--store", str(tmp_path / "s.db"), "--json", "--no-progress"])
     assert done.exit_code == 0, done.output
     frame = pd.read_csv(json.loads(done.output)["exports"]["perplexity"])

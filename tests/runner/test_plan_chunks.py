@@ -42,8 +42,9 @@ def test_chunks_hold_about_the_calls_asked_whatever_the_calls_per_instance():
 def _items(folder: Path) -> None:
     # shared prompts (q1, q4; q2, q6): calls planned twice, in one chunk or in two
     prompts = ["Same?", "Two words.", "Other?", "Same?", "Longer prompt, odd length!", "Two words.", "Last."]
-    (folder / "items.jsonl").write_text("".join(json.dumps({"id": f"q{i + 1}", "prompt": p}) + "\n"
-                                                for i, p in enumerate(prompts)))
+    (folder / "items.jsonl").write_text(
+        "".join(json.dumps({"id": f"q{i + 1}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
+    )
 
 
 def _perplexity(path: Path) -> Path:
@@ -103,8 +104,7 @@ def test_batch_request_files_are_the_same_bytes_whatever_the_chunk_size(tmp_path
     assert any(b'"echo":true' in data for data in second[0].values())  # the perplexity calls too
 
 
-def test_a_runs_exports_are_the_same_bytes_whatever_chunks_its_perplexity_step_reads_the_plan_in(
-        tmp_path, monkeypatch):
+def test_a_runs_exports_are_the_same_bytes_whatever_chunks_its_perplexity_step_reads_the_plan_in(tmp_path, monkeypatch):
     from nepotism.runner import experiment_run
     from nepotism.runner.judge_plan import iter_tasks
 
@@ -118,8 +118,7 @@ def test_a_runs_exports_are_the_same_bytes_whatever_chunks_its_perplexity_step_r
             with Store(folder / "s.db") as store:
                 summary = asyncio.run(experiment_run.run_experiment(load_experiment(path), store))
             assert summary.perplexity["scores"]["ok"] > 0
-            exports.append({name: data for name, data in _files(folder / "out").items()
-                            if name != "run.json"})  # (the run's id)
+            exports.append({name: data for name, data in _files(folder / "out").items() if name != "run.json"})  # (the run's id)
     assert exports[0] == exports[1] and "perplexity.csv" in exports[0]
 
 

@@ -50,21 +50,35 @@ class World:
         by_instance: dict[str, list[Response]] = {}
         for r in self.responses:
             by_instance.setdefault(r.instance_id, []).append(r)
-        return plan_pairwise(self.instances, by_instance, list(JUDGES), pairs="judge-vs-others",
-                             options=self.options, condition=self.condition, replicates=self.replicates)
+        return plan_pairwise(
+            self.instances,
+            by_instance,
+            list(JUDGES),
+            pairs="judge-vs-others",
+            options=self.options,
+            condition=self.condition,
+            replicates=self.replicates,
+        )
 
 
 def _world(items: int = 6) -> World:
-    instances = [Instance(f"q{i}", f"Question {i}?", reference_answer=f"ref {i}",
-                          rubric=(RubricItem("r1", f"criterion {i}"),), category="c", metadata={"k": i})
-                 for i in range(items)]
+    instances = [
+        Instance(
+            f"q{i}",
+            f"Question {i}?",
+            reference_answer=f"ref {i}",
+            rubric=(RubricItem("r1", f"criterion {i}"),),
+            category="c",
+            metadata={"k": i},
+        )
+        for i in range(items)
+    ]
     responses = [Response(inst.id, g, f"{g} answers {inst.id}") for inst in instances for g in GENERATORS]
     return World(instances, responses, {"ways": 2})
 
 
 def _judge(store: Store, world: World, backend: ScriptedBackend, *, memo: bool = True):
-    eps = {j: Endpoint(j, backend, world.kinds[j], served_model=world.served[j], limiter=Limiter(4), retry=FAST)
-           for j in JUDGES}
+    eps = {j: Endpoint(j, backend, world.kinds[j], served_model=world.served[j], limiter=Limiter(4), retry=FAST) for j in JUDGES}
     runner = Runner(store, eps, judge_window=WINDOW, seed=world.seed, judge_memo=memo)
     tasks = world.tasks()
     out = asyncio.run(runner.judge(tasks, render, interpret_all, keep=False, identify=judgment_ids))
@@ -100,12 +114,12 @@ def test_a_rerun_counts_every_window_from_the_memo_and_says_what_the_normal_path
     assert sum(backend.calls.values()) == n
 
 
-
 def test_a_fresh_phase_hashes_each_judgment_id_once(store, monkeypatch):
     """On a fresh run the window's ``identify`` gives a task's judgment ids (to look them up);
     the judgments read from its call are stored under those ids, not hashed again: one id
     computation per judgment, and the stored ids are the ones `Judgment.id` gives."""
     from nepotism.records import Judgment
+
     world, backend = _world(), ScriptedBackend()
     tasks = world.tasks()
     expected = sorted(ident for task in tasks for ident in judgment_ids(task))
@@ -118,9 +132,11 @@ def test_a_fresh_phase_hashes_each_judgment_id_once(store, monkeypatch):
     stored = sorted(ident for (ident,) in store._conn().execute("SELECT id FROM judgments"))
     assert stored == expected == sorted(plan) == sorted(j.id for j in store.judgments())
 
+
 def _edit_instance(field: str, value):
     def edit(w: World):
         w.instances[0] = dataclasses.replace(w.instances[0], **{field: value})
+
     return edit
 
 
@@ -139,26 +155,31 @@ def _rename_generator(w: World):
 def _set(name: str, value):
     def edit(w: World):
         setattr(w, name, value)
+
     return edit
 
 
 def _option(name: str, value):
     def edit(w: World):
         w.options = w.options | {name: value}
+
     return edit
 
 
 def _endpoint(table: str, value):
     def edit(w: World):
         getattr(w, table)["j1"] = value
+
     return edit
 
 
 # (edit, whether it changes a prompt or request, so that new calls are sent)
 EDITS = {
     "instance prompt": (_edit_instance("prompt", "Another question?"), True),
-    "instance reference shown": (lambda w: (_option("show_reference", True)(w), _edit_instance(
-        "reference_answer", "another reference")(w)), True),
+    "instance reference shown": (
+        lambda w: (_option("show_reference", True)(w), _edit_instance("reference_answer", "another reference")(w)),
+        True,
+    ),
     "instance rubric shown": (lambda w: (_option("show_rubric", True)(w), _edit_rubric(w)), True),
     "instance reference unshown": (_edit_instance("reference_answer", "another reference"), False),
     "instance rubric unshown": (_edit_rubric, False),
@@ -237,7 +258,7 @@ def test_a_missing_judgment_or_call_takes_the_normal_path_for_its_window(store):
     world, backend = _world(), ScriptedBackend()
     first, n, _ = _judge(store, world, backend)
     conn = store._conn()
-    (ident, key), = conn.execute("SELECT id, call_key FROM judgments ORDER BY id LIMIT 1").fetchall()
+    ((ident, key),) = conn.execute("SELECT id, call_key FROM judgments ORDER BY id LIMIT 1").fetchall()
     conn.execute("DELETE FROM judgments WHERE id = ?", (ident,))
     again, _, plan = _judge(store, world, backend)
     assert again.memo_hits == n - WINDOW and again.stats.sent == 0 and ident in plan
@@ -269,9 +290,14 @@ def test_a_failed_judgment_is_not_counted_from_the_memo(tmp_path):
 
 
 def _pairs_text(conn, digest: str) -> str:
-    return " ".join(f"{k} {i}" for k, i in conn.execute(
-        "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE memo = (SELECT id FROM judge_memo WHERE digest = ?) "
-        "ORDER BY seq", (digest,)))
+    return " ".join(
+        f"{k} {i}"
+        for k, i in conn.execute(
+            "SELECT call_key, judgment_id FROM judge_memo_pairs WHERE memo = (SELECT id FROM judge_memo WHERE digest = ?) "
+            "ORDER BY seq",
+            (digest,),
+        )
+    )
 
 
 def _memo_id(conn, digest: str) -> int:
@@ -284,15 +310,17 @@ def test_a_damaged_or_moved_memo_row_is_not_used(store):
     conn = store._conn()
     digests = [d for (d,) in conn.execute("SELECT digest FROM judge_memo ORDER BY digest")]
     # damage: one pair's judgment id changed (not stored, and the checksum no longer matches)
-    conn.execute("UPDATE judge_memo_pairs SET judgment_id = judgment_id || 'x' WHERE memo = ? AND seq = 0",
-                 (_memo_id(conn, digests[0]),))
+    conn.execute(
+        "UPDATE judge_memo_pairs SET judgment_id = judgment_id || 'x' WHERE memo = ? AND seq = 0", (_memo_id(conn, digests[0]),)
+    )
     # moved: another window's intact row (header and pairs) under this digest (the checksum covers it)
     other = conn.execute("SELECT tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?", (digests[2],)).fetchone()
-    conn.execute("UPDATE judge_memo SET tasks = ?, pairs = ?, tags = ?, checksum = ? WHERE digest = ?",
-                 (*other, digests[1]))
+    conn.execute("UPDATE judge_memo SET tasks = ?, pairs = ?, tags = ?, checksum = ? WHERE digest = ?", (*other, digests[1]))
     conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", (_memo_id(conn, digests[1]),))
-    conn.execute("INSERT INTO judge_memo_pairs SELECT ?, seq, call_key, judgment_id FROM judge_memo_pairs "
-                 "WHERE memo = ?", (_memo_id(conn, digests[1]), _memo_id(conn, digests[2])))
+    conn.execute(
+        "INSERT INTO judge_memo_pairs SELECT ?, seq, call_key, judgment_id FROM judge_memo_pairs WHERE memo = ?",
+        (_memo_id(conn, digests[1]), _memo_id(conn, digests[2])),
+    )
     # damaged tags (the checksum covers them): the row is not used either
     conn.execute("UPDATE judge_memo SET tags = '[\"pointwise\"]' WHERE digest = ?", (digests[3],))
     again, n, _ = _judge(store, world, backend)
@@ -310,8 +338,10 @@ def test_a_row_naming_pairs_that_are_not_stored_cannot_skip_a_call(store):
     key = conn.execute("SELECT call_key FROM judge_memo_pairs WHERE memo = ? AND seq = 0", (memo,)).fetchone()[0]
     # a row with a valid checksum whose first call key is one nothing stores
     conn.execute("UPDATE judge_memo_pairs SET call_key = ? WHERE memo = ? AND seq = 0", ("f" * 64, memo))
-    conn.execute("UPDATE judge_memo SET checksum = ? WHERE digest = ?",
-                 (memo_checksum(digest, tasks, tags, _pairs_text(conn, digest)), digest))
+    conn.execute(
+        "UPDATE judge_memo SET checksum = ? WHERE digest = ?",
+        (memo_checksum(digest, tasks, tags, _pairs_text(conn, digest)), digest),
+    )
     conn.execute("DELETE FROM judgments WHERE call_key = ?", (key,))
     conn.execute("DELETE FROM calls WHERE key = ?", (key,))
     sent = sum(backend.calls.values())
@@ -322,8 +352,7 @@ def test_a_row_naming_pairs_that_are_not_stored_cannot_skip_a_call(store):
 def test_the_memo_applies_only_to_the_package_functions_and_unkept_judgments(store):
     world, backend = _world(), ScriptedBackend()
     _judge(store, world, backend)
-    eps = {j: Endpoint(j, backend, "openai", served_model=world.served[j], limiter=Limiter(4), retry=FAST)
-           for j in JUDGES}
+    eps = {j: Endpoint(j, backend, "openai", served_model=world.served[j], limiter=Limiter(4), retry=FAST) for j in JUDGES}
     tasks = world.tasks()
 
     def own_render(task, *, model):
@@ -331,10 +360,12 @@ def test_the_memo_applies_only_to_the_package_functions_and_unkept_judgments(sto
 
     runs = {
         "kept": Runner(store, eps, judge_window=WINDOW).judge(tasks, render, interpret_all, identify=judgment_ids),
-        "own render": Runner(store, eps, judge_window=WINDOW).judge(tasks, own_render, interpret_all, keep=False,
-                                                                    identify=judgment_ids),
+        "own render": Runner(store, eps, judge_window=WINDOW).judge(
+            tasks, own_render, interpret_all, keep=False, identify=judgment_ids
+        ),
         "turned off": Runner(store, eps, judge_window=WINDOW, judge_memo=False).judge(
-            tasks, render, interpret_all, keep=False, identify=judgment_ids),
+            tasks, render, interpret_all, keep=False, identify=judgment_ids
+        ),
     }
     for name, run in runs.items():
         out = asyncio.run(run)
@@ -343,8 +374,13 @@ def test_the_memo_applies_only_to_the_package_functions_and_unkept_judgments(sto
 
 
 def _run(exp: Path, db: str, cwd: Path, *extra: str) -> dict:
-    done = subprocess.run([NEPOTISM, "run", str(exp), "--store", db, "--no-progress", "--json", *extra], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [NEPOTISM, "run", str(exp), "--store", db, "--no-progress", "--json", *extra],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -377,11 +413,24 @@ def test_nepotism_run_from_the_memo_exports_the_same_bytes_and_counts_and_merge_
         assert _same_counts(memo) == _same_counts(plain)
         assert memo["judging"]["cached"] == memo["judging"]["total"] == first["judging"]["total"]
         # a dry run reads no memo and says the same before and after
-        dry = [subprocess.run([NEPOTISM, "run", str(exp), "--store", "a.db", "--dry-run", "--json"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=600).stdout for _ in range(2)]
+        dry = [
+            subprocess.run(
+                [NEPOTISM, "run", str(exp), "--store", "a.db", "--dry-run", "--json"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            ).stdout
+            for _ in range(2)
+        ]
         assert dry[0] == dry[1] and json.loads(dry[0])["totals"]["to_send"] == 0
-        done = subprocess.run([NEPOTISM, "store", "merge", "a.db", "--out", "merged.db", "--json"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [NEPOTISM, "store", "merge", "a.db", "--out", "merged.db", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr
         assert "judge_memo" not in json.loads(done.stdout)["added"]
         with sqlite3.connect(tmp_path / "merged.db") as conn:
@@ -446,8 +495,7 @@ def _chunked(tmp_path: Path, items: int = 7) -> Chunked:
     return Chunked(exp, instances, responses)
 
 
-def _judge_chunks(store: Store, c: Chunked, backend: ScriptedBackend, monkeypatch, *, judging=None,
-                  memo: bool = True):
+def _judge_chunks(store: Store, c: Chunked, backend: ScriptedBackend, monkeypatch, *, judging=None, memo: bool = True):
     """`Runner.generate_and_judge` as `run_experiment` calls it (nothing to generate): returns the
     judging outcome, the number of chunks planned (`plan_tasks` called) and the chunks' kinds."""
     import nepotism.judging as package_judging
@@ -457,8 +505,7 @@ def _judge_chunks(store: Store, c: Chunked, backend: ScriptedBackend, monkeypatc
     planned = []
     real = judge_plan.plan_tasks
     monkeypatch.setattr(judge_plan, "plan_tasks", lambda *a, **k: planned.append(1) or real(*a, **k))
-    eps = {j: Endpoint(j, backend, c.kinds[j], served_model=c.served[j], limiter=Limiter(4), retry=FAST)
-           for j in STANDIN}
+    eps = {j: Endpoint(j, backend, c.kinds[j], served_model=c.served[j], limiter=Limiter(4), retry=FAST) for j in STANDIN}
     runner = Runner(store, eps, judge_window=WINDOW, seed=c.seed, judge_memo=memo, ready_chunk=CHUNK)
     parts: list[ChunkPlan] = []
 
@@ -466,8 +513,9 @@ def _judge_chunks(store: Store, c: Chunked, backend: ScriptedBackend, monkeypatc
         parts.append(ChunkPlan(c.experiment, chunk, responses, judging or package_judging))
         return parts[-1]
 
-    _, out = asyncio.run(runner.generate_and_judge(c.instances, [], c.responses, plan, render, interpret_all,
-                                                   keep=False, identify=judgment_ids))
+    _, out = asyncio.run(
+        runner.generate_and_judge(c.instances, [], c.responses, plan, render, interpret_all, keep=False, identify=judgment_ids)
+    )
     ids = {i for (i,) in store._conn().execute(f'SELECT id FROM temp."{out.plan}"')}
     store.drop_plan(out.plan)
     monkeypatch.setattr(judge_plan, "plan_tasks", real)
@@ -479,25 +527,28 @@ def _protocol(index: int, **changes):
         protocols = list(c.experiment.protocols)
         protocols[index] = dataclasses.replace(protocols[index], **changes)
         c.experiment = dataclasses.replace(c.experiment, protocols=tuple(protocols))
+
     return edit
 
 
 def _experiment(**changes):
     def edit(c: Chunked):
         c.experiment = dataclasses.replace(c.experiment, **changes)
+
     return edit
 
 
 def _condition(**changes):
     def edit(c: Chunked):
-        c.experiment = dataclasses.replace(
-            c.experiment, conditions=(dataclasses.replace(c.experiment.conditions[0], **changes),))
+        c.experiment = dataclasses.replace(c.experiment, conditions=(dataclasses.replace(c.experiment.conditions[0], **changes),))
+
     return edit
 
 
 def _chunk_instance(**changes):
     def edit(c: Chunked):
         c.instances[4] = dataclasses.replace(c.instances[4], **changes)
+
     return edit
 
 
@@ -508,6 +559,7 @@ def _chunk_response(c: Chunked):
 def _chunk_endpoint(table: str, value):
     def edit(c: Chunked):
         getattr(c, table)["standin-alpha"] = value
+
     return edit
 
 
@@ -517,8 +569,10 @@ CHUNK_EDITS = {
     "protocol args": (_protocol(0, args={"pairs": "all"}), False),  # (two generators: the same pairs)
     "protocol replicates": (_protocol(0, replicates=2), True),
     "protocol kind": (_protocol(1, protocol="pointwise"), True),
-    "a protocol dropped": (lambda c: setattr(c, "experiment", dataclasses.replace(
-        c.experiment, protocols=c.experiment.protocols[:1])), False),
+    "a protocol dropped": (
+        lambda c: setattr(c, "experiment", dataclasses.replace(c.experiment, protocols=c.experiment.protocols[:1])),
+        False,
+    ),
     "condition name": (_condition(name="other"), False),
     "condition options": (_condition(options={"temperature": 0.5}), True),
     "judges": (_experiment(judges=("standin-beta",)), False),
@@ -529,8 +583,10 @@ CHUNK_EDITS = {
     "instance category": (_chunk_instance(category="other"), False),
     "instance metadata": (_chunk_instance(metadata={"k": 1}), False),
     "response text": (_chunk_response, True),
-    "response metadata": (lambda c: c.responses.__setitem__(0, dataclasses.replace(
-        c.responses[0], metadata={"call_key": "k"})), False),
+    "response metadata": (
+        lambda c: c.responses.__setitem__(0, dataclasses.replace(c.responses[0], metadata={"call_key": "k"})),
+        False,
+    ),
     "runner seed": (lambda c: setattr(c, "seed", 7), False),
     "served model": (_chunk_endpoint("served", "served-elsewhere"), True),
     "backend kind": (_chunk_endpoint("kinds", "gguf"), True),
@@ -573,8 +629,9 @@ def test_a_chunk_misses_when_a_user_template_changes_and_only_with_the_package_j
         first, _, _, _ = _judge_chunks(store, c, backend, monkeypatch)
         hit, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
         assert planned == 0 and hit.memo_hits == first.stats.total
-        template.write_text(template.read_text().replace("Decide which answer is better",
-                                                         "Decide, carefully, which answer is better"))
+        template.write_text(
+            template.read_text().replace("Decide which answer is better", "Decide, carefully, which answer is better")
+        )
         edited, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
         assert planned > 0 and edited.memo_hits < edited.stats.total and edited.stats.sent > 0
         # another judging module (a caller's planners): every chunk is planned, none counted
@@ -620,8 +677,7 @@ def test_the_order_of_a_chunks_responses_neither_changes_its_plan_nor_misses_the
     shuffled = list(c.responses)
     random.Random(3).shuffle(shuffled)
     assert shuffled != c.responses
-    assert plan_tasks(c.experiment, c.instances, shuffled, judging) == plan_tasks(c.experiment, c.instances,
-                                                                                   c.responses, judging)
+    assert plan_tasks(c.experiment, c.instances, shuffled, judging) == plan_tasks(c.experiment, c.instances, c.responses, judging)
     with Store(tmp_path / "chunks.db") as store:
         first, planned, _, _ = _judge_chunks(store, c, backend, monkeypatch)
         assert planned == -(-len(c.instances) // CHUNK)

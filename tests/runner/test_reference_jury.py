@@ -54,16 +54,19 @@ def test_the_jury_is_parsed_with_registry_ids(tmp_path):
     assert load_experiment(_experiment(tmp_path, "")).reference is None
 
 
-@pytest.mark.parametrize("reference, protocol, grading, words", [
-    (f'[reference]\njury = ["{ALPHA}"]\n', "rubric", "", "at least two"),
-    (f'[reference]\njury = ["{ALPHA}", "{ALPHA}"]\n', "rubric", "", "twice"),
-    ('[reference]\njury = ["standin-alpha", "gpt-4o"]\n', "rubric", "", "no [models] entry"),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "pairwise", "", "protocol = \"rubric\""),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "rubric", '[grading]\ntask = "ifeval"\n', "ifeval"),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep = true\n', "rubric", "", "unknown key"),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nexclude_related = "no"\n', "rubric", "", "true or false"),
-    (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep_related = true\n', "rubric", "", "exclude_related = true"),
-])
+@pytest.mark.parametrize(
+    "reference, protocol, grading, words",
+    [
+        (f'[reference]\njury = ["{ALPHA}"]\n', "rubric", "", "at least two"),
+        (f'[reference]\njury = ["{ALPHA}", "{ALPHA}"]\n', "rubric", "", "twice"),
+        ('[reference]\njury = ["standin-alpha", "gpt-4o"]\n', "rubric", "", "no [models] entry"),
+        (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "pairwise", "", 'protocol = "rubric"'),
+        (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\n', "rubric", '[grading]\ntask = "ifeval"\n', "ifeval"),
+        (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep = true\n', "rubric", "", "unknown key"),
+        (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nexclude_related = "no"\n', "rubric", "", "true or false"),
+        (f'[reference]\njury = ["{ALPHA}", "{BETA}"]\nkeep_related = true\n', "rubric", "", "exclude_related = true"),
+    ],
+)
 def test_a_bad_jury_names_the_file_and_the_key(tmp_path, reference, protocol, grading, words):
     path = _experiment(tmp_path, reference, protocol=protocol, grading=grading)
     with pytest.raises(InputError) as err:
@@ -88,10 +91,18 @@ def _planted() -> pd.DataFrame:
     answers of beta:   alpha and mini vote (beta is itself): r1 yes/yes → met; r2 yes/no → even, left out
     """
     rows = [
-        ("q1", ALPHA, ALPHA, "r1", False), ("q1", MINI, ALPHA, "r1", False), ("q1", BETA, ALPHA, "r1", True),
-        ("q1", ALPHA, ALPHA, "r2", True), ("q1", MINI, ALPHA, "r2", True), ("q1", BETA, ALPHA, "r2", False),
-        ("q1", ALPHA, BETA, "r1", True), ("q1", MINI, BETA, "r1", True), ("q1", BETA, BETA, "r1", False),
-        ("q1", ALPHA, BETA, "r2", True), ("q1", MINI, BETA, "r2", False), ("q1", BETA, BETA, "r2", True),
+        ("q1", ALPHA, ALPHA, "r1", False),
+        ("q1", MINI, ALPHA, "r1", False),
+        ("q1", BETA, ALPHA, "r1", True),
+        ("q1", ALPHA, ALPHA, "r2", True),
+        ("q1", MINI, ALPHA, "r2", True),
+        ("q1", BETA, ALPHA, "r2", False),
+        ("q1", ALPHA, BETA, "r1", True),
+        ("q1", MINI, BETA, "r1", True),
+        ("q1", BETA, BETA, "r1", False),
+        ("q1", ALPHA, BETA, "r2", True),
+        ("q1", MINI, BETA, "r2", False),
+        ("q1", BETA, BETA, "r2", True),
     ]
     return pd.DataFrame(rows, columns=["instance_id", "judge", "model", "rubric_id", "met"])
 
@@ -103,8 +114,9 @@ def _jury_step(tmp_path, extra: str = ""):
     write_table(_planted(), tmp_path / "out" / "rubric.csv")
     instances = [Instance("q1", "hi", rubric=(RubricItem("r1", "Is right.", 2.0), RubricItem("r2", "Is rude.", -1.0)))]
     with Store(tmp_path / "s.db") as store:
-        counts, written = jury_step(exp, store, load_registry([str(MODELS)]),
-                                    {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances)
+        counts, written = jury_step(
+            exp, store, load_registry([str(MODELS)]), {"rubric": str(tmp_path / "out" / "rubric.csv")}, instances
+        )
         stored = {(r.models[0], r.rubric_id): (r.met, r.source) for r in store.references()}
     return counts, written, stored
 
@@ -140,11 +152,22 @@ def test_the_suite_meta_evaluates_every_judge_against_the_jury():
     """
     frame = _planted().assign(condition="default", replicate=0)
     other = frame[frame["judge"] == ALPHA].assign(condition="strict", met=True)
-    reference = pd.DataFrame({"instance_id": ["q1"] * 3, "model": [ALPHA, ALPHA, BETA], "rubric_id": ["r1", "r2", "r1"],
-                              "met": [True, False, True], "jurors": [BETA, BETA, f"{ALPHA},{MINI}"]})
-    records = run_suite(pd.concat([frame, other], ignore_index=True), "rubric", load_registry([str(MODELS)]),
-                        references={"rubric-ref": reference},
-                        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0))).records
+    reference = pd.DataFrame(
+        {
+            "instance_id": ["q1"] * 3,
+            "model": [ALPHA, ALPHA, BETA],
+            "rubric_id": ["r1", "r2", "r1"],
+            "met": [True, False, True],
+            "jurors": [BETA, BETA, f"{ALPHA},{MINI}"],
+        }
+    )
+    records = run_suite(
+        pd.concat([frame, other], ignore_index=True),
+        "rubric",
+        load_registry([str(MODELS)]),
+        references={"rubric-ref": reference},
+        options=SuiteOptions(bootstrap=Bootstrap(n_resamples=0)),
+    ).records
     got = {(r["judge"], r["condition"], r["metric"]): r for r in records if r["metric"].startswith("rubric-")}
     assert got[(ALPHA, "default", "rubric-precision")]["value"] == pytest.approx(0.5)
     assert got[(ALPHA, "default", "rubric-recall")]["value"] == pytest.approx(0.5)
@@ -161,10 +184,17 @@ def test_the_suite_meta_evaluates_every_judge_against_the_jury():
 def test_a_judge_split_over_its_replicates_has_no_verdict():
     from nepotism.grading.rubric_reference import meta_evaluation
 
-    frame = pd.DataFrame({"instance_id": ["q1", "q1", "q1"], "judge": [ALPHA] * 3, "model": [BETA] * 3,
-                          "rubric_id": ["r1", "r1", "r2"], "met": [True, False, None], "replicate": [0, 1, 0]})
-    reference = pd.DataFrame({"instance_id": ["q1", "q1"], "model": [BETA, BETA], "rubric_id": ["r1", "r2"],
-                              "met": [True, True]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["q1", "q1", "q1"],
+            "judge": [ALPHA] * 3,
+            "model": [BETA] * 3,
+            "rubric_id": ["r1", "r1", "r2"],
+            "met": [True, False, None],
+            "replicate": [0, 1, 0],
+        }
+    )
+    reference = pd.DataFrame({"instance_id": ["q1", "q1"], "model": [BETA, BETA], "rubric_id": ["r1", "r2"], "met": [True, True]})
     records = meta_evaluation(frame, reference, reference_name="rubric-ref", bootstrap=Bootstrap(n_resamples=0))
     f1 = next(r for r in records if r["metric"] == "rubric-f1")
     assert f1["n"] == 0 and f1["excluded"] == {"no judge verdict": 2}

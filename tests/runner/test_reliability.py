@@ -63,8 +63,16 @@ def test_fault_injection_every_call_resolved_or_failed_with_reason(tmp_path, ser
     faults = {"http_500": 0.05, "http_503": 0.05, "hang": 0.05, "malformed": 0.02}
     config = StandinConfig(latency_s=0.002, fault_rates=faults, seed=7, hang_s=2.0)
     with standin_thread(config) as (url, server):
-        exp = load_experiment(_experiment(tmp_path, url, items=6, timeout=0.25, attempts=2,
-                                          conditions='["default", {name = "impartial", options = {impartial = true}}]'))
+        exp = load_experiment(
+            _experiment(
+                tmp_path,
+                url,
+                items=6,
+                timeout=0.25,
+                attempts=2,
+                conditions='["default", {name = "impartial", options = {impartial = true}}]',
+            )
+        )
         with Store(tmp_path / "s.db") as store:
             summary = asyncio_run(run_experiment(exp, store))
             stats = dict(server.stats)
@@ -95,8 +103,16 @@ def test_fault_injection_every_call_resolved_or_failed_with_reason(tmp_path, ser
     served.clear()
     with standin_thread(StandinConfig(latency_s=0.002)) as (url2, _server):
         # a generous timeout: on a loaded machine a healthy answer can take longer than 0.25 s
-        exp2 = load_experiment(_experiment(tmp_path, url2, items=6, timeout=60, attempts=2,
-                                           conditions='["default", {name = "impartial", options = {impartial = true}}]'))
+        exp2 = load_experiment(
+            _experiment(
+                tmp_path,
+                url2,
+                items=6,
+                timeout=60,
+                attempts=2,
+                conditions='["default", {name = "impartial", options = {impartial = true}}]',
+            )
+        )
         with Store(tmp_path / "s.db") as store:
             asyncio_run(run_experiment(exp2, store))
             _invariants(store)
@@ -129,8 +145,11 @@ CLI = [sys.executable, "-c", "import sys; from nepotism.cli import main; sys.exi
 
 
 def _cli(exp: Path, db: Path) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [*CLI, "run", str(exp), "--store", str(db), "--no-progress", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _judgments(db: Path) -> list[tuple]:
@@ -187,14 +206,14 @@ def test_sigkill_at_random_points_then_resume_matches_uninterrupted_run(tmp_path
 
 def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
     env = os.environ | {"NEPOTISM_TEST_PLANTED_KEY": KEY}
-    with standin_thread(StandinConfig(latency_s=0.001, expected_api_key=KEY,
-                                      fault_rates={"http_500": 0.3})) as (url, server):
+    with standin_thread(StandinConfig(latency_s=0.001, expected_api_key=KEY, fault_rates={"http_500": 0.3})) as (url, server):
         exp = _experiment(tmp_path, url, items=2, extra_model='api_key_env = "NEPOTISM_TEST_PLANTED_KEY"')
         db = tmp_path / "s.db"
         outputs = []
         for args in (["--json"], ["--dry-run"]):
-            r = subprocess.run([*CLI, "run", str(exp), "--store", str(db), "--progress", *args],
-                               capture_output=True, text=True, env=env)
+            r = subprocess.run(
+                [*CLI, "run", str(exp), "--store", str(db), "--progress", *args], capture_output=True, text=True, env=env
+            )
             assert r.returncode == 0, r.stderr
             outputs += [r.stdout, r.stderr]
         assert server.stats["auth_ok"] > 0 and server.stats.get("auth_missing", 0) == 0
@@ -211,8 +230,10 @@ def test_api_key_never_reaches_store_logs_exports_or_reports(tmp_path):
         assert KEY not in text
 
 
-@pytest.mark.parametrize(("flags", "signum", "code"), [((), signal.SIGINT, 130), (("--json",), signal.SIGINT, 130),
-                                                   ((), signal.SIGTERM, 143), (("--json",), signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("flags", "signum", "code"),
+    [((), signal.SIGINT, 130), (("--json",), signal.SIGINT, 130), ((), signal.SIGTERM, 143), (("--json",), signal.SIGTERM, 143)],
+)
 def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_path, flags, signum, code):
     """With --json, stdout still holds exactly one JSON document (it was empty). SIGTERM (how
     Slurm and Kubernetes stop a job) stops the run as Ctrl-C does, exit 143: it killed the process
@@ -222,9 +243,13 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_consistent(tmp_pat
         db = tmp_path / "s.db"
         # the child gets the default SIGINT disposition: a pytest worker may have inherited or set
         # SIG_IGN, which a child would inherit and which Python (rightly) respects
-        proc = subprocess.Popen([*CLI, "run", str(exp), "--store", str(db), "--no-progress", *flags],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            [*CLI, "run", str(exp), "--store", str(db), "--no-progress", *flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         # 36 calls at 1 s latency through 2 single-slot models take >= 18 s: interrupt once two
         # calls are stored (on a loaded machine the start-up alone can take several seconds, so the
         # deadline only guards against a hang; the run cannot finish before two calls are stored)

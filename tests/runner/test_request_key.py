@@ -11,8 +11,13 @@ from nepotism.runner import Endpoint, request_key
 
 SECRET = "sk-PLANTED-d41d8cd98f00b204e9800998ecf8427e"
 ENDPOINT = Endpoint("judge-7b", None, "openai", served_model="srv-judge")
-REQUEST = Request(model="judge-7b", messages=(Message("system", "Be fair."), Message("user", "A or B?")),
-                  max_tokens=16, temperature=0.0, extra={"stop": ["\n"]})
+REQUEST = Request(
+    model="judge-7b",
+    messages=(Message("system", "Be fair."), Message("user", "A or B?")),
+    max_tokens=16,
+    temperature=0.0,
+    extra={"stop": ["\n"]},
+)
 
 
 def test_key_is_a_fixed_value():
@@ -22,14 +27,22 @@ def test_key_is_a_fixed_value():
     assert key == "921cde8c4ea5e1ac2c35771915516054eaf4425f0282235c5034f24daa790dbf"
 
 
-@pytest.mark.parametrize("change", [
-    {"messages": (Message("user", "A or B?"),)},
-    {"messages": (Message("system", "Be fair."), Message("user", "B or A?"))},
-    {"messages": (Message("user", "Be fair."), Message("user", "A or B?"))},
-    {"messages": None, "prompt": "A or B?"},
-    {"max_tokens": 17}, {"temperature": 0.7}, {"seed": 1}, {"labels": ("A", "B")}, {"continuation": "A"},
-    {"extra": {"stop": ["\n"], "top_p": 0.9}}, {"extra": {}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"messages": (Message("user", "A or B?"),)},
+        {"messages": (Message("system", "Be fair."), Message("user", "B or A?"))},
+        {"messages": (Message("user", "Be fair."), Message("user", "A or B?"))},
+        {"messages": None, "prompt": "A or B?"},
+        {"max_tokens": 17},
+        {"temperature": 0.7},
+        {"seed": 1},
+        {"labels": ("A", "B")},
+        {"continuation": "A"},
+        {"extra": {"stop": ["\n"], "top_p": 0.9}},
+        {"extra": {}},
+    ],
+)
 def test_every_part_of_the_request_changes_the_key(change):
     assert request_key(ENDPOINT, dataclasses.replace(REQUEST, **change)) != request_key(ENDPOINT, REQUEST)
 

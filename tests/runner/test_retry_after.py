@@ -25,25 +25,28 @@ from nepotism.testing.standin import StandinConfig, standin_thread
 NOW = 1_800_000_000.0
 
 
-@pytest.mark.parametrize("headers,expected", [
-    ({"Retry-After": "1"}, 1.0),
-    ({"retry-after": " 2.5 "}, 2.5),
-    ({"Retry-After": format_datetime(datetime.fromtimestamp(NOW + 7, UTC), usegmt=True)}, 7.0),
-    ({"Retry-After": format_datetime(datetime.fromtimestamp(NOW - 30, UTC), usegmt=True)}, 0.0),
-    ({"retry-after-ms": "250"}, 0.25),
-    ({"x-ratelimit-reset-requests": "6m0s"}, 360.0),
-    ({"x-ratelimit-reset-tokens": "20ms"}, 0.02),
-    ({"x-ratelimit-reset-requests": "1h2m3.5s"}, 3723.5),
-    ({"Retry-After": "1", "x-ratelimit-reset-tokens": "3s"}, 3.0),  # the longest wins
-    ({"Retry-After": "soon"}, None),
-    ({"Retry-After": "nan"}, None),
-    ({"Retry-After": "inf"}, None),
-    ({"Retry-After": "1e12"}, None),  # a Unix time sent as seconds is not a wait
-    ({"Retry-After": "-4"}, 0.0),
-    ({"x-ratelimit-reset-requests": "6 minutes"}, None),
-    ({"Content-Type": "application/json"}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "headers,expected",
+    [
+        ({"Retry-After": "1"}, 1.0),
+        ({"retry-after": " 2.5 "}, 2.5),
+        ({"Retry-After": format_datetime(datetime.fromtimestamp(NOW + 7, UTC), usegmt=True)}, 7.0),
+        ({"Retry-After": format_datetime(datetime.fromtimestamp(NOW - 30, UTC), usegmt=True)}, 0.0),
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"x-ratelimit-reset-requests": "6m0s"}, 360.0),
+        ({"x-ratelimit-reset-tokens": "20ms"}, 0.02),
+        ({"x-ratelimit-reset-requests": "1h2m3.5s"}, 3723.5),
+        ({"Retry-After": "1", "x-ratelimit-reset-tokens": "3s"}, 3.0),  # the longest wins
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "inf"}, None),
+        ({"Retry-After": "1e12"}, None),  # a Unix time sent as seconds is not a wait
+        ({"Retry-After": "-4"}, 0.0),
+        ({"x-ratelimit-reset-requests": "6 minutes"}, None),
+        ({"Content-Type": "application/json"}, None),
+        ({}, None),
+    ],
+)
 def test_retry_after_headers(headers, expected):
     got = retry_after_s(headers, now=NOW)
     assert got == (pytest.approx(expected) if expected is not None else None)
@@ -56,12 +59,15 @@ def _backend(status: int, headers: dict[str, str]) -> OpenAIHTTPBackend:
     return OpenAIHTTPBackend("http://test/v1", transport=httpx.MockTransport(answer))
 
 
-@pytest.mark.parametrize("status,headers,wait", [
-    (429, {"Retry-After": "2"}, 2.0),
-    (503, {"Retry-After": "3"}, 3.0),
-    (429, {}, None),
-    (500, {"Retry-After": "2"}, None),  # only 429 and 503 carry a wait
-])
+@pytest.mark.parametrize(
+    "status,headers,wait",
+    [
+        (429, {"Retry-After": "2"}, 2.0),
+        (503, {"Retry-After": "3"}, 3.0),
+        (429, {}, None),
+        (500, {"Retry-After": "2"}, None),  # only 429 and 503 carry a wait
+    ],
+)
 def test_the_http_backend_reports_the_asked_wait(status, headers, wait):
     async def go() -> Completion:
         backend = _backend(status, headers)
@@ -101,8 +107,7 @@ def test_a_limiter_on_hold_starts_nothing_until_the_pause_is_over():
 
 @pytest.mark.slow
 def test_429_with_retry_after_1_is_never_retried_earlier(tmp_path):
-    config = StandinConfig(latency_s=0.001, fault_rates={"http_429": 0.3}, retry_after="1", seed=5,
-                           log_requests=True)
+    config = StandinConfig(latency_s=0.001, fault_rates={"http_429": 0.3}, retry_after="1", seed=5, log_requests=True)
     with standin_thread(config) as (url, server):
         # the backoff alone would retry after 0.01-0.05 s
         exp = load_experiment(standin_experiment(tmp_path, url, items=2, recognition=False, attempts=6))

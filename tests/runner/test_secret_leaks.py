@@ -44,16 +44,22 @@ def _assert_clean(blob: bytes, where: str) -> None:
 @pytest.mark.slow
 def test_echoing_escaping_server_leaks_the_key_nowhere(tmp_path):
     env = os.environ | {"NEPOTISM_TEST_HOSTILE_KEY": KEY}
-    config = StandinConfig(latency_s=0.001, expected_api_key=KEY, echo_headers=True,
-                           escape_slashes=True, fault_rates={"http_500": 0.2, "malformed": 0.05}, seed=3)
+    config = StandinConfig(
+        latency_s=0.001,
+        expected_api_key=KEY,
+        echo_headers=True,
+        escape_slashes=True,
+        fault_rates={"http_500": 0.2, "malformed": 0.05},
+        seed=3,
+    )
     printed: list[str] = []
     with standin_thread(config) as (url, server):
-        exp = standin_experiment(tmp_path / "exp", url, items=3,
-                                 model_options='api_key_env = "NEPOTISM_TEST_HOSTILE_KEY"')
+        exp = standin_experiment(tmp_path / "exp", url, items=3, model_options='api_key_env = "NEPOTISM_TEST_HOSTILE_KEY"')
         db = tmp_path / "s.db"
         for args in (["--json", "--progress"], ["--dry-run"], []):
-            r = subprocess.run([_exe(), "run", str(exp), "--store", str(db), *args],
-                               capture_output=True, text=True, env=env, timeout=300)
+            r = subprocess.run(
+                [_exe(), "run", str(exp), "--store", str(db), *args], capture_output=True, text=True, env=env, timeout=300
+            )
             assert r.returncode == 0, r.stdout + r.stderr
             printed += [r.stdout, r.stderr]
         assert server.stats["auth_ok"] > 0 and server.stats.get("auth_missing", 0) == 0
@@ -80,13 +86,15 @@ def test_echoing_escaping_server_leaks_the_key_nowhere(tmp_path):
     pairwise = out / "pairwise.csv"
     assert pairwise.is_file()
     models = tmp_path / "exp" / "standin_models.toml"
-    for args in (["metrics", str(pairwise), "--models", str(models), "--bootstrap", "50"],
-                 ["metrics", str(pairwise), "--models", str(models), "--bootstrap", "50", "--json"],
-                 ["report", str(pairwise), "--models", str(models), "--out", str(tmp_path / "report.html")],
-                 ["store", "info", "--store", str(db)],
-                 ["store", "export", "calls", "--out", str(tmp_path / "calls.jsonl"), "--store", str(db)],
-                 ["store", "export", "responses", "--out", str(tmp_path / "responses.csv"), "--store", str(db)],
-                 ["store", "export", "runs", "--out", str(tmp_path / "runs.jsonl"), "--store", str(db)]):
+    for args in (
+        ["metrics", str(pairwise), "--models", str(models), "--bootstrap", "50"],
+        ["metrics", str(pairwise), "--models", str(models), "--bootstrap", "50", "--json"],
+        ["report", str(pairwise), "--models", str(models), "--out", str(tmp_path / "report.html")],
+        ["store", "info", "--store", str(db)],
+        ["store", "export", "calls", "--out", str(tmp_path / "calls.jsonl"), "--store", str(db)],
+        ["store", "export", "responses", "--out", str(tmp_path / "responses.csv"), "--store", str(db)],
+        ["store", "export", "runs", "--out", str(tmp_path / "runs.jsonl"), "--store", str(db)],
+    ):
         r = subprocess.run([_exe(), *args], capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0, (args, r.stdout + r.stderr)
         printed += [r.stdout, r.stderr]
@@ -109,11 +117,13 @@ def test_a_key_with_whitespace_around_it_is_used_trimmed_and_leaks_nowhere(tmp_p
     config = StandinConfig(latency_s=0.001, expected_api_key=KEY, echo_headers=True, seed=5)
     printed: list[str] = []
     with standin_thread(config) as (url, server):
-        exp = standin_experiment(tmp_path / "exp", url, items=2, recognition=False,
-                                 model_options='api_key_env = "NEPOTISM_TEST_PADDED_KEY"')
+        exp = standin_experiment(
+            tmp_path / "exp", url, items=2, recognition=False, model_options='api_key_env = "NEPOTISM_TEST_PADDED_KEY"'
+        )
         db = tmp_path / "s.db"
-        run = subprocess.run([_exe(), "run", str(exp), "--store", str(db), "--json"],
-                             capture_output=True, text=True, env=env, timeout=300)
+        run = subprocess.run(
+            [_exe(), "run", str(exp), "--store", str(db), "--json"], capture_output=True, text=True, env=env, timeout=300
+        )
         assert run.returncode == 0, run.stdout + run.stderr
         printed += [run.stdout, run.stderr]
         assert server.stats["auth_ok"] > 0 and server.stats["auth_ok"] == server.stats["ok"]
@@ -128,9 +138,19 @@ def test_a_key_with_whitespace_around_it_is_used_trimmed_and_leaks_nowhere(tmp_p
             _assert_clean(path.read_bytes(), str(path))
     conn.close()
     pairwise = tmp_path / "exp" / "out" / "pairwise.csv"
-    for args in (["report", str(pairwise), "--models", str(tmp_path / "exp" / "standin_models.toml"),
-                  "--out", str(tmp_path / "report.html"), "--bootstrap", "50"],
-                 ["store", "export", "calls", "--out", str(tmp_path / "calls.jsonl"), "--store", str(db)]):
+    for args in (
+        [
+            "report",
+            str(pairwise),
+            "--models",
+            str(tmp_path / "exp" / "standin_models.toml"),
+            "--out",
+            str(tmp_path / "report.html"),
+            "--bootstrap",
+            "50",
+        ],
+        ["store", "export", "calls", "--out", str(tmp_path / "calls.jsonl"), "--store", str(db)],
+    ):
         r = subprocess.run([_exe(), *args], capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0, (args, r.stdout + r.stderr)
         printed += [r.stdout, r.stderr]

@@ -44,10 +44,12 @@ def test_split_is_stable_and_covers_every_instance_once():
         assert sum(s.holds(ident) for s in shards) == 1
     # the hash is of the key alone (SHA-256, first 8 bytes big-endian): fixed across processes and versions
     assert [shard_of(f"item-{i}", 8) for i in range(8)] == [
-        int.from_bytes(__import__("hashlib").sha256(f"item-{i}".encode()).digest()[:8], "big") % 8 for i in range(8)]
+        int.from_bytes(__import__("hashlib").sha256(f"item-{i}".encode()).digest()[:8], "big") % 8 for i in range(8)
+    ]
     code = "from nepotism.runner.shards import shard_of; print([shard_of(f'item-{i}', 8) for i in range(50)])"
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env=os.environ | {"PYTHONHASHSEED": "123"})
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ | {"PYTHONHASHSEED": "123"}
+    )
     assert json.loads(other.stdout) == [shard_of(f"item-{i}", 8) for i in range(50)]
     sizes = [sum(s.holds(i) for i in ids) for s in shards]
     assert min(sizes) > 200  # roughly even
@@ -69,16 +71,22 @@ def test_instances_sharing_a_prompt_are_sent_by_one_shard(tmp_path):
     apart = [next(i for i in ids if shard_of(i, 2) == k) for k in range(2)]  # the ids' hashes split them
     with standin_process(StandinConfig(latency_s=0.001)) as url:
         exp = standin_experiment(tmp_path, url, recognition=False)
-        rows = [{"id": apart[0], "prompt": "Name a prime."}, {"id": apart[1], "prompt": "Name a prime."},
-                {"id": "other", "prompt": "Name an even number."}]
+        rows = [
+            {"id": apart[0], "prompt": "Name a prime."},
+            {"id": apart[1], "prompt": "Name a prime."},
+            {"id": "other", "prompt": "Name an even number."},
+        ]
         (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         for k in range(2):
             nep("run", str(exp), "--shard", f"{k}/2", "--no-progress", cwd=tmp_path)
     stores = [tmp_path / f"nepotism.shard-{k}-of-2.db" for k in range(2)]
     keys = [{key for (key,) in _rows(store, "SELECT key FROM calls")} for store in stores]
     assert keys[0] and keys[1] and not keys[0] & keys[1]
-    holding = [k for k in range(2) if {apart[0], apart[1]} <= {i for (i,) in _rows(
-        stores[k], "SELECT DISTINCT instance_id FROM judgments")}]
+    holding = [
+        k
+        for k in range(2)
+        if {apart[0], apart[1]} <= {i for (i,) in _rows(stores[k], "SELECT DISTINCT instance_id FROM judgments")}
+    ]
     assert len(holding) == 1
 
 
@@ -115,16 +123,25 @@ def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
         exp = standin_experiment(tmp_path, url, items=21)  # every shard of 8 holds one or more of these prompts
         whole = json.loads(nep("run", str(exp), "--store", "whole.db", "--no-progress", "--json", cwd=tmp_path).stdout)
         assert whole["status"] == "done" and whole["instances"] == 21
-        procs = [subprocess.Popen([NEPOTISM, "run", str(exp), "--shard", f"{k}/8", "--no-progress", "--json"],
-                                  cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for k in range(8)]
+        procs = [
+            subprocess.Popen(
+                [NEPOTISM, "run", str(exp), "--shard", f"{k}/8", "--no-progress", "--json"],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for k in range(8)
+        ]
         outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
     summaries = [json.loads(out) for out, _ in outs]
     assert sum(s["instances"] for s in summaries) == 21
     stores = [tmp_path / f"nepotism.shard-{k}-of-8.db" for k in range(8)]
-    prompts = {row["id"]: Instance(row["id"], row["prompt"])
-               for row in map(json.loads, (tmp_path / "items.jsonl").read_text().splitlines())}
+    prompts = {
+        row["id"]: Instance(row["id"], row["prompt"])
+        for row in map(json.loads, (tmp_path / "items.jsonl").read_text().splitlines())
+    }
     # every shard wrote only its own instances, and every call of an instance is in its shard
     seen: set[str] = set()
     for k, store in enumerate(stores):
@@ -144,8 +161,17 @@ def test_eight_shard_processes_merged_equal_one_unsharded_run(tmp_path):
         assert (tmp_path / "all" / f"{table}.csv").read_bytes() == (tmp_path / "whole" / f"{table}.csv").read_bytes()
     metrics = {}
     for db in ("whole", "all"):
-        metrics[db] = nep("metrics", "pairwise.csv", "recognition.csv", "--models", "../standin_models.toml",
-                          "--bootstrap", "200", "--json", cwd=tmp_path / db).stdout
+        metrics[db] = nep(
+            "metrics",
+            "pairwise.csv",
+            "recognition.csv",
+            "--models",
+            "../standin_models.toml",
+            "--bootstrap",
+            "200",
+            "--json",
+            cwd=tmp_path / db,
+        ).stdout
     assert metrics["all"] == metrics["whole"]
     assert {r["metric"] for r in json.loads(metrics["all"])["results"]} >= {"win-rate", "recognition-accuracy"}
     # the merged store finishes the run from the cache: nothing is sent, the output folder is whole
@@ -159,8 +185,9 @@ def test_shards_with_a_failed_generator_merged_equal_one_unsharded_run(tmp_path)
     have had as failed rows (reason generation:connection), and the merged store exports what one
     unsharded run's store does, those rows included."""
     with standin_process(StandinConfig(latency_s=0.001)) as url:
-        exp = standin_experiment(tmp_path, url, items=6, attempts=1,
-                                 generators=("standin-alpha", "standin-alpha-mini", "standin-beta"))
+        exp = standin_experiment(
+            tmp_path, url, items=6, attempts=1, generators=("standin-alpha", "standin-alpha-mini", "standin-beta")
+        )
         head, tail = exp.read_text().split("[models.standin-alpha-mini]\n", 1)
         exp.write_text(head + "[models.standin-alpha-mini]\n" + tail.replace(url, "http://127.0.0.1:9/v1", 1))
         nep("run", str(exp), "--store", "whole.db", "--no-progress", cwd=tmp_path, expect=3)

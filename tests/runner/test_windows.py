@@ -21,8 +21,7 @@ def _runner(store, backend, *, window, concurrency=4, **kw):
 
 def _shared(task: Task, *, model: str) -> Request:
     """Tasks ``iN#x`` and ``iN#y`` render the same request: one call, two judgments."""
-    return Request(model=model, messages=(Message("user", f"{task.instance.split('#')[0]}|{task.a}|{task.b}"),),
-                   max_tokens=8)
+    return Request(model=model, messages=(Message("user", f"{task.instance.split('#')[0]}|{task.a}|{task.b}"),), max_tokens=8)
 
 
 def test_the_calls_rendered_but_not_delivered_stay_bounded_and_the_first_goes_out_early(store):
@@ -53,8 +52,9 @@ def test_the_calls_rendered_but_not_delivered_stay_bounded_and_the_first_goes_ou
         return counting_render(task, model=model)
 
     window, concurrency = 8, 4
-    out = asyncio.run(_runner(store, backend, window=window, concurrency=concurrency).judge(
-        tasks, watch, counting_interpret, keep=False))
+    out = asyncio.run(
+        _runner(store, backend, window=window, concurrency=concurrency).judge(tasks, watch, counting_interpret, keep=False)
+    )
     assert out.stats.sent == out.stats.done == 1200 and out.counts == {"parsed": 1200}
     # the first call went out after a few windows (its claim is taken on the writer thread while the
     # next windows are rendered, up to `refill_below` = two windows queued), not after 1,200 renders
@@ -133,15 +133,17 @@ def test_a_rerun_counts_stored_judgments_without_reading_or_interpreting_their_c
         interpreted.append(task)
         return interpret(task, completion)
 
-    again = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, watching, keep=False,
-                                                                          identify=_identify))
+    again = asyncio.run(
+        _runner(store, ScriptedBackend(), window=6).judge(tasks, render, watching, keep=False, identify=_identify)
+    )
     # only the failed call (sent again) and the call whose judgment was lost are read and interpreted
     assert sorted((t.instance, t.judge) for t in interpreted) == [("i3", "j1"), ("i5", "j2")]
     assert len(replayed) == 1 and again.stats.sent == 1 and again.stats.cached == 19
     assert again.counts == {"parsed": 20} and len(store.judgments()) == 20
     plain = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, interpret, keep=False))
-    fast = asyncio.run(_runner(store, ScriptedBackend(), window=6).judge(tasks, render, interpret, keep=False,
-                                                                         identify=_identify))
+    fast = asyncio.run(
+        _runner(store, ScriptedBackend(), window=6).judge(tasks, render, interpret, keep=False, identify=_identify)
+    )
     assert plain.counts == fast.counts == again.counts and plain.stats.cached == fast.stats.cached == 20
     # an export of the shortcut's plan holds every judgment of the plan
     out = store._conn().execute(f'SELECT COUNT(*) FROM temp."{fast.plan}"').fetchone()[0]
@@ -163,7 +165,6 @@ def test_a_renamed_condition_is_new_judgments_of_the_same_calls(store):
 
         return [j.id for j in renamed(task, failed("timeout: any"))]
 
-    out = asyncio.run(_runner(store, ScriptedBackend(), window=3).judge(tasks, render, renamed, keep=False,
-                                                                        identify=identify))
+    out = asyncio.run(_runner(store, ScriptedBackend(), window=3).judge(tasks, render, renamed, keep=False, identify=identify))
     assert out.stats.sent == 0 and out.stats.cached == 8 and out.counts == {"parsed": 8}
     assert sorted(j.condition for j in store.judgments()) == ["default"] * 8 + ["renamed"] * 8

@@ -114,7 +114,10 @@ def test_writes_to_real_home_and_root(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(home))
     marker = _marker()
     targets = [home / marker, Path("/root") / marker, Path(os.path.expanduser("~")) / (marker + "2")]
-    code = "import os\nfor p in %r:\n    try:\n        open(p, 'w').write('pwned')\n        print('WROTE', p)\n    except OSError as e:\n        print('refused', p, e)\n" % [str(t) for t in targets]
+    code = (
+        "import os\nfor p in %r:\n    try:\n        open(p, 'w').write('pwned')\n        print('WROTE', p)\n    except OSError as e:\n        print('refused', p, e)\n"
+        % [str(t) for t in targets]
+    )
     try:
         res = run(code)
         for target in targets:
@@ -373,11 +376,7 @@ def test_recursion_bomb():
 
 
 def test_thread_bomb():
-    code = (
-        "import threading, time\n"
-        "while True:\n"
-        "    threading.Thread(target=time.sleep, args=(60,), daemon=False).start()\n"
-    )
+    code = "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(60,), daemon=False).start()\n"
     res = run(code, timeout=3, max_processes=32)
     assert res.status in BAD
     _assert_clean(res)

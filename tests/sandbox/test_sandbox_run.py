@@ -96,8 +96,9 @@ def test_fresh_private_cwd_home_tmpdir():
     # the private /tmp; nothing else is
     from nepotism.sandbox import _plan
 
-    shown = sorted({os.path.relpath(d, "/tmp").split(os.sep)[0]
-                    for d in _plan.dirs_under("/tmp", _plan.interpreter_dirs(sys.executable))})
+    shown = sorted(
+        {os.path.relpath(d, "/tmp").split(os.sep)[0] for d in _plan.dirs_under("/tmp", _plan.interpreter_dirs(sys.executable))}
+    )
     assert first.stdout == second.stdout == f"True\n{shown}\n"
 
 

@@ -34,16 +34,18 @@ def planted(tmp_path_factory):
     """A store holding a planted pairwise table (self and family bias, ties, unparsed and failed
     verdicts with reasons, a second condition) and its registry."""
     folder = tmp_path_factory.mktemp("planted")
-    spec = SimulationSpec(judges=("judge-a", "judge-b", "other-1"), n_instances=40, self_bias=0.6,
-                          family_bias=0.3, student_bias=0.4, tie_rate=0.1)
+    spec = SimulationSpec(
+        judges=("judge-a", "judge-b", "other-1"), n_instances=40, self_bias=0.6, family_bias=0.3, student_bias=0.4, tie_rate=0.1
+    )
     table = simulate(spec, seed=4, kinds=("pairwise",)).pairwise
     table = pd.concat([table, table.assign(condition="swapped")], ignore_index=True)
     rng = np.random.default_rng(1)
     missing = rng.random(len(table)) < 0.05
     table.loc[missing, "verdict"] = None
     table["status"] = np.where(missing, np.where(rng.random(len(table)) < 0.5, "unparsed", "failed"), "parsed")
-    table["reason"] = np.where(table["status"] == "failed", "timeout",
-                               np.where(table["status"] == "unparsed", "conflicting", None))
+    table["reason"] = np.where(
+        table["status"] == "failed", "timeout", np.where(table["status"] == "unparsed", "conflicting", None)
+    )
     table.to_csv(folder / "pairwise.csv", index=False)
     (folder / "registry.toml").write_text(spec.registry_toml())
     nep("store", "load", "pairwise.csv", "--store", "s.db", cwd=folder)
@@ -51,8 +53,7 @@ def planted(tmp_path_factory):
 
 
 def test_the_dataset_has_one_folder_per_judge_with_the_file_export_rows(planted):
-    out = nep("store", "export", "judgments", "--store", "s.db", "--out", "ds", "--partition-by", "judge", "--json",
-              cwd=planted)
+    out = nep("store", "export", "judgments", "--store", "s.db", "--out", "ds", "--partition-by", "judge", "--json", cwd=planted)
     summary = json.loads(out.stdout)
     assert summary["partition_by"] == "judge" and summary["format"] == "parquet"
     nep("store", "export", "judgments", "--store", "s.db", "--out", "one.parquet", cwd=planted)
@@ -71,8 +72,9 @@ def test_metrics_on_the_dataset_equal_metrics_on_the_file(planted):
     nep("store", "export", "judgments", "--store", "s.db", "--out", "same", "--partition-by", "judge", cwd=planted)
     nep("store", "export", "judgments", "--store", "s.db", "--out", "same.parquet", cwd=planted)
     sources = ("same.parquet", "same", "same/judge=*/*.parquet")
-    documents = [json.loads(nep("metrics", source, "--models", "registry.toml", "--json", cwd=planted).stdout)
-                 for source in sources]
+    documents = [
+        json.loads(nep("metrics", source, "--models", "registry.toml", "--json", cwd=planted).stdout) for source in sources
+    ]
     # the same document but for the source each names
     assert [d["summary"].pop("source") for d in documents] == list(sources)
     assert documents[0]["results"] and documents[1] == documents[0] and documents[2] == documents[0]
@@ -85,20 +87,23 @@ def test_an_existing_folder_is_refused_unless_replace(planted):
     marker = planted / "taken" / "judge=judge-a" / "part-0.parquet"
     before = marker.read_bytes()
     (planted / "taken" / "mine.txt").write_text("keep")
-    refused = nep("store", "export", "judgments", "--store", "s.db", "--out", "taken", "--partition-by", "judge",
-                  cwd=planted, expect=2)
+    refused = nep(
+        "store", "export", "judgments", "--store", "s.db", "--out", "taken", "--partition-by", "judge", cwd=planted, expect=2
+    )
     assert "exists" in refused.stderr and "--replace" in refused.stderr
     assert (planted / "taken" / "mine.txt").exists() and marker.read_bytes() == before
-    nep("store", "export", "judgments", "--store", "s.db", "--out", "taken", "--partition-by", "judge", "--replace",
-        cwd=planted)
+    nep("store", "export", "judgments", "--store", "s.db", "--out", "taken", "--partition-by", "judge", "--replace", cwd=planted)
     assert not (planted / "taken" / "mine.txt").exists() and marker.exists()
     assert not [p for p in planted.iterdir() if p.name.startswith(".taken.")]
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--partition-by", "judge", "--format", "csv"], "Parquet dataset"),
-    (["--replace"], "--replace goes with --partition-by"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--partition-by", "judge", "--format", "csv"], "Parquet dataset"),
+        (["--replace"], "--replace goes with --partition-by"),
+    ],
+)
 def test_bad_combinations_are_exit_2_and_write_nothing(planted, args, says):
     done = nep("store", "export", "judgments", "--store", "s.db", "--out", "never", *args, cwd=planted, expect=2)
     assert says in done.stderr
@@ -109,8 +114,9 @@ def test_partition_names_are_percent_encoded_and_read_back(tmp_path):
     assert partition_folder("judge", "org/model v1") == "judge=org%2Fmodel%20v1"
     folder = tmp_path / "ds" / partition_folder("judge", "org/model v1")
     folder.mkdir(parents=True)
-    pd.DataFrame({"instance_id": ["q1", "q1"], "model_a": ["x", "y"], "model_b": ["y", "x"],
-                  "verdict": ["A", "B"]}).to_parquet(folder / "part-0.parquet")
+    pd.DataFrame({"instance_id": ["q1", "q1"], "model_a": ["x", "y"], "model_b": ["y", "x"], "verdict": ["A", "B"]}).to_parquet(
+        folder / "part-0.parquet"
+    )
     [(path, partitions)] = dataset_files(tmp_path / "ds")
     assert partitions == {"judge": "org/model v1"}
     table = read_dataset(tmp_path / "ds")

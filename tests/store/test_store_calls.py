@@ -23,14 +23,11 @@ def _key(**changes):
 
 
 def _put(store, key, text="A", **kw):
-    store.put_call(key, request={"backend": "openai", "model": "judge-7b"}, response={"t": text},
-                   text=text, **kw)
+    store.put_call(key, request={"backend": "openai", "model": "judge-7b"}, response={"t": text}, text=text, **kw)
 
 
 def test_public_names():
-    assert set(calls_mod.__all__) == {
-        "CALL_STATUSES", "CachedCall"
-    }
+    assert set(calls_mod.__all__) == {"CALL_STATUSES", "CachedCall"}
 
 
 def test_put_get_round_trip(store):
@@ -68,12 +65,10 @@ def test_second_put_of_an_ok_call_is_a_no_op(store):
 
 def test_failed_call_is_replaced_by_a_later_ok_one(store):
     key = _key()
-    store.put_call(key, request={"model": "m"}, response=None, text=None, status="failed",
-                   error="HTTP 503")
+    store.put_call(key, request={"model": "m"}, response=None, text=None, status="failed", error="HTTP 503")
     failed = store.get_call(key)
     assert failed.status == "failed" and failed.error == "HTTP 503" and failed.text is None
-    store.put_call(key, request={"model": "m"}, response=None, text=None, status="failed",
-                   error="timeout")
+    store.put_call(key, request={"model": "m"}, response=None, text=None, status="failed", error="timeout")
     assert store.get_call(key).error == "timeout"
     _put(store, key, text="B")
     again = store.get_call(key)
@@ -139,8 +134,9 @@ def test_no_secret_reaches_the_file(tmp_path):
 
 def test_put_calls_in_one_transaction(store):
     keys = [_key(replicate=i) for i in range(5)]
-    batch = [{"key": k, "request": {"model": "m", "api_key": SECRET}, "response": None,
-              "text": str(i)} for i, k in enumerate(keys)]
+    batch = [
+        {"key": k, "request": {"model": "m", "api_key": SECRET}, "response": None, "text": str(i)} for i, k in enumerate(keys)
+    ]
     batch.append({"key": keys[0], "request": {}, "text": "dup"})  # no-op: ok already stored
     batch.append({"key": _key(model="z"), "request": {}, "status": "failed", "error": "timeout"})
     assert store.put_calls(batch) == 6
@@ -149,8 +145,7 @@ def test_put_calls_in_one_transaction(store):
     assert found[keys[0]].request == {"model": "m"}
     assert store.get_call(_key(model="z")).error == "timeout"
     with pytest.raises(ValueError, match="error"):
-        store.put_calls([{"key": _key(model="q"), "request": {}},
-                         {"key": _key(model="r"), "request": {}, "status": "failed"}])
+        store.put_calls([{"key": _key(model="q"), "request": {}}, {"key": _key(model="r"), "request": {}, "status": "failed"}])
     with pytest.raises(TypeError):
         store.put_calls([{"key": _key(model="s"), "request": {}, "txt": "typo"}])
     assert store.get_calls([_key(model="q"), _key(model="s")]) == {}

@@ -64,10 +64,12 @@ def test_a_dead_owner_on_this_host_is_taken_over_at_once(tmp_path):
     with Store(tmp_path / "s.db") as store:
         store._conn().execute(
             "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
-            (KEY, "gone", socket.gethostname(), dead.pid, time.time() + 3600))
+            (KEY, "gone", socket.gethostname(), dead.pid, time.time() + 3600),
+        )
         store._conn().execute(
             "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
-            ("c" * 64, "far", "another-host", dead.pid, time.time() + 3600))
+            ("c" * 64, "far", "another-host", dead.pid, time.time() + 3600),
+        )
         assert store.claim_call(KEY, "me") == "claimed"
         assert store.claim_call("c" * 64, "me") == "busy"  # another host's process may be alive
 
@@ -82,7 +84,8 @@ def test_a_killed_owner_not_yet_reaped_is_taken_over_at_once(tmp_path):
         with Store(tmp_path / "s.db") as store:
             store._conn().execute(
                 "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
-                (KEY, "killed", socket.gethostname(), owner.pid, time.time() + 3600))
+                (KEY, "killed", socket.gethostname(), owner.pid, time.time() + 3600),
+            )
             assert store.claim_call(KEY, "me") == "busy"  # alive: its lease holds
             owner.send_signal(signal.SIGKILL)
             while open(f"/proc/{owner.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
@@ -96,15 +99,17 @@ def test_a_killed_owner_not_yet_reaped_is_taken_over_at_once(tmp_path):
 def _hold(store: Store, key: str, pid: int, start: str | None, owner: str = "other") -> None:
     store._conn().execute(
         "INSERT INTO call_claims (key, owner, host, pid, expires_at, owner_start) VALUES (?, ?, ?, ?, ?, ?)",
-        (key, owner, socket.gethostname(), pid, time.time() + 3600, start))
+        (key, owner, socket.gethostname(), pid, time.time() + 3600, start),
+    )
 
 
-LINUX = pytest.mark.skipif(not os.path.exists("/proc/sys/kernel/random/boot_id"),
-                           reason="a process's start time is read from /proc (Linux)")
+LINUX = pytest.mark.skipif(
+    not os.path.exists("/proc/sys/kernel/random/boot_id"), reason="a process's start time is read from /proc (Linux)"
+)
 
 
 def _start(pid: int) -> str:
-    """"<boot id>:<pid namespace>:<field 22 of /proc/PID/stat>", read here independently of the
+    """ "<boot id>:<pid namespace>:<field 22 of /proc/PID/stat>", read here independently of the
     store."""
     boot = open("/proc/sys/kernel/random/boot_id").read().strip()
     namespace = os.stat("/proc/self/ns/pid").st_ino
@@ -137,11 +142,14 @@ def test_a_reused_pid_is_taken_over_at_once_a_live_owner_never(tmp_path):
             _hold(store, "f" * 64, live.pid, f"{boot}:{namespace}:{int(ticks) - 1}", owner="far")
             store._conn().execute("UPDATE call_claims SET host = 'another-host' WHERE owner = 'far'")
             assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64], "me") == {
-                "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "claimed",
-                "f" * 64: "busy"}  # (another host's pids are not ours to read)
+                "b" * 64: "busy",
+                "c" * 64: "busy",
+                "d" * 64: "claimed",
+                "e" * 64: "claimed",
+                "f" * 64: "busy",
+            }  # (another host's pids are not ours to read)
             rows = dict(store._conn().execute("SELECT key, owner FROM call_claims"))
-            assert rows == {"b" * 64: "other", "c" * 64: "other", "d" * 64: "me", "e" * 64: "me",
-                            "f" * 64: "far"}
+            assert rows == {"b" * 64: "other", "c" * 64: "other", "d" * 64: "me", "e" * 64: "me", "f" * 64: "far"}
     finally:
         live.kill()
         live.wait()
@@ -162,8 +170,12 @@ def test_a_claim_from_another_pid_namespace_waits_out_its_lease(tmp_path):
         _hold(store, "e" * 64, os.getpid(), f"{boot}:{ticks}")  # (a record of no known shape: held)
         _hold(store, "f" * 64, gone.pid, f"{'0' * 8}-{boot[9:]}:{int(namespace) + 1}:{ticks}")
         assert store.claim_calls(["b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64], "me") == {
-            "b" * 64: "busy", "c" * 64: "busy", "d" * 64: "claimed", "e" * 64: "busy",
-            "f" * 64: "busy"}  # (another namespace's boot id is no proof of a reboot here)
+            "b" * 64: "busy",
+            "c" * 64: "busy",
+            "d" * 64: "claimed",
+            "e" * 64: "busy",
+            "f" * 64: "busy",
+        }  # (another namespace's boot id is no proof of a reboot here)
         store._conn().execute("UPDATE call_claims SET expires_at = 0")
         assert set(store.claim_calls(["b" * 64, "c" * 64, "f" * 64], "me").values()) == {"claimed"}
 
@@ -171,6 +183,7 @@ def test_a_claim_from_another_pid_namespace_waits_out_its_lease(tmp_path):
 def test_an_owner_hidden_from_proc_but_signalable_is_alive(tmp_path, monkeypatch):
     """/proc mounted with hidepid hides another user's processes, which kill(pid, 0) still finds
     (EPERM): such an owner is alive, its claims are not taken."""
+
     def denied(pid, sig):
         raise PermissionError(1, "Operation not permitted")
 
@@ -184,13 +197,16 @@ def _store_at_version(path, version: int) -> None:
     """A store as an older nepotism left it: the first ``version`` migrations applied."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                 "sha256 TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "sha256 TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
     for migration in MIGRATIONS[:version]:
         for statement in _statements(migration.sql):
             conn.execute(statement)
-        conn.execute("INSERT INTO _migrations VALUES (?, ?, ?, '2026-11-26')",
-                     (migration.version, migration.name, migration.sha256))
+        conn.execute(
+            "INSERT INTO _migrations VALUES (?, ?, ?, '2026-11-26')", (migration.version, migration.name, migration.sha256)
+        )
     conn.close()
 
 
@@ -198,8 +214,10 @@ def test_a_store_of_schema_9_migrates_its_claims_keep_the_old_rule_and_it_merges
     old = tmp_path / "old.db"
     _store_at_version(old, 9)
     conn = sqlite3.connect(old, isolation_level=None)
-    conn.execute("INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
-                 (KEY, "older", socket.gethostname(), os.getpid(), time.time() + 3600))
+    conn.execute(
+        "INSERT INTO call_claims (key, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
+        (KEY, "older", socket.gethostname(), os.getpid(), time.time() + 3600),
+    )
     conn.close()
     with Store(old) as store:
         assert store.schema_version == SCHEMA_VERSION
@@ -225,8 +243,9 @@ def test_claim_calls_answers_each_key_in_one_transaction(tmp_path):
         assert store.claim_calls(keys + [keys[2]], "me") == {keys[0]: "done", keys[1]: "busy", keys[2]: "claimed"}
         assert store.claim_call(keys[2], "other") == "busy"
         # storing calls with release_owner ends that owner's claims in the same transaction
-        store.put_calls([{"key": keys[2], "request": {"backend": "b", "model": "m"}, "response": None,
-                          "text": "A"}], release_owner="me")
+        store.put_calls(
+            [{"key": keys[2], "request": {"backend": "b", "model": "m"}, "response": None, "text": "A"}], release_owner="me"
+        )
         rows = store._conn().execute("SELECT key, owner FROM call_claims ORDER BY key").fetchall()
         assert rows == [(keys[1], "other")]
         assert store.claim_call(keys[2], "other") == "done"
@@ -265,12 +284,14 @@ def test_a_read_only_store_lacking_only_writers_migrations_is_read_as_it_is(tmp_
 
 # -- runs: a run whose process is gone is ended by the next run ---------------------------------
 
+
 def _running(store: Store, run_id: str, pid: int, start: str | None, host: str | None = None) -> None:
     """A ``running`` row as a run of process ``pid`` (started at ``start``) left it."""
     store._conn().execute(
         "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
         "VALUES (?, '2026-11-26T00:00:00+00:00', '{}', 'running', ?, ?, ?)",
-        (run_id, pid, host or socket.gethostname(), start))
+        (run_id, pid, host or socket.gethostname(), start),
+    )
 
 
 @LINUX
@@ -304,8 +325,13 @@ def test_a_run_whose_pid_was_reused_is_abandoned_a_live_run_never(tmp_path):
         live.kill()
         live.wait()
     assert {k: r["status"] for k, r in runs.items()} == {
-        "true": "running", "older": "running", "reused": "interrupted", "reboot": "interrupted",
-        "far": "running", "container": "running"}
+        "true": "running",
+        "older": "running",
+        "reused": "interrupted",
+        "reboot": "interrupted",
+        "far": "running",
+        "container": "running",
+    }
     assert runs["reused"]["end_note"].startswith(f"abandoned: process {live.pid} ")
 
 
@@ -318,9 +344,11 @@ def test_a_store_of_schema_11_migrates_its_runs_keep_the_old_rule_and_it_merges(
     _store_at_version(old, 11)
     conn = sqlite3.connect(old, isolation_level=None)
     for run_id, pid in (("alive", os.getpid()), ("dead", dead.pid)):
-        conn.execute("INSERT INTO runs (id, started_at, config, status, pid, host) "
-                     "VALUES (?, '2026-11-26T00:00:00+00:00', '{}', 'running', ?, ?)",
-                     (run_id, pid, socket.gethostname()))
+        conn.execute(
+            "INSERT INTO runs (id, started_at, config, status, pid, host) "
+            "VALUES (?, '2026-11-26T00:00:00+00:00', '{}', 'running', ?, ?)",
+            (run_id, pid, socket.gethostname()),
+        )
     conn.close()
     with Store(old) as store:
         assert store.schema_version == SCHEMA_VERSION
@@ -358,11 +386,13 @@ def test_a_killed_run_whose_pid_was_reused_is_interrupted_after_the_next_run(tmp
             _running(store, "still-going", live.pid, f"{boot}:{namespace}:{ticks}")
         with standin_thread(StandinConfig(latency_s=0.001)) as (url, _server):
             exp = standin_experiment(tmp_path, url, items=1, recognition=False)
-            run = subprocess.run([_exe(), "run", str(exp), "--store", str(db), "--no-progress"],
-                                 capture_output=True, text=True, timeout=600)
+            run = subprocess.run(
+                [_exe(), "run", str(exp), "--store", str(db), "--no-progress"], capture_output=True, text=True, timeout=600
+            )
         assert run.returncode == 0, run.stderr[-3000:]
-        info = subprocess.run([_exe(), "store", "info", "--store", str(db), "--json"],
-                              capture_output=True, text=True, timeout=600)
+        info = subprocess.run(
+            [_exe(), "store", "info", "--store", str(db), "--json"], capture_output=True, text=True, timeout=600
+        )
     finally:
         live.kill()
         live.wait()

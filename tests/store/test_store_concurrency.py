@@ -64,10 +64,7 @@ def test_threads_share_one_store(store):
                 key = opaque_key(f"{t}-{i}")
                 store.put_call(key, request={"t": t}, response=None, text=str(i))
                 assert store.get_call(key).text == str(i)
-            store.add_judgments(
-                [Judgment(f"q{i}", f"judge{t}", "pointwise", ("g",), "parsed", score=1.0)
-                 for i in range(50)]
-            )
+            store.add_judgments([Judgment(f"q{i}", f"judge{t}", "pointwise", ("g",), "parsed", score=1.0) for i in range(50)])
         except Exception as err:  # noqa: BLE001 - reported below
             errors.append(err)
 
@@ -86,8 +83,13 @@ def test_two_processes_append_to_one_file(tmp_path):
     path = tmp_path / "shared.db"  # created by the racing writers themselves
     n = 300
     procs = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name, str(n)], env=_env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), name, str(n)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in ("w1", "w2")
     ]
     for proc in procs:
@@ -107,8 +109,9 @@ def test_two_processes_append_to_one_file(tmp_path):
 
 def test_a_killed_writer_leaves_a_consistent_file(tmp_path):
     path = tmp_path / "killed.db"
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "w1", "1000000"],
-                            env=_env(), stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), "w1", "1000000"], env=_env(), stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)

@@ -29,32 +29,53 @@ def _read(path, fmt):
 def _records(frame):
     out = []
     for row in frame.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v)
-                    for k, v in row.items()})
+        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
     return out
 
 
 def _add_mixed(store):
-    store.add_judgments([
-        Judgment("q1", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
-                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}),
-        Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie",
-                 condition="swapped"),
-        Judgment("q2", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="no_verdict"),
-        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "failed", replicate=1, reason="timeout"),
-        Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25),
-        Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed"),
-        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
-        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2",
-                 template_id="rubric-all@0123456789ab"),
-        Judgment("q1", "judge-a", "rubric", ("gen-y",), "unparsed", rubric_id="r1"),
-    ])
+    store.add_judgments(
+        [
+            Judgment(
+                "q1",
+                "judge-a",
+                "pairwise",
+                ("gen-x", "gen-y"),
+                "parsed",
+                verdict="A",
+                label_probs={"A": 0.625, "B": 0.25, "tie": 0.125},
+            ),
+            Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie", condition="swapped"),
+            Judgment("q2", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="no_verdict"),
+            Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "failed", replicate=1, reason="timeout"),
+            Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25),
+            Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed"),
+            Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
+            Judgment(
+                "q1",
+                "judge-a",
+                "rubric",
+                ("gen-x",),
+                "parsed",
+                verdict="no",
+                rubric_id="r2",
+                template_id="rubric-all@0123456789ab",
+            ),
+            Judgment("q1", "judge-a", "rubric", ("gen-y",), "unparsed", rubric_id="r1"),
+        ]
+    )
 
 
 def test_public_names():
     assert set(export_mod.__all__) == {
-        "FORMATS", "JUDGMENT_COLUMNS", "PARTITION_COLUMNS", "atomic_write", "export_table", "format_from_suffix",
-        "partition_folder", "write_partitioned",
+        "FORMATS",
+        "JUDGMENT_COLUMNS",
+        "PARTITION_COLUMNS",
+        "atomic_write",
+        "export_table",
+        "format_from_suffix",
+        "partition_folder",
+        "write_partitioned",
     }
 
 
@@ -64,40 +85,128 @@ def test_pairwise_export_round_trip(store, tmp_path, fmt):
     out = tmp_path / f"pairwise.{fmt}"
     assert store.export("judgments", out, fmt=fmt, protocol="pairwise") == 4
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason",
-                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate", "category"]
+    assert list(frame.columns) == [
+        "instance_id",
+        "judge",
+        "model_a",
+        "model_b",
+        "verdict",
+        "status",
+        "reason",
+        "prob_a",
+        "prob_b",
+        "prob_tie",
+        "label_mass",
+        "condition",
+        "replicate",
+        "category",
+    ]
     assert _records(frame) == [
-        {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": "A", "status": "parsed", "reason": None, "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125,
-         "label_mass": None, "condition": "default", "replicate": 0, "category": None},
-        {"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x",
-         "verdict": "tie", "status": "parsed", "reason": None, "prob_a": None, "prob_b": None, "prob_tie": None,
-         "label_mass": None, "condition": "swapped", "replicate": 0, "category": None},
-        {"instance_id": "q2", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": None, "status": "unparsed", "reason": "no_verdict", "prob_a": None, "prob_b": None,
-         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 0, "category": None},
-        {"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y",
-         "verdict": None, "status": "failed", "reason": "timeout", "prob_a": None, "prob_b": None,
-         "prob_tie": None, "label_mass": None, "condition": "default", "replicate": 1, "category": None},
+        {
+            "instance_id": "q1",
+            "judge": "judge-a",
+            "model_a": "gen-x",
+            "model_b": "gen-y",
+            "verdict": "A",
+            "status": "parsed",
+            "reason": None,
+            "prob_a": 0.625,
+            "prob_b": 0.25,
+            "prob_tie": 0.125,
+            "label_mass": None,
+            "condition": "default",
+            "replicate": 0,
+            "category": None,
+        },
+        {
+            "instance_id": "q1",
+            "judge": "judge-a",
+            "model_a": "gen-y",
+            "model_b": "gen-x",
+            "verdict": "tie",
+            "status": "parsed",
+            "reason": None,
+            "prob_a": None,
+            "prob_b": None,
+            "prob_tie": None,
+            "label_mass": None,
+            "condition": "swapped",
+            "replicate": 0,
+            "category": None,
+        },
+        {
+            "instance_id": "q2",
+            "judge": "judge-a",
+            "model_a": "gen-x",
+            "model_b": "gen-y",
+            "verdict": None,
+            "status": "unparsed",
+            "reason": "no_verdict",
+            "prob_a": None,
+            "prob_b": None,
+            "prob_tie": None,
+            "label_mass": None,
+            "condition": "default",
+            "replicate": 0,
+            "category": None,
+        },
+        {
+            "instance_id": "q2",
+            "judge": "judge-b",
+            "model_a": "gen-x",
+            "model_b": "gen-y",
+            "verdict": None,
+            "status": "failed",
+            "reason": "timeout",
+            "prob_a": None,
+            "prob_b": None,
+            "prob_tie": None,
+            "label_mass": None,
+            "condition": "default",
+            "replicate": 1,
+            "category": None,
+        },
     ]
 
 
 def test_export_keeps_the_label_mass_of_a_low_mass_verdict_and_reads_back(store, tmp_path):
     from nepotism.tables import read_table
 
-    store.add_judgments([
-        Judgment("q", "j", "pairwise", ("a", "b"), "parsed", verdict="A", label_probs={"A": 0.8, "B": 0.2},
-                 label_mass=0.9, label_logprobs={"A": -0.3, "B": -1.7}),
-        Judgment("q", "j", "pairwise", ("b", "a"), "unparsed", reason="low_label_mass", label_mass=0.001,
-                 label_logprobs={"A": -7.0, "B": -math.inf}, label_top_k={"A": True, "B": False},
-                 warnings=("label_not_in_top_k:B",)),
-    ])
+    store.add_judgments(
+        [
+            Judgment(
+                "q",
+                "j",
+                "pairwise",
+                ("a", "b"),
+                "parsed",
+                verdict="A",
+                label_probs={"A": 0.8, "B": 0.2},
+                label_mass=0.9,
+                label_logprobs={"A": -0.3, "B": -1.7},
+            ),
+            Judgment(
+                "q",
+                "j",
+                "pairwise",
+                ("b", "a"),
+                "unparsed",
+                reason="low_label_mass",
+                label_mass=0.001,
+                label_logprobs={"A": -7.0, "B": -math.inf},
+                label_top_k={"A": True, "B": False},
+                warnings=("label_not_in_top_k:B",),
+            ),
+        ]
+    )
     out = tmp_path / "p.csv"
     store.export("judgments", out, fmt="csv")
     header, *lines = out.read_text().splitlines()
-    assert header == "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category"
-    assert sorted(lines) == ["q,j,a,b,A,parsed,,0.8,0.2,,0.9,default,0,",
-                             "q,j,b,a,,unparsed,low_label_mass,,,,0.001,default,0,"]
+    assert (
+        header
+        == "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category"
+    )
+    assert sorted(lines) == ["q,j,a,b,A,parsed,,0.8,0.2,,0.9,default,0,", "q,j,b,a,,unparsed,low_label_mass,,,,0.001,default,0,"]
     frame = read_table(out).frame.sort_values("model_a")
     assert frame["status"].tolist() == ["parsed", "unparsed"] and frame["reason"].tolist() == [None, "low_label_mass"]
     assert frame["label_mass"].tolist() == [0.9, 0.001]
@@ -112,20 +221,52 @@ def test_pointwise_and_rubric_exports(store, tmp_path, fmt):
     out = tmp_path / f"pointwise.{fmt}"
     assert store.export("pointwise", out, fmt=fmt) == 2
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model", "score", "status", "reason", "condition",
-                                   "replicate", "category"]
-    assert _records(frame)[0] == {"instance_id": "q1", "judge": "judge-a", "model": "gen-x", "score": 7.25,
-                                  "status": "parsed", "reason": None, "condition": "default", "replicate": 0, "category": None}
+    assert list(frame.columns) == [
+        "instance_id",
+        "judge",
+        "model",
+        "score",
+        "status",
+        "reason",
+        "condition",
+        "replicate",
+        "category",
+    ]
+    assert _records(frame)[0] == {
+        "instance_id": "q1",
+        "judge": "judge-a",
+        "model": "gen-x",
+        "score": 7.25,
+        "status": "parsed",
+        "reason": None,
+        "condition": "default",
+        "replicate": 0,
+        "category": None,
+    }
     assert _records(frame)[1]["score"] is None
 
     out = tmp_path / f"rubric.{fmt}"
     assert store.export("judgments", out, fmt=fmt, protocol="rubric") == 3
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model", "rubric_id", "met", "status", "reason",
-                                   "condition", "replicate", "setup", "category"]
+    assert list(frame.columns) == [
+        "instance_id",
+        "judge",
+        "model",
+        "rubric_id",
+        "met",
+        "status",
+        "reason",
+        "condition",
+        "replicate",
+        "setup",
+        "category",
+    ]
     got = {(r["model"], r["rubric_id"]): (r["met"], r["setup"]) for r in _records(frame)}
-    assert got == {("gen-x", "r1"): (True, "single-rubric"), ("gen-x", "r2"): (False, "all-rubrics"),
-                   ("gen-y", "r1"): (None, "single-rubric")}
+    assert got == {
+        ("gen-x", "r1"): (True, "single-rubric"),
+        ("gen-x", "r2"): (False, "all-rubrics"),
+        ("gen-y", "r1"): (None, "single-rubric"),
+    }
 
 
 def test_pairwise_without_probabilities_has_only_the_required_columns(store, tmp_path):
@@ -150,11 +291,13 @@ def test_mixed_protocols_need_a_choice(store, tmp_path):
 def test_recognition_exports_as_the_two_table_kinds_metrics_reads(store, tmp_path):
     """Both recognition questions are stored under protocol "recognition"; the single-answer one
     exports as a recognition table, the two-answer one as recognition-pairwise."""
-    store.add_judgments([
-        Judgment("q", "j", "recognition", ("a",), "parsed", verdict="yes"),
-        Judgment("q", "j", "recognition", ("b",), "unparsed", reason="no_verdict"),
-        Judgment("q", "j", "recognition", ("a", "b"), "parsed", verdict="B"),
-    ])
+    store.add_judgments(
+        [
+            Judgment("q", "j", "recognition", ("a",), "parsed", verdict="yes"),
+            Judgment("q", "j", "recognition", ("b",), "unparsed", reason="no_verdict"),
+            Judgment("q", "j", "recognition", ("a", "b"), "parsed", verdict="B"),
+        ]
+    )
     single, pair = tmp_path / "recognition.csv", tmp_path / "recognition-pairwise.csv"
     # without --protocol, the two kinds are a choice to make (it was the one-answer kind, silently)
     with pytest.raises(InputError, match=r"several protocols \['recognition', 'recognition-pairwise'\]"):
@@ -174,22 +317,31 @@ def test_other_protocols_use_the_generic_columns(store, tmp_path):
     out = tmp_path / "c.jsonl"
     assert store.export("judgments", out, fmt="jsonl") == 1
     row = json.loads(out.read_text())
-    assert row == {"instance_id": "q", "judge": "j", "protocol": "categorise",
-                   "candidates": '["a"]', "verdict": "coding", "score": None, "status": "parsed", "reason": None,
-                   "condition": "default", "replicate": 0, "category": None}
+    assert row == {
+        "instance_id": "q",
+        "judge": "j",
+        "protocol": "categorise",
+        "candidates": '["a"]',
+        "verdict": "coding",
+        "score": None,
+        "status": "parsed",
+        "reason": None,
+        "condition": "default",
+        "replicate": 0,
+        "category": None,
+    }
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_raw_tables_round_trip(store, tmp_path, fmt):
-    store.add_responses([Response("q1", "gen-x", "line one\nline, two \"quoted\" ✓"),
-                         Response("q2", "gen-y", "")])
+    store.add_responses([Response("q1", "gen-x", 'line one\nline, two "quoted" ✓'), Response("q2", "gen-y", "")])
     store.add_references([Reference("q1", "correctness", ("gen-x",), correct=True)])
     out = tmp_path / f"responses.{fmt}"
     assert store.export("responses", out, fmt=fmt) == 2
     frame = _read(out, fmt)
     assert list(frame.columns) == ["id", "instance_id", "generator", "text", "metadata", "created_at"]
     texts = dict(zip(frame["generator"], frame["text"].fillna(""), strict=True))
-    assert texts == {"gen-x": "line one\nline, two \"quoted\" ✓", "gen-y": ""}
+    assert texts == {"gen-x": 'line one\nline, two "quoted" ✓', "gen-y": ""}
     out = tmp_path / f"references.{fmt}"
     assert store.export("references", out, fmt=fmt) == 1
     assert _records(_read(out, fmt))[0]["correct"] == 1
@@ -285,17 +437,32 @@ def test_an_export_is_written_as_it_is_read_in_row_groups(store, tmp_path, monke
     there (the columns are decided by a first pass before any row is written)."""
     monkeypatch.setattr(export_mod, "_ROWS_PER_GROUP", 4)
     monkeypatch.setattr(export_mod, "_ROWS_PER_CHUNK", 3)
-    judgments = [Judgment(f"q{i:02d}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="AB"[i % 2])
-                 for i in range(10)]
-    judgments.append(Judgment("q99", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed",
-                              reason="low_label_mass", label_mass=0.25))
+    judgments = [
+        Judgment(f"q{i:02d}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="AB"[i % 2]) for i in range(10)
+    ]
+    judgments.append(
+        Judgment("q99", "judge-a", "pairwise", ("gen-x", "gen-y"), "unparsed", reason="low_label_mass", label_mass=0.25)
+    )
     store.add_judgments(judgments)
     out = tmp_path / f"p.{fmt}"
     assert store.export("judgments", out, fmt=fmt) == 11
     frame = _read(out, fmt)
-    assert list(frame.columns) == ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason",
-                                   "prob_a", "prob_b", "prob_tie", "label_mass", "condition", "replicate",
-                                   "category"]
+    assert list(frame.columns) == [
+        "instance_id",
+        "judge",
+        "model_a",
+        "model_b",
+        "verdict",
+        "status",
+        "reason",
+        "prob_a",
+        "prob_b",
+        "prob_tie",
+        "label_mass",
+        "condition",
+        "replicate",
+        "category",
+    ]
     assert list(frame["instance_id"]) == [f"q{i:02d}" for i in range(10)] + ["q99"]
     assert list(frame["verdict"][:10]) == ["AB"[i % 2] for i in range(10)]
     assert frame["label_mass"].isna().sum() == 10 and frame["label_mass"].iloc[-1] == 0.25
@@ -326,10 +493,22 @@ def test_reasoning_tokens_count_each_written_reply_in_gpt2_tokens(store, tmp_pat
     from nepotism import gpt2_tokens
 
     replies = ["I think [[B]]", "I think [[B]]", "Answer A is right; B is not. [[A]]", "A", "x", "x", "[[A]]", "[[A]]"]
-    usages = [{"completion_tokens": 5}, {"completion_tokens": 5}, {"output_tokens": 3}, {"completion_tokens": 0},
-              None, {"prompt_tokens": 9}, {"completion_tokens": 5}, {"completion_tokens": 2.0}]
-    store.add_judgments([Judgment(f"q{n}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
-                                  raw_output=reply, usage=usage) for n, (reply, usage) in enumerate(zip(replies, usages))])
+    usages = [
+        {"completion_tokens": 5},
+        {"completion_tokens": 5},
+        {"output_tokens": 3},
+        {"completion_tokens": 0},
+        None,
+        {"prompt_tokens": 9},
+        {"completion_tokens": 5},
+        {"completion_tokens": 2.0},
+    ]
+    store.add_judgments(
+        [
+            Judgment(f"q{n}", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A", raw_output=reply, usage=usage)
+            for n, (reply, usage) in enumerate(zip(replies, usages))
+        ]
+    )
     out = tmp_path / "pairwise.jsonl"
     store.export("judgments", out, fmt="jsonl", protocol="pairwise")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -340,21 +519,41 @@ def test_reasoning_tokens_count_each_written_reply_in_gpt2_tokens(store, tmp_pat
 
 # -- every table kind, every optional column: the exact bytes (pinned before the row builder was regrouped) --
 
+
 def _every_kind():
     usage = {"prompt_tokens": 40, "completion_tokens": 12}
     return [
-        Judgment("q1", "judge-a", "pairwise", ("gen-x", "gen-y"), "parsed", verdict="A",
-                 label_probs={"A": 0.625, "B": 0.25, "tie": 0.125}, label_mass=0.98, usage=usage,
-                 raw_output="Answer A is right; B is not. [[A]]"),  # 12 GPT-2 tokens
+        Judgment(
+            "q1",
+            "judge-a",
+            "pairwise",
+            ("gen-x", "gen-y"),
+            "parsed",
+            verdict="A",
+            label_probs={"A": 0.625, "B": 0.25, "tie": 0.125},
+            label_mass=0.98,
+            usage=usage,
+            raw_output="Answer A is right; B is not. [[A]]",
+        ),  # 12 GPT-2 tokens
         Judgment("q1", "judge-a", "pairwise", ("gen-y", "gen-x"), "parsed", verdict="tie", condition="swapped"),
-        Judgment("q2", "judge-b", "pairwise", ("gen-x", "gen-y"), "unparsed", raw_output="?", reason="low_label_mass",
-                 label_mass=0.25, usage={"prompt_tokens": 40, "completion_tokens": 0}),
+        Judgment(
+            "q2",
+            "judge-b",
+            "pairwise",
+            ("gen-x", "gen-y"),
+            "unparsed",
+            raw_output="?",
+            reason="low_label_mass",
+            label_mass=0.25,
+            usage={"prompt_tokens": 40, "completion_tokens": 0},
+        ),
         Judgment("q2", "judge-b", "pairwise", ("gen-y", "gen-x"), "failed", replicate=1, reason="generation:timeout"),
         Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.25, label_mass=0.5),
         Judgment("q2", "judge-a", "pointwise", ("gen-y",), "unparsed", reason="no_score"),
         Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="yes", rubric_id="r1"),
-        Judgment("q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2",
-                 template_id="rubric-all@0123456789ab"),
+        Judgment(
+            "q1", "judge-a", "rubric", ("gen-x",), "parsed", verdict="no", rubric_id="r2", template_id="rubric-all@0123456789ab"
+        ),
         Judgment("q1", "judge-a", "recognition", ("gen-x",), "parsed", verdict="yes"),
         Judgment("q2", "judge-b", "recognition", ("gen-y",), "unparsed", reason="no_verdict"),
         Judgment("q1", "judge-a", "recognition", ("gen-x", "gen-y"), "parsed", verdict="B"),
@@ -363,40 +562,40 @@ def _every_kind():
 
 
 GOLDEN = {
-    'pairwise.csv': (
-        'instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category,reasoning_tokens\n'
-        'q1,judge-a,gen-x,gen-y,A,parsed,,0.625,0.25,0.125,0.98,default,0,math,12\n'
-        'q1,judge-a,gen-y,gen-x,tie,parsed,,,,,,swapped,0,math,\n'
-        'q2,judge-b,gen-x,gen-y,,unparsed,low_label_mass,,,,0.25,default,0,,\n'
-        'q2,judge-b,gen-y,gen-x,,failed,generation:timeout,,,,,default,1,,\n'
+    "pairwise.csv": (
+        "instance_id,judge,model_a,model_b,verdict,status,reason,prob_a,prob_b,prob_tie,label_mass,condition,replicate,category,reasoning_tokens\n"
+        "q1,judge-a,gen-x,gen-y,A,parsed,,0.625,0.25,0.125,0.98,default,0,math,12\n"
+        "q1,judge-a,gen-y,gen-x,tie,parsed,,,,,,swapped,0,math,\n"
+        "q2,judge-b,gen-x,gen-y,,unparsed,low_label_mass,,,,0.25,default,0,,\n"
+        "q2,judge-b,gen-y,gen-x,,failed,generation:timeout,,,,,default,1,,\n"
     ),
-    'pairwise.jsonl': (
+    "pairwise.jsonl": (
         '{"instance_id": "q1", "judge": "judge-a", "model_a": "gen-x", "model_b": "gen-y", "verdict": "A", "status": "parsed", "reason": null, "prob_a": 0.625, "prob_b": 0.25, "prob_tie": 0.125, "label_mass": 0.98, "condition": "default", "replicate": 0, "category": "math", "reasoning_tokens": 12}\n'
         '{"instance_id": "q1", "judge": "judge-a", "model_a": "gen-y", "model_b": "gen-x", "verdict": "tie", "status": "parsed", "reason": null, "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": null, "condition": "swapped", "replicate": 0, "category": "math", "reasoning_tokens": null}\n'
         '{"instance_id": "q2", "judge": "judge-b", "model_a": "gen-x", "model_b": "gen-y", "verdict": null, "status": "unparsed", "reason": "low_label_mass", "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": 0.25, "condition": "default", "replicate": 0, "category": null, "reasoning_tokens": null}\n'
         '{"instance_id": "q2", "judge": "judge-b", "model_a": "gen-y", "model_b": "gen-x", "verdict": null, "status": "failed", "reason": "generation:timeout", "prob_a": null, "prob_b": null, "prob_tie": null, "label_mass": null, "condition": "default", "replicate": 1, "category": null, "reasoning_tokens": null}\n'
     ),
-    'pointwise.csv': (
-        'instance_id,judge,model,score,status,reason,label_mass,condition,replicate,category\n'
-        'q1,judge-a,gen-x,7.25,parsed,,0.5,default,0,math\n'
-        'q2,judge-a,gen-y,,unparsed,no_score,,default,0,\n'
+    "pointwise.csv": (
+        "instance_id,judge,model,score,status,reason,label_mass,condition,replicate,category\n"
+        "q1,judge-a,gen-x,7.25,parsed,,0.5,default,0,math\n"
+        "q2,judge-a,gen-y,,unparsed,no_score,,default,0,\n"
     ),
-    'rubric.csv': (
-        'instance_id,judge,model,rubric_id,met,status,reason,condition,replicate,setup,category\n'
-        'q1,judge-a,gen-x,r2,false,parsed,,default,0,all-rubrics,math\n'
-        'q1,judge-a,gen-x,r1,true,parsed,,default,0,single-rubric,math\n'
+    "rubric.csv": (
+        "instance_id,judge,model,rubric_id,met,status,reason,condition,replicate,setup,category\n"
+        "q1,judge-a,gen-x,r2,false,parsed,,default,0,all-rubrics,math\n"
+        "q1,judge-a,gen-x,r1,true,parsed,,default,0,single-rubric,math\n"
     ),
-    'recognition.csv': (
-        'instance_id,judge,model,claimed,status,reason,condition,replicate,category\n'
-        'q1,judge-a,gen-x,true,parsed,,default,0,math\n'
-        'q2,judge-b,gen-y,,unparsed,no_verdict,default,0,\n'
+    "recognition.csv": (
+        "instance_id,judge,model,claimed,status,reason,condition,replicate,category\n"
+        "q1,judge-a,gen-x,true,parsed,,default,0,math\n"
+        "q2,judge-b,gen-y,,unparsed,no_verdict,default,0,\n"
     ),
-    'recognition-pairwise.csv': (
-        'instance_id,judge,model_a,model_b,choice,status,reason,condition,replicate,category\n'
-        'q1,judge-a,gen-x,gen-y,B,parsed,,default,0,math\n'
+    "recognition-pairwise.csv": (
+        "instance_id,judge,model_a,model_b,choice,status,reason,condition,replicate,category\n"
+        "q1,judge-a,gen-x,gen-y,B,parsed,,default,0,math\n"
     ),
-    'categorise.csv': (
-        'instance_id,judge,protocol,candidates,verdict,score,status,reason,condition,replicate,category\n'
+    "categorise.csv": (
+        "instance_id,judge,protocol,candidates,verdict,score,status,reason,condition,replicate,category\n"
         'q1,judge-a,categorise,"[""gen-x""]",coding,,parsed,,default,0,math\n'
     ),
 }

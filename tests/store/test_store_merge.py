@@ -20,14 +20,30 @@ KEY_A, KEY_B, KEY_C = "a" * 64, "b" * 64, "c" * 64
 
 
 def _call(store: Store, key: str, text: str | None = "A", status: str = "ok", run_id: str | None = None) -> None:
-    store.put_call(key, request={"backend": "openai", "model": "m", "messages": [{"role": "user", "content": key}]},
-                   response={"body": {"id": f"chatcmpl-{run_id}"}}, text=text, status=status,
-                   error=None if status == "ok" else "timeout", latency_s=0.1, run_id=run_id)
+    store.put_call(
+        key,
+        request={"backend": "openai", "model": "m", "messages": [{"role": "user", "content": key}]},
+        response={"body": {"id": f"chatcmpl-{run_id}"}},
+        text=text,
+        status=status,
+        error=None if status == "ok" else "timeout",
+        latency_s=0.1,
+        run_id=run_id,
+    )
 
 
 def _judgment(instance: str, verdict: str | None = "A", status: str = "parsed") -> Judgment:
-    return Judgment(instance, "judge", "pairwise", ("x", "y"), status=status, verdict=verdict,
-                    condition="default", replicate=0, reason=None if status == "parsed" else "timeout")
+    return Judgment(
+        instance,
+        "judge",
+        "pairwise",
+        ("x", "y"),
+        status=status,
+        verdict=verdict,
+        condition="default",
+        replicate=0,
+        reason=None if status == "parsed" else "timeout",
+    )
 
 
 def _execute(path: Path, sql: str) -> None:
@@ -60,9 +76,19 @@ def test_disjoint_stores_merge_into_one_with_every_table(tmp_path):
         store.record_import("table.csv", kind="pairwise", rows=3, sha256="0" * 64)
         store.add_instance_categories({"q7": "loaded"}, source="table.csv")
     summary = merge_stores([a, b], tmp_path / "all.db")
-    assert summary.added == {"runs": 2, "instances": 2, "responses": 4, "calls": 2, "judgments": 2, "references": 2,
-                             "imports": 1, "instance_categories": 1, "annotation_items": 1, "annotation_orders": 1,
-                             "annotation_labels": 1}
+    assert summary.added == {
+        "runs": 2,
+        "instances": 2,
+        "responses": 4,
+        "calls": 2,
+        "judgments": 2,
+        "references": 2,
+        "imports": 1,
+        "instance_categories": 1,
+        "annotation_items": 1,
+        "annotation_orders": 1,
+        "annotation_labels": 1,
+    }
     assert sum(summary.duplicates.values()) == 0 and summary.unfinished_runs == ()
     with Store(tmp_path / "all.db") as merged:
         assert {j.instance_id for j in merged.judgments()} == {"q1", "q2"}

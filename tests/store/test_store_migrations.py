@@ -14,8 +14,15 @@ from nepotism.store._migrate import MIGRATIONS, _statements
 
 def test_public_names():
     assert set(store_pkg.__all__) == {
-        "CLAIM_LEASE_S", "RUN_STATUSES", "SCHEMA_VERSION", "TABLES", "CachedCall", "Store", "StoreFullError",
-        "StoreSchemaError", "StoreWriteError",
+        "CLAIM_LEASE_S",
+        "RUN_STATUSES",
+        "SCHEMA_VERSION",
+        "TABLES",
+        "CachedCall",
+        "Store",
+        "StoreFullError",
+        "StoreSchemaError",
+        "StoreWriteError",
         "default_store_path",
     }
     for name in store_pkg.__all__:

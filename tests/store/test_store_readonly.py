@@ -14,9 +14,15 @@ from tests.store.keys import opaque_key
 
 
 def _judgment(verdict="A", status="parsed", instance="q1"):
-    return Judgment(instance_id=instance, judge="judge-a", protocol="pairwise", candidates=("gen-x", "gen-y"),
-                    status=status, verdict=verdict if status != "failed" else None,
-                    reason="timeout" if status == "failed" else None)
+    return Judgment(
+        instance_id=instance,
+        judge="judge-a",
+        protocol="pairwise",
+        candidates=("gen-x", "gen-y"),
+        status=status,
+        verdict=verdict if status != "failed" else None,
+        reason="timeout" if status == "failed" else None,
+    )
 
 
 @pytest.fixture
@@ -54,15 +60,19 @@ def test_writes_that_change_nothing_are_no_ops(stored):
     store.drop_reserve()
 
 
-@pytest.mark.parametrize("write, what", [
-    (lambda s, k: s.add_instances([Instance("q1", "Name an even prime.")], dataset="/data/items.jsonl"), "1 instances"),
-    (lambda s, k: s.add_instances([Instance("q3", "New.")]), "1 instances"),
-    (lambda s, k: s.add_responses([Response("q1", "gen-y", "11")]), "1 responses"),
-    (lambda s, k: s.add_judgments([_judgment("B", "parsed", "q2")]), "1 judgments"),  # a retry that succeeded
-    (lambda s, k: s.add_judgments([_judgment()], call_keys={_judgment().id: opaque_key("other")}), "1 judgments"),
-    (lambda s, k: s.add_judgments([_judgment(instance="q5")]), "1 judgments"),
-    (lambda s, k: s.add_references([Reference("q5", "preference", ("gen-x", "gen-y"), winner="gen-y")]), "1 references"),
-], ids=["edited-instance", "new-instance", "response", "retried-judgment", "other-call", "new-judgment", "reference"])
+@pytest.mark.parametrize(
+    "write, what",
+    [
+        (lambda s, k: s.add_instances([Instance("q1", "Name an even prime.")], dataset="/data/items.jsonl"), "1 instances"),
+        (lambda s, k: s.add_instances([Instance("q3", "New.")]), "1 instances"),
+        (lambda s, k: s.add_responses([Response("q1", "gen-y", "11")]), "1 responses"),
+        (lambda s, k: s.add_judgments([_judgment("B", "parsed", "q2")]), "1 judgments"),  # a retry that succeeded
+        (lambda s, k: s.add_judgments([_judgment()], call_keys={_judgment().id: opaque_key("other")}), "1 judgments"),
+        (lambda s, k: s.add_judgments([_judgment(instance="q5")]), "1 judgments"),
+        (lambda s, k: s.add_references([Reference("q5", "preference", ("gen-x", "gen-y"), winner="gen-y")]), "1 references"),
+    ],
+    ids=["edited-instance", "new-instance", "response", "retried-judgment", "other-call", "new-judgment", "reference"],
+)
 def test_a_write_that_would_change_something_names_the_store_and_what(stored, write, what):
     store, key = stored
     with pytest.raises(StoreWriteError) as err:

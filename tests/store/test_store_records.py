@@ -12,19 +12,31 @@ from tests.store.keys import opaque_key
 
 
 def _pairwise(instance="q1", judge="judge-a", verdict="A", status="parsed", replicate=0, **kw):
-    return Judgment(instance_id=instance, judge=judge, protocol="pairwise",
-                    candidates=("gen-x", "gen-y"), status=status, verdict=verdict,
-                    replicate=replicate, **kw)
+    return Judgment(
+        instance_id=instance,
+        judge=judge,
+        protocol="pairwise",
+        candidates=("gen-x", "gen-y"),
+        status=status,
+        verdict=verdict,
+        replicate=replicate,
+        **kw,
+    )
 
 
 def test_public_names():
-    assert set(database_mod.__all__) == {"CLAIM_LEASE_S", "RUN_STATUSES", "TABLES", "InstanceConflict", "Store",
-                                         "default_store_path"}
+    assert set(database_mod.__all__) == {
+        "CLAIM_LEASE_S",
+        "RUN_STATUSES",
+        "TABLES",
+        "InstanceConflict",
+        "Store",
+        "default_store_path",
+    }
 
 
 def test_instances_round_trip(store):
-    plain = Instance("q1", "What is 2+2?", reference_answer="4", category="math",
-                     metadata={"source": "toy", "tags": ["a"]})
+    plain = Instance("q1", "What is 2+2?", reference_answer="4", category="math", metadata={"source": "toy", "tags": ["a"]})
     chat = Instance(
         "q2",
         (Message("system", "Be brief."), Message("user", "Name a colour.")),
@@ -89,12 +101,15 @@ def test_responses_round_trip_and_filters(store):
 
 def test_judgments_round_trip_all_fields(store):
     judgment = _pairwise(
-        raw_output="[[A]]", label_probs={"A": 0.7, "B": 0.2, "tie": 0.1}, template_id="t1",
-        condition="swapped", usage={"prompt_tokens": 9}, latency_s=0.5,
+        raw_output="[[A]]",
+        label_probs={"A": 0.7, "B": 0.2, "tie": 0.1},
+        template_id="t1",
+        condition="swapped",
+        usage={"prompt_tokens": 9},
+        latency_s=0.5,
     )
     pointwise = Judgment("q1", "judge-a", "pointwise", ("gen-x",), "parsed", score=7.5)
-    unparsed = Judgment("q2", "judge-b", "rubric", ("gen-y",), "unparsed", rubric_id="r1",
-                        raw_output="hmm")
+    unparsed = Judgment("q2", "judge-b", "rubric", ("gen-y",), "unparsed", rubric_id="r1", raw_output="hmm")
     assert store.add_judgments([judgment, pointwise, unparsed], source="unit") == 3
     got = {j.id: j for j in store.judgments()}
     for original in (judgment, pointwise, unparsed):
@@ -183,12 +198,21 @@ def test_a_run_whose_process_was_killed_is_ended_by_the_next_run(tmp_path):
     from nepotism.store import Store
 
     path = tmp_path / "s.db"
-    child = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\n"
-        "from nepotism.store import Store\n"
-        f"s = Store({str(path)!r})\n"
-        "print(s.start_run({'who': 'child'}), flush=True)\n"
-        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time\n"
+                "from nepotism.store import Store\n"
+                f"s = Store({str(path)!r})\n"
+                "print(s.start_run({'who': 'child'}), flush=True)\n"
+                "time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     killed = child.stdout.readline().strip()
     with Store(path) as store:
         assert store.abandon_dead_runs() == []  # the child is alive: its run is left running
@@ -205,19 +229,31 @@ def test_a_run_whose_process_was_killed_is_ended_by_the_next_run(tmp_path):
 
 def test_imports_and_info(store):
     store.record_import("/data/x.csv", kind="pairwise", rows=10, sha256="cd" * 32)
-    store.add_judgments([_pairwise(judge="a"), _pairwise(judge="a", replicate=1),
-                         _pairwise(judge="b", status="unparsed", verdict=None)])
+    store.add_judgments(
+        [_pairwise(judge="a"), _pairwise(judge="a", replicate=1), _pairwise(judge="b", status="unparsed", verdict=None)]
+    )
     key = opaque_key("p")
     store.put_call(key, request={}, response=None, text=None, status="failed", error="refused")
     store.end_run(store.start_run({}))
     assert store.imports()[0] | {"imported_at": None} == {
-        "path": "/data/x.csv", "sha256": "cd" * 32, "kind": "pairwise", "rows": 10, "imported_at": None
+        "path": "/data/x.csv",
+        "sha256": "cd" * 32,
+        "kind": "pairwise",
+        "rows": 10,
+        "imported_at": None,
     }
     info = store.info()
     assert info["schema_version"] == SCHEMA_VERSION
     assert info["path"].endswith("test.db") and info["size_bytes"] > 0
-    assert info["counts"] == {"runs": 1, "instances": 0, "responses": 0, "calls": 1,
-                              "judgments": 3, "references": 0, "imports": 1}
+    assert info["counts"] == {
+        "runs": 1,
+        "instances": 0,
+        "responses": 0,
+        "calls": 1,
+        "judgments": 3,
+        "references": 0,
+        "imports": 1,
+    }
     assert info["judgments_per_judge"] == {"a": 2, "b": 1}
     assert info["judgment_status"] == {"parsed": 2, "unparsed": 1}
     assert info["call_status"] == {"failed": 1}
@@ -234,8 +270,7 @@ def test_judged_calls_counts_parsed_and_unparsed_not_failed(store):
     assert store.judged_calls() == {k1: 1}
 
 
-@pytest.mark.parametrize(("raised", "status"), [(None, "done"), (KeyboardInterrupt, "interrupted"),
-                                                 (RuntimeError, "failed")])
+@pytest.mark.parametrize(("raised", "status"), [(None, "done"), (KeyboardInterrupt, "interrupted"), (RuntimeError, "failed")])
 def test_recording_run_ends_with_the_status_of_the_block(store, raised, status):
     try:
         with store.recording_run({"who": "block"}) as run_id:

@@ -22,6 +22,7 @@ def test_writes_run_in_order_off_the_loop_and_are_reported_once_committed(store)
         writer = StoreWriter(store)
         loop_thread = threading.get_ident()
         for i in range(5):
+
             def write(i=i):
                 threads.append(threading.get_ident())
                 store.put_calls([_call(opaque_key(str(i)))])

@@ -99,7 +99,7 @@ class _Relations:
         if name not in self._id:
             base = name.split("@", 1)[0]
             try:
-                self._id[name] = self.registry.resolve(base) + (name[len(base):] if "@" in name else "")
+                self._id[name] = self.registry.resolve(base) + (name[len(base) :] if "@" in name else "")
             except (KeyError, AttributeError):
                 self._id[name] = name
         return self._id[name]
@@ -130,15 +130,15 @@ class _Rows:
         condition_codes, self.conditions = name_codes(frame["condition"].to_numpy())
         present, jc = np.unique(judge_codes * len(self.conditions) + condition_codes, return_inverse=True)
         jc = jc.ravel()
-        self.groups = [(str(self.judges[k // len(self.conditions)]), self.conditions[k % len(self.conditions)])
-                       for k in present]
+        self.groups = [(str(self.judges[k // len(self.conditions)]), self.conditions[k % len(self.conditions)]) for k in present]
         order = np.argsort(np.concatenate([2 * jc, 2 * jc + 1]), kind="stable")
         y_side = order >= n
         source = np.where(y_side, order - n, order)
         self.jc = jc[source].astype(np.int32)  # per-row codes as int32: the rows are the table's twice over
         self.bounds = np.searchsorted(self.jc, np.arange(len(present) + 1))
-        models, self.models = name_codes(np.concatenate([frame["model_x"].to_numpy(dtype=object),
-                                                     frame["model_y"].to_numpy(dtype=object)]))
+        models, self.models = name_codes(
+            np.concatenate([frame["model_x"].to_numpy(dtype=object), frame["model_y"].to_numpy(dtype=object)])
+        )
         x, y = models[:n][source], models[n:][source]
         self.gen = np.where(y_side, y, x).astype(np.int32)
         self.opp = np.where(y_side, x, y).astype(np.int32)
@@ -182,8 +182,7 @@ class _Pending:
         self.records: list[tuple[dict, int | Estimate, dict[str, int] | None]] = []
 
     def add(self, record: dict, definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
-        index = self.batch.add(parts.sums, definition.statistic, n=parts.n, n_excluded=parts.n_excluded,
-                               excluded=parts.excluded)
+        index = self.batch.add(parts.sums, definition.statistic, n=parts.n, n_excluded=parts.n_excluded, excluded=parts.excluded)
         self.records.append((record, index, reasons))
 
     def ready(self, record: dict, estimate: Estimate) -> None:
@@ -218,8 +217,16 @@ def _win_rates(rows: _Rows, group: int, relations: _Relations, pending: _Pending
         outcome = rows.outcome[take]
         opponents = [str(m) for m in rows.models[np.unique(rows.opp[take])]]
         variant = {"ties": "half", "opponents": opponents if len(opponents) <= 3 else f"{len(opponents)} models"}
-        record = _base("win-rate", judge, condition, relations, generator=generator, variant=variant,
-                       relation=relations(judge, generator).lower(), n_ties=int((outcome == 0).sum()))
+        record = _base(
+            "win-rate",
+            judge,
+            condition,
+            relations,
+            generator=generator,
+            variant=variant,
+            relation=relations(judge, generator).lower(),
+            n_ties=int((outcome == 0).sum()),
+        )
         pending.add(record, WIN_RATE, sums, reason_counts(rows.reason[take], rows.reasons))
 
 
@@ -239,13 +246,15 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             else:  # any candidate less related to the judge (`nepotism.models.less_related`)
                 mask = generator_in & (opponent_rung > rung)
             take = np.flatnonzero(mask) + span.start
-            base = {"scope": scope, "variant": {"opponents": opponents},
-                    "generators": [str(m) for m in rows.models[np.unique(rows.gen[take])]],
-                    "opponent_models": [str(m) for m in rows.models[np.unique(rows.opp[take])]][:20]}
+            base = {
+                "scope": scope,
+                "variant": {"opponents": opponents},
+                "generators": [str(m) for m in rows.models[np.unique(rows.gen[take])]],
+                "opponent_models": [str(m) for m in rows.models[np.unique(rows.opp[take])]][:20],
+            }
             if not take.size:
                 what = "an unrelated" if opponents == "unrelated" else "any other"
-                empty = undefined(f"no comparison of a {scope} candidate with {what} model",
-                                  bootstrap=options.bootstrap)
+                empty = undefined(f"no comparison of a {scope} candidate with {what} model", bootstrap=options.bootstrap)
                 pending.ready(_base("self-preference-ratio", judge, condition, relations, **base), empty)
                 pending.ready(_base("demographic-parity-bias", judge, condition, relations, **base), empty)
                 continue
@@ -253,27 +262,51 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             outcomes = rows.outcome[take]
             decided = outcomes[~np.isnan(outcomes)]
             reasons = reason_counts(rows.reason[take], rows.reasons)
-            pending.add(_base("self-preference-ratio", judge, condition, relations,
-                              tie_share=float(np.mean(decided == 0)) if decided.size else None, **base),
-                        SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO.sums(outcomes, clusters=clusters), reasons)
+            pending.add(
+                _base(
+                    "self-preference-ratio",
+                    judge,
+                    condition,
+                    relations,
+                    tie_share=float(np.mean(decided == 0)) if decided.size else None,
+                    **base,
+                ),
+                SELF_PREFERENCE_RATIO,
+                SELF_PREFERENCE_RATIO.sums(outcomes, clusters=clusters),
+                reasons,
+            )
             related = np.repeat([True, False], take.size)
             both = np.concatenate([clusters, clusters])
             score = win_score(outcomes)  # the verdict as a preference: 1, ½ (tie) or 0
-            pending.add(_base("demographic-parity-bias", judge, condition, relations,
-                              **{**base, "variant": {**base["variant"], "preference": "verdict"}}),
-                        DEMOGRAPHIC_PARITY_BIAS,
-                        DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([score, 1.0 - score]), related, clusters=both),
-                        {k: 2 * v for k, v in reasons.items()})
+            pending.add(
+                _base(
+                    "demographic-parity-bias",
+                    judge,
+                    condition,
+                    relations,
+                    **{**base, "variant": {**base["variant"], "preference": "verdict"}},
+                ),
+                DEMOGRAPHIC_PARITY_BIAS,
+                DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([score, 1.0 - score]), related, clusters=both),
+                {k: 2 * v for k, v in reasons.items()},
+            )
             prob = rows.prob[take]
             if (~np.isnan(prob)).any():
                 prob = checked(prob, "preference", low=0.0, high=1.0)
                 chosen = np.where(np.isnan(prob), np.nan, np.sign(prob - 0.5) / 2 + 0.5)  # 001 Eq. 3's argmax
                 for reading, values in (("probability", prob), ("probability-argmax", chosen)):
-                    pending.add(_base("demographic-parity-bias", judge, condition, relations,
-                                      **{**base, "variant": {**base["variant"], "preference": reading}}),
-                                DEMOGRAPHIC_PARITY_BIAS,
-                                DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([values, 1.0 - values]), related, clusters=both),
-                                reason_counts(rows.prob_reason[take], rows.prob_reasons, times=2))
+                    pending.add(
+                        _base(
+                            "demographic-parity-bias",
+                            judge,
+                            condition,
+                            relations,
+                            **{**base, "variant": {**base["variant"], "preference": reading}},
+                        ),
+                        DEMOGRAPHIC_PARITY_BIAS,
+                        DEMOGRAPHIC_PARITY_BIAS.sums(np.concatenate([values, 1.0 - values]), related, clusters=both),
+                        reason_counts(rows.prob_reason[take], rows.prob_reasons, times=2),
+                    )
 
 
 class _Blocks:
@@ -359,8 +392,9 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
         first = blocks.first[mine]
         generator, opponent = str(rows.models[rows.gen[first]]), str(rows.models[rows.opp[first]])
         strength = _STRENGTH.index(relations(judge, generator))
-        if relations.scope(judge, generator) in ("unrelated", "unknown") \
-                or strength > _STRENGTH.index(relations(judge, opponent)):
+        if relations.scope(judge, generator) in ("unrelated", "unknown") or strength > _STRENGTH.index(
+            relations(judge, opponent)
+        ):
             continue  # report each pair once, from its more strongly related side
         for theirs in blocks.by_pair[int(blocks.pair[mine])]:
             other = int(blocks.group[theirs])
@@ -370,18 +404,28 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
             if parts.n == 0 and parts.n_excluded == 0:
                 continue
             other_judge, other_condition = rows.groups[other]
-            same_texts = (blocks.generators[mine] == blocks.generators[theirs]
-                          and blocks.opponents[mine] == blocks.opponents[theirs])
+            same_texts = (
+                blocks.generators[mine] == blocks.generators[theirs] and blocks.opponents[mine] == blocks.opponents[theirs]
+            )
             record = _base(
-                "paired-win-rate-gap", judge, condition, relations, generator=generator,
-                pair=[generator, opponent], scope=relations(judge, generator).lower(),
-                variant={"other_judge": other_judge, "other_condition": other_condition,
-                         "other_judge_relation": relations(other_judge, generator).lower(),
-                         "other_judge_relation_to_opponent": relations(other_judge, opponent).lower(),
-                         "texts": "identical" if same_texts else "same models, other samples",
-                         "ties": "half"},
+                "paired-win-rate-gap",
+                judge,
+                condition,
+                relations,
+                generator=generator,
+                pair=[generator, opponent],
+                scope=relations(judge, generator).lower(),
+                variant={
+                    "other_judge": other_judge,
+                    "other_condition": other_condition,
+                    "other_judge_relation": relations(other_judge, generator).lower(),
+                    "other_judge_relation_to_opponent": relations(other_judge, opponent).lower(),
+                    "texts": "identical" if same_texts else "same models, other samples",
+                    "ties": "half",
+                },
                 other_generator_names=sorted(blocks.generators[theirs]),
-                win_rate_this_judge=this_rate, win_rate_other_judge=other_rate,
+                win_rate_this_judge=this_rate,
+                win_rate_other_judge=other_rate,
             )
             pending.add(record, PAIRED_WIN_RATE_GAP, parts, reasons)
 

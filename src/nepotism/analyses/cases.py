@@ -61,8 +61,22 @@ import pandas as pd
 from nepotism.errors import InputError
 from nepotism.results import Verdict, record_key
 
-__all__ = ["CASE_LIMIT", "Case", "CaseFinder", "CaseGroup", "Explanation", "Texts", "compared_words", "find_verdict",
-           "read_texts", "reading_words", "truth_words", "verdict_key", "wanted_answers", "with_texts"]
+__all__ = [
+    "CASE_LIMIT",
+    "Case",
+    "CaseFinder",
+    "CaseGroup",
+    "Explanation",
+    "Texts",
+    "compared_words",
+    "find_verdict",
+    "read_texts",
+    "reading_words",
+    "truth_words",
+    "verdict_key",
+    "wanted_answers",
+    "with_texts",
+]
 
 #: How many cases of each direction are shown by default.
 CASE_LIMIT = 5
@@ -109,11 +123,20 @@ class Case:
     text_other: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"instance_id": self.instance_id, "related": self.related, "other": self.other, "value": self.value,
-                "difference": self.difference, "compared_with": self.compared_with, "truth": self.truth,
-                "labels": dict(self.labels) if self.labels is not None else None,
-                "judges": [dict(j) for j in self.judges], "prompt": self.prompt, "text_related": self.text_related,
-                "text_other": self.text_other}
+        return {
+            "instance_id": self.instance_id,
+            "related": self.related,
+            "other": self.other,
+            "value": self.value,
+            "difference": self.difference,
+            "compared_with": self.compared_with,
+            "truth": self.truth,
+            "labels": dict(self.labels) if self.labels is not None else None,
+            "judges": [dict(j) for j in self.judges],
+            "prompt": self.prompt,
+            "text_related": self.text_related,
+            "text_other": self.text_other,
+        }
 
 
 @dataclass(frozen=True)
@@ -127,8 +150,13 @@ class CaseGroup:
     cases: tuple[Case, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "n": self.n, "shown": len(self.cases),
-                "cases": [c.to_dict() for c in self.cases]}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "n": self.n,
+            "shown": len(self.cases),
+            "cases": [c.to_dict() for c in self.cases],
+        }
 
 
 @dataclass(frozen=True)
@@ -175,8 +203,10 @@ class Explanation:
         "1,033 pairs (the record counts 1,037 comparisons: ...)"."""
         if self.unit == "comparison":
             return self.counted()
-        return (f"{self.counted()} (the record counts {self.record_n:,} comparisons: a pair the judge gave more than "
-                "one verdict is one case here, its verdicts averaged)")
+        return (
+            f"{self.counted()} (the record counts {self.record_n:,} comparisons: a pair the judge gave more than "
+            "one verdict is one case here, its verdicts averaged)"
+        )
 
     @property
     def cases(self) -> list[Case]:
@@ -185,12 +215,24 @@ class Explanation:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of ``nepotism explain --json``: the verdict, then its cases."""
-        return {"verdict": self.verdict.to_dict(), "reading": {"metric": self.metric, "record": self.record,
-                                                               "rung": self.rung, "kind": self.kind, "n": self.n,
-                                                               "unit": self.unit, "record_n": self.record_n,
-                                                               "excluded": self.excluded},
-                "how": self.how, "note": self.note, "groups": [g.to_dict() for g in self.groups], "rest": self.rest,
-                "texts": dict(self.texts) if self.texts is not None else None}
+        return {
+            "verdict": self.verdict.to_dict(),
+            "reading": {
+                "metric": self.metric,
+                "record": self.record,
+                "rung": self.rung,
+                "kind": self.kind,
+                "n": self.n,
+                "unit": self.unit,
+                "record_n": self.record_n,
+                "excluded": self.excluded,
+            },
+            "how": self.how,
+            "note": self.note,
+            "groups": [g.to_dict() for g in self.groups],
+            "rest": self.rest,
+            "texts": dict(self.texts) if self.texts is not None else None,
+        }
 
 
 def one_line(text: Any, limit: int = 80) -> str:
@@ -214,22 +256,27 @@ def find_verdict(verdicts: Sequence[Verdict], judge: str, scope: str, condition:
     judges = sorted({v.judge for v in verdicts})
     mine = [v for v in verdicts if judge in (v.judge, v.judge_id)]
     if not mine:
-        raise InputError(f"no verdict for judge '{judge}'; the judges are {', '.join(judges) or 'none'}",
-                         field="--judge")
+        raise InputError(f"no verdict for judge '{judge}'; the judges are {', '.join(judges) or 'none'}", field="--judge")
     if len({v.judge for v in mine}) > 1:
         names = sorted({v.judge for v in mine})
-        raise InputError(f"'{judge}' is the registry id of several judges of the data ({', '.join(names)}): name one",
-                         field="--judge")
+        raise InputError(
+            f"'{judge}' is the registry id of several judges of the data ({', '.join(names)}): name one", field="--judge"
+        )
     conditions = sorted({v.condition for v in mine})
     if condition is None:
         if len(conditions) > 1:
-            raise InputError(f"judge '{mine[0].judge}' was audited under several conditions; choose one with "
-                             f"--condition: {', '.join(conditions)}", field="--condition")
+            raise InputError(
+                f"judge '{mine[0].judge}' was audited under several conditions; choose one with "
+                f"--condition: {', '.join(conditions)}",
+                field="--condition",
+            )
         condition = conditions[0]
     found = [v for v in mine if v.condition == condition and v.scope == scope]
     if not found:
-        raise InputError(f"judge '{mine[0].judge}' has no condition '{condition}'; its conditions are "
-                         f"{', '.join(conditions)}", field="--condition")
+        raise InputError(
+            f"judge '{mine[0].judge}' has no condition '{condition}'; its conditions are {', '.join(conditions)}",
+            field="--condition",
+        )
     return found[0]
 
 
@@ -267,8 +314,16 @@ class CaseFinder:
     ``reference_vote`` as the audit used them. The costly parts (pairing, the matched rows) are
     computed once per table kind and shared by every verdict."""
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame], references: Mapping[str, pd.DataFrame] | None, registry,
-                 *, records: Iterable[Mapping[str, Any]], rule: str = "consistent", reference_vote: str = "each"):
+    def __init__(
+        self,
+        tables: Mapping[str, pd.DataFrame],
+        references: Mapping[str, pd.DataFrame] | None,
+        registry,
+        *,
+        records: Iterable[Mapping[str, Any]],
+        rule: str = "consistent",
+        reference_vote: str = "each",
+    ):
         self.tables = {k: _defaults(v) for k, v in tables.items() if k in _CASE_KINDS}
         self.references = dict(references or {})
         self.registry = registry
@@ -292,6 +347,7 @@ class CaseFinder:
             frame = self.tables[kind]
             source = build_comparisons(frame, rule=self.rule) if kind == "pairwise" else frame
             return pair_values(source, kind, rule=self.rule)
+
         return self._once(("values", kind), make)
 
     def _scores(self, kind: str) -> pd.Series | None:
@@ -303,13 +359,13 @@ class CaseFinder:
         def make():
             values = response_values(self.tables[kind], kind)
             return values.set_index(["judge", "condition", "instance_id", "model"])["value"]
+
         return self._once(("scores", kind), make)
 
     def _refs(self, kind: str) -> dict[str, pd.DataFrame]:
         from nepotism.analyses.suite import references_for
 
-        return self._once(("refs", kind), lambda: references_for(kind, self.references,
-                                                                 reference_vote=self.reference_vote))
+        return self._once(("refs", kind), lambda: references_for(kind, self.references, reference_vote=self.reference_vote))
 
     def _truth(self, kind: str, record: Mapping[str, Any]) -> pd.DataFrame | None:
         """(instance_id, model_x, model_y, truth) as the record's metric reads the reference."""
@@ -324,9 +380,15 @@ class CaseFinder:
             from nepotism.metrics._suite_tables import _reference_scores
 
             corr = refs["correctness-ref"]
-            wanted = {"correctness-ref": pd.DataFrame({"instance_id": corr["instance_id"].astype(str),
-                                                       "model": corr["model"].astype(str),
-                                                       "score": _reference_scores(corr)})}
+            wanted = {
+                "correctness-ref": pd.DataFrame(
+                    {
+                        "instance_id": corr["instance_id"].astype(str),
+                        "model": corr["model"].astype(str),
+                        "score": _reference_scores(corr),
+                    }
+                )
+            }
             name = "score"
         elif metric == "hspp-ratio" and kind == "rubric":
             wanted = {"rubric-ref": refs["rubric-ref"]} if "rubric-ref" in refs else {}
@@ -337,6 +399,7 @@ class CaseFinder:
 
     def _labels(self) -> pd.DataFrame | None:
         """Several human labels of one pair: (instance_id, model_x, model_y, for_x, for_y, ties)."""
+
         def make():
             pref = self.references.get("preference-ref")
             if pref is None or pref.empty:
@@ -348,10 +411,18 @@ class CaseFinder:
             a, b = pref["model_a"].astype(str).to_numpy(), pref["model_b"].astype(str).to_numpy()
             w = pref["winner"].astype(str).to_numpy()
             x, y = np.where(a < b, a, b), np.where(a < b, b, a)
-            frame = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": x,
-                                  "model_y": y, "for_x": (w == x).astype(int), "for_y": (w == y).astype(int),
-                                  "ties": ((w != x) & (w != y)).astype(int)})
+            frame = pd.DataFrame(
+                {
+                    "instance_id": pref["instance_id"].astype(str).to_numpy(),
+                    "model_x": x,
+                    "model_y": y,
+                    "for_x": (w == x).astype(int),
+                    "for_y": (w == y).astype(int),
+                    "ties": ((w != x) & (w != y)).astype(int),
+                }
+            )
             return frame.groupby(["instance_id", "model_x", "model_y"], sort=False, as_index=False).sum()
+
         return self._once(("labels",), make)
 
     # -- one verdict
@@ -362,17 +433,30 @@ class CaseFinder:
         if verdict.status == "not-measurable":
             why = verdict.sentence.partition(" — ")[2].rstrip(".") or verdict.sentence
             needs = "; ".join(verdict.needs)
-            return Explanation(verdict, how="no comparison measures this relation",
-                               note=f"no cases: {why}" + (f". To measure it: {needs}" if needs else "") + ".")
+            return Explanation(
+                verdict,
+                how="no comparison measures this relation",
+                note=f"no cases: {why}" + (f". To measure it: {needs}" if needs else "") + ".",
+            )
         key = verdict.evidence[0] if verdict.evidence else None
         record = self.records.get(key) if key else None
         if record is None:
-            return Explanation(verdict, how="", note="no cases: the record behind this verdict is not among these "
-                                                     "results (cases are read from the judgments the audit measured)")
+            return Explanation(
+                verdict,
+                how="",
+                note="no cases: the record behind this verdict is not among these "
+                "results (cases are read from the judgments the audit measured)",
+            )
         kind = _kind_of(record)
         if kind not in self.tables:
-            return Explanation(verdict, how="", metric=record["metric"], record=key, kind=kind,
-                               note=f"no cases: the {kind} judgments behind this verdict were not given")
+            return Explanation(
+                verdict,
+                how="",
+                metric=record["metric"],
+                record=key,
+                kind=kind,
+                note=f"no cases: the {kind} judgments behind this verdict were not given",
+            )
         rung = verdict.rung if verdict.status == "measured" else _rung_of(verdict, key)
         values, centre = self._values(kind)
         mine = values[(values["judge"] == verdict.judge) & (values["condition"] == verdict.condition)]
@@ -387,9 +471,20 @@ class CaseFinder:
         groups = self._groups(kind, record, rung, rows, centre, limit)
         groups = tuple(replace(g, cases=self._cases(kind, verdict, g.cases, values, centre)) for g in groups)
         note = _note(rung, record, verdict, bool(rows["truth"].notna().any()) if len(rows) else False)
-        return Explanation(verdict, how=how, groups=groups, metric=record["metric"], record=key, rung=rung, kind=kind,
-                           n=int(len(rows)), excluded=excluded, note=note, rest=_rest(rung, rows, groups, record),
-                           record_n=record.get("n"))
+        return Explanation(
+            verdict,
+            how=how,
+            groups=groups,
+            metric=record["metric"],
+            record=key,
+            rung=rung,
+            kind=kind,
+            n=int(len(rows)),
+            excluded=excluded,
+            note=note,
+            rest=_rest(rung, rows, groups, record),
+            record_n=record.get("n"),
+        )
 
     def explain_all(self, verdicts: Iterable[Verdict], *, limit: int = CASE_LIMIT) -> dict[str, Explanation]:
         """`explain` for every verdict with evidence (measured or too little data), by `verdict_key`."""
@@ -401,20 +496,35 @@ class CaseFinder:
 
         scope = str(record.get("scope"))
         truth = self._truth(kind, record)
-        matched = self._once(("matched", kind, scope), lambda: matched_rows(
-            values, self.registry, centre=centre, truth=truth, scopes=(scope,), neutral=False))
+        matched = self._once(
+            ("matched", kind, scope),
+            lambda: matched_rows(values, self.registry, centre=centre, truth=truth, scopes=(scope,), neutral=False),
+        )
         frame = matched.frame
-        rows = frame[(frame["judge"] == verdict.judge) & (frame["condition"] == verdict.condition)
-                     & (frame["scope"] == scope) & frame["reference_value"].notna()]
-        out = pd.DataFrame({"instance_id": rows["instance_id"], "related": rows["related"], "other": rows["other"],
-                            "value": rows["judge_value"], "compared_with": rows["reference_value"],
-                            "truth": rows["truth"]})
+        rows = frame[
+            (frame["judge"] == verdict.judge)
+            & (frame["condition"] == verdict.condition)
+            & (frame["scope"] == scope)
+            & frame["reference_value"].notna()
+        ]
+        out = pd.DataFrame(
+            {
+                "instance_id": rows["instance_id"],
+                "related": rows["related"],
+                "other": rows["other"],
+                "value": rows["judge_value"],
+                "compared_with": rows["reference_value"],
+                "truth": rows["truth"],
+            }
+        )
         out["difference"] = out["value"] - out["compared_with"]
         refs = record.get("reference_judges") or []
         who = f"among {', '.join(refs)}" if refs else "none here"
-        how = (f"matched-bias's comparisons: the judge's {_unit_words(kind)} for its relative's answer against the "
-               f"mean of the judges unrelated to both answers of each pair ({who}), on the same prompt; the largest "
-               "differences first")
+        how = (
+            f"matched-bias's comparisons: the judge's {_unit_words(kind)} for its relative's answer against the "
+            f"mean of the judges unrelated to both answers of each pair ({who}), on the same prompt; the largest "
+            "differences first"
+        )
         return out, how
 
     def _gap(self, record, verdict, values, centre) -> tuple[pd.DataFrame, str]:
@@ -422,21 +532,37 @@ class CaseFinder:
         variant = record.get("variant") or {}
         other_judge = variant.get("other_judge")
         other_condition = variant.get("other_condition") or verdict.condition
-        pair = (values["model_x"].isin([generator, opponent]) & values["model_y"].isin([generator, opponent])
-                & (values["model_x"] != values["model_y"]))
+        pair = (
+            values["model_x"].isin([generator, opponent])
+            & values["model_y"].isin([generator, opponent])
+            & (values["model_x"] != values["model_y"])
+        )
         here = values[pair & (values["judge"] == verdict.judge) & (values["condition"] == verdict.condition)]
         there = values[pair & (values["judge"] == other_judge) & (values["condition"] == other_condition)]
-        merged = here.merge(there[["instance_id", "model_x", "model_y", "value"]], on=["instance_id", "model_x", "model_y"],
-                            suffixes=("", "_other"))
+        merged = here.merge(
+            there[["instance_id", "model_x", "model_y", "value"]],
+            on=["instance_id", "model_x", "model_y"],
+            suffixes=("", "_other"),
+        )
         flip = (merged["model_x"] != generator).to_numpy()
         value = np.where(flip, 2 * centre - merged["value"], merged["value"])
         other = np.where(flip, 2 * centre - merged["value_other"], merged["value_other"])
-        out = pd.DataFrame({"instance_id": merged["instance_id"], "related": generator, "other": opponent,
-                            "value": value, "compared_with": other, "difference": value - other,
-                            "truth": np.nan})
+        out = pd.DataFrame(
+            {
+                "instance_id": merged["instance_id"],
+                "related": generator,
+                "other": opponent,
+                "value": value,
+                "compared_with": other,
+                "difference": value - other,
+                "truth": np.nan,
+            }
+        )
         out = out[np.isfinite(out["compared_with"].to_numpy(dtype=float))]
-        how = (f"the paired win-rate gap's comparisons: {generator} against {opponent}, this judge's verdict "
-               f"against {other_judge}'s (unrelated to both) on the same prompt; the largest differences first")
+        how = (
+            f"the paired win-rate gap's comparisons: {generator} against {opponent}, this judge's verdict "
+            f"against {other_judge}'s (unrelated to both) on the same prompt; the largest differences first"
+        )
         return out, how
 
     def _own(self, kind, record, verdict, mine, centre) -> tuple[pd.DataFrame, str]:
@@ -455,21 +581,31 @@ class CaseFinder:
             outside = np.array([scopes.get((verdict.judge, m)) not in ("self", "family") for m in sub["other"]])
             sub = sub[outside]
         value = sub["outcome_related"].to_numpy(dtype=float) + centre
-        out = pd.DataFrame({"instance_id": sub["instance_id"].to_numpy(dtype=object),
-                            "related": sub["related"].to_numpy(dtype=object),
-                            "other": sub["other"].to_numpy(dtype=object), "value": value,
-                            "compared_with": np.nan, "difference": value - centre})
+        out = pd.DataFrame(
+            {
+                "instance_id": sub["instance_id"].to_numpy(dtype=object),
+                "related": sub["related"].to_numpy(dtype=object),
+                "other": sub["other"].to_numpy(dtype=object),
+                "value": value,
+                "compared_with": np.nan,
+                "difference": value - centre,
+            }
+        )
         truth = self._truth(kind, record) if metric != "self-preference-ratio" or self.references else None
         out["truth"] = _oriented_truth(out, truth)
         against = {"unrelated": "answers of models unrelated to it", "any": "any less related answer"}[opponents]
         if metric == "hspp-ratio":
             against = "answers outside its family" if opponents == "any" else against
         if metric == "self-preference-ratio":
-            how = (f"the self-preference ratio's comparisons: its relative's answer against {against}, "
-                   f"{'the largest score gaps first' if kind != 'pairwise' else 'by prompt'}")
+            how = (
+                f"the self-preference ratio's comparisons: its relative's answer against {against}, "
+                f"{'the largest score gaps first' if kind != 'pairwise' else 'by prompt'}"
+            )
         else:
-            how = (f"{metric}'s comparisons: its relative's answer against {against}, where the judge and the "
-                   f"reference disagree; {'the largest score gaps first' if kind != 'pairwise' else 'by prompt'}")
+            how = (
+                f"{metric}'s comparisons: its relative's answer against {against}, where the judge and the "
+                f"reference disagree; {'the largest score gaps first' if kind != 'pairwise' else 'by prompt'}"
+            )
         return out, how
 
     # -- directions and ordering
@@ -479,42 +615,62 @@ class CaseFinder:
             # the largest disagreement first; among equals, those the reference contradicts first
             against = (np.sign(chosen["difference"].to_numpy(dtype=float)) * chosen["truth"].to_numpy(dtype=float)) < 0
             order = chosen.assign(_size=-chosen["difference"].abs(), _agrees=~against).sort_values(
-                ["_size", "_agrees", "instance_id", "related", "other"], kind="stable")
+                ["_size", "_agrees", "instance_id", "related", "other"], kind="stable"
+            )
             return CaseGroup(name, title, int(len(chosen)), tuple(_raw_case(r) for r in order.head(limit).itertuples()))
 
         d = rows["difference"].to_numpy(dtype=float)
         if rung == "matched":
             other = "the other judge" if record["metric"] == "paired-win-rate-gap" else "the unrelated judges"
-            return (group("kinder", f"kinder to its relative than {other}", d > 0),
-                    group("harsher", f"harsher on its relative than {other}", d < 0))
+            return (
+                group("kinder", f"kinder to its relative than {other}", d > 0),
+                group("harsher", f"harsher on its relative than {other}", d < 0),
+            )
         if rung == "reference":
             truth = rows["truth"].to_numpy(dtype=float)
-            return (group("for-relative-against-reference",
-                          "sided with its relative where the reference prefers the other answer", (d > 0) & (truth < 0)),
-                    group("against-relative-against-reference",
-                          "sided against its relative where the reference prefers its relative", (d < 0) & (truth > 0)))
-        return (group("for-relative", "decided for its relative", d > 0),
-                group("against-relative", "decided against its relative", d < 0))
+            return (
+                group(
+                    "for-relative-against-reference",
+                    "sided with its relative where the reference prefers the other answer",
+                    (d > 0) & (truth < 0),
+                ),
+                group(
+                    "against-relative-against-reference",
+                    "sided against its relative where the reference prefers its relative",
+                    (d < 0) & (truth > 0),
+                ),
+            )
+        return (
+            group("for-relative", "decided for its relative", d > 0),
+            group("against-relative", "decided against its relative", d < 0),
+        )
 
     def _cases(self, kind, verdict, raw, values, centre) -> tuple[Case, ...]:
         """The chosen rows with every judge's reading of their pair and the human label counts."""
         if not raw:
             return ()
-        keys = pd.DataFrame({"instance_id": [c.instance_id for c in raw],
-                             "model_x": [min(c.related, c.other) for c in raw],
-                             "model_y": [max(c.related, c.other) for c in raw]})
+        keys = pd.DataFrame(
+            {
+                "instance_id": [c.instance_id for c in raw],
+                "model_x": [min(c.related, c.other) for c in raw],
+                "model_y": [max(c.related, c.other) for c in raw],
+            }
+        )
         seen = values.merge(keys, on=["instance_id", "model_x", "model_y"], how="inner")  # under every condition
         readings: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         scores = self._scores(kind)
         for r in seen.itertuples(index=False):
             readings.setdefault((r.instance_id, r.model_x, r.model_y), []).append(
-                {"judge": r.judge, "condition": r.condition, "value": _number(r.value)})
+                {"judge": r.judge, "condition": r.condition, "value": _number(r.value)}
+            )
         labels = self._labels()
         label_of = {}
         if labels is not None:
             hit = labels.merge(keys[["instance_id", "model_x", "model_y"]], on=["instance_id", "model_x", "model_y"])
-            label_of = {(r.instance_id, r.model_x, r.model_y): (int(r.for_x), int(r.for_y), int(r.ties))
-                        for r in hit.itertuples(index=False)}
+            label_of = {
+                (r.instance_id, r.model_x, r.model_y): (int(r.for_x), int(r.for_y), int(r.ties))
+                for r in hit.itertuples(index=False)
+            }
         out = []
         for case in raw:
             x, y = min(case.related, case.other), max(case.related, case.other)
@@ -526,20 +682,29 @@ class CaseFinder:
                     value = 2 * centre - value
                 same = reading["condition"] == verdict.condition
                 role = self._role(reading["judge"], verdict.judge, case)
-                entry = {"judge": reading["judge"], "condition": reading["condition"], "value": value,
-                         "role": role if same or role != "this judge" else "this judge, under another condition"}
+                entry = {
+                    "judge": reading["judge"],
+                    "condition": reading["condition"],
+                    "value": value,
+                    "role": role if same or role != "this judge" else "this judge, under another condition",
+                }
                 if scores is not None:
-                    entry["related_score"] = _number(scores.get((reading["judge"], reading["condition"],
-                                                                 case.instance_id, case.related)))
-                    entry["other_score"] = _number(scores.get((reading["judge"], reading["condition"],
-                                                               case.instance_id, case.other)))
+                    entry["related_score"] = _number(
+                        scores.get((reading["judge"], reading["condition"], case.instance_id, case.related))
+                    )
+                    entry["other_score"] = _number(
+                        scores.get((reading["judge"], reading["condition"], case.instance_id, case.other))
+                    )
                 judges.append(entry)
             counts = label_of.get((case.instance_id, x, y))
             labels_here = None
             if counts is not None:
                 for_x, for_y, ties = counts
-                labels_here = {case.related: for_x if case.related == x else for_y,
-                               case.other: for_y if case.related == x else for_x, "tie": ties}
+                labels_here = {
+                    case.related: for_x if case.related == x else for_y,
+                    case.other: for_y if case.related == x else for_x,
+                    "tie": ties,
+                }
             out.append(replace(case, judges=tuple(judges), labels=labels_here))
         return tuple(out)
 
@@ -572,10 +737,12 @@ def _rest(rung: str | None, rows: pd.DataFrame, groups: Sequence[CaseGroup], rec
     if rung == "reference":
         truth = rows["truth"].to_numpy(dtype=float)
         decided = np.isfinite(truth) & (truth != 0)
-        parts = [(int((decided & (np.sign(d) == truth)).sum()), "where it sided with the reference"),
-                 (int((decided & (d == 0)).sum()), "where it tied and the reference did not"),
-                 (int((np.isfinite(truth) & (truth == 0)).sum()), "where the reference rates both answers alike"),
-                 (int((~np.isfinite(truth)).sum()), "without a reference")]
+        parts = [
+            (int((decided & (np.sign(d) == truth)).sum()), "where it sided with the reference"),
+            (int((decided & (d == 0)).sum()), "where it tied and the reference did not"),
+            (int((np.isfinite(truth) & (truth == 0)).sum()), "where the reference rates both answers alike"),
+            (int((~np.isfinite(truth)).sum()), "without a reference"),
+        ]
         return "; ".join(f"{_count(n, 'comparison')} {words}" for n, words in parts if n)
     return f"{_count(int((d == 0).sum()), 'tie')}"
 
@@ -585,9 +752,15 @@ def _count(n: int, word: str) -> str:
 
 
 def _raw_case(row: Any) -> Case:
-    return Case(instance_id=str(row.instance_id), related=str(row.related), other=str(row.other),
-                value=float(row.value), difference=float(row.difference), compared_with=_number(row.compared_with),
-                truth=_number(row.truth))
+    return Case(
+        instance_id=str(row.instance_id),
+        related=str(row.related),
+        other=str(row.other),
+        value=float(row.value),
+        difference=float(row.difference),
+        compared_with=_number(row.compared_with),
+        truth=_number(row.truth),
+    )
 
 
 def _oriented_truth(rows: pd.DataFrame, truth: pd.DataFrame | None) -> np.ndarray:
@@ -609,12 +782,16 @@ def _unit_words(kind: str) -> str:
 def _note(rung: str | None, record: Mapping[str, Any], verdict: Verdict, has_truth: bool) -> str | None:
     notes = []
     if verdict.status == "too-little-data":
-        notes.append(f"too little data for a verdict: these are the comparisons of its strongest reading "
-                     f"({record['metric']}), which rests on too few prompts to say more than what they show")
+        notes.append(
+            f"too little data for a verdict: these are the comparisons of its strongest reading "
+            f"({record['metric']}), which rests on too few prompts to say more than what they show"
+        )
     if rung == "alone":
-        notes.append("without a reference nothing says which answer was right: a judge whose relatives write "
-                     "better answers decides for them without any favouritism"
-                     + (" (the reference shown beside each case is not what the verdict rests on)" if has_truth else ""))
+        notes.append(
+            "without a reference nothing says which answer was right: a judge whose relatives write "
+            "better answers decides for them without any favouritism"
+            + (" (the reference shown beside each case is not what the verdict rests on)" if has_truth else "")
+        )
     return "; ".join(notes) + "." if notes else None
 
 
@@ -662,8 +839,11 @@ def truth_words(case: Case) -> str | None:
         return None
     said = {1.0: f"{case.related} is better", -1.0: f"{case.other} is better"}.get(case.truth, "both are alike")
     if case.labels:
-        counts = ", ".join(f"{n} for {who}" if who != "tie" else f"{n} tie{'' if n == 1 else 's'}"
-                           for who, n in case.labels.items() if n or who != "tie")
+        counts = ", ".join(
+            f"{n} for {who}" if who != "tie" else f"{n} tie{'' if n == 1 else 's'}"
+            for who, n in case.labels.items()
+            if n or who != "tie"
+        )
         said += f" (labels: {counts})"
     return said
 
@@ -691,12 +871,12 @@ def _prompt_text(value: Any, path: str, line: int | None) -> str | None:
             role = getattr(message, "role", None) if not isinstance(message, dict) else message.get("role")
             content = getattr(message, "content", None) if not isinstance(message, dict) else message.get("content")
             if not isinstance(role, str) or not isinstance(content, str):
-                raise InputError("a prompt given as a list must hold {role, content} messages", path=path, line=line,
-                                 field="prompt")
+                raise InputError(
+                    "a prompt given as a list must hold {role, content} messages", path=path, line=line, field="prompt"
+                )
             parts.append(f"{role}: {content}")
         return "\n".join(parts)
-    raise InputError("prompt must be a string, a list of {role, content} messages or null", path=path, line=line,
-                     field="prompt")
+    raise InputError("prompt must be a string, a list of {role, content} messages or null", path=path, line=line, field="prompt")
 
 
 def _digest(text: str) -> bytes:
@@ -715,8 +895,11 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
     to the same id matches too. Or ``source`` is a store (SQLite): its responses and prompts."""
     path = Path(source)
     if path.is_dir():
-        raise InputError("texts must be a JSON Lines file or a store, not a folder (a run's output folder holds "
-                         "no texts: give the run's store)", path=str(path))
+        raise InputError(
+            "texts must be a JSON Lines file or a store, not a folder (a run's output folder holds "
+            "no texts: give the run's store)",
+            path=str(path),
+        )
     if not path.exists():
         raise InputError("texts file not found", path=str(path))
     from nepotism._files import base_suffix, is_store, iter_jsonl_rows
@@ -726,8 +909,11 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
         return _store_texts(path, wanted)
 
     if base_suffix(path) not in (".jsonl", ".ndjson"):
-        raise InputError("texts must be JSON Lines (.jsonl, .jsonl.gz: instance_id, model, text, prompt), as "
-                         "`nepotism import --texts-out` writes them, or a store", path=str(path))
+        raise InputError(
+            "texts must be JSON Lines (.jsonl, .jsonl.gz: instance_id, model, text, prompt), as "
+            "`nepotism import --texts-out` writes them, or a store",
+            path=str(path),
+        )
     by_id = _resolved(wanted, registry)
     answers: dict[tuple[str, str], str] = {}
     digests: dict[tuple[str, str], tuple[bytes, int]] = {}
@@ -740,8 +926,12 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
             raise InputError("instance_id must be a non-empty string", path=name, line=line, field="instance_id")
         model = row.get("model", row.get("generator"))
         if not isinstance(model, str) or not model:
-            raise InputError("model must be a non-empty string (the generator of the text)", path=name, line=line,
-                             field="model" if "model" in row or "generator" not in row else "generator")
+            raise InputError(
+                "model must be a non-empty string (the generator of the text)",
+                path=name,
+                line=line,
+                field="model" if "model" in row or "generator" not in row else "generator",
+            )
         text = row.get("text")
         if not isinstance(text, str):
             raise InputError("text must be a string (the answer)", path=name, line=line, field="text")
@@ -753,8 +943,12 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
         for key in keys:
             seen = digests.get(key)
             if seen is not None and seen[0] != _digest(text):
-                raise InputError(f"a second, different text of {key[1]}'s answer to '{key[0]}' (first on line "
-                                 f"{seen[1]})", path=name, line=line, field="text")
+                raise InputError(
+                    f"a second, different text of {key[1]}'s answer to '{key[0]}' (first on line {seen[1]})",
+                    path=name,
+                    line=line,
+                    field="text",
+                )
             if seen is None:
                 digests[key] = (_digest(text), line)
                 answers[key] = text
@@ -795,8 +989,11 @@ def _store_texts(path: Path, wanted: set[tuple[str, str]]) -> Texts:
         for instance in sorted({i for i, _ in wanted}):
             items = store.instances(id=instance)
             if items:
-                prompt = _prompt_text(list(items[0].messages), str(path), None) if not isinstance(items[0].prompt, str) \
+                prompt = (
+                    _prompt_text(list(items[0].messages), str(path), None)
+                    if not isinstance(items[0].prompt, str)
                     else items[0].prompt
+                )
                 if prompt is not None:
                     prompts[instance] = prompt
     return Texts(str(path), answers, prompts)
@@ -822,7 +1019,13 @@ def with_texts(explanation: Explanation, texts: Texts) -> Explanation:
 
     groups = tuple(replace(g, cases=tuple(one(c) for c in g.cases)) for g in explanation.groups)
     shown = 2 * sum(len(g.cases) for g in groups)
-    return replace(explanation, groups=groups,
-                   texts={"source": texts.source, "answers_shown": shown - len(missing), "answers_missing": len(missing),
-                          "missing": missing[:20]})
-
+    return replace(
+        explanation,
+        groups=groups,
+        texts={
+            "source": texts.source,
+            "answers_shown": shown - len(missing),
+            "answers_missing": len(missing),
+            "missing": missing[:20],
+        },
+    )

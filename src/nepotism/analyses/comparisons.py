@@ -28,8 +28,19 @@ from nepotism.metrics.pairwise import aggregate_orders
 from nepotism.records import exclusion_label
 from nepotism.tables import row_keys
 
-__all__ = ["Comparisons", "RowPairs", "build_comparisons", "candidates", "exclusions_where", "name_codes",
-           "reason_counts", "row_exclusions", "text_values", "with_reason_counts", "with_reasons"]
+__all__ = [
+    "Comparisons",
+    "RowPairs",
+    "build_comparisons",
+    "candidates",
+    "exclusions_where",
+    "name_codes",
+    "reason_counts",
+    "row_exclusions",
+    "text_values",
+    "with_reason_counts",
+    "with_reasons",
+]
 
 _KEY = ["instance_id", "judge", "condition", "replicate", "model_x", "model_y"]
 _NAMES = ("instance_id", "judge", "condition", "model_x", "model_y")  # never empty in a validated table
@@ -114,17 +125,20 @@ def _exclusion_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     reason = frame["reason"].to_numpy(dtype=object) if "reason" in frame else np.full(n, None, dtype=object)
     status_codes, statuses = pd.factorize(status, use_na_sentinel=True)
     reason_codes, reasons = pd.factorize(reason, use_na_sentinel=True)
-    pairs, where = np.unique(status_codes.astype(np.int64) * (len(reasons) + 1) + reason_codes + 1,
-                             return_inverse=True)
+    pairs, where = np.unique(status_codes.astype(np.int64) * (len(reasons) + 1) + reason_codes + 1, return_inverse=True)
     labels = []
     for pair in pairs.tolist():
         s_code, r_code = divmod(pair, len(reasons) + 1)
         s = statuses[s_code] if s_code >= 0 else None
         r = reasons[r_code - 1] if r_code >= 1 else None
-        labels.append(exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed",
-                                      r if isinstance(r, str) else None))
-    distinct, merged = np.unique(np.array(labels, dtype=object), return_inverse=True) if labels \
+        labels.append(
+            exclusion_label(s if isinstance(s, str) and s != "parsed" else "unparsed", r if isinstance(r, str) else None)
+        )
+    distinct, merged = (
+        np.unique(np.array(labels, dtype=object), return_inverse=True)
+        if labels
         else (np.array([], dtype=object), np.zeros(0, dtype=np.int64))
+    )
     return np.asarray(merged, dtype=np.int64).ravel()[where.ravel()] if n else np.zeros(0, dtype=np.int64), distinct
 
 
@@ -166,7 +180,7 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
     a = frame["model_a"].to_numpy(dtype=object)
     b = frame["model_b"].to_numpy(dtype=object)
     codes, _ = name_codes(np.concatenate([a, b]))  # sorted: code order is name order
-    a_first = codes[: len(a)] < codes[len(a):]
+    a_first = codes[: len(a)] < codes[len(a) :]
     verdicts, labels = pd.factorize(frame["verdict"].to_numpy(dtype=object), use_na_sentinel=True)
     as_a = np.append(np.array([{"A": 1.0, "B": -1.0, "tie": 0.0}.get(v, np.nan) for v in labels]), np.nan)
     code_a = as_a[verdicts]  # the sentinel -1 (no verdict) reads the appended NaN
@@ -188,8 +202,10 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
     }
     if "category" in frame:
         keyed["category"] = frame["category"].to_numpy(dtype=object)
-    known = {"model_x": np.where(a_first, codes[: len(a)], codes[len(a):]),  # the names, coded once
-             "model_y": np.where(a_first, codes[len(a):], codes[: len(a)])}
+    known = {
+        "model_x": np.where(a_first, codes[: len(a)], codes[len(a) :]),  # the names, coded once
+        "model_y": np.where(a_first, codes[len(a) :], codes[: len(a)]),
+    }
     labels_of = {}
     for column in ("instance_id", "judge", "condition"):  # in name order, for the row-level metrics
         known[column], labels_of[column] = name_codes(keyed[column])
@@ -251,8 +267,7 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     result["prob_excluded_reason"] = _labels(np.where(np.isnan(prob_x), prob_why, None), result.index)
     bad = unparsed | ambiguous
     excluded: dict[tuple[str, str], dict[str, int]] = {}
-    reasons = np.where(unparsed, np.where(pd.isna(first_why), second_why, first_why),
-                       "ambiguous orders (strict rule)")
+    reasons = np.where(unparsed, np.where(pd.isna(first_why), second_why, first_why), "ambiguous orders (strict rule)")
     for (judge, condition, reason), count in (
         pd.DataFrame({"judge": result["judge"][bad], "condition": result["condition"][bad], "reason": reasons[bad]})
         .value_counts()
@@ -263,10 +278,18 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     known, labels = keyed["_codes"], keyed["_labels"]
     n_conditions = max(len(labels["condition"]), 1)
     small = np.int32 if len(frame) < 2**31 else np.int64
-    rows = RowPairs(code_a=code_a.astype(np.float32), a_first=a_first, instance=known["instance_id"].astype(small),
-                    group=(known["judge"] * n_conditions + known["condition"]).astype(small),
-                    judges=labels["judge"], conditions=labels["condition"], why=why_code, reasons=why_labels,
-                    first=first.astype(small), second=second.astype(small))
+    rows = RowPairs(
+        code_a=code_a.astype(np.float32),
+        a_first=a_first,
+        instance=known["instance_id"].astype(small),
+        group=(known["judge"] * n_conditions + known["condition"]).astype(small),
+        judges=labels["judge"],
+        conditions=labels["condition"],
+        why=why_code,
+        reasons=why_labels,
+        first=first.astype(small),
+        second=second.astype(small),
+    )
     return Comparisons(frame=result, excluded=excluded, rule=rule, rows=rows)
 
 

@@ -42,7 +42,6 @@ _PREFERENCE = "mean preference (win 1, tie 1/2, loss 0)"
 _MEAN_SCORE = "mean score (the judges' scores averaged)"
 
 
-
 def _ranks(scores: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, 1 = highest score, average ranks for ties, NaN stays NaN."""
     return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
@@ -69,8 +68,10 @@ def _boards(met: dict[str, frozenset]) -> dict[str, str | None]:
         names = sorted(opponents)
         return "vs " + ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
-    for key_of, label_of in ((lambda g, opp: opp, name),  # the same opponents (one baseline)
-                             (lambda g, opp: opp | {g}, lambda field: f"round robin of {len(field)}")):
+    for key_of, label_of in (
+        (lambda g, opp: opp, name),  # the same opponents (one baseline)
+        (lambda g, opp: opp | {g}, lambda field: f"round robin of {len(field)}"),
+    ):
         keys: dict[frozenset, list[str]] = {}
         for g, opp in met.items():
             if boards[g] is None:
@@ -108,9 +109,16 @@ class _Side:
         return cls(instance, judge, generator, rows["score"].to_numpy(dtype=float), names, judges)
 
     def subset(self, mask: np.ndarray) -> _Side:
-        return _Side(self.instance[mask], self.judge[mask], self.generator[mask], self.score[mask], self.names,
-                     self.judges, None if self.opponent is None else self.opponent[mask],
-                     None if self.weight is None else self.weight[mask])
+        return _Side(
+            self.instance[mask],
+            self.judge[mask],
+            self.generator[mask],
+            self.score[mask],
+            self.names,
+            self.judges,
+            None if self.opponent is None else self.opponent[mask],
+            None if self.weight is None else self.weight[mask],
+        )
 
     def count(self, mask: np.ndarray | None = None) -> dict[str, int]:
         """Rows per generator name (where ``mask``), only the generators that have some."""
@@ -147,9 +155,16 @@ def _unknown(registry, names) -> frozenset[str]:
     return frozenset(flagged)
 
 
-def _board(rows: pd.DataFrame | _Side, variant: str, n_excluded: dict, bootstrap: Bootstrap, *,
-           measure: str = _PREFERENCE, boards: dict[str, str | None] | None = None,
-           unknown: frozenset[str] = frozenset()) -> list[dict]:
+def _board(
+    rows: pd.DataFrame | _Side,
+    variant: str,
+    n_excluded: dict,
+    bootstrap: Bootstrap,
+    *,
+    measure: str = _PREFERENCE,
+    boards: dict[str, str | None] | None = None,
+    unknown: frozenset[str] = frozenset(),
+) -> list[dict]:
     """One record per generator; ranks are within each board of `opponent_boards` (all one board
     when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
     side = rows if isinstance(rows, _Side) else (_Side.of_frame(rows) if not rows.empty else None)
@@ -195,34 +210,55 @@ def _board(rows: pd.DataFrame | _Side, variant: str, n_excluded: dict, bootstrap
     records = []
     for i, name in enumerate(names):
         name = str(name)
-        records.append({
-            "metric": "leaderboard-rank", "judge": "all judges" if variant == "all" else "unrelated judges",
-            "judge_id": None, "condition": "pooled", "generator": name, "pair": None, "scope": None,
-            "variant": {"judges": variant, "score": measure} | ({} if boards is None else {"board": labels[i]}),
-            "value": _clean(rank[i]), "ci_low": _clean(low[i]), "ci_high": _clean(high[i]),
-            "score": float(score[i]), "score_ci_low": _clean(score_low[i]), "score_ci_high": _clean(score_high[i]),
-            "n": int(total[g + i]), "n_clusters": int(prompts[i]),
-            "n_excluded": int(n_excluded.get(name, 0)),
-            "excluded": {_reason(measure): int(n_excluded.get(name, 0))} if n_excluded.get(name) else {},
-            "judges_used": judges[int(present[i])], "confidence": confidence, "method": "percentile of bootstrap ranks",
-            "n_resamples": n_resamples, "p_value": None, "flagged_entry": name in unknown,
-            "note": None if labels[i] is not None else (
-                "not ranked: no other generator met the same opponents, and a mean preference against other "
-                "opponents is not comparable (its score is kept)"),
-        })
+        records.append(
+            {
+                "metric": "leaderboard-rank",
+                "judge": "all judges" if variant == "all" else "unrelated judges",
+                "judge_id": None,
+                "condition": "pooled",
+                "generator": name,
+                "pair": None,
+                "scope": None,
+                "variant": {"judges": variant, "score": measure} | ({} if boards is None else {"board": labels[i]}),
+                "value": _clean(rank[i]),
+                "ci_low": _clean(low[i]),
+                "ci_high": _clean(high[i]),
+                "score": float(score[i]),
+                "score_ci_low": _clean(score_low[i]),
+                "score_ci_high": _clean(score_high[i]),
+                "n": int(total[g + i]),
+                "n_clusters": int(prompts[i]),
+                "n_excluded": int(n_excluded.get(name, 0)),
+                "excluded": {_reason(measure): int(n_excluded.get(name, 0))} if n_excluded.get(name) else {},
+                "judges_used": judges[int(present[i])],
+                "confidence": confidence,
+                "method": "percentile of bootstrap ranks",
+                "n_resamples": n_resamples,
+                "p_value": None,
+                "flagged_entry": name in unknown,
+                "note": None
+                if labels[i] is not None
+                else (
+                    "not ranked: no other generator met the same opponents, and a mean preference against other "
+                    "opponents is not comparable (its score is kept)"
+                ),
+            }
+        )
     return records
 
 
-def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, registry, *, measure: str,
-                  bootstrap: Bootstrap) -> list[dict]:
+def _lineage_only(
+    rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, registry, *, measure: str, bootstrap: Bootstrap
+) -> list[dict]:
     """``unrelated`` records without a value for the generators only related judges scored."""
     records = []
     if isinstance(rows, _Side):
         pairwise = rows.opponent is not None
         counts, left = rows.count(), set(kept.count())
         judges_of = rows.judges_of()
-        missing = [(name, judges_of[int(np.flatnonzero(rows.names == name)[0])], counts[name])
-                   for name in sorted(set(counts) - left)]
+        missing = [
+            (name, judges_of[int(np.flatnonzero(rows.names == name)[0])], counts[name]) for name in sorted(set(counts) - left)
+        ]
     else:
         pairwise = "opponent" in rows
         missing = []
@@ -231,25 +267,42 @@ def _lineage_only(rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, regist
             missing.append((name, sorted(set(map(str, mine["judge"]))), len(mine)))
     for name, judges, n_rows in missing:
         why = ", ".join(f"{j}: {registry.relation(j, name).name.lower()}" for j in judges)
-        whom = ("judged each of its comparisons is related to it or to its opponent" if pairwise
-                else "scored it is related to it")
-        records.append({
-            "metric": "leaderboard-rank", "judge": "unrelated judges", "judge_id": None, "condition": "pooled",
-            "generator": str(name), "pair": None, "scope": None, "variant": {"judges": "unrelated", "score": measure},
-            "value": None, "ci_low": None, "ci_high": None, "score": None, "score_ci_low": None, "score_ci_high": None,
-            "n": 0, "n_clusters": 0, "n_excluded": n_rows, "excluded": {_reason(measure): n_rows},
-            "judges_used": [], "confidence": bootstrap.confidence_level,
-            "method": "percentile of bootstrap ranks", "n_resamples": bootstrap.n_resamples, "p_value": None,
-            "lineage_only": True,
-            "related_judges": {j: registry.relation(j, name).name.lower() for j in judges},
-            "note": f"flagged from lineage alone: every judge that {whom} ({why}), so no score "
-                    "without related judges can be estimated; add an unrelated judge's judgments",
-        })
+        whom = "judged each of its comparisons is related to it or to its opponent" if pairwise else "scored it is related to it"
+        records.append(
+            {
+                "metric": "leaderboard-rank",
+                "judge": "unrelated judges",
+                "judge_id": None,
+                "condition": "pooled",
+                "generator": str(name),
+                "pair": None,
+                "scope": None,
+                "variant": {"judges": "unrelated", "score": measure},
+                "value": None,
+                "ci_low": None,
+                "ci_high": None,
+                "score": None,
+                "score_ci_low": None,
+                "score_ci_high": None,
+                "n": 0,
+                "n_clusters": 0,
+                "n_excluded": n_rows,
+                "excluded": {_reason(measure): n_rows},
+                "judges_used": [],
+                "confidence": bootstrap.confidence_level,
+                "method": "percentile of bootstrap ranks",
+                "n_resamples": bootstrap.n_resamples,
+                "p_value": None,
+                "lineage_only": True,
+                "related_judges": {j: registry.relation(j, name).name.lower() for j in judges},
+                "note": f"flagged from lineage alone: every judge that {whom} ({why}), so no score "
+                "without related judges can be estimated; add an unrelated judge's judgments",
+            }
+        )
     return records
 
 
-def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
-                                  **fields) -> list[dict]:
+def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None, **fields) -> list[dict]:
     """Leaderboard ranks of a pointwise table, with all judges and without the judges related to each generator.
 
     ``frame`` is a recorded pointwise table (``instance_id, judge, model, score``; rows without a
@@ -262,10 +315,14 @@ def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: B
     """
     score = pd.to_numeric(frame["score"], errors="coerce")
     scored = frame[score.notna()]
-    rows = pd.DataFrame({"instance_id": scored["instance_id"].astype(str).to_numpy(),
-                         "judge": scored["judge"].astype(str).to_numpy(),
-                         "generator": scored["model"].astype(str).to_numpy(),
-                         "score": score[score.notna()].to_numpy(dtype=float)})
+    rows = pd.DataFrame(
+        {
+            "instance_id": scored["instance_id"].astype(str).to_numpy(),
+            "judge": scored["judge"].astype(str).to_numpy(),
+            "generator": scored["model"].astype(str).to_numpy(),
+            "score": score[score.notna()].to_numpy(dtype=float),
+        }
+    )
     if rows.empty:
         return []
     pairs = rows[["judge", "generator"]].drop_duplicates()
@@ -274,9 +331,11 @@ def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: B
     kept = rows[~rows["drop"]]
     dropped = rows[rows["drop"]].groupby("generator").size().to_dict()
     bootstrap = settings(bootstrap, **fields)
-    return (_board(rows, "all", {}, bootstrap, measure=_MEAN_SCORE)
-            + _board(kept, "unrelated", dropped, bootstrap, measure=_MEAN_SCORE)
-            + _lineage_only(rows, kept, registry, measure=_MEAN_SCORE, bootstrap=bootstrap))
+    return (
+        _board(rows, "all", {}, bootstrap, measure=_MEAN_SCORE)
+        + _board(kept, "unrelated", dropped, bootstrap, measure=_MEAN_SCORE)
+        + _lineage_only(rows, kept, registry, measure=_MEAN_SCORE, bootstrap=bootstrap)
+    )
 
 
 def _reason(measure: str) -> str:
@@ -287,8 +346,7 @@ def _clean(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None,
-                        **fields) -> list[dict]:
+def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None, **fields) -> list[dict]:
     """Leaderboard ranks with bootstrap rank intervals, with all judges and with unrelated judges only.
 
     Rank intervals are percentiles of the resampled ranks whatever ``bootstrap.method`` says (a
@@ -305,12 +363,19 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     instance, _ = _text_codes(decided["instance_id"].to_numpy())
     judge, judges = _text_codes(decided["judge"].to_numpy())
     n = len(decided)
-    models, names = _text_codes(np.concatenate([decided["model_x"].to_numpy(dtype=object),
-                                                decided["model_y"].to_numpy(dtype=object)]))
+    models, names = _text_codes(
+        np.concatenate([decided["model_x"].to_numpy(dtype=object), decided["model_y"].to_numpy(dtype=object)])
+    )
     x, y = models[:n], models[n:]
-    side = _Side(np.concatenate([instance, instance]), np.concatenate([judge, judge]), np.concatenate([x, y]),
-                 np.concatenate([win_score(outcome), win_score(-outcome)]), names, judges,
-                 opponent=np.concatenate([y, x]))
+    side = _Side(
+        np.concatenate([instance, instance]),
+        np.concatenate([judge, judge]),
+        np.concatenate([x, y]),
+        np.concatenate([win_score(outcome), win_score(-outcome)]),
+        names,
+        judges,
+        opponent=np.concatenate([y, x]),
+    )
     related = np.array([[registry.is_related(str(j), str(m)) for m in names] for j in judges], dtype=bool)
     drop = related[side.judge, side.generator] | related[side.judge, side.opponent]
     kept = side.subset(~drop)
@@ -322,15 +387,21 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
     return pairwise_boards(side, kept, dropped, met, registry, settings(bootstrap, **fields))
 
 
-def pairwise_boards(side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry,
-                    bootstrap: Bootstrap) -> list[dict]:
+def pairwise_boards(
+    side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry, bootstrap: Bootstrap
+) -> list[dict]:
     """`leaderboard_records` from its two sides (every judge; the unrelated judges' rows), the rows
     dropped per generator and each generator's opponents (also built from per-prompt sums, weighted
     sides, by `nepotism.analyses.stream`)."""
-    options = {"boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
-               "unknown": _unknown(registry, side.names)}  # flagged: not in the registry, or not a model
-    return (_board(side, "all", {}, bootstrap, **options) + _board(kept, "unrelated", dropped, bootstrap, **options)
-            + _lineage_only(side, kept, registry, measure=_PREFERENCE, bootstrap=bootstrap))
+    options = {
+        "boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
+        "unknown": _unknown(registry, side.names),
+    }  # flagged: not in the registry, or not a model
+    return (
+        _board(side, "all", {}, bootstrap, **options)
+        + _board(kept, "unrelated", dropped, bootstrap, **options)
+        + _lineage_only(side, kept, registry, measure=_PREFERENCE, bootstrap=bootstrap)
+    )
 
 
 def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:
@@ -339,8 +410,21 @@ def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: s
     for item in bins:
         for rater in ("judge", "human"):
             estimate = item[rater]
-            records.append(new_record(
-                "perplexity-win-rate", judge, condition, estimate, judge_id=None, scope=None if split == "all" else split,
-                variant={"bin": int(item["bin"]), "low": float(item["low"]), "high": float(item["high"]),
-                         "rater": rater, "split": split}))
+            records.append(
+                new_record(
+                    "perplexity-win-rate",
+                    judge,
+                    condition,
+                    estimate,
+                    judge_id=None,
+                    scope=None if split == "all" else split,
+                    variant={
+                        "bin": int(item["bin"]),
+                        "low": float(item["low"]),
+                        "high": float(item["high"]),
+                        "rater": rater,
+                        "split": split,
+                    },
+                )
+            )
     return records

@@ -71,8 +71,7 @@ def _connect(threads: int | None, source: str | Path) -> Iterator[Any]:
     import duckdb
 
     spill = tempfile.mkdtemp(prefix="nepotism-engine-")
-    config: dict[str, Any] = {"memory_limit": MEMORY_LIMIT, "temp_directory": spill,
-                              "preserve_insertion_order": False}
+    config: dict[str, Any] = {"memory_limit": MEMORY_LIMIT, "temp_directory": spill, "preserve_insertion_order": False}
     if threads:
         config["threads"] = threads
     try:
@@ -94,20 +93,23 @@ def _rows_sql(connection: Any, files: list[tuple[Path, dict[str, str]]]) -> tupl
     the columns the files hold (with the partition columns)."""
     paths = [str(path) for path, _ in files]
     partition_columns = sorted({column for _, values in files for column in values})
-    listing = pd.DataFrame({"filename": paths, "nepotism_file": np.arange(len(paths), dtype=np.int64),
-                            **{c: [values.get(c) for _, values in files] for c in partition_columns}})
+    listing = pd.DataFrame(
+        {
+            "filename": paths,
+            "nepotism_file": np.arange(len(paths), dtype=np.int64),
+            **{c: [values.get(c) for _, values in files] for c in partition_columns},
+        }
+    )
     connection.register("nepotism_files", listing)
     scan = "read_parquet($files, filename = true, file_row_number = true, union_by_name = true, hive_partitioning = false)"
     columns = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}", {"files": paths}).fetchall()}
     for column in partition_columns:
         if column in columns:
-            raise InputError(f"column '{column}' is both in the files and in their folder names", path=paths[0],
-                             field=column)
+            raise InputError(f"column '{column}' is both in the files and in their folder names", path=paths[0], field=column)
     columns |= set(partition_columns)
     missing = [c for c in ("instance_id", "judge", "model_a", "model_b", "verdict") if c not in columns]
     if missing:
-        raise InputError(f"a pairwise table needs the column(s) {', '.join(missing)}", path=paths[0],
-                         field=missing[0])
+        raise InputError(f"a pairwise table needs the column(s) {', '.join(missing)}", path=paths[0], field=missing[0])
 
     def text(column: str, default: str | None = None) -> str:
         if column not in columns:
@@ -117,23 +119,26 @@ def _rows_sql(connection: Any, files: list[tuple[Path, dict[str, str]]]) -> tupl
 
     verdict = "CASE lower(trim(CAST(verdict AS VARCHAR))) WHEN 'a' THEN 1 WHEN 'b' THEN -1 WHEN 'tie' THEN 0 END"
     status = f"coalesce(lower({text('status')}), CASE WHEN ({verdict}) IS NULL THEN 'unparsed' ELSE 'parsed' END)"
-    share = ("CAST(prob_a AS DOUBLE) / (CAST(prob_a AS DOUBLE) + CAST(prob_b AS DOUBLE))"
-             if {"prob_a", "prob_b"} <= columns else "NULL::DOUBLE")
+    share = (
+        "CAST(prob_a AS DOUBLE) / (CAST(prob_a AS DOUBLE) + CAST(prob_b AS DOUBLE))"
+        if {"prob_a", "prob_b"} <= columns
+        else "NULL::DOUBLE"
+    )
     replicate = "coalesce(CAST(replicate AS BIGINT), 0)" if "replicate" in columns else "0::BIGINT"
     category = f", {text('category')} AS category" if "category" in columns else ""
     rows = f"""
         SELECT nepotism_file * 4294967296 + file_row_number AS ord,
-               {text('instance_id')} AS instance_id, {text('judge')} AS judge,
-               {text('condition', 'default')} AS condition, {replicate} AS replicate,
-               {text('model_a')} AS model_a, {text('model_b')} AS model_b, {verdict} AS code_a,
-               {status} AS status, {text('reason')} AS reason, {share} AS share_a{category}
+               {text("instance_id")} AS instance_id, {text("judge")} AS judge,
+               {text("condition", "default")} AS condition, {replicate} AS replicate,
+               {text("model_a")} AS model_a, {text("model_b")} AS model_b, {verdict} AS code_a,
+               {status} AS status, {text("reason")} AS reason, {share} AS share_a{category}
         FROM {scan} JOIN nepotism_files USING (filename)"""
     coded = f"""
         SELECT ord, instance_id, judge, condition, replicate, least(model_a, model_b) AS model_x,
                greatest(model_a, model_b) AS model_y,
                CASE WHEN model_a < model_b THEN code_a ELSE -code_a END AS code,
                CASE WHEN model_a < model_b THEN share_a ELSE 1.0 - share_a END AS prob,
-               status, reason{', category' if category else ''}
+               status, reason{", category" if category else ""}
         FROM ({rows})"""
     return coded, columns
 
@@ -150,10 +155,10 @@ def _comparisons_sql(coded: str, rule: str, has_category: bool, *, reasons: bool
     no_prob = "(prob IS NULL OR isnan(prob))"
     return f"""
         SELECT min(ord) AS ord, instance_id, judge, condition, replicate, model_x, model_y,
-               {'arg_min(category, ord) AS category,' if has_category else ''}
+               {"arg_min(category, ord) AS category," if has_category else ""}
                CASE WHEN count(code) = count(*) THEN CAST({outcome} AS DOUBLE) END AS outcome,
-               count(code) = count(*) AS verdicts{',' if reasons else ''}
-               {_REASONS.format(no_prob=no_prob) if reasons else ''}
+               count(code) = count(*) AS verdicts{"," if reasons else ""}
+               {_REASONS.format(no_prob=no_prob) if reasons else ""}
         FROM ({coded})
         GROUP BY instance_id, judge, condition, replicate, model_x, model_y"""
 
@@ -192,8 +197,14 @@ def _only_where(mask: np.ndarray, labels: np.ndarray) -> pd.Series:
     return pd.Series(out, dtype=object)
 
 
-def engine_comparisons(source: str | Path, *, rule: str = "consistent", judge: str | None = None,
-                       condition: str | None = None, threads: int | None = None) -> Comparisons:
+def engine_comparisons(
+    source: str | Path,
+    *,
+    rule: str = "consistent",
+    judge: str | None = None,
+    condition: str | None = None,
+    threads: int | None = None,
+) -> Comparisons:
     """The comparisons of a pairwise Parquet file or dataset (module docstring), as
     `build_comparisons` gives them (its frame's columns and order; ``rows`` is None); with ``judge``
     and/or ``condition``, those of that judge and condition only."""
@@ -235,15 +246,17 @@ def engine_comparisons(source: str | Path, *, rule: str = "consistent", judge: s
     frame["excluded_reason"] = _only_where(bad, reasons)
     excluded: dict[tuple[str, str], dict[str, int]] = {}
     if n and bad.any():
-        counts = pd.DataFrame({"judge": frame["judge"][bad], "condition": frame["condition"][bad],
-                               "reason": reasons[bad]}).value_counts()
+        counts = pd.DataFrame(
+            {"judge": frame["judge"][bad], "condition": frame["condition"][bad], "reason": reasons[bad]}
+        ).value_counts()
         for (j, c, reason), count in counts.items():
             excluded.setdefault((j, c), {})[reason] = int(count)
     return Comparisons(frame=frame, excluded=excluded, rule=rule, rows=None)
 
 
-def per_prompt_sums(source: str | Path, *, rule: str = "consistent", threads: int | None = None,
-                    out: Path | None = None) -> pd.DataFrame | None:
+def per_prompt_sums(
+    source: str | Path, *, rule: str = "consistent", threads: int | None = None, out: Path | None = None
+) -> pd.DataFrame | None:
     """Per (judge, condition, instance_id, candidate): ``wins``, ``ties``, ``comparisons`` (decided)
     and ``excluded`` (no verdict in an order, or ambiguous) of the comparisons `engine_comparisons`
     gives, each comparison counted for both its candidates (unordered rows). With ``out``, written

@@ -33,8 +33,18 @@ from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 from nepotism.results import new_record
 
-__all__ = ["SCOPES", "SUBSETS", "MatchedOptions", "MatchedRows", "matched_records", "matched_rows", "pair_values",
-           "response_values", "run_matched", "truth_codes"]
+__all__ = [
+    "SCOPES",
+    "SUBSETS",
+    "MatchedOptions",
+    "MatchedRows",
+    "matched_records",
+    "matched_rows",
+    "pair_values",
+    "response_values",
+    "run_matched",
+    "truth_codes",
+]
 
 SCOPES = ("self", "family", "student", "teacher")
 SUBSETS = ("all", "harmful", "legitimate")
@@ -71,9 +81,16 @@ def _response_pairs(per_response: pd.DataFrame) -> pd.DataFrame:
     key = ["judge", "condition", "instance_id"]
     merged = per_response.merge(per_response, on=key, suffixes=("_x", "_y"))
     merged = merged[merged["model_x"] < merged["model_y"]]
-    return pd.DataFrame({"judge": merged["judge"], "condition": merged["condition"],
-                         "instance_id": merged["instance_id"], "model_x": merged["model_x"],
-                         "model_y": merged["model_y"], "value": merged["value_x"] - merged["value_y"]})
+    return pd.DataFrame(
+        {
+            "judge": merged["judge"],
+            "condition": merged["condition"],
+            "instance_id": merged["instance_id"],
+            "model_x": merged["model_x"],
+            "model_y": merged["model_y"],
+            "value": merged["value_x"] - merged["value_y"],
+        }
+    )
 
 
 def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> tuple[pd.DataFrame, float]:
@@ -88,15 +105,19 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
         values["value"] = (comp["outcome"] + 1.0) / 2.0
         centre = 0.5
         if comp["replicate"].nunique() <= 1:  # one comparison per (judge, condition, instance, pair): no mean to take
-            return pd.DataFrame({column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
-                                | {"value": values["value"].to_numpy(dtype=float)}), centre
+            return pd.DataFrame(
+                {column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
+                | {"value": values["value"].to_numpy(dtype=float)}
+            ), centre
     elif kind in ("pointwise", "rubric"):
         values = _response_pairs(response_values(frame, kind))
         centre = 0.0
     else:
         raise ValueError(f"matched-bias has no design for {kind!r} tables")
-    values = pd.DataFrame({column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
-                          | {"value": values["value"].to_numpy(dtype=float)})  # text stays objects (no Arrow copy)
+    values = pd.DataFrame(
+        {column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
+        | {"value": values["value"].to_numpy(dtype=float)}
+    )  # text stays objects (no Arrow copy)
     out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
     return out.astype({column: object for column in ["judge"] + _PAIR}), centre
 
@@ -112,11 +133,18 @@ def response_values(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
         raw = pd.to_numeric(frame["score"], errors="coerce")
     else:
         raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float)
-    responses = pd.DataFrame({"judge": frame["judge"].astype(str), "condition": frame["condition"].astype(str),
-                              "instance_id": frame["instance_id"].astype(str), "model": frame["model"].astype(str),
-                              "value": raw.to_numpy(dtype=float)})
-    return responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)[
-        "value"].mean().reset_index()
+    responses = pd.DataFrame(
+        {
+            "judge": frame["judge"].astype(str),
+            "condition": frame["condition"].astype(str),
+            "instance_id": frame["instance_id"].astype(str),
+            "model": frame["model"].astype(str),
+            "value": raw.to_numpy(dtype=float),
+        }
+    )
+    return (
+        responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)["value"].mean().reset_index()
+    )
 
 
 def _text(column: pd.Series) -> np.ndarray:
@@ -133,33 +161,59 @@ def truth_codes(references: dict | None) -> pd.DataFrame | None:
         winner = pref["winner"].astype(str).to_numpy()
         code_a = np.where(winner == a, 1.0, np.where(winner == b, -1.0, 0.0))
         first = a < b
-        codes = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_x": np.where(first, a, b),
-                              "model_y": np.where(first, b, a), "truth": np.where(first, code_a, -code_a)})
+        codes = pd.DataFrame(
+            {
+                "instance_id": pref["instance_id"].astype(str).to_numpy(),
+                "model_x": np.where(first, a, b),
+                "model_y": np.where(first, b, a),
+                "truth": np.where(first, code_a, -code_a),
+            }
+        )
         # several labels of one pair: the side more labels prefer (ties and equal counts: 0), one row per pair
-        return codes.groupby(["instance_id", "model_x", "model_y"], sort=False, as_index=False)["truth"].mean() \
+        return (
+            codes.groupby(["instance_id", "model_x", "model_y"], sort=False, as_index=False)["truth"]
+            .mean()
             .assign(truth=lambda f: np.sign(f["truth"]))
+        )
     per_model = None
     corr = refs.get("correctness-ref")
     if corr is not None and len(corr):
         column = "correct" if "correct" in corr and corr["correct"].notna().any() else "score"
         value = corr[column].map(lambda v: np.nan if v is None else float(v))
-        per_model = pd.DataFrame({"instance_id": corr["instance_id"].astype(str), "model": corr["model"].astype(str),
-                                  "value": value.to_numpy(dtype=float)})
+        per_model = pd.DataFrame(
+            {
+                "instance_id": corr["instance_id"].astype(str),
+                "model": corr["model"].astype(str),
+                "value": value.to_numpy(dtype=float),
+            }
+        )
     elif refs.get("rubric-ref") is not None and len(refs["rubric-ref"]):
         rub = refs["rubric-ref"]
-        per_model = pd.DataFrame({"instance_id": rub["instance_id"].astype(str), "model": rub["model"].astype(str),
-                                  "value": rub["met"].map(lambda v: np.nan if v is None else float(v)).astype(float)})
+        per_model = pd.DataFrame(
+            {
+                "instance_id": rub["instance_id"].astype(str),
+                "model": rub["model"].astype(str),
+                "value": rub["met"].map(lambda v: np.nan if v is None else float(v)).astype(float),
+            }
+        )
         per_model = per_model.groupby(["instance_id", "model"], sort=False)["value"].mean().reset_index()
     if per_model is None:
         return None
     merged = per_model.merge(per_model, on="instance_id", suffixes=("_x", "_y"))
     merged = merged[merged["model_x"] < merged["model_y"]]
-    return pd.DataFrame({"instance_id": merged["instance_id"], "model_x": merged["model_x"],
-                         "model_y": merged["model_y"], "truth": np.sign(merged["value_x"] - merged["value_y"])})
+    return pd.DataFrame(
+        {
+            "instance_id": merged["instance_id"],
+            "model_x": merged["model_x"],
+            "model_y": merged["model_y"],
+            "truth": np.sign(merged["value_x"] - merged["value_y"]),
+        }
+    )
 
 
-def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None,
-                 scopes=SCOPES, neutral: bool = True) -> MatchedRows:
+def matched_rows(
+    values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None, scopes=SCOPES, neutral: bool = True
+) -> MatchedRows:
     """Rows of the estimator: one per (judge, scope, comparison), oriented to the related candidate.
 
     Columns: ``judge, condition, scope, instance_id, related, other, judge_value, reference_value``
@@ -212,16 +266,36 @@ def matched_rows(values: pd.DataFrame, registry, *, centre: float, truth: pd.Dat
         judge_value = value[rows]
         x, y = text["model_x"][rows], text["model_y"][rows]
         names = lambda values: pd.Series(values, dtype=object)  # noqa: E731 - names stay objects (no Arrow copy)
-        parts.append(pd.DataFrame({
-            "judge": names(text["judge"][rows]), "condition": names(text["condition"][rows]), "scope": scope,
-            "instance_id": names(text["instance_id"][rows]),
-            "related": names(np.where(flip, y, x)), "other": names(np.where(flip, x, y)),
-            "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
-            "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
-            "n_reference": ref_n.astype(int), "flip": flip, "model_x": names(x), "model_y": names(y),
-        }))
-    columns = ["judge", "condition", "scope", "instance_id", "related", "other", "judge_value", "reference_value",
-               "n_reference", "truth"]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "judge": names(text["judge"][rows]),
+                    "condition": names(text["condition"][rows]),
+                    "scope": scope,
+                    "instance_id": names(text["instance_id"][rows]),
+                    "related": names(np.where(flip, y, x)),
+                    "other": names(np.where(flip, x, y)),
+                    "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
+                    "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
+                    "n_reference": ref_n.astype(int),
+                    "flip": flip,
+                    "model_x": names(x),
+                    "model_y": names(y),
+                }
+            )
+        )
+    columns = [
+        "judge",
+        "condition",
+        "scope",
+        "instance_id",
+        "related",
+        "other",
+        "judge_value",
+        "reference_value",
+        "n_reference",
+        "truth",
+    ]
     if not parts:
         return MatchedRows(pd.DataFrame(columns=columns + ["model_x", "model_y"]), pair_judges.to_dict())
     rows = pd.concat(parts, ignore_index=True)
@@ -256,15 +330,23 @@ def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions 
         if scope == "neutral":
             if not has_truth:
                 continue
-            est = sensitivity_gap(group["judge_value"].to_numpy(), group["reference_value"].to_numpy(),
-                                  group["truth"].to_numpy(), group["instance_id"].to_numpy(), bootstrap=options.bootstrap)
-            records.append(_record(judge, condition, scope, est, group, pair_judges,
-                                   {"kind": kind, "check": "sensitivity"}))
+            est = sensitivity_gap(
+                group["judge_value"].to_numpy(),
+                group["reference_value"].to_numpy(),
+                group["truth"].to_numpy(),
+                group["instance_id"].to_numpy(),
+                bootstrap=options.bootstrap,
+            )
+            records.append(_record(judge, condition, scope, est, group, pair_judges, {"kind": kind, "check": "sensitivity"}))
             continue
         for subset in SUBSETS if has_truth else ("all",):
             sub = group if subset == "all" else group[group["truth"] == (-1.0 if subset == "harmful" else 1.0)]
-            est = matched_bias(sub["judge_value"].to_numpy(), sub["reference_value"].to_numpy(),
-                               sub["instance_id"].to_numpy(), bootstrap=options.bootstrap)
+            est = matched_bias(
+                sub["judge_value"].to_numpy(),
+                sub["reference_value"].to_numpy(),
+                sub["instance_id"].to_numpy(),
+                bootstrap=options.bootstrap,
+            )
             records.append(_record(judge, condition, scope, est, sub, pair_judges, {"kind": kind, "subset": subset}))
     return records
 
@@ -277,16 +359,32 @@ def _record(judge, condition, scope, est, group, pair_judges, variant) -> dict:
     note = est.note
     if not references and len(group):
         note = "no judge is unrelated to both candidates of these comparisons: no reference, no value"
-    record = new_record("matched-bias", judge, condition, est, scope=scope, variant=variant,
-                        related_models=sorted(group["related"].unique()), reference_judges=references,
-                        n_reference_judges=len(references), n_items=int(with_ref.nunique()),
-                        n_items_excluded=n_items_excluded)
+    record = new_record(
+        "matched-bias",
+        judge,
+        condition,
+        est,
+        scope=scope,
+        variant=variant,
+        related_models=sorted(group["related"].unique()),
+        reference_judges=references,
+        n_reference_judges=len(references),
+        n_items=int(with_ref.nunique()),
+        n_items_excluded=n_items_excluded,
+    )
     record["note"] = note
     return record
 
 
-def run_matched(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
-                options: MatchedOptions | None = None, rule: str = "consistent") -> list[dict]:
+def run_matched(
+    frame: pd.DataFrame,
+    kind: str,
+    registry,
+    *,
+    references: dict | None = None,
+    options: MatchedOptions | None = None,
+    rule: str = "consistent",
+) -> list[dict]:
     """`matched-bias` records for a recorded ``pairwise``, ``pointwise`` or ``rubric`` table."""
     options = options or MatchedOptions()
     values, centre = pair_values(frame, kind, rule=rule)

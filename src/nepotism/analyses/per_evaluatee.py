@@ -55,17 +55,37 @@ def spr_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> lis
         others = g["other"].astype(str).to_numpy()
         est = self_preference_ratio(outcome, ids, evaluatee=others, averaging="per-evaluatee", bootstrap=bootstrap)
         own = sorted(map(str, set(g["related"])))  # who was compared and with whom, as the audit's SPR says
-        records.append({**_record("self-preference-ratio", judge, condition, _reasons(est, g),
-                                  variant={"opponents": opponents, "averaging": "per-evaluatee"}),
-                        "generators": own, "opponent_models": sorted(set(others))[:20]})
+        records.append(
+            {
+                **_record(
+                    "self-preference-ratio",
+                    judge,
+                    condition,
+                    _reasons(est, g),
+                    variant={"opponents": opponents, "averaging": "per-evaluatee"},
+                ),
+                "generators": own,
+                "opponent_models": sorted(set(others))[:20],
+            }
+        )
         for evaluatee, part in g.groupby("other", sort=True):
-            est = self_preference_ratio(part["outcome_related"].to_numpy(dtype=float), part["instance_id"].to_numpy(),
-                                        bootstrap=bootstrap)
-            records.append({**_record("self-preference-ratio", judge, condition, _reasons(est, part),
-                                      generator=str(evaluatee),
-                                      variant={"opponents": opponents, "averaging": "one evaluatee",
-                                               "evaluatee": str(evaluatee)}),
-                            "generators": own, "opponent_models": [str(evaluatee)]})
+            est = self_preference_ratio(
+                part["outcome_related"].to_numpy(dtype=float), part["instance_id"].to_numpy(), bootstrap=bootstrap
+            )
+            records.append(
+                {
+                    **_record(
+                        "self-preference-ratio",
+                        judge,
+                        condition,
+                        _reasons(est, part),
+                        generator=str(evaluatee),
+                        variant={"opponents": opponents, "averaging": "one evaluatee", "evaluatee": str(evaluatee)},
+                    ),
+                    "generators": own,
+                    "opponent_models": [str(evaluatee)],
+                }
+            )
     return records
 
 
@@ -87,14 +107,27 @@ def harmful_accuracy_records(rows: pd.DataFrame, opponents: str, bootstrap: Boot
             records.append(_record("judge-accuracy", judge, condition, est, variant={"averaging": averaging, **base}))
         for evaluatee, part in g.groupby("other", sort=True):
             est = _accuracy(part, "pooled", bootstrap)
-            records.append(_record("judge-accuracy", judge, condition, est, generator=str(evaluatee),
-                                   variant={"averaging": "one evaluatee", **base, "evaluatee": str(evaluatee)}))
+            records.append(
+                _record(
+                    "judge-accuracy",
+                    judge,
+                    condition,
+                    est,
+                    generator=str(evaluatee),
+                    variant={"averaging": "one evaluatee", **base, "evaluatee": str(evaluatee)},
+                )
+            )
     return records
 
 
 def _accuracy(part: pd.DataFrame, averaging: str, bootstrap: Bootstrap) -> Estimate:
-    est = reference.judge_accuracy(part["outcome_related"].to_numpy(dtype=float), part["own_ok"].to_numpy(dtype=float),
-                                   part["other_ok"].to_numpy(dtype=float), part["other"].astype(str).to_numpy(),
-                                   part["instance_id"].to_numpy(), averaging=averaging, bootstrap=bootstrap)
+    est = reference.judge_accuracy(
+        part["outcome_related"].to_numpy(dtype=float),
+        part["own_ok"].to_numpy(dtype=float),
+        part["other_ok"].to_numpy(dtype=float),
+        part["other"].astype(str).to_numpy(),
+        part["instance_id"].to_numpy(),
+        averaging=averaging,
+        bootstrap=bootstrap,
+    )
     return _reasons(est, part)
-

@@ -115,8 +115,16 @@ class BudgetPlan:
         return out
 
 
-def prompts_needed(effect: float, *, per_prompt: int, alpha: float = 0.05, power: float = 0.8,
-                   baseline: float = 0.5, icc: float = 0.0, tie_rate: float = 0.0) -> tuple[int, int, float, float]:
+def prompts_needed(
+    effect: float,
+    *,
+    per_prompt: int,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline: float = 0.5,
+    icc: float = 0.0,
+    tie_rate: float = 0.0,
+) -> tuple[int, int, float, float]:
     """(prompts, comparisons, σ₁², DE) to detect a win-rate shift ``effect`` from ``baseline`` (module docstring).
 
     >>> prompts_needed(0.05, per_prompt=1)[:2]   # (1.96·0.5 + 0.8416·0.4975)² / 0.05² = 782.7 → 783
@@ -151,8 +159,9 @@ def _scope_rows(comparisons: pd.DataFrame, judge: str, related: set[str], oppone
     return rows[(x_side | y_side).to_numpy() & ~np.isnan(outcome)]
 
 
-def pilot_estimates(comparisons: pd.DataFrame, judge: str, related: Sequence[str],
-                    opponents: Sequence[str]) -> tuple[float, float, int] | None:
+def pilot_estimates(
+    comparisons: pd.DataFrame, judge: str, related: Sequence[str], opponents: Sequence[str]
+) -> tuple[float, float, int] | None:
     """(tie share, intra-prompt correlation ρ, prompts) from a pilot's comparisons (a
     `nepotism.analyses.comparisons.Comparisons` frame) of ``judge``'s ``related`` candidates with
     ``opponents``; None when the pilot has fewer than two such prompts."""
@@ -174,10 +183,22 @@ def pilot_estimates(comparisons: pd.DataFrame, judge: str, related: Sequence[str
     return tie_rate, float(min(max(icc, 0.0), 1.0)), clusters
 
 
-def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
-               effects: Mapping[str, float] | None = None, alpha: float = 0.05, power: float = 0.8,
-               baseline: float = 0.5, icc: float = 0.1, tie_rate: float = 0.0, orders: int = 2,
-               generate: bool = True, costs: Costs | None = None, pilot: pd.DataFrame | None = None) -> BudgetPlan:
+def plan_audit(
+    judges: Sequence[str],
+    generators: Sequence[str],
+    registry,
+    *,
+    effects: Mapping[str, float] | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline: float = 0.5,
+    icc: float = 0.1,
+    tie_rate: float = 0.0,
+    orders: int = 2,
+    generate: bool = True,
+    costs: Costs | None = None,
+    pilot: pd.DataFrame | None = None,
+) -> BudgetPlan:
     """The prompts, calls and cost for ``judges`` × all pairs of ``generators`` (module docstring).
 
     ``effects``: {scope: win-rate shift to detect} (default ``{"self": 0.05}``). ``pilot``: a
@@ -202,27 +223,49 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
         for scope, effect in effects.items():
             related = tuple(g for g in generators if scope_of[g] == scope)
             m = len(related) * len(opponents)
-            common = dict(judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents,
-                          per_prompt=m)
+            common = dict(judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents, per_prompt=m)
             if m == 0:
                 what = "candidate" if not related else "unrelated opponent"
                 unknown = "" if registry.knows(judge) else f" ({judge} is not in the registry: add it with --models)"
-                plans.append(ScopePlan(**common, variance=None, tie_rate=tie_rate, icc=icc, design_effect=None,
-                                       source="assumed", comparisons=None, prompts=None,
-                                       note=f"not measurable: no {scope} {what} among the generators{unknown}"))
+                plans.append(
+                    ScopePlan(
+                        **common,
+                        variance=None,
+                        tie_rate=tie_rate,
+                        icc=icc,
+                        design_effect=None,
+                        source="assumed",
+                        comparisons=None,
+                        prompts=None,
+                        note=f"not measurable: no {scope} {what} among the generators{unknown}",
+                    )
+                )
                 continue
             ties, rho, source = tie_rate, icc, "assumed"
             found = pilot_estimates(pilot, judge, related, opponents) if pilot is not None else None
             if found is not None:
                 ties, rho, source = found[0], found[1], f"pilot ({found[2]} prompts)"
             prompts, n, variance, design_effect = prompts_needed(
-                effect, per_prompt=m, alpha=alpha, power=power, baseline=baseline, icc=rho, tie_rate=ties)
-            plans.append(ScopePlan(**common, variance=variance, tie_rate=ties, icc=rho, design_effect=design_effect,
-                                   source=source, comparisons=n, prompts=prompts))
+                effect, per_prompt=m, alpha=alpha, power=power, baseline=baseline, icc=rho, tie_rate=ties
+            )
+            plans.append(
+                ScopePlan(
+                    **common,
+                    variance=variance,
+                    tie_rate=ties,
+                    icc=rho,
+                    design_effect=design_effect,
+                    source=source,
+                    comparisons=n,
+                    prompts=prompts,
+                )
+            )
     needed = [p.prompts for p in plans if p.prompts is not None]
     if not needed:
-        raise ValueError("no judge has a related candidate and an unrelated opponent in the scope(s) asked for: "
-                         + "; ".join(f"{p.judge} {p.scope}: {p.note}" for p in plans))
+        raise ValueError(
+            "no judge has a related candidate and an unrelated opponent in the scope(s) asked for: "
+            + "; ".join(f"{p.judge} {p.scope}: {p.note}" for p in plans)
+        )
     prompts = max(needed)
     pairs = len(generators) * (len(generators) - 1) // 2
     judge_calls = prompts * len(judges) * pairs * orders
@@ -243,11 +286,21 @@ def plan_audit(judges: Sequence[str], generators: Sequence[str], registry, *,
     model_costs = {model: _priced(registry, model, costs, used[0], used[1]) for model, used in tokens.items()}
     unpriced = tuple(model for model, cost in model_costs.items() if cost is None)
     cost = None if unpriced else round(sum(c for c in model_costs.values() if c is not None), 6)
-    settings = {"alpha": alpha, "power": power, "baseline": baseline, "orders": orders, "generate": generate,
-                "judges": judges, "generators": generators, "effects": effects, **asdict(costs),
-                "pilot": pilot is not None}
-    return BudgetPlan(tuple(plans), prompts, judge_calls, generation_calls, input_tokens, output_tokens, cost, settings,
-                      model_costs, unpriced)
+    settings = {
+        "alpha": alpha,
+        "power": power,
+        "baseline": baseline,
+        "orders": orders,
+        "generate": generate,
+        "judges": judges,
+        "generators": generators,
+        "effects": effects,
+        **asdict(costs),
+        "pilot": pilot is not None,
+    }
+    return BudgetPlan(
+        tuple(plans), prompts, judge_calls, generation_calls, input_tokens, output_tokens, cost, settings, model_costs, unpriced
+    )
 
 
 def _priced(registry, model: str, costs: Costs, input_tokens: int, output_tokens: int) -> float | None:

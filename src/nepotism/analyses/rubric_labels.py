@@ -28,17 +28,24 @@ __all__ = ["METRIC", "label_records"]
 METRIC = "rubric-balanced-f1"
 
 
-def label_records(judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.DataFrame | None = None,
-                  bootstrap: Bootstrap | None = None) -> list[dict]:
+def label_records(
+    judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.DataFrame | None = None, bootstrap: Bootstrap | None = None
+) -> list[dict]:
     """``rubric-balanced-f1`` records per judge × condition (× setup) × polarity against ``labels``."""
     annotators = int(labels["annotator"].nunique())
     records = []
     for judge, condition, setup, name, g in verdict_slices(judgments, labels, items=items, how="inner"):
-        est = balanced_f1(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(),
-                          bootstrap=bootstrap)
-        record = {"metric": METRIC, "judge": judge, "generator": None, "condition": condition, "pair": None,
-                  "scope": None, "variant": {"polarity": name, "reference": "human labels"} | setup,
-                  "annotators": annotators}
+        est = balanced_f1(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
+        record = {
+            "metric": METRIC,
+            "judge": judge,
+            "generator": None,
+            "condition": condition,
+            "pair": None,
+            "scope": None,
+            "variant": {"polarity": name, "reference": "human labels"} | setup,
+            "annotators": annotators,
+        }
         record.update(est.as_dict())
         records.append(record)
     return records

@@ -58,8 +58,16 @@ from nepotism.tables import Table
 __all__ = ["NOT_STREAMED", "STREAMED", "is_streamed", "stream_pairwise"]
 
 #: The metrics a streamed audit computes (identical records to the in-memory path).
-STREAMED = ("win-rate", "self-preference-ratio", "demographic-parity-bias", "paired-win-rate-gap",
-            "excluded-verdicts", "exclusion-share-gap", "position-consistency", "leaderboard-rank")
+STREAMED = (
+    "win-rate",
+    "self-preference-ratio",
+    "demographic-parity-bias",
+    "paired-win-rate-gap",
+    "excluded-verdicts",
+    "exclusion-share-gap",
+    "position-consistency",
+    "leaderboard-rank",
+)
 
 
 def is_streamed(record: Mapping[str, Any]) -> bool:
@@ -69,28 +77,52 @@ def is_streamed(record: Mapping[str, Any]) -> bool:
     return record.get("metric") in STREAMED and "averaging" not in (record.get("variant") or {})
 
 
-_RANKED = ("it ranks each judge's leaderboard against a reference or another judge's, whose per-prompt scores "
-           "are not kept when streaming")
+_RANKED = (
+    "it ranks each judge's leaderboard against a reference or another judge's, whose per-prompt scores "
+    "are not kept when streaming"
+)
 _REFERENCE = "it joins the judgments with a reference table row by row"
 #: metric → why it is not computed when streaming
 NOT_STREAMED = {
     "matched-bias": "it sets each comparison against the unrelated judges' verdicts on the same prompt and pair, "
-                    "held in other partitions",
+    "held in other partitions",
     "preference-leakage-score": "it compares two judges' verdicts on their students' comparisons, held in two partitions",
     "ranking-difference": _RANKED,
-    "mipa": _REFERENCE, "equal-opportunity-bias": _REFERENCE, "error-bias": _REFERENCE,
-    "judge-accuracy": _REFERENCE, "legitimate-self-preference-ratio": _REFERENCE,
-    "harmful-self-preference-propensity": _REFERENCE, "task-accuracy": _REFERENCE, "reasoning-length": _REFERENCE,
+    "mipa": _REFERENCE,
+    "equal-opportunity-bias": _REFERENCE,
+    "error-bias": _REFERENCE,
+    "judge-accuracy": _REFERENCE,
+    "legitimate-self-preference-ratio": _REFERENCE,
+    "harmful-self-preference-propensity": _REFERENCE,
+    "task-accuracy": _REFERENCE,
+    "reasoning-length": _REFERENCE,
     "perplexity-win-rate": _REFERENCE + " or bins perplexity differences over the whole table",
-    "log-perplexity-gap": _REFERENCE, "mean-log-perplexity": _REFERENCE,
+    "log-perplexity-gap": _REFERENCE,
+    "mean-log-perplexity": _REFERENCE,
 }
 _BY_REFERENCE = {
     "preference-ref": ("mipa", "equal-opportunity-bias", "error-bias", "ranking-difference"),
-    "correctness-ref": ("judge-accuracy", "legitimate-self-preference-ratio", "harmful-self-preference-propensity",
-                        "task-accuracy", "reasoning-length", "mipa", "equal-opportunity-bias", "error-bias",
-                        "ranking-difference"),
-    "rubric-ref": ("mipa", "equal-opportunity-bias", "error-bias", "ranking-difference", "judge-accuracy",
-                   "legitimate-self-preference-ratio", "harmful-self-preference-propensity", "task-accuracy"),
+    "correctness-ref": (
+        "judge-accuracy",
+        "legitimate-self-preference-ratio",
+        "harmful-self-preference-propensity",
+        "task-accuracy",
+        "reasoning-length",
+        "mipa",
+        "equal-opportunity-bias",
+        "error-bias",
+        "ranking-difference",
+    ),
+    "rubric-ref": (
+        "mipa",
+        "equal-opportunity-bias",
+        "error-bias",
+        "ranking-difference",
+        "judge-accuracy",
+        "legitimate-self-preference-ratio",
+        "harmful-self-preference-propensity",
+        "task-accuracy",
+    ),
     "perplexity": ("perplexity-win-rate", "log-perplexity-gap", "mean-log-perplexity"),
 }
 _PARTITION_COLUMNS = ("judge", "condition")
@@ -195,14 +227,17 @@ class _MergedBlocks:
         reasons = np.unique(np.concatenate([k.reasons for k in kept]).astype(str)) if kept else np.zeros(0, object)
         self.reasons = np.asarray(reasons, dtype=object)
         instance_lookup = {id(k): np.searchsorted(labels, k.labels).astype(np.int64) for k in kept}
-        reason_lookup = {id(k): np.searchsorted(reasons, k.reasons.astype(str)).astype(np.int64) if k.reasons.size
-                         else np.zeros(0, np.int64) for k in kept}
+        reason_lookup = {
+            id(k): np.searchsorted(reasons, k.reasons.astype(str)).astype(np.int64) if k.reasons.size else np.zeros(0, np.int64)
+            for k in kept
+        }
         entries = [(k, b) for k in kept for b in range(len(k.group))]
         ids = sorted({name for k in kept for name in (*k.gid, *k.oid)})
         code = {name: i for i, name in enumerate(ids)}
         n_ids = max(len(ids), 1)
-        keys = np.array([(position[k.group[b]] * n_ids + code[k.gid[b]]) * n_ids + code[k.oid[b]]
-                         for k, b in entries], dtype=np.int64)
+        keys = np.array(
+            [(position[k.group[b]] * n_ids + code[k.gid[b]]) * n_ids + code[k.oid[b]] for k, b in entries], dtype=np.int64
+        )
         order = np.argsort(keys, kind="stable")
         self.parts = [entries[i] for i in order.tolist()]
         self.codes = keys[order]
@@ -270,8 +305,10 @@ class _Boards:
         instance, labels = pd.factorize(text_values(comparisons["instance_id"])[decided], sort=True)
         judge, judges = pd.factorize(text_values(comparisons["judge"])[decided], sort=True)
         n = decided.size
-        models, names = pd.factorize(np.concatenate([text_values(comparisons["model_x"])[decided],
-                                                     text_values(comparisons["model_y"])[decided]]), sort=True)
+        models, names = pd.factorize(
+            np.concatenate([text_values(comparisons["model_x"])[decided], text_values(comparisons["model_y"])[decided]]),
+            sort=True,
+        )
         gen, opp = models, np.concatenate([models[n:], models[:n]])
         score2 = np.concatenate([outcome + 1.0, 1.0 - outcome])  # twice the preference: whole numbers
         both_judge, both_instance = np.concatenate([judge, judge]), np.concatenate([instance, instance])
@@ -279,15 +316,19 @@ class _Boards:
         drop = related[both_judge, gen] | related[both_judge, opp]
         width = len(labels) * len(judges) * len(names)
         cell = (both_instance.astype(np.int64) * len(judges) + both_judge) * len(names) + gen
-        sums = [np.bincount(cell, weights=w, minlength=width)
-                for w in (score2, None, np.where(drop, 0.0, score2), (~drop).astype(float))]
+        sums = [
+            np.bincount(cell, weights=w, minlength=width)
+            for w in (score2, None, np.where(drop, 0.0, score2), (~drop).astype(float))
+        ]
         present = np.flatnonzero(sums[1] > 0)
         rest, g = np.divmod(present, len(names))
         i, j = np.divmod(rest, len(judges))
-        self.parts.append(((np.asarray(labels, dtype=object), np.asarray(judges, dtype=object),
-                            np.asarray(names, dtype=object)),
-                           (i.astype(np.int32), j.astype(np.int32), g.astype(np.int32),
-                            *(_small(s[present]) for s in sums))))
+        self.parts.append(
+            (
+                (np.asarray(labels, dtype=object), np.asarray(judges, dtype=object), np.asarray(names, dtype=object)),
+                (i.astype(np.int32), j.astype(np.int32), g.astype(np.int32), *(_small(s[present]) for s in sums)),
+            )
+        )
         for code, count in zip(*np.unique(gen[drop], return_counts=True)):
             self.dropped[str(names[code])] = self.dropped.get(str(names[code]), 0) + int(count)
         for pair in np.unique(gen.astype(np.int64) * len(names) + opp).tolist():
@@ -298,20 +339,23 @@ class _Boards:
             return []
         # every partition's codes in the sorted labels of all partitions (text order, as in memory)
         every = [np.unique(np.concatenate([part[0][k] for part in self.parts])) for k in range(3)]
-        codes = [np.concatenate([np.searchsorted(every[k], part[0][k]).astype(np.int64)[part[1][k]]
-                                 for part in self.parts]) for k in range(3)]
-        score2, count, kept_score2, kept_count = (np.concatenate([part[1][k] for part in self.parts]).astype(float)
-                                                  for k in range(3, 7))
+        codes = [
+            np.concatenate([np.searchsorted(every[k], part[0][k]).astype(np.int64)[part[1][k]] for part in self.parts])
+            for k in range(3)
+        ]
+        score2, count, kept_score2, kept_count = (
+            np.concatenate([part[1][k] for part in self.parts]).astype(float) for k in range(3, 7)
+        )
         self.parts = []
         instance, judge, generator = codes
         names, judges = np.asarray(every[2], dtype=object), np.asarray(every[1], dtype=object)
         # the opponent codes are not read by the boards, only whether the rows are pairwise
-        side = _Side(instance, judge, generator, score2 / 2.0, names, judges, opponent=np.zeros(len(instance)),
-                     weight=count)
+        side = _Side(instance, judge, generator, score2 / 2.0, names, judges, opponent=np.zeros(len(instance)), weight=count)
         kept = side.subset(kept_count > 0)
         kept.score, kept.weight = kept_score2[kept_count > 0] / 2.0, kept_count[kept_count > 0]
         dropped = {name: self.dropped[name] for name in sorted(self.dropped)}
         return pairwise_boards(side, kept, dropped, self.met, self.registry, bootstrap)
+
 
 class _Chunked(_Pending):
     """A `_Pending` estimated every ``size`` items: `ClusterSetBatch` estimates are those of each
@@ -349,21 +393,39 @@ def _dataset_judges(partitions: list[tuple[dict[str, str], list[Path]]]) -> set[
 
 
 #: Why the per-evaluatee self-preference ratios are not computed when streaming.
-PER_EVALUATEE = ("the per-evaluatee self-preference ratios and their mean (paper 004 Tables 1/3/5) are not kept "
-                 "per evaluatee when streaming (the pooled ratio is)")
+PER_EVALUATEE = (
+    "the per-evaluatee self-preference ratios and their mean (paper 004 Tables 1/3/5) are not kept "
+    "per evaluatee when streaming (the pooled ratio is)"
+)
 
 
 def _not_computed(metric: str, bootstrap: Bootstrap, reason: str | None = None) -> dict[str, Any]:
     why = f"not computed when streaming: {reason or NOT_STREAMED[metric]}; run without --stream"
     estimate = undefined(why, bootstrap=bootstrap)
-    return {"metric": metric, "judge": None, "condition": None, "generator": None, "pair": None, "scope": None,
-            "variant": {"streaming": "not computed"}, **estimate.as_dict()}
+    return {
+        "metric": metric,
+        "judge": None,
+        "condition": None,
+        "generator": None,
+        "pair": None,
+        "scope": None,
+        "variant": {"streaming": "not computed"},
+        **estimate.as_dict(),
+    }
 
 
-def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, rule: str = "consistent",
-                    opponents: tuple[str, ...] = ("unrelated", "any"), kind: str | None = None,
-                    reference_kinds: tuple[str, ...] = (), ranked: bool = False,
-                    check: Callable[[Table], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def stream_pairwise(
+    source: str | Path,
+    registry: Any,
+    *,
+    bootstrap: Bootstrap,
+    rule: str = "consistent",
+    opponents: tuple[str, ...] = ("unrelated", "any"),
+    kind: str | None = None,
+    reference_kinds: tuple[str, ...] = (),
+    ranked: bool = False,
+    check: Callable[[Table], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(records, summary) of a pairwise dataset read one partition at a time (module docstring).
 
     ``check`` is called on each partition's validated table before anything is computed from it
@@ -371,17 +433,20 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     rank-against was asked for) add the metrics they would have given to the not-computed list.
     """
     if kind is not None and kind != "pairwise":
-        raise InputError(f"--stream computes pairwise metrics; this is a {kind} table: run without --stream",
-                         field="--stream")
+        raise InputError(f"--stream computes pairwise metrics; this is a {kind} table: run without --stream", field="--stream")
     partitions = dataset_partitions(source)
     if not partitions:
         raise InputError("the dataset holds no Parquet file (.parquet)", path=str(source))
     for values, files in partitions:
         other = sorted(set(values) - set(_PARTITION_COLUMNS))
         if other:
-            raise InputError(f"--stream pairs the two presentation orders of a comparison within a partition, so the "
-                             f"dataset must be partitioned by judge (and/or condition), not by {', '.join(other)}; "
-                             "run without --stream", path=str(files[0]), field="--stream")
+            raise InputError(
+                f"--stream pairs the two presentation orders of a comparison within a partition, so the "
+                f"dataset must be partitioned by judge (and/or condition), not by {', '.join(other)}; "
+                "run without --stream",
+                path=str(files[0]),
+                field="--stream",
+            )
     judges = _dataset_judges(partitions)
     relations = _Relations(registry)
     related_memo: dict[str, bool] = {}
@@ -409,8 +474,11 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         if table is None:
             continue
         if table.kind != "pairwise":
-            raise InputError(f"--stream computes pairwise metrics; this is a {table.kind} table: run without --stream",
-                             path=str(files[0]), field="--stream")
+            raise InputError(
+                f"--stream computes pairwise metrics; this is a {table.kind} table: run without --stream",
+                path=str(files[0]),
+                field="--stream",
+            )
         kind = "pairwise"  # the first partition tells; the others are read as that kind
         if check is not None:
             check(table)
@@ -421,9 +489,13 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         for group in range(len(rows.groups)):
             key = rows.groups[group]
             if key in where:
-                raise InputError(f"judge '{key[0]}', condition '{key[1]}' has rows in two partitions ({where[key]} and "
-                                 f"{files[0].parent}); --stream needs each judge's rows in one partition: run "
-                                 "without --stream", path=str(files[0]), field="--stream")
+                raise InputError(
+                    f"judge '{key[0]}', condition '{key[1]}' has rows in two partitions ({where[key]} and "
+                    f"{files[0].parent}); --stream needs each judge's rows in one partition: run "
+                    "without --stream",
+                    path=str(files[0]),
+                    field="--stream",
+                )
             where[key] = str(files[0].parent)
             pending = _Pending(bootstrap)
             _win_rates(rows, group, relations, pending)
@@ -463,8 +535,12 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
     records += boards.records(bootstrap)
 
     missing = ["matched-bias"]
-    students = {r["judge"] for group in audit.values() for r in group
-                if r["metric"] == "self-preference-ratio" and r["scope"] == "student" and r.get("generators")}
+    students = {
+        r["judge"]
+        for group in audit.values()
+        for r in group
+        if r["metric"] == "self-preference-ratio" and r["scope"] == "student" and r.get("generators")
+    }
     if len(students) >= 2:
         missing.append("preference-leakage-score")
     if ranked:
@@ -473,15 +549,26 @@ def stream_pairwise(source: str | Path, registry: Any, *, bootstrap: Bootstrap, 
         missing += [m for m in _BY_REFERENCE.get(ref, ()) if m not in missing]
     records += [_not_computed(metric, bootstrap) for metric in missing]
     # the per-evaluatee SPR (004 Tables 1/3/5) is a variant of a streamed metric: said, not dropped
-    records.append({**_not_computed("self-preference-ratio", bootstrap, PER_EVALUATEE),
-                    "variant": {"averaging": "per-evaluatee and one evaluatee", "streaming": "not computed"}})
+    records.append(
+        {
+            **_not_computed("self-preference-ratio", bootstrap, PER_EVALUATEE),
+            "variant": {"averaging": "per-evaluatee and one evaluatee", "streaming": "not computed"},
+        }
+    )
     n_instances = int(np.unique(np.concatenate(instance_labels)).size) if instance_labels else 0
-    summary = {"rows": totals["rows"], "kind": "pairwise", "comparisons": totals["comparisons"],
-               "single_order_comparisons": totals["single_order_comparisons"],
-               "excluded_comparisons": dict(sorted(excluded_comparisons.items())), "instances": n_instances,
-               "judges": sorted({judge for judge, _ in groups}), "generators": len(generators),
-               "generators_not_in_registry": sorted(m for m in generators if not registry.knows(m)),
-               "aggregation_rule": rule, "streamed": {"partitions": len(partitions), "metrics": list(STREAMED)},
-               "not_computed_when_streaming": [f"{m} ({NOT_STREAMED[m]}; run without --stream)" for m in missing]
-               + [f"self-preference-ratio per evaluatee ({PER_EVALUATEE}; run without --stream)"]}
+    summary = {
+        "rows": totals["rows"],
+        "kind": "pairwise",
+        "comparisons": totals["comparisons"],
+        "single_order_comparisons": totals["single_order_comparisons"],
+        "excluded_comparisons": dict(sorted(excluded_comparisons.items())),
+        "instances": n_instances,
+        "judges": sorted({judge for judge, _ in groups}),
+        "generators": len(generators),
+        "generators_not_in_registry": sorted(m for m in generators if not registry.knows(m)),
+        "aggregation_rule": rule,
+        "streamed": {"partitions": len(partitions), "metrics": list(STREAMED)},
+        "not_computed_when_streaming": [f"{m} ({NOT_STREAMED[m]}; run without --stream)" for m in missing]
+        + [f"self-preference-ratio per evaluatee ({PER_EVALUATEE}; run without --stream)"],
+    }
     return records, summary

@@ -51,15 +51,31 @@ import pandas as pd
 from nepotism.analyses.audit import AuditOptions, audit_pairwise
 from nepotism.analyses.per_evaluatee import harmful_accuracy_records, spr_records
 from nepotism.analyses.rubric_labels import label_records
-from nepotism.analyses.comparisons import (Comparisons, RowPairs, build_comparisons, candidates, row_exclusions,
-                                           reason_counts, text_values, with_reason_counts, with_reasons)
+from nepotism.analyses.comparisons import (
+    Comparisons,
+    RowPairs,
+    build_comparisons,
+    candidates,
+    row_exclusions,
+    reason_counts,
+    text_values,
+    with_reason_counts,
+    with_reasons,
+)
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
 from nepotism.metrics._common import undefined
-from nepotism.metrics.coverage import (count_reasons, excluded_share, gaming_flag, gap_p_value, gap_sums,
-                                       gap_undefined, low_label_mass)
+from nepotism.metrics.coverage import (
+    count_reasons,
+    excluded_share,
+    gaming_flag,
+    gap_p_value,
+    gap_sums,
+    gap_undefined,
+    low_label_mass,
+)
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
@@ -69,10 +85,21 @@ from nepotism.results import Results, new_record
 from nepotism.tables import VERDICT_COLUMN
 from nepotism.votes import decide
 
-__all__ = ["DERIVED_SLICES", "REFERENCE_VOTES", "SuiteOptions", "SuiteResult", "agreement_filter", "committee", "correlate",
-           "derive_instance_references", "labels_per_pair", "majority_labels",
-           "read_leaderboard", "references_for", "run_suite"]
-
+__all__ = [
+    "DERIVED_SLICES",
+    "REFERENCE_VOTES",
+    "SuiteOptions",
+    "SuiteResult",
+    "agreement_filter",
+    "committee",
+    "correlate",
+    "derive_instance_references",
+    "labels_per_pair",
+    "majority_labels",
+    "read_leaderboard",
+    "references_for",
+    "run_suite",
+]
 
 
 #: How several human labels of one pair are used (`SuiteOptions.reference_vote`).
@@ -142,11 +169,13 @@ def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict
         est = recognition.position_consistency(code[f], code[s_], rows.instance[f], bootstrap=options.bootstrap)
         est = with_reason_counts(est, reason_counts(both_why[pairs], rows.reasons))
         records.append(new_record("position-consistency", name, cond, est, variant={"share": "two orders agree"}))
-        est = with_reason_counts(recognition.first_slot_preference(slot[rows_g], rows.instance[rows_g],
-                                                                   bootstrap=options.bootstrap),
-                                 reason_counts(rows.why[rows_g], rows.reasons))
-        records.append(new_record("position-consistency", name, cond, est,
-                               variant={"share": "first slot chosen", "ties": "exclude"}))
+        est = with_reason_counts(
+            recognition.first_slot_preference(slot[rows_g], rows.instance[rows_g], bootstrap=options.bootstrap),
+            reason_counts(rows.why[rows_g], rows.reasons),
+        )
+        records.append(
+            new_record("position-consistency", name, cond, est, variant={"share": "first slot chosen", "ties": "exclude"})
+        )
     return records
 
 
@@ -171,7 +200,7 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     for scope in PLS_SCOPES:
         students = {j: sorted(m for m in models if registry.scope(j, m) == scope) for j in judges}
         for ii, ji in enumerate(judges):
-            for jj in judges[ii + 1:]:
+            for jj in judges[ii + 1 :]:
                 for si in students[ji]:
                     for sj in students[jj]:
                         if si != sj:
@@ -181,8 +210,9 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
 
 def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str, options) -> list[dict]:
     """PLS (paper 000 Eq. 5-6) of judges ``ji`` and ``jj`` on their related candidates ``si`` vs ``sj``."""
-    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) \
-        & comp["judge"].isin([ji, jj])
+    mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) & comp[
+        "judge"
+    ].isin([ji, jj])
     records = []
     for condition, sub in comp[mask].groupby("condition"):
         sign = np.where(sub["model_x"] == si, 1.0, -1.0)
@@ -191,22 +221,43 @@ def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str
         ids = sub["instance_id"].to_numpy()
         for ties in leakage.PLS_TIE_RULES:
             est = leakage.preference_leakage_score(
-                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)),
-                np.concatenate([judge_side, judge_side]), np.concatenate([ids, ids]),
-                ties=ties, bootstrap=options.bootstrap)
-            records.append(new_record("preference-leakage-score", f"{ji} & {jj}", condition, est,
-                                   pair=[si, sj], scope=scope, variant={"ties": ties}))
+                np.concatenate([out_i, -out_i]),
+                np.repeat([0, 1], len(sub)),
+                np.concatenate([judge_side, judge_side]),
+                np.concatenate([ids, ids]),
+                ties=ties,
+                bootstrap=options.bootstrap,
+            )
+            records.append(
+                new_record(
+                    "preference-leakage-score", f"{ji} & {jj}", condition, est, pair=[si, sj], scope=scope, variant={"ties": ties}
+                )
+            )
         if sub["replicate"].nunique() > 1:  # repeated runs: 000 App. D.2's mean and variance (Table 9)
             runs = sub["replicate"].astype(str).to_numpy()
             spread = leakage.preference_leakage_runs(
-                np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([judge_side, judge_side]),
-                np.concatenate([runs, runs]), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
+                np.concatenate([out_i, -out_i]),
+                np.repeat([0, 1], len(sub)),
+                np.concatenate([judge_side, judge_side]),
+                np.concatenate([runs, runs]),
+                np.concatenate([ids, ids]),
+                bootstrap=options.bootstrap,
+            )
             mean = spread["mean"]
-            records.append(new_record("preference-leakage-variance", f"{ji} & {jj}", condition, spread["variance"],
-                                   pair=[si, sj], scope=scope, variant={"ties": "loss", "over": "runs (replicates)"},
-                                   mean=mean.as_dict()["value"], mean_ci=[mean.as_dict()["ci_low"],
-                                                                          mean.as_dict()["ci_high"]],
-                                   runs=spread["runs"]))
+            records.append(
+                new_record(
+                    "preference-leakage-variance",
+                    f"{ji} & {jj}",
+                    condition,
+                    spread["variance"],
+                    pair=[si, sj],
+                    scope=scope,
+                    variant={"ties": "loss", "over": "runs (replicates)"},
+                    mean=mean.as_dict()["value"],
+                    mean_ci=[mean.as_dict()["ci_low"], mean.as_dict()["ci_high"]],
+                    runs=spread["runs"],
+                )
+            )
     return records
 
 
@@ -250,9 +301,16 @@ def majority_labels(pref: pd.DataFrame) -> pd.DataFrame:
     a, b = pref["model_a"].astype(str).to_numpy(), pref["model_b"].astype(str).to_numpy()
     x, y = np.where(a < b, a, b), np.where(a < b, b, a)
     w = pref["winner"].astype(str).to_numpy()
-    frame = pd.DataFrame({"instance_id": pref["instance_id"].astype(str).to_numpy(), "model_a": x, "model_b": y,
-                          "vote_x": (w == x).astype(float), "vote_y": (w == y).astype(float),
-                          "vote_tie": ((w != x) & (w != y)).astype(float)})
+    frame = pd.DataFrame(
+        {
+            "instance_id": pref["instance_id"].astype(str).to_numpy(),
+            "model_a": x,
+            "model_b": y,
+            "vote_x": (w == x).astype(float),
+            "vote_y": (w == y).astype(float),
+            "vote_tie": ((w != x) & (w != y)).astype(float),
+        }
+    )
     counts = frame.groupby(["instance_id", "model_a", "model_b"], sort=True)[["vote_x", "vote_y", "vote_tie"]].sum()
     column = decide(counts.to_numpy(), rule="plurality", split="tie", tie=2)
     keys = counts.index.to_frame(index=False)
@@ -267,20 +325,35 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     if pref is not None:
         several = labels_per_pair(pref) > 1 or ("labels" in pref and len(pref) and int(pref["labels"].max()) > 1)
         vote = {"reference_vote": options.reference_vote} if several else {}
-        source = {"reference_source": str(pref["derived_from"].iloc[0]) if "derived_from" in pref and len(pref)
-                  else "the human preference labels"}
+        source = {
+            "reference_source": str(pref["derived_from"].iloc[0])
+            if "derived_from" in pref and len(pref)
+            else "the human preference labels"
+        }
         p = pref.copy()
         a, b = p["model_a"].astype(str), p["model_b"].astype(str)
         first = a < b
         w = p["winner"].astype(str)
         code_a = np.where(w == a, 1.0, np.where(w == b, -1.0, 0.0))
-        ref = pd.DataFrame({"instance_id": p["instance_id"].astype(str), "model_x": np.where(first, a, b),
-                            "model_y": np.where(first, b, a), "human": np.where(first, code_a, -code_a)})
+        ref = pd.DataFrame(
+            {
+                "instance_id": p["instance_id"].astype(str),
+                "model_x": np.where(first, a, b),
+                "model_y": np.where(first, b, a),
+                "human": np.where(first, code_a, -code_a),
+            }
+        )
         merged = comp.merge(ref, on=["instance_id", "model_x", "model_y"], how="inner")
         for (judge, condition), group in merged.groupby(["judge", "condition"], sort=True):
-            records.append(new_record("mipa", judge, condition, rubric.mipa(group["outcome"], group["human"],
-                                   group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
-                                   variant={"paradigm": "PWC", **vote}))
+            records.append(
+                new_record(
+                    "mipa",
+                    judge,
+                    condition,
+                    rubric.mipa(group["outcome"], group["human"], group["instance_id"].to_numpy(), bootstrap=options.bootstrap),
+                    variant={"paradigm": "PWC", **vote},
+                )
+            )
         pairs = merged[["judge", "condition", "model_x", "model_y"]].drop_duplicates()  # scopes once per pair
         for scope in AUDITED_SCOPES:
             # against unrelated opponents; where a judge has none, against any less related one
@@ -296,43 +369,79 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
                 ids = group["instance_id"].to_numpy()
                 pref_rel = (o + 1) / 2
                 hum_rel = (h + 1) / 2
-                est = reference.equal_opportunity_bias(np.concatenate([pref_rel, 1 - pref_rel]),
-                                                       np.concatenate([hum_rel, 1 - hum_rel]),
-                                                       np.repeat([True, False], len(o)), np.concatenate([ids, ids]),
-                                                       bootstrap=options.bootstrap)
+                est = reference.equal_opportunity_bias(
+                    np.concatenate([pref_rel, 1 - pref_rel]),
+                    np.concatenate([hum_rel, 1 - hum_rel]),
+                    np.repeat([True, False], len(o)),
+                    np.concatenate([ids, ids]),
+                    bootstrap=options.bootstrap,
+                )
                 matrix = reference.confusion_matrix(pref_rel, hum_rel)
                 flag = {"opponent_models": sorted(map(str, set(group["other"]))), **source}  # who the related side met
-                records.append(new_record("equal-opportunity-bias", judge, condition, est, scope=scope,
-                                       variant={"judge_tie": "1/2", "opponents": opponents, **vote},
-                                       confusion_matrix=matrix, **flag))
-                records.append(new_record("error-bias", judge, condition,
-                                       leakage.error_bias(o, h, ids, bootstrap=options.bootstrap), scope=scope,
-                                       variant={"opponents": opponents, **vote}, **flag))
+                records.append(
+                    new_record(
+                        "equal-opportunity-bias",
+                        judge,
+                        condition,
+                        est,
+                        scope=scope,
+                        variant={"judge_tie": "1/2", "opponents": opponents, **vote},
+                        confusion_matrix=matrix,
+                        **flag,
+                    )
+                )
+                records.append(
+                    new_record(
+                        "error-bias",
+                        judge,
+                        condition,
+                        leakage.error_bias(o, h, ids, bootstrap=options.bootstrap),
+                        scope=scope,
+                        variant={"opponents": opponents, **vote},
+                        **flag,
+                    )
+                )
                 prob_x = group["prob_x"].to_numpy(dtype=float) if "prob_x" in group else np.full(len(group), np.nan)
                 if np.isfinite(prob_x).any():  # 001 Eq. 3: the choice is the argmax of the order-averaged score
                     p_rel = np.where(group["related"] == group["model_x"], prob_x, 1.0 - prob_x)
                     chosen = np.where(np.isnan(p_rel), np.nan, np.sign(p_rel - 0.5) / 2 + 0.5)
                     est = reference.equal_opportunity_bias(
-                        np.concatenate([chosen, 1 - chosen]), np.concatenate([hum_rel, 1 - hum_rel]),
-                        np.repeat([True, False], len(o)), np.concatenate([ids, ids]), bootstrap=options.bootstrap)
+                        np.concatenate([chosen, 1 - chosen]),
+                        np.concatenate([hum_rel, 1 - hum_rel]),
+                        np.repeat([True, False], len(o)),
+                        np.concatenate([ids, ids]),
+                        bootstrap=options.bootstrap,
+                    )
                     reasons = group["prob_excluded_reason"] if "prob_excluded_reason" in group else None
                     if reasons is not None:
                         est = with_reasons(est, pd.concat([reasons, reasons]))
-                    records.append(new_record("equal-opportunity-bias", judge, condition, est, scope=scope,
-                                           variant={"judge_tie": "1/2", "opponents": opponents,
-                                                    "preference": "probability-argmax", **vote}, **flag))
+                    records.append(
+                        new_record(
+                            "equal-opportunity-bias",
+                            judge,
+                            condition,
+                            est,
+                            scope=scope,
+                            variant={"judge_tie": "1/2", "opponents": opponents, "preference": "probability-argmax", **vote},
+                            **flag,
+                        )
+                    )
             # a judge with candidates in this scope but none less related to meet: say so, not nothing
             judged = set(zip(sub["judge"], sub["condition"]))
-            present = {(j, c) for j, c, x, y in pairs.itertuples(index=False)
-                       if scope in (relations.get((j, x)), relations.get((j, y)))}
+            present = {
+                (j, c) for j, c, x, y in pairs.itertuples(index=False) if scope in (relations.get((j, x)), relations.get((j, y)))
+            }
             for judge, condition in sorted(present - judged):
-                why = (f"every {scope} candidate of this judge met only candidates at least as related to it "
-                       "(no unrelated or less related opponent), so a preference for it cannot be told from one for them")
-                for metric, variant in (("equal-opportunity-bias", {"judge_tie": "1/2", "opponents": "any"}),
-                                        ("error-bias", {"opponents": "any"})):
+                why = (
+                    f"every {scope} candidate of this judge met only candidates at least as related to it "
+                    "(no unrelated or less related opponent), so a preference for it cannot be told from one for them"
+                )
+                for metric, variant in (
+                    ("equal-opportunity-bias", {"judge_tie": "1/2", "opponents": "any"}),
+                    ("error-bias", {"opponents": "any"}),
+                ):
                     empty = undefined(why, bootstrap=options.bootstrap)
-                    records.append(new_record(metric, judge, condition, empty, scope=scope, variant=variant,
-                                           opponent_models=[]))
+                    records.append(new_record(metric, judge, condition, empty, scope=scope, variant=variant, opponent_models=[]))
     if corr is not None and "correct" in corr:
         c = corr[["instance_id", "model", "correct"]].copy()
         c["instance_id"] = c["instance_id"].astype(str)
@@ -360,9 +469,11 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
             readings.append(("probability", g["p_own"].to_numpy(dtype=float), g.get("prob_excluded_reason")))
         for preference, outcome, reasons in readings:
             for averaging in ("per-evaluatee", "pooled"):
-                for metric, fn in (("judge-accuracy", reference.judge_accuracy),
-                                   ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
-                                   ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+                for metric, fn in (
+                    ("judge-accuracy", reference.judge_accuracy),
+                    ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                    ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity),
+                ):
                     est = fn(outcome, *rest, averaging=averaging, preference=preference, bootstrap=options.bootstrap)
                     if reasons is not None:  # the rows without a verdict or probability, by reason
                         est = with_reasons(est, reasons)
@@ -372,17 +483,31 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
                     records.append(new_record(metric, judge, condition, est, scope="self", variant=variant))
         # paper 004's tables: the same three numbers per evaluatee (the model the judge's answer met)
         for evaluatee, part in g.groupby("other", sort=True):
-            rest = (part["own_ok"].to_numpy(), part["other_ok"].to_numpy(), part["other"].to_numpy(),
-                    part["instance_id"].to_numpy())
-            for metric, fn in (("judge-accuracy", reference.judge_accuracy),
-                               ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
-                               ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity)):
+            rest = (
+                part["own_ok"].to_numpy(),
+                part["other_ok"].to_numpy(),
+                part["other"].to_numpy(),
+                part["instance_id"].to_numpy(),
+            )
+            for metric, fn in (
+                ("judge-accuracy", reference.judge_accuracy),
+                ("legitimate-self-preference-ratio", reference.legitimate_self_preference_ratio),
+                ("harmful-self-preference-propensity", reference.harmful_self_preference_propensity),
+            ):
                 est = fn(part["outcome_related"].to_numpy(), *rest, averaging="pooled", bootstrap=options.bootstrap)
                 if "excluded_reason" in part:
                     est = with_reasons(est, part["excluded_reason"])
-                records.append(new_record(metric, judge, condition, est, scope="self", generator=str(evaluatee),
-                                       variant={"averaging": "one evaluatee", "opponents": opponents,
-                                                "evaluatee": str(evaluatee)}))
+                records.append(
+                    new_record(
+                        metric,
+                        judge,
+                        condition,
+                        est,
+                        scope="self",
+                        generator=str(evaluatee),
+                        variant={"averaging": "one evaluatee", "opponents": opponents, "evaluatee": str(evaluatee)},
+                    )
+                )
     return records + harmful_accuracy_records(sub, opponents, options.bootstrap)  # 003 Fig. 5, Table 4
 
 
@@ -402,13 +527,28 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
         records += spr_records(_self_rows(comp, relations, "self", opponents=opponents), opponents, options.bootstrap)
     records += _reference_pairwise(comp, relations, refs, options)
     records += reasoning_length_records(frame, refs.get("correctness-ref"), relations, options.bootstrap)
-    records += pairwise_rank_records(comp, registry, options.bootstrap, preference=refs.get("preference-ref"),
-                                     leaderboard=options.leaderboard, rank_against=options.rank_against)
-    records += perplexity_records(frame, registry, options.bootstrap, preference=refs.get("preference-ref"),
-                                  bins=options.perplexity_bins, difference=options.perplexity_difference,
-                                  perplexity=refs.get("perplexity"))
+    records += pairwise_rank_records(
+        comp,
+        registry,
+        options.bootstrap,
+        preference=refs.get("preference-ref"),
+        leaderboard=options.leaderboard,
+        rank_against=options.rank_against,
+    )
+    records += perplexity_records(
+        frame,
+        registry,
+        options.bootstrap,
+        preference=refs.get("preference-ref"),
+        bins=options.perplexity_bins,
+        difference=options.perplexity_difference,
+        perplexity=refs.get("perplexity"),
+    )
     from nepotism.analyses.matched import MatchedOptions, run_matched
-    records += run_matched(comparisons, "pairwise", registry, references=refs, options=MatchedOptions(bootstrap=options.bootstrap))
+
+    records += run_matched(
+        comparisons, "pairwise", registry, references=refs, options=MatchedOptions(bootstrap=options.bootstrap)
+    )
     return records
 
 
@@ -416,15 +556,18 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
 def _rubric_suite(frame, registry, refs, options) -> list[dict]:
     records = rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
     if refs.get("rubric-labels") is not None:  # people's labels of the items: 002 App. C's balanced F1
-        records += label_records(frame, refs["rubric-labels"], items=refs.get("rubric-items"),
-                                 bootstrap=options.bootstrap)
+        records += label_records(frame, refs["rubric-labels"], items=refs.get("rubric-items"), bootstrap=options.bootstrap)
     reference = refs.get("rubric-ref")
     if reference is not None and not reference.empty:  # each judge's verdicts against the reference (002 App. C)
         from nepotism.grading.rubric_reference import jurors_of, meta_evaluation
 
-        records += meta_evaluation(frame, reference, items=refs.get("rubric-items"),
-                                   reference_name="jury" if jurors_of(reference) else "rubric-ref",
-                                   bootstrap=options.bootstrap)
+        records += meta_evaluation(
+            frame,
+            reference,
+            items=refs.get("rubric-items"),
+            reference_name="jury" if jurors_of(reference) else "rubric-ref",
+            bootstrap=options.bootstrap,
+        )
     return records
 
 
@@ -531,6 +674,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
                 parts.append(values[code])
             judge, condition, *setup = reversed(parts)
             return judge, condition, {"kind": kind} | ({"setup": setup[0]} if setup else {})
+
     columns = [frame[c] for c in ("model_a", "model_b", "model") if c in frame][:2]
     codes, generators = pd.factorize(pd.concat(columns, ignore_index=True), sort=True)
     shows = codes.reshape(len(columns), len(frame))  # per side, each judgment's generator code
@@ -539,8 +683,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
         judge, condition, variant = named(g)
         est = excluded_share(missing[where], instance[where], reasons=labels[where], bootstrap=options.bootstrap)
         records.append(new_record("excluded-verdicts", judge, condition, est, variant=variant))
-        records += _gap_records(named(g), where, shows, np.asarray(generators, dtype=object), missing, labels,
-                                instance, options)
+        records += _gap_records(named(g), where, shows, np.asarray(generators, dtype=object), missing, labels, instance, options)
     keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
     return _with_low_mass(records, frame, column, keys)
 
@@ -558,8 +701,7 @@ def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: 
     for record in records:
         if record["metric"] != "excluded-verdicts":
             continue
-        key = (str(record["judge"]), str(record["condition"])) + (
-            (str(record["variant"]["setup"]),) if "setup" in keys else ())
+        key = (str(record["judge"]), str(record["condition"])) + ((str(record["variant"]["setup"]),) if "setup" in keys else ())
         record["label_mass_below_half"] = counts.get(key, 0)
     return records
 
@@ -567,8 +709,16 @@ def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: 
 _NOT_ASKED = "failed-generation:"  # the label prefix of a judgment a failed generation prevented
 
 
-def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndarray, generators: np.ndarray,
-                 missing: np.ndarray, labels: np.ndarray, instance: np.ndarray, options) -> list[dict]:
+def _gap_records(
+    named: tuple[str, str, dict],
+    where: np.ndarray,
+    shows: np.ndarray,
+    generators: np.ndarray,
+    missing: np.ndarray,
+    labels: np.ndarray,
+    instance: np.ndarray,
+    options,
+) -> list[dict]:
     """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
     more often the judgments showing it have no verdict than the judge's others
     (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums and test, every generator's
@@ -609,12 +759,25 @@ def _gap_records(named: tuple[str, str, dict], where: np.ndarray, shows: np.ndar
         est = estimates[index]
         share = n_excluded / n if n else None
         others_share = others_gone / others if others else None
-        flagged = share is not None and others_share is not None and gaming_flag(est, share, others_share,
-                                                                                  tested=tested, alpha=alpha)
-        records.append(new_record("exclusion-share-gap", judge, condition, est, generator=name, variant=variant,
-                               share=share, others_share=others_share, others_n=others,
-                               others_n_excluded=others_gone, flagged=flagged,
-                               p_threshold=alpha / tested if tested else None))
+        flagged = (
+            share is not None and others_share is not None and gaming_flag(est, share, others_share, tested=tested, alpha=alpha)
+        )
+        records.append(
+            new_record(
+                "exclusion-share-gap",
+                judge,
+                condition,
+                est,
+                generator=name,
+                variant=variant,
+                share=share,
+                others_share=others_share,
+                others_n=others,
+                others_n_excluded=others_gone,
+                flagged=flagged,
+                p_threshold=alpha / tested if tested else None,
+            )
+        )
     return records
 
 
@@ -627,19 +790,29 @@ def flagged_candidates(records: list[dict]) -> list[dict]:
         if r.get("metric") != "exclusion-share-gap" or not r.get("flagged"):
             continue
         reasons = r.get("excluded") or {}
-        out.append({"judge": r["judge"], "condition": r["condition"], "kind": (r.get("variant") or {}).get("kind"),
-                    "generator": r["generator"], "share": r["share"], "others_share": r["others_share"],
-                    "n": r["n"], "n_excluded": r["n_excluded"],
-                    "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else None,
-                    "p_value": r.get("p_value")})
+        out.append(
+            {
+                "judge": r["judge"],
+                "condition": r["condition"],
+                "kind": (r.get("variant") or {}).get("kind"),
+                "generator": r["generator"],
+                "share": r["share"],
+                "others_share": r["others_share"],
+                "n": r["n"],
+                "n_excluded": r["n_excluded"],
+                "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else None,
+                "p_value": r.get("p_value"),
+            }
+        )
     return out
 
 
 def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
     if kind == "pairwise" and comparisons is None:
         comparisons = build_comparisons(frame, rule=options.rule)  # paired once: excluded verdicts use it too
-    return (exclusion_records(frame, kind, options, comparisons.rows if comparisons is not None else None)
-            + _metrics(frame, kind, registry, refs, options, comparisons))
+    return exclusion_records(frame, kind, options, comparisons.rows if comparisons is not None else None) + _metrics(
+        frame, kind, registry, refs, options, comparisons
+    )
 
 
 def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
@@ -649,9 +822,13 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
     if kind in ("rubric", "pointwise"):
         from nepotism.analyses.matched import MatchedOptions, run_matched
 
-        records = (_rubric_suite(frame, registry, refs, options) if kind == "rubric" else
-                   pointwise_records(frame, registry, refs, boot, leaderboard=options.leaderboard,
-                                     rank_against=options.rank_against))
+        records = (
+            _rubric_suite(frame, registry, refs, options)
+            if kind == "rubric"
+            else pointwise_records(
+                frame, registry, refs, boot, leaderboard=options.leaderboard, rank_against=options.rank_against
+            )
+        )
         matched_options = MatchedOptions(bootstrap=boot)
         if kind == "rubric" and "setup" in frame and frame["setup"].notna().any():
             # rubric verdicts asked one item per call and all items in one call are measured apart, never pooled
@@ -662,8 +839,9 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
             return records
         return records + run_matched(frame, kind, registry, references=refs, options=matched_options)
     if kind in ("recognition", "recognition-pairwise"):
-        records = recognition_records(frame, kind, registry, boot, target=options.recognition_target,
-                                      correctness=refs.get("correctness-ref"))
+        records = recognition_records(
+            frame, kind, registry, boot, target=options.recognition_target, correctness=refs.get("correctness-ref")
+        )
         if refs.get("pairwise") is not None:
             pairwise = refs["pairwise"]
             if "condition" not in pairwise:
@@ -671,8 +849,15 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
             if "replicate" not in pairwise:
                 pairwise = pairwise.assign(replicate=0)
             comparisons = build_comparisons(pairwise, rule=options.rule).frame
-            records += association_records(frame, kind, comparisons, registry, boot, target=options.recognition_target,
-                                           correctness=refs.get("correctness-ref"))
+            records += association_records(
+                frame,
+                kind,
+                comparisons,
+                registry,
+                boot,
+                target=options.recognition_target,
+                correctness=refs.get("correctness-ref"),
+            )
         return records
     return []
 
@@ -688,8 +873,11 @@ def _derived_slice(frame: pd.DataFrame, name: str, refs: dict) -> pd.Series | No
     else:
         words = items["text"].astype(str).str.split().str.len().to_numpy()
         low, high = np.quantile(words, [1 / 3, 2 / 3])
-        label = np.where(words <= low, f"short (<= {low:g} words)",
-                         np.where(words <= high, f"medium (<= {high:g} words)", f"long (> {high:g} words)"))
+        label = np.where(
+            words <= low,
+            f"short (<= {low:g} words)",
+            np.where(words <= high, f"medium (<= {high:g} words)", f"long (> {high:g} words)"),
+        )
     lookup_table = pd.Series(label, index=pd.MultiIndex.from_frame(items[["instance_id", "rubric_id"]]))
     keys = pd.MultiIndex.from_arrays([frame["instance_id"].astype(str), frame["rubric_id"].astype(str)])
     return pd.Series(lookup_table.reindex(keys).to_numpy(dtype=object), index=frame.index)
@@ -699,10 +887,20 @@ def _preference_from_scores(scores: pd.DataFrame, source: str) -> pd.DataFrame:
     """w* for every pair of answers to one prompt: the higher reference score wins, equal scores tie."""
     pairs = scores.merge(scores, on="instance_id", suffixes=("_a", "_b"))
     pairs = pairs[pairs["model_a"] < pairs["model_b"]]
-    winner = np.where(pairs["score_a"] > pairs["score_b"], pairs["model_a"],
-                      np.where(pairs["score_a"] < pairs["score_b"], pairs["model_b"], "tie"))
-    return pd.DataFrame({"instance_id": pairs["instance_id"].to_numpy(), "model_a": pairs["model_a"].to_numpy(),
-                         "model_b": pairs["model_b"].to_numpy(), "winner": winner, "derived_from": source})
+    winner = np.where(
+        pairs["score_a"] > pairs["score_b"],
+        pairs["model_a"],
+        np.where(pairs["score_a"] < pairs["score_b"], pairs["model_b"], "tie"),
+    )
+    return pd.DataFrame(
+        {
+            "instance_id": pairs["instance_id"].to_numpy(),
+            "model_a": pairs["model_a"].to_numpy(),
+            "model_b": pairs["model_b"].to_numpy(),
+            "winner": winner,
+            "derived_from": source,
+        }
+    )
 
 
 def derive_instance_references(refs: dict) -> dict:
@@ -720,8 +918,11 @@ def derive_instance_references(refs: dict) -> dict:
     out = dict(refs)
     rubric_ref = refs.get("rubric-ref")
     if rubric_ref is not None and not rubric_ref.empty:
-        met = rubric_ref.assign(instance_id=rubric_ref["instance_id"].astype(str),
-                                model=rubric_ref["model"].astype(str), met=rubric_ref["met"].astype(float))
+        met = rubric_ref.assign(
+            instance_id=rubric_ref["instance_id"].astype(str),
+            model=rubric_ref["model"].astype(str),
+            met=rubric_ref["met"].astype(float),
+        )
         shares = met.groupby(["instance_id", "model"], sort=True)["met"].mean().reset_index(name="score")
         if "correctness-ref" not in out:
             out["correctness-ref"] = shares.assign(derived_from="rubric-ref: share of rubric items met")
@@ -730,13 +931,23 @@ def derive_instance_references(refs: dict) -> dict:
     corr = out.get("correctness-ref")
     if "preference-ref" not in out and corr is not None and "score" in corr and corr["score"].notna().any():
         scores = corr[corr["score"].notna()]
-        scores = pd.DataFrame({"instance_id": scores["instance_id"].astype(str), "model": scores["model"].astype(str),
-                               "score": scores["score"].astype(float)})
+        scores = pd.DataFrame(
+            {
+                "instance_id": scores["instance_id"].astype(str),
+                "model": scores["model"].astype(str),
+                "score": scores["score"].astype(float),
+            }
+        )
         out["preference-ref"] = _preference_from_scores(scores, "correctness-ref: the higher reference score")
     elif "preference-ref" not in out and corr is not None and "correct" in corr and corr["correct"].notna().any():
         graded = corr[corr["correct"].notna()]
-        graded = pd.DataFrame({"instance_id": graded["instance_id"].astype(str), "model": graded["model"].astype(str),
-                               "score": graded["correct"].map(float).astype(float)})
+        graded = pd.DataFrame(
+            {
+                "instance_id": graded["instance_id"].astype(str),
+                "model": graded["model"].astype(str),
+                "score": graded["correct"].map(float).astype(float),
+            }
+        )
         out["preference-ref"] = _preference_from_scores(graded, "correctness-ref: a correct answer beats a wrong one")
     return out
 
@@ -749,16 +960,22 @@ def references_for(kind: str, references: dict | None, *, reference_vote: str = 
     against these, and `nepotism.analyses.cases` finds the cases behind a verdict in them."""
     if reference_vote not in REFERENCE_VOTES:
         raise InputError(f"reference_vote must be one of {', '.join(REFERENCE_VOTES)}", field="reference_vote")
-    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") \
-        else dict(references or {})
+    refs = derive_instance_references(dict(references or {})) if kind in ("pointwise", "pairwise") else dict(references or {})
     pref = refs.get("preference-ref")
     if reference_vote == "majority" and pref is not None and labels_per_pair(pref) > 1:
         refs["preference-ref"] = majority_labels(pref)
     return refs
 
 
-def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | None = None,
-              options: SuiteOptions | None = None, comparisons: Comparisons | None = None) -> SuiteResult:
+def run_suite(
+    frame: pd.DataFrame,
+    kind: str,
+    registry,
+    *,
+    references: dict | None = None,
+    options: SuiteOptions | None = None,
+    comparisons: Comparisons | None = None,
+) -> SuiteResult:
     """Every metric whose inputs are present, for every (judge, condition) of ``frame``.
 
     ``kind`` is the table kind of ``frame`` (pairwise, pointwise, rubric, recognition,
@@ -781,12 +998,10 @@ def run_suite(frame: pd.DataFrame, kind: str, registry, *, references: dict | No
     for column in options.slices:
         if column in DERIVED_SLICES:
             if kind != "rubric" or "rubric-items" not in refs:
-                raise InputError(f"slice '{column}' needs a rubric table and a rubric-items reference",
-                                 field="--slice")
+                raise InputError(f"slice '{column}' needs a rubric table and a rubric-items reference", field="--slice")
         elif column not in frame or column.startswith("_"):
             usable = sorted(c for c in frame.columns if not c.startswith("_")) + sorted(DERIVED_SLICES)
-            raise InputError(f"unknown slice column '{column}'; this {kind} table has: {', '.join(usable)}",
-                             field="--slice")
+            raise InputError(f"unknown slice column '{column}'; this {kind} table has: {', '.join(usable)}", field="--slice")
     if comparisons is not None and (kind != "pairwise" or comparisons.rule != options.rule):
         raise ValueError("comparisons must be the pairwise frame's, built under options.rule")
     records = _one(frame, kind, registry, refs, options, comparisons)
@@ -806,16 +1021,20 @@ def correlate(records: list[dict], x_metric: str, y_metric: str, *, confidence: 
     and scope ``self`` or none, in the suite's record order (the default variant). Returns
     `nepotism.metrics.stats.correlate_records`'s dict (r, p, Fisher-z interval, n, keys).
     """
+
     def headline(r):
-        return r.get("generator") is None and r.get("pair") is None and r.get("scope") in (None, "self") \
+        return (
+            r.get("generator") is None
+            and r.get("pair") is None
+            and r.get("scope") in (None, "self")
             and "slice" not in (r.get("variant") or {})
+        )
 
     first: dict[tuple, dict] = {}
     for r in records:
         if r["metric"] in (x_metric, y_metric) and headline(r):
             first.setdefault((r["metric"], r["judge"], r["condition"]), r)
-    return correlate_records(list(first.values()), x_metric, y_metric, key=("judge", "condition"),
-                             confidence=confidence)
+    return correlate_records(list(first.values()), x_metric, y_metric, key=("judge", "condition"), confidence=confidence)
 
 
 def read_leaderboard(path) -> dict:
@@ -833,8 +1052,12 @@ def read_leaderboard(path) -> dict:
     bad = scores.isna() | table["model"].isna()
     if bad.any():
         row = int(np.argmax(bad.to_numpy()))
-        raise InputError("empty model or non-numeric score", path=str(path), line=row + 2,
-                         field="score" if table["model"].iloc[row] is not None else "model")
+        raise InputError(
+            "empty model or non-numeric score",
+            path=str(path),
+            line=row + 2,
+            field="score" if table["model"].iloc[row] is not None else "model",
+        )
     duplicated = table["model"].duplicated()
     if duplicated.any():
         row = int(np.argmax(duplicated.to_numpy()))

@@ -43,8 +43,23 @@ import pandas as pd
 from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.results import Verdict, record_key
 
-__all__ = ["FINDING_WORDS", "LADDER_METRICS", "MIN_PROMPTS", "RELATION_LABELS", "RUNG_WORDS", "SCOPE_WORDS", "evidence_prompts", "interval_text", "judge_verdicts",
-           "reason_text", "relation_census", "status_text", "summary_rows", "value_text", "verdict_scope"]
+__all__ = [
+    "FINDING_WORDS",
+    "LADDER_METRICS",
+    "MIN_PROMPTS",
+    "RELATION_LABELS",
+    "RUNG_WORDS",
+    "SCOPE_WORDS",
+    "evidence_prompts",
+    "interval_text",
+    "judge_verdicts",
+    "reason_text",
+    "relation_census",
+    "status_text",
+    "summary_rows",
+    "value_text",
+    "verdict_scope",
+]
 
 #: The fewest prompts (clusters) a verdict's number may rest on; below it the verdict says "too
 #: little data". Percentile intervals from fewer resampled clusters undercover noticeably.
@@ -62,9 +77,16 @@ SCOPE_WORDS = {
 RELATION_LABELS = {"self": "own answers", "family": "family", "student": "students", "family-student": "family's students"}
 
 #: Record scope values (registry relations, older spellings) → the verdict scope they belong to.
-_SCOPE_OF_RECORD = {"self": "self", "family": "family", "same_family": "family", "same_series": "family",
-                    "lineage": "family", "student": "student", "family-student": "family-student",
-                    "family_student": "family-student"}
+_SCOPE_OF_RECORD = {
+    "self": "self",
+    "family": "family",
+    "same_family": "family",
+    "same_series": "family",
+    "lineage": "family",
+    "student": "student",
+    "family-student": "family-student",
+    "family_student": "family-student",
+}
 _UNRELATED = ("unrelated",)
 #: The metrics a verdict reads, strongest rung first (`_matched`, `_reference`, `_alone`); a judge
 #: whose records hold none of them per scope, and whom no census names, gets no verdict rows.
@@ -93,8 +115,9 @@ def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, 
     else:
         cond_codes, conditions = np.zeros(len(frame), dtype=np.int64), np.array(["default"], dtype=object)
     group = judge_codes.astype(np.int64) * len(conditions) + cond_codes
-    inst_codes, instances = pd.factorize(frame["instance_id"].astype(str) if frame["instance_id"].dtype != object
-                                         else frame["instance_id"], use_na_sentinel=False)
+    inst_codes, instances = pd.factorize(
+        frame["instance_id"].astype(str) if frame["instance_id"].dtype != object else frame["instance_id"], use_na_sentinel=False
+    )
     pairs = np.unique(group * max(len(instances), 1) + inst_codes)
     prompts = np.bincount(pairs // max(len(instances), 1), minlength=len(judges) * len(conditions))
     models: dict[int, set[str]] = defaultdict(set)
@@ -110,8 +133,17 @@ def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, 
             by_scope[registry.scope(judge, model)].append(model)
         judge_id = registry.resolve(judge) if registry.knows(judge) else judge
         family = registry.family_of(judge) if registry.knows(judge) else None
-        out.append({"judge": judge, "judge_id": judge_id, "condition": cond, "kind": kind, "family": family,
-                    "prompts": int(prompts[g]), "generators": dict(sorted(by_scope.items()))})
+        out.append(
+            {
+                "judge": judge,
+                "judge_id": judge_id,
+                "condition": cond,
+                "kind": kind,
+                "family": family,
+                "prompts": int(prompts[g]),
+                "generators": dict(sorted(by_scope.items())),
+            }
+        )
     return out
 
 
@@ -164,8 +196,7 @@ def _first(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
 
 def _matched(items, scope, census) -> list[dict[str, Any]]:
     readings = []
-    rows = [r for r in _scoped(items, "matched-bias", scope)
-            if (r.get("variant") or {}).get("subset", "all") == "all"]
+    rows = [r for r in _scoped(items, "matched-bias", scope) if (r.get("variant") or {}).get("subset", "all") == "all"]
     record = _first([r for r in rows if r.get("value") is not None]) or _first(rows)
     if record is not None:
         readings.append({"rung": "matched", "record": record, "null": 0.0})
@@ -174,10 +205,13 @@ def _matched(items, scope, census) -> list[dict[str, Any]]:
     for r in _scoped(items, "paired-win-rate-gap", scope):
         v = r.get("variant") or {}
         opponent = str((r.get("pair") or [None, None])[1]).split("@", 1)[0]
-        if (v.get("texts") == "identical" and v.get("other_judge_relation") in _UNRELATED
-                and v.get("other_judge_relation_to_opponent") in _UNRELATED
-                and v.get("other_condition") in (None, r.get("condition"))
-                and (opponents is None or opponent in opponents)):
+        if (
+            v.get("texts") == "identical"
+            and v.get("other_judge_relation") in _UNRELATED
+            and v.get("other_judge_relation_to_opponent") in _UNRELATED
+            and v.get("other_condition") in (None, r.get("condition"))
+            and (opponents is None or opponent in opponents)
+        ):
             gaps.append(r)
     gap = _first([r for r in gaps if r.get("value") is not None])
     if gap is not None:
@@ -186,9 +220,12 @@ def _matched(items, scope, census) -> list[dict[str, Any]]:
     unclean = _first([r for r in _scoped(items, "paired-win-rate-gap", scope) if r not in gaps and r.get("value") is not None])
     if unclean is not None:
         v = unclean.get("variant") or {}
-        why = ("the other judge saw other samples of these models" if v.get("texts") != "identical" else
-               f"the other judge ({v.get('other_judge')}) is related to a candidate "
-               f"({v.get('other_judge_relation')} / {v.get('other_judge_relation_to_opponent')})")
+        why = (
+            "the other judge saw other samples of these models"
+            if v.get("texts") != "identical"
+            else f"the other judge ({v.get('other_judge')}) is related to a candidate "
+            f"({v.get('other_judge_relation')} / {v.get('other_judge_relation_to_opponent')})"
+        )
         readings.append({"rung": "matched", "record": unclean, "null": 0.0, "unclean": why})
     return readings
 
@@ -203,8 +240,11 @@ def _reference(items, scope) -> list[dict[str, Any]]:
     ratios = []
     for r in _scoped(items, "hspp-ratio", scope):
         v = r.get("variant") or {}
-        if v.get("level", "instance") == "instance" and v.get("denominator", "not-family") == "not-family" \
-                and v.get("family_set", "exclude judge") == "exclude judge":
+        if (
+            v.get("level", "instance") == "instance"
+            and v.get("denominator", "not-family") == "not-family"
+            and v.get("family_set", "exclude judge") == "exclude judge"
+        ):
             ratios.append(r)
     ratio = _first([r for r in ratios if r.get("value") is not None]) or _first(ratios)
     if ratio is not None:
@@ -264,9 +304,11 @@ def _finding(value_low: float, value_high: float, null: float | None) -> str:
 
 # ----------------------------------------------------------------------------------- sentences
 def _lead(name: str, words: str, finding: str) -> str:
-    return {"favours": f"{name} favours {words}",
-            "disfavours": f"{name} is harder on {words} than the comparison is",
-            "no-clear-difference": f"{name} shows no clear favouritism toward {words}"}.get(finding, name)
+    return {
+        "favours": f"{name} favours {words}",
+        "disfavours": f"{name} is harder on {words} than the comparison is",
+        "no-clear-difference": f"{name} shows no clear favouritism toward {words}",
+    }.get(finding, name)
 
 
 def _truth_words(source: str | None) -> str:
@@ -291,45 +333,64 @@ def _sentence(name: str, scope: str, reading: Mapping[str, Any], finding: str) -
         fmt, unit = _unit(r)
         refs = r.get("n_reference_judges") or len(r.get("reference_judges") or [])
         who = _count(refs, "judge") + " unrelated to both candidates" if refs else "judges unrelated to both candidates"
-        return (f"{_lead(name, words, finding)}: {fmt(r['value'])} {unit} ({_ci(r, fmt)}) over what {who} give "
-                f"the same pairs on the same prompts ({_count(n, 'comparison')} over {_count(k, 'prompt')}).")
+        return (
+            f"{_lead(name, words, finding)}: {fmt(r['value'])} {unit} ({_ci(r, fmt)}) over what {who} give "
+            f"the same pairs on the same prompts ({_count(n, 'comparison')} over {_count(k, 'prompt')})."
+        )
     if metric == "paired-win-rate-gap":
         generator, opponent = r["pair"]
         other = (r.get("variant") or {}).get("other_judge")
         more = reading.get("pairs", 1) - 1
-        tail = f" One pair shown (the one with most prompts); {more} other clean pair{'s' if more != 1 else ''} in the records." \
-            if more > 0 else ""
-        return (f"{_lead(name, words, finding)}: {generator} wins {_pts(r['value'])} points more against {opponent} "
-                f"here than under {other}, a judge unrelated to both ({_ci(r, _pts)}; the same "
-                f"{_count(k, 'prompt')}, {_count(n, 'comparison')}).{tail}")
+        tail = (
+            f" One pair shown (the one with most prompts); {more} other clean pair{'s' if more != 1 else ''} in the records."
+            if more > 0
+            else ""
+        )
+        return (
+            f"{_lead(name, words, finding)}: {generator} wins {_pts(r['value'])} points more against {opponent} "
+            f"here than under {other}, a judge unrelated to both ({_ci(r, _pts)}; the same "
+            f"{_count(k, 'prompt')}, {_count(n, 'comparison')}).{tail}"
+        )
     if metric == "equal-opportunity-bias":
         truth = _truth_words(r.get("reference_source"))
-        against = "" if (r.get("variant") or {}).get("opponents") == "unrelated" else \
-            " (against less related models: no unrelated opponent exists here)"
+        against = (
+            ""
+            if (r.get("variant") or {}).get("opponents") == "unrelated"
+            else " (against less related models: no unrelated opponent exists here)"
+        )
         whose = "its own" if scope == "self" else "its relatives'"
         more = "more" if r["value"] >= 0 else "less"
-        return (f"{_lead(name, words, finding)} against {truth}{against}: of the answers the reference prefers, "
-                f"it picks {whose} {abs(100 * r['value']):.1f} points {more} often than others' ({_ci(r, _pts)}; "
-                f"paper 001's equal-opportunity bias, {_count(n, 'answer')} over {_count(k, 'prompt')}).")
+        return (
+            f"{_lead(name, words, finding)} against {truth}{against}: of the answers the reference prefers, "
+            f"it picks {whose} {abs(100 * r['value']):.1f} points {more} often than others' ({_ci(r, _pts)}; "
+            f"paper 001's equal-opportunity bias, {_count(n, 'answer')} over {_count(k, 'prompt')})."
+        )
     if metric == "hspp-ratio":
         fmt = lambda x: f"{x:.2f}×"  # noqa: E731
         truth = "the reference grading"
-        return (f"{_lead(name, words, finding)} against {truth}: it overestimates {words} {fmt(r['value'])} as often "
-                f"as answers of models outside its family ({_ci(r, fmt)}; paper 002's HSPP ratio, 1.00× = none; "
-                f"{_count(k, 'prompt')}).")
+        return (
+            f"{_lead(name, words, finding)} against {truth}: it overestimates {words} {fmt(r['value'])} as often "
+            f"as answers of models outside its family ({_ci(r, fmt)}; paper 002's HSPP ratio, 1.00× = none; "
+            f"{_count(k, 'prompt')})."
+        )
     if metric == "self-preference-ratio":
         variant = r.get("variant") or {}
-        against = "unrelated models" if variant.get("opponents") == "unrelated" else \
-            "less related models (no unrelated opponent exists here)"
+        against = (
+            "unrelated models"
+            if variant.get("opponents") == "unrelated"
+            else "less related models (no unrelated opponent exists here)"
+        )
         if variant.get("ties") == "half":
             ties = "; equal scores count half, so 50% is equal preference"
         elif r.get("tie_share"):
             ties = f"; ties ({_pct(r['tie_share'])} of them) count as not preferred"
         else:
             ties = ""
-        return (f"{name} prefers {words} over {against} in {_pct(r['value'])} of comparisons ({_ci(r, _pct)}; "
-                f"{_count(n, 'comparison')} over {_count(k, 'prompt')}{ties}). This cannot tell favouritism from "
-                "better answers.")
+        return (
+            f"{name} prefers {words} over {against} in {_pct(r['value'])} of comparisons ({_ci(r, _pct)}; "
+            f"{_count(n, 'comparison')} over {_count(k, 'prompt')}{ties}). This cannot tell favouritism from "
+            "better answers."
+        )
     return f"{name}: {metric} = {r['value']}"
 
 
@@ -337,35 +398,64 @@ def _harm(items, scope, reading, min_prompts) -> dict[str, Any] | None:
     """How often the favouritism costs a better answer, where a truth tells (see the module doc)."""
     rung = reading["rung"]
     if rung == "matched" and reading["record"]["metric"] == "matched-bias":
-        rows = [r for r in _scoped(items, "matched-bias", scope)
-                if (r.get("variant") or {}).get("subset") == "harmful"
-                and (r.get("variant") or {}).get("kind") == (reading["record"].get("variant") or {}).get("kind")]
+        rows = [
+            r
+            for r in _scoped(items, "matched-bias", scope)
+            if (r.get("variant") or {}).get("subset") == "harmful"
+            and (r.get("variant") or {}).get("kind") == (reading["record"].get("variant") or {}).get("kind")
+        ]
         r = _first(rows)
         if r is None or r.get("value") is None:
             return None
         fmt, unit = _unit(r)
         why = _usable({"record": r}, min_prompts)
-        text = (f"where its relative's answer is truly the worse one: {fmt(r['value'])} {unit} ({_ci(r, fmt)}; "
-                f"{_count(r.get('n') or 0, 'comparison')} over {_count(r.get('n_clusters') or 0, 'prompt')})"
-                if why is None else f"where its relative's answer is truly the worse one: too little data ({why})")
-        return {"metric": "matched-bias", "variant": dict(r.get("variant") or {}), "value": r.get("value"),
-                "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "n": r.get("n"),
-                "n_clusters": r.get("n_clusters"), "usable": why is None, "text": text, "record": record_key(r)}
+        text = (
+            f"where its relative's answer is truly the worse one: {fmt(r['value'])} {unit} ({_ci(r, fmt)}; "
+            f"{_count(r.get('n') or 0, 'comparison')} over {_count(r.get('n_clusters') or 0, 'prompt')})"
+            if why is None
+            else f"where its relative's answer is truly the worse one: too little data ({why})"
+        )
+        return {
+            "metric": "matched-bias",
+            "variant": dict(r.get("variant") or {}),
+            "value": r.get("value"),
+            "ci_low": r.get("ci_low"),
+            "ci_high": r.get("ci_high"),
+            "n": r.get("n"),
+            "n_clusters": r.get("n_clusters"),
+            "usable": why is None,
+            "text": text,
+            "record": record_key(r),
+        }
     if scope == "self":
-        rows = [r for r in _scoped(items, "harmful-self-preference-propensity", scope)
-                if (r.get("variant") or {}).get("averaging") == "per-evaluatee"
-                and "preference" not in (r.get("variant") or {})]
+        rows = [
+            r
+            for r in _scoped(items, "harmful-self-preference-propensity", scope)
+            if (r.get("variant") or {}).get("averaging") == "per-evaluatee" and "preference" not in (r.get("variant") or {})
+        ]
         unrelated = [r for r in rows if (r.get("variant") or {}).get("opponents") == "unrelated"]
         r = _first(unrelated) or _first(rows)
         if r is None or r.get("value") is None:
             return None
         why = _usable({"record": r}, min_prompts)
-        text = (f"when its own answer was wrong and the other right, it picked its own in {_pct(r['value'])} "
-                f"({_ci(r, _pct)}; paper 004's HSPP over {_count(r.get('n_clusters') or 0, 'prompt')})"
-                if why is None else f"harmful self-preference (paper 004's HSPP): too little data ({why})")
-        return {"metric": r["metric"], "variant": dict(r.get("variant") or {}), "value": r.get("value"),
-                "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "n": r.get("n"),
-                "n_clusters": r.get("n_clusters"), "usable": why is None, "text": text, "record": record_key(r)}
+        text = (
+            f"when its own answer was wrong and the other right, it picked its own in {_pct(r['value'])} "
+            f"({_ci(r, _pct)}; paper 004's HSPP over {_count(r.get('n_clusters') or 0, 'prompt')})"
+            if why is None
+            else f"harmful self-preference (paper 004's HSPP): too little data ({why})"
+        )
+        return {
+            "metric": r["metric"],
+            "variant": dict(r.get("variant") or {}),
+            "value": r.get("value"),
+            "ci_low": r.get("ci_low"),
+            "ci_high": r.get("ci_high"),
+            "n": r.get("n"),
+            "n_clusters": r.get("n_clusters"),
+            "usable": why is None,
+            "text": text,
+            "record": record_key(r),
+        }
     return None
 
 
@@ -378,8 +468,9 @@ def _missing(name: str, scope: str, census: Mapping[str, Any] | None, notes: lis
         # the reading that names its reasons (a matched reading may only know "no verdict")
         note = next((n for n in notes if n.startswith("all ") and "(no verdict" not in n), notes[0])
         if "failed-" in note:
-            needs.append("answers and verdicts from calls that succeed (a rerun retries the failed calls; see the "
-                         "exclusions by reason)")
+            needs.append(
+                "answers and verdicts from calls that succeed (a rerun retries the failed calls; see the exclusions by reason)"
+            )
         else:
             needs.append("verdicts the parser can read (see the exclusions by reason; docs/verdicts.md)")
         return f"{name}, {words}: not measurable — {note}.", needs
@@ -391,29 +482,38 @@ def _missing(name: str, scope: str, census: Mapping[str, Any] | None, notes: lis
             why = {
                 "self": f"its own answers are not among the {_count(total, 'generator')} it judged",
                 "family": f"no generator of its family ({census.get('family') or 'unknown'}) is among the "
-                          f"{_count(total, 'generator')} it judged",
+                f"{_count(total, 'generator')} it judged",
                 "student": f"none of the {_count(total, 'generator')} it judged is recorded as trained on its outputs",
                 "family-student": f"none of the {_count(total, 'generator')} it judged is recorded as trained on its "
-                                  "family's outputs",
+                "family's outputs",
             }[scope]
-            needs.append({"self": "answers written by the judge itself among the generators (its registry name or an alias)",
-                          "family": "answers of a model of its family among the generators",
-                          "student": "a generator trained on its outputs, declared with `teachers` in a models file",
-                          "family-student": "a generator trained on its family's outputs, declared with `teachers` "
-                                            "in a models file"}[scope])
+            needs.append(
+                {
+                    "self": "answers written by the judge itself among the generators (its registry name or an alias)",
+                    "family": "answers of a model of its family among the generators",
+                    "student": "a generator trained on its outputs, declared with `teachers` in a models file",
+                    "family-student": "a generator trained on its family's outputs, declared with `teachers` in a models file",
+                }[scope]
+            )
             if unknown:
                 shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
-                needs.append(f"relations for the {_count(len(unknown), 'generator')} the registry does not know "
-                             f"({shown}): a models file with their families or aliases")
+                needs.append(
+                    f"relations for the {_count(len(unknown), 'generator')} the registry does not know "
+                    f"({shown}): a models file with their families or aliases"
+                )
             return f"{name}, {words}: not measurable — {why}.", needs
         opponents = [s for s in generators if s not in ("self", scope)]
         if not opponents:
             needs.append("comparisons of these answers with a model unrelated to the judge")
-            return (f"{name}, {words}: not measurable — every such answer met only answers at least as related to "
-                    "the judge.", needs)
+            return (
+                f"{name}, {words}: not measurable — every such answer met only answers at least as related to the judge.",
+                needs,
+            )
     why = notes[0] if notes else "no metric measured it in this data"
-    needs.append("a judge unrelated to both candidates on the same items and pairs, or reference labels "
-                 "(human preferences, correctness or rubric truth)")
+    needs.append(
+        "a judge unrelated to both candidates on the same items and pairs, or reference labels "
+        "(human preferences, correctness or rubric truth)"
+    )
     return f"{name}, {words}: not measurable — {why}.", needs
 
 
@@ -421,8 +521,12 @@ def _missing(name: str, scope: str, census: Mapping[str, Any] | None, notes: lis
 #: A verdict's rung in a few words (tables).
 RUNG_WORDS = {"matched": "vs unrelated judges", "reference": "vs reference", "alone": "judge alone"}
 #: A verdict's finding in a few words (tables).
-FINDING_WORDS = {"favours": "favours", "disfavours": "harder on them", "no-clear-difference": "no clear effect",
-                 "cannot-separate": "cannot separate"}
+FINDING_WORDS = {
+    "favours": "favours",
+    "disfavours": "harder on them",
+    "no-clear-difference": "no clear effect",
+    "cannot-separate": "cannot separate",
+}
 
 
 def _formatter(verdict: Verdict):
@@ -479,14 +583,25 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
     rows = []
     for (judge, condition), items in groups.items():
         base = {"judge": judge, "judge_id": items[0].judge_id, "condition": condition}
-        if len(items) > 1 and all(v.status == "not-measurable" and reason_text(v).startswith(_NO_RELATIVE)
-                                  for v in items):
-            rows.append({**base, "scope": "any", "relation": "any relative", "status": "not-measurable",
-                         "verdict": "not measurable", "finding": "not-measurable", "value": "—", "ci": "—",
-                         "prompts": "—", "confidence": None,
-                         "evidence": "none of its own, its family's or its students' answers is among those it judged",
-                         "sentence": " ".join(v.sentence for v in items),
-                         "needs": list(dict.fromkeys(n for v in items for n in v.needs)), "records": []})
+        if len(items) > 1 and all(v.status == "not-measurable" and reason_text(v).startswith(_NO_RELATIVE) for v in items):
+            rows.append(
+                {
+                    **base,
+                    "scope": "any",
+                    "relation": "any relative",
+                    "status": "not-measurable",
+                    "verdict": "not measurable",
+                    "finding": "not-measurable",
+                    "value": "—",
+                    "ci": "—",
+                    "prompts": "—",
+                    "confidence": None,
+                    "evidence": "none of its own, its family's or its students' answers is among those it judged",
+                    "sentence": " ".join(v.sentence for v in items),
+                    "needs": list(dict.fromkeys(n for v in items for n in v.needs)),
+                    "records": [],
+                }
+            )
             continue
         for v in items:
             measured = v.status == "measured"
@@ -497,11 +612,24 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
                 evidence = f"{RUNG_WORDS[best['rung']]}: {best['metric']} — {best['why_not']}"
             else:
                 evidence = reason_text(v)
-            rows.append({**base, "scope": v.scope, "relation": RELATION_LABELS[v.scope], "status": v.status,
-                         "verdict": status_text(v), "finding": v.finding or v.status, "value": value_text(v),
-                         "ci": interval_text(v) if measured else "—", "prompts": f"{v.n_clusters:,}" if measured else "—",
-                         "confidence": v.confidence, "evidence": evidence,
-                         "sentence": v.sentence, "needs": list(v.needs), "records": list(v.evidence)})
+            rows.append(
+                {
+                    **base,
+                    "scope": v.scope,
+                    "relation": RELATION_LABELS[v.scope],
+                    "status": v.status,
+                    "verdict": status_text(v),
+                    "finding": v.finding or v.status,
+                    "value": value_text(v),
+                    "ci": interval_text(v) if measured else "—",
+                    "prompts": f"{v.n_clusters:,}" if measured else "—",
+                    "confidence": v.confidence,
+                    "evidence": evidence,
+                    "sentence": v.sentence,
+                    "needs": list(v.needs),
+                    "records": list(v.evidence),
+                }
+            )
     return rows
 
 
@@ -510,14 +638,31 @@ def _also(reading: Mapping[str, Any], why: str | None) -> dict[str, Any]:
     """A reading the verdict did not use: ``usable`` when it could have carried one (a stronger rung
     did), else ``why_not`` says why it could not."""
     r = reading["record"]
-    return {"rung": reading["rung"], "metric": r["metric"], "value": r.get("value"), "ci_low": r.get("ci_low"),
-            "ci_high": r.get("ci_high"), "n": r.get("n") or 0, "n_clusters": r.get("n_clusters") or 0,
-            "record": record_key(r), "used": False, "usable": why is None,
-            "why_not": why or "a stronger reading carries the verdict"}
+    return {
+        "rung": reading["rung"],
+        "metric": r["metric"],
+        "value": r.get("value"),
+        "ci_low": r.get("ci_low"),
+        "ci_high": r.get("ci_high"),
+        "n": r.get("n") or 0,
+        "n_clusters": r.get("n_clusters") or 0,
+        "record": record_key(r),
+        "used": False,
+        "usable": why is None,
+        "why_not": why or "a stronger reading carries the verdict",
+    }
 
 
-def _one(name: str, judge: str, judge_id: str | None, condition: str, scope: str, items: list[Mapping[str, Any]],
-         census: Mapping[str, Any] | None, min_prompts: int) -> Verdict:
+def _one(
+    name: str,
+    judge: str,
+    judge_id: str | None,
+    condition: str,
+    scope: str,
+    items: list[Mapping[str, Any]],
+    census: Mapping[str, Any] | None,
+    min_prompts: int,
+) -> Verdict:
     readings = _matched(items, scope, census) + _reference(items, scope) + _alone(items, scope)
     chosen, also = None, []
     for reading in readings:
@@ -533,47 +678,90 @@ def _one(name: str, judge: str, judge_id: str | None, condition: str, scope: str
         harm = _harm(items, scope, chosen, min_prompts)
         needs = []
         if chosen["rung"] == "alone":
-            needs.append("a judge unrelated to both candidates on the same items and pairs, or reference labels "
-                         "(human preferences or correctness), to separate favouritism from answer quality")
+            needs.append(
+                "a judge unrelated to both candidates on the same items and pairs, or reference labels "
+                "(human preferences or correctness), to separate favouritism from answer quality"
+            )
         elif chosen["rung"] == "reference":
-            needs.append("a judge unrelated to both candidates on the same items and pairs: a reference compares the "
-                         "judge with itself across different items, which wide winning margins can push up "
-                         "(docs/matched-bias.md)")
+            needs.append(
+                "a judge unrelated to both candidates on the same items and pairs: a reference compares the "
+                "judge with itself across different items, which wide winning margins can push up "
+                "(docs/matched-bias.md)"
+            )
         sentence = _sentence(name, scope, chosen, finding)
         if chosen["rung"] == "alone":
             stronger = [a for a in also if a["rung"] != "alone" and a["value"] is not None]
             if stronger:
-                sentence += (" Stronger evidence exists but cannot carry a verdict: "
-                             + "; ".join(f"{a['metric']} ({a['rung']}) — {a['why_not']}" for a in stronger) + ".")
+                sentence += (
+                    " Stronger evidence exists but cannot carry a verdict: "
+                    + "; ".join(f"{a['metric']} ({a['rung']}) — {a['why_not']}" for a in stronger)
+                    + "."
+                )
             else:
                 sentence += " No judge unrelated to both candidates saw these pairs and no reference says which is better."
         if harm is not None:
             sentence += f" Harm: {harm['text']}."
-        return Verdict(**base, status="measured", rung=chosen["rung"], metric=r["metric"],
-                       variant=dict(r.get("variant") or {}), value=r["value"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-                       confidence=r.get("confidence"), n=r.get("n") or 0, n_clusters=r.get("n_clusters") or 0,
-                       p_value=r.get("p_value"), null=chosen["null"], finding=finding, sentence=sentence,
-                       needs=tuple(needs), evidence=(record_key(r),) + ((harm["record"],) if harm else ()),
-                       also=tuple(also), harm=harm)
+        return Verdict(
+            **base,
+            status="measured",
+            rung=chosen["rung"],
+            metric=r["metric"],
+            variant=dict(r.get("variant") or {}),
+            value=r["value"],
+            ci_low=r["ci_low"],
+            ci_high=r["ci_high"],
+            confidence=r.get("confidence"),
+            n=r.get("n") or 0,
+            n_clusters=r.get("n_clusters") or 0,
+            p_value=r.get("p_value"),
+            null=chosen["null"],
+            finding=finding,
+            sentence=sentence,
+            needs=tuple(needs),
+            evidence=(record_key(r),) + ((harm["record"],) if harm else ()),
+            also=tuple(also),
+            harm=harm,
+        )
     defined = [a for a in also if a["value"] is not None and not a["why_not"].startswith("not a clean")]
     if defined:
         best = defined[0]
-        rung_words = {"matched": "a comparison with judges unrelated to both candidates",
-                      "reference": "a comparison with reference labels", "alone": "the judge's own preferences"}
-        sentence = (f"{name}, {SCOPE_WORDS[scope]}: too little data for a verdict — the strongest evidence, "
-                    f"{rung_words[best['rung']]} ({best['metric']}): {best['why_not']}.")
-        return Verdict(**base, status="too-little-data", sentence=sentence,
-                       needs=(f"more prompts (at least {min_prompts}) where the judge compares these answers",),
-                       evidence=tuple(a["record"] for a in defined), also=tuple(also))
+        rung_words = {
+            "matched": "a comparison with judges unrelated to both candidates",
+            "reference": "a comparison with reference labels",
+            "alone": "the judge's own preferences",
+        }
+        sentence = (
+            f"{name}, {SCOPE_WORDS[scope]}: too little data for a verdict — the strongest evidence, "
+            f"{rung_words[best['rung']]} ({best['metric']}): {best['why_not']}."
+        )
+        return Verdict(
+            **base,
+            status="too-little-data",
+            sentence=sentence,
+            needs=(f"more prompts (at least {min_prompts}) where the judge compares these answers",),
+            evidence=tuple(a["record"] for a in defined),
+            also=tuple(also),
+        )
     notes = [a["why_not"] for a in also if a["why_not"].startswith("all ")]
     notes += [str(a_note) for a_note in (r.get("note") for r in (x["record"] for x in readings)) if a_note]
     sentence, needs = _missing(name, scope, census, [n.removeprefix("not measurable: ") for n in notes])
-    return Verdict(**base, status="not-measurable", sentence=sentence, needs=tuple(needs),
-                   evidence=tuple(a["record"] for a in also), also=tuple(also))
+    return Verdict(
+        **base,
+        status="not-measurable",
+        sentence=sentence,
+        needs=tuple(needs),
+        evidence=tuple(a["record"] for a in also),
+        also=tuple(also),
+    )
 
 
-def judge_verdicts(records: Iterable[Mapping[str, Any]], relations: Sequence[Mapping[str, Any]] = (), *,
-                   min_prompts: int = MIN_PROMPTS, scopes: Sequence[str] = AUDITED_SCOPES) -> list[Verdict]:
+def judge_verdicts(
+    records: Iterable[Mapping[str, Any]],
+    relations: Sequence[Mapping[str, Any]] = (),
+    *,
+    min_prompts: int = MIN_PROMPTS,
+    scopes: Sequence[str] = AUDITED_SCOPES,
+) -> list[Verdict]:
     """One `Verdict` per (judge, condition) and scope, in a stable order (module docstring).
 
     ``records``: result records as dicts (`Record.to_dict`). ``relations``: the audit's

@@ -56,8 +56,7 @@ def category_counts(labels: np.ndarray, n_categories: int) -> np.ndarray:
     return counts
 
 
-def _estimate(columns: np.ndarray, clusters: np.ndarray, statistic, n: int, empty: str,
-              bootstrap: Bootstrap) -> Estimate:
+def _estimate(columns: np.ndarray, clusters: np.ndarray, statistic, n: int, empty: str, bootstrap: Bootstrap) -> Estimate:
     if columns.shape[0] == 0:
         nan = float("nan")
         return Estimate(nan, nan, nan, 0, 0, note=empty)

@@ -87,8 +87,7 @@ class _SecurityHeaders:
 class _Annotation:
     """The state behind one app: the store, the items, who is labelling, the form token."""
 
-    def __init__(self, store_path: Path, collection: str, annotator: str, order_seed: int | None,
-                 token: str | None) -> None:
+    def __init__(self, store_path: Path, collection: str, annotator: str, order_seed: int | None, token: str | None) -> None:
         self.store_path = Path(store_path)
         self.collection = collection
         self.annotator = ann.validate_annotator(annotator)
@@ -98,8 +97,7 @@ class _Annotation:
         self.items = ann.collection_items(self.store, collection)
         if not self.items:
             self.store.close()
-            raise InputError(f"the store holds no collection {collection!r}", path=str(store_path),
-                             field="collection")
+            raise InputError(f"the store holds no collection {collection!r}", path=str(store_path), field="collection")
         self.env = Environment(
             loader=PackageLoader("nepotism.annotate", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -143,8 +141,7 @@ class _Annotation:
 
     def progress(self, latest: dict) -> dict[str, int]:
         skipped = sum(1 for label in latest.values() if label.winner is None)
-        return {"labelled": len(latest) - skipped, "skipped": skipped,
-                "todo": len(self.items) - len(latest)}
+        return {"labelled": len(latest) - skipped, "skipped": skipped, "todo": len(self.items) - len(latest)}
 
 
 def _position(request: Request, state: _Annotation) -> int | None:
@@ -180,15 +177,20 @@ def create_app(
 
     def _show(n: int) -> HTMLResponse:
         item = state.items[n - 1]
-        first = ann.shown_first(state.store, collection, item.item_id, state.annotator,
-                                state.draw(item.item_id))
+        first = ann.shown_first(state.store, collection, item.item_id, state.annotator, state.draw(item.item_id))
         second = "model_b" if first == "model_a" else "model_a"
         latest = state.latest()
         current = latest.get(item.item_id)
         prompt = item.prompt if isinstance(item.prompt, str) else list(item.prompt)
         return state.render(
-            "item.html", n=n, item=item, prompt=prompt, left=item.text(first),
-            right=item.text(second), current=current, progress=state.progress(latest),
+            "item.html",
+            n=n,
+            item=item,
+            prompt=prompt,
+            left=item.text(first),
+            right=item.text(second),
+            current=current,
+            progress=state.progress(latest),
             token=state.token,
         )
 
@@ -209,8 +211,7 @@ def create_app(
             return PlainTextResponse("request too large", status_code=413)
         form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
         if not hmac.compare_digest(form.get("token", ""), state.token):
-            return PlainTextResponse("stale or missing form token: reload the page",
-                                     status_code=403)
+            return PlainTextResponse("stale or missing form token: reload the page", status_code=403)
         pressed = KEYS.get(form.get("label", ""))
         if pressed is None:
             return PlainTextResponse("unknown label", status_code=400)
@@ -219,8 +220,7 @@ def create_app(
         item = state.items[n - 1]
 
         def write() -> int | None:
-            ann.add_label(state.store, collection, item.item_id, state.annotator, pressed,
-                          elapsed_ms)
+            ann.add_label(state.store, collection, item.item_id, state.annotator, pressed, elapsed_ms)
             return state.resume_position(state.latest(), after=n)
 
         following = await run_in_threadpool(write)
@@ -230,22 +230,19 @@ def create_app(
     async def jump(request: Request) -> Response:
         text = request.query_params.get("n", "").strip()
         if not text.isdigit() or not 1 <= int(text) <= len(state.items):
-            return PlainTextResponse(f"give an item number from 1 to {len(state.items)}",
-                                     status_code=400)
+            return PlainTextResponse(f"give an item number from 1 to {len(state.items)}", status_code=400)
         return RedirectResponse(f"/item/{int(text)}", status_code=303)
 
     def _listing() -> HTMLResponse:
         latest = state.latest()
-        return state.render("items.html", items=state.items, latest=latest,
-                            progress=state.progress(latest))
+        return state.render("items.html", items=state.items, latest=latest, progress=state.progress(latest))
 
     async def listing(request: Request) -> Response:
         return await run_in_threadpool(_listing)
 
     def _done() -> HTMLResponse:
         latest = state.latest()
-        return state.render("done.html", progress=state.progress(latest),
-                            next_position=state.resume_position(latest))
+        return state.render("done.html", progress=state.progress(latest), next_position=state.resume_position(latest))
 
     async def done(request: Request) -> Response:
         return await run_in_threadpool(_done)

@@ -77,9 +77,7 @@ def _latest_by_item(labels: Iterable[Label]) -> dict[str, dict[str, Label]]:
     return by_item
 
 
-def majority_frame(
-    items: Sequence[AnnotationItem], labels: Iterable[Label], *, min_votes: int = 1
-) -> pd.DataFrame:
+def majority_frame(items: Sequence[AnnotationItem], labels: Iterable[Label], *, min_votes: int = 1) -> pd.DataFrame:
     """One row per item: instance, models, vote counts and the majority ``outcome``."""
     by_item = _latest_by_item(labels)
     rows = []
@@ -87,22 +85,37 @@ def majority_frame(
         mine = by_item.get(item.item_id, {})
         winners = [label.winner for label in mine.values()]
         votes = Counter(w for w in winners if w is not None)
-        rows.append({
-            "item_id": item.item_id,
-            "instance_id": item.instance_id,
-            "model_a": item.model_a,
-            "model_b": item.model_b,
-            "category": item.category,
-            "outcome": majority(winners, min_votes=min_votes),
-            "votes_a": votes["model_a"],
-            "votes_b": votes["model_b"],
-            "votes_tie": votes["tie"],
-            "skips": sum(w is None for w in winners),
-            "n_annotators": sum(votes.values()),
-        })
-    return pd.DataFrame(rows, columns=["item_id", "instance_id", "model_a", "model_b", "category",
-                                       "outcome", "votes_a", "votes_b", "votes_tie", "skips",
-                                       "n_annotators"])
+        rows.append(
+            {
+                "item_id": item.item_id,
+                "instance_id": item.instance_id,
+                "model_a": item.model_a,
+                "model_b": item.model_b,
+                "category": item.category,
+                "outcome": majority(winners, min_votes=min_votes),
+                "votes_a": votes["model_a"],
+                "votes_b": votes["model_b"],
+                "votes_tie": votes["tie"],
+                "skips": sum(w is None for w in winners),
+                "n_annotators": sum(votes.values()),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "item_id",
+            "instance_id",
+            "model_a",
+            "model_b",
+            "category",
+            "outcome",
+            "votes_a",
+            "votes_b",
+            "votes_tie",
+            "skips",
+            "n_annotators",
+        ],
+    )
 
 
 def _winner_name(row, outcome: str) -> str:
@@ -125,12 +138,19 @@ def annotator_frame(items: Sequence[AnnotationItem], labels: Iterable[Label], an
         if label is None or label.winner is None:
             continue
         winner = "tie" if label.winner == "tie" else item.model(label.winner)
-        rows.append({
-            "instance_id": item.instance_id, "model_a": item.model_a, "model_b": item.model_b,
-            "winner": winner, "category": item.category, "annotator": annotator,
-            "pressed": label.pressed, "shown_first": item.model(label.shown_first),
-            "labelled_at": label.created_at,
-        })
+        rows.append(
+            {
+                "instance_id": item.instance_id,
+                "model_a": item.model_a,
+                "model_b": item.model_b,
+                "winner": winner,
+                "category": item.category,
+                "annotator": annotator,
+                "pressed": label.pressed,
+                "shown_first": item.model(label.shown_first),
+                "labelled_at": label.created_at,
+            }
+        )
     columns = _REF_COLUMNS + ["annotator", "pressed", "shown_first", "labelled_at"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -139,9 +159,15 @@ def references(majorities: pd.DataFrame, *, source: str) -> list[Reference]:
     """The resolved majorities as `Reference` records (kind ``preference``)."""
     refs = []
     for _, row in majorities[majorities["outcome"].isin(WINNERS)].iterrows():
-        refs.append(Reference(instance_id=row["instance_id"], kind="preference",
-                              models=(row["model_a"], row["model_b"]),
-                              winner=_winner_name(row, row["outcome"]), source=source))
+        refs.append(
+            Reference(
+                instance_id=row["instance_id"],
+                kind="preference",
+                models=(row["model_a"], row["model_b"]),
+                winner=_winner_name(row, row["outcome"]),
+                source=source,
+            )
+        )
     return refs
 
 
@@ -168,9 +194,11 @@ def write_exports(
     latest = _latest_by_item(labels)
     for annotator in annotators:
         mine = [by[annotator] for by in latest.values() if annotator in by]
-        per[annotator] = {"labelled": sum(lab.winner is not None for lab in mine),
-                          "skipped": sum(lab.winner is None for lab in mine),
-                          "presses": sum(lab.annotator == annotator for lab in labels)}
+        per[annotator] = {
+            "labelled": sum(lab.winner is not None for lab in mine),
+            "skipped": sum(lab.winner is None for lab in mine),
+            "presses": sum(lab.annotator == annotator for lab in labels),
+        }
     if per_annotator_dir is not None:
         folder = Path(per_annotator_dir)
         folder.mkdir(parents=True, exist_ok=True)

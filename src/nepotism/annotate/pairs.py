@@ -69,10 +69,12 @@ def _prompt(record: dict, path: Path, line: int) -> str | tuple[dict, ...]:
     if isinstance(value, list):
         messages = []
         for message in value:
-            if not (isinstance(message, dict) and isinstance(message.get("role"), str)
-                    and isinstance(message.get("content"), str)):
-                raise InputError("a prompt list must hold {role, content} objects of strings",
-                                 path=str(path), line=line, field="prompt")
+            if not (
+                isinstance(message, dict) and isinstance(message.get("role"), str) and isinstance(message.get("content"), str)
+            ):
+                raise InputError(
+                    "a prompt list must hold {role, content} objects of strings", path=str(path), line=line, field="prompt"
+                )
             messages.append({"role": message["role"], "content": message["content"]})
         if not messages:
             raise InputError("empty prompt", path=str(path), line=line, field="prompt")
@@ -92,8 +94,7 @@ def read_pairs_file(path: str | os.PathLike) -> list[AnnotationItem]:
     seen: dict[str, int] = {}
     for line, record in _json_lines(path):
         if "judge" in record and "text_a" not in record:
-            raise InputError("this looks like a judgments file: give its texts with --texts",
-                             path=str(path), line=line)
+            raise InputError("this looks like a judgments file: give its texts with --texts", path=str(path), line=line)
         item = AnnotationItem(
             instance_id=_text(record, "instance_id", path, line),
             model_a=_text(record, "model_a", path, line),
@@ -105,12 +106,10 @@ def read_pairs_file(path: str | os.PathLike) -> list[AnnotationItem]:
             metadata={k: v for k, v in record.items() if k not in _KNOWN},
         )
         if item.model_a == item.model_b:
-            raise InputError("model_a and model_b are the same model", path=str(path), line=line,
-                             field="model_b")
+            raise InputError("model_a and model_b are the same model", path=str(path), line=line, field="model_b")
         key = _pair_key(item.instance_id, item.model_a, item.model_b)
         if key in seen:
-            raise InputError(f"the same pair as line {seen[key]}", path=str(path), line=line,
-                             field="instance_id")
+            raise InputError(f"the same pair as line {seen[key]}", path=str(path), line=line, field="instance_id")
         seen[key] = line
         items.append(item)
     if not items:
@@ -132,14 +131,13 @@ def read_texts(path: str | os.PathLike) -> dict[tuple[str, str], tuple[Any, str,
         model = _text(record, "model", path, line)
         prompt = _prompt(record, path, line)
         if (instance_id, model) in texts:
-            raise InputError(f"a second text for model {model!r} on this instance",
-                             path=str(path), line=line, field="model")
+            raise InputError(f"a second text for model {model!r} on this instance", path=str(path), line=line, field="model")
         if instance_id in prompts and prompts[instance_id][0] != prompt:
-            raise InputError(f"the prompt differs from the one on line {prompts[instance_id][1]}",
-                             path=str(path), line=line, field="prompt")
+            raise InputError(
+                f"the prompt differs from the one on line {prompts[instance_id][1]}", path=str(path), line=line, field="prompt"
+            )
         prompts.setdefault(instance_id, (prompt, line))
-        texts[(instance_id, model)] = (prompt, _text(record, "text", path, line, allow_empty=True),
-                                       _category(record))
+        texts[(instance_id, model)] = (prompt, _text(record, "text", path, line, allow_empty=True), _category(record))
     if not texts:
         raise InputError("the texts file holds no texts", path=str(path))
     return texts
@@ -157,14 +155,15 @@ def items_from_judgments(frame, texts: dict, *, judgments_path: str = "", texts_
             continue
         seen.add(key)
         if model_a == model_b:
-            raise InputError("model_a and model_b are the same model", path=judgments_path,
-                             line=int(line), field="model_b")
+            raise InputError("model_a and model_b are the same model", path=judgments_path, line=int(line), field="model_b")
         found = []
         for model in (model_a, model_b):
             if (instance_id, model) not in texts:
                 raise InputError(
                     f"no text for model {model!r} on instance {instance_id!r} in {texts_path}",
-                    path=judgments_path, line=int(line), field="model_a" if model == model_a else "model_b",
+                    path=judgments_path,
+                    line=int(line),
+                    field="model_a" if model == model_a else "model_b",
                 )
             found.append(texts[(instance_id, model)])
         (prompt, text_a, category), (_, text_b, _) = found
@@ -181,8 +180,7 @@ def load_pairs(path: str | os.PathLike, texts: str | os.PathLike | None = None) 
     from nepotism.tables import read_table
 
     table = read_table(path, kind="pairwise")
-    return items_from_judgments(table.frame, read_texts(texts), judgments_path=str(path),
-                                texts_path=str(texts))
+    return items_from_judgments(table.frame, read_texts(texts), judgments_path=str(path), texts_path=str(texts))
 
 
 def _record(item: AnnotationItem) -> dict[str, Any]:

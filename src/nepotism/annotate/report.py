@@ -65,12 +65,14 @@ def _timing(labels: Sequence[Label], annotator: str) -> dict:
     if not times:
         return {"median_seconds_per_label": None, "labels_per_minute": None}
     median = statistics.median(times)
-    return {"median_seconds_per_label": round(median, 3),
-            "labels_per_minute": round(60.0 / median, 2) if median > 0 else None}
+    return {"median_seconds_per_label": round(median, 3), "labels_per_minute": round(60.0 / median, 2) if median > 0 else None}
 
 
 def judge_agreement(
-    items: Sequence[AnnotationItem], majorities: pd.DataFrame, judgments: pd.DataFrame, *,
+    items: Sequence[AnnotationItem],
+    majorities: pd.DataFrame,
+    judgments: pd.DataFrame,
+    *,
     bootstrap: Bootstrap | None = None,
 ) -> tuple[dict[str, dict], int]:
     """Per judge: agreement and Cohen's kappa with the human majority; and the unmatched rows."""
@@ -107,9 +109,14 @@ def _unparsed_by_judge(items: Sequence[AnnotationItem], judgments: pd.DataFrame)
     keys = {(i.instance_id, i.model_a, i.model_b) for i in items}
     keys |= {(i.instance_id, i.model_b, i.model_a) for i in items}
     counts: dict[str, int] = {}
-    for inst, judge, a, b, verdict in zip(judgments["instance_id"], judgments["judge"],
-                                          judgments["model_a"], judgments["model_b"],
-                                          judgments["verdict"], strict=True):
+    for inst, judge, a, b, verdict in zip(
+        judgments["instance_id"],
+        judgments["judge"],
+        judgments["model_a"],
+        judgments["model_b"],
+        judgments["verdict"],
+        strict=True,
+    ):
         if (inst, a, b) in keys and (verdict is None or verdict != verdict):
             counts[judge] = counts.get(judge, 0) + 1
     return counts
@@ -148,14 +155,17 @@ def agreement_report(
         } | _timing(labels, annotator)
     for (j, first), (k, second) in itertools.combinations(enumerate(annotators), 2):
         x, y = matrix[:, j], matrix[:, k]
-        report["pairs"].append({
-            "annotators": [first, second],
-            "agreement": pair_agreement(x, y, clusters, bootstrap=bootstrap).as_dict(),
-            "cohen_kappa": cohen_kappa(x, y, len(WINNERS), clusters, bootstrap=bootstrap).as_dict(),
-        })
+        report["pairs"].append(
+            {
+                "annotators": [first, second],
+                "agreement": pair_agreement(x, y, clusters, bootstrap=bootstrap).as_dict(),
+                "cohen_kappa": cohen_kappa(x, y, len(WINNERS), clusters, bootstrap=bootstrap).as_dict(),
+            }
+        )
     majorities = majority_frame(items, labels, min_votes=min_votes)
-    report["majority"] = {o: int((majorities["outcome"] == o).sum())
-                          for o in ("model_a", "model_b", "tie", "unresolved", "unlabelled")}
+    report["majority"] = {
+        o: int((majorities["outcome"] == o).sum()) for o in ("model_a", "model_b", "tie", "unresolved", "unlabelled")
+    }
     if judgments is not None:
         judges, unmatched = judge_agreement(items, majorities, judgments, bootstrap=bootstrap)
         report["judges"] = judges

@@ -61,9 +61,7 @@ def _base(name: str) -> str:
     return name.split("@", 1)[0].strip().casefold()
 
 
-def pair_outcomes(
-    items: Sequence[AnnotationItem], judgments: pd.DataFrame
-) -> tuple[dict[str, dict[str, list[str]]], int, int]:
+def pair_outcomes(items: Sequence[AnnotationItem], judgments: pd.DataFrame) -> tuple[dict[str, dict[str, list[str]]], int, int]:
     """Each item's parsed judge verdicts in canonical terms: ``{item_id: {judge: [outcome, ...]}}``.
 
     Returns also the number of judgment rows that match no item and of rows with no verdict.
@@ -73,8 +71,12 @@ def pair_outcomes(
     outcomes: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     unmatched = unparsed = 0
     for inst, judge, a, b, verdict in zip(
-        judgments["instance_id"], judgments["judge"], judgments["model_a"], judgments["model_b"],
-        judgments["verdict"], strict=True,
+        judgments["instance_id"],
+        judgments["judge"],
+        judgments["model_a"],
+        judgments["model_b"],
+        judgments["verdict"],
+        strict=True,
     ):
         found = index.get((inst, a, b))
         if found is None:
@@ -115,8 +117,7 @@ def _self_preference(item: AnnotationItem, per_judge: dict[str, list[str]], regi
     own_wins, own_total, other_against, other_total = 0, 0, 0, 0
     selves: list[str] = []
     for judge, verdicts in per_judge.items():
-        side = ("model_a" if _own(registry, judge, item.model_a)
-                else "model_b" if _own(registry, judge, item.model_b) else None)
+        side = "model_a" if _own(registry, judge, item.model_a) else "model_b" if _own(registry, judge, item.model_b) else None
         if side is not None:
             selves.append(side)
             own_wins += sum(v == side for v in verdicts)
@@ -163,8 +164,7 @@ def sample_items(
         if strategy == "disagreement":
             scores = np.array([_disagreement(outcomes.get(i.item_id, {})) for i in items])
         else:
-            scores = np.array([_self_preference(i, outcomes.get(i.item_id, {}), registry)
-                               for i in items])
+            scores = np.array([_self_preference(i, outcomes.get(i.item_id, {}), registry) for i in items])
         reasons = [strategy] * len(items)
     order = sorted(range(len(items)), key=lambda k: (-scores[k], tiebreak[k]))
     qualified = [k for k in order if scores[k] > 0]
@@ -185,6 +185,5 @@ def sample_items(
             "sample_seed": seed,
         }
         out.append(replace(items[k], metadata=meta))
-    summary = SampleSummary(strategy, seed, len(items), len(qualified), len(chosen), len(filled),
-                            unmatched, unparsed)
+    summary = SampleSummary(strategy, seed, len(items), len(qualified), len(chosen), len(filled), unmatched, unparsed)
     return out, summary

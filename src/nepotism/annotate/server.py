@@ -67,9 +67,7 @@ class BackgroundServer:
         self._sock = bind(host, port)
         self.url = _url(self._sock)
         self._server = _server(app)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     def start(self, timeout: float = 15.0) -> BackgroundServer:
         self._thread.start()

@@ -52,8 +52,7 @@ def model_threads(threads: int | None = None) -> int:
         except ValueError:
             threads = 0
         if not 1 <= threads <= _MAX_THREADS:
-            raise InputError(f"must be an integer from 1 to {_MAX_THREADS}, got {raw!r}",
-                             path="<environment>", field=THREADS_ENV)
+            raise InputError(f"must be an integer from 1 to {_MAX_THREADS}, got {raw!r}", path="<environment>", field=THREADS_ENV)
     elif isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= _MAX_THREADS:
         raise ValueError(f"threads must be an integer from 1 to {_MAX_THREADS}, got {threads!r}")
     return threads
@@ -69,8 +68,11 @@ def label_warnings(seqs: Mapping[str, Sequence[Sequence[int]]], top_ids: Iterabl
     prefix of another's (``"1"`` and ``"10"``), so their probabilities overlap.
     """
     top = {int(t) for t in top_ids}
-    out = [f"label_not_in_top_k:{label}" for label, spellings in seqs.items()
-           if not any(seq and int(seq[0]) in top for seq in spellings)]
+    out = [
+        f"label_not_in_top_k:{label}"
+        for label, spellings in seqs.items()
+        if not any(seq and int(seq[0]) in top for seq in spellings)
+    ]
     flat = [(label, tuple(seq)) for label, spellings in seqs.items() for seq in spellings]
     if any(a != b and len(sa) < len(sb) and sb[: len(sa)] == sa for a, sa in flat for b, sb in flat):
         out.append("labels_overlap")
@@ -148,16 +150,19 @@ class InProcessBackend:
     def _prepare(self, loaded: Any, request: Request) -> list[int]:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
-    def _labels(self, loaded: Any, request: Request, ids: list[int]
-                ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+    def _labels(
+        self, loaded: Any, request: Request, ids: list[int]
+    ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
-    def _continuation(self, loaded: Any, request: Request, ids: list[int]
-                      ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+    def _continuation(
+        self, loaded: Any, request: Request, ids: list[int]
+    ) -> tuple[str | None, dict[str, Any]]:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
-    def _generate(self, loaded: Any, request: Request, ids: list[int]
-                  ) -> tuple[str, dict[str, Any]]:  # pragma: no cover - every subclass defines it
+    def _generate(
+        self, loaded: Any, request: Request, ids: list[int]
+    ) -> tuple[str, dict[str, Any]]:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
     def _labels_after(self, loaded: Any, request: Request, ids: list[int]) -> tuple[str, dict[str, Any]]:
@@ -166,8 +171,12 @@ class InProcessBackend:
         assert request.labels_after is not None
         end, count = marker_end(text, request.labels_after)
         usage = dict(generated.get("usage") or {})
-        raw: dict[str, Any] = {"generation": generated.get("raw"), "marker": request.labels_after,
-                               "marker_end": end, "markers": count}
+        raw: dict[str, Any] = {
+            "generation": generated.get("raw"),
+            "marker": request.labels_after,
+            "marker_end": end,
+            "markers": count,
+        }
         out: dict[str, Any] = {"usage": usage, "raw": raw, "finish_reason": generated.get("finish_reason")}
         if end is None:
             return text, out | {"warnings": ("no_label_marker",)}

@@ -40,6 +40,7 @@ __all__ = [
 
 COMPLETION_STATUSES = ("ok", "failed")
 
+
 def is_retryable(error: str | None) -> bool:
     """True for failure classes that may succeed on a later try (timeouts, 429, 5xx, resets)."""
     if error is None:
@@ -64,20 +65,31 @@ def read_api_key(env: str | None) -> Secret | None:
         return None
     raw = os.environ.get(env)
     if not raw or not raw.strip():
-        raise InputError(f"environment variable {env} is not set (it should hold the API key)"
-                         + (", or holds only whitespace" if raw else ""), path="<environment>", field=env)
+        raise InputError(
+            f"environment variable {env} is not set (it should hold the API key)" + (", or holds only whitespace" if raw else ""),
+            path="<environment>",
+            field=env,
+        )
     key = raw.strip()
     bad = next((i for i, c in enumerate(key) if not 0x21 <= ord(c) <= 0x7E), None)
     if bad is not None:
-        raise InputError(f"environment variable {env} holds a character an HTTP header cannot carry at "
-                         f"position {bad + 1} of the key (a space or line break inside it, a control or "
-                         "non-ASCII character); set it to the key alone", path="<environment>", field=env)
+        raise InputError(
+            f"environment variable {env} holds a character an HTTP header cannot carry at "
+            f"position {bad + 1} of the key (a space or line break inside it, a control or "
+            "non-ASCII character); set it to the key alone",
+            path="<environment>",
+            field=env,
+        )
     if key != raw and env not in _TRIMMED:
         _TRIMMED.add(env)
-        around = sorted({_WHITESPACE_NAMES.get(c, f"U+{ord(c):04X}") for c in raw[:len(raw) - len(raw.lstrip())]
-                         + raw[len(raw.rstrip()):]})
-        _log.warning("warning: environment variable %s holds the API key with whitespace around it (%s); "
-                     "the key is used without it", env, ", ".join(around))
+        around = sorted(
+            {_WHITESPACE_NAMES.get(c, f"U+{ord(c):04X}") for c in raw[: len(raw) - len(raw.lstrip())] + raw[len(raw.rstrip()) :]}
+        )
+        _log.warning(
+            "warning: environment variable %s holds the API key with whitespace around it (%s); the key is used without it",
+            env,
+            ", ".join(around),
+        )
     return Secret(key, also=(raw,) if key != raw else ())
 
 
@@ -155,8 +167,9 @@ class Request:
             object.__setattr__(self, "labels", labels)
         if self.labels is not None and self.continuation is not None:
             raise ValueError("Request.labels and Request.continuation are exclusive")
-        if self.labels_after is not None and (self.labels is None or not isinstance(self.labels_after, str)
-                                              or not self.labels_after):
+        if self.labels_after is not None and (
+            self.labels is None or not isinstance(self.labels_after, str) or not self.labels_after
+        ):
             raise ValueError("Request.labels_after is a non-empty marker and needs Request.labels")
         if self.continuation is not None and not self.continuation:
             raise ValueError("Request.continuation must not be empty")
@@ -183,11 +196,7 @@ class Request:
         """
         material = {
             "model": self.model,
-            "messages": (
-                None
-                if self.messages is None
-                else [{"role": m.role, "content": m.content} for m in self.messages]
-            ),
+            "messages": (None if self.messages is None else [{"role": m.role, "content": m.content} for m in self.messages]),
             "prompt": self.prompt,
             "max_tokens": self.max_tokens,
             "temperature": float(self.temperature),

@@ -139,8 +139,15 @@ def _load(path: str, n_ctx: int, n_threads: int, n_batch: int, flash_attn: bool)
 
         with plain_cpu_weights():
             llm = Llama(
-                model_path=path, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=n_threads,
-                n_threads_batch=n_threads, flash_attn=flash_attn, logits_all=False, verbose=False,
+                model_path=path,
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                flash_attn=flash_attn,
+                logits_all=False,
+                verbose=False,
             )
         loaded = _Loaded(llm=llm, n_vocab=llm.n_vocab())
         template = llm.metadata.get("tokenizer.chat_template")
@@ -243,8 +250,7 @@ class GGUFBackend(InProcessBackend):
         path = Path(self.model)
         if not path.is_file():
             raise ModelFileError(
-                f"{self.model!r} is neither a packaged model ({', '.join(sorted(LOCAL_MODELS))}) "
-                "nor a .gguf file"
+                f"{self.model!r} is neither a packaged model ({', '.join(sorted(LOCAL_MODELS))}) nor a .gguf file"
             )
         return str(verify_sha256(path, self._sha256) if self._sha256 else path)
 
@@ -313,7 +319,10 @@ class GGUFBackend(InProcessBackend):
         }
         usage = {"prompt_tokens": len(tokens), "completion_tokens": 0, "cached_tokens": cached}
         return llm.detokenize([best]).decode(errors="replace"), {
-            "label_logprobs": out, "usage": usage, "raw": raw, "finish_reason": "length",
+            "label_logprobs": out,
+            "usage": usage,
+            "raw": raw,
+            "finish_reason": "length",
             "warnings": label_warnings(seqs, top),
         }
 
@@ -350,19 +359,27 @@ class GGUFBackend(InProcessBackend):
         if not self.reuse_prefix:
             _truncate(loaded.llm, 0)  # create_completion would otherwise reuse the cached prefix
         result = loaded.llm.create_completion(
-            prompt=tokens, max_tokens=request.max_tokens, temperature=float(request.temperature),
-            seed=seed, **params,
+            prompt=tokens,
+            max_tokens=request.max_tokens,
+            temperature=float(request.temperature),
+            seed=seed,
+            **params,
         )
         choice = result["choices"][0]
         usage = {k: int(v) for k, v in result.get("usage", {}).items()}
         return choice["text"], {"usage": usage, "raw": result, "finish_reason": choice.get("finish_reason")}
 
 
-
-
 def _from_config(cfg: Any) -> GGUFBackend:
-    return GGUFBackend(cfg.path or cfg.model or "", sha256=cfg.sha256, name=cfg.id, n_ctx=cfg.n_ctx,
-                       n_threads=cfg.n_threads, n_batch=cfg.n_batch, flash_attn=cfg.flash_attn)
+    return GGUFBackend(
+        cfg.path or cfg.model or "",
+        sha256=cfg.sha256,
+        name=cfg.id,
+        n_ctx=cfg.n_ctx,
+        n_threads=cfg.n_threads,
+        n_batch=cfg.n_batch,
+        flash_attn=cfg.flash_attn,
+    )
 
 
 #: ``backend = "gguf"`` in an experiment file (`nepotism.backends.registry`)

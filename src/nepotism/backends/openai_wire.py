@@ -55,6 +55,7 @@ def parse_json(content: bytes) -> Any:
             pass
     return json.loads(content.decode("utf-8", errors="replace"))
 
+
 # what the request body was always sent as: ``json.dumps(body, ensure_ascii=False)`` in UTF-8
 _BODY_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _EXACT_SCALARS = (str, bool, type(None))
@@ -212,8 +213,9 @@ def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> fl
     return max(usable) if usable else None
 
 
-def http_failure(status: int, text: str, latency: float, request: Request,
-                 headers: Mapping[str, str] | None = None) -> Completion:
+def http_failure(
+    status: int, text: str, latency: float, request: Request, headers: Mapping[str, str] | None = None
+) -> Completion:
     """A failed Completion classifying a non-200 answer (``http_429``, ``http_5xx:503``, ...).
 
     For 429 and 503 the wait the server asked for (`retry_after_s`) goes into
@@ -247,11 +249,7 @@ def _usage(data: dict[str, Any]) -> dict[str, int]:
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return {}
-    return {
-        k: int(v)
-        for k, v in usage.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    return {k: int(v) for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def read_body(data: dict[str, Any], request: Request, latency: float) -> Completion:
@@ -277,26 +275,41 @@ def read_body(data: dict[str, Any], request: Request, latency: float) -> Complet
         if not pairs:
             return failed(
                 "unsupported:label_logprobs: the server returned no top log-probabilities",
-                latency_s=latency, raw=data, usage=usage,
+                latency_s=latency,
+                raw=data,
+                usage=usage,
             )
         label_lps, warnings = _labels_from_top(request.labels or (), pairs)
         return Completion(
-            text=text, label_logprobs=label_lps, usage=usage, latency_s=latency, raw=data,
-            finish_reason=finish, warnings=warnings,
+            text=text,
+            label_logprobs=label_lps,
+            usage=usage,
+            latency_s=latency,
+            raw=data,
+            finish_reason=finish,
+            warnings=warnings,
         )
     if not isinstance(logprobs, dict) or not logprobs.get("tokens") or not logprobs.get("text_offset"):
         return failed(
             "unsupported:continuation_logprobs: the server did not echo prompt log-probabilities",
-            latency_s=latency, raw=data, usage=usage,
+            latency_s=latency,
+            raw=data,
+            usage=usage,
         )
     picked = _continuation(logprobs, request)
     if picked is None:
         return failed(
             "unsupported:continuation_logprobs: no echoed token covers the continuation",
-            latency_s=latency, raw=data, usage=usage,
+            latency_s=latency,
+            raw=data,
+            usage=usage,
         )
     return Completion(
-        text=None, continuation_logprobs=picked, usage=usage, latency_s=latency, raw=data,
+        text=None,
+        continuation_logprobs=picked,
+        usage=usage,
+        latency_s=latency,
+        raw=data,
         finish_reason=finish,
     )
 
@@ -324,16 +337,23 @@ def _token_tops(logprobs: Any, chat: bool) -> list[tuple[str, list[tuple[str, fl
         content = logprobs.get("content")
         if not isinstance(content, list) or not content:
             return None
-        return [(str(e["token"]), [(str(t["token"]), float(t["logprob"])) for t in e.get("top_logprobs") or []])
-                for e in content]
+        return [(str(e["token"]), [(str(t["token"]), float(t["logprob"])) for t in e.get("top_logprobs") or []]) for e in content]
     tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
     if not isinstance(tokens, list) or not isinstance(tops, list) or len(tokens) != len(tops) or not tokens:
         return None
     return [(str(t), [(str(k), float(v)) for k, v in (top or {}).items()]) for t, top in zip(tokens, tops)]
 
 
-def _labels_after(text: str | None, logprobs: Any, chat: bool, request: Request, usage: dict[str, int],
-                  latency: float, data: dict[str, Any], finish: Any) -> Completion:
+def _labels_after(
+    text: str | None,
+    logprobs: Any,
+    chat: bool,
+    request: Request,
+    usage: dict[str, int],
+    latency: float,
+    data: dict[str, Any],
+    finish: Any,
+) -> Completion:
     """Paper 001 §4.2 over HTTP: the labels' log-probabilities are the top log-probabilities of the
     reply's token that starts right after its last ``labels_after`` marker. No marker: no label
     log-probabilities, warning ``no_label_marker``; a marker ending inside a token (the server's
@@ -341,8 +361,12 @@ def _labels_after(text: str | None, logprobs: Any, chat: bool, request: Request,
     assert request.labels_after is not None
     tokens = _token_tops(logprobs, chat)
     if tokens is None:
-        return failed("unsupported:label_logprobs: the server returned no log-probabilities for the reply",
-                      latency_s=latency, raw=data, usage=usage)
+        return failed(
+            "unsupported:label_logprobs: the server returned no log-probabilities for the reply",
+            latency_s=latency,
+            raw=data,
+            usage=usage,
+        )
     written = "".join(token for token, _ in tokens)
     end, count = marker_end(written, request.labels_after)
     common = {"text": text, "usage": usage, "latency_s": latency, "raw": data, "finish_reason": finish}
@@ -357,8 +381,7 @@ def _labels_after(text: str | None, logprobs: Any, chat: bool, request: Request,
     if at is None:  # the marker ends inside a token, or the reply ends with it
         return Completion(**common, warnings=("label_marker_inside_token",))
     label_lps, warnings = _labels_from_top(request.labels or (), tokens[at][1])
-    return Completion(**common, label_logprobs=label_lps,
-                      warnings=warnings + (("label_marker_repeated",) if count > 1 else ()))
+    return Completion(**common, label_logprobs=label_lps, warnings=warnings + (("label_marker_repeated",) if count > 1 else ()))
 
 
 def _continuation(logprobs: dict[str, Any], request: Request) -> tuple[float, ...] | None:
@@ -377,9 +400,7 @@ def _continuation(logprobs: dict[str, Any], request: Request) -> tuple[float, ..
     return tuple(picked) if picked else None
 
 
-def _labels_from_top(
-    labels: tuple[str, ...], pairs: list[tuple[str, float]]
-) -> tuple[dict[str, float], tuple[str, ...]]:
+def _labels_from_top(labels: tuple[str, ...], pairs: list[tuple[str, float]]) -> tuple[dict[str, float], tuple[str, ...]]:
     """Each label's log-probability: the spellings ``label`` and ``" " + label`` summed."""
     spellings = {label for label in labels} | {" " + label for label in labels}
     by_token: dict[str, list[float]] = {}

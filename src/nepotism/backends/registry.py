@@ -23,8 +23,20 @@ from typing import Any, Literal
 import nepotism.backends as _package
 from nepotism.backends.base import Backend
 
-__all__ = ["API_KEY_ENV", "MODEL_FILE", "THREADS", "TIMEOUT", "BackendSpec", "Kind", "Option", "get", "is_in_process",
-           "names", "specs", "takes_raw_prompts"]
+__all__ = [
+    "API_KEY_ENV",
+    "MODEL_FILE",
+    "THREADS",
+    "TIMEOUT",
+    "BackendSpec",
+    "Kind",
+    "Option",
+    "get",
+    "is_in_process",
+    "names",
+    "specs",
+    "takes_raw_prompts",
+]
 
 #: How an option's value is read: ``text`` a string; ``path`` a file or folder relative to the
 #: experiment file; ``env`` the NAME of an environment variable (never its value); ``url`` one

@@ -92,8 +92,12 @@ def _load(folder: str, gguf_file: str | None, device: str) -> _Loaded:
         model.to(device)
         model.eval()
         limit = getattr(model.config, "max_position_embeddings", None)
-        loaded = _Loaded(model=model, tokenizer=tokenizer, device=device,
-                         max_positions=int(limit) if isinstance(limit, int) and limit > 0 else None)
+        loaded = _Loaded(
+            model=model,
+            tokenizer=tokenizer,
+            device=device,
+            max_positions=int(limit) if isinstance(limit, int) and limit > 0 else None,
+        )
         _models[key] = loaded
         return loaded
 
@@ -123,8 +127,9 @@ class TransformersBackend(InProcessBackend):
         self._loaded: _Loaded | None = None
 
     def __repr__(self) -> str:
-        return (f"TransformersBackend(name={self.name!r}, model={self.model!r}, "
-                f"gguf_file={self.gguf_file!r}, device={self.device!r})")
+        return (
+            f"TransformersBackend(name={self.name!r}, model={self.model!r}, gguf_file={self.gguf_file!r}, device={self.device!r})"
+        )
 
     def _location(self) -> tuple[str, str | None]:
         if self.model in LOCAL_MODELS and self.gguf_file is None:
@@ -138,8 +143,7 @@ class TransformersBackend(InProcessBackend):
                 raise ModelFileError(f"no GGUF file {self.gguf_file!r} in {self.model!r}")
             return str(path), self.gguf_file
         raise ModelFileError(
-            f"{self.model!r} is not a model directory, a .gguf file or a packaged model "
-            f"({', '.join(sorted(LOCAL_MODELS))})"
+            f"{self.model!r} is not a model directory, a .gguf file or a packaged model ({', '.join(sorted(LOCAL_MODELS))})"
         )
 
     def check(self) -> None:
@@ -235,7 +239,10 @@ class TransformersBackend(InProcessBackend):
         }
         usage = {"prompt_tokens": len(ids), "completion_tokens": 0}
         return tok.decode([int(top_ids[0])]), {
-            "label_logprobs": result, "usage": usage, "raw": raw, "finish_reason": "length",
+            "label_logprobs": result,
+            "usage": usage,
+            "raw": raw,
+            "finish_reason": "length",
             "warnings": label_warnings(seqs, top_ids.tolist()),
         }
 
@@ -269,15 +276,18 @@ class TransformersBackend(InProcessBackend):
         eos = tok.eos_token_id
         pad = tok.pad_token_id if tok.pad_token_id is not None else eos
         tensor = torch.tensor([ids], dtype=torch.long, device=loaded.device)
-        out = loaded.model.generate(input_ids=tensor, attention_mask=torch.ones_like(tensor),
-                                    pad_token_id=pad, **params)
+        out = loaded.model.generate(input_ids=tensor, attention_mask=torch.ones_like(tensor), pad_token_id=pad, **params)
         new = [int(t) for t in out[0, len(ids) :]]
         stop_ids = set(_as_list(loaded.model.generation_config.eos_token_id)) | ({eos} if eos is not None else set())
         finish = "stop" if new and new[-1] in stop_ids else "length"
         text = tok.decode(new, skip_special_tokens=True)
         usage = {"prompt_tokens": len(ids), "completion_tokens": len(new)}
-        return text, {"usage": usage, "raw": {"token_ids": new}, "finish_reason": finish,
-                      "warnings": tuple(f"ignored_extra:{k}" for k in ignored)}
+        return text, {
+            "usage": usage,
+            "raw": {"token_ids": new},
+            "finish_reason": finish,
+            "warnings": tuple(f"ignored_extra:{k}" for k in ignored),
+        }
 
 
 def _as_list(value: Any) -> list[int]:

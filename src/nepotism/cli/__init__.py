@@ -107,8 +107,14 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
-              help="Show the version and the event loop runs use (uvloop, else asyncio's), and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show the version and the event loop runs use (uvloop, else asyncio's), and exit.",
+)
 @input_limit_options
 def main() -> None:
     """Measure how much LLM judges favour themselves, their family and their students.

@@ -47,14 +47,20 @@ def print_verdicts(results, title: str, *, output_format: str) -> None:
     rows = []
     for r in table:
         evidence = r["evidence"]
-        rows.append([r["judge"]] + ([r["condition"]] if several else [])
-                    + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], evidence])
+        rows.append(
+            [r["judge"]]
+            + ([r["condition"]] if several else [])
+            + [r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], evidence]
+        )
     level = int(round(100 * float((summary.get("options") or {}).get("confidence") or 0.95)))
-    header = ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", f"{level}% CI", "prompts",
-                                                               "evidence"]
+    header = (
+        ["judge"] + (["condition"] if several else []) + ["relation", "verdict", "value", f"{level}% CI", "prompts", "evidence"]
+    )
     what = ", ".join(sorted(({t.get("kind") for t in summary.get("tables", [])} or {summary.get("kind")}) - {None}))
-    title = (f"{title} ({what}): how much each judge favours its relatives "
-             f"(a number needs at least {summary.get('min_prompts', 30)} prompts; docs/answer.md)")
+    title = (
+        f"{title} ({what}): how much each judge favours its relatives "
+        f"(a number needs at least {summary.get('min_prompts', 30)} prompts; docs/answer.md)"
+    )
     if not rows:
         click.echo(f"{title}\n  no judge verdict: these tables hold no judge whose relatives could be measured")
         return
@@ -79,14 +85,21 @@ def _judges_table(results, *, output_format: str) -> None:
     for e in entries:
         generators = e.get("generators") or {}
         parts = [f"{scope} {len(names)}" for scope, names in generators.items()]
-        rows.append([e["judge"], e.get("condition", ""), e.get("kind", ""), f"{e.get('prompts', 0):,}",
-                     ", ".join(parts)])
-    print_table("What each judge saw (generators by their relation to it)",
-                ["judge", "condition", "kind", "prompts", "generators"], rows, output_format=output_format)
-    unknown = sorted(results.summary.get("generators_not_in_registry") or
-                     {n for e in entries for n in (e.get("generators") or {}).get("unknown", [])})
-    what = ("generator is not in the model registry, so no judge counts it as a relative",
-            "generators are not in the model registry, so no judge counts them as a relative")
+        rows.append([e["judge"], e.get("condition", ""), e.get("kind", ""), f"{e.get('prompts', 0):,}", ", ".join(parts)])
+    print_table(
+        "What each judge saw (generators by their relation to it)",
+        ["judge", "condition", "kind", "prompts", "generators"],
+        rows,
+        output_format=output_format,
+    )
+    unknown = sorted(
+        results.summary.get("generators_not_in_registry")
+        or {n for e in entries for n in (e.get("generators") or {}).get("unknown", [])}
+    )
+    what = (
+        "generator is not in the model registry, so no judge counts it as a relative",
+        "generators are not in the model registry, so no judge counts them as a relative",
+    )
     for line in unknown_names_lines(unknown, what, shown=8):
         click.echo(line)
 
@@ -117,11 +130,15 @@ def flagged_lines(records) -> list[str]:
     rows = [r for r in records if r["metric"] == "exclusion-share-gap" and r.get("flagged")]
     if not rows:
         return []
-    lines = ["Generators left without a verdict far more often than the judge's others (a sign of gaming the "
-             "verdict reader; read the raw replies, docs/verdicts.md):"]
+    lines = [
+        "Generators left without a verdict far more often than the judge's others (a sign of gaming the "
+        "verdict reader; read the raw replies, docs/verdicts.md):"
+    ]
     for r in rows:
         reasons = r.get("excluded") or {}
         top = max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"
-        lines.append(f"  {r['judge']} ({r.get('condition')}): {r['generator']} {r['share']:.1%} of {r['n']:,} vs "
-                     f"{r['others_share']:.1%} of {r['others_n']:,}, p {r['p_value']:.3g} — mostly {top}")
+        lines.append(
+            f"  {r['judge']} ({r.get('condition')}): {r['generator']} {r['share']:.1%} of {r['n']:,} vs "
+            f"{r['others_share']:.1%} of {r['others_n']:,}, p {r['p_value']:.3g} — mostly {top}"
+        )
     return lines

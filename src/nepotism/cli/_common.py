@@ -19,10 +19,30 @@ from typing import TextIO
 
 import click
 
-__all__ = ["INTERNAL_ERROR", "Finite", "Size", "bootstrap_options", "echo_json", "exit_if_calls_failed",
-           "experiment_store", "finite_value", "format_option", "input_limit_options", "json_stdout",
-           "max_failure_rate_option", "models_option", "named_as_typed", "prevented_line", "print_table",
-           "report_internal_error", "run_live", "store_path_of", "unknown_names_lines", "whole_output", "write_all"]
+__all__ = [
+    "INTERNAL_ERROR",
+    "Finite",
+    "Size",
+    "bootstrap_options",
+    "echo_json",
+    "exit_if_calls_failed",
+    "experiment_store",
+    "finite_value",
+    "format_option",
+    "input_limit_options",
+    "json_stdout",
+    "max_failure_rate_option",
+    "models_option",
+    "named_as_typed",
+    "prevented_line",
+    "print_table",
+    "report_internal_error",
+    "run_live",
+    "store_path_of",
+    "unknown_names_lines",
+    "whole_output",
+    "write_all",
+]
 
 #: How a command prints rows: ``auto`` = a boxed table on a terminal and plain aligned rows when
 #: stdout is a pipe or a file (a CI log, ``tee``), which are never wrapped or cut.
@@ -60,8 +80,7 @@ def finite_value(text: str, option: str, low: float | None = None, high: float |
         raise InputError(err.message, field=option) from None
 
 
-_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
-          "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4, "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
 
 
 class Size(click.ParamType):
@@ -100,22 +119,26 @@ def input_limit_options(callback):
 
     @functools.wraps(callback)
     def function(*args, max_decompressed, max_line, max_cell, max_depth, **kwargs):
-        limits = input_limits.InputLimits(decompressed=max_decompressed, line=max_line, cell=max_cell,
-                                          depth=max_depth)
+        limits = input_limits.InputLimits(decompressed=max_decompressed, line=max_line, cell=max_cell, depth=max_depth)
         click.get_current_context().with_resource(input_limits.applied(limits))
         return callback(*args, **kwargs)
 
     for name, option, what in (
-            ("depth", "--max-depth", "How deeply a JSON or TOML input may nest, in levels"),
-            ("cell", "--max-cell", "Longest value of an input table, dataset or JSON/TOML file, in characters"),
-            ("line", "--max-line", "Longest line of a CSV, TSV or JSON Lines input, in characters"),
-            ("decompressed", "--max-decompressed", "Most bytes a .gz input may inflate to")):
+        ("depth", "--max-depth", "How deeply a JSON or TOML input may nest, in levels"),
+        ("cell", "--max-cell", "Longest value of an input table, dataset or JSON/TOML file, in characters"),
+        ("line", "--max-line", "Longest line of a CSV, TSV or JSON Lines input, in characters"),
+        ("decompressed", "--max-decompressed", "Most bytes a .gz input may inflate to"),
+    ):
         least = input_limits.OPTION_MINIMUM[name]
-        kind = (click.IntRange(least, input_limits.MAX_DEPTH) if name == "depth"
-                else Size(least, input_limits.MAX_CELL if name == "cell" else None))
+        kind = (
+            click.IntRange(least, input_limits.MAX_DEPTH)
+            if name == "depth"
+            else Size(least, input_limits.MAX_CELL if name == "cell" else None)
+        )
         default = getattr(defaults, name)
-        function = click.option(option, f"max_{name}", type=kind, default=default,
-                                help=f"{what} (default {input_limits.size_text(default)}).")(function)
+        function = click.option(
+            option, f"max_{name}", type=kind, default=default, help=f"{what} (default {input_limits.size_text(default)})."
+        )(function)
     return function
 
 
@@ -130,28 +153,55 @@ def bootstrap_options(callback):
         settings = Bootstrap(n_resamples=n_resamples, confidence_level=confidence, method=ci_method, seed=seed)
         return callback(*args, bootstrap=settings, **kwargs)
 
-    function = click.option("--ci-method", type=click.Choice(["percentile", "bca"]), default="percentile",
-                            show_default=True, help="Bootstrap interval method.")(function)
-    function = click.option("--confidence", type=Finite(0.5, 0.999), default=0.95, show_default=True,
-                            help="Confidence level of the intervals.")(function)
-    function = click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
-                            help="Seed of the bootstrap: the same seed gives the same numbers.")(function)
-    function = click.option("--bootstrap", "n_resamples", type=click.IntRange(0, 100_000), default=1000,
-                            show_default=True, help="Bootstrap resamples of prompts (0 = no intervals).")(function)
+    function = click.option(
+        "--ci-method",
+        type=click.Choice(["percentile", "bca"]),
+        default="percentile",
+        show_default=True,
+        help="Bootstrap interval method.",
+    )(function)
+    function = click.option(
+        "--confidence", type=Finite(0.5, 0.999), default=0.95, show_default=True, help="Confidence level of the intervals."
+    )(function)
+    function = click.option(
+        "--seed",
+        type=click.IntRange(0),
+        default=0,
+        show_default=True,
+        help="Seed of the bootstrap: the same seed gives the same numbers.",
+    )(function)
+    function = click.option(
+        "--bootstrap",
+        "n_resamples",
+        type=click.IntRange(0, 100_000),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples of prompts (0 = no intervals).",
+    )(function)
     return function
 
 
 def models_option(function):
     """Add a repeatable --models FILE that extends the bundled registry."""
-    return click.option("--models", "models_files", multiple=True, type=click.Path(dir_okay=False),
-                        help="Extra model registry TOML file (repeatable); extends the bundled one.")(function)
+    return click.option(
+        "--models",
+        "models_files",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="Extra model registry TOML file (repeatable); extends the bundled one.",
+    )(function)
 
 
 def format_option(function):
     """Add --format auto|table|plain|tsv (how rows are printed; --json stays the machine format)."""
-    return click.option("--format", "output_format", type=click.Choice(FORMATS), default="auto", show_default=True,
-                        help="auto: a table on a terminal, plain aligned rows when piped (never wrapped); "
-                             "tsv: tab-separated with a header line.")(function)
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(FORMATS),
+        default="auto",
+        show_default=True,
+        help="auto: a table on a terminal, plain aligned rows when piped (never wrapped); tsv: tab-separated with a header line.",
+    )(function)
 
 
 #: Plain tables pad a column to its widest cell up to this length; longer cells overflow their row only.
@@ -161,8 +211,13 @@ _PAD_CAP = 40
 def max_failure_rate_option(calls: str):
     """``--max-failure-rate``: the share of ``calls`` (e.g. "the run's calls (generation, judging,
     perplexity)") allowed to fail without exit status 3 (`exit_if_calls_failed`)."""
-    return click.option("--max-failure-rate", type=Finite(0.0, 1.0), default=0.0, show_default=True,
-                        help=f"Share of {calls} allowed to fail without exit status 3.")
+    return click.option(
+        "--max-failure-rate",
+        type=Finite(0.0, 1.0),
+        default=0.0,
+        show_default=True,
+        help=f"Share of {calls} allowed to fail without exit status 3.",
+    )
 
 
 def exit_if_calls_failed(phases, max_failure_rate: float) -> None:
@@ -179,9 +234,11 @@ def exit_if_calls_failed(phases, max_failure_rate: float) -> None:
         for error, n in phase.get("errors", {}).items():
             errors[error] = errors.get(error, 0) + n
     top = ", ".join(f"{error} {n}" for error, n in sorted(errors.items(), key=lambda kv: -kv[1])[:3])
-    click.echo(f"error: {failed} of {total} calls failed ({top or 'no error recorded'}); fix the cause and run "
-               "again to retry them (completed calls are not repeated), or allow some with --max-failure-rate",
-               err=True)
+    click.echo(
+        f"error: {failed} of {total} calls failed ({top or 'no error recorded'}); fix the cause and run "
+        "again to retry them (completed calls are not repeated), or allow some with --max-failure-rate",
+        err=True,
+    )
     sys.exit(3)
 
 
@@ -190,9 +247,14 @@ def prevented_line(failures: int, prevented: Mapping[str, int], *, counted: bool
     made and the judgments they would have shown, exported as failed, by reason (``prevented``:
     `RunSummary.prevented` or the same in a summary dict); ``counted`` adds that the analyses
     count them as excluded."""
-    return (f"  {failures} responses could not be generated: {sum(prevented.values())} judgments they would have "
-            "shown are exported as failed" + (" and counted as excluded" if counted else "") + " ("
-            + ", ".join(f"{reason} {n}" for reason, n in prevented.items()) + ")")
+    return (
+        f"  {failures} responses could not be generated: {sum(prevented.values())} judgments they would have "
+        "shown are exported as failed"
+        + (" and counted as excluded" if counted else "")
+        + " ("
+        + ", ".join(f"{reason} {n}" for reason, n in prevented.items())
+        + ")"
+    )
 
 
 #: The widest a table column grows to keep its longest word whole on a terminal.
@@ -226,8 +288,7 @@ def print_table(title: str, header: list[str], rows: list[list[str]], *, output_
         for row in [header, *clean]:
             click.echo("\t".join(row))
         return
-    widths = [max([len(name)] + [len(row[i]) for row in clean if len(row[i]) <= _PAD_CAP])
-              for i, name in enumerate(header)]
+    widths = [max([len(name)] + [len(row[i]) for row in clean if len(row[i]) <= _PAD_CAP]) for i, name in enumerate(header)]
     click.echo(title)
     for row in [header, *clean]:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -283,7 +344,7 @@ def _write_whole(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data).cast("B")
     while view:
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             try:
                 select.select([], [fd], [])
@@ -341,8 +402,7 @@ def _whole(stream: TextIO) -> TextIO | None:
     except (AttributeError, OSError, ValueError):
         return None
     stream.flush()
-    return io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors,
-                            write_through=True)
+    return io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors, write_through=True)
 
 
 #: The exit status of an unexpected exception in a command (a bug, not the input): sysexits'
@@ -361,8 +421,10 @@ def report_internal_error(err: BaseException) -> None:
     from nepotism.credentials import redact_text
 
     text = "".join(traceback.format_exception(err))
-    text += (f"error: internal error ({type(err).__name__}): a bug in nepotism, not a problem with the input; "
-             "the traceback above says where (please report it)\n")
+    text += (
+        f"error: internal error ({type(err).__name__}): a bug in nepotism, not a problem with the input; "
+        "the traceback above says where (please report it)\n"
+    )
     try:
         write_all(sys.stderr, redact_text(text))
     except OSError:  # stderr's reader is gone: the exit status still says it
@@ -387,8 +449,7 @@ def experiment_store(store_path, experiment):
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"cannot create the store's folder {path.parent} ({err.strerror or err})",
-                         path=str(path)) from None
+        raise InputError(f"cannot create the store's folder {path.parent} ({err.strerror or err})", path=str(path)) from None
     return path
 
 
@@ -437,7 +498,9 @@ def unknown_names_lines(names: list[str], what: tuple[str, str], *, indent: str 
         return []
     what = what[0] if len(names) == 1 else what[1]
     listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-    return [f"{indent}{len(names)} {what}: {listed}",
-            f"{indent}name them in a models file passed with --models: [aliases] \"GPT 4\" = \"gpt-4\" for a model "
-            "the registry knows under another name (`nepotism models list`), [families] \"Anthropic\" = "
-            "[\"Claude 2\", ...] for models it does not know (README, Model registry)"]
+    return [
+        f"{indent}{len(names)} {what}: {listed}",
+        f'{indent}name them in a models file passed with --models: [aliases] "GPT 4" = "gpt-4" for a model '
+        'the registry knows under another name (`nepotism models list`), [families] "Anthropic" = '
+        '["Claude 2", ...] for models it does not know (README, Model registry)',
+    ]

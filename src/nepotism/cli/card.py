@@ -11,8 +11,13 @@ from nepotism.cli._common import echo_json
 
 @click.command("card")
 @click.argument("results", type=click.Path(dir_okay=False))
-@click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False), required=True,
-              help="Thresholds TOML, or an experiment file whose [card] table holds them.")
+@click.option(
+    "--thresholds",
+    "thresholds_file",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Thresholds TOML, or an experiment file whose [card] table holds them.",
+)
 @click.option("--check", is_flag=True, help="Exit with status 1 when any threshold fails (for CI pipelines).")
 @click.option("--judge", "judges", multiple=True, help="Only these judges (repeatable); default all.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Also write card.json and card.md here.")
@@ -60,8 +65,7 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
         if missing:
             raise InputError(f"no results for judge(s) {', '.join(missing)}", path=str(results), field="--judge")
         records = [r for r in records if set(judges_of(r)) & set(judges)]
-    verdicts = judge_verdicts(records, summary.get("relations") or (),
-                              min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+    verdicts = judge_verdicts(records, summary.get("relations") or (), min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
     cards = judge_cards(records, thresholds, source=str(summary.get("source", results)), verdicts=verdicts)
     text = _text(cards)
     if out_dir:
@@ -78,8 +82,11 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
 
 
 def _failures(cards) -> str:
-    parts = [f"{judge}: {sum(c['status'] == 'fail' for c in card['checks'])} failed"
-             for judge, card in cards["judges"].items() if card["status"] == "fail"]
+    parts = [
+        f"{judge}: {sum(c['status'] == 'fail' for c in card['checks'])} failed"
+        for judge, card in cards["judges"].items()
+        if card["status"] == "fail"
+    ]
     if cards["unmatched_rules"] and cards["on_missing"] == "fail":
         parts.append(f"{len(cards['unmatched_rules'])} threshold(s) measured for no judge")
     return "; ".join(parts)
@@ -94,21 +101,28 @@ def _text(cards) -> str:
         for a in card.get("answer") or []:
             where = f" ('{a['condition']}')" if len(card["conditions"]) > 1 else ""
             if a["status"] == "measured":
-                lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} {a['value']} (CI {a['ci']}; "
-                             f"{a['prompts']} prompts; {a['evidence']})")
+                lines.append(
+                    f"  answer{where}, {a['relation']}: {a['verdict']} {a['value']} (CI {a['ci']}; "
+                    f"{a['prompts']} prompts; {a['evidence']})"
+                )
             else:
                 lines.append(f"  answer{where}, {a['relation']}: {a['verdict']} — {a['evidence']}")
         lines.append("  measured: " + ", ".join(f"{m['metric']} ({m['defined']}/{m['records']})" for m in card["measured"]))
         for c in card["checks"]:
             target = " vs ".join(c["pair"]) if c["pair"] else (c["generator"] or "")
-            variant = ", ".join(f"{k}={v}" for k, v in (c.get("variant") or {}).items()
-                                if not isinstance(v, (list, dict)))  # which variant: opponents=unrelated, ...
+            variant = ", ".join(
+                f"{k}={v}" for k, v in (c.get("variant") or {}).items() if not isinstance(v, (list, dict))
+            )  # which variant: opponents=unrelated, ...
             observed = "n/a" if c["observed"] is None else f"{c['observed']:.4g}"
-            ci = (f" (CI {c['ci_low']:.4g} to {c['ci_high']:.4g})" if c["ci_low"] is not None else "")
-            lines.append(f"  [{c['status']}] {c['rule']} — {c['condition']}{' · ' + variant if variant else ''}"
-                         f"{' · ' + target if target else ''}: {c['statistic']} = {observed}{ci}, n={c['n']}")
+            ci = f" (CI {c['ci_low']:.4g} to {c['ci_high']:.4g})" if c["ci_low"] is not None else ""
+            lines.append(
+                f"  [{c['status']}] {c['rule']} — {c['condition']}{' · ' + variant if variant else ''}"
+                f"{' · ' + target if target else ''}: {c['statistic']} = {observed}{ci}, n={c['n']}"
+            )
         lines.append("")
     for rule in cards["unmatched_rules"]:
-        lines.append(f"[not measured] {rule['rule']} — no judge has a defined result for it"
-                     + (" (counts as a failure)" if cards["on_missing"] == "fail" else ""))
+        lines.append(
+            f"[not measured] {rule['rule']} — no judge has a defined result for it"
+            + (" (counts as a failure)" if cards["on_missing"] == "fail" else "")
+        )
     return "\n".join(lines).rstrip() + "\n"

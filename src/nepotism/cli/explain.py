@@ -22,30 +22,81 @@ _ARGUMENT = {"source": "SOURCE", "limit": "--limit"}
 @click.command("explain")
 @click.argument("source", nargs=-1, required=True, type=click.Path())
 @click.option("--judge", required=True, help="The judge (its name in the data, or its registry id).")
-@click.option("--scope", type=click.Choice(_SCOPES), default="self", show_default=True,
-              help="Which relation: its own answers, its family's, its students', its family's students'.")
+@click.option(
+    "--scope",
+    type=click.Choice(_SCOPES),
+    default="self",
+    show_default=True,
+    help="Which relation: its own answers, its family's, its students', its family's students'.",
+)
 @click.option("--condition", help="The condition, when the judge was audited under several.")
-@click.option("--texts", type=click.Path(), metavar="FILE",
-              help="The answers' texts: JSON Lines (instance_id, model, text, optional prompt) as "
-                   "`nepotism import --texts-out` writes them, or the store of `nepotism run`.")
-@click.option("--limit", type=click.IntRange(0, 1000), default=5, show_default=True,
-              help="Cases shown in each direction (the most telling first).")
+@click.option(
+    "--texts",
+    type=click.Path(),
+    metavar="FILE",
+    help="The answers' texts: JSON Lines (instance_id, model, text, optional prompt) as "
+    "`nepotism import --texts-out` writes them, or the store of `nepotism run`.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(0, 1000),
+    default=5,
+    show_default=True,
+    help="Cases shown in each direction (the most telling first).",
+)
 @click.option("--full", is_flag=True, help=f"Print prompts and answers whole (else the first {_CHARS:,} characters).")
-@click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
-              help="Reference table (preference-ref, correctness-ref, rubric-ref); repeatable.")
-@click.option("--kind", type=click.Choice(["pairwise", "pointwise", "rubric"]),
-              help="Table kind of a single SOURCE file, when the columns do not tell.")
-@click.option("--rule", type=click.Choice(["consistent", "strict"]), default="consistent", show_default=True,
-              help="How to combine the two presentation orders (as in `nepotism metrics`).")
-@click.option("--reference-vote", type=click.Choice(["each", "majority"]), default="each", show_default=True,
-              help="Several human labels of one pair: each label one row, or the pair's plurality label.")
-@click.option("--min-prompts", type=click.IntRange(1, None), default=30, show_default=True,
-              help="The fewest prompts a verdict's number may rest on (docs/answer.md).")
+@click.option(
+    "--reference",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Reference table (preference-ref, correctness-ref, rubric-ref); repeatable.",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["pairwise", "pointwise", "rubric"]),
+    help="Table kind of a single SOURCE file, when the columns do not tell.",
+)
+@click.option(
+    "--rule",
+    type=click.Choice(["consistent", "strict"]),
+    default="consistent",
+    show_default=True,
+    help="How to combine the two presentation orders (as in `nepotism metrics`).",
+)
+@click.option(
+    "--reference-vote",
+    type=click.Choice(["each", "majority"]),
+    default="each",
+    show_default=True,
+    help="Several human labels of one pair: each label one row, or the pair's plurality label.",
+)
+@click.option(
+    "--min-prompts",
+    type=click.IntRange(1, None),
+    default=30,
+    show_default=True,
+    help="The fewest prompts a verdict's number may rest on (docs/answer.md).",
+)
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: the verdict and its cases.")
-def command(source, judge, scope, condition, texts, limit, full, reference, kind, rule, reference_vote, min_prompts,
-            models_files, bootstrap, as_json):
+def command(
+    source,
+    judge,
+    scope,
+    condition,
+    texts,
+    limit,
+    full,
+    reference,
+    kind,
+    rule,
+    reference_vote,
+    min_prompts,
+    models_files,
+    bootstrap,
+    as_json,
+):
     """Show the verdict for one judge and relation, then the cases behind it.
 
     SOURCE is what `nepotism metrics` takes: judgment tables, a store, or the output folder of
@@ -67,9 +118,21 @@ def command(source, judge, scope, condition, texts, limit, full, reference, kind
     if kind and len(source) > 1:
         raise InputError("--kind applies to a single SOURCE file", field="--kind")
     with named_as_typed(_ARGUMENT):  # name the command's own argument or option
-        found = explain(list(source), judge=judge, scope=scope, condition=condition, references=list(reference),
-                        models=list(models_files), bootstrap=bootstrap, kind=kind, rule=rule,
-                        reference_vote=reference_vote, min_prompts=min_prompts, texts=texts, limit=limit)
+        found = explain(
+            list(source),
+            judge=judge,
+            scope=scope,
+            condition=condition,
+            references=list(reference),
+            models=list(models_files),
+            bootstrap=bootstrap,
+            kind=kind,
+            rule=rule,
+            reference_vote=reference_vote,
+            min_prompts=min_prompts,
+            texts=texts,
+            limit=limit,
+        )
     if as_json:
         echo_json(found.to_dict())
         return
@@ -104,8 +167,10 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
     from nepotism.analyses.verdicts import SCOPE_WORDS
 
     v = found.verdict
-    lines = [_safe(f"nepotism explain — {v.judge}, {SCOPE_WORDS[v.scope]} (condition '{v.condition}')"),
-             _safe(f"Verdict: {v.sentence}")]
+    lines = [
+        _safe(f"nepotism explain — {v.judge}, {SCOPE_WORDS[v.scope]} (condition '{v.condition}')"),
+        _safe(f"Verdict: {v.sentence}"),
+    ]
     if not found.groups:
         lines.append(_safe(found.note or "no cases"))
         return lines
@@ -114,8 +179,7 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
     if found.note:
         lines.append(_safe(f"Note: {found.note}"))
     if found.texts and found.texts.get("answers_missing"):
-        lines.append(_safe(f"Texts: {found.texts['answers_missing']} of the answers shown are not in "
-                           f"{found.texts['source']}."))
+        lines.append(_safe(f"Texts: {found.texts['answers_missing']} of the answers shown are not in {found.texts['source']}."))
     for group in found.groups:
         lines.append("")
         shown = f"; the {len(group.cases)} shown first" if group.cases and len(group.cases) < group.n else ""
@@ -129,8 +193,14 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
                 lines.append(_safe(f"     {who}: {compared}"))
             others = [j for j in case.judges if j["role"] != "this judge"]
             if others:
-                lines.append(_safe("     every other judge: " + "; ".join(
-                    f"{_judge(j, v.condition)} ({j['role']}): {reading_words(found.kind, case, j)}" for j in others)))
+                lines.append(
+                    _safe(
+                        "     every other judge: "
+                        + "; ".join(
+                            f"{_judge(j, v.condition)} ({j['role']}): {reading_words(found.kind, case, j)}" for j in others
+                        )
+                    )
+                )
             truth = truth_words(case)
             if truth:
                 lines.append(_safe(f"     the reference: {truth}"))

@@ -38,8 +38,7 @@ def _check_suffix(path: Path | None, option: str, allowed: tuple[str, ...]) -> N
         return
     name = path.name.lower()
     if not any(name.endswith(s) and len(name) > len(s) for s in allowed):
-        raise InputError(f"unknown output type (the name must end in {', '.join(allowed)})", path=str(path),
-                         field=option)
+        raise InputError(f"unknown output type (the name must end in {', '.join(allowed)})", path=str(path), field=option)
 
 
 _NAME_COLUMNS = ("judge", "model", "model_a", "model_b", "winner")
@@ -48,8 +47,12 @@ _NAME_COLUMNS = ("judge", "model", "model_a", "model_b", "winner")
 def _unknown_names(imported, registry) -> list[str]:
     """The judge and generator names of the main table the registry does not know (``@tags`` dropped)."""
     frame = imported.tables[imported.main]
-    names = {str(v).split("@", 1)[0] for c in ("judge", "model", "model_a", "model_b") if c in frame
-             for v in frame[c].dropna().unique()}
+    names = {
+        str(v).split("@", 1)[0]
+        for c in ("judge", "model", "model_a", "model_b")
+        if c in frame
+        for v in frame[c].dropna().unique()
+    }
     return sorted(n for n in names if n.strip() and not registry.knows(n))
 
 
@@ -79,15 +82,25 @@ def _canonicalise(imported, registry) -> int:
 def _print_formats(as_json: bool) -> None:
     from nepotism.importers import formats
 
-    rows = [{"format": f.name, "tables": list(f.tables), "options": [f"--{o}" for o in f.options],
-             "summary": f.summary, "upstream": f.upstream} for f in formats().values()]
+    rows = [
+        {
+            "format": f.name,
+            "tables": list(f.tables),
+            "options": [f"--{o}" for o in f.options],
+            "summary": f.summary,
+            "upstream": f.upstream,
+        }
+        for f in formats().values()
+    ]
     if as_json:
         echo_json(rows)
         return
     for row in rows:
-        click.echo(f"{row['format']}\n  {row['summary']}\n  tables: {', '.join(row['tables'])}"
-                   + (f"; options: {' '.join(row['options'])}" if row["options"] else "")
-                   + f"\n  upstream: {row['upstream']}")
+        click.echo(
+            f"{row['format']}\n  {row['summary']}\n  tables: {', '.join(row['tables'])}"
+            + (f"; options: {' '.join(row['options'])}" if row["options"] else "")
+            + f"\n  upstream: {row['upstream']}"
+        )
 
 
 def _invalid(err, kind: str, target: Path, tmp: Path):
@@ -105,8 +118,9 @@ def _invalid(err, kind: str, target: Path, tmp: Path):
             line, record = row.get("source_line"), row.get("source_record")
             at = f"line {line}" if line is not None else f"record {record}"
             origin = f" (it came from {row['source_file']} {at})"
-    return InputError(f"the importer produced an invalid {kind} table{origin}: {err.message}",
-                      path=str(target), line=err.line, field=err.field)
+    return InputError(
+        f"the importer produced an invalid {kind} table{origin}: {err.message}", path=str(target), line=err.line, field=err.field
+    )
 
 
 def _reference_targets(values) -> list[tuple[str | None, Path]]:
@@ -125,15 +139,18 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
     named = {kind for kind, _ in targets if kind is not None}
     unknown = sorted(named - set(references))
     if unknown:
-        raise InputError(f"the source has no {unknown[0]} table (its companions: {', '.join(references) or 'none'})",
-                         field="--reference-out")
+        raise InputError(
+            f"the source has no {unknown[0]} table (its companions: {', '.join(references) or 'none'})", field="--reference-out"
+        )
     if len(named) != sum(kind is not None for kind, _ in targets):
         raise InputError("a companion table is named twice", field="--reference-out")
     free = [k for k in references if k not in named]
     unnamed = [path for kind, path in targets if kind is None]
     if len(unnamed) > len(free):
-        raise InputError(f"{len(targets)} --reference-out files for {len(references)} companion tables "
-                         f"({', '.join(references)})", field="--reference-out")
+        raise InputError(
+            f"{len(targets)} --reference-out files for {len(references)} companion tables ({', '.join(references)})",
+            field="--reference-out",
+        )
     pairs = dict(zip(free, unnamed))
     return [(kind, path) for kind, path in targets if kind is not None] + list(pairs.items())
 
@@ -141,44 +158,111 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
 @click.command("import")
 @click.argument("sources", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", help="Source format (see --list).")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Main table (.csv, .jsonl or .parquet; .gz allowed for CSV/JSONL).")
-@click.option("--reference-out", "reference_outs", multiple=True, metavar="[KIND=]FILE",
-              help="Companion reference table(s), when the source has them; repeat for several (JudgeBench has a "
-                   "preference-ref and a correctness-ref): in the order --list gives, or named as KIND=FILE.")
-@click.option("--texts-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL of texts: instance_id, prompt, tests, model, text.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Main table (.csv, .jsonl or .parquet; .gz allowed for CSV/JSONL).",
+)
+@click.option(
+    "--reference-out",
+    "reference_outs",
+    multiple=True,
+    metavar="[KIND=]FILE",
+    help="Companion reference table(s), when the source has them; repeat for several (JudgeBench has a "
+    "preference-ref and a correctness-ref): in the order --list gives, or named as KIND=FILE.",
+)
+@click.option(
+    "--texts-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL of texts: instance_id, prompt, tests, model, text.",
+)
 @click.option("--judge", default=None, help="Judge model for every row (overrides what the file says).")
 @click.option("--baseline", default=None, help="arena-hard: the baseline model, when the records do not name it.")
 @click.option("--benchmark", default=None, help="Prefix of the instance ids (<benchmark>/<question id>).")
 @click.option("--generator", default=None, help="reward-pairs: name for responses whose generator the file omits.")
-@click.option("--instructions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.")
-@click.option("--verdicts", type=click.Choice(["reply", "probabilities"]), default=None,
-              help="mbpp-selfpref only: read each verdict as the most probable of the recorded [A, T, B] "
-                   "probabilities (default: paper 004's reading; an exact tie takes the first in that order) "
-                   "or from the judge's reply.")
-@click.option("--map", "map_items", multiple=True, metavar="RECORDED=COLUMN",
-              help="table: recorded column RECORDED is read from the file's COLUMN (e.g. model_a=left); repeatable.")
-@click.option("--values", "value_items", multiple=True, metavar="RECORDED:RAW=VALUE,...",
-              help="table: how the raw values of a recorded column read (e.g. verdict:left=A,right=B,tie=tie); "
-                   "repeatable.")
-@click.option("--mapping", type=click.Path(dir_okay=False, path_type=Path),
-              help="table: a TOML mapping file (kind, judge, [columns], [values.COLUMN]); --map and --values add "
-                   "to it.")
-@click.option("--kind", type=click.Choice(["pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise",
-                                           "preference-ref", "correctness-ref", "rubric-ref", "rubric-items"]),
-              default=None, help="table: the table kind, when the mapped columns do not tell.")
+@click.option(
+    "--instructions",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="AlpacaEval instructions.json (instruction_id, instruction) for matching instance ids.",
+)
+@click.option(
+    "--verdicts",
+    type=click.Choice(["reply", "probabilities"]),
+    default=None,
+    help="mbpp-selfpref only: read each verdict as the most probable of the recorded [A, T, B] "
+    "probabilities (default: paper 004's reading; an exact tie takes the first in that order) "
+    "or from the judge's reply.",
+)
+@click.option(
+    "--map",
+    "map_items",
+    multiple=True,
+    metavar="RECORDED=COLUMN",
+    help="table: recorded column RECORDED is read from the file's COLUMN (e.g. model_a=left); repeatable.",
+)
+@click.option(
+    "--values",
+    "value_items",
+    multiple=True,
+    metavar="RECORDED:RAW=VALUE,...",
+    help="table: how the raw values of a recorded column read (e.g. verdict:left=A,right=B,tie=tie); repeatable.",
+)
+@click.option(
+    "--mapping",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="table: a TOML mapping file (kind, judge, [columns], [values.COLUMN]); --map and --values add to it.",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(
+        [
+            "pairwise",
+            "pointwise",
+            "rubric",
+            "recognition",
+            "recognition-pairwise",
+            "preference-ref",
+            "correctness-ref",
+            "rubric-ref",
+            "rubric-items",
+        ]
+    ),
+    default=None,
+    help="table: the table kind, when the mapped columns do not tell.",
+)
 @models_option
-@click.option("--models-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="table: write the families read with --map family=COLUMN (family_a, family_b) as a models file "
-                   "([families]) for the names the registry does not know; pass it to metrics with --models.")
+@click.option(
+    "--models-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="table: write the families read with --map family=COLUMN (family_a, family_b) as a models file "
+    "([families]) for the names the registry does not know; pass it to metrics with --models.",
+)
 @click.option("--canonical", is_flag=True, help="Write canonical model-registry ids instead of the source's names.")
 @click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, benchmark, generator, instructions,
-            verdicts, map_items, value_items, mapping, kind, models_files, models_out, canonical, list_formats,
-            as_json):
+def command(
+    sources,
+    fmt,
+    out,
+    reference_outs,
+    texts_out,
+    judge,
+    baseline,
+    benchmark,
+    generator,
+    instructions,
+    verdicts,
+    map_items,
+    value_items,
+    mapping,
+    kind,
+    models_files,
+    models_out,
+    canonical,
+    list_formats,
+    as_json,
+):
     """Import published judgments in SOURCE files into recorded tables.
 
     `nepotism import --list` shows every format (FastChat single and pair grades, MT-Bench human
@@ -210,9 +294,18 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
     for _, path in reference_out:
         _check_suffix(path, "--reference-out", _TABLE_SUFFIXES)
     _check_suffix(texts_out, "--texts-out", (".jsonl", ".jsonl.gz"))
-    options = {"judge": judge, "baseline": baseline, "benchmark": benchmark, "generator": generator,
-               "instructions": instructions, "verdicts": verdicts, "map": map_items or None,
-               "values": value_items or None, "mapping": mapping, "kind": kind}
+    options = {
+        "judge": judge,
+        "baseline": baseline,
+        "benchmark": benchmark,
+        "generator": generator,
+        "instructions": instructions,
+        "verdicts": verdicts,
+        "map": map_items or None,
+        "values": value_items or None,
+        "mapping": mapping,
+        "kind": kind,
+    }
     from nepotism.models import load_registry
 
     registry = load_registry(list(models_files))
@@ -221,15 +314,17 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
     names = _unknown_names(imported, registry)
     families = {n: f for n, f in imported.families.items() if n in names}
     if models_out is not None and not imported.families:
-        raise InputError("no families to write: map a column to family (family_a, family_b) with --format table",
-                         field="--models-out")
+        raise InputError(
+            "no families to write: map a column to family (family_a, family_b) with --format table", field="--models-out"
+        )
     _check_suffix(models_out, "--models-out", (".toml",))
 
     references = [k for k in imported.tables if k in _REFERENCE_KINDS and k != imported.main]
     plan: list[tuple[str, Path]] = [(imported.main, out)]
     if reference_out and not references:
-        raise InputError(f"the {fmt} source has no companion reference table (its main table is {imported.main})",
-                         field="--reference-out")
+        raise InputError(
+            f"the {fmt} source has no companion reference table (its main table is {imported.main})", field="--reference-out"
+        )
     plan += _assign_references(reference_out, references)
     if texts_out is not None and imported.texts is None:
         raise InputError(f"the {fmt} source carries no texts", field="--texts-out")
@@ -238,8 +333,13 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         raise InputError("two outputs name the same file", field="--out")
 
     temps: list[tuple[Path, Path]] = []
-    summary = {"format": fmt, "sources": [str(s) for s in sources], "outputs": {}, "counts": imported.counts,
-               "notes": imported.notes}
+    summary = {
+        "format": fmt,
+        "sources": [str(s) for s in sources],
+        "outputs": {},
+        "counts": imported.counts,
+        "notes": imported.notes,
+    }
     try:
         for kind, target in plan:
             tmp = temp_beside(target)
@@ -269,16 +369,20 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
     skipped = [k for k in references if k not in {kind for kind, _ in plan}]
     summary["names_not_in_registry"] = names
     if families and models_out is None:
-        imported.notes.append(f"{len(families)} of these names have a family in the source: --models-out FILE writes "
-                              "them as a models file")
+        imported.notes.append(
+            f"{len(families)} of these names have a family in the source: --models-out FILE writes them as a models file"
+        )
     if canonical:
         summary["unknown_models"] = unknown
     if as_json:
         echo_json(summary)
         return
     for path, info in summary["outputs"].items():
-        click.echo(f"wrote families of {info['rows']} names to {path}" if info["kind"] == "models"
-                   else f"wrote {info['rows']} {info['kind']} rows to {path}")
+        click.echo(
+            f"wrote families of {info['rows']} names to {path}"
+            if info["kind"] == "models"
+            else f"wrote {info['rows']} {info['kind']} rows to {path}"
+        )
     for key, value in imported.counts.items():
         click.echo(f"  {key}: {value}")
     for note in imported.notes:
@@ -288,8 +392,9 @@ def command(sources, fmt, out, reference_outs, texts_out, judge, baseline, bench
         click.echo(f"  not written: the {kind} table ({hint})")
     if canonical and unknown:
         click.echo(f"  {unknown} model names are not in the registry and were kept as they are")
-    for line in unknown_names_lines(names, ("name is not in the model registry", "names are not in the model registry"),
-                                    indent="  "):
+    for line in unknown_names_lines(
+        names, ("name is not in the model registry", "names are not in the model registry"), indent="  "
+    ):
         click.echo(line)
 
 
@@ -298,9 +403,14 @@ def _families_toml(families: dict[str, str], sources) -> str:
     by_family: dict[str, list[str]] = {}
     for name, family in sorted(families.items()):
         by_family.setdefault(family, []).append(name)
-    lines = [f"# written by nepotism import from {', '.join(str(s) for s in sources)}: the family of each name the",
-             "# model registry did not know, as the source's family column gives it (pass with --models)", "",
-             "[families]"]
-    lines += [f"{json.dumps(family, ensure_ascii=False)} = [{', '.join(json.dumps(n, ensure_ascii=False) for n in names)}]"
-              for family, names in sorted(by_family.items())]
+    lines = [
+        f"# written by nepotism import from {', '.join(str(s) for s in sources)}: the family of each name the",
+        "# model registry did not know, as the source's family column gives it (pass with --models)",
+        "",
+        "[families]",
+    ]
+    lines += [
+        f"{json.dumps(family, ensure_ascii=False)} = [{', '.join(json.dumps(n, ensure_ascii=False) for n in names)}]"
+        for family, names in sorted(by_family.items())
+    ]
     return "\n".join(lines) + "\n"

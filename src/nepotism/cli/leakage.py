@@ -11,8 +11,16 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import (bootstrap_options, echo_json, exit_if_calls_failed, experiment_store,
-                                  max_failure_rate_option, models_option, run_live, store_path_of)
+from nepotism.cli._common import (
+    bootstrap_options,
+    echo_json,
+    exit_if_calls_failed,
+    experiment_store,
+    max_failure_rate_option,
+    models_option,
+    run_live,
+    store_path_of,
+)
 
 __all__ = ["command"]
 
@@ -33,16 +41,24 @@ def command() -> None:
 
 @command.command("run")
 @click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls (no file is written).")
-@click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the results document (results.json's; with --dry-run, the plan's counts).")
-@click.option("--progress/--no-progress", default=None,
-              help="Show the progress bar (default: when stderr is a terminal).")
+@click.option(
+    "--dry-run", is_flag=True, help="Check the file and pools, list the students and count the calls (no file is written)."
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the results document (results.json's; with --dry-run, the plan's counts)."
+)
+@click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: when stderr is a terminal).")
 @max_failure_rate_option("the calls (synthetic data, students' answers, rewrites, judging)")
-def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool, progress: bool | None,
-        max_failure_rate: float) -> None:
+def run(
+    experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: bool, progress: bool | None, max_failure_rate: float
+) -> None:
     """Generate synthetic data, make students, judge every student pair, and compute PLS and the analyses.
 
     Results go to the experiment's output directory: results.json (the results document, as
@@ -66,20 +82,28 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
     with tempfile.TemporaryDirectory(prefix="nepotism-leakage-dry-run-") as scratch:
         # a dry run plans against the store if it exists, else against a throw-away one: no file is left
         existing = store_path_of(store_path, cfg.experiment)
-        path = (existing if existing.exists() else Path(scratch) / "plan.db") if dry_run else \
-            experiment_store(store_path, cfg.experiment)
+        path = (
+            (existing if existing.exists() else Path(scratch) / "plan.db")
+            if dry_run
+            else experiment_store(store_path, cfg.experiment)
+        )
         with Store(path) as store:
-            result = run_live(lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
-                              progress=False if dry_run else progress, as_json=as_json)
+            result = run_live(
+                lambda view: run_leakage(cfg, store, dry_run=dry_run, view=view),
+                progress=False if dry_run else progress,
+                as_json=as_json,
+            )
     if isinstance(result, dict):  # a dry run: the plan's counts
         if as_json:
             echo_json(result)
             return
-        click.echo(f"{result['experiment']}: {result['train_instructions']} training and "
-                   f"{result['eval_instructions']} evaluation instructions, {len(result['students'])} students, "
-                   f"~{result['generation_calls']} generation"
-                   + (f", {result['rewrite_calls']} rewrite" if result["rewrite_calls"] else "")
-                   + f" and {result['judge_calls']} pairwise judge calls")
+        click.echo(
+            f"{result['experiment']}: {result['train_instructions']} training and "
+            f"{result['eval_instructions']} evaluation instructions, {len(result['students'])} students, "
+            f"~{result['generation_calls']} generation"
+            + (f", {result['rewrite_calls']} rewrite" if result["rewrite_calls"] else "")
+            + f" and {result['judge_calls']} pairwise judge calls"
+        )
         for s in result["students"]:
             click.echo(f"  {s['id']}  ({s['method']}, group {s['group']})")
         return
@@ -104,18 +128,29 @@ def run(experiment_file: Path, dry_run: bool, store_path: Path | None, as_json: 
 @command.command("audit")
 @click.argument("table", required=False, type=click.Path(path_type=Path))
 @click.option("--demo", is_flag=True, help="Audit the bundled AlpacaEval judgments.")
-@click.option("--judge", "judges", multiple=True,
-              help="Judge to audit (default: every judge that ranks two or more entries).")
+@click.option("--judge", "judges", multiple=True, help="Judge to audit (default: every judge that ranks two or more entries).")
 @models_option
 @click.option("--reference-judge", default=None, help="An unrelated judge to estimate the bonus against.")
-@click.option("--reference-leaderboard", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="CSV model,score (e.g. a human-vote leaderboard) for the ranking difference of §5.4.")
+@click.option(
+    "--reference-leaderboard",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="CSV model,score (e.g. a human-vote leaderboard) for the ranking difference of §5.4.",
+)
 @click.option("--top", type=click.IntRange(1), default=None, help="Print only the first N rows of each leaderboard.")
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the results document (as `nepotism metrics --json`).")
-def audit(table: Path | None, demo: bool, judges: tuple[str, ...], models_files: tuple[str, ...],
-          reference_judge: str | None, reference_leaderboard: Path | None, top: int | None, bootstrap,
-          as_json: bool) -> None:
+def audit(
+    table: Path | None,
+    demo: bool,
+    judges: tuple[str, ...],
+    models_files: tuple[str, ...],
+    reference_judge: str | None,
+    reference_leaderboard: Path | None,
+    top: int | None,
+    bootstrap,
+    as_json: bool,
+) -> None:
     """Flag leaderboard entries related to the judge, estimate their bonus, re-rank without it (with rank CIs).
 
     TABLE is a recorded pairwise table (every entry compared with one baseline per judge) or a
@@ -140,15 +175,23 @@ def audit(table: Path | None, demo: bool, judges: tuple[str, ...], models_files:
         table = demo_judgments()
     ranked = [t for t in read_source(table) if t.kind in ("pairwise", "pointwise")]
     if len(ranked) != 1:
-        raise InputError("needs one pairwise or one pointwise table of leaderboard judgments"
-                         + (f", not {len(ranked)}" if ranked else ""), path=str(table))
+        raise InputError(
+            "needs one pairwise or one pointwise table of leaderboard judgments" + (f", not {len(ranked)}" if ranked else ""),
+            path=str(table),
+        )
     (found,) = ranked
     registry = load_registry(list(models_files))
     check_registry(found, registry)
     reference = read_leaderboard(reference_leaderboard) if reference_leaderboard else None
     try:
-        results = audit_leaderboard(found.frame, registry, list(judges) or None, reference_judge=reference_judge,
-                                    reference_leaderboard=reference, bootstrap=bootstrap)
+        results = audit_leaderboard(
+            found.frame,
+            registry,
+            list(judges) or None,
+            reference_judge=reference_judge,
+            reference_leaderboard=reference,
+            bootstrap=bootstrap,
+        )
     except ValueError as err:
         raise InputError(str(err), path=str(table), field="judge") from None
     results.summary["source"] = "the bundled AlpacaEval judgments (--demo)" if demo else str(table)

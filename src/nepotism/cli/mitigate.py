@@ -9,8 +9,14 @@ from pathlib import Path
 
 import click
 
-from nepotism.cli._common import (echo_json, exit_if_calls_failed, experiment_store, max_failure_rate_option,
-                                  prevented_line, run_live)
+from nepotism.cli._common import (
+    echo_json,
+    exit_if_calls_failed,
+    experiment_store,
+    max_failure_rate_option,
+    prevented_line,
+    run_live,
+)
 
 __all__ = ["command"]
 
@@ -18,20 +24,46 @@ __all__ = ["command"]
 @click.command("mitigate")
 @click.argument("experiment_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Check the file and list the conditions without calling any model.")
-@click.option("--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).")
-@click.option("--out", "out_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the results document here (the output folder always gets mitigations.json, "
-                   "listed in its run.json; without [output] dir, default ./mitigations.json).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the results document (the records and the summary, as `nepotism metrics --json`).")
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store file (default: the experiment's store, else $NEPOTISM_STORE, else ./nepotism.db).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the results document here (the output folder always gets mitigations.json, "
+    "listed in its run.json; without [output] dir, default ./mitigations.json).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the results document (the records and the summary, as `nepotism metrics --json`).",
+)
 @click.option("--progress/--no-progress", default=None, help="Show the progress bar (default: on a terminal).")
-@click.option("--rule", type=click.Choice(["consistent", "strict"]), default=None,
-              help="How the two presentation orders combine (default: [mitigate] rule, else consistent = paper 004 "
-                   "Eq. 1; strict = paper 003: both orders must agree, a disagreement is ambiguous and left out).")
+@click.option(
+    "--rule",
+    type=click.Choice(["consistent", "strict"]),
+    default=None,
+    help="How the two presentation orders combine (default: [mitigate] rule, else consistent = paper 004 "
+    "Eq. 1; strict = paper 003: both orders must agree, a disagreement is ambiguous and left out).",
+)
 @max_failure_rate_option("the calls (generation, rewrites, judging) of the baseline and every condition")
-def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_path: Path | None,
-            as_json: bool, progress: bool | None, rule: str | None, max_failure_rate: float) -> None:
+def command(
+    experiment_file: Path,
+    dry_run: bool,
+    store_path: Path | None,
+    out_path: Path | None,
+    as_json: bool,
+    progress: bool | None,
+    rule: str | None,
+    max_failure_rate: float,
+) -> None:
     """Run the audit of EXPERIMENT_FILE as a baseline and under each [[mitigate.conditions]].
 
     For each mitigation it reports the change in every bias metric (self-preference, harmful
@@ -55,9 +87,13 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
 
         plan = replace(plan, rule=rule)
     if dry_run:
-        listing = {"experiment": plan.experiment.name, "judges": list(plan.experiment.judges),
-                   "rewriter": plan.rewriter, "rule": plan.rule,
-                   "conditions": [{"name": c.name, "kind": c.kind, **dict(c.params)} for c in plan.conditions]}
+        listing = {
+            "experiment": plan.experiment.name,
+            "judges": list(plan.experiment.judges),
+            "rewriter": plan.rewriter,
+            "rule": plan.rule,
+            "conditions": [{"name": c.name, "kind": c.kind, **dict(c.params)} for c in plan.conditions],
+        }
         if as_json:
             echo_json(listing)
         else:
@@ -70,8 +106,7 @@ def command(experiment_file: Path, dry_run: bool, store_path: Path | None, out_p
 
     exp = plan.experiment
     with Store(experiment_store(store_path, exp)) as store:
-        result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress,
-                          as_json=as_json)
+        result = run_live(lambda view: run_mitigations(plan, store, view=view), progress=progress, as_json=as_json)
     written = result.summary.get("records_file")  # the output folder's copy, listed in its run.json
     target = out_path or Path(written or RECORDS_FILE)
     if written is None or target.resolve() != Path(written).resolve():
@@ -88,8 +123,11 @@ def _calls(summary: dict, what: str) -> str:
     planned, and how each was answered."""
     planned, sent, cached = (summary.get(f"{what}_calls{k}", 0) for k in ("", "_sent", "_cached"))
     shared = planned - sent - cached
-    return (f"{planned} {what} calls ({sent} sent, {cached} from the store's cache"
-            + (f", {shared} the answer of an identical call" if shared > 0 else "") + ")")
+    return (
+        f"{planned} {what} calls ({sent} sent, {cached} from the store's cache"
+        + (f", {shared} the answer of an identical call" if shared > 0 else "")
+        + ")"
+    )
 
 
 def _fmt(value) -> str:
@@ -122,8 +160,7 @@ def _print(result, target: Path) -> None:
         v = r["variant"]
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
         what = v["base_metric"] if r["metric"] == "mitigation-effect" else "|self| / |third-party| change"
-        click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{what:<29}{_fmt(r['value']):>8}  "
-                   f"{ci:<18}{r['n']:>5}")
+        click.echo(f"{r['condition']:<22}{r['judge']:<30}{v['scope']:<22}{what:<29}{_fmt(r['value']):>8}  {ci:<18}{r['n']:>5}")
     baseline = result.baseline
     if baseline:
         click.echo("baseline accuracy (paper 003 Figs. 2, 4, 5):")
@@ -131,6 +168,5 @@ def _print(result, target: Path) -> None:
             what = ", ".join(str(v) for k, v in r["variant"].items() if k not in ("averaging", "source"))
             ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
             value = "   n/a" if r["value"] is None else f"{r['value']:.3f}"
-            click.echo(f"  {r['metric']:<26}{str(r['judge'] or r['generator']):<30}{what:<22}{value:>8}  {ci:<14}"
-                       f"{r['n']:>5}")
+            click.echo(f"  {r['metric']:<26}{str(r['judge'] or r['generator']):<30}{what:<22}{value:>8}  {ci:<14}{r['n']:>5}")
     click.echo(f"wrote {target}")

@@ -24,9 +24,11 @@ def _print_list(registry, as_json: bool) -> None:
     if as_json:
         echo_json([info.to_dict() for info in registry])
         return
-    print_table(f"{len(registry)} models", ["id", "family", "series", "parent", "teachers"],
-                [[info.id, info.family, info.series or "", info.parent or "", ", ".join(info.teachers)]
-                 for info in registry])
+    print_table(
+        f"{len(registry)} models",
+        ["id", "family", "series", "parent", "teachers"],
+        [[info.id, info.family, info.series or "", info.parent or "", ", ".join(info.teachers)] for info in registry],
+    )
 
 
 @click.group("models", invoke_without_command=True)

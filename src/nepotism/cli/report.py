@@ -10,29 +10,57 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
 
 @click.command("report")
 @click.argument("source", type=click.Path())
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="Folder for report.html, report.md, results.csv and results.json.")
-@click.option("--reference", multiple=True, type=click.Path(dir_okay=False),
-              help="Reference table (preference-ref, correctness-ref, rubric-ref, rubric-items) when SOURCE "
-                   "is judgments; repeatable.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Folder for report.html, report.md, results.csv and results.json.",
+)
+@click.option(
+    "--reference",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Reference table (preference-ref, correctness-ref, rubric-ref, rubric-items) when SOURCE is judgments; repeatable.",
+)
 @click.option("--kind", type=click.Choice(["pairwise", "pointwise", "rubric"]), help="Table kind, when the columns do not tell.")
-@click.option("--rule", type=click.Choice(["consistent", "strict"]), default="consistent", show_default=True,
-              help="How to combine the two presentation orders.")
+@click.option(
+    "--rule",
+    type=click.Choice(["consistent", "strict"]),
+    default="consistent",
+    show_default=True,
+    help="How to combine the two presentation orders.",
+)
 @click.option("--protocol", help="Which judgments to export when SOURCE is a store holding several protocols.")
-@click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False),
-              help="Thresholds TOML (or an experiment file with a [card] table) for the judge cards.")
+@click.option(
+    "--thresholds",
+    "thresholds_file",
+    type=click.Path(dir_okay=False),
+    help="Thresholds TOML (or an experiment file with a [card] table) for the judge cards.",
+)
 @click.option("--title", default="nepotism report", show_default=True, help="Title of the page.")
-@click.option("--texts", type=click.Path(), metavar="FILE",
-              help="The answers' texts for the cases section (JSON Lines: instance_id, model, text, optional prompt, "
-                   "as `nepotism import --texts-out` writes them, or the store of `nepotism run`); SOURCE must be "
-                   "judgments.")
-@click.option("--cases", "n_cases", type=click.IntRange(0, 100), default=5, show_default=True,
-              help="Cases shown behind each verdict, in each direction (0: no cases section).")
+@click.option(
+    "--texts",
+    type=click.Path(),
+    metavar="FILE",
+    help="The answers' texts for the cases section (JSON Lines: instance_id, model, text, optional prompt, "
+    "as `nepotism import --texts-out` writes them, or the store of `nepotism run`); SOURCE must be "
+    "judgments.",
+)
+@click.option(
+    "--cases",
+    "n_cases",
+    type=click.IntRange(0, 100),
+    default=5,
+    show_default=True,
+    help="Cases shown behind each verdict, in each direction (0: no cases section).",
+)
 @models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths and the card status as JSON.")
-def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, title, texts, n_cases, models_files,
-            bootstrap, as_json):
+def command(
+    source, out_dir, reference, kind, rule, protocol, thresholds_file, title, texts, n_cases, models_files, bootstrap, as_json
+):
     """Write the full report for SOURCE into --out.
 
     SOURCE is a results document (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate
@@ -57,22 +85,37 @@ def command(source, out_dir, reference, kind, rule, protocol, thresholds_file, t
     thresholds = load_thresholds(thresholds_file) if thresholds_file else None
     judged = results_source(source) is None  # judgments have cases; results have none
     if texts is not None and not judged:
-        raise InputError("--texts shows the answers behind the cases, which are read from judgments; SOURCE is a "
-                         "results file (no judgments): give the judgment tables, store or run folder instead",
-                         field="--texts")
-    records, summary, findings = report_records(source, references=reference, models=models_files, kind=kind,
-                                                rule=rule, protocol=protocol, bootstrap=bootstrap)
+        raise InputError(
+            "--texts shows the answers behind the cases, which are read from judgments; SOURCE is a "
+            "results file (no judgments): give the judgment tables, store or run folder instead",
+            field="--texts",
+        )
+    records, summary, findings = report_records(
+        source, references=reference, models=models_files, kind=kind, rule=rule, protocol=protocol, bootstrap=bootstrap
+    )
     verdicts = cases = None
     if judged and n_cases:
         from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts
         from nepotism.api import explain_verdicts
 
-        verdicts = judge_verdicts(records, summary.get("relations") or (),
-                                  min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
-        cases = explain_verdicts(source, verdicts, records, references=reference, models=models_files, kind=kind,
-                                 rule=rule, protocol=protocol, texts=texts, limit=n_cases)
-    paths = write_report(records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title,
-                         verdicts=verdicts, cases=cases)
+        verdicts = judge_verdicts(
+            records, summary.get("relations") or (), min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS)
+        )
+        cases = explain_verdicts(
+            source,
+            verdicts,
+            records,
+            references=reference,
+            models=models_files,
+            kind=kind,
+            rule=rule,
+            protocol=protocol,
+            texts=texts,
+            limit=n_cases,
+        )
+    paths = write_report(
+        records, out_dir, summary=summary, findings=findings, thresholds=thresholds, title=title, verdicts=verdicts, cases=cases
+    )
     import json
 
     status = json.loads(paths["results.json"].read_text())["summary"]["cards"]["status"]

@@ -35,7 +35,9 @@ def command() -> None:
 @command.command("run")
 @click.argument("file")
 @click.option("--tests", "tests_file", default=None, help="File of tests (assert lines or a check call) run after FILE.")
-@click.option("--timeout", type=Finite(0.0, 86_400.0, min_open=True), default=10.0, show_default=True, help="Wall-clock limit in seconds.")
+@click.option(
+    "--timeout", type=Finite(0.0, 86_400.0, min_open=True), default=10.0, show_default=True, help="Wall-clock limit in seconds."
+)
 @click.option("--memory-mb", type=click.IntRange(32), default=512, show_default=True, help="Address-space limit (RLIMIT_AS).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 def run_cmd(file: str, tests_file: str | None, timeout: float, memory_mb: int, as_json: bool) -> None:

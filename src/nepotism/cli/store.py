@@ -65,21 +65,41 @@ def info(path: Path | None, store_path: Path | None, as_json: bool) -> None:
 
 @command.command("export")
 @click.argument("table")
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
-              help="File to write (replaced atomically); with --partition-by, the dataset folder to create.")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]), default=None,
-              help="Output format (default: from the file extension; parquet with --partition-by).")
-@click.option("--protocol", default=None,
-              help="With TABLE=judgments: which protocol's judgments to write.")
-@click.option("--partition-by", "partition_by", type=click.Choice(["judge"]), default=None,
-              help="Write judgments as a Parquet dataset folder with one judge=NAME subfolder per judge "
-                   "(for `nepotism metrics FOLDER`). The folder appears only when complete.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="File to write (replaced atomically); with --partition-by, the dataset folder to create.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "jsonl"]),
+    default=None,
+    help="Output format (default: from the file extension; parquet with --partition-by).",
+)
+@click.option("--protocol", default=None, help="With TABLE=judgments: which protocol's judgments to write.")
+@click.option(
+    "--partition-by",
+    "partition_by",
+    type=click.Choice(["judge"]),
+    default=None,
+    help="Write judgments as a Parquet dataset folder with one judge=NAME subfolder per judge "
+    "(for `nepotism metrics FOLDER`). The folder appears only when complete.",
+)
 @click.option("--replace", is_flag=True, help="With --partition-by: replace an existing dataset folder.")
 @click.option("--store", "store_path", type=click.Path(path_type=Path), default=None, help=_STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 def export(
-    table: str, out: Path, fmt: str | None, protocol: str | None, partition_by: str | None, replace: bool,
-    store_path: Path | None, as_json: bool,
+    table: str,
+    out: Path,
+    fmt: str | None,
+    protocol: str | None,
+    partition_by: str | None,
+    replace: bool,
+    store_path: Path | None,
+    as_json: bool,
 ) -> None:
     """Write TABLE to a parquet, CSV or JSON Lines file, or judgments to a partitioned Parquet dataset.
 
@@ -91,8 +111,7 @@ def export(
     from nepotism.store.export import format_from_suffix
 
     if replace and partition_by is None:
-        raise InputError("--replace goes with --partition-by (a file export always replaces its file)",
-                         field="--replace")
+        raise InputError("--replace goes with --partition-by (a file export always replaces its file)", field="--replace")
     fmt = fmt or ("parquet" if partition_by else format_from_suffix(out))
     with _open_existing(store_path) as store:
         rows = store.export(table, out, fmt=fmt, protocol=protocol, partition_by=partition_by, replace=replace)
@@ -142,8 +161,13 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
 
 @command.command("merge")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              help="New store file to write (refused if it exists; appears only when complete).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="New store file to write (refused if it exists; appears only when complete).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was merged as JSON.")
 def merge(stores: tuple[Path, ...], out: Path, as_json: bool) -> None:
     """Merge STORES (e.g. the stores of an experiment's shards) into the new store --out.
@@ -168,5 +192,8 @@ def merge(stores: tuple[Path, ...], out: Path, as_json: bool) -> None:
             extra.append(f"{summary.upgraded[table]:,} failed rows replaced by successful ones")
         click.echo(f"  {table:<18}{added:>10,} rows" + (f" ({', '.join(extra)})" if extra else ""))
     if summary.unfinished_runs:
-        click.echo(f"warning: {len(summary.unfinished_runs)} run(s) had not ended in their store "
-                   f"({', '.join(summary.unfinished_runs)}): the merge holds what they had stored", err=True)
+        click.echo(
+            f"warning: {len(summary.unfinished_runs)} run(s) had not ended in their store "
+            f"({', '.join(summary.unfinished_runs)}): the merge holds what they had stored",
+            err=True,
+        )

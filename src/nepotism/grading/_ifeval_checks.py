@@ -173,12 +173,9 @@ CHECKERS: dict[str, Callable[..., bool | None]] = {
     "change_case:capital_word_frequency": _capital_words,
     "change_case:english_capital": lambda t: _english_case(t, upper=True),
     "change_case:english_lowercase": lambda t: _english_case(t, upper=False),
-    "combination:repeat_prompt": lambda t, prompt_to_repeat: t.strip().lower().startswith(
-        prompt_to_repeat.strip().lower()
-    ),
+    "combination:repeat_prompt": lambda t, prompt_to_repeat: t.strip().lower().startswith(prompt_to_repeat.strip().lower()),
     "combination:two_responses": _two_responses,
-    "detectable_content:number_placeholders": lambda t, num_placeholders: len(re.findall(r"\[.*?\]", t))
-    >= int(num_placeholders),
+    "detectable_content:number_placeholders": lambda t, num_placeholders: len(re.findall(r"\[.*?\]", t)) >= int(num_placeholders),
     "detectable_content:postscript": _postscript,
     "detectable_format:constrained_response": lambda t: any(
         option in t.strip() for option in ("My answer is yes.", "My answer is no.", "My answer is maybe.")
@@ -189,8 +186,8 @@ CHECKERS: dict[str, Callable[..., bool | None]] = {
     "detectable_format:number_highlighted_sections": _highlights,
     "detectable_format:title": _title,
     "keywords:existence": lambda t, keywords: all(re.search(re.escape(k), t, re.IGNORECASE) for k in keywords),
-    "keywords:forbidden_words": lambda t, forbidden_words: not any(
-        re.search(r"\b" + re.escape(w) + r"\b", t, re.IGNORECASE) for w in forbidden_words
+    "keywords:forbidden_words": lambda t, forbidden_words: (
+        not any(re.search(r"\b" + re.escape(w) + r"\b", t, re.IGNORECASE) for w in forbidden_words)
     ),
     "keywords:frequency": lambda t, keyword, frequency, relation: _compare(
         len(re.findall(re.escape(keyword), t, re.IGNORECASE)), relation, int(frequency)

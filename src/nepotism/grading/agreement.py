@@ -30,8 +30,9 @@ def _decided(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop_duplicates(subset=_KEY)
 
 
-def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, bootstrap: Bootstrap | None = None,
-                          **fields: Any) -> dict[str, Any]:
+def correctness_agreement(
+    ours: pd.DataFrame, recorded: pd.DataFrame, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> dict[str, Any]:
     """Agreement of ``ours`` with ``recorded`` (both with instance_id, model, correct).
 
     rate = #(ours == recorded) / #(rows decided by both); bootstrap over instances (``bootstrap``,
@@ -52,14 +53,24 @@ def correctness_agreement(ours: pd.DataFrame, recorded: pd.DataFrame, *, bootstr
         "only_ours": int((joined["_merge"] == "left_only").sum()),
         "only_recorded": int((joined["_merge"] == "right_only").sum()),
     }
-    _, sums = cluster_sums(both["instance_id"].to_numpy(dtype=object),
-                           np.column_stack([(mine == theirs).astype(float), np.ones(len(both))]))
+    _, sums = cluster_sums(
+        both["instance_id"].to_numpy(dtype=object), np.column_stack([(mine == theirs).astype(float), np.ones(len(both))])
+    )
     estimate = cluster_bootstrap(
-        sums, ratio_of_totals, n=len(both),
+        sums,
+        ratio_of_totals,
+        n=len(both),
         n_excluded=counts["only_ours"] + counts["only_recorded"],
         excluded={k: counts[k] for k in ("only_ours", "only_recorded") if counts[k]},
         bootstrap=settings(bootstrap, **fields),
     )
-    return {"metric": "grading-agreement", "value": estimate.value, "ci_low": estimate.ci_low,
-            "ci_high": estimate.ci_high, "n": estimate.n, "n_clusters": estimate.n_clusters,
-            "n_excluded": estimate.n_excluded, "counts": counts}
+    return {
+        "metric": "grading-agreement",
+        "value": estimate.value,
+        "ci_low": estimate.ci_low,
+        "ci_high": estimate.ci_high,
+        "n": estimate.n,
+        "n_clusters": estimate.n_clusters,
+        "n_excluded": estimate.n_excluded,
+        "counts": counts,
+    }

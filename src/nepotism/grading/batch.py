@@ -149,8 +149,9 @@ def grade_file(
     return grade_rows(parsed, task, path=path, runner=runner, timeout=timeout)
 
 
-def grade_rows(rows: list[GradeRow], task: str, *, path: str | None = None,
-               runner: Callable[..., Any] | None = None, timeout: float = 10.0) -> BatchResult:
+def grade_rows(
+    rows: list[GradeRow], task: str, *, path: str | None = None, runner: Callable[..., Any] | None = None, timeout: float = 10.0
+) -> BatchResult:
     """Grade already-read ``rows`` for ``task``; a bad truth value raises `InputError` at ``path``."""
     if task not in TASKS:
         raise InputError(f"unknown task '{task}'; tasks are {', '.join(TASKS)}", field="--task")
@@ -159,8 +160,9 @@ def grade_rows(rows: list[GradeRow], task: str, *, path: str | None = None,
     return _grade_answers(rows, task, path, runner, timeout)
 
 
-def _grade_answers(parsed: list[GradeRow], task: str, path: str | None, runner: Callable[..., Any] | None,
-                   timeout: float) -> BatchResult:
+def _grade_answers(
+    parsed: list[GradeRow], task: str, path: str | None, runner: Callable[..., Any] | None, timeout: float
+) -> BatchResult:
     from nepotism.grading.code import grade_code
     from nepotism.grading.math import grade_math
     from nepotism.grading.multiple_choice import grade_multiple_choice
@@ -175,8 +177,9 @@ def _grade_answers(parsed: list[GradeRow], task: str, path: str | None, runner: 
             elif task == "mc":
                 result = grade_multiple_choice(text, str(truth["answer"]))
             else:
-                result = grade_code(text, truth["tests"], entry_point=truth["entry_point"], prompt=truth["prompt"],
-                                    runner=runner, timeout=timeout)
+                result = grade_code(
+                    text, truth["tests"], entry_point=truth["entry_point"], prompt=truth["prompt"], runner=runner, timeout=timeout
+                )
         except ValueError as err:
             field_name = "tests" if task == "code" else "answer"
             raise InputError(str(err), path=path, line=line, field=field_name) from None

@@ -32,27 +32,27 @@ _DESCRIPTIONS = {
     "change_case:capital_word_frequency": "Words written fully in capital letters appear {capital_relation} {capital_frequency} times.",
     "change_case:english_capital": "The whole response is in English and in capital letters only.",
     "change_case:english_lowercase": "The whole response is in English and in lowercase letters only.",
-    "combination:repeat_prompt": "The response begins by repeating the request word for word: \"{prompt_to_repeat}\".",
+    "combination:repeat_prompt": 'The response begins by repeating the request word for word: "{prompt_to_repeat}".',
     "combination:two_responses": "The response gives two different answers separated by a line of six asterisks (******).",
     "detectable_content:number_placeholders": "The response holds at least {num_placeholders} placeholders in square brackets, like [name].",
-    "detectable_content:postscript": "The response ends with a postscript starting with \"{postscript_marker}\".",
-    "detectable_format:constrained_response": "The response contains one of: \"My answer is yes.\", \"My answer is no.\", \"My answer is maybe.\".",
+    "detectable_content:postscript": 'The response ends with a postscript starting with "{postscript_marker}".',
+    "detectable_format:constrained_response": 'The response contains one of: "My answer is yes.", "My answer is no.", "My answer is maybe.".',
     "detectable_format:json_format": "The entire response is valid JSON (a code fence around it is allowed).",
-    "detectable_format:multiple_sections": "The response has at least {num_sections} sections, each headed \"{section_spliter} N\".",
+    "detectable_format:multiple_sections": 'The response has at least {num_sections} sections, each headed "{section_spliter} N".',
     "detectable_format:number_bullet_lists": "The response has exactly {num_bullets} markdown bullet points (lines starting with * or -).",
     "detectable_format:number_highlighted_sections": "At least {num_highlights} parts are highlighted in markdown, like *highlighted part*.",
     "detectable_format:title": "The response has a title in double angular brackets, like <<title>>.",
     "keywords:existence": "The response mentions each of these keywords: {keywords}.",
     "keywords:forbidden_words": "The response never uses these words: {forbidden_words}.",
-    "keywords:frequency": "The word \"{keyword}\" appears {relation} {frequency} times.",
-    "keywords:letter_frequency": "The letter \"{letter}\" appears {let_relation} {let_frequency} times.",
-    "language:response_language": "The whole response is in the language with code \"{language}\".",
-    "length_constraints:nth_paragraph_first_word": "The response has exactly {num_paragraphs} paragraphs separated by blank lines, and paragraph {nth_paragraph} starts with the word \"{first_word}\".",
+    "keywords:frequency": 'The word "{keyword}" appears {relation} {frequency} times.',
+    "keywords:letter_frequency": 'The letter "{letter}" appears {let_relation} {let_frequency} times.',
+    "language:response_language": 'The whole response is in the language with code "{language}".',
+    "length_constraints:nth_paragraph_first_word": 'The response has exactly {num_paragraphs} paragraphs separated by blank lines, and paragraph {nth_paragraph} starts with the word "{first_word}".',
     "length_constraints:number_paragraphs": "The response has exactly {num_paragraphs} paragraphs separated by the divider ***.",
     "length_constraints:number_sentences": "The response has {relation} {num_sentences} sentences.",
     "length_constraints:number_words": "The response has {relation} {num_words} words.",
     "punctuation:no_comma": "The response contains no commas.",
-    "startend:end_checker": "The response ends with the exact phrase \"{end_phrase}\" and nothing after it.",
+    "startend:end_checker": 'The response ends with the exact phrase "{end_phrase}" and nothing after it.',
     "startend:quotation": "The entire response is wrapped in double quotation marks.",
 }
 
@@ -100,8 +100,9 @@ def rubric_ids(instruction_id_list: Sequence[str]) -> list[str]:
     return out
 
 
-def _pairs(instruction_id_list: Sequence[str],
-           kwargs: Sequence[Mapping[str, Any] | None] | None) -> list[tuple[str, str, Mapping[str, Any] | None]]:
+def _pairs(
+    instruction_id_list: Sequence[str], kwargs: Sequence[Mapping[str, Any] | None] | None
+) -> list[tuple[str, str, Mapping[str, Any] | None]]:
     kwargs = list(kwargs) if kwargs is not None else [{}] * len(instruction_id_list)
     if len(kwargs) != len(instruction_id_list):
         raise ValueError(f"{len(instruction_id_list)} instructions but {len(kwargs)} kwargs entries")

@@ -81,10 +81,15 @@ def _exclusion(exclude_related: bool, related: _Related | None) -> _Related | No
     return related if related is not None else registry_related()
 
 
-def _ballots(rows: Iterable[_Row], *, item_of: Callable[[_Row], tuple[str, ...]],
-             models_of: Callable[[_Row], tuple[str, ...]], vote_of: Callable[[_Row], Hashable | None],
-             related: _Related | None,
-             counts: Counter[str]) -> dict[tuple[str, ...], dict[str, Counter[Hashable]]]:
+def _ballots(
+    rows: Iterable[_Row],
+    *,
+    item_of: Callable[[_Row], tuple[str, ...]],
+    models_of: Callable[[_Row], tuple[str, ...]],
+    vote_of: Callable[[_Row], Hashable | None],
+    related: _Related | None,
+    counts: Counter[str],
+) -> dict[tuple[str, ...], dict[str, Counter[Hashable]]]:
     """Each item's votes per judge; related judges' verdicts (when excluding) and unparsed ones counted."""
     per_judge: dict[tuple[str, ...], dict[str, Counter[Hashable]]] = {}
     for row in rows:
@@ -124,7 +129,10 @@ def pairwise_jury(
         judgments[["instance_id", "judge", "model_a", "model_b", "verdict"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), *sorted((str(row.model_a), str(row.model_b)))),
         models_of=lambda row: tuple(sorted((str(row.model_a), str(row.model_b)))),
-        vote_of=_pair_vote, related=excluding, counts=counts)
+        vote_of=_pair_vote,
+        related=excluding,
+        counts=counts,
+    )
     rows = []
     for (instance_id, first, second), judges in per_judge.items():
         votes: Counter[Hashable] = Counter()
@@ -163,8 +171,11 @@ def rubric_jury(
     per_judge = _ballots(
         judgments[["instance_id", "judge", "model", "rubric_id", "met"]].itertuples(index=False),
         item_of=lambda row: (str(row.instance_id), str(row.model), str(row.rubric_id)),
-        models_of=lambda row: (str(row.model),), vote_of=_rubric_vote, related=excluding,
-        counts=counts)
+        models_of=lambda row: (str(row.model),),
+        vote_of=_rubric_vote,
+        related=excluding,
+        counts=counts,
+    )
     rows = []
     for (instance_id, model, rubric_id), judges in per_judge.items():
         votes: Counter[Hashable] = Counter()

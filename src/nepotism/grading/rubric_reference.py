@@ -26,15 +26,19 @@ from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
 from nepotism.votes import decide
 
-__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame",
-           "verdict_slices"]
+__all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame", "verdict_slices"]
 
 _KEY = ["instance_id", "model", "rubric_id"]
 _METRIC_IDS = {"precision": "rubric-precision", "recall": "rubric-recall", "f1": "rubric-f1"}
 
 
-def jury_reference(judgments: pd.DataFrame, jury: Sequence[str], *, related: Callable[[str, str], bool] | None = None,
-                   exclude_related: bool = False) -> JuryResult:
+def jury_reference(
+    judgments: pd.DataFrame,
+    jury: Sequence[str],
+    *,
+    related: Callable[[str, str], bool] | None = None,
+    exclude_related: bool = False,
+) -> JuryResult:
     """The jury's majority per (instance, model, rubric item); ``ValueError`` naming a juror with no verdict."""
     judges = set(judgments["judge"].astype(str))
     missing = [j for j in jury if j not in judges]
@@ -83,8 +87,9 @@ def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return counts.index.to_frame(index=False).assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
 
 
-def verdict_slices(judgments: pd.DataFrame, truth: pd.DataFrame, *, items: pd.DataFrame | None, how: str
-                   ) -> Iterator[tuple[str, Any, dict[str, Any], str, pd.DataFrame]]:
+def verdict_slices(
+    judgments: pd.DataFrame, truth: pd.DataFrame, *, items: pd.DataFrame | None, how: str
+) -> Iterator[tuple[str, Any, dict[str, Any], str, pd.DataFrame]]:
     """Each judge's verdicts (`one_verdict`, pooled over replicates) joined with ``truth``'s ``met``
     (as 1.0 / 0.0 / NaN in a ``truth`` column; ``how`` = "left" keeps verdicts without one, "inner"
     pairs each verdict with every truth row, e.g. every annotator's label), sliced per judge,
@@ -105,9 +110,15 @@ def verdict_slices(judgments: pd.DataFrame, truth: pd.DataFrame, *, items: pd.Da
             yield judge, where.get("condition"), setup, name, g[member[g.index]]
 
 
-def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: pd.DataFrame | None = None,
-                    jury: Sequence[str] = (), reference_name: str = "jury",
-                    bootstrap: Bootstrap | None = None) -> list[dict[str, Any]]:
+def meta_evaluation(
+    judgments: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    items: pd.DataFrame | None = None,
+    jury: Sequence[str] = (),
+    reference_name: str = "jury",
+    bootstrap: Bootstrap | None = None,
+) -> list[dict[str, Any]]:
     """``rubric-precision``, ``rubric-recall`` and ``rubric-f1`` records per judge × condition × polarity.
 
     A judge's verdicts are pooled over replicates, not over conditions or setups (each its own
@@ -117,12 +128,20 @@ def meta_evaluation(judgments: pd.DataFrame, reference: pd.DataFrame, *, items: 
     members = set(jury) | jurors_of(reference)
     records = []
     for judge, condition, setup, name, g in verdict_slices(judgments, reference, items=items, how="left"):
-        scores = rubric_verdict_scores(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(),
-                                       bootstrap=bootstrap)
+        scores = rubric_verdict_scores(
+            g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(), bootstrap=bootstrap
+        )
         for stat, est in scores.items():
-            rec = {"metric": _METRIC_IDS[stat], "judge": judge, "generator": None, "condition": condition,
-                   "pair": None, "scope": None, "variant": {"polarity": name, "reference": reference_name} | setup,
-                   "in_jury": judge in members}
+            rec = {
+                "metric": _METRIC_IDS[stat],
+                "judge": judge,
+                "generator": None,
+                "condition": condition,
+                "pair": None,
+                "scope": None,
+                "variant": {"polarity": name, "reference": reference_name} | setup,
+                "in_jury": judge in members,
+            }
             rec.update(est.as_dict())
             records.append(rec)
     return records

@@ -28,6 +28,7 @@ from nepotism.importers._common import Format, Imported, number_repeats
 
 __all__ = ["Format", "Imported", "formats", "get_format", "import_source", "merge"]
 
+
 def _discover() -> dict[str, Format]:
     found: dict[str, Format] = {}
     for module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
@@ -84,8 +85,11 @@ def _drop_repeats(kind: str, frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         raise InputError(
             f"repeats the {kind} judgment at {_place(first)} ({', '.join(f'{k}={first[k]}' for k in keys)}) "
             "with different values; keep one of them",
-            path=second.get("source_file"), line=_number(second, "source_line"),
-            record=_number(second, "source_record"), field=",".join(keys))
+            path=second.get("source_file"),
+            line=_number(second, "source_line"),
+            record=_number(second, "source_record"),
+            field=",".join(keys),
+        )
     return kept.reset_index(drop=True), int(exact.sum())
 
 
@@ -143,17 +147,24 @@ def merge(parts: Sequence[Imported]) -> Imported:
     for part in parts:
         for name, family in part.families.items():
             if families.setdefault(name, family) != family:
-                raise InputError(f"'{name}' is of family '{families[name]}' in one source and '{family}' in "
-                                 "another", path=part.source, field="family")
+                raise InputError(
+                    f"'{name}' is of family '{families[name]}' in one source and '{family}' in another",
+                    path=part.source,
+                    field="family",
+                )
     notes = list(dict.fromkeys(n for p in parts for n in p.notes))
     if dropped:
-        notes.append(f"{dropped} {main} rows repeated an earlier row exactly (same judgment in two files or "
-                     "twice in one) and were kept once")
+        notes.append(
+            f"{dropped} {main} rows repeated an earlier row exactly (same judgment in two files or "
+            "twice in one) and were kept once"
+        )
     if numbered:
         counts["repeated_keys_numbered"] = numbered
         what = "annotators #1, #2, ..." if parts[0].numbered == "annotator" else "replicates 0, 1, ..."
-        notes.append(f"{numbered} rows repeat the key of an earlier row (several votes or gradings of one item): "
-                     f"numbered as {what} in file order")
+        notes.append(
+            f"{numbered} rows repeat the key of an earlier row (several votes or gradings of one item): "
+            f"numbered as {what} in file order"
+        )
     return Imported(
         tables=tables,
         main=main,

@@ -233,21 +233,34 @@ def message_text(conversation: Any, role: str, turn: int = 1) -> str | None:
     return str(messages[turn - 1].get("content")) if len(messages) >= turn else None
 
 
-def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str, str],
-                       turn: int = 1) -> list[dict[str, Any]]:
+def conversation_texts(record: dict[str, Any], instance: str, models: tuple[str, str], turn: int = 1) -> list[dict[str, Any]]:
     """Texts rows (prompt = the turn's user message, text = the answer) of ``conversation_a`` / ``_b``."""
     rows = []
     for side, model in zip("ab", models):
         conversation = record.get(f"conversation_{side}")
         answer = message_text(conversation, "assistant", turn)
         if answer is not None:
-            rows.append({"instance_id": instance, "prompt": message_text(conversation, "user", turn), "tests": None,
-                         "model": model, "text": answer})
+            rows.append(
+                {
+                    "instance_id": instance,
+                    "prompt": message_text(conversation, "user", turn),
+                    "tests": None,
+                    "model": model,
+                    "text": answer,
+                }
+            )
     return rows
 
 
-def votes_import(pairs: list[dict[str, Any]], refs: list[dict[str, Any]], texts: list[dict[str, Any]], *, counts: dict[str, int], notes: list[str],
-                 path: Path) -> Imported:
+def votes_import(
+    pairs: list[dict[str, Any]],
+    refs: list[dict[str, Any]],
+    texts: list[dict[str, Any]],
+    *,
+    counts: dict[str, int],
+    notes: list[str],
+    path: Path,
+) -> Imported:
     """A votes file's import: model-judged rows → pairwise (the main table when present), human votes →
     preference-ref; texts kept once per (instance, model)."""
     if not pairs and not refs:
@@ -258,8 +271,9 @@ def votes_import(pairs: list[dict[str, Any]], refs: list[dict[str, Any]], texts:
     if refs:
         tables["preference-ref"] = pd.DataFrame(refs)
     frame = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]).reset_index(drop=True) if texts else None
-    return Imported(tables=tables, main="pairwise" if pairs else "preference-ref", texts=frame, counts=counts,
-                    notes=notes, source=str(path))
+    return Imported(
+        tables=tables, main="pairwise" if pairs else "preference-ref", texts=frame, counts=counts, notes=notes, source=str(path)
+    )
 
 
 def reason_from_reply(reply: Any, pattern: re.Pattern[str]) -> str:

@@ -71,5 +71,7 @@ def note_assumed(assumed: int, counts: dict[str, int], notes: list[str]) -> None
     """Count and say that ``assumed`` rows got `DEFAULT_JUDGE` because their record names no judge."""
     if assumed:
         counts["judge_assumed"] = assumed
-        notes.append(f"rows whose record names no judge are taken to be {DEFAULT_JUDGE} (FastChat's default judge and "
-                     "arena-bench's; count judge_assumed): pass --judge to name it")
+        notes.append(
+            f"rows whose record names no judge are taken to be {DEFAULT_JUDGE} (FastChat's default judge and "
+            "arena-bench's; count judge_assumed): pass --judge to name it"
+        )

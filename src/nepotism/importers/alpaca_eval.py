@@ -82,8 +82,10 @@ ANNOTATOR_JUDGES: dict[str, str] = {
 _DRAW = 1.5
 
 
-_ORDER_NOTE = ("AlpacaEval judges each pair once and randomises which answer is shown first; the preference is "
-               "stored against the baseline (generator_1 = model_a), the order seen is unknown (presentation = unknown)")
+_ORDER_NOTE = (
+    "AlpacaEval judges each pair once and randomises which answer is shown first; the preference is "
+    "stored against the baseline (generator_1 = model_a), the order seen is unknown (presentation = unknown)"
+)
 
 
 def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +98,9 @@ def decode_preferences(pref: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarr
     draw = (pref == 0) | (pref == _DRAW)
     p = np.where(pref == 0, _DRAW, pref)
     bad = ~missing & ~((p >= 1) & (p <= 2))
-    verdict = np.where(missing | bad, np.array(None, dtype=object), np.where(draw, "tie", np.where(p < _DRAW, "A", "B"))).astype(object)
+    verdict = np.where(missing | bad, np.array(None, dtype=object), np.where(draw, "tie", np.where(p < _DRAW, "A", "B"))).astype(
+        object
+    )
     keep = np.asarray(weighted, dtype=bool) & ~missing & ~bad & (pref != 0)
     prob_b = np.where(keep, p - 1, np.nan)
     prob_a = np.where(keep, 2 - p, np.nan)
@@ -109,8 +113,13 @@ def _judge_of(annotators: pd.Series, positions: list[int], path: Path, judge: st
     unknown = ~annotators.isin(list(ANNOTATOR_JUDGES))
     if unknown.any():
         i = int(np.argmax(unknown.to_numpy()))
-        raise fail(f"unknown annotator '{annotators.iloc[i]}' (known: {', '.join(ANNOTATOR_JUDGES)}); "
-                   "pass --judge to name the judge model", path, positions[i], "annotator")
+        raise fail(
+            f"unknown annotator '{annotators.iloc[i]}' (known: {', '.join(ANNOTATOR_JUDGES)}); "
+            "pass --judge to name the judge model",
+            path,
+            positions[i],
+            "annotator",
+        )
     return annotators.map(ANNOTATOR_JUDGES)
 
 
@@ -125,27 +134,34 @@ def _build(raw: pd.DataFrame, positions: list[int], path: Path, judge: str | Non
     bad = bad | nonnum.to_numpy()
     if bad.any():
         i = int(np.argmax(bad))
-        raise fail(f"unknown preference '{raw['preference'].iloc[i]}': AlpacaEval uses 1, 2, 1.5 or 0 (draw), "
-                   "or a value in [1, 2] for weighted annotators", path, positions[i], "preference")
+        raise fail(
+            f"unknown preference '{raw['preference'].iloc[i]}': AlpacaEval uses 1, 2, 1.5 or 0 (draw), "
+            "or a value in [1, 2] for weighted annotators",
+            path,
+            positions[i],
+            "preference",
+        )
     same = (raw["generator_1"] == raw["generator_2"]).to_numpy()
     model_a = np.where(same, raw["generator_1"] + "@output_1", raw["generator_1"])
     model_b = np.where(same, raw["generator_2"] + "@output_2", raw["generator_2"])
-    frame = pd.DataFrame({
-        "instance_id": raw["instance_id"].to_numpy(),
-        "judge": _judge_of(raw["annotator"], positions, path, judge).to_numpy(),
-        "model_a": model_a,
-        "model_b": model_b,
-        "verdict": verdict,
-        "prob_a": prob_a,
-        "prob_b": prob_b,
-        "condition": raw["annotator"].to_numpy(),
-        "category": raw["category"].to_numpy(),
-        "presentation": "unknown",
-        "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
-        "reason": np.where(pd.isna(verdict), "no_verdict", np.array(None, dtype=object)),
-        **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
-        "_pref": pref.to_numpy(),
-    })
+    frame = pd.DataFrame(
+        {
+            "instance_id": raw["instance_id"].to_numpy(),
+            "judge": _judge_of(raw["annotator"], positions, path, judge).to_numpy(),
+            "model_a": model_a,
+            "model_b": model_b,
+            "verdict": verdict,
+            "prob_a": prob_a,
+            "prob_b": prob_b,
+            "condition": raw["annotator"].to_numpy(),
+            "category": raw["category"].to_numpy(),
+            "presentation": "unknown",
+            "status": np.where(pd.isna(verdict), "unparsed", "parsed"),
+            "reason": np.where(pd.isna(verdict), "no_verdict", np.array(None, dtype=object)),
+            **pd.DataFrame([provenance(path, p) for p in positions]).to_dict("series"),
+            "_pref": pref.to_numpy(),
+        }
+    )
     keys = ["instance_id", "judge", "model_a", "model_b", "condition"]
     before = len(frame)
     frame = frame[~frame.duplicated(keys + ["_pref"], keep="first")]
@@ -202,7 +218,9 @@ def _instruction_ids(instructions: str | Path | None) -> dict[str, str] | None:
     return mapping
 
 
-def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructions: str | Path | None = None, **_: Any) -> Imported:
+def import_alpaca_eval(
+    path: str | Path, *, judge: str | None = None, instructions: str | Path | None = None, **_: Any
+) -> Imported:
     """Import AlpacaEval's ``annotations.json`` (a JSON list of judged pairs with their texts).
 
     ``instructions``: a JSON list of ``{instruction_id, instruction}`` (like the project's
@@ -234,21 +252,30 @@ def import_alpaca_eval(path: str | Path, *, judge: str | None = None, instructio
         preference = record["preference"]
         if isinstance(preference, bool) or not (preference is None or isinstance(preference, (int, float))):
             raise fail(f"unknown preference {json.dumps(preference)}", path, number, "preference")
-        rows.append({
-            "instance_id": instance,
-            "annotator": str(record["annotator"]),
-            "generator_1": str(record["generator_1"]),
-            "generator_2": str(record["generator_2"]),
-            "preference": np.nan if preference is None else float(preference),
-            "category": record.get("dataset"),
-        })
+        rows.append(
+            {
+                "instance_id": instance,
+                "annotator": str(record["annotator"]),
+                "generator_1": str(record["generator_1"]),
+                "generator_2": str(record["generator_2"]),
+                "preference": np.nan if preference is None else float(preference),
+                "category": record.get("dataset"),
+            }
+        )
         lines.append(number)
         same = record["generator_1"] == record["generator_2"]
         for side in ("1", "2"):
             model = str(record[f"generator_{side}"]) + (f"@output_{side}" if same else "")
             output = record[f"output_{side}"]
-            texts.append({"instance_id": instance, "prompt": instruction, "tests": None, "model": model,
-                          "text": "" if output is None else str(output)})
+            texts.append(
+                {
+                    "instance_id": instance,
+                    "prompt": instruction,
+                    "tests": None,
+                    "model": model,
+                    "text": "" if output is None else str(output),
+                }
+            )
     if not rows:
         raise InputError("no annotations in the file", path=str(path))
     frame, counts = _build(pd.DataFrame(rows), lines, path, judge)

@@ -77,30 +77,56 @@ def import_arena_battles(path: str | Path, *, judge: str | None = None, benchmar
         voter = record.get("judge")
         if voter is not None and not isinstance(voter, str):
             raise fail("expected a judge name or voter id", path, position, "judge")
-        common = {"instance_id": instance, "model_a": model_a, "model_b": model_b,
-                  "winner_raw": vote,
-                  **{k: record.get(k) for k in ("turn", "anony", "language") if k in record}, **provenance(path, position)}
+        common = {
+            "instance_id": instance,
+            "model_a": model_a,
+            "model_b": model_b,
+            "winner_raw": vote,
+            **{k: record.get(k) for k in ("turn", "anony", "language") if k in record},
+            **provenance(path, position),
+        }
         # the judge: --judge when given, else a voter the registry knows
-        model_judge = judge if judge is not None else (
-            voter.strip() if voter is not None and registry.knows(voter.strip()) else None)
+        model_judge = (
+            judge if judge is not None else (voter.strip() if voter is not None and registry.knows(voter.strip()) else None)
+        )
         if model_judge is not None:
             verdict = None if vote is None else {"model_a": "A", "model_b": "B"}.get(vote, "tie")
-            pairs.append({**common, "judge": model_judge, "verdict": verdict, "condition": "default",
-                          "replicate": 0, "status": "parsed" if verdict else "unparsed",
-                          "reason": None if verdict else "no_verdict"})
+            pairs.append(
+                {
+                    **common,
+                    "judge": model_judge,
+                    "verdict": verdict,
+                    "condition": "default",
+                    "replicate": 0,
+                    "status": "parsed" if verdict else "unparsed",
+                    "reason": None if verdict else "no_verdict",
+                }
+            )
         elif vote is None:
             missing_votes += 1
             continue
         else:
-            refs.append({**common, "winner": {"model_a": model_a, "model_b": model_b}.get(vote, "tie"),
-                         "annotator": None if voter is None or is_missing(voter) else voter.strip()})
+            refs.append(
+                {
+                    **common,
+                    "winner": {"model_a": model_a, "model_b": model_b}.get(vote, "tie"),
+                    "annotator": None if voter is None or is_missing(voter) else voter.strip(),
+                }
+            )
         texts += conversation_texts(record, instance, (model_a, model_b))
     raw = [r["winner_raw"] for r in pairs + refs]
-    counts = {"battles": len(pairs) + len(refs), "judged_by_model": len(pairs), "human_votes": len(refs),
-              "ties": sum(w in ("tie", "tie (bothbad)") for w in raw),
-              "ties_bothbad": sum(w == "tie (bothbad)" for w in raw), "votes_missing": missing_votes}
-    notes = ["both tie buttons become a tie; winner_raw keeps 'tie (bothbad)' apart",
-             "a battle is seen in one order only (A = left): position bias cannot be separated from preference"]
+    counts = {
+        "battles": len(pairs) + len(refs),
+        "judged_by_model": len(pairs),
+        "human_votes": len(refs),
+        "ties": sum(w in ("tie", "tie (bothbad)") for w in raw),
+        "ties_bothbad": sum(w == "tie (bothbad)" for w in raw),
+        "votes_missing": missing_votes,
+    }
+    notes = [
+        "both tie buttons become a tie; winner_raw keeps 'tie (bothbad)' apart",
+        "a battle is seen in one order only (A = left): position bias cannot be separated from preference",
+    ]
     return votes_import(pairs, refs, texts, counts=counts, notes=notes, path=path)
 
 

@@ -59,8 +59,16 @@ __all__ = ["FORMATS", "LABELS", "import_arena_hard"]
 #: Verdict label -> (winner in the shown order, strength). From arena-hard-auto show_result.py's
 #: label_to_score (A>>B and B<<A: A wins strongly, ...).
 LABELS: dict[str, tuple[str, str | None]] = {
-    "A>>B": ("A", "strong"), "A>B": ("A", "weak"), "A=B": ("tie", None), "B>A": ("B", "weak"), "B>>A": ("B", "strong"),
-    "A<<B": ("B", "strong"), "A<B": ("B", "weak"), "B=A": ("tie", None), "B<A": ("A", "weak"), "B<<A": ("A", "strong"),
+    "A>>B": ("A", "strong"),
+    "A>B": ("A", "weak"),
+    "A=B": ("tie", None),
+    "B>A": ("B", "weak"),
+    "B>>A": ("B", "strong"),
+    "A<<B": ("B", "strong"),
+    "A<B": ("B", "weak"),
+    "B=A": ("tie", None),
+    "B<A": ("A", "weak"),
+    "B<<A": ("A", "strong"),
 }
 _SPACE = re.compile(r"\s+")
 #: The judge's verdict markers, as arena-hard-auto's judge configs extract them (``[[A>B]]``).
@@ -77,8 +85,12 @@ def _game(game: Any, shown: tuple[str, str], path: Path, line: int, index: int) 
         raise fail("missing field", path, line, f"games[{index}].score")
     score = game["score"]
     if isinstance(score, (int, float)) and not isinstance(score, bool):
-        raise fail("a numeric score: this is a single-grading file (no baseline); arena-hard pairwise files hold "
-                   "labels such as A>B", path, line, f"games[{index}].score")
+        raise fail(
+            "a numeric score: this is a single-grading file (no baseline); arena-hard pairwise files hold labels such as A>B",
+            path,
+            line,
+            f"games[{index}].score",
+        )
     if is_missing(score):
         reply = game.get("judgment")
         reply = reply.get("answer") if isinstance(reply, dict) else reply
@@ -103,8 +115,13 @@ def import_arena_hard(path: str | Path, *, baseline: str | None = None, judge: s
         name = judge or str(require(record, "judge", path, line)).strip()
         base = record.get("baseline") if not is_missing(record.get("baseline")) else baseline
         if base is None:
-            raise fail("the record names no baseline (arena-hard v0.1 set it in the run's configuration, gpt-4-0314 "
-                       "for arena-hard-v0.1): pass --baseline", path, line, "baseline")
+            raise fail(
+                "the record names no baseline (arena-hard v0.1 set it in the run's configuration, gpt-4-0314 "
+                "for arena-hard-v0.1): pass --baseline",
+                path,
+                line,
+                "baseline",
+            )
         base = str(base).strip()
         if base == model:
             raise fail(f"the judged model is the baseline {base!r}", path, line, "model")
@@ -113,19 +130,30 @@ def import_arena_hard(path: str | Path, *, baseline: str | None = None, judge: s
             _game(games[0], (base, model), path, line, 0)  # a numeric single grade gets its own message
         if not isinstance(games, list) or len(games) != 2:
             raise fail("expected a list of two games (baseline first, then swapped)", path, line, "games")
-        common = {"instance_id": f"arena-hard/{question}", "judge": name, "condition": "default", "replicate": 0,
-                  "category": record.get("category"), **provenance(path, line)}
+        common = {
+            "instance_id": f"arena-hard/{question}",
+            "judge": name,
+            "condition": "default",
+            "replicate": 0,
+            "category": record.get("category"),
+            **provenance(path, line),
+        }
         for index, shown in enumerate(((base, model), (model, base))):
             rows.append({**common, **_game(games[index], shown, path, line, index), "game": index + 1})
     if not rows:
         raise InputError("no judgments in the file", path=str(path))
     frame = pd.DataFrame(rows)
-    counts = {"questions": len(frame) // 2, "judgments": len(frame),
-              **status_counts(frame),
-              "strong_verdicts": int((frame["strength"] == "strong").sum())}
-    notes = ["each question is judged in both orders: game 1 shows the baseline first, game 2 the model",
-             "strong verdicts (A>>B, B>>A) are one verdict each here; Arena-Hard's show_result.py counts them "
-             "three times (column strength)"]
+    counts = {
+        "questions": len(frame) // 2,
+        "judgments": len(frame),
+        **status_counts(frame),
+        "strong_verdicts": int((frame["strength"] == "strong").sum()),
+    }
+    notes = [
+        "each question is judged in both orders: game 1 shows the baseline first, game 2 the model",
+        "strong verdicts (A>>B, B>>A) are one verdict each here; Arena-Hard's show_result.py counts them "
+        "three times (column strength)",
+    ]
     return Imported(tables={"pairwise": frame}, main="pairwise", counts=counts, notes=notes, source=str(path))
 
 

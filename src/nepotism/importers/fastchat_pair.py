@@ -39,8 +39,9 @@ __all__ = ["FORMATS", "import_fastchat_pair"]
 _WINNERS = ("model_1", "model_2", "tie", "error")
 
 
-def _game_row(winner: Any, reply: Any, shown: tuple[str, str], slots: tuple[str, str], path: Path, line: int,
-              field: str) -> dict[str, Any]:
+def _game_row(
+    winner: Any, reply: Any, shown: tuple[str, str], slots: tuple[str, str], path: Path, line: int, field: str
+) -> dict[str, Any]:
     """verdict/status/reason of one game; ``slots`` = the FastChat slot names of (first, second) shown."""
     if winner not in _WINNERS:
         raise fail(f"unknown winner {winner!r}: expected one of {', '.join(_WINNERS)}", path, line, field)
@@ -52,16 +53,20 @@ def _game_row(winner: Any, reply: Any, shown: tuple[str, str], slots: tuple[str,
     return {"model_a": shown[0], "model_b": shown[1], "verdict": verdict, "status": "parsed", "reason": None}
 
 
-def import_fastchat_pair(path: str | Path, *, judge: str | None = None, benchmark: str = DEFAULT_BENCHMARK,
-                         **_: Any) -> Imported:
+def import_fastchat_pair(path: str | Path, *, judge: str | None = None, benchmark: str = DEFAULT_BENCHMARK, **_: Any) -> Imported:
     """Import one FastChat pairwise ``.jsonl`` file: two pairwise rows (games) per record."""
     path = Path(path)
     rows = []
     assumed = 0
     for line, record in read_records(path):
         if "m1_score" in record or "m2_score" in record:
-            raise fail("this pair was decided from two single-answer grades (m1_score/m2_score), not judged in "
-                       "two orders; import the single grades with --format fastchat-single", path, line, "m1_score")
+            raise fail(
+                "this pair was decided from two single-answer grades (m1_score/m2_score), not judged in "
+                "two orders; import the single grades with --format fastchat-single",
+                path,
+                line,
+                "m1_score",
+            )
         question = require(record, "question_id", path, line)
         first, second = (str(require(record, k, path, line)).strip() for k in ("model_1", "model_2"))
         if first == second:
@@ -69,18 +74,23 @@ def import_fastchat_pair(path: str | Path, *, judge: str | None = None, benchmar
         name, prompt, guessed = judge_of(record, path, line, judge)
         assumed += guessed
         turn = turn_of(record, path, line)
-        common = {"instance_id": instance_id(benchmark, question, turn), "judge": name, "condition": "default",
-                  "replicate": 0, "turn": turn, "judge_prompt": prompt, **provenance(path, line)}
-        for game, shown, slots in ((1, (first, second), ("model_1", "model_2")),
-                                   (2, (second, first), ("model_2", "model_1"))):
+        common = {
+            "instance_id": instance_id(benchmark, question, turn),
+            "judge": name,
+            "condition": "default",
+            "replicate": 0,
+            "turn": turn,
+            "judge_prompt": prompt,
+            **provenance(path, line),
+        }
+        for game, shown, slots in ((1, (first, second), ("model_1", "model_2")), (2, (second, first), ("model_2", "model_1"))):
             winner = require(record, f"g{game}_winner", path, line)
             row = _game_row(winner, record.get(f"g{game}_judgment"), shown, slots, path, line, f"g{game}_winner")
             rows.append({**common, **row, "game": game})
     if not rows:
         raise InputError("no judgments in the file", path=str(path))
     frame = pd.DataFrame(rows)
-    counts = {"pairs": len(frame) // 2, "judgments": len(frame),
-              **status_counts(frame)}
+    counts = {"pairs": len(frame) // 2, "judgments": len(frame), **status_counts(frame)}
     notes = ["each pair is judged in both orders: game 1 shows model_1 first, game 2 model_2"]
     note_assumed(assumed, counts, notes)
     return Imported(tables={"pairwise": frame}, main="pairwise", counts=counts, notes=notes, source=str(path))

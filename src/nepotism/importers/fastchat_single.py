@@ -63,8 +63,9 @@ def _score(value: Any, path: Path, line: int) -> float | None:
     return None if score == -1 else score
 
 
-def import_fastchat_single(path: str | Path, *, judge: str | None = None, benchmark: str = DEFAULT_BENCHMARK,
-                           **_: Any) -> Imported:
+def import_fastchat_single(
+    path: str | Path, *, judge: str | None = None, benchmark: str = DEFAULT_BENCHMARK, **_: Any
+) -> Imported:
     """Import one FastChat single-grading ``.jsonl`` file (see the module docstring for the mapping)."""
     path = Path(path)
     rows = []
@@ -80,14 +81,27 @@ def import_fastchat_single(path: str | Path, *, judge: str | None = None, benchm
         turn = turn_of(record, path, line)
         failed = record.get("judgment") == API_ERROR
         status = "failed" if failed else ("parsed" if score is not None else "unparsed")
-        rows.append({
-            "instance_id": instance_id(benchmark, question, turn), "judge": name, "model": model,
-            "score": None if failed else score, "condition": "default", "replicate": 0,
-            "turn": turn, "judge_prompt": prompt, "status": status,
-            "reason": ("call_failed" if status == "failed" else
-                       reason_from_reply(record.get("judgment"), _RATING) if status == "unparsed" else None),
-            **provenance(path, line),
-        })
+        rows.append(
+            {
+                "instance_id": instance_id(benchmark, question, turn),
+                "judge": name,
+                "model": model,
+                "score": None if failed else score,
+                "condition": "default",
+                "replicate": 0,
+                "turn": turn,
+                "judge_prompt": prompt,
+                "status": status,
+                "reason": (
+                    "call_failed"
+                    if status == "failed"
+                    else reason_from_reply(record.get("judgment"), _RATING)
+                    if status == "unparsed"
+                    else None
+                ),
+                **provenance(path, line),
+            }
+        )
     if not rows:
         raise InputError("no judgments in the file", path=str(path))
     frame = pd.DataFrame(rows)
@@ -96,8 +110,10 @@ def import_fastchat_single(path: str | Path, *, judge: str | None = None, benchm
         "judgments": len(frame),
         **status_counts(frame),
     }
-    notes = ["FastChat grades each answer once (replicate 0); unparsed (-1 or null) and failed scores are "
-             "kept as rows with an empty score and a reason"]
+    notes = [
+        "FastChat grades each answer once (replicate 0); unparsed (-1 or null) and failed scores are "
+        "kept as rows with an empty score and a reason"
+    ]
     note_assumed(assumed, counts, notes)
     return Imported(tables={"pointwise": frame}, main="pointwise", counts=counts, notes=notes, source=str(path))
 

@@ -114,31 +114,57 @@ def import_healthbench(path: str | Path, **_: Any) -> Imported:
         grades = _grades(record, len(rubric), path, line)
         theme = _theme(record, path, line)
         for annotator, marks in _labels(record, len(rubric), path, line).items():
-            labelled += [{"instance_id": pid, "model": model, "rubric_id": f"r{k + 1}", "met": met,
-                          "annotator": str(annotator), "category": rubric[k][2]}
-                         for k, met in enumerate(marks) if met is not None]
+            labelled += [
+                {
+                    "instance_id": pid,
+                    "model": model,
+                    "rubric_id": f"r{k + 1}",
+                    "met": met,
+                    "annotator": str(annotator),
+                    "category": rubric[k][2],
+                }
+                for k, met in enumerate(marks)
+                if met is not None
+            ]
         counts["completions"] += 1
         for judge, verdicts in grades.items():
             key = (pid, model, str(judge))
             if key in seen_keys:
-                raise fail(f"judge {judge!r} already graded this completion on line {seen_keys[key]}", path, line,
-                           f"grades.{judge}")
+                raise fail(
+                    f"judge {judge!r} already graded this completion on line {seen_keys[key]}", path, line, f"grades.{judge}"
+                )
             seen_keys[key] = line
             for k, met in enumerate(verdicts):
                 counts["verdicts"] += 1
                 counts["unparsed"] += met is None
-                rows.append({"instance_id": pid, "judge": str(judge), "model": model, "rubric_id": f"r{k + 1}",
-                             "met": met, "status": "parsed" if met is not None else "unparsed",
-                             "reason": None if met is not None else "no_verdict", "category": rubric[k][2],
-                             "theme": theme})
+                rows.append(
+                    {
+                        "instance_id": pid,
+                        "judge": str(judge),
+                        "model": model,
+                        "rubric_id": f"r{k + 1}",
+                        "met": met,
+                        "status": "parsed" if met is not None else "unparsed",
+                        "reason": None if met is not None else "no_verdict",
+                        "category": rubric[k][2],
+                        "theme": theme,
+                    }
+                )
         for k, (text, points, axis) in enumerate(rubric):
-            items[(pid, f"r{k + 1}")] = {"instance_id": pid, "rubric_id": f"r{k + 1}", "text": text,
-                                         "points": points, "category": axis}
+            items[(pid, f"r{k + 1}")] = {
+                "instance_id": pid,
+                "rubric_id": f"r{k + 1}",
+                "text": text,
+                "points": points,
+                "category": axis,
+            }
     if not rows:
         raise fail("no graded completion", path, None, None)
     tables = {"rubric": pd.DataFrame(rows), "rubric-items": pd.DataFrame(list(items.values()))}
-    notes = ["rubric ids are r1, r2, ... by position in each prompt's rubric; negative points mark criteria a "
-             "completion is penalised for meeting"]
+    notes = [
+        "rubric ids are r1, r2, ... by position in each prompt's rubric; negative points mark criteria a "
+        "completion is penalised for meeting"
+    ]
     if labelled:
         tables["rubric-labels"] = pd.DataFrame(labelled)
         counts["labels"] = len(labelled)

@@ -127,8 +127,11 @@ class _Scorers:
         that name would join two scorers whose arguments differ beyond the grader, or two scorers
         that had the same grader grade the same answer."""
         base = frame["scorer"].map(self.name)
-        twice = frame.assign(_base=base).groupby(["_base", "judge", "instance_id", "replicate", "part"],
-                                                  dropna=False)["scorer"].nunique()
+        twice = (
+            frame.assign(_base=base)
+            .groupby(["_base", "judge", "instance_id", "replicate", "part"], dropna=False)["scorer"]
+            .nunique()
+        )
         ambiguous = self._ambiguous | set(twice[twice > 1].index.get_level_values("_base"))
         name = base.where(~base.isin(ambiguous), frame["scorer"])
         return name + frame["part"].map(lambda p: "" if p is None else f"/{p}")
@@ -255,25 +258,48 @@ def import_inspect_log(path: str | Path, *, benchmark: str | None = None, **_: A
                 if reason == "unknown_value":
                     unknown_values[str(value)[:40]] += 1
                 status = "parsed" if result is not None else ("failed" if reason in _FAILED else "unparsed")
-                rows.append({"instance_id": instance, "judge": judge, "model": evaluated, "score": result,
-                             "scorer": key, "part": None if part is None else str(part), "replicate": epoch - 1,
-                             "status": status, "reason": reason, "sample_id": str(sample.id), "epoch": epoch,
-                             **provenance(path, position)})
+                rows.append(
+                    {
+                        "instance_id": instance,
+                        "judge": judge,
+                        "model": evaluated,
+                        "score": result,
+                        "scorer": key,
+                        "part": None if part is None else str(part),
+                        "replicate": epoch - 1,
+                        "status": status,
+                        "reason": reason,
+                        "sample_id": str(sample.id),
+                        "epoch": epoch,
+                        **provenance(path, position),
+                    }
+                )
         if sample.output is not None and sample.output.completion is not None:
-            texts.append({"instance_id": instance, "prompt": _input_text(sample.input), "tests": None,
-                          "model": evaluated, "text": sample.output.completion})
+            texts.append(
+                {
+                    "instance_id": instance,
+                    "prompt": _input_text(sample.input),
+                    "tests": None,
+                    "model": evaluated,
+                    "text": sample.output.completion,
+                }
+            )
     if not counts["samples"]:
         raise InputError("the log holds no samples (was it written with --no-log-samples?)", path=str(path))
     if not rows:
-        raise InputError(f"no model-graded scores in the log (scorers: {', '.join(scorers.base) or 'none'}; "
-                         "a scorer that calls no model is not a judgment)", path=str(path))
+        raise InputError(
+            f"no model-graded scores in the log (scorers: {', '.join(scorers.base) or 'none'}; "
+            "a scorer that calls no model is not a judgment)",
+            path=str(path),
+        )
     frame = pd.DataFrame(rows)
     frame["score"] = frame["score"].astype(float)
     frame.insert(4, "condition", scorers.conditions(frame))
     frame = frame.drop(columns="part")
     out = {"samples": counts["samples"], "judgments": len(frame), **status_counts(frame)}
-    out.update({k: counts[k] for k in ("scores_not_model_graded", "panel_scores", "list_values",
-                                        "samples_with_error") if counts[k]})
+    out.update(
+        {k: counts[k] for k in ("scores_not_model_graded", "panel_scores", "list_values", "samples_with_error") if counts[k]}
+    )
     graders = frame.groupby("condition")["judge"].unique()
     notes = [f"{evaluated}: {condition} graded by {', '.join(sorted(judges))}" for condition, judges in graders.items()]
     if skipped["not_model_graded"]:
@@ -283,8 +309,7 @@ def import_inspect_log(path: str | Path, *, benchmark: str | None = None, **_: A
     if unknown_values:
         notes.append("unparsed, values that are no grade: " + ", ".join(f"{v!r} {n}" for v, n in unknown_values.most_common(5)))
     frame_texts = pd.DataFrame(texts).drop_duplicates(["instance_id", "model"]) if texts else None
-    return Imported(tables={"pointwise": frame}, main="pointwise", texts=frame_texts, counts=out, notes=notes,
-                    source=str(path))
+    return Imported(tables={"pointwise": frame}, main="pointwise", texts=frame_texts, counts=out, notes=notes, source=str(path))
 
 
 def _input_text(value: Any) -> str:
@@ -301,7 +326,7 @@ FORMATS = (
         read=import_inspect_log,
         tables=("pointwise",),
         upstream="UKGovernmentBEIS/inspect_ai inspect_ai.log (read_eval_log, read_eval_log_samples: "
-                 "EvalSample.scores, span and model events)",
+        "EvalSample.scores, span and model events)",
         options=("benchmark",),
     ),
 )

@@ -67,11 +67,20 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
             raise InputError(f"unknown label '{label}': expected A>B or B>A", path=str(path), line=line, field="label")
         category = record.get("source")
         where = provenance(path, line)
-        refs.append({"instance_id": instance, "model_a": tag["A"], "model_b": tag["B"],
-                     "winner": tag[label[0]], "category": category, **where})
+        refs.append(
+            {
+                "instance_id": instance,
+                "model_a": tag["A"],
+                "model_b": tag["B"],
+                "winner": tag[label[0]],
+                "category": category,
+                **where,
+            }
+        )
         for side in ("A", "B"):
-            correct.append({"instance_id": instance, "model": tag[side], "correct": side == label[0],
-                            "category": category, **where})
+            correct.append(
+                {"instance_id": instance, "model": tag[side], "correct": side == label[0], "category": category, **where}
+            )
         counts["pairs"] += 1
         name = record.get("judge_name")
         if name is None:
@@ -81,11 +90,15 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
         elif name == "reward_model":
             kind = "pointwise"
         else:
-            raise InputError(f"unknown judge_name '{name}': expected arena_hard or reward_model", path=str(path), line=line, field="judge_name")
+            raise InputError(
+                f"unknown judge_name '{name}': expected arena_hard or reward_model", path=str(path), line=line, field="judge_name"
+            )
         if counts["pairs"] == 1:
             judge_kind = kind
         elif kind != judge_kind:
-            raise InputError("judge_name differs from earlier lines: one file holds one judge", path=str(path), line=line, field="judge_name")
+            raise InputError(
+                "judge_name differs from earlier lines: one file holds one judge", path=str(path), line=line, field="judge_name"
+            )
         if kind is None:
             continue
         for number, game in enumerate(_judgments(record, path, line), start=1):
@@ -100,29 +113,54 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
             if kind == "pairwise":
                 decision = None if game is None else game.get("decision")
                 if decision is not None and decision not in _DECISIONS:
-                    raise InputError(f"unknown decision '{decision}'", path=str(path), line=line, field=f"judgments[{number - 1}].decision")
+                    raise InputError(
+                        f"unknown decision '{decision}'", path=str(path), line=line, field=f"judgments[{number - 1}].decision"
+                    )
                 if decision is None and game is not None:
                     counts["unparsed"] += 1
                 status = "failed" if game is None else ("parsed" if decision is not None else "unparsed")
-                pairwise.append({
-                    "instance_id": instance, "judge": judge, "model_a": tag[shown[0]], "model_b": tag[shown[1]],
-                    "verdict": None if decision is None else _DECISIONS[decision], "condition": "arena_hard", "replicate": 0,
-                    "category": category, "game": number, "status": status,
-                    "reason": _reason(status, judgment), **where,
-                })
+                pairwise.append(
+                    {
+                        "instance_id": instance,
+                        "judge": judge,
+                        "model_a": tag[shown[0]],
+                        "model_b": tag[shown[1]],
+                        "verdict": None if decision is None else _DECISIONS[decision],
+                        "condition": "arena_hard",
+                        "replicate": 0,
+                        "category": category,
+                        "game": number,
+                        "status": status,
+                        "reason": _reason(status, judgment),
+                        **where,
+                    }
+                )
             else:
                 scores = [math.nan, math.nan] if judgment is None else judgment.get("scores")
-                if (not isinstance(scores, list) or len(scores) != 2
-                        or any(isinstance(s, bool) or not isinstance(s, (int, float)) for s in scores)):
-                    raise InputError("expected two numeric scores", path=str(path), line=line, field=f"judgments[{number - 1}].judgment.scores")
+                if (
+                    not isinstance(scores, list)
+                    or len(scores) != 2
+                    or any(isinstance(s, bool) or not isinstance(s, (int, float)) for s in scores)
+                ):
+                    raise InputError(
+                        "expected two numeric scores", path=str(path), line=line, field=f"judgments[{number - 1}].judgment.scores"
+                    )
                 for position, score in zip(shown, scores):
-                    pointwise.append({
-                        "instance_id": instance, "judge": judge, "model": tag[position], "score": float(score),
-                        "condition": "reward_model", "replicate": number - 1, "category": category,
-                        "shown": "first" if position == shown[0] else "second",
-                        "status": "failed" if judgment is None else "parsed",
-                        "reason": "call_failed" if judgment is None else None, **where,
-                    })
+                    pointwise.append(
+                        {
+                            "instance_id": instance,
+                            "judge": judge,
+                            "model": tag[position],
+                            "score": float(score),
+                            "condition": "reward_model",
+                            "replicate": number - 1,
+                            "category": category,
+                            "shown": "first" if position == shown[0] else "second",
+                            "status": "failed" if judgment is None else "parsed",
+                            "reason": "call_failed" if judgment is None else None,
+                            **where,
+                        }
+                    )
     if not refs:
         raise InputError("no pairs in the file", path=str(path))
     tables = {"preference-ref": pd.DataFrame(refs), "correctness-ref": pd.DataFrame(correct)}
@@ -133,8 +171,11 @@ def import_judgebench(path: str | Path, **_: Any) -> Imported:
         main = "pairwise"
         notes.append("each pair is judged in both orders: game 1 shows response A first, game 2 response B")
     elif judge_kind == "pointwise":
-        tables = {"pointwise": pd.DataFrame(pointwise), "correctness-ref": tables["correctness-ref"],
-                  "preference-ref": tables["preference-ref"]}
+        tables = {
+            "pointwise": pd.DataFrame(pointwise),
+            "correctness-ref": tables["correctness-ref"],
+            "preference-ref": tables["preference-ref"],
+        }
         main = "pointwise"
         notes.append("reward-model scores: one row per response per game (replicate 0 = A shown first)")
     return Imported(tables=tables, main=main, counts=counts, notes=notes, source=str(path))

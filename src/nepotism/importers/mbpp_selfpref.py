@@ -119,8 +119,9 @@ def _names(path: Path, judge: str | None, other: str | None) -> tuple[str, str]:
 VERDICT_SOURCES = ("reply", "probabilities")
 
 
-def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: str | None = None,
-                         verdicts: str = "probabilities", **_: Any) -> Imported:
+def import_mbpp_selfpref(
+    path: str | Path, *, judge: str | None = None, other: str | None = None, verdicts: str = "probabilities", **_: Any
+) -> Imported:
     """Import one ``<judge>_<other>_eval.jsonl`` file (assistant 1 = the judge's own answers).
 
     ``verdicts`` is ``"probabilities"`` (argmax of the recorded [A, T, B] probabilities, paper 004's
@@ -140,7 +141,10 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
         seen[uid] = line
         instance = f"mbpp/{uid}"
         problem = require(record, "problem", path, line)
-        answers = {own: require(record, "assistent_1_answer", path, line), rival: require(record, "assistent_2_answer", path, line)}
+        answers = {
+            own: require(record, "assistent_1_answer", path, line),
+            rival: require(record, "assistent_2_answer", path, line),
+        }
         for model, key in ((own, "assistent_1_is_correct"), (rival, "assistent_2_is_correct")):
             correct = require(record, key, path, line, allow_missing=True)
             if correct is not None and not isinstance(correct, bool):
@@ -152,8 +156,9 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
             texts.append({"instance_id": instance, "prompt": problem, "tests": tests, "model": model, "text": answers[model]})
         for game, (first, second) in ((1, (own, rival)), (2, (rival, own))):
             output = require(record, f"game_{game}_output", path, line, allow_missing=True)
-            p_a, p_tie, p_b = _probs(require(record, f"game_{game}_spb_score", path, line, allow_missing=True),
-                                     path, line, f"game_{game}_spb_score")
+            p_a, p_tie, p_b = _probs(
+                require(record, f"game_{game}_spb_score", path, line, allow_missing=True), path, line, f"game_{game}_spb_score"
+            )
             replied, (likeliest, tied) = _verdict(output), _argmax(p_a, p_tie, p_b)
             disagree += replied is not None and likeliest is not None and replied != likeliest
             ties += tied and verdicts == "probabilities"
@@ -164,14 +169,26 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
                 reason = "no_label_logprobs"
             else:
                 reason = "empty_reply" if is_missing(output) or not str(output).strip() else "no_verdict"
-            pairs.append({
-                "instance_id": instance, "judge": own, "model_a": first, "model_b": second,
-                "verdict": verdict, "status": "parsed" if verdict is not None else "unparsed", "reason": reason,
-                "reply": None if is_missing(output) else str(output),
-                "prob_a": p_a, "prob_b": p_b, "prob_tie": p_tie,
-                "condition": "default", "replicate": 0, "category": "mbpp", "game": game,
-                **provenance(path, line),
-            })
+            pairs.append(
+                {
+                    "instance_id": instance,
+                    "judge": own,
+                    "model_a": first,
+                    "model_b": second,
+                    "verdict": verdict,
+                    "status": "parsed" if verdict is not None else "unparsed",
+                    "reason": reason,
+                    "reply": None if is_missing(output) else str(output),
+                    "prob_a": p_a,
+                    "prob_b": p_b,
+                    "prob_tie": p_tie,
+                    "condition": "default",
+                    "replicate": 0,
+                    "category": "mbpp",
+                    "game": game,
+                    **provenance(path, line),
+                }
+            )
     if not pairs:
         raise InputError("no records in the file", path=str(path))
     pairwise = pd.DataFrame(pairs)
@@ -182,13 +199,19 @@ def import_mbpp_selfpref(path: str | Path, *, judge: str | None = None, other: s
         "reply_disagrees": int(disagree),
         "top_probability_ties": int(ties),
     }
-    notes = ["each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps",
-             f"verdicts from the judge's {'reply' if verdicts == 'reply' else 'recorded label probabilities (argmax)'}"]
+    notes = [
+        "each problem is judged in both orders: game 1 shows the judge's own answer first, game 2 swaps",
+        f"verdicts from the judge's {'reply' if verdicts == 'reply' else 'recorded label probabilities (argmax)'}",
+    ]
     if ties:
         notes.append(f"{ties} games with two labels tied for the top probability take the first of them in [A, T, B]")
     return Imported(
         tables={"pairwise": pairwise, "correctness-ref": pd.DataFrame(refs)},
-        main="pairwise", texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path),
+        main="pairwise",
+        texts=pd.DataFrame(texts),
+        counts=counts,
+        notes=notes,
+        source=str(path),
     )
 
 

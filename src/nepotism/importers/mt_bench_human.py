@@ -79,23 +79,45 @@ def import_mt_bench_human(path: str | Path, *, benchmark: str = DEFAULT_BENCHMAR
         if model_a == model_b:
             model_a, model_b = f"{model_a}@a", f"{model_b}@b"
         instance = instance_id(benchmark, question, turn)
-        common = {"instance_id": instance, "model_a": model_a, "model_b": model_b, "winner_raw": winner,
-                  "turn": turn, **provenance(path, line)}
+        common = {
+            "instance_id": instance,
+            "model_a": model_a,
+            "model_b": model_b,
+            "winner_raw": winner,
+            "turn": turn,
+            **provenance(path, line),
+        }
         model = _model_judge(judge)
         if model is not None:
             verdict = {"model_a": "A", "model_b": "B"}.get(winner, "tie")
-            pairs.append({**common, "judge": model, "verdict": verdict, "condition": "orders-combined",
-                          "replicate": 0, "status": "parsed", "reason": None})
+            pairs.append(
+                {
+                    **common,
+                    "judge": model,
+                    "verdict": verdict,
+                    "condition": "orders-combined",
+                    "replicate": 0,
+                    "status": "parsed",
+                    "reason": None,
+                }
+            )
         else:
             if not isinstance(judge, str) or is_missing(judge):
                 raise fail("expected an annotator id", path, line, "judge")
-            refs.append({**common, "winner": {"model_a": model_a, "model_b": model_b}.get(winner, "tie"),
-                         "annotator": judge.strip()})
+            refs.append(
+                {**common, "winner": {"model_a": model_a, "model_b": model_b}.get(winner, "tie"), "annotator": judge.strip()}
+            )
         texts += conversation_texts(record, instance, (model_a, model_b), turn)
-    counts = {"human_votes": len(refs), "annotators": len({r["annotator"] for r in refs}),
-              "model_verdicts": len(pairs), "ties_bothbad": sum(r["winner_raw"] == "tie (bothbad)" for r in refs)}
-    notes = ["one preference-ref row per human vote (column annotator); ties of every kind are winner 'tie', "
-             "the upstream value is in winner_raw"]
+    counts = {
+        "human_votes": len(refs),
+        "annotators": len({r["annotator"] for r in refs}),
+        "model_verdicts": len(pairs),
+        "ties_bothbad": sum(r["winner_raw"] == "tie (bothbad)" for r in refs),
+    }
+    notes = [
+        "one preference-ref row per human vote (column annotator); ties of every kind are winner 'tie', "
+        "the upstream value is in winner_raw"
+    ]
     if pairs:
         notes.append("GPT-4 rows carry one verdict per pair (upstream merged its two games): condition orders-combined")
     return votes_import(pairs, refs, texts, counts=counts, notes=notes, path=path)

@@ -72,9 +72,14 @@ def _shape(record: dict[str, Any], path: Path, line: int) -> tuple[str, tuple[st
     for name, fields in _SHAPES:
         if all(f in record for f in fields):
             return name, fields
-    raise fail("not a chosen/rejected pair: expected chosen and rejected (RewardBench), text_chosen and "
-               "text_rejected (RewardBench scores), output_1, output_2 and label (LLMBar), or JudgeBench's "
-               "response_A, response_B and label", path, line, "chosen")
+    raise fail(
+        "not a chosen/rejected pair: expected chosen and rejected (RewardBench), text_chosen and "
+        "text_rejected (RewardBench scores), output_1, output_2 and label (LLMBar), or JudgeBench's "
+        "response_A, response_B and label",
+        path,
+        line,
+        "chosen",
+    )
 
 
 def _better(shape: str, record: dict[str, Any], path: Path, line: int) -> int:
@@ -105,8 +110,9 @@ def _judgebench(path: Path, judge: str | None) -> Imported:
     return imported
 
 
-def import_reward_pairs(path: str | Path, *, judge: str | None = None, generator: str = "unknown",
-                        benchmark: str | None = None, **_: Any) -> Imported:
+def import_reward_pairs(
+    path: str | Path, *, judge: str | None = None, generator: str = "unknown", benchmark: str | None = None, **_: Any
+) -> Imported:
     """Import one file of chosen/rejected pairs (and reward scores); see the module docstring."""
     path = Path(path)
     records = read_records(path)
@@ -131,13 +137,27 @@ def import_reward_pairs(path: str | Path, *, judge: str | None = None, generator
         better = _better(shape, record, path, line)
         category = record.get("subset")
         where = provenance(path, line)
-        prefs.append({"instance_id": instance, "model_a": models[0], "model_b": models[1],
-                      "winner": models[better], "category": category, **where})
+        prefs.append(
+            {
+                "instance_id": instance,
+                "model_a": models[0],
+                "model_b": models[1],
+                "winner": models[better],
+                "category": category,
+                **where,
+            }
+        )
         for slot, model in enumerate(models):
-            refs.append({"instance_id": instance, "model": model, "correct": slot == better, "category": category,
-                         **where})
-            texts.append({"instance_id": instance, "prompt": record.get("prompt", record.get("input")), "tests": None,
-                          "model": model, "text": answers[slot] or ""})
+            refs.append({"instance_id": instance, "model": model, "correct": slot == better, "category": category, **where})
+            texts.append(
+                {
+                    "instance_id": instance,
+                    "prompt": record.get("prompt", record.get("input")),
+                    "tests": None,
+                    "model": model,
+                    "text": answers[slot] or "",
+                }
+            )
         fields_scored = next((pair for pair in _SCORES if pair[0] in record or pair[1] in record), None)
         if fields_scored is None:
             continue
@@ -146,29 +166,41 @@ def import_reward_pairs(path: str | Path, *, judge: str | None = None, generator
             raise fail("scores without a reward model's name: pass --judge", path, line, "model")
         for slot, (field, model) in enumerate(zip(fields_scored, models)):
             score = number_or_none(record.get(field), path, line, field)
-            points.append({"instance_id": instance, "judge": str(name).strip(), "model": model, "score": score,
-                           "condition": "default", "replicate": 0, "category": category,
-                           "status": "parsed" if score is not None else "unparsed",
-                           "reason": None if score is not None else "no_verdict", **where})
+            points.append(
+                {
+                    "instance_id": instance,
+                    "judge": str(name).strip(),
+                    "model": model,
+                    "score": score,
+                    "condition": "default",
+                    "replicate": 0,
+                    "category": category,
+                    "status": "parsed" if score is not None else "unparsed",
+                    "reason": None if score is not None else "no_verdict",
+                    **where,
+                }
+            )
     if not prefs:
         raise InputError("no pairs in the file", path=str(path))
     if points and len(points) != 2 * len(prefs):
-        raise InputError("some records have scores and others not: one file holds one reward model's scores of every "
-                         "pair, or none", path=str(path))
+        raise InputError(
+            "some records have scores and others not: one file holds one reward model's scores of every pair, or none",
+            path=str(path),
+        )
     tables = {"preference-ref": pd.DataFrame(prefs), "correctness-ref": pd.DataFrame(refs)}
     main = "preference-ref"
     if points:
         frame = pd.DataFrame(points)
         frame["score"] = frame["score"].astype(float)
-        tables = {"pointwise": frame, "correctness-ref": tables["correctness-ref"],
-                  "preference-ref": tables["preference-ref"]}
+        tables = {"pointwise": frame, "correctness-ref": tables["correctness-ref"], "preference-ref": tables["preference-ref"]}
         main = "pointwise"
-    counts = {"pairs": len(prefs), "scored_responses": len(points),
-              "unscored": sum(p["score"] is None for p in points)}
+    counts = {"pairs": len(prefs), "scored_responses": len(points), "unscored": sum(p["score"] is None for p in points)}
     notes = []
     if main == "pointwise":
-        notes.append("pair the pointwise scores with the correctness-ref (--reference-out): mipa paradigm DA is the "
-                     "reward model's pairwise accuracy")
+        notes.append(
+            "pair the pointwise scores with the correctness-ref (--reference-out): mipa paradigm DA is the "
+            "reward model's pairwise accuracy"
+        )
     if any(m.startswith(f"{generator}@") for p in prefs for m in (p["model_a"], p["model_b"])):
         notes.append(f"the file does not name the generators: responses are named {generator}@<slot>")
     return Imported(tables=tables, main=main, texts=pd.DataFrame(texts), counts=counts, notes=notes, source=str(path))

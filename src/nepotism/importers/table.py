@@ -83,8 +83,9 @@ from nepotism.importers._common import (
 
 __all__ = ["FORMATS", "import_table", "read_mapping"]
 
-_KINDS_HELP = ("pairwise, pointwise, rubric, recognition, recognition-pairwise, preference-ref, correctness-ref, "
-               "rubric-ref, rubric-items")
+_KINDS_HELP = (
+    "pairwise, pointwise, rubric, recognition, recognition-pairwise, preference-ref, correctness-ref, rubric-ref, rubric-items"
+)
 
 
 class _Spec:
@@ -110,8 +111,11 @@ _FAMILY_COLUMNS = {"family": "model", "family_a": "model_a", "family_b": "model_
 def _target(name: str, field: str, path: str | None = None) -> str:
     name = name.strip()
     if name not in _known_columns() and name not in _FAMILY_COLUMNS:
-        raise InputError(f"'{name}' is no column of a recorded table (see `nepotism import --help` and the "
-                         "README's table formats)", field=field, path=path)
+        raise InputError(
+            f"'{name}' is no column of a recorded table (see `nepotism import --help` and the README's table formats)",
+            field=field,
+            path=path,
+        )
     return name
 
 
@@ -127,8 +131,9 @@ def _parse_values(items: Sequence[str], spec: _Spec) -> None:
     for item in items:
         target, sep, pairs = str(item).partition(":")
         if not sep or not target.strip() or "=" not in pairs:
-            raise InputError(f"--values takes COLUMN:RAW=VALUE,RAW=VALUE (e.g. verdict:left=A,right=B,tie=tie), "
-                             f"got '{item}'", field="--values")
+            raise InputError(
+                f"--values takes COLUMN:RAW=VALUE,RAW=VALUE (e.g. verdict:left=A,right=B,tie=tie), got '{item}'", field="--values"
+            )
         table = spec.values.setdefault(_target(target, "--values"), {})
         for pair in pairs.split(","):
             raw, eq, value = pair.partition("=")
@@ -144,8 +149,9 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     data = read_toml(path, what="the mapping file")  # invalid, too deep or too long: an InputError
     unknown = sorted(set(data) - {"kind", "judge", "columns", "values"})
     if unknown:
-        raise InputError("unknown key; a mapping file holds kind, judge, [columns] and [values.COLUMN]",
-                         path=str(path), field=unknown[0])
+        raise InputError(
+            "unknown key; a mapping file holds kind, judge, [columns] and [values.COLUMN]", path=str(path), field=unknown[0]
+        )
     for key in ("kind", "judge"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise InputError("expected a non-empty string", path=str(path), field=key)
@@ -161,12 +167,17 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
                 raise InputError("expected a string or a number", path=str(path), field=f"values.{column}.{raw}")
     for target in list(columns) + list(values):
         _target(target, "columns" if target in columns else "values", str(path))
-    return {"kind": data.get("kind"), "judge": data.get("judge"), "columns": columns,
-            "values": {c: {str(r).strip(): str(v).strip() for r, v in t.items()} for c, t in values.items()}}
+    return {
+        "kind": data.get("kind"),
+        "judge": data.get("judge"),
+        "columns": columns,
+        "values": {c: {str(r).strip(): str(v).strip() for r, v in t.items()} for c, t in values.items()},
+    }
 
 
-def _spec(mapping: str | Path | None, map_items: Sequence[str], value_items: Sequence[str], kind: str | None,
-          judge: str | None) -> _Spec:
+def _spec(
+    mapping: str | Path | None, map_items: Sequence[str], value_items: Sequence[str], kind: str | None, judge: str | None
+) -> _Spec:
     spec = _Spec()
     if mapping is not None:
         found = read_mapping(mapping)
@@ -179,8 +190,7 @@ def _spec(mapping: str | Path | None, map_items: Sequence[str], value_items: Seq
     spec.judge = judge or spec.judge
     if spec.judge is not None:
         if "judge" in spec.columns:
-            raise InputError("a judge column is mapped and a judge named (--judge / judge =): keep one",
-                             field="--judge")
+            raise InputError("a judge column is mapped and a judge named (--judge / judge =): keep one", field="--judge")
         spec.judge = spec.judge.strip()
     return spec
 
@@ -198,7 +208,9 @@ def _kind(spec: _Spec, columns: set[str]) -> str:
             f"the mapped columns ({', '.join(sorted(columns)) or 'none'}) make no table: map instance_id and, for "
             "pairwise judgments, model_a, model_b and verdict with a judge (--judge or --map judge=COLUMN); for "
             "pointwise, model and score; for human votes (preference-ref), model_a, model_b and winner; or name "
-            f"--kind ({_KINDS_HELP})", field="--map")
+            f"--kind ({_KINDS_HELP})",
+            field="--map",
+        )
     return found
 
 
@@ -217,8 +229,7 @@ def _value(raw: Any, table: Mapping[str, str] | None, path: Path, position: int,
         folded = {k.casefold(): v for k, v in table.items()}
         if text.casefold() not in folded:
             listed = ", ".join(table)
-            raise fail(f"value '{text}' is not in the value map ({listed}); add it to --values", path, position,
-                       source)
+            raise fail(f"value '{text}' is not in the value map ({listed}); add it to --values", path, position, source)
         value = folded[text.casefold()]
     return value if value != "" else None
 
@@ -239,22 +250,38 @@ def _sides(row: dict[str, Any], kind: str, path: Path, position: int, spec: _Spe
     value = str(row[column]).strip()
     if kind == "pairwise" and value.lower() not in ("a", "b", "tie") and value in (a, b):
         if same:
-            raise fail(f"the verdict names '{value}', the model on both sides: say A, B or tie", path, position,
-                       spec.columns.get(column, column))
+            raise fail(
+                f"the verdict names '{value}', the model on both sides: say A, B or tie",
+                path,
+                position,
+                spec.columns.get(column, column),
+            )
         row[column] = "A" if value == a else "B"
     elif kind == "preference-ref":
         side = {"a": "model_a", "b": "model_b", "model_a": "model_a", "model_b": "model_b"}.get(value.lower())
         if side is not None:
             row[column] = row[side]
         elif same and value == a:
-            raise fail(f"the winner names '{value}', the model on both sides: say A, B or tie", path, position,
-                       spec.columns.get(column, column))
+            raise fail(
+                f"the winner names '{value}', the model on both sides: say A, B or tie",
+                path,
+                position,
+                spec.columns.get(column, column),
+            )
     return int(same)
 
 
-def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Sequence[str] | None = None,
-                 values: Sequence[str] | None = None, kind: str | None = None, judge: str | None = None,
-                 benchmark: str | None = None, **_: Any) -> Imported:
+def import_table(
+    path: str | Path,
+    *,
+    mapping: str | Path | None = None,
+    map: Sequence[str] | None = None,
+    values: Sequence[str] | None = None,
+    kind: str | None = None,
+    judge: str | None = None,
+    benchmark: str | None = None,
+    **_: Any,
+) -> Imported:
     """Import one table by mapping (see the module docstring)."""
     path = Path(path)
     spec = _spec(mapping, map or (), values or (), kind, judge)
@@ -264,8 +291,12 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
     present = set().union(*(r.keys() for _, r in records[:1000]))
     for target, source in spec.columns.items():
         if source not in present:
-            raise InputError(f"no column '{source}' in the file (its columns: {', '.join(sorted(str(c) for c in present))})",
-                             path=str(path), line=1, field=f"--map {target}={source}")
+            raise InputError(
+                f"no column '{source}' in the file (its columns: {', '.join(sorted(str(c) for c in present))})",
+                path=str(path),
+                line=1,
+                field=f"--map {target}={source}",
+            )
     columns = dict(spec.columns)
     for name in sorted(_known_columns()):  # a column already named as the table names it needs no --map
         if name in present and name not in columns and name not in columns.values():
@@ -278,16 +309,17 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
     table_kind = _kind(spec, set(columns) - set(_FAMILY_COLUMNS))
     for family_column, model_column in _FAMILY_COLUMNS.items():
         if family_column in columns and model_column not in columns:
-            raise InputError(f"{family_column} is the family of {model_column}, which no column is mapped to",
-                             field="--map")
+            raise InputError(f"{family_column} is the family of {model_column}, which no column is mapped to", field="--map")
     from nepotism.tables import VERDICT_COLUMN, key_columns
 
     verdict = VERDICT_COLUMN.get(table_kind)
     rows, tagged, missing_votes = [], 0, 0
     families: dict[str, tuple[str, int]] = {}  # name -> (family, where first said)
     for position, record in records:
-        row = {target: _value(record.get(source), spec.values.get(target), path, position, source)
-               for target, source in columns.items()}
+        row = {
+            target: _value(record.get(source), spec.values.get(target), path, position, source)
+            for target, source in columns.items()
+        }
         for family_column, model_column in _FAMILY_COLUMNS.items():
             given_family, given_name = row.pop(family_column, None), row.get(model_column)
             if given_family is None or given_name is None:
@@ -295,9 +327,13 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
             family, name = str(given_family).strip(), str(given_name).strip()
             first = families.setdefault(name, (family, position))
             if first[0] != family:
-                raise fail(f"'{name}' is of family '{family}' here and '{first[0]}' at "
-                           f"{'record' if isinstance(first[1], RecordNo) else 'line'} {int(first[1])}",
-                           path, position, columns[family_column])
+                raise fail(
+                    f"'{name}' is of family '{family}' here and '{first[0]}' at "
+                    f"{'record' if isinstance(first[1], RecordNo) else 'line'} {int(first[1])}",
+                    path,
+                    position,
+                    columns[family_column],
+                )
         if spec.judge is not None:
             row["judge"] = spec.judge
         if benchmark and row.get("instance_id") is not None:
@@ -314,18 +350,24 @@ def import_table(path: str | Path, *, mapping: str | Path | None = None, map: Se
         raise InputError("no row with a vote in the file (every winner is empty)", path=str(path))
     frame = pd.DataFrame(rows, dtype=object)
     frame = frame.where(frame.notna(), None)  # an empty cell is no value (None), as the tables read it
-    number = "annotator" if table_kind == "preference-ref" else "replicate" if "replicate" in key_columns(table_kind) \
-        else None
+    number = "annotator" if table_kind == "preference-ref" else "replicate" if "replicate" in key_columns(table_kind) else None
     _check(frame, table_kind, columns, path, None if number in columns else number)
     counts = {"rows": len(records), "written": len(frame)}
     if verdict is not None and "status" in frame:
         counts.update(status_counts(frame))
     counts.update({k: v for k, v in (("self_pairs_tagged", tagged), ("votes_missing", missing_votes)) if v})
-    notes = [f"columns: {', '.join(f'{t} <- {s}' for t, s in columns.items())}"
-             + (f"; judge = {spec.judge}" if spec.judge else "")]
-    return Imported(tables={table_kind: frame}, main=table_kind, counts=counts, notes=notes, source=str(path),
-                    families={name: family for name, (family, _) in families.items()},
-                    numbered=None if number in columns else number)
+    notes = [
+        f"columns: {', '.join(f'{t} <- {s}' for t, s in columns.items())}" + (f"; judge = {spec.judge}" if spec.judge else "")
+    ]
+    return Imported(
+        tables={table_kind: frame},
+        main=table_kind,
+        counts=counts,
+        notes=notes,
+        source=str(path),
+        families={name: family for name, (family, _) in families.items()},
+        numbered=None if number in columns else number,
+    )
 
 
 def _check(frame: pd.DataFrame, kind: str, columns: Mapping[str, str], path: Path, number: str | None) -> None:
@@ -347,8 +389,7 @@ def _check(frame: pd.DataFrame, kind: str, columns: Mapping[str, str], path: Pat
             line = row.get("source_line")
             position = RecordNo(int(row["source_record"])) if line is None or pd.isna(line) else int(line)
         source = columns.get(err.field or "", err.field)
-        hint = (f" (map the file's values with --values {err.field}:RAW=VALUE,...)"
-                if err.field in _VALUE_COLUMNS else "")
+        hint = f" (map the file's values with --values {err.field}:RAW=VALUE,...)" if err.field in _VALUE_COLUMNS else ""
         raise fail(f"{err.message}{hint}", path, position, source) from None
 
 
@@ -361,8 +402,17 @@ FORMATS = (
         name="table",
         summary="any table by mapping: --map RECORDED=COLUMN, --values COLUMN:RAW=VALUE,... or --mapping FILE.toml",
         read=import_table,
-        tables=("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise", "preference-ref",
-                "correctness-ref", "rubric-ref", "rubric-items"),
+        tables=(
+            "pairwise",
+            "pointwise",
+            "rubric",
+            "recognition",
+            "recognition-pairwise",
+            "preference-ref",
+            "correctness-ref",
+            "rubric-ref",
+            "rubric-items",
+        ),
         upstream="none: the mapping says what each column is",
         options=("mapping", "map", "values", "kind", "judge", "benchmark"),
     ),

@@ -127,16 +127,43 @@ def _grammar(task: JudgeTask) -> Grammar:
     raise ValueError(f"no single-answer grammar for {task.protocol}")
 
 
-_JUDGMENT_FIELDS = ("instance_id", "judge", "protocol", "candidates", "status", "verdict", "score",
-                    "raw_output", "label_probs", "rubric_id", "template_id", "condition", "replicate",
-                    "usage", "latency_s", "reason", "label_mass", "label_logprobs", "label_top_k", "warnings")
+_JUDGMENT_FIELDS = (
+    "instance_id",
+    "judge",
+    "protocol",
+    "candidates",
+    "status",
+    "verdict",
+    "score",
+    "raw_output",
+    "label_probs",
+    "rubric_id",
+    "template_id",
+    "condition",
+    "replicate",
+    "usage",
+    "latency_s",
+    "reason",
+    "label_mass",
+    "label_logprobs",
+    "label_top_k",
+    "warnings",
+)
 _build_judgment = builder(Judgment, _JUDGMENT_FIELDS)  # see nepotism._frozen
 
 
-def _judgment(task: JudgeTask, completion: Completion, *, status: str, verdict: str | None = None,
-              score: float | None = None, probs: Mapping[str, float] | None = None,
-              rubric_id: str | None = None, reason: str | None = None,
-              labels: Mapping[str, Any] | None = None) -> Judgment:
+def _judgment(
+    task: JudgeTask,
+    completion: Completion,
+    *,
+    status: str,
+    verdict: str | None = None,
+    score: float | None = None,
+    probs: Mapping[str, float] | None = None,
+    rubric_id: str | None = None,
+    reason: str | None = None,
+    labels: Mapping[str, Any] | None = None,
+) -> Judgment:
     if completion.ok:
         raw = completion.text
     else:
@@ -211,7 +238,7 @@ def _top_k(completion: Completion, shown: Mapping[str, str]) -> dict[str, bool]:
     """Per shown label, whether the backend saw it among its top-k (no ``label_not_in_top_k``)."""
     if not completion.warnings:
         return dict.fromkeys(shown, True)
-    missing = {w[len(_NOT_IN_TOP_K):] for w in completion.warnings if w.startswith(_NOT_IN_TOP_K)}
+    missing = {w[len(_NOT_IN_TOP_K) :] for w in completion.warnings if w.startswith(_NOT_IN_TOP_K)}
     return {label: label not in missing for label in shown}
 
 
@@ -223,6 +250,7 @@ def _top_k(completion: Completion, shown: Mapping[str, str]) -> dict[str, bool]:
 # marker's value (or "invalid_verdict"). A property test holds `_sole_bracket` equal to the full search.
 _SOLE_BRACKET = re.compile(r"\s*\[\[([A-Za-z0-9 ._*-]{1,20})\]\]\s*")
 _NOT_SOLE = object()
+
 
 def _sole_bracket(text: str, grammar: Grammar) -> Any:
     """The value `read_verdict` would read from ``text`` if it is a sole bracket marker, else
@@ -272,8 +300,7 @@ def _rubric_all(task: JudgeTask, completion: Completion) -> list[Judgment]:
         verdicts, note = parse.parse_rubric_list(text, len(items), _sources(task))
     reason = note.replace(" ", "_") or "invalid_verdict"  # no note: that item's entry was not yes/no
     return [
-        _judgment(task, completion, status="unparsed" if v is None else "parsed", verdict=v, rubric_id=item.id,
-                  reason=reason)
+        _judgment(task, completion, status="unparsed" if v is None else "parsed", verdict=v, rubric_id=item.id, reason=reason)
         for item, v in zip(items, verdicts, strict=True)
     ]
 

@@ -97,8 +97,7 @@ _BRACKET = re.compile(r"\[\[([^\[\]\n]{1,80})\]\]")
 _DOLLAR = re.compile(r"\$\$([^$\n]{1,80})\$\$")
 _BOXED = re.compile(r"\\boxed\{([^{}\n]{1,80})\}")
 #: (kind, pattern, whether an invalid value still makes a marker, a literal every match holds)
-_CONTAINER_PATTERNS = (("bracket", _BRACKET, True, "[["), ("dollar", _DOLLAR, False, "$$"),
-                       ("boxed", _BOXED, False, "\\boxed{"))
+_CONTAINER_PATTERNS = (("bracket", _BRACKET, True, "[["), ("dollar", _DOLLAR, False, "$$"), ("boxed", _BOXED, False, "\\boxed{"))
 _JSON_SCALAR = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
 _BARE_MAX = 60
 _LEADING_MAX = 30
@@ -108,12 +107,16 @@ _CONTAINERS = ("bracket", "dollar", "boxed", "json", "json-field")
 _NEG_BEFORE = re.compile(r"\b(?:not|never|no\s+longer|rather\s+than|instead\s+of|against)\b|n't\b", re.IGNORECASE)
 _NEG_AFTER = re.compile(
     r"[\s*_\"'`)\]]*(?:is|was|are|were)\s+(?:not\b|n't|incorrect|wrong|worse|inferior|weaker|flawed|bad\b|"
-    r"poor|less\b|false\b|invalid|mistaken)", re.IGNORECASE)
+    r"poor|less\b|false\b|invalid|mistaken)",
+    re.IGNORECASE,
+)
 _NEG_WORDS = re.compile(r"\b(?:incorrect|wrong|worse|inferior)\b", re.IGNORECASE)
 _CLAUSE_START = re.compile(r"[.;,!?:\n]")
 _CLAUSE_END = re.compile(
     r"[;,!?(\n\"“”`]|\.(?=\s|$|[*_`\"'])|:(?=\s|$)|\s[-–—]\s|\s(?:because|since|as|but|though|although|while|given|"
-    r"due|for)\b", re.IGNORECASE)
+    r"due|for)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -258,8 +261,9 @@ def _quote_edge(text: str, i: int) -> bool:
     return char in _QUOTE_EDGES
 
 
-def _with_neighbours(text: str, start: int, end: int, occurrences: Iterable[tuple[str, int, int]],
-                     skip: tuple[int, int] | None = None) -> bool:
+def _with_neighbours(
+    text: str, start: int, end: int, occurrences: Iterable[tuple[str, int, int]], skip: tuple[int, int] | None = None
+) -> bool:
     """True when ``text[start:end]``, found in a source at one of ``occurrences`` (source, start,
     end), is copied together with the source's text around it: at least `_TAG_QUOTE_MIN`
     characters ending at the quote's edges on both sides, or `_TAG_QUOTE_LONG` characters with
@@ -281,12 +285,16 @@ def _with_neighbours(text: str, start: int, end: int, occurrences: Iterable[tupl
             before, after = max(0, left - skip[0]), max(0, right - skip[1])
             around = (before or left_done) and (after or right_done)
             if (around and before + after >= _TAG_QUOTE_LONG) or (
-                    before and after and left_edge and right_edge and before + after >= _TAG_QUOTE_MIN):
+                before and after and left_edge and right_edge and before + after >= _TAG_QUOTE_MIN
+            ):
                 return True
             continue
-        if left + right >= _TAG_QUOTE_MIN and (left >= _TAG_QUOTE_MIN or left_edge) \
-                and (right >= _TAG_QUOTE_MIN or right_edge) \
-                and (left + right >= _TAG_QUOTE_LONG or (left_edge and right_edge)):
+        if (
+            left + right >= _TAG_QUOTE_MIN
+            and (left >= _TAG_QUOTE_MIN or left_edge)
+            and (right >= _TAG_QUOTE_MIN or right_edge)
+            and (left + right >= _TAG_QUOTE_LONG or (left_edge and right_edge))
+        ):
             return True
     return False
 
@@ -319,8 +327,11 @@ def _strip(text: str, sources: Sources) -> tuple[str, bool, bool, list[str]]:
     masked = _spans_masked(text)
     if "{" in text:
         masked += [(start, end) for start, end, _ in find_json(text, masked)]
-    tags = [m for m in _THINK_TAG.finditer(text)
-            if not (_inside(masked, m.start(), m.end()) or _tag_copied(text, m.start(), m.end(), sources))]
+    tags = [
+        m
+        for m in _THINK_TAG.finditer(text)
+        if not (_inside(masked, m.start(), m.end()) or _tag_copied(text, m.start(), m.end(), sources))
+    ]
     if not tags:
         return text, False, False, []
     kept: list[str] = []
@@ -329,12 +340,12 @@ def _strip(text: str, sources: Sources) -> tuple[str, bool, bool, list[str]]:
     for i, m in enumerate(tags):
         closing, name = m.group(1) == "/", m.group(2).lower()
         if not closing and open_at < 0:
-            kept.append(text[pos:m.start()])
+            kept.append(text[pos : m.start()])
             open_at, open_name = m.start(), name
         elif closing and open_at >= 0 and name == open_name:
             open_at, pos = -1, m.end()
         elif closing and open_at < 0:  # the chat template opened the block: all before it is reasoning
-            dropped += [*kept, text[pos:m.start()]]
+            dropped += [*kept, text[pos : m.start()]]
             kept, pos, irregular = [], m.end(), irregular or i > 0
     if open_at >= 0:
         return "".join(kept), True, irregular, dropped
@@ -451,8 +462,11 @@ def _json_members(text: str, start: int, end: int, keys: frozenset[str]) -> list
 
 def _spans_masked(text: str) -> list[tuple[int, int]]:
     # each pattern is searched only when the text holds the literal every match of it contains
-    spans = [(m.start(), m.end()) for m in _FENCE.finditer(text)
-             if m.group(1).lower() not in ("", "json", "json5", "jsonc")] if "```" in text else []
+    spans = (
+        [(m.start(), m.end()) for m in _FENCE.finditer(text) if m.group(1).lower() not in ("", "json", "json5", "jsonc")]
+        if "```" in text
+        else []
+    )
     if ">" in text:
         spans += _block_quotes(text)
     if "<<<" in text:
@@ -569,8 +583,9 @@ def _occurrences(fragment: str, sources: Sources) -> Iterator[tuple[str, int, in
             yield src, m.start(), m.end()
 
 
-def _copy_kind(text: str, core: tuple[int, int], statement: tuple[int, int], sources: Sources,
-               *, json_statement: bool = False) -> tuple[str, bool]:
+def _copy_kind(
+    text: str, core: tuple[int, int], statement: tuple[int, int], sources: Sources, *, json_statement: bool = False
+) -> tuple[str, bool]:
     """How a marker whose core ``text[core[0]:core[1]]`` a source holds was written: ``"copied"`` (in
     quotation marks, or reproduced with the source's neighbouring text: a quote) or ``"bare"``
     (nothing around it copied), and whether its statement (``statement``: the marker, or the
@@ -594,11 +609,11 @@ def _copy_kind(text: str, core: tuple[int, int], statement: tuple[int, int], sou
 
 def _negated(text: str, start: int, end: int) -> bool:
     """A negation word in the marker's clause before it, or a negative predicate right after it."""
-    before = text[max(0, start - 60):start]
+    before = text[max(0, start - 60) : start]
     boundary = None
     for boundary in _CLAUSE_START.finditer(before):
         pass
-    clause = before[boundary.end():] if boundary is not None else before
+    clause = before[boundary.end() :] if boundary is not None else before
     return bool(_NEG_BEFORE.search(clause)) or bool(_NEG_AFTER.match(text, end))
 
 
@@ -644,7 +659,7 @@ def _literal_first(words: str, budget: int = 64) -> list[str] | None:
             if depth == 0:
                 close = i
                 break
-        inner, rest = alt[3:close], alt[close + 1:]
+        inner, rest = alt[3:close], alt[close + 1 :]
         inner_alts = _alternatives(inner)
         if inner_alts is None or "(?" in inner and any(a.startswith("(?=") or a.startswith("(?!") for a in inner_alts):
             return None
@@ -726,7 +741,7 @@ def _line_markers(text: str, grammar: Grammar, pattern: re.Pattern[str], tier: s
             # an unreadable statement is compared with the candidates by its keyword and first word
             # only, so a quote cut anywhere after them is still recognised as a quote
             head = re.match(r"\s*\S+", clause)
-            core = text[first:m.start("v") + (head.end() if head else 0)]
+            core = text[first : m.start("v") + (head.end() if head else 0)]
         out.append(Marker(m.start(), end, value, "line" if tier == "statement" else "hint", core, tier, note))
     return out
 
@@ -767,15 +782,17 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
                 if value is not None and cleaned != raw.strip():
                     # quotes or emphasis inside the delimiters ("\boxed{A"}" where a quote cut
                     # before the brace was closed by the judge's own text): compared up to the value
-                    core = text[m.start():m.start(1) + raw.find(cleaned) + len(cleaned)]
+                    core = text[m.start() : m.start(1) + raw.find(cleaned) + len(cleaned)]
                 markers.append(Marker(m.start(), m.end(), value, kind, core))
     containers = [(mk.start, mk.end) for mk in markers]
     if grammar.line is not None:
-        markers += [mk for mk in _line_markers(text, grammar, grammar.line, "statement")
-                    if not _overlaps(containers, mk.start, mk.end)]
+        markers += [
+            mk for mk in _line_markers(text, grammar, grammar.line, "statement") if not _overlaps(containers, mk.start, mk.end)
+        ]
     if grammar.weak_line is not None:
-        markers += [mk for mk in _line_markers(text, grammar, grammar.weak_line, "hint")
-                    if not _overlaps(containers, mk.start, mk.end)]
+        markers += [
+            mk for mk in _line_markers(text, grammar, grammar.weak_line, "hint") if not _overlaps(containers, mk.start, mk.end)
+        ]
     out = []
     for mk in markers:
         why, standing = "", False
@@ -791,8 +808,9 @@ def find_markers(text: str, grammar: Grammar, sources: Sources | Sequence[str] =
             if _in_copied_fence(text, statement, sources):
                 why = "copied"
             else:
-                why, standing = _copy_kind(text, (at, at + len(core)), statement, sources,
-                                           json_statement=mk.kind in ("json", "json-field"))
+                why, standing = _copy_kind(
+                    text, (at, at + len(core)), statement, sources, json_statement=mk.kind in ("json", "json-field")
+                )
         note = mk.note
         if not note and mk.value is not None and mk.kind in _CONTAINERS and _negated(text, mk.start, mk.end):
             note = "negated"
@@ -851,7 +869,7 @@ def _leading(text: str, grammar: Grammar, sources: Sources) -> Marker | None:
 
 
 def _same_line(text: str, a: Marker, b: Marker) -> bool:
-    return "\n" not in text[min(a.start, b.start):max(a.end, b.end)]
+    return "\n" not in text[min(a.start, b.start) : max(a.end, b.end)]
 
 
 def _decide(pool: list[Marker], n_masked: int, text: str = "", bare: Sequence[Marker] = ()) -> Reading:
@@ -871,8 +889,7 @@ def _decide(pool: list[Marker], n_masked: int, text: str = "", bare: Sequence[Ma
     return Reading(final.value, "", final, n_masked)
 
 
-def _claimed(markers: Sequence[Marker], n_masked: int,
-             hidden: Callable[[], Sequence[Marker]] = lambda: ()) -> Reading | None:
+def _claimed(markers: Sequence[Marker], n_masked: int, hidden: Callable[[], Sequence[Marker]] = lambda: ()) -> Reading | None:
     """The judge's final statement when a candidate holds the same text: the last marker of the
     first tier (statements, else hints) that stands bare in the verdict position (it begins or
     ends its line, nothing around it copied from a candidate), read only when no marker that could
@@ -883,13 +900,15 @@ def _claimed(markers: Sequence[Marker], n_masked: int,
     quoting block, or with its neighbouring words — never disagree. None when no such marker
     exists."""
     for tiers in (("statement",), ("statement", "hint")):
-        claims = [mk for mk in markers if mk.tier == tiers[-1] and mk.masked == "bare" and mk.standing
-                  and mk.value is not None]
+        claims = [mk for mk in markers if mk.tier == tiers[-1] and mk.masked == "bare" and mk.standing and mk.value is not None]
         if not claims:
             continue
         final = claims[-1]
-        rivals = [mk for mk in [*markers, *hidden()] if mk.tier in tiers and mk.value is not None
-                  and mk.value != final.value and mk.masked in ("", "bare", "block")]
+        rivals = [
+            mk
+            for mk in [*markers, *hidden()]
+            if mk.tier in tiers and mk.value is not None and mk.value != final.value and mk.masked in ("", "bare", "block")
+        ]
         return Reading(None, "conflicting", final, n_masked) if rivals else Reading(final.value, "", final, n_masked)
     return None
 
@@ -897,7 +916,7 @@ def _claimed(markers: Sequence[Marker], n_masked: int,
 def _first_line_conflict(text: str, grammar: Grammar, leading: Marker) -> bool:
     """True when another sentence of the first line, read as a whole, is a different value
     (``Answer A is better. Answer B is better.``)."""
-    line = text[leading.start:_line_of(text, leading.start, leading.start)[1]]
+    line = text[leading.start : _line_of(text, leading.start, leading.start)[1]]
     for piece in re.split(r"[,;:!]|\.[*_`]*(?:\s|$)| - ", line)[1:]:
         if len(piece) <= _LEADING_MAX:
             value = _value(grammar, piece)
@@ -923,8 +942,11 @@ def read_verdict(reply: str | None, grammar: Grammar, sources: Sources | Sequenc
     # reasoning blocks left unclosed, or closed twice, hide text that may hold the judge's statement;
     # so may the text before a closing tag without an opening one (taken as reasoning the chat
     # template opened): a statement there in the judge's own words may be its verdict
-    claimed = None if unfinished or irregular else _claimed(
-        markers, n_masked, lambda: [mk for piece in dropped for mk in find_markers(piece, grammar, sources)])
+    claimed = (
+        None
+        if unfinished or irregular
+        else _claimed(markers, n_masked, lambda: [mk for piece in dropped for mk in find_markers(piece, grammar, sources)])
+    )
     if claimed is not None:
         return claimed
     if pools:

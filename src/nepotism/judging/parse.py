@@ -48,22 +48,40 @@ __all__ = [
 _WHO = r"(?:answer|reply|response|assistant|option|candidate|output)"
 _YES = {"yes", "y", "true", "met", "mine", "1"}
 _NO = {"no", "n", "false", "not met", "unmet", "not mine", "0"}
-_VERDICT_KEYS = frozenset({
-    "verdict", "final_verdict", "winner", "preferred", "preferred_answer", "preferred_response",
-    "better", "better_answer", "better_response", "outcome", "choice", "decision", "judgment",
-    "judgement", "answer", "final_answer",
-})
+_VERDICT_KEYS = frozenset(
+    {
+        "verdict",
+        "final_verdict",
+        "winner",
+        "preferred",
+        "preferred_answer",
+        "preferred_response",
+        "better",
+        "better_answer",
+        "better_response",
+        "outcome",
+        "choice",
+        "decision",
+        "judgment",
+        "judgement",
+        "answer",
+        "final_answer",
+    }
+)
 # keyword, then what separates it from the value: emphasis, "is", a colon, quotes or brackets
 _SEP = r"(?P<s>[*_]*[ \t]*(?:(?:is|was)\b[ \t]*)?[:=\-–]?[*_]*[ \t]*\n?[ \t]*[*_\"'`\[$(]*[ \t]*)"
 _REST = r"(?P<v>[^\n]{0,160})"
 _DEGREE = r"(?:(?:slightly|significantly|much|clearly|far|somewhat|marginally|a\s+bit|a\s+little|overall)\s+)?"
-_POSITIVE = (rf"\s+(?:(?:is|was)\s+(?:the\s+)?{_DEGREE}(?:better|preferred|superior|stronger|best|winner)"
-             r"(?:\s+(?:one|answer|reply|response|choice|option))?|wins)")
+_POSITIVE = (
+    rf"\s+(?:(?:is|was)\s+(?:the\s+)?{_DEGREE}(?:better|preferred|superior|stronger|best|winner)"
+    r"(?:\s+(?:one|answer|reply|response|choice|option))?|wins)"
+)
 _MINE = r"\s+(?:is|was)\s+(?:mine|my\s+own|written\s+by\s+me|the\s+one\s+i\s+wrote)"
 _TIE = re.compile(
     r"(?:it\s*(?:'s|is)\s+)?(?:a\s+)?(?:c|t|tie|tied|draw)|equal|same|about\s+the\s+same|"
     r"neither(?:\s+(?:one|answer|response|reply))?(?:\s+is\s+(?:clearly\s+)?better)?|"
-    r"both\s+are\s+(?:equal|equally\s+good|about\s+the\s+same)|(?:they\s+are\s+)?(?:equally\s+good|equal)")
+    r"both\s+are\s+(?:equal|equally\s+good|about\s+the\s+same)|(?:they\s+are\s+)?(?:equally\s+good|equal)"
+)
 
 
 def _line(words: str) -> re.Pattern[str]:
@@ -121,8 +139,9 @@ def scale_grammar(low: int, high: int) -> Grammar:
         return value if low <= value <= high else None
 
     words = r"(?:final\s+|overall\s+)?rating|final\s+score|overall\s+score|final\s+grade"
-    return Grammar(normalise, frozenset({"rating", "score", "grade", "overall_rating", "overall_score"}),
-                   _line(words), _line(r"score|grade"))
+    return Grammar(
+        normalise, frozenset({"rating", "score", "grade", "overall_rating", "overall_score"}), _line(words), _line(r"score|grade")
+    )
 
 
 @lru_cache(maxsize=256)
@@ -153,12 +172,23 @@ def _yes_no(raw: str) -> str | None:
 def yes_no_grammar(*, recognition: bool = False) -> Grammar:
     """Grammar for yes/no answers (rubric criteria, pointwise recognition)."""
     if recognition:
-        keys = {"answer", "judgment", "judgement", "verdict", "wrote_it", "written_by_me", "is_mine",
-                "mine", "yours", "by_me", "is_student", "student"}
+        keys = {
+            "answer",
+            "judgment",
+            "judgement",
+            "verdict",
+            "wrote_it",
+            "written_by_me",
+            "is_mine",
+            "mine",
+            "yours",
+            "by_me",
+            "is_student",
+            "student",
+        }
         words = r"final\s+verdict|verdict|judge?ment"
     else:
-        keys = {"criterion_met", "criteria_met", "met", "meets_criterion", "meets_criteria", "verdict",
-                "answer", "result"}
+        keys = {"criterion_met", "criteria_met", "met", "meets_criterion", "meets_criteria", "verdict", "answer", "result"}
         words = r"criteri(?:on|a)\s+met|final\s+verdict|verdict"
     return Grammar(_yes_no, frozenset(keys), _line(words), _line(r"(?:final\s+)?answer(?=\s*:)"))
 

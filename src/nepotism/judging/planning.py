@@ -88,10 +88,18 @@ def _replicated(replicates: int, make: Any) -> list[JudgeTask]:
     return [make(rep) for rep in range(replicates)]
 
 
-def _two_candidate(protocol: str, instances: Iterable[Instance],
-                   responses_by_instance: Mapping[str, Sequence[Response]], judges: Sequence[str], *,
-                   pairs: Pairs, both_orders: bool, condition: str, replicates: int,
-                   options: Mapping[str, Any] | None) -> list[JudgeTask]:
+def _two_candidate(
+    protocol: str,
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    pairs: Pairs,
+    both_orders: bool,
+    condition: str,
+    replicates: int,
+    options: Mapping[str, Any] | None,
+) -> list[JudgeTask]:
     tasks: list[JudgeTask] = []
     opts = _checked_once(protocol, options)
     with _no_gc():
@@ -102,15 +110,26 @@ def _two_candidate(protocol: str, instances: Iterable[Instance],
                     orders = [(a, b), (b, a)] if both_orders else [(a, b)]
                     for first, second in orders:
                         cands = (by_gen[first], by_gen[second])
-                        tasks += _replicated(replicates, lambda rep, c=cands, j=judge, i=inst: JudgeTask(
-                            protocol, j, i, c, condition=condition, replicate=rep, options=opts))
+                        tasks += _replicated(
+                            replicates,
+                            lambda rep, c=cands, j=judge, i=inst: JudgeTask(
+                                protocol, j, i, c, condition=condition, replicate=rep, options=opts
+                            ),
+                        )
     return tasks
 
 
-def plan_pairwise(instances: Iterable[Instance], responses_by_instance: Mapping[str, Sequence[Response]],
-                  judges: Sequence[str], *, pairs: Pairs = "all", both_orders: bool = True,
-                  condition: str = "default", replicates: int = 1,
-                  options: Mapping[str, Any] | None = None) -> list[JudgeTask]:
+def plan_pairwise(
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    pairs: Pairs = "all",
+    both_orders: bool = True,
+    condition: str = "default",
+    replicates: int = 1,
+    options: Mapping[str, Any] | None = None,
+) -> list[JudgeTask]:
     """Pairwise comparisons.
 
     ``pairs="all"``: every unordered pair of generators on each instance, for every judge;
@@ -118,13 +137,31 @@ def plan_pairwise(instances: Iterable[Instance], responses_by_instance: Mapping[
     each other generator's, first-shown own; or explicit ``(generator, generator)`` pairs, first
     shown as given. ``both_orders`` adds the swapped presentation right after each pair.
     """
-    return _two_candidate("pairwise", instances, responses_by_instance, judges, pairs=pairs,
-                          both_orders=both_orders, condition=condition, replicates=replicates, options=options)
+    return _two_candidate(
+        "pairwise",
+        instances,
+        responses_by_instance,
+        judges,
+        pairs=pairs,
+        both_orders=both_orders,
+        condition=condition,
+        replicates=replicates,
+        options=options,
+    )
 
 
-def _single(protocol: str, instances: Iterable[Instance], responses_by_instance: Mapping[str, Sequence[Response]],
-            judges: Sequence[str], *, generators: Sequence[str] | None, condition: str, replicates: int,
-            options: Mapping[str, Any] | None, per_item: bool = False) -> list[JudgeTask]:
+def _single(
+    protocol: str,
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    generators: Sequence[str] | None,
+    condition: str,
+    replicates: int,
+    options: Mapping[str, Any] | None,
+    per_item: bool = False,
+) -> list[JudgeTask]:
     tasks: list[JudgeTask] = []
     opts = _checked_once(protocol, options)
     with _no_gc():
@@ -135,16 +172,25 @@ def _single(protocol: str, instances: Iterable[Instance], responses_by_instance:
                 for gen in chosen:
                     items = inst.rubric if per_item else (None,)
                     for item in items:
-                        tasks += _replicated(replicates, lambda rep, g=gen, j=judge, i=inst, it=item: JudgeTask(
-                            protocol, j, i, (by_gen[g],), rubric_item=it, condition=condition,
-                            replicate=rep, options=opts))
+                        tasks += _replicated(
+                            replicates,
+                            lambda rep, g=gen, j=judge, i=inst, it=item: JudgeTask(
+                                protocol, j, i, (by_gen[g],), rubric_item=it, condition=condition, replicate=rep, options=opts
+                            ),
+                        )
     return tasks
 
 
-def plan_pointwise(instances: Iterable[Instance], responses_by_instance: Mapping[str, Sequence[Response]],
-                   judges: Sequence[str], *, generators: Sequence[str] | None = None,
-                   condition: str = "default", replicates: int = 1,
-                   options: Mapping[str, Any] | None = None) -> list[JudgeTask]:
+def plan_pointwise(
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    generators: Sequence[str] | None = None,
+    condition: str = "default",
+    replicates: int = 1,
+    options: Mapping[str, Any] | None = None,
+) -> list[JudgeTask]:
     """One direct-assessment call per judge and response (``generators`` limits whose).
 
     With ``options={"kind": "fraction"}`` instances without a rubric are skipped.
@@ -152,44 +198,105 @@ def plan_pointwise(instances: Iterable[Instance], responses_by_instance: Mapping
     insts = list(instances)
     if (options or {}).get("kind") == "fraction":
         insts = [i for i in insts if i.rubric]
-    return _single("pointwise", insts, responses_by_instance, judges, generators=generators,
-                   condition=condition, replicates=replicates, options=options)
+    return _single(
+        "pointwise",
+        insts,
+        responses_by_instance,
+        judges,
+        generators=generators,
+        condition=condition,
+        replicates=replicates,
+        options=options,
+    )
 
 
-def plan_rubric(instances: Iterable[Instance], responses_by_instance: Mapping[str, Sequence[Response]],
-                judges: Sequence[str], *, all_rubrics: bool = False, generators: Sequence[str] | None = None,
-                condition: str = "default", replicates: int = 1,
-                options: Mapping[str, Any] | None = None) -> list[JudgeTask]:
+def plan_rubric(
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    all_rubrics: bool = False,
+    generators: Sequence[str] | None = None,
+    condition: str = "default",
+    replicates: int = 1,
+    options: Mapping[str, Any] | None = None,
+) -> list[JudgeTask]:
     """Rubric calls: one per judge, response and rubric item (single-rubric), or one per judge and
     response covering all items (``all_rubrics=True``). Instances without a rubric are skipped."""
     insts = [i for i in instances if i.rubric]
     if all_rubrics:
-        return _single("rubric-all", insts, responses_by_instance, judges, generators=generators,
-                       condition=condition, replicates=replicates, options=options)
-    return _single("rubric", insts, responses_by_instance, judges, generators=generators,
-                   condition=condition, replicates=replicates, options=options, per_item=True)
+        return _single(
+            "rubric-all",
+            insts,
+            responses_by_instance,
+            judges,
+            generators=generators,
+            condition=condition,
+            replicates=replicates,
+            options=options,
+        )
+    return _single(
+        "rubric",
+        insts,
+        responses_by_instance,
+        judges,
+        generators=generators,
+        condition=condition,
+        replicates=replicates,
+        options=options,
+        per_item=True,
+    )
 
 
-def plan_recognition(instances: Iterable[Instance], responses_by_instance: Mapping[str, Sequence[Response]],
-                     judges: Sequence[str], *, pairwise: bool = False, pairs: Pairs = "judge-vs-others",
-                     both_orders: bool = True, generators: Sequence[str] | None = None,
-                     condition: str = "default", replicates: int = 1,
-                     options: Mapping[str, Any] | None = None) -> list[JudgeTask]:
+def plan_recognition(
+    instances: Iterable[Instance],
+    responses_by_instance: Mapping[str, Sequence[Response]],
+    judges: Sequence[str],
+    *,
+    pairwise: bool = False,
+    pairs: Pairs = "judge-vs-others",
+    both_orders: bool = True,
+    generators: Sequence[str] | None = None,
+    condition: str = "default",
+    replicates: int = 1,
+    options: Mapping[str, Any] | None = None,
+) -> list[JudgeTask]:
     """Self-recognition: pointwise ("did you write this?", every judge on every response, own and
     others') or pairwise ("which did you write?", pairs as in `plan_pairwise`, by default the
     judge's own response against each other one, in both orders)."""
     if pairwise:
-        return _two_candidate("recognition-pairwise", instances, responses_by_instance, judges, pairs=pairs,
-                              both_orders=both_orders, condition=condition, replicates=replicates,
-                              options=options)
-    return _single("recognition", instances, responses_by_instance, judges, generators=generators,
-                   condition=condition, replicates=replicates, options=options)
+        return _two_candidate(
+            "recognition-pairwise",
+            instances,
+            responses_by_instance,
+            judges,
+            pairs=pairs,
+            both_orders=both_orders,
+            condition=condition,
+            replicates=replicates,
+            options=options,
+        )
+    return _single(
+        "recognition",
+        instances,
+        responses_by_instance,
+        judges,
+        generators=generators,
+        condition=condition,
+        replicates=replicates,
+        options=options,
+    )
 
 
-def plan_categorise(instances: Iterable[Instance], judges: Sequence[str], *,
-                    responses_by_instance: Mapping[str, Sequence[Response]] | None = None,
-                    condition: str = "default", replicates: int = 1,
-                    options: Mapping[str, Any]) -> list[JudgeTask]:
+def plan_categorise(
+    instances: Iterable[Instance],
+    judges: Sequence[str],
+    *,
+    responses_by_instance: Mapping[str, Sequence[Response]] | None = None,
+    condition: str = "default",
+    replicates: int = 1,
+    options: Mapping[str, Any],
+) -> list[JudgeTask]:
     """Categorisation: each instance's request (no responses given) or each response's text (with
     ``responses_by_instance``; sets ``target="response"``). ``options`` must name ``categories``."""
     opts = dict(options)
@@ -198,9 +305,21 @@ def plan_categorise(instances: Iterable[Instance], judges: Sequence[str], *,
         opts.setdefault("target", "instance")
         for inst in instances:
             for judge in judges:
-                tasks += _replicated(replicates, lambda rep, j=judge, i=inst: JudgeTask(
-                    "categorise", j, i, (), condition=condition, replicate=rep, options=opts))
+                tasks += _replicated(
+                    replicates,
+                    lambda rep, j=judge, i=inst: JudgeTask(
+                        "categorise", j, i, (), condition=condition, replicate=rep, options=opts
+                    ),
+                )
         return tasks
     opts["target"] = "response"
-    return _single("categorise", instances, responses_by_instance, judges, generators=None,
-                   condition=condition, replicates=replicates, options=opts)
+    return _single(
+        "categorise",
+        instances,
+        responses_by_instance,
+        judges,
+        generators=None,
+        condition=condition,
+        replicates=replicates,
+        options=opts,
+    )

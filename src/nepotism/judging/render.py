@@ -45,9 +45,16 @@ from nepotism.records import Instance, Message, Response, RubricItem, content_id
 
 __all__ = ["label_map", "render", "render_prompt", "task_template_id", "template_id_of"]
 
-_TEXT_BUDGET = {"pairwise": 16, "recognition-pairwise": 16, "recognition": 16, "pointwise": 24,
-                "pointwise-fraction": 48,
-                "rubric": 48, "rubric-all": 32, "categorise": 64}
+_TEXT_BUDGET = {
+    "pairwise": 16,
+    "recognition-pairwise": 16,
+    "recognition": 16,
+    "pointwise": 24,
+    "pointwise-fraction": 48,
+    "rubric": 48,
+    "rubric-all": 32,
+    "categorise": 64,
+}
 _COT_BUDGET = 1024
 _THINK_BUDGET = 4096
 _PER_ITEM = 24  # tokens per rubric item in an all-rubrics JSON answer
@@ -174,15 +181,17 @@ def _variables(task: JudgeTask) -> dict[str, Any]:
         if opts["kind"] == "fraction":
             base["rubric"] = list(inst.rubric)
         else:
-            base |= {"low": opts["scale"][0], "high": opts["scale"][1],
-                     "reference": inst.reference_answer if opts["show_reference"] else None}
+            base |= {
+                "low": opts["scale"][0],
+                "high": opts["scale"][1],
+                "reference": inst.reference_answer if opts["show_reference"] else None,
+            }
     elif task.protocol == "rubric":
         base |= {"answer": cands[0].text, "item": task.rubric_item}
     elif task.protocol == "rubric-all":
         base |= {"answer": cands[0].text, "rubric": list(inst.rubric)}
     elif task.protocol == "categorise":
-        base |= {"categories": list(opts["categories"]), "target": opts["target"],
-                 "text": cands[0].text if cands else None}
+        base |= {"categories": list(opts["categories"]), "target": opts["target"], "text": cands[0].text if cands else None}
     return base
 
 
@@ -259,9 +268,12 @@ def _free_texts(task: JudgeTask) -> tuple[list[Any], tuple[object, ...]]:
     item = task.rubric_item
     if item is not None:
         texts.append(item.text)
-    shape: tuple[object, ...] = (roles, tuple(t if not t else True for t in texts),
-             tuple(r.points for r in rubric) if rubric else (),
-             None if item is None else item.points)
+    shape: tuple[object, ...] = (
+        roles,
+        tuple(t if not t else True for t in texts),
+        tuple(r.points for r in rubric) if rubric else (),
+        None if item is None else item.points,
+    )
     return texts, shape
 
 
@@ -276,8 +288,7 @@ def _sentinel_task(task: JudgeTask, texts: list[Any], variant: int) -> JudgeTask
     rubric = tuple(RubricItem(f"~{k}", next(marks), item.points) for k, item in enumerate(inst.rubric))
     item = None if task.rubric_item is None else RubricItem("~", next(marks), task.rubric_item.points)
     blank = Instance("~", messages, reference_answer=reference, rubric=rubric)
-    return JudgeTask(task.protocol, "~", blank, candidates, rubric_item=item, condition="~",
-                     replicate=0, options=task.options)
+    return JudgeTask(task.protocol, "~", blank, candidates, rubric_item=item, condition="~", replicate=0, options=task.options)
 
 
 _SKELETONS: dict[tuple[int, tuple[object, ...]], Skeleton | None] = {}  # None: this shape is always rendered in full
@@ -293,8 +304,7 @@ def _answers_shown(task: JudgeTask) -> JudgeTask:
     opening tag, so an answer that never left its reasoning is shown empty. Only the prompt changes:
     the task keeps the raw responses (their ids, and the stored text, are the generated ones).
     """
-    shown = tuple(replace(c, text=strip_reasoning(c.text)) if isinstance(c.text, str) else c
-                  for c in task.candidates)
+    shown = tuple(replace(c, text=strip_reasoning(c.text)) if isinstance(c.text, str) else c for c in task.candidates)
     return replace(task, candidates=shown)
 
 
@@ -345,12 +355,25 @@ def _max_tokens(task: JudgeTask) -> int:
     return _TEXT_BUDGET[_template_name(task.protocol, task.options)] + extra
 
 
-_REQUEST_FIELDS = ("model", "messages", "prompt", "max_tokens", "temperature", "seed", "labels",
-                   "continuation", "labels_after", "extra")
+_REQUEST_FIELDS = (
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "temperature",
+    "seed",
+    "labels",
+    "continuation",
+    "labels_after",
+    "extra",
+)
 _MESSAGE_FIELDS = ("role", "content")
-_TRUSTED = (tuple(f.name for f in fields(Request)) == _REQUEST_FIELDS
-            and tuple(f.name for f in fields(Message)) == _MESSAGE_FIELDS
-            and not hasattr(Request, "__slots__") and not hasattr(Message, "__slots__"))
+_TRUSTED = (
+    tuple(f.name for f in fields(Request)) == _REQUEST_FIELDS
+    and tuple(f.name for f in fields(Message)) == _MESSAGE_FIELDS
+    and not hasattr(Request, "__slots__")
+    and not hasattr(Message, "__slots__")
+)
 _NO_EXTRA = Request(model="m", prompt="p").extra  # the frozen empty mapping Request makes
 _checked: set[tuple[str, int]] = set()  # (model, id(info)) whose request was once built the checked way
 _new = object.__new__
@@ -363,9 +386,15 @@ def _request(model: str, prompt: str, info: _Info, max_tokens: int, seed: int) -
     one request per call and nothing else about it can be invalid: the prompt is a string)."""
     check = (model, id(info))
     if not _TRUSTED or check not in _checked or type(prompt) is not str or type(seed) is not int:
-        request = Request(model=model, messages=(Message("user", prompt),), max_tokens=max_tokens,
-                          temperature=info.temperature, seed=seed, labels=info.labels,
-                          labels_after=info.labels_after)
+        request = Request(
+            model=model,
+            messages=(Message("user", prompt),),
+            max_tokens=max_tokens,
+            temperature=info.temperature,
+            seed=seed,
+            labels=info.labels,
+            labels_after=info.labels_after,
+        )
         if len(_checked) >= _INFO_LIMIT:
             _forget()
         _checked.add(check)
@@ -373,10 +402,22 @@ def _request(model: str, prompt: str, info: _Info, max_tokens: int, seed: int) -
     message = _new(Message)
     _set(message, "__dict__", {"role": "user", "content": prompt})
     request = _new(Request)
-    _set(request, "__dict__", {"model": model, "messages": (message,), "prompt": None,
-                               "max_tokens": max_tokens, "temperature": info.temperature, "seed": seed,
-                               "labels": info.labels, "continuation": None, "labels_after": info.labels_after,
-                               "extra": _NO_EXTRA})
+    _set(
+        request,
+        "__dict__",
+        {
+            "model": model,
+            "messages": (message,),
+            "prompt": None,
+            "max_tokens": max_tokens,
+            "temperature": info.temperature,
+            "seed": seed,
+            "labels": info.labels,
+            "continuation": None,
+            "labels_after": info.labels_after,
+            "extra": _NO_EXTRA,
+        },
+    )
     return request
 
 

@@ -53,7 +53,7 @@ class Skeleton:
         holes: list[tuple[int, int]] = []
         pos = 0
         for match in _SENTINEL.finditer(text):
-            parts.append(text[pos:match.start()])
+            parts.append(text[pos : match.start()])
             holes.append((len(parts), int(match.group(1))))
             parts.append(None)
             pos = match.end()

@@ -27,18 +27,26 @@ __all__ = [
 
 #: The protocols a task can ask for.
 TASK_PROTOCOLS = (
-    "pairwise", "pointwise", "rubric", "rubric-all", "recognition", "recognition-pairwise", "categorise",
+    "pairwise",
+    "pointwise",
+    "rubric",
+    "rubric-all",
+    "recognition",
+    "recognition-pairwise",
+    "categorise",
 )
 #: The `Judgment.protocol` each task protocol's judgments are stored under (`records.PROTOCOLS`).
-JUDGMENT_PROTOCOL = MappingProxyType({
-    "pairwise": "pairwise",
-    "pointwise": "pointwise",
-    "rubric": "rubric",
-    "rubric-all": "rubric",
-    "recognition": "recognition",
-    "recognition-pairwise": "recognition",
-    "categorise": "categorise",
-})
+JUDGMENT_PROTOCOL = MappingProxyType(
+    {
+        "pairwise": "pairwise",
+        "pointwise": "pointwise",
+        "rubric": "rubric",
+        "rubric-all": "rubric",
+        "recognition": "recognition",
+        "recognition-pairwise": "recognition",
+        "categorise": "categorise",
+    }
+)
 
 #: Least total next-token probability the labels must hold for a label verdict to count (option
 #: ``min_label_mass``); below it the judgment is unparsed with reason ``low_label_mass``. Default 0:
@@ -50,8 +58,16 @@ DEFAULT_MIN_LABEL_MASS = 0.0
 #: token after the last "[[" of the reply, as paper 001 §4.2 does (`nepotism.backends.base.Request`
 #: ``labels_after``).
 LABELS_AFTER_EXPLANATION = ("pairwise", "recognition-pairwise", "pointwise")
-_COMMON: dict[str, Any] = {"mode": "text", "reasoning": "none", "impartial": False, "max_tokens": None, "temperature": 0.0,
-           "min_label_mass": DEFAULT_MIN_LABEL_MASS, "strip_think": False, "template": None}
+_COMMON: dict[str, Any] = {
+    "mode": "text",
+    "reasoning": "none",
+    "impartial": False,
+    "max_tokens": None,
+    "temperature": 0.0,
+    "min_label_mass": DEFAULT_MIN_LABEL_MASS,
+    "strip_think": False,
+    "template": None,
+}
 _SPECIFIC: dict[str, dict[str, Any]] = {
     "pairwise": {"ways": 3, "label_style": "letters", "show_rubric": False, "show_reference": False},
     "pointwise": {"kind": "scale", "scale": (1, 10), "show_reference": False},
@@ -61,8 +77,7 @@ _SPECIFIC: dict[str, dict[str, Any]] = {
     "recognition-pairwise": {"subject": "self", "label_style": "letters"},
     "categorise": {"categories": (), "target": "instance"},
 }
-_CANDIDATES = {"pairwise": 2, "pointwise": 1, "rubric": 1, "rubric-all": 1, "recognition": 1,
-               "recognition-pairwise": 2}
+_CANDIDATES = {"pairwise": 2, "pointwise": 1, "rubric": 1, "rubric-all": 1, "recognition": 1, "recognition-pairwise": 2}
 _CHOICES = {
     "mode": ("text", "labels"),
     "reasoning": ("none", "cot", "think"),
@@ -122,8 +137,7 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
         raise ValueError("option template must be the path of a judge template file")
     if opts["max_tokens"] is not None and (not isinstance(opts["max_tokens"], int) or opts["max_tokens"] < 1):
         raise ValueError("option max_tokens must be a positive integer or None")
-    if isinstance(opts["temperature"], bool) or not isinstance(opts["temperature"], (int, float)) \
-            or opts["temperature"] < 0:
+    if isinstance(opts["temperature"], bool) or not isinstance(opts["temperature"], (int, float)) or opts["temperature"] < 0:
         raise ValueError("option temperature must be a number >= 0")
     opts["temperature"] = float(opts["temperature"])
     mass = opts["min_label_mass"]
@@ -132,11 +146,14 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
     opts["min_label_mass"] = float(mass)
     labels = opts["mode"] == "labels"
     if labels and opts["reasoning"] == "cot" and not (protocol in LABELS_AFTER_EXPLANATION and opts.get("kind") != "fraction"):
-        raise ValueError(f"label verdicts after an explanation (mode='labels', reasoning='cot') are read after the "
-                         f"'[[' of a reply that brackets its label: {', '.join(LABELS_AFTER_EXPLANATION)} (scale) only")
+        raise ValueError(
+            f"label verdicts after an explanation (mode='labels', reasoning='cot') are read after the "
+            f"'[[' of a reply that brackets its label: {', '.join(LABELS_AFTER_EXPLANATION)} (scale) only"
+        )
     if labels and opts["reasoning"] == "think":
-        raise ValueError("label verdicts (mode='labels') read one token, or the token after '[[' with reasoning='cot': "
-                         "not reasoning='think'")
+        raise ValueError(
+            "label verdicts (mode='labels') read one token, or the token after '[[' with reasoning='cot': not reasoning='think'"
+        )
     if labels and protocol == "rubric-all":
         raise ValueError("rubric-all returns one answer per item: it needs mode='text'")
     if opts.get("label_style") == "numbers" and opts.get("ways", 2) == 3:
@@ -148,9 +165,12 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
             opts["scale"] = None
         else:
             scale = opts["scale"]
-            if not (isinstance(scale, (tuple, list)) and len(scale) == 2
-                    and all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
-                    and scale[0] < scale[1]):
+            if not (
+                isinstance(scale, (tuple, list))
+                and len(scale) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
+                and scale[0] < scale[1]
+            ):
                 raise ValueError(f"option scale must be two integers (low, high) with low < high, not {scale!r}")
             opts["scale"] = (int(scale[0]), int(scale[1]))
     if protocol == "categorise":
@@ -158,8 +178,9 @@ def normalise_options(protocol: str, options: Mapping[str, Any] | None) -> dict[
         if len(opts["categories"]) < 2:
             raise ValueError("categorise needs at least two categories")
         if labels and len(opts["categories"]) > _MAX_LABEL_CATEGORIES:
-            raise ValueError(f"label verdicts number the categories 1-{_MAX_LABEL_CATEGORIES}; "
-                             "use mode='text' for more categories")
+            raise ValueError(
+                f"label verdicts number the categories 1-{_MAX_LABEL_CATEGORIES}; use mode='text' for more categories"
+            )
     return opts
 
 
@@ -243,16 +264,18 @@ class JudgeTask:
             raise ValueError(f"{self.protocol} takes {expected} candidate(s), got {len(cands)}")
         if (self.protocol == "rubric") != (self.rubric_item is not None):
             raise ValueError("a rubric_item is required by protocol 'rubric' and allowed nowhere else")
-        needs_rubric = self.protocol == "rubric-all" or (
-            self.protocol == "pointwise" and opts["kind"] == "fraction"
-        ) or opts.get("show_rubric", False)
+        needs_rubric = (
+            self.protocol == "rubric-all"
+            or (self.protocol == "pointwise" and opts["kind"] == "fraction")
+            or opts.get("show_rubric", False)
+        )
         if needs_rubric and not self.instance.rubric:
             raise ValueError(f"instance {self.instance.id!r} has no rubric items for {self.protocol}")
-        if self.protocol == "pointwise" and opts["kind"] == "fraction" and any(
-            item.points < 0 for item in self.instance.rubric
-        ):
-            raise ValueError("an 'X/Y items met' score needs rubric items with points >= 0 "
-                             f"(instance {self.instance.id!r} has undesirable items); use rubric-all")
+        if self.protocol == "pointwise" and opts["kind"] == "fraction" and any(item.points < 0 for item in self.instance.rubric):
+            raise ValueError(
+                "an 'X/Y items met' score needs rubric items with points >= 0 "
+                f"(instance {self.instance.id!r} has undesirable items); use rubric-all"
+            )
 
     @property
     def judgment_protocol(self) -> str:
@@ -263,14 +286,16 @@ class JudgeTask:
     def key(self) -> str:
         """Stable content id: protocol, judge, instance id, candidate ids in order, rubric id,
         condition, replicate and the completed options."""
-        return content_id("judge-task", {
-            "protocol": self.protocol,
-            "judge": self.judge,
-            "instance": self.instance.id,
-            "candidates": [r.id for r in self.candidates],
-            "rubric": None if self.rubric_item is None else self.rubric_item.id,
-            "condition": self.condition,
-            "replicate": self.replicate,
-            "options": dict(self.options),
-        })
-
+        return content_id(
+            "judge-task",
+            {
+                "protocol": self.protocol,
+                "judge": self.judge,
+                "instance": self.instance.id,
+                "candidates": [r.id for r in self.candidates],
+                "rubric": None if self.rubric_item is None else self.rubric_item.id,
+                "condition": self.condition,
+                "replicate": self.replicate,
+                "options": dict(self.options),
+            },
+        )

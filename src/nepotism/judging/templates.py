@@ -37,9 +37,21 @@ from jinja2 import meta, nodes
 from nepotism.errors import InputError
 from nepotism.input_limits import parse_toml
 
-__all__ = ["COMMON", "PLACEHOLDERS", "Template", "check_user_template", "get_template", "is_user_template",
-           "load_templates", "read_templates", "render_text", "render_user", "template_ids", "template_slot",
-           "user_template"]
+__all__ = [
+    "COMMON",
+    "PLACEHOLDERS",
+    "Template",
+    "check_user_template",
+    "get_template",
+    "is_user_template",
+    "load_templates",
+    "read_templates",
+    "render_text",
+    "render_user",
+    "template_ids",
+    "template_slot",
+    "user_template",
+]
 
 _MACROS = "_macros.j2"
 _HASH_LENGTH = 12
@@ -138,20 +150,22 @@ def render_text(template: str, variables: dict[str, Any]) -> str:
 #: Every slot also has `COMMON`: ``messages`` (required: the conversation), ``impartial``, ``mode``
 #: and ``reasoning``. `nepotism.judging.render` passes exactly these (a test checks it).
 COMMON = (frozenset({"messages"}), frozenset({"impartial", "mode", "reasoning"}))
-PLACEHOLDERS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = MappingProxyType({
-    "pairwise": (frozenset({"first", "second"}),
-                 frozenset({"name_a", "name_b", "ways", "tie", "rubric", "reference"})),
-    "pointwise": (frozenset({"answer"}), frozenset({"low", "high", "reference"})),
-    "pointwise-fraction": (frozenset({"answer", "rubric"}), frozenset()),
-    "rubric": (frozenset({"answer", "item"}), frozenset()),
-    "rubric-all": (frozenset({"answer", "rubric"}), frozenset()),
-    "recognition": (frozenset({"answer"}), frozenset({"subject"})),
-    "recognition-pairwise": (frozenset({"first", "second"}), frozenset({"name_a", "name_b", "subject"})),
-    "categorise": (frozenset({"categories"}), frozenset({"target", "text"})),
-})
+PLACEHOLDERS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = MappingProxyType(
+    {
+        "pairwise": (frozenset({"first", "second"}), frozenset({"name_a", "name_b", "ways", "tie", "rubric", "reference"})),
+        "pointwise": (frozenset({"answer"}), frozenset({"low", "high", "reference"})),
+        "pointwise-fraction": (frozenset({"answer", "rubric"}), frozenset()),
+        "rubric": (frozenset({"answer", "item"}), frozenset()),
+        "rubric-all": (frozenset({"answer", "rubric"}), frozenset()),
+        "recognition": (frozenset({"answer"}), frozenset({"subject"})),
+        "recognition-pairwise": (frozenset({"first", "second"}), frozenset({"name_a", "name_b", "subject"})),
+        "categorise": (frozenset({"categories"}), frozenset({"target", "text"})),
+    }
+)
 _USER_KEYS = ("protocol", "template", "id", "description")
-_JINJA_NAMES = frozenset({"loop", "range", "dict", "lipsum", "cycler", "joiner", "namespace", "caller", "varargs",
-                          "kwargs", "self", "super"})
+_JINJA_NAMES = frozenset(
+    {"loop", "range", "dict", "lipsum", "cycler", "joiner", "namespace", "caller", "varargs", "kwargs", "self", "super"}
+)
 
 
 def template_slot(protocol: str, options: Mapping[str, Any]) -> str:
@@ -167,8 +181,14 @@ def is_user_template(name: str) -> bool:
 
 
 def _environment_for(sources: Mapping[str, str]) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.DictLoader(dict(sources)), undefined=jinja2.StrictUndefined,
-                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    return jinja2.Environment(
+        loader=jinja2.DictLoader(dict(sources)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
 
 
 def _template_line(raw: str, source: str) -> int:
@@ -217,8 +237,12 @@ def check_user_template(path: str | Path, slot: str) -> Template:
         raise ValueError(f"unknown template slot {slot!r}; known: {sorted(PLACEHOLDERS)}")
     protocol = slot.removesuffix("-fraction")
     if doc["protocol"] != protocol:
-        raise InputError(f"is {doc['protocol']!r}, but the template is used for protocol {protocol!r}", path=where,
-                         line=key_line("protocol"), field="protocol")
+        raise InputError(
+            f"is {doc['protocol']!r}, but the template is used for protocol {protocol!r}",
+            path=where,
+            line=key_line("protocol"),
+            field="protocol",
+        )
     source = doc["template"].lstrip("\n")
     start = _template_line(raw, source)
     macros = _macros_source()
@@ -226,22 +250,37 @@ def check_user_template(path: str | Path, slot: str) -> Template:
     try:
         tree = env.parse(source)
     except jinja2.TemplateSyntaxError as err:
-        raise InputError(f"not a valid Jinja2 template ({err.message})", path=where,
-                         line=start + (err.lineno or 1) - 1, field="template") from None
+        raise InputError(
+            f"not a valid Jinja2 template ({err.message})", path=where, line=start + (err.lineno or 1) - 1, field="template"
+        ) from None
     required, optional = PLACEHOLDERS[slot]
     known = required | optional | COMMON[0] | COMMON[1]
     used = meta.find_undeclared_variables(tree) - _JINJA_NAMES
     for name in sorted(used - known):
         node = next(n for n in tree.find_all(nodes.Name) if n.name == name)
-        raise InputError(f"unknown placeholder {{{{ {name} }}}}; a {slot} template has {', '.join(sorted(known))}",
-                         path=where, line=start + node.lineno - 1, field="template")
+        raise InputError(
+            f"unknown placeholder {{{{ {name} }}}}; a {slot} template has {', '.join(sorted(known))}",
+            path=where,
+            line=start + node.lineno - 1,
+            field="template",
+        )
     missing = sorted((required | COMMON[0]) - used)
     if missing:
-        raise InputError(f"the template never shows {', '.join(missing)} (a {slot} template must use "
-                         f"{', '.join(sorted(required | COMMON[0]))})", path=where, line=start, field="template")
+        raise InputError(
+            f"the template never shows {', '.join(missing)} (a {slot} template must use "
+            f"{', '.join(sorted(required | COMMON[0]))})",
+            path=where,
+            line=start,
+            field="template",
+        )
     name = doc.get("id", path.stem)
-    return Template(id=f"user-{name}", protocol=protocol, description=doc.get("description", f"user template {path.name}"),
-                    source=source, sha256=hashlib.sha256(data + macros.encode("utf-8")).hexdigest())
+    return Template(
+        id=f"user-{name}",
+        protocol=protocol,
+        description=doc.get("description", f"user template {path.name}"),
+        source=source,
+        sha256=hashlib.sha256(data + macros.encode("utf-8")).hexdigest(),
+    )
 
 
 @lru_cache(maxsize=64)

@@ -51,6 +51,7 @@ from nepotism.results import Record, Results
 
 __all__ = ["audit_leaderboard", "format_audit", "ranked_judges"]
 
+
 def _baseline(rows: pd.DataFrame) -> str | None:
     """The model in the most comparisons, when it is in at least half of them."""
     a, b = rows["model_a"].astype(str), rows["model_b"].astype(str)
@@ -73,9 +74,13 @@ def _scores(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 def _point_scores(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (instance, entry): the entry's mean score (replicates averaged), NaN when unscored."""
-    table = pd.DataFrame({"instance_id": rows["instance_id"].astype(str).to_numpy(),
-                          "entry": rows["model"].astype(str).to_numpy(),
-                          "score": pd.to_numeric(rows["score"], errors="coerce").to_numpy(dtype=float)})
+    table = pd.DataFrame(
+        {
+            "instance_id": rows["instance_id"].astype(str).to_numpy(),
+            "entry": rows["model"].astype(str).to_numpy(),
+            "score": pd.to_numeric(rows["score"], errors="coerce").to_numpy(dtype=float),
+        }
+    )
     return table.groupby(["instance_id", "entry"], sort=True)["score"].mean().unstack("entry")
 
 
@@ -106,14 +111,23 @@ def ranked_judges(frame: pd.DataFrame) -> list[str]:
     pointwise = _is_pointwise(frame)
     columns = ["model"] if pointwise else ["model_a", "model_b"]
     least = 2 if pointwise else 3
-    return sorted(str(j) for j, g in frame.groupby("judge")
-                  if len(set().union(*(set(g[c].astype(str)) for c in columns))) >= least)
+    return sorted(
+        str(j) for j, g in frame.groupby("judge") if len(set().union(*(set(g[c].astype(str)) for c in columns))) >= least
+    )
 
 
-def audit_leaderboard(frame: pd.DataFrame, registry: Any, judges: str | Sequence[str] | None = None, *,
-                      condition: str | None = None, baseline: str | None = None, reference_judge: str | None = None,
-                      reference_leaderboard: Mapping[str, float] | None = None, bootstrap: Bootstrap | None = None,
-                      **fields: Any) -> Results:
+def audit_leaderboard(
+    frame: pd.DataFrame,
+    registry: Any,
+    judges: str | Sequence[str] | None = None,
+    *,
+    condition: str | None = None,
+    baseline: str | None = None,
+    reference_judge: str | None = None,
+    reference_leaderboard: Mapping[str, float] | None = None,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Results:
     """Audit the leaderboard of each of ``judges`` (one name, several, or None: `ranked_judges`) in
     ``frame``, a recorded pairwise or pointwise table; see the module docstring. ``bootstrap`` (or
     its fields as keywords) sets the resamples, seed and confidence level of every interval.
@@ -127,26 +141,42 @@ def audit_leaderboard(frame: pd.DataFrame, registry: Any, judges: str | Sequence
     records: list[Record] = []
     audits: list[dict[str, Any]] = []
     for judge in chosen:
-        made, facts = _audit_one(frame, registry, judge, condition=condition, baseline=baseline,
-                                 reference_judge=reference_judge, reference_leaderboard=reference_leaderboard,
-                                 boot=boot)
+        made, facts = _audit_one(
+            frame,
+            registry,
+            judge,
+            condition=condition,
+            baseline=baseline,
+            reference_judge=reference_judge,
+            reference_leaderboard=reference_leaderboard,
+            boot=boot,
+        )
         records += made
         audits.append(facts)
-    summary = {"analysis": "leaderboard-leakage-audit", "judges": chosen, "audits": audits,
-               "options": boot.as_dict()}
+    summary = {"analysis": "leaderboard-leakage-audit", "judges": chosen, "audits": audits, "options": boot.as_dict()}
     return Results(records, summary=summary)
 
 
-def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str | None, baseline: str | None,
-               reference_judge: str | None, reference_leaderboard: Mapping[str, float] | None,
-               boot: Bootstrap) -> tuple[list[Record], dict[str, Any]]:
+def _audit_one(
+    frame: pd.DataFrame,
+    registry: Any,
+    judge: str,
+    *,
+    condition: str | None,
+    baseline: str | None,
+    reference_judge: str | None,
+    reference_leaderboard: Mapping[str, float] | None,
+    boot: Bootstrap,
+) -> tuple[list[Record], dict[str, Any]]:
     """One judge's records and facts (condition, baseline, reference judge, notes)."""
     n_resamples, confidence, seed = boot.n_resamples, boot.confidence_level, boot.seed
     rows, condition = _choose_rows(frame, judge, condition)
     notes: list[str] = []
     if boot.method != "percentile":
-        notes.append(f"the bonus's and the ranks' intervals are percentile intervals ({boot.method} applies to "
-                     "the ranking difference only)")
+        notes.append(
+            f"the bonus's and the ranks' intervals are percentile intervals ({boot.method} applies to "
+            "the ranking difference only)"
+        )
     pointwise = _is_pointwise(frame)
     if pointwise:
         baseline = None
@@ -185,19 +215,25 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
     else:
         ref_table = shared(reference_judge)
         if ref_table is None:
-            notes.append(f"reference judge {reference_judge!r} shares no related and unrelated entries "
-                         + ("on the same instances" if pointwise else "with the same baseline"))
+            notes.append(
+                f"reference judge {reference_judge!r} shares no related and unrelated entries "
+                + ("on the same instances" if pointwise else "with the same baseline")
+            )
             reference_judge = None
     if reference_judge is not None and not registry.is_unrelated(judge, reference_judge):
-        notes.append(f"reference judge {reference_judge!r} is not unrelated to {judge!r} "
-                     f"(scope {registry.scope(judge, reference_judge)}): the bonus is not clean")
+        notes.append(
+            f"reference judge {reference_judge!r} is not unrelated to {judge!r} "
+            f"(scope {registry.scope(judge, reference_judge)}): the bonus is not clean"
+        )
     not_estimated = None
     if reference_judge is None:
-        not_estimated = ("no judge unrelated to this one judged the same entries "
-                         + ("on the same instances" if pointwise else "against the same baseline")
-                         + ": the bonus cannot be estimated from these judgments, the related entries are flagged "
-                         "from the registry's lineage alone (add an unrelated judge's judgments, e.g. from "
-                         "`nepotism run`)")
+        not_estimated = (
+            "no judge unrelated to this one judged the same entries "
+            + ("on the same instances" if pointwise else "against the same baseline")
+            + ": the bonus cannot be estimated from these judgments, the related entries are flagged "
+            "from the registry's lineage alone (add an unrelated judge's judgments, e.g. from "
+            "`nepotism run`)"
+        )
         notes.append(not_estimated)
     s = table.to_numpy(dtype=float)
     count = (~np.isnan(s)).astype(float)
@@ -237,38 +273,85 @@ def _audit_one(frame: pd.DataFrame, registry: Any, judge: str, *, condition: str
         finite = bonus[1:][np.isfinite(bonus[1:])]
         ci = np.quantile(finite, [alpha, 1 - alpha]) if finite.size else (np.nan, np.nan)
         one_sided = float((np.sum(finite <= 0) + 1) / (finite.size + 1)) if finite.size else None
-        estimate: dict[str, Any] = {"value": _clean(bonus[0]), "ci_low": _clean(ci[0]), "ci_high": _clean(ci[1]),
-                                    "p_value": one_sided}
+        estimate: dict[str, Any] = {
+            "value": _clean(bonus[0]),
+            "ci_low": _clean(ci[0]),
+            "ci_high": _clean(ci[1]),
+            "p_value": one_sided,
+        }
         if estimate["value"] is None:
             estimate["note"] = "the related or the unrelated entries have no score from both judges"
     else:
         estimate = {"note": not_estimated}
-    records = [Record(metric="leaderboard-leakage-bonus", judge=judge, condition=condition, variant=variant,
-                      n=n_inst, n_clusters=n_inst, **interval, **estimate,
-                      extra={"n_related": int(is_related.sum()), "n_entries": len(entries)})]
+    records = [
+        Record(
+            metric="leaderboard-leakage-bonus",
+            judge=judge,
+            condition=condition,
+            variant=variant,
+            n=n_inst,
+            n_clusters=n_inst,
+            **interval,
+            **estimate,
+            extra={"n_related": int(is_related.sum()), "n_entries": len(entries)},
+        )
+    ]
     board = []
     for k, e in enumerate(entries):
         scored = int(count[:, k].sum())
-        measure = {"score": float(wr[0, k]), "score_ci_low": _clean(score_lo[k]), "score_ci_high": _clean(score_hi[k]),
-                   "adjusted_score": float(adjusted[0, k])}
+        measure = {
+            "score": float(wr[0, k]),
+            "score_ci_low": _clean(score_lo[k]),
+            "score_ci_high": _clean(score_hi[k]),
+            "adjusted_score": float(adjusted[0, k]),
+        }
         if not pointwise:
             measure.update(win_rate=measure["score"], adjusted_win_rate=measure["adjusted_score"])
-        board.append(Record(
-            metric="leaderboard-rank", judge=judge, condition=condition, scope=scope[e], generator=e,
-            variant=variant, value=float(ranks_after[0, k]), ci_low=_clean(lo[k]), ci_high=_clean(hi[k]),
-            n=scored, n_clusters=scored, n_excluded=n_inst - scored,
-            excluded={"not-scored": n_inst - scored} if n_inst > scored else {}, **interval,
-            extra={"relation": registry.relation(judge, e).name.lower(), "related": bool(is_related[k]), **measure,
-                   "original_rank": float(ranks_before[0, k])}))
+        board.append(
+            Record(
+                metric="leaderboard-rank",
+                judge=judge,
+                condition=condition,
+                scope=scope[e],
+                generator=e,
+                variant=variant,
+                value=float(ranks_after[0, k]),
+                ci_low=_clean(lo[k]),
+                ci_high=_clean(hi[k]),
+                n=scored,
+                n_clusters=scored,
+                n_excluded=n_inst - scored,
+                excluded={"not-scored": n_inst - scored} if n_inst > scored else {},
+                **interval,
+                extra={
+                    "relation": registry.relation(judge, e).name.lower(),
+                    "related": bool(is_related[k]),
+                    **measure,
+                    "original_rank": float(ranks_before[0, k]),
+                },
+            )
+        )
     board.sort(key=lambda r: (r.value, str(r.generator)))
     records += board
     records += _ranking_differences(table, reference_leaderboard, judge, condition, scope, variant, boot)
-    return records, {"judge": judge, "condition": condition, "baseline": baseline,
-                     "reference_judge": reference_judge, "notes": notes}
+    return records, {
+        "judge": judge,
+        "condition": condition,
+        "baseline": baseline,
+        "reference_judge": reference_judge,
+        "notes": notes,
+    }
 
 
-def _ranking_differences(table: pd.DataFrame, reference: Mapping[str, float] | None, judge: str, condition: str,
-                         scope: Mapping[str, str], variant: Mapping[str, Any], boot: Bootstrap) -> list[Record]:
+def _ranking_differences(
+    table: pd.DataFrame,
+    reference: Mapping[str, float] | None,
+    judge: str,
+    condition: str,
+    scope: Mapping[str, str],
+    variant: Mapping[str, Any],
+    boot: Bootstrap,
+) -> list[Record]:
     """``ranking-difference`` of each entry on the reference leaderboard (two or more needed), by
     `nepotism.metrics.leakage.ranking_difference` on the scored (instruction, entry) cells."""
     known = [e for e in table.columns if reference and e in reference]
@@ -279,10 +362,25 @@ def _ranking_differences(table: pd.DataFrame, reference: Mapping[str, float] | N
     fixed = cells["entry"].map(lambda e: float(reference[e])).to_numpy(dtype=float)  # type: ignore[index]
     out = []
     for e in known:
-        est = ranking_difference(cells["score"].to_numpy(dtype=float), fixed, cells["entry"].astype(str).to_numpy(),
-                                 cells["instance_id"].astype(str).to_numpy(), target=str(e), bootstrap=boot)
-        out.append(Record(metric="ranking-difference", judge=judge, condition=condition, scope=scope[e],
-                          generator=str(e), variant={"against": "leaderboard", **variant}, **est.as_dict()))
+        est = ranking_difference(
+            cells["score"].to_numpy(dtype=float),
+            fixed,
+            cells["entry"].astype(str).to_numpy(),
+            cells["instance_id"].astype(str).to_numpy(),
+            target=str(e),
+            bootstrap=boot,
+        )
+        out.append(
+            Record(
+                metric="ranking-difference",
+                judge=judge,
+                condition=condition,
+                scope=scope[e],
+                generator=str(e),
+                variant={"against": "leaderboard", **variant},
+                **est.as_dict(),
+            )
+        )
     return out
 
 
@@ -303,8 +401,10 @@ def format_audit(results: Results, *, top: int | None = None) -> str:
         board = list(mine.select("leaderboard-rank"))
         moved = {r.generator: r.value for r in mine.select("ranking-difference")}
         against = f"baseline {facts['baseline']}" if facts["baseline"] is not None else "pointwise scores"
-        lines = [f"judge {judge} ({condition}), {against}: "
-                 f"{b.extra['n_related']} of {b.extra['n_entries']} entries related to the judge"]
+        lines = [
+            f"judge {judge} ({condition}), {against}: "
+            f"{b.extra['n_related']} of {b.extra['n_entries']} entries related to the judge"
+        ]
         if b.value is None:
             lines.append(f"bonus: not estimated - {b.note}")
         else:
@@ -316,13 +416,16 @@ def format_audit(results: Results, *, top: int | None = None) -> str:
                 lines.append(f"note: {note}")
         header = "win rate" if facts["baseline"] is not None else "score"
         ci_head = f"{round(100 * (b.confidence or 0.95))}% CI"
-        lines.append(f"{'rank':>5} {ci_head:>13} {'was':>5}  {header:>8}  {'scope':<15}"
-                     + (f"{'vs ref':>7}  " if moved else "") + "entry")
+        lines.append(
+            f"{'rank':>5} {ci_head:>13} {'was':>5}  {header:>8}  {'scope':<15}" + (f"{'vs ref':>7}  " if moved else "") + "entry"
+        )
         for r in board[: top or None]:
             flag = str(r.scope) if r.extra["related"] else ""
             ci = "" if r.ci_low is None else f"[{r.ci_low:>4g}, {r.ci_high:>4g}]"
             shift = (f"{moved[r.generator]:>+7g}  " if moved.get(r.generator) is not None else f"{'':>7}  ") if moved else ""
-            lines.append(f"{r.value:>5g} {ci:>13} {r.extra['original_rank']:>5g}  {r.extra['adjusted_score']:>8.3f}  "
-                         f"{flag:<15}{shift}{r.generator}")
+            lines.append(
+                f"{r.value:>5g} {ci:>13} {r.extra['original_rank']:>5g}  {r.extra['adjusted_score']:>8.3f}  "
+                f"{flag:<15}{shift}{r.generator}"
+            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

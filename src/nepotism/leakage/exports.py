@@ -59,8 +59,7 @@ def _rows(fmt: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[d
     out = []
     for d in data:
         if fmt == "trl-messages":
-            out.append({"messages": [{"role": "user", "content": d.prompt},
-                                     {"role": "assistant", "content": d.response}]})
+            out.append({"messages": [{"role": "user", "content": d.prompt}, {"role": "assistant", "content": d.response}]})
         elif fmt == "trl-prompt-completion":
             out.append({"prompt": d.prompt, "completion": d.response})
         elif fmt == "trl-dpo":
@@ -71,12 +70,15 @@ def _rows(fmt: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[d
             out.append(row)
         elif fmt == "llamafactory-sharegpt":
             if pairs:
-                out.append({"conversations": [{"from": "human", "value": d.prompt}],
-                            "chosen": {"from": "gpt", "value": d.chosen},
-                            "rejected": {"from": "gpt", "value": d.rejected}})
+                out.append(
+                    {
+                        "conversations": [{"from": "human", "value": d.prompt}],
+                        "chosen": {"from": "gpt", "value": d.chosen},
+                        "rejected": {"from": "gpt", "value": d.rejected},
+                    }
+                )
             else:
-                out.append({"conversations": [{"from": "human", "value": d.prompt},
-                                              {"from": "gpt", "value": d.response}]})
+                out.append({"conversations": [{"from": "human", "value": d.prompt}, {"from": "gpt", "value": d.response}]})
         else:
             raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
     return out
@@ -89,8 +91,7 @@ def _dataset_info(name: str, file_name: str, fmt: str, ranking: bool) -> dict:
         entry["columns"] = {"messages": "conversations"}
         if ranking:
             entry["columns"].update({"chosen": "chosen", "rejected": "rejected"})
-        entry["tags"] = {"role_tag": "from", "content_tag": "value", "user_tag": "human",
-                         "assistant_tag": "gpt"}
+        entry["tags"] = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt"}
     else:
         entry["formatting"] = "alpaca"
         entry["columns"] = {"prompt": "instruction", "query": "input"}
@@ -100,8 +101,7 @@ def _dataset_info(name: str, file_name: str, fmt: str, ranking: bool) -> dict:
     return {name: entry}
 
 
-def export_dataset(data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path, name: str,
-                   fmt: str) -> list[Path]:
+def export_dataset(data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path, name: str, fmt: str) -> list[Path]:
     """Write ``data`` as ``<out_dir>/<name>.<fmt>.jsonl`` (and, for LLaMA-Factory formats, merge
     the entry into ``<out_dir>/dataset_info.json``). Returns the files written."""
     if fmt not in FORMATS:

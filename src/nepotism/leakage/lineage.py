@@ -48,9 +48,16 @@ class Student:
     teacher: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "method": self.method, "base": self.base, "generator": self.generator,
-                "group": self.group, "variant": dict(self.variant), "how": dict(self.how),
-                "teacher": self.teacher or self.generator}
+        return {
+            "id": self.id,
+            "method": self.method,
+            "base": self.base,
+            "generator": self.generator,
+            "group": self.group,
+            "variant": dict(self.variant),
+            "how": dict(self.how),
+            "teacher": self.teacher or self.generator,
+        }
 
 
 def student_id(method: str, base: str, generator: str, suffix: str = "") -> str:
@@ -84,14 +91,15 @@ def write_student_registry(students: Sequence[Student], registry: Any, path: str
         seen.add(s.id)
         for role, name in (("base", s.base), ("generator", s.generator)):
             if not registry.knows(name):
-                raise InputError(f"{role} {name!r} of student {s.id!r} is not in the model registry",
-                                 field=f"leakage.students.{role}")
+                raise InputError(
+                    f"{role} {name!r} of student {s.id!r} is not in the model registry", field=f"leakage.students.{role}"
+                )
         if registry.knows(s.id):
-            raise InputError(f"student id {s.id!r} is already a registered model; rename the student",
-                             field="leakage.students")
+            raise InputError(f"student id {s.id!r} is already a registered model; rename the student", field="leakage.students")
         if s.teacher is not None and s.teacher not in seen:
-            raise InputError(f"teacher {s.teacher!r} of student {s.id!r} must be a student listed before it",
-                             field="leakage.students.inherit")
+            raise InputError(
+                f"teacher {s.teacher!r} of student {s.id!r} must be a student listed before it", field="leakage.students.inherit"
+            )
         base = registry.get(s.base)
         gen = s.teacher if s.teacher is not None else registry.resolve(s.generator)
         lines.append(f"[models.{_toml_str(s.id)}]")
@@ -100,13 +108,23 @@ def write_student_registry(students: Sequence[Student], registry: Any, path: str
             lines.append(f"series = {_toml_str(base.series)}")
         lines.append(f"parent = {_toml_str(base.id)}")
         lines.append(f"teachers = [{_toml_str(gen)}]")
-        parent_note = ("runs on the base model's weights with in-context demonstrations"
-                       if s.method == "icl" else f"{s.method} of the base model")
-        lines.append("sources = { parent = " + _toml_str(parent_note) + ", "
-                     + _toml_str(f"teachers.{gen}") + " = "
-                     + _toml_str(f"learned from {gen}'s synthetic data ({s.method})"
-                                 + ("" if s.teacher is None else f"; {gen} descends from {s.generator}"))
-                     + " }")
+        parent_note = (
+            "runs on the base model's weights with in-context demonstrations"
+            if s.method == "icl"
+            else f"{s.method} of the base model"
+        )
+        lines.append(
+            "sources = { parent = "
+            + _toml_str(parent_note)
+            + ", "
+            + _toml_str(f"teachers.{gen}")
+            + " = "
+            + _toml_str(
+                f"learned from {gen}'s synthetic data ({s.method})"
+                + ("" if s.teacher is None else f"; {gen} descends from {s.generator}")
+            )
+            + " }"
+        )
         lines.append(f"notes = {_toml_str(_describe(s))}")
         lines.append("")
     text = "\n".join(lines)

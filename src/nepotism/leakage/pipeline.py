@@ -46,15 +46,13 @@ __all__ = ["run_leakage"]
 
 def _spec(cfg: LeakageConfig, model: str, **over: Any) -> GenerationSpec:
     gen = cfg.experiment.generation
-    return GenerationSpec(model=model, max_tokens=gen.max_tokens, temperature=gen.temperature,
-                          seed=cfg.experiment.seed, **over)
+    return GenerationSpec(model=model, max_tokens=gen.max_tokens, temperature=gen.temperature, seed=cfg.experiment.seed, **over)
 
 
 def _examples(responses: Sequence[Response], prompts: Mapping[str, str]) -> dict[str, list[SyntheticExample]]:
     out: dict[str, list[SyntheticExample]] = {}
     for r in responses:
-        out.setdefault(r.generator, []).append(SyntheticExample(r.instance_id, prompts[r.instance_id], r.text,
-                                                                r.generator))
+        out.setdefault(r.generator, []).append(SyntheticExample(r.instance_id, prompts[r.instance_id], r.text, r.generator))
     return {g: sorted(v, key=lambda e: e.instance_id) for g, v in out.items()}
 
 
@@ -70,13 +68,17 @@ class _Timer:
                 self_inner.wall, self_inner.cpu = time.perf_counter(), time.process_time()
 
             def __exit__(self_inner, *exc):
-                timer.phases[name] = {"wall_s": round(time.perf_counter() - self_inner.wall, 2),
-                                      "cpu_s": round(time.process_time() - self_inner.cpu, 2)}
+                timer.phases[name] = {
+                    "wall_s": round(time.perf_counter() - self_inner.wall, 2),
+                    "cpu_s": round(time.process_time() - self_inner.cpu, 2),
+                }
+
         return _Phase()
 
 
-def _training_sets(sc: StudentConfig, gen: str, synthetic: Mapping[str, list[SyntheticExample]],
-                   human: list[SyntheticExample], seed: int) -> list[tuple[dict, list[SyntheticExample]]]:
+def _training_sets(
+    sc: StudentConfig, gen: str, synthetic: Mapping[str, list[SyntheticExample]], human: list[SyntheticExample], seed: int
+) -> list[tuple[dict, list[SyntheticExample]]]:
     own = synthetic.get(gen, [])
     if not sc.mix:
         return [({}, own)]
@@ -94,16 +96,22 @@ def _inheritance_items(sc: StudentConfig, train_items: Sequence[Any], inherit_it
     return train_items if sc.instructions == "same" else inherit_items
 
 
-async def _inherited_sets(cfg: LeakageConfig, sc: StudentConfig, runner: Runner, parents: Sequence[Student],
-                          specs: Mapping[str, GenerationSpec], items: Sequence[Any], notes: list[str],
-                          dry: bool) -> list[tuple[str, dict[str, Any], list[SyntheticExample], str]]:
+async def _inherited_sets(
+    cfg: LeakageConfig,
+    sc: StudentConfig,
+    runner: Runner,
+    parents: Sequence[Student],
+    specs: Mapping[str, GenerationSpec],
+    items: Sequence[Any],
+    notes: list[str],
+    dry: bool,
+) -> list[tuple[str, dict[str, Any], list[SyntheticExample], str]]:
     """Paper 000 §5.2: each parent student answers ``items``; its answers teach a new student of the
     same generator. Returns (generator, variant, examples, teacher = the parent) per parent."""
     variant = {"inherit": sc.inherit, "instructions": sc.instructions}
     live = [p for p in parents if p.id in specs]
     if dry:
-        return [(p.generator, variant, [SyntheticExample(it.id, it.prompt, "x", p.id) for it in items], p.id)
-                for p in live]
+        return [(p.generator, variant, [SyntheticExample(it.id, it.prompt, "x", p.id) for it in items], p.id) for p in live]
     prompts = {it.id: it.prompt for it in items}
     made = await runner.generate([it.instance() for it in items], [specs[p.id] for p in live])
     if made.failures:
@@ -112,11 +120,20 @@ async def _inherited_sets(cfg: LeakageConfig, sc: StudentConfig, runner: Runner,
     return [(p.generator, variant, answers.get(p.id, []), p.id) for p in live]
 
 
-async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str, Endpoint], store: Any,
-                         synthetic: Mapping[str, list[SyntheticExample]], human: list[SyntheticExample],
-                         train_items: Sequence[Any], eval_instances: Sequence[Any], out_dir: Path,
-                         notes: list[str], dry: bool,
-                         inherit_items: Sequence[Any] = ()) -> tuple[list[Student], dict[str, GenerationSpec]]:
+async def _make_students(
+    cfg: LeakageConfig,
+    runner: Runner,
+    endpoints: dict[str, Endpoint],
+    store: Any,
+    synthetic: Mapping[str, list[SyntheticExample]],
+    human: list[SyntheticExample],
+    train_items: Sequence[Any],
+    eval_instances: Sequence[Any],
+    out_dir: Path,
+    notes: list[str],
+    dry: bool,
+    inherit_items: Sequence[Any] = (),
+) -> tuple[list[Student], dict[str, GenerationSpec]]:
     seed = cfg.experiment.seed
     students: list[Student] = []
     specs: dict[str, GenerationSpec] = {}
@@ -132,8 +149,9 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
         if sc.method == "external":
             for gen, model in sc.models.items():
                 sid = model
-                made_here.append(Student(sid, "external", sc.base or model, gen, group=sc.name or "external",
-                                         how={"model": model}))
+                made_here.append(
+                    Student(sid, "external", sc.base or model, gen, group=sc.name or "external", how={"model": model})
+                )
                 specs[sid] = _spec(cfg, model)
             students += made_here
             if sc.name:
@@ -143,20 +161,33 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
         if sc.method == "dpo":
             pairs_by_gen = await _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry)
         if sc.inherit is not None:
-            jobs = await _inherited_sets(cfg, sc, runner, by_name.get(sc.inherit, []), specs,
-                                         _inheritance_items(sc, train_items, inherit_items), notes, dry)
+            jobs = await _inherited_sets(
+                cfg,
+                sc,
+                runner,
+                by_name.get(sc.inherit, []),
+                specs,
+                _inheritance_items(sc, train_items, inherit_items),
+                notes,
+                dry,
+            )
         else:
-            jobs = [(gen, variant, data, None) for gen in gens
-                    for variant, data in ([({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo"
-                                          else _training_sets(sc, gen, synthetic, human, seed))]
+            jobs = [
+                (gen, variant, data, None)
+                for gen in gens
+                for variant, data in (
+                    [({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo" else _training_sets(sc, gen, synthetic, human, seed)
+                )
+            ]
         for gen, variant, data, teacher in jobs:
             suffix = "-".join(f"{k}{v}" for k, v in sorted(variant.items()) if k == "mix")
             suffix = suffix.replace("0.", "") if suffix else ""
             if sc.inherit is not None and not sc.name:
                 suffix = f"inherits-{sc.inherit}-{sc.instructions}"
             sid = student_id(sc.method, sc.base, gen, (sc.name or "") + suffix)
-            group = ":".join(x for x in (sc.name or sc.method, sc.base,
-                                         ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x)
+            group = ":".join(
+                x for x in (sc.name or sc.method, sc.base, ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x
+            )
             how: dict[str, Any] = {"data_digest": data_digest(data) if data else None, "examples": len(data)}
             if teacher is not None:
                 how.update(teacher=teacher, instructions=sc.instructions)
@@ -165,21 +196,28 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                 demos = () if dry else icl_demonstrations(data, sc.k, seed=seed, max_chars=sc.max_demo_chars)
                 base_ep = endpoints[sc.base]
                 endpoints[sid] = dataclasses.replace(
-                    base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}",
-                    limiter=Limiter(1))
-                specs[sid] = ICLSpec(model=sid, max_tokens=cfg.experiment.generation.max_tokens,
-                                     temperature=cfg.experiment.generation.temperature, seed=seed,
-                                     demonstrations=demos, prompt_format=sc.prompt_format)
+                    base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}", limiter=Limiter(1)
+                )
+                specs[sid] = ICLSpec(
+                    model=sid,
+                    max_tokens=cfg.experiment.generation.max_tokens,
+                    temperature=cfg.experiment.generation.temperature,
+                    seed=seed,
+                    demonstrations=demos,
+                    prompt_format=sc.prompt_format,
+                )
             else:
                 how.update(preset=sc.preset, tuning=sc.tuning)
                 warm = human if sc.sft_first == "human" else []  # 000 §5.3: SFT on human data, then DPO
                 served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
                 if sc.sft_first:
-                    how["sft_first"] = {"data": sc.sft_first, "examples": len(warm),
-                                        "data_digest": data_digest(warm) if warm else None}
+                    how["sft_first"] = {
+                        "data": sc.sft_first,
+                        "examples": len(warm),
+                        "data_digest": data_digest(warm) if warm else None,
+                    }
                     served += f":sft-{sc.sft_first}:{how['sft_first']['data_digest']}"
-                endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served,
-                                          limiter=Limiter(1))
+                endpoints[sid] = Endpoint(model=sid, backend=None, kind="transformers", served_model=served, limiter=Limiter(1))
                 specs[sid] = _spec(cfg, sid)
                 if not dry:
                     # a parent of an inheriting entry must also answer that entry's instructions
@@ -198,15 +236,27 @@ async def _make_students(cfg: LeakageConfig, runner: Runner, endpoints: dict[str
                         from nepotism.leakage.training import TrainedBackend, load_trained, train_student
 
                         folder = out_dir / "students" / sid
-                        made = await asyncio.to_thread(load_trained, sc.method, sc.base, data, folder,
-                                                       config=sc.preset, tuning=sc.tuning, sft_first=warm)
+                        made = await asyncio.to_thread(
+                            load_trained, sc.method, sc.base, data, folder, config=sc.preset, tuning=sc.tuning, sft_first=warm
+                        )
                         if made is None:
-                            made = await asyncio.to_thread(train_student, sc.method, sc.base, data, folder,
-                                                           config=sc.preset, tuning=sc.tuning, sft_first=warm)
+                            made = await asyncio.to_thread(
+                                train_student,
+                                sc.method,
+                                sc.base,
+                                data,
+                                folder,
+                                config=sc.preset,
+                                tuning=sc.tuning,
+                                sft_first=warm,
+                            )
                         model, tok, manifest = made
                         endpoints[sid].backend = TrainedBackend(model, tok, name=sid)
-                        how.update(steps=manifest["steps"], train_seconds=manifest["seconds"],
-                                   final_loss=(manifest["losses"] or [None])[-1])
+                        how.update(
+                            steps=manifest["steps"],
+                            train_seconds=manifest["seconds"],
+                            final_loss=(manifest["losses"] or [None])[-1],
+                        )
                         how.update({k: manifest[k] for k in ("adapter", "weights") if k in manifest})
                         if manifest.get("reused"):
                             how["training"] = "reused: the saved student matches this training data"
@@ -238,8 +288,15 @@ async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) 
     samples = {(r.instance_id, r.generator): r.text for r in made.responses}
     out = {}
     for gen in gens:
-        tasks = judging.plan_pairwise(instances, by_instance, [gen], pairs=[tuple(names)], both_orders=True,
-                                      options=dict(cfg.judge_options), condition="dpo-feedback")
+        tasks = judging.plan_pairwise(
+            instances,
+            by_instance,
+            [gen],
+            pairs=[tuple(names)],
+            both_orders=True,
+            options=dict(cfg.judge_options),
+            condition="dpo-feedback",
+        )
         judged = await runner.judge(tasks, judging.render, judging.interpret_all)
         pairs, dropped = preference_pairs(judged.judgments, samples, prompts, gen)
         if dropped:
@@ -248,9 +305,17 @@ async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) 
     return out
 
 
-async def _ablated_answers(features: Sequence[str], rewriter: str | None, responses: Sequence[Response], store: Any,
-                           endpoints: Mapping[str, Endpoint], run_id: Any, seed: int,
-                           notes: list[str], phases: list | None = None) -> dict[str, list[Response]]:
+async def _ablated_answers(
+    features: Sequence[str],
+    rewriter: str | None,
+    responses: Sequence[Response],
+    store: Any,
+    endpoints: Mapping[str, Endpoint],
+    run_id: Any,
+    seed: int,
+    notes: list[str],
+    phases: list | None = None,
+) -> dict[str, list[Response]]:
     """Paper 000 §5.7: every student answer rewritten by ``rewriter`` without one spurious feature,
     per feature (condition ``no-<feature>``). A rewrite that fails its checks
     (`nepotism.mitigations.rewrite.read_rewrite`) leaves that answer out of the condition, counted
@@ -264,8 +329,7 @@ async def _ablated_answers(features: Sequence[str], rewriter: str | None, respon
     out: dict[str, list[Response]] = {}
     for feature in features:
         condition = f"no-{feature}"
-        texts = await text_model([(rewriter, ablation_prompt(r.text, feature), rewrite_budget(r.text))
-                                  for r in answers])
+        texts = await text_model([(rewriter, ablation_prompt(r.text, feature), rewrite_budget(r.text)) for r in answers])
         kept, reasons = [], {}
         for r, text in zip(answers, texts):
             result = read_rewrite(r.text, text, method=condition)
@@ -274,8 +338,11 @@ async def _ablated_answers(features: Sequence[str], rewriter: str | None, respon
             else:
                 reasons[result.reason] = reasons.get(result.reason, 0) + 1
         if reasons:
-            notes.append(f"{condition}: {sum(reasons.values())} of {len(answers)} rewrites unusable ("
-                         + ", ".join(f"{why}: {n}" for why, n in sorted(reasons.items(), key=str)) + ")")
+            notes.append(
+                f"{condition}: {sum(reasons.values())} of {len(answers)} rewrites unusable ("
+                + ", ".join(f"{why}: {n}" for why, n in sorted(reasons.items(), key=str))
+                + ")"
+            )
         out[condition] = kept
     return out
 
@@ -306,8 +373,15 @@ def _write(out_dir: Path, results: Results) -> dict[str, str]:
     return files
 
 
-async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
-                      dry_run: bool = False, view: Any = None) -> Results | dict[str, Any]:
+async def run_leakage(
+    cfg: LeakageConfig,
+    store: Any,
+    *,
+    registry: Any = None,
+    endpoints: Mapping[str, Endpoint] | None = None,
+    dry_run: bool = False,
+    view: Any = None,
+) -> Results | dict[str, Any]:
     """Run the experiment (see the module docstring) and return its `Results` (the records, and in
     ``summary`` the run's facts: students, judgments, calls, timings, notes, the files written),
     what ``results.json`` holds; with ``dry_run``, the plan's counts (a dict)."""
@@ -327,6 +401,7 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     evaluation = load_pool(exp.dataset.path, limit=exp.dataset.limit) if exp.dataset.path else None
     if evaluation is None:
         from nepotism.errors import InputError
+
         raise InputError("the evaluation pool must be a file ([dataset] path)", path=exp.path, field="dataset")
     check_disjoint(train, evaluation, train_path=cfg.train_pool, eval_path=exp.dataset.path)
     inherit = load_pool(cfg.inherit_pool) if cfg.inherit_pool else []
@@ -339,10 +414,12 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
     eps = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry, connect=not dry_run)
     train_instances = [it.instance() for it in train]
     eval_instances = [it.instance() for it in evaluation]
-    pools = [(cfg.train_pool, train_instances), (exp.dataset.path, eval_instances),
-             (cfg.inherit_pool, [it.instance() for it in inherit])]
-    store_instances(store, [i for _, part in pools for i in part],
-                    {i.id: path for path, part in pools if path for i in part})
+    pools = [
+        (cfg.train_pool, train_instances),
+        (exp.dataset.path, eval_instances),
+        (cfg.inherit_pool, [it.instance() for it in inherit]),
+    ]
+    store_instances(store, [i for _, part in pools for i in part], {i.id: path for path, part in pools if path for i in part})
     prompts = {it.id: it.prompt for it in train}
     recording = nullcontext() if dry_run else store.recording_run({"experiment": exp.as_config(), "kind": "leakage"})
     try:
@@ -364,8 +441,9 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
                         export_dataset(rows, out_dir / "synthetic", gen, fmt)
             human = [SyntheticExample(it.id, it.prompt, it.response, "human") for it in train if it.response]
             with timer("students"):
-                students, specs = await _make_students(cfg, runner, eps, store, synthetic, human, train,
-                                                       eval_instances, out_dir, notes, dry_run, inherit)
+                students, specs = await _make_students(
+                    cfg, runner, eps, store, synthetic, human, train, eval_instances, out_dir, notes, dry_run, inherit
+                )
             if dry_run:  # written all the same: it checks the students' ids and lineage
                 with tempfile.TemporaryDirectory(prefix="nepotism-leakage-dry-run-") as scratch:
                     write_student_registry(students, registry, Path(scratch) / "students.toml")
@@ -375,18 +453,23 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             groups: dict[str, list[Student]] = {}
             for s in students:
                 groups.setdefault(s.group, []).append(s)
-            pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1:]]
+            pairs = [(a.id, b.id) for members in groups.values() for i, a in enumerate(members) for b in members[i + 1 :]]
             if dry_run:
                 n_eval = len(eval_instances)
                 # paper 000 §5.2: each parent student answers the instructions its inheritors learn from
                 inherited = {(s.teacher, s.variant.get("instructions")) for s in students if s.variant.get("inherit")}
                 parent_calls = sum(len(train) if how == "same" else len(inherit) for _, how in inherited)
-                return {"experiment": exp.name, "dry_run": True, "train_instructions": len(train),
-                        "eval_instructions": n_eval, "students": [s.as_dict() for s in students],
-                        "generation_calls": len(train) * len(data_models) + parent_calls + n_eval * len(students),
-                        "rewrite_calls": n_eval * len(students) * len(cfg.analyses.ablations),
-                        "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges) * (1 + len(cfg.analyses.ablations)),
-                        "notes": notes}
+                return {
+                    "experiment": exp.name,
+                    "dry_run": True,
+                    "train_instructions": len(train),
+                    "eval_instructions": n_eval,
+                    "students": [s.as_dict() for s in students],
+                    "generation_calls": len(train) * len(data_models) + parent_calls + n_eval * len(students),
+                    "rewrite_calls": n_eval * len(students) * len(cfg.analyses.ablations),
+                    "judge_calls": n_eval * len(pairs) * 2 * len(exp.judges) * (1 + len(cfg.analyses.ablations)),
+                    "notes": notes,
+                }
             with timer("student answers"):
                 calls = runner.plan_generation(eval_instances, list(specs.values()))
                 answered = await runner.generate(eval_instances, list(specs.values()), planned=calls)
@@ -394,28 +477,40 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             rewritten: dict[str, list[Response]] = {}
             if a.ablations:
                 with timer("ablation rewrites"):
-                    rewritten = await _ablated_answers(a.ablations, a.rewriter, answered.responses, store, eps,
-                                                       run_id, exp.seed, notes, phases=runner.phases)
+                    rewritten = await _ablated_answers(
+                        a.ablations, a.rewriter, answered.responses, store, eps, run_id, exp.seed, notes, phases=runner.phases
+                    )
 
-            def student_tasks(instances: Sequence[Any], answers: Sequence[Response],
-                     ablated: Mapping[str, Sequence[Response]]) -> list[Any]:
+            def student_tasks(
+                instances: Sequence[Any], answers: Sequence[Response], ablated: Mapping[str, Sequence[Response]]
+            ) -> list[Any]:
                 """The judge tasks of the students' ``answers`` and their ``ablated`` rewrites."""
                 out = []
                 for condition, responses in {"default": answers, **ablated}.items():
                     by_instance: dict[str, list[Response]] = {}
                     for r in responses:
                         by_instance.setdefault(r.instance_id, []).append(r)
-                    out += judging.plan_pairwise(instances, by_instance, list(exp.judges), pairs=pairs,
-                                                 both_orders=True, options=dict(cfg.judge_options),
-                                                 **({} if condition == "default" else {"condition": condition}))
+                    out += judging.plan_pairwise(
+                        instances,
+                        by_instance,
+                        list(exp.judges),
+                        pairs=pairs,
+                        both_orders=True,
+                        options=dict(cfg.judge_options),
+                        **({} if condition == "default" else {"condition": condition}),
+                    )
                 if a.recognition:
-                    out += plan_student_recognition(instances, answers, students, cfg.judge_of,
-                                                    pointwise="pointwise" in a.recognition,
-                                                    pairwise="pairwise" in a.recognition,
-                                                    options=_judge_wide_options(cfg.judge_options))
+                    out += plan_student_recognition(
+                        instances,
+                        answers,
+                        students,
+                        cfg.judge_of,
+                        pointwise="pointwise" in a.recognition,
+                        pairwise="pairwise" in a.recognition,
+                        options=_judge_wide_options(cfg.judge_options),
+                    )
                 if a.categoriser and a.question_types:
-                    out += cat.plan_question_types(instances, a.categoriser,
-                                                   options=_judge_wide_options(cfg.judge_options))
+                    out += cat.plan_question_types(instances, a.categoriser, options=_judge_wide_options(cfg.judge_options))
                 return out
 
             tasks = student_tasks(eval_instances, answered.responses, rewritten)
@@ -424,12 +519,26 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             # the judgments a student's failed answer prevented: failed judgments with its reason
             # (`record_prevented`), stored and counted in every analysis' exclusions
             prevented: list[Any] = []
-            blocked = prevented_by(lambda hit, shown: student_tasks([i for i in eval_instances if i.id in hit],
-                                                                    shown, {c: shown for c in rewritten}),
-                                   answered.responses, answered.failures)
-            prevented_counts, _ = record_prevented(store, exp, eval_instances, answered.responses, answered.failures,
-                                                   calls, judging, run_id=run_id, tasks=blocked,
-                                                   source=f"leakage:{exp.name}", keep=prevented)
+            blocked = prevented_by(
+                lambda hit, shown: student_tasks(
+                    [i for i in eval_instances if i.id in hit], shown, {c: shown for c in rewritten}
+                ),
+                answered.responses,
+                answered.failures,
+            )
+            prevented_counts, _ = record_prevented(
+                store,
+                exp,
+                eval_instances,
+                answered.responses,
+                answered.failures,
+                calls,
+                judging,
+                run_id=run_id,
+                tasks=blocked,
+                source=f"leakage:{exp.name}",
+                keep=prevented,
+            )
             judgments = judged.judgments + prevented
             pairwise = [j for j in judgments if j.protocol == "pairwise"]
             # the other analyses read the students' own answers (the ablations only add PLS conditions)
@@ -444,8 +553,11 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
                 with timer("dimension labels"):
                     dim_judged = await runner.judge(dim_tasks, judging.render, judging.interpret_all) if dim_tasks else None
                 if dim_judged:
-                    dims, missing = (cat.dimension_flags(dim_judged.judgments) if several
-                                     else cat.labels_from(dim_judged.judgments, target="response"))
+                    dims, missing = (
+                        cat.dimension_flags(dim_judged.judgments)
+                        if several
+                        else cat.labels_from(dim_judged.judgments, target="response")
+                    )
                     if missing:
                         notes.append(f"dimensions: {missing} labels unreadable (those rationales left out of them)")
     finally:
@@ -462,29 +574,41 @@ async def run_leakage(cfg: LeakageConfig, store: Any, *, registry: Any = None, e
             records += recognition_records(judgments, students, cfg.judge_of, bootstrap=boot)
         for classifier in a.classifier:
             try:
-                records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot,
-                                              classifier=classifier)
+                records += classifier_records(answered.responses, students, seed=exp.seed, bootstrap=boot, classifier=classifier)
             except ImportError:
-                notes.append(f"classifier {classifier}: scikit-learn, torch or transformers is missing "
-                             "(install the 'train' extra)")
+                notes.append(
+                    f"classifier {classifier}: scikit-learn, torch or transformers is missing (install the 'train' extra)"
+                )
             except ModelFileError as err:  # the packaged encoder is absent or damaged: said, not guessed
                 notes.append(f"classifier {classifier}: {err}")
         qtypes = cat.labels_from(judgments, target="instance")[0] if a.categoriser and a.question_types else {}
-        records += cat.category_records(original, students, cfg.judge_of, registry, question_types=qtypes,
-                                        dimensions=dims, bootstrap=boot)
+        records += cat.category_records(
+            original, students, cfg.judge_of, registry, question_types=qtypes, dimensions=dims, bootstrap=boot
+        )
     if a.mitigation:
-        notes.append("mitigation (paper 000 §5.8): run `nepotism mitigate` on the students' answers with "
-                     "[mitigate] target = \"student\" and human labels as preference_ref (Error Bias per mitigation)")
+        notes.append(
+            "mitigation (paper 000 §5.8): run `nepotism mitigate` on the students' answers with "
+            '[mitigate] target = "student" and human labels as preference_ref (Error Bias per mitigation)'
+        )
     counts: dict[str, int] = {}
     for j in judgments:
         counts[f"{j.protocol}:{j.status}"] = counts.get(f"{j.protocol}:{j.status}", 0) + 1
-    summary = {"experiment": exp.name, "run_id": run_id, "judge_of": dict(cfg.judge_of),
-               "students": [s.as_dict() for s in students], "registry_file": str(reg_path),
-               "train_instructions": len(train), "eval_instructions": len(eval_instances),
-               "judgments": counts, "generation_failures": len(answered.failures),
-               # every phase's calls (synthetic data, students' answers, rewrites, judging): exit 3 when some failed
-               "calls": [phase.as_dict() for phase in runner.phases], "timings": timer.phases,
-               "notes": notes, "options": boot.as_dict()}
+    summary = {
+        "experiment": exp.name,
+        "run_id": run_id,
+        "judge_of": dict(cfg.judge_of),
+        "students": [s.as_dict() for s in students],
+        "registry_file": str(reg_path),
+        "train_instructions": len(train),
+        "eval_instructions": len(eval_instances),
+        "judgments": counts,
+        "generation_failures": len(answered.failures),
+        # every phase's calls (synthetic data, students' answers, rewrites, judging): exit 3 when some failed
+        "calls": [phase.as_dict() for phase in runner.phases],
+        "timings": timer.phases,
+        "notes": notes,
+        "options": boot.as_dict(),
+    }
     if prevented_counts:  # judgments a failed student answer prevented, by reason (as `nepotism run` says)
         summary["prevented"] = prevented_counts
     results = Results(records, summary=summary)

@@ -62,16 +62,21 @@ def load_pool(path: str | Path, *, limit: int | None = None) -> list[PoolItem]:
             raise InputError(f"id {ident!r} appears twice", path=str(path), line=number, field="id")
         prompt = row.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            raise InputError("each row needs a non-empty prompt string", path=str(path), line=number,
-                             field="prompt")
+            raise InputError("each row needs a non-empty prompt string", path=str(path), line=number, field="prompt")
         response = row.get("response")
         if response is not None and (not isinstance(response, str) or not response.strip()):
-            raise InputError("response must be a non-empty string when given", path=str(path),
-                             line=number, field="response")
+            raise InputError("response must be a non-empty string when given", path=str(path), line=number, field="response")
         category = row.get("category")
         seen.add(ident)
-        items.append(PoolItem(ident, prompt, response, category if isinstance(category, str) else None,
-                              row.get("metadata") if isinstance(row.get("metadata"), dict) else {}))
+        items.append(
+            PoolItem(
+                ident,
+                prompt,
+                response,
+                category if isinstance(category, str) else None,
+                row.get("metadata") if isinstance(row.get("metadata"), dict) else {},
+            )
+        )
         if limit is not None and len(items) >= limit:
             break
     if not items:
@@ -79,8 +84,9 @@ def load_pool(path: str | Path, *, limit: int | None = None) -> list[PoolItem]:
     return items
 
 
-def check_disjoint(train: list[PoolItem], evaluation: list[PoolItem], *, train_path: str = "<train pool>",
-                   eval_path: str = "<evaluation pool>") -> None:
+def check_disjoint(
+    train: list[PoolItem], evaluation: list[PoolItem], *, train_path: str = "<train pool>", eval_path: str = "<evaluation pool>"
+) -> None:
     """Raise `InputError` when an evaluation instruction is also a training instruction.
 
     Compared exactly and after `normalise_text`; shared ids are refused too (the store keys
@@ -103,4 +109,6 @@ def check_disjoint(train: list[PoolItem], evaluation: list[PoolItem], *, train_p
         raise InputError(
             f"evaluation instructions must be disjoint from the training pool: {clashes[0]}{more}; "
             f"remove them from one of the pools",
-            path=eval_path, field=f"overlap with {train_path}")
+            path=eval_path,
+            field=f"overlap with {train_path}",
+        )

@@ -32,10 +32,16 @@ from nepotism.records import Instance, Judgment, Response, exclusion_label
 __all__ = ["classifier_records", "plan_student_recognition", "recognition_records"]
 
 
-def plan_student_recognition(instances: Sequence[Instance], responses: Sequence[Response],
-                             students: Sequence[Student], judge_of: Mapping[str, str], *,
-                             pointwise: bool = True, pairwise: bool = True,
-                             options: Mapping[str, Any] | None = None) -> list[Any]:
+def plan_student_recognition(
+    instances: Sequence[Instance],
+    responses: Sequence[Response],
+    students: Sequence[Student],
+    judge_of: Mapping[str, str],
+    *,
+    pointwise: bool = True,
+    pairwise: bool = True,
+    options: Mapping[str, Any] | None = None,
+) -> list[Any]:
     """Recognition tasks (``subject="student"``) for every judge over its groups' students."""
     opts = {"subject": "student", **dict(options or {})}
     by_instance: dict[str, list[Response]] = {}
@@ -54,8 +60,9 @@ def plan_student_recognition(instances: Sequence[Instance], responses: Sequence[
                 if judge is None:
                     continue
                 pairs = [(own.id, other.id) for g, other in sorted(by_gen.items()) if g != gen]
-                tasks += plan_recognition(instances, by_instance, [judge], pairwise=True, pairs=pairs,
-                                          both_orders=True, options=opts)
+                tasks += plan_recognition(
+                    instances, by_instance, [judge], pairwise=True, pairs=pairs, both_orders=True, options=opts
+                )
     return tasks
 
 
@@ -72,8 +79,9 @@ def _why(j: Judgment) -> str:
     return exclusion_label(j.status, j.reason)
 
 
-def recognition_records(judgments: Sequence[Judgment], students: Sequence[Student],
-                        judge_of: Mapping[str, str], *, bootstrap: Bootstrap | None = None) -> list[dict]:
+def recognition_records(
+    judgments: Sequence[Judgment], students: Sequence[Student], judge_of: Mapping[str, str], *, bootstrap: Bootstrap | None = None
+) -> list[dict]:
     """Accuracy of each judge's pointwise and pairwise student recognition (see module docstring)."""
     boot = bootstrap or Bootstrap()
     owner = {s.id: s.generator for s in students}
@@ -99,16 +107,31 @@ def recognition_records(judgments: Sequence[Judgment], students: Sequence[Studen
         clusters = np.array([i for _, i, _, _ in items])
         why = [w for _, _, _, w in items]
         est = with_reasons(win_rate(codes, clusters, bootstrap=boot), why)
-        records.append({"metric": "student-recognition-accuracy", "judge": judge, "generator": None,
-                        "pair": None, "condition": "default",
-                        "variant": {"protocol": kind, "chance": 0.5 if kind == "pairwise" else None},
-                        **est.as_dict()})
+        records.append(
+            {
+                "metric": "student-recognition-accuracy",
+                "judge": judge,
+                "generator": None,
+                "pair": None,
+                "condition": "default",
+                "variant": {"protocol": kind, "chance": 0.5 if kind == "pairwise" else None},
+                **est.as_dict(),
+            }
+        )
         if kind == "pointwise":
             yes = np.array([y for _, _, y, _ in items], dtype=float)
             est = with_reasons(win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, bootstrap=boot), why)
-            records.append({"metric": "student-recognition-yes-rate", "judge": judge, "generator": None,
-                            "pair": None, "condition": "default", "variant": {"protocol": kind},
-                            **est.as_dict()})
+            records.append(
+                {
+                    "metric": "student-recognition-yes-rate",
+                    "judge": judge,
+                    "generator": None,
+                    "pair": None,
+                    "condition": "default",
+                    "variant": {"protocol": kind},
+                    **est.as_dict(),
+                }
+            )
     return records
 
 
@@ -123,8 +146,12 @@ def _predict(classifier: str, train: list[tuple[str, str]], test_texts: list[str
         from nepotism.leakage.encoder import finetune_predict
 
         predicted, info = finetune_predict([t for t, _ in train], [y for _, y in train], test_texts, seed=seed)
-        return predicted, {"encoder": info["encoder"], "steps": info["steps"], "settings": info["settings"],
-                           "final_loss": info["losses"][-1] if info["losses"] else None}
+        return predicted, {
+            "encoder": info["encoder"],
+            "steps": info["steps"],
+            "settings": info["settings"],
+            "final_loss": info["losses"][-1] if info["losses"] else None,
+        }
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
@@ -135,8 +162,15 @@ def _predict(classifier: str, train: list[tuple[str, str]], test_texts: list[str
     return list(model.predict(vectoriser.transform(test_texts))), {}
 
 
-def classifier_records(responses: Sequence[Response], students: Sequence[Student], *, test_share: float = 0.2,
-                       seed: int = 0, bootstrap: Bootstrap | None = None, classifier: str = "tfidf-logreg") -> list[dict]:
+def classifier_records(
+    responses: Sequence[Response],
+    students: Sequence[Student],
+    *,
+    test_share: float = 0.2,
+    seed: int = 0,
+    bootstrap: Bootstrap | None = None,
+    classifier: str = "tfidf-logreg",
+) -> list[dict]:
     """Held-out accuracy of a generator classifier per student group: ``classifier`` ``tfidf-logreg``
     (TF-IDF + logistic regression) or ``minilm-finetune`` (paper 000 App. G's fine-tuning on the
     closest offline BERT-like encoder, `nepotism.leakage.encoder`). The same split for both."""
@@ -148,11 +182,20 @@ def classifier_records(responses: Sequence[Response], students: Sequence[Student
         label_of = {s.id: g for g, s in by_gen.items()}
         rows = [(r.instance_id, r.text, label_of[r.generator]) for r in responses if r.generator in label_of]
         instances = sorted({i for i, _, _ in rows})
-        base = {"metric": "student-classifier-accuracy", "judge": None, "generator": None, "pair": None,
-                "condition": "default"}
+        base = {"metric": "student-classifier-accuracy", "judge": None, "generator": None, "pair": None, "condition": "default"}
         if len(by_gen) < 2 or len(instances) < 5:
-            records.append({**base, "variant": {"group": group}, "value": None, "ci_low": None, "ci_high": None,
-                            "n": 0, "n_excluded": len(rows), "note": "needs two students and five instructions"})
+            records.append(
+                {
+                    **base,
+                    "variant": {"group": group},
+                    "value": None,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "n": 0,
+                    "n_excluded": len(rows),
+                    "note": "needs two students and five instructions",
+                }
+            )
             continue
         rng = random.Random(seed)
         shuffled = instances[:]
@@ -166,8 +209,19 @@ def classifier_records(responses: Sequence[Response], students: Sequence[Student
         est = win_rate(correct, np.array([i for i, _, _ in test]), bootstrap=boot)
         labels = [y for _, y in train]
         majority = max(labels.count(y) for y in set(labels)) / len(labels)
-        records.append({**base, "variant": {"group": group, "classifier": classifier,
-                                            "classes": sorted(set(labels)), "test_share": test_share,
-                                            "majority_rate": majority, "n_train": len(train)},
-                        **({"training": used} if used else {}), **est.as_dict()})
+        records.append(
+            {
+                **base,
+                "variant": {
+                    "group": group,
+                    "classifier": classifier,
+                    "classes": sorted(set(labels)),
+                    "test_share": test_share,
+                    "majority_rate": majority,
+                    "n_train": len(train),
+                },
+                **({"training": used} if used else {}),
+                **est.as_dict(),
+            }
+        )
     return records

@@ -33,14 +33,36 @@ __all__ = ["comparisons_frame", "group_students", "pairwise_frame", "pls_records
 def pairwise_frame(judgments: Sequence[Judgment]) -> pd.DataFrame:
     """The pairwise table (instance_id, judge, model_a, model_b, verdict, status, reason, condition,
     replicate): a verdict's status and reason are what the comparisons count its exclusion under."""
-    rows = [{"instance_id": j.instance_id, "judge": j.judge, "model_a": j.candidates[0],
-             "model_b": j.candidates[1], "verdict": j.verdict if j.status == "parsed" else None,
-             "status": j.status, "reason": j.reason,
-             "prob_a": _prob(j, "A"), "prob_b": _prob(j, "B"),
-             "condition": j.condition, "replicate": j.replicate}
-            for j in judgments if j.protocol == "pairwise" and len(j.candidates) == 2]
-    columns = ["instance_id", "judge", "model_a", "model_b", "verdict", "status", "reason", "prob_a", "prob_b",
-               "condition", "replicate"]
+    rows = [
+        {
+            "instance_id": j.instance_id,
+            "judge": j.judge,
+            "model_a": j.candidates[0],
+            "model_b": j.candidates[1],
+            "verdict": j.verdict if j.status == "parsed" else None,
+            "status": j.status,
+            "reason": j.reason,
+            "prob_a": _prob(j, "A"),
+            "prob_b": _prob(j, "B"),
+            "condition": j.condition,
+            "replicate": j.replicate,
+        }
+        for j in judgments
+        if j.protocol == "pairwise" and len(j.candidates) == 2
+    ]
+    columns = [
+        "instance_id",
+        "judge",
+        "model_a",
+        "model_b",
+        "verdict",
+        "status",
+        "reason",
+        "prob_a",
+        "prob_b",
+        "condition",
+        "replicate",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -56,8 +78,9 @@ def comparisons_frame(judgments: Sequence[Judgment], *, rule: str = "consistent"
     `nepotism.analyses.comparisons.build_comparisons`."""
     frame = pairwise_frame(judgments)
     if frame.empty:
-        return pd.DataFrame(columns=["instance_id", "judge", "condition", "replicate", "model_x", "model_y",
-                                     "outcome", "n_orders"])
+        return pd.DataFrame(
+            columns=["instance_id", "judge", "condition", "replicate", "model_x", "model_y", "outcome", "n_orders"]
+        )
     return build_comparisons(frame, rule=rule).frame
 
 
@@ -80,11 +103,11 @@ def _why(sub: pd.DataFrame, column: str = "excluded_reason", *, times: int = 2) 
     return np.concatenate([why] * times)
 
 
-def _wr_record(student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap,
-               base: dict, why: np.ndarray) -> dict:
+def _wr_record(
+    student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap, base: dict, why: np.ndarray
+) -> dict:
     est = with_reasons(win_rate(side, clusters, bootstrap=boot), why)
-    return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None,
-            **est.as_dict()}
+    return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None, **est.as_dict()}
 
 
 def _pls_inputs(sub: pd.DataFrame, si: str, jj: str, values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
@@ -95,12 +118,24 @@ def _pls_inputs(sub: pd.DataFrame, si: str, jj: str, values: np.ndarray | None =
     out_i = (sub["outcome"].to_numpy(dtype=float) if values is None else values) * sign
     side_j = (sub["judge"] == jj).to_numpy().astype(int)
     ids = sub["instance_id"].astype(str).to_numpy()
-    return (np.concatenate([out_i, -out_i]), np.repeat([0, 1], len(sub)), np.concatenate([side_j, side_j]),
-            np.concatenate([ids, ids]))
+    return (
+        np.concatenate([out_i, -out_i]),
+        np.repeat([0, 1], len(sub)),
+        np.concatenate([side_j, side_j]),
+        np.concatenate([ids, ids]),
+    )
 
 
-def _change_records(chosen: pd.DataFrame, si: str, ji: str, jj: str, ties: Sequence[str], boot: Bootstrap,
-                    base: Mapping[str, Any], variant: Mapping[str, Any]) -> list[dict]:
+def _change_records(
+    chosen: pd.DataFrame,
+    si: str,
+    ji: str,
+    jj: str,
+    ties: Sequence[str],
+    boot: Bootstrap,
+    base: Mapping[str, Any],
+    variant: Mapping[str, Any],
+) -> list[dict]:
     """preference-leakage-change of every ablation condition against the default one (paper 000
     Table 6): both conditions' rows in one paired estimate per tie rule."""
     conditions = sorted(set(chosen["condition"]) - {"default"})
@@ -112,19 +147,33 @@ def _change_records(chosen: pd.DataFrame, si: str, ji: str, jj: str, ties: Seque
         after = _pls_inputs(chosen[chosen["condition"] == condition], si, jj)
         flags = np.concatenate([np.zeros(baseline[0].size, int), np.ones(after[0].size, int)])
         for tie_rule in ties:
-            est = leakage.preference_leakage_change(*(np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3])),
-                                                    flags, np.concatenate([baseline[3], after[3]]),
-                                                    ties=tie_rule, bootstrap=boot)
-            est = with_reasons(est, np.concatenate([_why(chosen[chosen["condition"] == "default"]),
-                                                    _why(chosen[chosen["condition"] == condition])]))
-            out.append({**base, "condition": condition,
-                        "variant": {**variant, "ties": tie_rule, "against": "default"}, **est.as_dict()})
+            est = leakage.preference_leakage_change(
+                *(np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3])),
+                flags,
+                np.concatenate([baseline[3], after[3]]),
+                ties=tie_rule,
+                bootstrap=boot,
+            )
+            est = with_reasons(
+                est,
+                np.concatenate([_why(chosen[chosen["condition"] == "default"]), _why(chosen[chosen["condition"] == condition])]),
+            )
+            out.append(
+                {**base, "condition": condition, "variant": {**variant, "ties": tie_rule, "against": "default"}, **est.as_dict()}
+            )
     return out
 
 
-def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mapping[str, str],
-                registry: Any, *, bootstrap: Bootstrap | None = None,
-                ties: Sequence[str] = ("loss",), extra_variant: Mapping[str, Any] | None = None) -> list[dict]:
+def pls_records(
+    comp: pd.DataFrame,
+    students: Sequence[Student],
+    judge_of: Mapping[str, str],
+    registry: Any,
+    *,
+    bootstrap: Bootstrap | None = None,
+    ties: Sequence[str] = ("loss",),
+    extra_variant: Mapping[str, Any] | None = None,
+) -> list[dict]:
     """PLS and win-rate records for every group and generator pair (see the module docstring).
 
     ``judge_of`` maps a generator to the judge related to it. ``comp`` is `comparisons_frame`
@@ -141,43 +190,83 @@ def pls_records(comp: pd.DataFrame, students: Sequence[Student], judge_of: Mappi
                 continue
             si, sj = by_gen[gi].id, by_gen[gj].id
             example = by_gen[gi]
-            variant = {"group": group, "method": example.method, "base": example.base,
-                       **dict(example.variant), **dict(extra_variant or {})}
+            variant = {
+                "group": group,
+                "method": example.method,
+                "base": example.base,
+                **dict(example.variant),
+                **dict(extra_variant or {}),
+            }
             relation = {ji: registry.relation(ji, gi).value, jj: registry.relation(jj, gj).value}
-            mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) |
-                    ((comp["model_x"] == sj) & (comp["model_y"] == si))) & comp["judge"].isin([ji, jj])
+            mask = (
+                ((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))
+            ) & comp["judge"].isin([ji, jj])
             chosen = comp[mask]
-            records += _change_records(chosen, si, ji, jj, ties, boot,
-                                       {"scope": "student", "relation": relation, "students": {gi: si, gj: sj},
-                                        "judges": {gi: ji, gj: jj}, "metric": "preference-leakage-change",
-                                        "judge": f"{ji} & {jj}", "generator": f"{gi} & {gj}", "pair": [si, sj]},
-                                       variant)
+            records += _change_records(
+                chosen,
+                si,
+                ji,
+                jj,
+                ties,
+                boot,
+                {
+                    "scope": "student",
+                    "relation": relation,
+                    "students": {gi: si, gj: sj},
+                    "judges": {gi: ji, gj: jj},
+                    "metric": "preference-leakage-change",
+                    "judge": f"{ji} & {jj}",
+                    "generator": f"{gi} & {gj}",
+                    "pair": [si, sj],
+                },
+                variant,
+            )
             for condition, sub in chosen.groupby("condition", sort=True):
                 rows = _pls_inputs(sub, si, jj)
                 out_i, ids = rows[0][: len(sub)], rows[3][: len(sub)]  # student i's side of each comparison
-                base = {"condition": condition, "scope": "student", "relation": relation,
-                        "students": {gi: si, gj: sj}, "judges": {gi: ji, gj: jj}}
+                base = {
+                    "condition": condition,
+                    "scope": "student",
+                    "relation": relation,
+                    "students": {gi: si, gj: sj},
+                    "judges": {gi: ji, gj: jj},
+                }
                 for tie_rule in ties:
-                    est = with_reasons(leakage.preference_leakage_score(*rows, ties=tie_rule, bootstrap=boot),
-                                       _why(sub))
-                    records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
-                                    "generator": f"{gi} & {gj}", "pair": [si, sj],
-                                    "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
-                                    **est.as_dict()})
+                    est = with_reasons(leakage.preference_leakage_score(*rows, ties=tie_rule, bootstrap=boot), _why(sub))
+                    records.append(
+                        {
+                            **base,
+                            "metric": "preference-leakage-score",
+                            "judge": f"{ji} & {jj}",
+                            "generator": f"{gi} & {gj}",
+                            "pair": [si, sj],
+                            "variant": {**variant, "ties": tie_rule, "preference": "verdict"},
+                            **est.as_dict(),
+                        }
+                    )
                 if "prob_x" in sub and sub["prob_x"].notna().any():
                     # paper 001 Eq. 3: p(X)/(p(A)+p(B)) averaged over both orders, as a soft outcome in
                     # [-1, 1]; position bias cancels in the average instead of turning every pair into a tie
                     soft = _pls_inputs(sub, si, jj, 2.0 * sub["prob_x"].to_numpy(dtype=float) - 1.0)
-                    est = with_reasons(leakage.preference_leakage_score(*soft, ties="half", bootstrap=boot),
-                                       _why(sub, "prob_excluded_reason"))
-                    records.append({**base, "metric": "preference-leakage-score", "judge": f"{ji} & {jj}",
-                                    "generator": f"{gi} & {gj}", "pair": [si, sj],
-                                    "variant": {**variant, "ties": "half", "preference": "probability"},
-                                    **est.as_dict()})
+                    est = with_reasons(
+                        leakage.preference_leakage_score(*soft, ties="half", bootstrap=boot), _why(sub, "prob_excluded_reason")
+                    )
+                    records.append(
+                        {
+                            **base,
+                            "metric": "preference-leakage-score",
+                            "judge": f"{ji} & {jj}",
+                            "generator": f"{gi} & {gj}",
+                            "pair": [si, sj],
+                            "variant": {**variant, "ties": "half", "preference": "probability"},
+                            **est.as_dict(),
+                        }
+                    )
                 why = _why(sub, times=1)
                 for judge in (ji, jj):
                     jm = (sub["judge"] == judge).to_numpy()
                     for student, signed in ((si, out_i), (sj, -out_i)):
-                        records.append(_wr_record(student, judge, signed[jm], ids[jm], boot,
-                                                  {**base, "variant": dict(variant)}, why[jm]))
+                        records.append(
+                            _wr_record(student, judge, signed[jm], ids[jm], boot, {**base, "variant": dict(variant)}, why[jm])
+                        )
     return records

@@ -37,8 +37,9 @@ def data_digest(examples: Sequence[SyntheticExample | PreferencePair]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def icl_demonstrations(examples: Sequence[SyntheticExample], k: int, *, seed: int,
-                       max_chars: int | None = None) -> tuple[Message, ...]:
+def icl_demonstrations(
+    examples: Sequence[SyntheticExample], k: int, *, seed: int, max_chars: int | None = None
+) -> tuple[Message, ...]:
     """``k`` examples chosen with ``seed`` (sorted by instance id first, so the choice does not
     depend on the order given), as alternating user/assistant messages; answers longer than
     ``max_chars`` are cut there (to fit small context windows)."""
@@ -67,12 +68,22 @@ class ICLSpec(GenerationSpec):
 
     def request(self, instance: Instance) -> Request:
         if self.prompt_format == "completion":
-            return Request(model=self.model, prompt=completion_prompt(self.demonstrations, instance),
-                           max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
-                           extra={**self.extra, "stop": [_INSTRUCTION, "\n\n\n"]})
-        return Request(model=self.model, messages=self.demonstrations + tuple(instance.messages),
-                       max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
-                       extra=self.extra)
+            return Request(
+                model=self.model,
+                prompt=completion_prompt(self.demonstrations, instance),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                seed=self.seed,
+                extra={**self.extra, "stop": [_INSTRUCTION, "\n\n\n"]},
+            )
+        return Request(
+            model=self.model,
+            messages=self.demonstrations + tuple(instance.messages),
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            extra=self.extra,
+        )
 
 
 _INSTRUCTION = "Instruction:"
@@ -90,8 +101,9 @@ def completion_prompt(demonstrations: Sequence[Message], instance: Instance) -> 
     return "\n\n".join(blocks)
 
 
-def mix_examples(own: Sequence[SyntheticExample], other: Sequence[SyntheticExample], ratio: float,
-                 total: int, *, seed: int) -> list[SyntheticExample]:
+def mix_examples(
+    own: Sequence[SyntheticExample], other: Sequence[SyntheticExample], ratio: float, total: int, *, seed: int
+) -> list[SyntheticExample]:
     """``round(ratio * total)`` of ``own`` plus the rest from ``other``, on distinct instructions.
 
     Raises `ValueError` when there are not enough examples (the total is kept fixed on purpose:
@@ -118,13 +130,15 @@ def mix_examples(own: Sequence[SyntheticExample], other: Sequence[SyntheticExamp
         used.add(e.instance_id)
         chosen_other.append(e)
     if len(chosen_other) < total - n_own:
-        raise ValueError(f"the mix needs {total - n_own} other-source examples on other instructions, "
-                         f"there are {len(chosen_other)}")
+        raise ValueError(
+            f"the mix needs {total - n_own} other-source examples on other instructions, there are {len(chosen_other)}"
+        )
     return sorted(picked + chosen_other, key=lambda e: e.instance_id)
 
 
-def preference_pairs(judgments: Sequence[Judgment], samples: Mapping[tuple[str, str], str],
-                     prompts: Mapping[str, str], labeller: str) -> tuple[list[PreferencePair], dict[str, int]]:
+def preference_pairs(
+    judgments: Sequence[Judgment], samples: Mapping[tuple[str, str], str], prompts: Mapping[str, str], labeller: str
+) -> tuple[list[PreferencePair], dict[str, int]]:
     """DPO pairs from ``labeller``'s pairwise judgments of two sampled answers per instruction.
 
     ``samples`` maps (instance id, sample name) to the answer text, ``judgments`` are the
@@ -162,6 +176,7 @@ def preference_pairs(judgments: Sequence[Judgment], samples: Mapping[tuple[str, 
         names = sorted({c for j in by_instance[instance_id] for c in j.candidates})
         win = winners[0]
         lose = next(n for n in names if n != win)
-        pairs.append(PreferencePair(instance_id, prompts[instance_id], samples[(instance_id, win)],
-                                    samples[(instance_id, lose)], labeller))
+        pairs.append(
+            PreferencePair(instance_id, prompts[instance_id], samples[(instance_id, win)], samples[(instance_id, lose)], labeller)
+        )
     return pairs, dropped

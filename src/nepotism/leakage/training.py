@@ -38,8 +38,16 @@ from nepotism.backends.base import Completion, Request, failed
 from nepotism.leakage.exports import PreferencePair, SyntheticExample
 from nepotism.leakage.students import data_digest
 
-__all__ = ["PRESETS", "TUNINGS", "TrainConfig", "TrainedBackend", "load_base", "load_trained", "train_student",
-           "training_available"]
+__all__ = [
+    "PRESETS",
+    "TUNINGS",
+    "TrainConfig",
+    "TrainedBackend",
+    "load_base",
+    "load_trained",
+    "train_student",
+    "training_available",
+]
 
 
 @dataclass(frozen=True)
@@ -72,10 +80,18 @@ TUNINGS = ("lora", "full")
 
 
 PRESETS: Mapping[str, TrainConfig] = {
-    "tiny": TrainConfig(max_steps=4, epochs=1.0, learning_rate=2e-4, batch_size=2, grad_accum=1, max_length=128,
-                        lora_r=8, lora_alpha=16, lora_dropout=0.0),
-    "full": TrainConfig(max_steps=-1, epochs=3.0, learning_rate=1e-5, batch_size=2, grad_accum=2, max_length=1024,
-                        bf16=True),
+    "tiny": TrainConfig(
+        max_steps=4,
+        epochs=1.0,
+        learning_rate=2e-4,
+        batch_size=2,
+        grad_accum=1,
+        max_length=128,
+        lora_r=8,
+        lora_alpha=16,
+        lora_dropout=0.0,
+    ),
+    "full": TrainConfig(max_steps=-1, epochs=3.0, learning_rate=1e-5, batch_size=2, grad_accum=2, max_length=1024, bf16=True),
 }
 _DPO_FULL = {"batch_size": 1, "grad_accum": 4}
 
@@ -139,18 +155,35 @@ def _lora(config: TrainConfig) -> Any:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                      target_modules="all-linear", task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
 
 
 def _common_args(config: TrainConfig, out_dir: Path) -> dict[str, Any]:
-    return {"output_dir": str(out_dir / "trainer"), "max_steps": config.max_steps,
-            "num_train_epochs": config.epochs, "learning_rate": config.learning_rate,
-            "per_device_train_batch_size": config.batch_size, "gradient_accumulation_steps": config.grad_accum,
-            "warmup_steps": float(config.warmup_ratio), "lr_scheduler_type": "cosine", "logging_steps": 1,
-            "save_strategy": "no", "report_to": [], "bf16": config.bf16, "seed": config.seed,
-            "use_cpu": not _cuda(), "dataloader_num_workers": 0, "max_length": config.max_length,
-            "disable_tqdm": True}
+    return {
+        "output_dir": str(out_dir / "trainer"),
+        "max_steps": config.max_steps,
+        "num_train_epochs": config.epochs,
+        "learning_rate": config.learning_rate,
+        "per_device_train_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.grad_accum,
+        "warmup_steps": float(config.warmup_ratio),
+        "lr_scheduler_type": "cosine",
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": [],
+        "bf16": config.bf16,
+        "seed": config.seed,
+        "use_cpu": not _cuda(),
+        "dataloader_num_workers": 0,
+        "max_length": config.max_length,
+        "disable_tqdm": True,
+    }
 
 
 def _cuda() -> bool:
@@ -159,28 +192,39 @@ def _cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _trainer(method: str, model: Any, tokenizer: Any, data: Sequence[SyntheticExample | PreferencePair],
-             config: TrainConfig, out_dir: Path) -> Any:
+def _trainer(
+    method: str, model: Any, tokenizer: Any, data: Sequence[SyntheticExample | PreferencePair], config: TrainConfig, out_dir: Path
+) -> Any:
     """The TRL trainer of ``method`` (``"sft"``: examples; ``"dpo"``: preference pairs) on ``model``."""
     from datasets import Dataset
 
     if method == "sft":
         from trl import SFTConfig, SFTTrainer
 
-        rows = [{"messages": [{"role": "user", "content": e.prompt}, {"role": "assistant", "content": e.response}]}
-                for e in data]
+        rows = [{"messages": [{"role": "user", "content": e.prompt}, {"role": "assistant", "content": e.response}]} for e in data]
         args = SFTConfig(**_common_args(config, out_dir), packing=False)
-        return SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, peft_config=_lora(config))
+        return SFTTrainer(
+            model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=_lora(config)
+        )
     if method == "dpo":
         from trl import DPOConfig, DPOTrainer
 
-        rows = [{"prompt": [{"role": "user", "content": p.prompt}],
-                 "chosen": [{"role": "assistant", "content": p.chosen}],
-                 "rejected": [{"role": "assistant", "content": p.rejected}]} for p in data]
+        rows = [
+            {
+                "prompt": [{"role": "user", "content": p.prompt}],
+                "chosen": [{"role": "assistant", "content": p.chosen}],
+                "rejected": [{"role": "assistant", "content": p.rejected}],
+            }
+            for p in data
+        ]
         dpo_args = DPOConfig(**_common_args(config, out_dir), beta=config.beta)
-        return DPOTrainer(model=model, args=dpo_args, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, peft_config=_lora(config))
+        return DPOTrainer(
+            model=model,
+            args=dpo_args,
+            train_dataset=Dataset.from_list(rows),
+            processing_class=tokenizer,
+            peft_config=_lora(config),
+        )
     raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
 
 
@@ -188,16 +232,22 @@ def _losses(trainer: Any) -> list[float]:
     return [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
 
 
-def _sft_stage(model: Any, tokenizer: Any, examples: Sequence[SyntheticExample], config: TrainConfig,
-               out_dir: Path) -> tuple[Any, dict[str, Any]]:
+def _sft_stage(
+    model: Any, tokenizer: Any, examples: Sequence[SyntheticExample], config: TrainConfig, out_dir: Path
+) -> tuple[Any, dict[str, Any]]:
     """SFT on ``examples`` (paper 000 §5.3: human-written instruction data) before a DPO student's
     DPO: the trained policy as a plain model (a LoRA adapter is saved under ``sft-adapter``, then
     merged into the weights, so DPO trains its own adapter on top) and what the stage did."""
     trainer = _trainer("sft", model, tokenizer, examples, config, out_dir / "sft")
     result = trainer.train()
     policy = trainer.model
-    info: dict[str, Any] = {"method": "sft", "examples": len(examples), "data_digest": data_digest(list(examples)),
-                            "steps": int(result.global_step), "losses": _losses(trainer)}
+    info: dict[str, Any] = {
+        "method": "sft",
+        "examples": len(examples),
+        "data_digest": data_digest(list(examples)),
+        "steps": int(result.global_step),
+        "losses": _losses(trainer),
+    }
     if config.tuning == "lora":
         policy.save_pretrained(str(out_dir / "sft-adapter"))
         info["adapter"] = str(out_dir / "sft-adapter")
@@ -205,9 +255,16 @@ def _sft_stage(model: Any, tokenizer: Any, examples: Sequence[SyntheticExample],
     return policy, info
 
 
-def train_student(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                  *, config: TrainConfig | str = "tiny", tuning: str | None = None,
-                  sft_first: Sequence[SyntheticExample] = ()) -> tuple[Any, Any, dict[str, Any]]:
+def train_student(
+    method: str,
+    base: str,
+    data: Sequence[SyntheticExample | PreferencePair],
+    out_dir: str | Path,
+    *,
+    config: TrainConfig | str = "tiny",
+    tuning: str | None = None,
+    sft_first: Sequence[SyntheticExample] = (),
+) -> tuple[Any, Any, dict[str, Any]]:
     """Train a student with ``method`` ``"sft"`` (examples) or ``"dpo"`` (preference pairs).
 
     Returns (model, tokenizer, manifest); the adapter (LoRA) or the weights and tokenizer (full)
@@ -239,10 +296,19 @@ def train_student(method: str, base: str, data: Sequence[SyntheticExample | Pref
     trained.save_pretrained(str(saved))
     if config.tuning == "full":
         tokenizer.save_pretrained(str(saved))
-    manifest = {"method": method, "base": base, "data_digest": data_digest(list(data)), "examples": len(data),
-                "config": asdict(config), "steps": int(result.global_step), "losses": _losses(trainer),
-                "seconds": round(time.perf_counter() - start, 1), _SAVED[config.tuning]: str(saved),
-                "libraries": _versions(), "sft_first": stage}
+    manifest = {
+        "method": method,
+        "base": base,
+        "data_digest": data_digest(list(data)),
+        "examples": len(data),
+        "config": asdict(config),
+        "steps": int(result.global_step),
+        "losses": _losses(trainer),
+        "seconds": round(time.perf_counter() - start, 1),
+        _SAVED[config.tuning]: str(saved),
+        "libraries": _versions(),
+        "sft_first": stage,
+    }
     body = json.dumps(manifest, indent=2, sort_keys=True)
     atomic_write(out_dir / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
     return trained, tokenizer, manifest
@@ -255,9 +321,16 @@ def _resolve(method: str, config: TrainConfig | str, tuning: str | None = None) 
     return config if tuning is None else replace(config, tuning=tuning)
 
 
-def load_trained(method: str, base: str, data: Sequence[SyntheticExample | PreferencePair], out_dir: str | Path,
-                 *, config: TrainConfig | str = "tiny", tuning: str | None = None,
-                 sft_first: Sequence[SyntheticExample] = ()) -> tuple[Any, Any, dict[str, Any]] | None:
+def load_trained(
+    method: str,
+    base: str,
+    data: Sequence[SyntheticExample | PreferencePair],
+    out_dir: str | Path,
+    *,
+    config: TrainConfig | str = "tiny",
+    tuning: str | None = None,
+    sft_first: Sequence[SyntheticExample] = (),
+) -> tuple[Any, Any, dict[str, Any]] | None:
     """The student `train_student` saved under ``out_dir`` for exactly these inputs, or None.
 
     The manifest is written only after the adapter is saved, so a run killed while training
@@ -272,8 +345,11 @@ def load_trained(method: str, base: str, data: Sequence[SyntheticExample | Prefe
     wanted = {"method": method, "base": base, "data_digest": data_digest(list(data)), "config": asdict(resolved)}
     saved = out_dir / _SAVED[resolved.tuning]
     stage = manifest.get("sft_first") or {}
-    if any(manifest.get(k) != v for k, v in wanted.items()) or not saved.is_dir() \
-            or stage.get("data_digest") != (data_digest(list(sft_first)) if sft_first else None):
+    if (
+        any(manifest.get(k) != v for k, v in wanted.items())
+        or not saved.is_dir()
+        or stage.get("data_digest") != (data_digest(list(sft_first)) if sft_first else None)
+    ):
         return None
     import torch
 
@@ -304,8 +380,12 @@ def _versions() -> dict[str, str]:
     import transformers
     import trl
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
-            "trl": trl.__version__}
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "trl": trl.__version__,
+    }
 
 
 class TrainedBackend:
@@ -325,20 +405,29 @@ class TrainedBackend:
         with self._lock, torch.no_grad():
             torch.set_num_threads(self._threads)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
-            ids = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                                      return_dict=True)
+            ids = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
             sample = request.temperature > 0
             if sample and request.seed is not None:
                 torch.manual_seed(request.seed)
-            out = self._model.generate(**ids, max_new_tokens=request.max_tokens, do_sample=sample,
-                                       temperature=request.temperature if sample else None,
-                                       top_p=None, top_k=None, pad_token_id=self._tokenizer.pad_token_id)
-            new = out[0, ids["input_ids"].shape[1]:]
+            out = self._model.generate(
+                **ids,
+                max_new_tokens=request.max_tokens,
+                do_sample=sample,
+                temperature=request.temperature if sample else None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=self._tokenizer.pad_token_id,
+            )
+            new = out[0, ids["input_ids"].shape[1] :]
             text = self._tokenizer.decode(new, skip_special_tokens=True)
         n_out = int(new.shape[0])
         finish = "length" if n_out >= request.max_tokens else "stop"
-        return Completion(text=text, usage={"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": n_out},
-                          latency_s=time.perf_counter() - started, finish_reason=finish)
+        return Completion(
+            text=text,
+            usage={"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": n_out},
+            latency_s=time.perf_counter() - started,
+            finish_reason=finish,
+        )
 
     async def complete(self, request: Request) -> Completion:
         try:

@@ -71,17 +71,38 @@ class BootstrapBatch:
         self._blocks.append(sums)
         return len(self._blocks) - 1
 
-    def add(self, block: int | np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
-            excluded: Mapping[str, int] | None = None, note: str | None = None, alternative: str | None = None,
-            null_value: float = 0.0, undefined_note: str | None = None) -> int:
+    def add(
+        self,
+        block: int | np.ndarray,
+        statistic: Statistic,
+        *,
+        n: int,
+        n_excluded: int = 0,
+        excluded: Mapping[str, int] | None = None,
+        note: str | None = None,
+        alternative: str | None = None,
+        null_value: float = 0.0,
+        undefined_note: str | None = None,
+    ) -> int:
         """Add a statistic of a block (a handle, or sums to register); returns the item's index.
 
         ``undefined_note`` marks an item known to be undefined up front (it gets NaN with that note).
         """
         if not isinstance(block, (int, np.integer)):
             block = self.block(block)
-        self._items.append(_Item(int(block), statistic, int(n), int(n_excluded), dict(excluded or {}), note,
-                                 alternative, null_value, undefined_note))
+        self._items.append(
+            _Item(
+                int(block),
+                statistic,
+                int(n),
+                int(n_excluded),
+                dict(excluded or {}),
+                note,
+                alternative,
+                null_value,
+                undefined_note,
+            )
+        )
         return len(self._items) - 1
 
     def run(self) -> list[Estimate]:
@@ -116,10 +137,21 @@ class BootstrapBatch:
             elif resampled is None:
                 out.append(Estimate(value, nan, nan, *common, "none", 0, None, item.note))
             else:
-                out.append(finish_estimate(
-                    value, resampled[:, lo:hi], self._blocks[item.block], item.statistic, n=item.n,
-                    n_excluded=item.n_excluded, excluded=item.excluded, bootstrap=boot, alternative=item.alternative,
-                    null_value=item.null_value, note=item.note))
+                out.append(
+                    finish_estimate(
+                        value,
+                        resampled[:, lo:hi],
+                        self._blocks[item.block],
+                        item.statistic,
+                        n=item.n,
+                        n_excluded=item.n_excluded,
+                        excluded=item.excluded,
+                        bootstrap=boot,
+                        alternative=item.alternative,
+                        null_value=item.null_value,
+                        note=item.note,
+                    )
+                )
         return out
 
 
@@ -139,11 +171,30 @@ class RecordBatch:
     def block(self, sums: np.ndarray) -> int:
         return self.batch.block(sums)
 
-    def add(self, metric: str, block: int | np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
-            excluded: Mapping[str, int] | None = None, note: str | None = None, alternative: str | None = None,
-            undefined_note: str | None = None, **extra: Any) -> None:
-        index = self.batch.add(block, statistic, n=n, n_excluded=n_excluded, excluded=excluded, note=note,
-                               alternative=alternative, undefined_note=undefined_note)
+    def add(
+        self,
+        metric: str,
+        block: int | np.ndarray,
+        statistic: Statistic,
+        *,
+        n: int,
+        n_excluded: int = 0,
+        excluded: Mapping[str, int] | None = None,
+        note: str | None = None,
+        alternative: str | None = None,
+        undefined_note: str | None = None,
+        **extra: Any,
+    ) -> None:
+        index = self.batch.add(
+            block,
+            statistic,
+            n=n,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note=note,
+            alternative=alternative,
+            undefined_note=undefined_note,
+        )
         self._pending.append((metric, extra, index))
 
     def add_estimate(self, metric: str, estimate: Estimate, **extra: Any) -> None:
@@ -202,14 +253,30 @@ class ClusterSetBatch:
         self._sets: dict[int, _ClusterSet] = {}
         self._items: list[tuple[_ClusterSet | None, _SetItem | Estimate]] = []
 
-    def add(self, sums: np.ndarray, statistic: Statistic, *, n: int, n_excluded: int = 0,
-            excluded: Mapping[str, int] | None = None, alternative: str | None = None, null_value: float = 0.0,
-            note: str | None = None) -> int:
+    def add(
+        self,
+        sums: np.ndarray,
+        statistic: Statistic,
+        *,
+        n: int,
+        n_excluded: int = 0,
+        excluded: Mapping[str, int] | None = None,
+        alternative: str | None = None,
+        null_value: float = 0.0,
+        note: str | None = None,
+    ) -> int:
         sums = np.asarray(sums, dtype=float)
         if sums.ndim == 1:
             sums = sums[:, None]
-        options: dict[str, Any] = dict(n=n, n_excluded=n_excluded, excluded=excluded, bootstrap=self.bootstrap,
-                       alternative=alternative, null_value=null_value, note=note)
+        options: dict[str, Any] = dict(
+            n=n,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            bootstrap=self.bootstrap,
+            alternative=alternative,
+            null_value=null_value,
+            note=note,
+        )
         value = float("nan")
         if sums.shape[0]:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -251,8 +318,14 @@ class ClusterSetBatch:
                 sums = group.sums(item.columns) if boot.method == "bca" else np.empty((group.n_clusters, 0))
                 options = dict(item.options)
                 options.pop("bootstrap")
-                out[index] = finish_estimate(item.value, totals[:, cols], sums, item.statistic,
-                                             bootstrap=boot, **{**options, "excluded": dict(options["excluded"] or {})})
+                out[index] = finish_estimate(
+                    item.value,
+                    totals[:, cols],
+                    sums,
+                    item.statistic,
+                    bootstrap=boot,
+                    **{**options, "excluded": dict(options["excluded"] or {})},
+                )
         done = [estimate for estimate in out if estimate is not None]
         assert len(done) == len(out), "every item is estimated"
         return done

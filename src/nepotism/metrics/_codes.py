@@ -53,8 +53,9 @@ def as_float(series: pd.Series) -> np.ndarray:
     return out
 
 
-def lookup(table_codes: list[np.ndarray], table_values: np.ndarray, sizes: list[int],
-           query_codes: list[np.ndarray]) -> np.ndarray:
+def lookup(
+    table_codes: list[np.ndarray], table_values: np.ndarray, sizes: list[int], query_codes: list[np.ndarray]
+) -> np.ndarray:
     """Value of each query key in a table keyed by integer code tuples; NaN where absent.
 
     ``sizes`` bounds each code (codes in [0, size)); rows with a -1 code never match.

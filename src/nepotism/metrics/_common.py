@@ -24,7 +24,17 @@ Row = dict[str, Any]
 #: ``("scope", name)``, from `nepotism.models.Registry.scope`), as the suite passes them down.
 Relations = dict[object, Any]
 
-__all__ = ["Relations", "Row", "checked", "group_sums", "labels", "mean_of_ratios", "ratio_of_mean_rates", "undefined", "valid_rows"]
+__all__ = [
+    "Relations",
+    "Row",
+    "checked",
+    "group_sums",
+    "labels",
+    "mean_of_ratios",
+    "ratio_of_mean_rates",
+    "undefined",
+    "valid_rows",
+]
 
 
 def checked(values: ArrayLike, name: str, *, low: float, high: float, n: int | None = None) -> np.ndarray:
@@ -55,11 +65,13 @@ def labels(values: ArrayLike, name: str, *, n: int) -> np.ndarray:
     return array
 
 
-def undefined(note: str, *, n: int = 0, n_excluded: int = 0, excluded: Mapping[str, int] | None = None,
-              bootstrap: Bootstrap | None = None) -> Estimate:
+def undefined(
+    note: str, *, n: int = 0, n_excluded: int = 0, excluded: Mapping[str, int] | None = None, bootstrap: Bootstrap | None = None
+) -> Estimate:
     """A NaN estimate with the reason in ``note`` (never a silent 0)."""
-    return cluster_bootstrap(np.zeros((0, 1)), lambda t: t[..., 0], n=n, n_excluded=n_excluded,
-                             excluded=excluded, note=note, bootstrap=bootstrap)
+    return cluster_bootstrap(
+        np.zeros((0, 1)), lambda t: t[..., 0], n=n, n_excluded=n_excluded, excluded=excluded, note=note, bootstrap=bootstrap
+    )
 
 
 def valid_rows(*arrays: np.ndarray, reason: str = "no verdict") -> tuple[np.ndarray, int, dict[str, int]]:

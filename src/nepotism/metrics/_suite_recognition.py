@@ -41,7 +41,15 @@ if TYPE_CHECKING:
 #: What `perplexity_records` bins: the paper's difference of perplexities (default) or of their logs.
 DIFFERENCES = {"perplexity": "perplexity of A − of B", "log": "log perplexity of A − of B"}
 
-__all__ = ["DIFFERENCES", "HARMFUL", "TARGETS", "association_records", "perplexity_records", "recognition_records", "recognition_rows"]
+__all__ = [
+    "DIFFERENCES",
+    "HARMFUL",
+    "TARGETS",
+    "association_records",
+    "perplexity_records",
+    "recognition_records",
+    "recognition_rows",
+]
 
 #: Which scopes (`nepotism.models.Registry.scope`, the one rule) count as the recognition target.
 TARGETS = {"self": frozenset({"self"}), "student": frozenset({"student"}), "family": frozenset({"self", "family"})}
@@ -62,8 +70,13 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry: Registry, target:
     """One row per recognition answer: judge, condition, instance_id, own model, other model (pairwise),
     ``right`` (1/0, NaN unparsed or no truth) and ``reason`` for rows without a truth."""
     judges = frame["judge"].astype(str).to_numpy()
-    out = pd.DataFrame({"judge": judges, "condition": frame["condition"].astype(str).to_numpy(),
-                        "instance_id": frame["instance_id"].astype(str).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "judge": judges,
+            "condition": frame["condition"].astype(str).to_numpy(),
+            "instance_id": frame["instance_id"].astype(str).to_numpy(),
+        }
+    )
     if kind == "recognition":
         models = frame["model"].astype(str).to_numpy()
         truth = _is_target(registry, judges, models, target).astype(float)
@@ -85,9 +98,11 @@ def recognition_rows(frame: pd.DataFrame, kind: str, registry: Registry, target:
     out["other"] = np.where(own_a & ~own_b, b, np.where(own_b & ~own_a, a, None))
     out["truth"] = truth
     out["right"] = np.where(np.isfinite(claimed) & np.isfinite(truth), (claimed == truth).astype(float), np.nan)
-    out["reason"] = np.where(~np.isfinite(truth), np.where(own_a & own_b, "both candidates are the judge's",
-                                                           "no candidate is the judge's"),
-                             np.where(np.isfinite(claimed), np.array(None, dtype=object), "unparsed"))
+    out["reason"] = np.where(
+        ~np.isfinite(truth),
+        np.where(own_a & own_b, "both candidates are the judge's", "no candidate is the judge's"),
+        np.where(np.isfinite(claimed), np.array(None, dtype=object), "unparsed"),
+    )
     return out
 
 
@@ -101,18 +116,25 @@ def _graded(rows: pd.DataFrame, correctness: pd.DataFrame | None) -> tuple[np.nd
     """(own answer correct, other answer correct) per pairwise recognition row: 1, 0 or NaN (ungraded)."""
     if correctness is None or "correct" not in correctness:
         return None
-    truth = correctness.assign(instance_id=correctness["instance_id"].astype(str),
-                               model=correctness["model"].astype(str)).drop_duplicates(["instance_id", "model"])
-    truth = truth.set_index(["instance_id", "model"])["correct"].map(
-        lambda v: np.nan if v is None or pd.isna(v) else float(v))
+    truth = correctness.assign(
+        instance_id=correctness["instance_id"].astype(str), model=correctness["model"].astype(str)
+    ).drop_duplicates(["instance_id", "model"])
+    truth = truth.set_index(["instance_id", "model"])["correct"].map(lambda v: np.nan if v is None or pd.isna(v) else float(v))
     ids = rows["instance_id"].astype(str)
     own = truth.reindex(pd.MultiIndex.from_arrays([ids, rows["own"].astype(str)])).to_numpy(dtype=float)
     other = truth.reindex(pd.MultiIndex.from_arrays([ids, rows["other"].astype(str)])).to_numpy(dtype=float)
     return own, other
 
 
-def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot: Bootstrap, *,
-                        target: str = "self", correctness: pd.DataFrame | None = None) -> list[Row]:
+def recognition_records(
+    frame: pd.DataFrame,
+    kind: str,
+    registry: Registry,
+    boot: Bootstrap,
+    *,
+    target: str = "self",
+    correctness: pd.DataFrame | None = None,
+) -> list[Row]:
     """recognition-accuracy per (judge, condition): overall and (pointwise) on own / other answers.
 
     Pairwise questions ("which of the two did you write?") also give the accuracy per evaluatee
@@ -133,8 +155,10 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot
         no_truth = g["reason"].isin(_NO_TRUTH).to_numpy()
         subsets: list[tuple[dict[str, Any], np.ndarray, str | None]] = [({"answers": "all"}, np.ones(len(g), bool), None)]
         if mode == "pointwise":
-            subsets += [({"answers": "own"}, (g["truth"] == 1).to_numpy(), None),
-                        ({"answers": "other"}, (g["truth"] == 0).to_numpy(), None)]
+            subsets += [
+                ({"answers": "own"}, (g["truth"] == 1).to_numpy(), None),
+                ({"answers": "other"}, (g["truth"] == 0).to_numpy(), None),
+            ]
         else:
             others = g["other"].to_numpy(dtype=object)
             names = sorted({str(o) for o in others if o is not None})
@@ -142,16 +166,31 @@ def recognition_records(frame: pd.DataFrame, kind: str, registry: Registry, boot
             if graded is not None:
                 member, known = could_be[g.index].to_numpy(), harmful[g.index].to_numpy()
                 subsets.append(({"answers": "all", "subset": HARMFUL}, member, None))
-                subsets += [({"answers": "all", "subset": HARMFUL, "evaluatee": name}, member & (others == name), name)
-                            for name in names if (known & (others == name)).any()]
+                subsets += [
+                    ({"answers": "all", "subset": HARMFUL, "evaluatee": name}, member & (others == name), name)
+                    for name in names
+                    if (known & (others == name)).any()
+                ]
         for variant, member, evaluatee in subsets:
             ungraded = member & ~harmful[g.index].to_numpy() if "subset" in variant else np.zeros(len(g), bool)
             est = _accuracy_of(g, member & ~ungraded, no_truth, boot)
             if ungraded.any():
-                est = replace(est, n_excluded=est.n_excluded + int(ungraded.sum()),
-                              excluded={**est.excluded, _UNGRADED: int(ungraded.sum())})
-            records.append(new_record("recognition-accuracy", judge, condition, est, scope=target, generator=evaluatee,
-                                   variant={"mode": mode, **variant}))
+                est = replace(
+                    est,
+                    n_excluded=est.n_excluded + int(ungraded.sum()),
+                    excluded={**est.excluded, _UNGRADED: int(ungraded.sum())},
+                )
+            records.append(
+                new_record(
+                    "recognition-accuracy",
+                    judge,
+                    condition,
+                    est,
+                    scope=target,
+                    generator=evaluatee,
+                    variant={"mode": mode, **variant},
+                )
+            )
     return records
 
 
@@ -162,14 +201,20 @@ def _accuracy_of(g: pd.DataFrame, member: np.ndarray, no_truth: np.ndarray, boot
     est = recognition_accuracy(right, np.ones_like(right), g["instance_id"].to_numpy()[keep], bootstrap=boot)
     if (member & no_truth).any():
         reasons = {str(k): int(v) for k, v in g["reason"][member & no_truth].value_counts().items()}
-        est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()),
-                      excluded={**est.excluded, **reasons})
+        est = replace(est, n_excluded=est.n_excluded + int((member & no_truth).sum()), excluded={**est.excluded, **reasons})
     return est
 
 
-def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFrame, registry: Registry,
-                        boot: Bootstrap, *, target: str = "self",
-                        correctness: pd.DataFrame | None = None) -> list[Row]:
+def association_records(
+    recog: pd.DataFrame,
+    kind: str,
+    comparisons: pd.DataFrame,
+    registry: Registry,
+    boot: Bootstrap,
+    *,
+    target: str = "self",
+    correctness: pd.DataFrame | None = None,
+) -> list[Row]:
     """recognition-preference-association (003): r between recognising the own answer and preferring it.
 
     Items are own-vs-other comparisons of the pairwise table (aggregated over orders). Pairwise
@@ -207,19 +252,36 @@ def association_records(recog: pd.DataFrame, kind: str, comparisons: pd.DataFram
         idx = g.index
         for subset, member in subsets.items():
             m = pd.Series(member, index=comp.index)[idx].to_numpy()
-            est, extra = recognition_preference_association(g["recognised"].to_numpy()[m], g["preferred"].to_numpy()[m],
-                                                            g["instance_id"].to_numpy()[m], bootstrap=boot)
-            records.append(new_record("recognition-preference-association", judge, condition, est, scope=target,
-                                   variant={"subset": subset, "recognition": kind},
-                                   fisher_ci=[extra.get("ci_low"), extra.get("ci_high")] if extra else None,
-                                   chi2=extra.get("chi2"), chi2_p_value=extra.get("chi2_p_value"),
-                                   table=extra.get("table")))
+            est, extra = recognition_preference_association(
+                g["recognised"].to_numpy()[m], g["preferred"].to_numpy()[m], g["instance_id"].to_numpy()[m], bootstrap=boot
+            )
+            records.append(
+                new_record(
+                    "recognition-preference-association",
+                    judge,
+                    condition,
+                    est,
+                    scope=target,
+                    variant={"subset": subset, "recognition": kind},
+                    fisher_ci=[extra.get("ci_low"), extra.get("ci_high")] if extra else None,
+                    chi2=extra.get("chi2"),
+                    chi2_p_value=extra.get("chi2_p_value"),
+                    table=extra.get("table"),
+                )
+            )
     return records
 
 
-def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap, *,
-                       preference: pd.DataFrame | None = None, bins: int = 5, difference: str = "perplexity",
-                       perplexity: pd.DataFrame | None = None) -> list[Row]:
+def perplexity_records(
+    frame: pd.DataFrame,
+    registry: Registry,
+    boot: Bootstrap,
+    *,
+    preference: pd.DataFrame | None = None,
+    bins: int = 5,
+    difference: str = "perplexity",
+    perplexity: pd.DataFrame | None = None,
+) -> list[Row]:
     """perplexity-win-rate per (judge, condition) × group × bin, judge and (with a preference-ref) humans;
     log-perplexity-gap and mean-log-perplexity (own, other) per (judge, condition).
 
@@ -242,14 +304,23 @@ def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap,
     if perplexity is not None:
         records = _table_gap_records(perplexity, sorted(set(zip(judges, conditions))), registry, boot)
     else:
-        records = _gap_records(frame, ppl_a, ppl_b, judges, conditions, _is_target(registry, judges, a, "self"),
-                               _is_target(registry, judges, b, "self"), boot)
+        records = _gap_records(
+            frame,
+            ppl_a,
+            ppl_b,
+            judges,
+            conditions,
+            _is_target(registry, judges, a, "self"),
+            _is_target(registry, judges, b, "self"),
+            boot,
+        )
     pairs = _oriented_pairs(frame, preference)
     if pairs.empty:
         return records
     with np.errstate(divide="ignore", invalid="ignore"):
-        diff = (np.log(pairs["ppl_a"]) - np.log(pairs["ppl_b"]) if difference == "log"
-                else pairs["ppl_a"] - pairs["ppl_b"]).to_numpy(dtype=float)
+        diff = (
+            np.log(pairs["ppl_a"]) - np.log(pairs["ppl_b"]) if difference == "log" else pairs["ppl_a"] - pairs["ppl_b"]
+        ).to_numpy(dtype=float)
     pj, pc = pairs["judge"].to_numpy(), pairs["condition"].to_numpy()
     pa, pb = pairs["model_a"].to_numpy(), pairs["model_b"].to_numpy()
     ids = pairs["instance_id"].to_numpy()
@@ -276,11 +347,25 @@ def perplexity_records(frame: pd.DataFrame, registry: Registry, boot: Bootstrap,
                     est = result[rater]
                     if rater == "human" and preference is None:
                         continue
-                    records.append(new_record("perplexity-win-rate", judge, condition, est, scope=group,
-                                           variant={"group": group, "rater": rater, "bin": result["bin"],
-                                                    "low": result["low"], "high": result["high"],
-                                                    "difference": DIFFERENCES[difference],
-                                                    "bins": "quantiles", "unit": "comparison"}))
+                    records.append(
+                        new_record(
+                            "perplexity-win-rate",
+                            judge,
+                            condition,
+                            est,
+                            scope=group,
+                            variant={
+                                "group": group,
+                                "rater": rater,
+                                "bin": result["bin"],
+                                "low": result["low"],
+                                "high": result["high"],
+                                "difference": DIFFERENCES[difference],
+                                "bins": "quantiles",
+                                "unit": "comparison",
+                            },
+                        )
+                    )
     return records
 
 
@@ -293,11 +378,17 @@ def _oriented_pairs(frame: pd.DataFrame, preference: pd.DataFrame | None) -> pd.
     averaged over the orders it has a verdict in; NaN without one) and ``human_a`` (NaN without a
     human label). Binning these rows once gives 001 §5's curves; binning presentation rows, each
     comparison would sit in two mirrored bins and the curves would be symmetric about ½ by construction."""
-    rows = pd.DataFrame({"judge": frame["judge"].astype(str).to_numpy(), "condition": frame["condition"].astype(str).to_numpy(),
-                         "instance_id": frame["instance_id"].astype(str).to_numpy(),
-                         "shown_a": frame["model_a"].astype(str).to_numpy(), "shown_b": frame["model_b"].astype(str).to_numpy(),
-                         "ppl_shown_a": frame["perplexity_a"].to_numpy(dtype=float),
-                         "ppl_shown_b": frame["perplexity_b"].to_numpy(dtype=float)})
+    rows = pd.DataFrame(
+        {
+            "judge": frame["judge"].astype(str).to_numpy(),
+            "condition": frame["condition"].astype(str).to_numpy(),
+            "instance_id": frame["instance_id"].astype(str).to_numpy(),
+            "shown_a": frame["model_a"].astype(str).to_numpy(),
+            "shown_b": frame["model_b"].astype(str).to_numpy(),
+            "ppl_shown_a": frame["perplexity_a"].to_numpy(dtype=float),
+            "ppl_shown_b": frame["perplexity_b"].to_numpy(dtype=float),
+        }
+    )
     verdict = frame["verdict"].to_numpy(dtype=object)
     rows["win_shown_a"] = np.select([verdict == "A", verdict == "B", verdict == "tie"], [1.0, 0.0, 0.5], np.nan)
     rows["first"] = np.minimum(rows["shown_a"], rows["shown_b"])
@@ -306,11 +397,22 @@ def _oriented_pairs(frame: pd.DataFrame, preference: pd.DataFrame | None) -> pd.
     dataset_a = rows.groupby(key, sort=False)["shown_a"].transform("first")  # the pair's first row's A
     human = None
     if preference is not None:
-        p = preference.assign(instance_id=preference["instance_id"].astype(str), model_a=preference["model_a"].astype(str),
-                              model_b=preference["model_b"].astype(str), winner=preference["winner"].astype(str))
+        p = preference.assign(
+            instance_id=preference["instance_id"].astype(str),
+            model_a=preference["model_a"].astype(str),
+            model_b=preference["model_b"].astype(str),
+            winner=preference["winner"].astype(str),
+        )
         code = np.where(p["winner"] == p["model_a"], 1.0, np.where(p["winner"] == p["model_b"], 0.0, 0.5))
-        labelled = pd.DataFrame({"instance_id": p["instance_id"], "first": np.minimum(p["model_a"], p["model_b"]),
-                                 "second": np.maximum(p["model_a"], p["model_b"]), "ref_a": p["model_a"], "ref_code": code})
+        labelled = pd.DataFrame(
+            {
+                "instance_id": p["instance_id"],
+                "first": np.minimum(p["model_a"], p["model_b"]),
+                "second": np.maximum(p["model_a"], p["model_b"]),
+                "ref_a": p["model_a"],
+                "ref_code": code,
+            }
+        )
         labelled = labelled.drop_duplicates(["instance_id", "first", "second"])
         human = rows[["instance_id", "first", "second"]].merge(labelled, how="left", on=["instance_id", "first", "second"])
         dataset_a = pd.Series(np.where(human["ref_a"].notna(), human["ref_a"], dataset_a), index=rows.index)
@@ -322,28 +424,47 @@ def _oriented_pairs(frame: pd.DataFrame, preference: pd.DataFrame | None) -> pd.
     rows["judge_a"] = np.where(same, rows["win_shown_a"], 1.0 - rows["win_shown_a"])
     if human is not None:
         agrees = human["ref_a"].to_numpy(dtype=object) == rows["model_a"].to_numpy(dtype=object)
-        rows["human_a"] = np.where(human["ref_a"].isna(), np.nan,
-                                   np.where(agrees, human["ref_code"], 1.0 - human["ref_code"].to_numpy(dtype=float)))
+        rows["human_a"] = np.where(
+            human["ref_a"].isna(), np.nan, np.where(agrees, human["ref_code"], 1.0 - human["ref_code"].to_numpy(dtype=float))
+        )
     else:
         rows["human_a"] = np.nan
     out = rows.groupby(["judge", "condition", "instance_id", "model_a", "model_b"], sort=True).agg(
-        ppl_a=("ppl_a", "mean"), ppl_b=("ppl_b", "mean"), judge_a=("judge_a", "mean"), human_a=("human_a", "first"))
+        ppl_a=("ppl_a", "mean"), ppl_b=("ppl_b", "mean"), judge_a=("judge_a", "mean"), human_a=("human_a", "first")
+    )
     return out.reset_index()
 
 
-def _gap_records(frame: pd.DataFrame, ppl_a: np.ndarray, ppl_b: np.ndarray, judges: np.ndarray,
-                 conditions: np.ndarray, own_a: np.ndarray, own_b: np.ndarray, boot: Bootstrap) -> list[Row]:
+def _gap_records(
+    frame: pd.DataFrame,
+    ppl_a: np.ndarray,
+    ppl_b: np.ndarray,
+    judges: np.ndarray,
+    conditions: np.ndarray,
+    own_a: np.ndarray,
+    own_b: np.ndarray,
+    boot: Bootstrap,
+) -> list[Row]:
     """log-perplexity-gap per (judge, condition): one row per response (its perplexity under the
     judge averaged over the pairs and orders it appeared in), own vs other (001 Fig. 5)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a, log_b = np.log(ppl_a), np.log(ppl_b)
     ids = frame["instance_id"].astype(str).to_numpy()
-    rows = pd.DataFrame({"judge": np.concatenate([judges, judges]), "condition": np.concatenate([conditions] * 2),
-                         "instance_id": np.concatenate([ids, ids]),
-                         "model": np.concatenate([frame["model_a"].astype(str), frame["model_b"].astype(str)]),
-                         "log_ppl": np.concatenate([log_a, log_b]), "own": np.concatenate([own_a, own_b])})
-    per_response = rows.groupby(["judge", "condition", "instance_id", "model"], sort=True).agg(
-        log_ppl=("log_ppl", "mean"), own=("own", "first")).reset_index()
+    rows = pd.DataFrame(
+        {
+            "judge": np.concatenate([judges, judges]),
+            "condition": np.concatenate([conditions] * 2),
+            "instance_id": np.concatenate([ids, ids]),
+            "model": np.concatenate([frame["model_a"].astype(str), frame["model_b"].astype(str)]),
+            "log_ppl": np.concatenate([log_a, log_b]),
+            "own": np.concatenate([own_a, own_b]),
+        }
+    )
+    per_response = (
+        rows.groupby(["judge", "condition", "instance_id", "model"], sort=True)
+        .agg(log_ppl=("log_ppl", "mean"), own=("own", "first"))
+        .reset_index()
+    )
     return _own_other_records(per_response, boot, "the pairwise rows")
 
 
@@ -353,17 +474,27 @@ def _own_other_records(per_response: pd.DataFrame, boot: Bootstrap, source: str)
     for (judge, condition), g in per_response.groupby(["judge", "condition"], sort=True):
         values, own, ids = g["log_ppl"].to_numpy(dtype=float), g["own"].to_numpy(dtype=bool), g["instance_id"].to_numpy()
         est = log_perplexity_gap(values, own, ids, bootstrap=boot)
-        records.append(new_record("log-perplexity-gap", judge, condition, est, scope="self",
-                               variant={"unit": "mean log perplexity, own − other", "source": source}))
+        records.append(
+            new_record(
+                "log-perplexity-gap",
+                judge,
+                condition,
+                est,
+                scope="self",
+                variant={"unit": "mean log perplexity, own − other", "source": source},
+            )
+        )
         for name, member in (("own", own), ("other", ~own)):
             est = mean_log_perplexity(values[member], ids[member], bootstrap=boot)
-            records.append(new_record("mean-log-perplexity", judge, condition, est, scope="self",
-                                   variant={"responses": name, "source": source}))
+            records.append(
+                new_record(
+                    "mean-log-perplexity", judge, condition, est, scope="self", variant={"responses": name, "source": source}
+                )
+            )
     return records
 
 
-def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registry: Registry,
-                       boot: Bootstrap) -> list[Row]:
+def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registry: Registry, boot: Bootstrap) -> list[Row]:
     """Fig. 5 from a ``perplexity`` table: every response each judge scored (failed rows excluded
     as ``no perplexity``), repeated for each condition the judge judged under (perplexity does not
     depend on the judging prompt)."""
@@ -374,12 +505,21 @@ def _table_gap_records(table: pd.DataFrame, keys: list[tuple[str, str]], registr
         if g.empty:
             continue
         models = g["model"].astype(str).to_numpy()
-        log_ppl = (g["log_perplexity"].to_numpy(dtype=float) if "log_perplexity" in g
-                   else np.log(g["perplexity"].to_numpy(dtype=float)))
-        parts.append(pd.DataFrame({"judge": judge, "condition": condition,
-                                   "instance_id": g["instance_id"].astype(str).to_numpy(), "model": models,
-                                   "log_ppl": np.where(g["perplexity"].notna().to_numpy(), log_ppl, np.nan),
-                                   "own": _is_target(registry, np.full(len(g), judge), models, "self")}))
+        log_ppl = (
+            g["log_perplexity"].to_numpy(dtype=float) if "log_perplexity" in g else np.log(g["perplexity"].to_numpy(dtype=float))
+        )
+        parts.append(
+            pd.DataFrame(
+                {
+                    "judge": judge,
+                    "condition": condition,
+                    "instance_id": g["instance_id"].astype(str).to_numpy(),
+                    "model": models,
+                    "log_ppl": np.where(g["perplexity"].notna().to_numpy(), log_ppl, np.nan),
+                    "own": _is_target(registry, np.full(len(g), judge), models, "self"),
+                }
+            )
+        )
     if not parts:
         return []
     return _own_other_records(pd.concat(parts, ignore_index=True), boot, "the perplexity table")
@@ -393,7 +533,8 @@ def with_slot_perplexities(frame: pd.DataFrame, table: pd.DataFrame) -> pd.DataF
     scores = pd.Series(ok["perplexity"].to_numpy(dtype=float), index=index)
     out = frame.copy()
     for side in ("a", "b"):
-        keys = pd.MultiIndex.from_arrays([frame["judge"].astype(str), frame["instance_id"].astype(str),
-                                          frame[f"model_{side}"].astype(str)])
+        keys = pd.MultiIndex.from_arrays(
+            [frame["judge"].astype(str), frame["instance_id"].astype(str), frame[f"model_{side}"].astype(str)]
+        )
         out[f"perplexity_{side}"] = scores.reindex(keys).to_numpy(dtype=float)
     return out

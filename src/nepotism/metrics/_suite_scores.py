@@ -52,7 +52,9 @@ def _interleave(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names: np.ndarray, relation: Relations, variant: dict[str, Any]) -> None:
+def _hspp(
+    batch: RecordBatch, block: int, sums: np.ndarray, names: np.ndarray, relation: Relations, variant: dict[str, Any]
+) -> None:
     """HSPP ratio records (002 Eq. 1-2) from a per-generator (numerator, at-risk) block.
 
     HSPP-R = mean over the numerator set of O(J, G) / mean over the denominator set S_J of O(J, G).
@@ -81,15 +83,33 @@ def _hspp(batch: RecordBatch, block: int, sums: np.ndarray, names: np.ndarray, r
                 totals = sums.sum(axis=0)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     if (totals[0::2] / totals[1::2])[den].mean() == 0:
-                        undefined = ("undefined: the judge never overestimates a generator of the comparison "
-                                     "set, so the ratio's denominator is 0")
+                        undefined = (
+                            "undefined: the judge never overestimates a generator of the comparison "
+                            "set, so the ratio's denominator is 0"
+                        )
 
-            batch.add("hspp-ratio", block, hspp_statistic(num, den), n=n, excluded=excluded, undefined_note=undefined, scope=scope,
-                      variant=v)
+            batch.add(
+                "hspp-ratio",
+                block,
+                hspp_statistic(num, den),
+                n=n,
+                excluded=excluded,
+                undefined_note=undefined,
+                scope=scope,
+                variant=v,
+            )
 
 
-def _hspp_undefined(scope: str, family_set: str | None, numerator: np.ndarray, num: np.ndarray, others: np.ndarray,
-                    den: np.ndarray, family: np.ndarray, n_generators: int) -> str | None:
+def _hspp_undefined(
+    scope: str,
+    family_set: str | None,
+    numerator: np.ndarray,
+    num: np.ndarray,
+    others: np.ndarray,
+    den: np.ndarray,
+    family: np.ndarray,
+    n_generators: int,
+) -> str | None:
     """Why an HSPP ratio cannot be computed (None when it can): not measurable vs never at risk."""
     if scope == "family" and not family.any():
         what = "this variant would repeat the self ratio" if family_set == "include judge" else "nothing to measure"
@@ -105,8 +125,16 @@ def _hspp_undefined(scope: str, family_set: str | None, numerator: np.ndarray, n
     return None
 
 
-def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, paradigm: str,
-                   delta_label: str = "count") -> None:
+def instance_level(
+    batch: RecordBatch,
+    s_j: np.ndarray,
+    s_r: np.ndarray,
+    names: np.ndarray,
+    relation: Relations,
+    *,
+    paradigm: str,
+    delta_label: str = "count",
+) -> None:
     """Instance-level overestimation per generator (3 kinds), HSPP ratio, MIPA and score-delta.
 
     ``s_j``/``s_r``: (n_instances, n_generators) judge and reference instance scores, NaN = none.
@@ -121,8 +149,16 @@ def instance_level(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: 
     score_delta(batch, s_j, s_r, names, relation, weighting=delta_label)
 
 
-def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: np.ndarray, relation: Relations, *, paradigm: str,
-                  mipa: bool = True) -> None:
+def outcome_level(
+    batch: RecordBatch,
+    w_j: np.ndarray,
+    w_r: np.ndarray,
+    names: np.ndarray,
+    relation: Relations,
+    *,
+    paradigm: str,
+    mipa: bool = True,
+) -> None:
     """Instance-level overestimation per generator (3 kinds), HSPP ratio and MIPA from outcome cubes.
 
     ``w_j``/``w_r``: (n_instances, n_generators, n_generators) outcome codes of G (row) against G′
@@ -137,10 +173,16 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: n
         block = batch.block(sums)
         for g, name in enumerate(names):
             n = int(sums[:, 2 * g + 1].sum())
-            batch.add("overestimation-rate", block, on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]), n=n,
-                      generator=str(name),
-                      scope=relation[name].lower(), variant={"level": "instance", "kind": kind},
-                      undefined_note=None if n else "the reference never rates this generator below an opponent")
+            batch.add(
+                "overestimation-rate",
+                block,
+                on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]),
+                n=n,
+                generator=str(name),
+                scope=relation[name].lower(),
+                variant={"level": "instance", "kind": kind},
+                undefined_note=None if n else "the reference never rates this generator below an opponent",
+            )
         if kind == "any":
             _hspp(batch, block, sums, names, relation, {"level": "instance", "paradigm": paradigm})
     if not mipa:
@@ -149,43 +191,81 @@ def outcome_level(batch: RecordBatch, w_j: np.ndarray, w_r: np.ndarray, names: n
     a, b = w_j[:, upper], w_r[:, upper]
     part = MIPA.dense_sums(a.ravel(), b.ravel(), codes=np.repeat(np.arange(n_i), a.shape[1]), size=n_i)
     # the pairs not compared are counted, without a reason (as before the definition was shared)
-    batch.add("mipa", part.sums, MIPA.statistic, n=part.n, n_excluded=part.n_excluded, variant={"paradigm": paradigm},
-              undefined_note=None if part.n else "no comparison")
+    batch.add(
+        "mipa",
+        part.sums,
+        MIPA.statistic,
+        n=part.n,
+        n_excluded=part.n_excluded,
+        variant={"paradigm": paradigm},
+        undefined_note=None if part.n else "no comparison",
+    )
 
 
-def score_delta(batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, weighting: str) -> None:
+def score_delta(
+    batch: RecordBatch, s_j: np.ndarray, s_r: np.ndarray, names: np.ndarray, relation: Relations, *, weighting: str
+) -> None:
     """Centred score delta (002 Fig. 5) per generator from instance scores; one shared block."""
     n_g = s_j.shape[1]
     valid = np.isfinite(s_j) & np.isfinite(s_r)
     block = batch.block(SCORE_DELTA.columns(s_j, s_r)[1])
     for g, name in enumerate(names):
         n = int(valid[:, g].sum())
-        batch.add("score-delta", block, score_delta_statistic(n_g, g), n=n, n_excluded=int((~valid[:, g]).sum()), generator=str(name),
-                  scope=relation[name].lower(), variant={"weighting": weighting, "centred": True},
-                  undefined_note=None if n else "no instance scored by both")
+        batch.add(
+            "score-delta",
+            block,
+            score_delta_statistic(n_g, g),
+            n=n,
+            n_excluded=int((~valid[:, g]).sum()),
+            generator=str(name),
+            scope=relation[name].lower(),
+            variant={"weighting": weighting, "centred": True},
+            undefined_note=None if n else "no instance scored by both",
+        )
 
 
-def rubric_level(batch: RecordBatch, li: np.ndarray, gi: np.ndarray, met: np.ndarray, met_ref: np.ndarray,
-                 n_i: int, names: np.ndarray, relation: Relations) -> None:
+def rubric_level(
+    batch: RecordBatch,
+    li: np.ndarray,
+    gi: np.ndarray,
+    met: np.ndarray,
+    met_ref: np.ndarray,
+    n_i: int,
+    names: np.ndarray,
+    relation: Relations,
+) -> None:
     """MRA, rubric-level overestimation per generator and the rubric-level HSPP ratio."""
     n_g = len(names)
     valid = np.isfinite(met) & np.isfinite(met_ref)
     part = MRA.dense_sums(met, met_ref, codes=li, size=n_i)
-    batch.add("mra", part.sums, MRA.statistic, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
-              undefined_note=None if part.n else "no rubric verdict")
+    batch.add(
+        "mra",
+        part.sums,
+        MRA.statistic,
+        n=part.n,
+        n_excluded=part.n_excluded,
+        excluded=part.excluded,
+        undefined_note=None if part.n else "no rubric verdict",
+    )
     over, risk = overestimation_counts(2 * met - 1, 2 * met_ref - 1)
     cell = li * n_g + gi
-    sums = _interleave(np.bincount(cell, over, n_i * n_g).reshape(n_i, n_g),
-                       np.bincount(cell, risk, n_i * n_g).reshape(n_i, n_g))
+    sums = _interleave(np.bincount(cell, over, n_i * n_g).reshape(n_i, n_g), np.bincount(cell, risk, n_i * n_g).reshape(n_i, n_g))
     missing = np.bincount(gi, ~valid, n_g)
     block = batch.block(sums)
     for g, name in enumerate(names):
         n = int(sums[:, 2 * g + 1].sum())
-        batch.add("overestimation-rate", block, on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]), n=n,
-                  n_excluded=int(missing[g]),
-                  excluded={"no verdict": int(missing[g])} if missing[g] else {}, generator=str(name),
-                  scope=relation[name].lower(), variant={"level": "rubric", "kind": "any"},
-                  undefined_note=None if n else "the reference never marks a rubric of this generator unmet")
+        batch.add(
+            "overestimation-rate",
+            block,
+            on_columns(OVERESTIMATION_RATE.statistic, [2 * g, 2 * g + 1]),
+            n=n,
+            n_excluded=int(missing[g]),
+            excluded={"no verdict": int(missing[g])} if missing[g] else {},
+            generator=str(name),
+            scope=relation[name].lower(),
+            variant={"level": "rubric", "kind": "any"},
+            undefined_note=None if n else "the reference never marks a rubric of this generator unmet",
+        )
     _hspp(batch, block, sums, names, relation, {"level": "rubric"})
 
 
@@ -207,11 +287,17 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names: np.ndarray,
     for scope in SCOPES:
         mine = np.array([r == scope for r in scope_of])
         if not mine.any():
-            whose = ("the judge's own answers are not" if scope == "self"
-                     else f"no {scope} generator of the judge is")
-            batch.add("self-preference-ratio", np.zeros((s_j.shape[0], 2)), column_ratio(0, 1), n=0, scope=scope,
-                      variant=variant, generators=[],
-                      undefined_note=f"not measurable: {whose} among the {len(names)} generators it scored")
+            whose = "the judge's own answers are not" if scope == "self" else f"no {scope} generator of the judge is"
+            batch.add(
+                "self-preference-ratio",
+                np.zeros((s_j.shape[0], 2)),
+                column_ratio(0, 1),
+                n=0,
+                scope=scope,
+                variant=variant,
+                generators=[],
+                undefined_note=f"not measurable: {whose} among the {len(names)} generators it scored",
+            )
             continue
         d = diff[:, mine][:, :, other]
         valid = np.isfinite(d)
@@ -220,14 +306,29 @@ def pointwise_preference(batch: RecordBatch, s_j: np.ndarray, names: np.ndarray,
         n = int(valid.sum())
         block = batch.block(np.column_stack([wins, wins + 0.5 * ties, valid.sum(axis=(1, 2))]).astype(float))
         for numerator, counted in ((0, "not preferred"), (1, "half")):
-            batch.add("self-preference-ratio", block, column_ratio(numerator, 2), n=n, n_excluded=int((~valid).sum()),
-                      scope=scope, variant={**variant, "ties": counted},
-                      generators=[str(x) for x in np.asarray(names)[mine]],
-                      undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored")
+            batch.add(
+                "self-preference-ratio",
+                block,
+                column_ratio(numerator, 2),
+                n=n,
+                n_excluded=int((~valid).sum()),
+                scope=scope,
+                variant={**variant, "ties": counted},
+                generators=[str(x) for x in np.asarray(names)[mine]],
+                undefined_note=None if n else f"no instance with a {scope} and an unrelated answer both scored",
+            )
 
 
-def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None, names: np.ndarray, relation: Relations, *,
-            against: str, leaderboard: Mapping[str, float] | None = None) -> None:
+def ranking(
+    batch: RecordBatch,
+    judged: np.ndarray,
+    reference: np.ndarray | None,
+    names: np.ndarray,
+    relation: Relations,
+    *,
+    against: str,
+    leaderboard: Mapping[str, float] | None = None,
+) -> None:
     """Ranking difference (000 §5.4) of every generator: rank on the reference leaderboard − rank under the judge.
 
     ``judged``/``reference``: (n_instances, n_generators) per-instance mean scores (NaN = none). The
@@ -263,5 +364,12 @@ def ranking(batch: RecordBatch, judged: np.ndarray, reference: np.ndarray | None
     for t, col in enumerate(idx):
         statistic = ranking_statistic(g, t, ref_ranks)
         name = labels[col]
-        batch.add("ranking-difference", block, statistic, n=int(valid[:, t].sum()), generator=name,
-                  scope=relation[name].lower(), variant={"against": against})
+        batch.add(
+            "ranking-difference",
+            block,
+            statistic,
+            n=int(valid[:, t].sum()),
+            generator=name,
+            scope=relation[name].lower(),
+            variant={"against": against},
+        )

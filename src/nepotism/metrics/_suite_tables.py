@@ -50,8 +50,14 @@ def groups(frame: pd.DataFrame) -> Iterator[tuple[str, str, np.ndarray]]:
     sorted_keys = combined[order]
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if order.size else np.array([], int)
     ends = np.r_[starts[1:], order.size]
-    found = [(str(j_labels[sorted_keys[s] // max(c_labels.size, 1)]), str(c_labels[sorted_keys[s] % max(c_labels.size, 1)]),
-              order[s:e]) for s, e in zip(starts, ends)]
+    found = [
+        (
+            str(j_labels[sorted_keys[s] // max(c_labels.size, 1)]),
+            str(c_labels[sorted_keys[s] % max(c_labels.size, 1)]),
+            order[s:e],
+        )
+        for s, e in zip(starts, ends)
+    ]
     yield from sorted(found, key=lambda t: (t[0], t[1]))
 
 
@@ -80,8 +86,14 @@ def _relations(registry: Registry, judge: str, names: Iterable[object]) -> Relat
     return out
 
 
-def rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
-                   leaderboard: Mapping[str, float] | None = None) -> list[Row]:
+def rubric_records(
+    frame: pd.DataFrame,
+    registry: Registry,
+    refs: Mapping[str, pd.DataFrame],
+    boot: Bootstrap,
+    *,
+    leaderboard: Mapping[str, float] | None = None,
+) -> list[Row]:
     """Rubric metrics per (judge, condition); per setup too when the table has a ``setup`` column.
 
     Single-rubric and all-rubrics verdicts (paper 002 §2) are never pooled: each setup is its own
@@ -97,8 +109,14 @@ def rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, p
     return records
 
 
-def _rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
-                    leaderboard: Mapping[str, float] | None = None) -> list[Row]:
+def _rubric_records(
+    frame: pd.DataFrame,
+    registry: Registry,
+    refs: Mapping[str, pd.DataFrame],
+    boot: Bootstrap,
+    *,
+    leaderboard: Mapping[str, float] | None = None,
+) -> list[Row]:
     ref = refs.get("rubric-ref")
     if ref is None or frame.empty:
         return []
@@ -106,14 +124,22 @@ def _rubric_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, 
     mc, m_labels = codes(frame["model"])
     rc, r_labels = codes(frame["rubric_id"])
     sizes = [i_labels.size, m_labels.size, r_labels.size]
-    met_ref = lookup([recode(ref["instance_id"], i_labels), recode(ref["model"], m_labels), recode(ref["rubric_id"], r_labels)],
-                     as_float(ref["met"]), sizes, [ic, mc, rc])
+    met_ref = lookup(
+        [recode(ref["instance_id"], i_labels), recode(ref["model"], m_labels), recode(ref["rubric_id"], r_labels)],
+        as_float(ref["met"]),
+        sizes,
+        [ic, mc, rc],
+    )
     met = as_float(frame["met"])
     points = None
     items = refs.get("rubric-items")
     if items is not None:
-        points = lookup([recode(items["instance_id"], i_labels), recode(items["rubric_id"], r_labels)],
-                        items["points"].to_numpy(dtype=float), sizes[::2], [ic, rc])
+        points = lookup(
+            [recode(items["instance_id"], i_labels), recode(items["rubric_id"], r_labels)],
+            items["points"].to_numpy(dtype=float),
+            sizes[::2],
+            [ic, rc],
+        )
     records = []
     for judge, condition, rows in groups(frame):
         has_ref = np.isfinite(met_ref[rows])
@@ -171,17 +197,27 @@ def _reference_scores(ref: pd.DataFrame) -> np.ndarray:
     return score
 
 
-def pointwise_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str, pd.DataFrame], boot: Bootstrap, *,
-                      leaderboard: Mapping[str, float] | None = None,
-                      rank_against: str | None = None) -> list[Row]:
+def pointwise_records(
+    frame: pd.DataFrame,
+    registry: Registry,
+    refs: Mapping[str, pd.DataFrame],
+    boot: Bootstrap,
+    *,
+    leaderboard: Mapping[str, float] | None = None,
+    rank_against: str | None = None,
+) -> list[Row]:
     if frame.empty:
         return []
     ic, i_labels, mc, m_labels, score = pointwise_scores(frame)
     ref = refs.get("correctness-ref")
     ref_score = None
     if ref is not None:
-        ref_score = lookup([recode(ref["instance_id"], i_labels), recode(ref["model"], m_labels)],
-                           _reference_scores(ref), [i_labels.size, m_labels.size], [ic, mc])
+        ref_score = lookup(
+            [recode(ref["instance_id"], i_labels), recode(ref["model"], m_labels)],
+            _reference_scores(ref),
+            [i_labels.size, m_labels.size],
+            [ic, mc],
+        )
     cubes = {}
     records = []
     for judge, condition, rows in groups(frame):
@@ -207,8 +243,9 @@ def pointwise_records(frame: pd.DataFrame, registry: Registry, refs: Mapping[str
     return records
 
 
-def _against_judge(cubes: Mapping[tuple[str, str], _Cube], other: str, m_labels: np.ndarray, registry: Registry,
-                   boot: Bootstrap) -> list[Row]:
+def _against_judge(
+    cubes: Mapping[tuple[str, str], _Cube], other: str, m_labels: np.ndarray, registry: Registry, boot: Bootstrap
+) -> list[Row]:
     """ranking-difference of each judge's leaderboard against judge ``other``'s, on shared instances."""
     records = []
     theirs = {c: v for (j, c), v in cubes.items() if j == other}
@@ -222,8 +259,14 @@ def _against_judge(cubes: Mapping[tuple[str, str], _Cube], other: str, m_labels:
             continue
         names = m_labels[shared_g]
         batch = RecordBatch({"judge": judge, "condition": condition}, shared_i.size, boot)
-        ranking(batch, s_j[np.ix_(a_i, a_g)], o_s[np.ix_(b_i, b_g)], names, _relations(registry, judge, names),
-                against=f"judge {other}")
+        ranking(
+            batch,
+            s_j[np.ix_(a_i, a_g)],
+            o_s[np.ix_(b_i, b_g)],
+            names,
+            _relations(registry, judge, names),
+            against=f"judge {other}",
+        )
         records += batch.records()
     return records
 
@@ -240,8 +283,15 @@ def _outcome_cube(inst: np.ndarray, gx: np.ndarray, gy: np.ndarray, outcome: np.
         return np.where(count > 0, np.sign(total / count), np.nan)
 
 
-def pairwise_rank_records(comp: pd.DataFrame, registry: Registry, boot: Bootstrap, *, preference: pd.DataFrame | None = None,
-                          leaderboard: Mapping[str, float] | None = None, rank_against: str | None = None) -> list[Row]:
+def pairwise_rank_records(
+    comp: pd.DataFrame,
+    registry: Registry,
+    boot: Bootstrap,
+    *,
+    preference: pd.DataFrame | None = None,
+    leaderboard: Mapping[str, float] | None = None,
+    rank_against: str | None = None,
+) -> list[Row]:
     """ranking-difference from aggregated comparisons (``model_x < model_y``, ``outcome`` for x).
 
     The judge's leaderboard scores a generator by its win score (win 1, tie ½, loss 0), averaged
@@ -253,7 +303,7 @@ def pairwise_rank_records(comp: pd.DataFrame, registry: Registry, boot: Bootstra
     ic, i_labels = codes(comp["instance_id"].astype(str))
     models = pd.concat([comp["model_x"], comp["model_y"]], ignore_index=True).astype(str)
     all_codes, m_labels = codes(models)
-    xc, yc = all_codes[: len(comp)], all_codes[len(comp):]
+    xc, yc = all_codes[: len(comp)], all_codes[len(comp) :]
     outcome = comp["outcome"].to_numpy(dtype=float)
     human = np.full(len(comp), np.nan)
     if preference is not None:
@@ -264,8 +314,12 @@ def pairwise_rank_records(comp: pd.DataFrame, registry: Registry, boot: Bootstra
         first = pa < pb
         px, py = np.where(first, pa, pb), np.where(first, pb, pa)
         sizes = [i_labels.size, m_labels.size, m_labels.size]
-        human = lookup([recode(p["instance_id"].astype(str), i_labels), recode(pd.Series(px), m_labels),
-                        recode(pd.Series(py), m_labels)], np.where(first, code_a, -code_a), sizes, [ic, xc, yc])
+        human = lookup(
+            [recode(p["instance_id"].astype(str), i_labels), recode(pd.Series(px), m_labels), recode(pd.Series(py), m_labels)],
+            np.where(first, code_a, -code_a),
+            sizes,
+            [ic, xc, yc],
+        )
     cubes = {}
     records = []
     for judge, condition, rows in groups(comp):
@@ -284,10 +338,12 @@ def pairwise_rank_records(comp: pd.DataFrame, registry: Registry, boot: Bootstra
         if preference is not None:
             h = human[rows]
             both = np.isfinite(o) & np.isfinite(h)
-            judged = _cell_mean(cell, np.r_[np.where(both, (o + 1) / 2, np.nan), np.where(both, (1 - o) / 2, np.nan)],
-                                n_i * n_g).reshape(n_i, n_g)
-            humans = _cell_mean(cell, np.r_[np.where(both, (h + 1) / 2, np.nan), np.where(both, (1 - h) / 2, np.nan)],
-                                n_i * n_g).reshape(n_i, n_g)
+            judged = _cell_mean(
+                cell, np.r_[np.where(both, (o + 1) / 2, np.nan), np.where(both, (1 - o) / 2, np.nan)], n_i * n_g
+            ).reshape(n_i, n_g)
+            humans = _cell_mean(
+                cell, np.r_[np.where(both, (h + 1) / 2, np.nan), np.where(both, (1 - h) / 2, np.nan)], n_i * n_g
+            ).reshape(n_i, n_g)
             ranking(batch, judged, humans, names, relation, against="preference-ref")
             n_rows = rows.size
             w_j = _outcome_cube(li[:n_rows], lg[:n_rows], lg[n_rows:], np.where(both, o, np.nan), n_i, n_g)

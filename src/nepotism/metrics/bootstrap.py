@@ -43,8 +43,20 @@ from scipy import stats
 
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["METHODS", "Bootstrap", "Statistic", "bootstrap_weights", "cluster_bootstrap", "cluster_sums",
-           "column_ratio", "difference_of_ratios", "finish_estimate", "pearson_of_totals", "ratio_of_totals", "settings"]
+__all__ = [
+    "METHODS",
+    "Bootstrap",
+    "Statistic",
+    "bootstrap_weights",
+    "cluster_bootstrap",
+    "cluster_sums",
+    "column_ratio",
+    "difference_of_ratios",
+    "finish_estimate",
+    "pearson_of_totals",
+    "ratio_of_totals",
+    "settings",
+]
 
 #: A statistic of cluster totals: (..., k) totals → (...) values.
 Statistic = Callable[[np.ndarray], np.ndarray]
@@ -69,9 +81,12 @@ def pearson_of_totals(totals: np.ndarray) -> np.ndarray:
 
 def column_ratio(numerator: int, denominator: int) -> Statistic:
     """The statistic total[numerator] / total[denominator] (columns of a wider block)."""
+
     def statistic(totals: np.ndarray) -> np.ndarray:
         return np.asarray(totals[..., numerator] / totals[..., denominator])
+
     return statistic
+
 
 #: Interval methods: percentile, or bias-corrected and accelerated (``"bca"``).
 METHODS = ("percentile", "bca")
@@ -120,8 +135,7 @@ class Bootstrap:
     def as_dict(self) -> dict[str, Any]:
         """The settings as JSON outputs have always written them (``confidence`` for the level, as
         in every result record)."""
-        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence_level,
-                "method": self.method}
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence_level, "method": self.method}
 
 
 _FIELDS = frozenset({"n_resamples", "confidence_level", "method", "seed"})
@@ -135,8 +149,7 @@ def settings(bootstrap: Bootstrap | None = None, **fields: Any) -> Bootstrap:
     """
     unknown = set(fields) - _FIELDS
     if unknown:
-        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))} (bootstrap fields: "
-                        f"{', '.join(sorted(_FIELDS))})")
+        raise TypeError(f"unexpected options: {', '.join(sorted(unknown))} (bootstrap fields: {', '.join(sorted(_FIELDS))})")
     if bootstrap is None:
         return Bootstrap(**fields)
     if not isinstance(bootstrap, Bootstrap):
@@ -179,7 +192,7 @@ def _weights_cached(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
         rows = min(chunk, n_resamples - start)
         draws = rng.integers(0, n_clusters, size=(rows, n_clusters))
         flat = (draws + (np.arange(rows) * n_clusters)[:, None]).ravel()
-        weights[start:start + rows] = np.bincount(flat, minlength=rows * n_clusters).reshape(rows, n_clusters)
+        weights[start : start + rows] = np.bincount(flat, minlength=rows * n_clusters).reshape(rows, n_clusters)
     weights.setflags(write=False)
     return weights
 
@@ -255,25 +268,68 @@ def cluster_bootstrap(
     n_clusters = sums.shape[0]
     nan = float("nan")
     if n_clusters == 0:
-        return Estimate(nan, nan, nan, n, 0, n_excluded, excluded, confidence, method, 0, None,
-                        note or (f"no data: all {n_excluded:,} excluded" if n_excluded else "no data"))
+        return Estimate(
+            nan,
+            nan,
+            nan,
+            n,
+            0,
+            n_excluded,
+            excluded,
+            confidence,
+            method,
+            0,
+            None,
+            note or (f"no data: all {n_excluded:,} excluded" if n_excluded else "no data"),
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(np.asarray(statistic(sums.sum(axis=0)), dtype=float))
     if not np.isfinite(value):
-        return Estimate(nan, nan, nan, n, n_clusters, n_excluded, excluded, confidence, method, 0,
-                        None, note or "undefined: the denominator is zero or empty")
+        return Estimate(
+            nan,
+            nan,
+            nan,
+            n,
+            n_clusters,
+            n_excluded,
+            excluded,
+            confidence,
+            method,
+            0,
+            None,
+            note or "undefined: the denominator is zero or empty",
+        )
     if n_resamples <= 0:
-        return Estimate(value, nan, nan, n, n_clusters, n_excluded, excluded, confidence, "none", 0,
-                        None, note)
+        return Estimate(value, nan, nan, n, n_clusters, n_excluded, excluded, confidence, "none", 0, None, note)
     weights = bootstrap_weights(n_clusters, n_resamples, seed)
     totals = weights @ sums.astype(weights.dtype)
-    return finish_estimate(value, totals, sums, statistic, n=n, n_excluded=n_excluded, excluded=excluded,
-                           bootstrap=bootstrap, alternative=alternative, null_value=null_value, note=note)
+    return finish_estimate(
+        value,
+        totals,
+        sums,
+        statistic,
+        n=n,
+        n_excluded=n_excluded,
+        excluded=excluded,
+        bootstrap=bootstrap,
+        alternative=alternative,
+        null_value=null_value,
+        note=note,
+    )
 
 
 def finish_estimate(
-    value: float, totals: np.ndarray, sums: np.ndarray, statistic: Statistic, *, n: int, n_excluded: int,
-    excluded: Mapping[str, int], bootstrap: Bootstrap, alternative: str | None, null_value: float,
+    value: float,
+    totals: np.ndarray,
+    sums: np.ndarray,
+    statistic: Statistic,
+    *,
+    n: int,
+    n_excluded: int,
+    excluded: Mapping[str, int],
+    bootstrap: Bootstrap,
+    alternative: str | None,
+    null_value: float,
     note: str | None,
 ) -> Estimate:
     """Turn resampled totals (B, k) into an `Estimate`: interval, dropped resamples, one-sided p.
@@ -292,8 +348,7 @@ def finish_estimate(
         extra = f"{dropped} of {n_resamples} resamples undefined and dropped"
         note = f"{note}; {extra}" if note else extra
     if boot.size < 2:
-        return Estimate(value, nan, nan, n, n_clusters, n_excluded, dict(excluded), confidence, method,
-                        n_resamples, None, note)
+        return Estimate(value, nan, nan, n, n_clusters, n_excluded, dict(excluded), confidence, method, n_resamples, None, note)
     if method == "bca":
         low, high = _bca_interval(boot, value, sums, statistic, confidence)
     else:
@@ -305,5 +360,4 @@ def finish_estimate(
         p_value = float((np.sum(boot >= null_value) + 1) / (boot.size + 1))
     elif alternative is not None:
         raise ValueError("alternative must be None, 'greater' or 'less'")
-    return Estimate(value, low, high, n, n_clusters, n_excluded, dict(excluded), confidence, method,
-                    n_resamples, p_value, note)
+    return Estimate(value, low, high, n, n_clusters, n_excluded, dict(excluded), confidence, method, n_resamples, p_value, note)

@@ -33,13 +33,23 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from nepotism.metrics.bootstrap import (Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals,
-                                        settings)
+from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals, settings
 from nepotism.metrics._common import undefined
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["GAMING_MIN", "GAMING_RATIO", "LABEL_MASS_AUDIT", "count_reasons", "excluded_share",
-           "exclusion_share_gap", "gaming_flag", "gap_sums", "gap_p_value", "gap_undefined", "low_label_mass"]
+__all__ = [
+    "GAMING_MIN",
+    "GAMING_RATIO",
+    "LABEL_MASS_AUDIT",
+    "count_reasons",
+    "excluded_share",
+    "exclusion_share_gap",
+    "gaming_flag",
+    "gap_sums",
+    "gap_p_value",
+    "gap_undefined",
+    "low_label_mass",
+]
 
 #: Label mass below which a parsed label verdict is counted by `low_label_mass` (more likely than not,
 #: the model would have said something other than a label).
@@ -51,8 +61,14 @@ GAMING_RATIO = 2.0
 GAMING_MIN = 5
 
 
-def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterable[object] | None = None,
-                   bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def excluded_share(
+    excluded: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    reasons: Iterable[object] | None = None,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Share of judgments without a verdict: Σ excluded / n, with a cluster bootstrap over prompts.
 
     ``excluded`` is one boolean per judgment (True: no verdict), ``clusters`` its instance;
@@ -74,8 +90,9 @@ def excluded_share(excluded: ArrayLike, clusters: ArrayLike, *, reasons: Iterabl
     if flags.size == 0:
         return undefined("no judgments", bootstrap=options)
     _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(flags.size), n_excluded=int(flags.sum()),
-                             excluded=counts, bootstrap=options)
+    return cluster_bootstrap(
+        sums, ratio_of_totals, n=int(flags.size), n_excluded=int(flags.sum()), excluded=counts, bootstrap=options
+    )
 
 
 def _flags(values: ArrayLike, name: str) -> np.ndarray:
@@ -96,16 +113,25 @@ _MEANING = {"excluded": "the judgment has no verdict", "shown": "the judgment sh
 def count_reasons(reasons: Iterable[object] | None, where: np.ndarray) -> dict[str, int]:
     """The count per reason label of the judgments ``where`` is True ("no reason recorded" for
     none), in label order."""
-    why = np.full(where.size, None, dtype=object) if reasons is None else np.asarray(
-        reasons if isinstance(reasons, (np.ndarray, list, tuple)) else list(reasons), dtype=object)
+    why = (
+        np.full(where.size, None, dtype=object)
+        if reasons is None
+        else np.asarray(reasons if isinstance(reasons, (np.ndarray, list, tuple)) else list(reasons), dtype=object)
+    )
     if why.shape != where.shape:
         raise ValueError("reasons must have one label per judgment")
     return dict(sorted(Counter(str(r) if isinstance(r, str) and r else "no reason recorded" for r in why[where]).items()))
 
 
-def exclusion_share_gap(excluded: ArrayLike, shown: ArrayLike, clusters: ArrayLike, *,
-                        reasons: Iterable[object] | None = None, bootstrap: Bootstrap | None = None,
-                        **fields: Any) -> Estimate:
+def exclusion_share_gap(
+    excluded: ArrayLike,
+    shown: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    reasons: Iterable[object] | None = None,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """How much more often one candidate's judgments have no verdict than the judge's others'.
 
     ``excluded`` is one boolean per judgment of one judge (True: no verdict), ``shown`` whether
@@ -139,8 +165,7 @@ def exclusion_share_gap(excluded: ArrayLike, shown: ArrayLike, clusters: ArrayLi
         return undefined(why_not, n=n, n_excluded=n_excluded, excluded=counts, bootstrap=options)
     other = ~showing
     _, sums = cluster_sums(clusters, np.column_stack([mine, showing, gone & other, other]).astype(float))
-    estimate = cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts,
-                                 bootstrap=options)
+    estimate = cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, bootstrap=options)
     return replace(estimate, p_value=gap_p_value(sums))
 
 
@@ -180,8 +205,9 @@ def gap_sums(excluded: np.ndarray, shown: np.ndarray, codes: np.ndarray, n_clust
     ``0 .. n_clusters - 1`` (codes in the prompts' sorted order give the rows `cluster_sums` gives:
     the suite computes the prompts' codes once for every generator of a judge)."""
     other = ~shown
-    return np.column_stack([np.bincount(codes[mask], minlength=n_clusters)
-                            for mask in (excluded & shown, shown, excluded & other, other)]).astype(float)
+    return np.column_stack(
+        [np.bincount(codes[mask], minlength=n_clusters) for mask in (excluded & shown, shown, excluded & other, other)]
+    ).astype(float)
 
 
 def gaming_flag(gap: Estimate, share: float, others_share: float, *, tested: int, alpha: float) -> bool:

@@ -40,7 +40,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, Statistic, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals
+from nepotism.metrics.bootstrap import (
+    Bootstrap,
+    Statistic,
+    cluster_bootstrap,
+    cluster_sums,
+    difference_of_ratios,
+    ratio_of_totals,
+)
 from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
 from nepotism.metrics._estimate import Estimate
 
@@ -127,8 +134,9 @@ class Definition:
         exclusions, columns = self.columns(*arrays, **options)
         return _cluster_sums(clusters, columns, exclusions, None)
 
-    def sums_by_group(self, *arrays: Any, clusters: np.ndarray, groups: np.ndarray,
-                      **options: Any) -> tuple[np.ndarray, list[ClusterSums]]:
+    def sums_by_group(
+        self, *arrays: Any, clusters: np.ndarray, groups: np.ndarray, **options: Any
+    ) -> tuple[np.ndarray, list[ClusterSums]]:
         """Per-cluster sums of every group of ``groups`` (a code per row) in one pass over the rows:
         (the sorted group codes, each group's `ClusterSums`), the same numbers as `sums` on the
         group's rows in their order."""
@@ -136,8 +144,9 @@ class Definition:
         order = np.argsort(groups, kind="stable")
         found, starts = np.unique(np.asarray(groups)[order], return_index=True)
         ends = [*starts[1:].tolist(), order.size]
-        return found, [_cluster_sums(clusters, columns, exclusions, order[start:end])
-                       for start, end in zip(starts.tolist(), ends)]
+        return found, [
+            _cluster_sums(clusters, columns, exclusions, order[start:end]) for start, end in zip(starts.tolist(), ends)
+        ]
 
     def dense_sums(self, *arrays: Any, codes: np.ndarray, size: int, **options: Any) -> ClusterSums:
         """Per-cluster sums of checked rows whose clusters are integer ``codes`` in [0, size): one row
@@ -146,8 +155,7 @@ class Definition:
         exclusions, columns = self.columns(*arrays, **options)
         keep, n_excluded, excluded = _kept(exclusions, columns.shape[0], np.asarray)
         kept = np.asarray(codes)[keep]
-        sums = np.column_stack([np.bincount(kept, weights=columns[keep, j], minlength=size)
-                                for j in range(columns.shape[1])])
+        sums = np.column_stack([np.bincount(kept, weights=columns[keep, j], minlength=size) for j in range(columns.shape[1])])
         return ClusterSums(np.arange(size), sums, int(keep.sum()), n_excluded, excluded)
 
     def kept_rows(self, *arrays: Any, **options: Any) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
@@ -157,23 +165,38 @@ class Definition:
         keep, _, excluded = _kept(exclusions, columns.shape[0], np.asarray)
         return keep, excluded, columns
 
-    def estimate(self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap,
-                 statistic: Statistic | None = None, **options: Any) -> Estimate:
+    def estimate(
+        self, *arrays: Any, clusters: np.ndarray, bootstrap: Bootstrap, statistic: Statistic | None = None, **options: Any
+    ) -> Estimate:
         """The cluster-bootstrap estimate of checked rows (the public estimators' last step);
         ``statistic`` where the definition's depends on the call."""
         return self.resample(self.sums(*arrays, clusters=clusters, **options), bootstrap, statistic=statistic)
 
-    def resample(self, part: ClusterSums, bootstrap: Bootstrap, *, statistic: Statistic | None = None,
-                 alternative: str | None = None, note: str | None = None) -> Estimate:
+    def resample(
+        self,
+        part: ClusterSums,
+        bootstrap: Bootstrap,
+        *,
+        statistic: Statistic | None = None,
+        alternative: str | None = None,
+        note: str | None = None,
+    ) -> Estimate:
         """The cluster bootstrap of the statistic on ``part``'s per-cluster sums (``alternative``: a
         one-sided bootstrap p-value, ``note``: the estimate's note, as `cluster_bootstrap`)."""
         chosen = statistic if statistic is not None else self.statistic
-        return cluster_bootstrap(part.sums, chosen, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded,
-                                 bootstrap=bootstrap, alternative=alternative, note=note)
+        return cluster_bootstrap(
+            part.sums,
+            chosen,
+            n=part.n,
+            n_excluded=part.n_excluded,
+            excluded=part.excluded,
+            bootstrap=bootstrap,
+            alternative=alternative,
+            note=note,
+        )
 
 
-def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions,
-                  rows: np.ndarray | None) -> ClusterSums:
+def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusions, rows: np.ndarray | None) -> ClusterSums:
     def take(a: np.ndarray) -> np.ndarray:
         return a if rows is None else a[rows]
 
@@ -182,8 +205,7 @@ def _cluster_sums(clusters: np.ndarray, columns: np.ndarray, exclusions: Exclusi
     return ClusterSums(found, sums, int(keep.sum()), n_excluded, excluded)
 
 
-def _kept(exclusions: Exclusions, size: int,
-          take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, int, dict[str, int]]:
+def _kept(exclusions: Exclusions, size: int, take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, int, dict[str, int]]:
     """The rows kept, the rows left out for a reason and their count per reason; a reason of None
     drops rows that are not the metric's units at all (not counted as excluded: a comparison the
     reference never loses is not at risk of overestimation)."""
@@ -200,6 +222,7 @@ def _kept(exclusions: Exclusions, size: int,
 def _given_by_the_call(metric: str) -> Statistic:
     def statistic(totals: np.ndarray) -> np.ndarray:
         raise TypeError(f"{metric}'s statistic depends on the call: give statistic=")
+
     return statistic
 
 
@@ -245,19 +268,31 @@ def _paired_columns(outcome: np.ndarray, other: np.ndarray) -> tuple[Exclusions,
 
 
 WIN_RATE = Definition(
-    "win-rate", "000 (AlpacaEval convention)", "(wins + ½ ties) / n", (0.0, 1.0), _win_rate_columns, ratio_of_totals)
+    "win-rate", "000 (AlpacaEval convention)", "(wins + ½ ties) / n", (0.0, 1.0), _win_rate_columns, ratio_of_totals
+)
 SELF_PREFERENCE_RATIO = Definition(
-    "self-preference-ratio", "004 Eq. 2", "share of (J vs G) comparisons whose aggregated verdict is J's answer",
-    (0.0, 1.0), _self_preference_columns, ratio_of_totals)
+    "self-preference-ratio",
+    "004 Eq. 2",
+    "share of (J vs G) comparisons whose aggregated verdict is J's answer",
+    (0.0, 1.0),
+    _self_preference_columns,
+    ratio_of_totals,
+)
 #: 004 Tables 1/3/5: each evaluatee's SPR, then their mean.
 SELF_PREFERENCE_RATIO_PER_EVALUATEE = Definition(
-    "self-preference-ratio", "004 Tables 1, 3, 5 (Average)", "mean over evaluatees G of the SPR against G",
-    (0.0, 1.0), _per_evaluatee_columns, mean_of_ratios)
+    "self-preference-ratio",
+    "004 Tables 1, 3, 5 (Average)",
+    "mean over evaluatees G of the SPR against G",
+    (0.0, 1.0),
+    _per_evaluatee_columns,
+    mean_of_ratios,
+)
 DEMOGRAPHIC_PARITY_BIAS = Definition(
-    "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns,
-    difference_of_ratios)
-def _equal_opportunity_columns(preferred: np.ndarray, human: np.ndarray,
-                               related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    "demographic-parity-bias", "001 Eq. 4", "P(Y′=1 | S=1) − P(Y′=1 | S=0)", (-1.0, 1.0), _parity_columns, difference_of_ratios
+)
+
+
+def _equal_opportunity_columns(preferred: np.ndarray, human: np.ndarray, related: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     """Y′ among the human-favoured (Y = 1) related and other candidates; a human tie is not a unit of Y."""
     missing = ~(np.isfinite(preferred) & np.isfinite(human))
     s = np.asarray(related, dtype=bool)
@@ -276,18 +311,31 @@ def _error_bias_columns(judge: np.ndarray, human: np.ndarray) -> tuple[Exclusion
 #: One row per candidate appearance: Y′ the judge's preference (½ a judge tie), Y the humans' (1/0,
 #: ½ a human tie, left out), S related.
 EQUAL_OPPORTUNITY_BIAS = Definition(
-    "equal-opportunity-bias", "001 Def. 4.1", "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)", (-1.0, 1.0),
-    _equal_opportunity_columns, difference_of_ratios)
+    "equal-opportunity-bias",
+    "001 Def. 4.1",
+    "P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1)",
+    (-1.0, 1.0),
+    _equal_opportunity_columns,
+    difference_of_ratios,
+)
 #: Codes from the target's side (+1 target preferred, −1 the other, 0 tie) for the judge and the humans.
 ERROR_BIAS = Definition(
-    "error-bias", "000 Eq. 10",
+    "error-bias",
+    "000 Eq. 10",
     "N(target preferred | other wins)/N(other wins) − N(other preferred | target wins)/N(target wins)",
-    (-1.0, 1.0), _error_bias_columns, difference_of_ratios)
+    (-1.0, 1.0),
+    _error_bias_columns,
+    difference_of_ratios,
+)
 #: One row per verdict of either judge on the shared prompts: ``other`` is True for the other judge's.
 PAIRED_WIN_RATE_GAP = Definition(
-    "paired-win-rate-gap", "new; isolates 000/004 favouritism",
+    "paired-win-rate-gap",
+    "new; isolates 000/004 favouritism",
     "WR_J(G vs O) − WR_K(G vs O) on the same prompts and pair, K another judge (paired cluster bootstrap)",
-    (-1.0, 1.0), _paired_columns, difference_of_ratios)
+    (-1.0, 1.0),
+    _paired_columns,
+    difference_of_ratios,
+)
 
 
 # ---------------------------------------------------------------------------------- preference leakage (000)
@@ -320,8 +368,9 @@ def pls_statistic(totals: np.ndarray) -> np.ndarray:
     return pls_from_win_rates(rate[..., 0], rate[..., 1], rate[..., 3], rate[..., 2])
 
 
-def _pls_columns(outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, *,
-                 ties: str = "loss") -> tuple[Exclusions, np.ndarray]:
+def _pls_columns(
+    outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, *, ties: str = "loss"
+) -> tuple[Exclusions, np.ndarray]:
     """(score, 1) in the pair of columns of the row's (student, judge) cell; the score is a win (a
     tie a non-win) with ``ties="loss"``, the win-rate score (a tie ½) otherwise."""
     exclusions: Exclusions = [("no verdict", ~np.isfinite(outcome))]
@@ -338,14 +387,20 @@ def _pls_columns(outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, *,
 #: One row per (comparison, student side): the outcome for that student, its side (0 = i, 1 = j)
 #: and the judge's (0 = teacher i, 1 = teacher j).
 PREFERENCE_LEAKAGE_SCORE = Definition(
-    "preference-leakage-score", "000 Eq. 5–6, App. C.2, D.4",
+    "preference-leakage-score",
+    "000 Eq. 5–6, App. C.2, D.4",
     "½[(WR(i,i)−AVG(i,j))/AVG(i,j) + (WR(j,j)−AVG(j,i))/AVG(j,i)], AVG(i,j)=(WR(i,i)+WR(i,j))/2, "
-    "WR = wins / all games (a tie is a non-win: paper 000 Table 1)", (-1.0, 1.0), _pls_columns, pls_statistic)
+    "WR = wins / all games (a tie is a non-win: paper 000 Table 1)",
+    (-1.0, 1.0),
+    _pls_columns,
+    pls_statistic,
+)
 
 
 # ---------------------------------------------------------------------------------- leaderboards
-def _ranking_columns(judged: np.ndarray, reference: np.ndarray, codes: np.ndarray,
-                     n_generators: int) -> tuple[Exclusions, np.ndarray]:
+def _ranking_columns(
+    judged: np.ndarray, reference: np.ndarray, codes: np.ndarray, n_generators: int
+) -> tuple[Exclusions, np.ndarray]:
     """Columns [judged score per generator | reference score per generator | count per generator]."""
     missing = ~(np.isfinite(judged) & np.isfinite(reference))
     columns = np.zeros((codes.size, 3 * n_generators))
@@ -366,11 +421,11 @@ def ranking_statistic(n_generators: int, target: int, reference_ranks: np.ndarra
     g = n_generators
 
     def statistic(totals: np.ndarray) -> np.ndarray:
-        count = totals[..., 2 * g:]
+        count = totals[..., 2 * g :]
         rank_j = rankdata(-np.round(totals[..., :g] / count, 9), axis=-1)
         if reference_ranks is not None:
             return np.asarray(reference_ranks[target] - rank_j[..., target])
-        rank_r = rankdata(-np.round(totals[..., g:2 * g] / count, 9), axis=-1)
+        rank_r = rankdata(-np.round(totals[..., g : 2 * g] / count, 9), axis=-1)
         return np.asarray(rank_r[..., target] - rank_j[..., target])
 
     return statistic
@@ -378,8 +433,14 @@ def ranking_statistic(n_generators: int, target: int, reference_ranks: np.ndarra
 
 #: The statistic depends on the target generator: `ranking_statistic(n_generators, target)`.
 RANKING_DIFFERENCE = Definition(
-    "ranking-difference", "000 §5.4 Table 4", "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
-    (None, None), _ranking_columns, _given_by_the_call("ranking-difference"))
+    "ranking-difference",
+    "000 §5.4 Table 4",
+    "rank on reference leaderboard − rank on judge leaderboard (1 = best)",
+    (None, None),
+    _ranking_columns,
+    _given_by_the_call("ranking-difference"),
+)
+
 
 # ---------------------------------------------------------------------------------- rubric (paper 002)
 def _share_equal_columns(judge: np.ndarray, reference: np.ndarray) -> tuple[Exclusions, np.ndarray]:
@@ -416,15 +477,13 @@ def _score_delta_columns(judged: np.ndarray, reference: np.ndarray) -> tuple[Exc
     return [], np.concatenate([np.where(valid, judged - reference, 0.0), valid.astype(float)], axis=1)
 
 
-def _overestimation_columns(judge: np.ndarray, reference: np.ndarray, *,
-                            kind: str = "any") -> tuple[Exclusions, np.ndarray]:
+def _overestimation_columns(judge: np.ndarray, reference: np.ndarray, *, kind: str = "any") -> tuple[Exclusions, np.ndarray]:
     over, at_risk = overestimation_counts(judge, reference, kind=kind)
     missing = ~(np.isfinite(judge) & np.isfinite(reference))
     return [("no verdict", missing), (None, at_risk == 0)], np.column_stack([over, at_risk])
 
 
-def _hspp_columns(over: np.ndarray, risk: np.ndarray, codes: np.ndarray,
-                  n_generators: int) -> tuple[Exclusions, np.ndarray]:
+def _hspp_columns(over: np.ndarray, risk: np.ndarray, codes: np.ndarray, n_generators: int) -> tuple[Exclusions, np.ndarray]:
     return [], group_sums(codes, over, risk, n_generators)
 
 
@@ -461,20 +520,36 @@ def on_columns(statistic: Statistic, columns: list[int]) -> Statistic:
     return wide
 
 
-MRA = Definition("mra", "002 Eq. 6", "share of rubric verdicts b_J = b*", (0.0, 1.0), _share_equal_columns,
-                 ratio_of_totals)
-MIPA = Definition("mipa", "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", (0.0, 1.0), _share_equal_columns,
-                  ratio_of_totals)
+MRA = Definition("mra", "002 Eq. 6", "share of rubric verdicts b_J = b*", (0.0, 1.0), _share_equal_columns, ratio_of_totals)
+MIPA = Definition("mipa", "002 Eq. 5", "mean over G<G′, x of 1{w_J = w*}", (0.0, 1.0), _share_equal_columns, ratio_of_totals)
 OVERESTIMATION_RATE = Definition(
-    "overestimation-rate", "002 Eq. 3 (instance), Eq. 4 (rubric)",
-    "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}", (0.0, 1.0), _overestimation_columns, ratio_of_totals)
+    "overestimation-rate",
+    "002 Eq. 3 (instance), Eq. 4 (rubric)",
+    "Σ 1{w_J > w*, w* = −1} / Σ 1{w* = −1}",
+    (0.0, 1.0),
+    _overestimation_columns,
+    ratio_of_totals,
+)
 #: The statistic depends on the generator sets: `hspp_statistic(numerator, denominator)`.
-HSPP_RATIO = Definition("hspp-ratio", "002 Eq. 1–2", "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)", (0.0, None),
-                        _hspp_columns, _given_by_the_call("hspp-ratio"))
+HSPP_RATIO = Definition(
+    "hspp-ratio",
+    "002 Eq. 1–2",
+    "mean_{G∈N} O(J,G) / mean_{G∈S_J} O(J,G)",
+    (0.0, None),
+    _hspp_columns,
+    _given_by_the_call("hspp-ratio"),
+)
 #: One row per instance (its cluster) with every generator's instance score; the statistic is
 #: `score_delta_statistic`.
-SCORE_DELTA = Definition("score-delta", "002 Fig. 5", "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
-                         (None, None), _score_delta_columns, _given_by_the_call("score-delta"))
+SCORE_DELTA = Definition(
+    "score-delta",
+    "002 Fig. 5",
+    "(S_J(G) − S*(G)) − mean_G′ (S_J(G′) − S*(G′))",
+    (None, None),
+    _score_delta_columns,
+    _given_by_the_call("score-delta"),
+)
+
 
 # ---------------------------------------------------------------------------------- shares (000, 003, 004)
 def _graded_columns(correct: np.ndarray) -> tuple[Exclusions, np.ndarray]:
@@ -502,31 +577,59 @@ def _tokens_per_evaluatee_columns(tokens: np.ndarray, evaluatee: np.ndarray) -> 
 
 #: One row per judgment: the tokens the judge wrote (NaN: no count, a label read writes nothing).
 REASONING_LENGTH = Definition(
-    "reasoning-length", "004 §4.2 Fig. 5, Tables 16–18",
-    "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: "
-    "nepotism.gpt2_tokens)", (0.0, None), _tokens_columns, ratio_of_totals)
+    "reasoning-length",
+    "004 §4.2 Fig. 5, Tables 16–18",
+    "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: nepotism.gpt2_tokens)",
+    (0.0, None),
+    _tokens_columns,
+    ratio_of_totals,
+)
 #: 004 Tables 16–18's Average column: each evaluatee's reasoning length, then their mean.
 REASONING_LENGTH_PER_EVALUATEE = Definition(
-    "reasoning-length", "004 §4.2 Tables 16–18 (Average)", "mean over evaluatees G of the reasoning length against G",
-    (0.0, None), _tokens_per_evaluatee_columns, mean_of_ratios)
+    "reasoning-length",
+    "004 §4.2 Tables 16–18 (Average)",
+    "mean over evaluatees G of the reasoning length against G",
+    (0.0, None),
+    _tokens_per_evaluatee_columns,
+    mean_of_ratios,
+)
 #: One row per graded answer of a generator: 1 correct, 0 wrong, NaN ungraded.
 TASK_ACCURACY = Definition(
-    "task-accuracy", "004 §3 (Figs. 1–4, x axis)",
-    "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)", (0.0, 1.0),
-    _graded_columns, ratio_of_totals)
+    "task-accuracy",
+    "004 §3 (Figs. 1–4, x axis)",
+    "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)",
+    (0.0, 1.0),
+    _graded_columns,
+    ratio_of_totals,
+)
 #: One row per recognition answer: the answer claimed and the truth (pointwise 1/0, pairwise the slot).
 RECOGNITION_ACCURACY = Definition(
-    "recognition-accuracy", "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
-    "share of recognition answers equal to the truth", (0.0, 1.0), _share_equal_columns, ratio_of_totals)
+    "recognition-accuracy",
+    "000 §5.5 Table 5; 003 Figs. 7, 11, 14, Tables 2, 5",
+    "share of recognition answers equal to the truth",
+    (0.0, 1.0),
+    _share_equal_columns,
+    ratio_of_totals,
+)
 #: One row per comparison judged in both orders: the candidate's code in the first and in the second.
 POSITION_CONSISTENCY = Definition(
-    "position-consistency", "004 Eq. 1 setting, 002 §2.2",
-    "share of comparisons whose two orders agree; first-slot share", (0.0, 1.0), _share_equal_columns,
-    ratio_of_totals)
+    "position-consistency",
+    "004 Eq. 1 setting, 002 §2.2",
+    "share of comparisons whose two orders agree; first-slot share",
+    (0.0, 1.0),
+    _share_equal_columns,
+    ratio_of_totals,
+)
 #: The variant share=first slot chosen: one row per verdict, 1 the first slot, 0 the second, ½ a tie.
 FIRST_SLOT_PREFERENCE = Definition(
-    "position-consistency", "004 Eq. 1 setting, 002 §2.2", "share of verdicts choosing the first slot",
-    (0.0, 1.0), _first_slot_columns, ratio_of_totals)
+    "position-consistency",
+    "004 Eq. 1 setting, 002 §2.2",
+    "share of verdicts choosing the first slot",
+    (0.0, 1.0),
+    _first_slot_columns,
+    ratio_of_totals,
+)
+
 
 # ---------------------------------------------------------------------------------- perplexity (001 §5)
 def _perplexity_gap_columns(log_perplexity: np.ndarray, own: np.ndarray) -> tuple[Exclusions, np.ndarray]:
@@ -536,39 +639,51 @@ def _perplexity_gap_columns(log_perplexity: np.ndarray, own: np.ndarray) -> tupl
 
 
 def _perplexity_columns(log_perplexity: np.ndarray) -> tuple[Exclusions, np.ndarray]:
-    return [("no perplexity", ~np.isfinite(log_perplexity))], np.column_stack(
-        [log_perplexity, np.ones(log_perplexity.size)])
+    return [("no perplexity", ~np.isfinite(log_perplexity))], np.column_stack([log_perplexity, np.ones(log_perplexity.size)])
 
 
 #: One row per response the judge scored: its log-perplexity under the judge, and whether it is the judge's own.
 LOG_PERPLEXITY_GAP = Definition(
-    "log-perplexity-gap", "001 §5 Fig. 5",
-    "mean log PPL_J(own responses) − mean log PPL_J(other responses), one row per response", (None, None),
-    _perplexity_gap_columns, difference_of_ratios)
+    "log-perplexity-gap",
+    "001 §5 Fig. 5",
+    "mean log PPL_J(own responses) − mean log PPL_J(other responses), one row per response",
+    (None, None),
+    _perplexity_gap_columns,
+    difference_of_ratios,
+)
 MEAN_LOG_PERPLEXITY = Definition(
-    "mean-log-perplexity", "001 §5 Fig. 5",
-    "mean log PPL_J over the judge's own (or the other) responses, one row per response", (0.0, None),
-    _perplexity_columns, ratio_of_totals)
+    "mean-log-perplexity",
+    "001 §5 Fig. 5",
+    "mean log PPL_J over the judge's own (or the other) responses, one row per response",
+    (0.0, None),
+    _perplexity_columns,
+    ratio_of_totals,
+)
 
 
 # ---------------------------------------------------------------------------------- D_diff (paper 004)
-def d_diff_exclusions(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, *,
-                      preference: str = "verdict") -> Exclusions:
+def d_diff_exclusions(
+    outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, *, preference: str = "verdict"
+) -> Exclusions:
     """004's D_diff: (own answer vs another's) rows with a verdict (or label probabilities), both
     answers graded and exactly one of them correct; the rows left out, by reason, in counting order."""
     verdict = np.isfinite(outcome)
     graded = np.isfinite(own_correct) & np.isfinite(other_correct)
-    return [("no verdict" if preference == "verdict" else "no label probabilities", ~verdict),
-            ("own or other answer ungraded", ~graded),
-            ("not in D_diff (both or neither correct)", own_correct == other_correct)]
+    return [
+        ("no verdict" if preference == "verdict" else "no label probabilities", ~verdict),
+        ("own or other answer ungraded", ~graded),
+        ("not in D_diff (both or neither correct)", own_correct == other_correct),
+    ]
 
 
-def d_diff_evaluatees(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, evaluatee: np.ndarray,
-                      *, preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+def d_diff_evaluatees(
+    outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, evaluatee: np.ndarray, *, preference: str = "verdict"
+) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
     """(the rows in D_diff, the rows left out per reason, the sorted evaluatees of the rows in D_diff,
     each row's evaluatee code, 0 outside)."""
-    keep, _, excluded = _kept(d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
-                              outcome.size, np.asarray)
+    keep, _, excluded = _kept(
+        d_diff_exclusions(outcome, own_correct, other_correct, preference=preference), outcome.size, np.asarray
+    )
     names, codes = np.unique(np.asarray(evaluatee)[keep], return_inverse=True)
     all_codes = np.zeros(outcome.size, dtype=np.int64)
     all_codes[keep] = codes
@@ -583,14 +698,17 @@ def judge_shares(outcome: np.ndarray, preference: str = "verdict") -> tuple[np.n
     return outcome, 1 - outcome
 
 
-def _judge_accuracy_columns(outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray,
-                            evaluatee: np.ndarray, *, preference: str = "verdict") -> tuple[Exclusions, np.ndarray]:
+def _judge_accuracy_columns(
+    outcome: np.ndarray, own_correct: np.ndarray, other_correct: np.ndarray, evaluatee: np.ndarray, *, preference: str = "verdict"
+) -> tuple[Exclusions, np.ndarray]:
     """Per evaluatee G (2g, 2g + 1): the judge's share on the correct answer, and 1."""
     _, _, names, codes = d_diff_evaluatees(outcome, own_correct, other_correct, evaluatee, preference=preference)
     p_own, p_other = judge_shares(outcome, preference)
     correct = np.where(own_correct == 1, p_own, p_other)
-    return (d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
-            group_sums(codes, correct, np.ones(outcome.size), names.size))
+    return (
+        d_diff_exclusions(outcome, own_correct, other_correct, preference=preference),
+        group_sums(codes, correct, np.ones(outcome.size), names.size),
+    )
 
 
 def per_evaluatee_statistic(averaging: str, present: np.ndarray) -> Statistic:
@@ -610,15 +728,40 @@ def per_evaluatee_statistic(averaging: str, present: np.ndarray) -> Statistic:
 #: P(own)), both answers' correctness, G. The statistic depends on the averaging and on the
 #: evaluatees present: `per_evaluatee_statistic`.
 JUDGE_ACCURACY = Definition(
-    "judge-accuracy", "004 Eq. 3", "mean_G share of D_diff verdicts naming the correct answer", (0.0, 1.0),
-    _judge_accuracy_columns, _given_by_the_call("judge-accuracy"))
+    "judge-accuracy",
+    "004 Eq. 3",
+    "mean_G share of D_diff verdicts naming the correct answer",
+    (0.0, 1.0),
+    _judge_accuracy_columns,
+    _given_by_the_call("judge-accuracy"),
+)
 
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
-for _definition in (WIN_RATE, SELF_PREFERENCE_RATIO, SELF_PREFERENCE_RATIO_PER_EVALUATEE, DEMOGRAPHIC_PARITY_BIAS,
-                    EQUAL_OPPORTUNITY_BIAS, ERROR_BIAS, PAIRED_WIN_RATE_GAP, RANKING_DIFFERENCE, MRA, MIPA,
-                    OVERESTIMATION_RATE, HSPP_RATIO, SCORE_DELTA, TASK_ACCURACY, RECOGNITION_ACCURACY,
-                    POSITION_CONSISTENCY, FIRST_SLOT_PREFERENCE, JUDGE_ACCURACY, PREFERENCE_LEAKAGE_SCORE,
-                    LOG_PERPLEXITY_GAP, MEAN_LOG_PERPLEXITY, REASONING_LENGTH, REASONING_LENGTH_PER_EVALUATEE):
+for _definition in (
+    WIN_RATE,
+    SELF_PREFERENCE_RATIO,
+    SELF_PREFERENCE_RATIO_PER_EVALUATEE,
+    DEMOGRAPHIC_PARITY_BIAS,
+    EQUAL_OPPORTUNITY_BIAS,
+    ERROR_BIAS,
+    PAIRED_WIN_RATE_GAP,
+    RANKING_DIFFERENCE,
+    MRA,
+    MIPA,
+    OVERESTIMATION_RATE,
+    HSPP_RATIO,
+    SCORE_DELTA,
+    TASK_ACCURACY,
+    RECOGNITION_ACCURACY,
+    POSITION_CONSISTENCY,
+    FIRST_SLOT_PREFERENCE,
+    JUDGE_ACCURACY,
+    PREFERENCE_LEAKAGE_SCORE,
+    LOG_PERPLEXITY_GAP,
+    MEAN_LOG_PERPLEXITY,
+    REASONING_LENGTH,
+    REASONING_LENGTH_PER_EVALUATEE,
+):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

@@ -26,12 +26,27 @@ from nepotism.metrics.definitions import (
 )
 from nepotism.metrics._estimate import Estimate
 
-__all__ = ["PLS_TIE_RULES", "error_bias", "pls_from_win_rates", "preference_leakage_change", "preference_leakage_runs",
-           "preference_leakage_score", "ranking_difference"]
+__all__ = [
+    "PLS_TIE_RULES",
+    "error_bias",
+    "pls_from_win_rates",
+    "preference_leakage_change",
+    "preference_leakage_runs",
+    "preference_leakage_score",
+    "ranking_difference",
+]
+
 
 def preference_leakage_score(
-    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, *,
-    ties: str = "loss", alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields: Any,
+    outcome: ArrayLike,
+    student: ArrayLike,
+    judge: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    ties: str = "loss",
+    alternative: str | None = "greater",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> Estimate:
     """Preference leakage score of a pair of (teacher, student) sides i and j (paper 000 Eq. 5–6).
 
@@ -70,20 +85,23 @@ def preference_leakage_score(
     options = settings(bootstrap, **fields)
     if part.n == 0:
         return undefined("no comparison", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return PREFERENCE_LEAKAGE_SCORE.resample(part, options, alternative=alternative,
-                                             note=_empty_cells(part.sums, ("",)))
+    return PREFERENCE_LEAKAGE_SCORE.resample(part, options, alternative=alternative, note=_empty_cells(part.sums, ("",)))
 
 
 def _empty_cells(sums: np.ndarray, conditions: tuple[str, ...]) -> str | None:
     """The note naming the (student, judge) cells without a comparison, per block of 8 columns."""
-    empty = [f"{name}{' ' + condition if condition else ''}" for b, condition in enumerate(conditions)
-             for c, name in enumerate(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"))
-             if sums[:, 8 * b + 2 * c + 1].sum() == 0]
+    empty = [
+        f"{name}{' ' + condition if condition else ''}"
+        for b, condition in enumerate(conditions)
+        for c, name in enumerate(("WR(i,i)", "WR(i,j)", "WR(j,i)", "WR(j,j)"))
+        if sums[:, 8 * b + 2 * c + 1].sum() == 0
+    ]
     return f"no comparison for {', '.join(empty)}" if empty else None
 
 
-def _pls_inputs(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pls_inputs(
+    outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The checked clusters, student sides and judge sides of the PLS rows (``ties`` checked too)."""
     groups = labels(clusters, "clusters", n=outcome.size)
     if ties not in PLS_TIE_RULES:
@@ -95,8 +113,9 @@ def _pls_inputs(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clust
     return groups, sides, judges
 
 
-def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
-              ) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
+def _pls_rows(
+    outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, clusters: ArrayLike, ties: str
+) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray]:
     """Rows kept, exclusions, the kept rows' 8 columns (`PREFERENCE_LEAKAGE_SCORE`'s) and the kept
     rows' clusters: for the PLS of several conditions or runs side by side."""
     groups, sides, judges = _pls_inputs(outcome, student, judge, clusters, ties)
@@ -105,8 +124,15 @@ def _pls_rows(outcome: np.ndarray, student: ArrayLike, judge: ArrayLike, cluster
 
 
 def preference_leakage_change(
-    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, ablated: ArrayLike, clusters: ArrayLike, *,
-    ties: str = "loss", bootstrap: Bootstrap | None = None, **fields: Any,
+    outcome: ArrayLike,
+    student: ArrayLike,
+    judge: ArrayLike,
+    ablated: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    ties: str = "loss",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> Estimate:
     """PLS under an ablation minus PLS at baseline, on the same prompts (paper 000 §5.7, Table 6).
 
@@ -146,13 +172,21 @@ def preference_leakage_change(
     def statistic(totals: np.ndarray) -> np.ndarray:
         return np.asarray(pls_statistic(totals[..., 8:]) - pls_statistic(totals[..., :8]))
 
-    return cluster_bootstrap(sums, statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded,
-                             note=note, bootstrap=options)
+    return cluster_bootstrap(
+        sums, statistic, n=int(keep.sum()), n_excluded=n_excl, excluded=excluded, note=note, bootstrap=options
+    )
 
 
 def preference_leakage_runs(
-    outcome: ArrayLike, student: ArrayLike, judge: ArrayLike, run: ArrayLike, clusters: ArrayLike, *,
-    ties: str = "loss", bootstrap: Bootstrap | None = None, **fields: Any,
+    outcome: ArrayLike,
+    student: ArrayLike,
+    judge: ArrayLike,
+    run: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    ties: str = "loss",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     """Run-to-run spread of the PLS: its mean and variance over repeated runs (paper 000 App. D.2, Table 9).
 
@@ -188,12 +222,12 @@ def preference_leakage_runs(
         return {"mean": empty, "variance": empty, "runs": {}}
     wide = np.zeros((columns.shape[0], 8 * names.size))
     for r in range(names.size):
-        wide[codes == r, 8 * r:8 * (r + 1)] = columns[codes == r]
+        wide[codes == r, 8 * r : 8 * (r + 1)] = columns[codes == r]
     _, sums = cluster_sums(groups, wide)
     note = _empty_cells(sums, tuple(f"run {name}" for name in names))
 
     def per_run(totals: np.ndarray) -> np.ndarray:
-        return np.stack([pls_statistic(totals[..., 8 * r:8 * (r + 1)]) for r in range(names.size)], axis=-1)
+        return np.stack([pls_statistic(totals[..., 8 * r : 8 * (r + 1)]) for r in range(names.size)], axis=-1)
 
     def mean(totals: np.ndarray) -> np.ndarray:
         return np.asarray(per_run(totals).mean(axis=-1))
@@ -204,15 +238,16 @@ def preference_leakage_runs(
     with np.errstate(invalid="ignore", divide="ignore"):
         values = per_run(sums.sum(axis=0))
     n = int(keep.sum())
-    out = {"mean": cluster_bootstrap(sums, mean, n=n, n_excluded=n_excl, excluded=excluded, note=note,
-                                     bootstrap=options),
-           "runs": {str(name): float(v) for name, v in zip(names, values)}}
+    out = {
+        "mean": cluster_bootstrap(sums, mean, n=n, n_excluded=n_excl, excluded=excluded, note=note, bootstrap=options),
+        "runs": {str(name): float(v) for name, v in zip(names, values)},
+    }
     if names.size < 2:
-        out["variance"] = undefined("fewer than two runs", n=n, n_excluded=n_excl, excluded=excluded,
-                                    bootstrap=options)
+        out["variance"] = undefined("fewer than two runs", n=n, n_excluded=n_excl, excluded=excluded, bootstrap=options)
     else:
-        out["variance"] = cluster_bootstrap(sums, variance, n=n, n_excluded=n_excl, excluded=excluded, note=note,
-                                            bootstrap=options)
+        out["variance"] = cluster_bootstrap(
+            sums, variance, n=n, n_excluded=n_excl, excluded=excluded, note=note, bootstrap=options
+        )
     return out
 
 
@@ -226,8 +261,9 @@ def _sides(values: ArrayLike, name: str, n: int) -> np.ndarray:
     return array.astype(np.int64)
 
 
-def error_bias(judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: ArrayLike, *,
-               bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def error_bias(
+    judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Error Bias (paper 000 Eq. 10), lower is better.
 
     EB = N(judge prefers target | human: other wins)/N(other wins)
@@ -252,14 +288,21 @@ def error_bias(judge_outcome: ArrayLike, human_outcome: ArrayLike, clusters: Arr
     part = ERROR_BIAS.sums(judge_outcome, human_outcome, clusters=groups)
     options = settings(bootstrap, **fields)
     if part.n == 0:
-        return undefined("no comparison with a human winner", n_excluded=part.n_excluded, excluded=part.excluded,
-                         bootstrap=options)
+        return undefined(
+            "no comparison with a human winner", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options
+        )
     return ERROR_BIAS.resample(part, options)
 
 
 def ranking_difference(
-    judged_score: ArrayLike, reference_score: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
-    target: str, bootstrap: Bootstrap | None = None, **fields: Any,
+    judged_score: ArrayLike,
+    reference_score: ArrayLike,
+    generator: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    target: str,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> Estimate:
     """Rank of ``target`` on the reference leaderboard minus its rank on the judge's (paper 000 §5.4).
 
@@ -290,5 +333,12 @@ def ranking_difference(
     t = int(np.flatnonzero(names == target)[0])
     all_codes = np.zeros(judged_score.size, dtype=np.int64)
     all_codes[keep] = codes
-    return RANKING_DIFFERENCE.estimate(judged_score, reference_score, all_codes, names.size, clusters=groups,
-                                       bootstrap=options, statistic=ranking_statistic(names.size, t))
+    return RANKING_DIFFERENCE.estimate(
+        judged_score,
+        reference_score,
+        all_codes,
+        names.size,
+        clusters=groups,
+        bootstrap=options,
+        statistic=ranking_statistic(names.size, t),
+    )

@@ -56,8 +56,15 @@ def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) 
     return keep, excluded, note
 
 
-def matched_bias(judge_preference: ArrayLike, reference_preference: ArrayLike, clusters: ArrayLike,
-                 *, alternative: str | None = "greater", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def matched_bias(
+    judge_preference: ArrayLike,
+    reference_preference: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    alternative: str | None = "greater",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Mean over comparisons of (judge's preference − reference judges' mean preference) for the related candidate.
 
     One row per comparison of a related candidate R with an unrelated candidate O on one item:
@@ -86,18 +93,39 @@ def matched_bias(judge_preference: ArrayLike, reference_preference: ArrayLike, c
     keep, excluded, note = _exclusions(judge, reference, clusters)
     n_excluded = int((~keep).sum())
     if not keep.any():
-        return cluster_bootstrap(np.zeros((0, 1)), ratio_of_totals, n=0, n_excluded=n_excluded, excluded=excluded,
-                                 note="no comparison with an unrelated reference judge",
-                                 bootstrap=boot)
+        return cluster_bootstrap(
+            np.zeros((0, 1)),
+            ratio_of_totals,
+            n=0,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note="no comparison with an unrelated reference judge",
+            bootstrap=boot,
+        )
     difference = judge[keep] - reference[keep]
     _, sums = cluster_sums(clusters[keep], np.column_stack([difference, np.ones_like(difference)]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
-                             note=note, bootstrap=boot, alternative=alternative)
+    return cluster_bootstrap(
+        sums,
+        ratio_of_totals,
+        n=int(keep.sum()),
+        n_excluded=n_excluded,
+        excluded=excluded,
+        note=note,
+        bootstrap=boot,
+        alternative=alternative,
+    )
 
 
-def sensitivity_gap(judge_preference: ArrayLike, reference_preference: ArrayLike, orientation: ArrayLike,
-                    clusters: ArrayLike, *, alternative: str | None = None, bootstrap: Bootstrap | None = None,
-                    **fields: Any) -> Estimate:
+def sensitivity_gap(
+    judge_preference: ArrayLike,
+    reference_preference: ArrayLike,
+    orientation: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    alternative: str | None = None,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Check of the equal-sensitivity assumption: how much more the judge agrees with the truth than the references.
 
     Use it on comparisons where *neither* candidate is related to the judge (so no relatedness bias
@@ -126,10 +154,24 @@ def sensitivity_gap(judge_preference: ArrayLike, reference_preference: ArrayLike
     keep &= ~unordered
     n_excluded = int((~keep).sum())
     if not keep.any():
-        return cluster_bootstrap(np.zeros((0, 1)), ratio_of_totals, n=0, n_excluded=n_excluded, excluded=excluded,
-                                 note="no ordered comparison with an unrelated reference judge",
-                                 bootstrap=boot)
+        return cluster_bootstrap(
+            np.zeros((0, 1)),
+            ratio_of_totals,
+            n=0,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note="no ordered comparison with an unrelated reference judge",
+            bootstrap=boot,
+        )
     gap = np.sign(orientation[keep]) * (judge[keep] - reference[keep])
     _, sums = cluster_sums(clusters[keep], np.column_stack([gap, np.ones_like(gap)]))
-    return cluster_bootstrap(sums, ratio_of_totals, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded,
-                             note=note, bootstrap=boot, alternative=alternative)
+    return cluster_bootstrap(
+        sums,
+        ratio_of_totals,
+        n=int(keep.sum()),
+        n_excluded=n_excluded,
+        excluded=excluded,
+        note=note,
+        bootstrap=boot,
+        alternative=alternative,
+    )

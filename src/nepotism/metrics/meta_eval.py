@@ -39,8 +39,9 @@ __all__ = ["STATISTICS", "balanced_f1", "rubric_verdict_scores"]
 STATISTICS = ("precision", "recall", "f1")
 
 
-def rubric_verdict_scores(judged: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                          **fields: Any) -> dict[str, Estimate]:
+def rubric_verdict_scores(
+    judged: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> dict[str, Estimate]:
     """``{"precision", "recall", "f1"}`` of a judge's rubric verdicts against a reference (paper 002 App. C).
 
     ``judged`` and ``reference`` are 1 (met), 0 (not met) or NaN (no verdict: excluded and
@@ -58,8 +59,14 @@ def rubric_verdict_scores(judged: ArrayLike, reference: ArrayLike, clusters: Arr
     r = checked(reference, "reference", low=0.0, high=1.0, n=j.size)
     groups = labels(clusters, "clusters", n=j.size)
     keep = np.isfinite(j) & np.isfinite(r)
-    excluded = {k: int(v) for k, v in (("no judge verdict", (~np.isfinite(j)).sum()),
-                                       ("no reference verdict", (np.isfinite(j) & ~np.isfinite(r)).sum())) if v}
+    excluded = {
+        k: int(v)
+        for k, v in (
+            ("no judge verdict", (~np.isfinite(j)).sum()),
+            ("no reference verdict", (np.isfinite(j) & ~np.isfinite(r)).sum()),
+        )
+        if v
+    }
     n_missing = int((~keep).sum())
     j, r = j[keep], r[keep]
     if not (np.isin(j, (0.0, 1.0)).all() and np.isin(r, (0.0, 1.0)).all()):
@@ -69,14 +76,18 @@ def rubric_verdict_scores(judged: ArrayLike, reference: ArrayLike, clusters: Arr
     sums = cluster_sums(groups[keep], cols)[1] if j.size else np.zeros((0, 5))
     options = settings(bootstrap, **fields)
     out: dict[str, Estimate] = {}
-    notes = {"precision": "the judge says no item is met", "recall": "the reference says no item is met",
-             "f1": "no item is met by either"}
+    notes = {
+        "precision": "the judge says no item is met",
+        "recall": "the reference says no item is met",
+        "f1": "no item is met by either",
+    }
     for name, (num, den) in zip(STATISTICS, ((0, 1), (0, 2), (3, 4))):
         total = sums[:, den].sum() if sums.size else 0.0
         note = notes[name] if total == 0 else None
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[name] = cluster_bootstrap(sums, column_ratio(num, den), n=int(j.size), n_excluded=n_missing,
-                                          excluded=excluded, note=note, bootstrap=options)
+            out[name] = cluster_bootstrap(
+                sums, column_ratio(num, den), n=int(j.size), n_excluded=n_missing, excluded=excluded, note=note, bootstrap=options
+            )
     return out
 
 
@@ -86,8 +97,9 @@ def _balanced(t: np.ndarray) -> np.ndarray:
         return np.asarray((2 * tp / (2 * tp + fp + fn) + 2 * tn / (2 * tn + fn + fp)) / 2)
 
 
-def balanced_f1(judged: ArrayLike, labels: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                **fields: Any) -> Estimate:
+def balanced_f1(
+    judged: ArrayLike, labels: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Balanced F1 of a judge's rubric verdicts against people's labels (paper 002 App. C, Table 3).
 
     One row per (judge verdict, one annotator's label) of an item — an item labelled by three
@@ -110,8 +122,11 @@ def balanced_f1(judged: ArrayLike, labels: ArrayLike, clusters: ArrayLike, *, bo
     r = checked(labels, "labels", low=0.0, high=1.0, n=j.size)
     groups = _common.labels(clusters, "clusters", n=j.size)  # the parameter shadows `labels`
     keep = np.isfinite(j) & np.isfinite(r)
-    excluded = {k: int(v) for k, v in (("no judge verdict", (~np.isfinite(j)).sum()),
-                                       ("no label", (np.isfinite(j) & ~np.isfinite(r)).sum())) if v}
+    excluded = {
+        k: int(v)
+        for k, v in (("no judge verdict", (~np.isfinite(j)).sum()), ("no label", (np.isfinite(j) & ~np.isfinite(r)).sum()))
+        if v
+    }
     j, r = j[keep], r[keep]
     if not (np.isin(j, (0.0, 1.0)).all() and np.isin(r, (0.0, 1.0)).all()):
         raise ValueError("verdicts and labels must be 1, 0 or NaN")
@@ -121,5 +136,12 @@ def balanced_f1(judged: ArrayLike, labels: ArrayLike, clusters: ArrayLike, *, bo
     note = None
     if j.size and (2 * total[0] + total[1] + total[2] == 0 or 2 * total[3] + total[1] + total[2] == 0):
         note = "one class is absent from both the verdicts and the labels"
-    return cluster_bootstrap(sums, _balanced, n=int(j.size), n_excluded=int((~keep).sum()), excluded=excluded,
-                             note=note, bootstrap=settings(bootstrap, **fields))
+    return cluster_bootstrap(
+        sums,
+        _balanced,
+        n=int(j.size),
+        n_excluded=int((~keep).sum()),
+        excluded=excluded,
+        note=note,
+        bootstrap=settings(bootstrap, **fields),
+    )

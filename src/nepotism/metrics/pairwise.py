@@ -37,6 +37,7 @@ __all__ = [
 
 TIE_POLICIES = ("half", "exclude")
 
+
 def aggregate_orders(first: ArrayLike, second: ArrayLike, *, rule: str = "consistent") -> np.ndarray:
     """Combine the verdicts of the two presentation orders of one comparison.
 
@@ -69,8 +70,9 @@ def aggregate_orders(first: ArrayLike, second: ArrayLike, *, rule: str = "consis
     return out
 
 
-def win_rate(outcome: ArrayLike, clusters: ArrayLike, *, ties: str = "half", bootstrap: Bootstrap | None = None,
-             **fields: Any) -> Estimate:
+def win_rate(
+    outcome: ArrayLike, clusters: ArrayLike, *, ties: str = "half", bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Share of comparisons a generator wins under a judge.
 
     Formula: WR = (wins + ½·ties) / (wins + ties + losses) with ``ties="half"`` (the AlpacaEval and
@@ -95,8 +97,15 @@ def win_rate(outcome: ArrayLike, clusters: ArrayLike, *, ties: str = "half", boo
     return WIN_RATE.estimate(outcome, clusters=clusters, bootstrap=settings(bootstrap, **fields), ties=ties)
 
 
-def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, evaluatee: ArrayLike | None = None,
-                          averaging: str = "pooled", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def self_preference_ratio(
+    outcome: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    evaluatee: ArrayLike | None = None,
+    averaging: str = "pooled",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Share of (related vs other) comparisons whose aggregated verdict is the related candidate.
 
     Paper 004, Eq. 2: SPR_J = 1/(|S_G||D|) Σ_G Σ_x 1{J*(x, y_J, y_G) = y_J}. ``outcome`` holds the
@@ -134,8 +143,12 @@ def self_preference_ratio(outcome: ArrayLike, clusters: ArrayLike, *, evaluatee:
     names = labels(evaluatee, "evaluatee", n=outcome.size)
     if np.isnan(outcome).all():
         n_missing = outcome.size
-        return undefined("no comparison with a verdict", n_excluded=n_missing,
-                         excluded={"no verdict": n_missing} if n_missing else {}, bootstrap=options)
+        return undefined(
+            "no comparison with a verdict",
+            n_excluded=n_missing,
+            excluded={"no verdict": n_missing} if n_missing else {},
+            bootstrap=options,
+        )
     return SELF_PREFERENCE_RATIO_PER_EVALUATEE.estimate(outcome, names, clusters=clusters, bootstrap=options)
 
 
@@ -162,5 +175,4 @@ def demographic_parity_bias(
         raise ValueError("related must hold booleans (True: the candidate is the judge's own or related)")
     related = related.astype(bool)
     clusters = labels(clusters, "clusters", n=preference.size)
-    return DEMOGRAPHIC_PARITY_BIAS.estimate(preference, related, clusters=clusters,
-                                            bootstrap=settings(bootstrap, **fields))
+    return DEMOGRAPHIC_PARITY_BIAS.estimate(preference, related, clusters=clusters, bootstrap=settings(bootstrap, **fields))

@@ -29,12 +29,12 @@ from nepotism.metrics._estimate import Estimate
 from nepotism.metrics.definitions import FIRST_SLOT_PREFERENCE, POSITION_CONSISTENCY, RECOGNITION_ACCURACY, Definition
 from nepotism.metrics.stats import chi_square, pearson
 
-__all__ = ["first_slot_preference", "position_consistency", "recognition_accuracy",
-           "recognition_preference_association"]
+__all__ = ["first_slot_preference", "position_consistency", "recognition_accuracy", "recognition_preference_association"]
 
 
-def _share(definition: Definition, *arrays: np.ndarray, clusters: np.ndarray, options: Bootstrap, what: str,
-           **choices: Any) -> Estimate:
+def _share(
+    definition: Definition, *arrays: np.ndarray, clusters: np.ndarray, options: Bootstrap, what: str, **choices: Any
+) -> Estimate:
     """``definition``'s estimate of the rows; NaN with a note when no row is left."""
     part = definition.sums(*arrays, clusters=clusters, **choices)
     if part.n == 0:
@@ -42,8 +42,9 @@ def _share(definition: Definition, *arrays: np.ndarray, clusters: np.ndarray, op
     return definition.resample(part, options)
 
 
-def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                         **fields: Any) -> Estimate:
+def recognition_accuracy(
+    claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Share of recognition answers equal to the truth (000 §5.5 student recognition; 003 self-recognition).
 
     Pointwise: ``claimed``/``truth`` are 1 (mine / my student's) or 0. Pairwise: the slot claimed
@@ -63,8 +64,9 @@ def recognition_accuracy(claimed: ArrayLike, truth: ArrayLike, clusters: ArrayLi
     said = _binary(claimed, "claimed")
     true = _binary(truth, "truth", n=said.size)
     groups = labels(clusters, "clusters", n=said.size)
-    return _share(RECOGNITION_ACCURACY, said, true, clusters=groups, options=settings(bootstrap, **fields),
-                  what="recognition answer")
+    return _share(
+        RECOGNITION_ACCURACY, said, true, clusters=groups, options=settings(bootstrap, **fields), what="recognition answer"
+    )
 
 
 def _binary(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray:
@@ -77,9 +79,9 @@ def _binary(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray
     return array
 
 
-def recognition_preference_association(recognised: ArrayLike, preferred: ArrayLike, clusters: ArrayLike, *,
-                                       bootstrap: Bootstrap | None = None,
-                                       **fields: Any) -> tuple[Estimate, dict[str, Any]]:
+def recognition_preference_association(
+    recognised: ArrayLike, preferred: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> tuple[Estimate, dict[str, Any]]:
     """Pearson r between recognising one's answer and preferring it (003: r, 95% CI, chi-square).
 
     ``recognised`` and ``preferred`` are 0/1 per item (003 uses the harmful cases, where the own
@@ -104,17 +106,19 @@ def recognition_preference_association(recognised: ArrayLike, preferred: ArrayLi
         return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, bootstrap=options), {}
     columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
     _, sums = cluster_sums(groups[keep], columns)
-    estimate = cluster_bootstrap(sums, pearson_of_totals, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options)
+    estimate = cluster_bootstrap(
+        sums, pearson_of_totals, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options
+    )
     extra = pearson(x, y, confidence=estimate.confidence)
     table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
     test = chi_square(table)
-    extra.update({"chi2": test["statistic"], "dof": test["dof"], "chi2_p_value": test["p_value"],
-                  "table": table.tolist()})
+    extra.update({"chi2": test["statistic"], "dof": test["dof"], "chi2_p_value": test["p_value"], "table": table.tolist()})
     return estimate, extra
 
 
-def position_consistency(first: ArrayLike, second: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                         **fields: Any) -> Estimate:
+def position_consistency(
+    first: ArrayLike, second: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Share of comparisons whose two presentation orders give the same verdict.
 
     ``first`` and ``second`` are the codes of the same candidate X in the two orders (+1, 0, -1;
@@ -129,12 +133,14 @@ def position_consistency(first: ArrayLike, second: ArrayLike, clusters: ArrayLik
     one = checked(first, "first", low=-1.0, high=1.0)
     two = checked(second, "second", low=-1.0, high=1.0, n=one.size)
     groups = labels(clusters, "clusters", n=one.size)
-    return _share(POSITION_CONSISTENCY, one, two, clusters=groups, options=settings(bootstrap, **fields),
-                  what="comparison with both orders")
+    return _share(
+        POSITION_CONSISTENCY, one, two, clusters=groups, options=settings(bootstrap, **fields), what="comparison with both orders"
+    )
 
 
-def first_slot_preference(slot_verdict: ArrayLike, clusters: ArrayLike, *, ties: str = "exclude",
-                          bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def first_slot_preference(
+    slot_verdict: ArrayLike, clusters: ArrayLike, *, ties: str = "exclude", bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Share of verdicts choosing the first slot: ½ = no position bias.
 
     ``slot_verdict`` per row: 1 the first slot (A) chosen, 0 the second, ½ a tie, NaN unparsed.
@@ -148,5 +154,4 @@ def first_slot_preference(slot_verdict: ArrayLike, clusters: ArrayLike, *, ties:
     groups = labels(clusters, "clusters", n=v.size)
     if ties not in ("exclude", "half"):
         raise ValueError("ties must be 'exclude' or 'half'")
-    return _share(FIRST_SLOT_PREFERENCE, v, clusters=groups, options=settings(bootstrap, **fields), what="verdict",
-                  ties=ties)
+    return _share(FIRST_SLOT_PREFERENCE, v, clusters=groups, options=settings(bootstrap, **fields), what="verdict", ties=ties)

@@ -59,8 +59,14 @@ __all__ = [
 
 
 def equal_opportunity_bias(
-    judge_preferred: ArrayLike, human_preferred: ArrayLike, related: ArrayLike, clusters: ArrayLike, *,
-    alternative: str | None = None, bootstrap: Bootstrap | None = None, **fields: Any,
+    judge_preferred: ArrayLike,
+    human_preferred: ArrayLike,
+    related: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    alternative: str | None = None,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> Estimate:
     """Equal-opportunity self-preference bias: P(Y′=1 | S=1, Y=1) − P(Y′=1 | S=0, Y=1).
 
@@ -87,8 +93,7 @@ def equal_opportunity_bias(
     part = EQUAL_OPPORTUNITY_BIAS.sums(y_hat, y, s, clusters=clusters)
     options = settings(bootstrap, **fields)
     if part.n == 0:
-        return undefined("no labelled candidate", n_excluded=part.n_excluded, excluded=part.excluded,
-                         bootstrap=options)
+        return undefined("no labelled candidate", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
     return EQUAL_OPPORTUNITY_BIAS.resample(part, options, alternative=alternative)
 
 
@@ -112,8 +117,14 @@ def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, 
 
 
 def perplexity_win_rate(
-    judge_a_wins: ArrayLike, human_a_wins: ArrayLike, perplexity_difference: ArrayLike, clusters: ArrayLike, *,
-    bins: int | ArrayLike = 5, bootstrap: Bootstrap | None = None, **fields: Any,
+    judge_a_wins: ArrayLike,
+    human_a_wins: ArrayLike,
+    perplexity_difference: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    bins: int | ArrayLike = 5,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
 ) -> list[dict[str, Any]]:
     """Share of rows where the judge (and the humans) pick response A, per perplexity-difference bin.
 
@@ -164,18 +175,24 @@ def perplexity_win_rate(
             missing = int((member & ~rows).sum())
             excluded = {reason: missing} if missing else {}
             if not rows.any():
-                result[name] = undefined("empty bin" if not missing else f"every row of the bin has {reason}",
-                                         n_excluded=missing, excluded=excluded, bootstrap=options)
+                result[name] = undefined(
+                    "empty bin" if not missing else f"every row of the bin has {reason}",
+                    n_excluded=missing,
+                    excluded=excluded,
+                    bootstrap=options,
+                )
                 continue
             _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
-            result[name] = cluster_bootstrap(sums, ratio_of_totals, n=int(rows.sum()),
-                                             n_excluded=missing, excluded=excluded, bootstrap=options)
+            result[name] = cluster_bootstrap(
+                sums, ratio_of_totals, n=int(rows.sum()), n_excluded=missing, excluded=excluded, bootstrap=options
+            )
         out.append(result)
     return out
 
 
-def _d_diff_inputs(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
-                   preference: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _d_diff_inputs(
+    outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike, preference: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The checked (outcome, own_correct, other_correct, evaluatee) of the three D_diff metrics."""
     if preference not in ("verdict", "probability"):
         raise ValueError("preference must be 'verdict' or 'probability'")
@@ -188,9 +205,9 @@ def _d_diff_inputs(outcome: ArrayLike, own_correct: ArrayLike, other_correct: Ar
     return outcome, own, other, labels(evaluatee, "evaluatee", n=outcome.size)
 
 
-def _d_diff(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
-            preference: str = "verdict") -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
+def _d_diff(
+    outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike, preference: str = "verdict"
+) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows of `legitimate_self_preference_ratio` and `harmful_self_preference_propensity`: D_diff
     as `JUDGE_ACCURACY` keeps it (`d_diff_exclusions`), the judge's shares on the kept rows."""
     outcome, own, other, names_of = _d_diff_inputs(outcome, own_correct, other_correct, evaluatee, preference)
@@ -204,9 +221,18 @@ def _averaging(averaging: str) -> None:
         raise ValueError("averaging must be 'per-evaluatee' or 'pooled'")
 
 
-def _per_evaluatee(name: str, numerator: np.ndarray, denominator: np.ndarray, keep: np.ndarray,
-                   excluded: dict[str, int], codes: np.ndarray, names: np.ndarray, clusters: ArrayLike,
-                   averaging: str, options: Bootstrap) -> Estimate:
+def _per_evaluatee(
+    name: str,
+    numerator: np.ndarray,
+    denominator: np.ndarray,
+    keep: np.ndarray,
+    excluded: dict[str, int],
+    codes: np.ndarray,
+    names: np.ndarray,
+    clusters: ArrayLike,
+    averaging: str,
+    options: Bootstrap,
+) -> Estimate:
     _averaging(averaging)
     n_excl = int((~keep).sum())
     if not keep.any():
@@ -217,8 +243,16 @@ def _per_evaluatee(name: str, numerator: np.ndarray, denominator: np.ndarray, ke
     return _mean_over_evaluatees(name, sums, names, n_used, n_excl, excluded, averaging, options)
 
 
-def _mean_over_evaluatees(name: str, sums: np.ndarray, names: np.ndarray, n_used: int, n_excl: int,
-                          excluded: dict[str, int], averaging: str, options: Bootstrap) -> Estimate:
+def _mean_over_evaluatees(
+    name: str,
+    sums: np.ndarray,
+    names: np.ndarray,
+    n_used: int,
+    n_excl: int,
+    excluded: dict[str, int],
+    averaging: str,
+    options: Bootstrap,
+) -> Estimate:
     """The bootstrap of `per_evaluatee_statistic` on per-evaluatee sums; an evaluatee with an empty
     denominator is left out of the mean, named in the note and counted."""
     sums = sums[sums[:, 1::2].sum(axis=1) > 0]  # prompts outside every denominator carry nothing
@@ -230,13 +264,29 @@ def _mean_over_evaluatees(name: str, sums: np.ndarray, names: np.ndarray, n_used
         excluded = {**excluded, "evaluatee with empty denominator": int((~present).sum())}
     if not present.any():
         return undefined(f"{name}: every denominator is empty", n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    return cluster_bootstrap(sums, per_evaluatee_statistic(averaging, present), n=n_used, n_excluded=n_excl,
-                             excluded=excluded, note=note, bootstrap=options)
+    return cluster_bootstrap(
+        sums,
+        per_evaluatee_statistic(averaging, present),
+        n=n_used,
+        n_excluded=n_excl,
+        excluded=excluded,
+        note=note,
+        bootstrap=options,
+    )
 
 
-def judge_accuracy(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike, evaluatee: ArrayLike,
-                   clusters: ArrayLike, *, averaging: str = "per-evaluatee", preference: str = "verdict",
-                   bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def judge_accuracy(
+    outcome: ArrayLike,
+    own_correct: ArrayLike,
+    other_correct: ArrayLike,
+    evaluatee: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    averaging: str = "per-evaluatee",
+    preference: str = "verdict",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Judge accuracy on D_diff (paper 004 Eq. 3).
 
     Rows are (judge's own answer vs evaluatee G's answer) comparisons: ``outcome`` the aggregated
@@ -262,14 +312,21 @@ def judge_accuracy(outcome: ArrayLike, own_correct: ArrayLike, other_correct: Ar
     if not keep.any():
         return undefined("no item in D_diff", n_excluded=int((~keep).sum()), excluded=excluded, bootstrap=options)
     part = JUDGE_ACCURACY.sums(outcome, own, other, names_of, clusters=np.asarray(clusters), preference=preference)
-    return _mean_over_evaluatees("judge-accuracy", part.sums, names, part.n, part.n_excluded, part.excluded,
-                                 averaging, options)
+    return _mean_over_evaluatees("judge-accuracy", part.sums, names, part.n, part.n_excluded, part.excluded, averaging, options)
 
 
-def legitimate_self_preference_ratio(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike,
-                                     evaluatee: ArrayLike, clusters: ArrayLike, *, averaging: str = "per-evaluatee",
-                                     preference: str = "verdict", bootstrap: Bootstrap | None = None,
-                                     **fields: Any) -> Estimate:
+def legitimate_self_preference_ratio(
+    outcome: ArrayLike,
+    own_correct: ArrayLike,
+    other_correct: ArrayLike,
+    evaluatee: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    averaging: str = "per-evaluatee",
+    preference: str = "verdict",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Among D_diff items where the judge prefers its own answer, the share where it is right (004 Eq. 4).
 
     Same inputs as `judge_accuracy`. ``averaging``: per evaluatee then averaged (Eq. 4) or ``"pooled"``. An
@@ -284,16 +341,33 @@ def legitimate_self_preference_ratio(outcome: ArrayLike, own_correct: ArrayLike,
     ...                                        [f"p{k}" for k in range(5)], n_resamples=0).value, 4)
     0.6667
     """
-    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
-                                                             preference)
-    return _per_evaluatee("legitimate-self-preference-ratio", p_own * own_ok, p_own, keep, excluded,
-                          codes, names, clusters, averaging, settings(bootstrap, **fields))
+    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee, preference)
+    return _per_evaluatee(
+        "legitimate-self-preference-ratio",
+        p_own * own_ok,
+        p_own,
+        keep,
+        excluded,
+        codes,
+        names,
+        clusters,
+        averaging,
+        settings(bootstrap, **fields),
+    )
 
 
-def harmful_self_preference_propensity(outcome: ArrayLike, own_correct: ArrayLike, other_correct: ArrayLike,
-                                       evaluatee: ArrayLike, clusters: ArrayLike, *, averaging: str = "per-evaluatee",
-                                       preference: str = "verdict", bootstrap: Bootstrap | None = None,
-                                       **fields: Any) -> Estimate:
+def harmful_self_preference_propensity(
+    outcome: ArrayLike,
+    own_correct: ArrayLike,
+    other_correct: ArrayLike,
+    evaluatee: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    averaging: str = "per-evaluatee",
+    preference: str = "verdict",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Among D_diff items where the other answer is correct, the share where the judge prefers its own.
 
     Paper 004 Eq. 5 (HSPP), ``averaging``: per evaluatee then averaged (the paper's form, default)
@@ -308,15 +382,25 @@ def harmful_self_preference_propensity(outcome: ArrayLike, own_correct: ArrayLik
     ...                                    [f"p{k}" for k in range(5)], n_resamples=0).value
     0.5
     """
-    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee,
-                                                             preference)
+    keep, excluded, p_own, _, own_ok, names, codes = _d_diff(outcome, own_correct, other_correct, evaluatee, preference)
     other_ok = ~own_ok
-    return _per_evaluatee("harmful-self-preference-propensity", p_own * other_ok, other_ok.astype(float), keep,
-                          excluded, codes, names, clusters, averaging, settings(bootstrap, **fields))
+    return _per_evaluatee(
+        "harmful-self-preference-propensity",
+        p_own * other_ok,
+        other_ok.astype(float),
+        keep,
+        excluded,
+        codes,
+        names,
+        clusters,
+        averaging,
+        settings(bootstrap, **fields),
+    )
 
 
-def log_perplexity_gap(log_perplexity: ArrayLike, own: ArrayLike, clusters: ArrayLike, *,
-                       bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def log_perplexity_gap(
+    log_perplexity: ArrayLike, own: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Mean log-perplexity of the judge's own responses minus that of other responses, under the judge.
 
     Paper 001 §5 Fig. 5 (each evaluator's average log-perplexity of its own responses vs others'):
@@ -337,13 +421,18 @@ def log_perplexity_gap(log_perplexity: ArrayLike, own: ArrayLike, clusters: Arra
     part = LOG_PERPLEXITY_GAP.sums(values, mine, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
     if part.sums[:, 1].sum() == 0 or part.sums[:, 3].sum() == 0:  # no own, or no other, response kept
-        return undefined("needs the judge's own responses and other responses with a perplexity",
-                         n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+        return undefined(
+            "needs the judge's own responses and other responses with a perplexity",
+            n_excluded=part.n_excluded,
+            excluded=part.excluded,
+            bootstrap=options,
+        )
     return LOG_PERPLEXITY_GAP.resample(part, options)
 
 
-def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                        **fields: Any) -> Estimate:
+def mean_log_perplexity(
+    log_perplexity: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Mean log-perplexity of a set of responses under one scorer (paper 001 §5 Fig. 5's bars).
 
     mean(log PPL) over the rows, one row per response, log PPL = −mean token log-probability of
@@ -358,6 +447,5 @@ def mean_log_perplexity(log_perplexity: ArrayLike, clusters: ArrayLike, *, boots
     part = MEAN_LOG_PERPLEXITY.sums(values, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
     if part.n == 0:
-        return undefined("no response with a perplexity", n_excluded=part.n_excluded, excluded=part.excluded,
-                         bootstrap=options)
+        return undefined("no response with a perplexity", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
     return MEAN_LOG_PERPLEXITY.resample(part, options)

@@ -44,6 +44,7 @@ __all__ = [
     "score_delta",
 ]
 
+
 def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """From (n_instances, n_generators) scores, the (n_instances, G, G) outcome cubes w_J and w*.
 
@@ -57,8 +58,15 @@ def instance_outcomes(judge_scores: np.ndarray, reference_scores: np.ndarray) ->
     return judge, reference
 
 
-def overestimation_rate(judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike, *, kind: str = "any",
-                        bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def overestimation_rate(
+    judge: ArrayLike,
+    reference: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    kind: str = "any",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """O(J, G): among cases where the reference says G loses (or fails a rubric), the share the judge rates better.
 
     002 Eq. 3 (instance level; rows = (G′, x) comparisons from G's side) and Eq. 4 (rubric level;
@@ -75,14 +83,26 @@ def overestimation_rate(judge: ArrayLike, reference: ArrayLike, clusters: ArrayL
     options = settings(bootstrap, **fields)
     part = OVERESTIMATION_RATE.sums(judged, truth, clusters=groups, kind=kind)
     if part.n == 0:
-        return undefined("the reference never rates this generator below an opponent / a rubric as unmet",
-                         n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+        return undefined(
+            "the reference never rates this generator below an opponent / a rubric as unmet",
+            n_excluded=part.n_excluded,
+            excluded=part.excluded,
+            bootstrap=options,
+        )
     return OVERESTIMATION_RATE.resample(part, options)
 
 
-def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
-               numerator: Collection[str], denominator: Collection[str], bootstrap: Bootstrap | None = None,
-               **fields: Any) -> Estimate:
+def hspp_ratio(
+    overestimated: ArrayLike,
+    at_risk: ArrayLike,
+    generator: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    numerator: Collection[str],
+    denominator: Collection[str],
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """HSPP ratio (002 Eq. 1–2): mean O(J,G) over ``numerator`` ÷ mean O(J,G) over ``denominator``.
 
     ``overestimated`` / ``at_risk`` are per-row counts (indicators from `overestimation_counts`, or
@@ -127,12 +147,21 @@ def hspp_ratio(overestimated: ArrayLike, at_risk: ArrayLike, generator: ArrayLik
     den &= present
     if not num.any() or not den.any():
         return undefined("no generator at risk on one side of the ratio", excluded=excluded, bootstrap=options)
-    return cluster_bootstrap(sums, hspp_statistic(num, den), n=int(risk[keep].sum()), n_excluded=0, excluded=excluded,
-                             note=None, bootstrap=options)
+    return cluster_bootstrap(
+        sums, hspp_statistic(num, den), n=int(risk[keep].sum()), n_excluded=0, excluded=excluded, note=None, bootstrap=options
+    )
 
 
-def _share_equal(definition: Definition, judge: ArrayLike, reference: ArrayLike, clusters: ArrayLike,
-                 options: Bootstrap, what: str, *, low: float) -> Estimate:
+def _share_equal(
+    definition: Definition,
+    judge: ArrayLike,
+    reference: ArrayLike,
+    clusters: ArrayLike,
+    options: Bootstrap,
+    what: str,
+    *,
+    low: float,
+) -> Estimate:
     judged = checked(judge, "judge", low=low, high=1.0)
     truth = checked(reference, "reference", low=low, high=1.0, n=judged.size)
     groups = labels(clusters, "clusters", n=judged.size)
@@ -142,8 +171,14 @@ def _share_equal(definition: Definition, judge: ArrayLike, reference: ArrayLike,
     return definition.resample(part, options)
 
 
-def mipa(judge_outcome: ArrayLike, reference_outcome: ArrayLike, clusters: ArrayLike, *,
-         bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def mipa(
+    judge_outcome: ArrayLike,
+    reference_outcome: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Mean instance pairwise accuracy (002 Eq. 5): share of (G < G′, x) whose orderings agree.
 
     Codes in {-1, 0, 1}; a tie agrees only with a tie. One row per *unordered* pair and instance;
@@ -154,12 +189,12 @@ def mipa(judge_outcome: ArrayLike, reference_outcome: ArrayLike, clusters: Array
     >>> mipa([1, -1, 0, float("nan")], [1, 1, 0, 1], ["p1", "p1", "p2", "p2"], n_resamples=0).value
     0.6666666666666666
     """
-    return _share_equal(MIPA, judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison",
-                        low=-1.0)
+    return _share_equal(MIPA, judge_outcome, reference_outcome, clusters, settings(bootstrap, **fields), "comparison", low=-1.0)
 
 
-def mra(judge_met: ArrayLike, reference_met: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-        **fields: Any) -> Estimate:
+def mra(
+    judge_met: ArrayLike, reference_met: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> Estimate:
     """Mean rubric accuracy (002 Eq. 6): share of rubric verdicts equal to the reference. Unparsed excluded.
 
     Verdicts are 1 (met), 0 (not met) or NaN (unparsed); anything else is refused.
@@ -168,8 +203,7 @@ def mra(judge_met: ArrayLike, reference_met: ArrayLike, clusters: ArrayLike, *, 
     >>> round(est.value, 3), dict(est.excluded)
     (0.667, {'no verdict': 1})
     """
-    return _share_equal(MRA, judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict",
-                        low=0.0)
+    return _share_equal(MRA, judge_met, reference_met, clusters, settings(bootstrap, **fields), "rubric verdict", low=0.0)
 
 
 def _instance_scores(met: np.ndarray, points: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -179,9 +213,17 @@ def _instance_scores(met: np.ndarray, points: np.ndarray | None) -> tuple[np.nda
     return points * met, np.where(points > 0, points, 0.0)
 
 
-def score_delta(judge_met: ArrayLike, reference_met: ArrayLike, generator: ArrayLike, clusters: ArrayLike, *,
-                points: ArrayLike | None = None, centred: bool = True,
-                bootstrap: Bootstrap | None = None, **fields: Any) -> dict[str, Estimate]:
+def score_delta(
+    judge_met: ArrayLike,
+    reference_met: ArrayLike,
+    generator: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    points: ArrayLike | None = None,
+    centred: bool = True,
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> dict[str, Estimate]:
     """Judge's system score minus the reference's for every generator, centred by the judge's mean delta.
 
     002 Fig. 5. Instance score s(G, x) = fraction of rubrics met (``points=None``), or with rubric
@@ -218,10 +260,15 @@ def score_delta(judge_met: ArrayLike, reference_met: ArrayLike, generator: Array
     valid = present & np.isfinite(s_j) & np.isfinite(s_r)
     shape = (inst.size, names.size)
     _, sums = SCORE_DELTA.columns(np.where(valid, s_j, np.nan).reshape(shape), np.where(valid, s_r, np.nan).reshape(shape))
-    count = sums[:, names.size:]  # already per cluster: one row per instance
+    count = sums[:, names.size :]  # already per cluster: one row per instance
     out = {}
     for g, name in enumerate(names):
-        out[str(name)] = cluster_bootstrap(sums, score_delta_statistic(names.size, g, centred=centred),
-                                           n=int(count[:, g].sum()), n_excluded=n_missing, excluded=excluded,
-                                           bootstrap=options)
+        out[str(name)] = cluster_bootstrap(
+            sums,
+            score_delta_statistic(names.size, g, centred=centred),
+            n=int(count[:, g].sum()),
+            n_excluded=n_missing,
+            excluded=excluded,
+            bootstrap=options,
+        )
     return out

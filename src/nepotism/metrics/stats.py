@@ -32,8 +32,14 @@ def pearson(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95) -> dict[str
     n = int(xs.size)
     nan = float("nan")
     if n < 3 or np.std(xs) == 0 or np.std(ys) == 0:
-        return {"r": nan, "p_value": nan, "ci_low": nan, "ci_high": nan, "n": n,
-                "note": "fewer than 3 points or a constant variable"}
+        return {
+            "r": nan,
+            "p_value": nan,
+            "ci_low": nan,
+            "ci_high": nan,
+            "n": n,
+            "note": "fewer than 3 points or a constant variable",
+        }
     result = stats.pearsonr(xs, ys)
     r = float(result.statistic)
     low = high = nan
@@ -68,12 +74,18 @@ def pearson_across(x: ArrayLike, y: ArrayLike, *, bootstrap: Bootstrap | None = 
     options = settings(bootstrap, **fields)
     if xs.size < 3 or np.std(xs) == 0 or np.std(ys) == 0:
         note = "fewer than 3 units with both values" if xs.size < 3 else "a constant variable has no correlation"
-        return cluster_bootstrap(np.zeros((0, 6)), pearson_of_totals, n=int(xs.size), n_excluded=missing,
-                                 excluded=excluded, note=note, bootstrap=options)
+        return cluster_bootstrap(
+            np.zeros((0, 6)),
+            pearson_of_totals,
+            n=int(xs.size),
+            n_excluded=missing,
+            excluded=excluded,
+            note=note,
+            bootstrap=options,
+        )
     xs, ys = xs - xs.mean(), ys - ys.mean()  # r is shift-free; centred sums lose no digits in float32 totals
     sums = np.column_stack([np.ones_like(xs), xs, ys, xs * ys, xs * xs, ys * ys])
-    return cluster_bootstrap(sums, pearson_of_totals, n=int(xs.size), n_excluded=missing, excluded=excluded,
-                             bootstrap=options)
+    return cluster_bootstrap(sums, pearson_of_totals, n=int(xs.size), n_excluded=missing, excluded=excluded, bootstrap=options)
 
 
 def paired_t_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided") -> dict[str, Any]:
@@ -82,16 +94,19 @@ def paired_t_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided")
     second = np.asarray(b, dtype=float)
     ok = np.isfinite(first) & np.isfinite(second)
     result = stats.ttest_rel(first[ok], second[ok], alternative=alternative)
-    return {"statistic": float(result.statistic), "p_value": float(result.pvalue), "df": int(ok.sum() - 1),
-            "mean_difference": float(np.mean(first[ok] - second[ok])) if ok.any() else float("nan")}
+    return {
+        "statistic": float(result.statistic),
+        "p_value": float(result.pvalue),
+        "df": int(ok.sum() - 1),
+        "mean_difference": float(np.mean(first[ok] - second[ok])) if ok.any() else float("nan"),
+    }
 
 
 def chi_square(table: ArrayLike) -> dict[str, Any]:
     """Chi-square test of independence on a contingency table (no continuity correction)."""
     counts = np.asarray(table, dtype=float)
     if (counts.sum(axis=0) == 0).any() or (counts.sum(axis=1) == 0).any():
-        return {"statistic": float("nan"), "p_value": float("nan"), "dof": None,
-                "note": "a row or column of the table is empty"}
+        return {"statistic": float("nan"), "p_value": float("nan"), "dof": None, "note": "a row or column of the table is empty"}
     result = stats.chi2_contingency(counts, correction=False)
     return {"statistic": float(result.statistic), "p_value": float(result.pvalue), "dof": int(result.dof), "note": None}
 
@@ -100,13 +115,24 @@ def binomial_test(successes: int, trials: int, *, p: float = 0.5, alternative: s
     """Exact binomial test (e.g. first-slot preference against ½)."""
     result = stats.binomtest(int(successes), int(trials), p, alternative=alternative)
     ci = result.proportion_ci()
-    return {"statistic": float(result.statistic), "p_value": float(result.pvalue), "ci_low": float(ci.low),
-            "ci_high": float(ci.high), "n": int(trials)}
+    return {
+        "statistic": float(result.statistic),
+        "p_value": float(result.pvalue),
+        "ci_low": float(ci.low),
+        "ci_high": float(ci.high),
+        "n": int(trials),
+    }
 
 
-def correlate_records(records: Iterable[Mapping[str, Any]], x_metric: str, y_metric: str, *,
-                      key: tuple[str, ...] = ("judge",), confidence: float = 0.95,
-                      where: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[str, Any]:
+def correlate_records(
+    records: Iterable[Mapping[str, Any]],
+    x_metric: str,
+    y_metric: str,
+    *,
+    key: tuple[str, ...] = ("judge",),
+    confidence: float = 0.95,
+    where: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> dict[str, Any]:
     """Pearson r across judges between two metrics' values (e.g. judge-accuracy vs a task accuracy, 004 Fig. 1).
 
     ``records`` are suite records; ``key`` the fields that pair a value of x with a value of y;

@@ -26,8 +26,7 @@ __all__ = ["reasoning_length", "reasoning_length_records", "task_accuracy", "tas
 UNGRADED = "ungraded"
 
 
-def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None,
-                  **fields: Any) -> Estimate:
+def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
     """Share of a generator's answers graded correct (paper 004 §3: "task accuracy", Tables 7–9).
 
     Formula: TA(G) = Σ_x 1{G's answer to x is correct} / |graded answers of G|. ``correct`` holds
@@ -53,11 +52,15 @@ def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstr
 def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
     """Every (instance, model) answer graded in ``correctness`` or judged in ``comp``, with its grade
     (NaN: judged but not graded, or graded by a score only)."""
-    graded = pd.DataFrame({"instance_id": correctness["instance_id"].astype(str),
-                           "model": correctness["model"].astype(str),
-                           "correct": correctness["correct"].map(lambda v: np.nan if v is None or pd.isna(v)
-                                                                 else float(v)) if "correct" in correctness
-                           else np.nan})
+    graded = pd.DataFrame(
+        {
+            "instance_id": correctness["instance_id"].astype(str),
+            "model": correctness["model"].astype(str),
+            "correct": correctness["correct"].map(lambda v: np.nan if v is None or pd.isna(v) else float(v))
+            if "correct" in correctness
+            else np.nan,
+        }
+    )
     judged = pd.concat([comp[["instance_id", col]].rename(columns={col: "model"}) for col in ("model_x", "model_y")])
     judged = judged.astype(str).drop_duplicates()
     answers = judged.merge(graded, on=["instance_id", "model"], how="outer")
@@ -75,19 +78,47 @@ def task_accuracy_records(comp: pd.DataFrame, correctness: pd.DataFrame, bootstr
     answers = _answers(comp, correctness)
     estimates: dict[str, Estimate] = {}
     for model, g in answers.groupby("model", sort=True):
-        estimates[str(model)] = task_accuracy(g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
+        estimates[str(model)] = task_accuracy(
+            g["correct"].to_numpy(dtype=float), g["instance_id"].to_numpy(), bootstrap=bootstrap
+        )
     base = {"metric": "task-accuracy", "pair": None}
-    records = [{**base, "judge": None, "condition": None, "generator": model, "scope": None,
-                "variant": {"of": "generator"}, **est.as_dict()} for model, est in estimates.items()]
+    records = [
+        {
+            **base,
+            "judge": None,
+            "condition": None,
+            "generator": model,
+            "scope": None,
+            "variant": {"of": "generator"},
+            **est.as_dict(),
+        }
+        for model, est in estimates.items()
+    ]
     for (judge, condition), _ in comp.groupby(["judge", "condition"], sort=True):
         if str(judge) in estimates:
-            records.append({**base, "judge": judge, "condition": condition, "generator": None, "scope": "self",
-                            "variant": {"of": "judge's own answers"}, **estimates[str(judge)].as_dict()})
+            records.append(
+                {
+                    **base,
+                    "judge": judge,
+                    "condition": condition,
+                    "generator": None,
+                    "scope": "self",
+                    "variant": {"of": "judge's own answers"},
+                    **estimates[str(judge)].as_dict(),
+                }
+            )
     return records
 
 
-def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, evaluatee: ArrayLike | None = None,
-                     averaging: str = "pooled", bootstrap: Bootstrap | None = None, **fields: Any) -> Estimate:
+def reasoning_length(
+    tokens: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    evaluatee: ArrayLike | None = None,
+    averaging: str = "pooled",
+    bootstrap: Bootstrap | None = None,
+    **fields: Any,
+) -> Estimate:
     """Mean number of tokens a judge wrote per judgment (paper 004 §4.2, Fig. 5, Tables 16–18).
 
     Formula: RL = Σ tokens / |judgments with a token count|, clustered by prompt (``averaging=
@@ -113,8 +144,7 @@ def reasoning_length(tokens: ArrayLike, clusters: ArrayLike, *, evaluatee: Array
     part = REASONING_LENGTH.sums(values, clusters=groups)
     options = settings(bootstrap, **fields)
     if part.n == 0:
-        return undefined("no judgment with a token count", n_excluded=part.n_excluded, excluded=part.excluded,
-                         bootstrap=options)
+        return undefined("no judgment with a token count", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
     if averaging == "pooled":
         return REASONING_LENGTH.resample(part, options)
     if evaluatee is None:
@@ -131,8 +161,9 @@ def _is_own(judges: pd.Series, models: pd.Series, scopes: Mapping[tuple[str, str
     return own[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
-def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: Mapping[tuple[str, str], str],
-                             bootstrap: Bootstrap) -> list[Row]:
+def reasoning_length_records(
+    frame: pd.DataFrame, correctness: pd.DataFrame | None, scopes: Mapping[tuple[str, str], str], bootstrap: Bootstrap
+) -> list[Row]:
     """reasoning-length per (judge, condition) over every judgment with a count (``subset=all``), over
     the judge's self-evaluations (its own answer against another model's, ``self-evaluation``) and,
     with a correctness reference, over the harmful cases of paper 004's Fig. 5 (the judge's own
@@ -147,8 +178,11 @@ def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | No
     evaluatee = np.where(own_a, rows["model_b"].astype(str), rows["model_a"].astype(str))
     subsets = {"all": np.ones(len(rows), dtype=bool), "self-evaluation": own_a ^ own_b}
     if correctness is not None and "correct" in correctness:
-        ok = correctness.assign(instance_id=correctness["instance_id"].astype(str)) \
-            .set_index(["instance_id", "model"])["correct"].map(lambda v: np.nan if v is None else float(v))
+        ok = (
+            correctness.assign(instance_id=correctness["instance_id"].astype(str))
+            .set_index(["instance_id", "model"])["correct"]
+            .map(lambda v: np.nan if v is None else float(v))
+        )
         ok = ok[~ok.index.duplicated()]
 
         def graded(models: pd.Series) -> np.ndarray:
@@ -162,19 +196,29 @@ def reasoning_length_records(frame: pd.DataFrame, correctness: pd.DataFrame | No
         for subset, member in subsets.items():
             take = position[member[position]]
             ids = rows["instance_id"].to_numpy()[take]
-            base = {"metric": "reasoning-length", "judge": judge, "condition": condition, "pair": None,
-                    "scope": None if subset == "all" else "self"}
+            base = {
+                "metric": "reasoning-length",
+                "judge": judge,
+                "condition": condition,
+                "pair": None,
+                "scope": None if subset == "all" else "self",
+            }
             unit = {"subset": subset, "unit": "tokens per judgment"}
             est = reasoning_length(tokens[take], ids, bootstrap=bootstrap)
             records.append({**base, "generator": None, "variant": unit, **est.as_dict()})
             if subset == "all" or not take.size:
                 continue
-            est = reasoning_length(tokens[take], ids, evaluatee=evaluatee[take], averaging="per-evaluatee",
-                                   bootstrap=bootstrap)
+            est = reasoning_length(tokens[take], ids, evaluatee=evaluatee[take], averaging="per-evaluatee", bootstrap=bootstrap)
             records.append({**base, "generator": None, "variant": {**unit, "averaging": "per-evaluatee"}, **est.as_dict()})
             for other in sorted(set(evaluatee[take])):
                 mine = take[evaluatee[take] == other]
                 est = reasoning_length(tokens[mine], rows["instance_id"].to_numpy()[mine], bootstrap=bootstrap)
-                records.append({**base, "generator": other, "variant": {**unit, "averaging": "one evaluatee",
-                                                                        "evaluatee": other}, **est.as_dict()})
+                records.append(
+                    {
+                        **base,
+                        "generator": other,
+                        "variant": {**unit, "averaging": "one evaluatee", "evaluatee": other},
+                        **est.as_dict(),
+                    }
+                )
     return records

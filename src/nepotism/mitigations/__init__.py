@@ -21,8 +21,7 @@ from nepotism.mitigations.code_style import restyle_code, restyle_response, veri
 from nepotism.mitigations.config import KINDS, MitigationConfig, MitigationPlan, load_plan, parse_plan
 from nepotism.mitigations.effects import BASE_METRICS, diff_in_diff, paired_effect
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
-from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, judge_paraphrase_prompt, paraphrase_prompt,
-                                          read_rewrite)
+from nepotism.mitigations.rewrite import ablation_prompt, cross_reason, judge_paraphrase_prompt, paraphrase_prompt, read_rewrite
 from nepotism.mitigations.synonyms import Perturbation, apply_replacements, parse_choice, synonym_prompt, wordnet_choice
 
 __all__ = [

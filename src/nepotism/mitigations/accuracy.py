@@ -34,8 +34,15 @@ __all__ = ["accuracy_records", "own_win_rates"]
 
 
 def _record(metric: str, judge, generator, condition, estimate, **variant) -> dict:
-    rec = {"metric": metric, "judge": judge, "generator": generator, "condition": condition, "pair": None,
-           "scope": "self" if judge is not None and judge == generator else None, "variant": variant}
+    rec = {
+        "metric": metric,
+        "judge": judge,
+        "generator": generator,
+        "condition": condition,
+        "pair": None,
+        "scope": "self" if judge is not None and judge == generator else None,
+        "variant": variant,
+    }
     rec.update(estimate.as_dict())
     return rec
 
@@ -69,9 +76,11 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
     if note:
         common["note"] = note
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {"ground truth": cluster_bootstrap(sums, lambda s: s[..., 0] / s[..., 2], **common),
-                "own judgment": cluster_bootstrap(sums, lambda s: s[..., 1] / s[..., 2], **common),
-                "overestimation": cluster_bootstrap(sums, lambda s: (s[..., 1] - s[..., 0]) / s[..., 2], **common)}
+        return {
+            "ground truth": cluster_bootstrap(sums, lambda s: s[..., 0] / s[..., 2], **common),
+            "own judgment": cluster_bootstrap(sums, lambda s: s[..., 1] / s[..., 2], **common),
+            "overestimation": cluster_bootstrap(sums, lambda s: (s[..., 1] - s[..., 0]) / s[..., 2], **common),
+        }
 
 
 def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
@@ -82,32 +91,60 @@ def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
     truth = rows["truth"].to_numpy(dtype=float)
     side_ok = np.where(np.isnan(truth), np.nan, (truth >= 0).astype(float))
     other_ok = np.where(np.isnan(truth), np.nan, (truth <= 0).astype(float))
-    estimate = judge_accuracy(rows["outcome"].to_numpy(dtype=float), side_ok, other_ok,
-                              rows["opponent"].astype(str).to_numpy(), rows["instance_id"].astype(str).to_numpy(),
-                              averaging="pooled", bootstrap=boot)
+    estimate = judge_accuracy(
+        rows["outcome"].to_numpy(dtype=float),
+        side_ok,
+        other_ok,
+        rows["opponent"].astype(str).to_numpy(),
+        rows["instance_id"].astype(str).to_numpy(),
+        averaging="pooled",
+        bootstrap=boot,
+    )
     # "no verdict" split by the rows' labels (`side_rows`' ``excluded_reason``), as every metric does
     return with_reasons(estimate, rows["excluded_reason"]) if "excluded_reason" in rows else estimate
 
 
-def accuracy_records(rows: pd.DataFrame, judges: Sequence[str], baseline: str, third_party: str,
-                     correct: Mapping[tuple[str, str], bool | None], boot: Bootstrap) -> list[dict]:
+def accuracy_records(
+    rows: pd.DataFrame,
+    judges: Sequence[str],
+    baseline: str,
+    third_party: str,
+    correct: Mapping[tuple[str, str], bool | None],
+    boot: Bootstrap,
+) -> list[dict]:
     """``judge-accuracy`` (self-evaluation / third-party / all examples), ``task-accuracy`` per
     generator, ``own-win-rate`` and ``win-rate-overestimation`` per judge (see the module docstring)."""
     out = []
     for judge in judges:
         mine = rows[rows["judge"] == judge]
         self_rows = mine[(mine["condition"] == baseline) & (mine["side"] == judge)]
-        others = mine[(mine["side"] != judge) & (mine["opponent"] != judge)
-                      & mine["condition"].isin([baseline, third_party])]
+        others = mine[(mine["side"] != judge) & (mine["opponent"] != judge) & mine["condition"].isin([baseline, third_party])]
         others = one_side(others).drop_duplicates(["instance_id", "side", "opponent"])
-        sets = {"self-evaluation": self_rows, "third-party": others,
-                "all examples": pd.concat([self_rows, others], ignore_index=True)}
+        sets = {
+            "self-evaluation": self_rows,
+            "third-party": others,
+            "all examples": pd.concat([self_rows, others], ignore_index=True),
+        }
         for examples, frame in sets.items():
-            out.append(_record("judge-accuracy", judge, None, baseline, _accuracy(frame, boot),
-                               examples=examples, averaging="pooled", source="nepotism mitigate"))
-        rates = own_win_rates(self_rows["outcome"].to_numpy(dtype=float), self_rows["truth"].to_numpy(dtype=float),
-                              self_rows["instance_id"].astype(str).to_numpy(), bootstrap=boot,
-                              reasons=self_rows["excluded_reason"] if "excluded_reason" in self_rows else None)
+            out.append(
+                _record(
+                    "judge-accuracy",
+                    judge,
+                    None,
+                    baseline,
+                    _accuracy(frame, boot),
+                    examples=examples,
+                    averaging="pooled",
+                    source="nepotism mitigate",
+                )
+            )
+        rates = own_win_rates(
+            self_rows["outcome"].to_numpy(dtype=float),
+            self_rows["truth"].to_numpy(dtype=float),
+            self_rows["instance_id"].astype(str).to_numpy(),
+            bootstrap=boot,
+            reasons=self_rows["excluded_reason"] if "excluded_reason" in self_rows else None,
+        )
         for by in ("ground truth", "own judgment"):
             out.append(_record("own-win-rate", judge, judge, baseline, rates[by], by=by))
         out.append(_record("win-rate-overestimation", judge, judge, baseline, rates["overestimation"]))

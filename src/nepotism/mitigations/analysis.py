@@ -45,11 +45,14 @@ THIRD_PARTY = "third-party"
 SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 
 
-def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value: float, mit_value: float,
-            **extra) -> dict:
-    rec = {"metric": "mitigation-effect", "judge": judge, "condition": cfg.name,
-           "variant": {"mitigation": cfg.kind, "base_metric": base_metric, "scope": scope},
-           "params": {k: v for k, v in dict(cfg.params).items()}}
+def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value: float, mit_value: float, **extra) -> dict:
+    rec = {
+        "metric": "mitigation-effect",
+        "judge": judge,
+        "condition": cfg.name,
+        "variant": {"mitigation": cfg.kind, "base_metric": base_metric, "scope": scope},
+        "params": {k: v for k, v in dict(cfg.params).items()},
+    }
     rec.update(estimate.as_dict())
     rec["value_baseline"] = None if base_value != base_value else base_value
     rec["value_mitigated"] = None if mit_value != mit_value else mit_value
@@ -76,8 +79,9 @@ def _scoped(judges: Sequence[str]) -> list[tuple[str, list[str]]]:
     return [(j, [j]) for j in judges] + ([("all", list(judges))] if len(judges) > 1 else [])
 
 
-def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                         control: bool = True, target: str = "self") -> list[dict]:
+def perturbation_records(
+    rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *, control: bool = True, target: str = "self"
+) -> list[dict]:
     """Effects of a perturbation stored under conditions ``"<name>:<judge>"``; ``target`` is the
     scope of the judged side's records (``[mitigate] target``)."""
     out = []
@@ -104,8 +108,9 @@ def perturbation_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baselin
     return out
 
 
-def option_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                   target: str = "self") -> list[dict]:
+def option_records(
+    rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *, target: str = "self"
+) -> list[dict]:
     """Effects of a judge-side option (condition ``<name>``) on the judges' verdicts on ``target``."""
     out = []
     for label, members in _scoped(judges):
@@ -163,9 +168,18 @@ def _jurors_without_say(jurors: Sequence[str], fitted: _JurorWeights) -> dict[st
     return out
 
 
-def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                 relation: Callable[[str, str], str], familiarity: Mapping | None = None,
-                 split: Mapping[str, str] | None = None, target: str = "self") -> tuple[list[dict], dict]:
+def jury_records(
+    rows: pd.DataFrame,
+    cfg,
+    judges: Sequence[str],
+    baseline: str,
+    boot: Bootstrap,
+    *,
+    relation: Callable[[str, str], str],
+    familiarity: Mapping | None = None,
+    split: Mapping[str, str] | None = None,
+    target: str = "self",
+) -> tuple[list[dict], dict]:
     """Each judge's self-evaluation verdicts replaced by a jury's (``jury`` / ``exclude-relatives``)."""
     members = rows[rows["condition"].isin([baseline, THIRD_PARTY])]
     vote = cfg.params.get("vote", "majority")
@@ -194,7 +208,8 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
         if evaluation is not None:
             sb = sb[sb["instance_id"].isin(evaluation)]
         sm = sb[["judge", "instance_id", "side", "opponent", "truth"]].merge(
-            jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left")
+            jury[["instance_id", "side", "opponent", "outcome"]], on=["instance_id", "side", "opponent"], how="left"
+        )
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
             out.append(_record(label, cfg, target, metric, est, b, m, **extra))
@@ -204,21 +219,46 @@ def jury_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, 
     return out, info
 
 
-def calibration_records(rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *,
-                        split: Mapping[str, str], contexts: Mapping[str, str],
-                        target: str = "self") -> tuple[list[dict], dict]:
+def calibration_records(
+    rows: pd.DataFrame,
+    cfg,
+    judges: Sequence[str],
+    baseline: str,
+    boot: Bootstrap,
+    *,
+    split: Mapping[str, str],
+    contexts: Mapping[str, str],
+    target: str = "self",
+) -> tuple[list[dict], dict]:
     """Per-judge calibration fitted on the held-out split, evaluated on the evaluation split."""
     method = cfg.params.get("method", "auto")
     self_rows = _self(rows, lambda j: baseline, judges)
-    parts, info = [], {"split": {"heldout": sum(1 for v in split.values() if v == "heldout"),
-                                 "evaluation": sum(1 for v in split.values() if v == "evaluation")}}
+    parts, info = (
+        [],
+        {
+            "split": {
+                "heldout": sum(1 for v in split.values() if v == "heldout"),
+                "evaluation": sum(1 for v in split.values() if v == "evaluation"),
+            }
+        },
+    )
     for judge, group in self_rows.groupby("judge", sort=True):
-        cal = calibrate(group["instance_id"], group["score"], group["truth"], split, method=method,
-                        contexts=[contexts.get(i, "") for i in group["instance_id"]],
-                        reasons=group["excluded_reason"])
+        cal = calibrate(
+            group["instance_id"],
+            group["score"],
+            group["truth"],
+            split,
+            method=method,
+            contexts=[contexts.get(i, "") for i in group["instance_id"]],
+            reasons=group["excluded_reason"],
+        )
         # the held-out comparisons the fit could not use, by reason (failures are counted, not dropped)
-        info[judge] = {"bias": cal.bias, "context_bias": dict(cal.context_bias), "n_fit": cal.n_fit,
-                       "fit_excluded": dict(cal.fit_excluded)}
+        info[judge] = {
+            "bias": cal.bias,
+            "context_bias": dict(cal.context_bias),
+            "n_fit": cal.n_fit,
+            "fit_excluded": dict(cal.fit_excluded),
+        }
         parts.append(group.assign(calibrated=cal.outcome, evaluation=cal.evaluation_mask))
     if not parts:
         return [], info

@@ -70,8 +70,7 @@ def fit_contextual(scores, truth, contexts) -> tuple[float, dict[str, float]]:
     scores, truth = np.asarray(scores, dtype=float), np.asarray(truth, dtype=float)
     contexts = np.asarray([str(c) for c in contexts], dtype=object)
     overall = fit_auto(scores, truth)
-    per = {str(c): _fit(scores[contexts == c], truth[contexts == c], overall, _CONTEXT_SD)
-           for c in sorted(set(contexts))}
+    per = {str(c): _fit(scores[contexts == c], truth[contexts == c], overall, _CONTEXT_SD) for c in sorted(set(contexts))}
     return overall, per
 
 
@@ -98,8 +97,9 @@ class Calibration:
     fit_excluded: Mapping[str, int] = field(default_factory=dict)
 
 
-def calibrate(instance_ids, scores, truth, split: Mapping[str, str], *, method: str = "auto",
-              contexts=None, reasons=None) -> Calibration:
+def calibrate(
+    instance_ids, scores, truth, split: Mapping[str, str], *, method: str = "auto", contexts=None, reasons=None
+) -> Calibration:
     """Fit on the rows whose instance is ``heldout`` in ``split``; calibrated outcomes for the
     ``evaluation`` rows (NaN elsewhere). ``method`` is ``"auto"`` or ``"contextual"``;
     ``reasons``: why each row has no verdict (`side_rows`' ``excluded_reason``), the label a

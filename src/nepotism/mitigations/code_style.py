@@ -34,8 +34,16 @@ from nepotism.records import Message
 
 from nepotism.mitigations.synonyms import Perturbation
 
-__all__ = ["code_of", "comments", "read_restyle", "restyle_code", "restyle_prompt", "restyle_response", "split_tests",
-           "verify_equivalent"]
+__all__ = [
+    "code_of",
+    "comments",
+    "read_restyle",
+    "restyle_code",
+    "restyle_prompt",
+    "restyle_response",
+    "split_tests",
+    "verify_equivalent",
+]
 
 _BUILTINS = frozenset(dir(builtins))
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -92,8 +100,10 @@ def _locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 
 def _has_nested_scope(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(node is not func and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
-               for node in ast.walk(func))
+    return any(
+        node is not func and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+        for node in ast.walk(func)
+    )
 
 
 def restyle_code(code: str, *, rename_parameters: bool = True) -> str:
@@ -132,7 +142,7 @@ def restyle_response(text: str) -> Perturbation:
     if new.strip() == code.strip():
         return Perturbation(None, False, reason="restyling changed nothing", method="code-restyle")
     if match:
-        out = text[: match.start(1)] + new + text[match.end(1):]
+        out = text[: match.start(1)] + new + text[match.end(1) :]
     else:
         out = new
     return Perturbation(out, True, method="code-restyle", detail={"code": new, "original_code": code})
@@ -148,9 +158,15 @@ def split_tests(tests: str | Sequence[str]) -> list[str]:
     return [str(t) for t in tests if str(t).strip()]
 
 
-def verify_equivalent(original: str, restyled: str, tests: str | Sequence[str], *,
-                      runner: Callable[..., Any] | None = None, timeout: float = 10.0,
-                      memory_mb: int = 512) -> tuple[bool, dict]:
+def verify_equivalent(
+    original: str,
+    restyled: str,
+    tests: str | Sequence[str],
+    *,
+    runner: Callable[..., Any] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+) -> tuple[bool, dict]:
     """(equivalent?, detail): each test's status for both programs must be the same."""
     if runner is None:
         from nepotism.sandbox import run as runner
@@ -174,8 +190,11 @@ def comments(code: str) -> list[str]:
     import tokenize
 
     try:
-        return [tok.string.lstrip("#").strip() for tok in tokenize.generate_tokens(io.StringIO(code).readline)
-                if tok.type == tokenize.COMMENT and tok.string.lstrip("#").strip()]
+        return [
+            tok.string.lstrip("#").strip()
+            for tok in tokenize.generate_tokens(io.StringIO(code).readline)
+            if tok.type == tokenize.COMMENT and tok.string.lstrip("#").strip()
+        ]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return []
 
@@ -186,11 +205,16 @@ def restyle_prompt(code: str) -> tuple[Message, ...]:
     The code comes first and the instruction after it: asked the other way round,
     Qwen2.5-Coder-0.5B-Instruct replied with a bare expression, without the ``def`` line or any
     comment (tests/fixtures/mitigations/model_probes.json records what it does with this one)."""
-    return (Message("user", "Here is a Python program with comments:\n```python\n" + code.rstrip() + "\n```\n"
-                            "Rewrite the whole program in a different idiomatic style (for example a comprehension "
-                            "or a built-in call instead of a loop). Keep every def line unchanged, keep the same "
-                            "behaviour, and keep every comment exactly as it is (copy each # comment into the new "
-                            "code). Reply with the complete program in one ```python block and nothing else."),)
+    return (
+        Message(
+            "user",
+            "Here is a Python program with comments:\n```python\n" + code.rstrip() + "\n```\n"
+            "Rewrite the whole program in a different idiomatic style (for example a comprehension "
+            "or a built-in call instead of a loop). Keep every def line unchanged, keep the same "
+            "behaviour, and keep every comment exactly as it is (copy each # comment into the new "
+            "code). Reply with the complete program in one ```python block and nothing else.",
+        ),
+    )
 
 
 def read_restyle(text: str, output: str | None) -> Perturbation:
@@ -211,5 +235,5 @@ def read_restyle(text: str, output: str | None) -> Perturbation:
     it = iter(kept)
     if not all(any(c == k for k in it) for c in dropped):
         return Perturbation(None, False, reason="the restyle dropped or changed a comment", method=method)
-    out = text[: match.start(1)] + new + text[match.end(1):] if match else new
+    out = text[: match.start(1)] + new + text[match.end(1) :] if match else new
     return Perturbation(out, True, method=method, detail={"code": new, "original_code": original})

@@ -58,23 +58,32 @@ PERTURBATIONS = ("synonym", "paraphrase", "judge-paraphrase", "cross-reason", "c
 #: Whose answers a mitigation protects the comparison from: the judge's own, or a relative's.
 TARGETS = ("self", "student", "family")
 KINDS = PERTURBATIONS + ("judge-option", "exclude-relatives", "jury", "calibration", "rubric-agreement")
-PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    "synonym": {"k": 2, "chooser": "wordnet", "fallback": False},
-    "paraphrase": {"target": "own"},
-    "judge-paraphrase": {},
-    "cross-reason": {"cross_reason": "model", "writer": "competitor"},
-    "code-restyle": {"restyle": "model"},
-    "ablate": {"feature": "style"},
-    "spelling": {"rate": 0.1},
-    "judge-option": {"options": {}},
-    "exclude-relatives": {},
-    "jury": {"vote": "majority", "exclude_related": False},
-    "calibration": {"method": "auto"},
-    "rubric-agreement": {"threshold": 0.75},
-})
-_CHOICES = {"chooser": ("wordnet", "model"), "target": ("own", "both"), "feature": ("style", "format", "wording"),
-            "vote": ("majority", "weighted", "perplexity"), "method": ("auto", "contextual"),
-            "cross_reason": ("model", "splice"), "writer": ("competitor", "rewriter"), "restyle": ("model", "ast")}
+PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "synonym": {"k": 2, "chooser": "wordnet", "fallback": False},
+        "paraphrase": {"target": "own"},
+        "judge-paraphrase": {},
+        "cross-reason": {"cross_reason": "model", "writer": "competitor"},
+        "code-restyle": {"restyle": "model"},
+        "ablate": {"feature": "style"},
+        "spelling": {"rate": 0.1},
+        "judge-option": {"options": {}},
+        "exclude-relatives": {},
+        "jury": {"vote": "majority", "exclude_related": False},
+        "calibration": {"method": "auto"},
+        "rubric-agreement": {"threshold": 0.75},
+    }
+)
+_CHOICES = {
+    "chooser": ("wordnet", "model"),
+    "target": ("own", "both"),
+    "feature": ("style", "format", "wording"),
+    "vote": ("majority", "weighted", "perplexity"),
+    "method": ("auto", "contextual"),
+    "cross_reason": ("model", "splice"),
+    "writer": ("competitor", "rewriter"),
+    "restyle": ("model", "ast"),
+}
 _NEEDS_REWRITER = {"paraphrase", "ablate"}
 
 
@@ -114,8 +123,9 @@ def _condition(i: int, table: Any, path: str, rewriter: str | None) -> Mitigatio
         if key in ("name", "kind"):
             continue
         if key not in defaults:
-            raise InputError(f"unknown key for kind {kind!r}; expected one of {sorted(defaults)}",
-                             path=path, field=f"{where}.{key}")
+            raise InputError(
+                f"unknown key for kind {kind!r}; expected one of {sorted(defaults)}", path=path, field=f"{where}.{key}"
+            )
         if key in _CHOICES and value not in _CHOICES[key]:
             raise InputError(f"must be one of {list(_CHOICES[key])}", path=path, field=f"{where}.{key}")
         if key == "threshold" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
@@ -129,10 +139,12 @@ def _condition(i: int, table: Any, path: str, rewriter: str | None) -> Mitigatio
         if key == "options" and not isinstance(value, dict):
             raise InputError("must be a table of judging options", path=path, field=f"{where}.options")
         params[key] = value
-    if rewriter is None and (kind in _NEEDS_REWRITER or (kind == "synonym" and params["chooser"] == "model")
-                             or (kind == "code-restyle" and params["restyle"] == "model")
-                             or (kind == "cross-reason" and params["cross_reason"] == "model"
-                                 and params["writer"] == "rewriter")):
+    if rewriter is None and (
+        kind in _NEEDS_REWRITER
+        or (kind == "synonym" and params["chooser"] == "model")
+        or (kind == "code-restyle" and params["restyle"] == "model")
+        or (kind == "cross-reason" and params["cross_reason"] == "model" and params["writer"] == "rewriter")
+    ):
         raise InputError(f"kind {kind!r} needs mitigate.rewriter", path=path, field=f"{where}.kind")
     if kind == "judge-option":
         from nepotism.judging import normalise_options
@@ -152,11 +164,22 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     data = dict(data)
     table = data.pop("mitigate", None)
     if not isinstance(table, dict):
-        raise InputError("the file needs a [mitigate] table with at least one [[mitigate.conditions]]",
-                         path=where, field="mitigate")
+        raise InputError(
+            "the file needs a [mitigate] table with at least one [[mitigate.conditions]]", path=where, field="mitigate"
+        )
     experiment = parse_experiment(data, path, registry=registry)
-    known = {"rewriter", "heldout_fraction", "n_resamples", "confidence", "control", "conditions", "rule",
-             "human_study", "target", "preference_ref"}
+    known = {
+        "rewriter",
+        "heldout_fraction",
+        "n_resamples",
+        "confidence",
+        "control",
+        "conditions",
+        "rule",
+        "human_study",
+        "target",
+        "preference_ref",
+    }
     for key in table:
         if key not in known:
             raise InputError(f"unknown key; expected one of {sorted(known)}", path=where, field=f"mitigate.{key}")
@@ -166,8 +189,7 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
             raise InputError("must be a model id", path=where, field="mitigate.rewriter")
         matches = [m for m in experiment.models if m == rewriter]
         if not matches:
-            raise InputError(f"{rewriter!r} is not one of the experiment's [models.*]", path=where,
-                             field="mitigate.rewriter")
+            raise InputError(f"{rewriter!r} is not one of the experiment's [models.*]", path=where, field="mitigate.rewriter")
     conditions = table.get("conditions")
     if not isinstance(conditions, list) or not conditions:
         raise InputError("list at least one [[mitigate.conditions]]", path=where, field="mitigate.conditions")
@@ -175,9 +197,11 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     names = [c.name for c in parsed]
     reserved = {c.name for c in experiment.conditions} | {"third-party"}
     if len(set(names)) != len(names) or set(names) & reserved:
-        raise InputError("condition names must be distinct from each other, from [judging] conditions "
-                         "and from 'third-party'",
-                         path=where, field="mitigate.conditions")
+        raise InputError(
+            "condition names must be distinct from each other, from [judging] conditions and from 'third-party'",
+            path=where,
+            field="mitigate.conditions",
+        )
     fraction = table.get("heldout_fraction", 0.5)
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
         raise InputError("must be a number strictly between 0 and 1", path=where, field="mitigate.heldout_fraction")
@@ -194,29 +218,39 @@ def parse_plan(data: Mapping[str, Any], path: str | Path, *, registry: Any = Non
     if not isinstance(control, bool):
         raise InputError("must be true or false", path=where, field="mitigate.control")
     if control and target != "self":
-        raise InputError("the third-party control compares a judge's own answers with how others judge them: "
-                         "it needs target = \"self\"", path=where, field="mitigate.control")
-    if any(c.kind == "rubric-agreement" for c in parsed) and not any(
-            p.protocol == "rubric" for p in experiment.protocols):
-        raise InputError("rubric-agreement needs a [[judging.protocols]] with protocol = \"rubric\"",
-                         path=where, field="judging.protocols")
+        raise InputError(
+            'the third-party control compares a judge\'s own answers with how others judge them: it needs target = "self"',
+            path=where,
+            field="mitigate.control",
+        )
+    if any(c.kind == "rubric-agreement" for c in parsed) and not any(p.protocol == "rubric" for p in experiment.protocols):
+        raise InputError(
+            'rubric-agreement needs a [[judging.protocols]] with protocol = "rubric"', path=where, field="judging.protocols"
+        )
     pairwise = [p for p in experiment.protocols if p.protocol == "pairwise"]
     if not pairwise:
-        raise InputError("mitigations are measured on a [[judging.protocols]] with protocol = \"pairwise\"",
-                         path=where, field="judging.protocols")
+        raise InputError(
+            'mitigations are measured on a [[judging.protocols]] with protocol = "pairwise"',
+            path=where,
+            field="judging.protocols",
+        )
     if target != "self" and all(p.args.get("pairs") == "judge-vs-others" for p in pairwise):
         index = experiment.protocols.index(pairwise[0])
-        raise InputError(f"target = {target!r} measures pairs holding the judge's {target}, and pairs = "
-                         "\"judge-vs-others\" only pairs the judge's own answers: use pairs = \"all\" (or list them)",
-                         path=where, field=f"judging.protocols[{index}].pairs")
+        raise InputError(
+            f"target = {target!r} measures pairs holding the judge's {target}, and pairs = "
+            '"judge-vs-others" only pairs the judge\'s own answers: use pairs = "all" (or list them)',
+            path=where,
+            field=f"judging.protocols[{index}].pairs",
+        )
     rule = table.get("rule", "consistent")
     if rule not in ("consistent", "strict"):
-        raise InputError("must be \"consistent\" or \"strict\"", path=where, field="mitigate.rule")
+        raise InputError('must be "consistent" or "strict"', path=where, field="mitigate.rule")
     human_study = _files(table, "human_study", where)
     preference_ref = _files(table, "preference_ref", where)
     bootstrap = Bootstrap(n_resamples=resamples, confidence_level=float(confidence), seed=experiment.seed)
-    return MitigationPlan(experiment, parsed, rewriter, float(fraction), bootstrap, control, rule, human_study,
-                          target, preference_ref)
+    return MitigationPlan(
+        experiment, parsed, rewriter, float(fraction), bootstrap, control, rule, human_study, target, preference_ref
+    )
 
 
 def _files(table: Mapping[str, Any], key: str, where: str) -> tuple[Path, ...]:

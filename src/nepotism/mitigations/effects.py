@@ -34,11 +34,27 @@ from nepotism.metrics.stats import paired_t_test
 
 __all__ = ["BASE_METRICS", "change_ratio", "diff_in_diff", "metric_columns", "paired_effect", "paired_t", "statistic"]
 
-BASE_METRICS = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
-                "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
+BASE_METRICS = (
+    "self-preference",
+    "self-preference-probability",
+    "self-preference-ratio",
+    "demographic-parity-bias",
+    "harmful-self-preference",
+    "judge-accuracy",
+    "harmful-judge-accuracy",
+    "error-bias",
+)
 _KEY = ["judge", "instance_id", "side", "opponent"]
-_WIDTH = {"self-preference": 2, "self-preference-probability": 2, "self-preference-ratio": 2, "demographic-parity-bias": 2,
-          "harmful-self-preference": 2, "judge-accuracy": 2, "harmful-judge-accuracy": 2, "error-bias": 4}
+_WIDTH = {
+    "self-preference": 2,
+    "self-preference-probability": 2,
+    "self-preference-ratio": 2,
+    "demographic-parity-bias": 2,
+    "harmful-self-preference": 2,
+    "judge-accuracy": 2,
+    "harmful-judge-accuracy": 2,
+    "error-bias": 4,
+}
 _NO_TRUTH = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias")
 #: The row column each metric reads (the others read ``outcome``).
 _VALUE = {"self-preference-probability": "prob"}
@@ -84,8 +100,7 @@ def _needs_truth(metric: str) -> bool:
 def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple, tuple]:
     out: dict[tuple, tuple] = {}
     keys = zip(*(frame[k].tolist() for k in _KEY))
-    values = zip(*(frame[c].tolist() if c in frame else [float("nan")] * len(frame) for c in columns)) \
-        if len(frame) else iter(())
+    values = zip(*(frame[c].tolist() if c in frame else [float("nan")] * len(frame) for c in columns)) if len(frame) else iter(())
     for key, value in zip(keys, values):
         out.setdefault(key, value)
     return out
@@ -96,8 +111,10 @@ def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[
     b = _keyed(base, [value, "truth", "excluded_reason"])
     m = _keyed(mitigated, [value, "excluded_reason"])
     excluded: dict[str, int] = {}
-    for count, reason in ((len(b.keys() - m.keys()), "no mitigated comparison"),
-                          (len(m.keys() - b.keys()), "no baseline comparison")):
+    for count, reason in (
+        (len(b.keys() - m.keys()), "no mitigated comparison"),
+        (len(m.keys() - b.keys()), "no baseline comparison"),
+    ):
         if count:
             excluded[reason] = count
     rows, unknown = [], 0
@@ -126,30 +143,55 @@ def _nan(value) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
-def paired_effect(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, *,
-                  bootstrap: Bootstrap | None = None) -> tuple[Estimate, float, float]:
+def paired_effect(
+    base: pd.DataFrame, mitigated: pd.DataFrame, metric: str, *, bootstrap: Bootstrap | None = None
+) -> tuple[Estimate, float, float]:
     """(effect estimate, baseline value, mitigated value) on the matched pairs."""
     joined, excluded = _matched(base, mitigated, metric)
     k = _WIDTH[metric]
     truth = joined["truth"].to_numpy(dtype=float)
-    cols = np.hstack([metric_columns(metric, joined["outcome_base"].to_numpy(dtype=float), truth),
-                      metric_columns(metric, joined["outcome_mit"].to_numpy(dtype=float), truth)])
+    cols = np.hstack(
+        [
+            metric_columns(metric, joined["outcome_base"].to_numpy(dtype=float), truth),
+            metric_columns(metric, joined["outcome_mit"].to_numpy(dtype=float), truth),
+        ]
+    )
     n_excluded = sum(excluded.values())
     if joined.empty:
-        empty = cluster_bootstrap(np.zeros((0, 2 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
-                                  excluded=excluded, note="no comparison usable in both conditions", bootstrap=bootstrap)
+        empty = cluster_bootstrap(
+            np.zeros((0, 2 * k)),
+            lambda t: t[..., 0],
+            n=0,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note="no comparison usable in both conditions",
+            bootstrap=bootstrap,
+        )
         return empty, float("nan"), float("nan")
     _, sums = cluster_sums(joined["instance_id"].to_numpy(dtype=str), cols)
     estimate = cluster_bootstrap(
-        sums, lambda t: statistic(metric, t[..., k:]) - statistic(metric, t[..., :k]),
-        n=len(joined), n_excluded=n_excluded, excluded=excluded, bootstrap=bootstrap)
+        sums,
+        lambda t: statistic(metric, t[..., k:]) - statistic(metric, t[..., :k]),
+        n=len(joined),
+        n_excluded=n_excluded,
+        excluded=excluded,
+        bootstrap=bootstrap,
+    )
     total = sums.sum(axis=0)
     return estimate, float(statistic(metric, total[:k])), float(statistic(metric, total[k:]))
 
 
-def _self_and_control(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
-                      ctrl_mit: pd.DataFrame, metric: str, combine, *, bootstrap: Bootstrap | None,
-                      note: str | None = None) -> Estimate:
+def _self_and_control(
+    self_base: pd.DataFrame,
+    self_mit: pd.DataFrame,
+    ctrl_base: pd.DataFrame,
+    ctrl_mit: pd.DataFrame,
+    metric: str,
+    combine,
+    *,
+    bootstrap: Bootstrap | None,
+    note: str | None = None,
+) -> Estimate:
     """``combine(change under self-evaluation, change under third-party judges)`` on the matched
     pairs of both, one cluster bootstrap resampling the same instances for both changes."""
     a, ex_a = _matched(self_base, self_mit, metric)
@@ -158,51 +200,88 @@ def _self_and_control(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base
     excluded = {f"self: {r}": v for r, v in ex_a.items()} | {f"control: {r}": v for r, v in ex_c.items()}
     n_excluded = sum(excluded.values())
     if a.empty or c.empty:
-        return cluster_bootstrap(np.zeros((0, 4 * k)), lambda t: t[..., 0], n=0, n_excluded=n_excluded,
-                                 excluded=excluded, note="no self-evaluation or no third-party comparison",
-                                 bootstrap=bootstrap)
+        return cluster_bootstrap(
+            np.zeros((0, 4 * k)),
+            lambda t: t[..., 0],
+            n=0,
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note="no self-evaluation or no third-party comparison",
+            bootstrap=bootstrap,
+        )
     zeros_a, zeros_c = np.zeros((len(a), 2 * k)), np.zeros((len(c), 2 * k))
-    cols_a = np.hstack([metric_columns(metric, a["outcome_base"].to_numpy(float), a["truth"].to_numpy(float)),
-                        metric_columns(metric, a["outcome_mit"].to_numpy(float), a["truth"].to_numpy(float)), zeros_a])
-    cols_c = np.hstack([zeros_c,
-                        metric_columns(metric, c["outcome_base"].to_numpy(float), c["truth"].to_numpy(float)),
-                        metric_columns(metric, c["outcome_mit"].to_numpy(float), c["truth"].to_numpy(float))])
+    cols_a = np.hstack(
+        [
+            metric_columns(metric, a["outcome_base"].to_numpy(float), a["truth"].to_numpy(float)),
+            metric_columns(metric, a["outcome_mit"].to_numpy(float), a["truth"].to_numpy(float)),
+            zeros_a,
+        ]
+    )
+    cols_c = np.hstack(
+        [
+            zeros_c,
+            metric_columns(metric, c["outcome_base"].to_numpy(float), c["truth"].to_numpy(float)),
+            metric_columns(metric, c["outcome_mit"].to_numpy(float), c["truth"].to_numpy(float)),
+        ]
+    )
     clusters = np.concatenate([a["instance_id"].to_numpy(dtype=str), c["instance_id"].to_numpy(dtype=str)])
     _, sums = cluster_sums(clusters, np.vstack([cols_a, cols_c]))
 
     def stat(t: np.ndarray) -> np.ndarray:
-        s = lambda i: statistic(metric, t[..., i * k:(i + 1) * k])  # noqa: E731
+        s = lambda i: statistic(metric, t[..., i * k : (i + 1) * k])  # noqa: E731
         return np.asarray(combine(s(1) - s(0), s(3) - s(2)))
 
     total = sums.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         defined = bool(np.isfinite(stat(total)))
-    return cluster_bootstrap(sums, stat, n=len(a) + len(c), n_excluded=n_excluded, excluded=excluded,
-                             bootstrap=bootstrap, note=None if defined else note)
+    return cluster_bootstrap(
+        sums,
+        stat,
+        n=len(a) + len(c),
+        n_excluded=n_excluded,
+        excluded=excluded,
+        bootstrap=bootstrap,
+        note=None if defined else note,
+    )
 
 
-def diff_in_diff(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
-                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
-                 bootstrap: Bootstrap | None = None) -> Estimate:
+def diff_in_diff(
+    self_base: pd.DataFrame,
+    self_mit: pd.DataFrame,
+    ctrl_base: pd.DataFrame,
+    ctrl_mit: pd.DataFrame,
+    metric: str = "self-preference",
+    *,
+    bootstrap: Bootstrap | None = None,
+) -> Estimate:
     """(change under self-evaluation) - (change under third-party judges), same resampled instances."""
-    return _self_and_control(self_base, self_mit, ctrl_base, ctrl_mit, metric, lambda d_self, d_ctrl: d_self - d_ctrl,
-                             bootstrap=bootstrap)
+    return _self_and_control(
+        self_base, self_mit, ctrl_base, ctrl_mit, metric, lambda d_self, d_ctrl: d_self - d_ctrl, bootstrap=bootstrap
+    )
 
 
-def change_ratio(self_base: pd.DataFrame, self_mit: pd.DataFrame, ctrl_base: pd.DataFrame,
-                 ctrl_mit: pd.DataFrame, metric: str = "self-preference", *,
-                 bootstrap: Bootstrap | None = None) -> Estimate:
+def change_ratio(
+    self_base: pd.DataFrame,
+    self_mit: pd.DataFrame,
+    ctrl_base: pd.DataFrame,
+    ctrl_mit: pd.DataFrame,
+    metric: str = "self-preference",
+    *,
+    bootstrap: Bootstrap | None = None,
+) -> Estimate:
     """|change under self-evaluation| / |change under third-party judges| (paper 003 App. Fig. 15's
     ratio above each obfuscation method's bars: how much more a perturbation moves the judges'
     preference for their own answers than it moves them as third parties on the same pairs), same
     resampled instances for both changes. A control change of 0 leaves it undefined (NaN, with the
     reason), never infinite; a resample in which it is 0 is dropped and counted."""
+
     def ratio(d_self, d_ctrl):
         d_self, d_ctrl = np.abs(np.asarray(d_self, dtype=float)), np.abs(np.asarray(d_ctrl, dtype=float))
         return np.where(d_ctrl > 0, d_self / np.where(d_ctrl > 0, d_ctrl, 1.0), np.nan)
 
-    return _self_and_control(self_base, self_mit, ctrl_base, ctrl_mit, metric, ratio, bootstrap=bootstrap,
-                             note="the third-party change is 0: no ratio")
+    return _self_and_control(
+        self_base, self_mit, ctrl_base, ctrl_mit, metric, ratio, bootstrap=bootstrap, note="the third-party change is 0: no ratio"
+    )
 
 
 def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict | None:
@@ -225,12 +304,24 @@ def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict |
     keep = (b[:, 1] == 1) & (m[:, 1] == 1)
     n = int(keep.sum())
     if n < 2:
-        return {"statistic": None, "p_value": None, "df": None, "mean_difference": None, "n": n,
-                "note": "fewer than 2 comparisons"}
+        return {
+            "statistic": None,
+            "p_value": None,
+            "df": None,
+            "mean_difference": None,
+            "n": n,
+            "note": "fewer than 2 comparisons",
+        }
     diff = m[keep, 0] - b[keep, 0]
     if np.allclose(diff, diff[0]):
-        return {"statistic": None, "p_value": None, "df": n - 1, "mean_difference": float(diff.mean()), "n": n,
-                "note": "every difference is equal"}
+        return {
+            "statistic": None,
+            "p_value": None,
+            "df": n - 1,
+            "mean_difference": float(diff.mean()),
+            "n": n,
+            "note": "every difference is equal",
+        }
     test = paired_t_test(m[keep, 0], b[keep, 0])
     clean = {k: (None if isinstance(v, float) and v != v else v) for k, v in test.items()}
     return {**clean, "n": n, "note": None if clean["statistic"] is not None else "every difference is equal"}

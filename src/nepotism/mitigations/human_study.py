@@ -47,12 +47,33 @@ def quality_test(labels: pd.DataFrame, tag: str) -> dict:
             continue
         trials += 1
         wins += winner == perturbed
-    record = {"metric": "perturbation-quality-preference", "judge": None, "generator": None, "condition": tag,
-              "pair": None, "scope": None, "variant": {"raters": "humans", "test": "exact binomial, two-sided, p0 = ½"},
-              "n": trials, "successes": wins, "n_excluded": sum(excluded.values()), "excluded": excluded}
+    record = {
+        "metric": "perturbation-quality-preference",
+        "judge": None,
+        "generator": None,
+        "condition": tag,
+        "pair": None,
+        "scope": None,
+        "variant": {"raters": "humans", "test": "exact binomial, two-sided, p0 = ½"},
+        "n": trials,
+        "successes": wins,
+        "n_excluded": sum(excluded.values()),
+        "excluded": excluded,
+    }
     if trials == 0:
-        return record | {"value": None, "ci_low": None, "ci_high": None, "p_value": None,
-                         "note": "no label of an original-vs-perturbed pair"}
+        return record | {
+            "value": None,
+            "ci_low": None,
+            "ci_high": None,
+            "p_value": None,
+            "note": "no label of an original-vs-perturbed pair",
+        }
     test = binomial_test(wins, trials)
-    return record | {"value": wins / trials, "ci_low": test["ci_low"], "ci_high": test["ci_high"],
-                     "confidence": 0.95, "p_value": test["p_value"], "note": None}
+    return record | {
+        "value": wins / trials,
+        "ci_low": test["ci_low"],
+        "ci_high": test["ci_high"],
+        "confidence": 0.95,
+        "p_value": test["p_value"],
+        "note": None,
+    }

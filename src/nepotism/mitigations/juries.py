@@ -39,8 +39,10 @@ def exclude_related(rows: pd.DataFrame, relation: Callable[[str, str], str]) -> 
     gives `nepotism.models.Registry.scope` of (judge, model)."""
     if rows.empty:
         return rows, 0
-    related = [relation(j, s) not in _UNRELATED or relation(j, o) not in _UNRELATED
-               for j, s, o in zip(rows["judge"], rows["side"], rows["opponent"])]
+    related = [
+        relation(j, s) not in _UNRELATED or relation(j, o) not in _UNRELATED
+        for j, s, o in zip(rows["judge"], rows["side"], rows["opponent"])
+    ]
     mask = np.asarray(related, dtype=bool)
     return rows[~mask], int(mask.sum())
 
@@ -48,9 +50,13 @@ def exclude_related(rows: pd.DataFrame, relation: Callable[[str, str], str]) -> 
 def familiarity_weights(rows: pd.DataFrame, familiarity: Mapping[tuple[str, str, str], float]) -> np.ndarray:
     """Per-row weight ``exp(-max(0, z))`` from ``familiarity[(judge, instance_id, generator)]``
     (mean per-token log-probability of that candidate under that judge; missing -> weight 1)."""
-    both = np.array([[familiarity.get((j, i, s), np.nan), familiarity.get((j, i, o), np.nan)]
-                     for j, i, s, o in zip(rows["judge"], rows["instance_id"], rows["side"], rows["opponent"])],
-                    dtype=float).reshape(-1, 2)
+    both = np.array(
+        [
+            [familiarity.get((j, i, s), np.nan), familiarity.get((j, i, o), np.nan)]
+            for j, i, s, o in zip(rows["judge"], rows["instance_id"], rows["side"], rows["opponent"])
+        ],
+        dtype=float,
+    ).reshape(-1, 2)
     missing = np.isnan(both).all(axis=1)
     fam = np.where(missing, np.nan, np.where(np.isnan(both), -np.inf, both).max(axis=1))
     z = np.zeros(len(rows))
@@ -62,8 +68,13 @@ def familiarity_weights(rows: pd.DataFrame, familiarity: Mapping[tuple[str, str,
     return np.exp(-np.maximum(0.0, z))
 
 
-def jury_outcomes(rows: pd.DataFrame, *, vote: str = "majority", weights: Mapping[str, float] | None = None,
-                  row_weights: np.ndarray | None = None) -> pd.DataFrame:
+def jury_outcomes(
+    rows: pd.DataFrame,
+    *,
+    vote: str = "majority",
+    weights: Mapping[str, float] | None = None,
+    row_weights: np.ndarray | None = None,
+) -> pd.DataFrame:
     """One row per (instance_id, side, opponent): ``outcome`` of the jury, ``n_votes``, ``members``."""
     if vote not in VOTES:
         raise ValueError(f"vote must be one of {VOTES}")
@@ -85,9 +96,14 @@ def jury_outcomes(rows: pd.DataFrame, *, vote: str = "majority", weights: Mappin
         frame[name] = np.where(parsed & (frame["outcome"].to_numpy() == option), w, 0.0)
     frame["votes"] = parsed.astype(float)
     frame["weight"] = np.where(parsed, w, 0.0)
-    agg = frame.groupby(_KEY, sort=True).agg(win=("win", "sum"), tie=("tie", "sum"), loss=("loss", "sum"),
-                                             n_votes=("votes", "sum"), total=("weight", "sum"),
-                                             members=("judge", lambda s: ",".join(sorted(set(s)))))
+    agg = frame.groupby(_KEY, sort=True).agg(
+        win=("win", "sum"),
+        tie=("tie", "sum"),
+        loss=("loss", "sum"),
+        n_votes=("votes", "sum"),
+        total=("weight", "sum"),
+        members=("judge", lambda s: ",".join(sorted(set(s)))),
+    )
     # a plain vote needs a strict majority; weighted votes a unique plurality (`nepotism.votes`)
     column = decide(agg[["win", "tie", "loss"]].to_numpy(), rule="majority" if vote == "majority" else "plurality")
     agg["outcome"] = np.where(column >= 0, np.array([1.0, 0.0, -1.0])[np.maximum(column, 0)], np.nan)

@@ -16,12 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nepotism.mitigations.code_style import code_of, read_restyle, restyle_prompt, restyle_response, verify_equivalent
-from nepotism.mitigations.rewrite import (ablation_prompt, cross_reason, cross_reason_prompt, judge_paraphrase_prompt,
-                                          option_texts, paraphrase_prompt, read_reason, read_rewrite, rewrite_budget,
-                                          split_label)
+from nepotism.mitigations.rewrite import (
+    ablation_prompt,
+    cross_reason,
+    cross_reason_prompt,
+    judge_paraphrase_prompt,
+    option_texts,
+    paraphrase_prompt,
+    read_reason,
+    read_rewrite,
+    rewrite_budget,
+    split_label,
+)
 from nepotism.mitigations.spelling import misspell
-from nepotism.mitigations.synonyms import (Perturbation, apply_replacements, parse_choice, synonym_prompt,
-                                           wordnet_choice)
+from nepotism.mitigations.synonyms import Perturbation, apply_replacements, parse_choice, synonym_prompt, wordnet_choice
 from nepotism.records import Instance, Message, Response
 
 __all__ = ["Pair", "PairTexts", "TextModel", "perturb_pairs", "question_text"]
@@ -56,8 +64,9 @@ def question_text(instance: Instance) -> str:
     return "\n".join(m.content for m in instance.prompt if m.role == "user")
 
 
-async def _rewrite_each(texts: Mapping[Any, tuple[str, tuple[Message, ...], str]], text_model: TextModel,
-                        *, method: str, keep_label: bool) -> dict[Any, Perturbation]:
+async def _rewrite_each(
+    texts: Mapping[Any, tuple[str, tuple[Message, ...], str]], text_model: TextModel, *, method: str, keep_label: bool
+) -> dict[Any, Perturbation]:
     keys = list(texts)
     outputs = await text_model([(texts[k][0], texts[k][1], rewrite_budget(texts[k][2])) for k in keys])
     return {k: read_rewrite(texts[k][2], out, method=method, keep_label=keep_label) for k, out in zip(keys, outputs)}
@@ -68,19 +77,27 @@ async def _synonyms(pairs, params, text_model, rewriter) -> dict[str, Perturbati
     unique = {p.own.id: p for p in pairs}
     out: dict[str, Perturbation] = {}
     if params.get("chooser", "wordnet") == "model":
-        asked = {rid: (rewriter, synonym_prompt(question_text(p.instance), p.own.text, k=k), p.own.text)
-                 for rid, p in unique.items()}
+        asked = {
+            rid: (rewriter, synonym_prompt(question_text(p.instance), p.own.text, k=k), p.own.text) for rid, p in unique.items()
+        }
         keys = list(asked)
         answers = await text_model([(asked[r][0], asked[r][1], 96) for r in keys])
         for rid, text in zip(keys, answers):
             p = unique[rid]
             choice = parse_choice(text)
-            result = (apply_replacements(p.own.text, question_text(p.instance), choice, k=k, method="model")
-                      if choice is not None else Perturbation(None, False, reason="unreadable choice", method="model"))
+            result = (
+                apply_replacements(p.own.text, question_text(p.instance), choice, k=k, method="model")
+                if choice is not None
+                else Perturbation(None, False, reason="unreadable choice", method="model")
+            )
             if not result.ok and params.get("fallback", False):
-                fallback = apply_replacements(p.own.text, question_text(p.instance),
-                                              wordnet_choice(p.own.text, question_text(p.instance), k=k), k=k,
-                                              method="wordnet-fallback")
+                fallback = apply_replacements(
+                    p.own.text,
+                    question_text(p.instance),
+                    wordnet_choice(p.own.text, question_text(p.instance), k=k),
+                    k=k,
+                    method="wordnet-fallback",
+                )
                 result = fallback if fallback.ok else result
             out[rid] = result
         return out
@@ -97,8 +114,12 @@ async def _restyle(pairs, sandbox_runner, params, text_model, rewriter) -> dict[
     restyled: dict[str, Perturbation] = {}
     if params.get("restyle", "model") == "model":
         keys = list(with_tests)
-        replies = await text_model([(rewriter, restyle_prompt(code_of(with_tests[k].own.text)[0]),
-                                     rewrite_budget(with_tests[k].own.text) * 2) for k in keys])
+        replies = await text_model(
+            [
+                (rewriter, restyle_prompt(code_of(with_tests[k].own.text)[0]), rewrite_budget(with_tests[k].own.text) * 2)
+                for k in keys
+            ]
+        )
         restyled = {k: read_restyle(with_tests[k].own.text, reply) for k, reply in zip(keys, replies)}
     for p in unique.values():
         tests = (p.instance.metadata or {}).get("tests")
@@ -107,24 +128,36 @@ async def _restyle(pairs, sandbox_runner, params, text_model, rewriter) -> dict[
             continue
         result = restyled.get(p.own.id) or restyle_response(p.own.text)
         if result.ok:
-            same, detail = verify_equivalent(result.detail["original_code"], result.detail["code"], tests,
-                                             runner=sandbox_runner)
+            same, detail = verify_equivalent(result.detail["original_code"], result.detail["code"], tests, runner=sandbox_runner)
             if not same:
-                result = Perturbation(None, False, reason="restyled code behaves differently on the tests",
-                                      method="code-restyle", detail=detail)
+                result = Perturbation(
+                    None, False, reason="restyled code behaves differently on the tests", method="code-restyle", detail=detail
+                )
         out[p.own.id] = result
     return out
 
 
-async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pair], *, text_model: TextModel,
-                        rewriter: str | None = None, sandbox_runner=None, seed: int = 0,
-                        callable_models: set[str] | None = None) -> list[PairTexts]:
+async def perturb_pairs(
+    kind: str,
+    params: Mapping[str, Any],
+    pairs: Sequence[Pair],
+    *,
+    text_model: TextModel,
+    rewriter: str | None = None,
+    sandbox_runner=None,
+    seed: int = 0,
+    callable_models: set[str] | None = None,
+) -> list[PairTexts]:
     """The texts each pair is judged on under the mitigation (same order as ``pairs``); ``seed``
     seeds the offline random perturbations (spelling errors); ``callable_models`` are the models
     a text can be asked of (None: any), so that a recorded answer's author is not called."""
     if kind == "spelling":
-        done = {p.own.id: misspell(p.own.text, question_text(p.instance), rate=float(params.get("rate", 0.1)),
-                                   seed=seed, key=p.own.id) for p in pairs}
+        done = {
+            p.own.id: misspell(
+                p.own.text, question_text(p.instance), rate=float(params.get("rate", 0.1)), seed=seed, key=p.own.id
+            )
+            for p in pairs
+        }
         return [_own(p, done[p.own.id]) for p in pairs]
     if kind == "synonym":
         done = await _synonyms(pairs, params, text_model, rewriter)
@@ -148,8 +181,7 @@ async def perturb_pairs(kind: str, params: Mapping[str, Any], pairs: Sequence[Pa
             out.append(PairTexts(own.text if own.ok and opp.ok else None, opp.text if own.ok and opp.ok else None, reason))
         return out
     if kind == "judge-paraphrase":
-        texts = {(p.judge, p.opponent.id): (p.judge, judge_paraphrase_prompt(p.opponent.text), p.opponent.text)
-                 for p in pairs}
+        texts = {(p.judge, p.opponent.id): (p.judge, judge_paraphrase_prompt(p.opponent.text), p.opponent.text) for p in pairs}
         done = await _rewrite_each(texts, text_model, method=kind, keep_label=True)
         out = []
         for p in pairs:
@@ -199,8 +231,14 @@ async def _cross_reason_model(pairs, params, text_model, rewriter, callable_mode
         own = read_reason(replies[own_key], own_key[2], options=options)
         opp = read_reason(replies[opp_key], opp_key[2], options=options)
         ok = own.ok and opp.ok
-        out.append(PairTexts(own.text if ok else None, opp.text if ok else None, own.reason or opp.reason,
-                             {"writers": [own_key[0], opp_key[0]]}))
+        out.append(
+            PairTexts(
+                own.text if ok else None,
+                opp.text if ok else None,
+                own.reason or opp.reason,
+                {"writers": [own_key[0], opp_key[0]]},
+            )
+        )
     return out
 
 

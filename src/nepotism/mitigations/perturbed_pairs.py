@@ -37,11 +37,18 @@ def perturbed_pair_items(name: str, pairs: Sequence, results: Sequence) -> list[
             if key in seen or text == original.text:
                 continue
             seen.add(key)
-            items.append(AnnotationItem(
-                instance_id=original.instance_id, model_a=original.generator,
-                model_b=f"{original.generator}@{name}", prompt=_prompt(pair.instance), text_a=original.text,
-                text_b=text, category=pair.instance.category,
-                metadata={"perturbation": name, "judge": pair.judge}))
+            items.append(
+                AnnotationItem(
+                    instance_id=original.instance_id,
+                    model_a=original.generator,
+                    model_b=f"{original.generator}@{name}",
+                    prompt=_prompt(pair.instance),
+                    text_a=original.text,
+                    text_b=text,
+                    category=pair.instance.category,
+                    metadata={"perturbation": name, "judge": pair.judge},
+                )
+            )
     return items
 
 

@@ -23,17 +23,34 @@ import re
 from nepotism.mitigations.synonyms import Perturbation
 from nepotism.records import Message
 
-__all__ = ["ABLATIONS", "ablation_prompt", "rewrite_budget", "cross_reason", "cross_reason_prompt", "judge_paraphrase_prompt",
-           "option_texts", "paraphrase_prompt", "read_reason", "read_rewrite", "split_label"]
+__all__ = [
+    "ABLATIONS",
+    "ablation_prompt",
+    "rewrite_budget",
+    "cross_reason",
+    "cross_reason_prompt",
+    "judge_paraphrase_prompt",
+    "option_texts",
+    "paraphrase_prompt",
+    "read_reason",
+    "read_rewrite",
+    "split_label",
+]
 
 #: What each ablation neutralises, in the rewriting model's instructions (paper 000 §5.7).
 ABLATIONS = {
-    "style": ("Rewrite the text in a plain, neutral tone: same facts, same order, same layout and "
-              "mostly the same words, but no flourishes, hedges or characteristic phrasing."),
-    "format": ("Rewrite the text as plain sentences in one paragraph: remove headings, lists, bold, "
-               "code fences around prose and any other layout, but keep the wording and the facts."),
-    "wording": ("Rewrite the text replacing as many words as possible by synonyms or equivalent "
-                "expressions, keeping the sentence structure, the layout and the facts."),
+    "style": (
+        "Rewrite the text in a plain, neutral tone: same facts, same order, same layout and "
+        "mostly the same words, but no flourishes, hedges or characteristic phrasing."
+    ),
+    "format": (
+        "Rewrite the text as plain sentences in one paragraph: remove headings, lists, bold, "
+        "code fences around prose and any other layout, but keep the wording and the facts."
+    ),
+    "wording": (
+        "Rewrite the text replacing as many words as possible by synonyms or equivalent "
+        "expressions, keeping the sentence structure, the layout and the facts."
+    ),
 }
 _CLOSING = "\nReply with the rewritten text only, nothing before or after it."
 
@@ -46,16 +63,25 @@ def rewrite_budget(text: str) -> int:
 
 def paraphrase_prompt(text: str) -> tuple[Message, ...]:
     """Ask a model to paraphrase ``text`` keeping every fact and the final choice."""
-    return (Message("user", "Paraphrase the following answer in your own words. Keep every fact, the "
-                            "reasoning and the final choice exactly as they are." + _CLOSING
-                    + f"\n\nANSWER:\n{text}\n"),)
+    return (
+        Message(
+            "user",
+            "Paraphrase the following answer in your own words. Keep every fact, the "
+            "reasoning and the final choice exactly as they are." + _CLOSING + f"\n\nANSWER:\n{text}\n",
+        ),
+    )
 
 
 def judge_paraphrase_prompt(text: str) -> tuple[Message, ...]:
     """Ask the judge to restate a competitor's answer the way it would write it itself."""
-    return (Message("user", "Here is another assistant's answer. Rewrite it the way you yourself would "
-                            "phrase it, keeping its content, reasoning and final choice unchanged even "
-                            "if you disagree with them." + _CLOSING + f"\n\nANSWER:\n{text}\n"),)
+    return (
+        Message(
+            "user",
+            "Here is another assistant's answer. Rewrite it the way you yourself would "
+            "phrase it, keeping its content, reasoning and final choice unchanged even "
+            "if you disagree with them." + _CLOSING + f"\n\nANSWER:\n{text}\n",
+        ),
+    )
 
 
 def ablation_prompt(text: str, feature: str) -> tuple[Message, ...]:
@@ -65,8 +91,9 @@ def ablation_prompt(text: str, feature: str) -> tuple[Message, ...]:
     return (Message("user", ABLATIONS[feature] + _CLOSING + f"\n\nTEXT:\n{text}\n"),)
 
 
-def read_rewrite(original: str, output: str | None, *, method: str, min_ratio: float = 0.3,
-                 max_ratio: float = 3.0, keep_label: bool = False) -> Perturbation:
+def read_rewrite(
+    original: str, output: str | None, *, method: str, min_ratio: float = 0.3, max_ratio: float = 3.0, keep_label: bool = False
+) -> Perturbation:
     """Check and clean a rewriting model's output (see the module docstring)."""
     if output is None:
         return Perturbation(None, False, reason="the rewriting call failed", method=method)
@@ -76,15 +103,15 @@ def read_rewrite(original: str, output: str | None, *, method: str, min_ratio: f
         return Perturbation(None, False, reason="empty rewrite", method=method)
     ratio = len(text) / max(1, len(original.strip()))
     if not min_ratio <= ratio <= max_ratio:
-        return Perturbation(None, False, reason=f"rewrite length ratio {ratio:.2f} out of [{min_ratio}, {max_ratio}]",
-                            method=method)
+        return Perturbation(
+            None, False, reason=f"rewrite length ratio {ratio:.2f} out of [{min_ratio}, {max_ratio}]", method=method
+        )
     if text == original.strip():
         return Perturbation(None, False, reason="the rewrite is the original text", method=method)
     if keep_label:
         before, after = split_label(original)[0], split_label(text)[0]
         if before is not None and after != before:
-            return Perturbation(None, False, reason=f"the rewrite changed the choice {before!r} -> {after!r}",
-                                method=method)
+            return Perturbation(None, False, reason=f"the rewrite changed the choice {before!r} -> {after!r}", method=method)
     return Perturbation(text, True, method=method)
 
 
@@ -97,7 +124,7 @@ def split_label(text: str) -> tuple[str | None, str]:
     match = _LABEL.search(text or "")
     if not match:
         return None, (text or "").strip()
-    reasoning = (text[: match.start()] + text[match.end():]).strip()
+    reasoning = (text[: match.start()] + text[match.end() :]).strip()
     return match.group(1).upper(), reasoning
 
 
@@ -109,16 +136,20 @@ def cross_reason(label_from: str, reasoning_from: str) -> Perturbation:
         return Perturbation(None, False, reason="an answer has no 'Answer: X' line", method="cross-reason")
     if not reasoning:
         return Perturbation(None, False, reason="no reasoning to borrow", method="cross-reason")
-    return Perturbation(f"Answer: {label}\n{reasoning}", True, changed=((other_label, label),),
-                        method="cross-reason")
+    return Perturbation(f"Answer: {label}\n{reasoning}", True, changed=((other_label, label),), method="cross-reason")
 
 
 def cross_reason_prompt(question: str, option: str) -> tuple[Message, ...]:
     """Ask a model to argue for ``option`` (a letter) of a multiple-choice question, in its own words."""
-    return (Message("user", "Here is a multiple-choice question. Explain in a short paragraph why option "
-                            f"{option} is the correct answer. Argue for option {option} only, even if you would "
-                            f"choose another one; do not mention that you were asked to. End with the line "
-                            f"'Answer: {option}'.\n\nQUESTION:\n{question}\n"),)
+    return (
+        Message(
+            "user",
+            "Here is a multiple-choice question. Explain in a short paragraph why option "
+            f"{option} is the correct answer. Argue for option {option} only, even if you would "
+            f"choose another one; do not mention that you were asked to. End with the line "
+            f"'Answer: {option}'.\n\nQUESTION:\n{question}\n",
+        ),
+    )
 
 
 _OPTION = re.compile(r"(?m)^\s*\(?([A-J])[.)]\s+(\S.*?)\s*$")
@@ -135,8 +166,9 @@ def _names(text: str, phrase: str) -> bool:
     return re.search(r"(?<![\w.])" + re.escape(phrase.lower()) + r"(?![\w])", text.lower()) is not None
 
 
-def read_reason(output: str | None, option: str, *, method: str = "cross-reason",
-                options: dict[str, str] | None = None) -> Perturbation:
+def read_reason(
+    output: str | None, option: str, *, method: str = "cross-reason", options: dict[str, str] | None = None
+) -> Perturbation:
     """The answer ``Answer: <option>`` + the model's reasoning, or a counted failure: the call failed,
     no reasoning, a line of the text gives another option as the answer (``Answer: X``, ``the
     answer is X``), or — with the question's ``options`` (`option_texts`) — the reasoning names
@@ -154,6 +186,5 @@ def read_reason(output: str | None, option: str, *, method: str = "cross-reason"
     own = (options or {}).get(option)
     others = [text for letter, text in (options or {}).items() if letter != option]
     if own and not _names(reasoning, own) and any(_names(reasoning, text) for text in others):
-        return Perturbation(None, False, reason="the reasoning names another option's answer, not its own",
-                            method=method)
+        return Perturbation(None, False, reason="the reasoning names another option's answer, not its own", method=method)
     return Perturbation(f"Answer: {option}\n{reasoning}", True, method=method)

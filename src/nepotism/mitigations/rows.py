@@ -32,8 +32,20 @@ from nepotism.votes import decide_one
 
 __all__ = ["ROW_COLUMNS", "left_out", "one_side", "pair_truth", "preference_truth", "side_rows", "usable"]
 
-ROW_COLUMNS = ["judge", "condition", "replicate", "instance_id", "side", "opponent", "outcome", "score", "prob",
-               "n_orders", "ambiguous", "excluded_reason"]
+ROW_COLUMNS = [
+    "judge",
+    "condition",
+    "replicate",
+    "instance_id",
+    "side",
+    "opponent",
+    "outcome",
+    "score",
+    "prob",
+    "n_orders",
+    "ambiguous",
+    "excluded_reason",
+]
 _CODE = {"A": 1.0, "B": -1.0, "tie": 0.0}
 _EPS = 1e-6
 
@@ -74,12 +86,12 @@ def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.
         code_x = code if first else -code
         why = None if j.status == "parsed" else exclusion_label(j.status, j.reason)
         groups.setdefault((j.judge, j.condition, j.replicate, j.instance_id, x, y), []).append(
-            (code_x, _log_ratio(j.label_probs, first), _share(j.label_probs, first), why))
+            (code_x, _log_ratio(j.label_probs, first), _share(j.label_probs, first), why)
+        )
     rows = []
     for (judge, condition, replicate, instance, x, y), orders in groups.items():
         codes = [c for c, _, _, _ in orders[:2]]
-        outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]), rule=rule)) if len(codes) == 2 \
-            else codes[0]
+        outcome = float(aggregate_orders(np.array(codes[0]), np.array(codes[1]), rule=rule)) if len(codes) == 2 else codes[0]
         ambiguous = len(codes) == 2 and not any(math.isnan(c) for c in codes) and math.isnan(outcome)
         scores = [s for _, s, _, _ in orders[:2] if not math.isnan(s)]
         score = float(np.mean(scores)) if scores else math.nan
@@ -87,9 +99,22 @@ def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.
         prob = float(np.mean(shares)) if shares else math.nan
         why = next((w for _, _, _, w in orders[:2] if w is not None), None) if math.isnan(outcome) else None
         rows.append((judge, condition, replicate, instance, x, y, outcome, score, prob, len(codes), ambiguous, why))
-        rows.append((judge, condition, replicate, instance, y, x, -outcome if outcome == outcome else math.nan,
-                     -score if score == score else math.nan, 1.0 - prob if prob == prob else math.nan, len(codes),
-                     ambiguous, why))
+        rows.append(
+            (
+                judge,
+                condition,
+                replicate,
+                instance,
+                y,
+                x,
+                -outcome if outcome == outcome else math.nan,
+                -score if score == score else math.nan,
+                1.0 - prob if prob == prob else math.nan,
+                len(codes),
+                ambiguous,
+                why,
+            )
+        )
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
@@ -117,8 +142,12 @@ def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
     0 a tie. NaN where the pair is unlabelled or the annotators split evenly (`nepotism.votes`: a
     split vote decides nothing; it is not made a tie)."""
     votes: dict[tuple[str, frozenset[str]], Counter[str]] = {}
-    for inst, a, b, winner in zip(labels["instance_id"].astype(str), labels["model_a"].astype(str),
-                                  labels["model_b"].astype(str), labels["winner"].astype(str)):
+    for inst, a, b, winner in zip(
+        labels["instance_id"].astype(str),
+        labels["model_a"].astype(str),
+        labels["model_b"].astype(str),
+        labels["winner"].astype(str),
+    ):
         votes.setdefault((inst, frozenset((a, b))), Counter())[winner] += 1
     decided = {key: decide_one(counts) for key, counts in votes.items()}
     out = np.full(len(rows), np.nan)
@@ -150,8 +179,11 @@ def left_out(values, truth, reasons=None, *, unusable: str = "no usable verdict"
     out: dict[str, int] = {}
     for label in sorted({w for w in why[labelled]}):
         out[label] = int(np.sum(labelled & (why == label)))
-    for reason, mask in (("no truth", np.isnan(t)), ("comparable answers", t == 0),
-                         (unusable, np.isnan(v) & np.isin(t, (-1.0, 1.0)))):
+    for reason, mask in (
+        ("no truth", np.isnan(t)),
+        ("comparable answers", t == 0),
+        (unusable, np.isnan(v) & np.isin(t, (-1.0, 1.0))),
+    ):
         if (mask & ~labelled).any():
             out[reason] = int((mask & ~labelled).sum())
     return out

@@ -37,8 +37,10 @@ def rubric_rows(judgments: Iterable[Judgment]) -> tuple[pd.DataFrame, dict[str, 
             missing[why] = missing.get(why, 0) + 1
             continue
         rows.append((j.judge, j.condition, j.instance_id, j.rubric_id, j.candidates[0], j.verdict == "yes"))
-    return (pd.DataFrame(rows, columns=["judge", "condition", "instance_id", "rubric_id", "model", "met"]),
-            dict(sorted(missing.items())))
+    return (
+        pd.DataFrame(rows, columns=["judge", "condition", "instance_id", "rubric_id", "model", "met"]),
+        dict(sorted(missing.items())),
+    )
 
 
 def _reference(frame: pd.DataFrame, judge: str) -> pd.DataFrame:
@@ -80,15 +82,25 @@ def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline:
             with np.errstate(invalid="ignore", divide="ignore"):
                 return t[..., 2] / t[..., 3] - t[..., 0] / t[..., 1]
 
-        est = cluster_bootstrap(sums, stat, n=len(joined), n_excluded=n_excluded, excluded=excluded,
-                                note=None if len(joined) else "no rubric verdict on the judge's own responses",
-                                bootstrap=boot)
+        est = cluster_bootstrap(
+            sums,
+            stat,
+            n=len(joined),
+            n_excluded=n_excluded,
+            excluded=excluded,
+            note=None if len(joined) else "no rubric verdict on the judge's own responses",
+            bootstrap=boot,
+        )
         total = sums.sum(axis=0) if len(sums) else np.zeros(4)
         with np.errstate(invalid="ignore", divide="ignore"):
             before, after = total[0] / total[1], total[2] / total[3]
-        rec = {"metric": "mitigation-effect", "judge": judge, "condition": cfg.name,
-               "variant": {"mitigation": cfg.kind, "base_metric": "rubric-self-overestimation", "scope": "self"},
-               "params": dict(cfg.params)}
+        rec = {
+            "metric": "mitigation-effect",
+            "judge": judge,
+            "condition": cfg.name,
+            "variant": {"mitigation": cfg.kind, "base_metric": "rubric-self-overestimation", "scope": "self"},
+            "params": dict(cfg.params),
+        }
         rec.update(est.as_dict())
         rec["value_baseline"] = None if before != before else float(before)
         rec["value_mitigated"] = None if after != after else float(after)

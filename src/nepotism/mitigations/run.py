@@ -32,8 +32,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.mitigations.accuracy import accuracy_records
-from nepotism.mitigations.analysis import (THIRD_PARTY, calibration_records, jury_records, option_records,
-                                           perturbation_records)
+from nepotism.mitigations.analysis import THIRD_PARTY, calibration_records, jury_records, option_records, perturbation_records
 from nepotism.mitigations.calibration import split_heldout
 from nepotism.mitigations.config import PERTURBATIONS, MitigationPlan
 from nepotism.mitigations.perturb import Pair, TextModel, perturb_pairs
@@ -43,8 +42,15 @@ from nepotism.mitigations.rubric import agreement_records, rubric_rows
 from nepotism.records import Instance, Response
 from nepotism.results import Results
 
-__all__ = ["RECORDS_FILE", "MitigationResult", "export_run", "grade_responses", "run_mitigations", "store_text_model",
-           "write_results"]
+__all__ = [
+    "RECORDS_FILE",
+    "MitigationResult",
+    "export_run",
+    "grade_responses",
+    "run_mitigations",
+    "store_text_model",
+    "write_results",
+]
 
 #: The results document in the output folder (`MitigationResult.results`), listed in its ``run.json``
 #: under ``results``.
@@ -64,8 +70,9 @@ class MitigationResult:
         return Results(self.records + self.baseline, summary=self.summary)
 
 
-def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None,
-                     phases: list | None = None) -> TextModel:
+def store_text_model(
+    store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None, phases: list | None = None
+) -> TextModel:
     """A `TextModel` that runs generation calls through the store's cache and the endpoints;
     each batch's counters (`RunStats`, phase ``rewrite``) are added to ``phases`` when given (a
     runner's `Runner.phases`: the command says from them how many calls failed)."""
@@ -73,8 +80,10 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
     from nepotism.runner import CallExecutor, RunStats, plan_call
 
     async def call(calls):
-        planned = [plan_call(endpoints[m], Request(model=m, messages=msgs, max_tokens=max_tokens, temperature=0.0,
-                                                   seed=seed)) for m, msgs, max_tokens in calls]
+        planned = [
+            plan_call(endpoints[m], Request(model=m, messages=msgs, max_tokens=max_tokens, temperature=0.0, seed=seed))
+            for m, msgs, max_tokens in calls
+        ]
         out: list[str | None] = [None] * len(planned)
         index = {id(c): i for i, c in enumerate(planned)}
 
@@ -87,9 +96,12 @@ def store_text_model(store, endpoints, *, run_id=None, seed: int = 0, stats: dic
             phases.append(run_stats)
         await CallExecutor(store, endpoints, run_id=run_id, stats=run_stats, seed=seed).run(planned, take)
         if stats is not None:  # planned (as judge_calls), and how many of them were sent or came from the cache
-            for key, n in (("rewrite_calls", len(planned)), ("rewrite_calls_sent", run_stats.sent),
-                           ("rewrite_calls_cached", run_stats.cached),
-                           ("rewrite_failed", sum(o is None for o in out))):
+            for key, n in (
+                ("rewrite_calls", len(planned)),
+                ("rewrite_calls_sent", run_stats.sent),
+                ("rewrite_calls_cached", run_stats.cached),
+                ("rewrite_failed", sum(o is None for o in out)),
+            ):
                 stats[key] = stats.get(key, 0) + n
         return out
 
@@ -108,8 +120,11 @@ async def _familiarity(runner, exp, instances, responses) -> tuple[dict, dict]:
 
     config = PerplexityConfig(responses="all", prompt=exp.perplexity.prompt if exp.perplexity else "auto")
     scored = await score_perplexity(runner, exp, instances, responses, (), config=config)
-    familiarity = {(s.scorer, s.instance_id, s.model): -s.log_perplexity for s in scored.scores
-                   if s.status == "ok" and s.log_perplexity is not None}
+    familiarity = {
+        (s.scorer, s.instance_id, s.model): -s.log_perplexity
+        for s in scored.scores
+        if s.status == "ok" and s.log_perplexity is not None
+    }
     reasons: dict[str, int] = {}
     for s in scored.scores:
         if s.status != "ok":
@@ -146,9 +161,16 @@ def write_results(target, results: Results) -> Path:
     return atomic_write_bytes(target, (results.to_json() + "\n").encode("utf-8"))
 
 
-def export_run(exp, store, tasks, correct: Mapping, run_id: str,
-               records: Sequence[Mapping] | None = None, plan: str | None = None,
-               summary: Mapping | None = None) -> dict[str, str]:
+def export_run(
+    exp,
+    store,
+    tasks,
+    correct: Mapping,
+    run_id: str,
+    records: Sequence[Mapping] | None = None,
+    plan: str | None = None,
+    summary: Mapping | None = None,
+) -> dict[str, str]:
     """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``; with
     ``plan``, `JudgingOutcome.plan`, only the judgments of this run's calls), the graded
     answers as a ``correctness-ref`` table, ``records`` with ``summary`` (to which ``exports``, the
@@ -174,8 +196,15 @@ def export_run(exp, store, tasks, correct: Mapping, run_id: str,
     if records is not None:
         document = Results(records, summary={**(summary or {}), "exports": tables | references})
         results["mitigation-effects"] = str(write_results(Path(exp.output_dir) / RECORDS_FILE, document))
-    write_manifest(exp.output_dir, experiment=exp.name, run_id=run_id, tables=tables, references=references,
-                   registry_files=exp.registry_files, results=results)
+    write_manifest(
+        exp.output_dir,
+        experiment=exp.name,
+        run_id=run_id,
+        tables=tables,
+        references=references,
+        registry_files=exp.registry_files,
+        results=results,
+    )
     return tables | references
 
 
@@ -208,8 +237,11 @@ def _self_tasks(tasks, baseline: str, is_target: Callable[[str, str], bool]) -> 
 
 
 def _is_self(task, baseline: str, is_target: Callable[[str, str], bool]) -> bool:
-    return (task.protocol == "pairwise" and task.condition == baseline
-            and sum(is_target(task.judge, c.generator) for c in task.candidates) == 1)
+    return (
+        task.protocol == "pairwise"
+        and task.condition == baseline
+        and sum(is_target(task.judge, c.generator) for c in task.candidates) == 1
+    )
 
 
 def _third_party_tasks(task, judges, is_target: Callable[[str, str], bool]) -> list:
@@ -217,8 +249,7 @@ def _third_party_tasks(task, judges, is_target: Callable[[str, str], bool]) -> l
     return [_with(task, judge=j, condition=THIRD_PARTY) for j in _third_party_judges(task, judges, is_target)]
 
 
-def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str, str], bool],
-               candidates=None) -> list:
+def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str, str], bool], candidates=None) -> list:
     """The tasks a self-evaluation task becomes under mitigation ``cfg``: a perturbation's (the
     ``candidates`` perturbed, condition ``<name>:<judge>``, and the third parties' with
     ``[mitigate] control``) or a judge-side option's; none for the others (juries, calibration
@@ -227,8 +258,10 @@ def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str
         condition = f"{cfg.name}:{task.judge}"
         made = [_with(task, candidates=candidates, condition=condition)]
         if plan.control:
-            made += [_with(task, judge=j, candidates=candidates, condition=condition)
-                     for j in _third_party_judges(task, judges, is_target)]
+            made += [
+                _with(task, judge=j, candidates=candidates, condition=condition)
+                for j in _third_party_judges(task, judges, is_target)
+            ]
         return made
     if cfg.kind == "judge-option":
         return [_with(task, condition=cfg.name, options=_option_set(task.options, cfg.params["options"]))]
@@ -256,9 +289,15 @@ def _prevented(blocked, plan: MitigationPlan, judges, baseline: str, is_target: 
 def _with(task, *, judge=None, candidates=None, condition=None, options=None):
     from nepotism.judging import JudgeTask
 
-    return JudgeTask(task.protocol, judge or task.judge, task.instance, candidates or task.candidates,
-                     condition=condition or task.condition, replicate=task.replicate,
-                     options=options if options is not None else dict(task.options))
+    return JudgeTask(
+        task.protocol,
+        judge or task.judge,
+        task.instance,
+        candidates or task.candidates,
+        condition=condition or task.condition,
+        replicate=task.replicate,
+        options=options if options is not None else dict(task.options),
+    )
 
 
 def _third_party_judges(task, judges, is_target: Callable[[str, str], bool]) -> list[str]:
@@ -275,8 +314,17 @@ def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> di
     return opts
 
 
-async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoints=None, judging=None,
-                          text_model: TextModel | None = None, sandbox_runner=None, view=None) -> MitigationResult:
+async def run_mitigations(
+    plan: MitigationPlan,
+    store,
+    *,
+    registry=None,
+    endpoints=None,
+    judging=None,
+    text_model: TextModel | None = None,
+    sandbox_runner=None,
+    view=None,
+) -> MitigationResult:
     """Run the baseline and every mitigation; see the module docstring."""
     from nepotism.models import load_registry
     from nepotism.runner import Runner
@@ -295,11 +343,11 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry)
     stats: dict = {}
     try:
-        with store.recording_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]}) \
-                as run_id:
+        with store.recording_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]}) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
-            text_model = text_model or store_text_model(store, endpoints, run_id=run_id, seed=exp.seed, stats=stats,
-                                                        phases=runner.phases)
+            text_model = text_model or store_text_model(
+                store, endpoints, run_id=run_id, seed=exp.seed, stats=stats, phases=runner.phases
+            )
             # the responses a run of the experiment would judge, found and made as it finds and makes them
             have, planned = er._generation_plan(store, exp, runner, instances, recorded)
             generated = await runner.generate(instances, er._generators(exp), have=have, planned=planned)
@@ -320,9 +368,17 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
-                    made, info, items = await _perturbed_tasks(cfg, self_tasks, judges, plan, text_model,
-                                                               sandbox_runner, recognition,
-                                                               callable_models=set(endpoints), is_target=is_target)
+                    made, info, items = await _perturbed_tasks(
+                        cfg,
+                        self_tasks,
+                        judges,
+                        plan,
+                        text_model,
+                        sandbox_runner,
+                        recognition,
+                        callable_models=set(endpoints),
+                        is_target=is_target,
+                    )
                     tasks += made
                     perturb_info[cfg.name] = info
                     pair_items += items
@@ -333,12 +389,24 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             # the comparisons a failed generation prevented: failed judgments (`record_prevented`),
             # in the exports and in every count of what was left out, under the conditions they
             # would have been judged in
-            blocked = _prevented(prevented_tasks(exp, instances, candidates, generated.failures, judging),
-                                 plan, judges, baseline, is_target)
+            blocked = _prevented(
+                prevented_tasks(exp, instances, candidates, generated.failures, judging), plan, judges, baseline, is_target
+            )
             prevented: list = []
             prevented_counts, _ = er.record_prevented(
-                store, exp, instances, candidates, generated.failures, planned, judging, run_id=run_id,
-                plan=judged.plan, tasks=blocked, source=f"mitigate:{exp.name}", keep=prevented)
+                store,
+                exp,
+                instances,
+                candidates,
+                generated.failures,
+                planned,
+                judging,
+                run_id=run_id,
+                plan=judged.plan,
+                tasks=blocked,
+                source=f"mitigate:{exp.name}",
+                keep=prevented,
+            )
             familiarity, familiarity_counts = None, None
             if any(c.kind == "jury" and c.params.get("vote") == "perplexity" for c in plan.conditions):
                 familiarity, familiarity_counts = await _familiarity(runner, exp, instances, candidates)
@@ -356,14 +424,16 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     if plan.preference_ref:  # human labels decide the pairs they cover (paper 000 §5.8)
         from nepotism.tables import read_table
 
-        labels = pd.concat([read_table(f, kind="preference-ref").frame for f in plan.preference_ref],
-                           ignore_index=True)
+        labels = pd.concat([read_table(f, kind="preference-ref").frame for f in plan.preference_ref], ignore_index=True)
         human = preference_truth(rows, labels)
         rows["truth"] = np.where(np.isfinite(human), human, rows["truth"])
     rows["own"] = [is_target(j, s) for j, s in zip(rows["judge"], rows["side"])]
     records, summary = _analyse(plan, rows, judges, baseline, relation, instances, familiarity)
-    accuracy = _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap)) \
-        if any(v is not None for v in correct.values()) else []
+    accuracy = (
+        _no_nan(accuracy_records(rows, judges, baseline, THIRD_PARTY, correct, plan.bootstrap))
+        if any(v is not None for v in correct.values())
+        else []
+    )
     accuracy += human_study_records(plan)
     rubric, unparsed_rubric = rubric_rows(judgments)
     for cfg in plan.conditions:
@@ -373,17 +443,30 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
             if unparsed_rubric:  # by reason, as every metric counts them
                 summary["analysis"][cfg.name]["rubric_verdicts_excluded"] = unparsed_rubric
             records += made
-    summary.update({
-        "run_id": run_id, "status": "done", "instances": len(instances), "responses": len(candidates),
-        "judge_calls": len(unique), "judge_calls_sent": judged.stats.sent, "judge_calls_cached": judged.stats.cached,
-        "judgments": _count(judgments), "perturbations": perturb_info,
-        "graded": {"correct": sum(v is True for v in correct.values()), "wrong": sum(v is False for v in correct.values()),
-                   "ungraded": sum(v is None for v in correct.values())},
-        "generation_failures": len(generated.failures), "rule": plan.rule,
-        "ambiguous_comparisons": ambiguous, **stats,
-        # every phase's calls (generation, rewrites, judging, ...): the command exits 3 when some failed
-        "calls": [phase.as_dict() for phase in runner.phases],
-    })
+    summary.update(
+        {
+            "run_id": run_id,
+            "status": "done",
+            "instances": len(instances),
+            "responses": len(candidates),
+            "judge_calls": len(unique),
+            "judge_calls_sent": judged.stats.sent,
+            "judge_calls_cached": judged.stats.cached,
+            "judgments": _count(judgments),
+            "perturbations": perturb_info,
+            "graded": {
+                "correct": sum(v is True for v in correct.values()),
+                "wrong": sum(v is False for v in correct.values()),
+                "ungraded": sum(v is None for v in correct.values()),
+            },
+            "generation_failures": len(generated.failures),
+            "rule": plan.rule,
+            "ambiguous_comparisons": ambiguous,
+            **stats,
+            # every phase's calls (generation, rewrites, judging, ...): the command exits 3 when some failed
+            "calls": [phase.as_dict() for phase in runner.phases],
+        }
+    )
     if familiarity_counts is not None:  # the perplexity-weighted jury's scores, failures with reasons
         summary["familiarity_scores"] = familiarity_counts
     if prevented_counts:  # judgments a failed generation prevented, by reason (as `nepotism run` says)
@@ -391,8 +474,16 @@ async def run_mitigations(plan: MitigationPlan, store, *, registry=None, endpoin
     summary["perturbed_pairs"] = _export_pairs(exp, pair_items)
     if exp.output_dir is not None:
         summary["records_file"] = str(Path(exp.output_dir) / RECORDS_FILE)
-    summary["exports"] = export_run(exp, store, unique + [t for t, _, _ in blocked], correct, run_id,
-                                    records=records + accuracy, plan=judged.plan, summary=summary)
+    summary["exports"] = export_run(
+        exp,
+        store,
+        unique + [t for t, _, _ in blocked],
+        correct,
+        run_id,
+        records=records + accuracy,
+        plan=judged.plan,
+        summary=summary,
+    )
     return MitigationResult(records, summary, accuracy)
 
 
@@ -403,8 +494,9 @@ def _count(judgments) -> dict:
     return out
 
 
-async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=(),
-                           callable_models=None, is_target=None):
+async def _perturbed_tasks(
+    cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=(), callable_models=None, is_target=None
+):
     is_target = is_target or (lambda judge, model: judge == model)
     pairs_by_key: dict = {}
     for t in self_tasks:
@@ -412,9 +504,16 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         opp = next(c for c in t.candidates if not is_target(t.judge, c.generator))
         pairs_by_key.setdefault((t.judge, own.id, opp.id), Pair(t.judge, t.instance, own, opp))
     keys = list(pairs_by_key)
-    texts = await perturb_pairs(cfg.kind, cfg.params, [pairs_by_key[k] for k in keys], text_model=text_model,
-                                rewriter=plan.rewriter, sandbox_runner=sandbox_runner, seed=plan.experiment.seed,
-                                callable_models=callable_models)
+    texts = await perturb_pairs(
+        cfg.kind,
+        cfg.params,
+        [pairs_by_key[k] for k in keys],
+        text_model=text_model,
+        rewriter=plan.rewriter,
+        sandbox_runner=sandbox_runner,
+        seed=plan.experiment.seed,
+        callable_models=callable_models,
+    )
     done = dict(zip(keys, texts))
     failures: dict[str, int] = {}
     for result in texts:
@@ -427,8 +526,10 @@ async def _perturbed_tasks(cfg, self_tasks, judges, plan, text_model, sandbox_ru
         result = done[(t.judge, own.id, opp.id)]
         if not result.ok:
             continue
-        new = {own.id: Response(own.instance_id, own.generator, result.own, {"perturbation": cfg.name}),
-               opp.id: Response(opp.instance_id, opp.generator, result.opponent, {"perturbation": cfg.name})}
+        new = {
+            own.id: Response(own.instance_id, own.generator, result.own, {"perturbation": cfg.name}),
+            opp.id: Response(opp.instance_id, opp.generator, result.opponent, {"perturbation": cfg.name}),
+        }
         cands = tuple(new[c.id] for c in t.candidates)
         made += _mitigated(t, cfg, judges, plan, is_target, candidates=cands)
     asked = _perturbed_recognition(cfg.name, recognition, done)
@@ -495,12 +596,14 @@ def _analyse(plan, rows: pd.DataFrame, judges, baseline, relation, instances, fa
         elif cfg.kind == "judge-option":
             records += option_records(rows, cfg, judges, baseline, boot, target=target)
         elif cfg.kind in ("jury", "exclude-relatives"):
-            made, info[cfg.name] = jury_records(rows, cfg, judges, baseline, boot, relation=relation,
-                                                familiarity=familiarity, split=split, target=target)
+            made, info[cfg.name] = jury_records(
+                rows, cfg, judges, baseline, boot, relation=relation, familiarity=familiarity, split=split, target=target
+            )
             records += made
         elif cfg.kind == "calibration":
-            made, info[cfg.name] = calibration_records(rows, cfg, judges, baseline, boot, split=split, contexts=contexts,
-                                                       target=target)
+            made, info[cfg.name] = calibration_records(
+                rows, cfg, judges, baseline, boot, split=split, contexts=contexts, target=target
+            )
             records += made
     return _no_nan(records), {"analysis": info, "baseline_condition": baseline, "target": target}
 

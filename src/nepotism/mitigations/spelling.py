@@ -27,7 +27,7 @@ def typo(word: str, rng: random.Random) -> str | None:
     if not spots:
         return None
     i = rng.choice(spots)
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
 def misspell(answer: str, question: str, *, rate: float, seed: int | str = 0, key: str = "") -> Perturbation:

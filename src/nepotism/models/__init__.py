@@ -10,8 +10,18 @@ metadata from a hub, is deliberately left out.
 from __future__ import annotations
 
 from nepotism.models.loading import BUNDLED_REGISTRY, default_registry, load_registry
-from nepotism.models.registry import (AUDITED_SCOPES, NOT_RELATED, SCOPE_LADDER, SCOPES, ModelInfo, Registry, Relation,
-                                      less_related, related_scope, untagged)
+from nepotism.models.registry import (
+    AUDITED_SCOPES,
+    NOT_RELATED,
+    SCOPE_LADDER,
+    SCOPES,
+    ModelInfo,
+    Registry,
+    Relation,
+    less_related,
+    related_scope,
+    untagged,
+)
 
 __all__ = [
     "AUDITED_SCOPES",

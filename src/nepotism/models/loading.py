@@ -203,11 +203,11 @@ class _Links:
             try:
                 model_id = registry.resolve(target)
             except KeyError:
-                raise InputError(f"{target!r} is not a name of any model (see `nepotism models list`)",
-                                 path=path, field=where) from None
+                raise InputError(
+                    f"{target!r} is not a name of any model (see `nepotism models list`)", path=path, field=where
+                ) from None
             if registry.knows(alias) and registry.resolve(alias) != model_id:
-                raise InputError(f"{alias!r} is already a name of model {registry.resolve(alias)!r}", path=path,
-                                 field=where)
+                raise InputError(f"{alias!r} is already a name of model {registry.resolve(alias)!r}", path=path, field=where)
             drafts[model_id].aliases.setdefault(alias, path)
             if path not in drafts[model_id].files:
                 drafts[model_id].files.append(path)
@@ -220,12 +220,16 @@ class _Links:
                 if registry.knows(name):
                     known = registry.get(name)
                     if known.family != family:
-                        raise InputError(f"{name!r} is model {known.id!r} of family {known.family!r}, not {family!r}",
-                                         path=path, field=where)
+                        raise InputError(
+                            f"{name!r} is model {known.id!r} of family {known.family!r}, not {family!r}", path=path, field=where
+                        )
                     continue
                 if name.casefold() in added and added[name.casefold()][0] != family:
-                    raise InputError(f"{name!r} is given family {added[name.casefold()][0]!r} in "
-                                     f"{added[name.casefold()][1]} too", path=path, field=where)
+                    raise InputError(
+                        f"{name!r} is given family {added[name.casefold()][0]!r} in {added[name.casefold()][1]} too",
+                        path=path,
+                        field=where,
+                    )
                 added[name.casefold()] = (family, path)
                 if name not in drafts:
                     drafts[name] = _Draft(name, path)
@@ -241,8 +245,11 @@ def _family(registry: Registry, written: str, path: str, field: str) -> str:
         return families[written.casefold()]
     of_provider = sorted({m.family for m in registry if m.provider and m.provider.casefold() == written.casefold()})
     if len(of_provider) > 1:
-        raise InputError(f"{written!r} is the provider of several families ({', '.join(of_provider)}); name the "
-                         "family instead", path=path, field=field)
+        raise InputError(
+            f"{written!r} is the provider of several families ({', '.join(of_provider)}); name the family instead",
+            path=path,
+            field=field,
+        )
     return of_provider[0] if of_provider else written
 
 
@@ -256,13 +263,14 @@ def _read(path: Path | str, text: str | None, drafts: dict[str, _Draft], links: 
     data = parse_toml(text, label)  # invalid, too deep or too long: an InputError naming the file
     unknown = sorted(set(data) - {"models", "aliases", "families"})
     if unknown:
-        raise InputError("only [models.\"<id>\"], [aliases] and [families] tables are allowed at the top level",
-                         path=label, field=unknown[0])
+        raise InputError(
+            'only [models."<id>"], [aliases] and [families] tables are allowed at the top level', path=label, field=unknown[0]
+        )
     if links is not None:
         links.read(data, label)
     models = data.get("models", {})
     if not isinstance(models, dict):
-        raise InputError("expected [models.\"<id>\"] tables", path=label, field="models")
+        raise InputError('expected [models."<id>"] tables', path=label, field="models")
     for model_id, table in models.items():
         _check_name(model_id, label, _key(model_id))
         _merge(drafts, model_id, _parse_entry(model_id, table, label), label)
@@ -330,7 +338,7 @@ def _check_cycles(drafts: dict[str, _Draft]) -> None:
                 continue
             target, file, field = todo.pop()
             if state.get(target) == 1:
-                loop = path[path.index(target):] + [target]
+                loop = path[path.index(target) :] + [target]
                 raise InputError(
                     f"cycle in parent/teacher edges: {' -> '.join(loop)}",
                     path=file,

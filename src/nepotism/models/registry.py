@@ -320,9 +320,17 @@ class Registry:
         return self._lineage(j, m)
 
 
-_SCOPE_OF = {Relation.SELF: "self", Relation.LINEAGE: "family", Relation.SAME_SERIES: "family",
-             Relation.SAME_FAMILY: "family", Relation.STUDENT: "student", Relation.FAMILY_STUDENT: "family-student",
-             Relation.TEACHER: "teacher", Relation.UNRELATED: "unrelated", Relation.UNKNOWN: "unknown"}
+_SCOPE_OF = {
+    Relation.SELF: "self",
+    Relation.LINEAGE: "family",
+    Relation.SAME_SERIES: "family",
+    Relation.SAME_FAMILY: "family",
+    Relation.STUDENT: "student",
+    Relation.FAMILY_STUDENT: "family-student",
+    Relation.TEACHER: "teacher",
+    Relation.UNRELATED: "unrelated",
+    Relation.UNKNOWN: "unknown",
+}
 
 
 #: The scopes of a model outside every relation to the judge (an unknown name is never related).
@@ -356,4 +364,5 @@ def less_related(opponent_scope: str, scope: str) -> bool:
     (False, True)
     """
     return SCOPE_LADDER.index(opponent_scope) > SCOPE_LADDER.index(scope) and not (
-        {opponent_scope, scope} == {"unrelated", "unknown"})
+        {opponent_scope, scope} == {"unrelated", "unknown"}
+    )

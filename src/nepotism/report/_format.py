@@ -14,21 +14,54 @@ from __future__ import annotations
 
 __all__ = ["PERCENT", "POINTS", "SIGNED_PERCENT", "format_number", "format_value", "na_text", "relation_words", "unit"]
 
-PERCENT = frozenset({
-    "win-rate", "self-preference-ratio", "position-consistency", "judge-accuracy", "mipa", "mra",
-    "legitimate-self-preference-ratio", "harmful-self-preference-propensity", "overestimation-rate",
-    "recognition-accuracy", "perplexity-win-rate", "student-recognition-accuracy", "student-recognition-yes-rate",
-    "student-classifier-accuracy", "excluded-verdicts",
-    # base metrics of mitigation effects (their before/after values)
-    "self-preference", "self-preference-probability", "harmful-self-preference", "rubric-self-overestimation",
-    "harmful-judge-accuracy", "own-win-rate", "perturbation-quality-preference",
-    "rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1",
-    # human labels (`nepotism annotate agreement`)
-    "annotator-agreement", "judge-human-agreement"})
-POINTS = frozenset({
-    "demographic-parity-bias", "equal-opportunity-bias", "error-bias", "paired-win-rate-gap", "matched-bias",
-    "score-delta", "mitigation-effect", "leaderboard-leakage-bonus", "win-rate-overestimation",
-    "exclusion-share-gap"})
+PERCENT = frozenset(
+    {
+        "win-rate",
+        "self-preference-ratio",
+        "position-consistency",
+        "judge-accuracy",
+        "mipa",
+        "mra",
+        "legitimate-self-preference-ratio",
+        "harmful-self-preference-propensity",
+        "overestimation-rate",
+        "recognition-accuracy",
+        "perplexity-win-rate",
+        "student-recognition-accuracy",
+        "student-recognition-yes-rate",
+        "student-classifier-accuracy",
+        "excluded-verdicts",
+        # base metrics of mitigation effects (their before/after values)
+        "self-preference",
+        "self-preference-probability",
+        "harmful-self-preference",
+        "rubric-self-overestimation",
+        "harmful-judge-accuracy",
+        "own-win-rate",
+        "perturbation-quality-preference",
+        "rubric-precision",
+        "rubric-recall",
+        "rubric-f1",
+        "rubric-balanced-f1",
+        # human labels (`nepotism annotate agreement`)
+        "annotator-agreement",
+        "judge-human-agreement",
+    }
+)
+POINTS = frozenset(
+    {
+        "demographic-parity-bias",
+        "equal-opportunity-bias",
+        "error-bias",
+        "paired-win-rate-gap",
+        "matched-bias",
+        "score-delta",
+        "mitigation-effect",
+        "leaderboard-leakage-bonus",
+        "win-rate-overestimation",
+        "exclusion-share-gap",
+    }
+)
 #: Relative changes: signed percent (PLS is relative to the average win rate, paper 000 Eq. 5–6).
 SIGNED_PERCENT = frozenset({"preference-leakage-score"})
 
@@ -85,9 +118,15 @@ def format_value(record: dict) -> str:
 
 #: What a model is to a judge, by the registry relation (judge, model), in words.
 _RELATION_WORDS = {
-    "self": "the judge itself", "lineage": "of its lineage", "student": "its student", "teacher": "its teacher",
-    "family_student": "a student of its family", "same_series": "of its series", "same_family": "of its family",
-    "unrelated": "unrelated to it", "unknown": "not in the registry",
+    "self": "the judge itself",
+    "lineage": "of its lineage",
+    "student": "its student",
+    "teacher": "its teacher",
+    "family_student": "a student of its family",
+    "same_series": "of its series",
+    "same_family": "of its family",
+    "unrelated": "unrelated to it",
+    "unknown": "not in the registry",
 }
 
 

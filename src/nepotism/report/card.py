@@ -96,8 +96,9 @@ class Rule:
 
     def describe(self) -> str:
         where = ", ".join(f"{k}={v}" for k, v in {**self.match, **self.variant}.items())
-        bounds = " and ".join(b for b in (f"≥ {self.min:g}" if self.min is not None else "",
-                                          f"≤ {self.max:g}" if self.max is not None else "") if b)
+        bounds = " and ".join(
+            b for b in (f"≥ {self.min:g}" if self.min is not None else "", f"≤ {self.max:g}" if self.max is not None else "") if b
+        )
         return f"{where}: {self.statistic} {bounds}"
 
 
@@ -125,16 +126,21 @@ def _number(value, path, name, metric: str | None = None) -> float:
     low, high = VALUE_RANGES.get(metric or "", (None, None))
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"{'-inf' if low is None else f'{low:g}'} to {'inf' if high is None else f'{high:g}'}"
-        raise InputError(f"threshold {name} = {value:g} is outside what {metric} can be ({span}); values are "
-                         "fractions (0.6 = 60%), differences in [-1, 1]", path=path, field=name)
+        raise InputError(
+            f"threshold {name} = {value:g} is outside what {metric} can be ({span}); values are "
+            "fractions (0.6 = 60%), differences in [-1, 1]",
+            path=path,
+            field=name,
+        )
     return float(value)
 
 
 def _metric(name: str, path, key: str) -> str:
     metric = name.replace("_", "-")
     if metric not in _known_metrics():
-        raise InputError(f"unknown metric {metric!r} in threshold {key!r}; known: "
-                         f"{', '.join(sorted(_known_metrics()))}", path=path, field=key)
+        raise InputError(
+            f"unknown metric {metric!r} in threshold {key!r}; known: {', '.join(sorted(_known_metrics()))}", path=path, field=key
+        )
     return metric
 
 
@@ -166,16 +172,23 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
             continue
         bound, _, name = key.partition("_")
         if bound not in ("max", "min") or not name:
-            raise InputError(f"unknown threshold key {key!r}: use max_<metric>, min_<metric> or [[card.rule]]",
-                             path=path, field=key)
+            raise InputError(
+                f"unknown threshold key {key!r}: use max_<metric>, min_<metric> or [[card.rule]]", path=path, field=key
+            )
         metric = _metric(name, path, key)
         per_scope = value if isinstance(value, dict) else {None: value}
         for scope, limit in per_scope.items():
             if scope is not None:
                 _scope(scope, path, f"{key}.{scope}")
             match = {"metric": metric} | ({"scope": scope} if scope is not None else {})
-            rules.append(Rule(match=match, statistic=statistic, source=key,
-                              **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)}))
+            rules.append(
+                Rule(
+                    match=match,
+                    statistic=statistic,
+                    source=key,
+                    **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)},
+                )
+            )
     for i, raw in enumerate(table.get("rule", [])):
         name = f"rule[{i}]"
         if not isinstance(raw, dict) or "metric" not in raw:
@@ -191,10 +204,16 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
         rule_statistic = raw.get("statistic", statistic)
         if rule_statistic not in _STATISTICS:
             raise InputError(f"{name}: statistic must be one of {', '.join(_STATISTICS)}", path=path, field=name)
-        rules.append(Rule(match={k: raw[k] for k in _MATCH_FIELDS if k in raw},
-                          variant=dict(raw.get("variant", {})), statistic=rule_statistic, source=name,
-                          max=_number(raw["max"], path, f"{name}.max", rule_metric) if "max" in raw else None,
-                          min=_number(raw["min"], path, f"{name}.min", rule_metric) if "min" in raw else None))
+        rules.append(
+            Rule(
+                match={k: raw[k] for k in _MATCH_FIELDS if k in raw},
+                variant=dict(raw.get("variant", {})),
+                statistic=rule_statistic,
+                source=name,
+                max=_number(raw["max"], path, f"{name}.max", rule_metric) if "max" in raw else None,
+                min=_number(raw["min"], path, f"{name}.min", rule_metric) if "min" in raw else None,
+            )
+        )
     return Thresholds(rules=tuple(rules), on_missing=on_missing, path=path)
 
 
@@ -218,17 +237,35 @@ def judges_of(record: dict) -> list[str]:
 
 def _check(rule: Rule, record: dict) -> dict:
     x = record.get(rule.statistic)
-    status = "not measured" if x is None else (
-        "fail" if (rule.max is not None and x > rule.max) or (rule.min is not None and x < rule.min) else "pass")
-    return {"rule": rule.describe(), "source": rule.source, "metric": record["metric"], "scope": record.get("scope"),
-            "condition": record.get("condition"), "generator": record.get("generator"), "pair": record.get("pair"),
-            "variant": record.get("variant") or {}, "statistic": rule.statistic, "observed": x,
-            "value": record.get("value"), "ci_low": record.get("ci_low"), "ci_high": record.get("ci_high"),
-            "n": record.get("n"), "max": rule.max, "min": rule.min, "status": status}
+    status = (
+        "not measured"
+        if x is None
+        else ("fail" if (rule.max is not None and x > rule.max) or (rule.min is not None and x < rule.min) else "pass")
+    )
+    return {
+        "rule": rule.describe(),
+        "source": rule.source,
+        "metric": record["metric"],
+        "scope": record.get("scope"),
+        "condition": record.get("condition"),
+        "generator": record.get("generator"),
+        "pair": record.get("pair"),
+        "variant": record.get("variant") or {},
+        "statistic": rule.statistic,
+        "observed": x,
+        "value": record.get("value"),
+        "ci_low": record.get("ci_low"),
+        "ci_high": record.get("ci_high"),
+        "n": record.get("n"),
+        "max": rule.max,
+        "min": rule.min,
+        "status": status,
+    }
 
 
-def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, source: str = "",
-                verdicts: Sequence[Verdict] = ()) -> dict:
+def judge_cards(
+    records: list[dict], thresholds: Thresholds | None = None, *, source: str = "", verdicts: Sequence[Verdict] = ()
+) -> dict:
     """``{"judges": {judge: card}, "unmatched_rules": [...], "status": pass|fail|no thresholds}``.
 
     A card: ``{judge, judge_id, conditions, data, answer, measured: [{metric, what, records}],
@@ -237,8 +274,12 @@ def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, so
     """
     answers: dict[str, list[dict]] = defaultdict(list)
     for row in summary_rows(list(verdicts)):
-        answers[row["judge"]].append({k: row[k] for k in ("condition", "scope", "relation", "verdict", "value", "ci",
-                                                           "prompts", "evidence", "sentence", "status")})
+        answers[row["judge"]].append(
+            {
+                k: row[k]
+                for k in ("condition", "scope", "relation", "verdict", "value", "ci", "prompts", "evidence", "sentence", "status")
+            }
+        )
     per_judge: dict[str, list[dict]] = defaultdict(list)
     for record in records:
         if record.get("metric") == "leaderboard-rank":
@@ -261,22 +302,38 @@ def judge_cards(records: list[dict], thresholds: Thresholds | None = None, *, so
             measured[record["metric"]].append(record)
         failed = any(c["status"] == "fail" for c in checks)
         cards[judge] = {
-            "judge": judge, "judge_id": next((r.get("judge_id") for r in items if r.get("judge_id")), None),
-            "conditions": sorted({str(r.get("condition")) for r in items}), "data": source,
+            "judge": judge,
+            "judge_id": next((r.get("judge_id") for r in items if r.get("judge_id")), None),
+            "conditions": sorted({str(r.get("condition")) for r in items}),
+            "data": source,
             "answer": answers.get(judge, []),
             "prompts": max((r.get("n_clusters") or 0 for r in items), default=0),
-            "measured": [{"metric": m, "what": _BIAS_WORDS.get(m, ""), "records": len(rs),
-                          "defined": sum(r.get("value") is not None for r in rs)} for m, rs in sorted(measured.items())],
+            "measured": [
+                {
+                    "metric": m,
+                    "what": _BIAS_WORDS.get(m, ""),
+                    "records": len(rs),
+                    "defined": sum(r.get("value") is not None for r in rs),
+                }
+                for m, rs in sorted(measured.items())
+            ],
             "checks": checks,
             "status": "fail" if failed else ("pass" if checks else "no thresholds"),
         }
-    unmatched = [{"rule": r.describe(), "source": r.source, "status": "not measured"}
-                 for i, r in enumerate(rules) if not matched_anywhere[i]]
+    unmatched = [
+        {"rule": r.describe(), "source": r.source, "status": "not measured"}
+        for i, r in enumerate(rules)
+        if not matched_anywhere[i]
+    ]
     if not rules:
         status = "no thresholds"
     elif any(c["status"] == "fail" for c in cards.values()) or (unmatched and thresholds.on_missing == "fail"):
         status = "fail"
     else:
         status = "pass"
-    return {"judges": cards, "unmatched_rules": unmatched, "status": status,
-            "on_missing": thresholds.on_missing if thresholds else None}
+    return {
+        "judges": cards,
+        "unmatched_rules": unmatched,
+        "status": status,
+        "on_missing": thresholds.on_missing if thresholds else None,
+    }

@@ -45,14 +45,29 @@ def _case(e: Explanation, case: Any) -> dict[str, Any]:
         parts.append(("the other judge: " if e.metric == "paired-win-rate-gap" else "unrelated judges' mean: ") + compared)
     if truth:
         parts.append(f"the reference: {truth}")
-    return {"instance_id": case.instance_id, "short_id": one_line(case.instance_id), "related": case.related,
-            "other": case.other,
-            "summary": "; ".join(parts),
-            "judges": [{"judge": j["judge"], "role": j["role"], "reading": reading_words(e.kind, case, j),
-                        "condition": j.get("condition") if j.get("condition") != e.verdict.condition else None,
-                        "this": j["role"] == "this judge"} for j in case.judges],
-            "truth": truth, "compared": compared, "prompt": case.prompt,
-            "text_related": case.text_related, "text_other": case.text_other, "texts": e.texts is not None}
+    return {
+        "instance_id": case.instance_id,
+        "short_id": one_line(case.instance_id),
+        "related": case.related,
+        "other": case.other,
+        "summary": "; ".join(parts),
+        "judges": [
+            {
+                "judge": j["judge"],
+                "role": j["role"],
+                "reading": reading_words(e.kind, case, j),
+                "condition": j.get("condition") if j.get("condition") != e.verdict.condition else None,
+                "this": j["role"] == "this judge",
+            }
+            for j in case.judges
+        ],
+        "truth": truth,
+        "compared": compared,
+        "prompt": case.prompt,
+        "text_related": case.text_related,
+        "text_other": case.text_other,
+        "texts": e.texts is not None,
+    }
 
 
 def case_sections(explanations: Mapping[str, Explanation] | None) -> list[dict[str, Any]]:
@@ -64,17 +79,44 @@ def case_sections(explanations: Mapping[str, Explanation] | None) -> list[dict[s
         if not e.cases:
             continue
         v = e.verdict
-        section = sections.setdefault((v.judge, v.scope), {
-            "id": case_anchor(v.judge, v.scope), "judge": v.judge, "judge_id": v.judge_id, "scope": v.scope,
-            "relation": RELATION_LABELS[v.scope], "words": SCOPE_WORDS[v.scope], "conditions": []})
-        section["conditions"].append({
-            "condition": v.condition, "status": v.status, "sentence": v.sentence, "how": e.how, "note": e.note,
-            "rest": e.rest, "n": e.n, "counted": e.count_words,
-            "excluded": e.excluded, "metric": e.metric, "record": e.record,
-            "texts": dict(e.texts) if e.texts is not None else None,
-            "groups": [{"title": g.title[0].upper() + g.title[1:], "n": g.n, "counted": e.counted(g.n),
+        section = sections.setdefault(
+            (v.judge, v.scope),
+            {
+                "id": case_anchor(v.judge, v.scope),
+                "judge": v.judge,
+                "judge_id": v.judge_id,
+                "scope": v.scope,
+                "relation": RELATION_LABELS[v.scope],
+                "words": SCOPE_WORDS[v.scope],
+                "conditions": [],
+            },
+        )
+        section["conditions"].append(
+            {
+                "condition": v.condition,
+                "status": v.status,
+                "sentence": v.sentence,
+                "how": e.how,
+                "note": e.note,
+                "rest": e.rest,
+                "n": e.n,
+                "counted": e.count_words,
+                "excluded": e.excluded,
+                "metric": e.metric,
+                "record": e.record,
+                "texts": dict(e.texts) if e.texts is not None else None,
+                "groups": [
+                    {
+                        "title": g.title[0].upper() + g.title[1:],
+                        "n": g.n,
+                        "counted": e.counted(g.n),
                         "shown": len(g.cases),
-                        "cases": [_case(e, c) for c in g.cases]} for g in e.groups]})
+                        "cases": [_case(e, c) for c in g.cases],
+                    }
+                    for g in e.groups
+                ],
+            }
+        )
     for section in sections.values():
         section["conditions"].sort(key=lambda c: c["condition"])
     return [sections[k] for k in sorted(sections)]
@@ -94,23 +136,35 @@ def cases_markdown(sections: list[dict[str, Any]], md: Callable[[Any], str]) -> 
     """The cases section as Markdown lines (``md`` escapes a string for a line), texts cut short."""
     if not sections:
         return []
-    out = ["## Cases behind the verdicts", "",
-           "The comparisons each verdict rests on, the most telling first (docs/answer.md, \"The cases behind a "
-           "verdict\"); `nepotism explain` prints them for one judge and relation.", ""]
+    out = [
+        "## Cases behind the verdicts",
+        "",
+        'The comparisons each verdict rests on, the most telling first (docs/answer.md, "The cases behind a '
+        'verdict"); `nepotism explain` prints them for one judge and relation.',
+        "",
+    ]
     for section in sections:
         for c in section["conditions"]:
-            out += [f"### {md(section['judge'])}, {md(section['words'])} (condition {md(c['condition'])})", "",
-                    md(c["sentence"]), "", f"Cases: {md(c['how'])}; {md(c['counted'])}.", ""]
+            out += [
+                f"### {md(section['judge'])}, {md(section['words'])} (condition {md(c['condition'])})",
+                "",
+                md(c["sentence"]),
+                "",
+                f"Cases: {md(c['how'])}; {md(c['counted'])}.",
+                "",
+            ]
             if c["note"]:
                 out += [f"Note: {md(c['note'])}", ""]
             for g in c["groups"]:
-                out += [f"**{md(g['title'])}**: {md(g['counted'])}" + (f", {g['shown']} shown" if g["shown"] else ""),
-                        ""]
+                out += [f"**{md(g['title'])}**: {md(g['counted'])}" + (f", {g['shown']} shown" if g["shown"] else ""), ""]
                 for case in g["cases"]:
-                    out.append(f"- {md(case['short_id'])}: {md(case['related'])} against {md(case['other'])} — "
-                               f"{md(case['summary'])}; every judge: "
-                               + "; ".join(f"{md(j['judge'])}{md(_under(j))} ({md(j['role'])}): {md(j['reading'])}"
-                                           for j in case["judges"]))
+                    out.append(
+                        f"- {md(case['short_id'])}: {md(case['related'])} against {md(case['other'])} — "
+                        f"{md(case['summary'])}; every judge: "
+                        + "; ".join(
+                            f"{md(j['judge'])}{md(_under(j))} ({md(j['role'])}): {md(j['reading'])}" for j in case["judges"]
+                        )
+                    )
                     if case["texts"]:
                         if case["prompt"] is not None:
                             out.append(f"  - prompt: {md(_cut(case['prompt']))}")

@@ -68,8 +68,14 @@ def _win_rate_matrix(records: list[dict]) -> dict | None:
                 line.append(None)
             else:
                 opponents = cell["variant"].get("opponents")
-                line.append({"value": cell["value"], "relation": cell.get("relation", ""), "n": cell["n"],
-                             "opponents": ", ".join(opponents) if isinstance(opponents, list) else opponents})
+                line.append(
+                    {
+                        "value": cell["value"],
+                        "relation": cell.get("relation", ""),
+                        "n": cell["n"],
+                        "opponents": ", ".join(opponents) if isinstance(opponents, list) else opponents,
+                    }
+                )
         table.append((generator, line))
     return {"columns": columns, "rows": table}
 
@@ -78,14 +84,24 @@ def _variant_text(variant: dict) -> str:
     return "; ".join(f"{k}={v}" for k, v in sorted(variant.items()))
 
 
-def write_first_report(records: list[dict], summary: dict, lines: list[str], out_dir: str | Path, *,
-                       title: str = "nepotism audit", attribution: str | None = None) -> dict[str, Path]:
+def write_first_report(
+    records: list[dict],
+    summary: dict,
+    lines: list[str],
+    out_dir: str | Path,
+    *,
+    title: str = "nepotism audit",
+    attribution: str | None = None,
+) -> dict[str, Path]:
     """Write ``results.json``, ``results.csv`` and ``report.html`` into ``out_dir``; return their paths."""
-    environment = Environment(loader=PackageLoader("nepotism.report", "templates"),
-                              autoescape=select_autoescape(["html", "j2"]))
+    environment = Environment(loader=PackageLoader("nepotism.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     shown = [{**r, "variant_text": _variant_text(r.get("variant") or {})} for r in records]
     html = environment.get_template("first_report.html.j2").render(
-        title=title, summary=summary, lines=lines, records=shown, figure=_figure(records),
+        title=title,
+        summary=summary,
+        lines=lines,
+        records=shown,
+        figure=_figure(records),
         matrix=_win_rate_matrix(records),
         attribution=attribution,
     )

@@ -62,11 +62,13 @@ if TYPE_CHECKING:
 
 __all__ = ["build_report", "format_value", "verdict_groups", "write_report"]
 
-_RAW_CAVEAT = ("Self-preference ratios, demographic-parity, equal-opportunity and HSPP-style metrics compare a judge "
-               "with itself across items. They can come out positive for a judge with no bias at all whose own "
-               "answers are strong: it wins its comparisons by wide margins and loses them by narrow ones. Numbers "
-               "that compare the same items and pairs under other judges (matched bias, paired win-rate gaps) do not "
-               "have that problem; the summary uses them where they exist and says when it could not.")
+_RAW_CAVEAT = (
+    "Self-preference ratios, demographic-parity, equal-opportunity and HSPP-style metrics compare a judge "
+    "with itself across items. They can come out positive for a judge with no bias at all whose own "
+    "answers are strong: it wins its comparisons by wide margins and loses them by narrow ones. Numbers "
+    "that compare the same items and pairs under other judges (matched bias, paired win-rate gaps) do not "
+    "have that problem; the summary uses them where they exist and says when it could not."
+)
 
 
 def _variant_text(variant) -> str:
@@ -82,11 +84,21 @@ def _target(record: dict) -> str:
 
 
 def _row(record: dict) -> dict:
-    return {"key": record_key(record), "metric": record.get("metric"), "judge": record.get("judge"), "condition": record.get("condition"),
-            "scope": record.get("scope") or "", "target": _target(record),
-            "variant": _variant_text(record.get("variant")), "estimate": format_value(record),
-            "n": record.get("n"), "prompts": record.get("n_clusters"), "excluded": record.get("n_excluded"),
-            "p_value": record.get("p_value"), "note": record.get("note") or ""}
+    return {
+        "key": record_key(record),
+        "metric": record.get("metric"),
+        "judge": record.get("judge"),
+        "condition": record.get("condition"),
+        "scope": record.get("scope") or "",
+        "target": _target(record),
+        "variant": _variant_text(record.get("variant")),
+        "estimate": format_value(record),
+        "n": record.get("n"),
+        "prompts": record.get("n_clusters"),
+        "excluded": record.get("n_excluded"),
+        "p_value": record.get("p_value"),
+        "note": record.get("note") or "",
+    }
 
 
 def _rank(r):
@@ -101,47 +113,74 @@ def _leaderboard_table(records) -> list[dict]:
     rows = []
     for generator, sides in by.items():
         a, u = sides.get("all"), sides.get("unrelated")
-        rows.append({"generator": generator, "board": ((a or u or {}).get("variant") or {}).get("board"),
-                     "flagged_entry": bool((a or u or {}).get("flagged_entry")),
-                     "unranked": a.get("note") if a and a.get("value") is None else None,
-                     "all": _rank(a), "unrelated": _rank(u),
-                     "score_all": a and a.get("score"), "score_unrelated": u and u.get("score"),
-                     "n_all": a and a.get("n"), "n_unrelated": u and u.get("n"),
-                     "dropped": u.get("n_excluded") if u else None,
-                     "flag": u.get("note") if u and u.get("value") is None else None,
-                     "related_judges": (u or {}).get("related_judges"),
-                     "change": (a["value"] - u["value"]) if a and u and u.get("value") is not None else None})
+        rows.append(
+            {
+                "generator": generator,
+                "board": ((a or u or {}).get("variant") or {}).get("board"),
+                "flagged_entry": bool((a or u or {}).get("flagged_entry")),
+                "unranked": a.get("note") if a and a.get("value") is None else None,
+                "all": _rank(a),
+                "unrelated": _rank(u),
+                "score_all": a and a.get("score"),
+                "score_unrelated": u and u.get("score"),
+                "n_all": a and a.get("n"),
+                "n_unrelated": u and u.get("n"),
+                "dropped": u.get("n_excluded") if u else None,
+                "flag": u.get("note") if u and u.get("value") is None else None,
+                "related_judges": (u or {}).get("related_judges"),
+                "change": (a["value"] - u["value"]) if a and u and u.get("value") is not None else None,
+            }
+        )
     if any(r["flag"] for r in rows):  # ranks among fewer generators: a change of rank would mislead
         for r in rows:
             r["change"] = None
-    rows.sort(key=lambda r: (r["board"] is None, r["board"] or "", r["all"][0] if r["all"] else math.inf,
-                             r["generator"]))
+    rows.sort(key=lambda r: (r["board"] is None, r["board"] or "", r["all"][0] if r["all"] else math.inf, r["generator"]))
     return rows
 
 
 def _sections(records) -> dict[str, bool]:
     metrics = {r.get("metric") for r in records}
-    return {"perplexity": bool({"perplexity-win-rate", "mean-log-perplexity"} & metrics), "confusion": any(r.get("confusion_matrix") for r in records),
-            "pls": "preference-leakage-score" in metrics,
-            "leaderboard": any(r.get("metric") == "leaderboard-rank" and not is_audit_rank(r) for r in records),
-            "matched": "matched-bias" in metrics}
+    return {
+        "perplexity": bool({"perplexity-win-rate", "mean-log-perplexity"} & metrics),
+        "confusion": any(r.get("confusion_matrix") for r in records),
+        "pls": "preference-leakage-score" in metrics,
+        "leaderboard": any(r.get("metric") == "leaderboard-rank" and not is_audit_rank(r) for r in records),
+        "matched": "matched-bias" in metrics,
+    }
 
 
 #: The page's analysis sections in order: (id, name in the navigation, why a section can be missing).
 _SECTIONS = (
-    ("heatmaps", "Heatmaps", "no generator was scored by two or more judges against the same opponents, and there "
-                             "are no rubric score deltas"),
+    (
+        "heatmaps",
+        "Heatmaps",
+        "no generator was scored by two or more judges against the same opponents, and there are no rubric score deltas",
+    ),
     ("bias", "Bias per judge", "no bias metric"),
-    ("verifiable", "Verifiable tasks", "LSPR, HSPP and judge accuracy need a correctness reference (correctness-ref) "
-                                       "for pairwise judgments"),
+    (
+        "verifiable",
+        "Verifiable tasks",
+        "LSPR, HSPP and judge accuracy need a correctness reference (correctness-ref) for pairwise judgments",
+    ),
     ("rubric", "Rubric metrics", "HSPP ratio, MIPA and MRA need rubric judgments with a reference grading (rubric-ref)"),
-    ("recognition", "Self-recognition", "needs recognition judgments (a [[judging.protocols]] with protocol = "
-                                        "\"recognition\"); with a perturbation, nepotism mitigate asks them again"),
-    ("pls", "Preference leakage", "needs two judges that each have a registered student among the generators "
-                                  "(nepotism leakage run)"),
+    (
+        "recognition",
+        "Self-recognition",
+        "needs recognition judgments (a [[judging.protocols]] with protocol = "
+        '"recognition"); with a perturbation, nepotism mitigate asks them again',
+    ),
+    (
+        "pls",
+        "Preference leakage",
+        "needs two judges that each have a registered student among the generators (nepotism leakage run)",
+    ),
     ("leakage-audit", "Leakage audit", "nepotism leakage audit writes these"),
-    ("perplexity", "Perplexity", "needs the judge's perplexity of each response (a [perplexity] table in the "
-                                 "experiment, or perplexity_a/_b columns); the human line needs a preference-ref"),
+    (
+        "perplexity",
+        "Perplexity",
+        "needs the judge's perplexity of each response (a [perplexity] table in the "
+        "experiment, or perplexity_a/_b columns); the human line needs a preference-ref",
+    ),
     ("confusion", "Confusion matrices", "needs human preference labels (a preference-ref table)"),
     ("conditions", "Conditions", "each bias metric was measured under one condition only"),
     ("mitigations", "Mitigations", "nepotism mitigate writes these"),
@@ -153,17 +192,26 @@ _SECTIONS = (
 
 def _shown(context: dict) -> dict[str, bool]:
     plots, leak = context["plots"], context["leakage"]
-    return {"heatmaps": bool(plots["heatmaps"]), "bias": bool(plots["bias"]), "verifiable": bool(context["verifiable"]),
-            "rubric": bool(context["rubric"]), "recognition": bool(context["recognition"]["rows"]), "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
-            "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]), "perplexity": bool(plots["perplexity"]),
-            "confusion": bool(plots["confusion"]), "conditions": bool(plots["conditions"]),
-            "mitigations": bool(context["mitigations"]["effects"]), "leaderboard": bool(context["leaderboard"]),
-            "humans": bool(context["humans"]["rows"]), "exclusions": bool(context["exclusions"])}
+    return {
+        "heatmaps": bool(plots["heatmaps"]),
+        "bias": bool(plots["bias"]),
+        "verifiable": bool(context["verifiable"]),
+        "rubric": bool(context["rubric"]),
+        "recognition": bool(context["recognition"]["rows"]),
+        "pls": bool(leak["pls"] or leak["slices"] or leak["recognition"]),
+        "leakage-audit": bool(leak["bonus"] or leak["audit_ranks"]),
+        "perplexity": bool(plots["perplexity"]),
+        "confusion": bool(plots["confusion"]),
+        "conditions": bool(plots["conditions"]),
+        "mitigations": bool(context["mitigations"]["effects"]),
+        "leaderboard": bool(context["leaderboard"]),
+        "humans": bool(context["humans"]["rows"]),
+        "exclusions": bool(context["exclusions"]),
+    }
 
 
 #: Metric ids each generic plot draws (for the list of ids shown only in the all-results table).
-_DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "mean-log-perplexity", "leaderboard-rank",
-                              "score-delta"}
+_DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "mean-log-perplexity", "leaderboard-rank", "score-delta"}
 
 
 def _setting(record: dict) -> dict:
@@ -178,28 +226,43 @@ def _setting(record: dict) -> dict:
     return {**record, "condition": f"{record.get('condition') or 'default'} · {setup}"}
 
 
-
 def _all_plots(records: list[dict]) -> dict[str, list[dict]]:
     """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
-    return {"heatmaps": plots.heatmaps(records), "bias": plots.bias_bars(records), "perplexity": plots.perplexity(records),
-            "confusion": plots.confusion_matrices(records), "conditions": plots.mitigation(records),
-            "leaderboard": plots.leaderboard(records), **section_plots(records)}
+    return {
+        "heatmaps": plots.heatmaps(records),
+        "bias": plots.bias_bars(records),
+        "perplexity": plots.perplexity(records),
+        "confusion": plots.confusion_matrices(records),
+        "conditions": plots.mitigation(records),
+        "leaderboard": plots.leaderboard(records),
+        **section_plots(records),
+    }
+
 
 def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
     """The Summary's rows (`summary_rows`) grouped per (judge, condition), each row's links limited
     to the record keys the page holds."""
     groups: dict[tuple[str, str], dict] = {}
     for row in summary_rows(verdicts):
-        group = groups.setdefault((row["judge"], row["condition"]), {"judge": row["judge"], "judge_id": row["judge_id"],
-                                                                     "condition": row["condition"], "rows": []})
+        group = groups.setdefault(
+            (row["judge"], row["condition"]),
+            {"judge": row["judge"], "judge_id": row["judge_id"], "condition": row["condition"], "rows": []},
+        )
         group["rows"].append({**row, "links": [k for k in row["records"] if k in keys]})
     return list(groups.values())
 
 
-def build_report(records: list[dict], *, summary: dict | None = None, findings: list[str] | None = None,
-                 thresholds: Thresholds | None = None, title: str = "nepotism report",
-                 attribution: str | None = None, verdicts: list[Verdict] | None = None,
-                 cases: Mapping[str, Explanation] | None = None) -> dict:
+def build_report(
+    records: list[dict],
+    *,
+    summary: dict | None = None,
+    findings: list[str] | None = None,
+    thresholds: Thresholds | None = None,
+    title: str = "nepotism report",
+    attribution: str | None = None,
+    verdicts: list[Verdict] | None = None,
+    cases: Mapping[str, Explanation] | None = None,
+) -> dict:
     """Everything the page and the other files show, as one dict (plots included). ``verdicts``: the
     judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder).
     ``cases``: the cases behind the verdicts (`nepotism.analyses.cases.Explanation` by
@@ -210,33 +273,53 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
 
     source = str(summary.get("source", ""))
     if verdicts is None:
-        verdicts = judge_verdicts(records, summary.get("relations") or (),
-                                  min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS))
+        verdicts = judge_verdicts(
+            records, summary.get("relations") or (), min_prompts=int(summary.get("min_prompts") or MIN_PROMPTS)
+        )
     cards = judge_cards(records, thresholds, source=source, verdicts=verdicts)
     rows = [_row(r) for r in records]
-    bias_rows = [row for row, r in zip(rows, records) if r.get("metric") in BIAS_METRICS + ("matched-bias",)
-                 and r.get("metric") != "preference-leakage-score"]
+    bias_rows = [
+        row
+        for row, r in zip(rows, records)
+        if r.get("metric") in BIAS_METRICS + ("matched-bias",) and r.get("metric") != "preference-leakage-score"
+    ]
     drawn = _DRAWN | ({"equal-opportunity-bias"} if any(r.get("confusion_matrix") for r in records) else set())
     context = {
-        "mitigations": mitigation_tables(records, summary), "leakage": leakage_tables(records),
-        "verifiable": verifiable_table(records), "evaluatees": evaluatee_table(records), "rubric": rubric_table(records),
+        "mitigations": mitigation_tables(records, summary),
+        "leakage": leakage_tables(records),
+        "verifiable": verifiable_table(records),
+        "evaluatees": evaluatee_table(records),
+        "rubric": rubric_table(records),
         "task_scatter": task_scatter_table(records),
-        "verifiable_note": VERIFIABLE_NOTE, "evaluatee_note": EVALUATEE_NOTE,
-        "recognition": recognition_table(records), "recognition_caption": RECOGNITION_CAPTION,
+        "verifiable_note": VERIFIABLE_NOTE,
+        "evaluatee_note": EVALUATEE_NOTE,
+        "recognition": recognition_table(records),
+        "recognition_caption": RECOGNITION_CAPTION,
         "recognition_evaluatee_caption": RECOGNITION_EVALUATEE_CAPTION,
-        "paradigms": accuracy_bias_table(records), "meta_evaluation": meta_evaluation_table(records),
-        "humans": human_tables(records, summary), "exclusions": exclusion_table(records),
+        "paradigms": accuracy_bias_table(records),
+        "meta_evaluation": meta_evaluation_table(records),
+        "humans": human_tables(records, summary),
+        "exclusions": exclusion_table(records),
         "generic_only": coverage(records, drawn),
-        "title": title, "summary": summary, "findings": list(findings or []), "attribution": attribution,
-        "verdicts": verdict_groups(verdicts, {row["key"] for row in rows}), "verdict_list": verdicts,
-        "caveat": _RAW_CAVEAT, "plots": _all_plots(records),
-        "cards": cards, "rows": rows, "bias_rows": bias_rows,
+        "title": title,
+        "summary": summary,
+        "findings": list(findings or []),
+        "attribution": attribution,
+        "verdicts": verdict_groups(verdicts, {row["key"] for row in rows}),
+        "verdict_list": verdicts,
+        "caveat": _RAW_CAVEAT,
+        "plots": _all_plots(records),
+        "cards": cards,
+        "rows": rows,
+        "bias_rows": bias_rows,
         "pls": [_row(r) for r in records if r.get("metric") == "preference-leakage-score"],
-        "leaderboard": _leaderboard_table(records), "present": _sections(records),
+        "leaderboard": _leaderboard_table(records),
+        "present": _sections(records),
         "metrics": sorted({str(r.get("metric")) for r in records}),
         "judges": sorted({j for r in records if r.get("metric") != "leaderboard-rank" for j in judges_of(r)}),
         "n_records": len(records),
-        "cases": case_links(cases), "case_sections": case_sections(cases),
+        "cases": case_links(cases),
+        "case_sections": case_sections(cases),
     }
     shown = _shown(context)
     context.update(sections=_SECTIONS, shown=shown, missing=[s for s in _SECTIONS if not shown[s[0]]])
@@ -247,8 +330,18 @@ def build_report(records: list[dict], *, summary: dict | None = None, findings: 
 def _md(text) -> str:
     """Escape a string for a Markdown table cell or line (no markup from model names)."""
     text = "" if text is None else str(text)
-    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`"), ("*", "\\*"),
-                 ("_", "\\_"), ("[", "\\["), ("]", "\\]"), ("\n", " ")):
+    for a, b in (
+        ("&", "&amp;"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("|", "\\|"),
+        ("`", "\\`"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+        ("[", "\\["),
+        ("]", "\\]"),
+        ("\n", " "),
+    ):
         text = text.replace(a, b)
     return text
 
@@ -277,8 +370,11 @@ def _markdown(context: dict) -> str:
     if context["summary"].get("source"):
         out += [f"Source: {_md(context['summary']['source'])}", ""]
     out += ["## Summary: how much each judge favours its relatives", ""]
-    rows = [[g["judge"], g["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
-            for g in context["verdicts"] for r in g["rows"]]
+    rows = [
+        [g["judge"], g["condition"], r["relation"], r["verdict"], r["value"], r["ci"], r["prompts"], r["evidence"]]
+        for g in context["verdicts"]
+        for r in g["rows"]
+    ]
     if rows:
         out += _md_table(["judge", "condition", "relation", "verdict", "value", "95% CI", "prompts", "evidence"], rows)
         out += [""]
@@ -297,22 +393,46 @@ def _markdown(context: dict) -> str:
     out += _md_sections(context)
     if context["leaderboard"]:
         out += ["## Leaderboard (rank, interval)", ""]
-        out += _md_table(["generator", "all judges", "related judges left out", "change"],
-                         [[r["generator"], _rank_text(r["all"]),
-                           _flag_text(r) if r["flag"] else _rank_text(r["unrelated"]),
-                           "" if r["change"] is None else f"{r['change']:+g}"] for r in context["leaderboard"]]) + [""]
+        out += _md_table(
+            ["generator", "all judges", "related judges left out", "change"],
+            [
+                [
+                    r["generator"],
+                    _rank_text(r["all"]),
+                    _flag_text(r) if r["flag"] else _rank_text(r["unrelated"]),
+                    "" if r["change"] is None else f"{r['change']:+g}",
+                ]
+                for r in context["leaderboard"]
+            ],
+        ) + [""]
     out += ["## Judge cards", ""]
     cards = context["cards"]
     for judge, card in cards["judges"].items():
-        out += [f"### {_md(judge)} — {card['status'].upper()}", "",
-                f"Conditions: {_md(', '.join(card['conditions']))}; up to {card['prompts']:,} prompts.", ""]
-        out += _md_table(["metric", "results", "defined", "what it measures"],
-                         [[m["metric"], m["records"], m["defined"], m["what"]] for m in card["measured"]]) + [""]
+        out += [
+            f"### {_md(judge)} — {card['status'].upper()}",
+            "",
+            f"Conditions: {_md(', '.join(card['conditions']))}; up to {card['prompts']:,} prompts.",
+            "",
+        ]
+        out += _md_table(
+            ["metric", "results", "defined", "what it measures"],
+            [[m["metric"], m["records"], m["defined"], m["what"]] for m in card["measured"]],
+        ) + [""]
         if card["checks"]:
-            out += _md_table(["rule", "scope", "condition", "target", "observed", "status"],
-                             [[c["rule"], c["scope"], c["condition"], " vs ".join(c["pair"]) if c["pair"] else c["generator"],
-                               "n/a" if c["observed"] is None else f"{c['observed']:.4g}", c["status"]]
-                              for c in card["checks"]]) + [""]
+            out += _md_table(
+                ["rule", "scope", "condition", "target", "observed", "status"],
+                [
+                    [
+                        c["rule"],
+                        c["scope"],
+                        c["condition"],
+                        " vs ".join(c["pair"]) if c["pair"] else c["generator"],
+                        "n/a" if c["observed"] is None else f"{c['observed']:.4g}",
+                        c["status"],
+                    ]
+                    for c in card["checks"]
+                ],
+            ) + [""]
     for rule in cards["unmatched_rules"]:
         out.append(f"- Threshold not measured for any judge: {_md(rule['rule'])}")
     out += ["", "## All results", ""]
@@ -322,9 +442,11 @@ def _markdown(context: dict) -> str:
 
 def _cells(row: dict, columns: list[str]) -> list[str]:
     # an undefined value's text already carries its n and reason (format_value)
-    return [row["cells"][c]["text"] + (f" (n={row['cells'][c]['n']})" if row["cells"][c]["n"] is not None
-                                       and row["cells"][c]["defined"] else "")
-            for c in columns]
+    return [
+        row["cells"][c]["text"]
+        + (f" (n={row['cells'][c]['n']})" if row["cells"][c]["n"] is not None and row["cells"][c]["defined"] else "")
+        for c in columns
+    ]
 
 
 def _md_sections(context: dict) -> list[str]:
@@ -333,41 +455,65 @@ def _md_sections(context: dict) -> list[str]:
     captions = {
         "Verifiable tasks (paper 004)": VERIFIABLE_NOTE,
         "Rubric metrics (paper 002)": "HSPP ratios with 002's comparison set S_J (every generator that is neither "
-                                      "the judge nor its family); the 'unrelated only' denominator is in the results "
-                                      "table. A rubric setup (single-rubric, all-rubrics) follows the condition.",
+        "the judge nor its family); the 'unrelated only' denominator is in the results "
+        "table. A rubric setup (single-rubric, all-rubrics) follows the condition.",
     }
-    for name, rows in (("Verifiable tasks (paper 004)", context["verifiable"]), ("Rubric metrics (paper 002)",
-                                                                                 context["rubric"])):
+    for name, rows in (
+        ("Verifiable tasks (paper 004)", context["verifiable"]),
+        ("Rubric metrics (paper 002)", context["rubric"]),
+    ):
         if rows:
             columns = list(rows[0]["cells"])
             out += [f"## {name}", "", captions[name], ""]
-            out += _md_table(["judge", "condition"] + columns,
-                             [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]) + [""]
+            out += _md_table(
+                ["judge", "condition"] + columns, [[r["judge"], r["condition"]] + _cells(r, columns) for r in rows]
+            ) + [""]
     if context.get("evaluatees"):
         columns = list(context["evaluatees"][0]["cells"])
-        out += ["### Per evaluatee (paper 004's tables)", "",
-                EVALUATEE_NOTE, ""]
-        out += _md_table(["judge", "condition", "evaluatee"] + columns,
-                         [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns)
-                          for r in context["evaluatees"]]) + [""]
+        out += ["### Per evaluatee (paper 004's tables)", "", EVALUATEE_NOTE, ""]
+        out += _md_table(
+            ["judge", "condition", "evaluatee"] + columns,
+            [[r["judge"], r["condition"], r["evaluatee"]] + _cells(r, columns) for r in context["evaluatees"]],
+        ) + [""]
     if context.get("task_scatter"):
-        out += ["### Against the judges' own task accuracy (paper 004 Figs. 1–4)", "",
-                "Pearson r across judges between each judge's own task accuracy and the metric above; n/a below "
-                "three judges or when either value is the same for every judge.", ""]
-        out += _md_table(["condition", "figure", "metric", "judges", "r", "p", "judge: task accuracy, metric"],
-                         [[r["condition"], r["figure"], r["metric"], r["n_judges"],
-                           f"n/a ({r['note']})" if r["r"] is None else f"{r['r']:+.3f}",
-                           "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
-                           "; ".join(f"{j}: {x:.3f}, {y:.3f}" for j, x, y in r["points"])]
-                          for r in context["task_scatter"]]) + [""]
+        out += [
+            "### Against the judges' own task accuracy (paper 004 Figs. 1–4)",
+            "",
+            "Pearson r across judges between each judge's own task accuracy and the metric above; n/a below "
+            "three judges or when either value is the same for every judge.",
+            "",
+        ]
+        out += _md_table(
+            ["condition", "figure", "metric", "judges", "r", "p", "judge: task accuracy, metric"],
+            [
+                [
+                    r["condition"],
+                    r["figure"],
+                    r["metric"],
+                    r["n_judges"],
+                    f"n/a ({r['note']})" if r["r"] is None else f"{r['r']:+.3f}",
+                    "n/a" if r["p_value"] is None else f"{r['p_value']:.3g}",
+                    "; ".join(f"{j}: {x:.3f}, {y:.3f}" for j, x, y in r["points"]),
+                ]
+                for r in context["task_scatter"]
+            ],
+        ) + [""]
     if context.get("meta_evaluation"):
-        out += ["### Each judge against the rubric reference (paper 002 App. C)", "",
-                "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "
-                "scored against a reference it voted in.", ""]
-        out += _md_table(["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1",
-                          "balanced F1"],
-                         [[r["judge"], r["condition"], r["reference"], r["polarity"], r["juror"]]
-                          + _cells(r, ["precision", "recall", "f1", "balanced-f1"]) for r in context["meta_evaluation"]])
+        out += [
+            "### Each judge against the rubric reference (paper 002 App. C)",
+            "",
+            "Precision, recall and F1 of the judge's 'met' verdicts against the reference's; a juror is "
+            "scored against a reference it voted in.",
+            "",
+        ]
+        out += _md_table(
+            ["judge", "condition", "reference", "polarity", "juror", "precision", "recall", "F1", "balanced F1"],
+            [
+                [r["judge"], r["condition"], r["reference"], r["polarity"], r["juror"]]
+                + _cells(r, ["precision", "recall", "f1", "balanced-f1"])
+                for r in context["meta_evaluation"]
+            ],
+        )
         out += [""]
     if context["paradigms"]:
         cols = ["condition", "paradigm", "level", "accuracy", "bias", "n_judges", "r", "p_value", "points"]
@@ -377,16 +523,38 @@ def _md_sections(context: dict) -> list[str]:
     mit = context["mitigations"]
     if mit["effects"]:
         out += ["## Mitigation effects", ""]
-        out += _md_table(["condition", "mitigation", "results defined", "why undefined", "perturbed", "failed", "other"],
-                         [[c["condition"], c["mitigation"], f"{c['defined']} of {c['results']}", c["undefined"],
-                           c["perturbed"], c["failed"], c["other"]] for c in mit["conditions"]]) + [""]
+        out += _md_table(
+            ["condition", "mitigation", "results defined", "why undefined", "perturbed", "failed", "other"],
+            [
+                [
+                    c["condition"],
+                    c["mitigation"],
+                    f"{c['defined']} of {c['results']}",
+                    c["undefined"],
+                    c["perturbed"],
+                    c["failed"],
+                    c["other"],
+                ]
+                for c in mit["conditions"]
+            ],
+        ) + [""]
         cols = ["condition", "mitigation", "judge", "scope", "base_metric", "before", "after", "change", "n", "excluded"]
         out += _md_table(cols, [[e[k] for k in cols] for e in mit["effects"]]) + [""]
         if mit["ratios"]:
             out += ["### Self-evaluation against third-party change (paper 003 Fig. 15)", ""]
             cols = ["condition", "judge", "self_change", "control_change", "ratio", "n", "excluded"]
-            out += _md_table(["condition", "judge", "change, self-evaluation", "change, third-party judges",
-                              "ratio of magnitudes", "n", "excluded"], [[e[k] for k in cols] for e in mit["ratios"]])
+            out += _md_table(
+                [
+                    "condition",
+                    "judge",
+                    "change, self-evaluation",
+                    "change, third-party judges",
+                    "ratio of magnitudes",
+                    "n",
+                    "excluded",
+                ],
+                [[e[k] for k in cols] for e in mit["ratios"]],
+            )
             out += [""]
     leak = context["leakage"]
     if leak["pls"] or leak["slices"] or leak["recognition"]:
@@ -409,33 +577,79 @@ def _md_sections(context: dict) -> list[str]:
         out += _md_table(cols, [[r[k] for k in cols] for r in leak["bonus"]]) + [""]
         for audit in leak["audit_ranks"]:
             out += [f"### {_md(audit['judge'])} ({_md(audit['condition'])})", ""]
-            out += _md_table(["entry", "relation", audit["measure"], "adjusted", "rank", "adjusted rank", "n"],
-                             [[e["entry"], e["relation"], e["score"], e["adjusted_score"], _num(e["rank"]),
-                               _rank_text((e["adjusted_rank"], *e["ci"])) if e["adjusted_rank"] is not None else "n/a",
-                               e["n"]] for e in audit["entries"]]) + [""]
+            out += _md_table(
+                ["entry", "relation", audit["measure"], "adjusted", "rank", "adjusted rank", "n"],
+                [
+                    [
+                        e["entry"],
+                        e["relation"],
+                        e["score"],
+                        e["adjusted_score"],
+                        _num(e["rank"]),
+                        _rank_text((e["adjusted_rank"], *e["ci"])) if e["adjusted_rank"] is not None else "n/a",
+                        e["n"],
+                    ]
+                    for e in audit["entries"]
+                ],
+            ) + [""]
     if context["humans"]["rows"]:
         out += ["## Human labels: agreement", ""]
         cols = ["who", "statistic", "estimate", "n", "excluded"]
         out += _md_table(cols, [[r[k] for k in cols] for r in context["humans"]["rows"]]) + [""]
     if context["exclusions"]:
-        out += ["## Verdicts left out", "", "Judgments without a verdict are left out of every metric; "
-                "the reasons are in docs/verdicts.md.", ""]
+        out += [
+            "## Verdicts left out",
+            "",
+            "Judgments without a verdict are left out of every metric; the reasons are in docs/verdicts.md.",
+            "",
+        ]
         cols = ["judge", "condition", "kind", "judgments", "without", "share", "reasons"]
-        out += _md_table(["judge", "condition", "kind", "judgments", "without a verdict", "share", "by reason"],
-                         [[r[k] for k in cols] for r in context["exclusions"]]) + [""]
+        out += _md_table(
+            ["judge", "condition", "kind", "judgments", "without a verdict", "share", "by reason"],
+            [[r[k] for k in cols] for r in context["exclusions"]],
+        ) + [""]
         flagged = [(r, f) for r in context["exclusions"] for f in r["flagged"]]
         if flagged:
-            out += ["### Generators left out far more often than the others", "",
-                    "A generator whose text holds the verdict markers a judge writes can turn its losses into "
-                    "exclusions (docs/verdicts.md); read the raw replies before trusting this judge's numbers for it.", ""]
-            out += _md_table(["judge", "condition", "kind", "generator", "without a verdict", "others",
-                              "gap (CI)", "p (level)", "most frequent reason"],
-                             [[r["judge"], r["condition"], r["kind"], f["generator"], f"{f['share']} of {f['of']}",
-                               f"{f['others_share']} of {f['others_of']}", f["gap"], f["p"], f["reason"]]
-                              for r, f in flagged]) + [""]
+            out += [
+                "### Generators left out far more often than the others",
+                "",
+                "A generator whose text holds the verdict markers a judge writes can turn its losses into "
+                "exclusions (docs/verdicts.md); read the raw replies before trusting this judge's numbers for it.",
+                "",
+            ]
+            out += _md_table(
+                [
+                    "judge",
+                    "condition",
+                    "kind",
+                    "generator",
+                    "without a verdict",
+                    "others",
+                    "gap (CI)",
+                    "p (level)",
+                    "most frequent reason",
+                ],
+                [
+                    [
+                        r["judge"],
+                        r["condition"],
+                        r["kind"],
+                        f["generator"],
+                        f"{f['share']} of {f['of']}",
+                        f"{f['others_share']} of {f['others_of']}",
+                        f["gap"],
+                        f["p"],
+                        f["reason"],
+                    ]
+                    for r, f in flagged
+                ],
+            ) + [""]
     if context["generic_only"]:
-        out += [f"Shown only in the results table below (no plot or section of their own): "
-                f"{_md(', '.join(context['generic_only']))}.", ""]
+        out += [
+            f"Shown only in the results table below (no plot or section of their own): "
+            f"{_md(', '.join(context['generic_only']))}.",
+            "",
+        ]
     return out
 
 
@@ -466,20 +680,42 @@ def _environment() -> Environment:
     return env
 
 
-def write_report(records: list[dict], out_dir: str | Path, *, summary: dict | None = None,
-                 findings: list[str] | None = None, thresholds: Thresholds | None = None,
-                 title: str = "nepotism report", attribution: str | None = None,
-                 verdicts: list[Verdict] | None = None,
-                 cases: Mapping[str, Explanation] | None = None) -> dict[str, Path]:
+def write_report(
+    records: list[dict],
+    out_dir: str | Path,
+    *,
+    summary: dict | None = None,
+    findings: list[str] | None = None,
+    thresholds: Thresholds | None = None,
+    title: str = "nepotism report",
+    attribution: str | None = None,
+    verdicts: list[Verdict] | None = None,
+    cases: Mapping[str, Explanation] | None = None,
+) -> dict[str, Path]:
     """Write ``report.html``, ``report.md``, ``results.json`` and ``results.csv``; return their paths
     (``cases``: as `build_report` takes them)."""
-    context = build_report(records, summary=summary, findings=findings, thresholds=thresholds, title=title,
-                           attribution=attribution, verdicts=verdicts, cases=cases)
+    context = build_report(
+        records,
+        summary=summary,
+        findings=findings,
+        thresholds=thresholds,
+        title=title,
+        attribution=attribution,
+        verdicts=verdicts,
+        cases=cases,
+    )
     html = _environment().get_template("report.html.j2").render(**context)
     verdicts = context["verdict_list"]
-    document = Results(records, summary={**context["summary"], "cards": context["cards"]},
-                       findings=[v.sentence for v in verdicts] if verdicts else context["findings"],
-                       verdicts=verdicts)
-    payloads = {"report.html": html.encode(), "report.md": _markdown(context).encode(),
-                "results.json": document.to_json().encode(), "results.csv": _csv(records)}
+    document = Results(
+        records,
+        summary={**context["summary"], "cards": context["cards"]},
+        findings=[v.sentence for v in verdicts] if verdicts else context["findings"],
+        verdicts=verdicts,
+    )
+    payloads = {
+        "report.html": html.encode(),
+        "report.md": _markdown(context).encode(),
+        "results.json": document.to_json().encode(),
+        "results.csv": _csv(records),
+    }
     return write_files(out_dir, payloads)

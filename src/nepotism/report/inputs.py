@@ -37,8 +37,7 @@ from nepotism.errors import InputError
 if TYPE_CHECKING:
     from nepotism.metrics import Bootstrap
 
-__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records",
-           "results_source"]
+__all__ = ["folder_results", "is_results_file", "is_store", "load_results", "records_instead", "report_records", "results_source"]
 
 _REQUIRED = ("metric", "judge", "value")
 
@@ -64,8 +63,7 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
     except UnicodeDecodeError as err:
         raise InputError(f"not a JSON results file: {err}", path=str(path)) from None
     except InputError as err:
-        raise InputError(f"not a JSON results file: {err.message}", path=err.path, line=err.line,
-                         field=err.field) from None
+        raise InputError(f"not a JSON results file: {err.message}", path=err.path, line=err.line, field=err.field) from None
     try:
         results = Results.from_document(document)
     except ValueError as err:
@@ -95,9 +93,11 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
 
 def _remake(path: Path) -> str:
     """How to make the results document of what ``path`` holds."""
-    return ("it holds result records in a shape an older nepotism wrote; run the command that made it again "
-            "(`nepotism mitigate EXPERIMENT --json` or its output folder's mitigations.json, `nepotism leakage run`'s "
-            "results.json, `nepotism metrics ... --json`) and give `nepotism report` that results document")
+    return (
+        "it holds result records in a shape an older nepotism wrote; run the command that made it again "
+        "(`nepotism mitigate EXPERIMENT --json` or its output folder's mitigations.json, `nepotism leakage run`'s "
+        "results.json, `nepotism metrics ... --json`) and give `nepotism report` that results document"
+    )
 
 
 def results_source(source: str | Path) -> Path | None:
@@ -113,8 +113,11 @@ def results_source(source: str | Path) -> Path | None:
     if Path(source).is_dir() and (found := records_instead(source)) is not None:  # e.g. nepotism-demo/
         file, results = found
         if results is None:
-            raise InputError("holds result records (metric, value, ci_low, ...), not judgments, and no results "
-                             "JSON beside them: give `nepotism report` the .json results file", path=str(file))
+            raise InputError(
+                "holds result records (metric, value, ci_low, ...), not judgments, and no results "
+                "JSON beside them: give `nepotism report` the .json results file",
+                path=str(file),
+            )
         return results
     if Path(source).is_file() and _holds_records(Path(source)):  # JSON Lines records of an older nepotism
         sibling = Path(source).with_suffix(".json")
@@ -124,9 +127,16 @@ def results_source(source: str | Path) -> Path | None:
     return None
 
 
-def report_records(source: str | Path, *, references: Sequence[str | Path] = (), models: Sequence[str | Path] = (),
-                   kind: str | None = None, rule: str = "consistent", protocol: str | None = None,
-                   bootstrap: Bootstrap | None = None) -> tuple[list[dict], dict, list[str]]:
+def report_records(
+    source: str | Path,
+    *,
+    references: Sequence[str | Path] = (),
+    models: Sequence[str | Path] = (),
+    kind: str | None = None,
+    rule: str = "consistent",
+    protocol: str | None = None,
+    bootstrap: Bootstrap | None = None,
+) -> tuple[list[dict], dict, list[str]]:
     """``(records, summary, findings)`` of what ``nepotism report SOURCE`` reports: a results file
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
@@ -136,8 +146,9 @@ def report_records(source: str | Path, *, references: Sequence[str | Path] = (),
         return load_results(found)
     from nepotism.api import audit
 
-    results = audit(source, references=list(references), models=list(models), kind=kind, rule=rule,
-                    protocol=protocol, bootstrap=bootstrap)
+    results = audit(
+        source, references=list(references), models=list(models), kind=kind, rule=rule, protocol=protocol, bootstrap=bootstrap
+    )
     records = results.to_dicts()
     return records + folder_results(source, records), results.summary, results.findings
 

@@ -29,12 +29,28 @@ def meta_evaluation_table(records: list[dict]) -> list[dict]:
         variant = r.get("variant") or {}
         if r.get("metric") not in META_EVALUATION or "slice" in variant:
             continue
-        key = (str(r.get("judge")), str(r.get("condition")), str(variant.get("reference", "")),
-               str(variant.get("polarity", "all")))
-        row = rows.setdefault(key, {"judge": key[0], "condition": key[1], "reference": key[2], "polarity": key[3],
-                                    "juror": "yes" if r.get("in_jury") else "no", "cells": {}})
+        key = (
+            str(r.get("judge")),
+            str(r.get("condition")),
+            str(variant.get("reference", "")),
+            str(variant.get("polarity", "all")),
+        )
+        row = rows.setdefault(
+            key,
+            {
+                "judge": key[0],
+                "condition": key[1],
+                "reference": key[2],
+                "polarity": key[3],
+                "juror": "yes" if r.get("in_jury") else "no",
+                "cells": {},
+            },
+        )
         row["cells"][r["metric"].removeprefix("rubric-")] = {
-            "text": format_value(r), "n": r.get("n"), "defined": r.get("value") is not None}
+            "text": format_value(r),
+            "n": r.get("n"),
+            "defined": r.get("value") is not None,
+        }
     missing = {"text": "not measured", "n": None, "defined": False}
     out = []
     for key in sorted(rows, key=lambda k: (k[0], k[1], k[2], _POLARITY.get(k[3], 3), k[3])):

@@ -20,10 +20,12 @@ from nepotism.report.sections import RUBRIC, _by_judge, rubric_records
 __all__ = ["PAIRS", "accuracy_bias_plots", "accuracy_bias_table"]
 
 #: (paradigm, level, accuracy column, bias column) of `sections.rubric_records`.
-PAIRS = (("SR", "instance", "mipa SR", "hspp-ratio self instance"),
-         ("SR", "rubric", "mra", "hspp-ratio self rubric"),
-         ("DA", "instance", "mipa DA", "hspp-ratio self instance DA"),
-         ("PWC", "instance", "mipa PWC", "hspp-ratio self instance PWC"))
+PAIRS = (
+    ("SR", "instance", "mipa SR", "hspp-ratio self instance"),
+    ("SR", "rubric", "mra", "hspp-ratio self rubric"),
+    ("DA", "instance", "mipa DA", "hspp-ratio self instance DA"),
+    ("PWC", "instance", "mipa PWC", "hspp-ratio self instance PWC"),
+)
 
 
 def accuracy_bias_table(records: list[dict]) -> list[dict]:
@@ -43,14 +45,26 @@ def accuracy_bias_table(records: list[dict]) -> list[dict]:
                 continue
             test = pearson([p[1] for p in points], [p[2] for p in points])
             defined = test["r"] == test["r"]
-            r_text = (f"{test['r']:+.2f}" + (f" (95% CI {test['ci_low']:+.2f} to {test['ci_high']:+.2f})"
-                                              if test["ci_low"] == test["ci_low"] else "")
-                      if defined else f"n/a ({test['note']})")
-            rows.append({"condition": condition, "paradigm": paradigm, "level": level,
-                         "accuracy": acc.split(" ")[0].upper(), "bias": bias.replace("hspp-ratio self ", "HSPP-"),
-                         "n_judges": len(points), "r": r_text,
-                         "p_value": f"{test['p_value']:.3g}" if defined else "n/a",
-                         "points": "; ".join(f"{j}: {x:.2f}, {y:.2f}" for j, x, y in points), "xy": points})
+            r_text = (
+                f"{test['r']:+.2f}"
+                + (f" (95% CI {test['ci_low']:+.2f} to {test['ci_high']:+.2f})" if test["ci_low"] == test["ci_low"] else "")
+                if defined
+                else f"n/a ({test['note']})"
+            )
+            rows.append(
+                {
+                    "condition": condition,
+                    "paradigm": paradigm,
+                    "level": level,
+                    "accuracy": acc.split(" ")[0].upper(),
+                    "bias": bias.replace("hspp-ratio self ", "HSPP-"),
+                    "n_judges": len(points),
+                    "r": r_text,
+                    "p_value": f"{test['p_value']:.3g}" if defined else "n/a",
+                    "points": "; ".join(f"{j}: {x:.2f}, {y:.2f}" for j, x, y in points),
+                    "xy": points,
+                }
+            )
     return rows
 
 
@@ -82,10 +96,15 @@ def accuracy_bias_plots(records: list[dict]) -> list[dict]:
                 ax.set_ylabel(f"{row['bias']} ratio (1 = no bias)")
                 ax.set_title(f"{row['paradigm']}, {row['level']} level: r = {row['r'].split(' (')[0]}", fontsize=9)
             fig.tight_layout()
-            plots.append(_plot(f"paradigms-{k}", f"Accuracy against self-preference ({condition})", fig,
-                               f"Scatter panels, one per paradigm: each judge's accuracy against its HSPP ratio "
-                               f"under condition {condition}",
-                               "Paper 002 Fig. 2: each judge is a point; a negative r means the more accurate judges "
-                               "favour themselves less. The dashed line is no bias (ratio 1); r is Pearson's across "
-                               "judges (n/a below three), its interval in the table below."))
+            plots.append(
+                _plot(
+                    f"paradigms-{k}",
+                    f"Accuracy against self-preference ({condition})",
+                    fig,
+                    f"Scatter panels, one per paradigm: each judge's accuracy against its HSPP ratio under condition {condition}",
+                    "Paper 002 Fig. 2: each judge is a point; a negative r means the more accurate judges "
+                    "favour themselves less. The dashed line is no bias (ratio 1); r is Pearson's across "
+                    "judges (n/a below three), its interval in the table below.",
+                )
+            )
     return plots

@@ -35,21 +35,50 @@ from nepotism.models import related_scope, untagged
 from nepotism.report._format import relation_words
 
 __all__ = [
-    "BIAS_METRICS", "OKABE_ITO", "SCOPE_COLOURS", "bias_bars", "confusion_matrices", "heatmaps", "leaderboard",
-    "mitigation", "perplexity", "perplexity_means", "pls_tie_rule"
+    "BIAS_METRICS",
+    "OKABE_ITO",
+    "SCOPE_COLOURS",
+    "bias_bars",
+    "confusion_matrices",
+    "heatmaps",
+    "leaderboard",
+    "mitigation",
+    "perplexity",
+    "perplexity_means",
+    "pls_tie_rule",
 ]
 
-OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
-             "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "grey": "#999999",
+}
 #: Scope (`Registry.scope`) or registry relation → colour: one colour per relation. The family scope
 #: is drawn as its commonest relation (same family); its series and lineage get their own colours.
-SCOPE_COLOURS = {"self": OKABE_ITO["blue"], "family": OKABE_ITO["orange"], "same_family": OKABE_ITO["orange"],
-                 "same_series": OKABE_ITO["vermillion"], "lineage": OKABE_ITO["black"],
-                 "student": OKABE_ITO["green"], "family-student": OKABE_ITO["purple"],
-                 "family_student": OKABE_ITO["purple"], "teacher": OKABE_ITO["sky"]}
+SCOPE_COLOURS = {
+    "self": OKABE_ITO["blue"],
+    "family": OKABE_ITO["orange"],
+    "same_family": OKABE_ITO["orange"],
+    "same_series": OKABE_ITO["vermillion"],
+    "lineage": OKABE_ITO["black"],
+    "student": OKABE_ITO["green"],
+    "family-student": OKABE_ITO["purple"],
+    "family_student": OKABE_ITO["purple"],
+    "teacher": OKABE_ITO["sky"],
+}
 #: Legend words of the scopes `relation_words` (registry relations) does not name.
-_SCOPE_WORDS = {"family": "of its family", "family-student": "a student of its family",
-                "neutral": "neither answer related to it (check)", "None": "no relation recorded"}
+_SCOPE_WORDS = {
+    "family": "of its family",
+    "family-student": "a student of its family",
+    "neutral": "neither answer related to it (check)",
+    "None": "no relation recorded",
+}
 _FAMILY = {"family", "lineage", "same_series", "same_family"}
 _STUDENT = {"student", "family-student", "family_student"}
 _MAX_ROWS = 40
@@ -62,12 +91,23 @@ def _style():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rc = {"text.parse_math": False, "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
-          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e5e5e5",
-          "axes.axisbelow": True, "figure.dpi": 100, "savefig.dpi": 110, "font.family": "DejaVu Sans",
-          "axes.prop_cycle": matplotlib.cycler(color=[OKABE_ITO[k] for k in
-                                                      ("blue", "orange", "green", "vermillion", "purple", "sky",
-                                                       "yellow", "black")])}
+    rc = {
+        "text.parse_math": False,
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.labelsize": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.color": "#e5e5e5",
+        "axes.axisbelow": True,
+        "figure.dpi": 100,
+        "savefig.dpi": 110,
+        "font.family": "DejaVu Sans",
+        "axes.prop_cycle": matplotlib.cycler(
+            color=[OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black")]
+        ),
+    }
     with plt.rc_context(rc):
         yield plt
 
@@ -134,8 +174,7 @@ def _relation_legend(ax, scopes, **options) -> None:
     """A legend of the colours drawn, one per scope or relation, named in words."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=_colour(s), marker="o", label=_SCOPE_WORDS.get(s) or relation_words(s))
-               for s in scopes]
+    handles = [Line2D([], [], color=_colour(s), marker="o", label=_SCOPE_WORDS.get(s) or relation_words(s)) for s in scopes]
     ax.legend(handles=handles, title="the generator is, to the judge", **options)
 
 
@@ -143,8 +182,20 @@ def _colour(scope) -> str:
     return SCOPE_COLOURS.get(str(scope), OKABE_ITO["grey"])
 
 
-_ORDER = ("self", "lineage", "same_series", "family", "same_family", "student", "family-student", "family_student",
-          "teacher", "neutral", "unrelated", "unknown")
+_ORDER = (
+    "self",
+    "lineage",
+    "same_series",
+    "family",
+    "same_family",
+    "student",
+    "family-student",
+    "family_student",
+    "teacher",
+    "neutral",
+    "unrelated",
+    "unknown",
+)
 
 
 def _scope_order(scope: str) -> tuple:
@@ -175,21 +226,22 @@ def _defined(records, metric):
 def _cmap():
     from matplotlib.colors import LinearSegmentedColormap
 
-    return LinearSegmentedColormap.from_list("nepotism-diverging", [OKABE_ITO["blue"], "#ffffff",
-                                                                    OKABE_ITO["vermillion"]])
+    return LinearSegmentedColormap.from_list("nepotism-diverging", [OKABE_ITO["blue"], "#ffffff", OKABE_ITO["vermillion"]])
 
 
 # ------------------------------------------------------------------------------------ heatmaps
 #: Heatmap outlines: (kind, line style, words). A cell is outlined by the generator's relation to the judge.
-_OUTLINES = (("self", "-", "the judge itself"), ("family", "--", "of its family, series or lineage"),
-             ("student", ":", "its student, or its family's"))
+_OUTLINES = (
+    ("self", "-", "the judge itself"),
+    ("family", "--", "of its family, series or lineage"),
+    ("student", ":", "its student, or its family's"),
+)
 
 
 def _outline(relation) -> str | None:
     if not isinstance(relation, str):  # e.g. leakage win rates carry a {judge: relation} mapping
         return None
-    return ("self" if relation == "self" else "family" if relation in _FAMILY
-            else "student" if relation in _STUDENT else None)
+    return "self" if relation == "self" else "family" if relation in _FAMILY else "student" if relation in _STUDENT else None
 
 
 def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption):
@@ -215,20 +267,33 @@ def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption
         kind = _outline(relation)
         if kind:
             drawn.add(kind)
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2,
-                                   linestyle=styles[kind]))
+            ax.add_patch(
+                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2, linestyle=styles[kind])
+            )
     if matrix.size <= 400:
         for (i, j), v in np.ndenumerate(matrix):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:+.1f}", ha="center", va="center", fontsize=7,
-                        color="white" if abs(v) > 0.6 * limit else "black")
+                ax.text(
+                    j, i, f"{v:+.1f}", ha="center", va="center", fontsize=7, color="white" if abs(v) > 0.6 * limit else "black"
+                )
     bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     bar.set_label(unit)
-    handles = [Line2D([], [], color="black", linestyle=style, linewidth=2, label=words)
-               for kind, style, words in _OUTLINES if kind in drawn]
+    handles = [
+        Line2D([], [], color="black", linestyle=style, linewidth=2, label=words)
+        for kind, style, words in _OUTLINES
+        if kind in drawn
+    ]
     if handles:
-        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(handles), fontsize=8,
-                  frameon=False, title="outlined: the generator is, to the judge", title_fontsize=8)
+        ax.legend(
+            handles=handles,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            ncol=len(handles),
+            fontsize=8,
+            frameon=False,
+            title="outlined: the generator is, to the judge",
+            title_fontsize=8,
+        )
     ax.set_title(title, pad=40 if handles else 8)
     return _plot(id_, title, fig, f"Heatmap: {title}", caption)
 
@@ -236,8 +301,7 @@ def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption
 def _self_pair(generator, opponents) -> bool:
     """Whether a win rate compares a model with samples of itself (``m@output_1`` against ``m@output_2``):
     it says nothing about whom a judge favours."""
-    return (isinstance(opponents, list) and bool(opponents)
-            and all(untagged(o) == untagged(generator) for o in opponents))
+    return isinstance(opponents, list) and bool(opponents) and all(untagged(o) == untagged(generator) for o in opponents)
 
 
 def _names(items, limit: int = 8) -> str:
@@ -249,8 +313,11 @@ def heatmaps(records: list[dict]) -> list[dict]:
     """Judge × generator: centred rubric score deltas, and win rates centred per generator across judges."""
     out = []
     labels = _judge_labels(records)
-    deltas = [r for r in _defined(records, "score-delta") if (r.get("variant") or {}).get("weighting", "count") == "count"
-              and (r.get("variant") or {}).get("centred", True)]
+    deltas = [
+        r
+        for r in _defined(records, "score-delta")
+        if (r.get("variant") or {}).get("weighting", "count") == "count" and (r.get("variant") or {}).get("centred", True)
+    ]
     win = _defined(records, "win-rate")
     with _style() as plt:
         for kind, rows_in in (("score-delta", deltas), ("win-rate", win)):
@@ -275,24 +342,36 @@ def heatmaps(records: list[dict]) -> list[dict]:
                 generators = [g for g in generators if len(seen[g]) >= 2]
                 if not generators:
                     continue
-                related = {g for g in generators if any(isinstance(cells[(j, g)].get("relation"), str) and
-                                                        related_scope(cells[(j, g)]["relation"]) for j in seen[g])}
+                related = {
+                    g
+                    for g in generators
+                    if any(
+                        isinstance(cells[(j, g)].get("relation"), str) and related_scope(cells[(j, g)]["relation"])
+                        for j in seen[g]
+                    )
+                }
                 comparable = len(generators)
                 generators.sort(key=lambda g: (g not in related, -len(seen[g]), g))
                 generators = sorted(generators[:_MAX_ROWS])
                 judges = [j for j in judges if any((j, g) in cells for g in generators)]
                 if comparable > len(generators):
-                    notes.append(f"Showing {len(generators)} of the {comparable} comparable generators: those "
-                                 "related to a judge first, then those most judges saw.")
+                    notes.append(
+                        f"Showing {len(generators)} of the {comparable} comparable generators: those "
+                        "related to a judge first, then those most judges saw."
+                    )
                 if with_itself:
-                    notes.append(f"Left out: {len(with_itself)} column(s) comparing a model with samples of itself "
-                                 f"({_names(with_itself, 4)}), which say nothing about whom a judge favours.")
+                    notes.append(
+                        f"Left out: {len(with_itself)} column(s) comparing a model with samples of itself "
+                        f"({_names(with_itself, 4)}), which say nothing about whom a judge favours."
+                    )
                 left = [labels[j] for j in everyone if j not in judges]
                 if left:
-                    notes.append(f"Not shown: {_names(left)} — no generator they judged was judged by another "
-                                 "judge (or under another condition) against the same opponents"
-                                 + (", or their columns are beyond those shown" if comparable > len(generators)
-                                    else "") + ".")
+                    notes.append(
+                        f"Not shown: {_names(left)} — no generator they judged was judged by another "
+                        "judge (or under another condition) against the same opponents"
+                        + (", or their columns are beyond those shown" if comparable > len(generators) else "")
+                        + "."
+                    )
             values, relations = [], {}
             for i, j in enumerate(judges):
                 line = []
@@ -307,20 +386,35 @@ def heatmaps(records: list[dict]) -> list[dict]:
                 matrix = matrix - np.nanmean(matrix, axis=0, keepdims=True)
                 title = "Win rate of each generator under each judge, centred on its mean over judges"
                 unit = "win rate − mean over judges (percentage points)"
-                caption = ("Rows are judges (and conditions); each column is one generator against the same "
-                           "opponents, seen by at least two rows; a cell is that row's win rate for it minus the mean "
-                           "over those rows, so a positive outlined cell is a judge rating its relative higher than "
-                           "the other judges do. Outlined cells: the generator is the judge itself (solid), of its "
-                           "family (dashed) or its student (dotted). A generator only one row saw against its opponents "
-                           "has no column.")
+                caption = (
+                    "Rows are judges (and conditions); each column is one generator against the same "
+                    "opponents, seen by at least two rows; a cell is that row's win rate for it minus the mean "
+                    "over those rows, so a positive outlined cell is a judge rating its relative higher than "
+                    "the other judges do. Outlined cells: the generator is the judge itself (solid), of its "
+                    "family (dashed) or its student (dotted). A generator only one row saw against its opponents "
+                    "has no column."
+                )
             else:
                 title = "Centred rubric score delta: judge score − reference score, centred per judge"
                 unit = "score delta (percentage points of rubrics met)"
-                caption = ("S_J(G) − S*(G) minus its mean over the judge's generators (paper 002 Fig. 5): positive means "
-                           "the judge grades that generator more generously than the reference does, relative to the "
-                           "others. Outlined cells: self (solid), family (dashed), student (dotted).")
-            out.append(_heatmap(plt, [labels[j] for j in judges], generators, matrix, relations, title=title,
-                                unit=unit, id_=f"heatmap-{kind}", caption=" ".join([caption, *notes])))
+                caption = (
+                    "S_J(G) − S*(G) minus its mean over the judge's generators (paper 002 Fig. 5): positive means "
+                    "the judge grades that generator more generously than the reference does, relative to the "
+                    "others. Outlined cells: self (solid), family (dashed), student (dotted)."
+                )
+            out.append(
+                _heatmap(
+                    plt,
+                    [labels[j] for j in judges],
+                    generators,
+                    matrix,
+                    relations,
+                    title=title,
+                    unit=unit,
+                    id_=f"heatmap-{kind}",
+                    caption=" ".join([caption, *notes]),
+                )
+            )
     return out
 
 
@@ -332,38 +426,79 @@ def _variant(r) -> dict:
 _BARS = [
     ("matched-bias", lambda r: True, 0.0, 100, "related preferred minus unrelated reference judges (points)"),
     ("paired-win-rate-gap", lambda r: True, 0.0, 100, "win rate here minus under the other judge (percentage points)"),
-    ("self-preference-ratio", lambda r: "averaging" not in _variant(r), 50.0, 100,  # pooled; per evaluatee: 004 tables
-     "related candidate preferred (% of comparisons)"),
-    ("demographic-parity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
-     "P(prefer | related) − P(prefer | other) (percentage points)"),
-    ("equal-opportunity-bias", lambda r: _variant(r).get("preference", "verdict") == "verdict", 0.0, 100,
-     "recall on related − recall on other (percentage points)"),
+    (
+        "self-preference-ratio",
+        lambda r: "averaging" not in _variant(r),
+        50.0,
+        100,  # pooled; per evaluatee: 004 tables
+        "related candidate preferred (% of comparisons)",
+    ),
+    (
+        "demographic-parity-bias",
+        lambda r: _variant(r).get("preference", "verdict") == "verdict",
+        0.0,
+        100,
+        "P(prefer | related) − P(prefer | other) (percentage points)",
+    ),
+    (
+        "equal-opportunity-bias",
+        lambda r: _variant(r).get("preference", "verdict") == "verdict",
+        0.0,
+        100,
+        "recall on related − recall on other (percentage points)",
+    ),
     ("error-bias", lambda r: True, 0.0, 100, "errors for related − errors against it (percentage points)"),
-    ("score-delta", lambda r: related_scope(r.get("scope"))
-     and _variant(r).get("weighting", "count") == "count", 0.0, 100, "centred score delta (percentage points)"),
-    ("hspp-ratio", lambda r: _variant(r).get("family_set", "exclude judge") == "exclude judge"
-     and _variant(r).get("denominator", "not-family") == "not-family", 1.0, 1,
-     "overestimation of related ÷ of unrelated generators (ratio)"),
-    ("harmful-self-preference-propensity", lambda r: _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee"
-     and _variant(r).get("opponents", "unrelated") == "unrelated"
-     and _variant(r).get("preference", "verdict") == "verdict",
-     None, 100, "prefers own answer when the other is correct (%)"),
-    ("preference-leakage-score", lambda r: True, 0.0, 100,  # one tie rule: see pls_tie_rule
-     "preference leakage score (%, relative)"),
+    (
+        "score-delta",
+        lambda r: related_scope(r.get("scope")) and _variant(r).get("weighting", "count") == "count",
+        0.0,
+        100,
+        "centred score delta (percentage points)",
+    ),
+    (
+        "hspp-ratio",
+        lambda r: (
+            _variant(r).get("family_set", "exclude judge") == "exclude judge"
+            and _variant(r).get("denominator", "not-family") == "not-family"
+        ),
+        1.0,
+        1,
+        "overestimation of related ÷ of unrelated generators (ratio)",
+    ),
+    (
+        "harmful-self-preference-propensity",
+        lambda r: (
+            _variant(r).get("averaging", "per-evaluatee") == "per-evaluatee"
+            and _variant(r).get("opponents", "unrelated") == "unrelated"
+            and _variant(r).get("preference", "verdict") == "verdict"
+        ),
+        None,
+        100,
+        "prefers own answer when the other is correct (%)",
+    ),
+    (
+        "preference-leakage-score",
+        lambda r: True,
+        0.0,
+        100,  # one tie rule: see pls_tie_rule
+        "preference leakage score (%, relative)",
+    ),
 ]
 #: Metric ids shown as bias bars (and compared across conditions).
 BIAS_METRICS = tuple(m for m, *_ in _BARS)
-_JUDGE_ALONE = ("this metric reads the judge alone, so it cannot tell favouritism from better answers: a judge "
-                "whose relatives write better answers prefers them without any bias. Matched bias (against judges "
-                "unrelated to both answers, on the same pairs) and equal-opportunity bias (against human labels) can.")
+_JUDGE_ALONE = (
+    "this metric reads the judge alone, so it cannot tell favouritism from better answers: a judge "
+    "whose relatives write better answers prefers them without any bias. Matched bias (against judges "
+    "unrelated to both answers, on the same pairs) and equal-opportunity bias (against human labels) can."
+)
 #: What a metric's dashed line marks, where "no bias" would say more than the metric can ({null}: its value).
 _NULL_WORDS = {
     "self-preference-ratio": "the dashed line is equal preference ({null:g}%: the related answer preferred as often "
-                             "as the other), not \"no bias\": " + _JUDGE_ALONE,
+    'as the other), not "no bias": ' + _JUDGE_ALONE,
     "demographic-parity-bias": "the dashed line is equal preference ({null:g}: related answers preferred as often as "
-                               "others), not \"no bias\": " + _JUDGE_ALONE,
+    'others), not "no bias": ' + _JUDGE_ALONE,
     "paired-win-rate-gap": "the dashed line is no difference between the two judges ({null:g}); the other judge may "
-                           "favour the candidates too (matched bias compares with judges unrelated to both)",
+    "favour the candidates too (matched bias compares with judges unrelated to both)",
 }
 
 
@@ -422,14 +557,23 @@ def bias_bars(records: list[dict]) -> list[dict]:
             ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.set_xlabel(xlabel)
             ax.grid(axis="y", visible=False)
-            _relation_legend(ax, sorted({str(r.get("scope")) for r in rows}, key=_scope_order), loc="upper left",
-                             bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, title_fontsize=8)
+            _relation_legend(
+                ax,
+                sorted({str(r.get("scope")) for r in rows}, key=_scope_order),
+                loc="upper left",
+                bbox_to_anchor=(1.01, 1.0),
+                fontsize=7.5,
+                frameon=False,
+                title_fontsize=8,
+            )
             level = int(round(100 * (rows[0].get("confidence") or 0.95)))
             ax.set_title(metric)
             line = "" if null is None else "; " + _NULL_WORDS.get(metric, "the dashed line is no bias ({null:g})")
-            caption = (f"{metric}: dots are estimates, lines their {level}% cluster-bootstrap intervals"
-                       + line.format(null=null).rstrip(".")
-                       + (f". {dropped} more rows are in the tables." if dropped else "."))
+            caption = (
+                f"{metric}: dots are estimates, lines their {level}% cluster-bootstrap intervals"
+                + line.format(null=null).rstrip(".")
+                + (f". {dropped} more rows are in the tables." if dropped else ".")
+            )
             out.append(_plot(f"bias-{metric}", metric, fig, f"Forest plot of {metric} per judge and scope", caption))
     return out
 
@@ -463,18 +607,30 @@ def perplexity(records: list[dict]) -> list[dict]:
     out = []
     with _style() as plt:
         for (judge, condition), items in sorted(groups.items()):
-            def line(group, rater, items=items):
-                return sorted((r for r in items if _group(r) == group and _variant(r).get("rater", "judge") == rater),
-                              key=lambda r: _variant(r).get("bin", 0))
 
-            panels = [("Judge vs human (Fig. 3)", [("all", "judge", OKABE_ITO["blue"], "o", "judge", "-"),
-                                                   ("all", "human", OKABE_ITO["orange"], "s", "human", "-")]),
-                      ("Own vs other pairs (Fig. 4)", [("self", "judge", OKABE_ITO["vermillion"], "o",
-                                                        "judge, own answer as A", "-"),
-                                                       ("other", "judge", OKABE_ITO["blue"], "o",
-                                                        "judge, pairs without its answer", "-"),
-                                                       ("self", "human", OKABE_ITO["vermillion"], "s",
-                                                        "human, own answer as A", ":")])]
+            def line(group, rater, items=items):
+                return sorted(
+                    (r for r in items if _group(r) == group and _variant(r).get("rater", "judge") == rater),
+                    key=lambda r: _variant(r).get("bin", 0),
+                )
+
+            panels = [
+                (
+                    "Judge vs human (Fig. 3)",
+                    [
+                        ("all", "judge", OKABE_ITO["blue"], "o", "judge", "-"),
+                        ("all", "human", OKABE_ITO["orange"], "s", "human", "-"),
+                    ],
+                ),
+                (
+                    "Own vs other pairs (Fig. 4)",
+                    [
+                        ("self", "judge", OKABE_ITO["vermillion"], "o", "judge, own answer as A", "-"),
+                        ("other", "judge", OKABE_ITO["blue"], "o", "judge, pairs without its answer", "-"),
+                        ("self", "human", OKABE_ITO["vermillion"], "s", "human, own answer as A", ":"),
+                    ],
+                ),
+            ]
             panels = [(t, [spec for spec in specs if line(spec[0], spec[1])]) for t, specs in panels]
             panels = [(t, specs) for t, specs in panels if specs]
             if not panels:
@@ -486,8 +642,12 @@ def perplexity(records: list[dict]) -> list[dict]:
                 for group, rater, colour, marker, label, style in specs:
                     _bin_line(ax, line(group, rater), colour, marker, label, style)
                 ticks = [_variant(r).get("bin", i) for i, r in enumerate(reference)]
-                ax.set_xticks(ticks, [f"{_variant(r).get('low', np.nan):.2g} to {_variant(r).get('high', np.nan):.2g}"
-                                      for r in reference], rotation=30, fontsize=7)
+                ax.set_xticks(
+                    ticks,
+                    [f"{_variant(r).get('low', np.nan):.2g} to {_variant(r).get('high', np.nan):.2g}" for r in reference],
+                    rotation=30,
+                    fontsize=7,
+                )
                 ax.set_ylim(0, 100)
                 ax.axhline(50, color="#444444", linestyle="--", linewidth=0.8)
                 ax.set_title(title, fontsize=9)
@@ -496,15 +656,20 @@ def perplexity(records: list[dict]) -> list[dict]:
                 ax.legend(fontsize=7)
             fig.suptitle(_wrap(labels.get((judge, condition), judge), 80))
             fig.tight_layout()
-            out.append(_plot(f"perplexity-{len(out)}", f"Perplexity-binned win rates: {labels.get((judge, condition), judge)}",
-                             fig, "Line plots of the share of comparisons where A is chosen, per bin of the judge's "
-                             "perplexity difference",
-                             "Left: the judge (blue) and the humans (orange) pick A, per equal-count bin of the judge's "
-                             f"{difference}; a judge line falling faster than the human one means the judge favours text "
-                             "it finds familiar (paper 001 Fig. 3). Right: the judge on pairs holding its own answer "
-                             "(shown as A) and on pairs without it, with the same bins; lines that coincide mean the "
-                             "perplexity, not the authorship, drives the choice (Fig. 4). Bands: bootstrap intervals "
-                             "over prompts."))
+            out.append(
+                _plot(
+                    f"perplexity-{len(out)}",
+                    f"Perplexity-binned win rates: {labels.get((judge, condition), judge)}",
+                    fig,
+                    "Line plots of the share of comparisons where A is chosen, per bin of the judge's perplexity difference",
+                    "Left: the judge (blue) and the humans (orange) pick A, per equal-count bin of the judge's "
+                    f"{difference}; a judge line falling faster than the human one means the judge favours text "
+                    "it finds familiar (paper 001 Fig. 3). Right: the judge on pairs holding its own answer "
+                    "(shown as A) and on pairs without it, with the same bins; lines that coincide mean the "
+                    "perplexity, not the authorship, drives the choice (Fig. 4). Bands: bootstrap intervals "
+                    "over prompts.",
+                )
+            )
     out += perplexity_means(records)
     return out
 
@@ -518,34 +683,55 @@ def perplexity_means(records: list[dict]) -> list[dict]:
     keys = sorted({(str(r["judge"]), str(r.get("condition"))) for r in rows})[:_MAX_ROWS]
     gaps = {(str(r["judge"]), str(r.get("condition"))): r for r in records if r.get("metric") == "log-perplexity-gap"}
     with _style() as plt:
-        fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(keys) + 2.0), 3.6 + 0.12 * _lines(
-            _wrap(labels.get(k, k[0]), 24) for k in keys)))
+        fig, ax = plt.subplots(
+            figsize=(max(5.0, 1.3 * len(keys) + 2.0), 3.6 + 0.12 * _lines(_wrap(labels.get(k, k[0]), 24) for k in keys))
+        )
         width = 0.38
         for offset, name, colour in ((-width / 2, "own", OKABE_ITO["vermillion"]), (width / 2, "other", OKABE_ITO["blue"])):
             for i, key in enumerate(keys):
-                r = next((r for r in rows if (str(r["judge"]), str(r.get("condition"))) == key
-                          and _variant(r).get("responses") == name), None)
+                r = next(
+                    (
+                        r
+                        for r in rows
+                        if (str(r["judge"]), str(r.get("condition"))) == key and _variant(r).get("responses") == name
+                    ),
+                    None,
+                )
                 if r is None:
                     continue
                 ax.bar(i + offset, r["value"], width, color=colour, label=name if i == 0 else None)
                 if r.get("ci_low") is not None and r.get("ci_high") is not None:
-                    ax.errorbar(i + offset, r["value"], yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
-                                color="#222222", capsize=3, linewidth=1)
+                    ax.errorbar(
+                        i + offset,
+                        r["value"],
+                        yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
+                        color="#222222",
+                        capsize=3,
+                        linewidth=1,
+                    )
         names = [_wrap(labels.get(k, k[0]), 24) for k in keys]
         ax.set_xticks(range(len(keys)), names, rotation=20, fontsize=7.5, ha="right", rotation_mode="anchor")
         ax.set_ylabel("mean log-perplexity (nats per token)")
         ax.legend(title="responses", fontsize=8, title_fontsize=8)
         ax.set_title("Own vs other responses under each judge (paper 001 Fig. 5)", fontsize=9)
         fig.tight_layout()
-        gap_text = "; ".join(f"{labels.get(k, k[0])}: gap {gaps[k]['value']:+.3g}"
-                             + (f" [{gaps[k]['ci_low']:+.3g}, {gaps[k]['ci_high']:+.3g}]"
-                                if gaps[k].get("ci_low") is not None else "")
-                             for k in keys if k in gaps and gaps[k].get("value") is not None)
-        return [_plot("perplexity-own-other", "Mean log-perplexity of own vs other responses", fig,
-                      "Bar chart of each judge's mean log-perplexity of its own and of other responses",
-                      "Red: the judge's own responses; blue: other models' responses; error bars are cluster-bootstrap "
-                      "intervals over prompts. Lower means more familiar to the judge; paper 001 finds every evaluator's "
-                      "own responses lower." + (f" Own − other: {gap_text}." if gap_text else ""))]
+        gap_text = "; ".join(
+            f"{labels.get(k, k[0])}: gap {gaps[k]['value']:+.3g}"
+            + (f" [{gaps[k]['ci_low']:+.3g}, {gaps[k]['ci_high']:+.3g}]" if gaps[k].get("ci_low") is not None else "")
+            for k in keys
+            if k in gaps and gaps[k].get("value") is not None
+        )
+        return [
+            _plot(
+                "perplexity-own-other",
+                "Mean log-perplexity of own vs other responses",
+                fig,
+                "Bar chart of each judge's mean log-perplexity of its own and of other responses",
+                "Red: the judge's own responses; blue: other models' responses; error bars are cluster-bootstrap "
+                "intervals over prompts. Lower means more familiar to the judge; paper 001 finds every evaluator's "
+                "own responses lower." + (f" Own − other: {gap_text}." if gap_text else ""),
+            )
+        ]
 
 
 # ------------------------------------------------------------------------------------ confusion
@@ -560,36 +746,62 @@ def confusion_matrices(records: list[dict]) -> list[dict]:
     n_rows = -(-len(rows) // cols)
     with _style() as plt:
         fig, axes = plt.subplots(n_rows, cols, figsize=(3.0 * cols, 2.9 * n_rows), squeeze=False)
-        for ax in axes.ravel()[len(rows):]:
+        for ax in axes.ravel()[len(rows) :]:
             ax.axis("off")
         for ax, r in zip(axes.ravel(), rows):
             m = r["confusion_matrix"]
-            counts = np.array([[m["human_own_judge_own"], m["human_own_judge_other"]],
-                               [m["human_other_judge_own"], m["human_other_judge_other"]]], dtype=float)
+            counts = np.array(
+                [
+                    [m["human_own_judge_own"], m["human_own_judge_other"]],
+                    [m["human_other_judge_own"], m["human_other_judge_other"]],
+                ],
+                dtype=float,
+            )
             share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
             ax.grid(False)
             ax.imshow(share, cmap="cividis", vmin=0, vmax=1)
             for (i, j), c in np.ndenumerate(counts):
-                ax.text(j, i, f"{int(c):,}\n{100 * share[i, j]:.0f}% of row", ha="center", va="center", fontsize=7.5,
-                        color="black" if share[i, j] > 0.55 else "white")
+                ax.text(
+                    j,
+                    i,
+                    f"{int(c):,}\n{100 * share[i, j]:.0f}% of row",
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    color="black" if share[i, j] > 0.55 else "white",
+                )
             ax.set_xticks([0, 1], ["related", "other"])
             ax.set_yticks([0, 1], ["related", "other"])
             ax.set_xlabel("judge prefers")
             ax.set_ylabel("human prefers")
-            ax.set_title(_wrap(f"{labels.get((str(r['judge']), str(r.get('condition'))), r['judge'])}", 34)
-                         + f"\nscope {r.get('scope')}", fontsize=8)
+            ax.set_title(
+                _wrap(f"{labels.get((str(r['judge']), str(r.get('condition'))), r['judge'])}", 34) + f"\nscope {r.get('scope')}",
+                fontsize=8,
+            )
         fig.tight_layout()
-        return [_plot("confusion", "Human × judge confusion matrices", fig,
-                      "Grid of two-by-two confusion matrices of human and judge preferences",
-                      "Rows: which answer the human label prefers; columns: which the judge prefers (ties left out). "
-                      "Equal-opportunity bias is the related row's recall minus the other row's (paper 001 Def. 4.1).")]
+        return [
+            _plot(
+                "confusion",
+                "Human × judge confusion matrices",
+                fig,
+                "Grid of two-by-two confusion matrices of human and judge preferences",
+                "Rows: which answer the human label prefers; columns: which the judge prefers (ties left out). "
+                "Equal-opportunity bias is the related row's recall minus the other row's (paper 001 Def. 4.1).",
+            )
+        ]
 
 
 # ------------------------------------------------------------------------------------ conditions
 def _group_key(r):
     v = {k: x for k, x in _variant(r).items() if k not in ("baseline_condition", "condition")}
-    return (str(r["judge"]), r["metric"], str(r.get("scope")), str(r.get("generator")), json.dumps(r.get("pair")),
-            json.dumps(v, sort_keys=True, default=str))
+    return (
+        str(r["judge"]),
+        r["metric"],
+        str(r.get("scope")),
+        str(r.get("generator")),
+        json.dumps(r.get("pair")),
+        json.dumps(v, sort_keys=True, default=str),
+    )
 
 
 def mitigation(records: list[dict]) -> list[dict]:
@@ -609,8 +821,7 @@ def mitigation(records: list[dict]) -> list[dict]:
                 if "baseline_condition" not in _variant(r):
                     groups[_group_key(r)].append(r)
             groups = {k: v for k, v in groups.items() if len({str(r.get("condition")) for r in v}) >= 2}
-            lines = [(_row_label(r, labels, f" — change vs {_variant(r)['baseline_condition']}"), r, 0.0)
-                     for r in changes]
+            lines = [(_row_label(r, labels, f" — change vs {_variant(r)['baseline_condition']}"), r, 0.0) for r in changes]
             for key, items in sorted(groups.items()):
                 for r in sorted(items, key=lambda r: str(r.get("condition"))):
                     lines.append((_row_label(r, labels), r, null))
@@ -633,15 +844,27 @@ def mitigation(records: list[dict]) -> list[dict]:
             ax.set_xlabel(xlabel)
             from matplotlib.lines import Line2D
 
-            ax.legend(handles=[Line2D([], [], color=colour[c], marker="o", label=_wrap(c, 30)) for c in conditions],
-                      title="condition", fontsize=7.5, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                      frameon=False)
+            ax.legend(
+                handles=[Line2D([], [], color=colour[c], marker="o", label=_wrap(c, 30)) for c in conditions],
+                title="condition",
+                fontsize=7.5,
+                title_fontsize=8,
+                loc="upper left",
+                bbox_to_anchor=(1.01, 1.0),
+                frameon=False,
+            )
             ax.set_title(f"{metric} per condition")
-            out.append(_plot(f"conditions-{metric}", f"{metric} per condition", fig,
-                             f"Forest plot of {metric} under each condition",
-                             "The same metric, judge and scope under each condition, with intervals computed per "
-                             "condition (not paired): a difference is reliable only when the conditions judged the same "
-                             "items. Records that already hold a paired change against a baseline say so in the label."))
+            out.append(
+                _plot(
+                    f"conditions-{metric}",
+                    f"{metric} per condition",
+                    fig,
+                    f"Forest plot of {metric} under each condition",
+                    "The same metric, judge and scope under each condition, with intervals computed per "
+                    "condition (not paired): a difference is reliable only when the conditions judged the same "
+                    "items. Records that already hold a paired change against a baseline say so in the label.",
+                )
+            )
     return out
 
 
@@ -653,8 +876,10 @@ def _not_a_board(generators) -> str | None:
     if len(models) == 1 and len(set(generators)) > 1:
         return f"its {len(set(generators))} generators are samples of one model, {models[0]}"
     if len(models) < 3:
-        return (f"it ranks {len(models)} model{'s' if len(models) > 1 else ''} ({', '.join(models)}), and a ranking "
-                "needs at least three: the win rates compare two")
+        return (
+            f"it ranks {len(models)} model{'s' if len(models) > 1 else ''} ({', '.join(models)}), and a ranking "
+            "needs at least three: the win rates compare two"
+        )
     return None
 
 
@@ -663,8 +888,9 @@ def leaderboard(records: list[dict]) -> list[dict]:
     per board (generators ranked against the same opponents; `analyses.derived.opponent_boards`), since
     ranks on different boards are not comparable. A board of fewer than three models is not drawn;
     a note ``{id: "leaderboard-left-out", note}`` says which and why."""
-    rows = [r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None
-            and "judges" in _variant(r)]  # not the ranks of `nepotism leakage audit` (section_plots)
+    rows = [
+        r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None and "judges" in _variant(r)
+    ]  # not the ranks of `nepotism leakage audit` (section_plots)
     boards: dict = defaultdict(list)
     for r in rows:
         boards[_variant(r).get("board")].append(r)
@@ -675,13 +901,22 @@ def leaderboard(records: list[dict]) -> list[dict]:
             left.append(f"“{board or 'the leaderboard'}”: {why}")
         else:
             drawn.append((board, board_rows))
-    unranked = {str(r["generator"]) for r in records if r.get("metric") == "leaderboard-rank"
-                and _variant(r).get("judges") == "unrelated" and r.get("value") is None}
-    out = [_board_plot(board_rows, board if len(boards) > 1 else None, k if len(drawn) > 1 else None, unranked)
-           for k, (board, board_rows) in enumerate(drawn)]
+    unranked = {
+        str(r["generator"])
+        for r in records
+        if r.get("metric") == "leaderboard-rank" and _variant(r).get("judges") == "unrelated" and r.get("value") is None
+    }
+    out = [
+        _board_plot(board_rows, board if len(boards) > 1 else None, k if len(drawn) > 1 else None, unranked)
+        for k, (board, board_rows) in enumerate(drawn)
+    ]
     if left:
-        out.append({"id": "leaderboard-left-out",
-                    "note": "Not drawn as a leaderboard: " + "; ".join(left) + ". The table below lists their ranks."})
+        out.append(
+            {
+                "id": "leaderboard-left-out",
+                "note": "Not drawn as a leaderboard: " + "; ".join(left) + ". The table below lists their ranks.",
+            }
+        )
     return out
 
 
@@ -694,20 +929,22 @@ def _board_plot(rows: list[dict], board: str | None, number: int | None, unranke
         by[str(r["generator"])][_variant(r).get("judges")] = r
     names = sorted(by, key=lambda g: (by[g].get("all", {}).get("value", 1e9), g))
     if len(names) > _MAX_ROWS:
+
         def change(g):
             first = by[g].get("all", {}).get("value", 0)
             return abs(first - by[g].get("unrelated", {}).get("value", first))
 
-        keep = set(names[:_MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[:_MAX_ROWS // 2])
+        keep = set(names[: _MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[: _MAX_ROWS // 2])
         names = [g for g in names if g in keep]
     where = "" if board is None else f" ({board})"
     shown = [variant for variant in ("all", "unrelated") if any(variant in by[g] for g in names)]
     labels = [_wrap(g) for g in names]
     with _style() as plt:
         fig, ax = plt.subplots(figsize=(9.5, 1.3 + _pitch(labels, 0.28) * len(names)))
-        for variant, colour, marker, offset, label in (("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
-                                                       ("unrelated", OKABE_ITO["vermillion"], "D", 0.17,
-                                                        "related judges left out")):
+        for variant, colour, marker, offset, label in (
+            ("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
+            ("unrelated", OKABE_ITO["vermillion"], "D", 0.17, "related judges left out"),
+        ):
             if variant not in shown:
                 continue
             for i, g in enumerate(names):
@@ -726,26 +963,39 @@ def _board_plot(rows: list[dict], board: str | None, number: int | None, unranke
         ax.set_xlabel(f"rank among {len(by)} (1 = best; {measure})")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         both = shown == ["all", "unrelated"]
-        ax.set_title(f"Leaderboard{where}: " + ("all judges vs related judges left out" if both
-                                                 else "with every judge" if shown == ["all"] else
-                                                 "related judges left out"))
+        ax.set_title(
+            f"Leaderboard{where}: "
+            + (
+                "all judges vs related judges left out"
+                if both
+                else "with every judge"
+                if shown == ["all"]
+                else "related judges left out"
+            )
+        )
         level = int(round(100 * (rows[0].get("confidence") or 0.95)))
         if both:
-            sides = ("Each generator's rank with every judge (blue) and with the judges related to either candidate "
-                     "left out (vermillion)")
+            sides = (
+                "Each generator's rank with every judge (blue) and with the judges related to either candidate "
+                "left out (vermillion)"
+            )
         elif shown == ["all"]:
             lost = sorted(set(by) & unranked)
-            whose = ("this board's comparisons" if len(lost) == len(by) else f"the comparisons of {_names(lost, 4)}")
-            sides = ("Each generator's rank with every judge. No rank without related judges is drawn: "
-                     + (f"every judge of {whose} is related to one of the two candidates (the table marks them "
-                        "“lineage only”)" if lost else "the results hold none for this board"))
+            whose = "this board's comparisons" if len(lost) == len(by) else f"the comparisons of {_names(lost, 4)}"
+            sides = "Each generator's rank with every judge. No rank without related judges is drawn: " + (
+                f"every judge of {whose} is related to one of the two candidates (the table marks them “lineage only”)"
+                if lost
+                else "the results hold none for this board"
+            )
         else:
             sides = "Each generator's rank with the judges related to either candidate left out"
-        return _plot("leaderboard" if number is None else f"leaderboard-{number + 1}",
-                     f"Leaderboard{where} before and after excluding related judges", fig,
-                     f"Dot plot of each generator's rank{where}" + (" with and without related judges" if both else ""),
-                     f"{sides}; lines are {level}% bootstrap rank intervals (prompts resampled); the axis spans every "
-                     f"rank from 1 to {len(by)}."
-                     + ("" if board is None else " Only generators that met the same opponents are ranked together.")
-                     + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved."
-                        if len(by) > len(names) else ""))
+        return _plot(
+            "leaderboard" if number is None else f"leaderboard-{number + 1}",
+            f"Leaderboard{where} before and after excluding related judges",
+            fig,
+            f"Dot plot of each generator's rank{where}" + (" with and without related judges" if both else ""),
+            f"{sides}; lines are {level}% bootstrap rank intervals (prompts resampled); the axis spans every "
+            f"rank from 1 to {len(by)}."
+            + ("" if board is None else " Only generators that met the same opponents are ranked together.")
+            + (f" Showing {len(names)} of {len(by)} generators: the best and the most moved." if len(by) > len(names) else ""),
+        )

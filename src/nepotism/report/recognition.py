@@ -17,15 +17,29 @@ from __future__ import annotations
 from nepotism.report._format import format_value
 
 __all__ = [
-    "CAPTION", "EVALUATEE_CAPTION", "EVALUATEE_COLUMNS", "HARMFUL", "RECOGNITION_METRICS", "evaluatee_rows",
-    "recognition_markdown", "recognition_table", "stage"
+    "CAPTION",
+    "EVALUATEE_CAPTION",
+    "EVALUATEE_COLUMNS",
+    "HARMFUL",
+    "RECOGNITION_METRICS",
+    "evaluatee_rows",
+    "recognition_markdown",
+    "recognition_table",
+    "stage",
 ]
 
 RECOGNITION_METRICS = ("recognition-accuracy", "recognition-preference-association")
 HARMFUL = "harmful (own wrong, other right)"
 _SUBSETS = {"all own-vs-other comparisons": "all", HARMFUL: "harmful"}
-_ORDER = ("accuracy pairwise", "accuracy pairwise harmful", "accuracy pointwise", "accuracy pointwise own",
-          "accuracy pointwise other", "r all", "r harmful")
+_ORDER = (
+    "accuracy pairwise",
+    "accuracy pairwise harmful",
+    "accuracy pointwise",
+    "accuracy pointwise own",
+    "accuracy pointwise other",
+    "r all",
+    "r harmful",
+)
 #: Columns of the per-evaluatee table (paper 003 Tables 4 and 5).
 EVALUATEE_COLUMNS = ("recognition accuracy", "recognition accuracy (harmful)", "judge accuracy (harmful)")
 
@@ -46,8 +60,11 @@ def _column(record: dict) -> str | None:
         if "evaluatee" in variant:  # the per-evaluatee table's
             return None
         mode, answers = variant.get("mode", "pairwise"), variant.get("answers", "all")
-        return (f"accuracy {mode}" + ("" if answers == "all" else f" {answers}")
-                + (" harmful" if variant.get("subset") == HARMFUL else ""))
+        return (
+            f"accuracy {mode}"
+            + ("" if answers == "all" else f" {answers}")
+            + (" harmful" if variant.get("subset") == HARMFUL else "")
+        )
     subset = _SUBSETS.get(variant.get("subset"))
     if subset is None:
         return None
@@ -83,8 +100,7 @@ def recognition_table(records: list[dict]) -> dict:
     if not groups:
         return {"columns": [], "rows": [], "evaluatees": []}
     present = {c for cells in groups.values() for c in cells}
-    columns = sorted(present, key=lambda c: (_ORDER.index(c.split(" (")[0]) if c.split(" (")[0] in _ORDER
-                                             else len(_ORDER), c))
+    columns = sorted(present, key=lambda c: (_ORDER.index(c.split(" (")[0]) if c.split(" (")[0] in _ORDER else len(_ORDER), c))
 
     def key(item):
         (judge, condition), _ = item
@@ -94,10 +110,16 @@ def recognition_table(records: list[dict]) -> dict:
     rows = []
     for (judge, condition), cells in sorted(groups.items(), key=key):
         when, name = stage(judge, condition)
-        rows.append({"judge": judge, "condition": name or condition,
-                     "stage": "texts as generated" if when == "before" else f"perturbed: {name}",
-                     "cells": {c: _cell(cells[c]) if c in cells else {"text": "not measured", "n": None,
-                                                                      "defined": False} for c in columns}})
+        rows.append(
+            {
+                "judge": judge,
+                "condition": name or condition,
+                "stage": "texts as generated" if when == "before" else f"perturbed: {name}",
+                "cells": {
+                    c: _cell(cells[c]) if c in cells else {"text": "not measured", "n": None, "defined": False} for c in columns
+                },
+            }
+        )
     return {"columns": columns, "rows": rows, "evaluatees": evaluatee_rows(records)}
 
 
@@ -135,28 +157,41 @@ def evaluatee_rows(records: list[dict]) -> list[dict]:
     rows = []
     for (judge, condition, evaluatee), cells in sorted(groups.items(), key=key):
         when, name = stage(judge, condition)
-        rows.append({"judge": judge, "evaluatee": evaluatee, "condition": name or condition,
-                     "stage": "texts as generated" if when == "before" else f"perturbed: {name}",
-                     "cells": {c: _cell(cells[c]) if c in cells else {"text": "not measured", "n": None,
-                                                                      "defined": False} for c in EVALUATEE_COLUMNS}})
+        rows.append(
+            {
+                "judge": judge,
+                "evaluatee": evaluatee,
+                "condition": name or condition,
+                "stage": "texts as generated" if when == "before" else f"perturbed: {name}",
+                "cells": {
+                    c: _cell(cells[c]) if c in cells else {"text": "not measured", "n": None, "defined": False}
+                    for c in EVALUATEE_COLUMNS
+                },
+            }
+        )
     return rows
 
 
-CAPTION = ("Recognition accuracy (share of \"which did you write?\" / \"did you write this?\" answers that are "
-           "right) and r, the correlation between recognising the own answer and preferring it, on all "
-           "own-vs-other comparisons and on the harmful ones (own answer wrong, the other right). Rows "
-           "\"perturbed: <name>\" ask the same questions on the perturbed texts: obfuscation that works through "
-           "recognition lowers both (paper 003).")
+CAPTION = (
+    'Recognition accuracy (share of "which did you write?" / "did you write this?" answers that are '
+    "right) and r, the correlation between recognising the own answer and preferring it, on all "
+    "own-vs-other comparisons and on the harmful ones (own answer wrong, the other right). Rows "
+    '"perturbed: <name>" ask the same questions on the perturbed texts: obfuscation that works through '
+    "recognition lowers both (paper 003)."
+)
 
 
-EVALUATEE_CAPTION = ("Per evaluatee (paper 003 Tables 4 and 5): the judge's \"which did you write?\" accuracy on its "
-                     "pairs with that evaluatee, on all of them and on the harmful ones (its own answer wrong, the "
-                     "evaluatee's right), and how often its verdict picks the right answer on those harmful pairs.")
+EVALUATEE_CAPTION = (
+    'Per evaluatee (paper 003 Tables 4 and 5): the judge\'s "which did you write?" accuracy on its '
+    "pairs with that evaluatee, on all of them and on the harmful ones (its own answer wrong, the "
+    "evaluatee's right), and how often its verdict picks the right answer on those harmful pairs."
+)
 
 
 def _md_cells(row: dict, columns) -> list[str]:
-    return [c["text"] + (f" (n={c['n']})" if c["n"] is not None and c["defined"] else "")
-            for c in (row["cells"][k] for k in columns)]
+    return [
+        c["text"] + (f" (n={c['n']})" if c["n"] is not None and c["defined"] else "") for c in (row["cells"][k] for k in columns)
+    ]
 
 
 def recognition_markdown(table: dict, md_table) -> list[str]:
@@ -165,11 +200,14 @@ def recognition_markdown(table: dict, md_table) -> list[str]:
         return []
     columns = table["columns"]
     cells = [[r["judge"], r["condition"], r["stage"]] + _md_cells(r, columns) for r in table["rows"]]
-    out = ["## Self-recognition (paper 003)", "", CAPTION, ""] + md_table(["judge", "condition", "stage"] + columns,
-                                                                         cells) + [""]
+    out = ["## Self-recognition (paper 003)", "", CAPTION, ""] + md_table(["judge", "condition", "stage"] + columns, cells) + [""]
     if table.get("evaluatees"):
         out += ["### Per evaluatee (paper 003 Tables 4–5)", "", EVALUATEE_CAPTION, ""]
-        out += md_table(["judge", "evaluatee", "condition", "stage", *EVALUATEE_COLUMNS],
-                        [[r["judge"], r["evaluatee"], r["condition"], r["stage"]] + _md_cells(r, EVALUATEE_COLUMNS)
-                         for r in table["evaluatees"]]) + [""]
+        out += md_table(
+            ["judge", "evaluatee", "condition", "stage", *EVALUATEE_COLUMNS],
+            [
+                [r["judge"], r["evaluatee"], r["condition"], r["stage"]] + _md_cells(r, EVALUATEE_COLUMNS)
+                for r in table["evaluatees"]
+            ],
+        ) + [""]
     return out

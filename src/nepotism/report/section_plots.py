@@ -32,8 +32,16 @@ from nepotism.report.sections import (
     verifiable_records,
 )
 
-__all__ = ["human_agreement", "leakage_audit", "leakage_plots", "mitigation_effects", "rubric_metrics", "section_plots",
-           "task_scatter", "verifiable_metrics"]
+__all__ = [
+    "human_agreement",
+    "leakage_audit",
+    "leakage_plots",
+    "mitigation_effects",
+    "rubric_metrics",
+    "section_plots",
+    "task_scatter",
+    "verifiable_metrics",
+]
 
 _SERIES = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")]
 _MARKERS = "osD^vP*"
@@ -69,8 +77,17 @@ def _forest(ax, rows: list[str], series: list[str], cells: dict, *, colours: dic
             lo.append(0.0 if low is None else max(0.0, x - scale * low))
             hi.append(0.0 if high is None else max(0.0, scale * high - x))
         if xs:
-            ax.errorbar(xs, ys, xerr=[lo, hi], fmt=_MARKERS[s_i % len(_MARKERS)], color=colours[name], markersize=4.5,
-                        elinewidth=1.6, capsize=2.5, label=_short(name, 34))
+            ax.errorbar(
+                xs,
+                ys,
+                xerr=[lo, hi],
+                fmt=_MARKERS[s_i % len(_MARKERS)],
+                color=colours[name],
+                markersize=4.5,
+                elinewidth=1.6,
+                capsize=2.5,
+                label=_short(name, 34),
+            )
         else:
             ax.plot([], [], _MARKERS[s_i % len(_MARKERS)], color=colours[name], label=_short(name, 34))
     if null is not None:
@@ -78,8 +95,18 @@ def _forest(ax, rows: list[str], series: list[str], cells: dict, *, colours: dic
     for r_i, row in enumerate(rows):
         present = [cells.get((row, s)) for s in series]
         if any(r is not None for r in present) and all(r is None or r.get("value") is None for r in present):
-            ax.text(0.01, r_i, "n/a", transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=7,
-                    color="#666666", style="italic", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+            ax.text(
+                0.01,
+                r_i,
+                "n/a",
+                transform=ax.get_yaxis_transform(),
+                ha="left",
+                va="center",
+                fontsize=7,
+                color="#666666",
+                style="italic",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
+            )
     ax.set_yticks(range(len(rows)), [_short(r, 60) for r in rows], fontsize=7.5)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
@@ -89,8 +116,17 @@ def _legend(fig, ax, title: str):
     """One legend above the panels (call after ``tight_layout``; the PNG is cropped to fit it)."""
     handles, names = ax.get_legend_handles_labels()
     if handles:
-        fig.legend(handles, names, title=title, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(names), 4),
-                   fontsize=7.5, title_fontsize=8, frameon=False)
+        fig.legend(
+            handles,
+            names,
+            title=title,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 1.0),
+            ncol=min(len(names), 4),
+            fontsize=7.5,
+            title_fontsize=8,
+            frameon=False,
+        )
 
 
 def _level(records) -> int:
@@ -108,8 +144,14 @@ _BASE_WORDS = {
     "error-bias": "error bias",
     "rubric-self-overestimation": "rubric self-overestimation",
 }
-_PLOT_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "harmful-self-preference",
-               "judge-accuracy", "error-bias")
+_PLOT_ORDER = (
+    "self-preference",
+    "self-preference-probability",
+    "self-preference-ratio",
+    "harmful-self-preference",
+    "judge-accuracy",
+    "error-bias",
+)
 
 
 def _condition_labels(rows) -> dict:
@@ -144,12 +186,16 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
             ncols = min(3, len(group))
             nrows = math.ceil(len(group) / ncols)
             height = 0.24 * len(shown) + 1.3
-            fig, axes = plt.subplots(nrows, ncols, figsize=(12 if ncols > 1 else 8, 0.6 + nrows * height),
-                                     sharey=True, squeeze=False)
+            fig, axes = plt.subplots(
+                nrows, ncols, figsize=(12 if ncols > 1 else 8, 0.6 + nrows * height), sharey=True, squeeze=False
+            )
             for i, metric in enumerate(group):
                 ax = axes[i // ncols][i % ncols]
-                cells = {(labels[str(r.get("condition"))], str(r.get("judge"))): r for r in rows
-                         if is_judged_side(r) and _v(r).get("base_metric") == metric}
+                cells = {
+                    (labels[str(r.get("condition"))], str(r.get("judge"))): r
+                    for r in rows
+                    if is_judged_side(r) and _v(r).get("base_metric") == metric
+                }
                 _forest(ax, [labels[c] for c in shown], judges, cells, colours=colours, scale=100, null=0.0)
                 _min_span(ax, 4.0)
                 ax.set_title(f"{metric}\n({_BASE_WORDS.get(metric, metric)})", fontsize=8.5)
@@ -159,44 +205,68 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
             fig.tight_layout()
             _legend(fig, axes[0][0], "judge ('all' = judges pooled)")
             which = ", ".join(group)
-            out.append(_plot("mitigation-effects" if index == 0 else f"mitigation-effects-{index}",
-                             f"Mitigation effects on the judges' verdicts on {judged_side_words(rows)}"
-                             + ("" if index == 0 else f": {which}"),
-                             fig, f"Dot plots: change in {which} per mitigation and judge, with intervals",
-                             f"Each dot is a bias metric under the mitigation minus the same metric at baseline, on the "
-                             f"same comparisons by the same judge, in percentage points; bars are {level}% paired "
-                             f"cluster-bootstrap intervals (prompts resampled). The dashed line is no change. 'n/a' marks "
-                             f"a mitigation whose change is undefined for every judge (no usable comparison in both "
-                             f"conditions, or no truth) — see the table for why."
-                             + (" Demographic-parity bias is 2 × the self-preference change and is in the table only."
-                                if "self-preference" in group else "")))
-        control = [r for r in rows if _v(r).get("base_metric") == "self-preference"
-                   and _v(r).get("scope") in ("third-party-control", "self-minus-control")]
+            out.append(
+                _plot(
+                    "mitigation-effects" if index == 0 else f"mitigation-effects-{index}",
+                    f"Mitigation effects on the judges' verdicts on {judged_side_words(rows)}"
+                    + ("" if index == 0 else f": {which}"),
+                    fig,
+                    f"Dot plots: change in {which} per mitigation and judge, with intervals",
+                    f"Each dot is a bias metric under the mitigation minus the same metric at baseline, on the "
+                    f"same comparisons by the same judge, in percentage points; bars are {level}% paired "
+                    f"cluster-bootstrap intervals (prompts resampled). The dashed line is no change. 'n/a' marks "
+                    f"a mitigation whose change is undefined for every judge (no usable comparison in both "
+                    f"conditions, or no truth) — see the table for why."
+                    + (
+                        " Demographic-parity bias is 2 × the self-preference change and is in the table only."
+                        if "self-preference" in group
+                        else ""
+                    ),
+                )
+            )
+        control = [
+            r
+            for r in rows
+            if _v(r).get("base_metric") == "self-preference"
+            and _v(r).get("scope") in ("third-party-control", "self-minus-control")
+        ]
         if control:
             perturbed = [c for c in conditions if any(str(r.get("condition")) == c for r in control)]
             scopes = ["self", "third-party-control", "self-minus-control"]
-            scope_colours = {"self": OKABE_ITO["blue"], "third-party-control": OKABE_ITO["grey"],
-                             "self-minus-control": OKABE_ITO["vermillion"]}
+            scope_colours = {
+                "self": OKABE_ITO["blue"],
+                "third-party-control": OKABE_ITO["grey"],
+                "self-minus-control": OKABE_ITO["vermillion"],
+            }
             ncols = len(judges)
             fig, axes = plt.subplots(1, ncols, figsize=(12, 1.6 + 0.3 * len(perturbed)), sharey=True, squeeze=False)
             for i, judge in enumerate(judges):
                 ax = axes[0][i]
-                cells = {(labels[str(r.get("condition"))], _v(r).get("scope")): r for r in rows
-                         if str(r.get("judge")) == judge and _v(r).get("base_metric") == "self-preference"
-                         and str(r.get("condition")) in perturbed}
+                cells = {
+                    (labels[str(r.get("condition"))], _v(r).get("scope")): r
+                    for r in rows
+                    if str(r.get("judge")) == judge
+                    and _v(r).get("base_metric") == "self-preference"
+                    and str(r.get("condition")) in perturbed
+                }
                 _forest(ax, [labels[c] for c in perturbed], scopes, cells, colours=scope_colours, scale=100, null=0.0)
                 _min_span(ax, 4.0)
                 ax.set_title(_short("judges pooled" if judge == "all" else judge, 40), fontsize=8.5)
                 ax.set_xlabel("change in own win rate (pts)", fontsize=8)
             fig.tight_layout()
             _legend(fig, axes[0][0], "who judged the perturbed pairs")
-            out.append(_plot("mitigation-control", "Perturbations: self-evaluation vs third-party control", fig,
-                             "Dot plots per judge: change in own win rate for self-evaluation, third-party judges and "
-                             "their difference",
-                             f"For each perturbation: the change in the judge's win rate for its own answer (blue), the "
-                             f"change when other judges see the same perturbed pairs (grey, the control) and the "
-                             f"difference of the two (vermillion, paper 003 Fig. 9), in percentage points with {level}% "
-                             f"paired bootstrap intervals."))
+            out.append(
+                _plot(
+                    "mitigation-control",
+                    "Perturbations: self-evaluation vs third-party control",
+                    fig,
+                    "Dot plots per judge: change in own win rate for self-evaluation, third-party judges and their difference",
+                    f"For each perturbation: the change in the judge's win rate for its own answer (blue), the "
+                    f"change when other judges see the same perturbed pairs (grey, the control) and the "
+                    f"difference of the two (vermillion, paper 003 Fig. 9), in percentage points with {level}% "
+                    f"paired bootstrap intervals.",
+                )
+            )
     return out
 
 
@@ -218,7 +288,7 @@ def leakage_plots(records: list[dict]) -> list[dict]:
                 if len(pairs) > 1:
                     label = f"{_short(r.get('judge'), 36)} · {label}"
                 if isinstance(v.get("slice"), dict) and v["slice"]:
-                    (kind, value), = list(v["slice"].items())[:1]
+                    ((kind, value),) = list(v["slice"].items())[:1]
                     label += f" · {kind}={value}"
                 if label not in rows:
                     rows.append(label)
@@ -229,16 +299,30 @@ def leakage_plots(records: list[dict]) -> list[dict]:
             fig, ax = plt.subplots(figsize=(9.5, 1.5 + 0.3 * len(rows)))
             _forest(ax, rows, series, cells, colours=colours, scale=100, null=0.0)
             ax.set_xlabel("preference leakage score (% relative to the average win rate)")
-            ax.set_title("Preference leakage score per student group" +
-                         (f"\njudges {_short(pairs[0], 90)}" if len(pairs) == 1 else " and judge pair"))
-            ax.legend(title="preference from", fontsize=7.5, title_fontsize=8, loc="upper left",
-                      bbox_to_anchor=(1.01, 1.0), frameon=False)
-            out.append(_plot("leakage-pls", "Preference leakage score", fig,
-                             "Dot plot of preference leakage scores with intervals per student group",
-                             f"PLS (paper 000 Eq. 5–6, ties counted ½): how much more each judge prefers its own "
-                             f"student than the other judge does, relative; 0 (dashed) is no leakage. 'verdict' uses "
-                             f"the judges' verdicts, 'probability' their label probabilities. Bars: {_level(pls)}% "
-                             f"cluster-bootstrap intervals. Rows with '·' and a category are per-category slices."))
+            ax.set_title(
+                "Preference leakage score per student group"
+                + (f"\njudges {_short(pairs[0], 90)}" if len(pairs) == 1 else " and judge pair")
+            )
+            ax.legend(
+                title="preference from",
+                fontsize=7.5,
+                title_fontsize=8,
+                loc="upper left",
+                bbox_to_anchor=(1.01, 1.0),
+                frameon=False,
+            )
+            out.append(
+                _plot(
+                    "leakage-pls",
+                    "Preference leakage score",
+                    fig,
+                    "Dot plot of preference leakage scores with intervals per student group",
+                    f"PLS (paper 000 Eq. 5–6, ties counted ½): how much more each judge prefers its own "
+                    f"student than the other judge does, relative; 0 (dashed) is no leakage. 'verdict' uses "
+                    f"the judges' verdicts, 'probability' their label probabilities. Bars: {_level(pls)}% "
+                    f"cluster-bootstrap intervals. Rows with '·' and a category are per-category slices.",
+                )
+            )
         rec = [r for r in records if r.get("metric") in RECOGNITION]
         if rec:
             cells, rows, chance = {}, [], {}
@@ -252,8 +336,10 @@ def leakage_plots(records: list[dict]) -> list[dict]:
                     base = v.get("chance")
                 if label not in rows:
                     rows.append(label)
-                series = {"student-recognition-yes-rate": "says 'my student' (yes rate)",
-                          "student-classifier-accuracy": "classifier accuracy"}.get(r["metric"], "recognition accuracy")
+                series = {
+                    "student-recognition-yes-rate": "says 'my student' (yes rate)",
+                    "student-classifier-accuracy": "classifier accuracy",
+                }.get(r["metric"], "recognition accuracy")
                 cells[(label, series)] = r
                 if base is not None:
                     chance[label] = base
@@ -269,12 +355,18 @@ def leakage_plots(records: list[dict]) -> list[dict]:
             ax.set_xlabel("share of answers (%)")
             ax.set_title("Do judges recognise their students? (and can a classifier tell the teachers apart?)")
             ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-            out.append(_plot("leakage-recognition", "Student recognition and classifier baseline", fig,
-                             "Dot plot of recognition accuracies with chance levels",
-                             f"Recognition accuracy of each judge (pairwise: which of two answers is its student's; "
-                             f"pointwise: is this its student's), its yes rate, and a text classifier's accuracy at "
-                             f"telling which teacher a student learnt from. The black tick is chance (or the majority "
-                             f"class); bars are {_level(rec)}% bootstrap intervals."))
+            out.append(
+                _plot(
+                    "leakage-recognition",
+                    "Student recognition and classifier baseline",
+                    fig,
+                    "Dot plot of recognition accuracies with chance levels",
+                    f"Recognition accuracy of each judge (pairwise: which of two answers is its student's; "
+                    f"pointwise: is this its student's), its yes rate, and a text classifier's accuracy at "
+                    f"telling which teacher a student learnt from. The black tick is chance (or the majority "
+                    f"class); bars are {_level(rec)}% bootstrap intervals.",
+                )
+            )
     return out
 
 
@@ -309,12 +401,17 @@ def leakage_audit(records: list[dict]) -> list[dict]:
             ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
             ax.set_title(_short(f"Leaderboard audit: judge {judge}, {condition}", 90))
             more = f" Showing the first {len(shown)} of {len(items)} entries." if len(items) > len(shown) else ""
-            out.append(_plot(f"leakage-audit-{index}", f"Leaderboard audit of {judge}", fig,
-                             f"Dot plot of leaderboard ranks under judge {judge}, with and without the leakage bonus",
-                             "Each entry's rank as the judge's win rates give it (open circle) and after removing the "
-                             "estimated bonus of entries related to the judge (diamond, with its bootstrap rank "
-                             "interval). When the bonus cannot be estimated (see the table) the two ranks coincide."
-                             + more))
+            out.append(
+                _plot(
+                    f"leakage-audit-{index}",
+                    f"Leaderboard audit of {judge}",
+                    fig,
+                    f"Dot plot of leaderboard ranks under judge {judge}, with and without the leakage bonus",
+                    "Each entry's rank as the judge's win rates give it (open circle) and after removing the "
+                    "estimated bonus of entries related to the judge (diamond, with its bootstrap rank "
+                    "interval). When the bonus cannot be estimated (see the table) the two ranks coincide." + more,
+                )
+            )
     return out
 
 
@@ -335,8 +432,7 @@ def _panel_figure(plt, panels, judges, conditions, cell_of, *, xlabels, nulls, t
     colours = _series_colours(conditions)
     for i, panel in enumerate(panels):
         ax = axes[i // ncols][i % ncols]
-        _forest(ax, judges, conditions, cell_of(panel), colours=colours, scale=100 if xlabels[i][1] else 1,
-                null=nulls[i])
+        _forest(ax, judges, conditions, cell_of(panel), colours=colours, scale=100 if xlabels[i][1] else 1, null=nulls[i])
         if xlabels[i][1]:  # shares: the whole 0–100% range, so that panels compare at a glance
             ax.set_xlim(-3, 103)
         else:
@@ -352,11 +448,17 @@ def _panel_figure(plt, panels, judges, conditions, cell_of, *, xlabels, nulls, t
 
 def verifiable_metrics(records: list[dict]) -> list[dict]:
     """Paper 004: SPR, LSPR, HSPP and judge accuracy per judge, conditions side by side."""
-    if not any(r.get("metric") in ("legitimate-self-preference-ratio", "harmful-self-preference-propensity",
-                                   "judge-accuracy") for r in records):
+    if not any(
+        r.get("metric") in ("legitimate-self-preference-ratio", "harmful-self-preference-propensity", "judge-accuracy")
+        for r in records
+    ):
         return []
-    metrics = ("self-preference-ratio", "legitimate-self-preference-ratio", "harmful-self-preference-propensity",
-               "judge-accuracy")
+    metrics = (
+        "self-preference-ratio",
+        "legitimate-self-preference-ratio",
+        "harmful-self-preference-propensity",
+        "judge-accuracy",
+    )
     by = _judge_rows(records, metrics)
     conditions = sorted({str(r.get("condition")) for rs in by.values() for r in rs})
     picked = {}
@@ -366,27 +468,50 @@ def verifiable_metrics(records: list[dict]) -> list[dict]:
             for metric, r in chosen.items():
                 if r is not None:
                     picked[(metric, judge, condition)] = r
-    titles = {"self-preference-ratio": "SPR: prefers its own answer", "legitimate-self-preference-ratio":
-              "LSPR: … when its own is right", "harmful-self-preference-propensity": "HSPP: … when its own is wrong",
-              "judge-accuracy": "judge accuracy (clear-cut pairs)"}
+    titles = {
+        "self-preference-ratio": "SPR: prefers its own answer",
+        "legitimate-self-preference-ratio": "LSPR: … when its own is right",
+        "harmful-self-preference-propensity": "HSPP: … when its own is wrong",
+        "judge-accuracy": "judge accuracy (clear-cut pairs)",
+    }
     with _style() as plt:
-        fig = _panel_figure(plt, [titles[m] for m in metrics], list(by), conditions,
-                            lambda panel: {(j, c): r for (m, j, c), r in picked.items() if titles[m] == panel},
-                            xlabels=[("% of comparisons", True), ("% of own-preferences", True),
-                                     ("% of pairs with own answer wrong", True), ("% correct verdicts", True)],
-                            nulls=[None, None, None, None], title="Verifiable tasks (paper 004): per judge and condition")
-        return [_plot("verifiable-004", "Verifiable-task metrics per judge and condition", fig,
-                      "Four dot-plot panels: SPR, LSPR, HSPP and judge accuracy per judge, one colour per condition",
-                      f"Paper 004's metrics, self scope, against every other model's answer as the paper counts them: SPR (Eq. 2), LSPR (Eq. 4: of "
-                      f"the pairs where it prefers its own answer, how often its own is the correct one), HSPP (Eq. 5: "
-                      f"how often it prefers its own wrong answer over a correct one) and judge accuracy (Eq. 3), each "
-                      f"averaged per evaluatee. Conditions (e.g. verdict only vs reasoning first) are side by side; bars "
-                      f"are {_level(picked.values())}% cluster-bootstrap intervals; 'n/a' means undefined (e.g. no pair "
-                      f"where exactly one answer is correct), never 0.")]
+        fig = _panel_figure(
+            plt,
+            [titles[m] for m in metrics],
+            list(by),
+            conditions,
+            lambda panel: {(j, c): r for (m, j, c), r in picked.items() if titles[m] == panel},
+            xlabels=[
+                ("% of comparisons", True),
+                ("% of own-preferences", True),
+                ("% of pairs with own answer wrong", True),
+                ("% correct verdicts", True),
+            ],
+            nulls=[None, None, None, None],
+            title="Verifiable tasks (paper 004): per judge and condition",
+        )
+        return [
+            _plot(
+                "verifiable-004",
+                "Verifiable-task metrics per judge and condition",
+                fig,
+                "Four dot-plot panels: SPR, LSPR, HSPP and judge accuracy per judge, one colour per condition",
+                f"Paper 004's metrics, self scope, against every other model's answer as the paper counts them: SPR (Eq. 2), LSPR (Eq. 4: of "
+                f"the pairs where it prefers its own answer, how often its own is the correct one), HSPP (Eq. 5: "
+                f"how often it prefers its own wrong answer over a correct one) and judge accuracy (Eq. 3), each "
+                f"averaged per evaluatee. Conditions (e.g. verdict only vs reasoning first) are side by side; bars "
+                f"are {_level(picked.values())}% cluster-bootstrap intervals; 'n/a' means undefined (e.g. no pair "
+                f"where exactly one answer is correct), never 0.",
+            )
+        ]
 
 
-_SCATTER_LABELS = {"judge-accuracy": "judge accuracy (%)", "self-preference-ratio": "SPR (%)",
-                   "legitimate-self-preference-ratio": "LSPR (%)", "harmful-self-preference-propensity": "HSPP (%)"}
+_SCATTER_LABELS = {
+    "judge-accuracy": "judge accuracy (%)",
+    "self-preference-ratio": "SPR (%)",
+    "legitimate-self-preference-ratio": "LSPR (%)",
+    "harmful-self-preference-propensity": "HSPP (%)",
+}
 _MAX_SCATTER_CONDITIONS = 6
 
 
@@ -415,13 +540,19 @@ def task_scatter(records: list[dict]) -> list[dict]:
                 ax.set_xlabel("task accuracy of its own answers (%)")
                 ax.set_ylabel(_SCATTER_LABELS[row["metric"]])
             fig.tight_layout()
-            plots.append(_plot(f"verifiable-scatter-{k}", f"Judge metrics against task accuracy ({condition})", fig,
-                               f"Scatter panels, one per metric: each judge's judge accuracy, SPR, LSPR and HSPP "
-                               f"against its own task accuracy under condition {condition}",
-                               "Paper 004 Figs. 1–4: each judge is a point at its own answers' task accuracy (x) "
-                               "and its metric as in the table above (y; self scope, averaged per evaluatee). r is "
-                               "Pearson's across judges (n/a below three judges); with a handful of judges it is "
-                               "uncertain (`nepotism metrics --correlate` gives its bootstrap interval)."))
+            plots.append(
+                _plot(
+                    f"verifiable-scatter-{k}",
+                    f"Judge metrics against task accuracy ({condition})",
+                    fig,
+                    f"Scatter panels, one per metric: each judge's judge accuracy, SPR, LSPR and HSPP "
+                    f"against its own task accuracy under condition {condition}",
+                    "Paper 004 Figs. 1–4: each judge is a point at its own answers' task accuracy (x) "
+                    "and its metric as in the table above (y; self scope, averaged per evaluatee). r is "
+                    "Pearson's across judges (n/a below three judges); with a handful of judges it is "
+                    "uncertain (`nepotism metrics --correlate` gives its bootstrap interval).",
+                )
+            )
     return plots
 
 
@@ -446,25 +577,39 @@ def rubric_metrics(records: list[dict]) -> list[dict]:
     plots = []
     with _style() as plt:
         for group, xlabel, scaled, null, id_, title in (
-                (hspp, "ratio (1 = no bias)", False, 1.0, "rubric-hspp",
-                 "HSPP ratio: self and family, instance and rubric level"),
-                (agree, "agreement (%)", True, None, "rubric-agreement",
-                 "MIPA and MRA: agreement with the reference grading")):
+            (hspp, "ratio (1 = no bias)", False, 1.0, "rubric-hspp", "HSPP ratio: self and family, instance and rubric level"),
+            (agree, "agreement (%)", True, None, "rubric-agreement", "MIPA and MRA: agreement with the reference grading"),
+        ):
             if not group:
                 continue
-            fig = _panel_figure(plt, group, list(by), conditions,
-                                lambda panel: {(j, c): r for (col, j, c), r in picked.items() if col == panel},
-                                xlabels=[(xlabel, scaled)] * len(group), nulls=[null] * len(group),
-                                title=f"Rubric metrics (paper 002): {title}")
-            caption = ("Paper 002 Eq. 1–2: how much more often the judge overestimates related generators than "
-                       "unrelated ones (family excludes the judge itself); 1 (dashed) is no bias."
-                       if id_ == "rubric-hspp" else
-                       "MIPA (Eq. 5): agreement with the reference on which of two answers is better, per paradigm "
-                       "(SR: from the judge's single-answer scores; PWC: from its pairwise verdicts). MRA (Eq. 6): "
-                       "agreement with the reference on each rubric verdict.")
-            plots.append(_plot(id_, title, fig, f"Dot-plot panels: {title} per judge",
-                               caption + f" Bars are {_level(picked.values())}% cluster-bootstrap intervals; 'n/a' "
-                                         f"means undefined, never 0."))
+            fig = _panel_figure(
+                plt,
+                group,
+                list(by),
+                conditions,
+                lambda panel: {(j, c): r for (col, j, c), r in picked.items() if col == panel},
+                xlabels=[(xlabel, scaled)] * len(group),
+                nulls=[null] * len(group),
+                title=f"Rubric metrics (paper 002): {title}",
+            )
+            caption = (
+                "Paper 002 Eq. 1–2: how much more often the judge overestimates related generators than "
+                "unrelated ones (family excludes the judge itself); 1 (dashed) is no bias."
+                if id_ == "rubric-hspp"
+                else "MIPA (Eq. 5): agreement with the reference on which of two answers is better, per paradigm "
+                "(SR: from the judge's single-answer scores; PWC: from its pairwise verdicts). MRA (Eq. 6): "
+                "agreement with the reference on each rubric verdict."
+            )
+            plots.append(
+                _plot(
+                    id_,
+                    title,
+                    fig,
+                    f"Dot-plot panels: {title} per judge",
+                    caption + f" Bars are {_level(picked.values())}% cluster-bootstrap intervals; 'n/a' "
+                    f"means undefined, never 0.",
+                )
+            )
     return plots
 
 
@@ -479,19 +624,33 @@ def human_agreement(records: list[dict]) -> list[dict]:
         row = f"judge {_short(r.get('judge'), 40)}" if r.get("judge") is not None else str(v.get("between"))
         labels.setdefault(row, len(labels))
         panel = "agreement" if r["metric"].endswith("agreement") else "chance-corrected"
-        series = ("percent agreement" if panel == "agreement"
-                  else str(v.get("statistic", r["metric"])).replace(" with the human majority", ""))
+        series = (
+            "percent agreement"
+            if panel == "agreement"
+            else str(v.get("statistic", r["metric"])).replace(" with the human majority", "")
+        )
         cells[(panel, row, series)] = r
     names = list(labels)
     with _style() as plt:
         fig, axes = plt.subplots(1, 2, figsize=(12, 1.4 + 0.34 * len(names)), sharey=True, squeeze=False)
-        for ax, (panel, xlabel, scale, null) in zip(axes[0], (("agreement", "agreement (% of items)", 100, None),
-                                                              ("chance-corrected", "kappa / alpha (0 = chance, 1 = "
-                                                                                   "perfect)", 1, 0.0))):
+        for ax, (panel, xlabel, scale, null) in zip(
+            axes[0],
+            (
+                ("agreement", "agreement (% of items)", 100, None),
+                ("chance-corrected", "kappa / alpha (0 = chance, 1 = perfect)", 1, 0.0),
+            ),
+        ):
             series = sorted({s for p, _, s in cells if p == panel})
             colours = {s: _SERIES[i % len(_SERIES)] for i, s in enumerate(series)}
-            _forest(ax, names, series, {(row, s): r for (p, row, s), r in cells.items() if p == panel},
-                    colours=colours, scale=scale, null=null)
+            _forest(
+                ax,
+                names,
+                series,
+                {(row, s): r for (p, row, s), r in cells.items() if p == panel},
+                colours=colours,
+                scale=scale,
+                null=null,
+            )
             if scale == 100:
                 ax.set_xlim(-3, 103)
             else:
@@ -500,15 +659,26 @@ def human_agreement(records: list[dict]) -> list[dict]:
             if series:
                 ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, ncol=2)
         fig.tight_layout()
-        return [_plot("humans", "Agreement of annotators and judges", fig,
-                      "Two dot-plot panels: percent agreement and kappa among annotators and of judges with them",
-                      f"Among annotators (all of them, and each pair) and of each judge with the human majority: the "
-                      f"share of items with the same label (left) and chance-corrected agreement (right; 0 = chance). "
-                      f"Bars are {_level(rows)}% bootstrap intervals over prompts; 'n/a' means undefined, not 0.")]
+        return [
+            _plot(
+                "humans",
+                "Agreement of annotators and judges",
+                fig,
+                "Two dot-plot panels: percent agreement and kappa among annotators and of judges with them",
+                f"Among annotators (all of them, and each pair) and of each judge with the human majority: the "
+                f"share of items with the same label (left) and chance-corrected agreement (right; 0 = chance). "
+                f"Bars are {_level(rows)}% bootstrap intervals over prompts; 'n/a' means undefined, not 0.",
+            )
+        ]
 
 
 def section_plots(records: list[dict]) -> dict[str, list[dict]]:
     """``{section: [plot, ...]}`` for the sections this module draws."""
-    return {"mitigations": mitigation_effects(records), "leakage": leakage_plots(records),
-            "leakage_audit": leakage_audit(records), "verifiable": verifiable_metrics(records) + task_scatter(records),
-            "rubric": rubric_metrics(records) + accuracy_bias_plots(records), "humans": human_agreement(records)}
+    return {
+        "mitigations": mitigation_effects(records),
+        "leakage": leakage_plots(records),
+        "leakage_audit": leakage_audit(records),
+        "verifiable": verifiable_metrics(records) + task_scatter(records),
+        "rubric": rubric_metrics(records) + accuracy_bias_plots(records),
+        "humans": human_agreement(records),
+    }

@@ -36,11 +36,35 @@ from collections import defaultdict
 from nepotism.report._format import format_number, format_value, na_text
 
 __all__ = [
-    "AUDIT_RANK", "CONTROL_SCOPES", "EVALUATEE_NOTE", "EXCLUSIONS", "EXCLUSION_GAP", "HUMANS", "MITIGATION",
-    "RECOGNITION", "RUBRIC", "RUBRIC_COLUMNS", "SECTION_METRICS", "SELF_CONTROL_RATIO", "VERIFIABLE",
-    "VERIFIABLE_NOTE", "coverage", "evaluatee_table", "exclusion_table", "human_tables", "is_audit_rank",
-    "is_judged_side", "judged_side_words", "leakage_tables", "mitigation_tables", "rubric_records",
-    "rubric_table", "spr_record", "task_scatter_table", "verifiable_records", "verifiable_table"
+    "AUDIT_RANK",
+    "CONTROL_SCOPES",
+    "EVALUATEE_NOTE",
+    "EXCLUSIONS",
+    "EXCLUSION_GAP",
+    "HUMANS",
+    "MITIGATION",
+    "RECOGNITION",
+    "RUBRIC",
+    "RUBRIC_COLUMNS",
+    "SECTION_METRICS",
+    "SELF_CONTROL_RATIO",
+    "VERIFIABLE",
+    "VERIFIABLE_NOTE",
+    "coverage",
+    "evaluatee_table",
+    "exclusion_table",
+    "human_tables",
+    "is_audit_rank",
+    "is_judged_side",
+    "judged_side_words",
+    "leakage_tables",
+    "mitigation_tables",
+    "rubric_records",
+    "rubric_table",
+    "spr_record",
+    "task_scatter_table",
+    "verifiable_records",
+    "verifiable_table",
 ]
 
 MITIGATION = "mitigation-effect"
@@ -49,8 +73,7 @@ SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 RECOGNITION = ("student-recognition-accuracy", "student-recognition-yes-rate", "student-classifier-accuracy")
 HUMANS = ("annotator-agreement", "annotator-kappa", "judge-human-agreement", "judge-human-kappa")
 AUDIT_RANK = "leaderboard-rank"
-VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harmful-self-preference-propensity",
-              "judge-accuracy")
+VERIFIABLE = ("self-preference-ratio", "legitimate-self-preference-ratio", "harmful-self-preference-propensity", "judge-accuracy")
 RUBRIC = ("hspp-ratio", "mipa", "mra")
 EXCLUSIONS = "excluded-verdicts"
 EXCLUSION_GAP = "exclusion-share-gap"
@@ -58,18 +81,31 @@ EXCLUSION_GAP = "exclusion-share-gap"
 SECTION_METRICS = {
     "mitigations": (MITIGATION, SELF_CONTROL_RATIO),
     "leakage": ("preference-leakage-score", "preference-leakage-variance") + RECOGNITION,
-    "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK), "verifiable": VERIFIABLE,
+    "leakage-audit": ("leaderboard-leakage-bonus", AUDIT_RANK),
+    "verifiable": VERIFIABLE,
     "rubric": RUBRIC + ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-balanced-f1"),  # report/meta_evaluation.py
-    "humans": HUMANS, "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
+    "humans": HUMANS,
+    "exclusions": (EXCLUSIONS, EXCLUSION_GAP),
     "recognition": ("recognition-accuracy", "recognition-preference-association"),  # report/recognition.py
 }
 #: Scopes of the third-party control of a perturbation; every other scope is the judged side, ``[mitigate] target``.
 CONTROL_SCOPES = ("third-party-control", "self-minus-control")
 _SCOPE_ORDER = {"self": 0, "family": 0, "student": 0, "third-party-control": 1, "self-minus-control": 2}
-_JUDGED_SIDE = {"self": "its own answer (self-evaluation)", "family": "its family member's answer (target family)",
-                "student": "its student's answer (target student)"}
-_BASE_ORDER = ("self-preference", "self-preference-probability", "self-preference-ratio", "demographic-parity-bias",
-               "harmful-self-preference", "judge-accuracy", "harmful-judge-accuracy", "error-bias")
+_JUDGED_SIDE = {
+    "self": "its own answer (self-evaluation)",
+    "family": "its family member's answer (target family)",
+    "student": "its student's answer (target student)",
+}
+_BASE_ORDER = (
+    "self-preference",
+    "self-preference-probability",
+    "self-preference-ratio",
+    "demographic-parity-bias",
+    "harmful-self-preference",
+    "judge-accuracy",
+    "harmful-judge-accuracy",
+    "error-bias",
+)
 
 
 def _v(record: dict) -> dict:
@@ -103,8 +139,10 @@ def is_judged_side(record: dict) -> bool:
 
 def judged_side_words(records: list[dict]) -> str:
     """Whose answer the mitigation effects of ``records`` measure, in words."""
-    scopes = sorted({str(_v(r).get("scope")) for r in records if r.get("metric") == MITIGATION and is_judged_side(r)},
-                    key=lambda s: (_SCOPE_ORDER.get(s, 9), s))
+    scopes = sorted(
+        {str(_v(r).get("scope")) for r in records if r.get("metric") == MITIGATION and is_judged_side(r)},
+        key=lambda s: (_SCOPE_ORDER.get(s, 9), s),
+    )
     return " / ".join(_JUDGED_SIDE.get(s, f"the {s} answer") for s in scopes) or _JUDGED_SIDE["self"]
 
 
@@ -118,19 +156,37 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
     for r in rows:
         order.setdefault(str(r.get("condition")), len(order))
     base_rank = {m: i for i, m in enumerate(_BASE_ORDER)}
-    rows = sorted(rows, key=lambda r: (order[str(r.get("condition"))], _judge_key(r.get("judge")),
-                                       _SCOPE_ORDER.get(_v(r).get("scope"), 9),
-                                       base_rank.get(_v(r).get("base_metric"), 99), str(_v(r).get("base_metric"))))
+    rows = sorted(
+        rows,
+        key=lambda r: (
+            order[str(r.get("condition"))],
+            _judge_key(r.get("judge")),
+            _SCOPE_ORDER.get(_v(r).get("scope"), 9),
+            base_rank.get(_v(r).get("base_metric"), 99),
+            str(_v(r).get("base_metric")),
+        ),
+    )
     effects = []
     for r in rows:
         v, base = _v(r), str(_v(r).get("base_metric"))
         change = format_value(r) if r.get("value") is not None else na_text(r)
-        effects.append({"condition": r.get("condition"), "mitigation": v.get("mitigation"), "judge": r.get("judge"),
-                        "scope": v.get("scope"), "base_metric": base,
-                        "before": format_number(r.get("value_baseline"), base, signed=False),
-                        "after": format_number(r.get("value_mitigated"), base, signed=False),
-                        "change": change, "defined": r.get("value") is not None, "n": r.get("n"),
-                        "prompts": r.get("n_clusters"), "excluded": _excluded(r), "note": r.get("note") or ""})
+        effects.append(
+            {
+                "condition": r.get("condition"),
+                "mitigation": v.get("mitigation"),
+                "judge": r.get("judge"),
+                "scope": v.get("scope"),
+                "base_metric": base,
+                "before": format_number(r.get("value_baseline"), base, signed=False),
+                "after": format_number(r.get("value_mitigated"), base, signed=False),
+                "change": change,
+                "defined": r.get("value") is not None,
+                "n": r.get("n"),
+                "prompts": r.get("n_clusters"),
+                "excluded": _excluded(r),
+                "note": r.get("note") or "",
+            }
+        )
     summary = summary or {}
     made = summary.get("perturbations") or {}
     analysis = summary.get("analysis") or {}
@@ -147,37 +203,59 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
         for r in rows:
             if str(r.get("condition")) == condition and r.get("value") is None:
                 notes[str(r.get("note") or "no data")] += 1
-        conditions.append({
-            "condition": condition, "mitigation": ", ".join(kinds), "defined": defined, "results": total,
-            "perturbed": (f"{p['perturbed']:,} of {p['pairs']:,} pairs" if "pairs" in p else "—"),
-            "failed": "; ".join(f"{reason}: {n:,}" for reason, n in sorted(failed.items(), key=lambda x: -x[1])) or
-                      ("0" if p else "—"),
-            "n_failed": sum(failed.values()) if failed else (0 if p else None),
-            "other": "; ".join(other),
-            "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1]))})
+        conditions.append(
+            {
+                "condition": condition,
+                "mitigation": ", ".join(kinds),
+                "defined": defined,
+                "results": total,
+                "perturbed": (f"{p['perturbed']:,} of {p['pairs']:,} pairs" if "pairs" in p else "—"),
+                "failed": "; ".join(f"{reason}: {n:,}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
+                or ("0" if p else "—"),
+                "n_failed": sum(failed.values()) if failed else (0 if p else None),
+                "other": "; ".join(other),
+                "undefined": "; ".join(f"{note} ({n})" for note, n in sorted(notes.items(), key=lambda x: -x[1])),
+            }
+        )
     main = [e for e in effects if e["scope"] not in CONTROL_SCOPES and e["base_metric"] == "self-preference"]
-    return {"effects": effects, "conditions": conditions, "main": main, "ratios": _ratio_rows(records, order),
-            "judged": judged_side_words(rows)}
+    return {
+        "effects": effects,
+        "conditions": conditions,
+        "main": main,
+        "ratios": _ratio_rows(records, order),
+        "judged": judged_side_words(rows),
+    }
 
 
 def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
     """Paper 003 Fig. 15: per condition and judge, the self-evaluation change, the third-party change
     and the ratio of their magnitudes (``self-third-party-change-ratio`` records)."""
-    changes = {(str(r.get("condition")), str(r.get("judge")), _v(r).get("scope")): r for r in records
-               if r.get("metric") == MITIGATION and _v(r).get("base_metric") == "self-preference"}
+    changes = {
+        (str(r.get("condition")), str(r.get("judge")), _v(r).get("scope")): r
+        for r in records
+        if r.get("metric") == MITIGATION and _v(r).get("base_metric") == "self-preference"
+    }
     out = []
     for r in records:
         if r.get("metric") != SELF_CONTROL_RATIO:
             continue
         condition, judge = str(r.get("condition")), str(r.get("judge"))
-        own = next((e for (c, j, scope), e in changes.items() if c == condition and j == judge
-                    and scope not in CONTROL_SCOPES), None)
+        own = next(
+            (e for (c, j, scope), e in changes.items() if c == condition and j == judge and scope not in CONTROL_SCOPES), None
+        )
         control = changes.get((condition, judge, "third-party-control"))
-        out.append({"condition": condition, "judge": judge,
-                    "self_change": format_value(own) if own else "not measured",
-                    "control_change": format_value(control) if control else "not measured",
-                    "ratio": format_value(r), "defined": r.get("value") is not None, "n": r.get("n"),
-                    "excluded": _excluded(r)})
+        out.append(
+            {
+                "condition": condition,
+                "judge": judge,
+                "self_change": format_value(own) if own else "not measured",
+                "control_change": format_value(control) if control else "not measured",
+                "ratio": format_value(r),
+                "defined": r.get("value") is not None,
+                "n": r.get("n"),
+                "excluded": _excluded(r),
+            }
+        )
     out.sort(key=lambda row: (order.get(row["condition"], len(order)), _judge_key(row["judge"])))
     return out
 
@@ -197,12 +275,23 @@ def leakage_tables(records: list[dict]) -> dict:
             continue
         v = _v(r)
         group = v.get("group") or ("family students" if r.get("scope") == "family-student" else "—")
-        row = {"judges": r.get("judge"), "group": group, "method": v.get("method") or "",
-               "students": _students(r), "preference": v.get("preference", "verdict"), "ties": v.get("ties", "half"),
-               "condition": r.get("condition"), "estimate": format_value(r), "defined": r.get("value") is not None,
-               "p_value": r.get("p_value"), "n": r.get("n"), "prompts": r.get("n_clusters"), "excluded": _excluded(r)}
+        row = {
+            "judges": r.get("judge"),
+            "group": group,
+            "method": v.get("method") or "",
+            "students": _students(r),
+            "preference": v.get("preference", "verdict"),
+            "ties": v.get("ties", "half"),
+            "condition": r.get("condition"),
+            "estimate": format_value(r),
+            "defined": r.get("value") is not None,
+            "p_value": r.get("p_value"),
+            "n": r.get("n"),
+            "prompts": r.get("n_clusters"),
+            "excluded": _excluded(r),
+        }
         if isinstance(v.get("slice"), dict) and v["slice"]:
-            (kind, label), = list(v["slice"].items())[:1]
+            ((kind, label),) = list(v["slice"].items())[:1]
             slices.append({**row, "slice": f"{kind} = {label}"})
         else:
             pls.append(row)
@@ -221,13 +310,34 @@ def leakage_tables(records: list[dict]) -> dict:
             what = f"protocol {v.get('protocol', '—')}"
             chance = v.get("chance")
             chance_text = "—" if chance is None else f"{100 * chance:.1f}% (chance)"
-        recognition.append({"metric": r.get("metric"), "who": who, "what": what, "condition": r.get("condition"),
-                            "estimate": format_value(r), "chance": chance_text, "n": r.get("n"),
-                            "prompts": r.get("n_clusters"), "excluded": _excluded(r)})
-    bonus = [{"judge": r.get("judge"), "condition": r.get("condition"), "baseline": _v(r).get("baseline"),
-              "reference_judge": _v(r).get("reference_judge") or "—", "estimate": format_value(r),
-              "defined": r.get("value") is not None, "n": r.get("n"), "related": r.get("n_related"),
-              "entries": r.get("n_entries")} for r in records if r.get("metric") == "leaderboard-leakage-bonus"]
+        recognition.append(
+            {
+                "metric": r.get("metric"),
+                "who": who,
+                "what": what,
+                "condition": r.get("condition"),
+                "estimate": format_value(r),
+                "chance": chance_text,
+                "n": r.get("n"),
+                "prompts": r.get("n_clusters"),
+                "excluded": _excluded(r),
+            }
+        )
+    bonus = [
+        {
+            "judge": r.get("judge"),
+            "condition": r.get("condition"),
+            "baseline": _v(r).get("baseline"),
+            "reference_judge": _v(r).get("reference_judge") or "—",
+            "estimate": format_value(r),
+            "defined": r.get("value") is not None,
+            "n": r.get("n"),
+            "related": r.get("n_related"),
+            "entries": r.get("n_entries"),
+        }
+        for r in records
+        if r.get("metric") == "leaderboard-leakage-bonus"
+    ]
     ranks = defaultdict(list)
     for r in records:
         if is_audit_rank(r):
@@ -238,19 +348,45 @@ def leakage_tables(records: list[dict]) -> dict:
         # the board's measure (`leakage.audit`): a win rate against the baseline, or the mean pointwise score
         measure = str(_v(items[0]).get("measure") or "win rate")
         score = (lambda x: format_number(x, "win-rate")) if measure.startswith("win rate") else _score_text
-        audit_ranks.append({"judge": judge, "condition": condition, "measure": measure, "entries": [{
-            "entry": r.get("generator"), "relation": r.get("relation") or "", "related": bool(r.get("related")),
-            "score": score(r.get("score", r.get("win_rate"))),
-            "adjusted_score": score(r.get("adjusted_score", r.get("adjusted_win_rate"))),
-            "rank": r.get("original_rank"), "adjusted_rank": r.get("value"), "ci": (r.get("ci_low"), r.get("ci_high")),
-            "n": r.get("n"), "excluded": _excluded(r)} for r in items]})
-    runs = [{"judges": r.get("judge"), "students": _students(r), "scope": r.get("scope") or "", "condition": r.get("condition"),
-             "runs": ", ".join(f"{k}: {100 * v:+.1f}%" for k, v in (r.get("runs") or {}).items()),
-             "mean": format_number(r.get("mean"), "preference-leakage-score"), "variance": format_value(r),
-             "defined": r.get("value") is not None, "n": r.get("n"), "excluded": _excluded(r)}
-            for r in records if r.get("metric") == "preference-leakage-variance"]
-    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks,
-            "runs": runs}
+        audit_ranks.append(
+            {
+                "judge": judge,
+                "condition": condition,
+                "measure": measure,
+                "entries": [
+                    {
+                        "entry": r.get("generator"),
+                        "relation": r.get("relation") or "",
+                        "related": bool(r.get("related")),
+                        "score": score(r.get("score", r.get("win_rate"))),
+                        "adjusted_score": score(r.get("adjusted_score", r.get("adjusted_win_rate"))),
+                        "rank": r.get("original_rank"),
+                        "adjusted_rank": r.get("value"),
+                        "ci": (r.get("ci_low"), r.get("ci_high")),
+                        "n": r.get("n"),
+                        "excluded": _excluded(r),
+                    }
+                    for r in items
+                ],
+            }
+        )
+    runs = [
+        {
+            "judges": r.get("judge"),
+            "students": _students(r),
+            "scope": r.get("scope") or "",
+            "condition": r.get("condition"),
+            "runs": ", ".join(f"{k}: {100 * v:+.1f}%" for k, v in (r.get("runs") or {}).items()),
+            "mean": format_number(r.get("mean"), "preference-leakage-score"),
+            "variance": format_value(r),
+            "defined": r.get("value") is not None,
+            "n": r.get("n"),
+            "excluded": _excluded(r),
+        }
+        for r in records
+        if r.get("metric") == "preference-leakage-variance"
+    ]
+    return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks, "runs": runs}
 
 
 def _score_text(x: float | None) -> str:
@@ -267,12 +403,29 @@ def human_tables(records: list[dict], summary: dict | None = None) -> dict:
             continue
         v = _v(r)
         who = f"judge {r.get('judge')}" if r.get("judge") is not None else str(v.get("between", "annotators"))
-        rows.append({"who": who, "statistic": v.get("statistic", r["metric"]), "collection": r.get("condition"),
-                     "estimate": format_value(r), "defined": r.get("value") is not None, "n": r.get("n"),
-                     "prompts": r.get("n_clusters"), "excluded": _excluded(r), "note": r.get("note") or ""})
+        rows.append(
+            {
+                "who": who,
+                "statistic": v.get("statistic", r["metric"]),
+                "collection": r.get("condition"),
+                "estimate": format_value(r),
+                "defined": r.get("value") is not None,
+                "n": r.get("n"),
+                "prompts": r.get("n_clusters"),
+                "excluded": _excluded(r),
+                "note": r.get("note") or "",
+            }
+        )
     summary = summary or {}
-    annotators = [{"annotator": name, **{k: info.get(k) for k in ("labelled", "skipped", "labels_per_minute")}}
-                  for name, info in (summary.get("annotators") or {}).items() if isinstance(info, dict)] if rows else []
+    annotators = (
+        [
+            {"annotator": name, **{k: info.get(k) for k in ("labelled", "skipped", "labels_per_minute")}}
+            for name, info in (summary.get("annotators") or {}).items()
+            if isinstance(info, dict)
+        ]
+        if rows
+        else []
+    )
     return {"rows": rows, "annotators": annotators, "majority": summary.get("majority") if rows else None}
 
 
@@ -293,21 +446,29 @@ def _pick(items: list[dict], metric: str, **variant) -> dict | None:
 
 
 #: What the paper-004 panel shows (HTML and Markdown reports say it in these words).
-VERIFIABLE_NOTE = ("Self scope, averaged per evaluatee, against every other model's answer: paper 004's definition "
-                   "(Eq. 2-5 count every other model, relatives included). The project's headline counts unrelated "
-                   "opponents only; those variants are in the results table. \"n/a\" is an undefined value (its "
-                   "reason and counts follow), not zero.")
-EVALUATEE_NOTE = ("The judge's answers against each other model's (paper 004's per-evaluatee tables: every other "
-                  "model is an evaluatee), pooled over that evaluatee's prompts; \"judge accuracy (harmful)\" counts "
-                  "only the pairs where the judge's answer is wrong and the evaluatee's right (paper 003 Table 4).")
+VERIFIABLE_NOTE = (
+    "Self scope, averaged per evaluatee, against every other model's answer: paper 004's definition "
+    "(Eq. 2-5 count every other model, relatives included). The project's headline counts unrelated "
+    'opponents only; those variants are in the results table. "n/a" is an undefined value (its '
+    "reason and counts follow), not zero."
+)
+EVALUATEE_NOTE = (
+    "The judge's answers against each other model's (paper 004's per-evaluatee tables: every other "
+    'model is an evaluatee), pooled over that evaluatee\'s prompts; "judge accuracy (harmful)" counts '
+    "only the pairs where the judge's answer is wrong and the evaluatee's right (paper 003 Table 4)."
+)
 
 
 def spr_record(items: list[dict], scope: str = "self") -> dict | None:
     """Paper 004's SPR for a judge: scope ``self`` against every other model (the paper's definition,
     variant ``opponents=any``), unrelated opponents only where that is all the records hold; the mean
     over evaluatees (004 Tables 1, 3, 5's Average) where it was computed, else the pooled share."""
-    return _pick([r for r in items if r.get("scope") == scope], "self-preference-ratio", opponents=("any", "unrelated"),
-                 averaging=("per-evaluatee", "__default__"))
+    return _pick(
+        [r for r in items if r.get("scope") == scope],
+        "self-preference-ratio",
+        opponents=("any", "unrelated"),
+        averaging=("per-evaluatee", "__default__"),
+    )
 
 
 def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
@@ -316,15 +477,24 @@ def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
     of paper 003 is a column of `evaluatee_table`)."""
     out = {"self-preference-ratio": spr_record(items)}
     for metric in VERIFIABLE[1:]:
-        out[metric] = _pick(items, metric, averaging=("per-evaluatee", "__default__"),
-                            opponents=("any", "__default__", "unrelated"), preference=("verdict", "__default__"),
-                            examples=("__default__",))
+        out[metric] = _pick(
+            items,
+            metric,
+            averaging=("per-evaluatee", "__default__"),
+            opponents=("any", "__default__", "unrelated"),
+            preference=("verdict", "__default__"),
+            examples=("__default__",),
+        )
     return out
 
 
 #: Paper 004 Figs. 1–4: each metric (y) against the judge's own task accuracy as a generator (x).
-_TASK_SCATTER = (("judge-accuracy", "Fig. 1"), ("self-preference-ratio", "Fig. 2"),
-                ("legitimate-self-preference-ratio", "Fig. 3"), ("harmful-self-preference-propensity", "Fig. 4"))
+_TASK_SCATTER = (
+    ("judge-accuracy", "Fig. 1"),
+    ("self-preference-ratio", "Fig. 2"),
+    ("legitimate-self-preference-ratio", "Fig. 3"),
+    ("harmful-self-preference-propensity", "Fig. 4"),
+)
 
 
 def task_scatter_table(records: list[dict]) -> list[dict]:
@@ -334,9 +504,14 @@ def task_scatter_table(records: list[dict]) -> list[dict]:
     judges); empty without task-accuracy records of judges' own answers."""
     from nepotism.metrics.stats import pearson
 
-    accuracy = {(str(r["judge"]), str(r.get("condition"))): r for r in records
-                if r.get("metric") == "task-accuracy" and r.get("judge") is not None and r.get("value") is not None
-                and (r.get("variant") or {}).get("of") == "judge's own answers"}
+    accuracy = {
+        (str(r["judge"]), str(r.get("condition"))): r
+        for r in records
+        if r.get("metric") == "task-accuracy"
+        and r.get("judge") is not None
+        and r.get("value") is not None
+        and (r.get("variant") or {}).get("of") == "judge's own answers"
+    }
     if not accuracy:
         return []
     by_condition: dict[str, dict[str, dict]] = defaultdict(dict)
@@ -346,17 +521,28 @@ def task_scatter_table(records: list[dict]) -> list[dict]:
     rows = []
     for condition, judges in sorted(by_condition.items()):
         for metric, figure in _TASK_SCATTER:
-            points = [(judge, float(accuracy[(judge, condition)]["value"]), float(found[metric]["value"]))
-                      for judge, found in sorted(judges.items())
-                      if found.get(metric) is not None and found[metric].get("value") is not None]
+            points = [
+                (judge, float(accuracy[(judge, condition)]["value"]), float(found[metric]["value"]))
+                for judge, found in sorted(judges.items())
+                if found.get(metric) is not None and found[metric].get("value") is not None
+            ]
             if not points:
                 continue
             test = pearson([p[1] for p in points], [p[2] for p in points])
             defined = test["r"] == test["r"]
-            rows.append({"condition": condition, "figure": figure, "metric": metric, "points": points,
-                         "n_judges": len(points), "r": test["r"] if defined else None,
-                         "ci": (test["ci_low"], test["ci_high"]) if test["ci_low"] == test["ci_low"] else None,
-                         "p_value": test["p_value"] if defined else None, "note": None if defined else test["note"]})
+            rows.append(
+                {
+                    "condition": condition,
+                    "figure": figure,
+                    "metric": metric,
+                    "points": points,
+                    "n_judges": len(points),
+                    "r": test["r"] if defined else None,
+                    "ci": (test["ci_low"], test["ci_high"]) if test["ci_low"] == test["ci_low"] else None,
+                    "p_value": test["p_value"] if defined else None,
+                    "note": None if defined else test["note"],
+                }
+            )
     return rows
 
 
@@ -365,7 +551,8 @@ def task_scatter_table(records: list[dict]) -> list[dict]:
 RUBRIC_COLUMNS = tuple(
     [f"hspp-ratio {scope} {level}" for scope in ("self", "family") for level in ("instance", "rubric")]
     + [f"hspp-ratio {scope} instance {p}" for scope in ("self", "family") for p in ("DA", "PWC")]
-    + ["mipa SR", "mipa PWC", "mipa DA", "mra"])
+    + ["mipa SR", "mipa PWC", "mipa DA", "mra"]
+)
 
 
 def rubric_records(items: list[dict]) -> dict[str, dict | None]:
@@ -382,12 +569,18 @@ def rubric_records(items: list[dict]) -> dict[str, dict | None]:
             if level == "instance":
                 for paradigm in ("DA", "PWC"):
                     out[f"hspp-ratio {scope} instance {paradigm}"] = _pick(
-                        pool, "hspp-ratio", level=level, **{**extra, "paradigm": paradigm})
+                        pool, "hspp-ratio", level=level, **{**extra, "paradigm": paradigm}
+                    )
     for paradigm in ("SR", "PWC", "DA"):
         out[f"mipa {paradigm}"] = _pick(items, "mipa", paradigm=paradigm)
     out["mra"] = _pick(items, "mra")
-    optional = ("mipa DA", "hspp-ratio self instance DA", "hspp-ratio self instance PWC",
-                "hspp-ratio family instance DA", "hspp-ratio family instance PWC")
+    optional = (
+        "mipa DA",
+        "hspp-ratio self instance DA",
+        "hspp-ratio self instance PWC",
+        "hspp-ratio family instance DA",
+        "hspp-ratio family instance PWC",
+    )
     return {k: v for k, v in out.items() if v is not None or k not in optional}
 
 
@@ -409,8 +602,10 @@ def verifiable_table(records: list[dict]) -> list[dict]:
     """One row per (judge, condition) with the four paper-004 metrics; empty unless LSPR/HSPP/accuracy exist."""
     if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
         return []
-    return [{"judge": j, "condition": c, "cells": {m: _cell(r) for m, r in verifiable_records(items).items()}}
-            for (j, c), items in _by_judge(records, VERIFIABLE).items()]
+    return [
+        {"judge": j, "condition": c, "cells": {m: _cell(r) for m, r in verifiable_records(items).items()}}
+        for (j, c), items in _by_judge(records, VERIFIABLE).items()
+    ]
 
 
 #: The per-evaluatee table's column of paper 003 Table 4: judge accuracy on the harmful cases.
@@ -428,13 +623,13 @@ def evaluatee_table(records: list[dict]) -> list[dict]:
     rows: dict = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
-        if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" \
-                and variant.get("opponents") == "any":
+        if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" and variant.get("opponents") == "any":
             column = _HARMFUL_ACCURACY if variant.get("examples") == "harmful (own wrong, other right)" else r["metric"]
             rows[(str(r["judge"]), str(r.get("condition")), str(variant.get("evaluatee")))][column] = r
-    return [{"judge": j, "condition": c, "evaluatee": e,
-             "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (_HARMFUL_ACCURACY,)}}
-            for (j, c, e), found in sorted(rows.items())]
+    return [
+        {"judge": j, "condition": c, "evaluatee": e, "cells": {m: _cell(found.get(m)) for m in VERIFIABLE + (_HARMFUL_ACCURACY,)}}
+        for (j, c, e), found in sorted(rows.items())
+    ]
 
 
 def rubric_table(records: list[dict]) -> list[dict]:
@@ -445,8 +640,7 @@ def rubric_table(records: list[dict]) -> list[dict]:
     order = RUBRIC_COLUMNS
     present = {k for _, found in groups for k in found}
     columns = sorted(present, key=lambda k: order.index(k) if k in order else len(order))
-    return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}}
-            for (j, c), found in groups]
+    return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}} for (j, c), found in groups]
 
 
 def exclusion_table(records: list[dict]) -> list[dict]:
@@ -460,13 +654,20 @@ def exclusion_table(records: list[dict]) -> list[dict]:
         variant = _v(r)
         if r.get("metric") == EXCLUSION_GAP and r.get("flagged") and "slice" not in variant:
             reasons = r.get("excluded") or {}
-            flagged[(r.get("judge"), r.get("condition"), variant.get("kind", ""))].append({
-                "generator": r.get("generator"), "share": format_number(r.get("share"), EXCLUSIONS),
-                "of": r.get("n"), "others_share": format_number(r.get("others_share"), EXCLUSIONS),
-                "others_of": r.get("others_n"), "gap": format_value(r),
-                "p": f"{r['p_value']:.3g} (≤ {r['p_threshold']:.3g})" if r.get("p_value") is not None
-                and r.get("p_threshold") is not None else "n/a",
-                "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none"})
+            flagged[(r.get("judge"), r.get("condition"), variant.get("kind", ""))].append(
+                {
+                    "generator": r.get("generator"),
+                    "share": format_number(r.get("share"), EXCLUSIONS),
+                    "of": r.get("n"),
+                    "others_share": format_number(r.get("others_share"), EXCLUSIONS),
+                    "others_of": r.get("others_n"),
+                    "gap": format_value(r),
+                    "p": f"{r['p_value']:.3g} (≤ {r['p_threshold']:.3g})"
+                    if r.get("p_value") is not None and r.get("p_threshold") is not None
+                    else "n/a",
+                    "reason": max(reasons, key=lambda k: (reasons[k], k)) if reasons else "none",
+                }
+            )
     rows = []
     for r in records:
         variant = _v(r)
@@ -477,9 +678,18 @@ def exclusion_table(records: list[dict]) -> list[dict]:
         if r.get("label_mass_below_half"):  # counted, not left out (papers 001/004 take the argmax)
             text += f" (kept: {r['label_mass_below_half']:,} read from labels holding under ½ of the probability)"
         kind = variant.get("kind", "")
-        rows.append({"judge": r.get("judge"), "condition": r.get("condition"), "kind": kind,
-                     "judgments": r.get("n"), "without": r.get("n_excluded") or 0, "share": format_value(r),
-                     "reasons": text, "flagged": flagged.get((r.get("judge"), r.get("condition"), kind), [])})
+        rows.append(
+            {
+                "judge": r.get("judge"),
+                "condition": r.get("condition"),
+                "kind": kind,
+                "judgments": r.get("n"),
+                "without": r.get("n_excluded") or 0,
+                "share": format_value(r),
+                "reasons": text,
+                "flagged": flagged.get((r.get("judge"), r.get("condition"), kind), []),
+            }
+        )
     return rows
 
 

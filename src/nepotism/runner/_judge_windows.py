@@ -72,9 +72,16 @@ class JudgeWindows:
     ``runner`` is the `nepotism.runner.engine.Runner` whose store, endpoints and settings it uses."""
 
     def __init__(
-        self, runner: Any, tasks: Sequence[Any] | AsyncIterable[Sequence[Any]], render: RenderFn,
-        interpret: InterpretFn, planned: Sequence[PlannedCall] | None, *, keep: bool,
-        identify: Callable[[Any], Sequence[str]] | None, writer: StoreWriter | None,
+        self,
+        runner: Any,
+        tasks: Sequence[Any] | AsyncIterable[Sequence[Any]],
+        render: RenderFn,
+        interpret: InterpretFn,
+        planned: Sequence[PlannedCall] | None,
+        *,
+        keep: bool,
+        identify: Callable[[Any], Sequence[str]] | None,
+        writer: StoreWriter | None,
     ) -> None:
         self.streamed = isinstance(tasks, AsyncIterable)
         if self.streamed and planned is not None:
@@ -138,8 +145,17 @@ class JudgeWindows:
             if self.keep:
                 self.call_keys.update(batch_keys)
             runner = self.runner
-            self.writer.submit(partial(self.store.add_judgments, batch, source=runner.source, call_keys=batch_keys,
-                                       run_id=runner.run_id, ids=batch_ids), self.written)
+            self.writer.submit(
+                partial(
+                    self.store.add_judgments,
+                    batch,
+                    source=runner.source,
+                    call_keys=batch_keys,
+                    run_id=runner.run_id,
+                    ids=batch_ids,
+                ),
+                self.written,
+            )
 
     def check_replayed(self) -> None:
         """Queue for writing the replayed judgments the store lacks (one batched read)."""
@@ -168,15 +184,15 @@ class JudgeWindows:
         made = list(self.interpret(task, result.completion))
         if not result.completion.ok and any(j.status != "failed" for j in made):
             raise RuntimeError(
-                f"interpret read a verdict from a failed call ({result.completion.error}); "
-                "a failure must stay a failure"
+                f"interpret read a verdict from a failed call ({result.completion.error}); a failure must stay a failure"
             )
         if self.keep:
             self.per_task[index] = made
         # the ids `identify` gave the task are those of what interpret made (its contract, and a
         # test for the package's pair): not hashed twice
-        made_ids = (list(identified) if identified is not None and len(identified) == len(made)
-                    else [judgment.id for judgment in made])
+        made_ids = (
+            list(identified) if identified is not None and len(identified) == len(made) else [judgment.id for judgment in made]
+        )
         self.in_plan(made_ids)
         counts = self.counts
         for judgment in made:
@@ -202,7 +218,7 @@ class JudgeWindows:
         if digest is not None and self.memo_counted(digest, len(chunk)):
             return []
         planned = self.planned
-        calls = planned[start:start + len(chunk)] if planned is not None else self.runner.plan_judging(chunk, self.render)
+        calls = planned[start : start + len(chunk)] if planned is not None else self.runner.plan_judging(chunk, self.render)
         if self.shortcut:
             return self.stored_already(chunk, calls, start, digest, unit)
         live = self.live
@@ -215,7 +231,7 @@ class JudgeWindows:
         assert not self.streamed
         tasks, window = self.tasks, self.window
         for start in range(0, self.total, window):
-            yield self.window_calls(tasks[start:start + window], start)  # type: ignore[index]
+            yield self.window_calls(tasks[start : start + window], start)  # type: ignore[index]
             self.check_replayed()  # (the window's cached calls are delivered by now)
 
     async def streamed_windows(self) -> AsyncIterator[Sequence[PlannedCall]]:
@@ -238,14 +254,13 @@ class JudgeWindows:
                 self.per_task.extend([None] * len(part))
             unit = _MemoUnit(digest) if digest is not None else None
             for first in range(0, len(part), window):
-                chunk = part[first:first + window]
+                chunk = part[first : first + window]
                 yield self.window_calls(chunk, start, unit)
                 start += len(chunk)
                 self.check_replayed()
             if unit is not None and unit.pairs and memo is not None:
                 # (bound now: the next part replaces these values before the write runs)
-                self.writer.submit(partial(memo.write, unit.digest, len(part), unit.pairs, kinds or ()),
-                                   self.written)
+                self.writer.submit(partial(memo.write, unit.digest, len(part), unit.pairs, kinds or ()), self.written)
             stats.refresh()
 
     # -- counted without reading a call ------------------------------------------------------------
@@ -269,8 +284,14 @@ class JudgeWindows:
         stats.refresh()
         return True
 
-    def stored_already(self, chunk: Sequence[Any], calls: Sequence[PlannedCall], start: int,
-                       digest: str | None = None, unit: _MemoUnit | None = None) -> list[PlannedCall]:
+    def stored_already(
+        self,
+        chunk: Sequence[Any],
+        calls: Sequence[PlannedCall],
+        start: int,
+        digest: str | None = None,
+        unit: _MemoUnit | None = None,
+    ) -> list[PlannedCall]:
         """Count the tasks whose judgments are all stored as read from their call; return
         the calls of the others (to look up, replay or send as usual). With the window's memo
         ``digest``, record its (call key, judgment id) pairs for the next rerun; with a memo
@@ -281,8 +302,7 @@ class JudgeWindows:
         live, counts, in_plan = self.live, self.counts, self.in_plan
         rest: list[PlannedCall] = []
         hits = 0
-        pairs: list[tuple[str, str]] | None = (
-            [] if digest is not None else unit.pairs if unit is not None else None)
+        pairs: list[tuple[str, str]] | None = [] if digest is not None else unit.pairs if unit is not None else None
         for i, (task, call) in enumerate(zip(chunk, calls, strict=True), start):
             key = call.key
             wanted = identify(task)
@@ -316,8 +336,8 @@ class JudgeWindows:
         runner, writer, memo = self.runner, self.writer, self.memo
         try:
             await runner._executor(self.stats, writer, shared=not self.own_writer).run_windows(
-                self.streamed_windows() if self.streamed else self.windows(), self.take,
-                refill_below=2 * self.window)
+                self.streamed_windows() if self.streamed else self.windows(), self.take, refill_below=2 * self.window
+            )
             self.check_replayed()
             self.in_plan((), last=True)
             if memo is not None:
@@ -331,6 +351,11 @@ class JudgeWindows:
             if self.own_writer:
                 writer.close()  # (blocks until the queued writes are done)
         done = [j for made in self.per_task if made for j in made]
-        return JudgingOutcome(judgments=done, call_keys=self.call_keys, stats=self.stats,
-                              counts=dict(sorted(self.counts.items())), plan=self.plan,
-                              memo_hits=memo.hits if memo is not None else 0)
+        return JudgingOutcome(
+            judgments=done,
+            call_keys=self.call_keys,
+            stats=self.stats,
+            counts=dict(sorted(self.counts.items())),
+            plan=self.plan,
+            memo_hits=memo.hits if memo is not None else 0,
+        )

@@ -69,8 +69,18 @@ class _LazyJSON(Mapping[str, Any]):
         return repr(dict(self._get()))
 
 
-_COMPLETION_FIELDS = ("text", "label_logprobs", "continuation_logprobs", "usage", "latency_s", "raw",
-                      "status", "error", "finish_reason", "warnings")
+_COMPLETION_FIELDS = (
+    "text",
+    "label_logprobs",
+    "continuation_logprobs",
+    "usage",
+    "latency_s",
+    "raw",
+    "status",
+    "error",
+    "finish_reason",
+    "warnings",
+)
 _build_completion = builder(Completion, _COMPLETION_FIELDS)  # see nepotism._frozen
 
 

@@ -60,8 +60,17 @@ from nepotism.runner.shards import Shard
 from nepotism.store import Store
 from nepotism.store.fastread import call_statuses
 
-__all__ = ["MAX_FILE_BYTES", "MAX_FILE_REQUESTS", "BatchResults", "BatchRound", "RoundCounts", "plan_round",
-           "read_results", "store_results", "write_batch"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_FILE_REQUESTS",
+    "BatchResults",
+    "BatchRound",
+    "RoundCounts",
+    "plan_round",
+    "read_results",
+    "store_results",
+    "write_batch",
+]
 
 #: OpenAI Batch API limits per input file.
 MAX_FILE_REQUESTS = 50_000
@@ -131,9 +140,16 @@ class BatchRound:
         return self.phase == "judge" and self.missing == 0
 
 
-def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Instance], list[Response]] | None = None,
-               shard: Shard | None = None, registry: Any = None, judging: Any = None,
-               chunk_calls: int = CHUNK_CALLS) -> BatchRound:
+def plan_round(
+    experiment: Experiment,
+    store: Store,
+    *,
+    dataset: tuple[list[Instance], list[Response]] | None = None,
+    shard: Shard | None = None,
+    registry: Any = None,
+    judging: Any = None,
+    chunk_calls: int = CHUNK_CALLS,
+) -> BatchRound:
     """The current round of ``experiment`` against ``store`` (see the module docstring). The
     generation calls are counted here (they decide the phase); a judge round is counted when
     asked (`BatchRound.counts`), or while its files are written."""
@@ -169,12 +185,13 @@ def plan_round(experiment: Experiment, store: Store, *, dataset: tuple[list[Inst
         if experiment.perplexity is not None:  # the perplexity step scores the same answers: planned last
             triples = again.perplexity_triples(instances)
             for start in range(0, len(triples), chunk_calls):
-                yield planned_calls(runner, experiment, triples[start:start + chunk_calls])
+                yield planned_calls(runner, experiment, triples[start : start + chunk_calls])
 
     return BatchRound("judge", endpoints, store, judge)
 
 
 # -- writing requests ----------------------------------------------------------------------------
+
 
 def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any]]:
     from nepotism.backends.openai_http import TOP_LOGPROBS
@@ -182,15 +199,21 @@ def _body(experiment: Experiment, call: PlannedCall) -> tuple[str, dict[str, Any
 
     cfg = experiment.models[call.model]
     if cfg.backend != "openai":
-        raise InputError(f"model '{call.model}' uses the {cfg.backend} backend; batch files are for "
-                         "OpenAI-compatible models (backend openai: run it live, or serve it over HTTP)",
-                         path=experiment.path, field=f"models.{call.model}.backend")
+        raise InputError(
+            f"model '{call.model}' uses the {cfg.backend} backend; batch files are for "
+            "OpenAI-compatible models (backend openai: run it live, or serve it over HTTP)",
+            path=experiment.path,
+            field=f"models.{call.model}.backend",
+        )
     # the arguments `experiment_run._backend` gives the live HTTP backend
     built = build_body(call.request, model=cfg.model, extra=dict(cfg.params), top_logprobs=TOP_LOGPROBS)
     if isinstance(built, Completion):  # a chat continuation: the experiment file refuses it for a model
         # served over HTTP ([perplexity] prompt = "chat"); a plan holding one stops, nothing written
-        raise InputError(f"model '{call.model}': {built.error}; a batch file cannot hold this call",
-                         path=experiment.path, field="perplexity.prompt")
+        raise InputError(
+            f"model '{call.model}': {built.error}; a batch file cannot hold this call",
+            path=experiment.path,
+            field="perplexity.prompt",
+        )
     return built
 
 
@@ -208,12 +231,16 @@ class _Files:
 
     def add(self, model: str, url: str, line: bytes) -> None:
         if len(line) > self.max_bytes:
-            raise InputError(f"one request of model '{model}' is {len(line):,} bytes, above the "
-                             f"{self.max_bytes:,} bytes a batch file may hold", path=str(self.folder))
+            raise InputError(
+                f"one request of model '{model}' is {len(line):,} bytes, above the "
+                f"{self.max_bytes:,} bytes a batch file may hold",
+                path=str(self.folder),
+            )
         group = (model, url)
         current = self.open.get(group)
-        if current is not None and (current[1]["requests"] >= self.max_requests
-                                    or current[1]["bytes"] + len(line) > self.max_bytes):
+        if current is not None and (
+            current[1]["requests"] >= self.max_requests or current[1]["bytes"] + len(line) > self.max_bytes
+        ):
             self._close(group)
             current = None
         if current is None:
@@ -233,8 +260,14 @@ class _Files:
         n = self.parts[group] = self.parts.get(group, 0) + 1
         kind = "chat" if url.endswith("/chat/completions") else "completions"
         name = f"{self.stems[model]}.{kind}.{n:04d}.jsonl"
-        entry = {"file": name, "model": model, "served_model": self.experiment.models[model].model,
-                 "url": url, "requests": 0, "bytes": 0}
+        entry = {
+            "file": name,
+            "model": model,
+            "served_model": self.experiment.models[model].model,
+            "url": url,
+            "requests": 0,
+            "bytes": 0,
+        }
         self.open[group] = (open(self.folder / name, "wb"), entry)  # noqa: SIM115 (closed by _close)
         return self.open[group]
 
@@ -255,8 +288,14 @@ class _Files:
             handle.close()
 
 
-def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path, *,
-                max_requests: int = MAX_FILE_REQUESTS, max_bytes: int = MAX_FILE_BYTES) -> dict[str, Any]:
+def write_batch(
+    experiment: Experiment,
+    round_: BatchRound,
+    out_dir: str | Path,
+    *,
+    max_requests: int = MAX_FILE_REQUESTS,
+    max_bytes: int = MAX_FILE_BYTES,
+) -> dict[str, Any]:
     """Write the round's calls to send as Batch-API request files in ``out_dir``; return the
     manifest (also written as ``out_dir/batch.json``). Refuses a folder that already holds
     ``.jsonl`` files (the files of another round), and a call the wire format cannot express
@@ -265,8 +304,7 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
     if out.exists() and not out.is_dir():
         raise InputError("--batch-out must be a folder", path=str(out))
     if out.is_dir() and any(out.glob("*.jsonl")):
-        raise InputError("the folder already holds .jsonl files (another round's?); choose a new one",
-                         path=str(out))
+        raise InputError("the folder already holds .jsonl files (another round's?); choose a new one", path=str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent))
     files = _Files(experiment, staging, max_requests, max_bytes)
@@ -281,8 +319,7 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
                     continue
                 path, body = _body(experiment, call)
                 line = {"custom_id": call.key, "method": "POST", "url": "/v1" + path, "body": body}
-                files.add(call.model, "/v1" + path,
-                          (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+                files.add(call.model, "/v1" + path, (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         written = files.close()
         if written:
             out.mkdir(exist_ok=True)
@@ -296,19 +333,22 @@ def write_batch(experiment: Experiment, round_: BatchRound, out_dir: str | Path,
     requests = sum(f["requests"] for f in written)
     round_._counts = RoundCounts(planned, missing, requests)
     manifest = {
-        "experiment": experiment.name, "phase": round_.phase, "requests": requests, "files": written,
+        "experiment": experiment.name,
+        "phase": round_.phase,
+        "requests": requests,
+        "files": written,
         "next": "send each file as a batch (OpenAI Batch API, or vLLM's run_batch), then "
-                "nepotism run EXPERIMENT --batch-in OUTPUT.jsonl...",
+        "nepotism run EXPERIMENT --batch-in OUTPUT.jsonl...",
     }
     if written:
         from nepotism._files import atomic_write
 
-        atomic_write(out / "batch.json",
-                     lambda tmp: tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n"))
+        atomic_write(out / "batch.json", lambda tmp: tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n"))
     return manifest
 
 
 # -- reading results -----------------------------------------------------------------------------
+
 
 def _checked(obj: Any, where: dict[str, Any]) -> str:
     """The ``custom_id`` of a result line, after the checks that need no plan."""
@@ -336,8 +376,7 @@ def _completion(obj: dict[str, Any], call: PlannedCall) -> Completion:
             code, message = error.get("code") or "error", error.get("message") or ""
         else:
             code, message = "error", str(error)
-        return failed(f"batch_error:{code}: {message}"[:300] if message else f"batch_error:{code}",
-                      raw={"error": error})
+        return failed(f"batch_error:{code}: {message}"[:300] if message else f"batch_error:{code}", raw={"error": error})
     status, body = obj["response"]["status_code"], obj["response"].get("body")
     if status != 200:
         return http_failure(status, json.dumps(body, ensure_ascii=False), 0.0, call.request)
@@ -397,7 +436,7 @@ class BatchResults:
 
     def key(self, i: int) -> str:
         """Answer ``i``'s custom id (a numpy scalar would drop trailing zero bytes)."""
-        return self.keys[i:i + 1].tobytes().hex()
+        return self.keys[i : i + 1].tobytes().hex()
 
     def first(self, among: Any) -> int:
         """Of the answers ``among`` (indices), the one that comes first in the files."""
@@ -434,35 +473,49 @@ def read_results(round_: BatchRound, paths: Sequence[str | Path]) -> BatchResult
             where = {"path": str(path), "line": number}
             key = _checked(_parse(line, where), where)
             if not _KEY.fullmatch(key):
-                raise InputError(f"custom_id {key[:16]}… is no call of this experiment's plan (the custom ids "
-                                 "nepotism writes are 64 lowercase hex digits)", field="custom_id", **where)
+                raise InputError(
+                    f"custom_id {key[:16]}… is no call of this experiment's plan (the custom ids "
+                    "nepotism writes are 64 lowercase hex digits)",
+                    field="custom_id",
+                    **where,
+                )
             keys += bytes.fromhex(key)
             file_of.append(n)
             offset_of.append(offset)
     if not keys:
-        return BatchResults(round_, files, np.empty(0, dtype="S32"), np.empty(0, dtype=np.uint32),
-                            np.empty(0, dtype=np.uint64))
+        return BatchResults(round_, files, np.empty(0, dtype="S32"), np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint64))
     flat = np.frombuffer(keys, dtype="S32")
     order = np.argsort(flat, kind="stable")  # equal keys stay in file order
-    results = BatchResults(round_, files, flat[order], np.frombuffer(file_of, dtype=np.uint32)[order],
-                           np.frombuffer(offset_of, dtype=np.uint64)[order])
+    results = BatchResults(
+        round_,
+        files,
+        flat[order],
+        np.frombuffer(file_of, dtype=np.uint32)[order],
+        np.frombuffer(offset_of, dtype=np.uint64)[order],
+    )
     del flat, order, keys, file_of, offset_of
     twice = np.flatnonzero(results.keys[1:] == results.keys[:-1]) + 1
     if twice.size:
         i = results.first(twice)  # the first line, in file order, that repeats an earlier one
         first = int(np.searchsorted(results.keys, results.keys[i]))
         earlier = results.where(first)
-        raise InputError(f"custom_id {results.key(i)[:16]}… appears twice (first in {earlier['path']} "
-                         f"line {earlier['line']})", field="custom_id", **results.where(i))
+        raise InputError(
+            f"custom_id {results.key(i)[:16]}… appears twice (first in {earlier['path']} line {earlier['line']})",
+            field="custom_id",
+            **results.where(i),
+        )
     matched = np.zeros(len(results), dtype=bool)
     for calls in round_.chunks():  # (no status needed: only the keys are checked)
         for _, i in results.find(calls):
             matched[i] = True
     if not matched.all():
         i = results.first(np.flatnonzero(~matched))
-        raise InputError(f"custom_id {results.key(i)[:16]}… is no call of this experiment's plan (another "
-                         "experiment's or shard's results, or of a round not reached yet?)",
-                         field="custom_id", **results.where(i))
+        raise InputError(
+            f"custom_id {results.key(i)[:16]}… is no call of this experiment's plan (another "
+            "experiment's or shard's results, or of a round not reached yet?)",
+            field="custom_id",
+            **results.where(i),
+        )
     return results
 
 

@@ -74,8 +74,15 @@ from nepotism.store.fastread import call_rows
 from nepotism.store.writer import StoreWriter
 
 __all__ = [
-    "CLAIM_CHUNK", "CallExecutor", "CallResult", "Endpoint", "PlannedCall", "call_record",
-    "completion_from_cached", "plan_call", "request_key"
+    "CLAIM_CHUNK",
+    "CallExecutor",
+    "CallResult",
+    "Endpoint",
+    "PlannedCall",
+    "call_record",
+    "completion_from_cached",
+    "plan_call",
+    "request_key",
 ]
 
 _log = logging.getLogger("nepotism.runner")
@@ -173,24 +180,38 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
     static: tuple | None = None
     head = None
     if not extra or all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
-        static = (endpoint.kind, endpoint.model, endpoint.served_model, request.max_tokens,
-                  float(request.temperature), request.seed, request.labels, request.continuation, request.labels_after,
-                  tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())) if extra else ())
+        static = (
+            endpoint.kind,
+            endpoint.model,
+            endpoint.served_model,
+            request.max_tokens,
+            float(request.temperature),
+            request.seed,
+            request.labels,
+            request.continuation,
+            request.labels_after,
+            tuple(sorted((k, type(v).__name__, v) for k, v in extra.items())) if extra else (),
+        )
         head = _HEADS.get(static)
     if head is None:
-        head = json.dumps({
-            "backend": endpoint.kind,
-            "model": endpoint.model,
-            "served_model": endpoint.served_model,
-            "max_tokens": request.max_tokens,
-            "temperature": float(request.temperature),
-            "seed": request.seed,
-            "labels": None if request.labels is None else list(request.labels),
-            "continuation": request.continuation,
-            "extra": {k: extra[k] for k in sorted(extra) if not is_secret_name(k)},
-            # only when set, so that every other call keeps its key
-            **({} if request.labels_after is None else {"labels_after": request.labels_after}),
-        }, sort_keys=True, separators=(",", ":"), default=str).encode()
+        head = json.dumps(
+            {
+                "backend": endpoint.kind,
+                "model": endpoint.model,
+                "served_model": endpoint.served_model,
+                "max_tokens": request.max_tokens,
+                "temperature": float(request.temperature),
+                "seed": request.seed,
+                "labels": None if request.labels is None else list(request.labels),
+                "continuation": request.continuation,
+                "extra": {k: extra[k] for k in sorted(extra) if not is_secret_name(k)},
+                # only when set, so that every other call keeps its key
+                **({} if request.labels_after is None else {"labels_after": request.labels_after}),
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        ).encode()
         if static is not None and len(_HEADS) < 4096:
             _HEADS[static] = head
     digest = hashlib.sha256(_KEY_PREFIX)
@@ -239,7 +260,10 @@ def _read_record(completion: Completion) -> dict[str, Any]:
 
 
 def call_record(
-    endpoint: Endpoint, call: PlannedCall, completion: Completion, errors: Sequence[str] = (),
+    endpoint: Endpoint,
+    call: PlannedCall,
+    completion: Completion,
+    errors: Sequence[str] = (),
     run_id: str | None = None,
 ) -> dict[str, Any]:
     """The `Store.put_call` keyword arguments (plus ``key``) that store ``completion`` for
@@ -389,9 +413,7 @@ class CallExecutor:
         """The stored calls among ``calls`` (ok and failed), by key, in one batched query."""
         return self.store.get_calls([c.key for c in calls])
 
-    async def run(
-        self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]
-    ) -> None:
+    async def run(self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]) -> None:
         """Deliver a `CallResult` for every call to ``on_result`` (cached ones first).
 
         Calls sharing a key are sent once and delivered to each of them. Calls whose model has
@@ -400,8 +422,11 @@ class CallExecutor:
         await self.run_windows([calls], on_result)
 
     async def run_windows(
-        self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]],
-        on_result: Callable[[CallResult], None], *, refill_below: int = 2048,
+        self,
+        windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]],
+        on_result: Callable[[CallResult], None],
+        *,
+        refill_below: int = 2048,
     ) -> None:
         """`run` over calls that come a window at a time (``windows`` may be a generator that
         renders each window when asked for it), so the calls never all exist at once.
@@ -459,8 +484,12 @@ class CallExecutor:
                 self._wake.set()
                 self._wake = asyncio.Event()
                 await asyncio.sleep(0)  # let the workers send what is queued before the next window
-                while self._queued >= refill_below and self._error is None and not self.store.low_space \
-                        and not all(w.done() for w in workers):
+                while (
+                    self._queued >= refill_below
+                    and self._error is None
+                    and not self.store.low_space
+                    and not all(w.done() for w in workers)
+                ):
                     self._want.clear()
                     await self._want.wait()
                 if self._error is not None:
@@ -515,8 +544,9 @@ class CallExecutor:
         self._held = {}
         self._round += 1
 
-    async def _each(self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]]
-                    ) -> AsyncIterator[Sequence[PlannedCall]]:
+    async def _each(
+        self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]]
+    ) -> AsyncIterator[Sequence[PlannedCall]]:
         """The windows of `run_windows`, one at a time. An asynchronous iterable's next window
         is awaited together with the run's failure (`_fail`): a worker that raises while the
         windows are still to come stops the run at once."""
@@ -551,8 +581,7 @@ class CallExecutor:
             if close is not None:
                 await close()
 
-    def _take_window(self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]
-                     ) -> dict[str, list[PlannedCall]]:
+    def _take_window(self, calls: Sequence[PlannedCall], on_result: Callable[[CallResult], None]) -> dict[str, list[PlannedCall]]:
         """Look ``calls`` up in one batched read and deliver the stored ok ones; return the
         others grouped by key, leaving out those that join a call queued or in flight (`_live`)
         or that failed earlier in this run (delivered that failure)."""
@@ -585,8 +614,7 @@ class CallExecutor:
         self.stats.refresh()
         return pending
 
-    def _deliver_copy(self, call: PlannedCall, completion: Completion,
-                      on_result: Callable[[CallResult], None]) -> None:
+    def _deliver_copy(self, call: PlannedCall, completion: Completion, on_result: Callable[[CallResult], None]) -> None:
         """Deliver a call that failed earlier in this run to a later call with its key (not sent again)."""
         self.stats.failure_delivered(completion, shared=True)
         on_result(CallResult(call, completion, False, 0))
@@ -597,16 +625,16 @@ class CallExecutor:
             self._fail(worker.exception())  # type: ignore[arg-type]
         self._want.set()  # (the windows wait on the workers: let them look again)
 
-    def _replay_failures(self, pending: Mapping[str, list[PlannedCall]],
-                         on_result: Callable[[CallResult], None]) -> None:
+    def _replay_failures(self, pending: Mapping[str, list[PlannedCall]], on_result: Callable[[CallResult], None]) -> None:
         """Offline: deliver each stored failure as it was stored (counted as failed, not sent)."""
         stored = self.store.get_calls(list(pending))
         missing = [key for key in pending if key not in stored]
         if missing and self.store.readonly:  # (a run served from a read-only store)
             raise self.store.cannot_write(len(missing), "calls (to send, then store)")
         if missing:
-            raise RuntimeError(f"{len(missing)} calls have no stored answer (first {missing[0][:12]}…); "
-                               "an offline run needs every call stored")
+            raise RuntimeError(
+                f"{len(missing)} calls have no stored answer (first {missing[0][:12]}…); an offline run needs every call stored"
+            )
         for key, group in pending.items():
             completion = completion_from_cached(stored[key])
             self.stats.failure_delivered(completion, copies=len(group))
@@ -655,11 +683,14 @@ class CallExecutor:
         store, owner = self.store, self.owner
         assert self._writing is not None
         self._committing += 1
-        self._writing.submit(lambda: store.put_calls(batch, release_owner=owner),
-                             lambda error, round_=self._round: self._committed(waiting, error, round_))
+        self._writing.submit(
+            lambda: store.put_calls(batch, release_owner=owner),
+            lambda error, round_=self._round: self._committed(waiting, error, round_),
+        )
 
-    def _committed(self, waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]],
-                   error: BaseException | None, round_: int) -> None:
+    def _committed(
+        self, waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]], error: BaseException | None, round_: int
+    ) -> None:
         """On the loop, once a group of calls is committed (or failed to be): give back their
         slots, submit the calls answered meanwhile as the next group, then count and deliver this
         group's, unless the run is ending; any error stops the run (`_fail`)."""
@@ -801,21 +832,23 @@ class CallExecutor:
             # committed first, used after (in `_committed`, which gives the slot back): a crash in
             # between loses nothing used, and no more answers than the slots
             attempts = len(errors) + (1 if completion.ok else 0)
-            self._commit({"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)},
-                         (endpoint, group, completion, attempts))
+            self._commit(
+                {"key": call.key, **_store_kwargs(endpoint, call, completion, errors, self.run_id)},
+                (endpoint, group, completion, attempts),
+            )
             if writer.pending >= writer.max_pending:
                 await writer.room()  # the writer is behind: send no more until it catches up
 
-    def _deliver_cached(self, group: list[PlannedCall], completion: Completion,
-                        on_result: Callable[[CallResult], None]) -> None:
+    def _deliver_cached(self, group: list[PlannedCall], completion: Completion, on_result: Callable[[CallResult], None]) -> None:
         self.stats.cached += len(group)
         self.stats.done += len(group)
         self.stats.refresh()
         for same in group:
             on_result(CallResult(same, completion, True, 0))
 
-    async def _attempts(self, endpoint: Endpoint, call: PlannedCall,
-                        task: asyncio.Task[Any] | None = None) -> tuple[Completion, list[str]]:
+    async def _attempts(
+        self, endpoint: Endpoint, call: PlannedCall, task: asyncio.Task[Any] | None = None
+    ) -> tuple[Completion, list[str]]:
         """Send ``call`` until it succeeds or its failure is final; returns holding the slot of its
         last attempt (for the caller to give back once the call is stored), never between
         attempts."""
@@ -846,8 +879,7 @@ class CallExecutor:
             self.stats.refresh()
             await asyncio.sleep(delay)
 
-    async def _send(self, endpoint: Endpoint, request: Request, tokens: int,
-                    task: asyncio.Task[Any] | None = None) -> Completion:
+    async def _send(self, endpoint: Endpoint, request: Request, tokens: int, task: asyncio.Task[Any] | None = None) -> Completion:
         """One attempt, in one of the endpoint's slots, which it returns holding (given back by
         the caller); a cancellation gives it back."""
         slots = self._slots[endpoint.model]

@@ -50,7 +50,6 @@ from nepotism.store.writer import StoreWriter
 __all__ = ["GenerationOutcome", "GenerationSpec", "JudgingOutcome", "Runner"]
 
 
-
 @dataclass(frozen=True)
 class GenerationSpec:
     """How one generator answers instances: its experiment model id and sampling parameters."""
@@ -62,8 +61,14 @@ class GenerationSpec:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def request(self, instance: Instance) -> Request:
-        return Request(model=self.model, messages=instance.messages, max_tokens=self.max_tokens,
-                       temperature=self.temperature, seed=self.seed, extra=self.extra)
+        return Request(
+            model=self.model,
+            messages=instance.messages,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            extra=self.extra,
+        )
 
 
 @dataclass(repr=False)
@@ -140,23 +145,27 @@ class Runner:
         #: runs several phases says from them how many calls failed)
         self.phases: list[RunStats] = []
 
-    def _executor(self, stats: RunStats, writer: StoreWriter | None = None, *, shared: bool = False
-                  ) -> CallExecutor:
+    def _executor(self, stats: RunStats, writer: StoreWriter | None = None, *, shared: bool = False) -> CallExecutor:
         """An executor for one phase; ``shared``: it runs beside the other phase on ``writer``
         (`generate_and_judge`, which freezes the collector for both)."""
         if not any(stats is seen for seen in self.phases):
             self.phases.append(stats)
         if self.view is not None:
             self.view.track(stats)
-        executor = CallExecutor(self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed,
-                                offline=self.offline, writer=writer)
+        executor = CallExecutor(
+            self.store, self.endpoints, run_id=self.run_id, stats=stats, seed=self.seed, offline=self.offline, writer=writer
+        )
         executor.manage_gc = not shared
         return executor
 
     # -- generation ---------------------------------------------------------------------------
     def plan_generation(
-        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
-        have: Iterable[Response] = (), *, planned: Mapping[tuple[str, str], PlannedCall] | None = None,
+        self,
+        instances: Sequence[Instance],
+        generators: Sequence[GenerationSpec],
+        have: Iterable[Response] = (),
+        *,
+        planned: Mapping[tuple[str, str], PlannedCall] | None = None,
     ) -> list[tuple[PlannedCall, Instance, GenerationSpec]]:
         """The generation calls needed: one per (instance, generator) without a response.
         ``planned``: calls planned already, by (instance id, generator), used as they are."""
@@ -174,8 +183,12 @@ class Runner:
         return out
 
     async def generate(
-        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec],
-        have: Iterable[Response] = (), *, ready: _Ready | None = None,
+        self,
+        instances: Sequence[Instance],
+        generators: Sequence[GenerationSpec],
+        have: Iterable[Response] = (),
+        *,
+        ready: _Ready | None = None,
         planned: Sequence[tuple[PlannedCall, Instance, GenerationSpec]] | None = None,
     ) -> GenerationOutcome:
         """Make (or replay from the cache) the missing responses and add them to the store.
@@ -225,8 +238,13 @@ class Runner:
             self.store.add_responses(made)
         return GenerationOutcome(responses=have + made, failures=failures, stats=stats)
 
-    def _hand_on(self, instances: Sequence[Instance], planned: Sequence[tuple[PlannedCall, Instance, Any]],
-                 have: Sequence[Response], ready: _Ready) -> Callable[[Instance, str, Response | None], None]:
+    def _hand_on(
+        self,
+        instances: Sequence[Instance],
+        planned: Sequence[tuple[PlannedCall, Instance, Any]],
+        have: Sequence[Response],
+        ready: _Ready,
+    ) -> Callable[[Instance, str, Response | None], None]:
         """`generate`'s bookkeeping of ready instances (see there): returns the function that
         takes each delivered generation call's instance, generator and response (None: failed).
 
@@ -241,7 +259,7 @@ class Runner:
         for r in have:
             candidates.setdefault(r.instance_id, []).append(r)
         size = max(1, self.ready_chunk)
-        chunks = [list(instances[k:k + size]) for k in range(0, len(instances), size)]
+        chunks = [list(instances[k : k + size]) for k in range(0, len(instances), size)]
         chunk_of = {i.id: n for n, chunk in enumerate(chunks) for i in chunk}
         unready = [sum(1 for i in {i.id for i in chunk} if i in left) for chunk in chunks]
         handed: set[str] = set()
@@ -303,9 +321,16 @@ class Runner:
 
     # -- both at once -------------------------------------------------------------------------
     async def generate_and_judge(
-        self, instances: Sequence[Instance], generators: Sequence[GenerationSpec], have: Iterable[Response],
-        plan: Callable[[list[Instance], list[Response]], Sequence[Any] | ChunkPlan], render: RenderFn,
-        interpret: InterpretFn, *, keep: bool = True, identify: Callable[[Any], Sequence[str]] | None = None,
+        self,
+        instances: Sequence[Instance],
+        generators: Sequence[GenerationSpec],
+        have: Iterable[Response],
+        plan: Callable[[list[Instance], list[Response]], Sequence[Any] | ChunkPlan],
+        render: RenderFn,
+        interpret: InterpretFn,
+        *,
+        keep: bool = True,
+        identify: Callable[[Any], Sequence[str]] | None = None,
         planned: Sequence[tuple[PlannedCall, Instance, GenerationSpec]] | None = None,
     ) -> tuple[GenerationOutcome, JudgingOutcome]:
         """`generate`, and `judge` the tasks ``plan(instances, candidates)`` of each chunk of
@@ -356,17 +381,20 @@ class Runner:
         endpoints = self.endpoints
         paused = _pause_gc()
         try:
-            return [
-                plan_call(endpoints[task.judge], render(task, model=task.judge), replicate=task.replicate)
-                for task in tasks
-            ]
+            return [plan_call(endpoints[task.judge], render(task, model=task.judge), replicate=task.replicate) for task in tasks]
         finally:
             _resume_gc(paused)
 
     async def judge(
-        self, tasks: Sequence[Any] | AsyncIterable[Sequence[Any]], render: RenderFn, interpret: InterpretFn,
-        planned: Sequence[PlannedCall] | None = None, *, keep: bool = True,
-        identify: Callable[[Any], Sequence[str]] | None = None, writer: StoreWriter | None = None,
+        self,
+        tasks: Sequence[Any] | AsyncIterable[Sequence[Any]],
+        render: RenderFn,
+        interpret: InterpretFn,
+        planned: Sequence[PlannedCall] | None = None,
+        *,
+        keep: bool = True,
+        identify: Callable[[Any], Sequence[str]] | None = None,
+        writer: StoreWriter | None = None,
     ) -> JudgingOutcome:
         """Judge every task; store and return the judgments (in task order).
 

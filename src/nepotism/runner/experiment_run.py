@@ -30,8 +30,17 @@ from nepotism.runner.calls import Endpoint, PlannedCall, plan_call
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.grade_step import grade_run, grading_truth
 from nepotism.runner.limits import Limiter, estimate_prompt_tokens
-from nepotism.runner.judge_plan import (CHUNK_CALLS, GENERATION_FAILED, KeySet, _judging, _table_kind, in_chunks,
-                                        iter_tasks, plan_tasks, prevented_tasks)
+from nepotism.runner.judge_plan import (
+    CHUNK_CALLS,
+    GENERATION_FAILED,
+    KeySet,
+    _judging,
+    _table_kind,
+    in_chunks,
+    iter_tasks,
+    plan_tasks,
+    prevented_tasks,
+)
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.reference_step import jury_step
 from nepotism.runner.retry import RetryPolicy
@@ -39,8 +48,16 @@ from nepotism.runner.shards import Shard, shard_key, shard_output_dir
 from nepotism.store import Store
 
 __all__ = [
-    "RunSummary", "build_endpoints", "check_inputs", "dry_run", "export_judgments", "load_dataset", "plan_tasks",
-    "record_prevented", "run_experiment", "store_instances"
+    "RunSummary",
+    "build_endpoints",
+    "check_inputs",
+    "dry_run",
+    "export_judgments",
+    "load_dataset",
+    "plan_tasks",
+    "record_prevented",
+    "run_experiment",
+    "store_instances",
 ]
 
 
@@ -82,6 +99,7 @@ class RunSummary:
 
 # -- endpoints -------------------------------------------------------------------------------
 
+
 def _backend(cfg: ModelConfig) -> Any:
     """The backend ``cfg`` names, built by its module (`nepotism.backends.registry`), after its
     extra is checked (`MissingExtra`: the install command)."""
@@ -111,8 +129,9 @@ def build_endpoints(experiment: Experiment, registry: Any, *, connect: bool = Tr
             kind=cfg.backend,
             served_model=served,
             limiter=Limiter(cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm),
-            retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay_s=cfg.retry_base_delay_s,
-                              max_delay_s=cfg.retry_max_delay_s),
+            retry=RetryPolicy(
+                max_attempts=cfg.max_attempts, base_delay_s=cfg.retry_base_delay_s, max_delay_s=cfg.retry_max_delay_s
+            ),
             price_input_per_mtok=getattr(info, "price_input_per_mtok", None),
             price_output_per_mtok=getattr(info, "price_output_per_mtok", None),
         )
@@ -143,8 +162,7 @@ def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
             prompt = tuple(Message(m["role"], m["content"]) for m in prompt)
         except (KeyError, TypeError):
             raise bad("prompt", "a message list holds {role, content} objects") from None
-        if not prompt or any(m.role not in ("system", "user", "assistant") or not isinstance(m.content, str)
-                             for m in prompt):
+        if not prompt or any(m.role not in ("system", "user", "assistant") or not isinstance(m.content, str) for m in prompt):
             raise bad("prompt", "messages need a role (system, user, assistant) and string content")
     elif not isinstance(prompt, str) or not prompt.strip():
         raise bad("prompt", "each row needs a prompt (a string or a message list)")
@@ -157,12 +175,16 @@ def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
             raise bad(f"rubric[{i}].points", "must be a number")
         if not math.isfinite(points):
             raise bad(f"rubric[{i}].points", f"must be a finite number, not {points!r}")
-        rubric.append(RubricItem(str(item.get("id", f"r{i + 1}")), item["text"], float(points),
-                                 item.get("category")))
+        rubric.append(RubricItem(str(item.get("id", f"r{i + 1}")), item["text"], float(points), item.get("category")))
     ref = row.get("reference_answer")
-    return Instance(str(ident), prompt, reference_answer=ref if isinstance(ref, str) else None,
-                    rubric=tuple(rubric), category=row.get("category") if isinstance(row.get("category"), str) else None,
-                    metadata=row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
+    return Instance(
+        str(ident),
+        prompt,
+        reference_answer=ref if isinstance(ref, str) else None,
+        rubric=tuple(rubric),
+        category=row.get("category") if isinstance(row.get("category"), str) else None,
+        metadata=row.get("metadata") if isinstance(row.get("metadata"), dict) else {},
+    )
 
 
 def _dataset_rows(path: Path) -> list[tuple[int, Any]]:
@@ -206,8 +228,12 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             for field_ in ("prompt", "reference_answer", "category", "rubric"):
                 given, before = getattr(inst, field_), getattr(known, field_)
                 if given and before and given != before:  # (every row gives a prompt: `_instance`)
-                    raise InputError(f"instance {inst.id!r} appears with two different {_PLURAL[field_]}",
-                                     path=str(path), line=line, field=field_)
+                    raise InputError(
+                        f"instance {inst.id!r} appears with two different {_PLURAL[field_]}",
+                        path=str(path),
+                        line=line,
+                        field=field_,
+                    )
                 if given and not before:
                     merged[field_] = given
             if merged:
@@ -216,19 +242,18 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
         text = row.get("text")
         if generator is not None or text is not None:
             if not isinstance(generator, str) or not generator or not isinstance(text, str):
-                raise InputError("a recorded response needs model (or generator) and text strings",
-                                 path=str(path), line=line, field="text")
+                raise InputError(
+                    "a recorded response needs model (or generator) and text strings", path=str(path), line=line, field="text"
+                )
             if (inst.id, generator) in responses:
-                raise InputError(f"a second response of {generator!r} to {inst.id!r}",
-                                 path=str(path), line=line, field="model")
+                raise InputError(f"a second response of {generator!r} to {inst.id!r}", path=str(path), line=line, field="model")
             responses[(inst.id, generator)] = Response(inst.id, generator, text)
     if not instances:
         raise InputError("the dataset holds no instances", path=str(path))
     return list(instances.values()), list(responses.values())
 
 
-def store_instances(store: Store, instances: Sequence[Instance],
-                    dataset: str | Path | Mapping[str, str | Path] | None) -> None:
+def store_instances(store: Store, instances: Sequence[Instance], dataset: str | Path | Mapping[str, str | Path] | None) -> None:
     """`Store.add_instances` with the dataset file each instance was read from (``dataset``: one
     file, or a file per instance id; None for a store dataset). An id the store holds with other
     content from another dataset file is an `InputError` naming this file, the item's line and its
@@ -261,8 +286,9 @@ def _line_of(path: Path, ident: str) -> tuple[int | None, str]:
     return None, "id"
 
 
-def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = True
-                 ) -> tuple[list[Instance], list[Response]] | None:
+def check_inputs(
+    experiment: Experiment, *, keys: bool = True, output: bool = True
+) -> tuple[list[Instance], list[Response]] | None:
     """Read and check everything a run needs from outside the store *before* the store is opened,
     so that a bad input leaves no file behind: the dataset (file, line, field), the grading truth,
     ``$NEPOTISM_MODEL_THREADS`` when an in-process model takes its thread count from it, (with
@@ -286,8 +312,7 @@ def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = Tr
         try:
             read_api_key(cfg.api_key_env)
         except InputError as err:
-            raise InputError(err.message, path=experiment.path,
-                             field=f"models.{model_id}.api_key_env") from None
+            raise InputError(err.message, path=experiment.path, field=f"models.{model_id}.api_key_env") from None
     if experiment.dataset.from_store:
         dataset = None
     else:
@@ -301,10 +326,13 @@ def check_inputs(experiment: Experiment, *, keys: bool = True, output: bool = Tr
 
 # -- planning --------------------------------------------------------------------------------
 
+
 def _generators(experiment: Experiment) -> list[GenerationSpec]:
     gen = experiment.generation
-    return [GenerationSpec(model=g, max_tokens=gen.max_tokens, temperature=gen.temperature,
-                           seed=experiment.seed) for g in gen.generators]
+    return [
+        GenerationSpec(model=g, max_tokens=gen.max_tokens, temperature=gen.temperature, seed=experiment.seed)
+        for g in gen.generators
+    ]
 
 
 _GenerationPlan = tuple[list[Response], list[tuple[PlannedCall, Instance, GenerationSpec]]]
@@ -319,8 +347,13 @@ def _stored(store: Store, experiment: Experiment) -> dict[str, list[Response]]:
     return out
 
 
-def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experiment: Experiment, runner: Runner,
-                     instances: Sequence[Instance], recorded: Sequence[Response]) -> _GenerationPlan:
+def _generation_plan(
+    stored: Store | Mapping[str, Sequence[Response]],
+    experiment: Experiment,
+    runner: Runner,
+    instances: Sequence[Instance],
+    recorded: Sequence[Response],
+) -> _GenerationPlan:
     """The responses a run starts from and the generation calls it still makes, each call planned once.
 
     The responses: the dataset's ``recorded`` ones, then the stored responses of the
@@ -356,8 +389,9 @@ def _generation_plan(stored: Store | Mapping[str, Sequence[Response]], experimen
     return have, runner.plan_generation(instances, list(specs.values()), have, planned=unanswered)
 
 
-def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, recorded: Sequence[Response]
-                        ) -> Callable[[Sequence[Instance]], _GenerationPlan]:
+def _chunked_generation(
+    store: Store, experiment: Experiment, runner: Runner, recorded: Sequence[Response]
+) -> Callable[[Sequence[Instance]], _GenerationPlan]:
     """`_generation_plan` of any chunk of instances (the dry run and the batch rounds plan a
     chunk at a time), the stored responses read once; a chunk's responses come instance by
     instance (its recorded ones, then its stored ones), as grouped from the whole plan's."""
@@ -367,8 +401,13 @@ def _chunked_generation(store: Store, experiment: Experiment, runner: Runner, re
         recorded_by.setdefault(r.instance_id, []).append(r)
 
     def plan(part: Sequence[Instance]) -> _GenerationPlan:
-        have, calls = _generation_plan({i.id: stored.get(i.id, ()) for i in part}, experiment, runner, part,
-                                       [r for i in part for r in recorded_by.get(i.id, ())])
+        have, calls = _generation_plan(
+            {i.id: stored.get(i.id, ()) for i in part},
+            experiment,
+            runner,
+            part,
+            [r for i in part for r in recorded_by.get(i.id, ())],
+        )
         by_instance: dict[str, list[Response]] = {}
         for r in have:
             by_instance.setdefault(r.instance_id, []).append(r)
@@ -398,8 +437,16 @@ class _PlanChunks:
     what each chunk shows to whom is kept (`perplexity_triples` plans its calls after the last
     chunk; a plan read again starts from `anew`)."""
 
-    def __init__(self, store: Store, experiment: Experiment, runner: Runner, judging: Any,
-                 recorded: Sequence[Response], *, unmade: Callable[[str, int], str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        experiment: Experiment,
+        runner: Runner,
+        judging: Any,
+        recorded: Sequence[Response],
+        *,
+        unmade: Callable[[str, int], str] | None = None,
+    ) -> None:
         from nepotism.runner.perplexity import Shown
 
         self.store, self.experiment, self.runner, self.judging, self.unmade = store, experiment, runner, judging, unmade
@@ -444,8 +491,9 @@ class _PlanChunks:
         return perplexity_triples(self.experiment.perplexity, self.experiment.judges, instances, self.made, self.seen)
 
 
-def _in_shard(shard: Shard | None, instances: Sequence[Instance],
-              recorded: Sequence[Response]) -> tuple[list[Instance], list[Response]]:
+def _in_shard(
+    shard: Shard | None, instances: Sequence[Instance], recorded: Sequence[Response]
+) -> tuple[list[Instance], list[Response]]:
     """The instances (and their recorded responses) of ``shard``; everything without one."""
     if shard is None:
         return list(instances), list(recorded)
@@ -463,10 +511,17 @@ def _unique(responses: Sequence[Response]) -> list[Response]:
 
 # -- running ---------------------------------------------------------------------------------
 
+
 async def run_experiment(
-    experiment: Experiment, store: Store, *, view: Any = None, judging: Any = None,
-    registry: Any = None, endpoints: Mapping[str, Endpoint] | None = None,
-    dataset: tuple[list[Instance], list[Response]] | None = None, shard: Shard | None = None,
+    experiment: Experiment,
+    store: Store,
+    *,
+    view: Any = None,
+    judging: Any = None,
+    registry: Any = None,
+    endpoints: Mapping[str, Endpoint] | None = None,
+    dataset: tuple[list[Instance], list[Response]] | None = None,
+    shard: Shard | None = None,
     offline: bool = False,
 ) -> RunSummary:
     """Run ``experiment`` against ``store`` (see the module docstring); returns a summary.
@@ -493,8 +548,7 @@ async def run_experiment(
     store_instances(store, instances, None if experiment.dataset.from_store else experiment.dataset_file())
     if recorded:
         store.add_responses(recorded)
-    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry,
-                                                                              connect=not offline)
+    endpoints = dict(endpoints) if endpoints is not None else build_endpoints(experiment, registry, connect=not offline)
     # room for the answers not yet stored when the disk fills up (none lost): a slot holds one
     store.reserve_space(sum(e.limiter.concurrency if e.limiter is not None else 1 for e in endpoints.values()))
     try:
@@ -502,8 +556,9 @@ async def run_experiment(
         if shard is not None:
             config["shard"] = {"index": shard.index, "count": shard.count}
         with store.recording_run(config) as run_id:
-            runner = Runner(store, endpoints, run_id=run_id, view=view, seed=experiment.seed,
-                            source=f"run:{experiment.name}", offline=offline)
+            runner = Runner(
+                store, endpoints, run_id=run_id, view=view, seed=experiment.seed, source=f"run:{experiment.name}", offline=offline
+            )
             have, generation = _generation_plan(store, experiment, runner, instances, recorded)
             chunks: list[ChunkPlan] = []  # (their kinds: the exported tables, from the tasks planned)
 
@@ -514,12 +569,20 @@ async def run_experiment(
 
             # each instance is judged once its responses are made, while the others are generated
             generated, judged = await runner.generate_and_judge(
-                instances, _generators(experiment), have, plan, judging.render, judging.interpret_all,
-                keep=False, identify=getattr(judging, "judgment_ids", None), planned=generation)
+                instances,
+                _generators(experiment),
+                have,
+                plan,
+                judging.render,
+                judging.interpret_all,
+                keep=False,
+                identify=getattr(judging, "judgment_ids", None),
+                planned=generation,
+            )
             candidates = _unique(generated.responses)
             prevented, prevented_kinds = record_prevented(
-                store, experiment, instances, candidates, generated.failures, generation, judging,
-                run_id=run_id, plan=judged.plan)
+                store, experiment, instances, candidates, generated.failures, generation, judging, run_id=run_id, plan=judged.plan
+            )
             scored = None
             if experiment.perplexity is not None:
                 from nepotism.runner.perplexity import score_perplexity
@@ -529,10 +592,13 @@ async def run_experiment(
             graded, references = grade_run(experiment, truth, candidates, store) if truth else ({}, {})
             counts = judged.counts  # (the judgments are in the store, not kept in memory)
             summary = RunSummary(
-                run_id=run_id, status="done", instances=len(instances),
-                generation=generated.stats.as_dict(), judging=judged.stats.as_dict(), judgments=counts,
-                generation_failures=[{"instance_id": i, "generator": g, "error": e}
-                                     for i, g, e in generated.failures],
+                run_id=run_id,
+                status="done",
+                instances=len(instances),
+                generation=generated.stats.as_dict(),
+                judging=judged.stats.as_dict(),
+                judgments=counts,
+                generation_failures=[{"instance_id": i, "generator": g, "error": e} for i, g, e in generated.failures],
                 prevented=prevented,
             )
             # inside the run: an export that fails (a full or read-only output folder) fails the run
@@ -552,21 +618,35 @@ async def run_experiment(
             if experiment.output_dir is not None:
                 from nepotism.run_folder import write_manifest
 
-                write_manifest(experiment.output_dir, experiment=experiment.name, run_id=run_id,
-                               tables=tables, references=references,
-                               registry_files=experiment.registry_files)
+                write_manifest(
+                    experiment.output_dir,
+                    experiment=experiment.name,
+                    run_id=run_id,
+                    tables=tables,
+                    references=references,
+                    registry_files=experiment.registry_files,
+                )
     finally:
         store.drop_reserve()
         await _close(endpoints)
     return summary
 
 
-def record_prevented(store: Store, experiment: Experiment, instances: Sequence[Instance],
-                     candidates: Sequence[Response], failures: Sequence[tuple[str, str, str]],
-                     calls: Iterable[tuple[PlannedCall, Instance, Any]], judging: Any, *,
-                     run_id: str | None = None, plan: str | None = None,
-                     tasks: Iterable[tuple[Any, str, str]] | None = None, source: str | None = None,
-                     keep: list[Any] | None = None) -> tuple[dict[str, int], set[str]]:
+def record_prevented(
+    store: Store,
+    experiment: Experiment,
+    instances: Sequence[Instance],
+    candidates: Sequence[Response],
+    failures: Sequence[tuple[str, str, str]],
+    calls: Iterable[tuple[PlannedCall, Instance, Any]],
+    judging: Any,
+    *,
+    run_id: str | None = None,
+    plan: str | None = None,
+    tasks: Iterable[tuple[Any, str, str]] | None = None,
+    source: str | None = None,
+    keep: list[Any] | None = None,
+) -> tuple[dict[str, int], set[str]]:
     """Store, as ``failed`` judgments, the judgments the failed generations prevented, and add
     them to the run's ``plan`` (so its exports hold them): each read from a failed completion whose
     error class is ``generation:<the generation call's error class>`` (`GENERATION_FAILED`),
@@ -588,8 +668,7 @@ def record_prevented(store: Store, experiment: Experiment, instances: Sequence[I
     from nepotism.store.fastread import call_statuses
 
     failed = {(i, g) for i, g, _ in failures}
-    keys = {(instance.id, spec.model): call.key for call, instance, spec in calls
-            if (instance.id, spec.model) in failed}
+    keys = {(instance.id, spec.model): call.key for call, instance, spec in calls if (instance.id, spec.model) in failed}
     stored = call_statuses(store, list(keys.values()))
     counts: dict[str, int] = {}
     kinds: set[str] = set()
@@ -598,8 +677,9 @@ def record_prevented(store: Store, experiment: Experiment, instances: Sequence[I
 
     def flush() -> None:
         ids = [j.id for j in batch]
-        store.add_judgments(batch, source=source or f"run:{experiment.name}", call_keys=call_keys,
-                            run_id=run_id, replace=True, ids=ids)
+        store.add_judgments(
+            batch, source=source or f"run:{experiment.name}", call_keys=call_keys, run_id=run_id, replace=True, ids=ids
+        )
         if keep is not None:
             keep.extend(batch)
         if plan is not None:
@@ -611,8 +691,11 @@ def record_prevented(store: Store, experiment: Experiment, instances: Sequence[I
         tasks = prevented_tasks(experiment, instances, candidates, failures, judging)
     for task, generator, error in tasks:
         cause = error.split(": ", 1)[0]
-        completion = Completion(text=None, status="failed", error=f"{GENERATION_FAILED}{cause}: the response of "
-                                f"{generator} could not be generated ({error})")
+        completion = Completion(
+            text=None,
+            status="failed",
+            error=f"{GENERATION_FAILED}{cause}: the response of {generator} could not be generated ({error})",
+        )
         key = keys.get((task.instance.id, generator))
         for judgment in judging.interpret_all(task, completion):
             batch.append(judgment)
@@ -638,8 +721,9 @@ def _replica_counts(endpoints: Mapping[str, Endpoint]) -> dict[str, dict[str, di
     return out
 
 
-def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None,
-                     *, kinds: Iterable[str] = ()) -> dict[str, str]:
+def export_judgments(
+    experiment: Experiment, store: Store, tasks: Sequence[Any], plan: str | None = None, *, kinds: Iterable[str] = ()
+) -> dict[str, str]:
     """Write each judged protocol's judgments to ``output.dir``: those read from the calls of
     ``plan`` (`JudgingOutcome.plan`, the run's own), else every one of the store's. The tables
     are those of ``tasks``' protocols and ``kinds`` (`_table_kind`).
@@ -659,13 +743,16 @@ def export_judgments(experiment: Experiment, store: Store, tasks: Sequence[Any],
         try:
             store.export("judgments", target, fmt=experiment.output_format, protocol=protocol, plan=plan)
         except OSError as err:
-            raise InputError(f"cannot write the output ({err.strerror or err}); the judgments are "
-                             "in the store (nepotism store export)", path=str(target)) from None
+            raise InputError(
+                f"cannot write the output ({err.strerror or err}); the judgments are in the store (nepotism store export)",
+                path=str(target),
+            ) from None
         written[protocol] = str(target)
     return written
 
 
 # -- dry run ----------------------------------------------------------------------------------
+
 
 def _model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str, str]:
     """Why each configured model could not be used, by model id (empty when every one can).
@@ -709,9 +796,16 @@ def _model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str
     return problems
 
 
-def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, registry: Any = None,
-            dataset: tuple[list[Instance], list[Response]] | None = None,
-            shard: Shard | None = None, chunk_calls: int = CHUNK_CALLS) -> dict[str, Any]:
+def dry_run(
+    experiment: Experiment,
+    store: Store,
+    *,
+    judging: Any = None,
+    registry: Any = None,
+    dataset: tuple[list[Instance], list[Response]] | None = None,
+    shard: Shard | None = None,
+    chunk_calls: int = CHUNK_CALLS,
+) -> dict[str, Any]:
     """Plan and price the experiment without calling anything, a chunk of instances at a time
     (`in_chunks`, about ``chunk_calls`` calls a chunk: memory grows with the instances and the
     distinct keys planned, not with the calls' prompts).
@@ -763,18 +857,26 @@ def dry_run(experiment: Experiment, store: Store, *, judging: Any = None, regist
     by_model = {endpoint.model: endpoint for endpoint in endpoints.values()}
     for model, row in models.items():  # priced once from its token totals (the price is linear in them)
         if row["cost_usd"] is not None:
-            row["cost_usd"] = round(by_model[model].cost({"prompt_tokens": row["prompt_tokens"],
-                                                          "completion_tokens": row["output_tokens"]}), 6)
-    totals = {k: sum(m[k] for m in models.values()) for k in
-              ("calls", "cached", "shared", "to_send", "prompt_tokens", "output_tokens")}
+            row["cost_usd"] = round(
+                by_model[model].cost({"prompt_tokens": row["prompt_tokens"], "completion_tokens": row["output_tokens"]}), 6
+            )
+    totals = {
+        k: sum(m[k] for m in models.values()) for k in ("calls", "cached", "shared", "to_send", "prompt_tokens", "output_tokens")
+    }
     priced = [m["cost_usd"] for m in models.values() if m["cost_usd"] is not None]
     totals["cost_usd"] = round(sum(priced), 6) if priced else None
     return {
-        "experiment": experiment.name, "instances": len(instances),
-        "recorded_responses": len(recorded), "generation_calls": planned["generate"],
-        "judge_calls": planned["judge"], "perplexity_calls": planned["perplexity"], "models": models, "totals": totals,
-        "graded_instances": {task: sum(1 for t, _, _ in truth.values() if t == task)
-                             for task in sorted({t for t, _, _ in truth.values()})},
+        "experiment": experiment.name,
+        "instances": len(instances),
+        "recorded_responses": len(recorded),
+        "generation_calls": planned["generate"],
+        "judge_calls": planned["judge"],
+        "perplexity_calls": planned["perplexity"],
+        "models": models,
+        "totals": totals,
+        "graded_instances": {
+            task: sum(1 for t, _, _ in truth.values() if t == task) for task in sorted({t for t, _, _ in truth.values()})
+        },
         "estimate": "prompt tokens = characters / 4; output tokens = max_tokens (upper bound)",
         "problems": _model_problems(experiment),
     }
@@ -789,17 +891,27 @@ def _placeholder(key: str, max_tokens: int) -> str:
     return (f"[{key[:16]}] " + "x" * size)[:size]
 
 
-def _count(models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall,
-           hit: Any, *, again: bool = False) -> None:
+def _count(
+    models: dict[str, dict[str, Any]], endpoint: Endpoint, phase: str, call: PlannedCall, hit: Any, *, again: bool = False
+) -> None:
     """Count ``call`` in its model's row: cached, ``shared`` (``again``: its key was planned
     before in this plan, so the run sends it once) or to send, with its estimated tokens (the
     row's cost is priced from its token totals at the end)."""
-    row = models.setdefault(endpoint.model, {
-        "generate": 0, "judge": 0, "perplexity": 0, "calls": 0, "cached": 0, "shared": 0, "to_send": 0,
-        "prompt_tokens": 0, "output_tokens": 0,
-        "cost_usd": None if endpoint.price_input_per_mtok is None
-        and endpoint.price_output_per_mtok is None else 0.0,
-    })
+    row = models.setdefault(
+        endpoint.model,
+        {
+            "generate": 0,
+            "judge": 0,
+            "perplexity": 0,
+            "calls": 0,
+            "cached": 0,
+            "shared": 0,
+            "to_send": 0,
+            "prompt_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": None if endpoint.price_input_per_mtok is None and endpoint.price_output_per_mtok is None else 0.0,
+        },
+    )
     row[phase] += 1
     row["calls"] += 1
     if hit is not None and hit.ok:

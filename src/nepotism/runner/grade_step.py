@@ -63,10 +63,13 @@ def _truth(task: str, inst: Instance, bad) -> dict[str, Any]:
     if task == "code":
         tests = meta.get("tests")
         ok = (isinstance(tests, str) and tests.strip()) or (
-            isinstance(tests, list) and tests and all(isinstance(t, str) and t.strip() for t in tests))
+            isinstance(tests, list) and tests and all(isinstance(t, str) and t.strip() for t in tests)
+        )
         if not ok:
-            raise bad("metadata.tests", "a code instance needs tests: assert lines (a list of strings) "
-                      "or a string holding a check(candidate) function")
+            raise bad(
+                "metadata.tests",
+                "a code instance needs tests: assert lines (a list of strings) or a string holding a check(candidate) function",
+            )
         truth = {"tests": tests, "entry_point": meta.get("entry_point"), "prompt": meta.get("code_prompt")}
         for name, key in (("entry_point", "metadata.entry_point"), ("prompt", "metadata.code_prompt")):
             if truth[name] is not None and not isinstance(truth[name], str):
@@ -119,8 +122,9 @@ def grading_truth(experiment: Experiment, instances: Sequence[Instance]) -> Trut
     return out
 
 
-def grade_run(experiment: Experiment, truth: Truth, responses: Sequence[Response], store: Any,
-              *, runner: Any = None) -> tuple[dict[str, Any], dict[str, str]]:
+def grade_run(
+    experiment: Experiment, truth: Truth, responses: Sequence[Response], store: Any, *, runner: Any = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Grade ``responses`` against ``truth``; return (counts per task, written files by kind)."""
     from nepotism.grading.batch import GradeRow, grade_rows
     from nepotism.tables import write_table
@@ -157,7 +161,11 @@ def grade_run(experiment: Experiment, truth: Truth, responses: Sequence[Response
 def _references(kind: str, frame: Any, task: str) -> list[Reference]:
     source = f"grading:{task}"
     if kind == "rubric-ref":
-        return [Reference(r.instance_id, "rubric", (r.model,), rubric_id=str(r.rubric_id), met=bool(r.met),
-                          source=source) for r in frame.itertuples(index=False)]
-    return [Reference(r.instance_id, "correctness", (r.model,), correct=bool(r.correct), source=source)
-            for r in frame.itertuples(index=False)]
+        return [
+            Reference(r.instance_id, "rubric", (r.model,), rubric_id=str(r.rubric_id), met=bool(r.met), source=source)
+            for r in frame.itertuples(index=False)
+        ]
+    return [
+        Reference(r.instance_id, "correctness", (r.model,), correct=bool(r.correct), source=source)
+        for r in frame.itertuples(index=False)
+    ]

@@ -25,8 +25,15 @@ from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 
 __all__ = [
-    "CHUNK_CALLS", "GENERATION_FAILED", "KeySet", "find_sorted", "in_chunks", "iter_tasks", "plan_tasks",
-    "prevented_by", "prevented_tasks"
+    "CHUNK_CALLS",
+    "GENERATION_FAILED",
+    "KeySet",
+    "find_sorted",
+    "in_chunks",
+    "iter_tasks",
+    "plan_tasks",
+    "prevented_by",
+    "prevented_tasks",
 ]
 
 #: How the reason of a judgment a failed generation prevented begins; the generation call's
@@ -39,8 +46,9 @@ CHUNK_CALLS = 4096
 _Planned = TypeVar("_Planned", bound=Sized)
 
 
-def in_chunks(instances: Sequence[Instance], plan: Callable[[Sequence[Instance]], _Planned], *,
-              calls: int = CHUNK_CALLS) -> Iterator[_Planned]:
+def in_chunks(
+    instances: Sequence[Instance], plan: Callable[[Sequence[Instance]], _Planned], *, calls: int = CHUNK_CALLS
+) -> Iterator[_Planned]:
     """``plan`` over ``instances`` a few at a time, in order, each chunk about ``calls`` calls: its
     size in instances is set from the calls per instance of the chunk before (``len`` of what
     ``plan`` returned); the first chunk is 8 instances (``calls`` if fewer), none more than 1,024. At 1,520 calls per
@@ -48,7 +56,7 @@ def in_chunks(instances: Sequence[Instance], plan: Callable[[Sequence[Instance]]
     (rendered prompts, tasks) stays about the same size whatever the experiment."""
     start, size = 0, max(1, min(8, calls))
     while start < len(instances):
-        part = instances[start:start + size]
+        part = instances[start : start + size]
         start += len(part)
         planned = plan(part)
         yield planned
@@ -138,15 +146,16 @@ class KeySet:
             start = len(largest)
             largest.resize(start + small, refcheck=False)  # no view of it is kept
             for keys in rest:
-                largest[start:start + len(keys)] = keys
+                largest[start : start + len(keys)] = keys
                 start += len(keys)
             del rest
             largest.sort(kind="stable")
             self._runs = [(largest, _prefix(largest))]
 
 
-def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-               judging: Any = None) -> list[Any]:
+def plan_tasks(
+    experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response], judging: Any = None
+) -> list[Any]:
     """Every judge task of the experiment: each protocol under each condition, in file order."""
     judging = judging or _judging()
     by_instance: dict[str, list[Response]] = {}
@@ -170,13 +179,18 @@ def plan_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
             else:
                 target = args.pop("target", "instance")
                 per = by_instance if target == "response" else None
-                tasks += judging.plan_categorise(instances, judges, responses_by_instance=per,
-                                                 options=options, **common)
+                tasks += judging.plan_categorise(instances, judges, responses_by_instance=per, options=options, **common)
     return tasks
 
 
-def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-               judging: Any = None, *, calls: int = CHUNK_CALLS) -> Iterator[Any]:
+def iter_tasks(
+    experiment: Experiment,
+    instances: Sequence[Instance],
+    responses: Sequence[Response],
+    judging: Any = None,
+    *,
+    calls: int = CHUNK_CALLS,
+) -> Iterator[Any]:
     """`plan_tasks` a chunk of instances at a time (`in_chunks`, about ``calls`` tasks a chunk):
     the same tasks (each instance's tasks depend on it and its responses alone), grouped by
     chunk, and never all in memory at once."""
@@ -191,20 +205,30 @@ def iter_tasks(experiment: Experiment, instances: Sequence[Instance], responses:
         yield from tasks
 
 
-def prevented_tasks(experiment: Experiment, instances: Sequence[Instance], responses: Sequence[Response],
-                    failures: Sequence[tuple[str, str, str]], judging: Any = None, *,
-                    calls: int = CHUNK_CALLS) -> Iterator[tuple[Any, str, str]]:
+def prevented_tasks(
+    experiment: Experiment,
+    instances: Sequence[Instance],
+    responses: Sequence[Response],
+    failures: Sequence[tuple[str, str, str]],
+    judging: Any = None,
+    *,
+    calls: int = CHUNK_CALLS,
+) -> Iterator[tuple[Any, str, str]]:
     """The judge tasks the failed generations took out of the experiment's plan (`prevented_by`
     with `iter_tasks`, a chunk at a time), as ``(task, generator, error)``;
     ``responses`` are the candidates that were made."""
+
     def plan(hit: set[str], shown: list[Response]) -> Iterator[Any]:
         return iter_tasks(experiment, [i for i in instances if i.id in hit], shown, judging, calls=calls)
 
     return prevented_by(plan, responses, failures)
 
 
-def prevented_by(plan: Callable[[set[str], list[Response]], Iterable[Any]], responses: Sequence[Response],
-                 failures: Sequence[tuple[str, str, str]]) -> Iterator[tuple[Any, str, str]]:
+def prevented_by(
+    plan: Callable[[set[str], list[Response]], Iterable[Any]],
+    responses: Sequence[Response],
+    failures: Sequence[tuple[str, str, str]],
+) -> Iterator[tuple[Any, str, str]]:
     """The tasks of a plan that the failed generations took away, as ``(task, generator, error)``:
     ``plan(instance ids, responses)`` is asked for the tasks of the instances with a failure as if
     each failed (instance id, generator, error) of ``failures`` had answered (an empty stand-in
@@ -220,7 +244,7 @@ def prevented_by(plan: Callable[[set[str], list[Response]], Iterable[Any]], resp
     for r in responses:
         if r.instance_id in hit:
             by_instance.setdefault(r.instance_id, []).append(r)
-    for (instance_id, generator) in failed:
+    for instance_id, generator in failed:
         by_instance.setdefault(instance_id, []).append(Response(instance_id, generator, ""))
     shown = [r for rs in by_instance.values() for r in rs]
     for task in plan(hit, shown):

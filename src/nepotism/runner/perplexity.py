@@ -45,9 +45,18 @@ from nepotism.runner.calls import CallResult, PlannedCall, plan_call
 from nepotism.runner.progress import RunStats
 
 __all__ = [
-    "COLUMNS", "PerplexityOutcome", "PerplexityScore", "Shown", "export_perplexity", "perplexity_of",
-    "perplexity_request", "perplexity_triples", "plan_perplexity", "planned_calls", "score_perplexity",
-    "shown_to_scorers"
+    "COLUMNS",
+    "PerplexityOutcome",
+    "PerplexityScore",
+    "Shown",
+    "export_perplexity",
+    "perplexity_of",
+    "perplexity_request",
+    "perplexity_triples",
+    "plan_perplexity",
+    "planned_calls",
+    "score_perplexity",
+    "shown_to_scorers",
 ]
 
 #: The per-response table's columns, in order.
@@ -69,9 +78,16 @@ class PerplexityScore:
     call_key: str | None = None
 
     def row(self) -> dict[str, Any]:
-        return {"instance_id": self.instance_id, "scorer": self.scorer, "model": self.model,
-                "perplexity": self.perplexity, "log_perplexity": self.log_perplexity, "tokens": self.tokens,
-                "status": self.status, "reason": self.reason}
+        return {
+            "instance_id": self.instance_id,
+            "scorer": self.scorer,
+            "model": self.model,
+            "perplexity": self.perplexity,
+            "log_perplexity": self.log_perplexity,
+            "tokens": self.tokens,
+            "status": self.status,
+            "reason": self.reason,
+        }
 
 
 @dataclass(repr=False)
@@ -126,8 +142,13 @@ def perplexity_request(scorer: str, kind: str, instance: Instance, response: Res
     return Request(model=scorer, prompt=_raw_prompt(instance), continuation=response.text, max_tokens=1)
 
 
-def plan_perplexity(config: PerplexityConfig, judges: Sequence[str], instances: Sequence[Instance],
-                    responses: Sequence[Response], tasks: Iterable[Any]) -> list[tuple[str, Instance, Response]]:
+def plan_perplexity(
+    config: PerplexityConfig,
+    judges: Sequence[str],
+    instances: Sequence[Instance],
+    responses: Sequence[Response],
+    tasks: Iterable[Any],
+) -> list[tuple[str, Instance, Response]]:
     """The (scorer, instance, response) triples to score, each once, in a stable order.
 
     ``responses="judged"``: a scorer scores the candidates of the tasks it judges (a scorer that
@@ -155,8 +176,9 @@ def shown_to_scorers(tasks: Iterable[Any], into: Shown | None = None) -> Shown:
     return judged, shown
 
 
-def perplexity_triples(config: PerplexityConfig, judges: Sequence[str], instances: Sequence[Instance],
-                       responses: Sequence[Response], seen: Shown) -> list[tuple[str, Instance, Response]]:
+def perplexity_triples(
+    config: PerplexityConfig, judges: Sequence[str], instances: Sequence[Instance], responses: Sequence[Response], seen: Shown
+) -> list[tuple[str, Instance, Response]]:
     """`plan_perplexity`'s triples from what the whole plan showed (`shown_to_scorers`)."""
     scorers = list(config.scorers or judges)
     keep = set(config.generators)
@@ -176,11 +198,11 @@ def perplexity_triples(config: PerplexityConfig, judges: Sequence[str], instance
 
 def _score(scorer: str, response: Response, result: CallResult) -> PerplexityScore:
     completion = result.completion
-    base = {"scorer": scorer, "instance_id": response.instance_id, "model": response.generator,
-            "call_key": result.call.key}
+    base = {"scorer": scorer, "instance_id": response.instance_id, "model": response.generator, "call_key": result.call.key}
     if not completion.ok:
-        return PerplexityScore(**base, perplexity=None, log_perplexity=None, tokens=0, status="failed",
-                               reason=completion.error or "failed")
+        return PerplexityScore(
+            **base, perplexity=None, log_perplexity=None, tokens=0, status="failed", reason=completion.error or "failed"
+        )
     value = perplexity_of(completion.continuation_logprobs)
     if isinstance(value, str):
         return PerplexityScore(**base, perplexity=None, log_perplexity=None, tokens=0, status="failed", reason=value)
@@ -188,20 +210,27 @@ def _score(scorer: str, response: Response, result: CallResult) -> PerplexitySco
     return PerplexityScore(**base, perplexity=ppl, log_perplexity=log_ppl, tokens=tokens, status="ok")
 
 
-def planned_calls(runner: Any, experiment: Experiment, plan: Sequence[tuple[str, Instance, Response]],
-                  prompt: str | None = None) -> list[PlannedCall]:
+def planned_calls(
+    runner: Any, experiment: Experiment, plan: Sequence[tuple[str, Instance, Response]], prompt: str | None = None
+) -> list[PlannedCall]:
     """One planned call per triple of ``plan`` (same order); ``prompt`` (auto, chat, raw) defaults
     to the experiment's ``[perplexity] prompt``."""
     if prompt is None:
         prompt = experiment.perplexity.prompt if experiment.perplexity else "auto"
-    return [plan_call(runner.endpoints[scorer], perplexity_request(scorer, runner.endpoints[scorer].kind,
-                                                                   instance, response, prompt))
-            for scorer, instance, response in plan]
+    return [
+        plan_call(runner.endpoints[scorer], perplexity_request(scorer, runner.endpoints[scorer].kind, instance, response, prompt))
+        for scorer, instance, response in plan
+    ]
 
 
-async def score_perplexity(runner: Any, experiment: Experiment, instances: Sequence[Instance],
-                           responses: Sequence[Response], tasks: Iterable[Any],
-                           config: PerplexityConfig | None = None) -> PerplexityOutcome:
+async def score_perplexity(
+    runner: Any,
+    experiment: Experiment,
+    instances: Sequence[Instance],
+    responses: Sequence[Response],
+    tasks: Iterable[Any],
+    config: PerplexityConfig | None = None,
+) -> PerplexityOutcome:
     """Score every planned (scorer, response) through ``runner``'s executor (cache first);
     ``config`` defaults to the experiment's ``[perplexity]`` table."""
     config = config or experiment.perplexity or PerplexityConfig()
@@ -222,8 +251,8 @@ async def score_perplexity(runner: Any, experiment: Experiment, instances: Seque
 
 # -- export -----------------------------------------------------------------------------------------
 
-def export_perplexity(experiment: Experiment, scores: Sequence[PerplexityScore],
-                      tables: Mapping[str, str]) -> dict[str, str]:
+
+def export_perplexity(experiment: Experiment, scores: Sequence[PerplexityScore], tables: Mapping[str, str]) -> dict[str, str]:
     """Write ``perplexity.<format>`` and add ``perplexity_a/_b`` to the exported pairwise table.
 
     Returns ``{"perplexity": path}`` for the run manifest (empty without an output folder).
@@ -242,8 +271,9 @@ def export_perplexity(experiment: Experiment, scores: Sequence[PerplexityScore],
         if "pairwise" in tables:
             _add_slot_columns(Path(tables["pairwise"]), experiment.output_format, scores)
     except OSError as err:
-        raise InputError(f"cannot write the output ({err.strerror or err}); the calls are in the store "
-                         "(rerun to export)", path=str(target)) from None
+        raise InputError(
+            f"cannot write the output ({err.strerror or err}); the calls are in the store (rerun to export)", path=str(target)
+        ) from None
     return {"perplexity": str(target)}
 
 

@@ -87,8 +87,9 @@ _SCALARS = (str, int, float, bool, type(None))
 #: The Response and Instance fields `_content`'s fast paths digest (other fields: the general path).
 _RESPONSE_FIELDS = ("instance_id", "generator", "text", "metadata")
 _INSTANCE_FIELDS = ("id", "prompt", "reference_answer", "rubric", "category", "metadata")
-_FAST = (tuple(f.name for f in fields(Response)) == _RESPONSE_FIELDS
-         and tuple(f.name for f in fields(Instance)) == _INSTANCE_FIELDS)
+_FAST = (
+    tuple(f.name for f in fields(Response)) == _RESPONSE_FIELDS and tuple(f.name for f in fields(Instance)) == _INSTANCE_FIELDS
+)
 _OPTIONAL = (str, type(None))
 #: The modules whose dataclasses `_plain` digests field by field (records; the experiment's config).
 _RECORD_MODULES = ("nepotism.records", "nepotism.experiment")
@@ -119,8 +120,7 @@ def code_digest(root: Path | None = None) -> str:
             h.update(f"\x00{dist}={version(dist)}".encode())
         except PackageNotFoundError:
             h.update(f"\x00{dist}=?".encode())
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and p.suffix != ".pyc"):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"):
         data = path.read_bytes()
         h.update(f"\x00{path.relative_to(root).as_posix()}\x00{len(data)}\x00".encode())
         h.update(data)
@@ -152,20 +152,41 @@ def _content(value: Any) -> str:
     round-trips builtin strings and None exactly), several times faster; `_FAST` checks the
     records still have exactly those fields."""
     kind = type(value)
-    if _FAST and kind is Response and not value.metadata and type(value.metadata) is dict \
-            and type(value.instance_id) is str and type(value.generator) is str and type(value.text) is str:
+    if (
+        _FAST
+        and kind is Response
+        and not value.metadata
+        and type(value.metadata) is dict
+        and type(value.instance_id) is str
+        and type(value.generator) is str
+        and type(value.text) is str
+    ):
         data = pickle.dumps(("Response", value.instance_id, value.generator, value.text), protocol=5)
-    elif _FAST and kind is Response and type(value.metadata) is dict \
-            and all(type(k) is str and type(v) is str for k, v in value.metadata.items()) \
-            and type(value.instance_id) is str and type(value.generator) is str and type(value.text) is str:
+    elif (
+        _FAST
+        and kind is Response
+        and type(value.metadata) is dict
+        and all(type(k) is str and type(v) is str for k, v in value.metadata.items())
+        and type(value.instance_id) is str
+        and type(value.generator) is str
+        and type(value.text) is str
+    ):
         # (a stored response: its call key as string metadata)
-        data = pickle.dumps(("Response+", value.instance_id, value.generator, value.text,
-                             tuple(sorted(value.metadata.items()))), protocol=5)
-    elif _FAST and kind is Instance and not value.metadata and type(value.metadata) is dict \
-            and value.rubric == () and type(value.id) is str and type(value.prompt) is str \
-            and type(value.reference_answer) in _OPTIONAL and type(value.category) in _OPTIONAL:
-        data = pickle.dumps(("Instance", value.id, value.prompt, value.reference_answer, value.category),
-                            protocol=5)
+        data = pickle.dumps(
+            ("Response+", value.instance_id, value.generator, value.text, tuple(sorted(value.metadata.items()))), protocol=5
+        )
+    elif (
+        _FAST
+        and kind is Instance
+        and not value.metadata
+        and type(value.metadata) is dict
+        and value.rubric == ()
+        and type(value.id) is str
+        and type(value.prompt) is str
+        and type(value.reference_answer) in _OPTIONAL
+        and type(value.category) in _OPTIONAL
+    ):
+        data = pickle.dumps(("Instance", value.id, value.prompt, value.reference_answer, value.category), protocol=5)
     else:
         data = json.dumps(_plain(value), separators=(",", ":"), allow_nan=True).encode()
     return hashlib.sha256(data).hexdigest()
@@ -195,8 +216,7 @@ class ChunkPlan:
 
     __slots__ = ("experiment", "instances", "responses", "judging", "kinds")
 
-    def __init__(self, experiment: Any, instances: Sequence[Instance], responses: Sequence[Response],
-                 judging: Any) -> None:
+    def __init__(self, experiment: Any, instances: Sequence[Instance], responses: Sequence[Response], judging: Any) -> None:
         self.experiment = experiment
         self.instances = instances
         self.responses = responses
@@ -243,10 +263,18 @@ class PlanMemo:
                 if type(t) is not JudgeTask or type(t.condition) is not str or type(t.protocol) is not str:
                     return None
                 inst, item, opts = t.instance, t.rubric_item, t.options
-                rows.append((t.protocol, t.judge, get(id(inst)) or ref(inst),
-                             tuple([get(id(c)) or ref(c) for c in t.candidates]),
-                             None if item is None else (get(id(item)) or ref(item)),
-                             t.condition, t.replicate, get(id(opts)) or ref(opts, options=True)))
+                rows.append(
+                    (
+                        t.protocol,
+                        t.judge,
+                        get(id(inst)) or ref(inst),
+                        tuple([get(id(c)) or ref(c) for c in t.candidates]),
+                        None if item is None else (get(id(item)) or ref(item)),
+                        t.condition,
+                        t.replicate,
+                        get(id(opts)) or ref(opts, options=True),
+                    )
+                )
         except _Unmemoable:
             return None
         h = hashlib.sha256(self._head)
@@ -267,8 +295,7 @@ class PlanMemo:
             get, ref = self._digests.get, self._ref
             # the responses as a set: the planners key each instance's responses by generator, so their
             # order never changes the plan (a fresh run hands them on in the order generation answered)
-            rows = ([get(id(i)) or ref(i) for i in part.instances],
-                    sorted([get(id(r)) or ref(r) for r in part.responses]))
+            rows = ([get(id(i)) or ref(i) for i in part.instances], sorted([get(id(r)) or ref(r) for r in part.responses]))
         except _Unmemoable:
             return None
         h = hashlib.sha256(self._head)

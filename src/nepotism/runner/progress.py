@@ -79,11 +79,20 @@ class RunStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "phase": self.phase, "total": self.total, "done": self.done, "cached": self.cached,
-            "sent": self.sent, "shared": self.shared, "failed": self.failed, "retries": self.retries,
-            "server_waits": self.server_waits, "waited_s": round(self.waited_s, 3),
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "spend_usd": round(self.spend_usd, 6), "errors": dict(sorted(self.errors.items())),
+            "phase": self.phase,
+            "total": self.total,
+            "done": self.done,
+            "cached": self.cached,
+            "sent": self.sent,
+            "shared": self.shared,
+            "failed": self.failed,
+            "retries": self.retries,
+            "server_waits": self.server_waits,
+            "waited_s": round(self.waited_s, 3),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "spend_usd": round(self.spend_usd, 6),
+            "errors": dict(sorted(self.errors.items())),
         }
 
 
@@ -134,8 +143,7 @@ class ProgressView:
         or stderr not a terminal) tracks nothing, so a call costs no progress bookkeeping."""
         if not self.enabled:
             return
-        task = self._progress.add_task(stats.phase, total=stats.total or None, rate="", failed=0,
-                                       cached=0, spend=0.0, waited="")
+        task = self._progress.add_task(stats.phase, total=stats.total or None, rate="", failed=0, cached=0, spend=0.0, waited="")
         self._tasks[id(stats)] = task
         stats.view = self
         self.update(stats)
@@ -153,6 +161,13 @@ class ProgressView:
         shown = next((t for t in self._progress.tasks if t.id == task), None)
         speed = shown.speed if shown is not None else None
         rate = f"{speed:,.1f}/s" if speed else ""
-        self._progress.update(task, completed=stats.done, total=stats.total or None, rate=rate,
-                              failed=stats.failed, cached=stats.cached, spend=stats.spend_usd,
-                              waited=f"waited {stats.waited_s:.1f}s (server asked)" if stats.server_waits else "")
+        self._progress.update(
+            task,
+            completed=stats.done,
+            total=stats.total or None,
+            rate=rate,
+            failed=stats.failed,
+            cached=stats.cached,
+            spend=stats.spend_usd,
+            waited=f"waited {stats.waited_s:.1f}s (server asked)" if stats.server_waits else "",
+        )

@@ -41,13 +41,17 @@ def _rubric_judgments(store: Any, tables: Mapping[str, str]) -> Any:
 def _items(instances: Sequence[Instance]) -> Any:
     import pandas as pd
 
-    rows = [{"instance_id": i.id, "rubric_id": item.id, "text": item.text, "points": item.points,
-             "category": item.category} for i in instances for item in i.rubric]
+    rows = [
+        {"instance_id": i.id, "rubric_id": item.id, "text": item.text, "points": item.points, "category": item.category}
+        for i in instances
+        for item in i.rubric
+    ]
     return pd.DataFrame(rows, columns=["instance_id", "rubric_id", "text", "points", "category"])
 
 
-def jury_step(experiment: Experiment, store: Any, registry: Any, tables: Mapping[str, str],
-              instances: Sequence[Instance] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+def jury_step(
+    experiment: Experiment, store: Any, registry: Any, tables: Mapping[str, str], instances: Sequence[Instance] = ()
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Vote, store and write the jury's rubric reference (and the ``rubric-items`` of ``instances``, so
     that the meta-evaluation splits positive and negative items); return (counts, files by kind)."""
     config = experiment.reference
@@ -61,14 +65,21 @@ def jury_step(experiment: Experiment, store: Any, registry: Any, tables: Mapping
     silent = [j for j in config.jury if j not in voted]
     if silent:  # a juror whose every rubric call failed still counts as a juror with no vote
         return {"jury": list(config.jury), "no_rubric_verdicts": silent, "rows": 0}, {}
-    result = jury_reference(frame, config.jury, exclude_related=config.exclude_related,
-                            related=registry_related(registry))
+    result = jury_reference(frame, config.jury, exclude_related=config.exclude_related, related=registry_related(registry))
     reference = reference_frame(result)
     source = "jury:" + ",".join(config.jury)
-    store.add_references([Reference(str(r.instance_id), "rubric", (str(r.model),), rubric_id=str(r.rubric_id),
-                                    met=bool(r.met), source=source) for r in reference.itertuples(index=False)])
-    counts = {"jury": list(config.jury), "exclude_related": config.exclude_related, "rows": len(reference),
-              "counts": dict(result.counts)}
+    store.add_references(
+        [
+            Reference(str(r.instance_id), "rubric", (str(r.model),), rubric_id=str(r.rubric_id), met=bool(r.met), source=source)
+            for r in reference.itertuples(index=False)
+        ]
+    )
+    counts = {
+        "jury": list(config.jury),
+        "exclude_related": config.exclude_related,
+        "rows": len(reference),
+        "counts": dict(result.counts),
+    }
     written: dict[str, str] = {}
     if experiment.output_dir is not None:
         from nepotism.tables import write_table

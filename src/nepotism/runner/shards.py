@@ -57,8 +57,10 @@ class Shard:
             raise InputError(f"--shard takes K/N (e.g. 0/8), not {text!r}", field="--shard")
         index, count = int(match[1]), int(match[2])
         if count < 1 or index >= count:
-            raise InputError(f"--shard {text}: K counts from 0 and must be below N (0/{max(count, 1)} to "
-                             f"{max(count, 1) - 1}/{max(count, 1)})", field="--shard")
+            raise InputError(
+                f"--shard {text}: K counts from 0 and must be below N (0/{max(count, 1)} to {max(count, 1) - 1}/{max(count, 1)})",
+                field="--shard",
+            )
         return cls(index, count)
 
     def holds(self, key: str) -> bool:
@@ -74,8 +76,7 @@ class Shard:
 def shard_key(instance: Instance) -> str:
     """What a shard hashes of ``instance``: its request's messages (role and text) as compact JSON,
     the same for every instance that shares a prompt."""
-    return json.dumps([[m.role, m.content] for m in instance.messages], ensure_ascii=False,
-                      separators=(",", ":"))
+    return json.dumps([[m.role, m.content] for m in instance.messages], ensure_ascii=False, separators=(",", ":"))
 
 
 def shard_of(key: str, count: int) -> int:

@@ -49,13 +49,17 @@ def _main() -> None:
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - classify every way the candidate can fail
-        _report(status_fd, token, {
-            "phase": phase,
-            "exc": type(exc).__name__,
-            "errno": getattr(exc, "errno", None) or 0,
-            "assertion": isinstance(exc, AssertionError),
-            "memory": isinstance(exc, MemoryError),
-        })
+        _report(
+            status_fd,
+            token,
+            {
+                "phase": phase,
+                "exc": type(exc).__name__,
+                "errno": getattr(exc, "errno", None) or 0,
+                "assertion": isinstance(exc, AssertionError),
+                "memory": isinstance(exc, MemoryError),
+            },
+        )
         import traceback
 
         try:

@@ -66,9 +66,7 @@ def pick_uid() -> int:
 def interpreter_dirs(python: str) -> tuple[str, ...]:
     """Directories the interpreter needs to start: its prefix, base prefix and real bin dir."""
     real = os.path.realpath(python)
-    if os.path.realpath(sys.executable) == real and os.path.abspath(python) == os.path.abspath(
-        sys.executable
-    ):
+    if os.path.realpath(sys.executable) == real and os.path.abspath(python) == os.path.abspath(sys.executable):
         prefixes = [sys.prefix, sys.base_prefix]
     else:
         out = subprocess.run(

@@ -28,11 +28,11 @@ def sandbox_capabilities(python: str = sys.executable) -> dict[str, Any]:
     uid_drop = bool(iso["user"]["dropped"])
     notes = []
     if not iso["network"]["isolated"]:
-        notes.append("NO network isolation: sandboxed code can reach the network ("
-                     + iso["network"]["why"] + ")")
+        notes.append("NO network isolation: sandboxed code can reach the network (" + iso["network"]["why"] + ")")
     if not uid_drop:
-        notes.append("runs as the invoking uid: it can read that user's files and signal its "
-                     "processes unless the pid namespace holds")
+        notes.append(
+            "runs as the invoking uid: it can read that user's files and signal its processes unless the pid namespace holds"
+        )
     if not ns.get("pid"):
         notes.append("no pid namespace: orphans are reaped through a subreaper, /proc shows the host")
     if not ns.get("mount"):

@@ -81,8 +81,12 @@ def _rlimits(timeout: float, memory_mb: int, nproc: int, max_file_mb: int) -> di
 def _validate(timeout: float, memory_mb: int, max_processes: int, max_file_mb: int, max_output_kb: int, python: str) -> None:
     if not timeout > 0:
         raise ValueError("timeout must be positive")
-    for name, value in (("memory_mb", memory_mb), ("max_processes", max_processes),
-                        ("max_file_mb", max_file_mb), ("max_output_kb", max_output_kb)):
+    for name, value in (
+        ("memory_mb", memory_mb),
+        ("max_processes", max_processes),
+        ("max_file_mb", max_file_mb),
+        ("max_output_kb", max_output_kb),
+    ):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer")
     if memory_mb < 32:
@@ -150,8 +154,7 @@ def _sweep_files(uid: int) -> int:
     return removed
 
 
-def _pump(proc: subprocess.Popen[bytes], fds: dict[int, _Capture | _Lines], deadline: float,
-          on_over: Callable[[], None]) -> bool:
+def _pump(proc: subprocess.Popen[bytes], fds: dict[int, _Capture | _Lines], deadline: float, on_over: Callable[[], None]) -> bool:
     """Drain all fds until the launcher exits (and pipes close); True if the backstop fired."""
     sel = selectors.DefaultSelector()
     for fd in fds:
@@ -204,8 +207,15 @@ class _Lines:
         return out
 
 
-def _classify(tests: str | None, rc: int | None, sig: str | None, stopped: str | None, host_timeout: bool,
-              over: bool, driver: dict[str, Any]) -> tuple[str, str]:
+def _classify(
+    tests: str | None,
+    rc: int | None,
+    sig: str | None,
+    stopped: str | None,
+    host_timeout: bool,
+    over: bool,
+    driver: dict[str, Any],
+) -> tuple[str, str]:
     if host_timeout or stopped == "timeout":
         return "timeout", "wall-clock deadline reached"
     if over:
@@ -314,7 +324,12 @@ def run(
 
         stdout, stderr = proc.stdout, proc.stderr  # pipes: Popen was given PIPE for both
         assert stdout is not None and stderr is not None
-        fds: dict[int, _Capture | _Lines] = {stdout.fileno(): out, stderr.fileno(): err, status_r: status_lines, report_r: report_lines}
+        fds: dict[int, _Capture | _Lines] = {
+            stdout.fileno(): out,
+            stderr.fileno(): err,
+            status_r: status_lines,
+            report_r: report_lines,
+        }
         host_timeout = _pump(proc, fds, started + timeout + _GRACE_S, on_over)
         _killpg_quietly(proc.pid)
         proc.wait()
@@ -323,17 +338,42 @@ def run(
         stderr.close()
         strays_host = _kill_uid(uid) if uid is not None else 0
         reports = report_lines.records()
-        return _result(tests, reports, status_lines.records(), token, out, err, host_timeout,
-                       stopping["over"], duration, uid, rlimits, hides, strays_host)
+        return _result(
+            tests,
+            reports,
+            status_lines.records(),
+            token,
+            out,
+            err,
+            host_timeout,
+            stopping["over"],
+            duration,
+            uid,
+            rlimits,
+            hides,
+            strays_host,
+        )
     finally:
         for fd in pipes:
             os.close(fd)
         shutil.rmtree(run_root, ignore_errors=True)
 
 
-def _result(tests: str | None, reports: list[dict[str, Any]], statuses: list[dict[str, Any]], token: str,
-            out: _Capture, err: _Capture, host_timeout: bool, over: bool, duration: float, uid: int | None,
-            rlimits: dict[str, list[int]], hides: list[tuple[str, list[str]]], strays_host: int) -> SandboxResult:
+def _result(
+    tests: str | None,
+    reports: list[dict[str, Any]],
+    statuses: list[dict[str, Any]],
+    token: str,
+    out: _Capture,
+    err: _Capture,
+    host_timeout: bool,
+    over: bool,
+    duration: float,
+    uid: int | None,
+    rlimits: dict[str, list[int]],
+    hides: list[tuple[str, list[str]]],
+    strays_host: int,
+) -> SandboxResult:
     by_event: dict[str, dict[str, Any]] = {}
     for rec in reports:
         by_event.setdefault(str(rec.get("event")), rec)
@@ -363,16 +403,25 @@ def _result(tests: str | None, reports: list[dict[str, Any]], statuses: list[dic
     return SandboxResult(status, out.text(), err.text(), duration_s, rc, sig, isolation, detail)
 
 
-def _isolation(by_event: dict[str, dict[str, Any]], mounts: dict[str, Any], uid: int | None,
-               rlimits: dict[str, list[int]], hides: list[tuple[str, list[str]]], strays: int,
-               files_swept: int) -> dict[str, Any]:
+def _isolation(
+    by_event: dict[str, dict[str, Any]],
+    mounts: dict[str, Any],
+    uid: int | None,
+    rlimits: dict[str, list[int]],
+    hides: list[tuple[str, list[str]]],
+    strays: int,
+    files_swept: int,
+) -> dict[str, Any]:
     ns = by_event.get("namespaces", {}).get("namespaces", {})
     net = ns.get("net", {"applied": False, "why": "launcher did not report"})
     if uid is not None:
         user = {"dropped": True, "uid": uid, "why": "root: fresh unnamed uid for this run"}
     else:
-        user = {"dropped": False, "uid": os.getuid(), "why": "not root: cannot change uid; "
-                "RLIMIT_NPROC is set relative to this uid's live processes"}
+        user = {
+            "dropped": False,
+            "uid": os.getuid(),
+            "why": "not root: cannot change uid; RLIMIT_NPROC is set relative to this uid's live processes",
+        }
     return {
         "network": {"isolated": bool(net.get("applied")), "why": net.get("why", "")},
         "namespaces": ns,

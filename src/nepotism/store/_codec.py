@@ -48,19 +48,20 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot store a value of type {type(value).__name__} as JSON")
 
 
-_ENCODER = json.JSONEncoder(default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            check_circular=False)
+_ENCODER = json.JSONEncoder(default=_default, sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 # the C encoder that ``_ENCODER.encode`` would build for every value, built once (None without
 # CPython's _json; json.encoder does not declare it, so the type stubs leave it out)
 _c_make_encoder: Callable[..., Callable[[Any, int], Iterable[str]]] | None = vars(json.encoder).get("c_make_encoder")
-_ITERENCODE = None if _c_make_encoder is None else _c_make_encoder(
-    None, _default, encode_basestring, None, ":", ",", True, False, True)
+_ITERENCODE = (
+    None if _c_make_encoder is None else _c_make_encoder(None, _default, encode_basestring, None, ":", ",", True, False, True)
+)
 
 
 #: dataclasses, dates and subclasses of str/int/dict/list go to the standard library (orjson
 #: would write some of them otherwise than ``_default`` asks)
-_ORJSON_OPTIONS = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
-                   | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS)
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
 #: the floats orjson spells otherwise than ``repr``: 1e-10 <= |x| < 1e-4 (``0.0000…`` for an
 #: exponent of -5, a one-digit exponent ``e-6`` … ``e-9`` below), where a value stands in compact
 #: JSON: after ``:``, ``,`` or ``[`` and before ``,``, ``]`` or ``}``
@@ -194,8 +195,29 @@ def judgment_row(j: Judgment, ident: str | None = None) -> tuple[Any, ...]:
 
 
 def judgment_from_row(row: tuple[Any, ...]) -> Judgment:
-    (_, instance_id, judge, protocol, candidates, status, verdict, score, raw, probs, rubric_id,
-     template_id, condition, replicate, usage, latency, reason, mass, logprobs, top_k, warnings) = row
+    (
+        _,
+        instance_id,
+        judge,
+        protocol,
+        candidates,
+        status,
+        verdict,
+        score,
+        raw,
+        probs,
+        rubric_id,
+        template_id,
+        condition,
+        replicate,
+        usage,
+        latency,
+        reason,
+        mass,
+        logprobs,
+        top_k,
+        warnings,
+    ) = row
     return Judgment(
         instance_id=instance_id,
         judge=judge,

@@ -60,8 +60,13 @@ class StoreFullError(StoreWriteError):
 
 # SQLite's messages for a store that cannot be written, whatever the statement
 _FULL = "database or disk is full"
-_WRITE_FAILURES = (_FULL, "disk i/o error", "attempt to write a readonly database",
-                   "unable to open database file", "database disk image is malformed")
+_WRITE_FAILURES = (
+    _FULL,
+    "disk i/o error",
+    "attempt to write a readonly database",
+    "unable to open database file",
+    "database disk image is malformed",
+)
 
 
 def describe_disk(path: str | Path) -> str:
@@ -78,8 +83,7 @@ def describe_disk(path: str | Path) -> str:
         stats = os.statvfs(where)
     except OSError:
         return str(where)
-    return (f"{mount}: {_size(stats.f_blocks * stats.f_frsize)}, "
-            f"{_size(stats.f_bavail * stats.f_frsize)} free")
+    return f"{mount}: {_size(stats.f_blocks * stats.f_frsize)}, {_size(stats.f_bavail * stats.f_frsize)} free"
 
 
 def _size(nbytes: float) -> str:
@@ -95,10 +99,10 @@ def _write_failure(err: sqlite3.OperationalError, path: str) -> Exception:
     if not any(text in cause.lower() for text in _WRITE_FAILURES):
         return err
     if _FULL in cause.lower():
-        return StoreFullError(f"cannot write the store: the disk is full ({describe_disk(path)}); everything "
-                              "committed before is kept", path=path)
-    return StoreWriteError(f"cannot write the store ({cause}); everything committed before is kept",
-                           path=path)
+        return StoreFullError(
+            f"cannot write the store: the disk is full ({describe_disk(path)}); everything committed before is kept", path=path
+        )
+    return StoreWriteError(f"cannot write the store ({cause}); everything committed before is kept", path=path)
 
 
 class _Connection(sqlite3.Connection):
@@ -167,9 +171,7 @@ def _statements(sql: str) -> Iterator[str]:
             if buffer.strip():
                 yield buffer
             buffer = ""
-    if buffer.strip() and not all(
-        not ln.strip() or ln.strip().startswith("--") for ln in buffer.splitlines()
-    ):
+    if buffer.strip() and not all(not ln.strip() or ln.strip().startswith("--") for ln in buffer.splitlines()):
         raise RuntimeError("incomplete SQL statement at the end of a migration")
 
 
@@ -206,7 +208,10 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         return _connect_readonly(path)
     try:
         conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+            str(path),
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,
+            check_same_thread=False,
             factory=_Connection,
         )
         conn.store_path = str(path)
@@ -231,18 +236,22 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
     # without a WAL (a cleanly closed store) nothing needs SQLite's shared memory: immutable,
     # which creates no -wal/-shm file; with one, read it through mode=ro
     wal = Path(f"{path}-wal").exists()
-    for flags in (("mode=ro", "mode=ro&immutable=1") if wal else ("mode=ro&immutable=1",)):
+    for flags in ("mode=ro", "mode=ro&immutable=1") if wal else ("mode=ro&immutable=1",):
         try:
-            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{flags}", uri=True,
-                                   timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False, factory=_Connection)
+            conn = sqlite3.connect(
+                f"file:{quote(str(path.resolve()))}?{flags}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_Connection,
+            )
             conn.store_path = str(path)
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return conn  # (temporary tables stay possible: a run's plan, `Store.open_plan`)
         except (sqlite3.DatabaseError, StoreWriteError) as err:
             last = err
-    raise InputError(f"cannot open the store for reading: {getattr(last, 'message', last)}",
-                     path=str(path)) from None
+    raise InputError(f"cannot open the store for reading: {getattr(last, 'message', last)}", path=str(path)) from None
 
 
 def _journal_wal(conn: sqlite3.Connection) -> str:
@@ -262,9 +271,7 @@ def _journal_wal(conn: sqlite3.Connection) -> str:
 
 def schema_version(conn: sqlite3.Connection) -> int:
     """The highest applied migration (0 for an empty file)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
-    ).fetchone()
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone()
     if not exists:
         return 0
     version: int = conn.execute("SELECT COALESCE(MAX(version), 0) FROM _migrations").fetchone()[0]
@@ -291,9 +298,12 @@ def migrate(conn: sqlite3.Connection, path: Path, *, readonly: bool = False) -> 
     if readonly and all(m.version in WRITERS_ONLY for m in MIGRATIONS[version:]):
         return version  # only writers' migrations are missing: read it as it is
     if readonly:
-        raise StoreSchemaError(f"the store has schema version {version} and needs upgrading to "
-                               f"{SCHEMA_VERSION}, but it is read-only; open it once where it can be "
-                               "written", path=str(path))
+        raise StoreSchemaError(
+            f"the store has schema version {version} and needs upgrading to "
+            f"{SCHEMA_VERSION}, but it is read-only; open it once where it can be "
+            "written",
+            path=str(path),
+        )
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(

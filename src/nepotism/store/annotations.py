@@ -47,12 +47,8 @@ PRESSES = ("A", "B", "tie", "skip")
 WINNERS = ("model_a", "model_b", "tie")
 _SIDES = ("model_a", "model_b")
 _ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_ITEM_COLUMNS = (
-    "item_id, position, instance_id, model_a, model_b, prompt, text_a, text_b, category, metadata"
-)
-_LABEL_COLUMNS = (
-    "id, collection, item_id, annotator, pressed, winner, shown_first, elapsed_ms, created_at"
-)
+_ITEM_COLUMNS = "item_id, position, instance_id, model_a, model_b, prompt, text_a, text_b, category, metadata"
+_LABEL_COLUMNS = "id, collection, item_id, annotator, pressed, winner, shown_first, elapsed_ms, created_at"
 
 
 def validate_annotator(name: str) -> str:
@@ -114,8 +110,7 @@ class Label:
 def _prompt_json(prompt: Any) -> str:
     if isinstance(prompt, str):
         return json.dumps(prompt, ensure_ascii=False)
-    return json.dumps([{"role": str(m["role"]), "content": str(m["content"])} for m in prompt],
-                      ensure_ascii=False)
+    return json.dumps([{"role": str(m["role"]), "content": str(m["content"])} for m in prompt], ensure_ascii=False)
 
 
 def _item_from_row(row: Sequence[Any]) -> AnnotationItem:
@@ -123,8 +118,7 @@ def _item_from_row(row: Sequence[Any]) -> AnnotationItem:
     prompt = json.loads(prompt)
     if not isinstance(prompt, str):
         prompt = tuple(prompt)
-    return AnnotationItem(instance_id, model_a, model_b, prompt, text_a, text_b, category,
-                          json.loads(metadata), position)
+    return AnnotationItem(instance_id, model_a, model_b, prompt, text_a, text_b, category, json.loads(metadata), position)
 
 
 def _label_from_row(row: Sequence[Any]) -> Label:
@@ -171,10 +165,13 @@ def add_collection(store: Store, collection: str, items: Iterable[AnnotationItem
     conn = store._conn()
     conn.execute("BEGIN IMMEDIATE")
     try:
-        stored = [r[0] for r in conn.execute(
-            "SELECT item_id FROM annotation_items WHERE collection = ? ORDER BY position",
-            (collection,),
-        )]
+        stored = [
+            r[0]
+            for r in conn.execute(
+                "SELECT item_id FROM annotation_items WHERE collection = ? ORDER BY position",
+                (collection,),
+            )
+        ]
         if stored:
             conn.execute("ROLLBACK")
             if stored == ids:
@@ -190,9 +187,20 @@ def add_collection(store: Store, collection: str, items: Iterable[AnnotationItem
             "model_b, prompt, text_a, text_b, category, metadata, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (collection, item.item_id, pos, item.instance_id, item.model_a, item.model_b,
-                 _prompt_json(item.prompt), item.text_a, item.text_b, item.category,
-                 _codec.dumps(dict(item.metadata)), now)
+                (
+                    collection,
+                    item.item_id,
+                    pos,
+                    item.instance_id,
+                    item.model_a,
+                    item.model_b,
+                    _prompt_json(item.prompt),
+                    item.text_a,
+                    item.text_b,
+                    item.category,
+                    _codec.dumps(dict(item.metadata)),
+                    now,
+                )
                 for pos, item in enumerate(items, start=1)
             ],
         )
@@ -212,9 +220,7 @@ def _stored_order(conn: sqlite3.Connection, collection: str, item_id: str, annot
     return None if row is None else row[0]
 
 
-def shown_first(
-    store: Store, collection: str, item_id: str, annotator: str, draw: Callable[[], str]
-) -> str:
+def shown_first(store: Store, collection: str, item_id: str, annotator: str, draw: Callable[[], str]) -> str:
     """Which canonical side this annotator sees as "A" on this item; drawn once with ``draw``.
 
     ``draw()`` returns ``"model_a"`` or ``"model_b"``; it is called only when no order is stored
@@ -245,7 +251,11 @@ def _winner(pressed: str, first: str) -> str | None:
 
 
 def add_label(
-    store: Store, collection: str, item_id: str, annotator: str, pressed: str,
+    store: Store,
+    collection: str,
+    item_id: str,
+    annotator: str,
+    pressed: str,
     elapsed_ms: int | None = None,
 ) -> Label:
     """Append one key press (committed on return) and return it with its canonical winner.
@@ -264,12 +274,9 @@ def add_label(
     cursor = conn.execute(
         "INSERT INTO annotation_labels (collection, item_id, annotator, pressed, winner, "
         "shown_first, elapsed_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (collection, item_id, annotator, pressed, _winner(pressed, first), first, elapsed_ms,
-         _codec.now()),
+        (collection, item_id, annotator, pressed, _winner(pressed, first), first, elapsed_ms, _codec.now()),
     )
-    found = conn.execute(
-        f"SELECT {_LABEL_COLUMNS} FROM annotation_labels WHERE id = ?", (cursor.lastrowid,)
-    ).fetchone()
+    found = conn.execute(f"SELECT {_LABEL_COLUMNS} FROM annotation_labels WHERE id = ?", (cursor.lastrowid,)).fetchone()
     return _label_from_row(found)
 
 

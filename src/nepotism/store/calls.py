@@ -72,11 +72,7 @@ def _loads(text: str | None) -> Any:
 def _call_from_row(row: tuple[Any, ...]) -> CachedCall:
     """Build a `CachedCall` from a ``calls`` row in `_CALL_COLUMNS` order (internal)."""
     key, backend, model, request, response, text, logprobs, usage, latency, status, error, at, run = row
-    return CachedCall(key, backend, model, text, latency, status, error, at, run, request,
-                      response, logprobs, usage)
+    return CachedCall(key, backend, model, text, latency, status, error, at, run, request, response, logprobs, usage)
 
 
-_CALL_COLUMNS = (
-    "key, backend, model, request, response, text, logprobs, usage, latency_s, status, error, "
-    "created_at, run_id"
-)
+_CALL_COLUMNS = "key, backend, model, request, response, text, logprobs, usage, latency_s, status, error, created_at, run_id"

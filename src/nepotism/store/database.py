@@ -38,8 +38,7 @@ from nepotism.credentials import known_secrets, redact_text, scrub
 from nepotism.errors import InputError
 from nepotism.records import Instance, Judgment, Reference, Response
 from nepotism.store import _codec
-from nepotism.store._migrate import (StoreFullError, StoreWriteError, connect, describe_disk, migrate,
-                                     schema_version, unwritable)
+from nepotism.store._migrate import StoreFullError, StoreWriteError, connect, describe_disk, migrate, schema_version, unwritable
 from nepotism.store.calls import (
     _CALL_COLUMNS,
     CALL_STATUSES,
@@ -67,8 +66,20 @@ _FILTERS = {
     "instances": ("id", "category"),
     "responses": ("id", "instance_id", "generator"),
     "judgments": (
-        "id", "instance_id", "judge", "protocol", "status", "reason", "verdict", "rubric_id", "template_id",
-        "condition", "replicate", "call_key", "source", "run_id",
+        "id",
+        "instance_id",
+        "judge",
+        "protocol",
+        "status",
+        "reason",
+        "verdict",
+        "rubric_id",
+        "template_id",
+        "condition",
+        "replicate",
+        "call_key",
+        "source",
+        "run_id",
     ),
     "references": ("id", "instance_id", "kind", "rubric_id", "winner", "source"),
 }
@@ -106,7 +117,6 @@ def _where(table: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
 
 class Store:
     """A nepotism store file; opening it creates it if needed and applies pending migrations."""
-
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
@@ -159,13 +169,15 @@ class Store:
         return StoreWriteError(
             f"the store is read-only ({self.readonly_reason}) and this run would add or change {count} "
             f"{what}: a run on a read-only store must find everything it needs stored already (a complete "
-            "rerun); run it where the store can be written, or with another --store", path=str(self.path))
+            "rerun); run it where the store can be written, or with another --store",
+            path=str(self.path),
+        )
 
     def _stored_ids(self, table: str, ids: Sequence[str], columns: str = "id") -> dict[str, tuple[Any, ...]]:
         """The rows of ``table`` among ``ids`` (its ``columns``, the id first), by id."""
         conn, found = self._conn(), {}
         for start in range(0, len(ids), _BATCH):
-            chunk = list(ids[start:start + _BATCH])
+            chunk = list(ids[start : start + _BATCH])
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(f'SELECT {columns} FROM "{table}" WHERE id IN ({marks})', chunk):
                 found[row[0]] = tuple(row)
@@ -270,9 +282,18 @@ class Store:
         An existing ok call is never replaced (the second put is a no-op); an existing failed
         call is replaced by the new attempt. ``backend`` and ``model`` are read from ``request``.
         """
-        row = _call_row(key=key, request=request, response=response, text=text,
-                        logprobs=logprobs, usage=usage, latency_s=latency_s, status=status,
-                        error=error, run_id=run_id)
+        row = _call_row(
+            key=key,
+            request=request,
+            response=response,
+            text=text,
+            logprobs=logprobs,
+            usage=usage,
+            latency_s=latency_s,
+            status=status,
+            error=error,
+            run_id=run_id,
+        )
         try:
             self._keep_calls(lambda: self._conn().execute(_PUT_CALL, _clean(row)).rowcount, [_clean(row)])
         except sqlite3.IntegrityError as err:
@@ -302,8 +323,7 @@ class Store:
             conn.executemany(_PUT_CALL, rows)
             changed = conn.total_changes - before
             if release_owner is not None:
-                conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
-                                 [(row[0], release_owner) for row in rows])
+                conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?", [(row[0], release_owner) for row in rows])
         return changed
 
     # -- a full disk during a run -------------------------------------------------------------
@@ -434,7 +454,9 @@ class Store:
             kept = f"{self.lost} answered calls could not be stored and will be asked again; the others are stored"
         return StoreFullError(
             f"the disk of the store is full ({describe_disk(self.path)}): the run stopped sending, and {kept}; "
-            "free space, then run again to go on (no stored call is asked again)", path=str(self.path))
+            "free space, then run again to go on (no stored call is asked again)",
+            path=str(self.path),
+        )
 
     # -- claims on calls being sent ----------------------------------------------------------
     def claim_call(self, key: str, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> str:
@@ -470,32 +492,39 @@ class Store:
         host, pid, start = self._owner()
         marks = ",".join("?" * len(unique))
         with self._transaction():
-            done = {k for (k,) in conn.execute(
-                f"SELECT key FROM calls WHERE status = 'ok' AND key IN ({marks})", unique)}
+            done = {k for (k,) in conn.execute(f"SELECT key FROM calls WHERE status = 'ok' AND key IN ({marks})", unique)}
             now = time.time()
-            held = {row[0]: row[1:] for row in conn.execute(
-                "SELECT key, owner, host, pid, expires_at, owner_start FROM call_claims "
-                f"WHERE key IN ({marks})", unique)}
+            held = {
+                row[0]: row[1:]
+                for row in conn.execute(
+                    f"SELECT key, owner, host, pid, expires_at, owner_start FROM call_claims WHERE key IN ({marks})", unique
+                )
+            }
             gone: dict[tuple[int, str | None], bool] = {}  # (pid, start) -> gone, once per owner
             states: dict[str, str] = {}
             for key in unique:
                 row = held.get(key)
                 if key in done:
                     states[key] = "done"
-                elif row is not None and row[0] != owner and row[3] > now and not (
-                        row[1] == host and _owner_gone(gone, int(row[2]), row[4])):
+                elif (
+                    row is not None
+                    and row[0] != owner
+                    and row[3] > now
+                    and not (row[1] == host and _owner_gone(gone, int(row[2]), row[4]))
+                ):
                     states[key] = "busy"
                 else:
                     states[key] = "claimed"
-            claimed = [(k, owner, host, pid, now + lease_s, start)
-                       for k, state in states.items() if state == "claimed"]
+            claimed = [(k, owner, host, pid, now + lease_s, start) for k, state in states.items() if state == "claimed"]
             if claimed:
                 conn.executemany(
                     "INSERT INTO call_claims (key, owner, host, pid, expires_at, owner_start) "
                     "VALUES (?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
                     "pid = excluded.pid, expires_at = excluded.expires_at, "
-                    "owner_start = excluded.owner_start", claimed)
+                    "owner_start = excluded.owner_start",
+                    claimed,
+                )
         return states
 
     def _owner(self) -> tuple[str, int, str | None]:
@@ -505,8 +534,13 @@ class Store:
 
     def renew_claims(self, owner: str, *, lease_s: float = CLAIM_LEASE_S) -> int:
         """Extend every claim of ``owner`` by ``lease_s`` seconds from now; return how many."""
-        return self._derived(lambda: self._conn().execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?",
-                                                          (time.time() + lease_s, owner)).rowcount)
+        return self._derived(
+            lambda: (
+                self._conn()
+                .execute("UPDATE call_claims SET expires_at = ? WHERE owner = ?", (time.time() + lease_s, owner))
+                .rowcount
+            )
+        )
 
     def release_claims(self, owner: str, keys: Sequence[str] | None = None) -> None:
         """End ``owner``'s claims on ``keys`` (all of them when None)."""
@@ -516,12 +550,10 @@ class Store:
         elif len(keys) == 1:  # the runner's case, once per call: one statement, no executemany
             conn.execute("DELETE FROM call_claims WHERE key = ? AND owner = ?", (keys[0], owner))
         else:
-            conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?",
-                             [(k, owner) for k in keys])
+            conn.executemany("DELETE FROM call_claims WHERE key = ? AND owner = ?", [(k, owner) for k in keys])
 
     # -- records ------------------------------------------------------------------------------
-    def add_instances(self, instances: Iterable[Instance], *,
-                      dataset: str | Mapping[str, str] | None = None) -> int:
+    def add_instances(self, instances: Iterable[Instance], *, dataset: str | Mapping[str, str] | None = None) -> int:
         """Add instances; return how many were new or changed. ``dataset``: the file they were
         read from (its resolved path; or a path per instance id), recorded with each.
 
@@ -553,7 +585,8 @@ class Store:
                 f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _INSTANCE_CONTENT)}, "
                 "dataset = COALESCE(excluded.dataset, instances.dataset) "
                 f"WHERE {changed} OR (instances.dataset IS NULL AND excluded.dataset IS NOT NULL)",
-                ((*row, source_of(row[0]), _codec.now()) for row in rows))
+                ((*row, source_of(row[0]), _codec.now()) for row in rows),
+            )
             return conn.total_changes - before
 
     def _read_only_instances(self, rows: list[tuple[Any, ...]], source_of: Callable[[str], str | None]) -> int:
@@ -561,23 +594,33 @@ class Store:
         stored as it is (its file recorded), else `cannot_write`."""
         self._refuse_other_items(self._conn(), rows, source_of)
         stored = self._stored_ids("instances", [row[0] for row in rows], f"{_codec.INSTANCE_COLUMNS}, dataset")
-        changed = sum(1 for row in rows if (known := stored.get(row[0])) is None or tuple(known[:-1]) != tuple(row)
-                      or (known[-1] is None and source_of(row[0]) is not None))
+        changed = sum(
+            1
+            for row in rows
+            if (known := stored.get(row[0])) is None
+            or tuple(known[:-1]) != tuple(row)
+            or (known[-1] is None and source_of(row[0]) is not None)
+        )
         if changed:
             raise self.cannot_write(changed, "instances (new, or edited in the dataset)")
         return 0
 
     @staticmethod
-    def _refuse_other_items(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]],
-                            source_of: Callable[[str], str | None]) -> None:
+    def _refuse_other_items(
+        conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], source_of: Callable[[str], str | None]
+    ) -> None:
         """`InstanceConflict` for the first row whose id the store holds with other content from
         another dataset file (both files known)."""
         for start in range(0, len(rows), _BATCH):
-            chunk = rows[start:start + _BATCH]
+            chunk = rows[start : start + _BATCH]
             marks = ",".join("?" * len(chunk))
-            stored = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT {_codec.INSTANCE_COLUMNS}, dataset FROM instances WHERE id IN ({marks}) "
-                "AND dataset IS NOT NULL", [row[0] for row in chunk])}
+            stored = {
+                r[0]: r[1:]
+                for r in conn.execute(
+                    f"SELECT {_codec.INSTANCE_COLUMNS}, dataset FROM instances WHERE id IN ({marks}) AND dataset IS NOT NULL",
+                    [row[0] for row in chunk],
+                )
+            }
             for row in chunk:
                 known = stored.get(row[0])
                 if known is None or tuple(known[:-1]) == tuple(row[1:]):
@@ -588,18 +631,22 @@ class Store:
                         f"instance {row[0]!r} is in the store already, read from another dataset ({known[-1]}) "
                         "with other content: one id is one item in a store (its judgments and every metric's "
                         "resampling are keyed by it); give this item another id, or use another store",
-                        path=given, field="id", instance_id=row[0])
+                        path=given,
+                        field="id",
+                        instance_id=row[0],
+                    )
 
     def add_responses(self, responses: Iterable[Response]) -> int:
         """Add responses (ignoring ones already stored); return how many were new."""
         rows = (_codec.response_row(r) + (_codec.now(),) for r in responses)
         if self.readonly:
             return self._read_only_insert("responses", list(rows), "responses")
-        return self._derived(lambda: self._write_many(
-            f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        ))
+        return self._derived(
+            lambda: self._write_many(
+                f"INSERT OR IGNORE INTO responses ({_codec.RESPONSE_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        )
 
     def add_judgments(
         self,
@@ -628,21 +675,26 @@ class Store:
         if ids is None:
             rows = ((row := _codec.judgment_row(j)) + (keys.get(row[0]), source, run_id, at) for j in judgments)
         else:
-            rows = (_codec.judgment_row(j, i) + (keys.get(i), source, run_id, at)
-                    for j, i in zip(judgments, ids, strict=True))
+            rows = (_codec.judgment_row(j, i) + (keys.get(i), source, run_id, at) for j, i in zip(judgments, ids, strict=True))
         columns = _codec.JUDGMENT_COLUMNS + ", call_key, source, run_id, created_at"
         if self.readonly:
             return self._read_only_judgments(list(rows), replace)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns.replace(" ", "").split(",")[1:])
-        condition = "" if replace else (
-            " WHERE (judgments.status = 'failed' AND excluded.status != 'failed')"
-            " OR judgments.call_key != excluded.call_key")  # (false when either is NULL)
+        condition = (
+            ""
+            if replace
+            else (
+                " WHERE (judgments.status = 'failed' AND excluded.status != 'failed') OR judgments.call_key != excluded.call_key"
+            )
+        )  # (false when either is NULL)
         try:
-            return self._derived(lambda: self._write_many(
-                f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
-                f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
-                rows,
-            ))
+            return self._derived(
+                lambda: self._write_many(
+                    f"INSERT INTO judgments ({columns}) VALUES ({','.join('?' * len(columns.split(',')))}) "
+                    f"ON CONFLICT (id) DO UPDATE SET {updates}{condition}",
+                    rows,
+                )
+            )
         except sqlite3.IntegrityError as err:
             raise ValueError(f"cannot store judgments: {err} (unknown call key or run_id?)") from err
 
@@ -655,8 +707,12 @@ class Store:
         changed = 0
         for row in rows:
             known = stored.get(row[0])
-            if known is None or replace or (known[1] == "failed" and row[status] != "failed") or (
-                    known[2] is not None and row[call_key] is not None and known[2] != row[call_key]):
+            if (
+                known is None
+                or replace
+                or (known[1] == "failed" and row[status] != "failed")
+                or (known[2] is not None and row[call_key] is not None and known[2] != row[call_key])
+            ):
                 changed += 1
         if changed:
             raise self.cannot_write(changed, "judgments")
@@ -669,8 +725,7 @@ class Store:
         judgment was lost when a run was killed between storing the call and its judgment.
         """
         rows = self._conn().execute(
-            "SELECT call_key, COUNT(*) FROM judgments WHERE call_key IS NOT NULL "
-            "AND status != 'failed' GROUP BY call_key"
+            "SELECT call_key, COUNT(*) FROM judgments WHERE call_key IS NOT NULL AND status != 'failed' GROUP BY call_key"
         )
         return dict(rows)
 
@@ -693,8 +748,7 @@ class Store:
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            conn.executemany(f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) VALUES (?)',
-                             ((i,) for i in ids))
+            conn.executemany(f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) VALUES (?)', ((i,) for i in ids))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -710,11 +764,13 @@ class Store:
         rows = (_codec.reference_row(r) + (_codec.now(),) for r in refs)
         if self.readonly:
             return self._read_only_insert("references", list(rows), "references")
-        return self._derived(lambda: self._write_many(
-            f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        ))
+        return self._derived(
+            lambda: self._write_many(
+                f'INSERT OR IGNORE INTO "references" ({_codec.REFERENCE_COLUMNS}, created_at) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        )
 
     def _select(self, table: str, columns: str, filters: Mapping[str, Any], order: str) -> list[Any]:
         where, params = _where(table, filters)
@@ -756,8 +812,7 @@ class Store:
         self.abandon_dead_runs()
         host, pid, start = self._owner()
         self._conn().execute(
-            "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) "
-            "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            "INSERT INTO runs (id, started_at, config, status, pid, host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?)",
             (run_id, _codec.now(), _codec.dumps(scrub(dict(config))), pid, host, start),
         )
         return run_id
@@ -775,9 +830,11 @@ class Store:
         if self.readonly:
             return []
         host = socket.gethostname()
-        rows = self._conn().execute(
-            "SELECT id, pid, owner_start FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
-            (host,)).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT id, pid, owner_start FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", (host,))
+            .fetchall()
+        )
         gone: dict[tuple[int, str | None], bool] = {}
         dead = [run_id for run_id, pid, start in rows if _owner_gone(gone, int(pid), start)]
         pids = {run_id: pid for run_id, pid, _ in rows}
@@ -785,7 +842,8 @@ class Store:
             note = f"abandoned: process {pids[run_id]} on {host} ended without ending the run"
             self._conn().execute(
                 "UPDATE runs SET status = 'interrupted', ended_at = ?, end_note = ? WHERE id = ? AND status = 'running'",
-                (_codec.now(), note, run_id))
+                (_codec.now(), note, run_id),
+            )
         return dead
 
     @contextmanager
@@ -810,9 +868,7 @@ class Store:
         if self.readonly:  # (`start_run` recorded nothing)
             return
         try:
-            cursor = self._conn().execute(
-                "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id)
-            )
+            cursor = self._conn().execute("UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _codec.now(), run_id))
         except StoreFullError:
             if not self.low_space:
                 raise
@@ -822,9 +878,7 @@ class Store:
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first, as dicts (``config`` decoded)."""
-        rows = self._conn().execute(
-            "SELECT id, started_at, ended_at, config, status, end_note FROM runs ORDER BY started_at, id"
-        )
+        rows = self._conn().execute("SELECT id, started_at, ended_at, config, status, end_note FROM runs ORDER BY started_at, id")
         keys = ("id", "started_at", "ended_at", "config", "status", "end_note")
         return [dict(zip(keys, r[:3] + (_codec.loads(r[3]), r[4], r[5]), strict=True)) for r in rows]
 
@@ -838,20 +892,25 @@ class Store:
         known: dict[str, str] = {}
         ids = list(categories)
         for start in range(0, len(ids), _BATCH):
-            chunk = ids[start:start + _BATCH]
+            chunk = ids[start : start + _BATCH]
             marks = ",".join("?" * len(chunk))
             for table, column in (("instances", "id"), ("instance_categories", "instance_id")):
-                rows = conn.execute(f"SELECT {column}, category FROM {table} WHERE {column} IN ({marks}) "
-                                    "AND category IS NOT NULL", chunk)
+                rows = conn.execute(
+                    f"SELECT {column}, category FROM {table} WHERE {column} IN ({marks}) AND category IS NOT NULL", chunk
+                )
                 known.update({str(i): str(c) for i, c in rows})
         for instance, category in categories.items():
             if instance in known and known[instance] != category:
-                raise InputError(f"instance {instance!r} is already in the store with category {known[instance]!r}, "
-                                 f"not {category!r}", path=source, field="category")
+                raise InputError(
+                    f"instance {instance!r} is already in the store with category {known[instance]!r}, not {category!r}",
+                    path=source,
+                    field="category",
+                )
         now = _codec.now()
         return self._write_many(
             "INSERT OR IGNORE INTO instance_categories (instance_id, category, source, created_at) VALUES (?, ?, ?, ?)",
-            [(i, c, source, now) for i, c in categories.items() if i not in known])
+            [(i, c, source, now) for i, c in categories.items() if i not in known],
+        )
 
     def record_import(self, path: str | Path, *, kind: str, rows: int, sha256: str) -> None:
         """Log that ``path`` (a ``kind`` table of ``rows`` rows, hash ``sha256``) was loaded."""
@@ -862,9 +921,7 @@ class Store:
 
     def imports(self) -> list[dict[str, Any]]:
         """Every logged import, oldest first."""
-        rows = self._conn().execute(
-            "SELECT path, sha256, kind, rows, imported_at FROM imports ORDER BY id"
-        )
+        rows = self._conn().execute("SELECT path, sha256, kind, rows, imported_at FROM imports ORDER BY id")
         keys = ("path", "sha256", "kind", "rows", "imported_at")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
@@ -876,28 +933,29 @@ class Store:
         def grouped(sql: str) -> dict[str, int]:
             return {str(k): n for k, n in conn.execute(sql)}
 
-        size = sum(
-            p.stat().st_size
-            for p in (self.path, Path(f"{self.path}-wal"))
-            if p.exists()
-        )
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {
             "path": str(self.path.resolve()),
             "schema_version": schema_version(conn),
             "size_bytes": size,
             "counts": {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in TABLES},
-            "judgments_per_judge": grouped(
-                "SELECT judge, COUNT(*) FROM judgments GROUP BY judge ORDER BY judge"
-            ),
-            "judgment_status": grouped(
-                "SELECT status, COUNT(*) FROM judgments GROUP BY status ORDER BY status"
-            ),
+            "judgments_per_judge": grouped("SELECT judge, COUNT(*) FROM judgments GROUP BY judge ORDER BY judge"),
+            "judgment_status": grouped("SELECT status, COUNT(*) FROM judgments GROUP BY status ORDER BY status"),
             "call_status": grouped("SELECT status, COUNT(*) FROM calls GROUP BY status ORDER BY status"),
             "run_status": grouped("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"),
         }
 
-    def export(self, table: str, out: str | Path, *, fmt: str, protocol: str | None = None,
-               partition_by: str | None = None, replace: bool = False, plan: str | None = None) -> int:
+    def export(
+        self,
+        table: str,
+        out: str | Path,
+        *,
+        fmt: str,
+        protocol: str | None = None,
+        partition_by: str | None = None,
+        replace: bool = False,
+        plan: str | None = None,
+    ) -> int:
         """Write ``table`` to ``out`` atomically as parquet, csv or jsonl; return the row count.
 
         Judgments are written in the public recorded-judgment format of their protocol (see
@@ -908,8 +966,16 @@ class Store:
         """
         from nepotism.store.export import export_table
 
-        return export_table(self._conn(), table, Path(out), fmt=fmt, protocol=protocol, partition_by=partition_by,
-                            replace=replace, plan=None if plan is None else _plan_name(plan))
+        return export_table(
+            self._conn(),
+            table,
+            Path(out),
+            fmt=fmt,
+            protocol=protocol,
+            partition_by=partition_by,
+            replace=replace,
+            plan=None if plan is None else _plan_name(plan),
+        )
 
 
 _PLAN_NAME = re.compile(r"plan_[0-9]+_[0-9a-f]{8}")
@@ -962,10 +1028,18 @@ _PUT_CALL = (
 
 
 def _call_row(
-    *, key: str, request: Mapping[str, Any], response: Mapping[str, Any] | None = None,
-    text: str | None = None, logprobs: Any = None, usage: Mapping[str, Any] | None = None,
-    latency_s: float | None = None, status: str = "ok", error: str | None = None,
-    run_id: str | None = None, created_at: str | None = None,
+    *,
+    key: str,
+    request: Mapping[str, Any],
+    response: Mapping[str, Any] | None = None,
+    text: str | None = None,
+    logprobs: Any = None,
+    usage: Mapping[str, Any] | None = None,
+    latency_s: float | None = None,
+    status: str = "ok",
+    error: str | None = None,
+    run_id: str | None = None,
+    created_at: str | None = None,
 ) -> tuple[Any, ...]:
     if type(key) is not str or not _KEY.fullmatch(key):
         raise ValueError(f"a call key is 64 lowercase hex digits, not {key!r}")
@@ -975,8 +1049,17 @@ def _call_row(
         raise ValueError("a failed call needs an error saying why")
     stored = scrub(request)
     return (
-        key, _str_or_none(stored.get("backend")), _str_or_none(stored.get("model")),
-        _codec.dumps(stored), _codec.dumps(response), text, _codec.dumps(logprobs),
-        _codec.dumps(None if usage is None else dict(usage)), latency_s, status, error,
-        created_at or _codec.now(), run_id,
+        key,
+        _str_or_none(stored.get("backend")),
+        _str_or_none(stored.get("model")),
+        _codec.dumps(stored),
+        _codec.dumps(response),
+        text,
+        _codec.dumps(logprobs),
+        _codec.dumps(None if usage is None else dict(usage)),
+        latency_s,
+        status,
+        error,
+        created_at or _codec.now(),
+        run_id,
     )

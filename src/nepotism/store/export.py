@@ -59,8 +59,16 @@ from nepotism._files import atomic_write as _atomic_write
 from nepotism.errors import InputError
 from nepotism.records import PROTOCOLS
 
-__all__ = ["FORMATS", "JUDGMENT_COLUMNS", "PARTITION_COLUMNS", "atomic_write", "export_table", "format_from_suffix",
-           "partition_folder", "write_partitioned"]
+__all__ = [
+    "FORMATS",
+    "JUDGMENT_COLUMNS",
+    "PARTITION_COLUMNS",
+    "atomic_write",
+    "export_table",
+    "format_from_suffix",
+    "partition_folder",
+    "write_partitioned",
+]
 
 FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -86,8 +94,17 @@ JUDGMENT_COLUMNS = {
 }
 _GENERIC = (*_HEAD, "protocol", "candidates", "verdict", "score", *_STATE, *_TAIL, "category")
 _TOKEN_MEMO = 65_536  # written replies whose GPT-2 count an export keeps (short verdicts repeat)
-_TYPES = {"reasoning_tokens": _INT, "replicate": _INT, "score": _FLOAT, "met": _BOOL, "claimed": _BOOL, "prob_a": _FLOAT, "prob_b": _FLOAT,
-          "prob_tie": _FLOAT, "label_mass": _FLOAT}
+_TYPES = {
+    "reasoning_tokens": _INT,
+    "replicate": _INT,
+    "score": _FLOAT,
+    "met": _BOOL,
+    "claimed": _BOOL,
+    "prob_a": _FLOAT,
+    "prob_b": _FLOAT,
+    "prob_tie": _FLOAT,
+    "label_mass": _FLOAT,
+}
 _RAW_TABLES = ("runs", "instances", "responses", "calls", "references", "imports")
 
 
@@ -97,8 +114,7 @@ def format_from_suffix(path: Path) -> str:
         return _SUFFIXES[path.suffix.lower()]
     except KeyError:
         raise InputError(
-            f"cannot tell the format from the extension {path.suffix!r}; use one of "
-            f"{sorted(_SUFFIXES)} or give the format",
+            f"cannot tell the format from the extension {path.suffix!r}; use one of {sorted(_SUFFIXES)} or give the format",
             path=str(path),
         ) from None
 
@@ -114,8 +130,7 @@ def _stored_as(protocol: str) -> tuple[str, int | None]:
     """(stored protocol, number of candidates or None for any) of an exported table kind: both
     recognition questions are stored under protocol "recognition" — one candidate ("did you write
     this?") or two ("which did you write?") — and exported as two kinds."""
-    return {"recognition": ("recognition", 1),
-            "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
+    return {"recognition": ("recognition", 1), "recognition-pairwise": ("recognition", 2)}.get(protocol, (protocol, None))
 
 
 #: A plan holding at least this share of the store's judgments is checked row by row while the
@@ -135,8 +150,15 @@ def _plan_filter(conn: sqlite3.Connection, plan: str) -> str:
     return f'AND {column} IN (SELECT id FROM temp."{plan}") '
 
 
-def _judgment_query(conn: sqlite3.Connection, protocol: str, select: str, *, judge: str | None = None,
-                    plan: str | None = None, ordered: bool = True) -> sqlite3.Cursor:
+def _judgment_query(
+    conn: sqlite3.Connection,
+    protocol: str,
+    select: str,
+    *,
+    judge: str | None = None,
+    plan: str | None = None,
+    ordered: bool = True,
+) -> sqlite3.Cursor:
     """The stored judgments of an exported ``protocol`` (in export order unless not ``ordered``),
     ``select`` columns."""
     stored, width = _stored_as(protocol)
@@ -151,15 +173,17 @@ def _judgment_query(conn: sqlite3.Connection, protocol: str, select: str, *, jud
     )
 
 
-def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
-                             plan: str | None = None) -> list[str]:
+def _judgment_export_columns(
+    conn: sqlite3.Connection, protocol: str, *, judge: str | None = None, plan: str | None = None
+) -> list[str]:
     """The exported columns: a first pass over the three columns that decide the optional ones
     (label probabilities, label mass, output tokens), so that the rows can then be written as
     they are read, never all held at once."""
     has_probs = has_mass = has_tokens = False
     seen: set[str | None] = set()  # usage texts whose tokens were read already (most repeat)
-    for probs, mass, usage in _judgment_query(conn, protocol, "j.label_probs, j.label_mass, j.usage",
-                                              judge=judge, plan=plan, ordered=False):
+    for probs, mass, usage in _judgment_query(
+        conn, protocol, "j.label_probs, j.label_mass, j.usage", judge=judge, plan=plan, ordered=False
+    ):
         has_mass = has_mass or mass is not None
         if protocol == "pairwise":
             if not has_probs and probs:
@@ -173,29 +197,59 @@ def _judgment_export_columns(conn: sqlite3.Connection, protocol: str, *, judge: 
     return _judgment_columns(protocol, has_probs=has_probs, has_mass=has_mass, has_tokens=has_tokens)
 
 
-def _judgment_rows(conn: sqlite3.Connection, protocol: str, *, judge: str | None = None,
-                   plan: str | None = None) -> Iterator[dict[str, Any]]:
+def _judgment_rows(
+    conn: sqlite3.Connection, protocol: str, *, judge: str | None = None, plan: str | None = None
+) -> Iterator[dict[str, Any]]:
     """The exported rows of ``protocol``, one dict each, as SQLite returns them: the columns every
     table has (one dict literal), then the protocol's own. A candidates list and a usage record
     are decoded once per distinct text (a run repeats a few of each)."""
     query = _judgment_query(
-        conn, protocol,
+        conn,
+        protocol,
         "j.instance_id, j.judge, j.candidates, j.verdict, j.score, j.label_probs, j.rubric_id, j.condition, "
         "j.replicate, j.protocol, j.template_id, j.status, j.reason, j.label_mass, COALESCE(i.category, c.category), "
-        "j.usage, j.raw_output", judge=judge, plan=plan)
+        "j.usage, j.raw_output",
+        judge=judge,
+        plan=plan,
+    )
     decoded: dict[str, list[Any]] = {}  # candidates text -> the list (only read)
     wrote: dict[str | None, bool] = {}  # usage text -> whether the judge wrote text (most repeat)
     tokens_of: dict[str, int] = {}  # a written reply -> its GPT-2 tokens (short verdicts repeat)
     loads = json.loads
-    for inst, judge_, cands, verdict, score, probs, rubric_id, cond, rep, proto, template, status, reason, mass, \
-            category, usage, reply in query:
+    for (
+        inst,
+        judge_,
+        cands,
+        verdict,
+        score,
+        probs,
+        rubric_id,
+        cond,
+        rep,
+        proto,
+        template,
+        status,
+        reason,
+        mass,
+        category,
+        usage,
+        reply,
+    ) in query:
         candidates = decoded.get(cands)
         if candidates is None:
             candidates = decoded[cands] = loads(cands)
         # the columns every table has (`_HEAD`, `_STATE`, `_TAIL`, the optional ``label_mass`` and
         # ``category``); the protocol's own are set on it, as fast as one literal per protocol (35d9dd3)
-        row = {"instance_id": inst, "judge": judge_, "status": status, "reason": reason, "label_mass": mass,
-               "condition": cond, "replicate": rep, "category": category}
+        row = {
+            "instance_id": inst,
+            "judge": judge_,
+            "status": status,
+            "reason": reason,
+            "label_mass": mass,
+            "condition": cond,
+            "replicate": rep,
+            "category": category,
+        }
         if protocol == "pairwise":
             probs = loads(probs) if probs else {}
             written = wrote.get(usage)
@@ -252,17 +306,21 @@ def _output_tokens(usage: str | None) -> int | None:
 
 def _pick_protocol(conn: sqlite3.Connection, protocol: str | None) -> str:
     # the exported kinds present (the two recognition questions are two kinds: `_stored_as`)
-    present = sorted({p if p != "recognition" or n != 2 else "recognition-pairwise" for p, n in conn.execute(
-        "SELECT DISTINCT protocol, CASE WHEN protocol = 'recognition' THEN json_array_length(candidates) END "
-        "FROM judgments")})
+    present = sorted(
+        {
+            p if p != "recognition" or n != 2 else "recognition-pairwise"
+            for p, n in conn.execute(
+                "SELECT DISTINCT protocol, CASE WHEN protocol = 'recognition' THEN json_array_length(candidates) END "
+                "FROM judgments"
+            )
+        }
+    )
     if protocol is not None:
         if protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {protocol!r}; use one of {PROTOCOLS}")
         return protocol
     if len(present) > 1:
-        raise InputError(
-            f"the store holds judgments of several protocols {present}; choose one to export"
-        )
+        raise InputError(f"the store holds judgments of several protocols {present}; choose one to export")
     return present[0] if present else "pairwise"
 
 
@@ -317,8 +375,9 @@ def _write(path: Path, fmt: str, columns: Sequence[str], rows: Iterable[dict[str
                     writer.write_table(pa.concat_tables(group), row_group_size=_ROWS_PER_GROUP)
                     group = []
             if group or not count:
-                writer.write_table(pa.concat_tables(group) if group else _arrow(columns, [], types),
-                                   row_group_size=_ROWS_PER_GROUP)
+                writer.write_table(
+                    pa.concat_tables(group) if group else _arrow(columns, [], types), row_group_size=_ROWS_PER_GROUP
+                )
     elif fmt == "csv":
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
@@ -336,8 +395,15 @@ def _write(path: Path, fmt: str, columns: Sequence[str], rows: Iterable[dict[str
 
 
 def export_table(
-    conn: sqlite3.Connection, table: str, out: Path, *, fmt: str, protocol: str | None = None,
-    partition_by: str | None = None, replace: bool = False, plan: str | None = None,
+    conn: sqlite3.Connection,
+    table: str,
+    out: Path,
+    *,
+    fmt: str,
+    protocol: str | None = None,
+    partition_by: str | None = None,
+    replace: bool = False,
+    plan: str | None = None,
 ) -> int:
     """Write ``table`` (a store table, or ``pairwise``/``pointwise``/``rubric`` for judgments of
     that protocol) to ``out`` in format ``fmt``; return the number of rows written.
@@ -353,8 +419,7 @@ def export_table(
         table, protocol = "judgments", table
     if partition_by is not None:
         if partition_by not in PARTITION_COLUMNS:
-            raise InputError(f"cannot partition by {partition_by!r}; use one of {PARTITION_COLUMNS}",
-                             field="--partition-by")
+            raise InputError(f"cannot partition by {partition_by!r}; use one of {PARTITION_COLUMNS}", field="--partition-by")
         if fmt != "parquet":
             raise InputError("a partitioned export is a Parquet dataset: use --format parquet", field="--format")
         if table != "judgments":
@@ -363,8 +428,7 @@ def export_table(
             raise ValueError("a partitioned export writes every judgment of the protocol (no plan)")
         return write_partitioned(conn, _pick_protocol(conn, protocol), out, replace=replace)
     if out.is_dir():
-        raise InputError("the output is a folder: give a file name (or --partition-by for a dataset folder)",
-                         path=str(out))
+        raise InputError("the output is a folder: give a file name (or --partition-by for a dataset folder)", path=str(out))
     if table == "judgments":
         protocol = _pick_protocol(conn, protocol)
         columns = _judgment_export_columns(conn, protocol, plan=plan)
@@ -410,9 +474,14 @@ def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, rep
     if not out.parent.is_dir():
         raise InputError("the output directory does not exist", path=str(out.parent))
     stored, width = _stored_as(protocol)
-    judges = [j for (j,) in conn.execute(
-        "SELECT DISTINCT judge FROM judgments WHERE protocol = ? AND (? IS NULL OR json_array_length(candidates) = ?) "
-        "ORDER BY judge", (stored, width, width))]
+    judges = [
+        j
+        for (j,) in conn.execute(
+            "SELECT DISTINCT judge FROM judgments WHERE protocol = ? AND (? IS NULL OR json_array_length(candidates) = ?) "
+            "ORDER BY judge",
+            (stored, width, width),
+        )
+    ]
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent))
     try:
         written: dict[Path, list[str]] = {}
@@ -423,8 +492,9 @@ def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, rep
             folder = tmp / partition_folder("judge", judge)
             folder.mkdir()
             path = folder / "part-0.parquet"
-            total += _write(path, "parquet", [c for c in columns if c != "judge"],
-                            _judgment_rows(conn, protocol, judge=judge), _TYPES)
+            total += _write(
+                path, "parquet", [c for c in columns if c != "judge"], _judgment_rows(conn, protocol, judge=judge), _TYPES
+            )
             written[path] = columns
             flags["has_probs"] |= "prob_a" in columns
             flags["has_mass"] |= "label_mass" in columns
@@ -433,8 +503,17 @@ def write_partitioned(conn: sqlite3.Connection, protocol: str, out: Path, *, rep
         for path, columns in written.items():  # a judge without the optional columns gets them empty
             if [c for c in columns if c != "judge"] != final:
                 table = pq.read_table(path)
-                pq.write_table(pa.table({c: table.column(c) if c in table.column_names
-                                         else pa.nulls(len(table), type=_arrow_type(_TYPES.get(c, _STR))) for c in final}), path)
+                pq.write_table(
+                    pa.table(
+                        {
+                            c: table.column(c)
+                            if c in table.column_names
+                            else pa.nulls(len(table), type=_arrow_type(_TYPES.get(c, _STR)))
+                            for c in final
+                        }
+                    ),
+                    path,
+                )
         os.chmod(tmp, 0o777 & ~current_umask())
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.old.", dir=out.parent))

@@ -48,7 +48,7 @@ def _connection(store: Store) -> sqlite3.Connection:
 def _chunks(keys: set[str]) -> Iterator[tuple[list[str], str]]:
     unique = sorted(keys)
     for start in range(0, len(unique), _BATCH):
-        chunk = unique[start:start + _BATCH]
+        chunk = unique[start : start + _BATCH]
         yield chunk, ",".join("?" * len(chunk))
 
 
@@ -77,15 +77,13 @@ def judged_counts(store: Store, keys: Sequence[str]) -> dict[str, int]:
     wanted = set(keys)
     if wanted and _scan(conn, "judgments", len(wanted)):
         # one pass in table order (grouping by the index would visit the rows in key order)
-        rows = conn.execute("SELECT call_key FROM judgments NOT INDEXED "
-                            "WHERE call_key IS NOT NULL AND status != 'failed'")
+        rows = conn.execute("SELECT call_key FROM judgments NOT INDEXED WHERE call_key IS NOT NULL AND status != 'failed'")
         for (key,) in rows:
             if key in wanted:
                 out[key] = out.get(key, 0) + 1
         return out
     for chunk, marks in _chunks(wanted):
-        sql = ("SELECT call_key, COUNT(*) FROM judgments WHERE call_key IN "
-               f"({marks}) AND status != 'failed' GROUP BY call_key")
+        sql = f"SELECT call_key, COUNT(*) FROM judgments WHERE call_key IN ({marks}) AND status != 'failed' GROUP BY call_key"
         out.update(conn.execute(sql, chunk))
     return out
 
@@ -97,8 +95,9 @@ def judged(store: Store, keys: Sequence[str]) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     wanted = set(keys)
     if wanted and _scan(conn, "judgments", len(wanted)):
-        rows = conn.execute("SELECT call_key, id, status FROM judgments NOT INDEXED "
-                            "WHERE call_key IS NOT NULL AND status != 'failed'")
+        rows = conn.execute(
+            "SELECT call_key, id, status FROM judgments NOT INDEXED WHERE call_key IS NOT NULL AND status != 'failed'"
+        )
         for key, ident, status in rows:
             if key in wanted:
                 out[key, ident] = status

@@ -42,11 +42,13 @@ __all__ = ["MemoCount", "count_memo", "memo_checksum", "plan_memo_ids", "write_m
 # every pair of the row: its call stored, and a parsed or unparsed judgment of that id read from
 # it; counted by status without a GROUP BY, checked to add up; the pairs themselves come back as
 # one string (in key order, the outer loop of the join) for the checksum
-_COUNT = ("SELECT COUNT(*), COUNT(j.id), SUM(c.key IS NULL), SUM(j.status = 'parsed'), "
-          "SUM(j.status = 'unparsed'), group_concat(m.call_key || ' ' || m.judgment_id, ' ') "
-          "FROM judge_memo_pairs AS m "
-          "LEFT JOIN judgments AS j ON j.id = m.judgment_id AND j.call_key = m.call_key AND j.status != 'failed' "
-          "LEFT JOIN calls AS c ON c.key = m.call_key WHERE m.memo = ?")
+_COUNT = (
+    "SELECT COUNT(*), COUNT(j.id), SUM(c.key IS NULL), SUM(j.status = 'parsed'), "
+    "SUM(j.status = 'unparsed'), group_concat(m.call_key || ' ' || m.judgment_id, ' ') "
+    "FROM judge_memo_pairs AS m "
+    "LEFT JOIN judgments AS j ON j.id = m.judgment_id AND j.call_key = m.call_key AND j.status != 'failed' "
+    "LEFT JOIN calls AS c ON c.key = m.call_key WHERE m.memo = ?"
+)
 _MMAP_BYTES = 1 << 30
 
 #: What `count_memo` found: the unit's tasks, its judgments by status, its tags.
@@ -62,8 +64,7 @@ def memo_checksum(digest: str, tasks: int, tags: str, pairs: str) -> str:
     return h.hexdigest()
 
 
-def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str, str]],
-               tags: Sequence[str] = ()) -> None:
+def write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str, str]], tags: Sequence[str] = ()) -> None:
     """Record that the ``tasks`` tasks digested as ``digest`` need the (call key, judgment id)
     ``pairs``, in task order, with ``tags`` (replacing a row of that digest). One transaction."""
     if store.readonly:  # (a run served from a read-only store plans the window, as without a memo)
@@ -79,12 +80,15 @@ def _write_memo(store: Store, digest: str, tasks: int, pairs: Sequence[tuple[str
         if old is not None:
             conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", old)
             conn.execute("DELETE FROM judge_memo WHERE id = ?", old)
-        memo = conn.execute("INSERT INTO judge_memo (digest, tasks, pairs, tags, checksum, created_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?)",
-                            (digest, tasks, len(pairs), tag_text, check, _codec.now())).lastrowid
+        memo = conn.execute(
+            "INSERT INTO judge_memo (digest, tasks, pairs, tags, checksum, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (digest, tasks, len(pairs), tag_text, check, _codec.now()),
+        ).lastrowid
         conn.execute("DELETE FROM judge_memo_pairs WHERE memo = ?", (memo,))  # (pairs left by a deleted row)
-        conn.executemany("INSERT INTO judge_memo_pairs (memo, seq, call_key, judgment_id) VALUES (?, ?, ?, ?)",
-                         [(memo, n, key, ident) for n, (key, ident) in enumerate(pairs)])
+        conn.executemany(
+            "INSERT INTO judge_memo_pairs (memo, seq, call_key, judgment_id) VALUES (?, ?, ?, ?)",
+            [(memo, n, key, ident) for n, (key, ident) in enumerate(pairs)],
+        )
     return len(pairs)
 
 
@@ -95,8 +99,7 @@ def count_memo(store: Store, digest: str, tasks: int | None = None) -> MemoCount
     conn = store._conn()
     if conn.execute("PRAGMA mmap_size").fetchone()[0] == 0:
         conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")  # (as `nepotism.store.fastread` reads)
-    head = conn.execute("SELECT id, tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?",
-                        (digest,)).fetchone()
+    head = conn.execute("SELECT id, tasks, pairs, tags, checksum FROM judge_memo WHERE digest = ?", (digest,)).fetchone()
     if head is None or (tasks is not None and head[1] != tasks) or not head[2]:
         return None
     memo, n_tasks, n_pairs, tags, checksum = head
@@ -120,11 +123,13 @@ def plan_memo_ids(store: Store, plan: str, digests: Sequence[str]) -> None:
     conn = store._conn()
     conn.execute("BEGIN")
     try:
-        conn.execute(f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) '
-                     "SELECT judgment_id FROM judge_memo_pairs WHERE memo IN "
-                     "(SELECT id FROM judge_memo WHERE digest IN (SELECT value FROM json_each(?))) "
-                     "ORDER BY judgment_id",
-                     (json.dumps(list(digests)),))
+        conn.execute(
+            f'INSERT OR IGNORE INTO temp."{_plan_name(plan)}" (id) '
+            "SELECT judgment_id FROM judge_memo_pairs WHERE memo IN "
+            "(SELECT id FROM judge_memo WHERE digest IN (SELECT value FROM json_each(?))) "
+            "ORDER BY judgment_id",
+            (json.dumps(list(digests)),),
+        )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

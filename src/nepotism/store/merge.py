@@ -61,12 +61,15 @@ _TABLES = (
     _Table("runs", ("id",), ("*",)),
     _Table("instances", ("id",), ("prompt", "reference_answer", "rubric", "category", "metadata")),
     _Table("responses", ("id",), ("instance_id", "generator", "text")),
-    _Table("calls", ("key",), ("backend", "model", "request", "text", "logprobs", "status", "error"),
-           upgrade="failed"),
-    _Table("judgments", ("id",), ("*",), ignored=("usage", "latency_s", "call_key", "source", "run_id",
-                                                  "created_at"), upgrade="failed"),
-    _Table("references", ("id",), ("instance_id", "kind", "models", "winner", "correct", "score", "rubric_id",
-                                   "met")),
+    _Table("calls", ("key",), ("backend", "model", "request", "text", "logprobs", "status", "error"), upgrade="failed"),
+    _Table(
+        "judgments",
+        ("id",),
+        ("*",),
+        ignored=("usage", "latency_s", "call_key", "source", "run_id", "created_at"),
+        upgrade="failed",
+    ),
+    _Table("references", ("id",), ("instance_id", "kind", "models", "winner", "correct", "score", "rubric_id", "met")),
     _Table("imports", ()),
     _Table("instance_categories", ("instance_id",), ("category",)),
     _Table("annotation_items", ("collection", "item_id"), ("*",), ignored=("created_at",)),
@@ -90,9 +93,14 @@ class MergeSummary:
     unfinished_runs: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"out": self.out, "inputs": list(self.inputs), "added": dict(self.added),
-                "duplicates": dict(self.duplicates), "upgraded": dict(self.upgraded),
-                "unfinished_runs": list(self.unfinished_runs)}
+        return {
+            "out": self.out,
+            "inputs": list(self.inputs),
+            "added": dict(self.added),
+            "duplicates": dict(self.duplicates),
+            "upgraded": dict(self.upgraded),
+            "unfinished_runs": list(self.unfinished_runs),
+        }
 
 
 def _q(name: str) -> str:
@@ -109,9 +117,12 @@ def _check_input(conn: sqlite3.Connection, path: str) -> None:
         raise InputError("not a nepotism store (no migration log or calls table)", path=path)
     (version,) = conn.execute("SELECT MAX(version) FROM src._migrations").fetchone()
     if version != SCHEMA_VERSION:
-        raise InputError(f"the store is at schema version {version}, this nepotism writes {SCHEMA_VERSION}: "
-                         "open it once with this version (nepotism store info --store FILE) to migrate "
-                         "it, then merge", path=path)
+        raise InputError(
+            f"the store is at schema version {version}, this nepotism writes {SCHEMA_VERSION}: "
+            "open it once with this version (nepotism store info --store FILE) to migrate "
+            "it, then merge",
+            path=path,
+        )
 
 
 def _same(columns: Sequence[str]) -> str:
@@ -131,27 +142,34 @@ def _merge_table(conn: sqlite3.Connection, table: _Table, path: str, summary: Me
         data = [c for c in columns if c != "id"]
         picked = ", ".join(_q(c) for c in data)
         before = conn.total_changes
-        conn.execute(f"INSERT INTO {main} ({picked}) SELECT {picked} FROM {src} s "
-                     f"WHERE NOT EXISTS (SELECT 1 FROM {main} m WHERE {_same(data)})")
+        conn.execute(
+            f"INSERT INTO {main} ({picked}) SELECT {picked} FROM {src} s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {main} m WHERE {_same(data)})"
+        )
         added = conn.total_changes - before
         summary.added[table.name] = summary.added.get(table.name, 0) + added
         summary.duplicates[table.name] = summary.duplicates.get(table.name, 0) + total - added
         return
-    content = [c for c in columns if c not in table.key and c not in table.ignored] \
-        if table.content == ("*",) else list(table.content)
+    content = (
+        [c for c in columns if c not in table.key and c not in table.ignored] if table.content == ("*",) else list(table.content)
+    )
     join = " AND ".join(f"m.{_q(k)} IS s.{_q(k)}" for k in table.key)
     differs = " OR ".join(f"m.{_q(c)} IS NOT s.{_q(c)}" for c in content)
     exempt = f" AND m.status != '{table.upgrade}' AND s.status != '{table.upgrade}'" if table.upgrade else ""
     keys = ", ".join(f"s.{_q(k)}" for k in table.key)
     pairs = ", ".join(f"m.{_q(c)}, s.{_q(c)}" for c in content)
-    row = conn.execute(f"SELECT {keys}, {pairs} FROM {src} s JOIN {main} m ON {join} "
-                       f"WHERE ({differs}){exempt} LIMIT 1").fetchone()
+    row = conn.execute(
+        f"SELECT {keys}, {pairs} FROM {src} s JOIN {main} m ON {join} WHERE ({differs}){exempt} LIMIT 1"
+    ).fetchone()
     if row is not None:
         key = "/".join(str(v) for v in row[: len(table.key)])
-        values = row[len(table.key):]
+        values = row[len(table.key) :]
         column = next(c for i, c in enumerate(content) if values[2 * i] != values[2 * i + 1])
-        raise InputError(f"conflict in table {table.name}, key {key}: the stores hold different {column} "
-                         "under the same key; nothing was written", path=path)
+        raise InputError(
+            f"conflict in table {table.name}, key {key}: the stores hold different {column} "
+            "under the same key; nothing was written",
+            path=path,
+        )
     upgraded = 0
     if table.upgrade:
         before = conn.total_changes
@@ -160,13 +178,15 @@ def _merge_table(conn: sqlite3.Connection, table: _Table, path: str, summary: Me
             f"UPDATE {main} AS m SET ({', '.join(_q(c) for c in settable)}) = "
             f"(SELECT {', '.join('s.' + _q(c) for c in settable)} FROM {src} s WHERE {join}) "
             f"WHERE m.status = '{table.upgrade}' AND EXISTS "
-            f"(SELECT 1 FROM {src} s WHERE {join} AND s.status != '{table.upgrade}')")
+            f"(SELECT 1 FROM {src} s WHERE {join} AND s.status != '{table.upgrade}')"
+        )
         upgraded = conn.total_changes - before
         summary.upgraded[table.name] = summary.upgraded.get(table.name, 0) + upgraded
     before = conn.total_changes
     try:
-        conn.execute(f"INSERT INTO {main} ({names}) SELECT {names} FROM {src} s "
-                     f"WHERE NOT EXISTS (SELECT 1 FROM {main} m WHERE {join})")
+        conn.execute(
+            f"INSERT INTO {main} ({names}) SELECT {names} FROM {src} s WHERE NOT EXISTS (SELECT 1 FROM {main} m WHERE {join})"
+        )
     except sqlite3.IntegrityError as err:  # e.g. two annotation collections of one name
         raise InputError(f"conflict in table {table.name}: {err}; nothing was written", path=path) from None
     added = conn.total_changes - before
@@ -186,8 +206,7 @@ def merge_stores(inputs: Sequence[str | Path], out: str | Path) -> MergeSummary:
     if not inputs:
         raise InputError("give at least one store to merge", field="STORES")
     if out.exists():
-        raise InputError("the output exists; merge writes a new store only (choose another --out)",
-                         path=str(out))
+        raise InputError("the output exists; merge writes a new store only (choose another --out)", path=str(out))
     if not out.parent.is_dir():
         raise InputError("the output's folder does not exist", path=str(out.parent))
     paths = [Path(p) for p in inputs]
@@ -234,6 +253,11 @@ def merge_stores(inputs: Sequence[str | Path], out: str | Path) -> MergeSummary:
     finally:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
-    return MergeSummary(out=summary.out, inputs=summary.inputs, added=summary.added,
-                        duplicates=summary.duplicates, upgraded=summary.upgraded,
-                        unfinished_runs=tuple(unfinished))
+    return MergeSummary(
+        out=summary.out,
+        inputs=summary.inputs,
+        added=summary.added,
+        duplicates=summary.duplicates,
+        upgraded=summary.upgraded,
+        unfinished_runs=tuple(unfinished),
+    )

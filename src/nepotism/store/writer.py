@@ -46,8 +46,7 @@ class StoreWriter:
         self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Done] | None] = queue.SimpleQueue()
         self._changed = asyncio.Event()
         self._closed = False
-        self._thread = threading.Thread(target=self._work, name=f"nepotism-writer:{store.path.name}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._work, name=f"nepotism-writer:{store.path.name}", daemon=True)
         self._thread.start()
 
     @property

@@ -63,17 +63,19 @@ def standin_experiment(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "standin_models.toml").write_text(STANDIN_MODELS, encoding="utf-8")
-    rows = [{"id": f"q{i}", "prompt": f"Question {i}: name a prime number above {10 * i}."}
-            for i in range(1, items + 1)]
+    rows = [{"id": f"q{i}", "prompt": f"Question {i}: name a prime number above {10 * i}."} for i in range(1, items + 1)]
     (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     models = ""
     for model in sorted(set(generators) | set(judges)):
-        models += (f'[models.{model}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{model}"\n'
-                   f"concurrency = {concurrency}\ntimeout = {timeout}\nmax_attempts = {attempts}\n"
-                   f"retry_base_delay_s = {retry_base_delay_s}\nretry_max_delay_s = {retry_max_delay_s}\n"
-                   f"{model_options}\n")
-    protocols = ('[[judging.protocols]]\nprotocol = "pairwise"\npairs = "judge-vs-others"\n'
-                 'options = { mode = "labels", ways = 2 }\n')
+        models += (
+            f'[models.{model}]\nbackend = "openai"\nbase_url = "{url}"\nmodel = "{model}"\n'
+            f"concurrency = {concurrency}\ntimeout = {timeout}\nmax_attempts = {attempts}\n"
+            f"retry_base_delay_s = {retry_base_delay_s}\nretry_max_delay_s = {retry_max_delay_s}\n"
+            f"{model_options}\n"
+        )
+    protocols = (
+        '[[judging.protocols]]\nprotocol = "pairwise"\npairs = "judge-vs-others"\noptions = { mode = "labels", ways = 2 }\n'
+    )
     if recognition:
         protocols += '[[judging.protocols]]\nprotocol = "recognition"\n'
     text = f"""[experiment]

@@ -19,11 +19,13 @@ from typing import Any
 
 __all__ = ["run_measured"]
 
-_MEASURE = ("import resource, subprocess, sys\n"
-            "code = subprocess.call(sys.argv[2:])\n"
-            "with open(sys.argv[1], 'w') as out:\n"
-            "    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
-            "sys.exit(code if code >= 0 else 128 - code)\n")
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[2:])\n"
+    "with open(sys.argv[1], 'w') as out:\n"
+    "    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(code if code >= 0 else 128 - code)\n"
+)
 
 
 def run_measured(argv: Sequence[str], **options: Any) -> tuple[subprocess.CompletedProcess[Any], int]:

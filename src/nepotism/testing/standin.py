@@ -48,14 +48,37 @@ from typing import Any
 __all__ = ["FAULTS", "StandinConfig", "StandinServer", "serve_until_stopped", "standin_process", "standin_thread"]
 
 #: Fault names accepted in ``fault_rates`` and in ``<<standin:fault=NAME>>`` markers.
-FAULTS = ("http_500", "http_503", "http_429", "hang", "malformed", "empty_choices", "drop", "huge_body",
-          "gzip_bomb", "trickle")
+FAULTS = ("http_500", "http_503", "http_429", "hang", "malformed", "empty_choices", "drop", "huge_body", "gzip_bomb", "trickle")
 _MARKER = re.compile(r"<<standin:fault=([a-z0-9_]+)>>")
 _TOKEN = re.compile(r"\s*\S+|\s+")
 # Tokens the stand-in "considers" as the next token; the label-like ones get a boost so that they
 # are always within the top 20.
-_VOCAB = ("A", "B", "C", "tie", "yes", "no", " A", " B", "1", "2", "3", "4", "5", "6", "7", "8",
-          "9", "10", "The", "I", "Response", "[[", "Both", "Neither")
+_VOCAB = (
+    "A",
+    "B",
+    "C",
+    "tie",
+    "yes",
+    "no",
+    " A",
+    " B",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "7",
+    "8",
+    "9",
+    "10",
+    "The",
+    "I",
+    "Response",
+    "[[",
+    "Both",
+    "Neither",
+)
 _BOOSTED = frozenset({"A", "B", "C", "tie", "yes", "no"})
 
 
@@ -109,8 +132,12 @@ def _gzip_bomb(size: int, answer: bytes) -> bytes:
         _BOMBS[size] = (deflated(head) + deflated(chunk) * blocks, crc, len(head) + blocks * len(chunk))
     padding, crc, length = _BOMBS[size]
     tail = b'", ' + answer[1:]
-    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + padding + deflated(tail, last=True)
-            + struct.pack("<II", zlib.crc32(tail, crc), (length + len(tail)) & 0xFFFFFFFF))
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+        + padding
+        + deflated(tail, last=True)
+        + struct.pack("<II", zlib.crc32(tail, crc), (length + len(tail)) & 0xFFFFFFFF)
+    )
 
 
 def _hash64(*parts: str) -> int:
@@ -141,7 +168,11 @@ class StandinServer:
         self._rng = random.Random(self.config.seed)
         self._faults = sorted(self.config.fault_rates.items())
         self.stats: dict[str, int] = {
-            "requests": 0, "auth_ok": 0, "auth_missing": 0, "in_flight": 0, "peak_in_flight": 0,
+            "requests": 0,
+            "auth_ok": 0,
+            "auth_missing": 0,
+            "in_flight": 0,
+            "peak_in_flight": 0,
         }
         self._hanging: set[asyncio.Future[None]] = set()
         self.log: list[tuple[float, str, int]] = []
@@ -256,8 +287,7 @@ class StandinServer:
         whole = json.dumps(answer).encode()
         if fault == "gzip_bomb":
             body = _gzip_bomb(self.config.bomb_bytes, whole)
-            return web.Response(status=200, body=body, headers={"Content-Type": "application/json",
-                                                                "Content-Encoding": "gzip"})
+            return web.Response(status=200, body=body, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
         stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         if fault == "trickle":
             stream.content_length = len(whole)
@@ -266,7 +296,7 @@ class StandinServer:
         try:
             if fault == "trickle":
                 for i in range(len(whole)):
-                    await stream.write(whole[i:i + 1])
+                    await stream.write(whole[i : i + 1])
                     sent += 1
                     self.stats["trickle_sent"] = max(self.stats.get("trickle_sent", 0), sent)
                     await asyncio.sleep(self.config.trickle_s)
@@ -274,7 +304,7 @@ class StandinServer:
                 await stream.write(b'{"padding": "')
                 chunk = b"x" * (1 << 20)
                 while sent < self.config.huge_bytes:
-                    part = chunk[:self.config.huge_bytes - sent]
+                    part = chunk[: self.config.huge_bytes - sent]
                     await stream.write(part)
                     sent += len(part)
                     self.stats["huge_body_sent"] = max(self.stats.get("huge_body_sent", 0), sent)
@@ -319,8 +349,12 @@ class StandinServer:
             first, lp = dist[0]
             top = [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in dist[:k]]
             content = [{"token": first, "logprob": lp, "bytes": list(first.encode()), "top_logprobs": top}]
-            choice = {"index": 0, "message": {"role": "assistant", "content": first},
-                      "logprobs": {"content": content}, "finish_reason": "length"}
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": first},
+                "logprobs": {"content": content},
+                "finish_reason": "length",
+            }
             return self._envelope("chat.completion", model, text, choice, 1)
         if '"criterion_met"' in text and '"results"' not in text:  # one rubric item: a JSON verdict
             met = next(t for t, _ in dist if t in ("yes", "no")) == "yes"
@@ -333,23 +367,35 @@ class StandinServer:
         choice = {"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": reason}
         return self._envelope("chat.completion", model, text, choice, min(max_tokens, len(words)))
 
-    def _chat_with_logprobs(self, model: str, text: str, dist: list[tuple[str, float]], max_tokens: int,
-                            k: int) -> dict[str, Any]:
+    def _chat_with_logprobs(
+        self, model: str, text: str, dist: list[tuple[str, float]], max_tokens: int, k: int
+    ) -> dict[str, Any]:
         """The written verdict ("... is [[X]].", X the most probable of A/B/C) one token at a time: the
         token after "[[" carries the label distribution among its top log-probabilities, every other
         token itself at log-probability 0."""
         verdict = next(t for t, _ in dist if t in ("A", "B", "C"))
-        tokens = (["Having", " weighed", " both", " answers,", " the", " better", " one", " is", " [["]
-                  + [verdict, "]]."])[:max_tokens]
+        tokens = (["Having", " weighed", " both", " answers,", " the", " better", " one", " is", " [["] + [verdict, "]]."])[
+            :max_tokens
+        ]
         content = []
         for i, token in enumerate(tokens):
             after_marker = i > 0 and tokens[i - 1] == " [["
             top = dist[:k] if after_marker else [(token, 0.0)]
             lp = next((v for t, v in dist if t == token), -30.0) if after_marker else 0.0
-            content.append({"token": token, "logprob": lp, "bytes": list(token.encode()),
-                            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]})
-        choice = {"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
-                  "logprobs": {"content": content}, "finish_reason": "stop" if len(tokens) == 11 else "length"}
+            content.append(
+                {
+                    "token": token,
+                    "logprob": lp,
+                    "bytes": list(token.encode()),
+                    "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top],
+                }
+            )
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": "".join(tokens)},
+            "logprobs": {"content": content},
+            "finish_reason": "stop" if len(tokens) == 11 else "length",
+        }
         return self._envelope("chat.completion", model, text, choice, len(tokens))
 
     def _completion(self, body: dict[str, Any], model: str, prompt: str) -> dict[str, Any]:
@@ -424,6 +470,7 @@ def standin_thread(config: StandinConfig | None = None) -> Iterator[tuple[str, S
     try:
         yield ready["url"], server
     finally:
+
         async def _stop() -> None:
             server.release_hangs()
             await ready["runner"].cleanup()
@@ -471,8 +518,7 @@ async def _main(cfg_json: str) -> None:
     await runner.cleanup()
 
 
-async def serve_until_stopped(config: StandinConfig, *, host: str = "127.0.0.1", port: int = 0,
-                              on_ready: Any = None) -> None:
+async def serve_until_stopped(config: StandinConfig, *, host: str = "127.0.0.1", port: int = 0, on_ready: Any = None) -> None:
     """Serve until SIGINT or SIGTERM (the public ``nepotism standin`` command); ``on_ready(url)`` is
     called once the port is bound. Hanging requests are released before the server stops."""
     import signal
