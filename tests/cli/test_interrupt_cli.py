@@ -24,8 +24,15 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes (
 
 def _interrupt(args: list[str], fifo: Path) -> subprocess.CompletedProcess:
     os.mkfifo(fifo)
+    # SIGINT at its default in the command: a test run started in the background of a non-interactive
+    # shell (`cmd &`) inherits SIGINT ignored, and Python then keeps ignoring it, as a shell expects
     proc = subprocess.Popen(
-        [NEPOTISM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+        [NEPOTISM, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     writer = None
     try:
