@@ -420,3 +420,51 @@ def test_a_gzip_table_inflating_past_the_limit_is_refused(tmp_path):
     with applied(InputLimits(decompressed=1 << 20)), pytest.raises(InputError) as err:
         read_table(path)
     assert err.value.path == str(path) and "--max-decompressed" in str(err.value)
+
+
+def _boolean_per_row(values: list) -> list | str:
+    """The per-row reading of a true/false column: each value, or the first bad one's message."""
+    import numpy as np
+
+    out = []
+    for value in values:
+        if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value.strip()):
+            out.append(None)
+        elif isinstance(value, (bool, np.bool_)):
+            out.append(bool(value))
+        elif str(value).strip().lower() in {"true", "1", "yes", "t", "y"}:
+            out.append(True)
+        elif str(value).strip().lower() in {"false", "0", "no", "f", "n"}:
+            out.append(False)
+        else:
+            return f"'{value}' is not true/false"
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_true_false_column_reads_as_the_per_row_rule(seed):
+    """`met` read from a bool column, a text column (once per distinct value) or a mixed one gives
+    the per-row rule's values, and a bad value fails at the row and with the message the rule names."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pools = {
+        "bool": [True, False],
+        "text": ["true", " Yes", "0", "n", "", "  ", "F", None, float("nan")],
+        "bad text": ["true", "no", "maybe", "", None],
+        "mixed": [True, "no", 1, None, 0.0, "t"],
+    }
+    kind = list(pools)[seed % len(pools)]
+    pool = pools[kind]
+    values = [pool[i] for i in rng.integers(0, len(pool), size=int(rng.integers(1, 60)))]
+    frame = pd.DataFrame({"instance_id": [f"q{i}" for i in range(len(values))], "judge": "j", "model": "m", "rubric_id": "r1"})
+    frame["met"] = pd.Series(values, dtype=bool if kind == "bool" else object)
+    expected = _boolean_per_row(values)
+    if isinstance(expected, str):
+        with pytest.raises(ValidationError) as raised:
+            validate(frame, "rubric")
+        bad = next(i for i, v in enumerate(values) if _boolean_per_row([v]) == expected)
+        assert expected in str(raised.value) and raised.value.field == "met" and raised.value.row == bad
+    else:
+        got = validate(frame, "rubric").frame["met"].tolist()
+        assert got == expected and [type(v) for v in got] == [type(v) for v in expected]

@@ -761,8 +761,24 @@ class _Validator:
         return pd.Series(np.where(np.isnan(numbers), 0.0, numbers).astype(np.int64), index=self.frame.index, dtype="int64")
 
     def boolean(self, column: str) -> pd.Series:
+        """True / False / None (empty) per row, as objects; a value of neither kind fails at its row.
+        A bool column is taken as it is, a text column read once per distinct value (7.2M rubric
+        verdicts: 18 s in the per-row loop, which stays for columns of mixed types)."""
+        series = self.frame[column]
+        if series.dtype == np.bool_:
+            return pd.Series(series.to_numpy(dtype=object), index=self.frame.index, dtype=object)
+        found = _distinct_texts(series)
+        if found is not None:
+            codes, uniques = found
+            words = [u.strip().lower() for u in uniques]
+            labels = [None if not w else True if w in _TRUE else False if w in _FALSE else None for w in words]
+            unknown = np.array([bool(w) and w not in _TRUE and w not in _FALSE for w in words] + [False])
+            if unknown[codes].any():
+                row = int(np.argmax(unknown[codes]))
+                self.fail(row, column, f"'{uniques[codes[row]]}' is not true/false")
+            return pd.Series(np.array(labels + [None], dtype=object)[codes], index=self.frame.index, dtype=object)
         out: list[bool | None] = []
-        for i, value in enumerate(self.frame[column].tolist()):
+        for i, value in enumerate(series.tolist()):
             if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value.strip()):
                 out.append(None)
             elif isinstance(value, (bool, np.bool_)):
