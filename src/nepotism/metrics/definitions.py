@@ -48,7 +48,7 @@ from nepotism.metrics.bootstrap import (
     difference_of_ratios,
     ratio_of_totals,
 )
-from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates
+from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates, undefined
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
@@ -180,9 +180,14 @@ class Definition:
         statistic: Statistic | None = None,
         alternative: str | None = None,
         note: str | None = None,
+        empty: str | None = None,
     ) -> Estimate:
         """The cluster bootstrap of the statistic on ``part``'s per-cluster sums (``alternative``: a
-        one-sided bootstrap p-value, ``note``: the estimate's note, as `cluster_bootstrap`)."""
+        one-sided bootstrap p-value, ``note``: the estimate's note, as `cluster_bootstrap`). With
+        ``empty``: when no row is left, the undefined estimate (NaN, never a zero) with that note and
+        the rows left out."""
+        if empty is not None and part.n == 0:
+            return undefined(empty, n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=bootstrap)
         chosen = statistic if statistic is not None else self.statistic
         return cluster_bootstrap(
             part.sums,
@@ -552,8 +557,13 @@ SCORE_DELTA = Definition(
 
 
 # ---------------------------------------------------------------------------------- shares (000, 003, 004)
-def _graded_columns(correct: np.ndarray) -> tuple[Exclusions, np.ndarray]:
-    return [("ungraded", ~np.isfinite(correct))], np.column_stack([correct, np.ones(correct.size)])
+def _value_columns(reason: str) -> Columns:
+    """Columns of a mean of one value per row, [value, 1]; a row without a value (NaN) left out for ``reason``."""
+
+    def columns(values: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+        return [(reason, ~np.isfinite(values))], np.column_stack([values, np.ones(values.size)])
+
+    return columns
 
 
 def _first_slot_columns(slot: np.ndarray, *, ties: str = "exclude") -> tuple[Exclusions, np.ndarray]:
@@ -561,10 +571,6 @@ def _first_slot_columns(slot: np.ndarray, *, ties: str = "exclude") -> tuple[Exc
     if ties == "exclude":
         exclusions.append(("tie", slot == 0.5))
     return exclusions, np.column_stack([slot, np.ones(slot.size)])
-
-
-def _tokens_columns(tokens: np.ndarray) -> tuple[Exclusions, np.ndarray]:
-    return [("not counted", ~np.isfinite(tokens))], np.column_stack([tokens, np.ones(tokens.size)])
 
 
 def _tokens_per_evaluatee_columns(tokens: np.ndarray, evaluatee: np.ndarray) -> tuple[Exclusions, np.ndarray]:
@@ -581,7 +587,7 @@ REASONING_LENGTH = Definition(
     "004 §4.2 Fig. 5, Tables 16–18",
     "Σ written tokens / judgments with a token count (the judge's reply, in GPT-2 tokens as 004 counts: nepotism.gpt2_tokens)",
     (0.0, None),
-    _tokens_columns,
+    _value_columns("not counted"),
     ratio_of_totals,
 )
 #: 004 Tables 16–18's Average column: each evaluatee's reasoning length, then their mean.
@@ -599,7 +605,7 @@ TASK_ACCURACY = Definition(
     "004 §3 (Figs. 1–4, x axis)",
     "share of a generator's graded answers that are correct (correctness-ref; ungraded excluded)",
     (0.0, 1.0),
-    _graded_columns,
+    _value_columns("ungraded"),
     ratio_of_totals,
 )
 #: One row per recognition answer: the answer claimed and the truth (pointwise 1/0, pairwise the slot).
@@ -638,10 +644,6 @@ def _perplexity_gap_columns(log_perplexity: np.ndarray, own: np.ndarray) -> tupl
     return [("no perplexity", ~np.isfinite(log_perplexity))], columns
 
 
-def _perplexity_columns(log_perplexity: np.ndarray) -> tuple[Exclusions, np.ndarray]:
-    return [("no perplexity", ~np.isfinite(log_perplexity))], np.column_stack([log_perplexity, np.ones(log_perplexity.size)])
-
-
 #: One row per response the judge scored: its log-perplexity under the judge, and whether it is the judge's own.
 LOG_PERPLEXITY_GAP = Definition(
     "log-perplexity-gap",
@@ -656,7 +658,7 @@ MEAN_LOG_PERPLEXITY = Definition(
     "001 §5 Fig. 5",
     "mean log PPL_J over the judge's own (or the other) responses, one row per response",
     (0.0, None),
-    _perplexity_columns,
+    _value_columns("no perplexity"),
     ratio_of_totals,
 )
 

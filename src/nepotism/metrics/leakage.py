@@ -83,9 +83,9 @@ def preference_leakage_score(
     groups, sides, judges = _pls_inputs(outcome, student, judge, clusters, ties)
     part = PREFERENCE_LEAKAGE_SCORE.sums(outcome, sides, judges, clusters=groups, ties=ties)
     options = settings(bootstrap, **fields)
-    if part.n == 0:
-        return undefined("no comparison", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return PREFERENCE_LEAKAGE_SCORE.resample(part, options, alternative=alternative, note=_empty_cells(part.sums, ("",)))
+    return PREFERENCE_LEAKAGE_SCORE.resample(
+        part, options, alternative=alternative, note=_empty_cells(part.sums, ("",)), empty="no comparison"
+    )
 
 
 def _empty_cells(sums: np.ndarray, conditions: tuple[str, ...]) -> str | None:
@@ -287,11 +287,7 @@ def error_bias(
     groups = labels(clusters, "clusters", n=judge_outcome.size)
     part = ERROR_BIAS.sums(judge_outcome, human_outcome, clusters=groups)
     options = settings(bootstrap, **fields)
-    if part.n == 0:
-        return undefined(
-            "no comparison with a human winner", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options
-        )
-    return ERROR_BIAS.resample(part, options)
+    return ERROR_BIAS.resample(part, options, empty="no comparison with a human winner")
 
 
 def ranking_difference(

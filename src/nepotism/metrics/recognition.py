@@ -37,9 +37,7 @@ def _share(
 ) -> Estimate:
     """``definition``'s estimate of the rows; NaN with a note when no row is left."""
     part = definition.sums(*arrays, clusters=clusters, **choices)
-    if part.n == 0:
-        return undefined(f"no {what}", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return definition.resample(part, options)
+    return definition.resample(part, options, empty=f"no {what}")
 
 
 def recognition_accuracy(

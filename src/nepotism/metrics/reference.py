@@ -92,9 +92,7 @@ def equal_opportunity_bias(
     clusters = labels(clusters, "clusters", n=y_hat.size)
     part = EQUAL_OPPORTUNITY_BIAS.sums(y_hat, y, s, clusters=clusters)
     options = settings(bootstrap, **fields)
-    if part.n == 0:
-        return undefined("no labelled candidate", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return EQUAL_OPPORTUNITY_BIAS.resample(part, options, alternative=alternative)
+    return EQUAL_OPPORTUNITY_BIAS.resample(part, options, alternative=alternative, empty="no labelled candidate")
 
 
 def confusion_matrix(judge_own: np.ndarray, human_own: np.ndarray) -> dict[str, int]:
@@ -446,6 +444,4 @@ def mean_log_perplexity(
     values = checked(log_perplexity, "log_perplexity", low=-np.inf, high=np.inf)
     part = MEAN_LOG_PERPLEXITY.sums(values, clusters=np.asarray(clusters))
     options = settings(bootstrap, **fields)
-    if part.n == 0:
-        return undefined("no response with a perplexity", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return MEAN_LOG_PERPLEXITY.resample(part, options)
+    return MEAN_LOG_PERPLEXITY.resample(part, options, empty="no response with a perplexity")

@@ -82,14 +82,9 @@ def overestimation_rate(
     groups = labels(clusters, "clusters", n=judged.size)
     options = settings(bootstrap, **fields)
     part = OVERESTIMATION_RATE.sums(judged, truth, clusters=groups, kind=kind)
-    if part.n == 0:
-        return undefined(
-            "the reference never rates this generator below an opponent / a rubric as unmet",
-            n_excluded=part.n_excluded,
-            excluded=part.excluded,
-            bootstrap=options,
-        )
-    return OVERESTIMATION_RATE.resample(part, options)
+    return OVERESTIMATION_RATE.resample(
+        part, options, empty="the reference never rates this generator below an opponent / a rubric as unmet"
+    )
 
 
 def hspp_ratio(
@@ -166,9 +161,7 @@ def _share_equal(
     truth = checked(reference, "reference", low=low, high=1.0, n=judged.size)
     groups = labels(clusters, "clusters", n=judged.size)
     part = definition.sums(judged, truth, clusters=groups)
-    if part.n == 0:
-        return undefined(f"no {what}", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return definition.resample(part, options)
+    return definition.resample(part, options, empty=f"no {what}")
 
 
 def mipa(

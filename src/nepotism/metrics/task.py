@@ -44,9 +44,7 @@ def task_accuracy(correct: ArrayLike, clusters: ArrayLike, *, bootstrap: Bootstr
     if not np.isin(grades[np.isfinite(grades)], (0.0, 1.0)).all():
         raise ValueError("correct must be 1, 0 or NaN (ungraded)")
     part = TASK_ACCURACY.sums(grades, clusters=groups)
-    if part.n == 0:
-        return undefined("no graded answer", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
-    return TASK_ACCURACY.resample(part, options)
+    return TASK_ACCURACY.resample(part, options, empty="no graded answer")
 
 
 def _answers(comp: pd.DataFrame, correctness: pd.DataFrame) -> pd.DataFrame:
