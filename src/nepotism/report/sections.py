@@ -347,7 +347,7 @@ def leakage_tables(records: list[dict]) -> dict:
         items.sort(key=lambda r: (r.get("value") if r.get("value") is not None else float("inf"), str(r.get("generator"))))
         # the board's measure (`leakage.audit`): a win rate against the baseline, or the mean pointwise score
         measure = str(_v(items[0]).get("measure") or "win rate")
-        score = (lambda x: format_number(x, "win-rate")) if measure.startswith("win rate") else _score_text
+        scale = "win-rate" if measure.startswith("win rate") else "mean-score"  # a mean score: plain number
         audit_ranks.append(
             {
                 "judge": judge,
@@ -358,8 +358,8 @@ def leakage_tables(records: list[dict]) -> dict:
                         "entry": r.get("generator"),
                         "relation": r.get("relation") or "",
                         "related": bool(r.get("related")),
-                        "score": score(r.get("score", r.get("win_rate"))),
-                        "adjusted_score": score(r.get("adjusted_score", r.get("adjusted_win_rate"))),
+                        "score": format_number(r.get("score", r.get("win_rate")), scale),
+                        "adjusted_score": format_number(r.get("adjusted_score", r.get("adjusted_win_rate")), scale),
                         "rank": r.get("original_rank"),
                         "adjusted_rank": r.get("value"),
                         "ci": (r.get("ci_low"), r.get("ci_high")),
@@ -387,11 +387,6 @@ def leakage_tables(records: list[dict]) -> dict:
         if r.get("metric") == "preference-leakage-variance"
     ]
     return {"pls": pls, "slices": slices, "recognition": recognition, "bonus": bonus, "audit_ranks": audit_ranks, "runs": runs}
-
-
-def _score_text(x: float | None) -> str:
-    """A mean pointwise score (the judge's own scale), ``n/a`` when undefined."""
-    return "n/a" if x is None or x != x else f"{x:.2f}"
 
 
 # ------------------------------------------------------------------------------------ human labels
