@@ -133,7 +133,10 @@ def test_leakage_audit_demo_then_report(tmp_path):
     (tmp_path / "audit.json").write_text(printed)
     report = json.loads(nep("report", "audit.json", "--out", "report", "--json", cwd=tmp_path).stdout)
     assert (tmp_path / "report" / "report.html").exists() and report["results"] == len(audit["results"])
-    assert "## Leaderboard leakage audit" in (tmp_path / "report" / "report.md").read_text()
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Leaderboard leakage audit" in md and "| entry | relation | win rate against " in md
+    # ranks are no verdict: the Summary points at the audit's section, no "not measurable" rows
+    assert "No per-judge verdict in these results: see the sections below." in md and "no metric measured it" not in md
     # an older nepotism's list of audits is refused, naming the file and how to remake it
     (tmp_path / "old.json").write_text(json.dumps([{"judge": "j", "records": audit["results"]}]))
     refused = nep("report", "old.json", "--out", "old", cwd=tmp_path, expect=2)
