@@ -453,6 +453,7 @@ def test_a_true_false_column_reads_as_the_per_row_rule(seed):
         "text": ["true", " Yes", "0", "n", "", "  ", "F", None, float("nan")],
         "bad text": ["true", "no", "maybe", "", None],
         "mixed": [True, "no", 1, None, 0.0, "t"],
+        "bool and missing": [True, False, None, float("nan"), np.True_, np.False_],  # a nullable Parquet column
     }
     kind = list(pools)[seed % len(pools)]
     pool = pools[kind]
@@ -468,3 +469,15 @@ def test_a_true_false_column_reads_as_the_per_row_rule(seed):
     else:
         got = validate(frame, "rubric").frame["met"].tolist()
         assert got == expected and [type(v) for v in got] == [type(v) for v in expected]
+
+
+def test_a_nullable_boolean_column_reads_missing_cells_as_empty(tmp_path):
+    """pandas' nullable "boolean" dtype and a Parquet bool column with nulls: a missing cell is an
+    empty one (None), as the docstring of `Validator.boolean` says — not "'<NA>' is not true/false"."""
+    frame = pd.DataFrame({"instance_id": ["q1", "q2", "q3"], "judge": "j", "model": "m", "rubric_id": "r1"})
+    frame["met"] = pd.array([True, None, False], dtype="boolean")
+    assert validate(frame, "rubric").frame["met"].tolist() == [True, None, False]
+    path = tmp_path / "rubric.parquet"
+    frame.to_parquet(path)
+    got = read_table(path).frame["met"].tolist()
+    assert got == [True, None, False] and [type(v) for v in got] == [bool, type(None), bool]
