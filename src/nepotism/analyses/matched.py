@@ -24,6 +24,7 @@ judge at all gets a NaN value with a note. This module reads no files; see `docs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -52,12 +53,84 @@ _PAIR = ["condition", "instance_id", "model_x", "model_y"]
 
 
 @dataclass(frozen=True)
-class MatchedRows:
-    """`matched_rows` output: the rows, and for each (condition, model_x, model_y) the judges that may
-    serve as references on it and gave a value."""
+class _Coded:
+    """A table whose key columns are integer codes into sorted names: ``names[space][code]`` is the
+    name, and a code's order is its name's order (so sorting, grouping and ``x < y`` read the same on
+    codes as on names). ``model_x`` and ``model_y`` share the ``model`` names. The key columns are
+    factorised once and every later step groups integers; `decoded` gives the names back."""
 
     frame: pd.DataFrame
-    pair_judges: dict
+    names: dict[str, np.ndarray]
+
+    def space(self, column: str) -> str:
+        return "model" if column in ("model_x", "model_y") else column
+
+    def decoded(self, columns: list[str] | None = None) -> pd.DataFrame:
+        out = {}
+        for column in columns or list(self.frame.columns):
+            values = self.frame[column]
+            names = self.names.get(self.space(column))
+            out[column] = (
+                pd.Series(names[values.to_numpy()], dtype=object) if names is not None else values.reset_index(drop=True)
+            )
+        return pd.DataFrame(out)
+
+
+def _codes(columns: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Codes of text columns sharing one name space, and the sorted names they index."""
+    codes, names = pd.factorize(np.concatenate(columns) if len(columns) > 1 else columns[0], sort=True)
+    names = np.asarray(names, dtype=object)
+    codes = np.asarray(codes, dtype=np.int64)
+    bounds = np.cumsum([0] + [len(c) for c in columns])
+    return [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:])], names
+
+
+def _group(*codes: np.ndarray) -> np.ndarray:
+    """One number per distinct combination of the code columns, in order of first appearance (what
+    ``groupby(columns, sort=False).ngroup()`` numbers), combined a column at a time so no key overflows."""
+    key = np.asarray(codes[0], dtype=np.int64)
+    for column in codes[1:]:
+        key, _ = pd.factorize(key * (int(column.max()) + 1 if column.size else 1) + column)
+    key, _ = pd.factorize(key)
+    return np.asarray(key, dtype=np.int64)
+
+
+def _coded(values: pd.DataFrame) -> _Coded:
+    """A `pair_values` frame (names) as a `_Coded` one."""
+    frame: dict[str, np.ndarray] = {}
+    names: dict[str, np.ndarray] = {}
+    for space, columns in (
+        ("judge", ["judge"]),
+        ("condition", ["condition"]),
+        ("instance_id", ["instance_id"]),
+        ("model", ["model_x", "model_y"]),
+    ):
+        codes, names[space] = _codes([text_values(values[column]) for column in columns])
+        frame |= dict(zip(columns, codes))
+    frame["value"] = values["value"].to_numpy(dtype=float)
+    return _Coded(pd.DataFrame(frame), names)
+
+
+@dataclass(frozen=True)
+class MatchedRows:
+    """`matched_rows` output: the rows, and for each (condition, model_x, model_y) the judges that may
+    serve as references on it and gave a value. Kept as codes (`_Coded`); ``frame`` and
+    ``pair_judges`` give the names."""
+
+    coded: _Coded
+    coded_pair_judges: dict
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        return self.coded.decoded()
+
+    @cached_property
+    def pair_judges(self) -> dict:
+        names = self.coded.names
+        return {
+            (names["condition"][c], names["model"][x], names["model"][y]): frozenset(names["judge"][j] for j in judges)
+            for (c, x, y), judges in self.coded_pair_judges.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -76,21 +149,53 @@ def _defaults(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _response_pairs(per_response: pd.DataFrame) -> pd.DataFrame:
-    """(judge, condition, instance, model, value) → one row per unordered pair with value(x) − value(y)."""
-    key = ["judge", "condition", "instance_id"]
-    merged = per_response.merge(per_response, on=key, suffixes=("_x", "_y"))
-    merged = merged[merged["model_x"] < merged["model_y"]]
-    return pd.DataFrame(
+def _pairwise_values(frame: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """One row per (judge, condition, instance, pair x < y) of a pairwise table: the preference for x
+    after both orders (1, ½, 0), replicates averaged."""
+    comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
+    values = pd.DataFrame(
+        {column: pd.Series(_text(comp[column]), dtype=object) for column in ["judge"] + _PAIR}
+        | {"value": ((comp["outcome"] + 1.0) / 2.0).to_numpy(dtype=float)}
+    )  # text stays objects (no Arrow copy)
+    if comp["replicate"].nunique() <= 1:  # one comparison per (judge, condition, instance, pair): no mean to take
+        return values
+    out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
+    return out.astype({column: object for column in ["judge"] + _PAIR})
+
+
+def _coded_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> tuple[_Coded, float]:
+    """`pair_values` as codes: the pairs of a pointwise or rubric table are formed on codes and never
+    turned into names (3.96M pairs of the 7.2M-verdict rubric benchmark)."""
+    if kind == "pairwise":
+        return _coded(_pairwise_values(frame, rule)), 0.5
+    if kind not in ("pointwise", "rubric"):
+        raise ValueError(f"matched-bias has no design for {kind!r} tables")
+    responses = _coded_responses(frame, kind)
+    per = responses.frame
+    # each (judge, condition, instance)'s responses against each other: value(x) − value(y), x < y by name
+    keyed = pd.DataFrame(
         {
-            "judge": merged["judge"],
-            "condition": merged["condition"],
-            "instance_id": merged["instance_id"],
-            "model_x": merged["model_x"],
-            "model_y": merged["model_y"],
-            "value": merged["value_x"] - merged["value_y"],
+            "key": _group(per["judge"].to_numpy(), per["condition"].to_numpy(), per["instance_id"].to_numpy()),
+            "row": np.arange(len(per)),
         }
     )
+    merged = keyed.merge(keyed, on="key", suffixes=("_x", "_y"))
+    left, right = merged["row_x"].to_numpy(), merged["row_y"].to_numpy()
+    model = per["model"].to_numpy()
+    keep = model[left] < model[right]
+    left, right = left[keep], right[keep]
+    value = per["value"].to_numpy(dtype=float)
+    pairs = pd.DataFrame(
+        {
+            "judge": per["judge"].to_numpy()[left],
+            "condition": per["condition"].to_numpy()[left],
+            "instance_id": per["instance_id"].to_numpy()[left],
+            "model_x": model[left],
+            "model_y": model[right],
+            "value": value[left] - value[right],
+        }
+    )
+    return _Coded(pairs, responses.names), 0.0
 
 
 def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> tuple[pd.DataFrame, float]:
@@ -100,51 +205,39 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
     preferences, 0 for pointwise and rubric differences). NaN = no usable verdict.
     """
     if kind == "pairwise":
-        comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
-        values = {column: comp[column] for column in ["judge"] + _PAIR}  # no copy of the whole frame
-        values["value"] = (comp["outcome"] + 1.0) / 2.0
-        centre = 0.5
-        if comp["replicate"].nunique() <= 1:  # one comparison per (judge, condition, instance, pair): no mean to take
-            return pd.DataFrame(
-                {column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
-                | {"value": values["value"].to_numpy(dtype=float)}
-            ), centre
-    elif kind in ("pointwise", "rubric"):
-        values = _response_pairs(response_values(frame, kind))
-        centre = 0.0
+        return _pairwise_values(frame, rule), 0.5
+    coded, centre = _coded_values(frame, kind, rule=rule)
+    return coded.decoded(), centre
+
+
+def _coded_responses(frame: pd.DataFrame, kind: str) -> _Coded:
+    """`response_values` as codes (columns judge, condition, instance_id, model, value)."""
+    if kind not in ("pointwise", "rubric"):
+        raise ValueError(f"response values are scores or met-rates, not {kind!r} verdicts")
+    if kind == "pointwise":
+        raw = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
     else:
-        raise ValueError(f"matched-bias has no design for {kind!r} tables")
-    values = pd.DataFrame(
-        {column: pd.Series(_text(values[column]), dtype=object) for column in ["judge"] + _PAIR}
-        | {"value": values["value"].to_numpy(dtype=float)}
-    )  # text stays objects (no Arrow copy)
-    out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
-    return out.astype({column: object for column in ["judge"] + _PAIR}), centre
+        raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float).to_numpy(dtype=float)
+    codes: dict[str, np.ndarray] = {}
+    names: dict[str, np.ndarray] = {}
+    for space in ("judge", "condition", "instance_id", "model"):
+        if space == "condition" and "condition" not in frame:
+            codes[space], names[space] = np.zeros(len(frame), dtype=np.int64), np.array(["default"], dtype=object)
+            continue
+        (codes[space],), names[space] = _codes([text_values(frame[space])])
+    # one response per (judge, condition, instance, model), replicates and rubrics averaged, in order of first appearance
+    response = _group(*(codes[space] for space in ("judge", "condition", "instance_id", "model")))
+    mean = pd.Series(raw).groupby(response, sort=True).mean().to_numpy(dtype=float)
+    first = pd.Series(response).drop_duplicates().index.to_numpy()
+    out = pd.DataFrame({space: codes[space][first] for space in codes} | {"value": mean})
+    return _Coded(out, names)
 
 
 def response_values(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     """One row per (judge, condition, instance, model) of a pointwise or rubric table with the
     judge's value of that answer, replicates averaged: its score (pointwise) or the share of its
     parsed rubrics met (rubric). NaN = no usable verdict. `pair_values` differences these."""
-    if kind not in ("pointwise", "rubric"):
-        raise ValueError(f"response values are scores or met-rates, not {kind!r} verdicts")
-    frame = _defaults(frame)
-    if kind == "pointwise":
-        raw = pd.to_numeric(frame["score"], errors="coerce")
-    else:
-        raw = frame["met"].map({True: 1.0, False: 0.0}).astype(float)
-    responses = pd.DataFrame(
-        {
-            "judge": frame["judge"].astype(str),
-            "condition": frame["condition"].astype(str),
-            "instance_id": frame["instance_id"].astype(str),
-            "model": frame["model"].astype(str),
-            "value": raw.to_numpy(dtype=float),
-        }
-    )
-    return (
-        responses.groupby(["judge", "condition", "instance_id", "model"], sort=False, observed=True)["value"].mean().reset_index()
-    )
+    return _coded_responses(frame, kind).decoded()
 
 
 def _text(column: pd.Series) -> np.ndarray:
@@ -220,40 +313,52 @@ def matched_rows(
     (NaN when no reference judge gave a value), ``n_reference`` (judges averaged), ``truth`` (+1 R
     better, −1 worse, 0 equal, NaN unknown). Scope ``neutral`` rows (both candidates unrelated to
     the judge) are oriented to model_x, for the sensitivity check; ``neutral=False`` leaves them
-    out (without a truth table no record reads them).
+    out (without a truth table no record reads them). ``values`` is a `pair_values` frame.
     """
-    triples = values[["judge", "model_x", "model_y"]].drop_duplicates()
-    eligible = {}
-    orient = {scope: {} for scope in (*scopes, "neutral")}
-    for judge, x, y in triples.itertuples(index=False):
-        eligible[(judge, x, y)] = registry.is_unrelated(judge, x) and registry.is_unrelated(judge, y)
-        for scope in scopes:
-            code = 0.0
-            if registry.scope(judge, x) == scope and registry.is_unrelated(judge, y):
-                code = 1.0
-            elif registry.scope(judge, y) == scope and registry.is_unrelated(judge, x):
-                code = -1.0
-            orient[scope][(judge, x, y)] = code
-        orient["neutral"][(judge, x, y)] = 1.0 if eligible[(judge, x, y)] else 0.0
-    # each row's (judge, x, y) as the number of its first appearance: look-ups once per triple, not per row
-    triple = values.groupby(["judge", "model_x", "model_y"], sort=False).ngroup().to_numpy()
-    keys = list(triples.itertuples(index=False, name=None))
-    is_eligible = np.array([eligible[k] for k in keys], dtype=bool)[triple]
-    value = values["value"].to_numpy(dtype=float)
+    coded = values if isinstance(values, _Coded) else _coded(values)
+    frame, names = coded.frame, coded.names
+    judge_code, x_code, y_code = (frame[column].to_numpy() for column in ("judge", "model_x", "model_y"))
+    # each row's (judge, x, y) numbered by first appearance: the registry is asked once per triple, not per row
+    triple = _group(judge_code, x_code, y_code)
+    first = pd.Series(triple).drop_duplicates().index.to_numpy()
+    keys = [
+        (names["judge"][j], names["model"][x], names["model"][y])
+        for j, x, y in zip(judge_code[first], x_code[first], y_code[first])
+    ]
+    eligible = np.array([registry.is_unrelated(j, x) and registry.is_unrelated(j, y) for j, x, y in keys], dtype=bool)
+    orient = {}
+    for scope in scopes:
+        orient[scope] = np.array(
+            [
+                1.0
+                if registry.scope(j, x) == scope and registry.is_unrelated(j, y)
+                else -1.0
+                if registry.scope(j, y) == scope and registry.is_unrelated(j, x)
+                else 0.0
+                for j, x, y in keys
+            ]
+        )
+    orient["neutral"] = eligible.astype(float)
+    is_eligible = eligible[triple]
+    value = frame["value"].to_numpy(dtype=float)
     own = is_eligible & ~np.isnan(value)  # rows a reference mean may use (the judge's own, taken out below)
-    # every row's (condition, instance, x, y) coded once: the reference sums are looked up by code, not joined
-    pair = values.groupby(_PAIR, sort=False).ngroup().to_numpy()
+    # every row's (condition, instance, x, y) numbered once: the reference sums are looked up by number, not joined
+    condition_code, instance_code = frame["condition"].to_numpy(), frame["instance_id"].to_numpy()
+    pair = _group(condition_code, instance_code, x_code, y_code)
     sums = pd.Series(value[own]).groupby(pair[own], sort=False).agg(["sum", "count"])
     ref_sum_of, ref_n_of = np.zeros(int(pair.max()) + 1 if pair.size else 0), np.zeros(int(pair.max()) + 1 if pair.size else 0)
     ref_sum_of[sums.index.to_numpy()] = sums["sum"].to_numpy()
     ref_n_of[sums.index.to_numpy()] = sums["count"].to_numpy()
-    pair_judges = values[own].groupby(["condition", "model_x", "model_y"], sort=False)["judge"].agg(lambda s: frozenset(s))
-    text = {column: values[column].to_numpy(dtype=object) for column in ["judge", *_PAIR]}
+    pair_judges = (
+        pd.DataFrame({"c": condition_code[own], "x": x_code[own], "y": y_code[own], "j": judge_code[own]})
+        .groupby(["c", "x", "y"], sort=False)["j"]
+        .agg(lambda s: frozenset(s.tolist()))
+    )
     parts = []
     for scope, table in orient.items():
         if scope == "neutral" and not neutral:
             continue
-        code = np.array([table[k] for k in keys], dtype=float)[triple]
+        code = table[triple]
         rows = np.flatnonzero(code != 0)
         if not rows.size:
             continue
@@ -264,23 +369,22 @@ def matched_rows(
             ref_mean = np.where(ref_n > 0, ref_sum / np.maximum(ref_n, 1), np.nan)
         flip = code[rows] < 0
         judge_value = value[rows]
-        x, y = text["model_x"][rows], text["model_y"][rows]
-        names = lambda values: pd.Series(values, dtype=object)  # noqa: E731 - names stay objects (no Arrow copy)
+        x, y = x_code[rows], y_code[rows]
         parts.append(
             pd.DataFrame(
                 {
-                    "judge": names(text["judge"][rows]),
-                    "condition": names(text["condition"][rows]),
+                    "judge": judge_code[rows],
+                    "condition": condition_code[rows],
                     "scope": scope,
-                    "instance_id": names(text["instance_id"][rows]),
-                    "related": names(np.where(flip, y, x)),
-                    "other": names(np.where(flip, x, y)),
+                    "instance_id": instance_code[rows],
+                    "related": np.where(flip, y, x),
+                    "other": np.where(flip, x, y),
                     "judge_value": np.where(flip, 2 * centre - judge_value, judge_value),
                     "reference_value": np.where(flip, 2 * centre - ref_mean, ref_mean),
                     "n_reference": ref_n.astype(int),
                     "flip": flip,
-                    "model_x": names(x),
-                    "model_y": names(y),
+                    "model_x": x,
+                    "model_y": y,
                 }
             )
         )
@@ -296,24 +400,61 @@ def matched_rows(
         "n_reference",
         "truth",
     ]
+    names = {**names, "related": names["model"], "other": names["model"]}
     if not parts:
-        return MatchedRows(pd.DataFrame(columns=columns + ["model_x", "model_y"]), pair_judges.to_dict())
+        empty = pd.DataFrame(
+            {
+                column: np.array([], dtype=np.int64)
+                for column in ["judge", "condition", "instance_id", "related", "other", "model_x", "model_y"]
+            }
+        )
+        empty = empty.assign(
+            scope=pd.Series([], dtype=object),
+            judge_value=np.array([]),
+            reference_value=np.array([]),
+            n_reference=np.array([], dtype=int),
+            truth=np.array([]),
+        )
+        return MatchedRows(_Coded(empty[columns + ["model_x", "model_y"]], names), pair_judges.to_dict())
     rows = pd.concat(parts, ignore_index=True)
     del parts
     if truth is not None:
-        rows = rows.merge(truth, on=["instance_id", "model_x", "model_y"], how="left")
-        rows["truth"] = np.where(rows["flip"], -rows["truth"], rows["truth"])
+        rows["truth"] = _truth_of(rows, truth, names)
     else:
         rows["truth"] = np.nan
-    return MatchedRows(rows[columns + ["model_x", "model_y"]], pair_judges.to_dict())
+    return MatchedRows(_Coded(rows[columns + ["model_x", "model_y"]], names), pair_judges.to_dict())
+
+
+def _truth_of(rows: pd.DataFrame, truth: pd.DataFrame, names: dict[str, np.ndarray]) -> np.ndarray:
+    """Each row's truth (+1 when its related candidate is truly better), from a `truth_codes` table."""
+    if not len(truth):
+        return np.full(len(rows), np.nan)
+    coded = pd.DataFrame(
+        {
+            "instance_id": pd.Index(names["instance_id"]).get_indexer(text_values(truth["instance_id"])),
+            "model_x": pd.Index(names["model"]).get_indexer(text_values(truth["model_x"])),
+            "model_y": pd.Index(names["model"]).get_indexer(text_values(truth["model_y"])),
+            "truth": truth["truth"].to_numpy(dtype=float),
+        }
+    )
+    coded = coded[(coded[["instance_id", "model_x", "model_y"]] >= 0).all(axis=1)]  # names these rows never use
+    found = rows[["instance_id", "model_x", "model_y"]].merge(
+        coded, on=["instance_id", "model_x", "model_y"], how="left", validate="many_to_one"
+    )["truth"]
+    return np.where(rows["flip"].to_numpy(), -found.to_numpy(dtype=float), found.to_numpy(dtype=float))
 
 
 # ------------------------------------------------------------------------------- records
-def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: str) -> list[str]:
-    found: set[str] = set()
-    used = group[group["reference_value"].notna()]
-    for key in used[["condition", "model_x", "model_y"]].drop_duplicates().itertuples(index=False):
-        found |= pair_judges.get(tuple(key), frozenset())
+def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: int) -> list[int]:
+    """The judges (codes) whose values entered this group's reference means: the judges of each
+    (condition, x, y) the group's rows with a reference value come from, the judge itself left out."""
+    found: set[int] = set()
+    used = group["reference_value"].notna().to_numpy()
+    key = pd.DataFrame(
+        {column: group[column].to_numpy()[used] for column in ("condition", "model_x", "model_y")}
+    ).drop_duplicates()
+    for c, x, y in key.itertuples(index=False, name=None):
+        found |= pair_judges.get((c, x, y), frozenset())
     found.discard(judge)
     return sorted(found)
 
@@ -321,11 +462,12 @@ def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: str) -> lis
 def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions | None = None) -> list[dict]:
     """`matched-bias` records per (judge, condition, scope, subset) from `matched_rows`."""
     options = options or MatchedOptions()
-    rows, pair_judges = matched.frame, matched.pair_judges
+    rows, names, pair_judges = matched.coded.frame, matched.coded.names, matched.coded_pair_judges
     if rows.empty:
         return []
     has_truth = rows["truth"].notna().any()
     records = []
+    # codes sort as their names do: the groups come in the order the names would give
     for (judge, condition, scope), group in rows.groupby(["judge", "condition", "scope"], sort=True):
         if scope == "neutral":
             if not has_truth:
@@ -337,7 +479,9 @@ def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions 
                 group["instance_id"].to_numpy(),
                 bootstrap=options.bootstrap,
             )
-            records.append(_record(judge, condition, scope, est, group, pair_judges, {"kind": kind, "check": "sensitivity"}))
+            records.append(
+                _record(judge, condition, scope, est, group, pair_judges, names, {"kind": kind, "check": "sensitivity"})
+            )
             continue
         for subset in SUBSETS if has_truth else ("all",):
             sub = group if subset == "all" else group[group["truth"] == (-1.0 if subset == "harmful" else 1.0)]
@@ -347,29 +491,30 @@ def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions 
                 sub["instance_id"].to_numpy(),
                 bootstrap=options.bootstrap,
             )
-            records.append(_record(judge, condition, scope, est, sub, pair_judges, {"kind": kind, "subset": subset}))
+            records.append(_record(judge, condition, scope, est, sub, pair_judges, names, {"kind": kind, "subset": subset}))
     return records
 
 
-def _record(judge, condition, scope, est, group, pair_judges, variant) -> dict:
-    references = _reference_judges(group, pair_judges, judge)
-    with_ref = group.loc[group["reference_value"].notna() & group["judge_value"].notna(), "instance_id"]
-    items = group["instance_id"].unique()
-    n_items_excluded = int(items.size - with_ref.nunique())
+def _record(judge, condition, scope, est, group, pair_judges, names, variant) -> dict:
+    references = sorted(names["judge"][_reference_judges(group, pair_judges, judge)].tolist())
+    usable = (group["reference_value"].notna() & group["judge_value"].notna()).to_numpy()
+    instance = group["instance_id"].to_numpy()
+    n_items = int(np.unique(instance[usable]).size)
+    n_items_excluded = int(np.unique(instance).size - n_items)
     note = est.note
     if not references and len(group):
         note = "no judge is unrelated to both candidates of these comparisons: no reference, no value"
     record = new_record(
         "matched-bias",
-        judge,
-        condition,
+        str(names["judge"][judge]),
+        str(names["condition"][condition]),
         est,
         scope=scope,
         variant=variant,
-        related_models=sorted(group["related"].unique()),
+        related_models=sorted(names["model"][np.unique(group["related"].to_numpy())].tolist()),
         reference_judges=references,
         n_reference_judges=len(references),
-        n_items=int(with_ref.nunique()),
+        n_items=n_items,
         n_items_excluded=n_items_excluded,
     )
     record["note"] = note
@@ -387,7 +532,7 @@ def run_matched(
 ) -> list[dict]:
     """`matched-bias` records for a recorded ``pairwise``, ``pointwise`` or ``rubric`` table."""
     options = options or MatchedOptions()
-    values, centre = pair_values(frame, kind, rule=rule)
+    values, centre = _coded_values(frame, kind, rule=rule)
     truth = truth_codes(references)
     rows = matched_rows(values, registry, centre=centre, truth=truth, scopes=options.scopes, neutral=truth is not None)
     return matched_records(rows, kind=kind, options=options)
