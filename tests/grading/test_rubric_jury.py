@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nepotism.errors import InputError
@@ -137,3 +138,30 @@ def test_jury_input_errors_exit_2(tmp_path):
     neither = nep("grade", "rubric.csv", "--out", "r.csv", cwd=tmp_path, expect=2)
     assert "--task" in neither.stderr
     assert not (tmp_path / "r.csv").exists()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_one_verdict_is_the_majority_per_key_as_a_plain_group_by_reads_it(seed):
+    """`one_verdict` sorts and sums on integer codes: the same rows (sorted by the keys' text), the
+    same majority (ties and no parsed verdict: NaN) as a group-by of the keys as text."""
+    from nepotism.grading.rubric_reference import one_verdict
+    from nepotism.votes import decide
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    frame = pd.DataFrame(
+        {
+            "judge": rng.choice(["zed", "alpha", "m10", "m9"], size=n),
+            "instance_id": rng.choice(["q2", "q10", "q1"], size=n),
+            "model": rng.choice(["b", "a", "é"], size=n),
+            "rubric_id": rng.choice(["r1", "r2"], size=n),
+            "met": pd.Series(rng.choice(np.array([True, False, None], dtype=object), size=n), dtype=object),
+        }
+    )
+    keys = ["judge", "instance_id", "model", "rubric_id"]
+    valid = frame["met"].notna().to_numpy()
+    yes = np.where(valid, frame["met"].fillna(False).astype(bool).to_numpy(), False).astype(int)
+    plain = frame[keys].astype(str).assign(no=valid.astype(int) - yes, yes=yes).groupby(keys, sort=True)[["no", "yes"]].sum()
+    choice = decide(plain.to_numpy())
+    expected = plain.index.to_frame(index=False).astype(object).assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
+    pd.testing.assert_frame_equal(one_verdict(frame, keys), expected)

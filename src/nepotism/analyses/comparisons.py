@@ -37,7 +37,6 @@ __all__ = [
     "name_codes",
     "reason_counts",
     "row_exclusions",
-    "text_values",
     "with_reason_counts",
     "with_reasons",
 ]
@@ -93,15 +92,6 @@ class Comparisons:
 
     def excluded_for(self, judge: str, condition: str) -> dict[str, int]:
         return dict(self.excluded.get((judge, condition), {}))
-
-
-def text_values(column: pd.Series) -> np.ndarray:
-    """A column's values as an object array of str: the column's own objects when they are all
-    text already (as in a validated table), else each value turned into its text."""
-    values = column.to_numpy(dtype=object)
-    if pd.api.types.infer_dtype(values, skipna=False) == "string":
-        return values
-    return np.array([str(v) for v in values], dtype=object)
 
 
 def candidates(frame: pd.DataFrame) -> list[str]:

@@ -29,10 +29,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from nepotism.analyses.comparisons import Comparisons, build_comparisons, text_values
+from nepotism.analyses.comparisons import Comparisons, build_comparisons
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 from nepotism.results import new_record
+from nepotism.tables import text_values
 
 __all__ = [
     "SCOPES",

@@ -46,14 +46,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from nepotism.analyses.audit import AuditOptions, _Blocks, _Pending, _paired_gaps, _Relations, _Rows, _scope_records, _win_rates
-from nepotism.analyses.comparisons import build_comparisons, candidates, text_values
+from nepotism.analyses.comparisons import build_comparisons, candidates
 from nepotism.analyses.suite import SuiteOptions, _position_records, exclusion_records
 from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
 from nepotism.metrics._common import undefined
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.analyses.derived import _Side, pairwise_boards
-from nepotism.tables import Table
+from nepotism.tables import Table, text_values
 
 __all__ = ["NOT_STREAMED", "STREAMED", "is_streamed", "stream_pairwise"]
 

@@ -58,7 +58,6 @@ from nepotism.analyses.comparisons import (
     candidates,
     row_exclusions,
     reason_counts,
-    text_values,
     with_reason_counts,
     with_reasons,
 )
@@ -82,7 +81,7 @@ from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import reasoning_length_records, task_accuracy_records
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
 from nepotism.results import Results, new_record
-from nepotism.tables import VERDICT_COLUMN
+from nepotism.tables import VERDICT_COLUMN, text_values
 from nepotism.votes import decide
 
 __all__ = [

@@ -24,6 +24,7 @@ import pandas as pd
 from nepotism.grading.jury import JuryResult, rubric_jury
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
+from nepotism.tables import text_values
 from nepotism.votes import decide
 
 __all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame", "verdict_slices"]
@@ -76,15 +77,35 @@ def polarity_masks(joined: pd.DataFrame, items: pd.DataFrame | None) -> dict[str
 
 def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One verdict per judge and item: the majority of its verdicts (replicates), by `nepotism.votes.decide`;
-    a split, or no parsed verdict, is NaN."""
+    a split, or no parsed verdict, is NaN. Rows come sorted by ``keys`` (as text), the keys as objects."""
     met = judgments["met"]
     valid = met.notna().to_numpy()
-    yes = np.zeros(len(judgments), dtype=int)
+    yes = np.zeros(len(judgments), dtype=np.int64)
     yes[valid] = met[valid].astype(bool).to_numpy()
-    frame = judgments[keys].astype(str).assign(no=valid.astype(int) - yes, yes=yes)
-    counts = frame.groupby(keys, sort=True)[["no", "yes"]].sum()
-    choice = decide(counts.to_numpy())
-    return counts.index.to_frame(index=False).assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
+    no = valid.astype(np.int64) - yes
+    # each key coded into its sorted names (a code's order is its name's order): the verdicts are
+    # sorted and summed on integers — a group-by of 7.2M rows on five text keys took 25 s
+    coded = [pd.factorize(text_values(judgments[key]), sort=True) for key in keys]
+    order = np.lexsort([np.asarray(codes) for codes, _ in reversed(coded)]) if keys else np.arange(len(judgments))
+    ranked = [np.asarray(codes)[order] for codes, _ in coded]
+    same = np.zeros(order.size, dtype=bool)  # a row with the keys of the row before it
+    same[1:] = True
+    for codes in ranked:
+        same[1:] &= codes[1:] == codes[:-1]
+    starts = np.flatnonzero(~same)
+    counts = (
+        np.column_stack([np.add.reduceat(no[order], starts), np.add.reduceat(yes[order], starts)])
+        if starts.size
+        else np.zeros((0, 2), dtype=np.int64)
+    )
+    choice = decide(counts)
+    out = pd.DataFrame(
+        {
+            key: pd.Series(np.asarray(names, dtype=object)[codes[starts]], dtype=object)
+            for key, codes, (_, names) in zip(keys, ranked, coded)
+        }
+    )
+    return out.assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
 
 
 def verdict_slices(
@@ -98,7 +119,7 @@ def verdict_slices(
     their verdicts this one way."""
     groups = [c for c in ("condition", "setup") if c in judgments]
     own = one_verdict(judgments, ["judge"] + groups + _KEY)
-    marks = truth.assign(**{k: truth[k].astype(str) for k in _KEY})
+    marks = truth.assign(**{k: pd.Series(text_values(truth[k]), index=truth.index, dtype=object) for k in _KEY})
     marks = marks.assign(truth=marks["met"].map(lambda v: np.nan if v is None or v != v else float(bool(v))))
     joined = own.merge(marks[_KEY + ["truth"]], on=_KEY, how=how)
     polarity = polarity_masks(joined, items)
