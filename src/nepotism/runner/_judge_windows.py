@@ -18,7 +18,8 @@ from typing import Any
 
 from nepotism.backends.base import Completion, Request
 from nepotism.records import Judgment
-from nepotism.runner.calls import CallResult, PlannedCall, _pause_gc, _resume_gc
+from nepotism._gc import pause as _pause_gc, resume as _resume_gc
+from nepotism.runner.calls import CallResult, PlannedCall
 from nepotism.runner.plan_memo import ChunkPlan, plan_memo
 from nepotism.runner.progress import RunStats
 from nepotism.store.fastread import judged
@@ -74,7 +75,7 @@ class JudgeWindows:
     def __init__(
         self,
         runner: Any,
-        tasks: Sequence[Any] | AsyncIterable[Sequence[Any]],
+        tasks: Sequence[Any] | AsyncIterable[Sequence[Any] | ChunkPlan],
         render: RenderFn,
         interpret: InterpretFn,
         planned: Sequence[PlannedCall] | None,
@@ -312,11 +313,12 @@ class JudgeWindows:
                 else:
                     pairs = None
             found = [stored.get((key, ident)) for ident in wanted]
-            if wanted and None not in found:
+            statuses = [status for status in found if status is not None]
+            if wanted and len(statuses) == len(found):
                 hits += 1
                 in_plan(wanted)
-                for status in found:
-                    counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
+                for status in statuses:
+                    counts[status] = counts.get(status, 0) + 1
             else:
                 live[id(call)] = (i, task, wanted)
                 rest.append(call)
