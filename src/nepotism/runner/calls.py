@@ -503,8 +503,9 @@ class CallExecutor:
                 return
             await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for worker in workers:
-                if worker.done() and not worker.cancelled() and worker.exception() is not None:
-                    raise worker.exception()  # type: ignore[misc]
+                error = worker.exception() if worker.done() and not worker.cancelled() else None
+                if error is not None:
+                    raise error
             if self._error is not None:
                 raise self._error
             self._flush()
@@ -622,8 +623,9 @@ class CallExecutor:
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:
         """A worker that raised stops the run (`_fail`), also while windows are still coming."""
-        if not worker.cancelled() and worker.exception() is not None:
-            self._fail(worker.exception())  # type: ignore[arg-type]
+        error = None if worker.cancelled() else worker.exception()
+        if error is not None:
+            self._fail(error)
         self._want.set()  # (the windows wait on the workers: let them look again)
 
     def _replay_failures(self, pending: Mapping[str, list[PlannedCall]], on_result: Callable[[CallResult], None]) -> None:

@@ -355,8 +355,9 @@ class Runner:
                 yield plan(chunk, candidates)
 
         def generated_or_failed(done: asyncio.Future[GenerationOutcome]) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                ready.fail(done.exception())  # type: ignore[arg-type]
+            error = None if done.cancelled() else done.exception()
+            if error is not None:
+                ready.fail(error)
 
         generation = asyncio.ensure_future(self.generate(instances, generators, have, ready=ready, planned=planned))
         generation.add_done_callback(generated_or_failed)
