@@ -422,3 +422,16 @@ def test_ablation_conditions_measure_how_much_leakage_a_rewrite_removes(tmp_path
         for r in records
         if r["metric"] not in ("preference-leakage-score", "preference-leakage-change", "win-rate")
     )
+
+
+def test_a_student_entry_made_in_python_without_a_base_is_refused_by_name(tmp_path):
+    """`load_leakage` asks every non-external entry for a base; a `StudentConfig` built in Python
+    without one used to name its students 'None-…' and look up an endpoint called None (found by
+    mypy strict): the run now stops with the missing base named, before any call."""
+    import dataclasses
+
+    cfg = load_leakage(_write(tmp_path))
+    no_base = dataclasses.replace(cfg.students[0], base=None)
+    cfg = dataclasses.replace(cfg, students=(no_base, *cfg.students[1:]))
+    with Store(tmp_path / "s.db") as store, pytest.raises(ValueError, match=f"a {no_base.method} student needs a base model"):
+        asyncio.run(run_leakage(cfg, store, endpoints=_endpoints(cfg), dry_run=True))

@@ -78,3 +78,27 @@ def test_llamafactory_formats_and_dataset_info(tmp_path):
     assert entries["pref"]["ranking"] is True and entries["pref"]["formatting"] == "sharegpt"
     assert entries["pref"]["columns"]["messages"] == "conversations"
     assert set(FORMATS) >= {"trl-messages", "llamafactory-alpaca"}
+
+
+@pytest.mark.parametrize(
+    ("method", "wrong"),
+    [
+        ("sft", PreferencePair("q1", "Pick one.", "this", "that", "judge-x")),
+        ("dpo", SyntheticExample("q1", "Say hi.", "Hi.", "gen-x")),
+    ],
+)
+def test_training_data_of_the_other_kind_is_refused_before_a_model_is_loaded(tmp_path, method, wrong):
+    """SFT trains on examples and DPO on preference pairs: the other kind used to fail inside the
+    trainer with an AttributeError (mypy strict found the union); it is a ValueError naming the item."""
+    from nepotism.leakage import training
+
+    if not training.training_available():
+        pytest.skip("the `train` extra (torch, transformers, trl, peft) is not installed")
+    right = (
+        SyntheticExample("q0", "Say hi.", "Hi.", "gen-x")
+        if method == "sft"
+        else PreferencePair("q0", "Pick one.", "this", "that", "judge-x")
+    )
+    with pytest.raises(ValueError, match=f"{method} trains on .*item 1 is a {type(wrong).__name__}"):
+        training.train_student(method, "no-such-base", [right, wrong], tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no model looked for

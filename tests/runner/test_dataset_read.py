@@ -105,3 +105,18 @@ def test_a_repeated_row_may_leave_out_or_add_what_the_first_did_not_say(tmp_path
     instances, recorded = load_dataset(exp)
     assert [(i.id, i.reference_answer, i.category) for i in instances] == [("q1", "4", "math")]
     assert len(recorded) == 2
+
+
+def test_an_experiment_built_without_a_dataset_source_is_an_input_error(tmp_path):
+    """An `Experiment` made in Python (not by `load_experiment`, which refuses it) whose dataset
+    names no path, bundled set or store: `load_dataset` says so, naming the dataset field, rather
+    than failing on the missing file path (mypy strict found ``dataset_file()`` may be None here)."""
+    import dataclasses
+
+    from nepotism.experiment import DatasetConfig
+
+    exp = dataclasses.replace(_experiment(tmp_path, _jsonl(ROWS)), dataset=DatasetConfig())
+    with pytest.raises(InputError) as caught:
+        load_dataset(exp)
+    assert caught.value.field == "dataset"
+    assert "path, bundled and from_store" in str(caught.value)

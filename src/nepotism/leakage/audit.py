@@ -354,12 +354,14 @@ def _ranking_differences(
 ) -> list[Record]:
     """``ranking-difference`` of each entry on the reference leaderboard (two or more needed), by
     `nepotism.metrics.leakage.ranking_difference` on the scored (instruction, entry) cells."""
-    known = [e for e in table.columns if reference and e in reference]
+    if not reference:
+        return []
+    known = [e for e in table.columns if e in reference]
     if len(known) < 2:
         return []
     cells = table[known].stack().rename("score").reset_index()  # scored cells only (NaN dropped)
     cells.columns = ["instance_id", "entry", "score"]
-    fixed = cells["entry"].map(lambda e: float(reference[e])).to_numpy(dtype=float)  # type: ignore[index]
+    fixed = cells["entry"].map(lambda e: float(reference[e])).to_numpy(dtype=float)
     out = []
     for e in known:
         est = ranking_difference(

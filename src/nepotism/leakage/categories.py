@@ -169,12 +169,12 @@ def category_records(
     question_types: Mapping[str, str] | None = None,
     dimensions: Mapping[str, str | Collection[str]] | None = None,
     bootstrap: Bootstrap | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """PLS records per question type and per judgment dimension (``variant.slice``).
 
     ``dimensions`` maps a pairwise judgment's id to its dimension (main label) or to the set of
     dimensions its rationale weighs (several labels: the comparison then counts in each)."""
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     if question_types:
         comp = comparisons_frame(pairwise)
         labelled = comp["instance_id"].astype(str).map(question_types)

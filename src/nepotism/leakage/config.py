@@ -293,14 +293,14 @@ def _check_inheritance(students: tuple[StudentConfig, ...], inherit_pool: str | 
 def _check_distinct(students: tuple[StudentConfig, ...], generators: tuple[str, ...], path: str) -> None:
     """Two entries whose students would get the same registry ids (same method and base, neither
     named apart, a generator and a mix share in common) are refused: give one a ``name``."""
-    seen: list[tuple[int, tuple, set[str], set[float | None]]] = []
+    seen: list[tuple[int, tuple[str, str | None, str], set[str], set[float | None]]] = []
     for i, sc in enumerate(students):
         if sc.method == "external":
             continue
         tag = sc.name or (f"inherits-{sc.inherit}-{sc.instructions}" if sc.inherit else "")
         key = (sc.method, sc.base, tag)
         gens = set(sc.generators or generators)
-        shares = set(sc.mix) if sc.mix else {None}
+        shares: set[float | None] = set(sc.mix) if sc.mix else {None}
         for j, other_key, other_gens, other_shares in seen:
             if key == other_key and gens & other_gens and shares & other_shares:
                 raise _err(

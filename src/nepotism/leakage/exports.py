@@ -48,7 +48,7 @@ class PreferencePair:
     labeller: str
 
 
-def _rows(fmt: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[dict]:
+def _rows(fmt: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[dict[str, object]]:
     pairs = [d for d in data if isinstance(d, PreferencePair)]
     if pairs and len(pairs) != len(data):
         raise ValueError("a dataset is either all examples or all preference pairs")
@@ -56,46 +56,50 @@ def _rows(fmt: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[d
         raise ValueError("trl-dpo needs preference pairs")
     if fmt in ("trl-messages", "trl-prompt-completion") and pairs:
         raise ValueError(f"{fmt} is a supervised format; use trl-dpo for preference pairs")
-    out = []
-    for d in data:
-        if fmt == "trl-messages":
-            out.append({"messages": [{"role": "user", "content": d.prompt}, {"role": "assistant", "content": d.response}]})
-        elif fmt == "trl-prompt-completion":
-            out.append({"prompt": d.prompt, "completion": d.response})
-        elif fmt == "trl-dpo":
-            out.append({"prompt": d.prompt, "chosen": d.chosen, "rejected": d.rejected})
-        elif fmt == "llamafactory-alpaca":
-            row = {"instruction": d.prompt, "input": ""}
-            row.update({"chosen": d.chosen, "rejected": d.rejected} if pairs else {"output": d.response})
-            out.append(row)
-        elif fmt == "llamafactory-sharegpt":
-            if pairs:
-                out.append(
-                    {
-                        "conversations": [{"from": "human", "value": d.prompt}],
-                        "chosen": {"from": "gpt", "value": d.chosen},
-                        "rejected": {"from": "gpt", "value": d.rejected},
-                    }
-                )
-            else:
-                out.append({"conversations": [{"from": "human", "value": d.prompt}, {"from": "gpt", "value": d.response}]})
-        else:
-            raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
-    return out
+    return [_pair_row(fmt, d) if isinstance(d, PreferencePair) else _example_row(fmt, d) for d in data]
 
 
-def _dataset_info(name: str, file_name: str, fmt: str, ranking: bool) -> dict:
-    entry: dict = {"file_name": file_name}
+def _example_row(fmt: str, d: SyntheticExample) -> dict[str, object]:
+    if fmt == "trl-messages":
+        return {"messages": [{"role": "user", "content": d.prompt}, {"role": "assistant", "content": d.response}]}
+    if fmt == "trl-prompt-completion":
+        return {"prompt": d.prompt, "completion": d.response}
+    if fmt == "llamafactory-alpaca":
+        return {"instruction": d.prompt, "input": "", "output": d.response}
+    if fmt == "llamafactory-sharegpt":
+        return {"conversations": [{"from": "human", "value": d.prompt}, {"from": "gpt", "value": d.response}]}
+    raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+
+
+def _pair_row(fmt: str, d: PreferencePair) -> dict[str, object]:
+    if fmt == "trl-dpo":
+        return {"prompt": d.prompt, "chosen": d.chosen, "rejected": d.rejected}
+    if fmt == "llamafactory-alpaca":
+        return {"instruction": d.prompt, "input": "", "chosen": d.chosen, "rejected": d.rejected}
+    if fmt == "llamafactory-sharegpt":
+        return {
+            "conversations": [{"from": "human", "value": d.prompt}],
+            "chosen": {"from": "gpt", "value": d.chosen},
+            "rejected": {"from": "gpt", "value": d.rejected},
+        }
+    raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+
+
+def _dataset_info(name: str, file_name: str, fmt: str, ranking: bool) -> dict[str, dict[str, object]]:
+    entry: dict[str, object] = {"file_name": file_name}
+    columns: dict[str, str]
     if fmt == "llamafactory-sharegpt":
         entry["formatting"] = "sharegpt"
-        entry["columns"] = {"messages": "conversations"}
+        columns = {"messages": "conversations"}
         if ranking:
-            entry["columns"].update({"chosen": "chosen", "rejected": "rejected"})
+            columns.update({"chosen": "chosen", "rejected": "rejected"})
+        entry["columns"] = columns
         entry["tags"] = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt"}
     else:
         entry["formatting"] = "alpaca"
-        entry["columns"] = {"prompt": "instruction", "query": "input"}
-        entry["columns"].update({"chosen": "chosen", "rejected": "rejected"} if ranking else {"response": "output"})
+        columns = {"prompt": "instruction", "query": "input"}
+        columns.update({"chosen": "chosen", "rejected": "rejected"} if ranking else {"response": "output"})
+        entry["columns"] = columns
     if ranking:
         entry["ranking"] = True
     return {name: entry}

@@ -20,8 +20,8 @@ import dataclasses
 import json
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,9 @@ import pandas as pd
 from nepotism._files import atomic_write
 from nepotism.backends.local_models import ModelFileError
 from nepotism.leakage.config import LeakageConfig, StudentConfig
-from nepotism.leakage.exports import SyntheticExample, export_dataset
+from nepotism.leakage.exports import PreferencePair, SyntheticExample, export_dataset
 from nepotism.leakage.lineage import Student, registry_with_students, student_id, write_student_registry
-from nepotism.leakage.pools import check_disjoint, load_pool
+from nepotism.leakage.pools import PoolItem, check_disjoint, load_pool
 from nepotism.leakage.students import ICLSpec, data_digest, icl_demonstrations, mix_examples, preference_pairs
 from nepotism.metrics.leakage import PLS_TIE_RULES
 from nepotism.records import Response
@@ -40,6 +40,7 @@ from nepotism.results import Results
 from nepotism.runner.calls import Endpoint
 from nepotism.runner.engine import GenerationSpec, Runner
 from nepotism.runner.limits import Limiter
+from nepotism.runner.progress import RunStats
 
 __all__ = ["run_leakage"]
 
@@ -60,25 +61,22 @@ class _Timer:
     def __init__(self) -> None:
         self.phases: dict[str, dict[str, float]] = {}
 
-    def __call__(self, name: str):
-        timer = self
-
-        class _Phase:
-            def __enter__(self_inner):
-                self_inner.wall, self_inner.cpu = time.perf_counter(), time.process_time()
-
-            def __exit__(self_inner, *exc):
-                timer.phases[name] = {
-                    "wall_s": round(time.perf_counter() - self_inner.wall, 2),
-                    "cpu_s": round(time.process_time() - self_inner.cpu, 2),
-                }
-
-        return _Phase()
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        """Time the block as phase ``name`` (wall and CPU seconds), also when it raises."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.phases[name] = {
+                "wall_s": round(time.perf_counter() - wall, 2),
+                "cpu_s": round(time.process_time() - cpu, 2),
+            }
 
 
 def _training_sets(
     sc: StudentConfig, gen: str, synthetic: Mapping[str, list[SyntheticExample]], human: list[SyntheticExample], seed: int
-) -> list[tuple[dict, list[SyntheticExample]]]:
+) -> list[tuple[dict[str, Any], list[SyntheticExample]]]:
     own = synthetic.get(gen, [])
     if not sc.mix:
         return [({}, own)]
@@ -157,9 +155,13 @@ async def _make_students(
             if sc.name:
                 by_name[sc.name] = made_here
             continue
-        pairs_by_gen: dict[str, Any] = {}
+        base = sc.base
+        if base is None:  # (a StudentConfig made in Python: `load_leakage` asks every such entry for one)
+            raise ValueError(f"a {sc.method} student needs a base model")
+        pairs_by_gen: dict[str, list[PreferencePair]] = {}
         if sc.method == "dpo":
             pairs_by_gen = await _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry)
+        jobs: Sequence[tuple[str, dict[str, Any], Sequence[SyntheticExample] | Sequence[PreferencePair], str | None]]
         if sc.inherit is not None:
             jobs = await _inherited_sets(
                 cfg,
@@ -172,29 +174,30 @@ async def _make_students(
                 dry,
             )
         else:
-            jobs = [
-                (gen, variant, data, None)
-                for gen in gens
-                for variant, data in (
-                    [({}, pairs_by_gen.get(gen, []))] if sc.method == "dpo" else _training_sets(sc, gen, synthetic, human, seed)
-                )
-            ]
+            sets: list[tuple[str, dict[str, Any], Sequence[SyntheticExample] | Sequence[PreferencePair]]] = []
+            for gen in gens:
+                if sc.method == "dpo":
+                    sets.append((gen, {}, pairs_by_gen.get(gen, [])))
+                else:
+                    sets += [(gen, variant, data) for variant, data in _training_sets(sc, gen, synthetic, human, seed)]
+            jobs = [(gen, variant, data, None) for gen, variant, data in sets]
         for gen, variant, data, teacher in jobs:
             suffix = "-".join(f"{k}{v}" for k, v in sorted(variant.items()) if k == "mix")
             suffix = suffix.replace("0.", "") if suffix else ""
             if sc.inherit is not None and not sc.name:
                 suffix = f"inherits-{sc.inherit}-{sc.instructions}"
-            sid = student_id(sc.method, sc.base, gen, (sc.name or "") + suffix)
+            sid = student_id(sc.method, base, gen, (sc.name or "") + suffix)
             group = ":".join(
-                x for x in (sc.name or sc.method, sc.base, ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x
+                x for x in (sc.name or sc.method, base, ",".join(f"{k}={v}" for k, v in sorted(variant.items()))) if x
             )
             how: dict[str, Any] = {"data_digest": data_digest(data) if data else None, "examples": len(data)}
             if teacher is not None:
                 how.update(teacher=teacher, instructions=sc.instructions)
             if sc.method == "icl":
                 how.update(k=sc.k, max_demo_chars=sc.max_demo_chars, prompt_format=sc.prompt_format)
-                demos = () if dry else icl_demonstrations(data, sc.k, seed=seed, max_chars=sc.max_demo_chars)
-                base_ep = endpoints[sc.base]
+                examples = [e for e in data if isinstance(e, SyntheticExample)]  # (all of them: only DPO has pairs)
+                demos = () if dry else icl_demonstrations(examples, sc.k, seed=seed, max_chars=sc.max_demo_chars)
+                base_ep = endpoints[base]
                 endpoints[sid] = dataclasses.replace(
                     base_ep, model=sid, served_model=f"{base_ep.served_model}+icl:{how['data_digest']}", limiter=Limiter(1)
                 )
@@ -209,7 +212,7 @@ async def _make_students(
             else:
                 how.update(preset=sc.preset, tuning=sc.tuning)
                 warm = human if sc.sft_first == "human" else []  # 000 §5.3: SFT on human data, then DPO
-                served = f"{sc.base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
+                served = f"{base}+{sc.tuning}:{sc.method}:{sc.preset}:{how['data_digest']}"
                 if sc.sft_first:
                     how["sft_first"] = {
                         "data": sc.sft_first,
@@ -237,13 +240,13 @@ async def _make_students(
 
                         folder = out_dir / "students" / sid
                         made = await asyncio.to_thread(
-                            load_trained, sc.method, sc.base, data, folder, config=sc.preset, tuning=sc.tuning, sft_first=warm
+                            load_trained, sc.method, base, data, folder, config=sc.preset, tuning=sc.tuning, sft_first=warm
                         )
                         if made is None:
                             made = await asyncio.to_thread(
                                 train_student,
                                 sc.method,
-                                sc.base,
+                                base,
                                 data,
                                 folder,
                                 config=sc.preset,
@@ -260,19 +263,31 @@ async def _make_students(
                         how.update({k: manifest[k] for k in ("adapter", "weights") if k in manifest})
                         if manifest.get("reused"):
                             how["training"] = "reused: the saved student matches this training data"
-            made_here.append(Student(sid, sc.method, sc.base, gen, group, variant, how, teacher=teacher))
+            made_here.append(Student(sid, sc.method, base, gen, group, variant, how, teacher=teacher))
         students += made_here
         if sc.name:
             by_name[sc.name] = made_here
     return students, specs
 
 
-async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) -> dict[str, list]:
+async def _dpo_pairs(
+    cfg: LeakageConfig,
+    sc: StudentConfig,
+    runner: Runner,
+    endpoints: dict[str, Endpoint],
+    train_items: Sequence[PoolItem],
+    gens: Sequence[str],
+    notes: list[str],
+    dry: bool,
+) -> dict[str, list[PreferencePair]]:
     """Two sampled answers per training instruction; each generator labels them (both orders)."""
     import nepotism.judging as judging
 
-    names = [f"{sc.pair_sampler}#sample{i}" for i in (1, 2)]
-    base_ep = endpoints[sc.pair_sampler]
+    sampler = sc.pair_sampler
+    if sampler is None:  # (a StudentConfig made in Python: `load_leakage` asks a DPO entry for one)
+        raise ValueError("a DPO student needs a pair_sampler model")
+    names = [f"{sampler}#sample{i}" for i in (1, 2)]
+    base_ep = endpoints[sampler]
     for i, n in enumerate(names):
         endpoints[n] = dataclasses.replace(base_ep, model=n, served_model=f"{base_ep.served_model}#{i + 1}")
     if dry:
@@ -292,7 +307,7 @@ async def _dpo_pairs(cfg, sc, runner, endpoints, train_items, gens, notes, dry) 
             instances,
             by_instance,
             [gen],
-            pairs=[tuple(names)],
+            pairs=[(names[0], names[1])],
             both_orders=True,
             options=dict(cfg.judge_options),
             condition="dpo-feedback",
@@ -314,7 +329,7 @@ async def _ablated_answers(
     run_id: Any,
     seed: int,
     notes: list[str],
-    phases: list | None = None,
+    phases: list[RunStats] | None = None,
 ) -> dict[str, list[Response]]:
     """Paper 000 §5.7: every student answer rewritten by ``rewriter`` without one spurious feature,
     per feature (condition ``no-<feature>``). A rewrite that fails its checks
@@ -330,7 +345,8 @@ async def _ablated_answers(
     for feature in features:
         condition = f"no-{feature}"
         texts = await text_model([(rewriter, ablation_prompt(r.text, feature), rewrite_budget(r.text)) for r in answers])
-        kept, reasons = [], {}
+        kept: list[Response] = []
+        reasons: dict[str | None, int] = {}
         for r, text in zip(answers, texts):
             result = read_rewrite(r.text, text, method=condition)
             if result.ok and result.text is not None:
@@ -398,16 +414,18 @@ async def run_leakage(
     notes: list[str] = []
     registry = registry or load_registry(exp.registry_files)
     train = load_pool(cfg.train_pool, limit=cfg.train_limit)
-    evaluation = load_pool(exp.dataset.path, limit=exp.dataset.limit) if exp.dataset.path else None
-    if evaluation is None:
+    eval_path = exp.dataset.path
+    if not eval_path:
         from nepotism.errors import InputError
 
         raise InputError("the evaluation pool must be a file ([dataset] path)", path=exp.path, field="dataset")
-    check_disjoint(train, evaluation, train_path=cfg.train_pool, eval_path=exp.dataset.path)
-    inherit = load_pool(cfg.inherit_pool) if cfg.inherit_pool else []
-    if inherit:
-        check_disjoint(inherit, evaluation, train_path=cfg.inherit_pool, eval_path=exp.dataset.path)
-        check_disjoint(train, inherit, train_path=cfg.train_pool, eval_path=cfg.inherit_pool)
+    evaluation = load_pool(eval_path, limit=exp.dataset.limit)
+    check_disjoint(train, evaluation, train_path=cfg.train_pool, eval_path=eval_path)
+    inherit_path = cfg.inherit_pool
+    inherit = load_pool(inherit_path) if inherit_path else []
+    if inherit_path and inherit:
+        check_disjoint(inherit, evaluation, train_path=inherit_path, eval_path=eval_path)
+        check_disjoint(train, inherit, train_path=cfg.train_pool, eval_path=inherit_path)
     out_dir = Path(exp.output_dir or Path(exp.path).parent / "results")
     if not dry_run:  # a dry run leaves no file behind (its students' registry goes to a scratch folder)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -497,7 +515,7 @@ async def run_leakage(
                         pairs=pairs,
                         both_orders=True,
                         options=dict(cfg.judge_options),
-                        **({} if condition == "default" else {"condition": condition}),
+                        condition=condition,
                     )
                 if a.recognition:
                     out += plan_student_recognition(

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nepotism.errors import InputError
 from nepotism.tables import read_rows
@@ -34,7 +35,7 @@ class PoolItem:
     prompt: str
     response: str | None = None
     category: str | None = None
-    metadata: dict = field(default_factory=dict, compare=False, hash=False)
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def instance(self) -> Instance:
         return Instance(self.id, self.prompt, category=self.category)
@@ -74,7 +75,7 @@ def load_pool(path: str | Path, *, limit: int | None = None) -> list[PoolItem]:
                 prompt,
                 response,
                 category if isinstance(category, str) else None,
-                row.get("metadata") if isinstance(row.get("metadata"), dict) else {},
+                meta if isinstance(meta := row.get("metadata"), dict) else {},
             )
         )
         if limit is not None and len(items) >= limit:

@@ -81,7 +81,7 @@ def _why(j: Judgment) -> str:
 
 def recognition_records(
     judgments: Sequence[Judgment], students: Sequence[Student], judge_of: Mapping[str, str], *, bootstrap: Bootstrap | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Accuracy of each judge's pointwise and pairwise student recognition (see module docstring)."""
     boot = bootstrap or Bootstrap()
     owner = {s.id: s.generator for s in students}
@@ -119,8 +119,8 @@ def recognition_records(
             }
         )
         if kind == "pointwise":
-            yes = np.array([y for _, _, y, _ in items], dtype=float)
-            est = with_reasons(win_rate(np.where(np.isnan(yes), np.nan, 2 * yes - 1), clusters, bootstrap=boot), why)
+            said_yes = np.array([y for _, _, y, _ in items], dtype=float)
+            est = with_reasons(win_rate(np.where(np.isnan(said_yes), np.nan, 2 * said_yes - 1), clusters, bootstrap=boot), why)
             records.append(
                 {
                     "metric": "student-recognition-yes-rate",
@@ -140,7 +140,7 @@ def recognition_records(
 CLASSIFIERS = ("tfidf-logreg", "minilm-finetune")
 
 
-def _predict(classifier: str, train: list[tuple[str, str]], test_texts: list[str], seed: int) -> tuple[list, dict]:
+def _predict(classifier: str, train: list[tuple[str, str]], test_texts: list[str], seed: int) -> tuple[list[str], dict[str, Any]]:
     """Predicted labels of ``test_texts`` after training on (text, label) pairs, and what was used."""
     if classifier == "minilm-finetune":
         from nepotism.leakage.encoder import finetune_predict
@@ -170,7 +170,7 @@ def classifier_records(
     seed: int = 0,
     bootstrap: Bootstrap | None = None,
     classifier: str = "tfidf-logreg",
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Held-out accuracy of a generator classifier per student group: ``classifier`` ``tfidf-logreg``
     (TF-IDF + logistic regression) or ``minilm-finetune`` (paper 000 App. G's fine-tuning on the
     closest offline BERT-like encoder, `nepotism.leakage.encoder`). The same split for both."""
@@ -182,7 +182,13 @@ def classifier_records(
         label_of = {s.id: g for g, s in by_gen.items()}
         rows = [(r.instance_id, r.text, label_of[r.generator]) for r in responses if r.generator in label_of]
         instances = sorted({i for i, _, _ in rows})
-        base = {"metric": "student-classifier-accuracy", "judge": None, "generator": None, "pair": None, "condition": "default"}
+        base: dict[str, Any] = {
+            "metric": "student-classifier-accuracy",
+            "judge": None,
+            "generator": None,
+            "pair": None,
+            "condition": "default",
+        }
         if len(by_gen) < 2 or len(instances) < 5:
             records.append(
                 {

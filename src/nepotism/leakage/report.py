@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["analyses_table", "pls_table"]
 
@@ -11,7 +12,7 @@ def _pct(x: float | None) -> str:
     return "   n/a" if x is None else f"{100 * x:+6.1f}%"
 
 
-def pls_table(records: Sequence[dict], *, ties: str = "loss") -> str:
+def pls_table(records: Sequence[Mapping[str, Any]], *, ties: str = "loss") -> str:
     """PLS per group, condition and generator/judge pair, with CI, one-sided p and n (slices excluded),
     then the change of PLS under each spurious-feature ablation (paper 000 Table 6: condition
     ``no-<feature>`` minus ``default``, paired on the same prompts)."""
@@ -34,7 +35,7 @@ def pls_table(records: Sequence[dict], *, ties: str = "loss") -> str:
     return "\n".join(lines)
 
 
-def analyses_table(records: Sequence[dict]) -> str:
+def analyses_table(records: Sequence[Mapping[str, Any]]) -> str:
     """Recognition, classifier and per-category PLS lines."""
     lines = []
     for r in records:

@@ -104,8 +104,8 @@ def _why(sub: pd.DataFrame, column: str = "excluded_reason", *, times: int = 2) 
 
 
 def _wr_record(
-    student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap, base: dict, why: np.ndarray
-) -> dict:
+    student: str, judge: str, side: np.ndarray, clusters: np.ndarray, boot: Bootstrap, base: dict[str, Any], why: np.ndarray
+) -> dict[str, Any]:
     est = with_reasons(win_rate(side, clusters, bootstrap=boot), why)
     return {**base, "metric": "win-rate", "judge": judge, "generator": student, "pair": None, **est.as_dict()}
 
@@ -135,7 +135,7 @@ def _change_records(
     boot: Bootstrap,
     base: Mapping[str, Any],
     variant: Mapping[str, Any],
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """preference-leakage-change of every ablation condition against the default one (paper 000
     Table 6): both conditions' rows in one paired estimate per tie rule."""
     conditions = sorted(set(chosen["condition"]) - {"default"})
@@ -147,8 +147,11 @@ def _change_records(
         after = _pls_inputs(chosen[chosen["condition"] == condition], si, jj)
         flags = np.concatenate([np.zeros(baseline[0].size, int), np.ones(after[0].size, int)])
         for tie_rule in ties:
+            outcome, student, judge = (np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3]))
             est = leakage.preference_leakage_change(
-                *(np.concatenate([b, a]) for b, a in zip(baseline[:3], after[:3])),
+                outcome,
+                student,
+                judge,
                 flags,
                 np.concatenate([baseline[3], after[3]]),
                 ties=tie_rule,
@@ -173,7 +176,7 @@ def pls_records(
     bootstrap: Bootstrap | None = None,
     ties: Sequence[str] = ("loss",),
     extra_variant: Mapping[str, Any] | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """PLS and win-rate records for every group and generator pair (see the module docstring).
 
     ``judge_of`` maps a generator to the judge related to it. ``comp`` is `comparisons_frame`
@@ -181,7 +184,7 @@ def pls_records(
     the slice).
     """
     boot = bootstrap or Bootstrap()
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     for group, by_gen in sorted(group_students(students).items()):
         gens = sorted(g for g in by_gen if g in judge_of)
         for gi, gj in combinations(gens, 2):

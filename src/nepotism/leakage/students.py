@@ -153,7 +153,7 @@ def preference_pairs(
     pairs: list[PreferencePair] = []
     dropped: dict[str, int] = {}
     for instance_id in sorted(by_instance):
-        winners = []
+        winners: list[str | None] = []
         for j in by_instance[instance_id]:
             if j.status != "parsed" or j.verdict is None:
                 winners.append(None)
@@ -161,10 +161,11 @@ def preference_pairs(
                 winners.append("tie")
             else:
                 winners.append(j.candidates[0] if j.verdict == "A" else j.candidates[1])
+        read = [w for w in winners if w is not None]
         reason = None
         if len(winners) < 2:
             reason = "one order missing"
-        elif None in winners:
+        elif len(read) != len(winners):
             reason = "unreadable"
         elif "tie" in winners:
             reason = "tie"
@@ -174,7 +175,7 @@ def preference_pairs(
             dropped[reason] = dropped.get(reason, 0) + 1
             continue
         names = sorted({c for j in by_instance[instance_id] for c in j.candidates})
-        win = winners[0]
+        win = read[0]
         lose = next(n for n in names if n != win)
         pairs.append(
             PreferencePair(instance_id, prompts[instance_id], samples[(instance_id, win)], samples[(instance_id, lose)], labeller)

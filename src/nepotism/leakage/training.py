@@ -93,7 +93,7 @@ PRESETS: Mapping[str, TrainConfig] = {
     ),
     "full": TrainConfig(max_steps=-1, epochs=3.0, learning_rate=1e-5, batch_size=2, grad_accum=2, max_length=1024, bf16=True),
 }
-_DPO_FULL = {"batch_size": 1, "grad_accum": 4}
+_DPO_FULL = replace(PRESETS["full"], batch_size=1, grad_accum=4)  # the "full" preset of a DPO student
 
 _BASES: dict[str, tuple[Any, Any]] = {}
 _BASES_LOCK = threading.Lock()
@@ -140,8 +140,9 @@ def load_base(base: str) -> tuple[Any, Any]:
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
             if gguf:  # the weights are dequantised to float32: a plain model from here on
-                model.hf_quantizer = None
-                model.is_quantized = False
+                # (torch's Module.__setattr__ stub types every attribute Tensor | Module)
+                model.hf_quantizer = None  # type: ignore[assignment]
+                model.is_quantized = False  # type: ignore[assignment]
                 if hasattr(model.config, "quantization_config"):
                     del model.config.quantization_config
             _BASES[base] = (model, tokenizer)
@@ -198,25 +199,18 @@ def _trainer(
     """The TRL trainer of ``method`` (``"sft"``: examples; ``"dpo"``: preference pairs) on ``model``."""
     from datasets import Dataset
 
+    rows = _training_rows(method, data)
     if method == "sft":
-        from trl import SFTConfig, SFTTrainer
+        # trl's lazy __init__ imports its trainers without re-exporting them (mypy: attr-defined)
+        from trl import SFTConfig, SFTTrainer  # type: ignore[attr-defined]
 
-        rows = [{"messages": [{"role": "user", "content": e.prompt}, {"role": "assistant", "content": e.response}]} for e in data]
         args = SFTConfig(**_common_args(config, out_dir), packing=False)
         return SFTTrainer(
             model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=_lora(config)
         )
     if method == "dpo":
-        from trl import DPOConfig, DPOTrainer
+        from trl import DPOConfig, DPOTrainer  # type: ignore[attr-defined]  # (as SFTConfig above)
 
-        rows = [
-            {
-                "prompt": [{"role": "user", "content": p.prompt}],
-                "chosen": [{"role": "assistant", "content": p.chosen}],
-                "rejected": [{"role": "assistant", "content": p.rejected}],
-            }
-            for p in data
-        ]
         dpo_args = DPOConfig(**_common_args(config, out_dir), beta=config.beta)
         return DPOTrainer(
             model=model,
@@ -226,6 +220,30 @@ def _trainer(
             peft_config=_lora(config),
         )
     raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
+
+
+def _training_rows(method: str, data: Sequence[SyntheticExample | PreferencePair]) -> list[dict[str, object]]:
+    """The conversational rows TRL's trainer of ``method`` reads: ``messages`` of each example
+    (``"sft"``), or ``prompt``/``chosen``/``rejected`` turns of each preference pair (``"dpo"``). A
+    row of the other kind is a `ValueError` naming its position (it has no answer of that shape)."""
+    if method not in ("sft", "dpo"):
+        raise ValueError(f"method must be 'sft' or 'dpo', not {method!r}")
+    rows: list[dict[str, object]] = []
+    for i, d in enumerate(data):
+        if method == "sft" and isinstance(d, SyntheticExample):
+            rows.append({"messages": [{"role": "user", "content": d.prompt}, {"role": "assistant", "content": d.response}]})
+        elif method == "dpo" and isinstance(d, PreferencePair):
+            rows.append(
+                {
+                    "prompt": [{"role": "user", "content": d.prompt}],
+                    "chosen": [{"role": "assistant", "content": d.chosen}],
+                    "rejected": [{"role": "assistant", "content": d.rejected}],
+                }
+            )
+        else:
+            wanted = "examples (SyntheticExample)" if method == "sft" else "preference pairs (PreferencePair)"
+            raise ValueError(f"{method} trains on {wanted}; item {i} is a {type(d).__name__}")
+    return rows
 
 
 def _losses(trainer: Any) -> list[float]:
@@ -278,6 +296,7 @@ def train_student(
     config = _resolve(method, config, tuning)
     if not data:
         raise ValueError("no training data")
+    _training_rows(method, data)  # the data fit the method before any model is loaded
     if sft_first and method != "dpo":
         raise ValueError("only a DPO student starts from an SFT policy (sft_first)")
     torch.set_num_threads(config.threads)
@@ -317,7 +336,7 @@ def train_student(
 def _resolve(method: str, config: TrainConfig | str, tuning: str | None = None) -> TrainConfig:
     if isinstance(config, str):
         preset = PRESETS[config]
-        config = replace(preset, **_DPO_FULL) if method == "dpo" and config == "full" else preset
+        config = _DPO_FULL if method == "dpo" and config == "full" else preset
     return config if tuning is None else replace(config, tuning=tuning)
 
 
@@ -354,6 +373,7 @@ def load_trained(
     import torch
 
     torch.set_num_threads(resolved.threads)
+    trained: torch.nn.Module
     if resolved.tuning == "full":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from nepotism.backends.base import Completion, Request
 from nepotism.records import Judgment
-from nepotism.runner.calls import CallResult, PlannedCall, _pause_gc, _resume_gc
+from nepotism._gc import pause as _pause_gc, resume as _resume_gc
+from nepotism.runner.calls import CallResult, PlannedCall
 from nepotism.runner.plan_memo import ChunkPlan, plan_memo
 from nepotism.runner.progress import RunStats
 from nepotism.store.fastread import judged
@@ -74,7 +75,7 @@ class JudgeWindows:
     def __init__(
         self,
         runner: Any,
-        tasks: Sequence[Any] | AsyncIterable[Sequence[Any]],
+        tasks: Sequence[Any] | AsyncIterable[Sequence[Any] | ChunkPlan],
         render: RenderFn,
         interpret: InterpretFn,
         planned: Sequence[PlannedCall] | None,
@@ -83,18 +84,20 @@ class JudgeWindows:
         identify: Callable[[Any], Sequence[str]] | None,
         writer: StoreWriter | None,
     ) -> None:
-        self.streamed = isinstance(tasks, AsyncIterable)
+        #: the stream of task lists and chunk plans, or None for a task list (``listed``)
+        self.stream = tasks if isinstance(tasks, AsyncIterable) else None
+        self.listed: Sequence[Any] = () if isinstance(tasks, AsyncIterable) else tasks
+        self.streamed = self.stream is not None
         if self.streamed and planned is not None:
             raise ValueError("planned calls need the task list, not a stream of tasks")
         self.runner = runner
         self.store = runner.store
-        self.tasks = tasks
         self.render = render
         self.interpret = interpret
         self.planned = planned
         self.keep = keep
         self.identify = identify
-        self.total = 0 if self.streamed else len(tasks)  # type: ignore[arg-type]
+        self.total = len(self.listed)
         self.stats = RunStats(phase="judge", total=self.total)
         self.plan = self.store.open_plan()
         self.planned_ids: list[str] = []  # of the judgments read, not yet added to ``plan``
@@ -229,16 +232,17 @@ class JudgeWindows:
     def windows(self) -> Iterator[Sequence[PlannedCall]]:
         """The windows of a task list."""
         assert not self.streamed
-        tasks, window = self.tasks, self.window
+        tasks, window = self.listed, self.window
         for start in range(0, self.total, window):
-            yield self.window_calls(tasks[start : start + window], start)  # type: ignore[index]
+            yield self.window_calls(tasks[start : start + window], start)
             self.check_replayed()  # (the window's cached calls are delivered by now)
 
     async def streamed_windows(self) -> AsyncIterator[Sequence[PlannedCall]]:
         """The windows of a stream of task lists and chunk plans, each part judged as it comes."""
         memo, stats, window = self.memo, self.stats, self.window
         start = 0
-        async for part in self.tasks:  # type: ignore[union-attr]
+        assert self.stream is not None
+        async for part in self.stream:
             # a chunk plan (`nepotism run`) is first looked up in the memo by its inputs: counted
             # from there, nothing is planned; else its tasks are planned and its pairs recorded
             digest = memo.unit(part) if memo is not None else None
@@ -312,11 +316,12 @@ class JudgeWindows:
                 else:
                     pairs = None
             found = [stored.get((key, ident)) for ident in wanted]
-            if wanted and None not in found:
+            statuses = [status for status in found if status is not None]
+            if wanted and len(statuses) == len(found):
                 hits += 1
                 in_plan(wanted)
-                for status in found:
-                    counts[status] = counts.get(status, 0) + 1  # type: ignore[index]
+                for status in statuses:
+                    counts[status] = counts.get(status, 0) + 1
             else:
                 live[id(call)] = (i, task, wanted)
                 rest.append(call)

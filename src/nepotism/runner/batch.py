@@ -55,7 +55,7 @@ from nepotism.experiment import Experiment
 from nepotism.records import Instance, Response
 from nepotism.runner.calls import Endpoint, PlannedCall, call_record
 from nepotism.runner.engine import Runner
-from nepotism.runner.judge_plan import CHUNK_CALLS, KeySet, find_sorted, in_chunks
+from nepotism.runner.judge_plan import CHUNK_CALLS, KeySet, _judging, find_sorted, in_chunks
 from nepotism.runner.shards import Shard
 from nepotism.store import Store
 from nepotism.store.fastread import call_statuses
@@ -156,7 +156,7 @@ def plan_round(
     from nepotism.models import load_registry
     from nepotism.runner import experiment_run as er
 
-    judging = judging or er._judging()
+    judging = judging or _judging()
     registry = registry or load_registry(experiment.registry_files)
     instances, recorded = dataset if dataset is not None else er.load_dataset(experiment, store)
     instances, recorded = er._in_shard(shard, instances, recorded)
@@ -436,7 +436,8 @@ class BatchResults:
 
     def key(self, i: int) -> str:
         """Answer ``i``'s custom id (a numpy scalar would drop trailing zero bytes)."""
-        return self.keys[i : i + 1].tobytes().hex()
+        raw: bytes = self.keys[i : i + 1].tobytes()
+        return raw.hex()
 
     def first(self, among: Any) -> int:
         """Of the answers ``among`` (indices), the one that comes first in the files."""
@@ -470,7 +471,7 @@ def read_results(round_: BatchRound, paths: Sequence[str | Path]) -> BatchResult
         if not path.is_file():
             raise InputError("no results file here", path=str(path))
         for number, offset, line in _lines(path):
-            where = {"path": str(path), "line": number}
+            where: dict[str, Any] = {"path": str(path), "line": number}
             key = _checked(_parse(line, where), where)
             if not _KEY.fullmatch(key):
                 raise InputError(

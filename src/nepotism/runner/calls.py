@@ -57,7 +57,7 @@ import random
 import socket
 import uuid
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -92,7 +92,7 @@ _log = logging.getLogger("nepotism.runner")
 CLAIM_CHUNK = 256
 _KEY_PREFIX = b"nepotism-runner-call-v1\x00"
 # memo of the JSON of a request's parameters (few distinct ones per run), by their values
-_HEADS: dict[tuple, bytes] = {}
+_HEADS: dict[tuple[object, ...], bytes] = {}
 _SCALARS = (str, int, float, bool, type(None))
 # memo of the JSON of a tuple of message roles, by the tuple
 _ROLES: dict[tuple[str, ...], str] = {}
@@ -177,7 +177,7 @@ def request_key(endpoint: Endpoint, request: Request, replicate: int = 0) -> str
     else:
         roles, texts = None, [request.prompt or ""]
     extra = request.extra
-    static: tuple | None = None
+    static: tuple[object, ...] | None = None
     head = None
     if not extra or all(type(v) in _SCALARS for v in extra.values()):  # memo only when 1 vs 1.0 cannot clash
         static = (
@@ -230,11 +230,12 @@ def _shape(roles: tuple[str, ...] | None, texts: list[str], replicate: int) -> b
     if roles is None:
         head = "null"
     elif all(type(r) is str for r in roles):
-        head = _ROLES.get(roles)
-        if head is None:
-            head = json.dumps(list(roles), separators=(",", ":"))
+        memo = _ROLES.get(roles)
+        if memo is None:
+            memo = json.dumps(list(roles), separators=(",", ":"))
             if len(_ROLES) < 1024:
-                _ROLES[roles] = head
+                _ROLES[roles] = memo
+        head = memo
     else:  # not what a Message should hold, but hashed as it always was
         head = json.dumps(list(roles), separators=(",", ":"))
     lengths = ",".join([str(len(t)) for t in texts])
@@ -502,8 +503,9 @@ class CallExecutor:
                 return
             await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for worker in workers:
-                if worker.done() and not worker.cancelled() and worker.exception() is not None:
-                    raise worker.exception()  # type: ignore[misc]
+                error = worker.exception() if worker.done() and not worker.cancelled() else None
+                if error is not None:
+                    raise error
             if self._error is not None:
                 raise self._error
             self._flush()
@@ -546,7 +548,7 @@ class CallExecutor:
 
     async def _each(
         self, windows: Iterable[Sequence[PlannedCall]] | AsyncIterable[Sequence[PlannedCall]]
-    ) -> AsyncIterator[Sequence[PlannedCall]]:
+    ) -> AsyncGenerator[Sequence[PlannedCall], None]:
         """The windows of `run_windows`, one at a time. An asynchronous iterable's next window
         is awaited together with the run's failure (`_fail`): a worker that raises while the
         windows are still to come stops the run at once."""
@@ -621,8 +623,9 @@ class CallExecutor:
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:
         """A worker that raised stops the run (`_fail`), also while windows are still coming."""
-        if not worker.cancelled() and worker.exception() is not None:
-            self._fail(worker.exception())  # type: ignore[arg-type]
+        error = None if worker.cancelled() else worker.exception()
+        if error is not None:
+            self._fail(error)
         self._want.set()  # (the windows wait on the workers: let them look again)
 
     def _replay_failures(self, pending: Mapping[str, list[PlannedCall]], on_result: Callable[[CallResult], None]) -> None:
@@ -683,10 +686,12 @@ class CallExecutor:
         store, owner = self.store, self.owner
         assert self._writing is not None
         self._committing += 1
-        self._writing.submit(
-            lambda: store.put_calls(batch, release_owner=owner),
-            lambda error, round_=self._round: self._committed(waiting, error, round_),
-        )
+        round_ = self._round
+
+        def done(error: BaseException | None) -> None:
+            self._committed(waiting, error, round_)
+
+        self._writing.submit(lambda: store.put_calls(batch, release_owner=owner), done)
 
     def _committed(
         self, waiting: list[tuple[Endpoint, list[PlannedCall], Completion, int]], error: BaseException | None, round_: int

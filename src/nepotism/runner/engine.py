@@ -30,17 +30,8 @@ from typing import Any
 
 from nepotism.backends.base import Request
 from nepotism.records import Instance, Response
-from nepotism.runner.calls import (
-    CallExecutor,
-    CallResult,
-    Endpoint,
-    PlannedCall,
-    _freeze_gc,
-    _pause_gc,
-    _resume_gc,
-    _thaw_gc,
-    plan_call,
-)
+from nepotism._gc import freeze as _freeze_gc, pause as _pause_gc, resume as _resume_gc, thaw as _thaw_gc
+from nepotism.runner.calls import CallExecutor, CallResult, Endpoint, PlannedCall, plan_call
 from nepotism.runner._judge_windows import InterpretFn, JudgeWindows, JudgingOutcome, RenderFn
 from nepotism.runner.plan_memo import ChunkPlan
 from nepotism.runner.progress import RunStats
@@ -221,13 +212,14 @@ class Runner:
         def take(result: CallResult) -> None:
             instance, spec = by_call[id(result.call)]
             completion = result.completion
+            text = completion.text or ""
             response = None
             if not completion.ok:
                 failures.append((instance.id, spec.model, completion.error or "failed"))
-            elif not (completion.text or "").strip():
+            elif not text.strip():
                 failures.append((instance.id, spec.model, "empty_text"))
             else:
-                response = Response(instance.id, spec.model, completion.text, metadata={"call_key": result.call.key})
+                response = Response(instance.id, spec.model, text, metadata={"call_key": result.call.key})
                 made.append(response)
             if hand_on is not None:
                 hand_on(instance, spec.model, response)
@@ -286,7 +278,11 @@ class Runner:
                 elif chunk:
                     ready.put(chunk, given)
 
-            writer.submit((lambda: store.add_responses(rows)) if rows else (lambda: None), written)
+            def write() -> None:
+                if rows:
+                    store.add_responses(rows)
+
+            writer.submit(write, written)
 
         def release_all() -> None:
             """With the last call every instance is ready (also one whose count a shared key upset)."""
@@ -354,13 +350,14 @@ class Runner:
         ready = _Ready(writer)
         frozen = _freeze_gc()  # for both phases (their executors leave the collector alone)
 
-        async def tasks() -> AsyncIterator[Sequence[Any]]:
+        async def tasks() -> AsyncIterator[Sequence[Any] | ChunkPlan]:
             async for chunk, candidates in ready.chunks():
                 yield plan(chunk, candidates)
 
         def generated_or_failed(done: asyncio.Future[GenerationOutcome]) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                ready.fail(done.exception())  # type: ignore[arg-type]
+            error = None if done.cancelled() else done.exception()
+            if error is not None:
+                ready.fail(error)
 
         generation = asyncio.ensure_future(self.generate(instances, generators, have, ready=ready, planned=planned))
         generation.add_done_callback(generated_or_failed)
@@ -387,7 +384,7 @@ class Runner:
 
     async def judge(
         self,
-        tasks: Sequence[Any] | AsyncIterable[Sequence[Any]],
+        tasks: Sequence[Any] | AsyncIterable[Sequence[Any] | ChunkPlan],
         render: RenderFn,
         interpret: InterpretFn,
         planned: Sequence[PlannedCall] | None = None,

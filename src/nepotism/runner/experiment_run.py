@@ -176,14 +176,14 @@ def _instance(row: dict[str, Any], path: str, line: int) -> Instance:
         if not math.isfinite(points):
             raise bad(f"rubric[{i}].points", f"must be a finite number, not {points!r}")
         rubric.append(RubricItem(str(item.get("id", f"r{i + 1}")), item["text"], float(points), item.get("category")))
-    ref = row.get("reference_answer")
+    ref, meta = row.get("reference_answer"), row.get("metadata")
     return Instance(
         str(ident),
         prompt,
         reference_answer=ref if isinstance(ref, str) else None,
         rubric=tuple(rubric),
         category=row.get("category") if isinstance(row.get("category"), str) else None,
-        metadata=row.get("metadata") if isinstance(row.get("metadata"), dict) else {},
+        metadata=meta if isinstance(meta, dict) else {},
     )
 
 
@@ -210,21 +210,23 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             raise InputError("the store holds no instances", path=str(store.path), field="dataset.from_store")
         return instances, []
     path = experiment.dataset_file()
+    if path is None:  # (an Experiment built in Python with no dataset source: `load_experiment` refuses it)
+        raise InputError("give exactly one of path, bundled and from_store", path=experiment.path, field="dataset")
     if not path.is_file():
         raise InputError("dataset file not found", path=str(path))
-    instances: dict[str, Instance] = {}
+    by_id: dict[str, Instance] = {}
     responses: dict[tuple[str, str], Response] = {}
     for line, row in _dataset_rows(path):
         if not isinstance(row, dict):
             raise InputError("each line must be a JSON object", path=str(path), line=line)
         inst = _instance(row, str(path), line)
-        known = instances.get(inst.id)
+        known = by_id.get(inst.id)
         if known is None:
-            if ds.limit is not None and len(instances) >= ds.limit:
+            if ds.limit is not None and len(by_id) >= ds.limit:
                 continue
-            instances[inst.id] = inst
+            by_id[inst.id] = inst
         else:  # a row repeating the instance (another recorded response) may leave out what it said
-            merged = {}
+            merged: dict[str, Any] = {}
             for field_ in ("prompt", "reference_answer", "category", "rubric"):
                 given, before = getattr(inst, field_), getattr(known, field_)
                 if given and before and given != before:  # (every row gives a prompt: `_instance`)
@@ -237,7 +239,7 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
                 if given and not before:
                     merged[field_] = given
             if merged:
-                instances[inst.id] = replace(known, **merged)
+                by_id[inst.id] = replace(known, **merged)
         generator = row.get("generator", row.get("model"))
         text = row.get("text")
         if generator is not None or text is not None:
@@ -248,9 +250,9 @@ def load_dataset(experiment: Experiment, store: Store | None = None) -> tuple[li
             if (inst.id, generator) in responses:
                 raise InputError(f"a second response of {generator!r} to {inst.id!r}", path=str(path), line=line, field="model")
             responses[(inst.id, generator)] = Response(inst.id, generator, text)
-    if not instances:
+    if not by_id:
         raise InputError("the dataset holds no instances", path=str(path))
-    return list(instances.values()), list(responses.values())
+    return list(by_id.values()), list(responses.values())
 
 
 def store_instances(store: Store, instances: Sequence[Instance], dataset: str | Path | Mapping[str, str | Path] | None) -> None:
@@ -469,8 +471,9 @@ class _PlanChunks:
         for call, instance, spec in gen_plan:
             hit = stored.get(call.key)
             if hit is not None and hit.ok:
-                if (hit.text or "").strip():
-                    answers.append(Response(instance.id, spec.model, hit.text))
+                text = hit.text or ""
+                if text.strip():
+                    answers.append(Response(instance.id, spec.model, text))
             elif self.unmade is not None:
                 answers.append(Response(instance.id, spec.model, self.unmade(call.key, spec.max_tokens)))
         candidates = _unique(have + answers)
@@ -604,7 +607,8 @@ async def run_experiment(
             # inside the run: an export that fails (a full or read-only output folder) fails the run
             kinds = {kind for part in chunks for kind in part.kinds} | prevented_kinds
             tables = export_judgments(experiment, store, (), plan=judged.plan, kinds=kinds)
-            store.drop_plan(judged.plan)
+            if judged.plan is not None:
+                store.drop_plan(judged.plan)
             if scored is not None:
                 from nepotism.runner.perplexity import export_perplexity
 
@@ -699,7 +703,7 @@ def record_prevented(
         key = keys.get((task.instance.id, generator))
         for judgment in judging.interpret_all(task, completion):
             batch.append(judgment)
-            if stored.get(key) == "failed":
+            if key is not None and stored.get(key) == "failed":
                 call_keys[judgment.id] = key
             counts[judgment.reason] = counts.get(judgment.reason, 0) + 1
         kinds.add(_table_kind(task))
@@ -783,7 +787,7 @@ def _model_problems(experiment: Experiment, *, timeout: float = 5.0) -> dict[str
                         reached[url] = f"cannot reach {url} ({type(err).__name__}: {err})"
                 why.append(reached[url])
             if all(why):  # replicas: usable while one of them answers
-                problems[model_id] = "; ".join(why)
+                problems[model_id] = "; ".join([w for w in why if w is not None])
             continue
         spec = registry.get(cfg.backend)
         try:

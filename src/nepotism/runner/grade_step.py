@@ -15,7 +15,7 @@ undecidable instruction) are counted and left out of the references, never marke
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ def _lines(experiment: Experiment) -> tuple[str, dict[str, int]]:
     return str(path), first
 
 
-def _truth(task: str, inst: Instance, bad) -> dict[str, Any]:
+def _truth(task: str, inst: Instance, bad: Callable[[str, str], InputError]) -> dict[str, Any]:
     meta = dict(inst.metadata or {})
     if task in ("math", "mc"):
         if not isinstance(inst.reference_answer, str) or not inst.reference_answer.strip():
@@ -110,7 +110,7 @@ def grading_truth(experiment: Experiment, instances: Sequence[Instance]) -> Trut
             continue
         line = lines.get(inst.id)
 
-        def bad(field_: str, message: str, line=line) -> InputError:
+        def bad(field_: str, message: str, line: int | None = line) -> InputError:
             return InputError(message, path=path, line=line, field=field_)
 
         truth = _truth(task, inst, bad)
@@ -129,6 +129,9 @@ def grade_run(
     from nepotism.grading.batch import GradeRow, grade_rows
     from nepotism.tables import write_table
 
+    config = experiment.grading
+    if config is None:  # no [grading] table: grading_truth gave no instance a truth
+        return {}, {}
     path = _source(experiment)  # each row's line is in the truth already: no second read of the file
     by_task: dict[str, list[GradeRow]] = {}
     for r in responses:
@@ -136,10 +139,10 @@ def grade_run(
             task, values, line = truth[r.instance_id]
             by_task.setdefault(task, []).append(GradeRow(line, r.instance_id, r.generator, r.text or "", values))
     counts: dict[str, Any] = {}
-    frames: dict[str, list] = {}
+    frames: dict[str, list[Any]] = {}
     refs: list[Reference] = []
     for task, rows in sorted(by_task.items()):
-        result = grade_rows(rows, task, path=path, runner=runner, timeout=experiment.grading.timeout)
+        result = grade_rows(rows, task, path=path, runner=runner, timeout=config.timeout)
         counts[task] = dict(result.counts)
         frames.setdefault(result.kind, []).append(result.frame)
         refs.extend(_references(result.kind, result.frame, task))
