@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
-from nepotism.metrics.bootstrap import column_ratio, settings
+from nepotism.metrics.bootstrap import Statistic, column_ratio, settings
 
 _MEAN_AGREEMENT = column_ratio(1, 0)  # agreeing pairs / pairs (count in column 0)
 
@@ -56,7 +57,9 @@ def category_counts(labels: np.ndarray, n_categories: int) -> np.ndarray:
     return counts
 
 
-def _estimate(columns: np.ndarray, clusters: np.ndarray, statistic, n: int, empty: str, bootstrap: Bootstrap) -> Estimate:
+def _estimate(
+    columns: np.ndarray, clusters: np.ndarray, statistic: Statistic, n: int, empty: str, bootstrap: Bootstrap
+) -> Estimate:
     if columns.shape[0] == 0:
         nan = float("nan")
         return Estimate(nan, nan, nan, 0, 0, note=empty)
@@ -74,7 +77,7 @@ _NO_SHARED = "no item labelled by both"
 # ------------------------------------------------------------------- several annotators per item
 
 
-def _pairable(counts: np.ndarray, clusters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pairable(counts: ArrayLike, clusters: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     counts = np.asarray(counts, dtype=float)
     m = counts.sum(axis=1)
     keep = m >= 2
@@ -83,27 +86,31 @@ def _pairable(counts: np.ndarray, clusters) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _item_agreement(counts: np.ndarray, m: np.ndarray) -> np.ndarray:
-    return (counts * (counts - 1)).sum(axis=1) / (m * (m - 1))
+    return np.asarray((counts * (counts - 1)).sum(axis=1) / (m * (m - 1)))
 
 
-def percent_agreement(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def percent_agreement(
+    counts: ArrayLike, clusters: ArrayLike | None = None, *, bootstrap: Bootstrap | None = None, **fields: object
+) -> Estimate:
     """Mean share of agreeing annotator pairs per item (items with at least two labels)."""
     counts, m, clusters = _pairable(counts, clusters)
     columns = np.column_stack([np.ones(len(m)), _item_agreement(counts, m)]) if len(m) else np.empty((0, 2))
     return _estimate(columns, clusters, _MEAN_AGREEMENT, len(m), _NO_PAIRS, settings(bootstrap, **fields))
 
 
-def _fleiss_statistic(k: int):
+def _fleiss_statistic(k: int) -> Statistic:
     def statistic(t: np.ndarray) -> np.ndarray:
         p_bar = t[..., 1] / t[..., 0]
         shares = t[..., 2 : 2 + k] / t[..., 2 + k : 3 + k]
         p_e = (shares**2).sum(axis=-1)
-        return (p_bar - p_e) / (1.0 - p_e)
+        return np.asarray((p_bar - p_e) / (1.0 - p_e))
 
     return statistic
 
 
-def fleiss_kappa(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def fleiss_kappa(
+    counts: ArrayLike, clusters: ArrayLike | None = None, *, bootstrap: Bootstrap | None = None, **fields: object
+) -> Estimate:
     """Fleiss' kappa from an (items, categories) count matrix; items with < 2 labels are left out."""
     counts, m, clusters = _pairable(counts, clusters)
     k = counts.shape[1]
@@ -114,17 +121,19 @@ def fleiss_kappa(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | No
     return _estimate(columns, clusters, _fleiss_statistic(k), len(m), _NO_PAIRS, settings(bootstrap, **fields))
 
 
-def _alpha_statistic(k: int):
+def _alpha_statistic(k: int) -> Statistic:
     def statistic(t: np.ndarray) -> np.ndarray:
         n_c = t[..., :k]
         o_cc = t[..., k : 2 * k]
         n = n_c.sum(axis=-1)
-        return 1.0 - (n - 1.0) * (n - o_cc.sum(axis=-1)) / (n**2 - (n_c**2).sum(axis=-1))
+        return np.asarray(1.0 - (n - 1.0) * (n - o_cc.sum(axis=-1)) / (n**2 - (n_c**2).sum(axis=-1)))
 
     return statistic
 
 
-def krippendorff_alpha(counts: np.ndarray, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def krippendorff_alpha(
+    counts: ArrayLike, clusters: ArrayLike | None = None, *, bootstrap: Bootstrap | None = None, **fields: object
+) -> Estimate:
     """Krippendorff's alpha for nominal data from an (items, categories) count matrix.
 
     Items with fewer than two values are not pairable and are left out, as the definition says.
@@ -143,14 +152,14 @@ def krippendorff_alpha(counts: np.ndarray, clusters=None, *, bootstrap: Bootstra
 # --------------------------------------------------------------------------- two annotators
 
 
-def _cohen_statistic(k: int):
+def _cohen_statistic(k: int) -> Statistic:
     def statistic(t: np.ndarray) -> np.ndarray:
         n = t[..., 0]
         p_o = t[..., 1] / n
         first = t[..., 2 : 2 + k] / n[..., None]
         second = t[..., 2 + k : 2 + 2 * k] / n[..., None]
         p_e = (first * second).sum(axis=-1)
-        return (p_o - p_e) / (1.0 - p_e)
+        return np.asarray((p_o - p_e) / (1.0 - p_e))
 
     return statistic
 
@@ -162,7 +171,7 @@ def _pair_columns(x: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
     return np.column_stack([np.ones(len(x)), agree, first, second])
 
 
-def _both(x, y, clusters):
+def _both(x: ArrayLike, y: ArrayLike, clusters: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     x, y = np.asarray(x, dtype=int), np.asarray(y, dtype=int)
     if x.shape != y.shape:
         raise ValueError("the two label vectors differ in length")
@@ -171,7 +180,15 @@ def _both(x, y, clusters):
     return x[keep], y[keep], clusters[keep], int((~keep).sum())
 
 
-def cohen_kappa(x, y, n_categories: int, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def cohen_kappa(
+    x: ArrayLike,
+    y: ArrayLike,
+    n_categories: int,
+    clusters: ArrayLike | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+    **fields: object,
+) -> Estimate:
     """Cohen's kappa between two label vectors (codes; -1 = missing, such items are left out)."""
     x, y, clusters, missing = _both(x, y, clusters)
     k = n_categories
@@ -182,7 +199,9 @@ def cohen_kappa(x, y, n_categories: int, clusters=None, *, bootstrap: Bootstrap 
     return estimate
 
 
-def pair_agreement(x, y, clusters=None, *, bootstrap: Bootstrap | None = None, **fields) -> Estimate:
+def pair_agreement(
+    x: ArrayLike, y: ArrayLike, clusters: ArrayLike | None = None, *, bootstrap: Bootstrap | None = None, **fields: object
+) -> Estimate:
     """Share of items two annotators (or a judge and the humans) labelled alike."""
     x, y, clusters, missing = _both(x, y, clusters)
     columns = np.column_stack([np.ones(len(x)), (x == y).astype(float)]) if len(x) else np.empty((0, 2))

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import secrets
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -37,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nepotism.errors import InputError
 from nepotism.store import Store
@@ -64,21 +66,21 @@ _LOOPBACK = ["127.0.0.1", "localhost", "[::1]", "::1"]
 class _SecurityHeaders:
     """Pure ASGI middleware adding the security headers (and no-store) to every response."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
-        async def wrapped(message):
+        async def wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 names = {name.lower() for name, _ in headers}
                 headers += [h for h in _HEADERS if h[0] not in names]
                 if b"cache-control" not in names:
                     headers.append((b"cache-control", b"no-store"))
-                message = message | {"headers": headers}
+                message = {**message, "headers": headers}
             await send(message)
 
         return await self.app(scope, receive, wrapped)
@@ -105,7 +107,7 @@ class _Annotation:
             lstrip_blocks=True,
         )
 
-    def draw(self, item_id: str):
+    def draw(self, item_id: str) -> Callable[[], str]:
         def choose() -> str:
             if self.order_seed is None:
                 bit = secrets.randbelow(2)
@@ -120,7 +122,7 @@ class _Annotation:
         labels = ann.latest_labels(self.store, self.collection, self.annotator)
         return {label.item_id: label for label in labels}
 
-    def resume_position(self, latest: dict, after: int = 0) -> int | None:
+    def resume_position(self, latest: dict[str, ann.Label], after: int = 0) -> int | None:
         """The first item after ``after`` (wrapping) with no label; else the first skipped one."""
         n = len(self.items)
         for step in range(n):
@@ -133,13 +135,13 @@ class _Annotation:
                     return item.position
         return None
 
-    def render(self, template: str, **context) -> HTMLResponse:
+    def render(self, template: str, **context: object) -> HTMLResponse:
         html = self.env.get_template(template).render(
             collection=self.collection, annotator=self.annotator, total=len(self.items), **context
         )
         return HTMLResponse(html)
 
-    def progress(self, latest: dict) -> dict[str, int]:
+    def progress(self, latest: dict[str, ann.Label]) -> dict[str, int]:
         skipped = sum(1 for label in latest.values() if label.winner is None)
         return {"labelled": len(latest) - skipped, "skipped": skipped, "todo": len(self.items) - len(latest)}
 
@@ -264,7 +266,7 @@ def create_app(
     ]
 
     @contextlib.asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         state.store.close()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +49,7 @@ _REF_COLUMNS = ["instance_id", "model_a", "model_b", "winner", "category"]
 
 def majority(winners: Iterable[str | None], *, min_votes: int = 1) -> str:
     """The outcome of one item from its annotators' canonical labels (None = skip)."""
-    votes = Counter(w for w in winners if w is not None)
+    votes: Counter[Hashable] = Counter(w for w in winners if w is not None)
     if sum(votes.values()) < min_votes or not votes:
         return "unlabelled"
     winner = decide_one(votes)  # plurality; a shared top count is undecided (`nepotism.votes`)
@@ -66,7 +66,7 @@ class ExportSummary:
     annotators: dict[str, dict[str, int]]
     files: list[str]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -118,7 +118,7 @@ def majority_frame(items: Sequence[AnnotationItem], labels: Iterable[Label], *, 
     )
 
 
-def _winner_name(row, outcome: str) -> str:
+def _winner_name(row: pd.Series, outcome: str) -> str:
     return "tie" if outcome == "tie" else row["model_a"] if outcome == "model_a" else row["model_b"]
 
 
@@ -175,9 +175,9 @@ def write_exports(
     collection: str,
     items: Sequence[AnnotationItem],
     labels: Sequence[Label],
-    out: str | os.PathLike | None,
+    out: str | os.PathLike[str] | None,
     *,
-    per_annotator_dir: str | os.PathLike | None = None,
+    per_annotator_dir: str | os.PathLike[str] | None = None,
     suffix: str = ".csv",
     min_votes: int = 1,
 ) -> ExportSummary:

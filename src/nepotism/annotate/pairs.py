@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nepotism.errors import InputError
 from nepotism.tables import read_rows
 from nepotism.store.annotations import AnnotationItem
 from nepotism.store.export import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PAIR_FIELDS",
@@ -42,8 +45,11 @@ PAIR_FIELDS = ("instance_id", "prompt", "model_a", "model_b", "text_a", "text_b"
 TEXT_FIELDS = ("instance_id", "prompt", "model", "text")
 _KNOWN = (*PAIR_FIELDS, "category")
 
+# a prompt as AnnotationItem holds it: a string, or {role, content} messages
+_Prompt = str | tuple[Mapping[str, str], ...]
 
-def _json_lines(path: Path) -> list[tuple[int, dict]]:
+
+def _json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise InputError("no such file", path=str(path))
     suffixes = [s.lower() for s in path.suffixes]
@@ -54,7 +60,7 @@ def _json_lines(path: Path) -> list[tuple[int, dict]]:
     return read_rows(path)
 
 
-def _text(record: dict, key: str, path: Path, line: int, *, allow_empty: bool = False) -> str:
+def _text(record: Mapping[str, Any], key: str, path: Path, line: int, *, allow_empty: bool = False) -> str:
     value = record.get(key)
     if value is None or isinstance(value, (dict, list, bool)):
         raise InputError("missing or not a string", path=str(path), line=line, field=key)
@@ -64,7 +70,7 @@ def _text(record: dict, key: str, path: Path, line: int, *, allow_empty: bool = 
     return value if key.startswith("text") or key == "prompt" else value.strip()
 
 
-def _prompt(record: dict, path: Path, line: int) -> str | tuple[dict, ...]:
+def _prompt(record: Mapping[str, Any], path: Path, line: int) -> _Prompt:
     value = record.get("prompt")
     if isinstance(value, list):
         messages = []
@@ -82,12 +88,12 @@ def _prompt(record: dict, path: Path, line: int) -> str | tuple[dict, ...]:
     return _text(record, "prompt", path, line)
 
 
-def _category(record: dict) -> str | None:
+def _category(record: Mapping[str, Any]) -> str | None:
     value = record.get("category")
     return None if value is None or str(value).strip() == "" else str(value)
 
 
-def read_pairs_file(path: str | os.PathLike) -> list[AnnotationItem]:
+def read_pairs_file(path: str | os.PathLike[str]) -> list[AnnotationItem]:
     """Read a pairs file (format 1 in the module docstring)."""
     path = Path(path)
     items: list[AnnotationItem] = []
@@ -121,11 +127,11 @@ def _pair_key(instance_id: str, a: str, b: str) -> str:
     return json.dumps([instance_id, *sorted((a, b))])
 
 
-def read_texts(path: str | os.PathLike) -> dict[tuple[str, str], tuple[Any, str, str | None]]:
+def read_texts(path: str | os.PathLike[str]) -> dict[tuple[str, str], tuple[_Prompt, str, str | None]]:
     """Read a texts file: ``(instance_id, model) -> (prompt, text, category)``."""
     path = Path(path)
-    texts: dict[tuple[str, str], tuple[Any, str, str | None]] = {}
-    prompts: dict[str, tuple[Any, int]] = {}
+    texts: dict[tuple[str, str], tuple[_Prompt, str, str | None]] = {}
+    prompts: dict[str, tuple[_Prompt, int]] = {}
     for line, record in _json_lines(path):
         instance_id = _text(record, "instance_id", path, line)
         model = _text(record, "model", path, line)
@@ -143,7 +149,13 @@ def read_texts(path: str | os.PathLike) -> dict[tuple[str, str], tuple[Any, str,
     return texts
 
 
-def items_from_judgments(frame, texts: dict, *, judgments_path: str = "", texts_path: str = "") -> list[AnnotationItem]:
+def items_from_judgments(
+    frame: pd.DataFrame,
+    texts: Mapping[tuple[str, str], tuple[_Prompt, str, str | None]],
+    *,
+    judgments_path: str = "",
+    texts_path: str = "",
+) -> list[AnnotationItem]:
     """One item per distinct (instance, unordered pair) of a validated pairwise judgments frame."""
     items: list[AnnotationItem] = []
     seen: set[str] = set()
@@ -173,7 +185,7 @@ def items_from_judgments(frame, texts: dict, *, judgments_path: str = "", texts_
     return items
 
 
-def load_pairs(path: str | os.PathLike, texts: str | os.PathLike | None = None) -> list[AnnotationItem]:
+def load_pairs(path: str | os.PathLike[str], texts: str | os.PathLike[str] | None = None) -> list[AnnotationItem]:
     """The items of ``PAIRS``: a pairs file, or a pairwise judgments file plus ``texts``."""
     if texts is None:
         return read_pairs_file(path)
@@ -200,7 +212,7 @@ def _record(item: AnnotationItem) -> dict[str, Any]:
     return record
 
 
-def write_pairs(items: Iterable[AnnotationItem], out: str | os.PathLike) -> int:
+def write_pairs(items: Iterable[AnnotationItem], out: str | os.PathLike[str]) -> int:
     """Write ``items`` as a pairs file (JSON Lines), atomically; return the count."""
     out = Path(out)
     records = [_record(item) for item in items]

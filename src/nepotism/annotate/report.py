@@ -22,6 +22,7 @@ import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +61,7 @@ def label_matrix(items: Sequence[AnnotationItem], labels: Sequence[Label]) -> tu
     return matrix, annotators
 
 
-def _timing(labels: Sequence[Label], annotator: str) -> dict:
+def _timing(labels: Sequence[Label], annotator: str) -> dict[str, float | None]:
     times = [lab.elapsed_ms / 1000.0 for lab in labels if lab.annotator == annotator and lab.elapsed_ms is not None]
     if not times:
         return {"median_seconds_per_label": None, "labels_per_minute": None}
@@ -74,16 +75,18 @@ def judge_agreement(
     judgments: pd.DataFrame,
     *,
     bootstrap: Bootstrap | None = None,
-) -> tuple[dict[str, dict], int]:
+) -> tuple[dict[str, dict[str, dict[str, Any]]], int]:
     """Per judge: agreement and Cohen's kappa with the human majority; and the unmatched rows."""
     outcomes, unmatched, _ = pair_outcomes(items, judgments)
     human = dict(zip(majorities["item_id"], majorities["outcome"], strict=True))
     instance = {item.item_id: item.instance_id for item in items}
     unparsed = _unparsed_by_judge(items, judgments)
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, dict[str, Any]]] = {}
     judges = sorted(set(map(str, judgments["judge"])))
     for judge in judges:
-        codes, truth, clusters = [], [], []
+        codes: list[int] = []
+        truth: list[int] = []
+        clusters: list[str] = []
         no_majority = 0
         for item_id, per_judge in outcomes.items():
             for outcome in per_judge.get(judge, []):
@@ -95,12 +98,15 @@ def judge_agreement(
                 clusters.append(instance[item_id])
         excluded = {"no verdict": unparsed.get(judge, 0), "no human majority": no_majority}
         excluded = {k: v for k, v in excluded.items() if v}
-        entry = {}
-        for name, function in (("agreement", pair_agreement), ("cohen_kappa", cohen_kappa)):
-            args = (codes, truth, len(WINNERS)) if name == "cohen_kappa" else (codes, truth)
-            estimate = function(*args, clusters=np.asarray(clusters, dtype=object), bootstrap=bootstrap)
-            estimate = replace(estimate, n_excluded=sum(excluded.values()), excluded=excluded)
-            entry[name] = estimate.as_dict()
+        units = np.asarray(clusters, dtype=object)
+        estimates = {
+            "agreement": pair_agreement(codes, truth, units, bootstrap=bootstrap),
+            "cohen_kappa": cohen_kappa(codes, truth, len(WINNERS), units, bootstrap=bootstrap),
+        }
+        entry = {
+            name: replace(estimate, n_excluded=sum(excluded.values()), excluded=excluded).as_dict()
+            for name, estimate in estimates.items()
+        }
         results[judge] = entry
     return results, unmatched
 
@@ -130,12 +136,12 @@ def agreement_report(
     judgments: pd.DataFrame | None = None,
     min_votes: int = 1,
     bootstrap: Bootstrap | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Everything `nepotism annotate agreement` prints, as plain data (NaN as None)."""
     matrix, annotators = label_matrix(items, labels)
     clusters = np.asarray([item.instance_id for item in items], dtype=object)
     counts = category_counts(matrix, len(WINNERS))
-    report: dict = {
+    report: dict[str, Any] = {
         "collection": collection,
         "n_items": len(items),
         "categories": list(WINNERS),

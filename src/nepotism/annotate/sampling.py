@@ -27,12 +27,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError
 from nepotism.store.annotations import AnnotationItem
+
+if TYPE_CHECKING:
+    from nepotism.models import Registry
 
 __all__ = ["STRATEGIES", "SampleSummary", "pair_outcomes", "sample_items"]
 
@@ -53,7 +57,7 @@ class SampleSummary:
     n_unmatched_judgments: int
     n_unparsed_judgments: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | int]:
         return dict(self.__dict__)
 
 
@@ -107,13 +111,13 @@ def _disagreement(per_judge: dict[str, list[str]]) -> float:
     return float(1.0 - mean.max())
 
 
-def _own(registry, judge: str, model: str) -> bool:
+def _own(registry: Registry | None, judge: str, model: str) -> bool:
     if registry is not None and registry.knows(judge) and registry.knows(model):
         return registry.resolve(judge) == registry.resolve(model)
     return _base(judge) == _base(model)
 
 
-def _self_preference(item: AnnotationItem, per_judge: dict[str, list[str]], registry) -> float:
+def _self_preference(item: AnnotationItem, per_judge: dict[str, list[str]], registry: Registry | None) -> float:
     own_wins, own_total, other_against, other_total = 0, 0, 0, 0
     selves: list[str] = []
     for judge, verdicts in per_judge.items():
@@ -142,7 +146,7 @@ def sample_items(
     strategy: str = "uniform",
     seed: int = 0,
     judgments: pd.DataFrame | None = None,
-    registry=None,
+    registry: Registry | None = None,
     fill: bool = False,
 ) -> tuple[list[AnnotationItem], SampleSummary]:
     """Draw up to ``n`` items by ``strategy``; returns them (in sampled order) and a summary."""

@@ -10,6 +10,11 @@ import ipaddress
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
 
 __all__ = ["BackgroundServer", "bind", "is_loopback", "run"]
 
@@ -39,7 +44,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(app):
+def _server(app: ASGIApp) -> uvicorn.Server:
     import uvicorn
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
@@ -52,7 +57,7 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def run(app, sock: socket.socket) -> None:
+def run(app: ASGIApp, sock: socket.socket) -> None:
     """Serve ``app`` on ``sock`` until interrupted (Ctrl-C)."""
     _server(app).run(sockets=[sock])
 
@@ -63,7 +68,7 @@ class BackgroundServer:
     Use as a context manager or call `start` and `stop`; ``url`` is the base address.
     """
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
         self._sock = bind(host, port)
         self.url = _url(self._sock)
         self._server = _server(app)

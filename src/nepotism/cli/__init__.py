@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from typing import Any
 
 import click
 
@@ -52,7 +53,7 @@ class _Main(click.Group):
     def commands(self, value: dict[str, click.Command]) -> None:
         self._commands = value
 
-    def main(self, *args, **kwargs):
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # click's Command.main returns Any
         from nepotism.cli._common import INTERNAL_ERROR, report_internal_error, whole_output
 
         with whole_output():
@@ -66,7 +67,7 @@ class _Main(click.Group):
         ctx.meta["nepotism.json"] = "--json" in args
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:  # as click's Group.invoke
         import contextlib
 
         from nepotism.cli._common import json_stdout

@@ -9,14 +9,20 @@ only: the verdicts come from `nepotism.audit` (`Results.verdicts`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from nepotism.cli._common import print_table, unknown_names_lines
 
+if TYPE_CHECKING:
+    from nepotism.results import Results, Verdict
+
 __all__ = ["exclusion_lines", "flagged_lines", "names_line", "print_answer", "print_verdicts", "verdict_sentences"]
 
 
-def print_answer(results, title: str, *, output_format: str) -> None:
+def print_answer(results: Results, title: str, *, output_format: str) -> None:
     """Verdicts, names, sentences, what each judge saw and the exclusions, in that order."""
     print_verdicts(results, title, output_format=output_format)
     for line in verdict_sentences(results.verdicts):
@@ -26,9 +32,9 @@ def print_answer(results, title: str, *, output_format: str) -> None:
         click.echo(line)
 
 
-def names_line(summary) -> str | None:
+def names_line(summary: Mapping[str, Any]) -> str | None:
     """``Registry names: gpt4_0314 = gpt-4-0314; ...`` for the judges whose name in the data differs."""
-    seen = {}
+    seen: dict[str, str] = {}
     for entry in summary.get("relations") or []:
         if entry.get("judge_id") and entry["judge_id"] != entry["judge"]:
             seen[entry["judge"]] = entry["judge_id"]
@@ -37,7 +43,7 @@ def names_line(summary) -> str | None:
     return "Judges named otherwise in the registry: " + "; ".join(f"{k} = {v}" for k, v in sorted(seen.items()))
 
 
-def print_verdicts(results, title: str, *, output_format: str) -> None:
+def print_verdicts(results: Results, title: str, *, output_format: str) -> None:
     """The verdict table (one row per judge and relation; a reference judge on one row) and the names line."""
     from nepotism.analyses.verdicts import summary_rows
 
@@ -70,13 +76,13 @@ def print_verdicts(results, title: str, *, output_format: str) -> None:
         click.echo(line)
 
 
-def verdict_sentences(verdicts) -> list[str]:
+def verdict_sentences(verdicts: Iterable[Verdict]) -> list[str]:
     """The plain sentence of every verdict with evidence (measured or too little data), one line each."""
     lines = [f"  - {v.sentence}" for v in verdicts if v.status != "not-measurable"]
     return ["In words:"] + lines if lines else []
 
 
-def _judges_table(results, *, output_format: str) -> None:
+def _judges_table(results: Results, *, output_format: str) -> None:
     """What each judge saw: kind, prompts, generators by relation, unknown names."""
     entries = results.summary.get("relations") or []
     if not entries:
@@ -104,7 +110,7 @@ def _judges_table(results, *, output_format: str) -> None:
         click.echo(line)
 
 
-def exclusion_lines(records) -> list[str]:
+def exclusion_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """``Judgments without a verdict`` then one line per judge, condition and kind that has any, by reason."""
     rows = [r for r in records if r["metric"] == "excluded-verdicts" and "slice" not in (r.get("variant") or {})]
     if not rows:
@@ -125,7 +131,7 @@ def exclusion_lines(records) -> list[str]:
     return lines + flagged_lines(records)
 
 
-def flagged_lines(records) -> list[str]:
+def flagged_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per generator an ``exclusion-share-gap`` record flags (none when nothing is flagged)."""
     rows = [r for r in records if r["metric"] == "exclusion-share-gap" and r.get("flagged")]
     if not rows:

@@ -14,10 +14,21 @@ import os
 import re
 import select
 import sys
-from collections.abc import Mapping
-from typing import TextIO
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+    from nepotism.experiment import Experiment
+    from nepotism.runner import ProgressView
+
+_R = TypeVar("_R")
+#: a click command's callback: options the decorators below add arrive as keyword arguments
+_Callback = Callable[..., _R]
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -62,7 +73,7 @@ class Finite(click.FloatRange):
 
     name = "number"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
@@ -83,7 +94,7 @@ def finite_value(text: str, option: str, low: float | None = None, high: float |
 _UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4, "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
 
 
-class Size(click.ParamType):
+class Size(click.ParamType[int]):
     """A whole size from ``minimum`` up to ``maximum``: a number with an optional unit (``64Mi`` =
     64 * 1024**2, ``1G`` = 10**9, ``B`` allowed after it: ``16MiB``)."""
 
@@ -92,7 +103,7 @@ class Size(click.ParamType):
     def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
         self.minimum, self.maximum = minimum, maximum
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
         else:
@@ -109,7 +120,7 @@ class Size(click.ParamType):
         return number
 
 
-def input_limit_options(callback):
+def input_limit_options(callback: _Callback[_R]) -> _Callback[_R]:
     """Add the top-level --max-decompressed, --max-line, --max-cell and --max-depth options (the
     limits on reading user files, `nepotism.input_limits`) and read every file of the command
     within them."""
@@ -118,7 +129,7 @@ def input_limit_options(callback):
     defaults = input_limits.DEFAULTS
 
     @functools.wraps(callback)
-    def function(*args, max_decompressed, max_line, max_cell, max_depth, **kwargs):
+    def function(*args: Any, max_decompressed: int, max_line: int, max_cell: int, max_depth: int, **kwargs: Any) -> _R:
         limits = input_limits.InputLimits(decompressed=max_decompressed, line=max_line, cell=max_cell, depth=max_depth)
         click.get_current_context().with_resource(input_limits.applied(limits))
         return callback(*args, **kwargs)
@@ -142,12 +153,12 @@ def input_limit_options(callback):
     return function
 
 
-def bootstrap_options(callback):
+def bootstrap_options(callback: _Callback[_R]) -> _Callback[_R]:
     """Add --bootstrap, --seed, --confidence and --ci-method; the command receives them as one
     ``bootstrap`` argument (a `nepotism.metrics.Bootstrap`)."""
 
     @functools.wraps(callback)
-    def function(*args, n_resamples, seed, confidence, ci_method, **kwargs):
+    def function(*args: Any, n_resamples: int, seed: int, confidence: float, ci_method: str, **kwargs: Any) -> _R:
         from nepotism.metrics.bootstrap import Bootstrap
 
         settings = Bootstrap(n_resamples=n_resamples, confidence_level=confidence, method=ci_method, seed=seed)
@@ -181,7 +192,7 @@ def bootstrap_options(callback):
     return function
 
 
-def models_option(function):
+def models_option(function: _Callback[_R]) -> _Callback[_R]:
     """Add a repeatable --models FILE that extends the bundled registry."""
     return click.option(
         "--models",
@@ -192,7 +203,7 @@ def models_option(function):
     )(function)
 
 
-def format_option(function):
+def format_option(function: _Callback[_R]) -> _Callback[_R]:
     """Add --format auto|table|plain|tsv (how rows are printed; --json stays the machine format)."""
     return click.option(
         "--format",
@@ -208,7 +219,7 @@ def format_option(function):
 _PAD_CAP = 40
 
 
-def max_failure_rate_option(calls: str):
+def max_failure_rate_option(calls: str) -> Callable[[_Callback[_R]], _Callback[_R]]:
     """``--max-failure-rate``: the share of ``calls`` (e.g. "the run's calls (generation, judging,
     perplexity)") allowed to fail without exit status 3 (`exit_if_calls_failed`)."""
     return click.option(
@@ -220,7 +231,7 @@ def max_failure_rate_option(calls: str):
     )
 
 
-def exit_if_calls_failed(phases, max_failure_rate: float) -> None:
+def exit_if_calls_failed(phases: Iterable[Mapping[str, Any]], max_failure_rate: float) -> None:
     """Exit with status 3 and one line on stderr when more than ``max_failure_rate`` of the calls
     of ``phases`` (the counters of a command's phases, `RunStats.as_dict`: ``failed``, ``total``,
     ``errors``) failed: they are stored, and a rerun retries them (completed calls are not
@@ -295,11 +306,11 @@ def print_table(title: str, header: list[str], rows: list[list[str]], *, output_
 
 
 #: The real stdout while a ``--json`` command runs (`json_stdout`), else None.
-_JSON_STDOUT = None
+_JSON_STDOUT: TextIO | None = None
 
 
 @contextlib.contextmanager
-def json_stdout():
+def json_stdout() -> Iterator[None]:
     """While a ``--json`` command runs, anything else written to stdout (a library's or a trainer's
     log lines, progress text) goes to stderr, so stdout carries exactly the one document
     `echo_json` writes."""
@@ -312,7 +323,7 @@ def json_stdout():
         _JSON_STDOUT = None
 
 
-def echo_json(value) -> None:
+def echo_json(value: object) -> None:
     """Print one JSON document (indented, sorted keys) to stdout — the real one under `json_stdout`."""
     write_all(_JSON_STDOUT or sys.stdout, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -368,14 +379,17 @@ class _WholeWrites(io.RawIOBase):
     def isatty(self) -> bool:
         return os.isatty(self._fd)
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def read(self, size: int = -1, /) -> bytes:
+        raise io.UnsupportedOperation("read")  # write-only, as RawIOBase is when not readable
+
+    def write(self, data: ReadableBuffer) -> int:
         view = memoryview(data)
         _write_whole(self._fd, view)
         return view.nbytes
 
 
 @contextlib.contextmanager
-def whole_output():
+def whole_output() -> Iterator[None]:
     """While the command line runs, ``sys.stdout`` and ``sys.stderr`` (what click.echo, rich's
     tables and progress bar, print, warnings and error messages write to) are text streams over
     the same descriptors whose every write reaches them whole (`_write_whole`), not buffered: a
@@ -402,7 +416,10 @@ def _whole(stream: TextIO) -> TextIO | None:
     except (AttributeError, OSError, ValueError):
         return None
     stream.flush()
-    return io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding, errors=stream.errors, write_through=True)
+    # typeshed's _WrappedBuffer protocol asks for a ``name``, which TextIOWrapper reads only when its
+    # own .name is asked for (its repr skips it when missing): the stub is stricter than the runtime
+    raw = _WholeWrites(fd)
+    return io.TextIOWrapper(raw, encoding=stream.encoding, errors=stream.errors, write_through=True)  # type: ignore[type-var]
 
 
 #: The exit status of an unexpected exception in a command (a bug, not the input): sysexits'
@@ -431,17 +448,15 @@ def report_internal_error(err: BaseException) -> None:
         pass
 
 
-def store_path_of(store_path, experiment):
+def store_path_of(store_path: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
     """The store file of an experiment command: --store, else the experiment's ``store``, else
     $NEPOTISM_STORE, else ./nepotism.db (nothing is created)."""
-    from pathlib import Path
-
     from nepotism.store import default_store_path
 
     return Path(store_path) if store_path else (Path(experiment.store) if experiment.store else default_store_path())
 
 
-def experiment_store(store_path, experiment):
+def experiment_store(store_path: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
     """`store_path_of`, its folder created (an `InputError` naming it when it cannot be)."""
     from nepotism.errors import InputError
 
@@ -453,7 +468,7 @@ def experiment_store(store_path, experiment):
     return path
 
 
-def run_live(job, *, progress: bool | None, as_json: bool = False):
+def run_live(job: Callable[[ProgressView], Coroutine[Any, Any, _R]], *, progress: bool | None, as_json: bool = False) -> _R:
     """``asyncio.run(job(view))`` under a progress view, on uvloop where installed (`nepotism._loop`);
     Ctrl-C prints that every completed call is stored and exits 130 (the run resumes when started
     again); SIGTERM (a scheduler stopping the job) the same, exit 143. With ``as_json`` stdout still
@@ -475,7 +490,7 @@ def run_live(job, *, progress: bool | None, as_json: bool = False):
 
 
 @contextlib.contextmanager
-def named_as_typed(names: Mapping[str, str]):
+def named_as_typed(names: Mapping[str, str]) -> Iterator[None]:
     """Re-raise an `InputError` whose field is a library argument (``source``, ``correlate``) under
     the command's own name for it (``JUDGMENTS``, ``--correlate``), so the message names what the
     user typed."""
@@ -484,7 +499,7 @@ def named_as_typed(names: Mapping[str, str]):
     try:
         yield
     except InputError as err:
-        if err.field in names:
+        if err.field is not None and err.field in names:
             err.field = names[err.field]
             err.args = (str(err),)
         raise
@@ -496,10 +511,10 @@ def unknown_names_lines(names: list[str], what: tuple[str, str], *, indent: str 
     name them in a models file: the lines `import` and `metrics` print."""
     if not names:
         return []
-    what = what[0] if len(names) == 1 else what[1]
+    said = what[0] if len(names) == 1 else what[1]
     listed = ", ".join(repr(n) for n in names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
     return [
-        f"{indent}{len(names)} {what}: {listed}",
+        f"{indent}{len(names)} {said}: {listed}",
         f'{indent}name them in a models file passed with --models: [aliases] "GPT 4" = "gpt-4" for a model '
         'the registry knows under another name (`nepotism models list`), [families] "Anthropic" = '
         '["Claude 2", ...] for models it does not know (README, Model registry)',

@@ -7,12 +7,18 @@ Only argument handling and printing live here; the work is done by `nepotism.ann
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nepotism.cli._common import bootstrap_options, echo_json, models_option
 from nepotism.errors import InputError
+
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
+    from nepotism.store import Store
 
 __all__ = ["command"]
 
@@ -28,7 +34,7 @@ def _store_path(path: Path | None) -> Path:
     return default_store_path() if path is None else path
 
 
-def _open_existing(path: Path | None):
+def _open_existing(path: Path | None) -> Store:
     from nepotism.store import Store
 
     path = _store_path(path)
@@ -37,7 +43,7 @@ def _open_existing(path: Path | None):
     return Store(path)
 
 
-def _pick_collection(store, name: str | None) -> str:
+def _pick_collection(store: Store, name: str | None) -> str:
     from nepotism.store.annotations import collection_names
 
     names = collection_names(store)
@@ -134,7 +140,7 @@ def serve(
         ) from None
     path = _store_path(store_path)
     with Store(path) as store:
-        if items is not None:
+        if pairs is not None and items is not None:  # items are read from PAIRS only
             collection = collection or pairs.name.split(".")[0]
             added = add_collection(store, collection, items)
             note = f"added {added} pairs" if added else f"{len(items)} pairs already stored"
@@ -304,7 +310,7 @@ def export(
         click.echo(f"added {added} references to the store")
 
 
-def _fmt(estimate: dict) -> str:
+def _fmt(estimate: Mapping[str, Any]) -> str:
     value = estimate["value"]
     if value is None:
         return f"undefined ({estimate['note'] or 'no data'})"
@@ -333,7 +339,7 @@ def _fmt(estimate: dict) -> str:
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def agreement(
-    store_path: Path | None, collection: str | None, judgments: Path | None, min_votes: int, bootstrap, as_json: bool
+    store_path: Path | None, collection: str | None, judgments: Path | None, min_votes: int, bootstrap: Bootstrap, as_json: bool
 ) -> None:
     """Agreement among annotators (pairwise, Cohen's and Fleiss' kappa, Krippendorff's alpha) and
     of each judge with the human majority, with bootstrap intervals over prompts."""

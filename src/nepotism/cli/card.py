@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -22,7 +24,7 @@ from nepotism.cli._common import echo_json
 @click.option("--judge", "judges", multiple=True, help="Only these judges (repeatable); default all.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Also write card.json and card.md here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cards as JSON.")
-def command(results, thresholds_file, check, judges, out_dir, as_json):
+def command(results: str, thresholds_file: str, check: bool, judges: tuple[str, ...], out_dir: str | None, as_json: bool) -> None:
     """Judge cards for RESULTS (a results JSON file) against thresholds.
 
     For each judge: which biases were measured, on what data, with n and intervals, and each
@@ -81,7 +83,7 @@ def command(results, thresholds_file, check, judges, out_dir, as_json):
         sys.exit(1)
 
 
-def _failures(cards) -> str:
+def _failures(cards: Mapping[str, Any]) -> str:
     parts = [
         f"{judge}: {sum(c['status'] == 'fail' for c in card['checks'])} failed"
         for judge, card in cards["judges"].items()
@@ -92,7 +94,7 @@ def _failures(cards) -> str:
     return "; ".join(parts)
 
 
-def _text(cards) -> str:
+def _text(cards: Mapping[str, Any]) -> str:
     lines = [f"Judge cards: {cards['status'].upper()}", ""]
     for judge, card in cards["judges"].items():
         name = card["judge_id"] or judge

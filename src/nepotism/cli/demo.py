@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from nepotism.cli._answer import print_answer
 from nepotism.cli._common import bootstrap_options, echo_json
+
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
 
 
 @click.command("demo")
@@ -35,7 +39,7 @@ from nepotism.cli._common import bootstrap_options, echo_json
     default=None,
     help="With --live: use only the first N of the twelve bundled items (a quicker check).",
 )
-def command(out_dir, bootstrap, as_json, live, items):
+def command(out_dir: str, bootstrap: Bootstrap, as_json: bool, live: bool, items: int | None) -> None:
     """Audit two GPT-4 judges and a Claude judge from real AlpacaEval judgments, bundled here.
 
     Prints each judge's preference for its own answers, its model family and models trained on
@@ -93,7 +97,7 @@ def command(out_dir, bootstrap, as_json, live, items):
     click.echo(f"Wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.1f} s.")
 
 
-def _live(out_dir: str, *, bootstrap, as_json: bool, items: int | None) -> None:
+def _live(out_dir: str, *, bootstrap: Bootstrap, as_json: bool, items: int | None) -> None:
     import dataclasses
     from pathlib import Path
 

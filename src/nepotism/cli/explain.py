@@ -8,10 +8,16 @@ control characters (terminal escapes, bidirectional overrides) are printed as vi
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nepotism.cli._common import bootstrap_options, echo_json, models_option, named_as_typed
+
+if TYPE_CHECKING:
+    from nepotism.analyses.cases import Case, Explanation
+    from nepotism.metrics import Bootstrap
 
 #: How many characters of a prompt or an answer are printed unless --full (``--json`` holds them whole).
 _CHARS = 1200
@@ -81,22 +87,22 @@ _ARGUMENT = {"source": "SOURCE", "limit": "--limit"}
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: the verdict and its cases.")
 def command(
-    source,
-    judge,
-    scope,
-    condition,
-    texts,
-    limit,
-    full,
-    reference,
-    kind,
-    rule,
-    reference_vote,
-    min_prompts,
-    models_files,
-    bootstrap,
-    as_json,
-):
+    source: tuple[str, ...],
+    judge: str,
+    scope: str,
+    condition: str | None,
+    texts: str | None,
+    limit: int,
+    full: bool,
+    reference: tuple[str, ...],
+    kind: str | None,
+    rule: str,
+    reference_vote: str,
+    min_prompts: int,
+    models_files: tuple[str, ...],
+    bootstrap: Bootstrap,
+    as_json: bool,
+) -> None:
     """Show the verdict for one judge and relation, then the cases behind it.
 
     SOURCE is what `nepotism metrics` takes: judgment tables, a store, or the output folder of
@@ -161,7 +167,7 @@ def _block(label: str, text: str | None, *, full: bool, indent: str = "     ") -
     return lines
 
 
-def explanation_lines(found, *, full: bool = False) -> list[str]:
+def explanation_lines(found: Explanation, *, full: bool = False) -> list[str]:
     """The plain text of an explanation: the verdict, how the cases were chosen, each direction's cases."""
     from nepotism.analyses.cases import compared_words, one_line, reading_words, truth_words
     from nepotism.analyses.verdicts import SCOPE_WORDS
@@ -214,11 +220,11 @@ def explanation_lines(found, *, full: bool = False) -> list[str]:
     return lines
 
 
-def _own(case, judge: str):
+def _own(case: Case, judge: str) -> Mapping[str, Any] | None:
     return next((j for j in case.judges if j["judge"] == judge and j["role"] == "this judge"), None)
 
 
-def _judge(reading, condition: str) -> str:
+def _judge(reading: Mapping[str, Any], condition: str) -> str:
     """A judge's name, with its condition when it is not the verdict's."""
     other = reading.get("condition")
     return reading["judge"] if other in (None, condition) else f"{reading['judge']} under '{other}'"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from nepotism.cli._common import Finite, bootstrap_options, echo_json, models_option
+
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
 
 
 @click.command("grade")
@@ -55,7 +60,20 @@ from nepotism.cli._common import Finite, bootstrap_options, echo_json, models_op
     "bootstrap interval over instances, and the 2x2 table).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and the ungradable rows as JSON.")
-def command(responses, task, jury, rubrics, exclude_related, models_files, bootstrap, out, instances, timeout, against, as_json):
+def command(
+    responses: str,
+    task: str | None,
+    jury: str | None,
+    rubrics: str | None,
+    exclude_related: bool,
+    models_files: tuple[str, ...],
+    bootstrap: Bootstrap,
+    out: str,
+    instances: str | None,
+    timeout: float,
+    against: str | None,
+    as_json: bool,
+) -> None:
     """Grade RESPONSES (instance_id, model, text + the task's truth columns) into a reference table,
     or, with --jury, build a rubric reference from a jury of judges' verdicts (RESPONSES is then a
     rubric judgments table, e.g. `nepotism import FILE --format healthbench`) and meta-evaluate
@@ -121,7 +139,16 @@ def command(responses, task, jury, rubrics, exclude_related, models_files, boots
         )
 
 
-def _jury(judgments_file, jury, rubrics, exclude_related, models_files, bootstrap, out, as_json) -> None:
+def _jury(
+    judgments_file: str,
+    jury: str,
+    rubrics: str | None,
+    exclude_related: bool,
+    models_files: tuple[str, ...],
+    bootstrap: Bootstrap,
+    out: str,
+    as_json: bool,
+) -> None:
     """``--jury``: the rubric reference and the judges' meta-evaluation (library: grading.rubric_reference)."""
     from nepotism.errors import InputError
     from nepotism.grading.jury import registry_related

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -12,17 +14,24 @@ from nepotism.cli._common import echo_json, models_option, unknown_names_lines
 
 from nepotism._files import temp_beside
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nepotism.errors import InputError
+    from nepotism.importers import Imported
+    from nepotism.models import Registry
+
 __all__ = ["command"]
 
 _REFERENCE_KINDS = ("preference-ref", "correctness-ref", "rubric-ref", "rubric-items", "rubric-labels")
 
 
-def _write_texts(texts, path: Path, *, gz: bool) -> None:
+def _write_texts(texts: pd.DataFrame, path: Path, *, gz: bool) -> None:
     """One JSON object per line; NaN and None become null."""
     import gzip
 
-    opener = (lambda: gzip.open(path, "wt", encoding="utf-8")) if gz else (lambda: open(path, "w", encoding="utf-8"))
-    with opener() as handle:
+    handle: TextIO
+    with gzip.open(path, "wt", encoding="utf-8") if gz else open(path, "w", encoding="utf-8") as handle:
         for record in texts.astype(object).where(texts.notna(), None).to_dict(orient="records"):
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
@@ -44,7 +53,7 @@ def _check_suffix(path: Path | None, option: str, allowed: tuple[str, ...]) -> N
 _NAME_COLUMNS = ("judge", "model", "model_a", "model_b", "winner")
 
 
-def _unknown_names(imported, registry) -> list[str]:
+def _unknown_names(imported: Imported, registry: Registry) -> list[str]:
     """The judge and generator names of the main table the registry does not know (``@tags`` dropped)."""
     frame = imported.tables[imported.main]
     names = {
@@ -56,11 +65,11 @@ def _unknown_names(imported, registry) -> list[str]:
     return sorted(n for n in names if n.strip() and not registry.knows(n))
 
 
-def _canonicalise(imported, registry) -> int:
+def _canonicalise(imported: Imported, registry: Registry) -> int:
     """Replace model and judge names with registry ids, keeping @tags; return how many stayed unknown."""
     unknown: set[str] = set()
 
-    def one(name):
+    def one(name: object) -> object:
         if not isinstance(name, str):
             return name
         base, sep, tag = name.partition("@")
@@ -103,7 +112,7 @@ def _print_formats(as_json: bool) -> None:
         )
 
 
-def _invalid(err, kind: str, target: Path, tmp: Path):
+def _invalid(err: InputError, kind: str, target: Path, tmp: Path) -> InputError:
     """The read-back error of a written table, pointing at the upstream row it came from when known."""
     from nepotism.errors import InputError
     from nepotism.tables import read_rows
@@ -123,9 +132,9 @@ def _invalid(err, kind: str, target: Path, tmp: Path):
     )
 
 
-def _reference_targets(values) -> list[tuple[str | None, Path]]:
+def _reference_targets(values: Iterable[str]) -> list[tuple[str | None, Path]]:
     """``--reference-out`` values as (kind or None, path): ``KIND=FILE`` names the companion table."""
-    out = []
+    out: list[tuple[str | None, Path]] = []
     for value in values:
         kind, sep, rest = str(value).partition("=")
         out.append((kind, Path(rest)) if sep and kind in _REFERENCE_KINDS else (None, Path(value)))
@@ -242,27 +251,27 @@ def _assign_references(targets: list[tuple[str | None, Path]], references: list[
 @click.option("--list", "list_formats", is_flag=True, help="List the formats, their tables and options, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(
-    sources,
-    fmt,
-    out,
-    reference_outs,
-    texts_out,
-    judge,
-    baseline,
-    benchmark,
-    generator,
-    instructions,
-    verdicts,
-    map_items,
-    value_items,
-    mapping,
-    kind,
-    models_files,
-    models_out,
-    canonical,
-    list_formats,
-    as_json,
-):
+    sources: tuple[Path, ...],
+    fmt: str | None,
+    out: Path | None,
+    reference_outs: tuple[str, ...],
+    texts_out: Path | None,
+    judge: str | None,
+    baseline: str | None,
+    benchmark: str | None,
+    generator: str | None,
+    instructions: Path | None,
+    verdicts: str | None,
+    map_items: tuple[str, ...],
+    value_items: tuple[str, ...],
+    mapping: Path | None,
+    kind: str | None,
+    models_files: tuple[str, ...],
+    models_out: Path | None,
+    canonical: bool,
+    list_formats: bool,
+    as_json: bool,
+) -> None:
     """Import published judgments in SOURCE files into recorded tables.
 
     `nepotism import --list` shows every format (FastChat single and pair grades, MT-Bench human
@@ -333,7 +342,7 @@ def command(
         raise InputError("two outputs name the same file", field="--out")
 
     temps: list[tuple[Path, Path]] = []
-    summary = {
+    summary: dict[str, Any] = {
         "format": fmt,
         "sources": [str(s) for s in sources],
         "outputs": {},
@@ -350,7 +359,7 @@ def command(
             except InputError as err:
                 raise _invalid(err, kind, target, tmp) from None
             summary["outputs"][str(target)] = {"kind": kind, "rows": len(table)}
-        if texts_out is not None:
+        if texts_out is not None and imported.texts is not None:  # (checked above: --texts-out needs texts)
             tmp = temp_beside(texts_out)
             temps.append((tmp, texts_out))
             _write_texts(imported.texts, tmp, gz=texts_out.suffix == ".gz")
@@ -398,7 +407,7 @@ def command(
         click.echo(line)
 
 
-def _families_toml(families: dict[str, str], sources) -> str:
+def _families_toml(families: dict[str, str], sources: Iterable[Path]) -> str:
     """A models file giving each name its family (`nepotism.models.loading`'s ``[families]``)."""
     by_family: dict[str, list[str]] = {}
     for name, family in sorted(families.items()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,13 +23,16 @@ from nepotism.cli._common import (
     store_path_of,
 )
 
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
+
 __all__ = ["command"]
 
 
 class _Group(click.Group):
     """A group whose first argument may be an experiment file (then the verb is ``run``)."""
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         if args and args[0] not in self.commands and args[0].endswith(".toml"):
             args = ["run", *args]
         return super().resolve_command(ctx, args)
@@ -148,7 +152,7 @@ def audit(
     reference_judge: str | None,
     reference_leaderboard: Path | None,
     top: int | None,
-    bootstrap,
+    bootstrap: Bootstrap,
     as_json: bool,
 ) -> None:
     """Flag leaderboard entries related to the judge, estimate their bonus, re-rank without it (with rank CIs).

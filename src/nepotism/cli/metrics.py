@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from nepotism.cli._answer import print_answer, print_verdicts
@@ -15,6 +18,9 @@ from nepotism.cli._common import (
     print_table,
 )
 
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
+
 _JUDGED = ("pairwise", "pointwise", "rubric", "recognition", "recognition-pairwise")
 _OPPONENTS = {"both": ("unrelated", "any"), "unrelated": ("unrelated",), "any": ("any",)}
 _ARGUMENT = {
@@ -26,7 +32,7 @@ _ARGUMENT = {
 }
 
 
-def _split(values, option):
+def _split(values: Iterable[str], option: str) -> list[list[str]]:
     from nepotism.errors import InputError
 
     out = []
@@ -159,29 +165,29 @@ def _split(values, option):
 )
 @format_option
 def command(
-    judgments,
-    reference,
-    kind,
-    rule,
-    opponents,
-    leaderboard,
-    rank_against,
-    committees,
-    slices,
-    agreement,
-    recognition_target,
-    perplexity_bins,
-    perplexity_difference,
-    correlate,
-    stream,
-    reference_vote,
-    min_prompts,
-    models_files,
-    bootstrap,
-    show_all,
-    as_json,
-    output_format,
-):
+    judgments: tuple[str, ...],
+    reference: tuple[str, ...],
+    kind: str | None,
+    rule: str,
+    opponents: str,
+    leaderboard: str | None,
+    rank_against: str | None,
+    committees: tuple[str, ...],
+    slices: tuple[str, ...],
+    agreement: float | None,
+    recognition_target: str,
+    perplexity_bins: int,
+    perplexity_difference: str,
+    correlate: tuple[str, ...],
+    stream: bool,
+    reference_vote: str,
+    min_prompts: int,
+    models_files: tuple[str, ...],
+    bootstrap: Bootstrap,
+    show_all: bool,
+    as_json: bool,
+    output_format: str,
+) -> None:
     """Compute every metric whose inputs are present in JUDGMENTS, for every judge, and say the answer.
 
     The first lines are the verdicts: for each judge and relation (its own answers, its family's,
@@ -234,7 +240,7 @@ def command(
             perplexity_difference=perplexity_difference,
             committees=_split(committees, "--committee"),
             agreement=agreement,
-            correlate=[tuple(p) for p in pairs],
+            correlate=[(first, second) for first, second in pairs],  # two names each (checked above)
             stream=stream,
             reference_vote=reference_vote,
             min_prompts=min_prompts,
@@ -261,7 +267,7 @@ def command(
             )
 
 
-def _refuse_results(judgments) -> None:
+def _refuse_results(judgments: Iterable[str]) -> None:
     """Result records given as judgments (``nepotism leakage``'s output folder, a results file):
     exit 2 naming the file and the command that reads it."""
     from nepotism.errors import InputError
@@ -284,13 +290,13 @@ def _refuse_results(judgments) -> None:
         )
 
 
-def streaming_lines(summary) -> list[str]:
+def streaming_lines(summary: Mapping[str, Any]) -> list[str]:
     """``Not computed when streaming:`` then one line per metric and why (``--stream`` only)."""
     missing = summary.get("not_computed_when_streaming") or []
     return ["Not computed when streaming:"] + [f"  {line}" for line in missing] if missing else []
 
 
-def undefined_lines(records) -> list[str]:
+def undefined_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
     """One line per record without a value that says why (e.g. self scope when the judge graded only others)."""
     rows = [
         r
@@ -307,7 +313,7 @@ def undefined_lines(records) -> list[str]:
     return lines
 
 
-def _print(records, judgments, *, output_format: str) -> None:
+def _print(records: Sequence[Mapping[str, Any]], judgments: Sequence[str], *, output_format: str) -> None:
     rows = []
     for r in records:
         if r["metric"] == "exclusion-share-gap" and not r.get("flagged"):

@@ -5,7 +5,9 @@ Only argument handling and printing live here; the work is done by `nepotism.mit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +19,9 @@ from nepotism.cli._common import (
     prevented_line,
     run_live,
 )
+
+if TYPE_CHECKING:
+    from nepotism.mitigations.run import MitigationResult
 
 __all__ = ["command"]
 
@@ -118,7 +123,7 @@ def command(
     exit_if_calls_failed(result.summary["calls"], max_failure_rate)
 
 
-def _calls(summary: dict, what: str) -> str:
+def _calls(summary: Mapping[str, Any], what: str) -> str:
     """``N judge calls (S sent, C from the store's cache, D the answer of an identical call)``:
     planned, and how each was answered."""
     planned, sent, cached = (summary.get(f"{what}_calls{k}", 0) for k in ("", "_sent", "_cached"))
@@ -130,11 +135,11 @@ def _calls(summary: dict, what: str) -> str:
     )
 
 
-def _fmt(value) -> str:
+def _fmt(value: float | None) -> str:
     return "   n/a" if value is None else f"{value:+.3f}"
 
 
-def _print(result, target: Path) -> None:
+def _print(result: MitigationResult, target: Path) -> None:
     s = result.summary
     click.echo(f"run {s['run_id']}: {s['status']}, {s['instances']} instances, {_calls(s, 'judge')}")
     if s.get("rewrite_calls"):

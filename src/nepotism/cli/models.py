@@ -5,22 +5,27 @@ This module only parses arguments and prints; all logic lives in `nepotism.model
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from nepotism.cli._common import echo_json, models_option, print_table
+
+if TYPE_CHECKING:
+    from nepotism.models import Registry
 
 __all__ = ["command"]
 
 _JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
-def _load(models_files: tuple[str, ...]):
+def _load(models_files: tuple[str, ...]) -> Registry:
     from nepotism.models import default_registry, load_registry
 
     return load_registry(models_files) if models_files else default_registry()
 
 
-def _print_list(registry, as_json: bool) -> None:
+def _print_list(registry: Registry, as_json: bool) -> None:
     if as_json:
         echo_json([info.to_dict() for info in registry])
         return

@@ -18,7 +18,7 @@ def _names(value: str, option: str) -> list[str]:
     return names
 
 
-def _effects(values) -> dict[str, float]:
+def _effects(values: tuple[str, ...]) -> dict[str, float]:
     from nepotism.errors import InputError
 
     effects = {}
@@ -143,27 +143,27 @@ def _absurd(effects: dict[str, float], prompts: int) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @format_option
 def command(
-    judges,
-    generators,
-    effects,
-    alpha,
-    power,
-    baseline,
-    icc,
-    tie_rate,
-    pilot,
-    orders,
-    generate,
-    prompt_tokens,
-    answer_tokens,
-    verdict_tokens,
-    template_tokens,
-    price_input,
-    price_output,
-    models_files,
-    as_json,
-    output_format,
-):
+    judges: str,
+    generators: str,
+    effects: tuple[str, ...],
+    alpha: float,
+    power: float,
+    baseline: float,
+    icc: float,
+    tie_rate: float,
+    pilot: str | None,
+    orders: int,
+    generate: bool,
+    prompt_tokens: int,
+    answer_tokens: int,
+    verdict_tokens: int,
+    template_tokens: int,
+    price_input: float,
+    price_output: float,
+    models_files: tuple[str, ...],
+    as_json: bool,
+    output_format: str,
+) -> None:
     """Plan an audit before paying for it: the prompts needed to detect a self-preference of a given
     size in each scope, at a significance level and power, and the calls, tokens and cost.
 

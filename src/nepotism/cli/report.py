@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 import click
 
 from nepotism.cli._common import bootstrap_options, echo_json, models_option
+
+if TYPE_CHECKING:
+    from nepotism.metrics import Bootstrap
 
 
 @click.command("report")
@@ -59,8 +63,20 @@ from nepotism.cli._common import bootstrap_options, echo_json, models_option
 @bootstrap_options
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths and the card status as JSON.")
 def command(
-    source, out_dir, reference, kind, rule, protocol, thresholds_file, title, texts, n_cases, models_files, bootstrap, as_json
-):
+    source: str,
+    out_dir: str,
+    reference: tuple[str, ...],
+    kind: str | None,
+    rule: str,
+    protocol: str | None,
+    thresholds_file: str | None,
+    title: str,
+    texts: str | None,
+    n_cases: int,
+    models_files: tuple[str, ...],
+    bootstrap: Bootstrap,
+    as_json: bool,
+) -> None:
     """Write the full report for SOURCE into --out.
 
     SOURCE is a results document (from `nepotism demo`, `nepotism metrics --json`, `nepotism mitigate

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +21,13 @@ from nepotism.cli._common import (
     store_path_of,
 )
 from nepotism.errors import InputError
+
+if TYPE_CHECKING:
+    from nepotism.experiment import Experiment
+    from nepotism.records import Instance, Response
+    from nepotism.runner.batch import BatchRound
+    from nepotism.runner.experiment_run import RunSummary
+    from nepotism.runner.shards import Shard
 
 __all__ = ["command"]
 
@@ -127,7 +135,7 @@ def command(
         if batch:
             from nepotism.runner.batch import plan_round, read_results, store_results
 
-            report: dict = {}
+            report: dict[str, Any] = {}
             if batch_in:
                 results = read_results(plan_round(experiment, store, dataset=dataset, shard=shard), batch_in)
                 report["stored"] = store_results(store, results)
@@ -147,7 +155,9 @@ def command(
     exit_if_calls_failed(summary.phases().values(), max_failure_rate)
 
 
-def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_json: bool) -> None:
+def _batch_round(
+    experiment: Experiment, round_: BatchRound, batch_out: Path | None, report: dict[str, Any], as_json: bool
+) -> None:
     """Write the round's calls to send (with --batch-out), or say what is still missing."""
     from nepotism.runner.batch import write_batch
 
@@ -180,7 +190,13 @@ def _batch_round(experiment, round_, batch_out: Path | None, report: dict, as_js
         click.echo("the judge requests follow once these answers are stored (a second round)")
 
 
-def _dry_run(experiment, store_path, as_json: bool, dataset=None, shard=None) -> None:
+def _dry_run(
+    experiment: Experiment,
+    store_path: Path | None,
+    as_json: bool,
+    dataset: tuple[list[Instance], list[Response]] | None = None,
+    shard: Shard | None = None,
+) -> None:
     """Plan against the store if it exists (to count cached calls), else against a throw-away one:
     a dry run leaves no file behind. Exit 2 when a model cannot be loaded or reached."""
     import tempfile
@@ -199,7 +215,7 @@ def _dry_run(experiment, store_path, as_json: bool, dataset=None, shard=None) ->
         sys.exit(2)
 
 
-def _print_plan(plan: dict, as_json: bool) -> None:
+def _print_plan(plan: dict[str, Any], as_json: bool) -> None:
     if as_json:
         echo_json(plan)
         return
@@ -236,7 +252,7 @@ def _print_plan(plan: dict, as_json: bool) -> None:
     )
 
 
-def _print_summary(summary) -> None:
+def _print_summary(summary: RunSummary) -> None:
     phases = summary.phases().values()
     failed, total = sum(p["failed"] for p in phases), sum(p["total"] for p in phases)
     status = (

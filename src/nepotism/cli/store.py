@@ -6,6 +6,7 @@ Only argument handling and printing live here; the work is done by `nepotism.sto
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -13,12 +14,16 @@ from nepotism.cli._common import echo_json
 
 from nepotism.errors import InputError
 
+if TYPE_CHECKING:
+    from nepotism.records import Judgment, Reference
+    from nepotism.store import Store
+
 __all__ = ["command"]
 
 _STORE_HELP = "Store file (default: $NEPOTISM_STORE, else ./nepotism.db)."
 
 
-def _open_existing(path: Path | None):
+def _open_existing(path: Path | None) -> Store:
     from nepotism.store import Store, default_store_path
 
     path = default_store_path() if path is None else path
@@ -148,9 +153,10 @@ def load(table: Path, kind: str | None, store_path: Path | None, as_json: bool) 
     with Store(default_store_path() if store_path is None else store_path) as store:
         if parsed.kind in JUDGED_KINDS:
             store.add_instance_categories(categories, source=str(table))  # checked before any judgment is written
-            added = store.add_judgments(records, source=str(table))
+            # table_records gives a judged kind's rows as Judgments and a reference kind's as References
+            added = store.add_judgments(cast("list[Judgment]", records), source=str(table))
         else:
-            added = store.add_references(records)
+            added = store.add_references(cast("list[Reference]", records))
         store.record_import(table, kind=parsed.kind, rows=len(parsed), sha256=digest)
     summary = {"file": str(table), "kind": parsed.kind, "rows": len(parsed), "added": added}
     if as_json:
