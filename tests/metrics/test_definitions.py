@@ -160,6 +160,32 @@ def test_the_coverage_estimators_are_their_definitions_with_the_bootstrap(seed):
     assert np.array_equal(dense.sums, part.sums)
 
 
+def test_perplexity_win_rate_is_its_definition_on_each_bins_rows():
+    """Each bin's judge and human rates are the definition on the bin's rows, bootstrapped; the
+    comparisons of a bin without a rate are counted under the rater's reason, never as a pick."""
+    from nepotism.metrics.definitions import PERPLEXITY_WIN_RATE
+    from nepotism.metrics.reference import perplexity_win_rate
+
+    rng = np.random.default_rng(4)
+    judge = rng.choice([0.0, 0.5, 1.0, np.nan], size=300, p=[0.4, 0.1, 0.4, 0.1])
+    human = rng.choice([0.0, 0.5, 1.0, np.nan], size=300, p=[0.3, 0.2, 0.3, 0.2])
+    diff = rng.normal(size=300)
+    clusters = rng.integers(0, 50, size=300)
+    boot = Bootstrap(n_resamples=200, seed=1)
+    edges = np.array([-10.0, -0.5, 0.0, 0.5, 10.0])
+    found = perplexity_win_rate(judge, human, diff, clusters, bins=edges, bootstrap=boot)
+    assert [b["bin"] for b in found] == [0, 1, 2, 3]
+    for b in found:
+        member = (diff >= edges[b["bin"]]) & (diff < edges[b["bin"] + 1])
+        for rater, values, reason in (("judge", judge, "no verdict"), ("human", human, "no human label")):
+            picked = values[member]
+            kept = np.isfinite(picked)
+            part = PERPLEXITY_WIN_RATE.sums(picked, clusters=clusters[member], rater=rater)
+            assert (part.n, part.excluded) == (int(kept.sum()), {reason: int((~kept).sum())} if (~kept).any() else {})
+            assert float(PERPLEXITY_WIN_RATE.statistic(part.sums.sum(axis=0))) == pytest.approx(picked[kept].mean())
+            assert b[rater] == PERPLEXITY_WIN_RATE.resample(part, boot)
+
+
 # ------------------------------------------------------------------ the catalogue and the definitions
 #: Metric ids the audit and the suite emit whose formula has no definition yet: each is still spelled
 #: by its own estimator or procedure (and, for some, a batched copy). The test below fails when one
@@ -167,7 +193,6 @@ def test_the_coverage_estimators_are_their_definitions_with_the_bootstrap(seed):
 NOT_YET_DEFINED = {
     "leaderboard-rank",
     "matched-bias",
-    "perplexity-win-rate",
     "preference-leakage-variance",
     "recognition-preference-association",
 }

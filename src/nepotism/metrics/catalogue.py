@@ -114,13 +114,9 @@ _ROWS = [
             "preference = probability-argmax (001 Eq. 3's choice: p > ½ → 1, ½ → ½)",
         ),
     ),
-    MetricInfo(
-        "perplexity-win-rate",
+    _defined(
+        "PERPLEXITY_WIN_RATE",
         reference.perplexity_win_rate,
-        "001 §5 Fig. 3–4",
-        "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
-        "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
-        "p_J(response | prompt))",
         (
             "difference=perplexity (default: PPL(A) − PPL(B), the paper's words)|log (log PPL(A) − log PPL(B))",
             "bins=quantiles (default 5, equal-count; the paper prints no edges)|explicit edges",
@@ -452,7 +448,6 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
     "preference-leakage-change": (-2.0, 2.0),
     "preference-leakage-variance": (0.0, None),
-    "perplexity-win-rate": (0.0, 1.0),
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0),
     "recognition-preference-association": (-1.0, 1.0),

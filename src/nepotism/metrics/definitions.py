@@ -68,6 +68,8 @@ __all__ = [
     "OVERESTIMATION_KINDS",
     "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
+    "PERPLEXITY_RATERS",
+    "PERPLEXITY_WIN_RATE",
     "PLS_TIE_RULES",
     "POSITION_CONSISTENCY",
     "PREFERENCE_LEAKAGE_SCORE",
@@ -665,6 +667,29 @@ MEAN_LOG_PERPLEXITY = Definition(
 )
 
 
+#: Why a comparison of a perplexity bin has no rate, per rater.
+PERPLEXITY_RATERS = {"judge": "no verdict", "human": "no human label"}
+
+
+def _picks_a_columns(picks_a: np.ndarray, *, rater: str = "judge") -> tuple[Exclusions, np.ndarray]:
+    """[A picked (1, ½ a tie, 0), 1] per comparison of one bin; NaN left out for the rater's reason."""
+    return [(PERPLEXITY_RATERS[rater], ~np.isfinite(picks_a))], np.column_stack([picks_a, np.ones(picks_a.size)])
+
+
+#: One row per comparison in one bin of PPL_J(A) − PPL_J(B) (the binning is the estimator's,
+#: `reference.perplexity_win_rate`): the judge's (or the humans', ``rater=``) pick of A.
+PERPLEXITY_WIN_RATE = Definition(
+    "perplexity-win-rate",
+    "001 §5 Fig. 3–4",
+    "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
+    "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
+    "p_J(response | prompt))",
+    (0.0, 1.0),
+    _picks_a_columns,
+    ratio_of_totals,
+)
+
+
 # ---------------------------------------------------------------------------------- coverage (nepotism's own)
 def _excluded_verdict_columns(excluded: np.ndarray) -> tuple[Exclusions, np.ndarray]:
     """[no verdict, 1] per judgment: every judgment is a unit (the ones without a verdict are what is counted)."""
@@ -807,6 +832,7 @@ for _definition in (
     REASONING_LENGTH_PER_EVALUATEE,
     EXCLUDED_VERDICTS,
     EXCLUSION_SHARE_GAP,
+    PERPLEXITY_WIN_RATE,
 ):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
