@@ -186,6 +186,43 @@ def test_perplexity_win_rate_is_its_definition_on_each_bins_rows():
             assert b[rater] == PERPLEXITY_WIN_RATE.resample(part, boot)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_pls_runs_are_their_definition_with_the_bootstrap(seed):
+    """preference-leakage-variance: each run's PLS is the PLS definition on the run's rows alone; the
+    mean and variance estimates are the runs definition's sums, bootstrapped, with the planted spread."""
+    from nepotism.metrics.definitions import (
+        PREFERENCE_LEAKAGE_SCORE,
+        PREFERENCE_LEAKAGE_VARIANCE,
+        pls_runs_statistic,
+    )
+    from nepotism.metrics.leakage import preference_leakage_runs
+
+    rng = np.random.default_rng(seed)
+    n = 600
+    outcome = rng.choice([-1.0, 0.0, 1.0, np.nan], size=n, p=[0.4, 0.1, 0.45, 0.05])
+    student, judge = rng.integers(0, 2, size=n), rng.integers(0, 2, size=n)
+    run = rng.choice(["r1", "r2", "r3"], size=n)
+    clusters = rng.integers(0, 60, size=n)
+    boot = Bootstrap(n_resamples=200, seed=seed)
+    out = preference_leakage_runs(outcome, student, judge, run, clusters, bootstrap=boot)
+    alone = {
+        name: float(PREFERENCE_LEAKAGE_SCORE.statistic(PREFERENCE_LEAKAGE_SCORE.sums(
+            outcome[run == name], student[run == name], judge[run == name], clusters=clusters[run == name]
+        ).sums.sum(axis=0)))
+        for name in ("r1", "r2", "r3")
+    }  # fmt: skip
+    assert out["runs"] == pytest.approx(alone, abs=1e-12)
+    assert out["mean"].value == pytest.approx(np.mean(list(alone.values())), abs=1e-12)
+    assert out["variance"].value == pytest.approx(np.var(list(alone.values()), ddof=1), abs=1e-12)
+    codes = np.unique(run, return_inverse=True)[1]
+    part = PREFERENCE_LEAKAGE_VARIANCE.sums(outcome, student, judge, codes, 3, clusters=clusters)
+    assert part.excluded == {"no verdict": int(np.isnan(outcome).sum())}
+    for spread in ("mean", "variance"):
+        direct = cluster_bootstrap(part.sums, pls_runs_statistic(3, spread), n=part.n, n_excluded=part.n_excluded,
+                                   excluded=part.excluded, bootstrap=boot)  # fmt: skip
+        assert out[spread] == direct
+
+
 # ------------------------------------------------------------------ the catalogue and the definitions
 #: Metric ids the audit and the suite emit whose formula has no definition yet: each is still spelled
 #: by its own estimator or procedure (and, for some, a batched copy). The test below fails when one
@@ -193,7 +230,6 @@ def test_perplexity_win_rate_is_its_definition_on_each_bins_rows():
 NOT_YET_DEFINED = {
     "leaderboard-rank",
     "matched-bias",
-    "preference-leakage-variance",
     "recognition-preference-association",
 }
 

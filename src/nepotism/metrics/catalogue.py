@@ -81,13 +81,9 @@ _ROWS = [
             "ties=loss|half|exclude (as PLS)",
         ),
     ),
-    MetricInfo(
-        "preference-leakage-variance",
+    _defined(
+        "PREFERENCE_LEAKAGE_VARIANCE",
         leakage.preference_leakage_runs,
-        "000 App. D.2, Table 9",
-        "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
-        "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
-        "every run",
         ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)"),
     ),
     _defined("ERROR_BIAS", leakage.error_bias),
@@ -447,7 +443,6 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
     "preference-leakage-change": (-2.0, 2.0),
-    "preference-leakage-variance": (0.0, None),
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0),
     "recognition-preference-association": (-1.0, 1.0),

@@ -70,9 +70,11 @@ __all__ = [
     "PAIRED_WIN_RATE_GAP",
     "PERPLEXITY_RATERS",
     "PERPLEXITY_WIN_RATE",
+    "PLS_RUN_SPREADS",
     "PLS_TIE_RULES",
     "POSITION_CONSISTENCY",
     "PREFERENCE_LEAKAGE_SCORE",
+    "PREFERENCE_LEAKAGE_VARIANCE",
     "RANKING_DIFFERENCE",
     "REASONING_LENGTH",
     "REASONING_LENGTH_PER_EVALUATEE",
@@ -94,6 +96,7 @@ __all__ = [
     "overestimation_counts",
     "per_evaluatee_statistic",
     "pls_from_win_rates",
+    "pls_runs_statistic",
     "pls_statistic",
     "ranking_statistic",
     "score_delta_statistic",
@@ -403,6 +406,54 @@ PREFERENCE_LEAKAGE_SCORE = Definition(
     (-1.0, 1.0),
     _pls_columns,
     pls_statistic,
+)
+
+
+#: What `pls_runs_statistic` returns of the runs' PLS: each run's, their mean, their sample variance.
+PLS_RUN_SPREADS = ("runs", "mean", "variance")
+
+
+def _pls_runs_columns(
+    outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, run: np.ndarray, n_runs: int, *, ties: str = "loss"
+) -> tuple[Exclusions, np.ndarray]:
+    """`PREFERENCE_LEAKAGE_SCORE`'s 8 columns of each row in its run's block (``run``: a code in
+    [0, n_runs) per row; a left-out row's code is not read)."""
+    exclusions, cells = _pls_columns(outcome, student, judge, ties=ties)
+    wide = np.zeros((cells.shape[0], 8 * n_runs))
+    for r in range(n_runs):
+        mine = run == r
+        wide[mine, 8 * r : 8 * (r + 1)] = cells[mine]
+    return exclusions, wide
+
+
+def pls_runs_statistic(n_runs: int, spread: str = "variance") -> Statistic:
+    """PLS_r of each run from totals laid out as `PREFERENCE_LEAKAGE_VARIANCE`'s columns, then
+    (``spread``) the runs' values, their mean (1/R) Σ_r PLS_r or their sample variance
+    Σ_r (PLS_r − mean)² / (R − 1)."""
+    if spread not in PLS_RUN_SPREADS:
+        raise ValueError(f"spread must be one of {', '.join(PLS_RUN_SPREADS)}, not {spread!r}")
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        per_run = np.stack([pls_statistic(totals[..., 8 * r : 8 * (r + 1)]) for r in range(n_runs)], axis=-1)
+        if spread == "runs":
+            return per_run
+        return np.asarray(per_run.mean(axis=-1) if spread == "mean" else per_run.var(axis=-1, ddof=1))
+
+    return statistic
+
+
+#: Rows as `PREFERENCE_LEAKAGE_SCORE`'s, with the run (replicate) each verdict came from; one cluster
+#: bootstrap resamples the prompts of every run together. The statistic depends on the number of
+#: runs: `pls_runs_statistic(n_runs)` (its mean: ``spread="mean"``).
+PREFERENCE_LEAKAGE_VARIANCE = Definition(
+    "preference-leakage-variance",
+    "000 App. D.2, Table 9",
+    "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
+    "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
+    "every run",
+    (0.0, None),
+    _pls_runs_columns,
+    _given_by_the_call("preference-leakage-variance"),
 )
 
 
@@ -833,6 +884,7 @@ for _definition in (
     EXCLUDED_VERDICTS,
     EXCLUSION_SHARE_GAP,
     PERPLEXITY_WIN_RATE,
+    PREFERENCE_LEAKAGE_VARIANCE,
 ):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
