@@ -223,6 +223,28 @@ def test_the_pls_runs_are_their_definition_with_the_bootstrap(seed):
         assert out[spread] == direct
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recognition_preference_association_is_its_definition_with_the_bootstrap(seed):
+    """003's r: the estimator is the definition's per-prompt moments bootstrapped, its value the
+    planted items' Pearson r (numpy's), items missing either answer left out by reason."""
+    from nepotism.metrics.definitions import RECOGNITION_PREFERENCE_ASSOCIATION
+    from nepotism.metrics.recognition import recognition_preference_association
+
+    rng = np.random.default_rng(seed)
+    recognised = rng.choice([0.0, 1.0, np.nan], size=300, p=[0.45, 0.45, 0.1])
+    preferred = np.where(rng.random(300) < 0.7, recognised, rng.choice([0.0, 1.0], size=300))
+    preferred[rng.random(300) < 0.05] = np.nan
+    clusters = rng.integers(0, 40, size=300)
+    boot = Bootstrap(n_resamples=200, seed=seed)
+    est, extra = recognition_preference_association(recognised, preferred, clusters, bootstrap=boot)
+    part = RECOGNITION_PREFERENCE_ASSOCIATION.sums(recognised, preferred, clusters=clusters)
+    both = np.isfinite(recognised) & np.isfinite(preferred)
+    assert (part.n, part.excluded) == (int(both.sum()), {"no verdict": int((~both).sum())})
+    assert est == RECOGNITION_PREFERENCE_ASSOCIATION.resample(part, boot)
+    assert est.value == pytest.approx(np.corrcoef(recognised[both], preferred[both])[0, 1], abs=1e-12)
+    assert extra["r"] == pytest.approx(est.value, abs=1e-12)
+
+
 # ------------------------------------------------------------------ the catalogue and the definitions
 #: Metric ids the audit and the suite emit whose formula has no definition yet: each is still spelled
 #: by its own estimator or procedure (and, for some, a batched copy). The test below fails when one
@@ -230,7 +252,6 @@ def test_the_pls_runs_are_their_definition_with_the_bootstrap(seed):
 NOT_YET_DEFINED = {
     "leaderboard-rank",
     "matched-bias",
-    "recognition-preference-association",
 }
 
 

@@ -207,11 +207,9 @@ _ROWS = [
             "evaluatee=one other model (pairwise: 003 Table 5)",
         ),
     ),
-    MetricInfo(
-        "recognition-preference-association",
+    _defined(
+        "RECOGNITION_PREFERENCE_ASSOCIATION",
         recognition.recognition_preference_association,
-        '003 "Validating the self-recognition hypothesis"',
-        "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
         ("subset=all own-vs-other comparisons|harmful (own wrong, other right)",),
     ),
     _defined("POSITION_CONSISTENCY", recognition.position_consistency, ("share=two orders agree|first slot chosen",)),
@@ -445,7 +443,6 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "preference-leakage-change": (-2.0, 2.0),
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0),
-    "recognition-preference-association": (-1.0, 1.0),
     "matched-bias": (-1.0, 1.0),
     "leaderboard-rank": (1.0, None),
     "leaderboard-leakage-bonus": (None, None),

@@ -46,6 +46,7 @@ from nepotism.metrics.bootstrap import (
     cluster_bootstrap,
     cluster_sums,
     difference_of_ratios,
+    pearson_of_totals,
     ratio_of_totals,
 )
 from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates, undefined
@@ -79,6 +80,7 @@ __all__ = [
     "REASONING_LENGTH",
     "REASONING_LENGTH_PER_EVALUATEE",
     "RECOGNITION_ACCURACY",
+    "RECOGNITION_PREFERENCE_ASSOCIATION",
     "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
     "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
@@ -672,6 +674,25 @@ RECOGNITION_ACCURACY = Definition(
     _share_equal_columns,
     ratio_of_totals,
 )
+
+
+def _association_columns(recognised: np.ndarray, preferred: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[1, x, y, x·y, x², y²] per item (x recognised, y preferred, 0/1); an item missing either left out."""
+    missing = ~(np.isfinite(recognised) & np.isfinite(preferred))
+    x, y = recognised, preferred
+    return [("no verdict", missing)], np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
+
+
+#: One row per own-vs-other item: recognised the own answer (0/1) and preferred it (0/1); the
+#: statistic is Pearson's r of the totals (the phi coefficient of the 2×2 table).
+RECOGNITION_PREFERENCE_ASSOCIATION = Definition(
+    "recognition-preference-association",
+    '003 "Validating the self-recognition hypothesis"',
+    "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
+    (-1.0, 1.0),
+    _association_columns,
+    pearson_of_totals,
+)
 #: One row per comparison judged in both orders: the candidate's code in the first and in the second.
 POSITION_CONSISTENCY = Definition(
     "position-consistency",
@@ -885,6 +906,7 @@ for _definition in (
     EXCLUSION_SHARE_GAP,
     PERPLEXITY_WIN_RATE,
     PREFERENCE_LEAKAGE_VARIANCE,
+    RECOGNITION_PREFERENCE_ASSOCIATION,
 ):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition
