@@ -18,6 +18,10 @@ the argmax of the labels whatever their mass, so by default such a verdict count
 would rarely have said. The judging option ``min_label_mass = 0.5`` (a variant) leaves them out
 instead, as ``unparsed-low-label-mass``.
 
+Both shares are definitions (`nepotism.metrics.definitions.EXCLUDED_VERDICTS`, `EXCLUSION_SHARE_GAP`:
+their per-prompt sums and statistic); the estimators here check the inputs, count the judgments
+without a verdict by reason (`candidate_part` for a candidate's) and bootstrap.
+
 What this module leaves out: deciding which rows belong to a judge, a candidate or a prompt (the
 suite does, `nepotism.analyses.suite.exclusion_records`).
 """

@@ -19,11 +19,13 @@ estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `reco
 (`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
 definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
 suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
-recognition accuracy, position consistency, the PLS, the perplexity means, reasoning length) are
-computed by calling those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
-generator sets, the score delta's generator, judge accuracy's averaging and evaluatees) the
-definition gives its factory (`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`,
-`per_evaluatee_statistic`). The catalogue
+recognition accuracy and its association with preference, position consistency, the PLS and its
+run-to-run variance, the perplexity means and win rates, reasoning length, the excluded verdicts)
+are computed by calling those estimators (`nepotism.metrics.coverage`'s too); the suite's
+exclusion-share gap lays `EXCLUSION_SHARE_GAP` out per prompt (`Definition.dense_sums`). Where a statistic depends on the call (the ranked target, the HSPP ratio's
+generator sets, the score delta's generator, judge accuracy's averaging and evaluatees, the number
+of PLS runs) the definition gives its factory (`ranking_statistic`, `hspp_statistic`,
+`score_delta_statistic`, `per_evaluatee_statistic`, `pls_runs_statistic`). The catalogue
 (`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
 and `tests/metrics/test_definitions.py` holds the two together.
 
