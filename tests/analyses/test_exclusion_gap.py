@@ -184,7 +184,7 @@ def test_the_test_needs_no_resamples_and_a_few_exclusions(registry):
 
 
 def test_suite_records_equal_the_estimator_generator_by_generator(registry):
-    """The suite resamples every generator of a judge in one product (`gap_sums`, one prompt code
+    """The suite resamples every generator of a judge in one product (`EXCLUSION_SHARE_GAP.dense_sums`, one prompt code
     per judgment); each record equals `exclusion_share_gap` on that generator alone."""
     from nepotism.metrics.coverage import exclusion_share_gap
 

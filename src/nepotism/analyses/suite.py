@@ -64,17 +64,17 @@ from nepotism.analyses.comparisons import (
 from nepotism.errors import InputError
 from nepotism.metrics import leakage, recognition, reference, rubric
 from nepotism.metrics._batch import ClusterSetBatch
-from nepotism.metrics.bootstrap import Bootstrap, difference_of_ratios
+from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._common import undefined
 from nepotism.metrics.coverage import (
-    count_reasons,
+    candidate_part,
     excluded_share,
     gaming_flag,
     gap_p_value,
-    gap_sums,
     gap_undefined,
     low_label_mass,
 )
+from nepotism.metrics.definitions import EXCLUSION_SHARE_GAP
 from nepotism.metrics._suite_recognition import association_records, perplexity_records, recognition_records
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
@@ -720,8 +720,8 @@ def _gap_records(
 ) -> list[dict]:
     """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
     more often the judgments showing it have no verdict than the judge's others
-    (`nepotism.metrics.coverage.exclusion_share_gap`: the same sums and test, every generator's
-    resampled in one product), and whether that flags it (`gaming_flag`: Bonferroni over the
+    (`nepotism.metrics.definitions.EXCLUSION_SHARE_GAP`'s sums and `coverage.exclusion_share_gap`'s
+    counts and test, every generator's resampled in one product), and whether that flags it (`gaming_flag`: Bonferroni over the
     generators tested, at 1 − the confidence level). The judgments a failed generation prevented are left out: the
     judge never saw those candidates."""
     judge, condition, variant = named
@@ -739,12 +739,13 @@ def _gap_records(
     rows, tests = [], []
     for code in np.unique(sides):
         shown = (sides == code).any(axis=0)
-        mine = gone & shown
-        n, n_excluded = int(shown.sum()), int(mine.sum())
-        counts = count_reasons(why, mine)
+        part = candidate_part(EXCLUSION_SHARE_GAP.dense_sums(gone, shown, codes=prompt, size=n_prompts), gone, shown, why)
+        n, n_excluded = part.n, part.n_excluded
         note = gap_undefined(n, where.size)
-        sums = np.zeros((0, 4)) if note else gap_sums(gone, shown, prompt, n_prompts)
-        index = batch.add(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, note=note or None)
+        sums = np.zeros((0, 4)) if note else part.sums
+        index = batch.add(
+            sums, EXCLUSION_SHARE_GAP.statistic, n=n, n_excluded=n_excluded, excluded=part.excluded, note=note or None
+        )
         others, others_gone = where.size - n, int(gone.sum()) - n_excluded
         rows.append((str(generators[code]), index, n, n_excluded, others, others_gone))
         tests.append(None if note else gap_p_value(sums))

@@ -81,13 +81,9 @@ _ROWS = [
             "ties=loss|half|exclude (as PLS)",
         ),
     ),
-    MetricInfo(
-        "preference-leakage-variance",
+    _defined(
+        "PREFERENCE_LEAKAGE_VARIANCE",
         leakage.preference_leakage_runs,
-        "000 App. D.2, Table 9",
-        "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
-        "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
-        "every run",
         ("ties=loss (as PLS's default)", "over=runs (the table's replicate column)"),
     ),
     _defined("ERROR_BIAS", leakage.error_bias),
@@ -114,13 +110,9 @@ _ROWS = [
             "preference = probability-argmax (001 Eq. 3's choice: p > ½ → 1, ½ → ½)",
         ),
     ),
-    MetricInfo(
-        "perplexity-win-rate",
+    _defined(
+        "PERPLEXITY_WIN_RATE",
         reference.perplexity_win_rate,
-        "001 §5 Fig. 3–4",
-        "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
-        "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
-        "p_J(response | prompt))",
         (
             "difference=perplexity (default: PPL(A) − PPL(B), the paper's words)|log (log PPL(A) − log PPL(B))",
             "bins=quantiles (default 5, equal-count; the paper prints no edges)|explicit edges",
@@ -215,11 +207,9 @@ _ROWS = [
             "evaluatee=one other model (pairwise: 003 Table 5)",
         ),
     ),
-    MetricInfo(
-        "recognition-preference-association",
+    _defined(
+        "RECOGNITION_PREFERENCE_ASSOCIATION",
         recognition.recognition_preference_association,
-        '003 "Validating the self-recognition hypothesis"',
-        "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
         ("subset=all own-vs-other comparisons|harmful (own wrong, other right)",),
     ),
     _defined("POSITION_CONSISTENCY", recognition.position_consistency, ("share=two orders agree|first slot chosen",)),
@@ -236,23 +226,9 @@ _ROWS = [
             "one-sided bootstrap p for value > 0",
         ),
     ),
-    MetricInfo(
-        "excluded-verdicts",
-        coverage.excluded_share,
-        "nepotism bookkeeping (docs/verdicts.md)",
-        "judgments without a verdict / all judgments; excluded per status-reason "
-        "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, failed-generation:timeout, ...)",
-        ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",),
-    ),
-    MetricInfo(
-        "exclusion-share-gap",
-        coverage.exclusion_share_gap,
-        "nepotism bookkeeping (docs/verdicts.md)",
-        "per judge and generator g: Σ excluded·shows(g) / Σ shows(g) − Σ excluded·(1−shows(g)) / Σ (1−shows(g)) "
-        "over the judgments the judge was asked; flagged (a gaming signal) when the one-sided cluster-robust "
-        "z-test p ≤ (1 − confidence) / generators tested, g's share ≥ 2 × the others' share and ≥ 5 of g's "
-        "judgments have no verdict",
-        ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",),
+    _defined("EXCLUDED_VERDICTS", coverage.excluded_share, ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)),
+    _defined(
+        "EXCLUSION_SHARE_GAP", coverage.exclusion_share_gap, ("kind=pairwise|pointwise|rubric|recognition|recognition-pairwise",)
     ),
 ]
 
@@ -465,14 +441,9 @@ METRICS: dict[str, MetricInfo] = {row.id: row for row in _ROWS + _DERIVED}
 VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     **{found[0].id: found[0].values for found in definitions.DEFINITIONS.values()},
     "preference-leakage-change": (-2.0, 2.0),
-    "preference-leakage-variance": (0.0, None),
-    "perplexity-win-rate": (0.0, 1.0),
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0),
-    "recognition-preference-association": (-1.0, 1.0),
     "matched-bias": (-1.0, 1.0),
-    "excluded-verdicts": (0.0, 1.0),
-    "exclusion-share-gap": (-1.0, 1.0),
     "leaderboard-rank": (1.0, None),
     "leaderboard-leakage-bonus": (None, None),
     "mitigation-effect": (None, None),

@@ -18,6 +18,10 @@ the argmax of the labels whatever their mass, so by default such a verdict count
 would rarely have said. The judging option ``min_label_mass = 0.5`` (a variant) leaves them out
 instead, as ``unparsed-low-label-mass``.
 
+Both shares are definitions (`nepotism.metrics.definitions.EXCLUDED_VERDICTS`, `EXCLUSION_SHARE_GAP`:
+their per-prompt sums and statistic); the estimators here check the inputs, count the judgments
+without a verdict by reason (`candidate_part` for a candidate's) and bootstrap.
+
 What this module leaves out: deciding which rows belong to a judge, a candidate or a prompt (the
 suite does, `nepotism.analyses.suite.exclusion_records`).
 """
@@ -33,19 +37,20 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, difference_of_ratios, ratio_of_totals, settings
+from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics._common import undefined
+from nepotism.metrics.definitions import EXCLUDED_VERDICTS, EXCLUSION_SHARE_GAP, ClusterSums
 from nepotism.metrics._estimate import Estimate
 
 __all__ = [
     "GAMING_MIN",
     "GAMING_RATIO",
     "LABEL_MASS_AUDIT",
+    "candidate_part",
     "count_reasons",
     "excluded_share",
     "exclusion_share_gap",
     "gaming_flag",
-    "gap_sums",
     "gap_p_value",
     "gap_undefined",
     "low_label_mass",
@@ -89,10 +94,8 @@ def excluded_share(
     counts = count_reasons(reasons, flags)
     if flags.size == 0:
         return undefined("no judgments", bootstrap=options)
-    _, sums = cluster_sums(clusters, np.column_stack([flags.astype(float), np.ones(flags.size)]))
-    return cluster_bootstrap(
-        sums, ratio_of_totals, n=int(flags.size), n_excluded=int(flags.sum()), excluded=counts, bootstrap=options
-    )
+    part = EXCLUDED_VERDICTS.sums(flags, clusters=clusters)
+    return EXCLUDED_VERDICTS.resample(replace(part, n_excluded=int(flags.sum()), excluded=counts), options)
 
 
 def _flags(values: ArrayLike, name: str) -> np.ndarray:
@@ -157,21 +160,26 @@ def exclusion_share_gap(
     clusters = np.asarray(clusters)
     if showing.shape != gone.shape or clusters.shape != gone.shape:
         raise ValueError("excluded, shown and clusters must have the same length")
-    mine = gone & showing
-    counts = count_reasons(reasons, mine)
-    n, n_excluded = int(showing.sum()), int(mine.sum())
-    why_not = gap_undefined(n, gone.size)
+    part = candidate_part(EXCLUSION_SHARE_GAP.sums(gone, showing, clusters=clusters), gone, showing, reasons)
+    why_not = gap_undefined(part.n, gone.size)
     if why_not:
-        return undefined(why_not, n=n, n_excluded=n_excluded, excluded=counts, bootstrap=options)
-    other = ~showing
-    _, sums = cluster_sums(clusters, np.column_stack([mine, showing, gone & other, other]).astype(float))
-    estimate = cluster_bootstrap(sums, difference_of_ratios, n=n, n_excluded=n_excluded, excluded=counts, bootstrap=options)
-    return replace(estimate, p_value=gap_p_value(sums))
+        return undefined(why_not, n=part.n, n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options)
+    estimate = EXCLUSION_SHARE_GAP.resample(part, options)
+    return replace(estimate, p_value=gap_p_value(part.sums))
+
+
+def candidate_part(part: ClusterSums, excluded: np.ndarray, shown: np.ndarray, reasons: Iterable[object] | None) -> ClusterSums:
+    """`EXCLUSION_SHARE_GAP`'s per-prompt sums with the counts its estimate reports: ``n`` the
+    judgments showing the candidate, ``n_excluded`` those without a verdict, by reason (``reasons``,
+    one label per judgment) — the estimator's and the suite's (which lays out every prompt of a judge,
+    `Definition.dense_sums`) one bookkeeping."""
+    mine = excluded & shown
+    return replace(part, n=int(shown.sum()), n_excluded=int(mine.sum()), excluded=count_reasons(reasons, mine))
 
 
 def gap_p_value(sums: np.ndarray) -> float | None:
     """One-sided p-value for an `exclusion_share_gap` above 0, from its per-prompt sums ``(n_prompts, 4)``
-    (`gap_sums`): a cluster-robust z-test. The gap's linearisation per prompt c is
+    (`EXCLUSION_SHARE_GAP`'s columns): a cluster-robust z-test. The gap's linearisation per prompt c is
     u_c = (y_c − s·n_c) / N − (y′_c − s′·n′_c) / N′ (y, n: the candidate's excluded and shown
     judgments on c, s = Σy / N, N = Σn; primes: the others'), its variance C / (C − 1) · Σ u_c²
     over the C prompts, and p = 1 − Φ(gap / √variance). None when it cannot be computed (fewer
@@ -197,17 +205,6 @@ def gap_undefined(n: int, total: int) -> str:
     if n == 0:
         return "no judgment shows the candidate"
     return "every judgment shows the candidate: no others to compare" if n == total else ""
-
-
-def gap_sums(excluded: np.ndarray, shown: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:
-    """The per-prompt sums `exclusion_share_gap` resamples — excluded·shown, shown,
-    excluded·(1 − shown), 1 − shown — from boolean arrays and each judgment's prompt as a code in
-    ``0 .. n_clusters - 1`` (codes in the prompts' sorted order give the rows `cluster_sums` gives:
-    the suite computes the prompts' codes once for every generator of a judge)."""
-    other = ~shown
-    return np.column_stack(
-        [np.bincount(codes[mask], minlength=n_clusters) for mask in (excluded & shown, shown, excluded & other, other)]
-    ).astype(float)
 
 
 def gaming_flag(gap: Estimate, share: float, others_share: float, *, tested: int, alpha: float) -> bool:

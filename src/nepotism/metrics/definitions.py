@@ -19,11 +19,13 @@ estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `reco
 (`nepotism.analyses.audit`) and the suite (`nepotism.metrics._suite_scores`) call the same
 definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
 suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
-recognition accuracy, position consistency, the PLS, the perplexity means, reasoning length) are
-computed by calling those estimators. Where a statistic depends on the call (the ranked target, the HSPP ratio's
-generator sets, the score delta's generator, judge accuracy's averaging and evaluatees) the
-definition gives its factory (`ranking_statistic`, `hspp_statistic`, `score_delta_statistic`,
-`per_evaluatee_statistic`). The catalogue
+recognition accuracy and its association with preference, position consistency, the PLS and its
+run-to-run variance, the perplexity means and win rates, reasoning length, the excluded verdicts)
+are computed by calling those estimators (`nepotism.metrics.coverage`'s too); the suite's
+exclusion-share gap lays `EXCLUSION_SHARE_GAP` out per prompt (`Definition.dense_sums`). Where a statistic depends on the call (the ranked target, the HSPP ratio's
+generator sets, the score delta's generator, judge accuracy's averaging and evaluatees, the number
+of PLS runs) the definition gives its factory (`ranking_statistic`, `hspp_statistic`,
+`score_delta_statistic`, `per_evaluatee_statistic`, `pls_runs_statistic`). The catalogue
 (`nepotism.metrics.catalogue`) reads each defined metric's id, source, formula and range from here,
 and `tests/metrics/test_definitions.py` holds the two together.
 
@@ -46,6 +48,7 @@ from nepotism.metrics.bootstrap import (
     cluster_bootstrap,
     cluster_sums,
     difference_of_ratios,
+    pearson_of_totals,
     ratio_of_totals,
 )
 from nepotism.metrics._common import group_sums, mean_of_ratios, ratio_of_mean_rates, undefined
@@ -56,6 +59,8 @@ __all__ = [
     "DEMOGRAPHIC_PARITY_BIAS",
     "EQUAL_OPPORTUNITY_BIAS",
     "ERROR_BIAS",
+    "EXCLUDED_VERDICTS",
+    "EXCLUSION_SHARE_GAP",
     "FIRST_SLOT_PREFERENCE",
     "HSPP_RATIO",
     "JUDGE_ACCURACY",
@@ -66,13 +71,18 @@ __all__ = [
     "OVERESTIMATION_KINDS",
     "OVERESTIMATION_RATE",
     "PAIRED_WIN_RATE_GAP",
+    "PERPLEXITY_RATERS",
+    "PERPLEXITY_WIN_RATE",
+    "PLS_RUN_SPREADS",
     "PLS_TIE_RULES",
     "POSITION_CONSISTENCY",
     "PREFERENCE_LEAKAGE_SCORE",
+    "PREFERENCE_LEAKAGE_VARIANCE",
     "RANKING_DIFFERENCE",
     "REASONING_LENGTH",
     "REASONING_LENGTH_PER_EVALUATEE",
     "RECOGNITION_ACCURACY",
+    "RECOGNITION_PREFERENCE_ASSOCIATION",
     "SCORE_DELTA",
     "SELF_PREFERENCE_RATIO",
     "SELF_PREFERENCE_RATIO_PER_EVALUATEE",
@@ -90,6 +100,7 @@ __all__ = [
     "overestimation_counts",
     "per_evaluatee_statistic",
     "pls_from_win_rates",
+    "pls_runs_statistic",
     "pls_statistic",
     "ranking_statistic",
     "score_delta_statistic",
@@ -402,6 +413,54 @@ PREFERENCE_LEAKAGE_SCORE = Definition(
 )
 
 
+#: What `pls_runs_statistic` returns of the runs' PLS: each run's, their mean, their sample variance.
+PLS_RUN_SPREADS = ("runs", "mean", "variance")
+
+
+def _pls_runs_columns(
+    outcome: np.ndarray, student: np.ndarray, judge: np.ndarray, run: np.ndarray, n_runs: int, *, ties: str = "loss"
+) -> tuple[Exclusions, np.ndarray]:
+    """`PREFERENCE_LEAKAGE_SCORE`'s 8 columns of each row in its run's block (``run``: a code in
+    [0, n_runs) per row; a left-out row's code is not read)."""
+    exclusions, cells = _pls_columns(outcome, student, judge, ties=ties)
+    wide = np.zeros((cells.shape[0], 8 * n_runs))
+    for r in range(n_runs):
+        mine = run == r
+        wide[mine, 8 * r : 8 * (r + 1)] = cells[mine]
+    return exclusions, wide
+
+
+def pls_runs_statistic(n_runs: int, spread: str = "variance") -> Statistic:
+    """PLS_r of each run from totals laid out as `PREFERENCE_LEAKAGE_VARIANCE`'s columns, then
+    (``spread``) the runs' values, their mean (1/R) Σ_r PLS_r or their sample variance
+    Σ_r (PLS_r − mean)² / (R − 1)."""
+    if spread not in PLS_RUN_SPREADS:
+        raise ValueError(f"spread must be one of {', '.join(PLS_RUN_SPREADS)}, not {spread!r}")
+
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        per_run = np.stack([pls_statistic(totals[..., 8 * r : 8 * (r + 1)]) for r in range(n_runs)], axis=-1)
+        if spread == "runs":
+            return per_run
+        return np.asarray(per_run.mean(axis=-1) if spread == "mean" else per_run.var(axis=-1, ddof=1))
+
+    return statistic
+
+
+#: Rows as `PREFERENCE_LEAKAGE_SCORE`'s, with the run (replicate) each verdict came from; one cluster
+#: bootstrap resamples the prompts of every run together. The statistic depends on the number of
+#: runs: `pls_runs_statistic(n_runs)` (its mean: ``spread="mean"``).
+PREFERENCE_LEAKAGE_VARIANCE = Definition(
+    "preference-leakage-variance",
+    "000 App. D.2, Table 9",
+    "Σ_r (PLS_r − mean)² / (R − 1) over R runs (replicates), PLS_r from run r's rows alone; the record "
+    "also carries mean = (1/R) Σ_r PLS_r and each run's PLS; one cluster bootstrap over the prompts of "
+    "every run",
+    (0.0, None),
+    _pls_runs_columns,
+    _given_by_the_call("preference-leakage-variance"),
+)
+
+
 # ---------------------------------------------------------------------------------- leaderboards
 def _ranking_columns(
     judged: np.ndarray, reference: np.ndarray, codes: np.ndarray, n_generators: int
@@ -617,6 +676,25 @@ RECOGNITION_ACCURACY = Definition(
     _share_equal_columns,
     ratio_of_totals,
 )
+
+
+def _association_columns(recognised: np.ndarray, preferred: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[1, x, y, x·y, x², y²] per item (x recognised, y preferred, 0/1); an item missing either left out."""
+    missing = ~(np.isfinite(recognised) & np.isfinite(preferred))
+    x, y = recognised, preferred
+    return [("no verdict", missing)], np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
+
+
+#: One row per own-vs-other item: recognised the own answer (0/1) and preferred it (0/1); the
+#: statistic is Pearson's r of the totals (the phi coefficient of the 2×2 table).
+RECOGNITION_PREFERENCE_ASSOCIATION = Definition(
+    "recognition-preference-association",
+    '003 "Validating the self-recognition hypothesis"',
+    "Pearson r(recognised, preferred) with bootstrap and Fisher-z CI; chi-square (df=1)",
+    (-1.0, 1.0),
+    _association_columns,
+    pearson_of_totals,
+)
 #: One row per comparison judged in both orders: the candidate's code in the first and in the second.
 POSITION_CONSISTENCY = Definition(
     "position-consistency",
@@ -660,6 +738,68 @@ MEAN_LOG_PERPLEXITY = Definition(
     (0.0, None),
     _value_columns("no perplexity"),
     ratio_of_totals,
+)
+
+
+#: Why a comparison of a perplexity bin has no rate, per rater.
+PERPLEXITY_RATERS = {"judge": "no verdict", "human": "no human label"}
+
+
+def _picks_a_columns(picks_a: np.ndarray, *, rater: str = "judge") -> tuple[Exclusions, np.ndarray]:
+    """[A picked (1, ½ a tie, 0), 1] per comparison of one bin; NaN left out for the rater's reason."""
+    return [(PERPLEXITY_RATERS[rater], ~np.isfinite(picks_a))], np.column_stack([picks_a, np.ones(picks_a.size)])
+
+
+#: One row per comparison in one bin of PPL_J(A) − PPL_J(B) (the binning is the estimator's,
+#: `reference.perplexity_win_rate`): the judge's (or the humans', ``rater=``) pick of A.
+PERPLEXITY_WIN_RATE = Definition(
+    "perplexity-win-rate",
+    "001 §5 Fig. 3–4",
+    "P(judge picks A | bin of PPL_J(A) − PPL_J(B)) vs humans, one row per comparison (both orders "
+    "averaged), A = the dataset's response A (the human label's); PPL_J = exp(−mean token log "
+    "p_J(response | prompt))",
+    (0.0, 1.0),
+    _picks_a_columns,
+    ratio_of_totals,
+)
+
+
+# ---------------------------------------------------------------------------------- coverage (nepotism's own)
+def _excluded_verdict_columns(excluded: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[no verdict, 1] per judgment: every judgment is a unit (the ones without a verdict are what is counted)."""
+    gone = np.asarray(excluded, dtype=float)
+    return [], np.column_stack([gone, np.ones(gone.size)])
+
+
+def _exclusion_gap_columns(excluded: np.ndarray, shown: np.ndarray) -> tuple[Exclusions, np.ndarray]:
+    """[excluded·shown, shown, excluded·(1 − shown), 1 − shown] per judgment of one judge (booleans)."""
+    other = ~shown
+    return [], np.column_stack([excluded & shown, shown, excluded & other, other]).astype(float)
+
+
+#: One row per judgment: True when it has no verdict. Every row is counted (no row is left out); the
+#: estimate's ``n_excluded`` and reasons are the judgments without a verdict (`coverage.excluded_share`).
+EXCLUDED_VERDICTS = Definition(
+    "excluded-verdicts",
+    "nepotism bookkeeping (docs/verdicts.md)",
+    "judgments without a verdict / all judgments; excluded per status-reason "
+    "(unparsed-conflicting, unparsed-low-label-mass, failed-timeout, failed-generation:timeout, ...)",
+    (0.0, 1.0),
+    _excluded_verdict_columns,
+    ratio_of_totals,
+)
+#: One row per judgment of one judge the judge was asked: no verdict, and whether it shows generator g.
+#: The estimate's n and excluded describe g's judgments (`coverage.exclusion_share_gap`).
+EXCLUSION_SHARE_GAP = Definition(
+    "exclusion-share-gap",
+    "nepotism bookkeeping (docs/verdicts.md)",
+    "per judge and generator g: Σ excluded·shows(g) / Σ shows(g) − Σ excluded·(1−shows(g)) / Σ (1−shows(g)) "
+    "over the judgments the judge was asked; flagged (a gaming signal) when the one-sided cluster-robust "
+    "z-test p ≤ (1 − confidence) / generators tested, g's share ≥ 2 × the others' share and ≥ 5 of g's "
+    "judgments have no verdict",
+    (-1.0, 1.0),
+    _exclusion_gap_columns,
+    difference_of_ratios,
 )
 
 
@@ -764,6 +904,11 @@ for _definition in (
     MEAN_LOG_PERPLEXITY,
     REASONING_LENGTH,
     REASONING_LENGTH_PER_EVALUATEE,
+    EXCLUDED_VERDICTS,
+    EXCLUSION_SHARE_GAP,
+    PERPLEXITY_WIN_RATE,
+    PREFERENCE_LEAKAGE_VARIANCE,
+    RECOGNITION_PREFERENCE_ASSOCIATION,
 ):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

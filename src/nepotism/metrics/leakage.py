@@ -19,8 +19,10 @@ from nepotism.metrics.definitions import (
     ERROR_BIAS,
     PLS_TIE_RULES,
     PREFERENCE_LEAKAGE_SCORE,
+    PREFERENCE_LEAKAGE_VARIANCE,
     RANKING_DIFFERENCE,
     pls_from_win_rates,
+    pls_runs_statistic,
     pls_statistic,
     ranking_statistic,
 )
@@ -213,41 +215,29 @@ def preference_leakage_runs(
     """
     outcome = checked(outcome, "outcome", low=-1.0, high=1.0)
     runs = labels(run, "run", n=outcome.size)
-    keep, excluded, columns, groups = _pls_rows(outcome, student, judge, clusters, ties)
-    options = settings(bootstrap, **fields)
-    n_excl = int((~keep).sum())
+    groups, sides, judges = _pls_inputs(outcome, student, judge, clusters, ties)
+    keep, _, _ = PREFERENCE_LEAKAGE_SCORE.kept_rows(outcome, sides, judges, ties=ties)
     names, codes = np.unique(runs[keep].astype(str), return_inverse=True)
-    if columns.shape[0] == 0:
-        empty = undefined("no comparison", n_excluded=n_excl, excluded=excluded, bootstrap=options)
+    run_codes = np.zeros(outcome.size, dtype=np.int64)
+    run_codes[keep] = codes
+    part = PREFERENCE_LEAKAGE_VARIANCE.sums(outcome, sides, judges, run_codes, names.size, clusters=groups, ties=ties)
+    options = settings(bootstrap, **fields)
+    if part.n == 0:
+        empty = PREFERENCE_LEAKAGE_VARIANCE.resample(part, options, empty="no comparison")
         return {"mean": empty, "variance": empty, "runs": {}}
-    wide = np.zeros((columns.shape[0], 8 * names.size))
-    for r in range(names.size):
-        wide[codes == r, 8 * r : 8 * (r + 1)] = columns[codes == r]
-    _, sums = cluster_sums(groups, wide)
-    note = _empty_cells(sums, tuple(f"run {name}" for name in names))
-
-    def per_run(totals: np.ndarray) -> np.ndarray:
-        return np.stack([pls_statistic(totals[..., 8 * r : 8 * (r + 1)]) for r in range(names.size)], axis=-1)
-
-    def mean(totals: np.ndarray) -> np.ndarray:
-        return np.asarray(per_run(totals).mean(axis=-1))
-
-    def variance(totals: np.ndarray) -> np.ndarray:
-        return np.asarray(per_run(totals).var(axis=-1, ddof=1))
-
+    note = _empty_cells(part.sums, tuple(f"run {name}" for name in names))
     with np.errstate(invalid="ignore", divide="ignore"):
-        values = per_run(sums.sum(axis=0))
-    n = int(keep.sum())
+        values = pls_runs_statistic(names.size, "runs")(part.sums.sum(axis=0))
     out = {
-        "mean": cluster_bootstrap(sums, mean, n=n, n_excluded=n_excl, excluded=excluded, note=note, bootstrap=options),
+        "mean": PREFERENCE_LEAKAGE_VARIANCE.resample(part, options, statistic=pls_runs_statistic(names.size, "mean"), note=note),
         "runs": {str(name): float(v) for name, v in zip(names, values)},
     }
     if names.size < 2:
-        out["variance"] = undefined("fewer than two runs", n=n, n_excluded=n_excl, excluded=excluded, bootstrap=options)
-    else:
-        out["variance"] = cluster_bootstrap(
-            sums, variance, n=n, n_excluded=n_excl, excluded=excluded, note=note, bootstrap=options
+        out["variance"] = undefined(
+            "fewer than two runs", n=part.n, n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options
         )
+    else:
+        out["variance"] = PREFERENCE_LEAKAGE_VARIANCE.resample(part, options, statistic=pls_runs_statistic(names.size), note=note)
     return out
 
 

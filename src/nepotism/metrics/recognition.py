@@ -17,16 +17,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import (
-    Bootstrap,
-    cluster_bootstrap,
-    cluster_sums,
-    pearson_of_totals,
-    settings,
-)
-from nepotism.metrics._common import checked, labels, undefined, valid_rows
+from nepotism.metrics.bootstrap import Bootstrap, settings
+from nepotism.metrics._common import checked, labels, undefined
 from nepotism.metrics._estimate import Estimate
-from nepotism.metrics.definitions import FIRST_SLOT_PREFERENCE, POSITION_CONSISTENCY, RECOGNITION_ACCURACY, Definition
+from nepotism.metrics.definitions import (
+    FIRST_SLOT_PREFERENCE,
+    POSITION_CONSISTENCY,
+    RECOGNITION_ACCURACY,
+    RECOGNITION_PREFERENCE_ASSOCIATION,
+    Definition,
+)
 from nepotism.metrics.stats import chi_square, pearson
 
 __all__ = ["first_slot_preference", "position_consistency", "recognition_accuracy", "recognition_preference_association"]
@@ -97,16 +97,13 @@ def recognition_preference_association(
     x = _binary(recognised, "recognised")
     y = _binary(preferred, "preferred", n=x.size)
     groups = labels(clusters, "clusters", n=x.size)
-    keep, n_missing, excluded = valid_rows(x, y)
+    keep, _, _ = RECOGNITION_PREFERENCE_ASSOCIATION.kept_rows(x, y)
+    part = RECOGNITION_PREFERENCE_ASSOCIATION.sums(x, y, clusters=groups)
     x, y = x[keep], y[keep]
     options = settings(bootstrap, **fields)
-    if x.size < 3:
-        return undefined("fewer than 3 items", n_excluded=n_missing, excluded=excluded, bootstrap=options), {}
-    columns = np.column_stack([np.ones_like(x), x, y, x * y, x * x, y * y])
-    _, sums = cluster_sums(groups[keep], columns)
-    estimate = cluster_bootstrap(
-        sums, pearson_of_totals, n=int(x.size), n_excluded=n_missing, excluded=excluded, bootstrap=options
-    )
+    if part.n < 3:
+        return undefined("fewer than 3 items", n_excluded=part.n_excluded, excluded=part.excluded, bootstrap=options), {}
+    estimate = RECOGNITION_PREFERENCE_ASSOCIATION.resample(part, options)
     extra = pearson(x, y, confidence=estimate.confidence)
     table = np.array([[np.sum((x == a) & (y == b)) for b in (0, 1)] for a in (0, 1)])
     test = chi_square(table)

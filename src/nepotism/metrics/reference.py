@@ -31,7 +31,6 @@ from nepotism.metrics.bootstrap import (
     Bootstrap,
     cluster_bootstrap,
     cluster_sums,
-    ratio_of_totals,
     settings,
 )
 from nepotism.metrics._common import checked, group_sums, labels, undefined
@@ -40,6 +39,8 @@ from nepotism.metrics.definitions import (
     JUDGE_ACCURACY,
     LOG_PERPLEXITY_GAP,
     MEAN_LOG_PERPLEXITY,
+    PERPLEXITY_RATERS,
+    PERPLEXITY_WIN_RATE,
     d_diff_evaluatees,
     judge_shares,
     per_evaluatee_statistic,
@@ -168,22 +169,10 @@ def perplexity_win_rate(
     for b in range(edges.size - 1):
         member = ok & (index == b)
         result: dict[str, Any] = {"bin": b, "low": float(edges[b]), "high": float(edges[b + 1])}
-        for name, values, reason in (("judge", judge, "no verdict"), ("human", human, "no human label")):
-            rows = member & np.isfinite(values)
-            missing = int((member & ~rows).sum())
-            excluded = {reason: missing} if missing else {}
-            if not rows.any():
-                result[name] = undefined(
-                    "empty bin" if not missing else f"every row of the bin has {reason}",
-                    n_excluded=missing,
-                    excluded=excluded,
-                    bootstrap=options,
-                )
-                continue
-            _, sums = cluster_sums(clusters[rows], np.column_stack([values[rows], np.ones(rows.sum())]))
-            result[name] = cluster_bootstrap(
-                sums, ratio_of_totals, n=int(rows.sum()), n_excluded=missing, excluded=excluded, bootstrap=options
-            )
+        for name, values in (("judge", judge), ("human", human)):
+            part = PERPLEXITY_WIN_RATE.sums(values[member], clusters=clusters[member], rater=name)
+            empty = f"every row of the bin has {PERPLEXITY_RATERS[name]}" if part.n_excluded else "empty bin"
+            result[name] = PERPLEXITY_WIN_RATE.resample(part, options, empty=empty)
         out.append(result)
     return out
 
