@@ -481,3 +481,27 @@ def test_a_nullable_boolean_column_reads_missing_cells_as_empty(tmp_path):
     frame.to_parquet(path)
     got = read_table(path).frame["met"].tolist()
     assert got == [True, None, False] and [type(v) for v in got] == [bool, type(None), bool]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_key_codes_follow_names(seed):
+    """`name_codes` codes in the order of the names' text (shared by the columns given together);
+    `group_codes` numbers what ``groupby(sort=False).ngroup()`` numbers; `first_rows` finds each group's first row."""
+    import numpy as np
+
+    from nepotism.tables import first_rows, group_codes, name_codes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    x = pd.Series(rng.choice(np.array(["m10", "m9", "é", "B", "a"], dtype=object), size=n), dtype=object)
+    y = pd.Series(rng.choice(np.array([10, 9, "m9"], dtype=object), size=n), dtype=object)  # not all text: read as text
+    (cx, cy), names = name_codes(x, y)
+    assert list(names) == sorted(set(x) | {str(v) for v in y})
+    assert list(names[cx]) == list(x) and list(names[cy]) == [str(v) for v in y]
+    assert ((cx < cy) == (x.to_numpy(dtype=str) < y.astype(str).to_numpy(dtype=str))).all()
+    group = group_codes(cx, cy)
+    plain = pd.DataFrame({"x": x, "y": y.astype(str)}).groupby(["x", "y"], sort=False).ngroup().to_numpy()
+    assert (group == plain).all()
+    first = first_rows(group)
+    assert (group[first] == np.arange(group.max() + 1)).all()
+    assert all((group[: first[g]] != g).all() for g in range(len(first)))

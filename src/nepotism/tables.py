@@ -98,8 +98,11 @@ __all__ = [
     "VERDICT_COLUMN",
     "columns_of",
     "detect_kind",
+    "first_rows",
+    "group_codes",
     "key_columns",
     "kind_unknown",
+    "name_codes",
     "parse_json_line",
     "read_raw",
     "read_rows",
@@ -606,6 +609,30 @@ def text_values(column: pd.Series) -> np.ndarray:
     if pd.api.types.infer_dtype(values, skipna=False) == "string":
         return values
     return np.array([str(v) for v in values], dtype=object)
+
+
+def name_codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
+    """Key columns that share one name space (``model_x`` and ``model_y``; or a single column) as int64
+    codes into their sorted names, each value read as its text (`text_values`): a code's order is its
+    name's order, so sorting, grouping and ``x < y`` read the same on codes as on names. Returns
+    (the codes of each column, the names). The analyses code their key columns here once and then
+    group integers (a group-by of 7.2M rubric verdicts on five text keys took 25 s)."""
+    texts = [text_values(column) for column in columns]
+    codes, names = pd.factorize(np.concatenate(texts) if len(texts) > 1 else texts[0], sort=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    bounds = np.cumsum([0] + [len(text) for text in texts])
+    return [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:])], np.asarray(names, dtype=object)
+
+
+def group_codes(*codes: np.ndarray) -> np.ndarray:
+    """One int64 per distinct combination of the code columns (`row_keys`), numbered 0, 1, … in order of
+    first appearance: what ``groupby(columns, sort=False).ngroup()`` numbers, without the group-by."""
+    return np.asarray(pd.factorize(row_keys(list(codes)))[0], dtype=np.int64)
+
+
+def first_rows(group: np.ndarray) -> np.ndarray:
+    """The position of each group's first row; for `group_codes` numbers, the i-th is group i's."""
+    return np.flatnonzero(~pd.Series(group).duplicated(keep="first").to_numpy())
 
 
 def _distinct_texts(column: pd.Series) -> tuple[np.ndarray, list[str]] | None:

@@ -262,3 +262,36 @@ def test_the_coded_pairs_are_the_plain_group_by_on_names(seed):
     got, centre = pair_values(frame, kind)
     pd.testing.assert_frame_equal(got, _names_pair_values(frame, kind))
     assert centre == 0.0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_coded_pairwise_values_are_the_plain_group_by_on_names(seed):
+    """A pairwise table's `pair_values` are coded from the comparisons without a text copy: the same
+    rows, order and values as the mean over replicates grouped by name (first appearance), with
+    both orders, single orders, ties, missing verdicts and ids that sort differently as text."""
+    import numpy as np
+
+    from nepotism.analyses.comparisons import build_comparisons
+    from nepotism.tables import validate
+
+    rng = np.random.default_rng(100 + seed)
+    models = ["zeta", "alpha", "Beta", "m10", "m9"]
+    rows = []
+    for _ in range(int(rng.integers(1, 120))):
+        a, b = rng.choice(models, size=2, replace=False)
+        key = {"instance_id": str(rng.choice(["q3", "q10", "q1"])), "judge": str(rng.choice(["judge-b", "j"]))}
+        replicate = int(rng.integers(0, 1 + seed % 3))
+        for first, second in ((a, b), (b, a))[: int(rng.integers(1, 3))]:
+            verdict = rng.choice(["A", "B", "tie", None])
+            rows.append(key | {"model_a": first, "model_b": second, "verdict": verdict, "replicate": replicate})
+    frame = pd.DataFrame(rows).drop_duplicates(["instance_id", "judge", "model_a", "model_b", "replicate"])
+    if seed % 2:
+        frame["condition"] = rng.choice(["terse", "default"], size=len(frame))
+    frame = validate(frame.reset_index(drop=True), "pairwise").frame
+    got, centre = pair_values(frame, "pairwise")
+    comp = build_comparisons(module._defaults(frame)).frame
+    keys = ["judge", "condition", "instance_id", "model_x", "model_y"]
+    plain = comp[keys].astype(str).assign(value=(comp["outcome"] + 1.0) / 2.0)
+    want = plain.groupby(keys, sort=False)["value"].mean().reset_index().astype({c: object for c in keys})
+    pd.testing.assert_frame_equal(got, want)
+    assert centre == 0.5

@@ -33,7 +33,7 @@ from nepotism.analyses.comparisons import Comparisons, build_comparisons
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
 from nepotism.results import new_record
-from nepotism.tables import text_values
+from nepotism.tables import first_rows, group_codes, name_codes, text_values
 
 __all__ = [
     "SCOPES",
@@ -77,25 +77,6 @@ class _Coded:
         return pd.DataFrame(out)
 
 
-def _codes(columns: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Codes of text columns sharing one name space, and the sorted names they index."""
-    codes, names = pd.factorize(np.concatenate(columns) if len(columns) > 1 else columns[0], sort=True)
-    names = np.asarray(names, dtype=object)
-    codes = np.asarray(codes, dtype=np.int64)
-    bounds = np.cumsum([0] + [len(c) for c in columns])
-    return [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:])], names
-
-
-def _group(*codes: np.ndarray) -> np.ndarray:
-    """One number per distinct combination of the code columns, in order of first appearance (what
-    ``groupby(columns, sort=False).ngroup()`` numbers), combined a column at a time so no key overflows."""
-    key = np.asarray(codes[0], dtype=np.int64)
-    for column in codes[1:]:
-        key, _ = pd.factorize(key * (int(column.max()) + 1 if column.size else 1) + column)
-    key, _ = pd.factorize(key)
-    return np.asarray(key, dtype=np.int64)
-
-
 def _coded(values: pd.DataFrame) -> _Coded:
     """A `pair_values` frame (names) as a `_Coded` one."""
     frame: dict[str, np.ndarray] = {}
@@ -106,7 +87,7 @@ def _coded(values: pd.DataFrame) -> _Coded:
         ("instance_id", ["instance_id"]),
         ("model", ["model_x", "model_y"]),
     ):
-        codes, names[space] = _codes([text_values(values[column]) for column in columns])
+        codes, names[space] = name_codes(*(values[column] for column in columns))
         frame |= dict(zip(columns, codes))
     frame["value"] = values["value"].to_numpy(dtype=float)
     return _Coded(pd.DataFrame(frame), names)
@@ -150,25 +131,34 @@ def _defaults(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _pairwise_values(frame: pd.DataFrame, rule: str) -> pd.DataFrame:
-    """One row per (judge, condition, instance, pair x < y) of a pairwise table: the preference for x
-    after both orders (1, ½, 0), replicates averaged."""
+def _pairwise_coded(frame: pd.DataFrame, rule: str) -> _Coded:
+    """One row per (judge, condition, instance, pair x < y) of a pairwise table, as codes: the
+    preference for x after both orders (1, ½, 0), replicates averaged; rows in order of first appearance."""
     comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
-    values = pd.DataFrame(
-        {column: pd.Series(_text(comp[column]), dtype=object) for column in ["judge"] + _PAIR}
-        | {"value": ((comp["outcome"] + 1.0) / 2.0).to_numpy(dtype=float)}
-    )  # text stays objects (no Arrow copy)
-    if comp["replicate"].nunique() <= 1:  # one comparison per (judge, condition, instance, pair): no mean to take
-        return values
-    out = values.groupby(["judge"] + _PAIR, sort=False)["value"].mean().reset_index()  # mean over replicates
-    return out.astype({column: object for column in ["judge"] + _PAIR})
+    columns: dict[str, np.ndarray] = {}
+    names: dict[str, np.ndarray] = {}
+    for space, spaced in (
+        ("judge", ["judge"]),
+        ("condition", ["condition"]),
+        ("instance_id", ["instance_id"]),
+        ("model", ["model_x", "model_y"]),
+    ):
+        codes, names[space] = name_codes(*(comp[column] for column in spaced))
+        columns |= dict(zip(spaced, codes))
+    value = ((comp["outcome"] + 1.0) / 2.0).to_numpy(dtype=float)
+    if comp["replicate"].nunique() > 1:  # several comparisons per (judge, condition, instance, pair): their mean
+        group = group_codes(*columns.values())
+        first = first_rows(group)
+        columns = {column: codes[first] for column, codes in columns.items()}
+        value = pd.Series(value).groupby(group, sort=True).mean().to_numpy(dtype=float)
+    return _Coded(pd.DataFrame(columns | {"value": value}), names)
 
 
 def _coded_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> tuple[_Coded, float]:
     """`pair_values` as codes: the pairs of a pointwise or rubric table are formed on codes and never
     turned into names (3.96M pairs of the 7.2M-verdict rubric benchmark)."""
     if kind == "pairwise":
-        return _coded(_pairwise_values(frame, rule)), 0.5
+        return _pairwise_coded(frame, rule), 0.5
     if kind not in ("pointwise", "rubric"):
         raise ValueError(f"matched-bias has no design for {kind!r} tables")
     responses = _coded_responses(frame, kind)
@@ -176,7 +166,7 @@ def _coded_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -
     # each (judge, condition, instance)'s responses against each other: value(x) − value(y), x < y by name
     keyed = pd.DataFrame(
         {
-            "key": _group(per["judge"].to_numpy(), per["condition"].to_numpy(), per["instance_id"].to_numpy()),
+            "key": group_codes(per["judge"].to_numpy(), per["condition"].to_numpy(), per["instance_id"].to_numpy()),
             "row": np.arange(len(per)),
         }
     )
@@ -205,8 +195,6 @@ def pair_values(frame: pd.DataFrame, kind: str, *, rule: str = "consistent") -> 
     Returns (frame, centre): the value of y is ``2·centre − value`` (centre ½ for pairwise
     preferences, 0 for pointwise and rubric differences). NaN = no usable verdict.
     """
-    if kind == "pairwise":
-        return _pairwise_values(frame, rule), 0.5
     coded, centre = _coded_values(frame, kind, rule=rule)
     return coded.decoded(), centre
 
@@ -225,11 +213,11 @@ def _coded_responses(frame: pd.DataFrame, kind: str) -> _Coded:
         if space == "condition" and "condition" not in frame:
             codes[space], names[space] = np.zeros(len(frame), dtype=np.int64), np.array(["default"], dtype=object)
             continue
-        (codes[space],), names[space] = _codes([text_values(frame[space])])
+        (codes[space],), names[space] = name_codes(frame[space])
     # one response per (judge, condition, instance, model), replicates and rubrics averaged, in order of first appearance
-    response = _group(*(codes[space] for space in ("judge", "condition", "instance_id", "model")))
+    response = group_codes(*(codes[space] for space in ("judge", "condition", "instance_id", "model")))
     mean = pd.Series(raw).groupby(response, sort=True).mean().to_numpy(dtype=float)
-    first = pd.Series(response).drop_duplicates().index.to_numpy()
+    first = first_rows(response)
     out = pd.DataFrame({space: codes[space][first] for space in codes} | {"value": mean})
     return _Coded(out, names)
 
@@ -239,10 +227,6 @@ def response_values(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     judge's value of that answer, replicates averaged: its score (pointwise) or the share of its
     parsed rubrics met (rubric). NaN = no usable verdict. `pair_values` differences these."""
     return _coded_responses(frame, kind).decoded()
-
-
-def _text(column: pd.Series) -> np.ndarray:
-    return text_values(column).copy()
 
 
 def truth_codes(references: dict | None) -> pd.DataFrame | None:
@@ -320,8 +304,8 @@ def matched_rows(
     frame, names = coded.frame, coded.names
     judge_code, x_code, y_code = (frame[column].to_numpy() for column in ("judge", "model_x", "model_y"))
     # each row's (judge, x, y) numbered by first appearance: the registry is asked once per triple, not per row
-    triple = _group(judge_code, x_code, y_code)
-    first = pd.Series(triple).drop_duplicates().index.to_numpy()
+    triple = group_codes(judge_code, x_code, y_code)
+    first = first_rows(triple)
     keys = [
         (names["judge"][j], names["model"][x], names["model"][y])
         for j, x, y in zip(judge_code[first], x_code[first], y_code[first])
@@ -345,7 +329,7 @@ def matched_rows(
     own = is_eligible & ~np.isnan(value)  # rows a reference mean may use (the judge's own, taken out below)
     # every row's (condition, instance, x, y) numbered once: the reference sums are looked up by number, not joined
     condition_code, instance_code = frame["condition"].to_numpy(), frame["instance_id"].to_numpy()
-    pair = _group(condition_code, instance_code, x_code, y_code)
+    pair = group_codes(condition_code, instance_code, x_code, y_code)
     sums = pd.Series(value[own]).groupby(pair[own], sort=False).agg(["sum", "count"])
     ref_sum_of, ref_n_of = np.zeros(int(pair.max()) + 1 if pair.size else 0), np.zeros(int(pair.max()) + 1 if pair.size else 0)
     ref_sum_of[sums.index.to_numpy()] = sums["sum"].to_numpy()

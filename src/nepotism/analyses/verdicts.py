@@ -42,6 +42,7 @@ import pandas as pd
 
 from nepotism.models.registry import AUDITED_SCOPES
 from nepotism.results import Verdict, record_key
+from nepotism.tables import name_codes
 
 __all__ = [
     "FINDING_WORDS",
@@ -109,22 +110,20 @@ def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, 
     if not columns:
         return []
     # on integer codes, never a string per row: the census of a 10M-row table is a few thousand values
-    judge_codes, judges = pd.factorize(frame["judge"], use_na_sentinel=False)
+    (judge_codes,), judges = name_codes(frame["judge"])
     if "condition" in frame:
-        cond_codes, conditions = pd.factorize(frame["condition"], use_na_sentinel=False)
+        (cond_codes,), conditions = name_codes(frame["condition"])
     else:
         cond_codes, conditions = np.zeros(len(frame), dtype=np.int64), np.array(["default"], dtype=object)
-    group = judge_codes.astype(np.int64) * len(conditions) + cond_codes
-    inst_codes, instances = pd.factorize(
-        frame["instance_id"].astype(str) if frame["instance_id"].dtype != object else frame["instance_id"], use_na_sentinel=False
-    )
+    group = judge_codes * len(conditions) + cond_codes
+    (inst_codes,), instances = name_codes(frame["instance_id"])
     pairs = np.unique(group * max(len(instances), 1) + inst_codes)
     prompts = np.bincount(pairs // max(len(instances), 1), minlength=len(judges) * len(conditions))
     models: dict[int, set[str]] = defaultdict(set)
     for column in columns:
-        model_codes, names = pd.factorize(frame[column], use_na_sentinel=False)
+        (model_codes,), names = name_codes(frame[column])
         for key in np.unique(group * len(names) + model_codes).tolist():
-            models[key // len(names)].add(str(names[key % len(names)]).split("@", 1)[0])
+            models[key // len(names)].add(names[key % len(names)].split("@", 1)[0])
     keyed = sorted((str(judges[g // len(conditions)]), str(conditions[g % len(conditions)]), g) for g in models)
     out = []
     for judge, cond, g in keyed:

@@ -24,7 +24,7 @@ import pandas as pd
 from nepotism.grading.jury import JuryResult, rubric_jury
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.meta_eval import rubric_verdict_scores
-from nepotism.tables import text_values
+from nepotism.tables import name_codes, text_values
 from nepotism.votes import decide
 
 __all__ = ["jurors_of", "jury_reference", "meta_evaluation", "one_verdict", "polarity_masks", "reference_frame", "verdict_slices"]
@@ -85,9 +85,9 @@ def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     no = valid.astype(np.int64) - yes
     # each key coded into its sorted names (a code's order is its name's order): the verdicts are
     # sorted and summed on integers — a group-by of 7.2M rows on five text keys took 25 s
-    coded = [pd.factorize(text_values(judgments[key]), sort=True) for key in keys]
-    order = np.lexsort([np.asarray(codes) for codes, _ in reversed(coded)]) if keys else np.arange(len(judgments))
-    ranked = [np.asarray(codes)[order] for codes, _ in coded]
+    coded = [name_codes(judgments[key]) for key in keys]
+    order = np.lexsort([codes for (codes,), _ in reversed(coded)]) if keys else np.arange(len(judgments))
+    ranked = [codes[order] for (codes,), _ in coded]
     same = np.zeros(order.size, dtype=bool)  # a row with the keys of the row before it
     same[1:] = True
     for codes in ranked:
@@ -100,10 +100,7 @@ def one_verdict(judgments: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     )
     choice = decide(counts)
     out = pd.DataFrame(
-        {
-            key: pd.Series(np.asarray(names, dtype=object)[codes[starts]], dtype=object)
-            for key, codes, (_, names) in zip(keys, ranked, coded)
-        }
+        {key: pd.Series(names[codes[starts]], dtype=object) for key, codes, (_, names) in zip(keys, ranked, coded)}
     )
     return out.assign(met=np.where(choice < 0, np.nan, choice.astype(float)))
 
