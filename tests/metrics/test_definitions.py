@@ -254,11 +254,7 @@ def test_recognition_preference_association_is_its_definition_with_the_bootstrap
 #:   interval is the percentile of the bootstrap ranks (NaN-aware), and its records are written by
 #:   two procedures (analyses.derived._board and leakage.audit's rank after removing the judge's
 #:   relatives' bonus); its per-prompt layout is RANKING_DIFFERENCE's, were it to become one.
-#: - matched-bias: its estimator is being rewritten (issue 37, the lead's part).
-NOT_YET_DEFINED = {
-    "leaderboard-rank",
-    "matched-bias",
-}
+NOT_YET_DEFINED = {"leaderboard-rank"}
 
 
 def _suite_ids() -> set[str]:

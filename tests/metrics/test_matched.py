@@ -68,3 +68,14 @@ def test_sensitivity_gap_orients_by_truth_and_drops_unordered_rows():
 def test_unknown_option_is_an_error():
     with pytest.raises(TypeError):
         matched_bias(np.array([1.0]), np.array([0.5]), np.array([0]), resamples=10)
+
+
+def test_score_differences_are_not_bounded_by_one():
+    """On a pointwise table the matched bias is a gap between score differences (1–10 scores: up to
+    ±18), so the catalogue's range must not stop at ±1 — a card threshold of 2 is a real one."""
+    from nepotism.metrics.catalogue import VALUE_RANGES
+
+    est = matched_bias([9.0, 8.0], [-9.0, -7.0], ["a", "b"], n_resamples=0)
+    assert est.value == 16.5
+    low, high = VALUE_RANGES["matched-bias"]
+    assert (low is None or low <= -est.value) and (high is None or est.value <= high)

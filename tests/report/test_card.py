@@ -124,7 +124,7 @@ def test_experiment_file_card_table(tmp_path):
     "table, field",
     [
         ({"max_self_preference_ratio": 60}, "max_self_preference_ratio"),  # a percentage given for a fraction
-        ({"max_matched_bias": {"self": -2}}, "max_matched_bias.self"),
+        ({"rule": [{"metric": "demographic-parity-bias", "max": -2}]}, "rule[0].max"),
         ({"max_win_rate": float("nan")}, "max_win_rate"),
         ({"rule": [{"metric": "judge-accuracy", "min": 70}]}, "rule[0].min"),
     ],
@@ -136,5 +136,6 @@ def test_a_threshold_outside_what_the_metric_can_be_is_refused(table, field):
         parse_thresholds(table, path="t.toml")
     assert err.value.field == field and err.value.path == "t.toml"
     assert "fractions" in str(err.value) or "finite" in str(err.value)
-    # unbounded metrics take any finite number
+    # unbounded metrics take any finite number; the matched bias of 1–10 scores reaches ±18
     assert parse_thresholds({"max_ranking_difference": 5}).rules[0].max == 5
+    assert parse_thresholds({"max_matched_bias": {"self": 2}}).rules[0].max == 2

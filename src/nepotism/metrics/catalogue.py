@@ -213,11 +213,9 @@ _ROWS = [
         ("subset=all own-vs-other comparisons|harmful (own wrong, other right)",),
     ),
     _defined("POSITION_CONSISTENCY", recognition.position_consistency, ("share=two orders agree|first slot chosen",)),
-    MetricInfo(
-        "matched-bias",
+    _defined(
+        "MATCHED_BIAS",
         matched.matched_bias,
-        "new (docs/matched-bias.md); contrasts 001 Def. 4.1, 004 Eq. 4–5",
-        "mean_c [p_J(c) − mean_{K unrelated to both candidates} p_K(c)], c = (item, related vs unrelated candidate)",
         (
             "scope=self|family|student|teacher",
             "subset=all|harmful|legitimate",
@@ -443,7 +441,7 @@ VALUE_RANGES: dict[str, tuple[float | None, float | None]] = {
     "preference-leakage-change": (-2.0, 2.0),
     "legitimate-self-preference-ratio": (0.0, 1.0),
     "harmful-self-preference-propensity": (0.0, 1.0),
-    "matched-bias": (-1.0, 1.0),
+    "matched-bias": (None, None),  # preferences: [-1, 1]; score differences: the scale's
     "leaderboard-rank": (1.0, None),
     "leaderboard-leakage-bonus": (None, None),
     "mitigation-effect": (None, None),

@@ -65,6 +65,7 @@ __all__ = [
     "HSPP_RATIO",
     "JUDGE_ACCURACY",
     "LOG_PERPLEXITY_GAP",
+    "MATCHED_BIAS",
     "MEAN_LOG_PERPLEXITY",
     "MIPA",
     "MRA",
@@ -878,7 +879,37 @@ JUDGE_ACCURACY = Definition(
     _given_by_the_call("judge-accuracy"),
 )
 
+
 #: Every definition, by catalogue id (a metric with variants of other statistics lists each).
+# ------------------------------------------------------------------------------ matched baseline
+def _matched_columns(
+    judge: np.ndarray, reference: np.ndarray, *, orientation: np.ndarray | None = None
+) -> tuple[Exclusions, np.ndarray]:
+    exclusions: Exclusions = [("no verdict", ~np.isfinite(judge)), ("no reference judge", ~np.isfinite(reference))]
+    difference = judge - reference
+    if orientation is not None:  # the sensitivity check: signed by the truth, rows without a truth order left out
+        exclusions.append(("no truth order", ~(np.isfinite(orientation) & (orientation != 0))))
+        with np.errstate(invalid="ignore"):
+            difference = np.sign(orientation) * difference
+    return exclusions, np.column_stack([difference, np.ones_like(difference)])
+
+
+#: One row per comparison c of a related candidate with an unrelated one on one item: the judge's
+#: preference p_J(c) for the related candidate and the mean p̄_ref(c) of the judges unrelated to both
+#: (for pointwise and rubric tables a difference of scores or met-rates, so the range is the scale's:
+#: a score gap of 1–10 scores reaches ±18, hence no bound). With ``orientation=`` (+1 when the first
+#: candidate is truly better, −1 worse) it is the equal-sensitivity check on the judge's neutral
+#: comparisons: mean_c sign(o_c)·(p_J(c) − p̄_ref(c)), rows with no truth order left out.
+MATCHED_BIAS = Definition(
+    "matched-bias",
+    "new (docs/matched-bias.md); contrasts 001 Def. 4.1, 004 Eq. 4–5",
+    "mean_c [p_J(c) − mean_{K unrelated to both candidates} p_K(c)], c = (item, related vs unrelated candidate)",
+    (None, None),
+    _matched_columns,
+    ratio_of_totals,
+)
+
+
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {}
 for _definition in (
     WIN_RATE,
@@ -909,6 +940,7 @@ for _definition in (
     PERPLEXITY_WIN_RATE,
     PREFERENCE_LEAKAGE_VARIANCE,
     RECOGNITION_PREFERENCE_ASSOCIATION,
+    MATCHED_BIAS,
 ):
     DEFINITIONS[_definition.id] = (*DEFINITIONS.get(_definition.id, ()), _definition)
 del _definition

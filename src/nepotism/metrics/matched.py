@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nepotism.metrics.bootstrap import Bootstrap, cluster_bootstrap, cluster_sums, ratio_of_totals, settings
+from nepotism.metrics.bootstrap import Bootstrap, settings
 from nepotism.metrics._common import checked, labels
 from nepotism.metrics._estimate import Estimate
+from nepotism.metrics.definitions import MATCHED_BIAS, ClusterSums
 
 __all__ = ["matched_bias", "sensitivity_gap"]
 
@@ -41,19 +42,10 @@ def _finite(values: ArrayLike, name: str, *, n: int | None = None) -> np.ndarray
     return checked(values, name, low=-np.inf, high=np.inf, n=n)
 
 
-def _exclusions(judge: np.ndarray, reference: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, dict[str, int], str | None]:
-    """Rows to keep, the excluded counts per reason and a note counting items left with no row."""
-    no_verdict = ~np.isfinite(judge)
-    no_reference = np.isfinite(judge) & ~np.isfinite(reference)
-    keep = ~(no_verdict | no_reference)
-    excluded: dict[str, int] = {}
-    if no_verdict.any():
-        excluded["no verdict"] = int(no_verdict.sum())
-    if no_reference.any():
-        excluded["no reference judge"] = int(no_reference.sum())
-    lost = np.setdiff1d(np.unique(clusters[~keep]), np.unique(clusters[keep])) if (~keep).any() else np.array([])
-    note = f"{lost.size} item(s) left out: no usable verdict with an unrelated reference judge" if lost.size else None
-    return keep, excluded, note
+def _lost_items(clusters: np.ndarray, part: ClusterSums) -> str | None:
+    """A note counting the items left with no row (every row of theirs left out), or None."""
+    lost = np.setdiff1d(np.unique(clusters), part.clusters)
+    return f"{lost.size} item(s) left out: no usable verdict with an unrelated reference judge" if lost.size else None
 
 
 def matched_bias(
@@ -75,7 +67,7 @@ def matched_bias(
     s_J(R) − s_J(O) (scores, or met-rates on the rubric items), so that each judge's leniency cancels.
 
     Formula: MB = (1/n) Σ_c [p_J(c) − p̄_ref(c)], n = comparisons with both parts defined. Range
-    [−1, 1] for preferences; 0 = no more favour than unrelated judges show on the same comparisons;
+    [−1, 1] for preferences, the scale's for score differences; 0 = no more favour than unrelated judges show on the same comparisons;
     the one-sided p-value tests MB > 0.
     Rows with a NaN judge preference are excluded as ``"no verdict"``; rows with no reference
     judge (NaN reference) as ``"no reference judge"``; items left with no row are counted in the
@@ -90,29 +82,13 @@ def matched_bias(
     reference = _finite(reference_preference, "reference_preference", n=judge.size)
     clusters = labels(clusters, "clusters", n=judge.size)
     boot = settings(bootstrap, **fields)
-    keep, excluded, note = _exclusions(judge, reference, clusters)
-    n_excluded = int((~keep).sum())
-    if not keep.any():
-        return cluster_bootstrap(
-            np.zeros((0, 1)),
-            ratio_of_totals,
-            n=0,
-            n_excluded=n_excluded,
-            excluded=excluded,
-            note="no comparison with an unrelated reference judge",
-            bootstrap=boot,
-        )
-    difference = judge[keep] - reference[keep]
-    _, sums = cluster_sums(clusters[keep], np.column_stack([difference, np.ones_like(difference)]))
-    return cluster_bootstrap(
-        sums,
-        ratio_of_totals,
-        n=int(keep.sum()),
-        n_excluded=n_excluded,
-        excluded=excluded,
-        note=note,
-        bootstrap=boot,
+    part = MATCHED_BIAS.sums(judge, reference, clusters=clusters)
+    return MATCHED_BIAS.resample(
+        part,
+        boot,
         alternative=alternative,
+        note=_lost_items(clusters, part),
+        empty="no comparison with an unrelated reference judge",
     )
 
 
@@ -147,31 +123,11 @@ def sensitivity_gap(
     orientation = checked(orientation, "orientation", low=-1.0, high=1.0, n=judge.size)
     clusters = labels(clusters, "clusters", n=judge.size)
     boot = settings(bootstrap, **fields)
-    keep, excluded, note = _exclusions(judge, reference, clusters)
-    unordered = keep & ~(np.isfinite(orientation) & (orientation != 0))
-    if unordered.any():
-        excluded["no truth order"] = int(unordered.sum())
-    keep &= ~unordered
-    n_excluded = int((~keep).sum())
-    if not keep.any():
-        return cluster_bootstrap(
-            np.zeros((0, 1)),
-            ratio_of_totals,
-            n=0,
-            n_excluded=n_excluded,
-            excluded=excluded,
-            note="no ordered comparison with an unrelated reference judge",
-            bootstrap=boot,
-        )
-    gap = np.sign(orientation[keep]) * (judge[keep] - reference[keep])
-    _, sums = cluster_sums(clusters[keep], np.column_stack([gap, np.ones_like(gap)]))
-    return cluster_bootstrap(
-        sums,
-        ratio_of_totals,
-        n=int(keep.sum()),
-        n_excluded=n_excluded,
-        excluded=excluded,
-        note=note,
-        bootstrap=boot,
+    part = MATCHED_BIAS.sums(judge, reference, clusters=clusters, orientation=orientation)
+    return MATCHED_BIAS.resample(
+        part,
+        boot,
         alternative=alternative,
+        note=_lost_items(clusters, MATCHED_BIAS.sums(judge, reference, clusters=clusters)),  # before the truth order
+        empty="no ordered comparison with an unrelated reference judge",
     )
