@@ -20,7 +20,8 @@ estimators (`nepotism.metrics.pairwise`, `rubric`, `leakage`, `reference`, `reco
 definitions on their integer codes and batch the bootstraps (`nepotism.metrics._batch`), and the
 suite's other metrics with a definition (equal-opportunity and error bias, judge and task accuracy,
 recognition accuracy and its association with preference, position consistency, the PLS and its
-run-to-run variance, the perplexity means and win rates, reasoning length, the excluded verdicts)
+run-to-run variance, the perplexity means and win rates, reasoning length, the excluded verdicts,
+the matched bias against unrelated judges and its sensitivity check)
 are computed by calling those estimators (`nepotism.metrics.coverage`'s too); the suite's
 exclusion-share gap lays `EXCLUSION_SHARE_GAP` out per prompt (`Definition.dense_sums`). Where a statistic depends on the call (the ranked target, the HSPP ratio's
 generator sets, the score delta's generator, judge accuracy's averaging and evaluatees, the number
