@@ -1005,3 +1005,38 @@ def test_position_records_equal_the_per_group_computation(tmp_path):
     new = _position_records(frame.assign(replicate=frame["replicate"].fillna(0)), options)
     assert len(new) == len(old) > 4
     assert json.dumps(new, sort_keys=True, default=str) == json.dumps(old, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_self_rows_read_each_pair_scope_like_a_row_by_row_lookup(seed):
+    """`_self_rows` looks each (judge, model)'s scope up once on codes: the rows it keeps, and their
+    orientation, are those of a row-by-row look-up — with pairs the scope table does not know
+    ("unknown") and every ladder rung."""
+    import numpy as np
+
+    from nepotism.analyses.suite import _self_rows
+    from nepotism.models import SCOPE_LADDER
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    judges, models = ["j2", "j10", "j1"], ["m9", "m10", "alpha", "Beta"]
+    comp = pd.DataFrame(
+        {
+            "judge": rng.choice(judges, size=n),
+            "model_x": rng.choice(models, size=n),
+            "model_y": rng.choice(models, size=n),
+            "outcome": rng.choice([-1.0, 0.0, 1.0, np.nan], size=n),
+        }
+    ).astype({"judge": object, "model_x": object, "model_y": object})
+    scopes = {(j, m): str(rng.choice(SCOPE_LADDER)) for j in judges for m in models if rng.random() < 0.8}
+    rung = {name: i for i, name in enumerate(SCOPE_LADDER)}
+    for scope in ("self", "family", "student"):
+        for opponents in ("unrelated", "any"):
+            got = _self_rows(comp, scopes, scope, opponents=opponents)
+            sx = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_x"])])
+            sy = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_y"])])
+            bar = rung["unrelated"] if opponents == "unrelated" else rung[scope] + 1
+            x_side = (sx == rung[scope]) & (sy >= bar)
+            y_side = (sy == rung[scope]) & (sx >= bar) & ~x_side
+            assert list(got.index) == list(comp.index[x_side | y_side])
+            assert list(got["related"]) == list(np.where(y_side, comp["model_y"], comp["model_x"])[x_side | y_side])

@@ -81,7 +81,7 @@ from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import reasoning_length_records, task_accuracy_records
 from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
 from nepotism.results import Results, new_record
-from nepotism.tables import VERDICT_COLUMN, text_values
+from nepotism.tables import VERDICT_COLUMN, name_codes, text_values
 from nepotism.votes import decide
 
 __all__ = [
@@ -268,8 +268,13 @@ def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str =
     answer, as paper 004 counts them). ``scopes`` maps (judge, model) to `Registry.scope`.
     """
     rung = {name: i for i, name in enumerate(SCOPE_LADDER)}
-    sc_x = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_x"])], dtype=int)
-    sc_y = np.array([rung[scopes.get((j, m), "unknown")] for j, m in zip(comp["judge"], comp["model_y"])], dtype=int)
+    # each (judge, model)'s rung looked up once, not once per row (20M look-ups on 10M comparisons)
+    (judge,), judges = name_codes(comp["judge"])
+    (x, y), models = name_codes(comp["model_x"], comp["model_y"])
+    ladder = np.array([[rung[scopes.get((j, m), "unknown")] for m in models] for j in judges], dtype=int).reshape(
+        judges.size, models.size
+    )
+    sc_x, sc_y = ladder[judge, x], ladder[judge, y]
     mine = rung[scope]
     if opponents == "unrelated":
         other_x, other_y = sc_x >= rung["unrelated"], sc_y >= rung["unrelated"]
