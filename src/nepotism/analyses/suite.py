@@ -284,8 +284,9 @@ def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str =
     y_side = (sc_y == mine) & other_x & ~x_side
     sub = comp[x_side | y_side].copy()
     flip = y_side[x_side | y_side]
-    sub["related"] = np.where(flip, sub["model_y"], sub["model_x"])
-    sub["other"] = np.where(flip, sub["model_x"], sub["model_y"])
+    for column, first, second in (("related", "model_y", "model_x"), ("other", "model_x", "model_y")):
+        # names stay objects: an assigned array of str would become an Arrow column, iterated per row later
+        sub[column] = pd.Series(np.where(flip, sub[first], sub[second]), index=sub.index, dtype=object)
     sub["outcome_related"] = np.where(flip, -sub["outcome"], sub["outcome"])
     return sub
 
