@@ -41,14 +41,22 @@ from nepotism.mitigations.effects import BASE_METRICS, change_ratio, diff_in_dif
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
 from nepotism.mitigations.rows import left_out, one_side, usable
 
-__all__ = ["SELF_CONTROL_RATIO", "THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
+__all__ = [
+    "SELF_CONTROL_RATIO",
+    "THIRD_PARTY",
+    "calibration_records",
+    "effect_record",
+    "jury_records",
+    "option_records",
+    "perturbation_records",
+]
 
 THIRD_PARTY = "third-party"
 #: The metric id of paper 003 Fig. 15's ratio: |self-evaluation change| / |third-party change|.
 SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 
 
-def _record(
+def effect_record(
     judge: str,
     cfg: MitigationConfig,
     scope: str,
@@ -58,6 +66,10 @@ def _record(
     mit_value: float,
     **extra: Any,
 ) -> dict[str, Any]:
+    """A ``mitigation-effect`` record of ``judge`` under ``cfg``: its variant (mitigation, base metric,
+    scope), the condition's params, the ``estimate``, the base metric's value in the baseline and
+    under the mitigation (None for NaN), then ``extra`` (the one builder of these records: the
+    rubric filter's too)."""
     rec: dict[str, Any] = {
         "metric": "mitigation-effect",
         "judge": judge,
@@ -113,7 +125,7 @@ def perturbation_records(
         sm = _self(rows, mitigated, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
         if not control:
             continue
         cb = _third_party(rows, lambda s: THIRD_PARTY)
@@ -121,11 +133,11 @@ def perturbation_records(
         cb, cm = cb[cb["side"].isin(members)], cm[cm["side"].isin(members)]
         for metric in ("self-preference", "judge-accuracy"):
             est, b, m = paired_effect(cb, cm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "third-party-control", metric, est, b, m))
+            out.append(effect_record(label, cfg, "third-party-control", metric, est, b, m))
         est = diff_in_diff(sb, sm, cb, cm, "self-preference", bootstrap=boot)
-        out.append(_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
+        out.append(effect_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
         est = change_ratio(sb, sm, cb, cm, "self-preference", bootstrap=boot)  # 003 Fig. 15
-        ratio = _record(label, cfg, "self-over-control", "self-preference", est, float("nan"), float("nan"))
+        ratio = effect_record(label, cfg, "self-over-control", "self-preference", est, float("nan"), float("nan"))
         out.append({**ratio, "metric": SELF_CONTROL_RATIO})
     return out
 
@@ -139,7 +151,7 @@ def option_records(
         sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
     return out
 
 
@@ -239,7 +251,7 @@ def jury_records(
         )
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, **extra))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, **extra))
     # the jury's outcome comes per side, like the rows: each comparison is counted once
     decided = one_side(jury)
     info.update(jury_comparisons=len(decided), comparisons_without_jury_verdict=int(decided["outcome"].isna().sum()))
@@ -295,5 +307,5 @@ def calibration_records(
         sm = sb.assign(outcome=sb["calibrated"], prob=float("nan"))  # calibration gives verdicts only
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m))
+            out.append(effect_record(label, cfg, target, metric, est, b, m))
     return out, info

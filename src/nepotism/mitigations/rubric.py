@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.mitigations.analysis import effect_record
 from nepotism.mitigations.config import MitigationConfig
 from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide
@@ -98,15 +99,5 @@ def agreement_records(
         total = sums.sum(axis=0) if len(sums) else np.zeros(4)
         with np.errstate(invalid="ignore", divide="ignore"):
             before, after = total[0] / total[1], total[2] / total[3]
-        rec: dict[str, Any] = {
-            "metric": "mitigation-effect",
-            "judge": judge,
-            "condition": cfg.name,
-            "variant": {"mitigation": cfg.kind, "base_metric": "rubric-self-overestimation", "scope": "self"},
-            "params": dict(cfg.params),
-        }
-        rec.update(est.as_dict())
-        rec["value_baseline"] = None if before != before else float(before)
-        rec["value_mitigated"] = None if after != after else float(after)
-        out.append(rec)
+        out.append(effect_record(judge, cfg, "self", "rubric-self-overestimation", est, float(before), float(after)))
     return out, info
