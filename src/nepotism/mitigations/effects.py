@@ -298,7 +298,8 @@ def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict[s
     The comparisons are those `paired_effect` matches; a comparison counts when it is in the
     metric's denominator (e.g. a harmful case for ``harmful-judge-accuracy``), its value being the
     numerator (1 right / 0 wrong, a win ½ for a tie, p(side) for the probability). Returns
-    ``{statistic, p_value, df, mean_difference, n}`` (NaN statistic when every difference is equal),
+    ``{statistic, p_value, df, mean_difference, n, note}`` (statistic and p-value None, with the
+    note saying why, when every difference is equal or there are fewer than 2 comparisons),
     or None for ``error-bias`` (a difference of two ratios, no per-comparison value). Comparisons
     are treated as independent, as in the paper; the bootstrap interval of `paired_effect` resamples prompts.
     """
