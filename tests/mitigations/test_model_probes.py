@@ -204,6 +204,25 @@ def test_cross_reason_by_the_competitor_and_by_the_rewriter():
     assert not blocked.ok and "can call" in blocked.reason
 
 
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("paraphrase", {"target": "own"}),
+        ("ablate", {"feature": "style"}),
+        ("synonym", {"chooser": "model"}),
+        ("code-restyle", {"restyle": "model"}),
+        ("cross-reason", {"cross_reason": "model", "writer": "rewriter"}),
+    ],
+)
+def test_a_perturbation_that_asks_the_rewriter_is_refused_without_one(kind, params):
+    # [mitigate] refuses these kinds without a rewriter; a call made in Python used to ask the
+    # text model for a model called None (the store's text model then fails with KeyError: None)
+    writer = Writer()
+    with pytest.raises(ValueError, match="rewriter"):
+        asyncio.run(perturb_pairs(kind, params, [_pair()], text_model=writer))
+    assert writer.calls == []
+
+
 CODE = """def count_evens(numbers):
     # count the even numbers
     total = 0

@@ -20,12 +20,15 @@ judge's decisiveness (Fig. 3; position consistency is a metric of `nepotism metr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nepotism.analyses.comparisons import with_reasons
-from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
+from nepotism.metrics.bootstrap import Statistic
 from nepotism.metrics.reference import judge_accuracy
 from nepotism.metrics.task import task_accuracy
 from nepotism.mitigations.rows import left_out, one_side, usable
@@ -33,8 +36,10 @@ from nepotism.mitigations.rows import left_out, one_side, usable
 __all__ = ["accuracy_records", "own_win_rates"]
 
 
-def _record(metric: str, judge, generator, condition, estimate, **variant) -> dict:
-    rec = {
+def _record(
+    metric: str, judge: str | None, generator: str | None, condition: str | None, estimate: Estimate, **variant: str
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {
         "metric": metric,
         "judge": judge,
         "generator": generator,
@@ -47,7 +52,14 @@ def _record(metric: str, judge, generator, condition, estimate, **variant) -> di
     return rec
 
 
-def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = None, reasons=None) -> dict:
+def own_win_rates(
+    outcome: npt.ArrayLike,
+    truth: npt.ArrayLike,
+    clusters: npt.ArrayLike,
+    *,
+    bootstrap: Bootstrap | None = None,
+    reasons: npt.ArrayLike | None = None,
+) -> dict[str, Estimate]:
     """Paper 003 Fig. 4 on one judge's self-evaluation pairs: ``{"ground truth", "own judgment",
     "overestimation"}`` estimates.
 
@@ -61,7 +73,7 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
     """
     o = np.asarray(outcome, dtype=float)
     t = np.asarray(truth, dtype=float)
-    clusters = np.asarray(clusters)
+    groups = np.asarray(clusters)
     excluded = left_out(o, t, reasons)
     keep = usable(o, t)
     n_excluded = int((~keep).sum())
@@ -71,19 +83,22 @@ def own_win_rates(outcome, truth, clusters, *, bootstrap: Bootstrap | None = Non
         note = "no self-evaluation pair with a decisive truth and a usable verdict"
     else:
         note = None
-    _, sums = cluster_sums(clusters[keep], cols) if keep.any() else (None, np.zeros((0, 3)))
-    common = {"n": int(keep.sum()), "n_excluded": n_excluded, "excluded": excluded, "bootstrap": bootstrap}
-    if note:
-        common["note"] = note
+    sums = cluster_sums(groups[keep], cols)[1] if keep.any() else np.zeros((0, 3))
+
+    def rate(statistic: Statistic) -> Estimate:
+        return cluster_bootstrap(
+            sums, statistic, n=int(keep.sum()), n_excluded=n_excluded, excluded=excluded, bootstrap=bootstrap, note=note
+        )
+
     with np.errstate(invalid="ignore", divide="ignore"):
         return {
-            "ground truth": cluster_bootstrap(sums, lambda s: s[..., 0] / s[..., 2], **common),
-            "own judgment": cluster_bootstrap(sums, lambda s: s[..., 1] / s[..., 2], **common),
-            "overestimation": cluster_bootstrap(sums, lambda s: (s[..., 1] - s[..., 0]) / s[..., 2], **common),
+            "ground truth": rate(lambda s: s[..., 0] / s[..., 2]),
+            "own judgment": rate(lambda s: s[..., 1] / s[..., 2]),
+            "overestimation": rate(lambda s: (s[..., 1] - s[..., 0]) / s[..., 2]),
         }
 
 
-def _accuracy(rows: pd.DataFrame, boot: Bootstrap):
+def _accuracy(rows: pd.DataFrame, boot: Bootstrap) -> Estimate:
     """Pooled judge accuracy (`nepotism.metrics.reference.judge_accuracy`) from the side's point of view.
 
     ``truth`` +1 = the side's answer is correct and the opponent's wrong, -1 the reverse, 0 equal
@@ -111,10 +126,10 @@ def accuracy_records(
     third_party: str,
     correct: Mapping[tuple[str, str], bool | None],
     boot: Bootstrap,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """``judge-accuracy`` (self-evaluation / third-party / all examples), ``task-accuracy`` per
     generator, ``own-win-rate`` and ``win-rate-overestimation`` per judge (see the module docstring)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for judge in judges:
         mine = rows[rows["judge"] == judge]
         self_rows = mine[(mine["condition"] == baseline) & (mine["side"] == judge)]

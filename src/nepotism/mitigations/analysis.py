@@ -28,25 +28,49 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from nepotism.metrics import Bootstrap
+from nepotism.metrics import Bootstrap, Estimate
 from nepotism.mitigations.calibration import calibrate
+from nepotism.mitigations.config import MitigationConfig
 from nepotism.mitigations.effects import BASE_METRICS, change_ratio, diff_in_diff, paired_effect, paired_t
 from nepotism.mitigations.juries import exclude_related, familiarity_weights, jury_outcomes
 from nepotism.mitigations.rows import left_out, one_side, usable
 
-__all__ = ["SELF_CONTROL_RATIO", "THIRD_PARTY", "calibration_records", "jury_records", "option_records", "perturbation_records"]
+__all__ = [
+    "SELF_CONTROL_RATIO",
+    "THIRD_PARTY",
+    "calibration_records",
+    "effect_record",
+    "jury_records",
+    "option_records",
+    "perturbation_records",
+]
 
 THIRD_PARTY = "third-party"
 #: The metric id of paper 003 Fig. 15's ratio: |self-evaluation change| / |third-party change|.
 SELF_CONTROL_RATIO = "self-third-party-change-ratio"
 
 
-def _record(judge: str, cfg, scope: str, base_metric: str, estimate, base_value: float, mit_value: float, **extra) -> dict:
-    rec = {
+def effect_record(
+    judge: str,
+    cfg: MitigationConfig,
+    scope: str,
+    base_metric: str,
+    estimate: Estimate,
+    base_value: float,
+    mit_value: float,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``mitigation-effect`` record of ``judge`` under ``cfg``: its variant (mitigation, base metric,
+    scope), the condition's params, the ``estimate``, the base metric's value in the baseline and
+    under the mitigation (None for NaN), then ``extra`` (the one builder of these records: the
+    rubric filter's too)."""
+    rec: dict[str, Any] = {
         "metric": "mitigation-effect",
         "judge": judge,
         "condition": cfg.name,
@@ -80,18 +104,28 @@ def _scoped(judges: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def perturbation_records(
-    rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *, control: bool = True, target: str = "self"
-) -> list[dict]:
+    rows: pd.DataFrame,
+    cfg: MitigationConfig,
+    judges: Sequence[str],
+    baseline: str,
+    boot: Bootstrap,
+    *,
+    control: bool = True,
+    target: str = "self",
+) -> list[dict[str, Any]]:
     """Effects of a perturbation stored under conditions ``"<name>:<judge>"``; ``target`` is the
     scope of the judged side's records (``[mitigate] target``)."""
-    out = []
-    mitigated = lambda j: f"{cfg.name}:{j}"  # noqa: E731
+    out: list[dict[str, Any]] = []
+
+    def mitigated(judge: str) -> str:
+        return f"{cfg.name}:{judge}"
+
     for label, members in _scoped(judges):
         sb = _self(rows, lambda j: baseline, members)
         sm = _self(rows, mitigated, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
         if not control:
             continue
         cb = _third_party(rows, lambda s: THIRD_PARTY)
@@ -99,25 +133,25 @@ def perturbation_records(
         cb, cm = cb[cb["side"].isin(members)], cm[cm["side"].isin(members)]
         for metric in ("self-preference", "judge-accuracy"):
             est, b, m = paired_effect(cb, cm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, "third-party-control", metric, est, b, m))
+            out.append(effect_record(label, cfg, "third-party-control", metric, est, b, m))
         est = diff_in_diff(sb, sm, cb, cm, "self-preference", bootstrap=boot)
-        out.append(_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
+        out.append(effect_record(label, cfg, "self-minus-control", "self-preference", est, float("nan"), float("nan")))
         est = change_ratio(sb, sm, cb, cm, "self-preference", bootstrap=boot)  # 003 Fig. 15
-        ratio = _record(label, cfg, "self-over-control", "self-preference", est, float("nan"), float("nan"))
+        ratio = effect_record(label, cfg, "self-over-control", "self-preference", est, float("nan"), float("nan"))
         out.append({**ratio, "metric": SELF_CONTROL_RATIO})
     return out
 
 
 def option_records(
-    rows: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap, *, target: str = "self"
-) -> list[dict]:
+    rows: pd.DataFrame, cfg: MitigationConfig, judges: Sequence[str], baseline: str, boot: Bootstrap, *, target: str = "self"
+) -> list[dict[str, Any]]:
     """Effects of a judge-side option (condition ``<name>``) on the judges' verdicts on ``target``."""
-    out = []
+    out: list[dict[str, Any]] = []
     for label, members in _scoped(judges):
         sb, sm = _self(rows, lambda j: baseline, members), _self(rows, lambda j: cfg.name, members)
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, t_test=paired_t(sb, sm, metric)))
     return out
 
 
@@ -135,7 +169,9 @@ class _JurorWeights:
 
 def _accuracy_weights(members: pd.DataFrame, heldout: set[str]) -> _JurorWeights:
     held = one_side(members[members["instance_id"].isin(heldout)])  # each comparison once
-    weights, n_fit, fit_excluded = {}, {}, {}
+    weights: dict[str, float] = {}
+    n_fit: dict[str, int] = {}
+    fit_excluded: dict[str, dict[str, int]] = {}
     for judge, group in held.groupby("judge", sort=True):
         outcome, truth = group["outcome"].to_numpy(dtype=float), group["truth"].to_numpy(dtype=float)
         fit = usable(outcome, truth)
@@ -156,9 +192,9 @@ class _NoSay:
     fit_excluded: dict[str, int]
 
 
-def _jurors_without_say(jurors: Sequence[str], fitted: _JurorWeights) -> dict[str, dict]:
+def _jurors_without_say(jurors: Sequence[str], fitted: _JurorWeights) -> dict[str, dict[str, Any]]:
     """Each juror whose weight is missing or 0, with why (`_NoSay`): the vote treats both as weight 0."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for juror in sorted(jurors):
         n, excluded = fitted.n_fit.get(juror, 0), dict(fitted.fit_excluded.get(juror, {}))
         if juror not in fitted.weights:
@@ -170,25 +206,28 @@ def _jurors_without_say(jurors: Sequence[str], fitted: _JurorWeights) -> dict[st
 
 def jury_records(
     rows: pd.DataFrame,
-    cfg,
+    cfg: MitigationConfig,
     judges: Sequence[str],
     baseline: str,
     boot: Bootstrap,
     *,
     relation: Callable[[str, str], str],
-    familiarity: Mapping | None = None,
+    familiarity: Mapping[tuple[str, str, str], float] | None = None,
     split: Mapping[str, str] | None = None,
     target: str = "self",
-) -> tuple[list[dict], dict]:
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each judge's self-evaluation verdicts replaced by a jury's (``jury`` / ``exclude-relatives``)."""
     members = rows[rows["condition"].isin([baseline, THIRD_PARTY])]
     vote = cfg.params.get("vote", "majority")
     exclude = cfg.kind == "exclude-relatives" or cfg.params.get("exclude_related", False)
-    info: dict = {}
+    info: dict[str, Any] = {}
     if exclude:
         members, dropped = exclude_related(members, relation)
         info["votes_dropped_as_related"] = dropped
-    weights, row_weights, evaluation, extra = None, None, None, {}
+    weights: dict[str, float] | None = None
+    row_weights: npt.NDArray[np.float64] | None = None
+    evaluation: set[str] | None = None
+    extra: dict[str, Any] = {}
     if vote == "weighted":
         heldout = {i for i, role in (split or {}).items() if role == "heldout"}
         fitted = _accuracy_weights(members, heldout)
@@ -202,7 +241,7 @@ def jury_records(
     elif vote == "perplexity":
         row_weights = familiarity_weights(members, familiarity or {})
     jury = jury_outcomes(members, vote=vote, weights=weights, row_weights=row_weights)
-    out = []
+    out: list[dict[str, Any]] = []
     for label, group in _scoped(judges):
         sb = _self(rows, lambda j: baseline, group)
         if evaluation is not None:
@@ -212,7 +251,7 @@ def jury_records(
         )
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m, **extra))
+            out.append(effect_record(label, cfg, target, metric, est, b, m, **extra))
     # the jury's outcome comes per side, like the rows: each comparison is counted once
     decided = one_side(jury)
     info.update(jury_comparisons=len(decided), comparisons_without_jury_verdict=int(decided["outcome"].isna().sum()))
@@ -221,7 +260,7 @@ def jury_records(
 
 def calibration_records(
     rows: pd.DataFrame,
-    cfg,
+    cfg: MitigationConfig,
     judges: Sequence[str],
     baseline: str,
     boot: Bootstrap,
@@ -229,19 +268,17 @@ def calibration_records(
     split: Mapping[str, str],
     contexts: Mapping[str, str],
     target: str = "self",
-) -> tuple[list[dict], dict]:
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per-judge calibration fitted on the held-out split, evaluated on the evaluation split."""
     method = cfg.params.get("method", "auto")
     self_rows = _self(rows, lambda j: baseline, judges)
-    parts, info = (
-        [],
-        {
-            "split": {
-                "heldout": sum(1 for v in split.values() if v == "heldout"),
-                "evaluation": sum(1 for v in split.values() if v == "evaluation"),
-            }
-        },
-    )
+    parts: list[pd.DataFrame] = []
+    info: dict[str, Any] = {
+        "split": {
+            "heldout": sum(1 for v in split.values() if v == "heldout"),
+            "evaluation": sum(1 for v in split.values() if v == "evaluation"),
+        }
+    }
     for judge, group in self_rows.groupby("judge", sort=True):
         cal = calibrate(
             group["instance_id"],
@@ -264,11 +301,11 @@ def calibration_records(
         return [], info
     frame = pd.concat(parts, ignore_index=True)
     frame = frame[frame["evaluation"]]
-    out = []
+    out: list[dict[str, Any]] = []
     for label, group in _scoped(judges):
         sb = frame[frame["judge"].isin(group)]
         sm = sb.assign(outcome=sb["calibrated"], prob=float("nan"))  # calibration gives verdicts only
         for metric in BASE_METRICS:
             est, b, m = paired_effect(sb, sm, metric, bootstrap=boot)
-            out.append(_record(label, cfg, target, metric, est, b, m))
+            out.append(effect_record(label, cfg, target, metric, est, b, m))
     return out, info

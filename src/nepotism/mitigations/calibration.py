@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy import optimize
 
 from nepotism.mitigations.rows import left_out, usable
@@ -48,7 +49,7 @@ def split_heldout(instance_ids: Iterable[str], fraction: float = 0.5, *, seed: i
     return out
 
 
-def _fit(scores: np.ndarray, truth: np.ndarray, centre: float, sd: float) -> float:
+def _fit(scores: npt.NDArray[np.float64], truth: npt.NDArray[np.float64], centre: float, sd: float) -> float:
     keep = usable(scores, truth)
     s, y = scores[keep], truth[keep]
     if s.size == 0:
@@ -60,12 +61,12 @@ def _fit(scores: np.ndarray, truth: np.ndarray, centre: float, sd: float) -> flo
     return float(optimize.minimize_scalar(loss, bounds=(-50.0, 50.0), method="bounded").x)
 
 
-def fit_auto(scores, truth) -> float:
+def fit_auto(scores: npt.ArrayLike, truth: npt.ArrayLike) -> float:
     """The global bias term (see the module docstring)."""
     return _fit(np.asarray(scores, dtype=float), np.asarray(truth, dtype=float), 0.0, _GLOBAL_SD)
 
 
-def fit_contextual(scores, truth, contexts) -> tuple[float, dict[str, float]]:
+def fit_contextual(scores: npt.ArrayLike, truth: npt.ArrayLike, contexts: Iterable[object]) -> tuple[float, dict[str, float]]:
     """(global bias, bias per context) with each context pooled toward the global value."""
     scores, truth = np.asarray(scores, dtype=float), np.asarray(truth, dtype=float)
     contexts = np.asarray([str(c) for c in contexts], dtype=object)
@@ -74,10 +75,10 @@ def fit_contextual(scores, truth, contexts) -> tuple[float, dict[str, float]]:
     return overall, per
 
 
-def apply_bias(scores, bias, *, tolerance: float = 1e-9) -> np.ndarray:
+def apply_bias(scores: npt.ArrayLike, bias: npt.ArrayLike, *, tolerance: float = 1e-9) -> npt.NDArray[np.float64]:
     """Calibrated outcome codes for the target: +1, -1, 0 (``|s - b|`` within tolerance), NaN (no score)."""
     shifted = np.asarray(scores, dtype=float) - np.asarray(bias, dtype=float)
-    out = np.sign(shifted)
+    out: npt.NDArray[np.float64] = np.sign(shifted)
     out[np.abs(shifted) <= tolerance] = 0.0
     return out
 
@@ -91,14 +92,21 @@ class Calibration:
     bias: float
     context_bias: Mapping[str, float] = field(default_factory=dict)
     heldout_ids: frozenset[str] = frozenset()
-    evaluation_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    outcome: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    evaluation_mask: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    outcome: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     n_fit: int = 0
     fit_excluded: Mapping[str, int] = field(default_factory=dict)
 
 
 def calibrate(
-    instance_ids, scores, truth, split: Mapping[str, str], *, method: str = "auto", contexts=None, reasons=None
+    instance_ids: Iterable[object],
+    scores: npt.ArrayLike,
+    truth: npt.ArrayLike,
+    split: Mapping[str, str],
+    *,
+    method: str = "auto",
+    contexts: Iterable[object] | None = None,
+    reasons: npt.ArrayLike | None = None,
 ) -> Calibration:
     """Fit on the rows whose instance is ``heldout`` in ``split``; calibrated outcomes for the
     ``evaluation`` rows (NaN elsewhere). ``method`` is ``"auto"`` or ``"contextual"``;
@@ -112,6 +120,7 @@ def calibrate(
     role = np.asarray([split[i] for i in ids], dtype=object)
     fit_rows, eval_rows = role == "heldout", role == "evaluation"
     outcome = np.full(len(ids), np.nan)
+    per: dict[str, float]
     if method == "auto":
         bias, per = fit_auto(scores[fit_rows], truth[fit_rows]), {}
         outcome[eval_rows] = apply_bias(scores[eval_rows], bias)

@@ -166,10 +166,12 @@ def verify_equivalent(
     runner: Callable[..., Any] | None = None,
     timeout: float = 10.0,
     memory_mb: int = 512,
-) -> tuple[bool, dict]:
+) -> tuple[bool, dict[str, Any]]:
     """(equivalent?, detail): each test's status for both programs must be the same."""
     if runner is None:
-        from nepotism.sandbox import run as runner
+        from nepotism.sandbox import run
+
+        runner = run
     before, after = [], []
     for test in split_tests(tests):
         before.append(str(runner(original, tests=test, timeout=timeout, memory_mb=memory_mb).status))
@@ -178,7 +180,7 @@ def verify_equivalent(
     return same, {"before": before, "after": after, "n_tests": len(before)}
 
 
-def code_of(text: str) -> tuple[str, re.Match | None]:
+def code_of(text: str) -> tuple[str, re.Match[str] | None]:
     """The code a response holds (its first fenced block, else the whole text) and the fence match."""
     match = _FENCE.search(text or "")
     return (match.group(1) if match else (text or "")), match

@@ -26,7 +26,11 @@ paired t-test, `paired_t`) and ``error-bias`` (paper 000 Eq. 10, target
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nepotism.metrics import Bootstrap, Estimate, cluster_bootstrap, cluster_sums
@@ -87,18 +91,18 @@ def statistic(metric: str, totals: np.ndarray) -> np.ndarray:
     """The metric from column totals (works on (..., k) arrays)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         if metric == "error-bias":
-            return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
+            return np.asarray(totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3])
         if metric == "demographic-parity-bias":
-            return 2.0 * totals[..., 0] / totals[..., 1] - 1.0
-        return totals[..., 0] / totals[..., 1]
+            return np.asarray(2.0 * totals[..., 0] / totals[..., 1] - 1.0)
+        return np.asarray(totals[..., 0] / totals[..., 1])
 
 
 def _needs_truth(metric: str) -> bool:
     return metric not in _NO_TRUTH
 
 
-def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple, tuple]:
-    out: dict[tuple, tuple] = {}
+def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple[Hashable, ...], tuple[object, ...]]:
+    out: dict[tuple[Hashable, ...], tuple[object, ...]] = {}
     keys = zip(*(frame[k].tolist() for k in _KEY))
     values = zip(*(frame[c].tolist() if c in frame else [float("nan")] * len(frame) for c in columns)) if len(frame) else iter(())
     for key, value in zip(keys, values):
@@ -106,7 +110,7 @@ def _keyed(frame: pd.DataFrame, columns: list[str]) -> dict[tuple, tuple]:
     return out
 
 
-def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict[str, int]]:
     value = _VALUE.get(metric, "outcome")
     b = _keyed(base, [value, "truth", "excluded_reason"])
     m = _keyed(mitigated, [value, "excluded_reason"])
@@ -117,7 +121,8 @@ def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[
     ):
         if count:
             excluded[reason] = count
-    rows, unknown = [], 0
+    rows: list[tuple[Hashable, object, object, object]] = []
+    unknown = 0
     unusable: dict[str, int] = {}
     for key, (outcome, truth, why) in b.items():
         if key not in m:
@@ -139,7 +144,7 @@ def _matched(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> tuple[
     return frame, excluded
 
 
-def _nan(value) -> bool:
+def _nan(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
@@ -187,7 +192,7 @@ def _self_and_control(
     ctrl_base: pd.DataFrame,
     ctrl_mit: pd.DataFrame,
     metric: str,
-    combine,
+    combine: Callable[[np.ndarray, np.ndarray], npt.ArrayLike],
     *,
     bootstrap: Bootstrap | None,
     note: str | None = None,
@@ -228,7 +233,9 @@ def _self_and_control(
     _, sums = cluster_sums(clusters, np.vstack([cols_a, cols_c]))
 
     def stat(t: np.ndarray) -> np.ndarray:
-        s = lambda i: statistic(metric, t[..., i * k : (i + 1) * k])  # noqa: E731
+        def s(i: int) -> np.ndarray:  # the metric on the i-th block of k columns
+            return statistic(metric, t[..., i * k : (i + 1) * k])
+
         return np.asarray(combine(s(1) - s(0), s(3) - s(2)))
 
     total = sums.sum(axis=0)
@@ -275,7 +282,7 @@ def change_ratio(
     resampled instances for both changes. A control change of 0 leaves it undefined (NaN, with the
     reason), never infinite; a resample in which it is 0 is dropped and counted."""
 
-    def ratio(d_self, d_ctrl):
+    def ratio(d_self: np.ndarray, d_ctrl: np.ndarray) -> np.ndarray:
         d_self, d_ctrl = np.abs(np.asarray(d_self, dtype=float)), np.abs(np.asarray(d_ctrl, dtype=float))
         return np.where(d_ctrl > 0, d_self / np.where(d_ctrl > 0, d_ctrl, 1.0), np.nan)
 
@@ -284,14 +291,15 @@ def change_ratio(
     )
 
 
-def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict | None:
+def paired_t(base: pd.DataFrame, mitigated: pd.DataFrame, metric: str) -> dict[str, Any] | None:
     """Paired t-test of the per-comparison values, mitigated − baseline (paper 003 Fig. 8: "a paired
     t-test revealed a significant difference ... between the original and perturbed conditions").
 
     The comparisons are those `paired_effect` matches; a comparison counts when it is in the
     metric's denominator (e.g. a harmful case for ``harmful-judge-accuracy``), its value being the
     numerator (1 right / 0 wrong, a win ½ for a tie, p(side) for the probability). Returns
-    ``{statistic, p_value, df, mean_difference, n}`` (NaN statistic when every difference is equal),
+    ``{statistic, p_value, df, mean_difference, n, note}`` (statistic and p-value None, with the
+    note saying why, when every difference is equal or there are fewer than 2 comparisons),
     or None for ``error-bias`` (a difference of two ratios, no per-comparison value). Comparisons
     are treated as independent, as in the paper; the bootstrap interval of `paired_effect` resamples prompts.
     """

@@ -13,6 +13,8 @@ Labels are treated as independent trials, as in the paper (several annotators la
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from nepotism.metrics.stats import binomial_test
@@ -25,7 +27,7 @@ def _base(name: str) -> tuple[str, str | None]:
     return model, (tag or None)
 
 
-def quality_test(labels: pd.DataFrame, tag: str) -> dict:
+def quality_test(labels: pd.DataFrame, tag: str) -> dict[str, Any]:
     """``{"metric": "perturbation-quality-preference", value (share preferring the perturbed text),
     ci_low, ci_high, p_value, n (trials), successes, n_excluded, excluded, variant}`` for ``tag``."""
     missing = {"model_a", "model_b", "winner"} - set(labels.columns)
@@ -47,7 +49,7 @@ def quality_test(labels: pd.DataFrame, tag: str) -> dict:
             continue
         trials += 1
         wins += winner == perturbed
-    record = {
+    record: dict[str, Any] = {
         "metric": "perturbation-quality-preference",
         "judge": None,
         "generator": None,

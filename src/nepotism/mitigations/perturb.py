@@ -11,9 +11,9 @@ by the third-party control. Left out: perturbing pointwise or rubric candidates.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from nepotism.mitigations.code_style import code_of, read_restyle, restyle_prompt, restyle_response, verify_equivalent
 from nepotism.mitigations.rewrite import (
@@ -50,7 +50,7 @@ class PairTexts:
     own: str | None
     opponent: str | None
     reason: str | None = None
-    detail: dict = field(default_factory=dict, compare=False)
+    detail: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -64,21 +64,36 @@ def question_text(instance: Instance) -> str:
     return "\n".join(m.content for m in instance.prompt if m.role == "user")
 
 
+_Key = TypeVar("_Key", bound=Hashable)
+#: a text to rewrite: (model id, prompt, the text)
+_Ask = tuple[str, tuple[Message, ...], str]
+
+
+def _required(rewriter: str | None, kind: str) -> str:
+    """The rewriter, which the ``kind`` perturbation asks (config requires one; a plan made in Python may not)."""
+    if rewriter is None:
+        raise ValueError(f"the {kind!r} perturbation asks a model to rewrite texts; give a rewriter")
+    return rewriter
+
+
 async def _rewrite_each(
-    texts: Mapping[Any, tuple[str, tuple[Message, ...], str]], text_model: TextModel, *, method: str, keep_label: bool
-) -> dict[Any, Perturbation]:
+    texts: Mapping[_Key, _Ask], text_model: TextModel, *, method: str, keep_label: bool
+) -> dict[_Key, Perturbation]:
     keys = list(texts)
     outputs = await text_model([(texts[k][0], texts[k][1], rewrite_budget(texts[k][2])) for k in keys])
     return {k: read_rewrite(texts[k][2], out, method=method, keep_label=keep_label) for k, out in zip(keys, outputs)}
 
 
-async def _synonyms(pairs, params, text_model, rewriter) -> dict[str, Perturbation]:
+async def _synonyms(
+    pairs: Sequence[Pair], params: Mapping[str, Any], text_model: TextModel, rewriter: str | None
+) -> dict[str, Perturbation]:
     k = int(params.get("k", 2))
     unique = {p.own.id: p for p in pairs}
     out: dict[str, Perturbation] = {}
     if params.get("chooser", "wordnet") == "model":
+        chooser = _required(rewriter, "synonym")
         asked = {
-            rid: (rewriter, synonym_prompt(question_text(p.instance), p.own.text, k=k), p.own.text) for rid, p in unique.items()
+            rid: (chooser, synonym_prompt(question_text(p.instance), p.own.text, k=k), p.own.text) for rid, p in unique.items()
         }
         keys = list(asked)
         answers = await text_model([(asked[r][0], asked[r][1], 96) for r in keys])
@@ -107,16 +122,23 @@ async def _synonyms(pairs, params, text_model, rewriter) -> dict[str, Perturbati
     return out
 
 
-async def _restyle(pairs, sandbox_runner, params, text_model, rewriter) -> dict[str, Perturbation]:
+async def _restyle(
+    pairs: Sequence[Pair],
+    sandbox_runner: Callable[..., Any] | None,
+    params: Mapping[str, Any],
+    text_model: TextModel,
+    rewriter: str | None,
+) -> dict[str, Perturbation]:
     out: dict[str, Perturbation] = {}
     unique = {p.own.id: p for p in pairs}
     with_tests = {rid: p for rid, p in unique.items() if (p.instance.metadata or {}).get("tests")}
     restyled: dict[str, Perturbation] = {}
     if params.get("restyle", "model") == "model":
+        restyler = _required(rewriter, "code-restyle")
         keys = list(with_tests)
         replies = await text_model(
             [
-                (rewriter, restyle_prompt(code_of(with_tests[k].own.text)[0]), rewrite_budget(with_tests[k].own.text) * 2)
+                (restyler, restyle_prompt(code_of(with_tests[k].own.text)[0]), rewrite_budget(with_tests[k].own.text) * 2)
                 for k in keys
             ]
         )
@@ -144,7 +166,7 @@ async def perturb_pairs(
     *,
     text_model: TextModel,
     rewriter: str | None = None,
-    sandbox_runner=None,
+    sandbox_runner: Callable[..., Any] | None = None,
     seed: int = 0,
     callable_models: set[str] | None = None,
 ) -> list[PairTexts]:
@@ -167,13 +189,16 @@ async def perturb_pairs(
         return [_own(p, done[p.own.id]) for p in pairs]
     if kind in ("paraphrase", "ablate"):
         both = kind == "paraphrase" and params.get("target") == "both"
-        prompt = paraphrase_prompt if kind == "paraphrase" else (lambda t: ablation_prompt(t, params["feature"]))
-        texts = {}
+        writer = _required(rewriter, kind)
+        prompt: Callable[[str], tuple[Message, ...]] = (
+            paraphrase_prompt if kind == "paraphrase" else (lambda t: ablation_prompt(t, params["feature"]))
+        )
+        texts: dict[str, _Ask] = {}
         for p in pairs:
             for r in (p.own, p.opponent) if both else (p.own,):
-                texts[r.id] = (rewriter, prompt(r.text), r.text)
+                texts[r.id] = (writer, prompt(r.text), r.text)
         done = await _rewrite_each(texts, text_model, method=kind, keep_label=True)
-        out = []
+        out: list[PairTexts] = []
         for p in pairs:
             own = done[p.own.id]
             opp = done[p.opponent.id] if both else Perturbation(p.opponent.text, True)
@@ -181,11 +206,13 @@ async def perturb_pairs(
             out.append(PairTexts(own.text if own.ok and opp.ok else None, opp.text if own.ok and opp.ok else None, reason))
         return out
     if kind == "judge-paraphrase":
-        texts = {(p.judge, p.opponent.id): (p.judge, judge_paraphrase_prompt(p.opponent.text), p.opponent.text) for p in pairs}
-        done = await _rewrite_each(texts, text_model, method=kind, keep_label=True)
+        per_judge: dict[tuple[str, str], _Ask] = {
+            (p.judge, p.opponent.id): (p.judge, judge_paraphrase_prompt(p.opponent.text), p.opponent.text) for p in pairs
+        }
+        rephrased = await _rewrite_each(per_judge, text_model, method=kind, keep_label=True)
         out = []
         for p in pairs:
-            opp = done[(p.judge, p.opponent.id)]
+            opp = rephrased[(p.judge, p.opponent.id)]
             out.append(PairTexts(p.own.text, opp.text, None) if opp.ok else PairTexts(None, None, opp.reason))
         return out
     if kind == "cross-reason" and params.get("cross_reason", "model") == "model":
@@ -200,34 +227,43 @@ async def perturb_pairs(
     raise ValueError(f"{kind!r} is not a perturbation")
 
 
-async def _cross_reason_model(pairs, params, text_model, rewriter, callable_models) -> list[PairTexts]:
+async def _cross_reason_model(
+    pairs: Sequence[Pair],
+    params: Mapping[str, Any],
+    text_model: TextModel,
+    rewriter: str | None,
+    callable_models: set[str] | None,
+) -> list[PairTexts]:
     """Paper 003's cross-reason: the judge's option with a reason written by the competitor (or the
     rewriter), the competitor's option with a reason written by the judge (or the rewriter)."""
     third = params.get("writer", "competitor") == "rewriter"
-    asks: dict[tuple, tuple] = {}
-    plan: list = []
+    writer = _required(rewriter, "cross-reason") if third else ""
+    asks: dict[tuple[str, str, str], tuple[str, tuple[Message, ...], int]] = {}
+    # per pair: why it is left out, or (the options, the two (writer, instance, option) keys)
+    plan: list[str | tuple[dict[str, str], tuple[str, str, str], tuple[str, str, str]]] = []
     for p in pairs:
         own_label, opp_label = split_label(p.own.text)[0], split_label(p.opponent.text)[0]
         if own_label is None or opp_label is None:
-            plan.append(("an answer has no 'Answer: X' line", None, None, None))
+            plan.append("an answer has no 'Answer: X' line")
             continue
-        own_writer = rewriter if third else p.opponent.generator
-        opp_writer = rewriter if third else p.judge
+        own_writer = writer if third else p.opponent.generator
+        opp_writer = writer if third else p.judge
         if callable_models is not None and not {own_writer, opp_writer} <= callable_models:
-            plan.append(("the reason's writer is not a model the experiment can call", None, None, None))
+            plan.append("the reason's writer is not a model the experiment can call")
             continue
         question = question_text(p.instance)
         own_key, opp_key = (own_writer, p.instance.id, own_label), (opp_writer, p.instance.id, opp_label)
         for key in (own_key, opp_key):
             asks.setdefault(key, (key[0], cross_reason_prompt(question, key[2]), 256))
-        plan.append((None, option_texts(question), own_key, opp_key))
+        plan.append((option_texts(question), own_key, opp_key))
     keys = list(asks)
     replies = dict(zip(keys, await text_model([asks[k] for k in keys]))) if keys else {}
     out = []
-    for reason, options, own_key, opp_key in plan:
-        if reason is not None:
-            out.append(PairTexts(None, None, reason))
+    for planned in plan:
+        if isinstance(planned, str):
+            out.append(PairTexts(None, None, planned))
             continue
+        options, own_key, opp_key = planned
         own = read_reason(replies[own_key], own_key[2], options=options)
         opp = read_reason(replies[opp_key], opp_key[2], options=options)
         ok = own.ok and opp.ok

@@ -13,24 +13,27 @@ pair, as the recognition questions do; failed perturbations and unchanged texts 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 
+from nepotism.mitigations.perturb import Pair, PairTexts
+from nepotism.records import Instance
 from nepotism.store.annotations import AnnotationItem
 
 __all__ = ["perturbed_pair_items", "write_perturbed_pairs"]
 
 
-def _prompt(instance):
+def _prompt(instance: Instance) -> str | tuple[Mapping[str, str], ...]:
     prompt = instance.prompt
     return prompt if isinstance(prompt, str) else tuple({"role": m.role, "content": m.content} for m in prompt)
 
 
-def perturbed_pair_items(name: str, pairs: Sequence, results: Sequence) -> list[AnnotationItem]:
+def perturbed_pair_items(name: str, pairs: Sequence[Pair], results: Sequence[PairTexts]) -> list[AnnotationItem]:
     """Items for condition ``name`` from the `Pair`s and their `PairTexts` (same order), in pair order."""
     seen: set[tuple[str, str]] = set()
     items = []
     for pair, result in zip(pairs, results):
-        if not result.ok:
+        if result.own is None or result.opponent is None:  # not `PairTexts.ok`
             continue
         for original, text in ((pair.own, result.own), (pair.opponent, result.opponent)):
             key = (original.instance_id, original.generator)
@@ -52,7 +55,7 @@ def perturbed_pair_items(name: str, pairs: Sequence, results: Sequence) -> list[
     return items
 
 
-def write_perturbed_pairs(items: Iterable[AnnotationItem], out) -> int:
+def write_perturbed_pairs(items: Iterable[AnnotationItem], out: str | os.PathLike[str]) -> int:
     """Write the items as a pairs file (`nepotism annotate`'s input), atomically; return the count."""
     from nepotism.annotate.pairs import write_pairs
 

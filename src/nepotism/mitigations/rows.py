@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nepotism.metrics.pairwise import aggregate_orders
@@ -76,13 +77,13 @@ def side_rows(judgments: Iterable[Judgment], *, rule: str = "consistent") -> pd.
     must agree; a disagreement is *ambiguous*, NaN, and flagged in the ``ambiguous`` column)."""
     if rule not in ("consistent", "strict"):
         raise ValueError("rule must be 'consistent' or 'strict'")
-    groups: dict[tuple, list[tuple[float, float]]] = {}
+    groups: dict[tuple[str, str, int, str, str, str], list[tuple[float, float, float, str | None]]] = {}
     for j in judgments:
         if j.protocol != "pairwise" or len(j.candidates) != 2:
             continue
         x, y = sorted(j.candidates)
         first = j.candidates[0] == x
-        code = _CODE.get(j.verdict, math.nan) if j.status == "parsed" else math.nan
+        code = _CODE.get(j.verdict or "", math.nan) if j.status == "parsed" else math.nan
         code_x = code if first else -code
         why = None if j.status == "parsed" else exclusion_label(j.status, j.reason)
         groups.setdefault((j.judge, j.condition, j.replicate, j.instance_id, x, y), []).append(
@@ -141,7 +142,7 @@ def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
     annotator and pair): the plurality winner of the (instance, pair) — +1 the side, -1 the opponent,
     0 a tie. NaN where the pair is unlabelled or the annotators split evenly (`nepotism.votes`: a
     split vote decides nothing; it is not made a tie)."""
-    votes: dict[tuple[str, frozenset[str]], Counter[str]] = {}
+    votes: dict[tuple[str, frozenset[str]], Counter[Hashable]] = {}
     for inst, a, b, winner in zip(
         labels["instance_id"].astype(str),
         labels["model_a"].astype(str),
@@ -158,14 +159,16 @@ def preference_truth(rows: pd.DataFrame, labels: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def usable(values, truth) -> np.ndarray:
+def usable(values: npt.ArrayLike, truth: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """The rows a statistic that needs a value and a decisive truth can use: a value (not NaN) and
     a truth of +1 or -1 (the rows `left_out` does not count)."""
     v = np.asarray(values, dtype=float)
-    return ~np.isnan(v) & np.isin(np.asarray(truth, dtype=float), (-1.0, 1.0))
+    return np.asarray(~np.isnan(v) & np.isin(np.asarray(truth, dtype=float), (-1.0, 1.0)), dtype=bool)
 
 
-def left_out(values, truth, reasons=None, *, unusable: str = "no usable verdict") -> dict[str, int]:
+def left_out(
+    values: npt.ArrayLike, truth: npt.ArrayLike, reasons: npt.ArrayLike | None = None, *, unusable: str = "no usable verdict"
+) -> dict[str, int]:
     """{reason: rows} of the rows without a value (NaN) or without a decisive truth (+1 / -1).
 
     A row without a value whose ``reasons`` entry is a label (`side_rows`' ``excluded_reason``,

@@ -12,11 +12,14 @@ the interval is paired. Left out: weighting items by points.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nepotism.metrics import Bootstrap, cluster_bootstrap, cluster_sums
+from nepotism.mitigations.analysis import effect_record
+from nepotism.mitigations.config import MitigationConfig
 from nepotism.records import Judgment, exclusion_label
 from nepotism.votes import decide
 
@@ -27,7 +30,7 @@ def rubric_rows(judgments: Iterable[Judgment]) -> tuple[pd.DataFrame, dict[str, 
     """(rows of parsed single-item rubric verdicts, the others counted by why they have none:
     `nepotism.records.exclusion_label`, e.g. ``unparsed-no-verdict``, ``failed-timeout``,
     ``failed-generation:timeout`` for an item of a response that could not be generated)."""
-    rows: list[tuple] = []
+    rows: list[tuple[str, str, str, str, str, bool]] = []
     missing: dict[str, int] = {}
     for j in judgments:
         if j.protocol != "rubric" or j.rubric_id is None or len(j.candidates) != 1:
@@ -52,7 +55,9 @@ def _reference(frame: pd.DataFrame, judge: str) -> pd.DataFrame:
     return agg[["instance_id", "rubric_id", "model", "ref_met"]]
 
 
-def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline: str, boot: Bootstrap) -> tuple[list[dict], dict]:
+def agreement_records(
+    frame: pd.DataFrame, cfg: MitigationConfig, judges: Sequence[str], baseline: str, boot: Bootstrap
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``mitigation-effect`` records of filtering rubric items below ``cfg.params['threshold']``."""
     from nepotism.analyses.suite import agreement_filter
 
@@ -62,8 +67,8 @@ def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline:
         return [], {"note": "no rubric judgments in the baseline"}
     kept, per = agreement_filter(base, threshold)
     kept_items = set(zip(kept["instance_id"], kept["rubric_id"]))
-    info = {"items": int(len(per)), "kept": len(kept_items), "threshold": threshold}
-    out = []
+    info: dict[str, Any] = {"items": int(len(per)), "kept": len(kept_items), "threshold": threshold}
+    out: list[dict[str, Any]] = []
     for judge in judges:
         own = base[(base["judge"] == judge) & (base["model"] == judge)]
         joined = own.merge(_reference(base, judge), on=["instance_id", "rubric_id", "model"], how="inner")
@@ -80,7 +85,7 @@ def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline:
 
         def stat(t: np.ndarray) -> np.ndarray:
             with np.errstate(invalid="ignore", divide="ignore"):
-                return t[..., 2] / t[..., 3] - t[..., 0] / t[..., 1]
+                return np.asarray(t[..., 2] / t[..., 3] - t[..., 0] / t[..., 1])
 
         est = cluster_bootstrap(
             sums,
@@ -94,15 +99,5 @@ def agreement_records(frame: pd.DataFrame, cfg, judges: Sequence[str], baseline:
         total = sums.sum(axis=0) if len(sums) else np.zeros(4)
         with np.errstate(invalid="ignore", divide="ignore"):
             before, after = total[0] / total[1], total[2] / total[3]
-        rec = {
-            "metric": "mitigation-effect",
-            "judge": judge,
-            "condition": cfg.name,
-            "variant": {"mitigation": cfg.kind, "base_metric": "rubric-self-overestimation", "scope": "self"},
-            "params": dict(cfg.params),
-        }
-        rec.update(est.as_dict())
-        rec["value_baseline"] = None if before != before else float(before)
-        rec["value_mitigated"] = None if after != after else float(after)
-        out.append(rec)
+        out.append(effect_record(judge, cfg, "self", "rubric-self-overestimation", est, float(before), float(after)))
     return out, info

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,13 +36,27 @@ import pandas as pd
 from nepotism.mitigations.accuracy import accuracy_records
 from nepotism.mitigations.analysis import THIRD_PARTY, calibration_records, jury_records, option_records, perturbation_records
 from nepotism.mitigations.calibration import split_heldout
-from nepotism.mitigations.config import PERTURBATIONS, MitigationPlan
-from nepotism.mitigations.perturb import Pair, TextModel, perturb_pairs
+from nepotism.mitigations.config import PERTURBATIONS, MitigationConfig, MitigationPlan
+from nepotism.mitigations.perturb import Pair, PairTexts, TextModel, perturb_pairs
 from nepotism.mitigations.perturbed_pairs import perturbed_pair_items
 from nepotism.mitigations.rows import pair_truth, preference_truth, side_rows
 from nepotism.mitigations.rubric import agreement_records, rubric_rows
-from nepotism.records import Instance, Response
+from nepotism.records import Instance, Judgment, Message, Response
 from nepotism.results import Results
+
+if TYPE_CHECKING:  # types only: run_mitigations imports these when it runs
+    from nepotism.experiment import Experiment
+    from nepotism.judging import JudgeTask
+    from nepotism.models import Registry
+    from nepotism.runner import Endpoint, ProgressView, Runner, RunStats
+    from nepotism.runner.calls import CallResult
+    from nepotism.store import Store
+    from nepotism.store.annotations import AnnotationItem
+
+#: a comparison a failed generation prevented: (task, the generator, the error)
+_Prevented = tuple["JudgeTask", str, str]
+#: (judge, own response id, opponent response id) of a self-evaluation pair
+_PairKey = tuple[str, str, str]
 
 __all__ = [
     "RECORDS_FILE",
@@ -59,9 +75,9 @@ RECORDS_FILE = "mitigations.json"
 
 @dataclass
 class MitigationResult:
-    records: list[dict]  # mitigation-effect records
-    summary: dict = field(default_factory=dict)
-    baseline: list[dict] = field(default_factory=list)  # the baseline's accuracy records (`.accuracy`)
+    records: list[dict[str, Any]]  # mitigation-effect records
+    summary: dict[str, Any] = field(default_factory=dict)
+    baseline: list[dict[str, Any]] = field(default_factory=list)  # the baseline's accuracy records (`.accuracy`)
 
     @property
     def results(self) -> Results:
@@ -71,7 +87,13 @@ class MitigationResult:
 
 
 def store_text_model(
-    store, endpoints, *, run_id=None, seed: int = 0, stats: dict | None = None, phases: list | None = None
+    store: Store,
+    endpoints: Mapping[str, Endpoint],
+    *,
+    run_id: str | None = None,
+    seed: int = 0,
+    stats: dict[str, Any] | None = None,
+    phases: list[RunStats] | None = None,
 ) -> TextModel:
     """A `TextModel` that runs generation calls through the store's cache and the endpoints;
     each batch's counters (`RunStats`, phase ``rewrite``) are added to ``phases`` when given (a
@@ -79,7 +101,7 @@ def store_text_model(
     from nepotism.backends.base import Request
     from nepotism.runner import CallExecutor, RunStats, plan_call
 
-    async def call(calls):
+    async def call(calls: Sequence[tuple[str, tuple[Message, ...], int]]) -> list[str | None]:
         planned = [
             plan_call(endpoints[m], Request(model=m, messages=msgs, max_tokens=max_tokens, temperature=0.0, seed=seed))
             for m, msgs, max_tokens in calls
@@ -87,7 +109,7 @@ def store_text_model(
         out: list[str | None] = [None] * len(planned)
         index = {id(c): i for i, c in enumerate(planned)}
 
-        def take(result) -> None:
+        def take(result: CallResult) -> None:
             done = result.completion
             out[index[id(result.call)]] = done.text if done.ok and (done.text or "").strip() else None
 
@@ -108,7 +130,9 @@ def store_text_model(
     return call
 
 
-async def _familiarity(runner, exp, instances, responses) -> tuple[dict, dict]:
+async def _familiarity(
+    runner: Runner, exp: Experiment, instances: Sequence[Instance], responses: Sequence[Response]
+) -> tuple[dict[tuple[str, str, str], float], dict[str, Any]]:
     """Each judge's familiarity with each response: its mean per-token log-probability, i.e. minus
     the log-perplexity (paper 001), scored by the run's perplexity step
     (`nepotism.runner.perplexity.score_perplexity`: the same calls and cache as a ``[perplexity]``
@@ -132,13 +156,15 @@ async def _familiarity(runner, exp, instances, responses) -> tuple[dict, dict]:
     return familiarity, {"ok": len(familiarity), "failed": reasons}
 
 
-def grade_responses(instances: Sequence[Instance], responses: Sequence[Response], *, sandbox_runner=None) -> dict:
+def grade_responses(
+    instances: Sequence[Instance], responses: Sequence[Response], *, sandbox_runner: Callable[..., Any] | None = None
+) -> dict[tuple[str, str], bool | None]:
     """(instance_id, generator) -> correct (True / False / None when it cannot be graded)."""
     from nepotism.grading.code import grade_code
     from nepotism.grading.multiple_choice import grade_multiple_choice
 
     by_id = {i.id: i for i in instances}
-    out: dict = {}
+    out: dict[tuple[str, str], bool | None] = {}
     for r in responses:
         inst = by_id.get(r.instance_id)
         if inst is None:
@@ -154,7 +180,7 @@ def grade_responses(instances: Sequence[Instance], responses: Sequence[Response]
     return out
 
 
-def write_results(target, results: Results) -> Path:
+def write_results(target: str | os.PathLike[str], results: Results) -> Path:
     """``results`` as the results document (`Results.to_json`), written atomically."""
     from nepotism._files import atomic_write_bytes
 
@@ -162,14 +188,14 @@ def write_results(target, results: Results) -> Path:
 
 
 def export_run(
-    exp,
-    store,
-    tasks,
-    correct: Mapping,
+    exp: Experiment,
+    store: Store,
+    tasks: Sequence[JudgeTask],
+    correct: Mapping[tuple[str, str], bool | None],
     run_id: str,
-    records: Sequence[Mapping] | None = None,
+    records: Sequence[Mapping[str, Any]] | None = None,
     plan: str | None = None,
-    summary: Mapping | None = None,
+    summary: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """Write the judgment tables (every condition, perturbed ones as ``<name>:<judge>``; with
     ``plan``, `JudgingOutcome.plan`, only the judgments of this run's calls), the graded
@@ -186,13 +212,13 @@ def export_run(
     from nepotism.tables import write_table
 
     tables = export_judgments(exp, store, tasks, plan=plan)
-    references = {}
+    references: dict[str, str] = {}
     graded = [(i, m, bool(v)) for (i, m), v in sorted(correct.items()) if v is not None]
     if graded:
         target = Path(exp.output_dir) / f"reference.{exp.output_format}"
         write_table(pd.DataFrame(graded, columns=["instance_id", "model", "correct"]), target)
         references["correctness-ref"] = str(target)
-    results = {}
+    results: dict[str, str] = {}
     if records is not None:
         document = Results(records, summary={**(summary or {}), "exports": tables | references})
         results["mitigation-effects"] = str(write_results(Path(exp.output_dir) / RECORDS_FILE, document))
@@ -208,7 +234,7 @@ def export_run(
     return tables | references
 
 
-def _export_pairs(exp, items: list) -> dict:
+def _export_pairs(exp: Experiment, items: list[AnnotationItem]) -> dict[str, Any]:
     """``perturbed-pairs.jsonl`` in the output folder: every perturbed text beside its original, as
     `nepotism annotate` pairs (`nepotism.mitigations.perturbed_pairs`); the file and the item count."""
     if exp.output_dir is None or not items:
@@ -220,7 +246,7 @@ def _export_pairs(exp, items: list) -> dict:
     return {"file": str(target), "items": write_perturbed_pairs(items, target)}
 
 
-def human_study_records(plan: MitigationPlan) -> list[dict]:
+def human_study_records(plan: MitigationPlan) -> list[dict[str, Any]]:
     """The human quality test of each perturbation whose name tags labels of ``[mitigate] human_study``."""
     if not plan.human_study:
         return []
@@ -231,12 +257,12 @@ def human_study_records(plan: MitigationPlan) -> list[dict]:
     return [quality_test(labels, cfg.name) for cfg in plan.conditions if cfg.kind in PERTURBATIONS]
 
 
-def _self_tasks(tasks, baseline: str, is_target: Callable[[str, str], bool]) -> list:
+def _self_tasks(tasks: Iterable[JudgeTask], baseline: str, is_target: Callable[[str, str], bool]) -> list[JudgeTask]:
     """The baseline pairwise tasks with exactly one candidate the judge may favour (``is_target``)."""
     return [t for t in tasks if _is_self(t, baseline, is_target)]
 
 
-def _is_self(task, baseline: str, is_target: Callable[[str, str], bool]) -> bool:
+def _is_self(task: JudgeTask, baseline: str, is_target: Callable[[str, str], bool]) -> bool:
     return (
         task.protocol == "pairwise"
         and task.condition == baseline
@@ -244,12 +270,19 @@ def _is_self(task, baseline: str, is_target: Callable[[str, str], bool]) -> bool
     )
 
 
-def _third_party_tasks(task, judges, is_target: Callable[[str, str], bool]) -> list:
+def _third_party_tasks(task: JudgeTask, judges: Sequence[str], is_target: Callable[[str, str], bool]) -> list[JudgeTask]:
     """A self-evaluation task judged by each third party (condition ``third-party``)."""
     return [_with(task, judge=j, condition=THIRD_PARTY) for j in _third_party_judges(task, judges, is_target)]
 
 
-def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str, str], bool], candidates=None) -> list:
+def _mitigated(
+    task: JudgeTask,
+    cfg: MitigationConfig,
+    judges: Sequence[str],
+    plan: MitigationPlan,
+    is_target: Callable[[str, str], bool],
+    candidates: tuple[Response, ...] | None = None,
+) -> list[JudgeTask]:
     """The tasks a self-evaluation task becomes under mitigation ``cfg``: a perturbation's (the
     ``candidates`` perturbed, condition ``<name>:<judge>``, and the third parties' with
     ``[mitigate] control``) or a judge-side option's; none for the others (juries, calibration
@@ -268,14 +301,20 @@ def _mitigated(task, cfg, judges, plan: MitigationPlan, is_target: Callable[[str
     return []
 
 
-def _prevented(blocked, plan: MitigationPlan, judges, baseline: str, is_target: Callable[[str, str], bool]) -> list:
+def _prevented(
+    blocked: Iterable[_Prevented],
+    plan: MitigationPlan,
+    judges: Sequence[str],
+    baseline: str,
+    is_target: Callable[[str, str], bool],
+) -> list[_Prevented]:
     """The mitigation's tasks the failed generations prevented, as ``(task, generator, error)``:
     the experiment's (``blocked``: `nepotism.runner.judge_plan.prevented_tasks`) and, of its
     self-evaluation tasks, the third parties' and each mitigation's, as the run makes them from
     the tasks it can judge (their candidates: the stand-ins; a perturbation has nothing to
     perturb). Recognition questions asked again on perturbed texts are left out: the baseline's
     question about the missing response is its one failed row."""
-    out = {}
+    out: dict[str, _Prevented] = {}
     for task, generator, error in blocked:
         out.setdefault(task.key, (task, generator, error))
         if _is_self(task, baseline, is_target):
@@ -286,7 +325,14 @@ def _prevented(blocked, plan: MitigationPlan, judges, baseline: str, is_target: 
     return list(out.values())
 
 
-def _with(task, *, judge=None, candidates=None, condition=None, options=None):
+def _with(
+    task: JudgeTask,
+    *,
+    judge: str | None = None,
+    candidates: tuple[Response, ...] | None = None,
+    condition: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> JudgeTask:
     from nepotism.judging import JudgeTask
 
     return JudgeTask(
@@ -300,14 +346,14 @@ def _with(task, *, judge=None, candidates=None, condition=None, options=None):
     )
 
 
-def _third_party_judges(task, judges, is_target: Callable[[str, str], bool]) -> list[str]:
+def _third_party_judges(task: JudgeTask, judges: Sequence[str], is_target: Callable[[str, str], bool]) -> list[str]:
     """The judges that wrote neither answer and are not the target relation (self, teacher, family)
     of either: a teacher judging its student's pair is not a third party."""
     names = {c.generator for c in task.candidates}
     return [j for j in judges if j not in names and not any(is_target(j, g) for g in names)]
 
 
-def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> dict:
+def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     opts = dict(task_options) | dict(extra)
     if opts.get("reasoning", "none") != "none" and "mode" not in extra:
         opts["mode"] = "text"
@@ -316,14 +362,14 @@ def _option_set(task_options: Mapping[str, Any], extra: Mapping[str, Any]) -> di
 
 async def run_mitigations(
     plan: MitigationPlan,
-    store,
+    store: Store,
     *,
-    registry=None,
-    endpoints=None,
-    judging=None,
+    registry: Registry | None = None,
+    endpoints: Mapping[str, Endpoint] | None = None,
+    judging: ModuleType | None = None,
     text_model: TextModel | None = None,
-    sandbox_runner=None,
-    view=None,
+    sandbox_runner: Callable[..., Any] | None = None,
+    view: ProgressView | None = None,
 ) -> MitigationResult:
     """Run the baseline and every mitigation; see the module docstring."""
     from nepotism.models import load_registry
@@ -341,7 +387,7 @@ async def run_mitigations(
         store.add_responses(recorded)
     own_endpoints = endpoints is None
     endpoints = dict(endpoints) if endpoints is not None else build_endpoints(exp, registry)
-    stats: dict = {}
+    stats: dict[str, Any] = {}
     try:
         with store.recording_run({"experiment": exp.as_config(), "mitigate": [c.name for c in plan.conditions]}) as run_id:
             runner = Runner(store, endpoints, run_id=run_id, view=view, seed=exp.seed, source=f"mitigate:{exp.name}")
@@ -363,8 +409,8 @@ async def run_mitigations(
             judges = list(exp.judges)
             tasks = list(base_tasks)
             tasks += [v for t in self_tasks for v in _third_party_tasks(t, judges, is_target)]
-            perturb_info: dict = {}
-            pair_items: list = []
+            perturb_info: dict[str, dict[str, Any]] = {}
+            pair_items: list[AnnotationItem] = []
             recognition = [t for t in base_tasks if t.protocol.startswith("recognition") and t.condition == baseline]
             for cfg in plan.conditions:
                 if cfg.kind in PERTURBATIONS:
@@ -392,7 +438,7 @@ async def run_mitigations(
             blocked = _prevented(
                 prevented_tasks(exp, instances, candidates, generated.failures, judging), plan, judges, baseline, is_target
             )
-            prevented: list = []
+            prevented: list[Judgment] = []
             prevented_counts, _ = er.record_prevented(
                 store,
                 exp,
@@ -438,11 +484,11 @@ async def run_mitigations(
     rubric, unparsed_rubric = rubric_rows(judgments)
     for cfg in plan.conditions:
         if cfg.kind == "rubric-agreement":
-            made, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, plan.bootstrap)
+            filtered, summary["analysis"][cfg.name] = agreement_records(rubric, cfg, judges, baseline, plan.bootstrap)
             summary["analysis"][cfg.name]["unparsed_rubric_verdicts"] = sum(unparsed_rubric.values())
             if unparsed_rubric:  # by reason, as every metric counts them
                 summary["analysis"][cfg.name]["rubric_verdicts_excluded"] = unparsed_rubric
-            records += made
+            records += filtered
     summary.update(
         {
             "run_id": run_id,
@@ -487,18 +533,26 @@ async def run_mitigations(
     return MitigationResult(records, summary, accuracy)
 
 
-def _count(judgments) -> dict:
-    out: dict = {}
+def _count(judgments: Iterable[Judgment]) -> dict[str, int]:
+    out: dict[str, int] = {}
     for j in judgments:
         out[j.status] = out.get(j.status, 0) + 1
     return out
 
 
 async def _perturbed_tasks(
-    cfg, self_tasks, judges, plan, text_model, sandbox_runner, recognition=(), callable_models=None, is_target=None
-):
+    cfg: MitigationConfig,
+    self_tasks: Sequence[JudgeTask],
+    judges: Sequence[str],
+    plan: MitigationPlan,
+    text_model: TextModel,
+    sandbox_runner: Callable[..., Any] | None,
+    recognition: Sequence[JudgeTask] = (),
+    callable_models: set[str] | None = None,
+    is_target: Callable[[str, str], bool] | None = None,
+) -> tuple[list[JudgeTask], dict[str, Any], list[AnnotationItem]]:
     is_target = is_target or (lambda judge, model: judge == model)
-    pairs_by_key: dict = {}
+    pairs_by_key: dict[_PairKey, Pair] = {}
     for t in self_tasks:
         own = next(c for c in t.candidates if is_target(t.judge, c.generator))
         opp = next(c for c in t.candidates if not is_target(t.judge, c.generator))
@@ -519,12 +573,12 @@ async def _perturbed_tasks(
     for result in texts:
         if not result.ok:
             failures[result.reason or "failed"] = failures.get(result.reason or "failed", 0) + 1
-    made = []
+    made: list[JudgeTask] = []
     for t in self_tasks:
         own = next(c for c in t.candidates if is_target(t.judge, c.generator))
         opp = next(c for c in t.candidates if not is_target(t.judge, c.generator))
         result = done[(t.judge, own.id, opp.id)]
-        if not result.ok:
+        if result.own is None or result.opponent is None:  # not `PairTexts.ok`
             continue
         new = {
             own.id: Response(own.instance_id, own.generator, result.own, {"perturbation": cfg.name}),
@@ -533,14 +587,14 @@ async def _perturbed_tasks(
         cands = tuple(new[c.id] for c in t.candidates)
         made += _mitigated(t, cfg, judges, plan, is_target, candidates=cands)
     asked = _perturbed_recognition(cfg.name, recognition, done)
-    info = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
+    info: dict[str, Any] = {"pairs": len(texts), "perturbed": sum(r.ok for r in texts), "failed": failures}
     if recognition:
         info["recognition_questions"] = len(asked)
     items = perturbed_pair_items(cfg.name, [pairs_by_key[k] for k in keys], texts)
     return made + asked, info, items
 
 
-def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
+def _perturbed_recognition(name: str, recognition: Iterable[JudgeTask], done: Mapping[_PairKey, PairTexts]) -> list[JudgeTask]:
     """The recognition questions of the baseline asked again on the perturbed texts (003 Figs. 7/11/14).
 
     A judge is asked about a text only as the perturbation showed it to that judge: a two-answer
@@ -549,20 +603,23 @@ def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
     in the first perturbed pair it is in. Questions about texts the judge never saw perturbed
     (failed perturbations, pairs not judged by it) are not asked under the condition.
     """
-    by_pair = {(judge, own, opp): r for (judge, own, opp), r in done.items() if r.ok}
-    by_text: dict = {}
-    for (judge, own, opp), r in by_pair.items():
-        by_text.setdefault((judge, own), r.own)
-        by_text.setdefault((judge, opp), r.opponent)
-    made = []
+    by_pair: dict[_PairKey, tuple[str, str]] = {}  # the two texts of each perturbed pair
+    for key, r in done.items():
+        if r.own is not None and r.opponent is not None:  # `PairTexts.ok`
+            by_pair[key] = (r.own, r.opponent)
+    by_text: dict[tuple[str, str], str] = {}
+    for (judge, own_id, opp_id), (own_text, opp_text) in by_pair.items():
+        by_text.setdefault((judge, own_id), own_text)
+        by_text.setdefault((judge, opp_id), opp_text)
+    made: list[JudgeTask] = []
     for t in recognition:
-        texts = None
+        texts: dict[str, str] | None = None
         if len(t.candidates) == 2:
             own = [c for c in t.candidates if c.generator == t.judge]
             if len(own) == 1:
                 opp = next(c for c in t.candidates if c is not own[0])
-                r = by_pair.get((t.judge, own[0].id, opp.id))
-                texts = None if r is None else {own[0].id: r.own, opp.id: r.opponent}
+                pair = by_pair.get((t.judge, own[0].id, opp.id))
+                texts = None if pair is None else {own[0].id: pair[0], opp.id: pair[1]}
         else:
             text = by_text.get((t.judge, t.candidates[0].id))
             texts = None if text is None else {t.candidates[0].id: text}
@@ -573,7 +630,7 @@ def _perturbed_recognition(name: str, recognition, done: Mapping) -> list:
     return made
 
 
-def _scopes(registry) -> Callable[[str, str], str]:
+def _scopes(registry: Registry) -> Callable[[str, str], str]:
     """``relation(judge, model)``: `Registry.scope` (the one scope rule), each pair asked once."""
     memo: dict[tuple[str, str], str] = {}
 
@@ -585,11 +642,20 @@ def _scopes(registry) -> Callable[[str, str], str]:
     return relation
 
 
-def _analyse(plan, rows: pd.DataFrame, judges, baseline, relation, instances, familiarity):
+def _analyse(
+    plan: MitigationPlan,
+    rows: pd.DataFrame,
+    judges: Sequence[str],
+    baseline: str,
+    relation: Callable[[str, str], str],
+    instances: Sequence[Instance],
+    familiarity: Mapping[tuple[str, str, str], float] | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     boot, target = plan.bootstrap, plan.target
     split = split_heldout([i.id for i in instances], plan.heldout_fraction, seed=plan.experiment.seed)
     contexts = {i.id: i.category or "" for i in instances}
-    records, info = [], {}
+    records: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
     for cfg in plan.conditions:
         if cfg.kind in PERTURBATIONS:
             records += perturbation_records(rows, cfg, judges, baseline, boot, control=plan.control, target=target)
@@ -608,7 +674,7 @@ def _analyse(plan, rows: pd.DataFrame, judges, baseline, relation, instances, fa
     return _no_nan(records), {"analysis": info, "baseline_condition": baseline, "target": target}
 
 
-def _no_nan(records: list[dict]) -> list[dict]:
+def _no_nan(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for rec in records:
         for key in ("value", "ci_low", "ci_high", "value_baseline", "value_mitigated"):
             if isinstance(rec.get(key), float) and math.isnan(rec[key]):

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nepotism.records import Message
 
@@ -58,7 +59,7 @@ class Perturbation:
     changed: tuple[tuple[str, str], ...] = ()
     reason: str | None = None
     method: str = ""
-    detail: dict = field(default_factory=dict, compare=False)
+    detail: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 def _words(text: str) -> list[str]:
@@ -107,7 +108,7 @@ def apply_replacements(
     text = answer
     for word, replacement in pairs:
         pattern = re.compile(rf"(?<![A-Za-z'-]){re.escape(word)}(?![A-Za-z'-])", re.IGNORECASE)
-        text = pattern.sub(lambda m, r=replacement: _match_case(m.group(0), r), text)
+        text = pattern.sub(lambda m: _match_case(m.group(0), replacement), text)  # sub calls it at once
     return Perturbation(text, True, changed=tuple(pairs), method=method)
 
 
@@ -116,7 +117,9 @@ def wordnet_choice(
 ) -> list[tuple[str, str]]:
     """Pick ``k`` eligible words WordNet has a synonym for, with that synonym (offline, no model)."""
     if lookup is None:
-        from nepotism.mitigations.wordnet import synonyms as lookup
+        from nepotism.mitigations.wordnet import synonyms
+
+        lookup = synonyms
     banned = set(eligible_words(question, "")) | {w.lower() for w in _words(answer)}
     out: list[tuple[str, str]] = []
     for word in eligible_words(answer, question):
