@@ -92,7 +92,7 @@ def command(
 
         plan = replace(plan, rule=rule)
     if dry_run:
-        listing = {
+        listing: dict[str, Any] = {
             "experiment": plan.experiment.name,
             "judges": list(plan.experiment.judges),
             "rewriter": plan.rewriter,

@@ -46,10 +46,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nepotism.errors import InputError
 from nepotism.metrics.bootstrap import Bootstrap
+
+if TYPE_CHECKING:
+    from nepotism.experiment import Experiment
 
 __all__ = ["KINDS", "PARAMS", "PERTURBATIONS", "TARGETS", "MitigationConfig", "MitigationPlan", "load_plan", "parse_plan"]
 
@@ -96,7 +99,7 @@ class MitigationConfig:
 
 @dataclass(frozen=True)
 class MitigationPlan:
-    experiment: Any  # nepotism.experiment.Experiment
+    experiment: Experiment
     conditions: tuple[MitigationConfig, ...]
     rewriter: str | None = None
     heldout_fraction: float = 0.5
