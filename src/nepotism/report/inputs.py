@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nepotism import input_limits
 from nepotism._files import is_store, parse_json_line
@@ -48,7 +48,7 @@ def is_results_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() == ".json"
 
 
-def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
+def load_results(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """``(records, summary, findings)`` of the results document in ``path``
     (`nepotism.results.Results.from_document`; every record read as a `Record`)."""
     from nepotism.results import Record, Results
@@ -68,7 +68,8 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         results = Results.from_document(document)
     except ValueError as err:
         raise InputError(str(err), path=str(path)) from None
-    given = document.get("results") if isinstance(document, dict) and "schema_version" in document else []
+    # Results.from_document made sure a document with schema_version has a list of results
+    given: list[Any] = document["results"] if isinstance(document, dict) and "schema_version" in document else []
     for i, record in enumerate(given):  # each record as `Record` reads it, named by its place in the file
         if not isinstance(record, dict):
             raise InputError(f"result {i} is not an object", path=str(path), field=f"results[{i}]")
@@ -136,7 +137,7 @@ def report_records(
     rule: str = "consistent",
     protocol: str | None = None,
     bootstrap: Bootstrap | None = None,
-) -> tuple[list[dict], dict, list[str]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """``(records, summary, findings)`` of what ``nepotism report SOURCE`` reports: a results file
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
@@ -153,7 +154,7 @@ def report_records(
     return records + folder_results(source, records), results.summary, results.findings
 
 
-def folder_results(path: str | Path, audited: list[dict]) -> list[dict]:
+def folder_results(path: str | Path, audited: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of the result files listed in the run folder's ``run.json`` (none for another
     source), leaving out metrics present in ``audited`` (the folder's audit measures those from its
     tables: one number each, not two)."""
