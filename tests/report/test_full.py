@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +18,7 @@ from nepotism.report.full import build_report, format_value, write_report
 from nepotism.analyses.verdicts import judge_verdicts
 from nepotism.report.inputs import load_results
 
+NEPOTISM = str(Path(sys.executable).parent / "nepotism")
 EVIL = "<script>window.__pwned=1</script>&\"'|`*"
 
 
@@ -216,3 +220,25 @@ def test_load_results_rejects_malformed(tmp_path, bad):
     path.write_text(json.dumps(bad))
     with pytest.raises(InputError):
         load_results(path)
+
+
+@pytest.mark.parametrize("given", [{"ci_low": 0.5, "ci_high": None}, {"ci_high": 0.7}])
+@pytest.mark.parametrize("command", ["report", "card"])
+def test_an_interval_with_one_end_is_refused_by_field(tmp_path, given, command):
+    """A record holding one end of its interval (valid for `Record`, which types each end alone) is bad
+    input for every page and card that draws or checks the interval: exit 2 naming the file and the
+    field, no traceback, nothing written (before: report crashed drawing the bias bar, TypeError)."""
+    record = {"metric": "self-preference-ratio", "judge": "a", "condition": "default", "scope": "self"}
+    record |= {"generator": "a", "value": 0.6, "n": 100, "n_clusters": 50} | given
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": 2, "summary": {}, "findings": [], "results": [record]}))
+    out = tmp_path / "out"
+    thresholds = tmp_path / "thresholds.toml"
+    thresholds.write_text("max_self_preference_ratio = 0.9\n")
+    args = ["--out", str(out)] if command == "report" else ["--thresholds", str(thresholds)]
+    done = subprocess.run([NEPOTISM, command, str(path), *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    missing = "ci_high" if "ci_low" in given else "ci_low"
+    assert f"results[0].{missing}" in done.stderr and str(path) in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert not out.exists()

@@ -6,7 +6,7 @@
   report of ``nepotism annotate agreement --json``, which `Results.from_document` converts). A file
   an older nepotism wrote (a bare list of records, ``{"summary", "records"}``, JSON Lines records)
   is refused, naming the file and the command that writes the document now. Records are checked
-  for the fields the report needs. No shape is guessed here.
+  for the fields the report needs (an interval has both ends or none). No shape is guessed here.
 
 - `folder_results`: the result records a run's output folder lists in its ``run.json``
   (``results``: ``nepotism mitigate``'s ``mitigations.json``), for the report to add to the
@@ -79,6 +79,14 @@ def load_results(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]
         value = record["value"]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"result {i}: value must be a number or null", path=str(path), field=f"results[{i}].value")
+        low, high = record.get("ci_low"), record.get("ci_high")
+        if (low is None) != (high is None):  # `Record` types each end alone; the pages draw and check both
+            missing = "ci_low" if low is None else "ci_high"
+            raise InputError(
+                f"result {i}: an interval needs both ci_low and ci_high (or neither); {missing} is missing",
+                path=str(path),
+                field=f"results[{i}].{missing}",
+            )
         try:
             Record.from_dict(record)
         except (TypeError, ValueError) as err:
