@@ -109,6 +109,14 @@ def _rank(r: dict[str, Any] | None) -> _Rank | None:
     return None if r is None or r.get("value") is None else (r["value"], r.get("ci_low"), r.get("ci_high"))
 
 
+def _rank_change(a: dict[str, Any] | None, u: dict[str, Any] | None) -> float | None:
+    """All judges' rank minus the unrelated judges' rank; None unless both are defined (either may be
+    unranked)."""
+    if a is None or u is None or a.get("value") is None or u.get("value") is None:
+        return None
+    return float(a["value"] - u["value"])
+
+
 def _leaderboard_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by: defaultdict[str, dict[str | None, dict[str, Any]]] = defaultdict(dict)
     for r in records:
@@ -132,7 +140,7 @@ def _leaderboard_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "dropped": u.get("n_excluded") if u else None,
                 "flag": u.get("note") if u and u.get("value") is None else None,
                 "related_judges": (u or {}).get("related_judges"),
-                "change": (a["value"] - u["value"]) if a and u and u.get("value") is not None else None,
+                "change": _rank_change(a, u),
             }
         )
     if any(r["flag"] for r in rows):  # ranks among fewer generators: a change of rank would mislead
