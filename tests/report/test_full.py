@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +18,7 @@ from nepotism.report.full import build_report, format_value, write_report
 from nepotism.analyses.verdicts import judge_verdicts
 from nepotism.report.inputs import load_results
 
+NEPOTISM = str(Path(sys.executable).parent / "nepotism")
 EVIL = "<script>window.__pwned=1</script>&\"'|`*"
 
 
@@ -216,3 +220,56 @@ def test_load_results_rejects_malformed(tmp_path, bad):
     path.write_text(json.dumps(bad))
     with pytest.raises(InputError):
         load_results(path)
+
+
+@pytest.mark.parametrize("given", [{"ci_low": 0.5, "ci_high": None}, {"ci_high": 0.7}])
+@pytest.mark.parametrize("command", ["report", "card"])
+def test_an_interval_with_one_end_is_refused_by_field(tmp_path, given, command):
+    """A record holding one end of its interval (valid for `Record`, which types each end alone) is bad
+    input for every page and card that draws or checks the interval: exit 2 naming the file and the
+    field, no traceback, nothing written (before: report crashed drawing the bias bar, TypeError)."""
+    record = {"metric": "self-preference-ratio", "judge": "a", "condition": "default", "scope": "self"}
+    record |= {"generator": "a", "value": 0.6, "n": 100, "n_clusters": 50} | given
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": 2, "summary": {}, "findings": [], "results": [record]}))
+    out = tmp_path / "out"
+    thresholds = tmp_path / "thresholds.toml"
+    thresholds.write_text("max_self_preference_ratio = 0.9\n")
+    args = ["--out", str(out)] if command == "report" else ["--thresholds", str(thresholds)]
+    done = subprocess.run([NEPOTISM, command, str(path), *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    missing = "ci_high" if "ci_low" in given else "ci_low"
+    assert f"results[0].{missing}" in done.stderr and str(path) in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert not out.exists()
+
+
+def test_a_generator_ranked_without_related_judges_only_has_no_change_of_rank(tmp_path):
+    """A leaderboard row whose all-judges rank is undefined (not ranked) but whose unrelated-judges rank
+    is defined: the change of rank is undefined, the row is drawn with its note (before: the report
+    crashed subtracting the missing rank, TypeError, exit 70)."""
+
+    def rank(generator, judges, value, note=None):
+        interval = {} if value is None else {"ci_low": value, "ci_high": value + 1}
+        return {
+            "metric": "leaderboard-rank",
+            "judge": f"{judges} judges",
+            "condition": "pooled",
+            "generator": generator,
+            "variant": {"judges": judges, "score": "mean preference"},
+            "value": value,
+            "n": 10,
+            "note": note,
+        } | interval
+
+    records = [rank("g1", "all", None, "not ranked"), rank("g1", "unrelated", 2.0)]
+    records += [rank("g2", "all", 1.0), rank("g2", "unrelated", 1.0), rank("g3", "all", 3.0), rank("g3", "unrelated", 3.0)]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": 2, "summary": {}, "findings": [], "results": records}))
+    done = subprocess.run(
+        [NEPOTISM, "report", str(path), "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {r["generator"]: r for r in build_report(load_results(path)[0])["leaderboard"]}
+    assert rows["g1"]["change"] is None and rows["g1"]["unranked"] == "not ranked" and rows["g1"]["unrelated"] == (2.0, 2.0, 3.0)
+    assert rows["g2"]["change"] == 0.0 and rows["g3"]["change"] == 0.0

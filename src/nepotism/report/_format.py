@@ -12,6 +12,8 @@ What this module leaves out: choosing records and laying them out (`full`, `sect
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["PERCENT", "POINTS", "SIGNED_PERCENT", "format_number", "format_value", "na_text", "relation_words", "unit"]
 
 PERCENT = frozenset(
@@ -91,7 +93,7 @@ def format_number(x: float | None, metric: str, *, signed: bool | None = None) -
     return _number(x, scale, signed) + suffix
 
 
-def na_text(record: dict) -> str:
+def na_text(record: dict[str, Any]) -> str:
     """``n/a (why; n=…, k excluded: reasons)`` for a record without a value."""
     parts = [str(record.get("note") or "no data")]
     if record.get("n") is not None:
@@ -103,7 +105,7 @@ def na_text(record: dict) -> str:
     return "n/a (" + "; ".join(parts) + ")"
 
 
-def format_value(record: dict) -> str:
+def format_value(record: dict[str, Any]) -> str:
     """``80.7% (95% CI 79.7 to 81.8)``, ``+6.1 pts (95% CI +3.2 to +9.0)`` or ``1.42 (…)`` by metric."""
     if record.get("value") is None:
         return na_text(record)

@@ -40,11 +40,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nepotism.analyses.verdicts import summary_rows
 from nepotism.errors import InputError
-from nepotism.results import Verdict
 from nepotism.input_limits import read_toml
+from nepotism.results import Verdict
 
 __all__ = ["Rule", "Thresholds", "judge_cards", "judges_of", "load_thresholds", "parse_thresholds"]
 
@@ -81,14 +82,14 @@ _BIAS_WORDS = {
 class Rule:
     """One threshold: records matching ``match`` (and ``variant`` as a subset) must satisfy min/max."""
 
-    match: dict
-    variant: dict = field(default_factory=dict)
+    match: dict[str, Any]
+    variant: dict[str, Any] = field(default_factory=dict)
     max: float | None = None
     min: float | None = None
     statistic: str = "value"
     source: str = ""
 
-    def matches(self, record: dict) -> bool:
+    def matches(self, record: dict[str, Any]) -> bool:
         if any(record.get(k) != v for k, v in self.match.items()):
             return False
         variant = record.get("variant") or {}
@@ -115,7 +116,7 @@ def _known_metrics() -> set[str]:
     return set(METRICS)
 
 
-def _number(value, path, name, metric: str | None = None) -> float:
+def _number(value: object, path: str | None, name: str, metric: str | None = None) -> float:
     """A finite threshold inside the values ``metric`` can take (`catalogue.VALUE_RANGES`)."""
     import math
 
@@ -135,7 +136,7 @@ def _number(value, path, name, metric: str | None = None) -> float:
     return float(value)
 
 
-def _metric(name: str, path, key: str) -> str:
+def _metric(name: str, path: str | None, key: str) -> str:
     metric = name.replace("_", "-")
     if metric not in _known_metrics():
         raise InputError(
@@ -144,7 +145,7 @@ def _metric(name: str, path, key: str) -> str:
     return metric
 
 
-def _scope(scope, path, name: str):
+def _scope(scope: object, path: str | None, name: str) -> object:
     """A scope a record can carry (`nepotism.models.SCOPE_LADDER`, the lineage predicates, the
     matched-bias ``neutral`` check); a typo is an `InputError` naming it, not a rule that matches
     nothing and fails the card."""
@@ -156,7 +157,7 @@ def _scope(scope, path, name: str):
     return scope
 
 
-def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
+def parse_thresholds(table: dict[str, Any], *, path: str | None = None) -> Thresholds:
     """Thresholds from a parsed TOML table (the ``[card]`` table, or a whole thresholds file)."""
     if "card" in table and isinstance(table["card"], dict):
         table = table["card"]
@@ -181,12 +182,14 @@ def parse_thresholds(table: dict, *, path: str | None = None) -> Thresholds:
             if scope is not None:
                 _scope(scope, path, f"{key}.{scope}")
             match = {"metric": metric} | ({"scope": scope} if scope is not None else {})
+            number = _number(limit, path, f"{key}.{scope}" if scope else key, metric)
             rules.append(
                 Rule(
                     match=match,
                     statistic=statistic,
                     source=key,
-                    **{bound: _number(limit, path, f"{key}.{scope}" if scope else key, metric)},
+                    max=number if bound == "max" else None,
+                    min=number if bound == "min" else None,
                 )
             )
     for i, raw in enumerate(table.get("rule", [])):
@@ -224,7 +227,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
     return parse_thresholds(table, path=str(path))
 
 
-def judges_of(record: dict) -> list[str]:
+def judges_of(record: dict[str, Any]) -> list[str]:
     """The judges a record belongs to (a preference-leakage record names two: ``a & b``)."""
     if record.get("judge") is None:  # e.g. a classifier baseline or a correlation across judges
         return []
@@ -235,7 +238,7 @@ def judges_of(record: dict) -> list[str]:
     return judge.split(" & ") if record.get("metric") in pair_of_judges else [judge]
 
 
-def _check(rule: Rule, record: dict) -> dict:
+def _check(rule: Rule, record: dict[str, Any]) -> dict[str, Any]:
     x = record.get(rule.statistic)
     status = (
         "not measured"
@@ -264,15 +267,15 @@ def _check(rule: Rule, record: dict) -> dict:
 
 
 def judge_cards(
-    records: list[dict], thresholds: Thresholds | None = None, *, source: str = "", verdicts: Sequence[Verdict] = ()
-) -> dict:
+    records: list[dict[str, Any]], thresholds: Thresholds | None = None, *, source: str = "", verdicts: Sequence[Verdict] = ()
+) -> dict[str, Any]:
     """``{"judges": {judge: card}, "unmatched_rules": [...], "status": pass|fail|no thresholds}``.
 
     A card: ``{judge, judge_id, conditions, data, answer, measured: [{metric, what, records}],
     checks, status}`` with status ``pass``, ``fail`` or ``no thresholds``; ``answer`` holds the
     judge's verdicts as the summaries show them (`nepotism.analyses.verdicts.summary_rows`).
     """
-    answers: dict[str, list[dict]] = defaultdict(list)
+    answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in summary_rows(list(verdicts)):
         answers[row["judge"]].append(
             {
@@ -280,15 +283,15 @@ def judge_cards(
                 for k in ("condition", "scope", "relation", "verdict", "value", "ci", "prompts", "evidence", "sentence", "status")
             }
         )
-    per_judge: dict[str, list[dict]] = defaultdict(list)
+    per_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("metric") == "leaderboard-rank":
             continue
         for judge in judges_of(record):
             per_judge[judge].append(record)
     rules = thresholds.rules if thresholds else ()
-    matched_anywhere = defaultdict(bool)
-    cards = {}
+    matched_anywhere: defaultdict[int, bool] = defaultdict(bool)
+    cards: dict[str, dict[str, Any]] = {}
     for judge, items in sorted(per_judge.items()):
         checks = []
         for i, rule in enumerate(rules):
@@ -327,7 +330,9 @@ def judge_cards(
     ]
     if not rules:
         status = "no thresholds"
-    elif any(c["status"] == "fail" for c in cards.values()) or (unmatched and thresholds.on_missing == "fail"):
+    elif any(c["status"] == "fail" for c in cards.values()) or (
+        unmatched and thresholds is not None and thresholds.on_missing == "fail"
+    ):
         status = "fail"
     else:
         status = "pass"

@@ -12,6 +12,7 @@ import base64
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -21,7 +22,7 @@ from nepotism._files import write_files
 __all__ = ["write_first_report"]
 
 
-def _figure(records: list[dict]) -> str | None:
+def _figure(records: list[dict[str, Any]]) -> str | None:
     rows = [r for r in records if r["metric"] == "self-preference-ratio" and r["value"] is not None]
     if not rows:
         return None
@@ -49,19 +50,19 @@ def _figure(records: list[dict]) -> str | None:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def _win_rate_matrix(records: list[dict]) -> dict | None:
+def _win_rate_matrix(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Generators × (judge, condition) win rates, with each cell's relation to the judge."""
     rows = [r for r in records if r["metric"] == "win-rate" and r["value"] is not None]
     if not rows:
         return None
     columns = sorted({(r["judge"], r["condition"]) for r in rows})
-    cells: dict[str, dict] = {}
+    cells: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault(r["generator"], {})[(r["judge"], r["condition"])] = r
     ordered = sorted(cells, key=lambda g: -max(c["value"] for c in cells[g].values()))
     table = []
     for generator in ordered:
-        line = []
+        line: list[dict[str, Any] | None] = []
         for column in columns:
             cell = cells[generator].get(column)
             if cell is None:
@@ -80,13 +81,13 @@ def _win_rate_matrix(records: list[dict]) -> dict | None:
     return {"columns": columns, "rows": table}
 
 
-def _variant_text(variant: dict) -> str:
+def _variant_text(variant: dict[str, Any]) -> str:
     return "; ".join(f"{k}={v}" for k, v in sorted(variant.items()))
 
 
 def write_first_report(
-    records: list[dict],
-    summary: dict,
+    records: list[dict[str, Any]],
+    summary: dict[str, Any],
     lines: list[str],
     out_dir: str | Path,
     *,

@@ -23,39 +23,39 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from nepotism._files import write_files
+from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, summary_rows
 from nepotism.report import plots
 from nepotism.report._format import format_value
 from nepotism.report.card import Thresholds, judge_cards, judges_of
-from nepotism.analyses.verdicts import MIN_PROMPTS, judge_verdicts, summary_rows
-from nepotism.results import Results, Verdict, record_key
-from nepotism.report.plots import BIAS_METRICS
+from nepotism.report.cases import case_links, case_sections, cases_markdown
 from nepotism.report.meta_evaluation import meta_evaluation_table
 from nepotism.report.paradigms import accuracy_bias_table
+from nepotism.report.plots import BIAS_METRICS
 from nepotism.report.recognition import CAPTION as RECOGNITION_CAPTION
 from nepotism.report.recognition import EVALUATEE_CAPTION as RECOGNITION_EVALUATEE_CAPTION
 from nepotism.report.recognition import recognition_markdown, recognition_table
 from nepotism.report.section_plots import section_plots
-from nepotism.report.cases import case_links, case_sections, cases_markdown
 from nepotism.report.sections import (
     EVALUATEE_NOTE,
     VERIFIABLE_NOTE,
     coverage,
+    evaluatee_table,
     exclusion_table,
     human_tables,
     is_audit_rank,
     leakage_tables,
     mitigation_tables,
     rubric_table,
-    evaluatee_table,
     task_scatter_table,
     verifiable_table,
 )
+from nepotism.results import Results, Verdict, record_key
 
 if TYPE_CHECKING:
     from nepotism.analyses.cases import Explanation
@@ -71,19 +71,19 @@ _RAW_CAVEAT = (
 )
 
 
-def _variant_text(variant) -> str:
+def _variant_text(variant: dict[str, Any] | None) -> str:
     if not variant:
         return ""
     return "; ".join(f"{k}={v}" for k, v in sorted(variant.items()))
 
 
-def _target(record: dict) -> str:
+def _target(record: dict[str, Any]) -> str:
     if record.get("pair"):
         return " vs ".join(map(str, record["pair"]))
     return str(record.get("generator") or "")
 
 
-def _row(record: dict) -> dict:
+def _row(record: dict[str, Any]) -> dict[str, Any]:
     return {
         "key": record_key(record),
         "metric": record.get("metric"),
@@ -101,16 +101,28 @@ def _row(record: dict) -> dict:
     }
 
 
-def _rank(r):
+#: A rank with its interval, ``(rank, ci_low, ci_high)``.
+_Rank = tuple[float, float | None, float | None]
+
+
+def _rank(r: dict[str, Any] | None) -> _Rank | None:
     return None if r is None or r.get("value") is None else (r["value"], r.get("ci_low"), r.get("ci_high"))
 
 
-def _leaderboard_table(records) -> list[dict]:
-    by = defaultdict(dict)
+def _rank_change(a: dict[str, Any] | None, u: dict[str, Any] | None) -> float | None:
+    """All judges' rank minus the unrelated judges' rank; None unless both are defined (either may be
+    unranked)."""
+    if a is None or u is None or a.get("value") is None or u.get("value") is None:
+        return None
+    return float(a["value"] - u["value"])
+
+
+def _leaderboard_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by: defaultdict[str, dict[str | None, dict[str, Any]]] = defaultdict(dict)
     for r in records:
         if r.get("metric") == "leaderboard-rank" and not is_audit_rank(r):
             by[str(r["generator"])][(r.get("variant") or {}).get("judges")] = r
-    rows = []
+    rows: list[dict[str, Any]] = []
     for generator, sides in by.items():
         a, u = sides.get("all"), sides.get("unrelated")
         rows.append(
@@ -128,7 +140,7 @@ def _leaderboard_table(records) -> list[dict]:
                 "dropped": u.get("n_excluded") if u else None,
                 "flag": u.get("note") if u and u.get("value") is None else None,
                 "related_judges": (u or {}).get("related_judges"),
-                "change": (a["value"] - u["value"]) if a and u and u.get("value") is not None else None,
+                "change": _rank_change(a, u),
             }
         )
     if any(r["flag"] for r in rows):  # ranks among fewer generators: a change of rank would mislead
@@ -138,7 +150,7 @@ def _leaderboard_table(records) -> list[dict]:
     return rows
 
 
-def _sections(records) -> dict[str, bool]:
+def _sections(records: list[dict[str, Any]]) -> dict[str, bool]:
     metrics = {r.get("metric") for r in records}
     return {
         "perplexity": bool({"perplexity-win-rate", "mean-log-perplexity"} & metrics),
@@ -190,7 +202,7 @@ _SECTIONS = (
 )
 
 
-def _shown(context: dict) -> dict[str, bool]:
+def _shown(context: dict[str, Any]) -> dict[str, bool]:
     plots, leak = context["plots"], context["leakage"]
     return {
         "heatmaps": bool(plots["heatmaps"]),
@@ -214,7 +226,7 @@ def _shown(context: dict) -> dict[str, bool]:
 _DRAWN = set(BIAS_METRICS) | {"win-rate", "perplexity-win-rate", "mean-log-perplexity", "leaderboard-rank", "score-delta"}
 
 
-def _setting(record: dict) -> dict:
+def _setting(record: dict[str, Any]) -> dict[str, Any]:
     """For display, a rubric setup (``variant.setup``) joins the condition: "default · all-rubrics".
 
     Single-rubric and all-rubrics results are separate measurements (paper 002 §2); every section
@@ -226,7 +238,7 @@ def _setting(record: dict) -> dict:
     return {**record, "condition": f"{record.get('condition') or 'default'} · {setup}"}
 
 
-def _all_plots(records: list[dict]) -> dict[str, list[dict]]:
+def _all_plots(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Every section's plots: ``{section: [plot, ...]}`` (the analysis sections' from `section_plots`)."""
     return {
         "heatmaps": plots.heatmaps(records),
@@ -239,10 +251,10 @@ def _all_plots(records: list[dict]) -> dict[str, list[dict]]:
     }
 
 
-def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
+def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict[str, Any]]:
     """The Summary's rows (`summary_rows`) grouped per (judge, condition), each row's links limited
     to the record keys the page holds."""
-    groups: dict[tuple[str, str], dict] = {}
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in summary_rows(verdicts):
         group = groups.setdefault(
             (row["judge"], row["condition"]),
@@ -253,16 +265,16 @@ def verdict_groups(verdicts: list[Verdict], keys: set[str]) -> list[dict]:
 
 
 def build_report(
-    records: list[dict],
+    records: list[dict[str, Any]],
     *,
-    summary: dict | None = None,
+    summary: dict[str, Any] | None = None,
     findings: list[str] | None = None,
     thresholds: Thresholds | None = None,
     title: str = "nepotism report",
     attribution: str | None = None,
     verdicts: list[Verdict] | None = None,
     cases: Mapping[str, Explanation] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Everything the page and the other files show, as one dict (plots included). ``verdicts``: the
     judge verdicts (default: made from ``records`` and ``summary["relations"]`` by the one ladder).
     ``cases``: the cases behind the verdicts (`nepotism.analyses.cases.Explanation` by
@@ -284,7 +296,7 @@ def build_report(
         if r.get("metric") in BIAS_METRICS + ("matched-bias",) and r.get("metric") != "preference-leakage-score"
     ]
     drawn = _DRAWN | ({"equal-opportunity-bias"} if any(r.get("confusion_matrix") for r in records) else set())
-    context = {
+    context: dict[str, Any] = {
         "mitigations": mitigation_tables(records, summary),
         "leakage": leakage_tables(records),
         "verifiable": verifiable_table(records),
@@ -327,9 +339,9 @@ def build_report(
 
 
 # ------------------------------------------------------------------------------------ files
-def _md(text) -> str:
+def _md(text: object) -> str:
     """Escape a string for a Markdown table cell or line (no markup from model names)."""
-    text = "" if text is None else str(text)
+    out = "" if text is None else str(text)
     for a, b in (
         ("&", "&amp;"),
         ("<", "&lt;"),
@@ -342,30 +354,30 @@ def _md(text) -> str:
         ("]", "\\]"),
         ("\n", " "),
     ):
-        text = text.replace(a, b)
-    return text
+        out = out.replace(a, b)
+    return out
 
 
-def _md_table(columns: list[str], rows: list[list]) -> list[str]:
+def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
     return lines
 
 
-def _flag_text(row) -> str:
+def _flag_text(row: dict[str, Any]) -> str:
     """``lineage only (gpt-4: same_series)``: no judge unrelated to the generator scored it."""
     judges = row.get("related_judges") or {}
     return "lineage only" + (f" ({', '.join(f'{j}: {v}' for j, v in judges.items())})" if judges else "")
 
 
-def _rank_text(rank) -> str:
+def _rank_text(rank: _Rank | None) -> str:
     if rank is None:
         return "—"
     value, low, high = rank
     return f"{value:g}" + (f" ({low:g}–{high:g})" if low is not None else "")
 
 
-def _markdown(context: dict) -> str:
+def _markdown(context: dict[str, Any]) -> str:
     out = [f"# {_md(context['title'])}", ""]
     if context["summary"].get("source"):
         out += [f"Source: {_md(context['summary']['source'])}", ""]
@@ -440,7 +452,7 @@ def _markdown(context: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _cells(row: dict, columns: list[str]) -> list[str]:
+def _cells(row: dict[str, Any], columns: list[str]) -> list[str]:
     # an undefined value's text already carries its n and reason (format_value)
     return [
         row["cells"][c]["text"]
@@ -449,7 +461,7 @@ def _cells(row: dict, columns: list[str]) -> list[str]:
     ]
 
 
-def _md_sections(context: dict) -> list[str]:
+def _md_sections(context: dict[str, Any]) -> list[str]:
     """Markdown of the analysis sections (mitigations, leakage, papers 004 and 002)."""
     out = []
     captions = {
@@ -653,11 +665,11 @@ def _md_sections(context: dict) -> list[str]:
     return out
 
 
-def _num(x) -> str:
+def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:g}"
 
 
-def _csv_cell(value):
+def _csv_cell(value: object) -> object:
     if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True, default=str)
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
@@ -668,9 +680,10 @@ def _csv_cell(value):
     return value
 
 
-def _csv(records: list[dict]) -> bytes:
+def _csv(records: list[dict[str, Any]]) -> bytes:
     flat = pd.DataFrame.from_records([{k: _csv_cell(v) for k, v in r.items()} for r in records])
-    return flat.to_csv(index=False).encode()
+    text: str = flat.to_csv(index=False)
+    return text.encode()
 
 
 def _environment() -> Environment:
@@ -681,10 +694,10 @@ def _environment() -> Environment:
 
 
 def write_report(
-    records: list[dict],
+    records: list[dict[str, Any]],
     out_dir: str | Path,
     *,
-    summary: dict | None = None,
+    summary: dict[str, Any] | None = None,
     findings: list[str] | None = None,
     thresholds: Thresholds | None = None,
     title: str = "nepotism report",

@@ -6,7 +6,7 @@
   report of ``nepotism annotate agreement --json``, which `Results.from_document` converts). A file
   an older nepotism wrote (a bare list of records, ``{"summary", "records"}``, JSON Lines records)
   is refused, naming the file and the command that writes the document now. Records are checked
-  for the fields the report needs. No shape is guessed here.
+  for the fields the report needs (an interval has both ends or none). No shape is guessed here.
 
 - `folder_results`: the result records a run's output folder lists in its ``run.json``
   (``results``: ``nepotism mitigate``'s ``mitigations.json``), for the report to add to the
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nepotism import input_limits
 from nepotism._files import is_store, parse_json_line
@@ -48,7 +48,7 @@ def is_results_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() == ".json"
 
 
-def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
+def load_results(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """``(records, summary, findings)`` of the results document in ``path``
     (`nepotism.results.Results.from_document`; every record read as a `Record`)."""
     from nepotism.results import Record, Results
@@ -68,7 +68,8 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         results = Results.from_document(document)
     except ValueError as err:
         raise InputError(str(err), path=str(path)) from None
-    given = document.get("results") if isinstance(document, dict) and "schema_version" in document else []
+    # Results.from_document made sure a document with schema_version has a list of results
+    given: list[Any] = document["results"] if isinstance(document, dict) and "schema_version" in document else []
     for i, record in enumerate(given):  # each record as `Record` reads it, named by its place in the file
         if not isinstance(record, dict):
             raise InputError(f"result {i} is not an object", path=str(path), field=f"results[{i}]")
@@ -78,6 +79,14 @@ def load_results(path: str | Path) -> tuple[list[dict], dict, list[str]]:
         value = record["value"]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"result {i}: value must be a number or null", path=str(path), field=f"results[{i}].value")
+        low, high = record.get("ci_low"), record.get("ci_high")
+        if (low is None) != (high is None):  # `Record` types each end alone; the pages draw and check both
+            missing = "ci_low" if low is None else "ci_high"
+            raise InputError(
+                f"result {i}: an interval needs both ci_low and ci_high (or neither); {missing} is missing",
+                path=str(path),
+                field=f"results[{i}].{missing}",
+            )
         try:
             Record.from_dict(record)
         except (TypeError, ValueError) as err:
@@ -136,7 +145,7 @@ def report_records(
     rule: str = "consistent",
     protocol: str | None = None,
     bootstrap: Bootstrap | None = None,
-) -> tuple[list[dict], dict, list[str]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """``(records, summary, findings)`` of what ``nepotism report SOURCE`` reports: a results file
     (`load_results`) as it is; judgments, a store or a run folder audited (`nepotism.audit`, with
     ``references``, ``models`` registries, ``kind``, ``rule``, ``protocol``, ``bootstrap``), plus
@@ -153,7 +162,7 @@ def report_records(
     return records + folder_results(source, records), results.summary, results.findings
 
 
-def folder_results(path: str | Path, audited: list[dict]) -> list[dict]:
+def folder_results(path: str | Path, audited: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of the result files listed in the run folder's ``run.json`` (none for another
     source), leaving out metrics present in ``audited`` (the folder's audit measures those from its
     tables: one number each, not two)."""

@@ -12,6 +12,8 @@ is written by `_format.format_value` (undefined → "n/a (why…)"). Left out: c
 
 from __future__ import annotations
 
+from typing import Any
+
 from nepotism.report._format import format_value
 
 __all__ = ["META_EVALUATION", "meta_evaluation_table"]
@@ -21,10 +23,10 @@ META_EVALUATION = ("rubric-precision", "rubric-recall", "rubric-f1", "rubric-bal
 _POLARITY = {"all": 0, "positive": 1, "negative": 2}
 
 
-def meta_evaluation_table(records: list[dict]) -> list[dict]:
+def meta_evaluation_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows ``{judge, condition, reference, polarity, juror, cells: {precision, recall, F1, balanced F1}}``; empty
     without such records. Balanced F1 is measured against people's labels (reference ``human labels``)."""
-    rows: dict[tuple, dict] = {}
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for r in records:
         variant = r.get("variant") or {}
         if r.get("metric") not in META_EVALUATION or "slice" in variant:

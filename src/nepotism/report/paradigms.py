@@ -14,6 +14,8 @@ dashed line at ratio 1 (no bias) and r in the panel's title.
 
 from __future__ import annotations
 
+from typing import Any
+
 from nepotism.metrics.stats import pearson
 from nepotism.report.sections import RUBRIC, _by_judge, rubric_records
 
@@ -28,9 +30,9 @@ PAIRS = (
 )
 
 
-def accuracy_bias_table(records: list[dict]) -> list[dict]:
+def accuracy_bias_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (condition, paradigm, level) with any judge measured on both; empty without rubric records."""
-    by_condition: dict[str, dict[str, dict]] = {}
+    by_condition: dict[str, dict[str, dict[str, Any]]] = {}
     for (judge, condition), items in _by_judge(records, RUBRIC).items():
         by_condition.setdefault(condition, {})[judge] = rubric_records(items)
     rows = []
@@ -71,18 +73,20 @@ def accuracy_bias_table(records: list[dict]) -> list[dict]:
 _MAX_CONDITIONS = 6
 
 
-def accuracy_bias_plots(records: list[dict]) -> list[dict]:
+def accuracy_bias_plots(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 002 Fig. 2: one figure per condition (at most six), a scatter panel per paradigm and level."""
     rows = accuracy_bias_table(records)
     if not rows:
         return []
     from nepotism.report.plots import OKABE_ITO, _plot, _short, _style
 
-    by_condition: dict[str, list[dict]] = {}
+    by_condition: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_condition.setdefault(row["condition"], []).append(row)
     plots = []
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         for k, (condition, panels) in enumerate(sorted(by_condition.items())[:_MAX_CONDITIONS]):
             fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 0.4, 3.4), squeeze=False)
             for ax, row in zip(axes[0], panels):

@@ -27,12 +27,21 @@ import io
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from nepotism.models import related_scope, untagged
 from nepotism.report._format import relation_words
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure
+    from matplotlib.typing import LegendLocType, LineStyleType, RcKeyType
 
 __all__ = [
     "BIAS_METRICS",
@@ -85,13 +94,15 @@ _MAX_ROWS = 40
 
 
 @contextmanager
-def _style():
+def _style() -> Iterator[None]:
+    """The report's style over the block (figures drawn in it import `matplotlib.pyplot` there)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.rcsetup import cycler
 
-    rc = {
+    rc: dict[RcKeyType, Any] = {
         "text.parse_math": False,
         "font.size": 9,
         "axes.titlesize": 10,
@@ -104,15 +115,15 @@ def _style():
         "figure.dpi": 100,
         "savefig.dpi": 110,
         "font.family": "DejaVu Sans",
-        "axes.prop_cycle": matplotlib.cycler(
+        "axes.prop_cycle": cycler(
             color=[OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black")]
         ),
     }
     with plt.rc_context(rc):
-        yield plt
+        yield
 
 
-def _png(fig) -> tuple[str, list[str]]:
+def _png(fig: Figure) -> tuple[str, list[str]]:
     """The figure as base64 PNG, and every non-empty text it draws (read after drawing)."""
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
@@ -128,7 +139,7 @@ def _png(fig) -> tuple[str, list[str]]:
 _PIECE = re.compile(r"[^_/@·,;:-]*[_/@·,;:-]*")
 
 
-def _wrap(text, width: int = 40) -> str:
+def _wrap(text: object, width: int = 40) -> str:
     """``text`` on lines of at most ``width`` characters, broken between words, and inside a word
     longer than a line only after a separator (``_ - / @ · , ; :``), never inside a run of letters,
     digits and dots; nothing is left out, and a run longer than ``width`` keeps a line of its own."""
@@ -154,31 +165,31 @@ def _wrap(text, width: int = 40) -> str:
 _short = _wrap
 
 
-def _lines(labels) -> int:
+def _lines(labels: Iterable[object]) -> int:
     """The most lines any of ``labels`` takes."""
     return max((str(x).count("\n") + 1 for x in labels), default=1)
 
 
-def _pitch(labels, least: float, per_line: float = 0.135) -> float:
+def _pitch(labels: Iterable[object], least: float, per_line: float = 0.135) -> float:
     """Inches per row of a plot whose rows carry ``labels`` (7.5-point text): ``least``, or more
     when a wrapped label needs it."""
     return max(least, per_line * _lines(labels) + 0.08)
 
 
-def _plot(id_, title, fig, alt, caption) -> dict:
+def _plot(id_: str, title: str, fig: Figure, alt: str, caption: str) -> dict[str, Any]:
     png, labels = _png(fig)
     return {"id": id_, "title": title, "png": png, "alt": alt, "caption": caption, "labels": labels}
 
 
-def _relation_legend(ax, scopes, **options) -> None:
+def _relation_legend(ax: Axes, scopes: Iterable[str], *, loc: LegendLocType, **options: object) -> None:
     """A legend of the colours drawn, one per scope or relation, named in words."""
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=_colour(s), marker="o", label=_SCOPE_WORDS.get(s) or relation_words(s)) for s in scopes]
-    ax.legend(handles=handles, title="the generator is, to the judge", **options)
+    ax.legend(handles=handles, title="the generator is, to the judge", loc=loc, **options)
 
 
-def _colour(scope) -> str:
+def _colour(scope: object) -> str:
     return SCOPE_COLOURS.get(str(scope), OKABE_ITO["grey"])
 
 
@@ -198,12 +209,12 @@ _ORDER = (
 )
 
 
-def _scope_order(scope: str) -> tuple:
+def _scope_order(scope: str) -> tuple[int, str]:
     """Legend order: from the most related to the least (`SCOPE_LADDER`'s order, relations in place)."""
     return (_ORDER.index(scope) if scope in _ORDER else len(_ORDER), scope)
 
 
-def _min_span(ax, span: float):
+def _min_span(ax: Axes, span: float) -> None:
     """Widen the x range to at least ``span`` (estimates that are all 0 would otherwise get a ±0.04 axis)."""
     low, high = ax.get_xlim()
     if high - low < span:
@@ -211,19 +222,19 @@ def _min_span(ax, span: float):
         ax.set_xlim(mid - span / 2, mid + span / 2)
 
 
-def _judge_labels(records) -> dict:
+def _judge_labels(records: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     """(judge, condition) → label, whole (callers wrap it); the condition shown only for judges with several."""
-    conditions = defaultdict(set)
+    conditions: defaultdict[str, set[str]] = defaultdict(set)
     for r in records:
         conditions[str(r.get("judge"))].add(str(r.get("condition")))
     return {(j, c): (j if len(cs) == 1 else f"{j} / {c}") for j, cs in conditions.items() for c in cs}
 
 
-def _defined(records, metric):
+def _defined(records: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     return [r for r in records if r.get("metric") == metric and r.get("value") is not None]
 
 
-def _cmap():
+def _cmap() -> Colormap:
     from matplotlib.colors import LinearSegmentedColormap
 
     return LinearSegmentedColormap.from_list("nepotism-diverging", [OKABE_ITO["blue"], "#ffffff", OKABE_ITO["vermillion"]])
@@ -231,20 +242,31 @@ def _cmap():
 
 # ------------------------------------------------------------------------------------ heatmaps
 #: Heatmap outlines: (kind, line style, words). A cell is outlined by the generator's relation to the judge.
-_OUTLINES = (
+_OUTLINES: tuple[tuple[str, Literal["-", "--", ":"], str], ...] = (
     ("self", "-", "the judge itself"),
     ("family", "--", "of its family, series or lineage"),
     ("student", ":", "its student, or its family's"),
 )
 
 
-def _outline(relation) -> str | None:
+def _outline(relation: object) -> str | None:
     if not isinstance(relation, str):  # e.g. leakage win rates carry a {judge: relation} mapping
         return None
     return "self" if relation == "self" else "family" if relation in _FAMILY else "student" if relation in _STUDENT else None
 
 
-def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption):
+def _heatmap(
+    rows: list[str],
+    columns: list[str],
+    values: npt.NDArray[np.float64],
+    relations: dict[tuple[int, int], object],
+    *,
+    title: str,
+    unit: str,
+    id_: str,
+    caption: str,
+) -> dict[str, Any]:
+    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
@@ -298,18 +320,18 @@ def _heatmap(plt, rows, columns, values, relations, *, title, unit, id_, caption
     return _plot(id_, title, fig, f"Heatmap: {title}", caption)
 
 
-def _self_pair(generator, opponents) -> bool:
+def _self_pair(generator: str, opponents: object) -> bool:
     """Whether a win rate compares a model with samples of itself (``m@output_1`` against ``m@output_2``):
     it says nothing about whom a judge favours."""
     return isinstance(opponents, list) and bool(opponents) and all(untagged(o) == untagged(generator) for o in opponents)
 
 
-def _names(items, limit: int = 8) -> str:
+def _names(items: Iterable[str], limit: int = 8) -> str:
     items = sorted(items)
     return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def heatmaps(records: list[dict]) -> list[dict]:
+def heatmaps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Judge × generator: centred rubric score deltas, and win rates centred per generator across judges."""
     out = []
     labels = _judge_labels(records)
@@ -319,7 +341,7 @@ def heatmaps(records: list[dict]) -> list[dict]:
         if (r.get("variant") or {}).get("weighting", "count") == "count" and (r.get("variant") or {}).get("centred", True)
     ]
     win = _defined(records, "win-rate")
-    with _style() as plt:
+    with _style():
         for kind, rows_in in (("score-delta", deltas), ("win-rate", win)):
             if not rows_in:
                 continue
@@ -376,10 +398,10 @@ def heatmaps(records: list[dict]) -> list[dict]:
             for i, j in enumerate(judges):
                 line = []
                 for k, g in enumerate(generators):
-                    r = cells.get((j, g))
-                    line.append(np.nan if r is None else 100 * r["value"])
-                    if r is not None:
-                        relations[(i, k)] = r.get("relation") if kind == "win-rate" else r.get("scope")
+                    cell = cells.get((j, g))
+                    line.append(np.nan if cell is None else 100 * cell["value"])
+                    if cell is not None:
+                        relations[(i, k)] = cell.get("relation") if kind == "win-rate" else cell.get("scope")
                 values.append(line)
             matrix = np.array(values, dtype=float)
             if kind == "win-rate":
@@ -404,7 +426,6 @@ def heatmaps(records: list[dict]) -> list[dict]:
                 )
             out.append(
                 _heatmap(
-                    plt,
                     [labels[j] for j in judges],
                     generators,
                     matrix,
@@ -419,11 +440,12 @@ def heatmaps(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ bias bars
-def _variant(r) -> dict:
+def _variant(r: dict[str, Any]) -> dict[str, Any]:
     return r.get("variant") or {}
 
 
-_BARS = [
+#: (metric, which of its records are drawn, the no-bias value, the scale to the axis unit, the axis label).
+_BARS: list[tuple[str, Callable[[dict[str, Any]], bool], float | None, int, str]] = [
     ("matched-bias", lambda r: True, 0.0, 100, "related preferred minus unrelated reference judges (points)"),
     ("paired-win-rate-gap", lambda r: True, 0.0, 100, "win rate here minus under the other judge (percentage points)"),
     (
@@ -502,7 +524,7 @@ _NULL_WORDS = {
 }
 
 
-def _row_label(r, labels, suffix: str = "", width: int = 60) -> str:
+def _row_label(r: dict[str, Any], labels: dict[tuple[str, str], str], suffix: str = "", width: int = 60) -> str:
     """A forest plot row: judge (and condition) · scope (pair or generator; other judge; variant), wrapped."""
     judge = labels.get((str(r["judge"]), str(r.get("condition"))), str(r["judge"]))
     v = _variant(r)
@@ -521,18 +543,20 @@ def _row_label(r, labels, suffix: str = "", width: int = 60) -> str:
     return _wrap(f"{judge} · {scope}" + (f" ({'; '.join(extra)})" if extra else "") + suffix, width)
 
 
-def pls_tie_rule(records: list[dict]) -> str:
+def pls_tie_rule(records: list[dict[str, Any]]) -> str:
     """The tie rule PLS is drawn with: paper 000's default ``loss`` (a tie is a non-win) when the
     records carry it, else ``half`` (results written before ``loss`` was the default)."""
     loss = any(r.get("metric") == "preference-leakage-score" and _variant(r).get("ties") == "loss" for r in records)
     return "loss" if loss else "half"
 
 
-def bias_bars(records: list[dict]) -> list[dict]:
+def bias_bars(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One forest plot per bias metric: every judge and scope with its CI, the no-bias value marked."""
     labels = _judge_labels(records)
     out = []
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         for metric, keep, null, scale, xlabel in _BARS:
             if metric == "preference-leakage-score":  # drawn in the leakage section (section_plots)
                 continue
@@ -579,14 +603,16 @@ def bias_bars(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ perplexity
-def _group(r) -> str:
+def _group(r: dict[str, Any]) -> str:
     """A perplexity-win-rate record's group: ``all`` | ``self`` | ``other`` (suite: ``group``;
     `nepotism.analyses.derived.perplexity_records`: ``split``)."""
     v = _variant(r)
     return str(v.get("group", v.get("split", "all")))
 
 
-def _bin_line(ax, points, colour, marker, label, linestyle="-") -> None:
+def _bin_line(
+    ax: Axes, points: list[dict[str, Any]], colour: str, marker: str, label: str, linestyle: LineStyleType = "-"
+) -> None:
     x = np.array([_variant(r).get("bin", i) for i, r in enumerate(points)], dtype=float)
     y = np.array([np.nan if r["value"] is None else 100 * r["value"] for r in points])
     low = np.array([np.nan if r.get("ci_low") is None else 100 * r["ci_low"] for r in points])
@@ -595,26 +621,29 @@ def _bin_line(ax, points, colour, marker, label, linestyle="-") -> None:
     ax.fill_between(x, low, high, color=colour, alpha=0.15, linewidth=0)
 
 
-def perplexity(records: list[dict]) -> list[dict]:
+def perplexity(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 001 §5 per judge: Fig. 3 (the judge's and the humans' choice of A per bin of the
     judge's perplexity difference) beside Fig. 4 (the judge on pairs holding its own answer, shown
     as A, vs pairs without it), then Fig. 5 (mean log-perplexity of own vs other responses)."""
     rows = [r for r in records if r.get("metric") == "perplexity-win-rate"]
     labels = _judge_labels(records)
-    groups = defaultdict(list)
+    groups: defaultdict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(str(r["judge"]), str(r.get("condition")))].append(r)
-    out = []
-    with _style() as plt:
+    out: list[dict[str, Any]] = []
+    with _style():
+        import matplotlib.pyplot as plt
+
         for (judge, condition), items in sorted(groups.items()):
 
-            def line(group, rater, items=items):
+            def line(group: str, rater: str, items: list[dict[str, Any]] = items) -> list[dict[str, Any]]:
                 return sorted(
                     (r for r in items if _group(r) == group and _variant(r).get("rater", "judge") == rater),
                     key=lambda r: _variant(r).get("bin", 0),
                 )
 
-            panels = [
+            # (title, [(group, rater, colour, marker, label, line style)])
+            panels: list[tuple[str, list[tuple[str, str, str, str, str, LineStyleType]]]] = [
                 (
                     "Judge vs human (Fig. 3)",
                     [
@@ -674,7 +703,7 @@ def perplexity(records: list[dict]) -> list[dict]:
     return out
 
 
-def perplexity_means(records: list[dict]) -> list[dict]:
+def perplexity_means(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 001 Fig. 5: each judge's mean log-perplexity of its own and of other responses, with CIs."""
     rows = [r for r in records if r.get("metric") == "mean-log-perplexity" and r.get("value") is not None]
     if not rows:
@@ -682,7 +711,9 @@ def perplexity_means(records: list[dict]) -> list[dict]:
     labels = _judge_labels(records)
     keys = sorted({(str(r["judge"]), str(r.get("condition"))) for r in rows})[:_MAX_ROWS]
     gaps = {(str(r["judge"]), str(r.get("condition"))): r for r in records if r.get("metric") == "log-perplexity-gap"}
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(
             figsize=(max(5.0, 1.3 * len(keys) + 2.0), 3.6 + 0.12 * _lines(_wrap(labels.get(k, k[0]), 24) for k in keys))
         )
@@ -735,7 +766,7 @@ def perplexity_means(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ confusion
-def confusion_matrices(records: list[dict]) -> list[dict]:
+def confusion_matrices(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The 2×2 human × judge matrices behind equal-opportunity bias, one panel per judge and scope."""
     rows = [r for r in records if r.get("metric") == "equal-opportunity-bias" and r.get("confusion_matrix")]
     if not rows:
@@ -744,7 +775,9 @@ def confusion_matrices(records: list[dict]) -> list[dict]:
     rows = rows[:12]
     cols = min(4, len(rows))
     n_rows = -(-len(rows) // cols)
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         fig, axes = plt.subplots(n_rows, cols, figsize=(3.0 * cols, 2.9 * n_rows), squeeze=False)
         for ax in axes.ravel()[len(rows) :]:
             ax.axis("off")
@@ -792,7 +825,7 @@ def confusion_matrices(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ conditions
-def _group_key(r):
+def _group_key(r: dict[str, Any]) -> tuple[str, ...]:
     v = {k: x for k, x in _variant(r).items() if k not in ("baseline_condition", "condition")}
     return (
         str(r["judge"]),
@@ -804,24 +837,28 @@ def _group_key(r):
     )
 
 
-def mitigation(records: list[dict]) -> list[dict]:
+def mitigation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Bias metrics per condition: each group of like records measured under two or more conditions,
     or records that already are a change against a baseline condition (``variant.baseline_condition``)."""
     labels = _judge_labels(records)
-    out = []
-    with _style() as plt:
+    out: list[dict[str, Any]] = []
+    with _style():
+        import matplotlib.pyplot as plt
+
         for metric, keep, null, scale, xlabel in _BARS:
             rows = [r for r in _defined(records, metric) if keep(r)]
             if metric == "preference-leakage-score":
                 rule = pls_tie_rule(records)
                 rows = [r for r in rows if _variant(r).get("ties", "half") == rule]
             changes = [r for r in rows if "baseline_condition" in _variant(r)]
-            groups = defaultdict(list)
+            alike: defaultdict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
             for r in rows:
                 if "baseline_condition" not in _variant(r):
-                    groups[_group_key(r)].append(r)
-            groups = {k: v for k, v in groups.items() if len({str(r.get("condition")) for r in v}) >= 2}
-            lines = [(_row_label(r, labels, f" — change vs {_variant(r)['baseline_condition']}"), r, 0.0) for r in changes]
+                    alike[_group_key(r)].append(r)
+            groups = {k: v for k, v in alike.items() if len({str(r.get("condition")) for r in v}) >= 2}
+            lines: list[tuple[str, dict[str, Any], float | None]] = [
+                (_row_label(r, labels, f" — change vs {_variant(r)['baseline_condition']}"), r, 0.0) for r in changes
+            ]
             for key, items in sorted(groups.items()):
                 for r in sorted(items, key=lambda r: str(r.get("condition"))):
                     lines.append((_row_label(r, labels), r, null))
@@ -869,7 +906,7 @@ def mitigation(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ leaderboard
-def _not_a_board(generators) -> str | None:
+def _not_a_board(generators: list[str]) -> str | None:
     """Why the generators ranked on one board make no leaderboard, or None when they do: it needs at
     least three models, and samples of one model (``m@output_1``, ``m@output_2``) are one model."""
     models = sorted({untagged(g) for g in generators})
@@ -883,7 +920,7 @@ def _not_a_board(generators) -> str | None:
     return None
 
 
-def leaderboard(records: list[dict]) -> list[dict]:
+def leaderboard(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ranks with all judges vs with unrelated judges only, with bootstrap rank intervals: one figure
     per board (generators ranked against the same opponents; `analyses.derived.opponent_boards`), since
     ranks on different boards are not comparable. A board of fewer than three models is not drawn;
@@ -891,10 +928,11 @@ def leaderboard(records: list[dict]) -> list[dict]:
     rows = [
         r for r in records if r.get("metric") == "leaderboard-rank" and r.get("value") is not None and "judges" in _variant(r)
     ]  # not the ranks of `nepotism leakage audit` (section_plots)
-    boards: dict = defaultdict(list)
+    boards: defaultdict[str | None, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         boards[_variant(r).get("board")].append(r)
-    drawn, left = [], []
+    drawn: list[tuple[str | None, list[dict[str, Any]]]] = []
+    left: list[str] = []
     for board, board_rows in sorted(boards.items(), key=lambda kv: (-len(kv[1]), str(kv[0]))):
         why = _not_a_board([str(r["generator"]) for r in board_rows])
         if why:
@@ -920,26 +958,28 @@ def leaderboard(records: list[dict]) -> list[dict]:
     return out
 
 
-def _board_plot(rows: list[dict], board: str | None, number: int | None, unranked: set[str]) -> dict:
+def _board_plot(rows: list[dict[str, Any]], board: str | None, number: int | None, unranked: set[str]) -> dict[str, Any]:
     """One board's ranks; the rank axis spans every rank the board has (1 to its number of generators)."""
     from matplotlib.ticker import MaxNLocator
 
-    by = defaultdict(dict)
+    by: defaultdict[str, dict[str | None, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
         by[str(r["generator"])][_variant(r).get("judges")] = r
     names = sorted(by, key=lambda g: (by[g].get("all", {}).get("value", 1e9), g))
     if len(names) > _MAX_ROWS:
 
-        def change(g):
+        def change(g: str) -> float:
             first = by[g].get("all", {}).get("value", 0)
-            return abs(first - by[g].get("unrelated", {}).get("value", first))
+            return float(abs(first - by[g].get("unrelated", {}).get("value", first)))
 
         keep = set(names[: _MAX_ROWS // 2]) | set(sorted(names, key=lambda g: -change(g))[: _MAX_ROWS // 2])
         names = [g for g in names if g in keep]
     where = "" if board is None else f" ({board})"
     shown = [variant for variant in ("all", "unrelated") if any(variant in by[g] for g in names)]
     labels = [_wrap(g) for g in names]
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(figsize=(9.5, 1.3 + _pitch(labels, 0.28) * len(names)))
         for variant, colour, marker, offset, label in (
             ("all", OKABE_ITO["blue"], "o", -0.17, "all judges"),
@@ -948,12 +988,12 @@ def _board_plot(rows: list[dict], board: str | None, number: int | None, unranke
             if variant not in shown:
                 continue
             for i, g in enumerate(names):
-                r = by[g].get(variant)
-                if r is None:
+                point = by[g].get(variant)
+                if point is None:
                     continue
-                ax.plot([r["value"]], [i + offset], marker, color=colour, markersize=5)
-                if r.get("ci_low") is not None:
-                    ax.plot([r["ci_low"], r["ci_high"]], [i + offset] * 2, color=colour, linewidth=2)
+                ax.plot([point["value"]], [i + offset], marker, color=colour, markersize=5)
+                if point.get("ci_low") is not None:
+                    ax.plot([point["ci_low"], point["ci_high"]], [i + offset] * 2, color=colour, linewidth=2)
             ax.plot([], [], marker, color=colour, label=label)
         ax.set_yticks(range(len(names)), labels, fontsize=7.5)
         ax.set_ylim(len(names) - 0.5, -0.5)

@@ -14,6 +14,9 @@ mitigate`` gives those for preference).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from nepotism.report._format import format_value
 
 __all__ = [
@@ -52,8 +55,8 @@ def stage(judge: str, condition: str) -> tuple[str, str | None]:
     return "before", None
 
 
-def _column(record: dict) -> str | None:
-    variant = record.get("variant") or {}
+def _column(record: dict[str, Any]) -> str | None:
+    variant: dict[str, Any] = record.get("variant") or {}
     if "slice" in variant:
         return None
     if record.get("metric") == "recognition-accuracy":
@@ -65,21 +68,21 @@ def _column(record: dict) -> str | None:
             + ("" if answers == "all" else f" {answers}")
             + (" harmful" if variant.get("subset") == HARMFUL else "")
         )
-    subset = _SUBSETS.get(variant.get("subset"))
+    subset = _SUBSETS.get(variant.get("subset", ""))
     if subset is None:
         return None
     kind = variant.get("recognition")
     return f"r {subset}" + (" (pointwise)" if kind == "recognition" else "")
 
 
-def _cell(record: dict) -> dict:
-    out = {"text": format_value(record), "n": record.get("n"), "defined": record.get("value") is not None}
+def _cell(record: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": format_value(record), "n": record.get("n"), "defined": record.get("value") is not None}
     if record.get("metric") == "recognition-preference-association" and record.get("chi2_p_value") is not None:
         out["text"] += f"; χ² p = {record['chi2_p_value']:.3g}"
     return out
 
 
-def recognition_table(records: list[dict]) -> dict:
+def recognition_table(records: list[dict[str, Any]]) -> dict[str, Any]:
     """``{columns: [...], rows: [{judge, condition, stage, cells}]}``; no rows without recognition records.
 
     ``stage`` is "texts as generated" (before) or "perturbed: <name>" (after); ``condition`` is the
@@ -89,7 +92,7 @@ def recognition_table(records: list[dict]) -> dict:
     comparisons and on the harmful ones; ``(pointwise)`` when the answers were "did you write this?").
     A column a row has no record for is "not measured".
     """
-    groups: dict[tuple[str, str], dict[str, dict]] = {}
+    groups: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for r in records:
         if r.get("metric") not in RECOGNITION_METRICS or r.get("judge") is None:
             continue
@@ -102,7 +105,7 @@ def recognition_table(records: list[dict]) -> dict:
     present = {c for cells in groups.values() for c in cells}
     columns = sorted(present, key=lambda c: (_ORDER.index(c.split(" (")[0]) if c.split(" (")[0] in _ORDER else len(_ORDER), c))
 
-    def key(item):
+    def key(item: tuple[tuple[str, str], dict[str, dict[str, Any]]]) -> tuple[str, bool, str]:
         (judge, condition), _ = item
         when, name = stage(judge, condition)
         return judge, when != "before", name or condition
@@ -123,7 +126,7 @@ def recognition_table(records: list[dict]) -> dict:
     return {"columns": columns, "rows": rows, "evaluatees": evaluatee_rows(records)}
 
 
-def _evaluatee_column(record: dict) -> str | None:
+def _evaluatee_column(record: dict[str, Any]) -> str | None:
     variant = record.get("variant") or {}
     if "evaluatee" not in variant:
         return None
@@ -135,21 +138,21 @@ def _evaluatee_column(record: dict) -> str | None:
     return None
 
 
-def evaluatee_rows(records: list[dict]) -> list[dict]:
+def evaluatee_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 003 Tables 4 and 5: one row per (judge, condition, evaluatee) — which-did-you-write
     accuracy on all pairs and on the harmful ones, and the judge's accuracy on the harmful ones —
     before and after each perturbation (stage as in `recognition_table`); empty without per-evaluatee
     recognition records."""
-    groups: dict[tuple[str, str, str], dict[str, dict]] = {}
+    groups: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
     for r in records:
         column = _evaluatee_column(r) if r.get("judge") is not None else None
         if column is not None:
-            key = (str(r["judge"]), str(r.get("condition") or "default"), str(r["variant"]["evaluatee"]))
-            groups.setdefault(key, {})[column] = r
+            group = (str(r["judge"]), str(r.get("condition") or "default"), str(r["variant"]["evaluatee"]))
+            groups.setdefault(group, {})[column] = r
     if not any(EVALUATEE_COLUMNS[0] in cells or EVALUATEE_COLUMNS[1] in cells for cells in groups.values()):
         return []
 
-    def key(item):
+    def key(item: tuple[tuple[str, str, str], dict[str, dict[str, Any]]]) -> tuple[str, str, bool, str]:
         (judge, condition, evaluatee), _ = item
         when, name = stage(judge, condition)
         return judge, evaluatee, when != "before", name or condition
@@ -188,13 +191,13 @@ EVALUATEE_CAPTION = (
 )
 
 
-def _md_cells(row: dict, columns) -> list[str]:
+def _md_cells(row: dict[str, Any], columns: Sequence[str]) -> list[str]:
     return [
         c["text"] + (f" (n={c['n']})" if c["n"] is not None and c["defined"] else "") for c in (row["cells"][k] for k in columns)
     ]
 
 
-def recognition_markdown(table: dict, md_table) -> list[str]:
+def recognition_markdown(table: dict[str, Any], md_table: Callable[[list[str], list[list[Any]]], list[str]]) -> list[str]:
     """The section as Markdown lines (``md_table(columns, rows)`` is the report's table writer)."""
     if not table["rows"]:
         return []

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any
 
 from nepotism.report.paradigms import accuracy_bias_plots
 from nepotism.report.plots import OKABE_ITO, _min_span, _plot, _short, _style, pls_tie_rule
@@ -23,14 +25,18 @@ from nepotism.report.sections import (
     HUMANS,
     MITIGATION,
     RECOGNITION,
+    RUBRIC_COLUMNS,
     is_audit_rank,
     is_judged_side,
     judged_side_words,
-    RUBRIC_COLUMNS,
     rubric_records,
     task_scatter_table,
     verifiable_records,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "human_agreement",
@@ -48,15 +54,24 @@ _MARKERS = "osD^vP*"
 _MAX_ROWS = 40
 
 
-def _v(r) -> dict:
+def _v(r: dict[str, Any]) -> dict[str, Any]:
     return r.get("variant") or {}
 
 
-def _series_colours(names) -> dict:
+def _series_colours(names: Iterable[str]) -> dict[str, str]:
     return {name: (OKABE_ITO["black"] if name == "all" else _SERIES[i % len(_SERIES)]) for i, name in enumerate(names)}
 
 
-def _forest(ax, rows: list[str], series: list[str], cells: dict, *, colours: dict, scale: float, null=None):
+def _forest(
+    ax: Axes,
+    rows: list[str],
+    series: list[str],
+    cells: dict[tuple[str, str], dict[str, Any]],
+    *,
+    colours: dict[str, str],
+    scale: float,
+    null: float | None = None,
+) -> None:
     """Dots with CI error bars: ``cells[(row, series)] = record``; dodged per series; n/a marked.
 
     Panels made with ``sharey=True`` share their tick labels (matplotlib hides the inner ones)."""
@@ -112,7 +127,7 @@ def _forest(ax, rows: list[str], series: list[str], cells: dict, *, colours: dic
     ax.grid(axis="y", visible=False)
 
 
-def _legend(fig, ax, title: str):
+def _legend(fig: Figure, ax: Axes, title: str) -> None:
     """One legend above the panels (call after ``tight_layout``; the PNG is cropped to fit it)."""
     handles, names = ax.get_legend_handles_labels()
     if handles:
@@ -129,8 +144,8 @@ def _legend(fig, ax, title: str):
         )
 
 
-def _level(records) -> int:
-    return int(round(100 * next((r.get("confidence") for r in records if r.get("confidence")), 0.95)))
+def _level(records: Iterable[dict[str, Any]]) -> int:
+    return int(round(100 * next((float(r["confidence"]) for r in records if r.get("confidence")), 0.95)))
 
 
 # ------------------------------------------------------------------------------------ mitigations
@@ -154,8 +169,8 @@ _PLOT_ORDER = (
 )
 
 
-def _condition_labels(rows) -> dict:
-    out = {}
+def _condition_labels(rows: list[dict[str, Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for r in rows:
         c = str(r.get("condition"))
         kind = str(_v(r).get("mitigation"))
@@ -163,7 +178,7 @@ def _condition_labels(rows) -> dict:
     return out
 
 
-def mitigation_effects(records: list[dict]) -> list[dict]:
+def mitigation_effects(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Change per mitigation (rows) and judge (series), one panel per base metric; plus the control."""
     rows = [r for r in records if r.get("metric") == MITIGATION]
     if not rows:
@@ -181,7 +196,9 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
     for metric in panels:
         measured = {str(r.get("condition")) for r in rows if is_judged_side(r) and _v(r).get("base_metric") == metric}
         by_rows[tuple(c for c in conditions if c in measured)].append(metric)
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         for index, (shown, group) in enumerate(sorted(by_rows.items(), key=lambda x: -len(x[0]))):
             ncols = min(3, len(group))
             nrows = math.ceil(len(group) / ncols)
@@ -243,7 +260,7 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
             for i, judge in enumerate(judges):
                 ax = axes[0][i]
                 cells = {
-                    (labels[str(r.get("condition"))], _v(r).get("scope")): r
+                    (labels[str(r.get("condition"))], _v(r).get("scope", "")): r
                     for r in rows
                     if str(r.get("judge")) == judge
                     and _v(r).get("base_metric") == "self-preference"
@@ -271,14 +288,17 @@ def mitigation_effects(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ leakage
-def leakage_plots(records: list[dict]) -> list[dict]:
+def leakage_plots(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """PLS per student group (and category slice), verdict vs probability; recognition and classifier."""
     out = []
     rule = pls_tie_rule(records)
     pls = [r for r in records if r.get("metric") == "preference-leakage-score" and _v(r).get("ties", "half") == rule]
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         if pls:
-            cells, rows = {}, []
+            cells: dict[tuple[str, str], dict[str, Any]] = {}
+            rows: list[str] = []
             pairs = sorted({str(r.get("judge")) for r in pls})
             for r in pls:
                 v = _v(r)
@@ -336,11 +356,11 @@ def leakage_plots(records: list[dict]) -> list[dict]:
                     base = v.get("chance")
                 if label not in rows:
                     rows.append(label)
-                series = {
+                what = {
                     "student-recognition-yes-rate": "says 'my student' (yes rate)",
                     "student-classifier-accuracy": "classifier accuracy",
                 }.get(r["metric"], "recognition accuracy")
-                cells[(label, series)] = r
+                cells[(label, what)] = r
                 if base is not None:
                     chance[label] = base
             names = sorted({k[1] for k in cells})
@@ -370,14 +390,16 @@ def leakage_plots(records: list[dict]) -> list[dict]:
     return out
 
 
-def leakage_audit(records: list[dict]) -> list[dict]:
+def leakage_audit(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per audited judge: each entry's rank before and after removing the bonus, related entries marked."""
     groups = defaultdict(list)
     for r in records:
         if is_audit_rank(r):
             groups[(str(r.get("judge")), str(r.get("condition")))].append(r)
     out = []
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         for index, ((judge, condition), items) in enumerate(sorted(groups.items())):
             items = sorted(items, key=lambda r: (r.get("original_rank") or r.get("value") or 1e9, str(r.get("generator"))))
             shown = items[:_MAX_ROWS]
@@ -416,15 +438,26 @@ def leakage_audit(records: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ papers 004 / 002
-def _judge_rows(records, metrics) -> dict:
-    groups = defaultdict(list)
+def _judge_rows(records: list[dict[str, Any]], metrics: Collection[str]) -> dict[str, list[dict[str, Any]]]:
+    groups: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("metric") in metrics and r.get("judge") is not None:
             groups[str(r["judge"])].append(r)
     return dict(sorted(groups.items()))
 
 
-def _panel_figure(plt, panels, judges, conditions, cell_of, *, xlabels, nulls, title):
+def _panel_figure(
+    panels: list[str],
+    judges: list[str],
+    conditions: list[str],
+    cell_of: Callable[[str], dict[tuple[str, str], dict[str, Any]]],
+    *,
+    xlabels: list[tuple[str, bool]],
+    nulls: list[float | None],
+    title: str,
+) -> Figure:
+    import matplotlib.pyplot as plt
+
     ncols = min(len(panels), 4 if len(panels) > 3 else len(panels))
     nrows = math.ceil(len(panels) / ncols)
     height = 0.34 * len(judges) * max(1, len(conditions) ** 0.5) + 1.2
@@ -446,7 +479,7 @@ def _panel_figure(plt, panels, judges, conditions, cell_of, *, xlabels, nulls, t
     return fig
 
 
-def verifiable_metrics(records: list[dict]) -> list[dict]:
+def verifiable_metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 004: SPR, LSPR, HSPP and judge accuracy per judge, conditions side by side."""
     if not any(
         r.get("metric") in ("legitimate-self-preference-ratio", "harmful-self-preference-propensity", "judge-accuracy")
@@ -474,9 +507,8 @@ def verifiable_metrics(records: list[dict]) -> list[dict]:
         "harmful-self-preference-propensity": "HSPP: … when its own is wrong",
         "judge-accuracy": "judge accuracy (clear-cut pairs)",
     }
-    with _style() as plt:
+    with _style():
         fig = _panel_figure(
-            plt,
             [titles[m] for m in metrics],
             list(by),
             conditions,
@@ -515,18 +547,20 @@ _SCATTER_LABELS = {
 _MAX_SCATTER_CONDITIONS = 6
 
 
-def task_scatter(records: list[dict]) -> list[dict]:
+def task_scatter(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 004 Figs. 1–4: per condition (at most six), four scatter panels — judge accuracy, SPR,
     LSPR and HSPP against each judge's own task accuracy, each judge a labelled point, Pearson r in
     the panel's title ("n/a" below three judges)."""
     rows = task_scatter_table(records)
     if not rows:
         return []
-    by_condition: dict[str, list[dict]] = defaultdict(list)
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_condition[row["condition"]].append(row)
     plots = []
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         for k, (condition, panels) in enumerate(sorted(by_condition.items())[:_MAX_SCATTER_CONDITIONS]):
             fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels) + 0.4, 3.3), squeeze=False)
             for ax, row in zip(axes[0], panels):
@@ -556,7 +590,7 @@ def task_scatter(records: list[dict]) -> list[dict]:
     return plots
 
 
-def rubric_metrics(records: list[dict]) -> list[dict]:
+def rubric_metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 002: HSPP ratio self/family × instance/rubric, MIPA and MRA per judge."""
     if not any(r.get("metric") in ("hspp-ratio", "mipa", "mra") for r in records):
         return []
@@ -575,7 +609,7 @@ def rubric_metrics(records: list[dict]) -> list[dict]:
     hspp = [c for c in columns if c.startswith("hspp")]
     agree = [c for c in columns if not c.startswith("hspp")]
     plots = []
-    with _style() as plt:
+    with _style():
         for group, xlabel, scaled, null, id_, title in (
             (hspp, "ratio (1 = no bias)", False, 1.0, "rubric-hspp", "HSPP ratio: self and family, instance and rubric level"),
             (agree, "agreement (%)", True, None, "rubric-agreement", "MIPA and MRA: agreement with the reference grading"),
@@ -583,7 +617,6 @@ def rubric_metrics(records: list[dict]) -> list[dict]:
             if not group:
                 continue
             fig = _panel_figure(
-                plt,
                 group,
                 list(by),
                 conditions,
@@ -613,25 +646,28 @@ def rubric_metrics(records: list[dict]) -> list[dict]:
     return plots
 
 
-def human_agreement(records: list[dict]) -> list[dict]:
+def human_agreement(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Agreement (%) and chance-corrected agreement (kappa, alpha) among annotators and of judges with them."""
     rows = [r for r in records if r.get("metric") in HUMANS]
     if not rows:
         return []
-    labels, cells = {}, {}
+    labels: dict[str, int] = {}
+    cells: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in rows:
         v = _v(r)
         row = f"judge {_short(r.get('judge'), 40)}" if r.get("judge") is not None else str(v.get("between"))
         labels.setdefault(row, len(labels))
         panel = "agreement" if r["metric"].endswith("agreement") else "chance-corrected"
-        series = (
+        statistic = (
             "percent agreement"
             if panel == "agreement"
             else str(v.get("statistic", r["metric"])).replace(" with the human majority", "")
         )
-        cells[(panel, row, series)] = r
+        cells[(panel, row, statistic)] = r
     names = list(labels)
-    with _style() as plt:
+    with _style():
+        import matplotlib.pyplot as plt
+
         fig, axes = plt.subplots(1, 2, figsize=(12, 1.4 + 0.34 * len(names)), sharey=True, squeeze=False)
         for ax, (panel, xlabel, scale, null) in zip(
             axes[0],
@@ -672,7 +708,7 @@ def human_agreement(records: list[dict]) -> list[dict]:
         ]
 
 
-def section_plots(records: list[dict]) -> dict[str, list[dict]]:
+def section_plots(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """``{section: [plot, ...]}`` for the sections this module draws."""
     return {
         "mitigations": mitigation_effects(records),

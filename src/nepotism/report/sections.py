@@ -32,6 +32,8 @@ this module leaves out: computing anything.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
+from typing import Any
 
 from nepotism.report._format import format_number, format_value, na_text
 
@@ -108,16 +110,16 @@ _BASE_ORDER = (
 )
 
 
-def _v(record: dict) -> dict:
+def _v(record: dict[str, Any]) -> dict[str, Any]:
     return record.get("variant") or {}
 
 
-def is_audit_rank(record: dict) -> bool:
+def is_audit_rank(record: dict[str, Any]) -> bool:
     """A ``leaderboard-rank`` record of ``nepotism leakage audit`` (not the report's own leaderboard)."""
     return record.get("metric") == AUDIT_RANK and "baseline" in _v(record)
 
 
-def _excluded(record: dict) -> str:
+def _excluded(record: dict[str, Any]) -> str:
     n = record.get("n_excluded") or 0
     excluded = record.get("excluded") or {}
     if not n:
@@ -127,17 +129,17 @@ def _excluded(record: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------ mitigations
-def _judge_key(judge) -> tuple:
+def _judge_key(judge: object) -> tuple[bool, str]:
     return (judge == "all", str(judge))
 
 
-def is_judged_side(record: dict) -> bool:
+def is_judged_side(record: dict[str, Any]) -> bool:
     """A mitigation effect on the judge's verdicts on the side it may favour (scope ``self``,
     ``family`` or ``student``: ``[mitigate] target``), not a third-party control."""
     return _v(record).get("scope") not in CONTROL_SCOPES
 
 
-def judged_side_words(records: list[dict]) -> str:
+def judged_side_words(records: list[dict[str, Any]]) -> str:
     """Whose answer the mitigation effects of ``records`` measure, in words."""
     scopes = sorted(
         {str(_v(r).get("scope")) for r in records if r.get("metric") == MITIGATION and is_judged_side(r)},
@@ -146,13 +148,13 @@ def judged_side_words(records: list[dict]) -> str:
     return " / ".join(_JUDGED_SIDE.get(s, f"the {s} answer") for s in scopes) or _JUDGED_SIDE["self"]
 
 
-def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
+def mitigation_tables(records: list[dict[str, Any]], summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{effects: [row], conditions: [row], main: [row], judged: words}`` (empty lists when there is
     no mitigation record); ``main`` holds the win-rate rows of the judged side (`is_judged_side`)."""
     rows = [r for r in records if r.get("metric") == MITIGATION]
     if not rows:
         return {"effects": [], "conditions": [], "main": [], "ratios": [], "judged": judged_side_words([])}
-    order = {}
+    order: dict[str, int] = {}
     for r in rows:
         order.setdefault(str(r.get("condition")), len(order))
     base_rank = {m: i for i, m in enumerate(_BASE_ORDER)}
@@ -161,8 +163,8 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
         key=lambda r: (
             order[str(r.get("condition"))],
             _judge_key(r.get("judge")),
-            _SCOPE_ORDER.get(_v(r).get("scope"), 9),
-            base_rank.get(_v(r).get("base_metric"), 99),
+            _SCOPE_ORDER.get(_v(r).get("scope", ""), 9),
+            base_rank.get(_v(r).get("base_metric", ""), 99),
             str(_v(r).get("base_metric")),
         ),
     )
@@ -199,7 +201,7 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
         failed = p.get("failed") or {}
         info = analysis.get(condition) or {}
         other = [f"{k.replace('_', ' ')}: {v}" for k, v in info.items() if isinstance(v, int | float) and k != "threshold"]
-        notes = defaultdict(int)
+        notes: defaultdict[str, int] = defaultdict(int)
         for r in rows:
             if str(r.get("condition")) == condition and r.get("value") is None:
                 notes[str(r.get("note") or "no data")] += 1
@@ -227,7 +229,7 @@ def mitigation_tables(records: list[dict], summary: dict | None = None) -> dict:
     }
 
 
-def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
+def _ratio_rows(records: list[dict[str, Any]], order: dict[str, int]) -> list[dict[str, Any]]:
     """Paper 003 Fig. 15: per condition and judge, the self-evaluation change, the third-party change
     and the ratio of their magnitudes (``self-third-party-change-ratio`` records)."""
     changes = {
@@ -235,7 +237,7 @@ def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
         for r in records
         if r.get("metric") == MITIGATION and _v(r).get("base_metric") == "self-preference"
     }
-    out = []
+    out: list[dict[str, Any]] = []
     for r in records:
         if r.get("metric") != SELF_CONTROL_RATIO:
             continue
@@ -261,12 +263,12 @@ def _ratio_rows(records: list[dict], order: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ leakage
-def _students(record: dict) -> str:
+def _students(record: dict[str, Any]) -> str:
     pair = record.get("pair")
     return " vs ".join(map(str, pair)) if pair else str(record.get("generator") or "")
 
 
-def leakage_tables(records: list[dict]) -> dict:
+def leakage_tables(records: list[dict[str, Any]]) -> dict[str, Any]:
     """``{pls, slices, recognition, bonus, audit_ranks, runs}`` rows (``runs``: the PLS's mean and
     variance over repeated runs, paper 000 App. D.2)."""
     pls, slices = [], []
@@ -390,7 +392,7 @@ def leakage_tables(records: list[dict]) -> dict:
 
 
 # ------------------------------------------------------------------------------------ human labels
-def human_tables(records: list[dict], summary: dict | None = None) -> dict:
+def human_tables(records: list[dict[str, Any]], summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{rows, annotators, majority}``: agreement among annotators and of each judge with their majority."""
     rows = []
     for r in records:
@@ -425,7 +427,7 @@ def human_tables(records: list[dict], summary: dict | None = None) -> dict:
 
 
 # ------------------------------------------------------------------------------------ papers 004 and 002
-def _pick(items: list[dict], metric: str, **variant) -> dict | None:
+def _pick(items: list[dict[str, Any]], metric: str, **variant: object) -> dict[str, Any] | None:
     """The record of ``metric`` whose variant holds ``variant`` (values may be tuples of choices, first wins)."""
     pool = [r for r in items if r.get("metric") == metric]
     for key, choices in variant.items():
@@ -454,7 +456,7 @@ EVALUATEE_NOTE = (
 )
 
 
-def spr_record(items: list[dict], scope: str = "self") -> dict | None:
+def spr_record(items: list[dict[str, Any]], scope: str = "self") -> dict[str, Any] | None:
     """Paper 004's SPR for a judge: scope ``self`` against every other model (the paper's definition,
     variant ``opponents=any``), unrelated opponents only where that is all the records hold; the mean
     over evaluatees (004 Tables 1, 3, 5's Average) where it was computed, else the pooled share."""
@@ -466,7 +468,7 @@ def spr_record(items: list[dict], scope: str = "self") -> dict | None:
     )
 
 
-def verifiable_records(items: list[dict]) -> dict[str, dict | None]:
+def verifiable_records(items: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
     """``{metric: record}`` for SPR, LSPR, HSPP and judge accuracy (per-evaluatee averaging, every
     other model as opponent: paper 004's definition; all D_diff examples: the harmful-case accuracy
     of paper 003 is a column of `evaluatee_table`)."""
@@ -492,7 +494,7 @@ _TASK_SCATTER = (
 )
 
 
-def task_scatter_table(records: list[dict]) -> list[dict]:
+def task_scatter_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 004 Figs. 1–4 as rows: per condition and figure, each judge's point (its own answers'
     ``task-accuracy``, the metric as `verifiable_records` picks it) and Pearson r across the judges
     with its Fisher-z interval and p-value (`nepotism.metrics.stats.pearson`; "n/a" below three
@@ -509,7 +511,7 @@ def task_scatter_table(records: list[dict]) -> list[dict]:
     }
     if not accuracy:
         return []
-    by_condition: dict[str, dict[str, dict]] = defaultdict(dict)
+    by_condition: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (judge, condition), items in _by_judge(records, VERIFIABLE).items():
         if (judge, condition) in accuracy:
             by_condition[condition][judge] = verifiable_records(items)
@@ -550,7 +552,7 @@ RUBRIC_COLUMNS = tuple(
 )
 
 
-def rubric_records(items: list[dict]) -> dict[str, dict | None]:
+def rubric_records(items: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
     """``{column: record}``: HSPP ratio self/family × instance/rubric, MIPA SR/PWC, MRA."""
     out = {}
     for scope in ("self", "family"):
@@ -579,21 +581,21 @@ def rubric_records(items: list[dict]) -> dict[str, dict | None]:
     return {k: v for k, v in out.items() if v is not None or k not in optional}
 
 
-def _by_judge(records: list[dict], metrics) -> dict[tuple[str, str], list[dict]]:
-    groups = defaultdict(list)
+def _by_judge(records: list[dict[str, Any]], metrics: Collection[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    groups: defaultdict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("metric") in metrics and r.get("judge") is not None:
             groups[(str(r["judge"]), str(r.get("condition")))].append(r)
     return dict(sorted(groups.items()))
 
 
-def _cell(record: dict | None) -> dict:
+def _cell(record: dict[str, Any] | None) -> dict[str, Any]:
     if record is None:
         return {"text": "not measured", "n": None, "defined": False}
     return {"text": format_value(record), "n": record.get("n"), "defined": record.get("value") is not None}
 
 
-def verifiable_table(records: list[dict]) -> list[dict]:
+def verifiable_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (judge, condition) with the four paper-004 metrics; empty unless LSPR/HSPP/accuracy exist."""
     if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
         return []
@@ -607,7 +609,7 @@ def verifiable_table(records: list[dict]) -> list[dict]:
 _HARMFUL_ACCURACY = "judge accuracy (harmful)"
 
 
-def evaluatee_table(records: list[dict]) -> list[dict]:
+def evaluatee_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paper 004's per-evaluatee layout: one row per (judge, condition, evaluatee) with SPR (004 Tables
     1, 3, 5), judge accuracy, LSPR and HSPP on the comparisons of the judge's answers with that
     evaluatee's, and judge accuracy on the harmful ones (own answer wrong, the evaluatee's right:
@@ -615,7 +617,7 @@ def evaluatee_table(records: list[dict]) -> list[dict]:
     without D_diff records)."""
     if not any(r.get("metric") in VERIFIABLE[1:] for r in records):
         return []
-    rows: dict = defaultdict(dict)
+    rows: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in records:
         variant = r.get("variant") or {}
         if r.get("metric") in VERIFIABLE and variant.get("averaging") == "one evaluatee" and variant.get("opponents") == "any":
@@ -627,7 +629,7 @@ def evaluatee_table(records: list[dict]) -> list[dict]:
     ]
 
 
-def rubric_table(records: list[dict]) -> list[dict]:
+def rubric_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (judge, condition) with HSPP ratios, MIPA and MRA; empty without such records."""
     if not any(r.get("metric") in RUBRIC for r in records):
         return []
@@ -638,13 +640,13 @@ def rubric_table(records: list[dict]) -> list[dict]:
     return [{"judge": j, "condition": c, "cells": {k: _cell(found.get(k)) for k in columns}} for (j, c), found in groups]
 
 
-def exclusion_table(records: list[dict]) -> list[dict]:
+def exclusion_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per ``excluded-verdicts`` record (no slices): judge, condition, kind, how many
     judgments, how many without a verdict, the share with its CI, the count per reason, and
     ``flagged``: the generators a flagged ``exclusion-share-gap`` record of the same judge,
     condition and kind names (generator, its share and the others', the gap with its CI, the
     one-sided p-value and the level it was held to, its most frequent reason); empty for most."""
-    flagged: dict[tuple, list[dict]] = defaultdict(list)
+    flagged: dict[tuple[str | None, str | None, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         variant = _v(r)
         if r.get("metric") == EXCLUSION_GAP and r.get("flagged") and "slice" not in variant:
@@ -688,7 +690,7 @@ def exclusion_table(records: list[dict]) -> list[dict]:
     return rows
 
 
-def coverage(records: list[dict], drawn: set[str]) -> list[str]:
+def coverage(records: list[dict[str, Any]], drawn: set[str]) -> list[str]:
     """Metric ids present in ``records`` that no section or plot shows (only the all-results table)."""
     shown = set(drawn) | {m for ms in SECTION_METRICS.values() for m in ms}
     return sorted({str(r.get("metric")) for r in records} - shown)
