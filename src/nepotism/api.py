@@ -65,7 +65,7 @@ from nepotism.metrics.catalogue import METRICS
 from nepotism.metrics.stats import pearson_across
 from nepotism.results import Results
 from nepotism.run_folder import is_run_folder, read_manifest
-from nepotism.tables import Table, read_table, validate
+from nepotism.tables import Table, read_table, text_values, validate
 
 if TYPE_CHECKING:
     from nepotism.analyses.cases import CaseFinder, Explanation
@@ -166,7 +166,7 @@ def check_registry(table: Table, registry: Registry, *, also: Iterable[str] = ()
     """Every judge of ``table`` must be a model the registry knows (or one of ``also``, e.g. a
     committee's name); raises a `ValidationError` at the judge's first row."""
     known = set(also)
-    judges = table.frame["judge"].astype(str).to_numpy()
+    judges = text_values(table.frame["judge"])
     for judge in pd.unique(judges):
         if judge in known or registry.knows(judge):
             continue

@@ -670,7 +670,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
         labels = np.full(len(frame), None, dtype=object)  # only the rows without a verdict have a label
         if missing.any():
             labels[missing] = row_exclusions(frame[missing])
-        instance, _ = pd.factorize(frame["instance_id"].astype(str), sort=True)  # in the order of the instances' text
+        (instance,), _ = name_codes(frame["instance_id"])  # in the order of the instances' text
 
         def named(g: int) -> tuple[str, str, dict]:
             parts = []
@@ -701,7 +701,8 @@ def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: 
         return records
     parsed = frame[column].notna().to_numpy()
     mass = frame["label_mass"].to_numpy(dtype=float)
-    groups = frame[keys].astype(str).groupby(keys, sort=False).indices  # keys: at least judge and condition
+    texts = pd.DataFrame({key: pd.Series(text_values(frame[key]), dtype=object) for key in keys})  # no Arrow copy
+    groups = texts.groupby(keys, sort=False).indices  # keys: at least judge and condition
     counts = {key: low_label_mass(mass[at], parsed[at]) for key, at in groups.items()}
     for record in records:
         if record["metric"] != "excluded-verdicts":

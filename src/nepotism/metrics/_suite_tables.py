@@ -23,6 +23,7 @@ from nepotism.metrics._batch import RecordBatch
 from nepotism.metrics._common import Relations, Row
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._codes import as_float, codes, lookup, recode
+from nepotism.tables import name_codes
 from nepotism.metrics._suite_scores import (
     instance_level,
     outcome_level,
@@ -300,10 +301,8 @@ def pairwise_rank_records(
     """
     if comp.empty:
         return []
-    ic, i_labels = codes(comp["instance_id"].astype(str))
-    models = pd.concat([comp["model_x"], comp["model_y"]], ignore_index=True).astype(str)
-    all_codes, m_labels = codes(models)
-    xc, yc = all_codes[: len(comp)], all_codes[len(comp) :]
+    (ic,), i_labels = name_codes(comp["instance_id"])
+    (xc, yc), m_labels = name_codes(comp["model_x"], comp["model_y"])
     outcome = comp["outcome"].to_numpy(dtype=float)
     human = np.full(len(comp), np.nan)
     if preference is not None:
