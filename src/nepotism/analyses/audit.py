@@ -437,9 +437,7 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
             pending.add(record, PAIRED_WIN_RATE_GAP, parts, reasons)
 
 
-def audit_pairwise(
-    comparisons: Comparisons, registry: Registry, *, options: AuditOptions | None = None
-) -> list[dict[str, Any]]:
+def audit_pairwise(comparisons: Comparisons, registry: Registry, *, options: AuditOptions | None = None) -> list[dict[str, Any]]:
     """Every first pairwise metric for every (judge, condition) in ``comparisons``."""
     options = options or AuditOptions()
     unknown = set(options.opponents) - set(OPPONENT_POPULATIONS)

@@ -655,9 +655,7 @@ class CaseFinder:
             group("against-relative", "decided against its relative", d < 0),
         )
 
-    def _cases(
-        self, kind: str, verdict: Verdict, raw: tuple[Case, ...], values: pd.DataFrame, centre: float
-    ) -> tuple[Case, ...]:
+    def _cases(self, kind: str, verdict: Verdict, raw: tuple[Case, ...], values: pd.DataFrame, centre: float) -> tuple[Case, ...]:
         """The chosen rows with every judge's reading of their pair and the human label counts."""
         if not raw:
             return ()
