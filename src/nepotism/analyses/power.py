@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -224,17 +225,14 @@ def plan_audit(
         for scope, effect in effects.items():
             related = tuple(g for g in generators if scope_of[g] == scope)
             m = len(related) * len(opponents)
+            plan = partial(
+                ScopePlan, judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents, per_prompt=m
+            )
             if m == 0:
                 what = "candidate" if not related else "unrelated opponent"
                 unlisted = "" if registry.knows(judge) else f" ({judge} is not in the registry: add it with --models)"
                 plans.append(
-                    ScopePlan(
-                        judge=judge,
-                        scope=scope,
-                        effect=float(effect),
-                        related=related,
-                        opponents=opponents,
-                        per_prompt=m,
+                    plan(
                         variance=None,
                         tie_rate=tie_rate,
                         icc=icc,
@@ -254,13 +252,7 @@ def plan_audit(
                 effect, per_prompt=m, alpha=alpha, power=power, baseline=baseline, icc=rho, tie_rate=ties
             )
             plans.append(
-                ScopePlan(
-                    judge=judge,
-                    scope=scope,
-                    effect=float(effect),
-                    related=related,
-                    opponents=opponents,
-                    per_prompt=m,
+                plan(
                     variance=variance,
                     tie_rate=ties,
                     icc=rho,
