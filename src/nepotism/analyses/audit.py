@@ -37,7 +37,7 @@ files (`nepotism.tables`) and presenting results (`nepotism.report`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -360,7 +360,71 @@ class _Blocks:
         return slice(int(self.starts[b]), int(self.starts[b + 1]))
 
 
-def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows) -> tuple[ClusterSums, dict[str, int], float, float]:
+_Cells = TypeVar("_Cells", slice, int)
+_CellsIn = TypeVar("_CellsIn", contravariant=True)
+
+
+class _CellColumn(Protocol[_CellsIn]):
+    """A per-cell column of the blocks, read at ``cells(b)``: an array sliced (`_Blocks`) or, when
+    streaming, a block's own column picked by its number (`nepotism.analyses.stream._MergedBlocks`)."""
+
+    def __getitem__(self, cells: _CellsIn, /) -> np.ndarray: ...
+
+
+class _GapBlocks(Protocol[_Cells]):
+    """What `_paired_gaps` and `_paired` read of the blocks (`_Blocks`, or the streamed partitions'
+    `nepotism.analyses.stream._MergedBlocks`)."""
+
+    @property
+    def group(self) -> np.ndarray: ...
+    @property
+    def first(self) -> np.ndarray: ...
+    @property
+    def pair(self) -> np.ndarray: ...
+    @property
+    def by_pair(self) -> dict[int, list[int]]: ...
+    @property
+    def generators(self) -> list[frozenset[str]]: ...
+    @property
+    def opponents(self) -> list[frozenset[str]]: ...
+    @property
+    def instance(self) -> _CellColumn[_Cells]: ...
+    @property
+    def score(self) -> _CellColumn[_Cells]: ...
+    @property
+    def count(self) -> _CellColumn[_Cells]: ...
+    @property
+    def missing(self) -> _CellColumn[_Cells]: ...
+    @property
+    def reason_instance(self) -> np.ndarray: ...
+    @property
+    def reason(self) -> np.ndarray: ...
+    @property
+    def reason_starts(self) -> np.ndarray: ...
+
+    def cells(self, b: int) -> _Cells: ...
+
+
+class _GapRows(Protocol):
+    """What `_paired_gaps` and `_paired` read of the rows (`_Rows`, or `nepotism.analyses.stream._MergedRows`)."""
+
+    @property
+    def groups(self) -> list[tuple[str, str]]: ...
+    @property
+    def judge_id(self) -> list[str]: ...
+    @property
+    def models(self) -> np.ndarray: ...
+    @property
+    def gen(self) -> np.ndarray: ...
+    @property
+    def opp(self) -> np.ndarray: ...
+    @property
+    def reasons(self) -> np.ndarray: ...
+
+
+def _paired(
+    blocks: _GapBlocks[_Cells], mine: int, theirs: int, rows: _GapRows
+) -> tuple[ClusterSums, dict[str, int], float, float]:
     """(`PAIRED_WIN_RATE_GAP`'s per-prompt sums, reasons, this judge's rate, the other judge's rate) on
     the shared instances: the definition's columns summed per prompt from the blocks' per-cell
     win-rate sums (`tests/analyses/test_audit_fast.py` holds them to the definition on the rows)."""
@@ -389,7 +453,7 @@ def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows) -> tuple[Clust
     return parts, reasons, rate_a, rate_b
 
 
-def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations, pending: _Pending) -> None:
+def _paired_gaps(rows: _GapRows, blocks: _GapBlocks[_Cells], group: int, relations: _Relations, pending: _Pending) -> None:
     """Win-rate gap of related candidates under this judge vs each other judge, same items and pair."""
     judge, condition = rows.groups[group]
     judge_id = rows.judge_id[group]

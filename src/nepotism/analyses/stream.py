@@ -530,7 +530,7 @@ def stream_pairwise(
     records: list[dict[str, Any]] = []
     for number, key in enumerate(groups):
         pending = _Chunked(bootstrap)
-        _paired_gaps(merged, blocks, number, relations, pending)  # type: ignore[arg-type]
+        _paired_gaps(merged, blocks, number, relations, pending)
         records += audit[key] + pending.finish()
     for key in groups:
         records += excluded.get(key, [])
