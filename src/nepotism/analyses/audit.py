@@ -37,8 +37,10 @@ files (`nepotism.tables`) and presenting results (`nepotism.report`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nepotism.analyses.comparisons import Comparisons, name_codes, reason_counts, with_reason_counts
@@ -46,7 +48,7 @@ from nepotism.metrics._batch import ClusterSetBatch
 from nepotism.metrics._common import checked, undefined
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics._estimate import Estimate
-from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Relation
+from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Registry, Relation
 from nepotism.results import new_record
 from nepotism.metrics.definitions import (
     DEMOGRAPHIC_PARITY_BIAS,
@@ -78,9 +80,10 @@ class AuditOptions:
 class _Relations:
     """Registry look-ups memoised per (judge, model) name pair."""
 
-    def __init__(self, registry):
+    def __init__(self, registry: Registry):
         self.registry = registry
         self._relation: dict[tuple[str, str], str] = {}
+        self._scope: dict[tuple[str, str], str] = {}
         self._id: dict[str, str] = {}
 
     def __call__(self, judge: str, model: str) -> str:
@@ -90,10 +93,10 @@ class _Relations:
         return self._relation[key]
 
     def scope(self, judge: str, model: str) -> str:
-        key = ("scope", judge, model)
-        if key not in self._relation:
-            self._relation[key] = self.registry.scope(judge, model)
-        return self._relation[key]
+        key = (judge, model)
+        if key not in self._scope:
+            self._scope[key] = self.registry.scope(judge, model)
+        return self._scope[key]
 
     def canonical(self, name: str) -> str:
         if name not in self._id:
@@ -158,7 +161,9 @@ class _Rows:
         self.judge_id = [relations.canonical(judge) for judge, _ in self.groups]
 
     @staticmethod
-    def _reason_codes(frame, column, source):
+    def _reason_codes(
+        frame: pd.DataFrame, column: str, source: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.object_]]:
         if column not in frame:
             return np.full(source.size, -1, dtype=np.int64), np.array([], dtype=object)
         values = frame[column].to_numpy(dtype=object)
@@ -179,16 +184,16 @@ class _Pending:
 
     def __init__(self, bootstrap: Bootstrap):
         self.batch = ClusterSetBatch(bootstrap)
-        self.records: list[tuple[dict, int | Estimate, dict[str, int] | None]] = []
+        self.records: list[tuple[dict[str, Any], int | Estimate, dict[str, int] | None]] = []
 
-    def add(self, record: dict, definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
+    def add(self, record: dict[str, Any], definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
         index = self.batch.add(parts.sums, definition.statistic, n=parts.n, n_excluded=parts.n_excluded, excluded=parts.excluded)
         self.records.append((record, index, reasons))
 
-    def ready(self, record: dict, estimate: Estimate) -> None:
+    def ready(self, record: dict[str, Any], estimate: Estimate) -> None:
         self.records.append((record, estimate, None))
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[dict[str, Any]]:
         estimates = self.batch.run()
         out = []
         for record, item, reasons in self.records:
@@ -200,7 +205,7 @@ class _Pending:
         return out
 
 
-def _base(metric: str, judge: str, condition: str, relations: _Relations, **extra) -> dict:
+def _base(metric: str, judge: str, condition: str, relations: _Relations, **extra: Any) -> dict[str, Any]:
     return new_record(metric, judge, condition, judge_id=relations.canonical(judge), **extra)
 
 
@@ -246,7 +251,7 @@ def _scope_records(rows: _Rows, group: int, relations: _Relations, options: Audi
             else:  # any candidate less related to the judge (`nepotism.models.less_related`)
                 mask = generator_in & (opponent_rung > rung)
             take = np.flatnonzero(mask) + span.start
-            base = {
+            base: dict[str, Any] = {
                 "scope": scope,
                 "variant": {"opponents": opponents},
                 "generators": [str(m) for m in rows.models[np.unique(rows.gen[take])]],
@@ -342,7 +347,9 @@ class _Blocks:
         for b, pair in enumerate(self.pair.tolist()):
             self.by_pair.setdefault(pair, []).append(b)  # blocks are sorted by group: so is each list
 
-    def _names(self, block, models, labels) -> list[frozenset[str]]:
+    def _names(
+        self, block: npt.NDArray[np.intp], models: npt.NDArray[np.int32], labels: npt.NDArray[np.object_]
+    ) -> list[frozenset[str]]:
         pairs = np.unique(block * len(labels) + models)
         out: list[set[str]] = [set() for _ in range(self.codes.size)]
         for b, m in zip((pairs // len(labels)).tolist(), (pairs % len(labels)).tolist()):
@@ -353,7 +360,71 @@ class _Blocks:
         return slice(int(self.starts[b]), int(self.starts[b + 1]))
 
 
-def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
+_Cells = TypeVar("_Cells", slice, int)
+_CellsIn = TypeVar("_CellsIn", contravariant=True)
+
+
+class _CellColumn(Protocol[_CellsIn]):
+    """A per-cell column of the blocks, read at ``cells(b)``: an array sliced (`_Blocks`) or, when
+    streaming, a block's own column picked by its number (`nepotism.analyses.stream._MergedBlocks`)."""
+
+    def __getitem__(self, cells: _CellsIn, /) -> np.ndarray: ...
+
+
+class _GapBlocks(Protocol[_Cells]):
+    """What `_paired_gaps` and `_paired` read of the blocks (`_Blocks`, or the streamed partitions'
+    `nepotism.analyses.stream._MergedBlocks`)."""
+
+    @property
+    def group(self) -> np.ndarray: ...
+    @property
+    def first(self) -> np.ndarray: ...
+    @property
+    def pair(self) -> np.ndarray: ...
+    @property
+    def by_pair(self) -> dict[int, list[int]]: ...
+    @property
+    def generators(self) -> list[frozenset[str]]: ...
+    @property
+    def opponents(self) -> list[frozenset[str]]: ...
+    @property
+    def instance(self) -> _CellColumn[_Cells]: ...
+    @property
+    def score(self) -> _CellColumn[_Cells]: ...
+    @property
+    def count(self) -> _CellColumn[_Cells]: ...
+    @property
+    def missing(self) -> _CellColumn[_Cells]: ...
+    @property
+    def reason_instance(self) -> np.ndarray: ...
+    @property
+    def reason(self) -> np.ndarray: ...
+    @property
+    def reason_starts(self) -> np.ndarray: ...
+
+    def cells(self, b: int) -> _Cells: ...
+
+
+class _GapRows(Protocol):
+    """What `_paired_gaps` and `_paired` read of the rows (`_Rows`, or `nepotism.analyses.stream._MergedRows`)."""
+
+    @property
+    def groups(self) -> list[tuple[str, str]]: ...
+    @property
+    def judge_id(self) -> list[str]: ...
+    @property
+    def models(self) -> np.ndarray: ...
+    @property
+    def gen(self) -> np.ndarray: ...
+    @property
+    def opp(self) -> np.ndarray: ...
+    @property
+    def reasons(self) -> np.ndarray: ...
+
+
+def _paired(
+    blocks: _GapBlocks[_Cells], mine: int, theirs: int, rows: _GapRows
+) -> tuple[ClusterSums, dict[str, int], float, float]:
     """(`PAIRED_WIN_RATE_GAP`'s per-prompt sums, reasons, this judge's rate, the other judge's rate) on
     the shared instances: the definition's columns summed per prompt from the blocks' per-cell
     win-rate sums (`tests/analyses/test_audit_fast.py` holds them to the definition on the rows)."""
@@ -369,7 +440,7 @@ def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
     n_missing = int(blocks.missing[a][ia].sum() + blocks.missing[b][ib].sum())
     keep = (count_a + count_b) > 0
     sums = np.column_stack([score_a[keep], count_a[keep], score_b[keep], count_b[keep]])
-    reasons = {}
+    reasons: dict[str, int] = {}
     for block in (mine, theirs):
         lo, hi = blocks.reason_starts[block], blocks.reason_starts[block + 1]
         if hi > lo:
@@ -382,7 +453,7 @@ def _paired(blocks: _Blocks, mine: int, theirs: int, rows: _Rows):
     return parts, reasons, rate_a, rate_b
 
 
-def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations, pending: _Pending) -> None:
+def _paired_gaps(rows: _GapRows, blocks: _GapBlocks[_Cells], group: int, relations: _Relations, pending: _Pending) -> None:
     """Win-rate gap of related candidates under this judge vs each other judge, same items and pair."""
     judge, condition = rows.groups[group]
     judge_id = rows.judge_id[group]
@@ -430,7 +501,7 @@ def _paired_gaps(rows: _Rows, blocks: _Blocks, group: int, relations: _Relations
             pending.add(record, PAIRED_WIN_RATE_GAP, parts, reasons)
 
 
-def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions | None = None) -> list[dict]:
+def audit_pairwise(comparisons: Comparisons, registry: Registry, *, options: AuditOptions | None = None) -> list[dict[str, Any]]:
     """Every first pairwise metric for every (judge, condition) in ``comparisons``."""
     options = options or AuditOptions()
     unknown = set(options.opponents) - set(OPPONENT_POPULATIONS)
@@ -442,7 +513,7 @@ def audit_pairwise(comparisons: Comparisons, registry, *, options: AuditOptions 
     relations = _Relations(registry)
     rows = _Rows(frame, relations)
     blocks = _Blocks(rows)
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     for group in range(len(rows.groups)):  # one batch per (judge, condition): its per-prompt sums only
         pending = _Pending(options.bootstrap)
         _win_rates(rows, group, relations, pending)

@@ -50,16 +50,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from nepotism.errors import InputError
+from nepotism.models import Registry
 from nepotism.results import Verdict, record_key
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CASE_LIMIT",
@@ -318,7 +321,7 @@ class CaseFinder:
         self,
         tables: Mapping[str, pd.DataFrame],
         references: Mapping[str, pd.DataFrame] | None,
-        registry,
+        registry: Registry,
         *,
         records: Iterable[Mapping[str, Any]],
         rule: str = "consistent",
@@ -330,20 +333,21 @@ class CaseFinder:
         self.rule = rule
         self.reference_vote = reference_vote
         self.records = {record_key(r): r for r in records}
-        self._memo: dict[Any, Any] = {}
+        self._memo: dict[tuple[Hashable, ...], Any] = {}  # each key's value has the type its make returns
 
     # -- shared per kind
-    def _once(self, key, make):
+    def _once(self, key: tuple[Hashable, ...], make: Callable[[], _T]) -> _T:
         if key not in self._memo:
             self._memo[key] = make()
-        return self._memo[key]
+        value: _T = self._memo[key]
+        return value
 
     def _values(self, kind: str) -> tuple[pd.DataFrame, float]:
         """Every judge's value per (condition, prompt, pair): `pair_values`, the metrics' own pairing."""
         from nepotism.analyses.comparisons import build_comparisons
         from nepotism.analyses.matched import pair_values
 
-        def make():
+        def make() -> tuple[pd.DataFrame, float]:
             frame = self.tables[kind]
             source = build_comparisons(frame, rule=self.rule) if kind == "pairwise" else frame
             return pair_values(source, kind, rule=self.rule)
@@ -356,7 +360,7 @@ class CaseFinder:
             return None
         from nepotism.analyses.matched import response_values
 
-        def make():
+        def make() -> pd.Series:
             values = response_values(self.tables[kind], kind)
             return values.set_index(["judge", "condition", "instance_id", "model"])["value"]
 
@@ -400,7 +404,7 @@ class CaseFinder:
     def _labels(self) -> pd.DataFrame | None:
         """Several human labels of one pair: (instance_id, model_x, model_y, for_x, for_y, ties)."""
 
-        def make():
+        def make() -> pd.DataFrame | None:
             pref = self.references.get("preference-ref")
             if pref is None or pref.empty:
                 return None
@@ -440,7 +444,7 @@ class CaseFinder:
             )
         key = verdict.evidence[0] if verdict.evidence else None
         record = self.records.get(key) if key else None
-        if record is None:
+        if record is None or key is None:
             return Explanation(
                 verdict,
                 how="",
@@ -491,7 +495,9 @@ class CaseFinder:
         return {verdict_key(v): self.explain(v, limit=limit) for v in verdicts if v.status != "not-measurable"}
 
     # -- the rows of each rung: columns instance_id, related, other, value, compared_with, difference, truth
-    def _matched(self, kind, record, verdict, values, centre) -> tuple[pd.DataFrame, str]:
+    def _matched(
+        self, kind: str, record: Mapping[str, Any], verdict: Verdict, values: pd.DataFrame, centre: float
+    ) -> tuple[pd.DataFrame, str]:
         from nepotism.analyses.matched import matched_rows
 
         scope = str(record.get("scope"))
@@ -527,7 +533,7 @@ class CaseFinder:
         )
         return out, how
 
-    def _gap(self, record, verdict, values, centre) -> tuple[pd.DataFrame, str]:
+    def _gap(self, record: Mapping[str, Any], verdict: Verdict, values: pd.DataFrame, centre: float) -> tuple[pd.DataFrame, str]:
         generator, opponent = (record.get("pair") or [None, None])[:2]
         variant = record.get("variant") or {}
         other_judge = variant.get("other_judge")
@@ -565,7 +571,9 @@ class CaseFinder:
         )
         return out, how
 
-    def _own(self, kind, record, verdict, mine, centre) -> tuple[pd.DataFrame, str]:
+    def _own(
+        self, kind: str, record: Mapping[str, Any], verdict: Verdict, mine: pd.DataFrame, centre: float
+    ) -> tuple[pd.DataFrame, str]:
         from nepotism.analyses.suite import _self_rows, scope_table
 
         variant = record.get("variant") or {}
@@ -609,8 +617,10 @@ class CaseFinder:
         return out, how
 
     # -- directions and ordering
-    def _groups(self, kind, record, rung, rows, centre, limit) -> tuple[CaseGroup, ...]:
-        def group(name, title, mask) -> CaseGroup:
+    def _groups(
+        self, kind: str, record: Mapping[str, Any], rung: str | None, rows: pd.DataFrame, centre: float, limit: int
+    ) -> tuple[CaseGroup, ...]:
+        def group(name: str, title: str, mask: np.ndarray) -> CaseGroup:
             chosen = rows[mask]
             # the largest disagreement first; among equals, those the reference contradicts first
             against = (np.sign(chosen["difference"].to_numpy(dtype=float)) * chosen["truth"].to_numpy(dtype=float)) < 0
@@ -645,7 +655,7 @@ class CaseFinder:
             group("against-relative", "decided against its relative", d < 0),
         )
 
-    def _cases(self, kind, verdict, raw, values, centre) -> tuple[Case, ...]:
+    def _cases(self, kind: str, verdict: Verdict, raw: tuple[Case, ...], values: pd.DataFrame, centre: float) -> tuple[Case, ...]:
         """The chosen rows with every judge's reading of their pair and the human label counts."""
         if not raw:
             return ()
@@ -772,7 +782,8 @@ def _oriented_truth(rows: pd.DataFrame, truth: pd.DataFrame | None) -> np.ndarra
     keys = pd.DataFrame({"instance_id": rows["instance_id"].astype(str).to_numpy(), "model_x": x, "model_y": y})
     found = keys.merge(truth.astype({"instance_id": str}), on=["instance_id", "model_x", "model_y"], how="left")
     value = found["truth"].to_numpy(dtype=float)
-    return np.where(rows["related"].to_numpy() == x, value, -value)
+    oriented: np.ndarray = np.where(rows["related"].to_numpy() == x, value, -value)
+    return oriented
 
 
 def _unit_words(kind: str) -> str:
@@ -883,7 +894,7 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
-def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registry=None) -> Texts:
+def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registry: Registry | None = None) -> Texts:
     """The texts of the answers ``wanted`` ((instance_id, model) pairs) and their prompts.
 
     ``source``: a JSON Lines file (optionally gzipped) with ``instance_id``, ``model`` (or
@@ -955,7 +966,7 @@ def read_texts(source: str | Path, wanted: Iterable[tuple[str, str]], *, registr
     return Texts(name, answers, prompts)
 
 
-def _resolve(registry, model: str) -> str | None:
+def _resolve(registry: Registry | None, model: str) -> str | None:
     if registry is None:
         return None
     base, _, tag = model.partition("@")
@@ -965,7 +976,7 @@ def _resolve(registry, model: str) -> str | None:
         return None
 
 
-def _resolved(wanted: set[tuple[str, str]], registry) -> dict[tuple[str, str | None], list[tuple[str, str]]]:
+def _resolved(wanted: set[tuple[str, str]], registry: Registry | None) -> dict[tuple[str, str | None], list[tuple[str, str]]]:
     out: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
     if registry is None:
         return out

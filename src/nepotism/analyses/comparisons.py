@@ -18,9 +18,11 @@ and knows no registry.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nepotism.metrics._estimate import Estimate
@@ -71,8 +73,7 @@ class RowPairs:
 
     def why_labels(self, rows: np.ndarray) -> np.ndarray:
         """The exclusion labels of ``rows`` (None where the row has a verdict)."""
-        table = np.append(self.reasons.astype(object), None)
-        return table[np.where(self.why[rows] >= 0, self.why[rows], len(self.reasons))]
+        return _none_last(self.reasons)[np.where(self.why[rows] >= 0, self.why[rows], len(self.reasons))]
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _row_reasons(frame: pd.DataFrame, code: np.ndarray, prob: np.ndarray) -> tup
 def exclusions_where(frame: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
     """`row_exclusions` of the rows where ``mask`` holds, None elsewhere (labels only where needed)."""
     codes, labels = _exclusion_codes_where(frame, mask)
-    return np.append(labels.astype(object), None)[np.where(codes >= 0, codes, len(labels))]
+    return _none_last(labels)[np.where(codes >= 0, codes, len(labels))]
 
 
 def _exclusion_codes_where(frame: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -160,13 +161,29 @@ def _exclusion_codes_where(frame: pd.DataFrame, mask: np.ndarray) -> tuple[np.nd
     return out, labels
 
 
+#: "No label" as `np.where`'s other branch: a 0-d object array holding None (numpy's stubs do not
+#: take None itself there; the result is the same object column).
+_NO_LABEL = np.array(None, dtype=object)
+
+
+def _none_last(labels: np.ndarray) -> npt.NDArray[np.object_]:
+    """``labels`` as objects with None appended: indexed by a code, where code ``len(labels)`` (or
+    -1) reads "no label"."""
+    return np.concatenate([np.asarray(labels, dtype=object), np.array([None], dtype=object)])
+
+
 def name_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(integer codes, labels) of a column of names, the labels sorted (codes follow name order)."""
     codes, labels = pd.factorize(np.asarray(values, dtype=object), sort=True)
     return codes.astype(np.int32 if len(labels) < 2**31 else np.int64), np.asarray(labels, dtype=object)
 
 
-def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+def _row_codes(
+    frame: pd.DataFrame,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """(the key columns by name; the names coded in name order, and their labels, by column; each
+    row's verdict for model_a (+1, 0 tie, -1, NaN none); whether model_a sorts first; the share of
+    the label probability on the first-sorting model)."""
     a = frame["model_a"].to_numpy(dtype=object)
     b = frame["model_b"].to_numpy(dtype=object)
     codes, _ = name_codes(np.concatenate([a, b]))  # sorted: code order is name order
@@ -192,21 +209,18 @@ def _row_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, 
     }
     if "category" in frame:
         keyed["category"] = frame["category"].to_numpy(dtype=object)
-    known = {
+    known: dict[str, np.ndarray] = {
         "model_x": np.where(a_first, codes[: len(a)], codes[len(a) :]),  # the names, coded once
         "model_y": np.where(a_first, codes[len(a) :], codes[: len(a)]),
     }
-    labels_of = {}
+    labels_of: dict[str, np.ndarray] = {}
     for column in ("instance_id", "judge", "condition"):  # in name order, for the row-level metrics
         known[column], labels_of[column] = name_codes(keyed[column])
-    keyed["_codes"] = known
-    keyed["_labels"] = labels_of
-    return keyed, code_a, a_first, prob_x
+    return keyed, known, labels_of, code_a, a_first, prob_x
 
 
-def _twins(keyed: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _twins(keyed: dict[str, np.ndarray], known: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(rows that are the first of their comparison key, in frame order; each one's second row or -1)."""
-    known = keyed.get("_codes", {})
     key = row_keys([known[column] if column in known else keyed[column] for column in _KEY])
     order = np.argsort(key, kind="stable")
     ranked = key[order]
@@ -223,11 +237,11 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     """Aggregate a validated pairwise table (`nepotism.tables.read_table(...).frame`)."""
     if rule not in ("consistent", "strict"):
         raise ValueError("rule must be 'consistent' or 'strict'")
-    keyed, code_a, a_first, prob = _row_codes(frame)
+    keyed, known, labels, code_a, a_first, prob = _row_codes(frame)
     code = np.where(a_first, code_a, -code_a)
     why_code, why_labels, row_prob_why = _row_reasons(frame, code, prob)
-    why = np.append(why_labels.astype(object), None)  # a code's label; the last (code -1): none
-    first, second = _twins(keyed)
+    why = _none_last(why_labels)  # a code's label; the last (code -1): none
+    first, second = _twins(keyed, known)
     has_twin = second >= 0
     other = np.where(has_twin, second, 0)
     nan = np.full(first.size, np.nan)
@@ -240,13 +254,13 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     prob2 = np.where(has_twin, prob[other], nan) if first.size else nan
     prob_x = np.where(has_twin, (prob1 + prob2) / 2.0, prob1)  # NaN when an order has none
     first_why = why[why_code[first]]
-    second_why = np.where(has_twin, why[why_code[other]], None) if first.size else np.full(0, None, dtype=object)
+    second_why = np.where(has_twin, why[why_code[other]], _NO_LABEL) if first.size else np.full(0, None, dtype=object)
     prob_why_1 = row_prob_why[first]
-    prob_why_2 = np.where(has_twin, row_prob_why[other], None) if first.size else np.full(0, None, dtype=object)
+    prob_why_2 = np.where(has_twin, row_prob_why[other], _NO_LABEL) if first.size else np.full(0, None, dtype=object)
     prob_why = np.where(pd.isna(prob_why_1), prob_why_2, prob_why_1)
     # names stay Python objects (one per distinct name): pandas would copy them into Arrow strings,
     # and every metric reads them back as objects
-    at_first = {column: values[first] for column, values in keyed.items() if not column.startswith("_")}
+    at_first = {column: values[first] for column, values in keyed.items()}
     x_first, a_names, b_names = a_first[first], at_first["model_x"], at_first["model_y"]
     at_first["model_x"], at_first["model_y"] = np.where(x_first, a_names, b_names), np.where(x_first, b_names, a_names)
     result = pd.DataFrame({column: _names(values) if column in _NAMES else values for column, values in at_first.items()})
@@ -254,7 +268,7 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     result["outcome"] = outcome
     result["prob_x"] = prob_x
     result["n_orders"] = np.where(has_twin, 2, 1)
-    result["prob_excluded_reason"] = _labels(np.where(np.isnan(prob_x), prob_why, None), result.index)
+    result["prob_excluded_reason"] = _labels(np.where(np.isnan(prob_x), prob_why, _NO_LABEL), result.index)
     bad = unparsed | ambiguous
     excluded: dict[tuple[str, str], dict[str, int]] = {}
     reasons = np.where(unparsed, np.where(pd.isna(first_why), second_why, first_why), "ambiguous orders (strict rule)")
@@ -264,8 +278,7 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
         .items()
     ):
         excluded.setdefault((judge, condition), {})[reason] = int(count)
-    result["excluded_reason"] = _labels(np.where(bad, reasons, None), result.index)
-    known, labels = keyed["_codes"], keyed["_labels"]
+    result["excluded_reason"] = _labels(np.where(bad, reasons, _NO_LABEL), result.index)
     n_conditions = max(len(labels["condition"]), 1)
     small = np.int32 if len(frame) < 2**31 else np.int64
     rows = RowPairs(
@@ -283,7 +296,7 @@ def build_comparisons(frame: pd.DataFrame, *, rule: str = "consistent") -> Compa
     return Comparisons(frame=result, excluded=excluded, rule=rule, rows=rows)
 
 
-def _names(values: np.ndarray):
+def _names(values: np.ndarray) -> pd.Series | np.ndarray:
     """A text column as a Series of the same Python objects; any other column as pandas infers it."""
     return pd.Series(values, dtype=object) if pd.api.types.infer_dtype(values, skipna=False) == "string" else values
 
@@ -293,7 +306,7 @@ def _labels(values: np.ndarray, index: pd.Index) -> pd.Series:
     values = np.asarray(values, dtype=object)
     codes, labels = pd.factorize(values, use_na_sentinel=True)
     keep = np.array([isinstance(v, str) for v in labels] + [False], dtype=bool)  # the last: no label
-    table = np.append(np.asarray(labels, dtype=object), None)
+    table = _none_last(labels)
     table[~keep] = None
     return pd.Series(table[np.where(codes >= 0, codes, len(labels))], dtype=object, index=index)
 
@@ -301,11 +314,11 @@ def _labels(values: np.ndarray, index: pd.Index) -> pd.Series:
 _GENERIC = ("no verdict", "no label probabilities")
 
 
-def with_reasons(estimate: Estimate, reasons) -> Estimate:
+def with_reasons(estimate: Estimate, reasons: Iterable[str | float | None]) -> Estimate:
     """``estimate`` with its generic exclusion count (``no verdict``, ``no label probabilities``)
     split by the rows' reasons (``reasons``: one label or None per row the metric saw, e.g. a
     comparison frame's ``excluded_reason``). Left as it is when the counts do not match."""
-    counts = Counter(r for r in reasons if r is not None and not (isinstance(r, float) and np.isnan(r)))
+    counts = Counter(r for r in reasons if isinstance(r, str))  # None and NaN: no reason
     return with_reason_counts(estimate, dict(counts))
 
 

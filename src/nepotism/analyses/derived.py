@@ -27,6 +27,8 @@ same opponents (as in a full round robin). The report says so; this module does 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +36,7 @@ from scipy import stats
 
 from nepotism.metrics.bootstrap import Bootstrap, bootstrap_weights, settings
 from nepotism.metrics.definitions import win_score
+from nepotism.models import Registry
 from nepotism.results import new_record
 
 __all__ = ["leaderboard_records", "opponent_boards", "perplexity_records", "pointwise_leaderboard_records"]
@@ -44,7 +47,8 @@ _MEAN_SCORE = "mean score (the judges' scores averaged)"
 
 def _ranks(scores: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, 1 = highest score, average ranks for ties, NaN stays NaN."""
-    return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
+    ranks: np.ndarray = stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
+    return ranks
 
 
 def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
@@ -60,19 +64,28 @@ def opponent_boards(rows: pd.DataFrame) -> dict[str, str | None]:
     return _boards({str(g): opp for g, opp in met.items()})
 
 
-def _boards(met: dict[str, frozenset]) -> dict[str, str | None]:
+def _boards(met: dict[str, frozenset[str]]) -> dict[str, str | None]:
     """`opponent_boards` from each generator's set of opponents."""
     boards: dict[str, str | None] = {g: None for g in met}
 
-    def name(opponents: frozenset) -> str:
+    def name(opponents: frozenset[str]) -> str:
         names = sorted(opponents)
         return "vs " + ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
+    def same(g: str, opp: frozenset[str]) -> frozenset[str]:
+        return opp
+
+    def field(g: str, opp: frozenset[str]) -> frozenset[str]:
+        return opp | {g}
+
+    def round_robin(members: frozenset[str]) -> str:
+        return f"round robin of {len(members)}"
+
     for key_of, label_of in (
-        (lambda g, opp: opp, name),  # the same opponents (one baseline)
-        (lambda g, opp: opp | {g}, lambda field: f"round robin of {len(field)}"),
+        (same, name),  # the same opponents (one baseline)
+        (field, round_robin),
     ):
-        keys: dict[frozenset, list[str]] = {}
+        keys: dict[frozenset[str], list[str]] = {}
         for g, opp in met.items():
             if boards[g] is None:
                 keys.setdefault(key_of(g, opp), []).append(g)
@@ -83,7 +96,7 @@ def _boards(met: dict[str, frozenset]) -> dict[str, str | None]:
     return boards
 
 
-def _text_codes(values) -> tuple[np.ndarray, np.ndarray]:
+def _text_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, labels): each value's text, coded in sorted text order (as `np.unique` sorts them)."""
     first, uniques = pd.factorize(np.asarray(values, dtype=object))
     text = np.array([str(u) for u in uniques], dtype=object)
@@ -97,7 +110,17 @@ class _Side:
     ``weight``: how many rows each entry stands for (its ``score`` is then their sum), for rows
     already summed per (instance, judge, generator) — the streamed metrics (`nepotism.analyses.stream`)."""
 
-    def __init__(self, instance, judge, generator, score, names, judges, opponent=None, weight=None):
+    def __init__(
+        self,
+        instance: np.ndarray,
+        judge: np.ndarray,
+        generator: np.ndarray,
+        score: np.ndarray,
+        names: np.ndarray,
+        judges: np.ndarray,
+        opponent: np.ndarray | None = None,
+        weight: np.ndarray | None = None,
+    ):
         self.instance, self.judge, self.generator, self.score = instance, judge, generator, score
         self.names, self.judges, self.opponent, self.weight = names, judges, opponent, weight
 
@@ -140,10 +163,10 @@ class _Side:
 NOT_MODELS = frozenset({"null-model"})
 
 
-def _unknown(registry, names) -> frozenset[str]:
+def _unknown(registry: Registry, names: Iterable[object]) -> frozenset[str]:
     """Generators to flag on a board: unknown to the registry (lineage unchecked) or not a language
     model at all (a `NOT_MODELS` family) — never ranked as if they were known models."""
-    flagged = set()
+    flagged: set[str] = set()
     for name in set(map(str, names)):
         try:
             family = registry.get(name.split("@")[0]).family
@@ -158,13 +181,13 @@ def _unknown(registry, names) -> frozenset[str]:
 def _board(
     rows: pd.DataFrame | _Side,
     variant: str,
-    n_excluded: dict,
+    n_excluded: Mapping[str, int],
     bootstrap: Bootstrap,
     *,
     measure: str = _PREFERENCE,
     boards: dict[str, str | None] | None = None,
     unknown: frozenset[str] = frozenset(),
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One record per generator; ranks are within each board of `opponent_boards` (all one board
     when ``boards`` is None, as for pointwise grades, where nobody has an opponent)."""
     side = rows if isinstance(rows, _Side) else (_Side.of_frame(rows) if not rows.empty else None)
@@ -207,7 +230,7 @@ def _board(
         score_low, score_high = np.nanquantile(boot_score, [alpha, 1 - alpha], axis=0)
     judges = side.judges_of()
     prompts = np.bincount(np.unique(gen_code * clusters.size + cluster_code) // clusters.size, minlength=g)
-    records = []
+    records: list[dict[str, Any]] = []
     for i, name in enumerate(names):
         name = str(name)
         records.append(
@@ -248,13 +271,15 @@ def _board(
 
 
 def _lineage_only(
-    rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, registry, *, measure: str, bootstrap: Bootstrap
-) -> list[dict]:
+    rows: pd.DataFrame | _Side, kept: pd.DataFrame | _Side, registry: Registry, *, measure: str, bootstrap: Bootstrap
+) -> list[dict[str, Any]]:
     """``unrelated`` records without a value for the generators only related judges scored."""
-    records = []
+    records: list[dict[str, Any]] = []
+    left = set(kept.count()) if isinstance(kept, _Side) else set(kept["generator"])
+    missing: list[tuple[str, list[str], int]]
     if isinstance(rows, _Side):
         pairwise = rows.opponent is not None
-        counts, left = rows.count(), set(kept.count())
+        counts = rows.count()
         judges_of = rows.judges_of()
         missing = [
             (name, judges_of[int(np.flatnonzero(rows.names == name)[0])], counts[name]) for name in sorted(set(counts) - left)
@@ -262,7 +287,7 @@ def _lineage_only(
     else:
         pairwise = "opponent" in rows
         missing = []
-        for name in sorted(set(rows["generator"]) - set(kept["generator"])):
+        for name in sorted(set(rows["generator"]) - left):
             mine = rows[rows["generator"] == name]
             missing.append((name, sorted(set(map(str, mine["judge"]))), len(mine)))
     for name, judges, n_rows in missing:
@@ -302,7 +327,9 @@ def _lineage_only(
     return records
 
 
-def pointwise_leaderboard_records(frame: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None, **fields) -> list[dict]:
+def pointwise_leaderboard_records(
+    frame: pd.DataFrame, registry: Registry, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> list[dict[str, Any]]:
     """Leaderboard ranks of a pointwise table, with all judges and without the judges related to each generator.
 
     ``frame`` is a recorded pointwise table (``instance_id, judge, model, score``; rows without a
@@ -346,7 +373,9 @@ def _clean(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Bootstrap | None = None, **fields) -> list[dict]:
+def leaderboard_records(
+    comparisons: pd.DataFrame, registry: Registry, *, bootstrap: Bootstrap | None = None, **fields: Any
+) -> list[dict[str, Any]]:
     """Leaderboard ranks with bootstrap rank intervals, with all judges and with unrelated judges only.
 
     Rank intervals are percentiles of the resampled ranks whatever ``bootstrap.method`` says (a
@@ -388,25 +417,23 @@ def leaderboard_records(comparisons: pd.DataFrame, registry, *, bootstrap: Boots
 
 
 def pairwise_boards(
-    side: _Side, kept: _Side, dropped: dict, met: dict[str, set[str]], registry, bootstrap: Bootstrap
-) -> list[dict]:
+    side: _Side, kept: _Side, dropped: Mapping[str, int], met: dict[str, set[str]], registry: Registry, bootstrap: Bootstrap
+) -> list[dict[str, Any]]:
     """`leaderboard_records` from its two sides (every judge; the unrelated judges' rows), the rows
     dropped per generator and each generator's opponents (also built from per-prompt sums, weighted
     sides, by `nepotism.analyses.stream`)."""
-    options = {
-        "boards": _boards({g: frozenset(o) for g, o in sorted(met.items())}),
-        "unknown": _unknown(registry, side.names),
-    }  # flagged: not in the registry, or not a model
+    boards = _boards({g: frozenset(o) for g, o in sorted(met.items())})
+    unknown = _unknown(registry, side.names)  # flagged: not in the registry, or not a model
     return (
-        _board(side, "all", {}, bootstrap, **options)
-        + _board(kept, "unrelated", dropped, bootstrap, **options)
+        _board(side, "all", {}, bootstrap, boards=boards, unknown=unknown)
+        + _board(kept, "unrelated", dropped, bootstrap, boards=boards, unknown=unknown)
         + _lineage_only(side, kept, registry, measure=_PREFERENCE, bootstrap=bootstrap)
     )
 
 
-def perplexity_records(bins: list[dict], judge: str, condition: str, *, split: str = "all") -> list[dict]:
+def perplexity_records(bins: list[dict[str, Any]], judge: str, condition: str, *, split: str = "all") -> list[dict[str, Any]]:
     """Records from `perplexity_win_rate`'s per-bin output (one per bin and rater)."""
-    records = []
+    records: list[dict[str, Any]] = []
     for item in bins:
         for rater in ("judge", "human"):
             estimate = item[rater]

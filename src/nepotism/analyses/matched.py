@@ -23,15 +23,19 @@ judge at all gets a NaN value with a note. This module reads no files; see `docs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nepotism.analyses.comparisons import Comparisons, build_comparisons
+from nepotism.metrics import Estimate
 from nepotism.metrics.bootstrap import Bootstrap
 from nepotism.metrics.matched import matched_bias, sensitivity_gap
+from nepotism.models import Registry
 from nepotism.results import new_record
 from nepotism.tables import first_rows, group_codes, name_codes, text_values
 
@@ -100,14 +104,14 @@ class MatchedRows:
     ``pair_judges`` give the names."""
 
     coded: _Coded
-    coded_pair_judges: dict
+    coded_pair_judges: dict[tuple[int, int, int], frozenset[int]]  # (condition, model_x, model_y) codes → judge codes
 
     @cached_property
     def frame(self) -> pd.DataFrame:
         return self.coded.decoded()
 
     @cached_property
-    def pair_judges(self) -> dict:
+    def pair_judges(self) -> dict[tuple[str, str, str], frozenset[str]]:
         names = self.coded.names
         return {
             (names["condition"][c], names["model"][x], names["model"][y]): frozenset(names["judge"][j] for j in judges)
@@ -229,7 +233,7 @@ def response_values(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     return _coded_responses(frame, kind).decoded()
 
 
-def truth_codes(references: dict | None) -> pd.DataFrame | None:
+def truth_codes(references: Mapping[str, pd.DataFrame] | None) -> pd.DataFrame | None:
     """(instance_id, model_x, model_y, truth): +1 when x is truly better, −1 worse, 0 equal; None without truth.
     A pair with several human labels gets one row: the side more of its labels prefer (0 when even)."""
     refs = references or {}
@@ -290,7 +294,13 @@ def truth_codes(references: dict | None) -> pd.DataFrame | None:
 
 
 def matched_rows(
-    values: pd.DataFrame, registry, *, centre: float, truth: pd.DataFrame | None = None, scopes=SCOPES, neutral: bool = True
+    values: pd.DataFrame,
+    registry: Registry,
+    *,
+    centre: float,
+    truth: pd.DataFrame | None = None,
+    scopes: tuple[str, ...] = SCOPES,
+    neutral: bool = True,
 ) -> MatchedRows:
     """Rows of the estimator: one per (judge, scope, comparison), oriented to the related candidate.
 
@@ -426,11 +436,12 @@ def _truth_of(rows: pd.DataFrame, truth: pd.DataFrame, names: dict[str, np.ndarr
     found = rows[["instance_id", "model_x", "model_y"]].merge(
         coded, on=["instance_id", "model_x", "model_y"], how="left", validate="many_to_one"
     )["truth"]
-    return np.where(rows["flip"].to_numpy(), -found.to_numpy(dtype=float), found.to_numpy(dtype=float))
+    oriented: np.ndarray = np.where(rows["flip"].to_numpy(), -found.to_numpy(dtype=float), found.to_numpy(dtype=float))
+    return oriented
 
 
 # ------------------------------------------------------------------------------- records
-def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: int) -> list[int]:
+def _reference_judges(group: pd.DataFrame, pair_judges: dict[tuple[int, int, int], frozenset[int]], judge: int) -> list[int]:
     """The judges (codes) whose values entered this group's reference means: the judges of each
     (condition, x, y) the group's rows with a reference value come from, the judge itself left out."""
     found: set[int] = set()
@@ -444,14 +455,14 @@ def _reference_judges(group: pd.DataFrame, pair_judges: dict, judge: int) -> lis
     return sorted(found)
 
 
-def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions | None = None) -> list[dict]:
+def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions | None = None) -> list[dict[str, Any]]:
     """`matched-bias` records per (judge, condition, scope, subset) from `matched_rows`."""
     options = options or MatchedOptions()
     rows, names, pair_judges = matched.coded.frame, matched.coded.names, matched.coded_pair_judges
     if rows.empty:
         return []
     has_truth = rows["truth"].notna().any()
-    records = []
+    records: list[dict[str, Any]] = []
     # codes sort as their names do: the groups come in the order the names would give
     for (judge, condition, scope), group in rows.groupby(["judge", "condition", "scope"], sort=True):
         if scope == "neutral":
@@ -480,7 +491,16 @@ def matched_records(matched: MatchedRows, *, kind: str, options: MatchedOptions 
     return records
 
 
-def _record(judge, condition, scope, est, group, pair_judges, names, variant) -> dict:
+def _record(
+    judge: int,
+    condition: int,
+    scope: str,
+    est: Estimate,
+    group: pd.DataFrame,
+    pair_judges: dict[tuple[int, int, int], frozenset[int]],
+    names: dict[str, np.ndarray],
+    variant: dict[str, str],
+) -> dict[str, Any]:
     references = sorted(names["judge"][_reference_judges(group, pair_judges, judge)].tolist())
     usable = (group["reference_value"].notna() & group["judge_value"].notna()).to_numpy()
     instance = group["instance_id"].to_numpy()
@@ -509,12 +529,12 @@ def _record(judge, condition, scope, est, group, pair_judges, names, variant) ->
 def run_matched(
     frame: pd.DataFrame,
     kind: str,
-    registry,
+    registry: Registry,
     *,
-    references: dict | None = None,
+    references: Mapping[str, pd.DataFrame] | None = None,
     options: MatchedOptions | None = None,
     rule: str = "consistent",
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """`matched-bias` records for a recorded ``pairwise``, ``pointwise`` or ``rubric`` table."""
     options = options or MatchedOptions()
     values, centre = _coded_values(frame, kind, rule=rule)

@@ -22,6 +22,8 @@ and the verdicts' aggregation over presentation orders (`nepotism.analyses.compa
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from nepotism.analyses.comparisons import with_reasons
@@ -37,7 +39,9 @@ __all__ = ["HARMFUL", "harmful_accuracy_records", "spr_records"]
 HARMFUL = "harmful (own wrong, other right)"
 
 
-def _record(metric: str, judge, condition, estimate: Estimate, *, generator=None, variant: dict) -> dict:
+def _record(
+    metric: str, judge: object, condition: object, estimate: Estimate, *, generator: str | None = None, variant: dict[str, str]
+) -> dict[str, Any]:
     return new_record(metric, judge, condition, estimate, generator=generator, scope="self", variant=variant)
 
 
@@ -45,9 +49,9 @@ def _reasons(estimate: Estimate, part: pd.DataFrame) -> Estimate:
     return with_reasons(estimate, part["excluded_reason"]) if "excluded_reason" in part else estimate
 
 
-def spr_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> list[dict]:
+def spr_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> list[dict[str, Any]]:
     """SPR per evaluatee and its mean over evaluatees, per (judge, condition) (004 Tables 1/3/5)."""
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     if rows.empty:
         return records
     for (judge, condition), g in rows.groupby(["judge", "condition"], sort=True):
@@ -89,13 +93,13 @@ def spr_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> lis
     return records
 
 
-def harmful_accuracy_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> list[dict]:
+def harmful_accuracy_records(rows: pd.DataFrame, opponents: str, bootstrap: Bootstrap) -> list[dict[str, Any]]:
     """judge-accuracy on the harmful cases per (judge, condition) and per evaluatee (003 Fig. 5, Table 4).
 
     ``rows`` carry ``own_ok`` and ``other_ok``; a row known not to be harmful (own answer right, or
     the other wrong) is not part of the population; a row that could be harmful but lacks a grade
     is kept, and `nepotism.metrics.reference.judge_accuracy` counts it as ungraded."""
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     if rows.empty:
         return records
     own, other = rows["own_ok"].to_numpy(dtype=float), rows["other_ok"].to_numpy(dtype=float)

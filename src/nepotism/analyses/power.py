@@ -40,13 +40,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from nepotism.metrics.definitions import win_score
-from nepotism.models import AUDITED_SCOPES, related_scope
+from nepotism.models import AUDITED_SCOPES, Registry, related_scope
 
 __all__ = ["BudgetPlan", "Costs", "ScopePlan", "pilot_estimates", "plan_audit", "prompts_needed"]
 
@@ -102,11 +104,11 @@ class BudgetPlan:
     input_tokens: int
     output_tokens: int
     cost: float | None
-    settings: dict = field(default_factory=dict)
-    model_costs: dict = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    model_costs: dict[str, float | None] = field(default_factory=dict)
     unpriced: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["scopes"] = [asdict(s) for s in self.scopes]
         for s in out["scopes"]:
@@ -186,7 +188,7 @@ def pilot_estimates(
 def plan_audit(
     judges: Sequence[str],
     generators: Sequence[str],
-    registry,
+    registry: Registry,
     *,
     effects: Mapping[str, float] | None = None,
     alpha: float = 0.05,
@@ -223,13 +225,14 @@ def plan_audit(
         for scope, effect in effects.items():
             related = tuple(g for g in generators if scope_of[g] == scope)
             m = len(related) * len(opponents)
-            common = dict(judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents, per_prompt=m)
+            plan = partial(
+                ScopePlan, judge=judge, scope=scope, effect=float(effect), related=related, opponents=opponents, per_prompt=m
+            )
             if m == 0:
                 what = "candidate" if not related else "unrelated opponent"
-                unknown = "" if registry.knows(judge) else f" ({judge} is not in the registry: add it with --models)"
+                unlisted = "" if registry.knows(judge) else f" ({judge} is not in the registry: add it with --models)"
                 plans.append(
-                    ScopePlan(
-                        **common,
+                    plan(
                         variance=None,
                         tie_rate=tie_rate,
                         icc=icc,
@@ -237,7 +240,7 @@ def plan_audit(
                         source="assumed",
                         comparisons=None,
                         prompts=None,
-                        note=f"not measurable: no {scope} {what} among the generators{unknown}",
+                        note=f"not measurable: no {scope} {what} among the generators{unlisted}",
                     )
                 )
                 continue
@@ -249,8 +252,7 @@ def plan_audit(
                 effect, per_prompt=m, alpha=alpha, power=power, baseline=baseline, icc=rho, tie_rate=ties
             )
             plans.append(
-                ScopePlan(
-                    **common,
+                plan(
                     variance=variance,
                     tie_rate=ties,
                     icc=rho,
@@ -303,7 +305,7 @@ def plan_audit(
     )
 
 
-def _priced(registry, model: str, costs: Costs, input_tokens: int, output_tokens: int) -> float | None:
+def _priced(registry: Registry, model: str, costs: Costs, input_tokens: int, output_tokens: int) -> float | None:
     """USD for ``model``'s tokens at the registry's prices, else at those of ``costs``; None when
     neither prices it. A registry entry with one price counts the other as 0 (as a run does)."""
     info = registry.get(model) if registry.knows(model) else None

@@ -17,6 +17,8 @@ agreement` for pairwise labels) and a reference voted from the labels.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from nepotism.grading.rubric_reference import verdict_slices
@@ -30,10 +32,10 @@ METRIC = "rubric-balanced-f1"
 
 def label_records(
     judgments: pd.DataFrame, labels: pd.DataFrame, *, items: pd.DataFrame | None = None, bootstrap: Bootstrap | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """``rubric-balanced-f1`` records per judge × condition (× setup) × polarity against ``labels``."""
     annotators = int(labels["annotator"].nunique())
-    records = []
+    records: list[dict[str, Any]] = []
     for judge, condition, setup, name, g in verdict_slices(judgments, labels, items=items, how="inner"):
         est = balanced_f1(g["met"].to_numpy(float), g["truth"].to_numpy(float), g["instance_id"].to_numpy(), bootstrap=bootstrap)
         record = {

@@ -52,6 +52,8 @@ from nepotism.datasets import dataset_partitions, read_files
 from nepotism.errors import InputError
 from nepotism.metrics._common import undefined
 from nepotism.metrics.bootstrap import Bootstrap
+from nepotism.metrics.definitions import ClusterSums, Definition
+from nepotism.models import Registry
 from nepotism.analyses.derived import _Side, pairwise_boards
 from nepotism.tables import Table, text_values
 
@@ -155,8 +157,8 @@ class _Kept:
 
 def _small(values: np.ndarray) -> np.ndarray:
     """Whole-number per-prompt sums as uint16 (int32 when a cell holds more)."""
-    out = np.rint(values)
-    return out.astype(np.uint16 if (out.size == 0 or out.max() < 2**16) else np.int32)
+    out: np.ndarray = np.rint(values)
+    return out.astype(np.uint16) if (out.size == 0 or out.max() < 2**16) else out.astype(np.int32)
 
 
 def _keep(rows: _Rows, blocks: _Blocks, labels: np.ndarray, related: Callable[[str], bool]) -> _Kept:
@@ -203,7 +205,8 @@ class _Scaled:
     def __getitem__(self, b: int) -> np.ndarray:
         kept, k = self.parts[b]
         lo, hi = kept.cells[k]
-        return getattr(kept, self.column)[lo:hi].astype(float) * self.scale
+        column: np.ndarray = getattr(kept, self.column)
+        return column[lo:hi].astype(float) * self.scale
 
 
 class _Instances:
@@ -213,7 +216,8 @@ class _Instances:
     def __getitem__(self, b: int) -> np.ndarray:
         kept, k = self.parts[b]
         lo, hi = kept.cells[k]
-        return self.lookup[id(kept)][kept.instance[lo:hi]]
+        codes: np.ndarray = self.lookup[id(kept)][kept.instance[lo:hi]]
+        return codes
 
 
 class _MergedBlocks:
@@ -289,7 +293,7 @@ class _Boards:
     of comparisons, with every judge and with the unrelated judges only; rows dropped per
     generator; whom each generator met."""
 
-    def __init__(self, registry: Any):
+    def __init__(self, registry: Registry):
         self.registry = registry
         # per partition: (its prompt, judge, generator labels), (their codes and 4 sums per present cell)
         self.parts: list[tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]] = []
@@ -364,15 +368,16 @@ class _Chunked(_Pending):
 
     def __init__(self, bootstrap: Bootstrap, size: int | None = None):
         super().__init__(bootstrap)
-        self.bootstrap, self.size, self.done = bootstrap, size or CHUNK, []
+        self.bootstrap, self.size = bootstrap, size or CHUNK
+        self.done: list[dict[str, Any]] = []
 
-    def add(self, record: dict, definition: Any, parts: Any, reasons: dict[str, int] | None) -> None:
+    def add(self, record: dict[str, Any], definition: Definition, parts: ClusterSums, reasons: dict[str, int] | None) -> None:
         super().add(record, definition, parts, reasons)
         if len(self.records) >= self.size:
             self.done += super().finish()
             self.batch, self.records = _Pending(self.bootstrap).batch, []
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[dict[str, Any]]:
         return self.done + super().finish()
 
 
@@ -416,7 +421,7 @@ def _not_computed(metric: str, bootstrap: Bootstrap, reason: str | None = None) 
 
 def stream_pairwise(
     source: str | Path,
-    registry: Any,
+    registry: Registry,
     *,
     bootstrap: Bootstrap,
     rule: str = "consistent",
@@ -525,7 +530,7 @@ def stream_pairwise(
     records: list[dict[str, Any]] = []
     for number, key in enumerate(groups):
         pending = _Chunked(bootstrap)
-        _paired_gaps(merged, blocks, number, relations, pending)  # type: ignore[arg-type]
+        _paired_gaps(merged, blocks, number, relations, pending)
         records += audit[key] + pending.finish()
     for key in groups:
         records += excluded.get(key, [])

@@ -43,7 +43,10 @@ weights-matrix product per (judge, condition). Left out: file reading and presen
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +82,7 @@ from nepotism.metrics._suite_recognition import association_records, perplexity_
 from nepotism.metrics._suite_tables import pairwise_rank_records, pointwise_records, rubric_records
 from nepotism.metrics.stats import correlate_records
 from nepotism.metrics.task import reasoning_length_records, task_accuracy_records
-from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER
+from nepotism.models import AUDITED_SCOPES, SCOPE_LADDER, Registry
 from nepotism.results import Results, new_record
 from nepotism.tables import VERDICT_COLUMN, name_codes, text_values
 from nepotism.votes import decide
@@ -111,7 +114,7 @@ class SuiteOptions:
     rule: str = "consistent"
     slices: tuple[str, ...] = ()
     include_audit: bool = True  # False when the caller already ran `audit_pairwise`
-    leaderboard: dict | None = None  # {model: score}: a reference leaderboard for ranking-difference
+    leaderboard: dict[str, float] | None = None  # {model: score}: a reference leaderboard for ranking-difference
     rank_against: str | None = None  # a judge whose leaderboard every other judge's is ranked against
     recognition_target: str = "self"  # which relation a recognition answer is about: self | student | family
     perplexity_bins: int = 5
@@ -125,18 +128,19 @@ class SuiteOptions:
 class SuiteResult(Results):
     """`Results` of `run_suite`; ``records`` holds the same records as dicts (the JSON shape)."""
 
-    def __init__(self, records: list[dict] | None = None):
-        super().__init__(records or [])
-        self.records: list[dict] = self._given
+    def __init__(self, records: list[dict[str, Any]] | None = None):
+        given = list(records or [])
+        super().__init__(given)
+        self.records: list[dict[str, Any]] = given
 
 
-def scope_table(registry, judges, models) -> dict:
+def scope_table(registry: Registry, judges: Iterable[str], models: Iterable[str]) -> dict[tuple[str, str], str]:
     """(judge, model) → the one scope rule's answer (`nepotism.models.Registry.scope`)."""
     return {(j, m): registry.scope(j, m) for j in judges for m in models}
 
 
 # ------------------------------------------------------------------------------------ pairwise
-def _position_records(frame, options, rows: RowPairs | None = None) -> list[dict]:
+def _position_records(frame: pd.DataFrame, options: SuiteOptions, rows: RowPairs | None = None) -> list[dict[str, Any]]:
     """Position metrics from the rows whose presentation order is known (``presentation`` a-first).
 
     Rows of a harness that randomised the order and kept only the preference (AlpacaEval) say
@@ -192,7 +196,7 @@ def _spans(group: np.ndarray) -> dict[int, np.ndarray]:
 PLS_SCOPES = ("student", "family-student")
 
 
-def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
+def _pls_records(comp: pd.DataFrame, registry: Registry, options: SuiteOptions) -> list[dict[str, Any]]:
     judges = sorted(comp["judge"].unique())
     models = candidates(comp)
     records = []
@@ -207,7 +211,7 @@ def _pls_records(comp: pd.DataFrame, registry, options) -> list[dict]:
     return records
 
 
-def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str, options) -> list[dict]:
+def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str, options: SuiteOptions) -> list[dict[str, Any]]:
     """PLS (paper 000 Eq. 5-6) of judges ``ji`` and ``jj`` on their related candidates ``si`` vs ``sj``."""
     mask = (((comp["model_x"] == si) & (comp["model_y"] == sj)) | ((comp["model_x"] == sj) & (comp["model_y"] == si))) & comp[
         "judge"
@@ -260,7 +264,9 @@ def _pls_pair(comp: pd.DataFrame, ji: str, jj: str, si: str, sj: str, scope: str
     return records
 
 
-def _self_rows(comp: pd.DataFrame, scopes: dict, scope: str, *, opponents: str = "unrelated") -> pd.DataFrame:
+def _self_rows(
+    comp: pd.DataFrame, scopes: dict[tuple[str, str], str], scope: str, *, opponents: str = "unrelated"
+) -> pd.DataFrame:
     """(judge's ``scope`` candidate vs another) comparisons, outcome from the related side.
 
     ``opponents="unrelated"``: the other is unrelated to the judge (or unknown to the registry);
@@ -323,7 +329,9 @@ def majority_labels(pref: pd.DataFrame) -> pd.DataFrame:
     return keys.assign(winner=winner, labels=counts.sum(axis=1).to_numpy().astype(int))
 
 
-def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
+def _reference_pairwise(
+    comp: pd.DataFrame, relations: dict[tuple[str, str], str], refs: dict[str, pd.DataFrame], options: SuiteOptions
+) -> list[dict[str, Any]]:
     records = []
     pref = refs.get("preference-ref")
     corr = refs.get("correctness-ref")
@@ -458,7 +466,9 @@ def _reference_pairwise(comp, relations, refs, options) -> list[dict]:
     return records
 
 
-def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[dict]:
+def _d_diff_records(
+    comp: pd.DataFrame, relations: dict[tuple[str, str], str], lookup: pd.Series, opponents: str, options: SuiteOptions
+) -> list[dict[str, Any]]:
     """Paper 004 Eq. 3-5 per (judge, condition) against one opponent population (variant.opponents)."""
     records = []
     sub = _self_rows(comp, relations, "self", opponents=opponents)
@@ -516,7 +526,13 @@ def _d_diff_records(comp, relations, lookup, opponents: str, options) -> list[di
     return records + harmful_accuracy_records(sub, opponents, options.bootstrap)  # 003 Fig. 5, Table 4
 
 
-def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[dict]:
+def _pairwise_suite(
+    frame: pd.DataFrame,
+    registry: Registry,
+    refs: dict[str, pd.DataFrame],
+    options: SuiteOptions,
+    comparisons: Comparisons | None = None,
+) -> list[dict[str, Any]]:
     if comparisons is None:
         comparisons = build_comparisons(frame, rule=options.rule)
     audit = AuditOptions(bootstrap=options.bootstrap)
@@ -558,7 +574,9 @@ def _pairwise_suite(frame, registry, refs, options, comparisons=None) -> list[di
 
 
 # ------------------------------------------------------------------------------------ rubric
-def _rubric_suite(frame, registry, refs, options) -> list[dict]:
+def _rubric_suite(
+    frame: pd.DataFrame, registry: Registry, refs: dict[str, pd.DataFrame], options: SuiteOptions
+) -> list[dict[str, Any]]:
     records = rubric_records(frame, registry, refs, options.bootstrap, leaderboard=options.leaderboard)
     if refs.get("rubric-labels") is not None:  # people's labels of the items: 002 App. C's balanced F1
         records += label_records(frame, refs["rubric-labels"], items=refs.get("rubric-items"), bootstrap=options.bootstrap)
@@ -577,7 +595,7 @@ def _rubric_suite(frame, registry, refs, options) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ transforms
-def committee(frame: pd.DataFrame, judges, *, name: str | None = None) -> pd.DataFrame:
+def committee(frame: pd.DataFrame, judges: Iterable[str], *, name: str | None = None) -> pd.DataFrame:
     """Majority vote of ``judges`` on each verdict, as one judge (002 §3, Fig. 3).
 
     Rubric frames vote on ``met``; pairwise frames on ``verdict`` (A / B / tie, per presentation
@@ -641,7 +659,9 @@ def agreement_filter(frame: pd.DataFrame, threshold: float) -> tuple[pd.DataFram
 DERIVED_SLICES = ("rubric-polarity", "rubric-length")
 
 
-def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | None = None) -> list[dict]:
+def exclusion_records(
+    frame: pd.DataFrame, kind: str, options: SuiteOptions, rows: RowPairs | None = None
+) -> list[dict[str, Any]]:
     """excluded-verdicts per (judge, condition): the judgments without a verdict, by status-reason;
     then exclusion-share-gap per generator of each (`_gap_records`).
 
@@ -656,7 +676,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
         labels[missing] = rows.why_labels(np.flatnonzero(missing))
         instance, group, n_conditions = rows.instance, rows.group, len(rows.conditions)
 
-        def named(g: int) -> tuple[str, str, dict]:
+        def named(g: int) -> tuple[str, str, dict[str, Any]]:
             return rows.judges[g // n_conditions], rows.conditions[g % n_conditions], {"kind": kind}
     else:
         keys = ["judge", "condition"] + (["setup"] if kind == "rubric" and "setup" in frame else [])
@@ -672,7 +692,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
             labels[missing] = row_exclusions(frame[missing])
         (instance,), _ = name_codes(frame["instance_id"])  # in the order of the instances' text
 
-        def named(g: int) -> tuple[str, str, dict]:
+        def named(g: int) -> tuple[str, str, dict[str, Any]]:
             parts = []
             for values in reversed(names):
                 g, code = divmod(g, len(values))
@@ -693,7 +713,7 @@ def exclusion_records(frame: pd.DataFrame, kind: str, options, rows: RowPairs | 
     return _with_low_mass(records, frame, column, keys)
 
 
-def _with_low_mass(records: list[dict], frame: pd.DataFrame, column: str, keys: list[str]) -> list[dict]:
+def _with_low_mass(records: list[dict[str, Any]], frame: pd.DataFrame, column: str, keys: list[str]) -> list[dict[str, Any]]:
     """Each record with ``label_mass_below_half``: its judgments that have a verdict read from labels
     holding less than half the next-token probability (`nepotism.metrics.coverage.low_label_mass`),
     when the table records label masses."""
@@ -716,15 +736,15 @@ _NOT_ASKED = "failed-generation:"  # the label prefix of a judgment a failed gen
 
 
 def _gap_records(
-    named: tuple[str, str, dict],
+    named: tuple[str, str, dict[str, Any]],
     where: np.ndarray,
     shows: np.ndarray,
     generators: np.ndarray,
     missing: np.ndarray,
     labels: np.ndarray,
     instance: np.ndarray,
-    options,
-) -> list[dict]:
+    options: SuiteOptions,
+) -> list[dict[str, Any]]:
     """exclusion-share-gap for each generator the judge saw in one (judge, condition): how much
     more often the judgments showing it have no verdict than the judge's others
     (`nepotism.metrics.definitions.EXCLUSION_SHARE_GAP`'s sums and `coverage.exclusion_share_gap`'s
@@ -788,7 +808,7 @@ def _gap_records(
     return records
 
 
-def flagged_candidates(records: list[dict]) -> list[dict]:
+def flagged_candidates(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The flagged exclusion-share-gap records as plain dicts (``Results.summary["flagged_candidates"]``):
     judge, condition, kind, generator, share, others_share, n, n_excluded, reason (the candidate's most
     frequent exclusion label) and p_value."""
@@ -814,7 +834,14 @@ def flagged_candidates(records: list[dict]) -> list[dict]:
     return out
 
 
-def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
+def _one(
+    frame: pd.DataFrame,
+    kind: str,
+    registry: Registry,
+    refs: dict[str, pd.DataFrame],
+    options: SuiteOptions,
+    comparisons: Comparisons | None = None,
+) -> list[dict[str, Any]]:
     if kind == "pairwise" and comparisons is None:
         comparisons = build_comparisons(frame, rule=options.rule)  # paired once: excluded verdicts use it too
     return exclusion_records(frame, kind, options, comparisons.rows if comparisons is not None else None) + _metrics(
@@ -822,7 +849,14 @@ def _one(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
     )
 
 
-def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dict]:
+def _metrics(
+    frame: pd.DataFrame,
+    kind: str,
+    registry: Registry,
+    refs: dict[str, pd.DataFrame],
+    options: SuiteOptions,
+    comparisons: Comparisons | None = None,
+) -> list[dict[str, Any]]:
     boot = options.bootstrap
     if kind == "pairwise":
         return _pairwise_suite(frame, registry, refs, options, comparisons)
@@ -869,7 +903,7 @@ def _metrics(frame, kind, registry, refs, options, comparisons=None) -> list[dic
     return []
 
 
-def _derived_slice(frame: pd.DataFrame, name: str, refs: dict) -> pd.Series | None:
+def _derived_slice(frame: pd.DataFrame, name: str, refs: dict[str, pd.DataFrame]) -> pd.Series | None:
     """rubric-polarity (points < 0 → negative) or rubric-length (word-count tertiles of the rubric text)."""
     items = refs.get("rubric-items")
     if items is None or "rubric_id" not in frame:
@@ -910,7 +944,7 @@ def _preference_from_scores(scores: pd.DataFrame, source: str) -> pd.DataFrame:
     )
 
 
-def derive_instance_references(refs: dict) -> dict:
+def derive_instance_references(refs: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Instance-level truth from rubric truth or reference scores, where no direct reference is given (002 §2).
 
     With a ``rubric-ref`` and no ``correctness-ref``: an answer's reference score s* is the share of
@@ -959,7 +993,9 @@ def derive_instance_references(refs: dict) -> dict:
     return out
 
 
-def references_for(kind: str, references: dict | None, *, reference_vote: str = "each") -> dict:
+def references_for(
+    kind: str, references: Mapping[str, pd.DataFrame] | None, *, reference_vote: str = "each"
+) -> dict[str, pd.DataFrame]:
     """The reference tables a ``kind`` table's metrics are measured against: a pointwise or
     pairwise table given only rubric truth or correctness gets the instance-level truth derived
     from it (`derive_instance_references`), and with ``reference_vote="majority"`` several human
@@ -977,9 +1013,9 @@ def references_for(kind: str, references: dict | None, *, reference_vote: str = 
 def run_suite(
     frame: pd.DataFrame,
     kind: str,
-    registry,
+    registry: Registry,
     *,
-    references: dict | None = None,
+    references: Mapping[str, pd.DataFrame] | None = None,
     options: SuiteOptions | None = None,
     comparisons: Comparisons | None = None,
 ) -> SuiteResult:
@@ -1021,7 +1057,7 @@ def run_suite(
     return SuiteResult(records)
 
 
-def correlate(records: list[dict], x_metric: str, y_metric: str, *, confidence: float = 0.95) -> dict:
+def correlate(records: list[dict[str, Any]], x_metric: str, y_metric: str, *, confidence: float = 0.95) -> dict[str, Any]:
     """Pearson r across judges between two metrics' headline values (e.g. 004 Fig. 1).
 
     A judge's headline value of a metric is its first record with no generator, no pair, no slice
@@ -1029,7 +1065,7 @@ def correlate(records: list[dict], x_metric: str, y_metric: str, *, confidence: 
     `nepotism.metrics.stats.correlate_records`'s dict (r, p, Fisher-z interval, n, keys).
     """
 
-    def headline(r):
+    def headline(r: Mapping[str, Any]) -> bool:
         return (
             r.get("generator") is None
             and r.get("pair") is None
@@ -1037,14 +1073,14 @@ def correlate(records: list[dict], x_metric: str, y_metric: str, *, confidence: 
             and "slice" not in (r.get("variant") or {})
         )
 
-    first: dict[tuple, dict] = {}
+    first: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in records:
         if r["metric"] in (x_metric, y_metric) and headline(r):
             first.setdefault((r["metric"], r["judge"], r["condition"]), r)
     return correlate_records(list(first.values()), x_metric, y_metric, key=("judge", "condition"), confidence=confidence)
 
 
-def read_leaderboard(path) -> dict:
+def read_leaderboard(path: str | Path) -> dict[str, float]:
     """A leaderboard file: CSV with columns ``model, score`` (higher = better) → {model: score}."""
     from nepotism.errors import InputError
 

@@ -34,13 +34,14 @@ Left out: the cases behind a verdict (`nepotism.analyses.cases`), rendering (`ne
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nepotism.models.registry import AUDITED_SCOPES
+from nepotism.models.registry import AUDITED_SCOPES, Registry
 from nepotism.results import Verdict, record_key
 from nepotism.tables import name_codes
 
@@ -100,7 +101,7 @@ def verdict_scope(record_scope: str | None) -> str | None:
 
 
 # ----------------------------------------------------------------------------------- census
-def relation_census(frame: pd.DataFrame, kind: str, registry) -> list[dict[str, Any]]:
+def relation_census(frame: pd.DataFrame, kind: str, registry: Registry) -> list[dict[str, Any]]:
     """For each (judge, condition) of a judged table: the generators it judged grouped by their
     scope to it (`Registry.scope`), its registry id and how many prompts it judged — what a verdict
     needs to say why a scope is not measurable. Stored in ``Results.summary["relations"]``."""
@@ -155,7 +156,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _ci(r: Mapping[str, Any], fmt) -> str:
+def _ci(r: Mapping[str, Any], fmt: Callable[[float], str]) -> str:
     level = int(round(100 * (r.get("confidence") or 0.95)))
     return f"{level}% CI {fmt(r['ci_low'])} to {fmt(r['ci_high'])}"
 
@@ -164,7 +165,7 @@ def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _unit(record: Mapping[str, Any]) -> tuple[Any, str]:
+def _unit(record: Mapping[str, Any]) -> tuple[Callable[[float], str], str]:
     """How a matched value is printed: pairwise preference shares and rubric met-rates in points
     (×100), pointwise score differences in the judge's own score units."""
     kind = (record.get("variant") or {}).get("kind", "pairwise")
@@ -193,8 +194,8 @@ def _first(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return sorted(rows, key=lambda r: (-(r.get("n_clusters") or 0), -(r.get("n") or 0), record_key(r)))[0]
 
 
-def _matched(items, scope, census) -> list[dict[str, Any]]:
-    readings = []
+def _matched(items: Sequence[Mapping[str, Any]], scope: str, census: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    readings: list[dict[str, Any]] = []
     rows = [r for r in _scoped(items, "matched-bias", scope) if (r.get("variant") or {}).get("subset", "all") == "all"]
     record = _first([r for r in rows if r.get("value") is not None]) or _first(rows)
     if record is not None:
@@ -229,8 +230,8 @@ def _matched(items, scope, census) -> list[dict[str, Any]]:
     return readings
 
 
-def _reference(items, scope) -> list[dict[str, Any]]:
-    readings = []
+def _reference(items: Sequence[Mapping[str, Any]], scope: str) -> list[dict[str, Any]]:
+    readings: list[dict[str, Any]] = []
     eo = [r for r in _scoped(items, "equal-opportunity-bias", scope) if "preference" not in (r.get("variant") or {})]
     unrelated = [r for r in eo if (r.get("variant") or {}).get("opponents") == "unrelated" and r.get("value") is not None]
     record = _first(unrelated) or _first([r for r in eo if r.get("value") is not None]) or _first(eo)
@@ -251,7 +252,7 @@ def _reference(items, scope) -> list[dict[str, Any]]:
     return readings
 
 
-def _alone(items, scope) -> list[dict[str, Any]]:
+def _alone(items: Sequence[Mapping[str, Any]], scope: str) -> list[dict[str, Any]]:
     # the pooled share (paper 004 Eq. 2); its per-evaluatee cells and their mean are the papers' tables, not a verdict
     rows = [r for r in _scoped(items, "self-preference-ratio", scope) if "averaging" not in (r.get("variant") or {})]
     # a pointwise ratio comes with ties counted half (50% = equal preference on a coarse scale that ties
@@ -393,7 +394,7 @@ def _sentence(name: str, scope: str, reading: Mapping[str, Any], finding: str) -
     return f"{name}: {metric} = {r['value']}"
 
 
-def _harm(items, scope, reading, min_prompts) -> dict[str, Any] | None:
+def _harm(items: Sequence[Mapping[str, Any]], scope: str, reading: Mapping[str, Any], min_prompts: int) -> dict[str, Any] | None:
     """How often the favouritism costs a better answer, where a truth tells (see the module doc)."""
     rung = reading["rung"]
     if rung == "matched" and reading["record"]["metric"] == "matched-bias":
@@ -528,7 +529,7 @@ FINDING_WORDS = {
 }
 
 
-def _formatter(verdict: Verdict):
+def _formatter(verdict: Verdict) -> Callable[[float], str]:
     if verdict.metric == "hspp-ratio":
         return lambda x: f"{x:.2f}×"
     if verdict.metric == "self-preference-ratio":
@@ -579,7 +580,7 @@ def summary_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[Verdict]] = {}
     for v in verdicts:
         groups.setdefault((v.judge, v.condition), []).append(v)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (judge, condition), items in groups.items():
         base = {"judge": judge, "judge_id": items[0].judge_id, "condition": condition}
         if len(items) > 1 and all(v.status == "not-measurable" and reason_text(v).startswith(_NO_RELATIVE) for v in items):
@@ -670,7 +671,7 @@ def _one(
             chosen = reading
             continue
         also.append(_also(reading, why))
-    base = {"judge": judge, "judge_id": judge_id, "condition": condition, "scope": scope}
+    verdict = partial(Verdict, judge=judge, judge_id=judge_id, condition=condition, scope=scope)
     if chosen is not None:
         r = chosen["record"]
         finding = _finding(r["ci_low"], r["ci_high"], chosen["null"])
@@ -700,8 +701,7 @@ def _one(
                 sentence += " No judge unrelated to both candidates saw these pairs and no reference says which is better."
         if harm is not None:
             sentence += f" Harm: {harm['text']}."
-        return Verdict(
-            **base,
+        return verdict(
             status="measured",
             rung=chosen["rung"],
             metric=r["metric"],
@@ -733,8 +733,7 @@ def _one(
             f"{name}, {SCOPE_WORDS[scope]}: too little data for a verdict — the strongest evidence, "
             f"{rung_words[best['rung']]} ({best['metric']}): {best['why_not']}."
         )
-        return Verdict(
-            **base,
+        return verdict(
             status="too-little-data",
             sentence=sentence,
             needs=(f"more prompts (at least {min_prompts}) where the judge compares these answers",),
@@ -744,8 +743,7 @@ def _one(
     notes = [a["why_not"] for a in also if a["why_not"].startswith("all ")]
     notes += [str(a_note) for a_note in (r.get("note") for r in (x["record"] for x in readings)) if a_note]
     sentence, needs = _missing(name, scope, census, [n.removeprefix("not measurable: ") for n in notes])
-    return Verdict(
-        **base,
+    return verdict(
         status="not-measurable",
         sentence=sentence,
         needs=tuple(needs),
@@ -778,9 +776,9 @@ def judge_verdicts(
             continue
         groups[(str(r["judge"]), str(r.get("condition") or "default"))].append(r)
     census: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for entry in relations:
-        key = (str(entry["judge"]), str(entry["condition"]))
-        census.setdefault(key, entry)
+    for row in relations:
+        key = (str(row["judge"]), str(row["condition"]))
+        census.setdefault(key, row)
         groups.setdefault(key, [])
     if census:  # the judges of the tables audited, not pseudo-judges of pooled records (PLS pairs)
         groups = defaultdict(list, {key: items for key, items in groups.items() if key in census})
