@@ -26,7 +26,7 @@ def test_typed_core_passes_mypy_strict():
 def test_ruff_passes_with_the_committed_configuration():
     pytest.importorskip("ruff", reason="ruff (the test extra) is not installed: pip install -e '.[test]'")
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "scripts", "bench"],
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "scripts", "bench", "examples"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -37,10 +37,10 @@ def test_ruff_passes_with_the_committed_configuration():
 
 def test_ruff_format_leaves_every_file_as_it_is():
     """The layout is the formatter's (the one reformat commit is in .git-blame-ignore-revs): a file it
-    would change fails here, naming the file; `ruff format src tests scripts bench` fixes it."""
+    would change fails here, naming the file; `ruff format src tests scripts bench examples` fixes it."""
     pytest.importorskip("ruff", reason="ruff (the test extra) is not installed: pip install -e '.[test]'")
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "src", "tests", "scripts", "bench"],
+        [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "src", "tests", "scripts", "bench", "examples"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -50,18 +50,23 @@ def build_rows(data_dir: Path) -> list[dict]:
     rows = []
     for p in chosen:
         instance_id = f"ifeval-{p['key']}"
-        items = ifeval_rubric_items({"instance_id": instance_id, "instruction_id_list": p["instruction_id_list"],
-                                     "kwargs": p["kwargs"]})
-        rows.append({
-            "id": instance_id,
-            "prompt": p["prompt"],
-            "category": "ifeval",
-            "rubric": [{"id": it["rubric_id"], "text": it["text"], "points": it["points"],
-                        "category": it["category"]} for it in items],
-            "metadata": {"key": p["key"], "instruction_id_list": p["instruction_id_list"], "kwargs": p["kwargs"]},
-            "model": RECORDED_MODEL,
-            "text": recorded[p["prompt"]],
-        })
+        items = ifeval_rubric_items(
+            {"instance_id": instance_id, "instruction_id_list": p["instruction_id_list"], "kwargs": p["kwargs"]}
+        )
+        rows.append(
+            {
+                "id": instance_id,
+                "prompt": p["prompt"],
+                "category": "ifeval",
+                "rubric": [
+                    {"id": it["rubric_id"], "text": it["text"], "points": it["points"], "category": it["category"]}
+                    for it in items
+                ],
+                "metadata": {"key": p["key"], "instruction_id_list": p["instruction_id_list"], "kwargs": p["kwargs"]},
+                "model": RECORDED_MODEL,
+                "text": recorded[p["prompt"]],
+            }
+        )
     return rows
 
 

@@ -68,27 +68,35 @@ def build_items(data: Path = DEFAULT_DATA, seed: int = SEED) -> list[dict]:
     code = sorted(rng.sample(code_all, N_CODE), key=lambda r: int(r["task_id"].split("/")[1]))
     items: list[dict] = []
     for r in math:
-        items.append({
-            "id": f"math500-{r['_index']:03d}",
-            "prompt": _MATH_PROMPT.format(problem=r["problem"].strip()),
-            "reference_answer": r["answer"],
-            "category": "math",
-            "metadata": {"source": "MATH-500", "row": r["_index"], "subject": r["subject"],
-                         "level": int(r["level"])},
-            "model": HUMAN,
-            "text": r["solution"],
-        })
+        items.append(
+            {
+                "id": f"math500-{r['_index']:03d}",
+                "prompt": _MATH_PROMPT.format(problem=r["problem"].strip()),
+                "reference_answer": r["answer"],
+                "category": "math",
+                "metadata": {"source": "MATH-500", "row": r["_index"], "subject": r["subject"], "level": int(r["level"])},
+                "model": HUMAN,
+                "text": r["solution"],
+            }
+        )
     for r in code:
         number = int(r["task_id"].split("/")[1])
-        items.append({
-            "id": f"humaneval-{number:03d}",
-            "prompt": _CODE_PROMPT.format(header=r["prompt"]),
-            "category": "code",
-            "metadata": {"source": "HumanEval", "task_id": r["task_id"], "entry_point": r["entry_point"],
-                         "code_prompt": r["prompt"], "tests": r["test"]},
-            "model": HUMAN,
-            "text": f"```python\n{r['prompt']}{r['canonical_solution']}```",
-        })
+        items.append(
+            {
+                "id": f"humaneval-{number:03d}",
+                "prompt": _CODE_PROMPT.format(header=r["prompt"]),
+                "category": "code",
+                "metadata": {
+                    "source": "HumanEval",
+                    "task_id": r["task_id"],
+                    "entry_point": r["entry_point"],
+                    "code_prompt": r["prompt"],
+                    "tests": r["test"],
+                },
+                "model": HUMAN,
+                "text": f"```python\n{r['prompt']}{r['canonical_solution']}```",
+            }
+        )
     return items
 
 
