@@ -81,20 +81,26 @@ class _Coded:
         return pd.DataFrame(out)
 
 
-def _coded(values: pd.DataFrame) -> _Coded:
-    """A `pair_values` frame (names) as a `_Coded` one."""
-    frame: dict[str, np.ndarray] = {}
+def _key_codes(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The key columns of a table of pairs (judge, condition, instance_id, model_x, model_y) as codes,
+    and the names per space (`_Coded`): model_x and model_y share the model names."""
+    columns: dict[str, np.ndarray] = {}
     names: dict[str, np.ndarray] = {}
-    for space, columns in (
+    for space, spaced in (
         ("judge", ["judge"]),
         ("condition", ["condition"]),
         ("instance_id", ["instance_id"]),
         ("model", ["model_x", "model_y"]),
     ):
-        codes, names[space] = name_codes(*(values[column] for column in columns))
-        frame |= dict(zip(columns, codes))
-    frame["value"] = values["value"].to_numpy(dtype=float)
-    return _Coded(pd.DataFrame(frame), names)
+        codes, names[space] = name_codes(*(frame[column] for column in spaced))
+        columns |= dict(zip(spaced, codes))
+    return columns, names
+
+
+def _coded(values: pd.DataFrame) -> _Coded:
+    """A `pair_values` frame (names) as a `_Coded` one."""
+    columns, names = _key_codes(values)
+    return _Coded(pd.DataFrame(columns | {"value": values["value"].to_numpy(dtype=float)}), names)
 
 
 @dataclass(frozen=True)
@@ -139,16 +145,7 @@ def _pairwise_coded(frame: pd.DataFrame, rule: str) -> _Coded:
     """One row per (judge, condition, instance, pair x < y) of a pairwise table, as codes: the
     preference for x after both orders (1, ½, 0), replicates averaged; rows in order of first appearance."""
     comp = frame.frame if isinstance(frame, Comparisons) else build_comparisons(_defaults(frame), rule=rule).frame
-    columns: dict[str, np.ndarray] = {}
-    names: dict[str, np.ndarray] = {}
-    for space, spaced in (
-        ("judge", ["judge"]),
-        ("condition", ["condition"]),
-        ("instance_id", ["instance_id"]),
-        ("model", ["model_x", "model_y"]),
-    ):
-        codes, names[space] = name_codes(*(comp[column] for column in spaced))
-        columns |= dict(zip(spaced, codes))
+    columns, names = _key_codes(comp)
     value = ((comp["outcome"] + 1.0) / 2.0).to_numpy(dtype=float)
     if comp["replicate"].nunique() > 1:  # several comparisons per (judge, condition, instance, pair): their mean
         group = group_codes(*columns.values())
